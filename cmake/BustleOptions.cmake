@@ -1,0 +1,25 @@
+# Compile options for project code only (dependencies are included as SYSTEM
+# headers so their warnings never fail our build).
+#
+# -ffp-contract=off: no fused multiply-add contraction, so floating-point results
+# do not depend on what the optimiser chose; part of the determinism contract.
+add_library(bustle_options INTERFACE)
+target_compile_options(bustle_options INTERFACE
+  -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wno-sign-conversion
+  -Wnon-virtual-dtor -Wold-style-cast -Wcast-align -Wnull-dereference
+  -Werror
+  -ffp-contract=off -fno-fast-math)
+if(BUSTLE_SANITIZE)
+  target_compile_options(bustle_options INTERFACE -fsanitize=address,undefined -fno-omit-frame-pointer)
+  target_link_options(bustle_options INTERFACE -fsanitize=address,undefined)
+endif()
+add_library(bustle::options ALIAS bustle_options)
+
+# Helper: declare a project library in its own folder with include/ and src/.
+function(bustle_library name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;PUBLIC_DEPS;PRIVATE_DEPS" ${ARGN})
+  add_library(bustle_${name} STATIC ${ARG_SOURCES})
+  add_library(bustle::${name} ALIAS bustle_${name})
+  target_include_directories(bustle_${name} PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/include)
+  target_link_libraries(bustle_${name} PUBLIC ${ARG_PUBLIC_DEPS} PRIVATE bustle::options ${ARG_PRIVATE_DEPS})
+endfunction()

@@ -1,0 +1,76 @@
+// Framing and verification for the Bustle wire protocol.
+//
+// A frame is a 4-byte little-endian payload length followed by the payload,
+// one FlatBuffer with a file identifier ("BCL1" client->server, "BSV1"
+// server->client). The decoder enforces a frame cap before buffering a frame,
+// and every payload passes the FlatBuffers Verifier with tightened depth and
+// table limits before any field is read. Transport-agnostic: no sockets here.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "bustle/proto/wire.hpp"
+
+namespace bustle::proto {
+
+inline constexpr std::size_t kLengthPrefixBytes = 4;
+// Inbound to the server: clients send small frames (hello, commands).
+inline constexpr std::uint32_t kClientFrameMaxBytes = 1u << 20;  // 1 MiB
+// Inbound to clients: a baseline Delta of a large city can be big.
+inline constexpr std::uint32_t kServerFrameMaxBytes = 64u << 20;  // 64 MiB
+
+// Verifier limits. Client frames are shallow and small; server frames carry a
+// table per lane in Welcome, so allow more tables there.
+inline constexpr flatbuffers::uoffset_t kClientMaxDepth = 8;
+inline constexpr flatbuffers::uoffset_t kClientMaxTables = 64;
+inline constexpr flatbuffers::uoffset_t kServerMaxDepth = 8;
+inline constexpr flatbuffers::uoffset_t kServerMaxTables = 1u << 20;
+
+// Appends one frame (prefix + payload) to out.
+void append_frame(std::vector<std::uint8_t>& out, std::span<const std::uint8_t> payload);
+// One frame from a finished builder.
+std::vector<std::uint8_t> make_frame(const flatbuffers::FlatBufferBuilder& fbb);
+
+enum class DecodeStatus : std::uint8_t {
+  NeedMore,       // no complete frame buffered yet
+  Frame,          // `payload` holds one complete frame
+  FrameTooLarge,  // declared length exceeds the cap; the stream is unusable
+  EmptyFrame,     // declared length 0; the stream is unusable
+};
+
+const char* to_string(DecodeStatus s);
+
+// Reassembles frames from a byte stream. After an error status the decoder
+// stays in that error; the connection must be closed.
+class FrameDecoder {
+ public:
+  explicit FrameDecoder(std::uint32_t max_frame_bytes) : max_frame_bytes_(max_frame_bytes) {}
+
+  void feed(std::span<const std::uint8_t> bytes);
+  // On Frame, `payload` views the frame; it stays valid until the next call to
+  // feed() or next().
+  DecodeStatus next(std::span<const std::uint8_t>& payload);
+
+  std::size_t buffered_bytes() const { return buffer_.size() - consumed_; }
+  std::uint32_t declared_length() const { return declared_; }
+
+ private:
+  std::uint32_t max_frame_bytes_;
+  std::vector<std::uint8_t> buffer_;
+  std::size_t consumed_ = 0;
+  std::uint32_t declared_ = 0;
+  DecodeStatus error_ = DecodeStatus::NeedMore;
+};
+
+// Verifies a payload and returns the root, or nullptr with `error` set to a
+// message that names what failed (identifier, structure).
+const bustle::wire::ClientFrame* verify_client_frame(std::span<const std::uint8_t> payload,
+                                                     std::string& error);
+const bustle::wire::ServerFrame* verify_server_frame(std::span<const std::uint8_t> payload,
+                                                     std::string& error);
+
+}  // namespace bustle::proto

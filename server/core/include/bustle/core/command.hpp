@@ -1,0 +1,71 @@
+// Commands that change the world, and their graded results.
+//
+// Commands enter a bounded inbox (World::submit) and are applied in arrival
+// order at the start of the next step (phase 1). Every command gets exactly one
+// CommandResult: the inbox rejects immediately when full; otherwise the result
+// is produced when the command is applied. The arrival order is what a session
+// recording stores, so it fully determines replay.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <variant>
+
+#include "bustle/core/entity_id.hpp"
+
+namespace bustle::core {
+
+// Sets the pedestrian population target; the world grows or shrinks towards
+// it within the per-step spawn cap. [Limit: count <= entity_capacity]
+struct SetPedestrianTarget {
+  std::uint32_t count = 0;
+};
+
+// Despawns one entity with reason Requested. A stale or unknown id is rejected.
+struct DespawnEntity {
+  EntityId id;
+};
+
+using WorldCommand = std::variant<SetPedestrianTarget, DespawnEntity>;
+
+// Who asked: the session (client) id and that client's own request id. Client
+// 0 is the server itself (e.g. a scripted start-up command).
+struct CommandOrigin {
+  std::uint32_t client_id = 0;
+  std::uint32_t request_id = 0;
+  friend bool operator==(const CommandOrigin&, const CommandOrigin&) = default;
+};
+
+struct CommandEnvelope {
+  CommandOrigin origin;
+  WorldCommand command;
+};
+
+enum class CommandStatus : std::uint8_t {
+  Accepted = 0,  // applied at `step`
+  Rejected = 1,  // nothing changed; see reason
+};
+
+enum class RejectReason : std::uint8_t {
+  None = 0,
+  InboxFull = 1,
+  InvalidArgument = 2,
+  UnknownEntity = 3,  // stale or never-issued EntityId
+  NotAuthorized = 4,
+  WrongClockMode = 5,
+  UnknownCommand = 6,
+  ShuttingDown = 7,
+};
+
+const char* to_string(CommandStatus s);
+const char* to_string(RejectReason r);
+
+struct CommandResult {
+  CommandOrigin origin;
+  CommandStatus status = CommandStatus::Rejected;
+  RejectReason reason = RejectReason::None;
+  std::uint64_t step = 0;  // the step whose phase 1 applied (or rejected) it
+  std::string message;     // human-readable detail, empty when accepted
+};
+
+}  // namespace bustle::core

@@ -1,0 +1,78 @@
+// Identity axis: generation-checked entity handles and their allocator.
+//
+// An EntityId names one entity for its whole life. It is never an array index
+// into simulation storage; it is an (index, generation) pair where the index
+// addresses a slot in the EntityRegistry and the generation tells apart the
+// successive entities that reuse that slot.
+//
+// Invariants:
+//   1. generation 0 is never issued, so EntityId{} (0, 0) is the null handle.
+//   2. A slot's generation increases by one on every release; a handle whose
+//      generation differs from its slot's is stale and is_alive() is false.
+//   3. Free slots form a FIFO: released slots go to the back, allocation takes
+//      from the front. Fresh slots are queued in index order at creation, so a
+//      slot is reused as late as possible (a stale handle stays detectably
+//      stale for as long as the capacity allows).
+//   4. Capacity is fixed at creation; allocation never allocates memory.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+namespace bustle::core {
+
+struct EntityId {
+  std::uint32_t index = 0;
+  std::uint32_t generation = 0;
+
+  constexpr bool is_null() const { return generation == 0; }
+  friend constexpr bool operator==(EntityId, EntityId) = default;
+  // Canonical order for tie-breaking: by index, then generation.
+  friend constexpr bool operator<(EntityId a, EntityId b) {
+    return a.index != b.index ? a.index < b.index : a.generation < b.generation;
+  }
+  constexpr std::uint64_t packed() const {
+    return (std::uint64_t{generation} << 32) | std::uint64_t{index};
+  }
+};
+
+enum class AllocateStatus : std::uint8_t { Allocated, CapacityExhausted };
+
+struct AllocateResult {
+  AllocateStatus status = AllocateStatus::CapacityExhausted;
+  EntityId id{};
+};
+
+enum class ReleaseStatus : std::uint8_t { Released, StaleHandle, OutOfRange };
+
+class EntityRegistry {
+ public:
+  // [Limit: capacity >= 1]
+  explicit EntityRegistry(std::uint32_t capacity);
+
+  AllocateResult allocate();
+  ReleaseStatus release(EntityId id);
+  bool is_alive(EntityId id) const;
+
+  std::uint32_t capacity() const { return static_cast<std::uint32_t>(generation_.size()); }
+  std::uint32_t alive_count() const { return alive_count_; }
+  std::uint32_t free_count() const { return free_count_; }
+
+  // The generation currently stored for a slot (for canonical encoding).
+  std::uint32_t generation_of(std::uint32_t index) const { return generation_[index]; }
+  bool slot_alive(std::uint32_t index) const { return alive_[index] != 0; }
+
+  // Visits the free FIFO front to back; used by the digest and checkpoints.
+  void for_each_free(const std::function<void(std::uint32_t)>& fn) const;
+
+ private:
+  std::vector<std::uint32_t> generation_;
+  std::vector<std::uint8_t> alive_;
+  std::vector<std::uint32_t> free_ring_;  // ring buffer of free slot indices
+  std::uint32_t free_head_ = 0;
+  std::uint32_t free_count_ = 0;
+  std::uint32_t alive_count_ = 0;
+};
+
+}  // namespace bustle::core

@@ -1,0 +1,156 @@
+// The deterministic world: all authoritative simulation state and the fixed step.
+//
+// A World is created from a validated Scenario and a seed. It owns its PRNG,
+// its entity registry, its lane graph and its populations, and advances only in
+// step(). It performs no I/O, reads no clock and starts no thread: time is
+// step_index() * step_us. Given the same scenario, seed and sequence of
+// submitted commands (and the steps at which they were submitted), every step
+// produces the same digest.
+//
+// Step phases (DESIGN §2; later phases never feed earlier ones in one step):
+//   1. apply commands (arrival order) -> command results
+//   7. pedestrian movement: advance along lanes at lane speed, carrying the
+//      remaining time across lane ends; dead ends request a despawn
+//  10. despawn phase: one exit for all reasons, in EntityId order, ids released
+//      to the back of the FIFO; then population upkeep spawns towards target
+//  11. digest over the canonical state
+// Phases 2-6, 8, 9 arrive with the population, vehicle and tier work.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "bustle/core/command.hpp"
+#include "bustle/core/entity_id.hpp"
+#include "bustle/core/lane_graph.hpp"
+#include "bustle/core/log_sink.hpp"
+#include "bustle/core/prng.hpp"
+#include "bustle/core/scenario.hpp"
+
+namespace bustle::core {
+
+enum class EntityKind : std::uint8_t { Pedestrian = 0, Vehicle = 1 };
+
+enum class DespawnReason : std::uint8_t {
+  OutOfRange = 0,
+  Stuck = 1,
+  SpawnError = 2,
+  LaneDeadEnd = 3,
+  Requested = 4,
+  Overpopulated = 5,
+};
+inline constexpr std::size_t kDespawnReasonCount = 6;
+const char* to_string(DespawnReason r);
+
+enum class SubmitStatus : std::uint8_t { Queued, InboxFull };
+
+// Hot pedestrian state, structure-of-arrays, dense. Removal is swap-remove;
+// dense_of maps an entity index to its dense slot (kNoSlot when absent), so
+// iteration order is a deterministic function of history, never of addresses.
+struct PedestrianStore {
+  static constexpr std::uint32_t kNoSlot = UINT32_MAX;
+  std::vector<EntityId> id;
+  std::vector<LaneIndex> lane;
+  std::vector<double> s_m;           // distance along the lane
+  std::vector<std::uint32_t> hops;   // lanes entered so far; seeds route choice
+  std::vector<std::uint32_t> dense_of;
+
+  std::uint32_t size() const { return static_cast<std::uint32_t>(id.size()); }
+};
+
+struct WorldCounters {
+  std::uint64_t spawned_total = 0;
+  std::uint64_t despawned_total = 0;
+  std::uint64_t despawned_by_reason[kDespawnReasonCount] = {};
+  std::uint64_t spawn_failed_capacity = 0;
+  std::uint64_t commands_accepted = 0;
+  std::uint64_t commands_rejected = 0;
+};
+
+class World {
+ public:
+  struct CreateResult {
+    std::unique_ptr<World> world;         // null when errors is non-empty
+    std::vector<ScenarioError> errors;
+  };
+  // Validates the scenario first; never throws for bad input.
+  static CreateResult create(const Scenario& scenario, std::uint64_t seed,
+                             LogSink* log = nullptr);
+
+  // Queues a command for the next step. Never blocks; a full inbox rejects.
+  SubmitStatus submit(CommandEnvelope envelope);
+  std::uint32_t inbox_size() const { return static_cast<std::uint32_t>(inbox_count_); }
+
+  // Advances one fixed step through all phases.
+  void step();
+
+  std::uint64_t step_index() const { return step_index_; }
+  std::uint64_t sim_time_us() const { return step_index_ * scenario_.step_us; }
+  std::uint32_t step_us() const { return scenario_.step_us; }
+  std::uint64_t seed() const { return seed_; }
+  // Digest of the state after the last step (or after creation).
+  std::uint64_t digest() const { return digest_; }
+
+  const Scenario& scenario() const { return scenario_; }
+  const LaneGraph& lanes() const { return lanes_; }
+  const EntityRegistry& registry() const { return registry_; }
+  const PedestrianStore& pedestrians() const { return peds_; }
+  std::uint32_t pedestrian_target() const { return pedestrian_target_; }
+  const WorldCounters& counters() const { return counters_; }
+  const Prng& prng() const { return rng_; }
+
+  // Results of the commands applied in the last step, in arrival order.
+  std::span<const CommandResult> last_command_results() const { return results_; }
+
+  // Derived, not authoritative: pose and speed of a pedestrian by dense slot.
+  Pose pedestrian_pose(std::uint32_t dense) const;
+  double pedestrian_speed_mps(std::uint32_t dense) const;
+
+  // Recomputes the digest from scratch over the canonical state.
+  std::uint64_t compute_digest() const;
+
+ private:
+  World(const Scenario& scenario, std::uint64_t seed, LogSink* log);
+
+  void phase_apply_commands();
+  void phase_move_pedestrians();
+  void phase_despawn();
+  void phase_population_upkeep();
+
+  CommandResult apply(const CommandEnvelope& env);
+  void request_despawn(EntityId id, DespawnReason reason);
+  bool spawn_pedestrian();
+  void remove_pedestrian(EntityId id);
+
+  Scenario scenario_;
+  LaneGraph lanes_;
+  LogSink* log_;
+  NullLogSink null_log_;
+  std::uint64_t seed_;
+  Prng rng_;
+  std::uint64_t route_salt_;  // derived stream key for per-entity route choices
+  EntityRegistry registry_;
+  PedestrianStore peds_;
+  std::uint32_t pedestrian_target_;
+  std::uint64_t step_index_ = 0;
+  std::uint64_t digest_ = 0;
+  WorldCounters counters_;
+
+  std::vector<CommandEnvelope> inbox_;  // ring buffer, fixed capacity
+  std::size_t inbox_head_ = 0;
+  std::size_t inbox_count_ = 0;
+  std::vector<CommandResult> results_;
+
+  struct DespawnRequest {
+    EntityId id;
+    DespawnReason reason;
+  };
+  std::vector<DespawnRequest> despawn_requests_;
+  std::vector<std::uint8_t> despawn_pending_;  // by entity index; cleared in phase 10
+};
+
+}  // namespace bustle::core

@@ -1,0 +1,330 @@
+#include "bustle/core/world.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <type_traits>
+
+#include "bustle/core/digest.hpp"
+
+namespace bustle::core {
+namespace {
+
+// Bounds the lane hops one agent can make in one step, so a pathological graph
+// (many tiny lanes) can never turn a step into an unbounded loop.
+constexpr std::uint32_t kMaxHopsPerStep = 64;
+
+constexpr std::uint64_t kPurposeRoutes = 0x524F555445530001ull;  // "ROUTES"
+
+template <class... Ts>
+struct Overloaded : Ts... {
+  using Ts::operator()...;
+};
+template <class... Ts>
+Overloaded(Ts...) -> Overloaded<Ts...>;
+
+}  // namespace
+
+const char* to_string(CommandStatus s) {
+  switch (s) {
+    case CommandStatus::Accepted: return "accepted";
+    case CommandStatus::Rejected: return "rejected";
+  }
+  return "?";
+}
+
+const char* to_string(RejectReason r) {
+  switch (r) {
+    case RejectReason::None: return "none";
+    case RejectReason::InboxFull: return "inbox_full";
+    case RejectReason::InvalidArgument: return "invalid_argument";
+    case RejectReason::UnknownEntity: return "unknown_entity";
+    case RejectReason::NotAuthorized: return "not_authorized";
+    case RejectReason::WrongClockMode: return "wrong_clock_mode";
+    case RejectReason::UnknownCommand: return "unknown_command";
+    case RejectReason::ShuttingDown: return "shutting_down";
+  }
+  return "?";
+}
+
+const char* to_string(DespawnReason r) {
+  switch (r) {
+    case DespawnReason::OutOfRange: return "out_of_range";
+    case DespawnReason::Stuck: return "stuck";
+    case DespawnReason::SpawnError: return "spawn_error";
+    case DespawnReason::LaneDeadEnd: return "lane_dead_end";
+    case DespawnReason::Requested: return "requested";
+    case DespawnReason::Overpopulated: return "overpopulated";
+  }
+  return "?";
+}
+
+World::CreateResult World::create(const Scenario& scenario, std::uint64_t seed, LogSink* log) {
+  CreateResult result;
+  result.errors = validate_scenario(scenario);
+  if (!result.errors.empty()) return result;
+  result.world.reset(new World(scenario, seed, log));
+  return result;
+}
+
+World::World(const Scenario& scenario, std::uint64_t seed, LogSink* log)
+    : scenario_(scenario),
+      lanes_(scenario),
+      log_(log != nullptr ? log : &null_log_),
+      seed_(seed),
+      rng_(seed),
+      route_salt_(rng_.derive(kPurposeRoutes).next_u64()),
+      registry_(scenario.entity_capacity),
+      pedestrian_target_(scenario.pedestrians.count),
+      inbox_(scenario.command_inbox_capacity) {
+  const std::uint32_t cap = scenario.entity_capacity;
+  peds_.id.reserve(cap);
+  peds_.lane.reserve(cap);
+  peds_.s_m.reserve(cap);
+  peds_.hops.reserve(cap);
+  peds_.dense_of.assign(cap, PedestrianStore::kNoSlot);
+  despawn_requests_.reserve(cap);
+  results_.reserve(scenario.command_inbox_capacity);
+  despawn_pending_.assign(cap, 0);
+  digest_ = compute_digest();
+}
+
+SubmitStatus World::submit(CommandEnvelope envelope) {
+  if (inbox_count_ == inbox_.size()) return SubmitStatus::InboxFull;
+  inbox_[(inbox_head_ + inbox_count_) % inbox_.size()] = std::move(envelope);
+  ++inbox_count_;
+  return SubmitStatus::Queued;
+}
+
+void World::step() {
+  ++step_index_;
+  results_.clear();
+  phase_apply_commands();
+  phase_population_upkeep();
+  phase_move_pedestrians();
+  phase_despawn();
+  digest_ = compute_digest();
+}
+
+// Phase 1 ------------------------------------------------------------------
+
+void World::phase_apply_commands() {
+  while (inbox_count_ > 0) {
+    CommandEnvelope env = std::move(inbox_[inbox_head_]);
+    inbox_head_ = (inbox_head_ + 1) % inbox_.size();
+    --inbox_count_;
+    CommandResult r = apply(env);
+    if (r.status == CommandStatus::Accepted) {
+      ++counters_.commands_accepted;
+    } else {
+      ++counters_.commands_rejected;
+    }
+    results_.push_back(std::move(r));
+  }
+}
+
+CommandResult World::apply(const CommandEnvelope& env) {
+  CommandResult r;
+  r.origin = env.origin;
+  r.step = step_index_;
+  std::visit(Overloaded{
+                 [&](const SetPedestrianTarget& c) {
+                   if (c.count > scenario_.entity_capacity) {
+                     r.status = CommandStatus::Rejected;
+                     r.reason = RejectReason::InvalidArgument;
+                     r.message = "count " + std::to_string(c.count) + " exceeds entity_capacity " +
+                                 std::to_string(scenario_.entity_capacity);
+                     return;
+                   }
+                   pedestrian_target_ = c.count;
+                   r.status = CommandStatus::Accepted;
+                 },
+                 [&](const DespawnEntity& c) {
+                   if (!registry_.is_alive(c.id) ||
+                       peds_.dense_of[c.id.index] == PedestrianStore::kNoSlot) {
+                     r.status = CommandStatus::Rejected;
+                     r.reason = RejectReason::UnknownEntity;
+                     r.message = "entity " + std::to_string(c.id.index) + ":" +
+                                 std::to_string(c.id.generation) + " is not alive";
+                     return;
+                   }
+                   request_despawn(c.id, DespawnReason::Requested);
+                   r.status = CommandStatus::Accepted;
+                 },
+             },
+             env.command);
+  return r;
+}
+
+// Phases 4-5 (population upkeep) -------------------------------------------
+
+void World::phase_population_upkeep() {
+  const std::uint32_t alive = peds_.size();
+  if (alive > pedestrian_target_) {
+    // Shrink: the newest identities (highest EntityId) leave first. Choosing by
+    // id, never by storage position, keeps the choice canonical.
+    std::vector<EntityId> ids(peds_.id.begin(), peds_.id.end());
+    const std::uint32_t excess = alive - pedestrian_target_;
+    const std::uint32_t n = std::min(excess, scenario_.pedestrians.spawn_per_step_max);
+    std::partial_sort(ids.begin(), ids.begin() + n, ids.end(),
+                      [](EntityId a, EntityId b) { return b < a; });
+    for (std::uint32_t k = 0; k < n; ++k) request_despawn(ids[k], DespawnReason::Overpopulated);
+    return;
+  }
+  const std::uint32_t gap = pedestrian_target_ - alive;
+  const std::uint32_t n = std::min(gap, scenario_.pedestrians.spawn_per_step_max);
+  for (std::uint32_t k = 0; k < n; ++k) {
+    if (!spawn_pedestrian()) break;
+  }
+}
+
+bool World::spawn_pedestrian() {
+  const AllocateResult a = registry_.allocate();
+  if (a.status != AllocateStatus::Allocated) {
+    ++counters_.spawn_failed_capacity;
+    return false;
+  }
+  const auto& sidewalks = lanes_.sidewalks();
+  assert(!sidewalks.empty());
+  const LaneIndex lane = sidewalks[rng_.next_below(static_cast<std::uint32_t>(sidewalks.size()))];
+  const double s = rng_.next_unit() * lanes_.lane(lane).length_m;
+  peds_.dense_of[a.id.index] = peds_.size();
+  peds_.id.push_back(a.id);
+  peds_.lane.push_back(lane);
+  peds_.s_m.push_back(s);
+  peds_.hops.push_back(0);
+  ++counters_.spawned_total;
+  return true;
+}
+
+// Phase 7 ------------------------------------------------------------------
+
+void World::phase_move_pedestrians() {
+  const double dt_s = static_cast<double>(scenario_.step_us) * 1e-6;
+  const std::uint32_t n = peds_.size();
+  for (std::uint32_t i = 0; i < n; ++i) {
+    LaneIndex lane = peds_.lane[i];
+    double s = peds_.s_m[i];
+    double time_left_s = dt_s;
+    for (std::uint32_t hop = 0; hop < kMaxHopsPerStep; ++hop) {
+      const Lane& L = lanes_.lane(lane);
+      const double travel_m = L.speed_mps_limit * time_left_s;
+      if (s + travel_m < L.length_m) {
+        s += travel_m;
+        break;
+      }
+      // Reached the lane end: keep the unused time and spend it on the next
+      // lane at that lane's speed, so no progress is lost at corners.
+      time_left_s -= (L.length_m - s) / L.speed_mps_limit;
+      if (time_left_s < 0.0) time_left_s = 0.0;
+      const auto& next = L.pedestrian_successors;
+      if (next.empty()) {
+        s = L.length_m;
+        request_despawn(peds_.id[i], DespawnReason::LaneDeadEnd);
+        break;
+      }
+      // Route choice is a pure function of (world seed stream, id, hop count):
+      // it does not depend on the order agents are processed in.
+      const std::uint64_t h = mix64(route_salt_ ^ peds_.id[i].packed() * 0x9E3779B97F4A7C15ull ^
+                                    peds_.hops[i]);
+      lane = next[static_cast<std::size_t>(h % next.size())];
+      s = 0.0;
+      ++peds_.hops[i];
+    }
+    peds_.lane[i] = lane;
+    peds_.s_m[i] = s;
+  }
+}
+
+// Phase 10 -----------------------------------------------------------------
+
+void World::request_despawn(EntityId id, DespawnReason reason) {
+  if (despawn_pending_[id.index] != 0) return;  // first reason wins
+  despawn_pending_[id.index] = 1;
+  despawn_requests_.push_back({id, reason});
+}
+
+void World::phase_despawn() {
+  // One exit for every reason, in canonical EntityId order.
+  std::sort(despawn_requests_.begin(), despawn_requests_.end(),
+            [](const DespawnRequest& a, const DespawnRequest& b) { return a.id < b.id; });
+  for (const DespawnRequest& req : despawn_requests_) {
+    despawn_pending_[req.id.index] = 0;
+    remove_pedestrian(req.id);
+    const ReleaseStatus rs = registry_.release(req.id);
+    assert(rs == ReleaseStatus::Released);
+    (void)rs;
+    ++counters_.despawned_total;
+    ++counters_.despawned_by_reason[static_cast<std::size_t>(req.reason)];
+  }
+  despawn_requests_.clear();
+}
+
+void World::remove_pedestrian(EntityId id) {
+  const std::uint32_t slot = peds_.dense_of[id.index];
+  assert(slot != PedestrianStore::kNoSlot);
+  const std::uint32_t last = peds_.size() - 1;
+  if (slot != last) {
+    peds_.id[slot] = peds_.id[last];
+    peds_.lane[slot] = peds_.lane[last];
+    peds_.s_m[slot] = peds_.s_m[last];
+    peds_.hops[slot] = peds_.hops[last];
+    peds_.dense_of[peds_.id[slot].index] = slot;
+  }
+  peds_.id.pop_back();
+  peds_.lane.pop_back();
+  peds_.s_m.pop_back();
+  peds_.hops.pop_back();
+  peds_.dense_of[id.index] = PedestrianStore::kNoSlot;
+}
+
+// Derived views ------------------------------------------------------------
+
+Pose World::pedestrian_pose(std::uint32_t dense) const {
+  return lanes_.sample(peds_.lane[dense], peds_.s_m[dense]);
+}
+
+double World::pedestrian_speed_mps(std::uint32_t dense) const {
+  return lanes_.lane(peds_.lane[dense]).speed_mps_limit;
+}
+
+// Phase 11 -----------------------------------------------------------------
+
+std::uint64_t World::compute_digest() const {
+  // Canonical encoding: fixed section order, entities by EntityId index, never
+  // by dense storage position (which depends on removal history only through
+  // swap-remove, but is still not part of the contract).
+  Digest d;
+  d.tag(1).u64(step_index_).u32(scenario_.step_us);
+  for (const std::uint64_t w : rng_.state()) d.u64(w);
+  d.u64(route_salt_).u32(pedestrian_target_);
+
+  d.tag(2).u32(registry_.capacity()).u32(registry_.alive_count());
+  for (std::uint32_t i = 0; i < registry_.capacity(); ++i) {
+    d.u64((std::uint64_t{registry_.generation_of(i)} << 1) | (registry_.slot_alive(i) ? 1u : 0u));
+  }
+  d.tag(3);
+  registry_.for_each_free([&](std::uint32_t i) { d.u32(i); });
+
+  d.tag(4).u32(peds_.size());
+  for (std::uint32_t i = 0; i < registry_.capacity(); ++i) {
+    const std::uint32_t slot = peds_.dense_of[i];
+    if (slot == PedestrianStore::kNoSlot) continue;
+    d.u64(peds_.id[slot].packed()).u32(peds_.lane[slot]).f64(peds_.s_m[slot]).u32(peds_.hops[slot]);
+  }
+
+  d.tag(5).u64(inbox_count_);
+  for (std::size_t k = 0; k < inbox_count_; ++k) {
+    const CommandEnvelope& env = inbox_[(inbox_head_ + k) % inbox_.size()];
+    d.u32(env.origin.client_id).u32(env.origin.request_id).u64(env.command.index());
+    std::visit(Overloaded{[&](const SetPedestrianTarget& c) { d.u32(c.count); },
+                          [&](const DespawnEntity& c) { d.u64(c.id.packed()); }},
+               env.command);
+  }
+
+  d.tag(6).u64(counters_.spawned_total).u64(counters_.despawned_total);
+  for (const std::uint64_t c : counters_.despawned_by_reason) d.u64(c);
+  d.u64(counters_.spawn_failed_capacity).u64(counters_.commands_accepted).u64(counters_.commands_rejected);
+  return d.value();
+}
+
+}  // namespace bustle::core

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Installs every build and test dependency of Bustle from Debian 12 (bookworm)
+# packages. The README, CI (.ci/run via `make`) and the Dockerfile all use this
+# one script, so a fresh machine and the container get the same toolchain.
+#
+#   tools/install-deps.sh            build + test dependencies
+#   tools/install-deps.sh --runtime  only the shared libraries bustle-server needs
+#
+# It is idempotent: packages already present are not reinstalled, and apt is
+# only consulted when something is missing.
+set -euo pipefail
+
+BUILD_PACKAGES=(
+  build-essential cmake ninja-build pkg-config git
+  libasio-dev libspdlog-dev libfmt-dev
+  libflatbuffers-dev flatbuffers-compiler
+  libsqlite3-dev sqlite3
+  nlohmann-json3-dev
+  catch2
+  python3 python3-flatbuffers python3-pytest python3-jsonschema
+)
+RUNTIME_PACKAGES=(libspdlog1.10 libfmt9 libsqlite3-0 libflatbuffers2 ca-certificates)
+
+packages=("${BUILD_PACKAGES[@]}")
+if [[ "${1:-}" == "--runtime" ]]; then
+  packages=("${RUNTIME_PACKAGES[@]}")
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+if [[ "$(id -u)" -ne 0 ]]; then
+  if command -v sudo >/dev/null 2>&1; then
+    SUDO="sudo"
+  else
+    echo "install-deps: missing packages (${missing[*]}) and not root; install them or run as root" >&2
+    exit 1
+  fi
+fi
+
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
