@@ -1,0 +1,371 @@
+"""Bustle framing and message codec (no sockets here).
+
+A frame is a 4-byte little-endian payload length followed by the payload, one
+FlatBuffer with a file identifier: ``BCL1`` client->server, ``BSV1``
+server->client. Clients encode ClientFrames (Hello, Subscribe, Command) and
+decode ServerFrames (Welcome, Error, Delta, CommandResult) into the dataclasses
+of :mod:`bustle_client.messages`.
+
+Python's FlatBuffers runtime has no Verifier, so decoding checks the length and
+file identifier up front and turns any out-of-bounds read of a corrupt buffer
+into :class:`MalformedFrameError`; it never returns partly decoded garbage.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Iterator, Optional, Union
+
+from . import _wire as w
+from .messages import (
+    PROTOCOL_VERSION,
+    ClockMode,
+    CommandResult,
+    CommandStatus,
+    Delta,
+    EntityId,
+    EntityKind,
+    EntityState,
+    ErrorCode,
+    ErrorMessage,
+    FrameTooLargeError,
+    Lane,
+    LaneKind,
+    MalformedFrameError,
+    RejectReason,
+    Role,
+    Stats,
+    Welcome,
+    _enum_or_int,
+)
+
+LENGTH_PREFIX_BYTES = 4
+CLIENT_IDENTIFIER = b"BCL1"
+SERVER_IDENTIFIER = b"BSV1"
+#: Cap on frames this client accepts (a baseline Delta of a large city is big).
+MAX_INBOUND_FRAME_BYTES = 64 << 20
+#: The server's cap on client frames; larger frames get Error FrameTooLarge.
+SERVER_MAX_INBOUND_FRAME_BYTES = 1 << 20
+
+_PREFIX = struct.Struct("<I")
+# EntityState struct: id {index u32, generation u32}, x_cm i32, y_cm i32,
+# heading_q u16, speed_cmps u16, kind u8, 3 bytes padding.
+_ENTITY_STATE = struct.Struct("<IIiiHHB3x")
+_ENTITY_ID = struct.Struct("<II")
+# Fails at import if the schema changes the struct layout without this module.
+assert _ENTITY_STATE.size == w.EntityStateStruct.EntityState.SizeOf()
+assert _ENTITY_ID.size == w.EntityId.EntityId.SizeOf()
+
+Message = Union[Welcome, ErrorMessage, Delta, CommandResult]
+
+
+# --------------------------------------------------------------------------
+# Framing
+# --------------------------------------------------------------------------
+
+
+def encode_frame(payload: bytes) -> bytes:
+    """Length prefix + payload."""
+    if not payload:
+        raise ValueError("a frame payload cannot be empty")
+    return _PREFIX.pack(len(payload)) + bytes(payload)
+
+
+class FrameDecoder:
+    """Reassembles frames from a byte stream.
+
+    ``feed()`` bytes as they arrive, then call ``next()`` until it returns None
+    (or iterate). A length prefix above ``max_frame_bytes`` raises
+    FrameTooLargeError as soon as the prefix is seen, before any payload is
+    buffered; a zero length raises MalformedFrameError. After an error the
+    decoder keeps raising it: the stream is unusable and must be closed.
+    """
+
+    def __init__(self, max_frame_bytes: int = MAX_INBOUND_FRAME_BYTES):
+        self.max_frame_bytes = max_frame_bytes
+        self._buf = bytearray()
+        self._pos = 0
+        self._error: Optional[Exception] = None
+
+    @property
+    def buffered_bytes(self) -> int:
+        return len(self._buf) - self._pos
+
+    def feed(self, data: bytes) -> None:
+        if self._error is not None:
+            raise self._error
+        if self._pos:
+            del self._buf[: self._pos]
+            self._pos = 0
+        self._buf += data
+
+    def next(self) -> Optional[bytes]:
+        """One complete payload, or None if more bytes are needed."""
+        if self._error is not None:
+            raise self._error
+        avail = len(self._buf) - self._pos
+        if avail < LENGTH_PREFIX_BYTES:
+            return None
+        (n,) = _PREFIX.unpack_from(self._buf, self._pos)
+        if n == 0:
+            self._error = MalformedFrameError("zero-length frame")
+            raise self._error
+        if n > self.max_frame_bytes:
+            self._error = FrameTooLargeError(n, self.max_frame_bytes)
+            raise self._error
+        if avail < LENGTH_PREFIX_BYTES + n:
+            return None
+        start = self._pos + LENGTH_PREFIX_BYTES
+        payload = bytes(self._buf[start : start + n])
+        self._pos = start + n
+        return payload
+
+    def __iter__(self) -> Iterator[bytes]:
+        while (payload := self.next()) is not None:
+            yield payload
+
+
+# --------------------------------------------------------------------------
+# Client -> server
+# --------------------------------------------------------------------------
+
+
+def _finish_client_frame(b, message_type: int, message) -> bytes:
+    w.ClientFrame.Start(b)
+    w.ClientFrame.AddMessageType(b, message_type)
+    w.ClientFrame.AddMessage(b, message)
+    b.Finish(w.ClientFrame.End(b), file_identifier=CLIENT_IDENTIFIER)
+    return bytes(b.Output())
+
+
+def _role(role) -> int:
+    if isinstance(role, str):
+        try:
+            return Role[role.capitalize()]
+        except KeyError:
+            raise ValueError(f"role must be 'viewer' or 'operator', not {role!r}") from None
+    return int(Role(role))
+
+
+def build_hello(name: str, role="viewer", token: Optional[str] = None,
+                protocol_version: Optional[int] = None) -> bytes:
+    """Hello payload. ``protocol_version`` defaults to the schema's version."""
+    b = w.flatbuffers.Builder(128)
+    name_off = b.CreateString(name)
+    token_off = b.CreateString(token) if token is not None else None
+    w.Hello.Start(b)
+    w.Hello.AddProtocolVersion(
+        b, PROTOCOL_VERSION if protocol_version is None else protocol_version)
+    w.Hello.AddClientName(b, name_off)
+    if token_off is not None:
+        w.Hello.AddToken(b, token_off)
+    w.Hello.AddRole(b, _role(role))
+    return _finish_client_frame(b, w.ClientMessage.ClientMessage.Hello, w.Hello.End(b))
+
+
+def build_subscribe(kinds=None) -> bytes:
+    """Subscribe payload; ``kinds`` None or empty means every kind."""
+    b = w.flatbuffers.Builder(64)
+    kinds_off = None
+    if kinds:
+        values = [int(EntityKind(k)) for k in kinds]
+        w.Subscribe.StartKindsVector(b, len(values))
+        for v in reversed(values):
+            b.PrependUint8(v)
+        kinds_off = b.EndVector()
+    w.Subscribe.Start(b)
+    if kinds_off is not None:
+        w.Subscribe.AddKinds(b, kinds_off)
+    return _finish_client_frame(b, w.ClientMessage.ClientMessage.Subscribe, w.Subscribe.End(b))
+
+
+def _empty(module):
+    def build(b):
+        module.Start(b)
+        return module.End(b)
+    return build
+
+
+def _step(b, count: int = 1):
+    w.Step.Start(b)
+    w.Step.AddCount(b, count)
+    return w.Step.End(b)
+
+
+def _set_pedestrian_target(b, count: int):
+    w.SetPedestrianTarget.Start(b)
+    w.SetPedestrianTarget.AddCount(b, count)
+    return w.SetPedestrianTarget.End(b)
+
+
+def _despawn(b, index: int, generation: int):
+    w.DespawnEntity.Start(b)
+    w.DespawnEntity.AddId(b, w.EntityId.CreateEntityId(b, index, generation))
+    return w.DespawnEntity.End(b)
+
+
+_CB = w.CommandBody.CommandBody
+#: Command name -> (union type, body builder taking (builder, **fields)).
+COMMANDS = {
+    "Pause": (_CB.Pause, _empty(w.Pause)),
+    "Resume": (_CB.Resume, _empty(w.Resume)),
+    "Step": (_CB.Step, _step),
+    "QueryStats": (_CB.QueryStats, _empty(w.QueryStats)),
+    "SetPedestrianTarget": (_CB.SetPedestrianTarget, _set_pedestrian_target),
+    "DespawnEntity": (_CB.DespawnEntity, _despawn),
+}
+
+
+def build_command(request_id: int, name: str, **fields) -> bytes:
+    """Command payload, e.g. ``build_command(3, "Step", count=5)``."""
+    try:
+        body_type, build_body = COMMANDS[name]
+    except KeyError:
+        raise ValueError(f"unknown command {name!r}; known: {', '.join(COMMANDS)}") from None
+    b = w.flatbuffers.Builder(64)
+    body = build_body(b, **fields)
+    w.Command.Start(b)
+    w.Command.AddRequestId(b, request_id)
+    w.Command.AddBodyType(b, body_type)
+    w.Command.AddBody(b, body)
+    return _finish_client_frame(b, w.ClientMessage.ClientMessage.Command, w.Command.End(b))
+
+
+# --------------------------------------------------------------------------
+# Server -> client
+# --------------------------------------------------------------------------
+
+
+def _str(value) -> str:
+    return value.decode("utf-8") if value is not None else ""
+
+
+def _struct_vector(buf, first, count: int, fmt: struct.Struct):
+    """Unpack a vector of fixed-size structs starting at element 0's table."""
+    if count == 0:
+        return []
+    base = first._tab.Pos
+    if base < 0 or base + count * fmt.size > len(buf):
+        raise MalformedFrameError("struct vector runs past the end of the frame")
+    return list(fmt.iter_unpack(memoryview(buf)[base : base + count * fmt.size]))
+
+
+def _entity_states(buf, length: int, at) -> list:
+    rows = _struct_vector(buf, at(0) if length else None, length, _ENTITY_STATE)
+    return [EntityState.from_wire(*row) for row in rows]
+
+
+def _decode_delta(buf, d) -> Delta:
+    left_rows = _struct_vector(buf, d.Left(0) if d.LeftLength() else None,
+                               d.LeftLength(), _ENTITY_ID)
+    return Delta(
+        step=d.Step(),
+        sim_time_us=d.SimTimeUs(),
+        digest=d.Digest(),
+        baseline=d.Baseline(),
+        entered=_entity_states(buf, d.EnteredLength(), d.Entered),
+        updated=_entity_states(buf, d.UpdatedLength(), d.Updated),
+        left=[EntityId(i, g) for i, g in left_rows],
+    )
+
+
+def _decode_lane(lane) -> Lane:
+    points = []
+    for j in range(lane.PointsLength()):
+        p = lane.Points(j)
+        points.append((p.X(), p.Y()))
+    return Lane(
+        index=lane.Index(),
+        id=_str(lane.Id()),
+        kind=_enum_or_int(LaneKind, lane.Kind()),
+        points=points,
+        length_m=lane.LengthM(),
+        speed_limit_mps=lane.SpeedMpsLimit(),
+        successors=[lane.Successors(j) for j in range(lane.SuccessorsLength())],
+    )
+
+
+def _decode_welcome(m) -> Welcome:
+    return Welcome(
+        server_version=_str(m.ServerVersion()),
+        protocol_version=m.ProtocolVersion(),
+        session_id=m.SessionId(),
+        role=_enum_or_int(Role, m.Role()),
+        step_us=m.StepUs(),
+        clock_mode=_enum_or_int(ClockMode, m.ClockMode()),
+        scenario_id=_str(m.ScenarioId()),
+        current_step=m.CurrentStep(),
+        lanes=[_decode_lane(m.Lanes(j)) for j in range(m.LanesLength())],
+    )
+
+
+def _decode_stats(s) -> Stats:
+    return Stats(
+        step=s.Step(),
+        sim_time_us=s.SimTimeUs(),
+        digest=s.Digest(),
+        step_us=s.StepUs(),
+        clock_mode=_enum_or_int(ClockMode, s.ClockMode()),
+        paused=s.Paused(),
+        pedestrians=s.Pedestrians(),
+        pedestrian_target=s.PedestrianTarget(),
+        entity_capacity=s.EntityCapacity(),
+        clients=s.Clients(),
+        spawned_total=s.SpawnedTotal(),
+        despawned_total=s.DespawnedTotal(),
+        commands_accepted=s.CommandsAccepted(),
+        commands_rejected=s.CommandsRejected(),
+        dropped_steps=s.DroppedSteps(),
+    )
+
+
+def _decode_command_result(m) -> CommandResult:
+    stats = m.Stats()
+    return CommandResult(
+        request_id=m.RequestId(),
+        status=_enum_or_int(CommandStatus, m.Status()),
+        reason=_enum_or_int(RejectReason, m.Reason()),
+        message=_str(m.Message()),
+        applied_step=m.AppliedStep(),
+        stats=_decode_stats(stats) if stats is not None else None,
+    )
+
+
+_SM = w.ServerMessage.ServerMessage
+_SERVER_MESSAGES = {
+    _SM.Welcome: (w.Welcome.Welcome, lambda buf, m: _decode_welcome(m)),
+    _SM.Error: (w.Error.Error,
+                lambda buf, m: ErrorMessage(_enum_or_int(ErrorCode, m.Code()), _str(m.Message()))),
+    _SM.Delta: (w.Delta.Delta, _decode_delta),
+    _SM.CommandResult: (w.CommandResult.CommandResult, lambda buf, m: _decode_command_result(m)),
+}
+
+
+def has_identifier(payload: bytes, identifier: bytes) -> bool:
+    return len(payload) >= 8 and bytes(payload[4:8]) == identifier
+
+
+def decode_server_frame(payload: bytes) -> Message:
+    """Decode one ServerFrame payload (without the length prefix)."""
+    payload = bytes(payload)
+    if len(payload) < 8:
+        raise MalformedFrameError(f"frame of {len(payload)} bytes is too short for a FlatBuffer")
+    if not has_identifier(payload, SERVER_IDENTIFIER):
+        raise MalformedFrameError(
+            f"file identifier is {payload[4:8]!r}, expected {SERVER_IDENTIFIER!r}")
+    try:
+        frame = w.ServerFrame.ServerFrame.GetRootAs(payload, 0)
+        msg_type = frame.MessageType()
+        table = frame.Message()
+        if table is None or msg_type == _SM.NONE:
+            raise MalformedFrameError("ServerFrame carries no message")
+        if msg_type not in _SERVER_MESSAGES:
+            raise MalformedFrameError(f"unknown ServerMessage type {msg_type}")
+        cls, decode = _SERVER_MESSAGES[msg_type]
+        msg = cls()
+        msg.Init(table.Bytes, table.Pos)
+        return decode(payload, msg)
+    except MalformedFrameError:
+        raise
+    except (struct.error, IndexError, ValueError, TypeError, UnicodeDecodeError) as exc:
+        raise MalformedFrameError(f"corrupt ServerFrame: {exc}") from exc

@@ -1,0 +1,239 @@
+"""Plain-Python views of Bustle wire messages, enums and exceptions.
+
+Decoded messages are frozen dataclasses holding ordinary Python values, so they
+stay valid after the receive buffer is reused and compare/print nicely in tests.
+Quantized wire values are converted to SI units: centimetres -> metres,
+1/65536 turn -> radians, cm/s -> m/s.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass, field
+from typing import NamedTuple, Optional
+
+from ._wire import ENUMS, PROTOCOL_VERSION
+
+# Enums mirror the generated schema enums (names and values come from flatc's
+# output, so they cannot drift from proto/schema/*.fbs).
+ClockMode = enum.IntEnum("ClockMode", ENUMS["ClockMode"])
+CommandStatus = enum.IntEnum("CommandStatus", ENUMS["CommandStatus"])
+EntityKind = enum.IntEnum("EntityKind", ENUMS["EntityKind"])
+ErrorCode = enum.IntEnum("ErrorCode", ENUMS["ErrorCode"])
+LaneKind = enum.IntEnum("LaneKind", ENUMS["LaneKind"])
+RejectReason = enum.IntEnum("RejectReason", ENUMS["RejectReason"])
+Role = enum.IntEnum("Role", ENUMS["Role"])
+
+
+def _enum_or_int(enum_cls, value):
+    """Enum member for a known value; the raw int for a value from a newer schema."""
+    try:
+        return enum_cls(value)
+    except ValueError:
+        return value
+
+
+# --------------------------------------------------------------------------
+# Exceptions
+# --------------------------------------------------------------------------
+
+
+class BustleError(Exception):
+    """Base class of every error raised by bustle_client."""
+
+
+class ProtocolError(BustleError):
+    """Inbound bytes that do not form a valid Bustle frame or message."""
+
+
+class FrameTooLargeError(ProtocolError):
+    """A length prefix declares more than the inbound frame cap."""
+
+    def __init__(self, declared: int, limit: int):
+        super().__init__(f"frame of {declared} bytes exceeds the {limit}-byte limit")
+        self.declared = declared
+        self.limit = limit
+
+
+class MalformedFrameError(ProtocolError):
+    """A frame payload that is not a decodable ServerFrame."""
+
+
+class ServerError(BustleError):
+    """The server sent an Error frame (it closes the connection right after)."""
+
+    def __init__(self, code, message: str):
+        name = code.name if isinstance(code, ErrorCode) else f"code {code}"
+        super().__init__(f"server error {name}: {message}")
+        self.code = code
+        self.message = message
+
+
+class ConnectionClosed(BustleError):
+    """The server closed the connection (EOF or reset)."""
+
+
+class BustleTimeout(BustleError, TimeoutError):
+    """A bounded wait ended before what was awaited arrived."""
+
+
+class CommandRejected(BustleError):
+    """Raised by CommandResult.raise_if_rejected() for a Rejected result."""
+
+    def __init__(self, result: "CommandResult"):
+        reason = result.reason.name if isinstance(result.reason, RejectReason) else result.reason
+        super().__init__(
+            f"command {result.request_id} rejected: {reason}"
+            + (f" ({result.message})" if result.message else "")
+        )
+        self.result = result
+
+
+# --------------------------------------------------------------------------
+# Messages
+# --------------------------------------------------------------------------
+
+
+class EntityId(NamedTuple):
+    """Generation-checked entity handle; hashes and compares like (index, generation)."""
+
+    index: int
+    generation: int
+
+
+@dataclass(frozen=True)
+class EntityState:
+    id: EntityId
+    kind: EntityKind
+    x_m: float
+    y_m: float
+    heading_rad: float
+    speed_mps: float
+
+    @classmethod
+    def from_wire(cls, index, generation, x_cm, y_cm, heading_q, speed_cmps, kind):
+        return cls(
+            id=EntityId(index, generation),
+            kind=_enum_or_int(EntityKind, kind),
+            x_m=x_cm / 100.0,
+            y_m=y_cm / 100.0,
+            heading_rad=heading_q * (2.0 * math.pi / 65536.0),
+            speed_mps=speed_cmps / 100.0,
+        )
+
+
+@dataclass(frozen=True)
+class Lane:
+    index: int
+    id: str
+    kind: LaneKind
+    points: list  # [(x_m, y_m), ...]
+    length_m: float
+    speed_limit_mps: float
+    successors: list  # lane indices
+
+
+@dataclass(frozen=True)
+class Welcome:
+    server_version: str
+    protocol_version: int
+    session_id: int
+    role: Role
+    step_us: int
+    clock_mode: ClockMode
+    scenario_id: str
+    current_step: int
+    lanes: list = field(default_factory=list, repr=False)
+
+    @property
+    def rate_hz(self) -> float:
+        return 1e6 / self.step_us if self.step_us else 0.0
+
+
+@dataclass(frozen=True)
+class ErrorMessage:
+    """A decoded Error frame. Session.recv() raises it as ServerError instead."""
+
+    code: ErrorCode
+    message: str
+
+    def to_exception(self) -> ServerError:
+        return ServerError(self.code, self.message)
+
+
+@dataclass(frozen=True)
+class Delta:
+    step: int
+    sim_time_us: int
+    digest: int
+    baseline: bool
+    entered: list = field(default_factory=list)  # [EntityState]
+    updated: list = field(default_factory=list)  # [EntityState]
+    left: list = field(default_factory=list)  # [EntityId]
+
+
+@dataclass(frozen=True)
+class Stats:
+    step: int
+    sim_time_us: int
+    digest: int
+    step_us: int
+    clock_mode: ClockMode
+    paused: bool
+    pedestrians: int
+    pedestrian_target: int
+    entity_capacity: int
+    clients: int
+    spawned_total: int
+    despawned_total: int
+    commands_accepted: int
+    commands_rejected: int
+    dropped_steps: int
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    request_id: int
+    status: CommandStatus
+    reason: RejectReason
+    message: str
+    applied_step: int
+    stats: Optional[Stats] = None
+
+    @property
+    def accepted(self) -> bool:
+        return self.status == CommandStatus.Accepted
+
+    def raise_if_rejected(self) -> "CommandResult":
+        if not self.accepted:
+            raise CommandRejected(self)
+        return self
+
+
+__all__ = [
+    "PROTOCOL_VERSION",
+    "ClockMode",
+    "CommandStatus",
+    "EntityKind",
+    "ErrorCode",
+    "LaneKind",
+    "RejectReason",
+    "Role",
+    "BustleError",
+    "ProtocolError",
+    "FrameTooLargeError",
+    "MalformedFrameError",
+    "ServerError",
+    "ConnectionClosed",
+    "BustleTimeout",
+    "CommandRejected",
+    "EntityId",
+    "EntityState",
+    "Lane",
+    "Welcome",
+    "ErrorMessage",
+    "Delta",
+    "Stats",
+    "CommandResult",
+]

@@ -1,0 +1,62 @@
+"""Client-side copy of the entities a subscription has seen."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from .messages import BustleError, Delta, EntityId, EntityState
+
+
+class MirrorError(BustleError):
+    """A delta that does not fit the mirror's state (strict mode)."""
+
+
+class EntityMirror(dict):
+    """dict EntityId -> EntityState, kept current by :meth:`apply`.
+
+    Keys are EntityId named tuples, so plain ``(index, generation)`` tuples look
+    entities up too. A baseline delta replaces everything; other deltas remove
+    ``left``, add ``entered`` and replace ``updated``. In strict mode (default)
+    anything inconsistent raises MirrorError: a non-baseline delta before the
+    first baseline, a step that does not increase, entering an entity already
+    present, updating or removing one that is not — the invariants a soak
+    test wants checked on every delta.
+    """
+
+    def __init__(self, strict: bool = True):
+        super().__init__()
+        self.strict = strict
+        self.step: Optional[int] = None
+        self.digest: Optional[int] = None
+        self.baselines = 0
+
+    def apply(self, delta: Delta) -> "EntityMirror":
+        if delta.baseline:
+            self.clear()
+            self.baselines += 1
+        elif self.strict:
+            if self.step is None:
+                raise MirrorError(f"delta for step {delta.step} arrived before any baseline")
+            if delta.step <= self.step:
+                raise MirrorError(f"step went from {self.step} to {delta.step}")
+        for eid in delta.left:
+            eid = EntityId(*eid)
+            if self.pop(eid, None) is None and self.strict:
+                raise MirrorError(f"step {delta.step}: entity {eid} left but was not present")
+        for state in delta.entered:
+            if self.strict and state.id in self:
+                raise MirrorError(f"step {delta.step}: entity {state.id} entered twice")
+            self[state.id] = state
+        for state in delta.updated:
+            if self.strict and state.id not in self:
+                raise MirrorError(f"step {delta.step}: update for unknown entity {state.id}")
+            self[state.id] = state
+        self.step = delta.step
+        self.digest = delta.digest
+        return self
+
+    def by_kind(self, kind) -> list:
+        return [s for s in self.values() if s.kind == kind]
+
+
+__all__ = ["EntityMirror", "MirrorError", "EntityState"]

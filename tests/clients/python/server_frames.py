@@ -1,0 +1,180 @@
+"""Builders for server->client frames (BSV1), so codec and Session tests can
+play the server's side without one. Built with the flatc-generated Python code,
+independently of bustle_client's decoder."""
+
+import flatbuffers
+from bustle.wire import (
+    ClientFrame,
+    ClientMessage,
+    Command,
+    CommandBody,
+    CommandResult,
+    Delta,
+    DespawnEntity,
+    EntityState,
+    Error,
+    Hello,
+    LaneInfo,
+    ServerFrame,
+    ServerMessage,
+    SetPedestrianTarget,
+    Stats,
+    Step,
+    Subscribe,
+    Vec2,
+    Welcome,
+)
+from bustle.wire.EntityId import CreateEntityId
+
+SM = ServerMessage.ServerMessage
+
+
+def _finish(b, msg_type, msg, identifier=b"BSV1"):
+    ServerFrame.Start(b)
+    ServerFrame.AddMessageType(b, msg_type)
+    ServerFrame.AddMessage(b, msg)
+    b.Finish(ServerFrame.End(b), file_identifier=identifier)
+    return bytes(b.Output())
+
+
+def error(code, message="", identifier=b"BSV1"):
+    b = flatbuffers.Builder(64)
+    m = b.CreateString(message)
+    Error.Start(b)
+    Error.AddCode(b, int(code))
+    Error.AddMessage(b, m)
+    return _finish(b, SM.Error, Error.End(b), identifier)
+
+
+def welcome(session_id=7, role=0, step_us=100_000, clock_mode=0, current_step=0, lanes=()):
+    """lanes: iterable of (index, id, kind, [(x, y), ...], length_m, speed, [successors])."""
+    b = flatbuffers.Builder(256)
+    lane_offs = []
+    for index, lane_id, kind, points, length_m, speed, successors in lanes:
+        id_off = b.CreateString(lane_id)
+        LaneInfo.StartPointsVector(b, len(points))
+        for x, y in reversed(points):
+            Vec2.CreateVec2(b, x, y)
+        pts = b.EndVector()
+        LaneInfo.StartSuccessorsVector(b, len(successors))
+        for s in reversed(successors):
+            b.PrependUint32(s)
+        succ = b.EndVector()
+        LaneInfo.Start(b)
+        LaneInfo.AddIndex(b, index)
+        LaneInfo.AddId(b, id_off)
+        LaneInfo.AddKind(b, kind)
+        LaneInfo.AddPoints(b, pts)
+        LaneInfo.AddLengthM(b, length_m)
+        LaneInfo.AddSpeedMpsLimit(b, speed)
+        LaneInfo.AddSuccessors(b, succ)
+        lane_offs.append(LaneInfo.End(b))
+    Welcome.StartLanesVector(b, len(lane_offs))
+    for off in reversed(lane_offs):
+        b.PrependUOffsetTRelative(off)
+    lanes_vec = b.EndVector()
+    version = b.CreateString("bustle-test 0.0")
+    scenario = b.CreateString("test-city")
+    Welcome.Start(b)
+    Welcome.AddServerVersion(b, version)
+    Welcome.AddProtocolVersion(b, 1)
+    Welcome.AddSessionId(b, session_id)
+    Welcome.AddRole(b, role)
+    Welcome.AddStepUs(b, step_us)
+    Welcome.AddClockMode(b, clock_mode)
+    Welcome.AddScenarioId(b, scenario)
+    Welcome.AddCurrentStep(b, current_step)
+    Welcome.AddLanes(b, lanes_vec)
+    return _finish(b, SM.Welcome, Welcome.End(b))
+
+
+def _states(b, start_vector, states):
+    """states: (index, generation, x_cm, y_cm, heading_q, speed_cmps, kind) tuples."""
+    start_vector(b, len(states))
+    for s in reversed(states):
+        EntityState.CreateEntityState(b, *s)
+    return b.EndVector()
+
+
+def delta(step, sim_time_us=None, digest=0, baseline=False, entered=(), updated=(), left=()):
+    b = flatbuffers.Builder(256)
+    entered_off = _states(b, Delta.StartEnteredVector, entered)
+    updated_off = _states(b, Delta.StartUpdatedVector, updated)
+    Delta.StartLeftVector(b, len(left))
+    for index, generation in reversed(list(left)):
+        CreateEntityId(b, index, generation)
+    left_off = b.EndVector()
+    Delta.Start(b)
+    Delta.AddStep(b, step)
+    Delta.AddSimTimeUs(b, step * 100_000 if sim_time_us is None else sim_time_us)
+    Delta.AddDigest(b, digest)
+    Delta.AddBaseline(b, baseline)
+    Delta.AddEntered(b, entered_off)
+    Delta.AddUpdated(b, updated_off)
+    Delta.AddLeft(b, left_off)
+    return _finish(b, SM.Delta, Delta.End(b))
+
+
+STATS_FIELDS = [
+    "Step", "SimTimeUs", "Digest", "StepUs", "ClockMode", "Paused", "Pedestrians",
+    "PedestrianTarget", "EntityCapacity", "Clients", "SpawnedTotal", "DespawnedTotal",
+    "CommandsAccepted", "CommandsRejected", "DroppedSteps",
+]
+
+
+def command_result(request_id, status=0, reason=0, message="", applied_step=0, stats=None):
+    """stats: dict of Stats field name (CamelCase as in STATS_FIELDS) -> value."""
+    b = flatbuffers.Builder(128)
+    stats_off = None
+    if stats is not None:
+        Stats.Start(b)
+        for name, value in stats.items():
+            getattr(Stats, "Add" + name)(b, value)
+        stats_off = Stats.End(b)
+    msg = b.CreateString(message)
+    CommandResult.Start(b)
+    CommandResult.AddRequestId(b, request_id)
+    CommandResult.AddStatus(b, status)
+    CommandResult.AddReason(b, reason)
+    CommandResult.AddMessage(b, msg)
+    CommandResult.AddAppliedStep(b, applied_step)
+    if stats_off is not None:
+        CommandResult.AddStats(b, stats_off)
+    return _finish(b, SM.CommandResult, CommandResult.End(b))
+
+
+# ---------------------------------------------------------------- client side
+
+_CLIENT_TABLES = {
+    ClientMessage.ClientMessage.Hello: Hello.Hello,
+    ClientMessage.ClientMessage.Subscribe: Subscribe.Subscribe,
+    ClientMessage.ClientMessage.Command: Command.Command,
+}
+_COMMAND_TABLES = {
+    CommandBody.CommandBody.Step: Step.Step,
+    CommandBody.CommandBody.SetPedestrianTarget: SetPedestrianTarget.SetPedestrianTarget,
+    CommandBody.CommandBody.DespawnEntity: DespawnEntity.DespawnEntity,
+}
+
+
+def parse_client_frame(payload):
+    """(message type, generated table object) of a ClientFrame payload."""
+    assert ClientFrame.ClientFrame.ClientFrameBufferHasIdentifier(payload, 0)
+    frame = ClientFrame.ClientFrame.GetRootAs(payload, 0)
+    t = frame.MessageType()
+    table = frame.Message()
+    obj = _CLIENT_TABLES[t]()
+    obj.Init(table.Bytes, table.Pos)
+    return t, obj
+
+
+def parse_command_body(command):
+    """(body type, generated table object or None for empty bodies)."""
+    t = command.BodyType()
+    cls = _COMMAND_TABLES.get(t)
+    if cls is None:
+        return t, None
+    table = command.Body()
+    obj = cls()
+    obj.Init(table.Bytes, table.Pos)
+    return t, obj

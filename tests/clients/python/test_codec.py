@@ -1,0 +1,309 @@
+"""Codec unit tests: framing, client-frame encoding, server-frame decoding."""
+
+import math
+import random
+import struct
+
+import pytest
+
+import server_frames as sf
+from bustle.wire.ClientMessage import ClientMessage
+from bustle.wire.CommandBody import CommandBody
+
+from bustle_client import codec
+from bustle_client.messages import (
+    ClockMode,
+    CommandResult,
+    CommandStatus,
+    Delta,
+    EntityId,
+    EntityKind,
+    ErrorCode,
+    ErrorMessage,
+    FrameTooLargeError,
+    LaneKind,
+    MalformedFrameError,
+    RejectReason,
+    Role,
+    Welcome,
+)
+
+ENTERED = [
+    # index, generation, x_cm, y_cm, heading_q, speed_cmps, kind
+    (0, 1, 12345, -678, 16384, 140, 0),
+    (1, 3, -1, 2**31 - 1, 65535, 0, 1),
+    (2**32 - 1, 2**32 - 1, -(2**31), 0, 0, 65535, 0),
+]
+
+
+def sample_delta_payload():
+    return sf.delta(step=42, sim_time_us=4_200_000, digest=0xDEADBEEFCAFEF00D,
+                    baseline=True, entered=ENTERED, updated=ENTERED[:1], left=[(5, 2), (6, 9)])
+
+
+# ------------------------------------------------------------------ framing
+
+
+def test_encode_frame_prefixes_little_endian_length():
+    frame = codec.encode_frame(b"\x01\x02\x03")
+    assert frame == b"\x03\x00\x00\x00\x01\x02\x03"
+    big = codec.encode_frame(b"x" * 0x01020304)
+    assert big[:4] == b"\x04\x03\x02\x01"
+
+
+def test_encode_frame_rejects_empty_payload():
+    with pytest.raises(ValueError):
+        codec.encode_frame(b"")
+
+
+def test_frame_round_trip_through_decoder():
+    payload = sample_delta_payload()
+    dec = codec.FrameDecoder()
+    dec.feed(codec.encode_frame(payload))
+    assert dec.next() == payload
+    assert dec.next() is None
+    assert dec.buffered_bytes == 0
+
+
+def test_decoder_handles_byte_by_byte_partial_reads():
+    payloads = [sample_delta_payload(), sf.error(ErrorCode.MalformedFrame, "x"), b"\xAA"]
+    stream = b"".join(codec.encode_frame(p) for p in payloads)
+    dec = codec.FrameDecoder()
+    got = []
+    for i in range(len(stream)):
+        dec.feed(stream[i : i + 1])
+        frame = dec.next()
+        if frame is not None:
+            got.append(frame)
+            # a frame completes exactly when its last byte arrives
+            assert sum(4 + len(p) for p in got) == i + 1
+    assert got == payloads
+    assert dec.next() is None
+
+
+def test_decoder_handles_random_chunking_and_many_frames_per_read():
+    rng = random.Random(1234)
+    payloads = [bytes(rng.randrange(256) for _ in range(rng.randrange(1, 300))) for _ in range(200)]
+    stream = b"".join(codec.encode_frame(p) for p in payloads)
+    dec = codec.FrameDecoder()
+    got, pos = [], 0
+    while pos < len(stream):
+        n = rng.randrange(1, 700)
+        dec.feed(stream[pos : pos + n])
+        pos += n
+        got.extend(dec)
+    assert got == payloads
+
+
+def test_decoder_rejects_oversize_length_before_payload_arrives():
+    dec = codec.FrameDecoder()
+    dec.feed(struct.pack("<I", codec.MAX_INBOUND_FRAME_BYTES + 1))
+    with pytest.raises(FrameTooLargeError) as info:
+        dec.next()
+    assert info.value.declared == codec.MAX_INBOUND_FRAME_BYTES + 1
+    assert info.value.limit == 64 * 1024 * 1024
+    # the stream is unusable from now on
+    with pytest.raises(FrameTooLargeError):
+        dec.next()
+    with pytest.raises(FrameTooLargeError):
+        dec.feed(b"more")
+
+
+def test_decoder_accepts_length_exactly_at_cap_and_waits_for_payload():
+    dec = codec.FrameDecoder()
+    dec.feed(struct.pack("<I", codec.MAX_INBOUND_FRAME_BYTES))
+    assert dec.next() is None
+
+
+def test_decoder_custom_cap():
+    dec = codec.FrameDecoder(max_frame_bytes=16)
+    dec.feed(codec.encode_frame(b"y" * 16))
+    assert dec.next() == b"y" * 16
+    dec.feed(codec.encode_frame(b"y" * 17))
+    with pytest.raises(FrameTooLargeError):
+        dec.next()
+
+
+def test_decoder_rejects_zero_length_frame():
+    dec = codec.FrameDecoder()
+    dec.feed(b"\x00\x00\x00\x00")
+    with pytest.raises(MalformedFrameError):
+        dec.next()
+
+
+# -------------------------------------------------------------- client frames
+
+
+def test_hello_encodes_all_fields():
+    payload = codec.build_hello("soak-7", role="operator", token="s3cret", protocol_version=9)
+    assert payload[4:8] == b"BCL1"
+    t, hello = sf.parse_client_frame(payload)
+    assert t == ClientMessage.Hello
+    assert hello.ClientName() == b"soak-7"
+    assert hello.Token() == b"s3cret"
+    assert hello.Role() == Role.Operator
+    assert hello.ProtocolVersion() == 9
+
+
+def test_hello_defaults_to_schema_version_viewer_and_no_token():
+    t, hello = sf.parse_client_frame(codec.build_hello("v"))
+    assert hello.ProtocolVersion() == 1
+    assert hello.Role() == Role.Viewer
+    assert hello.Token() is None
+
+
+def test_hello_rejects_unknown_role():
+    with pytest.raises(ValueError, match="role"):
+        codec.build_hello("x", role="admin")
+
+
+def test_subscribe_kinds():
+    t, sub = sf.parse_client_frame(codec.build_subscribe())
+    assert t == ClientMessage.Subscribe
+    assert sub.KindsIsNone()
+    t, sub = sf.parse_client_frame(codec.build_subscribe([EntityKind.Vehicle, EntityKind.Pedestrian]))
+    assert [sub.Kinds(i) for i in range(sub.KindsLength())] == [1, 0]
+
+
+@pytest.mark.parametrize(
+    "name, fields, body_type, check",
+    [
+        ("Pause", {}, CommandBody.Pause, None),
+        ("Resume", {}, CommandBody.Resume, None),
+        ("QueryStats", {}, CommandBody.QueryStats, None),
+        ("Step", {"count": 5}, CommandBody.Step, lambda b: b.Count() == 5),
+        ("Step", {}, CommandBody.Step, lambda b: b.Count() == 1),
+        ("SetPedestrianTarget", {"count": 10**9}, CommandBody.SetPedestrianTarget,
+         lambda b: b.Count() == 10**9),
+        ("DespawnEntity", {"index": 17, "generation": 4}, CommandBody.DespawnEntity,
+         lambda b: (b.Id().Index(), b.Id().Generation()) == (17, 4)),
+    ],
+)
+def test_commands_encode_request_id_and_body(name, fields, body_type, check):
+    t, cmd = sf.parse_client_frame(codec.build_command(4_000_000_000, name, **fields))
+    assert t == ClientMessage.Command
+    assert cmd.RequestId() == 4_000_000_000
+    got_type, body = sf.parse_command_body(cmd)
+    assert got_type == body_type
+    if check is not None:
+        assert check(body)
+
+
+def test_unknown_command_name_is_rejected():
+    with pytest.raises(ValueError, match="unknown command"):
+        codec.build_command(1, "Teleport")
+
+
+# -------------------------------------------------------------- server frames
+
+
+def test_delta_decodes_to_si_units():
+    d = codec.decode_server_frame(sample_delta_payload())
+    assert isinstance(d, Delta)
+    assert (d.step, d.sim_time_us, d.digest, d.baseline) == (42, 4_200_000, 0xDEADBEEFCAFEF00D, True)
+    assert len(d.entered) == 3 and len(d.updated) == 1
+    a, b, c = d.entered
+    assert a.id == EntityId(0, 1) == (0, 1)
+    assert a.kind == EntityKind.Pedestrian
+    assert a.x_m == pytest.approx(123.45) and a.y_m == pytest.approx(-6.78)
+    assert a.heading_rad == pytest.approx(math.pi / 2)
+    assert a.speed_mps == pytest.approx(1.4)
+    assert b.kind == EntityKind.Vehicle and b.x_m == pytest.approx(-0.01)
+    assert b.y_m == pytest.approx((2**31 - 1) / 100)
+    assert b.heading_rad == pytest.approx(2 * math.pi * 65535 / 65536)
+    assert c.id == (2**32 - 1, 2**32 - 1)
+    assert c.x_m == pytest.approx(-(2**31) / 100) and c.speed_mps == pytest.approx(655.35)
+    assert d.updated[0] == a
+    assert d.left == [EntityId(5, 2), EntityId(6, 9)]
+
+
+def test_empty_delta_decodes():
+    d = codec.decode_server_frame(sf.delta(step=1))
+    assert d == Delta(step=1, sim_time_us=100_000, digest=0, baseline=False)
+
+
+def test_welcome_decodes_lanes():
+    payload = sf.welcome(session_id=3, role=1, step_us=100_000, clock_mode=2, current_step=99,
+                         lanes=[(0, "sw-0", 0, [(0.0, 0.0), (10.0, 0.5)], 10.0, 1.5, [1]),
+                                (1, "cr-1", 1, [(10.0, 0.5)], 0.0, 1.0, [])])
+    w = codec.decode_server_frame(payload)
+    assert isinstance(w, Welcome)
+    assert (w.session_id, w.role, w.step_us, w.clock_mode, w.current_step) == (
+        3, Role.Operator, 100_000, ClockMode.Manual, 99)
+    assert w.rate_hz == pytest.approx(10.0)
+    assert w.server_version == "bustle-test 0.0" and w.scenario_id == "test-city"
+    assert [lane.id for lane in w.lanes] == ["sw-0", "cr-1"]
+    assert w.lanes[0].points == [(0.0, 0.0), (10.0, 0.5)]
+    assert w.lanes[0].successors == [1] and w.lanes[1].kind == LaneKind.Crossing
+
+
+def test_error_decodes():
+    e = codec.decode_server_frame(sf.error(ErrorCode.FrameTooLarge, "frame too large"))
+    assert e == ErrorMessage(ErrorCode.FrameTooLarge, "frame too large")
+    assert e.to_exception().code == ErrorCode.FrameTooLarge
+    assert "FrameTooLarge" in str(e.to_exception())
+
+
+def test_command_result_with_stats_decodes():
+    stats = {name: i + 1 for i, name in enumerate(sf.STATS_FIELDS)}
+    stats.update(Paused=True, ClockMode=ClockMode.Fast)
+    r = codec.decode_server_frame(sf.command_result(9, status=1, reason=5, message="not manual",
+                                                    applied_step=77, stats=stats))
+    assert isinstance(r, CommandResult)
+    assert (r.request_id, r.status, r.reason, r.message, r.applied_step) == (
+        9, CommandStatus.Rejected, RejectReason.WrongClockMode, "not manual", 77)
+    assert not r.accepted
+    assert r.stats.step == 1 and r.stats.paused is True and r.stats.clock_mode == ClockMode.Fast
+    assert r.stats.dropped_steps == len(sf.STATS_FIELDS)
+    assert codec.decode_server_frame(sf.command_result(1)).stats is None
+
+
+def test_unknown_enum_value_is_kept_as_int():
+    e = codec.decode_server_frame(sf.error(999, "from a newer server"))
+    assert e.code == 999
+
+
+def test_wrong_identifier_rejected():
+    with pytest.raises(MalformedFrameError, match="identifier"):
+        codec.decode_server_frame(sf.error(ErrorCode.Unknown, "x", identifier=b"BCL1"))
+    # a client frame is not a server frame
+    with pytest.raises(MalformedFrameError, match="identifier"):
+        codec.decode_server_frame(codec.build_hello("x"))
+
+
+def test_too_short_payload_rejected():
+    with pytest.raises(MalformedFrameError, match="too short"):
+        codec.decode_server_frame(b"\x08\x00\x00\x00BSV")
+
+
+def test_frame_without_message_rejected():
+    import flatbuffers
+    from bustle.wire import ServerFrame
+    b = flatbuffers.Builder(16)
+    ServerFrame.Start(b)
+    b.Finish(ServerFrame.End(b), file_identifier=b"BSV1")
+    with pytest.raises(MalformedFrameError, match="no message"):
+        codec.decode_server_frame(bytes(b.Output()))
+
+
+def test_truncated_frames_raise_only_malformed_frame_error():
+    payload = sample_delta_payload()
+    failures = 0
+    for n in range(8, len(payload)):
+        try:
+            codec.decode_server_frame(payload[:n])
+        except MalformedFrameError:
+            failures += 1
+    # vectors sit at the end of the buffer: almost every cut must be detected
+    assert failures >= (len(payload) - 8) * 0.9
+
+
+def test_random_garbage_with_server_identifier_never_escapes_as_other_errors():
+    rng = random.Random(99)
+    for _ in range(500):
+        body = bytearray(rng.randbytes(rng.randrange(8, 120)))
+        body[4:8] = b"BSV1"
+        try:
+            codec.decode_server_frame(bytes(body))
+        except MalformedFrameError:
+            pass

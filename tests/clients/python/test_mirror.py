@@ -1,0 +1,59 @@
+"""EntityMirror: baseline resets, enter/update/leave, strict invariant checks."""
+
+import pytest
+
+import server_frames as sf
+from bustle_client import EntityMirror, MirrorError, codec
+
+
+def D(step, **kw):
+    return codec.decode_server_frame(sf.delta(step=step, **kw))
+
+
+def ped(index, gen=1, x=0, y=0):
+    return (index, gen, x, y, 0, 100, 0)
+
+
+def test_baseline_then_updates_and_leaves():
+    m = EntityMirror()
+    m.apply(D(10, baseline=True, entered=[ped(0), ped(1), ped(2)], digest=5))
+    assert len(m) == 3 and m.step == 10 and m.digest == 5
+    m.apply(D(11, updated=[ped(1, x=250)], left=[(2, 1)], entered=[ped(2, gen=2)]))
+    assert sorted(m) == [(0, 1), (1, 1), (2, 2)]
+    assert m[(1, 1)].x_m == pytest.approx(2.5)
+    assert m[(0, 1)].x_m == 0.0
+    assert len(m.by_kind(0)) == 3 and m.by_kind(1) == []
+
+
+def test_baseline_replaces_everything():
+    m = EntityMirror()
+    m.apply(D(1, baseline=True, entered=[ped(0), ped(1)]))
+    m.apply(D(5, baseline=True, entered=[ped(7)]))
+    assert list(m) == [(7, 1)] and m.baselines == 2
+
+
+@pytest.mark.parametrize(
+    "second, match",
+    [
+        (dict(step=2, updated=[ped(9)]), "unknown entity"),
+        (dict(step=2, left=[(9, 1)]), "not present"),
+        (dict(step=2, entered=[ped(0)]), "entered twice"),
+        (dict(step=1, updated=[ped(0, x=1)]), "step went from 1 to 1"),
+    ],
+)
+def test_strict_mode_rejects_inconsistent_deltas(second, match):
+    m = EntityMirror()
+    m.apply(D(1, baseline=True, entered=[ped(0)]))
+    with pytest.raises(MirrorError, match=match):
+        m.apply(D(**second))
+
+
+def test_strict_mode_needs_a_baseline_first():
+    with pytest.raises(MirrorError, match="before any baseline"):
+        EntityMirror().apply(D(3, entered=[ped(0)]))
+
+
+def test_lenient_mode_applies_what_it_can():
+    m = EntityMirror(strict=False)
+    m.apply(D(3, updated=[ped(4)], left=[(8, 8)]))
+    assert list(m) == [(4, 1)]

@@ -1,0 +1,233 @@
+"""Session against a scripted fake server on a socketpair (no real server)."""
+
+import socket
+import threading
+import time
+
+import pytest
+
+import server_frames as sf
+from bustle.wire.ClientMessage import ClientMessage
+from bustle.wire.CommandBody import CommandBody
+from bustle_client import (
+    BustleTimeout,
+    CommandRejected,
+    ConnectionClosed,
+    ErrorCode,
+    ErrorMessage,
+    FrameTooLargeError,
+    ProtocolError,
+    RejectReason,
+    Role,
+    ServerError,
+    Session,
+    codec,
+)
+
+
+class FakeServer:
+    """The server end of a socketpair: reads client frames, writes server frames."""
+
+    def __init__(self, sock):
+        self.sock = sock
+        self.sock.settimeout(2.0)
+        self.decoder = codec.FrameDecoder(codec.SERVER_MAX_INBOUND_FRAME_BYTES)
+
+    def read(self):
+        while True:
+            payload = self.decoder.next()
+            if payload is not None:
+                return sf.parse_client_frame(payload)
+            data = self.sock.recv(65536)
+            assert data, "client closed"
+            self.decoder.feed(data)
+
+    def send(self, *payloads):
+        self.sock.sendall(b"".join(codec.encode_frame(p) for p in payloads))
+
+
+@pytest.fixture
+def pair():
+    a, b = socket.socketpair()
+    session = Session(a, timeout=2.0)
+    server = FakeServer(b)
+    yield session, server
+    a.close()
+    b.close()
+
+
+def test_hello_sends_hello_and_returns_welcome(pair):
+    s, srv = pair
+    srv.send(sf.welcome(session_id=11, role=Role.Operator, current_step=3))
+    w = s.hello("t", role="operator")
+    t, hello = srv.read()
+    assert t == ClientMessage.Hello and hello.Role() == Role.Operator
+    assert w.session_id == 11 and w.role == Role.Operator and w.current_step == 3
+    assert s.welcome is w
+
+
+def test_hello_answered_by_error_raises_server_error(pair):
+    s, srv = pair
+    srv.send(sf.error(ErrorCode.ProtocolVersionMismatch, "want 1"))
+    with pytest.raises(ServerError) as info:
+        s.hello("t", protocol_version=2)
+    assert info.value.code == ErrorCode.ProtocolVersionMismatch
+    assert info.value.message == "want 1"
+    assert s.server_error.code == ErrorCode.ProtocolVersionMismatch
+
+
+def test_command_buffers_deltas_and_foreign_results_until_its_result(pair):
+    s, srv = pair
+    # the result for request 1 arrives after two deltas and a stale result
+    srv.send(sf.delta(1, baseline=True, entered=[(0, 1, 0, 0, 0, 0, 0)]),
+             sf.command_result(77, applied_step=1),
+             sf.delta(2),
+             sf.command_result(1, status=1, reason=RejectReason.WrongClockMode, applied_step=2))
+    r = s.step(5)
+    assert r.request_id == 1 and r.reason == RejectReason.WrongClockMode and not r.accepted
+    with pytest.raises(CommandRejected, match="WrongClockMode"):
+        r.raise_if_rejected()
+    t, cmd = srv.read()
+    assert t == ClientMessage.Command and cmd.RequestId() == 1
+    assert cmd.BodyType() == CommandBody.Step
+    assert s.buffered_deltas == 2
+    assert [s.next_delta().step, s.next_delta().step] == [1, 2]
+    # the stale result is kept for whoever waits for it
+    assert s.wait_result(77, timeout=0).applied_step == 1
+
+
+def test_request_ids_increase(pair):
+    s, srv = pair
+    srv.send(sf.command_result(1), sf.command_result(2, stats={"Step": 4, "Pedestrians": 9}))
+    s.pause()
+    st = s.stats()
+    assert (st.step, st.pedestrians) == (4, 9)
+    assert [srv.read()[1].RequestId() for _ in range(2)] == [1, 2]
+
+
+def test_command_timeout_is_bounded(pair):
+    s, srv = pair
+    srv.send(sf.delta(1))
+    t0 = time.monotonic()
+    with pytest.raises(BustleTimeout, match="CommandResult of request 1"):
+        s.resume(timeout=0.2)
+    assert time.monotonic() - t0 < 1.0
+    assert s.buffered_deltas == 1
+
+
+def test_next_delta_timeout_is_bounded(pair):
+    s, _ = pair
+    t0 = time.monotonic()
+    with pytest.raises(BustleTimeout):
+        s.next_delta(timeout=0.2)
+    assert 0.15 < time.monotonic() - t0 < 1.0
+
+
+def test_error_frame_while_waiting_for_delta_raises(pair):
+    s, srv = pair
+    srv.send(sf.delta(1), sf.error(ErrorCode.OutboundOverflow, "too slow"))
+    assert s.next_delta().step == 1
+    with pytest.raises(ServerError) as info:
+        s.next_delta()
+    assert info.value.code == ErrorCode.OutboundOverflow
+
+
+def test_eof_raises_connection_closed_after_buffered_frames(pair):
+    s, srv = pair
+    srv.send(sf.delta(1), sf.delta(2))
+    srv.sock.close()
+    steps = [d.step for d in (s.next_delta(), s.next_delta())]
+    assert steps == [1, 2]
+    with pytest.raises(ConnectionClosed):
+        s.next_delta()
+    assert s.closed_by_server
+
+
+def test_incomplete_frame_at_eof_is_reported(pair):
+    s, srv = pair
+    srv.sock.sendall(codec.encode_frame(sf.delta(1))[:-3])
+    srv.sock.close()
+    with pytest.raises(ConnectionClosed, match="incomplete frame"):
+        s.next_delta()
+
+
+def test_wait_closed_returns_error_frame(pair):
+    s, srv = pair
+    srv.send(sf.error(ErrorCode.MalformedFrame, "bad"))
+    srv.sock.close()
+    seen = s.wait_closed(timeout=1.0)
+    assert seen == [ErrorMessage(ErrorCode.MalformedFrame, "bad")]
+
+
+def test_wait_closed_times_out_if_connection_stays_open(pair):
+    s, _ = pair
+    with pytest.raises(BustleTimeout):
+        s.wait_closed(timeout=0.2)
+
+
+def test_oversize_inbound_frame_raises(pair):
+    s, srv = pair
+    srv.sock.sendall((64 * 1024 * 1024 + 1).to_bytes(4, "little"))
+    with pytest.raises(FrameTooLargeError):
+        s.next_delta(timeout=1.0)
+
+
+def test_garbage_from_server_raises_protocol_error(pair):
+    s, srv = pair
+    srv.send(b"\x00" * 4 + b"XXXX" + b"\x00" * 8)
+    with pytest.raises(ProtocolError, match="identifier"):
+        s.next_delta(timeout=1.0)
+
+
+def test_subscribe_sends_kinds_and_deltas_generator(pair):
+    s, srv = pair
+    s.subscribe(kinds=[0])
+    t, sub = srv.read()
+    assert t == ClientMessage.Subscribe and sub.KindsLength() == 1
+    srv.send(*(sf.delta(i, baseline=(i == 1)) for i in range(1, 6)))
+    gen = s.deltas(timeout=1.0)
+    assert [next(gen).step for _ in range(5)] == [1, 2, 3, 4, 5]
+
+
+def test_despawn_accepts_entity_id(pair):
+    s, srv = pair
+    srv.send(sf.command_result(1), sf.command_result(2))
+    s.despawn((3, 4))
+    s.despawn(5, 6)
+    got = []
+    for _ in range(2):
+        _, cmd = srv.read()
+        _, body = sf.parse_command_body(cmd)
+        got.append((body.Id().Index(), body.Id().Generation()))
+    assert got == [(3, 4), (5, 6)]
+
+
+def test_connect_refused_is_a_clear_error():
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()  # nothing listens on this port now
+    with pytest.raises(ConnectionClosed, match="cannot connect"):
+        Session.connect("127.0.0.1", port, timeout=1.0)
+
+
+def test_connect_over_tcp_loopback():
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    port = listener.getsockname()[1]
+
+    def serve():
+        conn, _ = listener.accept()
+        with conn:
+            FakeServer(conn).read()
+            conn.sendall(codec.encode_frame(sf.welcome(session_id=5)))
+            conn.recv(1)  # until the client closes
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    with Session.connect("127.0.0.1", port, timeout=2.0) as s:
+        assert s.hello("tcp").session_id == 5
+    t.join(timeout=2.0)
+    listener.close()
+    assert not t.is_alive()
