@@ -1,0 +1,182 @@
+// Client: a small blocking session over Connection for tools and tests.
+//
+// It performs the handshake (Hello -> Welcome or Error), subscribes, hands out
+// Deltas one at a time, and runs commands: command() sends one Command with a
+// fresh request id and waits for the CommandResult with that id, buffering
+// every Delta that arrives meanwhile so next_delta() still sees them in order.
+//
+// Invariants:
+//   1. Request ids are unique per Client (a counter starting at 1).
+//   2. Deltas reach the caller in the order the server sent them, none dropped:
+//      if the buffer is full, command() stops with BacklogFull instead.
+//   3. After Closed, ServerError, ProtocolError or TransportError the
+//      connection is closed; later calls return NotConnected.
+//   4. A CommandResult nobody waits for (e.g. after a command timed out) is
+//      counted in stray_results() and dropped.
+//
+// Lifecycle: Disconnected --connect()--> Ready --subscribe()--> Streaming.
+// connect() again restarts from Disconnected.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "bustle/client/connection.hpp"
+#include "bustle/client/messages.hpp"
+#include "bustle/proto/wire.hpp"
+
+namespace bustle::client {
+
+enum class ClientStatus : std::uint8_t {
+  Ok,
+  ConnectFailed,   // TCP connection could not be opened (message says why)
+  Timeout,         // nothing expected arrived in time; the connection stays open
+  Closed,          // the server closed the connection
+  ServerError,     // the server sent an Error frame (see server_error) and closes
+  ProtocolError,   // bad frame or unexpected message; the connection was closed
+  TransportError,  // socket error or send timeout; the connection was closed
+  BacklogFull,     // too many Deltas buffered while waiting for a CommandResult
+  NotConnected,    // no handshaken connection
+};
+const char* to_string(ClientStatus s);
+
+struct ServerErrorInfo {
+  bustle::wire::ErrorCode code = bustle::wire::ErrorCode::Unknown;
+  std::string message;
+};
+
+struct Status {
+  ClientStatus status = ClientStatus::NotConnected;
+  std::string message;                           // a sentence for humans
+  std::optional<ServerErrorInfo> server_error;   // set with ServerError
+  bool ok() const { return status == ClientStatus::Ok; }
+};
+
+template <class T>
+struct Result : Status {
+  T value{};
+};
+
+// Owned copies of the server's answers, so they outlive the read buffer.
+struct WelcomeInfo {
+  std::string server_version;
+  std::uint16_t protocol_version = 0;
+  std::uint32_t session_id = 0;
+  bustle::wire::Role role = bustle::wire::Role::Viewer;
+  std::uint32_t step_us = 0;
+  bustle::wire::ClockMode clock_mode = bustle::wire::ClockMode::Realtime;
+  std::string scenario_id;
+  std::uint64_t current_step = 0;
+  std::uint32_t lane_count = 0;
+};
+
+struct StatsInfo {
+  std::uint64_t step = 0;
+  std::uint64_t sim_time_us = 0;
+  std::uint64_t digest = 0;
+  std::uint32_t step_us = 0;
+  bustle::wire::ClockMode clock_mode = bustle::wire::ClockMode::Realtime;
+  bool paused = false;
+  std::uint32_t pedestrians = 0;
+  std::uint32_t pedestrian_target = 0;
+  std::uint32_t entity_capacity = 0;
+  std::uint32_t clients = 0;
+  std::uint64_t spawned_total = 0;
+  std::uint64_t despawned_total = 0;
+  std::uint64_t commands_accepted = 0;
+  std::uint64_t commands_rejected = 0;
+  std::uint64_t dropped_steps = 0;
+};
+StatsInfo to_stats_info(const bustle::wire::Stats& stats);
+
+struct CommandReply {
+  std::uint32_t request_id = 0;
+  bustle::wire::CommandStatus status = bustle::wire::CommandStatus::Rejected;
+  bustle::wire::RejectReason reason = bustle::wire::RejectReason::None;
+  std::string message;
+  std::uint64_t applied_step = 0;
+  std::optional<StatsInfo> stats;  // present for QueryStats
+  bool accepted() const { return status == bustle::wire::CommandStatus::Accepted; }
+};
+CommandReply to_command_reply(const bustle::wire::CommandResult& result);
+
+// A verified ServerFrame that owns its bytes.
+class OwnedFrame {
+ public:
+  OwnedFrame() = default;
+  // [Limit: payload must already have passed proto::verify_server_frame]
+  explicit OwnedFrame(std::vector<std::uint8_t> payload);
+  bool empty() const { return payload_.empty(); }
+  const bustle::wire::ServerFrame* root() const;
+  // nullptr unless the frame is a Delta.
+  const bustle::wire::Delta* delta() const;
+  std::span<const std::uint8_t> payload() const { return payload_; }
+
+ private:
+  std::vector<std::uint8_t> payload_;
+};
+
+struct ClientOptions {
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 7777;
+  std::string token;  // empty: none sent
+  std::string client_name = "bustle-cpp";
+  bustle::wire::Role role = bustle::wire::Role::Viewer;
+  std::chrono::milliseconds connect_timeout{3000};    // TCP connect
+  std::chrono::milliseconds handshake_timeout{3000};  // Hello -> Welcome
+  std::chrono::milliseconds send_timeout{3000};
+  // [Limit: >= 1] Deltas kept while command() waits for its result.
+  std::size_t max_buffered_deltas = 4096;
+};
+
+class Client {
+ public:
+  explicit Client(ClientOptions options);
+
+  // Connects and performs the handshake. Ok: value holds the Welcome.
+  // ServerError: the server answered Hello with an Error (e.g. version
+  // mismatch, unauthorized). A Welcome whose protocol_version differs from
+  // ours is a ProtocolError.
+  Result<WelcomeInfo> connect();
+
+  // Sends Subscribe; the server answers with a baseline Delta, then one Delta
+  // per step. Empty `kinds`: every kind.
+  Status subscribe(std::span<const bustle::wire::EntityKind> kinds = {});
+
+  // The next Delta (buffered ones first), waiting up to `timeout`.
+  // CommandResults nobody waits for are dropped (stray_results()).
+  Result<OwnedFrame> next_delta(std::chrono::milliseconds timeout);
+
+  // Sends the command with a fresh request id and waits up to `timeout` for
+  // its CommandResult. Ok means a result arrived: check value.accepted().
+  Result<CommandReply> command(const CommandSpec& spec, std::chrono::milliseconds timeout);
+
+  void close();
+  bool connected() const { return handshaken_ && connection_.is_open(); }
+  const WelcomeInfo& welcome() const { return welcome_; }
+  const ClientOptions& options() const { return options_; }
+  std::size_t buffered_deltas() const { return buffered_.size(); }
+  std::uint64_t stray_results() const { return stray_results_; }
+  std::uint32_t last_request_id() const { return next_request_id_ - 1; }
+  Connection& connection() { return connection_; }
+
+ private:
+  // Reads one frame and classifies transport/protocol failures.
+  Status receive(std::chrono::milliseconds timeout, ReceiveResult& out);
+  Status fail(ClientStatus status, std::string message);
+
+  ClientOptions options_;
+  Connection connection_;
+  bool handshaken_ = false;
+  WelcomeInfo welcome_;
+  std::deque<OwnedFrame> buffered_;
+  std::uint32_t next_request_id_ = 1;
+  std::uint64_t stray_results_ = 0;
+};
+
+}  // namespace bustle::client

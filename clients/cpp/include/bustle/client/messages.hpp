@@ -1,0 +1,70 @@
+// Builders for every client->server message. Each returns one complete frame
+// (4-byte little-endian length prefix + a "BCL1" ClientFrame) ready to send.
+//
+// Promises: every frame built here passes proto::verify_client_frame and is
+// far below proto::kClientFrameMaxBytes as long as the strings given stay
+// within the documented limits. Builders do not check role or clock mode;
+// the server decides and answers with a graded CommandResult.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "bustle/client/ids.hpp"
+#include "bustle/proto/wire.hpp"
+
+namespace bustle::client {
+
+using Frame = std::vector<std::uint8_t>;
+
+// [Limit: client_name and token <= kMaxHelloStringBytes each; longer strings
+//  are truncated so that the frame always fits the client frame cap.]
+inline constexpr std::size_t kMaxHelloStringBytes = 4096;
+
+struct HelloParams {
+  std::string client_name = "bustle-cpp";
+  std::string token;  // empty: no token sent
+  bustle::wire::Role role = bustle::wire::Role::Viewer;
+  // Overridable only so that tests can provoke a version mismatch.
+  std::uint16_t protocol_version = bustle::proto::kProtocolVersion;
+};
+
+Frame build_hello(const HelloParams& params);
+
+// Empty `kinds`: every kind.
+Frame build_subscribe(std::span<const bustle::wire::EntityKind> kinds = {});
+
+// Command bodies. One struct per wire command so a CommandSpec says exactly
+// what will be sent.
+struct PauseCmd {};
+struct ResumeCmd {};
+struct StepCmd {
+  std::uint32_t count = 1;  // [Limit: >= 1; the server rejects 0 as InvalidArgument]
+};
+struct QueryStatsCmd {};
+struct SetPedestrianTargetCmd {
+  std::uint32_t count = 0;
+};
+struct DespawnEntityCmd {
+  EntityId id;
+};
+
+using CommandSpec = std::variant<PauseCmd, ResumeCmd, StepCmd, QueryStatsCmd,
+                                 SetPedestrianTargetCmd, DespawnEntityCmd>;
+
+// Short lowercase name of the command ("pause", "step", ...), for logs.
+const char* command_name(const CommandSpec& command);
+
+// The request id is echoed by the server in the CommandResult; the caller
+// chooses it (Client uses a counter starting at 1).
+Frame build_command(std::uint32_t request_id, const CommandSpec& command);
+
+// The payload of a frame built above (the bytes after the length prefix).
+// [Limit: frame.size() >= 4]
+std::span<const std::uint8_t> frame_payload(const Frame& frame);
+
+}  // namespace bustle::client

@@ -1,0 +1,278 @@
+#include "bustle/client/client.hpp"
+
+#include <cassert>
+
+namespace bustle::client {
+
+namespace wire = bustle::wire;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+std::string str(const flatbuffers::String* s) { return s == nullptr ? std::string() : s->str(); }
+
+std::chrono::milliseconds remaining(Clock::time_point deadline) {
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+  return left.count() > 0 ? left : std::chrono::milliseconds(0);
+}
+
+template <class T>
+Result<T> with(Status status) {
+  Result<T> r;
+  static_cast<Status&>(r) = std::move(status);
+  return r;
+}
+
+}  // namespace
+
+const char* to_string(ClientStatus s) {
+  switch (s) {
+    case ClientStatus::Ok: return "ok";
+    case ClientStatus::ConnectFailed: return "connect_failed";
+    case ClientStatus::Timeout: return "timeout";
+    case ClientStatus::Closed: return "closed";
+    case ClientStatus::ServerError: return "server_error";
+    case ClientStatus::ProtocolError: return "protocol_error";
+    case ClientStatus::TransportError: return "transport_error";
+    case ClientStatus::BacklogFull: return "backlog_full";
+    case ClientStatus::NotConnected: return "not_connected";
+  }
+  return "?";
+}
+
+StatsInfo to_stats_info(const wire::Stats& s) {
+  StatsInfo out;
+  out.step = s.step();
+  out.sim_time_us = s.sim_time_us();
+  out.digest = s.digest();
+  out.step_us = s.step_us();
+  out.clock_mode = s.clock_mode();
+  out.paused = s.paused();
+  out.pedestrians = s.pedestrians();
+  out.pedestrian_target = s.pedestrian_target();
+  out.entity_capacity = s.entity_capacity();
+  out.clients = s.clients();
+  out.spawned_total = s.spawned_total();
+  out.despawned_total = s.despawned_total();
+  out.commands_accepted = s.commands_accepted();
+  out.commands_rejected = s.commands_rejected();
+  out.dropped_steps = s.dropped_steps();
+  return out;
+}
+
+CommandReply to_command_reply(const wire::CommandResult& r) {
+  CommandReply out;
+  out.request_id = r.request_id();
+  out.status = r.status();
+  out.reason = r.reason();
+  out.message = str(r.message());
+  out.applied_step = r.applied_step();
+  if (r.stats() != nullptr) out.stats = to_stats_info(*r.stats());
+  return out;
+}
+
+OwnedFrame::OwnedFrame(std::vector<std::uint8_t> payload) : payload_(std::move(payload)) {
+  assert(!payload_.empty());
+}
+
+const wire::ServerFrame* OwnedFrame::root() const {
+  if (payload_.empty()) return nullptr;
+  return flatbuffers::GetRoot<wire::ServerFrame>(payload_.data());
+}
+
+const wire::Delta* OwnedFrame::delta() const {
+  const auto* r = root();
+  return r == nullptr ? nullptr : r->message_as_Delta();
+}
+
+Client::Client(ClientOptions options) : options_(std::move(options)) {
+  assert(options_.max_buffered_deltas >= 1);
+}
+
+void Client::close() {
+  connection_.close();
+  handshaken_ = false;
+}
+
+Status Client::fail(ClientStatus status, std::string message) {
+  assert(status != ClientStatus::Ok);
+  if (status != ClientStatus::Timeout && status != ClientStatus::BacklogFull) close();
+  Status s;
+  s.status = status;
+  s.message = std::move(message);
+  return s;
+}
+
+Status Client::receive(std::chrono::milliseconds timeout, ReceiveResult& out) {
+  out = connection_.read_frame(timeout);
+  switch (out.status) {
+    case ReceiveStatus::Frame: break;
+    case ReceiveStatus::Timeout: return fail(ClientStatus::Timeout, out.message);
+    case ReceiveStatus::Eof: return fail(ClientStatus::Closed, out.message);
+    case ReceiveStatus::NotConnected: return fail(ClientStatus::NotConnected, out.message);
+    case ReceiveStatus::FrameTooLarge:
+    case ReceiveStatus::EmptyFrame:
+    case ReceiveStatus::Malformed: return fail(ClientStatus::ProtocolError, out.message);
+    case ReceiveStatus::Error: return fail(ClientStatus::TransportError, out.message);
+  }
+  assert(out.frame != nullptr);
+  if (const auto* err = out.frame->message_as_Error()) {
+    Status s = fail(ClientStatus::ServerError,
+                    std::string("server error ") + wire::EnumNameErrorCode(err->code()) + ": " +
+                        str(err->message()));
+    s.server_error = ServerErrorInfo{err->code(), str(err->message())};
+    return s;
+  }
+  Status ok;
+  ok.status = ClientStatus::Ok;
+  return ok;
+}
+
+Result<WelcomeInfo> Client::connect() {
+  close();
+  buffered_.clear();
+  welcome_ = WelcomeInfo{};
+  const ConnectResult c =
+      connection_.connect(options_.host, options_.port, options_.connect_timeout);
+  if (!c.ok()) return with<WelcomeInfo>(fail(ClientStatus::ConnectFailed, c.message));
+
+  HelloParams hello;
+  hello.client_name = options_.client_name;
+  hello.token = options_.token;
+  hello.role = options_.role;
+  const SendResult sent = connection_.send(build_hello(hello), options_.send_timeout);
+  if (!sent.ok()) return with<WelcomeInfo>(fail(ClientStatus::TransportError, sent.message));
+
+  ReceiveResult frame;
+  Status s = receive(options_.handshake_timeout, frame);
+  if (s.status == ClientStatus::Timeout) {
+    close();  // a half-done handshake is not worth keeping
+    s.message = "no Welcome within " + std::to_string(options_.handshake_timeout.count()) + " ms";
+    return with<WelcomeInfo>(std::move(s));
+  }
+  if (!s.ok()) return with<WelcomeInfo>(std::move(s));
+  const auto* w = frame.frame->message_as_Welcome();
+  if (w == nullptr) {
+    return with<WelcomeInfo>(
+        fail(ClientStatus::ProtocolError,
+             std::string("expected Welcome or Error after Hello, got ") +
+                 wire::EnumNameServerMessage(frame.frame->message_type())));
+  }
+  if (w->protocol_version() != bustle::proto::kProtocolVersion) {
+    return with<WelcomeInfo>(fail(
+        ClientStatus::ProtocolError,
+        "server speaks protocol " + std::to_string(w->protocol_version()) + ", this client " +
+            std::to_string(bustle::proto::kProtocolVersion)));
+  }
+  WelcomeInfo info;
+  info.server_version = str(w->server_version());
+  info.protocol_version = w->protocol_version();
+  info.session_id = w->session_id();
+  info.role = w->role();
+  info.step_us = w->step_us();
+  info.clock_mode = w->clock_mode();
+  info.scenario_id = str(w->scenario_id());
+  info.current_step = w->current_step();
+  info.lane_count = w->lanes() == nullptr ? 0u : w->lanes()->size();
+  welcome_ = info;
+  handshaken_ = true;
+  Result<WelcomeInfo> r;
+  r.status = ClientStatus::Ok;
+  r.message = "connected to " + connection_.peer() + " as " + wire::EnumNameRole(info.role);
+  r.value = std::move(info);
+  return r;
+}
+
+Status Client::subscribe(std::span<const wire::EntityKind> kinds) {
+  if (!connected()) return fail(ClientStatus::NotConnected, "not connected");
+  const SendResult sent = connection_.send(build_subscribe(kinds), options_.send_timeout);
+  if (!sent.ok()) return fail(ClientStatus::TransportError, sent.message);
+  Status ok;
+  ok.status = ClientStatus::Ok;
+  return ok;
+}
+
+Result<OwnedFrame> Client::next_delta(std::chrono::milliseconds timeout) {
+  if (!buffered_.empty()) {
+    Result<OwnedFrame> r;
+    r.status = ClientStatus::Ok;
+    r.value = std::move(buffered_.front());
+    buffered_.pop_front();
+    return r;
+  }
+  if (!connected()) return with<OwnedFrame>(fail(ClientStatus::NotConnected, "not connected"));
+  const auto deadline = Clock::now() + timeout;
+  for (;;) {
+    ReceiveResult frame;
+    Status s = receive(remaining(deadline), frame);
+    if (!s.ok()) return with<OwnedFrame>(std::move(s));
+    switch (frame.frame->message_type()) {
+      case wire::ServerMessage::Delta: {
+        Result<OwnedFrame> r;
+        r.status = ClientStatus::Ok;
+        r.value = OwnedFrame(std::vector<std::uint8_t>(frame.payload.begin(), frame.payload.end()));
+        return r;
+      }
+      case wire::ServerMessage::CommandResult: ++stray_results_; continue;
+      default:
+        return with<OwnedFrame>(
+            fail(ClientStatus::ProtocolError,
+                 std::string("unexpected ") +
+                     wire::EnumNameServerMessage(frame.frame->message_type()) +
+                     " frame while waiting for a Delta"));
+    }
+  }
+}
+
+Result<CommandReply> Client::command(const CommandSpec& spec, std::chrono::milliseconds timeout) {
+  if (!connected()) return with<CommandReply>(fail(ClientStatus::NotConnected, "not connected"));
+  const std::uint32_t request_id = next_request_id_++;
+  const auto deadline = Clock::now() + timeout;
+  const SendResult sent = connection_.send(build_command(request_id, spec), options_.send_timeout);
+  if (!sent.ok()) return with<CommandReply>(fail(ClientStatus::TransportError, sent.message));
+  for (;;) {
+    ReceiveResult frame;
+    Status s = receive(remaining(deadline), frame);
+    if (s.status == ClientStatus::Timeout) {
+      s.message = std::string("no result for ") + command_name(spec) + " (request " +
+                  std::to_string(request_id) + ") within " + std::to_string(timeout.count()) +
+                  " ms";
+    }
+    if (!s.ok()) return with<CommandReply>(std::move(s));
+    switch (frame.frame->message_type()) {
+      case wire::ServerMessage::Delta:
+        if (buffered_.size() >= options_.max_buffered_deltas) {
+          return with<CommandReply>(
+              fail(ClientStatus::BacklogFull,
+                   std::to_string(buffered_.size()) + " Deltas buffered while waiting for " +
+                       command_name(spec) + " (request " + std::to_string(request_id) +
+                       "); read them with next_delta()"));
+        }
+        buffered_.emplace_back(
+            std::vector<std::uint8_t>(frame.payload.begin(), frame.payload.end()));
+        continue;
+      case wire::ServerMessage::CommandResult: {
+        const auto* cr = frame.frame->message_as_CommandResult();
+        if (cr->request_id() != request_id) {
+          ++stray_results_;
+          continue;
+        }
+        Result<CommandReply> r;
+        r.status = ClientStatus::Ok;
+        r.value = to_command_reply(*cr);
+        r.message = std::string(command_name(spec)) + " " +
+                    wire::EnumNameCommandStatus(r.value.status) + " at step " +
+                    std::to_string(r.value.applied_step);
+        return r;
+      }
+      default:
+        return with<CommandReply>(
+            fail(ClientStatus::ProtocolError,
+                 std::string("unexpected ") +
+                     wire::EnumNameServerMessage(frame.frame->message_type()) +
+                     " frame while waiting for a CommandResult"));
+    }
+  }
+}
+
+}  // namespace bustle::client

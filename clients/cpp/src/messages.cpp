@@ -1,0 +1,109 @@
+#include "bustle/client/messages.hpp"
+
+#include <cassert>
+
+#include "bustle/proto/framing.hpp"
+
+namespace bustle::client {
+namespace {
+
+namespace wire = bustle::wire;
+
+template <class... Ts>
+struct Overloaded : Ts... {
+  using Ts::operator()...;
+};
+template <class... Ts>
+Overloaded(Ts...) -> Overloaded<Ts...>;
+
+std::string_view clamp(std::string_view s) {
+  return s.size() <= kMaxHelloStringBytes ? s : s.substr(0, kMaxHelloStringBytes);
+}
+
+Frame finish(flatbuffers::FlatBufferBuilder& fbb, wire::ClientMessage type,
+             flatbuffers::Offset<void> message) {
+  const auto root = wire::CreateClientFrame(fbb, type, message);
+  wire::FinishClientFrameBuffer(fbb, root);
+  Frame frame = bustle::proto::make_frame(fbb);
+  assert(frame.size() > bustle::proto::kLengthPrefixBytes);
+  assert(frame.size() <= bustle::proto::kClientFrameMaxBytes);
+  return frame;
+}
+
+}  // namespace
+
+Frame build_hello(const HelloParams& params) {
+  flatbuffers::FlatBufferBuilder fbb(256);
+  const std::string_view name = clamp(params.client_name);
+  const std::string_view token = clamp(params.token);
+  const auto name_off = fbb.CreateString(name.data(), name.size());
+  flatbuffers::Offset<flatbuffers::String> token_off = 0;
+  if (!token.empty()) token_off = fbb.CreateString(token.data(), token.size());
+  const auto hello =
+      wire::CreateHello(fbb, params.protocol_version, name_off, token_off, params.role);
+  return finish(fbb, wire::ClientMessage::Hello, hello.Union());
+}
+
+Frame build_subscribe(std::span<const wire::EntityKind> kinds) {
+  flatbuffers::FlatBufferBuilder fbb(64);
+  flatbuffers::Offset<flatbuffers::Vector<wire::EntityKind>> kinds_off = 0;
+  if (!kinds.empty()) kinds_off = fbb.CreateVector(kinds.data(), kinds.size());
+  const auto sub = wire::CreateSubscribe(fbb, kinds_off);
+  return finish(fbb, wire::ClientMessage::Subscribe, sub.Union());
+}
+
+const char* command_name(const CommandSpec& command) {
+  return std::visit(Overloaded{
+                        [](const PauseCmd&) { return "pause"; },
+                        [](const ResumeCmd&) { return "resume"; },
+                        [](const StepCmd&) { return "step"; },
+                        [](const QueryStatsCmd&) { return "query_stats"; },
+                        [](const SetPedestrianTargetCmd&) { return "set_pedestrian_target"; },
+                        [](const DespawnEntityCmd&) { return "despawn_entity"; },
+                    },
+                    command);
+}
+
+Frame build_command(std::uint32_t request_id, const CommandSpec& command) {
+  flatbuffers::FlatBufferBuilder fbb(64);
+  wire::CommandBody body_type = wire::CommandBody::NONE;
+  flatbuffers::Offset<void> body = 0;
+  std::visit(Overloaded{
+                 [&](const PauseCmd&) {
+                   body_type = wire::CommandBody::Pause;
+                   body = wire::CreatePause(fbb).Union();
+                 },
+                 [&](const ResumeCmd&) {
+                   body_type = wire::CommandBody::Resume;
+                   body = wire::CreateResume(fbb).Union();
+                 },
+                 [&](const StepCmd& c) {
+                   body_type = wire::CommandBody::Step;
+                   body = wire::CreateStep(fbb, c.count).Union();
+                 },
+                 [&](const QueryStatsCmd&) {
+                   body_type = wire::CommandBody::QueryStats;
+                   body = wire::CreateQueryStats(fbb).Union();
+                 },
+                 [&](const SetPedestrianTargetCmd& c) {
+                   body_type = wire::CommandBody::SetPedestrianTarget;
+                   body = wire::CreateSetPedestrianTarget(fbb, c.count).Union();
+                 },
+                 [&](const DespawnEntityCmd& c) {
+                   body_type = wire::CommandBody::DespawnEntity;
+                   const wire::EntityId id = c.id.to_wire();
+                   body = wire::CreateDespawnEntity(fbb, &id).Union();
+                 },
+             },
+             command);
+  assert(body_type != wire::CommandBody::NONE);
+  const auto cmd = wire::CreateCommand(fbb, request_id, body_type, body);
+  return finish(fbb, wire::ClientMessage::Command, cmd.Union());
+}
+
+std::span<const std::uint8_t> frame_payload(const Frame& frame) {
+  assert(frame.size() >= bustle::proto::kLengthPrefixBytes);
+  return std::span<const std::uint8_t>(frame).subspan(bustle::proto::kLengthPrefixBytes);
+}
+
+}  // namespace bustle::client

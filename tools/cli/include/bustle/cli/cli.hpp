@@ -1,0 +1,56 @@
+// The `bustle` command-line tool: argument parsing and the subcommands, kept
+// in a library so that tests can parse arguments without starting a process.
+//
+// Exit codes (documented in --help):
+//   0 success, 1 the server could not be reached or misbehaved (unreachable,
+//   timeout, protocol or server error), 2 usage error, 3 the server rejected
+//   the command.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace bustle::cli {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitServer = 1;
+inline constexpr int kExitUsage = 2;
+inline constexpr int kExitRejected = 3;
+
+struct CliOptions {
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 7777;
+  std::string token;           // --token, else the BUSTLE_TOKEN environment variable
+  std::uint32_t timeout_ms = 3000;
+  std::uint32_t count = 0;          // watch: lines to print, 0 = until interrupted
+  std::uint32_t interval_ms = 1000; // watch: time between lines
+  std::string command;              // status, watch, pause, resume, step, target, help
+  std::uint32_t argument = 0;       // step N, target N
+};
+
+enum class ParseStatus : std::uint8_t { Ok, Help, Error };
+
+struct ParseResult {
+  ParseStatus status = ParseStatus::Error;
+  CliOptions options;
+  std::string error;  // on Error: what was wrong, one sentence
+};
+
+// Parses the arguments after the program name. Options may come before or
+// after the command, as `--name value` or `--name=value`. `env_token` is the
+// value of BUSTLE_TOKEN (nullptr if unset); --token wins over it.
+ParseResult parse_args(std::span<const std::string_view> args, const char* env_token);
+
+void print_usage(std::FILE* out);
+
+// Runs a parsed command; prints results to `out` and problems to `err`.
+int run(const CliOptions& options, std::FILE* out, std::FILE* err);
+
+// Whole program: parse, then run. Returns the exit code.
+int main_entry(int argc, char** argv);
+
+}  // namespace bustle::cli

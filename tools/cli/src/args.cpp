@@ -1,0 +1,151 @@
+#include <charconv>
+#include <cstdlib>
+#include <limits>
+
+#include "bustle/cli/cli.hpp"
+
+namespace bustle::cli {
+namespace {
+
+bool parse_u32(std::string_view text, std::uint32_t max, std::uint32_t& out) {
+  if (text.empty()) return false;
+  std::uint64_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || value > max) return false;
+  out = static_cast<std::uint32_t>(value);
+  return true;
+}
+
+bool is_command(std::string_view s) {
+  return s == "status" || s == "watch" || s == "pause" || s == "resume" || s == "step" ||
+         s == "target" || s == "help";
+}
+
+}  // namespace
+
+void print_usage(std::FILE* out) {
+  std::fputs(
+      "usage: bustle [options] <command> [argument]\n"
+      "\n"
+      "Talks to a running bustle-server over its TCP protocol.\n"
+      "\n"
+      "commands:\n"
+      "  status          handshake, query the server's stats and print them\n"
+      "                  (exit 0 when the server answers: usable as a health check)\n"
+      "  watch           subscribe and print one line per interval: step, entities in\n"
+      "                  the local mirror, entered/updated/left per second, digest\n"
+      "  pause           pause the simulation clock (operator)\n"
+      "  resume          resume the simulation clock (operator)\n"
+      "  step N          advance N steps; manual clock mode only (operator, N >= 1)\n"
+      "  target N        set the pedestrian population target to N (operator)\n"
+      "  help            print this text\n"
+      "\n"
+      "options:\n"
+      "  --host ADDR       server address or name (default 127.0.0.1)\n"
+      "  --port N          server port (default 7777)\n"
+      "  --token TOKEN     access token; default: the BUSTLE_TOKEN environment variable\n"
+      "  --timeout-ms N    connect, handshake and command timeout (default 3000)\n"
+      "  --count N         watch: stop after N lines (default 0: until interrupted)\n"
+      "  --interval-ms N   watch: milliseconds between lines (default 1000)\n"
+      "  -h, --help        print this text\n"
+      "\n"
+      "exit codes:\n"
+      "  0 success\n"
+      "  1 server unreachable, timed out, closed the connection or sent an error\n"
+      "  2 usage error\n"
+      "  3 the server rejected the command (reason printed)\n",
+      out);
+}
+
+ParseResult parse_args(std::span<const std::string_view> args, const char* env_token) {
+  ParseResult r;
+  CliOptions& o = r.options;
+  if (env_token != nullptr) o.token = env_token;
+  std::vector<std::string_view> positional;
+  auto error = [&](std::string message) {
+    r.status = ParseStatus::Error;
+    r.error = std::move(message);
+    return r;
+  };
+
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    std::string_view arg = args[i];
+    if (arg == "-h" || arg == "--help") {
+      r.status = ParseStatus::Help;
+      return r;
+    }
+    if (arg.size() < 2 || arg.substr(0, 2) != "--") {
+      positional.push_back(arg);
+      continue;
+    }
+    std::string_view name = arg;
+    std::string_view value;
+    bool has_value = false;
+    if (const auto eq = arg.find('='); eq != std::string_view::npos) {
+      name = arg.substr(0, eq);
+      value = arg.substr(eq + 1);
+      has_value = true;
+    }
+    const bool known = name == "--host" || name == "--port" || name == "--token" ||
+                       name == "--timeout-ms" || name == "--count" || name == "--interval-ms";
+    if (!known) return error("unknown option " + std::string(name));
+    if (!has_value) {
+      if (i + 1 >= args.size()) return error("option " + std::string(name) + " needs a value");
+      value = args[++i];
+    }
+    const std::string shown = std::string(name) + " " + std::string(value);
+    if (name == "--host") {
+      if (value.empty()) return error("--host needs a non-empty value");
+      o.host = std::string(value);
+    } else if (name == "--token") {
+      o.token = std::string(value);
+    } else if (name == "--port") {
+      std::uint32_t port = 0;
+      if (!parse_u32(value, std::numeric_limits<std::uint16_t>::max(), port) || port == 0) {
+        return error("invalid " + shown + ": expected a port number 1..65535");
+      }
+      o.port = static_cast<std::uint16_t>(port);
+    } else if (name == "--timeout-ms") {
+      if (!parse_u32(value, 3'600'000, o.timeout_ms) || o.timeout_ms == 0) {
+        return error("invalid " + shown + ": expected 1..3600000");
+      }
+    } else if (name == "--count") {
+      if (!parse_u32(value, std::numeric_limits<std::uint32_t>::max(), o.count)) {
+        return error("invalid " + shown + ": expected a non-negative integer");
+      }
+    } else if (name == "--interval-ms") {
+      if (!parse_u32(value, 3'600'000, o.interval_ms) || o.interval_ms < 10) {
+        return error("invalid " + shown + ": expected 10..3600000");
+      }
+    }
+  }
+
+  if (positional.empty()) return error("no command given");
+  const std::string_view command = positional[0];
+  if (!is_command(command)) return error("unknown command \"" + std::string(command) + "\"");
+  o.command = std::string(command);
+  if (command == "help") {
+    r.status = ParseStatus::Help;
+    return r;
+  }
+  const bool takes_number = command == "step" || command == "target";
+  const std::size_t expected = takes_number ? 2 : 1;
+  if (positional.size() < expected) {
+    return error(std::string(command) + " needs a number: bustle " + std::string(command) + " N");
+  }
+  if (positional.size() > expected) {
+    return error("unexpected argument \"" + std::string(positional[expected]) + "\" after " +
+                 std::string(command));
+  }
+  if (takes_number) {
+    if (!parse_u32(positional[1], std::numeric_limits<std::uint32_t>::max(), o.argument)) {
+      return error("invalid number \"" + std::string(positional[1]) + "\" for " +
+                   std::string(command));
+    }
+    if (command == "step" && o.argument == 0) return error("step needs N >= 1");
+  }
+  r.status = ParseStatus::Ok;
+  return r;
+}
+
+}  // namespace bustle::cli
