@@ -1,0 +1,145 @@
+"""Fixtures that run the real bustle-server on loopback.
+
+``start_server(*args)`` launches ``$BUSTLE_SERVER --port 0 [args]`` (default
+args ``--clock fast``), waits for its one stdout line
+``bustle-server listening on <addr>:<port>`` and returns a handle with the
+port. At teardown every server gets SIGTERM and must exit with code 0 within
+3 s (it is killed after 5 s either way, so no test leaves a process behind).
+"""
+
+import os
+import queue
+import re
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from bustle_client import Session
+
+SOURCE_DIR = Path(__file__).resolve().parents[2]
+LISTENING = re.compile(r"^bustle-server listening on (\S+):(\d+)$")
+STARTUP_TIMEOUT = 10.0
+SIGTERM_EXIT_LIMIT = 3.0
+KILL_AFTER = 5.0
+
+
+def server_binary() -> str:
+    path = os.environ.get("BUSTLE_SERVER")
+    if not path:
+        pytest.fail("BUSTLE_SERVER is not set; run these tests through ctest "
+                    "(or set it to the bustle-server binary)")
+    if not os.access(path, os.X_OK):
+        pytest.fail(f"BUSTLE_SERVER={path} is not an executable file")
+    return path
+
+
+class ServerProcess:
+    def __init__(self, args, stderr_path: Path):
+        self.args = [server_binary(), *args]
+        self.stderr_path = stderr_path
+        self._stderr = open(stderr_path, "wb")
+        self.proc = subprocess.Popen(self.args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=self._stderr)
+        self.stdout_lines: "queue.Queue[str]" = queue.Queue()
+        self._reader = threading.Thread(target=self._read_stdout, daemon=True)
+        self._reader.start()
+        self.host, self.port = self._wait_listening()
+        self.exit_seconds = None
+
+    def _read_stdout(self):
+        for raw in self.proc.stdout:
+            self.stdout_lines.put(raw.decode("utf-8", "replace").rstrip("\n"))
+        self.stdout_lines.put(None)  # EOF
+
+    def _wait_listening(self):
+        deadline = time.monotonic() + STARTUP_TIMEOUT
+        seen = []
+        while True:
+            remaining = deadline - time.monotonic()
+            try:
+                line = self.stdout_lines.get(timeout=max(remaining, 0.01))
+            except queue.Empty:
+                line = "<timeout>"
+            if line is None or line == "<timeout>":
+                self.stop(check=False)
+                pytest.fail(
+                    f"{' '.join(self.args)}: no 'bustle-server listening on' line within "
+                    f"{STARTUP_TIMEOUT} s ({'exited' if line is None else 'timed out'}, "
+                    f"exit code {self.proc.returncode}); stdout so far: {seen!r}; "
+                    f"stderr:\n{self.stderr()}")
+            m = LISTENING.match(line)
+            if m:
+                return m.group(1), int(m.group(2))
+            seen.append(line)
+
+    def stderr(self) -> str:
+        if not self._stderr.closed:
+            self._stderr.flush()
+        return self.stderr_path.read_text(errors="replace")[-4000:]
+
+    def connect(self, timeout: float = 5.0) -> Session:
+        return Session.connect(self.host, self.port, timeout=timeout)
+
+    def stop(self, check: bool = True):
+        """SIGTERM, wait; kill after KILL_AFTER s. Returns (exit code, seconds)."""
+        if self.proc.poll() is None:
+            t0 = time.monotonic()
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=KILL_AFTER)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=KILL_AFTER)
+            if self.exit_seconds is None:
+                self.exit_seconds = time.monotonic() - t0
+        self._reader.join(timeout=2.0)
+        self._stderr.close()
+        if check:
+            assert self.exit_seconds is not None, (
+                f"server exited before SIGTERM (code {self.proc.returncode}); "
+                f"stderr:\n{self.stderr()}")
+            assert self.proc.returncode == 0, (
+                f"server exited with {self.proc.returncode} after SIGTERM "
+                f"(after {self.exit_seconds:.2f} s); stderr:\n{self.stderr()}")
+            assert self.exit_seconds <= SIGTERM_EXIT_LIMIT, (
+                f"server took {self.exit_seconds:.2f} s to exit after SIGTERM")
+        return self.proc.returncode, self.exit_seconds
+
+
+@pytest.fixture
+def start_server(tmp_path):
+    """Factory: start_server('--clock', 'manual', ...) -> ServerProcess."""
+    servers = []
+
+    def start(*args):
+        if not args:
+            args = ("--clock", "fast")
+        srv = ServerProcess(["--port", "0", "--bind", "127.0.0.1", *args],
+                            tmp_path / f"server{len(servers)}.stderr")
+        servers.append(srv)
+        return srv
+
+    yield start
+    failures = []
+    for srv in servers:
+        try:
+            srv.stop(check=True)
+        except AssertionError as exc:
+            failures.append(str(exc))
+    assert not failures, "\n".join(failures)
+
+
+@pytest.fixture
+def server(start_server):
+    """One server with the fast clock."""
+    return start_server("--clock", "fast")
+
+
+def run_cli(*args, timeout=20.0, env=None):
+    """Run bustle-server in batch/CLI mode; returns CompletedProcess (text)."""
+    return subprocess.run([server_binary(), *args], stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=timeout, env=env)

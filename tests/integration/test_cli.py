@@ -1,0 +1,94 @@
+"""Batch mode determinism and configuration errors (bustle-server as a CLI)."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from conftest import SOURCE_DIR, run_cli
+
+DIGEST_LINE = re.compile(r"^step (\d+) digest ([0-9a-f]{16})$")
+DEFAULT_CITY = SOURCE_DIR / "configs" / "default.city.json"
+
+
+def batch_digest(*args):
+    p = run_cli("--steps", "1000", "--print-digest", *args)
+    assert p.returncode == 0, f"exit {p.returncode}; stderr:\n{p.stderr}"
+    lines = p.stdout.splitlines()
+    assert len(lines) == 1, f"expected exactly one stdout line, got {lines!r}"
+    m = DIGEST_LINE.match(lines[0])
+    assert m, f"bad digest line {lines[0]!r}"
+    assert int(m.group(1)) == 1000
+    return lines[0]
+
+
+def test_batch_digest_is_deterministic_and_seed_dependent():
+    first = batch_digest("--seed", "7")
+    assert batch_digest("--seed", "7") == first
+    assert batch_digest("--seed", "8") != first
+
+
+def test_default_config_file_matches_embedded_default():
+    assert batch_digest("--seed", "7", "--config", str(DEFAULT_CITY)) == batch_digest("--seed", "7")
+
+
+def test_batch_digest_matches_live_manual_server(start_server):
+    """Same seed, no world commands: 1000 Step-driven steps reach the same digest."""
+    expected = int(DIGEST_LINE.match(batch_digest("--seed", "7")).group(2), 16)
+    srv = start_server("--clock", "manual", "--seed", "7")
+    with srv.connect(timeout=15.0) as s:
+        s.hello("it-determinism", role="operator")
+        assert s.step(1000, timeout=15.0).applied_step == 1000
+        st = s.stats()
+        assert (st.step, st.digest) == (1000, expected), f"live {st.digest:016x} vs batch {expected:016x}"
+
+
+def config_error(path, tmp_path=None):
+    p = run_cli("--config", str(path), "--port", "0", timeout=10.0)
+    assert p.returncode != 0, f"accepted bad config {path}; stdout {p.stdout!r}"
+    assert "listening" not in p.stdout
+    assert p.stderr.strip(), "no error message on stderr"
+    return p.stderr
+
+
+def test_missing_config_file_is_named():
+    stderr = config_error("/nonexistent.json")
+    assert "/nonexistent.json" in stderr, stderr
+
+
+def test_invalid_json_names_file_and_line(tmp_path):
+    bad = tmp_path / "broken.city.json"
+    bad.write_text('{\n  "id": "broken",\n  "lanes": [,]\n}\n')
+    stderr = config_error(bad)
+    assert str(bad) in stderr, stderr
+    assert re.search(r"line\s*3\b|:3:", stderr), f"line 3 not named:\n{stderr}"
+
+
+def mutated_default(tmp_path, mutate, name="bad.city.json"):
+    doc = json.loads(DEFAULT_CITY.read_text())
+    mutate(doc)
+    path = tmp_path / name
+    path.write_text(json.dumps(doc, indent=2))
+    return path
+
+
+@pytest.mark.parametrize("mutate, field_path", [
+    (lambda d: d.update(step_us=-5), "step_us"),
+    (lambda d: d["lanes"][1].update(successors=["no.such.lane"]), "lanes[1].successors[0]"),
+    (lambda d: d["lanes"][2].update(kind="river"), "lanes[2].kind"),
+    (lambda d: d["pedestrians"].update(count="many"), "pedestrians.count"),
+], ids=["negative-step_us", "unknown-successor", "bad-lane-kind", "count-not-a-number"])
+def test_bad_field_is_named_by_path(tmp_path, mutate, field_path):
+    path = mutated_default(tmp_path, mutate)
+    stderr = config_error(path)
+    assert field_path in stderr, f"{field_path!r} not named:\n{stderr}"
+    assert str(path) in stderr, f"file not named:\n{stderr}"
+
+
+def test_valid_config_copy_is_accepted(tmp_path):
+    """Guards the mutation tests: the unmodified copy must load."""
+    path = mutated_default(tmp_path, lambda d: None, name="ok.city.json")
+    p = run_cli("--config", str(path), "--steps", "10", "--print-digest")
+    assert p.returncode == 0, p.stderr
+    assert DIGEST_LINE.match(p.stdout.strip())
