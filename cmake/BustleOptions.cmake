@@ -6,7 +6,7 @@
 add_library(bustle_options INTERFACE)
 target_compile_options(bustle_options INTERFACE
   -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wno-sign-conversion
-  -Wnon-virtual-dtor -Wold-style-cast -Wcast-align -Wnull-dereference
+  -Wnon-virtual-dtor -Wold-style-cast -Wcast-align
   -Werror
   -ffp-contract=off -fno-fast-math)
 if(BUSTLE_SANITIZE)

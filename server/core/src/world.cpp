@@ -290,27 +290,26 @@ double World::pedestrian_speed_mps(std::uint32_t dense) const {
 // Phase 11 -----------------------------------------------------------------
 
 std::uint64_t World::compute_digest() const {
-  // Canonical encoding: fixed section order, entities by EntityId index, never
-  // by dense storage position (which depends on removal history only through
-  // swap-remove, but is still not part of the contract).
+  // Canonical encoding: fixed section order; collections whose storage order
+  // is not part of the contract (registry slots, dense pedestrian arrays) are
+  // folded in as sums of per-element hashes, so the value depends on the state
+  // alone and costs O(live entities) per step, not O(capacity).
   Digest d;
   d.tag(1).u64(step_index_).u32(scenario_.step_us);
   for (const std::uint64_t w : rng_.state()) d.u64(w);
   d.u64(route_salt_).u32(pedestrian_target_);
 
-  d.tag(2).u32(registry_.capacity()).u32(registry_.alive_count());
-  for (std::uint32_t i = 0; i < registry_.capacity(); ++i) {
-    d.u64((std::uint64_t{registry_.generation_of(i)} << 1) | (registry_.slot_alive(i) ? 1u : 0u));
-  }
-  d.tag(3);
-  registry_.for_each_free([&](std::uint32_t i) { d.u32(i); });
+  d.tag(2).u32(registry_.capacity()).u32(registry_.alive_count()).u64(registry_.state_digest());
 
-  d.tag(4).u32(peds_.size());
-  for (std::uint32_t i = 0; i < registry_.capacity(); ++i) {
-    const std::uint32_t slot = peds_.dense_of[i];
-    if (slot == PedestrianStore::kNoSlot) continue;
-    d.u64(peds_.id[slot].packed()).u32(peds_.lane[slot]).f64(peds_.s_m[slot]).u32(peds_.hops[slot]);
+  // Pedestrians as an order-independent sum of per-entity hashes: canonical
+  // (independent of dense storage order) and O(live), with no sort.
+  std::uint64_t ped_sum = 0;
+  for (std::uint32_t slot = 0; slot < peds_.size(); ++slot) {
+    Digest e;
+    e.u64(peds_.id[slot].packed()).u32(peds_.lane[slot]).f64(peds_.s_m[slot]).u32(peds_.hops[slot]);
+    ped_sum += e.value();
   }
+  d.tag(4).u32(peds_.size()).u64(ped_sum);
 
   d.tag(5).u64(inbox_count_);
   for (std::size_t k = 0; k < inbox_count_; ++k) {

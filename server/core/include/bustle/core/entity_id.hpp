@@ -63,8 +63,17 @@ class EntityRegistry {
   std::uint32_t generation_of(std::uint32_t index) const { return generation_[index]; }
   bool slot_alive(std::uint32_t index) const { return alive_[index] != 0; }
 
-  // Visits the free FIFO front to back; used by the digest and checkpoints.
+  // Visits the free FIFO front to back; used by checkpoints.
   void for_each_free(const std::function<void(std::uint32_t)>& fn) const;
+
+  // Canonical digest of the registry state (generations, liveness, FIFO order
+  // and position), maintained incrementally so reading it is O(1): a sum over
+  // slots of hash(index, generation, alive) plus a sum over queued free slots
+  // of hash(queue sequence number, index). Equal states give equal values
+  // whatever the history. recompute_state_digest() is the O(capacity)
+  // reference the tests compare it against.
+  std::uint64_t state_digest() const { return digest_sum_; }
+  std::uint64_t recompute_state_digest() const;
 
  private:
   std::vector<std::uint32_t> generation_;
@@ -73,6 +82,8 @@ class EntityRegistry {
   std::uint32_t free_head_ = 0;
   std::uint32_t free_count_ = 0;
   std::uint32_t alive_count_ = 0;
+  std::uint64_t pop_seq_ = 0;  // sequence number of the FIFO front
+  std::uint64_t digest_sum_ = 0;
 };
 
 }  // namespace bustle::core

@@ -1,0 +1,155 @@
+// bustle-server: loads the scenario, creates the World, and runs the sim
+// thread (this thread) beside one network thread. See usage_text().
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <asio/ip/address.hpp>
+#include <atomic>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+
+#include "bustle/core/world.hpp"
+#include "bustle/net/command_queue.hpp"
+#include "bustle/net/server.hpp"
+#include "bustle/scenario/scenario_loader.hpp"
+#include "options.hpp"
+#include "sim_driver.hpp"
+
+namespace {
+
+constexpr const char* kVersion = BUSTLE_VERSION;
+
+// Routes the core's log sink into spdlog (the core cannot include it).
+class SpdlogSink final : public bustle::core::LogSink {
+ public:
+  void log(bustle::core::LogLevel level, std::string_view message) override {
+    switch (level) {
+      case bustle::core::LogLevel::Debug: spdlog::debug("core: {}", message); break;
+      case bustle::core::LogLevel::Info: spdlog::info("core: {}", message); break;
+      case bustle::core::LogLevel::Warn: spdlog::warn("core: {}", message); break;
+      case bustle::core::LogLevel::Error: spdlog::error("core: {}", message); break;
+    }
+  }
+};
+
+bool is_loopback(const std::string& address) {
+  asio::error_code ec;
+  const auto addr = asio::ip::make_address(address, ec);
+  return !ec && addr.is_loopback();
+}
+
+int run(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  const auto parsed = bustle::app::parse_options(args, [](const char* name) -> std::optional<std::string> {
+    const char* v = std::getenv(name);
+    return v != nullptr ? std::optional<std::string>(v) : std::nullopt;
+  });
+  if (!parsed.error.empty()) {
+    std::fprintf(stderr, "bustle-server: %s\n", parsed.error.c_str());
+    return 2;
+  }
+  const bustle::app::AppOptions& opt = parsed.options;
+  if (opt.show_help) {
+    std::fputs(bustle::app::usage_text().c_str(), stdout);
+    return 0;
+  }
+  if (opt.show_version) {
+    std::printf("bustle-server %s (protocol %u)\n", kVersion, 1u);
+    return 0;
+  }
+
+  auto logger = spdlog::stderr_color_mt("bustle");
+  spdlog::set_default_logger(logger);
+  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+  spdlog::set_level(spdlog::level::from_str(opt.log_level));
+
+  // Scenario: a named file must load; the embedded default applies only when
+  // no file is named (a typo never silently falls back to the default).
+  auto loaded = opt.config_path ? bustle::scenario::load_scenario_file(*opt.config_path)
+                                : bustle::scenario::load_embedded_default();
+  if (!loaded.ok()) {
+    for (const auto& e : loaded.errors) std::fprintf(stderr, "bustle-server: %s\n", e.to_string().c_str());
+    std::fprintf(stderr, "bustle-server: refusing to start: %zu error(s) in scenario %s\n",
+                 loaded.errors.size(), opt.config_path ? opt.config_path->c_str() : "<embedded default>");
+    return 1;
+  }
+  bustle::core::Scenario scenario = std::move(*loaded.scenario);
+  if (opt.rate_hz) scenario.step_us = static_cast<std::uint32_t>(std::lround(1e6 / *opt.rate_hz));
+
+  SpdlogSink core_log;
+  auto created = bustle::core::World::create(scenario, opt.seed, &core_log);
+  if (!created.world) {
+    for (const auto& e : created.errors) {
+      std::fprintf(stderr, "bustle-server: scenario: %s: %s\n", e.path.c_str(), e.message.c_str());
+    }
+    return 1;
+  }
+  bustle::core::World& world = *created.world;
+
+  if (opt.batch_steps) {
+    for (std::uint64_t k = 0; k < *opt.batch_steps; ++k) world.step();
+    if (opt.print_digest) {
+      std::printf("step %" PRIu64 " digest %016" PRIx64 "\n", world.step_index(), world.digest());
+    }
+    spdlog::info("batch: {} steps of '{}' with seed {}: {} pedestrians, digest {:016x}", world.step_index(),
+                 scenario.id, opt.seed, world.pedestrians().size(), world.digest());
+    return 0;
+  }
+
+  if (!is_loopback(opt.server.bind_address) && opt.server.token.empty()) {
+    std::fprintf(stderr,
+                 "bustle-server: refusing to bind non-loopback address %s without a token "
+                 "(set --token or BUSTLE_TOKEN)\n",
+                 opt.server.bind_address.c_str());
+    return 2;
+  }
+
+  bustle::net::CommandQueue commands(4096);
+  bustle::net::WelcomeInfo welcome{kVersion, scenario.id, scenario.step_us, opt.clock, world.lanes().lanes()};
+  bustle::net::Server server(opt.server, std::move(welcome), commands);
+  const auto listening = server.listen();
+  if (!listening.ok) {
+    std::fprintf(stderr, "bustle-server: %s\n", listening.error.c_str());
+    return 1;
+  }
+
+  std::atomic<bool> stop{false};
+  server.on_signal([&](int sig) {
+    spdlog::info("signal {}: shutting down", sig);
+    stop.store(true);
+    commands.close();
+  });
+  std::thread net_thread([&] { server.run(); });
+
+  std::printf("bustle-server listening on %s:%u\n", listening.address.c_str(), listening.port);
+  std::fflush(stdout);
+  spdlog::info("bustle-server {} serving '{}' ({} lanes, {} pedestrians) at {} Hz, clock {}, seed {}", kVersion,
+               scenario.id, world.lanes().size(), scenario.pedestrians.count, 1e6 / scenario.step_us,
+               opt.clock == bustle::net::ClockMode::Realtime ? "realtime"
+               : opt.clock == bustle::net::ClockMode::Fast   ? "fast"
+                                                             : "manual",
+               opt.seed);
+
+  bustle::app::SimDriver driver(world, server, commands,
+                                {opt.clock, opt.catchup_steps_max, 100'000});
+  driver.run(stop);
+
+  server.stop();
+  net_thread.join();
+  spdlog::info("stopped at step {} (digest {:016x})", world.step_index(), world.digest());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bustle-server: fatal: %s\n", e.what());
+    return 1;
+  }
+}

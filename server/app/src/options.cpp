@@ -1,0 +1,229 @@
+#include "options.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <map>
+
+namespace bustle::app {
+namespace {
+
+template <class T>
+bool parse_uint(const std::string& text, T min, T max, T& out) {
+  std::uint64_t v = 0;
+  const char* end = text.data() + text.size();
+  auto [p, ec] = std::from_chars(text.data(), end, v);
+  if (ec != std::errc() || p != end || text.empty()) return false;
+  if (v < static_cast<std::uint64_t>(min) || v > static_cast<std::uint64_t>(max)) return false;
+  out = static_cast<T>(v);
+  return true;
+}
+
+bool parse_double(const std::string& text, double& out) {
+  const char* end = text.data() + text.size();
+  auto [p, ec] = std::from_chars(text.data(), end, out);
+  return ec == std::errc() && p == end && !text.empty() && std::isfinite(out);
+}
+
+// One setting: its flag, its environment variable, and how to apply a value.
+struct Setting {
+  const char* flag;
+  const char* env;  // nullptr: flag only
+  bool takes_value;
+  std::function<std::string(AppOptions&, const std::string&)> apply;  // "" = ok, else error
+};
+
+std::vector<Setting> settings() {
+  using O = AppOptions;
+  auto range = [](const char* what, auto lo, auto hi, const std::string& got) {
+    return std::string("expected ") + what + " in [" + std::to_string(lo) + ", " +
+           std::to_string(hi) + "], got '" + got + "'";
+  };
+  return {
+      {"--port", "BUSTLE_PORT", true,
+       [=](O& o, const std::string& v) {
+         return parse_uint<std::uint16_t>(v, 0, 65535, o.server.port) ? "" : range("an integer", 0, 65535, v);
+       }},
+      {"--bind", "BUSTLE_BIND", true,
+       [](O& o, const std::string& v) {
+         o.server.bind_address = v;
+         return std::string();
+       }},
+      {"--config", "BUSTLE_CONFIG", true,
+       [](O& o, const std::string& v) {
+         o.config_path = v;
+         return std::string();
+       }},
+      {"--seed", "BUSTLE_SEED", true,
+       [=](O& o, const std::string& v) {
+         return parse_uint<std::uint64_t>(v, 0, std::numeric_limits<std::uint64_t>::max(), o.seed)
+                    ? ""
+                    : "expected an unsigned 64-bit integer, got '" + v + "'";
+       }},
+      {"--rate", "BUSTLE_RATE", true,
+       [](O& o, const std::string& v) {
+         double hz = 0;
+         if (!parse_double(v, hz) || hz < 1.0 || hz > 1000.0) {
+           return "expected steps per second in [1, 1000], got '" + v + "'";
+         }
+         o.rate_hz = hz;
+         return std::string();
+       }},
+      {"--clock", "BUSTLE_CLOCK", true,
+       [](O& o, const std::string& v) {
+         static const std::map<std::string, net::ClockMode> modes = {
+             {"realtime", net::ClockMode::Realtime},
+             {"fast", net::ClockMode::Fast},
+             {"manual", net::ClockMode::Manual}};
+         auto it = modes.find(v);
+         if (it == modes.end()) return "expected realtime, fast or manual, got '" + v + "'";
+         o.clock = it->second;
+         return std::string();
+       }},
+      {"--steps", nullptr, true,
+       [=](O& o, const std::string& v) {
+         std::uint64_t n = 0;
+         if (!parse_uint<std::uint64_t>(v, 0, 1'000'000'000'000ull, n)) {
+           return range("a step count", 0, 1'000'000'000'000ull, v);
+         }
+         o.batch_steps = n;
+         return std::string();
+       }},
+      {"--print-digest", nullptr, false,
+       [](O& o, const std::string&) {
+         o.print_digest = true;
+         return std::string();
+       }},
+      {"--token", "BUSTLE_TOKEN", true,
+       [](O& o, const std::string& v) {
+         o.server.token = v;
+         return std::string();
+       }},
+      {"--handshake-timeout-ms", "BUSTLE_HANDSHAKE_TIMEOUT_MS", true,
+       [=](O& o, const std::string& v) {
+         return parse_uint<std::uint32_t>(v, 10, 600'000, o.server.handshake_timeout_ms)
+                    ? ""
+                    : range("milliseconds", 10, 600000, v);
+       }},
+      {"--max-clients", "BUSTLE_MAX_CLIENTS", true,
+       [=](O& o, const std::string& v) {
+         return parse_uint<std::uint32_t>(v, 1, 10'000, o.server.max_clients) ? "" : range("a count", 1, 10000, v);
+       }},
+      {"--client-outbound-max-bytes", "BUSTLE_CLIENT_OUTBOUND_MAX_BYTES", true,
+       [=](O& o, const std::string& v) {
+         return parse_uint<std::size_t>(v, 4096, std::size_t{1} << 32, o.server.outbound_bytes_max)
+                    ? ""
+                    : range("bytes", 4096, std::size_t{1} << 32, v);
+       }},
+      {"--log-level", "BUSTLE_LOG_LEVEL", true,
+       [](O& o, const std::string& v) {
+         if (v != "trace" && v != "debug" && v != "info" && v != "warn" && v != "error" && v != "off") {
+           return "expected trace, debug, info, warn, error or off, got '" + v + "'";
+         }
+         o.log_level = v;
+         return std::string();
+       }},
+      {"--help", nullptr, false,
+       [](O& o, const std::string&) {
+         o.show_help = true;
+         return std::string();
+       }},
+      {"--version", nullptr, false,
+       [](O& o, const std::string&) {
+         o.show_version = true;
+         return std::string();
+       }},
+  };
+}
+
+}  // namespace
+
+std::string usage_text() {
+  return R"(Usage: bustle-server [options]
+
+Runs the Bustle city simulation. With no options: the embedded default city,
+realtime clock at the scenario's rate (10 Hz), listening on 127.0.0.1:7777.
+Flags override BUSTLE_* environment variables (shown in brackets).
+
+  --config FILE          scenario JSON (schema/scenario.schema.json)   [BUSTLE_CONFIG]
+                         default: the embedded city = configs/default.city.json
+  --seed N               world seed, unsigned 64-bit (default 1)         [BUSTLE_SEED]
+  --rate HZ              steps per second, overrides the scenario's step_us
+                         (1..1000)                                      [BUSTLE_RATE]
+  --clock MODE           realtime | fast | manual (default realtime)     [BUSTLE_CLOCK]
+                         fast: as fast as possible; manual: only on Step commands
+  --port N               TCP port, 0 = ephemeral (default 7777)          [BUSTLE_PORT]
+  --bind ADDR            listen address (default 127.0.0.1); a non-loopback
+                         address requires a token                       [BUSTLE_BIND]
+  --token T              operator token; when set, Operator role needs it [BUSTLE_TOKEN]
+  --handshake-timeout-ms N   Hello deadline (default 5000)  [BUSTLE_HANDSHAKE_TIMEOUT_MS]
+  --max-clients N        concurrent clients (default 64)          [BUSTLE_MAX_CLIENTS]
+  --client-outbound-max-bytes N  per-client send backlog before deltas are
+                         coalesced (default 8388608)   [BUSTLE_CLIENT_OUTBOUND_MAX_BYTES]
+  --log-level L          trace|debug|info|warn|error|off (default info) [BUSTLE_LOG_LEVEL]
+  --steps N              batch mode: run N steps headless, then exit 0
+  --print-digest         with --steps: print "step <N> digest <16 hex digits>"
+  --help, --version
+
+On start the server prints one line to stdout:
+  bustle-server listening on <address>:<port>
+Logs go to stderr. SIGINT/SIGTERM shut down cleanly (exit 0).
+)";
+}
+
+ParseResult parse_options(const std::vector<std::string>& args, const EnvLookup& env) {
+  ParseResult result;
+  const std::vector<Setting> all = settings();
+
+  // Environment first, so flags applied afterwards win.
+  for (const Setting& s : all) {
+    if (s.env == nullptr) continue;
+    if (auto v = env(s.env)) {
+      if (std::string err = s.apply(result.options, *v); !err.empty()) {
+        result.error = std::string("environment ") + s.env + ": " + err;
+        return result;
+      }
+    }
+  }
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    std::string arg = args[i];
+    std::optional<std::string> inline_value;
+    if (auto eq = arg.find('='); eq != std::string::npos && arg.rfind("--", 0) == 0) {
+      inline_value = arg.substr(eq + 1);
+      arg = arg.substr(0, eq);
+    }
+    const Setting* match = nullptr;
+    for (const Setting& s : all) {
+      if (arg == s.flag) match = &s;
+    }
+    if (arg == "-h") match = &all[all.size() - 2];
+    if (match == nullptr) {
+      result.error = "unknown option '" + args[i] + "' (see --help)";
+      return result;
+    }
+    std::string value;
+    if (match->takes_value) {
+      if (inline_value) {
+        value = *inline_value;
+      } else if (i + 1 < args.size()) {
+        value = args[++i];
+      } else {
+        result.error = std::string(match->flag) + ": missing value";
+        return result;
+      }
+    } else if (inline_value) {
+      result.error = std::string(match->flag) + ": takes no value";
+      return result;
+    }
+    if (std::string err = match->apply(result.options, value); !err.empty()) {
+      result.error = std::string(match->flag) + ": " + err;
+      return result;
+    }
+  }
+  if (result.options.print_digest && !result.options.batch_steps) {
+    result.error = "--print-digest needs --steps N";
+  }
+  return result;
+}
+
+}  // namespace bustle::app

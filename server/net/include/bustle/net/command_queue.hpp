@@ -1,0 +1,68 @@
+// The hand-off from network threads to the sim thread.
+//
+// Network callbacks only parse, verify and push here; the sim thread pops at
+// its own pace (TigerBeetle: do not act directly on external events). The
+// queue is bounded: a push to a full queue fails and the caller answers the
+// client with InboxFull at once, so overload is visible and nothing is lost
+// silently.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <variant>
+
+#include "bustle/core/command.hpp"
+
+namespace bustle::net {
+
+enum class Role : std::uint8_t { Viewer = 0, Operator = 1 };
+
+// Commands handled by the sim thread's clock driver, outside the world.
+struct ControlCommand {
+  enum class Kind : std::uint8_t { Pause, Resume, Step, QueryStats };
+  Kind kind = Kind::QueryStats;
+  std::uint32_t step_count = 0;  // Step only
+};
+
+struct InboundCommand {
+  std::uint32_t session_id = 0;
+  std::uint32_t request_id = 0;
+  Role role = Role::Viewer;
+  std::variant<ControlCommand, core::WorldCommand> body;
+};
+
+class CommandQueue {
+ public:
+  // [Limit: capacity >= 1]
+  explicit CommandQueue(std::size_t capacity) : capacity_(capacity) {}
+
+  // False when full or closed; never blocks.
+  bool try_push(InboundCommand cmd);
+
+  // Pops one command if any (never blocks).
+  std::optional<InboundCommand> try_pop();
+
+  // Waits until a command is available, the deadline passes, or close().
+  // Returns true if a command is (probably) available.
+  bool wait_until(std::chrono::steady_clock::time_point deadline);
+  void wait();
+
+  // Wakes waiters and refuses further pushes (shutdown).
+  void close();
+  bool closed() const;
+  std::size_t size() const;
+
+ private:
+  const std::size_t capacity_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<InboundCommand> items_;
+  bool closed_ = false;
+};
+
+}  // namespace bustle::net

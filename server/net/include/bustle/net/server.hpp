@@ -1,0 +1,124 @@
+// The Asio TCP server: accepts clients, runs the handshake, verifies frames,
+// forwards commands to the sim thread and streams per-client deltas.
+//
+// Threading: everything in Server and its sessions runs on the thread(s) that
+// call run(); the only entry points for other threads are publish(),
+// deliver_result(), client_count() and stop(), which post to the io_context.
+// The sim thread therefore never waits for a socket, and the network thread
+// never touches the World (it only sees immutable PublishedFrames).
+//
+// Per connection, the protocol is a small state machine:
+//
+//   AwaitHello --Hello ok--> Ready --Subscribe--> Ready+subscribed
+//       |  \--bad version / not Hello / bad token / deadline--> Closing
+//       any state --malformed, oversize, unknown frame, overflow--> Closing
+//   Closing: the Error frame is flushed (bounded by a timer), then the socket
+//   is closed. Only that connection is affected.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "bustle/core/command.hpp"
+#include "bustle/core/lane_graph.hpp"
+#include "bustle/net/command_queue.hpp"
+#include "bustle/net/published_frame.hpp"
+
+namespace bustle::net {
+
+enum class ClockMode : std::uint8_t { Realtime = 0, Fast = 1, Manual = 2 };
+
+struct ServerOptions {
+  std::string bind_address = "127.0.0.1";
+  std::uint16_t port = 7777;                  // 0 = ephemeral
+  std::string token;                          // empty = no token (loopback only)
+  std::uint32_t handshake_timeout_ms = 5000;
+  std::uint32_t max_clients = 64;
+  std::size_t outbound_bytes_max = 8u << 20;  // per client; over it deltas are coalesced
+  std::uint32_t overflow_disconnect_ms = 10'000;  // stuck over the cap this long -> drop
+  std::uint32_t inflight_commands_max = 64;   // per client, unanswered commands
+};
+
+// Immutable facts sent in every Welcome.
+struct WelcomeInfo {
+  std::string server_version;
+  std::string scenario_id;
+  std::uint32_t step_us = 0;
+  ClockMode clock_mode = ClockMode::Realtime;
+  std::vector<core::Lane> lanes;
+};
+
+struct StatsSnapshot {
+  std::uint64_t step = 0;
+  std::uint64_t sim_time_us = 0;
+  std::uint64_t digest = 0;
+  std::uint32_t step_us = 0;
+  ClockMode clock_mode = ClockMode::Realtime;
+  bool paused = false;
+  std::uint32_t pedestrians = 0;
+  std::uint32_t pedestrian_target = 0;
+  std::uint32_t entity_capacity = 0;
+  std::uint32_t clients = 0;
+  std::uint64_t spawned_total = 0;
+  std::uint64_t despawned_total = 0;
+  std::uint64_t commands_accepted = 0;
+  std::uint64_t commands_rejected = 0;
+  std::uint64_t dropped_steps = 0;
+};
+
+// The answer to one InboundCommand, routed back to its session.
+struct OutboundResult {
+  std::uint32_t session_id = 0;
+  std::uint32_t request_id = 0;
+  core::CommandStatus status = core::CommandStatus::Rejected;
+  core::RejectReason reason = core::RejectReason::None;
+  std::string message;
+  std::uint64_t applied_step = 0;
+  std::optional<StatsSnapshot> stats;
+};
+
+class Server {
+ public:
+  Server(ServerOptions options, WelcomeInfo welcome, CommandQueue& commands);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  struct ListenResult {
+    bool ok = false;
+    std::string error;        // e.g. "bind 127.0.0.1:7777: Address already in use"
+    std::string address;      // bound address
+    std::uint16_t port = 0;   // bound port (the ephemeral one when port was 0)
+  };
+  // Binds and listens. Call before run().
+  ListenResult listen();
+
+  // Runs the io_context on the calling thread until stop().
+  void run();
+
+  // Thread-safe. Makes `frame` the latest; sessions are notified once even if
+  // several frames are published before the network thread gets to them.
+  void publish(std::shared_ptr<const PublishedFrame> frame);
+  // Thread-safe. Sends a CommandResult to the session, if it is still connected.
+  void deliver_result(OutboundResult result);
+  // Thread-safe. Sends ServerShuttingDown to every client, closes, stops run().
+  void stop();
+  // Thread-safe. Calls fn once on the network thread when SIGINT/SIGTERM arrives.
+  void on_signal(std::function<void(int)> fn);
+
+  std::uint32_t client_count() const { return client_count_.load(); }
+
+  class Impl;  // defined in server.cpp; public only so sessions can name it
+
+ private:
+  std::unique_ptr<Impl> impl_;
+  std::atomic<std::uint32_t> client_count_{0};
+};
+
+}  // namespace bustle::net

@@ -1,0 +1,68 @@
+#include "bustle/net/delta_tracker.hpp"
+
+namespace bustle::net {
+namespace {
+
+wire::EntityState to_wire(const QuantizedEntity& e) {
+  return wire::EntityState(wire::EntityId(e.id.index, e.id.generation), e.x_cm, e.y_cm,
+                           e.heading_q, e.speed_cmps, static_cast<wire::EntityKind>(e.kind));
+}
+
+}  // namespace
+
+void DeltaTracker::set_kind_mask(std::uint32_t mask) {
+  kind_mask_ = mask;
+  reset();
+}
+
+void DeltaTracker::reset() {
+  baseline_pending_ = true;
+  sent_.clear();
+}
+
+DeltaTracker::Counts DeltaTracker::encode(const PublishedFrame& frame,
+                                          flatbuffers::FlatBufferBuilder& fbb) {
+  entered_.clear();
+  updated_.clear();
+  left_.clear();
+  next_sent_.clear();
+
+  std::size_t a = 0;  // cursor in sent_
+  for (const QuantizedEntity& cur : frame.entities) {
+    if (!wanted(cur)) continue;
+    // Everything sent with a smaller index is gone.
+    while (a < sent_.size() && sent_[a].id.index < cur.id.index) {
+      left_.emplace_back(sent_[a].id.index, sent_[a].id.generation);
+      ++a;
+    }
+    if (a < sent_.size() && sent_[a].id.index == cur.id.index) {
+      if (sent_[a].id.generation == cur.id.generation) {
+        if (!sent_[a].same_state(cur)) updated_.push_back(to_wire(cur));
+      } else {
+        // Slot reused by a new identity: the old one left, the new one entered.
+        left_.emplace_back(sent_[a].id.index, sent_[a].id.generation);
+        entered_.push_back(to_wire(cur));
+      }
+      ++a;
+    } else {
+      entered_.push_back(to_wire(cur));
+    }
+    next_sent_.push_back(cur);
+  }
+  for (; a < sent_.size(); ++a) left_.emplace_back(sent_[a].id.index, sent_[a].id.generation);
+  sent_.swap(next_sent_);
+
+  fbb.Clear();
+  const auto entered = fbb.CreateVectorOfStructs(entered_);
+  const auto updated = fbb.CreateVectorOfStructs(updated_);
+  const auto left = fbb.CreateVectorOfStructs(left_);
+  const auto delta = wire::CreateDelta(fbb, frame.step, frame.sim_time_us, frame.digest,
+                                       baseline_pending_, entered, updated, left);
+  fbb.Finish(wire::CreateServerFrame(fbb, wire::ServerMessage::Delta, delta.Union()),
+             wire::ServerFrameIdentifier());
+  baseline_pending_ = false;
+  return {static_cast<std::uint32_t>(entered_.size()), static_cast<std::uint32_t>(updated_.size()),
+          static_cast<std::uint32_t>(left_.size())};
+}
+
+}  // namespace bustle::net

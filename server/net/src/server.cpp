@@ -1,0 +1,583 @@
+#include "bustle/net/server.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <array>
+#include <asio.hpp>
+#include <chrono>
+#include <csignal>
+#include <deque>
+
+#include "bustle/net/delta_tracker.hpp"
+#include "bustle/proto/framing.hpp"
+
+namespace bustle::net {
+
+using asio::ip::tcp;
+using Bytes = std::vector<std::uint8_t>;
+using SharedBytes = std::shared_ptr<const Bytes>;
+
+namespace {
+
+wire::ClockMode to_wire(ClockMode m) { return static_cast<wire::ClockMode>(m); }
+
+SharedBytes finish_frame(const flatbuffers::FlatBufferBuilder& fbb) {
+  return std::make_shared<const Bytes>(proto::make_frame(fbb));
+}
+
+SharedBytes make_error_frame(wire::ErrorCode code, const std::string& message) {
+  flatbuffers::FlatBufferBuilder fbb(256);
+  const auto err = wire::CreateErrorDirect(fbb, code, message.c_str());
+  fbb.Finish(wire::CreateServerFrame(fbb, wire::ServerMessage::Error, err.Union()),
+             wire::ServerFrameIdentifier());
+  return finish_frame(fbb);
+}
+
+SharedBytes make_result_frame(const OutboundResult& r) {
+  flatbuffers::FlatBufferBuilder fbb(512);
+  flatbuffers::Offset<wire::Stats> stats = 0;
+  if (r.stats) {
+    const StatsSnapshot& s = *r.stats;
+    wire::StatsBuilder sb(fbb);
+    sb.add_step(s.step);
+    sb.add_sim_time_us(s.sim_time_us);
+    sb.add_digest(s.digest);
+    sb.add_step_us(s.step_us);
+    sb.add_clock_mode(to_wire(s.clock_mode));
+    sb.add_paused(s.paused);
+    sb.add_pedestrians(s.pedestrians);
+    sb.add_pedestrian_target(s.pedestrian_target);
+    sb.add_entity_capacity(s.entity_capacity);
+    sb.add_clients(s.clients);
+    sb.add_spawned_total(s.spawned_total);
+    sb.add_despawned_total(s.despawned_total);
+    sb.add_commands_accepted(s.commands_accepted);
+    sb.add_commands_rejected(s.commands_rejected);
+    sb.add_dropped_steps(s.dropped_steps);
+    stats = sb.Finish();
+  }
+  const auto msg = r.message.empty() ? 0 : fbb.CreateString(r.message);
+  const auto res = wire::CreateCommandResult(fbb, r.request_id,
+                                             static_cast<wire::CommandStatus>(r.status),
+                                             static_cast<wire::RejectReason>(r.reason), msg,
+                                             r.applied_step, stats);
+  fbb.Finish(wire::CreateServerFrame(fbb, wire::ServerMessage::CommandResult, res.Union()),
+             wire::ServerFrameIdentifier());
+  return finish_frame(fbb);
+}
+
+}  // namespace
+
+class Session;
+
+class Server::Impl {
+ public:
+  Impl(Server& owner, ServerOptions options, WelcomeInfo welcome, CommandQueue& commands)
+      : owner_(owner),
+        options_(std::move(options)),
+        welcome_(std::move(welcome)),
+        commands_(commands),
+        acceptor_(io_),
+        signals_(io_, SIGINT, SIGTERM),
+        stop_timer_(io_) {}
+
+  ListenResult listen();
+  void start_accept();
+  void publish(std::shared_ptr<const PublishedFrame> frame);
+  void deliver_result(OutboundResult result);
+  void stop();
+  void remove(std::uint32_t id);
+
+  Server& owner_;
+  ServerOptions options_;
+  WelcomeInfo welcome_;
+  CommandQueue& commands_;
+  asio::io_context io_;
+  tcp::acceptor acceptor_;
+  asio::signal_set signals_;
+  asio::steady_timer stop_timer_;
+  std::function<void(int)> signal_fn_;
+  std::map<std::uint32_t, std::shared_ptr<Session>> sessions_;
+  std::uint32_t next_session_id_ = 1;
+  bool stopping_ = false;
+
+  std::mutex latest_mu_;
+  std::shared_ptr<const PublishedFrame> latest_;  // guarded by latest_mu_
+  std::atomic<bool> notify_pending_{false};
+  std::shared_ptr<const PublishedFrame> latest_seen_;  // network thread only
+};
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(Server::Impl& server, tcp::socket socket, std::uint32_t id)
+      : server_(server),
+        socket_(std::move(socket)),
+        handshake_timer_(socket_.get_executor()),
+        close_timer_(socket_.get_executor()),
+        decoder_(proto::kClientFrameMaxBytes),
+        id_(id) {
+    asio::error_code ec;
+    const auto ep = socket_.remote_endpoint(ec);
+    peer_ = ec ? "?" : ep.address().to_string() + ":" + std::to_string(ep.port());
+  }
+
+  std::uint32_t id() const { return id_; }
+  const std::string& peer() const { return peer_; }
+
+  void start() {
+    asio::error_code ec;
+    socket_.set_option(tcp::no_delay(true), ec);
+    handshake_timer_.expires_after(std::chrono::milliseconds(server_.options_.handshake_timeout_ms));
+    handshake_timer_.async_wait([self = shared_from_this()](const asio::error_code& e) {
+      if (!e && self->phase_ == Phase::AwaitHello) {
+        self->fail(wire::ErrorCode::HandshakeTimeout,
+                   "no Hello within " + std::to_string(self->server_.options_.handshake_timeout_ms) +
+                       " ms");
+      }
+    });
+    read_more();
+  }
+
+  void on_frame_published(const std::shared_ptr<const PublishedFrame>& frame) {
+    if (phase_ != Phase::Ready || !subscribed_) return;
+    if (frame->step <= last_sent_step_ && !tracker_.baseline_pending()) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (out_bytes_ > server_.options_.outbound_bytes_max) {
+      // Behind: skip this step; the next delta will coalesce everything missed.
+      if (!over_cap_since_) over_cap_since_ = now;
+      if (now - *over_cap_since_ > std::chrono::milliseconds(server_.options_.overflow_disconnect_ms)) {
+        fail(wire::ErrorCode::OutboundOverflow,
+             "client did not read for " + std::to_string(server_.options_.overflow_disconnect_ms) +
+                 " ms with more than " + std::to_string(server_.options_.outbound_bytes_max) +
+                 " bytes queued");
+      }
+      ++deltas_coalesced_;
+      return;
+    }
+    over_cap_since_.reset();
+    tracker_.encode(*frame, fbb_);
+    last_sent_step_ = frame->step;
+    enqueue(finish_frame(fbb_));
+  }
+
+  void send_result(const OutboundResult& r) {
+    if (inflight_ > 0) --inflight_;
+    if (phase_ != Phase::Ready) return;
+    enqueue(make_result_frame(r));
+  }
+
+  // Sends an Error frame, then closes this connection only.
+  void fail(wire::ErrorCode code, const std::string& message) {
+    if (phase_ == Phase::Closing || phase_ == Phase::Closed) return;
+    spdlog::info("client {} ({}): closing: {}: {}", id_, peer_, wire::EnumNameErrorCode(code), message);
+    phase_ = Phase::Closing;
+    handshake_timer_.cancel();
+    // Bound the time a peer that never reads can hold the connection open.
+    close_timer_.expires_after(std::chrono::seconds(1));
+    close_timer_.async_wait([self = shared_from_this()](const asio::error_code& e) {
+      if (!e) self->close_now();
+    });
+    enqueue(make_error_frame(code, message));
+  }
+
+  void close_now() {
+    if (phase_ == Phase::Closed) return;
+    phase_ = Phase::Closed;
+    handshake_timer_.cancel();
+    close_timer_.cancel();
+    asio::error_code ec;
+    socket_.shutdown(tcp::socket::shutdown_both, ec);
+    socket_.close(ec);
+    server_.remove(id_);
+  }
+
+ private:
+  enum class Phase { AwaitHello, Ready, Closing, Closed };
+
+  void read_more() {
+    socket_.async_read_some(asio::buffer(read_buf_), [self = shared_from_this()](
+                                                         const asio::error_code& ec, std::size_t n) {
+      self->on_read(ec, n);
+    });
+  }
+
+  void on_read(const asio::error_code& ec, std::size_t n) {
+    if (phase_ == Phase::Closed) return;
+    if (ec) {
+      if (phase_ != Phase::Closing && ec != asio::error::eof) {
+        spdlog::debug("client {} ({}): read error: {}", id_, peer_, ec.message());
+      }
+      close_now();
+      return;
+    }
+    if (phase_ == Phase::Closing) {
+      // Drain and discard until the peer closes, so our Error frame is not
+      // destroyed by a reset caused by unread input.
+      read_more();
+      return;
+    }
+    decoder_.feed({read_buf_.data(), n});
+    std::span<const std::uint8_t> payload;
+    while (phase_ == Phase::AwaitHello || phase_ == Phase::Ready) {
+      const proto::DecodeStatus st = decoder_.next(payload);
+      if (st == proto::DecodeStatus::NeedMore) break;
+      if (st == proto::DecodeStatus::FrameTooLarge) {
+        fail(wire::ErrorCode::FrameTooLarge,
+             "frame of " + std::to_string(decoder_.declared_length()) + " bytes exceeds the " +
+                 std::to_string(proto::kClientFrameMaxBytes) + "-byte cap");
+        break;
+      }
+      if (st == proto::DecodeStatus::EmptyFrame) {
+        fail(wire::ErrorCode::MalformedFrame, "zero-length frame");
+        break;
+      }
+      handle_payload(payload);
+    }
+    read_more();
+  }
+
+  void handle_payload(std::span<const std::uint8_t> payload) {
+    std::string error;
+    const wire::ClientFrame* frame = proto::verify_client_frame(payload, error);
+    if (frame == nullptr) {
+      fail(wire::ErrorCode::MalformedFrame, error);
+      return;
+    }
+    const wire::ClientMessage type = frame->message_type();
+    if (phase_ == Phase::AwaitHello) {
+      if (type != wire::ClientMessage::Hello || frame->message_as_Hello() == nullptr) {
+        fail(wire::ErrorCode::HandshakeRequired, "the first frame must be Hello");
+        return;
+      }
+      handle_hello(*frame->message_as_Hello());
+      return;
+    }
+    switch (type) {
+      case wire::ClientMessage::Subscribe:
+        if (frame->message_as_Subscribe() != nullptr) return handle_subscribe(*frame->message_as_Subscribe());
+        break;
+      case wire::ClientMessage::Command:
+        if (frame->message_as_Command() != nullptr) return handle_command(*frame->message_as_Command());
+        break;
+      case wire::ClientMessage::Hello:
+        fail(wire::ErrorCode::UnknownMessage, "Hello is only valid as the first frame");
+        return;
+      default:
+        break;
+    }
+    fail(wire::ErrorCode::UnknownMessage,
+         "unknown message type " + std::to_string(static_cast<int>(type)));
+  }
+
+  void handle_hello(const wire::Hello& hello) {
+    if (hello.protocol_version() != proto::kProtocolVersion) {
+      fail(wire::ErrorCode::ProtocolVersionMismatch,
+           "server speaks protocol " + std::to_string(proto::kProtocolVersion) + ", client sent " +
+               std::to_string(hello.protocol_version()));
+      return;
+    }
+    const ServerOptions& opt = server_.options_;
+    role_ = hello.role() == wire::Role::Operator ? Role::Operator : Role::Viewer;
+    if (role_ == Role::Operator && !opt.token.empty()) {
+      const std::string given = hello.token() != nullptr ? hello.token()->str() : std::string();
+      if (given != opt.token) {
+        fail(wire::ErrorCode::Unauthorized, "operator role requires a valid token");
+        return;
+      }
+    }
+    if (hello.client_name() != nullptr) name_ = hello.client_name()->str();
+    handshake_timer_.cancel();
+    phase_ = Phase::Ready;
+    spdlog::info("client {} ({}) '{}' joined as {}", id_, peer_, name_,
+                 role_ == Role::Operator ? "operator" : "viewer");
+
+    const WelcomeInfo& w = server_.welcome_;
+    flatbuffers::FlatBufferBuilder fbb(4096);
+    std::vector<flatbuffers::Offset<wire::LaneInfo>> lanes;
+    lanes.reserve(w.lanes.size());
+    for (std::size_t i = 0; i < w.lanes.size(); ++i) {
+      const core::Lane& lane = w.lanes[i];
+      std::vector<wire::Vec2> pts;
+      pts.reserve(lane.points.size());
+      for (const core::Vec2& p : lane.points) {
+        pts.emplace_back(static_cast<float>(p.x_m), static_cast<float>(p.y_m));
+      }
+      lanes.push_back(wire::CreateLaneInfoDirect(
+          fbb, static_cast<std::uint32_t>(i), lane.id.c_str(), static_cast<wire::LaneKind>(lane.kind),
+          &pts, static_cast<float>(lane.length_m), static_cast<float>(lane.speed_mps_limit),
+          &lane.successors));
+    }
+    const std::uint64_t current = server_.latest_seen_ ? server_.latest_seen_->step : 0;
+    const auto welcome = wire::CreateWelcomeDirect(
+        fbb, w.server_version.c_str(), proto::kProtocolVersion, id_,
+        role_ == Role::Operator ? wire::Role::Operator : wire::Role::Viewer, w.step_us,
+        to_wire(w.clock_mode), w.scenario_id.c_str(), current, &lanes);
+    fbb.Finish(wire::CreateServerFrame(fbb, wire::ServerMessage::Welcome, welcome.Union()),
+               wire::ServerFrameIdentifier());
+    enqueue(finish_frame(fbb));
+  }
+
+  void handle_subscribe(const wire::Subscribe& sub) {
+    std::uint32_t mask = 0;
+    if (sub.kinds() == nullptr || sub.kinds()->size() == 0) {
+      mask = ~0u;
+    } else {
+      for (const auto k : *sub.kinds()) mask |= 1u << (static_cast<std::uint32_t>(k) & 31u);
+    }
+    tracker_.set_kind_mask(mask);
+    subscribed_ = true;
+    // Late join is normal: send the baseline now from the latest frame rather
+    // than waiting for the next step (which, in manual mode, may never come).
+    if (server_.latest_seen_) on_frame_published(server_.latest_seen_);
+  }
+
+  void reject(std::uint32_t request_id, core::RejectReason reason, std::string message) {
+    OutboundResult r;
+    r.session_id = id_;
+    r.request_id = request_id;
+    r.status = core::CommandStatus::Rejected;
+    r.reason = reason;
+    r.message = std::move(message);
+    r.applied_step = server_.latest_seen_ ? server_.latest_seen_->step : 0;
+    ++inflight_;  // send_result() decrements
+    send_result(r);
+  }
+
+  void handle_command(const wire::Command& cmd) {
+    InboundCommand in;
+    in.session_id = id_;
+    in.request_id = cmd.request_id();
+    in.role = role_;
+    bool needs_operator = true;
+    switch (cmd.body_type()) {
+      case wire::CommandBody::Pause:
+        in.body = ControlCommand{ControlCommand::Kind::Pause, 0};
+        break;
+      case wire::CommandBody::Resume:
+        in.body = ControlCommand{ControlCommand::Kind::Resume, 0};
+        break;
+      case wire::CommandBody::Step:
+        in.body = ControlCommand{ControlCommand::Kind::Step, cmd.body_as_Step()->count()};
+        break;
+      case wire::CommandBody::QueryStats:
+        in.body = ControlCommand{ControlCommand::Kind::QueryStats, 0};
+        needs_operator = false;
+        break;
+      case wire::CommandBody::SetPedestrianTarget:
+        in.body = core::WorldCommand{core::SetPedestrianTarget{cmd.body_as_SetPedestrianTarget()->count()}};
+        break;
+      case wire::CommandBody::DespawnEntity: {
+        const wire::EntityId* id = cmd.body_as_DespawnEntity()->id();
+        if (id == nullptr) return reject(cmd.request_id(), core::RejectReason::InvalidArgument, "id is required");
+        in.body = core::WorldCommand{core::DespawnEntity{core::EntityId{id->index(), id->generation()}}};
+        break;
+      }
+      default:
+        return reject(cmd.request_id(), core::RejectReason::UnknownCommand,
+                      "unknown command type " + std::to_string(static_cast<int>(cmd.body_type())));
+    }
+    if (needs_operator && role_ != Role::Operator) {
+      return reject(cmd.request_id(), core::RejectReason::NotAuthorized,
+                    std::string(wire::EnumNameCommandBody(cmd.body_type())) + " requires the operator role");
+    }
+    if (inflight_ >= server_.options_.inflight_commands_max) {
+      return reject(cmd.request_id(), core::RejectReason::InboxFull,
+                    "more than " + std::to_string(server_.options_.inflight_commands_max) +
+                        " commands in flight for this client");
+    }
+    if (!server_.commands_.try_push(std::move(in))) {
+      return reject(cmd.request_id(),
+                    server_.commands_.closed() ? core::RejectReason::ShuttingDown : core::RejectReason::InboxFull,
+                    server_.commands_.closed() ? "server is shutting down" : "server command queue is full");
+    }
+    ++inflight_;
+  }
+
+  void enqueue(SharedBytes bytes) {
+    out_bytes_ += bytes->size();
+    outq_.push_back(std::move(bytes));
+    if (!writing_) write_next();
+  }
+
+  void write_next() {
+    if (phase_ == Phase::Closed) return;
+    if (outq_.empty()) {
+      writing_ = false;
+      if (phase_ == Phase::Closing) {
+        // Error flushed: half-close so the peer reads it and then EOF; the
+        // read loop (draining) or the close timer finishes the job.
+        asio::error_code ec;
+        socket_.shutdown(tcp::socket::shutdown_send, ec);
+      }
+      return;
+    }
+    writing_ = true;
+    asio::async_write(socket_, asio::buffer(*outq_.front()),
+                      [self = shared_from_this()](const asio::error_code& ec, std::size_t) {
+                        if (self->phase_ == Phase::Closed) return;
+                        self->out_bytes_ -= self->outq_.front()->size();
+                        self->outq_.pop_front();
+                        if (ec) {
+                          spdlog::debug("client {} ({}): write error: {}", self->id_, self->peer_, ec.message());
+                          self->close_now();
+                          return;
+                        }
+                        self->write_next();
+                      });
+  }
+
+  Server::Impl& server_;
+  tcp::socket socket_;
+  asio::steady_timer handshake_timer_;
+  asio::steady_timer close_timer_;
+  proto::FrameDecoder decoder_;
+  std::array<std::uint8_t, 16384> read_buf_{};
+  std::uint32_t id_;
+  std::string peer_;
+  std::string name_;
+  Phase phase_ = Phase::AwaitHello;
+  Role role_ = Role::Viewer;
+  bool subscribed_ = false;
+  std::uint64_t last_sent_step_ = 0;
+  DeltaTracker tracker_;
+  flatbuffers::FlatBufferBuilder fbb_{1 << 16};
+  std::deque<SharedBytes> outq_;
+  std::size_t out_bytes_ = 0;
+  bool writing_ = false;
+  std::optional<std::chrono::steady_clock::time_point> over_cap_since_;
+  std::uint64_t deltas_coalesced_ = 0;
+  std::uint32_t inflight_ = 0;
+};
+
+Server::ListenResult Server::Impl::listen() {
+  ListenResult r;
+  asio::error_code ec;
+  const auto addr = asio::ip::make_address(options_.bind_address, ec);
+  if (ec) {
+    r.error = "invalid bind address '" + options_.bind_address + "': " + ec.message();
+    return r;
+  }
+  const tcp::endpoint ep(addr, options_.port);
+  const std::string where = options_.bind_address + ":" + std::to_string(options_.port);
+  if (acceptor_.open(ep.protocol(), ec); ec) {
+    r.error = "open " + where + ": " + ec.message();
+    return r;
+  }
+  acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
+  if (acceptor_.bind(ep, ec); ec) {
+    r.error = "bind " + where + ": " + ec.message();
+    return r;
+  }
+  if (acceptor_.listen(asio::socket_base::max_listen_connections, ec); ec) {
+    r.error = "listen " + where + ": " + ec.message();
+    return r;
+  }
+  const auto local = acceptor_.local_endpoint(ec);
+  r.ok = true;
+  r.address = local.address().to_string();
+  r.port = local.port();
+  signals_.async_wait([this](const asio::error_code& e, int sig) {
+    if (!e && signal_fn_) signal_fn_(sig);
+  });
+  start_accept();
+  return r;
+}
+
+void Server::Impl::start_accept() {
+  acceptor_.async_accept([this](const asio::error_code& ec, tcp::socket socket) {
+    if (ec) {
+      if (ec != asio::error::operation_aborted) {
+        spdlog::warn("accept failed: {}", ec.message());
+        if (!stopping_) start_accept();
+      }
+      return;
+    }
+    if (stopping_) return;
+    const std::uint32_t id = next_session_id_++;
+    auto session = std::make_shared<Session>(*this, std::move(socket), id);
+    if (sessions_.size() >= options_.max_clients) {
+      // Tell the client why before closing; it never joins.
+      session->fail(wire::ErrorCode::ServerFull,
+                    "server has " + std::to_string(options_.max_clients) + " clients (max)");
+      sessions_.emplace(id, session);
+    } else {
+      sessions_.emplace(id, session);
+      owner_.client_count_.store(static_cast<std::uint32_t>(sessions_.size()));
+      spdlog::debug("client {} connected from {}", id, session->peer());
+      session->start();
+    }
+    start_accept();
+  });
+}
+
+void Server::Impl::remove(std::uint32_t id) {
+  sessions_.erase(id);
+  owner_.client_count_.store(static_cast<std::uint32_t>(sessions_.size()));
+  if (stopping_ && sessions_.empty()) io_.stop();
+}
+
+void Server::Impl::publish(std::shared_ptr<const PublishedFrame> frame) {
+  {
+    std::lock_guard lock(latest_mu_);
+    latest_ = std::move(frame);
+  }
+  if (notify_pending_.exchange(true)) return;  // a notification is already queued
+  asio::post(io_, [this] {
+    notify_pending_.store(false);
+    {
+      std::lock_guard lock(latest_mu_);
+      latest_seen_ = latest_;
+    }
+    // Copy: a session may close (and erase itself) while being notified.
+    std::vector<std::shared_ptr<Session>> targets;
+    targets.reserve(sessions_.size());
+    for (auto& [id, s] : sessions_) targets.push_back(s);
+    for (auto& s : targets) s->on_frame_published(latest_seen_);
+  });
+}
+
+void Server::Impl::deliver_result(OutboundResult result) {
+  asio::post(io_, [this, r = std::move(result)] {
+    auto it = sessions_.find(r.session_id);
+    if (it != sessions_.end()) it->second->send_result(r);
+  });
+}
+
+void Server::Impl::stop() {
+  asio::post(io_, [this] {
+    if (stopping_) return;
+    stopping_ = true;
+    asio::error_code ec;
+    acceptor_.close(ec);
+    signals_.cancel(ec);
+    std::vector<std::shared_ptr<Session>> targets;
+    for (auto& [id, s] : sessions_) targets.push_back(s);
+    for (auto& s : targets) s->fail(wire::ErrorCode::ServerShuttingDown, "server is shutting down");
+    if (sessions_.empty()) {
+      io_.stop();
+      return;
+    }
+    // Sessions close themselves within their 1 s close timer; this is the
+    // backstop so shutdown is bounded whatever the peers do.
+    stop_timer_.expires_after(std::chrono::milliseconds(1500));
+    stop_timer_.async_wait([this](const asio::error_code& e) {
+      if (!e) io_.stop();
+    });
+  });
+}
+
+Server::Server(ServerOptions options, WelcomeInfo welcome, CommandQueue& commands)
+    : impl_(std::make_unique<Impl>(*this, std::move(options), std::move(welcome), commands)) {}
+
+Server::~Server() = default;
+
+Server::ListenResult Server::listen() { return impl_->listen(); }
+void Server::run() { impl_->io_.run(); }
+void Server::publish(std::shared_ptr<const PublishedFrame> frame) { impl_->publish(std::move(frame)); }
+void Server::deliver_result(OutboundResult result) { impl_->deliver_result(std::move(result)); }
+void Server::stop() { impl_->stop(); }
+void Server::on_signal(std::function<void(int)> fn) {
+  asio::post(impl_->io_, [this, f = std::move(fn)]() mutable { impl_->signal_fn_ = std::move(f); });
+}
+
+}  // namespace bustle::net

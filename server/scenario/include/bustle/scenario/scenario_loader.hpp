@@ -1,0 +1,47 @@
+// Reads scenario JSON into core::Scenario.
+//
+// Parsing uses nlohmann-json (Debian's nlohmann-json3-dev); this library adds
+// strict typing (no silent coercion, unknown fields rejected) and then runs
+// core::validate_scenario for the semantic rules. Every error names the source
+// (file name or "<embedded default>"), the JSON path and the field, e.g.
+//   configs/x.city.json: lanes[2].speed_mps_limit: must be in (0, 100] m/s
+// The schema is documented in schema/scenario.schema.json.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "bustle/core/scenario.hpp"
+
+namespace bustle::scenario {
+
+struct LoadError {
+  std::string source;  // file path or "<embedded default>"
+  std::string path;    // JSON path ("" for whole-file errors such as syntax)
+  std::string message;
+
+  // "source: path: message" (path omitted when empty).
+  std::string to_string() const;
+};
+
+struct LoadResult {
+  std::optional<core::Scenario> scenario;  // set only when errors is empty
+  std::vector<LoadError> errors;
+
+  bool ok() const { return errors.empty(); }
+};
+
+// Parses and validates JSON text; `source` is used in error messages.
+LoadResult load_scenario_text(std::string_view json_text, std::string_view source);
+
+// Reads and loads a file. A missing or unreadable file is an error naming it.
+LoadResult load_scenario_file(const std::string& path);
+
+// The default city compiled into the binary (identical to
+// configs/default.city.json; a test checks that).
+std::string_view embedded_default_scenario_text();
+LoadResult load_embedded_default();
+
+}  // namespace bustle::scenario
