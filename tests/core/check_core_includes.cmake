@@ -1,0 +1,31 @@
+# Fails if any file under CORE_DIR includes or uses what the deterministic core
+# must not: Asio, SQLite, spdlog, threads, <chrono> clocks, <random> engines,
+# file/stream I/O, rand().
+if(NOT CORE_DIR)
+  message(FATAL_ERROR "CORE_DIR not set")
+endif()
+file(GLOB_RECURSE files "${CORE_DIR}/*.hpp" "${CORE_DIR}/*.cpp" "${CORE_DIR}/*.h")
+set(patterns
+  "#[ \t]*include[ \t]*[<\"](asio|sqlite3|spdlog|thread|random|future|fstream|iostream|chrono|mutex|condition_variable|filesystem|ctime|cstdio)"
+  "steady_clock|system_clock|high_resolution_clock|random_device|std::rand[ \t]*\\(|[^_a-zA-Z]rand[ \t]*\\([ \t]*\\)|[^_a-zA-Z]time[ \t]*\\([ \t]*(nullptr|NULL|0)[ \t]*\\)")
+set(violations "")
+foreach(f ${files})
+  file(STRINGS "${f}" lines)
+  set(n 0)
+  foreach(line IN LISTS lines)
+    math(EXPR n "${n} + 1")
+    foreach(p ${patterns})
+      if(line MATCHES "${p}")
+        string(APPEND violations "  ${f}:${n}: ${line}\n")
+      endif()
+    endforeach()
+  endforeach()
+endforeach()
+list(LENGTH files count)
+if(count EQUAL 0)
+  message(FATAL_ERROR "no sources found under ${CORE_DIR}")
+endif()
+if(violations)
+  message(FATAL_ERROR "server/core must not do I/O, read clocks, start threads or use unseeded randomness:\n${violations}")
+endif()
+message(STATUS "core includes ok (${count} files)")

@@ -1,0 +1,232 @@
+#include <catch2/catch.hpp>
+
+#include <map>
+
+#include "bustle/core/world.hpp"
+
+using namespace bustle::core;
+
+namespace {
+
+Scenario two_loops(std::uint32_t peds) {
+  Scenario s;
+  s.id = "test.two-loops";
+  s.lanes = {
+      {"w", LaneKind::Sidewalk, {{0, 0}, {20, 0}, {20, 10}}, 1.4, {"x", "w2"}},
+      {"w2", LaneKind::Sidewalk, {{20, 10}, {0, 10}, {0, 0}}, 1.4, {"w"}},
+      {"x", LaneKind::Crossing, {{20, 10}, {30, 10}}, 1.2, {"e"}},
+      {"e", LaneKind::Sidewalk, {{30, 10}, {50, 10}, {50, 0}, {30, 0}, {30, 10}}, 1.3, {"e", "y"}},
+      {"y", LaneKind::Crossing, {{30, 9}, {20, 9}}, 1.2, {"w2"}},
+      {"road", LaneKind::Road, {{25, -10}, {25, 20}}, 13.9, {"road"}},
+  };
+  s.pedestrians.count = peds;
+  s.pedestrians.spawn_per_step_max = 16;
+  s.entity_capacity = 1024;
+  return s;
+}
+
+std::unique_ptr<World> make(const Scenario& s, std::uint64_t seed) {
+  auto created = World::create(s, seed);
+  REQUIRE(created.errors.empty());
+  REQUIRE(created.world);
+  return std::move(created.world);
+}
+
+CommandEnvelope env(std::uint32_t request, WorldCommand c) {
+  return CommandEnvelope{CommandOrigin{1, request}, c};
+}
+
+}  // namespace
+
+TEST_CASE("same scenario and seed give the same digest at every step; another seed differs") {
+  const Scenario s = two_loops(200);
+  auto a = make(s, 7);
+  auto b = make(s, 7);
+  auto c = make(s, 8);
+  REQUIRE(a->digest() == b->digest());
+  int differing = 0;
+  for (int k = 0; k < 1000; ++k) {
+    a->step();
+    b->step();
+    c->step();
+    REQUIRE(a->digest() == b->digest());
+    REQUIRE(a->digest() == a->compute_digest());
+    if (a->digest() != c->digest()) ++differing;
+  }
+  CHECK(a->step_index() == 1000);
+  CHECK(a->sim_time_us() == 1000ull * 100'000ull);
+  CHECK(a->pedestrians().size() == 200);
+  CHECK(differing == 1000);
+}
+
+TEST_CASE("the same commands at the same steps reproduce the digest chain") {
+  const Scenario s = two_loops(50);
+  auto a = make(s, 3);
+  auto b = make(s, 3);
+  for (int k = 0; k < 300; ++k) {
+    if (k == 40 || k == 120) {
+      for (World* w : {a.get(), b.get()}) {
+        REQUIRE(w->submit(env(1, SetPedestrianTarget{static_cast<std::uint32_t>(k)})) ==
+                SubmitStatus::Queued);
+        REQUIRE(w->submit(env(2, DespawnEntity{w->pedestrians().id[0]})) == SubmitStatus::Queued);
+      }
+    }
+    a->step();
+    b->step();
+    REQUIRE(a->digest() == b->digest());
+  }
+  // And a world that did not get the commands diverges.
+  auto c = make(s, 3);
+  for (int k = 0; k < 300; ++k) c->step();
+  CHECK(c->digest() != a->digest());
+}
+
+TEST_CASE("pedestrians move at lane speed and carry remaining time across lane ends") {
+  // A single-successor chain, so the expected path is known: a (1 m at 1 m/s)
+  // -> c (0.05 m at 1 m/s, shorter than one step of travel) -> b (10 m at
+  // 2 m/s) -> a. A step of 0.1 s must always spend exactly 0.1 s of travel.
+  Scenario s;
+  s.id = "test.chain";
+  s.lanes = {
+      {"a", LaneKind::Sidewalk, {{0, 0}, {1, 0}}, 1.0, {"c"}},
+      {"c", LaneKind::Crossing, {{1, 0}, {1.05, 0}}, 1.0, {"b"}},
+      {"b", LaneKind::Crossing, {{1.05, 0}, {11.05, 0}}, 2.0, {"a"}},
+  };
+  s.pedestrians.count = 1;
+  s.entity_capacity = 4;
+  auto w = make(s, 1);
+  w->step();  // spawns and moves the one pedestrian
+  REQUIRE(w->pedestrians().size() == 1);
+
+  const double len[3] = {1.0, 0.05, 10.0};
+  const double speed[3] = {1.0, 1.0, 2.0};
+  const LaneIndex next[3] = {1, 2, 0};
+  int transitions = 0;
+  int multi_hop_steps = 0;
+  for (int k = 0; k < 400; ++k) {
+    LaneIndex lane = w->pedestrians().lane[0];
+    double pos = w->pedestrians().s_m[0];
+    // Reference: spend 0.1 s along the chain.
+    double t = 0.1;
+    int hops = 0;
+    while (pos + speed[lane] * t >= len[lane]) {
+      t -= (len[lane] - pos) / speed[lane];
+      lane = next[lane];
+      pos = 0.0;
+      ++hops;
+    }
+    pos += speed[lane] * t;
+    w->step();
+    REQUIRE(w->pedestrians().lane[0] == lane);
+    REQUIRE(w->pedestrians().s_m[0] == Approx(pos).margin(1e-9));
+    transitions += hops;
+    if (hops >= 2) ++multi_hop_steps;
+  }
+  CHECK(transitions > 10);
+  CHECK(multi_hop_steps > 0);
+  CHECK(w->counters().despawned_total == 0);
+}
+
+TEST_CASE("a dead end despawns with LaneDeadEnd and the population is replenished with fresh ids") {
+  Scenario s;
+  s.id = "test.dead-end";
+  s.lanes = {{"a", LaneKind::Sidewalk, {{0, 0}, {1, 0}}, 1.0, {}}};
+  s.pedestrians.count = 1;
+  s.entity_capacity = 8;
+  auto w = make(s, 1);
+  w->step();
+  const EntityId first = w->pedestrians().id.at(0);
+  CHECK(first == EntityId{0, 1});
+  for (int k = 0; k < 15; ++k) w->step();  // 1 m at 1 m/s: gone within 10 steps
+  CHECK(w->counters().despawned_by_reason[static_cast<int>(DespawnReason::LaneDeadEnd)] >= 1);
+  CHECK_FALSE(w->registry().is_alive(first));
+  // The replacement takes a never-used slot: released ids are reused late.
+  REQUIRE(w->pedestrians().size() == 1);
+  CHECK(w->pedestrians().id[0].index != first.index);
+}
+
+TEST_CASE("commands are applied in arrival order, each with its own graded result") {
+  auto w = make(two_loops(10), 1);
+  for (int k = 0; k < 3; ++k) w->step();
+  const EntityId victim = w->pedestrians().id[0];
+  REQUIRE(w->submit(env(1, SetPedestrianTarget{20})) == SubmitStatus::Queued);
+  REQUIRE(w->submit(env(2, SetPedestrianTarget{5000})) == SubmitStatus::Queued);
+  REQUIRE(w->submit(env(3, DespawnEntity{victim})) == SubmitStatus::Queued);
+  REQUIRE(w->submit(env(4, DespawnEntity{EntityId{victim.index, victim.generation + 1}})) ==
+          SubmitStatus::Queued);
+  w->step();
+  const auto results = w->last_command_results();
+  REQUIRE(results.size() == 4);
+  CHECK(results[0].origin.request_id == 1);
+  CHECK(results[0].status == CommandStatus::Accepted);
+  CHECK(results[1].status == CommandStatus::Rejected);
+  CHECK(results[1].reason == RejectReason::InvalidArgument);
+  CHECK(results[1].message.find("entity_capacity") != std::string::npos);
+  CHECK(results[2].status == CommandStatus::Accepted);
+  CHECK(results[3].status == CommandStatus::Rejected);
+  CHECK(results[3].reason == RejectReason::UnknownEntity);
+  for (const auto& r : results) CHECK(r.step == 4);
+  CHECK(w->pedestrian_target() == 20);
+  CHECK_FALSE(w->registry().is_alive(victim));
+  CHECK(w->counters().despawned_by_reason[static_cast<int>(DespawnReason::Requested)] == 1);
+  CHECK(w->counters().commands_accepted == 2);
+  CHECK(w->counters().commands_rejected == 2);
+  // Results are per step: the next step has none.
+  w->step();
+  CHECK(w->last_command_results().empty());
+}
+
+TEST_CASE("the command inbox is bounded and a full inbox rejects at submit") {
+  Scenario s = two_loops(0);
+  s.command_inbox_capacity = 3;
+  auto w = make(s, 1);
+  for (std::uint32_t i = 0; i < 3; ++i) {
+    REQUIRE(w->submit(env(i, SetPedestrianTarget{i})) == SubmitStatus::Queued);
+  }
+  CHECK(w->submit(env(9, SetPedestrianTarget{9})) == SubmitStatus::InboxFull);
+  CHECK(w->inbox_size() == 3);
+  w->step();
+  CHECK(w->last_command_results().size() == 3);
+  CHECK(w->pedestrian_target() == 2);
+  CHECK(w->submit(env(10, SetPedestrianTarget{1})) == SubmitStatus::Queued);
+}
+
+TEST_CASE("population grows and shrinks towards the target within the per-step cap") {
+  Scenario s = two_loops(40);
+  s.pedestrians.spawn_per_step_max = 8;
+  auto w = make(s, 2);
+  w->step();
+  CHECK(w->pedestrians().size() == 8);
+  for (int k = 0; k < 4; ++k) w->step();
+  CHECK(w->pedestrians().size() == 40);
+  REQUIRE(w->submit(env(1, SetPedestrianTarget{30})) == SubmitStatus::Queued);
+  w->step();
+  CHECK(w->pedestrians().size() == 32);
+  w->step();
+  CHECK(w->pedestrians().size() == 30);
+  CHECK(w->counters().despawned_by_reason[static_cast<int>(DespawnReason::Overpopulated)] == 10);
+  // Trimming takes the newest identities: every survivor is older than those removed.
+  for (const EntityId id : w->pedestrians().id) CHECK(id.index < 30);
+}
+
+TEST_CASE("pedestrians stay on walkable lanes") {
+  auto w = make(two_loops(100), 9);
+  for (int k = 0; k < 500; ++k) {
+    w->step();
+    for (std::uint32_t i = 0; i < w->pedestrians().size(); ++i) {
+      const Lane& lane = w->lanes().lane(w->pedestrians().lane[i]);
+      REQUIRE(is_pedestrian_lane(lane.kind));
+      REQUIRE(w->pedestrians().s_m[i] >= 0.0);
+      REQUIRE(w->pedestrians().s_m[i] <= lane.length_m);
+    }
+  }
+}
+
+TEST_CASE("an invalid scenario creates no world and reports every error") {
+  Scenario s = two_loops(10);
+  s.lanes[0].successors.push_back("missing");
+  s.step_us = 0;
+  auto created = World::create(s, 1);
+  CHECK_FALSE(created.world);
+  CHECK(created.errors.size() == 2);
+}
