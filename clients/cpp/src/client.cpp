@@ -231,6 +231,15 @@ Result<CommandReply> Client::command(const CommandSpec& spec, std::chrono::milli
   const SendResult sent = connection_.send(build_command(request_id, spec), options_.send_timeout);
   if (!sent.ok()) return with<CommandReply>(fail(ClientStatus::TransportError, sent.message));
   for (;;) {
+    // Stop reading (rather than read and drop) once the buffer is full, so
+    // every Delta stays deliverable through next_delta().
+    if (buffered_.size() >= options_.max_buffered_deltas) {
+      return with<CommandReply>(
+          fail(ClientStatus::BacklogFull,
+               std::to_string(buffered_.size()) + " Deltas buffered while waiting for " +
+                   command_name(spec) + " (request " + std::to_string(request_id) +
+                   "); read them with next_delta()"));
+    }
     ReceiveResult frame;
     Status s = receive(remaining(deadline), frame);
     if (s.status == ClientStatus::Timeout) {
@@ -241,13 +250,6 @@ Result<CommandReply> Client::command(const CommandSpec& spec, std::chrono::milli
     if (!s.ok()) return with<CommandReply>(std::move(s));
     switch (frame.frame->message_type()) {
       case wire::ServerMessage::Delta:
-        if (buffered_.size() >= options_.max_buffered_deltas) {
-          return with<CommandReply>(
-              fail(ClientStatus::BacklogFull,
-                   std::to_string(buffered_.size()) + " Deltas buffered while waiting for " +
-                       command_name(spec) + " (request " + std::to_string(request_id) +
-                       "); read them with next_delta()"));
-        }
         buffered_.emplace_back(
             std::vector<std::uint8_t>(frame.payload.begin(), frame.payload.end()));
         continue;

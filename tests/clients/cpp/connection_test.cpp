@@ -1,0 +1,392 @@
+// Transport tests against a scripted fake server on loopback: reassembly over
+// a real socket, timeouts that keep the connection, EOF, protocol errors that
+// close it, and the Client's handshake and command bookkeeping.
+#include <catch2/catch.hpp>
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "bustle/client/client.hpp"
+#include "bustle/client/connection.hpp"
+#include "support/fake_server.hpp"
+#include "support/server_frames.hpp"
+
+namespace c = bustle::client;
+namespace t = bustle::test;
+namespace wire = bustle::wire;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::vector<std::uint8_t> delta_frame(std::uint64_t step, bool baseline = false) {
+  t::DeltaSpec d;
+  d.step = step;
+  d.baseline = baseline;
+  d.entered = {t::state(static_cast<std::uint32_t>(step), 1, 1, 1)};
+  return t::framed(t::delta_payload(d));
+}
+
+void check_no_failures(t::FakeServer& server) {
+  for (const auto& f : server.join()) FAIL_CHECK(f);
+}
+
+// Reads the Hello and answers Welcome; false (and fail()) if no valid Hello.
+bool accept_hello(t::FakePeer& peer, t::FakeServer& server, wire::Role role = wire::Role::Viewer) {
+  const auto hello = peer.read_frame(3000ms);
+  if (!hello) {
+    server.fail("no Hello");
+    return false;
+  }
+  std::string error;
+  const auto* root = bustle::proto::verify_client_frame(*hello, error);
+  if (root == nullptr || root->message_as_Hello() == nullptr) {
+    server.fail("first frame is not a valid Hello: " + error);
+    return false;
+  }
+  if (root->message_as_Hello()->protocol_version() != bustle::proto::kProtocolVersion) {
+    server.fail("Hello has the wrong protocol version");
+  }
+  return peer.write(t::framed(t::welcome_payload(10, role)));
+}
+
+const wire::Command* as_command(const std::vector<std::uint8_t>& payload) {
+  std::string error;
+  const auto* root = bustle::proto::verify_client_frame(payload, error);
+  return root == nullptr ? nullptr : root->message_as_Command();
+}
+
+}  // namespace
+
+TEST_CASE("Connection to a closed port reports Refused", "[connection]") {
+  c::Connection conn;
+  const auto r = conn.connect("127.0.0.1", t::closed_port(), 2000ms);
+  CHECK(r.status == c::ConnectStatus::Refused);
+  CHECK(r.message.find("refused") != std::string::npos);
+  CHECK_FALSE(conn.is_open());
+  CHECK(conn.read_frame(10ms).status == c::ReceiveStatus::NotConnected);
+  CHECK(conn.send(std::vector<std::uint8_t>{1, 2, 3, 4, 5}, 10ms).status ==
+        c::SendStatus::NotConnected);
+}
+
+TEST_CASE("Connection reassembles frames written in pieces and in batches", "[connection]") {
+  t::FakeServer server([](t::FakePeer& peer, t::FakeServer&) {
+    const auto first = delta_frame(1, true);
+    for (std::uint8_t b : first) {  // one byte per write
+      peer.write(std::span<const std::uint8_t>(&b, 1));
+      std::this_thread::sleep_for(1ms);
+    }
+    std::vector<std::uint8_t> batch;  // three frames in one write
+    for (std::uint64_t s = 2; s <= 4; ++s) {
+      const auto f = delta_frame(s);
+      batch.insert(batch.end(), f.begin(), f.end());
+    }
+    peer.write(batch);
+    peer.wait_for_eof(3000ms);
+  });
+  c::Connection conn;
+  REQUIRE(conn.connect("127.0.0.1", server.port(), 2000ms).ok());
+  for (std::uint64_t step = 1; step <= 4; ++step) {
+    const auto r = conn.read_frame(3000ms);
+    INFO(r.message);
+    REQUIRE(r.status == c::ReceiveStatus::Frame);
+    REQUIRE(r.frame->message_as_Delta() != nullptr);
+    CHECK(r.frame->message_as_Delta()->step() == step);
+  }
+  conn.close();
+  check_no_failures(server);
+}
+
+TEST_CASE("Connection read timeout keeps the connection and partial bytes", "[connection]") {
+  std::atomic<bool> may_finish{false};
+  t::FakeServer server([&](t::FakePeer& peer, t::FakeServer& s) {
+    const auto f = delta_frame(5);
+    peer.write(std::span<const std::uint8_t>(f).first(7));
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    while (!may_finish && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(2ms);
+    }
+    if (!may_finish) s.fail("test never asked for the rest of the frame");
+    peer.write(std::span<const std::uint8_t>(f).subspan(7));
+    peer.wait_for_eof(3000ms);
+  });
+  c::Connection conn;
+  REQUIRE(conn.connect("127.0.0.1", server.port(), 2000ms).ok());
+  const auto start = std::chrono::steady_clock::now();
+  const auto r1 = conn.read_frame(150ms);
+  const auto waited = std::chrono::steady_clock::now() - start;
+  CHECK(r1.status == c::ReceiveStatus::Timeout);
+  CHECK(waited >= 140ms);
+  CHECK(waited < 2s);
+  CHECK(conn.is_open());
+  CHECK(conn.read_frame(0ms).status == c::ReceiveStatus::Timeout);
+  may_finish = true;
+  const auto r2 = conn.read_frame(3000ms);
+  REQUIRE(r2.status == c::ReceiveStatus::Frame);
+  CHECK(r2.frame->message_as_Delta()->step() == 5);
+  conn.close();
+  check_no_failures(server);
+}
+
+TEST_CASE("Connection hands out buffered frames before reporting EOF", "[connection]") {
+  t::FakeServer server([](t::FakePeer& peer, t::FakeServer&) {
+    auto bytes = delta_frame(1);
+    const auto second = delta_frame(2);
+    bytes.insert(bytes.end(), second.begin(), second.end());
+    peer.write(bytes);
+    peer.close_now();
+  });
+  c::Connection conn;
+  REQUIRE(conn.connect("127.0.0.1", server.port(), 2000ms).ok());
+  CHECK(conn.read_frame(3000ms).status == c::ReceiveStatus::Frame);
+  CHECK(conn.read_frame(3000ms).status == c::ReceiveStatus::Frame);
+  const auto r = conn.read_frame(3000ms);
+  CHECK(r.status == c::ReceiveStatus::Eof);
+  CHECK_FALSE(conn.is_open());
+  check_no_failures(server);
+}
+
+TEST_CASE("Connection closes on an oversize or malformed frame", "[connection]") {
+  SECTION("oversize length prefix") {
+    t::FakeServer server([](t::FakePeer& peer, t::FakeServer& s) {
+      const std::uint32_t n = bustle::proto::kServerFrameMaxBytes + 1;
+      const std::uint8_t prefix[4] = {static_cast<std::uint8_t>(n), static_cast<std::uint8_t>(n >> 8),
+                                      static_cast<std::uint8_t>(n >> 16),
+                                      static_cast<std::uint8_t>(n >> 24)};
+      peer.write(prefix);
+      if (!peer.wait_for_eof(3000ms)) s.fail("client did not close after an oversize prefix");
+    });
+    c::Connection conn;
+    REQUIRE(conn.connect("127.0.0.1", server.port(), 2000ms).ok());
+    const auto r = conn.read_frame(3000ms);
+    CHECK(r.status == c::ReceiveStatus::FrameTooLarge);
+    CHECK_FALSE(conn.is_open());
+    check_no_failures(server);
+  }
+  SECTION("garbage payload") {
+    t::FakeServer server([](t::FakePeer& peer, t::FakeServer& s) {
+      std::vector<std::uint8_t> bytes = {16, 0, 0, 0};
+      for (int i = 0; i < 16; ++i) bytes.push_back(0xee);
+      peer.write(bytes);
+      if (!peer.wait_for_eof(3000ms)) s.fail("client did not close after a malformed frame");
+    });
+    c::Connection conn;
+    REQUIRE(conn.connect("127.0.0.1", server.port(), 2000ms).ok());
+    const auto r = conn.read_frame(3000ms);
+    CHECK(r.status == c::ReceiveStatus::Malformed);
+    CHECK_FALSE(r.message.empty());
+    CHECK_FALSE(conn.is_open());
+    check_no_failures(server);
+  }
+}
+
+TEST_CASE("Client handshake: Welcome, Error, or an unexpected frame", "[client]") {
+  SECTION("Welcome") {
+    t::FakeServer server([](t::FakePeer& peer, t::FakeServer& s) {
+      accept_hello(peer, s, wire::Role::Operator);
+      peer.wait_for_eof(3000ms);
+    });
+    c::ClientOptions o;
+    o.port = server.port();
+    o.role = wire::Role::Operator;
+    c::Client client(o);
+    const auto r = client.connect();
+    INFO(r.message);
+    REQUIRE(r.ok());
+    CHECK(r.value.role == wire::Role::Operator);
+    CHECK(r.value.current_step == 10);
+    CHECK(r.value.step_us == 100000);
+    CHECK(r.value.clock_mode == wire::ClockMode::Manual);
+    CHECK(r.value.server_version == "test-server 0");
+    CHECK(client.connected());
+    client.close();
+    check_no_failures(server);
+  }
+  SECTION("Error") {
+    t::FakeServer server([](t::FakePeer& peer, t::FakeServer&) {
+      peer.read_frame(3000ms);
+      peer.write(t::framed(t::error_payload(wire::ErrorCode::Unauthorized, "bad token")));
+      peer.close_now();
+    });
+    c::ClientOptions o;
+    o.port = server.port();
+    c::Client client(o);
+    const auto r = client.connect();
+    CHECK(r.status == c::ClientStatus::ServerError);
+    REQUIRE(r.server_error.has_value());
+    CHECK(r.server_error->code == wire::ErrorCode::Unauthorized);
+    CHECK(r.server_error->message == "bad token");
+    CHECK(r.message.find("Unauthorized") != std::string::npos);
+    CHECK_FALSE(client.connected());
+    check_no_failures(server);
+  }
+  SECTION("a Delta before Welcome") {
+    t::FakeServer server([](t::FakePeer& peer, t::FakeServer&) {
+      peer.read_frame(3000ms);
+      peer.write(delta_frame(1));
+      peer.wait_for_eof(3000ms);
+    });
+    c::ClientOptions o;
+    o.port = server.port();
+    c::Client client(o);
+    const auto r = client.connect();
+    CHECK(r.status == c::ClientStatus::ProtocolError);
+    CHECK(r.message.find("Delta") != std::string::npos);
+    CHECK_FALSE(client.connected());
+    check_no_failures(server);
+  }
+  SECTION("a Welcome with another protocol version") {
+    t::FakeServer server([](t::FakePeer& peer, t::FakeServer&) {
+      peer.read_frame(3000ms);
+      peer.write(t::framed(t::welcome_payload(0, wire::Role::Viewer,
+                                              bustle::proto::kProtocolVersion + 1)));
+      peer.wait_for_eof(3000ms);
+    });
+    c::ClientOptions o;
+    o.port = server.port();
+    c::Client client(o);
+    CHECK(client.connect().status == c::ClientStatus::ProtocolError);
+    check_no_failures(server);
+  }
+  SECTION("no answer") {
+    t::FakeServer server([](t::FakePeer& peer, t::FakeServer&) { peer.wait_for_eof(3000ms); });
+    c::ClientOptions o;
+    o.port = server.port();
+    o.handshake_timeout = 100ms;
+    c::Client client(o);
+    const auto r = client.connect();
+    CHECK(r.status == c::ClientStatus::Timeout);
+    CHECK_FALSE(client.connected());
+    check_no_failures(server);
+  }
+  SECTION("nobody listening") {
+    c::ClientOptions o;
+    o.port = t::closed_port();
+    c::Client client(o);
+    const auto r = client.connect();
+    CHECK(r.status == c::ClientStatus::ConnectFailed);
+    CHECK(r.message.find("refused") != std::string::npos);
+  }
+}
+
+TEST_CASE("Client command waits for its own result and buffers Deltas meanwhile", "[client]") {
+  t::FakeServer server([](t::FakePeer& peer, t::FakeServer& s) {
+    if (!accept_hello(peer, s)) return;
+    const auto sub = peer.read_frame(3000ms);
+    std::string error;
+    const auto* root = sub ? bustle::proto::verify_client_frame(*sub, error) : nullptr;
+    if (root == nullptr || root->message_as_Subscribe() == nullptr) s.fail("expected Subscribe");
+    peer.write(delta_frame(11, true));
+    const auto cmd_payload = peer.read_frame(3000ms);
+    const wire::Command* cmd = cmd_payload ? as_command(*cmd_payload) : nullptr;
+    if (cmd == nullptr || cmd->body_as_QueryStats() == nullptr) {
+      s.fail("expected a QueryStats command");
+      return;
+    }
+    peer.write(delta_frame(12));
+    peer.write(t::framed(t::command_result_payload(cmd->request_id() + 100)));  // stray
+    peer.write(delta_frame(13));
+    peer.write(t::framed(t::command_result_payload(cmd->request_id(),
+                                                   wire::CommandStatus::Accepted,
+                                                   wire::RejectReason::None, 13, true)));
+    peer.write(delta_frame(14));
+    // Second command: rejected.
+    const auto cmd2_payload = peer.read_frame(3000ms);
+    const wire::Command* cmd2 = cmd2_payload ? as_command(*cmd2_payload) : nullptr;
+    if (cmd2 == nullptr || cmd2->body_as_Step() == nullptr || cmd2->body_as_Step()->count() != 3) {
+      s.fail("expected Step 3");
+      return;
+    }
+    if (cmd2->request_id() == cmd->request_id()) s.fail("request id reused");
+    peer.write(t::framed(t::command_result_payload(cmd2->request_id(),
+                                                   wire::CommandStatus::Rejected,
+                                                   wire::RejectReason::WrongClockMode, 14)));
+    peer.wait_for_eof(3000ms);
+  });
+  c::ClientOptions o;
+  o.port = server.port();
+  c::Client client(o);
+  REQUIRE(client.connect().ok());
+  REQUIRE(client.subscribe().ok());
+
+  const auto first = client.next_delta(3000ms);
+  REQUIRE(first.ok());
+  CHECK(first.value.delta()->baseline());
+  CHECK(first.value.delta()->step() == 11);
+
+  const auto stats = client.command(c::QueryStatsCmd{}, 3000ms);
+  INFO(stats.message);
+  REQUIRE(stats.ok());
+  CHECK(stats.value.accepted());
+  CHECK(stats.value.request_id == client.last_request_id());
+  CHECK(stats.value.applied_step == 13);
+  REQUIRE(stats.value.stats.has_value());
+  CHECK(stats.value.stats->pedestrians == 12);
+  CHECK(stats.value.stats->entity_capacity == 1024);
+  CHECK(client.stray_results() == 1);
+  CHECK(client.buffered_deltas() == 2);
+
+  // Buffered Deltas come out first, in order, then the live stream continues.
+  for (std::uint64_t step : {12u, 13u, 14u}) {
+    const auto d = client.next_delta(3000ms);
+    REQUIRE(d.ok());
+    CHECK(d.value.delta()->step() == step);
+  }
+
+  const auto step = client.command(c::StepCmd{3}, 3000ms);
+  REQUIRE(step.ok());
+  CHECK_FALSE(step.value.accepted());
+  CHECK(step.value.reason == wire::RejectReason::WrongClockMode);
+
+  const auto none = client.next_delta(50ms);
+  CHECK(none.status == c::ClientStatus::Timeout);
+  CHECK(client.connected());
+  client.close();
+  check_no_failures(server);
+}
+
+TEST_CASE("Client command stops with BacklogFull instead of dropping Deltas", "[client]") {
+  t::FakeServer server([](t::FakePeer& peer, t::FakeServer& s) {
+    if (!accept_hello(peer, s)) return;
+    if (!peer.read_frame(3000ms)) s.fail("expected a command");
+    for (std::uint64_t step = 1; step <= 5; ++step) peer.write(delta_frame(step));
+    peer.wait_for_eof(3000ms);
+  });
+  c::ClientOptions o;
+  o.port = server.port();
+  o.max_buffered_deltas = 3;
+  c::Client client(o);
+  REQUIRE(client.connect().ok());
+  const auto r = client.command(c::PauseCmd{}, 3000ms);
+  CHECK(r.status == c::ClientStatus::BacklogFull);
+  CHECK(client.buffered_deltas() == 3);
+  CHECK(client.connected());
+  for (std::uint64_t step = 1; step <= 5; ++step) {
+    const auto d = client.next_delta(3000ms);
+    REQUIRE(d.ok());
+    CHECK(d.value.delta()->step() == step);
+  }
+  client.close();
+  check_no_failures(server);
+}
+
+TEST_CASE("Client reports a server Error frame mid-stream and closes", "[client]") {
+  t::FakeServer server([](t::FakePeer& peer, t::FakeServer& s) {
+    if (!accept_hello(peer, s)) return;
+    peer.write(delta_frame(1, true));
+    peer.write(t::framed(t::error_payload(wire::ErrorCode::ServerShuttingDown, "bye")));
+    peer.close_now();
+  });
+  c::ClientOptions o;
+  o.port = server.port();
+  c::Client client(o);
+  REQUIRE(client.connect().ok());
+  CHECK(client.next_delta(3000ms).ok());
+  const auto r = client.next_delta(3000ms);
+  CHECK(r.status == c::ClientStatus::ServerError);
+  REQUIRE(r.server_error.has_value());
+  CHECK(r.server_error->code == wire::ErrorCode::ServerShuttingDown);
+  CHECK_FALSE(client.connected());
+  CHECK(client.next_delta(10ms).status == c::ClientStatus::NotConnected);
+  CHECK(client.command(c::PauseCmd{}, 10ms).status == c::ClientStatus::NotConnected);
+  check_no_failures(server);
+}

@@ -1,0 +1,257 @@
+// Integration: the real bustle-server process over a real loopback socket.
+// Each case starts its own server (--port 0), reads the port from its stdout
+// line, and stops it with SIGTERM (bounded wait) at the end.
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <map>
+
+#include "bustle/client/client.hpp"
+#include "bustle/client/entity_mirror.hpp"
+#include "support/process.hpp"
+
+#ifndef BUSTLE_SERVER_PATH
+#error "BUSTLE_SERVER_PATH must name the bustle-server executable"
+#endif
+
+namespace c = bustle::client;
+namespace t = bustle::test;
+namespace wire = bustle::wire;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::unique_ptr<t::ServerUnderTest> start(const std::vector<std::string>& args) {
+  std::string error;
+  auto server = t::start_server(BUSTLE_SERVER_PATH, args, error);
+  INFO(error);
+  REQUIRE(server != nullptr);
+  return server;
+}
+
+// SIGTERM must end the server with exit code 0 within a bound.
+void stop(t::ServerUnderTest& server) {
+  const t::ExitInfo e = server.process.terminate(5000ms);
+  INFO("server " << e.describe() << "; stderr tail:\n" << t::file_tail(server.stderr_path));
+  CHECK(e.exited);
+  CHECK(e.exit_code == 0);
+  CHECK_FALSE(e.timed_out);
+}
+
+c::ClientOptions options(const t::ServerUnderTest& server, wire::Role role = wire::Role::Viewer) {
+  c::ClientOptions o;
+  o.host = server.host;
+  o.port = server.port;
+  o.role = role;
+  o.client_name = "integration-test";
+  return o;
+}
+
+// Raw connection for protocol-error cases: sends `frame`, expects an Error
+// frame with `code`, then EOF.
+void expect_error_then_close(const t::ServerUnderTest& server,
+                             const std::vector<std::vector<std::uint8_t>>& frames,
+                             wire::ErrorCode code) {
+  c::Connection conn;
+  REQUIRE(conn.connect(server.host, server.port, 2000ms).ok());
+  for (const auto& f : frames) REQUIRE(conn.send(f, 2000ms).ok());
+  const auto r = conn.read_frame(5000ms);
+  INFO(c::to_string(r.status) << ": " << r.message);
+  REQUIRE(r.status == c::ReceiveStatus::Frame);
+  const auto* err = r.frame->message_as_Error();
+  INFO("got " << wire::EnumNameServerMessage(r.frame->message_type()));
+  REQUIRE(err != nullptr);
+  CHECK(err->code() == code);
+  const auto end = conn.read_frame(5000ms);
+  CHECK(end.status == c::ReceiveStatus::Eof);
+}
+
+}  // namespace
+
+TEST_CASE("Viewer handshakes, subscribes, mirrors moving entities and queries stats",
+          "[integration]") {
+  auto server = start({"--clock", "fast"});
+  {
+    c::Client client(options(*server));
+    const auto welcome = client.connect();
+    INFO(welcome.message);
+    REQUIRE(welcome.ok());
+    CHECK(welcome.value.protocol_version == bustle::proto::kProtocolVersion);
+    CHECK(welcome.value.role == wire::Role::Viewer);
+    CHECK(welcome.value.clock_mode == wire::ClockMode::Fast);
+    CHECK(welcome.value.step_us > 0);
+    REQUIRE(client.subscribe().ok());
+
+    c::EntityMirror mirror;
+    std::map<std::uint64_t, std::pair<double, double>> first_seen;  // id -> position
+    auto key = [](const c::EntityView& v) {
+      return (std::uint64_t{v.id.generation} << 32) | v.id.index;
+    };
+    bool moved = false;
+    std::uint64_t deltas = 0;
+    std::uint64_t prev_step = 0;
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while ((deltas < 10 || !moved) && std::chrono::steady_clock::now() < deadline) {
+      const auto d = client.next_delta(3000ms);
+      INFO(c::to_string(d.status) << ": " << d.message);
+      REQUIRE(d.ok());
+      const wire::Delta* delta = d.value.delta();
+      REQUIRE(delta != nullptr);
+      if (deltas == 0) {
+        CHECK(delta->baseline());  // the first Delta after Subscribe
+      } else {
+        CHECK_FALSE(delta->baseline());
+        REQUIRE(delta->step() > prev_step);  // strictly increasing
+      }
+      prev_step = delta->step();
+      ++deltas;
+      const auto summary = mirror.apply(*delta);
+      CHECK(summary.unknown_updates == 0);
+      CHECK(summary.unknown_lefts == 0);
+      CHECK(summary.duplicate_enters == 0);
+      mirror.for_each([&](const c::EntityView& v) {
+        const auto [it, inserted] = first_seen.emplace(key(v), std::make_pair(v.x_m, v.y_m));
+        if (!inserted && (it->second.first != v.x_m || it->second.second != v.y_m)) moved = true;
+      });
+    }
+    INFO("deltas " << deltas << ", entities " << mirror.size() << ", last step "
+                   << mirror.last_step());
+    CHECK(deltas >= 10);
+    CHECK(mirror.size() > 0);
+    CHECK(moved);
+    CHECK(mirror.counters().updated > 0);
+
+    const auto stats = client.command(c::QueryStatsCmd{}, 5000ms);
+    INFO(stats.message);
+    REQUIRE(stats.ok());
+    CHECK(stats.value.request_id == client.last_request_id());
+    CHECK(stats.value.accepted());
+    REQUIRE(stats.value.stats.has_value());
+    const c::StatsInfo& s = *stats.value.stats;
+    CHECK(s.step >= prev_step);
+    CHECK(s.clock_mode == wire::ClockMode::Fast);
+    CHECK(s.step_us == welcome.value.step_us);
+    CHECK_FALSE(s.paused);
+    CHECK(s.clients >= 1);
+    CHECK(s.pedestrians > 0);
+    CHECK(s.pedestrians <= s.entity_capacity);
+    CHECK(s.spawned_total >= s.pedestrians);
+    CHECK(client.stray_results() == 0);
+
+    // Deltas that arrived while waiting are still delivered, in order.
+    const auto after = client.next_delta(3000ms);
+    REQUIRE(after.ok());
+    CHECK(after.value.delta()->step() > prev_step);
+  }
+  stop(*server);
+}
+
+TEST_CASE("Roles: a viewer may only query, an operator may pause and resume", "[integration]") {
+  auto server = start({"--clock", "fast"});
+  {
+    c::Client viewer(options(*server));
+    REQUIRE(viewer.connect().ok());
+    const auto pause = viewer.command(c::PauseCmd{}, 5000ms);
+    INFO(pause.message);
+    REQUIRE(pause.ok());
+    CHECK_FALSE(pause.value.accepted());
+    CHECK(pause.value.reason == wire::RejectReason::NotAuthorized);
+
+    c::Client op(options(*server, wire::Role::Operator));
+    const auto welcome = op.connect();
+    REQUIRE(welcome.ok());
+    CHECK(welcome.value.role == wire::Role::Operator);  // no server token configured
+
+    const auto paused = op.command(c::PauseCmd{}, 5000ms);
+    INFO(paused.message);
+    REQUIRE(paused.ok());
+    CHECK(paused.value.accepted());
+    const auto stats1 = op.command(c::QueryStatsCmd{}, 5000ms);
+    REQUIRE(stats1.ok());
+    REQUIRE(stats1.value.stats.has_value());
+    CHECK(stats1.value.stats->paused);
+    // Step is only valid in manual clock mode.
+    const auto step = op.command(c::StepCmd{1}, 5000ms);
+    REQUIRE(step.ok());
+    CHECK_FALSE(step.value.accepted());
+    CHECK(step.value.reason == wire::RejectReason::WrongClockMode);
+
+    const auto resumed = op.command(c::ResumeCmd{}, 5000ms);
+    REQUIRE(resumed.ok());
+    CHECK(resumed.value.accepted());
+    const auto stats2 = op.command(c::QueryStatsCmd{}, 5000ms);
+    REQUIRE(stats2.ok());
+    REQUIRE(stats2.value.stats.has_value());
+    CHECK_FALSE(stats2.value.stats->paused);
+  }
+  stop(*server);
+}
+
+TEST_CASE("Manual clock advances only on Step", "[integration]") {
+  auto server = start({"--clock", "manual"});
+  {
+    c::Client op(options(*server, wire::Role::Operator));
+    const auto welcome = op.connect();
+    REQUIRE(welcome.ok());
+    CHECK(welcome.value.clock_mode == wire::ClockMode::Manual);
+    REQUIRE(op.subscribe().ok());
+    const auto base = op.next_delta(5000ms);
+    INFO(base.message);
+    REQUIRE(base.ok());
+    CHECK(base.value.delta()->baseline());
+    const std::uint64_t start_step = base.value.delta()->step();
+    // Nothing moves on its own.
+    CHECK(op.next_delta(300ms).status == c::ClientStatus::Timeout);
+
+    const auto step = op.command(c::StepCmd{5}, 5000ms);
+    INFO(step.message);
+    REQUIRE(step.ok());
+    CHECK(step.value.accepted());
+    std::uint64_t last = start_step;
+    while (last < start_step + 5) {
+      const auto d = op.next_delta(5000ms);
+      INFO(d.message);
+      REQUIRE(d.ok());
+      REQUIRE(d.value.delta()->step() > last);
+      last = d.value.delta()->step();
+    }
+    CHECK(last == start_step + 5);
+    CHECK(op.next_delta(300ms).status == c::ClientStatus::Timeout);
+    const auto stats = op.command(c::QueryStatsCmd{}, 5000ms);
+    REQUIRE(stats.ok());
+    REQUIRE(stats.value.stats.has_value());
+    CHECK(stats.value.stats->step == start_step + 5);
+  }
+  stop(*server);
+}
+
+TEST_CASE("Protocol errors get an Error frame, then the connection closes", "[integration]") {
+  auto server = start({"--clock", "fast"});
+  SECTION("wrong protocol version") {
+    c::HelloParams hello;
+    hello.protocol_version = static_cast<std::uint16_t>(bustle::proto::kProtocolVersion + 1);
+    expect_error_then_close(*server, {c::build_hello(hello)},
+                            wire::ErrorCode::ProtocolVersionMismatch);
+  }
+  SECTION("a command before Hello") {
+    expect_error_then_close(*server, {c::build_command(1, c::QueryStatsCmd{})},
+                            wire::ErrorCode::HandshakeRequired);
+  }
+  SECTION("garbage after Hello") {
+    std::vector<std::uint8_t> garbage = {16, 0, 0, 0};
+    for (int i = 0; i < 16; ++i) garbage.push_back(0xee);
+    expect_error_then_close(*server, {c::build_hello({}), garbage},
+                            wire::ErrorCode::MalformedFrame);
+  }
+  SECTION("a length prefix over the client frame cap") {
+    const std::uint32_t n = bustle::proto::kClientFrameMaxBytes + 1;
+    const std::vector<std::uint8_t> prefix = {
+        static_cast<std::uint8_t>(n), static_cast<std::uint8_t>(n >> 8),
+        static_cast<std::uint8_t>(n >> 16), static_cast<std::uint8_t>(n >> 24)};
+    expect_error_then_close(*server, {c::build_hello({}), prefix}, wire::ErrorCode::FrameTooLarge);
+  }
+  // The server survives all of that and still serves a new client.
+  c::Client client(options(*server));
+  REQUIRE(client.connect().ok());
+  client.close();
+  stop(*server);
+}

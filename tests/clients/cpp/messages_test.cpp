@@ -1,0 +1,101 @@
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "bustle/client/messages.hpp"
+#include "bustle/proto/framing.hpp"
+
+namespace c = bustle::client;
+namespace wire = bustle::wire;
+
+namespace {
+
+// Checks the prefix, verifies like the server does, and returns the root.
+const wire::ClientFrame* verified(const c::Frame& frame) {
+  REQUIRE(frame.size() > 4);
+  const std::uint32_t n = std::uint32_t{frame[0]} | (std::uint32_t{frame[1]} << 8) |
+                          (std::uint32_t{frame[2]} << 16) | (std::uint32_t{frame[3]} << 24);
+  REQUIRE(n == frame.size() - 4);
+  REQUIRE(n <= bustle::proto::kClientFrameMaxBytes);
+  std::string error;
+  const auto* root = bustle::proto::verify_client_frame(c::frame_payload(frame), error);
+  INFO(error);
+  REQUIRE(root != nullptr);
+  return root;
+}
+
+const wire::Command* command_of(const c::Frame& frame, std::uint32_t request_id) {
+  const auto* root = verified(frame);
+  const auto* cmd = root->message_as_Command();
+  REQUIRE(cmd != nullptr);
+  CHECK(cmd->request_id() == request_id);
+  return cmd;
+}
+
+}  // namespace
+
+TEST_CASE("Hello round-trips through the server's verifier", "[messages]") {
+  c::HelloParams p;
+  p.client_name = "unit";
+  p.token = "secret";
+  p.role = wire::Role::Operator;
+  const c::Frame frame = c::build_hello(p);
+  const auto* hello = verified(frame)->message_as_Hello();
+  REQUIRE(hello != nullptr);
+  CHECK(hello->protocol_version() == bustle::proto::kProtocolVersion);
+  CHECK(hello->client_name()->str() == "unit");
+  CHECK(hello->token()->str() == "secret");
+  CHECK(hello->role() == wire::Role::Operator);
+}
+
+TEST_CASE("Hello without token omits it and long strings are truncated", "[messages]") {
+  c::HelloParams p;
+  p.client_name = std::string(c::kMaxHelloStringBytes + 100, 'n');
+  const auto* hello = verified(c::build_hello(p))->message_as_Hello();
+  REQUIRE(hello != nullptr);
+  CHECK(hello->token() == nullptr);
+  CHECK(hello->role() == wire::Role::Viewer);
+  CHECK(hello->client_name()->size() == c::kMaxHelloStringBytes);
+}
+
+TEST_CASE("Subscribe carries the kinds, or none for every kind", "[messages]") {
+  const auto* all = verified(c::build_subscribe())->message_as_Subscribe();
+  REQUIRE(all != nullptr);
+  CHECK(all->kinds() == nullptr);
+  const wire::EntityKind kinds[] = {wire::EntityKind::Vehicle};
+  const auto* some = verified(c::build_subscribe(kinds))->message_as_Subscribe();
+  REQUIRE(some != nullptr);
+  REQUIRE(some->kinds() != nullptr);
+  REQUIRE(some->kinds()->size() == 1);
+  CHECK(some->kinds()->Get(0) == wire::EntityKind::Vehicle);
+}
+
+TEST_CASE("Every command round-trips with its request id and arguments", "[messages]") {
+  CHECK(command_of(c::build_command(1, c::PauseCmd{}), 1)->body_as_Pause() != nullptr);
+  CHECK(command_of(c::build_command(2, c::ResumeCmd{}), 2)->body_as_Resume() != nullptr);
+  CHECK(command_of(c::build_command(3, c::QueryStatsCmd{}), 3)->body_as_QueryStats() != nullptr);
+
+  const auto* step = command_of(c::build_command(4, c::StepCmd{25}), 4)->body_as_Step();
+  REQUIRE(step != nullptr);
+  CHECK(step->count() == 25);
+
+  const auto* target =
+      command_of(c::build_command(5, c::SetPedestrianTargetCmd{300}), 5)->body_as_SetPedestrianTarget();
+  REQUIRE(target != nullptr);
+  CHECK(target->count() == 300);
+
+  const auto* despawn = command_of(c::build_command(0xffffffffu, c::DespawnEntityCmd{{17, 3}}),
+                                   0xffffffffu)
+                            ->body_as_DespawnEntity();
+  REQUIRE(despawn != nullptr);
+  CHECK(despawn->id()->index() == 17);
+  CHECK(despawn->id()->generation() == 3);
+}
+
+TEST_CASE("command_name names every command", "[messages]") {
+  CHECK(std::string(c::command_name(c::PauseCmd{})) == "pause");
+  CHECK(std::string(c::command_name(c::ResumeCmd{})) == "resume");
+  CHECK(std::string(c::command_name(c::StepCmd{})) == "step");
+  CHECK(std::string(c::command_name(c::QueryStatsCmd{})) == "query_stats");
+  CHECK(std::string(c::command_name(c::SetPedestrianTargetCmd{})) == "set_pedestrian_target");
+  CHECK(std::string(c::command_name(c::DespawnEntityCmd{})) == "despawn_entity");
+}

@@ -1,0 +1,91 @@
+#include <catch2/catch.hpp>
+#include <string_view>
+#include <vector>
+
+#include "bustle/cli/cli.hpp"
+
+using bustle::cli::ParseStatus;
+
+namespace {
+
+bustle::cli::ParseResult parse(std::vector<std::string_view> args, const char* env = nullptr) {
+  return bustle::cli::parse_args(args, env);
+}
+
+}  // namespace
+
+TEST_CASE("CLI defaults", "[cli]") {
+  const auto r = parse({"status"});
+  REQUIRE(r.status == ParseStatus::Ok);
+  CHECK(r.options.command == "status");
+  CHECK(r.options.host == "127.0.0.1");
+  CHECK(r.options.port == 7777);
+  CHECK(r.options.token.empty());
+  CHECK(r.options.timeout_ms == 3000);
+  CHECK(r.options.count == 0);
+  CHECK(r.options.interval_ms == 1000);
+}
+
+TEST_CASE("CLI options before or after the command, with = or a space", "[cli]") {
+  const auto r = parse({"--host", "10.0.0.2", "watch", "--port=9000", "--count", "2",
+                        "--interval-ms=250", "--timeout-ms", "500"});
+  REQUIRE(r.status == ParseStatus::Ok);
+  CHECK(r.options.command == "watch");
+  CHECK(r.options.host == "10.0.0.2");
+  CHECK(r.options.port == 9000);
+  CHECK(r.options.count == 2);
+  CHECK(r.options.interval_ms == 250);
+  CHECK(r.options.timeout_ms == 500);
+}
+
+TEST_CASE("CLI token: --token wins over BUSTLE_TOKEN", "[cli]") {
+  CHECK(parse({"pause"}, "from-env").options.token == "from-env");
+  CHECK(parse({"pause", "--token", "flag"}, "from-env").options.token == "flag");
+}
+
+TEST_CASE("CLI commands with a number", "[cli]") {
+  auto r = parse({"step", "5"});
+  REQUIRE(r.status == ParseStatus::Ok);
+  CHECK(r.options.argument == 5);
+  r = parse({"target", "0"});
+  REQUIRE(r.status == ParseStatus::Ok);
+  CHECK(r.options.command == "target");
+  CHECK(r.options.argument == 0);
+}
+
+TEST_CASE("CLI help", "[cli]") {
+  CHECK(parse({"--help"}).status == ParseStatus::Help);
+  CHECK(parse({"status", "-h"}).status == ParseStatus::Help);
+  CHECK(parse({"help"}).status == ParseStatus::Help);
+}
+
+TEST_CASE("CLI rejects bad input with a reason", "[cli]") {
+  struct Case {
+    std::vector<std::string_view> args;
+    const char* needle;
+  };
+  const std::vector<Case> cases = {
+      {{}, "no command"},
+      {{"frobnicate"}, "unknown command"},
+      {{"status", "--bogus"}, "unknown option"},
+      {{"status", "--port"}, "needs a value"},
+      {{"status", "--port", "0"}, "--port"},
+      {{"status", "--port", "65536"}, "--port"},
+      {{"status", "--port", "12ab"}, "--port"},
+      {{"status", "--timeout-ms", "0"}, "--timeout-ms"},
+      {{"watch", "--count", "-1"}, "--count"},
+      {{"watch", "--interval-ms", "1"}, "--interval-ms"},
+      {{"step"}, "needs a number"},
+      {{"step", "0"}, "N >= 1"},
+      {{"step", "x"}, "invalid number"},
+      {{"target", "4294967296"}, "invalid number"},
+      {{"status", "extra"}, "unexpected argument"},
+      {{"status", "--host="}, "--host"},
+  };
+  for (const auto& c : cases) {
+    const auto r = parse(c.args);
+    INFO("expecting: " << c.needle << "; got: " << r.error);
+    CHECK(r.status == ParseStatus::Error);
+    CHECK(r.error.find(c.needle) != std::string::npos);
+  }
+}
