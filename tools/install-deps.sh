@@ -19,7 +19,7 @@ BUILD_PACKAGES=(
   catch2
   python3 python3-flatbuffers python3-pytest python3-jsonschema
 )
-RUNTIME_PACKAGES=(libspdlog1.10 libfmt9 libsqlite3-0 libflatbuffers2 ca-certificates)
+RUNTIME_PACKAGES=(libspdlog1.10 libfmt9 libsqlite3-0)
 
 packages=("${BUILD_PACKAGES[@]}")
 if [[ "${1:-}" == "--runtime" ]]; then
