@@ -76,3 +76,59 @@ void EntityRegistry::for_each_free(const std::function<void(std::uint32_t)>& fn)
 }
 
 }  // namespace bustle::core
+
+namespace bustle::core {
+
+void EntityRegistry::export_state(std::vector<std::uint32_t>& generation,
+                                  std::vector<std::uint8_t>& alive,
+                                  std::vector<std::uint32_t>& free_fifo,
+                                  std::uint64_t& pop_seq) const {
+  generation = generation_;
+  alive = alive_;
+  free_fifo.resize(free_count_);
+  for (std::uint32_t k = 0; k < free_count_; ++k) free_fifo[k] = free_ring_[(free_head_ + k) % capacity()];
+  pop_seq = pop_seq_;
+}
+
+std::string EntityRegistry::import_state(const std::vector<std::uint32_t>& generation,
+                                         const std::vector<std::uint8_t>& alive,
+                                         const std::vector<std::uint32_t>& free_fifo,
+                                         std::uint64_t pop_seq) {
+  const std::uint32_t cap = capacity();
+  if (generation.size() != cap) {
+    return "generation: has " + std::to_string(generation.size()) + " slots, capacity is " + std::to_string(cap);
+  }
+  if (alive.size() != cap) {
+    return "alive: has " + std::to_string(alive.size()) + " slots, capacity is " + std::to_string(cap);
+  }
+  std::uint32_t alive_count = 0;
+  for (std::uint32_t i = 0; i < cap; ++i) {
+    if (generation[i] == 0) return "generation[" + std::to_string(i) + "]: must be >= 1";
+    if (alive[i] > 1) return "alive[" + std::to_string(i) + "]: must be 0 or 1";
+    alive_count += alive[i];
+  }
+  if (alive_count + free_fifo.size() != cap) {
+    return "free_fifo: has " + std::to_string(free_fifo.size()) + " entries, expected " +
+           std::to_string(cap - alive_count) + " (capacity minus alive slots)";
+  }
+  std::vector<std::uint8_t> seen(cap, 0);
+  for (std::size_t k = 0; k < free_fifo.size(); ++k) {
+    const std::uint32_t i = free_fifo[k];
+    const std::string where = "free_fifo[" + std::to_string(k) + "]";
+    if (i >= cap) return where + ": slot " + std::to_string(i) + " out of range";
+    if (alive[i] != 0) return where + ": slot " + std::to_string(i) + " is alive";
+    if (seen[i] != 0) return where + ": slot " + std::to_string(i) + " appears twice";
+    seen[i] = 1;
+  }
+  generation_ = generation;
+  alive_ = alive;
+  for (std::uint32_t k = 0; k < free_fifo.size(); ++k) free_ring_[k] = free_fifo[k];
+  free_head_ = 0;
+  free_count_ = static_cast<std::uint32_t>(free_fifo.size());
+  alive_count_ = alive_count;
+  pop_seq_ = pop_seq;
+  digest_sum_ = recompute_state_digest();
+  return {};
+}
+
+}  // namespace bustle::core

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 namespace bustle::core {
@@ -74,6 +75,15 @@ class EntityRegistry {
   // reference the tests compare it against.
   std::uint64_t state_digest() const { return digest_sum_; }
   std::uint64_t recompute_state_digest() const;
+
+  // Raw state for checkpoints. export_state() copies; import_state() replaces
+  // this registry's state after checking every invariant above, and returns an
+  // empty string or the first violation (as "field[i]: message").
+  void export_state(std::vector<std::uint32_t>& generation, std::vector<std::uint8_t>& alive,
+                    std::vector<std::uint32_t>& free_fifo, std::uint64_t& pop_seq) const;
+  std::string import_state(const std::vector<std::uint32_t>& generation,
+                           const std::vector<std::uint8_t>& alive,
+                           const std::vector<std::uint32_t>& free_fifo, std::uint64_t pop_seq);
 
  private:
   std::vector<std::uint32_t> generation_;

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "bustle/core/checkpoint.hpp"
 #include "bustle/core/command.hpp"
 #include "bustle/core/entity_id.hpp"
 #include "bustle/core/lane_graph.hpp"
@@ -80,6 +81,19 @@ class World {
   // Validates the scenario first; never throws for bad input.
   static CreateResult create(const Scenario& scenario, std::uint64_t seed,
                              LogSink* log = nullptr);
+
+  struct RestoreResult {
+    std::unique_ptr<World> world;  // the candidate; null when errors is non-empty
+    std::vector<RestoreError> errors;
+  };
+  // Builds a candidate world from a checkpoint of `scenario`, validating every
+  // collection, reference and range first (and the stored digest last).
+  // Never touches any existing world. [Precondition: none; bad input -> errors]
+  static RestoreResult restore(const Scenario& scenario, const WorldCheckpoint& checkpoint,
+                               LogSink* log = nullptr);
+
+  // Copies the complete authoritative state (call between steps).
+  WorldCheckpoint capture() const;
 
   // Queues a command for the next step. Never blocks; a full inbox rejects.
   SubmitStatus submit(CommandEnvelope envelope);

@@ -1,0 +1,72 @@
+// A checkpoint: the complete authoritative state of a World, as plain data.
+//
+// World::capture() copies the state at a step boundary (the sim thread pays
+// only for this copy); World::restore() validates a checkpoint completely into
+// a *candidate* world and returns it, or returns errors and no world — the
+// caller swaps the candidate in at a step boundary, so a bad checkpoint never
+// touches the live world.
+//
+// Completeness rule: every field that compute_digest() reads is here, and
+// restore + continue yields the digest chain of an uninterrupted run. The
+// completeness guard (tests/core/checkpoint_test.cpp) enforces this for every
+// scenario, so state added later without a checkpoint field fails a test.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "bustle/core/command.hpp"
+#include "bustle/core/entity_id.hpp"
+#include "bustle/core/lane_graph.hpp"
+
+namespace bustle::core {
+
+struct RegistryState {
+  std::vector<std::uint32_t> generation;  // per slot, size = capacity
+  std::vector<std::uint8_t> alive;        // per slot, 0/1
+  std::vector<std::uint32_t> free_fifo;   // free slot indices, front to back
+  std::uint64_t pop_seq = 0;              // sequence number of the FIFO front
+};
+
+struct PedestrianState {
+  // Dense order, as stored (iteration order is part of exact continuation).
+  std::vector<EntityId> id;
+  std::vector<LaneIndex> lane;
+  std::vector<double> s_m;
+  std::vector<std::uint32_t> hops;
+};
+
+struct CounterState {
+  std::uint64_t spawned_total = 0;
+  std::uint64_t despawned_total = 0;
+  std::array<std::uint64_t, 6> despawned_by_reason{};
+  std::uint64_t spawn_failed_capacity = 0;
+  std::uint64_t commands_accepted = 0;
+  std::uint64_t commands_rejected = 0;
+};
+
+struct WorldCheckpoint {
+  std::string scenario_id;
+  std::uint32_t step_us = 0;
+  std::uint64_t seed = 0;
+  std::uint64_t step_index = 0;
+  std::array<std::uint64_t, 4> rng_state{};
+  std::uint64_t route_salt = 0;
+  std::uint32_t pedestrian_target = 0;
+  RegistryState registry;
+  PedestrianState pedestrians;
+  CounterState counters;
+  std::vector<CommandEnvelope> inbox;  // pending commands, arrival order
+  std::uint64_t digest = 0;            // digest of this state (checked on restore)
+};
+
+// One validation failure: `path` names the collection, row and field, e.g.
+// "pedestrians[12].lane" or "registry.free_fifo[3]".
+struct RestoreError {
+  std::string path;
+  std::string message;
+};
+
+}  // namespace bustle::core

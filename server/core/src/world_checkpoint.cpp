@@ -1,0 +1,166 @@
+// World::capture and World::restore: the checkpoint half of the World.
+#include <cmath>
+
+#include "bustle/core/world.hpp"
+
+namespace bustle::core {
+namespace {
+
+constexpr std::size_t kMaxReportedErrors = 32;
+
+std::string id_text(EntityId id) {
+  return std::to_string(id.index) + ":" + std::to_string(id.generation);
+}
+
+std::string hex(std::uint64_t v) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out(16, '0');
+  for (int i = 15; i >= 0; --i, v >>= 4) out[static_cast<std::size_t>(i)] = kDigits[v & 0xF];
+  return out;
+}
+
+}  // namespace
+
+WorldCheckpoint World::capture() const {
+  WorldCheckpoint c;
+  c.scenario_id = scenario_.id;
+  c.step_us = scenario_.step_us;
+  c.seed = seed_;
+  c.step_index = step_index_;
+  c.rng_state = rng_.state();
+  c.route_salt = route_salt_;
+  c.pedestrian_target = pedestrian_target_;
+  registry_.export_state(c.registry.generation, c.registry.alive, c.registry.free_fifo,
+                         c.registry.pop_seq);
+  c.pedestrians.id = peds_.id;
+  c.pedestrians.lane = peds_.lane;
+  c.pedestrians.s_m = peds_.s_m;
+  c.pedestrians.hops = peds_.hops;
+  c.counters.spawned_total = counters_.spawned_total;
+  c.counters.despawned_total = counters_.despawned_total;
+  for (std::size_t r = 0; r < kDespawnReasonCount; ++r) {
+    c.counters.despawned_by_reason[r] = counters_.despawned_by_reason[r];
+  }
+  c.counters.spawn_failed_capacity = counters_.spawn_failed_capacity;
+  c.counters.commands_accepted = counters_.commands_accepted;
+  c.counters.commands_rejected = counters_.commands_rejected;
+  c.inbox.reserve(inbox_count_);
+  for (std::size_t k = 0; k < inbox_count_; ++k) c.inbox.push_back(inbox_[(inbox_head_ + k) % inbox_.size()]);
+  // The digest of exactly this state (including commands queued since the
+  // last step), so restore can prove it rebuilt the same state.
+  c.digest = compute_digest();
+  return c;
+}
+
+World::RestoreResult World::restore(const Scenario& scenario, const WorldCheckpoint& cp,
+                                    LogSink* log) {
+  RestoreResult result;
+  auto fail = [&](std::string path, std::string message) {
+    if (result.errors.size() < kMaxReportedErrors) {
+      result.errors.push_back({std::move(path), std::move(message)});
+    }
+  };
+
+  for (ScenarioError& e : validate_scenario(scenario)) fail("scenario." + e.path, e.message);
+  if (!result.errors.empty()) return result;
+  if (cp.scenario_id != scenario.id) {
+    fail("scenario_id", "checkpoint is of scenario '" + cp.scenario_id + "', not '" + scenario.id + "'");
+  }
+  if (cp.step_us != scenario.step_us) {
+    fail("step_us", "checkpoint steps " + std::to_string(cp.step_us) + " us, scenario " +
+                        std::to_string(scenario.step_us) + " us");
+  }
+  if (!result.errors.empty()) return result;
+
+  std::unique_ptr<World> w(new World(scenario, cp.seed, log));
+  if (std::string err = w->registry_.import_state(cp.registry.generation, cp.registry.alive,
+                                                  cp.registry.free_fifo, cp.registry.pop_seq);
+      !err.empty()) {
+    fail("registry." + err.substr(0, err.find(':')), err.substr(err.find(':') + 2));
+    return result;
+  }
+
+  const PedestrianState& p = cp.pedestrians;
+  const std::size_t n = p.id.size();
+  if (p.lane.size() != n || p.s_m.size() != n || p.hops.size() != n) {
+    fail("pedestrians", "column lengths differ (id " + std::to_string(n) + ", lane " +
+                            std::to_string(p.lane.size()) + ", s_m " + std::to_string(p.s_m.size()) +
+                            ", hops " + std::to_string(p.hops.size()) + ")");
+    return result;
+  }
+  if (n != w->registry_.alive_count()) {
+    fail("pedestrians", std::to_string(n) + " rows but the registry has " +
+                            std::to_string(w->registry_.alive_count()) + " alive identities");
+  }
+  PedestrianStore& peds = w->peds_;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::string row = "pedestrians[" + std::to_string(i) + "]";
+    const EntityId id = p.id[i];
+    if (!w->registry_.is_alive(id)) {
+      fail(row + ".id", "entity " + id_text(id) + " is not alive in the registry");
+      continue;
+    }
+    if (peds.dense_of[id.index] != PedestrianStore::kNoSlot) {
+      fail(row + ".id", "duplicate entity " + id_text(id) + " (also row " +
+                            std::to_string(peds.dense_of[id.index]) + ")");
+      continue;
+    }
+    if (p.lane[i] >= w->lanes_.size()) {
+      fail(row + ".lane", "lane " + std::to_string(p.lane[i]) + " does not exist (scenario has " +
+                              std::to_string(w->lanes_.size()) + " lanes)");
+      continue;
+    }
+    const Lane& lane = w->lanes_.lane(p.lane[i]);
+    if (!is_pedestrian_lane(lane.kind)) {
+      fail(row + ".lane", "lane '" + lane.id + "' is not walkable");
+      continue;
+    }
+    if (!std::isfinite(p.s_m[i]) || p.s_m[i] < 0.0 || p.s_m[i] > lane.length_m) {
+      fail(row + ".s_m", "distance " + std::to_string(p.s_m[i]) + " outside lane '" + lane.id +
+                             "' [0, " + std::to_string(lane.length_m) + "]");
+      continue;
+    }
+    peds.dense_of[id.index] = static_cast<std::uint32_t>(peds.id.size());
+    peds.id.push_back(id);
+    peds.lane.push_back(p.lane[i]);
+    peds.s_m.push_back(p.s_m[i]);
+    peds.hops.push_back(p.hops[i]);
+  }
+  if (cp.pedestrian_target > scenario.entity_capacity) {
+    fail("pedestrian_target", std::to_string(cp.pedestrian_target) + " exceeds entity_capacity " +
+                                  std::to_string(scenario.entity_capacity));
+  }
+  if (cp.inbox.size() > w->inbox_.size()) {
+    fail("inbox", std::to_string(cp.inbox.size()) + " pending commands exceed the inbox capacity " +
+                      std::to_string(w->inbox_.size()));
+  }
+  if (!result.errors.empty()) return result;
+
+  for (const CommandEnvelope& env : cp.inbox) w->submit(env);
+  w->step_index_ = cp.step_index;
+  w->rng_.set_state(cp.rng_state);
+  w->route_salt_ = cp.route_salt;
+  w->pedestrian_target_ = cp.pedestrian_target;
+  w->counters_.spawned_total = cp.counters.spawned_total;
+  w->counters_.despawned_total = cp.counters.despawned_total;
+  for (std::size_t r = 0; r < kDespawnReasonCount; ++r) {
+    w->counters_.despawned_by_reason[r] = cp.counters.despawned_by_reason[r];
+  }
+  w->counters_.spawn_failed_capacity = cp.counters.spawn_failed_capacity;
+  w->counters_.commands_accepted = cp.counters.commands_accepted;
+  w->counters_.commands_rejected = cp.counters.commands_rejected;
+
+  // Last line of defence: a value that passed every range check but differs
+  // from what was captured (a flipped bit in a distance, a counter) changes
+  // the digest.
+  w->digest_ = w->compute_digest();
+  if (w->digest_ != cp.digest) {
+    fail("digest", "stored " + hex(cp.digest) + " but the restored state hashes to " + hex(w->digest_) +
+                       " (the snapshot was altered or is from another build)");
+    return result;
+  }
+  result.world = std::move(w);
+  return result;
+}
+
+}  // namespace bustle::core
