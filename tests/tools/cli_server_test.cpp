@@ -112,7 +112,8 @@ TEST_CASE("bustle pause, resume and step as operator", "[cli][server]") {
     INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
     CHECK(r.exit.exit_code == 0);
     const auto s = cli(*server, {"status"});
-    const auto rows = lines_starting_with(s.out, "  step ");
+    // The table row "  step   <n>" (not "  step length ...").
+    const auto rows = lines_starting_with(s.out, "  step   ");
     REQUIRE(rows.size() == 1);
     CHECK(field(rows[0], " step") == 4);
     CHECK(server->process.terminate(5000ms).exit_code == 0);

@@ -50,7 +50,8 @@ TEST_CASE("Hello round-trips through the server's verifier", "[messages]") {
 TEST_CASE("Hello without token omits it and long strings are truncated", "[messages]") {
   c::HelloParams p;
   p.client_name = std::string(c::kMaxHelloStringBytes + 100, 'n');
-  const auto* hello = verified(c::build_hello(p))->message_as_Hello();
+  const c::Frame frame = c::build_hello(p);
+  const auto* hello = verified(frame)->message_as_Hello();
   REQUIRE(hello != nullptr);
   CHECK(hello->token() == nullptr);
   CHECK(hello->role() == wire::Role::Viewer);
@@ -58,11 +59,13 @@ TEST_CASE("Hello without token omits it and long strings are truncated", "[messa
 }
 
 TEST_CASE("Subscribe carries the kinds, or none for every kind", "[messages]") {
-  const auto* all = verified(c::build_subscribe())->message_as_Subscribe();
+  const c::Frame all_frame = c::build_subscribe();
+  const auto* all = verified(all_frame)->message_as_Subscribe();
   REQUIRE(all != nullptr);
   CHECK(all->kinds() == nullptr);
   const wire::EntityKind kinds[] = {wire::EntityKind::Vehicle};
-  const auto* some = verified(c::build_subscribe(kinds))->message_as_Subscribe();
+  const c::Frame some_frame = c::build_subscribe(kinds);
+  const auto* some = verified(some_frame)->message_as_Subscribe();
   REQUIRE(some != nullptr);
   REQUIRE(some->kinds() != nullptr);
   REQUIRE(some->kinds()->size() == 1);
@@ -70,22 +73,26 @@ TEST_CASE("Subscribe carries the kinds, or none for every kind", "[messages]") {
 }
 
 TEST_CASE("Every command round-trips with its request id and arguments", "[messages]") {
-  CHECK(command_of(c::build_command(1, c::PauseCmd{}), 1)->body_as_Pause() != nullptr);
-  CHECK(command_of(c::build_command(2, c::ResumeCmd{}), 2)->body_as_Resume() != nullptr);
-  CHECK(command_of(c::build_command(3, c::QueryStatsCmd{}), 3)->body_as_QueryStats() != nullptr);
+  // Each frame is kept in a local: the views point into it.
+  const c::Frame pause = c::build_command(1, c::PauseCmd{});
+  CHECK(command_of(pause, 1)->body_as_Pause() != nullptr);
+  const c::Frame resume = c::build_command(2, c::ResumeCmd{});
+  CHECK(command_of(resume, 2)->body_as_Resume() != nullptr);
+  const c::Frame query = c::build_command(3, c::QueryStatsCmd{});
+  CHECK(command_of(query, 3)->body_as_QueryStats() != nullptr);
 
-  const auto* step = command_of(c::build_command(4, c::StepCmd{25}), 4)->body_as_Step();
+  const c::Frame step_frame = c::build_command(4, c::StepCmd{25});
+  const auto* step = command_of(step_frame, 4)->body_as_Step();
   REQUIRE(step != nullptr);
   CHECK(step->count() == 25);
 
-  const auto* target =
-      command_of(c::build_command(5, c::SetPedestrianTargetCmd{300}), 5)->body_as_SetPedestrianTarget();
+  const c::Frame target_frame = c::build_command(5, c::SetPedestrianTargetCmd{300});
+  const auto* target = command_of(target_frame, 5)->body_as_SetPedestrianTarget();
   REQUIRE(target != nullptr);
   CHECK(target->count() == 300);
 
-  const auto* despawn = command_of(c::build_command(0xffffffffu, c::DespawnEntityCmd{{17, 3}}),
-                                   0xffffffffu)
-                            ->body_as_DespawnEntity();
+  const c::Frame despawn_frame = c::build_command(0xffffffffu, c::DespawnEntityCmd{{17, 3}});
+  const auto* despawn = command_of(despawn_frame, 0xffffffffu)->body_as_DespawnEntity();
   REQUIRE(despawn != nullptr);
   CHECK(despawn->id()->index() == 17);
   CHECK(despawn->id()->generation() == 3);
