@@ -143,3 +143,14 @@ def run_cli(*args, timeout=20.0, env=None):
     """Run bustle-server in batch/CLI mode; returns CompletedProcess (text)."""
     return subprocess.run([server_binary(), *args], stdin=subprocess.DEVNULL,
                           capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def wait_populated(s, timeout=5.0):
+    """Wait until the spawn pipeline has reached the pedestrian target."""
+    deadline = time.monotonic() + timeout
+    while True:
+        st = s.stats()
+        if st.pedestrians > 0 and st.pedestrians == st.pedestrian_target:
+            return st
+        assert time.monotonic() < deadline, f"population never reached its target: {st}"
+        time.sleep(0.02)

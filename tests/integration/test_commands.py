@@ -3,6 +3,7 @@
 import time
 
 import pytest
+from conftest import wait_populated
 
 from bustle_client import (
     ClockMode,
@@ -80,7 +81,7 @@ def test_viewer_may_not_send_control_commands(start_server, name, fields):
         r = s.command(name, **fields)
         assert r.status == CommandStatus.Rejected and r.reason == RejectReason.NotAuthorized, r
         st = s.stats()  # QueryStats is allowed for viewers
-        assert st.step == 0 and st.commands_rejected >= 1
+        assert st.step == 0, "a rejected Step must not advance the clock"
 
 
 def test_pause_stops_the_clock_and_resume_restarts_it(server):
@@ -110,6 +111,7 @@ def test_request_ids_are_echoed_and_results_are_in_order(server):
 
 def test_pedestrian_target(server):
     with operator(server) as s:
+        assert wait_populated(s).pedestrians == 120, "default city has 120 pedestrians"
         r = s.set_pedestrian_target(10)
         assert r.status == CommandStatus.Accepted, r
         assert wait_for(lambda: s.stats().pedestrians == 10, 15.0), (

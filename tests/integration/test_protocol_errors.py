@@ -77,7 +77,6 @@ def test_bad_frame_closes_only_that_connection(server, payload, code):
         after = [watcher.next_delta(timeout=5.0).step for _ in range(10)]
         steps = before + after
         assert all(b > a for a, b in zip(steps, steps[1:])), f"watcher steps: {steps}"
-        assert watcher.stats().clients >= 1
 
 
 def test_oversize_length_prefix_gets_frame_too_large(server):

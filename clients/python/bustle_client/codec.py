@@ -13,6 +13,7 @@ into :class:`MalformedFrameError`; it never returns partly decoded garbage.
 
 from __future__ import annotations
 
+import math
 import struct
 from typing import Iterator, Optional, Union
 
@@ -250,9 +251,15 @@ def _struct_vector(buf, first, count: int, fmt: struct.Struct):
     return list(fmt.iter_unpack(memoryview(buf)[base : base + count * fmt.size]))
 
 
+_KINDS = {k.value: k for k in EntityKind}
+_HEADING_RAD = 2.0 * math.pi / 65536.0
+
+
 def _entity_states(buf, length: int, at) -> list:
     rows = _struct_vector(buf, at(0) if length else None, length, _ENTITY_STATE)
-    return [EntityState.from_wire(*row) for row in rows]
+    kinds, q = _KINDS, _HEADING_RAD
+    return [EntityState(EntityId(i, g), kinds.get(k, k), x / 100.0, y / 100.0, h * q, s / 100.0)
+            for i, g, x, y, h, s, k in rows]
 
 
 def _decode_delta(buf, d) -> Delta:

@@ -1,7 +1,8 @@
 """Plain-Python views of Bustle wire messages, enums and exceptions.
 
-Decoded messages are frozen dataclasses holding ordinary Python values, so they
-stay valid after the receive buffer is reused and compare/print nicely in tests.
+Decoded messages are frozen dataclasses (entity ids and states are named
+tuples) holding ordinary Python values, so they stay valid after the receive
+buffer is reused and compare/print nicely in tests.
 Quantized wire values are converted to SI units: centimetres -> metres,
 1/65536 turn -> radians, cm/s -> m/s.
 """
@@ -9,7 +10,6 @@ Quantized wire values are converted to SI units: centimetres -> metres,
 from __future__ import annotations
 
 import enum
-import math
 from dataclasses import dataclass, field
 from typing import NamedTuple, Optional
 
@@ -102,25 +102,15 @@ class EntityId(NamedTuple):
     generation: int
 
 
-@dataclass(frozen=True)
-class EntityState:
+class EntityState(NamedTuple):
+    """One entity's quantized state in SI units (a tuple: cheap to build by the thousand)."""
+
     id: EntityId
     kind: EntityKind
     x_m: float
     y_m: float
     heading_rad: float
     speed_mps: float
-
-    @classmethod
-    def from_wire(cls, index, generation, x_cm, y_cm, heading_q, speed_cmps, kind):
-        return cls(
-            id=EntityId(index, generation),
-            kind=_enum_or_int(EntityKind, kind),
-            x_m=x_cm / 100.0,
-            y_m=y_cm / 100.0,
-            heading_rad=heading_q * (2.0 * math.pi / 65536.0),
-            speed_mps=speed_cmps / 100.0,
-        )
 
 
 @dataclass(frozen=True)

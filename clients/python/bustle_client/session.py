@@ -11,6 +11,10 @@ of earlier commands while waiting for a delta), so nothing is lost.
         for delta in s.deltas(timeout=2.0):
             ...
         print(s.query_stats().stats.step)
+
+With the fast clock a subscribed session always has a socket buffer full of
+deltas in front of any CommandResult; commands still work but their latency is
+the time to read that backlog. Use a second, unsubscribed session for control.
 """
 
 from __future__ import annotations
