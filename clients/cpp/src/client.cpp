@@ -36,6 +36,7 @@ const char* to_string(ClientStatus s) {
     case ClientStatus::TransportError: return "transport_error";
     case ClientStatus::BacklogFull: return "backlog_full";
     case ClientStatus::NotConnected: return "not_connected";
+    case ClientStatus::UnknownRequest: return "unknown_request";
   }
   return "?";
 }
@@ -92,11 +93,28 @@ Client::Client(ClientOptions options) : options_(std::move(options)) {
 void Client::close() {
   connection_.close();
   handshaken_ = false;
+  outstanding_.clear();
 }
+
+bool Client::take_result(const wire::CommandResult& result, std::uint32_t wanted) {
+  const auto it = outstanding_.find(result.request_id());
+  if (it == outstanding_.end() || it->second.reply.has_value()) {
+    ++stray_results_;
+    return false;
+  }
+  it->second.reply = to_command_reply(result);
+  return result.request_id() == wanted;
+}
+
+void Client::forget(std::uint32_t request_id) { outstanding_.erase(request_id); }
 
 Status Client::fail(ClientStatus status, std::string message) {
   assert(status != ClientStatus::Ok);
-  if (status != ClientStatus::Timeout && status != ClientStatus::BacklogFull) close();
+  // These leave the stream intact; everything else ends the session.
+  if (status != ClientStatus::Timeout && status != ClientStatus::BacklogFull &&
+      status != ClientStatus::UnknownRequest) {
+    close();
+  }
   Status s;
   s.status = status;
   s.message = std::move(message);
@@ -213,7 +231,9 @@ Result<OwnedFrame> Client::next_delta(std::chrono::milliseconds timeout) {
         r.value = OwnedFrame(std::vector<std::uint8_t>(frame.payload.begin(), frame.payload.end()));
         return r;
       }
-      case wire::ServerMessage::CommandResult: ++stray_results_; continue;
+      case wire::ServerMessage::CommandResult:
+        take_result(*frame.frame->message_as_CommandResult(), 0);
+        continue;
       default:
         return with<OwnedFrame>(
             fail(ClientStatus::ProtocolError,
@@ -224,26 +244,56 @@ Result<OwnedFrame> Client::next_delta(std::chrono::milliseconds timeout) {
   }
 }
 
-Result<CommandReply> Client::command(const CommandSpec& spec, std::chrono::milliseconds timeout) {
-  if (!connected()) return with<CommandReply>(fail(ClientStatus::NotConnected, "not connected"));
+Result<std::uint32_t> Client::send_command(const CommandSpec& spec) {
+  if (!connected()) return with<std::uint32_t>(fail(ClientStatus::NotConnected, "not connected"));
+  if (outstanding_.size() >= options_.max_outstanding_commands) {
+    return with<std::uint32_t>(
+        fail(ClientStatus::BacklogFull, std::to_string(outstanding_.size()) +
+                                            " commands outstanding; take their results first"));
+  }
   const std::uint32_t request_id = next_request_id_++;
-  const auto deadline = Clock::now() + timeout;
   const SendResult sent = connection_.send(build_command(request_id, spec), options_.send_timeout);
-  if (!sent.ok()) return with<CommandReply>(fail(ClientStatus::TransportError, sent.message));
+  if (!sent.ok()) return with<std::uint32_t>(fail(ClientStatus::TransportError, sent.message));
+  outstanding_.emplace(request_id, Pending{command_name(spec), std::nullopt});
+  Result<std::uint32_t> r;
+  r.status = ClientStatus::Ok;
+  r.value = request_id;
+  return r;
+}
+
+Result<CommandReply> Client::wait_result(std::uint32_t request_id,
+                                         std::chrono::milliseconds timeout) {
+  const auto it = outstanding_.find(request_id);
+  if (it == outstanding_.end()) {
+    return with<CommandReply>(fail(ClientStatus::UnknownRequest,
+                                   "request " + std::to_string(request_id) + " is not outstanding"));
+  }
+  const char* name = it->second.name;
+  const auto deadline = Clock::now() + timeout;
   for (;;) {
+    if (const auto found = outstanding_.find(request_id);
+        found != outstanding_.end() && found->second.reply.has_value()) {
+      Result<CommandReply> r;
+      r.status = ClientStatus::Ok;
+      r.value = std::move(*found->second.reply);
+      outstanding_.erase(found);
+      r.message = std::string(name) + " " + wire::EnumNameCommandStatus(r.value.status) +
+                  " at step " + std::to_string(r.value.applied_step);
+      return r;
+    }
+    if (!connected()) return with<CommandReply>(fail(ClientStatus::NotConnected, "not connected"));
     // Stop reading (rather than read and drop) once the buffer is full, so
     // every Delta stays deliverable through next_delta().
     if (buffered_.size() >= options_.max_buffered_deltas) {
       return with<CommandReply>(
           fail(ClientStatus::BacklogFull,
-               std::to_string(buffered_.size()) + " Deltas buffered while waiting for " +
-                   command_name(spec) + " (request " + std::to_string(request_id) +
-                   "); read them with next_delta()"));
+               std::to_string(buffered_.size()) + " Deltas buffered while waiting for " + name +
+                   " (request " + std::to_string(request_id) + "); read them with next_delta()"));
     }
     ReceiveResult frame;
     Status s = receive(remaining(deadline), frame);
     if (s.status == ClientStatus::Timeout) {
-      s.message = std::string("no result for ") + command_name(spec) + " (request " +
+      s.message = std::string("no result for ") + name + " (request " +
                   std::to_string(request_id) + ") within " + std::to_string(timeout.count()) +
                   " ms";
     }
@@ -253,20 +303,9 @@ Result<CommandReply> Client::command(const CommandSpec& spec, std::chrono::milli
         buffered_.emplace_back(
             std::vector<std::uint8_t>(frame.payload.begin(), frame.payload.end()));
         continue;
-      case wire::ServerMessage::CommandResult: {
-        const auto* cr = frame.frame->message_as_CommandResult();
-        if (cr->request_id() != request_id) {
-          ++stray_results_;
-          continue;
-        }
-        Result<CommandReply> r;
-        r.status = ClientStatus::Ok;
-        r.value = to_command_reply(*cr);
-        r.message = std::string(command_name(spec)) + " " +
-                    wire::EnumNameCommandStatus(r.value.status) + " at step " +
-                    std::to_string(r.value.applied_step);
-        return r;
-      }
+      case wire::ServerMessage::CommandResult:
+        take_result(*frame.frame->message_as_CommandResult(), request_id);
+        continue;  // the loop head returns it if it was ours
       default:
         return with<CommandReply>(
             fail(ClientStatus::ProtocolError,
@@ -275,6 +314,14 @@ Result<CommandReply> Client::command(const CommandSpec& spec, std::chrono::milli
                      " frame while waiting for a CommandResult"));
     }
   }
+}
+
+Result<CommandReply> Client::command(const CommandSpec& spec, std::chrono::milliseconds timeout) {
+  const auto sent = send_command(spec);
+  if (!sent.ok()) return with<CommandReply>(sent);
+  auto r = wait_result(sent.value, timeout);
+  if (!r.ok()) forget(sent.value);
+  return r;
 }
 
 }  // namespace bustle::client

@@ -390,3 +390,57 @@ TEST_CASE("Client reports a server Error frame mid-stream and closes", "[client]
   CHECK(client.command(c::PauseCmd{}, 10ms).status == c::ClientStatus::NotConnected);
   check_no_failures(server);
 }
+
+TEST_CASE("Client keeps results of outstanding requests that arrive out of order", "[client]") {
+  t::FakeServer server([](t::FakePeer& peer, t::FakeServer& s) {
+    if (!accept_hello(peer, s)) return;
+    const auto a = peer.read_frame(3000ms);
+    const auto b = peer.read_frame(3000ms);
+    const wire::Command* ca = a ? as_command(*a) : nullptr;
+    const wire::Command* cb = b ? as_command(*b) : nullptr;
+    if (ca == nullptr || cb == nullptr) {
+      s.fail("expected two commands");
+      return;
+    }
+    // Answer the second first (like a world command answered at the next
+    // step after an immediate one), with a Delta in between.
+    peer.write(t::framed(t::command_result_payload(cb->request_id(),
+                                                   wire::CommandStatus::Accepted,
+                                                   wire::RejectReason::None, 21)));
+    peer.write(delta_frame(21));
+    peer.write(t::framed(t::command_result_payload(ca->request_id(),
+                                                   wire::CommandStatus::Accepted,
+                                                   wire::RejectReason::None, 22)));
+    peer.wait_for_eof(3000ms);
+  });
+  c::ClientOptions o;
+  o.port = server.port();
+  o.max_outstanding_commands = 2;
+  c::Client client(o);
+  REQUIRE(client.connect().ok());
+  const auto despawn = client.send_command(c::DespawnEntityCmd{{1, 1}});
+  REQUIRE(despawn.ok());
+  const auto step = client.send_command(c::StepCmd{1});
+  REQUIRE(step.ok());
+  CHECK(step.value != despawn.value);
+  CHECK(client.outstanding_commands() == 2);
+  CHECK(client.send_command(c::PauseCmd{}).status == c::ClientStatus::BacklogFull);
+  CHECK(client.connected());
+
+  const auto first = client.wait_result(despawn.value, 3000ms);
+  INFO(first.message);
+  REQUIRE(first.ok());
+  CHECK(first.value.request_id == despawn.value);
+  CHECK(first.value.applied_step == 22);
+  CHECK(client.outstanding_commands() == 1);  // the step's result is kept
+  const auto second = client.wait_result(step.value, 10ms);
+  REQUIRE(second.ok());
+  CHECK(second.value.applied_step == 21);
+  CHECK(client.outstanding_commands() == 0);
+  CHECK(client.stray_results() == 0);
+  CHECK(client.buffered_deltas() == 1);
+  CHECK(client.wait_result(step.value, 10ms).status == c::ClientStatus::UnknownRequest);
+  CHECK(client.connected());
+  client.close();
+  check_no_failures(server);
+}

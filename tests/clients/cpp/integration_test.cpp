@@ -229,6 +229,76 @@ TEST_CASE("Manual clock advances only on Step", "[integration]") {
   stop(*server);
 }
 
+TEST_CASE("DespawnEntity removes a mirrored entity, then the id is unknown", "[integration]") {
+  auto server = start({"--clock", "manual"});
+  {
+    c::Client op(options(*server, wire::Role::Operator));
+    REQUIRE(op.connect().ok());
+    REQUIRE(op.subscribe().ok());
+    c::EntityMirror mirror;
+    const auto base = op.next_delta(5000ms);
+    INFO(base.message);
+    REQUIRE(base.ok());
+    REQUIRE(base.value.delta()->baseline());
+    mirror.apply(*base.value.delta());
+
+    // Advances the manual clock by `n` and applies Deltas up to the new step.
+    auto step_and_sync = [&](std::uint32_t n) {
+      const std::uint64_t target = mirror.last_step() + n;
+      const auto step = op.command(c::StepCmd{n}, 5000ms);
+      INFO(step.message);
+      REQUIRE(step.ok());
+      REQUIRE(step.value.accepted());
+      while (mirror.last_step() < target) {
+        const auto d = op.next_delta(5000ms);
+        INFO(d.message);
+        REQUIRE(d.ok());
+        const auto summary = mirror.apply(*d.value.delta());
+        CHECK(summary.unknown_lefts == 0);
+        CHECK(summary.unknown_updates == 0);
+      }
+      CHECK(mirror.last_step() == target);
+    };
+
+    // Pedestrians spawn over the first steps.
+    for (int i = 0; i < 20 && mirror.size() == 0; ++i) step_and_sync(10);
+    REQUIRE(mirror.size() > 0);
+    c::EntityId victim;
+    bool picked = false;
+    mirror.for_each([&](const c::EntityView& v) {
+      if (!picked) victim = v.id;
+      picked = true;
+    });
+    REQUIRE(mirror.find(victim) != nullptr);
+
+    // World commands apply (and are answered) at the start of the next step,
+    // which under a manual clock only comes with a Step.
+    const auto despawn = op.send_command(c::DespawnEntityCmd{victim});
+    REQUIRE(despawn.ok());
+    const std::uint64_t before = mirror.last_step();
+    step_and_sync(1);
+    const auto result = op.wait_result(despawn.value, 5000ms);
+    INFO(result.message);
+    REQUIRE(result.ok());
+    CHECK(result.value.accepted());
+    CHECK(result.value.applied_step == before + 1);
+    // Allow a few more steps in case leaving takes a retiring phase.
+    for (int i = 0; i < 10 && mirror.find(victim) != nullptr; ++i) step_and_sync(1);
+    CHECK(mirror.find(victim) == nullptr);
+    CHECK(mirror.counters().left >= 1);
+
+    // The same id again is now unknown (its generation is retired).
+    const auto again = op.send_command(c::DespawnEntityCmd{victim});
+    REQUIRE(again.ok());
+    step_and_sync(1);
+    const auto rejected = op.wait_result(again.value, 5000ms);
+    REQUIRE(rejected.ok());
+    CHECK_FALSE(rejected.value.accepted());
+    CHECK(rejected.value.reason == wire::RejectReason::UnknownEntity);
+  }
+  stop(*server);
+}
+
 TEST_CASE("Protocol errors get an Error frame, then the connection closes", "[integration]") {
   auto server = start({"--clock", "fast"});
   SECTION("wrong protocol version") {

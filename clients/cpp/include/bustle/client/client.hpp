@@ -4,6 +4,9 @@
 // Deltas one at a time, and runs commands: command() sends one Command with a
 // fresh request id and waits for the CommandResult with that id, buffering
 // every Delta that arrives meanwhile so next_delta() still sees them in order.
+// World commands are answered when the sim applies them (the start of the
+// next step); under a manual clock that is only after a Step, so such callers
+// use send_command(), then Step, then wait_result().
 //
 // Invariants:
 //   1. Request ids are unique per Client (a counter starting at 1).
@@ -11,8 +14,11 @@
 //      if the buffer is full, command() stops with BacklogFull instead.
 //   3. After Closed, ServerError, ProtocolError or TransportError the
 //      connection is closed; later calls return NotConnected.
-//   4. A CommandResult nobody waits for (e.g. after a command timed out) is
-//      counted in stray_results() and dropped.
+//   4. A CommandResult for an outstanding request (sent, not yet taken by
+//      wait_result(), not forgotten) is kept until wait_result() takes it; one
+//      for any other id (e.g. after command() timed out) is counted in
+//      stray_results() and dropped.
+//   5. At most max_outstanding_commands requests are outstanding.
 //
 // Lifecycle: Disconnected --connect()--> Ready --subscribe()--> Streaming.
 // connect() again restarts from Disconnected.
@@ -21,6 +27,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -42,6 +49,7 @@ enum class ClientStatus : std::uint8_t {
   TransportError,  // socket error or send timeout; the connection was closed
   BacklogFull,     // too many Deltas buffered while waiting for a CommandResult
   NotConnected,    // no handshaken connection
+  UnknownRequest,  // wait_result() for a request id that is not outstanding
 };
 const char* to_string(ClientStatus s);
 
@@ -132,6 +140,8 @@ struct ClientOptions {
   std::chrono::milliseconds send_timeout{3000};
   // [Limit: >= 1] Deltas kept while command() waits for its result.
   std::size_t max_buffered_deltas = 4096;
+  // [Limit: >= 1] Requests sent but whose result was not taken yet.
+  std::size_t max_outstanding_commands = 256;
 };
 
 class Client {
@@ -154,7 +164,22 @@ class Client {
 
   // Sends the command with a fresh request id and waits up to `timeout` for
   // its CommandResult. Ok means a result arrived: check value.accepted().
+  // On Timeout the request is forgotten (a late result counts as stray).
   Result<CommandReply> command(const CommandSpec& spec, std::chrono::milliseconds timeout);
+
+  // Sends the command without waiting. Ok: value is its request id, which
+  // stays outstanding until wait_result() returns its result or forget().
+  // BacklogFull when max_outstanding_commands requests are outstanding.
+  Result<std::uint32_t> send_command(const CommandSpec& spec);
+
+  // Waits up to `timeout` for the result of an outstanding request, buffering
+  // Deltas and keeping results of other outstanding requests meanwhile.
+  // Timeout keeps the request outstanding. An id that is not outstanding
+  // (never sent, already taken, or forgotten) returns UnknownRequest.
+  Result<CommandReply> wait_result(std::uint32_t request_id, std::chrono::milliseconds timeout);
+
+  // Stops tracking a request; its result, if it comes, counts as stray.
+  void forget(std::uint32_t request_id);
 
   void close();
   bool connected() const { return handshaken_ && connection_.is_open(); }
@@ -162,6 +187,7 @@ class Client {
   const ClientOptions& options() const { return options_; }
   std::size_t buffered_deltas() const { return buffered_.size(); }
   std::uint64_t stray_results() const { return stray_results_; }
+  std::size_t outstanding_commands() const { return outstanding_.size(); }
   std::uint32_t last_request_id() const { return next_request_id_ - 1; }
   Connection& connection() { return connection_; }
 
@@ -169,12 +195,20 @@ class Client {
   // Reads one frame and classifies transport/protocol failures.
   Status receive(std::chrono::milliseconds timeout, ReceiveResult& out);
   Status fail(ClientStatus status, std::string message);
+  // Stores the result of an outstanding request; true if it was `wanted`.
+  bool take_result(const bustle::wire::CommandResult& result, std::uint32_t wanted);
+
+  struct Pending {
+    const char* name = "";
+    std::optional<CommandReply> reply;  // set once the result arrived
+  };
 
   ClientOptions options_;
   Connection connection_;
   bool handshaken_ = false;
   WelcomeInfo welcome_;
   std::deque<OwnedFrame> buffered_;
+  std::map<std::uint32_t, Pending> outstanding_;  // by request id
   std::uint32_t next_request_id_ = 1;
   std::uint64_t stray_results_ = 0;
 };
