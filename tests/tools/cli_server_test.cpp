@@ -25,11 +25,13 @@ std::unique_ptr<t::ServerUnderTest> start(const std::vector<std::string>& args) 
   return server;
 }
 
-t::RunResult cli(const t::ServerUnderTest& server, std::vector<std::string> args) {
+// Runs the CLI against `server`; BUSTLE_TOKEN is unset unless `env` sets it.
+t::RunResult cli(const t::ServerUnderTest& server, std::vector<std::string> args,
+                 std::vector<std::string> env = {"BUSTLE_TOKEN"}) {
   std::vector<std::string> argv = {BUSTLE_CLI_PATH};
   argv.insert(argv.end(), args.begin(), args.end());
   argv.insert(argv.end(), {"--host", server.host, "--port", std::to_string(server.port)});
-  return t::run_process(argv, 15000ms);
+  return t::run_process(argv, 15000ms, env);
 }
 
 std::vector<std::string> lines_starting_with(const std::string& text, const std::string& prefix) {
@@ -118,4 +120,30 @@ TEST_CASE("bustle pause, resume and step as operator", "[cli][server]") {
     CHECK(field(rows[0], " step") == 4);
     CHECK(server->process.terminate(5000ms).exit_code == 0);
   }
+}
+
+TEST_CASE("bustle operator commands carry --token or BUSTLE_TOKEN", "[cli][server]") {
+  auto server = start({"--clock", "fast", "--token", "s3cret"});
+  auto r = cli(*server, {"pause", "--token", "s3cret"});
+  INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  CHECK(r.exit.exit_code == 0);
+  CHECK(r.out.find("pause accepted") != std::string::npos);
+
+  r = cli(*server, {"resume"}, {"BUSTLE_TOKEN=s3cret"});
+  INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  CHECK(r.exit.exit_code == 0);
+  CHECK(r.out.find("resume accepted") != std::string::npos);
+
+  // Without the token the server must not let the command through; whether
+  // it refuses the handshake (exit 1) or the command (exit 3), say why.
+  r = cli(*server, {"pause"});
+  INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  CHECK(r.exit.exit_code != 0);
+  CHECK(r.out.find("accepted") == std::string::npos);
+  CHECK_FALSE(r.err.empty());
+
+  // status works for anyone (viewer role).
+  r = cli(*server, {"status"});
+  CHECK(r.exit.exit_code == 0);
+  CHECK(server->process.terminate(5000ms).exit_code == 0);
 }

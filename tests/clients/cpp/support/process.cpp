@@ -171,8 +171,22 @@ ExitInfo ChildProcess::terminate(std::chrono::milliseconds grace) {
   return *e;
 }
 
-RunResult run_process(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) {
+RunResult run_process(const std::vector<std::string>& argv, std::chrono::milliseconds timeout,
+                      const std::vector<std::string>& env) {
   RunResult result;
+  // The child's environment: ours, minus overridden or removed names, plus env.
+  std::vector<std::string> child_env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry = *e;
+    const std::string name = entry.substr(0, entry.find('='));
+    bool replaced = false;
+    for (const auto& over : env) replaced = replaced || over.substr(0, over.find('=')) == name;
+    if (!replaced) child_env.push_back(entry);
+  }
+  for (const auto& over : env) {
+    if (over.find('=') != std::string::npos) child_env.push_back(over);
+  }
+  auto envp = c_argv(child_env);
   int out_fds[2];
   int err_fds[2];
   if (pipe2(out_fds, O_CLOEXEC) != 0) return result;
@@ -186,7 +200,7 @@ RunResult run_process(const std::vector<std::string>& argv, std::chrono::millise
   if (pid == 0) {
     dup2(out_fds[1], STDOUT_FILENO);
     dup2(err_fds[1], STDERR_FILENO);
-    execv(args[0], args.data());
+    execve(args[0], args.data(), envp.data());
     _exit(127);
   }
   close(out_fds[1]);

@@ -59,7 +59,10 @@ struct RunResult {
 };
 
 // Runs argv to completion (killed after `timeout`), capturing both streams.
-RunResult run_process(const std::vector<std::string>& argv, std::chrono::milliseconds timeout);
+// `env` entries ("NAME=value") are added to (or override) the inherited
+// environment; "NAME" alone removes NAME.
+RunResult run_process(const std::vector<std::string>& argv, std::chrono::milliseconds timeout,
+                      const std::vector<std::string>& env = {});
 
 // Last `max_bytes` of a text file (for failure messages), or "" if unreadable.
 std::string file_tail(const std::string& path, std::size_t max_bytes = 4000);
