@@ -38,12 +38,12 @@ def server_binary() -> str:
 
 
 class ServerProcess:
-    def __init__(self, args, stderr_path: Path):
+    def __init__(self, args, stderr_path: Path, env=None):
         self.args = [server_binary(), *args]
         self.stderr_path = stderr_path
         self._stderr = open(stderr_path, "wb")
         self.proc = subprocess.Popen(self.args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=self._stderr)
+                                     stderr=self._stderr, env=env)
         self.stdout_lines: "queue.Queue[str]" = queue.Queue()
         self._reader = threading.Thread(target=self._read_stdout, daemon=True)
         self._reader.start()
@@ -112,14 +112,16 @@ class ServerProcess:
 
 @pytest.fixture
 def start_server(tmp_path):
-    """Factory: start_server('--clock', 'manual', ...) -> ServerProcess."""
+    """Factory: start_server('--clock', 'manual', ..., env={...}) -> ServerProcess.
+
+    ``env`` adds variables to this process's environment for the server."""
     servers = []
 
-    def start(*args):
+    def start(*args, env=None):
         if not args:
             args = ("--clock", "fast")
         srv = ServerProcess(["--port", "0", "--bind", "127.0.0.1", *args],
-                            tmp_path / f"server{len(servers)}.stderr")
+                            tmp_path / f"server{len(servers)}.stderr", env=clean_env(env))
         servers.append(srv)
         return srv
 
@@ -139,10 +141,17 @@ def server(start_server):
     return start_server("--clock", "fast")
 
 
+def clean_env(extra=None):
+    """This environment without BUSTLE_* settings (they would change the server's defaults)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BUSTLE_")}
+    env.update(extra or {})
+    return env
+
+
 def run_cli(*args, timeout=20.0, env=None):
     """Run bustle-server in batch/CLI mode; returns CompletedProcess (text)."""
     return subprocess.run([server_binary(), *args], stdin=subprocess.DEVNULL,
-                          capture_output=True, text=True, timeout=timeout, env=env)
+                          capture_output=True, text=True, timeout=timeout, env=clean_env(env))
 
 
 def wait_populated(s, timeout=5.0):

@@ -7,6 +7,9 @@ from conftest import wait_populated
 
 from bustle_client import (
     ClockMode,
+    ErrorCode,
+    Role,
+    ServerError,
     CommandStatus,
     EntityMirror,
     RejectReason,
@@ -174,3 +177,28 @@ def test_despawn(start_server):
         r = manual_command(s, "DespawnEntity", index=victim.index,
                            generation=victim.generation + 1)
         assert r.status == CommandStatus.Rejected and r.reason == RejectReason.UnknownEntity, r
+
+
+@pytest.mark.parametrize("how", ["flag", "env"])
+def test_token_is_required_for_operator(start_server, how):
+    if how == "flag":
+        srv = start_server("--clock", "manual", "--token", "s3cret")
+    else:
+        srv = start_server("--clock", "manual", env={"BUSTLE_TOKEN": "s3cret"})
+    with srv.connect() as s:
+        assert s.hello("it-token", role="operator", token="s3cret").role == Role.Operator
+        assert s.step(1).status == CommandStatus.Accepted
+    with srv.connect() as s:
+        assert s.hello("it-viewer").role == Role.Viewer
+    for token in (None, "wrong"):
+        with srv.connect() as s:
+            # not specified: refusal (Error Unauthorized) or a viewer session;
+            # specified: never an operator
+            try:
+                w = s.hello("it-no-token", role="operator", token=token)
+            except ServerError as exc:
+                assert exc.code == ErrorCode.Unauthorized, exc
+                continue
+            assert w.role == Role.Viewer, f"token {token!r} was granted {w.role!r}"
+            r = s.step(1)
+            assert r.status == CommandStatus.Rejected and r.reason == RejectReason.NotAuthorized
