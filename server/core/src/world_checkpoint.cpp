@@ -163,4 +163,34 @@ World::RestoreResult World::restore(const Scenario& scenario, const WorldCheckpo
   return result;
 }
 
+SaveState World::capture_save() const {
+  return SaveState{scenario_.id, scenario_.step_us, seed_, step_index_, pedestrian_target_};
+}
+
+World::RestoreResult World::load_save(const Scenario& scenario, const SaveState& save, LogSink* log) {
+  RestoreResult result;
+  for (ScenarioError& e : validate_scenario(scenario)) result.errors.push_back({"scenario." + e.path, e.message});
+  if (!result.errors.empty()) return result;
+  if (save.scenario_id != scenario.id) {
+    result.errors.push_back({"scenario_id", "save is of scenario '" + save.scenario_id + "', not '" + scenario.id + "'"});
+  }
+  if (save.step_us != scenario.step_us) {
+    result.errors.push_back({"step_us", "save steps " + std::to_string(save.step_us) + " us, scenario " +
+                                            std::to_string(scenario.step_us) + " us"});
+  }
+  if (save.pedestrian_target > scenario.entity_capacity) {
+    result.errors.push_back({"pedestrian_target", std::to_string(save.pedestrian_target) +
+                                                      " exceeds entity_capacity " +
+                                                      std::to_string(scenario.entity_capacity)});
+  }
+  if (!result.errors.empty()) return result;
+  std::unique_ptr<World> w(new World(scenario, save.seed, log));
+  w->step_index_ = save.step_index;
+  w->rng_.reseed(mix64(save.seed) ^ mix64(save.step_index + 0x5A7E));
+  w->pedestrian_target_ = save.pedestrian_target;
+  w->digest_ = w->compute_digest();
+  result.world = std::move(w);
+  return result;
+}
+
 }  // namespace bustle::core

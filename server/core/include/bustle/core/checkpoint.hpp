@@ -62,6 +62,17 @@ struct WorldCheckpoint {
   std::uint64_t digest = 0;            // digest of this state (checked on restore)
 };
 
+// A save: persistent facts only (DESIGN §5). Background population is not
+// saved; it regenerates after loading. Saveable identities, zone ownership,
+// time of day and garage counters join this struct as those systems arrive.
+struct SaveState {
+  std::string scenario_id;
+  std::uint32_t step_us = 0;
+  std::uint64_t seed = 0;
+  std::uint64_t step_index = 0;  // the clock: sim time = step_index * step_us
+  std::uint32_t pedestrian_target = 0;
+};
+
 // One validation failure: `path` names the collection, row and field, e.g.
 // "pedestrians[12].lane" or "registry.free_fifo[3]".
 struct RestoreError {

@@ -95,6 +95,15 @@ class World {
   // Copies the complete authoritative state (call between steps).
   WorldCheckpoint capture() const;
 
+  // Persistent facts only; see SaveState.
+  SaveState capture_save() const;
+  // A fresh world carrying the saved facts: same clock and population target,
+  // an empty population that the normal spawn phase regenerates. The PRNG is
+  // derived from (seed, step) so a loaded city does not replay the spawns of
+  // step 0.
+  static RestoreResult load_save(const Scenario& scenario, const SaveState& save,
+                                 LogSink* log = nullptr);
+
   // Queues a command for the next step. Never blocks; a full inbox rejects.
   SubmitStatus submit(CommandEnvelope envelope);
   std::uint32_t inbox_size() const { return static_cast<std::uint32_t>(inbox_count_); }

@@ -1,0 +1,108 @@
+// The SQLite snapshot store: named checkpoints and saves in one file, plus the
+// tables a session recording uses (schema/migrations/*.sql, DESIGN §5).
+//
+// Opening a file applies the numbered migrations in one transaction, turns on
+// WAL, and checks the magic and schema version, so a foreign or newer file is
+// refused with a message naming it. Every write is one transaction: a crash at
+// any point leaves the previous snapshots intact. Reads run PRAGMA quick_check
+// and decode every blob with size checks; errors name file, table, row, field.
+//
+// Not thread-safe: one store per thread (the persistence worker owns its own).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bustle/core/checkpoint.hpp"
+#include "bustle/persist/sqlite.hpp"
+
+namespace bustle::persist {
+
+inline constexpr const char* kMagic = "bustle";
+inline constexpr int kSchemaVersion = 1;
+
+enum class FileKind { Snapshots, Recording };
+const char* to_string(FileKind k);
+
+struct StoreError {
+  std::string file;
+  std::string table;    // may be empty (file-level errors)
+  std::string row;      // e.g. "name='nightly'" or "pedestrians[12]"
+  std::string field;
+  std::string message;
+  int sql_code = 0;     // SQLite result code when SQLite reported it (SQLITE_FULL=13, ...)
+
+  bool ok() const { return message.empty(); }
+  std::string to_string() const;
+};
+
+struct SnapshotInfo {
+  std::int64_t id = 0;
+  std::string name;
+  std::string kind;  // checkpoint | save | keyframe
+  std::string scenario_id;
+  std::uint64_t step = 0;
+  std::uint64_t sim_time_us = 0;
+  std::uint64_t digest = 0;
+  std::uint32_t pedestrians = 0;
+  std::int64_t created_unix_ms = 0;
+};
+
+struct LoadedCheckpoint {
+  SnapshotInfo info;
+  std::string scenario_json;
+  core::WorldCheckpoint checkpoint;
+};
+
+struct LoadedSave {
+  SnapshotInfo info;
+  std::string scenario_json;
+  core::SaveState save;
+};
+
+class SnapshotStore {
+ public:
+  // Opens (creating and migrating when `create`) and validates the file.
+  static StoreError open(const std::string& path, FileKind kind, bool create, SnapshotStore& out);
+
+  // Writes (or atomically replaces) a snapshot called `name`. kind is
+  // "checkpoint" or "keyframe". Returns the new snapshot id in *id_out.
+  StoreError write_checkpoint(const std::string& name, const std::string& kind,
+                              const core::WorldCheckpoint& cp, const std::string& scenario_json,
+                              std::int64_t created_unix_ms, std::int64_t* id_out = nullptr);
+  StoreError write_save(const std::string& name, const core::SaveState& save,
+                        const std::string& scenario_json, std::int64_t created_unix_ms);
+
+  // Reads and structurally validates; semantic validation is World::restore.
+  StoreError read_checkpoint(const std::string& name, LoadedCheckpoint& out);
+  StoreError read_checkpoint_by_id(std::int64_t id, LoadedCheckpoint& out);
+  StoreError read_save(const std::string& name, LoadedSave& out);
+
+  StoreError list(std::vector<SnapshotInfo>& out, bool include_keyframes = false);
+  // found=false when no snapshot has that name (not an error).
+  StoreError remove(const std::string& name, bool& found);
+
+  Database& db() { return db_; }
+  const std::string& path() const { return path_; }
+
+  // Test hook: caps the file at `pages` pages (PRAGMA max_page_count), so the
+  // next write that needs more fails with SQLITE_FULL exactly like a full disk.
+  StoreError set_max_page_count(std::int64_t pages);
+
+ private:
+  StoreError error(std::string table, std::string row, std::string field, std::string message,
+                   int code = 0) const;
+  StoreError sql_error(const SqlError& e, std::string table, std::string row = {}) const;
+  StoreError read_info(Statement& st, SnapshotInfo& info) const;
+
+  Database db_;
+  std::string path_;
+  FileKind kind_ = FileKind::Snapshots;
+};
+
+// server_version recorded in every snapshot row.
+void set_server_version(std::string version);
+
+}  // namespace bustle::persist

@@ -1,0 +1,502 @@
+#include "bustle/persist/snapshot_store.hpp"
+
+#include <sqlite3.h>
+
+#include <bit>
+#include <cstring>
+#include <mutex>
+
+#include "migrations.hpp"
+
+namespace bustle::persist {
+namespace {
+
+static_assert(std::endian::native == std::endian::little,
+              "blob columns are little-endian; add byte swapping for big-endian hosts");
+
+std::mutex g_version_mu;
+std::string g_server_version = "unknown";
+
+std::string server_version() {
+  std::lock_guard lock(g_version_mu);
+  return g_server_version;
+}
+
+template <class T>
+std::span<const std::uint8_t> as_bytes(const std::vector<T>& v) {
+  return {reinterpret_cast<const std::uint8_t*>(v.data()), v.size() * sizeof(T)};
+}
+
+// Decodes a blob of fixed-size elements; false if the size is not count * sizeof(T).
+template <class T>
+bool decode(const std::vector<std::uint8_t>& blob, std::size_t count, std::vector<T>& out) {
+  if (blob.size() != count * sizeof(T)) return false;
+  out.resize(count);
+  if (count > 0) std::memcpy(out.data(), blob.data(), blob.size());
+  return true;
+}
+
+const char* command_kind(const core::WorldCommand& c) {
+  return std::holds_alternative<core::SetPedestrianTarget>(c) ? "set_pedestrian_target" : "despawn_entity";
+}
+
+}  // namespace
+
+void set_server_version(std::string version) {
+  std::lock_guard lock(g_version_mu);
+  g_server_version = std::move(version);
+}
+
+const char* to_string(FileKind k) { return k == FileKind::Snapshots ? "snapshots" : "recording"; }
+
+std::string StoreError::to_string() const {
+  std::string s = file;
+  if (!table.empty()) s += ": table " + table;
+  if (!row.empty()) s += ", row " + row;
+  if (!field.empty()) s += ", field " + field;
+  return s + ": " + message;
+}
+
+StoreError SnapshotStore::error(std::string table, std::string row, std::string field, std::string message,
+                                int code) const {
+  return StoreError{path_, std::move(table), std::move(row), std::move(field), std::move(message), code};
+}
+
+StoreError SnapshotStore::sql_error(const SqlError& e, std::string table, std::string row) const {
+  return error(std::move(table), std::move(row), "", e.message, e.code);
+}
+
+StoreError SnapshotStore::open(const std::string& path, FileKind kind, bool create, SnapshotStore& out) {
+  SnapshotStore s;
+  s.path_ = path;
+  s.kind_ = kind;
+  if (SqlError e = Database::open(path, create ? Database::Mode::ReadWriteCreate : Database::Mode::ReadWrite, s.db_);
+      !e.ok()) {
+    return StoreError{path, "", "", "", e.message, e.code};
+  }
+  // Reading the header is the first real I/O: a file that is not SQLite fails here.
+  SqlError err;
+  Statement uv = s.db_.prepare("PRAGMA user_version", err);
+  if (!err.ok() || !uv.step()) {
+    const SqlError& e = err.ok() ? uv.error() : err;
+    return s.error("", "", "", "not a readable SQLite database: " + e.message, e.code);
+  }
+  const std::int64_t version = uv.column_i64(0);
+  uv = Statement();
+  if (version > kSchemaVersion) {
+    return s.error("meta", "", "schema_version",
+                   "file has schema version " + std::to_string(version) + ", this build supports up to " +
+                       std::to_string(kSchemaVersion));
+  }
+  if (SqlError e = s.db_.exec("PRAGMA journal_mode=WAL", "enable WAL"); !e.ok()) return s.sql_error(e, "");
+  s.db_.exec("PRAGMA foreign_keys=ON");
+  s.db_.exec("PRAGMA synchronous=NORMAL");
+
+  if (version == 0) {
+    // Empty file (just created) or a foreign SQLite file without our version.
+    SqlError e2;
+    Statement tables = s.db_.prepare("SELECT count(*) FROM sqlite_master", e2);
+    if (!e2.ok() || !tables.step()) return s.sql_error(e2.ok() ? tables.error() : e2, "sqlite_master");
+    if (tables.column_i64(0) != 0) {
+      return s.error("meta", "", "magic", "not a Bustle file (tables present but no Bustle schema version)");
+    }
+    if (!create) return s.error("", "", "", "file is empty (no Bustle schema)");
+  }
+  if (version < kSchemaVersion) {
+    Transaction tx(s.db_);
+    if (!tx.begin_error().ok()) return s.sql_error(tx.begin_error(), "");
+    for (const Migration& m : migrations()) {
+      if (m.version <= version) continue;
+      if (SqlError e = s.db_.exec(m.sql, "migration " + std::to_string(m.version)); !e.ok()) return s.sql_error(e, "");
+    }
+    if (version == 0) {
+      SqlError e3;
+      Statement ins = s.db_.prepare("INSERT INTO meta(key, value) VALUES (?1, ?2)", e3);
+      if (!e3.ok()) return s.sql_error(e3, "meta");
+      for (auto [k, v] : {std::pair<std::string, std::string>{"magic", kMagic},
+                          {"file_kind", to_string(kind)},
+                          {"created_by", server_version()}}) {
+        ins.reset();
+        ins.bind_text(1, k).bind_text(2, v);
+        if (SqlError e4 = ins.run(); !e4.ok()) return s.sql_error(e4, "meta");
+      }
+    }
+    if (SqlError e = s.db_.exec("INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', '" +
+                                std::to_string(kSchemaVersion) + "')");
+        !e.ok()) {
+      return s.sql_error(e, "meta");
+    }
+    if (SqlError e = s.db_.exec("PRAGMA user_version=" + std::to_string(kSchemaVersion)); !e.ok()) return s.sql_error(e, "");
+    if (SqlError e = tx.commit(); !e.ok()) return s.sql_error(e, "");
+  }
+
+  // Magic and kind.
+  SqlError e5;
+  Statement meta = s.db_.prepare("SELECT key, value FROM meta WHERE key IN ('magic', 'file_kind', 'schema_version')", e5);
+  if (!e5.ok()) return s.error("meta", "", "", "cannot read metadata: " + e5.message, e5.code);
+  std::string magic, file_kind, schema_version;
+  while (meta.step()) {
+    const std::string k = meta.column_text(0);
+    if (k == "magic") magic = meta.column_text(1);
+    if (k == "file_kind") file_kind = meta.column_text(1);
+    if (k == "schema_version") schema_version = meta.column_text(1);
+  }
+  if (!meta.error().ok()) return s.error("meta", "", "", meta.error().message, meta.error().code);
+  if (magic != kMagic) return s.error("meta", "key='magic'", "value", "wrong magic '" + magic + "' (not a Bustle file)");
+  if (schema_version != std::to_string(kSchemaVersion)) {
+    return s.error("meta", "key='schema_version'", "value",
+                   "schema version '" + schema_version + "' does not match PRAGMA user_version " +
+                       std::to_string(kSchemaVersion));
+  }
+  if (file_kind != to_string(kind)) {
+    return s.error("meta", "key='file_kind'", "value",
+                   "file is a " + file_kind + " file, expected a " + to_string(kind) + " file");
+  }
+  out = std::move(s);
+  return {};
+}
+
+StoreError SnapshotStore::set_max_page_count(std::int64_t pages) {
+  if (SqlError e = db_.exec("PRAGMA max_page_count=" + std::to_string(pages)); !e.ok()) return sql_error(e, "");
+  return {};
+}
+
+StoreError SnapshotStore::write_checkpoint(const std::string& name, const std::string& kind,
+                                           const core::WorldCheckpoint& cp, const std::string& scenario_json,
+                                           std::int64_t created_unix_ms, std::int64_t* id_out) {
+  Transaction tx(db_);
+  if (!tx.begin_error().ok()) return sql_error(tx.begin_error(), "snapshots");
+  SqlError err;
+  {
+    Statement del = db_.prepare("DELETE FROM snapshots WHERE name = ?1", err);
+    if (!err.ok()) return sql_error(err, "snapshots");
+    del.bind_text(1, name);
+    if (SqlError e = del.run(); !e.ok()) return sql_error(e, "snapshots", "name='" + name + "'");
+  }
+  Statement ins = db_.prepare(
+      "INSERT INTO snapshots(name, kind, scenario_id, scenario_json, step, step_us, sim_time_us, seed, digest, "
+      "pedestrians, created_unix_ms, server_version) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+      err);
+  if (!err.ok()) return sql_error(err, "snapshots");
+  ins.bind_text(1, name).bind_text(2, kind).bind_text(3, cp.scenario_id).bind_text(4, scenario_json);
+  ins.bind_u64(5, cp.step_index).bind_i64(6, cp.step_us).bind_u64(7, cp.step_index * cp.step_us);
+  ins.bind_u64(8, cp.seed).bind_u64(9, cp.digest).bind_i64(10, static_cast<std::int64_t>(cp.pedestrians.id.size()));
+  ins.bind_i64(11, created_unix_ms).bind_text(12, server_version());
+  if (SqlError e = ins.run(); !e.ok()) return sql_error(e, "snapshots", "name='" + name + "'");
+  const std::int64_t id = db_.last_insert_rowid();
+
+  std::string by_reason = "[";
+  for (std::size_t r = 0; r < cp.counters.despawned_by_reason.size(); ++r) {
+    by_reason += (r ? "," : "") + std::to_string(cp.counters.despawned_by_reason[r]);
+  }
+  by_reason += "]";
+  Statement ws = db_.prepare(
+      "INSERT INTO world_state VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
+      err);
+  if (!err.ok()) return sql_error(err, "world_state");
+  ws.bind_i64(1, id);
+  for (int k = 0; k < 4; ++k) ws.bind_u64(2 + k, cp.rng_state[static_cast<std::size_t>(k)]);
+  ws.bind_u64(6, cp.route_salt).bind_i64(7, cp.pedestrian_target);
+  ws.bind_u64(8, cp.counters.spawned_total).bind_u64(9, cp.counters.despawned_total).bind_text(10, by_reason);
+  ws.bind_u64(11, cp.counters.spawn_failed_capacity).bind_u64(12, cp.counters.commands_accepted);
+  ws.bind_u64(13, cp.counters.commands_rejected);
+  ws.bind_i64(14, static_cast<std::int64_t>(cp.registry.generation.size())).bind_u64(15, cp.registry.pop_seq);
+  ws.bind_blob(16, as_bytes(cp.registry.generation)).bind_blob(17, as_bytes(cp.registry.alive));
+  ws.bind_blob(18, as_bytes(cp.registry.free_fifo));
+  if (SqlError e = ws.run(); !e.ok()) return sql_error(e, "world_state", "snapshot_id=" + std::to_string(id));
+
+  const std::size_t n = cp.pedestrians.id.size();
+  std::vector<std::uint32_t> idx(n), gen(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    idx[i] = cp.pedestrians.id[i].index;
+    gen[i] = cp.pedestrians.id[i].generation;
+  }
+  Statement pc = db_.prepare("INSERT INTO pedestrian_columns VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)", err);
+  if (!err.ok()) return sql_error(err, "pedestrian_columns");
+  pc.bind_i64(1, id).bind_i64(2, static_cast<std::int64_t>(n)).bind_blob(3, as_bytes(idx)).bind_blob(4, as_bytes(gen));
+  pc.bind_blob(5, as_bytes(cp.pedestrians.lane)).bind_blob(6, as_bytes(cp.pedestrians.s_m));
+  pc.bind_blob(7, as_bytes(cp.pedestrians.hops));
+  if (SqlError e = pc.run(); !e.ok()) return sql_error(e, "pedestrian_columns", "snapshot_id=" + std::to_string(id));
+
+  Statement cmd = db_.prepare("INSERT INTO pending_commands VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)", err);
+  if (!err.ok()) return sql_error(err, "pending_commands");
+  for (std::size_t k = 0; k < cp.inbox.size(); ++k) {
+    const core::CommandEnvelope& env = cp.inbox[k];
+    cmd.reset();
+    cmd.bind_i64(1, id).bind_i64(2, static_cast<std::int64_t>(k)).bind_i64(3, env.origin.client_id);
+    cmd.bind_i64(4, env.origin.request_id).bind_text(5, command_kind(env.command));
+    if (const auto* t = std::get_if<core::SetPedestrianTarget>(&env.command)) {
+      cmd.bind_i64(6, t->count).bind_null(7).bind_null(8);
+    } else {
+      const auto& d = std::get<core::DespawnEntity>(env.command);
+      cmd.bind_null(6).bind_i64(7, d.id.index).bind_i64(8, d.id.generation);
+    }
+    if (SqlError e = cmd.run(); !e.ok()) return sql_error(e, "pending_commands", "seq=" + std::to_string(k));
+  }
+  if (SqlError e = tx.commit(); !e.ok()) return sql_error(e, "snapshots", "name='" + name + "'");
+  if (id_out != nullptr) *id_out = id;
+  return {};
+}
+
+StoreError SnapshotStore::write_save(const std::string& name, const core::SaveState& save,
+                                     const std::string& scenario_json, std::int64_t created_unix_ms) {
+  Transaction tx(db_);
+  if (!tx.begin_error().ok()) return sql_error(tx.begin_error(), "snapshots");
+  SqlError err;
+  Statement del = db_.prepare("DELETE FROM snapshots WHERE name = ?1", err);
+  if (!err.ok()) return sql_error(err, "snapshots");
+  del.bind_text(1, name);
+  if (SqlError e = del.run(); !e.ok()) return sql_error(e, "snapshots", "name='" + name + "'");
+  Statement ins = db_.prepare(
+      "INSERT INTO snapshots(name, kind, scenario_id, scenario_json, step, step_us, sim_time_us, seed, digest, "
+      "pedestrians, created_unix_ms, server_version) VALUES (?1, 'save', ?2, ?3, ?4, ?5, ?6, ?7, 0, 0, ?8, ?9)",
+      err);
+  if (!err.ok()) return sql_error(err, "snapshots");
+  ins.bind_text(1, name).bind_text(2, save.scenario_id).bind_text(3, scenario_json).bind_u64(4, save.step_index);
+  ins.bind_i64(5, save.step_us).bind_u64(6, save.step_index * save.step_us).bind_u64(7, save.seed);
+  ins.bind_i64(8, created_unix_ms).bind_text(9, server_version());
+  if (SqlError e = ins.run(); !e.ok()) return sql_error(e, "snapshots", "name='" + name + "'");
+  const std::int64_t id = db_.last_insert_rowid();
+  Statement ss = db_.prepare("INSERT INTO save_state VALUES (?1, ?2)", err);
+  if (!err.ok()) return sql_error(err, "save_state");
+  ss.bind_i64(1, id).bind_i64(2, save.pedestrian_target);
+  if (SqlError e = ss.run(); !e.ok()) return sql_error(e, "save_state", "snapshot_id=" + std::to_string(id));
+  if (SqlError e = tx.commit(); !e.ok()) return sql_error(e, "snapshots", "name='" + name + "'");
+  return {};
+}
+
+namespace {
+constexpr const char* kInfoColumns =
+    "id, name, kind, scenario_id, step, sim_time_us, digest, pedestrians, created_unix_ms, scenario_json, seed, step_us";
+}
+
+StoreError SnapshotStore::read_info(Statement& st, SnapshotInfo& info) const {
+  info.id = st.column_i64(0);
+  info.name = st.column_text(1);
+  info.kind = st.column_text(2);
+  info.scenario_id = st.column_text(3);
+  info.step = st.column_u64(4);
+  info.sim_time_us = st.column_u64(5);
+  info.digest = st.column_u64(6);
+  const std::int64_t peds = st.column_i64(7);
+  if (peds < 0 || peds > UINT32_MAX) {
+    return error("snapshots", "name='" + info.name + "'", "pedestrians", "count out of range");
+  }
+  info.pedestrians = static_cast<std::uint32_t>(peds);
+  info.created_unix_ms = st.column_i64(8);
+  return {};
+}
+
+StoreError SnapshotStore::read_checkpoint(const std::string& name, LoadedCheckpoint& out) {
+  SqlError err;
+  Statement st = db_.prepare("SELECT id FROM snapshots WHERE name = ?1", err);
+  if (!err.ok()) return sql_error(err, "snapshots");
+  st.bind_text(1, name);
+  if (!st.step()) {
+    if (!st.error().ok()) return sql_error(st.error(), "snapshots", "name='" + name + "'");
+    return error("snapshots", "name='" + name + "'", "", "no snapshot with this name");
+  }
+  return read_checkpoint_by_id(st.column_i64(0), out);
+}
+
+StoreError SnapshotStore::read_checkpoint_by_id(std::int64_t id, LoadedCheckpoint& out) {
+  if (SqlError e = db_.quick_check(); !e.ok()) {
+    return error("", "", "", "file failed PRAGMA quick_check: " + e.message, e.code);
+  }
+  SqlError err;
+  const std::string row = "snapshot_id=" + std::to_string(id);
+  Statement st = db_.prepare(std::string("SELECT ") + kInfoColumns + " FROM snapshots WHERE id = ?1", err);
+  if (!err.ok()) return sql_error(err, "snapshots");
+  st.bind_i64(1, id);
+  if (!st.step()) {
+    if (!st.error().ok()) return sql_error(st.error(), "snapshots", row);
+    return error("snapshots", row, "", "no snapshot with this id");
+  }
+  LoadedCheckpoint lc;
+  if (StoreError e = read_info(st, lc.info); !e.ok()) return e;
+  const std::string named = "name='" + lc.info.name + "'";
+  if (lc.info.kind != "checkpoint" && lc.info.kind != "keyframe") {
+    return error("snapshots", named, "kind", "is a " + lc.info.kind + ", not a checkpoint (use load for saves)");
+  }
+  lc.scenario_json = st.column_text(9);
+  core::WorldCheckpoint& cp = lc.checkpoint;
+  cp.scenario_id = lc.info.scenario_id;
+  cp.seed = st.column_u64(10);
+  cp.step_index = lc.info.step;
+  const std::int64_t step_us = st.column_i64(11);
+  if (step_us <= 0 || step_us > UINT32_MAX) return error("snapshots", named, "step_us", "out of range");
+  cp.step_us = static_cast<std::uint32_t>(step_us);
+  cp.digest = lc.info.digest;
+
+  Statement ws = db_.prepare("SELECT * FROM world_state WHERE snapshot_id = ?1", err);
+  if (!err.ok()) return sql_error(err, "world_state");
+  ws.bind_i64(1, id);
+  if (!ws.step()) {
+    if (!ws.error().ok()) return sql_error(ws.error(), "world_state", row);
+    return error("world_state", row, "", "missing (checkpoint incomplete)");
+  }
+  for (int k = 0; k < 4; ++k) cp.rng_state[static_cast<std::size_t>(k)] = ws.column_u64(1 + k);
+  cp.route_salt = ws.column_u64(5);
+  const std::int64_t target = ws.column_i64(6);
+  if (target < 0 || target > UINT32_MAX) return error("world_state", row, "pedestrian_target", "out of range");
+  cp.pedestrian_target = static_cast<std::uint32_t>(target);
+  cp.counters.spawned_total = ws.column_u64(7);
+  cp.counters.despawned_total = ws.column_u64(8);
+  {
+    // "[a,b,c,d,e,f]" of unsigned integers.
+    const std::string t = ws.column_text(9);
+    std::size_t pos = 0;
+    std::size_t count = 0;
+    bool ok = !t.empty() && t.front() == '[' && t.back() == ']';
+    const std::string body = ok ? t.substr(1, t.size() - 2) : std::string();
+    while (ok && pos <= body.size() && count < cp.counters.despawned_by_reason.size()) {
+      const std::size_t comma = body.find(',', pos);
+      const std::string item = body.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+      if (item.empty() || item.find_first_not_of("0123456789") != std::string::npos) {
+        ok = false;
+        break;
+      }
+      cp.counters.despawned_by_reason[count++] = std::stoull(item);
+      if (comma == std::string::npos) break;
+      pos = comma + 1;
+    }
+    if (!ok || count != cp.counters.despawned_by_reason.size()) {
+      return error("world_state", row, "despawned_by_reason", "expected a JSON array of 6 counts, got '" + t + "'");
+    }
+  }
+  cp.counters.spawn_failed_capacity = ws.column_u64(10);
+  cp.counters.commands_accepted = ws.column_u64(11);
+  cp.counters.commands_rejected = ws.column_u64(12);
+  const std::int64_t capacity = ws.column_i64(13);
+  if (capacity <= 0 || capacity > (1 << 24)) return error("world_state", row, "registry_capacity", "out of range");
+  cp.registry.pop_seq = ws.column_u64(14);
+  const auto cap = static_cast<std::size_t>(capacity);
+  if (!decode(ws.column_blob(15), cap, cp.registry.generation)) {
+    return error("world_state", row, "registry_generation", "blob size does not match registry_capacity");
+  }
+  if (!decode(ws.column_blob(16), cap, cp.registry.alive)) {
+    return error("world_state", row, "registry_alive", "blob size does not match registry_capacity");
+  }
+  {
+    const auto fifo = ws.column_blob(17);
+    if (fifo.size() % 4 != 0 || !decode(fifo, fifo.size() / 4, cp.registry.free_fifo)) {
+      return error("world_state", row, "registry_free_fifo", "blob size is not a multiple of 4");
+    }
+  }
+
+  Statement pc = db_.prepare("SELECT count, id_index, id_generation, lane, s_m, hops FROM pedestrian_columns WHERE snapshot_id = ?1", err);
+  if (!err.ok()) return sql_error(err, "pedestrian_columns");
+  pc.bind_i64(1, id);
+  if (!pc.step()) {
+    if (!pc.error().ok()) return sql_error(pc.error(), "pedestrian_columns", row);
+    return error("pedestrian_columns", row, "", "missing (checkpoint incomplete)");
+  }
+  const std::int64_t count = pc.column_i64(0);
+  if (count < 0 || count != static_cast<std::int64_t>(lc.info.pedestrians)) {
+    return error("pedestrian_columns", row, "count",
+                 std::to_string(count) + " does not match snapshots.pedestrians " + std::to_string(lc.info.pedestrians));
+  }
+  const auto n = static_cast<std::size_t>(count);
+  std::vector<std::uint32_t> idx, gen;
+  if (!decode(pc.column_blob(1), n, idx)) return error("pedestrian_columns", row, "id_index", "blob size does not match count");
+  if (!decode(pc.column_blob(2), n, gen)) return error("pedestrian_columns", row, "id_generation", "blob size does not match count");
+  if (!decode(pc.column_blob(3), n, cp.pedestrians.lane)) return error("pedestrian_columns", row, "lane", "blob size does not match count");
+  if (!decode(pc.column_blob(4), n, cp.pedestrians.s_m)) return error("pedestrian_columns", row, "s_m", "blob size does not match count");
+  if (!decode(pc.column_blob(5), n, cp.pedestrians.hops)) return error("pedestrian_columns", row, "hops", "blob size does not match count");
+  cp.pedestrians.id.resize(n);
+  for (std::size_t i = 0; i < n; ++i) cp.pedestrians.id[i] = core::EntityId{idx[i], gen[i]};
+
+  Statement cmd = db_.prepare(
+      "SELECT seq, client_id, request_id, kind, count, entity_index, entity_generation FROM pending_commands "
+      "WHERE snapshot_id = ?1 ORDER BY seq",
+      err);
+  if (!err.ok()) return sql_error(err, "pending_commands");
+  cmd.bind_i64(1, id);
+  std::int64_t expected_seq = 0;
+  while (cmd.step()) {
+    const std::string crow = row + " seq=" + std::to_string(cmd.column_i64(0));
+    if (cmd.column_i64(0) != expected_seq++) return error("pending_commands", crow, "seq", "sequence has a gap");
+    core::CommandEnvelope env;
+    env.origin.client_id = static_cast<std::uint32_t>(cmd.column_i64(1));
+    env.origin.request_id = static_cast<std::uint32_t>(cmd.column_i64(2));
+    const std::string kind = cmd.column_text(3);
+    if (kind == "set_pedestrian_target") {
+      if (cmd.column_is_null(4)) return error("pending_commands", crow, "count", "required for set_pedestrian_target");
+      env.command = core::SetPedestrianTarget{static_cast<std::uint32_t>(cmd.column_i64(4))};
+    } else if (kind == "despawn_entity") {
+      if (cmd.column_is_null(5) || cmd.column_is_null(6)) {
+        return error("pending_commands", crow, "entity_index", "required for despawn_entity");
+      }
+      env.command = core::DespawnEntity{core::EntityId{static_cast<std::uint32_t>(cmd.column_i64(5)),
+                                                       static_cast<std::uint32_t>(cmd.column_i64(6))}};
+    } else {
+      return error("pending_commands", crow, "kind", "unknown command kind '" + kind + "'");
+    }
+    cp.inbox.push_back(env);
+  }
+  if (!cmd.error().ok()) return sql_error(cmd.error(), "pending_commands", row);
+  out = std::move(lc);
+  return {};
+}
+
+StoreError SnapshotStore::read_save(const std::string& name, LoadedSave& out) {
+  if (SqlError e = db_.quick_check(); !e.ok()) {
+    return error("", "", "", "file failed PRAGMA quick_check: " + e.message, e.code);
+  }
+  SqlError err;
+  Statement st = db_.prepare(std::string("SELECT ") + kInfoColumns +
+                                 ", (SELECT pedestrian_target FROM save_state WHERE snapshot_id = snapshots.id) "
+                                 "FROM snapshots WHERE name = ?1",
+                             err);
+  if (!err.ok()) return sql_error(err, "snapshots");
+  st.bind_text(1, name);
+  const std::string named = "name='" + name + "'";
+  if (!st.step()) {
+    if (!st.error().ok()) return sql_error(st.error(), "snapshots", named);
+    return error("snapshots", named, "", "no snapshot with this name");
+  }
+  LoadedSave ls;
+  if (StoreError e = read_info(st, ls.info); !e.ok()) return e;
+  if (ls.info.kind != "save") return error("snapshots", named, "kind", "is a " + ls.info.kind + ", not a save (use restore)");
+  ls.scenario_json = st.column_text(9);
+  ls.save.scenario_id = ls.info.scenario_id;
+  ls.save.seed = st.column_u64(10);
+  ls.save.step_index = ls.info.step;
+  const std::int64_t step_us = st.column_i64(11);
+  if (step_us <= 0 || step_us > UINT32_MAX) return error("snapshots", named, "step_us", "out of range");
+  ls.save.step_us = static_cast<std::uint32_t>(step_us);
+  if (st.column_is_null(12)) return error("save_state", named, "", "missing (save incomplete)");
+  const std::int64_t target = st.column_i64(12);
+  if (target < 0 || target > UINT32_MAX) return error("save_state", named, "pedestrian_target", "out of range");
+  ls.save.pedestrian_target = static_cast<std::uint32_t>(target);
+  out = std::move(ls);
+  return {};
+}
+
+StoreError SnapshotStore::list(std::vector<SnapshotInfo>& out, bool include_keyframes) {
+  SqlError err;
+  Statement st = db_.prepare(std::string("SELECT ") + kInfoColumns + " FROM snapshots " +
+                                 (include_keyframes ? "" : "WHERE kind != 'keyframe' ") + "ORDER BY id",
+                             err);
+  if (!err.ok()) return sql_error(err, "snapshots");
+  out.clear();
+  while (st.step()) {
+    SnapshotInfo info;
+    if (StoreError e = read_info(st, info); !e.ok()) return e;
+    out.push_back(std::move(info));
+  }
+  if (!st.error().ok()) return sql_error(st.error(), "snapshots");
+  return {};
+}
+
+StoreError SnapshotStore::remove(const std::string& name, bool& found) {
+  SqlError err;
+  Statement st = db_.prepare("DELETE FROM snapshots WHERE name = ?1", err);
+  if (!err.ok()) return sql_error(err, "snapshots");
+  st.bind_text(1, name);
+  if (SqlError e = st.run(); !e.ok()) return sql_error(e, "snapshots", "name='" + name + "'");
+  found = sqlite3_changes(db_.handle()) > 0;
+  return {};
+}
+
+}  // namespace bustle::persist
