@@ -166,6 +166,19 @@ StoreError SnapshotStore::write_checkpoint(const std::string& name, const std::s
                                            std::int64_t created_unix_ms, std::int64_t* id_out) {
   Transaction tx(db_);
   if (!tx.begin_error().ok()) return sql_error(tx.begin_error(), "snapshots");
+  std::int64_t id = 0;
+  if (StoreError e = write_checkpoint_in_transaction(name, kind, cp, scenario_json, created_unix_ms, &id); !e.ok()) {
+    return e;
+  }
+  if (SqlError e = tx.commit(); !e.ok()) return sql_error(e, "snapshots", "name='" + name + "'");
+  if (id_out != nullptr) *id_out = id;
+  return {};
+}
+
+StoreError SnapshotStore::write_checkpoint_in_transaction(const std::string& name, const std::string& kind,
+                                                          const core::WorldCheckpoint& cp,
+                                                          const std::string& scenario_json,
+                                                          std::int64_t created_unix_ms, std::int64_t* id_out) {
   SqlError err;
   {
     Statement del = db_.prepare("DELETE FROM snapshots WHERE name = ?1", err);
@@ -233,7 +246,6 @@ StoreError SnapshotStore::write_checkpoint(const std::string& name, const std::s
     }
     if (SqlError e = cmd.run(); !e.ok()) return sql_error(e, "pending_commands", "seq=" + std::to_string(k));
   }
-  if (SqlError e = tx.commit(); !e.ok()) return sql_error(e, "snapshots", "name='" + name + "'");
   if (id_out != nullptr) *id_out = id;
   return {};
 }

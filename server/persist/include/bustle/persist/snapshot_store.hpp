@@ -72,6 +72,11 @@ class SnapshotStore {
   StoreError write_checkpoint(const std::string& name, const std::string& kind,
                               const core::WorldCheckpoint& cp, const std::string& scenario_json,
                               std::int64_t created_unix_ms, std::int64_t* id_out = nullptr);
+  // The same, inside a transaction the caller owns (the recorder batches a
+  // keyframe with the ticks around it).
+  StoreError write_checkpoint_in_transaction(const std::string& name, const std::string& kind,
+                                             const core::WorldCheckpoint& cp, const std::string& scenario_json,
+                                             std::int64_t created_unix_ms, std::int64_t* id_out);
   StoreError write_save(const std::string& name, const core::SaveState& save,
                         const std::string& scenario_json, std::int64_t created_unix_ms);
 
