@@ -9,7 +9,9 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-std::string str(const flatbuffers::String* s) { return s == nullptr ? std::string() : s->str(); }
+std::string str(const flatbuffers::String* s) {
+  return s == nullptr ? std::string() : s->str();
+}
 
 std::chrono::milliseconds remaining(Clock::time_point deadline) {
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
@@ -27,16 +29,26 @@ Result<T> with(Status status) {
 
 const char* to_string(ClientStatus s) {
   switch (s) {
-    case ClientStatus::Ok: return "ok";
-    case ClientStatus::ConnectFailed: return "connect_failed";
-    case ClientStatus::Timeout: return "timeout";
-    case ClientStatus::Closed: return "closed";
-    case ClientStatus::ServerError: return "server_error";
-    case ClientStatus::ProtocolError: return "protocol_error";
-    case ClientStatus::TransportError: return "transport_error";
-    case ClientStatus::BacklogFull: return "backlog_full";
-    case ClientStatus::NotConnected: return "not_connected";
-    case ClientStatus::UnknownRequest: return "unknown_request";
+    case ClientStatus::Ok:
+      return "ok";
+    case ClientStatus::ConnectFailed:
+      return "connect_failed";
+    case ClientStatus::Timeout:
+      return "timeout";
+    case ClientStatus::Closed:
+      return "closed";
+    case ClientStatus::ServerError:
+      return "server_error";
+    case ClientStatus::ProtocolError:
+      return "protocol_error";
+    case ClientStatus::TransportError:
+      return "transport_error";
+    case ClientStatus::BacklogFull:
+      return "backlog_full";
+    case ClientStatus::NotConnected:
+      return "not_connected";
+    case ClientStatus::UnknownRequest:
+      return "unknown_request";
   }
   return "?";
 }
@@ -106,7 +118,9 @@ bool Client::take_result(const wire::CommandResult& result, std::uint32_t wanted
   return result.request_id() == wanted;
 }
 
-void Client::forget(std::uint32_t request_id) { outstanding_.erase(request_id); }
+void Client::forget(std::uint32_t request_id) {
+  outstanding_.erase(request_id);
+}
 
 Status Client::fail(ClientStatus status, std::string message) {
   assert(status != ClientStatus::Ok);
@@ -124,20 +138,26 @@ Status Client::fail(ClientStatus status, std::string message) {
 Status Client::receive(std::chrono::milliseconds timeout, ReceiveResult& out) {
   out = connection_.read_frame(timeout);
   switch (out.status) {
-    case ReceiveStatus::Frame: break;
-    case ReceiveStatus::Timeout: return fail(ClientStatus::Timeout, out.message);
-    case ReceiveStatus::Eof: return fail(ClientStatus::Closed, out.message);
-    case ReceiveStatus::NotConnected: return fail(ClientStatus::NotConnected, out.message);
+    case ReceiveStatus::Frame:
+      break;
+    case ReceiveStatus::Timeout:
+      return fail(ClientStatus::Timeout, out.message);
+    case ReceiveStatus::Eof:
+      return fail(ClientStatus::Closed, out.message);
+    case ReceiveStatus::NotConnected:
+      return fail(ClientStatus::NotConnected, out.message);
     case ReceiveStatus::FrameTooLarge:
     case ReceiveStatus::EmptyFrame:
-    case ReceiveStatus::Malformed: return fail(ClientStatus::ProtocolError, out.message);
-    case ReceiveStatus::Error: return fail(ClientStatus::TransportError, out.message);
+    case ReceiveStatus::Malformed:
+      return fail(ClientStatus::ProtocolError, out.message);
+    case ReceiveStatus::Error:
+      return fail(ClientStatus::TransportError, out.message);
   }
   assert(out.frame != nullptr);
   if (const auto* err = out.frame->message_as_Error()) {
-    Status s = fail(ClientStatus::ServerError,
-                    std::string("server error ") + wire::EnumNameErrorCode(err->code()) + ": " +
-                        str(err->message()));
+    Status s = fail(ClientStatus::ServerError, std::string("server error ") +
+                                                   wire::EnumNameErrorCode(err->code()) + ": " +
+                                                   str(err->message()));
     s.server_error = ServerErrorInfo{err->code(), str(err->message())};
     return s;
   }
@@ -171,16 +191,15 @@ Result<WelcomeInfo> Client::connect() {
   if (!s.ok()) return with<WelcomeInfo>(std::move(s));
   const auto* w = frame.frame->message_as_Welcome();
   if (w == nullptr) {
-    return with<WelcomeInfo>(
-        fail(ClientStatus::ProtocolError,
-             std::string("expected Welcome or Error after Hello, got ") +
-                 wire::EnumNameServerMessage(frame.frame->message_type())));
+    return with<WelcomeInfo>(fail(ClientStatus::ProtocolError,
+                                  std::string("expected Welcome or Error after Hello, got ") +
+                                      wire::EnumNameServerMessage(frame.frame->message_type())));
   }
   if (w->protocol_version() != bustle::proto::kProtocolVersion) {
-    return with<WelcomeInfo>(fail(
-        ClientStatus::ProtocolError,
-        "server speaks protocol " + std::to_string(w->protocol_version()) + ", this client " +
-            std::to_string(bustle::proto::kProtocolVersion)));
+    return with<WelcomeInfo>(fail(ClientStatus::ProtocolError,
+                                  "server speaks protocol " +
+                                      std::to_string(w->protocol_version()) + ", this client " +
+                                      std::to_string(bustle::proto::kProtocolVersion)));
   }
   WelcomeInfo info;
   info.server_version = str(w->server_version());
@@ -235,11 +254,10 @@ Result<OwnedFrame> Client::next_delta(std::chrono::milliseconds timeout) {
         take_result(*frame.frame->message_as_CommandResult(), 0);
         continue;
       default:
-        return with<OwnedFrame>(
-            fail(ClientStatus::ProtocolError,
-                 std::string("unexpected ") +
-                     wire::EnumNameServerMessage(frame.frame->message_type()) +
-                     " frame while waiting for a Delta"));
+        return with<OwnedFrame>(fail(ClientStatus::ProtocolError,
+                                     std::string("unexpected ") +
+                                         wire::EnumNameServerMessage(frame.frame->message_type()) +
+                                         " frame while waiting for a Delta"));
     }
   }
 }
@@ -247,9 +265,9 @@ Result<OwnedFrame> Client::next_delta(std::chrono::milliseconds timeout) {
 Result<std::uint32_t> Client::send_command(const CommandSpec& spec) {
   if (!connected()) return with<std::uint32_t>(fail(ClientStatus::NotConnected, "not connected"));
   if (outstanding_.size() >= options_.max_outstanding_commands) {
-    return with<std::uint32_t>(
-        fail(ClientStatus::BacklogFull, std::to_string(outstanding_.size()) +
-                                            " commands outstanding; take their results first"));
+    return with<std::uint32_t>(fail(
+        ClientStatus::BacklogFull,
+        std::to_string(outstanding_.size()) + " commands outstanding; take their results first"));
   }
   const std::uint32_t request_id = next_request_id_++;
   const SendResult sent = connection_.send(build_command(request_id, spec), options_.send_timeout);
@@ -265,8 +283,9 @@ Result<CommandReply> Client::wait_result(std::uint32_t request_id,
                                          std::chrono::milliseconds timeout) {
   const auto it = outstanding_.find(request_id);
   if (it == outstanding_.end()) {
-    return with<CommandReply>(fail(ClientStatus::UnknownRequest,
-                                   "request " + std::to_string(request_id) + " is not outstanding"));
+    return with<CommandReply>(
+        fail(ClientStatus::UnknownRequest,
+             "request " + std::to_string(request_id) + " is not outstanding"));
   }
   const char* name = it->second.name;
   const auto deadline = Clock::now() + timeout;
@@ -293,9 +312,8 @@ Result<CommandReply> Client::wait_result(std::uint32_t request_id,
     ReceiveResult frame;
     Status s = receive(remaining(deadline), frame);
     if (s.status == ClientStatus::Timeout) {
-      s.message = std::string("no result for ") + name + " (request " +
-                  std::to_string(request_id) + ") within " + std::to_string(timeout.count()) +
-                  " ms";
+      s.message = std::string("no result for ") + name + " (request " + std::to_string(request_id) +
+                  ") within " + std::to_string(timeout.count()) + " ms";
     }
     if (!s.ok()) return with<CommandReply>(std::move(s));
     switch (frame.frame->message_type()) {
@@ -307,11 +325,10 @@ Result<CommandReply> Client::wait_result(std::uint32_t request_id,
         take_result(*frame.frame->message_as_CommandResult(), request_id);
         continue;  // the loop head returns it if it was ours
       default:
-        return with<CommandReply>(
-            fail(ClientStatus::ProtocolError,
-                 std::string("unexpected ") +
-                     wire::EnumNameServerMessage(frame.frame->message_type()) +
-                     " frame while waiting for a CommandResult"));
+        return with<CommandReply>(fail(
+            ClientStatus::ProtocolError,
+            std::string("unexpected ") + wire::EnumNameServerMessage(frame.frame->message_type()) +
+                " frame while waiting for a CommandResult"));
     }
   }
 }

@@ -11,35 +11,52 @@ using asio::ip::tcp;
 
 const char* to_string(ConnectStatus s) {
   switch (s) {
-    case ConnectStatus::Connected: return "connected";
-    case ConnectStatus::ResolveFailed: return "resolve_failed";
-    case ConnectStatus::Refused: return "refused";
-    case ConnectStatus::Timeout: return "timeout";
-    case ConnectStatus::Error: return "error";
+    case ConnectStatus::Connected:
+      return "connected";
+    case ConnectStatus::ResolveFailed:
+      return "resolve_failed";
+    case ConnectStatus::Refused:
+      return "refused";
+    case ConnectStatus::Timeout:
+      return "timeout";
+    case ConnectStatus::Error:
+      return "error";
   }
   return "?";
 }
 
 const char* to_string(SendStatus s) {
   switch (s) {
-    case SendStatus::Sent: return "sent";
-    case SendStatus::NotConnected: return "not_connected";
-    case SendStatus::Timeout: return "timeout";
-    case SendStatus::Error: return "error";
+    case SendStatus::Sent:
+      return "sent";
+    case SendStatus::NotConnected:
+      return "not_connected";
+    case SendStatus::Timeout:
+      return "timeout";
+    case SendStatus::Error:
+      return "error";
   }
   return "?";
 }
 
 const char* to_string(ReceiveStatus s) {
   switch (s) {
-    case ReceiveStatus::Frame: return "frame";
-    case ReceiveStatus::Timeout: return "timeout";
-    case ReceiveStatus::Eof: return "eof";
-    case ReceiveStatus::NotConnected: return "not_connected";
-    case ReceiveStatus::FrameTooLarge: return "frame_too_large";
-    case ReceiveStatus::EmptyFrame: return "empty_frame";
-    case ReceiveStatus::Malformed: return "malformed";
-    case ReceiveStatus::Error: return "error";
+    case ReceiveStatus::Frame:
+      return "frame";
+    case ReceiveStatus::Timeout:
+      return "timeout";
+    case ReceiveStatus::Eof:
+      return "eof";
+    case ReceiveStatus::NotConnected:
+      return "not_connected";
+    case ReceiveStatus::FrameTooLarge:
+      return "frame_too_large";
+    case ReceiveStatus::EmptyFrame:
+      return "empty_frame";
+    case ReceiveStatus::Malformed:
+      return "malformed";
+    case ReceiveStatus::Error:
+      return "error";
   }
   return "?";
 }
@@ -200,10 +217,17 @@ ReceiveResult Connection::read_frame(std::chrono::milliseconds timeout) {
         result.frame = r.frame;
         result.payload = r.payload;
         return result;
-      case ReadStatus::FrameTooLarge: result.status = ReceiveStatus::FrameTooLarge; break;
-      case ReadStatus::EmptyFrame: result.status = ReceiveStatus::EmptyFrame; break;
-      case ReadStatus::Malformed: result.status = ReceiveStatus::Malformed; break;
-      case ReadStatus::NeedMore: break;
+      case ReadStatus::FrameTooLarge:
+        result.status = ReceiveStatus::FrameTooLarge;
+        break;
+      case ReadStatus::EmptyFrame:
+        result.status = ReceiveStatus::EmptyFrame;
+        break;
+      case ReadStatus::Malformed:
+        result.status = ReceiveStatus::Malformed;
+        break;
+      case ReadStatus::NeedMore:
+        break;
     }
     if (r.status != ReadStatus::NeedMore) {
       s.close();
@@ -268,10 +292,20 @@ ReceiveResult Connection::read_frame(std::chrono::milliseconds timeout) {
   }
 }
 
-void Connection::close() { impl_->close(); }
-bool Connection::is_open() const { return impl_->socket.is_open(); }
-const std::string& Connection::peer() const { return impl_->peer; }
-std::uint64_t Connection::bytes_received() const { return impl_->bytes_received; }
-std::uint64_t Connection::bytes_sent() const { return impl_->bytes_sent; }
+void Connection::close() {
+  impl_->close();
+}
+bool Connection::is_open() const {
+  return impl_->socket.is_open();
+}
+const std::string& Connection::peer() const {
+  return impl_->peer;
+}
+std::uint64_t Connection::bytes_received() const {
+  return impl_->bytes_received;
+}
+std::uint64_t Connection::bytes_sent() const {
+  return impl_->bytes_sent;
+}
 
 }  // namespace bustle::client

@@ -6,11 +6,16 @@ namespace bustle::client {
 
 const char* to_string(ReadStatus s) {
   switch (s) {
-    case ReadStatus::NeedMore: return "need_more";
-    case ReadStatus::Frame: return "frame";
-    case ReadStatus::FrameTooLarge: return "frame_too_large";
-    case ReadStatus::EmptyFrame: return "empty_frame";
-    case ReadStatus::Malformed: return "malformed";
+    case ReadStatus::NeedMore:
+      return "need_more";
+    case ReadStatus::Frame:
+      return "frame";
+    case ReadStatus::FrameTooLarge:
+      return "frame_too_large";
+    case ReadStatus::EmptyFrame:
+      return "empty_frame";
+    case ReadStatus::Malformed:
+      return "malformed";
   }
   return "?";
 }

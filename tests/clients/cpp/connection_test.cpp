@@ -1,13 +1,14 @@
 // Transport tests against a scripted fake server on loopback: reassembly over
 // a real socket, timeouts that keep the connection, EOF, protocol errors that
 // close it, and the Client's handshake and command bookkeeping.
-#include <catch2/catch.hpp>
+#include "bustle/client/connection.hpp"
+
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <thread>
 
 #include "bustle/client/client.hpp"
-#include "bustle/client/connection.hpp"
 #include "support/fake_server.hpp"
 #include "support/server_frames.hpp"
 
@@ -149,9 +150,9 @@ TEST_CASE("Connection closes on an oversize or malformed frame", "[connection]")
   SECTION("oversize length prefix") {
     t::FakeServer server([](t::FakePeer& peer, t::FakeServer& s) {
       const std::uint32_t n = bustle::proto::kServerFrameMaxBytes + 1;
-      const std::uint8_t prefix[4] = {static_cast<std::uint8_t>(n), static_cast<std::uint8_t>(n >> 8),
-                                      static_cast<std::uint8_t>(n >> 16),
-                                      static_cast<std::uint8_t>(n >> 24)};
+      const std::uint8_t prefix[4] = {
+          static_cast<std::uint8_t>(n), static_cast<std::uint8_t>(n >> 8),
+          static_cast<std::uint8_t>(n >> 16), static_cast<std::uint8_t>(n >> 24)};
       peer.write(prefix);
       if (!peer.wait_for_eof(3000ms)) s.fail("client did not close after an oversize prefix");
     });
@@ -237,8 +238,8 @@ TEST_CASE("Client handshake: Welcome, Error, or an unexpected frame", "[client]"
   SECTION("a Welcome with another protocol version") {
     t::FakeServer server([](t::FakePeer& peer, t::FakeServer&) {
       peer.read_frame(3000ms);
-      peer.write(t::framed(t::welcome_payload(0, wire::Role::Viewer,
-                                              bustle::proto::kProtocolVersion + 1)));
+      peer.write(t::framed(
+          t::welcome_payload(0, wire::Role::Viewer, bustle::proto::kProtocolVersion + 1)));
       peer.wait_for_eof(3000ms);
     });
     c::ClientOptions o;
@@ -285,8 +286,7 @@ TEST_CASE("Client command waits for its own result and buffers Deltas meanwhile"
     peer.write(delta_frame(12));
     peer.write(t::framed(t::command_result_payload(cmd->request_id() + 100)));  // stray
     peer.write(delta_frame(13));
-    peer.write(t::framed(t::command_result_payload(cmd->request_id(),
-                                                   wire::CommandStatus::Accepted,
+    peer.write(t::framed(t::command_result_payload(cmd->request_id(), wire::CommandStatus::Accepted,
                                                    wire::RejectReason::None, 13, true)));
     peer.write(delta_frame(14));
     // Second command: rejected.
@@ -297,9 +297,9 @@ TEST_CASE("Client command waits for its own result and buffers Deltas meanwhile"
       return;
     }
     if (cmd2->request_id() == cmd->request_id()) s.fail("request id reused");
-    peer.write(t::framed(t::command_result_payload(cmd2->request_id(),
-                                                   wire::CommandStatus::Rejected,
-                                                   wire::RejectReason::WrongClockMode, 14)));
+    peer.write(
+        t::framed(t::command_result_payload(cmd2->request_id(), wire::CommandStatus::Rejected,
+                                            wire::RejectReason::WrongClockMode, 14)));
     peer.wait_for_eof(3000ms);
   });
   c::ClientOptions o;
@@ -404,12 +404,10 @@ TEST_CASE("Client keeps results of outstanding requests that arrive out of order
     }
     // Answer the second first (like a world command answered at the next
     // step after an immediate one), with a Delta in between.
-    peer.write(t::framed(t::command_result_payload(cb->request_id(),
-                                                   wire::CommandStatus::Accepted,
+    peer.write(t::framed(t::command_result_payload(cb->request_id(), wire::CommandStatus::Accepted,
                                                    wire::RejectReason::None, 21)));
     peer.write(delta_frame(21));
-    peer.write(t::framed(t::command_result_payload(ca->request_id(),
-                                                   wire::CommandStatus::Accepted,
+    peer.write(t::framed(t::command_result_payload(ca->request_id(), wire::CommandStatus::Accepted,
                                                    wire::RejectReason::None, 22)));
     peer.wait_for_eof(3000ms);
   });

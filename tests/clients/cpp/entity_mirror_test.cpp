@@ -1,3 +1,5 @@
+#include "bustle/client/entity_mirror.hpp"
+
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <map>
@@ -6,7 +8,6 @@
 #include <string>
 #include <vector>
 
-#include "bustle/client/entity_mirror.hpp"
 #include "support/server_frames.hpp"
 
 using bustle::client::EntityId;
@@ -73,8 +74,8 @@ TEST_CASE("EntityMirror dequantizes the wire state", "[mirror]") {
 
 TEST_CASE("EntityMirror applies entered, updated and left with stable slots", "[mirror]") {
   EntityMirror m;
-  auto s = apply(m, baseline(1, {t::state(0, 1, 0, 0), t::state(1, 1, 100, 0),
-                                 t::state(2, 1, 200, 0)}));
+  auto s =
+      apply(m, baseline(1, {t::state(0, 1, 0, 0), t::state(1, 1, 100, 0), t::state(2, 1, 200, 0)}));
   CHECK(s.baseline);
   CHECK(s.entered == 3);
   REQUIRE(m.size() == 3);
@@ -243,8 +244,8 @@ TEST_CASE("EntityMirror counts steps that do not increase", "[mirror]") {
 
 TEST_CASE("EntityMirror stops at its capacity and counts the overflow", "[mirror]") {
   EntityMirror m(2);
-  const auto s = apply(m, baseline(1, {t::state(0, 1, 0, 0), t::state(1, 1, 0, 0),
-                                       t::state(2, 1, 0, 0)}));
+  const auto s =
+      apply(m, baseline(1, {t::state(0, 1, 0, 0), t::state(1, 1, 0, 0), t::state(2, 1, 0, 0)}));
   CHECK(s.entered == 2);
   CHECK(s.rejected_full == 1);
   CHECK(m.size() == 2);

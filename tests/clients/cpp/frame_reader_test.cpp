@@ -1,8 +1,9 @@
+#include "bustle/client/frame_reader.hpp"
+
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <vector>
 
-#include "bustle/client/frame_reader.hpp"
 #include "bustle/client/messages.hpp"
 #include "support/server_frames.hpp"
 
@@ -158,8 +159,8 @@ TEST_CASE("FrameReader rejects every single-byte corruption cleanly or verifies 
           "[frame_reader]") {
   // Flipping any payload byte must give Frame (a still-valid buffer) or
   // Malformed, never a crash: the verifier runs before anything is read.
-  const auto payload = t::delta_payload(t::DeltaSpec{
-      7, 700, 99, true, {t::state(1, 1, 1, 2), t::state(2, 1, 3, 4)}, {}, {}});
+  const auto payload = t::delta_payload(
+      t::DeltaSpec{7, 700, 99, true, {t::state(1, 1, 1, 2), t::state(2, 1, 3, 4)}, {}, {}});
   for (std::size_t i = 0; i < payload.size(); ++i) {
     auto corrupted = payload;
     corrupted[i] ^= 0xa5;

@@ -1,7 +1,8 @@
+#include "bustle/client/messages.hpp"
+
 #include <catch2/catch.hpp>
 #include <string>
 
-#include "bustle/client/messages.hpp"
 #include "bustle/proto/framing.hpp"
 
 namespace c = bustle::client;

@@ -95,9 +95,8 @@ int run_watch(const CliOptions& o, std::FILE* out, std::FILE* err) {
   auto next_line = window_start + interval;
   client::MirrorCounters at_window_start = mirror.counters();
   std::uint32_t lines = 0;
-  std::fprintf(out, "watching %s (%s clock, %" PRIu32 " us steps)\n",
-               c.connection().peer().c_str(), wire::EnumNameClockMode(c.welcome().clock_mode),
-               c.welcome().step_us);
+  std::fprintf(out, "watching %s (%s clock, %" PRIu32 " us steps)\n", c.connection().peer().c_str(),
+               wire::EnumNameClockMode(c.welcome().clock_mode), c.welcome().step_us);
   std::fflush(out);
 
   while (o.count == 0 || lines < o.count) {
@@ -109,7 +108,8 @@ int run_watch(const CliOptions& o, std::FILE* out, std::FILE* err) {
         return seconds > 0 ? static_cast<double>(total - before) / seconds : 0.0;
       };
       std::fprintf(out,
-                   "step %-10" PRIu64 " entities %-7zu entered/s %-9.1f updated/s %-10.1f "
+                   "step %-10" PRIu64
+                   " entities %-7zu entered/s %-9.1f updated/s %-10.1f "
                    "left/s %-9.1f digest %016" PRIx64 "\n",
                    mirror.last_step(), mirror.size(), per_s(k.entered, at_window_start.entered),
                    per_s(k.updated, at_window_start.updated), per_s(k.left, at_window_start.left),
@@ -164,8 +164,7 @@ int run_operator(const CliOptions& o, std::FILE* out, std::FILE* err) {
     return kExitRejected;
   }
   std::fprintf(out, "%s accepted at step %" PRIu64 "%s%s\n", o.command.c_str(),
-               r.value.applied_step, r.value.message.empty() ? "" : ": ",
-               r.value.message.c_str());
+               r.value.applied_step, r.value.message.empty() ? "" : ": ", r.value.message.c_str());
   std::fflush(out);
   return kExitOk;
 }
@@ -192,11 +191,14 @@ int main_entry(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) args.emplace_back(argv[i]);
   const ParseResult parsed = parse_args(args, std::getenv("BUSTLE_TOKEN"));
   switch (parsed.status) {
-    case ParseStatus::Help: print_usage(stdout); return kExitOk;
+    case ParseStatus::Help:
+      print_usage(stdout);
+      return kExitOk;
     case ParseStatus::Error:
       std::fprintf(stderr, "bustle: %s\nTry 'bustle --help'.\n", parsed.error.c_str());
       return kExitUsage;
-    case ParseStatus::Ok: break;
+    case ParseStatus::Ok:
+      break;
   }
   return run(parsed.options, stdout, stderr);
 }

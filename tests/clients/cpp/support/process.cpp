@@ -52,14 +52,19 @@ std::vector<char*> c_argv(const std::vector<std::string>& argv) {
 
 std::string ExitInfo::describe() const {
   std::ostringstream s;
-  if (exited) s << "exit code " << exit_code;
-  else if (signal != 0) s << "killed by signal " << signal;
-  else s << "unknown end";
+  if (exited)
+    s << "exit code " << exit_code;
+  else if (signal != 0)
+    s << "killed by signal " << signal;
+  else
+    s << "unknown end";
   if (timed_out) s << " (did not end in time; killed)";
   return s.str();
 }
 
-ChildProcess::~ChildProcess() { reset(); }
+ChildProcess::~ChildProcess() {
+  reset();
+}
 
 void ChildProcess::reset() {
   if (pid_ > 0) {

@@ -15,10 +15,10 @@
 namespace bustle::test {
 
 struct ExitInfo {
-  bool exited = false;      // normal exit: exit_code is valid
+  bool exited = false;  // normal exit: exit_code is valid
   int exit_code = -1;
-  int signal = 0;           // killed by this signal
-  bool timed_out = false;   // did not end within the bound (then killed)
+  int signal = 0;          // killed by this signal
+  bool timed_out = false;  // did not end within the bound (then killed)
   std::string describe() const;
 };
 

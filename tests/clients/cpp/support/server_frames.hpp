@@ -46,8 +46,8 @@ inline std::vector<std::uint8_t> delta_payload(const DeltaSpec& d) {
   const auto entered = fbb.CreateVectorOfStructs(d.entered);
   const auto updated = fbb.CreateVectorOfStructs(d.updated);
   const auto left = fbb.CreateVectorOfStructs(d.left);
-  const auto delta = wire::CreateDelta(fbb, d.step, d.sim_time_us, d.digest, d.baseline, entered,
-                                       updated, left);
+  const auto delta =
+      wire::CreateDelta(fbb, d.step, d.sim_time_us, d.digest, d.baseline, entered, updated, left);
   return finish_server(fbb, wire::ServerMessage::Delta, delta.Union());
 }
 
@@ -77,7 +77,8 @@ inline std::vector<std::uint8_t> command_result_payload(
                               wire::ClockMode::Manual, false, 12, 20, 1024, 1, 12, 0, 3, 1, 0);
   }
   const auto msg = fbb.CreateString("ok");
-  const auto r = wire::CreateCommandResult(fbb, request_id, status, reason, msg, applied_step, stats);
+  const auto r =
+      wire::CreateCommandResult(fbb, request_id, status, reason, msg, applied_step, stats);
   return finish_server(fbb, wire::ServerMessage::CommandResult, r.Union());
 }
 

@@ -60,8 +60,8 @@ struct ServerErrorInfo {
 
 struct Status {
   ClientStatus status = ClientStatus::NotConnected;
-  std::string message;                           // a sentence for humans
-  std::optional<ServerErrorInfo> server_error;   // set with ServerError
+  std::string message;                          // a sentence for humans
+  std::optional<ServerErrorInfo> server_error;  // set with ServerError
   bool ok() const { return status == ClientStatus::Ok; }
 };
 

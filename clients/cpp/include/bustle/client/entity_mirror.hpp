@@ -59,11 +59,11 @@ struct MirrorCounters {
   std::uint64_t entered = 0;
   std::uint64_t updated = 0;
   std::uint64_t left = 0;
-  std::uint64_t replaced = 0;          // entered with a known index, other generation
-  std::uint64_t duplicate_enters = 0;  // entered with an id already live (state overwritten)
-  std::uint64_t unknown_updates = 0;   // updated id not live (or stale generation)
-  std::uint64_t unknown_lefts = 0;     // left id not live (or stale generation)
-  std::uint64_t rejected_full = 0;     // entered while the mirror was at capacity
+  std::uint64_t replaced = 0;              // entered with a known index, other generation
+  std::uint64_t duplicate_enters = 0;      // entered with an id already live (state overwritten)
+  std::uint64_t unknown_updates = 0;       // updated id not live (or stale generation)
+  std::uint64_t unknown_lefts = 0;         // left id not live (or stale generation)
+  std::uint64_t rejected_full = 0;         // entered while the mirror was at capacity
   std::uint64_t steps_not_increasing = 0;  // non-baseline Delta whose step <= the last one
 };
 
@@ -135,13 +135,13 @@ class EntityMirror {
  private:
   void remove_slot(std::uint32_t slot, MirrorListener* listener);
   // Returns false (and counts) when the mirror is full.
-  bool insert(const bustle::wire::EntityState& state, std::uint64_t step,
-              MirrorListener* listener, ApplySummary& summary);
+  bool insert(const bustle::wire::EntityState& state, std::uint64_t step, MirrorListener* listener,
+              ApplySummary& summary);
 
   std::uint32_t max_entities_;
   std::vector<EntityView> slots_;
   std::vector<std::uint8_t> live_;
-  std::vector<std::uint32_t> free_slots_;  // LIFO
+  std::vector<std::uint32_t> free_slots_;                      // LIFO
   std::unordered_map<std::uint32_t, std::uint32_t> by_index_;  // EntityId.index -> slot
   MirrorCounters counters_;
   std::uint64_t last_step_ = 0;

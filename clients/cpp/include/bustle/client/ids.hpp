@@ -6,6 +6,7 @@
 // keep per-entity state in arrays; a slot is reused only after its entity left.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <limits>

@@ -24,12 +24,12 @@ inline constexpr int kExitRejected = 3;
 struct CliOptions {
   std::string host = "127.0.0.1";
   std::uint16_t port = 7777;
-  std::string token;           // --token, else the BUSTLE_TOKEN environment variable
+  std::string token;  // --token, else the BUSTLE_TOKEN environment variable
   std::uint32_t timeout_ms = 3000;
-  std::uint32_t count = 0;          // watch: lines to print, 0 = until interrupted
-  std::uint32_t interval_ms = 1000; // watch: time between lines
-  std::string command;              // status, watch, pause, resume, step, target, help
-  std::uint32_t argument = 0;       // step N, target N
+  std::uint32_t count = 0;           // watch: lines to print, 0 = until interrupted
+  std::uint32_t interval_ms = 1000;  // watch: time between lines
+  std::string command;               // status, watch, pause, resume, step, target, help
+  std::uint32_t argument = 0;        // step N, target N
 };
 
 enum class ParseStatus : std::uint8_t { Ok, Help, Error };
