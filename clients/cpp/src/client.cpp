@@ -155,10 +155,12 @@ Status Client::receive(std::chrono::milliseconds timeout, ReceiveResult& out) {
   }
   assert(out.frame != nullptr);
   if (const auto* err = out.frame->message_as_Error()) {
+    // Copy before fail() closes the connection; the frame views its buffer.
+    ServerErrorInfo info{err->code(), str(err->message())};
     Status s = fail(ClientStatus::ServerError, std::string("server error ") +
-                                                   wire::EnumNameErrorCode(err->code()) + ": " +
-                                                   str(err->message()));
-    s.server_error = ServerErrorInfo{err->code(), str(err->message())};
+                                                   wire::EnumNameErrorCode(info.code) + ": " +
+                                                   info.message);
+    s.server_error = std::move(info);
     return s;
   }
   Status ok;
