@@ -14,6 +14,8 @@
 #include "bustle/core/world.hpp"
 #include "bustle/net/command_queue.hpp"
 #include "bustle/net/server.hpp"
+#include "bustle/persist/persist_worker.hpp"
+#include "bustle/persist/recorder.hpp"
 #include "bustle/scenario/scenario_loader.hpp"
 #include "options.hpp"
 #include "sim_driver.hpp"
@@ -78,6 +80,9 @@ int run(int argc, char** argv) {
   }
   bustle::core::Scenario scenario = std::move(*loaded.scenario);
   if (opt.rate_hz) scenario.step_us = static_cast<std::uint32_t>(std::lround(1e6 / *opt.rate_hz));
+  // The scenario as run (rate override applied) is what snapshots and
+  // recordings keep, so a restore or a replay rebuilds exactly this city.
+  const std::string scenario_json = bustle::scenario::effective_scenario_text(loaded.text, scenario.step_us);
 
   SpdlogSink core_log;
   auto created = bustle::core::World::create(scenario, opt.seed, &core_log);
@@ -87,7 +92,8 @@ int run(int argc, char** argv) {
     }
     return 1;
   }
-  bustle::core::World& world = *created.world;
+  std::unique_ptr<bustle::core::World> world_owner = std::move(created.world);
+  bustle::core::World& world = *world_owner;
 
   if (opt.batch_steps) {
     for (std::uint64_t k = 0; k < *opt.batch_steps; ++k) world.step();
@@ -110,6 +116,76 @@ int run(int argc, char** argv) {
   bustle::net::CommandQueue commands(4096);
   bustle::net::WelcomeInfo welcome{kVersion, scenario.id, scenario.step_us, opt.clock, world.lanes().lanes()};
   bustle::net::Server server(opt.server, std::move(welcome), commands);
+
+  // Recording: refuses to overwrite an existing file (a recording is never lost).
+  std::unique_ptr<bustle::persist::Recorder> recorder;
+  if (opt.record_path) {
+    if (auto e = bustle::persist::Recorder::create(*opt.record_path, scenario_json, recorder); !e.ok()) {
+      std::fprintf(stderr, "bustle-server: --record: %s\n", e.to_string().c_str());
+      return 1;
+    }
+  }
+
+  bustle::app::SimDriver driver(std::move(world_owner), server, commands,
+                                {opt.clock, opt.catchup_steps_max, 100'000, opt.autosave_steps,
+                                 opt.record_keyframe_steps});
+
+  // Declared after the server and the driver, so it is destroyed (queue
+  // finished, thread joined) before the objects its callbacks reach.
+  std::unique_ptr<bustle::persist::PersistWorker> persist;
+  bustle::persist::PersistWorker::Callbacks callbacks;
+  callbacks.on_update = [&server](const bustle::persist::JobStatus& job, const bustle::persist::JobOrigin& origin) {
+    if (job.state == bustle::persist::JobState::Failed) {
+      spdlog::warn("{} '{}' failed: {}", bustle::persist::to_string(job.kind), job.name, job.message);
+    } else {
+      spdlog::info("{} '{}' {} (step {})", bustle::persist::to_string(job.kind), job.name,
+                   bustle::persist::to_string(job.state), job.step);
+    }
+    if (origin.session_id != 0) server.deliver_job_update(origin.session_id, bustle::app::to_job_info(job));
+  };
+  callbacks.on_candidate = [&driver](bustle::persist::PersistWorker::Candidate c) { driver.offer_candidate(std::move(c)); };
+  callbacks.on_list = [&server](const bustle::persist::JobOrigin& origin, const bustle::persist::StoreError& e,
+                                std::vector<bustle::persist::SnapshotInfo> infos) {
+    bustle::net::OutboundResult r;
+    r.session_id = origin.session_id;
+    r.request_id = origin.request_id;
+    if (!e.ok()) {
+      r.status = bustle::core::CommandStatus::Rejected;
+      r.reason = bustle::core::RejectReason::StorageError;
+      r.message = e.to_string();
+    } else {
+      r.status = bustle::core::CommandStatus::Accepted;
+      std::vector<bustle::net::SnapshotEntry> entries;
+      for (auto& i : infos) {
+        entries.push_back({i.name, i.kind, i.scenario_id, i.step, i.sim_time_us, i.digest, i.pedestrians,
+                           i.created_unix_ms});
+      }
+      r.snapshots = std::move(entries);
+    }
+    server.deliver_result(std::move(r));
+  };
+  callbacks.on_delete = [&server](const bustle::persist::JobOrigin& origin, const bustle::persist::StoreError& e,
+                                  bool found) {
+    bustle::net::OutboundResult r;
+    r.session_id = origin.session_id;
+    r.request_id = origin.request_id;
+    r.status = e.ok() && found ? bustle::core::CommandStatus::Accepted : bustle::core::CommandStatus::Rejected;
+    r.reason = !e.ok() ? bustle::core::RejectReason::StorageError
+               : found ? bustle::core::RejectReason::None
+                       : bustle::core::RejectReason::NotFound;
+    r.message = !e.ok() ? e.to_string() : found ? "" : "no snapshot with that name";
+    server.deliver_result(std::move(r));
+  };
+  if (auto e = bustle::persist::PersistWorker::start(opt.snapshot_db, scenario, scenario_json, std::move(callbacks),
+                                                     persist);
+      !e.ok()) {
+    std::fprintf(stderr, "bustle-server: --snapshot-db: %s\n", e.to_string().c_str());
+    return 1;
+  }
+  if (opt.snapshot_db_max_pages > 0) persist->set_max_page_count(opt.snapshot_db_max_pages);
+  driver.attach_persistence(persist.get());
+  driver.attach_recorder(recorder.get());
+
   const auto listening = server.listen();
   if (!listening.ok) {
     std::fprintf(stderr, "bustle-server: %s\n", listening.error.c_str());
@@ -127,19 +203,29 @@ int run(int argc, char** argv) {
   std::printf("bustle-server listening on %s:%u\n", listening.address.c_str(), listening.port);
   std::fflush(stdout);
   spdlog::info("bustle-server {} serving '{}' ({} lanes, {} pedestrians) at {} Hz, clock {}, seed {}", kVersion,
-               scenario.id, world.lanes().size(), scenario.pedestrians.count, 1e6 / scenario.step_us,
+               scenario.id, driver.world().lanes().size(), scenario.pedestrians.count, 1e6 / scenario.step_us,
                opt.clock == bustle::net::ClockMode::Realtime ? "realtime"
                : opt.clock == bustle::net::ClockMode::Fast   ? "fast"
                                                              : "manual",
                opt.seed);
 
-  bustle::app::SimDriver driver(world, server, commands,
-                                {opt.clock, opt.catchup_steps_max, 100'000});
+  if (recorder) spdlog::info("recording to {}", recorder->path());
+  spdlog::info("snapshot store {}", opt.snapshot_db);
   driver.run(stop);
 
   server.stop();
   net_thread.join();
-  spdlog::info("stopped at step {} (digest {:016x})", world.step_index(), world.digest());
+  persist->drain();
+  if (recorder) {
+    recorder->flush();
+    const auto rs = recorder->status();
+    if (rs.failed) {
+      spdlog::error("recording {} failed: {}", recorder->path(), rs.error);
+    } else {
+      spdlog::info("recording {}: {} ticks, {} keyframes", recorder->path(), rs.ticks_written, rs.keyframes_written);
+    }
+  }
+  spdlog::info("stopped at step {} (digest {:016x})", driver.world().step_index(), driver.world().digest());
   return 0;
 }
 

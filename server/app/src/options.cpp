@@ -115,6 +115,36 @@ std::vector<Setting> settings() {
                     ? ""
                     : range("bytes", 4096, std::size_t{1} << 32, v);
        }},
+      {"--snapshot-db", "BUSTLE_SNAPSHOT_DB", true,
+       [](O& o, const std::string& v) {
+         if (v.empty()) return std::string("expected a file path");
+         o.snapshot_db = v;
+         return std::string();
+       }},
+      {"--snapshot-db-max-pages", "BUSTLE_SNAPSHOT_DB_MAX_PAGES", true,
+       [=](O& o, const std::string& v) {
+         return parse_uint<std::int64_t>(v, 0, std::int64_t{1} << 40, o.snapshot_db_max_pages)
+                    ? ""
+                    : range("pages", 0, std::int64_t{1} << 40, v);
+       }},
+      {"--autosave-steps", "BUSTLE_AUTOSAVE_STEPS", true,
+       [=](O& o, const std::string& v) {
+         return parse_uint<std::uint64_t>(v, 0, 1'000'000'000ull, o.autosave_steps)
+                    ? ""
+                    : range("steps", 0, 1'000'000'000ull, v);
+       }},
+      {"--record", "BUSTLE_RECORD", true,
+       [](O& o, const std::string& v) {
+         if (v.empty()) return std::string("expected a file path");
+         o.record_path = v;
+         return std::string();
+       }},
+      {"--record-keyframe-steps", "BUSTLE_RECORD_KEYFRAME_STEPS", true,
+       [=](O& o, const std::string& v) {
+         return parse_uint<std::uint64_t>(v, 0, 1'000'000'000ull, o.record_keyframe_steps)
+                    ? ""
+                    : range("steps", 0, 1'000'000'000ull, v);
+       }},
       {"--log-level", "BUSTLE_LOG_LEVEL", true,
        [](O& o, const std::string& v) {
          if (v != "trace" && v != "debug" && v != "info" && v != "warn" && v != "error" && v != "off") {
@@ -161,6 +191,17 @@ Flags override BUSTLE_* environment variables (shown in brackets).
   --client-outbound-max-bytes N  per-client send backlog before deltas are
                          coalesced (default 8388608)   [BUSTLE_CLIENT_OUTBOUND_MAX_BYTES]
   --log-level L          trace|debug|info|warn|error|off (default info) [BUSTLE_LOG_LEVEL]
+
+Snapshots and recording:
+  --snapshot-db FILE     snapshot store (SQLite; created if missing)
+                         (default bustle-snapshots.db)              [BUSTLE_SNAPSHOT_DB]
+  --snapshot-db-max-pages N  cap the store at N pages of 4 KiB; writes that need
+                         more fail like a full disk (0 = no cap) [BUSTLE_SNAPSHOT_DB_MAX_PAGES]
+  --autosave-steps N     checkpoint "autosave" every N steps (0 = off)  [BUSTLE_AUTOSAVE_STEPS]
+  --record FILE          record the session (scenario, keyframes, commands,
+                         every digest) to a new SQLite file        [BUSTLE_RECORD]
+  --record-keyframe-steps N  periodic keyframe interval in steps (default 600;
+                         0 = initial and restore keyframes only) [BUSTLE_RECORD_KEYFRAME_STEPS]
   --steps N              batch mode: run N steps headless, then exit 0
   --print-digest         with --steps: print "step <N> digest <16 hex digits>"
   --help, --version

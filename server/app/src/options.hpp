@@ -21,6 +21,11 @@ struct AppOptions {
   bool print_digest = false;
   std::uint32_t catchup_steps_max = 5;     // realtime: steps run per wake at most
   std::string log_level = "info";
+  std::string snapshot_db = "bustle-snapshots.db";  // snapshot store file
+  std::int64_t snapshot_db_max_pages = 0;           // 0 = no cap (fault injection, quotas)
+  std::uint64_t autosave_steps = 0;                 // 0 = off
+  std::optional<std::string> record_path;           // --record FILE
+  std::uint64_t record_keyframe_steps = 600;
   net::ServerOptions server;
   bool show_help = false;
   bool show_version = false;

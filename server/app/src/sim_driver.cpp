@@ -3,28 +3,35 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
-#include <thread>
 
 namespace bustle::app {
 
 using Clock = std::chrono::steady_clock;
+using Kind = net::ControlCommand::Kind;
 
-SimDriver::SimDriver(core::World& world, net::Server& server, net::CommandQueue& commands,
+net::JobInfo to_job_info(const persist::JobStatus& job) {
+  return net::JobInfo{job.job_id, static_cast<std::uint8_t>(job.kind), static_cast<std::uint8_t>(job.state),
+                      job.terminal, job.name, job.step, job.message};
+}
+
+SimDriver::SimDriver(std::unique_ptr<core::World> world, net::Server& server, net::CommandQueue& commands,
                      SimDriverOptions options)
-    : world_(world), server_(server), commands_(commands), options_(options) {
+    : world_(std::move(world)), server_(server), commands_(commands), options_(options) {
   // Clients that join before the first step get a baseline of the initial state.
-  server_.publish(net::make_published_frame(world_));
+  server_.publish(net::make_published_frame(*world_, world_epoch_));
 }
 
 void SimDriver::run(const std::atomic<bool>& stop) {
-  const auto step = std::chrono::microseconds(world_.step_us());
+  const auto step = std::chrono::microseconds(world_->step_us());
   Clock::time_point next_due{};
   while (!stop.load()) {
+    apply_candidates();
     drain_commands();
     if (stop.load()) break;
 
     if (options_.clock == net::ClockMode::Manual || paused_) {
-      // Nothing runs until a command arrives (Step, Resume) or shutdown.
+      // Nothing runs until a command arrives (Step, Resume), a restore is
+      // ready, or shutdown.
       commands_.wait_until(Clock::now() + std::chrono::milliseconds(200));
       continue;
     }
@@ -60,6 +67,56 @@ void SimDriver::run(const std::atomic<bool>& stop) {
   }
 }
 
+void SimDriver::offer_candidate(persist::PersistWorker::Candidate candidate) {
+  {
+    std::lock_guard lock(candidates_mu_);
+    candidates_.push_back(std::move(candidate));
+  }
+  commands_.notify();
+}
+
+void SimDriver::apply_candidates() {
+  std::vector<persist::PersistWorker::Candidate> ready;
+  {
+    std::lock_guard lock(candidates_mu_);
+    ready.swap(candidates_);
+  }
+  for (auto& c : ready) {
+    // Commands queued for the old world never apply; each still gets a result.
+    for (const core::CommandEnvelope& env : world_->take_inbox()) {
+      net::OutboundResult r;
+      r.session_id = env.origin.client_id;
+      r.request_id = env.origin.request_id;
+      r.status = core::CommandStatus::Rejected;
+      r.reason = core::RejectReason::WorldReplaced;
+      r.message = "the world was replaced by " + std::string(persist::to_string(c.job.kind)) + " '" + c.job.name +
+                  "' before this command applied";
+      r.applied_step = world_->step_index();
+      server_.deliver_result(std::move(r));
+    }
+    submitted_since_step_.clear();
+    const std::uint64_t from = world_->step_index();
+    world_ = std::move(c.world);
+    ++world_epoch_;
+    restore_keyframe_due_ = recorder_ != nullptr;
+    server_.publish(net::make_published_frame(*world_, world_epoch_));
+    spdlog::info("{} '{}' applied: step {} -> {} (digest {:016x})", persist::to_string(c.job.kind), c.job.name, from,
+                 world_->step_index(), world_->digest());
+    if (persist_ == nullptr) continue;
+    if (c.job.kind == persist::JobKind::Restore) {
+      persist_->advance(c.job, persist::JobState::Applied, c.origin, world_->step_index());
+    } else {
+      persist_->advance(c.job, persist::JobState::SnapshotApplied, c.origin, world_->step_index());
+      // Schedules arrive with the population work; today the saved facts
+      // (clock, population target) are all there is to reconcile.
+      persist_->advance(c.job, persist::JobState::ScheduleReconciled, c.origin, world_->step_index());
+      // The new-epoch frame above makes every subscribed client rebuild from a
+      // baseline on its next delta.
+      persist_->advance(c.job, persist::JobState::RepresentationRebuilt, c.origin, world_->step_index());
+    }
+  }
+}
+
 void SimDriver::drain_commands() {
   while (auto cmd = commands_.try_pop()) handle(std::move(*cmd));
 }
@@ -68,12 +125,14 @@ void SimDriver::handle(net::InboundCommand cmd) {
   net::OutboundResult r;
   r.session_id = cmd.session_id;
   r.request_id = cmd.request_id;
-  r.applied_step = world_.step_index();
+  r.applied_step = world_->step_index();
 
   if (auto* world_cmd = std::get_if<core::WorldCommand>(&cmd.body)) {
-    const core::SubmitStatus st = world_.submit(
-        core::CommandEnvelope{core::CommandOrigin{cmd.session_id, cmd.request_id}, *world_cmd});
-    if (st == core::SubmitStatus::Queued) return;  // answered after the next step
+    const core::CommandEnvelope env{core::CommandOrigin{cmd.session_id, cmd.request_id}, *world_cmd};
+    if (world_->submit(env) == core::SubmitStatus::Queued) {
+      if (recorder_ != nullptr) submitted_since_step_.push_back(env);
+      return;  // answered after the next step
+    }
     r.status = core::CommandStatus::Rejected;
     r.reason = core::RejectReason::InboxFull;
     r.message = "world command inbox is full";
@@ -84,16 +143,16 @@ void SimDriver::handle(net::InboundCommand cmd) {
   const auto& ctl = std::get<net::ControlCommand>(cmd.body);
   r.status = core::CommandStatus::Accepted;
   switch (ctl.kind) {
-    case net::ControlCommand::Kind::Pause:
+    case Kind::Pause:
       paused_ = true;
-      spdlog::info("paused at step {} by client {}", world_.step_index(), cmd.session_id);
+      spdlog::info("paused at step {} by client {}", world_->step_index(), cmd.session_id);
       break;
-    case net::ControlCommand::Kind::Resume:
-      if (paused_) spdlog::info("resumed at step {} by client {}", world_.step_index(), cmd.session_id);
+    case Kind::Resume:
+      if (paused_) spdlog::info("resumed at step {} by client {}", world_->step_index(), cmd.session_id);
       paused_ = false;
       resync_clock_ = true;  // no catch-up burst for the time spent paused
       break;
-    case net::ControlCommand::Kind::Step:
+    case Kind::Step:
       if (options_.clock != net::ClockMode::Manual) {
         r.status = core::CommandStatus::Rejected;
         r.reason = core::RejectReason::WrongClockMode;
@@ -107,19 +166,88 @@ void SimDriver::handle(net::InboundCommand cmd) {
         break;
       }
       for (std::uint32_t k = 0; k < ctl.step_count; ++k) run_step();
-      r.applied_step = world_.step_index();
+      r.applied_step = world_->step_index();
       break;
-    case net::ControlCommand::Kind::QueryStats:
+    case Kind::QueryStats:
       r.stats = stats();
+      break;
+    default:
+      if (handle_snapshot_command(cmd, ctl, r)) return;  // answered by the persistence thread
       break;
   }
   server_.deliver_result(std::move(r));
 }
 
+bool SimDriver::handle_snapshot_command(const net::InboundCommand& cmd, const net::ControlCommand& ctl,
+                                        net::OutboundResult& r) {
+  auto reject = [&](core::RejectReason reason, std::string message) {
+    r.status = core::CommandStatus::Rejected;
+    r.reason = reason;
+    r.message = std::move(message);
+    return false;
+  };
+  if (persist_ == nullptr) return reject(core::RejectReason::StorageError, "snapshots are disabled on this server");
+  const persist::JobOrigin origin{cmd.session_id, cmd.request_id};
+  const bool named = ctl.kind == Kind::Checkpoint || ctl.kind == Kind::Restore || ctl.kind == Kind::Save ||
+                     ctl.kind == Kind::Load || ctl.kind == Kind::DeleteSnapshot;
+  if (named) {
+    if (std::string why = persist::validate_snapshot_name(ctl.name); !why.empty()) {
+      return reject(core::RejectReason::InvalidArgument, "snapshot name '" + ctl.name + "': " + why);
+    }
+  }
+  std::optional<persist::JobStatus> job;
+  switch (ctl.kind) {
+    case Kind::Checkpoint:
+      // The copy happens here, between steps; the worker commits it.
+      job = persist_->submit_checkpoint(ctl.name, persist::JobKind::Checkpoint, world_->capture(), origin);
+      break;
+    case Kind::Save:
+      job = persist_->submit_save(ctl.name, world_->capture_save(), origin);
+      break;
+    case Kind::Restore:
+      job = persist_->submit_restore(ctl.name, origin);
+      break;
+    case Kind::Load:
+      job = persist_->submit_load(ctl.name, origin);
+      break;
+    case Kind::ListSnapshots:
+      persist_->submit_list(origin);
+      return true;
+    case Kind::DeleteSnapshot:
+      persist_->submit_delete(ctl.name, origin);
+      return true;
+    case Kind::QueryJob:
+      job = persist_->query(ctl.job_id);
+      if (!job) return reject(core::RejectReason::NotFound, "no job " + std::to_string(ctl.job_id));
+      break;
+    default:
+      return reject(core::RejectReason::UnknownCommand, "unknown control command");
+  }
+  r.job = to_job_info(*job);
+  if (job->state == persist::JobState::Failed && ctl.kind != Kind::QueryJob) {
+    reject(core::RejectReason::StorageError, job->message);
+  }
+  return false;
+}
+
 void SimDriver::run_step() {
-  world_.step();
-  server_.publish(net::make_published_frame(world_));
-  for (const core::CommandResult& cr : world_.last_command_results()) {
+  const std::uint64_t tick = tick_ + 1;
+  if (recorder_ != nullptr) {
+    // Keyframes are the state just before this tick's step, queued commands included.
+    if (tick == 1) {
+      recorder_->record_keyframe(tick, persist::KeyframeReason::Initial, world_->capture());
+    } else if (restore_keyframe_due_) {
+      recorder_->record_keyframe(tick, persist::KeyframeReason::Restore, world_->capture());
+    } else if (options_.record_keyframe_steps > 0 && (tick - 1) % options_.record_keyframe_steps == 0) {
+      recorder_->record_keyframe(tick, persist::KeyframeReason::Periodic, world_->capture());
+    }
+  }
+  restore_keyframe_due_ = false;
+
+  world_->step();
+  tick_ = tick;
+  server_.publish(net::make_published_frame(*world_, world_epoch_));
+  for (const core::CommandResult& cr : world_->last_command_results()) {
     net::OutboundResult r;
     r.session_id = cr.origin.client_id;
     r.request_id = cr.origin.request_id;
@@ -129,25 +257,39 @@ void SimDriver::run_step() {
     r.applied_step = cr.step;
     server_.deliver_result(std::move(r));
   }
+  if (recorder_ != nullptr) {
+    recorder_->record_tick(persist::RecordedTick{tick, world_->step_index(), world_->digest(),
+                                                 std::move(submitted_since_step_)});
+    submitted_since_step_.clear();
+  }
+  if (persist_ != nullptr && options_.autosave_steps > 0 && world_->step_index() % options_.autosave_steps == 0) {
+    persist_->submit_checkpoint("autosave", persist::JobKind::Autosave, world_->capture(), persist::JobOrigin{});
+  }
 }
 
 net::StatsSnapshot SimDriver::stats() const {
   net::StatsSnapshot s;
-  s.step = world_.step_index();
-  s.sim_time_us = world_.sim_time_us();
-  s.digest = world_.digest();
-  s.step_us = world_.step_us();
+  s.step = world_->step_index();
+  s.sim_time_us = world_->sim_time_us();
+  s.digest = world_->digest();
+  s.step_us = world_->step_us();
   s.clock_mode = options_.clock;
   s.paused = paused_;
-  s.pedestrians = world_.pedestrians().size();
-  s.pedestrian_target = world_.pedestrian_target();
-  s.entity_capacity = world_.registry().capacity();
+  s.pedestrians = world_->pedestrians().size();
+  s.pedestrian_target = world_->pedestrian_target();
+  s.entity_capacity = world_->registry().capacity();
   s.clients = server_.client_count();
-  s.spawned_total = world_.counters().spawned_total;
-  s.despawned_total = world_.counters().despawned_total;
-  s.commands_accepted = world_.counters().commands_accepted;
-  s.commands_rejected = world_.counters().commands_rejected;
+  s.spawned_total = world_->counters().spawned_total;
+  s.despawned_total = world_->counters().despawned_total;
+  s.commands_accepted = world_->counters().commands_accepted;
+  s.commands_rejected = world_->counters().commands_rejected;
   s.dropped_steps = dropped_steps_;
+  if (recorder_ != nullptr) {
+    const persist::RecorderStatus rs = recorder_->status();
+    s.recording = !rs.failed;
+    s.recording_failed = rs.failed;
+    s.recorded_ticks = rs.ticks_written;
+  }
   return s;
 }
 

@@ -1,9 +1,10 @@
 // The sim thread: the only code that mutates the World.
 //
-// It drains the network's CommandQueue, handles clock commands (pause, resume,
-// step, stats) itself, hands world commands to World::submit, runs steps under
-// the chosen clock mode, publishes one immutable frame per step and routes
-// command results back. It never touches a socket.
+// It drains the network's CommandQueue, handles control commands (clock,
+// stats, snapshot jobs) itself, hands world commands to World::submit, runs
+// steps under the chosen clock mode, publishes one immutable frame per step,
+// routes command results back, feeds the session recorder, and swaps in
+// restored worlds at step boundaries. It never touches a socket or a file.
 //
 // Clock modes:
 //   realtime  fixed-step accumulator: a step is due every step_us of wall time;
@@ -14,14 +15,24 @@
 //   manual    steps only on a Step(n) command (scripted tests, co-simulation).
 // World commands are applied at the start of the next step, so in manual mode
 // (or while paused) their result arrives after the next step runs.
+//
+// Recording (when a Recorder is attached): tick T is the T-th executed step.
+// Keyframes are captured just before a tick's step, after that tick's commands
+// were submitted (initial at tick 1, every record_keyframe_steps ticks, and at
+// the first tick after a restore/load); see persist/recorder.hpp.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
 
 #include "bustle/core/world.hpp"
 #include "bustle/net/command_queue.hpp"
 #include "bustle/net/server.hpp"
+#include "bustle/persist/persist_worker.hpp"
+#include "bustle/persist/recorder.hpp"
 
 namespace bustle::app {
 
@@ -29,31 +40,58 @@ struct SimDriverOptions {
   net::ClockMode clock = net::ClockMode::Realtime;
   std::uint32_t catchup_steps_max = 5;
   std::uint32_t manual_step_max = 100'000;  // per Step command
+  std::uint64_t autosave_steps = 0;         // 0 = off; else checkpoint "autosave" every N steps
+  std::uint64_t record_keyframe_steps = 600;  // 0 = only the initial (and restore) keyframes
 };
 
 class SimDriver {
  public:
-  SimDriver(core::World& world, net::Server& server, net::CommandQueue& commands,
+  SimDriver(std::unique_ptr<core::World> world, net::Server& server, net::CommandQueue& commands,
             SimDriverOptions options);
+
+  // Optional collaborators; set before run(). Both outlive run().
+  void attach_persistence(persist::PersistWorker* worker) { persist_ = worker; }
+  void attach_recorder(persist::Recorder* recorder) { recorder_ = recorder; }
 
   // Runs until stop is set (and commands.close() wakes it).
   void run(const std::atomic<bool>& stop);
 
+  // Thread-safe (persistence thread): a validated restore/load candidate.
+  void offer_candidate(persist::PersistWorker::Candidate candidate);
+
+  const core::World& world() const { return *world_; }
   std::uint64_t dropped_steps() const { return dropped_steps_; }
 
  private:
+  void apply_candidates();
   void drain_commands();
   void handle(net::InboundCommand cmd);
+  // Fills r, or returns true when the persistence thread will answer instead.
+  bool handle_snapshot_command(const net::InboundCommand& cmd, const net::ControlCommand& ctl,
+                               net::OutboundResult& r);
   void run_step();
   net::StatsSnapshot stats() const;
 
-  core::World& world_;
+  std::unique_ptr<core::World> world_;
   net::Server& server_;
   net::CommandQueue& commands_;
   SimDriverOptions options_;
+  persist::PersistWorker* persist_ = nullptr;
+  persist::Recorder* recorder_ = nullptr;
+
   bool paused_ = false;
   bool resync_clock_ = true;  // realtime: restart the schedule from "now"
   std::uint64_t dropped_steps_ = 0;
+  std::uint64_t world_epoch_ = 0;
+  std::uint64_t tick_ = 0;  // steps executed by this process (recording ticks)
+  bool restore_keyframe_due_ = false;
+  std::vector<core::CommandEnvelope> submitted_since_step_;  // for the recording
+
+  std::mutex candidates_mu_;
+  std::vector<persist::PersistWorker::Candidate> candidates_;
 };
+
+// Conversions between persist job types and their wire mirrors.
+net::JobInfo to_job_info(const persist::JobStatus& job);
 
 }  // namespace bustle::app

@@ -42,6 +42,9 @@ const char* to_string(RejectReason r) {
     case RejectReason::WrongClockMode: return "wrong_clock_mode";
     case RejectReason::UnknownCommand: return "unknown_command";
     case RejectReason::ShuttingDown: return "shutting_down";
+    case RejectReason::NotFound: return "not_found";
+    case RejectReason::StorageError: return "storage_error";
+    case RejectReason::WorldReplaced: return "world_replaced";
   }
   return "?";
 }
@@ -86,6 +89,17 @@ World::World(const Scenario& scenario, std::uint64_t seed, LogSink* log)
   results_.reserve(scenario.command_inbox_capacity);
   despawn_pending_.assign(cap, 0);
   digest_ = compute_digest();
+}
+
+std::vector<CommandEnvelope> World::take_inbox() {
+  std::vector<CommandEnvelope> out;
+  out.reserve(inbox_count_);
+  while (inbox_count_ > 0) {
+    out.push_back(std::move(inbox_[inbox_head_]));
+    inbox_head_ = (inbox_head_ + 1) % inbox_.size();
+    --inbox_count_;
+  }
+  return out;
 }
 
 SubmitStatus World::submit(CommandEnvelope envelope) {

@@ -22,13 +22,23 @@ std::optional<InboundCommand> CommandQueue::try_pop() {
 
 bool CommandQueue::wait_until(std::chrono::steady_clock::time_point deadline) {
   std::unique_lock lock(mu_);
-  return cv_.wait_until(lock, deadline, [&] { return closed_ || !items_.empty(); }) &&
-         !items_.empty();
+  cv_.wait_until(lock, deadline, [&] { return closed_ || notified_ || !items_.empty(); });
+  notified_ = false;
+  return !items_.empty();
 }
 
 void CommandQueue::wait() {
   std::unique_lock lock(mu_);
-  cv_.wait(lock, [&] { return closed_ || !items_.empty(); });
+  cv_.wait(lock, [&] { return closed_ || notified_ || !items_.empty(); });
+  notified_ = false;
+}
+
+void CommandQueue::notify() {
+  {
+    std::lock_guard lock(mu_);
+    notified_ = true;
+  }
+  cv_.notify_all();
 }
 
 void CommandQueue::close() {

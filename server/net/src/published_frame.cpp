@@ -21,8 +21,10 @@ std::uint16_t quantize_speed(double mps) {
   return static_cast<std::uint16_t>(std::clamp(std::round(mps * 100.0), 0.0, 65535.0));
 }
 
-std::shared_ptr<const PublishedFrame> make_published_frame(const core::World& world) {
+std::shared_ptr<const PublishedFrame> make_published_frame(const core::World& world,
+                                                           std::uint64_t world_epoch) {
   auto frame = std::make_shared<PublishedFrame>();
+  frame->world_epoch = world_epoch;
   frame->step = world.step_index();
   frame->sim_time_us = world.sim_time_us();
   frame->digest = world.digest();

@@ -33,6 +33,21 @@ SharedBytes make_error_frame(wire::ErrorCode code, const std::string& message) {
   return finish_frame(fbb);
 }
 
+flatbuffers::Offset<wire::JobStatus> make_job_status(flatbuffers::FlatBufferBuilder& fbb, const JobInfo& j) {
+  return wire::CreateJobStatusDirect(fbb, j.job_id, static_cast<wire::JobKind>(j.kind),
+                                     static_cast<wire::JobState>(j.state), j.terminal, j.name.c_str(), j.step,
+                                     j.message.c_str());
+}
+
+SharedBytes make_job_update_frame(const JobInfo& j) {
+  flatbuffers::FlatBufferBuilder fbb(256);
+  const auto status = make_job_status(fbb, j);
+  const auto upd = wire::CreateJobUpdate(fbb, status);
+  fbb.Finish(wire::CreateServerFrame(fbb, wire::ServerMessage::JobUpdate, upd.Union()),
+             wire::ServerFrameIdentifier());
+  return finish_frame(fbb);
+}
+
 SharedBytes make_result_frame(const OutboundResult& r) {
   flatbuffers::FlatBufferBuilder fbb(512);
   flatbuffers::Offset<wire::Stats> stats = 0;
@@ -54,13 +69,28 @@ SharedBytes make_result_frame(const OutboundResult& r) {
     sb.add_commands_accepted(s.commands_accepted);
     sb.add_commands_rejected(s.commands_rejected);
     sb.add_dropped_steps(s.dropped_steps);
+    sb.add_recording(s.recording);
+    sb.add_recording_failed(s.recording_failed);
+    sb.add_recorded_ticks(s.recorded_ticks);
     stats = sb.Finish();
+  }
+  flatbuffers::Offset<wire::JobStatus> job = 0;
+  if (r.job) job = make_job_status(fbb, *r.job);
+  flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::SnapshotInfo>>> snapshots = 0;
+  if (r.snapshots) {
+    std::vector<flatbuffers::Offset<wire::SnapshotInfo>> items;
+    for (const SnapshotEntry& e : *r.snapshots) {
+      items.push_back(wire::CreateSnapshotInfoDirect(fbb, e.name.c_str(), e.kind.c_str(), e.scenario_id.c_str(),
+                                                     e.step, e.sim_time_us, e.digest, e.pedestrians,
+                                                     e.created_unix_ms));
+    }
+    snapshots = fbb.CreateVector(items);
   }
   const auto msg = r.message.empty() ? 0 : fbb.CreateString(r.message);
   const auto res = wire::CreateCommandResult(fbb, r.request_id,
                                              static_cast<wire::CommandStatus>(r.status),
                                              static_cast<wire::RejectReason>(r.reason), msg,
-                                             r.applied_step, stats);
+                                             r.applied_step, stats, job, snapshots);
   fbb.Finish(wire::CreateServerFrame(fbb, wire::ServerMessage::CommandResult, res.Union()),
              wire::ServerFrameIdentifier());
   return finish_frame(fbb);
@@ -85,6 +115,7 @@ class Server::Impl {
   void start_accept();
   void publish(std::shared_ptr<const PublishedFrame> frame);
   void deliver_result(OutboundResult result);
+  void deliver_job_update(std::uint32_t session_id, JobInfo job);
   void stop();
   void remove(std::uint32_t id);
 
@@ -140,6 +171,11 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void on_frame_published(const std::shared_ptr<const PublishedFrame>& frame) {
     if (phase_ != Phase::Ready || !subscribed_) return;
+    if (frame->world_epoch != epoch_) {
+      // The world was replaced: never diff ids across worlds.
+      epoch_ = frame->world_epoch;
+      tracker_.reset();
+    }
     if (frame->step <= last_sent_step_ && !tracker_.baseline_pending()) return;
     const auto now = std::chrono::steady_clock::now();
     if (out_bytes_ > server_.options_.outbound_bytes_max) {
@@ -164,6 +200,11 @@ class Session : public std::enable_shared_from_this<Session> {
     if (inflight_ > 0) --inflight_;
     if (phase_ != Phase::Ready) return;
     enqueue(make_result_frame(r));
+  }
+
+  void send_job_update(const JobInfo& j) {
+    if (phase_ != Phase::Ready) return;
+    enqueue(make_job_update_frame(j));
   }
 
   // Sends an Error frame, then closes this connection only.
@@ -325,6 +366,7 @@ class Session : public std::enable_shared_from_this<Session> {
       for (const auto k : *sub.kinds()) mask |= 1u << (static_cast<std::uint32_t>(k) & 31u);
     }
     tracker_.set_kind_mask(mask);
+    if (server_.latest_seen_) epoch_ = server_.latest_seen_->world_epoch;
     subscribed_ = true;
     // Late join is normal: send the baseline now from the latest frame rather
     // than waiting for the next step (which, in manual mode, may never come).
@@ -343,24 +385,31 @@ class Session : public std::enable_shared_from_this<Session> {
     send_result(r);
   }
 
+  static ControlCommand named(ControlCommand::Kind kind, const flatbuffers::String* name) {
+    return ControlCommand{kind, 0, name != nullptr ? name->str() : std::string(), 0};
+  }
+
   void handle_command(const wire::Command& cmd) {
     InboundCommand in;
     in.session_id = id_;
     in.request_id = cmd.request_id();
     in.role = role_;
     bool needs_operator = true;
+    if (cmd.body_type() != wire::CommandBody::NONE && cmd.body() == nullptr) {
+      return reject(cmd.request_id(), core::RejectReason::InvalidArgument, "command body is missing");
+    }
     switch (cmd.body_type()) {
       case wire::CommandBody::Pause:
-        in.body = ControlCommand{ControlCommand::Kind::Pause, 0};
+        in.body = ControlCommand{ControlCommand::Kind::Pause, 0, {}, 0};
         break;
       case wire::CommandBody::Resume:
-        in.body = ControlCommand{ControlCommand::Kind::Resume, 0};
+        in.body = ControlCommand{ControlCommand::Kind::Resume, 0, {}, 0};
         break;
       case wire::CommandBody::Step:
-        in.body = ControlCommand{ControlCommand::Kind::Step, cmd.body_as_Step()->count()};
+        in.body = ControlCommand{ControlCommand::Kind::Step, cmd.body_as_Step()->count(), {}, 0};
         break;
       case wire::CommandBody::QueryStats:
-        in.body = ControlCommand{ControlCommand::Kind::QueryStats, 0};
+        in.body = ControlCommand{ControlCommand::Kind::QueryStats, 0, {}, 0};
         needs_operator = false;
         break;
       case wire::CommandBody::SetPedestrianTarget:
@@ -372,6 +421,29 @@ class Session : public std::enable_shared_from_this<Session> {
         in.body = core::WorldCommand{core::DespawnEntity{core::EntityId{id->index(), id->generation()}}};
         break;
       }
+      case wire::CommandBody::Checkpoint:
+        in.body = named(ControlCommand::Kind::Checkpoint, cmd.body_as_Checkpoint()->name());
+        break;
+      case wire::CommandBody::Restore:
+        in.body = named(ControlCommand::Kind::Restore, cmd.body_as_Restore()->name());
+        break;
+      case wire::CommandBody::Save:
+        in.body = named(ControlCommand::Kind::Save, cmd.body_as_Save()->name());
+        break;
+      case wire::CommandBody::Load:
+        in.body = named(ControlCommand::Kind::Load, cmd.body_as_Load()->name());
+        break;
+      case wire::CommandBody::ListSnapshots:
+        in.body = ControlCommand{ControlCommand::Kind::ListSnapshots, 0, {}, 0};
+        needs_operator = false;
+        break;
+      case wire::CommandBody::DeleteSnapshot:
+        in.body = named(ControlCommand::Kind::DeleteSnapshot, cmd.body_as_DeleteSnapshot()->name());
+        break;
+      case wire::CommandBody::QueryJob:
+        in.body = ControlCommand{ControlCommand::Kind::QueryJob, 0, {}, cmd.body_as_QueryJob()->job_id()};
+        needs_operator = false;
+        break;
       default:
         return reject(cmd.request_id(), core::RejectReason::UnknownCommand,
                       "unknown command type " + std::to_string(static_cast<int>(cmd.body_type())));
@@ -439,6 +511,7 @@ class Session : public std::enable_shared_from_this<Session> {
   Role role_ = Role::Viewer;
   bool subscribed_ = false;
   std::uint64_t last_sent_step_ = 0;
+  std::uint64_t epoch_ = 0;
   DeltaTracker tracker_;
   flatbuffers::FlatBufferBuilder fbb_{1 << 16};
   std::deque<SharedBytes> outq_;
@@ -543,6 +616,13 @@ void Server::Impl::deliver_result(OutboundResult result) {
   });
 }
 
+void Server::Impl::deliver_job_update(std::uint32_t session_id, JobInfo job) {
+  asio::post(io_, [this, session_id, j = std::move(job)] {
+    auto it = sessions_.find(session_id);
+    if (it != sessions_.end()) it->second->send_job_update(j);
+  });
+}
+
 void Server::Impl::stop() {
   asio::post(io_, [this] {
     if (stopping_) return;
@@ -575,6 +655,9 @@ Server::ListenResult Server::listen() { return impl_->listen(); }
 void Server::run() { impl_->io_.run(); }
 void Server::publish(std::shared_ptr<const PublishedFrame> frame) { impl_->publish(std::move(frame)); }
 void Server::deliver_result(OutboundResult result) { impl_->deliver_result(std::move(result)); }
+void Server::deliver_job_update(std::uint32_t session_id, JobInfo job) {
+  impl_->deliver_job_update(session_id, std::move(job));
+}
 void Server::stop() { impl_->stop(); }
 void Server::on_signal(std::function<void(int)> fn) {
   asio::post(impl_->io_, [this, f = std::move(fn)]() mutable { impl_->signal_fn_ = std::move(f); });

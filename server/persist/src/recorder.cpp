@@ -173,8 +173,6 @@ StoreError Recorder::write_batch(std::vector<Item>& batch) {
         return StoreError{path_, "recording_keyframes", "tick=" + std::to_string(kf.tick), "", e.message, e.code};
       }
       ++keyframes;
-      // Resume batching in a fresh transaction.
-      if (SqlError e = db.exec("BEGIN IMMEDIATE"); !e.ok()) return StoreError{path_, "", "", "", e.message, e.code};
     }
   }
   if (SqlError e = tx.commit(); !e.ok()) return StoreError{path_, "", "", "", e.message, e.code};

@@ -28,7 +28,9 @@ const char* type_name(const json& j) {
 }
 
 // Walks one JSON document, collecting errors instead of throwing, so one run
-// reports every problem in the file.
+// reports every structural problem in the file (types, missing and unknown
+// fields). Semantic rules (references, ranges) run only on a structurally
+// sound file, and report all of theirs.
 class Reader {
  public:
   explicit Reader(std::string source) : source_(std::move(source)) {}
@@ -197,6 +199,7 @@ std::string LoadError::to_string() const {
 
 LoadResult load_scenario_text(std::string_view text, std::string_view source) {
   LoadResult result;
+  result.text = std::string(text);
   const std::string src(source);
   json root;
   try {
@@ -268,6 +271,17 @@ LoadResult load_scenario_file(const std::string& path) {
     return result;
   }
   return load_scenario_text(buf.str(), path);
+}
+
+std::string effective_scenario_text(const std::string& text, std::uint32_t step_us) {
+  json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object()) return text;
+  const std::uint32_t current = doc.contains("step_us") && doc["step_us"].is_number_unsigned()
+                                    ? doc["step_us"].get<std::uint32_t>()
+                                    : core::Scenario{}.step_us;
+  if (current == step_us) return text;
+  doc["step_us"] = step_us;
+  return doc.dump(2) + "\n";
 }
 
 LoadResult load_embedded_default() {

@@ -55,6 +55,9 @@ enum class RejectReason : std::uint8_t {
   WrongClockMode = 5,
   UnknownCommand = 6,
   ShuttingDown = 7,
+  NotFound = 8,       // no snapshot or job with that name or id
+  StorageError = 9,   // the snapshot store failed; the message names the cause
+  WorldReplaced = 10, // the world was replaced (restore/load) before this command applied
 };
 
 const char* to_string(CommandStatus s);

@@ -107,6 +107,10 @@ class World {
   // Queues a command for the next step. Never blocks; a full inbox rejects.
   SubmitStatus submit(CommandEnvelope envelope);
   std::uint32_t inbox_size() const { return static_cast<std::uint32_t>(inbox_count_); }
+  // Removes and returns the queued commands (arrival order) without applying
+  // them; used when this world is about to be replaced, so each still gets a
+  // result.
+  std::vector<CommandEnvelope> take_inbox();
 
   // Advances one fixed step through all phases.
   void step();

@@ -22,11 +22,26 @@ namespace bustle::net {
 
 enum class Role : std::uint8_t { Viewer = 0, Operator = 1 };
 
-// Commands handled by the sim thread's clock driver, outside the world.
+// Commands handled by the sim thread's driver, outside the world: clock
+// control, stats, and snapshot jobs.
 struct ControlCommand {
-  enum class Kind : std::uint8_t { Pause, Resume, Step, QueryStats };
+  enum class Kind : std::uint8_t {
+    Pause,
+    Resume,
+    Step,
+    QueryStats,
+    Checkpoint,
+    Restore,
+    Save,
+    Load,
+    ListSnapshots,
+    DeleteSnapshot,
+    QueryJob,
+  };
   Kind kind = Kind::QueryStats;
-  std::uint32_t step_count = 0;  // Step only
+  std::uint32_t step_count = 0;  // Step
+  std::string name;              // snapshot commands
+  std::uint64_t job_id = 0;      // QueryJob
 };
 
 struct InboundCommand {
@@ -52,6 +67,9 @@ class CommandQueue {
   bool wait_until(std::chrono::steady_clock::time_point deadline);
   void wait();
 
+  // Wakes a waiter without a command (e.g. a restore candidate is ready).
+  void notify();
+
   // Wakes waiters and refuses further pushes (shutdown).
   void close();
   bool closed() const;
@@ -63,6 +81,7 @@ class CommandQueue {
   std::condition_variable cv_;
   std::deque<InboundCommand> items_;
   bool closed_ = false;
+  bool notified_ = false;
 };
 
 }  // namespace bustle::net

@@ -35,6 +35,9 @@ struct PublishedFrame {
   std::uint64_t step = 0;
   std::uint64_t sim_time_us = 0;
   std::uint64_t digest = 0;
+  // Bumped whenever the world is replaced (restore, load): sessions then send
+  // a baseline, because ids of the old and new world must not be diffed.
+  std::uint64_t world_epoch = 0;
   std::vector<QuantizedEntity> entities;  // sorted by id.index, unique indices
 };
 
@@ -43,6 +46,7 @@ std::uint16_t quantize_heading(double radians);
 std::uint16_t quantize_speed(double mps);
 
 // Builds the frame for the world's current step (sim thread).
-std::shared_ptr<const PublishedFrame> make_published_frame(const core::World& world);
+std::shared_ptr<const PublishedFrame> make_published_frame(const core::World& world,
+                                                           std::uint64_t world_epoch = 0);
 
 }  // namespace bustle::net

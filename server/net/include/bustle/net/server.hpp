@@ -70,6 +70,31 @@ struct StatsSnapshot {
   std::uint64_t commands_accepted = 0;
   std::uint64_t commands_rejected = 0;
   std::uint64_t dropped_steps = 0;
+  bool recording = false;
+  bool recording_failed = false;
+  std::uint64_t recorded_ticks = 0;
+};
+
+// Mirrors wire::JobStatus; net does not depend on persist.
+struct JobInfo {
+  std::uint64_t job_id = 0;
+  std::uint8_t kind = 0;   // wire::JobKind
+  std::uint8_t state = 0;  // wire::JobState
+  bool terminal = false;
+  std::string name;
+  std::uint64_t step = 0;
+  std::string message;
+};
+
+struct SnapshotEntry {
+  std::string name;
+  std::string kind;
+  std::string scenario_id;
+  std::uint64_t step = 0;
+  std::uint64_t sim_time_us = 0;
+  std::uint64_t digest = 0;
+  std::uint32_t pedestrians = 0;
+  std::int64_t created_unix_ms = 0;
 };
 
 // The answer to one InboundCommand, routed back to its session.
@@ -81,6 +106,8 @@ struct OutboundResult {
   std::string message;
   std::uint64_t applied_step = 0;
   std::optional<StatsSnapshot> stats;
+  std::optional<JobInfo> job;
+  std::optional<std::vector<SnapshotEntry>> snapshots;
 };
 
 class Server {
@@ -107,6 +134,8 @@ class Server {
   void publish(std::shared_ptr<const PublishedFrame> frame);
   // Thread-safe. Sends a CommandResult to the session, if it is still connected.
   void deliver_result(OutboundResult result);
+  // Thread-safe. Pushes a JobUpdate to the session, if it is still connected.
+  void deliver_job_update(std::uint32_t session_id, JobInfo job);
   // Thread-safe. Sends ServerShuttingDown to every client, closes, stops run().
   void stop();
   // Thread-safe. Calls fn once on the network thread when SIGINT/SIGTERM arrives.

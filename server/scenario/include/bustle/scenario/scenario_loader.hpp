@@ -29,6 +29,9 @@ struct LoadError {
 struct LoadResult {
   std::optional<core::Scenario> scenario;  // set only when errors is empty
   std::vector<LoadError> errors;
+  // The exact JSON text, kept with snapshots and recordings so a restore can
+  // prove it belongs to the running scenario and replay can rebuild it.
+  std::string text;
 
   bool ok() const { return errors.empty(); }
 };
@@ -38,6 +41,11 @@ LoadResult load_scenario_text(std::string_view json_text, std::string_view sourc
 
 // Reads and loads a file. A missing or unreadable file is an error naming it.
 LoadResult load_scenario_file(const std::string& path);
+
+// The scenario text as actually run: `text` itself when its step_us already
+// equals `step_us`, otherwise the same document with step_us replaced (the
+// --rate override), so snapshots and recordings rebuild the same city.
+std::string effective_scenario_text(const std::string& text, std::uint32_t step_us);
 
 // The default city compiled into the binary (identical to
 // configs/default.city.json; a test checks that).

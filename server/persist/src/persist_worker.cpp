@@ -1,0 +1,318 @@
+#include "bustle/persist/persist_worker.hpp"
+
+#include <chrono>
+
+namespace bustle::persist {
+namespace {
+
+constexpr std::size_t kQueueMax = 64;
+constexpr std::size_t kJobHistory = 1024;
+
+std::int64_t now_unix_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+bool is_terminal(JobKind kind, JobState s) {
+  if (s == JobState::Failed) return true;
+  switch (kind) {
+    case JobKind::Checkpoint:
+    case JobKind::Save:
+    case JobKind::Autosave: return s == JobState::Committed;
+    case JobKind::Restore: return s == JobState::Applied;
+    case JobKind::Load: return s == JobState::RepresentationRebuilt;
+  }
+  return false;
+}
+
+}  // namespace
+
+const char* to_string(JobKind k) {
+  switch (k) {
+    case JobKind::Checkpoint: return "checkpoint";
+    case JobKind::Save: return "save";
+    case JobKind::Restore: return "restore";
+    case JobKind::Load: return "load";
+    case JobKind::Autosave: return "autosave";
+  }
+  return "?";
+}
+
+const char* to_string(JobState s) {
+  switch (s) {
+    case JobState::Queued: return "queued";
+    case JobState::Copied: return "copied";
+    case JobState::Committed: return "committed";
+    case JobState::Validated: return "validated";
+    case JobState::Applied: return "applied";
+    case JobState::SnapshotApplied: return "snapshot_applied";
+    case JobState::ScheduleReconciled: return "schedule_reconciled";
+    case JobState::RepresentationRebuilt: return "representation_rebuilt";
+    case JobState::Failed: return "failed";
+  }
+  return "?";
+}
+
+std::string validate_snapshot_name(const std::string& name) {
+  if (name.empty() || name.size() > 64) return "name must be 1 to 64 characters";
+  for (const char c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+                    c == '_' || c == '-';
+    if (!ok) return "name may only contain letters, digits, '.', '_' and '-'";
+  }
+  if (name.rfind("keyframe.", 0) == 0) return "names starting with 'keyframe.' are reserved for recordings";
+  return {};
+}
+
+StoreError PersistWorker::start(const std::string& path, core::Scenario scenario, std::string scenario_json,
+                                Callbacks callbacks, std::unique_ptr<PersistWorker>& out) {
+  std::unique_ptr<PersistWorker> w(new PersistWorker());
+  if (StoreError e = SnapshotStore::open(path, FileKind::Snapshots, true, w->store_); !e.ok()) return e;
+  w->scenario_ = std::move(scenario);
+  w->scenario_json_ = std::move(scenario_json);
+  w->cb_ = std::move(callbacks);
+  w->thread_ = std::thread([p = w.get()] { p->run(); });
+  out = std::move(w);
+  return {};
+}
+
+PersistWorker::~PersistWorker() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+JobStatus PersistWorker::new_job(JobKind kind, const std::string& name, JobState state, std::uint64_t step) {
+  std::lock_guard lock(mu_);
+  JobStatus j;
+  j.job_id = next_job_id_++;
+  j.kind = kind;
+  j.state = state;
+  j.name = name;
+  j.step = step;
+  j.terminal = is_terminal(kind, state);
+  jobs_[j.job_id] = j;
+  while (jobs_.size() > kJobHistory) jobs_.erase(jobs_.begin());
+  return j;
+}
+
+void PersistWorker::update(JobStatus job, const JobOrigin& origin) {
+  job.terminal = is_terminal(job.kind, job.state);
+  {
+    std::lock_guard lock(mu_);
+    jobs_[job.job_id] = job;
+  }
+  if (cb_.on_update) cb_.on_update(job, origin);
+}
+
+bool PersistWorker::enqueue(Task task) {
+  {
+    std::lock_guard lock(mu_);
+    if (tasks_.size() >= kQueueMax || stop_) return false;
+    tasks_.push_back(std::move(task));
+  }
+  cv_.notify_one();
+  return true;
+}
+
+void PersistWorker::run() {
+  for (;;) {
+    Task task;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] { return stop_ || !tasks_.empty(); });
+      if (tasks_.empty()) return;  // stop_ and drained
+      task = std::move(tasks_.front());
+      tasks_.pop_front();
+      busy_ = true;
+    }
+    task();
+    {
+      std::lock_guard lock(mu_);
+      busy_ = false;
+    }
+    idle_cv_.notify_all();
+  }
+}
+
+void PersistWorker::drain() {
+  std::unique_lock lock(mu_);
+  idle_cv_.wait(lock, [&] { return tasks_.empty() && !busy_; });
+}
+
+JobStatus PersistWorker::submit_checkpoint(const std::string& name, JobKind kind, core::WorldCheckpoint checkpoint,
+                                           const JobOrigin& origin) {
+  JobStatus job = new_job(kind, name, JobState::Copied, checkpoint.step_index);
+  auto cp = std::make_shared<core::WorldCheckpoint>(std::move(checkpoint));
+  const bool queued = enqueue([this, job, cp, origin]() mutable {
+    const StoreError e = store_.write_checkpoint(job.name, "checkpoint", *cp, scenario_json_, now_unix_ms());
+    job.state = e.ok() ? JobState::Committed : JobState::Failed;
+    job.message = e.ok() ? "" : e.to_string();
+    update(job, origin);
+  });
+  if (!queued) {
+    job.state = JobState::Failed;
+    job.message = "persistence queue is full (" + std::to_string(kQueueMax) + " jobs)";
+    update(job, origin);
+  }
+  return job;
+}
+
+JobStatus PersistWorker::submit_save(const std::string& name, core::SaveState save, const JobOrigin& origin) {
+  JobStatus job = new_job(JobKind::Save, name, JobState::Copied, save.step_index);
+  const bool queued = enqueue([this, job, save, origin]() mutable {
+    const StoreError e = store_.write_save(job.name, save, scenario_json_, now_unix_ms());
+    job.state = e.ok() ? JobState::Committed : JobState::Failed;
+    job.message = e.ok() ? "" : e.to_string();
+    update(job, origin);
+  });
+  if (!queued) {
+    job.state = JobState::Failed;
+    job.message = "persistence queue is full";
+    update(job, origin);
+  }
+  return job;
+}
+
+std::string PersistWorker::restore_error_text(const std::string& snapshot, const core::RestoreError& e) const {
+  // Map the core's state paths onto the tables they were read from.
+  std::string table = "world_state";
+  std::string rest = e.path;
+  auto take_prefix = [&](const std::string& prefix, const std::string& t) {
+    if (rest.rfind(prefix, 0) == 0) {
+      table = t;
+      return true;
+    }
+    return false;
+  };
+  if (!take_prefix("pedestrians", "pedestrian_columns") && !take_prefix("inbox", "pending_commands") &&
+      !take_prefix("registry", "world_state")) {
+    take_prefix("", "snapshots");
+  }
+  std::string row = "name='" + snapshot + "'";
+  std::string field = rest;
+  if (auto lb = rest.find('['); lb != std::string::npos) {
+    const auto rb = rest.find(']', lb);
+    row += " element " + rest.substr(lb + 1, rb - lb - 1);
+    field = rest.substr(0, lb) + (rb + 1 < rest.size() ? rest.substr(rb + 1) : "");
+  }
+  return StoreError{store_.path(), table, row, field, e.message, 0}.to_string();
+}
+
+JobStatus PersistWorker::submit_restore(const std::string& name, const JobOrigin& origin) {
+  JobStatus job = new_job(JobKind::Restore, name, JobState::Queued, 0);
+  const bool queued = enqueue([this, job, origin]() mutable {
+    LoadedCheckpoint lc;
+    if (StoreError e = store_.read_checkpoint(job.name, lc); !e.ok()) {
+      job.state = JobState::Failed;
+      job.message = e.to_string();
+      return update(job, origin);
+    }
+    if (lc.scenario_json != scenario_json_) {
+      job.state = JobState::Failed;
+      job.message = StoreError{store_.path(), "snapshots", "name='" + job.name + "'", "scenario_json",
+                               "snapshot was taken with a different scenario ('" + lc.info.scenario_id +
+                                   "') than the running one ('" + scenario_.id + "')",
+                               0}
+                        .to_string();
+      return update(job, origin);
+    }
+    auto restored = core::World::restore(scenario_, lc.checkpoint);
+    if (!restored.world) {
+      job.state = JobState::Failed;
+      job.message = restore_error_text(job.name, restored.errors.front());
+      return update(job, origin);
+    }
+    job.state = JobState::Validated;
+    job.step = lc.checkpoint.step_index;
+    update(job, origin);
+    if (cb_.on_candidate) cb_.on_candidate(Candidate{std::move(restored.world), job, origin});
+  });
+  if (!queued) {
+    job.state = JobState::Failed;
+    job.message = "persistence queue is full";
+    update(job, origin);
+  }
+  return job;
+}
+
+JobStatus PersistWorker::submit_load(const std::string& name, const JobOrigin& origin) {
+  JobStatus job = new_job(JobKind::Load, name, JobState::Queued, 0);
+  const bool queued = enqueue([this, job, origin]() mutable {
+    LoadedSave ls;
+    if (StoreError e = store_.read_save(job.name, ls); !e.ok()) {
+      job.state = JobState::Failed;
+      job.message = e.to_string();
+      return update(job, origin);
+    }
+    if (ls.info.scenario_id != scenario_.id) {
+      job.state = JobState::Failed;
+      job.message = StoreError{store_.path(), "snapshots", "name='" + job.name + "'", "scenario_id",
+                               "save is of scenario '" + ls.info.scenario_id + "', the server runs '" + scenario_.id + "'",
+                               0}
+                        .to_string();
+      return update(job, origin);
+    }
+    auto loaded = core::World::load_save(scenario_, ls.save);
+    if (!loaded.world) {
+      job.state = JobState::Failed;
+      job.message = restore_error_text(job.name, loaded.errors.front());
+      return update(job, origin);
+    }
+    job.state = JobState::Validated;
+    job.step = ls.save.step_index;
+    update(job, origin);
+    if (cb_.on_candidate) cb_.on_candidate(Candidate{std::move(loaded.world), job, origin});
+  });
+  if (!queued) {
+    job.state = JobState::Failed;
+    job.message = "persistence queue is full";
+    update(job, origin);
+  }
+  return job;
+}
+
+void PersistWorker::submit_list(const JobOrigin& origin) {
+  const bool queued = enqueue([this, origin] {
+    std::vector<SnapshotInfo> infos;
+    const StoreError e = store_.list(infos);
+    if (cb_.on_list) cb_.on_list(origin, e, std::move(infos));
+  });
+  if (!queued && cb_.on_list) cb_.on_list(origin, StoreError{store_.path(), "", "", "", "persistence queue is full", 0}, {});
+}
+
+void PersistWorker::submit_delete(const std::string& name, const JobOrigin& origin) {
+  const bool queued = enqueue([this, name, origin] {
+    bool found = false;
+    const StoreError e = store_.remove(name, found);
+    if (cb_.on_delete) cb_.on_delete(origin, e, found);
+  });
+  if (!queued && cb_.on_delete) {
+    cb_.on_delete(origin, StoreError{store_.path(), "", "", "", "persistence queue is full", 0}, false);
+  }
+}
+
+void PersistWorker::advance(const JobStatus& job, JobState state, const JobOrigin& origin, std::uint64_t step) {
+  JobStatus next = job;
+  next.state = state;
+  next.step = step;
+  next.message.clear();
+  update(next, origin);
+}
+
+std::optional<JobStatus> PersistWorker::query(std::uint64_t job_id) const {
+  std::lock_guard lock(mu_);
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) return std::nullopt;
+  return it->second;
+}
+
+void PersistWorker::set_max_page_count(std::int64_t pages) {
+  enqueue([this, pages] { store_.set_max_page_count(pages); });
+  drain();
+}
+
+}  // namespace bustle::persist
