@@ -8,6 +8,7 @@
 
 #include "../support/completeness_guard.hpp"
 #include "bustle/persist/snapshot_store.hpp"
+#include "bustle/scenario/scenario_loader.hpp"
 
 using namespace bustle;
 namespace fs = std::filesystem;
@@ -291,4 +292,25 @@ TEST_CASE("a failed write (disk full, read-only) is reported and the previous sn
   std::uint64_t after = 0;
   CHECK(restore_error(path, "prev", &after).empty());
   CHECK(after == before);
+}
+
+TEST_CASE("completeness guard on the embedded default city through SQLite") {
+  auto loaded = bustle::scenario::load_embedded_default();
+  REQUIRE(loaded.ok());
+  const core::Scenario city_default = *loaded.scenario;
+  TempDir dir;
+  auto store = open_store(dir.file("default.db"));
+  int n = 0;
+  const std::vector<bustle::test::ScriptedCommand> script = {
+      {5, core::SetPedestrianTarget{200}}, {30, core::DespawnEntity{core::EntityId{7, 1}}},
+      {31, core::SetPedestrianTarget{90}}};
+  bustle::test::check_checkpoint_completeness(
+      city_default, 7, script, 120, {0, 5, 30, 31, 100}, [&](const core::WorldCheckpoint& cp) {
+        const std::string name = "d" + std::to_string(n++);
+        REQUIRE(store.write_checkpoint(name, "checkpoint", cp, loaded.text, 0).ok());
+        persist::LoadedCheckpoint lc;
+        REQUIRE(store.read_checkpoint(name, lc).ok());
+        CHECK(lc.scenario_json == loaded.text);
+        return lc.checkpoint;
+      });
 }
