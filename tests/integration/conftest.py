@@ -3,8 +3,14 @@
 ``start_server(*args)`` launches ``$BUSTLE_SERVER --port 0 [args]`` (default
 args ``--clock fast``), waits for its one stdout line
 ``bustle-server listening on <addr>:<port>`` and returns a handle with the
-port. At teardown every server gets SIGTERM and must exit with code 0 within
-3 s (it is killed after 5 s either way, so no test leaves a process behind).
+port. Unless the args name one, every server gets its own ``--snapshot-db`` in
+the test's tmp_path (never the default file in the working directory). At
+teardown every server gets SIGTERM and must exit with code 0 within 3 s (it is
+killed after 5 s either way, so no test leaves a process behind); a server a
+test killed on purpose (``kill9()``) is exempt.
+
+``replay_binary()`` is ``$BUSTLE_REPLAY`` (bustle-replay); tests that need it
+skip when it is not set.
 """
 
 import os
@@ -47,8 +53,9 @@ class ServerProcess:
         self.stdout_lines: "queue.Queue[str]" = queue.Queue()
         self._reader = threading.Thread(target=self._read_stdout, daemon=True)
         self._reader.start()
-        self.host, self.port = self._wait_listening()
         self.exit_seconds = None
+        self.killed = False
+        self.host, self.port = self._wait_listening()
 
     def _read_stdout(self):
         for raw in self.proc.stdout:
@@ -84,8 +91,21 @@ class ServerProcess:
     def connect(self, timeout: float = 5.0) -> Session:
         return Session.connect(self.host, self.port, timeout=timeout)
 
+    def kill9(self):
+        """SIGKILL (a crash): no shutdown code runs. Teardown does not check it."""
+        self.killed = True
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(timeout=KILL_AFTER)
+        self._reader.join(timeout=2.0)
+        if not self._stderr.closed:
+            self._stderr.close()
+        return self.proc.returncode
+
     def stop(self, check: bool = True):
         """SIGTERM, wait; kill after KILL_AFTER s. Returns (exit code, seconds)."""
+        if self.killed:
+            return self.proc.returncode, self.exit_seconds
         if self.proc.poll() is None:
             t0 = time.monotonic()
             self.proc.send_signal(signal.SIGTERM)
@@ -120,6 +140,8 @@ def start_server(tmp_path):
     def start(*args, env=None):
         if not args:
             args = ("--clock", "fast")
+        if "--snapshot-db" not in args:
+            args = (*args, "--snapshot-db", str(tmp_path / f"server{len(servers)}-snapshots.db"))
         srv = ServerProcess(["--port", "0", "--bind", "127.0.0.1", *args],
                             tmp_path / f"server{len(servers)}.stderr", env=clean_env(env))
         servers.append(srv)
@@ -146,6 +168,22 @@ def clean_env(extra=None):
     env = {k: v for k, v in os.environ.items() if not k.startswith("BUSTLE_")}
     env.update(extra or {})
     return env
+
+
+def replay_binary() -> str:
+    """$BUSTLE_REPLAY (the bustle-replay tool); skips the test when it is not set."""
+    path = os.environ.get("BUSTLE_REPLAY")
+    if not path:
+        pytest.skip("BUSTLE_REPLAY is not set (bustle-replay is not built in this tree)")
+    if not os.access(path, os.X_OK):
+        pytest.fail(f"BUSTLE_REPLAY={path} is not an executable file")
+    return path
+
+
+def run_replay(*args, timeout=30.0):
+    """Run bustle-replay; returns CompletedProcess (text)."""
+    return subprocess.run([replay_binary(), *args], stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=timeout, env=clean_env())
 
 
 def run_cli(*args, timeout=20.0, env=None):

@@ -3,8 +3,8 @@
 A frame is a 4-byte little-endian payload length followed by the payload, one
 FlatBuffer with a file identifier: ``BCL1`` client->server, ``BSV1``
 server->client. Clients encode ClientFrames (Hello, Subscribe, Command) and
-decode ServerFrames (Welcome, Error, Delta, CommandResult) into the dataclasses
-of :mod:`bustle_client.messages`.
+decode ServerFrames (Welcome, Error, Delta, CommandResult, JobUpdate) into the
+dataclasses of :mod:`bustle_client.messages`.
 
 Python's FlatBuffers runtime has no Verifier, so decoding checks the length and
 file identifier up front and turns any out-of-bounds read of a corrupt buffer
@@ -30,11 +30,16 @@ from .messages import (
     ErrorCode,
     ErrorMessage,
     FrameTooLargeError,
+    JobKind,
+    JobState,
+    JobStatus,
+    JobUpdate,
     Lane,
     LaneKind,
     MalformedFrameError,
     RejectReason,
     Role,
+    SnapshotInfo,
     Stats,
     Welcome,
     _enum_or_int,
@@ -57,7 +62,7 @@ _ENTITY_ID = struct.Struct("<II")
 assert _ENTITY_STATE.size == w.EntityStateStruct.EntityState.SizeOf()
 assert _ENTITY_ID.size == w.EntityId.EntityId.SizeOf()
 
-Message = Union[Welcome, ErrorMessage, Delta, CommandResult]
+Message = Union[Welcome, ErrorMessage, Delta, CommandResult, JobUpdate]
 
 
 # --------------------------------------------------------------------------
@@ -205,6 +210,24 @@ def _despawn(b, index: int, generation: int):
     return w.DespawnEntity.End(b)
 
 
+def _named(module):
+    """Body builder for the snapshot commands that carry only a name."""
+    def build(b, name: str):
+        if not isinstance(name, str):
+            raise TypeError(f"snapshot name must be a str, not {type(name).__name__}")
+        name_off = b.CreateString(name)
+        module.Start(b)
+        module.AddName(b, name_off)
+        return module.End(b)
+    return build
+
+
+def _query_job(b, job_id: int):
+    w.QueryJob.Start(b)
+    w.QueryJob.AddJobId(b, job_id)
+    return w.QueryJob.End(b)
+
+
 _CB = w.CommandBody.CommandBody
 #: Command name -> (union type, body builder taking (builder, **fields)).
 COMMANDS = {
@@ -214,15 +237,23 @@ COMMANDS = {
     "QueryStats": (_CB.QueryStats, _empty(w.QueryStats)),
     "SetPedestrianTarget": (_CB.SetPedestrianTarget, _set_pedestrian_target),
     "DespawnEntity": (_CB.DespawnEntity, _despawn),
+    "Checkpoint": (_CB.Checkpoint, _named(w.Checkpoint)),
+    "Restore": (_CB.Restore, _named(w.Restore)),
+    "Save": (_CB.Save, _named(w.Save)),
+    "Load": (_CB.Load, _named(w.Load)),
+    "ListSnapshots": (_CB.ListSnapshots, _empty(w.ListSnapshots)),
+    "DeleteSnapshot": (_CB.DeleteSnapshot, _named(w.DeleteSnapshot)),
+    "QueryJob": (_CB.QueryJob, _query_job),
 }
 
 
-def build_command(request_id: int, name: str, **fields) -> bytes:
-    """Command payload, e.g. ``build_command(3, "Step", count=5)``."""
+def build_command(request_id: int, command: str, /, **fields) -> bytes:
+    """Command payload, e.g. ``build_command(3, "Step", count=5)`` or
+    ``build_command(4, "Checkpoint", name="cp")``."""
     try:
-        body_type, build_body = COMMANDS[name]
+        body_type, build_body = COMMANDS[command]
     except KeyError:
-        raise ValueError(f"unknown command {name!r}; known: {', '.join(COMMANDS)}") from None
+        raise ValueError(f"unknown command {command!r}; known: {', '.join(COMMANDS)}") from None
     b = w.flatbuffers.Builder(64)
     body = build_body(b, **fields)
     w.Command.Start(b)
@@ -323,11 +354,43 @@ def _decode_stats(s) -> Stats:
         commands_accepted=s.CommandsAccepted(),
         commands_rejected=s.CommandsRejected(),
         dropped_steps=s.DroppedSteps(),
+        recording=s.Recording(),
+        recording_failed=s.RecordingFailed(),
+        recorded_ticks=s.RecordedTicks(),
+    )
+
+
+def _decode_job(j) -> JobStatus:
+    return JobStatus(
+        job_id=j.JobId(),
+        kind=_enum_or_int(JobKind, j.Kind()),
+        state=_enum_or_int(JobState, j.State()),
+        terminal=j.Terminal(),
+        name=_str(j.Name()),
+        step=j.Step(),
+        message=_str(j.Message()),
+    )
+
+
+def _decode_snapshot_info(i) -> SnapshotInfo:
+    return SnapshotInfo(
+        name=_str(i.Name()),
+        kind=_str(i.Kind()),
+        scenario_id=_str(i.ScenarioId()),
+        step=i.Step(),
+        sim_time_us=i.SimTimeUs(),
+        digest=i.Digest(),
+        pedestrians=i.Pedestrians(),
+        created_unix_ms=i.CreatedUnixMs(),
     )
 
 
 def _decode_command_result(m) -> CommandResult:
     stats = m.Stats()
+    job = m.Job()
+    snapshots = None
+    if not m.SnapshotsIsNone():
+        snapshots = [_decode_snapshot_info(m.Snapshots(j)) for j in range(m.SnapshotsLength())]
     return CommandResult(
         request_id=m.RequestId(),
         status=_enum_or_int(CommandStatus, m.Status()),
@@ -335,7 +398,16 @@ def _decode_command_result(m) -> CommandResult:
         message=_str(m.Message()),
         applied_step=m.AppliedStep(),
         stats=_decode_stats(stats) if stats is not None else None,
+        job=_decode_job(job) if job is not None else None,
+        snapshots=snapshots,
     )
+
+
+def _decode_job_update(m) -> JobUpdate:
+    job = m.Job()
+    if job is None:
+        raise MalformedFrameError("JobUpdate without a job")
+    return JobUpdate(_decode_job(job))
 
 
 _SM = w.ServerMessage.ServerMessage
@@ -345,6 +417,7 @@ _SERVER_MESSAGES = {
                 lambda buf, m: ErrorMessage(_enum_or_int(ErrorCode, m.Code()), _str(m.Message()))),
     _SM.Delta: (w.Delta.Delta, _decode_delta),
     _SM.CommandResult: (w.CommandResult.CommandResult, lambda buf, m: _decode_command_result(m)),
+    _SM.JobUpdate: (w.JobUpdate.JobUpdate, lambda buf, m: _decode_job_update(m)),
 }
 
 

@@ -21,6 +21,8 @@ ClockMode = enum.IntEnum("ClockMode", ENUMS["ClockMode"])
 CommandStatus = enum.IntEnum("CommandStatus", ENUMS["CommandStatus"])
 EntityKind = enum.IntEnum("EntityKind", ENUMS["EntityKind"])
 ErrorCode = enum.IntEnum("ErrorCode", ENUMS["ErrorCode"])
+JobKind = enum.IntEnum("JobKind", ENUMS["JobKind"])
+JobState = enum.IntEnum("JobState", ENUMS["JobState"])
 LaneKind = enum.IntEnum("LaneKind", ENUMS["LaneKind"])
 RejectReason = enum.IntEnum("RejectReason", ENUMS["RejectReason"])
 Role = enum.IntEnum("Role", ENUMS["Role"])
@@ -88,6 +90,15 @@ class CommandRejected(BustleError):
             + (f" ({result.message})" if result.message else "")
         )
         self.result = result
+
+
+class JobFailed(BustleError):
+    """Raised by Session.wait_job(..., check=True) when a job ends in Failed."""
+
+    def __init__(self, job: "JobStatus"):
+        kind = job.kind.name if isinstance(job.kind, JobKind) else job.kind
+        super().__init__(f"{kind} job {job.job_id} '{job.name}' failed: {job.message}")
+        self.job = job
 
 
 # --------------------------------------------------------------------------
@@ -180,6 +191,51 @@ class Stats:
     commands_accepted: int
     commands_rejected: int
     dropped_steps: int
+    recording: bool = False  # a session recording is being written (--record)
+    recording_failed: bool = False  # the recording stopped after a write failure
+    recorded_ticks: int = 0  # ticks committed to the recording
+
+
+@dataclass(frozen=True)
+class JobStatus:
+    """One state of a snapshot job (checkpoint, save, restore, load, autosave).
+
+    Writes: Queued -> Copied -> Committed | Failed. Restore: Queued ->
+    Validated -> Applied | Failed. Load: Queued -> Validated ->
+    SnapshotApplied -> ScheduleReconciled -> RepresentationRebuilt | Failed.
+    ``terminal`` is true on the last state; ``message`` says why on Failed.
+    """
+
+    job_id: int
+    kind: JobKind
+    state: JobState
+    terminal: bool
+    name: str
+    step: int  # step captured (writes) or restored to (restore/load)
+    message: str = ""
+
+    @property
+    def failed(self) -> bool:
+        return self.state == JobState.Failed
+
+
+@dataclass(frozen=True)
+class JobUpdate:
+    """Pushed by the server to the client that started a job, on every state change."""
+
+    job: JobStatus
+
+
+@dataclass(frozen=True)
+class SnapshotInfo:
+    name: str
+    kind: str  # "checkpoint" | "save"
+    scenario_id: str
+    step: int
+    sim_time_us: int
+    digest: int
+    pedestrians: int
+    created_unix_ms: int
 
 
 @dataclass(frozen=True)
@@ -190,6 +246,8 @@ class CommandResult:
     message: str
     applied_step: int
     stats: Optional[Stats] = None
+    job: Optional[JobStatus] = None  # snapshot commands and QueryJob
+    snapshots: Optional[list] = None  # ListSnapshots: [SnapshotInfo]
 
     @property
     def accepted(self) -> bool:
@@ -207,6 +265,8 @@ __all__ = [
     "CommandStatus",
     "EntityKind",
     "ErrorCode",
+    "JobKind",
+    "JobState",
     "LaneKind",
     "RejectReason",
     "Role",
@@ -225,5 +285,9 @@ __all__ = [
     "ErrorMessage",
     "Delta",
     "Stats",
+    "JobStatus",
+    "JobUpdate",
+    "SnapshotInfo",
     "CommandResult",
+    "JobFailed",
 ]

@@ -15,7 +15,9 @@ class EntityMirror(dict):
     """dict EntityId -> EntityState, kept current by :meth:`apply`.
 
     Keys are EntityId named tuples, so plain ``(index, generation)`` tuples look
-    entities up too. A baseline delta replaces everything; other deltas remove
+    entities up too. A baseline delta replaces everything, at any step: after
+    a restore or load the server sends a new baseline whose step may be lower
+    than the last one (a restore to an older checkpoint). Other deltas remove
     ``left``, add ``entered`` and replace ``updated``. In strict mode (default)
     anything inconsistent raises MirrorError: a non-baseline delta before the
     first baseline, a step that does not increase, entering an entity already

@@ -15,6 +15,13 @@ of earlier commands while waiting for a delta), so nothing is lost.
 With the fast clock a subscribed session always has a socket buffer full of
 deltas in front of any CommandResult; commands still work but their latency is
 the time to read that backlog. Use a second, unsubscribed session for control.
+
+Snapshot jobs (checkpoint, save, restore, load) answer with a CommandResult
+carrying the job's first state; later states are pushed as JobUpdate messages
+to this session and buffered like deltas until :meth:`wait_job` reads them:
+
+    r = s.checkpoint("before-rush").raise_if_rejected()
+    states = s.wait_job(r.job.job_id)          # [JobStatus(state=Committed, ...)]
 """
 
 from __future__ import annotations
@@ -33,8 +40,12 @@ from .messages import (
     Delta,
     EntityId,
     ErrorMessage,
+    JobFailed,
+    JobStatus,
+    JobUpdate,
     ProtocolError,
     ServerError,
+    SnapshotInfo,
     Stats,
     Welcome,
 )
@@ -43,6 +54,8 @@ DEFAULT_TIMEOUT = 5.0
 #: Deltas kept while the caller waits for something else; more is an error
 #: (read deltas, or do not subscribe) rather than silent loss or unbounded memory.
 MAX_BUFFERED_DELTAS = 100_000
+#: Unread JobUpdates kept; more is an error (call wait_job()).
+MAX_BUFFERED_JOB_UPDATES = 10_000
 
 
 class Session:
@@ -54,6 +67,7 @@ class Session:
         self.timeout = timeout
         self._decoder = codec.FrameDecoder(max_frame_bytes)
         self._deltas: collections.deque = collections.deque()
+        self._job_updates: collections.deque = collections.deque()  # JobStatus, arrival order
         self._results: Dict[int, CommandResult] = {}
         self._next_request_id = 1
         self._eof = False
@@ -154,11 +168,17 @@ class Session:
             self._deltas.append(msg)
         elif isinstance(msg, CommandResult):
             self._results[msg.request_id] = msg
+        elif isinstance(msg, JobUpdate):
+            if len(self._job_updates) >= MAX_BUFFERED_JOB_UPDATES:
+                raise BustleError(
+                    f"more than {MAX_BUFFERED_JOB_UPDATES} unread job updates buffered; "
+                    "read them with wait_job()/next_job_update()")
+            self._job_updates.append(msg.job)
         elif isinstance(msg, Welcome):
             raise ProtocolError("unexpected second Welcome from the server")
 
     def recv(self, timeout: Optional[float] = None):
-        """Next message from the wire: Welcome, Delta or CommandResult.
+        """Next message from the wire: Welcome, Delta, CommandResult or JobUpdate.
 
         Does not look at buffered deltas/results. An Error frame raises
         ServerError; EOF raises ConnectionClosed.
@@ -231,11 +251,14 @@ class Session:
 
     # --------------------------------------------------------------- commands
 
-    def send_command(self, name: str, **fields) -> int:
-        """Send a Command without waiting; returns its request id."""
+    def send_command(self, command: str, /, **fields) -> int:
+        """Send a Command without waiting; returns its request id.
+
+        ``fields`` are the body's fields, e.g. ``send_command("Step", count=3)``
+        or ``send_command("Restore", name="cp")``."""
         request_id = self._next_request_id
         self._next_request_id = (self._next_request_id + 1) & 0xFFFFFFFF or 1
-        self.send_payload(codec.build_command(request_id, name, **fields))
+        self.send_payload(codec.build_command(request_id, command, **fields))
         return request_id
 
     def wait_result(self, request_id: int, timeout: Optional[float] = None) -> CommandResult:
@@ -249,9 +272,13 @@ class Session:
                 return msg
             self._dispatch(msg)
 
-    def command(self, name: str, timeout: Optional[float] = None, **fields) -> CommandResult:
-        """Send a Command and wait for its result (Accepted or Rejected)."""
-        return self.wait_result(self.send_command(name, **fields), timeout)
+    def command(self, command: str, timeout: Optional[float] = None, /, **fields) -> CommandResult:
+        """Send a Command and wait for its result (Accepted or Rejected).
+
+        ``timeout`` is positional here (``command("Step", 2.0, count=1)``) or
+        the keyword ``timeout=`` is taken as the wait, never as a body field."""
+        timeout = fields.pop("timeout", timeout)
+        return self.wait_result(self.send_command(command, **fields), timeout)
 
     def pause(self, timeout: Optional[float] = None) -> CommandResult:
         return self.command("Pause", timeout)
@@ -283,5 +310,122 @@ class Session:
             index, generation = EntityId(*index)
         return self.command("DespawnEntity", timeout, index=index, generation=generation)
 
+    # -------------------------------------------------------------- snapshots
 
-__all__ = ["Session", "DEFAULT_TIMEOUT", "MAX_BUFFERED_DELTAS", "ServerError"]
+    def checkpoint(self, name: str, timeout: Optional[float] = None) -> CommandResult:
+        """Checkpoint (complete state). Accepted with job state Copied; then
+        Committed or Failed arrives as a JobUpdate (see :meth:`wait_job`)."""
+        return self.command("Checkpoint", timeout, name=name)
+
+    def restore(self, name: str, timeout: Optional[float] = None) -> CommandResult:
+        """Restore a checkpoint. Accepted with job state Queued; then Validated
+        -> Applied, or Failed (the live world is untouched)."""
+        return self.command("Restore", timeout, name=name)
+
+    def save(self, name: str, timeout: Optional[float] = None) -> CommandResult:
+        """Save (persistent facts only). Like :meth:`checkpoint`."""
+        return self.command("Save", timeout, name=name)
+
+    def load(self, name: str, timeout: Optional[float] = None) -> CommandResult:
+        """Load a save. Accepted with Queued; then Validated -> SnapshotApplied
+        -> ScheduleReconciled -> RepresentationRebuilt, or Failed."""
+        return self.command("Load", timeout, name=name)
+
+    def list_snapshots(self, timeout: Optional[float] = None) -> CommandResult:
+        """ListSnapshots (any role); the result's ``snapshots`` lists them."""
+        return self.command("ListSnapshots", timeout)
+
+    def snapshots(self, timeout: Optional[float] = None) -> List[SnapshotInfo]:
+        """ListSnapshots, returning the list (raises CommandRejected if rejected)."""
+        result = self.list_snapshots(timeout).raise_if_rejected()
+        return list(result.snapshots or [])
+
+    def delete_snapshot(self, name: str, timeout: Optional[float] = None) -> CommandResult:
+        """DeleteSnapshot; Rejected NotFound when there is no snapshot of that name."""
+        return self.command("DeleteSnapshot", timeout, name=name)
+
+    def query_job(self, job_id: int, timeout: Optional[float] = None) -> CommandResult:
+        """QueryJob (any role): the job's latest state in ``result.job``."""
+        return self.command("QueryJob", timeout, job_id=job_id)
+
+    def next_job_update(self, timeout: Optional[float] = None) -> JobStatus:
+        """The next pushed job state of any job (buffered first)."""
+        if self._job_updates:
+            return self._job_updates.popleft()
+        deadline = self._deadline(timeout)
+        while True:
+            msg = self._read_message(deadline, "a JobUpdate")
+            if isinstance(msg, JobUpdate):
+                return msg.job
+            self._dispatch(msg)
+
+    @property
+    def buffered_job_updates(self) -> int:
+        return len(self._job_updates)
+
+    def wait_job(self, job_id, terminal: bool = True, timeout: Optional[float] = None,
+                 check: bool = False) -> List[JobStatus]:
+        """Collect the pushed states of one job, oldest first.
+
+        ``job_id`` is an id, a JobStatus or a CommandResult carrying a job.
+        With ``terminal`` (default) waits until the state with terminal=True
+        arrived; otherwise returns once at least one state is there. States
+        already buffered count; updates of other jobs stay buffered. Deltas
+        and results that arrive meanwhile are buffered too. With ``check``, a
+        Failed last state raises JobFailed. The returned JobStatus objects
+        carry ``state`` (the list of states seen is ``[j.state for j in ...]``)
+        and ``message``.
+        """
+        if isinstance(job_id, CommandResult):
+            if job_id.job is None:
+                raise ValueError(f"CommandResult of request {job_id.request_id} carries no job")
+            job_id = job_id.job.job_id
+        elif isinstance(job_id, JobStatus):
+            job_id = job_id.job_id
+        seen: List[JobStatus] = []
+
+        def take_buffered() -> bool:
+            keep = collections.deque()
+            done = False
+            while self._job_updates:
+                job = self._job_updates.popleft()
+                if job.job_id == job_id and not done:
+                    seen.append(job)
+                    done = job.terminal or not terminal
+                else:
+                    keep.append(job)
+            self._job_updates = keep
+            return done
+
+        if not take_buffered():
+            deadline = self._deadline(timeout)
+            while True:
+                what = f"{'the last state' if terminal else 'a state'} of job {job_id}"
+                if seen:
+                    what += f" (seen: {', '.join(getattr(j.state, 'name', str(j.state)) for j in seen)})"
+                msg = self._read_message(deadline, what)
+                if isinstance(msg, JobUpdate) and msg.job.job_id == job_id:
+                    seen.append(msg.job)
+                    if msg.job.terminal or not terminal:
+                        break
+                    continue
+                self._dispatch(msg)
+        if check and seen and seen[-1].failed:
+            raise JobFailed(seen[-1])
+        return seen
+
+    def run_job(self, command: str, name: str, timeout: Optional[float] = None,
+                check: bool = False) -> List[JobStatus]:
+        """Send Checkpoint/Save/Restore/Load ``name``, wait for the job's last
+        state; returns every state, the result's first. Raises CommandRejected
+        if the command is rejected (and JobFailed with ``check``)."""
+        result = self.command(command, timeout, name=name).raise_if_rejected()
+        if result.job is None:
+            raise ProtocolError(f"{command} result without a job")
+        if result.job.terminal:
+            return [result.job]
+        return [result.job, *self.wait_job(result.job.job_id, timeout=timeout, check=check)]
+
+
+__all__ = ["Session", "DEFAULT_TIMEOUT", "MAX_BUFFERED_DELTAS", "MAX_BUFFERED_JOB_UPDATES",
+           "ServerError"]

@@ -4,20 +4,29 @@ independently of bustle_client's decoder."""
 
 import flatbuffers
 from bustle.wire import (
+    Checkpoint,
     ClientFrame,
     ClientMessage,
     Command,
     CommandBody,
     CommandResult,
     Delta,
+    DeleteSnapshot,
     DespawnEntity,
     EntityState,
     Error,
     Hello,
+    JobStatus,
+    JobUpdate,
     LaneInfo,
+    Load,
+    QueryJob,
+    Restore,
+    Save,
     ServerFrame,
     ServerMessage,
     SetPedestrianTarget,
+    SnapshotInfo,
     Stats,
     Step,
     Subscribe,
@@ -119,11 +128,45 @@ STATS_FIELDS = [
     "Step", "SimTimeUs", "Digest", "StepUs", "ClockMode", "Paused", "Pedestrians",
     "PedestrianTarget", "EntityCapacity", "Clients", "SpawnedTotal", "DespawnedTotal",
     "CommandsAccepted", "CommandsRejected", "DroppedSteps",
+    "Recording", "RecordingFailed", "RecordedTicks",
 ]
 
 
-def command_result(request_id, status=0, reason=0, message="", applied_step=0, stats=None):
-    """stats: dict of Stats field name (CamelCase as in STATS_FIELDS) -> value."""
+def _job(b, job):
+    """job: dict with job_id, kind, state, terminal, name, step, message."""
+    name = b.CreateString(job.get("name", ""))
+    message = b.CreateString(job.get("message", ""))
+    JobStatus.Start(b)
+    JobStatus.AddJobId(b, job["job_id"])
+    JobStatus.AddKind(b, int(job.get("kind", 0)))
+    JobStatus.AddState(b, int(job.get("state", 0)))
+    JobStatus.AddTerminal(b, bool(job.get("terminal", False)))
+    JobStatus.AddName(b, name)
+    JobStatus.AddStep(b, job.get("step", 0))
+    JobStatus.AddMessage(b, message)
+    return JobStatus.End(b)
+
+
+def _snapshot_info(b, info):
+    """info: tuple (name, kind, scenario_id, step, sim_time_us, digest, pedestrians, created_unix_ms)."""
+    name, kind, scenario_id, step, sim_time_us, digest, pedestrians, created = info
+    offs = [b.CreateString(x) for x in (name, kind, scenario_id)]
+    SnapshotInfo.Start(b)
+    SnapshotInfo.AddName(b, offs[0])
+    SnapshotInfo.AddKind(b, offs[1])
+    SnapshotInfo.AddScenarioId(b, offs[2])
+    SnapshotInfo.AddStep(b, step)
+    SnapshotInfo.AddSimTimeUs(b, sim_time_us)
+    SnapshotInfo.AddDigest(b, digest)
+    SnapshotInfo.AddPedestrians(b, pedestrians)
+    SnapshotInfo.AddCreatedUnixMs(b, created)
+    return SnapshotInfo.End(b)
+
+
+def command_result(request_id, status=0, reason=0, message="", applied_step=0, stats=None,
+                   job=None, snapshots=None):
+    """stats: dict of Stats field name (CamelCase as in STATS_FIELDS) -> value.
+    job: dict (see _job). snapshots: list of SnapshotInfo tuples (see _snapshot_info)."""
     b = flatbuffers.Builder(128)
     stats_off = None
     if stats is not None:
@@ -131,6 +174,14 @@ def command_result(request_id, status=0, reason=0, message="", applied_step=0, s
         for name, value in stats.items():
             getattr(Stats, "Add" + name)(b, value)
         stats_off = Stats.End(b)
+    job_off = _job(b, job) if job is not None else None
+    snaps_off = None
+    if snapshots is not None:
+        offs = [_snapshot_info(b, info) for info in snapshots]
+        CommandResult.StartSnapshotsVector(b, len(offs))
+        for off in reversed(offs):
+            b.PrependUOffsetTRelative(off)
+        snaps_off = b.EndVector()
     msg = b.CreateString(message)
     CommandResult.Start(b)
     CommandResult.AddRequestId(b, request_id)
@@ -140,7 +191,23 @@ def command_result(request_id, status=0, reason=0, message="", applied_step=0, s
     CommandResult.AddAppliedStep(b, applied_step)
     if stats_off is not None:
         CommandResult.AddStats(b, stats_off)
+    if job_off is not None:
+        CommandResult.AddJob(b, job_off)
+    if snaps_off is not None:
+        CommandResult.AddSnapshots(b, snaps_off)
     return _finish(b, SM.CommandResult, CommandResult.End(b))
+
+
+def job_update(job_id, state, kind=0, terminal=False, name="", step=0, message="", with_job=True):
+    b = flatbuffers.Builder(128)
+    job_off = None
+    if with_job:
+        job_off = _job(b, dict(job_id=job_id, kind=kind, state=state, terminal=terminal,
+                               name=name, step=step, message=message))
+    JobUpdate.Start(b)
+    if job_off is not None:
+        JobUpdate.AddJob(b, job_off)
+    return _finish(b, SM.JobUpdate, JobUpdate.End(b))
 
 
 # ---------------------------------------------------------------- client side
@@ -154,6 +221,12 @@ _COMMAND_TABLES = {
     CommandBody.CommandBody.Step: Step.Step,
     CommandBody.CommandBody.SetPedestrianTarget: SetPedestrianTarget.SetPedestrianTarget,
     CommandBody.CommandBody.DespawnEntity: DespawnEntity.DespawnEntity,
+    CommandBody.CommandBody.Checkpoint: Checkpoint.Checkpoint,
+    CommandBody.CommandBody.Restore: Restore.Restore,
+    CommandBody.CommandBody.Save: Save.Save,
+    CommandBody.CommandBody.Load: Load.Load,
+    CommandBody.CommandBody.DeleteSnapshot: DeleteSnapshot.DeleteSnapshot,
+    CommandBody.CommandBody.QueryJob: QueryJob.QueryJob,
 }
 
 

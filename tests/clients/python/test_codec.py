@@ -21,10 +21,15 @@ from bustle_client.messages import (
     ErrorCode,
     ErrorMessage,
     FrameTooLargeError,
+    JobKind,
+    JobState,
+    JobStatus,
+    JobUpdate,
     LaneKind,
     MalformedFrameError,
     RejectReason,
     Role,
+    SnapshotInfo,
     Welcome,
 )
 
@@ -177,6 +182,16 @@ def test_subscribe_kinds():
          lambda b: b.Count() == 10**9),
         ("DespawnEntity", {"index": 17, "generation": 4}, CommandBody.DespawnEntity,
          lambda b: (b.Id().Index(), b.Id().Generation()) == (17, 4)),
+        ("Checkpoint", {"name": "cp-1"}, CommandBody.Checkpoint, lambda b: b.Name() == b"cp-1"),
+        ("Restore", {"name": "cp.2"}, CommandBody.Restore, lambda b: b.Name() == b"cp.2"),
+        ("Save", {"name": "s_3"}, CommandBody.Save, lambda b: b.Name() == b"s_3"),
+        ("Load", {"name": "s_3"}, CommandBody.Load, lambda b: b.Name() == b"s_3"),
+        # names the server rejects are still encoded as given (the server judges them)
+        ("DeleteSnapshot", {"name": "bad name/"}, CommandBody.DeleteSnapshot,
+         lambda b: b.Name() == b"bad name/"),
+        ("ListSnapshots", {}, CommandBody.ListSnapshots, None),
+        ("QueryJob", {"job_id": 2**64 - 1}, CommandBody.QueryJob,
+         lambda b: b.JobId() == 2**64 - 1),
     ],
 )
 def test_commands_encode_request_id_and_body(name, fields, body_type, check):
@@ -246,7 +261,7 @@ def test_error_decodes():
 
 def test_command_result_with_stats_decodes():
     stats = {name: i + 1 for i, name in enumerate(sf.STATS_FIELDS)}
-    stats.update(Paused=True, ClockMode=ClockMode.Fast)
+    stats.update(Paused=True, ClockMode=ClockMode.Fast, Recording=True, RecordingFailed=False)
     r = codec.decode_server_frame(sf.command_result(9, status=1, reason=5, message="not manual",
                                                     applied_step=77, stats=stats))
     assert isinstance(r, CommandResult)
@@ -254,8 +269,70 @@ def test_command_result_with_stats_decodes():
         9, CommandStatus.Rejected, RejectReason.WrongClockMode, "not manual", 77)
     assert not r.accepted
     assert r.stats.step == 1 and r.stats.paused is True and r.stats.clock_mode == ClockMode.Fast
-    assert r.stats.dropped_steps == len(sf.STATS_FIELDS)
+    assert r.stats.dropped_steps == sf.STATS_FIELDS.index("DroppedSteps") + 1
+    assert r.stats.recorded_ticks == len(sf.STATS_FIELDS)
+    assert r.stats.recording is True and r.stats.recording_failed is False
     assert codec.decode_server_frame(sf.command_result(1)).stats is None
+
+
+def test_stats_recording_fields_decode():
+    r = codec.decode_server_frame(sf.command_result(
+        1, stats={"Recording": True, "RecordingFailed": False, "RecordedTicks": 2**40}))
+    assert r.stats.recording is True and r.stats.recording_failed is False
+    assert r.stats.recorded_ticks == 2**40
+    r = codec.decode_server_frame(sf.command_result(1, stats={"RecordingFailed": True}))
+    assert (r.stats.recording, r.stats.recording_failed, r.stats.recorded_ticks) == (False, True, 0)
+
+
+def test_snapshot_name_must_be_a_string():
+    with pytest.raises(TypeError):
+        codec.build_command(1, "Checkpoint", name=b"bytes")
+
+
+def test_command_result_with_job_decodes():
+    r = codec.decode_server_frame(sf.command_result(
+        3, applied_step=12, job=dict(job_id=2**63 + 5, kind=JobKind.Checkpoint,
+                                     state=JobState.Copied, terminal=False, name="cp", step=12)))
+    assert r.accepted and r.snapshots is None and r.stats is None
+    assert r.job == JobStatus(job_id=2**63 + 5, kind=JobKind.Checkpoint, state=JobState.Copied,
+                              terminal=False, name="cp", step=12, message="")
+    assert not r.job.failed
+    assert codec.decode_server_frame(sf.command_result(1)).job is None
+
+
+def test_command_result_with_snapshots_decodes():
+    r = codec.decode_server_frame(sf.command_result(4, snapshots=[
+        ("a", "checkpoint", "city", 10, 1_000_000, 2**64 - 1, 120, -5),
+        ("b", "save", "city", 0, 0, 0, 0, 1_700_000_000_000),
+    ]))
+    assert r.snapshots == [
+        SnapshotInfo("a", "checkpoint", "city", 10, 1_000_000, 2**64 - 1, 120, -5),
+        SnapshotInfo("b", "save", "city", 0, 0, 0, 0, 1_700_000_000_000),
+    ]
+    # an empty list is not "absent"
+    assert codec.decode_server_frame(sf.command_result(4, snapshots=[])).snapshots == []
+
+
+@pytest.mark.parametrize("state", list(JobState))
+def test_job_update_decodes(state):
+    u = codec.decode_server_frame(sf.job_update(9, state, kind=JobKind.Load, terminal=True,
+                                                name="n", step=7, message="why"))
+    assert u == JobUpdate(JobStatus(9, JobKind.Load, state, True, "n", 7, "why"))
+    assert u.job.failed == (state == JobState.Failed)
+
+
+def test_job_update_without_job_is_malformed():
+    with pytest.raises(MalformedFrameError, match="without a job"):
+        codec.decode_server_frame(sf.job_update(1, 0, with_job=False))
+
+
+def test_job_enums_match_the_documented_values():
+    assert [(s.name, s.value) for s in JobState] == [
+        ("Queued", 0), ("Copied", 1), ("Committed", 2), ("Validated", 3), ("Applied", 4),
+        ("SnapshotApplied", 5), ("ScheduleReconciled", 6), ("RepresentationRebuilt", 7),
+        ("Failed", 8)]
+    assert [k.name for k in JobKind] == ["Checkpoint", "Save", "Restore", "Load", "Autosave"]
+    assert (RejectReason.NotFound, RejectReason.StorageError, RejectReason.WorldReplaced) == (8, 9, 10)
 
 
 def test_unknown_enum_value_is_kept_as_int():

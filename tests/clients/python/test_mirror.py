@@ -32,6 +32,20 @@ def test_baseline_replaces_everything():
     assert list(m) == [(7, 1)] and m.baselines == 2
 
 
+def test_baseline_at_a_lower_step_is_accepted():
+    """After a restore to an older checkpoint the server sends a baseline whose
+    step is lower than the last one; the stream continues from there."""
+    m = EntityMirror()
+    m.apply(D(50, baseline=True, entered=[ped(0)]))
+    m.apply(D(51, updated=[ped(0, x=5)]))
+    m.apply(D(20, baseline=True, entered=[ped(3), ped(4)], digest=9))
+    assert sorted(m) == [(3, 1), (4, 1)] and m.step == 20 and m.digest == 9
+    m.apply(D(21, left=[(3, 1)]))
+    assert list(m) == [(4, 1)] and m.step == 21
+    with pytest.raises(MirrorError, match="step went from 21 to 21"):
+        m.apply(D(21))
+
+
 @pytest.mark.parametrize(
     "second, match",
     [

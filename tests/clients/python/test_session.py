@@ -16,6 +16,9 @@ from bustle_client import (
     ErrorCode,
     ErrorMessage,
     FrameTooLargeError,
+    JobFailed,
+    JobKind,
+    JobState,
     ProtocolError,
     RejectReason,
     Role,
@@ -231,3 +234,121 @@ def test_connect_over_tcp_loopback():
     t.join(timeout=2.0)
     listener.close()
     assert not t.is_alive()
+
+
+# ---------------------------------------------------------------- snapshot jobs
+
+
+def _job(job_id, state, terminal=False, name="cp", kind=JobKind.Checkpoint, **kw):
+    return sf.job_update(job_id, state, kind=kind, terminal=terminal, name=name, **kw)
+
+
+def test_checkpoint_sends_name_and_wait_job_collects_states(pair):
+    s, srv = pair
+    # Committed may be pushed before the Accepted result reaches the client
+    srv.send(sf.delta(1, baseline=True),
+             _job(5, JobState.Committed, terminal=True),
+             sf.command_result(1, job=dict(job_id=5, kind=JobKind.Checkpoint,
+                                           state=JobState.Copied, name="cp", step=1)))
+    r = s.checkpoint("cp")
+    _, cmd = srv.read()
+    t, body = sf.parse_command_body(cmd)
+    assert t == CommandBody.Checkpoint and body.Name() == b"cp"
+    assert r.job.state == JobState.Copied and r.job.job_id == 5
+    assert s.buffered_job_updates == 1 and s.buffered_deltas == 1
+    states = s.wait_job(r)
+    assert [j.state for j in states] == [JobState.Committed] and states[-1].terminal
+    assert s.buffered_job_updates == 0
+
+
+def test_wait_job_keeps_other_jobs_and_waits_for_terminal(pair):
+    s, srv = pair
+    srv.send(_job(2, JobState.Validated, kind=JobKind.Load),
+             _job(3, JobState.Committed, terminal=True),
+             sf.delta(4),
+             _job(2, JobState.SnapshotApplied, kind=JobKind.Load),
+             sf.command_result(99),
+             _job(2, JobState.ScheduleReconciled, kind=JobKind.Load),
+             _job(2, JobState.RepresentationRebuilt, terminal=True, kind=JobKind.Load),
+             _job(2, JobState.Failed, terminal=True, kind=JobKind.Load))  # never read
+    states = s.wait_job(2, timeout=1.0)
+    assert [j.state for j in states] == [JobState.Validated, JobState.SnapshotApplied,
+                                         JobState.ScheduleReconciled,
+                                         JobState.RepresentationRebuilt]
+    assert s.buffered_deltas == 1 and s.wait_result(99, timeout=0).request_id == 99
+    assert [j.job_id for j in s.wait_job(3, timeout=0)] == [3]
+
+
+def test_wait_job_non_terminal_returns_after_one_state(pair):
+    s, srv = pair
+    srv.send(_job(7, JobState.Validated, kind=JobKind.Restore))
+    assert [j.state for j in s.wait_job(7, terminal=False, timeout=1.0)] == [JobState.Validated]
+    srv.send(_job(7, JobState.Applied, terminal=True, kind=JobKind.Restore, step=3))
+    last = s.wait_job(7, timeout=1.0)[-1]
+    assert last.state == JobState.Applied and last.step == 3
+
+
+def test_wait_job_timeout_names_job_and_states_seen(pair):
+    s, srv = pair
+    srv.send(_job(8, JobState.Validated, kind=JobKind.Restore))
+    with pytest.raises(BustleTimeout, match="job 8.*Validated"):
+        s.wait_job(8, timeout=0.2)
+
+
+def test_wait_job_check_raises_job_failed(pair):
+    s, srv = pair
+    srv.send(_job(4, JobState.Failed, terminal=True, kind=JobKind.Restore, name="x",
+                  message="no snapshot named 'x'"))
+    with pytest.raises(JobFailed, match="no snapshot named 'x'") as info:
+        s.wait_job(4, check=True, timeout=1.0)
+    assert info.value.job.state == JobState.Failed
+
+
+def test_run_job_returns_result_state_then_updates(pair):
+    s, srv = pair
+    srv.send(sf.command_result(1, job=dict(job_id=6, kind=JobKind.Restore, state=JobState.Queued,
+                                           name="r")),
+             _job(6, JobState.Validated, kind=JobKind.Restore),
+             _job(6, JobState.Applied, terminal=True, kind=JobKind.Restore))
+    states = s.run_job("Restore", "r", timeout=1.0)
+    assert [j.state for j in states] == [JobState.Queued, JobState.Validated, JobState.Applied]
+
+
+def test_run_job_raises_when_rejected(pair):
+    s, srv = pair
+    srv.send(sf.command_result(1, status=1, reason=RejectReason.InvalidArgument, message="bad"))
+    with pytest.raises(CommandRejected, match="InvalidArgument"):
+        s.run_job("Checkpoint", "keyframe.x", timeout=1.0)
+
+
+def test_snapshot_helpers_encode_their_commands(pair):
+    s, srv = pair
+    srv.send(*(sf.command_result(i) for i in range(1, 7)),
+             sf.command_result(7, snapshots=[("a", "save", "c", 1, 2, 3, 4, 5)]))
+    s.restore("r1")
+    s.save("s1")
+    s.load("s1")
+    s.delete_snapshot("d1")
+    assert s.query_job(42).request_id == 5
+    assert s.list_snapshots().snapshots is None
+    assert [i.name for i in s.snapshots()] == ["a"]
+    got = []
+    for _ in range(7):
+        _, cmd = srv.read()
+        t, body = sf.parse_command_body(cmd)
+        got.append((t, body.Name() if hasattr(body, "Name") else
+                    body.JobId() if body is not None else None))
+    assert got == [(CommandBody.Restore, b"r1"), (CommandBody.Save, b"s1"),
+                   (CommandBody.Load, b"s1"), (CommandBody.DeleteSnapshot, b"d1"),
+                   (CommandBody.QueryJob, 42), (CommandBody.ListSnapshots, None),
+                   (CommandBody.ListSnapshots, None)]
+
+
+def test_next_job_update_and_buffer_during_next_delta(pair):
+    s, srv = pair
+    srv.send(_job(1, JobState.Committed, terminal=True), sf.delta(3))
+    assert s.next_delta(timeout=1.0).step == 3
+    assert s.buffered_job_updates == 1
+    assert s.next_job_update(timeout=0).job_id == 1
+    with pytest.raises(BustleTimeout, match="JobUpdate"):
+        s.next_job_update(timeout=0.1)
