@@ -44,7 +44,13 @@ def server_binary() -> str:
 
 
 class ServerProcess:
-    def __init__(self, args, stderr_path: Path, env=None):
+    """A bustle-server child. With ``may_refuse``, exiting before the listening
+    line is not a failure: ``refused`` is set and ``returncode``/``stderr()``
+    tell why (start-up refusals: bad files, existing recording, ...)."""
+
+    def __init__(self, args, stderr_path: Path, env=None, may_refuse: bool = False):
+        self.may_refuse = may_refuse
+        self.refused = False
         self.args = [server_binary(), *args]
         self.stderr_path = stderr_path
         self._stderr = open(stderr_path, "wb")
@@ -71,6 +77,12 @@ class ServerProcess:
                 line = self.stdout_lines.get(timeout=max(remaining, 0.01))
             except queue.Empty:
                 line = "<timeout>"
+            if line is None and self.may_refuse:
+                self.proc.wait(timeout=KILL_AFTER)
+                self._reader.join(timeout=2.0)
+                self._stderr.close()
+                self.refused = True
+                return None, None
             if line is None or line == "<timeout>":
                 self.stop(check=False)
                 pytest.fail(
@@ -102,8 +114,14 @@ class ServerProcess:
             self._stderr.close()
         return self.proc.returncode
 
+    @property
+    def returncode(self):
+        return self.proc.returncode
+
     def stop(self, check: bool = True):
         """SIGTERM, wait; kill after KILL_AFTER s. Returns (exit code, seconds)."""
+        if self.refused:
+            return self.proc.returncode, None
         if self.killed:
             return self.proc.returncode, self.exit_seconds
         if self.proc.poll() is None:
@@ -134,16 +152,19 @@ class ServerProcess:
 def start_server(tmp_path):
     """Factory: start_server('--clock', 'manual', ..., env={...}) -> ServerProcess.
 
-    ``env`` adds variables to this process's environment for the server."""
+    ``env`` adds variables to this process's environment for the server;
+    ``may_refuse=True`` returns a handle with ``refused`` set instead of
+    failing when the server exits before listening."""
     servers = []
 
-    def start(*args, env=None):
+    def start(*args, env=None, may_refuse=False):
         if not args:
             args = ("--clock", "fast")
         if "--snapshot-db" not in args:
             args = (*args, "--snapshot-db", str(tmp_path / f"server{len(servers)}-snapshots.db"))
         srv = ServerProcess(["--port", "0", "--bind", "127.0.0.1", *args],
-                            tmp_path / f"server{len(servers)}.stderr", env=clean_env(env))
+                            tmp_path / f"server{len(servers)}.stderr", env=clean_env(env),
+                            may_refuse=may_refuse)
         servers.append(srv)
         return srv
 
