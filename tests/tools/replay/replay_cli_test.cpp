@@ -1,0 +1,320 @@
+// The bustle-replay executable: verify's exit codes and output lines, and
+// serve streaming a recording to the C++ SDK client over a loopback socket.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <map>
+#include <regex>
+#include <thread>
+
+#include "bustle/client/client.hpp"
+#include "bustle/persist/snapshot_store.hpp"
+#include "recording_fixture.hpp"
+#include "support/process.hpp"
+
+#ifndef BUSTLE_REPLAY_PATH
+#error "BUSTLE_REPLAY_PATH must name the bustle-replay executable"
+#endif
+
+namespace t = bustle::test;
+namespace c = bustle::client;
+using namespace std::chrono_literals;
+
+namespace {
+
+t::RunResult replay(std::vector<std::string> args) {
+  std::vector<std::string> argv = {BUSTLE_REPLAY_PATH};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return t::run_process(argv, 15000ms);
+}
+
+// A running `bustle-replay serve`; always stopped (SIGTERM, then SIGKILL after
+// a bound) when the test ends, even on a failed REQUIRE.
+struct ServeUnderTest {
+  t::ChildProcess process;
+  std::uint16_t port = 0;
+  std::string stderr_path;
+  ~ServeUnderTest() {
+    if (process.running()) process.terminate(3000ms);
+  }
+};
+
+void start_serve(ServeUnderTest& s, const std::string& file, const std::vector<std::string>& extra,
+                 const std::string& stderr_path) {
+  std::vector<std::string> argv = {BUSTLE_REPLAY_PATH, "serve", file, "--port", "0"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  s.stderr_path = stderr_path;
+  std::string error;
+  REQUIRE(s.process.start(argv, stderr_path, error));
+  const auto line = s.process.read_line(10000ms);
+  INFO("stderr: " << t::file_tail(stderr_path));
+  REQUIRE(line.has_value());
+  static const std::regex kListening(R"(bustle-replay listening on 127\.0\.0\.1:([0-9]+))");
+  std::smatch m;
+  REQUIRE(std::regex_match(*line, m, kListening));
+  s.port = static_cast<std::uint16_t>(std::stoul(m[1].str()));
+  REQUIRE(s.port != 0);
+}
+
+c::Client connect_operator(std::uint16_t port) {
+  c::ClientOptions opt;
+  opt.port = port;
+  opt.role = bustle::wire::Role::Operator;
+  opt.client_name = "replay-test";
+  return c::Client(opt);
+}
+
+c::StatsInfo query_stats(c::Client& client) {
+  const auto r = client.command(c::QueryStatsCmd{}, 3000ms);
+  INFO(r.message);
+  REQUIRE(r.ok());
+  REQUIRE(r.value.accepted());
+  REQUIRE(r.value.stats.has_value());
+  return *r.value.stats;
+}
+
+}  // namespace
+
+TEST_CASE("bustle-replay verify: OK line and exit 0 on an intact recording", "[replay][cli]") {
+  t::TempDir dir;
+  t::RecordingPlan plan;
+  plan.periodic_every = 25;  // keyframes at 1, 26, 51, 76, 101
+  const auto rec = t::record_session(dir.file("ok.bustle-rec"), plan);
+
+  auto r = replay({"verify", rec.path});
+  INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  CHECK(r.exit.exited);
+  CHECK(r.exit.exit_code == 0);
+  static const std::regex kOk(R"(OK verified 120 ticks \(steps 1\.\.120\) in [0-9]+\.[0-9]{3} s, [0-9]+\.[0-9]x real time\n)");
+  CHECK(std::regex_match(r.out, kOk));
+
+  r = replay({"verify", rec.path, "--from-step", "60"});
+  INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  CHECK(r.exit.exit_code == 0);
+  CHECK(r.out.rfind("OK verified 70 ticks (steps 51..120) in ", 0) == 0);
+
+  r = replay({"verify", rec.path, "--from-step", "30", "--to-step", "80"});
+  INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  CHECK(r.exit.exit_code == 0);
+  CHECK(r.out.rfind("OK verified 55 ticks (steps 26..80) in ", 0) == 0);
+}
+
+TEST_CASE("bustle-replay verify: DIVERGED line and exit 1 at the first bad tick", "[replay][cli]") {
+  t::TempDir dir;
+  SECTION("altered digest at tick 77") {
+    const auto rec = t::record_session(dir.file("digest.bustle-rec"), {});
+    t::exec_sql(rec.path, "UPDATE recording_ticks SET digest = ~digest WHERE tick = 77");
+    const auto r = replay({"verify", rec.path});
+    INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+    CHECK(r.exit.exit_code == 1);
+    CHECK(r.out == "DIVERGED at tick 77 step 77: recorded " + t::hex16(~rec.digest_at_tick(77)) + " replayed " +
+                       t::hex16(rec.digest_at_tick(77)) + "\n");
+  }
+  SECTION("altered command at tick 40") {
+    const auto rec = t::record_session(dir.file("cmd.bustle-rec"), {});
+    t::exec_sql(rec.path, "UPDATE recording_commands SET count = count + 1 WHERE tick = 40");
+    const auto r = replay({"verify", rec.path});
+    INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+    CHECK(r.exit.exit_code == 1);
+    static const std::regex kDiverged(R"(DIVERGED at tick 40 step 40: recorded ([0-9a-f]{16}) replayed ([0-9a-f]{16})\n)");
+    std::smatch m;
+    REQUIRE(std::regex_match(r.out, m, kDiverged));
+    CHECK(m[1].str() == t::hex16(rec.digest_at_tick(40)));
+    CHECK(m[2].str() != m[1].str());
+  }
+}
+
+TEST_CASE("bustle-replay verify: exit 2 with a message naming the file", "[replay][cli]") {
+  t::TempDir dir;
+  SECTION("missing file") {
+    const std::string path = dir.file("missing.bustle-rec");
+    const auto r = replay({"verify", path});
+    INFO("stderr:\n" << r.err);
+    CHECK(r.exit.exit_code == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err.find(path) != std::string::npos);
+  }
+  SECTION("a snapshot store is not a recording") {
+    const std::string path = dir.file("snapshots.db");
+    {
+      bustle::persist::SnapshotStore store;
+      REQUIRE(bustle::persist::SnapshotStore::open(path, bustle::persist::FileKind::Snapshots, true, store).ok());
+    }
+    const auto r = replay({"verify", path});
+    INFO("stderr:\n" << r.err);
+    CHECK(r.exit.exit_code == 2);
+    CHECK(r.err.find(path) != std::string::npos);
+    CHECK(r.err.find("file_kind") != std::string::npos);
+  }
+  SECTION("a keyframe that fails restore validation") {
+    const auto rec = t::record_session(dir.file("badkf.bustle-rec"), {});
+    t::exec_sql(rec.path, "UPDATE world_state SET pedestrian_target = 1000000");  // > entity_capacity
+    const auto r = replay({"verify", rec.path});
+    INFO("stderr:\n" << r.err);
+    CHECK(r.exit.exit_code == 2);
+    CHECK(r.err.find(rec.path) != std::string::npos);
+    CHECK(r.err.find("tick=1") != std::string::npos);
+    CHECK(r.err.find("pedestrian_target") != std::string::npos);
+  }
+  SECTION("usage errors") {
+    CHECK(replay({"verify"}).exit.exit_code == 2);
+    CHECK(replay({"verify", "x", "--bogus"}).exit.exit_code == 2);
+    const auto help = replay({"--help"});
+    CHECK(help.exit.exit_code == 0);
+    CHECK(help.out.find("bustle-replay verify FILE") != std::string::npos);
+  }
+}
+
+TEST_CASE("bustle-replay serve streams recorded digests to an SDK client", "[replay][serve]") {
+  t::TempDir dir;
+  t::RecordingPlan plan;
+  plan.ticks = 3000;
+  const auto rec = t::record_session(dir.file("serve.bustle-rec"), plan);
+  std::map<std::uint64_t, std::uint64_t> digest_by_step;
+  for (const auto& tick : rec.ticks) digest_by_step[tick.step] = tick.digest;
+
+  ServeUnderTest serve;
+  start_serve(serve, rec.path, {"--clock", "fast", "--loop"}, dir.file("serve.stderr"));
+  INFO("serve stderr: " << t::file_tail(serve.stderr_path));
+  c::Client client = connect_operator(serve.port);
+  const auto welcome = client.connect();
+  INFO(welcome.message);
+  REQUIRE(welcome.ok());
+  CHECK(welcome.value.scenario_id == "test.replay.small-city.v1");
+  CHECK(welcome.value.step_us == 100000);
+  CHECK(welcome.value.clock_mode == bustle::wire::ClockMode::Fast);
+  CHECK(welcome.value.lane_count == 4);
+  REQUIRE(client.subscribe().ok());
+
+  // Deltas may be coalesced, and --loop restarts the steps, so count a run of
+  // strictly increasing steps; every recorded step must carry its recorded digest.
+  std::size_t run = 0;
+  std::size_t checked = 0;
+  std::uint64_t last_step = 0;
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (run < 10 && std::chrono::steady_clock::now() < deadline) {
+    const auto d = client.next_delta(2000ms);
+    INFO(d.message);
+    REQUIRE(d.ok());
+    const bustle::wire::Delta* delta = d.value.delta();
+    REQUIRE(delta != nullptr);
+    const auto it = digest_by_step.find(delta->step());
+    if (it == digest_by_step.end()) {
+      run = 0;  // the start keyframe's state (step 0) after a loop
+      continue;
+    }
+    CHECK(delta->digest() == it->second);
+    ++checked;
+    run = (run > 0 && delta->step() > last_step) ? run + 1 : 1;
+    last_step = delta->step();
+  }
+  CHECK(run >= 10);
+  CHECK(checked >= 10);
+  client.close();
+
+  // A second, unsubscribed client for commands: a subscriber to a fast replay
+  // would have to read thousands of Deltas while waiting for each result.
+  c::Client control = connect_operator(serve.port);
+  REQUIRE(control.connect().ok());
+  // Stats answer; everything that would change the world is refused.
+  const c::StatsInfo stats = query_stats(control);
+  CHECK(stats.clock_mode == bustle::wire::ClockMode::Fast);
+  CHECK(stats.step_us == 100000);
+  CHECK(stats.step <= 3000);
+  CHECK(stats.entity_capacity == 256);
+  for (const c::CommandSpec& cmd :
+       {c::CommandSpec{c::SetPedestrianTargetCmd{5}}, c::CommandSpec{c::StepCmd{1}},
+        c::CommandSpec{c::DespawnEntityCmd{}}}) {
+    const auto r = control.command(cmd, 3000ms);
+    INFO(c::command_name(cmd) << ": " << r.message);
+    REQUIRE(r.ok());
+    CHECK_FALSE(r.value.accepted());
+    CHECK(r.value.reason == bustle::wire::RejectReason::NotAuthorized);
+    CHECK(r.value.message == "replay is read-only");
+  }
+
+  // Pause freezes the replay; Resume continues it.
+  auto r = control.command(c::PauseCmd{}, 3000ms);
+  REQUIRE(r.ok());
+  CHECK(r.value.accepted());
+  const c::StatsInfo paused1 = query_stats(control);
+  std::this_thread::sleep_for(300ms);
+  const c::StatsInfo paused2 = query_stats(control);
+  CHECK(paused1.paused);
+  CHECK(paused2.paused);
+  CHECK(paused2.step == paused1.step);
+  r = control.command(c::ResumeCmd{}, 3000ms);
+  REQUIRE(r.ok());
+  CHECK(r.value.accepted());
+  std::this_thread::sleep_for(300ms);
+  const c::StatsInfo resumed = query_stats(control);
+  CHECK_FALSE(resumed.paused);
+  CHECK(resumed.step != paused2.step);
+
+  control.close();
+  const t::ExitInfo exit = serve.process.terminate(5000ms);
+  INFO(exit.describe());
+  CHECK(exit.exited);
+  CHECK(exit.exit_code == 0);
+}
+
+TEST_CASE("bustle-replay serve stops at the end of the recording and keeps the last frame", "[replay][serve]") {
+  t::TempDir dir;
+  t::RecordingPlan plan;
+  plan.ticks = 200;
+  const auto rec = t::record_session(dir.file("end.bustle-rec"), plan);
+
+  ServeUnderTest serve;
+  start_serve(serve, rec.path, {"--clock", "fast"}, dir.file("end.stderr"));
+  INFO("serve stderr: " << t::file_tail(serve.stderr_path));
+  c::Client client = connect_operator(serve.port);
+  REQUIRE(client.connect().ok());
+
+  c::StatsInfo stats;
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  do {
+    stats = query_stats(client);
+    if (stats.step == 200) break;
+    std::this_thread::sleep_for(20ms);
+  } while (std::chrono::steady_clock::now() < deadline);
+  CHECK(stats.step == 200);
+  CHECK(stats.paused);
+  CHECK(stats.digest == rec.digest_at_tick(200));
+
+  std::this_thread::sleep_for(200ms);
+  CHECK(query_stats(client).step == 200);
+  REQUIRE(client.subscribe().ok());
+  const auto d = client.next_delta(3000ms);
+  REQUIRE(d.ok());
+  REQUIRE(d.value.delta() != nullptr);
+  CHECK(d.value.delta()->step() == 200);
+  CHECK(d.value.delta()->digest() == rec.digest_at_tick(200));
+
+  CHECK(serve.process.terminate(5000ms).exit_code == 0);
+}
+
+TEST_CASE("bustle-replay serve paces a realtime replay", "[replay][serve]") {
+  t::TempDir dir;
+  t::RecordingPlan plan;
+  plan.ticks = 400;
+  const auto rec = t::record_session(dir.file("rt.bustle-rec"), plan);
+
+  ServeUnderTest serve;
+  start_serve(serve, rec.path, {"--rate", "40", "--from-step", "100"}, dir.file("rt.stderr"));
+  INFO("serve stderr: " << t::file_tail(serve.stderr_path));
+  c::Client client = connect_operator(serve.port);
+  const auto welcome = client.connect();
+  REQUIRE(welcome.ok());
+  CHECK(welcome.value.clock_mode == bustle::wire::ClockMode::Realtime);
+  const c::StatsInfo a = query_stats(client);
+  std::this_thread::sleep_for(1000ms);
+  const c::StatsInfo b = query_stats(client);
+  // No periodic keyframes: --from-step 100 starts from the initial keyframe.
+  CHECK(a.step < 100);
+  // 40 Hz for one second: about 40 steps (wide bounds for a shared machine),
+  // far fewer than a fast replay of the remaining ticks would run.
+  CHECK(b.step - a.step >= 10);
+  CHECK(b.step - a.step <= 60);
+  CHECK_FALSE(b.paused);
+  CHECK(serve.process.terminate(5000ms).exit_code == 0);
+}

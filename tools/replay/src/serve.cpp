@@ -1,0 +1,294 @@
+// bustle-replay serve: re-simulates a recording and streams it through the
+// same net::Server as the live bustle-server, so any client can watch it.
+//
+// Threads: this (sim) thread owns the Replayer and its World; one network
+// thread runs the Server. As in the live server, the network side only
+// enqueues commands and sends frames the sim thread published.
+//
+// Playback state:
+//   Playing --Pause--> Paused --Resume--> Playing
+//   Playing --last tick--> Ended (keeps serving the last frame)
+//                      \--with --loop--> Playing from the start keyframe
+//   any --read/restore error--> Ended (logged; the last good frame stays)
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <cassert>
+#include <chrono>
+#include <cinttypes>
+#include <cmath>
+#include <thread>
+
+#include "bustle/net/command_queue.hpp"
+#include "bustle/net/published_frame.hpp"
+#include "bustle/net/server.hpp"
+#include "bustle/replay/commands.hpp"
+#include "bustle/replay/replayer.hpp"
+
+#ifndef BUSTLE_VERSION
+#define BUSTLE_VERSION "unknown"
+#endif
+
+namespace bustle::replay {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr std::uint32_t kCatchupStepsMax = 5;
+constexpr const char* kReadOnly = "replay is read-only";
+
+class SpdlogSink final : public core::LogSink {
+ public:
+  void log(core::LogLevel level, std::string_view message) override {
+    switch (level) {
+      case core::LogLevel::Debug: spdlog::debug("core: {}", message); break;
+      case core::LogLevel::Info: spdlog::info("core: {}", message); break;
+      case core::LogLevel::Warn: spdlog::warn("core: {}", message); break;
+      case core::LogLevel::Error: spdlog::error("core: {}", message); break;
+    }
+  }
+};
+
+class ReplayDriver {
+ public:
+  ReplayDriver(Replayer& replayer, net::Server& server, net::CommandQueue& commands, net::ClockMode clock,
+               std::chrono::microseconds interval, std::uint64_t start_tick, bool loop)
+      : rep_(replayer),
+        server_(server),
+        commands_(commands),
+        clock_(clock),
+        interval_(interval),
+        start_tick_(start_tick),
+        loop_(loop) {
+    assert(rep_.has_world());
+    assert(interval_.count() > 0);
+    publish();
+    if (rep_.at_end()) end_of_recording();
+  }
+
+  void run(const std::atomic<bool>& stop) {
+    Clock::time_point next_due{};
+    while (!stop.load()) {
+      while (auto cmd = commands_.try_pop()) handle(std::move(*cmd));
+      if (stop.load()) break;
+      if (paused_ || ended_) {
+        commands_.wait_until(Clock::now() + std::chrono::milliseconds(200));
+        continue;
+      }
+      if (clock_ == net::ClockMode::Fast) {
+        advance();
+        continue;
+      }
+      // Realtime: the same fixed-step accumulator as the live server, with a
+      // cap on catch-up steps so a stall never turns into a burst.
+      const auto now = Clock::now();
+      if (resync_) {
+        next_due = now + interval_;
+        resync_ = false;
+        continue;
+      }
+      if (now < next_due) {
+        commands_.wait_until(next_due);
+        continue;
+      }
+      auto due = static_cast<std::uint64_t>((now - next_due) / interval_) + 1;
+      if (due > kCatchupStepsMax) {
+        const std::uint64_t dropped = due - kCatchupStepsMax;
+        dropped_steps_ += dropped;
+        next_due += interval_ * static_cast<std::int64_t>(dropped);
+        spdlog::warn("replay fell behind: dropped {} steps of wall-clock debt (total {})", dropped, dropped_steps_);
+        due = kCatchupStepsMax;
+      }
+      for (std::uint64_t k = 0; k < due && !stop.load() && !ended_ && !paused_; ++k) {
+        advance();
+        next_due += interval_;
+      }
+    }
+  }
+
+ private:
+  void publish() { server_.publish(net::make_published_frame(rep_.world(), rep_.world_epoch())); }
+
+  void advance() {
+    assert(!ended_);
+    TickOutcome oc;
+    if (ReplayError e = rep_.next_tick(oc); !e.ok()) {
+      spdlog::error("replay stopped at tick {}: {}", rep_.next_tick_number(), e.message);
+      ended_ = true;
+      return;
+    }
+    ++pass_ticks_;
+    if (oc.diverged()) {
+      if (pass_diverged_ == 0) {
+        spdlog::warn("DIVERGED at tick {} step {}: recorded {:016x} replayed {:016x}", oc.tick, oc.recorded_step,
+                     oc.recorded_digest, oc.replayed_digest);
+      }
+      ++pass_diverged_;
+    }
+    publish();
+    if (rep_.at_end()) end_of_recording();
+  }
+
+  void end_of_recording() {
+    if (pass_diverged_ > 0) {
+      spdlog::warn("end of recording: {} of {} replayed ticks diverged from the recorded digests", pass_diverged_,
+                   pass_ticks_);
+    } else {
+      spdlog::info("end of recording at tick {} (step {}): {} ticks verified", rep_.last_tick(),
+                   rep_.world().step_index(), pass_ticks_);
+    }
+    pass_ticks_ = 0;
+    pass_diverged_ = 0;
+    if (loop_ && rep_.last_tick() > 0) {
+      if (ReplayError e = rep_.seek(start_tick_); !e.ok()) {
+        spdlog::error("cannot loop: {}", e.message);
+        ended_ = true;
+        return;
+      }
+      spdlog::info("looping: restarting at tick {} (step {})", rep_.next_tick_number(), rep_.world().step_index());
+      publish();
+      return;
+    }
+    ended_ = true;
+  }
+
+  void handle(net::InboundCommand cmd) {
+    spdlog::debug("command {} from client {}", cmd.request_id, cmd.session_id);
+    net::OutboundResult r;
+    r.session_id = cmd.session_id;
+    r.request_id = cmd.request_id;
+    r.applied_step = rep_.world().step_index();
+    r.status = core::CommandStatus::Accepted;
+    const auto* ctl = std::get_if<net::ControlCommand>(&cmd.body);
+    using Kind = net::ControlCommand::Kind;
+    if (ctl != nullptr && ctl->kind == Kind::Pause) {
+      if (!paused_) spdlog::info("paused at step {} by client {}", rep_.world().step_index(), cmd.session_id);
+      paused_ = true;
+    } else if (ctl != nullptr && ctl->kind == Kind::Resume) {
+      if (paused_) spdlog::info("resumed at step {} by client {}", rep_.world().step_index(), cmd.session_id);
+      paused_ = false;
+      resync_ = true;
+    } else if (ctl != nullptr && ctl->kind == Kind::QueryStats) {
+      r.stats = stats();
+    } else {
+      // World commands, Step, snapshots: nothing may change a recording.
+      r.status = core::CommandStatus::Rejected;
+      r.reason = core::RejectReason::NotAuthorized;
+      r.message = kReadOnly;
+    }
+    server_.deliver_result(std::move(r));
+  }
+
+  net::StatsSnapshot stats() const {
+    const core::World& w = rep_.world();
+    net::StatsSnapshot s;
+    s.step = w.step_index();
+    s.sim_time_us = w.sim_time_us();
+    s.digest = w.digest();
+    s.step_us = w.step_us();
+    s.clock_mode = clock_;
+    s.paused = paused_ || ended_;  // nothing steps once the recording has ended
+    s.pedestrians = w.pedestrians().size();
+    s.pedestrian_target = w.pedestrian_target();
+    s.entity_capacity = w.registry().capacity();
+    s.clients = server_.client_count();
+    s.spawned_total = w.counters().spawned_total;
+    s.despawned_total = w.counters().despawned_total;
+    s.commands_accepted = w.counters().commands_accepted;
+    s.commands_rejected = w.counters().commands_rejected;
+    s.dropped_steps = dropped_steps_;
+    return s;
+  }
+
+  Replayer& rep_;
+  net::Server& server_;
+  net::CommandQueue& commands_;
+  const net::ClockMode clock_;
+  const std::chrono::microseconds interval_;
+  const std::uint64_t start_tick_;
+  const bool loop_;
+  bool paused_ = false;
+  bool ended_ = false;
+  bool resync_ = true;
+  std::uint64_t dropped_steps_ = 0;
+  std::uint64_t pass_ticks_ = 0;
+  std::uint64_t pass_diverged_ = 0;
+};
+
+}  // namespace
+
+int run_serve(const ReplayOptions& options) {
+  auto logger = spdlog::stderr_color_mt("bustle-replay");
+  spdlog::set_default_logger(logger);
+  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+  spdlog::set_level(spdlog::level::from_str(options.log_level));
+
+  SpdlogSink core_log;
+  std::unique_ptr<Replayer> rep;
+  if (ReplayError e = Replayer::open(options.file, rep, &core_log); !e.ok()) {
+    std::fprintf(stderr, "bustle-replay: %s\n", e.message.c_str());
+    return 2;
+  }
+  std::uint64_t start_tick = 1;
+  if (options.from_step) {
+    std::optional<std::uint64_t> t;
+    if (ReplayError e = rep->first_tick_at_step(*options.from_step, t); !e.ok()) {
+      std::fprintf(stderr, "bustle-replay: %s\n", e.message.c_str());
+      return 2;
+    }
+    if (!t) {
+      std::fprintf(stderr, "bustle-replay: %s: table recording_ticks: no tick reaches step %" PRIu64 " (--from-step)\n",
+                   options.file.c_str(), *options.from_step);
+      return 2;
+    }
+    start_tick = *t;
+  }
+  if (ReplayError e = rep->seek(start_tick); !e.ok()) {
+    std::fprintf(stderr, "bustle-replay: %s\n", e.message.c_str());
+    return 2;
+  }
+  const core::World& world = rep->world();
+  const net::ClockMode clock = options.clock == ReplayClock::Fast ? net::ClockMode::Fast : net::ClockMode::Realtime;
+  const auto interval = std::chrono::microseconds(
+      options.rate_hz ? std::max<std::int64_t>(1, std::llround(1e6 / *options.rate_hz)) : world.step_us());
+
+  net::ServerOptions server_options;
+  server_options.bind_address = options.bind_address;
+  server_options.port = options.port;
+  server_options.token = options.token;
+  net::CommandQueue commands(4096);
+  net::WelcomeInfo welcome{BUSTLE_VERSION, world.scenario().id, world.step_us(), clock, world.lanes().lanes()};
+  net::Server server(server_options, std::move(welcome), commands);
+  const auto listening = server.listen();
+  if (!listening.ok) {
+    std::fprintf(stderr, "bustle-replay: %s\n", listening.error.c_str());
+    return 1;
+  }
+  std::atomic<bool> stop{false};
+  server.on_signal([&](int sig) {
+    spdlog::info("signal {}: shutting down", sig);
+    stop.store(true);
+    commands.close();
+  });
+  std::thread net_thread([&] { server.run(); });
+
+  std::printf("bustle-replay listening on %s:%u\n", listening.address.c_str(), listening.port);
+  std::fflush(stdout);
+  spdlog::info("replaying {} ('{}', ticks {}..{}, {} keyframes) at {}, clock {}{}", options.file, world.scenario().id,
+               rep->next_tick_number(), rep->last_tick(), rep->keyframes().size(),
+               clock == net::ClockMode::Fast ? std::string("full speed")
+                                             : fmt::format("{:.3g} Hz", 1e6 / static_cast<double>(interval.count())),
+               clock == net::ClockMode::Fast ? "fast" : "realtime", options.loop ? ", looping" : "");
+
+  ReplayDriver driver(*rep, server, commands, clock, interval, start_tick, options.loop);
+  driver.run(stop);
+
+  server.stop();
+  net_thread.join();
+  spdlog::info("stopped at tick {} (step {}, digest {:016x})", rep->next_tick_number() - 1, rep->world().step_index(),
+               rep->world().digest());
+  return 0;
+}
+
+}  // namespace bustle::replay
