@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
 #include <type_traits>
 
 #include "bustle/core/digest.hpp"
@@ -45,8 +46,20 @@ const char* to_string(RejectReason r) {
     case RejectReason::NotFound: return "not_found";
     case RejectReason::StorageError: return "storage_error";
     case RejectReason::WorldReplaced: return "world_replaced";
+    case RejectReason::Duplicate: return "duplicate";
+    case RejectReason::QueueFull: return "queue_full";
   }
   return "?";
+}
+
+const char* command_name(const WorldCommand& c) {
+  return std::visit(Overloaded{[](const SetPedestrianTarget&) { return "set_pedestrian_target"; },
+                               [](const DespawnEntity&) { return "despawn_entity"; },
+                               [](const GarageRequest&) { return "garage_request"; },
+                               [](const CancelGarageRequest&) { return "cancel_garage_request"; },
+                               [](const SetVehicleStrategy&) { return "set_vehicle_strategy"; },
+                               [](const SetObservers&) { return "set_observers"; }},
+                    c);
 }
 
 const char* to_string(DespawnReason r) {
@@ -57,6 +70,7 @@ const char* to_string(DespawnReason r) {
     case DespawnReason::LaneDeadEnd: return "lane_dead_end";
     case DespawnReason::Requested: return "requested";
     case DespawnReason::Overpopulated: return "overpopulated";
+    case DespawnReason::RouteCompleted: return "route_completed";
   }
   return "?";
 }
@@ -78,7 +92,9 @@ World::World(const Scenario& scenario, std::uint64_t seed, LogSink* log)
       route_salt_(rng_.derive(kPurposeRoutes).next_u64()),
       registry_(scenario.entity_capacity),
       pedestrian_target_(scenario.pedestrians.count),
-      inbox_(scenario.command_inbox_capacity) {
+      inbox_(scenario.command_inbox_capacity),
+      vehicles_(scenario_, lanes_, scenario.entity_capacity),
+      observers_(scenario.observers) {
   const std::uint32_t cap = scenario.entity_capacity;
   peds_.id.reserve(cap);
   peds_.lane.reserve(cap);
@@ -88,6 +104,7 @@ World::World(const Scenario& scenario, std::uint64_t seed, LogSink* log)
   despawn_requests_.reserve(cap);
   results_.reserve(scenario.command_inbox_capacity);
   despawn_pending_.assign(cap, 0);
+  crossing_occupied_.assign(lanes_.size(), 0);
   digest_ = compute_digest();
 }
 
@@ -114,7 +131,9 @@ void World::step() {
   results_.clear();
   phase_apply_commands();
   phase_population_upkeep();
+  phase_vehicles();
   phase_move_pedestrians();
+  phase_tiers();
   phase_despawn();
   digest_ = compute_digest();
 }
@@ -153,15 +172,94 @@ CommandResult World::apply(const CommandEnvelope& env) {
                    r.status = CommandStatus::Accepted;
                  },
                  [&](const DespawnEntity& c) {
-                   if (!registry_.is_alive(c.id) ||
-                       peds_.dense_of[c.id.index] == PedestrianStore::kNoSlot) {
+                   const bool ped = registry_.is_alive(c.id) && peds_.dense_of[c.id.index] != PedestrianStore::kNoSlot;
+                   const bool veh = vehicles_.is_vehicle(c.id);
+                   if (!ped && !veh) {
                      r.status = CommandStatus::Rejected;
                      r.reason = RejectReason::UnknownEntity;
                      r.message = "entity " + std::to_string(c.id.index) + ":" +
                                  std::to_string(c.id.generation) + " is not alive";
                      return;
                    }
+                   if (veh) vehicles_.mark_despawn(c.id);  // policy DespawnPending this step
                    request_despawn(c.id, DespawnReason::Requested);
+                   r.status = CommandStatus::Accepted;
+                 },
+                 [&](const GarageRequest& c) {
+                   const EnqueueResult e = vehicles_.enqueue(c.garage, c.request_id, c.prototype, c.lane, c.priority);
+                   switch (e.status) {
+                     case EnqueueStatus::Accepted:
+                       r.status = CommandStatus::Accepted;
+                       r.message = "enqueue ordinal " + std::to_string(e.ordinal);
+                       return;
+                     case EnqueueStatus::Invalid:
+                       r.reason = RejectReason::InvalidArgument;
+                       r.message = e.field + ": " + e.message;
+                       break;
+                     case EnqueueStatus::Duplicate:
+                       r.reason = RejectReason::Duplicate;
+                       r.message = e.message;
+                       break;
+                     case EnqueueStatus::QueueFull:
+                       r.reason = RejectReason::QueueFull;
+                       r.message = e.message;
+                       break;
+                   }
+                   r.status = CommandStatus::Rejected;
+                 },
+                 [&](const CancelGarageRequest& c) {
+                   switch (vehicles_.cancel(c.garage, c.request_id)) {
+                     case CancelStatus::Canceled:
+                       r.status = CommandStatus::Accepted;
+                       return;
+                     case CancelStatus::NotQueued:
+                       r.reason = RejectReason::NotFound;
+                       r.message = "request '" + c.request_id + "' is not queued";
+                       break;
+                     case CancelStatus::AlreadyDispatched:
+                       r.reason = RejectReason::InvalidArgument;
+                       r.message = "request '" + c.request_id + "' was already dispatched";
+                       break;
+                     case CancelStatus::UnknownGarage:
+                       r.reason = RejectReason::InvalidArgument;
+                       r.message = "garage: unknown garage '" + c.garage + "'";
+                       break;
+                   }
+                   r.status = CommandStatus::Rejected;
+                 },
+                 [&](const SetVehicleStrategy& c) {
+                   if (c.strategy > 3) {
+                     r.status = CommandStatus::Rejected;
+                     r.reason = RejectReason::InvalidArgument;
+                     r.message = "strategy must be 0-3 (route_follow, lane_follow, parked, manual)";
+                     return;
+                   }
+                   if (!vehicles_.set_strategy(c.id, static_cast<VehicleStrategy>(c.strategy))) {
+                     r.status = CommandStatus::Rejected;
+                     r.reason = RejectReason::UnknownEntity;
+                     r.message = "entity " + std::to_string(c.id.index) + ":" + std::to_string(c.id.generation) +
+                                 " is not a vehicle";
+                     return;
+                   }
+                   r.status = CommandStatus::Accepted;
+                 },
+                 [&](const SetObservers& c) {
+                   if (c.points.size() > 64) {
+                     r.status = CommandStatus::Rejected;
+                     r.reason = RejectReason::InvalidArgument;
+                     r.message = "at most 64 observers";
+                     return;
+                   }
+                   for (const ObserverPoint& p : c.points) {
+                     if (!std::isfinite(p.x_m) || !std::isfinite(p.y_m)) {
+                       r.status = CommandStatus::Rejected;
+                       r.reason = RejectReason::InvalidArgument;
+                       r.message = "observer coordinates must be finite";
+                       return;
+                     }
+                   }
+                   observers_.clear();
+                   for (const ObserverPoint& p : c.points) observers_.push_back({p.x_m, p.y_m});
                    r.status = CommandStatus::Accepted;
                  },
              },
@@ -208,6 +306,28 @@ bool World::spawn_pedestrian() {
   peds_.hops.push_back(0);
   ++counters_.spawned_total;
   return true;
+}
+
+// Phase 6 ------------------------------------------------------------------
+
+void World::phase_vehicles() {
+  if (scenario_.garages.empty()) return;
+  // Crossing occupancy from the pre-step pedestrian state (phase 7 has not run).
+  std::fill(crossing_occupied_.begin(), crossing_occupied_.end(), 0);
+  for (std::uint32_t i = 0; i < peds_.size(); ++i) {
+    if (lanes_.lane(peds_.lane[i]).kind == LaneKind::Crossing) crossing_occupied_[peds_.lane[i]] = 1;
+  }
+  vehicle_despawns_.clear();
+  vehicles_.step(step_index_, scenario_.step_us, registry_, crossing_occupied_, observers_, vehicle_despawns_);
+  for (const auto& d : vehicle_despawns_) {
+    request_despawn(d.id, d.route_completed ? DespawnReason::RouteCompleted : DespawnReason::Requested);
+  }
+}
+
+// Phase 8 ------------------------------------------------------------------
+
+void World::phase_tiers() {
+  if (vehicles_.store().size() > 0) vehicles_.resolve_tiers(scenario_.tiers, observers_);
 }
 
 // Phase 7 ------------------------------------------------------------------
@@ -263,7 +383,11 @@ void World::phase_despawn() {
             [](const DespawnRequest& a, const DespawnRequest& b) { return a.id < b.id; });
   for (const DespawnRequest& req : despawn_requests_) {
     despawn_pending_[req.id.index] = 0;
-    remove_pedestrian(req.id);
+    if (vehicles_.is_vehicle(req.id)) {
+      vehicles_.remove(req.id);
+    } else {
+      remove_pedestrian(req.id);
+    }
     const ReleaseStatus rs = registry_.release(req.id);
     assert(rs == ReleaseStatus::Released);
     (void)rs;
@@ -330,9 +454,23 @@ std::uint64_t World::compute_digest() const {
     const CommandEnvelope& env = inbox_[(inbox_head_ + k) % inbox_.size()];
     d.u32(env.origin.client_id).u32(env.origin.request_id).u64(env.command.index());
     std::visit(Overloaded{[&](const SetPedestrianTarget& c) { d.u32(c.count); },
-                          [&](const DespawnEntity& c) { d.u64(c.id.packed()); }},
+                          [&](const DespawnEntity& c) { d.u64(c.id.packed()); },
+                          [&](const GarageRequest& c) {
+                            d.str(c.garage).str(c.request_id).str(c.prototype).str(c.lane);
+                            d.u64(static_cast<std::uint64_t>(c.priority));
+                          },
+                          [&](const CancelGarageRequest& c) { d.str(c.garage).str(c.request_id); },
+                          [&](const SetVehicleStrategy& c) { d.u64(c.id.packed()).u32(c.strategy); },
+                          [&](const SetObservers& c) {
+                            d.u64(c.points.size());
+                            for (const ObserverPoint& p : c.points) d.f64(p.x_m).f64(p.y_m);
+                          }},
                env.command);
   }
+
+  vehicles_.digest_into(d);
+  d.tag(7).u64(observers_.size());
+  for (const Vec2& o : observers_) d.f64(o.x_m).f64(o.y_m);
 
   d.tag(6).u64(counters_.spawned_total).u64(counters_.despawned_total);
   for (const std::uint64_t c : counters_.despawned_by_reason) d.u64(c);

@@ -44,6 +44,8 @@ WorldCheckpoint World::capture() const {
   c.counters.spawn_failed_capacity = counters_.spawn_failed_capacity;
   c.counters.commands_accepted = counters_.commands_accepted;
   c.counters.commands_rejected = counters_.commands_rejected;
+  c.vehicles = vehicles_.capture();
+  c.observers = observers_;
   c.inbox.reserve(inbox_count_);
   for (std::size_t k = 0; k < inbox_count_; ++k) c.inbox.push_back(inbox_[(inbox_head_ + k) % inbox_.size()]);
   // The digest of exactly this state, so restore can prove it rebuilt it.
@@ -91,10 +93,6 @@ World::RestoreResult World::restore(const Scenario& scenario, const WorldCheckpo
                             ", hops " + std::to_string(p.hops.size()) + ")");
     return result;
   }
-  if (n != w->registry_.alive_count()) {
-    fail("pedestrians", std::to_string(n) + " rows but the registry has " +
-                            std::to_string(w->registry_.alive_count()) + " alive identities");
-  }
   PedestrianStore& peds = w->peds_;
   for (std::size_t i = 0; i < n; ++i) {
     const std::string row = "pedestrians[" + std::to_string(i) + "]";
@@ -137,7 +135,29 @@ World::RestoreResult World::restore(const Scenario& scenario, const WorldCheckpo
     fail("inbox", std::to_string(cp.inbox.size()) + " pending commands exceed the inbox capacity " +
                       std::to_string(w->inbox_.size()));
   }
+  for (std::size_t i = 0; i < cp.observers.size(); ++i) {
+    if (!std::isfinite(cp.observers[i].x_m) || !std::isfinite(cp.observers[i].y_m)) {
+      fail("observers[" + std::to_string(i) + "]", "coordinates must be finite");
+    }
+  }
   if (!result.errors.empty()) return result;
+  // Every alive identity is exactly one pedestrian or one vehicle.
+  if (n + cp.vehicles.store.id.size() != w->registry_.alive_count()) {
+    fail("registry.alive", std::to_string(w->registry_.alive_count()) + " alive identities but " +
+                               std::to_string(n) + " pedestrians and " +
+                               std::to_string(cp.vehicles.store.id.size()) + " vehicles");
+    return result;
+  }
+  for (std::size_t i = 0; i < cp.vehicles.store.id.size(); ++i) {
+    const EntityId id = cp.vehicles.store.id[i];
+    if (id.index < w->peds_.dense_of.size() && w->peds_.dense_of[id.index] != PedestrianStore::kNoSlot) {
+      fail("vehicles[" + std::to_string(i) + "].id", "entity is also a pedestrian");
+      return result;
+    }
+  }
+  for (auto& [path, message] : w->vehicles_.restore(cp.vehicles, w->registry_)) fail(path, message);
+  if (!result.errors.empty()) return result;
+  w->observers_ = cp.observers;
 
   for (const CommandEnvelope& env : cp.inbox) w->submit(env);
   w->step_index_ = cp.step_index;

@@ -90,6 +90,56 @@ class Reader {
     error(path, "must be a non-negative integer, got " + std::to_string(it->get<std::int64_t>()));
   }
 
+  void read_int32(const json& obj, const std::string& parent, const char* key, std::int32_t& out) {
+    const std::string path = join(parent, key);
+    auto it = obj.find(key);
+    if (it == obj.end()) return;
+    if (!it->is_number_integer()) {
+      error(path, std::string("must be an integer, got ") + type_name(*it));
+      return;
+    }
+    const auto v = it->get<std::int64_t>();
+    if (v < INT32_MIN || v > INT32_MAX) {
+      error(path, "is out of the 32-bit integer range");
+      return;
+    }
+    out = static_cast<std::int32_t>(v);
+  }
+
+  void read_string_array(const json& obj, const std::string& parent, const char* key,
+                         std::vector<std::string>& out, bool required = false) {
+    const std::string path = join(parent, key);
+    auto it = obj.find(key);
+    if (it == obj.end()) {
+      if (required) error(path, "is required");
+      return;
+    }
+    if (!it->is_array()) {
+      error(path, std::string("must be an array of strings, got ") + type_name(*it));
+      return;
+    }
+    for (std::size_t k = 0; k < it->size(); ++k) {
+      if (!(*it)[k].is_string()) {
+        error(index(path, k), "must be a string");
+        continue;
+      }
+      out.push_back((*it)[k].get<std::string>());
+    }
+  }
+
+  // Calls fn(element, path) for each element of an optional array of objects.
+  template <class Fn>
+  void each_object(const json& obj, const std::string& parent, const char* key, Fn&& fn) {
+    const std::string path = join(parent, key);
+    auto it = obj.find(key);
+    if (it == obj.end()) return;
+    if (!it->is_array()) {
+      error(path, std::string("must be an array, got ") + type_name(*it));
+      return;
+    }
+    for (std::size_t k = 0; k < it->size(); ++k) fn((*it)[k], index(path, k));
+  }
+
   void read_number(const json& obj, const std::string& parent, const char* key, double& out,
                    bool required = false) {
     const std::string path = join(parent, key);
@@ -176,6 +226,101 @@ void read_lane(Reader& r, const json& j, const std::string& path, core::LaneSpec
   }
 }
 
+void read_vehicles(Reader& r, const json& root, core::Scenario& s) {
+  r.each_object(root, "", "garages", [&](const json& j, const std::string& p) {
+    core::GarageSpec g;
+    if (r.expect_object(j, p, {"id", "lane", "route", "route_end", "prototypes", "capacity", "queue_depth",
+                               "dispatch_per_step_max", "cooldown_frames", "entrance_clear_m"})) {
+      r.read_string(j, p, "id", g.id, true);
+      r.read_string(j, p, "lane", g.lane, true);
+      r.read_string_array(j, p, "route", g.route, true);
+      std::string end = "loop";
+      r.read_string(j, p, "route_end", end);
+      if (end == "loop") {
+        g.route_end = core::RouteEnd::Loop;
+      } else if (end == "garage") {
+        g.route_end = core::RouteEnd::Garage;
+      } else {
+        r.error(Reader::join(p, "route_end"), "must be \"loop\" or \"garage\", got '" + end + "'");
+      }
+      r.read_string_array(j, p, "prototypes", g.prototypes, true);
+      r.read_uint(j, p, "capacity", g.capacity);
+      r.read_uint(j, p, "queue_depth", g.queue_depth);
+      r.read_uint(j, p, "dispatch_per_step_max", g.dispatch_per_step_max);
+      r.read_uint(j, p, "cooldown_frames", g.cooldown_frames);
+      r.read_number(j, p, "entrance_clear_m", g.entrance_clear_m);
+    }
+    s.garages.push_back(std::move(g));
+  });
+  r.each_object(root, "", "signals", [&](const json& j, const std::string& p) {
+    core::SignalSpec sg;
+    if (r.expect_object(j, p, {"id", "lane", "stop_alpha", "yield_alpha", "open_ms", "yield_ms", "closed_ms",
+                               "offset_ms"})) {
+      r.read_string(j, p, "id", sg.id, true);
+      r.read_string(j, p, "lane", sg.lane, true);
+      r.read_number(j, p, "stop_alpha", sg.stop_alpha);
+      r.read_number(j, p, "yield_alpha", sg.yield_alpha);
+      r.read_uint(j, p, "open_ms", sg.open_ms);
+      r.read_uint(j, p, "yield_ms", sg.yield_ms);
+      r.read_uint(j, p, "closed_ms", sg.closed_ms);
+      r.read_uint(j, p, "offset_ms", sg.offset_ms);
+    }
+    s.signals.push_back(std::move(sg));
+  });
+  if (auto it = root.find("vehicle_plan"); it != root.end()) {
+    if (r.expect_object(*it, "vehicle_plan", {"batch_size", "batch_interval_steps", "requests"})) {
+      r.read_uint(*it, "vehicle_plan", "batch_size", s.vehicle_plan.batch_size);
+      r.read_uint(*it, "vehicle_plan", "batch_interval_steps", s.vehicle_plan.batch_interval_steps);
+      r.each_object(*it, "vehicle_plan", "requests", [&](const json& j, const std::string& p) {
+        core::PlannedRequest pr;
+        if (r.expect_object(j, p, {"request_id", "garage", "prototype", "lane", "priority"})) {
+          r.read_string(j, p, "request_id", pr.request_id, true);
+          r.read_string(j, p, "garage", pr.garage, true);
+          r.read_string(j, p, "prototype", pr.prototype, true);
+          r.read_string(j, p, "lane", pr.lane, true);
+          r.read_int32(j, p, "priority", pr.priority);
+        }
+        s.vehicle_plan.requests.push_back(std::move(pr));
+      });
+    }
+  }
+  if (auto it = root.find("vehicle_rules"); it != root.end()) {
+    if (r.expect_object(*it, "vehicle_rules",
+                        {"headway_block_m", "headway_caution_m", "yield_multiplier", "pedestrian_hazard_m"})) {
+      r.read_number(*it, "vehicle_rules", "headway_block_m", s.vehicle_rules.headway_block_m);
+      r.read_number(*it, "vehicle_rules", "headway_caution_m", s.vehicle_rules.headway_caution_m);
+      r.read_number(*it, "vehicle_rules", "yield_multiplier", s.vehicle_rules.yield_multiplier);
+      r.read_number(*it, "vehicle_rules", "pedestrian_hazard_m", s.vehicle_rules.pedestrian_hazard_m);
+    }
+  }
+  if (auto it = root.find("tiers"); it != root.end()) {
+    if (r.expect_object(*it, "tiers", {"full_enter_m", "full_exit_m", "simulated_enter_m", "simulated_exit_m",
+                                       "full_cap", "simulated_cap", "transitions_per_step"})) {
+      r.read_number(*it, "tiers", "full_enter_m", s.tiers.full_enter_m);
+      r.read_number(*it, "tiers", "full_exit_m", s.tiers.full_exit_m);
+      r.read_number(*it, "tiers", "simulated_enter_m", s.tiers.simulated_enter_m);
+      r.read_number(*it, "tiers", "simulated_exit_m", s.tiers.simulated_exit_m);
+      r.read_uint(*it, "tiers", "full_cap", s.tiers.full_cap);
+      r.read_uint(*it, "tiers", "simulated_cap", s.tiers.simulated_cap);
+      r.read_uint(*it, "tiers", "transitions_per_step", s.tiers.transitions_per_step);
+    }
+  }
+  if (auto it = root.find("observers"); it != root.end()) {
+    if (!it->is_array()) {
+      r.error("observers", std::string("must be an array of [x, y] pairs, got ") + type_name(*it));
+    } else {
+      for (std::size_t k = 0; k < it->size(); ++k) {
+        const json& p = (*it)[k];
+        if (!p.is_array() || p.size() != 2 || !p[0].is_number() || !p[1].is_number()) {
+          r.error(Reader::index("observers", k), "must be an [x, y] pair of numbers (metres)");
+          continue;
+        }
+        s.observers.push_back({p[0].get<double>(), p[1].get<double>()});
+      }
+    }
+  }
+}
+
 // Byte offset -> 1-based line and column, for syntax errors.
 std::pair<std::size_t, std::size_t> line_col(std::string_view text, std::size_t byte) {
   std::size_t line = 1;
@@ -220,7 +365,8 @@ LoadResult load_scenario_text(std::string_view text, std::string_view source) {
   Reader r(src);
   core::Scenario s;
   if (r.expect_object(root, "", {"$schema", "id", "name", "step_us", "entity_capacity",
-                                 "command_inbox_capacity", "pedestrians", "lanes"})) {
+                                 "command_inbox_capacity", "pedestrians", "lanes", "garages", "signals",
+                                 "vehicle_plan", "vehicle_rules", "tiers", "observers"})) {
     r.read_string(root, "", "id", s.id, true);
     r.read_string(root, "", "name", s.name);
     r.read_uint(root, "", "step_us", s.step_us);
@@ -244,6 +390,7 @@ LoadResult load_scenario_text(std::string_view text, std::string_view source) {
       }
     }
   }
+  if (root.is_object()) read_vehicles(r, root, s);
   result.errors = r.take_errors();
   if (!result.errors.empty()) return result;
 

@@ -20,6 +20,7 @@
 #include "bustle/core/command.hpp"
 #include "bustle/core/entity_id.hpp"
 #include "bustle/core/lane_graph.hpp"
+#include "bustle/core/vehicles.hpp"
 
 namespace bustle::core {
 
@@ -41,7 +42,7 @@ struct PedestrianState {
 struct CounterState {
   std::uint64_t spawned_total = 0;
   std::uint64_t despawned_total = 0;
-  std::array<std::uint64_t, 6> despawned_by_reason{};
+  std::array<std::uint64_t, 7> despawned_by_reason{};  // DespawnReason order
   std::uint64_t spawn_failed_capacity = 0;
   std::uint64_t commands_accepted = 0;
   std::uint64_t commands_rejected = 0;
@@ -59,6 +60,8 @@ struct WorldCheckpoint {
   PedestrianState pedestrians;
   CounterState counters;
   std::vector<CommandEnvelope> inbox;  // pending commands, arrival order
+  VehicleCheckpoint vehicles;
+  std::vector<Vec2> observers;
   std::uint64_t digest = 0;            // digest of this state (checked on restore)
 };
 

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 #include <variant>
+#include <vector>
 
 #include "bustle/core/entity_id.hpp"
 
@@ -26,7 +27,41 @@ struct DespawnEntity {
   EntityId id;
 };
 
-using WorldCommand = std::variant<SetPedestrianTarget, DespawnEntity>;
+// Offers a request to a garage queue; validated fully before anything changes.
+struct GarageRequest {
+  std::string garage;
+  std::string request_id;
+  std::string prototype;
+  std::string lane;
+  std::int32_t priority = 10;
+};
+
+// Removes a still-queued request (a dispatched one cannot be canceled).
+struct CancelGarageRequest {
+  std::string garage;
+  std::string request_id;
+};
+
+// Long-lived intent of one vehicle: 0 RouteFollow, 1 LaneFollow, 2 Parked, 3 Manual.
+struct SetVehicleStrategy {
+  EntityId id;
+  std::uint8_t strategy = 0;
+};
+
+struct ObserverPoint {
+  double x_m = 0.0;
+  double y_m = 0.0;
+};
+
+// Replaces the observers that drive simulation tiers. [Limit: <= 64 points]
+struct SetObservers {
+  std::vector<ObserverPoint> points;
+};
+
+using WorldCommand = std::variant<SetPedestrianTarget, DespawnEntity, GarageRequest, CancelGarageRequest,
+                                  SetVehicleStrategy, SetObservers>;
+
+const char* command_name(const WorldCommand& c);
 
 // Who asked: the session (client) id and that client's own request id. Client
 // 0 is the server itself (e.g. a scripted start-up command).
@@ -58,6 +93,8 @@ enum class RejectReason : std::uint8_t {
   NotFound = 8,       // no snapshot or job with that name or id
   StorageError = 9,   // the snapshot store failed; the message names the cause
   WorldReplaced = 10, // the world was replaced (restore/load) before this command applied
+  Duplicate = 11,     // a garage request id already queued or dispatched
+  QueueFull = 12,     // the garage queue is at its depth
 };
 
 const char* to_string(CommandStatus s);

@@ -38,6 +38,66 @@ struct PedestrianSpec {
   std::uint32_t spawn_per_step_max = 8;  // creation cap per step
 };
 
+// Vehicles (DESIGN §4). Defaults are seed 003's.
+enum class RouteEnd : std::uint8_t { Loop = 0, Garage = 1 };
+
+struct GarageSpec {
+  std::string id;
+  std::string lane;                 // entrance lane (must be route[0])
+  std::vector<std::string> route;   // lane ids, each a successor of the previous
+  RouteEnd route_end = RouteEnd::Loop;
+  std::vector<std::string> prototypes;  // vehicle prototypes this garage can dispatch
+  std::uint32_t capacity = 18;          // managed vehicles at most
+  std::uint32_t queue_depth = 26;
+  std::uint32_t dispatch_per_step_max = 1;
+  std::uint32_t cooldown_frames = 8;    // queue frames suppressed after a dispatch
+  double entrance_clear_m = 8.0;        // no vehicle in the first N m of the entrance lane
+};
+
+struct SignalSpec {
+  std::string id;
+  std::string lane;          // the controlled lane
+  double stop_alpha = 0.82;  // stop line as a fraction of the lane length
+  double yield_alpha = 0.35; // yield approach starts here
+  std::uint32_t open_ms = 4000;
+  std::uint32_t yield_ms = 2000;
+  std::uint32_t closed_ms = 4000;
+  std::uint32_t offset_ms = 0;  // phase offset at step 0
+};
+
+struct PlannedRequest {
+  std::string request_id;
+  std::string garage;
+  std::string prototype;
+  std::string lane;
+  std::int32_t priority = 10;
+};
+
+// Requests offered to garages over time by the content plan.
+struct VehiclePlanSpec {
+  std::uint32_t batch_size = 3;
+  std::uint32_t batch_interval_steps = 10;
+  std::vector<PlannedRequest> requests;
+};
+
+struct VehicleRules {
+  double headway_block_m = 8.0;     // leader at or closer: no movement
+  double headway_caution_m = 14.0;  // leader closer than this: yield
+  double yield_multiplier = 0.35;
+  double pedestrian_hazard_m = 12.0;  // look-ahead to an occupied crossing
+};
+
+// Simulation-tier resolution (distance with hysteresis, caps, budget).
+struct TierSpec {
+  double full_enter_m = 25.0;
+  double full_exit_m = 30.0;
+  double simulated_enter_m = 500.0;
+  double simulated_exit_m = 550.0;
+  std::uint32_t full_cap = 4096;
+  std::uint32_t simulated_cap = 65536;
+  std::uint32_t transitions_per_step = 256;
+};
+
 struct Scenario {
   std::string id;    // stable identifier, sent in Welcome and saved in snapshots
   std::string name;  // human-readable
@@ -46,6 +106,12 @@ struct Scenario {
   std::uint32_t command_inbox_capacity = 1'024;
   std::vector<LaneSpec> lanes;
   PedestrianSpec pedestrians;
+  std::vector<GarageSpec> garages;
+  std::vector<SignalSpec> signals;
+  VehiclePlanSpec vehicle_plan;
+  VehicleRules vehicle_rules;
+  TierSpec tiers;
+  std::vector<Vec2> observers;  // initial observers (replaced by SetObservers)
 };
 
 struct ScenarioError {

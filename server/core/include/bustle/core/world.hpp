@@ -9,12 +9,16 @@
 //
 // Step phases (DESIGN §2; later phases never feed earlier ones in one step):
 //   1. apply commands (arrival order) -> command results
+//   4. population upkeep: grow or trim towards the target within the cap
+//   6. vehicles: content plan, signals, garage dispatch gates, pre-step
+//      snapshot, policy arbitration, route advance, turnaround gate
 //   7. pedestrian movement: advance along lanes at lane speed, carrying the
 //      remaining time across lane ends; dead ends request a despawn
+//   8. simulation tiers (vehicles; pedestrians join with the population work)
 //  10. despawn phase: one exit for all reasons, in EntityId order, ids released
-//      to the back of the FIFO; then population upkeep spawns towards target
+//      to the back of the FIFO
 //  11. digest over the canonical state
-// Phases 2-6, 8, 9 arrive with the population, vehicle and tier work.
+// Phases 2-3, 5 and 9 arrive with the population and representation work.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +35,7 @@
 #include "bustle/core/log_sink.hpp"
 #include "bustle/core/prng.hpp"
 #include "bustle/core/scenario.hpp"
+#include "bustle/core/vehicles.hpp"
 
 namespace bustle::core {
 
@@ -43,8 +48,9 @@ enum class DespawnReason : std::uint8_t {
   LaneDeadEnd = 3,
   Requested = 4,
   Overpopulated = 5,
+  RouteCompleted = 6,  // a vehicle reached the end of a garage-ending route
 };
-inline constexpr std::size_t kDespawnReasonCount = 6;
+inline constexpr std::size_t kDespawnReasonCount = 7;
 const char* to_string(DespawnReason r);
 
 enum class SubmitStatus : std::uint8_t { Queued, InboxFull };
@@ -128,6 +134,8 @@ class World {
   const PedestrianStore& pedestrians() const { return peds_; }
   std::uint32_t pedestrian_target() const { return pedestrian_target_; }
   const WorldCounters& counters() const { return counters_; }
+  const VehicleSystem& vehicles() const { return vehicles_; }
+  const std::vector<Vec2>& observers() const { return observers_; }
   const Prng& prng() const { return rng_; }
 
   // Results of the commands applied in the last step, in arrival order.
@@ -144,7 +152,9 @@ class World {
   World(const Scenario& scenario, std::uint64_t seed, LogSink* log);
 
   void phase_apply_commands();
+  void phase_vehicles();
   void phase_move_pedestrians();
+  void phase_tiers();
   void phase_despawn();
   void phase_population_upkeep();
 
@@ -177,6 +187,10 @@ class World {
     DespawnReason reason;
   };
   std::vector<DespawnRequest> despawn_requests_;
+  VehicleSystem vehicles_;
+  std::vector<Vec2> observers_;
+  std::vector<std::uint8_t> crossing_occupied_;  // per lane, pre-step (phase 6 input)
+  std::vector<VehicleSystem::DespawnRequest> vehicle_despawns_;
   std::vector<std::uint8_t> despawn_pending_;  // by entity index; cleared in phase 10
 };
 

@@ -1,0 +1,78 @@
+// Simulation-tier axis: how often an entity's logic runs. Independent of
+// identity (never changes an EntityId) and of representation (how a client
+// draws it).
+//
+//   Full       every step       (stride 1)
+//   Simulated  every 2nd step   (stride 2)
+//   Coarse     every 8th step   (stride 8)
+//
+// The stride phase is spread by EntityId so each step does about the same
+// work. An entity due on a step advances by speed x dt x stride, so progress
+// over time is the same in every tier.
+//
+// Resolution (resolve_tiers) in four stages:
+//   1. distance request: nearest observer distance with enter/exit hysteresis;
+//   2. capacity targets: at most full_cap Full and simulated_cap Simulated,
+//      preferring entities already in the tier, then nearer, then lower id;
+//   3. transition budget: at most transitions_per_step changes, demotions
+//      first (farthest first, so capacity frees before it is taken), then
+//      promotions (nearest first); ties by EntityId;
+//   4. apply; what the budget held back is counted as deferred (not failed).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "bustle/core/entity_id.hpp"
+#include "bustle/core/prng.hpp"
+#include "bustle/core/scenario.hpp"
+
+namespace bustle::core {
+
+enum class SimTier : std::uint8_t { Full = 0, Simulated = 1, Coarse = 2 };
+inline constexpr std::size_t kSimTierCount = 3;
+const char* to_string(SimTier t);
+
+constexpr std::uint32_t tier_stride(SimTier t) {
+  return t == SimTier::Full ? 1u : t == SimTier::Simulated ? 2u : 8u;
+}
+
+// True when an entity of this tier runs its logic on `step`.
+constexpr bool tier_due(std::uint64_t step, EntityId id, SimTier t) {
+  const std::uint32_t stride = tier_stride(t);
+  return stride == 1 || (step + (mix64(id.packed()) % stride)) % stride == 0;
+}
+
+struct TierCounts {
+  std::uint32_t per_tier[kSimTierCount] = {};
+  std::uint32_t promoted = 0;
+  std::uint32_t demoted = 0;
+  std::uint32_t deferred = 0;  // transitions held back by the budget this step
+};
+
+// Resolves tiers in place. `distance_m[i]` is entity i's distance to the
+// nearest observer (infinity when there is none). Scratch vectors are reused
+// between calls so a step allocates nothing after warm-up.
+class TierResolver {
+ public:
+  TierCounts resolve(const TierSpec& spec, std::span<const EntityId> ids, std::span<const double> distance_m,
+                     std::span<std::uint8_t> tier);
+
+ private:
+  struct Candidate {
+    double distance_m;
+    EntityId id;
+    std::uint32_t index;
+    std::uint8_t current;
+    std::uint8_t target;
+  };
+  std::vector<Candidate> want_full_;
+  std::vector<Candidate> want_sim_;
+  std::vector<Candidate> changes_;
+  std::vector<std::uint8_t> target_;
+};
+
+double nearest_observer_m(const std::vector<Vec2>& observers, double x_m, double y_m);
+
+}  // namespace bustle::core

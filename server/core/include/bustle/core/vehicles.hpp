@@ -1,0 +1,287 @@
+// Vehicles (DESIGN §4): garage request queues, dispatch gates, content plan,
+// signals, policy arbitration, leader relation, route advance, turnaround.
+//
+// Axes kept apart per vehicle: identity (EntityId, plus the session VehicleId
+// "vehicle.<garage>.<ordinal:06>"), lifecycle (requested -> queued ->
+// dispatched -> managed -> despawned), strategy (long-lived intent),
+// control policy (this step's decision, with a reason), simulation tier.
+//
+// Garage request lifecycle (all transitions in VehicleSystem):
+//
+//   planned --inject_plan--> queued --dispatch--> dispatched (vehicle managed)
+//      |                       |  \--cancel--> canceled
+//      \--enqueue rejected--> invalid | duplicate | (queue full: retried later)
+//
+// Invariants:
+//   1. A request id is in at most one of {queue, dispatched} per garage.
+//   2. The queue is sorted by priority (desc), then EnqueueOrdinal (asc); a
+//      rejected enqueue or a held dispatch never reorders it.
+//   3. next_vehicle_ordinal == number of dispatches; VehicleIds never repeat.
+//   4. Every step, every vehicle reads the same pre-step snapshot, so the
+//      order of the vehicle arrays never changes an outcome.
+//   5. A vehicle never advances to within headway_block_m of its leader's
+//      pre-step position (stronger than the seed's 7 m observation).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bustle/core/entity_id.hpp"
+#include "bustle/core/lane_graph.hpp"
+#include "bustle/core/scenario.hpp"
+#include "bustle/core/sim_tier.hpp"
+
+namespace bustle::core {
+
+enum class VehicleStrategy : std::uint8_t { RouteFollow = 0, LaneFollow = 1, Parked = 2, Manual = 3 };
+enum class ControlPolicy : std::uint8_t {
+  RouteFollow = 0,
+  LaneFollow = 1,
+  Yielding = 2,
+  WaitingAtSignal = 3,
+  Parked = 4,
+  Manual = 5,
+  DespawnPending = 6,
+};
+enum class PolicyReason : std::uint8_t {
+  Clear = 0,
+  DespawnRequested = 1,
+  ManualControl = 2,
+  ParkedStrategy = 3,
+  SignalClosed = 4,
+  SignalYield = 5,
+  PedestrianHazard = 6,
+  LeaderBlocked = 7,   // leader at or within headway_block_m: no movement
+  LeaderCaution = 8,   // leader within headway_caution_m: reduced speed
+  AwaitingTurnaround = 9,
+  NotDue = 10,         // tier stride: logic did not run this step
+};
+inline constexpr std::size_t kControlPolicyCount = 7;
+const char* to_string(VehicleStrategy s);
+const char* to_string(ControlPolicy p);
+const char* to_string(PolicyReason r);
+
+// One vehicle's inputs for this step, all read from the pre-step snapshot.
+struct PolicyInputs {
+  bool despawn_requested = false;
+  VehicleStrategy strategy = VehicleStrategy::RouteFollow;
+  bool signal_closed = false;   // a closed stop line within this step's travel
+  bool signal_yield = false;    // inside a yielding approach
+  bool pedestrian_hazard = false;
+  double leader_gap_m = std::numeric_limits<double>::infinity();
+  bool has_route = true;
+};
+
+struct PolicyDecision {
+  ControlPolicy policy = ControlPolicy::RouteFollow;
+  PolicyReason reason = PolicyReason::Clear;
+  bool advance = true;
+  double speed_multiplier = 1.0;
+  bool leader_recorded = false;
+};
+
+// The fixed arbitration order (DESIGN §4): despawn -> Manual -> Parked ->
+// signal closed -> signal yield -> pedestrian hazard -> leader -> follow.
+// Pure: the same inputs always give the same decision.
+PolicyDecision arbitrate_policy(const PolicyInputs& in, const VehicleRules& rules);
+
+enum class SignalPhase : std::uint8_t { Open = 0, Yield = 1, Closed = 2 };
+const char* to_string(SignalPhase p);
+
+struct SignalState {
+  SignalPhase phase = SignalPhase::Open;
+  std::uint64_t phase_elapsed_us = 0;
+  std::uint64_t cycles = 0;
+};
+
+enum class DispatchGate : std::uint8_t {
+  Dispatched = 0,       // at least one vehicle left the garage this step
+  QueueEmpty = 1,
+  Cooldown = 2,
+  Capacity = 3,
+  EntranceBlocked = 4,
+  PerStepMax = 5,       // dispatched the per-step maximum and more are waiting
+};
+inline constexpr std::size_t kDispatchGateCount = 6;
+const char* to_string(DispatchGate g);
+
+struct QueuedRequest {
+  std::string request_id;
+  std::uint32_t prototype = 0;
+  std::int32_t priority = 0;
+  std::uint64_t enqueue_ordinal = 0;
+};
+
+struct GarageState {
+  std::vector<QueuedRequest> queue;     // invariant 2
+  std::vector<std::string> dispatched;  // request ids that received a vehicle, sorted
+  std::uint64_t frame_index = 0;        // queue frames (one per step)
+  bool has_dispatched = false;
+  std::uint64_t last_dispatch_frame = 0;
+  std::uint64_t next_enqueue_ordinal = 0;
+  std::uint64_t next_vehicle_ordinal = 0;
+  std::uint64_t turnarounds = 0;
+  DispatchGate last_gate = DispatchGate::QueueEmpty;
+  std::array<std::uint64_t, kDispatchGateCount> gate_steps{};  // steps per outcome
+  std::uint64_t rejected_invalid = 0;
+  std::uint64_t rejected_duplicate = 0;
+  std::uint64_t rejected_queue_full = 0;
+  std::uint64_t canceled = 0;
+};
+
+struct PlanState {
+  std::uint64_t cursor = 0;  // planned requests offered so far (in plan order)
+  std::uint64_t accepted = 0;
+  std::uint64_t rejected = 0;
+};
+
+enum class EnqueueStatus : std::uint8_t { Accepted = 0, Invalid = 1, Duplicate = 2, QueueFull = 3 };
+struct EnqueueResult {
+  EnqueueStatus status = EnqueueStatus::Invalid;
+  std::uint64_t ordinal = 0;  // EnqueueOrdinal when accepted
+  std::string field;          // which field was invalid
+  std::string message;
+};
+
+enum class CancelStatus : std::uint8_t { Canceled = 0, NotQueued = 1, AlreadyDispatched = 2, UnknownGarage = 3 };
+
+// Hot vehicle state, structure-of-arrays, dense; swap-remove with dense_of.
+struct VehicleStore {
+  static constexpr std::uint32_t kNoSlot = UINT32_MAX;
+  std::vector<EntityId> id;
+  std::vector<std::uint32_t> garage;
+  std::vector<std::uint64_t> ordinal;     // VehicleId ordinal
+  std::vector<std::uint32_t> prototype;
+  std::vector<std::uint32_t> route_index;
+  std::vector<LaneIndex> lane;
+  std::vector<double> s_m;
+  std::vector<double> speed_mps;          // speed actually driven on the last evaluated step
+  std::vector<std::uint8_t> strategy;
+  std::vector<std::uint8_t> policy;
+  std::vector<std::uint8_t> reason;
+  std::vector<std::uint8_t> tier;
+  std::vector<EntityId> leader;           // null when none
+  std::vector<std::uint64_t> steps_advanced;
+  std::vector<std::uint64_t> waiting_since;  // step it began awaiting turnaround (0 = not)
+  std::vector<std::uint8_t> despawn_requested;
+  std::vector<std::string> request_id;    // cold: the request it was dispatched for
+  std::vector<std::uint32_t> dense_of;    // by entity index
+
+  std::uint32_t size() const { return static_cast<std::uint32_t>(id.size()); }
+};
+
+struct VehicleStepCounts {
+  std::uint32_t moving = 0;  // advanced this step
+  std::uint32_t per_policy[kControlPolicyCount] = {};
+  std::uint32_t turnarounds = 0;
+  std::uint32_t dispatched = 0;
+};
+
+// Everything a checkpoint needs from the vehicle system.
+struct VehicleCheckpoint {
+  VehicleStore store;  // dense_of is rebuilt, not stored
+  std::vector<GarageState> garages;
+  std::vector<SignalState> signals;
+  PlanState plan;
+  TierCounts last_tiers;
+  VehicleStepCounts last_step;
+};
+
+class VehicleSystem {
+ public:
+  VehicleSystem(const Scenario& scenario, const LaneGraph& lanes, std::uint32_t entity_capacity);
+
+  // Validates everything before changing anything (invariant 2).
+  EnqueueResult enqueue(const std::string& garage, const std::string& request_id, const std::string& prototype,
+                        const std::string& lane, std::int32_t priority);
+  CancelStatus cancel(const std::string& garage, const std::string& request_id);
+
+  // Despawn bookkeeping (the World owns the single despawn phase).
+  bool is_vehicle(EntityId id) const;
+  void mark_despawn(EntityId id);
+  void remove(EntityId id);
+  bool set_strategy(EntityId id, VehicleStrategy s);
+
+  struct DespawnRequest {
+    EntityId id;
+    bool route_completed;  // true: reached the end of a garage-ending route
+  };
+
+  // Phase 6. `crossing_occupied[lane]` is nonzero for crossing lanes with a
+  // pedestrian on them (pre-step). New vehicles take ids from `registry`;
+  // vehicles that must leave are appended to `despawns`.
+  void step(std::uint64_t step_index, std::uint32_t step_us, EntityRegistry& registry,
+            const std::vector<std::uint8_t>& crossing_occupied, const std::vector<Vec2>& observers,
+            std::vector<DespawnRequest>& despawns);
+
+  // Phase 8.
+  void resolve_tiers(const TierSpec& spec, const std::vector<Vec2>& observers);
+
+  const VehicleStore& store() const { return v_; }
+  const std::vector<GarageState>& garages() const { return garages_; }
+  const std::vector<SignalState>& signals() const { return signals_; }
+  const PlanState& plan() const { return plan_; }
+  const TierCounts& last_tiers() const { return last_tiers_; }
+  const VehicleStepCounts& last_step() const { return last_step_; }
+  std::uint32_t managed(std::uint32_t garage) const { return managed_[garage]; }
+  std::optional<std::uint32_t> garage_index(const std::string& id) const;
+  const Scenario& scenario() const { return *scenario_; }
+
+  // "vehicle.<garage>.<ordinal:06>" for a dense slot.
+  std::string vehicle_id(std::uint32_t dense) const;
+  Pose pose(std::uint32_t dense) const { return lanes_->sample(v_.lane[dense], v_.s_m[dense]); }
+
+  void digest_into(class Digest& d) const;
+  VehicleCheckpoint capture() const;
+  // Replaces the state; returns errors as (path, message) like World::restore.
+  std::vector<std::pair<std::string, std::string>> restore(const VehicleCheckpoint& cp,
+                                                           const EntityRegistry& registry);
+
+ private:
+  void advance_signals(std::uint32_t step_us);
+  void inject_plan(std::uint64_t step_index);
+  void dispatch(std::uint64_t step_index, EntityRegistry& registry, const std::vector<Vec2>& observers);
+  bool entrance_clear(std::uint32_t garage) const;
+  void build_snapshot();
+  double leader_gap(std::uint32_t i, EntityId& leader) const;
+  void evaluate_and_advance(std::uint64_t step_index, std::uint32_t step_us,
+                            const std::vector<std::uint8_t>& crossing_occupied,
+                            std::vector<DespawnRequest>& despawns);
+  void turnarounds(std::uint64_t step_index);
+  void push_vehicle(EntityId id, std::uint32_t garage, std::uint64_t ordinal, std::uint32_t prototype,
+                    const std::string& request_id, SimTier tier);
+
+  struct Conflict {
+    double s_on_road_m;
+    LaneIndex crossing;
+  };
+
+  const Scenario* scenario_;
+  const LaneGraph* lanes_;
+  std::vector<std::vector<LaneIndex>> routes_;   // per garage, lane indices
+  std::vector<std::int32_t> signal_of_lane_;     // signal index or -1
+  std::vector<std::vector<Conflict>> conflicts_; // per road lane, sorted by s
+
+  VehicleStore v_;
+  std::vector<GarageState> garages_;
+  std::vector<std::uint32_t> managed_;  // derived: vehicles per garage
+  std::vector<SignalState> signals_;
+  PlanState plan_;
+  TierCounts last_tiers_;
+  VehicleStepCounts last_step_;
+
+  // Pre-step snapshot (derived each step): vehicles bucketed by lane, sorted
+  // by (s, EntityId). Reused buffers.
+  std::vector<std::uint32_t> lane_start_;
+  std::vector<std::uint32_t> order_;
+  std::vector<double> snap_s_;
+  std::vector<std::uint32_t> pos_in_order_;
+  std::vector<double> distances_;
+  TierResolver tier_resolver_;
+};
+
+}  // namespace bustle::core

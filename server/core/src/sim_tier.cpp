@@ -1,0 +1,93 @@
+#include "bustle/core/sim_tier.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace bustle::core {
+
+const char* to_string(SimTier t) {
+  switch (t) {
+    case SimTier::Full: return "full";
+    case SimTier::Simulated: return "simulated";
+    case SimTier::Coarse: return "coarse";
+  }
+  return "?";
+}
+
+double nearest_observer_m(const std::vector<Vec2>& observers, double x_m, double y_m) {
+  double best = std::numeric_limits<double>::infinity();
+  for (const Vec2& o : observers) best = std::min(best, std::hypot(o.x_m - x_m, o.y_m - y_m));
+  return best;
+}
+
+TierCounts TierResolver::resolve(const TierSpec& spec, std::span<const EntityId> ids,
+                                 std::span<const double> distance_m, std::span<std::uint8_t> tier) {
+  const std::size_t n = ids.size();
+  target_.resize(n);
+  want_full_.clear();
+  want_sim_.clear();
+  changes_.clear();
+  constexpr auto kFull = static_cast<std::uint8_t>(SimTier::Full);
+  constexpr auto kSim = static_cast<std::uint8_t>(SimTier::Simulated);
+  constexpr auto kCoarse = static_cast<std::uint8_t>(SimTier::Coarse);
+
+  // 1. Distance request with hysteresis: staying needs only the exit radius.
+  for (std::size_t i = 0; i < n; ++i) {
+    const double d = distance_m[i];
+    const std::uint8_t cur = tier[i];
+    const double full_r = cur == kFull ? spec.full_exit_m : spec.full_enter_m;
+    const double sim_r = cur <= kSim ? spec.simulated_exit_m : spec.simulated_enter_m;
+    const std::uint8_t want = d <= full_r ? kFull : d <= sim_r ? kSim : kCoarse;
+    target_[i] = want;
+    if (want == kFull) want_full_.push_back({d, ids[i], static_cast<std::uint32_t>(i), cur, want});
+  }
+  // 2. Capacity: keep incumbents first, then nearest, then lowest id.
+  auto by_preference = [](const Candidate& a, const Candidate& b) {
+    const bool ai = a.current == a.target;
+    const bool bi = b.current == b.target;
+    if (ai != bi) return ai;
+    if (a.distance_m != b.distance_m) return a.distance_m < b.distance_m;
+    return a.id < b.id;
+  };
+  if (want_full_.size() > spec.full_cap) {
+    std::sort(want_full_.begin(), want_full_.end(), by_preference);
+    for (std::size_t k = spec.full_cap; k < want_full_.size(); ++k) target_[want_full_[k].index] = kSim;
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    if (target_[i] == kSim) want_sim_.push_back({distance_m[i], ids[i], static_cast<std::uint32_t>(i), tier[i], kSim});
+  }
+  if (want_sim_.size() > spec.simulated_cap) {
+    std::sort(want_sim_.begin(), want_sim_.end(), by_preference);
+    for (std::size_t k = spec.simulated_cap; k < want_sim_.size(); ++k) target_[want_sim_[k].index] = kCoarse;
+  }
+  // 3. Budget: demotions (farthest first), then promotions (nearest first).
+  for (std::size_t i = 0; i < n; ++i) {
+    if (target_[i] != tier[i]) changes_.push_back({distance_m[i], ids[i], static_cast<std::uint32_t>(i), tier[i], target_[i]});
+  }
+  TierCounts counts;
+  if (!changes_.empty()) {
+    std::sort(changes_.begin(), changes_.end(), [](const Candidate& a, const Candidate& b) {
+      const bool ad = a.target > a.current;  // demotion: towards Coarse
+      const bool bd = b.target > b.current;
+      if (ad != bd) return ad;
+      if (a.distance_m != b.distance_m) return ad ? a.distance_m > b.distance_m : a.distance_m < b.distance_m;
+      return a.id < b.id;
+    });
+    const std::size_t budget = std::min<std::size_t>(spec.transitions_per_step, changes_.size());
+    for (std::size_t k = 0; k < budget; ++k) {
+      const Candidate& c = changes_[k];
+      tier[c.index] = c.target;
+      if (c.target > c.current) {
+        ++counts.demoted;
+      } else {
+        ++counts.promoted;
+      }
+    }
+    counts.deferred = static_cast<std::uint32_t>(changes_.size() - budget);
+  }
+  for (std::size_t i = 0; i < n; ++i) ++counts.per_tier[tier[i]];
+  return counts;
+}
+
+}  // namespace bustle::core

@@ -1,0 +1,812 @@
+#include "bustle/core/vehicles.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <map>
+
+#include "bustle/core/digest.hpp"
+
+namespace bustle::core {
+namespace {
+
+constexpr double kEps = 1e-9;
+constexpr std::size_t kLeaderLookaheadLanes = 8;
+
+// Intersection of segments p1p2 and q1q2; returns the fraction along p.
+bool segment_intersection(const Vec2& p1, const Vec2& p2, const Vec2& q1, const Vec2& q2, double& t_out) {
+  const double rx = p2.x_m - p1.x_m, ry = p2.y_m - p1.y_m;
+  const double sx = q2.x_m - q1.x_m, sy = q2.y_m - q1.y_m;
+  const double denom = rx * sy - ry * sx;
+  if (std::abs(denom) < 1e-12) return false;
+  const double qpx = q1.x_m - p1.x_m, qpy = q1.y_m - p1.y_m;
+  const double t = (qpx * sy - qpy * sx) / denom;
+  const double u = (qpx * ry - qpy * rx) / denom;
+  if (t < 0.0 || t > 1.0 || u < 0.0 || u > 1.0) return false;
+  t_out = t;
+  return true;
+}
+
+template <class T>
+void erase_at(std::vector<T>& v, std::uint32_t slot) {
+  v[slot] = std::move(v.back());
+  v.pop_back();
+}
+
+}  // namespace
+
+const char* to_string(VehicleStrategy s) {
+  switch (s) {
+    case VehicleStrategy::RouteFollow: return "route_follow";
+    case VehicleStrategy::LaneFollow: return "lane_follow";
+    case VehicleStrategy::Parked: return "parked";
+    case VehicleStrategy::Manual: return "manual";
+  }
+  return "?";
+}
+
+const char* to_string(ControlPolicy p) {
+  switch (p) {
+    case ControlPolicy::RouteFollow: return "route_follow";
+    case ControlPolicy::LaneFollow: return "lane_follow";
+    case ControlPolicy::Yielding: return "yielding";
+    case ControlPolicy::WaitingAtSignal: return "waiting_at_signal";
+    case ControlPolicy::Parked: return "parked";
+    case ControlPolicy::Manual: return "manual";
+    case ControlPolicy::DespawnPending: return "despawn_pending";
+  }
+  return "?";
+}
+
+const char* to_string(PolicyReason r) {
+  switch (r) {
+    case PolicyReason::Clear: return "clear";
+    case PolicyReason::DespawnRequested: return "despawn_requested";
+    case PolicyReason::ManualControl: return "manual_control";
+    case PolicyReason::ParkedStrategy: return "parked_strategy";
+    case PolicyReason::SignalClosed: return "signal_closed";
+    case PolicyReason::SignalYield: return "signal_yield";
+    case PolicyReason::PedestrianHazard: return "pedestrian_hazard";
+    case PolicyReason::LeaderBlocked: return "leader_blocked";
+    case PolicyReason::LeaderCaution: return "leader_caution";
+    case PolicyReason::AwaitingTurnaround: return "awaiting_turnaround";
+    case PolicyReason::NotDue: return "not_due";
+  }
+  return "?";
+}
+
+const char* to_string(SignalPhase p) {
+  switch (p) {
+    case SignalPhase::Open: return "open";
+    case SignalPhase::Yield: return "yield";
+    case SignalPhase::Closed: return "closed";
+  }
+  return "?";
+}
+
+const char* to_string(DispatchGate g) {
+  switch (g) {
+    case DispatchGate::Dispatched: return "dispatched";
+    case DispatchGate::QueueEmpty: return "queue_empty";
+    case DispatchGate::Cooldown: return "cooldown";
+    case DispatchGate::Capacity: return "capacity";
+    case DispatchGate::EntranceBlocked: return "entrance_blocked";
+    case DispatchGate::PerStepMax: return "per_step_max";
+  }
+  return "?";
+}
+
+PolicyDecision arbitrate_policy(const PolicyInputs& in, const VehicleRules& rules) {
+  PolicyDecision d;
+  if (in.despawn_requested) return {ControlPolicy::DespawnPending, PolicyReason::DespawnRequested, false, 0.0, false};
+  if (in.strategy == VehicleStrategy::Manual) return {ControlPolicy::Manual, PolicyReason::ManualControl, true, 1.0, false};
+  if (in.strategy == VehicleStrategy::Parked) return {ControlPolicy::Parked, PolicyReason::ParkedStrategy, false, 0.0, false};
+  if (in.signal_closed) return {ControlPolicy::WaitingAtSignal, PolicyReason::SignalClosed, false, 0.0, false};
+  if (in.signal_yield) {
+    return {ControlPolicy::Yielding, PolicyReason::SignalYield, true, rules.yield_multiplier, false};
+  }
+  if (in.pedestrian_hazard) return {ControlPolicy::Yielding, PolicyReason::PedestrianHazard, false, 0.0, false};
+  // The emergency guard (<= block headway) is part of the same model.
+  if (in.leader_gap_m <= rules.headway_block_m) {
+    return {ControlPolicy::Yielding, PolicyReason::LeaderBlocked, false, 0.0, true};
+  }
+  if (in.leader_gap_m < rules.headway_caution_m) {
+    return {ControlPolicy::Yielding, PolicyReason::LeaderCaution, true, rules.yield_multiplier, true};
+  }
+  const bool route = in.has_route && in.strategy == VehicleStrategy::RouteFollow;
+  d.policy = route ? ControlPolicy::RouteFollow : ControlPolicy::LaneFollow;
+  return d;
+}
+
+VehicleSystem::VehicleSystem(const Scenario& scenario, const LaneGraph& lanes, std::uint32_t entity_capacity)
+    : scenario_(&scenario), lanes_(&lanes) {
+  std::map<std::string, LaneIndex> by_id;
+  for (LaneIndex i = 0; i < lanes.size(); ++i) by_id.emplace(lanes.lane(i).id, i);
+  for (const GarageSpec& g : scenario.garages) {
+    std::vector<LaneIndex> route;
+    for (const std::string& l : g.route) route.push_back(by_id.at(l));
+    routes_.push_back(std::move(route));
+  }
+  garages_.resize(scenario.garages.size());
+  managed_.assign(scenario.garages.size(), 0);
+  signal_of_lane_.assign(lanes.size(), -1);
+  for (std::size_t i = 0; i < scenario.signals.size(); ++i) {
+    const SignalSpec& sg = scenario.signals[i];
+    signal_of_lane_[by_id.at(sg.lane)] = static_cast<std::int32_t>(i);
+    SignalState st;
+    st.phase_elapsed_us = std::uint64_t{sg.offset_ms} * 1000;
+    // Apply the offset through the normal phase machine.
+    const std::uint64_t durations[3] = {std::uint64_t{sg.open_ms} * 1000, std::uint64_t{sg.yield_ms} * 1000,
+                                        std::uint64_t{sg.closed_ms} * 1000};
+    while (st.phase_elapsed_us >= durations[static_cast<int>(st.phase)]) {
+      st.phase_elapsed_us -= durations[static_cast<int>(st.phase)];
+      st.phase = static_cast<SignalPhase>((static_cast<int>(st.phase) + 1) % 3);
+    }
+    signals_.push_back(st);
+  }
+  // Crossing conflicts: where a walkable crossing's polyline cuts a road's.
+  conflicts_.resize(lanes.size());
+  for (LaneIndex r = 0; r < lanes.size(); ++r) {
+    const Lane& road = lanes.lane(r);
+    if (road.kind != LaneKind::Road) continue;
+    for (LaneIndex c = 0; c < lanes.size(); ++c) {
+      const Lane& cross = lanes.lane(c);
+      if (cross.kind != LaneKind::Crossing) continue;
+      for (std::size_t a = 1; a < road.points.size(); ++a) {
+        for (std::size_t b = 1; b < cross.points.size(); ++b) {
+          double t = 0.0;
+          if (segment_intersection(road.points[a - 1], road.points[a], cross.points[b - 1], cross.points[b], t)) {
+            const double s = road.cumulative_m[a - 1] + t * (road.cumulative_m[a] - road.cumulative_m[a - 1]);
+            conflicts_[r].push_back({s, c});
+          }
+        }
+      }
+    }
+    std::sort(conflicts_[r].begin(), conflicts_[r].end(), [](const Conflict& x, const Conflict& y) {
+      return x.s_on_road_m != y.s_on_road_m ? x.s_on_road_m < y.s_on_road_m : x.crossing < y.crossing;
+    });
+  }
+  v_.dense_of.assign(entity_capacity, VehicleStore::kNoSlot);
+  lane_start_.assign(lanes.size() + 1, 0);
+}
+
+std::optional<std::uint32_t> VehicleSystem::garage_index(const std::string& id) const {
+  for (std::uint32_t g = 0; g < scenario_->garages.size(); ++g) {
+    if (scenario_->garages[g].id == id) return g;
+  }
+  return std::nullopt;
+}
+
+EnqueueResult VehicleSystem::enqueue(const std::string& garage, const std::string& request_id,
+                                     const std::string& prototype, const std::string& lane, std::int32_t priority) {
+  EnqueueResult r;
+  const auto g = garage_index(garage);
+  if (!g) {
+    r.field = "garage";
+    r.message = "unknown garage '" + garage + "'";
+    return r;
+  }
+  GarageState& gs = garages_[*g];
+  const GarageSpec& spec = scenario_->garages[*g];
+  auto invalid = [&](const char* field, std::string msg) {
+    ++gs.rejected_invalid;
+    r.status = EnqueueStatus::Invalid;
+    r.field = field;
+    r.message = std::move(msg);
+    return r;
+  };
+  if (request_id.empty() || request_id.size() > 128) return invalid("request_id", "must be 1-128 characters");
+  const auto proto = std::find(spec.prototypes.begin(), spec.prototypes.end(), prototype);
+  if (proto == spec.prototypes.end()) {
+    return invalid("prototype", "garage '" + spec.id + "' has no prototype '" + prototype + "'");
+  }
+  if (lane != spec.lane) return invalid("lane", "garage '" + spec.id + "' dispatches onto lane '" + spec.lane + "' only");
+  const bool queued = std::any_of(gs.queue.begin(), gs.queue.end(),
+                                  [&](const QueuedRequest& q) { return q.request_id == request_id; });
+  if (queued || std::binary_search(gs.dispatched.begin(), gs.dispatched.end(), request_id)) {
+    ++gs.rejected_duplicate;
+    r.status = EnqueueStatus::Duplicate;
+    r.field = "request_id";
+    r.message = "request '" + request_id + "' is already " + (queued ? "queued" : "dispatched");
+    return r;
+  }
+  if (gs.queue.size() >= spec.queue_depth) {
+    ++gs.rejected_queue_full;
+    r.status = EnqueueStatus::QueueFull;
+    r.message = "garage '" + spec.id + "' queue holds " + std::to_string(spec.queue_depth) + " requests (max)";
+    return r;
+  }
+  QueuedRequest q{request_id, static_cast<std::uint32_t>(proto - spec.prototypes.begin()), priority,
+                  gs.next_enqueue_ordinal++};
+  // Insert at its sorted position: priority desc, then ordinal asc (the new
+  // ordinal is the largest, so it goes after every equal priority).
+  auto pos = std::find_if(gs.queue.begin(), gs.queue.end(),
+                          [&](const QueuedRequest& e) { return e.priority < priority; });
+  gs.queue.insert(pos, std::move(q));
+  r.status = EnqueueStatus::Accepted;
+  r.ordinal = gs.next_enqueue_ordinal - 1;
+  return r;
+}
+
+CancelStatus VehicleSystem::cancel(const std::string& garage, const std::string& request_id) {
+  const auto g = garage_index(garage);
+  if (!g) return CancelStatus::UnknownGarage;
+  GarageState& gs = garages_[*g];
+  auto it = std::find_if(gs.queue.begin(), gs.queue.end(),
+                         [&](const QueuedRequest& q) { return q.request_id == request_id; });
+  if (it == gs.queue.end()) {
+    return std::binary_search(gs.dispatched.begin(), gs.dispatched.end(), request_id) ? CancelStatus::AlreadyDispatched
+                                                                                      : CancelStatus::NotQueued;
+  }
+  gs.queue.erase(it);  // erase keeps the remaining order
+  ++gs.canceled;
+  return CancelStatus::Canceled;
+}
+
+bool VehicleSystem::is_vehicle(EntityId id) const {
+  return id.index < v_.dense_of.size() && v_.dense_of[id.index] != VehicleStore::kNoSlot &&
+         v_.id[v_.dense_of[id.index]] == id;
+}
+
+void VehicleSystem::mark_despawn(EntityId id) {
+  if (is_vehicle(id)) v_.despawn_requested[v_.dense_of[id.index]] = 1;
+}
+
+bool VehicleSystem::set_strategy(EntityId id, VehicleStrategy s) {
+  if (!is_vehicle(id)) return false;
+  v_.strategy[v_.dense_of[id.index]] = static_cast<std::uint8_t>(s);
+  return true;
+}
+
+void VehicleSystem::push_vehicle(EntityId id, std::uint32_t garage, std::uint64_t ordinal, std::uint32_t prototype,
+                                 const std::string& request_id, SimTier tier) {
+  v_.dense_of[id.index] = v_.size();
+  v_.id.push_back(id);
+  v_.garage.push_back(garage);
+  v_.ordinal.push_back(ordinal);
+  v_.prototype.push_back(prototype);
+  v_.route_index.push_back(0);
+  v_.lane.push_back(routes_[garage][0]);
+  v_.s_m.push_back(0.0);
+  v_.speed_mps.push_back(0.0);
+  v_.strategy.push_back(static_cast<std::uint8_t>(VehicleStrategy::RouteFollow));
+  v_.policy.push_back(static_cast<std::uint8_t>(ControlPolicy::RouteFollow));
+  v_.reason.push_back(static_cast<std::uint8_t>(PolicyReason::Clear));
+  v_.tier.push_back(static_cast<std::uint8_t>(tier));
+  v_.leader.push_back(EntityId{});
+  v_.steps_advanced.push_back(0);
+  v_.waiting_since.push_back(0);
+  v_.despawn_requested.push_back(0);
+  v_.request_id.push_back(request_id);
+  ++managed_[garage];
+}
+
+void VehicleSystem::remove(EntityId id) {
+  if (!is_vehicle(id)) return;
+  const std::uint32_t slot = v_.dense_of[id.index];
+  const std::uint32_t last = v_.size() - 1;
+  --managed_[v_.garage[slot]];
+  erase_at(v_.id, slot);
+  erase_at(v_.garage, slot);
+  erase_at(v_.ordinal, slot);
+  erase_at(v_.prototype, slot);
+  erase_at(v_.route_index, slot);
+  erase_at(v_.lane, slot);
+  erase_at(v_.s_m, slot);
+  erase_at(v_.speed_mps, slot);
+  erase_at(v_.strategy, slot);
+  erase_at(v_.policy, slot);
+  erase_at(v_.reason, slot);
+  erase_at(v_.tier, slot);
+  erase_at(v_.leader, slot);
+  erase_at(v_.steps_advanced, slot);
+  erase_at(v_.waiting_since, slot);
+  erase_at(v_.despawn_requested, slot);
+  erase_at(v_.request_id, slot);
+  if (slot != last) v_.dense_of[v_.id[slot].index] = slot;
+  v_.dense_of[id.index] = VehicleStore::kNoSlot;
+}
+
+std::string VehicleSystem::vehicle_id(std::uint32_t dense) const {
+  std::string n = std::to_string(v_.ordinal[dense]);
+  if (n.size() < 6) n.insert(0, 6 - n.size(), '0');
+  return "vehicle." + scenario_->garages[v_.garage[dense]].id + "." + n;
+}
+
+// Phase 6 ------------------------------------------------------------------
+
+void VehicleSystem::step(std::uint64_t step_index, std::uint32_t step_us, EntityRegistry& registry,
+                         const std::vector<std::uint8_t>& crossing_occupied, const std::vector<Vec2>& observers,
+                         std::vector<DespawnRequest>& despawns) {
+  last_step_ = {};
+  inject_plan(step_index);
+  advance_signals(step_us);
+  dispatch(step_index, registry, observers);
+  build_snapshot();
+  evaluate_and_advance(step_index, step_us, crossing_occupied, despawns);
+  turnarounds(step_index);
+}
+
+void VehicleSystem::inject_plan(std::uint64_t step_index) {
+  const VehiclePlanSpec& plan = scenario_->vehicle_plan;
+  if (plan.requests.empty() || (step_index - 1) % plan.batch_interval_steps != 0) return;
+  for (std::uint32_t k = 0; k < plan.batch_size && plan_.cursor < plan.requests.size(); ++k) {
+    const PlannedRequest& p = plan.requests[plan_.cursor];
+    const EnqueueResult r = enqueue(p.garage, p.request_id, p.prototype, p.lane, p.priority);
+    if (r.status == EnqueueStatus::QueueFull) break;  // offered again next batch: nothing lost
+    ++plan_.cursor;
+    if (r.status == EnqueueStatus::Accepted) {
+      ++plan_.accepted;
+    } else {
+      ++plan_.rejected;
+    }
+  }
+}
+
+void VehicleSystem::advance_signals(std::uint32_t step_us) {
+  for (std::size_t i = 0; i < signals_.size(); ++i) {
+    const SignalSpec& sg = scenario_->signals[i];
+    const std::uint64_t durations[3] = {std::uint64_t{sg.open_ms} * 1000, std::uint64_t{sg.yield_ms} * 1000,
+                                        std::uint64_t{sg.closed_ms} * 1000};
+    SignalState& st = signals_[i];
+    st.phase_elapsed_us += step_us;
+    while (st.phase_elapsed_us >= durations[static_cast<int>(st.phase)]) {
+      st.phase_elapsed_us -= durations[static_cast<int>(st.phase)];
+      st.phase = static_cast<SignalPhase>((static_cast<int>(st.phase) + 1) % 3);
+      if (st.phase == SignalPhase::Open) ++st.cycles;
+    }
+  }
+}
+
+bool VehicleSystem::entrance_clear(std::uint32_t garage) const {
+  const LaneIndex entrance = routes_[garage][0];
+  const double clear_m = scenario_->garages[garage].entrance_clear_m;
+  for (std::uint32_t i = 0; i < v_.size(); ++i) {
+    if (v_.lane[i] == entrance && v_.s_m[i] < clear_m) return false;
+  }
+  return true;
+}
+
+void VehicleSystem::dispatch(std::uint64_t step_index, EntityRegistry& registry, const std::vector<Vec2>& observers) {
+  (void)step_index;
+  for (std::uint32_t g = 0; g < garages_.size(); ++g) {
+    GarageState& gs = garages_[g];
+    const GarageSpec& spec = scenario_->garages[g];
+    ++gs.frame_index;
+    DispatchGate gate;
+    if (gs.queue.empty()) {
+      gate = DispatchGate::QueueEmpty;
+    } else if (gs.has_dispatched && gs.frame_index - gs.last_dispatch_frame <= spec.cooldown_frames) {
+      gate = DispatchGate::Cooldown;
+    } else if (managed_[g] >= spec.capacity) {
+      gate = DispatchGate::Capacity;
+    } else if (!entrance_clear(g)) {
+      gate = DispatchGate::EntranceBlocked;
+    } else {
+      const std::size_t n = std::min<std::size_t>(
+          {static_cast<std::size_t>(spec.capacity - managed_[g]), spec.dispatch_per_step_max, gs.queue.size()});
+      std::size_t done = 0;
+      for (; done < n; ++done) {
+        const AllocateResult a = registry.allocate();
+        if (a.status != AllocateStatus::Allocated) break;  // entity capacity: the request stays queued
+        QueuedRequest q = std::move(gs.queue.front());
+        gs.queue.erase(gs.queue.begin());
+        gs.dispatched.insert(std::upper_bound(gs.dispatched.begin(), gs.dispatched.end(), q.request_id), q.request_id);
+        const Pose start = lanes_->sample(routes_[g][0], 0.0);
+        const double d = nearest_observer_m(observers, start.x_m, start.y_m);
+        const TierSpec& t = scenario_->tiers;
+        const SimTier tier = d <= t.full_enter_m ? SimTier::Full : d <= t.simulated_enter_m ? SimTier::Simulated : SimTier::Coarse;
+        push_vehicle(a.id, g, gs.next_vehicle_ordinal++, q.prototype, q.request_id, tier);
+        ++last_step_.dispatched;
+      }
+      if (done > 0) {
+        gs.has_dispatched = true;
+        gs.last_dispatch_frame = gs.frame_index;
+        gate = (done == spec.dispatch_per_step_max && !gs.queue.empty()) ? DispatchGate::PerStepMax : DispatchGate::Dispatched;
+      } else {
+        gate = DispatchGate::Capacity;  // the world's entity capacity held it
+      }
+    }
+    gs.last_gate = gate;
+    ++gs.gate_steps[static_cast<std::size_t>(gate)];
+  }
+}
+
+void VehicleSystem::build_snapshot() {
+  const std::uint32_t n = v_.size();
+  const std::uint32_t lanes = lanes_->size();
+  std::fill(lane_start_.begin(), lane_start_.end(), 0);
+  for (std::uint32_t i = 0; i < n; ++i) ++lane_start_[v_.lane[i] + 1];
+  for (std::uint32_t l = 0; l < lanes; ++l) lane_start_[l + 1] += lane_start_[l];
+  order_.resize(n);
+  snap_s_.resize(n);
+  pos_in_order_.resize(n);
+  std::vector<std::uint32_t>& fill = pos_in_order_;  // reused as a cursor first
+  std::vector<std::uint32_t> cursor(lane_start_.begin(), lane_start_.end() - 1);
+  for (std::uint32_t i = 0; i < n; ++i) order_[cursor[v_.lane[i]]++] = i;
+  for (std::uint32_t l = 0; l < lanes; ++l) {
+    std::sort(order_.begin() + lane_start_[l], order_.begin() + lane_start_[l + 1],
+              [&](std::uint32_t a, std::uint32_t b) {
+                return v_.s_m[a] != v_.s_m[b] ? v_.s_m[a] < v_.s_m[b] : v_.id[a] < v_.id[b];
+              });
+  }
+  for (std::uint32_t k = 0; k < n; ++k) fill[order_[k]] = k;
+  for (std::uint32_t i = 0; i < n; ++i) snap_s_[i] = v_.s_m[i];
+}
+
+double VehicleSystem::leader_gap(std::uint32_t i, EntityId& leader) const {
+  const double caution = scenario_->vehicle_rules.headway_caution_m;
+  const LaneIndex lane = v_.lane[i];
+  const std::uint32_t k = pos_in_order_[i];
+  if (k + 1 < lane_start_[lane + 1]) {
+    const std::uint32_t j = order_[k + 1];
+    leader = v_.id[j];
+    return snap_s_[j] - snap_s_[i];
+  }
+  // Nothing ahead on this lane: look along the route (across the loop seam).
+  const auto& route = routes_[v_.garage[i]];
+  const bool loop = scenario_->garages[v_.garage[i]].route_end == RouteEnd::Loop;
+  double acc = lanes_->lane(lane).length_m - snap_s_[i];
+  std::uint32_t ri = v_.route_index[i];
+  for (std::size_t hop = 0; hop < kLeaderLookaheadLanes && acc < caution; ++hop) {
+    if (ri + 1 < route.size()) {
+      ++ri;
+    } else if (loop) {
+      ri = 0;
+    } else {
+      break;
+    }
+    const LaneIndex next = route[ri];
+    if (lane_start_[next] < lane_start_[next + 1]) {
+      const std::uint32_t j = order_[lane_start_[next]];
+      if (j == i) break;  // only this vehicle on a one-lane loop
+      leader = v_.id[j];
+      return acc + snap_s_[j];
+    }
+    acc += lanes_->lane(next).length_m;
+  }
+  leader = EntityId{};
+  return std::numeric_limits<double>::infinity();
+}
+
+void VehicleSystem::evaluate_and_advance(std::uint64_t step_index, std::uint32_t step_us,
+                                         const std::vector<std::uint8_t>& crossing_occupied,
+                                         std::vector<DespawnRequest>& despawns) {
+  const double dt_s = static_cast<double>(step_us) * 1e-6;
+  const VehicleRules& rules = scenario_->vehicle_rules;
+  const std::uint32_t n = v_.size();
+  for (std::uint32_t i = 0; i < n; ++i) {
+    const auto tier = static_cast<SimTier>(v_.tier[i]);
+    if (!v_.despawn_requested[i] && !tier_due(step_index, v_.id[i], tier)) {
+      v_.reason[i] = static_cast<std::uint8_t>(PolicyReason::NotDue);
+      continue;  // policy keeps its last value; progress catches up when due
+    }
+    const std::uint32_t stride = tier_stride(tier);
+    const LaneIndex lane = v_.lane[i];
+    const Lane& L = lanes_->lane(lane);
+    const auto& route = routes_[v_.garage[i]];
+    const std::uint32_t ri = v_.route_index[i];
+    const bool has_next = ri + 1 < route.size();
+    const LaneIndex next = has_next ? route[ri + 1] : route[0];
+    const bool next_on_route = has_next || scenario_->garages[v_.garage[i]].route_end == RouteEnd::Loop;
+    const double travel_m = L.speed_mps_limit * dt_s * stride + kEps;  // this evaluation's full-speed reach
+    const double to_end = L.length_m - snap_s_[i];
+
+    PolicyInputs in;
+    in.despawn_requested = v_.despawn_requested[i] != 0;
+    in.strategy = static_cast<VehicleStrategy>(v_.strategy[i]);
+    // Signals: the stop line on this lane, or on the next one within reach.
+    auto check_signal = [&](LaneIndex sl, double dist_to_lane_start) {
+      const std::int32_t sig = signal_of_lane_[sl];
+      if (sig < 0) return;
+      const SignalSpec& spec = scenario_->signals[static_cast<std::size_t>(sig)];
+      const double len = lanes_->lane(sl).length_m;
+      const double to_stop = dist_to_lane_start + spec.stop_alpha * len;
+      const double to_yield = dist_to_lane_start + spec.yield_alpha * len;
+      const SignalPhase ph = signals_[static_cast<std::size_t>(sig)].phase;
+      if (to_stop < -kEps) return;  // already past the stop line
+      if (ph == SignalPhase::Closed && to_stop <= travel_m) in.signal_closed = true;
+      if (ph == SignalPhase::Yield && to_yield <= travel_m) in.signal_yield = true;
+    };
+    check_signal(lane, -snap_s_[i]);
+    if (next_on_route) check_signal(next, to_end);
+    // Pedestrians on a crossing ahead (pre-step occupancy).
+    auto check_crossings = [&](LaneIndex rl, double dist_to_lane_start) {
+      for (const Conflict& c : conflicts_[rl]) {
+        const double ahead = dist_to_lane_start + c.s_on_road_m;
+        if (ahead <= 0.0) continue;  // on or past it: clear the crossing
+        if (ahead > rules.pedestrian_hazard_m) break;
+        if (crossing_occupied[c.crossing] != 0) in.pedestrian_hazard = true;
+      }
+    };
+    check_crossings(lane, -snap_s_[i]);
+    if (next_on_route && to_end < rules.pedestrian_hazard_m) check_crossings(next, to_end);
+    EntityId leader;
+    in.leader_gap_m = leader_gap(i, leader);
+
+    const bool awaiting = v_.waiting_since[i] != 0;
+    PolicyDecision dec = arbitrate_policy(in, rules);
+    if (awaiting && dec.advance) {
+      dec.advance = false;
+      dec.reason = PolicyReason::AwaitingTurnaround;
+    }
+    v_.policy[i] = static_cast<std::uint8_t>(dec.policy);
+    v_.reason[i] = static_cast<std::uint8_t>(dec.reason);
+    v_.leader[i] = dec.leader_recorded ? leader : EntityId{};
+    ++last_step_.per_policy[static_cast<std::size_t>(dec.policy)];
+    if (!dec.advance) {
+      v_.speed_mps[i] = 0.0;
+      continue;
+    }
+
+    // Advance: spend this evaluation's time along the route at each lane's
+    // speed limit, never closer than the block headway to the leader's
+    // pre-step position (invariant 5).
+    double time_s = dt_s * stride * dec.speed_multiplier;
+    double cap_m = std::isfinite(in.leader_gap_m) ? std::max(0.0, in.leader_gap_m - rules.headway_block_m)
+                                                  : std::numeric_limits<double>::infinity();
+    double moved_m = 0.0;
+    LaneIndex cur = lane;
+    double s = v_.s_m[i];
+    std::uint32_t cur_ri = ri;
+    for (std::size_t hop = 0; hop < 64 && time_s > 0.0 && cap_m > 0.0; ++hop) {
+      const Lane& C = lanes_->lane(cur);
+      const double reach = std::min(C.speed_mps_limit * time_s, cap_m);
+      if (s + reach < C.length_m) {
+        s += reach;
+        moved_m += reach;
+        break;
+      }
+      const double part = C.length_m - s;
+      moved_m += part;
+      cap_m -= part;
+      time_s -= part / C.speed_mps_limit;
+      s = C.length_m;
+      if (cur_ri + 1 < route.size()) {
+        ++cur_ri;
+        cur = route[cur_ri];
+        s = 0.0;  // leftover time carries onto the next lane at its speed limit
+        continue;
+      }
+      // End of the route.
+      if (scenario_->garages[v_.garage[i]].route_end == RouteEnd::Loop) {
+        v_.waiting_since[i] = step_index;  // competes for the entrance (turnarounds())
+      } else {
+        despawns.push_back({v_.id[i], true});
+      }
+      break;
+    }
+    v_.lane[i] = cur;
+    v_.s_m[i] = s;
+    v_.route_index[i] = cur_ri;
+    v_.speed_mps[i] = moved_m / (dt_s * stride);
+    if (moved_m > 0.0) {
+      ++v_.steps_advanced[i];
+      ++last_step_.moving;
+    }
+  }
+}
+
+void VehicleSystem::turnarounds(std::uint64_t step_index) {
+  (void)step_index;
+  for (std::uint32_t g = 0; g < garages_.size(); ++g) {
+    if (scenario_->garages[g].route_end != RouteEnd::Loop) continue;
+    // The earliest arrival wins, ties by EntityId: one entrant per step, and
+    // only when the entrance is as clear as a dispatch would need it.
+    std::uint32_t best = VehicleStore::kNoSlot;
+    for (std::uint32_t i = 0; i < v_.size(); ++i) {
+      if (v_.garage[i] != g || v_.waiting_since[i] == 0 || v_.despawn_requested[i]) continue;
+      if (best == VehicleStore::kNoSlot || v_.waiting_since[i] < v_.waiting_since[best] ||
+          (v_.waiting_since[i] == v_.waiting_since[best] && v_.id[i] < v_.id[best])) {
+        best = i;
+      }
+    }
+    if (best == VehicleStore::kNoSlot || !entrance_clear(g)) continue;
+    v_.route_index[best] = 0;
+    v_.lane[best] = routes_[g][0];
+    v_.s_m[best] = 0.0;
+    v_.waiting_since[best] = 0;
+    ++garages_[g].turnarounds;
+    ++last_step_.turnarounds;
+  }
+}
+
+// Phase 8 ------------------------------------------------------------------
+
+void VehicleSystem::resolve_tiers(const TierSpec& spec, const std::vector<Vec2>& observers) {
+  const std::uint32_t n = v_.size();
+  distances_.resize(n);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    const Pose p = pose(i);
+    distances_[i] = nearest_observer_m(observers, p.x_m, p.y_m);
+  }
+  last_tiers_ = tier_resolver_.resolve(spec, v_.id, distances_, v_.tier);
+}
+
+// Digest and checkpoint ----------------------------------------------------
+
+void VehicleSystem::digest_into(Digest& d) const {
+  d.tag(20).u32(v_.size());
+  std::uint64_t sum = 0;  // order-independent over the dense arrays
+  for (std::uint32_t i = 0; i < v_.size(); ++i) {
+    Digest e;
+    e.u64(v_.id[i].packed()).u32(v_.garage[i]).u64(v_.ordinal[i]).u32(v_.prototype[i]).u32(v_.route_index[i]);
+    e.u32(v_.lane[i]).f64(v_.s_m[i]).f64(v_.speed_mps[i]).u32(v_.strategy[i]).u32(v_.policy[i]).u32(v_.reason[i]);
+    e.u32(v_.tier[i]).u64(v_.leader[i].packed()).u64(v_.steps_advanced[i]).u64(v_.waiting_since[i]);
+    e.u32(v_.despawn_requested[i]).str(v_.request_id[i]);
+    sum += e.value();
+  }
+  d.u64(sum);
+  d.tag(21).u32(static_cast<std::uint32_t>(garages_.size()));
+  for (const GarageState& g : garages_) {
+    d.u64(g.queue.size());
+    for (const QueuedRequest& q : g.queue) d.str(q.request_id).u32(q.prototype).u64(static_cast<std::uint64_t>(q.priority)).u64(q.enqueue_ordinal);
+    d.u64(g.dispatched.size());
+    for (const std::string& r : g.dispatched) d.str(r);
+    d.u64(g.frame_index).boolean(g.has_dispatched).u64(g.last_dispatch_frame).u64(g.next_enqueue_ordinal);
+    d.u64(g.next_vehicle_ordinal).u64(g.turnarounds).u32(static_cast<std::uint32_t>(g.last_gate));
+    for (const std::uint64_t c : g.gate_steps) d.u64(c);
+    d.u64(g.rejected_invalid).u64(g.rejected_duplicate).u64(g.rejected_queue_full).u64(g.canceled);
+  }
+  d.tag(22);
+  for (const SignalState& s : signals_) d.u32(static_cast<std::uint32_t>(s.phase)).u64(s.phase_elapsed_us).u64(s.cycles);
+  d.tag(23).u64(plan_.cursor).u64(plan_.accepted).u64(plan_.rejected);
+  d.tag(24);
+  for (const std::uint32_t c : last_tiers_.per_tier) d.u32(c);
+  d.u32(last_tiers_.promoted).u32(last_tiers_.demoted).u32(last_tiers_.deferred);
+  d.u32(last_step_.moving).u32(last_step_.turnarounds).u32(last_step_.dispatched);
+  for (const std::uint32_t c : last_step_.per_policy) d.u32(c);
+}
+
+VehicleCheckpoint VehicleSystem::capture() const {
+  VehicleCheckpoint cp;
+  cp.store = v_;
+  cp.store.dense_of.clear();
+  cp.garages = garages_;
+  cp.signals = signals_;
+  cp.plan = plan_;
+  cp.last_tiers = last_tiers_;
+  cp.last_step = last_step_;
+  return cp;
+}
+
+std::vector<std::pair<std::string, std::string>> VehicleSystem::restore(const VehicleCheckpoint& cp,
+                                                                         const EntityRegistry& registry) {
+  std::vector<std::pair<std::string, std::string>> errors;
+  auto fail = [&](std::string path, std::string msg) {
+    if (errors.size() < 32) errors.emplace_back(std::move(path), std::move(msg));
+  };
+  const VehicleStore& s = cp.store;
+  const std::size_t n = s.id.size();
+  const bool columns_ok = s.garage.size() == n && s.ordinal.size() == n && s.prototype.size() == n &&
+                          s.route_index.size() == n && s.lane.size() == n && s.s_m.size() == n &&
+                          s.speed_mps.size() == n && s.strategy.size() == n && s.policy.size() == n &&
+                          s.reason.size() == n && s.tier.size() == n && s.leader.size() == n &&
+                          s.steps_advanced.size() == n && s.waiting_since.size() == n &&
+                          s.despawn_requested.size() == n && s.request_id.size() == n;
+  if (!columns_ok) {
+    fail("vehicles", "column lengths differ");
+    return errors;
+  }
+  if (cp.garages.size() != scenario_->garages.size()) {
+    fail("garages", std::to_string(cp.garages.size()) + " garages, scenario has " +
+                        std::to_string(scenario_->garages.size()));
+    return errors;
+  }
+  if (cp.signals.size() != scenario_->signals.size()) {
+    fail("signals", std::to_string(cp.signals.size()) + " signals, scenario has " +
+                        std::to_string(scenario_->signals.size()));
+    return errors;
+  }
+  std::vector<std::uint32_t> dense_of(v_.dense_of.size(), VehicleStore::kNoSlot);
+  std::vector<std::uint32_t> managed(garages_.size(), 0);
+  std::vector<std::vector<std::uint64_t>> ordinals(garages_.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::string row = "vehicles[" + std::to_string(i) + "]";
+    if (!registry.is_alive(s.id[i])) {
+      fail(row + ".id", "entity " + std::to_string(s.id[i].index) + ":" + std::to_string(s.id[i].generation) +
+                            " is not alive in the registry");
+      continue;
+    }
+    if (dense_of[s.id[i].index] != VehicleStore::kNoSlot) {
+      fail(row + ".id", "duplicate entity (also row " + std::to_string(dense_of[s.id[i].index]) + ")");
+      continue;
+    }
+    dense_of[s.id[i].index] = static_cast<std::uint32_t>(i);
+    if (s.garage[i] >= garages_.size()) {
+      fail(row + ".garage", "garage " + std::to_string(s.garage[i]) + " does not exist");
+      continue;
+    }
+    const auto& route = routes_[s.garage[i]];
+    if (s.route_index[i] >= route.size()) {
+      fail(row + ".route_index", std::to_string(s.route_index[i]) + " is outside the garage route");
+      continue;
+    }
+    if (s.lane[i] != route[s.route_index[i]]) {
+      fail(row + ".lane", "lane " + std::to_string(s.lane[i]) + " does not match route index " +
+                              std::to_string(s.route_index[i]));
+      continue;
+    }
+    const double len = lanes_->lane(s.lane[i]).length_m;
+    if (!std::isfinite(s.s_m[i]) || s.s_m[i] < 0.0 || s.s_m[i] > len) {
+      fail(row + ".s_m", "distance " + std::to_string(s.s_m[i]) + " outside the lane (alpha must be in [0, 1])");
+      continue;
+    }
+    if (s.prototype[i] >= scenario_->garages[s.garage[i]].prototypes.size()) fail(row + ".prototype", "unknown");
+    if (s.strategy[i] > 3) fail(row + ".strategy", "unknown strategy " + std::to_string(s.strategy[i]));
+    if (s.policy[i] >= kControlPolicyCount) fail(row + ".policy", "unknown policy");
+    if (s.tier[i] >= kSimTierCount) fail(row + ".tier", "unknown tier");
+    if (s.leader[i] == s.id[i]) fail(row + ".leader", "a vehicle cannot lead itself");
+    ++managed[s.garage[i]];
+    ordinals[s.garage[i]].push_back(s.ordinal[i]);
+  }
+  for (std::size_t g = 0; g < cp.garages.size(); ++g) {
+    const GarageState& gs = cp.garages[g];
+    const GarageSpec& spec = scenario_->garages[g];
+    const std::string p = "garages[" + std::to_string(g) + "]";
+    if (gs.queue.size() > spec.queue_depth) fail(p + ".queue", "longer than queue_depth");
+    for (std::size_t k = 0; k < gs.queue.size(); ++k) {
+      const QueuedRequest& q = gs.queue[k];
+      const std::string qp = p + ".queue[" + std::to_string(k) + "]";
+      if (std::binary_search(gs.dispatched.begin(), gs.dispatched.end(), q.request_id)) {
+        fail(qp + ".request_id", "request '" + q.request_id + "' is both queued and dispatched");
+      }
+      if (q.prototype >= spec.prototypes.size()) fail(qp + ".prototype", "unknown prototype");
+      if (q.enqueue_ordinal >= gs.next_enqueue_ordinal) fail(qp + ".enqueue_ordinal", "not below next_enqueue_ordinal");
+      if (k > 0) {
+        const QueuedRequest& prev = gs.queue[k - 1];
+        if (prev.priority < q.priority || (prev.priority == q.priority && prev.enqueue_ordinal >= q.enqueue_ordinal)) {
+          fail(qp, "queue is not in priority, then ordinal order");
+        }
+      }
+    }
+    if (!std::is_sorted(gs.dispatched.begin(), gs.dispatched.end()) ||
+        std::adjacent_find(gs.dispatched.begin(), gs.dispatched.end()) != gs.dispatched.end()) {
+      fail(p + ".dispatched", "not a sorted set");
+    }
+    if (gs.next_vehicle_ordinal < gs.dispatched.size()) {
+      fail(p + ".next_vehicle_ordinal", std::to_string(gs.next_vehicle_ordinal) + " is below the dispatched count " +
+                                            std::to_string(gs.dispatched.size()));
+    }
+    for (const std::uint64_t o : ordinals[g]) {
+      if (o >= gs.next_vehicle_ordinal) fail(p + ".next_vehicle_ordinal", "a managed vehicle has ordinal " + std::to_string(o));
+    }
+    auto& os = ordinals[g];
+    std::sort(os.begin(), os.end());
+    if (std::adjacent_find(os.begin(), os.end()) != os.end()) fail(p, "two vehicles share a VehicleId ordinal");
+    if (managed[g] > spec.capacity) fail(p, "more managed vehicles than capacity");
+    if (gs.has_dispatched && gs.last_dispatch_frame > gs.frame_index) {
+      fail(p + ".last_dispatch_frame", "after the current queue frame");
+    }
+  }
+  for (std::size_t i = 0; i < cp.signals.size(); ++i) {
+    const SignalSpec& sg = scenario_->signals[i];
+    const SignalState& st = cp.signals[i];
+    const std::uint64_t durations[3] = {std::uint64_t{sg.open_ms} * 1000, std::uint64_t{sg.yield_ms} * 1000,
+                                        std::uint64_t{sg.closed_ms} * 1000};
+    if (static_cast<int>(st.phase) > 2) {
+      fail("signals[" + std::to_string(i) + "].phase", "unknown phase");
+    } else if (st.phase_elapsed_us >= durations[static_cast<int>(st.phase)]) {
+      fail("signals[" + std::to_string(i) + "].phase_elapsed_us", "not inside the phase duration");
+    }
+  }
+  if (cp.plan.cursor > scenario_->vehicle_plan.requests.size()) fail("plan.cursor", "beyond the planned requests");
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!s.leader[i].is_null() && !registry.is_alive(s.leader[i])) {
+      fail("vehicles[" + std::to_string(i) + "].leader", "leader is not alive");
+    }
+  }
+  if (!errors.empty()) return errors;
+
+  v_ = s;
+  v_.dense_of = std::move(dense_of);
+  garages_ = cp.garages;
+  managed_ = managed;
+  signals_ = cp.signals;
+  plan_ = cp.plan;
+  last_tiers_ = cp.last_tiers;
+  last_step_ = cp.last_step;
+  return errors;
+}
+
+}  // namespace bustle::core

@@ -1,0 +1,87 @@
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <limits>
+
+#include "bustle/core/sim_tier.hpp"
+
+using namespace bustle::core;
+
+namespace {
+constexpr auto F = static_cast<std::uint8_t>(SimTier::Full);
+constexpr auto S = static_cast<std::uint8_t>(SimTier::Simulated);
+constexpr auto C = static_cast<std::uint8_t>(SimTier::Coarse);
+}  // namespace
+
+TEST_CASE("distance with hysteresis: entering needs the enter radius, staying only the exit radius") {
+  TierSpec spec;  // full 25/30, simulated 500/550
+  TierResolver r;
+  std::vector<EntityId> ids = {{0, 1}, {1, 1}, {2, 1}, {3, 1}};
+  std::vector<double> d = {27.0, 27.0, 520.0, 520.0};
+  std::vector<std::uint8_t> tier = {F, S, S, C};
+  r.resolve(spec, ids, d, tier);
+  CHECK(tier == std::vector<std::uint8_t>{F, S, S, C});
+  d = {31.0, 20.0, 560.0, 400.0};
+  r.resolve(spec, ids, d, tier);
+  CHECK(tier == std::vector<std::uint8_t>{S, F, C, S});
+}
+
+TEST_CASE("capacity keeps incumbents, then the nearest, ties by id; the budget defers the rest") {
+  TierSpec spec;
+  spec.full_cap = 2;
+  spec.transitions_per_step = 2;
+  TierResolver r;
+  std::vector<EntityId> ids = {{0, 1}, {1, 1}, {2, 1}, {3, 1}, {4, 1}};
+  std::vector<double> d = {10.0, 5.0, 5.0, 1.0, 10.0};
+  std::vector<std::uint8_t> tier = {F, C, C, C, C};
+  const TierCounts c = r.resolve(spec, ids, d, tier);
+  // Incumbent 0 keeps Full; one more Full slot goes to the nearest (3).
+  // Wanted: 0 F (no change), 3 C->F, 1,2,4 C->S: four changes, budget 2.
+  CHECK(tier[0] == F);
+  CHECK(c.promoted == 2);
+  CHECK(c.deferred == 2);
+  CHECK(tier[3] == F);                   // nearest promotion first
+  CHECK((tier[1] == S) != (tier[2] == S));  // one of the equal-distance pair...
+  CHECK(tier[1] == S);                   // ...the lower id wins the tie
+  CHECK(c.per_tier[0] + c.per_tier[1] + c.per_tier[2] == 5);
+}
+
+TEST_CASE("equal distances resolve identically whatever the array order") {
+  TierSpec spec;
+  spec.full_cap = 3;
+  spec.transitions_per_step = 4;
+  std::vector<EntityId> ids;
+  for (std::uint32_t i = 0; i < 10; ++i) ids.push_back({i, 1});
+  std::vector<double> d(10, 12.0);
+  std::vector<std::uint8_t> tier(10, C);
+  TierResolver r1;
+  r1.resolve(spec, ids, d, tier);
+  std::vector<EntityId> rev_ids(ids.rbegin(), ids.rend());
+  std::vector<std::uint8_t> rev_tier(10, C);
+  TierResolver r2;
+  r2.resolve(spec, rev_ids, d, rev_tier);
+  for (std::uint32_t i = 0; i < 10; ++i) CHECK(tier[i] == rev_tier[9 - i]);
+  // Full cap 3 goes to ids 0, 1, 2; the budget of 4 then promotes id 3 to
+  // Simulated; ids 4..9 wait (deferred).
+  CHECK(tier[0] == F);
+  CHECK(tier[2] == F);
+  CHECK(tier[3] == S);
+  CHECK(tier[4] == C);
+}
+
+TEST_CASE("strides are 1, 2, 8 and the phase spreads work evenly") {
+  CHECK(tier_stride(SimTier::Full) == 1);
+  CHECK(tier_stride(SimTier::Simulated) == 2);
+  CHECK(tier_stride(SimTier::Coarse) == 8);
+  int due[8] = {};
+  for (std::uint32_t i = 0; i < 8000; ++i) {
+    for (std::uint64_t step = 0; step < 8; ++step) due[step] += tier_due(step, EntityId{i, 1}, SimTier::Coarse);
+  }
+  for (int c : due) {
+    CHECK(c > 850);
+    CHECK(c < 1150);
+  }
+  int per_entity = 0;
+  for (std::uint64_t step = 0; step < 64; ++step) per_entity += tier_due(step, EntityId{7, 3}, SimTier::Coarse);
+  CHECK(per_entity == 8);
+}

@@ -1,0 +1,383 @@
+// Vehicle acceptance on the seed-003 corridor (configs/corridor.city.json) and
+// the contracts of DESIGN §4, each as its own test.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "bustle/core/world.hpp"
+#include "bustle/scenario/scenario_loader.hpp"
+
+using namespace bustle::core;
+
+namespace {
+
+Scenario corridor() {
+  auto r = bustle::scenario::load_scenario_file(std::string(BUSTLE_SOURCE_DIR) + "/configs/corridor.city.json");
+  INFO((r.errors.empty() ? std::string() : r.errors[0].to_string()));
+  REQUIRE(r.ok());
+  return *r.scenario;
+}
+
+std::unique_ptr<World> make(const Scenario& s, std::uint64_t seed = 1) {
+  auto c = World::create(s, seed);
+  INFO((c.errors.empty() ? std::string() : c.errors[0].path + ": " + c.errors[0].message));
+  REQUIRE(c.world);
+  return std::move(c.world);
+}
+
+std::set<std::string> vehicle_ids(const World& w) {
+  std::set<std::string> ids;
+  for (std::uint32_t i = 0; i < w.vehicles().store().size(); ++i) ids.insert(w.vehicles().vehicle_id(i));
+  return ids;
+}
+
+CommandEnvelope env(std::uint32_t req, WorldCommand c) { return {{1, req}, std::move(c)}; }
+
+}  // namespace
+
+TEST_CASE("corridor: 600 steps of 0.1 s meet the seed-003 acceptance") {
+  const Scenario s = corridor();
+  auto w = make(s);
+  const VehicleSystem& vs = w->vehicles();
+  std::map<std::string, std::uint64_t> dispatched_at;  // request id -> step
+  std::set<DispatchGate> blocked_gates;
+  bool saw_waiting = false, saw_yielding = false;
+  std::uint64_t r01_step = 0;
+  double min_same_lane_m = 1e9;
+  for (int k = 0; k < 600; ++k) {
+    const std::uint64_t last_dispatch_frame = vs.garages()[0].last_dispatch_frame;
+    const bool had_dispatched = vs.garages()[0].has_dispatched;
+    w->step();
+    const GarageState& g = vs.garages()[0];
+    // Every step names its gate; a dispatch happens only when every gate allows.
+    if (g.last_gate == DispatchGate::Dispatched || g.last_gate == DispatchGate::PerStepMax) {
+      if (had_dispatched) REQUIRE(g.frame_index - last_dispatch_frame > 8);
+    } else {
+      blocked_gates.insert(g.last_gate);
+    }
+    for (std::uint32_t i = 0; i < vs.store().size(); ++i) {
+      const std::string& rid = vs.store().request_id[i];
+      if (!dispatched_at.count(rid)) {
+        dispatched_at[rid] = w->step_index();
+        if (rid == "r01") r01_step = w->step_index();
+      }
+      const auto pol = static_cast<ControlPolicy>(vs.store().policy[i]);
+      saw_waiting |= pol == ControlPolicy::WaitingAtSignal;
+      saw_yielding |= pol == ControlPolicy::Yielding;
+      for (std::uint32_t j = i + 1; j < vs.store().size(); ++j) {
+        if (vs.store().lane[i] != vs.store().lane[j]) continue;
+        const Pose a = vs.pose(i), b = vs.pose(j);
+        min_same_lane_m = std::min(min_same_lane_m, std::hypot(a.x_m - b.x_m, a.y_m - b.y_m));
+      }
+    }
+  }
+  // Request 0 (priority 100) first, as ordinal 0.
+  REQUIRE(vs.store().size() == 18);
+  for (std::uint32_t i = 0; i < vs.store().size(); ++i) {
+    if (vs.store().request_id[i] == "r00") CHECK(vs.vehicle_id(i) == "vehicle.g0.000000");
+    if (vs.store().request_id[i] == "r01") CHECK(vs.vehicle_id(i) == "vehicle.g0.000001");
+  }
+  CHECK(dispatched_at["r00"] < dispatched_at["r01"]);
+  CHECK(r01_step >= dispatched_at["r00"] + 9);  // cooldown of 8 queue frames at least
+  // Blocked steps named their gates; cooldown and entrance both held at times.
+  CHECK(blocked_gates.count(DispatchGate::Cooldown) == 1);
+  CHECK(blocked_gates.count(DispatchGate::EntranceBlocked) == 1);
+  // All 18 injected and dispatched, queue drained, 18 managed.
+  CHECK(vs.plan().cursor == 18);
+  CHECK(vs.plan().accepted == 18);
+  CHECK(vs.garages()[0].dispatched.size() == 18);
+  CHECK(vs.garages()[0].queue.empty());
+  CHECK(vs.managed(0) == 18);
+  CHECK(vs.garages()[0].next_vehicle_ordinal == 18);
+  CHECK(saw_waiting);
+  CHECK(saw_yielding);
+  CHECK(vs.garages()[0].turnarounds > 0);
+  CHECK(min_same_lane_m >= 7.0);
+}
+
+TEST_CASE("corridor: a far observer makes every vehicle Coarse, identities unchanged, and they keep moving") {
+  const Scenario s = corridor();
+  auto w = make(s);
+  for (int k = 0; k < 600; ++k) w->step();
+  const auto before = vehicle_ids(*w);
+  REQUIRE(before.size() == 18);
+  REQUIRE(w->submit(env(1, SetObservers{{{5000.0, 5000.0}}})) == SubmitStatus::Queued);
+  std::vector<double> progress_before;
+  for (int k = 0; k < 5; ++k) w->step();
+  const VehicleSystem& vs = w->vehicles();
+  for (std::uint32_t i = 0; i < vs.store().size(); ++i) REQUIRE(vs.store().tier[i] == static_cast<std::uint8_t>(SimTier::Coarse));
+  CHECK(vehicle_ids(*w) == before);
+  std::map<std::string, std::uint64_t> advanced;
+  for (std::uint32_t i = 0; i < vs.store().size(); ++i) advanced[vs.vehicle_id(i)] = vs.store().steps_advanced[i];
+  for (int k = 0; k < 80; ++k) w->step();
+  int moved = 0;
+  for (std::uint32_t i = 0; i < vs.store().size(); ++i) moved += vs.store().steps_advanced[i] > advanced[vs.vehicle_id(i)];
+  CHECK(moved >= 9);  // Coarse vehicles still advance (every 8th step)
+  REQUIRE(w->submit(env(2, SetObservers{{{25.0, 25.0}}})) == SubmitStatus::Queued);
+  for (int k = 0; k < 5; ++k) w->step();
+  int non_coarse = 0;
+  for (std::uint32_t i = 0; i < vs.store().size(); ++i) non_coarse += vs.store().tier[i] != static_cast<std::uint8_t>(SimTier::Coarse);
+  CHECK(non_coarse == 18);
+  CHECK(vehicle_ids(*w) == before);
+}
+
+TEST_CASE("corridor: leftover distance and the next lane's speed limit apply at lane ends") {
+  const Scenario s = corridor();
+  auto w = make(s);
+  const VehicleSystem& vs = w->vehicles();
+  int checked = 0;
+  struct Before {
+    LaneIndex lane;
+    double s_m;
+    std::uint64_t advanced;
+    std::uint8_t tier;
+  };
+  for (int k = 0; k < 600; ++k) {
+    std::map<std::uint64_t, Before> before;
+    for (std::uint32_t i = 0; i < vs.store().size(); ++i) {
+      before[vs.store().id[i].packed()] = {vs.store().lane[i], vs.store().s_m[i], vs.store().steps_advanced[i],
+                                           vs.store().tier[i]};
+    }
+    w->step();
+    for (std::uint32_t i = 0; i < vs.store().size(); ++i) {
+      auto it = before.find(vs.store().id[i].packed());
+      if (it == before.end() || it->second.lane != 0 || vs.store().lane[i] != 1) continue;  // lane0 (12) -> lane1 (8)
+      if (vs.store().reason[i] != static_cast<std::uint8_t>(PolicyReason::Clear)) continue;
+      REQUIRE(vs.store().steps_advanced[i] == it->second.advanced + 1);
+      const double stride = tier_stride(static_cast<SimTier>(it->second.tier));
+      const double t_left = 0.1 * stride - (50.0 - it->second.s_m) / 12.0;
+      CHECK(vs.store().s_m[i] == Approx(t_left * 8.0).margin(1e-9));
+      ++checked;
+    }
+  }
+  CHECK(checked >= 5);
+}
+
+TEST_CASE("pressure: 128 requests drain in bounded steps of at most 16 dispatches") {
+  Scenario s = corridor();
+  s.vehicle_plan.requests.clear();
+  s.garages[0].capacity = 200;
+  s.garages[0].queue_depth = 128;
+  s.garages[0].dispatch_per_step_max = 16;
+  s.garages[0].cooldown_frames = 0;
+  s.garages[0].entrance_clear_m = 0.0;
+  s.pedestrians.count = 0;
+  auto w = make(s);
+  for (std::uint32_t r = 0; r < 128; ++r) {
+    REQUIRE(w->submit(env(r, GarageRequest{"g0", "p" + std::to_string(r), "sedan", "lane0", 10})) == SubmitStatus::Queued);
+  }
+  w->step();  // applies the 128 requests and dispatches the first 16
+  for (const auto& res : w->last_command_results()) REQUIRE(res.status == CommandStatus::Accepted);
+  std::size_t last = w->vehicles().store().size();
+  CHECK(last == 16);
+  int steps = 1;
+  while (!w->vehicles().garages()[0].queue.empty() && steps < 50) {
+    w->step();
+    ++steps;
+    const std::size_t now = w->vehicles().store().size();
+    REQUIRE(now - last <= 16);
+    last = now;
+  }
+  CHECK(steps == 8);
+  CHECK(vehicle_ids(*w).size() == 128);
+  CHECK(w->vehicles().garages()[0].next_vehicle_ordinal == 128);
+  CHECK(w->vehicles().garages()[0].dispatched.size() == 128);
+}
+
+TEST_CASE("invalid, duplicate and queue-full requests get their own result and leave the queue unchanged") {
+  Scenario s = corridor();
+  s.vehicle_plan.requests.clear();
+  s.garages[0].queue_depth = 3;
+  s.garages[0].capacity = 1;
+  s.pedestrians.count = 0;
+  auto w = make(s);
+  for (std::uint32_t r = 0; r < 4; ++r) {
+    REQUIRE(w->submit(env(r, GarageRequest{"g0", "q" + std::to_string(r), "sedan", "lane0", static_cast<std::int32_t>(r)})) == SubmitStatus::Queued);
+  }
+  w->step();  // q0..q2 queued, q3 refused (depth 3); q2 (highest priority) dispatched
+  auto res = w->last_command_results();
+  REQUIRE(res.size() == 4);
+  CHECK(res[2].status == CommandStatus::Accepted);
+  CHECK(res[3].reason == RejectReason::QueueFull);
+  REQUIRE(w->vehicles().store().size() == 1);
+  CHECK(w->vehicles().store().request_id[0] == "q2");
+  REQUIRE(w->submit(env(10, GarageRequest{"nope", "x", "sedan", "lane0", 1})) == SubmitStatus::Queued);
+  REQUIRE(w->submit(env(11, GarageRequest{"g0", "x", "truck", "lane0", 1})) == SubmitStatus::Queued);
+  REQUIRE(w->submit(env(12, GarageRequest{"g0", "x", "sedan", "lane2", 1})) == SubmitStatus::Queued);
+  REQUIRE(w->submit(env(13, GarageRequest{"g0", "q1", "sedan", "lane0", 1})) == SubmitStatus::Queued);  // queued
+  REQUIRE(w->submit(env(14, GarageRequest{"g0", "q2", "sedan", "lane0", 1})) == SubmitStatus::Queued);  // dispatched
+  REQUIRE(w->submit(env(15, GarageRequest{"g0", "fill", "sedan", "lane0", 99})) == SubmitStatus::Queued);
+  REQUIRE(w->submit(env(16, GarageRequest{"g0", "over", "sedan", "lane0", 200})) == SubmitStatus::Queued);
+  w->step();  // the cooldown (checked before capacity) holds dispatch
+  res = w->last_command_results();
+  REQUIRE(res.size() == 7);
+  CHECK(res[0].reason == RejectReason::InvalidArgument);
+  CHECK(res[0].message.rfind("garage:", 0) == 0);
+  CHECK(res[1].message.rfind("prototype:", 0) == 0);
+  CHECK(res[2].message.rfind("lane:", 0) == 0);
+  CHECK(res[3].reason == RejectReason::Duplicate);
+  CHECK(res[3].message.find("queued") != std::string::npos);
+  CHECK(res[4].reason == RejectReason::Duplicate);
+  CHECK(res[4].message.find("dispatched") != std::string::npos);
+  CHECK(res[5].status == CommandStatus::Accepted);
+  CHECK(res[6].reason == RejectReason::QueueFull);
+  CHECK(w->vehicles().garages()[0].last_gate == DispatchGate::Cooldown);
+  // Only the accepted request changed the queue: priority desc, then ordinal.
+  const auto& q = w->vehicles().garages()[0].queue;
+  REQUIRE(q.size() == 3);
+  CHECK(q[0].request_id == "fill");
+  CHECK(q[1].request_id == "q1");
+  CHECK(q[2].request_id == "q0");
+  CHECK(q[1].enqueue_ordinal == 1);
+  CHECK(q[2].enqueue_ordinal == 0);
+  CHECK(w->vehicles().garages()[0].rejected_invalid == 2);  // the unknown garage counts nowhere
+  CHECK(w->vehicles().garages()[0].rejected_duplicate == 2);
+  CHECK(w->vehicles().garages()[0].rejected_queue_full == 2);
+}
+
+TEST_CASE("policy arbitration follows the fixed order for every combination of inputs") {
+  const VehicleRules rules;
+  const double gaps[] = {std::numeric_limits<double>::infinity(), 20.0, 14.0, 10.0, 8.0, 3.0};
+  int combos = 0;
+  for (int despawn = 0; despawn < 2; ++despawn) {
+    for (int strat = 0; strat < 4; ++strat) {
+      for (int closed = 0; closed < 2; ++closed) {
+        for (int yield = 0; yield < 2; ++yield) {
+          for (int ped = 0; ped < 2; ++ped) {
+            for (const double gap : gaps) {
+              for (int route = 0; route < 2; ++route) {
+                PolicyInputs in;
+                in.despawn_requested = despawn;
+                in.strategy = static_cast<VehicleStrategy>(strat);
+                in.signal_closed = closed;
+                in.signal_yield = yield;
+                in.pedestrian_hazard = ped;
+                in.leader_gap_m = gap;
+                in.has_route = route;
+                const PolicyDecision d = arbitrate_policy(in, rules);
+                // The oracle: the first rule of this table that matches.
+                struct Rule {
+                  bool when;
+                  ControlPolicy policy;
+                  PolicyReason reason;
+                  bool advance;
+                  double mult;
+                };
+                const auto S = static_cast<VehicleStrategy>(strat);
+                const Rule table[] = {
+                    {despawn == 1, ControlPolicy::DespawnPending, PolicyReason::DespawnRequested, false, 0.0},
+                    {S == VehicleStrategy::Manual, ControlPolicy::Manual, PolicyReason::ManualControl, true, 1.0},
+                    {S == VehicleStrategy::Parked, ControlPolicy::Parked, PolicyReason::ParkedStrategy, false, 0.0},
+                    {closed == 1, ControlPolicy::WaitingAtSignal, PolicyReason::SignalClosed, false, 0.0},
+                    {yield == 1, ControlPolicy::Yielding, PolicyReason::SignalYield, true, 0.35},
+                    {ped == 1, ControlPolicy::Yielding, PolicyReason::PedestrianHazard, false, 0.0},
+                    {gap <= 8.0, ControlPolicy::Yielding, PolicyReason::LeaderBlocked, false, 0.0},
+                    {gap < 14.0, ControlPolicy::Yielding, PolicyReason::LeaderCaution, true, 0.35},
+                    {route == 1 && S == VehicleStrategy::RouteFollow, ControlPolicy::RouteFollow, PolicyReason::Clear, true, 1.0},
+                    {true, ControlPolicy::LaneFollow, PolicyReason::Clear, true, 1.0},
+                };
+                const Rule* expect = nullptr;
+                for (const Rule& r : table) {
+                  if (r.when) {
+                    expect = &r;
+                    break;
+                  }
+                }
+                INFO("combo despawn=" << despawn << " strategy=" << strat << " closed=" << closed << " yield=" << yield
+                                      << " ped=" << ped << " gap=" << gap << " route=" << route);
+                REQUIRE(d.policy == expect->policy);
+                REQUIRE(d.reason == expect->reason);
+                REQUIRE(d.advance == expect->advance);
+                REQUIRE(d.speed_multiplier == Approx(expect->mult));
+                ++combos;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  CHECK(combos == 2 * 4 * 2 * 2 * 2 * 6 * 2);
+}
+
+TEST_CASE("shuffling the vehicle arrays changes no outcome (one pre-step snapshot)") {
+  const Scenario s = corridor();
+  auto w = make(s);
+  for (int k = 0; k < 300; ++k) w->step();
+  WorldCheckpoint cp = w->capture();
+  auto reference = std::move(World::restore(s, cp).world);
+  REQUIRE(reference);
+  // Reverse the dense vehicle order (every column the same way).
+  VehicleStore& v = cp.vehicles.store;
+  auto rev = [](auto& col) { std::reverse(col.begin(), col.end()); };
+  rev(v.id), rev(v.garage), rev(v.ordinal), rev(v.prototype), rev(v.route_index), rev(v.lane), rev(v.s_m);
+  rev(v.speed_mps), rev(v.strategy), rev(v.policy), rev(v.reason), rev(v.tier), rev(v.leader);
+  rev(v.steps_advanced), rev(v.waiting_since), rev(v.despawn_requested), rev(v.request_id);
+  auto shuffled = World::restore(s, cp);
+  INFO((shuffled.errors.empty() ? std::string() : shuffled.errors[0].path + ": " + shuffled.errors[0].message));
+  REQUIRE(shuffled.world);
+  for (int k = 0; k < 300; ++k) {
+    reference->step();
+    shuffled.world->step();
+    REQUIRE(reference->digest() == shuffled.world->digest());
+  }
+}
+
+TEST_CASE("vehicle checkpoints restore exactly (completeness) and reject corrupt vehicle state") {
+  const Scenario s = corridor();
+  auto w = make(s);
+  for (int k = 0; k < 35; ++k) w->step();  // mid-dispatch: requests still planned and queued
+  REQUIRE(w->vehicles().plan().cursor < 18);
+  const WorldCheckpoint good = w->capture();
+  auto r = World::restore(s, good);
+  REQUIRE(r.world);
+  for (int k = 0; k < 200; ++k) {
+    w->step();
+    r.world->step();
+    REQUIRE(w->digest() == r.world->digest());
+  }
+  auto expect = [&](WorldCheckpoint cp, const std::string& path, const std::string& fragment) {
+    auto bad = World::restore(s, cp);
+    CHECK_FALSE(bad.world);
+    REQUIRE_FALSE(bad.errors.empty());
+    INFO(bad.errors[0].path << ": " << bad.errors[0].message);
+    CHECK(bad.errors[0].path == path);
+    CHECK(bad.errors[0].message.find(fragment) != std::string::npos);
+  };
+  SECTION("request both queued and dispatched") {
+    WorldCheckpoint cp = good;
+    REQUIRE_FALSE(cp.vehicles.garages[0].queue.empty());
+    cp.vehicles.garages[0].dispatched.push_back(cp.vehicles.garages[0].queue[0].request_id);
+    std::sort(cp.vehicles.garages[0].dispatched.begin(), cp.vehicles.garages[0].dispatched.end());
+    expect(cp, "garages[0].queue[0].request_id", "both queued and dispatched");
+  }
+  SECTION("ordinal below the dispatched count") {
+    WorldCheckpoint cp = good;
+    cp.vehicles.garages[0].next_vehicle_ordinal = 0;
+    expect(cp, "garages[0].next_vehicle_ordinal", "below the dispatched count");
+  }
+  SECTION("alpha out of range") {
+    WorldCheckpoint cp = good;
+    cp.vehicles.store.s_m[0] = 75.0;  // lane length 50
+    expect(cp, "vehicles[0].s_m", "alpha must be in [0, 1]");
+  }
+  SECTION("leader is self") {
+    WorldCheckpoint cp = good;
+    cp.vehicles.store.leader[0] = cp.vehicles.store.id[0];
+    expect(cp, "vehicles[0].leader", "itself");
+  }
+  SECTION("duplicate vehicle id") {
+    WorldCheckpoint cp = good;
+    REQUIRE(cp.vehicles.store.id.size() >= 2);
+    cp.vehicles.store.id[1] = cp.vehicles.store.id[0];
+    expect(cp, "vehicles[1].id", "duplicate");
+  }
+  SECTION("lane does not match the route index") {
+    WorldCheckpoint cp = good;
+    cp.vehicles.store.lane[0] = (cp.vehicles.store.lane[0] + 1) % 4;
+    expect(cp, "vehicles[0].lane", "route index");
+  }
+}
