@@ -24,7 +24,8 @@ std::string small_city_json(std::uint32_t pedestrians, std::uint32_t entity_capa
          std::to_string(entity_capacity) + R"(,
   "command_inbox_capacity": 64,
   "pedestrians": { "count": )" +
-         std::to_string(pedestrians) + R"(, "spawn_per_step_max": )" + std::to_string(spawn_per_step_max) + R"( },
+         std::to_string(pedestrians) + R"(, "spawn_per_step_max": )" +
+         std::to_string(spawn_per_step_max) + R"( },
   "lanes": [
     { "id": "loop.south", "kind": "sidewalk", "speed_mps_limit": 4.0,
       "points": [[0, 0], [12, 0]], "successors": ["loop.north", "stub"] },
@@ -41,7 +42,8 @@ std::string small_city_json(std::uint32_t pedestrians, std::uint32_t entity_capa
 std::vector<core::CommandEnvelope> scripted_commands(std::uint64_t tick, const core::World& world) {
   std::vector<core::CommandEnvelope> out;
   const auto origin = [&](std::uint32_t k) {
-    return core::CommandOrigin{static_cast<std::uint32_t>(1 + tick % 3), static_cast<std::uint32_t>(tick * 10 + k)};
+    return core::CommandOrigin{static_cast<std::uint32_t>(1 + tick % 3),
+                               static_cast<std::uint32_t>(tick * 10 + k)};
   };
   if (tick % 10 == 0) {
     const std::uint32_t target = (tick / 10) % 2 == 0 ? 70u : 40u;
@@ -58,7 +60,8 @@ std::vector<core::CommandEnvelope> scripted_commands(std::uint64_t tick, const c
 }
 
 BuiltRecording record_session(const std::string& path, const RecordingPlan& plan) {
-  const scenario::LoadResult loaded = scenario::load_scenario_text(plan.scenario_json, "<test scenario>");
+  const scenario::LoadResult loaded =
+      scenario::load_scenario_text(plan.scenario_json, "<test scenario>");
   REQUIRE(loaded.ok());
   const core::Scenario& sc = *loaded.scenario;
   auto created = core::World::create(sc, plan.seed);
@@ -85,7 +88,8 @@ BuiltRecording record_session(const std::string& path, const RecordingPlan& plan
     }
     std::vector<core::CommandEnvelope> cmds;
     if (plan.commands) cmds = scripted_commands(tick, *world);
-    for (const core::CommandEnvelope& env : cmds) REQUIRE(world->submit(env) == core::SubmitStatus::Queued);
+    for (const core::CommandEnvelope& env : cmds)
+      REQUIRE(world->submit(env) == core::SubmitStatus::Queued);
 
     if (tick == 1) {
       recorder->record_keyframe(tick, persist::KeyframeReason::Initial, world->capture());

@@ -24,10 +24,11 @@ struct RecordingPlan {
   std::uint64_t ticks = 120;
   std::uint64_t seed = 7;
   std::string scenario_json = small_city_json();
-  std::uint64_t periodic_every = 0;     // periodic keyframes at ticks 1 + k * every (0 = none)
-  std::uint64_t restore_at_tick = 0;    // 0 = none; the world is replaced before this tick
-  std::uint64_t restore_from_tick = 0;  // ... by the state captured before this (earlier) tick's step
-  bool commands = true;                 // submit the scripted commands
+  std::uint64_t periodic_every = 0;   // periodic keyframes at ticks 1 + k * every (0 = none)
+  std::uint64_t restore_at_tick = 0;  // 0 = none; the world is replaced before this tick
+  std::uint64_t restore_from_tick =
+      0;                 // ... by the state captured before this (earlier) tick's step
+  bool commands = true;  // submit the scripted commands
 };
 
 struct BuiltRecording {

@@ -1,7 +1,6 @@
 // The bustle-replay executable: verify's exit codes and output lines, and
 // serve streaming a recording to the C++ SDK client over a loopback socket.
 #include <catch2/catch.hpp>
-
 #include <chrono>
 #include <map>
 #include <regex>
@@ -85,7 +84,8 @@ TEST_CASE("bustle-replay verify: OK line and exit 0 on an intact recording", "[r
   INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
   CHECK(r.exit.exited);
   CHECK(r.exit.exit_code == 0);
-  static const std::regex kOk(R"(OK verified 120 ticks \(steps 1\.\.120\) in [0-9]+\.[0-9]{3} s, [0-9]+\.[0-9]x real time\n)");
+  static const std::regex kOk(
+      R"(OK verified 120 ticks \(steps 1\.\.120\) in [0-9]+\.[0-9]{3} s, [0-9]+\.[0-9]x real time\n)");
   CHECK(std::regex_match(r.out, kOk));
 
   r = replay({"verify", rec.path, "--from-step", "60"});
@@ -107,8 +107,8 @@ TEST_CASE("bustle-replay verify: DIVERGED line and exit 1 at the first bad tick"
     const auto r = replay({"verify", rec.path});
     INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
     CHECK(r.exit.exit_code == 1);
-    CHECK(r.out == "DIVERGED at tick 77 step 77: recorded " + t::hex16(~rec.digest_at_tick(77)) + " replayed " +
-                       t::hex16(rec.digest_at_tick(77)) + "\n");
+    CHECK(r.out == "DIVERGED at tick 77 step 77: recorded " + t::hex16(~rec.digest_at_tick(77)) +
+                       " replayed " + t::hex16(rec.digest_at_tick(77)) + "\n");
   }
   SECTION("altered command at tick 40") {
     const auto rec = t::record_session(dir.file("cmd.bustle-rec"), {});
@@ -116,7 +116,8 @@ TEST_CASE("bustle-replay verify: DIVERGED line and exit 1 at the first bad tick"
     const auto r = replay({"verify", rec.path});
     INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
     CHECK(r.exit.exit_code == 1);
-    static const std::regex kDiverged(R"(DIVERGED at tick 40 step 40: recorded ([0-9a-f]{16}) replayed ([0-9a-f]{16})\n)");
+    static const std::regex kDiverged(
+        R"(DIVERGED at tick 40 step 40: recorded ([0-9a-f]{16}) replayed ([0-9a-f]{16})\n)");
     std::smatch m;
     REQUIRE(std::regex_match(r.out, m, kDiverged));
     CHECK(m[1].str() == t::hex16(rec.digest_at_tick(40)));
@@ -138,7 +139,9 @@ TEST_CASE("bustle-replay verify: exit 2 with a message naming the file", "[repla
     const std::string path = dir.file("snapshots.db");
     {
       bustle::persist::SnapshotStore store;
-      REQUIRE(bustle::persist::SnapshotStore::open(path, bustle::persist::FileKind::Snapshots, true, store).ok());
+      REQUIRE(bustle::persist::SnapshotStore::open(path, bustle::persist::FileKind::Snapshots, true,
+                                                   store)
+                  .ok());
     }
     const auto r = replay({"verify", path});
     INFO("stderr:\n" << r.err);
@@ -148,7 +151,8 @@ TEST_CASE("bustle-replay verify: exit 2 with a message naming the file", "[repla
   }
   SECTION("a keyframe that fails restore validation") {
     const auto rec = t::record_session(dir.file("badkf.bustle-rec"), {});
-    t::exec_sql(rec.path, "UPDATE world_state SET pedestrian_target = 1000000");  // > entity_capacity
+    t::exec_sql(rec.path,
+                "UPDATE world_state SET pedestrian_target = 1000000");  // > entity_capacity
     const auto r = replay({"verify", rec.path});
     INFO("stderr:\n" << r.err);
     CHECK(r.exit.exit_code == 2);
@@ -258,7 +262,8 @@ TEST_CASE("bustle-replay serve streams recorded digests to an SDK client", "[rep
   CHECK(exit.exit_code == 0);
 }
 
-TEST_CASE("bustle-replay serve stops at the end of the recording and keeps the last frame", "[replay][serve]") {
+TEST_CASE("bustle-replay serve stops at the end of the recording and keeps the last frame",
+          "[replay][serve]") {
   t::TempDir dir;
   t::RecordingPlan plan;
   plan.ticks = 200;

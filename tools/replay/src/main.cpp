@@ -12,13 +12,18 @@ int main(int argc, char** argv) {
     const bustle::replay::ParsedOptions parsed =
         bustle::replay::parse_options(std::vector<std::string>(argv + 1, argv + argc));
     if (!parsed.error.empty()) {
-      std::fprintf(stderr, "bustle-replay: %s\n%s", parsed.error.c_str(), bustle::replay::usage_text().c_str());
+      std::fprintf(stderr, "bustle-replay: %s\n%s", parsed.error.c_str(),
+                   bustle::replay::usage_text().c_str());
       return 2;
     }
     switch (parsed.options.command) {
-      case bustle::replay::ReplayCommand::Help: std::fputs(bustle::replay::usage_text().c_str(), stdout); return 0;
-      case bustle::replay::ReplayCommand::Verify: return bustle::replay::run_verify(parsed.options, stdout, stderr);
-      case bustle::replay::ReplayCommand::Serve: return bustle::replay::run_serve(parsed.options);
+      case bustle::replay::ReplayCommand::Help:
+        std::fputs(bustle::replay::usage_text().c_str(), stdout);
+        return 0;
+      case bustle::replay::ReplayCommand::Verify:
+        return bustle::replay::run_verify(parsed.options, stdout, stderr);
+      case bustle::replay::ReplayCommand::Serve:
+        return bustle::replay::run_serve(parsed.options);
     }
     return 2;
   } catch (const std::exception& e) {

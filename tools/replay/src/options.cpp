@@ -18,7 +18,8 @@ bool parse_u64(const std::string& text, std::uint64_t& out) {
 std::string usage_text() {
   return "usage: bustle-replay verify FILE [--from-step K] [--to-step K2]\n"
          "       bustle-replay serve FILE [--port P] [--bind ADDR] [--token T]\n"
-         "                                [--rate HZ | --clock fast|realtime] [--from-step K] [--loop]\n"
+         "                                [--rate HZ | --clock fast|realtime] [--from-step K] "
+         "[--loop]\n"
          "                                [--log-level L]\n"
          "\n"
          "verify  re-simulates the recording headless, as fast as possible, comparing the\n"

@@ -8,7 +8,9 @@
 namespace bustle::replay {
 namespace {
 
-ReplayError from_store(const persist::StoreError& e) { return ReplayError{e.to_string()}; }
+ReplayError from_store(const persist::StoreError& e) {
+  return ReplayError{e.to_string()};
+}
 
 std::string join_scenario_errors(const std::vector<scenario::LoadError>& errors) {
   std::string out;
@@ -22,7 +24,8 @@ std::string join_scenario_errors(const std::vector<scenario::LoadError>& errors)
 
 }  // namespace
 
-std::string Replayer::where(const std::string& table, const std::string& row, const std::string& field) const {
+std::string Replayer::where(const std::string& table, const std::string& row,
+                            const std::string& field) const {
   std::string s = path_;
   if (!table.empty()) s += ": table " + table;
   if (!row.empty()) s += ", row " + row;
@@ -30,16 +33,19 @@ std::string Replayer::where(const std::string& table, const std::string& row, co
   return s;
 }
 
-ReplayError Replayer::open(const std::string& path, std::unique_ptr<Replayer>& out, core::LogSink* log) {
+ReplayError Replayer::open(const std::string& path, std::unique_ptr<Replayer>& out,
+                           core::LogSink* log) {
   std::unique_ptr<Replayer> r(new Replayer());
   r->path_ = path;
   r->log_ = log;
-  if (persist::StoreError e = persist::RecordingReader::open(path, r->reader_); !e.ok()) return from_store(e);
+  if (persist::StoreError e = persist::RecordingReader::open(path, r->reader_); !e.ok())
+    return from_store(e);
   const std::string source = path + ": meta.scenario_json";
   scenario::LoadResult loaded = scenario::load_scenario_text(r->reader_.scenario_json(), source);
   if (!loaded.ok()) {
-    return ReplayError{r->where("meta", "key='scenario_json'", "value") +
-                       ": the recorded scenario does not load: " + join_scenario_errors(loaded.errors)};
+    return ReplayError{
+        r->where("meta", "key='scenario_json'", "value") +
+        ": the recorded scenario does not load: " + join_scenario_errors(loaded.errors)};
   }
   r->scenario_ = std::move(*loaded.scenario);
   out = std::move(r);
@@ -57,21 +63,23 @@ ReplayError Replayer::first_tick_at_step(std::uint64_t step, std::optional<std::
       db.prepare("SELECT min(tick) FROM recording_ticks WHERE tick >= ?1 AND step >= ?2", err);
   if (!err.ok()) return ReplayError{where("recording_ticks", "", "step") + ": " + err.message};
   st.bind_u64(1, from_tick).bind_u64(2, step);
-  if (!st.step()) return ReplayError{where("recording_ticks", "", "step") + ": " + st.error().message};
+  if (!st.step())
+    return ReplayError{where("recording_ticks", "", "step") + ": " + st.error().message};
   if (!st.column_is_null(0)) tick = st.column_u64(0);
   return {};
 }
 
 const persist::RecordingKeyframe* Replayer::keyframe_at(std::uint64_t tick) const {
   const auto& kfs = reader_.keyframes();
-  const auto it = std::lower_bound(kfs.begin(), kfs.end(), tick,
-                                   [](const persist::RecordingKeyframe& k, std::uint64_t t) { return k.tick < t; });
+  const auto it = std::lower_bound(
+      kfs.begin(), kfs.end(), tick,
+      [](const persist::RecordingKeyframe& k, std::uint64_t t) { return k.tick < t; });
   return it != kfs.end() && it->tick == tick ? &*it : nullptr;
 }
 
 ReplayError Replayer::load_keyframe(const persist::RecordingKeyframe& kf) {
-  const std::string row = "tick=" + std::to_string(kf.tick) + " (snapshot " + std::to_string(kf.snapshot_id) +
-                          ", reason " + kf.reason + ")";
+  const std::string row = "tick=" + std::to_string(kf.tick) + " (snapshot " +
+                          std::to_string(kf.snapshot_id) + ", reason " + kf.reason + ")";
   persist::LoadedCheckpoint loaded;
   if (persist::StoreError e = reader_.read_keyframe(kf, loaded); !e.ok()) {
     return ReplayError{"keyframe " + row + ": " + e.to_string()};
@@ -84,8 +92,9 @@ ReplayError Replayer::load_keyframe(const persist::RecordingKeyframe& kf) {
       scenario::LoadResult parsed =
           scenario::load_scenario_text(loaded.scenario_json, path_ + ": snapshots.scenario_json");
       if (!parsed.ok()) {
-        return ReplayError{where("snapshots", "id=" + std::to_string(kf.snapshot_id), "scenario_json") +
-                           ": the keyframe's scenario does not load: " + join_scenario_errors(parsed.errors)};
+        return ReplayError{
+            where("snapshots", "id=" + std::to_string(kf.snapshot_id), "scenario_json") +
+            ": the keyframe's scenario does not load: " + join_scenario_errors(parsed.errors)};
       }
       keyframe_scenario_ = std::move(parsed.scenario);
       keyframe_scenario_json_ = loaded.scenario_json;
@@ -98,13 +107,15 @@ ReplayError Replayer::load_keyframe(const persist::RecordingKeyframe& kf) {
     for (std::size_t k = 0; k < restored.errors.size() && k < 8; ++k) {
       msg += (k == 0 ? " " : "; ") + restored.errors[k].path + ": " + restored.errors[k].message;
     }
-    if (restored.errors.size() > 8) msg += "; ... (" + std::to_string(restored.errors.size()) + " errors)";
+    if (restored.errors.size() > 8)
+      msg += "; ... (" + std::to_string(restored.errors.size()) + " errors)";
     return ReplayError{msg};
   }
   assert(restored.errors.empty());
   if (restored.world->step_index() != kf.step) {
-    return ReplayError{where("snapshots", "id=" + std::to_string(kf.snapshot_id), "step") + ": keyframe says step " +
-                       std::to_string(kf.step) + " but the checkpoint is at step " +
+    return ReplayError{where("snapshots", "id=" + std::to_string(kf.snapshot_id), "step") +
+                       ": keyframe says step " + std::to_string(kf.step) +
+                       " but the checkpoint is at step " +
                        std::to_string(restored.world->step_index())};
   }
   world_ = std::move(restored.world);
@@ -120,10 +131,12 @@ ReplayError Replayer::seek(std::uint64_t tick) {
   assert(kfs.front().tick == 1);
   if (tick < 1 || (tick > last_tick() && !(tick == 1 && last_tick() == 0))) {
     return ReplayError{where("recording_ticks", "tick=" + std::to_string(tick), "tick") +
-                       ": no such tick (the recording has ticks 1.." + std::to_string(last_tick()) + ")"};
+                       ": no such tick (the recording has ticks 1.." + std::to_string(last_tick()) +
+                       ")"};
   }
-  auto it = std::upper_bound(kfs.begin(), kfs.end(), tick,
-                             [](std::uint64_t t, const persist::RecordingKeyframe& k) { return t < k.tick; });
+  auto it = std::upper_bound(
+      kfs.begin(), kfs.end(), tick,
+      [](std::uint64_t t, const persist::RecordingKeyframe& k) { return t < k.tick; });
   assert(it != kfs.begin());
   --it;
   assert(it->tick <= tick);
@@ -140,14 +153,16 @@ ReplayError Replayer::ensure_chunk(std::uint64_t tick) {
   // RecordingReader::open checked that ticks are contiguous from 1; check the
   // rows we got are the ones asked for, so a gap never shifts commands.
   if (chunk_.size() != to - tick + 1) {
-    return ReplayError{where("recording_ticks", "tick=" + std::to_string(tick) + ".." + std::to_string(to), "tick") +
+    return ReplayError{where("recording_ticks",
+                             "tick=" + std::to_string(tick) + ".." + std::to_string(to), "tick") +
                        ": expected " + std::to_string(to - tick + 1) + " rows, read " +
                        std::to_string(chunk_.size())};
   }
   for (std::size_t k = 0; k < chunk_.size(); ++k) {
     if (chunk_[k].tick != tick + k) {
-      return ReplayError{where("recording_ticks", "tick=" + std::to_string(chunk_[k].tick), "tick") +
-                         ": expected tick " + std::to_string(tick + k)};
+      return ReplayError{
+          where("recording_ticks", "tick=" + std::to_string(chunk_[k].tick), "tick") +
+          ": expected tick " + std::to_string(tick + k)};
     }
   }
   chunk_first_ = tick;
@@ -167,7 +182,8 @@ ReplayError Replayer::next_tick(TickOutcome& out) {
   out.loaded_keyframe = skip_commands_;
   // Rule 3: the live world was replaced here.
   if (!skip_commands_) {
-    if (const persist::RecordingKeyframe* kf = keyframe_at(tick); kf != nullptr && kf->reason == "restore") {
+    if (const persist::RecordingKeyframe* kf = keyframe_at(tick);
+        kf != nullptr && kf->reason == "restore") {
       if (ReplayError e = load_keyframe(*kf); !e.ok()) return e;
       out.loaded_keyframe = true;
     }
@@ -176,8 +192,8 @@ ReplayError Replayer::next_tick(TickOutcome& out) {
   if (!skip_commands_) {
     for (std::size_t k = 0; k < rec.commands.size(); ++k) {
       if (world_->submit(rec.commands[k]) != core::SubmitStatus::Queued) {
-        return ReplayError{where("recording_commands", "tick=" + std::to_string(tick) + " seq=" + std::to_string(k),
-                                 "") +
+        return ReplayError{where("recording_commands",
+                                 "tick=" + std::to_string(tick) + " seq=" + std::to_string(k), "") +
                            ": the world's command inbox is full (capacity " +
                            std::to_string(world_->scenario().command_inbox_capacity) +
                            "); the live world could not have queued it"};

@@ -42,18 +42,27 @@ class SpdlogSink final : public core::LogSink {
  public:
   void log(core::LogLevel level, std::string_view message) override {
     switch (level) {
-      case core::LogLevel::Debug: spdlog::debug("core: {}", message); break;
-      case core::LogLevel::Info: spdlog::info("core: {}", message); break;
-      case core::LogLevel::Warn: spdlog::warn("core: {}", message); break;
-      case core::LogLevel::Error: spdlog::error("core: {}", message); break;
+      case core::LogLevel::Debug:
+        spdlog::debug("core: {}", message);
+        break;
+      case core::LogLevel::Info:
+        spdlog::info("core: {}", message);
+        break;
+      case core::LogLevel::Warn:
+        spdlog::warn("core: {}", message);
+        break;
+      case core::LogLevel::Error:
+        spdlog::error("core: {}", message);
+        break;
     }
   }
 };
 
 class ReplayDriver {
  public:
-  ReplayDriver(Replayer& replayer, net::Server& server, net::CommandQueue& commands, net::ClockMode clock,
-               std::chrono::microseconds interval, std::uint64_t start_tick, bool loop)
+  ReplayDriver(Replayer& replayer, net::Server& server, net::CommandQueue& commands,
+               net::ClockMode clock, std::chrono::microseconds interval, std::uint64_t start_tick,
+               bool loop)
       : rep_(replayer),
         server_(server),
         commands_(commands),
@@ -97,7 +106,8 @@ class ReplayDriver {
         const std::uint64_t dropped = due - kCatchupStepsMax;
         dropped_steps_ += dropped;
         next_due += interval_ * static_cast<std::int64_t>(dropped);
-        spdlog::warn("replay fell behind: dropped {} steps of wall-clock debt (total {})", dropped, dropped_steps_);
+        spdlog::warn("replay fell behind: dropped {} steps of wall-clock debt (total {})", dropped,
+                     dropped_steps_);
         due = kCatchupStepsMax;
       }
       for (std::uint64_t k = 0; k < due && !stop.load() && !ended_ && !paused_; ++k) {
@@ -121,8 +131,8 @@ class ReplayDriver {
     ++pass_ticks_;
     if (oc.diverged()) {
       if (pass_diverged_ == 0) {
-        spdlog::warn("DIVERGED at tick {} step {}: recorded {:016x} replayed {:016x}", oc.tick, oc.recorded_step,
-                     oc.recorded_digest, oc.replayed_digest);
+        spdlog::warn("DIVERGED at tick {} step {}: recorded {:016x} replayed {:016x}", oc.tick,
+                     oc.recorded_step, oc.recorded_digest, oc.replayed_digest);
       }
       ++pass_diverged_;
     }
@@ -132,8 +142,8 @@ class ReplayDriver {
 
   void end_of_recording() {
     if (pass_diverged_ > 0) {
-      spdlog::warn("end of recording: {} of {} replayed ticks diverged from the recorded digests", pass_diverged_,
-                   pass_ticks_);
+      spdlog::warn("end of recording: {} of {} replayed ticks diverged from the recorded digests",
+                   pass_diverged_, pass_ticks_);
     } else {
       spdlog::info("end of recording at tick {} (step {}): {} ticks verified", rep_.last_tick(),
                    rep_.world().step_index(), pass_ticks_);
@@ -146,7 +156,8 @@ class ReplayDriver {
         ended_ = true;
         return;
       }
-      spdlog::info("looping: restarting at tick {} (step {})", rep_.next_tick_number(), rep_.world().step_index());
+      spdlog::info("looping: restarting at tick {} (step {})", rep_.next_tick_number(),
+                   rep_.world().step_index());
       publish();
       return;
     }
@@ -163,10 +174,12 @@ class ReplayDriver {
     const auto* ctl = std::get_if<net::ControlCommand>(&cmd.body);
     using Kind = net::ControlCommand::Kind;
     if (ctl != nullptr && ctl->kind == Kind::Pause) {
-      if (!paused_) spdlog::info("paused at step {} by client {}", rep_.world().step_index(), cmd.session_id);
+      if (!paused_)
+        spdlog::info("paused at step {} by client {}", rep_.world().step_index(), cmd.session_id);
       paused_ = true;
     } else if (ctl != nullptr && ctl->kind == Kind::Resume) {
-      if (paused_) spdlog::info("resumed at step {} by client {}", rep_.world().step_index(), cmd.session_id);
+      if (paused_)
+        spdlog::info("resumed at step {} by client {}", rep_.world().step_index(), cmd.session_id);
       paused_ = false;
       resync_ = true;
     } else if (ctl != nullptr && ctl->kind == Kind::QueryStats) {
@@ -238,7 +251,9 @@ int run_serve(const ReplayOptions& options) {
       return 2;
     }
     if (!t) {
-      std::fprintf(stderr, "bustle-replay: %s: table recording_ticks: no tick reaches step %" PRIu64 " (--from-step)\n",
+      std::fprintf(stderr,
+                   "bustle-replay: %s: table recording_ticks: no tick reaches step %" PRIu64
+                   " (--from-step)\n",
                    options.file.c_str(), *options.from_step);
       return 2;
     }
@@ -249,16 +264,19 @@ int run_serve(const ReplayOptions& options) {
     return 2;
   }
   const core::World& world = rep->world();
-  const net::ClockMode clock = options.clock == ReplayClock::Fast ? net::ClockMode::Fast : net::ClockMode::Realtime;
+  const net::ClockMode clock =
+      options.clock == ReplayClock::Fast ? net::ClockMode::Fast : net::ClockMode::Realtime;
   const auto interval = std::chrono::microseconds(
-      options.rate_hz ? std::max<std::int64_t>(1, std::llround(1e6 / *options.rate_hz)) : world.step_us());
+      options.rate_hz ? std::max<std::int64_t>(1, std::llround(1e6 / *options.rate_hz))
+                      : world.step_us());
 
   net::ServerOptions server_options;
   server_options.bind_address = options.bind_address;
   server_options.port = options.port;
   server_options.token = options.token;
   net::CommandQueue commands(4096);
-  net::WelcomeInfo welcome{BUSTLE_VERSION, world.scenario().id, world.step_us(), clock, world.lanes().lanes()};
+  net::WelcomeInfo welcome{BUSTLE_VERSION, world.scenario().id, world.step_us(), clock,
+                           world.lanes().lanes()};
   net::Server server(server_options, std::move(welcome), commands);
   const auto listening = server.listen();
   if (!listening.ok) {
@@ -275,19 +293,21 @@ int run_serve(const ReplayOptions& options) {
 
   std::printf("bustle-replay listening on %s:%u\n", listening.address.c_str(), listening.port);
   std::fflush(stdout);
-  spdlog::info("replaying {} ('{}', ticks {}..{}, {} keyframes) at {}, clock {}{}", options.file, world.scenario().id,
-               rep->next_tick_number(), rep->last_tick(), rep->keyframes().size(),
-               clock == net::ClockMode::Fast ? std::string("full speed")
-                                             : fmt::format("{:.3g} Hz", 1e6 / static_cast<double>(interval.count())),
-               clock == net::ClockMode::Fast ? "fast" : "realtime", options.loop ? ", looping" : "");
+  spdlog::info(
+      "replaying {} ('{}', ticks {}..{}, {} keyframes) at {}, clock {}{}", options.file,
+      world.scenario().id, rep->next_tick_number(), rep->last_tick(), rep->keyframes().size(),
+      clock == net::ClockMode::Fast
+          ? std::string("full speed")
+          : fmt::format("{:.3g} Hz", 1e6 / static_cast<double>(interval.count())),
+      clock == net::ClockMode::Fast ? "fast" : "realtime", options.loop ? ", looping" : "");
 
   ReplayDriver driver(*rep, server, commands, clock, interval, start_tick, options.loop);
   driver.run(stop);
 
   server.stop();
   net_thread.join();
-  spdlog::info("stopped at tick {} (step {}, digest {:016x})", rep->next_tick_number() - 1, rep->world().step_index(),
-               rep->world().digest());
+  spdlog::info("stopped at tick {} (step {}, digest {:016x})", rep->next_tick_number() - 1,
+               rep->world().step_index(), rep->world().digest());
   return 0;
 }
 

@@ -15,12 +15,14 @@ int run_verify(const ReplayOptions& options, std::FILE* out, std::FILE* err) {
   };
   std::unique_ptr<Replayer> rep;
   if (ReplayError e = Replayer::open(options.file, rep); !e.ok()) return fail(e.message);
-  if (rep->last_tick() == 0) return fail(options.file + ": table recording_ticks: no ticks recorded, nothing to verify");
+  if (rep->last_tick() == 0)
+    return fail(options.file + ": table recording_ticks: no ticks recorded, nothing to verify");
 
   std::uint64_t first = 1;
   if (options.from_step) {
     std::optional<std::uint64_t> t;
-    if (ReplayError e = rep->first_tick_at_step(*options.from_step, t); !e.ok()) return fail(e.message);
+    if (ReplayError e = rep->first_tick_at_step(*options.from_step, t); !e.ok())
+      return fail(e.message);
     if (!t) {
       return fail(options.file + ": table recording_ticks: no tick reaches step " +
                   std::to_string(*options.from_step) + " (--from-step)");
@@ -30,7 +32,8 @@ int run_verify(const ReplayOptions& options, std::FILE* out, std::FILE* err) {
   std::uint64_t last = rep->last_tick();
   if (options.to_step) {
     std::optional<std::uint64_t> t;
-    if (ReplayError e = rep->first_tick_at_step(*options.to_step, t, first); !e.ok()) return fail(e.message);
+    if (ReplayError e = rep->first_tick_at_step(*options.to_step, t, first); !e.ok())
+      return fail(e.message);
     if (t) last = *t;
   }
 
@@ -44,10 +47,14 @@ int run_verify(const ReplayOptions& options, std::FILE* out, std::FILE* err) {
   while (rep->next_tick_number() <= last) {
     if (ReplayError e = rep->next_tick(oc); !e.ok()) return fail(e.message);
     if (oc.diverged()) {
-      std::fprintf(out, "DIVERGED at tick %" PRIu64 " step %" PRIu64 ": recorded %016" PRIx64 " replayed %016" PRIx64 "\n",
+      std::fprintf(out,
+                   "DIVERGED at tick %" PRIu64 " step %" PRIu64 ": recorded %016" PRIx64
+                   " replayed %016" PRIx64 "\n",
                    oc.tick, oc.recorded_step, oc.recorded_digest, oc.replayed_digest);
       if (oc.recorded_step != oc.replayed_step) {
-        std::fprintf(err, "bustle-replay: tick %" PRIu64 " recorded step %" PRIu64 " but replay reached step %" PRIu64 "\n",
+        std::fprintf(err,
+                     "bustle-replay: tick %" PRIu64 " recorded step %" PRIu64
+                     " but replay reached step %" PRIu64 "\n",
                      oc.tick, oc.recorded_step, oc.replayed_step);
       }
       std::fflush(out);
@@ -58,10 +65,13 @@ int run_verify(const ReplayOptions& options, std::FILE* out, std::FILE* err) {
     ++ticks;
     sim_us += rep->world().step_us();
   }
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
   const double real_s = static_cast<double>(sim_us) * 1e-6;
-  std::fprintf(out, "OK verified %" PRIu64 " ticks (steps %" PRIu64 "..%" PRIu64 ") in %.3f s, %.1fx real time\n", ticks,
-               step_first, step_last, seconds, real_s / (seconds > 1e-9 ? seconds : 1e-9));
+  std::fprintf(out,
+               "OK verified %" PRIu64 " ticks (steps %" PRIu64 "..%" PRIu64
+               ") in %.3f s, %.1fx real time\n",
+               ticks, step_first, step_last, seconds, real_s / (seconds > 1e-9 ? seconds : 1e-9));
   std::fflush(out);
   return 0;
 }

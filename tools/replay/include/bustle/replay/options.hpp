@@ -14,8 +14,9 @@ enum class ReplayClock : std::uint8_t { Realtime, Fast };
 struct ReplayOptions {
   ReplayCommand command = ReplayCommand::Help;
   std::string file;
-  std::optional<std::uint64_t> from_step;  // start at the keyframe before the first tick reaching it
-  std::optional<std::uint64_t> to_step;    // verify: stop after the first tick reaching it
+  std::optional<std::uint64_t>
+      from_step;                         // start at the keyframe before the first tick reaching it
+  std::optional<std::uint64_t> to_step;  // verify: stop after the first tick reaching it
   // serve
   std::string bind_address = "127.0.0.1";
   std::uint16_t port = 7777;  // 0 = ephemeral

@@ -59,7 +59,9 @@ struct TickOutcome {
   bool loaded_keyframe = false;  // the world was (re)loaded from a keyframe before this tick
   std::size_t commands = 0;      // recorded commands submitted for this tick
 
-  bool diverged() const { return recorded_step != replayed_step || recorded_digest != replayed_digest; }
+  bool diverged() const {
+    return recorded_step != replayed_step || recorded_digest != replayed_digest;
+  }
 };
 
 class Replayer {
@@ -107,12 +109,13 @@ class Replayer {
   ReplayError ensure_chunk(std::uint64_t tick);
   // The keyframe at exactly `tick`, if any.
   const persist::RecordingKeyframe* keyframe_at(std::uint64_t tick) const;
-  std::string where(const std::string& table, const std::string& row, const std::string& field) const;
+  std::string where(const std::string& table, const std::string& row,
+                    const std::string& field) const;
 
   std::string path_;
   persist::RecordingReader reader_;
   core::LogSink* log_ = nullptr;
-  core::Scenario scenario_;          // from meta.scenario_json
+  core::Scenario scenario_;             // from meta.scenario_json
   std::string keyframe_scenario_json_;  // last differing keyframe scenario text, if any
   std::optional<core::Scenario> keyframe_scenario_;
 
