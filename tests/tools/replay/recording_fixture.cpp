@@ -134,6 +134,44 @@ int exec_sql(const std::string& path, const std::string& sql) {
   return changed;
 }
 
+namespace {
+
+bool commands_have_json_args(const std::string& path) {
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  REQUIRE(sqlite3_prepare_v2(
+              db,
+              "SELECT count(*) FROM pragma_table_info('recording_commands') WHERE name = 'args'",
+              -1, &st, nullptr) == SQLITE_OK);
+  REQUIRE(sqlite3_step(st) == SQLITE_ROW);
+  const bool has = sqlite3_column_int(st, 0) == 1;
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return has;
+}
+
+}  // namespace
+
+std::string sql_bump_target_count(const std::string& path, std::uint64_t tick) {
+  const std::string where =
+      " WHERE tick = " + std::to_string(tick) + " AND kind = 'set_pedestrian_target'";
+  if (commands_have_json_args(path)) {
+    return "UPDATE recording_commands SET args = json_set(args, '$.count', json_extract(args, "
+           "'$.count') + 1)" +
+           where;
+  }
+  return "UPDATE recording_commands SET count = count + 1" + where;
+}
+
+std::string sql_drop_target_count(const std::string& path, std::uint64_t tick) {
+  const std::string where =
+      " WHERE tick = " + std::to_string(tick) + " AND kind = 'set_pedestrian_target'";
+  if (commands_have_json_args(path))
+    return "UPDATE recording_commands SET args = json_remove(args, '$.count')" + where;
+  return "UPDATE recording_commands SET count = NULL" + where;
+}
+
 TempDir::TempDir() {
   static std::atomic<unsigned> counter{0};
   dir_ = std::filesystem::temp_directory_path() /

@@ -49,6 +49,12 @@ BuiltRecording record_session(const std::string& path, const RecordingPlan& plan
 // Runs one SQL statement on the file; REQUIREs success, returns rows changed.
 int exec_sql(const std::string& path, const std::string& sql);
 
+// SQL that adds 1 to the count of the set_pedestrian_target command(s) of
+// `tick`, or removes that count (a malformed row), whichever way the
+// recording_commands table stores arguments (columns, or JSON `args`).
+std::string sql_bump_target_count(const std::string& path, std::uint64_t tick);
+std::string sql_drop_target_count(const std::string& path, std::uint64_t tick);
+
 // A fresh directory under the system temp dir, removed on destruction.
 class TempDir {
  public:

@@ -112,7 +112,7 @@ TEST_CASE("bustle-replay verify: DIVERGED line and exit 1 at the first bad tick"
   }
   SECTION("altered command at tick 40") {
     const auto rec = t::record_session(dir.file("cmd.bustle-rec"), {});
-    t::exec_sql(rec.path, "UPDATE recording_commands SET count = count + 1 WHERE tick = 40");
+    REQUIRE(t::exec_sql(rec.path, t::sql_bump_target_count(rec.path, 40)) == 1);
     const auto r = replay({"verify", rec.path});
     INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
     CHECK(r.exit.exit_code == 1);

@@ -201,9 +201,7 @@ TEST_CASE("an altered command log diverges at exactly that tick", "[replay]") {
   t::RecordingPlan plan;
   plan.periodic_every = 25;
   const auto rec = t::record_session(dir.file("cmd.bustle-rec"), plan);
-  REQUIRE(t::exec_sql(rec.path,
-                      "UPDATE recording_commands SET count = count + 1 WHERE tick = 40 AND count "
-                      "IS NOT NULL") == 1);
+  REQUIRE(t::exec_sql(rec.path, t::sql_bump_target_count(rec.path, 40)) == 1);
   auto rep = open_ok(rec.path);
   const auto outcomes = replay_all(*rep);
   const auto at = first_divergence(outcomes);
@@ -296,7 +294,7 @@ TEST_CASE("unreadable recordings are errors naming the file", "[replay][errors]"
   }
   SECTION("a command row with missing arguments") {
     const auto rec = t::record_session(dir.file("badcmd.bustle-rec"), {});
-    t::exec_sql(rec.path, "UPDATE recording_commands SET count = NULL WHERE tick = 30");
+    REQUIRE(t::exec_sql(rec.path, t::sql_drop_target_count(rec.path, 30)) == 1);
     rep = open_ok(rec.path);
     REQUIRE(rep->seek(1).ok());
     ReplayError e;
