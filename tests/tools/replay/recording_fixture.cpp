@@ -41,21 +41,19 @@ std::string small_city_json(std::uint32_t pedestrians, std::uint32_t entity_capa
 
 std::vector<core::CommandEnvelope> scripted_commands(std::uint64_t tick, const core::World& world) {
   std::vector<core::CommandEnvelope> out;
-  const auto origin = [&](std::uint32_t k) {
-    return core::CommandOrigin{static_cast<std::uint32_t>(1 + tick % 3),
-                               static_cast<std::uint32_t>(tick * 10 + k)};
+  // Built in place: brace-initialising a CommandEnvelope temporary trips
+  // GCC 12's -Wmaybe-uninitialized on the variant's other alternatives.
+  const auto add = [&](std::uint32_t k, auto command) {
+    core::CommandEnvelope& env = out.emplace_back();
+    env.origin.client_id = static_cast<std::uint32_t>(1 + tick % 3);
+    env.origin.request_id = static_cast<std::uint32_t>(tick * 10 + k);
+    env.command = command;
   };
-  if (tick % 10 == 0) {
-    const std::uint32_t target = (tick / 10) % 2 == 0 ? 70u : 40u;
-    out.push_back({origin(0), core::SetPedestrianTarget{target}});
-  }
-  if (tick % 7 == 3 && world.pedestrians().size() > 0) {
-    out.push_back({origin(1), core::DespawnEntity{world.pedestrians().id[0]}});
-  }
-  if (tick % 13 == 5) {
-    // A stale id: rejected when applied, which is part of the recorded history.
-    out.push_back({origin(2), core::DespawnEntity{core::EntityId{3, 999}}});
-  }
+  if (tick % 10 == 0) add(0, core::SetPedestrianTarget{(tick / 10) % 2 == 0 ? 70u : 40u});
+  if (tick % 7 == 3 && world.pedestrians().size() > 0)
+    add(1, core::DespawnEntity{world.pedestrians().id[0]});
+  // A stale id: rejected when applied, which is part of the recorded history.
+  if (tick % 13 == 5) add(2, core::DespawnEntity{core::EntityId{3, 999}});
   return out;
 }
 
