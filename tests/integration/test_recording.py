@@ -66,6 +66,19 @@ class Driver:
         return sorted(self.mirror)[k]
 
 
+def bump_target_count(path, where):
+    """Adds 7 to the count of the SetPedestrianTarget commands matching ``where``,
+    whichever way recording_commands stores arguments (columns or JSON ``args``)."""
+    columns = {name for (name,) in sql(path, "SELECT name FROM pragma_table_info('recording_commands')")}
+    if "count" in columns:
+        change = "count = count + 7"
+    else:
+        assert "args" in columns, columns
+        change = "args = json_set(args, '$.count', json_extract(args, '$.count') + 7)"
+    sql(path, f"UPDATE recording_commands SET {change} WHERE kind = 'set_pedestrian_target' AND {where}")
+    return path
+
+
 def record_session(srv):
     """The scripted session; returns (driver, ticks)."""
     d = Driver(srv)
@@ -133,7 +146,7 @@ def test_recorded_session_verifies_and_altered_log_diverges(start_server, tmp_pa
     (ticks,) = sql(rec, "SELECT count(*) FROM recording_ticks")[0]
     assert ticks == d.ticks
     kinds = {k for (k,) in sql(rec, "SELECT DISTINCT kind FROM recording_commands")}
-    assert kinds == {"set_pedestrian_target", "despawn_entity"}
+    assert kinds == {"set_pedestrian_target", "despawn_entity"}, kinds
     reasons = [r for (r,) in sql(rec, "SELECT reason FROM recording_keyframes ORDER BY tick")]
     assert reasons[0] == "initial" and "restore" in reasons, reasons
 
@@ -147,8 +160,8 @@ def test_recorded_session_verifies_and_altered_log_diverges(start_server, tmp_pa
     (t_first,) = sql(bad, "SELECT min(tick) FROM recording_commands "
                           "WHERE kind = 'set_pedestrian_target'")[0]
     assert t_first == 4
-    sql(bad, "UPDATE recording_commands SET count = count + 7 WHERE tick = "
-             "(SELECT min(tick) FROM recording_commands WHERE kind='set_pedestrian_target')")
+    bump_target_count(bad, "tick = (SELECT min(tick) FROM recording_commands "
+                           "WHERE kind='set_pedestrian_target')")
     p = run_replay("verify", str(bad))
     assert p.returncode == 1, (p.stdout, p.stderr)
     m = DIVERGED.match(p.stdout.strip().splitlines()[-1])
@@ -164,8 +177,7 @@ def test_recorded_session_verifies_and_altered_log_diverges(start_server, tmp_pa
                          "WHERE kind = 'set_pedestrian_target'")[0]
     (restore_tick,) = sql(bad, "SELECT max(tick) FROM recording_keyframes WHERE reason = 'restore'")[0]
     assert t_last > restore_tick
-    sql(bad, "UPDATE recording_commands SET count = count + 7 WHERE tick = ? "
-             "AND kind = 'set_pedestrian_target'", (t_last,))
+    bump_target_count(bad, f"tick = {t_last}")
     p = run_replay("verify", str(bad))
     assert p.returncode == 1, (p.stdout, p.stderr)
     m = DIVERGED.match(p.stdout.strip().splitlines()[-1])
