@@ -41,7 +41,7 @@ CREATE TABLE world_state (
   pedestrian_target      INTEGER NOT NULL CHECK (pedestrian_target >= 0),
   spawned_total          INTEGER NOT NULL,
   despawned_total        INTEGER NOT NULL,
-  despawned_by_reason    TEXT NOT NULL,  -- JSON array of 6 counts, DespawnReason order
+  despawned_by_reason    TEXT NOT NULL,  -- JSON array of counts, DespawnReason order
   spawn_failed_capacity  INTEGER NOT NULL,
   commands_accepted      INTEGER NOT NULL,
   commands_rejected      INTEGER NOT NULL,
@@ -49,7 +49,12 @@ CREATE TABLE world_state (
   registry_pop_seq       INTEGER NOT NULL,
   registry_generation    BLOB NOT NULL,  -- u32 LE per slot
   registry_alive         BLOB NOT NULL,  -- u8 per slot
-  registry_free_fifo     BLOB NOT NULL   -- u32 LE slot indices, front to back
+  registry_free_fifo     BLOB NOT NULL,  -- u32 LE slot indices, front to back
+  plan_cursor            INTEGER NOT NULL,  -- vehicle content plan progress
+  plan_accepted          INTEGER NOT NULL,
+  plan_rejected          INTEGER NOT NULL,
+  observers              TEXT NOT NULL,     -- JSON array of [x, y]
+  vehicle_step_stats     TEXT NOT NULL      -- JSON: last step's tier and policy counts
 );
 
 -- Bulk per-entity columns as little-endian blobs (one row per snapshot): a row
@@ -64,17 +69,92 @@ CREATE TABLE pedestrian_columns (
   hops           BLOB NOT NULL   -- u32 LE
 );
 
--- Commands queued but not yet applied when the checkpoint was taken.
+-- Commands queued but not yet applied when the checkpoint was taken. `args`
+-- is a JSON object with the command's fields (see persist/command_codec.hpp).
 CREATE TABLE pending_commands (
-  snapshot_id       INTEGER NOT NULL REFERENCES snapshots(id) ON DELETE CASCADE,
-  seq               INTEGER NOT NULL,  -- arrival order
-  client_id         INTEGER NOT NULL,
-  request_id        INTEGER NOT NULL,
-  kind              TEXT NOT NULL CHECK (kind IN ('set_pedestrian_target', 'despawn_entity')),
-  count             INTEGER,           -- set_pedestrian_target
-  entity_index      INTEGER,           -- despawn_entity
-  entity_generation INTEGER,           -- despawn_entity
+  snapshot_id  INTEGER NOT NULL REFERENCES snapshots(id) ON DELETE CASCADE,
+  seq          INTEGER NOT NULL,  -- arrival order
+  client_id    INTEGER NOT NULL,
+  request_id   INTEGER NOT NULL,
+  kind         TEXT NOT NULL,     -- set_pedestrian_target, despawn_entity, garage_request, ...
+  args         TEXT NOT NULL,
   PRIMARY KEY (snapshot_id, seq)
+) WITHOUT ROWID;
+
+-- Vehicles: bulk per-vehicle columns as little-endian blobs, one row per
+-- snapshot (DESIGN §4 state; VehicleId = vehicle.<garage id>.<ordinal:06>).
+CREATE TABLE vehicle_columns (
+  snapshot_id        INTEGER PRIMARY KEY REFERENCES snapshots(id) ON DELETE CASCADE,
+  count              INTEGER NOT NULL CHECK (count >= 0),
+  id_index           BLOB NOT NULL,  -- u32
+  id_generation      BLOB NOT NULL,  -- u32
+  garage             BLOB NOT NULL,  -- u32 garage index
+  ordinal            BLOB NOT NULL,  -- u64 VehicleId ordinal
+  prototype          BLOB NOT NULL,  -- u32 index into the garage's prototypes
+  route_index        BLOB NOT NULL,  -- u32
+  lane               BLOB NOT NULL,  -- u32 lane index
+  s_m                BLOB NOT NULL,  -- f64 distance along the lane
+  speed_mps          BLOB NOT NULL,  -- f64
+  strategy           BLOB NOT NULL,  -- u8 VehicleStrategy
+  policy             BLOB NOT NULL,  -- u8 ControlPolicy
+  reason             BLOB NOT NULL,  -- u8 PolicyReason
+  tier               BLOB NOT NULL,  -- u8 SimTier
+  leader_index       BLOB NOT NULL,  -- u32
+  leader_generation  BLOB NOT NULL,  -- u32 (0 = no leader)
+  steps_advanced     BLOB NOT NULL,  -- u64
+  waiting_since      BLOB NOT NULL,  -- u64
+  despawn_requested  BLOB NOT NULL,  -- u8
+  request_ids        TEXT NOT NULL   -- JSON array of strings
+);
+
+-- Garages, one row each: counters and clocks a person can read.
+CREATE TABLE garages (
+  snapshot_id           INTEGER NOT NULL REFERENCES snapshots(id) ON DELETE CASCADE,
+  garage_index          INTEGER NOT NULL,
+  garage_id             TEXT NOT NULL,
+  frame_index           INTEGER NOT NULL,
+  has_dispatched        INTEGER NOT NULL CHECK (has_dispatched IN (0, 1)),
+  last_dispatch_frame   INTEGER NOT NULL,
+  next_enqueue_ordinal  INTEGER NOT NULL,
+  next_vehicle_ordinal  INTEGER NOT NULL,
+  turnarounds           INTEGER NOT NULL,
+  last_gate             INTEGER NOT NULL,  -- DispatchGate
+  gate_steps            TEXT NOT NULL,     -- JSON array, DispatchGate order
+  rejected_invalid      INTEGER NOT NULL,
+  rejected_duplicate    INTEGER NOT NULL,
+  rejected_queue_full   INTEGER NOT NULL,
+  canceled              INTEGER NOT NULL,
+  PRIMARY KEY (snapshot_id, garage_index)
+) WITHOUT ROWID;
+
+-- Each garage's request queue, in dispatch order.
+CREATE TABLE garage_queue (
+  snapshot_id      INTEGER NOT NULL REFERENCES snapshots(id) ON DELETE CASCADE,
+  garage_index     INTEGER NOT NULL,
+  position         INTEGER NOT NULL,
+  request_id       TEXT NOT NULL,
+  prototype        INTEGER NOT NULL,
+  priority         INTEGER NOT NULL,
+  enqueue_ordinal  INTEGER NOT NULL,
+  PRIMARY KEY (snapshot_id, garage_index, position)
+) WITHOUT ROWID;
+
+-- Request ids that received a vehicle.
+CREATE TABLE garage_dispatched (
+  snapshot_id   INTEGER NOT NULL REFERENCES snapshots(id) ON DELETE CASCADE,
+  garage_index  INTEGER NOT NULL,
+  request_id    TEXT NOT NULL,
+  PRIMARY KEY (snapshot_id, garage_index, request_id)
+) WITHOUT ROWID;
+
+CREATE TABLE signals (
+  snapshot_id       INTEGER NOT NULL REFERENCES snapshots(id) ON DELETE CASCADE,
+  signal_index      INTEGER NOT NULL,
+  signal_id         TEXT NOT NULL,
+  phase             INTEGER NOT NULL,  -- 0 open, 1 yield, 2 closed
+  phase_elapsed_us  INTEGER NOT NULL,
+  cycles            INTEGER NOT NULL,
+  PRIMARY KEY (snapshot_id, signal_index)
 ) WITHOUT ROWID;
 
 -- Saves: persistent facts only (DESIGN §5).
@@ -92,16 +172,15 @@ CREATE TABLE recording_ticks (
   digest  INTEGER NOT NULL   -- world digest after this tick
 );
 
--- Every world command applied, by tick and arrival order.
+-- Every world command applied, by tick and arrival order (args as in
+-- pending_commands).
 CREATE TABLE recording_commands (
-  tick              INTEGER NOT NULL,  -- applied at the start of this tick's step
-  seq               INTEGER NOT NULL,
-  client_id         INTEGER NOT NULL,
-  request_id        INTEGER NOT NULL,
-  kind              TEXT NOT NULL CHECK (kind IN ('set_pedestrian_target', 'despawn_entity')),
-  count             INTEGER,
-  entity_index      INTEGER,
-  entity_generation INTEGER,
+  tick         INTEGER NOT NULL,  -- applied at the start of this tick's step
+  seq          INTEGER NOT NULL,
+  client_id    INTEGER NOT NULL,
+  request_id   INTEGER NOT NULL,
+  kind         TEXT NOT NULL,
+  args         TEXT NOT NULL,
   PRIMARY KEY (tick, seq)
 ) WITHOUT ROWID;
 

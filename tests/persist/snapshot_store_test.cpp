@@ -314,3 +314,62 @@ TEST_CASE("completeness guard on the embedded default city through SQLite") {
         return lc.checkpoint;
       });
 }
+
+TEST_CASE("completeness guard on the vehicle corridor through SQLite, including mid-dispatch") {
+  auto loaded = bustle::scenario::load_scenario_file(std::string(BUSTLE_SOURCE_DIR) + "/configs/corridor.city.json");
+  REQUIRE(loaded.ok());
+  const core::Scenario corridor = *loaded.scenario;
+  TempDir dir;
+  auto store = open_store(dir.file("corridor.db"));
+  int n = 0;
+  const std::vector<bustle::test::ScriptedCommand> script = {
+      {12, core::GarageRequest{"g0", "extra1", "sedan", "lane0", 50}},
+      {12, core::GarageRequest{"g0", "r05", "sedan", "lane0", 1}},  // duplicate of a planned request
+      {40, core::SetObservers{{{500.0, 500.0}}}},
+      {41, core::CancelGarageRequest{"g0", "r17"}},
+      {90, core::SetObservers{{{25.0, 25.0}}}},
+      {150, core::SetVehicleStrategy{core::EntityId{8, 1}, 2}},
+  };
+  bustle::test::check_checkpoint_completeness(
+      corridor, 3, script, 300, {0, 12, 35, 41, 90, 151, 280}, [&](const core::WorldCheckpoint& cp) {
+        const std::string name = "c" + std::to_string(n++);
+        const auto we = store.write_checkpoint(name, "checkpoint", cp, loaded.text, 0);
+        INFO(we.to_string());
+        REQUIRE(we.ok());
+        persist::LoadedCheckpoint lc;
+        const auto re = store.read_checkpoint(name, lc);
+        INFO(re.to_string());
+        REQUIRE(re.ok());
+        return lc.checkpoint;
+      });
+}
+
+TEST_CASE("a request in two collections is refused at restore, naming the garage and row") {
+  auto loaded = bustle::scenario::load_scenario_file(std::string(BUSTLE_SOURCE_DIR) + "/configs/corridor.city.json");
+  REQUIRE(loaded.ok());
+  const core::Scenario corridor = *loaded.scenario;
+  auto w = std::move(core::World::create(corridor, 1).world);
+  for (int k = 0; k < 35; ++k) w->step();
+  REQUIRE_FALSE(w->vehicles().garages()[0].queue.empty());
+  TempDir dir;
+  const std::string path = dir.file("c.db");
+  {
+    auto store = open_store(path);
+    REQUIRE(store.write_checkpoint("mid", "checkpoint", w->capture(), loaded.text, 0).ok());
+  }
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+  REQUIRE(sqlite3_exec(db,
+                       "INSERT INTO garage_dispatched SELECT snapshot_id, garage_index, request_id FROM garage_queue "
+                       "WHERE position = 0",
+                       nullptr, nullptr, nullptr) == SQLITE_OK);
+  sqlite3_close(db);
+  persist::SnapshotStore store;
+  REQUIRE(persist::SnapshotStore::open(path, persist::FileKind::Snapshots, false, store).ok());
+  persist::LoadedCheckpoint lc;
+  REQUIRE(store.read_checkpoint("mid", lc).ok());
+  auto r = core::World::restore(corridor, lc.checkpoint);
+  REQUIRE_FALSE(r.world);
+  CHECK(r.errors[0].path == "garages[0].queue[0].request_id");
+  CHECK(r.errors[0].message.find("both queued and dispatched") != std::string::npos);
+}

@@ -662,6 +662,8 @@ VehicleCheckpoint VehicleSystem::capture() const {
   VehicleCheckpoint cp;
   cp.store = v_;
   cp.store.dense_of.clear();
+  for (const GarageSpec& g : scenario_->garages) cp.garage_ids.push_back(g.id);
+  for (const SignalSpec& sg : scenario_->signals) cp.signal_ids.push_back(sg.id);
   cp.garages = garages_;
   cp.signals = signals_;
   cp.plan = plan_;
@@ -698,6 +700,18 @@ std::vector<std::pair<std::string, std::string>> VehicleSystem::restore(const Ve
                         std::to_string(scenario_->signals.size()));
     return errors;
   }
+  for (std::size_t g = 0; g < cp.garage_ids.size() && g < scenario_->garages.size(); ++g) {
+    if (cp.garage_ids[g] != scenario_->garages[g].id) {
+      fail("garages[" + std::to_string(g) + "].garage_id",
+           "'" + cp.garage_ids[g] + "' does not match the scenario's '" + scenario_->garages[g].id + "'");
+    }
+  }
+  for (std::size_t i = 0; i < cp.signal_ids.size() && i < scenario_->signals.size(); ++i) {
+    if (cp.signal_ids[i] != scenario_->signals[i].id) {
+      fail("signals[" + std::to_string(i) + "].signal_id", "does not match the scenario");
+    }
+  }
+  if (!errors.empty()) return errors;
   std::vector<std::uint32_t> dense_of(v_.dense_of.size(), VehicleStore::kNoSlot);
   std::vector<std::uint32_t> managed(garages_.size(), 0);
   std::vector<std::vector<std::uint64_t>> ordinals(garages_.size());

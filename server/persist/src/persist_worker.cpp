@@ -188,10 +188,12 @@ std::string PersistWorker::restore_error_text(const std::string& snapshot, const
     }
     return false;
   };
-  if (!take_prefix("pedestrians", "pedestrian_columns") && !take_prefix("inbox", "pending_commands") &&
-      !take_prefix("registry", "world_state")) {
-    take_prefix("", "snapshots");
-  }
+  const bool known = take_prefix("pedestrians", "pedestrian_columns") || take_prefix("inbox", "pending_commands") ||
+                     take_prefix("registry", "world_state") || take_prefix("vehicles", "vehicle_columns") ||
+                     take_prefix("garages", rest.find(".queue") != std::string::npos ? "garage_queue" : "garages") ||
+                     take_prefix("signals", "signals") || take_prefix("plan", "world_state") ||
+                     take_prefix("observers", "world_state");
+  if (!known) take_prefix("", "snapshots");
   std::string row = "name='" + snapshot + "'";
   std::string field = rest;
   if (auto lb = rest.find('['); lb != std::string::npos) {

@@ -1,5 +1,7 @@
 #include "bustle/persist/recorder.hpp"
 
+#include "bustle/persist/command_codec.hpp"
+
 #include <chrono>
 #include <filesystem>
 
@@ -126,8 +128,7 @@ StoreError Recorder::write_batch(std::vector<Item>& batch) {
   Statement tick_st = db.prepare("INSERT INTO recording_ticks(tick, step, digest) VALUES (?1, ?2, ?3)", err);
   if (!err.ok()) return StoreError{path_, "recording_ticks", "", "", err.message, err.code};
   Statement cmd_st = db.prepare(
-      "INSERT INTO recording_commands(tick, seq, client_id, request_id, kind, count, entity_index, entity_generation) "
-      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+      "INSERT INTO recording_commands(tick, seq, client_id, request_id, kind, args) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
       err);
   if (!err.ok()) return StoreError{path_, "recording_commands", "", "", err.message, err.code};
   Statement kf_st = db.prepare("INSERT INTO recording_keyframes(tick, snapshot_id, reason) VALUES (?1, ?2, ?3)", err);
@@ -146,13 +147,8 @@ StoreError Recorder::write_batch(std::vector<Item>& batch) {
         const core::CommandEnvelope& env = t->commands[k];
         cmd_st.reset();
         cmd_st.bind_u64(1, t->tick).bind_i64(2, static_cast<std::int64_t>(k)).bind_i64(3, env.origin.client_id);
-        cmd_st.bind_i64(4, env.origin.request_id);
-        if (const auto* c = std::get_if<core::SetPedestrianTarget>(&env.command)) {
-          cmd_st.bind_text(5, "set_pedestrian_target").bind_i64(6, c->count).bind_null(7).bind_null(8);
-        } else {
-          const auto& d = std::get<core::DespawnEntity>(env.command);
-          cmd_st.bind_text(5, "despawn_entity").bind_null(6).bind_i64(7, d.id.index).bind_i64(8, d.id.generation);
-        }
+        const std::string args = command_args_json(env.command);
+        cmd_st.bind_i64(4, env.origin.request_id).bind_text(5, core::command_name(env.command)).bind_text(6, args);
         if (SqlError e = cmd_st.run(); !e.ok()) {
           return StoreError{path_, "recording_commands", "tick=" + std::to_string(t->tick), "", e.message, e.code};
         }
@@ -232,8 +228,8 @@ StoreError RecordingReader::read_ticks(std::uint64_t from, std::uint64_t to, std
   while (ticks.step()) out.push_back(RecordedTick{ticks.column_u64(0), ticks.column_u64(1), ticks.column_u64(2), {}});
   if (!ticks.error().ok()) return StoreError{path, "recording_ticks", "", "", ticks.error().message, ticks.error().code};
   Statement cmds = db.prepare(
-      "SELECT tick, seq, client_id, request_id, kind, count, entity_index, entity_generation FROM recording_commands "
-      "WHERE tick BETWEEN ?1 AND ?2 ORDER BY tick, seq",
+      "SELECT tick, seq, client_id, request_id, kind, args FROM recording_commands WHERE tick BETWEEN ?1 AND ?2 "
+      "ORDER BY tick, seq",
       err);
   if (!err.ok()) return StoreError{path, "recording_commands", "", "", err.message, err.code};
   cmds.bind_u64(1, from).bind_u64(2, to);
@@ -245,16 +241,11 @@ StoreError RecordingReader::read_ticks(std::uint64_t from, std::uint64_t to, std
     }
     core::CommandEnvelope env;
     env.origin = {static_cast<std::uint32_t>(cmds.column_i64(2)), static_cast<std::uint32_t>(cmds.column_i64(3))};
-    const std::string kind = cmds.column_text(4);
-    if (kind == "set_pedestrian_target" && !cmds.column_is_null(5)) {
-      env.command = core::SetPedestrianTarget{static_cast<std::uint32_t>(cmds.column_i64(5))};
-    } else if (kind == "despawn_entity" && !cmds.column_is_null(6) && !cmds.column_is_null(7)) {
-      env.command = core::DespawnEntity{core::EntityId{static_cast<std::uint32_t>(cmds.column_i64(6)),
-                                                       static_cast<std::uint32_t>(cmds.column_i64(7))}};
-    } else {
-      return StoreError{path, "recording_commands", row, "kind", "invalid command '" + kind + "' or missing arguments", 0};
-    }
-    out[tick - from].commands.push_back(env);
+    std::string why;
+    auto decoded = decode_command(cmds.column_text(4), cmds.column_text(5), why);
+    if (!decoded) return StoreError{path, "recording_commands", row, why.substr(0, why.find(':')), why, 0};
+    env.command = std::move(*decoded);
+    out[tick - from].commands.push_back(std::move(env));
   }
   if (!cmds.error().ok()) return StoreError{path, "recording_commands", "", "", cmds.error().message, cmds.error().code};
   return {};

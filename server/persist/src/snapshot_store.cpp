@@ -6,7 +6,10 @@
 #include <cstring>
 #include <mutex>
 
+#include "bustle/persist/command_codec.hpp"
 #include "migrations.hpp"
+
+#include <nlohmann/json.hpp>
 
 namespace bustle::persist {
 namespace {
@@ -36,8 +39,49 @@ bool decode(const std::vector<std::uint8_t>& blob, std::size_t count, std::vecto
   return true;
 }
 
-const char* command_kind(const core::WorldCommand& c) {
-  return std::holds_alternative<core::SetPedestrianTarget>(c) ? "set_pedestrian_target" : "despawn_entity";
+using nlohmann::json;
+
+std::string vehicle_stats_json(const core::VehicleCheckpoint& v) {
+  json j;
+  j["tiers"] = json::array({v.last_tiers.per_tier[0], v.last_tiers.per_tier[1], v.last_tiers.per_tier[2]});
+  j["promoted"] = v.last_tiers.promoted;
+  j["demoted"] = v.last_tiers.demoted;
+  j["deferred"] = v.last_tiers.deferred;
+  j["moving"] = v.last_step.moving;
+  j["turnarounds"] = v.last_step.turnarounds;
+  j["dispatched"] = v.last_step.dispatched;
+  json pol = json::array();
+  for (const std::uint32_t c : v.last_step.per_policy) pol.push_back(c);
+  j["policy"] = pol;
+  return j.dump();
+}
+
+bool parse_vehicle_stats(const std::string& text, core::VehicleCheckpoint& v) {
+  const json j = json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return false;
+  try {
+    const auto tiers = j.at("tiers").get<std::vector<std::uint32_t>>();
+    const auto pol = j.at("policy").get<std::vector<std::uint32_t>>();
+    if (tiers.size() != core::kSimTierCount || pol.size() != core::kControlPolicyCount) return false;
+    for (std::size_t k = 0; k < tiers.size(); ++k) v.last_tiers.per_tier[k] = tiers[k];
+    for (std::size_t k = 0; k < pol.size(); ++k) v.last_step.per_policy[k] = pol[k];
+    v.last_tiers.promoted = j.at("promoted").get<std::uint32_t>();
+    v.last_tiers.demoted = j.at("demoted").get<std::uint32_t>();
+    v.last_tiers.deferred = j.at("deferred").get<std::uint32_t>();
+    v.last_step.moving = j.at("moving").get<std::uint32_t>();
+    v.last_step.turnarounds = j.at("turnarounds").get<std::uint32_t>();
+    v.last_step.dispatched = j.at("dispatched").get<std::uint32_t>();
+  } catch (const json::exception&) {
+    return false;
+  }
+  return true;
+}
+
+template <class T>
+std::vector<T> column_of(const std::vector<core::EntityId>& ids, std::uint32_t core::EntityId::*field) {
+  std::vector<T> out(ids.size());
+  for (std::size_t i = 0; i < ids.size(); ++i) out[i] = ids[i].*field;
+  return out;
 }
 
 }  // namespace
@@ -204,7 +248,8 @@ StoreError SnapshotStore::write_checkpoint_in_transaction(const std::string& nam
   }
   by_reason += "]";
   Statement ws = db_.prepare(
-      "INSERT INTO world_state VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
+      "INSERT INTO world_state VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, "
+      "?19, ?20, ?21, ?22, ?23)",
       err);
   if (!err.ok()) return sql_error(err, "world_state");
   ws.bind_i64(1, id);
@@ -216,7 +261,14 @@ StoreError SnapshotStore::write_checkpoint_in_transaction(const std::string& nam
   ws.bind_i64(14, static_cast<std::int64_t>(cp.registry.generation.size())).bind_u64(15, cp.registry.pop_seq);
   ws.bind_blob(16, as_bytes(cp.registry.generation)).bind_blob(17, as_bytes(cp.registry.alive));
   ws.bind_blob(18, as_bytes(cp.registry.free_fifo));
+  ws.bind_u64(19, cp.vehicles.plan.cursor).bind_u64(20, cp.vehicles.plan.accepted).bind_u64(21, cp.vehicles.plan.rejected);
+  json observers = json::array();
+  for (const core::Vec2& o : cp.observers) observers.push_back(json::array({o.x_m, o.y_m}));
+  const std::string observers_text = observers.dump();
+  const std::string stats_text = vehicle_stats_json(cp.vehicles);
+  ws.bind_text(22, observers_text).bind_text(23, stats_text);
   if (SqlError e = ws.run(); !e.ok()) return sql_error(e, "world_state", "snapshot_id=" + std::to_string(id));
+  if (StoreError e = write_vehicles(id, cp.vehicles); !e.ok()) return e;
 
   const std::size_t n = cp.pedestrians.id.size();
   std::vector<std::uint32_t> idx(n), gen(n);
@@ -231,19 +283,14 @@ StoreError SnapshotStore::write_checkpoint_in_transaction(const std::string& nam
   pc.bind_blob(7, as_bytes(cp.pedestrians.hops));
   if (SqlError e = pc.run(); !e.ok()) return sql_error(e, "pedestrian_columns", "snapshot_id=" + std::to_string(id));
 
-  Statement cmd = db_.prepare("INSERT INTO pending_commands VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)", err);
+  Statement cmd = db_.prepare("INSERT INTO pending_commands VALUES (?1, ?2, ?3, ?4, ?5, ?6)", err);
   if (!err.ok()) return sql_error(err, "pending_commands");
   for (std::size_t k = 0; k < cp.inbox.size(); ++k) {
     const core::CommandEnvelope& env = cp.inbox[k];
     cmd.reset();
+    const std::string args = command_args_json(env.command);
     cmd.bind_i64(1, id).bind_i64(2, static_cast<std::int64_t>(k)).bind_i64(3, env.origin.client_id);
-    cmd.bind_i64(4, env.origin.request_id).bind_text(5, command_kind(env.command));
-    if (const auto* t = std::get_if<core::SetPedestrianTarget>(&env.command)) {
-      cmd.bind_i64(6, t->count).bind_null(7).bind_null(8);
-    } else {
-      const auto& d = std::get<core::DespawnEntity>(env.command);
-      cmd.bind_null(6).bind_i64(7, d.id.index).bind_i64(8, d.id.generation);
-    }
+    cmd.bind_i64(4, env.origin.request_id).bind_text(5, core::command_name(env.command)).bind_text(6, args);
     if (SqlError e = cmd.run(); !e.ok()) return sql_error(e, "pending_commands", "seq=" + std::to_string(k));
   }
   if (id_out != nullptr) *id_out = id;
@@ -274,6 +321,207 @@ StoreError SnapshotStore::write_save(const std::string& name, const core::SaveSt
   ss.bind_i64(1, id).bind_i64(2, save.pedestrian_target);
   if (SqlError e = ss.run(); !e.ok()) return sql_error(e, "save_state", "snapshot_id=" + std::to_string(id));
   if (SqlError e = tx.commit(); !e.ok()) return sql_error(e, "snapshots", "name='" + name + "'");
+  return {};
+}
+
+StoreError SnapshotStore::write_vehicles(std::int64_t id, const core::VehicleCheckpoint& v) {
+  SqlError err;
+  const std::string row = "snapshot_id=" + std::to_string(id);
+  const core::VehicleStore& st = v.store;
+  const auto idx = column_of<std::uint32_t>(st.id, &core::EntityId::index);
+  const auto gen = column_of<std::uint32_t>(st.id, &core::EntityId::generation);
+  const auto lidx = column_of<std::uint32_t>(st.leader, &core::EntityId::index);
+  const auto lgen = column_of<std::uint32_t>(st.leader, &core::EntityId::generation);
+  const std::string request_ids = json(st.request_id).dump();
+  Statement vc = db_.prepare(
+      "INSERT INTO vehicle_columns VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, "
+      "?18, ?19, ?20, ?21)",
+      err);
+  if (!err.ok()) return sql_error(err, "vehicle_columns");
+  vc.bind_i64(1, id).bind_i64(2, static_cast<std::int64_t>(st.id.size()));
+  vc.bind_blob(3, as_bytes(idx)).bind_blob(4, as_bytes(gen)).bind_blob(5, as_bytes(st.garage));
+  vc.bind_blob(6, as_bytes(st.ordinal)).bind_blob(7, as_bytes(st.prototype)).bind_blob(8, as_bytes(st.route_index));
+  vc.bind_blob(9, as_bytes(st.lane)).bind_blob(10, as_bytes(st.s_m)).bind_blob(11, as_bytes(st.speed_mps));
+  vc.bind_blob(12, as_bytes(st.strategy)).bind_blob(13, as_bytes(st.policy)).bind_blob(14, as_bytes(st.reason));
+  vc.bind_blob(15, as_bytes(st.tier)).bind_blob(16, as_bytes(lidx)).bind_blob(17, as_bytes(lgen));
+  vc.bind_blob(18, as_bytes(st.steps_advanced)).bind_blob(19, as_bytes(st.waiting_since));
+  vc.bind_blob(20, as_bytes(st.despawn_requested)).bind_text(21, request_ids);
+  if (SqlError e = vc.run(); !e.ok()) return sql_error(e, "vehicle_columns", row);
+
+  Statement g = db_.prepare(
+      "INSERT INTO garages VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)", err);
+  if (!err.ok()) return sql_error(err, "garages");
+  Statement q = db_.prepare("INSERT INTO garage_queue VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)", err);
+  if (!err.ok()) return sql_error(err, "garage_queue");
+  Statement d = db_.prepare("INSERT INTO garage_dispatched VALUES (?1, ?2, ?3)", err);
+  if (!err.ok()) return sql_error(err, "garage_dispatched");
+  for (std::size_t gi = 0; gi < v.garages.size(); ++gi) {
+    const core::GarageState& gs = v.garages[gi];
+    const std::string gate_steps = json(std::vector<std::uint64_t>(gs.gate_steps.begin(), gs.gate_steps.end())).dump();
+    const std::string garage_id = gi < v.garage_ids.size() ? v.garage_ids[gi] : std::string();
+    g.reset();
+    g.bind_i64(1, id).bind_i64(2, static_cast<std::int64_t>(gi)).bind_text(3, garage_id);
+    g.bind_u64(4, gs.frame_index).bind_i64(5, gs.has_dispatched ? 1 : 0).bind_u64(6, gs.last_dispatch_frame);
+    g.bind_u64(7, gs.next_enqueue_ordinal).bind_u64(8, gs.next_vehicle_ordinal).bind_u64(9, gs.turnarounds);
+    g.bind_i64(10, static_cast<std::int64_t>(gs.last_gate)).bind_text(11, gate_steps);
+    g.bind_u64(12, gs.rejected_invalid).bind_u64(13, gs.rejected_duplicate).bind_u64(14, gs.rejected_queue_full);
+    g.bind_u64(15, gs.canceled);
+    if (SqlError e = g.run(); !e.ok()) return sql_error(e, "garages", row + " garage_index=" + std::to_string(gi));
+    for (std::size_t k = 0; k < gs.queue.size(); ++k) {
+      const core::QueuedRequest& r = gs.queue[k];
+      q.reset();
+      q.bind_i64(1, id).bind_i64(2, static_cast<std::int64_t>(gi)).bind_i64(3, static_cast<std::int64_t>(k));
+      q.bind_text(4, r.request_id).bind_i64(5, r.prototype).bind_i64(6, r.priority).bind_u64(7, r.enqueue_ordinal);
+      if (SqlError e = q.run(); !e.ok()) return sql_error(e, "garage_queue", row);
+    }
+    for (const std::string& r : gs.dispatched) {
+      d.reset();
+      d.bind_i64(1, id).bind_i64(2, static_cast<std::int64_t>(gi)).bind_text(3, r);
+      if (SqlError e = d.run(); !e.ok()) return sql_error(e, "garage_dispatched", row);
+    }
+  }
+  Statement sg = db_.prepare("INSERT INTO signals VALUES (?1, ?2, ?3, ?4, ?5, ?6)", err);
+  if (!err.ok()) return sql_error(err, "signals");
+  for (std::size_t si = 0; si < v.signals.size(); ++si) {
+    const core::SignalState& ss = v.signals[si];
+    sg.reset();
+    const std::string signal_id = si < v.signal_ids.size() ? v.signal_ids[si] : std::string();
+    sg.bind_i64(1, id).bind_i64(2, static_cast<std::int64_t>(si)).bind_text(3, signal_id);
+    sg.bind_i64(4, static_cast<std::int64_t>(ss.phase)).bind_u64(5, ss.phase_elapsed_us).bind_u64(6, ss.cycles);
+    if (SqlError e = sg.run(); !e.ok()) return sql_error(e, "signals", row);
+  }
+  return {};
+}
+
+StoreError SnapshotStore::read_vehicles(std::int64_t id, const std::string& row, core::VehicleCheckpoint& v) {
+  SqlError err;
+  Statement vc = db_.prepare("SELECT * FROM vehicle_columns WHERE snapshot_id = ?1", err);
+  if (!err.ok()) return sql_error(err, "vehicle_columns");
+  vc.bind_i64(1, id);
+  if (!vc.step()) {
+    if (!vc.error().ok()) return sql_error(vc.error(), "vehicle_columns", row);
+    return error("vehicle_columns", row, "", "missing (checkpoint incomplete)");
+  }
+  const std::int64_t count = vc.column_i64(1);
+  if (count < 0 || count > (1 << 24)) return error("vehicle_columns", row, "count", "out of range");
+  const auto n = static_cast<std::size_t>(count);
+  core::VehicleStore& st = v.store;
+  std::vector<std::uint32_t> idx, gen, lidx, lgen;
+  struct Col {
+    const char* name;
+    bool ok;
+  };
+  const Col cols[] = {
+      {"id_index", decode(vc.column_blob(2), n, idx)},
+      {"id_generation", decode(vc.column_blob(3), n, gen)},
+      {"garage", decode(vc.column_blob(4), n, st.garage)},
+      {"ordinal", decode(vc.column_blob(5), n, st.ordinal)},
+      {"prototype", decode(vc.column_blob(6), n, st.prototype)},
+      {"route_index", decode(vc.column_blob(7), n, st.route_index)},
+      {"lane", decode(vc.column_blob(8), n, st.lane)},
+      {"s_m", decode(vc.column_blob(9), n, st.s_m)},
+      {"speed_mps", decode(vc.column_blob(10), n, st.speed_mps)},
+      {"strategy", decode(vc.column_blob(11), n, st.strategy)},
+      {"policy", decode(vc.column_blob(12), n, st.policy)},
+      {"reason", decode(vc.column_blob(13), n, st.reason)},
+      {"tier", decode(vc.column_blob(14), n, st.tier)},
+      {"leader_index", decode(vc.column_blob(15), n, lidx)},
+      {"leader_generation", decode(vc.column_blob(16), n, lgen)},
+      {"steps_advanced", decode(vc.column_blob(17), n, st.steps_advanced)},
+      {"waiting_since", decode(vc.column_blob(18), n, st.waiting_since)},
+      {"despawn_requested", decode(vc.column_blob(19), n, st.despawn_requested)},
+  };
+  for (const Col& c : cols) {
+    if (!c.ok) return error("vehicle_columns", row, c.name, "blob size does not match count");
+  }
+  const json rid = json::parse(vc.column_text(20), nullptr, false);
+  if (!rid.is_array() || rid.size() != n) return error("vehicle_columns", row, "request_ids", "expected a JSON array of count strings");
+  for (const json& r : rid) {
+    if (!r.is_string()) return error("vehicle_columns", row, "request_ids", "expected strings");
+    st.request_id.push_back(r.get<std::string>());
+  }
+  st.id.resize(n);
+  st.leader.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    st.id[i] = {idx[i], gen[i]};
+    st.leader[i] = {lidx[i], lgen[i]};
+  }
+
+  Statement g = db_.prepare("SELECT * FROM garages WHERE snapshot_id = ?1 ORDER BY garage_index", err);
+  if (!err.ok()) return sql_error(err, "garages");
+  g.bind_i64(1, id);
+  while (g.step()) {
+    const std::string grow = row + " garage_index=" + std::to_string(g.column_i64(1));
+    if (g.column_i64(1) != static_cast<std::int64_t>(v.garages.size())) return error("garages", grow, "garage_index", "not contiguous from 0");
+    core::GarageState gs;
+    v.garage_ids.push_back(g.column_text(2));
+    gs.frame_index = g.column_u64(3);
+    gs.has_dispatched = g.column_i64(4) != 0;
+    gs.last_dispatch_frame = g.column_u64(5);
+    gs.next_enqueue_ordinal = g.column_u64(6);
+    gs.next_vehicle_ordinal = g.column_u64(7);
+    gs.turnarounds = g.column_u64(8);
+    const std::int64_t gate = g.column_i64(9);
+    if (gate < 0 || gate >= static_cast<std::int64_t>(core::kDispatchGateCount)) return error("garages", grow, "last_gate", "unknown gate");
+    gs.last_gate = static_cast<core::DispatchGate>(gate);
+    const json steps = json::parse(g.column_text(10), nullptr, false);
+    if (!steps.is_array() || steps.size() != core::kDispatchGateCount) return error("garages", grow, "gate_steps", "expected a JSON array of 6 counts");
+    for (std::size_t k = 0; k < core::kDispatchGateCount; ++k) {
+      if (!steps[k].is_number_unsigned()) return error("garages", grow, "gate_steps", "expected counts");
+      gs.gate_steps[k] = steps[k].get<std::uint64_t>();
+    }
+    gs.rejected_invalid = g.column_u64(11);
+    gs.rejected_duplicate = g.column_u64(12);
+    gs.rejected_queue_full = g.column_u64(13);
+    gs.canceled = g.column_u64(14);
+    v.garages.push_back(std::move(gs));
+  }
+  if (!g.error().ok()) return sql_error(g.error(), "garages", row);
+  Statement q = db_.prepare(
+      "SELECT garage_index, position, request_id, prototype, priority, enqueue_ordinal FROM garage_queue "
+      "WHERE snapshot_id = ?1 ORDER BY garage_index, position",
+      err);
+  if (!err.ok()) return sql_error(err, "garage_queue");
+  q.bind_i64(1, id);
+  while (q.step()) {
+    const std::int64_t gi = q.column_i64(0);
+    const std::string qrow = row + " garage_index=" + std::to_string(gi) + " position=" + std::to_string(q.column_i64(1));
+    if (gi < 0 || gi >= static_cast<std::int64_t>(v.garages.size())) return error("garage_queue", qrow, "garage_index", "unknown garage");
+    auto& queue = v.garages[static_cast<std::size_t>(gi)].queue;
+    if (q.column_i64(1) != static_cast<std::int64_t>(queue.size())) return error("garage_queue", qrow, "position", "not contiguous");
+    const std::int64_t pri = q.column_i64(4);
+    if (pri < INT32_MIN || pri > INT32_MAX) return error("garage_queue", qrow, "priority", "out of range");
+    queue.push_back({q.column_text(2), static_cast<std::uint32_t>(q.column_i64(3)), static_cast<std::int32_t>(pri),
+                     q.column_u64(5)});
+  }
+  if (!q.error().ok()) return sql_error(q.error(), "garage_queue", row);
+  Statement d = db_.prepare(
+      "SELECT garage_index, request_id FROM garage_dispatched WHERE snapshot_id = ?1 ORDER BY garage_index, request_id",
+      err);
+  if (!err.ok()) return sql_error(err, "garage_dispatched");
+  d.bind_i64(1, id);
+  while (d.step()) {
+    const std::int64_t gi = d.column_i64(0);
+    if (gi < 0 || gi >= static_cast<std::int64_t>(v.garages.size())) {
+      return error("garage_dispatched", row, "garage_index", "unknown garage");
+    }
+    v.garages[static_cast<std::size_t>(gi)].dispatched.push_back(d.column_text(1));
+  }
+  if (!d.error().ok()) return sql_error(d.error(), "garage_dispatched", row);
+  Statement sg = db_.prepare(
+      "SELECT signal_index, signal_id, phase, phase_elapsed_us, cycles FROM signals WHERE snapshot_id = ?1 ORDER BY signal_index",
+      err);
+  if (!err.ok()) return sql_error(err, "signals");
+  sg.bind_i64(1, id);
+  while (sg.step()) {
+    const std::string srow = row + " signal_index=" + std::to_string(sg.column_i64(0));
+    if (sg.column_i64(0) != static_cast<std::int64_t>(v.signals.size())) return error("signals", srow, "signal_index", "not contiguous from 0");
+    const std::int64_t phase = sg.column_i64(2);
+    if (phase < 0 || phase > 2) return error("signals", srow, "phase", "must be 0 (open), 1 (yield) or 2 (closed)");
+    v.signal_ids.push_back(sg.column_text(1));
+    v.signals.push_back({static_cast<core::SignalPhase>(phase), sg.column_u64(3), sg.column_u64(4)});
+  }
+  if (!sg.error().ok()) return sql_error(sg.error(), "signals", row);
   return {};
 }
 
@@ -355,25 +603,17 @@ StoreError SnapshotStore::read_checkpoint_by_id(std::int64_t id, LoadedCheckpoin
   cp.counters.spawned_total = ws.column_u64(7);
   cp.counters.despawned_total = ws.column_u64(8);
   {
-    // "[a,b,c,d,e,f]" of unsigned integers.
     const std::string t = ws.column_text(9);
-    std::size_t pos = 0;
-    std::size_t count = 0;
-    bool ok = !t.empty() && t.front() == '[' && t.back() == ']';
-    const std::string body = ok ? t.substr(1, t.size() - 2) : std::string();
-    while (ok && pos <= body.size() && count < cp.counters.despawned_by_reason.size()) {
-      const std::size_t comma = body.find(',', pos);
-      const std::string item = body.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-      if (item.empty() || item.find_first_not_of("0123456789") != std::string::npos) {
-        ok = false;
-        break;
-      }
-      cp.counters.despawned_by_reason[count++] = std::stoull(item);
-      if (comma == std::string::npos) break;
-      pos = comma + 1;
+    const json j = json::parse(t, nullptr, false);
+    bool ok = j.is_array() && j.size() == cp.counters.despawned_by_reason.size();
+    for (std::size_t k = 0; ok && k < j.size(); ++k) {
+      ok = j[k].is_number_unsigned();
+      if (ok) cp.counters.despawned_by_reason[k] = j[k].get<std::uint64_t>();
     }
-    if (!ok || count != cp.counters.despawned_by_reason.size()) {
-      return error("world_state", row, "despawned_by_reason", "expected a JSON array of 6 counts, got '" + t + "'");
+    if (!ok) {
+      return error("world_state", row, "despawned_by_reason",
+                   "expected a JSON array of " + std::to_string(cp.counters.despawned_by_reason.size()) +
+                       " counts, got '" + t + "'");
     }
   }
   cp.counters.spawn_failed_capacity = ws.column_u64(10);
@@ -395,6 +635,23 @@ StoreError SnapshotStore::read_checkpoint_by_id(std::int64_t id, LoadedCheckpoin
       return error("world_state", row, "registry_free_fifo", "blob size is not a multiple of 4");
     }
   }
+  cp.vehicles.plan.cursor = ws.column_u64(18);
+  cp.vehicles.plan.accepted = ws.column_u64(19);
+  cp.vehicles.plan.rejected = ws.column_u64(20);
+  {
+    const json obs = json::parse(ws.column_text(21), nullptr, false);
+    if (!obs.is_array()) return error("world_state", row, "observers", "expected a JSON array of [x, y]");
+    for (const json& o : obs) {
+      if (!o.is_array() || o.size() != 2 || !o[0].is_number() || !o[1].is_number()) {
+        return error("world_state", row, "observers", "expected a JSON array of [x, y]");
+      }
+      cp.observers.push_back({o[0].get<double>(), o[1].get<double>()});
+    }
+  }
+  if (!parse_vehicle_stats(ws.column_text(22), cp.vehicles)) {
+    return error("world_state", row, "vehicle_step_stats", "malformed JSON");
+  }
+  if (StoreError e = read_vehicles(id, row, cp.vehicles); !e.ok()) return e;
 
   Statement pc = db_.prepare("SELECT count, id_index, id_generation, lane, s_m, hops FROM pedestrian_columns WHERE snapshot_id = ?1", err);
   if (!err.ok()) return sql_error(err, "pedestrian_columns");
@@ -419,9 +676,7 @@ StoreError SnapshotStore::read_checkpoint_by_id(std::int64_t id, LoadedCheckpoin
   for (std::size_t i = 0; i < n; ++i) cp.pedestrians.id[i] = core::EntityId{idx[i], gen[i]};
 
   Statement cmd = db_.prepare(
-      "SELECT seq, client_id, request_id, kind, count, entity_index, entity_generation FROM pending_commands "
-      "WHERE snapshot_id = ?1 ORDER BY seq",
-      err);
+      "SELECT seq, client_id, request_id, kind, args FROM pending_commands WHERE snapshot_id = ?1 ORDER BY seq", err);
   if (!err.ok()) return sql_error(err, "pending_commands");
   cmd.bind_i64(1, id);
   std::int64_t expected_seq = 0;
@@ -431,20 +686,11 @@ StoreError SnapshotStore::read_checkpoint_by_id(std::int64_t id, LoadedCheckpoin
     core::CommandEnvelope env;
     env.origin.client_id = static_cast<std::uint32_t>(cmd.column_i64(1));
     env.origin.request_id = static_cast<std::uint32_t>(cmd.column_i64(2));
-    const std::string kind = cmd.column_text(3);
-    if (kind == "set_pedestrian_target") {
-      if (cmd.column_is_null(4)) return error("pending_commands", crow, "count", "required for set_pedestrian_target");
-      env.command = core::SetPedestrianTarget{static_cast<std::uint32_t>(cmd.column_i64(4))};
-    } else if (kind == "despawn_entity") {
-      if (cmd.column_is_null(5) || cmd.column_is_null(6)) {
-        return error("pending_commands", crow, "entity_index", "required for despawn_entity");
-      }
-      env.command = core::DespawnEntity{core::EntityId{static_cast<std::uint32_t>(cmd.column_i64(5)),
-                                                       static_cast<std::uint32_t>(cmd.column_i64(6))}};
-    } else {
-      return error("pending_commands", crow, "kind", "unknown command kind '" + kind + "'");
-    }
-    cp.inbox.push_back(env);
+    std::string why;
+    auto decoded = decode_command(cmd.column_text(3), cmd.column_text(4), why);
+    if (!decoded) return error("pending_commands", crow, why.substr(0, why.find(':')), why);
+    env.command = std::move(*decoded);
+    cp.inbox.push_back(std::move(env));
   }
   if (!cmd.error().ok()) return sql_error(cmd.error(), "pending_commands", row);
   out = std::move(lc);

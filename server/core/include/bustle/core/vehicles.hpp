@@ -184,6 +184,8 @@ struct VehicleStepCounts {
 // Everything a checkpoint needs from the vehicle system.
 struct VehicleCheckpoint {
   VehicleStore store;  // dense_of is rebuilt, not stored
+  std::vector<std::string> garage_ids;  // scenario garage ids, in index order (checked on restore)
+  std::vector<std::string> signal_ids;
   std::vector<GarageState> garages;
   std::vector<SignalState> signals;
   PlanState plan;

@@ -101,6 +101,8 @@ class SnapshotStore {
                    int code = 0) const;
   StoreError sql_error(const SqlError& e, std::string table, std::string row = {}) const;
   StoreError read_info(Statement& st, SnapshotInfo& info) const;
+  StoreError write_vehicles(std::int64_t id, const core::VehicleCheckpoint& v);
+  StoreError read_vehicles(std::int64_t id, const std::string& row, core::VehicleCheckpoint& v);
 
   Database db_;
   std::string path_;

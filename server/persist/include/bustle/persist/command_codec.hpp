@@ -1,0 +1,19 @@
+// World commands as (kind, JSON args) text, the form pending_commands and
+// recording_commands store: readable with the sqlite3 shell, and strict on
+// the way back in (every field checked, unknown kinds refused).
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "bustle/core/command.hpp"
+
+namespace bustle::persist {
+
+std::string command_args_json(const core::WorldCommand& command);
+
+// Returns the command, or nullopt with `error` naming the bad field.
+std::optional<core::WorldCommand> decode_command(const std::string& kind, const std::string& args_json,
+                                                 std::string& error);
+
+}  // namespace bustle::persist
