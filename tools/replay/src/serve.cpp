@@ -275,8 +275,15 @@ int run_serve(const ReplayOptions& options) {
   server_options.port = options.port;
   server_options.token = options.token;
   net::CommandQueue commands(4096);
-  net::WelcomeInfo welcome{BUSTLE_VERSION, world.scenario().id, world.step_us(), clock,
-                           world.lanes().lanes()};
+  // Member by member, so this compiles as WelcomeInfo grows. Garage and signal
+  // geometry are not filled in yet: the live server builds them in its main();
+  // both should share one builder in bustle::net.
+  net::WelcomeInfo welcome;
+  welcome.server_version = BUSTLE_VERSION;
+  welcome.scenario_id = world.scenario().id;
+  welcome.step_us = world.step_us();
+  welcome.clock_mode = clock;
+  welcome.lanes = world.lanes().lanes();
   net::Server server(server_options, std::move(welcome), commands);
   const auto listening = server.listen();
   if (!listening.ok) {
