@@ -23,8 +23,6 @@ from snapshot_helpers import (
     manual_command,
     operator,
     run_job,
-    states,
-    step_digests,
     viewer,
 )
 
