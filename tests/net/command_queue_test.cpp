@@ -11,7 +11,7 @@ namespace {
 net::InboundCommand cmd(std::uint32_t request) {
   net::InboundCommand c;
   c.request_id = request;
-  c.body = net::ControlCommand{net::ControlCommand::Kind::QueryStats, 0, {}, 0};
+  c.body = net::ControlCommand{net::ControlCommand::Kind::QueryStats, 0, {}, 0, {}};
   return c;
 }
 }  // namespace

@@ -114,7 +114,7 @@ int run(int argc, char** argv) {
   }
 
   bustle::net::CommandQueue commands(4096);
-  bustle::net::WelcomeInfo welcome{kVersion, scenario.id, scenario.step_us, opt.clock, world.lanes().lanes()};
+  bustle::net::WelcomeInfo welcome = bustle::net::make_welcome_info(world, kVersion, opt.clock);
   bustle::net::Server server(opt.server, std::move(welcome), commands);
 
   // Recording: refuses to overwrite an existing file (a recording is never lost).

@@ -95,6 +95,7 @@ void SimDriver::apply_candidates() {
       server_.deliver_result(std::move(r));
     }
     submitted_since_step_.clear();
+    awaiting_result_.clear();
     const std::uint64_t from = world_->step_index();
     world_ = std::move(c.world);
     ++world_epoch_;
@@ -131,6 +132,7 @@ void SimDriver::handle(net::InboundCommand cmd) {
     const core::CommandEnvelope env{core::CommandOrigin{cmd.session_id, cmd.request_id}, *world_cmd};
     if (world_->submit(env) == core::SubmitStatus::Queued) {
       if (recorder_ != nullptr) submitted_since_step_.push_back(env);
+      awaiting_result_.insert({cmd.session_id, cmd.request_id});
       return;  // answered after the next step
     }
     r.status = core::CommandStatus::Rejected;
@@ -171,6 +173,24 @@ void SimDriver::handle(net::InboundCommand cmd) {
     case Kind::QueryStats:
       r.stats = stats();
       break;
+    case Kind::QueryGarages:
+      r.garages = garage_reports();
+      break;
+    case Kind::QuerySignals:
+      r.signals = signal_reports();
+      break;
+    case Kind::QueryVehicle: {
+      auto v = vehicle_report(ctl.entity);
+      if (!v) {
+        r.status = core::CommandStatus::Rejected;
+        r.reason = core::RejectReason::UnknownEntity;
+        r.message = "entity " + std::to_string(ctl.entity.index) + ":" + std::to_string(ctl.entity.generation) +
+                    " is not a vehicle";
+      } else {
+        r.vehicle = std::move(*v);
+      }
+      break;
+    }
     default:
       if (handle_snapshot_command(cmd, ctl, r)) return;  // answered by the persistence thread
       break;
@@ -248,6 +268,10 @@ void SimDriver::run_step() {
   tick_ = tick;
   server_.publish(net::make_published_frame(*world_, world_epoch_));
   for (const core::CommandResult& cr : world_->last_command_results()) {
+    // Only commands submitted to this world by a live client are answered: a
+    // restored checkpoint's queued commands were sent by sessions of another
+    // world (or process) and were answered, or rejected, there.
+    if (awaiting_result_.erase({cr.origin.client_id, cr.origin.request_id}) == 0) continue;
     net::OutboundResult r;
     r.session_id = cr.origin.client_id;
     r.request_id = cr.origin.request_id;
@@ -263,8 +287,91 @@ void SimDriver::run_step() {
     submitted_since_step_.clear();
   }
   if (persist_ != nullptr && options_.autosave_steps > 0 && world_->step_index() % options_.autosave_steps == 0) {
-    persist_->submit_checkpoint("autosave", persist::JobKind::Autosave, world_->capture(), persist::JobOrigin{});
+    // One autosave in flight at a time: a store slower than the interval skips
+    // (and counts) autosaves instead of flooding the persistence queue.
+    const auto previous = autosave_job_ != 0 ? persist_->query(autosave_job_) : std::nullopt;
+    if (previous && !previous->terminal) {
+      ++autosaves_skipped_;
+    } else {
+      autosave_job_ =
+          persist_->submit_checkpoint("autosave", persist::JobKind::Autosave, world_->capture(), persist::JobOrigin{})
+              .job_id;
+    }
   }
+}
+
+std::vector<net::GarageReport> SimDriver::garage_reports() const {
+  const core::VehicleSystem& vs = world_->vehicles();
+  std::vector<net::GarageReport> out;
+  for (std::uint32_t g = 0; g < vs.garages().size(); ++g) {
+    const core::GarageState& gs = vs.garages()[g];
+    const core::GarageSpec& spec = world_->scenario().garages[g];
+    net::GarageReport r;
+    r.id = spec.id;
+    for (const core::QueuedRequest& q : gs.queue) r.queued.push_back(q.request_id);
+    r.dispatched = static_cast<std::uint32_t>(gs.dispatched.size());
+    r.managed = vs.managed(g);
+    r.capacity = spec.capacity;
+    r.frame_index = gs.frame_index;
+    r.next_vehicle_ordinal = gs.next_vehicle_ordinal;
+    r.last_gate = static_cast<std::uint8_t>(gs.last_gate);
+    r.gate_steps.assign(gs.gate_steps.begin(), gs.gate_steps.end());
+    r.turnarounds = gs.turnarounds;
+    r.rejected_invalid = gs.rejected_invalid;
+    r.rejected_duplicate = gs.rejected_duplicate;
+    r.rejected_queue_full = gs.rejected_queue_full;
+    r.canceled = gs.canceled;
+    r.plan_total = static_cast<std::uint32_t>(world_->scenario().vehicle_plan.requests.size());
+    r.plan_injected = vs.plan().cursor;
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::vector<net::SignalReport> SimDriver::signal_reports() const {
+  const core::VehicleSystem& vs = world_->vehicles();
+  std::vector<net::SignalReport> out;
+  for (std::size_t i = 0; i < vs.signals().size(); ++i) {
+    const core::SignalSpec& spec = world_->scenario().signals[i];
+    std::uint32_t lane = 0;
+    for (std::uint32_t l = 0; l < world_->lanes().size(); ++l) {
+      if (world_->lanes().lane(l).id == spec.lane) lane = l;
+    }
+    const core::SignalState& st = vs.signals()[i];
+    out.push_back({spec.id, lane, static_cast<std::uint8_t>(st.phase), st.phase_elapsed_us, st.cycles});
+  }
+  return out;
+}
+
+std::optional<net::VehicleReport> SimDriver::vehicle_report(core::EntityId id) const {
+  const core::VehicleSystem& vs = world_->vehicles();
+  if (!vs.is_vehicle(id)) return std::nullopt;
+  const core::VehicleStore& v = vs.store();
+  const std::uint32_t i = v.dense_of[id.index];
+  const core::GarageSpec& spec = world_->scenario().garages[v.garage[i]];
+  const core::Pose p = vs.pose(i);
+  net::VehicleReport r;
+  r.id = id;
+  r.vehicle_id = vs.vehicle_id(i);
+  r.garage = spec.id;
+  r.request_id = v.request_id[i];
+  r.prototype = spec.prototypes[v.prototype[i]];
+  r.route_index = v.route_index[i];
+  r.lane = v.lane[i];
+  r.s_m = v.s_m[i];
+  r.alpha = v.s_m[i] / world_->lanes().lane(v.lane[i]).length_m;
+  r.x_m = p.x_m;
+  r.y_m = p.y_m;
+  r.speed_mps = v.speed_mps[i];
+  r.strategy = v.strategy[i];
+  r.policy = v.policy[i];
+  r.reason = v.reason[i];
+  r.tier = v.tier[i];
+  r.leader = v.leader[i];
+  r.steps_advanced = v.steps_advanced[i];
+  r.awaiting_turnaround = v.waiting_since[i] != 0;
+  r.despawn_requested = v.despawn_requested[i] != 0;
+  return r;
 }
 
 net::StatsSnapshot SimDriver::stats() const {
@@ -284,6 +391,13 @@ net::StatsSnapshot SimDriver::stats() const {
   s.commands_accepted = world_->counters().commands_accepted;
   s.commands_rejected = world_->counters().commands_rejected;
   s.dropped_steps = dropped_steps_;
+  const core::VehicleSystem& vs = world_->vehicles();
+  s.vehicles = vs.store().size();
+  for (std::uint32_t i = 0; i < vs.store().size(); ++i) ++s.vehicles_per_tier[vs.store().tier[i] % 3];
+  s.vehicles_moving = vs.last_step().moving;
+  s.vehicles_waiting = vs.last_step().per_policy[static_cast<int>(core::ControlPolicy::WaitingAtSignal)];
+  s.vehicles_yielding = vs.last_step().per_policy[static_cast<int>(core::ControlPolicy::Yielding)];
+  s.tier_transitions_deferred = vs.last_tiers().deferred;
   if (recorder_ != nullptr) {
     const persist::RecorderStatus rs = recorder_->status();
     s.recording = !rs.failed;

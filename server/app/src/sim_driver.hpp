@@ -26,6 +26,8 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <vector>
 
 #include "bustle/core/world.hpp"
@@ -71,6 +73,9 @@ class SimDriver {
                                net::OutboundResult& r);
   void run_step();
   net::StatsSnapshot stats() const;
+  std::vector<net::GarageReport> garage_reports() const;
+  std::vector<net::SignalReport> signal_reports() const;
+  std::optional<net::VehicleReport> vehicle_report(core::EntityId id) const;
 
   std::unique_ptr<core::World> world_;
   net::Server& server_;
@@ -86,6 +91,11 @@ class SimDriver {
   std::uint64_t tick_ = 0;  // steps executed by this process (recording ticks)
   bool restore_keyframe_due_ = false;
   std::vector<core::CommandEnvelope> submitted_since_step_;  // for the recording
+  // (session, request) of world commands submitted to the current world and
+  // not yet answered; results for anything else are not routed.
+  std::set<std::pair<std::uint32_t, std::uint32_t>> awaiting_result_;
+  std::uint64_t autosave_job_ = 0;
+  std::uint64_t autosaves_skipped_ = 0;
 
   std::mutex candidates_mu_;
   std::vector<persist::PersistWorker::Candidate> candidates_;

@@ -56,8 +56,13 @@ DeltaTracker::Counts DeltaTracker::encode(const PublishedFrame& frame,
   const auto entered = fbb.CreateVectorOfStructs(entered_);
   const auto updated = fbb.CreateVectorOfStructs(updated_);
   const auto left = fbb.CreateVectorOfStructs(left_);
+  signals_.clear();
+  for (std::size_t i = 0; i < frame.signal_phases.size(); ++i) {
+    signals_.emplace_back(static_cast<std::uint16_t>(i), static_cast<wire::SignalPhase>(frame.signal_phases[i]));
+  }
+  const auto signals = fbb.CreateVectorOfStructs(signals_);
   const auto delta = wire::CreateDelta(fbb, frame.step, frame.sim_time_us, frame.digest,
-                                       baseline_pending_, entered, updated, left);
+                                       baseline_pending_, entered, updated, left, signals);
   fbb.Finish(wire::CreateServerFrame(fbb, wire::ServerMessage::Delta, delta.Union()),
              wire::ServerFrameIdentifier());
   baseline_pending_ = false;

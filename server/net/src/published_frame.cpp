@@ -29,7 +29,7 @@ std::shared_ptr<const PublishedFrame> make_published_frame(const core::World& wo
   frame->sim_time_us = world.sim_time_us();
   frame->digest = world.digest();
   const core::PedestrianStore& peds = world.pedestrians();
-  frame->entities.reserve(peds.size());
+  frame->entities.reserve(peds.size() + world.vehicles().store().size());
   for (std::uint32_t i = 0; i < peds.size(); ++i) {
     const core::Pose pose = world.pedestrian_pose(i);
     frame->entities.push_back(QuantizedEntity{peds.id[i], quantize_cm(pose.x_m),
@@ -37,6 +37,14 @@ std::shared_ptr<const PublishedFrame> make_published_frame(const core::World& wo
                                               quantize_speed(world.pedestrian_speed_mps(i)),
                                               core::EntityKind::Pedestrian});
   }
+  const core::VehicleSystem& vs = world.vehicles();
+  for (std::uint32_t i = 0; i < vs.store().size(); ++i) {
+    const core::Pose pose = vs.pose(i);
+    frame->entities.push_back(QuantizedEntity{vs.store().id[i], quantize_cm(pose.x_m), quantize_cm(pose.y_m),
+                                              quantize_heading(pose.heading_rad),
+                                              quantize_speed(vs.store().speed_mps[i]), core::EntityKind::Vehicle});
+  }
+  for (const core::SignalState& sg : vs.signals()) frame->signal_phases.push_back(static_cast<std::uint8_t>(sg.phase));
   std::sort(frame->entities.begin(), frame->entities.end(),
             [](const QuantizedEntity& a, const QuantizedEntity& b) { return a.id.index < b.id.index; });
   return frame;

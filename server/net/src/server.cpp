@@ -72,7 +72,48 @@ SharedBytes make_result_frame(const OutboundResult& r) {
     sb.add_recording(s.recording);
     sb.add_recording_failed(s.recording_failed);
     sb.add_recorded_ticks(s.recorded_ticks);
+    sb.add_vehicles(s.vehicles);
+    sb.add_vehicles_full(s.vehicles_per_tier[0]);
+    sb.add_vehicles_simulated(s.vehicles_per_tier[1]);
+    sb.add_vehicles_coarse(s.vehicles_per_tier[2]);
+    sb.add_vehicles_moving(s.vehicles_moving);
+    sb.add_vehicles_waiting(s.vehicles_waiting);
+    sb.add_vehicles_yielding(s.vehicles_yielding);
+    sb.add_tier_transitions_deferred(s.tier_transitions_deferred);
     stats = sb.Finish();
+  }
+  flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::GarageInfo>>> garages = 0;
+  if (r.garages) {
+    std::vector<flatbuffers::Offset<wire::GarageInfo>> items;
+    for (const GarageReport& g : *r.garages) {
+      std::vector<flatbuffers::Offset<flatbuffers::String>> queued;
+      for (const std::string& q : g.queued) queued.push_back(fbb.CreateString(q));
+      items.push_back(wire::CreateGarageInfoDirect(
+          fbb, g.id.c_str(), &queued, g.dispatched, g.managed, g.capacity, g.frame_index, g.next_vehicle_ordinal,
+          static_cast<wire::DispatchGate>(g.last_gate), &g.gate_steps, g.turnarounds, g.rejected_invalid,
+          g.rejected_duplicate, g.rejected_queue_full, g.canceled, g.plan_total, g.plan_injected));
+    }
+    garages = fbb.CreateVector(items);
+  }
+  flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::SignalInfo>>> signals = 0;
+  if (r.signals) {
+    std::vector<flatbuffers::Offset<wire::SignalInfo>> items;
+    for (const SignalReport& sg : *r.signals) {
+      items.push_back(wire::CreateSignalInfoDirect(fbb, sg.id.c_str(), sg.lane, static_cast<wire::SignalPhase>(sg.phase),
+                                                   sg.phase_elapsed_us, sg.cycles));
+    }
+    signals = fbb.CreateVector(items);
+  }
+  flatbuffers::Offset<wire::VehicleInfo> vehicle = 0;
+  if (r.vehicle) {
+    const VehicleReport& v = *r.vehicle;
+    const wire::EntityId id(v.id.index, v.id.generation);
+    const wire::EntityId leader(v.leader.index, v.leader.generation);
+    vehicle = wire::CreateVehicleInfoDirect(
+        fbb, &id, v.vehicle_id.c_str(), v.garage.c_str(), v.request_id.c_str(), v.prototype.c_str(), v.route_index,
+        v.lane, v.s_m, v.alpha, v.x_m, v.y_m, v.speed_mps, static_cast<wire::VehicleStrategyState>(v.strategy),
+        static_cast<wire::ControlPolicy>(v.policy), static_cast<wire::PolicyReason>(v.reason),
+        static_cast<wire::SimTier>(v.tier), &leader, v.steps_advanced, v.awaiting_turnaround, v.despawn_requested);
   }
   flatbuffers::Offset<wire::JobStatus> job = 0;
   if (r.job) job = make_job_status(fbb, *r.job);
@@ -90,13 +131,33 @@ SharedBytes make_result_frame(const OutboundResult& r) {
   const auto res = wire::CreateCommandResult(fbb, r.request_id,
                                              static_cast<wire::CommandStatus>(r.status),
                                              static_cast<wire::RejectReason>(r.reason), msg,
-                                             r.applied_step, stats, job, snapshots);
+                                             r.applied_step, stats, job, snapshots, garages, signals, vehicle);
   fbb.Finish(wire::CreateServerFrame(fbb, wire::ServerMessage::CommandResult, res.Union()),
              wire::ServerFrameIdentifier());
   return finish_frame(fbb);
 }
 
 }  // namespace
+
+WelcomeInfo make_welcome_info(const core::World& world, std::string server_version, ClockMode clock_mode) {
+  const core::Scenario& scenario = world.scenario();
+  WelcomeInfo w{std::move(server_version), scenario.id, scenario.step_us, clock_mode, world.lanes().lanes(), {}, {}};
+  auto lane_index = [&](const std::string& id) {
+    for (std::uint32_t l = 0; l < world.lanes().size(); ++l) {
+      if (world.lanes().lane(l).id == id) return l;
+    }
+    return 0u;
+  };
+  for (const core::GarageSpec& g : scenario.garages) {
+    GarageGeometry geo{g.id, lane_index(g.lane), {}};
+    for (const std::string& l : g.route) geo.route.push_back(lane_index(l));
+    w.garages.push_back(std::move(geo));
+  }
+  for (const core::SignalSpec& sg : scenario.signals) {
+    w.signals.push_back({sg.id, lane_index(sg.lane), static_cast<float>(sg.stop_alpha), static_cast<float>(sg.yield_alpha)});
+  }
+  return w;
+}
 
 class Session;
 
@@ -348,11 +409,19 @@ class Session : public std::enable_shared_from_this<Session> {
           &pts, static_cast<float>(lane.length_m), static_cast<float>(lane.speed_mps_limit),
           &lane.successors));
     }
+    std::vector<flatbuffers::Offset<wire::GarageGeometry>> garages;
+    for (const GarageGeometry& g : w.garages) {
+      garages.push_back(wire::CreateGarageGeometryDirect(fbb, g.id.c_str(), g.entrance_lane, &g.route));
+    }
+    std::vector<flatbuffers::Offset<wire::SignalGeometry>> signals;
+    for (const SignalGeometry& sg : w.signals) {
+      signals.push_back(wire::CreateSignalGeometryDirect(fbb, sg.id.c_str(), sg.lane, sg.stop_alpha, sg.yield_alpha));
+    }
     const std::uint64_t current = server_.latest_seen_ ? server_.latest_seen_->step : 0;
     const auto welcome = wire::CreateWelcomeDirect(
         fbb, w.server_version.c_str(), proto::kProtocolVersion, id_,
         role_ == Role::Operator ? wire::Role::Operator : wire::Role::Viewer, w.step_us,
-        to_wire(w.clock_mode), w.scenario_id.c_str(), current, &lanes);
+        to_wire(w.clock_mode), w.scenario_id.c_str(), current, &lanes, &garages, &signals);
     fbb.Finish(wire::CreateServerFrame(fbb, wire::ServerMessage::Welcome, welcome.Union()),
                wire::ServerFrameIdentifier());
     enqueue(finish_frame(fbb));
@@ -386,8 +455,9 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   static ControlCommand named(ControlCommand::Kind kind, const flatbuffers::String* name) {
-    return ControlCommand{kind, 0, name != nullptr ? name->str() : std::string(), 0};
+    return ControlCommand{kind, 0, name != nullptr ? name->str() : std::string(), 0, {}};
   }
+  static std::string str(const flatbuffers::String* s) { return s != nullptr ? s->str() : std::string(); }
 
   void handle_command(const wire::Command& cmd) {
     InboundCommand in;
@@ -400,16 +470,16 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     switch (cmd.body_type()) {
       case wire::CommandBody::Pause:
-        in.body = ControlCommand{ControlCommand::Kind::Pause, 0, {}, 0};
+        in.body = ControlCommand{ControlCommand::Kind::Pause, 0, {}, 0, {}};
         break;
       case wire::CommandBody::Resume:
-        in.body = ControlCommand{ControlCommand::Kind::Resume, 0, {}, 0};
+        in.body = ControlCommand{ControlCommand::Kind::Resume, 0, {}, 0, {}};
         break;
       case wire::CommandBody::Step:
-        in.body = ControlCommand{ControlCommand::Kind::Step, cmd.body_as_Step()->count(), {}, 0};
+        in.body = ControlCommand{ControlCommand::Kind::Step, cmd.body_as_Step()->count(), {}, 0, {}};
         break;
       case wire::CommandBody::QueryStats:
-        in.body = ControlCommand{ControlCommand::Kind::QueryStats, 0, {}, 0};
+        in.body = ControlCommand{ControlCommand::Kind::QueryStats, 0, {}, 0, {}};
         needs_operator = false;
         break;
       case wire::CommandBody::SetPedestrianTarget:
@@ -434,16 +504,59 @@ class Session : public std::enable_shared_from_this<Session> {
         in.body = named(ControlCommand::Kind::Load, cmd.body_as_Load()->name());
         break;
       case wire::CommandBody::ListSnapshots:
-        in.body = ControlCommand{ControlCommand::Kind::ListSnapshots, 0, {}, 0};
+        in.body = ControlCommand{ControlCommand::Kind::ListSnapshots, 0, {}, 0, {}};
         needs_operator = false;
         break;
       case wire::CommandBody::DeleteSnapshot:
         in.body = named(ControlCommand::Kind::DeleteSnapshot, cmd.body_as_DeleteSnapshot()->name());
         break;
       case wire::CommandBody::QueryJob:
-        in.body = ControlCommand{ControlCommand::Kind::QueryJob, 0, {}, cmd.body_as_QueryJob()->job_id()};
+        in.body = ControlCommand{ControlCommand::Kind::QueryJob, 0, {}, cmd.body_as_QueryJob()->job_id(), {}};
         needs_operator = false;
         break;
+      case wire::CommandBody::GarageRequest: {
+        const wire::GarageRequest* g = cmd.body_as_GarageRequest();
+        in.body = core::WorldCommand{core::GarageRequest{str(g->garage()), str(g->request_id()), str(g->prototype()),
+                                                         str(g->lane()), g->priority()}};
+        break;
+      }
+      case wire::CommandBody::CancelGarageRequest: {
+        const wire::CancelGarageRequest* c = cmd.body_as_CancelGarageRequest();
+        in.body = core::WorldCommand{core::CancelGarageRequest{str(c->garage()), str(c->request_id())}};
+        break;
+      }
+      case wire::CommandBody::SetVehicleStrategy: {
+        const wire::SetVehicleStrategy* c = cmd.body_as_SetVehicleStrategy();
+        if (c->id() == nullptr) return reject(cmd.request_id(), core::RejectReason::InvalidArgument, "id is required");
+        in.body = core::WorldCommand{core::SetVehicleStrategy{core::EntityId{c->id()->index(), c->id()->generation()},
+                                                              static_cast<std::uint8_t>(c->strategy())}};
+        break;
+      }
+      case wire::CommandBody::SetObservers: {
+        const wire::SetObservers* c = cmd.body_as_SetObservers();
+        core::SetObservers obs;
+        if (c->points() != nullptr) {
+          for (const wire::Vec2* p : *c->points()) obs.points.push_back({p->x(), p->y()});
+        }
+        in.body = core::WorldCommand{std::move(obs)};
+        break;
+      }
+      case wire::CommandBody::QueryGarages:
+        in.body = ControlCommand{ControlCommand::Kind::QueryGarages, 0, {}, 0, {}};
+        needs_operator = false;
+        break;
+      case wire::CommandBody::QuerySignals:
+        in.body = ControlCommand{ControlCommand::Kind::QuerySignals, 0, {}, 0, {}};
+        needs_operator = false;
+        break;
+      case wire::CommandBody::QueryVehicle: {
+        const wire::EntityId* id = cmd.body_as_QueryVehicle()->id();
+        if (id == nullptr) return reject(cmd.request_id(), core::RejectReason::InvalidArgument, "id is required");
+        in.body = ControlCommand{ControlCommand::Kind::QueryVehicle, 0, {}, 0,
+                                 core::EntityId{id->index(), id->generation()}};
+        needs_operator = false;
+        break;
+      }
       default:
         return reject(cmd.request_id(), core::RejectReason::UnknownCommand,
                       "unknown command type " + std::to_string(static_cast<int>(cmd.body_type())));

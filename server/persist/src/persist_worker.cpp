@@ -201,6 +201,8 @@ std::string PersistWorker::restore_error_text(const std::string& snapshot, const
     row += " element " + rest.substr(lb + 1, rb - lb - 1);
     field = rest.substr(0, lb) + (rb + 1 < rest.size() ? rest.substr(rb + 1) : "");
   }
+  // "pedestrians.lane" -> "lane": the table already names the collection.
+  if (auto dot = field.rfind('.'); dot != std::string::npos) field = field.substr(dot + 1);
   return StoreError{store_.path(), table, row, field, e.message, 0}.to_string();
 }
 

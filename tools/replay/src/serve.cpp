@@ -13,6 +13,8 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <asio/ip/address.hpp>
+
 #include <atomic>
 #include <cassert>
 #include <chrono>
@@ -275,15 +277,17 @@ int run_serve(const ReplayOptions& options) {
   server_options.port = options.port;
   server_options.token = options.token;
   net::CommandQueue commands(4096);
-  // Member by member, so this compiles as WelcomeInfo grows. Garage and signal
-  // geometry are not filled in yet: the live server builds them in its main();
-  // both should share one builder in bustle::net.
-  net::WelcomeInfo welcome;
-  welcome.server_version = BUSTLE_VERSION;
-  welcome.scenario_id = world.scenario().id;
-  welcome.step_us = world.step_us();
-  welcome.clock_mode = clock;
-  welcome.lanes = world.lanes().lanes();
+  // The same Welcome facts (lanes, garages, signals) the live server sends.
+  net::WelcomeInfo welcome = net::make_welcome_info(world, BUSTLE_VERSION, clock);
+  {
+    asio::error_code ec;
+    const auto addr = asio::ip::make_address(options.bind_address, ec);
+    if (!ec && !addr.is_loopback() && options.token.empty()) {
+      std::fprintf(stderr, "bustle-replay: refusing to bind non-loopback address %s without a token (--token)\n",
+                   options.bind_address.c_str());
+      return 2;
+    }
+  }
   net::Server server(server_options, std::move(welcome), commands);
   const auto listening = server.listen();
   if (!listening.ok) {

@@ -37,11 +37,15 @@ struct ControlCommand {
     ListSnapshots,
     DeleteSnapshot,
     QueryJob,
+    QueryGarages,
+    QuerySignals,
+    QueryVehicle,
   };
   Kind kind = Kind::QueryStats;
   std::uint32_t step_count = 0;  // Step
   std::string name;              // snapshot commands
   std::uint64_t job_id = 0;      // QueryJob
+  core::EntityId entity;         // QueryVehicle
 };
 
 struct InboundCommand {

@@ -50,6 +50,7 @@ class DeltaTracker {
   std::vector<wire::EntityState> entered_;
   std::vector<wire::EntityState> updated_;
   std::vector<wire::EntityId> left_;
+  std::vector<wire::SignalPhaseState> signals_;
 };
 
 }  // namespace bustle::net

@@ -39,6 +39,7 @@ struct PublishedFrame {
   // a baseline, because ids of the old and new world must not be diffed.
   std::uint64_t world_epoch = 0;
   std::vector<QuantizedEntity> entities;  // sorted by id.index, unique indices
+  std::vector<std::uint8_t> signal_phases;  // per scenario signal (core::SignalPhase)
 };
 
 std::int32_t quantize_cm(double metres);

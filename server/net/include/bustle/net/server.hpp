@@ -27,6 +27,7 @@
 
 #include "bustle/core/command.hpp"
 #include "bustle/core/lane_graph.hpp"
+#include "bustle/core/world.hpp"
 #include "bustle/net/command_queue.hpp"
 #include "bustle/net/published_frame.hpp"
 
@@ -45,6 +46,19 @@ struct ServerOptions {
   std::uint32_t inflight_commands_max = 64;   // per client, unanswered commands
 };
 
+struct GarageGeometry {
+  std::string id;
+  std::uint32_t entrance_lane = 0;
+  std::vector<std::uint32_t> route;
+};
+
+struct SignalGeometry {
+  std::string id;
+  std::uint32_t lane = 0;
+  float stop_alpha = 0.0f;
+  float yield_alpha = 0.0f;
+};
+
 // Immutable facts sent in every Welcome.
 struct WelcomeInfo {
   std::string server_version;
@@ -52,7 +66,12 @@ struct WelcomeInfo {
   std::uint32_t step_us = 0;
   ClockMode clock_mode = ClockMode::Realtime;
   std::vector<core::Lane> lanes;
+  std::vector<GarageGeometry> garages;
+  std::vector<SignalGeometry> signals;
 };
+
+// The Welcome facts of a world: lanes, garages and signals geometry.
+WelcomeInfo make_welcome_info(const core::World& world, std::string server_version, ClockMode clock_mode);
 
 struct StatsSnapshot {
   std::uint64_t step = 0;
@@ -73,6 +92,63 @@ struct StatsSnapshot {
   bool recording = false;
   bool recording_failed = false;
   std::uint64_t recorded_ticks = 0;
+  std::uint32_t vehicles = 0;
+  std::uint32_t vehicles_per_tier[3] = {};
+  std::uint32_t vehicles_moving = 0;
+  std::uint32_t vehicles_waiting = 0;
+  std::uint32_t vehicles_yielding = 0;
+  std::uint32_t tier_transitions_deferred = 0;
+};
+
+// Mirrors of the wire's GarageInfo / SignalInfo / VehicleInfo.
+struct GarageReport {
+  std::string id;
+  std::vector<std::string> queued;
+  std::uint32_t dispatched = 0;
+  std::uint32_t managed = 0;
+  std::uint32_t capacity = 0;
+  std::uint64_t frame_index = 0;
+  std::uint64_t next_vehicle_ordinal = 0;
+  std::uint8_t last_gate = 0;
+  std::vector<std::uint64_t> gate_steps;
+  std::uint64_t turnarounds = 0;
+  std::uint64_t rejected_invalid = 0;
+  std::uint64_t rejected_duplicate = 0;
+  std::uint64_t rejected_queue_full = 0;
+  std::uint64_t canceled = 0;
+  std::uint32_t plan_total = 0;
+  std::uint64_t plan_injected = 0;
+};
+
+struct SignalReport {
+  std::string id;
+  std::uint32_t lane = 0;
+  std::uint8_t phase = 0;
+  std::uint64_t phase_elapsed_us = 0;
+  std::uint64_t cycles = 0;
+};
+
+struct VehicleReport {
+  core::EntityId id;
+  std::string vehicle_id;
+  std::string garage;
+  std::string request_id;
+  std::string prototype;
+  std::uint32_t route_index = 0;
+  std::uint32_t lane = 0;
+  double s_m = 0.0;
+  double alpha = 0.0;
+  double x_m = 0.0;
+  double y_m = 0.0;
+  double speed_mps = 0.0;
+  std::uint8_t strategy = 0;
+  std::uint8_t policy = 0;
+  std::uint8_t reason = 0;
+  std::uint8_t tier = 0;
+  core::EntityId leader;
+  std::uint64_t steps_advanced = 0;
+  bool awaiting_turnaround = false;
+  bool despawn_requested = false;
 };
 
 // Mirrors wire::JobStatus; net does not depend on persist.
@@ -108,6 +184,9 @@ struct OutboundResult {
   std::optional<StatsSnapshot> stats;
   std::optional<JobInfo> job;
   std::optional<std::vector<SnapshotEntry>> snapshots;
+  std::optional<std::vector<GarageReport>> garages;
+  std::optional<std::vector<SignalReport>> signals;
+  std::optional<VehicleReport> vehicle;
 };
 
 class Server {
