@@ -100,8 +100,9 @@ int run(int argc, char** argv) {
     if (opt.print_digest) {
       std::printf("step %" PRIu64 " digest %016" PRIx64 "\n", world.step_index(), world.digest());
     }
-    spdlog::info("batch: {} steps of '{}' with seed {}: {} pedestrians, digest {:016x}", world.step_index(),
-                 scenario.id, opt.seed, world.pedestrians().size(), world.digest());
+    spdlog::info("batch: {} steps of '{}' with seed {}: {} pedestrians, {} vehicles, digest {:016x}",
+                 world.step_index(), scenario.id, opt.seed, world.pedestrians().size(),
+                 world.vehicles().store().size(), world.digest());
     return 0;
   }
 
