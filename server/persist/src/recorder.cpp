@@ -180,7 +180,10 @@ StoreError Recorder::write_batch(std::vector<Item>& batch) {
 
 StoreError RecordingReader::open(const std::string& path, RecordingReader& out) {
   RecordingReader r;
-  if (StoreError e = SnapshotStore::open(path, FileKind::Recording, false, r.store_); !e.ok()) return e;
+  // Read-only: verifying a recording never changes it (and works on read-only media).
+  if (StoreError e = SnapshotStore::open(path, FileKind::Recording, false, r.store_, /*read_only=*/true); !e.ok()) {
+    return e;
+  }
   Database& db = r.store_.db();
   if (SqlError e = db.quick_check(); !e.ok()) {
     return StoreError{path, "", "", "", "file failed PRAGMA quick_check: " + e.message, e.code};

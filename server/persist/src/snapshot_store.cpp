@@ -110,12 +110,15 @@ StoreError SnapshotStore::sql_error(const SqlError& e, std::string table, std::s
   return error(std::move(table), std::move(row), "", e.message, e.code);
 }
 
-StoreError SnapshotStore::open(const std::string& path, FileKind kind, bool create, SnapshotStore& out) {
+StoreError SnapshotStore::open(const std::string& path, FileKind kind, bool create, SnapshotStore& out,
+                               bool read_only) {
   SnapshotStore s;
   s.path_ = path;
   s.kind_ = kind;
-  if (SqlError e = Database::open(path, create ? Database::Mode::ReadWriteCreate : Database::Mode::ReadWrite, s.db_);
-      !e.ok()) {
+  const Database::Mode mode = read_only ? Database::Mode::ReadOnly
+                              : create  ? Database::Mode::ReadWriteCreate
+                                        : Database::Mode::ReadWrite;
+  if (SqlError e = Database::open(path, mode, s.db_); !e.ok()) {
     return StoreError{path, "", "", "", e.message, e.code};
   }
   // Reading the header is the first real I/O: a file that is not SQLite fails here.
@@ -132,9 +135,16 @@ StoreError SnapshotStore::open(const std::string& path, FileKind kind, bool crea
                    "file has schema version " + std::to_string(version) + ", this build supports up to " +
                        std::to_string(kSchemaVersion));
   }
-  if (SqlError e = s.db_.exec("PRAGMA journal_mode=WAL", "enable WAL"); !e.ok()) return s.sql_error(e, "");
+  if (read_only && version != kSchemaVersion) {
+    return s.error("meta", "", "schema_version",
+                   "file has schema version " + std::to_string(version) + "; opening read-only cannot migrate it to " +
+                       std::to_string(kSchemaVersion));
+  }
+  if (!read_only) {
+    if (SqlError e = s.db_.exec("PRAGMA journal_mode=WAL", "enable WAL"); !e.ok()) return s.sql_error(e, "");
+    s.db_.exec("PRAGMA synchronous=NORMAL");
+  }
   s.db_.exec("PRAGMA foreign_keys=ON");
-  s.db_.exec("PRAGMA synchronous=NORMAL");
 
   if (version == 0) {
     // Empty file (just created) or a foreign SQLite file without our version.

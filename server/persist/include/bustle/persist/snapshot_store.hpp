@@ -65,7 +65,10 @@ struct LoadedSave {
 class SnapshotStore {
  public:
   // Opens (creating and migrating when `create`) and validates the file.
-  static StoreError open(const std::string& path, FileKind kind, bool create, SnapshotStore& out);
+  // read_only: never writes (no migration, no journal change), for verifying
+  // files on read-only media; an outdated schema is then an error.
+  static StoreError open(const std::string& path, FileKind kind, bool create, SnapshotStore& out,
+                         bool read_only = false);
 
   // Writes (or atomically replaces) a snapshot called `name`. kind is
   // "checkpoint" or "keyframe". Returns the new snapshot id in *id_out.
