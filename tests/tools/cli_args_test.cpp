@@ -53,6 +53,32 @@ TEST_CASE("CLI commands with a number", "[cli]") {
   CHECK(r.options.argument == 0);
 }
 
+TEST_CASE("CLI snapshot commands take a name, job takes an id, --no-wait is a flag", "[cli]") {
+  for (const char* cmd : {"checkpoint", "restore", "save", "load", "delete"}) {
+    INFO(cmd);
+    const auto r = parse({cmd, "noon.1"});
+    REQUIRE(r.status == ParseStatus::Ok);
+    CHECK(r.options.command == cmd);
+    CHECK(r.options.name == "noon.1");
+    CHECK_FALSE(r.options.no_wait);
+  }
+  auto r = parse({"--no-wait", "restore", "x", "--port", "9"});
+  REQUIRE(r.status == ParseStatus::Ok);
+  CHECK(r.options.no_wait);
+  CHECK(r.options.name == "x");
+  CHECK(r.options.port == 9);
+  r = parse({"snapshots"});
+  REQUIRE(r.status == ParseStatus::Ok);
+  CHECK(r.options.command == "snapshots");
+  r = parse({"job", "18446744073709551615"});
+  REQUIRE(r.status == ParseStatus::Ok);
+  CHECK(r.options.job_id == 18446744073709551615ull);
+  // Names are the server's to judge: passed through as given.
+  r = parse({"save", "has space"});
+  REQUIRE(r.status == ParseStatus::Ok);
+  CHECK(r.options.name == "has space");
+}
+
 TEST_CASE("CLI help", "[cli]") {
   CHECK(parse({"--help"}).status == ParseStatus::Help);
   CHECK(parse({"status", "-h"}).status == ParseStatus::Help);
@@ -81,6 +107,15 @@ TEST_CASE("CLI rejects bad input with a reason", "[cli]") {
       {{"target", "4294967296"}, "invalid number"},
       {{"status", "extra"}, "unexpected argument"},
       {{"status", "--host="}, "--host"},
+      {{"checkpoint"}, "needs a snapshot name"},
+      {{"restore"}, "bustle restore NAME"},
+      {{"delete", "a", "b"}, "unexpected argument"},
+      {{"snapshots", "a"}, "unexpected argument"},
+      {{"job"}, "needs a job id"},
+      {{"job", "-1"}, "invalid job id"},
+      {{"job", "18446744073709551616"}, "invalid job id"},
+      {{"job", "7x"}, "invalid job id"},
+      {{"restore", "x", "--no-wait=1"}, "unknown option"},
   };
   for (const auto& c : cases) {
     const auto r = parse(c.args);

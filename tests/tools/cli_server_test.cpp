@@ -1,6 +1,9 @@
 // The bustle executable against a real bustle-server process.
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cstdlib>
 #include <sstream>
 
 #include "support/process.hpp"
@@ -146,4 +149,206 @@ TEST_CASE("bustle operator commands carry --token or BUSTLE_TOKEN", "[cli][serve
   r = cli(*server, {"status"});
   CHECK(r.exit.exit_code == 0);
   CHECK(server->process.terminate(5000ms).exit_code == 0);
+}
+
+namespace {
+
+// Lines of `text` that contain `needle`, in order.
+std::vector<std::string> lines_with(const std::string& text, const std::string& needle) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.find(needle) != std::string::npos) out.push_back(line);
+  }
+  return out;
+}
+
+// The job states printed by a snapshot command ("<kind> 'NAME' job N: State ..."), in order.
+std::vector<std::string> job_states(const std::string& out) {
+  std::vector<std::string> states;
+  for (const auto& line : lines_with(out, " job ")) {
+    const auto colon = line.find(": ");
+    if (colon == std::string::npos) continue;
+    const std::string rest = line.substr(colon + 2);
+    states.push_back(rest.substr(0, rest.find_first_of(" :")));
+  }
+  return states;
+}
+
+// The "step" row of `bustle status`.
+double status_step(const t::ServerUnderTest& server) {
+  const auto s = cli(server, {"status"});
+  const auto rows = lines_starting_with(s.out, "  step   ");
+  REQUIRE(rows.size() == 1);
+  return field(rows[0], " step");
+}
+
+}  // namespace
+
+TEST_CASE("bustle checkpoint, snapshots, restore and delete against a server",
+          "[cli][server][snapshots]") {
+  auto server = start({"--clock", "manual"});
+  REQUIRE(cli(*server, {"step", "10"}).exit.exit_code == 0);
+
+  auto r = cli(*server, {"checkpoint", "x"});
+  INFO("checkpoint stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  CHECK(r.exit.exit_code == 0);
+  CHECK(job_states(r.out) == std::vector<std::string>{"Copied", "Committed"});
+  CHECK(lines_with(r.out, "checkpoint 'x' job ").size() == 2);
+  CHECK(r.out.find("(step 10)") != std::string::npos);
+
+  REQUIRE(cli(*server, {"step", "5"}).exit.exit_code == 0);
+  r = cli(*server, {"snapshots"});
+  INFO("snapshots stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  CHECK(r.exit.exit_code == 0);
+  const auto header = lines_starting_with(r.out, "NAME");
+  REQUIRE(header.size() == 1);
+  for (const char* col : {"KIND", "STEP", "SIM TIME", "PEDESTRIANS", "DIGEST", "CREATED"}) {
+    INFO(col);
+    CHECK(header[0].find(col) != std::string::npos);
+  }
+  const auto rows = lines_starting_with(r.out, "x ");
+  REQUIRE(rows.size() == 1);
+  {
+    std::istringstream row(rows[0]);
+    std::string name, kind, time_unit, digest, created;
+    std::uint64_t step = 0, pedestrians = 0;
+    double sim_s = 0;
+    row >> name >> kind >> step >> sim_s >> time_unit >> pedestrians >> digest >> created;
+    CHECK(name == "x");
+    CHECK(kind == "checkpoint");
+    CHECK(step == 10);
+    CHECK(sim_s == Approx(1.0));  // 10 steps of the default 100 ms
+    CHECK(time_unit == "s");
+    CHECK(pedestrians > 0);
+    CHECK(digest.size() == 16);
+    CHECK(created.size() == 20);  // 2026-01-02T03:04:05Z
+    CHECK(created.back() == 'Z');
+  }
+  CHECK(r.out.find("1 snapshot\n") != std::string::npos);
+
+  r = cli(*server, {"restore", "x"});
+  INFO("restore stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  CHECK(r.exit.exit_code == 0);
+  CHECK(job_states(r.out) == std::vector<std::string>{"Queued", "Validated", "Applied"});
+  CHECK(status_step(*server) == 10);
+
+  r = cli(*server, {"job", "1"});
+  INFO("job stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  CHECK(r.exit.exit_code == 0);
+  CHECK(r.out.find("checkpoint 'x' job 1: Committed") != std::string::npos);
+
+  r = cli(*server, {"delete", "x"});
+  INFO("delete stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  CHECK(r.exit.exit_code == 0);
+  CHECK(r.out.find("deleted snapshot 'x'") != std::string::npos);
+  r = cli(*server, {"snapshots"});
+  CHECK(r.exit.exit_code == 0);
+  CHECK(lines_starting_with(r.out, "x ").empty());
+  CHECK(r.out.find("0 snapshots") != std::string::npos);
+
+  r = cli(*server, {"delete", "x"});
+  INFO("delete again stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  CHECK(r.exit.exit_code == 3);
+  CHECK(r.err.find("NotFound") != std::string::npos);
+  CHECK(r.err.find("'x'") != std::string::npos);
+  CHECK(server->process.terminate(5000ms).exit_code == 0);
+}
+
+TEST_CASE("bustle restore of a missing snapshot exits 3 naming it", "[cli][server][snapshots]") {
+  auto server = start({"--clock", "manual"});
+  REQUIRE(cli(*server, {"step", "3"}).exit.exit_code == 0);
+  auto r = cli(*server, {"restore", "missing"});
+  INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  CHECK(r.exit.exited);
+  CHECK(r.exit.exit_code == 3);
+  CHECK(job_states(r.out) == std::vector<std::string>{"Queued", "Failed"});
+  CHECK(r.err.find("restore 'missing' failed") != std::string::npos);
+  CHECK(r.err.find("no snapshot") != std::string::npos);
+  CHECK(status_step(*server) == 3);  // the live world is untouched
+
+  r = cli(*server, {"load", "bad name"});
+  INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  CHECK(r.exit.exit_code == 3);
+  CHECK(r.err.find("InvalidArgument") != std::string::npos);
+  CHECK(r.err.find("bad name") != std::string::npos);
+
+  r = cli(*server, {"job", "424242"});
+  CHECK(r.exit.exit_code == 3);
+  CHECK(r.err.find("NotFound") != std::string::npos);
+
+  // Nothing was stored by any of that.
+  r = cli(*server, {"snapshots"});
+  CHECK(r.exit.exit_code == 0);
+  CHECK(r.out.find("0 snapshots") != std::string::npos);
+  CHECK(server->process.terminate(5000ms).exit_code == 0);
+}
+
+TEST_CASE("bustle save and load print the three load phases, and --no-wait stops early",
+          "[cli][server][snapshots]") {
+  auto server = start({"--clock", "manual"});
+  REQUIRE(cli(*server, {"step", "4"}).exit.exit_code == 0);
+  auto r = cli(*server, {"save", "s"});
+  INFO("save stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  CHECK(r.exit.exit_code == 0);
+  CHECK(job_states(r.out) == std::vector<std::string>{"Copied", "Committed"});
+  REQUIRE(cli(*server, {"step", "6"}).exit.exit_code == 0);
+
+  r = cli(*server, {"load", "s"});
+  INFO("load stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  CHECK(r.exit.exit_code == 0);
+  CHECK(job_states(r.out) == std::vector<std::string>{"Queued", "Validated", "SnapshotApplied",
+                                                      "ScheduleReconciled",
+                                                      "RepresentationRebuilt"});
+  CHECK(status_step(*server) == 4);
+
+  r = cli(*server, {"checkpoint", "quick", "--no-wait"});
+  INFO("no-wait stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  CHECK(r.exit.exit_code == 0);
+  CHECK(job_states(r.out) == std::vector<std::string>{"Copied"});
+  CHECK(server->process.terminate(5000ms).exit_code == 0);
+}
+
+TEST_CASE("bustle status prints the recording fields", "[cli][server]") {
+  SECTION("not recording") {
+    auto server = start({"--clock", "manual"});
+    const auto r = cli(*server, {"status"});
+    INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+    CHECK(r.exit.exit_code == 0);
+    REQUIRE(lines_starting_with(r.out, "  recording ").size() == 1);
+    CHECK(lines_starting_with(r.out, "  recording ")[0].find(" no") != std::string::npos);
+    REQUIRE(lines_starting_with(r.out, "  recorded ticks ").size() == 1);
+    CHECK(field(lines_starting_with(r.out, "  recorded ticks ")[0], "ticks") == 0);
+    CHECK(server->process.terminate(5000ms).exit_code == 0);
+  }
+  SECTION("recording to a file") {
+    char dir[] = "/tmp/bustle-cli-record-XXXXXX";
+    REQUIRE(mkdtemp(dir) != nullptr);
+    const std::string path = std::string(dir) + "/session.rec";
+    {
+      auto server = start({"--clock", "manual", "--record", path});
+      REQUIRE(cli(*server, {"step", "3"}).exit.exit_code == 0);
+      // The recorder commits in batches off the sim thread: poll briefly.
+      double ticks = -1;
+      std::string out;
+      const auto deadline = std::chrono::steady_clock::now() + 5s;
+      while (ticks < 3 && std::chrono::steady_clock::now() < deadline) {
+        const auto r = cli(*server, {"status"});
+        REQUIRE(r.exit.exit_code == 0);
+        out = r.out;
+        const auto rows = lines_starting_with(out, "  recorded ticks ");
+        REQUIRE(rows.size() == 1);
+        ticks = field(rows[0], "ticks");
+      }
+      INFO("stdout:\n" << out);
+      CHECK(ticks == 3);
+      REQUIRE(lines_starting_with(out, "  recording ").size() == 1);
+      CHECK(lines_starting_with(out, "  recording ")[0].find(" yes") != std::string::npos);
+      CHECK(server->process.terminate(5000ms).exit_code == 0);
+    }
+    for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
+      unlink((path + suffix).c_str());
+    }
+    rmdir(dir);
+  }
 }

@@ -16,9 +16,18 @@ TEST_CASE("bustle --help documents every command and option", "[cli]") {
   const auto r = t::run_process({BUSTLE_CLI_PATH, "--help"}, 5000ms);
   CHECK(r.exit.exited);
   CHECK(r.exit.exit_code == 0);
-  for (const char* word :
-       {"status", "watch", "pause", "resume", "step N", "target N", "--host", "--port", "--token",
-        "BUSTLE_TOKEN", "--timeout-ms", "--count", "--interval-ms", "exit codes"}) {
+  for (const char* word : {"status",          "watch",
+                           "pause",           "resume",
+                           "step N",          "target N",
+                           "checkpoint NAME", "restore NAME",
+                           "save NAME",       "load NAME",
+                           "snapshots",       "delete NAME",
+                           "job ID",          "RepresentationRebuilt",
+                           "--no-wait",       "--host",
+                           "--port",          "--token",
+                           "BUSTLE_TOKEN",    "--timeout-ms",
+                           "--count",         "--interval-ms",
+                           "exit codes"}) {
     INFO(word);
     CHECK(r.out.find(word) != std::string::npos);
   }

@@ -70,6 +70,34 @@ StatsInfo to_stats_info(const wire::Stats& s) {
   out.commands_accepted = s.commands_accepted();
   out.commands_rejected = s.commands_rejected();
   out.dropped_steps = s.dropped_steps();
+  out.recording = s.recording();
+  out.recording_failed = s.recording_failed();
+  out.recorded_ticks = s.recorded_ticks();
+  return out;
+}
+
+JobInfo to_job_info(const wire::JobStatus& j) {
+  JobInfo out;
+  out.job_id = j.job_id();
+  out.kind = j.kind();
+  out.state = j.state();
+  out.terminal = j.terminal();
+  out.name = str(j.name());
+  out.step = j.step();
+  out.message = str(j.message());
+  return out;
+}
+
+SnapshotEntry to_snapshot_entry(const wire::SnapshotInfo& i) {
+  SnapshotEntry out;
+  out.name = str(i.name());
+  out.kind = str(i.kind());
+  out.scenario_id = str(i.scenario_id());
+  out.step = i.step();
+  out.sim_time_us = i.sim_time_us();
+  out.digest = i.digest();
+  out.pedestrians = i.pedestrians();
+  out.created_unix_ms = i.created_unix_ms();
   return out;
 }
 
@@ -81,6 +109,13 @@ CommandReply to_command_reply(const wire::CommandResult& r) {
   out.message = str(r.message());
   out.applied_step = r.applied_step();
   if (r.stats() != nullptr) out.stats = to_stats_info(*r.stats());
+  if (r.job() != nullptr) out.job = to_job_info(*r.job());
+  if (const auto* list = r.snapshots()) {
+    std::vector<SnapshotEntry> entries;
+    entries.reserve(list->size());
+    for (const wire::SnapshotInfo* info : *list) entries.push_back(to_snapshot_entry(*info));
+    out.snapshots = std::move(entries);
+  }
   return out;
 }
 
@@ -100,6 +135,7 @@ const wire::Delta* OwnedFrame::delta() const {
 
 Client::Client(ClientOptions options) : options_(std::move(options)) {
   assert(options_.max_buffered_deltas >= 1);
+  assert(options_.max_buffered_job_updates >= 1);
 }
 
 void Client::close() {
@@ -157,9 +193,9 @@ Status Client::receive(std::chrono::milliseconds timeout, ReceiveResult& out) {
   if (const auto* err = out.frame->message_as_Error()) {
     // Copy before fail() closes the connection; the frame views its buffer.
     ServerErrorInfo info{err->code(), str(err->message())};
-    Status s = fail(ClientStatus::ServerError, std::string("server error ") +
-                                                   wire::EnumNameErrorCode(info.code) + ": " +
-                                                   info.message);
+    Status s = fail(
+        ClientStatus::ServerError,
+        std::string("server error ") + wire::EnumNameErrorCode(info.code) + ": " + info.message);
     s.server_error = std::move(info);
     return s;
   }
@@ -171,6 +207,7 @@ Status Client::receive(std::chrono::milliseconds timeout, ReceiveResult& out) {
 Result<WelcomeInfo> Client::connect() {
   close();
   buffered_.clear();
+  job_updates_.clear();
   welcome_ = WelcomeInfo{};
   const ConnectResult c =
       connection_.connect(options_.host, options_.port, options_.connect_timeout);
@@ -242,26 +279,65 @@ Result<OwnedFrame> Client::next_delta(std::chrono::milliseconds timeout) {
   if (!connected()) return with<OwnedFrame>(fail(ClientStatus::NotConnected, "not connected"));
   const auto deadline = Clock::now() + timeout;
   for (;;) {
+    if (Status room = check_room(true, "a Delta"); !room.ok()) {
+      return with<OwnedFrame>(std::move(room));
+    }
     ReceiveResult frame;
     Status s = receive(remaining(deadline), frame);
     if (!s.ok()) return with<OwnedFrame>(std::move(s));
-    switch (frame.frame->message_type()) {
-      case wire::ServerMessage::Delta: {
-        Result<OwnedFrame> r;
-        r.status = ClientStatus::Ok;
-        r.value = OwnedFrame(std::vector<std::uint8_t>(frame.payload.begin(), frame.payload.end()));
-        return r;
-      }
-      case wire::ServerMessage::CommandResult:
-        take_result(*frame.frame->message_as_CommandResult(), 0);
-        continue;
-      default:
-        return with<OwnedFrame>(fail(ClientStatus::ProtocolError,
-                                     std::string("unexpected ") +
-                                         wire::EnumNameServerMessage(frame.frame->message_type()) +
-                                         " frame while waiting for a Delta"));
+    if (frame.frame->message_type() == wire::ServerMessage::Delta) {
+      Result<OwnedFrame> r;
+      r.status = ClientStatus::Ok;
+      r.value = OwnedFrame(std::vector<std::uint8_t>(frame.payload.begin(), frame.payload.end()));
+      return r;
     }
+    if (Status st = stash(frame, 0, "a Delta"); !st.ok()) return with<OwnedFrame>(std::move(st));
   }
+}
+
+Status Client::check_room(bool delta_wanted, const char* waiting_for) {
+  // Stop reading (rather than read and drop) once a buffer is full, so every
+  // Delta and JobUpdate stays deliverable.
+  if (!delta_wanted && buffered_.size() >= options_.max_buffered_deltas) {
+    return fail(ClientStatus::BacklogFull, std::to_string(buffered_.size()) +
+                                               " Deltas buffered while waiting for " + waiting_for +
+                                               "; read them with next_delta()");
+  }
+  if (job_updates_.size() >= options_.max_buffered_job_updates) {
+    return fail(ClientStatus::BacklogFull,
+                std::to_string(job_updates_.size()) + " JobUpdates buffered while waiting for " +
+                    waiting_for + "; take them with next_job_update() or discard_job_updates()");
+  }
+  Status ok;
+  ok.status = ClientStatus::Ok;
+  return ok;
+}
+
+Status Client::stash(const ReceiveResult& frame, std::uint32_t wanted, const char* what) {
+  switch (frame.frame->message_type()) {
+    case wire::ServerMessage::Delta:
+      buffered_.emplace_back(std::vector<std::uint8_t>(frame.payload.begin(), frame.payload.end()));
+      break;
+    case wire::ServerMessage::CommandResult:
+      take_result(*frame.frame->message_as_CommandResult(), wanted);
+      break;
+    case wire::ServerMessage::JobUpdate: {
+      const auto* job = frame.frame->message_as_JobUpdate()->job();
+      if (job == nullptr) {
+        return fail(ClientStatus::ProtocolError, "JobUpdate without a job");
+      }
+      job_updates_.push_back(to_job_info(*job));
+      break;
+    }
+    default:
+      return fail(ClientStatus::ProtocolError,
+                  std::string("unexpected ") +
+                      wire::EnumNameServerMessage(frame.frame->message_type()) +
+                      " frame while waiting for " + what);
+  }
+  Status ok;
+  ok.status = ClientStatus::Ok;
+  return ok;
 }
 
 Result<std::uint32_t> Client::send_command(const CommandSpec& spec) {
@@ -303,36 +379,88 @@ Result<CommandReply> Client::wait_result(std::uint32_t request_id,
       return r;
     }
     if (!connected()) return with<CommandReply>(fail(ClientStatus::NotConnected, "not connected"));
-    // Stop reading (rather than read and drop) once the buffer is full, so
-    // every Delta stays deliverable through next_delta().
-    if (buffered_.size() >= options_.max_buffered_deltas) {
-      return with<CommandReply>(
-          fail(ClientStatus::BacklogFull,
-               std::to_string(buffered_.size()) + " Deltas buffered while waiting for " + name +
-                   " (request " + std::to_string(request_id) + "); read them with next_delta()"));
+    const std::string waiting_for =
+        std::string(name) + " (request " + std::to_string(request_id) + ")";
+    if (Status room = check_room(false, waiting_for.c_str()); !room.ok()) {
+      return with<CommandReply>(std::move(room));
     }
     ReceiveResult frame;
     Status s = receive(remaining(deadline), frame);
     if (s.status == ClientStatus::Timeout) {
-      s.message = std::string("no result for ") + name + " (request " + std::to_string(request_id) +
-                  ") within " + std::to_string(timeout.count()) + " ms";
+      s.message =
+          "no result for " + waiting_for + " within " + std::to_string(timeout.count()) + " ms";
     }
     if (!s.ok()) return with<CommandReply>(std::move(s));
-    switch (frame.frame->message_type()) {
-      case wire::ServerMessage::Delta:
-        buffered_.emplace_back(
-            std::vector<std::uint8_t>(frame.payload.begin(), frame.payload.end()));
-        continue;
-      case wire::ServerMessage::CommandResult:
-        take_result(*frame.frame->message_as_CommandResult(), request_id);
-        continue;  // the loop head returns it if it was ours
-      default:
-        return with<CommandReply>(fail(
-            ClientStatus::ProtocolError,
-            std::string("unexpected ") + wire::EnumNameServerMessage(frame.frame->message_type()) +
-                " frame while waiting for a CommandResult"));
+    // A CommandResult is stored; the loop head returns it if it was ours.
+    if (Status st = stash(frame, request_id, "a CommandResult"); !st.ok()) {
+      return with<CommandReply>(std::move(st));
     }
   }
+}
+
+Result<JobInfo> Client::next_job_update(std::uint64_t job_id, std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  const std::string waiting_for = "an update of job " + std::to_string(job_id);
+  for (;;) {
+    for (auto it = job_updates_.begin(); it != job_updates_.end(); ++it) {
+      if (it->job_id != job_id) continue;
+      Result<JobInfo> r;
+      r.status = ClientStatus::Ok;
+      r.value = std::move(*it);
+      job_updates_.erase(it);
+      r.message = std::string("job ") + std::to_string(job_id) + " " +
+                  wire::EnumNameJobState(r.value.state);
+      return r;
+    }
+    if (!connected()) return with<JobInfo>(fail(ClientStatus::NotConnected, "not connected"));
+    if (Status room = check_room(false, waiting_for.c_str()); !room.ok()) {
+      return with<JobInfo>(std::move(room));
+    }
+    ReceiveResult frame;
+    Status s = receive(remaining(deadline), frame);
+    if (s.status == ClientStatus::Timeout) {
+      s.message = "no update of job " + std::to_string(job_id) + " within " +
+                  std::to_string(timeout.count()) + " ms";
+    }
+    if (!s.ok()) return with<JobInfo>(std::move(s));
+    if (Status st = stash(frame, 0, waiting_for.c_str()); !st.ok()) {
+      return with<JobInfo>(std::move(st));
+    }
+  }
+}
+
+Result<std::vector<JobInfo>> Client::wait_job(std::uint64_t job_id,
+                                              std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  Result<std::vector<JobInfo>> r;
+  for (;;) {
+    auto u = next_job_update(job_id, remaining(deadline));
+    if (!u.ok()) {
+      static_cast<Status&>(r) = std::move(u);
+      if (r.status == ClientStatus::Timeout) {
+        r.message = "job " + std::to_string(job_id) + " did not finish within " +
+                    std::to_string(timeout.count()) + " ms (last state: " +
+                    (r.value.empty() ? std::string("none received")
+                                     : std::string(wire::EnumNameJobState(r.value.back().state))) +
+                    ")";
+      }
+      return r;
+    }
+    const bool terminal = u.value.terminal;
+    r.value.push_back(std::move(u.value));
+    if (terminal) {
+      r.status = ClientStatus::Ok;
+      r.message = std::string("job ") + std::to_string(job_id) + " ended " +
+                  wire::EnumNameJobState(r.value.back().state);
+      return r;
+    }
+  }
+}
+
+std::size_t Client::discard_job_updates(std::uint64_t job_id) {
+  const auto before = job_updates_.size();
+  std::erase_if(job_updates_, [&](const JobInfo& j) { return j.job_id == job_id; });
+  return before - job_updates_.size();
 }
 
 Result<CommandReply> Client::command(const CommandSpec& spec, std::chrono::milliseconds timeout) {

@@ -16,8 +16,14 @@ struct Overloaded : Ts... {
 template <class... Ts>
 Overloaded(Ts...) -> Overloaded<Ts...>;
 
-std::string_view clamp(std::string_view s) {
-  return s.size() <= kMaxHelloStringBytes ? s : s.substr(0, kMaxHelloStringBytes);
+std::string_view clamp(std::string_view s, std::size_t max = kMaxHelloStringBytes) {
+  return s.size() <= max ? s : s.substr(0, max);
+}
+
+flatbuffers::Offset<flatbuffers::String> name_string(flatbuffers::FlatBufferBuilder& fbb,
+                                                     const std::string& name) {
+  const std::string_view n = clamp(name, kMaxCommandStringBytes);
+  return fbb.CreateString(n.data(), n.size());
 }
 
 Frame finish(flatbuffers::FlatBufferBuilder& fbb, wire::ClientMessage type,
@@ -60,6 +66,13 @@ const char* command_name(const CommandSpec& command) {
                         [](const QueryStatsCmd&) { return "query_stats"; },
                         [](const SetPedestrianTargetCmd&) { return "set_pedestrian_target"; },
                         [](const DespawnEntityCmd&) { return "despawn_entity"; },
+                        [](const CheckpointCmd&) { return "checkpoint"; },
+                        [](const RestoreCmd&) { return "restore"; },
+                        [](const SaveCmd&) { return "save"; },
+                        [](const LoadCmd&) { return "load"; },
+                        [](const ListSnapshotsCmd&) { return "list_snapshots"; },
+                        [](const DeleteSnapshotCmd&) { return "delete_snapshot"; },
+                        [](const QueryJobCmd&) { return "query_job"; },
                     },
                     command);
 }
@@ -93,6 +106,34 @@ Frame build_command(std::uint32_t request_id, const CommandSpec& command) {
                    body_type = wire::CommandBody::DespawnEntity;
                    const wire::EntityId id = c.id.to_wire();
                    body = wire::CreateDespawnEntity(fbb, &id).Union();
+                 },
+                 [&](const CheckpointCmd& c) {
+                   body_type = wire::CommandBody::Checkpoint;
+                   body = wire::CreateCheckpoint(fbb, name_string(fbb, c.name)).Union();
+                 },
+                 [&](const RestoreCmd& c) {
+                   body_type = wire::CommandBody::Restore;
+                   body = wire::CreateRestore(fbb, name_string(fbb, c.name)).Union();
+                 },
+                 [&](const SaveCmd& c) {
+                   body_type = wire::CommandBody::Save;
+                   body = wire::CreateSave(fbb, name_string(fbb, c.name)).Union();
+                 },
+                 [&](const LoadCmd& c) {
+                   body_type = wire::CommandBody::Load;
+                   body = wire::CreateLoad(fbb, name_string(fbb, c.name)).Union();
+                 },
+                 [&](const ListSnapshotsCmd&) {
+                   body_type = wire::CommandBody::ListSnapshots;
+                   body = wire::CreateListSnapshots(fbb).Union();
+                 },
+                 [&](const DeleteSnapshotCmd& c) {
+                   body_type = wire::CommandBody::DeleteSnapshot;
+                   body = wire::CreateDeleteSnapshot(fbb, name_string(fbb, c.name)).Union();
+                 },
+                 [&](const QueryJobCmd& c) {
+                   body_type = wire::CommandBody::QueryJob;
+                   body = wire::CreateQueryJob(fbb, c.job_id).Union();
                  },
              },
              command);

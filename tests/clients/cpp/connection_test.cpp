@@ -442,3 +442,166 @@ TEST_CASE("Client keeps results of outstanding requests that arrive out of order
   client.close();
   check_no_failures(server);
 }
+
+namespace {
+
+std::vector<std::uint8_t> job_update_frame(std::uint64_t job_id, wire::JobKind kind,
+                                           wire::JobState state, bool terminal,
+                                           const std::string& message = "") {
+  return t::framed(t::job_update_payload({job_id, kind, state, terminal, "x", 10, message}));
+}
+
+std::vector<std::uint8_t> job_result_frame(std::uint32_t request_id, std::uint64_t job_id,
+                                           wire::JobKind kind, wire::JobState state) {
+  t::ResultSpec r;
+  r.request_id = request_id;
+  r.applied_step = 10;
+  r.job = t::JobSpec{job_id, kind, state, false, "x", 10, ""};
+  return t::framed(t::result_payload(r));
+}
+
+std::vector<wire::JobState> states_of(const std::vector<c::JobInfo>& jobs) {
+  std::vector<wire::JobState> out;
+  for (const auto& j : jobs) out.push_back(j.state);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("Client keeps JobUpdates (even ones before their result) and hands them out per job",
+          "[client][snapshots]") {
+  t::FakeServer server([](t::FakePeer& peer, t::FakeServer& s) {
+    if (!accept_hello(peer, s)) return;
+    const auto a = peer.read_frame(3000ms);
+    const wire::Command* ca = a ? as_command(*a) : nullptr;
+    if (ca == nullptr || ca->body_as_Checkpoint() == nullptr ||
+        ca->body_as_Checkpoint()->name()->str() != "x") {
+      s.fail("expected Checkpoint x");
+      return;
+    }
+    // The persistence thread can finish before the sim thread's answer.
+    peer.write(job_update_frame(5, wire::JobKind::Checkpoint, wire::JobState::Committed, true));
+    peer.write(delta_frame(1));
+    peer.write(
+        job_result_frame(ca->request_id(), 5, wire::JobKind::Checkpoint, wire::JobState::Copied));
+    const auto b = peer.read_frame(3000ms);
+    const wire::Command* cb = b ? as_command(*b) : nullptr;
+    if (cb == nullptr || cb->body_as_Restore() == nullptr) {
+      s.fail("expected Restore");
+      return;
+    }
+    peer.write(
+        job_result_frame(cb->request_id(), 6, wire::JobKind::Restore, wire::JobState::Queued));
+    peer.write(job_update_frame(7, wire::JobKind::Save, wire::JobState::Committed, true));
+    peer.write(delta_frame(2));
+    peer.write(job_update_frame(6, wire::JobKind::Restore, wire::JobState::Validated, false));
+    peer.write(job_update_frame(6, wire::JobKind::Restore, wire::JobState::Applied, true));
+    peer.wait_for_eof(3000ms);
+  });
+  c::ClientOptions o;
+  o.port = server.port();
+  c::Client client(o);
+  REQUIRE(client.connect().ok());
+
+  const auto cp = client.command(c::CheckpointCmd{"x"}, 3000ms);
+  INFO(cp.message);
+  REQUIRE(cp.ok());
+  CHECK(cp.value.accepted());
+  REQUIRE(cp.value.job.has_value());
+  CHECK(cp.value.job->job_id == 5);
+  CHECK(cp.value.job->state == wire::JobState::Copied);
+  CHECK(client.buffered_job_updates() == 1);
+  CHECK(client.buffered_deltas() == 1);
+  const auto cp_states = client.wait_job(5, 3000ms);
+  INFO(cp_states.message);
+  REQUIRE(cp_states.ok());
+  CHECK(states_of(cp_states.value) == std::vector<wire::JobState>{wire::JobState::Committed});
+  CHECK(cp_states.value.back().succeeded());
+  CHECK(client.buffered_job_updates() == 0);
+
+  const auto rs = client.command(c::RestoreCmd{"x"}, 3000ms);
+  REQUIRE(rs.ok());
+  REQUIRE(rs.value.job.has_value());
+  CHECK(rs.value.job->job_id == 6);
+  const auto rs_states = client.wait_job(6, 3000ms);
+  INFO(rs_states.message);
+  REQUIRE(rs_states.ok());
+  CHECK(states_of(rs_states.value) ==
+        std::vector<wire::JobState>{wire::JobState::Validated, wire::JobState::Applied});
+  CHECK(rs_states.value.back().terminal);
+  // Job 7's update waited in the buffer; both Deltas are still deliverable.
+  CHECK(client.buffered_job_updates() == 1);
+  const auto other = client.next_job_update(7, 10ms);
+  REQUIRE(other.ok());
+  CHECK(other.value.kind == wire::JobKind::Save);
+  CHECK(other.value.state == wire::JobState::Committed);
+  for (std::uint64_t step : {1u, 2u}) {
+    const auto d = client.next_delta(3000ms);
+    REQUIRE(d.ok());
+    CHECK(d.value.delta()->step() == step);
+  }
+  // A job with nothing more to say times out and keeps the connection.
+  const auto none = client.wait_job(6, 50ms);
+  CHECK(none.status == c::ClientStatus::Timeout);
+  CHECK(none.value.empty());
+  CHECK(client.connected());
+  client.close();
+  check_no_failures(server);
+}
+
+TEST_CASE("Client wait_job returns the states so far on timeout", "[client][snapshots]") {
+  t::FakeServer server([](t::FakePeer& peer, t::FakeServer& s) {
+    if (!accept_hello(peer, s)) return;
+    peer.write(job_update_frame(8, wire::JobKind::Load, wire::JobState::Validated, false));
+    peer.write(job_update_frame(8, wire::JobKind::Load, wire::JobState::SnapshotApplied, false));
+    peer.wait_for_eof(3000ms);
+  });
+  c::ClientOptions o;
+  o.port = server.port();
+  c::Client client(o);
+  REQUIRE(client.connect().ok());
+  const auto r = client.wait_job(8, 300ms);
+  CHECK(r.status == c::ClientStatus::Timeout);
+  CHECK(states_of(r.value) ==
+        std::vector<wire::JobState>{wire::JobState::Validated, wire::JobState::SnapshotApplied});
+  INFO(r.message);
+  CHECK(r.message.find("SnapshotApplied") != std::string::npos);
+  CHECK(client.connected());
+  client.close();
+  check_no_failures(server);
+}
+
+TEST_CASE("Client stops with BacklogFull instead of dropping JobUpdates", "[client][snapshots]") {
+  t::FakeServer server([](t::FakePeer& peer, t::FakeServer& s) {
+    if (!accept_hello(peer, s)) return;
+    peer.write(job_update_frame(1, wire::JobKind::Load, wire::JobState::Validated, false));
+    peer.write(job_update_frame(2, wire::JobKind::Save, wire::JobState::Committed, true));
+    peer.write(job_update_frame(1, wire::JobKind::Load, wire::JobState::Failed, true, "bad row"));
+    peer.write(delta_frame(5));
+    peer.wait_for_eof(3000ms);
+  });
+  c::ClientOptions o;
+  o.port = server.port();
+  o.max_buffered_job_updates = 2;
+  c::Client client(o);
+  REQUIRE(client.connect().ok());
+  auto d = client.next_delta(3000ms);
+  CHECK(d.status == c::ClientStatus::BacklogFull);
+  CHECK(client.buffered_job_updates() == 2);
+  CHECK(client.connected());
+  CHECK(client.discard_job_updates(2) == 1);
+  CHECK(client.discard_job_updates(2) == 0);
+  d = client.next_delta(3000ms);
+  CHECK(d.status == c::ClientStatus::BacklogFull);  // job 1's failure filled it again
+  const auto job = client.wait_job(1, 3000ms);
+  INFO(job.message);
+  REQUIRE(job.ok());
+  CHECK(states_of(job.value) ==
+        std::vector<wire::JobState>{wire::JobState::Validated, wire::JobState::Failed});
+  CHECK(job.value.back().message == "bad row");
+  d = client.next_delta(3000ms);
+  REQUIRE(d.ok());
+  CHECK(d.value.delta()->step() == 5);
+  client.close();
+  check_no_failures(server);
+}

@@ -152,6 +152,55 @@ TEST_CASE("EntityMirror resets on a baseline Delta", "[mirror]") {
   CHECK(m.size() == 0);
 }
 
+TEST_CASE("EntityMirror accepts a restore's baseline at a lower step and continues from it",
+          "[mirror][snapshots]") {
+  // The stream a subscribed client sees around a restore: deltas up to step
+  // 20, then a baseline of the restored world at step 10 (ids may coincide
+  // with the old world's, with other states), then deltas from 11 on.
+  EntityMirror m;
+  apply(m, baseline(5, {t::state(0, 1, 0, 0), t::state(1, 1, 100, 0)}));
+  for (std::uint64_t step = 6; step <= 20; ++step) {
+    t::DeltaSpec d;
+    d.step = step;
+    d.updated = {t::state(0, 1, static_cast<std::int32_t>(step), 0)};
+    apply(m, d);
+  }
+  REQUIRE(m.last_step() == 20);
+  Recorder rec;
+  t::DeltaSpec restored = baseline(10, {t::state(0, 1, 555, 0), t::state(7, 3, 700, 0)});
+  restored.sim_time_us = 1'000'000;
+  restored.digest = 0x1010;
+  const auto s = apply(m, restored, &rec);
+  CHECK(s.baseline);
+  CHECK_FALSE(s.step_not_increasing);
+  CHECK(m.counters().steps_not_increasing == 0);
+  CHECK(m.last_step() == 10);
+  CHECK(m.last_sim_time_us() == 1'000'000);
+  CHECK(m.last_digest() == 0x1010);
+  CHECK(m.size() == 2);
+  CHECK(m.find(EntityId{1, 1}) == nullptr);
+  REQUIRE(m.find(EntityId{0, 1}) != nullptr);
+  CHECK(m.find(EntityId{0, 1})->x_m == Approx(5.55));  // the restored state, not the old one
+  CHECK(m.find(EntityId{0, 1})->entered_step == 10);
+  REQUIRE(m.find(EntityId{7, 3}) != nullptr);
+  CHECK(rec.events.front() == "reset");
+
+  // The stream goes on from the restored step; only a repeat is disorder.
+  t::DeltaSpec next;
+  next.step = 11;
+  next.updated = {t::state(7, 3, 710, 0)};
+  const auto s11 = apply(m, next);
+  CHECK_FALSE(s11.step_not_increasing);
+  CHECK(s11.updated == 1);
+  CHECK(s11.unknown_updates == 0);
+  CHECK(m.counters().steps_not_increasing == 0);
+  CHECK(m.last_step() == 11);
+  next.step = 11;
+  next.updated.clear();
+  CHECK(apply(m, next).step_not_increasing);
+  CHECK(m.counters().steps_not_increasing == 1);
+}
+
 TEST_CASE("EntityMirror replaces an entry when its index comes back with a new generation",
           "[mirror]") {
   EntityMirror m;

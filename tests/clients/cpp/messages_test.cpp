@@ -107,3 +107,68 @@ TEST_CASE("command_name names every command", "[messages]") {
   CHECK(std::string(c::command_name(c::SetPedestrianTargetCmd{})) == "set_pedestrian_target");
   CHECK(std::string(c::command_name(c::DespawnEntityCmd{})) == "despawn_entity");
 }
+
+TEST_CASE("Snapshot commands round-trip with their names and job id", "[messages][snapshots]") {
+  const c::Frame checkpoint_frame = c::build_command(10, c::CheckpointCmd{"before-rush"});
+  const auto* checkpoint = command_of(checkpoint_frame, 10)->body_as_Checkpoint();
+  REQUIRE(checkpoint != nullptr);
+  REQUIRE(checkpoint->name() != nullptr);
+  CHECK(checkpoint->name()->str() == "before-rush");
+
+  const c::Frame restore_frame = c::build_command(11, c::RestoreCmd{"before-rush"});
+  const auto* restore = command_of(restore_frame, 11)->body_as_Restore();
+  REQUIRE(restore != nullptr);
+  CHECK(restore->name()->str() == "before-rush");
+
+  const c::Frame save_frame = c::build_command(12, c::SaveCmd{"slot.1"});
+  const auto* save = command_of(save_frame, 12)->body_as_Save();
+  REQUIRE(save != nullptr);
+  CHECK(save->name()->str() == "slot.1");
+
+  const c::Frame load_frame = c::build_command(13, c::LoadCmd{"slot.1"});
+  const auto* load = command_of(load_frame, 13)->body_as_Load();
+  REQUIRE(load != nullptr);
+  CHECK(load->name()->str() == "slot.1");
+
+  const c::Frame list_frame = c::build_command(14, c::ListSnapshotsCmd{});
+  CHECK(command_of(list_frame, 14)->body_as_ListSnapshots() != nullptr);
+
+  const c::Frame delete_frame = c::build_command(15, c::DeleteSnapshotCmd{"old_one"});
+  const auto* del = command_of(delete_frame, 15)->body_as_DeleteSnapshot();
+  REQUIRE(del != nullptr);
+  CHECK(del->name()->str() == "old_one");
+
+  const c::Frame job_frame = c::build_command(16, c::QueryJobCmd{0x1'0000'0002ull});
+  const auto* job = command_of(job_frame, 16)->body_as_QueryJob();
+  REQUIRE(job != nullptr);
+  CHECK(job->job_id() == 0x1'0000'0002ull);
+}
+
+TEST_CASE("Snapshot names are sent as given (empty included) or truncated to fit",
+          "[messages][snapshots]") {
+  // The server judges names; the builder must not drop or alter short ones.
+  const c::Frame empty_frame = c::build_command(1, c::RestoreCmd{""});
+  const auto* empty = command_of(empty_frame, 1)->body_as_Restore();
+  REQUIRE(empty != nullptr);
+  REQUIRE(empty->name() != nullptr);
+  CHECK(empty->name()->size() == 0);
+
+  const c::Frame odd_frame = c::build_command(2, c::SaveCmd{"has space/and\xc3\xa9"});
+  CHECK(command_of(odd_frame, 2)->body_as_Save()->name()->str() == "has space/and\xc3\xa9");
+
+  const c::Frame long_frame =
+      c::build_command(3, c::CheckpointCmd{std::string(c::kMaxCommandStringBytes + 500, 'x')});
+  const auto* cp = command_of(long_frame, 3)->body_as_Checkpoint();
+  REQUIRE(cp != nullptr);
+  CHECK(cp->name()->size() == c::kMaxCommandStringBytes);
+}
+
+TEST_CASE("command_name names the snapshot commands", "[messages][snapshots]") {
+  CHECK(std::string(c::command_name(c::CheckpointCmd{})) == "checkpoint");
+  CHECK(std::string(c::command_name(c::RestoreCmd{})) == "restore");
+  CHECK(std::string(c::command_name(c::SaveCmd{})) == "save");
+  CHECK(std::string(c::command_name(c::LoadCmd{})) == "load");
+  CHECK(std::string(c::command_name(c::ListSnapshotsCmd{})) == "list_snapshots");
+  CHECK(std::string(c::command_name(c::DeleteSnapshotCmd{})) == "delete_snapshot");
+  CHECK(std::string(c::command_name(c::QueryJobCmd{})) == "query_job");
+}

@@ -16,9 +16,19 @@ bool parse_u32(std::string_view text, std::uint32_t max, std::uint32_t& out) {
   return true;
 }
 
+bool parse_u64(std::string_view text, std::uint64_t& out) {
+  if (text.empty()) return false;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return ec == std::errc() && end == text.data() + text.size();
+}
+
+bool takes_name(std::string_view s) {
+  return s == "checkpoint" || s == "restore" || s == "save" || s == "load" || s == "delete";
+}
+
 bool is_command(std::string_view s) {
   return s == "status" || s == "watch" || s == "pause" || s == "resume" || s == "step" ||
-         s == "target" || s == "help";
+         s == "target" || s == "snapshots" || s == "job" || s == "help" || takes_name(s);
 }
 
 }  // namespace
@@ -38,22 +48,39 @@ void print_usage(std::FILE* out) {
       "  resume          resume the simulation clock (operator)\n"
       "  step N          advance N steps; manual clock mode only (operator, N >= 1)\n"
       "  target N        set the pedestrian population target to N (operator)\n"
+      "  checkpoint NAME write a checkpoint (the complete state) named NAME (operator)\n"
+      "  restore NAME    replace the running world with checkpoint NAME (operator)\n"
+      "  save NAME       write a save (persistent facts only) named NAME (operator)\n"
+      "  load NAME       replace the running world with save NAME (operator)\n"
+      "                  These four start a job and print each state as it arrives:\n"
+      "                  checkpoint/save: Copied -> Committed; restore: Queued ->\n"
+      "                  Validated -> Applied; load: Queued -> Validated ->\n"
+      "                  SnapshotApplied -> ScheduleReconciled -> RepresentationRebuilt.\n"
+      "                  Exit 0 when it ends Committed/Applied/RepresentationRebuilt,\n"
+      "                  3 when it ends Failed or is rejected (reason printed).\n"
+      "  snapshots       list the stored snapshots: name, kind, step, sim time,\n"
+      "                  pedestrians, digest, created (UTC)\n"
+      "  delete NAME     delete snapshot NAME (operator; exit 3 if there is none)\n"
+      "  job ID          print the current state of job ID (exit 3 if unknown)\n"
       "  help            print this text\n"
       "\n"
       "options:\n"
       "  --host ADDR       server address or name (default 127.0.0.1)\n"
       "  --port N          server port (default 7777)\n"
       "  --token TOKEN     access token; default: the BUSTLE_TOKEN environment variable\n"
-      "  --timeout-ms N    connect, handshake and command timeout (default 3000)\n"
+      "  --timeout-ms N    connect, handshake and command timeout, and the longest wait\n"
+      "                    between two states of a job (default 3000)\n"
       "  --count N         watch: stop after N lines (default 0: until interrupted)\n"
       "  --interval-ms N   watch: milliseconds between lines (default 1000)\n"
+      "  --no-wait         checkpoint/restore/save/load: print the first result and exit\n"
+      "                    (0 when accepted) without waiting for the job to end\n"
       "  -h, --help        print this text\n"
       "\n"
       "exit codes:\n"
       "  0 success\n"
       "  1 server unreachable, timed out, closed the connection or sent an error\n"
       "  2 usage error\n"
-      "  3 the server rejected the command (reason printed)\n",
+      "  3 the server rejected the command, or a job failed (reason printed)\n",
       out);
 }
 
@@ -76,6 +103,10 @@ ParseResult parse_args(std::span<const std::string_view> args, const char* env_t
     }
     if (arg.size() < 2 || arg.substr(0, 2) != "--") {
       positional.push_back(arg);
+      continue;
+    }
+    if (arg == "--no-wait") {
+      o.no_wait = true;
       continue;
     }
     std::string_view name = arg;
@@ -129,8 +160,15 @@ ParseResult parse_args(std::span<const std::string_view> args, const char* env_t
     return r;
   }
   const bool takes_number = command == "step" || command == "target";
-  const std::size_t expected = takes_number ? 2 : 1;
+  const bool named = takes_name(command);
+  const bool takes_id = command == "job";
+  const std::size_t expected = takes_number || named || takes_id ? 2 : 1;
   if (positional.size() < expected) {
+    if (named) {
+      return error(std::string(command) + " needs a snapshot name: bustle " + std::string(command) +
+                   " NAME");
+    }
+    if (takes_id) return error("job needs a job id: bustle job ID");
     return error(std::string(command) + " needs a number: bustle " + std::string(command) + " N");
   }
   if (positional.size() > expected) {
@@ -143,6 +181,13 @@ ParseResult parse_args(std::span<const std::string_view> args, const char* env_t
                    std::string(command));
     }
     if (command == "step" && o.argument == 0) return error("step needs N >= 1");
+  }
+  if (named) {
+    // The server judges the name (and names the rule it breaks).
+    o.name = std::string(positional[1]);
+  }
+  if (takes_id && !parse_u64(positional[1], o.job_id)) {
+    return error("invalid job id \"" + std::string(positional[1]) + "\"");
   }
   r.status = ParseStatus::Ok;
   return r;

@@ -1,6 +1,8 @@
+#include <algorithm>
 #include <chrono>
 #include <cinttypes>
 #include <cstdlib>
+#include <ctime>
 #include <string>
 #include <vector>
 
@@ -79,6 +81,11 @@ int run_status(const CliOptions& o, std::FILE* out, std::FILE* err) {
   std::fprintf(out, "  %-18s %" PRIu64 "\n", "commands accepted", s.commands_accepted);
   std::fprintf(out, "  %-18s %" PRIu64 "\n", "commands rejected", s.commands_rejected);
   std::fprintf(out, "  %-18s %" PRIu64 "\n", "dropped steps", s.dropped_steps);
+  std::fprintf(out, "  %-18s %s\n", "recording",
+               s.recording_failed ? "failed (stopped after a write error)"
+               : s.recording      ? "yes"
+                                  : "no");
+  std::fprintf(out, "  %-18s %" PRIu64 "\n", "recorded ticks", s.recorded_ticks);
   std::fprintf(out, "  %-18s %016" PRIx64 "\n", "digest", s.digest);
   std::fflush(out);
   return kExitOk;
@@ -137,6 +144,173 @@ int run_watch(const CliOptions& o, std::FILE* out, std::FILE* err) {
   return kExitOk;
 }
 
+// Connects with `role`; as Operator, warns when the server granted less.
+int connect_as(Client& c, const CliOptions& o, wire::Role role, std::FILE* err) {
+  if (const int rc = connect(c, o, err); rc != kExitOk) return rc;
+  if (role == wire::Role::Operator && c.welcome().role != wire::Role::Operator) {
+    std::fprintf(err, "bustle %s: the server granted role %s, not Operator (token?)\n",
+                 o.command.c_str(), wire::EnumNameRole(c.welcome().role));
+    // Still send: the server's graded answer says precisely why it refuses.
+  }
+  return kExitOk;
+}
+
+// Prints a rejection (reason and message, plus what the job says) to `err`.
+int rejected(const CliOptions& o, const client::CommandReply& r, std::FILE* err,
+             const std::string& subject = "") {
+  std::fprintf(err, "bustle %s%s: rejected (%s)%s%s\n", o.command.c_str(), subject.c_str(),
+               wire::EnumNameRejectReason(r.reason), r.message.empty() ? "" : ": ",
+               r.message.c_str());
+  if (r.job && !r.job->message.empty() && r.job->message != r.message) {
+    std::fprintf(err, "bustle %s%s: job %" PRIu64 ": %s\n", o.command.c_str(), subject.c_str(),
+                 r.job->job_id, r.job->message.c_str());
+  }
+  return kExitRejected;
+}
+
+const char* kind_name(wire::JobKind k) {
+  switch (k) {
+    case wire::JobKind::Checkpoint:
+      return "checkpoint";
+    case wire::JobKind::Save:
+      return "save";
+    case wire::JobKind::Restore:
+      return "restore";
+    case wire::JobKind::Load:
+      return "load";
+    case wire::JobKind::Autosave:
+      return "autosave";
+  }
+  return "?";
+}
+
+// One line per job state: "restore 'noon' job 4: Validated (step 10)".
+void print_job(std::FILE* out, const client::JobInfo& j) {
+  std::fprintf(out, "%s '%s' job %" PRIu64 ": %s", kind_name(j.kind), j.name.c_str(), j.job_id,
+               wire::EnumNameJobState(j.state));
+  if (j.state != wire::JobState::Queued && !j.failed())
+    std::fprintf(out, " (step %" PRIu64 ")", j.step);
+  if (!j.message.empty()) std::fprintf(out, ": %s", j.message.c_str());
+  std::fputc('\n', out);
+  std::fflush(out);
+}
+
+// Exit code for a job's terminal state; a failure is explained on `err`.
+int job_outcome(const CliOptions& o, const client::JobInfo& j, std::FILE* err) {
+  if (!j.failed()) return kExitOk;
+  std::fprintf(err, "bustle %s: %s '%s' failed%s%s\n", o.command.c_str(), kind_name(j.kind),
+               j.name.c_str(), j.message.empty() ? "" : ": ", j.message.c_str());
+  return kExitRejected;
+}
+
+int run_snapshot_job(const CliOptions& o, std::FILE* out, std::FILE* err) {
+  client::CommandSpec spec;
+  if (o.command == "checkpoint") {
+    spec = client::CheckpointCmd{o.name};
+  } else if (o.command == "restore") {
+    spec = client::RestoreCmd{o.name};
+  } else if (o.command == "save") {
+    spec = client::SaveCmd{o.name};
+  } else {
+    spec = client::LoadCmd{o.name};
+  }
+  const auto timeout = std::chrono::milliseconds(o.timeout_ms);
+  Client c(client_options(o, wire::Role::Operator));
+  if (const int rc = connect_as(c, o, wire::Role::Operator, err); rc != kExitOk) return rc;
+  const auto r = c.command(spec, timeout);
+  if (!r.ok()) return report(err, o, client::command_name(spec), r);
+  const std::string subject = " '" + o.name + "'";
+  if (!r.value.accepted()) return rejected(o, r.value, err, subject);
+  if (!r.value.job) {
+    std::fprintf(err, "bustle %s%s: the server accepted it but named no job (server %s:%u)\n",
+                 o.command.c_str(), subject.c_str(), o.host.c_str(), unsigned{o.port});
+    return kExitServer;
+  }
+  client::JobInfo job = *r.value.job;
+  print_job(out, job);
+  if (!job.terminal && o.no_wait) return kExitOk;
+  while (!job.terminal) {
+    const auto u = c.next_job_update(job.job_id, timeout);
+    if (!u.ok()) {
+      return report(err, o, ("waiting for job " + std::to_string(job.job_id)).c_str(), u);
+    }
+    job = u.value;
+    print_job(out, job);
+  }
+  return job_outcome(o, job, err);
+}
+
+std::string utc_time(std::int64_t unix_ms) {
+  // Floor division, so times before 1970 still print the right second.
+  std::int64_t seconds = unix_ms / 1000;
+  if (unix_ms % 1000 < 0) --seconds;
+  const auto t = static_cast<std::time_t>(seconds);
+  std::tm tm{};
+  if (gmtime_r(&t, &tm) == nullptr) return "?";
+  char buf[32];
+  const std::size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return n == 0 ? std::string("?") : std::string(buf, n);
+}
+
+int run_snapshots(const CliOptions& o, std::FILE* out, std::FILE* err) {
+  Client c(client_options(o, wire::Role::Viewer));
+  if (const int rc = connect(c, o, err); rc != kExitOk) return rc;
+  const auto r = c.command(client::ListSnapshotsCmd{}, std::chrono::milliseconds(o.timeout_ms));
+  if (!r.ok()) return report(err, o, "list_snapshots", r);
+  if (!r.value.accepted()) return rejected(o, r.value, err);
+  if (!r.value.snapshots) {
+    std::fprintf(err,
+                 "bustle snapshots: the server answered without a snapshot list (server %s:%u)\n",
+                 o.host.c_str(), unsigned{o.port});
+    return kExitServer;
+  }
+  const auto& list = *r.value.snapshots;
+  int name_width = 4;
+  for (const auto& e : list) name_width = std::max(name_width, static_cast<int>(e.name.size()));
+  std::fprintf(out, "%-*s  %-10s  %10s  %12s  %11s  %-16s  %s\n", name_width, "NAME", "KIND",
+               "STEP", "SIM TIME", "PEDESTRIANS", "DIGEST", "CREATED (UTC)");
+  for (const auto& e : list) {
+    std::fprintf(out, "%-*s  %-10s  %10" PRIu64 "  %10.1f s  %11" PRIu32 "  %016" PRIx64 "  %s\n",
+                 name_width, e.name.c_str(), e.kind.c_str(), e.step,
+                 static_cast<double>(e.sim_time_us) / 1e6, e.pedestrians, e.digest,
+                 utc_time(e.created_unix_ms).c_str());
+  }
+  std::fprintf(out, "%zu snapshot%s\n", list.size(), list.size() == 1 ? "" : "s");
+  std::fflush(out);
+  return kExitOk;
+}
+
+int run_delete(const CliOptions& o, std::FILE* out, std::FILE* err) {
+  Client c(client_options(o, wire::Role::Operator));
+  if (const int rc = connect_as(c, o, wire::Role::Operator, err); rc != kExitOk) return rc;
+  const auto r =
+      c.command(client::DeleteSnapshotCmd{o.name}, std::chrono::milliseconds(o.timeout_ms));
+  if (!r.ok()) return report(err, o, "delete_snapshot", r);
+  if (!r.value.accepted()) return rejected(o, r.value, err, " '" + o.name + "'");
+  std::fprintf(out, "deleted snapshot '%s'\n", o.name.c_str());
+  std::fflush(out);
+  return kExitOk;
+}
+
+int run_job_query(const CliOptions& o, std::FILE* out, std::FILE* err) {
+  Client c(client_options(o, wire::Role::Viewer));
+  if (const int rc = connect(c, o, err); rc != kExitOk) return rc;
+  const auto r = c.command(client::QueryJobCmd{o.job_id}, std::chrono::milliseconds(o.timeout_ms));
+  if (!r.ok()) return report(err, o, "query_job", r);
+  const std::string subject = " " + std::to_string(o.job_id);
+  if (!r.value.accepted()) return rejected(o, r.value, err, subject);
+  if (!r.value.job) {
+    std::fprintf(err, "bustle job%s: the server answered without the job (server %s:%u)\n",
+                 subject.c_str(), o.host.c_str(), unsigned{o.port});
+    return kExitServer;
+  }
+  print_job(out, *r.value.job);
+  std::fprintf(out, "  %s\n",
+               r.value.job->terminal ? "terminal: no further states" : "in progress");
+  std::fflush(out);
+  return kExitOk;
+}
+
 int run_operator(const CliOptions& o, std::FILE* out, std::FILE* err) {
   client::CommandSpec spec;
   if (o.command == "pause") {
@@ -149,12 +323,7 @@ int run_operator(const CliOptions& o, std::FILE* out, std::FILE* err) {
     spec = client::SetPedestrianTargetCmd{o.argument};
   }
   Client c(client_options(o, wire::Role::Operator));
-  if (const int rc = connect(c, o, err); rc != kExitOk) return rc;
-  if (c.welcome().role != wire::Role::Operator) {
-    std::fprintf(err, "bustle %s: the server granted role %s, not Operator (token?)\n",
-                 o.command.c_str(), wire::EnumNameRole(c.welcome().role));
-    // Still send: the server's graded answer says precisely why it refuses.
-  }
+  if (const int rc = connect_as(c, o, wire::Role::Operator, err); rc != kExitOk) return rc;
   const auto r = c.command(spec, std::chrono::milliseconds(o.timeout_ms));
   if (!r.ok()) return report(err, o, client::command_name(spec), r);
   if (!r.value.accepted()) {
@@ -178,6 +347,13 @@ int run(const CliOptions& options, std::FILE* out, std::FILE* err) {
       options.command == "target") {
     return run_operator(options, out, err);
   }
+  if (options.command == "checkpoint" || options.command == "restore" ||
+      options.command == "save" || options.command == "load") {
+    return run_snapshot_job(options, out, err);
+  }
+  if (options.command == "snapshots") return run_snapshots(options, out, err);
+  if (options.command == "delete") return run_delete(options, out, err);
+  if (options.command == "job") return run_job_query(options, out, err);
   if (options.command == "help") {
     print_usage(out);
     return kExitOk;

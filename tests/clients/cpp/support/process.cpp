@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -266,6 +267,12 @@ std::string file_tail(const std::string& path, std::size_t max_bytes) {
 ServerUnderTest::~ServerUnderTest() {
   if (process.running()) process.terminate(std::chrono::milliseconds(3000));
   if (!stderr_path.empty()) unlink(stderr_path.c_str());
+  if (!snapshot_dir.empty()) {
+    for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
+      unlink((snapshot_db + suffix).c_str());
+    }
+    rmdir(snapshot_dir.c_str());
+  }
 }
 
 std::unique_ptr<ServerUnderTest> start_server(const std::string& server_path,
@@ -279,6 +286,22 @@ std::unique_ptr<ServerUnderTest> start_server(const std::string& server_path,
   s.stderr_path = fd >= 0 ? tmpl : "";
   std::vector<std::string> argv = {server_path, "--port", "0"};
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+  bool has_db = false;
+  for (const std::string& a : extra_args) {
+    if (a == "--snapshot-db" || a.rfind("--snapshot-db=", 0) == 0) has_db = true;
+  }
+  if (!has_db) {
+    // Never the server's default file in the working directory: a private
+    // store per server, removed with it.
+    char dir[] = "/tmp/bustle-server-snapshots-XXXXXX";
+    if (mkdtemp(dir) == nullptr) {
+      error = std::string("mkdtemp: ") + std::strerror(errno);
+      return nullptr;
+    }
+    s.snapshot_dir = dir;
+    s.snapshot_db = s.snapshot_dir + "/snapshots.db";
+    argv.insert(argv.end(), {"--snapshot-db", s.snapshot_db});
+  }
   if (!s.process.start(argv, s.stderr_path, error)) return nullptr;
 
   const std::string prefix = "bustle-server listening on ";

@@ -68,7 +68,8 @@ RunResult run_process(const std::vector<std::string>& argv, std::chrono::millise
 std::string file_tail(const std::string& path, std::size_t max_bytes = 4000);
 
 // A started bustle-server: `port` parsed from its "listening on" line. The
-// destructor stops the server (SIGTERM, bounded) and removes the stderr file.
+// destructor stops the server (SIGTERM, bounded) and removes the stderr file
+// and the private snapshot store (if start_server made one).
 struct ServerUnderTest {
   ServerUnderTest() = default;
   ~ServerUnderTest();
@@ -80,9 +81,12 @@ struct ServerUnderTest {
   std::uint16_t port = 0;
   std::string listening_line;
   std::string stderr_path;
+  std::string snapshot_dir;  // temp dir of snapshot_db, when start_server chose it
+  std::string snapshot_db;   // the --snapshot-db start_server passed ("" if the caller did)
 };
 
-// Starts `server_path --port 0 <extra args>` and waits (bounded) for the line
+// Starts `server_path --port 0 <extra args>` (plus `--snapshot-db <temp dir>/
+// snapshots.db` unless extra_args name one) and waits (bounded) for the line
 // "bustle-server listening on <addr>:<port>". On failure returns nullptr and
 // says why in `error` (including the server's stderr tail).
 std::unique_ptr<ServerUnderTest> start_server(const std::string& server_path,

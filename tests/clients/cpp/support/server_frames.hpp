@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -74,12 +75,79 @@ inline std::vector<std::uint8_t> command_result_payload(
   flatbuffers::Offset<wire::Stats> stats = 0;
   if (with_stats) {
     stats = wire::CreateStats(fbb, applied_step, applied_step * 100000, 0xabcdefu, 100000,
-                              wire::ClockMode::Manual, false, 12, 20, 1024, 1, 12, 0, 3, 1, 0);
+                              wire::ClockMode::Manual, false, 12, 20, 1024, 1, 12, 0, 3, 1, 0, true,
+                              false, 77);
   }
   const auto msg = fbb.CreateString("ok");
   const auto r =
       wire::CreateCommandResult(fbb, request_id, status, reason, msg, applied_step, stats);
   return finish_server(fbb, wire::ServerMessage::CommandResult, r.Union());
+}
+
+struct JobSpec {
+  std::uint64_t job_id = 1;
+  wire::JobKind kind = wire::JobKind::Checkpoint;
+  wire::JobState state = wire::JobState::Queued;
+  bool terminal = false;
+  std::string name = "snap";
+  std::uint64_t step = 0;
+  std::string message;
+};
+
+inline flatbuffers::Offset<wire::JobStatus> job_status(flatbuffers::FlatBufferBuilder& fbb,
+                                                       const JobSpec& j) {
+  return wire::CreateJobStatusDirect(fbb, j.job_id, j.kind, j.state, j.terminal, j.name.c_str(),
+                                     j.step, j.message.empty() ? nullptr : j.message.c_str());
+}
+
+inline std::vector<std::uint8_t> job_update_payload(const JobSpec& j) {
+  flatbuffers::FlatBufferBuilder fbb;
+  const auto status = job_status(fbb, j);
+  const auto u = wire::CreateJobUpdate(fbb, status);
+  return finish_server(fbb, wire::ServerMessage::JobUpdate, u.Union());
+}
+
+struct SnapshotSpec {
+  std::string name;
+  std::string kind = "checkpoint";
+  std::string scenario_id = "test";
+  std::uint64_t step = 0;
+  std::uint64_t sim_time_us = 0;
+  std::uint64_t digest = 0;
+  std::uint32_t pedestrians = 0;
+  std::int64_t created_unix_ms = 0;
+};
+
+// A CommandResult as the server sends it for snapshot commands: with a job
+// (checkpoint, restore, save, load, QueryJob) and/or a snapshot list.
+struct ResultSpec {
+  std::uint32_t request_id = 1;
+  wire::CommandStatus status = wire::CommandStatus::Accepted;
+  wire::RejectReason reason = wire::RejectReason::None;
+  std::string message;
+  std::uint64_t applied_step = 0;
+  std::optional<JobSpec> job;
+  std::optional<std::vector<SnapshotSpec>> snapshots;
+};
+
+inline std::vector<std::uint8_t> result_payload(const ResultSpec& r) {
+  flatbuffers::FlatBufferBuilder fbb;
+  flatbuffers::Offset<wire::JobStatus> job = 0;
+  if (r.job) job = job_status(fbb, *r.job);
+  flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::SnapshotInfo>>> list = 0;
+  if (r.snapshots) {
+    std::vector<flatbuffers::Offset<wire::SnapshotInfo>> items;
+    for (const SnapshotSpec& e : *r.snapshots) {
+      items.push_back(wire::CreateSnapshotInfoDirect(fbb, e.name.c_str(), e.kind.c_str(),
+                                                     e.scenario_id.c_str(), e.step, e.sim_time_us,
+                                                     e.digest, e.pedestrians, e.created_unix_ms));
+    }
+    list = fbb.CreateVector(items);
+  }
+  const auto msg = r.message.empty() ? 0 : fbb.CreateString(r.message);
+  const auto res = wire::CreateCommandResult(fbb, r.request_id, r.status, r.reason, msg,
+                                             r.applied_step, 0, job, list);
+  return finish_server(fbb, wire::ServerMessage::CommandResult, res.Union());
 }
 
 // Length prefix + payload.

@@ -8,10 +8,19 @@
 // next step); under a manual clock that is only after a Step, so such callers
 // use send_command(), then Step, then wait_result().
 //
+// Snapshot jobs (checkpoint, save, restore, load): the CommandResult carries
+// the job (id and first state); every later state arrives as a JobUpdate
+// pushed to this client. JobUpdates are buffered like Deltas, whatever call
+// is reading, and handed out per job by next_job_update() / wait_job(). A
+// JobUpdate may arrive before the CommandResult that names its job (the
+// server's persistence thread and sim thread answer independently); it waits
+// in the buffer until asked for.
+//
 // Invariants:
 //   1. Request ids are unique per Client (a counter starting at 1).
-//   2. Deltas reach the caller in the order the server sent them, none dropped:
-//      if the buffer is full, command() stops with BacklogFull instead.
+//   2. Deltas and JobUpdates reach the caller in the order the server sent
+//      them (JobUpdates: per job), none dropped: if a buffer is full, the
+//      reading call stops with BacklogFull instead.
 //   3. After Closed, ServerError, ProtocolError or TransportError the
 //      connection is closed; later calls return NotConnected.
 //   4. A CommandResult for an outstanding request (sent, not yet taken by
@@ -99,8 +108,42 @@ struct StatsInfo {
   std::uint64_t commands_accepted = 0;
   std::uint64_t commands_rejected = 0;
   std::uint64_t dropped_steps = 0;
+  bool recording = false;            // a session recording is being written
+  bool recording_failed = false;     // the recording stopped after a write failure
+  std::uint64_t recorded_ticks = 0;  // ticks committed to the recording
 };
 StatsInfo to_stats_info(const bustle::wire::Stats& stats);
+
+// One state of a snapshot job (wire JobStatus).
+// Writes (checkpoint, save, autosave): Queued -> Copied -> Committed | Failed.
+// Restore: Queued -> Validated -> Applied | Failed. Load: Queued -> Validated
+// -> SnapshotApplied -> ScheduleReconciled -> RepresentationRebuilt | Failed.
+struct JobInfo {
+  std::uint64_t job_id = 0;
+  bustle::wire::JobKind kind = bustle::wire::JobKind::Checkpoint;
+  bustle::wire::JobState state = bustle::wire::JobState::Queued;
+  bool terminal = false;   // no further updates follow
+  std::string name;        // snapshot name
+  std::uint64_t step = 0;  // step captured (writes) or restored to (restore/load)
+  std::string message;     // why it failed
+  bool failed() const { return state == bustle::wire::JobState::Failed; }
+  // Terminal and not Failed: Committed, Applied or RepresentationRebuilt.
+  bool succeeded() const { return terminal && !failed(); }
+};
+JobInfo to_job_info(const bustle::wire::JobStatus& job);
+
+// One row of ListSnapshots.
+struct SnapshotEntry {
+  std::string name;
+  std::string kind;  // "checkpoint" | "save"
+  std::string scenario_id;
+  std::uint64_t step = 0;
+  std::uint64_t sim_time_us = 0;
+  std::uint64_t digest = 0;
+  std::uint32_t pedestrians = 0;
+  std::int64_t created_unix_ms = 0;
+};
+SnapshotEntry to_snapshot_entry(const bustle::wire::SnapshotInfo& info);
 
 struct CommandReply {
   std::uint32_t request_id = 0;
@@ -109,6 +152,9 @@ struct CommandReply {
   std::string message;
   std::uint64_t applied_step = 0;
   std::optional<StatsInfo> stats;  // present for QueryStats
+  std::optional<JobInfo> job;      // present for snapshot commands and QueryJob
+  // Present for ListSnapshots (possibly empty), in the server's order.
+  std::optional<std::vector<SnapshotEntry>> snapshots;
   bool accepted() const { return status == bustle::wire::CommandStatus::Accepted; }
 };
 CommandReply to_command_reply(const bustle::wire::CommandResult& result);
@@ -142,6 +188,8 @@ struct ClientOptions {
   std::size_t max_buffered_deltas = 4096;
   // [Limit: >= 1] Requests sent but whose result was not taken yet.
   std::size_t max_outstanding_commands = 256;
+  // [Limit: >= 1] JobUpdates kept until next_job_update()/wait_job() take them.
+  std::size_t max_buffered_job_updates = 1024;
 };
 
 class Client {
@@ -159,7 +207,8 @@ class Client {
   Status subscribe(std::span<const bustle::wire::EntityKind> kinds = {});
 
   // The next Delta (buffered ones first), waiting up to `timeout`.
-  // CommandResults nobody waits for are dropped (stray_results()).
+  // CommandResults nobody waits for are dropped (stray_results()); JobUpdates
+  // are buffered (BacklogFull when that buffer is full).
   Result<OwnedFrame> next_delta(std::chrono::milliseconds timeout);
 
   // Sends the command with a fresh request id and waits up to `timeout` for
@@ -181,11 +230,26 @@ class Client {
   // Stops tracking a request; its result, if it comes, counts as stray.
   void forget(std::uint32_t request_id);
 
+  // The next JobUpdate of `job_id` (the oldest buffered one first), waiting up
+  // to `timeout` and buffering Deltas, results of outstanding requests and
+  // other jobs' updates meanwhile. Taken updates leave the buffer.
+  Result<JobInfo> next_job_update(std::uint64_t job_id, std::chrono::milliseconds timeout);
+
+  // The states of `job_id` as they arrive, up to and including the terminal
+  // one, within `timeout` overall. On Timeout (or any failure) `value` holds
+  // the states taken so far; they are consumed either way. The job's first
+  // state is in the CommandResult (CommandReply::job), not repeated here.
+  Result<std::vector<JobInfo>> wait_job(std::uint64_t job_id, std::chrono::milliseconds timeout);
+
+  // Drops the buffered JobUpdates of `job_id`; returns how many there were.
+  std::size_t discard_job_updates(std::uint64_t job_id);
+
   void close();
   bool connected() const { return handshaken_ && connection_.is_open(); }
   const WelcomeInfo& welcome() const { return welcome_; }
   const ClientOptions& options() const { return options_; }
   std::size_t buffered_deltas() const { return buffered_.size(); }
+  std::size_t buffered_job_updates() const { return job_updates_.size(); }
   std::uint64_t stray_results() const { return stray_results_; }
   std::size_t outstanding_commands() const { return outstanding_.size(); }
   std::uint32_t last_request_id() const { return next_request_id_ - 1; }
@@ -197,6 +261,12 @@ class Client {
   Status fail(ClientStatus status, std::string message);
   // Stores the result of an outstanding request; true if it was `wanted`.
   bool take_result(const bustle::wire::CommandResult& result, std::uint32_t wanted);
+  // BacklogFull (as a Status) if reading another frame could overflow a
+  // buffer: Deltas unless `delta_wanted`, JobUpdates always. Ok otherwise.
+  Status check_room(bool delta_wanted, const char* waiting_for);
+  // Buffers a Delta/JobUpdate or stores a CommandResult (for `wanted`); any
+  // other message is a ProtocolError. `what` names the caller's wait.
+  Status stash(const ReceiveResult& frame, std::uint32_t wanted, const char* what);
 
   struct Pending {
     const char* name = "";
@@ -208,6 +278,7 @@ class Client {
   bool handshaken_ = false;
   WelcomeInfo welcome_;
   std::deque<OwnedFrame> buffered_;
+  std::deque<JobInfo> job_updates_;               // in arrival order, every job
   std::map<std::uint32_t, Pending> outstanding_;  // by request id
   std::uint32_t next_request_id_ = 1;
   std::uint64_t stray_results_ = 0;

@@ -18,6 +18,9 @@
 //   live   --entered with same index, other generation--> replaced: the old
 //          entry leaves (slot freed, counted as `replaced`), the new one enters
 //   any    --baseline Delta--> every entry removed, then the baseline's entered
+//          (a baseline may carry any step, also one lower than the last: after
+//          a restore or load the server's world goes back in time; it is a
+//          reset, never counted in steps_not_increasing)
 //
 // Order inside one Delta: baseline reset, then left, then entered, then
 // updated, so an index that is released and reused within one step resolves

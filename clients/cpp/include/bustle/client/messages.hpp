@@ -53,10 +53,39 @@ struct DespawnEntityCmd {
   EntityId id;
 };
 
-using CommandSpec = std::variant<PauseCmd, ResumeCmd, StepCmd, QueryStatsCmd,
-                                 SetPedestrianTargetCmd, DespawnEntityCmd>;
+// Snapshot commands. The server checks names (1-64 characters of
+// [A-Za-z0-9._-], not starting with "keyframe.") and answers InvalidArgument;
+// the builder only truncates to kMaxCommandStringBytes so the frame fits.
+// Checkpoint/Restore/Save/Load/DeleteSnapshot are operator commands;
+// ListSnapshots and QueryJob are allowed for any role.
+inline constexpr std::size_t kMaxCommandStringBytes = 4096;
+struct CheckpointCmd {  // complete state: restoring continues exactly
+  std::string name;
+};
+struct RestoreCmd {  // a checkpoint
+  std::string name;
+};
+struct SaveCmd {  // persistent facts only
+  std::string name;
+};
+struct LoadCmd {  // a save
+  std::string name;
+};
+struct ListSnapshotsCmd {};
+struct DeleteSnapshotCmd {
+  std::string name;
+};
+struct QueryJobCmd {
+  std::uint64_t job_id = 0;
+};
 
-// Short lowercase name of the command ("pause", "step", ...), for logs.
+using CommandSpec =
+    std::variant<PauseCmd, ResumeCmd, StepCmd, QueryStatsCmd, SetPedestrianTargetCmd,
+                 DespawnEntityCmd, CheckpointCmd, RestoreCmd, SaveCmd, LoadCmd, ListSnapshotsCmd,
+                 DeleteSnapshotCmd, QueryJobCmd>;
+
+// Short lowercase name of the command ("pause", "step", "checkpoint",
+// "list_snapshots", ...), for logs.
 const char* command_name(const CommandSpec& command);
 
 // The request id is echoed by the server in the CommandResult; the caller

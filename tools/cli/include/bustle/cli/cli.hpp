@@ -4,7 +4,7 @@
 // Exit codes (documented in --help):
 //   0 success, 1 the server could not be reached or misbehaved (unreachable,
 //   timeout, protocol or server error), 2 usage error, 3 the server rejected
-//   the command.
+//   the command, or a snapshot job ended Failed.
 #pragma once
 
 #include <cstdint>
@@ -28,8 +28,12 @@ struct CliOptions {
   std::uint32_t timeout_ms = 3000;
   std::uint32_t count = 0;           // watch: lines to print, 0 = until interrupted
   std::uint32_t interval_ms = 1000;  // watch: time between lines
-  std::string command;               // status, watch, pause, resume, step, target, help
-  std::uint32_t argument = 0;        // step N, target N
+  std::string command;         // status, watch, pause, resume, step, target, checkpoint, restore,
+                               // save, load, snapshots, delete, job, help
+  std::uint32_t argument = 0;  // step N, target N
+  std::string name;            // checkpoint/restore/save/load/delete NAME
+  std::uint64_t job_id = 0;    // job ID
+  bool no_wait = false;        // --no-wait: snapshot jobs return after the first result
 };
 
 enum class ParseStatus : std::uint8_t { Ok, Help, Error };
