@@ -2,29 +2,57 @@
 //
 //   bustle-bench step     [--agents N] [--steps S] [--seed K]
 //   bustle-bench snapshot [--agents N] [--repeat R] [--dir DIR]
+//   bustle-bench vehicles [--grid N] [--vehicles V] [--steps S] [--seed K]
 //
 // `step` times World::step (p50/p99/max, agent updates per second, peak RSS).
 // `snapshot` times what a checkpoint costs each thread: the sim-thread copy
 // (World::capture), the writer-thread commit (SnapshotStore::write_checkpoint),
 // and a restore (read + validate + build the candidate world), and reports
 // the file size. Scenario: the default city's geometry with N pedestrians.
+// `vehicles` (issue 4) builds a signalised grid city in code (grid_city()
+// below), warms up until V vehicles are managed, all in the Full tier, then
+// times S steps: step p50/p99/max, vehicle updates per second (managed
+// vehicles x steps / wall time of those steps, digest included), vehicles
+// moving per step, the policy mix, heap allocations per step (counted by the
+// operator new replacement below) and the final digest. Its SUMO peer is
+// tools/bench/sumo_grid.sh; tools/bench/compare_sumo.sh runs both.
 // Figures go to the README's Performance section with machine and command.
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <new>
 #include <string>
 #include <vector>
 
 #include "bustle/core/world.hpp"
 #include "bustle/persist/snapshot_store.hpp"
 #include "bustle/scenario/scenario_loader.hpp"
+
+// Heap allocations made by this process, counted so the vehicles mode can
+// report allocations per step (DESIGN §10: none after warm-up). Array and
+// nothrow forms default to these two; aligned forms are not counted.
+namespace {
+std::atomic<std::uint64_t> g_allocations{0};
+}  // namespace
+
+void* operator new(std::size_t size) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
+  throw std::bad_alloc();
+}
+// Not inlined: GCC's -Wmismatched-new-delete would otherwise pair the inlined
+// free() with the builtin operator new at the call site.
+[[gnu::noinline]] void operator delete(void* p) noexcept { std::free(p); }
+[[gnu::noinline]] void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 namespace {
 
@@ -37,12 +65,15 @@ struct Args {
   std::uint32_t repeat = 10;
   std::uint64_t seed = 1;
   std::string dir = "/tmp";
+  std::uint32_t grid = 32;          // vehicles: intersections per side
+  std::uint32_t vehicles = 10'000;  // vehicles: managed vehicles to reach
 };
 
 [[noreturn]] void usage(const char* msg) {
   if (msg != nullptr) std::fprintf(stderr, "bustle-bench: %s\n", msg);
   std::fprintf(stderr,
-               "usage: bustle-bench step|snapshot [--agents N] [--steps S] [--repeat R] [--seed K] [--dir DIR]\n");
+               "usage: bustle-bench step|snapshot [--agents N] [--steps S] [--repeat R] [--seed K] [--dir DIR]\n"
+               "       bustle-bench vehicles [--grid N] [--vehicles V] [--steps S] [--seed K]\n");
   std::exit(2);
 }
 
@@ -50,7 +81,7 @@ Args parse(int argc, char** argv) {
   if (argc < 2) usage(nullptr);
   Args a;
   a.mode = argv[1];
-  if (a.mode != "step" && a.mode != "snapshot") usage("unknown mode");
+  if (a.mode != "step" && a.mode != "snapshot" && a.mode != "vehicles") usage("unknown mode");
   for (int i = 2; i < argc; ++i) {
     const std::string f = argv[i];
     if (i + 1 >= argc) usage(("missing value for " + f).c_str());
@@ -70,6 +101,12 @@ Args parse(int argc, char** argv) {
       a.repeat = static_cast<std::uint32_t>(std::max(1ull, n));
     } else if (f == "--seed") {
       a.seed = n;
+    } else if (f == "--grid") {
+      if (n < 2 || n > 1000) usage("--grid must be in [2, 1000]");
+      a.grid = static_cast<std::uint32_t>(n);
+    } else if (f == "--vehicles") {
+      if (n < 1 || n > 4'000'000) usage("--vehicles must be in [1, 4000000]");
+      a.vehicles = static_cast<std::uint32_t>(n);
     } else {
       usage(("unknown option " + f).c_str());
     }
@@ -149,13 +186,17 @@ int bench_snapshot(const Args& a) {
     std::fprintf(stderr, "bustle-bench: %s\n", e.to_string().c_str());
     return 1;
   }
-  std::vector<double> copy_ms, commit_ms, restore_ms;
+  std::vector<double> copy_ms, reuse_ms, commit_ms, restore_ms;
   bustle::core::WorldCheckpoint cp;
+  bustle::core::WorldCheckpoint recycled = w->capture();  // a buffer the writer handed back
   for (std::uint32_t r = 0; r < a.repeat; ++r) {
     w->step();
     const auto b = Clock::now();
     cp = w->capture();
     copy_ms.push_back(ms(Clock::now() - b));
+    const auto b2 = Clock::now();
+    w->capture_into(recycled);
+    reuse_ms.push_back(ms(Clock::now() - b2));
     const auto c = Clock::now();
     if (auto e = store.write_checkpoint("bench", "checkpoint", cp, "{}", 0); !e.ok()) {
       std::fprintf(stderr, "bustle-bench: %s\n", e.to_string().c_str());
@@ -182,6 +223,8 @@ int bench_snapshot(const Args& a) {
               s.entity_capacity, a.repeat);
   std::printf("  sim-thread copy (capture)     ms  p50 %.3f  max %.3f\n", percentile(copy_ms, 0.5),
               *std::max_element(copy_ms.begin(), copy_ms.end()));
+  std::printf("  sim-thread copy, recycled buf  ms  p50 %.3f  max %.3f\n", percentile(reuse_ms, 0.5),
+              *std::max_element(reuse_ms.begin(), reuse_ms.end()));
   std::printf("  writer commit (one txn, WAL)  ms  p50 %.3f  max %.3f\n", percentile(commit_ms, 0.5),
               *std::max_element(commit_ms.begin(), commit_ms.end()));
   std::printf("  restore (read+check+validate) ms  p50 %.3f  max %.3f\n", percentile(restore_ms, 0.5),
@@ -193,9 +236,211 @@ int bench_snapshot(const Args& a) {
   return 0;
 }
 
+// The vehicles-mode city (issue 4; the SUMO peer in sumo_grid.sh builds the
+// same shape with netgenerate):
+//   - N x N intersections 100 m apart; node (i, j) at (100 i, 100 j) m;
+//   - between neighbours one road lane per direction, 100 m, 13.9 m/s, drawn
+//     1.75 m right of the centre line; successors: every lane leaving the end
+//     node except the U-turn;
+//   - every lane ends at an intersection and carries a signal there: 10 s
+//     cycle (4 s open, 1 s yield, 5 s closed); east/west approaches of a node
+//     are half a cycle apart from its north/south approaches, and nodes are
+//     staggered by ((3 i + 7 j) mod 10) s;
+//   - one garage per block, entrance = the block's south edge eastbound,
+//     route = the block counter-clockwise (east, north, west, south) with
+//     route_end loop, so its vehicles circulate forever; counter-clockwise
+//     loops use every directed lane at most once (the block on its left);
+//   - V requests spread evenly over the garages by the content plan (all
+//     offered on step 1); capacity = queue depth = that garage's share,
+//     dispatch_per_step_max 1, cooldown 0, entrance_clear_m 1;
+//   - one observer at the centre, Full radius beyond the city, full_cap = V:
+//     every vehicle is Full (stride 1); no pedestrians.
+constexpr double kBlockM = 100.0;
+constexpr double kRoadSpeedMps = 13.9;
+constexpr double kLaneOffsetM = 1.75;
+
+enum Dir : std::uint32_t { kEast = 0, kNorth = 1, kWest = 2, kSouth = 3 };
+constexpr std::array<const char*, 4> kDirName = {"e", "n", "w", "s"};
+constexpr std::array<int, 4> kDx = {1, 0, -1, 0};
+constexpr std::array<int, 4> kDy = {0, 1, 0, -1};
+
+// The lane leaving node (i, j) towards `d`.
+std::string road_id(std::uint32_t i, std::uint32_t j, Dir d) {
+  return "r." + std::to_string(i) + "." + std::to_string(j) + "." + kDirName[d];
+}
+
+bustle::core::Scenario grid_city(std::uint32_t n, std::uint32_t vehicles) {
+  using namespace bustle::core;
+  Scenario s;
+  s.id = "bustle.bench.grid." + std::to_string(n) + "." + std::to_string(vehicles);
+  s.name = "bench grid " + std::to_string(n) + "x" + std::to_string(n) + ", " + std::to_string(vehicles) + " vehicles";
+  std::uint32_t cap = 1024;
+  while (cap < vehicles + vehicles / 4) cap *= 2;
+  s.entity_capacity = cap;
+  s.pedestrians.count = 0;
+  s.pedestrians.spawn_per_step_max = 1;
+
+  const auto inside = [n](long i, long j) { return i >= 0 && j >= 0 && i < long{n} && j < long{n}; };
+  constexpr std::uint32_t kCycleMs = 10'000;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    for (std::uint32_t j = 0; j < n; ++j) {
+      for (std::uint32_t d = 0; d < 4; ++d) {
+        const long ei = long{i} + kDx[d], ej = long{j} + kDy[d];
+        if (!inside(ei, ej)) continue;
+        const auto ti = static_cast<std::uint32_t>(ei), tj = static_cast<std::uint32_t>(ej);
+        LaneSpec l;
+        l.id = road_id(i, j, static_cast<Dir>(d));
+        l.kind = LaneKind::Road;
+        l.speed_mps_limit = kRoadSpeedMps;
+        // Right of the direction of travel (dx, dy) is (dy, -dx).
+        const double ox = kLaneOffsetM * kDy[d], oy = -kLaneOffsetM * kDx[d];
+        l.points = {{kBlockM * i + ox, kBlockM * j + oy}, {kBlockM * ti + ox, kBlockM * tj + oy}};
+        for (std::uint32_t nd = 0; nd < 4; ++nd) {
+          if (nd == (d + 2) % 4) continue;  // no U-turn
+          if (!inside(long{ti} + kDx[nd], long{tj} + kDy[nd])) continue;
+          l.successors.push_back(road_id(ti, tj, static_cast<Dir>(nd)));
+        }
+        SignalSpec sg;
+        sg.id = "sig." + l.id;
+        sg.lane = l.id;
+        sg.open_ms = 4000;
+        sg.yield_ms = 1000;
+        sg.closed_ms = 5000;
+        const std::uint32_t stagger = ((3 * ti + 7 * tj) % 10) * 1000;
+        const bool east_west = d == kEast || d == kWest;
+        sg.offset_ms = (stagger + (east_west ? 0 : kCycleMs / 2)) % kCycleMs;
+        s.signals.push_back(std::move(sg));
+        s.lanes.push_back(std::move(l));
+      }
+    }
+  }
+
+  const std::uint32_t blocks = (n - 1) * (n - 1);
+  for (std::uint32_t b = 0; b < blocks; ++b) {
+    const std::uint32_t i = b % (n - 1), j = b / (n - 1);
+    const std::uint32_t share = vehicles / blocks + (b < vehicles % blocks ? 1 : 0);
+    if (share == 0) continue;
+    GarageSpec g;
+    g.id = "g." + std::to_string(i) + "." + std::to_string(j);
+    g.route = {road_id(i, j, kEast), road_id(i + 1, j, kNorth), road_id(i + 1, j + 1, kWest),
+               road_id(i, j + 1, kSouth)};
+    g.lane = g.route[0];
+    g.route_end = RouteEnd::Loop;
+    g.prototypes = {"car"};
+    g.capacity = share;
+    g.queue_depth = share;
+    g.dispatch_per_step_max = 1;
+    g.cooldown_frames = 0;
+    g.entrance_clear_m = 1.0;
+    for (std::uint32_t k = 0; k < share; ++k) {
+      s.vehicle_plan.requests.push_back({"q" + std::to_string(k), g.id, "car", g.lane, 10});
+    }
+    s.garages.push_back(std::move(g));
+  }
+  s.vehicle_plan.batch_size = vehicles;
+  s.vehicle_plan.batch_interval_steps = 1;
+
+  const double centre = kBlockM * (n - 1) / 2.0;
+  s.observers = {{centre, centre}};
+  const double beyond = 2.0 * kBlockM * n;  // farther than any corner
+  s.tiers.full_enter_m = beyond;
+  s.tiers.full_exit_m = beyond;
+  s.tiers.simulated_enter_m = beyond;
+  s.tiers.simulated_exit_m = beyond;
+  s.tiers.full_cap = vehicles;
+  s.tiers.simulated_cap = vehicles;
+  s.tiers.transitions_per_step = std::max<std::uint32_t>(vehicles, 1);
+  return s;
+}
+
+int bench_vehicles(const Args& a) {
+  using namespace bustle::core;
+  if (a.steps < 1) usage("--steps must be at least 1");
+  if (a.grid < 2) usage("--grid must be at least 2");
+  const auto build0 = Clock::now();
+  const Scenario s = grid_city(a.grid, a.vehicles);
+  auto created = World::create(s, a.seed);
+  if (!created.world) {
+    for (const auto& e : created.errors) std::fprintf(stderr, "bustle-bench: %s: %s\n", e.path.c_str(), e.message.c_str());
+    return 1;
+  }
+  World& w = *created.world;
+  const double build_s = ms(Clock::now() - build0) / 1000.0;
+
+  // Warm-up: until every planned vehicle is managed. Each garage dispatches
+  // about one vehicle per headway gap (~7 steps), so this is bounded by the
+  // largest garage share; the cap below only catches a broken scenario.
+  const std::uint64_t warmup_max = 100'000;
+  const auto warm0 = Clock::now();
+  std::uint64_t warmup = 0;
+  while (w.vehicles().store().size() < a.vehicles && warmup < warmup_max) {
+    w.step();
+    ++warmup;
+  }
+  const double warm_s = ms(Clock::now() - warm0) / 1000.0;
+  if (w.vehicles().store().size() < a.vehicles) {
+    std::fprintf(stderr, "bustle-bench: only %u of %u vehicles managed after %" PRIu64 " warm-up steps\n",
+                 w.vehicles().store().size(), a.vehicles, warmup);
+    return 1;
+  }
+
+  // Timed steps. Everything the loop touches is allocated before it starts.
+  std::vector<double> t(a.steps, 0.0);
+  std::uint64_t moving = 0, managed = 0, allocs_max = 0;
+  std::array<std::uint64_t, kControlPolicyCount> policy{};
+  const std::uint64_t allocs0 = g_allocations.load(std::memory_order_relaxed);
+  const auto t0 = Clock::now();
+  for (std::uint64_t k = 0; k < a.steps; ++k) {
+    const std::uint64_t before = g_allocations.load(std::memory_order_relaxed);
+    const auto b = Clock::now();
+    w.step();
+    const auto e = Clock::now();
+    allocs_max = std::max(allocs_max, g_allocations.load(std::memory_order_relaxed) - before);
+    t[k] = ms(e - b);
+    const VehicleStepCounts& c = w.vehicles().last_step();
+    moving += c.moving;
+    managed += w.vehicles().store().size();
+    for (std::size_t p = 0; p < kControlPolicyCount; ++p) policy[p] += c.per_policy[p];
+  }
+  const double total_s = ms(Clock::now() - t0) / 1000.0;
+  const std::uint64_t allocs = g_allocations.load(std::memory_order_relaxed) - allocs0;
+
+  const double steps = static_cast<double>(a.steps);
+  const TierCounts& tiers = w.vehicles().last_tiers();
+  std::printf("vehicles: grid %ux%u (%zu road lanes, %zu signals, %zu garages), %u vehicles, %" PRIu64
+              " timed steps of %u us, seed %" PRIu64 "\n",
+              a.grid, a.grid, s.lanes.size(), s.signals.size(), s.garages.size(), w.vehicles().store().size(),
+              a.steps, s.step_us, a.seed);
+  std::printf("  build %.2f s, warm-up %" PRIu64 " steps in %.2f s\n", build_s, warmup, warm_s);
+  std::printf("  tiers at end  full %u  simulated %u  coarse %u\n", tiers.per_tier[0], tiers.per_tier[1],
+              tiers.per_tier[2]);
+  std::printf("  step ms  p50 %.3f  p99 %.3f  max %.3f  mean %.3f\n", percentile(t, 0.5), percentile(t, 0.99),
+              *std::max_element(t.begin(), t.end()), total_s * 1000.0 / steps);
+  std::printf("  vehicle updates/s  %.2f M  (%.0f vehicles x %" PRIu64 " steps in %.3f s, digest included)\n",
+              static_cast<double>(managed) / total_s / 1e6, static_cast<double>(managed) / steps, a.steps, total_s);
+  std::printf("  moving per step  %.1f (%.1f%%)\n", static_cast<double>(moving) / steps,
+              100.0 * static_cast<double>(moving) / static_cast<double>(std::max<std::uint64_t>(managed, 1)));
+  std::printf("  policy mix per step ");
+  for (std::size_t p = 0; p < kControlPolicyCount; ++p) {
+    if (policy[p] == 0) continue;
+    std::printf(" %s %.1f", to_string(static_cast<ControlPolicy>(p)), static_cast<double>(policy[p]) / steps);
+  }
+  std::printf("\n");
+  std::printf("  heap allocations per step  mean %.2f  max %" PRIu64 "\n", static_cast<double>(allocs) / steps,
+              allocs_max);
+  std::printf("  peak RSS  %.1f MiB\n", static_cast<double>(peak_rss_kb()) / 1024.0);
+  std::printf("  final digest %016" PRIx64 "\n", w.digest());
+  // One machine-readable line for compare_sumo.sh.
+  std::printf("RESULT bustle vehicles=%u steps=%" PRIu64 " seconds=%.6f ups=%.1f p50_ms=%.4f p99_ms=%.4f\n",
+              w.vehicles().store().size(), a.steps, total_s, static_cast<double>(managed) / total_s,
+              percentile(t, 0.5), percentile(t, 0.99));
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const Args a = parse(argc, argv);
+  if (a.mode == "vehicles") return bench_vehicles(a);
   return a.mode == "step" ? bench_step(a) : bench_snapshot(a);
 }

@@ -219,7 +219,7 @@ bool SimDriver::handle_snapshot_command(const net::InboundCommand& cmd, const ne
   switch (ctl.kind) {
     case Kind::Checkpoint:
       // The copy happens here, between steps; the worker commits it.
-      job = persist_->submit_checkpoint(ctl.name, persist::JobKind::Checkpoint, world_->capture(), origin);
+      job = persist_->submit_checkpoint(ctl.name, persist::JobKind::Checkpoint, capture(), origin);
       break;
     case Kind::Save:
       job = persist_->submit_save(ctl.name, world_->capture_save(), origin);
@@ -294,8 +294,7 @@ void SimDriver::run_step() {
       ++autosaves_skipped_;
     } else {
       autosave_job_ =
-          persist_->submit_checkpoint("autosave", persist::JobKind::Autosave, world_->capture(), persist::JobOrigin{})
-              .job_id;
+          persist_->submit_checkpoint("autosave", persist::JobKind::Autosave, capture(), persist::JobOrigin{}).job_id;
     }
   }
 }
@@ -372,6 +371,12 @@ std::optional<net::VehicleReport> SimDriver::vehicle_report(core::EntityId id) c
   r.awaiting_turnaround = v.waiting_since[i] != 0;
   r.despawn_requested = v.despawn_requested[i] != 0;
   return r;
+}
+
+std::unique_ptr<core::WorldCheckpoint> SimDriver::capture() const {
+  auto cp = persist_->take_spare_checkpoint();
+  world_->capture_into(*cp);
+  return cp;
 }
 
 net::StatsSnapshot SimDriver::stats() const {

@@ -73,6 +73,7 @@ class SimDriver {
                                net::OutboundResult& r);
   void run_step();
   net::StatsSnapshot stats() const;
+  std::unique_ptr<core::WorldCheckpoint> capture() const;  // into a recycled buffer
   std::vector<net::GarageReport> garage_reports() const;
   std::vector<net::SignalReport> signal_reports() const;
   std::optional<net::VehicleReport> vehicle_report(core::EntityId id) const;

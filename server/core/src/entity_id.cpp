@@ -83,8 +83,8 @@ void EntityRegistry::export_state(std::vector<std::uint32_t>& generation,
                                   std::vector<std::uint8_t>& alive,
                                   std::vector<std::uint32_t>& free_fifo,
                                   std::uint64_t& pop_seq) const {
-  generation = generation_;
-  alive = alive_;
+  generation.assign(generation_.begin(), generation_.end());
+  alive.assign(alive_.begin(), alive_.end());
   free_fifo.resize(free_count_);
   for (std::uint32_t k = 0; k < free_count_; ++k) free_fifo[k] = free_ring_[(free_head_ + k) % capacity()];
   pop_seq = pop_seq_;

@@ -23,6 +23,11 @@ std::string hex(std::uint64_t v) {
 
 WorldCheckpoint World::capture() const {
   WorldCheckpoint c;
+  capture_into(c);
+  return c;
+}
+
+void World::capture_into(WorldCheckpoint& c) const {
   c.scenario_id = scenario_.id;
   c.step_us = scenario_.step_us;
   c.seed = seed_;
@@ -32,10 +37,11 @@ WorldCheckpoint World::capture() const {
   c.pedestrian_target = pedestrian_target_;
   registry_.export_state(c.registry.generation, c.registry.alive, c.registry.free_fifo,
                          c.registry.pop_seq);
-  c.pedestrians.id = peds_.id;
-  c.pedestrians.lane = peds_.lane;
-  c.pedestrians.s_m = peds_.s_m;
-  c.pedestrians.hops = peds_.hops;
+  // assign() keeps the destination's capacity: no reallocation when recycled.
+  c.pedestrians.id.assign(peds_.id.begin(), peds_.id.end());
+  c.pedestrians.lane.assign(peds_.lane.begin(), peds_.lane.end());
+  c.pedestrians.s_m.assign(peds_.s_m.begin(), peds_.s_m.end());
+  c.pedestrians.hops.assign(peds_.hops.begin(), peds_.hops.end());
   c.counters.spawned_total = counters_.spawned_total;
   c.counters.despawned_total = counters_.despawned_total;
   for (std::size_t r = 0; r < kDespawnReasonCount; ++r) {
@@ -46,7 +52,7 @@ WorldCheckpoint World::capture() const {
   c.counters.commands_rejected = counters_.commands_rejected;
   c.vehicles = vehicles_.capture();
   c.observers = observers_;
-  c.inbox.reserve(inbox_count_);
+  c.inbox.clear();
   for (std::size_t k = 0; k < inbox_count_; ++k) c.inbox.push_back(inbox_[(inbox_head_ + k) % inbox_.size()]);
   // The digest of exactly this state, so restore can prove it rebuilt it.
   // Between steps only submit() and take_inbox() change the state, and the
@@ -54,7 +60,6 @@ WorldCheckpoint World::capture() const {
   // digest is still exact and the O(entities) rehash is skipped (it would
   // dominate the sim thread's share of a checkpoint).
   c.digest = inbox_count_ == 0 ? digest_ : compute_digest();
-  return c;
 }
 
 World::RestoreResult World::restore(const Scenario& scenario, const WorldCheckpoint& cp,

@@ -145,12 +145,30 @@ void PersistWorker::drain() {
 
 JobStatus PersistWorker::submit_checkpoint(const std::string& name, JobKind kind, core::WorldCheckpoint checkpoint,
                                            const JobOrigin& origin) {
-  JobStatus job = new_job(kind, name, JobState::Copied, checkpoint.step_index);
-  auto cp = std::make_shared<core::WorldCheckpoint>(std::move(checkpoint));
+  return submit_checkpoint(name, kind, std::make_unique<core::WorldCheckpoint>(std::move(checkpoint)), origin);
+}
+
+std::unique_ptr<core::WorldCheckpoint> PersistWorker::take_spare_checkpoint() {
+  std::lock_guard lock(mu_);
+  if (spare_.empty()) return std::make_unique<core::WorldCheckpoint>();
+  auto cp = std::move(spare_.back());
+  spare_.pop_back();
+  return cp;
+}
+
+JobStatus PersistWorker::submit_checkpoint(const std::string& name, JobKind kind,
+                                           std::unique_ptr<core::WorldCheckpoint> checkpoint, const JobOrigin& origin) {
+  JobStatus job = new_job(kind, name, JobState::Copied, checkpoint->step_index);
+  std::shared_ptr<core::WorldCheckpoint> cp(std::move(checkpoint));
   const bool queued = enqueue([this, job, cp, origin]() mutable {
     const StoreError e = store_.write_checkpoint(job.name, "checkpoint", *cp, scenario_json_, now_unix_ms());
     job.state = e.ok() ? JobState::Committed : JobState::Failed;
     job.message = e.ok() ? "" : e.to_string();
+    {
+      // Hand the buffer back for the next capture (keeps its capacity).
+      std::lock_guard lock(mu_);
+      if (spare_.size() < 2 && cp.use_count() == 1) spare_.push_back(std::make_unique<core::WorldCheckpoint>(std::move(*cp)));
+    }
     update(job, origin);
   });
   if (!queued) {

@@ -100,6 +100,9 @@ class World {
 
   // Copies the complete authoritative state (call between steps).
   WorldCheckpoint capture() const;
+  // The same into an existing checkpoint, reusing its buffers: a caller that
+  // recycles checkpoints pays no allocation or page faults on the sim thread.
+  void capture_into(WorldCheckpoint& out) const;
 
   // Persistent facts only; see SaveState.
   SaveState capture_save() const;

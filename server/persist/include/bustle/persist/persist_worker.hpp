@@ -94,6 +94,11 @@ class PersistWorker {
   // (or Failed when the queue is full).
   JobStatus submit_checkpoint(const std::string& name, JobKind kind, core::WorldCheckpoint checkpoint,
                               const JobOrigin& origin);
+  JobStatus submit_checkpoint(const std::string& name, JobKind kind, std::unique_ptr<core::WorldCheckpoint> checkpoint,
+                              const JobOrigin& origin);
+  // A checkpoint buffer the writer has finished with (or a new one): capturing
+  // into a recycled buffer costs the sim thread no allocation or page faults.
+  std::unique_ptr<core::WorldCheckpoint> take_spare_checkpoint();
   JobStatus submit_save(const std::string& name, core::SaveState save, const JobOrigin& origin);
   // Returns the job in state Queued (or Failed).
   JobStatus submit_restore(const std::string& name, const JobOrigin& origin);
@@ -132,6 +137,7 @@ class PersistWorker {
   bool stop_ = false;
   std::uint64_t next_job_id_ = 1;
   std::map<std::uint64_t, JobStatus> jobs_;  // most recent kJobHistory
+  std::vector<std::unique_ptr<core::WorldCheckpoint>> spare_;  // at most 2, guarded by mu_
   std::thread thread_;
 };
 
