@@ -53,7 +53,7 @@ TEST_CASE("a checkpoint's digest is the digest of the state it holds") {
   CHECK(cp.pedestrians.id.size() == w->pedestrians().size());
 }
 
-TEST_CASE("restore validates and names the failing field; nothing is built on failure") {
+TEST_CASE("restore validates and names the failing field and builds nothing on failure") {
   auto w = std::move(World::create(default_like(), 3).world);
   for (int k = 0; k < 30; ++k) w->step();
   const WorldCheckpoint good = w->capture();

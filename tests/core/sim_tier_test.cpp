@@ -26,7 +26,7 @@ TEST_CASE("distance with hysteresis: entering needs the enter radius, staying on
   CHECK(tier == std::vector<std::uint8_t>{S, F, C, S});
 }
 
-TEST_CASE("capacity keeps incumbents, then the nearest, ties by id; the budget defers the rest") {
+TEST_CASE("capacity keeps incumbents, then the nearest, ties by id, and the budget defers the rest") {
   TierSpec spec;
   spec.full_cap = 2;
   spec.transitions_per_step = 2;

@@ -38,7 +38,7 @@ CommandEnvelope env(std::uint32_t request, WorldCommand c) {
 
 }  // namespace
 
-TEST_CASE("same scenario and seed give the same digest at every step; another seed differs") {
+TEST_CASE("same scenario and seed give the same digest at every step and another seed differs") {
   const Scenario s = two_loops(200);
   auto a = make(s, 7);
   auto b = make(s, 7);

@@ -57,7 +57,7 @@ using V = std::vector<std::uint32_t>;
 
 }  // namespace
 
-TEST_CASE("first delta is a baseline; later ones carry only changes") {
+TEST_CASE("first delta is a baseline, later ones carry only changes") {
   net::DeltaTracker t;
   auto d0 = encode(t, frame(1, {ent(0, 1, 0), ent(2, 1, 0), ent(5, 1, 0)}));
   CHECK(d0.baseline);

@@ -147,7 +147,7 @@ TEST_CASE("a save keeps the persistent facts and regenerates the background popu
   CHECK(r.world->counters().spawned_total >= w->pedestrian_target());
 }
 
-TEST_CASE("bad snapshots are rejected with their own error; the live world is untouched") {
+TEST_CASE("bad snapshots are rejected with their own error and the live world is untouched") {
   TempDir dir;
   const std::string path = dir.file("s.db");
   auto live = world_at(30);
