@@ -23,13 +23,17 @@ from .messages import (
     ClockMode,
     CommandResult,
     CommandStatus,
+    ControlPolicy,
     Delta,
+    DispatchGate,
     EntityId,
     EntityKind,
     EntityState,
     ErrorCode,
     ErrorMessage,
     FrameTooLargeError,
+    GarageGeometry,
+    GarageInfo,
     JobKind,
     JobState,
     JobStatus,
@@ -37,10 +41,19 @@ from .messages import (
     Lane,
     LaneKind,
     MalformedFrameError,
+    PolicyReason,
     RejectReason,
     Role,
+    SignalGeometry,
+    SignalInfo,
+    SignalPhase,
+    SignalPhaseState,
+    SimTier,
     SnapshotInfo,
     Stats,
+    VehicleInfo,
+    VehicleStrategy,
+    VehicleStrategyState,
     Welcome,
     _enum_or_int,
 )
@@ -58,9 +71,12 @@ _PREFIX = struct.Struct("<I")
 # heading_q u16, speed_cmps u16, kind u8, 3 bytes padding.
 _ENTITY_STATE = struct.Struct("<IIiiHHB3x")
 _ENTITY_ID = struct.Struct("<II")
+# SignalPhaseState struct: index u16, phase u8, 1 byte padding.
+_SIGNAL_PHASE = struct.Struct("<HBx")
 # Fails at import if the schema changes the struct layout without this module.
 assert _ENTITY_STATE.size == w.EntityStateStruct.EntityState.SizeOf()
 assert _ENTITY_ID.size == w.EntityId.EntityId.SizeOf()
+assert _SIGNAL_PHASE.size == w.SignalPhaseState.SignalPhaseState.SizeOf()
 
 Message = Union[Welcome, ErrorMessage, Delta, CommandResult, JobUpdate]
 
@@ -210,6 +226,73 @@ def _despawn(b, index: int, generation: int):
     return w.DespawnEntity.End(b)
 
 
+def _text(field: str, value) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{field} must be a str, not {type(value).__name__}")
+    return value
+
+
+def _garage_request(b, garage: str, request_id: str, prototype: str, lane: str,
+                    priority: int = 10):
+    offs = [b.CreateString(_text(f, v)) for f, v in (
+        ("garage", garage), ("request_id", request_id), ("prototype", prototype), ("lane", lane))]
+    w.GarageRequest.Start(b)
+    w.GarageRequest.AddGarage(b, offs[0])
+    w.GarageRequest.AddRequestId(b, offs[1])
+    w.GarageRequest.AddPrototype(b, offs[2])
+    w.GarageRequest.AddLane(b, offs[3])
+    w.GarageRequest.AddPriority(b, int(priority))  # schema default 10 (omitted when equal)
+    return w.GarageRequest.End(b)
+
+
+def _cancel_garage_request(b, garage: str, request_id: str):
+    g = b.CreateString(_text("garage", garage))
+    r = b.CreateString(_text("request_id", request_id))
+    w.CancelGarageRequest.Start(b)
+    w.CancelGarageRequest.AddGarage(b, g)
+    w.CancelGarageRequest.AddRequestId(b, r)
+    return w.CancelGarageRequest.End(b)
+
+
+def vehicle_strategy(strategy) -> int:
+    """A VehicleStrategy member, its name ('Parked', case-insensitive) or its value."""
+    if isinstance(strategy, str):
+        for member in VehicleStrategy:
+            if member.name.lower() == strategy.lower():
+                return int(member)
+        raise ValueError(f"unknown vehicle strategy {strategy!r}; known: "
+                         f"{', '.join(m.name for m in VehicleStrategy)}")
+    value = int(strategy)
+    if not 0 <= value <= 255:
+        raise ValueError(f"vehicle strategy {value} does not fit a ubyte")
+    return value  # out-of-range values are sent as they are; the server judges them
+
+
+def _set_vehicle_strategy(b, index: int, generation: int, strategy):
+    value = vehicle_strategy(strategy)
+    w.SetVehicleStrategy.Start(b)
+    w.SetVehicleStrategy.AddId(b, w.EntityId.CreateEntityId(b, index, generation))
+    w.SetVehicleStrategy.AddStrategy(b, value)
+    return w.SetVehicleStrategy.End(b)
+
+
+def _set_observers(b, points):
+    pts = [(float(x), float(y)) for x, y in points]
+    w.SetObservers.StartPointsVector(b, len(pts))
+    for x, y in reversed(pts):
+        w.Vec2.CreateVec2(b, x, y)
+    vec = b.EndVector()
+    w.SetObservers.Start(b)
+    w.SetObservers.AddPoints(b, vec)
+    return w.SetObservers.End(b)
+
+
+def _query_vehicle(b, index: int, generation: int):
+    w.QueryVehicle.Start(b)
+    w.QueryVehicle.AddId(b, w.EntityId.CreateEntityId(b, index, generation))
+    return w.QueryVehicle.End(b)
+
+
 def _named(module):
     """Body builder for the snapshot commands that carry only a name."""
     def build(b, name: str):
@@ -244,12 +327,23 @@ COMMANDS = {
     "ListSnapshots": (_CB.ListSnapshots, _empty(w.ListSnapshots)),
     "DeleteSnapshot": (_CB.DeleteSnapshot, _named(w.DeleteSnapshot)),
     "QueryJob": (_CB.QueryJob, _query_job),
+    "GarageRequest": (_CB.GarageRequest, _garage_request),
+    "CancelGarageRequest": (_CB.CancelGarageRequest, _cancel_garage_request),
+    "SetVehicleStrategy": (_CB.SetVehicleStrategy, _set_vehicle_strategy),
+    "SetObservers": (_CB.SetObservers, _set_observers),
+    "QueryGarages": (_CB.QueryGarages, _empty(w.QueryGarages)),
+    "QuerySignals": (_CB.QuerySignals, _empty(w.QuerySignals)),
+    "QueryVehicle": (_CB.QueryVehicle, _query_vehicle),
 }
 
 
 def build_command(request_id: int, command: str, /, **fields) -> bytes:
-    """Command payload, e.g. ``build_command(3, "Step", count=5)`` or
-    ``build_command(4, "Checkpoint", name="cp")``."""
+    """Command payload, e.g. ``build_command(3, "Step", count=5)``,
+    ``build_command(4, "Checkpoint", name="cp")``, ``build_command(5,
+    "GarageRequest", garage="g0", request_id="r1", prototype="sedan",
+    lane="lane0", priority=10)``, ``build_command(6, "SetVehicleStrategy",
+    index=3, generation=1, strategy="Parked")`` or ``build_command(7,
+    "SetObservers", points=[(25.0, 25.0)])``."""
     try:
         body_type, build_body = COMMANDS[command]
     except KeyError:
@@ -304,6 +398,8 @@ def _decode_delta(buf, d) -> Delta:
         entered=_entity_states(buf, d.EnteredLength(), d.Entered),
         updated=_entity_states(buf, d.UpdatedLength(), d.Updated),
         left=[EntityId(i, g) for i, g in left_rows],
+        signals=[SignalPhaseState(i, _enum_or_int(SignalPhase, p)) for i, p in _struct_vector(
+            buf, d.Signals(0) if d.SignalsLength() else None, d.SignalsLength(), _SIGNAL_PHASE)],
     )
 
 
@@ -323,6 +419,19 @@ def _decode_lane(lane) -> Lane:
     )
 
 
+def _decode_garage_geometry(g) -> GarageGeometry:
+    return GarageGeometry(
+        id=_str(g.Id()),
+        entrance_lane=g.EntranceLane(),
+        route=[g.Route(j) for j in range(g.RouteLength())],
+    )
+
+
+def _decode_signal_geometry(g) -> SignalGeometry:
+    return SignalGeometry(id=_str(g.Id()), lane=g.Lane(), stop_alpha=g.StopAlpha(),
+                          yield_alpha=g.YieldAlpha())
+
+
 def _decode_welcome(m) -> Welcome:
     return Welcome(
         server_version=_str(m.ServerVersion()),
@@ -334,6 +443,8 @@ def _decode_welcome(m) -> Welcome:
         scenario_id=_str(m.ScenarioId()),
         current_step=m.CurrentStep(),
         lanes=[_decode_lane(m.Lanes(j)) for j in range(m.LanesLength())],
+        garages=[_decode_garage_geometry(m.Garages(j)) for j in range(m.GaragesLength())],
+        signals=[_decode_signal_geometry(m.Signals(j)) for j in range(m.SignalsLength())],
     )
 
 
@@ -357,6 +468,14 @@ def _decode_stats(s) -> Stats:
         recording=s.Recording(),
         recording_failed=s.RecordingFailed(),
         recorded_ticks=s.RecordedTicks(),
+        vehicles=s.Vehicles(),
+        vehicles_full=s.VehiclesFull(),
+        vehicles_simulated=s.VehiclesSimulated(),
+        vehicles_coarse=s.VehiclesCoarse(),
+        vehicles_moving=s.VehiclesMoving(),
+        vehicles_waiting=s.VehiclesWaiting(),
+        vehicles_yielding=s.VehiclesYielding(),
+        tier_transitions_deferred=s.TierTransitionsDeferred(),
     )
 
 
@@ -385,12 +504,74 @@ def _decode_snapshot_info(i) -> SnapshotInfo:
     )
 
 
+def _decode_garage_info(g) -> GarageInfo:
+    return GarageInfo(
+        id=_str(g.Id()),
+        queued=[_str(g.Queued(j)) for j in range(g.QueuedLength())],
+        dispatched=g.Dispatched(),
+        managed=g.Managed(),
+        capacity=g.Capacity(),
+        frame_index=g.FrameIndex(),
+        next_vehicle_ordinal=g.NextVehicleOrdinal(),
+        last_gate=_enum_or_int(DispatchGate, g.LastGate()),
+        gate_steps=[g.GateSteps(j) for j in range(g.GateStepsLength())],
+        turnarounds=g.Turnarounds(),
+        rejected_invalid=g.RejectedInvalid(),
+        rejected_duplicate=g.RejectedDuplicate(),
+        rejected_queue_full=g.RejectedQueueFull(),
+        canceled=g.Canceled(),
+        plan_total=g.PlanTotal(),
+        plan_injected=g.PlanInjected(),
+    )
+
+
+def _decode_signal_info(i) -> SignalInfo:
+    return SignalInfo(id=_str(i.Id()), lane=i.Lane(), phase=_enum_or_int(SignalPhase, i.Phase()),
+                      phase_elapsed_us=i.PhaseElapsedUs(), cycles=i.Cycles())
+
+
+def _entity_id(struct_or_none) -> EntityId:
+    if struct_or_none is None:
+        return EntityId(0, 0)
+    return EntityId(struct_or_none.Index(), struct_or_none.Generation())
+
+
+def _decode_vehicle_info(v) -> VehicleInfo:
+    return VehicleInfo(
+        id=_entity_id(v.Id()),
+        vehicle_id=_str(v.VehicleId()),
+        garage=_str(v.Garage()),
+        request_id=_str(v.RequestId()),
+        prototype=_str(v.Prototype()),
+        route_index=v.RouteIndex(),
+        lane=v.Lane(),
+        s_m=v.SM(),
+        alpha=v.Alpha(),
+        x_m=v.XM(),
+        y_m=v.YM(),
+        speed_mps=v.SpeedMps(),
+        strategy=_enum_or_int(VehicleStrategyState, v.Strategy()),
+        policy=_enum_or_int(ControlPolicy, v.Policy()),
+        reason=_enum_or_int(PolicyReason, v.Reason()),
+        tier=_enum_or_int(SimTier, v.Tier()),
+        leader=_entity_id(v.Leader()),
+        steps_advanced=v.StepsAdvanced(),
+        awaiting_turnaround=v.AwaitingTurnaround(),
+        despawn_requested=v.DespawnRequested(),
+    )
+
+
 def _decode_command_result(m) -> CommandResult:
     stats = m.Stats()
     job = m.Job()
-    snapshots = None
+    vehicle = m.Vehicle()
+    snapshots = garages = signals = None
     if not m.SnapshotsIsNone():
         snapshots = [_decode_snapshot_info(m.Snapshots(j)) for j in range(m.SnapshotsLength())]
+    if not m.GaragesIsNone():
+        garages = [_decode_garage_info(m.Garages(j)) for j in range(m.GaragesLength())]
+    if not m.SignalsIsNone():
+        signals = [_decode_signal_info(m.Signals(j)) for j in range(m.SignalsLength())]
     return CommandResult(
         request_id=m.RequestId(),
         status=_enum_or_int(CommandStatus, m.Status()),
@@ -400,6 +581,9 @@ def _decode_command_result(m) -> CommandResult:
         stats=_decode_stats(stats) if stats is not None else None,
         job=_decode_job(job) if job is not None else None,
         snapshots=snapshots,
+        garages=garages,
+        signals=signals,
+        vehicle=_decode_vehicle_info(vehicle) if vehicle is not None else None,
     )
 
 

@@ -26,6 +26,15 @@ JobState = enum.IntEnum("JobState", ENUMS["JobState"])
 LaneKind = enum.IntEnum("LaneKind", ENUMS["LaneKind"])
 RejectReason = enum.IntEnum("RejectReason", ENUMS["RejectReason"])
 Role = enum.IntEnum("Role", ENUMS["Role"])
+SignalPhase = enum.IntEnum("SignalPhase", ENUMS["SignalPhase"])
+DispatchGate = enum.IntEnum("DispatchGate", ENUMS["DispatchGate"])
+ControlPolicy = enum.IntEnum("ControlPolicy", ENUMS["ControlPolicy"])
+PolicyReason = enum.IntEnum("PolicyReason", ENUMS["PolicyReason"])
+SimTier = enum.IntEnum("SimTier", ENUMS["SimTier"])
+#: Strategy asked for by SetVehicleStrategy (client -> server).
+VehicleStrategy = enum.IntEnum("VehicleStrategy", ENUMS["VehicleStrategy"])
+#: Strategy reported in VehicleInfo (server -> client); same names and values.
+VehicleStrategyState = enum.IntEnum("VehicleStrategyState", ENUMS["VehicleStrategyState"])
 
 
 def _enum_or_int(enum_cls, value):
@@ -136,6 +145,28 @@ class Lane:
 
 
 @dataclass(frozen=True)
+class GarageGeometry:
+    id: str
+    entrance_lane: int  # lane index
+    route: list  # lane indices
+
+
+@dataclass(frozen=True)
+class SignalGeometry:
+    id: str
+    lane: int  # lane index
+    stop_alpha: float  # stop line, as a fraction of the lane's length
+    yield_alpha: float  # start of the yielding approach
+
+
+class SignalPhaseState(NamedTuple):
+    """One signal's phase after a step (Delta.signals); ``index`` is into Welcome.signals."""
+
+    index: int
+    phase: SignalPhase
+
+
+@dataclass(frozen=True)
 class Welcome:
     server_version: str
     protocol_version: int
@@ -146,6 +177,8 @@ class Welcome:
     scenario_id: str
     current_step: int
     lanes: list = field(default_factory=list, repr=False)
+    garages: list = field(default_factory=list, repr=False)  # [GarageGeometry]
+    signals: list = field(default_factory=list, repr=False)  # [SignalGeometry]
 
     @property
     def rate_hz(self) -> float:
@@ -172,6 +205,7 @@ class Delta:
     entered: list = field(default_factory=list)  # [EntityState]
     updated: list = field(default_factory=list)  # [EntityState]
     left: list = field(default_factory=list)  # [EntityId]
+    signals: list = field(default_factory=list)  # [SignalPhaseState], every signal
 
 
 @dataclass(frozen=True)
@@ -194,6 +228,14 @@ class Stats:
     recording: bool = False  # a session recording is being written (--record)
     recording_failed: bool = False  # the recording stopped after a write failure
     recorded_ticks: int = 0  # ticks committed to the recording
+    vehicles: int = 0
+    vehicles_full: int = 0  # per simulation tier
+    vehicles_simulated: int = 0
+    vehicles_coarse: int = 0
+    vehicles_moving: int = 0  # advanced on the last step
+    vehicles_waiting: int = 0  # WaitingAtSignal on the last step
+    vehicles_yielding: int = 0  # Yielding on the last step
+    tier_transitions_deferred: int = 0
 
 
 @dataclass(frozen=True)
@@ -239,6 +281,74 @@ class SnapshotInfo:
 
 
 @dataclass(frozen=True)
+class GarageInfo:
+    """QueryGarages: one garage's queue, dispatch counters and gate history."""
+
+    id: str
+    queued: list  # request ids in dispatch order
+    dispatched: int  # requests that received a vehicle
+    managed: int  # vehicles now on the road from this garage
+    capacity: int
+    frame_index: int
+    next_vehicle_ordinal: int
+    last_gate: DispatchGate  # what this step's dispatch attempt ran into
+    gate_steps: list  # steps per DispatchGate value (index = value)
+    turnarounds: int
+    rejected_invalid: int
+    rejected_duplicate: int
+    rejected_queue_full: int
+    canceled: int
+    plan_total: int  # content plan (all garages)
+    plan_injected: int
+
+    def gate_count(self, gate) -> int:
+        """Steps whose dispatch attempt ended at ``gate`` (a DispatchGate or its name)."""
+        g = DispatchGate[gate] if isinstance(gate, str) else int(gate)
+        return self.gate_steps[g] if g < len(self.gate_steps) else 0
+
+
+@dataclass(frozen=True)
+class SignalInfo:
+    """QuerySignals: one signal controller."""
+
+    id: str
+    lane: int
+    phase: SignalPhase
+    phase_elapsed_us: int
+    cycles: int
+
+
+@dataclass(frozen=True)
+class VehicleInfo:
+    """QueryVehicle: one vehicle's identity, position, strategy, policy and tier."""
+
+    id: EntityId
+    vehicle_id: str  # vehicle.<garage>.<ordinal:06>
+    garage: str
+    request_id: str
+    prototype: str
+    route_index: int
+    lane: int
+    s_m: float
+    alpha: float  # s_m / lane length
+    x_m: float
+    y_m: float
+    speed_mps: float
+    strategy: VehicleStrategyState
+    policy: ControlPolicy
+    reason: PolicyReason
+    tier: SimTier
+    leader: EntityId  # EntityId(0, 0) when none
+    steps_advanced: int
+    awaiting_turnaround: bool
+    despawn_requested: bool
+
+    @property
+    def has_leader(self) -> bool:
+        return self.leader != (0, 0)
+
+
+@dataclass(frozen=True)
 class CommandResult:
     request_id: int
     status: CommandStatus
@@ -248,6 +358,9 @@ class CommandResult:
     stats: Optional[Stats] = None
     job: Optional[JobStatus] = None  # snapshot commands and QueryJob
     snapshots: Optional[list] = None  # ListSnapshots: [SnapshotInfo]
+    garages: Optional[list] = None  # QueryGarages: [GarageInfo]
+    signals: Optional[list] = None  # QuerySignals: [SignalInfo]
+    vehicle: Optional[VehicleInfo] = None  # QueryVehicle
 
     @property
     def accepted(self) -> bool:
@@ -270,6 +383,13 @@ __all__ = [
     "LaneKind",
     "RejectReason",
     "Role",
+    "SignalPhase",
+    "DispatchGate",
+    "ControlPolicy",
+    "PolicyReason",
+    "SimTier",
+    "VehicleStrategy",
+    "VehicleStrategyState",
     "BustleError",
     "ProtocolError",
     "FrameTooLargeError",
@@ -281,6 +401,9 @@ __all__ = [
     "EntityId",
     "EntityState",
     "Lane",
+    "GarageGeometry",
+    "SignalGeometry",
+    "SignalPhaseState",
     "Welcome",
     "ErrorMessage",
     "Delta",
@@ -288,6 +411,9 @@ __all__ = [
     "JobStatus",
     "JobUpdate",
     "SnapshotInfo",
+    "GarageInfo",
+    "SignalInfo",
+    "VehicleInfo",
     "CommandResult",
     "JobFailed",
 ]

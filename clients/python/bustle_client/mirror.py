@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from .messages import BustleError, Delta, EntityId, EntityState
+from .messages import BustleError, Delta, EntityId, EntityKind, EntityState
 
 
 class MirrorError(BustleError):
@@ -23,6 +23,10 @@ class EntityMirror(dict):
     first baseline, a step that does not increase, entering an entity already
     present, updating or removing one that is not — the invariants a soak
     test wants checked on every delta.
+
+    Every entity kind is kept (pedestrians and vehicles alike; see
+    :meth:`vehicles`). ``signals`` maps a signal's index (into
+    Welcome.signals) to its phase after the last applied delta.
     """
 
     def __init__(self, strict: bool = True):
@@ -31,6 +35,7 @@ class EntityMirror(dict):
         self.step: Optional[int] = None
         self.digest: Optional[int] = None
         self.baselines = 0
+        self.signals: dict = {}  # signal index -> SignalPhase
 
     def apply(self, delta: Delta) -> "EntityMirror":
         if delta.baseline:
@@ -53,12 +58,24 @@ class EntityMirror(dict):
             if self.strict and state.id not in self:
                 raise MirrorError(f"step {delta.step}: update for unknown entity {state.id}")
             self[state.id] = state
+        if delta.baseline:
+            self.signals = {}
+        for sig in delta.signals:
+            self.signals[sig.index] = sig.phase
         self.step = delta.step
         self.digest = delta.digest
         return self
 
     def by_kind(self, kind) -> list:
         return [s for s in self.values() if s.kind == kind]
+
+    def vehicles(self) -> list:
+        """Vehicle entities, ordered by EntityId."""
+        return sorted(self.by_kind(EntityKind.Vehicle))
+
+    def pedestrians(self) -> list:
+        """Pedestrian entities, ordered by EntityId."""
+        return sorted(self.by_kind(EntityKind.Pedestrian))
 
 
 __all__ = ["EntityMirror", "MirrorError", "EntityState"]

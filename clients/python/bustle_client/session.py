@@ -40,13 +40,16 @@ from .messages import (
     Delta,
     EntityId,
     ErrorMessage,
+    GarageInfo,
     JobFailed,
     JobStatus,
     JobUpdate,
     ProtocolError,
     ServerError,
+    SignalInfo,
     SnapshotInfo,
     Stats,
+    VehicleInfo,
     Welcome,
 )
 
@@ -309,6 +312,70 @@ class Session:
         if generation is None:
             index, generation = EntityId(*index)
         return self.command("DespawnEntity", timeout, index=index, generation=generation)
+
+    # --------------------------------------------------------------- vehicles
+    #
+    # GarageRequest, CancelGarageRequest, SetVehicleStrategy and SetObservers
+    # are world commands (operator): they apply at the start of the next step,
+    # so with the manual clock (or while paused) their result arrives only
+    # after a Step; send them with send_command(...) and collect the result
+    # with wait_result() after stepping. The queries answer at once, any role.
+
+    def garage_request(self, garage: str, request_id: str, prototype: str, lane: str,
+                       priority: int = 10, timeout: Optional[float] = None) -> CommandResult:
+        """Queue a vehicle request. Accepted ("enqueue ordinal N"), or Rejected
+        with InvalidArgument (message starts with the field), Duplicate, QueueFull."""
+        return self.command("GarageRequest", timeout, garage=garage, request_id=request_id,
+                            prototype=prototype, lane=lane, priority=priority)
+
+    def cancel_garage_request(self, garage: str, request_id: str,
+                              timeout: Optional[float] = None) -> CommandResult:
+        """Remove a queued request; Rejected NotFound when it is not queued."""
+        return self.command("CancelGarageRequest", timeout, garage=garage, request_id=request_id)
+
+    def set_vehicle_strategy(self, id, strategy, timeout: Optional[float] = None) -> CommandResult:
+        """``id``: EntityId or (index, generation); ``strategy``: VehicleStrategy,
+        its name ('Parked') or value."""
+        index, generation = EntityId(*id)
+        return self.command("SetVehicleStrategy", timeout, index=index, generation=generation,
+                            strategy=strategy)
+
+    def set_observers(self, points, timeout: Optional[float] = None) -> CommandResult:
+        """Replace the observers that drive simulation tiers: [(x_m, y_m), ...] (at most 64)."""
+        return self.command("SetObservers", timeout, points=list(points))
+
+    def query_garages(self, timeout: Optional[float] = None) -> CommandResult:
+        return self.command("QueryGarages", timeout)
+
+    def garages(self, timeout: Optional[float] = None) -> List[GarageInfo]:
+        """QueryGarages, returning the list (raises CommandRejected if rejected)."""
+        result = self.query_garages(timeout).raise_if_rejected()
+        if result.garages is None:
+            raise ProtocolError("QueryGarages result without garages")
+        return list(result.garages)
+
+    def query_signals(self, timeout: Optional[float] = None) -> CommandResult:
+        return self.command("QuerySignals", timeout)
+
+    def signals(self, timeout: Optional[float] = None) -> List[SignalInfo]:
+        """QuerySignals, returning the list (raises CommandRejected if rejected)."""
+        result = self.query_signals(timeout).raise_if_rejected()
+        if result.signals is None:
+            raise ProtocolError("QuerySignals result without signals")
+        return list(result.signals)
+
+    def query_vehicle(self, id, timeout: Optional[float] = None) -> CommandResult:
+        """QueryVehicle by EntityId or (index, generation); Rejected UnknownEntity
+        when it is not a live vehicle."""
+        index, generation = EntityId(*id)
+        return self.command("QueryVehicle", timeout, index=index, generation=generation)
+
+    def vehicle(self, id, timeout: Optional[float] = None) -> VehicleInfo:
+        """QueryVehicle, returning the VehicleInfo (raises CommandRejected if rejected)."""
+        result = self.query_vehicle(id, timeout).raise_if_rejected()
+        if result.vehicle is None:
+            raise ProtocolError("QueryVehicle result without a vehicle")
+        return result.vehicle
 
     # -------------------------------------------------------------- snapshots
 

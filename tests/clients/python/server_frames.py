@@ -4,6 +4,7 @@ independently of bustle_client's decoder."""
 
 import flatbuffers
 from bustle.wire import (
+    CancelGarageRequest,
     Checkpoint,
     ClientFrame,
     ClientMessage,
@@ -15,22 +16,32 @@ from bustle.wire import (
     DespawnEntity,
     EntityState,
     Error,
+    GarageGeometry,
+    GarageInfo,
+    GarageRequest,
     Hello,
     JobStatus,
     JobUpdate,
     LaneInfo,
     Load,
     QueryJob,
+    QueryVehicle,
     Restore,
     Save,
     ServerFrame,
     ServerMessage,
+    SetObservers,
     SetPedestrianTarget,
+    SetVehicleStrategy,
+    SignalGeometry,
+    SignalInfo,
+    SignalPhaseState,
     SnapshotInfo,
     Stats,
     Step,
     Subscribe,
     Vec2,
+    VehicleInfo,
     Welcome,
 )
 from bustle.wire.EntityId import CreateEntityId
@@ -55,9 +66,44 @@ def error(code, message="", identifier=b"BSV1"):
     return _finish(b, SM.Error, Error.End(b), identifier)
 
 
-def welcome(session_id=7, role=0, step_us=100_000, clock_mode=0, current_step=0, lanes=()):
-    """lanes: iterable of (index, id, kind, [(x, y), ...], length_m, speed, [successors])."""
+def _offsets_vector(b, start_vector, offs):
+    start_vector(b, len(offs))
+    for off in reversed(offs):
+        b.PrependUOffsetTRelative(off)
+    return b.EndVector()
+
+
+def welcome(session_id=7, role=0, step_us=100_000, clock_mode=0, current_step=0, lanes=(),
+            garages=None, signals=None):
+    """lanes: iterable of (index, id, kind, [(x, y), ...], length_m, speed, [successors]).
+    garages: (id, entrance_lane, [route lane indices]); signals: (id, lane, stop_alpha, yield_alpha)."""
     b = flatbuffers.Builder(256)
+    garages_vec = signals_vec = None
+    if garages is not None:
+        offs = []
+        for gid, entrance, route in garages:
+            id_off = b.CreateString(gid)
+            GarageGeometry.StartRouteVector(b, len(route))
+            for r in reversed(route):
+                b.PrependUint32(r)
+            route_off = b.EndVector()
+            GarageGeometry.Start(b)
+            GarageGeometry.AddId(b, id_off)
+            GarageGeometry.AddEntranceLane(b, entrance)
+            GarageGeometry.AddRoute(b, route_off)
+            offs.append(GarageGeometry.End(b))
+        garages_vec = _offsets_vector(b, Welcome.StartGaragesVector, offs)
+    if signals is not None:
+        offs = []
+        for sid, lane, stop_alpha, yield_alpha in signals:
+            id_off = b.CreateString(sid)
+            SignalGeometry.Start(b)
+            SignalGeometry.AddId(b, id_off)
+            SignalGeometry.AddLane(b, lane)
+            SignalGeometry.AddStopAlpha(b, stop_alpha)
+            SignalGeometry.AddYieldAlpha(b, yield_alpha)
+            offs.append(SignalGeometry.End(b))
+        signals_vec = _offsets_vector(b, Welcome.StartSignalsVector, offs)
     lane_offs = []
     for index, lane_id, kind, points, length_m, speed, successors in lanes:
         id_off = b.CreateString(lane_id)
@@ -94,6 +140,10 @@ def welcome(session_id=7, role=0, step_us=100_000, clock_mode=0, current_step=0,
     Welcome.AddScenarioId(b, scenario)
     Welcome.AddCurrentStep(b, current_step)
     Welcome.AddLanes(b, lanes_vec)
+    if garages_vec is not None:
+        Welcome.AddGarages(b, garages_vec)
+    if signals_vec is not None:
+        Welcome.AddSignals(b, signals_vec)
     return _finish(b, SM.Welcome, Welcome.End(b))
 
 
@@ -105,8 +155,16 @@ def _states(b, start_vector, states):
     return b.EndVector()
 
 
-def delta(step, sim_time_us=None, digest=0, baseline=False, entered=(), updated=(), left=()):
+def delta(step, sim_time_us=None, digest=0, baseline=False, entered=(), updated=(), left=(),
+          signals=None):
+    """signals: (index, phase) pairs, or None for no vector."""
     b = flatbuffers.Builder(256)
+    signals_off = None
+    if signals is not None:
+        Delta.StartSignalsVector(b, len(signals))
+        for index, phase in reversed(list(signals)):
+            SignalPhaseState.CreateSignalPhaseState(b, index, phase)
+        signals_off = b.EndVector()
     entered_off = _states(b, Delta.StartEnteredVector, entered)
     updated_off = _states(b, Delta.StartUpdatedVector, updated)
     Delta.StartLeftVector(b, len(left))
@@ -121,6 +179,8 @@ def delta(step, sim_time_us=None, digest=0, baseline=False, entered=(), updated=
     Delta.AddEntered(b, entered_off)
     Delta.AddUpdated(b, updated_off)
     Delta.AddLeft(b, left_off)
+    if signals_off is not None:
+        Delta.AddSignals(b, signals_off)
     return _finish(b, SM.Delta, Delta.End(b))
 
 
@@ -129,6 +189,14 @@ STATS_FIELDS = [
     "PedestrianTarget", "EntityCapacity", "Clients", "SpawnedTotal", "DespawnedTotal",
     "CommandsAccepted", "CommandsRejected", "DroppedSteps",
     "Recording", "RecordingFailed", "RecordedTicks",
+    "Vehicles", "VehiclesFull", "VehiclesSimulated", "VehiclesCoarse", "VehiclesMoving",
+    "VehiclesWaiting", "VehiclesYielding", "TierTransitionsDeferred",
+]
+
+GARAGE_INFO_FIELDS = [
+    "Dispatched", "Managed", "Capacity", "FrameIndex", "NextVehicleOrdinal", "LastGate",
+    "Turnarounds", "RejectedInvalid", "RejectedDuplicate", "RejectedQueueFull", "Canceled",
+    "PlanTotal", "PlanInjected",
 ]
 
 
@@ -163,11 +231,68 @@ def _snapshot_info(b, info):
     return SnapshotInfo.End(b)
 
 
+def _garage_info(b, g):
+    """g: dict with id, queued (list), gate_steps (list) and GARAGE_INFO_FIELDS (CamelCase)."""
+    id_off = b.CreateString(g["id"])
+    queued = [b.CreateString(q) for q in g.get("queued", [])]
+    queued_off = _offsets_vector(b, GarageInfo.StartQueuedVector, queued)
+    gates = g.get("gate_steps", [])
+    GarageInfo.StartGateStepsVector(b, len(gates))
+    for n in reversed(gates):
+        b.PrependUint64(n)
+    gates_off = b.EndVector()
+    GarageInfo.Start(b)
+    GarageInfo.AddId(b, id_off)
+    GarageInfo.AddQueued(b, queued_off)
+    GarageInfo.AddGateSteps(b, gates_off)
+    for name in GARAGE_INFO_FIELDS:
+        if name in g:
+            getattr(GarageInfo, "Add" + name)(b, g[name])
+    return GarageInfo.End(b)
+
+
+def _signal_info(b, info):
+    """info: (id, lane, phase, phase_elapsed_us, cycles)."""
+    sid, lane, phase, elapsed, cycles = info
+    id_off = b.CreateString(sid)
+    SignalInfo.Start(b)
+    SignalInfo.AddId(b, id_off)
+    SignalInfo.AddLane(b, lane)
+    SignalInfo.AddPhase(b, phase)
+    SignalInfo.AddPhaseElapsedUs(b, elapsed)
+    SignalInfo.AddCycles(b, cycles)
+    return SignalInfo.End(b)
+
+
+def _vehicle_info(b, v):
+    """v: dict of VehicleInfo fields (CamelCase); Id and Leader as (index, generation)."""
+    strings = {k: b.CreateString(v[k]) for k in ("VehicleId", "Garage", "RequestId", "Prototype") if k in v}
+    VehicleInfo.Start(b)
+    for name, value in v.items():
+        if name in strings:
+            value = strings[name]
+        elif name in ("Id", "Leader"):
+            value = CreateEntityId(b, *value)
+        getattr(VehicleInfo, "Add" + name)(b, value)
+    return VehicleInfo.End(b)
+
+
 def command_result(request_id, status=0, reason=0, message="", applied_step=0, stats=None,
-                   job=None, snapshots=None):
+                   job=None, snapshots=None, garages=None, signals=None, vehicle=None):
     """stats: dict of Stats field name (CamelCase as in STATS_FIELDS) -> value.
-    job: dict (see _job). snapshots: list of SnapshotInfo tuples (see _snapshot_info)."""
+    job: dict (see _job). snapshots: list of SnapshotInfo tuples (see _snapshot_info).
+    garages: list of dicts (see _garage_info); signals: list of tuples (see
+    _signal_info); vehicle: dict (see _vehicle_info)."""
     b = flatbuffers.Builder(128)
+    garages_off = signals_off = vehicle_off = None
+    if garages is not None:
+        garages_off = _offsets_vector(b, CommandResult.StartGaragesVector,
+                                      [_garage_info(b, g) for g in garages])
+    if signals is not None:
+        signals_off = _offsets_vector(b, CommandResult.StartSignalsVector,
+                                      [_signal_info(b, i) for i in signals])
+    if vehicle is not None:
+        vehicle_off = _vehicle_info(b, vehicle)
     stats_off = None
     if stats is not None:
         Stats.Start(b)
@@ -195,6 +320,12 @@ def command_result(request_id, status=0, reason=0, message="", applied_step=0, s
         CommandResult.AddJob(b, job_off)
     if snaps_off is not None:
         CommandResult.AddSnapshots(b, snaps_off)
+    if garages_off is not None:
+        CommandResult.AddGarages(b, garages_off)
+    if signals_off is not None:
+        CommandResult.AddSignals(b, signals_off)
+    if vehicle_off is not None:
+        CommandResult.AddVehicle(b, vehicle_off)
     return _finish(b, SM.CommandResult, CommandResult.End(b))
 
 
@@ -227,6 +358,11 @@ _COMMAND_TABLES = {
     CommandBody.CommandBody.Load: Load.Load,
     CommandBody.CommandBody.DeleteSnapshot: DeleteSnapshot.DeleteSnapshot,
     CommandBody.CommandBody.QueryJob: QueryJob.QueryJob,
+    CommandBody.CommandBody.GarageRequest: GarageRequest.GarageRequest,
+    CommandBody.CommandBody.CancelGarageRequest: CancelGarageRequest.CancelGarageRequest,
+    CommandBody.CommandBody.SetVehicleStrategy: SetVehicleStrategy.SetVehicleStrategy,
+    CommandBody.CommandBody.SetObservers: SetObservers.SetObservers,
+    CommandBody.CommandBody.QueryVehicle: QueryVehicle.QueryVehicle,
 }
 
 

@@ -15,21 +15,34 @@ from bustle_client.messages import (
     ClockMode,
     CommandResult,
     CommandStatus,
+    ControlPolicy,
     Delta,
+    DispatchGate,
     EntityId,
     EntityKind,
     ErrorCode,
     ErrorMessage,
     FrameTooLargeError,
+    GarageGeometry,
+    GarageInfo,
     JobKind,
     JobState,
     JobStatus,
     JobUpdate,
     LaneKind,
     MalformedFrameError,
+    PolicyReason,
     RejectReason,
     Role,
+    SignalGeometry,
+    SignalInfo,
+    SignalPhase,
+    SignalPhaseState,
+    SimTier,
     SnapshotInfo,
+    VehicleInfo,
+    VehicleStrategy,
+    VehicleStrategyState,
     Welcome,
 )
 
@@ -192,6 +205,34 @@ def test_subscribe_kinds():
         ("ListSnapshots", {}, CommandBody.ListSnapshots, None),
         ("QueryJob", {"job_id": 2**64 - 1}, CommandBody.QueryJob,
          lambda b: b.JobId() == 2**64 - 1),
+        ("GarageRequest", dict(garage="g0", request_id="r-1", prototype="sedan", lane="lane0",
+                               priority=-7), CommandBody.GarageRequest,
+         lambda b: (b.Garage(), b.RequestId(), b.Prototype(), b.Lane(), b.Priority()) == (
+             b"g0", b"r-1", b"sedan", b"lane0", -7)),
+        # priority defaults to the schema's 10
+        ("GarageRequest", dict(garage="g", request_id="r", prototype="p", lane="l"),
+         CommandBody.GarageRequest, lambda b: b.Priority() == 10),
+        ("GarageRequest", dict(garage="g", request_id="r", prototype="p", lane="l", priority=2**31 - 1),
+         CommandBody.GarageRequest, lambda b: b.Priority() == 2**31 - 1),
+        ("CancelGarageRequest", dict(garage="g0", request_id="r-1"), CommandBody.CancelGarageRequest,
+         lambda b: (b.Garage(), b.RequestId()) == (b"g0", b"r-1")),
+        ("SetVehicleStrategy", dict(index=9, generation=2, strategy=VehicleStrategy.Parked),
+         CommandBody.SetVehicleStrategy,
+         lambda b: (b.Id().Index(), b.Id().Generation(), b.Strategy()) == (9, 2, 2)),
+        ("SetVehicleStrategy", dict(index=1, generation=1, strategy="manual"),
+         CommandBody.SetVehicleStrategy, lambda b: b.Strategy() == 3),
+        # out-of-range values are encoded as given (the server rejects them)
+        ("SetVehicleStrategy", dict(index=1, generation=1, strategy=9),
+         CommandBody.SetVehicleStrategy, lambda b: b.Strategy() == 9),
+        ("SetObservers", dict(points=[(25, 25), (-1.5, 1e6)]), CommandBody.SetObservers,
+         lambda b: [(b.Points(i).X(), b.Points(i).Y()) for i in range(b.PointsLength())] == [
+             (25.0, 25.0), (-1.5, 1e6)]),
+        ("SetObservers", dict(points=[]), CommandBody.SetObservers,
+         lambda b: b.PointsLength() == 0 and not b.PointsIsNone()),
+        ("QueryGarages", {}, CommandBody.QueryGarages, None),
+        ("QuerySignals", {}, CommandBody.QuerySignals, None),
+        ("QueryVehicle", dict(index=2**32 - 1, generation=3), CommandBody.QueryVehicle,
+         lambda b: (b.Id().Index(), b.Id().Generation()) == (2**32 - 1, 3)),
     ],
 )
 def test_commands_encode_request_id_and_body(name, fields, body_type, check):
@@ -202,6 +243,15 @@ def test_commands_encode_request_id_and_body(name, fields, body_type, check):
     assert got_type == body_type
     if check is not None:
         assert check(body)
+
+
+def test_vehicle_command_arguments_are_checked():
+    with pytest.raises(ValueError, match="unknown vehicle strategy"):
+        codec.build_command(1, "SetVehicleStrategy", index=1, generation=1, strategy="Hover")
+    with pytest.raises(TypeError, match="request_id"):
+        codec.build_command(1, "GarageRequest", garage="g", request_id=5, prototype="p", lane="l")
+    with pytest.raises(TypeError):
+        codec.build_command(1, "GarageRequest", garage="g", request_id="r")  # fields missing
 
 
 def test_unknown_command_name_is_rejected():
@@ -252,6 +302,26 @@ def test_welcome_decodes_lanes():
     assert w.lanes[0].successors == [1] and w.lanes[1].kind == LaneKind.Crossing
 
 
+def test_welcome_decodes_garages_and_signals():
+    w = codec.decode_server_frame(sf.welcome(garages=[("g0", 0, [0, 1, 2, 3]), ("g1", 4, [])],
+                                             signals=[("s1", 1, 0.82, 0.35)]))
+    assert w.garages == [GarageGeometry("g0", 0, [0, 1, 2, 3]), GarageGeometry("g1", 4, [])]
+    (sig,) = w.signals
+    assert (sig.id, sig.lane) == ("s1", 1) and isinstance(sig, SignalGeometry)
+    assert sig.stop_alpha == pytest.approx(0.82) and sig.yield_alpha == pytest.approx(0.35)
+    # a server without vehicles sends neither
+    w = codec.decode_server_frame(sf.welcome())
+    assert w.garages == [] and w.signals == []
+
+
+def test_delta_decodes_signal_phases():
+    d = codec.decode_server_frame(sf.delta(3, signals=[(0, 2), (1, 0), (65535, 1)]))
+    assert d.signals == [SignalPhaseState(0, SignalPhase.Closed), SignalPhaseState(1, SignalPhase.Open),
+                         SignalPhaseState(65535, SignalPhase.Yield)]
+    assert codec.decode_server_frame(sf.delta(3, signals=[(0, 7)])).signals == [(0, 7)]
+    assert codec.decode_server_frame(sf.delta(3)).signals == []
+
+
 def test_error_decodes():
     e = codec.decode_server_frame(sf.error(ErrorCode.FrameTooLarge, "frame too large"))
     assert e == ErrorMessage(ErrorCode.FrameTooLarge, "frame too large")
@@ -270,9 +340,22 @@ def test_command_result_with_stats_decodes():
     assert not r.accepted
     assert r.stats.step == 1 and r.stats.paused is True and r.stats.clock_mode == ClockMode.Fast
     assert r.stats.dropped_steps == sf.STATS_FIELDS.index("DroppedSteps") + 1
-    assert r.stats.recorded_ticks == len(sf.STATS_FIELDS)
+    assert r.stats.recorded_ticks == sf.STATS_FIELDS.index("RecordedTicks") + 1
+    assert r.stats.tier_transitions_deferred == len(sf.STATS_FIELDS)
     assert r.stats.recording is True and r.stats.recording_failed is False
     assert codec.decode_server_frame(sf.command_result(1)).stats is None
+
+
+def test_stats_vehicle_fields_decode():
+    names = ["Vehicles", "VehiclesFull", "VehiclesSimulated", "VehiclesCoarse", "VehiclesMoving",
+             "VehiclesWaiting", "VehiclesYielding", "TierTransitionsDeferred"]
+    r = codec.decode_server_frame(sf.command_result(1, stats={n: 100 + i for i, n in enumerate(names)}))
+    st = r.stats
+    assert (st.vehicles, st.vehicles_full, st.vehicles_simulated, st.vehicles_coarse, st.vehicles_moving,
+            st.vehicles_waiting, st.vehicles_yielding, st.tier_transitions_deferred) == tuple(
+        range(100, 108))
+    st = codec.decode_server_frame(sf.command_result(1, stats={"Step": 1})).stats
+    assert st.vehicles == st.vehicles_coarse == st.tier_transitions_deferred == 0
 
 
 def test_stats_recording_fields_decode():
@@ -311,6 +394,67 @@ def test_command_result_with_snapshots_decodes():
     ]
     # an empty list is not "absent"
     assert codec.decode_server_frame(sf.command_result(4, snapshots=[])).snapshots == []
+
+
+def test_command_result_with_garages_decodes():
+    g = {"id": "g0", "queued": ["r02", "r01"], "gate_steps": [1, 278, 136, 0, 168, 17],
+         "Dispatched": 18, "Managed": 17, "Capacity": 18, "FrameIndex": 600, "NextVehicleOrdinal": 18,
+         "LastGate": DispatchGate.EntranceBlocked, "Turnarounds": 7, "RejectedInvalid": 1,
+         "RejectedDuplicate": 2, "RejectedQueueFull": 3, "Canceled": 4, "PlanTotal": 18,
+         "PlanInjected": 2**40}
+    r = codec.decode_server_frame(sf.command_result(5, garages=[g, {"id": "empty"}]))
+    assert r.garages[0] == GarageInfo(
+        id="g0", queued=["r02", "r01"], dispatched=18, managed=17, capacity=18, frame_index=600,
+        next_vehicle_ordinal=18, last_gate=DispatchGate.EntranceBlocked,
+        gate_steps=[1, 278, 136, 0, 168, 17], turnarounds=7, rejected_invalid=1, rejected_duplicate=2,
+        rejected_queue_full=3, canceled=4, plan_total=18, plan_injected=2**40)
+    assert r.garages[0].gate_count(DispatchGate.Cooldown) == 136
+    assert r.garages[0].gate_count("PerStepMax") == 17
+    e = r.garages[1]
+    assert (e.id, e.queued, e.gate_steps, e.last_gate) == ("empty", [], [], DispatchGate.Dispatched)
+    assert e.gate_count(DispatchGate.Capacity) == 0
+    assert r.signals is None and r.vehicle is None
+    assert codec.decode_server_frame(sf.command_result(5, garages=[])).garages == []
+    assert codec.decode_server_frame(sf.command_result(5)).garages is None
+
+
+def test_command_result_with_signals_decodes():
+    r = codec.decode_server_frame(sf.command_result(6, signals=[("s1", 1, 1, 1_500_000, 2**33)]))
+    assert r.signals == [SignalInfo("s1", 1, SignalPhase.Yield, 1_500_000, 2**33)]
+    assert r.garages is None and r.vehicle is None
+
+
+def test_command_result_with_vehicle_decodes():
+    v = {"Id": (8, 1), "VehicleId": "vehicle.g0.000000", "Garage": "g0", "RequestId": "r00",
+         "Prototype": "sedan", "RouteIndex": 1, "Lane": 1, "SM": 7.44, "Alpha": 0.1488, "XM": 50.0,
+         "YM": 7.44, "SpeedMps": 4.2, "Strategy": 2, "Policy": ControlPolicy.WaitingAtSignal,
+         "Reason": PolicyReason.SignalClosed, "Tier": SimTier.Coarse, "Leader": (25, 3),
+         "StepsAdvanced": 208, "AwaitingTurnaround": True, "DespawnRequested": True}
+    r = codec.decode_server_frame(sf.command_result(7, vehicle=v))
+    assert r.vehicle == VehicleInfo(
+        id=EntityId(8, 1), vehicle_id="vehicle.g0.000000", garage="g0", request_id="r00",
+        prototype="sedan", route_index=1, lane=1, s_m=7.44, alpha=0.1488, x_m=50.0, y_m=7.44,
+        speed_mps=4.2, strategy=VehicleStrategyState.Parked, policy=ControlPolicy.WaitingAtSignal,
+        reason=PolicyReason.SignalClosed, tier=SimTier.Coarse, leader=EntityId(25, 3),
+        steps_advanced=208, awaiting_turnaround=True, despawn_requested=True)
+    assert r.vehicle.has_leader
+    bare = codec.decode_server_frame(sf.command_result(7, vehicle={"Id": (1, 1)})).vehicle
+    assert bare.leader == EntityId(0, 0) and not bare.has_leader
+    assert (bare.policy, bare.reason, bare.tier) == (ControlPolicy.RouteFollow, PolicyReason.Clear, SimTier.Full)
+
+
+def test_vehicle_enums_match_the_schema():
+    assert [(p.name, p.value) for p in ControlPolicy] == [
+        ("RouteFollow", 0), ("LaneFollow", 1), ("Yielding", 2), ("WaitingAtSignal", 3), ("Parked", 4),
+        ("Manual", 5), ("DespawnPending", 6)]
+    assert [g.name for g in DispatchGate] == [
+        "Dispatched", "QueueEmpty", "Cooldown", "Capacity", "EntranceBlocked", "PerStepMax"]
+    assert [s.name for s in VehicleStrategy] == [s.name for s in VehicleStrategyState] == [
+        "RouteFollow", "LaneFollow", "Parked", "Manual"]
+    assert [t.name for t in SimTier] == ["Full", "Simulated", "Coarse"]
+    assert [p.name for p in SignalPhase] == ["Open", "Yield", "Closed"]
+    assert PolicyReason.NotDue == 10 and PolicyReason.AwaitingTurnaround == 9
+    assert (RejectReason.Duplicate, RejectReason.QueueFull) == (11, 12)
 
 
 @pytest.mark.parametrize("state", list(JobState))

@@ -3,7 +3,7 @@
 import pytest
 
 import server_frames as sf
-from bustle_client import EntityMirror, MirrorError, codec
+from bustle_client import EntityKind, EntityMirror, MirrorError, SignalPhase, codec
 
 
 def D(step, **kw):
@@ -71,3 +71,24 @@ def test_lenient_mode_applies_what_it_can():
     m = EntityMirror(strict=False)
     m.apply(D(3, updated=[ped(4)], left=[(8, 8)]))
     assert list(m) == [(4, 1)]
+
+
+def veh(index, gen=1, x=0, y=0):
+    return (index, gen, x, y, 0, 800, 1)
+
+
+def test_mirror_keeps_vehicles_and_signal_phases():
+    m = EntityMirror()
+    m.apply(D(1, baseline=True, entered=[ped(0), veh(3), veh(2)], signals=[(0, 0), (1, 2)]))
+    assert [e.id for e in m.vehicles()] == [(2, 1), (3, 1)]
+    assert [e.id for e in m.pedestrians()] == [(0, 1)]
+    assert m.signals == {0: SignalPhase.Open, 1: SignalPhase.Closed}
+    m.apply(D(2, updated=[veh(3, x=150)], left=[(2, 1)], signals=[(0, 1), (1, 2)]))
+    assert [e.id for e in m.vehicles()] == [(3, 1)] and m[(3, 1)].x_m == pytest.approx(1.5)
+    assert m[(3, 1)].kind == EntityKind.Vehicle
+    assert m.signals == {0: SignalPhase.Yield, 1: SignalPhase.Closed}
+    # a delta without signals keeps the last known phases; a baseline resets them
+    m.apply(D(3))
+    assert m.signals == {0: SignalPhase.Yield, 1: SignalPhase.Closed}
+    m.apply(D(4, baseline=True, entered=[veh(5)], signals=[(0, 2)]))
+    assert m.signals == {0: SignalPhase.Closed} and [e.id for e in m.vehicles()] == [(5, 1)]

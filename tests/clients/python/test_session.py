@@ -13,6 +13,8 @@ from bustle_client import (
     BustleTimeout,
     CommandRejected,
     ConnectionClosed,
+    DispatchGate,
+    EntityId,
     ErrorCode,
     ErrorMessage,
     FrameTooLargeError,
@@ -24,6 +26,8 @@ from bustle_client import (
     Role,
     ServerError,
     Session,
+    SignalPhase,
+    VehicleStrategy,
     codec,
 )
 
@@ -352,3 +356,52 @@ def test_next_job_update_and_buffer_during_next_delta(pair):
     assert s.next_job_update(timeout=0).job_id == 1
     with pytest.raises(BustleTimeout, match="JobUpdate"):
         s.next_job_update(timeout=0.1)
+
+
+def test_vehicle_helpers_encode_their_commands(pair):
+    s, srv = pair
+    srv.send(*(sf.command_result(i) for i in range(1, 5)))
+    assert s.garage_request("g0", "r1", "sedan", "lane0", priority=40).request_id == 1
+    s.cancel_garage_request("g0", "r1")
+    s.set_vehicle_strategy(EntityId(7, 2), "Parked")
+    s.set_observers([(1, 2), (3.5, -4)])
+    got = []
+    for _ in range(4):
+        _, cmd = srv.read()
+        got.append(sf.parse_command_body(cmd))
+    (t0, g), (t1, c), (t2, st), (t3, ob) = got
+    assert (t0, g.Garage(), g.RequestId(), g.Prototype(), g.Lane(), g.Priority()) == (
+        CommandBody.GarageRequest, b"g0", b"r1", b"sedan", b"lane0", 40)
+    assert (t1, c.Garage(), c.RequestId()) == (CommandBody.CancelGarageRequest, b"g0", b"r1")
+    assert (t2, st.Id().Index(), st.Id().Generation(), st.Strategy()) == (
+        CommandBody.SetVehicleStrategy, 7, 2, VehicleStrategy.Parked)
+    assert t3 == CommandBody.SetObservers
+    assert [(ob.Points(i).X(), ob.Points(i).Y()) for i in range(ob.PointsLength())] == [(1, 2), (3.5, -4)]
+
+
+def test_vehicle_queries_return_their_payloads(pair):
+    s, srv = pair
+    srv.send(sf.command_result(1, garages=[{"id": "g0", "queued": ["a"], "gate_steps": [0, 2],
+                                            "Dispatched": 3}]),
+             sf.command_result(2, signals=[("s1", 1, 2, 10, 3)]),
+             sf.command_result(3, vehicle={"Id": (4, 1), "VehicleId": "vehicle.g0.000003"}),
+             sf.command_result(4, status=1, reason=RejectReason.UnknownEntity, message="not a vehicle"),
+             sf.command_result(5))
+    (g,) = s.garages()
+    assert (g.id, g.queued, g.dispatched, g.gate_count(DispatchGate.QueueEmpty)) == ("g0", ["a"], 3, 2)
+    (sig,) = s.signals()
+    assert (sig.id, sig.phase, sig.cycles) == ("s1", SignalPhase.Closed, 3)
+    v = s.vehicle((4, 1))
+    assert (v.id, v.vehicle_id) == (EntityId(4, 1), "vehicle.g0.000003")
+    with pytest.raises(CommandRejected, match="UnknownEntity"):
+        s.vehicle(EntityId(9, 9))
+    with pytest.raises(ProtocolError, match="without garages"):
+        s.garages()
+    got = []
+    for _ in range(5):
+        _, cmd = srv.read()
+        t, body = sf.parse_command_body(cmd)
+        got.append((t, (body.Id().Index(), body.Id().Generation()) if body is not None else None))
+    assert got == [(CommandBody.QueryGarages, None), (CommandBody.QuerySignals, None),
+                   (CommandBody.QueryVehicle, (4, 1)), (CommandBody.QueryVehicle, (9, 9)),
+                   (CommandBody.QueryGarages, None)]
