@@ -54,6 +54,9 @@ CREATE TABLE world_state (
   plan_accepted          INTEGER NOT NULL,
   plan_rejected          INTEGER NOT NULL,
   observers              TEXT NOT NULL,     -- JSON array of [x, y]
+  day_us                 INTEGER NOT NULL,  -- time of day in microseconds
+  time_scale             INTEGER NOT NULL,
+  last_interval          INTEGER NOT NULL,  -- lifecycle interval last run
   vehicle_step_stats     TEXT NOT NULL      -- JSON: last step's tier and policy counts
 );
 
@@ -66,8 +69,52 @@ CREATE TABLE pedestrian_columns (
   id_generation  BLOB NOT NULL,  -- u32 LE
   lane           BLOB NOT NULL,  -- u32 LE lane index
   s_m            BLOB NOT NULL,  -- f64 LE distance along the lane
-  hops           BLOB NOT NULL   -- u32 LE
+  hops           BLOB NOT NULL,  -- u32 LE
+  resident       BLOB NOT NULL   -- u32 LE resident index, 0xFFFFFFFF for background
 );
+
+-- Resident identities (community members), active or dormant: bulk columns
+-- as blobs, one row per snapshot (a million dormant records must commit fast).
+CREATE TABLE resident_columns (
+  snapshot_id    INTEGER PRIMARY KEY REFERENCES snapshots(id) ON DELETE CASCADE,
+  count          INTEGER NOT NULL CHECK (count >= 0),
+  id_index       BLOB NOT NULL,  -- u32
+  id_generation  BLOB NOT NULL,  -- u32
+  community      BLOB NOT NULL,  -- u32 community index
+  profession     BLOB NOT NULL,  -- u32 index into the community's professions
+  zone           BLOB NOT NULL,  -- u32 zone index
+  active         BLOB NOT NULL,  -- u8
+  work_point     BLOB NOT NULL,  -- i32 (-1 none)
+  work_slot      BLOB NOT NULL   -- i32 (-1 none or waiting)
+);
+
+-- Zones, one readable row each: the lifecycle coordinator's counts.
+CREATE TABLE zones (
+  snapshot_id           INTEGER NOT NULL REFERENCES snapshots(id) ON DELETE CASCADE,
+  zone_index            INTEGER NOT NULL,
+  zone_id               TEXT NOT NULL,
+  target                INTEGER NOT NULL,
+  active                INTEGER NOT NULL,
+  dormant               INTEGER NOT NULL,
+  pending_spawn         INTEGER NOT NULL,
+  pending_recycle       INTEGER NOT NULL,
+  activated             INTEGER NOT NULL,
+  recycled              INTEGER NOT NULL,
+  deferred_by_quota     INTEGER NOT NULL,
+  rejected_by_capacity  INTEGER NOT NULL,
+  activated_total       INTEGER NOT NULL,
+  recycled_total        INTEGER NOT NULL,
+  PRIMARY KEY (snapshot_id, zone_index)
+) WITHOUT ROWID;
+
+-- Work-point slots and waiting queues (JSON arrays of resident indices).
+CREATE TABLE work_points (
+  snapshot_id       INTEGER NOT NULL REFERENCES snapshots(id) ON DELETE CASCADE,
+  work_point_index  INTEGER NOT NULL,
+  occupants         TEXT NOT NULL,  -- per slot: resident index or -1
+  waiting           TEXT NOT NULL,  -- FIFO of resident indices
+  PRIMARY KEY (snapshot_id, work_point_index)
+) WITHOUT ROWID;
 
 -- Commands queued but not yet applied when the checkpoint was taken. `args`
 -- is a JSON object with the command's fields (see persist/command_codec.hpp).

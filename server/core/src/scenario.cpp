@@ -137,7 +137,145 @@ void validate_vehicles(const Scenario& s, const std::map<std::string, std::size_
   }
 }
 
+std::string hours(double h) {
+  std::string s = std::to_string(h);
+  while (!s.empty() && s.back() == '0') s.pop_back();
+  if (!s.empty() && s.back() == '.') s.pop_back();
+  return s;
+}
+
+template <class Fail>
+void validate_population(const Scenario& s, const std::map<std::string, std::size_t>& lane_index, Fail&& fail) {
+  std::map<std::string, std::size_t> zone_index;
+  for (std::size_t z = 0; z < s.zones.size(); ++z) {
+    const ZoneSpec& zs = s.zones[z];
+    const std::string p = "zones[" + std::to_string(z) + "]";
+    if (zs.id.empty()) fail(p + ".id", "must be a non-empty string");
+    if (!zone_index.emplace(zs.id, z).second) fail(p + ".id", "duplicate zone id '" + zs.id + "'");
+    if (zs.lanes.empty()) fail(p + ".lanes", "must list at least one sidewalk lane");
+    for (std::size_t k = 0; k < zs.lanes.size(); ++k) {
+      auto it = lane_index.find(zs.lanes[k]);
+      const std::string lp = p + ".lanes[" + std::to_string(k) + "]";
+      if (it == lane_index.end()) {
+        fail(lp, "unknown lane id '" + zs.lanes[k] + "'");
+      } else if (s.lanes[it->second].kind != LaneKind::Sidewalk) {
+        fail(lp, "lane '" + zs.lanes[k] + "' is not a sidewalk");
+      }
+    }
+    if (zs.capacity < 1) fail(p + ".capacity", "must be at least 1");
+  }
+  std::map<std::string, std::size_t> wp_index;
+  for (std::size_t w = 0; w < s.work_points.size(); ++w) {
+    const WorkPointSpec& wp = s.work_points[w];
+    const std::string p = "work_points[" + std::to_string(w) + "]";
+    if (wp.id.empty()) fail(p + ".id", "must be a non-empty string");
+    if (!wp_index.emplace(wp.id, w).second) fail(p + ".id", "duplicate work-point id '" + wp.id + "'");
+    if (!zone_index.count(wp.zone)) fail(p + ".zone", "unknown zone id '" + wp.zone + "'");
+    if (wp.profession.empty()) fail(p + ".profession", "must be a non-empty string");
+    if (wp.slots < 1) fail(p + ".slots", "must be at least 1");
+  }
+  std::uint64_t residents = 0;
+  std::map<std::string, std::size_t> community_index;
+  for (std::size_t c = 0; c < s.communities.size(); ++c) {
+    const CommunitySpec& cs = s.communities[c];
+    const std::string p = "communities[" + std::to_string(c) + "]";
+    if (cs.id.empty()) fail(p + ".id", "must be a non-empty string");
+    if (!community_index.emplace(cs.id, c).second) fail(p + ".id", "duplicate community id '" + cs.id + "'");
+    residents += cs.base_population;
+    if (cs.professions.empty()) fail(p + ".professions", "must list at least one profession");
+    if (!zone_index.count(cs.home_zone)) fail(p + ".home_zone", "unknown zone id '" + cs.home_zone + "'");
+    if (cs.schedule.empty()) {
+      fail(p + ".schedule", "must cover [0, 24) exactly once");
+      continue;
+    }
+    // Exact cover of [0, 24): split across-midnight entries, sort by start,
+    // then every start must equal the previous end (no sampling).
+    struct Piece {
+      double start;
+      double end;
+      std::size_t entry;
+    };
+    std::vector<Piece> pieces;
+    bool ranges_ok = true;
+    for (std::size_t k = 0; k < cs.schedule.size(); ++k) {
+      const ScheduleEntry& e = cs.schedule[k];
+      const std::string ep = p + ".schedule[" + std::to_string(k) + "]";
+      if (!(e.start_hour >= 0.0 && e.start_hour < 24.0)) {
+        fail(ep + ".start_hour", "must be in [0, 24)");
+        ranges_ok = false;
+      }
+      if (!(e.end_hour > 0.0 && e.end_hour <= 24.0)) {
+        fail(ep + ".end_hour", "must be in (0, 24]");
+        ranges_ok = false;
+      }
+      if (e.start_hour == e.end_hour) {
+        fail(ep + ".end_hour", "equals start_hour (an empty interval)");
+        ranges_ok = false;
+      }
+      if (!(e.density >= 0.0 && e.density <= 1.0)) fail(ep + ".density", "must be in [0, 1]");
+      if (!zone_index.count(e.zone)) fail(ep + ".zone", "unknown zone id '" + e.zone + "'");
+      if (!e.work_point.empty()) {
+        auto w = wp_index.find(e.work_point);
+        if (w == wp_index.end()) {
+          fail(ep + ".work_point", "unknown work-point id '" + e.work_point + "'");
+        } else {
+          const WorkPointSpec& wp = s.work_points[w->second];
+          if (wp.zone != e.zone) fail(ep + ".work_point", "work-point '" + wp.id + "' is in zone '" + wp.zone + "', not '" + e.zone + "'");
+          if (std::find(cs.professions.begin(), cs.professions.end(), wp.profession) == cs.professions.end()) {
+            fail(ep + ".work_point", "work-point '" + wp.id + "' needs profession '" + wp.profession + "', which this community lacks");
+          }
+        }
+      }
+      if (!ranges_ok) continue;
+      if (e.start_hour < e.end_hour) {
+        pieces.push_back({e.start_hour, e.end_hour, k});
+      } else {
+        pieces.push_back({e.start_hour, 24.0, k});
+        pieces.push_back({0.0, e.end_hour, k});
+      }
+    }
+    if (!ranges_ok) continue;
+    std::sort(pieces.begin(), pieces.end(), [](const Piece& a, const Piece& b) {
+      return a.start != b.start ? a.start < b.start : a.entry < b.entry;
+    });
+    double covered = 0.0;
+    std::size_t last_entry = pieces.front().entry;
+    for (const Piece& pc : pieces) {
+      if (pc.start > covered) {
+        fail(p + ".schedule", "gap from " + hours(covered) + " h to " + hours(pc.start) + " h (entry [" +
+                                  std::to_string(pc.entry) + "] starts late)");
+      } else if (pc.start < covered) {
+        fail(p + ".schedule", "entries [" + std::to_string(last_entry) + "] and [" + std::to_string(pc.entry) +
+                                  "] overlap from " + hours(pc.start) + " h to " + hours(std::min(covered, pc.end)) + " h");
+      }
+      if (pc.end > covered) {
+        covered = pc.end;
+        last_entry = pc.entry;
+      }
+    }
+    if (covered < 24.0) fail(p + ".schedule", "gap from " + hours(covered) + " h to 24 h");
+  }
+  if (residents > s.entity_capacity) {
+    fail("communities", std::to_string(residents) + " identities exceed entity_capacity " +
+                            std::to_string(s.entity_capacity));
+  }
+  const PopulationSettings& ps = s.population;
+  if (!(ps.start_hour >= 0.0 && ps.start_hour < 24.0)) fail("population.start_hour", "must be in [0, 24)");
+  if (ps.time_scale < 1 || ps.time_scale > 3600) fail("population.time_scale", "must be in [1, 3600]");
+  if (ps.lifecycle_interval_ms < 1) fail("population.lifecycle_interval_ms", "must be at least 1");
+}
+
 }  // namespace
+
+int schedule_entry_at(const std::vector<ScheduleEntry>& schedule, double hour) {
+  for (std::size_t k = 0; k < schedule.size(); ++k) {
+    const ScheduleEntry& e = schedule[k];
+    const bool in = e.start_hour < e.end_hour ? (hour >= e.start_hour && hour < e.end_hour)
+                                              : (hour >= e.start_hour || hour < e.end_hour);
+    if (in) return static_cast<int>(k);
+  }
+  return -1;
+}
 
 std::vector<ScenarioError> validate_scenario(const Scenario& s) {
   std::vector<ScenarioError> errors;
@@ -210,6 +348,7 @@ std::vector<ScenarioError> validate_scenario(const Scenario& s) {
     fail("pedestrians.spawn_per_step_max", "must be at least 1");
   }
   validate_vehicles(s, first_index, fail);
+  validate_population(s, first_index, fail);
   return errors;
 }
 

@@ -325,6 +325,7 @@ void VehicleSystem::step(std::uint64_t step_index, std::uint32_t step_us, Entity
   build_snapshot();
   evaluate_and_advance(step_index, step_us, crossing_occupied, despawns);
   turnarounds(step_index);
+  count_policies();
 }
 
 void VehicleSystem::inject_plan(std::uint64_t step_index) {
@@ -478,8 +479,7 @@ void VehicleSystem::evaluate_and_advance(std::uint64_t step_index, std::uint32_t
   for (std::uint32_t i = 0; i < n; ++i) {
     const auto tier = static_cast<SimTier>(v_.tier[i]);
     if (!v_.despawn_requested[i] && !tier_due(step_index, v_.id[i], tier)) {
-      v_.reason[i] = static_cast<std::uint8_t>(PolicyReason::NotDue);
-      continue;  // policy keeps its last value; progress catches up when due
+      continue;  // policy and reason keep their last decision; progress catches up when due
     }
     const std::uint32_t stride = tier_stride(tier);
     const LaneIndex lane = v_.lane[i];
@@ -533,7 +533,6 @@ void VehicleSystem::evaluate_and_advance(std::uint64_t step_index, std::uint32_t
     v_.policy[i] = static_cast<std::uint8_t>(dec.policy);
     v_.reason[i] = static_cast<std::uint8_t>(dec.reason);
     v_.leader[i] = dec.leader_recorded ? leader : EntityId{};
-    ++last_step_.per_policy[static_cast<std::size_t>(dec.policy)];
     if (!dec.advance) {
       v_.speed_mps[i] = 0.0;
       continue;
@@ -585,6 +584,13 @@ void VehicleSystem::evaluate_and_advance(std::uint64_t step_index, std::uint32_t
       ++last_step_.moving;
     }
   }
+}
+
+void VehicleSystem::count_policies() {
+  // Over every vehicle, not only those evaluated this step: a Coarse vehicle
+  // waiting at a signal is still waiting between its evaluations.
+  for (auto& c : last_step_.per_policy) c = 0;
+  for (std::uint32_t i = 0; i < v_.size(); ++i) ++last_step_.per_policy[v_.policy[i]];
 }
 
 void VehicleSystem::turnarounds(std::uint64_t step_index) {

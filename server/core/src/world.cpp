@@ -1,6 +1,7 @@
 #include "bustle/core/world.hpp"
 
 #include <algorithm>
+#include <map>
 #include <cassert>
 #include <cmath>
 #include <type_traits>
@@ -58,7 +59,9 @@ const char* command_name(const WorldCommand& c) {
                                [](const GarageRequest&) { return "garage_request"; },
                                [](const CancelGarageRequest&) { return "cancel_garage_request"; },
                                [](const SetVehicleStrategy&) { return "set_vehicle_strategy"; },
-                               [](const SetObservers&) { return "set_observers"; }},
+                               [](const SetObservers&) { return "set_observers"; },
+                               [](const SetHour&) { return "set_hour"; },
+                               [](const SetTimeScale&) { return "set_time_scale"; }},
                     c);
 }
 
@@ -94,13 +97,31 @@ World::World(const Scenario& scenario, std::uint64_t seed, LogSink* log)
       pedestrian_target_(scenario.pedestrians.count),
       inbox_(scenario.command_inbox_capacity),
       vehicles_(scenario_, lanes_, scenario.entity_capacity),
+      population_(scenario_),
       observers_(scenario.observers) {
   const std::uint32_t cap = scenario.entity_capacity;
   peds_.id.reserve(cap);
   peds_.lane.reserve(cap);
   peds_.s_m.reserve(cap);
   peds_.hops.reserve(cap);
+  peds_.resident.reserve(cap);
   peds_.dense_of.assign(cap, PedestrianStore::kNoSlot);
+  // Resident identities exist from the start (all dormant); validation made
+  // sure they fit the entity capacity.
+  {
+    std::map<std::string, LaneIndex> lane_by_id;
+    for (LaneIndex l = 0; l < lanes_.size(); ++l) lane_by_id.emplace(lanes_.lane(l).id, l);
+    std::vector<std::vector<LaneIndex>> zone_lanes;
+    for (const ZoneSpec& z : scenario_.zones) {
+      std::vector<LaneIndex> ls;
+      for (const std::string& id : z.lanes) ls.push_back(lane_by_id.at(id));
+      zone_lanes.push_back(std::move(ls));
+    }
+    population_.set_zone_lanes(std::move(zone_lanes));
+    const bool ok = population_.create_identities(registry_);
+    assert(ok);
+    (void)ok;
+  }
   despawn_requests_.reserve(cap);
   results_.reserve(scenario.command_inbox_capacity);
   despawn_pending_.assign(cap, 0);
@@ -130,6 +151,7 @@ void World::step() {
   ++step_index_;
   results_.clear();
   phase_apply_commands();
+  phase_time_and_zones();
   phase_population_upkeep();
   phase_vehicles();
   phase_move_pedestrians();
@@ -262,6 +284,26 @@ CommandResult World::apply(const CommandEnvelope& env) {
                    for (const ObserverPoint& p : c.points) observers_.push_back({p.x_m, p.y_m});
                    r.status = CommandStatus::Accepted;
                  },
+                 [&](const SetHour& c) {
+                   if (!(c.hour >= 0.0 && c.hour < 24.0)) {
+                     r.status = CommandStatus::Rejected;
+                     r.reason = RejectReason::InvalidArgument;
+                     r.message = "hour must be in [0, 24)";
+                     return;
+                   }
+                   population_.set_hour(c.hour);
+                   r.status = CommandStatus::Accepted;
+                 },
+                 [&](const SetTimeScale& c) {
+                   if (c.scale < 1 || c.scale > 3600) {
+                     r.status = CommandStatus::Rejected;
+                     r.reason = RejectReason::InvalidArgument;
+                     r.message = "time scale must be in [1, 3600] game seconds per second";
+                     return;
+                   }
+                   population_.set_time_scale(c.scale);
+                   r.status = CommandStatus::Accepted;
+                 },
              },
              env.command);
   return r;
@@ -269,12 +311,50 @@ CommandResult World::apply(const CommandEnvelope& env) {
 
 // Phases 4-5 (population upkeep) -------------------------------------------
 
+void World::phase_time_and_zones() {
+  if (!population_.advance_clock(step_index_ * scenario_.step_us, scenario_.step_us)) return;
+  const ResidentStore& rs = population_.residents();
+  resident_distance_.assign(rs.size(), 0.0);
+  for (std::uint32_t i = 0; i < peds_.size(); ++i) {
+    if (peds_.resident[i] == PedestrianStore::kNoResident) continue;
+    const Pose p = pedestrian_pose(i);
+    resident_distance_[peds_.resident[i]] = nearest_observer_m(observers_, p.x_m, p.y_m);
+  }
+  to_activate_.clear();
+  to_deactivate_.clear();
+  population_.lifecycle(resident_distance_, to_activate_, to_deactivate_);
+  for (const std::uint32_t r : to_deactivate_) {
+    remove_pedestrian(rs.id[r]);
+    population_.on_deactivated(r);
+  }
+  for (const std::uint32_t r : to_activate_) place_resident(r);
+}
+
+void World::place_resident(std::uint32_t r) {
+  const ResidentStore& rs = population_.residents();
+  const auto& lanes = population_.zone_lanes()[rs.zone[r]];
+  const LaneIndex lane = lanes[rng_.next_below(static_cast<std::uint32_t>(lanes.size()))];
+  const double s = rng_.next_unit() * lanes_.lane(lane).length_m;
+  const EntityId id = rs.id[r];
+  peds_.dense_of[id.index] = peds_.size();
+  peds_.id.push_back(id);
+  peds_.lane.push_back(lane);
+  peds_.s_m.push_back(s);
+  peds_.hops.push_back(0);
+  peds_.resident.push_back(r);
+  population_.on_activated(r);
+}
+
 void World::phase_population_upkeep() {
-  const std::uint32_t alive = peds_.size();
+  const std::uint32_t alive = background_count_;
   if (alive > pedestrian_target_) {
-    // Shrink: the newest identities (highest EntityId) leave first. Choosing by
-    // id, never by storage position, keeps the choice canonical.
-    std::vector<EntityId> ids(peds_.id.begin(), peds_.id.end());
+    // Shrink: the newest background identities (highest EntityId) leave first.
+    // Choosing by id, never by storage position, keeps the choice canonical.
+    std::vector<EntityId> ids;
+    ids.reserve(alive);
+    for (std::uint32_t i = 0; i < peds_.size(); ++i) {
+      if (peds_.resident[i] == PedestrianStore::kNoResident) ids.push_back(peds_.id[i]);
+    }
     const std::uint32_t excess = alive - pedestrian_target_;
     const std::uint32_t n = std::min(excess, scenario_.pedestrians.spawn_per_step_max);
     std::partial_sort(ids.begin(), ids.begin() + n, ids.end(),
@@ -304,6 +384,8 @@ bool World::spawn_pedestrian() {
   peds_.lane.push_back(lane);
   peds_.s_m.push_back(s);
   peds_.hops.push_back(0);
+  peds_.resident.push_back(PedestrianStore::kNoResident);
+  ++background_count_;
   ++counters_.spawned_total;
   return true;
 }
@@ -385,6 +467,11 @@ void World::phase_despawn() {
     despawn_pending_[req.id.index] = 0;
     if (vehicles_.is_vehicle(req.id)) {
       vehicles_.remove(req.id);
+    } else if (const std::int32_t r = population_.resident_of(req.id); r != ResidentStore::kNone) {
+      // A resident's representation leaves; its identity stays (dormant).
+      remove_pedestrian(req.id);
+      population_.on_deactivated(static_cast<std::uint32_t>(r));
+      continue;  // not a despawn of an identity: counters count released ids
     } else {
       remove_pedestrian(req.id);
     }
@@ -401,17 +488,20 @@ void World::remove_pedestrian(EntityId id) {
   const std::uint32_t slot = peds_.dense_of[id.index];
   assert(slot != PedestrianStore::kNoSlot);
   const std::uint32_t last = peds_.size() - 1;
+  if (peds_.resident[slot] == PedestrianStore::kNoResident) --background_count_;
   if (slot != last) {
     peds_.id[slot] = peds_.id[last];
     peds_.lane[slot] = peds_.lane[last];
     peds_.s_m[slot] = peds_.s_m[last];
     peds_.hops[slot] = peds_.hops[last];
+    peds_.resident[slot] = peds_.resident[last];
     peds_.dense_of[peds_.id[slot].index] = slot;
   }
   peds_.id.pop_back();
   peds_.lane.pop_back();
   peds_.s_m.pop_back();
   peds_.hops.pop_back();
+  peds_.resident.pop_back();
   peds_.dense_of[id.index] = PedestrianStore::kNoSlot;
 }
 
@@ -445,9 +535,11 @@ std::uint64_t World::compute_digest() const {
   for (std::uint32_t slot = 0; slot < peds_.size(); ++slot) {
     Digest e;
     e.u64(peds_.id[slot].packed()).u32(peds_.lane[slot]).f64(peds_.s_m[slot]).u32(peds_.hops[slot]);
+    e.u32(peds_.resident[slot]);
     ped_sum += e.value();
   }
-  d.tag(4).u32(peds_.size()).u64(ped_sum);
+  d.tag(4).u32(peds_.size()).u32(background_count_).u64(ped_sum);
+  population_.digest_into(d);
 
   d.tag(5).u64(inbox_count_);
   for (std::size_t k = 0; k < inbox_count_; ++k) {
@@ -464,7 +556,9 @@ std::uint64_t World::compute_digest() const {
                           [&](const SetObservers& c) {
                             d.u64(c.points.size());
                             for (const ObserverPoint& p : c.points) d.f64(p.x_m).f64(p.y_m);
-                          }},
+                          },
+                          [&](const SetHour& c) { d.f64(c.hour); },
+                          [&](const SetTimeScale& c) { d.u32(c.scale); }},
                env.command);
   }
 

@@ -42,6 +42,8 @@ void World::capture_into(WorldCheckpoint& c) const {
   c.pedestrians.lane.assign(peds_.lane.begin(), peds_.lane.end());
   c.pedestrians.s_m.assign(peds_.s_m.begin(), peds_.s_m.end());
   c.pedestrians.hops.assign(peds_.hops.begin(), peds_.hops.end());
+  c.pedestrians.resident.assign(peds_.resident.begin(), peds_.resident.end());
+  c.population = population_.capture();
   c.counters.spawned_total = counters_.spawned_total;
   c.counters.despawned_total = counters_.despawned_total;
   for (std::size_t r = 0; r < kDespawnReasonCount; ++r) {
@@ -92,12 +94,17 @@ World::RestoreResult World::restore(const Scenario& scenario, const WorldCheckpo
 
   const PedestrianState& p = cp.pedestrians;
   const std::size_t n = p.id.size();
-  if (p.lane.size() != n || p.s_m.size() != n || p.hops.size() != n) {
+  if (p.lane.size() != n || p.s_m.size() != n || p.hops.size() != n || p.resident.size() != n) {
     fail("pedestrians", "column lengths differ (id " + std::to_string(n) + ", lane " +
                             std::to_string(p.lane.size()) + ", s_m " + std::to_string(p.s_m.size()) +
-                            ", hops " + std::to_string(p.hops.size()) + ")");
+                            ", hops " + std::to_string(p.hops.size()) + ", resident " +
+                            std::to_string(p.resident.size()) + ")");
     return result;
   }
+  // Residents first: their identities are alive whether active or dormant.
+  for (auto& [path, message] : w->population_.restore(cp.population, w->registry_)) fail(path, message);
+  if (!result.errors.empty()) return result;
+  const ResidentStore& residents = w->population_.residents();
   PedestrianStore& peds = w->peds_;
   for (std::size_t i = 0; i < n; ++i) {
     const std::string row = "pedestrians[" + std::to_string(i) + "]";
@@ -126,11 +133,27 @@ World::RestoreResult World::restore(const Scenario& scenario, const WorldCheckpo
                              "' [0, " + std::to_string(lane.length_m) + "]");
       continue;
     }
+    const std::uint32_t res = p.resident[i];
+    if (res != PedestrianStore::kNoResident) {
+      if (res >= residents.size() || residents.id[res] != id || residents.active[res] == 0) {
+        fail(row + ".resident", "does not match an active resident with this identity");
+        continue;
+      }
+    } else if (w->population_.resident_of(id) != ResidentStore::kNone) {
+      fail(row + ".resident", "identity belongs to a resident but the row says background");
+      continue;
+    }
     peds.dense_of[id.index] = static_cast<std::uint32_t>(peds.id.size());
     peds.id.push_back(id);
     peds.lane.push_back(p.lane[i]);
     peds.s_m.push_back(p.s_m[i]);
     peds.hops.push_back(p.hops[i]);
+    peds.resident.push_back(res);
+    if (res == PedestrianStore::kNoResident) ++w->background_count_;
+  }
+  if (result.errors.empty() && peds.id.size() - w->background_count_ != w->population_.active_count()) {
+    fail("residents.active", std::to_string(w->population_.active_count()) + " active residents but " +
+                                 std::to_string(peds.id.size() - w->background_count_) + " resident pedestrians");
   }
   if (cp.pedestrian_target > scenario.entity_capacity) {
     fail("pedestrian_target", std::to_string(cp.pedestrian_target) + " exceeds entity_capacity " +
@@ -146,11 +169,15 @@ World::RestoreResult World::restore(const Scenario& scenario, const WorldCheckpo
     }
   }
   if (!result.errors.empty()) return result;
-  // Every alive identity is exactly one pedestrian or one vehicle.
-  if (n + cp.vehicles.store.id.size() != w->registry_.alive_count()) {
+  // Every alive identity is exactly one background pedestrian, one vehicle or
+  // one resident (active or dormant).
+  const std::size_t expected_alive =
+      w->background_count_ + cp.vehicles.store.id.size() + w->population_.residents().size();
+  if (expected_alive != w->registry_.alive_count()) {
     fail("registry.alive", std::to_string(w->registry_.alive_count()) + " alive identities but " +
-                               std::to_string(n) + " pedestrians and " +
-                               std::to_string(cp.vehicles.store.id.size()) + " vehicles");
+                               std::to_string(w->background_count_) + " background pedestrians, " +
+                               std::to_string(cp.vehicles.store.id.size()) + " vehicles and " +
+                               std::to_string(w->population_.residents().size()) + " residents");
     return result;
   }
   for (std::size_t i = 0; i < cp.vehicles.store.id.size(); ++i) {
@@ -191,7 +218,7 @@ World::RestoreResult World::restore(const Scenario& scenario, const WorldCheckpo
   return result;
 }
 
-SaveState World::capture_save() const {
+SaveState World::capture_save() const {  // NOLINT
   return SaveState{scenario_.id, scenario_.step_us, seed_, step_index_, pedestrian_target_};
 }
 

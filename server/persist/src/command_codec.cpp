@@ -65,7 +65,9 @@ std::string command_args_json(const core::WorldCommand& command) {
             json pts = json::array();
             for (const auto& p : c.points) pts.push_back(json::array({p.x_m, p.y_m}));
             return json{{"points", pts}};
-          }},
+          },
+          [](const core::SetHour& c) { return json{{"hour", c.hour}}; },
+          [](const core::SetTimeScale& c) { return json{{"scale", c.scale}}; }},
       command);
   return j.dump();
 }
@@ -134,6 +136,19 @@ std::optional<core::WorldCommand> decode_command(const std::string& kind, const 
       }
       c.points.push_back({p[0].get<double>(), p[1].get<double>()});
     }
+    return c;
+  }
+  if (kind == "set_hour") {
+    auto it = j.find("hour");
+    if (it == j.end() || !it->is_number()) {
+      error = "hour: expected a number";
+      return std::nullopt;
+    }
+    return core::SetHour{it->get<double>()};
+  }
+  if (kind == "set_time_scale") {
+    core::SetTimeScale c;
+    if (!get_u32(j, "scale", c.scale, error)) return std::nullopt;
     return c;
   }
   error = "kind: unknown command kind '" + kind + "'";

@@ -259,7 +259,7 @@ StoreError SnapshotStore::write_checkpoint_in_transaction(const std::string& nam
   by_reason += "]";
   Statement ws = db_.prepare(
       "INSERT INTO world_state VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, "
-      "?19, ?20, ?21, ?22, ?23)",
+      "?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)",
       err);
   if (!err.ok()) return sql_error(err, "world_state");
   ws.bind_i64(1, id);
@@ -276,9 +276,11 @@ StoreError SnapshotStore::write_checkpoint_in_transaction(const std::string& nam
   for (const core::Vec2& o : cp.observers) observers.push_back(json::array({o.x_m, o.y_m}));
   const std::string observers_text = observers.dump();
   const std::string stats_text = vehicle_stats_json(cp.vehicles);
-  ws.bind_text(22, observers_text).bind_text(23, stats_text);
+  ws.bind_text(22, observers_text).bind_u64(23, cp.population.day_us).bind_i64(24, cp.population.time_scale);
+  ws.bind_u64(25, cp.population.last_interval).bind_text(26, stats_text);
   if (SqlError e = ws.run(); !e.ok()) return sql_error(e, "world_state", "snapshot_id=" + std::to_string(id));
   if (StoreError e = write_vehicles(id, cp.vehicles); !e.ok()) return e;
+  if (StoreError e = write_population(id, cp.population); !e.ok()) return e;
 
   const std::size_t n = cp.pedestrians.id.size();
   std::vector<std::uint32_t> idx(n), gen(n);
@@ -286,11 +288,11 @@ StoreError SnapshotStore::write_checkpoint_in_transaction(const std::string& nam
     idx[i] = cp.pedestrians.id[i].index;
     gen[i] = cp.pedestrians.id[i].generation;
   }
-  Statement pc = db_.prepare("INSERT INTO pedestrian_columns VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)", err);
+  Statement pc = db_.prepare("INSERT INTO pedestrian_columns VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)", err);
   if (!err.ok()) return sql_error(err, "pedestrian_columns");
   pc.bind_i64(1, id).bind_i64(2, static_cast<std::int64_t>(n)).bind_blob(3, as_bytes(idx)).bind_blob(4, as_bytes(gen));
   pc.bind_blob(5, as_bytes(cp.pedestrians.lane)).bind_blob(6, as_bytes(cp.pedestrians.s_m));
-  pc.bind_blob(7, as_bytes(cp.pedestrians.hops));
+  pc.bind_blob(7, as_bytes(cp.pedestrians.hops)).bind_blob(8, as_bytes(cp.pedestrians.resident));
   if (SqlError e = pc.run(); !e.ok()) return sql_error(e, "pedestrian_columns", "snapshot_id=" + std::to_string(id));
 
   Statement cmd = db_.prepare("INSERT INTO pending_commands VALUES (?1, ?2, ?3, ?4, ?5, ?6)", err);
@@ -535,6 +537,117 @@ StoreError SnapshotStore::read_vehicles(std::int64_t id, const std::string& row,
   return {};
 }
 
+StoreError SnapshotStore::write_population(std::int64_t id, const core::PopulationCheckpoint& p) {
+  SqlError err;
+  const std::string row = "snapshot_id=" + std::to_string(id);
+  const core::ResidentStore& r = p.residents;
+  const auto idx = column_of<std::uint32_t>(r.id, &core::EntityId::index);
+  const auto gen = column_of<std::uint32_t>(r.id, &core::EntityId::generation);
+  Statement rc = db_.prepare("INSERT INTO resident_columns VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)", err);
+  if (!err.ok()) return sql_error(err, "resident_columns");
+  rc.bind_i64(1, id).bind_i64(2, static_cast<std::int64_t>(r.id.size())).bind_blob(3, as_bytes(idx));
+  rc.bind_blob(4, as_bytes(gen)).bind_blob(5, as_bytes(r.community)).bind_blob(6, as_bytes(r.profession));
+  rc.bind_blob(7, as_bytes(r.zone)).bind_blob(8, as_bytes(r.active)).bind_blob(9, as_bytes(r.work_point));
+  rc.bind_blob(10, as_bytes(r.work_slot));
+  if (SqlError e = rc.run(); !e.ok()) return sql_error(e, "resident_columns", row);
+  Statement z = db_.prepare("INSERT INTO zones VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)", err);
+  if (!err.ok()) return sql_error(err, "zones");
+  for (std::size_t k = 0; k < p.zones.size(); ++k) {
+    const core::ZoneStatus& s = p.zones[k];
+    const std::string zone_id = k < p.zone_ids.size() ? p.zone_ids[k] : std::string();
+    z.reset();
+    z.bind_i64(1, id).bind_i64(2, static_cast<std::int64_t>(k)).bind_text(3, zone_id).bind_i64(4, s.target);
+    z.bind_i64(5, s.active).bind_i64(6, s.dormant).bind_i64(7, s.pending_spawn).bind_i64(8, s.pending_recycle);
+    z.bind_i64(9, s.activated).bind_i64(10, s.recycled).bind_i64(11, s.deferred_by_quota);
+    z.bind_i64(12, s.rejected_by_capacity).bind_u64(13, s.activated_total).bind_u64(14, s.recycled_total);
+    if (SqlError e = z.run(); !e.ok()) return sql_error(e, "zones", row);
+  }
+  Statement w = db_.prepare("INSERT INTO work_points VALUES (?1, ?2, ?3, ?4)", err);
+  if (!err.ok()) return sql_error(err, "work_points");
+  for (std::size_t k = 0; k < p.work_points.size(); ++k) {
+    const std::string occ = json(p.work_points[k].occupant).dump();
+    const std::string wait = json(p.work_points[k].waiting).dump();
+    w.reset();
+    w.bind_i64(1, id).bind_i64(2, static_cast<std::int64_t>(k)).bind_text(3, occ).bind_text(4, wait);
+    if (SqlError e = w.run(); !e.ok()) return sql_error(e, "work_points", row);
+  }
+  return {};
+}
+
+StoreError SnapshotStore::read_population(std::int64_t id, const std::string& row, core::PopulationCheckpoint& p) {
+  SqlError err;
+  Statement rc = db_.prepare("SELECT * FROM resident_columns WHERE snapshot_id = ?1", err);
+  if (!err.ok()) return sql_error(err, "resident_columns");
+  rc.bind_i64(1, id);
+  if (!rc.step()) {
+    if (!rc.error().ok()) return sql_error(rc.error(), "resident_columns", row);
+    return error("resident_columns", row, "", "missing (checkpoint incomplete)");
+  }
+  const std::int64_t count = rc.column_i64(1);
+  if (count < 0 || count > (1 << 24)) return error("resident_columns", row, "count", "out of range");
+  const auto n = static_cast<std::size_t>(count);
+  core::ResidentStore& r = p.residents;
+  std::vector<std::uint32_t> idx, gen;
+  struct Col {
+    const char* name;
+    bool ok;
+  };
+  const Col cols[] = {
+      {"id_index", decode(rc.column_blob(2), n, idx)},        {"id_generation", decode(rc.column_blob(3), n, gen)},
+      {"community", decode(rc.column_blob(4), n, r.community)}, {"profession", decode(rc.column_blob(5), n, r.profession)},
+      {"zone", decode(rc.column_blob(6), n, r.zone)},           {"active", decode(rc.column_blob(7), n, r.active)},
+      {"work_point", decode(rc.column_blob(8), n, r.work_point)}, {"work_slot", decode(rc.column_blob(9), n, r.work_slot)},
+  };
+  for (const Col& c : cols) {
+    if (!c.ok) return error("resident_columns", row, c.name, "blob size does not match count");
+  }
+  r.id.resize(n);
+  for (std::size_t i = 0; i < n; ++i) r.id[i] = {idx[i], gen[i]};
+  Statement z = db_.prepare("SELECT * FROM zones WHERE snapshot_id = ?1 ORDER BY zone_index", err);
+  if (!err.ok()) return sql_error(err, "zones");
+  z.bind_i64(1, id);
+  while (z.step()) {
+    const std::string zrow = row + " zone_index=" + std::to_string(z.column_i64(1));
+    if (z.column_i64(1) != static_cast<std::int64_t>(p.zones.size())) return error("zones", zrow, "zone_index", "not contiguous from 0");
+    core::ZoneStatus s;
+    p.zone_ids.push_back(z.column_text(2));
+    auto u32 = [&](int col, std::uint32_t& out, const char* name) {
+      const std::int64_t v = z.column_i64(col);
+      if (v < 0 || v > UINT32_MAX) return false;
+      out = static_cast<std::uint32_t>(v);
+      (void)name;
+      return true;
+    };
+    if (!u32(3, s.target, "target") || !u32(4, s.active, "active") || !u32(5, s.dormant, "dormant") ||
+        !u32(6, s.pending_spawn, "pending_spawn") || !u32(7, s.pending_recycle, "pending_recycle") ||
+        !u32(8, s.activated, "activated") || !u32(9, s.recycled, "recycled") ||
+        !u32(10, s.deferred_by_quota, "deferred_by_quota") || !u32(11, s.rejected_by_capacity, "rejected_by_capacity")) {
+      return error("zones", zrow, "", "a count is out of range");
+    }
+    s.activated_total = z.column_u64(12);
+    s.recycled_total = z.column_u64(13);
+    p.zones.push_back(s);
+  }
+  if (!z.error().ok()) return sql_error(z.error(), "zones", row);
+  Statement w = db_.prepare("SELECT work_point_index, occupants, waiting FROM work_points WHERE snapshot_id = ?1 ORDER BY work_point_index", err);
+  if (!err.ok()) return sql_error(err, "work_points");
+  w.bind_i64(1, id);
+  while (w.step()) {
+    const std::string wrow = row + " work_point_index=" + std::to_string(w.column_i64(0));
+    if (w.column_i64(0) != static_cast<std::int64_t>(p.work_points.size())) return error("work_points", wrow, "work_point_index", "not contiguous from 0");
+    core::WorkPointState st;
+    try {
+      st.occupant = json::parse(w.column_text(1)).get<std::vector<std::int32_t>>();
+      st.waiting = json::parse(w.column_text(2)).get<std::vector<std::uint32_t>>();
+    } catch (const json::exception&) {
+      return error("work_points", wrow, "occupants", "expected JSON arrays of resident indices");
+    }
+    p.work_points.push_back(std::move(st));
+  }
+  if (!w.error().ok()) return sql_error(w.error(), "work_points", row);
+  return {};
+}
+
 namespace {
 constexpr const char* kInfoColumns =
     "id, name, kind, scenario_id, step, sim_time_us, digest, pedestrians, created_unix_ms, scenario_json, seed, step_us";
@@ -658,12 +771,20 @@ StoreError SnapshotStore::read_checkpoint_by_id(std::int64_t id, LoadedCheckpoin
       cp.observers.push_back({o[0].get<double>(), o[1].get<double>()});
     }
   }
-  if (!parse_vehicle_stats(ws.column_text(22), cp.vehicles)) {
+  cp.population.day_us = ws.column_u64(22);
+  const std::int64_t scale = ws.column_i64(23);
+  if (scale < 0 || scale > UINT32_MAX) return error("world_state", row, "time_scale", "out of range");
+  cp.population.time_scale = static_cast<std::uint32_t>(scale);
+  cp.population.last_interval = ws.column_u64(24);
+  if (!parse_vehicle_stats(ws.column_text(25), cp.vehicles)) {
     return error("world_state", row, "vehicle_step_stats", "malformed JSON");
   }
   if (StoreError e = read_vehicles(id, row, cp.vehicles); !e.ok()) return e;
+  if (StoreError e = read_population(id, row, cp.population); !e.ok()) return e;
 
-  Statement pc = db_.prepare("SELECT count, id_index, id_generation, lane, s_m, hops FROM pedestrian_columns WHERE snapshot_id = ?1", err);
+  Statement pc = db_.prepare(
+      "SELECT count, id_index, id_generation, lane, s_m, hops, resident FROM pedestrian_columns WHERE snapshot_id = ?1",
+      err);
   if (!err.ok()) return sql_error(err, "pedestrian_columns");
   pc.bind_i64(1, id);
   if (!pc.step()) {
@@ -682,6 +803,9 @@ StoreError SnapshotStore::read_checkpoint_by_id(std::int64_t id, LoadedCheckpoin
   if (!decode(pc.column_blob(3), n, cp.pedestrians.lane)) return error("pedestrian_columns", row, "lane", "blob size does not match count");
   if (!decode(pc.column_blob(4), n, cp.pedestrians.s_m)) return error("pedestrian_columns", row, "s_m", "blob size does not match count");
   if (!decode(pc.column_blob(5), n, cp.pedestrians.hops)) return error("pedestrian_columns", row, "hops", "blob size does not match count");
+  if (!decode(pc.column_blob(6), n, cp.pedestrians.resident)) {
+    return error("pedestrian_columns", row, "resident", "blob size does not match count");
+  }
   cp.pedestrians.id.resize(n);
   for (std::size_t i = 0; i < n; ++i) cp.pedestrians.id[i] = core::EntityId{idx[i], gen[i]};
 

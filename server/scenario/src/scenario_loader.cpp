@@ -321,6 +321,84 @@ void read_vehicles(Reader& r, const json& root, core::Scenario& s) {
   }
 }
 
+void read_population(Reader& r, const json& root, core::Scenario& s) {
+  r.each_object(root, "", "zones", [&](const json& j, const std::string& p) {
+    core::ZoneSpec z;
+    if (r.expect_object(j, p, {"id", "lanes", "capacity"})) {
+      r.read_string(j, p, "id", z.id, true);
+      r.read_string_array(j, p, "lanes", z.lanes, true);
+      r.read_uint(j, p, "capacity", z.capacity);
+    }
+    s.zones.push_back(std::move(z));
+  });
+  r.each_object(root, "", "work_points", [&](const json& j, const std::string& p) {
+    core::WorkPointSpec w;
+    if (r.expect_object(j, p, {"id", "zone", "profession", "slots"})) {
+      r.read_string(j, p, "id", w.id, true);
+      r.read_string(j, p, "zone", w.zone, true);
+      r.read_string(j, p, "profession", w.profession, true);
+      r.read_uint(j, p, "slots", w.slots);
+    }
+    s.work_points.push_back(std::move(w));
+  });
+  r.each_object(root, "", "communities", [&](const json& j, const std::string& p) {
+    core::CommunitySpec c;
+    if (r.expect_object(j, p, {"id", "base_population", "professions", "saveable", "home_zone", "schedule"})) {
+      r.read_string(j, p, "id", c.id, true);
+      r.read_uint(j, p, "base_population", c.base_population, true);
+      r.read_string_array(j, p, "professions", c.professions, true);
+      if (auto it = j.find("saveable"); it != j.end()) {
+        if (it->is_boolean()) {
+          c.saveable = it->get<bool>();
+        } else {
+          r.error(Reader::join(p, "saveable"), std::string("must be a boolean, got ") + type_name(*it));
+        }
+      }
+      r.read_string(j, p, "home_zone", c.home_zone, true);
+      r.each_object(j, p, "schedule", [&](const json& e, const std::string& ep) {
+        core::ScheduleEntry entry;
+        if (r.expect_object(e, ep, {"start_hour", "end_hour", "phase", "activity", "zone", "work_point", "density"})) {
+          r.read_number(e, ep, "start_hour", entry.start_hour, true);
+          r.read_number(e, ep, "end_hour", entry.end_hour, true);
+          std::string phase;
+          r.read_string(e, ep, "phase", phase, true);
+          static const std::pair<const char*, core::SchedulePhase> kPhases[] = {
+              {"Home", core::SchedulePhase::Home}, {"CommuteToWork", core::SchedulePhase::CommuteToWork},
+              {"Work", core::SchedulePhase::Work}, {"Leisure", core::SchedulePhase::Leisure},
+              {"CommuteHome", core::SchedulePhase::CommuteHome}};
+          bool known = false;
+          for (const auto& [name, value] : kPhases) {
+            if (phase == name) {
+              entry.phase = value;
+              known = true;
+            }
+          }
+          if (!known && e.contains("phase") && e["phase"].is_string()) {
+            r.error(Reader::join(ep, "phase"),
+                    "unknown phase '" + phase + "' (expected Home, CommuteToWork, Work, Leisure or CommuteHome)");
+          }
+          r.read_string(e, ep, "activity", entry.activity);
+          r.read_string(e, ep, "zone", entry.zone, true);
+          r.read_string(e, ep, "work_point", entry.work_point);
+          r.read_number(e, ep, "density", entry.density);
+        }
+        c.schedule.push_back(std::move(entry));
+      });
+    }
+    s.communities.push_back(std::move(c));
+  });
+  if (auto it = root.find("population"); it != root.end()) {
+    if (r.expect_object(*it, "population",
+                        {"start_hour", "time_scale", "lifecycle_interval_ms", "growth_quota", "recycle_quota"})) {
+      r.read_number(*it, "population", "start_hour", s.population.start_hour);
+      r.read_uint(*it, "population", "time_scale", s.population.time_scale);
+      r.read_uint(*it, "population", "lifecycle_interval_ms", s.population.lifecycle_interval_ms);
+      r.read_uint(*it, "population", "growth_quota", s.population.growth_quota);
+      r.read_uint(*it, "population", "recycle_quota", s.population.recycle_quota);
+    }
+  }
+}
+
 // Byte offset -> 1-based line and column, for syntax errors.
 std::pair<std::size_t, std::size_t> line_col(std::string_view text, std::size_t byte) {
   std::size_t line = 1;
@@ -366,7 +444,8 @@ LoadResult load_scenario_text(std::string_view text, std::string_view source) {
   core::Scenario s;
   if (r.expect_object(root, "", {"$schema", "id", "name", "step_us", "entity_capacity",
                                  "command_inbox_capacity", "pedestrians", "lanes", "garages", "signals",
-                                 "vehicle_plan", "vehicle_rules", "tiers", "observers"})) {
+                                 "vehicle_plan", "vehicle_rules", "tiers", "observers", "zones",
+                                 "communities", "work_points", "population"})) {
     r.read_string(root, "", "id", s.id, true);
     r.read_string(root, "", "name", s.name);
     r.read_uint(root, "", "step_us", s.step_us);
@@ -390,7 +469,10 @@ LoadResult load_scenario_text(std::string_view text, std::string_view source) {
       }
     }
   }
-  if (root.is_object()) read_vehicles(r, root, s);
+  if (root.is_object()) {
+    read_vehicles(r, root, s);
+    read_population(r, root, s);
+  }
   result.errors = r.take_errors();
   if (!result.errors.empty()) return result;
 

@@ -20,6 +20,7 @@
 #include "bustle/core/command.hpp"
 #include "bustle/core/entity_id.hpp"
 #include "bustle/core/lane_graph.hpp"
+#include "bustle/core/population.hpp"
 #include "bustle/core/vehicles.hpp"
 
 namespace bustle::core {
@@ -37,6 +38,7 @@ struct PedestrianState {
   std::vector<LaneIndex> lane;
   std::vector<double> s_m;
   std::vector<std::uint32_t> hops;
+  std::vector<std::uint32_t> resident;  // resident index or PedestrianStore::kNoResident
 };
 
 struct CounterState {
@@ -61,6 +63,7 @@ struct WorldCheckpoint {
   CounterState counters;
   std::vector<CommandEnvelope> inbox;  // pending commands, arrival order
   VehicleCheckpoint vehicles;
+  PopulationCheckpoint population;
   std::vector<Vec2> observers;
   std::uint64_t digest = 0;            // digest of this state (checked on restore)
 };

@@ -58,8 +58,18 @@ struct SetObservers {
   std::vector<ObserverPoint> points;
 };
 
+// Time of day for the schedule coordinator. [Limit: 0 <= hour < 24]
+struct SetHour {
+  double hour = 6.0;
+};
+
+// Game seconds per simulated second. [Limit: 1..3600]
+struct SetTimeScale {
+  std::uint32_t scale = 1;
+};
+
 using WorldCommand = std::variant<SetPedestrianTarget, DespawnEntity, GarageRequest, CancelGarageRequest,
-                                  SetVehicleStrategy, SetObservers>;
+                                  SetVehicleStrategy, SetObservers, SetHour, SetTimeScale>;
 
 const char* command_name(const WorldCommand& c);
 

@@ -98,6 +98,50 @@ struct TierSpec {
   std::uint32_t transitions_per_step = 256;
 };
 
+// Population orchestration (DESIGN §3): zones, communities with day
+// schedules, work-points, and the lifecycle coordinator's settings.
+enum class SchedulePhase : std::uint8_t { Home = 0, CommuteToWork = 1, Work = 2, Leisure = 3, CommuteHome = 4 };
+
+struct ZoneSpec {
+  std::string id;
+  std::vector<std::string> lanes;  // sidewalk lanes where its members walk
+  std::uint32_t capacity = 256;    // density budget: active members at most
+};
+
+struct ScheduleEntry {
+  double start_hour = 0.0;  // [0, 24); start > end crosses midnight
+  double end_hour = 24.0;   // (0, 24]
+  SchedulePhase phase = SchedulePhase::Home;
+  std::string activity;
+  std::string zone;        // where the community's active members are
+  std::string work_point;  // optional
+  double density = 1.0;    // share of base_population active, [0, 1]
+};
+
+struct CommunitySpec {
+  std::string id;
+  std::uint32_t base_population = 0;
+  std::vector<std::string> professions;  // members take them in turn
+  bool saveable = false;                 // identities persist in saves
+  std::string home_zone;
+  std::vector<ScheduleEntry> schedule;   // must cover [0, 24) exactly once
+};
+
+struct WorkPointSpec {
+  std::string id;
+  std::string zone;
+  std::string profession;
+  std::uint32_t slots = 1;
+};
+
+struct PopulationSettings {
+  double start_hour = 6.0;                 // time of day at step 0
+  std::uint32_t time_scale = 1;            // game seconds per simulated second
+  std::uint32_t lifecycle_interval_ms = 250;
+  std::uint32_t growth_quota = 2;          // per zone per interval
+  std::uint32_t recycle_quota = 2;         // per zone per interval
+};
+
 struct Scenario {
   std::string id;    // stable identifier, sent in Welcome and saved in snapshots
   std::string name;  // human-readable
@@ -112,7 +156,15 @@ struct Scenario {
   VehicleRules vehicle_rules;
   TierSpec tiers;
   std::vector<Vec2> observers;  // initial observers (replaced by SetObservers)
+  std::vector<ZoneSpec> zones;
+  std::vector<CommunitySpec> communities;
+  std::vector<WorkPointSpec> work_points;
+  PopulationSettings population;
 };
+
+// The schedule entry in force at `hour` ([0, 24)), or -1. Entries must have
+// passed validation (exact cover), so at most one matches.
+int schedule_entry_at(const std::vector<ScheduleEntry>& schedule, double hour);
 
 struct ScenarioError {
   std::string path;     // e.g. "lanes[3].successors[0]"

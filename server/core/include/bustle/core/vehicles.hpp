@@ -58,7 +58,7 @@ enum class PolicyReason : std::uint8_t {
   LeaderBlocked = 7,   // leader at or within headway_block_m: no movement
   LeaderCaution = 8,   // leader within headway_caution_m: reduced speed
   AwaitingTurnaround = 9,
-  NotDue = 10,         // tier stride: logic did not run this step
+  NotDue = 10,         // reserved: not emitted (a vehicle keeps its last reason between evaluations)
 };
 inline constexpr std::size_t kControlPolicyCount = 7;
 const char* to_string(VehicleStrategy s);
@@ -176,7 +176,7 @@ struct VehicleStore {
 
 struct VehicleStepCounts {
   std::uint32_t moving = 0;  // advanced this step
-  std::uint32_t per_policy[kControlPolicyCount] = {};
+  std::uint32_t per_policy[kControlPolicyCount] = {};  // over all vehicles after the step
   std::uint32_t turnarounds = 0;
   std::uint32_t dispatched = 0;
 };
@@ -254,6 +254,7 @@ class VehicleSystem {
                             const std::vector<std::uint8_t>& crossing_occupied,
                             std::vector<DespawnRequest>& despawns);
   void turnarounds(std::uint64_t step_index);
+  void count_policies();
   void push_vehicle(EntityId id, std::uint32_t garage, std::uint64_t ordinal, std::uint32_t prototype,
                     const std::string& request_id, SimTier tier);
 

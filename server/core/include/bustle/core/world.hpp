@@ -9,7 +9,9 @@
 //
 // Step phases (DESIGN §2; later phases never feed earlier ones in one step):
 //   1. apply commands (arrival order) -> command results
-//   4. population upkeep: grow or trim towards the target within the cap
+//   2. time of day; at each lifecycle interval the zone coordinator
+//      activates / recycles resident identities within quotas (population.hpp)
+//   4. background upkeep: grow or trim anonymous pedestrians towards the target
 //   6. vehicles: content plan, signals, garage dispatch gates, pre-step
 //      snapshot, policy arbitration, route advance, turnaround gate
 //   7. pedestrian movement: advance along lanes at lane speed, carrying the
@@ -35,6 +37,7 @@
 #include "bustle/core/log_sink.hpp"
 #include "bustle/core/prng.hpp"
 #include "bustle/core/scenario.hpp"
+#include "bustle/core/population.hpp"
 #include "bustle/core/vehicles.hpp"
 
 namespace bustle::core {
@@ -64,7 +67,9 @@ struct PedestrianStore {
   std::vector<LaneIndex> lane;
   std::vector<double> s_m;           // distance along the lane
   std::vector<std::uint32_t> hops;   // lanes entered so far; seeds route choice
+  std::vector<std::uint32_t> resident;  // resident index, or kNoResident (background)
   std::vector<std::uint32_t> dense_of;
+  static constexpr std::uint32_t kNoResident = UINT32_MAX;
 
   std::uint32_t size() const { return static_cast<std::uint32_t>(id.size()); }
 };
@@ -138,6 +143,8 @@ class World {
   std::uint32_t pedestrian_target() const { return pedestrian_target_; }
   const WorldCounters& counters() const { return counters_; }
   const VehicleSystem& vehicles() const { return vehicles_; }
+  const PopulationSystem& population() const { return population_; }
+  std::uint32_t background_pedestrians() const { return background_count_; }
   const std::vector<Vec2>& observers() const { return observers_; }
   const Prng& prng() const { return rng_; }
 
@@ -155,6 +162,7 @@ class World {
   World(const Scenario& scenario, std::uint64_t seed, LogSink* log);
 
   void phase_apply_commands();
+  void phase_time_and_zones();
   void phase_vehicles();
   void phase_move_pedestrians();
   void phase_tiers();
@@ -164,6 +172,7 @@ class World {
   CommandResult apply(const CommandEnvelope& env);
   void request_despawn(EntityId id, DespawnReason reason);
   bool spawn_pedestrian();
+  void place_resident(std::uint32_t resident);
   void remove_pedestrian(EntityId id);
 
   Scenario scenario_;
@@ -191,6 +200,10 @@ class World {
   };
   std::vector<DespawnRequest> despawn_requests_;
   VehicleSystem vehicles_;
+  PopulationSystem population_;
+  std::uint32_t background_count_ = 0;  // pedestrians without a resident identity
+  std::vector<double> resident_distance_;
+  std::vector<std::uint32_t> to_activate_, to_deactivate_;
   std::vector<Vec2> observers_;
   std::vector<std::uint8_t> crossing_occupied_;  // per lane, pre-step (phase 6 input)
   std::vector<VehicleSystem::DespawnRequest> vehicle_despawns_;

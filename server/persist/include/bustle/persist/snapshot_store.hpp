@@ -106,6 +106,8 @@ class SnapshotStore {
   StoreError read_info(Statement& st, SnapshotInfo& info) const;
   StoreError write_vehicles(std::int64_t id, const core::VehicleCheckpoint& v);
   StoreError read_vehicles(std::int64_t id, const std::string& row, core::VehicleCheckpoint& v);
+  StoreError write_population(std::int64_t id, const core::PopulationCheckpoint& p);
+  StoreError read_population(std::int64_t id, const std::string& row, core::PopulationCheckpoint& p);
 
   Database db_;
   std::string path_;

@@ -1,0 +1,142 @@
+// Population orchestration (DESIGN §3): resident identities, zones, community
+// schedules, the zone lifecycle queue and work-point occupancy.
+//
+// A resident is an identity that outlives its representation: its EntityId is
+// allocated when the world is created and never released while the world
+// lives. Lifecycle per resident:
+//
+//   Dormant --activate (zone growth, within quota)--> Active (walks as a pedestrian)
+//   Active  --recycle (zone shrink, farthest first)--> Dormant
+//   Active  --despawn reason (dead end, request)-----> Dormant (identity kept)
+//
+// Every lifecycle interval (default 0.25 s) the coordinator reads each
+// community's schedule entry at the current hour, sets per-zone targets
+// (round(base x density) in the entry's zone, 0 elsewhere), then per zone:
+//   1. recycle: members above their target go dormant, farthest from any
+//      observer first (ties by EntityId), at most recycle_quota;
+//   2. grow: dormant members of short communities are activated here
+//      (those already assigned to this zone first, then by EntityId), at most
+//      growth_quota, never above the zone's capacity.
+// What the quotas hold back is counted as deferred, never failed; what the
+// capacity refuses is counted as rejected by capacity.
+//
+// Work-points: each slot holds at most one resident; when all are taken the
+// resident waits in a FIFO; leaving a slot hands it to the head of the queue.
+//
+// Invariants (checked by tests every step): active + dormant = residents;
+// per zone, active <= capacity; no two residents share a work-point slot.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "bustle/core/entity_id.hpp"
+#include "bustle/core/lane_graph.hpp"
+#include "bustle/core/scenario.hpp"
+
+namespace bustle::core {
+
+class Digest;
+
+struct ResidentStore {
+  static constexpr std::int32_t kNone = -1;
+  std::vector<EntityId> id;
+  std::vector<std::uint32_t> community;
+  std::vector<std::uint32_t> profession;
+  std::vector<std::uint32_t> zone;        // zone it belongs to now
+  std::vector<std::uint8_t> active;
+  std::vector<std::int32_t> work_point;   // held or awaited work-point, or kNone
+  std::vector<std::int32_t> work_slot;    // slot held, or kNone (waiting when work_point set)
+
+  std::uint32_t size() const { return static_cast<std::uint32_t>(id.size()); }
+};
+
+struct ZoneStatus {
+  std::uint32_t target = 0;
+  std::uint32_t active = 0;
+  std::uint32_t dormant = 0;           // dormant members assigned to this zone
+  std::uint32_t pending_spawn = 0;     // target - active, when positive
+  std::uint32_t pending_recycle = 0;   // active - target, when positive
+  std::uint32_t activated = 0;         // done in the last interval
+  std::uint32_t recycled = 0;          // done in the last interval
+  std::uint32_t deferred_by_quota = 0; // held back by growth/recycle quotas in the last interval
+  std::uint32_t rejected_by_capacity = 0;
+  std::uint64_t activated_total = 0;
+  std::uint64_t recycled_total = 0;
+};
+
+struct WorkPointState {
+  std::vector<std::int32_t> occupant;  // resident index per slot, or kNone
+  std::vector<std::uint32_t> waiting;  // resident indices, FIFO
+};
+
+struct PopulationCheckpoint {
+  ResidentStore residents;
+  std::vector<std::string> zone_ids;  // scenario zone ids, in index order (readable tables)
+  std::vector<ZoneStatus> zones;
+  std::vector<WorkPointState> work_points;
+  std::uint64_t day_us = 0;
+  std::uint32_t time_scale = 1;
+  std::uint64_t last_interval = 0;
+};
+
+class PopulationSystem {
+ public:
+  explicit PopulationSystem(const Scenario& scenario);
+
+  // Allocates every resident's identity (all dormant, in their home zone).
+  // Returns false when the registry is too small (validation prevents it).
+  bool create_identities(EntityRegistry& registry);
+
+  // Phase 2: advances the time of day; true when a lifecycle interval begins.
+  bool advance_clock(std::uint64_t sim_time_us, std::uint32_t step_us);
+  double hour() const { return static_cast<double>(day_us_) / 3.6e9; }
+  void set_hour(double hour);
+  void set_time_scale(std::uint32_t scale) { time_scale_ = scale; }
+  std::uint32_t time_scale() const { return time_scale_; }
+
+  // Phase 4. `distance_m[r]` is resident r's distance to the nearest observer
+  // (only read for active residents). Appends residents to activate (the
+  // World places them on a lane of their zone) and to deactivate.
+  void lifecycle(const std::vector<double>& distance_m, std::vector<std::uint32_t>& activate,
+                 std::vector<std::uint32_t>& deactivate);
+
+  // Called by the World when a resident leaves the pedestrian arrays for any
+  // reason (recycle, dead end, request): it becomes dormant, keeps its id.
+  void on_deactivated(std::uint32_t resident);
+  void on_activated(std::uint32_t resident);
+
+  const ResidentStore& residents() const { return r_; }
+  const std::vector<ZoneStatus>& zones() const { return zones_; }
+  const std::vector<WorkPointState>& work_points() const { return work_points_; }
+  const std::vector<std::vector<LaneIndex>>& zone_lanes() const { return zone_lanes_; }
+  void set_zone_lanes(std::vector<std::vector<LaneIndex>> lanes) { zone_lanes_ = std::move(lanes); }
+  // Index of a resident by entity index (kNone when not a resident).
+  std::int32_t resident_of(EntityId id) const;
+  std::uint32_t active_count() const;
+
+  void digest_into(Digest& d) const;
+  PopulationCheckpoint capture() const;
+  std::vector<std::pair<std::string, std::string>> restore(const PopulationCheckpoint& cp,
+                                                           const EntityRegistry& registry);
+
+ private:
+  int entry_index(std::uint32_t community) const;
+  void claim_work_point(std::uint32_t resident);
+  void release_work_point(std::uint32_t resident);
+
+  const Scenario* scenario_;
+  ResidentStore r_;
+  std::vector<std::int32_t> resident_by_entity_;  // entity index -> resident, or kNone
+  std::vector<ZoneStatus> zones_;
+  std::vector<WorkPointState> work_points_;
+  std::vector<std::vector<LaneIndex>> zone_lanes_;
+  std::uint64_t day_us_ = 0;
+  std::uint32_t time_scale_ = 1;
+  std::uint64_t last_interval_ = 0;
+  // Scratch (reused every interval).
+  std::vector<std::uint32_t> scratch_a_, scratch_b_;
+};
+
+}  // namespace bustle::core
