@@ -373,3 +373,26 @@ TEST_CASE("a request in two collections is refused at restore, naming the garage
   CHECK(r.errors[0].path == "garages[0].queue[0].request_id");
   CHECK(r.errors[0].message.find("both queued and dispatched") != std::string::npos);
 }
+
+TEST_CASE("completeness guard on the large block (residents, zones, work-points) through SQLite") {
+  auto loaded = bustle::scenario::load_scenario_file(std::string(BUSTLE_SOURCE_DIR) + "/configs/largeblock.city.json");
+  REQUIRE(loaded.ok());
+  const core::Scenario block = *loaded.scenario;
+  TempDir dir;
+  auto store = open_store(dir.file("block.db"));
+  int n = 0;
+  const std::vector<bustle::test::ScriptedCommand> script = {
+      {10, core::SetHour{12.0}}, {60, core::SetHour{22.0}}, {90, core::SetTimeScale{900}}, {130, core::SetHour{8.0}}};
+  bustle::test::check_checkpoint_completeness(
+      block, 9, script, 200, {0, 10, 45, 91, 150}, [&](const core::WorldCheckpoint& cp) {
+        const std::string name = "b" + std::to_string(n++);
+        const auto we = store.write_checkpoint(name, "checkpoint", cp, loaded.text, 0);
+        INFO(we.to_string());
+        REQUIRE(we.ok());
+        persist::LoadedCheckpoint lc;
+        const auto re = store.read_checkpoint(name, lc);
+        INFO(re.to_string());
+        REQUIRE(re.ok());
+        return lc.checkpoint;
+      });
+}
