@@ -31,9 +31,10 @@ What it does, step by step (the exact commands are printed as it runs):
         sumo -n grid.net.xml -r grid.rou.xml --step-length 0.1 --no-step-log
              --duration-log.statistics --end W*0.1         (warm-up only)
         sumo ... --end (W+S)*0.1                          (warm-up + timed)
-    SUMO prints "Duration: <ms>" (simulation loop wall time) and "UPS: <n>"
-    (vehicle updates per second of that loop); vehicle updates = UPS x
-    Duration. The timed window's figure is the difference:
+    SUMO prints "Duration: <s>" (simulation loop wall time, 10 ms
+    resolution; end time / "Real time factor" gives it to the ms) and
+    "UPS: <n>" (vehicle updates per second of that loop); vehicle updates =
+    UPS x Duration. The timed window's figure is the difference:
         ups = (UPS_b*D_b - UPS_a*D_a) / (D_b - D_a)
     One thread (SUMO's default), like bustle-bench.
 
@@ -145,8 +146,14 @@ def sumo_run(net, rou, end_s):
     if not m:
         sys.stderr.write(out)
         raise SystemExit("sumo_grid: no 'Duration:' in SUMO's output")
+    duration_s = float(m.group(1)) / (1000.0 if m.group(2) == "ms" else 1.0)
+    # "Real time factor" (simulated / wall seconds) carries more digits than
+    # the rounded Duration; prefer it.
+    rtf = re.search(r"Real time factor:\s*([0-9.eE+-]+)", out)
+    if rtf and float(rtf.group(1)) > 0:
+        duration_s = end_s / float(rtf.group(1))
     res = {
-        "duration_s": float(m.group(1)) / (1000.0 if m.group(2) == "ms" else 1.0),
+        "duration_s": duration_s,
         "ups": num(r"UPS:\s*([0-9.]+)"),
         "inserted": num(r"Inserted:\s*([0-9]+)"),
         "running": num(r"Running:\s*([0-9]+)"),

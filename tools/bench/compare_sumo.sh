@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Issue 4's comparison: bustle-bench vehicles against Eclipse SUMO on the same
+# signalised grid city with the same vehicle count and 0.1 s steps, on this
+# machine, in one go. Prints both vehicle-update rates, their ratio, and
+# Bustle's step p50/p99 (medians of --repeat runs, interleaved so background
+# load hits both alike).
+#
+#   tools/bench/install-bench-deps.sh          # once: sumo, netgenerate
+#   cmake --preset release && cmake --build --preset release --target bustle-bench
+#   tools/bench/compare_sumo.sh [--grid 32] [--vehicles 10000] [--steps 1000]
+#                               [--repeat 3] [--bench build/release/tools/bench/bustle-bench]
+#
+# Each repetition runs exactly:
+#   bustle-bench vehicles --grid N --vehicles V --steps S
+#   python3 tools/bench/sumo_grid.py --grid N --vehicles V --steps S
+# (sumo_grid.py documents its netgenerate and sumo command lines.) Both are
+# single-threaded; the figures are whole-core wall time of the timed steps,
+# after warm-up (Bustle: until V vehicles are managed; SUMO: 20 steps after
+# inserting all V at t = 0). Target (issue 4): ratio >= 100.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+grid=32
+vehicles=10000
+steps=1000
+repeat=3
+bench="${BUSTLE_BENCH:-$root/build/release/tools/bench/bustle-bench}"
+
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --grid) grid="$2"; shift 2 ;;
+    --vehicles) vehicles="$2"; shift 2 ;;
+    --steps) steps="$2"; shift 2 ;;
+    --repeat) repeat="$2"; shift 2 ;;
+    --bench) bench="$2"; shift 2 ;;
+    -h|--help) sed -n '2,20p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    *) echo "compare_sumo: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+
+[[ -x "$bench" ]] || { echo "compare_sumo: no bustle-bench at $bench (build it or pass --bench)" >&2; exit 1; }
+command -v sumo >/dev/null || { echo "compare_sumo: sumo missing; run tools/bench/install-bench-deps.sh" >&2; exit 1; }
+
+log="$(mktemp -d /tmp/bustle-compare-XXXXXX)"
+trap 'rm -rf "$log"' EXIT
+
+# field NAME FILE: the value of NAME=... on the file's RESULT line.
+field() { grep '^RESULT' "$2" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
+median() { sort -g | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
+
+echo "machine: $(nproc) cores, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)"
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "bustle-bench: $bench"
+echo "sumo: $(sumo --version 2>/dev/null | head -1)"
+for ((r = 1; r <= repeat; ++r)); do
+  echo "--- run $r/$repeat: bustle-bench vehicles --grid $grid --vehicles $vehicles --steps $steps"
+  "$bench" vehicles --grid "$grid" --vehicles "$vehicles" --steps "$steps" | tee "$log/bustle.$r"
+  echo "--- run $r/$repeat: sumo_grid.py --grid $grid --vehicles $vehicles --steps $steps"
+  python3 "$here/sumo_grid.py" --grid "$grid" --vehicles "$vehicles" --steps "$steps" >"$log/sumo.$r"
+  grep -E '^(sumo:|  timed|  vehicle updates|RESULT)' "$log/sumo.$r"
+done
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+
+b_ups=$(for ((r = 1; r <= repeat; ++r)); do field ups "$log/bustle.$r"; done | median)
+b_p50=$(for ((r = 1; r <= repeat; ++r)); do field p50_ms "$log/bustle.$r"; done | median)
+b_p99=$(for ((r = 1; r <= repeat; ++r)); do field p99_ms "$log/bustle.$r"; done | median)
+b_veh=$(field vehicles "$log/bustle.1")
+s_ups=$(for ((r = 1; r <= repeat; ++r)); do field ups "$log/sumo.$r"; done | median)
+s_sec=$(for ((r = 1; r <= repeat; ++r)); do field seconds "$log/sumo.$r"; done | median)
+s_veh=$(field vehicles "$log/sumo.1")
+all_b=$(for ((r = 1; r <= repeat; ++r)); do field ups "$log/bustle.$r"; done | awk '{printf "%s%.2f", (NR > 1 ? " " : ""), $1 / 1e6}')
+all_s=$(for ((r = 1; r <= repeat; ++r)); do field ups "$log/sumo.$r"; done | awk '{printf "%s%.3f", (NR > 1 ? " " : ""), $1 / 1e6}')
+
+echo
+echo "grid ${grid}x${grid}, $vehicles vehicles, $steps timed steps of 0.1 s, median of $repeat"
+awk -v bu="$b_ups" -v su="$s_ups" -v bv="$b_veh" -v sv="$s_veh" -v p50="$b_p50" -v p99="$b_p99" \
+    -v ss="$s_sec" -v steps="$steps" -v ab="$all_b" -v as="$all_s" 'BEGIN {
+  printf "%-28s %16s %16s %10s\n", "", "Bustle", "SUMO", "ratio"
+  printf "%-28s %16.0f %16.0f\n", "vehicles on the road", bv, sv
+  printf "%-28s %16.3f %16.3f %9.1fx\n", "vehicle updates/s (M)", bu / 1e6, su / 1e6, bu / su
+  printf "%-28s %16.3f %16.3f\n", "mean step (ms)", bv * 1000 / bu, ss * 1000 / steps
+  printf "%-28s %16.3f %16s\n", "step p50 (ms)", p50, "-"
+  printf "%-28s %16.3f %16s\n", "step p99 (ms)", p99, "-"
+  printf "%-28s %16s %16s\n", "runs (M updates/s)", ab, as
+  printf "target >= 100x: %s\n", (bu / su >= 100) ? "met" : "NOT met"
+}'
