@@ -47,6 +47,7 @@ try:
         QuerySignals,
         QueryStats,
         QueryVehicle,
+        QueryZones,
         RejectReason as _RejectReason,
         Restore,
         Resume,
@@ -54,8 +55,10 @@ try:
         Save,
         ServerFrame,
         ServerMessage,
+        SetHour,
         SetObservers,
         SetPedestrianTarget,
+        SetTimeScale,
         SetVehicleStrategy,
         SignalGeometry,
         SignalInfo,
@@ -70,6 +73,7 @@ try:
         VehicleStrategy as _VehicleStrategy,
         VehicleStrategyState as _VehicleStrategyState,
         Welcome,
+        ZoneInfo,
     )
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError(
@@ -109,13 +113,16 @@ __all__ = [
     "QuerySignals",
     "QueryStats",
     "QueryVehicle",
+    "QueryZones",
     "Restore",
     "Resume",
     "Save",
     "ServerFrame",
     "ServerMessage",
+    "SetHour",
     "SetObservers",
     "SetPedestrianTarget",
+    "SetTimeScale",
     "SetVehicleStrategy",
     "SignalGeometry",
     "SignalInfo",
@@ -126,6 +133,7 @@ __all__ = [
     "Vec2",
     "VehicleInfo",
     "Welcome",
+    "ZoneInfo",
 ]
 
 

@@ -34,6 +34,7 @@ from .messages import (
     FrameTooLargeError,
     GarageGeometry,
     GarageInfo,
+    ZoneInfo,
     JobKind,
     JobState,
     JobStatus,
@@ -226,6 +227,18 @@ def _despawn(b, index: int, generation: int):
     return w.DespawnEntity.End(b)
 
 
+def _set_hour(b, hour: float):
+    w.SetHour.Start(b)
+    w.SetHour.AddHour(b, float(hour))
+    return w.SetHour.End(b)
+
+
+def _set_time_scale(b, scale: int):
+    w.SetTimeScale.Start(b)
+    w.SetTimeScale.AddScale(b, int(scale))
+    return w.SetTimeScale.End(b)
+
+
 def _text(field: str, value) -> str:
     if not isinstance(value, str):
         raise TypeError(f"{field} must be a str, not {type(value).__name__}")
@@ -334,6 +347,9 @@ COMMANDS = {
     "QueryGarages": (_CB.QueryGarages, _empty(w.QueryGarages)),
     "QuerySignals": (_CB.QuerySignals, _empty(w.QuerySignals)),
     "QueryVehicle": (_CB.QueryVehicle, _query_vehicle),
+    "SetHour": (_CB.SetHour, _set_hour),
+    "SetTimeScale": (_CB.SetTimeScale, _set_time_scale),
+    "QueryZones": (_CB.QueryZones, _empty(w.QueryZones)),
 }
 
 
@@ -476,7 +492,20 @@ def _decode_stats(s) -> Stats:
         vehicles_waiting=s.VehiclesWaiting(),
         vehicles_yielding=s.VehiclesYielding(),
         tier_transitions_deferred=s.TierTransitionsDeferred(),
+        hour=s.Hour(),
+        time_scale=s.TimeScale(),
+        residents=s.Residents(),
+        residents_active=s.ResidentsActive(),
     )
+
+
+def _decode_zone_info(z) -> ZoneInfo:
+    return ZoneInfo(
+        id=_str(z.Id()), target=z.Target(), active=z.Active(), dormant=z.Dormant(),
+        pending_spawn=z.PendingSpawn(), pending_recycle=z.PendingRecycle(),
+        activated=z.Activated(), recycled=z.Recycled(), deferred_by_quota=z.DeferredByQuota(),
+        rejected_by_capacity=z.RejectedByCapacity(), activated_total=z.ActivatedTotal(),
+        recycled_total=z.RecycledTotal(), capacity=z.Capacity())
 
 
 def _decode_job(j) -> JobStatus:
@@ -572,6 +601,9 @@ def _decode_command_result(m) -> CommandResult:
         garages = [_decode_garage_info(m.Garages(j)) for j in range(m.GaragesLength())]
     if not m.SignalsIsNone():
         signals = [_decode_signal_info(m.Signals(j)) for j in range(m.SignalsLength())]
+    zones = None
+    if not m.ZonesIsNone():
+        zones = [_decode_zone_info(m.Zones(j)) for j in range(m.ZonesLength())]
     return CommandResult(
         request_id=m.RequestId(),
         status=_enum_or_int(CommandStatus, m.Status()),
@@ -584,6 +616,7 @@ def _decode_command_result(m) -> CommandResult:
         garages=garages,
         signals=signals,
         vehicle=_decode_vehicle_info(vehicle) if vehicle is not None else None,
+        zones=zones,
     )
 
 

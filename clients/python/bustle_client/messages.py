@@ -236,6 +236,10 @@ class Stats:
     vehicles_waiting: int = 0  # WaitingAtSignal on the last step
     vehicles_yielding: int = 0  # Yielding on the last step
     tier_transitions_deferred: int = 0
+    hour: float = 0.0  # time of day
+    time_scale: int = 1  # game seconds per simulated second
+    residents: int = 0  # community identities, active + dormant
+    residents_active: int = 0
 
 
 @dataclass(frozen=True)
@@ -278,6 +282,25 @@ class SnapshotInfo:
     digest: int
     pedestrians: int
     created_unix_ms: int
+
+
+@dataclass(frozen=True)
+class ZoneInfo:
+    """QueryZones: one zone's lifecycle coordinator state (last interval)."""
+
+    id: str
+    target: int
+    active: int
+    dormant: int
+    pending_spawn: int
+    pending_recycle: int
+    activated: int
+    recycled: int
+    deferred_by_quota: int  # held back by quotas: deferred, never failed
+    rejected_by_capacity: int
+    activated_total: int
+    recycled_total: int
+    capacity: int
 
 
 @dataclass(frozen=True)
@@ -361,6 +384,7 @@ class CommandResult:
     garages: Optional[list] = None  # QueryGarages: [GarageInfo]
     signals: Optional[list] = None  # QuerySignals: [SignalInfo]
     vehicle: Optional[VehicleInfo] = None  # QueryVehicle
+    zones: Optional[list] = None  # QueryZones: [ZoneInfo]
 
     @property
     def accepted(self) -> bool:
@@ -412,6 +436,7 @@ __all__ = [
     "JobUpdate",
     "SnapshotInfo",
     "GarageInfo",
+    "ZoneInfo",
     "SignalInfo",
     "VehicleInfo",
     "CommandResult",

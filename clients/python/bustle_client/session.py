@@ -344,6 +344,24 @@ class Session:
         """Replace the observers that drive simulation tiers: [(x_m, y_m), ...] (at most 64)."""
         return self.command("SetObservers", timeout, points=list(points))
 
+    def set_hour(self, hour: float, timeout: Optional[float] = None) -> CommandResult:
+        """Set the time of day [0, 24) (operator; applied at the next step)."""
+        return self.command("SetHour", timeout, hour=hour)
+
+    def set_time_scale(self, scale: int, timeout: Optional[float] = None) -> CommandResult:
+        """Game seconds per simulated second, 1..3600 (operator; applied at the next step)."""
+        return self.command("SetTimeScale", timeout, scale=scale)
+
+    def query_zones(self, timeout: Optional[float] = None) -> CommandResult:
+        return self.command("QueryZones", timeout)
+
+    def zones(self, timeout: Optional[float] = None) -> list:
+        """QueryZones, returning [ZoneInfo] (raises CommandRejected if rejected)."""
+        result = self.query_zones(timeout).raise_if_rejected()
+        if result.zones is None:
+            raise ProtocolError("QueryZones result without zones")
+        return list(result.zones)
+
     def query_garages(self, timeout: Optional[float] = None) -> CommandResult:
         return self.command("QueryGarages", timeout)
 

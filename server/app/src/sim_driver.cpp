@@ -179,6 +179,15 @@ void SimDriver::handle(net::InboundCommand cmd) {
     case Kind::QuerySignals:
       r.signals = signal_reports();
       break;
+    case Kind::QueryZones: {
+      std::vector<net::ZoneReport> zones;
+      const core::PopulationSystem& pop = world_->population();
+      for (std::size_t z = 0; z < pop.zones().size(); ++z) {
+        zones.push_back({world_->scenario().zones[z].id, pop.zones()[z], world_->scenario().zones[z].capacity});
+      }
+      r.zones = std::move(zones);
+      break;
+    }
     case Kind::QueryVehicle: {
       auto v = vehicle_report(ctl.entity);
       if (!v) {
@@ -403,6 +412,10 @@ net::StatsSnapshot SimDriver::stats() const {
   s.vehicles_waiting = vs.last_step().per_policy[static_cast<int>(core::ControlPolicy::WaitingAtSignal)];
   s.vehicles_yielding = vs.last_step().per_policy[static_cast<int>(core::ControlPolicy::Yielding)];
   s.tier_transitions_deferred = vs.last_tiers().deferred;
+  s.hour = world_->population().hour();
+  s.time_scale = world_->population().time_scale();
+  s.residents = world_->population().residents().size();
+  s.residents_active = world_->population().active_count();
   if (recorder_ != nullptr) {
     const persist::RecorderStatus rs = recorder_->status();
     s.recording = !rs.failed;

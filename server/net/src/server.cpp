@@ -80,6 +80,10 @@ SharedBytes make_result_frame(const OutboundResult& r) {
     sb.add_vehicles_waiting(s.vehicles_waiting);
     sb.add_vehicles_yielding(s.vehicles_yielding);
     sb.add_tier_transitions_deferred(s.tier_transitions_deferred);
+    sb.add_hour(s.hour);
+    sb.add_time_scale(s.time_scale);
+    sb.add_residents(s.residents);
+    sb.add_residents_active(s.residents_active);
     stats = sb.Finish();
   }
   flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::GarageInfo>>> garages = 0;
@@ -103,6 +107,18 @@ SharedBytes make_result_frame(const OutboundResult& r) {
                                                    sg.phase_elapsed_us, sg.cycles));
     }
     signals = fbb.CreateVector(items);
+  }
+  flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::ZoneInfo>>> zones = 0;
+  if (r.zones) {
+    std::vector<flatbuffers::Offset<wire::ZoneInfo>> items;
+    for (const ZoneReport& z : *r.zones) {
+      const core::ZoneStatus& st = z.status;
+      items.push_back(wire::CreateZoneInfoDirect(fbb, z.id.c_str(), st.target, st.active, st.dormant, st.pending_spawn,
+                                                 st.pending_recycle, st.activated, st.recycled, st.deferred_by_quota,
+                                                 st.rejected_by_capacity, st.activated_total, st.recycled_total,
+                                                 z.capacity));
+    }
+    zones = fbb.CreateVector(items);
   }
   flatbuffers::Offset<wire::VehicleInfo> vehicle = 0;
   if (r.vehicle) {
@@ -131,7 +147,7 @@ SharedBytes make_result_frame(const OutboundResult& r) {
   const auto res = wire::CreateCommandResult(fbb, r.request_id,
                                              static_cast<wire::CommandStatus>(r.status),
                                              static_cast<wire::RejectReason>(r.reason), msg,
-                                             r.applied_step, stats, job, snapshots, garages, signals, vehicle);
+                                             r.applied_step, stats, job, snapshots, garages, signals, vehicle, zones);
   fbb.Finish(wire::CreateServerFrame(fbb, wire::ServerMessage::CommandResult, res.Union()),
              wire::ServerFrameIdentifier());
   return finish_frame(fbb);
@@ -541,6 +557,16 @@ class Session : public std::enable_shared_from_this<Session> {
         in.body = core::WorldCommand{std::move(obs)};
         break;
       }
+      case wire::CommandBody::SetHour:
+        in.body = core::WorldCommand{core::SetHour{cmd.body_as_SetHour()->hour()}};
+        break;
+      case wire::CommandBody::SetTimeScale:
+        in.body = core::WorldCommand{core::SetTimeScale{cmd.body_as_SetTimeScale()->scale()}};
+        break;
+      case wire::CommandBody::QueryZones:
+        in.body = ControlCommand{ControlCommand::Kind::QueryZones, 0, {}, 0, {}};
+        needs_operator = false;
+        break;
       case wire::CommandBody::QueryGarages:
         in.body = ControlCommand{ControlCommand::Kind::QueryGarages, 0, {}, 0, {}};
         needs_operator = false;

@@ -40,6 +40,7 @@ struct ControlCommand {
     QueryGarages,
     QuerySignals,
     QueryVehicle,
+    QueryZones,
   };
   Kind kind = Kind::QueryStats;
   std::uint32_t step_count = 0;  // Step

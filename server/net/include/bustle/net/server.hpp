@@ -98,6 +98,16 @@ struct StatsSnapshot {
   std::uint32_t vehicles_waiting = 0;
   std::uint32_t vehicles_yielding = 0;
   std::uint32_t tier_transitions_deferred = 0;
+  double hour = 0.0;
+  std::uint32_t time_scale = 1;
+  std::uint32_t residents = 0;
+  std::uint32_t residents_active = 0;
+};
+
+struct ZoneReport {
+  std::string id;
+  core::ZoneStatus status;
+  std::uint32_t capacity = 0;
 };
 
 // Mirrors of the wire's GarageInfo / SignalInfo / VehicleInfo.
@@ -187,6 +197,7 @@ struct OutboundResult {
   std::optional<std::vector<GarageReport>> garages;
   std::optional<std::vector<SignalReport>> signals;
   std::optional<VehicleReport> vehicle;
+  std::optional<std::vector<ZoneReport>> zones;
 };
 
 class Server {

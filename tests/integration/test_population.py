@@ -1,0 +1,58 @@
+"""Population over the socket on the large-block city (configs/largeblock.city.json):
+time of day, the zone lifecycle queue with quotas, identities kept while dormant."""
+
+import os
+
+from bustle_client import CommandStatus, RejectReason, Session
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+LARGEBLOCK = os.path.join(REPO, "configs", "largeblock.city.json")
+
+
+def _operator(port):
+    s = Session.connect("127.0.0.1", port, timeout=5.0)
+    s.hello("population-test", role="operator")
+    return s
+
+
+def test_hour_switch_grows_zones_within_quotas_and_keeps_identities(start_server):
+    srv = start_server("--clock", "manual", "--config", LARGEBLOCK)
+    with _operator(srv.port) as op:
+        assert op.step(60).status == CommandStatus.Accepted
+        st = op.stats()
+        assert st.residents == 72
+        assert st.residents_active == 48          # 06:00: 12 vendors, 12 clerks, 24 technicians
+        assert 6.0 <= st.hour < 6.1
+        before = {z.id: z for z in op.zones()}
+        assert before["facilities"].active == 24 and before["market"].active == 12
+
+        rid = op.send_command("SetHour", hour=12.0)
+        assert op.step(1).status == CommandStatus.Accepted
+        assert op.wait_result(rid).status == CommandStatus.Accepted
+        # Within the interval after the switch, at most 2 per zone move; the rest is deferred.
+        assert op.step(3).status == CommandStatus.Accepted
+        zones = {z.id: z for z in op.zones()}
+        assert zones["office"].target == 18            # technicians on rounds (0.75 x 24)
+        assert zones["office"].activated <= 2
+        assert zones["office"].deferred_by_quota > 0 or zones["office"].active == zones["office"].target
+        assert op.step(300).status == CommandStatus.Accepted
+        zones = {z.id: z for z in op.zones()}
+        for z in zones.values():
+            assert z.active == z.target, z
+            assert z.deferred_by_quota == 0
+        st = op.stats()
+        assert st.residents == 72 and st.residents_active == 60
+
+        bad = op.send_command("SetHour", hour=24.0)
+        assert op.step(1).status == CommandStatus.Accepted
+        r = op.wait_result(bad)
+        assert r.status == CommandStatus.Rejected and r.reason == RejectReason.InvalidArgument
+
+
+def test_viewers_may_query_zones_but_not_set_the_hour(start_server):
+    srv = start_server("--clock", "manual", "--config", LARGEBLOCK)
+    with Session.connect("127.0.0.1", srv.port, timeout=5.0) as viewer:
+        viewer.hello("viewer", role="viewer")
+        assert len(viewer.zones()) == 3
+        r = viewer.command("SetHour", hour=12.0)
+        assert r.status == CommandStatus.Rejected and r.reason == RejectReason.NotAuthorized
