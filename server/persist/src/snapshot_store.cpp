@@ -405,18 +405,27 @@ StoreError SnapshotStore::write_vehicles(std::int64_t id, const core::VehicleChe
   return {};
 }
 
+StoreError SnapshotStore::column_row(const char* table, std::int64_t id, const std::string& row, Statement& st,
+                                     std::size_t& n) {
+  SqlError err;
+  st = db_.prepare(std::string("SELECT * FROM ") + table + " WHERE snapshot_id = ?1", err);
+  if (!err.ok()) return sql_error(err, table);
+  st.bind_i64(1, id);
+  if (!st.step()) {
+    if (!st.error().ok()) return sql_error(st.error(), table, row);
+    return error(table, row, "", "missing (checkpoint incomplete)");
+  }
+  const std::int64_t count = st.column_i64(1);
+  if (count < 0 || count > (1 << 24)) return error(table, row, "count", "out of range");
+  n = static_cast<std::size_t>(count);
+  return {};
+}
+
 StoreError SnapshotStore::read_vehicles(std::int64_t id, const std::string& row, core::VehicleCheckpoint& v) {
   SqlError err;
-  Statement vc = db_.prepare("SELECT * FROM vehicle_columns WHERE snapshot_id = ?1", err);
-  if (!err.ok()) return sql_error(err, "vehicle_columns");
-  vc.bind_i64(1, id);
-  if (!vc.step()) {
-    if (!vc.error().ok()) return sql_error(vc.error(), "vehicle_columns", row);
-    return error("vehicle_columns", row, "", "missing (checkpoint incomplete)");
-  }
-  const std::int64_t count = vc.column_i64(1);
-  if (count < 0 || count > (1 << 24)) return error("vehicle_columns", row, "count", "out of range");
-  const auto n = static_cast<std::size_t>(count);
+  Statement vc;
+  std::size_t n = 0;
+  if (StoreError e = column_row("vehicle_columns", id, row, vc, n); !e.ok()) return e;
   core::VehicleStore& st = v.store;
   std::vector<std::uint32_t> idx, gen, lidx, lgen;
   struct Col {
@@ -576,16 +585,9 @@ StoreError SnapshotStore::write_population(std::int64_t id, const core::Populati
 
 StoreError SnapshotStore::read_population(std::int64_t id, const std::string& row, core::PopulationCheckpoint& p) {
   SqlError err;
-  Statement rc = db_.prepare("SELECT * FROM resident_columns WHERE snapshot_id = ?1", err);
-  if (!err.ok()) return sql_error(err, "resident_columns");
-  rc.bind_i64(1, id);
-  if (!rc.step()) {
-    if (!rc.error().ok()) return sql_error(rc.error(), "resident_columns", row);
-    return error("resident_columns", row, "", "missing (checkpoint incomplete)");
-  }
-  const std::int64_t count = rc.column_i64(1);
-  if (count < 0 || count > (1 << 24)) return error("resident_columns", row, "count", "out of range");
-  const auto n = static_cast<std::size_t>(count);
+  Statement rc;
+  std::size_t n = 0;
+  if (StoreError e = column_row("resident_columns", id, row, rc, n); !e.ok()) return e;
   core::ResidentStore& r = p.residents;
   std::vector<std::uint32_t> idx, gen;
   struct Col {

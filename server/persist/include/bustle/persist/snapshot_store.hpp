@@ -107,6 +107,8 @@ class SnapshotStore {
   StoreError write_vehicles(std::int64_t id, const core::VehicleCheckpoint& v);
   StoreError read_vehicles(std::int64_t id, const std::string& row, core::VehicleCheckpoint& v);
   StoreError write_population(std::int64_t id, const core::PopulationCheckpoint& p);
+  // Steps to the one row of a per-snapshot column table; n = its count column.
+  StoreError column_row(const char* table, std::int64_t id, const std::string& row, Statement& st, std::size_t& n);
   StoreError read_population(std::int64_t id, const std::string& row, core::PopulationCheckpoint& p);
 
   Database db_;
