@@ -80,7 +80,7 @@ void check_invariants(const World& w) {
 
 }  // namespace
 
-TEST_CASE("schedules must cover [0, 24) exactly once") {
+TEST_CASE("schedules must cover the whole day exactly once") {
   SECTION("a valid schedule, including one across midnight") {
     Scenario s = one_zone();
     s.communities[0].schedule = {{22.0, 6.0, SchedulePhase::Home, "", "z", "", 0.25},

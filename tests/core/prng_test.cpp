@@ -39,7 +39,7 @@ TEST_CASE("next_below stays in range and covers every value") {
   CHECK(p.next_below(1) == 0);
 }
 
-TEST_CASE("next_unit is in [0, 1)") {
+TEST_CASE("next_unit is at least 0 and below 1") {
   Prng p(3);
   for (int i = 0; i < 10000; ++i) {
     const double u = p.next_unit();
