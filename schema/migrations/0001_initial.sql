@@ -70,7 +70,9 @@ CREATE TABLE pedestrian_columns (
   lane           BLOB NOT NULL,  -- u32 LE lane index
   s_m            BLOB NOT NULL,  -- f64 LE distance along the lane
   hops           BLOB NOT NULL,  -- u32 LE
-  resident       BLOB NOT NULL   -- u32 LE resident index, 0xFFFFFFFF for background
+  resident       BLOB NOT NULL,  -- u32 LE resident index, 0xFFFFFFFF for background
+  tier           BLOB NOT NULL,  -- u8 SimTier
+  tier_stats     TEXT NOT NULL   -- JSON [full, simulated, coarse, promoted, demoted, deferred]
 );
 
 -- Resident identities (community members), active or dormant: bulk columns

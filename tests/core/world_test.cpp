@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <map>
 
 #include "bustle/core/world.hpp"
@@ -94,6 +95,10 @@ TEST_CASE("pedestrians move at lane speed and carry remaining time across lane e
   };
   s.pedestrians.count = 1;
   s.entity_capacity = 4;
+  // An observer on top keeps the pedestrian in the Full tier (every step).
+  s.observers = {{0.0, 0.0}};
+  s.tiers.full_enter_m = s.tiers.full_exit_m = 1000.0;
+  s.tiers.simulated_enter_m = s.tiers.simulated_exit_m = 2000.0;
   auto w = make(s, 1);
   w->step();  // spawns and moves the one pedestrian
   REQUIRE(w->pedestrians().size() == 1);
@@ -229,4 +234,54 @@ TEST_CASE("an invalid scenario creates no world and reports every error") {
   auto created = World::create(s, 1);
   CHECK_FALSE(created.world);
   CHECK(created.errors.size() == 2);
+}
+
+TEST_CASE("progress over time is the same in every tier, across lane ends and corners") {
+  // A loop of two lanes with corners and different speeds. Full moves every
+  // step; Coarse (no observer) moves every 8th step by 8 steps' worth of time,
+  // carrying what is left over across lane ends and corners.
+  Scenario s;
+  s.id = "test.tiers";
+  s.lanes = {
+      {"a", LaneKind::Sidewalk, {{0, 0}, {3, 0}, {3, 2}}, 1.5, {"b"}},
+      {"b", LaneKind::Sidewalk, {{3, 2}, {0, 2}, {0, 0}}, 1.0, {"a"}},
+  };
+  s.pedestrians.count = 1;
+  s.entity_capacity = 4;
+  Scenario full = s;
+  full.observers = {{1.0, 1.0}};
+  auto wf = make(full, 4);
+  auto wc = make(s, 4);  // same seed: same spawn lane and distance
+  wf->step();
+  wc->step();
+  REQUIRE(wf->pedestrians().tier[0] == static_cast<std::uint8_t>(SimTier::Full));
+  REQUIRE(wc->pedestrians().tier[0] == static_cast<std::uint8_t>(SimTier::Coarse));
+  // Travel time along the loop from the spawn point, from lane, distance, hops.
+  auto time_on_loop = [](const World& w) {
+    const double len_a = 5.0, len_b = 5.0, v_a = 1.5, v_b = 1.0;
+    const LaneIndex lane = w.pedestrians().lane[0];
+    const std::uint32_t hops = w.pedestrians().hops[0];
+    const double into = w.pedestrians().s_m[0] / (lane == 0 ? v_a : v_b);
+    // Each full loop is len_a / v_a + len_b / v_b seconds; hops count lane entries.
+    double t = (hops / 2) * (len_a / v_a + len_b / v_b);
+    if (hops % 2 == 1) t += lane == 1 ? len_a / v_a : len_b / v_b;
+    return t + into;
+  };
+  const double t0_full = time_on_loop(*wf);
+  const double t0_coarse = time_on_loop(*wc);
+  int due_steps = 0;
+  for (int k = 0; k < 800; ++k) {
+    const std::uint64_t before = wc->pedestrians().hops[0] * 1000000ull + static_cast<std::uint64_t>(wc->pedestrians().s_m[0] * 1000);
+    wf->step();
+    wc->step();
+    const std::uint64_t after = wc->pedestrians().hops[0] * 1000000ull + static_cast<std::uint64_t>(wc->pedestrians().s_m[0] * 1000);
+    if (after != before) ++due_steps;
+    // Full: exactly 0.1 s of travel per step.
+    REQUIRE(time_on_loop(*wf) - t0_full == Approx(0.1 * (k + 1)).margin(1e-6));
+    // Coarse: exactly 0.8 s per due step, and never more than 0.8 s from Full.
+    REQUIRE(time_on_loop(*wc) - t0_coarse == Approx(0.8 * due_steps).margin(1e-6));
+    REQUIRE(std::abs((time_on_loop(*wc) - t0_coarse) - (time_on_loop(*wf) - t0_full)) <= 0.8 + 1e-6);
+  }
+  CHECK(due_steps == 100);
+  CHECK(wc->pedestrians().hops[0] > 15);  // many lane ends and corners crossed
 }

@@ -105,6 +105,7 @@ World::World(const Scenario& scenario, std::uint64_t seed, LogSink* log)
   peds_.s_m.reserve(cap);
   peds_.hops.reserve(cap);
   peds_.resident.reserve(cap);
+  peds_.tier.reserve(cap);
   peds_.dense_of.assign(cap, PedestrianStore::kNoSlot);
   // Resident identities exist from the start (all dormant); validation made
   // sure they fit the entity capacity.
@@ -330,6 +331,15 @@ void World::phase_time_and_zones() {
   for (const std::uint32_t r : to_activate_) place_resident(r);
 }
 
+std::uint8_t World::initial_tier(LaneIndex lane, double s_m) const {
+  // Distance alone (no budget): the next tier resolution applies caps.
+  const Pose p = lanes_.sample(lane, s_m);
+  const double d = nearest_observer_m(observers_, p.x_m, p.y_m);
+  const TierSpec& t = scenario_.tiers;
+  const SimTier tier = d <= t.full_enter_m ? SimTier::Full : d <= t.simulated_enter_m ? SimTier::Simulated : SimTier::Coarse;
+  return static_cast<std::uint8_t>(tier);
+}
+
 void World::place_resident(std::uint32_t r) {
   const ResidentStore& rs = population_.residents();
   const auto& lanes = population_.zone_lanes()[rs.zone[r]];
@@ -342,6 +352,7 @@ void World::place_resident(std::uint32_t r) {
   peds_.s_m.push_back(s);
   peds_.hops.push_back(0);
   peds_.resident.push_back(r);
+  peds_.tier.push_back(initial_tier(lane, s));
   population_.on_activated(r);
 }
 
@@ -385,6 +396,7 @@ bool World::spawn_pedestrian() {
   peds_.s_m.push_back(s);
   peds_.hops.push_back(0);
   peds_.resident.push_back(PedestrianStore::kNoResident);
+  peds_.tier.push_back(initial_tier(lane, s));
   ++background_count_;
   ++counters_.spawned_total;
   return true;
@@ -410,6 +422,13 @@ void World::phase_vehicles() {
 
 void World::phase_tiers() {
   if (vehicles_.store().size() > 0) vehicles_.resolve_tiers(scenario_.tiers, observers_);
+  const std::uint32_t n = peds_.size();
+  ped_distance_.resize(n);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    const Pose p = pedestrian_pose(i);
+    ped_distance_[i] = nearest_observer_m(observers_, p.x_m, p.y_m);
+  }
+  ped_tiers_ = ped_tier_resolver_.resolve(scenario_.tiers, peds_.id, ped_distance_, peds_.tier);
 }
 
 // Phase 7 ------------------------------------------------------------------
@@ -418,9 +437,13 @@ void World::phase_move_pedestrians() {
   const double dt_s = static_cast<double>(scenario_.step_us) * 1e-6;
   const std::uint32_t n = peds_.size();
   for (std::uint32_t i = 0; i < n; ++i) {
+    const auto tier = static_cast<SimTier>(peds_.tier[i]);
+    // Not due this step: the next due step moves by the whole stride's time,
+    // so progress over time is the same in every tier.
+    if (!tier_due(step_index_, peds_.id[i], tier)) continue;
     LaneIndex lane = peds_.lane[i];
     double s = peds_.s_m[i];
-    double time_left_s = dt_s;
+    double time_left_s = dt_s * tier_stride(tier);
     for (std::uint32_t hop = 0; hop < kMaxHopsPerStep; ++hop) {
       const Lane& L = lanes_.lane(lane);
       const double travel_m = L.speed_mps_limit * time_left_s;
@@ -495,6 +518,7 @@ void World::remove_pedestrian(EntityId id) {
     peds_.s_m[slot] = peds_.s_m[last];
     peds_.hops[slot] = peds_.hops[last];
     peds_.resident[slot] = peds_.resident[last];
+    peds_.tier[slot] = peds_.tier[last];
     peds_.dense_of[peds_.id[slot].index] = slot;
   }
   peds_.id.pop_back();
@@ -502,6 +526,7 @@ void World::remove_pedestrian(EntityId id) {
   peds_.s_m.pop_back();
   peds_.hops.pop_back();
   peds_.resident.pop_back();
+  peds_.tier.pop_back();
   peds_.dense_of[id.index] = PedestrianStore::kNoSlot;
 }
 
@@ -535,10 +560,12 @@ std::uint64_t World::compute_digest() const {
   for (std::uint32_t slot = 0; slot < peds_.size(); ++slot) {
     Digest e;
     e.u64(peds_.id[slot].packed()).u32(peds_.lane[slot]).f64(peds_.s_m[slot]).u32(peds_.hops[slot]);
-    e.u32(peds_.resident[slot]);
+    e.u32(peds_.resident[slot]).u32(peds_.tier[slot]);
     ped_sum += e.value();
   }
   d.tag(4).u32(peds_.size()).u32(background_count_).u64(ped_sum);
+  for (const std::uint32_t c : ped_tiers_.per_tier) d.u32(c);
+  d.u32(ped_tiers_.promoted).u32(ped_tiers_.demoted).u32(ped_tiers_.deferred);
   population_.digest_into(d);
 
   d.tag(5).u64(inbox_count_);

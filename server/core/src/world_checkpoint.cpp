@@ -43,6 +43,8 @@ void World::capture_into(WorldCheckpoint& c) const {
   c.pedestrians.s_m.assign(peds_.s_m.begin(), peds_.s_m.end());
   c.pedestrians.hops.assign(peds_.hops.begin(), peds_.hops.end());
   c.pedestrians.resident.assign(peds_.resident.begin(), peds_.resident.end());
+  c.pedestrians.tier.assign(peds_.tier.begin(), peds_.tier.end());
+  c.pedestrian_tiers = ped_tiers_;
   c.population = population_.capture();
   c.counters.spawned_total = counters_.spawned_total;
   c.counters.despawned_total = counters_.despawned_total;
@@ -94,7 +96,8 @@ World::RestoreResult World::restore(const Scenario& scenario, const WorldCheckpo
 
   const PedestrianState& p = cp.pedestrians;
   const std::size_t n = p.id.size();
-  if (p.lane.size() != n || p.s_m.size() != n || p.hops.size() != n || p.resident.size() != n) {
+  if (p.lane.size() != n || p.s_m.size() != n || p.hops.size() != n || p.resident.size() != n ||
+      p.tier.size() != n) {
     fail("pedestrians", "column lengths differ (id " + std::to_string(n) + ", lane " +
                             std::to_string(p.lane.size()) + ", s_m " + std::to_string(p.s_m.size()) +
                             ", hops " + std::to_string(p.hops.size()) + ", resident " +
@@ -148,7 +151,12 @@ World::RestoreResult World::restore(const Scenario& scenario, const WorldCheckpo
     peds.lane.push_back(p.lane[i]);
     peds.s_m.push_back(p.s_m[i]);
     peds.hops.push_back(p.hops[i]);
+    if (p.tier[i] >= kSimTierCount) {
+      fail(row + ".tier", "unknown simulation tier " + std::to_string(p.tier[i]));
+      continue;
+    }
     peds.resident.push_back(res);
+    peds.tier.push_back(p.tier[i]);
     if (res == PedestrianStore::kNoResident) ++w->background_count_;
   }
   if (result.errors.empty() && peds.id.size() - w->background_count_ != w->population_.active_count()) {
@@ -190,6 +198,7 @@ World::RestoreResult World::restore(const Scenario& scenario, const WorldCheckpo
   for (auto& [path, message] : w->vehicles_.restore(cp.vehicles, w->registry_)) fail(path, message);
   if (!result.errors.empty()) return result;
   w->observers_ = cp.observers;
+  w->ped_tiers_ = cp.pedestrian_tiers;
 
   for (const CommandEnvelope& env : cp.inbox) w->submit(env);
   w->step_index_ = cp.step_index;

@@ -288,11 +288,15 @@ StoreError SnapshotStore::write_checkpoint_in_transaction(const std::string& nam
     idx[i] = cp.pedestrians.id[i].index;
     gen[i] = cp.pedestrians.id[i].generation;
   }
-  Statement pc = db_.prepare("INSERT INTO pedestrian_columns VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)", err);
+  Statement pc = db_.prepare("INSERT INTO pedestrian_columns VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)", err);
   if (!err.ok()) return sql_error(err, "pedestrian_columns");
   pc.bind_i64(1, id).bind_i64(2, static_cast<std::int64_t>(n)).bind_blob(3, as_bytes(idx)).bind_blob(4, as_bytes(gen));
   pc.bind_blob(5, as_bytes(cp.pedestrians.lane)).bind_blob(6, as_bytes(cp.pedestrians.s_m));
   pc.bind_blob(7, as_bytes(cp.pedestrians.hops)).bind_blob(8, as_bytes(cp.pedestrians.resident));
+  const core::TierCounts& pt = cp.pedestrian_tiers;
+  const std::string tier_stats =
+      json::array({pt.per_tier[0], pt.per_tier[1], pt.per_tier[2], pt.promoted, pt.demoted, pt.deferred}).dump();
+  pc.bind_blob(9, as_bytes(cp.pedestrians.tier)).bind_text(10, tier_stats);
   if (SqlError e = pc.run(); !e.ok()) return sql_error(e, "pedestrian_columns", "snapshot_id=" + std::to_string(id));
 
   Statement cmd = db_.prepare("INSERT INTO pending_commands VALUES (?1, ?2, ?3, ?4, ?5, ?6)", err);
@@ -785,7 +789,8 @@ StoreError SnapshotStore::read_checkpoint_by_id(std::int64_t id, LoadedCheckpoin
   if (StoreError e = read_population(id, row, cp.population); !e.ok()) return e;
 
   Statement pc = db_.prepare(
-      "SELECT count, id_index, id_generation, lane, s_m, hops, resident FROM pedestrian_columns WHERE snapshot_id = ?1",
+      "SELECT count, id_index, id_generation, lane, s_m, hops, resident, tier, tier_stats FROM pedestrian_columns "
+      "WHERE snapshot_id = ?1",
       err);
   if (!err.ok()) return sql_error(err, "pedestrian_columns");
   pc.bind_i64(1, id);
@@ -807,6 +812,20 @@ StoreError SnapshotStore::read_checkpoint_by_id(std::int64_t id, LoadedCheckpoin
   if (!decode(pc.column_blob(5), n, cp.pedestrians.hops)) return error("pedestrian_columns", row, "hops", "blob size does not match count");
   if (!decode(pc.column_blob(6), n, cp.pedestrians.resident)) {
     return error("pedestrian_columns", row, "resident", "blob size does not match count");
+  }
+  if (!decode(pc.column_blob(7), n, cp.pedestrians.tier)) {
+    return error("pedestrian_columns", row, "tier", "blob size does not match count");
+  }
+  {
+    const json ts = json::parse(pc.column_text(8), nullptr, false);
+    bool ok = ts.is_array() && ts.size() == 6;
+    for (std::size_t k = 0; ok && k < 6; ++k) ok = ts[k].is_number_unsigned() && ts[k].get<std::uint64_t>() <= UINT32_MAX;
+    if (!ok) return error("pedestrian_columns", row, "tier_stats", "expected a JSON array of 6 counts");
+    core::TierCounts& pt = cp.pedestrian_tiers;
+    for (std::size_t k = 0; k < 3; ++k) pt.per_tier[k] = ts[k].get<std::uint32_t>();
+    pt.promoted = ts[3].get<std::uint32_t>();
+    pt.demoted = ts[4].get<std::uint32_t>();
+    pt.deferred = ts[5].get<std::uint32_t>();
   }
   cp.pedestrians.id.resize(n);
   for (std::size_t i = 0; i < n; ++i) cp.pedestrians.id[i] = core::EntityId{idx[i], gen[i]};

@@ -39,6 +39,7 @@ struct PedestrianState {
   std::vector<double> s_m;
   std::vector<std::uint32_t> hops;
   std::vector<std::uint32_t> resident;  // resident index or PedestrianStore::kNoResident
+  std::vector<std::uint8_t> tier;       // SimTier
 };
 
 struct CounterState {
@@ -64,6 +65,7 @@ struct WorldCheckpoint {
   std::vector<CommandEnvelope> inbox;  // pending commands, arrival order
   VehicleCheckpoint vehicles;
   PopulationCheckpoint population;
+  TierCounts pedestrian_tiers;  // last resolution's counts
   std::vector<Vec2> observers;
   std::uint64_t digest = 0;            // digest of this state (checked on restore)
 };

@@ -16,7 +16,9 @@
 //      snapshot, policy arbitration, route advance, turnaround gate
 //   7. pedestrian movement: advance along lanes at lane speed, carrying the
 //      remaining time across lane ends; dead ends request a despawn
-//   8. simulation tiers (vehicles; pedestrians join with the population work)
+//   8. simulation tiers for vehicles and pedestrians (sim_tier.hpp): Full moves
+//      every step, Simulated every 2nd, Coarse every 8th, by the same amount
+//      of time in total
 //  10. despawn phase: one exit for all reasons, in EntityId order, ids released
 //      to the back of the FIFO
 //  11. digest over the canonical state
@@ -68,6 +70,7 @@ struct PedestrianStore {
   std::vector<double> s_m;           // distance along the lane
   std::vector<std::uint32_t> hops;   // lanes entered so far; seeds route choice
   std::vector<std::uint32_t> resident;  // resident index, or kNoResident (background)
+  std::vector<std::uint8_t> tier;       // SimTier: how often this pedestrian's logic runs
   std::vector<std::uint32_t> dense_of;
   static constexpr std::uint32_t kNoResident = UINT32_MAX;
 
@@ -144,6 +147,7 @@ class World {
   const WorldCounters& counters() const { return counters_; }
   const VehicleSystem& vehicles() const { return vehicles_; }
   const PopulationSystem& population() const { return population_; }
+  const TierCounts& pedestrian_tiers() const { return ped_tiers_; }
   std::uint32_t background_pedestrians() const { return background_count_; }
   const std::vector<Vec2>& observers() const { return observers_; }
   const Prng& prng() const { return rng_; }
@@ -173,6 +177,7 @@ class World {
   void request_despawn(EntityId id, DespawnReason reason);
   bool spawn_pedestrian();
   void place_resident(std::uint32_t resident);
+  std::uint8_t initial_tier(LaneIndex lane, double s_m) const;
   void remove_pedestrian(EntityId id);
 
   Scenario scenario_;
@@ -203,6 +208,9 @@ class World {
   PopulationSystem population_;
   std::uint32_t background_count_ = 0;  // pedestrians without a resident identity
   std::vector<double> resident_distance_;
+  std::vector<double> ped_distance_;
+  TierResolver ped_tier_resolver_;
+  TierCounts ped_tiers_;
   std::vector<std::uint32_t> to_activate_, to_deactivate_;
   std::vector<Vec2> observers_;
   std::vector<std::uint8_t> crossing_occupied_;  // per lane, pre-step (phase 6 input)
