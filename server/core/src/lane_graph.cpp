@@ -62,3 +62,21 @@ Pose LaneGraph::sample(LaneIndex li, double s_m) const {
 }
 
 }  // namespace bustle::core
+
+namespace bustle::core {
+
+Vec2 LaneGraph::position(LaneIndex li, double s_m) const {
+  const Lane& lane = lanes_[li];
+  const double s = std::clamp(s_m, 0.0, lane.length_m);
+  auto it = std::upper_bound(lane.cumulative_m.begin(), lane.cumulative_m.end(), s);
+  std::size_t k = static_cast<std::size_t>(it - lane.cumulative_m.begin());
+  if (k >= lane.points.size()) k = lane.points.size() - 1;
+  if (k == 0) k = 1;
+  const Vec2& a = lane.points[k - 1];
+  const Vec2& b = lane.points[k];
+  const double seg = lane.cumulative_m[k] - lane.cumulative_m[k - 1];
+  const double t = seg > 0.0 ? (s - lane.cumulative_m[k - 1]) / seg : 0.0;
+  return {a.x_m + (b.x_m - a.x_m) * t, a.y_m + (b.y_m - a.y_m) * t};
+}
+
+}  // namespace bustle::core

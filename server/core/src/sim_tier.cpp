@@ -16,9 +16,15 @@ const char* to_string(SimTier t) {
 }
 
 double nearest_observer_m(const std::vector<Vec2>& observers, double x_m, double y_m) {
-  double best = std::numeric_limits<double>::infinity();
-  for (const Vec2& o : observers) best = std::min(best, std::hypot(o.x_m - x_m, o.y_m - y_m));
-  return best;
+  // Squared distances, one sqrt: std::hypot guards against overflow that
+  // city-scale metres never reach, at several times the cost.
+  double best2 = std::numeric_limits<double>::infinity();
+  for (const Vec2& o : observers) {
+    const double dx = o.x_m - x_m;
+    const double dy = o.y_m - y_m;
+    best2 = std::min(best2, dx * dx + dy * dy);
+  }
+  return std::sqrt(best2);
 }
 
 TierCounts TierResolver::resolve(const TierSpec& spec, std::span<const EntityId> ids,
@@ -50,15 +56,17 @@ TierCounts TierResolver::resolve(const TierSpec& spec, std::span<const EntityId>
     if (a.distance_m != b.distance_m) return a.distance_m < b.distance_m;
     return a.id < b.id;
   };
+  // nth_element, not sort: only the set of the first `cap` matters, and with
+  // a strict total order (ties end on EntityId) that set is unique. O(n).
   if (want_full_.size() > spec.full_cap) {
-    std::sort(want_full_.begin(), want_full_.end(), by_preference);
+    std::nth_element(want_full_.begin(), want_full_.begin() + spec.full_cap, want_full_.end(), by_preference);
     for (std::size_t k = spec.full_cap; k < want_full_.size(); ++k) target_[want_full_[k].index] = kSim;
   }
   for (std::size_t i = 0; i < n; ++i) {
     if (target_[i] == kSim) want_sim_.push_back({distance_m[i], ids[i], static_cast<std::uint32_t>(i), tier[i], kSim});
   }
   if (want_sim_.size() > spec.simulated_cap) {
-    std::sort(want_sim_.begin(), want_sim_.end(), by_preference);
+    std::nth_element(want_sim_.begin(), want_sim_.begin() + spec.simulated_cap, want_sim_.end(), by_preference);
     for (std::size_t k = spec.simulated_cap; k < want_sim_.size(); ++k) target_[want_sim_[k].index] = kCoarse;
   }
   // 3. Budget: demotions (farthest first), then promotions (nearest first).
@@ -67,14 +75,16 @@ TierCounts TierResolver::resolve(const TierSpec& spec, std::span<const EntityId>
   }
   TierCounts counts;
   if (!changes_.empty()) {
-    std::sort(changes_.begin(), changes_.end(), [](const Candidate& a, const Candidate& b) {
+    const std::size_t budget = std::min<std::size_t>(spec.transitions_per_step, changes_.size());
+    // Only the first `budget` changes are applied: partial_sort, O(n log budget).
+    std::partial_sort(changes_.begin(), changes_.begin() + static_cast<std::ptrdiff_t>(budget), changes_.end(),
+                      [](const Candidate& a, const Candidate& b) {
       const bool ad = a.target > a.current;  // demotion: towards Coarse
       const bool bd = b.target > b.current;
       if (ad != bd) return ad;
       if (a.distance_m != b.distance_m) return ad ? a.distance_m > b.distance_m : a.distance_m < b.distance_m;
       return a.id < b.id;
     });
-    const std::size_t budget = std::min<std::size_t>(spec.transitions_per_step, changes_.size());
     for (std::size_t k = 0; k < budget; ++k) {
       const Candidate& c = changes_[k];
       tier[c.index] = c.target;

@@ -129,6 +129,7 @@ VehicleSystem::VehicleSystem(const Scenario& scenario, const LaneGraph& lanes, s
   }
   garages_.resize(scenario.garages.size());
   managed_.assign(scenario.garages.size(), 0);
+  dispatched_hash_.assign(scenario.garages.size(), 0);
   signal_of_lane_.assign(lanes.size(), -1);
   for (std::size_t i = 0; i < scenario.signals.size(); ++i) {
     const SignalSpec& sg = scenario.signals[i];
@@ -278,6 +279,9 @@ void VehicleSystem::push_vehicle(EntityId id, std::uint32_t garage, std::uint64_
   v_.waiting_since.push_back(0);
   v_.despawn_requested.push_back(0);
   v_.request_id.push_back(request_id);
+  Digest c;
+  c.u64(id.packed()).u32(garage).u64(ordinal).u32(prototype).str(request_id);
+  cold_hash_.push_back(c.value());
   ++managed_[garage];
 }
 
@@ -303,6 +307,7 @@ void VehicleSystem::remove(EntityId id) {
   erase_at(v_.waiting_since, slot);
   erase_at(v_.despawn_requested, slot);
   erase_at(v_.request_id, slot);
+  erase_at(cold_hash_, slot);
   if (slot != last) v_.dense_of[v_.id[slot].index] = slot;
   v_.dense_of[id.index] = VehicleStore::kNoSlot;
 }
@@ -359,17 +364,18 @@ void VehicleSystem::advance_signals(std::uint32_t step_us) {
   }
 }
 
-bool VehicleSystem::entrance_clear(std::uint32_t garage) const {
-  const LaneIndex entrance = routes_[garage][0];
-  const double clear_m = scenario_->garages[garage].entrance_clear_m;
-  for (std::uint32_t i = 0; i < v_.size(); ++i) {
-    if (v_.lane[i] == entrance && v_.s_m[i] < clear_m) return false;
+bool VehicleSystem::entrance_clear(std::uint32_t garage) {
+  if (!lane_min_valid_) {
+    lane_min_s_.assign(lanes_->size(), std::numeric_limits<double>::infinity());
+    for (std::uint32_t i = 0; i < v_.size(); ++i) lane_min_s_[v_.lane[i]] = std::min(lane_min_s_[v_.lane[i]], v_.s_m[i]);
+    lane_min_valid_ = true;
   }
-  return true;
+  return !(lane_min_s_[routes_[garage][0]] < scenario_->garages[garage].entrance_clear_m);
 }
 
 void VehicleSystem::dispatch(std::uint64_t step_index, EntityRegistry& registry, const std::vector<Vec2>& observers) {
   (void)step_index;
+  lane_min_valid_ = false;
   for (std::uint32_t g = 0; g < garages_.size(); ++g) {
     GarageState& gs = garages_[g];
     const GarageSpec& spec = scenario_->garages[g];
@@ -393,11 +399,13 @@ void VehicleSystem::dispatch(std::uint64_t step_index, EntityRegistry& registry,
         QueuedRequest q = std::move(gs.queue.front());
         gs.queue.erase(gs.queue.begin());
         gs.dispatched.insert(std::upper_bound(gs.dispatched.begin(), gs.dispatched.end(), q.request_id), q.request_id);
+        dispatched_hash_[g] += Digest{}.str(q.request_id).value();
         const Pose start = lanes_->sample(routes_[g][0], 0.0);
         const double d = nearest_observer_m(observers, start.x_m, start.y_m);
         const TierSpec& t = scenario_->tiers;
         const SimTier tier = d <= t.full_enter_m ? SimTier::Full : d <= t.simulated_enter_m ? SimTier::Simulated : SimTier::Coarse;
         push_vehicle(a.id, g, gs.next_vehicle_ordinal++, q.prototype, q.request_id, tier);
+        if (lane_min_valid_) lane_min_s_[routes_[g][0]] = std::min(lane_min_s_[routes_[g][0]], 0.0);
         ++last_step_.dispatched;
       }
       if (done > 0) {
@@ -423,8 +431,8 @@ void VehicleSystem::build_snapshot() {
   snap_s_.resize(n);
   pos_in_order_.resize(n);
   std::vector<std::uint32_t>& fill = pos_in_order_;  // reused as a cursor first
-  std::vector<std::uint32_t> cursor(lane_start_.begin(), lane_start_.end() - 1);
-  for (std::uint32_t i = 0; i < n; ++i) order_[cursor[v_.lane[i]]++] = i;
+  cursor_.assign(lane_start_.begin(), lane_start_.end() - 1);  // reused: no allocation after warm-up
+  for (std::uint32_t i = 0; i < n; ++i) order_[cursor_[v_.lane[i]]++] = i;
   for (std::uint32_t l = 0; l < lanes; ++l) {
     std::sort(order_.begin() + lane_start_[l], order_.begin() + lane_start_[l + 1],
               [&](std::uint32_t a, std::uint32_t b) {
@@ -595,23 +603,25 @@ void VehicleSystem::count_policies() {
 
 void VehicleSystem::turnarounds(std::uint64_t step_index) {
   (void)step_index;
+  lane_min_valid_ = false;
+  turn_best_.assign(garages_.size(), VehicleStore::kNoSlot);
+  for (std::uint32_t i = 0; i < v_.size(); ++i) {
+    if (v_.waiting_since[i] == 0 || v_.despawn_requested[i]) continue;
+    std::uint32_t& best = turn_best_[v_.garage[i]];
+    if (best == VehicleStore::kNoSlot || v_.waiting_since[i] < v_.waiting_since[best] ||
+        (v_.waiting_since[i] == v_.waiting_since[best] && v_.id[i] < v_.id[best])) {
+      best = i;
+    }
+  }
   for (std::uint32_t g = 0; g < garages_.size(); ++g) {
     if (scenario_->garages[g].route_end != RouteEnd::Loop) continue;
-    // The earliest arrival wins, ties by EntityId: one entrant per step, and
-    // only when the entrance is as clear as a dispatch would need it.
-    std::uint32_t best = VehicleStore::kNoSlot;
-    for (std::uint32_t i = 0; i < v_.size(); ++i) {
-      if (v_.garage[i] != g || v_.waiting_since[i] == 0 || v_.despawn_requested[i]) continue;
-      if (best == VehicleStore::kNoSlot || v_.waiting_since[i] < v_.waiting_since[best] ||
-          (v_.waiting_since[i] == v_.waiting_since[best] && v_.id[i] < v_.id[best])) {
-        best = i;
-      }
-    }
+    const std::uint32_t best = turn_best_[g];
     if (best == VehicleStore::kNoSlot || !entrance_clear(g)) continue;
     v_.route_index[best] = 0;
     v_.lane[best] = routes_[g][0];
     v_.s_m[best] = 0.0;
     v_.waiting_since[best] = 0;
+    lane_min_s_[routes_[g][0]] = 0.0;
     ++garages_[g].turnarounds;
     ++last_step_.turnarounds;
   }
@@ -623,8 +633,11 @@ void VehicleSystem::resolve_tiers(const TierSpec& spec, const std::vector<Vec2>&
   const std::uint32_t n = v_.size();
   distances_.resize(n);
   for (std::uint32_t i = 0; i < n; ++i) {
-    const Pose p = pose(i);
-    distances_[i] = nearest_observer_m(observers, p.x_m, p.y_m);
+    // Position only (no heading: atan2 is not needed for a distance).
+    const Vec2 p = lanes_->position(v_.lane[i], v_.s_m[i]);
+    const double x = p.x_m;
+    const double y = p.y_m;
+    distances_[i] = nearest_observer_m(observers, x, y);
   }
   last_tiers_ = tier_resolver_.resolve(spec, v_.id, distances_, v_.tier);
 }
@@ -636,10 +649,10 @@ void VehicleSystem::digest_into(Digest& d) const {
   std::uint64_t sum = 0;  // order-independent over the dense arrays
   for (std::uint32_t i = 0; i < v_.size(); ++i) {
     Digest e;
-    e.u64(v_.id[i].packed()).u32(v_.garage[i]).u64(v_.ordinal[i]).u32(v_.prototype[i]).u32(v_.route_index[i]);
-    e.u32(v_.lane[i]).f64(v_.s_m[i]).f64(v_.speed_mps[i]).u32(v_.strategy[i]).u32(v_.policy[i]).u32(v_.reason[i]);
-    e.u32(v_.tier[i]).u64(v_.leader[i].packed()).u64(v_.steps_advanced[i]).u64(v_.waiting_since[i]);
-    e.u32(v_.despawn_requested[i]).str(v_.request_id[i]);
+    e.u64(cold_hash_[i]).u64((std::uint64_t{v_.route_index[i]} << 32) | v_.lane[i]).f64(v_.s_m[i]).f64(v_.speed_mps[i]);
+    e.u64(std::uint64_t{v_.strategy[i]} | std::uint64_t{v_.policy[i]} << 8 | std::uint64_t{v_.reason[i]} << 16 |
+          std::uint64_t{v_.tier[i]} << 24 | std::uint64_t{v_.despawn_requested[i]} << 32);
+    e.u64(v_.leader[i].packed()).u64(v_.steps_advanced[i]).u64(v_.waiting_since[i]);
     sum += e.value();
   }
   d.u64(sum);
@@ -648,7 +661,7 @@ void VehicleSystem::digest_into(Digest& d) const {
     d.u64(g.queue.size());
     for (const QueuedRequest& q : g.queue) d.str(q.request_id).u32(q.prototype).u64(static_cast<std::uint64_t>(q.priority)).u64(q.enqueue_ordinal);
     d.u64(g.dispatched.size());
-    for (const std::string& r : g.dispatched) d.str(r);
+    d.u64(dispatched_hash_[static_cast<std::size_t>(&g - garages_.data())]);
     d.u64(g.frame_index).boolean(g.has_dispatched).u64(g.last_dispatch_frame).u64(g.next_enqueue_ordinal);
     d.u64(g.next_vehicle_ordinal).u64(g.turnarounds).u32(static_cast<std::uint32_t>(g.last_gate));
     for (const std::uint64_t c : g.gate_steps) d.u64(c);
@@ -820,6 +833,18 @@ std::vector<std::pair<std::string, std::string>> VehicleSystem::restore(const Ve
 
   v_ = s;
   v_.dense_of = std::move(dense_of);
+  // Derived caches of the digest: rebuilt from the restored state, never stored.
+  cold_hash_.clear();
+  for (std::size_t i = 0; i < n; ++i) {
+    Digest c;
+    c.u64(v_.id[i].packed()).u32(v_.garage[i]).u64(v_.ordinal[i]).u32(v_.prototype[i]).str(v_.request_id[i]);
+    cold_hash_.push_back(c.value());
+  }
+  dispatched_hash_.assign(cp.garages.size(), 0);
+  for (std::size_t g = 0; g < cp.garages.size(); ++g) {
+    for (const std::string& r : cp.garages[g].dispatched) dispatched_hash_[g] += Digest{}.str(r).value();
+  }
+  lane_min_valid_ = false;
   garages_ = cp.garages;
   managed_ = managed;
   signals_ = cp.signals;

@@ -422,10 +422,11 @@ void World::phase_vehicles() {
 
 void World::phase_tiers() {
   if (vehicles_.store().size() > 0) vehicles_.resolve_tiers(scenario_.tiers, observers_);
+  if (step_index_ % scenario_.tiers.pedestrian_resolve_every_steps != 0) return;
   const std::uint32_t n = peds_.size();
   ped_distance_.resize(n);
   for (std::uint32_t i = 0; i < n; ++i) {
-    const Pose p = pedestrian_pose(i);
+    const Vec2 p = lanes_.position(peds_.lane[i], peds_.s_m[i]);
     ped_distance_[i] = nearest_observer_m(observers_, p.x_m, p.y_m);
   }
   ped_tiers_ = ped_tier_resolver_.resolve(scenario_.tiers, peds_.id, ped_distance_, peds_.tier);

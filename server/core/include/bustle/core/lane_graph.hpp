@@ -46,6 +46,8 @@ class LaneGraph {
 
   // Pose at distance s along a lane, clamped to [0, length].
   Pose sample(LaneIndex lane, double s_m) const;
+  // Position only (no heading: skips atan2 on hot paths such as tiering).
+  Vec2 position(LaneIndex lane, double s_m) const;
 
  private:
   std::vector<Lane> lanes_;

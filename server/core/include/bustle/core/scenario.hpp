@@ -96,6 +96,9 @@ struct TierSpec {
   std::uint32_t full_cap = 4096;
   std::uint32_t simulated_cap = 65536;
   std::uint32_t transitions_per_step = 256;
+  // Pedestrians are resolved every N steps (vehicles every step): resolution
+  // is O(pedestrians) and tiers change slowly next to 8-step strides.
+  std::uint32_t pedestrian_resolve_every_steps = 4;
 };
 
 // Population orchestration (DESIGN §3): zones, communities with day

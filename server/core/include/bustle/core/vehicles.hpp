@@ -247,7 +247,7 @@ class VehicleSystem {
   void advance_signals(std::uint32_t step_us);
   void inject_plan(std::uint64_t step_index);
   void dispatch(std::uint64_t step_index, EntityRegistry& registry, const std::vector<Vec2>& observers);
-  bool entrance_clear(std::uint32_t garage) const;
+  bool entrance_clear(std::uint32_t garage);
   void build_snapshot();
   double leader_gap(std::uint32_t i, EntityId& leader) const;
   void evaluate_and_advance(std::uint64_t step_index, std::uint32_t step_us,
@@ -285,6 +285,16 @@ class VehicleSystem {
   std::vector<std::uint32_t> pos_in_order_;
   std::vector<double> distances_;
   TierResolver tier_resolver_;
+  std::vector<double> lane_min_s_;   // per lane: smallest s of any vehicle (lazy)
+  bool lane_min_valid_ = false;
+  std::vector<std::uint32_t> turn_best_;  // per garage: earliest waiting vehicle
+  std::vector<std::uint32_t> cursor_;
+  // Digest caches (derived, rebuilt on restore): the hash of each vehicle's
+  // fields that never change after dispatch, and per garage the sum of the
+  // hashes of its dispatched request ids, so the per-step digest does not
+  // rehash thousands of strings.
+  std::vector<std::uint64_t> cold_hash_;        // per dense slot
+  std::vector<std::uint64_t> dispatched_hash_;  // per garage
 };
 
 }  // namespace bustle::core
