@@ -1,4 +1,5 @@
 #include <catch2/catch.hpp>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -122,5 +123,97 @@ TEST_CASE("CLI rejects bad input with a reason", "[cli]") {
     INFO("expecting: " << c.needle << "; got: " << r.error);
     CHECK(r.status == ParseStatus::Error);
     CHECK(r.error.find(c.needle) != std::string::npos);
+  }
+}
+
+TEST_CASE("CLI vehicle commands parse their arguments", "[cli][vehicles]") {
+  auto r = parse({"garage-request", "g0", "r99", "sedan", "lane0", "--priority", "-5", "--step"});
+  REQUIRE(r.status == ParseStatus::Ok);
+  CHECK(r.options.command == "garage-request");
+  CHECK(r.options.garage == "g0");
+  CHECK(r.options.request_id == "r99");
+  CHECK(r.options.prototype == "sedan");
+  CHECK(r.options.lane == "lane0");
+  CHECK(r.options.priority == -5);
+  CHECK(r.options.step_after);
+  r = parse({"garage-request", "g0", "r99", "sedan", "lane0"});
+  REQUIRE(r.status == ParseStatus::Ok);
+  CHECK(r.options.priority == 10);
+  CHECK_FALSE(r.options.step_after);
+
+  r = parse({"cancel-request", "g0", "r5"});
+  REQUIRE(r.status == ParseStatus::Ok);
+  CHECK(r.options.garage == "g0");
+  CHECK(r.options.request_id == "r5");
+
+  r = parse({"vehicle", "12:3"});
+  REQUIRE(r.status == ParseStatus::Ok);
+  CHECK(r.options.entity_index == 12);
+  CHECK(r.options.entity_generation == 3);
+
+  const char* names[] = {"route_follow", "lane_follow", "parked", "manual"};
+  for (std::uint8_t i = 0; i < 4; ++i) {
+    r = parse({"strategy", "4:1", names[i]});
+    REQUIRE(r.status == ParseStatus::Ok);
+    CHECK(r.options.strategy == i);
+    CHECK(r.options.entity_index == 4);
+  }
+
+  r = parse({"observers", "25,25", "-10.5,3"});
+  REQUIRE(r.status == ParseStatus::Ok);
+  REQUIRE(r.options.observers.size() == 2);
+  CHECK(r.options.observers[1].first == -10.5f);
+  CHECK(r.options.observers[1].second == 3.0f);
+  r = parse({"observers"});
+  REQUIRE(r.status == ParseStatus::Ok);
+  CHECK(r.options.observers.empty());
+
+  for (const auto& q : {"garages", "signals", "zones"}) {
+    INFO(q);
+    CHECK(parse({q}).status == ParseStatus::Ok);
+    CHECK(parse({q, "extra"}).status == ParseStatus::Error);
+  }
+}
+
+TEST_CASE("CLI population commands parse their arguments", "[cli][population]") {
+  auto r = parse({"hour", "7.5"});
+  REQUIRE(r.status == ParseStatus::Ok);
+  CHECK(r.options.hour == 7.5);
+  r = parse({"hour", "30"});  // the server judges the range
+  REQUIRE(r.status == ParseStatus::Ok);
+  CHECK(r.options.hour == 30.0);
+  r = parse({"time-scale", "60"});
+  REQUIRE(r.status == ParseStatus::Ok);
+  CHECK(r.options.time_scale == 60);
+}
+
+TEST_CASE("CLI vehicle and population usage errors", "[cli][vehicles]") {
+  const std::vector<std::vector<std::string_view>> bad = {
+      {"garage-request", "g0", "r1", "sedan"},
+      {"garage-request", "g0", "r1", "sedan", "lane0", "extra"},
+      {"garage-request", "g0", "r1", "sedan", "lane0", "--priority", "x"},
+      {"cancel-request", "g0"},
+      {"vehicle"},
+      {"vehicle", "12"},
+      {"vehicle", "12:"},
+      {"vehicle", "a:1"},
+      {"strategy", "1:1"},
+      {"strategy", "1:1", "fly"},
+      {"observers", "1"},
+      {"observers", "1,nan"},
+      {"observers", "1,2,3"},
+      {"hour"},
+      {"hour", "noon"},
+      {"hour", "inf"},
+      {"time-scale", "-1"},
+      {"time-scale", "1.5"},
+  };
+  for (const auto& args : bad) {
+    std::string shown;
+    for (auto a : args) shown += std::string(a) + " ";
+    INFO(shown);
+    const auto r = parse(args);
+    CHECK(r.status == ParseStatus::Error);
+    CHECK_FALSE(r.error.empty());
   }
 }

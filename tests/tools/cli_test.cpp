@@ -27,7 +27,15 @@ TEST_CASE("bustle --help documents every command and option", "[cli]") {
                            "--port",          "--token",
                            "BUSTLE_TOKEN",    "--timeout-ms",
                            "--count",         "--interval-ms",
-                           "exit codes"}) {
+                           "exit codes",      "garages",
+                           "signals",         "vehicle INDEX:GEN",
+                           "garage-request GARAGE REQUEST_ID PROTOTYPE LANE",
+                           "cancel-request GARAGE REQUEST_ID",
+                           "route_follow|lane_follow|parked|manual",
+                           "observers",       "hour H",
+                           "time-scale S",    "zones",
+                           "--priority",      "--step",
+                           "queued"}) {
     INFO(word);
     CHECK(r.out.find(word) != std::string::npos);
   }

@@ -73,6 +73,121 @@ StatsInfo to_stats_info(const wire::Stats& s) {
   out.recording = s.recording();
   out.recording_failed = s.recording_failed();
   out.recorded_ticks = s.recorded_ticks();
+  out.vehicles = s.vehicles();
+  out.vehicles_full = s.vehicles_full();
+  out.vehicles_simulated = s.vehicles_simulated();
+  out.vehicles_coarse = s.vehicles_coarse();
+  out.vehicles_moving = s.vehicles_moving();
+  out.vehicles_waiting = s.vehicles_waiting();
+  out.vehicles_yielding = s.vehicles_yielding();
+  out.tier_transitions_deferred = s.tier_transitions_deferred();
+  out.hour = s.hour();
+  out.time_scale = s.time_scale();
+  out.residents = s.residents();
+  out.residents_active = s.residents_active();
+  return out;
+}
+
+GarageGeometry to_garage_geometry(const wire::GarageGeometry& g) {
+  GarageGeometry out;
+  out.id = str(g.id());
+  out.entrance_lane = g.entrance_lane();
+  if (const auto* route = g.route()) out.route.assign(route->begin(), route->end());
+  return out;
+}
+
+SignalGeometry to_signal_geometry(const wire::SignalGeometry& g) {
+  SignalGeometry out;
+  out.id = str(g.id());
+  out.lane = g.lane();
+  out.stop_alpha = g.stop_alpha();
+  out.yield_alpha = g.yield_alpha();
+  return out;
+}
+
+std::vector<SignalPhaseEntry> signal_phases(const wire::Delta& delta) {
+  std::vector<SignalPhaseEntry> out;
+  if (const auto* list = delta.signals()) {
+    out.reserve(list->size());
+    for (const wire::SignalPhaseState* p : *list) out.push_back({p->index(), p->phase()});
+  }
+  return out;
+}
+
+GarageReport to_garage_report(const wire::GarageInfo& g) {
+  GarageReport out;
+  out.id = str(g.id());
+  if (const auto* queued = g.queued()) {
+    out.queued.reserve(queued->size());
+    for (const flatbuffers::String* q : *queued) out.queued.push_back(str(q));
+  }
+  out.dispatched = g.dispatched();
+  out.managed = g.managed();
+  out.capacity = g.capacity();
+  out.frame_index = g.frame_index();
+  out.next_vehicle_ordinal = g.next_vehicle_ordinal();
+  out.last_gate = g.last_gate();
+  if (const auto* steps = g.gate_steps()) out.gate_steps.assign(steps->begin(), steps->end());
+  out.turnarounds = g.turnarounds();
+  out.rejected_invalid = g.rejected_invalid();
+  out.rejected_duplicate = g.rejected_duplicate();
+  out.rejected_queue_full = g.rejected_queue_full();
+  out.canceled = g.canceled();
+  out.plan_total = g.plan_total();
+  out.plan_injected = g.plan_injected();
+  return out;
+}
+
+SignalReport to_signal_report(const wire::SignalInfo& s) {
+  SignalReport out;
+  out.id = str(s.id());
+  out.lane = s.lane();
+  out.phase = s.phase();
+  out.phase_elapsed_us = s.phase_elapsed_us();
+  out.cycles = s.cycles();
+  return out;
+}
+
+VehicleReport to_vehicle_report(const wire::VehicleInfo& v) {
+  VehicleReport out;
+  if (v.id() != nullptr) out.id = EntityId::from_wire(*v.id());
+  out.vehicle_id = str(v.vehicle_id());
+  out.garage = str(v.garage());
+  out.request_id = str(v.request_id());
+  out.prototype = str(v.prototype());
+  out.route_index = v.route_index();
+  out.lane = v.lane();
+  out.s_m = v.s_m();
+  out.alpha = v.alpha();
+  out.x_m = v.x_m();
+  out.y_m = v.y_m();
+  out.speed_mps = v.speed_mps();
+  out.strategy = v.strategy();
+  out.policy = v.policy();
+  out.reason = v.reason();
+  out.tier = v.tier();
+  if (v.leader() != nullptr) out.leader = EntityId::from_wire(*v.leader());
+  out.steps_advanced = v.steps_advanced();
+  out.awaiting_turnaround = v.awaiting_turnaround();
+  out.despawn_requested = v.despawn_requested();
+  return out;
+}
+
+ZoneReport to_zone_report(const wire::ZoneInfo& z) {
+  ZoneReport out;
+  out.id = str(z.id());
+  out.target = z.target();
+  out.active = z.active();
+  out.dormant = z.dormant();
+  out.pending_spawn = z.pending_spawn();
+  out.pending_recycle = z.pending_recycle();
+  out.activated = z.activated();
+  out.recycled = z.recycled();
+  out.deferred_by_quota = z.deferred_by_quota();
+  out.rejected_by_capacity = z.rejected_by_capacity();
+  out.activated_total = z.activated_total();
+  out.recycled_total = z.recycled_total();
+  out.capacity = z.capacity();
   return out;
 }
 
@@ -116,6 +231,25 @@ CommandReply to_command_reply(const wire::CommandResult& r) {
     for (const wire::SnapshotInfo* info : *list) entries.push_back(to_snapshot_entry(*info));
     out.snapshots = std::move(entries);
   }
+  if (const auto* list = r.garages()) {
+    std::vector<GarageReport> v;
+    v.reserve(list->size());
+    for (const wire::GarageInfo* g : *list) v.push_back(to_garage_report(*g));
+    out.garages = std::move(v);
+  }
+  if (const auto* list = r.signals()) {
+    std::vector<SignalReport> v;
+    v.reserve(list->size());
+    for (const wire::SignalInfo* g : *list) v.push_back(to_signal_report(*g));
+    out.signals = std::move(v);
+  }
+  if (const auto* list = r.zones()) {
+    std::vector<ZoneReport> v;
+    v.reserve(list->size());
+    for (const wire::ZoneInfo* z : *list) v.push_back(to_zone_report(*z));
+    out.zones = std::move(v);
+  }
+  if (r.vehicle() != nullptr) out.vehicle = to_vehicle_report(*r.vehicle());
   return out;
 }
 
@@ -250,6 +384,12 @@ Result<WelcomeInfo> Client::connect() {
   info.scenario_id = str(w->scenario_id());
   info.current_step = w->current_step();
   info.lane_count = w->lanes() == nullptr ? 0u : w->lanes()->size();
+  if (const auto* garages = w->garages()) {
+    for (const wire::GarageGeometry* g : *garages) info.garages.push_back(to_garage_geometry(*g));
+  }
+  if (const auto* signals = w->signals()) {
+    for (const wire::SignalGeometry* g : *signals) info.signals.push_back(to_signal_geometry(*g));
+  }
   welcome_ = info;
   handshaken_ = true;
   Result<WelcomeInfo> r;

@@ -155,6 +155,14 @@ ApplySummary EntityMirror::apply(const wire::Delta& delta, MirrorListener* liste
   counters_.unknown_updates += summary.unknown_updates;
   counters_.unknown_lefts += summary.unknown_lefts;
   counters_.rejected_full += summary.rejected_full;
+  if (const auto* signals = delta.signals()) {
+    for (const wire::SignalPhaseState* p : *signals) {
+      if (p->index() >= signal_phases_.size()) {
+        signal_phases_.resize(std::size_t{p->index()} + 1, wire::SignalPhase::Open);
+      }
+      signal_phases_[p->index()] = p->phase();
+    }
+  }
   last_step_ = step;
   last_sim_time_us_ = delta.sim_time_us();
   last_digest_ = delta.digest();

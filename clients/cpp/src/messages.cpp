@@ -1,5 +1,6 @@
 #include "bustle/client/messages.hpp"
 
+#include <algorithm>
 #include <cassert>
 
 #include "bustle/proto/framing.hpp"
@@ -73,8 +74,29 @@ const char* command_name(const CommandSpec& command) {
                         [](const ListSnapshotsCmd&) { return "list_snapshots"; },
                         [](const DeleteSnapshotCmd&) { return "delete_snapshot"; },
                         [](const QueryJobCmd&) { return "query_job"; },
+                        [](const GarageRequestCmd&) { return "garage_request"; },
+                        [](const CancelGarageRequestCmd&) { return "cancel_garage_request"; },
+                        [](const SetVehicleStrategyCmd&) { return "set_vehicle_strategy"; },
+                        [](const SetObserversCmd&) { return "set_observers"; },
+                        [](const QueryGaragesCmd&) { return "query_garages"; },
+                        [](const QuerySignalsCmd&) { return "query_signals"; },
+                        [](const QueryVehicleCmd&) { return "query_vehicle"; },
+                        [](const SetHourCmd&) { return "set_hour"; },
+                        [](const SetTimeScaleCmd&) { return "set_time_scale"; },
+                        [](const QueryZonesCmd&) { return "query_zones"; },
                     },
                     command);
+}
+
+bool is_world_command(const CommandSpec& command) {
+  return std::holds_alternative<SetPedestrianTargetCmd>(command) ||
+         std::holds_alternative<DespawnEntityCmd>(command) ||
+         std::holds_alternative<GarageRequestCmd>(command) ||
+         std::holds_alternative<CancelGarageRequestCmd>(command) ||
+         std::holds_alternative<SetVehicleStrategyCmd>(command) ||
+         std::holds_alternative<SetObserversCmd>(command) ||
+         std::holds_alternative<SetHourCmd>(command) ||
+         std::holds_alternative<SetTimeScaleCmd>(command);
 }
 
 Frame build_command(std::uint32_t request_id, const CommandSpec& command) {
@@ -134,6 +156,63 @@ Frame build_command(std::uint32_t request_id, const CommandSpec& command) {
                  [&](const QueryJobCmd& c) {
                    body_type = wire::CommandBody::QueryJob;
                    body = wire::CreateQueryJob(fbb, c.job_id).Union();
+                 },
+                 [&](const GarageRequestCmd& c) {
+                   body_type = wire::CommandBody::GarageRequest;
+                   const auto garage = name_string(fbb, c.garage);
+                   const auto request = name_string(fbb, c.request_id);
+                   const auto prototype = name_string(fbb, c.prototype);
+                   const auto lane = name_string(fbb, c.lane);
+                   body = wire::CreateGarageRequest(fbb, garage, request, prototype, lane,
+                                                    c.priority)
+                              .Union();
+                 },
+                 [&](const CancelGarageRequestCmd& c) {
+                   body_type = wire::CommandBody::CancelGarageRequest;
+                   const auto garage = name_string(fbb, c.garage);
+                   const auto request = name_string(fbb, c.request_id);
+                   body = wire::CreateCancelGarageRequest(fbb, garage, request).Union();
+                 },
+                 [&](const SetVehicleStrategyCmd& c) {
+                   body_type = wire::CommandBody::SetVehicleStrategy;
+                   const wire::EntityId id = c.id.to_wire();
+                   body = wire::CreateSetVehicleStrategy(fbb, &id, c.strategy).Union();
+                 },
+                 [&](const SetObserversCmd& c) {
+                   body_type = wire::CommandBody::SetObservers;
+                   std::vector<wire::Vec2> points;
+                   const std::size_t n = std::min(c.points.size(), kMaxObserverPoints);
+                   points.reserve(n);
+                   for (std::size_t i = 0; i < n; ++i) {
+                     points.emplace_back(c.points[i].x_m, c.points[i].y_m);
+                   }
+                   const auto vec = fbb.CreateVectorOfStructs(points);
+                   body = wire::CreateSetObservers(fbb, vec).Union();
+                 },
+                 [&](const QueryGaragesCmd&) {
+                   body_type = wire::CommandBody::QueryGarages;
+                   body = wire::CreateQueryGarages(fbb).Union();
+                 },
+                 [&](const QuerySignalsCmd&) {
+                   body_type = wire::CommandBody::QuerySignals;
+                   body = wire::CreateQuerySignals(fbb).Union();
+                 },
+                 [&](const QueryVehicleCmd& c) {
+                   body_type = wire::CommandBody::QueryVehicle;
+                   const wire::EntityId id = c.id.to_wire();
+                   body = wire::CreateQueryVehicle(fbb, &id).Union();
+                 },
+                 [&](const SetHourCmd& c) {
+                   body_type = wire::CommandBody::SetHour;
+                   body = wire::CreateSetHour(fbb, c.hour).Union();
+                 },
+                 [&](const SetTimeScaleCmd& c) {
+                   body_type = wire::CommandBody::SetTimeScale;
+                   body = wire::CreateSetTimeScale(fbb, c.scale).Union();
+                 },
+                 [&](const QueryZonesCmd&) {
+                   body_type = wire::CommandBody::QueryZones;
+                   body = wire::CreateQueryZones(fbb).Union();
                  },
              },
              command);

@@ -1,6 +1,8 @@
 #include <charconv>
+#include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <string>
 
 #include "bustle/cli/cli.hpp"
 
@@ -22,20 +24,75 @@ bool parse_u64(std::string_view text, std::uint64_t& out) {
   return ec == std::errc() && end == text.data() + text.size();
 }
 
+bool parse_i32(std::string_view text, std::int32_t& out) {
+  if (text.empty()) return false;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return ec == std::errc() && end == text.data() + text.size();
+}
+
+// A finite decimal number (strtod syntax, nothing after it).
+bool parse_double(std::string_view text, double& out) {
+  if (text.empty() || text.size() > 64) return false;
+  const std::string copy(text);
+  char* end = nullptr;
+  const double value = std::strtod(copy.c_str(), &end);
+  if (end != copy.c_str() + copy.size() || !std::isfinite(value)) return false;
+  out = value;
+  return true;
+}
+
+// INDEX:GEN, both unsigned 32-bit.
+bool parse_entity(std::string_view text, std::uint32_t& index, std::uint32_t& generation) {
+  const auto colon = text.find(':');
+  if (colon == std::string_view::npos) return false;
+  const auto max = std::numeric_limits<std::uint32_t>::max();
+  return parse_u32(text.substr(0, colon), max, index) &&
+         parse_u32(text.substr(colon + 1), max, generation);
+}
+
+bool parse_strategy(std::string_view text, std::uint8_t& out) {
+  constexpr std::string_view names[] = {"route_follow", "lane_follow", "parked", "manual"};
+  for (std::uint8_t i = 0; i < 4; ++i) {
+    if (text == names[i]) {
+      out = i;
+      return true;
+    }
+  }
+  return false;
+}
+
+// X,Y as two finite floats.
+bool parse_point(std::string_view text, std::pair<float, float>& out) {
+  const auto comma = text.find(',');
+  if (comma == std::string_view::npos) return false;
+  double x = 0.0;
+  double y = 0.0;
+  if (!parse_double(text.substr(0, comma), x) || !parse_double(text.substr(comma + 1), y)) {
+    return false;
+  }
+  const double fmax = std::numeric_limits<float>::max();
+  if (std::fabs(x) > fmax || std::fabs(y) > fmax) return false;
+  out = {static_cast<float>(x), static_cast<float>(y)};
+  return true;
+}
+
 bool takes_name(std::string_view s) {
   return s == "checkpoint" || s == "restore" || s == "save" || s == "load" || s == "delete";
 }
 
 bool is_command(std::string_view s) {
   return s == "status" || s == "watch" || s == "pause" || s == "resume" || s == "step" ||
-         s == "target" || s == "snapshots" || s == "job" || s == "help" || takes_name(s);
+         s == "target" || s == "snapshots" || s == "job" || s == "help" || s == "garages" ||
+         s == "signals" || s == "vehicle" || s == "garage-request" || s == "cancel-request" ||
+         s == "strategy" || s == "observers" || s == "hour" || s == "time-scale" ||
+         s == "zones" || takes_name(s);
 }
 
 }  // namespace
 
 void print_usage(std::FILE* out) {
   std::fputs(
-      "usage: bustle [options] <command> [argument]\n"
+      "usage: bustle [options] <command> [arguments]\n"
       "\n"
       "Talks to a running bustle-server over its TCP protocol.\n"
       "\n"
@@ -62,6 +119,38 @@ void print_usage(std::FILE* out) {
       "                  pedestrians, digest, created (UTC)\n"
       "  delete NAME     delete snapshot NAME (operator; exit 3 if there is none)\n"
       "  job ID          print the current state of job ID (exit 3 if unknown)\n"
+      "\n"
+      "  vehicles:\n"
+      "  garages         table of garages: id, queued, dispatched, managed/capacity,\n"
+      "                  last dispatch gate, turnarounds, rejected invalid/duplicate/full\n"
+      "  signals         table of signals: id, lane, phase, time in phase, cycles\n"
+      "  vehicle INDEX:GEN\n"
+      "                  every field of one vehicle (exit 3 if it is not a vehicle)\n"
+      "  garage-request GARAGE REQUEST_ID PROTOTYPE LANE [--priority P]\n"
+      "                  queue a vehicle request at GARAGE; LANE is the garage's\n"
+      "                  entrance lane id; P default 10, higher first (operator;\n"
+      "                  exit 3 when rejected: InvalidArgument, Duplicate, QueueFull)\n"
+      "  cancel-request GARAGE REQUEST_ID\n"
+      "                  remove a queued request (operator; exit 3 if not queued)\n"
+      "  strategy INDEX:GEN route_follow|lane_follow|parked|manual\n"
+      "                  set a vehicle's strategy (operator)\n"
+      "  observers [X,Y ...]\n"
+      "                  replace the observers that drive simulation tiers (metres,\n"
+      "                  at most 64); none clears them (operator)\n"
+      "\n"
+      "  population:\n"
+      "  hour H          set the time of day, 0 <= H < 24 (operator)\n"
+      "  time-scale S    game seconds per simulated second, 1..3600 (operator)\n"
+      "  zones           table of zones: id, target, active, dormant, pending\n"
+      "                  spawn/recycle, deferred by quota, rejected by capacity\n"
+      "\n"
+      "  target, garage-request, cancel-request, strategy, observers, hour and\n"
+      "  time-scale change the world: the server answers them when the next step\n"
+      "  applies them. With a realtime or fast clock that is within a step and the\n"
+      "  result is printed. Under the manual clock (or while paused) there is no\n"
+      "  next step until someone sends one: pass --step to send a Step right after\n"
+      "  the command and print its result; without it the command is only queued\n"
+      "  (\"queued\" is printed, exit 0) and applies at the next step.\n"
       "  help            print this text\n"
       "\n"
       "options:\n"
@@ -74,6 +163,9 @@ void print_usage(std::FILE* out) {
       "  --interval-ms N   watch: milliseconds between lines (default 1000)\n"
       "  --no-wait         checkpoint/restore/save/load: print the first result and exit\n"
       "                    (0 when accepted) without waiting for the job to end\n"
+      "  --priority P      garage-request: dispatch priority (default 10)\n"
+      "  --step            world commands under the manual clock: send one Step after\n"
+      "                    the command and wait for the command's result\n"
       "  -h, --help        print this text\n"
       "\n"
       "exit codes:\n"
@@ -109,6 +201,10 @@ ParseResult parse_args(std::span<const std::string_view> args, const char* env_t
       o.no_wait = true;
       continue;
     }
+    if (arg == "--step") {
+      o.step_after = true;
+      continue;
+    }
     std::string_view name = arg;
     std::string_view value;
     bool has_value = false;
@@ -118,7 +214,8 @@ ParseResult parse_args(std::span<const std::string_view> args, const char* env_t
       has_value = true;
     }
     const bool known = name == "--host" || name == "--port" || name == "--token" ||
-                       name == "--timeout-ms" || name == "--count" || name == "--interval-ms";
+                       name == "--timeout-ms" || name == "--count" || name == "--interval-ms" ||
+                       name == "--priority";
     if (!known) return error("unknown option " + std::string(name));
     if (!has_value) {
       if (i + 1 >= args.size()) return error("option " + std::string(name) + " needs a value");
@@ -144,6 +241,10 @@ ParseResult parse_args(std::span<const std::string_view> args, const char* env_t
       if (!parse_u32(value, std::numeric_limits<std::uint32_t>::max(), o.count)) {
         return error("invalid " + shown + ": expected a non-negative integer");
       }
+    } else if (name == "--priority") {
+      if (!parse_i32(value, o.priority)) {
+        return error("invalid " + shown + ": expected an integer (higher dispatches first)");
+      }
     } else if (name == "--interval-ms") {
       if (!parse_u32(value, 3'600'000, o.interval_ms) || o.interval_ms < 10) {
         return error("invalid " + shown + ": expected 10..3600000");
@@ -159,6 +260,77 @@ ParseResult parse_args(std::span<const std::string_view> args, const char* env_t
     r.status = ParseStatus::Help;
     return r;
   }
+  if (command == "observers") {
+    // Any number of X,Y points; none clears every observer.
+    for (std::size_t k = 1; k < positional.size(); ++k) {
+      std::pair<float, float> p;
+      if (!parse_point(positional[k], p)) {
+        return error("invalid observer point \"" + std::string(positional[k]) +
+                     "\": expected X,Y in metres (e.g. 25,25)");
+      }
+      o.observers.push_back(p);
+    }
+    r.status = ParseStatus::Ok;
+    return r;
+  }
+  struct Shape {
+    std::string_view command;
+    std::size_t words;       // arguments after the command
+    std::string_view usage;  // shown when some are missing
+  };
+  static constexpr Shape shapes[] = {
+      {"vehicle", 1, "vehicle INDEX:GEN"},
+      {"garage-request", 4, "garage-request GARAGE REQUEST_ID PROTOTYPE LANE [--priority P]"},
+      {"cancel-request", 2, "cancel-request GARAGE REQUEST_ID"},
+      {"strategy", 2, "strategy INDEX:GEN route_follow|lane_follow|parked|manual"},
+      {"hour", 1, "hour H"},
+      {"time-scale", 1, "time-scale S"},
+  };
+  for (const Shape& shape : shapes) {
+    if (command != shape.command) continue;
+    if (positional.size() < shape.words + 1) {
+      return error(std::string(command) + " needs " + std::to_string(shape.words) + " argument" +
+                   (shape.words == 1 ? "" : "s") + ": bustle " + std::string(shape.usage));
+    }
+    if (positional.size() > shape.words + 1) {
+      return error("unexpected argument \"" + std::string(positional[shape.words + 1]) +
+                   "\" after " + std::string(command));
+    }
+    if (command == "vehicle" || command == "strategy") {
+      if (!parse_entity(positional[1], o.entity_index, o.entity_generation)) {
+        return error("invalid entity id \"" + std::string(positional[1]) +
+                     "\": expected INDEX:GEN (e.g. 12:1)");
+      }
+      if (command == "strategy" && !parse_strategy(positional[2], o.strategy)) {
+        return error("invalid strategy \"" + std::string(positional[2]) +
+                     "\": expected route_follow, lane_follow, parked or manual");
+      }
+    } else if (command == "garage-request") {
+      // The server judges the strings (and names the field it refuses).
+      o.garage = std::string(positional[1]);
+      o.request_id = std::string(positional[2]);
+      o.prototype = std::string(positional[3]);
+      o.lane = std::string(positional[4]);
+    } else if (command == "cancel-request") {
+      o.garage = std::string(positional[1]);
+      o.request_id = std::string(positional[2]);
+    } else if (command == "hour") {
+      // The server checks the range [0, 24).
+      if (!parse_double(positional[1], o.hour)) {
+        return error("invalid hour \"" + std::string(positional[1]) +
+                     "\": expected a number of hours, e.g. 12 or 7.5");
+      }
+    } else if (command == "time-scale") {
+      // The server checks the range 1..3600.
+      if (!parse_u32(positional[1], std::numeric_limits<std::uint32_t>::max(), o.time_scale)) {
+        return error("invalid time scale \"" + std::string(positional[1]) +
+                     "\": expected a whole number of game seconds per second");
+      }
+    }
+    r.status = ParseStatus::Ok;
+    return r;
+  }
+
   const bool takes_number = command == "step" || command == "target";
   const bool named = takes_name(command);
   const bool takes_id = command == "job";

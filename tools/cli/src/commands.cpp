@@ -50,6 +50,16 @@ int connect(Client& c, const CliOptions& o, std::FILE* err) {
   return report(err, o, what, r);
 }
 
+// "HH:MM:SS" for an hour of the day in [0, 24).
+std::string clock_time(double hour) {
+  if (!(hour >= 0.0 && hour < 24.0)) return "?";
+  auto total = static_cast<long>(hour * 3600.0 + 0.5);
+  if (total >= 24 * 3600) total = 24 * 3600 - 1;
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%02ld:%02ld:%02ld", total / 3600, (total / 60) % 60, total % 60);
+  return buf;
+}
+
 int run_status(const CliOptions& o, std::FILE* out, std::FILE* err) {
   Client c(client_options(o, wire::Role::Viewer));
   if (const int rc = connect(c, o, err); rc != kExitOk) return rc;
@@ -86,6 +96,18 @@ int run_status(const CliOptions& o, std::FILE* out, std::FILE* err) {
                : s.recording      ? "yes"
                                   : "no");
   std::fprintf(out, "  %-18s %" PRIu64 "\n", "recorded ticks", s.recorded_ticks);
+  std::fprintf(out, "  %-18s %" PRIu32 " (full %" PRIu32 ", simulated %" PRIu32 ", coarse %" PRIu32
+               ")\n",
+               "vehicles", s.vehicles, s.vehicles_full, s.vehicles_simulated, s.vehicles_coarse);
+  std::fprintf(out,
+               "  %-18s moving %" PRIu32 ", waiting at signal %" PRIu32 ", yielding %" PRIu32 "\n",
+               "vehicle motion", s.vehicles_moving, s.vehicles_waiting, s.vehicles_yielding);
+  std::fprintf(out, "  %-18s %" PRIu32 "\n", "tier deferred", s.tier_transitions_deferred);
+  std::fprintf(out, "  %-18s %s (%.4f h)\n", "time of day", clock_time(s.hour).c_str(), s.hour);
+  std::fprintf(out, "  %-18s %" PRIu32 " game s per s\n", "time scale", s.time_scale);
+  std::fprintf(out, "  %-18s %" PRIu32 " (active %" PRIu32 ", dormant %" PRIu32 ")\n", "residents",
+               s.residents, s.residents_active,
+               s.residents >= s.residents_active ? s.residents - s.residents_active : 0u);
   std::fprintf(out, "  %-18s %016" PRIx64 "\n", "digest", s.digest);
   std::fflush(out);
   return kExitOk;
@@ -311,16 +333,231 @@ int run_job_query(const CliOptions& o, std::FILE* out, std::FILE* err) {
   return kExitOk;
 }
 
+// Runs a query answered at once (any role); on success `reply` holds it.
+// Returns kExitOk, or the exit code after printing why not.
+int run_query(const CliOptions& o, const client::CommandSpec& spec, client::CommandReply& reply,
+              std::FILE* err) {
+  Client c(client_options(o, wire::Role::Viewer));
+  if (const int rc = connect(c, o, err); rc != kExitOk) return rc;
+  const auto r = c.command(spec, std::chrono::milliseconds(o.timeout_ms));
+  if (!r.ok()) return report(err, o, client::command_name(spec), r);
+  if (!r.value.accepted()) return rejected(o, r.value, err);
+  reply = r.value;
+  return kExitOk;
+}
+
+int missing(const CliOptions& o, const char* what, std::FILE* err) {
+  std::fprintf(err, "bustle %s: the server answered without %s (server %s:%u)\n", o.command.c_str(),
+               what, o.host.c_str(), unsigned{o.port});
+  return kExitServer;
+}
+
+template <class T>
+int id_width(const std::vector<T>& rows, int least = 2) {
+  int w = least;
+  for (const auto& row : rows) w = std::max(w, static_cast<int>(row.id.size()));
+  return w;
+}
+
+int run_garages(const CliOptions& o, std::FILE* out, std::FILE* err) {
+  client::CommandReply r;
+  if (const int rc = run_query(o, client::QueryGaragesCmd{}, r, err); rc != kExitOk) return rc;
+  if (!r.garages) return missing(o, "a garage list", err);
+  const auto& list = *r.garages;
+  const int w = id_width(list);
+  std::fprintf(out, "%-*s  %6s  %10s  %11s  %-15s  %11s  %8s  %s\n", w, "ID", "QUEUED",
+               "DISPATCHED", "MANAGED/CAP", "LAST GATE", "TURNAROUNDS", "CANCELED",
+               "REJECTED INVALID/DUPLICATE/FULL");
+  for (const auto& g : list) {
+    const std::string managed = std::to_string(g.managed) + "/" + std::to_string(g.capacity);
+    const std::string rejected_counts = std::to_string(g.rejected_invalid) + "/" +
+                                        std::to_string(g.rejected_duplicate) + "/" +
+                                        std::to_string(g.rejected_queue_full);
+    std::fprintf(out, "%-*s  %6zu  %10" PRIu32 "  %11s  %-15s  %11" PRIu64 "  %8" PRIu64 "  %s\n", w,
+                 g.id.c_str(), g.queued.size(), g.dispatched, managed.c_str(),
+                 wire::EnumNameDispatchGate(g.last_gate), g.turnarounds, g.canceled,
+                 rejected_counts.c_str());
+  }
+  for (const auto& g : list) {
+    if (g.queued.empty()) continue;
+    std::fprintf(out, "queue %s:", g.id.c_str());
+    for (const auto& q : g.queued) std::fprintf(out, " %s", q.c_str());
+    std::fputc('\n', out);
+  }
+  if (!list.empty()) {
+    std::fprintf(out, "content plan: %" PRIu64 " of %" PRIu32 " requests injected\n",
+                 list.front().plan_injected, list.front().plan_total);
+  }
+  std::fprintf(out, "%zu garage%s at step %" PRIu64 "\n", list.size(), list.size() == 1 ? "" : "s",
+               r.applied_step);
+  std::fflush(out);
+  return kExitOk;
+}
+
+int run_signals(const CliOptions& o, std::FILE* out, std::FILE* err) {
+  client::CommandReply r;
+  if (const int rc = run_query(o, client::QuerySignalsCmd{}, r, err); rc != kExitOk) return rc;
+  if (!r.signals) return missing(o, "a signal list", err);
+  const auto& list = *r.signals;
+  const int w = id_width(list);
+  std::fprintf(out, "%-*s  %6s  %-6s  %10s  %8s\n", w, "ID", "LANE", "PHASE", "ELAPSED", "CYCLES");
+  for (const auto& sig : list) {
+    std::fprintf(out, "%-*s  %6" PRIu32 "  %-6s  %8.1f s  %8" PRIu64 "\n", w, sig.id.c_str(),
+                 sig.lane, wire::EnumNameSignalPhase(sig.phase),
+                 static_cast<double>(sig.phase_elapsed_us) / 1e6, sig.cycles);
+  }
+  std::fprintf(out, "%zu signal%s at step %" PRIu64 "\n", list.size(), list.size() == 1 ? "" : "s",
+               r.applied_step);
+  std::fflush(out);
+  return kExitOk;
+}
+
+int run_zones(const CliOptions& o, std::FILE* out, std::FILE* err) {
+  client::CommandReply r;
+  if (const int rc = run_query(o, client::QueryZonesCmd{}, r, err); rc != kExitOk) return rc;
+  if (!r.zones) return missing(o, "a zone list", err);
+  const auto& list = *r.zones;
+  const int w = id_width(list);
+  std::fprintf(out, "%-*s  %6s  %6s  %7s  %13s  %15s  %8s  %20s  %8s\n", w, "ID", "TARGET", "ACTIVE",
+               "DORMANT", "PENDING SPAWN", "PENDING RECYCLE", "DEFERRED", "REJECTED BY CAPACITY",
+               "CAPACITY");
+  for (const auto& z : list) {
+    std::fprintf(out,
+                 "%-*s  %6" PRIu32 "  %6" PRIu32 "  %7" PRIu32 "  %13" PRIu32 "  %15" PRIu32
+                 "  %8" PRIu32 "  %20" PRIu32 "  %8" PRIu32 "\n",
+                 w, z.id.c_str(), z.target, z.active, z.dormant, z.pending_spawn,
+                 z.pending_recycle, z.deferred_by_quota, z.rejected_by_capacity, z.capacity);
+  }
+  std::fprintf(out, "%zu zone%s at step %" PRIu64 " (deferred and rejected: last interval)\n",
+               list.size(), list.size() == 1 ? "" : "s", r.applied_step);
+  std::fflush(out);
+  return kExitOk;
+}
+
+int run_vehicle(const CliOptions& o, std::FILE* out, std::FILE* err) {
+  const client::EntityId id{o.entity_index, o.entity_generation};
+  client::CommandReply r;
+  if (const int rc = run_query(o, client::QueryVehicleCmd{id}, r, err); rc != kExitOk) return rc;
+  if (!r.vehicle) return missing(o, "the vehicle", err);
+  const client::VehicleReport& v = *r.vehicle;
+  auto ident = [](client::EntityId e) {
+    return std::to_string(e.index) + ":" + std::to_string(e.generation);
+  };
+  std::fprintf(out, "vehicle %s at step %" PRIu64 "\n", ident(v.id).c_str(), r.applied_step);
+  std::fprintf(out, "  %-20s %s\n", "vehicle id", v.vehicle_id.c_str());
+  std::fprintf(out, "  %-20s %s\n", "garage", v.garage.c_str());
+  std::fprintf(out, "  %-20s %s\n", "request", v.request_id.c_str());
+  std::fprintf(out, "  %-20s %s\n", "prototype", v.prototype.c_str());
+  std::fprintf(out, "  %-20s %" PRIu32 "\n", "route index", v.route_index);
+  std::fprintf(out, "  %-20s %" PRIu32 "\n", "lane", v.lane);
+  std::fprintf(out, "  %-20s %.3f m (alpha %.4f)\n", "distance on lane", v.s_m, v.alpha);
+  std::fprintf(out, "  %-20s %.3f, %.3f m\n", "position", v.x_m, v.y_m);
+  std::fprintf(out, "  %-20s %.3f m/s\n", "speed", v.speed_mps);
+  std::fprintf(out, "  %-20s %s\n", "strategy", wire::EnumNameVehicleStrategyState(v.strategy));
+  std::fprintf(out, "  %-20s %s\n", "policy", wire::EnumNameControlPolicy(v.policy));
+  std::fprintf(out, "  %-20s %s\n", "reason", wire::EnumNamePolicyReason(v.reason));
+  std::fprintf(out, "  %-20s %s\n", "tier", wire::EnumNameSimTier(v.tier));
+  std::fprintf(out, "  %-20s %s\n", "leader", v.has_leader() ? ident(v.leader).c_str() : "none");
+  std::fprintf(out, "  %-20s %" PRIu64 "\n", "steps advanced", v.steps_advanced);
+  std::fprintf(out, "  %-20s %s\n", "awaiting turnaround", v.awaiting_turnaround ? "yes" : "no");
+  std::fprintf(out, "  %-20s %s\n", "despawn requested", v.despawn_requested ? "yes" : "no");
+  std::fflush(out);
+  return kExitOk;
+}
+
+// World commands: answered when the next step applies them. With a
+// realtime/fast clock that is within a step; under the manual clock (or while
+// paused) only after someone steps, so without --step the command is queued.
+int run_world(const CliOptions& o, const client::CommandSpec& spec, std::FILE* out,
+              std::FILE* err) {
+  const auto timeout = std::chrono::milliseconds(o.timeout_ms);
+  Client c(client_options(o, wire::Role::Operator));
+  if (const int rc = connect_as(c, o, wire::Role::Operator, err); rc != kExitOk) return rc;
+  // Whether a step is coming by itself: the clock mode and whether paused.
+  const auto stats = c.command(client::QueryStatsCmd{}, timeout);
+  if (!stats.ok()) return report(err, o, "query_stats", stats);
+  const bool manual = stats.value.stats ? stats.value.stats->clock_mode == wire::ClockMode::Manual
+                                        : c.welcome().clock_mode == wire::ClockMode::Manual;
+  const bool paused = stats.value.stats && stats.value.stats->paused;
+
+  const auto sent = c.send_command(spec);
+  if (!sent.ok()) return report(err, o, client::command_name(spec), sent);
+  if (manual && o.step_after) {
+    const auto step = c.send_command(client::StepCmd{1});
+    if (!step.ok()) return report(err, o, "step", step);
+    const auto sr = c.wait_result(step.value, timeout);
+    if (!sr.ok()) return report(err, o, "step", sr);
+    if (!sr.value.accepted()) return rejected(o, sr.value, err, " (its step)");
+  } else if (manual || paused) {
+    // Rejections that need no step (role, full inbox) come at once; give
+    // them a moment, then leave the command queued.
+    const auto quick = c.wait_result(sent.value, std::min(timeout, std::chrono::milliseconds(300)));
+    if (quick.status != ClientStatus::Timeout) {
+      if (!quick.ok()) return report(err, o, client::command_name(spec), quick);
+      if (!quick.value.accepted()) return rejected(o, quick.value, err);
+      std::fprintf(out, "%s accepted at step %" PRIu64 "%s%s\n", o.command.c_str(),
+                   quick.value.applied_step, quick.value.message.empty() ? "" : ": ",
+                   quick.value.message.c_str());
+      std::fflush(out);
+      return kExitOk;
+    }
+    if (manual) {
+      std::fprintf(out,
+                   "%s queued: the server's clock is manual, so the command is applied (and "
+                   "its result sent) at the next step; advance with 'bustle step 1', or pass "
+                   "--step to step right after the command\n",
+                   o.command.c_str());
+    } else {
+      std::fprintf(out,
+                   "%s queued: the server is paused, so the command is applied (and its result "
+                   "sent) at the next step, after 'bustle resume'\n",
+                   o.command.c_str());
+    }
+    std::fflush(out);
+    return kExitOk;
+  }
+  const auto r = c.wait_result(sent.value, timeout);
+  if (!r.ok()) return report(err, o, client::command_name(spec), r);
+  if (!r.value.accepted()) return rejected(o, r.value, err);
+  std::fprintf(out, "%s accepted at step %" PRIu64 "%s%s\n", o.command.c_str(),
+               r.value.applied_step, r.value.message.empty() ? "" : ": ", r.value.message.c_str());
+  std::fflush(out);
+  return kExitOk;
+}
+
+client::CommandSpec world_spec(const CliOptions& o) {
+  if (o.command == "target") return client::SetPedestrianTargetCmd{o.argument};
+  if (o.command == "garage-request") {
+    return client::GarageRequestCmd{o.garage, o.request_id, o.prototype, o.lane, o.priority};
+  }
+  if (o.command == "cancel-request") return client::CancelGarageRequestCmd{o.garage, o.request_id};
+  if (o.command == "strategy") {
+    return client::SetVehicleStrategyCmd{client::EntityId{o.entity_index, o.entity_generation},
+                                         static_cast<wire::VehicleStrategy>(o.strategy)};
+  }
+  if (o.command == "observers") {
+    client::SetObserversCmd cmd;
+    for (const auto& [x, y] : o.observers) cmd.points.push_back({x, y});
+    return cmd;
+  }
+  if (o.command == "hour") return client::SetHourCmd{o.hour};
+  return client::SetTimeScaleCmd{o.time_scale};
+}
+
+bool is_world(const std::string& command) {
+  return command == "target" || command == "garage-request" || command == "cancel-request" ||
+         command == "strategy" || command == "observers" || command == "hour" ||
+         command == "time-scale";
+}
+
 int run_operator(const CliOptions& o, std::FILE* out, std::FILE* err) {
   client::CommandSpec spec;
   if (o.command == "pause") {
     spec = client::PauseCmd{};
   } else if (o.command == "resume") {
     spec = client::ResumeCmd{};
-  } else if (o.command == "step") {
-    spec = client::StepCmd{o.argument};
   } else {
-    spec = client::SetPedestrianTargetCmd{o.argument};
+    spec = client::StepCmd{o.argument};
   }
   Client c(client_options(o, wire::Role::Operator));
   if (const int rc = connect_as(c, o, wire::Role::Operator, err); rc != kExitOk) return rc;
@@ -343,10 +580,14 @@ int run_operator(const CliOptions& o, std::FILE* out, std::FILE* err) {
 int run(const CliOptions& options, std::FILE* out, std::FILE* err) {
   if (options.command == "status") return run_status(options, out, err);
   if (options.command == "watch") return run_watch(options, out, err);
-  if (options.command == "pause" || options.command == "resume" || options.command == "step" ||
-      options.command == "target") {
+  if (options.command == "pause" || options.command == "resume" || options.command == "step") {
     return run_operator(options, out, err);
   }
+  if (is_world(options.command)) return run_world(options, world_spec(options), out, err);
+  if (options.command == "garages") return run_garages(options, out, err);
+  if (options.command == "signals") return run_signals(options, out, err);
+  if (options.command == "zones") return run_zones(options, out, err);
+  if (options.command == "vehicle") return run_vehicle(options, out, err);
   if (options.command == "checkpoint" || options.command == "restore" ||
       options.command == "save" || options.command == "load") {
     return run_snapshot_job(options, out, err);

@@ -80,6 +80,30 @@ struct Result : Status {
 };
 
 // Owned copies of the server's answers, so they outlive the read buffer.
+
+// Welcome geometry: lanes are named by their dense Welcome.lanes index.
+struct GarageGeometry {
+  std::string id;
+  std::uint32_t entrance_lane = 0;
+  std::vector<std::uint32_t> route;  // lane indices
+};
+struct SignalGeometry {
+  std::string id;
+  std::uint32_t lane = 0;
+  float stop_alpha = 0.0f;   // stop line as a fraction of the lane
+  float yield_alpha = 0.0f;  // start of the yield approach
+};
+GarageGeometry to_garage_geometry(const bustle::wire::GarageGeometry& g);
+SignalGeometry to_signal_geometry(const bustle::wire::SignalGeometry& g);
+
+// One Delta.signals entry: the phase of Welcome.signals[index] after the step.
+struct SignalPhaseEntry {
+  std::uint16_t index = 0;
+  bustle::wire::SignalPhase phase = bustle::wire::SignalPhase::Open;
+};
+// Every signal phase a Delta carries (empty when it carries none).
+std::vector<SignalPhaseEntry> signal_phases(const bustle::wire::Delta& delta);
+
 struct WelcomeInfo {
   std::string server_version;
   std::uint16_t protocol_version = 0;
@@ -90,6 +114,8 @@ struct WelcomeInfo {
   std::string scenario_id;
   std::uint64_t current_step = 0;
   std::uint32_t lane_count = 0;
+  std::vector<GarageGeometry> garages;  // Welcome.garages, in the server's order
+  std::vector<SignalGeometry> signals;  // Welcome.signals; Delta phases index this
 };
 
 struct StatsInfo {
@@ -111,6 +137,18 @@ struct StatsInfo {
   bool recording = false;            // a session recording is being written
   bool recording_failed = false;     // the recording stopped after a write failure
   std::uint64_t recorded_ticks = 0;  // ticks committed to the recording
+  std::uint32_t vehicles = 0;
+  std::uint32_t vehicles_full = 0;       // per simulation tier
+  std::uint32_t vehicles_simulated = 0;
+  std::uint32_t vehicles_coarse = 0;
+  std::uint32_t vehicles_moving = 0;     // advanced on the last step
+  std::uint32_t vehicles_waiting = 0;    // WaitingAtSignal
+  std::uint32_t vehicles_yielding = 0;
+  std::uint32_t tier_transitions_deferred = 0;
+  double hour = 0.0;  // time of day [0, 24)
+  std::uint32_t time_scale = 0;  // game seconds per simulated second
+  std::uint32_t residents = 0;         // community identities (active + dormant)
+  std::uint32_t residents_active = 0;
 };
 StatsInfo to_stats_info(const bustle::wire::Stats& stats);
 
@@ -145,6 +183,82 @@ struct SnapshotEntry {
 };
 SnapshotEntry to_snapshot_entry(const bustle::wire::SnapshotInfo& info);
 
+// One garage of QueryGarages (wire GarageInfo).
+struct GarageReport {
+  std::string id;
+  std::vector<std::string> queued;  // request ids in dispatch order
+  std::uint32_t dispatched = 0;     // requests that received a vehicle
+  std::uint32_t managed = 0;        // vehicles now on the road from this garage
+  std::uint32_t capacity = 0;
+  std::uint64_t frame_index = 0;
+  std::uint64_t next_vehicle_ordinal = 0;
+  bustle::wire::DispatchGate last_gate = bustle::wire::DispatchGate::Dispatched;
+  std::vector<std::uint64_t> gate_steps;  // steps per DispatchGate value
+  std::uint64_t turnarounds = 0;
+  std::uint64_t rejected_invalid = 0;
+  std::uint64_t rejected_duplicate = 0;
+  std::uint64_t rejected_queue_full = 0;
+  std::uint64_t canceled = 0;
+  std::uint32_t plan_total = 0;  // content plan (all garages)
+  std::uint64_t plan_injected = 0;
+};
+GarageReport to_garage_report(const bustle::wire::GarageInfo& info);
+
+// One signal of QuerySignals (wire SignalInfo).
+struct SignalReport {
+  std::string id;
+  std::uint32_t lane = 0;  // lane index
+  bustle::wire::SignalPhase phase = bustle::wire::SignalPhase::Open;
+  std::uint64_t phase_elapsed_us = 0;
+  std::uint64_t cycles = 0;
+};
+SignalReport to_signal_report(const bustle::wire::SignalInfo& info);
+
+// Every axis of one vehicle (wire VehicleInfo).
+struct VehicleReport {
+  EntityId id;
+  std::string vehicle_id;  // vehicle.<garage>.<ordinal:06>
+  std::string garage;
+  std::string request_id;
+  std::string prototype;
+  std::uint32_t route_index = 0;
+  std::uint32_t lane = 0;  // lane index
+  double s_m = 0.0;
+  double alpha = 0.0;  // s_m / lane length
+  double x_m = 0.0;
+  double y_m = 0.0;
+  double speed_mps = 0.0;
+  bustle::wire::VehicleStrategyState strategy = bustle::wire::VehicleStrategyState::RouteFollow;
+  bustle::wire::ControlPolicy policy = bustle::wire::ControlPolicy::RouteFollow;
+  bustle::wire::PolicyReason reason = bustle::wire::PolicyReason::Clear;
+  bustle::wire::SimTier tier = bustle::wire::SimTier::Full;
+  EntityId leader;  // 0:0 when none
+  std::uint64_t steps_advanced = 0;
+  bool awaiting_turnaround = false;
+  bool despawn_requested = false;
+  bool has_leader() const { return !(leader == EntityId{}); }
+};
+VehicleReport to_vehicle_report(const bustle::wire::VehicleInfo& info);
+
+// One zone of QueryZones (wire ZoneInfo); per-interval counts are of the last
+// lifecycle interval.
+struct ZoneReport {
+  std::string id;
+  std::uint32_t target = 0;
+  std::uint32_t active = 0;
+  std::uint32_t dormant = 0;
+  std::uint32_t pending_spawn = 0;
+  std::uint32_t pending_recycle = 0;
+  std::uint32_t activated = 0;
+  std::uint32_t recycled = 0;
+  std::uint32_t deferred_by_quota = 0;  // held back by quotas (not failed)
+  std::uint32_t rejected_by_capacity = 0;
+  std::uint64_t activated_total = 0;
+  std::uint64_t recycled_total = 0;
+  std::uint32_t capacity = 0;
+};
+ZoneReport to_zone_report(const bustle::wire::ZoneInfo& info);
+
 struct CommandReply {
   std::uint32_t request_id = 0;
   bustle::wire::CommandStatus status = bustle::wire::CommandStatus::Rejected;
@@ -155,6 +269,11 @@ struct CommandReply {
   std::optional<JobInfo> job;      // present for snapshot commands and QueryJob
   // Present for ListSnapshots (possibly empty), in the server's order.
   std::optional<std::vector<SnapshotEntry>> snapshots;
+  // Present (possibly empty) for QueryGarages / QuerySignals / QueryZones.
+  std::optional<std::vector<GarageReport>> garages;
+  std::optional<std::vector<SignalReport>> signals;
+  std::optional<std::vector<ZoneReport>> zones;
+  std::optional<VehicleReport> vehicle;  // present for an accepted QueryVehicle
   bool accepted() const { return status == bustle::wire::CommandStatus::Accepted; }
 };
 CommandReply to_command_reply(const bustle::wire::CommandResult& result);

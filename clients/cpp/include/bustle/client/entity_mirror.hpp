@@ -126,6 +126,10 @@ class EntityMirror {
   std::uint64_t last_sim_time_us() const { return last_sim_time_us_; }
   std::uint64_t last_digest() const { return last_digest_; }
   const MirrorCounters& counters() const { return counters_; }
+  // Signal phases by Welcome.signals index, as of the last Delta that carried
+  // them (each Delta carries every signal); empty before the first. Signals a
+  // Delta does not name keep their last phase (Open if never named).
+  const std::vector<bustle::wire::SignalPhase>& signal_phases() const { return signal_phases_; }
 
   // Visits live entries in slot order (deterministic for a given history).
   template <class F>
@@ -150,6 +154,7 @@ class EntityMirror {
   std::uint64_t last_step_ = 0;
   std::uint64_t last_sim_time_us_ = 0;
   std::uint64_t last_digest_ = 0;
+  std::vector<bustle::wire::SignalPhase> signal_phases_;
 };
 
 }  // namespace bustle::client

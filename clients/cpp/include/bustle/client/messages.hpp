@@ -79,14 +79,70 @@ struct QueryJobCmd {
   std::uint64_t job_id = 0;
 };
 
+// Vehicle commands. GarageRequest, CancelGarageRequest, SetVehicleStrategy and
+// SetObservers are operator world commands (applied at the next step); the
+// three queries are answered at once for any role. Strings are truncated to
+// kMaxCommandStringBytes; the server judges them (InvalidArgument naming the
+// field, Duplicate, QueueFull, NotFound).
+struct GarageRequestCmd {
+  std::string garage;
+  std::string request_id;
+  std::string prototype;
+  std::string lane;        // must be the garage's entrance lane (lane id)
+  std::int32_t priority = 10;  // higher first; equal priorities keep arrival order
+};
+struct CancelGarageRequestCmd {
+  std::string garage;
+  std::string request_id;
+};
+struct SetVehicleStrategyCmd {
+  EntityId id;
+  bustle::wire::VehicleStrategy strategy = bustle::wire::VehicleStrategy::RouteFollow;
+};
+struct ObserverPoint {
+  float x_m = 0.0f;
+  float y_m = 0.0f;
+  friend constexpr bool operator==(const ObserverPoint&, const ObserverPoint&) = default;
+};
+// [Limit: the server accepts at most 64 points (InvalidArgument beyond); the
+//  builder sends at most kMaxObserverPoints so that the frame always fits.]
+inline constexpr std::size_t kMaxObserverPoints = 4096;
+struct SetObserversCmd {  // replaces every observer; empty: none
+  std::vector<ObserverPoint> points;
+};
+struct QueryGaragesCmd {};
+struct QuerySignalsCmd {};
+struct QueryVehicleCmd {
+  EntityId id;
+};
+
+// Population commands. SetHour and SetTimeScale are operator world commands;
+// QueryZones is answered at once for any role.
+struct SetHourCmd {
+  double hour = 0.0;  // [Limit: [0, 24); the server rejects others as InvalidArgument]
+};
+struct SetTimeScaleCmd {
+  std::uint32_t scale = 1;  // game seconds per simulated second [Limit: 1..3600]
+};
+struct QueryZonesCmd {};
+
 using CommandSpec =
     std::variant<PauseCmd, ResumeCmd, StepCmd, QueryStatsCmd, SetPedestrianTargetCmd,
                  DespawnEntityCmd, CheckpointCmd, RestoreCmd, SaveCmd, LoadCmd, ListSnapshotsCmd,
-                 DeleteSnapshotCmd, QueryJobCmd>;
+                 DeleteSnapshotCmd, QueryJobCmd, GarageRequestCmd, CancelGarageRequestCmd,
+                 SetVehicleStrategyCmd, SetObserversCmd, QueryGaragesCmd, QuerySignalsCmd,
+                 QueryVehicleCmd, SetHourCmd, SetTimeScaleCmd, QueryZonesCmd>;
 
 // Short lowercase name of the command ("pause", "step", "checkpoint",
-// "list_snapshots", ...), for logs.
+// "list_snapshots", "garage_request", ...), for logs.
 const char* command_name(const CommandSpec& command);
+
+// True for commands that change the world and are therefore answered when the
+// sim applies them, at the start of the next step (under a manual clock only
+// after a Step): SetPedestrianTarget, DespawnEntity, GarageRequest,
+// CancelGarageRequest, SetVehicleStrategy, SetObservers, SetHour,
+// SetTimeScale. Everything else is answered without waiting for a step.
+bool is_world_command(const CommandSpec& command);
 
 // The request id is echoed by the server in the CommandResult; the caller
 // chooses it (Client uses a counter starting at 1).

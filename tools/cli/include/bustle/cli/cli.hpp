@@ -12,6 +12,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace bustle::cli {
@@ -29,11 +30,28 @@ struct CliOptions {
   std::uint32_t count = 0;           // watch: lines to print, 0 = until interrupted
   std::uint32_t interval_ms = 1000;  // watch: time between lines
   std::string command;         // status, watch, pause, resume, step, target, checkpoint, restore,
-                               // save, load, snapshots, delete, job, help
+                               // save, load, snapshots, delete, job, garages, signals, vehicle,
+                               // garage-request, cancel-request, strategy, observers, hour,
+                               // time-scale, zones, help
   std::uint32_t argument = 0;  // step N, target N
   std::string name;            // checkpoint/restore/save/load/delete NAME
   std::uint64_t job_id = 0;    // job ID
   bool no_wait = false;        // --no-wait: snapshot jobs return after the first result
+  // Vehicles and population.
+  std::string garage;          // garage-request / cancel-request GARAGE
+  std::string request_id;      // garage-request / cancel-request REQUEST_ID
+  std::string prototype;       // garage-request PROTOTYPE
+  std::string lane;            // garage-request LANE (lane id)
+  std::int32_t priority = 10;  // --priority P (garage-request)
+  std::uint32_t entity_index = 0;       // vehicle / strategy INDEX:GEN
+  std::uint32_t entity_generation = 0;
+  std::uint8_t strategy = 0;   // strategy: 0 route_follow, 1 lane_follow, 2 parked, 3 manual
+  std::vector<std::pair<float, float>> observers;  // observers X,Y ... (empty: clear)
+  double hour = 0.0;           // hour H
+  std::uint32_t time_scale = 1;  // time-scale S
+  // --step: under a manual clock, send one Step after a world command so that
+  // its result arrives (otherwise the command is only queued).
+  bool step_after = false;
 };
 
 enum class ParseStatus : std::uint8_t { Ok, Help, Error };

@@ -1,0 +1,255 @@
+// The bustle executable's vehicle and population commands against a real
+// bustle-server with the corridor and large-block scenarios.
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <sstream>
+
+#include "support/process.hpp"
+
+#ifndef BUSTLE_CLI_PATH
+#error "BUSTLE_CLI_PATH must name the bustle executable"
+#endif
+#ifndef BUSTLE_SERVER_PATH
+#error "BUSTLE_SERVER_PATH must name the bustle-server executable"
+#endif
+#ifndef BUSTLE_REPO_DIR
+#error "BUSTLE_REPO_DIR must name the source tree (for configs/)"
+#endif
+
+namespace t = bustle::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+const std::string kCorridor = std::string(BUSTLE_REPO_DIR) + "/configs/corridor.city.json";
+const std::string kLargeBlock = std::string(BUSTLE_REPO_DIR) + "/configs/largeblock.city.json";
+
+std::unique_ptr<t::ServerUnderTest> start(const std::vector<std::string>& args) {
+  std::string error;
+  auto server = t::start_server(BUSTLE_SERVER_PATH, args, error);
+  INFO(error);
+  REQUIRE(server != nullptr);
+  return server;
+}
+
+t::RunResult cli(const t::ServerUnderTest& server, std::vector<std::string> args) {
+  std::vector<std::string> argv = {BUSTLE_CLI_PATH};
+  argv.insert(argv.end(), args.begin(), args.end());
+  argv.insert(argv.end(), {"--host", server.host, "--port", std::to_string(server.port)});
+  return t::run_process(argv, 15000ms, {"BUSTLE_TOKEN"});
+}
+
+// The first line of `text` starting with `prefix`, or "".
+std::string line_starting_with(const std::string& text, const std::string& prefix) {
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(prefix, 0) == 0) return line;
+  }
+  return "";
+}
+
+std::vector<std::string> words(const std::string& line) {
+  std::istringstream in(line);
+  std::vector<std::string> out;
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("bustle garages and signals print the corridor's tables", "[cli][server][vehicles]") {
+  auto server = start({"--clock", "manual", "--config", kCorridor});
+  auto r = cli(*server, {"step", "40"});
+  REQUIRE(r.exit.exit_code == 0);
+
+  r = cli(*server, {"garages"});
+  INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  CHECK(r.exit.exit_code == 0);
+  for (const char* header : {"ID", "QUEUED", "DISPATCHED", "MANAGED/CAP", "LAST GATE",
+                             "TURNAROUNDS", "REJECTED INVALID/DUPLICATE/FULL"}) {
+    INFO(header);
+    CHECK(r.out.find(header) != std::string::npos);
+  }
+  const auto g0 = words(line_starting_with(r.out, "g0 "));
+  REQUIRE(g0.size() == 8);
+  CHECK(std::stoi(g0[2]) >= 1);                     // dispatched
+  CHECK(g0[3].find("/18") != std::string::npos);    // managed/capacity
+  CHECK(g0[7] == "0/0/0");                          // nothing rejected yet
+  CHECK(r.out.find("1 garage at step 40") != std::string::npos);
+
+  r = cli(*server, {"signals"});
+  INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  CHECK(r.exit.exit_code == 0);
+  for (const char* header : {"ID", "LANE", "PHASE", "ELAPSED", "CYCLES"}) {
+    INFO(header);
+    CHECK(r.out.find(header) != std::string::npos);
+  }
+  const auto s1 = words(line_starting_with(r.out, "s1 "));
+  REQUIRE(s1.size() == 6);
+  CHECK(s1[1] == "1");  // lane index
+  CHECK((s1[2] == "Open" || s1[2] == "Yield" || s1[2] == "Closed"));
+
+  r = cli(*server, {"status"});
+  CHECK(r.exit.exit_code == 0);
+  for (const char* row : {"vehicles", "vehicle motion", "tier deferred", "time of day",
+                          "time scale", "residents"}) {
+    INFO(row);
+    CHECK(r.out.find(row) != std::string::npos);
+  }
+  CHECK(server->process.terminate(5000ms).exit_code == 0);
+}
+
+TEST_CASE("bustle garage-request: queued then accepted with --step and a duplicate exits 3",
+          "[cli][server][vehicles]") {
+  auto server = start({"--clock", "manual", "--config", kCorridor});
+  // Manual clock without --step: only queued, exit 0, the message says why.
+  auto r = cli(*server, {"garage-request", "g0", "x1", "sedan", "lane0"});
+  INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  CHECK(r.exit.exit_code == 0);
+  CHECK(r.out.find("queued") != std::string::npos);
+  CHECK(r.out.find("next step") != std::string::npos);
+
+  // The queued one applies at this step; a new id with --step is answered.
+  r = cli(*server, {"garage-request", "g0", "x2", "sedan", "lane0", "--priority", "50", "--step"});
+  INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  CHECK(r.exit.exit_code == 0);
+  CHECK(r.out.find("garage-request accepted at step") != std::string::npos);
+  CHECK(r.out.find("enqueue ordinal") != std::string::npos);
+
+  // x1 was applied by that step even though its client had gone.
+  r = cli(*server, {"garage-request", "g0", "x1", "sedan", "lane0", "--step"});
+  INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  CHECK(r.exit.exit_code == 3);
+  CHECK(r.err.find("Duplicate") != std::string::npos);
+
+  r = cli(*server, {"garage-request", "g0", "x3", "sedan", "nolane", "--step"});
+  CHECK(r.exit.exit_code == 3);
+  CHECK(r.err.find("InvalidArgument") != std::string::npos);
+
+  r = cli(*server, {"cancel-request", "g0", "never", "--step"});
+  CHECK(r.exit.exit_code == 3);
+  CHECK(r.err.find("NotFound") != std::string::npos);
+
+  r = cli(*server, {"garages"});
+  const auto g0 = words(line_starting_with(r.out, "g0 "));
+  REQUIRE(g0.size() == 8);
+  CHECK(g0[7] == "1/1/0");
+
+  // Usage errors never reach the server.
+  r = cli(*server, {"garage-request", "g0", "x4"});
+  CHECK(r.exit.exit_code == 2);
+  CHECK(r.err.find("garage-request GARAGE REQUEST_ID PROTOTYPE LANE") != std::string::npos);
+  r = cli(*server, {"garage-request", "g0", "x4", "sedan", "lane0", "--priority", "high"});
+  CHECK(r.exit.exit_code == 2);
+  CHECK(server->process.terminate(5000ms).exit_code == 0);
+}
+
+TEST_CASE("bustle garage-request with a fast clock is answered within a step",
+          "[cli][server][vehicles]") {
+  auto server = start({"--clock", "fast", "--config", kCorridor});
+  auto r = cli(*server, {"garage-request", "g0", "fast1", "sedan", "lane0"});
+  INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  CHECK(r.exit.exit_code == 0);
+  CHECK(r.out.find("garage-request accepted at step") != std::string::npos);
+  r = cli(*server, {"garage-request", "g0", "fast1", "sedan", "lane0"});
+  CHECK(r.exit.exit_code == 3);
+  CHECK(r.err.find("Duplicate") != std::string::npos);
+  CHECK(server->process.terminate(5000ms).exit_code == 0);
+}
+
+TEST_CASE("bustle hour and time-scale and zones on the large block", "[cli][server][population]") {
+  auto server = start({"--clock", "manual", "--config", kLargeBlock});
+  auto r = cli(*server, {"zones"});
+  INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  CHECK(r.exit.exit_code == 0);
+  for (const char* header : {"ID", "TARGET", "ACTIVE", "DORMANT", "PENDING SPAWN",
+                             "PENDING RECYCLE", "DEFERRED", "REJECTED BY CAPACITY"}) {
+    INFO(header);
+    CHECK(r.out.find(header) != std::string::npos);
+  }
+  CHECK(r.out.find("3 zones") != std::string::npos);
+
+  r = cli(*server, {"hour", "12", "--step"});
+  INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  CHECK(r.exit.exit_code == 0);
+  CHECK(r.out.find("hour accepted at step") != std::string::npos);
+
+  r = cli(*server, {"hour", "25", "--step"});
+  CHECK(r.exit.exit_code == 3);
+  CHECK(r.err.find("InvalidArgument") != std::string::npos);
+  r = cli(*server, {"hour", "noon"});
+  CHECK(r.exit.exit_code == 2);
+
+  r = cli(*server, {"time-scale", "60"});  // queued under the manual clock
+  CHECK(r.exit.exit_code == 0);
+  CHECK(r.out.find("time-scale queued") != std::string::npos);
+  r = cli(*server, {"time-scale", "0", "--step"});
+  CHECK(r.exit.exit_code == 3);
+
+  REQUIRE(cli(*server, {"step", "10"}).exit.exit_code == 0);
+  r = cli(*server, {"status"});
+  CHECK(r.out.find("60 game s per s") != std::string::npos);
+  CHECK(r.out.find("(active ") != std::string::npos);
+
+  r = cli(*server, {"zones"});
+  INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  CHECK(r.exit.exit_code == 0);
+  int targets = 0;
+  for (const char* zone : {"market ", "office ", "facilities "}) {
+    const auto row = words(line_starting_with(r.out, zone));
+    INFO(zone);
+    REQUIRE(row.size() == 9);
+    targets += std::stoi(row[1]);
+  }
+  CHECK(targets > 0);
+  CHECK(server->process.terminate(5000ms).exit_code == 0);
+}
+
+TEST_CASE("bustle vehicle and strategy on the corridor", "[cli][server][vehicles]") {
+  auto server = start({"--clock", "manual", "--config", kCorridor});
+  REQUIRE(cli(*server, {"step", "20"}).exit.exit_code == 0);
+  // Not a vehicle: exit 3 naming the reason.
+  auto r = cli(*server, {"vehicle", "999:9"});
+  CHECK(r.exit.exit_code == 3);
+  CHECK(r.err.find("UnknownEntity") != std::string::npos);
+  // Find a vehicle: live entities have generation >= 1; the corridor's 8
+  // pedestrians come first, vehicles after them.
+  std::string id;
+  for (int index = 0; index < 64 && id.empty(); ++index) {
+    const std::string candidate = std::to_string(index) + ":1";
+    if (cli(*server, {"vehicle", candidate}).exit.exit_code == 0) id = candidate;
+  }
+  REQUIRE_FALSE(id.empty());
+  r = cli(*server, {"vehicle", id});
+  INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  CHECK(r.exit.exit_code == 0);
+  for (const char* row : {"vehicle id", "garage", "request", "prototype", "route index", "lane",
+                          "distance on lane", "position", "speed", "strategy", "policy",
+                          "reason", "tier", "leader", "steps advanced", "awaiting turnaround",
+                          "despawn requested"}) {
+    INFO(row);
+    CHECK(r.out.find("  " + std::string(row)) != std::string::npos);
+  }
+  CHECK(r.out.find("vehicle.g0.") != std::string::npos);
+
+  r = cli(*server, {"strategy", id, "parked"});  // manual clock: queued
+  CHECK(r.exit.exit_code == 0);
+  CHECK(r.out.find("strategy queued") != std::string::npos);
+  REQUIRE(cli(*server, {"step", "2"}).exit.exit_code == 0);
+  r = cli(*server, {"vehicle", id});
+  CHECK(line_starting_with(r.out, "  strategy").find("Parked") != std::string::npos);
+  CHECK(line_starting_with(r.out, "  policy").find("Parked") != std::string::npos);
+  r = cli(*server, {"strategy", id, "route_follow", "--step"});
+  CHECK(r.exit.exit_code == 0);
+  CHECK(r.out.find("strategy accepted at step") != std::string::npos);
+
+  r = cli(*server, {"vehicle", "nine"});
+  CHECK(r.exit.exit_code == 2);
+  r = cli(*server, {"strategy", "1:1", "flying"});
+  CHECK(r.exit.exit_code == 2);
+  r = cli(*server, {"observers", "25,25", "--step"});
+  CHECK(r.exit.exit_code == 0);
+  r = cli(*server, {"observers", "25"});
+  CHECK(r.exit.exit_code == 2);
+  CHECK(server->process.terminate(5000ms).exit_code == 0);
+}
