@@ -209,7 +209,10 @@ CREATE TABLE signals (
 -- Saves: persistent facts only (DESIGN §5).
 CREATE TABLE save_state (
   snapshot_id        INTEGER PRIMARY KEY REFERENCES snapshots(id) ON DELETE CASCADE,
-  pedestrian_target  INTEGER NOT NULL CHECK (pedestrian_target >= 0)
+  pedestrian_target  INTEGER NOT NULL CHECK (pedestrian_target >= 0),
+  day_us             INTEGER NOT NULL,  -- time of day in microseconds
+  time_scale         INTEGER NOT NULL,
+  garage_ordinals    TEXT NOT NULL      -- JSON: next VehicleId ordinal per garage
 );
 
 -- Recordings ---------------------------------------------------------------

@@ -396,3 +396,35 @@ TEST_CASE("completeness guard on the large block (residents, zones, work-points)
         return lc.checkpoint;
       });
 }
+
+TEST_CASE("a save keeps the time of day and garage counters: VehicleIds are never reissued after a load") {
+  auto loaded = bustle::scenario::load_scenario_file(std::string(BUSTLE_SOURCE_DIR) + "/configs/corridor.city.json");
+  REQUIRE(loaded.ok());
+  const core::Scenario corridor = *loaded.scenario;
+  auto w = std::move(core::World::create(corridor, 2).world);
+  for (int k = 0; k < 120; ++k) w->step();
+  const std::uint64_t ordinal = w->vehicles().garages()[0].next_vehicle_ordinal;
+  REQUIRE(ordinal > 3);
+  TempDir dir;
+  auto store = open_store(dir.file("save.db"));
+  REQUIRE(store.write_save("s", w->capture_save(), loaded.text, 0).ok());
+  persist::LoadedSave ls;
+  const auto e = store.read_save("s", ls);
+  INFO(e.to_string());
+  REQUIRE(e.ok());
+  CHECK(ls.save.day_us == w->population().day_us());
+  auto r = core::World::load_save(corridor, ls.save);
+  REQUIRE(r.world);
+  CHECK(r.world->population().day_us() == w->population().day_us());
+  REQUIRE(r.world->submit({{1, 1}, core::GarageRequest{"g0", "after-load", "sedan", "lane0", 500}}) ==
+          core::SubmitStatus::Queued);
+  for (int k = 0; k < 3; ++k) r.world->step();
+  bool found = false;
+  for (std::uint32_t i = 0; i < r.world->vehicles().store().size(); ++i) {
+    if (r.world->vehicles().store().request_id[i] == "after-load") {
+      CHECK(r.world->vehicles().store().ordinal[i] == ordinal);  // numbering continues
+      found = true;
+    }
+  }
+  CHECK(found);
+}

@@ -228,7 +228,10 @@ World::RestoreResult World::restore(const Scenario& scenario, const WorldCheckpo
 }
 
 SaveState World::capture_save() const {  // NOLINT
-  return SaveState{scenario_.id, scenario_.step_us, seed_, step_index_, pedestrian_target_};
+  SaveState s{scenario_.id, scenario_.step_us, seed_, step_index_, pedestrian_target_,
+              population_.day_us(), population_.time_scale(), {}};
+  for (const GarageState& g : vehicles_.garages()) s.garage_vehicle_ordinals.push_back(g.next_vehicle_ordinal);
+  return s;
 }
 
 World::RestoreResult World::load_save(const Scenario& scenario, const SaveState& save, LogSink* log) {
@@ -247,9 +250,21 @@ World::RestoreResult World::load_save(const Scenario& scenario, const SaveState&
                                                       " exceeds entity_capacity " +
                                                       std::to_string(scenario.entity_capacity)});
   }
+  if (save.day_us >= 86'400'000'000ull) result.errors.push_back({"day_us", "time of day must be in [0, 24) h"});
+  if (save.time_scale < 1 || save.time_scale > 3600) result.errors.push_back({"time_scale", "must be in [1, 3600]"});
+  if (save.garage_vehicle_ordinals.size() != scenario.garages.size()) {
+    result.errors.push_back({"garage_vehicle_ordinals", std::to_string(save.garage_vehicle_ordinals.size()) +
+                                                            " garages saved, scenario has " +
+                                                            std::to_string(scenario.garages.size())});
+  }
   if (!result.errors.empty()) return result;
   std::unique_ptr<World> w(new World(scenario, save.seed, log));
   w->step_index_ = save.step_index;
+  w->population_.set_day_us(save.day_us);
+  w->population_.set_time_scale(save.time_scale);
+  for (std::uint32_t g = 0; g < save.garage_vehicle_ordinals.size(); ++g) {
+    w->vehicles_.set_next_vehicle_ordinal(g, save.garage_vehicle_ordinals[g]);
+  }
   w->rng_.reseed(mix64(save.seed) ^ mix64(save.step_index + 0x5A7E));
   w->pedestrian_target_ = save.pedestrian_target;
   w->digest_ = w->compute_digest();

@@ -332,9 +332,11 @@ StoreError SnapshotStore::write_save(const std::string& name, const core::SaveSt
   ins.bind_i64(8, created_unix_ms).bind_text(9, server_version());
   if (SqlError e = ins.run(); !e.ok()) return sql_error(e, "snapshots", "name='" + name + "'");
   const std::int64_t id = db_.last_insert_rowid();
-  Statement ss = db_.prepare("INSERT INTO save_state VALUES (?1, ?2)", err);
+  Statement ss = db_.prepare("INSERT INTO save_state VALUES (?1, ?2, ?3, ?4, ?5)", err);
   if (!err.ok()) return sql_error(err, "save_state");
-  ss.bind_i64(1, id).bind_i64(2, save.pedestrian_target);
+  const std::string ordinals = json(save.garage_vehicle_ordinals).dump();
+  ss.bind_i64(1, id).bind_i64(2, save.pedestrian_target).bind_u64(3, save.day_us).bind_i64(4, save.time_scale);
+  ss.bind_text(5, ordinals);
   if (SqlError e = ss.run(); !e.ok()) return sql_error(e, "save_state", "snapshot_id=" + std::to_string(id));
   if (SqlError e = tx.commit(); !e.ok()) return sql_error(e, "snapshots", "name='" + name + "'");
   return {};
@@ -858,8 +860,9 @@ StoreError SnapshotStore::read_save(const std::string& name, LoadedSave& out) {
   }
   SqlError err;
   Statement st = db_.prepare(std::string("SELECT ") + kInfoColumns +
-                                 ", (SELECT pedestrian_target FROM save_state WHERE snapshot_id = snapshots.id) "
-                                 "FROM snapshots WHERE name = ?1",
+                                 ", s.pedestrian_target, s.day_us, s.time_scale, s.garage_ordinals "
+                                 "FROM snapshots LEFT JOIN save_state s ON s.snapshot_id = snapshots.id "
+                                 "WHERE snapshots.name = ?1",
                              err);
   if (!err.ok()) return sql_error(err, "snapshots");
   st.bind_text(1, name);
@@ -882,6 +885,16 @@ StoreError SnapshotStore::read_save(const std::string& name, LoadedSave& out) {
   const std::int64_t target = st.column_i64(12);
   if (target < 0 || target > UINT32_MAX) return error("save_state", named, "pedestrian_target", "out of range");
   ls.save.pedestrian_target = static_cast<std::uint32_t>(target);
+  ls.save.day_us = st.column_u64(13);
+  const std::int64_t scale = st.column_i64(14);
+  if (scale < 1 || scale > 3600) return error("save_state", named, "time_scale", "out of range");
+  ls.save.time_scale = static_cast<std::uint32_t>(scale);
+  const json ords = json::parse(st.column_text(15), nullptr, false);
+  if (!ords.is_array()) return error("save_state", named, "garage_ordinals", "expected a JSON array");
+  for (const json& o : ords) {
+    if (!o.is_number_unsigned()) return error("save_state", named, "garage_ordinals", "expected unsigned integers");
+    ls.save.garage_vehicle_ordinals.push_back(o.get<std::uint64_t>());
+  }
   out = std::move(ls);
   return {};
 }

@@ -79,6 +79,11 @@ struct SaveState {
   std::uint64_t seed = 0;
   std::uint64_t step_index = 0;  // the clock: sim time = step_index * step_us
   std::uint32_t pedestrian_target = 0;
+  std::uint64_t day_us = 0;       // time of day
+  std::uint32_t time_scale = 1;
+  // Per garage: the next VehicleId ordinal, so a loaded city never reissues
+  // a VehicleId (garage counters are persistent facts).
+  std::vector<std::uint64_t> garage_vehicle_ordinals;
 };
 
 // One validation failure: `path` names the collection, row and field, e.g.

@@ -95,6 +95,8 @@ class PopulationSystem {
   void set_hour(double hour);
   void set_time_scale(std::uint32_t scale) { time_scale_ = scale; }
   std::uint32_t time_scale() const { return time_scale_; }
+  std::uint64_t day_us() const { return day_us_; }
+  void set_day_us(std::uint64_t day_us) { day_us_ = day_us; }
 
   // Phase 4. `distance_m[r]` is resident r's distance to the nearest observer
   // (only read for active residents). Appends residents to activate (the

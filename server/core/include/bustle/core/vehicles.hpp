@@ -207,6 +207,10 @@ class VehicleSystem {
   void mark_despawn(EntityId id);
   void remove(EntityId id);
   bool set_strategy(EntityId id, VehicleStrategy s);
+  // Loading a save: continue VehicleId numbering where the saved city was.
+  void set_next_vehicle_ordinal(std::uint32_t garage, std::uint64_t ordinal) {
+    garages_[garage].next_vehicle_ordinal = ordinal;
+  }
 
   struct DespawnRequest {
     EntityId id;
