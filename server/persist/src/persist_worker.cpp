@@ -224,34 +224,22 @@ std::string PersistWorker::restore_error_text(const std::string& snapshot, const
   return StoreError{store_.path(), table, row, field, e.message, 0}.to_string();
 }
 
-JobStatus PersistWorker::submit_restore(const std::string& name, const JobOrigin& origin) {
-  JobStatus job = new_job(JobKind::Restore, name, JobState::Queued, 0);
-  const bool queued = enqueue([this, job, origin]() mutable {
-    LoadedCheckpoint lc;
-    if (StoreError e = store_.read_checkpoint(job.name, lc); !e.ok()) {
+// Restore and load share one shape: read and check on this thread, build a
+// validated candidate World, hand it to the sim thread. `build` returns the
+// candidate (or sets job.message and returns null).
+JobStatus PersistWorker::submit_candidate(JobKind kind, const std::string& name, const JobOrigin& origin,
+                                          std::function<std::unique_ptr<core::World>(JobStatus&)> build) {
+  JobStatus job = new_job(kind, name, JobState::Queued, 0);
+  const bool queued = enqueue([this, job, origin, build = std::move(build)]() mutable {
+    std::unique_ptr<core::World> candidate = build(job);
+    if (!candidate) {
       job.state = JobState::Failed;
-      job.message = e.to_string();
-      return update(job, origin);
-    }
-    if (lc.scenario_json != scenario_json_) {
-      job.state = JobState::Failed;
-      job.message = StoreError{store_.path(), "snapshots", "name='" + job.name + "'", "scenario_json",
-                               "snapshot was taken with a different scenario ('" + lc.info.scenario_id +
-                                   "') than the running one ('" + scenario_.id + "')",
-                               0}
-                        .to_string();
-      return update(job, origin);
-    }
-    auto restored = core::World::restore(scenario_, lc.checkpoint);
-    if (!restored.world) {
-      job.state = JobState::Failed;
-      job.message = restore_error_text(job.name, restored.errors.front());
       return update(job, origin);
     }
     job.state = JobState::Validated;
-    job.step = lc.checkpoint.step_index;
+    job.step = candidate->step_index();
     update(job, origin);
-    if (cb_.on_candidate) cb_.on_candidate(Candidate{std::move(restored.world), job, origin});
+    if (cb_.on_candidate) cb_.on_candidate(Candidate{std::move(candidate), job, origin});
   });
   if (!queued) {
     job.state = JobState::Failed;
@@ -261,40 +249,45 @@ JobStatus PersistWorker::submit_restore(const std::string& name, const JobOrigin
   return job;
 }
 
+JobStatus PersistWorker::submit_restore(const std::string& name, const JobOrigin& origin) {
+  return submit_candidate(JobKind::Restore, name, origin, [this](JobStatus& job) -> std::unique_ptr<core::World> {
+    LoadedCheckpoint lc;
+    if (StoreError e = store_.read_checkpoint(job.name, lc); !e.ok()) {
+      job.message = e.to_string();
+      return nullptr;
+    }
+    if (lc.scenario_json != scenario_json_) {
+      job.message = StoreError{store_.path(), "snapshots", "name='" + job.name + "'", "scenario_json",
+                               "snapshot was taken with a different scenario ('" + lc.info.scenario_id +
+                                   "') than the running one ('" + scenario_.id + "')",
+                               0}
+                        .to_string();
+      return nullptr;
+    }
+    auto restored = core::World::restore(scenario_, lc.checkpoint);
+    if (!restored.world) job.message = restore_error_text(job.name, restored.errors.front());
+    return std::move(restored.world);
+  });
+}
+
 JobStatus PersistWorker::submit_load(const std::string& name, const JobOrigin& origin) {
-  JobStatus job = new_job(JobKind::Load, name, JobState::Queued, 0);
-  const bool queued = enqueue([this, job, origin]() mutable {
+  return submit_candidate(JobKind::Load, name, origin, [this](JobStatus& job) -> std::unique_ptr<core::World> {
     LoadedSave ls;
     if (StoreError e = store_.read_save(job.name, ls); !e.ok()) {
-      job.state = JobState::Failed;
       job.message = e.to_string();
-      return update(job, origin);
+      return nullptr;
     }
     if (ls.info.scenario_id != scenario_.id) {
-      job.state = JobState::Failed;
       job.message = StoreError{store_.path(), "snapshots", "name='" + job.name + "'", "scenario_id",
                                "save is of scenario '" + ls.info.scenario_id + "', the server runs '" + scenario_.id + "'",
                                0}
                         .to_string();
-      return update(job, origin);
+      return nullptr;
     }
     auto loaded = core::World::load_save(scenario_, ls.save);
-    if (!loaded.world) {
-      job.state = JobState::Failed;
-      job.message = restore_error_text(job.name, loaded.errors.front());
-      return update(job, origin);
-    }
-    job.state = JobState::Validated;
-    job.step = ls.save.step_index;
-    update(job, origin);
-    if (cb_.on_candidate) cb_.on_candidate(Candidate{std::move(loaded.world), job, origin});
+    if (!loaded.world) job.message = restore_error_text(job.name, loaded.errors.front());
+    return std::move(loaded.world);
   });
-  if (!queued) {
-    job.state = JobState::Failed;
-    job.message = "persistence queue is full";
-    update(job, origin);
-  }
-  return job;
 }
 
 void PersistWorker::submit_list(const JobOrigin& origin) {

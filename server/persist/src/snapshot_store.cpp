@@ -229,28 +229,40 @@ StoreError SnapshotStore::write_checkpoint(const std::string& name, const std::s
   return {};
 }
 
-StoreError SnapshotStore::write_checkpoint_in_transaction(const std::string& name, const std::string& kind,
-                                                          const core::WorldCheckpoint& cp,
-                                                          const std::string& scenario_json,
-                                                          std::int64_t created_unix_ms, std::int64_t* id_out) {
+StoreError SnapshotStore::replace_snapshot_row(const std::string& name, const std::string& kind,
+                                               const std::string& scenario_id, const std::string& scenario_json,
+                                               std::uint64_t step, std::uint32_t step_us, std::uint64_t seed,
+                                               std::uint64_t digest, std::size_t entities,
+                                               std::int64_t created_unix_ms, std::int64_t& id) {
   SqlError err;
-  {
-    Statement del = db_.prepare("DELETE FROM snapshots WHERE name = ?1", err);
-    if (!err.ok()) return sql_error(err, "snapshots");
-    del.bind_text(1, name);
-    if (SqlError e = del.run(); !e.ok()) return sql_error(e, "snapshots", "name='" + name + "'");
-  }
+  Statement del = db_.prepare("DELETE FROM snapshots WHERE name = ?1", err);  // cascades to its state rows
+  if (!err.ok()) return sql_error(err, "snapshots");
+  del.bind_text(1, name);
+  if (SqlError e = del.run(); !e.ok()) return sql_error(e, "snapshots", "name='" + name + "'");
   Statement ins = db_.prepare(
       "INSERT INTO snapshots(name, kind, scenario_id, scenario_json, step, step_us, sim_time_us, seed, digest, "
       "pedestrians, created_unix_ms, server_version) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
       err);
   if (!err.ok()) return sql_error(err, "snapshots");
-  ins.bind_text(1, name).bind_text(2, kind).bind_text(3, cp.scenario_id).bind_text(4, scenario_json);
-  ins.bind_u64(5, cp.step_index).bind_i64(6, cp.step_us).bind_u64(7, cp.step_index * cp.step_us);
-  ins.bind_u64(8, cp.seed).bind_u64(9, cp.digest).bind_i64(10, static_cast<std::int64_t>(cp.pedestrians.id.size()));
-  ins.bind_i64(11, created_unix_ms).bind_text(12, server_version());
+  ins.bind_text(1, name).bind_text(2, kind).bind_text(3, scenario_id).bind_text(4, scenario_json);
+  ins.bind_u64(5, step).bind_i64(6, step_us).bind_u64(7, step * step_us).bind_u64(8, seed).bind_u64(9, digest);
+  ins.bind_i64(10, static_cast<std::int64_t>(entities)).bind_i64(11, created_unix_ms).bind_text(12, server_version());
   if (SqlError e = ins.run(); !e.ok()) return sql_error(e, "snapshots", "name='" + name + "'");
-  const std::int64_t id = db_.last_insert_rowid();
+  id = db_.last_insert_rowid();
+  return {};
+}
+
+StoreError SnapshotStore::write_checkpoint_in_transaction(const std::string& name, const std::string& kind,
+                                                          const core::WorldCheckpoint& cp,
+                                                          const std::string& scenario_json,
+                                                          std::int64_t created_unix_ms, std::int64_t* id_out) {
+  SqlError err;
+  std::int64_t id = 0;
+  if (StoreError e = replace_snapshot_row(name, kind, cp.scenario_id, scenario_json, cp.step_index, cp.step_us,
+                                          cp.seed, cp.digest, cp.pedestrians.id.size(), created_unix_ms, id);
+      !e.ok()) {
+    return e;
+  }
 
   std::string by_reason = "[";
   for (std::size_t r = 0; r < cp.counters.despawned_by_reason.size(); ++r) {
@@ -318,20 +330,13 @@ StoreError SnapshotStore::write_save(const std::string& name, const core::SaveSt
   Transaction tx(db_);
   if (!tx.begin_error().ok()) return sql_error(tx.begin_error(), "snapshots");
   SqlError err;
-  Statement del = db_.prepare("DELETE FROM snapshots WHERE name = ?1", err);
-  if (!err.ok()) return sql_error(err, "snapshots");
-  del.bind_text(1, name);
-  if (SqlError e = del.run(); !e.ok()) return sql_error(e, "snapshots", "name='" + name + "'");
-  Statement ins = db_.prepare(
-      "INSERT INTO snapshots(name, kind, scenario_id, scenario_json, step, step_us, sim_time_us, seed, digest, "
-      "pedestrians, created_unix_ms, server_version) VALUES (?1, 'save', ?2, ?3, ?4, ?5, ?6, ?7, 0, 0, ?8, ?9)",
-      err);
-  if (!err.ok()) return sql_error(err, "snapshots");
-  ins.bind_text(1, name).bind_text(2, save.scenario_id).bind_text(3, scenario_json).bind_u64(4, save.step_index);
-  ins.bind_i64(5, save.step_us).bind_u64(6, save.step_index * save.step_us).bind_u64(7, save.seed);
-  ins.bind_i64(8, created_unix_ms).bind_text(9, server_version());
-  if (SqlError e = ins.run(); !e.ok()) return sql_error(e, "snapshots", "name='" + name + "'");
-  const std::int64_t id = db_.last_insert_rowid();
+  std::int64_t id = 0;
+  // A save has no digest (it is not a state the world can be in) and no entities.
+  if (StoreError e = replace_snapshot_row(name, "save", save.scenario_id, scenario_json, save.step_index, save.step_us,
+                                          save.seed, 0, 0, created_unix_ms, id);
+      !e.ok()) {
+    return e;
+  }
   Statement ss = db_.prepare("INSERT INTO save_state VALUES (?1, ?2, ?3, ?4, ?5)", err);
   if (!err.ok()) return sql_error(err, "save_state");
   const std::string ordinals = json(save.garage_vehicle_ordinals).dump();

@@ -119,6 +119,8 @@ class PersistWorker {
   PersistWorker() = default;
   using Task = std::function<void()>;
   JobStatus new_job(JobKind kind, const std::string& name, JobState state, std::uint64_t step);
+  JobStatus submit_candidate(JobKind kind, const std::string& name, const JobOrigin& origin,
+                             std::function<std::unique_ptr<core::World>(JobStatus&)> build);
   void update(JobStatus job, const JobOrigin& origin);
   bool enqueue(Task task);
   void run();

@@ -104,6 +104,12 @@ class SnapshotStore {
                    int code = 0) const;
   StoreError sql_error(const SqlError& e, std::string table, std::string row = {}) const;
   StoreError read_info(Statement& st, SnapshotInfo& info) const;
+  // Deletes any snapshot called `name` (its rows cascade) and inserts the
+  // summary row of the new one; id receives its snapshot id.
+  StoreError replace_snapshot_row(const std::string& name, const std::string& kind, const std::string& scenario_id,
+                                  const std::string& scenario_json, std::uint64_t step, std::uint32_t step_us,
+                                  std::uint64_t seed, std::uint64_t digest, std::size_t entities,
+                                  std::int64_t created_unix_ms, std::int64_t& id);
   StoreError write_vehicles(std::int64_t id, const core::VehicleCheckpoint& v);
   StoreError read_vehicles(std::int64_t id, const std::string& row, core::VehicleCheckpoint& v);
   StoreError write_population(std::int64_t id, const core::PopulationCheckpoint& p);
