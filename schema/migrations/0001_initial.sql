@@ -104,6 +104,8 @@ CREATE TABLE zones (
   recycled              INTEGER NOT NULL,
   deferred_by_quota     INTEGER NOT NULL,
   rejected_by_capacity  INTEGER NOT NULL,
+  migrated_in           INTEGER NOT NULL,
+  deferred_by_migration INTEGER NOT NULL,
   activated_total       INTEGER NOT NULL,
   recycled_total        INTEGER NOT NULL,
   PRIMARY KEY (snapshot_id, zone_index)

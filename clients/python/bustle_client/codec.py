@@ -505,7 +505,8 @@ def _decode_zone_info(z) -> ZoneInfo:
         pending_spawn=z.PendingSpawn(), pending_recycle=z.PendingRecycle(),
         activated=z.Activated(), recycled=z.Recycled(), deferred_by_quota=z.DeferredByQuota(),
         rejected_by_capacity=z.RejectedByCapacity(), activated_total=z.ActivatedTotal(),
-        recycled_total=z.RecycledTotal(), capacity=z.Capacity())
+        recycled_total=z.RecycledTotal(), capacity=z.Capacity(), migrated_in=z.MigratedIn(),
+        deferred_by_migration=z.DeferredByMigration())
 
 
 def _decode_job(j) -> JobStatus:

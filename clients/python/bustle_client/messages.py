@@ -301,6 +301,8 @@ class ZoneInfo:
     activated_total: int
     recycled_total: int
     capacity: int
+    migrated_in: int = 0  # dormant records handed over from other zones (last interval)
+    deferred_by_migration: int = 0  # held back by the migration budget, not failed
 
 
 @dataclass(frozen=True)

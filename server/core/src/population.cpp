@@ -120,9 +120,11 @@ void PopulationSystem::lifecycle(const std::vector<double>& distance_m, std::vec
   }
   const auto& pop = scenario_->population;
   std::vector<std::uint8_t> chosen(r_.size(), 0);
+  std::uint32_t migrations_left = pop.migration_budget;
   for (std::uint32_t z = 0; z < nz; ++z) {
     ZoneStatus& st = zones_[z];
     st.activated = st.recycled = st.deferred_by_quota = st.rejected_by_capacity = 0;
+    st.migrated_in = st.deferred_by_migration = 0;
     st.target = 0;
     for (std::uint32_t c = 0; c < nc; ++c) {
       if (desired_zone[c] == static_cast<std::int64_t>(z)) st.target += desired_n[c];
@@ -199,21 +201,29 @@ void PopulationSystem::lifecycle(const std::vector<double>& distance_m, std::vec
     const std::uint32_t room = capacity > active_after_recycle ? capacity - active_after_recycle : 0;
     if (need_total > room) st.rejected_by_capacity = need_total - room;
     const std::uint32_t allowed = std::min(need_total, room);
-    const std::uint32_t grow =
-        std::min({pop.growth_quota, allowed, static_cast<std::uint32_t>(cand.size())});
-    for (std::uint32_t k = 0; k < grow; ++k) {
+    const std::uint32_t want = std::min(pop.growth_quota, allowed);
+    std::uint32_t grow = 0;
+    for (std::size_t k = 0; k < cand.size() && grow < want; ++k) {
       const std::uint32_t i = cand[k];
       if (r_.zone[i] != z) {
+        if (migrations_left == 0) {
+          ++st.deferred_by_migration;  // stays in its source zone for now
+          continue;
+        }
+        --migrations_left;
         --zones_[r_.zone[i]].dormant;
         ++zones_[z].dormant;
         r_.zone[i] = z;  // handoff of a dormant record: identity unchanged
+        ++st.migrated_in;
       }
       activate.push_back(i);
       chosen[i] = 1;
+      ++grow;
     }
     st.activated = grow;
     st.activated_total += grow;
-    deferred += allowed - grow;
+    // What the quota (not the migration budget) held back.
+    deferred += allowed - grow - std::min(allowed - grow, st.deferred_by_migration);
     st.deferred_by_quota = deferred;
     st.active = active_z[z] - recycle + grow;
     st.pending_spawn = st.target > st.active ? st.target - st.active : 0;
@@ -289,7 +299,8 @@ void PopulationSystem::digest_into(Digest& d) const {
   d.tag(31);
   for (const ZoneStatus& z : zones_) {
     d.u32(z.target).u32(z.active).u32(z.dormant).u32(z.pending_spawn).u32(z.pending_recycle).u32(z.activated);
-    d.u32(z.recycled).u32(z.deferred_by_quota).u32(z.rejected_by_capacity).u64(z.activated_total).u64(z.recycled_total);
+    d.u32(z.recycled).u32(z.deferred_by_quota).u32(z.rejected_by_capacity).u32(z.migrated_in);
+    d.u32(z.deferred_by_migration).u64(z.activated_total).u64(z.recycled_total);
   }
   d.tag(32);
   for (const WorkPointState& w : work_points_) {

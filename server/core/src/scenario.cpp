@@ -266,6 +266,7 @@ void validate_population(const Scenario& s, const std::map<std::string, std::siz
   if (!(ps.start_hour >= 0.0 && ps.start_hour < 24.0)) fail("population.start_hour", "must be in [0, 24)");
   if (ps.time_scale < 1 || ps.time_scale > 3600) fail("population.time_scale", "must be in [1, 3600]");
   if (ps.lifecycle_interval_ms < 1) fail("population.lifecycle_interval_ms", "must be at least 1");
+  if (ps.migration_budget > 1'000'000) fail("population.migration_budget", "must be at most 1000000");
 }
 
 }  // namespace

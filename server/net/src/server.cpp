@@ -116,7 +116,7 @@ SharedBytes make_result_frame(const OutboundResult& r) {
       items.push_back(wire::CreateZoneInfoDirect(fbb, z.id.c_str(), st.target, st.active, st.dormant, st.pending_spawn,
                                                  st.pending_recycle, st.activated, st.recycled, st.deferred_by_quota,
                                                  st.rejected_by_capacity, st.activated_total, st.recycled_total,
-                                                 z.capacity));
+                                                 z.capacity, st.migrated_in, st.deferred_by_migration));
     }
     zones = fbb.CreateVector(items);
   }

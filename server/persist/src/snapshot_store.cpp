@@ -570,7 +570,8 @@ StoreError SnapshotStore::write_population(std::int64_t id, const core::Populati
   rc.bind_blob(7, as_bytes(r.zone)).bind_blob(8, as_bytes(r.active)).bind_blob(9, as_bytes(r.work_point));
   rc.bind_blob(10, as_bytes(r.work_slot));
   if (SqlError e = rc.run(); !e.ok()) return sql_error(e, "resident_columns", row);
-  Statement z = db_.prepare("INSERT INTO zones VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)", err);
+  Statement z = db_.prepare(
+      "INSERT INTO zones VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)", err);
   if (!err.ok()) return sql_error(err, "zones");
   for (std::size_t k = 0; k < p.zones.size(); ++k) {
     const core::ZoneStatus& s = p.zones[k];
@@ -579,7 +580,8 @@ StoreError SnapshotStore::write_population(std::int64_t id, const core::Populati
     z.bind_i64(1, id).bind_i64(2, static_cast<std::int64_t>(k)).bind_text(3, zone_id).bind_i64(4, s.target);
     z.bind_i64(5, s.active).bind_i64(6, s.dormant).bind_i64(7, s.pending_spawn).bind_i64(8, s.pending_recycle);
     z.bind_i64(9, s.activated).bind_i64(10, s.recycled).bind_i64(11, s.deferred_by_quota);
-    z.bind_i64(12, s.rejected_by_capacity).bind_u64(13, s.activated_total).bind_u64(14, s.recycled_total);
+    z.bind_i64(12, s.rejected_by_capacity).bind_i64(13, s.migrated_in).bind_i64(14, s.deferred_by_migration);
+    z.bind_u64(15, s.activated_total).bind_u64(16, s.recycled_total);
     if (SqlError e = z.run(); !e.ok()) return sql_error(e, "zones", row);
   }
   Statement w = db_.prepare("INSERT INTO work_points VALUES (?1, ?2, ?3, ?4)", err);
@@ -634,11 +636,12 @@ StoreError SnapshotStore::read_population(std::int64_t id, const std::string& ro
     if (!u32(3, s.target, "target") || !u32(4, s.active, "active") || !u32(5, s.dormant, "dormant") ||
         !u32(6, s.pending_spawn, "pending_spawn") || !u32(7, s.pending_recycle, "pending_recycle") ||
         !u32(8, s.activated, "activated") || !u32(9, s.recycled, "recycled") ||
-        !u32(10, s.deferred_by_quota, "deferred_by_quota") || !u32(11, s.rejected_by_capacity, "rejected_by_capacity")) {
+        !u32(10, s.deferred_by_quota, "deferred_by_quota") || !u32(11, s.rejected_by_capacity, "rejected_by_capacity") ||
+        !u32(12, s.migrated_in, "migrated_in") || !u32(13, s.deferred_by_migration, "deferred_by_migration")) {
       return error("zones", zrow, "", "a count is out of range");
     }
-    s.activated_total = z.column_u64(12);
-    s.recycled_total = z.column_u64(13);
+    s.activated_total = z.column_u64(14);
+    s.recycled_total = z.column_u64(15);
     p.zones.push_back(s);
   }
   if (!z.error().ok()) return sql_error(z.error(), "zones", row);

@@ -391,12 +391,14 @@ void read_population(Reader& r, const json& root, core::Scenario& s) {
   });
   if (auto it = root.find("population"); it != root.end()) {
     if (r.expect_object(*it, "population",
-                        {"start_hour", "time_scale", "lifecycle_interval_ms", "growth_quota", "recycle_quota"})) {
+                        {"start_hour", "time_scale", "lifecycle_interval_ms", "growth_quota", "recycle_quota",
+                         "migration_budget"})) {
       r.read_number(*it, "population", "start_hour", s.population.start_hour);
       r.read_uint(*it, "population", "time_scale", s.population.time_scale);
       r.read_uint(*it, "population", "lifecycle_interval_ms", s.population.lifecycle_interval_ms);
       r.read_uint(*it, "population", "growth_quota", s.population.growth_quota);
       r.read_uint(*it, "population", "recycle_quota", s.population.recycle_quota);
+      r.read_uint(*it, "population", "migration_budget", s.population.migration_budget);
     }
   }
 }

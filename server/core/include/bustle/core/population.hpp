@@ -16,7 +16,10 @@
 //      observer first (ties by EntityId), at most recycle_quota;
 //   2. grow: dormant members of short communities are activated here
 //      (those already assigned to this zone first, then by EntityId), at most
-//      growth_quota, never above the zone's capacity.
+//      growth_quota, never above the zone's capacity. A member assigned to
+//      another zone is handed over (its zone changes, its identity does not)
+//      only while the interval's migration budget lasts; otherwise it stays
+//      in its source zone and the shortfall is deferred by migration.
 // What the quotas hold back is counted as deferred, never failed; what the
 // capacity refuses is counted as rejected by capacity.
 //
@@ -62,6 +65,8 @@ struct ZoneStatus {
   std::uint32_t recycled = 0;          // done in the last interval
   std::uint32_t deferred_by_quota = 0; // held back by growth/recycle quotas in the last interval
   std::uint32_t rejected_by_capacity = 0;
+  std::uint32_t migrated_in = 0;            // records handed over from other zones, last interval
+  std::uint32_t deferred_by_migration = 0;  // held back by the migration budget, last interval
   std::uint64_t activated_total = 0;
   std::uint64_t recycled_total = 0;
 };

@@ -143,6 +143,7 @@ struct PopulationSettings {
   std::uint32_t lifecycle_interval_ms = 250;
   std::uint32_t growth_quota = 2;          // per zone per interval
   std::uint32_t recycle_quota = 2;         // per zone per interval
+  std::uint32_t migration_budget = 4;      // dormant records moved between zones, per interval (all zones)
 };
 
 struct Scenario {
