@@ -13,9 +13,10 @@ COPY tools/install-deps.sh tools/install-deps.sh
 RUN bash tools/install-deps.sh && rm -rf /var/lib/apt/lists/*
 COPY . .
 RUN cmake --preset release -DBUSTLE_BUILD_TESTS=OFF \
- && cmake --build --preset release --target bustle-server bustle \
+ && cmake --build --preset release --target bustle-server bustle bustle-replay \
  && install -D build/release/server/app/bustle-server /out/bin/bustle-server \
- && install -D build/release/tools/cli/bustle /out/bin/bustle
+ && install -D build/release/tools/cli/bustle /out/bin/bustle \
+ && install -D build/release/tools/replay/bustle-replay /out/bin/bustle-replay
 
 FROM debian:bookworm-slim AS runtime
 COPY tools/install-deps.sh /tmp/install-deps.sh
@@ -24,7 +25,10 @@ RUN bash /tmp/install-deps.sh --runtime && rm -rf /var/lib/apt/lists/* /tmp/inst
 COPY --from=build /out/bin/ /usr/local/bin/
 COPY configs/ /etc/bustle/configs/
 USER bustle
+# Snapshots (bustle-snapshots.db) and recordings are written here; mount a
+# volume to keep them.
 WORKDIR /var/lib/bustle
+VOLUME /var/lib/bustle
 EXPOSE 7777
 # `bustle status` handshakes and queries stats; non-zero exit when unreachable.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
