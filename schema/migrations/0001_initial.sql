@@ -57,6 +57,8 @@ CREATE TABLE world_state (
   day_us                 INTEGER NOT NULL,  -- time of day in microseconds
   time_scale             INTEGER NOT NULL,
   last_interval          INTEGER NOT NULL,  -- lifecycle interval last run
+  forced_full            TEXT NOT NULL,     -- JSON [[index, generation], ...] held in Full (ForceFull)
+  force_full_refused     INTEGER NOT NULL,
   vehicle_step_stats     TEXT NOT NULL      -- JSON: last step's tier and policy counts
 );
 
@@ -72,7 +74,7 @@ CREATE TABLE pedestrian_columns (
   hops           BLOB NOT NULL,  -- u32 LE
   resident       BLOB NOT NULL,  -- u32 LE resident index, 0xFFFFFFFF for background
   tier           BLOB NOT NULL,  -- u8 SimTier
-  tier_stats     TEXT NOT NULL   -- JSON [full, simulated, coarse, promoted, demoted, deferred]
+  tier_stats     TEXT NOT NULL   -- JSON [full, simulated, coarse, promoted, demoted, deferred, forced, forced_overflow]
 );
 
 -- Resident identities (community members), active or dormant: bulk columns

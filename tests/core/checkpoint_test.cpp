@@ -34,6 +34,8 @@ std::vector<ScriptedCommand> script() {
       {80, SetPedestrianTarget{150}},
       {80, SetPedestrianTarget{999999}},  // rejected: still part of the state/counters
       {140, DespawnEntity{EntityId{5, 1}}},
+      {150, ForceFull{EntityId{9, 1}, true}},
+      {200, ForceFull{EntityId{9, 1}, false}},
   };
 }
 
@@ -41,7 +43,7 @@ std::vector<ScriptedCommand> script() {
 
 TEST_CASE("completeness guard: restore at several steps continues the same digest chain") {
   bustle::test::check_checkpoint_completeness(default_like(), 11, script(), 400,
-                                              {0, 1, 7, 25, 80, 81, 140, 399});
+                                              {0, 1, 7, 25, 80, 81, 140, 160, 399});
 }
 
 TEST_CASE("a checkpoint's digest is the digest of the state it holds") {

@@ -85,3 +85,22 @@ TEST_CASE("strides are 1, 2, 8 and the phase spreads work evenly") {
   for (std::uint64_t step = 0; step < 64; ++step) per_entity += tier_due(step, EntityId{7, 3}, SimTier::Coarse);
   CHECK(per_entity == 8);
 }
+
+TEST_CASE("ForceFull bypasses full_cap and the budget but never the hard safety cap") {
+  TierSpec spec;
+  spec.full_cap = 0;  // nobody is Full by distance
+  spec.hard_full_cap = 2;
+  spec.transitions_per_step = 1;
+  TierResolver r;
+  std::vector<EntityId> ids = {{0, 1}, {1, 1}, {2, 1}, {3, 1}};
+  std::vector<double> d = {1.0, 1.0, 1.0, 1.0};
+  std::vector<std::uint8_t> tier = {C, C, C, C};
+  const std::vector<std::uint8_t> force = {0, 1, 1, 1};  // three forced, hard cap two
+  const TierCounts c = r.resolve(spec, ids, d, tier, force);
+  CHECK(tier[1] == F);
+  CHECK(tier[2] == F);   // both at once: the budget of 1 does not apply
+  CHECK(tier[3] != F);   // beyond the hard cap: resolved normally
+  CHECK(c.forced == 2);
+  CHECK(c.forced_overflow == 1);
+  CHECK(c.per_tier[0] == 2);
+}

@@ -285,3 +285,39 @@ TEST_CASE("progress over time is the same in every tier, across lane ends and co
   CHECK(due_steps == 100);
   CHECK(wc->pedestrians().hops[0] > 15);  // many lane ends and corners crossed
 }
+
+TEST_CASE("ForceFull over the socket-level command: accepted up to the hard cap, refused and counted beyond") {
+  Scenario s = two_loops(6);
+  s.tiers.full_cap = 0;
+  s.tiers.hard_full_cap = 2;
+  s.tiers.pedestrian_resolve_every_steps = 1;
+  auto w = make(s, 3);
+  w->step();
+  REQUIRE(w->pedestrians().size() == 6);
+  const EntityId a = w->pedestrians().id[0], b = w->pedestrians().id[1], c = w->pedestrians().id[2];
+  REQUIRE(w->submit(env(1, ForceFull{a, true})) == SubmitStatus::Queued);
+  REQUIRE(w->submit(env(2, ForceFull{b, true})) == SubmitStatus::Queued);
+  REQUIRE(w->submit(env(3, ForceFull{c, true})) == SubmitStatus::Queued);
+  w->step();
+  const auto res = w->last_command_results();
+  REQUIRE(res.size() == 3);
+  CHECK(res[0].status == CommandStatus::Accepted);
+  CHECK(res[1].status == CommandStatus::Accepted);
+  CHECK(res[2].status == CommandStatus::Rejected);
+  CHECK(res[2].message.find("hard safety cap") != std::string::npos);
+  CHECK(w->force_full_refused() == 1);
+  auto tier_of = [&](EntityId id) { return w->pedestrians().tier[w->pedestrians().dense_of[id.index]]; };
+  CHECK(tier_of(a) == static_cast<std::uint8_t>(SimTier::Full));
+  CHECK(tier_of(b) == static_cast<std::uint8_t>(SimTier::Full));
+  CHECK(tier_of(c) != static_cast<std::uint8_t>(SimTier::Full));
+  CHECK(w->pedestrian_tiers().forced == 2);
+  REQUIRE(w->submit(env(4, ForceFull{a, false})) == SubmitStatus::Queued);
+  w->step();
+  w->step();
+  CHECK(tier_of(a) != static_cast<std::uint8_t>(SimTier::Full));  // full_cap 0: demoted once released
+  // A checkpoint carries the forced set and the refusal count.
+  auto r = World::restore(s, w->capture());
+  REQUIRE(r.world);
+  CHECK(r.world->forced_full() == w->forced_full());
+  CHECK(r.world->force_full_refused() == 1);
+}

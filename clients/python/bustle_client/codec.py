@@ -227,6 +227,13 @@ def _despawn(b, index: int, generation: int):
     return w.DespawnEntity.End(b)
 
 
+def _force_full(b, index: int, generation: int, on: bool = True):
+    w.ForceFull.Start(b)
+    w.ForceFull.AddId(b, w.EntityId.CreateEntityId(b, index, generation))
+    w.ForceFull.AddOn(b, bool(on))
+    return w.ForceFull.End(b)
+
+
 def _set_hour(b, hour: float):
     w.SetHour.Start(b)
     w.SetHour.AddHour(b, float(hour))
@@ -350,6 +357,7 @@ COMMANDS = {
     "SetHour": (_CB.SetHour, _set_hour),
     "SetTimeScale": (_CB.SetTimeScale, _set_time_scale),
     "QueryZones": (_CB.QueryZones, _empty(w.QueryZones)),
+    "ForceFull": (_CB.ForceFull, _force_full),
 }
 
 

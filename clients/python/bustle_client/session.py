@@ -344,6 +344,11 @@ class Session:
         """Replace the observers that drive simulation tiers: [(x_m, y_m), ...] (at most 64)."""
         return self.command("SetObservers", timeout, points=list(points))
 
+    def force_full(self, index: int, generation: int, on: bool = True,
+                   timeout: Optional[float] = None) -> CommandResult:
+        """Hold an entity in the Full tier (operator; refused at the hard safety cap)."""
+        return self.command("ForceFull", timeout, index=index, generation=generation, on=on)
+
     def set_hour(self, hour: float, timeout: Optional[float] = None) -> CommandResult:
         """Set the time of day [0, 24) (operator; applied at the next step)."""
         return self.command("SetHour", timeout, hour=hour)

@@ -130,6 +130,7 @@ void validate_vehicles(const Scenario& s, const std::map<std::string, std::size_
     fail("tiers.simulated_exit_m", "need full_enter_m <= simulated_enter_m <= simulated_exit_m");
   }
   if (t.transitions_per_step < 1) fail("tiers.transitions_per_step", "must be at least 1");
+  if (t.hard_full_cap < 1) fail("tiers.hard_full_cap", "must be at least 1");
   if (t.pedestrian_resolve_every_steps < 1 || t.pedestrian_resolve_every_steps > 64) {
     fail("tiers.pedestrian_resolve_every_steps", "must be in [1, 64]");
   }

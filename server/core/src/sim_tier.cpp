@@ -28,8 +28,29 @@ double nearest_observer_m(const std::vector<Vec2>& observers, double x_m, double
 }
 
 TierCounts TierResolver::resolve(const TierSpec& spec, std::span<const EntityId> ids,
-                                 std::span<const double> distance_m, std::span<std::uint8_t> tier) {
+                                 std::span<const double> distance_m, std::span<std::uint8_t> tier,
+                                 std::span<const std::uint8_t> force_full) {
   const std::size_t n = ids.size();
+  TierCounts counts;
+  // 0. ForceFull: lowest ids first, up to the hard cap; applied at once.
+  forced_now_.assign(n, 0);
+  forced_idx_.clear();
+  if (!force_full.empty()) {
+    for (std::size_t i = 0; i < n; ++i) {
+      if (force_full[i]) forced_idx_.push_back(static_cast<std::uint32_t>(i));
+    }
+    std::sort(forced_idx_.begin(), forced_idx_.end(), [&](std::uint32_t a, std::uint32_t b) { return ids[a] < ids[b]; });
+    const std::size_t keep = std::min<std::size_t>(forced_idx_.size(), spec.hard_full_cap);
+    for (std::size_t k = 0; k < keep; ++k) {
+      forced_now_[forced_idx_[k]] = 1;
+      if (tier[forced_idx_[k]] != static_cast<std::uint8_t>(SimTier::Full)) ++counts.promoted;
+      tier[forced_idx_[k]] = static_cast<std::uint8_t>(SimTier::Full);
+    }
+    counts.forced = static_cast<std::uint32_t>(keep);
+    counts.forced_overflow = static_cast<std::uint32_t>(forced_idx_.size() - keep);
+  }
+  const std::uint32_t full_cap =
+      std::min(spec.full_cap, spec.hard_full_cap > counts.forced ? spec.hard_full_cap - counts.forced : 0u);
   target_.resize(n);
   want_full_.clear();
   want_sim_.clear();
@@ -40,6 +61,10 @@ TierCounts TierResolver::resolve(const TierSpec& spec, std::span<const EntityId>
 
   // 1. Distance request with hysteresis: staying needs only the exit radius.
   for (std::size_t i = 0; i < n; ++i) {
+    if (forced_now_[i]) {
+      target_[i] = kFull;
+      continue;
+    }
     const double d = distance_m[i];
     const std::uint8_t cur = tier[i];
     const double full_r = cur == kFull ? spec.full_exit_m : spec.full_enter_m;
@@ -58,9 +83,9 @@ TierCounts TierResolver::resolve(const TierSpec& spec, std::span<const EntityId>
   };
   // nth_element, not sort: only the set of the first `cap` matters, and with
   // a strict total order (ties end on EntityId) that set is unique. O(n).
-  if (want_full_.size() > spec.full_cap) {
-    std::nth_element(want_full_.begin(), want_full_.begin() + spec.full_cap, want_full_.end(), by_preference);
-    for (std::size_t k = spec.full_cap; k < want_full_.size(); ++k) target_[want_full_[k].index] = kSim;
+  if (want_full_.size() > full_cap) {
+    std::nth_element(want_full_.begin(), want_full_.begin() + full_cap, want_full_.end(), by_preference);
+    for (std::size_t k = full_cap; k < want_full_.size(); ++k) target_[want_full_[k].index] = kSim;
   }
   for (std::size_t i = 0; i < n; ++i) {
     if (target_[i] == kSim) want_sim_.push_back({distance_m[i], ids[i], static_cast<std::uint32_t>(i), tier[i], kSim});
@@ -73,7 +98,6 @@ TierCounts TierResolver::resolve(const TierSpec& spec, std::span<const EntityId>
   for (std::size_t i = 0; i < n; ++i) {
     if (target_[i] != tier[i]) changes_.push_back({distance_m[i], ids[i], static_cast<std::uint32_t>(i), tier[i], target_[i]});
   }
-  TierCounts counts;
   if (!changes_.empty()) {
     const std::size_t budget = std::min<std::size_t>(spec.transitions_per_step, changes_.size());
     // Only the first `budget` changes are applied: partial_sort, O(n log budget).

@@ -629,7 +629,8 @@ void VehicleSystem::turnarounds(std::uint64_t step_index) {
 
 // Phase 8 ------------------------------------------------------------------
 
-void VehicleSystem::resolve_tiers(const TierSpec& spec, const std::vector<Vec2>& observers) {
+void VehicleSystem::resolve_tiers(const TierSpec& spec, const std::vector<Vec2>& observers,
+                                  std::span<const std::uint8_t> force_full) {
   const std::uint32_t n = v_.size();
   distances_.resize(n);
   for (std::uint32_t i = 0; i < n; ++i) {
@@ -639,7 +640,7 @@ void VehicleSystem::resolve_tiers(const TierSpec& spec, const std::vector<Vec2>&
     const double y = p.y_m;
     distances_[i] = nearest_observer_m(observers, x, y);
   }
-  last_tiers_ = tier_resolver_.resolve(spec, v_.id, distances_, v_.tier);
+  last_tiers_ = tier_resolver_.resolve(spec, v_.id, distances_, v_.tier, force_full);
 }
 
 // Digest and checkpoint ----------------------------------------------------
@@ -673,6 +674,7 @@ void VehicleSystem::digest_into(Digest& d) const {
   d.tag(24);
   for (const std::uint32_t c : last_tiers_.per_tier) d.u32(c);
   d.u32(last_tiers_.promoted).u32(last_tiers_.demoted).u32(last_tiers_.deferred);
+  d.u32(last_tiers_.forced).u32(last_tiers_.forced_overflow);
   d.u32(last_step_.moving).u32(last_step_.turnarounds).u32(last_step_.dispatched);
   for (const std::uint32_t c : last_step_.per_policy) d.u32(c);
 }

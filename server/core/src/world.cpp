@@ -61,7 +61,8 @@ const char* command_name(const WorldCommand& c) {
                                [](const SetVehicleStrategy&) { return "set_vehicle_strategy"; },
                                [](const SetObservers&) { return "set_observers"; },
                                [](const SetHour&) { return "set_hour"; },
-                               [](const SetTimeScale&) { return "set_time_scale"; }},
+                               [](const SetTimeScale&) { return "set_time_scale"; },
+                               [](const ForceFull&) { return "force_full"; }},
                     c);
 }
 
@@ -295,6 +296,37 @@ CommandResult World::apply(const CommandEnvelope& env) {
                    population_.set_hour(c.hour);
                    r.status = CommandStatus::Accepted;
                  },
+                 [&](const ForceFull& c) {
+                   const bool ped = registry_.is_alive(c.id) && peds_.dense_of[c.id.index] != PedestrianStore::kNoSlot;
+                   if (!ped && !vehicles_.is_vehicle(c.id)) {
+                     r.status = CommandStatus::Rejected;
+                     r.reason = RejectReason::UnknownEntity;
+                     r.message = "entity " + std::to_string(c.id.index) + ":" + std::to_string(c.id.generation) +
+                                 " is not an active pedestrian or vehicle";
+                     return;
+                   }
+                   auto it = std::lower_bound(forced_full_.begin(), forced_full_.end(), c.id);
+                   const bool present = it != forced_full_.end() && *it == c.id;
+                   if (!c.on) {
+                     if (present) forced_full_.erase(it);
+                     r.status = CommandStatus::Accepted;
+                     return;
+                   }
+                   if (!present) {
+                     std::uint32_t same_kind = 0;
+                     for (const EntityId f : forced_full_) same_kind += vehicles_.is_vehicle(f) == !ped;
+                     if (same_kind >= scenario_.tiers.hard_full_cap) {
+                       ++force_full_refused_;
+                       r.status = CommandStatus::Rejected;
+                       r.reason = RejectReason::InvalidArgument;
+                       r.message = "ForceFull refused: the hard safety cap of " +
+                                   std::to_string(scenario_.tiers.hard_full_cap) + " Full entities is reached";
+                       return;
+                     }
+                     forced_full_.insert(it, c.id);
+                   }
+                   r.status = CommandStatus::Accepted;
+                 },
                  [&](const SetTimeScale& c) {
                    if (c.scale < 1 || c.scale > 3600) {
                      r.status = CommandStatus::Rejected;
@@ -420,8 +452,19 @@ void World::phase_vehicles() {
 
 // Phase 8 ------------------------------------------------------------------
 
+void World::fill_force(std::span<const EntityId> ids) {
+  force_scratch_.assign(ids.size(), 0);
+  if (forced_full_.empty()) return;
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    force_scratch_[i] = std::binary_search(forced_full_.begin(), forced_full_.end(), ids[i]) ? 1 : 0;
+  }
+}
+
 void World::phase_tiers() {
-  if (vehicles_.store().size() > 0) vehicles_.resolve_tiers(scenario_.tiers, observers_);
+  if (vehicles_.store().size() > 0) {
+    fill_force(vehicles_.store().id);
+    vehicles_.resolve_tiers(scenario_.tiers, observers_, force_scratch_);
+  }
   if (step_index_ % scenario_.tiers.pedestrian_resolve_every_steps != 0) return;
   const std::uint32_t n = peds_.size();
   ped_distance_.resize(n);
@@ -429,7 +472,8 @@ void World::phase_tiers() {
     const Vec2 p = lanes_.position(peds_.lane[i], peds_.s_m[i]);
     ped_distance_[i] = nearest_observer_m(observers_, p.x_m, p.y_m);
   }
-  ped_tiers_ = ped_tier_resolver_.resolve(scenario_.tiers, peds_.id, ped_distance_, peds_.tier);
+  fill_force(peds_.id);
+  ped_tiers_ = ped_tier_resolver_.resolve(scenario_.tiers, peds_.id, ped_distance_, peds_.tier, force_scratch_);
 }
 
 // Phase 7 ------------------------------------------------------------------
@@ -489,6 +533,11 @@ void World::phase_despawn() {
             [](const DespawnRequest& a, const DespawnRequest& b) { return a.id < b.id; });
   for (const DespawnRequest& req : despawn_requests_) {
     despawn_pending_[req.id.index] = 0;
+    // A released identity cannot stay forced (residents keep theirs).
+    if (population_.resident_of(req.id) == ResidentStore::kNone) {
+      auto f = std::lower_bound(forced_full_.begin(), forced_full_.end(), req.id);
+      if (f != forced_full_.end() && *f == req.id) forced_full_.erase(f);
+    }
     if (vehicles_.is_vehicle(req.id)) {
       vehicles_.remove(req.id);
     } else if (const std::int32_t r = population_.resident_of(req.id); r != ResidentStore::kNone) {
@@ -567,6 +616,9 @@ std::uint64_t World::compute_digest() const {
   d.tag(4).u32(peds_.size()).u32(background_count_).u64(ped_sum);
   for (const std::uint32_t c : ped_tiers_.per_tier) d.u32(c);
   d.u32(ped_tiers_.promoted).u32(ped_tiers_.demoted).u32(ped_tiers_.deferred);
+  d.u32(ped_tiers_.forced).u32(ped_tiers_.forced_overflow);
+  d.tag(8).u64(forced_full_.size()).u64(force_full_refused_);
+  for (const EntityId f : forced_full_) d.u64(f.packed());
   population_.digest_into(d);
 
   d.tag(5).u64(inbox_count_);
@@ -586,7 +638,8 @@ std::uint64_t World::compute_digest() const {
                             for (const ObserverPoint& p : c.points) d.f64(p.x_m).f64(p.y_m);
                           },
                           [&](const SetHour& c) { d.f64(c.hour); },
-                          [&](const SetTimeScale& c) { d.u32(c.scale); }},
+                          [&](const SetTimeScale& c) { d.u32(c.scale); },
+                          [&](const ForceFull& c) { d.u64(c.id.packed()).boolean(c.on); }},
                env.command);
   }
 

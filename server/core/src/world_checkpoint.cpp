@@ -45,6 +45,8 @@ void World::capture_into(WorldCheckpoint& c) const {
   c.pedestrians.resident.assign(peds_.resident.begin(), peds_.resident.end());
   c.pedestrians.tier.assign(peds_.tier.begin(), peds_.tier.end());
   c.pedestrian_tiers = ped_tiers_;
+  c.forced_full = forced_full_;
+  c.force_full_refused = force_full_refused_;
   c.population = population_.capture();
   c.counters.spawned_total = counters_.spawned_total;
   c.counters.despawned_total = counters_.despawned_total;
@@ -199,6 +201,18 @@ World::RestoreResult World::restore(const Scenario& scenario, const WorldCheckpo
   if (!result.errors.empty()) return result;
   w->observers_ = cp.observers;
   w->ped_tiers_ = cp.pedestrian_tiers;
+  for (std::size_t k = 0; k < cp.forced_full.size(); ++k) {
+    if (!w->registry_.is_alive(cp.forced_full[k])) {
+      fail("forced_full[" + std::to_string(k) + "]", "identity is not alive");
+      return result;
+    }
+    if (k > 0 && !(cp.forced_full[k - 1] < cp.forced_full[k])) {
+      fail("forced_full[" + std::to_string(k) + "]", "not sorted or duplicated");
+      return result;
+    }
+  }
+  w->forced_full_ = cp.forced_full;
+  w->force_full_refused_ = cp.force_full_refused;
 
   for (const CommandEnvelope& env : cp.inbox) w->submit(env);
   w->step_index_ = cp.step_index;

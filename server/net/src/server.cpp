@@ -563,6 +563,12 @@ class Session : public std::enable_shared_from_this<Session> {
       case wire::CommandBody::SetTimeScale:
         in.body = core::WorldCommand{core::SetTimeScale{cmd.body_as_SetTimeScale()->scale()}};
         break;
+      case wire::CommandBody::ForceFull: {
+        const wire::ForceFull* f = cmd.body_as_ForceFull();
+        if (f->id() == nullptr) return reject(cmd.request_id(), core::RejectReason::InvalidArgument, "id is required");
+        in.body = core::WorldCommand{core::ForceFull{core::EntityId{f->id()->index(), f->id()->generation()}, f->on()}};
+        break;
+      }
       case wire::CommandBody::QueryZones:
         in.body = ControlCommand{ControlCommand::Kind::QueryZones, 0, {}, 0, {}};
         needs_operator = false;

@@ -67,7 +67,8 @@ std::string command_args_json(const core::WorldCommand& command) {
             return json{{"points", pts}};
           },
           [](const core::SetHour& c) { return json{{"hour", c.hour}}; },
-          [](const core::SetTimeScale& c) { return json{{"scale", c.scale}}; }},
+          [](const core::SetTimeScale& c) { return json{{"scale", c.scale}}; },
+          [](const core::ForceFull& c) { return json{{"id", id_json(c.id)}, {"on", c.on}}; }},
       command);
   return j.dump();
 }
@@ -149,6 +150,17 @@ std::optional<core::WorldCommand> decode_command(const std::string& kind, const 
   if (kind == "set_time_scale") {
     core::SetTimeScale c;
     if (!get_u32(j, "scale", c.scale, error)) return std::nullopt;
+    return c;
+  }
+  if (kind == "force_full") {
+    core::ForceFull c;
+    if (!get_id(j, "id", c.id, error)) return std::nullopt;
+    auto it = j.find("on");
+    if (it == j.end() || !it->is_boolean()) {
+      error = "on: expected a boolean";
+      return std::nullopt;
+    }
+    c.on = it->get<bool>();
     return c;
   }
   error = "kind: unknown command kind '" + kind + "'";

@@ -47,6 +47,8 @@ std::string vehicle_stats_json(const core::VehicleCheckpoint& v) {
   j["promoted"] = v.last_tiers.promoted;
   j["demoted"] = v.last_tiers.demoted;
   j["deferred"] = v.last_tiers.deferred;
+  j["forced"] = v.last_tiers.forced;
+  j["forced_overflow"] = v.last_tiers.forced_overflow;
   j["moving"] = v.last_step.moving;
   j["turnarounds"] = v.last_step.turnarounds;
   j["dispatched"] = v.last_step.dispatched;
@@ -68,6 +70,8 @@ bool parse_vehicle_stats(const std::string& text, core::VehicleCheckpoint& v) {
     v.last_tiers.promoted = j.at("promoted").get<std::uint32_t>();
     v.last_tiers.demoted = j.at("demoted").get<std::uint32_t>();
     v.last_tiers.deferred = j.at("deferred").get<std::uint32_t>();
+    v.last_tiers.forced = j.at("forced").get<std::uint32_t>();
+    v.last_tiers.forced_overflow = j.at("forced_overflow").get<std::uint32_t>();
     v.last_step.moving = j.at("moving").get<std::uint32_t>();
     v.last_step.turnarounds = j.at("turnarounds").get<std::uint32_t>();
     v.last_step.dispatched = j.at("dispatched").get<std::uint32_t>();
@@ -271,7 +275,7 @@ StoreError SnapshotStore::write_checkpoint_in_transaction(const std::string& nam
   by_reason += "]";
   Statement ws = db_.prepare(
       "INSERT INTO world_state VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, "
-      "?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)",
+      "?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28)",
       err);
   if (!err.ok()) return sql_error(err, "world_state");
   ws.bind_i64(1, id);
@@ -289,7 +293,11 @@ StoreError SnapshotStore::write_checkpoint_in_transaction(const std::string& nam
   const std::string observers_text = observers.dump();
   const std::string stats_text = vehicle_stats_json(cp.vehicles);
   ws.bind_text(22, observers_text).bind_u64(23, cp.population.day_us).bind_i64(24, cp.population.time_scale);
-  ws.bind_u64(25, cp.population.last_interval).bind_text(26, stats_text);
+  json forced = json::array();
+  for (const core::EntityId f : cp.forced_full) forced.push_back(json::array({f.index, f.generation}));
+  const std::string forced_text = forced.dump();
+  ws.bind_u64(25, cp.population.last_interval).bind_text(26, forced_text).bind_u64(27, cp.force_full_refused);
+  ws.bind_text(28, stats_text);
   if (SqlError e = ws.run(); !e.ok()) return sql_error(e, "world_state", "snapshot_id=" + std::to_string(id));
   if (StoreError e = write_vehicles(id, cp.vehicles); !e.ok()) return e;
   if (StoreError e = write_population(id, cp.population); !e.ok()) return e;
@@ -307,7 +315,9 @@ StoreError SnapshotStore::write_checkpoint_in_transaction(const std::string& nam
   pc.bind_blob(7, as_bytes(cp.pedestrians.hops)).bind_blob(8, as_bytes(cp.pedestrians.resident));
   const core::TierCounts& pt = cp.pedestrian_tiers;
   const std::string tier_stats =
-      json::array({pt.per_tier[0], pt.per_tier[1], pt.per_tier[2], pt.promoted, pt.demoted, pt.deferred}).dump();
+      json::array({pt.per_tier[0], pt.per_tier[1], pt.per_tier[2], pt.promoted, pt.demoted, pt.deferred, pt.forced,
+                   pt.forced_overflow})
+          .dump();
   pc.bind_blob(9, as_bytes(cp.pedestrians.tier)).bind_text(10, tier_stats);
   if (SqlError e = pc.run(); !e.ok()) return sql_error(e, "pedestrian_columns", "snapshot_id=" + std::to_string(id));
 
@@ -792,7 +802,18 @@ StoreError SnapshotStore::read_checkpoint_by_id(std::int64_t id, LoadedCheckpoin
   if (scale < 0 || scale > UINT32_MAX) return error("world_state", row, "time_scale", "out of range");
   cp.population.time_scale = static_cast<std::uint32_t>(scale);
   cp.population.last_interval = ws.column_u64(24);
-  if (!parse_vehicle_stats(ws.column_text(25), cp.vehicles)) {
+  {
+    const json forced = json::parse(ws.column_text(25), nullptr, false);
+    if (!forced.is_array()) return error("world_state", row, "forced_full", "expected a JSON array of [index, generation]");
+    for (const json& f : forced) {
+      if (!f.is_array() || f.size() != 2 || !f[0].is_number_unsigned() || !f[1].is_number_unsigned()) {
+        return error("world_state", row, "forced_full", "expected a JSON array of [index, generation]");
+      }
+      cp.forced_full.push_back({f[0].get<std::uint32_t>(), f[1].get<std::uint32_t>()});
+    }
+  }
+  cp.force_full_refused = ws.column_u64(26);
+  if (!parse_vehicle_stats(ws.column_text(27), cp.vehicles)) {
     return error("world_state", row, "vehicle_step_stats", "malformed JSON");
   }
   if (StoreError e = read_vehicles(id, row, cp.vehicles); !e.ok()) return e;
@@ -828,14 +849,16 @@ StoreError SnapshotStore::read_checkpoint_by_id(std::int64_t id, LoadedCheckpoin
   }
   {
     const json ts = json::parse(pc.column_text(8), nullptr, false);
-    bool ok = ts.is_array() && ts.size() == 6;
-    for (std::size_t k = 0; ok && k < 6; ++k) ok = ts[k].is_number_unsigned() && ts[k].get<std::uint64_t>() <= UINT32_MAX;
-    if (!ok) return error("pedestrian_columns", row, "tier_stats", "expected a JSON array of 6 counts");
+    bool ok = ts.is_array() && ts.size() == 8;
+    for (std::size_t k = 0; ok && k < 8; ++k) ok = ts[k].is_number_unsigned() && ts[k].get<std::uint64_t>() <= UINT32_MAX;
+    if (!ok) return error("pedestrian_columns", row, "tier_stats", "expected a JSON array of 8 counts");
     core::TierCounts& pt = cp.pedestrian_tiers;
     for (std::size_t k = 0; k < 3; ++k) pt.per_tier[k] = ts[k].get<std::uint32_t>();
     pt.promoted = ts[3].get<std::uint32_t>();
     pt.demoted = ts[4].get<std::uint32_t>();
     pt.deferred = ts[5].get<std::uint32_t>();
+    pt.forced = ts[6].get<std::uint32_t>();
+    pt.forced_overflow = ts[7].get<std::uint32_t>();
   }
   cp.pedestrians.id.resize(n);
   for (std::size_t i = 0; i < n; ++i) cp.pedestrians.id[i] = core::EntityId{idx[i], gen[i]};

@@ -66,6 +66,8 @@ struct WorldCheckpoint {
   VehicleCheckpoint vehicles;
   PopulationCheckpoint population;
   TierCounts pedestrian_tiers;  // last resolution's counts
+  std::vector<EntityId> forced_full;  // ForceFull entities, sorted by EntityId
+  std::uint64_t force_full_refused = 0;
   std::vector<Vec2> observers;
   std::uint64_t digest = 0;            // digest of this state (checked on restore)
 };

@@ -68,8 +68,15 @@ struct SetTimeScale {
   std::uint32_t scale = 1;
 };
 
+// Holds one entity (pedestrian or vehicle) in the Full tier regardless of
+// distance and full_cap; refused once tiers.hard_full_cap entities are forced.
+struct ForceFull {
+  EntityId id;
+  bool on = true;
+};
+
 using WorldCommand = std::variant<SetPedestrianTarget, DespawnEntity, GarageRequest, CancelGarageRequest,
-                                  SetVehicleStrategy, SetObservers, SetHour, SetTimeScale>;
+                                  SetVehicleStrategy, SetObservers, SetHour, SetTimeScale, ForceFull>;
 
 const char* command_name(const WorldCommand& c);
 

@@ -99,6 +99,9 @@ struct TierSpec {
   // Pedestrians are resolved every N steps (vehicles every step): resolution
   // is O(pedestrians) and tiers change slowly next to 8-step strides.
   std::uint32_t pedestrian_resolve_every_steps = 4;
+  // Absolute limit on Full entities per kind, ForceFull included: ForceFull
+  // bypasses full_cap but never this.
+  std::uint32_t hard_full_cap = 8192;
 };
 
 // Population orchestration (DESIGN §3): zones, communities with day

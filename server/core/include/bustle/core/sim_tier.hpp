@@ -49,6 +49,8 @@ struct TierCounts {
   std::uint32_t promoted = 0;
   std::uint32_t demoted = 0;
   std::uint32_t deferred = 0;  // transitions held back by the budget this step
+  std::uint32_t forced = 0;    // ForceFull entities held in Full
+  std::uint32_t forced_overflow = 0;  // ForceFull entities beyond the hard cap (resolved normally)
 };
 
 // Resolves tiers in place. `distance_m[i]` is entity i's distance to the
@@ -56,8 +58,11 @@ struct TierCounts {
 // between calls so a step allocates nothing after warm-up.
 class TierResolver {
  public:
+  // `force_full` (empty, or one flag per entity): ForceFull entities go to Full
+  // at once, outside full_cap and the transition budget, up to hard_full_cap
+  // (lowest ids first); the rest are resolved normally and counted as overflow.
   TierCounts resolve(const TierSpec& spec, std::span<const EntityId> ids, std::span<const double> distance_m,
-                     std::span<std::uint8_t> tier);
+                     std::span<std::uint8_t> tier, std::span<const std::uint8_t> force_full = {});
 
  private:
   struct Candidate {
@@ -71,6 +76,8 @@ class TierResolver {
   std::vector<Candidate> want_sim_;
   std::vector<Candidate> changes_;
   std::vector<std::uint8_t> target_;
+  std::vector<std::uint32_t> forced_idx_;
+  std::vector<std::uint8_t> forced_now_;
 };
 
 double nearest_observer_m(const std::vector<Vec2>& observers, double x_m, double y_m);

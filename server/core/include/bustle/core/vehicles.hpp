@@ -225,7 +225,8 @@ class VehicleSystem {
             std::vector<DespawnRequest>& despawns);
 
   // Phase 8.
-  void resolve_tiers(const TierSpec& spec, const std::vector<Vec2>& observers);
+  void resolve_tiers(const TierSpec& spec, const std::vector<Vec2>& observers,
+                     std::span<const std::uint8_t> force_full = {});
 
   const VehicleStore& store() const { return v_; }
   const std::vector<GarageState>& garages() const { return garages_; }

@@ -148,6 +148,8 @@ class World {
   const VehicleSystem& vehicles() const { return vehicles_; }
   const PopulationSystem& population() const { return population_; }
   const TierCounts& pedestrian_tiers() const { return ped_tiers_; }
+  const std::vector<EntityId>& forced_full() const { return forced_full_; }
+  std::uint64_t force_full_refused() const { return force_full_refused_; }
   std::uint32_t background_pedestrians() const { return background_count_; }
   const std::vector<Vec2>& observers() const { return observers_; }
   const Prng& prng() const { return rng_; }
@@ -211,6 +213,10 @@ class World {
   std::vector<double> ped_distance_;
   TierResolver ped_tier_resolver_;
   TierCounts ped_tiers_;
+  std::vector<EntityId> forced_full_;  // sorted by EntityId; bounded by 2 x hard_full_cap
+  std::uint64_t force_full_refused_ = 0;
+  std::vector<std::uint8_t> force_scratch_;
+  void fill_force(std::span<const EntityId> ids);
   std::vector<std::uint32_t> to_activate_, to_deactivate_;
   std::vector<Vec2> observers_;
   std::vector<std::uint8_t> crossing_occupied_;  // per lane, pre-step (phase 6 input)
