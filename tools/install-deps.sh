@@ -5,6 +5,8 @@
 #
 #   tools/install-deps.sh            build + test dependencies
 #   tools/install-deps.sh --runtime  only the shared libraries bustle-server needs
+#   tools/install-deps.sh --bench    the peer benchmark's simulator (Eclipse SUMO),
+#                                    for tools/bench/compare_sumo.sh; never used by make test
 #
 # It is idempotent: packages already present are not reinstalled, and apt is
 # only consulted when something is missing.
@@ -20,11 +22,14 @@ BUILD_PACKAGES=(
   python3 python3-flatbuffers python3-pytest python3-jsonschema
 )
 RUNTIME_PACKAGES=(libspdlog1.10 libfmt9 libsqlite3-0)
+BENCH_PACKAGES=(sumo sumo-tools python3)
 
-packages=("${BUILD_PACKAGES[@]}")
-if [[ "${1:-}" == "--runtime" ]]; then
-  packages=("${RUNTIME_PACKAGES[@]}")
-fi
+case "${1:-}" in
+  "") packages=("${BUILD_PACKAGES[@]}") ;;
+  --runtime) packages=("${RUNTIME_PACKAGES[@]}") ;;
+  --bench) packages=("${BENCH_PACKAGES[@]}") ;;
+  *) echo "install-deps: unknown option '$1' (expected --runtime or --bench)" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do
