@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "bustle/net/command_queue.hpp"
+#include "bustle/net/server.hpp"
 
 using namespace bustle;
 
@@ -42,4 +43,18 @@ TEST_CASE("wait_until returns on push from another thread and on deadline") {
   CHECK(q.wait_until(std::chrono::steady_clock::now() + std::chrono::seconds(5)));
   producer.join();
   CHECK(q.try_pop()->request_id == 7);
+}
+
+TEST_CASE("bind policy: loopback is always allowed, anything else needs a token") {
+  net::ServerOptions o;
+  o.bind_address = "127.0.0.1";
+  CHECK(net::check_bind_policy(o).empty());
+  o.bind_address = "::1";
+  CHECK(net::check_bind_policy(o).empty());
+  o.bind_address = "0.0.0.0";
+  CHECK(net::check_bind_policy(o).find("without a token") != std::string::npos);
+  o.token = "secret";
+  CHECK(net::check_bind_policy(o).empty());
+  o.bind_address = "not-an-address";
+  CHECK(net::check_bind_policy(o).find("invalid bind address") != std::string::npos);
 }

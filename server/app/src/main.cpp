@@ -3,7 +3,6 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
-#include <asio/ip/address.hpp>
 #include <atomic>
 #include <cinttypes>
 #include <cmath>
@@ -36,12 +35,6 @@ class SpdlogSink final : public bustle::core::LogSink {
     }
   }
 };
-
-bool is_loopback(const std::string& address) {
-  asio::error_code ec;
-  const auto addr = asio::ip::make_address(address, ec);
-  return !ec && addr.is_loopback();
-}
 
 int run(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
@@ -106,11 +99,8 @@ int run(int argc, char** argv) {
     return 0;
   }
 
-  if (!is_loopback(opt.server.bind_address) && opt.server.token.empty()) {
-    std::fprintf(stderr,
-                 "bustle-server: refusing to bind non-loopback address %s without a token "
-                 "(set --token or BUSTLE_TOKEN)\n",
-                 opt.server.bind_address.c_str());
+  if (std::string why = bustle::net::check_bind_policy(opt.server); !why.empty()) {
+    std::fprintf(stderr, "bustle-server: %s\n", why.c_str());
     return 2;
   }
 

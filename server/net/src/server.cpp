@@ -667,8 +667,22 @@ class Session : public std::enable_shared_from_this<Session> {
   std::uint32_t inflight_ = 0;
 };
 
+std::string check_bind_policy(const ServerOptions& options) {
+  asio::error_code ec;
+  const auto addr = asio::ip::make_address(options.bind_address, ec);
+  if (ec) return "invalid bind address '" + options.bind_address + "': " + ec.message();
+  if (!addr.is_loopback() && options.token.empty()) {
+    return "refusing to bind non-loopback address " + options.bind_address + " without a token (set --token or BUSTLE_TOKEN)";
+  }
+  return {};
+}
+
 Server::ListenResult Server::Impl::listen() {
   ListenResult r;
+  if (std::string why = check_bind_policy(options_); !why.empty()) {
+    r.error = why;
+    return r;
+  }
   asio::error_code ec;
   const auto addr = asio::ip::make_address(options_.bind_address, ec);
   if (ec) {

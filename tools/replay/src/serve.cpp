@@ -13,7 +13,6 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
-#include <asio/ip/address.hpp>
 
 #include <atomic>
 #include <cassert>
@@ -279,14 +278,9 @@ int run_serve(const ReplayOptions& options) {
   net::CommandQueue commands(4096);
   // The same Welcome facts (lanes, garages, signals) the live server sends.
   net::WelcomeInfo welcome = net::make_welcome_info(world, BUSTLE_VERSION, clock);
-  {
-    asio::error_code ec;
-    const auto addr = asio::ip::make_address(options.bind_address, ec);
-    if (!ec && !addr.is_loopback() && options.token.empty()) {
-      std::fprintf(stderr, "bustle-replay: refusing to bind non-loopback address %s without a token (--token)\n",
-                   options.bind_address.c_str());
-      return 2;
-    }
+  if (std::string why = net::check_bind_policy(server_options); !why.empty()) {
+    std::fprintf(stderr, "bustle-replay: %s\n", why.c_str());
+    return 2;
   }
   net::Server server(server_options, std::move(welcome), commands);
   const auto listening = server.listen();

@@ -70,6 +70,11 @@ struct WelcomeInfo {
   std::vector<SignalGeometry> signals;
 };
 
+// The bind policy (DESIGN §6): a non-loopback address needs an operator
+// token. Returns "" when allowed, else the reason. Server::listen enforces it;
+// applications call it first to refuse before any other side effect.
+std::string check_bind_policy(const ServerOptions& options);
+
 // The Welcome facts of a world: lanes, garages and signals geometry.
 WelcomeInfo make_welcome_info(const core::World& world, std::string server_version, ClockMode clock_mode);
 
