@@ -19,6 +19,27 @@ PopulationSystem::PopulationSystem(const Scenario& scenario) : scenario_(&scenar
     st.occupant.assign(wp.slots, ResidentStore::kNone);
     work_points_.push_back(std::move(st));
   }
+  std::map<std::string, std::uint32_t> zone_index;
+  for (std::uint32_t z = 0; z < scenario.zones.size(); ++z) zone_index.emplace(scenario.zones[z].id, z);
+  std::map<std::string, std::int32_t> wp_index;
+  for (std::size_t w = 0; w < scenario.work_points.size(); ++w) {
+    wp_index.emplace(scenario.work_points[w].id, static_cast<std::int32_t>(w));
+  }
+  std::uint32_t first = 0;
+  for (const CommunitySpec& cs : scenario.communities) {
+    std::vector<std::uint32_t> zones;
+    std::vector<std::int32_t> wps;
+    for (const ScheduleEntry& e : cs.schedule) {
+      zones.push_back(zone_index.at(e.zone));
+      auto w = wp_index.find(e.work_point);
+      wps.push_back(e.work_point.empty() || w == wp_index.end() ? ResidentStore::kNone : w->second);
+    }
+    entry_zone_.push_back(std::move(zones));
+    entry_work_point_.push_back(std::move(wps));
+    community_first_.push_back(first);
+    first += cs.base_population;
+  }
+  community_first_.push_back(first);
   day_us_ = static_cast<std::uint64_t>(std::llround(scenario.population.start_hour * 3.6e9)) % kDayUs;
   time_scale_ = scenario.population.time_scale;
   resident_by_entity_.assign(scenario.entity_capacity, ResidentStore::kNone);
@@ -80,8 +101,6 @@ void PopulationSystem::lifecycle(const std::vector<double>& distance_m, std::vec
                                  std::vector<std::uint32_t>& deactivate) {
   const std::size_t nz = zones_.size();
   const std::size_t nc = scenario_->communities.size();
-  std::map<std::string, std::uint32_t> zone_index;
-  for (std::uint32_t z = 0; z < nz; ++z) zone_index.emplace(scenario_->zones[z].id, z);
   std::vector<std::int64_t> desired_zone(nc, -1);
   std::vector<std::uint32_t> desired_n(nc, 0);
   std::vector<std::int32_t> desired_wp(nc, ResidentStore::kNone);
@@ -90,12 +109,10 @@ void PopulationSystem::lifecycle(const std::vector<double>& distance_m, std::vec
     const int e = entry_index(c);
     if (e < 0) continue;
     const ScheduleEntry& entry = cs.schedule[static_cast<std::size_t>(e)];
-    desired_zone[c] = zone_index.at(entry.zone);
+    desired_zone[c] = entry_zone_[c][static_cast<std::size_t>(e)];
     const double want = std::round(static_cast<double>(cs.base_population) * entry.density);
     desired_n[c] = static_cast<std::uint32_t>(std::clamp(want, 0.0, static_cast<double>(cs.base_population)));
-    for (std::size_t w = 0; w < scenario_->work_points.size(); ++w) {
-      if (scenario_->work_points[w].id == entry.work_point) desired_wp[c] = static_cast<std::int32_t>(w);
-    }
+    desired_wp[c] = entry_work_point_[c][static_cast<std::size_t>(e)];
   }
   std::vector<std::uint32_t> active_cz(nc * nz, 0), active_z(nz, 0), dormant_z(nz, 0);
   for (std::uint32_t i = 0; i < r_.size(); ++i) {
@@ -141,8 +158,8 @@ void PopulationSystem::lifecycle(const std::vector<double>& distance_m, std::vec
       excess_total += excess;
       std::vector<std::uint32_t>& mine = scratch_b_;
       mine.clear();
-      for (std::uint32_t i = 0; i < r_.size(); ++i) {
-        if (r_.active[i] && r_.community[i] == c && r_.zone[i] == z) mine.push_back(i);
+      for (std::uint32_t i = community_first_[c]; i < community_first_[c + 1]; ++i) {
+        if (r_.active[i] && r_.zone[i] == z) mine.push_back(i);
       }
       auto farthest_first = [&](std::uint32_t a, std::uint32_t b) {
         if (distance_m[a] != distance_m[b]) return distance_m[a] > distance_m[b];
@@ -175,8 +192,8 @@ void PopulationSystem::lifecycle(const std::vector<double>& distance_m, std::vec
       need_total += need;
       std::vector<std::uint32_t>& mine = scratch_b_;
       mine.clear();
-      for (std::uint32_t i = 0; i < r_.size(); ++i) {
-        if (!r_.active[i] && !chosen[i] && r_.community[i] == c) mine.push_back(i);
+      for (std::uint32_t i = community_first_[c]; i < community_first_[c + 1]; ++i) {
+        if (!r_.active[i] && !chosen[i]) mine.push_back(i);
       }
       // Members already assigned to this zone first (plain reactivation), then
       // the others (a dormant record migrating here), ties by EntityId.
@@ -239,13 +256,8 @@ void PopulationSystem::on_activated(std::uint32_t i) {
   const std::uint32_t c = r_.community[i];
   const int e = entry_index(c);
   r_.work_point[i] = ResidentStore::kNone;
-  if (e >= 0) {
-    const ScheduleEntry& entry = scenario_->communities[c].schedule[static_cast<std::size_t>(e)];
-    if (!entry.work_point.empty() && scenario_->zones[r_.zone[i]].id == entry.zone) {
-      for (std::size_t w = 0; w < scenario_->work_points.size(); ++w) {
-        if (scenario_->work_points[w].id == entry.work_point) r_.work_point[i] = static_cast<std::int32_t>(w);
-      }
-    }
+  if (e >= 0 && entry_zone_[c][static_cast<std::size_t>(e)] == r_.zone[i]) {
+    r_.work_point[i] = entry_work_point_[c][static_cast<std::size_t>(e)];
   }
   claim_work_point(i);
 }
@@ -329,6 +341,10 @@ std::vector<std::pair<std::string, std::string>> PopulationSystem::restore(const
     fail("residents", "column lengths differ");
     return errors;
   }
+  if (n != community_first_.back()) {
+    fail("residents", std::to_string(n) + " identities, the scenario's communities have " +
+                          std::to_string(community_first_.back()));
+  }
   if (cp.zones.size() != scenario_->zones.size()) fail("zones", "zone count differs from the scenario");
   if (cp.work_points.size() != scenario_->work_points.size()) fail("work_points", "work-point count differs");
   if (cp.day_us >= kDayUs) fail("day_us", "time of day must be in [0, 24) h");
@@ -348,6 +364,12 @@ std::vector<std::pair<std::string, std::string>> PopulationSystem::restore(const
     by_entity[r.id[i].index] = static_cast<std::int32_t>(i);
     if (r.community[i] >= scenario_->communities.size()) {
       fail(row + ".community", "unknown community");
+      continue;
+    }
+    // Identities are laid out community by community, base_population each.
+    if (i >= community_first_.back() || i < community_first_[r.community[i]] ||
+        i >= community_first_[r.community[i] + 1]) {
+      fail(row + ".community", "does not match the scenario's community sizes (each community has base_population identities, in order)");
       continue;
     }
     if (r.profession[i] >= scenario_->communities[r.community[i]].professions.size()) fail(row + ".profession", "unknown");

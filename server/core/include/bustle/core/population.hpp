@@ -134,6 +134,13 @@ class PopulationSystem {
   void release_work_point(std::uint32_t resident);
 
   const Scenario* scenario_;
+  // Resolved once from the scenario's ids, so the coordinator compares
+  // indices, never strings: per community and schedule entry, the entry's
+  // zone and work-point (kNone when it has none); and per community the
+  // contiguous range of its residents [first, first + base_population).
+  std::vector<std::vector<std::uint32_t>> entry_zone_;
+  std::vector<std::vector<std::int32_t>> entry_work_point_;
+  std::vector<std::uint32_t> community_first_;
   ResidentStore r_;
   std::vector<std::int32_t> resident_by_entity_;  // entity index -> resident, or kNone
   std::vector<ZoneStatus> zones_;
