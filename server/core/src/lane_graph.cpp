@@ -43,39 +43,42 @@ LaneGraph::LaneGraph(const Scenario& scenario) {
   }
 }
 
-Pose LaneGraph::sample(LaneIndex li, double s_m) const {
-  const Lane& lane = lanes_[li];
+namespace {
+
+// The segment [points[k-1], points[k]] holding distance s (clamped), and the
+// fraction t along it. Zero-length segments are skipped backwards so the
+// heading of the segment is always defined.
+void locate(const Lane& lane, double s_m, std::size_t& k, double& t) {
   const double s = std::clamp(s_m, 0.0, lane.length_m);
   // First cumulative entry strictly greater than s marks the segment's end.
   auto it = std::upper_bound(lane.cumulative_m.begin(), lane.cumulative_m.end(), s);
-  std::size_t k = static_cast<std::size_t>(it - lane.cumulative_m.begin());
+  k = static_cast<std::size_t>(it - lane.cumulative_m.begin());
   if (k >= lane.points.size()) k = lane.points.size() - 1;
   if (k == 0) k = 1;
-  // Skip zero-length segments backwards so the heading is always defined.
   while (k > 1 && lane.cumulative_m[k] == lane.cumulative_m[k - 1]) --k;
-  const Vec2& a = lane.points[k - 1];
-  const Vec2& b = lane.points[k];
   const double seg = lane.cumulative_m[k] - lane.cumulative_m[k - 1];
-  const double t = seg > 0.0 ? (s - lane.cumulative_m[k - 1]) / seg : 0.0;
-  return Pose{a.x_m + (b.x_m - a.x_m) * t, a.y_m + (b.y_m - a.y_m) * t,
-              std::atan2(b.y_m - a.y_m, b.x_m - a.x_m)};
+  t = seg > 0.0 ? (s - lane.cumulative_m[k - 1]) / seg : 0.0;
 }
 
-}  // namespace bustle::core
+}  // namespace
 
-namespace bustle::core {
+Pose LaneGraph::sample(LaneIndex li, double s_m) const {
+  const Lane& lane = lanes_[li];
+  std::size_t k = 0;
+  double t = 0.0;
+  locate(lane, s_m, k, t);
+  const Vec2& a = lane.points[k - 1];
+  const Vec2& b = lane.points[k];
+  return Pose{a.x_m + (b.x_m - a.x_m) * t, a.y_m + (b.y_m - a.y_m) * t, std::atan2(b.y_m - a.y_m, b.x_m - a.x_m)};
+}
 
 Vec2 LaneGraph::position(LaneIndex li, double s_m) const {
   const Lane& lane = lanes_[li];
-  const double s = std::clamp(s_m, 0.0, lane.length_m);
-  auto it = std::upper_bound(lane.cumulative_m.begin(), lane.cumulative_m.end(), s);
-  std::size_t k = static_cast<std::size_t>(it - lane.cumulative_m.begin());
-  if (k >= lane.points.size()) k = lane.points.size() - 1;
-  if (k == 0) k = 1;
+  std::size_t k = 0;
+  double t = 0.0;
+  locate(lane, s_m, k, t);
   const Vec2& a = lane.points[k - 1];
   const Vec2& b = lane.points[k];
-  const double seg = lane.cumulative_m[k] - lane.cumulative_m[k - 1];
-  const double t = seg > 0.0 ? (s - lane.cumulative_m[k - 1]) / seg : 0.0;
   return {a.x_m + (b.x_m - a.x_m) * t, a.y_m + (b.y_m - a.y_m) * t};
 }
 

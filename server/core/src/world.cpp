@@ -350,7 +350,7 @@ void World::phase_time_and_zones() {
   resident_distance_.assign(rs.size(), 0.0);
   for (std::uint32_t i = 0; i < peds_.size(); ++i) {
     if (peds_.resident[i] == PedestrianStore::kNoResident) continue;
-    const Pose p = pedestrian_pose(i);
+    const Vec2 p = lanes_.position(peds_.lane[i], peds_.s_m[i]);
     resident_distance_[peds_.resident[i]] = nearest_observer_m(observers_, p.x_m, p.y_m);
   }
   to_activate_.clear();
@@ -365,7 +365,7 @@ void World::phase_time_and_zones() {
 
 std::uint8_t World::initial_tier(LaneIndex lane, double s_m) const {
   // Distance alone (no budget): the next tier resolution applies caps.
-  const Pose p = lanes_.sample(lane, s_m);
+  const Vec2 p = lanes_.position(lane, s_m);
   const double d = nearest_observer_m(observers_, p.x_m, p.y_m);
   const TierSpec& t = scenario_.tiers;
   const SimTier tier = d <= t.full_enter_m ? SimTier::Full : d <= t.simulated_enter_m ? SimTier::Simulated : SimTier::Coarse;
