@@ -348,6 +348,7 @@ bustle::core::Scenario grid_city(std::uint32_t n, std::uint32_t vehicles) {
   s.tiers.simulated_enter_m = beyond;
   s.tiers.simulated_exit_m = beyond;
   s.tiers.full_cap = vehicles;
+  s.tiers.hard_full_cap = std::max(s.tiers.hard_full_cap, vehicles);  // the safety cap must not bind either
   s.tiers.simulated_cap = vehicles;
   s.tiers.transitions_per_step = std::max<std::uint32_t>(vehicles, 1);
   return s;
