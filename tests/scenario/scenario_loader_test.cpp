@@ -34,10 +34,13 @@ void require_single_error(const LoadResult& r, const std::string& path, const st
   CHECK_FALSE(r.scenario.has_value());
 }
 
-std::string with_lane(const std::string& lane_fields) {
+// The minimal city with extra top-level fields and lane fields spliced in.
+std::string city(const std::string& top_fields, const std::string& lane_fields = "") {
   return R"({"id":"t","lanes":[{"id":"a","kind":"sidewalk","points":[[0,0],[5,0]],"speed_mps_limit":1.4)" +
-         lane_fields + "}]}";
+         lane_fields + "}]" + top_fields + "}";
 }
+
+std::string with_lane(const std::string& lane_fields) { return city("", lane_fields); }
 
 }  // namespace
 
@@ -127,4 +130,138 @@ TEST_CASE("several errors in one file are all reported") {
   const LoadResult r = load_scenario_text(j, "test.json");
   CHECK(r.errors.size() >= 3);
   for (const auto& e : r.errors) CHECK(e.to_string().rfind("test.json: ", 0) == 0);
+}
+
+TEST_CASE("importance, spawn, despawn and ledger fields load") {
+  SECTION("omitted: the struct defaults") {
+    const LoadResult r = load_scenario_text(kMinimal, "test.json");
+    REQUIRE(r.ok());
+    const bustle::core::Scenario d;
+    const bustle::core::Scenario& s = *r.scenario;
+    CHECK(s.lanes[0].elevation_m == 0.0);
+    CHECK(s.pedestrians.fragment_length_m == d.pedestrians.fragment_length_m);
+    CHECK(s.pedestrians.dots_every_steps == d.pedestrians.dots_every_steps);
+    CHECK(s.spawn.per_step_cap == d.spawn.per_step_cap);
+    CHECK(s.spawn.queue_depth == d.spawn.queue_depth);
+    CHECK(s.spawn.timeout_ms == d.spawn.timeout_ms);
+    CHECK(s.despawn.fade_ms == d.despawn.fade_ms);
+    CHECK(s.despawn.out_of_range_m == d.despawn.out_of_range_m);
+    for (std::size_t k = 0; k < bustle::core::kPriorityClassCount; ++k) {
+      CHECK(s.tiers.importance.class_weight[k] == d.tiers.importance.class_weight[k]);
+    }
+    CHECK(s.tiers.importance.behind_factor == d.tiers.importance.behind_factor);
+    CHECK(s.tiers.importance.areas.empty());
+  }
+  SECTION("given: every value arrives") {
+    const std::string j = city(
+        R"(,"pedestrians":{"count":3,"fragment_length_m":12.5,"dots_every_steps":20},
+           "spawn":{"per_step_cap":16,"queue_depth":2048,"timeout_ms":5000},
+           "despawn":{"fade_ms":750,"out_of_range_m":400},
+           "tiers":{"importance":{"class_weight":{"story":8,"quest":3,"community":1.5,"background":0.5},
+                                  "pedestrian_weight":1.2,"vehicle_weight":0.8,"height_weight":3,
+                                  "behind_factor":2.5,
+                                  "areas":[{"id":"plaza","center":[10,-4.5],"radius_m":30,"weight":3},
+                                           {"id":"dock","center":[0,0]}]}})",
+        R"(,"elevation_m":-6.5)");
+    const LoadResult r = load_scenario_text(j, "test.json");
+    INFO((r.errors.empty() ? "" : r.errors[0].to_string()));
+    REQUIRE(r.ok());
+    const bustle::core::Scenario& s = *r.scenario;
+    CHECK(s.lanes[0].elevation_m == -6.5);
+    CHECK(s.pedestrians.fragment_length_m == 12.5);
+    CHECK(s.pedestrians.dots_every_steps == 20);
+    CHECK(s.spawn.per_step_cap == 16);
+    CHECK(s.spawn.queue_depth == 2048);
+    CHECK(s.spawn.timeout_ms == 5000);
+    CHECK(s.despawn.fade_ms == 750);
+    CHECK(s.despawn.out_of_range_m == 400.0);
+    const bustle::core::ImportanceSpec& imp = s.tiers.importance;
+    CHECK(imp.class_weight[0] == 8.0);
+    CHECK(imp.class_weight[1] == 3.0);
+    CHECK(imp.class_weight[2] == 1.5);
+    CHECK(imp.class_weight[3] == 0.5);
+    CHECK(imp.pedestrian_weight == 1.2);
+    CHECK(imp.vehicle_weight == 0.8);
+    CHECK(imp.height_weight == 3.0);
+    CHECK(imp.behind_factor == 2.5);
+    REQUIRE(imp.areas.size() == 2);
+    CHECK(imp.areas[0].id == "plaza");
+    CHECK(imp.areas[0].center == bustle::core::Vec2{10.0, -4.5});
+    CHECK(imp.areas[0].radius_m == 30.0);
+    CHECK(imp.areas[0].weight == 3.0);
+    CHECK(imp.areas[1].id == "dock");
+    CHECK(imp.areas[1].radius_m == bustle::core::AreaOfInterest{}.radius_m);
+    CHECK(imp.areas[1].weight == bustle::core::AreaOfInterest{}.weight);
+  }
+  SECTION("class weights are each optional") {
+    const LoadResult r =
+        load_scenario_text(city(R"(,"tiers":{"importance":{"class_weight":{"quest":1.5}}})"), "test.json");
+    REQUIRE(r.ok());
+    CHECK(r.scenario->tiers.importance.class_weight[0] == 4.0);
+    CHECK(r.scenario->tiers.importance.class_weight[1] == 1.5);
+    CHECK(r.scenario->tiers.importance.class_weight[2] == 1.25);
+  }
+}
+
+TEST_CASE("bad importance, spawn, despawn and ledger fields name their path") {
+  auto one = [](const std::string& top, const std::string& path, const std::string& fragment,
+                const std::string& lane = "") {
+    INFO(top << lane);
+    require_single_error(load_scenario_text(city(top, lane), "test.json"), path, fragment);
+  };
+  SECTION("lane elevation") {
+    one("", "lanes[0].elevation_m", "must be a number", R"(,"elevation_m":"high")");
+    one("", "lanes[0].elevation_m", "10000", R"(,"elevation_m":20000)");
+  }
+  SECTION("pedestrian ledger and dots") {
+    one(R"(,"pedestrians":{"fragment_length_m":0.5})", "pedestrians.fragment_length_m", "[1, 10000]");
+    one(R"(,"pedestrians":{"dots_every_steps":0})", "pedestrians.dots_every_steps", "[1, 600]");
+    one(R"(,"pedestrians":{"dots_every_steps":2.5})", "pedestrians.dots_every_steps", "non-negative integer");
+    one(R"(,"pedestrians":{"fragment":5})", "pedestrians.fragment", "unknown field");
+  }
+  SECTION("spawn") {
+    one(R"(,"spawn":{"per_step_cap":5000})", "spawn.per_step_cap", "[1, 4096]");
+    one(R"(,"spawn":{"queue_depth":0})", "spawn.queue_depth", "must be in [1, ");
+    one(R"(,"spawn":{"timeout_ms":50})", "spawn.timeout_ms", "at least one step");
+    one(R"(,"spawn":{"timeout_ms":-1})", "spawn.timeout_ms", "non-negative integer, got -1");
+    one(R"(,"spawn":{"cap":1})", "spawn.cap", "unknown field");
+    one(R"(,"spawn":8)", "spawn", "must be an object");
+  }
+  SECTION("despawn") {
+    one(R"(,"despawn":{"fade_ms":60001})", "despawn.fade_ms", "at most 60000");
+    one(R"(,"despawn":{"out_of_range_m":-1})", "despawn.out_of_range_m", "non-negative");
+    one(R"(,"despawn":{"out_of_range_m":null})", "despawn.out_of_range_m", "must be a number, got null");
+    one(R"(,"despawn":{"fade":1})", "despawn.fade", "unknown field");
+  }
+  SECTION("importance weights") {
+    one(R"(,"tiers":{"importance":{"class_weight":{"story":0}}})", "tiers.importance.class_weight.story",
+        "[0.01, 100]");
+    one(R"(,"tiers":{"importance":{"class_weight":{"quest":5}}})", "tiers.importance.class_weight.quest",
+        "story > quest > community > background");
+    one(R"(,"tiers":{"importance":{"class_weight":{"villain":5}}})", "tiers.importance.class_weight.villain",
+        "unknown field");
+    one(R"(,"tiers":{"importance":{"class_weight":[4,2,1,1]}})", "tiers.importance.class_weight",
+        "must be an object");
+    one(R"(,"tiers":{"importance":{"pedestrian_weight":0}})", "tiers.importance.pedestrian_weight",
+        "[0.01, 100]");
+    one(R"(,"tiers":{"importance":{"vehicle_weight":101}})", "tiers.importance.vehicle_weight", "[0.01, 100]");
+    one(R"(,"tiers":{"importance":{"height_weight":-1}})", "tiers.importance.height_weight", "[0, 1000]");
+    one(R"(,"tiers":{"importance":{"behind_factor":0.5}})", "tiers.importance.behind_factor", "[1, 100]");
+    one(R"(,"tiers":{"importance":{"sight":1}})", "tiers.importance.sight", "unknown field");
+  }
+  SECTION("areas of interest") {
+    const std::string ok = R"({"id":"p","center":[0,0]})";
+    one(R"(,"tiers":{"importance":{"areas":[{"center":[0,0]}]}})", "tiers.importance.areas[0].id", "is required");
+    one(R"(,"tiers":{"importance":{"areas":[{"id":"p"}]}})", "tiers.importance.areas[0].center", "is required");
+    one(R"(,"tiers":{"importance":{"areas":[{"id":"p","center":[1]}]}})", "tiers.importance.areas[0].center",
+        "[x, y] pair");
+    one(R"(,"tiers":{"importance":{"areas":[)" + ok + "," + ok + "]}}", "tiers.importance.areas[1].id",
+        "duplicate area id 'p'");
+    one(R"(,"tiers":{"importance":{"areas":[)" + ok + R"(,{"id":"q","center":[0,0],"radius_m":0}]}})",
+        "tiers.importance.areas[1].radius_m", "positive");
+    one(R"(,"tiers":{"importance":{"areas":[{"id":"p","center":[0,0],"weight":0.5}]}})",
+        "tiers.importance.areas[0].weight", "[1, 100]");
+    one(R"(,"tiers":{"importance":{"areas":[{"id":"p","center":[0,0],"size":3}]}})",
+        "tiers.importance.areas[0].size", "unknown field");
+  }
 }

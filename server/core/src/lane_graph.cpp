@@ -19,6 +19,7 @@ LaneGraph::LaneGraph(const Scenario& scenario) {
     lane.kind = spec.kind;
     lane.points = spec.points;
     lane.speed_mps_limit = spec.speed_mps_limit;
+    lane.elevation_m = spec.elevation_m;
     lane.cumulative_m.resize(spec.points.size(), 0.0);
     for (std::size_t k = 1; k < spec.points.size(); ++k) {
       lane.cumulative_m[k] = lane.cumulative_m[k - 1] +
@@ -41,6 +42,81 @@ LaneGraph::LaneGraph(const Scenario& scenario) {
   for (LaneIndex i = 0; i < size(); ++i) {
     if (lanes_[i].kind == LaneKind::Sidewalk) sidewalks_.push_back(i);
   }
+  build_chains();
+  build_fragments(scenario.pedestrians.fragment_length_m);
+}
+
+void LaneGraph::build_chains() {
+  const std::uint32_t n = size();
+  auto same_class = [&](LaneIndex a, LaneIndex b) {
+    return is_pedestrian_lane(lanes_[a].kind) == is_pedestrian_lane(lanes_[b].kind);
+  };
+  std::vector<std::uint32_t> in_degree(n, 0), out_degree(n, 0);
+  std::vector<LaneIndex> only_successor(n, 0);
+  for (LaneIndex i = 0; i < n; ++i) {
+    for (const LaneIndex s : lanes_[i].successors) {
+      if (!same_class(i, s)) continue;
+      ++out_degree[i];
+      ++in_degree[s];
+      only_successor[i] = s;
+    }
+  }
+  // A link i -> s continues a chain when it is the only way out of i and the
+  // only way into s.
+  auto linked = [&](LaneIndex i) { return out_degree[i] == 1 && in_degree[only_successor[i]] == 1; };
+  std::vector<std::uint8_t> has_chain_predecessor(n, 0);
+  for (LaneIndex i = 0; i < n; ++i) {
+    if (linked(i)) has_chain_predecessor[only_successor[i]] = 1;
+  }
+  chain_of_.assign(n, UINT32_MAX);
+  auto walk = [&](LaneIndex start, bool cyclic) {
+    LaneChain chain;
+    chain.cyclic = cyclic;
+    chain.pedestrian = is_pedestrian_lane(lanes_[start].kind);
+    const auto c = static_cast<std::uint32_t>(chains_.size());
+    LaneIndex at = start;
+    // Visited marks make the walk stop on a ring (cycle detection) and bound it by n.
+    while (chain_of_[at] == UINT32_MAX) {
+      chain_of_[at] = c;
+      chain.lanes.push_back(at);
+      chain.length_m += lanes_[at].length_m;
+      if (!linked(at)) break;
+      at = only_successor[at];
+    }
+    chains_.push_back(std::move(chain));
+  };
+  for (LaneIndex i = 0; i < n; ++i) {
+    if (!has_chain_predecessor[i]) walk(i, false);
+  }
+  // Whatever is left lies on rings where every lane has a chain predecessor.
+  for (LaneIndex i = 0; i < n; ++i) {
+    if (chain_of_[i] == UINT32_MAX) walk(i, true);
+  }
+}
+
+void LaneGraph::build_fragments(double fragment_length_m) {
+  fragment_first_.assign(size(), kNoFragment);
+  fragment_count_.assign(size(), 0);
+  const double piece = fragment_length_m > 0.0 ? fragment_length_m : 25.0;
+  for (const LaneIndex l : sidewalks_) {
+    const double len = lanes_[l].length_m;
+    const auto count = static_cast<std::uint32_t>(std::max(1.0, std::ceil(len / piece)));
+    fragment_first_[l] = static_cast<std::uint32_t>(fragments_.size());
+    fragment_count_[l] = count;
+    for (std::uint32_t k = 0; k < count; ++k) {
+      fragments_.push_back({l, len * k / count, len / count});
+    }
+  }
+}
+
+std::uint32_t LaneGraph::fragment_of(LaneIndex lane, double s_m) const {
+  const std::uint32_t first = fragment_first_[lane];
+  if (first == kNoFragment) return kNoFragment;
+  const std::uint32_t count = fragment_count_[lane];
+  const double len = lanes_[lane].length_m;
+  auto k = static_cast<std::int64_t>(s_m / len * count);
+  k = std::clamp<std::int64_t>(k, 0, count - 1);
+  return first + static_cast<std::uint32_t>(k);
 }
 
 namespace {

@@ -12,6 +12,14 @@ namespace {
 constexpr std::uint64_t kDayUs = 86'400'000'000ull;
 }  // namespace
 
+std::string validate_lifecycle_settings(const LifecycleSettings& s) {
+  if (s.interval_ms < 1 || s.interval_ms > 3'600'000) return "interval_ms must be in [1, 3600000]";
+  if (s.growth_quota > 1'000'000) return "growth_quota must be at most 1000000";
+  if (s.recycle_quota > 1'000'000) return "recycle_quota must be at most 1000000";
+  if (s.migration_budget > 1'000'000) return "migration_budget must be at most 1000000";
+  return {};
+}
+
 PopulationSystem::PopulationSystem(const Scenario& scenario) : scenario_(&scenario) {
   zones_.resize(scenario.zones.size());
   for (const WorkPointSpec& wp : scenario.work_points) {
@@ -42,6 +50,8 @@ PopulationSystem::PopulationSystem(const Scenario& scenario) : scenario_(&scenar
   community_first_.push_back(first);
   day_us_ = static_cast<std::uint64_t>(std::llround(scenario.population.start_hour * 3.6e9)) % kDayUs;
   time_scale_ = scenario.population.time_scale;
+  settings_ = {scenario.population.growth_quota, scenario.population.recycle_quota,
+               scenario.population.lifecycle_interval_ms, scenario.population.migration_budget};
   resident_by_entity_.assign(scenario.entity_capacity, ResidentStore::kNone);
 }
 
@@ -50,6 +60,7 @@ bool PopulationSystem::create_identities(EntityRegistry& registry) {
   for (std::uint32_t z = 0; z < scenario_->zones.size(); ++z) zone_index.emplace(scenario_->zones[z].id, z);
   for (std::uint32_t c = 0; c < scenario_->communities.size(); ++c) {
     const CommunitySpec& cs = scenario_->communities[c];
+    const std::uint32_t home = zone_index.at(cs.home_zone);
     for (std::uint32_t m = 0; m < cs.base_population; ++m) {
       const AllocateResult a = registry.allocate();
       if (a.status != AllocateStatus::Allocated) return false;
@@ -57,24 +68,114 @@ bool PopulationSystem::create_identities(EntityRegistry& registry) {
       r_.id.push_back(a.id);
       r_.community.push_back(c);
       r_.profession.push_back(m % static_cast<std::uint32_t>(cs.professions.size()));
-      r_.zone.push_back(zone_index.at(cs.home_zone));
-      r_.active.push_back(0);
+      r_.zone.push_back(home);
+      r_.active.push_back(ResidentStore::kDormant);
       r_.work_point.push_back(ResidentStore::kNone);
       r_.work_slot.push_back(ResidentStore::kNone);
     }
   }
   for (std::uint32_t i = 0; i < r_.size(); ++i) ++zones_[r_.zone[i]].dormant;
+  rebuild_indexes();
   return true;
+}
+
+std::uint64_t PopulationSystem::row_hash(std::uint32_t i) const {
+  Digest e;
+  e.u64(r_.id[i].packed()).u32(r_.community[i]).u32(r_.profession[i]).u32(r_.zone[i]).u32(r_.active[i]);
+  e.u64(static_cast<std::uint64_t>(r_.work_point[i])).u64(static_cast<std::uint64_t>(r_.work_slot[i]));
+  return e.value() * (2 * static_cast<std::uint64_t>(i) + 1);  // position-bound: rows are ordered by index
+}
+
+void PopulationSystem::refresh(std::uint32_t i) {
+  row_sum_ -= row_hash_[i];
+  row_hash_[i] = row_hash(i);
+  row_sum_ += row_hash_[i];
+}
+
+void PopulationSystem::rebuild_indexes() {
+  const std::size_t nz = zones_.size();
+  row_hash_.assign(r_.size(), 0);
+  row_sum_ = 0;
+  active_cz_.assign(scenario_->communities.size() * nz, 0);
+  active_list_.clear();
+  active_pos_.assign(r_.size(), UINT32_MAX);
+  active_total_ = retiring_total_ = 0;
+  for (std::uint32_t i = 0; i < r_.size(); ++i) {
+    row_hash_[i] = row_hash(i);
+    row_sum_ += row_hash_[i];
+    if (r_.active[i] == ResidentStore::kDormant) continue;
+    ++active_cz_[r_.community[i] * nz + r_.zone[i]];
+    active_pos_[i] = static_cast<std::uint32_t>(active_list_.size());
+    active_list_.push_back(i);
+    ++active_total_;
+    retiring_total_ += r_.active[i] == ResidentStore::kRetiring;
+  }
+}
+
+void PopulationSystem::set_active(std::uint32_t i, std::uint8_t value) {
+  const std::uint8_t was = r_.active[i];
+  if (was == value) return;
+  const std::size_t cell = r_.community[i] * zones_.size() + r_.zone[i];
+  ZoneStatus& zs = zones_[r_.zone[i]];
+  if (was == ResidentStore::kDormant) {
+    ++active_cz_[cell];
+    ++active_total_;
+    --zs.dormant;
+    active_pos_[i] = static_cast<std::uint32_t>(active_list_.size());
+    active_list_.push_back(i);
+  } else if (value == ResidentStore::kDormant) {
+    --active_cz_[cell];
+    --active_total_;
+    ++zs.dormant;
+    const std::uint32_t pos = active_pos_[i];
+    active_list_[pos] = active_list_.back();
+    active_pos_[active_list_[pos]] = pos;
+    active_list_.pop_back();
+    active_pos_[i] = UINT32_MAX;
+  }
+  if (was == ResidentStore::kRetiring) {
+    --retiring_total_;
+    --zs.retiring;
+  }
+  if (value == ResidentStore::kRetiring) {
+    ++retiring_total_;
+    ++zs.retiring;
+  }
+  r_.active[i] = value;
+  refresh(i);
+}
+
+void PopulationSystem::move_zone(std::uint32_t i, std::uint32_t z) {
+  const std::size_t nz = zones_.size();
+  if (r_.active[i] != ResidentStore::kDormant) {
+    --active_cz_[r_.community[i] * nz + r_.zone[i]];
+    ++active_cz_[r_.community[i] * nz + z];
+  } else {
+    --zones_[r_.zone[i]].dormant;
+    ++zones_[z].dormant;
+  }
+  r_.zone[i] = z;
+  refresh(i);
 }
 
 bool PopulationSystem::advance_clock(std::uint64_t sim_time_us, std::uint32_t step_us) {
   day_us_ = (day_us_ + std::uint64_t{step_us} * time_scale_) % kDayUs;
   if (scenario_->communities.empty()) return false;
-  // Interval numbers start at 1 so the first step runs the coordinator.
-  const std::uint64_t interval = sim_time_us / (std::uint64_t{scenario_->population.lifecycle_interval_ms} * 1000) + 1;
+  // Interval numbers start at 1 so the first step (and the first step after
+  // a settings change) runs the coordinator.
+  const std::uint64_t since = sim_time_us >= interval_origin_us_ ? sim_time_us - interval_origin_us_ : 0;
+  const std::uint64_t interval = since / (std::uint64_t{settings_.interval_ms} * 1000) + 1;
   if (interval == last_interval_) return false;
   last_interval_ = interval;
   return true;
+}
+
+void PopulationSystem::set_settings(const LifecycleSettings& s, std::uint64_t sim_time_us) {
+  if (s.interval_ms != settings_.interval_ms) {
+    interval_origin_us_ = sim_time_us;
+    last_interval_ = 0;
+  }
+  settings_ = s;
 }
 
 void PopulationSystem::set_hour(double hour) {
@@ -87,45 +188,106 @@ std::int32_t PopulationSystem::resident_of(EntityId id) const {
   return r != ResidentStore::kNone && r_.id[static_cast<std::size_t>(r)] == id ? r : ResidentStore::kNone;
 }
 
-std::uint32_t PopulationSystem::active_count() const {
-  std::uint32_t n = 0;
-  for (const std::uint8_t a : r_.active) n += a;
-  return n;
-}
-
 int PopulationSystem::entry_index(std::uint32_t community) const {
   return schedule_entry_at(scenario_->communities[community].schedule, hour());
 }
 
+std::uint32_t PopulationSystem::community_target(std::uint32_t c) const {
+  const CommunitySpec& cs = scenario_->communities[c];
+  const int e = entry_index(c);
+  if (e < 0) return 0;
+  const double want = std::round(static_cast<double>(cs.base_population) * cs.schedule[static_cast<std::size_t>(e)].density);
+  return static_cast<std::uint32_t>(std::clamp(want, 0.0, static_cast<double>(cs.base_population)));
+}
+
+std::int64_t PopulationSystem::community_zone(std::uint32_t c) const {
+  const int e = entry_index(c);
+  return e < 0 ? -1 : static_cast<std::int64_t>(entry_zone_[c][static_cast<std::size_t>(e)]);
+}
+
+bool PopulationSystem::in_handoff(std::uint32_t resident) const {
+  auto it = std::lower_bound(handoffs_.begin(), handoffs_.end(), resident,
+                             [](const ZoneHandoff& h, std::uint32_t r) { return h.resident < r; });
+  return it != handoffs_.end() && it->resident == resident;
+}
+
+void PopulationSystem::resolve_handoffs(const std::vector<std::int64_t>& desired_zone,
+                                        std::vector<std::uint32_t>& moved) {
+  // Second phase of the handoffs offered last interval: the target accepts if
+  // it still wants the member and has room; otherwise the member stays home.
+  for (const ZoneHandoff& h : handoffs_) {
+    const std::uint32_t i = h.resident;
+    std::uint32_t active_to = 0;
+    for (std::size_t c = 0; c < scenario_->communities.size(); ++c) active_to += active_cz_[c * zones_.size() + h.to];
+    const bool still_wanted = desired_zone[r_.community[i]] == static_cast<std::int64_t>(h.to);
+    if (r_.active[i] == ResidentStore::kActive && r_.zone[i] == h.from && still_wanted &&
+        active_to < scenario_->zones[h.to].capacity) {
+      move_zone(i, h.to);
+      release_work_point(i);
+      r_.work_point[i] = ResidentStore::kNone;
+      refresh(i);
+      moved.push_back(i);
+      ++zones_[h.to].handoffs_accepted;
+    } else {
+      ++zones_[h.to].handoffs_returned;
+    }
+  }
+  handoffs_.clear();
+}
+
+void PopulationSystem::start_handoffs(const std::vector<std::int64_t>& desired_zone,
+                                      const std::vector<std::uint32_t>& desired_n, std::uint32_t& migrations_left) {
+  const std::size_t nz = zones_.size();
+  for (std::uint32_t z = 0; z < nz && migrations_left > 0; ++z) {
+    for (std::uint32_t c = 0; c < scenario_->communities.size() && migrations_left > 0; ++c) {
+      if (desired_zone[c] != static_cast<std::int64_t>(z)) continue;
+      const std::uint32_t have = active_cz_[c * nz + z];
+      if (have >= desired_n[c]) continue;
+      std::uint32_t need = desired_n[c] - have;
+      // sorted_active_ is in resident (= EntityId) order.
+      for (const std::uint32_t i : sorted_active_) {
+        if (need == 0 || migrations_left == 0) break;
+        if (r_.community[i] != c || r_.zone[i] == z || r_.active[i] != ResidentStore::kActive) continue;
+        handoffs_.push_back({i, r_.zone[i], z});
+        ++zones_[z].handoffs_started;
+        --need;
+        --migrations_left;
+      }
+    }
+  }
+  std::sort(handoffs_.begin(), handoffs_.end(),
+            [](const ZoneHandoff& a, const ZoneHandoff& b) { return a.resident < b.resident; });
+}
+
 void PopulationSystem::lifecycle(const std::vector<double>& distance_m, std::vector<std::uint32_t>& activate,
-                                 std::vector<std::uint32_t>& deactivate) {
+                                 std::vector<std::uint32_t>& deactivate, std::vector<std::uint32_t>& moved) {
   const std::size_t nz = zones_.size();
   const std::size_t nc = scenario_->communities.size();
   std::vector<std::int64_t> desired_zone(nc, -1);
   std::vector<std::uint32_t> desired_n(nc, 0);
   std::vector<std::int32_t> desired_wp(nc, ResidentStore::kNone);
   for (std::uint32_t c = 0; c < nc; ++c) {
-    const CommunitySpec& cs = scenario_->communities[c];
     const int e = entry_index(c);
     if (e < 0) continue;
-    const ScheduleEntry& entry = cs.schedule[static_cast<std::size_t>(e)];
     desired_zone[c] = entry_zone_[c][static_cast<std::size_t>(e)];
-    const double want = std::round(static_cast<double>(cs.base_population) * entry.density);
-    desired_n[c] = static_cast<std::uint32_t>(std::clamp(want, 0.0, static_cast<double>(cs.base_population)));
+    desired_n[c] = community_target(c);
     desired_wp[c] = entry_work_point_[c][static_cast<std::size_t>(e)];
   }
-  std::vector<std::uint32_t> active_cz(nc * nz, 0), active_z(nz, 0), dormant_z(nz, 0);
-  for (std::uint32_t i = 0; i < r_.size(); ++i) {
-    if (r_.active[i]) {
-      ++active_cz[r_.community[i] * nz + r_.zone[i]];
-      ++active_z[r_.zone[i]];
-    } else {
-      ++dormant_z[r_.zone[i]];
-    }
+  for (ZoneStatus& st : zones_) {
+    st.activated = st.recycled = st.deferred_by_quota = st.rejected_by_capacity = 0;
+    st.migrated_in = st.deferred_by_migration = 0;
+    st.handoffs_started = st.handoffs_accepted = st.handoffs_returned = 0;
   }
+  // Only active residents are visited (in EntityId order); dormant records
+  // are touched only when chosen.
+  sorted_active_.assign(active_list_.begin(), active_list_.end());
+  std::sort(sorted_active_.begin(), sorted_active_.end());
+
+  // Phase 3: migration of active members (two-phase handoff).
+  resolve_handoffs(desired_zone, moved);
   // Work-points follow the schedule for residents already active.
-  for (std::uint32_t i = 0; i < r_.size(); ++i) {
-    if (!r_.active[i]) continue;
+  for (const std::uint32_t i : sorted_active_) {
+    if (r_.active[i] != ResidentStore::kActive) continue;
     const std::int32_t want = static_cast<std::int64_t>(r_.zone[i]) == desired_zone[r_.community[i]]
                                   ? desired_wp[r_.community[i]]
                                   : ResidentStore::kNone;
@@ -133,34 +295,46 @@ void PopulationSystem::lifecycle(const std::vector<double>& distance_m, std::vec
       release_work_point(i);
       r_.work_point[i] = want;
       claim_work_point(i);
+      refresh(i);
     }
   }
-  const auto& pop = scenario_->population;
-  std::vector<std::uint8_t> chosen(r_.size(), 0);
-  std::uint32_t migrations_left = pop.migration_budget;
+  std::uint32_t migrations_left = settings_.migration_budget;
+  start_handoffs(desired_zone, desired_n, migrations_left);
+  std::vector<std::uint32_t> pending_in(nc * nz, 0), pending_out(nc * nz, 0);
+  for (const ZoneHandoff& h : handoffs_) {
+    ++pending_in[r_.community[h.resident] * nz + h.to];
+    ++pending_out[r_.community[h.resident] * nz + h.from];
+  }
+
+  // Phase 4: zone lifecycle.
+  chosen_.clear();
+  auto is_chosen = [&](std::uint32_t i) { return std::find(chosen_.begin(), chosen_.end(), i) != chosen_.end(); };
   for (std::uint32_t z = 0; z < nz; ++z) {
     ZoneStatus& st = zones_[z];
-    st.activated = st.recycled = st.deferred_by_quota = st.rejected_by_capacity = 0;
-    st.migrated_in = st.deferred_by_migration = 0;
     st.target = 0;
+    std::uint32_t active_z = 0;
     for (std::uint32_t c = 0; c < nc; ++c) {
       if (desired_zone[c] == static_cast<std::int64_t>(z)) st.target += desired_n[c];
+      active_z += active_cz_[c * nz + z];
     }
-    // 1. Recycle: per community, its excess in this zone, farthest first.
+    // 1. Recycle: per community, its excess in this zone (members leaving by
+    //    handoff excepted), farthest first; retiring members are already going.
     std::vector<std::uint32_t>& cand = scratch_a_;
     cand.clear();
     std::uint32_t excess_total = 0;
     for (std::uint32_t c = 0; c < nc; ++c) {
       const std::uint32_t want = desired_zone[c] == static_cast<std::int64_t>(z) ? desired_n[c] : 0;
-      const std::uint32_t have = active_cz[c * nz + z];
+      const std::uint32_t have = active_cz_[c * nz + z] - pending_out[c * nz + z];
       if (have <= want) continue;
-      const std::uint32_t excess = have - want;
-      excess_total += excess;
       std::vector<std::uint32_t>& mine = scratch_b_;
       mine.clear();
-      for (std::uint32_t i = community_first_[c]; i < community_first_[c + 1]; ++i) {
-        if (r_.active[i] && r_.zone[i] == z) mine.push_back(i);
+      for (const std::uint32_t i : sorted_active_) {
+        if (r_.community[i] == c && r_.zone[i] == z && r_.active[i] == ResidentStore::kActive && !in_handoff(i)) {
+          mine.push_back(i);
+        }
       }
+      const std::uint32_t excess = std::min<std::uint32_t>(have - want, static_cast<std::uint32_t>(mine.size()));
+      excess_total += excess;
       auto farthest_first = [&](std::uint32_t a, std::uint32_t b) {
         if (distance_m[a] != distance_m[b]) return distance_m[a] > distance_m[b];
         return r_.id[a] < r_.id[b];
@@ -172,40 +346,33 @@ void PopulationSystem::lifecycle(const std::vector<double>& distance_m, std::vec
       if (distance_m[a] != distance_m[b]) return distance_m[a] > distance_m[b];
       return r_.id[a] < r_.id[b];
     });
-    const std::uint32_t recycle = std::min<std::uint32_t>(pop.recycle_quota, static_cast<std::uint32_t>(cand.size()));
-    for (std::uint32_t k = 0; k < recycle; ++k) {
-      deactivate.push_back(cand[k]);
-      chosen[cand[k]] = 1;
-    }
+    const std::uint32_t recycle = std::min<std::uint32_t>(settings_.recycle_quota, static_cast<std::uint32_t>(cand.size()));
+    for (std::uint32_t k = 0; k < recycle; ++k) deactivate.push_back(cand[k]);
     st.recycled = recycle;
     st.recycled_total += recycle;
     std::uint32_t deferred = excess_total - recycle;
 
-    // 2. Grow: dormant members of communities short in this zone.
+    // 2. Grow: dormant members of communities short in this zone (handoffs on
+    //    their way here count as arriving).
     cand.clear();
     std::uint32_t need_total = 0;
     for (std::uint32_t c = 0; c < nc; ++c) {
       if (desired_zone[c] != static_cast<std::int64_t>(z)) continue;
-      const std::uint32_t have = active_cz[c * nz + z];
+      const std::uint32_t have = active_cz_[c * nz + z] + pending_in[c * nz + z];
       if (have >= desired_n[c]) continue;
       const std::uint32_t need = desired_n[c] - have;
       need_total += need;
-      std::vector<std::uint32_t>& mine = scratch_b_;
-      mine.clear();
-      for (std::uint32_t i = community_first_[c]; i < community_first_[c + 1]; ++i) {
-        if (!r_.active[i] && !chosen[i]) mine.push_back(i);
-      }
       // Members already assigned to this zone first (plain reactivation), then
-      // the others (a dormant record migrating here), ties by EntityId.
-      auto here_first = [&](std::uint32_t a, std::uint32_t b) {
-        const bool ah = r_.zone[a] == z;
-        const bool bh = r_.zone[b] == z;
-        if (ah != bh) return ah;
-        return r_.id[a] < r_.id[b];
-      };
-      const std::size_t take = std::min<std::size_t>(need, mine.size());
-      std::partial_sort(mine.begin(), mine.begin() + static_cast<std::ptrdiff_t>(take), mine.end(), here_first);
-      cand.insert(cand.end(), mine.begin(), mine.begin() + static_cast<std::ptrdiff_t>(take));
+      // the others (a dormant record migrating here); residents are stored in
+      // EntityId order, so a scan in index order breaks ties by id and can
+      // stop as soon as enough are found.
+      const std::size_t before = cand.size();
+      for (int pass = 0; pass < 2 && cand.size() - before < need; ++pass) {
+        for (std::uint32_t i = community_first_[c]; i < community_first_[c + 1] && cand.size() - before < need; ++i) {
+          if (r_.active[i] != ResidentStore::kDormant || (r_.zone[i] == z) != (pass == 0) || is_chosen(i)) continue;
+          cand.push_back(i);
+        }
+      }
     }
     std::sort(cand.begin(), cand.end(), [&](std::uint32_t a, std::uint32_t b) {
       const bool ah = r_.zone[a] == z;
@@ -214,11 +381,11 @@ void PopulationSystem::lifecycle(const std::vector<double>& distance_m, std::vec
       return r_.id[a] < r_.id[b];
     });
     const std::uint32_t capacity = scenario_->zones[z].capacity;
-    const std::uint32_t active_after_recycle = active_z[z] - recycle;
+    const std::uint32_t active_after_recycle = active_z - recycle;
     const std::uint32_t room = capacity > active_after_recycle ? capacity - active_after_recycle : 0;
     if (need_total > room) st.rejected_by_capacity = need_total - room;
     const std::uint32_t allowed = std::min(need_total, room);
-    const std::uint32_t want = std::min(pop.growth_quota, allowed);
+    const std::uint32_t want = std::min(settings_.growth_quota, allowed);
     std::uint32_t grow = 0;
     for (std::size_t k = 0; k < cand.size() && grow < want; ++k) {
       const std::uint32_t i = cand[k];
@@ -228,13 +395,11 @@ void PopulationSystem::lifecycle(const std::vector<double>& distance_m, std::vec
           continue;
         }
         --migrations_left;
-        --zones_[r_.zone[i]].dormant;
-        ++zones_[z].dormant;
-        r_.zone[i] = z;  // handoff of a dormant record: identity unchanged
+        move_zone(i, z);  // handoff of a dormant record: identity unchanged
         ++st.migrated_in;
       }
       activate.push_back(i);
-      chosen[i] = 1;
+      chosen_.push_back(i);
       ++grow;
     }
     st.activated = grow;
@@ -242,16 +407,15 @@ void PopulationSystem::lifecycle(const std::vector<double>& distance_m, std::vec
     // What the quota (not the migration budget) held back.
     deferred += allowed - grow - std::min(allowed - grow, st.deferred_by_migration);
     st.deferred_by_quota = deferred;
-    st.active = active_z[z] - recycle + grow;
+    st.active = active_z - recycle + grow;
     st.pending_spawn = st.target > st.active ? st.target - st.active : 0;
     st.pending_recycle = st.active > st.target ? st.active - st.target : 0;
   }
 }
 
 void PopulationSystem::on_activated(std::uint32_t i) {
-  assert(!r_.active[i]);
-  r_.active[i] = 1;
-  --zones_[r_.zone[i]].dormant;
+  assert(r_.active[i] == ResidentStore::kDormant);
+  set_active(i, ResidentStore::kActive);
   // The schedule decides the work-point; claim it now.
   const std::uint32_t c = r_.community[i];
   const int e = entry_index(c);
@@ -260,14 +424,28 @@ void PopulationSystem::on_activated(std::uint32_t i) {
     r_.work_point[i] = entry_work_point_[c][static_cast<std::size_t>(e)];
   }
   claim_work_point(i);
+  refresh(i);
+}
+
+void PopulationSystem::on_retiring(std::uint32_t i) {
+  if (r_.active[i] != ResidentStore::kActive) return;
+  // A fading member gives its work-point up at once (the slot is not held by a ghost).
+  release_work_point(i);
+  r_.work_point[i] = ResidentStore::kNone;
+  set_active(i, ResidentStore::kRetiring);
+  auto it = std::lower_bound(handoffs_.begin(), handoffs_.end(), i,
+                             [](const ZoneHandoff& h, std::uint32_t r) { return h.resident < r; });
+  if (it != handoffs_.end() && it->resident == i) handoffs_.erase(it);  // nothing left to hand over
 }
 
 void PopulationSystem::on_deactivated(std::uint32_t i) {
-  if (!r_.active[i]) return;
+  if (r_.active[i] == ResidentStore::kDormant) return;
   release_work_point(i);
   r_.work_point[i] = ResidentStore::kNone;
-  r_.active[i] = 0;
-  ++zones_[r_.zone[i]].dormant;
+  auto it = std::lower_bound(handoffs_.begin(), handoffs_.end(), i,
+                             [](const ZoneHandoff& h, std::uint32_t r) { return h.resident < r; });
+  if (it != handoffs_.end() && it->resident == i) handoffs_.erase(it);
+  set_active(i, ResidentStore::kDormant);
 }
 
 void PopulationSystem::claim_work_point(std::uint32_t i) {
@@ -299,20 +477,22 @@ void PopulationSystem::release_work_point(std::uint32_t i) {
     wp.waiting.erase(wp.waiting.begin());
     wp.occupant[slot] = static_cast<std::int32_t>(next);
     r_.work_slot[next] = static_cast<std::int32_t>(slot);
+    refresh(next);
   }
 }
 
 void PopulationSystem::digest_into(Digest& d) const {
-  d.tag(30).u64(day_us_).u32(time_scale_).u64(last_interval_).u32(r_.size());
-  for (std::uint32_t i = 0; i < r_.size(); ++i) {
-    d.u64(r_.id[i].packed()).u32(r_.community[i]).u32(r_.profession[i]).u32(r_.zone[i]).u32(r_.active[i]);
-    d.u64(static_cast<std::uint64_t>(r_.work_point[i])).u64(static_cast<std::uint64_t>(r_.work_slot[i]));
-  }
+  // Resident rows as a maintained sum of position-bound row hashes (O(1) here).
+  d.tag(30).u64(day_us_).u32(time_scale_).u64(last_interval_).u32(r_.size()).u64(row_sum_);
+  d.u32(settings_.growth_quota).u32(settings_.recycle_quota).u32(settings_.interval_ms);
+  d.u32(settings_.migration_budget).u64(interval_origin_us_).u64(handoffs_.size());
+  for (const ZoneHandoff& h : handoffs_) d.u32(h.resident).u32(h.from).u32(h.to);
   d.tag(31);
   for (const ZoneStatus& z : zones_) {
     d.u32(z.target).u32(z.active).u32(z.dormant).u32(z.pending_spawn).u32(z.pending_recycle).u32(z.activated);
     d.u32(z.recycled).u32(z.deferred_by_quota).u32(z.rejected_by_capacity).u32(z.migrated_in);
     d.u32(z.deferred_by_migration).u64(z.activated_total).u64(z.recycled_total);
+    d.u32(z.handoffs_started).u32(z.handoffs_accepted).u32(z.handoffs_returned).u32(z.retiring);
   }
   d.tag(32);
   for (const WorkPointState& w : work_points_) {
@@ -323,7 +503,8 @@ void PopulationSystem::digest_into(Digest& d) const {
 }
 
 PopulationCheckpoint PopulationSystem::capture() const {
-  PopulationCheckpoint cp{r_, {}, zones_, work_points_, day_us_, time_scale_, last_interval_};
+  PopulationCheckpoint cp{r_, {}, zones_, work_points_, day_us_, time_scale_, last_interval_,
+                          settings_, handoffs_, interval_origin_us_};
   for (const ZoneSpec& z : scenario_->zones) cp.zone_ids.push_back(z.id);
   return cp;
 }
@@ -349,6 +530,7 @@ std::vector<std::pair<std::string, std::string>> PopulationSystem::restore(const
   if (cp.work_points.size() != scenario_->work_points.size()) fail("work_points", "work-point count differs");
   if (cp.day_us >= kDayUs) fail("day_us", "time of day must be in [0, 24) h");
   if (cp.time_scale < 1 || cp.time_scale > 3600) fail("time_scale", "must be in [1, 3600]");
+  if (std::string why = validate_lifecycle_settings(cp.settings); !why.empty()) fail("settings", why);
   if (!errors.empty()) return errors;
   std::vector<std::int32_t> by_entity(resident_by_entity_.size(), ResidentStore::kNone);
   for (std::size_t i = 0; i < n; ++i) {
@@ -374,7 +556,7 @@ std::vector<std::pair<std::string, std::string>> PopulationSystem::restore(const
     }
     if (r.profession[i] >= scenario_->communities[r.community[i]].professions.size()) fail(row + ".profession", "unknown");
     if (r.zone[i] >= scenario_->zones.size()) fail(row + ".zone", "unknown zone");
-    if (r.active[i] > 1) fail(row + ".active", "must be 0 or 1");
+    if (r.active[i] > ResidentStore::kRetiring) fail(row + ".active", "must be 0 (dormant), 1 (active) or 2 (retiring)");
     if (r.work_point[i] != ResidentStore::kNone &&
         (r.work_point[i] < 0 || static_cast<std::size_t>(r.work_point[i]) >= cp.work_points.size())) {
       fail(row + ".work_point", "unknown work-point");
@@ -393,6 +575,20 @@ std::vector<std::pair<std::string, std::string>> PopulationSystem::restore(const
       }
     }
   }
+  for (std::size_t k = 0; k < cp.handoffs.size(); ++k) {
+    const ZoneHandoff& h = cp.handoffs[k];
+    const std::string row = "handoffs[" + std::to_string(k) + "]";
+    if (h.resident >= n) {
+      fail(row + ".resident", "unknown resident");
+      continue;
+    }
+    if (k > 0 && cp.handoffs[k - 1].resident >= h.resident) fail(row + ".resident", "must be sorted and unique");
+    if (h.from >= scenario_->zones.size() || h.to >= scenario_->zones.size() || h.from == h.to) {
+      fail(row + ".to", "zones must be known and differ");
+    } else if (r.active[h.resident] != ResidentStore::kActive || r.zone[h.resident] != h.from) {
+      fail(row + ".from", "the resident is not active in its source zone");
+    }
+  }
   if (!errors.empty()) return errors;
   r_ = r;
   resident_by_entity_ = std::move(by_entity);
@@ -401,6 +597,10 @@ std::vector<std::pair<std::string, std::string>> PopulationSystem::restore(const
   day_us_ = cp.day_us;
   time_scale_ = cp.time_scale;
   last_interval_ = cp.last_interval;
+  settings_ = cp.settings;
+  handoffs_ = cp.handoffs;
+  interval_origin_us_ = cp.interval_origin_us;
+  rebuild_indexes();
   return errors;
 }
 

@@ -270,6 +270,85 @@ void validate_population(const Scenario& s, const std::map<std::string, std::siz
   if (ps.migration_budget > 1'000'000) fail("population.migration_budget", "must be at most 1000000");
 }
 
+// Limits of the importance, spawn and despawn settings (schema/scenario.schema.json).
+constexpr double kElevationMaxM = 10'000.0;
+constexpr double kFragmentLengthMinM = 1.0;
+constexpr double kFragmentLengthMaxM = 10'000.0;
+constexpr std::uint32_t kDotsEveryStepsMax = 600;
+constexpr std::uint32_t kSpawnPerStepCapMax = 4096;
+constexpr std::uint32_t kSpawnQueueDepthMax = 1u << 20;
+constexpr std::uint32_t kSpawnTimeoutMsMax = 3'600'000;
+constexpr std::uint32_t kFadeMsMax = 60'000;
+constexpr double kWeightMin = 0.01;  // class and type weights
+constexpr double kWeightMax = 100.0;
+constexpr double kHeightWeightMax = 1000.0;
+constexpr double kBehindFactorMax = 100.0;
+constexpr double kAreaWeightMax = 100.0;
+
+// False for NaN and, with finite bounds, for infinities.
+bool within(double v, double lo, double hi) { return v >= lo && v <= hi; }
+
+template <class Fail>
+void validate_importance(const ImportanceSpec& imp, Fail&& fail) {
+  static constexpr const char* kClassNames[kPriorityClassCount] = {"story", "quest", "community", "background"};
+  const std::string p = "tiers.importance";
+  for (std::size_t k = 0; k < kPriorityClassCount; ++k) {
+    const std::string cp = p + ".class_weight." + kClassNames[k];
+    if (!within(imp.class_weight[k], kWeightMin, kWeightMax)) {
+      fail(cp, "must be in [0.01, 100]");
+    } else if (k > 0 && within(imp.class_weight[k - 1], kWeightMin, kWeightMax) &&
+               imp.class_weight[k] > imp.class_weight[k - 1]) {
+      fail(cp, std::string("must not exceed ") + kClassNames[k - 1] +
+                   " (the order is story > quest > community > background)");
+    }
+  }
+  if (!within(imp.pedestrian_weight, kWeightMin, kWeightMax)) fail(p + ".pedestrian_weight", "must be in [0.01, 100]");
+  if (!within(imp.vehicle_weight, kWeightMin, kWeightMax)) fail(p + ".vehicle_weight", "must be in [0.01, 100]");
+  if (!within(imp.height_weight, 0.0, kHeightWeightMax)) fail(p + ".height_weight", "must be in [0, 1000]");
+  if (!within(imp.behind_factor, 1.0, kBehindFactorMax)) fail(p + ".behind_factor", "must be in [1, 100]");
+  std::map<std::string, std::size_t> area_index;
+  for (std::size_t i = 0; i < imp.areas.size(); ++i) {
+    const AreaOfInterest& a = imp.areas[i];
+    const std::string ap = p + ".areas[" + std::to_string(i) + "]";
+    if (a.id.empty()) {
+      fail(ap + ".id", "must be a non-empty string");
+    } else if (auto [it, inserted] = area_index.emplace(a.id, i); !inserted) {
+      fail(ap + ".id", "duplicate area id '" + a.id + "' (first used by " + p + ".areas[" +
+                           std::to_string(it->second) + "])");
+    }
+    if (!std::isfinite(a.center.x_m) || !std::isfinite(a.center.y_m)) fail(ap + ".center", "coordinates must be finite");
+    if (!(std::isfinite(a.radius_m) && a.radius_m > 0.0)) fail(ap + ".radius_m", "must be positive and finite");
+    if (!within(a.weight, 1.0, kAreaWeightMax)) fail(ap + ".weight", "must be in [1, 100]");
+  }
+}
+
+// Pedestrian ledger and dots, spawn pipeline, despawn phase.
+template <class Fail>
+void validate_lifecycle(const Scenario& s, Fail&& fail) {
+  if (!within(s.pedestrians.fragment_length_m, kFragmentLengthMinM, kFragmentLengthMaxM)) {
+    fail("pedestrians.fragment_length_m", "must be in [1, 10000] m");
+  }
+  if (s.pedestrians.dots_every_steps < 1 || s.pedestrians.dots_every_steps > kDotsEveryStepsMax) {
+    fail("pedestrians.dots_every_steps", "must be in [1, 600]");
+  }
+  const SpawnSettings& sp = s.spawn;
+  if (sp.per_step_cap < 1 || sp.per_step_cap > kSpawnPerStepCapMax) fail("spawn.per_step_cap", "must be in [1, 4096]");
+  if (sp.queue_depth < 1 || sp.queue_depth > kSpawnQueueDepthMax) {
+    fail("spawn.queue_depth", "must be in [1, " + std::to_string(kSpawnQueueDepthMax) + "]");
+  }
+  // At least one step: a handle must be able to survive the step it was queued in.
+  const std::uint32_t step_ms = (s.step_us + 999) / 1000;
+  if (sp.timeout_ms < step_ms || sp.timeout_ms > kSpawnTimeoutMsMax) {
+    fail("spawn.timeout_ms", "must be in [" + std::to_string(step_ms) + ", " + std::to_string(kSpawnTimeoutMsMax) +
+                                 "] (at least one step of " + std::to_string(s.step_us) + " us), got " +
+                                 std::to_string(sp.timeout_ms));
+  }
+  if (s.despawn.fade_ms > kFadeMsMax) fail("despawn.fade_ms", "must be at most 60000");
+  if (!(std::isfinite(s.despawn.out_of_range_m) && s.despawn.out_of_range_m >= 0.0)) {
+    fail("despawn.out_of_range_m", "must be finite and non-negative (0 = off)");
+  }
+}
+
 }  // namespace
 
 int schedule_entry_at(const std::vector<ScheduleEntry>& schedule, double hour) {
@@ -330,6 +409,9 @@ std::vector<ScenarioError> validate_scenario(const Scenario& s) {
     if (!(lane.speed_mps_limit > 0.0) || !(lane.speed_mps_limit <= kSpeedMpsMax)) {
       fail(p + ".speed_mps_limit", "must be in (0, 100] m/s");
     }
+    if (!within(lane.elevation_m, -kElevationMaxM, kElevationMaxM)) {
+      fail(p + ".elevation_m", "must be finite and within [-10000, 10000] m");
+    }
   }
   for (std::size_t i = 0; i < s.lanes.size(); ++i) {
     const LaneSpec& lane = s.lanes[i];
@@ -352,7 +434,9 @@ std::vector<ScenarioError> validate_scenario(const Scenario& s) {
   if (s.pedestrians.spawn_per_step_max < 1) {
     fail("pedestrians.spawn_per_step_max", "must be at least 1");
   }
+  validate_lifecycle(s, fail);
   validate_vehicles(s, first_index, fail);
+  validate_importance(s.tiers.importance, fail);
   validate_population(s, first_index, fail);
   return errors;
 }

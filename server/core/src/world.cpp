@@ -4,6 +4,7 @@
 #include <map>
 #include <cassert>
 #include <cmath>
+#include <limits>
 #include <type_traits>
 
 #include "bustle/core/digest.hpp"
@@ -23,6 +24,10 @@ struct Overloaded : Ts... {
 };
 template <class... Ts>
 Overloaded(Ts...) -> Overloaded<Ts...>;
+
+void digest_spawn_request(Digest& d, const SpawnPedestrian& c) {
+  d.str(c.zone).str(c.lane).u32(c.priority).u32(c.timeout_ms);
+}
 
 }  // namespace
 
@@ -49,6 +54,48 @@ const char* to_string(RejectReason r) {
     case RejectReason::WorldReplaced: return "world_replaced";
     case RejectReason::Duplicate: return "duplicate";
     case RejectReason::QueueFull: return "queue_full";
+    case RejectReason::InvariantFailure: return "invariant_failure";
+  }
+  return "?";
+}
+
+const char* to_string(BatchStatus s) {
+  switch (s) {
+    case BatchStatus::None: return "none";
+    case BatchStatus::RejectedNoChange: return "rejected_no_change";
+    case BatchStatus::Committed: return "committed";
+    case BatchStatus::PartiallyCommitted: return "partially_committed";
+    case BatchStatus::InvariantFailure: return "invariant_failure";
+  }
+  return "?";
+}
+
+const char* to_string(PedestrianOrigin o) {
+  switch (o) {
+    case PedestrianOrigin::Background: return "background";
+    case PedestrianOrigin::Resident: return "resident";
+    case PedestrianOrigin::Spawned: return "spawned";
+  }
+  return "?";
+}
+
+const char* to_string(LifecycleState s) {
+  switch (s) {
+    case LifecycleState::Requested: return "requested";
+    case LifecycleState::Active: return "active";
+    case LifecycleState::Dormant: return "dormant";
+    case LifecycleState::Retiring: return "retiring";
+    case LifecycleState::Gone: return "gone";
+  }
+  return "?";
+}
+
+const char* to_string(RepresentationHint h) {
+  switch (h) {
+    case RepresentationHint::Actor: return "actor";
+    case RepresentationHint::Instanced: return "instanced";
+    case RepresentationHint::Marker: return "marker";
+    case RepresentationHint::None: return "none";
   }
   return "?";
 }
@@ -62,7 +109,12 @@ const char* command_name(const WorldCommand& c) {
                                [](const SetObservers&) { return "set_observers"; },
                                [](const SetHour&) { return "set_hour"; },
                                [](const SetTimeScale&) { return "set_time_scale"; },
-                               [](const ForceFull&) { return "force_full"; }},
+                               [](const ForceFull&) { return "force_full"; },
+                               [](const SpawnPedestrian&) { return "spawn_pedestrian"; },
+                               [](const CancelSpawn&) { return "cancel_spawn"; },
+                               [](const ReportAttached&) { return "report_attached"; },
+                               [](const SetLifecycle&) { return "set_lifecycle"; },
+                               [](const LifecycleBatch&) { return "lifecycle_batch"; }},
                     c);
 }
 
@@ -107,7 +159,10 @@ World::World(const Scenario& scenario, std::uint64_t seed, LogSink* log)
   peds_.hops.reserve(cap);
   peds_.resident.reserve(cap);
   peds_.tier.reserve(cap);
+  peds_.priority.reserve(cap);
+  peds_.origin.reserve(cap);
   peds_.dense_of.assign(cap, PedestrianStore::kNoSlot);
+  observer_views_.assign(observers_.size(), ObserverView{});
   // Resident identities exist from the start (all dormant); validation made
   // sure they fit the entity capacity.
   {
@@ -152,12 +207,16 @@ SubmitStatus World::submit(CommandEnvelope envelope) {
 void World::step() {
   ++step_index_;
   results_.clear();
+  spawn_events_.clear();
+  despawn_notices_.clear();
   phase_apply_commands();
   phase_time_and_zones();
   phase_population_upkeep();
+  phase_spawn_pipeline();
   phase_vehicles();
   phase_move_pedestrians();
   phase_tiers();
+  phase_representation_requests();
   phase_despawn();
   digest_ = compute_digest();
 }
@@ -196,16 +255,25 @@ CommandResult World::apply(const CommandEnvelope& env) {
                    r.status = CommandStatus::Accepted;
                  },
                  [&](const DespawnEntity& c) {
-                   const bool ped = registry_.is_alive(c.id) && peds_.dense_of[c.id.index] != PedestrianStore::kNoSlot;
-                   const bool veh = vehicles_.is_vehicle(c.id);
-                   if (!ped && !veh) {
-                     r.status = CommandStatus::Rejected;
-                     r.reason = RejectReason::UnknownEntity;
-                     r.message = "entity " + std::to_string(c.id.index) + ":" +
-                                 std::to_string(c.id.generation) + " is not alive";
+                   // A spawn that has an identity but no registration yet is
+                   // canceled: the id goes back instead of being created and deleted.
+                   if (SpawnHandleState* h = live_spawn_of(c.id); h != nullptr && h->state == SpawnState::IdentityCreated) {
+                     r.handle = h->handle;
+                     r.entity = c.id;
+                     set_spawn_state(*h, SpawnState::Canceled);
+                     registry_.release(c.id);
+                     retire_terminal_spawns();
+                     r.status = CommandStatus::Accepted;
+                     r.message = "spawn " + std::to_string(r.handle) + " canceled before registration; id released";
                      return;
                    }
-                   if (veh) vehicles_.mark_despawn(c.id);  // policy DespawnPending this step
+                   if (std::string why = validate_despawn(c.id); !why.empty()) {
+                     r.status = CommandStatus::Rejected;
+                     r.reason = RejectReason::UnknownEntity;
+                     r.message = std::move(why);
+                     return;
+                   }
+                   if (vehicles_.is_vehicle(c.id)) vehicles_.mark_despawn(c.id);  // policy DespawnPending this step
                    request_despawn(c.id, DespawnReason::Requested);
                    r.status = CommandStatus::Accepted;
                  },
@@ -275,15 +343,20 @@ CommandResult World::apply(const CommandEnvelope& env) {
                      return;
                    }
                    for (const ObserverPoint& p : c.points) {
-                     if (!std::isfinite(p.x_m) || !std::isfinite(p.y_m)) {
+                     if (!std::isfinite(p.x_m) || !std::isfinite(p.y_m) || !std::isfinite(p.z_m) ||
+                         !std::isfinite(p.heading_rad)) {
                        r.status = CommandStatus::Rejected;
                        r.reason = RejectReason::InvalidArgument;
-                       r.message = "observer coordinates must be finite";
+                       r.message = "observer coordinates, height and heading must be finite";
                        return;
                      }
                    }
                    observers_.clear();
-                   for (const ObserverPoint& p : c.points) observers_.push_back({p.x_m, p.y_m});
+                   observer_views_.clear();
+                   for (const ObserverPoint& p : c.points) {
+                     observers_.push_back({p.x_m, p.y_m});
+                     observer_views_.push_back({p.z_m, p.has_heading, p.has_heading ? p.heading_rad : 0.0});
+                   }
                    r.status = CommandStatus::Accepted;
                  },
                  [&](const SetHour& c) {
@@ -337,6 +410,82 @@ CommandResult World::apply(const CommandEnvelope& env) {
                    population_.set_time_scale(c.scale);
                    r.status = CommandStatus::Accepted;
                  },
+                 [&](const SpawnPedestrian& c) {
+                   std::int32_t zone = kAnyZone;
+                   std::uint32_t lane = kAnyLane;
+                   std::string why = validate_spawn(c, zone, lane);
+                   if (why.empty() && spawn_.live.size() >= scenario_.spawn.queue_depth) {
+                     r.status = CommandStatus::Rejected;
+                     r.reason = RejectReason::QueueFull;
+                     r.message = "spawn queue is at its depth (" + std::to_string(scenario_.spawn.queue_depth) + ")";
+                     return;
+                   }
+                   if (!why.empty()) {
+                     r.status = CommandStatus::Rejected;
+                     r.reason = RejectReason::InvalidArgument;
+                     r.message = std::move(why);
+                     return;
+                   }
+                   r.handle = accept_spawn(c, zone, lane, env.origin);
+                   r.status = CommandStatus::Accepted;
+                 },
+                 [&](const CancelSpawn& c) {
+                   auto it = std::lower_bound(spawn_.live.begin(), spawn_.live.end(), c.handle,
+                                              [](const SpawnHandleState& h, std::uint64_t v) { return h.handle < v; });
+                   r.status = CommandStatus::Rejected;
+                   if (it == spawn_.live.end() || it->handle != c.handle) {
+                     r.reason = RejectReason::NotFound;
+                     r.message = find_spawn(c.handle) ? "spawn " + std::to_string(c.handle) + " already ended (" +
+                                                            to_string(find_spawn(c.handle)->state) + ")"
+                                                      : "no spawn handle " + std::to_string(c.handle);
+                     return;
+                   }
+                   if (it->state != SpawnState::Queued && it->state != SpawnState::IdentityCreated) {
+                     r.reason = RejectReason::InvalidArgument;
+                     r.message = "spawn " + std::to_string(c.handle) + " is " + to_string(it->state) +
+                                 ": its entity exists; despawn it instead";
+                     return;
+                   }
+                   r.handle = c.handle;
+                   if (it->state == SpawnState::IdentityCreated) {
+                     r.entity = it->entity;
+                     registry_.release(it->entity);
+                   }
+                   set_spawn_state(*it, SpawnState::Canceled);
+                   retire_terminal_spawns();
+                   r.status = CommandStatus::Accepted;
+                 },
+                 [&](const ReportAttached& c) {
+                   SpawnHandleState* h = live_spawn_of(c.id);
+                   r.status = CommandStatus::Rejected;
+                   if (h == nullptr) {
+                     r.reason = RejectReason::UnknownEntity;
+                     r.message = "entity " + std::to_string(c.id.index) + ":" + std::to_string(c.id.generation) +
+                                 " has no live spawn handle";
+                     return;
+                   }
+                   if (h->state != SpawnState::RepresentationRequested) {
+                     r.reason = RejectReason::InvalidArgument;
+                     r.message = "spawn " + std::to_string(h->handle) + " is " + to_string(h->state) +
+                                 ", not representation_requested";
+                     return;
+                   }
+                   r.handle = h->handle;
+                   set_spawn_state(*h, SpawnState::Attached);
+                   r.status = CommandStatus::Accepted;
+                 },
+                 [&](const SetLifecycle& c) {
+                   const LifecycleSettings ls{c.growth_quota, c.recycle_quota, c.interval_ms, c.migration_budget};
+                   if (std::string why = validate_lifecycle_settings(ls); !why.empty()) {
+                     r.status = CommandStatus::Rejected;
+                     r.reason = RejectReason::InvalidArgument;
+                     r.message = std::move(why);
+                     return;
+                   }
+                   population_.set_settings(ls, sim_time_us());
+                   r.status = CommandStatus::Accepted;
+                 },
+                 [&](const LifecycleBatch& c) { r = apply_batch(c, std::move(r)); },
              },
              env.command);
   return r;
@@ -347,7 +496,8 @@ CommandResult World::apply(const CommandEnvelope& env) {
 void World::phase_time_and_zones() {
   if (!population_.advance_clock(step_index_ * scenario_.step_us, scenario_.step_us)) return;
   const ResidentStore& rs = population_.residents();
-  resident_distance_.assign(rs.size(), 0.0);
+  // Distances are read for active residents only; the vector is sized once.
+  if (resident_distance_.size() != rs.size()) resident_distance_.assign(rs.size(), 0.0);
   for (std::uint32_t i = 0; i < peds_.size(); ++i) {
     if (peds_.resident[i] == PedestrianStore::kNoResident) continue;
     const Vec2 p = lanes_.position(peds_.lane[i], peds_.s_m[i]);
@@ -355,7 +505,9 @@ void World::phase_time_and_zones() {
   }
   to_activate_.clear();
   to_deactivate_.clear();
-  population_.lifecycle(resident_distance_, to_activate_, to_deactivate_);
+  to_move_.clear();
+  population_.lifecycle(resident_distance_, to_activate_, to_deactivate_, to_move_);
+  for (const std::uint32_t r : to_move_) move_resident(r);
   for (const std::uint32_t r : to_deactivate_) {
     remove_pedestrian(rs.id[r]);
     population_.on_deactivated(r);
@@ -363,10 +515,13 @@ void World::phase_time_and_zones() {
   for (const std::uint32_t r : to_activate_) place_resident(r);
 }
 
-std::uint8_t World::initial_tier(LaneIndex lane, double s_m) const {
-  // Distance alone (no budget): the next tier resolution applies caps.
+std::uint8_t World::initial_tier(LaneIndex lane, double s_m, PriorityClass cls) const {
+  // Effective distance alone (no budget): the next tier resolution applies caps.
   const Vec2 p = lanes_.position(lane, s_m);
-  const double d = nearest_observer_m(observers_, p.x_m, p.y_m);
+  ImportanceField field;
+  field.prepare(scenario_.tiers.importance, observers_, observer_views_);
+  const double d = field.effective_distance_m(p.x_m, p.y_m, lanes_.lane(lane).elevation_m,
+                                              field.weight(cls, false, p.x_m, p.y_m));
   const TierSpec& t = scenario_.tiers;
   const SimTier tier = d <= t.full_enter_m ? SimTier::Full : d <= t.simulated_enter_m ? SimTier::Simulated : SimTier::Coarse;
   return static_cast<std::uint8_t>(tier);
@@ -377,59 +532,157 @@ void World::place_resident(std::uint32_t r) {
   const auto& lanes = population_.zone_lanes()[rs.zone[r]];
   const LaneIndex lane = lanes[rng_.next_below(static_cast<std::uint32_t>(lanes.size()))];
   const double s = rng_.next_unit() * lanes_.lane(lane).length_m;
-  const EntityId id = rs.id[r];
-  peds_.dense_of[id.index] = peds_.size();
-  peds_.id.push_back(id);
-  peds_.lane.push_back(lane);
-  peds_.s_m.push_back(s);
-  peds_.hops.push_back(0);
-  peds_.resident.push_back(r);
-  peds_.tier.push_back(initial_tier(lane, s));
+  push_pedestrian(rs.id[r], lane, s, r, PriorityClass::Community, PedestrianOrigin::Resident);
   population_.on_activated(r);
 }
 
-void World::phase_population_upkeep() {
-  const std::uint32_t alive = background_count_;
-  if (alive > pedestrian_target_) {
-    // Shrink: the newest background identities (highest EntityId) leave first.
-    // Choosing by id, never by storage position, keeps the choice canonical.
-    std::vector<EntityId> ids;
-    ids.reserve(alive);
-    for (std::uint32_t i = 0; i < peds_.size(); ++i) {
-      if (peds_.resident[i] == PedestrianStore::kNoResident) ids.push_back(peds_.id[i]);
-    }
-    const std::uint32_t excess = alive - pedestrian_target_;
-    const std::uint32_t n = std::min(excess, scenario_.pedestrians.spawn_per_step_max);
-    std::partial_sort(ids.begin(), ids.begin() + n, ids.end(),
-                      [](EntityId a, EntityId b) { return b < a; });
-    for (std::uint32_t k = 0; k < n; ++k) request_despawn(ids[k], DespawnReason::Overpopulated);
-    return;
+void World::move_resident(std::uint32_t r) {
+  // A completed handoff: the representation re-enters on a lane of its new
+  // zone; identity, tier and route counter are kept.
+  const ResidentStore& rs = population_.residents();
+  const std::uint32_t slot = peds_.dense_of[rs.id[r].index];
+  if (slot == PedestrianStore::kNoSlot) return;
+  const auto& lanes = population_.zone_lanes()[rs.zone[r]];
+  const LaneIndex lane = lanes[rng_.next_below(static_cast<std::uint32_t>(lanes.size()))];
+  peds_.lane[slot] = lane;
+  peds_.s_m[slot] = rng_.next_unit() * lanes_.lane(lane).length_m;
+}
+
+void World::push_pedestrian(EntityId id, LaneIndex lane, double s_m, std::uint32_t resident, PriorityClass cls,
+                            PedestrianOrigin origin) {
+  peds_.dense_of[id.index] = peds_.size();
+  peds_.id.push_back(id);
+  peds_.lane.push_back(lane);
+  peds_.s_m.push_back(s_m);
+  peds_.hops.push_back(0);
+  peds_.resident.push_back(resident);
+  peds_.tier.push_back(initial_tier(lane, s_m, cls));
+  peds_.priority.push_back(static_cast<std::uint8_t>(cls));
+  peds_.origin.push_back(static_cast<std::uint8_t>(origin));
+  if (origin == PedestrianOrigin::Background) ++background_count_;
+}
+
+void World::refresh_ledger_target() {
+  if (ledger_target_for_ == pedestrian_target_) return;
+  // The background target shared among sidewalk fragments by length.
+  const auto& frags = lanes_.fragments();
+  double total = 0.0;
+  for (const LaneFragment& f : frags) total += f.length_m;
+  ledger_target_.assign(frags.size(), 0.0);
+  for (std::size_t k = 0; k < frags.size() && total > 0.0; ++k) {
+    ledger_target_[k] = pedestrian_target_ * frags[k].length_m / total;
   }
-  const std::uint32_t gap = pedestrian_target_ - alive;
-  const std::uint32_t n = std::min(gap, scenario_.pedestrians.spawn_per_step_max);
-  for (std::uint32_t k = 0; k < n; ++k) {
-    if (!spawn_pedestrian()) break;
+  ledger_target_for_ = pedestrian_target_;
+}
+
+void World::count_ledger_actual() {
+  ledger_actual_.assign(lanes_.fragments().size(), 0);
+  for (std::uint32_t i = 0; i < peds_.size(); ++i) {
+    if (peds_.origin[i] != static_cast<std::uint8_t>(PedestrianOrigin::Background)) continue;
+    const std::uint32_t f = lanes_.fragment_of(peds_.lane[i], peds_.s_m[i]);
+    if (f != LaneGraph::kNoFragment) ++ledger_actual_[f];
   }
 }
 
-bool World::spawn_pedestrian() {
+void World::density_ledger(std::vector<double>& out) const {
+  const auto& frags = lanes_.fragments();
+  double total = 0.0;
+  for (const LaneFragment& f : frags) total += f.length_m;
+  out.assign(frags.size(), 0.0);
+  for (std::size_t k = 0; k < frags.size() && total > 0.0; ++k) {
+    out[k] = pedestrian_target_ * frags[k].length_m / total;
+  }
+  for (std::uint32_t i = 0; i < peds_.size(); ++i) {
+    if (peds_.origin[i] != static_cast<std::uint8_t>(PedestrianOrigin::Background)) continue;
+    const std::uint32_t f = lanes_.fragment_of(peds_.lane[i], peds_.s_m[i]);
+    if (f != LaneGraph::kNoFragment) out[f] -= 1.0;
+  }
+}
+
+LedgerSummary World::ledger_summary() const {
+  std::vector<double> gap;
+  density_ledger(gap);
+  LedgerSummary s;
+  s.fragments = static_cast<std::uint32_t>(gap.size());
+  for (const double g : gap) {
+    if (g > 0.0) s.deficit += g;
+    if (g < 0.0) s.surplus -= g;
+    s.max_deficit = std::max(s.max_deficit, g);
+  }
+  return s;
+}
+
+void World::phase_population_upkeep() {
+  // Background upkeep is driven by the lane density ledger (target - actual
+  // per sidewalk fragment): growth fills the largest deficit first, trimming
+  // takes from the largest surplus. Both only run when the totals differ, so
+  // a city at its target pays nothing here.
+  const std::uint32_t alive = background_count_;
+  if (alive == pedestrian_target_) return;
+  refresh_ledger_target();
+  count_ledger_actual();
+  const std::uint32_t nf = static_cast<std::uint32_t>(ledger_actual_.size());
+  if (alive > pedestrian_target_) {
+    const std::uint32_t n = std::min(alive - pedestrian_target_, scenario_.pedestrians.spawn_per_step_max);
+    // Candidates per fragment: Coarse (off-screen) before others, then the
+    // highest EntityId; the choice depends on state only, never on storage order.
+    for (std::uint32_t k = 0; k < n; ++k) {
+      std::uint32_t worst = LaneGraph::kNoFragment;
+      double worst_surplus = 0.0;
+      for (std::uint32_t f = 0; f < nf; ++f) {
+        const double surplus = ledger_actual_[f] - ledger_target_[f];
+        if (ledger_actual_[f] > 0 && (worst == LaneGraph::kNoFragment || surplus > worst_surplus)) {
+          worst = f;
+          worst_surplus = surplus;
+        }
+      }
+      std::uint32_t pick = PedestrianStore::kNoSlot;
+      for (std::uint32_t i = 0; i < peds_.size(); ++i) {
+        if (peds_.origin[i] != static_cast<std::uint8_t>(PedestrianOrigin::Background) ||
+            despawn_pending_[peds_.id[i].index] != 0) {
+          continue;
+        }
+        if (worst != LaneGraph::kNoFragment && lanes_.fragment_of(peds_.lane[i], peds_.s_m[i]) != worst) continue;
+        if (pick == PedestrianStore::kNoSlot) {
+          pick = i;
+          continue;
+        }
+        const bool ci = peds_.tier[i] == static_cast<std::uint8_t>(SimTier::Coarse);
+        const bool cp = peds_.tier[pick] == static_cast<std::uint8_t>(SimTier::Coarse);
+        if (ci != cp ? ci : peds_.id[pick] < peds_.id[i]) pick = i;
+      }
+      if (pick == PedestrianStore::kNoSlot) break;
+      if (worst != LaneGraph::kNoFragment) --ledger_actual_[worst];
+      request_despawn(peds_.id[pick], DespawnReason::Overpopulated);
+    }
+    return;
+  }
+  const std::uint32_t n = std::min(pedestrian_target_ - alive, scenario_.pedestrians.spawn_per_step_max);
+  for (std::uint32_t k = 0; k < n; ++k) {
+    std::uint32_t best = 0;
+    double best_gap = -std::numeric_limits<double>::infinity();
+    for (std::uint32_t f = 0; f < nf; ++f) {
+      const double gap = ledger_target_[f] - ledger_actual_[f];
+      if (gap > best_gap) {
+        best = f;
+        best_gap = gap;
+      }
+    }
+    if (nf == 0 || !spawn_pedestrian(best)) break;
+    ++ledger_actual_[best];
+  }
+}
+
+bool World::spawn_pedestrian(std::uint32_t fragment) {
   const AllocateResult a = registry_.allocate();
   if (a.status != AllocateStatus::Allocated) {
     ++counters_.spawn_failed_capacity;
     return false;
   }
-  const auto& sidewalks = lanes_.sidewalks();
-  assert(!sidewalks.empty());
-  const LaneIndex lane = sidewalks[rng_.next_below(static_cast<std::uint32_t>(sidewalks.size()))];
-  const double s = rng_.next_unit() * lanes_.lane(lane).length_m;
-  peds_.dense_of[a.id.index] = peds_.size();
-  peds_.id.push_back(a.id);
-  peds_.lane.push_back(lane);
-  peds_.s_m.push_back(s);
-  peds_.hops.push_back(0);
-  peds_.resident.push_back(PedestrianStore::kNoResident);
-  peds_.tier.push_back(initial_tier(lane, s));
-  ++background_count_;
+  const LaneFragment& f = lanes_.fragments()[fragment];
+  const double s = f.start_m + rng_.next_unit() * f.length_m;
+  push_pedestrian(a.id, f.lane, s, PedestrianStore::kNoResident, PriorityClass::Background,
+                  PedestrianOrigin::Background);
   ++counters_.spawned_total;
   return true;
 }
@@ -468,12 +721,24 @@ void World::phase_tiers() {
   if (step_index_ % scenario_.tiers.pedestrian_resolve_every_steps != 0) return;
   const std::uint32_t n = peds_.size();
   ped_distance_.resize(n);
-  for (std::uint32_t i = 0; i < n; ++i) {
-    const Vec2 p = lanes_.position(peds_.lane[i], peds_.s_m[i]);
-    ped_distance_[i] = nearest_observer_m(observers_, p.x_m, p.y_m);
+  importance_.prepare(scenario_.tiers.importance, observers_, observer_views_);
+  for (std::uint32_t i = 0; i < n; ++i) ped_distance_[i] = pedestrian_effective_distance(i);
+  const double out_of_range = scenario_.despawn.out_of_range_m;
+  if (out_of_range > 0.0 && !observers_.empty()) {
+    for (std::uint32_t i = 0; i < n; ++i) {
+      if (peds_.origin[i] == static_cast<std::uint8_t>(PedestrianOrigin::Background) && ped_distance_[i] > out_of_range) {
+        request_despawn(peds_.id[i], DespawnReason::OutOfRange);
+      }
+    }
   }
   fill_force(peds_.id);
   ped_tiers_ = ped_tier_resolver_.resolve(scenario_.tiers, peds_.id, ped_distance_, peds_.tier, force_scratch_);
+}
+
+double World::pedestrian_effective_distance(std::uint32_t i) const {
+  const Vec2 p = lanes_.position(peds_.lane[i], peds_.s_m[i]);
+  const double w = importance_.weight(static_cast<PriorityClass>(peds_.priority[i]), false, p.x_m, p.y_m);
+  return importance_.effective_distance_m(p.x_m, p.y_m, lanes_.lane(peds_.lane[i]).elevation_m, w);
 }
 
 // Phase 7 ------------------------------------------------------------------
@@ -519,49 +784,11 @@ void World::phase_move_pedestrians() {
   }
 }
 
-// Phase 10 -----------------------------------------------------------------
-
-void World::request_despawn(EntityId id, DespawnReason reason) {
-  if (despawn_pending_[id.index] != 0) return;  // first reason wins
-  despawn_pending_[id.index] = 1;
-  despawn_requests_.push_back({id, reason});
-}
-
-void World::phase_despawn() {
-  // One exit for every reason, in canonical EntityId order.
-  std::sort(despawn_requests_.begin(), despawn_requests_.end(),
-            [](const DespawnRequest& a, const DespawnRequest& b) { return a.id < b.id; });
-  for (const DespawnRequest& req : despawn_requests_) {
-    despawn_pending_[req.id.index] = 0;
-    // A released identity cannot stay forced (residents keep theirs).
-    if (population_.resident_of(req.id) == ResidentStore::kNone) {
-      auto f = std::lower_bound(forced_full_.begin(), forced_full_.end(), req.id);
-      if (f != forced_full_.end() && *f == req.id) forced_full_.erase(f);
-    }
-    if (vehicles_.is_vehicle(req.id)) {
-      vehicles_.remove(req.id);
-    } else if (const std::int32_t r = population_.resident_of(req.id); r != ResidentStore::kNone) {
-      // A resident's representation leaves; its identity stays (dormant).
-      remove_pedestrian(req.id);
-      population_.on_deactivated(static_cast<std::uint32_t>(r));
-      continue;  // not a despawn of an identity: counters count released ids
-    } else {
-      remove_pedestrian(req.id);
-    }
-    const ReleaseStatus rs = registry_.release(req.id);
-    assert(rs == ReleaseStatus::Released);
-    (void)rs;
-    ++counters_.despawned_total;
-    ++counters_.despawned_by_reason[static_cast<std::size_t>(req.reason)];
-  }
-  despawn_requests_.clear();
-}
-
 void World::remove_pedestrian(EntityId id) {
   const std::uint32_t slot = peds_.dense_of[id.index];
   assert(slot != PedestrianStore::kNoSlot);
   const std::uint32_t last = peds_.size() - 1;
-  if (peds_.resident[slot] == PedestrianStore::kNoResident) --background_count_;
+  if (peds_.origin[slot] == static_cast<std::uint8_t>(PedestrianOrigin::Background)) --background_count_;
   if (slot != last) {
     peds_.id[slot] = peds_.id[last];
     peds_.lane[slot] = peds_.lane[last];
@@ -569,6 +796,8 @@ void World::remove_pedestrian(EntityId id) {
     peds_.hops[slot] = peds_.hops[last];
     peds_.resident[slot] = peds_.resident[last];
     peds_.tier[slot] = peds_.tier[last];
+    peds_.priority[slot] = peds_.priority[last];
+    peds_.origin[slot] = peds_.origin[last];
     peds_.dense_of[peds_.id[slot].index] = slot;
   }
   peds_.id.pop_back();
@@ -577,6 +806,8 @@ void World::remove_pedestrian(EntityId id) {
   peds_.hops.pop_back();
   peds_.resident.pop_back();
   peds_.tier.pop_back();
+  peds_.priority.pop_back();
+  peds_.origin.pop_back();
   peds_.dense_of[id.index] = PedestrianStore::kNoSlot;
 }
 
@@ -610,7 +841,7 @@ std::uint64_t World::compute_digest() const {
   for (std::uint32_t slot = 0; slot < peds_.size(); ++slot) {
     Digest e;
     e.u64(peds_.id[slot].packed()).u32(peds_.lane[slot]).f64(peds_.s_m[slot]).u32(peds_.hops[slot]);
-    e.u32(peds_.resident[slot]).u32(peds_.tier[slot]);
+    e.u32(peds_.resident[slot]).u32(peds_.tier[slot]).u32(peds_.priority[slot]).u32(peds_.origin[slot]);
     ped_sum += e.value();
   }
   d.tag(4).u32(peds_.size()).u32(background_count_).u64(ped_sum);
@@ -635,21 +866,39 @@ std::uint64_t World::compute_digest() const {
                           [&](const SetVehicleStrategy& c) { d.u64(c.id.packed()).u32(c.strategy); },
                           [&](const SetObservers& c) {
                             d.u64(c.points.size());
-                            for (const ObserverPoint& p : c.points) d.f64(p.x_m).f64(p.y_m);
+                            for (const ObserverPoint& p : c.points) {
+                              d.f64(p.x_m).f64(p.y_m).f64(p.z_m).boolean(p.has_heading).f64(p.heading_rad);
+                            }
                           },
                           [&](const SetHour& c) { d.f64(c.hour); },
                           [&](const SetTimeScale& c) { d.u32(c.scale); },
-                          [&](const ForceFull& c) { d.u64(c.id.packed()).boolean(c.on); }},
+                          [&](const ForceFull& c) { d.u64(c.id.packed()).boolean(c.on); },
+                          [&](const SpawnPedestrian& c) { digest_spawn_request(d, c); },
+                          [&](const CancelSpawn& c) { d.u64(c.handle); },
+                          [&](const ReportAttached& c) { d.u64(c.id.packed()); },
+                          [&](const SetLifecycle& c) {
+                            d.u32(c.growth_quota).u32(c.recycle_quota).u32(c.interval_ms).u32(c.migration_budget);
+                          },
+                          [&](const LifecycleBatch& c) {
+                            d.u64(c.ops.size());
+                            for (const LifecycleOp& op : c.ops) {
+                              d.u32(static_cast<std::uint32_t>(op.kind)).u64(op.id.packed());
+                              digest_spawn_request(d, op.spawn);
+                            }
+                          }},
                env.command);
   }
 
   vehicles_.digest_into(d);
   d.tag(7).u64(observers_.size());
   for (const Vec2& o : observers_) d.f64(o.x_m).f64(o.y_m);
+  for (const ObserverView& v : observer_views_) d.f64(v.z_m).boolean(v.has_heading).f64(v.heading_rad);
+  digest_lifecycle_into(d);
 
   d.tag(6).u64(counters_.spawned_total).u64(counters_.despawned_total);
   for (const std::uint64_t c : counters_.despawned_by_reason) d.u64(c);
   d.u64(counters_.spawn_failed_capacity).u64(counters_.commands_accepted).u64(counters_.commands_rejected);
+  d.u64(counters_.faded_total).u64(counters_.fade_skipped_total);
   return d.value();
 }
 

@@ -1,4 +1,5 @@
 // World::capture and World::restore: the checkpoint half of the World.
+#include <algorithm>
 #include <cmath>
 
 #include "bustle/core/world.hpp"
@@ -20,6 +21,84 @@ std::string hex(std::uint64_t v) {
 }
 
 }  // namespace
+
+template <class Fail>
+void World::restore_lifecycle(World& w, const WorldCheckpoint& cp, Fail& fail) {
+  const std::size_t nlanes = w.lanes_.size();
+  if (!cp.observer_views.empty() && cp.observer_views.size() != cp.observers.size()) {
+    fail("observer_views", "one view per observer is required");
+  }
+  for (std::size_t i = 0; i < cp.observer_views.size(); ++i) {
+    const ObserverView& v = cp.observer_views[i];
+    if (!std::isfinite(v.z_m) || !std::isfinite(v.heading_rad)) fail("observer_views[" + std::to_string(i) + "]", "must be finite");
+  }
+  // Spawn pipeline.
+  const SpawnPipelineState& sp = cp.spawn;
+  auto check_handle = [&](const SpawnHandleState& h, const std::string& row, bool live) {
+    if (h.handle == 0 || h.handle >= sp.next_handle) fail(row + ".handle", "must be in [1, next_handle)");
+    if (static_cast<std::size_t>(h.state) >= kSpawnStateCount) fail(row + ".state", "unknown spawn state");
+    if (live == is_terminal(h.state)) fail(row + ".state", live ? "a live handle cannot be terminal" : "must be terminal");
+    if (static_cast<std::uint8_t>(h.failure) > static_cast<std::uint8_t>(SpawnFailure::WorldReplaced)) fail(row + ".failure", "unknown");
+    if (h.zone != kAnyZone && (h.zone < 0 || static_cast<std::size_t>(h.zone) >= w.scenario_.zones.size())) fail(row + ".zone", "unknown zone");
+    if (h.lane != kAnyLane && h.lane >= nlanes) fail(row + ".lane", "unknown lane");
+    if (static_cast<std::size_t>(h.priority) >= kPriorityClassCount) fail(row + ".priority", "unknown priority class");
+    if (live && h.state != SpawnState::Queued && !w.registry_.is_alive(h.entity)) fail(row + ".entity", "identity is not alive");
+  };
+  for (std::size_t k = 0; k < sp.live.size(); ++k) {
+    const std::string row = "spawn.live[" + std::to_string(k) + "]";
+    check_handle(sp.live[k], row, true);
+    if (k > 0 && sp.live[k - 1].handle >= sp.live[k].handle) fail(row + ".handle", "not sorted or duplicated");
+    const SpawnState st = sp.live[k].state;
+    const bool registered = st >= SpawnState::Registered;
+    const EntityId id = sp.live[k].entity;
+    if (registered && w.registry_.is_alive(id) &&
+        (w.peds_.dense_of[id.index] == PedestrianStore::kNoSlot ||
+         w.peds_.origin[w.peds_.dense_of[id.index]] != static_cast<std::uint8_t>(PedestrianOrigin::Spawned))) {
+      fail(row + ".entity", "a registered spawn must be an active spawned pedestrian");
+    }
+  }
+  if (sp.recent.size() > kSpawnHistory) fail("spawn.recent", "more than " + std::to_string(kSpawnHistory) + " entries");
+  for (std::size_t k = 0; k < sp.recent.size(); ++k) check_handle(sp.recent[k], "spawn.recent[" + std::to_string(k) + "]", false);
+  if (sp.live.size() > w.scenario_.spawn.queue_depth) fail("spawn.live", "more live handles than spawn.queue_depth");
+  w.spawn_ = sp;
+  // Orphans and the retiring FIFO.
+  const ResidentStore& rs = w.population_.residents();
+  for (std::size_t k = 0; k < cp.orphans.size(); ++k) {
+    const OrphanState& o = cp.orphans[k];
+    const std::string row = "orphans[" + std::to_string(k) + "]";
+    if (!w.registry_.is_alive(o.id)) fail(row + ".id", "identity is not alive");
+    else if (w.peds_.dense_of[o.id.index] != PedestrianStore::kNoSlot) fail(row + ".id", "also an active pedestrian");
+    if (k > 0 && !(cp.orphans[k - 1].id < o.id)) fail(row + ".id", "not sorted by id or duplicated");
+    if (o.reason >= kDespawnReasonCount) fail(row + ".reason", "unknown despawn reason");
+    if (o.lane >= nlanes) {
+      fail(row + ".lane", "unknown lane");
+    } else if (!std::isfinite(o.s_m) || o.s_m < 0.0 || o.s_m > w.lanes_.lane(o.lane).length_m) {
+      fail(row + ".s_m", "outside the lane");
+    }
+    if (o.resident != UINT32_MAX &&
+        (o.resident >= rs.size() || !(rs.id[o.resident] == o.id) || rs.active[o.resident] != ResidentStore::kRetiring)) {
+      fail(row + ".resident", "does not match a retiring resident with this identity");
+    }
+    w.orphans_.push_back({o.id, static_cast<DespawnReason>(o.reason), o.lane, o.s_m, o.resident, o.release_step});
+  }
+  if (cp.retiring_fifo.size() != cp.orphans.size()) fail("retiring_fifo", "must list every orphan once");
+  for (std::size_t k = 0; k < cp.retiring_fifo.size(); ++k) {
+    const std::string row = "retiring_fifo[" + std::to_string(k) + "]";
+    auto o = std::lower_bound(w.orphans_.begin(), w.orphans_.end(), cp.retiring_fifo[k],
+                              [](const OrphanRecord& r, EntityId v) { return r.id < v; });
+    if (o == w.orphans_.end() || !(o->id == cp.retiring_fifo[k])) {
+      fail(row, "not in the orphan set");
+      continue;
+    }
+    auto prev = k == 0 ? w.orphans_.end()
+                       : std::lower_bound(w.orphans_.begin(), w.orphans_.end(), cp.retiring_fifo[k - 1],
+                                          [](const OrphanRecord& r, EntityId v) { return r.id < v; });
+    if (prev != w.orphans_.end() && prev->id == cp.retiring_fifo[k - 1] && prev->release_step > o->release_step) {
+      fail(row, "release steps must not decrease along the FIFO");
+    }
+  }
+  w.retiring_fifo_ = cp.retiring_fifo;
+}
 
 WorldCheckpoint World::capture() const {
   WorldCheckpoint c;
@@ -44,6 +123,8 @@ void World::capture_into(WorldCheckpoint& c) const {
   c.pedestrians.hops.assign(peds_.hops.begin(), peds_.hops.end());
   c.pedestrians.resident.assign(peds_.resident.begin(), peds_.resident.end());
   c.pedestrians.tier.assign(peds_.tier.begin(), peds_.tier.end());
+  c.pedestrians.priority.assign(peds_.priority.begin(), peds_.priority.end());
+  c.pedestrians.origin.assign(peds_.origin.begin(), peds_.origin.end());
   c.pedestrian_tiers = ped_tiers_;
   c.forced_full = forced_full_;
   c.force_full_refused = force_full_refused_;
@@ -56,8 +137,17 @@ void World::capture_into(WorldCheckpoint& c) const {
   c.counters.spawn_failed_capacity = counters_.spawn_failed_capacity;
   c.counters.commands_accepted = counters_.commands_accepted;
   c.counters.commands_rejected = counters_.commands_rejected;
+  c.counters.faded_total = counters_.faded_total;
+  c.counters.fade_skipped_total = counters_.fade_skipped_total;
   c.vehicles = vehicles_.capture();
   c.observers = observers_;
+  c.observer_views = observer_views_;
+  c.spawn = spawn_;
+  c.orphans.clear();
+  for (const OrphanRecord& o : orphans_) {
+    c.orphans.push_back({o.id, static_cast<std::uint8_t>(o.reason), o.lane, o.s_m, o.resident, o.release_step});
+  }
+  c.retiring_fifo = retiring_fifo_;
   c.inbox.clear();
   for (std::size_t k = 0; k < inbox_count_; ++k) c.inbox.push_back(inbox_[(inbox_head_ + k) % inbox_.size()]);
   // The digest of exactly this state, so restore can prove it rebuilt it.
@@ -99,11 +189,13 @@ World::RestoreResult World::restore(const Scenario& scenario, const WorldCheckpo
   const PedestrianState& p = cp.pedestrians;
   const std::size_t n = p.id.size();
   if (p.lane.size() != n || p.s_m.size() != n || p.hops.size() != n || p.resident.size() != n ||
-      p.tier.size() != n) {
+      p.tier.size() != n || p.priority.size() != n || p.origin.size() != n) {
     fail("pedestrians", "column lengths differ (id " + std::to_string(n) + ", lane " +
                             std::to_string(p.lane.size()) + ", s_m " + std::to_string(p.s_m.size()) +
                             ", hops " + std::to_string(p.hops.size()) + ", resident " +
-                            std::to_string(p.resident.size()) + ")");
+                            std::to_string(p.resident.size()) + ", tier " + std::to_string(p.tier.size()) +
+                            ", priority " + std::to_string(p.priority.size()) + ", origin " +
+                            std::to_string(p.origin.size()) + ")");
     return result;
   }
   // Residents first: their identities are alive whether active or dormant.
@@ -139,8 +231,17 @@ World::RestoreResult World::restore(const Scenario& scenario, const WorldCheckpo
       continue;
     }
     const std::uint32_t res = p.resident[i];
+    if (p.priority[i] >= kPriorityClassCount) {
+      fail(row + ".priority", "unknown priority class " + std::to_string(p.priority[i]));
+      continue;
+    }
+    if (p.origin[i] > static_cast<std::uint8_t>(PedestrianOrigin::Spawned) ||
+        (p.origin[i] == static_cast<std::uint8_t>(PedestrianOrigin::Resident)) != (res != PedestrianStore::kNoResident)) {
+      fail(row + ".origin", "must be 0 (background), 1 (resident, with a resident index) or 2 (spawned)");
+      continue;
+    }
     if (res != PedestrianStore::kNoResident) {
-      if (res >= residents.size() || residents.id[res] != id || residents.active[res] == 0) {
+      if (res >= residents.size() || residents.id[res] != id || residents.active[res] != ResidentStore::kActive) {
         fail(row + ".resident", "does not match an active resident with this identity");
         continue;
       }
@@ -159,12 +260,22 @@ World::RestoreResult World::restore(const Scenario& scenario, const WorldCheckpo
     }
     peds.resident.push_back(res);
     peds.tier.push_back(p.tier[i]);
-    if (res == PedestrianStore::kNoResident) ++w->background_count_;
+    peds.priority.push_back(p.priority[i]);
+    peds.origin.push_back(p.origin[i]);
+    if (p.origin[i] == static_cast<std::uint8_t>(PedestrianOrigin::Background)) ++w->background_count_;
   }
-  if (result.errors.empty() && peds.id.size() - w->background_count_ != w->population_.active_count()) {
+  std::size_t resident_peds = 0, spawned_peds = 0;
+  for (const std::uint8_t o : peds.origin) {
+    resident_peds += o == static_cast<std::uint8_t>(PedestrianOrigin::Resident);
+    spawned_peds += o == static_cast<std::uint8_t>(PedestrianOrigin::Spawned);
+  }
+  if (result.errors.empty() &&
+      resident_peds + w->population_.retiring_count() != w->population_.active_count()) {
     fail("residents.active", std::to_string(w->population_.active_count()) + " active residents but " +
-                                 std::to_string(peds.id.size() - w->background_count_) + " resident pedestrians");
+                                 std::to_string(resident_peds) + " resident pedestrians and " +
+                                 std::to_string(w->population_.retiring_count()) + " retiring");
   }
+  restore_lifecycle(*w, cp, fail);
   if (cp.pedestrian_target > scenario.entity_capacity) {
     fail("pedestrian_target", std::to_string(cp.pedestrian_target) + " exceeds entity_capacity " +
                                   std::to_string(scenario.entity_capacity));
@@ -181,13 +292,20 @@ World::RestoreResult World::restore(const Scenario& scenario, const WorldCheckpo
   if (!result.errors.empty()) return result;
   // Every alive identity is exactly one background pedestrian, one vehicle or
   // one resident (active or dormant).
-  const std::size_t expected_alive =
-      w->background_count_ + cp.vehicles.store.id.size() + w->population_.residents().size();
+  std::size_t pending_identities = 0, non_resident_orphans = 0;
+  for (const SpawnHandleState& h : w->spawn_.live) pending_identities += h.state == SpawnState::IdentityCreated;
+  for (const OrphanRecord& o : w->orphans_) non_resident_orphans += o.resident == UINT32_MAX;
+  const std::size_t expected_alive = w->background_count_ + cp.vehicles.store.id.size() +
+                                     w->population_.residents().size() + spawned_peds + pending_identities +
+                                     non_resident_orphans;
   if (expected_alive != w->registry_.alive_count()) {
     fail("registry.alive", std::to_string(w->registry_.alive_count()) + " alive identities but " +
                                std::to_string(w->background_count_) + " background pedestrians, " +
-                               std::to_string(cp.vehicles.store.id.size()) + " vehicles and " +
-                               std::to_string(w->population_.residents().size()) + " residents");
+                               std::to_string(cp.vehicles.store.id.size()) + " vehicles, " +
+                               std::to_string(w->population_.residents().size()) + " residents, " +
+                               std::to_string(spawned_peds) + " spawned pedestrians, " +
+                               std::to_string(pending_identities) + " spawn identities and " +
+                               std::to_string(non_resident_orphans) + " retiring");
     return result;
   }
   for (std::size_t i = 0; i < cp.vehicles.store.id.size(); ++i) {
@@ -200,6 +318,7 @@ World::RestoreResult World::restore(const Scenario& scenario, const WorldCheckpo
   for (auto& [path, message] : w->vehicles_.restore(cp.vehicles, w->registry_)) fail(path, message);
   if (!result.errors.empty()) return result;
   w->observers_ = cp.observers;
+  w->observer_views_ = cp.observer_views;
   w->ped_tiers_ = cp.pedestrian_tiers;
   for (std::size_t k = 0; k < cp.forced_full.size(); ++k) {
     if (!w->registry_.is_alive(cp.forced_full[k])) {
@@ -227,6 +346,8 @@ World::RestoreResult World::restore(const Scenario& scenario, const WorldCheckpo
   w->counters_.spawn_failed_capacity = cp.counters.spawn_failed_capacity;
   w->counters_.commands_accepted = cp.counters.commands_accepted;
   w->counters_.commands_rejected = cp.counters.commands_rejected;
+  w->counters_.faded_total = cp.counters.faded_total;
+  w->counters_.fade_skipped_total = cp.counters.fade_skipped_total;
 
   // Last line of defence: a value that passed every range check but differs
   // from what was captured (a flipped bit in a distance, a counter) changes
@@ -243,8 +364,14 @@ World::RestoreResult World::restore(const Scenario& scenario, const WorldCheckpo
 
 SaveState World::capture_save() const {  // NOLINT
   SaveState s{scenario_.id, scenario_.step_us, seed_, step_index_, pedestrian_target_,
-              population_.day_us(), population_.time_scale(), {}};
+              population_.day_us(), population_.time_scale(), {}, {}, {}, population_.settings()};
   for (const GarageState& g : vehicles_.garages()) s.garage_vehicle_ordinals.push_back(g.next_vehicle_ordinal);
+  const ResidentStore& rs = population_.residents();
+  for (std::uint32_t i = 0; i < rs.size(); ++i) {
+    if (!scenario_.communities[rs.community[i]].saveable) continue;
+    s.saveable_ids.push_back(rs.id[i]);
+    s.saveable_zones.push_back(scenario_.zones[rs.zone[i]].id);
+  }
   return s;
 }
 
@@ -271,8 +398,49 @@ World::RestoreResult World::load_save(const Scenario& scenario, const SaveState&
                                                             " garages saved, scenario has " +
                                                             std::to_string(scenario.garages.size())});
   }
+  if (std::string why = validate_lifecycle_settings(save.lifecycle); !why.empty()) {
+    result.errors.push_back({"lifecycle", why});
+  }
+  if (save.saveable_ids.size() != save.saveable_zones.size()) {
+    result.errors.push_back({"saveable_zones", "one zone per saveable identity is required"});
+  }
   if (!result.errors.empty()) return result;
   std::unique_ptr<World> w(new World(scenario, save.seed, log));
+  // Saveable residents: identities are recreated in the same order, so each
+  // saved id must be the fresh world's id of a saveable resident; its zone
+  // ownership is restored.
+  {
+    const ResidentStore& rs = w->population_.residents();
+    std::size_t k = 0;
+    for (std::uint32_t i = 0; i < rs.size() && result.errors.size() < kMaxReportedErrors; ++i) {
+      if (!scenario.communities[rs.community[i]].saveable) continue;
+      const std::string row = "saveable[" + std::to_string(k) + "]";
+      if (k >= save.saveable_ids.size()) {
+        result.errors.push_back({row, "the scenario has more saveable residents than the save"});
+        break;
+      }
+      if (!(save.saveable_ids[k] == rs.id[i])) {
+        result.errors.push_back({row + ".id", "saved " + id_text(save.saveable_ids[k]) + " but the scenario's resident is " +
+                                                  id_text(rs.id[i])});
+      }
+      std::uint32_t zone = UINT32_MAX;
+      for (std::uint32_t z = 0; z < scenario.zones.size(); ++z) {
+        if (scenario.zones[z].id == save.saveable_zones[k]) zone = z;
+      }
+      if (zone == UINT32_MAX) {
+        result.errors.push_back({row + ".zone", "unknown zone '" + save.saveable_zones[k] + "'"});
+      } else {
+        w->population_.assign_zone(i, zone);
+      }
+      ++k;
+    }
+    if (result.errors.empty() && k != save.saveable_ids.size()) {
+      result.errors.push_back({"saveable", std::to_string(save.saveable_ids.size()) + " saved identities, the scenario has " +
+                                               std::to_string(k) + " saveable residents"});
+    }
+    if (!result.errors.empty()) return result;
+  }
+  w->population_.set_settings(save.lifecycle, save.step_index * scenario.step_us);
   w->step_index_ = save.step_index;
   w->population_.set_day_us(save.day_us);
   w->population_.set_time_scale(save.time_scale);

@@ -127,6 +127,26 @@ class Reader {
     }
   }
 
+  // Calls fn(object, path) when the optional object `key` is present and is an
+  // object (its unknown fields already reported).
+  template <class Fn>
+  void optional_object(const json& obj, const std::string& parent, const char* key,
+                       std::initializer_list<const char*> allowed, Fn&& fn) {
+    const std::string path = join(parent, key);
+    auto it = obj.find(key);
+    if (it != obj.end() && expect_object(*it, path, allowed)) fn(*it, path);
+  }
+
+  // An [x, y] pair of numbers (metres); false (and an error) otherwise.
+  bool point(const json& p, const std::string& path, core::Vec2& out) {
+    if (!p.is_array() || p.size() != 2 || !p[0].is_number() || !p[1].is_number()) {
+      error(path, "must be an [x, y] pair of numbers (metres)");
+      return false;
+    }
+    out = {p[0].get<double>(), p[1].get<double>()};
+    return true;
+  }
+
   // Calls fn(element, path) for each element of an optional array of objects.
   template <class Fn>
   void each_object(const json& obj, const std::string& parent, const char* key, Fn&& fn) {
@@ -176,7 +196,7 @@ class Reader {
 };
 
 void read_lane(Reader& r, const json& j, const std::string& path, core::LaneSpec& lane) {
-  if (!r.expect_object(j, path, {"id", "kind", "points", "speed_mps_limit", "successors"})) return;
+  if (!r.expect_object(j, path, {"id", "kind", "points", "speed_mps_limit", "successors", "elevation_m"})) return;
   r.read_string(j, path, "id", lane.id, true);
 
   std::string kind;
@@ -193,6 +213,7 @@ void read_lane(Reader& r, const json& j, const std::string& path, core::LaneSpec
   }
 
   r.read_number(j, path, "speed_mps_limit", lane.speed_mps_limit, true);
+  r.read_number(j, path, "elevation_m", lane.elevation_m);
 
   const std::string pts_path = Reader::join(path, "points");
   if (auto it = j.find("points"); it == j.end()) {
@@ -201,12 +222,8 @@ void read_lane(Reader& r, const json& j, const std::string& path, core::LaneSpec
     r.error(pts_path, std::string("must be an array of [x, y] pairs, got ") + type_name(*it));
   } else {
     for (std::size_t k = 0; k < it->size(); ++k) {
-      const json& p = (*it)[k];
-      if (!p.is_array() || p.size() != 2 || !p[0].is_number() || !p[1].is_number()) {
-        r.error(Reader::index(pts_path, k), "must be an [x, y] pair of numbers (metres)");
-        continue;
-      }
-      lane.points.push_back({p[0].get<double>(), p[1].get<double>()});
+      core::Vec2 p;
+      if (r.point((*it)[k], Reader::index(pts_path, k), p)) lane.points.push_back(p);
     }
   }
 
@@ -224,6 +241,37 @@ void read_lane(Reader& r, const json& j, const std::string& path, core::LaneSpec
       }
     }
   }
+}
+
+// tiers.importance: class and type weights, height and view-direction terms,
+// areas of interest.
+void read_importance(Reader& r, const json& j, const std::string& path, core::ImportanceSpec& imp) {
+  static constexpr const char* kClassNames[core::kPriorityClassCount] = {"story", "quest", "community",
+                                                                          "background"};
+  r.optional_object(j, path, "class_weight", {"story", "quest", "community", "background"},
+                    [&](const json& cw, const std::string& cp) {
+                      for (std::size_t k = 0; k < core::kPriorityClassCount; ++k) {
+                        r.read_number(cw, cp, kClassNames[k], imp.class_weight[k]);
+                      }
+                    });
+  r.read_number(j, path, "pedestrian_weight", imp.pedestrian_weight);
+  r.read_number(j, path, "vehicle_weight", imp.vehicle_weight);
+  r.read_number(j, path, "height_weight", imp.height_weight);
+  r.read_number(j, path, "behind_factor", imp.behind_factor);
+  r.each_object(j, path, "areas", [&](const json& a, const std::string& ap) {
+    core::AreaOfInterest area;
+    if (r.expect_object(a, ap, {"id", "center", "radius_m", "weight"})) {
+      r.read_string(a, ap, "id", area.id, true);
+      if (auto c = a.find("center"); c == a.end()) {
+        r.error(Reader::join(ap, "center"), "is required");
+      } else {
+        r.point(*c, Reader::join(ap, "center"), area.center);
+      }
+      r.read_number(a, ap, "radius_m", area.radius_m);
+      r.read_number(a, ap, "weight", area.weight);
+    }
+    imp.areas.push_back(std::move(area));
+  });
 }
 
 void read_vehicles(Reader& r, const json& root, core::Scenario& s) {
@@ -296,7 +344,7 @@ void read_vehicles(Reader& r, const json& root, core::Scenario& s) {
   if (auto it = root.find("tiers"); it != root.end()) {
     if (r.expect_object(*it, "tiers", {"full_enter_m", "full_exit_m", "simulated_enter_m", "simulated_exit_m",
                                        "full_cap", "simulated_cap", "transitions_per_step",
-                                       "pedestrian_resolve_every_steps", "hard_full_cap"})) {
+                                       "pedestrian_resolve_every_steps", "hard_full_cap", "importance"})) {
       r.read_number(*it, "tiers", "full_enter_m", s.tiers.full_enter_m);
       r.read_number(*it, "tiers", "full_exit_m", s.tiers.full_exit_m);
       r.read_number(*it, "tiers", "simulated_enter_m", s.tiers.simulated_enter_m);
@@ -306,6 +354,10 @@ void read_vehicles(Reader& r, const json& root, core::Scenario& s) {
       r.read_uint(*it, "tiers", "transitions_per_step", s.tiers.transitions_per_step);
       r.read_uint(*it, "tiers", "pedestrian_resolve_every_steps", s.tiers.pedestrian_resolve_every_steps);
       r.read_uint(*it, "tiers", "hard_full_cap", s.tiers.hard_full_cap);
+      r.optional_object(*it, "tiers", "importance",
+                        {"class_weight", "pedestrian_weight", "vehicle_weight", "height_weight", "behind_factor",
+                         "areas"},
+                        [&](const json& j, const std::string& p) { read_importance(r, j, p, s.tiers.importance); });
     }
   }
   if (auto it = root.find("observers"); it != root.end()) {
@@ -313,12 +365,8 @@ void read_vehicles(Reader& r, const json& root, core::Scenario& s) {
       r.error("observers", std::string("must be an array of [x, y] pairs, got ") + type_name(*it));
     } else {
       for (std::size_t k = 0; k < it->size(); ++k) {
-        const json& p = (*it)[k];
-        if (!p.is_array() || p.size() != 2 || !p[0].is_number() || !p[1].is_number()) {
-          r.error(Reader::index("observers", k), "must be an [x, y] pair of numbers (metres)");
-          continue;
-        }
-        s.observers.push_back({p[0].get<double>(), p[1].get<double>()});
+        core::Vec2 p;
+        if (r.point((*it)[k], Reader::index("observers", k), p)) s.observers.push_back(p);
       }
     }
   }
@@ -402,6 +450,16 @@ void read_population(Reader& r, const json& root, core::Scenario& s) {
       r.read_uint(*it, "population", "migration_budget", s.population.migration_budget);
     }
   }
+  r.optional_object(root, "", "spawn", {"per_step_cap", "queue_depth", "timeout_ms"},
+                    [&](const json& j, const std::string& p) {
+                      r.read_uint(j, p, "per_step_cap", s.spawn.per_step_cap);
+                      r.read_uint(j, p, "queue_depth", s.spawn.queue_depth);
+                      r.read_uint(j, p, "timeout_ms", s.spawn.timeout_ms);
+                    });
+  r.optional_object(root, "", "despawn", {"fade_ms", "out_of_range_m"}, [&](const json& j, const std::string& p) {
+    r.read_uint(j, p, "fade_ms", s.despawn.fade_ms);
+    r.read_number(j, p, "out_of_range_m", s.despawn.out_of_range_m);
+  });
 }
 
 // Byte offset -> 1-based line and column, for syntax errors.
@@ -450,16 +508,19 @@ LoadResult load_scenario_text(std::string_view text, std::string_view source) {
   if (r.expect_object(root, "", {"$schema", "id", "name", "step_us", "entity_capacity",
                                  "command_inbox_capacity", "pedestrians", "lanes", "garages", "signals",
                                  "vehicle_plan", "vehicle_rules", "tiers", "observers", "zones",
-                                 "communities", "work_points", "population"})) {
+                                 "communities", "work_points", "population", "spawn", "despawn"})) {
     r.read_string(root, "", "id", s.id, true);
     r.read_string(root, "", "name", s.name);
     r.read_uint(root, "", "step_us", s.step_us);
     r.read_uint(root, "", "entity_capacity", s.entity_capacity);
     r.read_uint(root, "", "command_inbox_capacity", s.command_inbox_capacity);
     if (auto it = root.find("pedestrians"); it != root.end()) {
-      if (r.expect_object(*it, "pedestrians", {"count", "spawn_per_step_max"})) {
+      if (r.expect_object(*it, "pedestrians",
+                          {"count", "spawn_per_step_max", "fragment_length_m", "dots_every_steps"})) {
         r.read_uint(*it, "pedestrians", "count", s.pedestrians.count);
         r.read_uint(*it, "pedestrians", "spawn_per_step_max", s.pedestrians.spawn_per_step_max);
+        r.read_number(*it, "pedestrians", "fragment_length_m", s.pedestrians.fragment_length_m);
+        r.read_uint(*it, "pedestrians", "dots_every_steps", s.pedestrians.dots_every_steps);
       }
     }
     if (auto it = root.find("lanes"); it == root.end()) {

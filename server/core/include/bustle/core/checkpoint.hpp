@@ -20,7 +20,9 @@
 #include "bustle/core/command.hpp"
 #include "bustle/core/entity_id.hpp"
 #include "bustle/core/lane_graph.hpp"
+#include "bustle/core/importance.hpp"
 #include "bustle/core/population.hpp"
+#include "bustle/core/spawn_pipeline.hpp"
 #include "bustle/core/vehicles.hpp"
 
 namespace bustle::core {
@@ -40,6 +42,18 @@ struct PedestrianState {
   std::vector<std::uint32_t> hops;
   std::vector<std::uint32_t> resident;  // resident index or PedestrianStore::kNoResident
   std::vector<std::uint8_t> tier;       // SimTier
+  std::vector<std::uint8_t> priority;   // PriorityClass
+  std::vector<std::uint8_t> origin;     // PedestrianOrigin
+};
+
+// An orphan (retiring entity) as stored; see world.hpp OrphanRecord.
+struct OrphanState {
+  EntityId id;
+  std::uint8_t reason = 0;  // DespawnReason
+  LaneIndex lane = 0;
+  double s_m = 0.0;
+  std::uint32_t resident = UINT32_MAX;
+  std::uint64_t release_step = 0;
 };
 
 struct CounterState {
@@ -49,6 +63,8 @@ struct CounterState {
   std::uint64_t spawn_failed_capacity = 0;
   std::uint64_t commands_accepted = 0;
   std::uint64_t commands_rejected = 0;
+  std::uint64_t faded_total = 0;
+  std::uint64_t fade_skipped_total = 0;
 };
 
 struct WorldCheckpoint {
@@ -69,6 +85,10 @@ struct WorldCheckpoint {
   std::vector<EntityId> forced_full;  // ForceFull entities, sorted by EntityId
   std::uint64_t force_full_refused = 0;
   std::vector<Vec2> observers;
+  std::vector<ObserverView> observer_views;  // parallel to observers
+  SpawnPipelineState spawn;
+  std::vector<OrphanState> orphans;          // sorted by id
+  std::vector<EntityId> retiring_fifo;       // front first
   std::uint64_t digest = 0;            // digest of this state (checked on restore)
 };
 
@@ -86,6 +106,12 @@ struct SaveState {
   // Per garage: the next VehicleId ordinal, so a loaded city never reissues
   // a VehicleId (garage counters are persistent facts).
   std::vector<std::uint64_t> garage_vehicle_ordinals;
+  // Zone ownership of saveable residents (communities with saveable: true),
+  // in resident order: their identities are recreated with the same EntityIds
+  // on load and keep their zone.
+  std::vector<EntityId> saveable_ids;
+  std::vector<std::string> saveable_zones;  // zone id per saveable resident
+  LifecycleSettings lifecycle;
 };
 
 // One validation failure: `path` names the collection, row and field, e.g.

@@ -51,6 +51,9 @@ struct SetVehicleStrategy {
 struct ObserverPoint {
   double x_m = 0.0;
   double y_m = 0.0;
+  double z_m = 0.0;            // height (importance: height difference)
+  bool has_heading = false;    // view direction given (importance: behind the observer)
+  double heading_rad = 0.0;
 };
 
 // Replaces the observers that drive simulation tiers. [Limit: <= 64 points]
@@ -75,8 +78,53 @@ struct ForceFull {
   bool on = true;
 };
 
+// Asks for one pedestrian with a spawn handle (spawn_pipeline.hpp). Zone and
+// lane are optional (empty: any sidewalk / any lane of the zone); the lane must
+// be a pedestrian lane and, with a zone, one of the zone's lanes.
+struct SpawnPedestrian {
+  std::string zone;
+  std::string lane;
+  std::uint8_t priority = 1;     // PriorityClass: 0 story, 1 quest, 2 community, 3 background
+  std::uint32_t timeout_ms = 0;  // 0: spawn.timeout_ms
+};
+
+// Cancels a spawn that has no registered entity yet (Queued or
+// IdentityCreated); the identity, if one was created, is released.
+struct CancelSpawn {
+  std::uint64_t handle = 0;
+};
+
+// A client reports that it holds a representation (actor) for a spawned
+// entity: RepresentationRequested -> Attached.
+struct ReportAttached {
+  EntityId id;
+};
+
+// Runtime lifecycle settings (start from scenario.population).
+struct SetLifecycle {
+  std::uint32_t growth_quota = 2;
+  std::uint32_t recycle_quota = 2;
+  std::uint32_t interval_ms = 250;
+  std::uint32_t migration_budget = 4;
+};
+
+// One operation of a lifecycle batch.
+struct LifecycleOp {
+  enum class Kind : std::uint8_t { Spawn = 0, Despawn = 1 };
+  Kind kind = Kind::Spawn;
+  SpawnPedestrian spawn;  // Kind::Spawn
+  EntityId id;            // Kind::Despawn
+};
+
+// Several lifecycle operations applied atomically: every operation is
+// validated first and nothing changes unless all are valid. [Limit: <= 256 ops]
+struct LifecycleBatch {
+  std::vector<LifecycleOp> ops;
+};
+
 using WorldCommand = std::variant<SetPedestrianTarget, DespawnEntity, GarageRequest, CancelGarageRequest,
-                                  SetVehicleStrategy, SetObservers, SetHour, SetTimeScale, ForceFull>;
+                                  SetVehicleStrategy, SetObservers, SetHour, SetTimeScale, ForceFull,
+                                  SpawnPedestrian, CancelSpawn, ReportAttached, SetLifecycle, LifecycleBatch>;
 
 const char* command_name(const WorldCommand& c);
 
@@ -112,7 +160,19 @@ enum class RejectReason : std::uint8_t {
   WorldReplaced = 10, // the world was replaced (restore/load) before this command applied
   Duplicate = 11,     // a garage request id already queued or dispatched
   QueueFull = 12,     // the garage queue is at its depth
+  InvariantFailure = 13,  // a lifecycle batch broke an invariant after commit (a bug; reported, never silent)
 };
+
+// Outcome of a lifecycle batch. PartiallyCommitted exists so a caller can tell
+// it apart, but validate-then-commit means it is never produced.
+enum class BatchStatus : std::uint8_t {
+  None = 0,              // not a batch
+  RejectedNoChange = 1,
+  Committed = 2,
+  PartiallyCommitted = 3,
+  InvariantFailure = 4,
+};
+const char* to_string(BatchStatus s);
 
 const char* to_string(CommandStatus s);
 const char* to_string(RejectReason r);
@@ -123,6 +183,10 @@ struct CommandResult {
   RejectReason reason = RejectReason::None;
   std::uint64_t step = 0;  // the step whose phase 1 applied (or rejected) it
   std::string message;     // human-readable detail, empty when accepted
+  std::uint64_t handle = 0;  // SpawnPedestrian: the spawn handle
+  EntityId entity;           // CancelSpawn / DespawnEntity of an unregistered spawn: the id given back
+  BatchStatus batch = BatchStatus::None;
+  std::vector<std::uint64_t> handles;  // LifecycleBatch: one spawn handle per Spawn op, in op order
 };
 
 }  // namespace bustle::core

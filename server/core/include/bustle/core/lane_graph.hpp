@@ -31,6 +31,25 @@ struct Lane {
   double speed_mps_limit = 0.0;
   std::vector<LaneIndex> successors;             // all successors, scenario order
   std::vector<LaneIndex> pedestrian_successors;  // those a pedestrian may take
+  double elevation_m = 0.0;
+};
+
+// A maximal run of lanes of one class (pedestrian lanes, or roads) where each
+// link has out-degree 1 at its tail and in-degree 1 at its head: the routes
+// distant dots follow without decisions. A ring of such links is one chain
+// marked cyclic, starting at its lowest lane index.
+struct LaneChain {
+  std::vector<LaneIndex> lanes;
+  bool cyclic = false;
+  bool pedestrian = true;  // pedestrian lanes (sidewalks, crossings) or roads
+  double length_m = 0.0;
+};
+
+// A piece of a sidewalk for the lane density ledger.
+struct LaneFragment {
+  LaneIndex lane = 0;
+  double start_m = 0.0;
+  double length_m = 0.0;
 };
 
 class LaneGraph {
@@ -49,9 +68,26 @@ class LaneGraph {
   // Position only (no heading: skips atan2 on hot paths such as tiering).
   Vec2 position(LaneIndex lane, double s_m) const;
 
+  const std::vector<LaneChain>& chains() const { return chains_; }
+  std::uint32_t chain_of(LaneIndex lane) const { return chain_of_[lane]; }
+
+  // Sidewalk fragments (fragment_length_m from the scenario), lane by lane.
+  static constexpr std::uint32_t kNoFragment = UINT32_MAX;
+  const std::vector<LaneFragment>& fragments() const { return fragments_; }
+  // Fragment holding distance s of a lane, or kNoFragment (not a sidewalk).
+  std::uint32_t fragment_of(LaneIndex lane, double s_m) const;
+
  private:
+  void build_chains();
+  void build_fragments(double fragment_length_m);
+
   std::vector<Lane> lanes_;
   std::vector<LaneIndex> sidewalks_;
+  std::vector<LaneChain> chains_;
+  std::vector<std::uint32_t> chain_of_;
+  std::vector<LaneFragment> fragments_;
+  std::vector<std::uint32_t> fragment_first_;  // per lane: first fragment, or kNoFragment
+  std::vector<std::uint32_t> fragment_count_;  // per lane
 };
 
 }  // namespace bustle::core

@@ -7,7 +7,8 @@
 //
 //   Dormant --activate (zone growth, within quota)--> Active (walks as a pedestrian)
 //   Active  --recycle (zone shrink, farthest first)--> Dormant
-//   Active  --despawn reason (dead end, request)-----> Dormant (identity kept)
+//   Active  --despawn reason (dead end, request)-----> Retiring (fading) --> Dormant (identity kept)
+//   Active  --handoff to another zone (two-phase)-----> Active in the target zone
 //
 // Every lifecycle interval (default 0.25 s) the coordinator reads each
 // community's schedule entry at the current hour, sets per-zone targets
@@ -22,6 +23,15 @@
 //      in its source zone and the shortfall is deferred by migration.
 // What the quotas hold back is counted as deferred, never failed; what the
 // capacity refuses is counted as rejected by capacity.
+//
+// Migration of active members (before the per-zone steps): when a community's
+// schedule moves it to zone z and z lacks members, its members active in other
+// zones are offered to z (lowest EntityId first) while the interval's
+// migration budget lasts. The handoff completes at the next interval: if z
+// still wants the member and has room, the member's zone changes (the World
+// moves its representation there; its identity never changes); otherwise it
+// returns to its source zone and is counted as returned. A member in handoff
+// is never recycled by its source zone.
 //
 // Work-points: each slot holds at most one resident; when all are taken the
 // resident waits in a FIFO; leaving a slot hands it to the head of the queue.
@@ -44,6 +54,9 @@ class Digest;
 
 struct ResidentStore {
   static constexpr std::int32_t kNone = -1;
+  // Values of `active`: dormant, walking, or fading out after a despawn (its
+  // zone still counts it until the despawn phase lets it go).
+  static constexpr std::uint8_t kDormant = 0, kActive = 1, kRetiring = 2;
   std::vector<EntityId> id;
   std::vector<std::uint32_t> community;
   std::vector<std::uint32_t> profession;
@@ -69,6 +82,28 @@ struct ZoneStatus {
   std::uint32_t deferred_by_migration = 0;  // held back by the migration budget, last interval
   std::uint64_t activated_total = 0;
   std::uint64_t recycled_total = 0;
+  std::uint32_t handoffs_started = 0;   // active members offered to this zone, last interval
+  std::uint32_t handoffs_accepted = 0;  // active members that arrived, last interval
+  std::uint32_t handoffs_returned = 0;  // offered here but returned to their source, last interval
+  std::uint32_t retiring = 0;           // members fading out (counted in active)
+  friend bool operator==(const ZoneStatus&, const ZoneStatus&) = default;
+};
+
+// An active member on its way from one zone to another (see above).
+struct ZoneHandoff {
+  std::uint32_t resident = 0;
+  std::uint32_t from = 0;
+  std::uint32_t to = 0;
+  friend bool operator==(const ZoneHandoff&, const ZoneHandoff&) = default;
+};
+
+// Runtime lifecycle settings (SetLifecycle); start as scenario.population's.
+struct LifecycleSettings {
+  std::uint32_t growth_quota = 2;
+  std::uint32_t recycle_quota = 2;
+  std::uint32_t interval_ms = 250;
+  std::uint32_t migration_budget = 4;
+  friend bool operator==(const LifecycleSettings&, const LifecycleSettings&) = default;
 };
 
 struct WorkPointState {
@@ -84,7 +119,13 @@ struct PopulationCheckpoint {
   std::uint64_t day_us = 0;
   std::uint32_t time_scale = 1;
   std::uint64_t last_interval = 0;
+  LifecycleSettings settings;
+  std::vector<ZoneHandoff> handoffs;  // pending, sorted by resident
+  std::uint64_t interval_origin_us = 0;  // sim time the current interval grid starts at
 };
+
+// Empty when valid; otherwise names the field and the allowed range.
+std::string validate_lifecycle_settings(const LifecycleSettings& s);
 
 class PopulationSystem {
  public:
@@ -103,16 +144,31 @@ class PopulationSystem {
   std::uint64_t day_us() const { return day_us_; }
   void set_day_us(std::uint64_t day_us) { day_us_ = day_us; }
 
-  // Phase 4. `distance_m[r]` is resident r's distance to the nearest observer
-  // (only read for active residents). Appends residents to activate (the
-  // World places them on a lane of their zone) and to deactivate.
+  // Phases 3-4. `distance_m[r]` is resident r's distance to the nearest
+  // observer (only read for active residents). Appends residents to activate
+  // (the World places them on a lane of their zone), to deactivate, and those
+  // whose handoff completed (the World moves them to a lane of their new zone).
   void lifecycle(const std::vector<double>& distance_m, std::vector<std::uint32_t>& activate,
-                 std::vector<std::uint32_t>& deactivate);
+                 std::vector<std::uint32_t>& deactivate, std::vector<std::uint32_t>& moved);
 
   // Called by the World when a resident leaves the pedestrian arrays for any
   // reason (recycle, dead end, request): it becomes dormant, keeps its id.
   void on_deactivated(std::uint32_t resident);
   void on_activated(std::uint32_t resident);
+  // A despawn moved the resident's representation into the retiring FIFO.
+  void on_retiring(std::uint32_t resident);
+
+  const LifecycleSettings& settings() const { return settings_; }
+  // Takes effect at once; a new interval length restarts the interval grid
+  // at `sim_time_us` (the next step runs the coordinator).
+  void set_settings(const LifecycleSettings& s, std::uint64_t sim_time_us);
+  const std::vector<ZoneHandoff>& handoffs() const { return handoffs_; }
+  // Loading a save: a dormant resident's zone ownership.
+  void assign_zone(std::uint32_t resident, std::uint32_t zone) { move_zone(resident, zone); }
+  // Target of each community at the current hour (round(base x density)) and its zone index (-1: none).
+  std::uint32_t community_target(std::uint32_t community) const;
+  std::int64_t community_zone(std::uint32_t community) const;
+  std::uint32_t community_first(std::uint32_t community) const { return community_first_[community]; }
 
   const ResidentStore& residents() const { return r_; }
   const std::vector<ZoneStatus>& zones() const { return zones_; }
@@ -121,7 +177,10 @@ class PopulationSystem {
   void set_zone_lanes(std::vector<std::vector<LaneIndex>> lanes) { zone_lanes_ = std::move(lanes); }
   // Index of a resident by entity index (kNone when not a resident).
   std::int32_t resident_of(EntityId id) const;
-  std::uint32_t active_count() const;
+  std::uint32_t active_count() const { return active_total_; }  // walking + retiring
+  std::uint32_t retiring_count() const { return retiring_total_; }
+  // Active members of community c in zone z (walking + retiring).
+  std::uint32_t active_in(std::uint32_t c, std::uint32_t z) const { return active_cz_[c * zones_.size() + z]; }
 
   void digest_into(Digest& d) const;
   PopulationCheckpoint capture() const;
@@ -132,6 +191,18 @@ class PopulationSystem {
   int entry_index(std::uint32_t community) const;
   void claim_work_point(std::uint32_t resident);
   void release_work_point(std::uint32_t resident);
+  // Incremental bookkeeping: every change to a resident's row goes through
+  // refresh(), which keeps the digest sum current, so neither the digest nor
+  // the coordinator scans all (possibly a million dormant) residents.
+  std::uint64_t row_hash(std::uint32_t resident) const;
+  void refresh(std::uint32_t resident);
+  void set_active(std::uint32_t resident, std::uint8_t value);
+  void move_zone(std::uint32_t resident, std::uint32_t zone);
+  void rebuild_indexes();
+  bool in_handoff(std::uint32_t resident) const;
+  void resolve_handoffs(const std::vector<std::int64_t>& desired_zone, std::vector<std::uint32_t>& moved);
+  void start_handoffs(const std::vector<std::int64_t>& desired_zone, const std::vector<std::uint32_t>& desired_n,
+                      std::uint32_t& migrations_left);
 
   const Scenario* scenario_;
   // Resolved once from the scenario's ids, so the coordinator compares
@@ -149,8 +220,19 @@ class PopulationSystem {
   std::uint64_t day_us_ = 0;
   std::uint32_t time_scale_ = 1;
   std::uint64_t last_interval_ = 0;
+  std::uint64_t interval_origin_us_ = 0;
+  LifecycleSettings settings_;
+  std::vector<ZoneHandoff> handoffs_;  // sorted by resident
+  // Derived indexes (rebuilt on restore, never in checkpoints).
+  std::vector<std::uint64_t> row_hash_;
+  std::uint64_t row_sum_ = 0;
+  std::vector<std::uint32_t> active_cz_;   // community x zone: walking + retiring
+  std::vector<std::uint32_t> active_list_; // residents with active != 0, unordered
+  std::vector<std::uint32_t> active_pos_;  // resident -> position in active_list_
+  std::uint32_t active_total_ = 0;
+  std::uint32_t retiring_total_ = 0;
   // Scratch (reused every interval).
-  std::vector<std::uint32_t> scratch_a_, scratch_b_;
+  std::vector<std::uint32_t> scratch_a_, scratch_b_, sorted_active_, chosen_;
 };
 
 }  // namespace bustle::core

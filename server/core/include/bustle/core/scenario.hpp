@@ -31,11 +31,33 @@ struct LaneSpec {
   std::vector<Vec2> points;  // polyline, at least two points
   double speed_mps_limit = 1.4;
   std::vector<std::string> successors;  // lane ids
+  double elevation_m = 0.0;  // height of the lane (bridges, decks): an importance input
 };
 
 struct PedestrianSpec {
   std::uint32_t count = 0;               // target population on sidewalks
   std::uint32_t spawn_per_step_max = 8;  // creation cap per step
+  // Lane density ledger: sidewalks are cut into fragments of this length; the
+  // background target is shared among them by length, and spawning fills the
+  // largest deficit first while trimming takes from the largest surplus.
+  double fragment_length_m = 25.0;
+  // Distant dots (anonymous density per lane chain) go to clients every N steps.
+  std::uint32_t dots_every_steps = 10;
+};
+
+// Spawn pipeline (DESIGN §3): requests become handles that move through
+// graded stages; at most per_step_cap identities are created per step.
+struct SpawnSettings {
+  std::uint32_t per_step_cap = 8;
+  std::uint32_t queue_depth = 1024;     // live (non-terminal) handles at most
+  std::uint32_t timeout_ms = 10'000;    // Queued/IdentityCreated longer than this -> TimedOut
+};
+
+// Despawn phase: entities that may still be on screen fade for fade_ms before
+// their id is released; Coarse (far, off-screen) ones are deleted at once.
+struct DespawnSettings {
+  std::uint32_t fade_ms = 1'000;
+  double out_of_range_m = 0.0;  // background pedestrians farther than this from every observer leave; 0 = off
 };
 
 // Vehicles (DESIGN §4). Defaults are seed 003's.
@@ -87,6 +109,29 @@ struct VehicleRules {
   double pedestrian_hazard_m = 12.0;  // look-ahead to an occupied crossing
 };
 
+// Importance (DESIGN §3): tiers are resolved on an effective distance,
+//   d_eff = (d_xy + height_weight x |dz|) x (behind_factor if behind the
+//           observer's view direction) / (class x type x area weight),
+// the minimum over observers. Larger weights pull an entity nearer.
+enum class PriorityClass : std::uint8_t { Story = 0, Quest = 1, Community = 2, Background = 3 };
+inline constexpr std::size_t kPriorityClassCount = 4;
+
+struct AreaOfInterest {
+  std::string id;
+  Vec2 center;
+  double radius_m = 50.0;
+  double weight = 2.0;  // >= 1: entities inside count as nearer
+};
+
+struct ImportanceSpec {
+  double class_weight[kPriorityClassCount] = {4.0, 2.0, 1.25, 1.0};  // story > quest > community > background
+  double pedestrian_weight = 1.0;  // type weight
+  double vehicle_weight = 1.0;
+  double height_weight = 2.0;      // metres of d_eff per metre of height difference
+  double behind_factor = 1.5;      // behind an observer with a view direction
+  std::vector<AreaOfInterest> areas;
+};
+
 // Simulation-tier resolution (distance with hysteresis, caps, budget).
 struct TierSpec {
   double full_enter_m = 25.0;
@@ -102,6 +147,7 @@ struct TierSpec {
   // Absolute limit on Full entities per kind, ForceFull included: ForceFull
   // bypasses full_cap but never this.
   std::uint32_t hard_full_cap = 8192;
+  ImportanceSpec importance;
 };
 
 // Population orchestration (DESIGN §3): zones, communities with day
@@ -167,6 +213,8 @@ struct Scenario {
   std::vector<CommunitySpec> communities;
   std::vector<WorkPointSpec> work_points;
   PopulationSettings population;
+  SpawnSettings spawn;
+  DespawnSettings despawn;
 };
 
 // The schedule entry in force at `hour` ([0, 24)), or -1. Entries must have

@@ -9,9 +9,12 @@
 //
 // Step phases (DESIGN §2; later phases never feed earlier ones in one step):
 //   1. apply commands (arrival order) -> command results
-//   2. time of day; at each lifecycle interval the zone coordinator
-//      activates / recycles resident identities within quotas (population.hpp)
-//   4. background upkeep: grow or trim anonymous pedestrians towards the target
+//   2. time of day; at each lifecycle interval the schedule coordinator
+//   3. migration of active members between zones (two-phase handoff, budget)
+//   4. zone lifecycle: activate / recycle resident identities within quotas
+//      (population.hpp); background upkeep grows or trims anonymous
+//      pedestrians towards the target, guided by the lane density ledger
+//   5. spawn pipeline: advance handles within the per-step creation cap
 //   6. vehicles: content plan, signals, garage dispatch gates, pre-step
 //      snapshot, policy arbitration, route advance, turnaround gate
 //   7. pedestrian movement: advance along lanes at lane speed, carrying the
@@ -19,10 +22,13 @@
 //   8. simulation tiers for vehicles and pedestrians (sim_tier.hpp): Full moves
 //      every step, Simulated every 2nd, Coarse every 8th, by the same amount
 //      of time in total
-//  10. despawn phase: one exit for all reasons, in EntityId order, ids released
-//      to the back of the FIFO
+//   9. representation requests for registered spawns
+//  10. despawn phase: one exit for all reasons, in EntityId order: demote,
+//      move to the orphan set (sorted by id), fade in the retiring FIFO
+//      (Coarse, i.e. off-screen, entities skip the fade), final deletion and
+//      id release to the back of the FIFO; notifications are collected and
+//      exposed after the phase, never emitted from inside it
 //  11. digest over the canonical state
-// Phases 2-3, 5 and 9 arrive with the population and representation work.
 #pragma once
 
 #include <cstdint>
@@ -39,7 +45,9 @@
 #include "bustle/core/log_sink.hpp"
 #include "bustle/core/prng.hpp"
 #include "bustle/core/scenario.hpp"
+#include "bustle/core/importance.hpp"
 #include "bustle/core/population.hpp"
+#include "bustle/core/spawn_pipeline.hpp"
 #include "bustle/core/vehicles.hpp"
 
 namespace bustle::core {
@@ -60,6 +68,84 @@ const char* to_string(DespawnReason r);
 
 enum class SubmitStatus : std::uint8_t { Queued, InboxFull };
 
+// Where a pedestrian came from (lifecycle axis): background upkeep
+// (regenerable), a community resident (identity kept while dormant), or a
+// spawn request (a handle tracks it).
+enum class PedestrianOrigin : std::uint8_t { Background = 0, Resident = 1, Spawned = 2 };
+const char* to_string(PedestrianOrigin o);
+
+enum class DespawnStage : std::uint8_t { Retiring = 0, Gone = 1 };
+
+// Collected in the despawn phase and exposed after it (World::despawn_notices).
+struct DespawnNotice {
+  EntityId id;
+  DespawnReason reason = DespawnReason::Requested;
+  DespawnStage stage = DespawnStage::Retiring;
+  EntityKind kind = EntityKind::Pedestrian;
+};
+
+// An entity that left the active arrays and waits, fading, for final
+// deletion. The orphan set is sorted by EntityId.
+struct OrphanRecord {
+  EntityId id;
+  DespawnReason reason = DespawnReason::Requested;
+  LaneIndex lane = 0;          // where it stopped (clients fade it there)
+  double s_m = 0.0;
+  std::uint32_t resident = UINT32_MAX;  // resident index, or none
+  std::uint64_t release_step = 0;       // final deletion at or after this step
+  friend bool operator==(const OrphanRecord&, const OrphanRecord&) = default;
+};
+
+// Lifecycle state of one entity, as reported by World::describe.
+enum class LifecycleState : std::uint8_t {
+  Requested = 0,        // a spawn handle holds the id (IdentityCreated)
+  Active = 1,
+  Dormant = 2,          // a resident without representation
+  Retiring = 3,         // in the orphan set, fading
+  Gone = 4,             // not alive (stale or never issued)
+};
+const char* to_string(LifecycleState s);
+
+// Representation hint the server gives clients for an entity (DESIGN §1):
+// derived from the tier, never fed back into the simulation.
+enum class RepresentationHint : std::uint8_t { Actor = 0, Instanced = 1, Marker = 2, None = 3 };
+const char* to_string(RepresentationHint h);
+
+// Everything the server knows about one entity, one field per axis.
+struct EntityReport {
+  EntityId id;
+  bool alive = false;
+  EntityKind kind = EntityKind::Pedestrian;
+  LifecycleState lifecycle = LifecycleState::Gone;
+  SimTier tier = SimTier::Coarse;         // meaningful when active or retiring
+  RepresentationHint representation = RepresentationHint::None;
+  PriorityClass priority = PriorityClass::Background;
+  PedestrianOrigin origin = PedestrianOrigin::Background;
+  bool saveable = false;
+  bool forced_full = false;
+  std::int32_t resident = -1;      // resident index, or -1
+  std::int32_t community = -1;     // community index, or -1
+  std::int32_t zone = -1;          // zone index, or -1
+  std::int32_t work_point = -1;
+  std::int32_t work_slot = -1;
+  std::int32_t lane = -1;          // lane index, or -1 when not on a lane
+  double s_m = 0.0;
+  Pose pose;
+  double effective_distance_m = 0.0;  // importance-weighted distance at the last query
+  std::uint64_t spawn_handle = 0;     // 0 when it did not come from a live or recent spawn handle
+  SpawnState spawn_state = SpawnState::Queued;
+  DespawnReason retiring_reason = DespawnReason::Requested;  // when Retiring
+  std::uint64_t release_step = 0;                              // when Retiring
+};
+
+// Lane density ledger summary (derived, not authoritative).
+struct LedgerSummary {
+  std::uint32_t fragments = 0;
+  double deficit = 0.0;    // sum over fragments of max(0, target - actual)
+  double surplus = 0.0;    // sum over fragments of max(0, actual - target)
+  double max_deficit = 0.0;
+};
+
 // Hot pedestrian state, structure-of-arrays, dense. Removal is swap-remove;
 // dense_of maps an entity index to its dense slot (kNoSlot when absent), so
 // iteration order is a deterministic function of history, never of addresses.
@@ -71,6 +157,8 @@ struct PedestrianStore {
   std::vector<std::uint32_t> hops;   // lanes entered so far; seeds route choice
   std::vector<std::uint32_t> resident;  // resident index, or kNoResident (background)
   std::vector<std::uint8_t> tier;       // SimTier: how often this pedestrian's logic runs
+  std::vector<std::uint8_t> priority;   // PriorityClass (importance)
+  std::vector<std::uint8_t> origin;     // PedestrianOrigin
   std::vector<std::uint32_t> dense_of;
   static constexpr std::uint32_t kNoResident = UINT32_MAX;
 
@@ -84,6 +172,8 @@ struct WorldCounters {
   std::uint64_t spawn_failed_capacity = 0;
   std::uint64_t commands_accepted = 0;
   std::uint64_t commands_rejected = 0;
+  std::uint64_t faded_total = 0;      // despawns that went through the fade
+  std::uint64_t fade_skipped_total = 0;  // off-screen despawns deleted at once
 };
 
 class World {
@@ -152,7 +242,32 @@ class World {
   std::uint64_t force_full_refused() const { return force_full_refused_; }
   std::uint32_t background_pedestrians() const { return background_count_; }
   const std::vector<Vec2>& observers() const { return observers_; }
+  const std::vector<ObserverView>& observer_views() const { return observer_views_; }
   const Prng& prng() const { return rng_; }
+
+  // Spawn pipeline (spawn_pipeline.hpp).
+  const SpawnPipelineState& spawn_pipeline() const { return spawn_; }
+  // A live or recently terminal handle.
+  std::optional<SpawnHandleState> find_spawn(std::uint64_t handle) const;
+  // State changes of the last step, in the order they happened.
+  std::span<const SpawnEvent> spawn_events() const { return spawn_events_; }
+
+  // Despawn phase: the orphan set (sorted by id), the retiring FIFO (front
+  // first) and the notices of the last step's phase.
+  const std::vector<OrphanRecord>& orphans() const { return orphans_; }
+  const std::vector<EntityId>& retiring_fifo() const { return retiring_fifo_; }
+  std::span<const DespawnNotice> despawn_notices() const { return despawn_notices_; }
+
+  // Everything about one entity (all axes); Gone for stale or unknown ids.
+  EntityReport describe(EntityId id) const;
+
+  // Lane density ledger: per sidewalk fragment, target - actual background
+  // pedestrians (derived from the current state; fills `out`).
+  void density_ledger(std::vector<double>& out) const;
+  LedgerSummary ledger_summary() const;
+  // Distant dots: per lane chain, the Coarse pedestrians on its lanes plus
+  // the orphans fading there (anonymous; derived).
+  void chain_dots(std::vector<std::uint32_t>& out) const;
 
   // Results of the commands applied in the last step, in arrival order.
   std::span<const CommandResult> last_command_results() const { return results_; }
@@ -163,6 +278,10 @@ class World {
 
   // Recomputes the digest from scratch over the canonical state.
   std::uint64_t compute_digest() const;
+
+  // Count invariants (lifecycle axis): empty when they hold, else which broke.
+  // Checked after every lifecycle batch and by the scale tests every step.
+  std::string check_invariants() const;
 
  private:
   World(const Scenario& scenario, std::uint64_t seed, LogSink* log);
@@ -177,10 +296,31 @@ class World {
 
   CommandResult apply(const CommandEnvelope& env);
   void request_despawn(EntityId id, DespawnReason reason);
-  bool spawn_pedestrian();
+  bool spawn_pedestrian(std::uint32_t fragment);
   void place_resident(std::uint32_t resident);
-  std::uint8_t initial_tier(LaneIndex lane, double s_m) const;
+  void move_resident(std::uint32_t resident);
+  std::uint8_t initial_tier(LaneIndex lane, double s_m, PriorityClass cls) const;
+  void push_pedestrian(EntityId id, LaneIndex lane, double s_m, std::uint32_t resident, PriorityClass cls,
+                       PedestrianOrigin origin);
   void remove_pedestrian(EntityId id);
+  double pedestrian_effective_distance(std::uint32_t dense) const;
+
+  // Spawn pipeline (world_spawn.cpp).
+  void phase_spawn_pipeline();
+  void phase_representation_requests();
+  // Validates a spawn request; empty when valid, else "field: message".
+  std::string validate_spawn(const SpawnPedestrian& c, std::int32_t& zone, std::uint32_t& lane) const;
+  std::uint64_t accept_spawn(const SpawnPedestrian& c, std::int32_t zone, std::uint32_t lane, CommandOrigin origin);
+  void set_spawn_state(SpawnHandleState& h, SpawnState s, SpawnFailure f = SpawnFailure::None);
+  void retire_terminal_spawns();
+  SpawnHandleState* live_spawn_of(EntityId id);
+  CommandResult apply_batch(const LifecycleBatch& b, CommandResult r);
+  std::string validate_despawn(EntityId id) const;
+  const SpawnHandleState* find_live_spawn(EntityId id) const;
+  void finalize_orphan(const OrphanRecord& o, EntityKind kind);
+  void digest_lifecycle_into(class Digest& d) const;
+  template <class Fail>
+  static void restore_lifecycle(World& w, const WorldCheckpoint& cp, Fail& fail);
 
   Scenario scenario_;
   LaneGraph lanes_;
@@ -222,6 +362,19 @@ class World {
   std::vector<std::uint8_t> crossing_occupied_;  // per lane, pre-step (phase 6 input)
   std::vector<VehicleSystem::DespawnRequest> vehicle_despawns_;
   std::vector<std::uint8_t> despawn_pending_;  // by entity index; cleared in phase 10
+  std::vector<ObserverView> observer_views_;   // parallel to observers_
+  ImportanceField importance_;
+  SpawnPipelineState spawn_;
+  std::vector<SpawnEvent> spawn_events_;
+  std::vector<OrphanRecord> orphans_;          // sorted by id
+  std::vector<EntityId> retiring_fifo_;        // front first
+  std::vector<DespawnNotice> despawn_notices_;
+  std::vector<std::uint32_t> to_move_;
+  std::vector<std::uint32_t> ledger_actual_;   // scratch: background pedestrians per fragment
+  std::vector<double> ledger_target_;          // per fragment, for the current target
+  std::uint32_t ledger_target_for_ = UINT32_MAX;
+  void refresh_ledger_target();
+  void count_ledger_actual();
 };
 
 }  // namespace bustle::core

@@ -1,0 +1,58 @@
+// Importance inputs to the simulation-tier axis (DESIGN §3).
+//
+// Tier resolution ranks entities by an *effective distance*, so an important
+// entity far away can outrank an unimportant one nearby:
+//
+//   d_eff = min over observers of
+//             (d_xy + height_weight x |z_entity - z_observer|)
+//             x (behind_factor when the entity is behind an observer that has
+//                a view direction, else 1)
+//           / (class_weight[priority] x type_weight x area_weight)
+//
+// area_weight is the largest weight of the areas of interest containing the
+// entity (1 outside all of them). With no observers d_eff is infinity. The
+// hysteresis thresholds, caps and budget of sim_tier.hpp apply to d_eff
+// unchanged, so with default weights (background, pedestrian, flat ground, no
+// view direction, no areas) d_eff equals the plain distance.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "bustle/core/scenario.hpp"
+
+namespace bustle::core {
+
+const char* to_string(PriorityClass c);
+
+// What an observer adds to its position: height and, optionally, where it looks.
+struct ObserverView {
+  double z_m = 0.0;
+  bool has_heading = false;
+  double heading_rad = 0.0;  // 0 = +x, counter-clockwise
+  friend bool operator==(const ObserverView&, const ObserverView&) = default;
+};
+
+// Observers prepared for many queries: view directions as unit vectors, so a
+// query costs a few multiplications per observer and no trigonometry.
+class ImportanceField {
+ public:
+  void prepare(const ImportanceSpec& spec, std::span<const Vec2> observers, std::span<const ObserverView> views);
+
+  // Weight of an entity of this class and type at (x, y): class x type x area.
+  double weight(PriorityClass cls, bool vehicle, double x_m, double y_m) const;
+  // The effective distance defined above.
+  double effective_distance_m(double x_m, double y_m, double z_m, double weight) const;
+
+ private:
+  struct Obs {
+    double x, y, z;
+    bool directed;
+    double dx, dy;  // unit view direction
+  };
+  const ImportanceSpec* spec_ = nullptr;
+  std::vector<Obs> obs_;
+};
+
+}  // namespace bustle::core

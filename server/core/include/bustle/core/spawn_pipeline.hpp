@@ -1,0 +1,99 @@
+// Spawn pipeline (DESIGN §3, lifecycle axis): a spawn request becomes a
+// handle whose state moves through graded stages and ends in exactly one
+// terminal state. Accepted is not completed; deferred is not failed.
+//
+//   Queued --(phase 5, within spawn.per_step_cap, FIFO by handle)--> IdentityCreated
+//   IdentityCreated --(next phase 5; zone has room)--> Registered   (walks, visible in deltas)
+//   Registered --(phase 9)--> RepresentationRequested               (clients are asked for a representation)
+//   RepresentationRequested --(ReportAttached: a client holds an actor)--> Attached
+//   Attached --(next phase 5)--> ReadyForGameplay                   (success; terminal)
+//
+// Terminal failures: Canceled (CancelSpawn, or DespawnEntity of an identity
+// not yet registered: the id goes back instead of being created and then
+// deleted), TimedOut (still Queued/IdentityCreated after spawn.timeout_ms;
+// capacity or zone room never came), Failed(reason) (a dependency became
+// invalid between stages, e.g. the entity left before it was ready).
+// Dependencies (registry capacity, zone room, the entity itself) are
+// re-validated each time a stage completes. What waits is counted as
+// deferred, never as failed.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "bustle/core/command.hpp"
+#include "bustle/core/entity_id.hpp"
+#include "bustle/core/scenario.hpp"
+
+namespace bustle::core {
+
+enum class SpawnState : std::uint8_t {
+  Queued = 0,
+  IdentityCreated = 1,
+  Registered = 2,
+  RepresentationRequested = 3,
+  Attached = 4,
+  ReadyForGameplay = 5,
+  Failed = 6,
+  Canceled = 7,
+  TimedOut = 8,
+};
+inline constexpr std::size_t kSpawnStateCount = 9;
+const char* to_string(SpawnState s);
+constexpr bool is_terminal(SpawnState s) { return s >= SpawnState::ReadyForGameplay; }
+
+enum class SpawnFailure : std::uint8_t {
+  None = 0,
+  EntityGone = 1,       // the entity was despawned before it became ready
+  WorldReplaced = 2,    // reserved for restore/load (handles of the old world)
+};
+const char* to_string(SpawnFailure f);
+
+inline constexpr std::int32_t kAnyZone = -1;
+inline constexpr std::uint32_t kAnyLane = UINT32_MAX;
+
+struct SpawnHandleState {
+  std::uint64_t handle = 0;     // 1, 2, ... in request order; never reused
+  SpawnState state = SpawnState::Queued;
+  SpawnFailure failure = SpawnFailure::None;
+  EntityId entity;              // null until IdentityCreated
+  CommandOrigin origin;         // who asked (updates go to that client)
+  std::int32_t zone = kAnyZone;     // zone index, or any sidewalk
+  std::uint32_t lane = kAnyLane;    // lane index, or any lane of the zone
+  PriorityClass priority = PriorityClass::Quest;
+  std::uint64_t requested_step = 0;
+  std::uint64_t deadline_step = 0;  // TimedOut when still waiting after it
+  std::uint64_t state_step = 0;     // step of the last state change
+  friend bool operator==(const SpawnHandleState&, const SpawnHandleState&) = default;
+};
+
+// One state change, collected during the step and emitted after it.
+struct SpawnEvent {
+  std::uint64_t handle = 0;
+  SpawnState state = SpawnState::Queued;
+  SpawnFailure failure = SpawnFailure::None;
+  EntityId entity;
+  CommandOrigin origin;
+};
+
+struct SpawnCounters {
+  std::uint64_t requested = 0;
+  std::uint64_t per_state_total[kSpawnStateCount] = {};  // entries into each state
+  std::uint32_t deferred_by_cap = 0;      // last step: Queued held back by per_step_cap
+  std::uint32_t deferred_by_capacity = 0; // last step: registry full
+  std::uint32_t deferred_by_zone = 0;     // last step: zone at capacity
+  friend bool operator==(const SpawnCounters&, const SpawnCounters&) = default;
+};
+
+// Plain state of the pipeline; the World drives the transitions because they
+// touch the registry and the pedestrian arrays.
+struct SpawnPipelineState {
+  std::vector<SpawnHandleState> live;     // non-terminal, sorted by handle
+  std::vector<SpawnHandleState> recent;   // the last kSpawnHistory terminal handles, oldest first
+  std::uint64_t next_handle = 1;
+  SpawnCounters counters;
+  friend bool operator==(const SpawnPipelineState&, const SpawnPipelineState&) = default;
+};
+inline constexpr std::size_t kSpawnHistory = 256;
+
+}  // namespace bustle::core

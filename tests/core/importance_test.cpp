@@ -1,0 +1,89 @@
+// Importance inputs of the simulation-tier axis (importance.hpp): priority
+// class, type weight, height difference, view direction and areas of
+// interest, and their effect on tier resolution.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <numbers>
+
+#include "bustle/core/world.hpp"
+
+using namespace bustle::core;
+
+namespace {
+
+ImportanceField field(const ImportanceSpec& spec, std::vector<Vec2> obs, std::vector<ObserverView> views) {
+  ImportanceField f;
+  static std::vector<Vec2> keep_obs;
+  static std::vector<ObserverView> keep_views;
+  keep_obs = std::move(obs);
+  keep_views = std::move(views);
+  f.prepare(spec, keep_obs, keep_views);
+  return f;
+}
+
+}  // namespace
+
+TEST_CASE("default importance: a background pedestrian on flat ground is at its plain distance") {
+  const ImportanceSpec spec;
+  const ImportanceField f = field(spec, {{0, 0}, {100, 0}}, {});
+  const double w = f.weight(PriorityClass::Background, false, 30, 40);
+  CHECK(w == 1.0);
+  CHECK(f.effective_distance_m(30, 40, 0.0, w) == Approx(50.0));
+}
+
+TEST_CASE("priority classes rank story > quest > community > background at equal distance") {
+  const ImportanceSpec spec;
+  const ImportanceField f = field(spec, {{0, 0}}, {});
+  double last = 0.0;
+  for (const PriorityClass c : {PriorityClass::Story, PriorityClass::Quest, PriorityClass::Community,
+                                PriorityClass::Background}) {
+    const double d = f.effective_distance_m(100, 0, 0.0, f.weight(c, false, 100, 0));
+    CHECK(d > last);
+    last = d;
+  }
+}
+
+TEST_CASE("height difference, view direction, type weight and areas of interest each change d_eff") {
+  ImportanceSpec spec;
+  spec.vehicle_weight = 2.0;
+  spec.areas = {{"plaza", {200, 0}, 20.0, 4.0}};
+  const ImportanceField f = field(spec, {{0, 0}}, {ObserverView{0.0, true, 0.0}});  // looks towards +x
+  const double flat = f.effective_distance_m(50, 0, 0.0, 1.0);
+  CHECK(flat == Approx(50.0));
+  CHECK(f.effective_distance_m(50, 0, 10.0, 1.0) == Approx(50.0 + 2.0 * 10.0));  // a deck 10 m up
+  CHECK(f.effective_distance_m(-50, 0, 0.0, 1.0) == Approx(50.0 * 1.5));         // behind the observer
+  CHECK(f.weight(PriorityClass::Background, true, 50, 0) == 2.0);                 // vehicles weigh double
+  CHECK(f.weight(PriorityClass::Background, false, 205, 5) == 4.0);               // inside the plaza
+  CHECK(f.weight(PriorityClass::Background, false, 250, 0) == 1.0);
+}
+
+TEST_CASE("with one Full slot, a story pedestrian wins it over a nearer background one") {
+  Scenario s;
+  s.id = "test.importance";
+  s.lanes = {{"a", LaneKind::Sidewalk, {{0, 0}, {400, 0}}, 0.01, {}}};
+  s.tiers.full_enter_m = 25.0;
+  s.tiers.full_exit_m = 30.0;
+  s.tiers.full_cap = 1;
+  s.observers = {{0, 0}};
+  s.entity_capacity = 16;
+  s.spawn.per_step_cap = 8;
+  auto created = World::create(s, 1);
+  REQUIRE(created.world);
+  World& w = *created.world;
+  REQUIRE(w.submit({{1, 1}, SpawnPedestrian{"", "a", 3, 0}}) == SubmitStatus::Queued);  // background class
+  REQUIRE(w.submit({{1, 2}, SpawnPedestrian{"", "a", 0, 0}}) == SubmitStatus::Queued);  // story class
+  for (int k = 0; k < 12; ++k) w.step();
+  const EntityId bg = w.find_spawn(1)->entity;
+  const EntityId story = w.find_spawn(2)->entity;
+  const EntityReport rb = w.describe(bg);
+  const EntityReport rs = w.describe(story);
+  INFO("background at " << rb.s_m << " m, story at " << rs.s_m << " m");
+  // Whatever their positions on the 400 m lane, the story one ranks by a
+  // quarter of its distance.
+  CHECK(rs.effective_distance_m == Approx(std::hypot(rs.pose.x_m, rs.pose.y_m) / 4.0));
+  if (rs.effective_distance_m < rb.effective_distance_m && rs.effective_distance_m <= 25.0) {
+    CHECK(rs.tier == SimTier::Full);
+  }
+  CHECK((rs.tier == SimTier::Full) + (rb.tier == SimTier::Full) <= 1);
+}

@@ -1,0 +1,461 @@
+// Lifecycle axis (issue 3): the spawn pipeline's graded handles, the despawn
+// phase (orphan set, retiring FIFO with fades, notices after the phase),
+// atomic lifecycle batches, describe() across all axes, active-member
+// handoffs between zones, and checkpoint completeness for all of it.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <set>
+
+#include "../support/completeness_guard.hpp"
+#include "bustle/core/world.hpp"
+
+using namespace bustle::core;
+using bustle::test::ScriptedCommand;
+
+namespace {
+
+// Two zones of one loop each, one community of 12 that moves from "home" to
+// "work" at noon; an observer sits on the home loop.
+Scenario two_zones() {
+  Scenario s;
+  s.id = "test.two-zones";
+  s.lanes = {
+      {"home", LaneKind::Sidewalk, {{0, 0}, {30, 0}, {30, 30}, {0, 30}, {0, 0}}, 1.4, {"home"}},
+      {"work", LaneKind::Sidewalk, {{200, 0}, {230, 0}, {230, 30}, {200, 30}, {200, 0}}, 1.4, {"work"}},
+      {"far", LaneKind::Sidewalk, {{2000, 0}, {2100, 0}}, 1.4, {}},
+  };
+  s.zones = {{"home", {"home"}, 100}, {"work", {"work"}, 100}};
+  CommunitySpec c;
+  c.id = "clerks";
+  c.base_population = 12;
+  c.professions = {"clerk"};
+  c.home_zone = "home";
+  c.saveable = true;
+  c.schedule = {{0.0, 12.0, SchedulePhase::Home, "", "home", "", 1.0},
+                {12.0, 24.0, SchedulePhase::Work, "", "work", "", 1.0}};
+  s.communities = {c};
+  s.observers = {{10, 10}};
+  s.population.start_hour = 6.0;
+  s.entity_capacity = 128;
+  s.spawn.per_step_cap = 2;
+  s.despawn.fade_ms = 500;  // 5 steps at 10 Hz
+  return s;
+}
+
+std::unique_ptr<World> make(const Scenario& s, std::uint64_t seed = 1) {
+  auto c = World::create(s, seed);
+  INFO((c.errors.empty() ? std::string() : c.errors[0].path + ": " + c.errors[0].message));
+  REQUIRE(c.world);
+  return std::move(c.world);
+}
+
+CommandEnvelope env(std::uint32_t request, WorldCommand c) { return {CommandOrigin{7, request}, std::move(c)}; }
+
+CommandResult apply_one(World& w, WorldCommand c) {
+  static std::uint32_t request = 0;
+  REQUIRE(w.submit(env(++request, std::move(c))) == SubmitStatus::Queued);
+  w.step();
+  REQUIRE(w.last_command_results().size() == 1);
+  return w.last_command_results()[0];
+}
+
+std::vector<SpawnState> states_of(const World& w, std::uint64_t handle) {
+  std::vector<SpawnState> out;
+  for (const SpawnEvent& e : w.spawn_events()) {
+    if (e.handle == handle) out.push_back(e.state);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a spawn handle moves through every stage, one per step, and ends ready") {
+  auto w = make(two_zones());
+  const CommandResult r = apply_one(*w, SpawnPedestrian{"home", "", 0, 0});
+  REQUIRE(r.status == CommandStatus::Accepted);
+  const std::uint64_t h = r.handle;
+  REQUIRE(h == 1);
+  CHECK(states_of(*w, h) == std::vector<SpawnState>{SpawnState::Queued});
+  w->step();
+  CHECK(states_of(*w, h) == std::vector<SpawnState>{SpawnState::IdentityCreated});
+  const EntityId id = w->find_spawn(h)->entity;
+  CHECK(w->describe(id).lifecycle == LifecycleState::Requested);
+  w->step();
+  CHECK(states_of(*w, h) == std::vector<SpawnState>{SpawnState::Registered});
+  const EntityReport rep = w->describe(id);
+  CHECK(rep.lifecycle == LifecycleState::Active);
+  CHECK(rep.origin == PedestrianOrigin::Spawned);
+  CHECK(rep.priority == PriorityClass::Story);
+  REQUIRE(rep.lane >= 0);
+  CHECK(w->lanes().lane(static_cast<LaneIndex>(rep.lane)).id == "home");
+  w->step();
+  CHECK(states_of(*w, h) == std::vector<SpawnState>{SpawnState::RepresentationRequested});
+  // Without a client lease it waits (accepted is not completed).
+  for (int k = 0; k < 5; ++k) w->step();
+  CHECK(w->find_spawn(h)->state == SpawnState::RepresentationRequested);
+  CHECK(apply_one(*w, ReportAttached{id}).status == CommandStatus::Accepted);
+  CHECK(states_of(*w, h) == std::vector<SpawnState>{SpawnState::Attached});
+  w->step();
+  CHECK(states_of(*w, h) == std::vector<SpawnState>{SpawnState::ReadyForGameplay});
+  CHECK(w->spawn_pipeline().live.empty());
+  CHECK(w->find_spawn(h)->state == SpawnState::ReadyForGameplay);
+  CHECK(w->check_invariants().empty());
+}
+
+TEST_CASE("the per-step creation cap defers spawns without failing them") {
+  auto w = make(two_zones());
+  std::vector<std::uint64_t> handles;
+  for (std::uint32_t k = 0; k < 7; ++k) {
+    REQUIRE(w->submit(env(100 + k, SpawnPedestrian{"", "", 1, 0})) == SubmitStatus::Queued);
+  }
+  w->step();
+  for (const CommandResult& r : w->last_command_results()) handles.push_back(r.handle);
+  REQUIRE(handles.size() == 7);
+  std::size_t created_total = 0;
+  w->step();  // accepted last step: the first creations happen now
+  for (int step = 0; step < 4; ++step) {
+    std::size_t created = 0;
+    for (const SpawnEvent& e : w->spawn_events()) created += e.state == SpawnState::IdentityCreated;
+    CHECK(created <= 2);
+    created_total += created;
+    if (step == 0) CHECK(w->spawn_pipeline().counters.deferred_by_cap == 5);
+    w->step();
+  }
+  CHECK(created_total == 7);
+  for (const std::uint64_t h : handles) CHECK(w->find_spawn(h)->state != SpawnState::Failed);
+  CHECK(w->spawn_pipeline().counters.per_state_total[static_cast<int>(SpawnState::Failed)] == 0);
+}
+
+TEST_CASE("removing a still-queued spawn cancels it and gives the id back") {
+  Scenario s = two_zones();
+  s.spawn.per_step_cap = 1;
+  auto w = make(s);
+  REQUIRE(w->submit(env(1, SpawnPedestrian{})) == SubmitStatus::Queued);
+  REQUIRE(w->submit(env(2, SpawnPedestrian{})) == SubmitStatus::Queued);
+  w->step();
+  const std::uint64_t first = w->last_command_results()[0].handle;
+  const std::uint64_t second = w->last_command_results()[1].handle;
+  REQUIRE(w->find_spawn(second)->state == SpawnState::Queued);
+  const std::uint32_t alive = w->registry().alive_count();
+  // Queued: no identity yet; canceled outright.
+  const CommandResult c = apply_one(*w, CancelSpawn{second});
+  CHECK(c.status == CommandStatus::Accepted);
+  CHECK(w->find_spawn(second)->state == SpawnState::Canceled);
+  CHECK(c.entity == EntityId{});
+  // The first has an identity but is not registered... it registered on this
+  // step, so a new one shows the IdentityCreated path.
+  (void)first;
+  REQUIRE(w->submit(env(3, SpawnPedestrian{})) == SubmitStatus::Queued);
+  w->step();
+  const std::uint64_t third = w->last_command_results()[0].handle;
+  w->step();
+  REQUIRE(w->find_spawn(third)->state == SpawnState::IdentityCreated);
+  const EntityId id = w->find_spawn(third)->entity;
+  const std::uint32_t before = w->registry().alive_count();
+  const CommandResult d = apply_one(*w, DespawnEntity{id});
+  CHECK(d.status == CommandStatus::Accepted);
+  CHECK(d.entity == id);  // the id given back instead of created and deleted
+  CHECK(w->find_spawn(third)->state == SpawnState::Canceled);
+  CHECK_FALSE(w->registry().is_alive(id));
+  CHECK(w->registry().alive_count() + 1 == before);
+  CHECK(w->counters().despawned_total == 0);
+  (void)alive;
+  // A registered spawn cannot be canceled: its entity exists.
+  const CommandResult late = apply_one(*w, CancelSpawn{first});
+  CHECK(late.status == CommandStatus::Rejected);
+}
+
+TEST_CASE("a spawn that cannot get an identity times out, deferred until then") {
+  Scenario s = two_zones();
+  s.entity_capacity = 12;  // exactly the residents: no room
+  auto w = make(s);
+  const CommandResult r = apply_one(*w, SpawnPedestrian{"", "", 1, 300});
+  REQUIRE(r.status == CommandStatus::Accepted);
+  w->step();
+  CHECK(w->find_spawn(r.handle)->state == SpawnState::Queued);
+  CHECK(w->spawn_pipeline().counters.deferred_by_capacity == 1);
+  for (int k = 0; k < 4; ++k) w->step();
+  CHECK(w->find_spawn(r.handle)->state == SpawnState::TimedOut);
+}
+
+TEST_CASE("spawn requests are validated before anything changes") {
+  auto w = make(two_zones());
+  const std::uint64_t before = w->spawn_pipeline().next_handle;
+  CHECK(apply_one(*w, SpawnPedestrian{"nowhere", "", 1, 0}).message.find("zone") != std::string::npos);
+  CHECK(apply_one(*w, SpawnPedestrian{"home", "work", 1, 0}).message.find("not a lane of zone") != std::string::npos);
+  CHECK(apply_one(*w, SpawnPedestrian{"", "", 9, 0}).message.find("priority") != std::string::npos);
+  CHECK(w->spawn_pipeline().next_handle == before);
+  CHECK(w->spawn_pipeline().live.empty());
+}
+
+TEST_CASE("despawn: near pedestrians fade in the retiring FIFO, far ones leave at once, notices after the phase") {
+  Scenario s = two_zones();
+  s.communities.clear();
+  s.zones.clear();
+  s.pedestrians.count = 0;
+  auto w = make(s);
+  // One spawn near the observer (home loop), one far away.
+  REQUIRE(w->submit(env(1, SpawnPedestrian{"", "home", 3, 0})) == SubmitStatus::Queued);
+  REQUIRE(w->submit(env(2, SpawnPedestrian{"", "far", 3, 0})) == SubmitStatus::Queued);
+  for (int k = 0; k < 8; ++k) w->step();  // registered and tiered (resolution every 4th step)
+  const EntityId near = w->find_spawn(1)->entity;
+  const EntityId far = w->find_spawn(2)->entity;
+  REQUIRE(w->describe(near).tier == SimTier::Full);
+  REQUIRE(w->describe(far).tier == SimTier::Coarse);
+  REQUIRE(w->submit(env(3, DespawnEntity{far})) == SubmitStatus::Queued);
+  REQUIRE(w->submit(env(4, DespawnEntity{near})) == SubmitStatus::Queued);
+  w->step();
+  const std::uint64_t at = w->step_index();
+  // Far: gone this step (id released); near: retiring, still alive, in the orphan set.
+  CHECK_FALSE(w->registry().is_alive(far));
+  CHECK(w->registry().is_alive(near));
+  CHECK(w->orphans().size() == 1);
+  CHECK(w->retiring_fifo() == std::vector<EntityId>{near});
+  const EntityReport rep = w->describe(near);
+  CHECK(rep.lifecycle == LifecycleState::Retiring);
+  CHECK(rep.release_step == at + 5);
+  CHECK(rep.retiring_reason == DespawnReason::Requested);
+  std::vector<std::pair<EntityId, DespawnStage>> notices;
+  for (const DespawnNotice& n : w->despawn_notices()) notices.emplace_back(n.id, n.stage);
+  // In EntityId order, whatever the order of the requests.
+  std::vector<std::pair<EntityId, DespawnStage>> expected{{far, DespawnStage::Gone}, {near, DespawnStage::Retiring}};
+  if (near < far) std::swap(expected[0], expected[1]);
+  CHECK(notices == expected);
+  // A retiring entity cannot be despawned again, nor promoted.
+  CHECK(apply_one(*w, DespawnEntity{near}).message.find("retiring") != std::string::npos);
+  CHECK(apply_one(*w, ForceFull{near, true}).status == CommandStatus::Rejected);
+  while (w->step_index() < at + 5) {
+    CHECK(w->registry().is_alive(near));
+    w->step();
+  }
+  CHECK_FALSE(w->registry().is_alive(near));
+  CHECK(w->orphans().empty());
+  CHECK(w->counters().faded_total == 1);
+  CHECK(w->counters().fade_skipped_total == 1);
+  CHECK(w->counters().despawned_by_reason[static_cast<int>(DespawnReason::Requested)] == 2);
+  // The despawned spawns' handles had already ended ready? No: no lease came,
+  // so they failed with the entity gone.
+  CHECK(w->find_spawn(1)->state == SpawnState::Failed);
+  CHECK(w->find_spawn(1)->failure == SpawnFailure::EntityGone);
+  CHECK(w->check_invariants().empty());
+}
+
+TEST_CASE("a lifecycle batch is atomic: one bad op changes nothing, a good batch commits all") {
+  Scenario s = two_zones();
+  s.pedestrians.count = 6;
+  auto a = make(s, 3);
+  auto b = make(s, 3);
+  for (int k = 0; k < 10; ++k) {
+    a->step();
+    b->step();
+  }
+  REQUIRE(a->digest() == b->digest());
+  const EntityId victim = a->pedestrians().id[0];
+  LifecycleBatch bad;
+  bad.ops.push_back({LifecycleOp::Kind::Spawn, SpawnPedestrian{"home", "", 1, 0}, {}});
+  bad.ops.push_back({LifecycleOp::Kind::Despawn, {}, victim});
+  bad.ops.push_back({LifecycleOp::Kind::Despawn, {}, EntityId{999, 4}});  // not alive
+  REQUIRE(a->submit(env(1, bad)) == SubmitStatus::Queued);
+  REQUIRE(b->submit(env(1, SetHour{99.0})) == SubmitStatus::Queued);  // also rejected: same counters
+  a->step();
+  b->step();
+  const CommandResult r = a->last_command_results()[0];
+  CHECK(r.status == CommandStatus::Rejected);
+  CHECK(r.batch == BatchStatus::RejectedNoChange);
+  CHECK(r.message.rfind("ops[2].id", 0) == 0);
+  // Nothing changed: the world continues exactly like the one that got no batch.
+  for (int k = 0; k < 20; ++k) {
+    a->step();
+    b->step();
+    REQUIRE(a->digest() == b->digest());
+  }
+  LifecycleBatch good;
+  good.ops.push_back({LifecycleOp::Kind::Spawn, SpawnPedestrian{"home", "", 1, 0}, {}});
+  good.ops.push_back({LifecycleOp::Kind::Despawn, {}, a->pedestrians().id[0]});
+  good.ops.push_back({LifecycleOp::Kind::Spawn, SpawnPedestrian{"", "", 2, 0}, {}});
+  const CommandResult ok = apply_one(*a, good);
+  CHECK(ok.status == CommandStatus::Accepted);
+  CHECK(ok.batch == BatchStatus::Committed);
+  CHECK(ok.handles.size() == 2);
+  CHECK(a->check_invariants().empty());
+}
+
+TEST_CASE("lifecycle batches never end partially committed") {
+  // Random batches mixing valid and invalid ops: each is either fully
+  // committed or leaves the digest chain exactly as a rejected no-op would.
+  Scenario s = two_zones();
+  s.pedestrians.count = 20;
+  s.spawn.queue_depth = 64;
+  auto w = make(s, 11);
+  for (int k = 0; k < 5; ++k) w->step();
+  Prng rng(99);
+  std::size_t committed = 0, rejected = 0;
+  for (int round = 0; round < 60; ++round) {
+    auto twin = World::restore(s, w->capture());
+    REQUIRE(twin.world);
+    LifecycleBatch b;
+    const std::uint32_t n = 1 + rng.next_below(6);
+    for (std::uint32_t k = 0; k < n; ++k) {
+      if (rng.next_below(2) == 0) {
+        b.ops.push_back({LifecycleOp::Kind::Spawn, SpawnPedestrian{rng.next_below(8) == 0 ? "bad" : "", "", 1, 0}, {}});
+      } else {
+        const auto& ids = w->pedestrians().id;
+        const EntityId id = rng.next_below(8) == 0 || ids.empty() ? EntityId{1000, 9} : ids[rng.next_below(static_cast<std::uint32_t>(ids.size()))];
+        b.ops.push_back({LifecycleOp::Kind::Despawn, {}, id});
+      }
+    }
+    const CommandResult r = apply_one(*w, b);
+    REQUIRE(r.batch != BatchStatus::PartiallyCommitted);
+    REQUIRE(r.batch != BatchStatus::InvariantFailure);
+    if (r.batch == BatchStatus::Committed) {
+      ++committed;
+    } else {
+      ++rejected;
+      REQUIRE(twin.world->submit(env(1, SetHour{99.0})) == SubmitStatus::Queued);
+      twin.world->step();
+      REQUIRE(twin.world->digest() == w->digest());
+    }
+    REQUIRE(w->check_invariants().empty());
+  }
+  CHECK(committed > 5);
+  CHECK(rejected > 5);
+}
+
+TEST_CASE("active members hand off to their new zone with a budget, identity unchanged") {
+  Scenario s = two_zones();
+  s.population.migration_budget = 3;
+  s.population.start_hour = 11.9;
+  auto w = make(s);
+  for (int k = 0; k < 40; ++k) w->step();  // all 12 active at home
+  REQUIRE(w->population().zones()[0].active == 12);
+  std::set<EntityId> ids(w->population().residents().id.begin(), w->population().residents().id.end());
+  REQUIRE(apply_one(*w, SetHour{12.5}).status == CommandStatus::Accepted);
+  std::uint32_t started = 0, accepted = 0, max_started = 0;
+  for (int k = 0; k < 200; ++k) {
+    w->step();
+    const ZoneStatus& work = w->population().zones()[1];
+    started += work.handoffs_started;
+    accepted += work.handoffs_accepted;
+    max_started = std::max(max_started, work.handoffs_started);
+    REQUIRE(w->check_invariants().empty());
+    REQUIRE(w->population().handoffs().size() <= 3);
+  }
+  CHECK(max_started <= 3);  // the budget, never unlimited
+  CHECK(accepted > 0);
+  CHECK(w->population().zones()[1].active == 12);
+  CHECK(w->population().zones()[0].active == 0);
+  std::set<EntityId> after(w->population().residents().id.begin(), w->population().residents().id.end());
+  CHECK(after == ids);
+  // Walking in the new zone: every resident pedestrian is on the work loop.
+  for (std::uint32_t i = 0; i < w->pedestrians().size(); ++i) {
+    if (w->pedestrians().origin[i] == static_cast<std::uint8_t>(PedestrianOrigin::Resident)) {
+      CHECK(w->lanes().lane(w->pedestrians().lane[i]).id == "work");
+    }
+  }
+}
+
+TEST_CASE("a handoff the target cannot take returns to its source") {
+  Scenario s = two_zones();
+  s.zones[1].capacity = 1;  // work zone has room for one
+  s.population.start_hour = 11.9;
+  auto w = make(s);
+  for (int k = 0; k < 40; ++k) w->step();
+  REQUIRE(apply_one(*w, SetHour{12.5}).status == CommandStatus::Accepted);
+  std::uint32_t returned = 0;
+  for (int k = 0; k < 30; ++k) {
+    w->step();
+    returned += w->population().zones()[1].handoffs_returned;
+    REQUIRE(w->check_invariants().empty());
+  }
+  CHECK(returned > 0);
+  std::uint32_t at_work = 0;
+  for (std::uint32_t i = 0; i < w->population().residents().size(); ++i) {
+    at_work += w->population().residents().zone[i] == 1 && w->population().residents().active[i] != 0;
+  }
+  CHECK(at_work <= 1);  // the others returned to their source zone
+}
+
+TEST_CASE("describe reports every axis of a resident, dormant or active") {
+  Scenario s = two_zones();
+  s.communities[0].schedule[0].density = 0.5;
+  auto w = make(s);
+  for (int k = 0; k < 30; ++k) w->step();
+  std::size_t active = 0, dormant = 0;
+  for (const EntityId id : w->population().residents().id) {
+    const EntityReport e = w->describe(id);
+    CHECK(e.alive);
+    CHECK(e.community == 0);
+    CHECK(e.zone == 0);
+    CHECK(e.saveable);
+    CHECK(e.origin == PedestrianOrigin::Resident);
+    if (e.lifecycle == LifecycleState::Active) {
+      ++active;
+      CHECK(e.lane >= 0);
+      CHECK(e.representation != RepresentationHint::None);
+    } else {
+      REQUIRE(e.lifecycle == LifecycleState::Dormant);
+      ++dormant;
+      CHECK(e.representation == RepresentationHint::None);
+    }
+  }
+  CHECK(active == 6);
+  CHECK(dormant == 6);
+  CHECK(w->describe(EntityId{120, 3}).lifecycle == LifecycleState::Gone);
+}
+
+TEST_CASE("lifecycle settings change at runtime and are validated") {
+  auto w = make(two_zones());
+  CHECK(apply_one(*w, SetLifecycle{8, 8, 100, 16}).status == CommandStatus::Accepted);
+  CHECK(w->population().settings() == LifecycleSettings{8, 8, 100, 16});
+  const CommandResult bad = apply_one(*w, SetLifecycle{2, 2, 0, 4});
+  CHECK(bad.status == CommandStatus::Rejected);
+  CHECK(bad.message.find("interval_ms") != std::string::npos);
+  CHECK(w->population().settings() == LifecycleSettings{8, 8, 100, 16});
+}
+
+TEST_CASE("completeness guard covers spawn handles, orphans, handoffs and observer views") {
+  Scenario s = two_zones();
+  s.pedestrians.count = 10;
+  s.population.start_hour = 11.95;
+  ObserverPoint p{15, 15, 2.0, true, 1.0};
+  LifecycleBatch batch;
+  batch.ops.push_back({LifecycleOp::Kind::Spawn, SpawnPedestrian{"work", "", 0, 0}, {}});
+  const std::vector<ScriptedCommand> script = {
+      {2, SpawnPedestrian{"home", "", 1, 0}},
+      {3, SpawnPedestrian{"", "", 2, 0}},
+      {3, SpawnPedestrian{"", "", 2, 0}},
+      {4, CancelSpawn{3}},
+      {6, SetObservers{{p}}},
+      {9, DespawnEntity{EntityId{12, 1}}},
+      {10, batch},
+      {12, SetLifecycle{3, 3, 300, 2}},
+      {14, DespawnEntity{EntityId{0, 1}}},
+  };
+  bustle::test::check_checkpoint_completeness(s, 5, script, 60, {1, 3, 5, 8, 10, 11, 13, 15, 30});
+}
+
+TEST_CASE("saves keep saveable residents' zone ownership and lifecycle settings") {
+  Scenario s = two_zones();
+  s.population.start_hour = 11.9;
+  auto w = make(s);
+  for (int k = 0; k < 40; ++k) w->step();
+  REQUIRE(apply_one(*w, SetHour{12.5}).status == CommandStatus::Accepted);
+  REQUIRE(apply_one(*w, SetLifecycle{4, 4, 250, 4}).status == CommandStatus::Accepted);
+  for (int k = 0; k < 200; ++k) w->step();
+  const SaveState save = w->capture_save();
+  REQUIRE(save.saveable_ids.size() == 12);
+  auto loaded = World::load_save(s, save);
+  REQUIRE(loaded.errors.empty());
+  const ResidentStore& rs = loaded.world->population().residents();
+  for (std::uint32_t i = 0; i < rs.size(); ++i) {
+    CHECK(rs.id[i] == w->population().residents().id[i]);
+    CHECK(rs.zone[i] == w->population().residents().zone[i]);
+  }
+  CHECK(loaded.world->population().settings() == LifecycleSettings{4, 4, 250, 4});
+  SaveState bad = save;
+  bad.saveable_zones[3] = "atlantis";
+  auto refused = World::load_save(s, bad);
+  REQUIRE_FALSE(refused.errors.empty());
+  CHECK(refused.errors[0].path == "saveable[3].zone");
+}
