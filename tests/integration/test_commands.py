@@ -168,8 +168,15 @@ def test_despawn(start_server):
 
         r = manual_command(s, "DespawnEntity", index=victim.index, generation=victim.generation)
         assert r.status == CommandStatus.Accepted, r
+        # Near the default observer the victim is on screen: it fades (Delta.retiring)
+        # for despawn.fade_ms (1 s = 10 steps) and then leaves; its id is released then.
         mirror_until(s, mirror, 21)
-        assert victim not in mirror, f"{victim} still present after despawn"
+        assert victim in mirror.retiring, f"{victim} did not begin fading at the despawn step"
+        r = manual_command(s, "DespawnEntity", index=victim.index, generation=victim.generation)
+        assert r.status == CommandStatus.Rejected and r.reason == RejectReason.UnknownEntity, r
+        assert s.step(9).status == CommandStatus.Accepted
+        mirror_until(s, mirror, 31)
+        assert victim not in mirror, f"{victim} still present after its fade"
         assert s.stats().despawned_total == before.despawned_total + 1
 
         r = manual_command(s, "DespawnEntity", index=victim.index, generation=victim.generation)

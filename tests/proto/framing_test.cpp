@@ -113,3 +113,33 @@ TEST_CASE("random bytes never crash the verifier") {
   }
   SUCCEED("2000 random buffers verified without crashing");
 }
+
+namespace {
+
+// ClientFrame{Command{LifecycleBatch}} with `ops` spawn ops: 3 + 2 x ops tables.
+std::vector<std::uint8_t> batch_payload(std::size_t ops) {
+  flatbuffers::FlatBufferBuilder fbb;
+  std::vector<flatbuffers::Offset<wire::LifecycleOp>> items;
+  for (std::size_t i = 0; i < ops; ++i) {
+    const auto spawn = wire::CreateSpawnPedestrian(fbb);
+    items.push_back(wire::CreateLifecycleOp(fbb, wire::LifecycleOpKind::Spawn, spawn));
+  }
+  const auto batch = wire::CreateLifecycleBatchDirect(fbb, &items);
+  const auto cmd = wire::CreateCommand(fbb, 1, wire::CommandBody::LifecycleBatch, batch.Union());
+  fbb.Finish(wire::CreateClientFrame(fbb, wire::ClientMessage::Command, cmd.Union()), wire::ClientFrameIdentifier());
+  return {fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize()};
+}
+
+}  // namespace
+
+TEST_CASE("the client table budget fits the largest valid command and bounds the rest") {
+  std::string error;
+  // 256 ops (the LifecycleBatch limit) and a bit beyond verify, so the server
+  // can answer "at most 256" instead of closing the connection.
+  CHECK(proto::verify_client_frame(batch_payload(256), error) != nullptr);
+  CHECK(proto::verify_client_frame(batch_payload(300), error) != nullptr);
+  // Far beyond: refused by the table budget (kClientMaxTables).
+  const std::size_t over = proto::kClientMaxTables / 2;
+  CHECK(proto::verify_client_frame(batch_payload(over), error) == nullptr);
+  CHECK_FALSE(error.empty());
+}

@@ -1,10 +1,21 @@
 // bustle-bench: scale measurements that are not unit tests.
 //
-//   bustle-bench step     [--agents N] [--steps S] [--seed K]
-//   bustle-bench snapshot [--agents N] [--repeat R] [--dir DIR]
-//   bustle-bench vehicles [--grid N] [--vehicles V] [--steps S] [--seed K]
+//   bustle-bench step       [--agents N] [--steps S] [--seed K]
+//   bustle-bench population [--active N] [--dormant M] [--steps S] [--warmup W] [--seed K] [--json]
+//   bustle-bench snapshot   [--agents N] [--repeat R] [--dir DIR]
+//   bustle-bench vehicles   [--grid N] [--vehicles V] [--steps S] [--seed K]
 //
 // `step` times World::step (p50/p99/max, agent updates per second, peak RSS).
+// `population` (issue 3's target: p99 <= 5 ms with a million dormant records)
+// times World::step on the default city's geometry with N active background
+// pedestrians and M dormant resident identities (population_city() below),
+// tier caps at 10 % Full / 30 % Simulated of N, and observers close enough
+// that distance alone would want more than 10 % Full (the caps decide). It
+// reports step p50/p99/max, agent updates per second (pedestrians whose tier
+// made them due: Full every step, Simulated every 2nd, Coarse every 8th,
+// counted before each step and outside the timing), bytes of hot state per
+// active agent (pedestrian_columns() below), the tier mix reached, peak RSS and
+// the digest; with --json also one JSON line for scripts.
 // `snapshot` times what a checkpoint costs each thread: the sim-thread copy
 // (World::capture), the writer-thread commit (SnapshotStore::write_checkpoint),
 // and a restore (read + validate + build the candidate world), and reports
@@ -29,6 +40,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <new>
 #include <string>
 #include <vector>
@@ -67,12 +79,17 @@ struct Args {
   std::string dir = "/tmp";
   std::uint32_t grid = 32;          // vehicles: intersections per side
   std::uint32_t vehicles = 10'000;  // vehicles: managed vehicles to reach
+  std::uint32_t active = 100'000;     // population: active background pedestrians
+  std::uint32_t dormant = 1'000'000;  // population: dormant resident identities
+  std::uint64_t warmup = 40;          // population: untimed steps at least (more until tiers settle)
+  bool json = false;                  // population: also print one JSON line
 };
 
 [[noreturn]] void usage(const char* msg) {
   if (msg != nullptr) std::fprintf(stderr, "bustle-bench: %s\n", msg);
   std::fprintf(stderr,
                "usage: bustle-bench step|snapshot [--agents N] [--steps S] [--repeat R] [--seed K] [--dir DIR]\n"
+               "       bustle-bench population [--active N] [--dormant M] [--steps S] [--warmup W] [--seed K] [--json]\n"
                "       bustle-bench vehicles [--grid N] [--vehicles V] [--steps S] [--seed K]\n");
   std::exit(2);
 }
@@ -81,9 +98,15 @@ Args parse(int argc, char** argv) {
   if (argc < 2) usage(nullptr);
   Args a;
   a.mode = argv[1];
-  if (a.mode != "step" && a.mode != "snapshot" && a.mode != "vehicles") usage("unknown mode");
+  if (a.mode != "step" && a.mode != "snapshot" && a.mode != "vehicles" && a.mode != "population") {
+    usage("unknown mode");
+  }
   for (int i = 2; i < argc; ++i) {
     const std::string f = argv[i];
+    if (f == "--json") {
+      a.json = true;
+      continue;
+    }
     if (i + 1 >= argc) usage(("missing value for " + f).c_str());
     const std::string v = argv[++i];
     char* end = nullptr;
@@ -107,11 +130,26 @@ Args parse(int argc, char** argv) {
     } else if (f == "--vehicles") {
       if (n < 1 || n > 4'000'000) usage("--vehicles must be in [1, 4000000]");
       a.vehicles = static_cast<std::uint32_t>(n);
+    } else if (f == "--active") {
+      if (n < 10 || n > 4'000'000) usage("--active must be in [10, 4000000]");
+      a.active = static_cast<std::uint32_t>(n);
+    } else if (f == "--dormant") {
+      if (n > 8'000'000) usage("--dormant must be at most 8000000");
+      a.dormant = static_cast<std::uint32_t>(n);
+    } else if (f == "--warmup") {
+      a.warmup = n;
     } else {
       usage(("unknown option " + f).c_str());
     }
   }
   return a;
+}
+
+// Entity capacity for n entities: a power of two, at least 1024, with 25 % headroom.
+std::uint32_t capacity_for(std::uint32_t n) {
+  std::uint32_t cap = 1024;
+  while (cap < n + n / 4) cap *= 2;
+  return cap;
 }
 
 bustle::core::Scenario scenario_for(std::uint32_t agents) {
@@ -122,9 +160,7 @@ bustle::core::Scenario scenario_for(std::uint32_t agents) {
   }
   bustle::core::Scenario s = *loaded.scenario;
   s.id = "bustle.bench." + std::to_string(agents);
-  std::uint32_t cap = 1024;
-  while (cap < agents + agents / 4) cap *= 2;
-  s.entity_capacity = cap;
+  s.entity_capacity = capacity_for(agents);
   s.pedestrians.count = agents;
   s.pedestrians.spawn_per_step_max = std::max<std::uint32_t>(agents, 1);
   return s;
@@ -147,6 +183,25 @@ long peak_rss_kb() {
   return -1;
 }
 
+// A scenario built in code and its world (null after printing every
+// validation error), with the time both took.
+struct BuiltWorld {
+  bustle::core::Scenario scenario;
+  std::unique_ptr<bustle::core::World> world;
+  double build_s = 0.0;
+};
+
+template <class MakeScenario>
+BuiltWorld build_world(MakeScenario&& make_scenario, std::uint64_t seed) {
+  const auto t0 = Clock::now();
+  BuiltWorld b{make_scenario(), nullptr, 0.0};
+  auto created = bustle::core::World::create(b.scenario, seed);
+  for (const auto& e : created.errors) std::fprintf(stderr, "bustle-bench: %s: %s\n", e.path.c_str(), e.message.c_str());
+  b.world = std::move(created.world);
+  b.build_s = ms(Clock::now() - t0) / 1000.0;
+  return b;
+}
+
 std::unique_ptr<bustle::core::World> populated(const Args& a, const bustle::core::Scenario& s) {
   auto w = std::move(bustle::core::World::create(s, a.seed).world);
   w->step();  // spawns everyone (spawn cap = agents)
@@ -154,25 +209,225 @@ std::unique_ptr<bustle::core::World> populated(const Args& a, const bustle::core
   return w;
 }
 
+// Wall time of `steps` calls of World::step, one by one; `before` runs before
+// each step, outside the timing.
+struct StepTimes {
+  std::vector<double> ms;  // per step
+  double total_s = 0.0;    // sum of the steps' times
+  double p50() const { return percentile(ms, 0.5); }
+  double p99() const { return percentile(ms, 0.99); }
+  double max() const { return *std::max_element(ms.begin(), ms.end()); }
+};
+
+template <class Before>
+StepTimes time_steps(bustle::core::World& w, std::uint64_t steps, Before&& before) {
+  StepTimes t;
+  t.ms.reserve(steps);
+  for (std::uint64_t k = 0; k < steps; ++k) {
+    before();
+    const auto b = Clock::now();
+    w.step();
+    t.ms.push_back(ms(Clock::now() - b));
+    t.total_s += t.ms.back() / 1000.0;
+  }
+  return t;
+}
+
+void print_step_times(const StepTimes& t) {
+  std::printf("  step ms  p50 %.3f  p99 %.3f  max %.3f  mean %.3f\n", t.p50(), t.p99(), t.max(),
+              t.total_s * 1000.0 / static_cast<double>(t.ms.size()));
+}
+
 int bench_step(const Args& a) {
   const auto s = scenario_for(a.agents);
   auto w = populated(a, s);
-  std::vector<double> t;
-  t.reserve(a.steps);
-  const auto t0 = Clock::now();
-  for (std::uint64_t k = 0; k < a.steps; ++k) {
-    const auto b = Clock::now();
-    w->step();
-    t.push_back(ms(Clock::now() - b));
-  }
-  const double total_s = ms(Clock::now() - t0) / 1000.0;
+  const StepTimes t = time_steps(*w, a.steps, [] {});
   const double updates = static_cast<double>(w->pedestrians().size()) * static_cast<double>(a.steps);
   std::printf("step: %u agents, %" PRIu64 " steps (digest included)\n", w->pedestrians().size(), a.steps);
-  std::printf("  step ms  p50 %.3f  p99 %.3f  max %.3f\n", percentile(t, 0.5), percentile(t, 0.99),
-              *std::max_element(t.begin(), t.end()));
-  std::printf("  agent updates/s  %.1f M\n", updates / total_s / 1e6);
+  print_step_times(t);
+  std::printf("  agent updates/s  %.1f M\n", updates / t.total_s / 1e6);
   std::printf("  peak RSS  %.1f MiB\n", static_cast<double>(peak_rss_kb()) / 1024.0);
   std::printf("  final digest %016" PRIx64 "\n", w->digest());
+  return 0;
+}
+
+// The population-mode city: the default city's geometry (scenario_for) with
+//   - N background pedestrians (spawned on step 1);
+//   - M resident identities in communities of kCommunitySize, each with one
+//     schedule entry [0, 24) at density 0 in zone "dormant" (one sidewalk,
+//     capacity 1), so every record stays dormant all day while the coordinator
+//     and the digest still see all of them; entity capacity fits N (with
+//     capacity_for's headroom) plus the M identities;
+//   - tiers: full_cap 10 % and simulated_cap 30 % of N, hard_full_cap raised
+//     to full_cap, transitions_per_step N / 100 (at least the default) so the
+//     mix settles in a few hundred steps; default radii (Full 25 m, Simulated
+//     500 m) and observers at the west block, the crossings and the east
+//     block, so distance alone would want more than 10 % Full (about 15-20 %;
+//     the report prints the share) and all the rest Simulated: the caps
+//     decide. Background pedestrians have importance weight 1, so their
+//     effective distance is the plain distance.
+constexpr std::uint32_t kCommunitySize = 1000;
+
+bustle::core::Scenario population_city(std::uint32_t active, std::uint32_t dormant) {
+  using namespace bustle::core;
+  Scenario s = scenario_for(active);
+  s.id = "bustle.bench.population." + std::to_string(active) + "." + std::to_string(dormant);
+  s.entity_capacity += dormant;
+  const auto sidewalk = std::find_if(s.lanes.begin(), s.lanes.end(),
+                                     [](const LaneSpec& l) { return l.kind == LaneKind::Sidewalk; });
+  if (sidewalk == s.lanes.end()) {
+    std::fprintf(stderr, "bustle-bench: the default city has no sidewalk\n");
+    std::exit(1);
+  }
+  s.zones = {{"dormant", {sidewalk->id}, 1}};
+  for (std::uint32_t first = 0; first < dormant; first += kCommunitySize) {
+    CommunitySpec c;
+    c.id = "dormant." + std::to_string(first / kCommunitySize);
+    c.base_population = std::min(kCommunitySize, dormant - first);
+    c.professions = {"sleeper"};
+    c.home_zone = "dormant";
+    c.schedule = {{0.0, 24.0, SchedulePhase::Home, "asleep", "dormant", "", 0.0}};
+    s.communities.push_back(std::move(c));
+  }
+  s.observers = {{40.0, 30.0}, {90.0, 30.0}, {140.0, 30.0}};
+  s.tiers.full_cap = active / 10;
+  s.tiers.simulated_cap = active * 3 / 10;
+  s.tiers.hard_full_cap = std::max(s.tiers.hard_full_cap, s.tiers.full_cap);
+  s.tiers.transitions_per_step = std::max(s.tiers.transitions_per_step, active / 100);
+  return s;
+}
+
+// Hot per-pedestrian state: the PedestrianStore columns, each with the size of
+// its element type (sizeof, so a changed type is counted automatically). All
+// but dense_of hold one element per pedestrian; dense_of holds one per entity
+// index (entity_capacity), which the report amortises over the active agents.
+// Keep this list in step with world.hpp: column_list_complete() counts the
+// store's vectors and the bench refuses to report when a column is missing.
+struct Column {
+  const char* name;
+  std::size_t bytes;  // sizeof one element
+  std::size_t reserved;  // elements reserved (capacity())
+};
+
+template <class T>
+Column column(const char* name, const std::vector<T>& v) {
+  return {name, sizeof(T), v.capacity()};
+}
+
+std::vector<Column> pedestrian_columns(const bustle::core::PedestrianStore& p) {
+  return {column("id", p.id),         column("lane", p.lane),         column("s_m", p.s_m),
+          column("hops", p.hops),     column("resident", p.resident), column("tier", p.tier),
+          column("priority", p.priority), column("origin", p.origin)};
+}
+
+bool column_list_complete(const bustle::core::PedestrianStore& p) {
+  using Store = bustle::core::PedestrianStore;
+  constexpr std::size_t kVector = sizeof(std::vector<std::uint8_t>);
+  const std::size_t listed = pedestrian_columns(p).size() + 1;  // + dense_of
+  if (sizeof(Store) % kVector == 0 && sizeof(Store) / kVector == listed) return true;
+  std::fprintf(stderr,
+               "bustle-bench: PedestrianStore is %zu bytes, %zu vectors would be %zu: a column was added or changed; "
+               "update pedestrian_columns() in tools/bench/main.cpp\n",
+               sizeof(Store), listed, listed * kVector);
+  return false;
+}
+
+int bench_population(const Args& a) {
+  using namespace bustle::core;
+  if (a.steps < 1) usage("--steps must be at least 1");
+  const BuiltWorld built = build_world([&] { return population_city(a.active, a.dormant); }, a.seed);
+  if (!built.world) return 1;
+  const Scenario& s = built.scenario;
+  World& w = *built.world;
+  const PedestrianStore& p = w.pedestrians();
+  if (!column_list_complete(p)) return 1;
+
+  // Warm-up: at least --warmup steps, then on until a pedestrian tier
+  // resolution has nothing left deferred by the transition budget.
+  const std::uint64_t warmup_max = std::max<std::uint64_t>(a.warmup, 20'000);
+  const auto warm0 = Clock::now();
+  std::uint64_t warmup = 0;
+  const auto resolved_now = [&] { return w.step_index() % s.tiers.pedestrian_resolve_every_steps == 0; };
+  while (warmup < warmup_max &&
+         (warmup < a.warmup || p.size() < a.active || !resolved_now() || w.pedestrian_tiers().deferred > 0)) {
+    w.step();
+    ++warmup;
+  }
+  const double warm_s = ms(Clock::now() - warm0) / 1000.0;
+  if (p.size() < a.active) {
+    std::fprintf(stderr, "bustle-bench: only %u of %u pedestrians after %" PRIu64 " warm-up steps\n", p.size(),
+                 a.active, warmup);
+    return 1;
+  }
+
+  // Timed steps; before each, count the pedestrians its movement phase will
+  // advance (tier_due for the coming step), outside the timing.
+  std::uint64_t moved = 0, present = 0;
+  const StepTimes t = time_steps(w, a.steps, [&] {
+    const std::uint64_t next = w.step_index() + 1;
+    for (std::uint32_t i = 0; i < p.size(); ++i) moved += tier_due(next, p.id[i], static_cast<SimTier>(p.tier[i]));
+    present += p.size();
+  });
+
+  // Tier mix at the end, from the tier column, and what distance alone wants.
+  std::array<std::uint32_t, kSimTierCount> tiers{};
+  std::uint32_t full_by_distance = 0;
+  for (std::uint32_t i = 0; i < p.size(); ++i) {
+    ++tiers[p.tier[i]];
+    const Vec2 at = w.lanes().position(p.lane[i], p.s_m[i]);
+    full_by_distance += nearest_observer_m(w.observers(), at.x_m, at.y_m) <= s.tiers.full_enter_m;
+  }
+  const double n = p.size();
+  const auto share = [n](std::uint32_t c) { return 100.0 * c / n; };
+
+  // Hot state per active agent.
+  std::size_t row_bytes = 0, reserved_bytes = 0;
+  std::string row;
+  for (const Column& c : pedestrian_columns(p)) {
+    row_bytes += c.bytes;
+    reserved_bytes += c.bytes * c.reserved;
+    row += std::string(row.empty() ? "" : " + ") + c.name + " " + std::to_string(c.bytes);
+  }
+  const double dense_of_bytes = static_cast<double>(sizeof(p.dense_of[0]) * p.dense_of.size()) / n;
+  const double bytes_per_agent = static_cast<double>(row_bytes) + dense_of_bytes;
+
+  const double steps = static_cast<double>(a.steps);
+  const double ups = static_cast<double>(moved) / t.total_s;
+  const double stepped = static_cast<double>(present) / t.total_s;
+  const double rss_mib = static_cast<double>(peak_rss_kb()) / 1024.0;
+  std::printf("population: %u active pedestrians, %u dormant residents in %zu communities, entity capacity %u, "
+              "%" PRIu64 " timed steps of %u us, seed %" PRIu64 " (digest included)\n",
+              p.size(), w.population().residents().size() - w.population().active_count(), s.communities.size(),
+              s.entity_capacity, a.steps, s.step_us, a.seed);
+  std::printf("  build %.2f s, warm-up %" PRIu64 " steps in %.2f s\n", built.build_s, warmup, warm_s);
+  print_step_times(t);
+  std::printf("  agent updates/s  %.2f M  (%.0f moved per step: Full every step, Simulated every 2nd, Coarse "
+              "every 8th)\n",
+              ups / 1e6, static_cast<double>(moved) / steps);
+  std::printf("  agents stepped/s  %.2f M  (every pedestrian, due or not, as bustle-bench step counts)\n", stepped / 1e6);
+  std::printf("  hot state per active agent  %.1f B = columns %zu B (%s) + dense_of %.1f B (%zu x %zu B / %.0f "
+              "active)\n",
+              bytes_per_agent, row_bytes, row.c_str(), dense_of_bytes, p.dense_of.size(), sizeof(p.dense_of[0]), n);
+  std::printf("  columns reserved for entity capacity  %.1f MiB (touched only as far as used)\n",
+              static_cast<double>(reserved_bytes) / (1024.0 * 1024.0));
+  std::printf("  tiers at end  full %u (%.1f%%)  simulated %u (%.1f%%)  coarse %u (%.1f%%); caps %u / %u; "
+              "by distance alone %.1f%% would be full\n",
+              tiers[0], share(tiers[0]), tiers[1], share(tiers[1]), tiers[2], share(tiers[2]), s.tiers.full_cap,
+              s.tiers.simulated_cap, share(full_by_distance));
+  std::printf("  peak RSS  %.1f MiB\n", rss_mib);
+  std::printf("  final digest %016" PRIx64 "\n", w.digest());
+  if (a.json) {
+    std::printf("{\"bench\":\"population\",\"active\":%u,\"dormant\":%u,\"entity_capacity\":%u,\"steps\":%" PRIu64
+                ",\"warmup_steps\":%" PRIu64 ",\"seed\":%" PRIu64
+                ",\"step_ms\":{\"p50\":%.4f,\"p99\":%.4f,\"max\":%.4f,\"mean\":%.4f},"
+                "\"agent_updates_per_s\":%.0f,\"agents_stepped_per_s\":%.0f,\"moved_per_step\":%.1f,"
+                "\"bytes_per_agent\":%.2f,\"column_bytes\":%zu,\"dense_of_bytes_per_agent\":%.2f,"
+                "\"tiers\":{\"full\":%u,\"simulated\":%u,\"coarse\":%u},\"full_by_distance\":%u,"
+                "\"peak_rss_mib\":%.1f,\"digest\":\"%016" PRIx64 "\"}\n",
+                p.size(), a.dormant, s.entity_capacity, a.steps, warmup, a.seed, t.p50(), t.p99(), t.max(),
+                t.total_s * 1000.0 / steps, ups, stepped, static_cast<double>(moved) / steps, bytes_per_agent,
+                row_bytes, dense_of_bytes, tiers[0], tiers[1], tiers[2], full_by_distance, rss_mib, w.digest());
+  }
   return 0;
 }
 
@@ -274,9 +529,7 @@ bustle::core::Scenario grid_city(std::uint32_t n, std::uint32_t vehicles) {
   Scenario s;
   s.id = "bustle.bench.grid." + std::to_string(n) + "." + std::to_string(vehicles);
   s.name = "bench grid " + std::to_string(n) + "x" + std::to_string(n) + ", " + std::to_string(vehicles) + " vehicles";
-  std::uint32_t cap = 1024;
-  while (cap < vehicles + vehicles / 4) cap *= 2;
-  s.entity_capacity = cap;
+  s.entity_capacity = capacity_for(vehicles);
   s.pedestrians.count = 0;
   s.pedestrians.spawn_per_step_max = 1;
 
@@ -358,15 +611,10 @@ int bench_vehicles(const Args& a) {
   using namespace bustle::core;
   if (a.steps < 1) usage("--steps must be at least 1");
   if (a.grid < 2) usage("--grid must be at least 2");
-  const auto build0 = Clock::now();
-  const Scenario s = grid_city(a.grid, a.vehicles);
-  auto created = World::create(s, a.seed);
-  if (!created.world) {
-    for (const auto& e : created.errors) std::fprintf(stderr, "bustle-bench: %s: %s\n", e.path.c_str(), e.message.c_str());
-    return 1;
-  }
-  World& w = *created.world;
-  const double build_s = ms(Clock::now() - build0) / 1000.0;
+  const BuiltWorld built = build_world([&] { return grid_city(a.grid, a.vehicles); }, a.seed);
+  if (!built.world) return 1;
+  const Scenario& s = built.scenario;
+  World& w = *built.world;
 
   // Warm-up: until every planned vehicle is managed. Each garage dispatches
   // about one vehicle per headway gap (~7 steps), so this is bounded by the
@@ -412,7 +660,7 @@ int bench_vehicles(const Args& a) {
               " timed steps of %u us, seed %" PRIu64 "\n",
               a.grid, a.grid, s.lanes.size(), s.signals.size(), s.garages.size(), w.vehicles().store().size(),
               a.steps, s.step_us, a.seed);
-  std::printf("  build %.2f s, warm-up %" PRIu64 " steps in %.2f s\n", build_s, warmup, warm_s);
+  std::printf("  build %.2f s, warm-up %" PRIu64 " steps in %.2f s\n", built.build_s, warmup, warm_s);
   std::printf("  tiers at end  full %u  simulated %u  coarse %u\n", tiers.per_tier[0], tiers.per_tier[1],
               tiers.per_tier[2]);
   std::printf("  step ms  p50 %.3f  p99 %.3f  max %.3f  mean %.3f\n", percentile(t, 0.5), percentile(t, 0.99),
@@ -443,5 +691,6 @@ int bench_vehicles(const Args& a) {
 int main(int argc, char** argv) {
   const Args a = parse(argc, argv);
   if (a.mode == "vehicles") return bench_vehicles(a);
+  if (a.mode == "population") return bench_population(a);
   return a.mode == "step" ? bench_step(a) : bench_snapshot(a);
 }

@@ -25,6 +25,47 @@ Result<T> with(Status status) {
   return r;
 }
 
+// Takes updates from next(time left) until done(update), within `timeout`
+// overall. On any failure `value` holds the updates taken so far (they are
+// consumed either way). Messages: "<subject> <finished> <state>" or
+// "<subject> <unfinished> within T ms (last state: ...)".
+template <class T, class Next, class Done, class StateName>
+Result<std::vector<T>> collect_until(Next next, Done done, StateName state_name, const std::string& subject,
+                                     const std::string& unfinished, const char* finished,
+                                     std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  Result<std::vector<T>> r;
+  for (;;) {
+    auto u = next(remaining(deadline));
+    if (!u.ok()) {
+      static_cast<Status&>(r) = std::move(u);
+      if (r.status == ClientStatus::Timeout) {
+        r.message = subject + " " + unfinished + " within " + std::to_string(timeout.count()) +
+                    " ms (last state: " +
+                    (r.value.empty() ? std::string("none received")
+                                     : std::string(state_name(r.value.back().state))) +
+                    ")";
+      }
+      return r;
+    }
+    const bool stop = done(u.value);
+    r.value.push_back(std::move(u.value));
+    if (stop) {
+      r.status = ClientStatus::Ok;
+      r.message = subject + " " + finished + " " + state_name(r.value.back().state);
+      return r;
+    }
+  }
+}
+
+// Removes every buffered update whose key_of(update) == key; returns how many.
+template <class T, class Key>
+std::size_t discard_matching(std::deque<T>& buffer, Key key_of, std::uint64_t key) {
+  const auto before = buffer.size();
+  std::erase_if(buffer, [&](const T& u) { return key_of(u) == key; });
+  return before - buffer.size();
+}
+
 }  // namespace
 
 const char* to_string(ClientStatus s) {
@@ -114,6 +155,33 @@ std::vector<SignalPhaseEntry> signal_phases(const wire::Delta& delta) {
   return out;
 }
 
+LaneChain to_lane_chain(const wire::LaneChainInfo& c) {
+  LaneChain out;
+  if (const auto* lanes = c.lanes()) out.lanes.assign(lanes->begin(), lanes->end());
+  out.cyclic = c.cyclic();
+  out.pedestrian = c.pedestrian();
+  out.length_m = c.length_m();
+  return out;
+}
+
+std::vector<ChainDotsEntry> chain_dots(const wire::Delta& delta) {
+  std::vector<ChainDotsEntry> out;
+  if (const auto* list = delta.dots()) {
+    out.reserve(list->size());
+    for (const wire::ChainDots* d : *list) out.push_back({d->chain(), d->count()});
+  }
+  return out;
+}
+
+std::vector<EntityId> retiring_ids(const wire::Delta& delta) {
+  std::vector<EntityId> out;
+  if (const auto* list = delta.retiring()) {
+    out.reserve(list->size());
+    for (const wire::EntityId* id : *list) out.push_back(EntityId::from_wire(*id));
+  }
+  return out;
+}
+
 GarageReport to_garage_report(const wire::GarageInfo& g) {
   GarageReport out;
   out.id = str(g.id());
@@ -188,6 +256,106 @@ ZoneReport to_zone_report(const wire::ZoneInfo& z) {
   out.activated_total = z.activated_total();
   out.recycled_total = z.recycled_total();
   out.capacity = z.capacity();
+  out.migrated_in = z.migrated_in();
+  out.deferred_by_migration = z.deferred_by_migration();
+  out.handoffs_started = z.handoffs_started();
+  out.handoffs_accepted = z.handoffs_accepted();
+  out.handoffs_returned = z.handoffs_returned();
+  out.retiring = z.retiring();
+  return out;
+}
+
+SpawnStatusInfo to_spawn_status(const wire::SpawnStatus& s) {
+  SpawnStatusInfo out;
+  out.handle = s.handle();
+  out.state = s.state();
+  out.failure = s.failure();
+  out.terminal = s.terminal();
+  if (s.entity() != nullptr) out.entity = EntityId::from_wire(*s.entity());
+  out.zone = str(s.zone());
+  out.lane = s.lane();
+  out.priority = s.priority();
+  out.requested_step = s.requested_step();
+  out.state_step = s.state_step();
+  return out;
+}
+
+EntityReport to_entity_report(const wire::EntityInfo& e) {
+  EntityReport out;
+  if (e.id() != nullptr) out.id = EntityId::from_wire(*e.id());
+  out.alive = e.alive();
+  out.kind = e.kind();
+  out.lifecycle = e.lifecycle();
+  out.tier = e.tier();
+  out.representation = e.representation();
+  out.priority = e.priority();
+  out.origin = e.origin();
+  out.saveable = e.saveable();
+  out.forced_full = e.forced_full();
+  out.community = str(e.community());
+  out.zone = str(e.zone());
+  out.work_point = str(e.work_point());
+  out.work_slot = e.work_slot();
+  out.lane = e.lane();
+  out.s_m = e.s_m();
+  out.x_m = e.x_m();
+  out.y_m = e.y_m();
+  out.effective_distance_m = e.effective_distance_m();
+  out.spawn_handle = e.spawn_handle();
+  out.spawn_state = e.spawn_state();
+  out.retiring_reason = e.retiring_reason();
+  out.release_step = e.release_step();
+  return out;
+}
+
+template <class T>
+std::vector<T> to_vector(const flatbuffers::Vector<T>* v) {
+  return v == nullptr ? std::vector<T>() : std::vector<T>(v->begin(), v->end());
+}
+
+PopulationReport to_population_report(const wire::PopulationInfo& p) {
+  PopulationReport out;
+  out.hour = p.hour();
+  out.time_scale = p.time_scale();
+  out.growth_quota = p.growth_quota();
+  out.recycle_quota = p.recycle_quota();
+  out.interval_ms = p.interval_ms();
+  out.migration_budget = p.migration_budget();
+  if (const auto* list = p.communities()) {
+    out.communities.reserve(list->size());
+    for (const wire::CommunityInfo* c : *list) {
+      out.communities.push_back(CommunityReport{str(c->id()), c->base_population(), c->target(), str(c->zone()),
+                                                c->active(), c->dormant(), c->saveable()});
+    }
+  }
+  out.residents = p.residents();
+  out.residents_active = p.residents_active();
+  out.residents_retiring = p.residents_retiring();
+  out.background = p.background();
+  out.spawned = p.spawned();
+  out.pedestrian_target = p.pedestrian_target();
+  out.handoffs_pending = p.handoffs_pending();
+  out.spawn_live = to_vector(p.spawn_live());
+  out.spawn_totals = to_vector(p.spawn_totals());
+  out.spawn_requested = p.spawn_requested();
+  out.spawn_deferred_by_cap = p.spawn_deferred_by_cap();
+  out.spawn_deferred_by_capacity = p.spawn_deferred_by_capacity();
+  out.spawn_deferred_by_zone = p.spawn_deferred_by_zone();
+  out.retiring = p.retiring();
+  out.faded_total = p.faded_total();
+  out.fade_skipped_total = p.fade_skipped_total();
+  out.despawned_by_reason = to_vector(p.despawned_by_reason());
+  out.tiers = to_vector(p.tiers());
+  out.tier_promoted = p.tier_promoted();
+  out.tier_demoted = p.tier_demoted();
+  out.tier_deferred = p.tier_deferred();
+  out.forced_full = p.forced_full();
+  out.forced_overflow = p.forced_overflow();
+  out.force_full_refused = p.force_full_refused();
+  out.ledger_fragments = p.ledger_fragments();
+  out.ledger_deficit = p.ledger_deficit();
+  out.ledger_surplus = p.ledger_surplus();
+  out.ledger_max_deficit = p.ledger_max_deficit();
   return out;
 }
 
@@ -250,6 +418,13 @@ CommandReply to_command_reply(const wire::CommandResult& r) {
     out.zones = std::move(v);
   }
   if (r.vehicle() != nullptr) out.vehicle = to_vehicle_report(*r.vehicle());
+  out.handle = r.handle();
+  if (r.entity() != nullptr) out.entity = EntityId::from_wire(*r.entity());
+  out.batch = r.batch();
+  out.handles = to_vector(r.handles());
+  if (r.entity_info() != nullptr) out.entity_info = to_entity_report(*r.entity_info());
+  if (r.population() != nullptr) out.population = to_population_report(*r.population());
+  if (r.spawn() != nullptr) out.spawn = to_spawn_status(*r.spawn());
   return out;
 }
 
@@ -342,6 +517,7 @@ Result<WelcomeInfo> Client::connect() {
   close();
   buffered_.clear();
   job_updates_.clear();
+  spawn_updates_.clear();
   welcome_ = WelcomeInfo{};
   const ConnectResult c =
       connection_.connect(options_.host, options_.port, options_.connect_timeout);
@@ -390,6 +566,10 @@ Result<WelcomeInfo> Client::connect() {
   if (const auto* signals = w->signals()) {
     for (const wire::SignalGeometry* g : *signals) info.signals.push_back(to_signal_geometry(*g));
   }
+  if (const auto* chains = w->chains()) {
+    for (const wire::LaneChainInfo* lc : *chains) info.chains.push_back(to_lane_chain(*lc));
+  }
+  info.dots_every_steps = w->dots_every_steps();
   welcome_ = info;
   handshaken_ = true;
   Result<WelcomeInfo> r;
@@ -448,6 +628,11 @@ Status Client::check_room(bool delta_wanted, const char* waiting_for) {
                 std::to_string(job_updates_.size()) + " JobUpdates buffered while waiting for " +
                     waiting_for + "; take them with next_job_update() or discard_job_updates()");
   }
+  if (spawn_updates_.size() >= options_.max_buffered_spawn_updates) {
+    return fail(ClientStatus::BacklogFull,
+                std::to_string(spawn_updates_.size()) + " SpawnUpdates buffered while waiting for " +
+                    waiting_for + "; take them with next_spawn_update() or discard_spawn_updates()");
+  }
   Status ok;
   ok.status = ClientStatus::Ok;
   return ok;
@@ -467,6 +652,14 @@ Status Client::stash(const ReceiveResult& frame, std::uint32_t wanted, const cha
         return fail(ClientStatus::ProtocolError, "JobUpdate without a job");
       }
       job_updates_.push_back(to_job_info(*job));
+      break;
+    }
+    case wire::ServerMessage::SpawnUpdate: {
+      const auto* spawn = frame.frame->message_as_SpawnUpdate()->spawn();
+      if (spawn == nullptr) {
+        return fail(ClientStatus::ProtocolError, "SpawnUpdate without a spawn status");
+      }
+      spawn_updates_.push_back(to_spawn_status(*spawn));
       break;
     }
     default:
@@ -538,69 +731,78 @@ Result<CommandReply> Client::wait_result(std::uint32_t request_id,
   }
 }
 
-Result<JobInfo> Client::next_job_update(std::uint64_t job_id, std::chrono::milliseconds timeout) {
+template <class T, class Key>
+Result<T> Client::next_buffered(std::deque<T>& buffer, Key key_of, std::uint64_t key,
+                                const std::string& waiting_for, std::chrono::milliseconds timeout) {
   const auto deadline = Clock::now() + timeout;
-  const std::string waiting_for = "an update of job " + std::to_string(job_id);
   for (;;) {
-    for (auto it = job_updates_.begin(); it != job_updates_.end(); ++it) {
-      if (it->job_id != job_id) continue;
-      Result<JobInfo> r;
+    for (auto it = buffer.begin(); it != buffer.end(); ++it) {
+      if (key_of(*it) != key) continue;
+      Result<T> r;
       r.status = ClientStatus::Ok;
       r.value = std::move(*it);
-      job_updates_.erase(it);
-      r.message = std::string("job ") + std::to_string(job_id) + " " +
-                  wire::EnumNameJobState(r.value.state);
+      buffer.erase(it);
       return r;
     }
-    if (!connected()) return with<JobInfo>(fail(ClientStatus::NotConnected, "not connected"));
+    if (!connected()) return with<T>(fail(ClientStatus::NotConnected, "not connected"));
     if (Status room = check_room(false, waiting_for.c_str()); !room.ok()) {
-      return with<JobInfo>(std::move(room));
+      return with<T>(std::move(room));
     }
     ReceiveResult frame;
     Status s = receive(remaining(deadline), frame);
     if (s.status == ClientStatus::Timeout) {
-      s.message = "no update of job " + std::to_string(job_id) + " within " +
-                  std::to_string(timeout.count()) + " ms";
+      s.message = "no " + waiting_for + " within " + std::to_string(timeout.count()) + " ms";
     }
-    if (!s.ok()) return with<JobInfo>(std::move(s));
+    if (!s.ok()) return with<T>(std::move(s));
     if (Status st = stash(frame, 0, waiting_for.c_str()); !st.ok()) {
-      return with<JobInfo>(std::move(st));
+      return with<T>(std::move(st));
     }
   }
 }
 
-Result<std::vector<JobInfo>> Client::wait_job(std::uint64_t job_id,
-                                              std::chrono::milliseconds timeout) {
-  const auto deadline = Clock::now() + timeout;
-  Result<std::vector<JobInfo>> r;
-  for (;;) {
-    auto u = next_job_update(job_id, remaining(deadline));
-    if (!u.ok()) {
-      static_cast<Status&>(r) = std::move(u);
-      if (r.status == ClientStatus::Timeout) {
-        r.message = "job " + std::to_string(job_id) + " did not finish within " +
-                    std::to_string(timeout.count()) + " ms (last state: " +
-                    (r.value.empty() ? std::string("none received")
-                                     : std::string(wire::EnumNameJobState(r.value.back().state))) +
-                    ")";
-      }
-      return r;
-    }
-    const bool terminal = u.value.terminal;
-    r.value.push_back(std::move(u.value));
-    if (terminal) {
-      r.status = ClientStatus::Ok;
-      r.message = std::string("job ") + std::to_string(job_id) + " ended " +
-                  wire::EnumNameJobState(r.value.back().state);
-      return r;
-    }
+Result<JobInfo> Client::next_job_update(std::uint64_t job_id, std::chrono::milliseconds timeout) {
+  auto r = next_buffered(
+      job_updates_, [](const JobInfo& j) { return j.job_id; }, job_id,
+      "update of job " + std::to_string(job_id), timeout);
+  if (r.ok()) {
+    r.message = std::string("job ") + std::to_string(job_id) + " " + wire::EnumNameJobState(r.value.state);
   }
+  return r;
+}
+
+Result<SpawnStatusInfo> Client::next_spawn_update(std::uint64_t handle, std::chrono::milliseconds timeout) {
+  auto r = next_buffered(
+      spawn_updates_, [](const SpawnStatusInfo& s) { return s.handle; }, handle,
+      "update of spawn handle " + std::to_string(handle), timeout);
+  if (r.ok()) {
+    r.message =
+        std::string("spawn handle ") + std::to_string(handle) + " " + wire::EnumNameSpawnState(r.value.state);
+  }
+  return r;
+}
+
+Result<std::vector<SpawnStatusInfo>> Client::wait_spawn(std::uint64_t handle, wire::SpawnState until,
+                                                        std::chrono::milliseconds timeout) {
+  return collect_until<SpawnStatusInfo>(
+      [&](std::chrono::milliseconds left) { return next_spawn_update(handle, left); },
+      [&](const SpawnStatusInfo& s) { return s.terminal || s.state == until; },
+      [](wire::SpawnState s) { return wire::EnumNameSpawnState(s); }, "spawn handle " + std::to_string(handle),
+      std::string("did not reach ") + wire::EnumNameSpawnState(until), "reached", timeout);
+}
+
+std::size_t Client::discard_spawn_updates(std::uint64_t handle) {
+  return discard_matching(spawn_updates_, [](const SpawnStatusInfo& s) { return s.handle; }, handle);
+}
+
+Result<std::vector<JobInfo>> Client::wait_job(std::uint64_t job_id, std::chrono::milliseconds timeout) {
+  return collect_until<JobInfo>(
+      [&](std::chrono::milliseconds left) { return next_job_update(job_id, left); },
+      [](const JobInfo& j) { return j.terminal; }, [](wire::JobState s) { return wire::EnumNameJobState(s); },
+      "job " + std::to_string(job_id), "did not finish", "ended", timeout);
 }
 
 std::size_t Client::discard_job_updates(std::uint64_t job_id) {
-  const auto before = job_updates_.size();
-  std::erase_if(job_updates_, [&](const JobInfo& j) { return j.job_id == job_id; });
-  return before - job_updates_.size();
+  return discard_matching(job_updates_, [](const JobInfo& j) { return j.job_id; }, job_id);
 }
 
 Result<CommandReply> Client::command(const CommandSpec& spec, std::chrono::milliseconds timeout) {

@@ -144,6 +144,37 @@ ApplySummary EntityMirror::apply(const wire::Delta& delta, MirrorListener* liste
     }
   }
 
+  if (const auto* retiring = delta.retiring()) {
+    for (const wire::EntityId* w : *retiring) {
+      const auto it = by_index_.find(w->index());
+      if (it == by_index_.end() || slots_[it->second].id.generation != w->generation()) {
+        ++summary.unknown_retiring;
+        continue;
+      }
+      EntityView& view = slots_[it->second];
+      if (view.retiring) continue;  // already known: nothing new
+      view.retiring = true;
+      ++summary.retiring;
+      if (listener != nullptr) listener->on_retiring(view);
+    }
+  }
+
+  if (summary.baseline) {
+    chain_dots_.clear();
+    has_dots_ = false;
+  }
+  if (const auto* dots = delta.dots()) {
+    chain_dots_.assign(chain_dots_.size(), 0);
+    for (const wire::ChainDots* d : *dots) {
+      if (d->chain() >= kMaxDotChains) continue;  // never from a real server; bounds memory
+      if (d->chain() >= chain_dots_.size()) chain_dots_.resize(std::size_t{d->chain()} + 1, 0);
+      chain_dots_[d->chain()] = d->count();
+    }
+    has_dots_ = true;
+    dots_step_ = step;
+    summary.dots = true;
+  }
+
   ++counters_.deltas;
   counters_.baselines += summary.baseline ? 1 : 0;
   counters_.steps_not_increasing += summary.step_not_increasing ? 1 : 0;
@@ -155,6 +186,9 @@ ApplySummary EntityMirror::apply(const wire::Delta& delta, MirrorListener* liste
   counters_.unknown_updates += summary.unknown_updates;
   counters_.unknown_lefts += summary.unknown_lefts;
   counters_.rejected_full += summary.rejected_full;
+  counters_.retiring += summary.retiring;
+  counters_.unknown_retiring += summary.unknown_retiring;
+  counters_.dots += summary.dots ? 1 : 0;
   if (const auto* signals = delta.signals()) {
     for (const wire::SignalPhaseState* p : *signals) {
       if (p->index() >= signal_phases_.size()) {

@@ -37,6 +37,13 @@ Frame finish(flatbuffers::FlatBufferBuilder& fbb, wire::ClientMessage type,
   return frame;
 }
 
+flatbuffers::Offset<wire::SpawnPedestrian> spawn_pedestrian(flatbuffers::FlatBufferBuilder& fbb,
+                                                          const SpawnPedestrianCmd& c) {
+  const auto zone = c.zone.empty() ? 0 : name_string(fbb, c.zone);
+  const auto lane = c.lane.empty() ? 0 : name_string(fbb, c.lane);
+  return wire::CreateSpawnPedestrian(fbb, zone, lane, c.priority, c.timeout_ms);
+}
+
 }  // namespace
 
 Frame build_hello(const HelloParams& params) {
@@ -84,6 +91,15 @@ const char* command_name(const CommandSpec& command) {
                         [](const SetHourCmd&) { return "set_hour"; },
                         [](const SetTimeScaleCmd&) { return "set_time_scale"; },
                         [](const QueryZonesCmd&) { return "query_zones"; },
+                        [](const ForceFullCmd&) { return "force_full"; },
+                        [](const SpawnPedestrianCmd&) { return "spawn_pedestrian"; },
+                        [](const CancelSpawnCmd&) { return "cancel_spawn"; },
+                        [](const ReportAttachedCmd&) { return "report_attached"; },
+                        [](const SetLifecycleCmd&) { return "set_lifecycle"; },
+                        [](const LifecycleBatchCmd&) { return "lifecycle_batch"; },
+                        [](const QueryEntityCmd&) { return "query_entity"; },
+                        [](const QueryPopulationCmd&) { return "query_population"; },
+                        [](const QuerySpawnCmd&) { return "query_spawn"; },
                     },
                     command);
 }
@@ -96,7 +112,13 @@ bool is_world_command(const CommandSpec& command) {
          std::holds_alternative<SetVehicleStrategyCmd>(command) ||
          std::holds_alternative<SetObserversCmd>(command) ||
          std::holds_alternative<SetHourCmd>(command) ||
-         std::holds_alternative<SetTimeScaleCmd>(command);
+         std::holds_alternative<SetTimeScaleCmd>(command) ||
+         std::holds_alternative<ForceFullCmd>(command) ||
+         std::holds_alternative<SpawnPedestrianCmd>(command) ||
+         std::holds_alternative<CancelSpawnCmd>(command) ||
+         std::holds_alternative<ReportAttachedCmd>(command) ||
+         std::holds_alternative<SetLifecycleCmd>(command) ||
+         std::holds_alternative<LifecycleBatchCmd>(command);
 }
 
 Frame build_command(std::uint32_t request_id, const CommandSpec& command) {
@@ -187,7 +209,20 @@ Frame build_command(std::uint32_t request_id, const CommandSpec& command) {
                      points.emplace_back(c.points[i].x_m, c.points[i].y_m);
                    }
                    const auto vec = fbb.CreateVectorOfStructs(points);
-                   body = wire::CreateSetObservers(fbb, vec).Union();
+                   flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::ObserverView>>>
+                       views = 0;
+                   if (!c.views.empty()) {
+                     std::vector<flatbuffers::Offset<wire::ObserverView>> items;
+                     const std::size_t m = std::min(c.views.size(), kMaxObserverViews);
+                     items.reserve(m);
+                     for (std::size_t i = 0; i < m; ++i) {
+                       const ObserverView& v = c.views[i];
+                       items.push_back(
+                           wire::CreateObserverView(fbb, v.z_m, v.has_heading, v.heading_rad));
+                     }
+                     views = fbb.CreateVector(items);
+                   }
+                   body = wire::CreateSetObservers(fbb, vec, views).Union();
                  },
                  [&](const QueryGaragesCmd&) {
                    body_type = wire::CommandBody::QueryGarages;
@@ -213,6 +248,58 @@ Frame build_command(std::uint32_t request_id, const CommandSpec& command) {
                  [&](const QueryZonesCmd&) {
                    body_type = wire::CommandBody::QueryZones;
                    body = wire::CreateQueryZones(fbb).Union();
+                 },
+                 [&](const ForceFullCmd& c) {
+                   body_type = wire::CommandBody::ForceFull;
+                   const wire::EntityId id = c.id.to_wire();
+                   body = wire::CreateForceFull(fbb, &id, c.on).Union();
+                 },
+                 [&](const SpawnPedestrianCmd& c) {
+                   body_type = wire::CommandBody::SpawnPedestrian;
+                   body = spawn_pedestrian(fbb, c).Union();
+                 },
+                 [&](const CancelSpawnCmd& c) {
+                   body_type = wire::CommandBody::CancelSpawn;
+                   body = wire::CreateCancelSpawn(fbb, c.handle).Union();
+                 },
+                 [&](const ReportAttachedCmd& c) {
+                   body_type = wire::CommandBody::ReportAttached;
+                   const wire::EntityId id = c.id.to_wire();
+                   body = wire::CreateReportAttached(fbb, &id).Union();
+                 },
+                 [&](const SetLifecycleCmd& c) {
+                   body_type = wire::CommandBody::SetLifecycle;
+                   body = wire::CreateSetLifecycle(fbb, c.growth_quota, c.recycle_quota,
+                                                   c.interval_ms, c.migration_budget)
+                              .Union();
+                 },
+                 [&](const LifecycleBatchCmd& c) {
+                   body_type = wire::CommandBody::LifecycleBatch;
+                   std::vector<flatbuffers::Offset<wire::LifecycleOp>> ops;
+                   const std::size_t n = std::min(c.ops.size(), kMaxLifecycleOps);
+                   ops.reserve(n);
+                   for (std::size_t i = 0; i < n; ++i) {
+                     const LifecycleOpSpec& op = c.ops[i];
+                     const bool spawn = op.kind == wire::LifecycleOpKind::Spawn;
+                     const auto spawn_off = spawn ? spawn_pedestrian(fbb, op.spawn) : 0;
+                     const wire::EntityId id = op.id.to_wire();
+                     ops.push_back(
+                         wire::CreateLifecycleOp(fbb, op.kind, spawn_off, spawn ? nullptr : &id));
+                   }
+                   body = wire::CreateLifecycleBatch(fbb, fbb.CreateVector(ops)).Union();
+                 },
+                 [&](const QueryEntityCmd& c) {
+                   body_type = wire::CommandBody::QueryEntity;
+                   const wire::EntityId id = c.id.to_wire();
+                   body = wire::CreateQueryEntity(fbb, &id).Union();
+                 },
+                 [&](const QueryPopulationCmd&) {
+                   body_type = wire::CommandBody::QueryPopulation;
+                   body = wire::CreateQueryPopulation(fbb).Union();
+                 },
+                 [&](const QuerySpawnCmd& c) {
+                   body_type = wire::CommandBody::QuerySpawn;
+                   body = wire::CreateQuerySpawn(fbb, c.handle).Union();
                  },
              },
              command);

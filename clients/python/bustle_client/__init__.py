@@ -2,7 +2,11 @@
 
 - :mod:`bustle_client.codec`: framing and FlatBuffers encode/decode
 - :class:`Session`: blocking TCP session (handshake, subscribe, deltas, commands)
-- :class:`EntityMirror`: entity table kept current from deltas
+- :class:`EntityMirror`: entity table kept current from deltas (and the
+  retiring set and distant dots)
+- population: spawn handles (``Session.spawn_pedestrian``, ``wait_spawn``),
+  lifecycle batches (``spawn_op``, ``despawn_op``), ``EntityInfo`` and
+  ``PopulationInfo`` queries
 
 Needs the FlatBuffers modules generated at build time on ``sys.path``
 (``<build>/python``; CMake target ``bustle_python_wire``).

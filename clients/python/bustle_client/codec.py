@@ -3,8 +3,8 @@
 A frame is a 4-byte little-endian payload length followed by the payload, one
 FlatBuffer with a file identifier: ``BCL1`` client->server, ``BSV1``
 server->client. Clients encode ClientFrames (Hello, Subscribe, Command) and
-decode ServerFrames (Welcome, Error, Delta, CommandResult, JobUpdate) into the
-dataclasses of :mod:`bustle_client.messages`.
+decode ServerFrames (Welcome, Error, Delta, CommandResult, JobUpdate,
+SpawnUpdate) into the dataclasses of :mod:`bustle_client.messages`.
 
 Python's FlatBuffers runtime has no Verifier, so decoding checks the length and
 file identifier up front and turns any out-of-bounds read of a corrupt buffer
@@ -20,13 +20,18 @@ from typing import Iterator, Optional, Union
 from . import _wire as w
 from .messages import (
     PROTOCOL_VERSION,
+    BatchStatus,
+    ChainDots,
     ClockMode,
     CommandResult,
+    CommunityInfo,
     CommandStatus,
     ControlPolicy,
     Delta,
     DispatchGate,
+    DespawnReason,
     EntityId,
+    EntityInfo,
     EntityKind,
     EntityState,
     ErrorCode,
@@ -40,10 +45,19 @@ from .messages import (
     JobStatus,
     JobUpdate,
     Lane,
+    LaneChain,
     LaneKind,
+    LifecycleOp,
+    LifecycleOpKind,
+    LifecycleState,
     MalformedFrameError,
+    ObserverView,
+    PedestrianOrigin,
     PolicyReason,
+    PopulationInfo,
+    PriorityClass,
     RejectReason,
+    RepresentationHint,
     Role,
     SignalGeometry,
     SignalInfo,
@@ -51,6 +65,11 @@ from .messages import (
     SignalPhaseState,
     SimTier,
     SnapshotInfo,
+    SpawnFailure,
+    SpawnRequest,
+    SpawnState,
+    SpawnStatus,
+    SpawnUpdate,
     Stats,
     VehicleInfo,
     VehicleStrategy,
@@ -74,12 +93,18 @@ _ENTITY_STATE = struct.Struct("<IIiiHHB3x")
 _ENTITY_ID = struct.Struct("<II")
 # SignalPhaseState struct: index u16, phase u8, 1 byte padding.
 _SIGNAL_PHASE = struct.Struct("<HBx")
+# ChainDots struct: chain u32, count u16, 2 bytes padding.
+_CHAIN_DOTS = struct.Struct("<IH2x")
 # Fails at import if the schema changes the struct layout without this module.
 assert _ENTITY_STATE.size == w.EntityStateStruct.EntityState.SizeOf()
 assert _ENTITY_ID.size == w.EntityId.EntityId.SizeOf()
 assert _SIGNAL_PHASE.size == w.SignalPhaseState.SignalPhaseState.SizeOf()
+assert _CHAIN_DOTS.size == w.ChainDots.ChainDots.SizeOf()
 
-Message = Union[Welcome, ErrorMessage, Delta, CommandResult, JobUpdate]
+#: SpawnStatus.lane / LaneInfo index meaning "no lane".
+NO_LANE = 0xFFFFFFFF
+
+Message = Union[Welcome, ErrorMessage, Delta, CommandResult, JobUpdate, SpawnUpdate]
 
 
 # --------------------------------------------------------------------------
@@ -221,10 +246,13 @@ def _set_pedestrian_target(b, count: int):
     return w.SetPedestrianTarget.End(b)
 
 
-def _despawn(b, index: int, generation: int):
-    w.DespawnEntity.Start(b)
-    w.DespawnEntity.AddId(b, w.EntityId.CreateEntityId(b, index, generation))
-    return w.DespawnEntity.End(b)
+def _with_id(module):
+    """Body builder for the commands that carry only an EntityId (index, generation)."""
+    def build(b, index: int, generation: int):
+        module.Start(b)
+        module.AddId(b, w.EntityId.CreateEntityId(b, index, generation))
+        return module.End(b)
+    return build
 
 
 def _force_full(b, index: int, generation: int, on: bool = True):
@@ -274,18 +302,28 @@ def _cancel_garage_request(b, garage: str, request_id: str):
     return w.CancelGarageRequest.End(b)
 
 
+def _ubyte_enum(enum_cls, what: str, value) -> int:
+    """A member of ``enum_cls``, its name (case-insensitive) or its value."""
+    if isinstance(value, str):
+        for member in enum_cls:
+            if member.name.lower() == value.lower():
+                return int(member)
+        raise ValueError(f"unknown {what} {value!r}; known: "
+                         f"{', '.join(m.name for m in enum_cls)}")
+    number = int(value)
+    if not 0 <= number <= 255:
+        raise ValueError(f"{what} {number} does not fit a ubyte")
+    return number  # out-of-range values are sent as they are; the server judges them
+
+
 def vehicle_strategy(strategy) -> int:
     """A VehicleStrategy member, its name ('Parked', case-insensitive) or its value."""
-    if isinstance(strategy, str):
-        for member in VehicleStrategy:
-            if member.name.lower() == strategy.lower():
-                return int(member)
-        raise ValueError(f"unknown vehicle strategy {strategy!r}; known: "
-                         f"{', '.join(m.name for m in VehicleStrategy)}")
-    value = int(strategy)
-    if not 0 <= value <= 255:
-        raise ValueError(f"vehicle strategy {value} does not fit a ubyte")
-    return value  # out-of-range values are sent as they are; the server judges them
+    return _ubyte_enum(VehicleStrategy, "vehicle strategy", strategy)
+
+
+def priority_class(priority) -> int:
+    """A PriorityClass member, its name ('quest', case-insensitive) or its value."""
+    return _ubyte_enum(PriorityClass, "priority class", priority)
 
 
 def _set_vehicle_strategy(b, index: int, generation: int, strategy):
@@ -296,21 +334,134 @@ def _set_vehicle_strategy(b, index: int, generation: int, strategy):
     return w.SetVehicleStrategy.End(b)
 
 
-def _set_observers(b, points):
-    pts = [(float(x), float(y)) for x, y in points]
+def observer_view(view) -> ObserverView:
+    """An ObserverView, a (z_m, heading_rad or None) pair or a bare z_m."""
+    if isinstance(view, ObserverView):
+        return view
+    if isinstance(view, (int, float)):
+        return ObserverView(float(view))
+    z, heading = view
+    return ObserverView(float(z), None if heading is None else float(heading))
+
+
+def split_observers(points):
+    """(x, y) pairs and ObserverViews (or None) from points given as (x, y),
+    (x, y, z) or (x, y, z, heading_rad or None). Views are derived only when
+    some point carries a height or heading; then every point gets one."""
+    xy, views, extra = [], [], False
+    for p in points:
+        if not 2 <= len(p) <= 4:
+            raise ValueError(f"observer point {p!r}: expected (x, y[, z[, heading_rad]])")
+        xy.append((float(p[0]), float(p[1])))
+        extra = extra or len(p) > 2
+        views.append(ObserverView(float(p[2]) if len(p) > 2 else 0.0,
+                                  None if len(p) < 4 or p[3] is None else float(p[3])))
+    return xy, (views if extra else None)
+
+
+def _set_observers(b, points, views=None):
+    """``views`` (optional) is sent as given, one per point normally; a length
+    that differs from the points' is the server's to reject."""
+    pts, derived = split_observers(points)
+    if views is not None and derived is not None:
+        raise ValueError("give heights/headings either in the points or as views, not both")
+    views = derived if views is None else [observer_view(v) for v in views]
+    views_off = None
+    if views is not None:
+        offs = []
+        for v in views:
+            w.ObserverView.Start(b)
+            w.ObserverView.AddZM(b, v.z_m)
+            w.ObserverView.AddHasHeading(b, v.heading_rad is not None)
+            w.ObserverView.AddHeadingRad(b, v.heading_rad or 0.0)
+            offs.append(w.ObserverView.End(b))
+        views_off = _offsets_vector(b, w.SetObservers.StartViewsVector, offs)
     w.SetObservers.StartPointsVector(b, len(pts))
     for x, y in reversed(pts):
         w.Vec2.CreateVec2(b, x, y)
     vec = b.EndVector()
     w.SetObservers.Start(b)
     w.SetObservers.AddPoints(b, vec)
+    if views_off is not None:
+        w.SetObservers.AddViews(b, views_off)
     return w.SetObservers.End(b)
 
 
-def _query_vehicle(b, index: int, generation: int):
-    w.QueryVehicle.Start(b)
-    w.QueryVehicle.AddId(b, w.EntityId.CreateEntityId(b, index, generation))
-    return w.QueryVehicle.End(b)
+def _offsets_vector(b, start_vector, offs):
+    start_vector(b, len(offs))
+    for off in reversed(offs):
+        b.PrependUOffsetTRelative(off)
+    return b.EndVector()
+
+
+def _spawn_pedestrian(b, zone: Optional[str] = None, lane: Optional[str] = None,
+                      priority="quest", timeout_ms: int = 0):
+    """SpawnPedestrian table; absent zone/lane mean any sidewalk / any lane."""
+    zone_off = b.CreateString(_text("zone", zone)) if zone is not None else None
+    lane_off = b.CreateString(_text("lane", lane)) if lane is not None else None
+    prio = priority_class(priority)
+    w.SpawnPedestrian.Start(b)
+    if zone_off is not None:
+        w.SpawnPedestrian.AddZone(b, zone_off)
+    if lane_off is not None:
+        w.SpawnPedestrian.AddLane(b, lane_off)
+    w.SpawnPedestrian.AddPriority(b, prio)
+    w.SpawnPedestrian.AddTimeoutMs(b, int(timeout_ms))
+    return w.SpawnPedestrian.End(b)
+
+
+def _handle_only(module):
+    """Body builder for CancelSpawn / QuerySpawn (a spawn handle)."""
+    def build(b, handle: int):
+        module.Start(b)
+        module.AddHandle(b, int(handle))
+        return module.End(b)
+    return build
+
+
+def _set_lifecycle(b, growth_quota: int = 2, recycle_quota: int = 2, interval_ms: int = 250,
+                   migration_budget: int = 4):
+    """Every field is sent (absent fields would mean the schema defaults, not
+    'unchanged')."""
+    w.SetLifecycle.Start(b)
+    w.SetLifecycle.AddGrowthQuota(b, int(growth_quota))
+    w.SetLifecycle.AddRecycleQuota(b, int(recycle_quota))
+    w.SetLifecycle.AddIntervalMs(b, int(interval_ms))
+    w.SetLifecycle.AddMigrationBudget(b, int(migration_budget))
+    return w.SetLifecycle.End(b)
+
+
+def lifecycle_op(op) -> LifecycleOp:
+    """A LifecycleOp, ('spawn', SpawnRequest or dict of its fields) or ('despawn', id)."""
+    if isinstance(op, LifecycleOp):
+        return op
+    kind, arg = op
+    kind = LifecycleOpKind(_ubyte_enum(LifecycleOpKind, "lifecycle op kind", kind))
+    if kind == LifecycleOpKind.Spawn:
+        return LifecycleOp(kind, spawn=arg if isinstance(arg, SpawnRequest) else SpawnRequest(**arg))
+    return LifecycleOp(kind, id=EntityId(*arg))
+
+
+def _lifecycle_batch(b, ops):
+    offs = []
+    for op in map(lifecycle_op, ops):
+        spawn_off = None
+        if op.spawn is not None:
+            r = op.spawn
+            spawn_off = _spawn_pedestrian(b, r.zone, r.lane, r.priority, r.timeout_ms)
+        w.LifecycleOp.Start(b)
+        w.LifecycleOp.AddKind(b, int(op.kind))
+        if spawn_off is not None:
+            w.LifecycleOp.AddSpawn(b, spawn_off)
+        if op.id is not None:
+            w.LifecycleOp.AddId(b, w.EntityId.CreateEntityId(b, *op.id))
+        offs.append(w.LifecycleOp.End(b))
+    vec = _offsets_vector(b, w.LifecycleBatch.StartOpsVector, offs)
+    w.LifecycleBatch.Start(b)
+    w.LifecycleBatch.AddOps(b, vec)
+    return w.LifecycleBatch.End(b)
+
+
 
 
 def _named(module):
@@ -339,7 +490,7 @@ COMMANDS = {
     "Step": (_CB.Step, _step),
     "QueryStats": (_CB.QueryStats, _empty(w.QueryStats)),
     "SetPedestrianTarget": (_CB.SetPedestrianTarget, _set_pedestrian_target),
-    "DespawnEntity": (_CB.DespawnEntity, _despawn),
+    "DespawnEntity": (_CB.DespawnEntity, _with_id(w.DespawnEntity)),
     "Checkpoint": (_CB.Checkpoint, _named(w.Checkpoint)),
     "Restore": (_CB.Restore, _named(w.Restore)),
     "Save": (_CB.Save, _named(w.Save)),
@@ -353,11 +504,19 @@ COMMANDS = {
     "SetObservers": (_CB.SetObservers, _set_observers),
     "QueryGarages": (_CB.QueryGarages, _empty(w.QueryGarages)),
     "QuerySignals": (_CB.QuerySignals, _empty(w.QuerySignals)),
-    "QueryVehicle": (_CB.QueryVehicle, _query_vehicle),
+    "QueryVehicle": (_CB.QueryVehicle, _with_id(w.QueryVehicle)),
     "SetHour": (_CB.SetHour, _set_hour),
     "SetTimeScale": (_CB.SetTimeScale, _set_time_scale),
     "QueryZones": (_CB.QueryZones, _empty(w.QueryZones)),
     "ForceFull": (_CB.ForceFull, _force_full),
+    "SpawnPedestrian": (_CB.SpawnPedestrian, _spawn_pedestrian),
+    "CancelSpawn": (_CB.CancelSpawn, _handle_only(w.CancelSpawn)),
+    "ReportAttached": (_CB.ReportAttached, _with_id(w.ReportAttached)),
+    "SetLifecycle": (_CB.SetLifecycle, _set_lifecycle),
+    "LifecycleBatch": (_CB.LifecycleBatch, _lifecycle_batch),
+    "QueryEntity": (_CB.QueryEntity, _with_id(w.QueryEntity)),
+    "QueryPopulation": (_CB.QueryPopulation, _empty(w.QueryPopulation)),
+    "QuerySpawn": (_CB.QuerySpawn, _handle_only(w.QuerySpawn)),
 }
 
 
@@ -366,8 +525,10 @@ def build_command(request_id: int, command: str, /, **fields) -> bytes:
     ``build_command(4, "Checkpoint", name="cp")``, ``build_command(5,
     "GarageRequest", garage="g0", request_id="r1", prototype="sedan",
     lane="lane0", priority=10)``, ``build_command(6, "SetVehicleStrategy",
-    index=3, generation=1, strategy="Parked")`` or ``build_command(7,
-    "SetObservers", points=[(25.0, 25.0)])``."""
+    index=3, generation=1, strategy="Parked")``, ``build_command(7,
+    "SetObservers", points=[(25.0, 25.0), (0, 0, 1.8, 3.14)])``,
+    ``build_command(8, "SpawnPedestrian", zone="market", priority="story")``
+    or ``build_command(9, "LifecycleBatch", ops=[spawn_op(), despawn_op((4, 1))])``."""
     try:
         body_type, build_body = COMMANDS[command]
     except KeyError:
@@ -411,9 +572,12 @@ def _entity_states(buf, length: int, at) -> list:
             for i, g, x, y, h, s, k in rows]
 
 
+def _entity_ids(buf, length: int, at) -> list:
+    return [EntityId(i, g) for i, g in
+            _struct_vector(buf, at(0) if length else None, length, _ENTITY_ID)]
+
+
 def _decode_delta(buf, d) -> Delta:
-    left_rows = _struct_vector(buf, d.Left(0) if d.LeftLength() else None,
-                               d.LeftLength(), _ENTITY_ID)
     return Delta(
         step=d.Step(),
         sim_time_us=d.SimTimeUs(),
@@ -421,9 +585,12 @@ def _decode_delta(buf, d) -> Delta:
         baseline=d.Baseline(),
         entered=_entity_states(buf, d.EnteredLength(), d.Entered),
         updated=_entity_states(buf, d.UpdatedLength(), d.Updated),
-        left=[EntityId(i, g) for i, g in left_rows],
+        left=_entity_ids(buf, d.LeftLength(), d.Left),
         signals=[SignalPhaseState(i, _enum_or_int(SignalPhase, p)) for i, p in _struct_vector(
             buf, d.Signals(0) if d.SignalsLength() else None, d.SignalsLength(), _SIGNAL_PHASE)],
+        dots=[ChainDots(c, n) for c, n in _struct_vector(
+            buf, d.Dots(0) if d.DotsLength() else None, d.DotsLength(), _CHAIN_DOTS)],
+        retiring=_entity_ids(buf, d.RetiringLength(), d.Retiring),
     )
 
 
@@ -456,6 +623,11 @@ def _decode_signal_geometry(g) -> SignalGeometry:
                           yield_alpha=g.YieldAlpha())
 
 
+def _decode_chain(c) -> LaneChain:
+    return LaneChain(lanes=[c.Lanes(j) for j in range(c.LanesLength())], cyclic=c.Cyclic(),
+                     pedestrian=c.Pedestrian(), length_m=c.LengthM())
+
+
 def _decode_welcome(m) -> Welcome:
     return Welcome(
         server_version=_str(m.ServerVersion()),
@@ -469,6 +641,8 @@ def _decode_welcome(m) -> Welcome:
         lanes=[_decode_lane(m.Lanes(j)) for j in range(m.LanesLength())],
         garages=[_decode_garage_geometry(m.Garages(j)) for j in range(m.GaragesLength())],
         signals=[_decode_signal_geometry(m.Signals(j)) for j in range(m.SignalsLength())],
+        chains=[_decode_chain(m.Chains(j)) for j in range(m.ChainsLength())],
+        dots_every_steps=m.DotsEverySteps(),
     )
 
 
@@ -514,7 +688,9 @@ def _decode_zone_info(z) -> ZoneInfo:
         activated=z.Activated(), recycled=z.Recycled(), deferred_by_quota=z.DeferredByQuota(),
         rejected_by_capacity=z.RejectedByCapacity(), activated_total=z.ActivatedTotal(),
         recycled_total=z.RecycledTotal(), capacity=z.Capacity(), migrated_in=z.MigratedIn(),
-        deferred_by_migration=z.DeferredByMigration())
+        deferred_by_migration=z.DeferredByMigration(), handoffs_started=z.HandoffsStarted(),
+        handoffs_accepted=z.HandoffsAccepted(), handoffs_returned=z.HandoffsReturned(),
+        retiring=z.Retiring())
 
 
 def _decode_job(j) -> JobStatus:
@@ -599,6 +775,112 @@ def _decode_vehicle_info(v) -> VehicleInfo:
     )
 
 
+def _decode_spawn_status(st) -> SpawnStatus:
+    lane = st.Lane()
+    return SpawnStatus(
+        handle=st.Handle(),
+        state=_enum_or_int(SpawnState, st.State()),
+        failure=_enum_or_int(SpawnFailure, st.Failure()),
+        terminal=st.Terminal(),
+        entity=_entity_id(st.Entity()),
+        zone=_str(st.Zone()),
+        lane=None if lane == NO_LANE else lane,
+        priority=_enum_or_int(PriorityClass, st.Priority()),
+        requested_step=st.RequestedStep(),
+        state_step=st.StateStep(),
+    )
+
+
+def _decode_spawn_update(m) -> SpawnUpdate:
+    spawn = m.Spawn()
+    if spawn is None:
+        raise MalformedFrameError("SpawnUpdate without a spawn status")
+    return SpawnUpdate(_decode_spawn_status(spawn))
+
+
+def _decode_entity_info(e) -> EntityInfo:
+    work_slot, lane = e.WorkSlot(), e.Lane()
+    return EntityInfo(
+        id=_entity_id(e.Id()),
+        alive=e.Alive(),
+        kind=_enum_or_int(EntityKind, e.Kind()),
+        lifecycle=_enum_or_int(LifecycleState, e.Lifecycle()),
+        tier=_enum_or_int(SimTier, e.Tier()),
+        representation=_enum_or_int(RepresentationHint, e.Representation()),
+        priority=_enum_or_int(PriorityClass, e.Priority()),
+        origin=_enum_or_int(PedestrianOrigin, e.Origin()),
+        saveable=e.Saveable(),
+        forced_full=e.ForcedFull(),
+        community=_str(e.Community()),
+        zone=_str(e.Zone()),
+        work_point=_str(e.WorkPoint()),
+        work_slot=None if work_slot < 0 else work_slot,
+        lane=None if lane < 0 else lane,
+        s_m=e.SM(),
+        x_m=e.XM(),
+        y_m=e.YM(),
+        effective_distance_m=e.EffectiveDistanceM(),
+        spawn_handle=e.SpawnHandle(),
+        spawn_state=_enum_or_int(SpawnState, e.SpawnState()),
+        retiring_reason=_enum_or_int(DespawnReason, e.RetiringReason()),
+        release_step=e.ReleaseStep(),
+    )
+
+
+def _decode_community(c) -> CommunityInfo:
+    return CommunityInfo(id=_str(c.Id()), base_population=c.BasePopulation(), target=c.Target(),
+                         zone=_str(c.Zone()), active=c.Active(), dormant=c.Dormant(),
+                         saveable=c.Saveable())
+
+
+def _scalars(length: int, at) -> list:
+    return [at(j) for j in range(length)]
+
+
+def _decode_population(p) -> PopulationInfo:
+    return PopulationInfo(
+        hour=p.Hour(),
+        time_scale=p.TimeScale(),
+        growth_quota=p.GrowthQuota(),
+        recycle_quota=p.RecycleQuota(),
+        interval_ms=p.IntervalMs(),
+        migration_budget=p.MigrationBudget(),
+        communities=[_decode_community(p.Communities(j)) for j in range(p.CommunitiesLength())],
+        residents=p.Residents(),
+        residents_active=p.ResidentsActive(),
+        residents_retiring=p.ResidentsRetiring(),
+        background=p.Background(),
+        spawned=p.Spawned(),
+        pedestrian_target=p.PedestrianTarget(),
+        handoffs_pending=p.HandoffsPending(),
+        spawn_live=_scalars(p.SpawnLiveLength(), p.SpawnLive),
+        spawn_totals=_scalars(p.SpawnTotalsLength(), p.SpawnTotals),
+        spawn_requested=p.SpawnRequested(),
+        spawn_deferred_by_cap=p.SpawnDeferredByCap(),
+        spawn_deferred_by_capacity=p.SpawnDeferredByCapacity(),
+        spawn_deferred_by_zone=p.SpawnDeferredByZone(),
+        retiring=p.Retiring(),
+        faded_total=p.FadedTotal(),
+        fade_skipped_total=p.FadeSkippedTotal(),
+        despawned_by_reason=_scalars(p.DespawnedByReasonLength(), p.DespawnedByReason),
+        tiers=_scalars(p.TiersLength(), p.Tiers),
+        tier_promoted=p.TierPromoted(),
+        tier_demoted=p.TierDemoted(),
+        tier_deferred=p.TierDeferred(),
+        forced_full=p.ForcedFull(),
+        forced_overflow=p.ForcedOverflow(),
+        force_full_refused=p.ForceFullRefused(),
+        ledger_fragments=p.LedgerFragments(),
+        ledger_deficit=p.LedgerDeficit(),
+        ledger_surplus=p.LedgerSurplus(),
+        ledger_max_deficit=p.LedgerMaxDeficit(),
+    )
+
+
+def _optional(table, decode):
+    return decode(table) if table is not None else None
+
+
 def _decode_command_result(m) -> CommandResult:
     stats = m.Stats()
     job = m.Job()
@@ -613,6 +895,7 @@ def _decode_command_result(m) -> CommandResult:
     zones = None
     if not m.ZonesIsNone():
         zones = [_decode_zone_info(m.Zones(j)) for j in range(m.ZonesLength())]
+    entity = _entity_id(m.Entity())
     return CommandResult(
         request_id=m.RequestId(),
         status=_enum_or_int(CommandStatus, m.Status()),
@@ -626,6 +909,13 @@ def _decode_command_result(m) -> CommandResult:
         signals=signals,
         vehicle=_decode_vehicle_info(vehicle) if vehicle is not None else None,
         zones=zones,
+        handle=m.Handle(),
+        entity=entity if entity.generation != 0 else None,
+        batch=_enum_or_int(BatchStatus, m.Batch()),
+        handles=None if m.HandlesIsNone() else _scalars(m.HandlesLength(), m.Handles),
+        entity_info=_optional(m.EntityInfo(), _decode_entity_info),
+        population=_optional(m.Population(), _decode_population),
+        spawn=_optional(m.Spawn(), _decode_spawn_status),
     )
 
 
@@ -644,6 +934,7 @@ _SERVER_MESSAGES = {
     _SM.Delta: (w.Delta.Delta, _decode_delta),
     _SM.CommandResult: (w.CommandResult.CommandResult, lambda buf, m: _decode_command_result(m)),
     _SM.JobUpdate: (w.JobUpdate.JobUpdate, lambda buf, m: _decode_job_update(m)),
+    _SM.SpawnUpdate: (w.SpawnUpdate.SpawnUpdate, lambda buf, m: _decode_spawn_update(m)),
 }
 
 

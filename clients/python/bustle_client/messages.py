@@ -35,6 +35,36 @@ SimTier = enum.IntEnum("SimTier", ENUMS["SimTier"])
 VehicleStrategy = enum.IntEnum("VehicleStrategy", ENUMS["VehicleStrategy"])
 #: Strategy reported in VehicleInfo (server -> client); same names and values.
 VehicleStrategyState = enum.IntEnum("VehicleStrategyState", ENUMS["VehicleStrategyState"])
+# Population: spawn pipeline, lifecycle batches, entity axes (QueryEntity).
+PriorityClass = enum.IntEnum("PriorityClass", ENUMS["PriorityClass"])
+SpawnState = enum.IntEnum("SpawnState", ENUMS["SpawnState"])
+SpawnFailure = enum.IntEnum("SpawnFailure", ENUMS["SpawnFailure"])
+BatchStatus = enum.IntEnum("BatchStatus", ENUMS["BatchStatus"])
+LifecycleOpKind = enum.IntEnum("LifecycleOpKind", ENUMS["LifecycleOpKind"])
+LifecycleState = enum.IntEnum("LifecycleState", ENUMS["LifecycleState"])
+RepresentationHint = enum.IntEnum("RepresentationHint", ENUMS["RepresentationHint"])
+PedestrianOrigin = enum.IntEnum("PedestrianOrigin", ENUMS["PedestrianOrigin"])
+
+
+class DespawnReason(enum.IntEnum):
+    """Why an entity left (EntityInfo.retiring_reason, PopulationInfo.despawned_by_reason).
+
+    Not a schema enum (the wire carries a ubyte): the values are the core's
+    ``bustle::core::DespawnReason`` (server/core/include/bustle/core/world.hpp).
+    """
+
+    OutOfRange = 0
+    Stuck = 1
+    SpawnError = 2
+    LaneDeadEnd = 3
+    Requested = 4
+    Overpopulated = 5
+    RouteCompleted = 6
+
+
+#: Spawn states after which no SpawnUpdate follows.
+TERMINAL_SPAWN_STATES = frozenset({SpawnState.ReadyForGameplay, SpawnState.Failed,
+                                   SpawnState.Canceled, SpawnState.TimedOut})
 
 
 def _enum_or_int(enum_cls, value):
@@ -101,6 +131,18 @@ class CommandRejected(BustleError):
         self.result = result
 
 
+class SpawnFailed(BustleError):
+    """Raised by Session.wait_spawn(..., check=True) when a spawn ends in
+    Failed, Canceled or TimedOut instead of ReadyForGameplay."""
+
+    def __init__(self, spawn: "SpawnStatus"):
+        state = getattr(spawn.state, "name", spawn.state)
+        failure = getattr(spawn.failure, "name", spawn.failure)
+        super().__init__(f"spawn {spawn.handle} ended {state}"
+                         + (f" ({failure})" if spawn.failure else ""))
+        self.spawn = spawn
+
+
 class JobFailed(BustleError):
     """Raised by Session.wait_job(..., check=True) when a job ends in Failed."""
 
@@ -159,6 +201,24 @@ class SignalGeometry:
     yield_alpha: float  # start of the yielding approach
 
 
+@dataclass(frozen=True)
+class LaneChain:
+    """A lane chain (Welcome.chains): lanes distant dots follow without decisions.
+    Its position in Welcome.chains is the chain id used by Delta.dots."""
+
+    lanes: list  # lane indices in travel order
+    cyclic: bool
+    pedestrian: bool  # pedestrian lanes (else roads)
+    length_m: float
+
+
+class ChainDots(NamedTuple):
+    """Anonymous density on one lane chain (Delta.dots): no ids, no gameplay."""
+
+    chain: int  # index into Welcome.chains
+    count: int
+
+
 class SignalPhaseState(NamedTuple):
     """One signal's phase after a step (Delta.signals); ``index`` is into Welcome.signals."""
 
@@ -179,6 +239,8 @@ class Welcome:
     lanes: list = field(default_factory=list, repr=False)
     garages: list = field(default_factory=list, repr=False)  # [GarageGeometry]
     signals: list = field(default_factory=list, repr=False)  # [SignalGeometry]
+    chains: list = field(default_factory=list, repr=False)  # [LaneChain]; index = chain id
+    dots_every_steps: int = 0  # Delta.dots arrives on steps divisible by this
 
     @property
     def rate_hz(self) -> float:
@@ -206,6 +268,8 @@ class Delta:
     updated: list = field(default_factory=list)  # [EntityState]
     left: list = field(default_factory=list)  # [EntityId]
     signals: list = field(default_factory=list)  # [SignalPhaseState], every signal
+    dots: list = field(default_factory=list)  # [ChainDots], every chain, only on dot steps
+    retiring: list = field(default_factory=list)  # [EntityId] that began fading this step
 
 
 @dataclass(frozen=True)
@@ -303,6 +367,10 @@ class ZoneInfo:
     capacity: int
     migrated_in: int = 0  # dormant records handed over from other zones (last interval)
     deferred_by_migration: int = 0  # held back by the migration budget, not failed
+    handoffs_started: int = 0  # active members offered to this zone (last interval)
+    handoffs_accepted: int = 0  # active members that arrived (last interval)
+    handoffs_returned: int = 0  # returned to their source zone (last interval)
+    retiring: int = 0  # members fading out (counted in active)
 
 
 @dataclass(frozen=True)
@@ -374,6 +442,194 @@ class VehicleInfo:
 
 
 @dataclass(frozen=True)
+class SpawnStatus:
+    """One state of a spawn handle (CommandResult.spawn, SpawnUpdate).
+
+    Queued -> IdentityCreated -> Registered -> RepresentationRequested ->
+    Attached -> ReadyForGameplay, or Failed(failure) / Canceled / TimedOut;
+    ``terminal`` is true on the last state.
+    """
+
+    handle: int
+    state: SpawnState
+    failure: SpawnFailure
+    terminal: bool
+    entity: EntityId  # EntityId(0, 0) until IdentityCreated
+    zone: str  # "" when any sidewalk
+    lane: Optional[int]  # lane index, None when any lane
+    priority: PriorityClass
+    requested_step: int
+    state_step: int  # step of the last state change
+
+    @property
+    def has_entity(self) -> bool:
+        return self.entity.generation != 0
+
+
+@dataclass(frozen=True)
+class SpawnUpdate:
+    """Pushed by the server to the client that asked for a spawn, on every state change."""
+
+    spawn: SpawnStatus
+
+
+@dataclass(frozen=True)
+class EntityInfo:
+    """QueryEntity: every axis of one entity (identity, lifecycle, tier,
+    representation, importance class, origin, community/zone/work-point)."""
+
+    id: EntityId
+    alive: bool
+    kind: EntityKind
+    lifecycle: LifecycleState
+    tier: SimTier  # meaningful when active or retiring
+    representation: RepresentationHint
+    priority: PriorityClass
+    origin: PedestrianOrigin
+    saveable: bool
+    forced_full: bool
+    community: str  # "" when none
+    zone: str
+    work_point: str
+    work_slot: Optional[int]  # None when no slot
+    lane: Optional[int]  # lane index, None when not on a lane
+    s_m: float
+    x_m: float
+    y_m: float
+    effective_distance_m: float
+    spawn_handle: int  # 0 when not from a live or recent spawn handle
+    spawn_state: SpawnState
+    retiring_reason: DespawnReason  # when Retiring
+    release_step: int  # when Retiring: final deletion at or after this step
+
+
+@dataclass(frozen=True)
+class CommunityInfo:
+    """PopulationInfo.communities: one community at the current hour."""
+
+    id: str
+    base_population: int
+    target: int
+    zone: str  # where its schedule puts it now
+    active: int
+    dormant: int
+    saveable: bool
+
+
+def _count(values: list, key) -> int:
+    """values[key] for an enum member or its value; 0 past the end (older server)."""
+    i = int(key)
+    return values[i] if 0 <= i < len(values) else 0
+
+
+@dataclass(frozen=True)
+class PopulationInfo:
+    """QueryPopulation: communities, lifecycle settings, spawn pipeline, tiers
+    and lane density ledger. Per-state/per-reason/per-tier vectors are indexed
+    by the enum value; use :meth:`live`, :meth:`total`, :meth:`despawned` and
+    :meth:`tier` to read them by member."""
+
+    hour: float
+    time_scale: int
+    growth_quota: int
+    recycle_quota: int
+    interval_ms: int
+    migration_budget: int
+    communities: list  # [CommunityInfo]
+    residents: int
+    residents_active: int
+    residents_retiring: int
+    background: int
+    spawned: int  # pedestrians from spawn handles
+    pedestrian_target: int
+    handoffs_pending: int
+    spawn_live: list  # live handles per SpawnState
+    spawn_totals: list  # entries per SpawnState since start
+    spawn_requested: int
+    spawn_deferred_by_cap: int  # last step
+    spawn_deferred_by_capacity: int
+    spawn_deferred_by_zone: int
+    retiring: int  # orphans fading
+    faded_total: int
+    fade_skipped_total: int
+    despawned_by_reason: list  # per DespawnReason
+    tiers: list  # pedestrians per SimTier (last resolution)
+    tier_promoted: int
+    tier_demoted: int
+    tier_deferred: int
+    forced_full: int
+    forced_overflow: int
+    force_full_refused: int
+    ledger_fragments: int
+    ledger_deficit: float
+    ledger_surplus: float
+    ledger_max_deficit: float
+
+    def live(self, state) -> int:
+        """Live spawn handles in ``state`` (a SpawnState)."""
+        return _count(self.spawn_live, state)
+
+    def total(self, state) -> int:
+        """Spawn handles that entered ``state`` since start."""
+        return _count(self.spawn_totals, state)
+
+    def despawned(self, reason) -> int:
+        return _count(self.despawned_by_reason, reason)
+
+    def tier(self, tier) -> int:
+        return _count(self.tiers, tier)
+
+    @property
+    def residents_dormant(self) -> int:
+        return sum(c.dormant for c in self.communities)
+
+    def community(self, community_id: str) -> CommunityInfo:
+        for c in self.communities:
+            if c.id == community_id:
+                return c
+        raise KeyError(community_id)
+
+
+@dataclass(frozen=True)
+class ObserverView:
+    """What an observer adds to its position (SetObservers.views): height and,
+    optionally, where it looks (radians, 0 = +x, counter-clockwise)."""
+
+    z_m: float = 0.0
+    heading_rad: Optional[float] = None
+
+
+@dataclass(frozen=True)
+class SpawnRequest:
+    """A SpawnPedestrian body (also one Spawn op of a lifecycle batch).
+    ``priority``: PriorityClass, its name ('quest', case-insensitive) or value."""
+
+    zone: Optional[str] = None  # None: any sidewalk
+    lane: Optional[str] = None  # None: any pedestrian lane (of the zone)
+    priority: object = PriorityClass.Quest
+    timeout_ms: int = 0  # 0: the scenario's spawn.timeout_ms
+
+
+@dataclass(frozen=True)
+class LifecycleOp:
+    """One operation of a LifecycleBatch; build with :func:`spawn_op` / :func:`despawn_op`."""
+
+    kind: LifecycleOpKind
+    spawn: Optional[SpawnRequest] = None  # kind Spawn
+    id: Optional[EntityId] = None  # kind Despawn
+
+
+def spawn_op(zone: Optional[str] = None, lane: Optional[str] = None, priority="quest",
+             timeout_ms: int = 0) -> LifecycleOp:
+    return LifecycleOp(LifecycleOpKind.Spawn, spawn=SpawnRequest(zone, lane, priority, timeout_ms))
+
+
+def despawn_op(id) -> LifecycleOp:
+    """``id``: EntityId or (index, generation)."""
+    return LifecycleOp(LifecycleOpKind.Despawn, id=EntityId(*id))
+
+
+@dataclass(frozen=True)
 class CommandResult:
     request_id: int
     status: CommandStatus
@@ -387,6 +643,13 @@ class CommandResult:
     signals: Optional[list] = None  # QuerySignals: [SignalInfo]
     vehicle: Optional[VehicleInfo] = None  # QueryVehicle
     zones: Optional[list] = None  # QueryZones: [ZoneInfo]
+    handle: int = 0  # SpawnPedestrian: the spawn handle (0: none)
+    entity: Optional[EntityId] = None  # CancelSpawn / DespawnEntity of an unregistered spawn: the id given back
+    batch: BatchStatus = BatchStatus(0)  # LifecycleBatch (BatchStatus.None_ otherwise)
+    handles: Optional[list] = None  # LifecycleBatch: one handle per Spawn op
+    entity_info: Optional[EntityInfo] = None  # QueryEntity
+    population: Optional[PopulationInfo] = None  # QueryPopulation
+    spawn: Optional[SpawnStatus] = None  # QuerySpawn
 
     @property
     def accepted(self) -> bool:
@@ -416,6 +679,16 @@ __all__ = [
     "SimTier",
     "VehicleStrategy",
     "VehicleStrategyState",
+    "PriorityClass",
+    "SpawnState",
+    "SpawnFailure",
+    "BatchStatus",
+    "LifecycleOpKind",
+    "LifecycleState",
+    "RepresentationHint",
+    "PedestrianOrigin",
+    "DespawnReason",
+    "TERMINAL_SPAWN_STATES",
     "BustleError",
     "ProtocolError",
     "FrameTooLargeError",
@@ -429,6 +702,8 @@ __all__ = [
     "Lane",
     "GarageGeometry",
     "SignalGeometry",
+    "LaneChain",
+    "ChainDots",
     "SignalPhaseState",
     "Welcome",
     "ErrorMessage",
@@ -443,4 +718,15 @@ __all__ = [
     "VehicleInfo",
     "CommandResult",
     "JobFailed",
+    "SpawnFailed",
+    "SpawnStatus",
+    "SpawnUpdate",
+    "EntityInfo",
+    "CommunityInfo",
+    "PopulationInfo",
+    "ObserverView",
+    "SpawnRequest",
+    "LifecycleOp",
+    "spawn_op",
+    "despawn_op",
 ]

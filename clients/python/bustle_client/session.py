@@ -22,6 +22,10 @@ to this session and buffered like deltas until :meth:`wait_job` reads them:
 
     r = s.checkpoint("before-rush").raise_if_rejected()
     states = s.wait_job(r.job.job_id)          # [JobStatus(state=Committed, ...)]
+
+Spawn handles work the same way: SpawnPedestrian answers with a handle
+(``result.handle``); the handle's states are pushed as SpawnUpdate messages,
+buffered, and collected with :meth:`wait_spawn`.
 """
 
 from __future__ import annotations
@@ -39,16 +43,23 @@ from .messages import (
     ConnectionClosed,
     Delta,
     EntityId,
+    EntityInfo,
     ErrorMessage,
     GarageInfo,
     JobFailed,
     JobStatus,
     JobUpdate,
+    PopulationInfo,
     ProtocolError,
     ServerError,
     SignalInfo,
     SnapshotInfo,
+    SpawnFailed,
+    SpawnState,
+    SpawnStatus,
+    SpawnUpdate,
     Stats,
+    TERMINAL_SPAWN_STATES,
     VehicleInfo,
     Welcome,
 )
@@ -59,6 +70,8 @@ DEFAULT_TIMEOUT = 5.0
 MAX_BUFFERED_DELTAS = 100_000
 #: Unread JobUpdates kept; more is an error (call wait_job()).
 MAX_BUFFERED_JOB_UPDATES = 10_000
+#: Unread SpawnUpdates kept; more is an error (call wait_spawn()/next_spawn_update()).
+MAX_BUFFERED_SPAWN_UPDATES = 100_000
 
 
 class Session:
@@ -71,6 +84,7 @@ class Session:
         self._decoder = codec.FrameDecoder(max_frame_bytes)
         self._deltas: collections.deque = collections.deque()
         self._job_updates: collections.deque = collections.deque()  # JobStatus, arrival order
+        self._spawn_updates: collections.deque = collections.deque()  # SpawnStatus, arrival order
         self._results: Dict[int, CommandResult] = {}
         self._next_request_id = 1
         self._eof = False
@@ -158,30 +172,32 @@ class Session:
             text += f" ({self._decoder.buffered_bytes} bytes of an incomplete frame left)"
         return text
 
+    @staticmethod
+    def _keep(buffer: collections.deque, item, limit: int, what: str, readers: str) -> None:
+        if len(buffer) >= limit:
+            raise BustleError(f"more than {limit} unread {what} buffered; read them with {readers}")
+        buffer.append(item)
+
     def _dispatch(self, msg) -> None:
         """Keep a message nobody asked for yet; raise on server errors."""
         if isinstance(msg, ErrorMessage):
             self.server_error = msg
             raise msg.to_exception()
         if isinstance(msg, Delta):
-            if len(self._deltas) >= MAX_BUFFERED_DELTAS:
-                raise BustleError(
-                    f"more than {MAX_BUFFERED_DELTAS} unread deltas buffered; "
-                    "read them with next_delta()/deltas()")
-            self._deltas.append(msg)
+            self._keep(self._deltas, msg, MAX_BUFFERED_DELTAS, "deltas", "next_delta()/deltas()")
         elif isinstance(msg, CommandResult):
             self._results[msg.request_id] = msg
         elif isinstance(msg, JobUpdate):
-            if len(self._job_updates) >= MAX_BUFFERED_JOB_UPDATES:
-                raise BustleError(
-                    f"more than {MAX_BUFFERED_JOB_UPDATES} unread job updates buffered; "
-                    "read them with wait_job()/next_job_update()")
-            self._job_updates.append(msg.job)
+            self._keep(self._job_updates, msg.job, MAX_BUFFERED_JOB_UPDATES, "job updates",
+                       "wait_job()/next_job_update()")
+        elif isinstance(msg, SpawnUpdate):
+            self._keep(self._spawn_updates, msg.spawn, MAX_BUFFERED_SPAWN_UPDATES, "spawn updates",
+                       "wait_spawn()/next_spawn_update()")
         elif isinstance(msg, Welcome):
             raise ProtocolError("unexpected second Welcome from the server")
 
     def recv(self, timeout: Optional[float] = None):
-        """Next message from the wire: Welcome, Delta, CommandResult or JobUpdate.
+        """Next message from the wire: Welcome, Delta, CommandResult, JobUpdate or SpawnUpdate.
 
         Does not look at buffered deltas/results. An Error frame raises
         ServerError; EOF raises ConnectionClosed.
@@ -298,10 +314,7 @@ class Session:
 
     def stats(self, timeout: Optional[float] = None) -> Stats:
         """QueryStats, returning the Stats (raises CommandRejected if rejected)."""
-        result = self.query_stats(timeout).raise_if_rejected()
-        if result.stats is None:
-            raise ProtocolError("QueryStats result without stats")
-        return result.stats
+        return _payload(self.query_stats(timeout), "stats", "QueryStats")
 
     def set_pedestrian_target(self, n: int, timeout: Optional[float] = None) -> CommandResult:
         return self.command("SetPedestrianTarget", timeout, count=n)
@@ -340,9 +353,14 @@ class Session:
         return self.command("SetVehicleStrategy", timeout, index=index, generation=generation,
                             strategy=strategy)
 
-    def set_observers(self, points, timeout: Optional[float] = None) -> CommandResult:
-        """Replace the observers that drive simulation tiers: [(x_m, y_m), ...] (at most 64)."""
-        return self.command("SetObservers", timeout, points=list(points))
+    def set_observers(self, points, timeout: Optional[float] = None, *, views=None) -> CommandResult:
+        """Replace the observers that drive simulation tiers (at most 64).
+
+        ``points``: (x_m, y_m), (x_m, y_m, z_m) or (x_m, y_m, z_m, heading_rad
+        or None) each; when any point has a height or heading, every point is
+        sent with a view. ``views`` instead gives them explicitly (ObserverView
+        or (z_m, heading_rad or None) each), sent as given."""
+        return self.command("SetObservers", timeout, points=list(points), views=views)
 
     def force_full(self, index: int, generation: int, on: bool = True,
                    timeout: Optional[float] = None) -> CommandResult:
@@ -362,30 +380,21 @@ class Session:
 
     def zones(self, timeout: Optional[float] = None) -> list:
         """QueryZones, returning [ZoneInfo] (raises CommandRejected if rejected)."""
-        result = self.query_zones(timeout).raise_if_rejected()
-        if result.zones is None:
-            raise ProtocolError("QueryZones result without zones")
-        return list(result.zones)
+        return list(_payload(self.query_zones(timeout), "zones", "QueryZones"))
 
     def query_garages(self, timeout: Optional[float] = None) -> CommandResult:
         return self.command("QueryGarages", timeout)
 
     def garages(self, timeout: Optional[float] = None) -> List[GarageInfo]:
         """QueryGarages, returning the list (raises CommandRejected if rejected)."""
-        result = self.query_garages(timeout).raise_if_rejected()
-        if result.garages is None:
-            raise ProtocolError("QueryGarages result without garages")
-        return list(result.garages)
+        return list(_payload(self.query_garages(timeout), "garages", "QueryGarages"))
 
     def query_signals(self, timeout: Optional[float] = None) -> CommandResult:
         return self.command("QuerySignals", timeout)
 
     def signals(self, timeout: Optional[float] = None) -> List[SignalInfo]:
         """QuerySignals, returning the list (raises CommandRejected if rejected)."""
-        result = self.query_signals(timeout).raise_if_rejected()
-        if result.signals is None:
-            raise ProtocolError("QuerySignals result without signals")
-        return list(result.signals)
+        return list(_payload(self.query_signals(timeout), "signals", "QuerySignals"))
 
     def query_vehicle(self, id, timeout: Optional[float] = None) -> CommandResult:
         """QueryVehicle by EntityId or (index, generation); Rejected UnknownEntity
@@ -395,10 +404,129 @@ class Session:
 
     def vehicle(self, id, timeout: Optional[float] = None) -> VehicleInfo:
         """QueryVehicle, returning the VehicleInfo (raises CommandRejected if rejected)."""
-        result = self.query_vehicle(id, timeout).raise_if_rejected()
-        if result.vehicle is None:
-            raise ProtocolError("QueryVehicle result without a vehicle")
-        return result.vehicle
+        return _payload(self.query_vehicle(id, timeout), "vehicle", "QueryVehicle")
+
+    # ------------------------------------------------------------- population
+    #
+    # SpawnPedestrian, CancelSpawn, ReportAttached, SetLifecycle and
+    # LifecycleBatch are world commands (operator), applied at the start of the
+    # next step: with the manual clock use send_command(...), step(), then
+    # wait_result(). The queries answer at once, any role.
+
+    def spawn_pedestrian(self, zone: Optional[str] = None, lane: Optional[str] = None,
+                         priority="quest", timeout_ms: int = 0,
+                         timeout: Optional[float] = None) -> CommandResult:
+        """Ask for one pedestrian. Accepted with ``result.handle``; the handle's
+        states then arrive as SpawnUpdates (see :meth:`wait_spawn`). ``zone`` /
+        ``lane`` None: any sidewalk / any lane (of the zone); ``priority``: a
+        PriorityClass, its name or value; ``timeout_ms`` 0: the scenario's."""
+        return self.command("SpawnPedestrian", timeout, zone=zone, lane=lane, priority=priority,
+                            timeout_ms=timeout_ms)
+
+    def cancel_spawn(self, handle, timeout: Optional[float] = None) -> CommandResult:
+        """Cancel a spawn not yet registered; ``result.entity`` is the id given
+        back (None when no identity had been created)."""
+        return self.command("CancelSpawn", timeout, handle=_spawn_handle(handle))
+
+    def report_attached(self, id, timeout: Optional[float] = None) -> CommandResult:
+        """Report that this client holds a representation for a spawned entity
+        (RepresentationRequested -> Attached). ``id``: EntityId or (index, generation)."""
+        index, generation = EntityId(*id)
+        return self.command("ReportAttached", timeout, index=index, generation=generation)
+
+    def set_lifecycle(self, growth_quota: Optional[int] = None, recycle_quota: Optional[int] = None,
+                      interval_ms: Optional[int] = None, migration_budget: Optional[int] = None,
+                      timeout: Optional[float] = None) -> CommandResult:
+        """Change the runtime lifecycle settings. Settings left None keep their
+        current values (read with QueryPopulation first); the command always
+        carries all four."""
+        given = dict(growth_quota=growth_quota, recycle_quota=recycle_quota,
+                     interval_ms=interval_ms, migration_budget=migration_budget)
+        if any(v is None for v in given.values()):
+            current = self.population(timeout)
+            given = {k: getattr(current, k) if v is None else v for k, v in given.items()}
+        return self.command("SetLifecycle", timeout, **given)
+
+    def lifecycle_batch(self, ops, timeout: Optional[float] = None) -> CommandResult:
+        """Apply lifecycle operations atomically (operator). ``ops``: LifecycleOp
+        (:func:`spawn_op`, :func:`despawn_op`), ('spawn', {fields}) or
+        ('despawn', id). ``result.batch`` is RejectedNoChange or Committed;
+        ``result.handles`` has one spawn handle per Spawn op."""
+        return self.command("LifecycleBatch", timeout, ops=list(ops))
+
+    def query_entity(self, id, timeout: Optional[float] = None) -> CommandResult:
+        """QueryEntity (any role): every axis of one entity in ``result.entity_info``."""
+        index, generation = EntityId(*id)
+        return self.command("QueryEntity", timeout, index=index, generation=generation)
+
+    def entity(self, id, timeout: Optional[float] = None) -> EntityInfo:
+        """QueryEntity, returning the EntityInfo (raises CommandRejected if rejected)."""
+        return _payload(self.query_entity(id, timeout), "entity_info", "QueryEntity")
+
+    def query_population(self, timeout: Optional[float] = None) -> CommandResult:
+        """QueryPopulation (any role): ``result.population``."""
+        return self.command("QueryPopulation", timeout)
+
+    def population(self, timeout: Optional[float] = None) -> PopulationInfo:
+        """QueryPopulation, returning the PopulationInfo (raises CommandRejected if rejected)."""
+        return _payload(self.query_population(timeout), "population", "QueryPopulation")
+
+    def query_spawn(self, handle, timeout: Optional[float] = None) -> CommandResult:
+        """QuerySpawn (any role): a live or recent handle's state in ``result.spawn``."""
+        return self.command("QuerySpawn", timeout, handle=_spawn_handle(handle))
+
+    def spawn_status(self, handle, timeout: Optional[float] = None) -> SpawnStatus:
+        """QuerySpawn, returning the SpawnStatus (raises CommandRejected if rejected)."""
+        return _payload(self.query_spawn(handle, timeout), "spawn", "QuerySpawn")
+
+    def next_spawn_update(self, timeout: Optional[float] = None) -> SpawnStatus:
+        """The next pushed spawn state of any handle (buffered first)."""
+        return self._next_pushed(self._spawn_updates, SpawnUpdate, "spawn", "a SpawnUpdate",
+                                 timeout)
+
+    @property
+    def buffered_spawn_updates(self) -> int:
+        return len(self._spawn_updates)
+
+    def spawn_updates(self, handle=None) -> List[SpawnStatus]:
+        """Take the SpawnUpdates already buffered (of one handle, or all), without waiting."""
+        if handle is None:
+            taken, self._spawn_updates = list(self._spawn_updates), collections.deque()
+            return taken
+        handle = _spawn_handle(handle)
+        taken = [u for u in self._spawn_updates if u.handle == handle]
+        self._spawn_updates = collections.deque(
+            u for u in self._spawn_updates if u.handle != handle)
+        return taken
+
+    def wait_spawn(self, handle, states=None, timeout: Optional[float] = None,
+                   check: bool = False) -> List[SpawnStatus]:
+        """Collect the pushed states of one spawn handle, oldest first, until
+        one of ``states`` (a SpawnState or a collection of them; default: any
+        terminal state) or a terminal state arrived.
+
+        ``handle``: the handle, a SpawnStatus or the SpawnPedestrian result.
+        Buffered states count; updates of other handles stay buffered. With
+        the manual clock, step first: states only change when steps run. With
+        ``check``, a terminal state other than ReadyForGameplay raises
+        SpawnFailed.
+        """
+        handle = _spawn_handle(handle)
+        if states is None:
+            wanted = TERMINAL_SPAWN_STATES
+        elif isinstance(states, (int, SpawnState)):
+            wanted = {states}
+        else:
+            wanted = set(states)
+        names = ", ".join(sorted(getattr(x, "name", str(x)) for x in wanted))
+        seen = self._wait_pushed(
+            "_spawn_updates", SpawnUpdate, "spawn", "handle", handle,
+            lambda u: u.terminal or u.state in wanted,
+            f"spawn {handle} to reach {names}", timeout)
+        last = seen[-1]
+        if check and last.terminal and last.state != SpawnState.ReadyForGameplay:
+            raise SpawnFailed(last)
+        return seen
 
     # -------------------------------------------------------------- snapshots
 
@@ -438,16 +566,51 @@ class Session:
         """QueryJob (any role): the job's latest state in ``result.job``."""
         return self.command("QueryJob", timeout, job_id=job_id)
 
-    def next_job_update(self, timeout: Optional[float] = None) -> JobStatus:
-        """The next pushed job state of any job (buffered first)."""
-        if self._job_updates:
-            return self._job_updates.popleft()
+    def _next_pushed(self, buffer: collections.deque, cls, attr: str, what: str,
+                     timeout: Optional[float]):
+        """The next pushed message of type ``cls`` (buffered first), as its ``attr``."""
+        if buffer:
+            return buffer.popleft()
         deadline = self._deadline(timeout)
         while True:
-            msg = self._read_message(deadline, "a JobUpdate")
-            if isinstance(msg, JobUpdate):
-                return msg.job
+            msg = self._read_message(deadline, what)
+            if isinstance(msg, cls):
+                return getattr(msg, attr)
             self._dispatch(msg)
+
+    def _wait_pushed(self, buffer_attr: str, cls, attr: str, key: str, wanted, done,
+                     what: str, timeout: Optional[float]) -> list:
+        """Collect the pushed states whose ``key`` equals ``wanted``, oldest
+        first, until ``done(state)``; other updates stay buffered, deltas and
+        results that arrive meanwhile are buffered too."""
+        seen: list = []
+        keep = collections.deque()
+        finished = False
+        for status in getattr(self, buffer_attr):
+            if not finished and getattr(status, key) == wanted:
+                seen.append(status)
+                finished = done(status)
+            else:
+                keep.append(status)
+        setattr(self, buffer_attr, keep)
+        if finished:
+            return seen
+        deadline = self._deadline(timeout)
+        while True:
+            text = what
+            if seen:
+                text += f" (seen: {', '.join(getattr(x.state, 'name', str(x.state)) for x in seen)})"
+            msg = self._read_message(deadline, text)
+            if isinstance(msg, cls) and getattr(getattr(msg, attr), key) == wanted:
+                seen.append(getattr(msg, attr))
+                if done(seen[-1]):
+                    return seen
+                continue
+            self._dispatch(msg)
+
+    def next_job_update(self, timeout: Optional[float] = None) -> JobStatus:
+        """The next pushed job state of any job (buffered first)."""
+        return self._next_pushed(self._job_updates, JobUpdate, "job", "a JobUpdate", timeout)
 
     @property
     def buffered_job_updates(self) -> int:
@@ -472,34 +635,10 @@ class Session:
             job_id = job_id.job.job_id
         elif isinstance(job_id, JobStatus):
             job_id = job_id.job_id
-        seen: List[JobStatus] = []
-
-        def take_buffered() -> bool:
-            keep = collections.deque()
-            done = False
-            while self._job_updates:
-                job = self._job_updates.popleft()
-                if job.job_id == job_id and not done:
-                    seen.append(job)
-                    done = job.terminal or not terminal
-                else:
-                    keep.append(job)
-            self._job_updates = keep
-            return done
-
-        if not take_buffered():
-            deadline = self._deadline(timeout)
-            while True:
-                what = f"{'the last state' if terminal else 'a state'} of job {job_id}"
-                if seen:
-                    what += f" (seen: {', '.join(getattr(j.state, 'name', str(j.state)) for j in seen)})"
-                msg = self._read_message(deadline, what)
-                if isinstance(msg, JobUpdate) and msg.job.job_id == job_id:
-                    seen.append(msg.job)
-                    if msg.job.terminal or not terminal:
-                        break
-                    continue
-                self._dispatch(msg)
+        seen = self._wait_pushed(
+            "_job_updates", JobUpdate, "job", "job_id", job_id,
+            lambda j: j.terminal or not terminal,
+            f"{'the last state' if terminal else 'a state'} of job {job_id}", timeout)
         if check and seen and seen[-1].failed:
             raise JobFailed(seen[-1])
         return seen
@@ -517,5 +656,26 @@ class Session:
         return [result.job, *self.wait_job(result.job.job_id, timeout=timeout, check=check)]
 
 
+def _spawn_handle(handle) -> int:
+    """A spawn handle from an int, a SpawnStatus or a CommandResult carrying one."""
+    if isinstance(handle, CommandResult):
+        if handle.handle:
+            return handle.handle
+        if handle.spawn is not None:
+            return handle.spawn.handle
+        raise ValueError(f"CommandResult of request {handle.request_id} carries no spawn handle")
+    if isinstance(handle, SpawnStatus):
+        return handle.handle
+    return int(handle)
+
+
+def _payload(result: CommandResult, attr: str, command: str):
+    """``result.attr`` of an accepted result (raises CommandRejected / ProtocolError)."""
+    value = getattr(result.raise_if_rejected(), attr)
+    if value is None:
+        raise ProtocolError(f"{command} result without {attr}")
+    return value
+
+
 __all__ = ["Session", "DEFAULT_TIMEOUT", "MAX_BUFFERED_DELTAS", "MAX_BUFFERED_JOB_UPDATES",
-           "ServerError"]
+           "MAX_BUFFERED_SPAWN_UPDATES", "ServerError"]

@@ -2,7 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
+#include <iterator>
 
 namespace bustle::app {
 
@@ -96,6 +98,7 @@ void SimDriver::apply_candidates() {
     }
     submitted_since_step_.clear();
     awaiting_result_.clear();
+    spawn_sessions_.clear();
     const std::uint64_t from = world_->step_index();
     world_ = std::move(c.world);
     ++world_epoch_;
@@ -188,6 +191,31 @@ void SimDriver::handle(net::InboundCommand cmd) {
       r.zones = std::move(zones);
       break;
     }
+    case Kind::QueryEntity:
+      r.entity_info = entity_info(ctl.entity);
+      if (!r.entity_info->report.alive) {
+        // Still answered with the report (lifecycle Gone), so the client sees why.
+        r.status = core::CommandStatus::Rejected;
+        r.reason = core::RejectReason::UnknownEntity;
+        r.message = "entity " + std::to_string(ctl.entity.index) + ":" + std::to_string(ctl.entity.generation) +
+                    " is not alive (stale or never issued)";
+      }
+      break;
+    case Kind::QueryPopulation:
+      r.population = population_report();
+      break;
+    case Kind::QuerySpawn: {
+      const auto h = world_->find_spawn(ctl.spawn_handle);
+      if (!h) {
+        r.status = core::CommandStatus::Rejected;
+        r.reason = core::RejectReason::NotFound;
+        r.message = "no spawn handle " + std::to_string(ctl.spawn_handle) + " (never issued, or older than the last " +
+                    std::to_string(core::kSpawnHistory) + " finished handles)";
+      } else {
+        r.spawn = spawn_report(*h);
+      }
+      break;
+    }
     case Kind::QueryVehicle: {
       auto v = vehicle_report(ctl.entity);
       if (!v) {
@@ -276,20 +304,8 @@ void SimDriver::run_step() {
   world_->step();
   tick_ = tick;
   server_.publish(net::make_published_frame(*world_, world_epoch_));
-  for (const core::CommandResult& cr : world_->last_command_results()) {
-    // Only commands submitted to this world by a live client are answered: a
-    // restored checkpoint's queued commands were sent by sessions of another
-    // world (or process) and were answered, or rejected, there.
-    if (awaiting_result_.erase({cr.origin.client_id, cr.origin.request_id}) == 0) continue;
-    net::OutboundResult r;
-    r.session_id = cr.origin.client_id;
-    r.request_id = cr.origin.request_id;
-    r.status = cr.status;
-    r.reason = cr.reason;
-    r.message = cr.message;
-    r.applied_step = cr.step;
-    server_.deliver_result(std::move(r));
-  }
+  deliver_step_results();
+  deliver_spawn_events();
   if (recorder_ != nullptr) {
     recorder_->record_tick(persist::RecordedTick{tick, world_->step_index(), world_->digest(),
                                                  std::move(submitted_since_step_)});
@@ -306,6 +322,126 @@ void SimDriver::run_step() {
           persist_->submit_checkpoint("autosave", persist::JobKind::Autosave, capture(), persist::JobOrigin{}).job_id;
     }
   }
+}
+
+void SimDriver::deliver_step_results() {
+  for (const core::CommandResult& cr : world_->last_command_results()) {
+    // Only commands submitted to this world by a live client are answered: a
+    // restored checkpoint's queued commands were sent by sessions of another
+    // world (or process) and were answered, or rejected, there.
+    if (awaiting_result_.erase({cr.origin.client_id, cr.origin.request_id}) == 0) continue;
+    net::OutboundResult r;
+    r.session_id = cr.origin.client_id;
+    r.request_id = cr.origin.request_id;
+    r.status = cr.status;
+    r.reason = cr.reason;
+    r.message = cr.message;
+    r.applied_step = cr.step;
+    r.handle = cr.handle;
+    r.entity = cr.entity;
+    r.batch = cr.batch;
+    r.handles = cr.handles;
+    // Results come before this step's spawn events, so a handle's first
+    // states (Queued, IdentityCreated in the same step) are routed too. The
+    // first result naming a handle is its spawn request's; later ones
+    // (ReportAttached from a viewer) do not take its updates away.
+    if (cr.handle != 0) spawn_sessions_.try_emplace(cr.handle, r.session_id);
+    for (const std::uint64_t h : cr.handles) spawn_sessions_.try_emplace(h, r.session_id);
+    server_.deliver_result(std::move(r));
+  }
+}
+
+void SimDriver::deliver_spawn_events() {
+  for (const core::SpawnEvent& ev : world_->spawn_events()) {
+    const auto it = spawn_sessions_.find(ev.handle);
+    if (it == spawn_sessions_.end() || it->second != ev.origin.client_id) continue;
+    // The event says which state this update is about (a handle can pass
+    // several states in one step); the handle adds what does not change.
+    core::SpawnHandleState h;
+    if (const auto found = world_->find_spawn(ev.handle)) h = *found;
+    const bool current = h.handle == ev.handle && h.state == ev.state;
+    h.handle = ev.handle;
+    h.state = ev.state;
+    h.failure = ev.failure;
+    h.entity = ev.entity;
+    h.origin = ev.origin;
+    if (!current) h.state_step = world_->step_index();
+    server_.deliver_spawn_update(ev.origin.client_id, spawn_report(h));
+    if (core::is_terminal(ev.state)) spawn_sessions_.erase(it);
+  }
+  // A result can name a handle that already ended (no event will erase it):
+  // keep only live handles, so the map stays bounded by spawn.queue_depth.
+  if (spawn_sessions_.size() > world_->spawn_pipeline().live.size()) {
+    std::erase_if(spawn_sessions_, [&](const auto& entry) {
+      const auto found = world_->find_spawn(entry.first);
+      return !found || core::is_terminal(found->state);
+    });
+  }
+}
+
+net::SpawnReport SimDriver::spawn_report(const core::SpawnHandleState& handle) const {
+  net::SpawnReport r;
+  r.handle = handle;
+  const auto& zones = world_->scenario().zones;
+  if (handle.zone >= 0 && static_cast<std::size_t>(handle.zone) < zones.size()) r.zone = zones[handle.zone].id;
+  return r;
+}
+
+net::EntityInfoReport SimDriver::entity_info(core::EntityId id) const {
+  net::EntityInfoReport r;
+  r.report = world_->describe(id);
+  const core::Scenario& sc = world_->scenario();
+  const auto id_of = [](const auto& specs, std::int32_t i) {
+    return i >= 0 && static_cast<std::size_t>(i) < specs.size() ? specs[i].id : std::string();
+  };
+  r.community = id_of(sc.communities, r.report.community);
+  r.zone = id_of(sc.zones, r.report.zone);
+  r.work_point = id_of(sc.work_points, r.report.work_point);
+  return r;
+}
+
+net::PopulationReport SimDriver::population_report() const {
+  const core::World& w = *world_;
+  const core::PopulationSystem& pop = w.population();
+  const core::Scenario& sc = w.scenario();
+  net::PopulationReport p;
+  p.hour = pop.hour();
+  p.time_scale = pop.time_scale();
+  p.settings = pop.settings();
+  for (std::uint32_t c = 0; c < sc.communities.size(); ++c) {
+    const core::CommunitySpec& spec = sc.communities[c];
+    net::CommunityReport cr;
+    cr.id = spec.id;
+    cr.base_population = spec.base_population;
+    cr.target = pop.community_target(c);
+    const std::int64_t zone = pop.community_zone(c);
+    if (zone >= 0 && static_cast<std::size_t>(zone) < sc.zones.size()) cr.zone = sc.zones[zone].id;
+    for (std::uint32_t z = 0; z < pop.zones().size(); ++z) cr.active += pop.active_in(c, z);
+    cr.dormant = spec.base_population > cr.active ? spec.base_population - cr.active : 0;
+    cr.saveable = spec.saveable;
+    p.communities.push_back(std::move(cr));
+  }
+  p.residents = pop.residents().size();
+  p.residents_active = pop.active_count();
+  p.residents_retiring = pop.retiring_count();
+  p.background = w.background_pedestrians();
+  for (const std::uint8_t origin : w.pedestrians().origin) {
+    if (origin == static_cast<std::uint8_t>(core::PedestrianOrigin::Spawned)) ++p.spawned;
+  }
+  p.pedestrian_target = w.pedestrian_target();
+  p.handoffs_pending = static_cast<std::uint32_t>(pop.handoffs().size());
+  for (const core::SpawnHandleState& h : w.spawn_pipeline().live) ++p.spawn_live[static_cast<std::size_t>(h.state)];
+  p.spawn = w.spawn_pipeline().counters;
+  p.retiring = static_cast<std::uint32_t>(w.orphans().size());
+  const core::WorldCounters& counters = w.counters();
+  p.faded_total = counters.faded_total;
+  p.fade_skipped_total = counters.fade_skipped_total;
+  std::copy(std::begin(counters.despawned_by_reason), std::end(counters.despawned_by_reason),
+            p.despawned_by_reason.begin());
+  p.tiers = w.pedestrian_tiers();
+  p.force_full_refused = w.force_full_refused();
+  p.ledger = w.ledger_summary();
+  return p;
 }
 
 std::vector<net::GarageReport> SimDriver::garage_reports() const {

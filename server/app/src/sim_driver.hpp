@@ -3,7 +3,8 @@
 // It drains the network's CommandQueue, handles control commands (clock,
 // stats, snapshot jobs) itself, hands world commands to World::submit, runs
 // steps under the chosen clock mode, publishes one immutable frame per step,
-// routes command results back, feeds the session recorder, and swaps in
+// routes command results back, pushes spawn-handle state changes to the
+// client that asked for the spawn, feeds the session recorder, and swaps in
 // restored worlds at step boundaries. It never touches a socket or a file.
 //
 // Clock modes:
@@ -24,6 +25,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -77,6 +79,12 @@ class SimDriver {
   std::vector<net::GarageReport> garage_reports() const;
   std::vector<net::SignalReport> signal_reports() const;
   std::optional<net::VehicleReport> vehicle_report(core::EntityId id) const;
+  net::EntityInfoReport entity_info(core::EntityId id) const;
+  net::PopulationReport population_report() const;
+  net::SpawnReport spawn_report(const core::SpawnHandleState& handle) const;
+  // Routes the last step's results and spawn events to their sessions.
+  void deliver_step_results();
+  void deliver_spawn_events();
 
   std::unique_ptr<core::World> world_;
   net::Server& server_;
@@ -95,6 +103,11 @@ class SimDriver {
   // (session, request) of world commands submitted to the current world and
   // not yet answered; results for anything else are not routed.
   std::set<std::pair<std::uint32_t, std::uint32_t>> awaiting_result_;
+  // Spawn handles answered to a live client of the current world, by handle:
+  // their SpawnUpdates go to that session until the handle ends. Like
+  // awaiting_result_, handles of a restored world are not routed (their
+  // origins name sessions of another world or process).
+  std::map<std::uint64_t, std::uint32_t> spawn_sessions_;
   std::uint64_t autosave_job_ = 0;
   std::uint64_t autosaves_skipped_ = 0;
 

@@ -408,8 +408,9 @@ World::RestoreResult World::load_save(const Scenario& scenario, const SaveState&
   std::unique_ptr<World> w(new World(scenario, save.seed, log));
   // Saveable residents: identities are recreated in the same order, so each
   // saved id must be the fresh world's id of a saveable resident; its zone
-  // ownership is restored.
-  {
+  // ownership is restored. A save without any (written before saves carried
+  // them, schema 1) means fresh identities in their home zones.
+  if (!save.saveable_ids.empty()) {
     const ResidentStore& rs = w->population_.residents();
     std::size_t k = 0;
     for (std::uint32_t i = 0; i < rs.size() && result.errors.size() < kMaxReportedErrors; ++i) {

@@ -152,20 +152,17 @@ EntityReport World::describe(EntityId id) const {
     e.origin = PedestrianOrigin::Resident;
     e.lifecycle = rs.active[ri] == ResidentStore::kDormant ? LifecycleState::Dormant : LifecycleState::Active;
   }
-  if (const SpawnHandleState* h = find_live_spawn(id); h != nullptr) {
+  const SpawnHandleState* h = find_live_spawn(id);
+  for (auto it = spawn_.recent.rbegin(); h == nullptr && it != spawn_.recent.rend(); ++it) {
+    if (it->entity == id) h = &*it;
+  }
+  if (h != nullptr) {
     e.spawn_handle = h->handle;
     e.spawn_state = h->state;
     e.priority = h->priority;
     e.origin = PedestrianOrigin::Spawned;
+    e.zone = h->zone;  // the zone it was asked for (kAnyZone = -1: any sidewalk)
     if (h->state == SpawnState::IdentityCreated) e.lifecycle = LifecycleState::Requested;
-  } else {
-    for (auto it = spawn_.recent.rbegin(); it != spawn_.recent.rend(); ++it) {
-      if (it->entity == id) {
-        e.spawn_handle = it->handle;
-        e.spawn_state = it->state;
-        break;
-      }
-    }
   }
   if (const std::uint32_t slot = peds_.dense_of[id.index]; slot != PedestrianStore::kNoSlot) {
     e.lifecycle = LifecycleState::Active;

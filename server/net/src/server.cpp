@@ -8,7 +8,9 @@
 #include <csignal>
 #include <deque>
 
+#include "bustle/net/command_parser.hpp"
 #include "bustle/net/delta_tracker.hpp"
+#include "bustle/net/encode.hpp"
 #include "bustle/proto/framing.hpp"
 
 namespace bustle::net {
@@ -19,137 +21,13 @@ using SharedBytes = std::shared_ptr<const Bytes>;
 
 namespace {
 
-wire::ClockMode to_wire(ClockMode m) { return static_cast<wire::ClockMode>(m); }
-
 SharedBytes finish_frame(const flatbuffers::FlatBufferBuilder& fbb) {
   return std::make_shared<const Bytes>(proto::make_frame(fbb));
 }
 
 SharedBytes make_error_frame(wire::ErrorCode code, const std::string& message) {
   flatbuffers::FlatBufferBuilder fbb(256);
-  const auto err = wire::CreateErrorDirect(fbb, code, message.c_str());
-  fbb.Finish(wire::CreateServerFrame(fbb, wire::ServerMessage::Error, err.Union()),
-             wire::ServerFrameIdentifier());
-  return finish_frame(fbb);
-}
-
-flatbuffers::Offset<wire::JobStatus> make_job_status(flatbuffers::FlatBufferBuilder& fbb, const JobInfo& j) {
-  return wire::CreateJobStatusDirect(fbb, j.job_id, static_cast<wire::JobKind>(j.kind),
-                                     static_cast<wire::JobState>(j.state), j.terminal, j.name.c_str(), j.step,
-                                     j.message.c_str());
-}
-
-SharedBytes make_job_update_frame(const JobInfo& j) {
-  flatbuffers::FlatBufferBuilder fbb(256);
-  const auto status = make_job_status(fbb, j);
-  const auto upd = wire::CreateJobUpdate(fbb, status);
-  fbb.Finish(wire::CreateServerFrame(fbb, wire::ServerMessage::JobUpdate, upd.Union()),
-             wire::ServerFrameIdentifier());
-  return finish_frame(fbb);
-}
-
-SharedBytes make_result_frame(const OutboundResult& r) {
-  flatbuffers::FlatBufferBuilder fbb(512);
-  flatbuffers::Offset<wire::Stats> stats = 0;
-  if (r.stats) {
-    const StatsSnapshot& s = *r.stats;
-    wire::StatsBuilder sb(fbb);
-    sb.add_step(s.step);
-    sb.add_sim_time_us(s.sim_time_us);
-    sb.add_digest(s.digest);
-    sb.add_step_us(s.step_us);
-    sb.add_clock_mode(to_wire(s.clock_mode));
-    sb.add_paused(s.paused);
-    sb.add_pedestrians(s.pedestrians);
-    sb.add_pedestrian_target(s.pedestrian_target);
-    sb.add_entity_capacity(s.entity_capacity);
-    sb.add_clients(s.clients);
-    sb.add_spawned_total(s.spawned_total);
-    sb.add_despawned_total(s.despawned_total);
-    sb.add_commands_accepted(s.commands_accepted);
-    sb.add_commands_rejected(s.commands_rejected);
-    sb.add_dropped_steps(s.dropped_steps);
-    sb.add_recording(s.recording);
-    sb.add_recording_failed(s.recording_failed);
-    sb.add_recorded_ticks(s.recorded_ticks);
-    sb.add_vehicles(s.vehicles);
-    sb.add_vehicles_full(s.vehicles_per_tier[0]);
-    sb.add_vehicles_simulated(s.vehicles_per_tier[1]);
-    sb.add_vehicles_coarse(s.vehicles_per_tier[2]);
-    sb.add_vehicles_moving(s.vehicles_moving);
-    sb.add_vehicles_waiting(s.vehicles_waiting);
-    sb.add_vehicles_yielding(s.vehicles_yielding);
-    sb.add_tier_transitions_deferred(s.tier_transitions_deferred);
-    sb.add_hour(s.hour);
-    sb.add_time_scale(s.time_scale);
-    sb.add_residents(s.residents);
-    sb.add_residents_active(s.residents_active);
-    stats = sb.Finish();
-  }
-  flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::GarageInfo>>> garages = 0;
-  if (r.garages) {
-    std::vector<flatbuffers::Offset<wire::GarageInfo>> items;
-    for (const GarageReport& g : *r.garages) {
-      std::vector<flatbuffers::Offset<flatbuffers::String>> queued;
-      for (const std::string& q : g.queued) queued.push_back(fbb.CreateString(q));
-      items.push_back(wire::CreateGarageInfoDirect(
-          fbb, g.id.c_str(), &queued, g.dispatched, g.managed, g.capacity, g.frame_index, g.next_vehicle_ordinal,
-          static_cast<wire::DispatchGate>(g.last_gate), &g.gate_steps, g.turnarounds, g.rejected_invalid,
-          g.rejected_duplicate, g.rejected_queue_full, g.canceled, g.plan_total, g.plan_injected));
-    }
-    garages = fbb.CreateVector(items);
-  }
-  flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::SignalInfo>>> signals = 0;
-  if (r.signals) {
-    std::vector<flatbuffers::Offset<wire::SignalInfo>> items;
-    for (const SignalReport& sg : *r.signals) {
-      items.push_back(wire::CreateSignalInfoDirect(fbb, sg.id.c_str(), sg.lane, static_cast<wire::SignalPhase>(sg.phase),
-                                                   sg.phase_elapsed_us, sg.cycles));
-    }
-    signals = fbb.CreateVector(items);
-  }
-  flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::ZoneInfo>>> zones = 0;
-  if (r.zones) {
-    std::vector<flatbuffers::Offset<wire::ZoneInfo>> items;
-    for (const ZoneReport& z : *r.zones) {
-      const core::ZoneStatus& st = z.status;
-      items.push_back(wire::CreateZoneInfoDirect(fbb, z.id.c_str(), st.target, st.active, st.dormant, st.pending_spawn,
-                                                 st.pending_recycle, st.activated, st.recycled, st.deferred_by_quota,
-                                                 st.rejected_by_capacity, st.activated_total, st.recycled_total,
-                                                 z.capacity, st.migrated_in, st.deferred_by_migration));
-    }
-    zones = fbb.CreateVector(items);
-  }
-  flatbuffers::Offset<wire::VehicleInfo> vehicle = 0;
-  if (r.vehicle) {
-    const VehicleReport& v = *r.vehicle;
-    const wire::EntityId id(v.id.index, v.id.generation);
-    const wire::EntityId leader(v.leader.index, v.leader.generation);
-    vehicle = wire::CreateVehicleInfoDirect(
-        fbb, &id, v.vehicle_id.c_str(), v.garage.c_str(), v.request_id.c_str(), v.prototype.c_str(), v.route_index,
-        v.lane, v.s_m, v.alpha, v.x_m, v.y_m, v.speed_mps, static_cast<wire::VehicleStrategyState>(v.strategy),
-        static_cast<wire::ControlPolicy>(v.policy), static_cast<wire::PolicyReason>(v.reason),
-        static_cast<wire::SimTier>(v.tier), &leader, v.steps_advanced, v.awaiting_turnaround, v.despawn_requested);
-  }
-  flatbuffers::Offset<wire::JobStatus> job = 0;
-  if (r.job) job = make_job_status(fbb, *r.job);
-  flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::SnapshotInfo>>> snapshots = 0;
-  if (r.snapshots) {
-    std::vector<flatbuffers::Offset<wire::SnapshotInfo>> items;
-    for (const SnapshotEntry& e : *r.snapshots) {
-      items.push_back(wire::CreateSnapshotInfoDirect(fbb, e.name.c_str(), e.kind.c_str(), e.scenario_id.c_str(),
-                                                     e.step, e.sim_time_us, e.digest, e.pedestrians,
-                                                     e.created_unix_ms));
-    }
-    snapshots = fbb.CreateVector(items);
-  }
-  const auto msg = r.message.empty() ? 0 : fbb.CreateString(r.message);
-  const auto res = wire::CreateCommandResult(fbb, r.request_id,
-                                             static_cast<wire::CommandStatus>(r.status),
-                                             static_cast<wire::RejectReason>(r.reason), msg,
-                                             r.applied_step, stats, job, snapshots, garages, signals, vehicle, zones);
-  fbb.Finish(wire::CreateServerFrame(fbb, wire::ServerMessage::CommandResult, res.Union()),
-             wire::ServerFrameIdentifier());
+  encode_error(code, message, fbb);
   return finish_frame(fbb);
 }
 
@@ -157,7 +35,14 @@ SharedBytes make_result_frame(const OutboundResult& r) {
 
 WelcomeInfo make_welcome_info(const core::World& world, std::string server_version, ClockMode clock_mode) {
   const core::Scenario& scenario = world.scenario();
-  WelcomeInfo w{std::move(server_version), scenario.id, scenario.step_us, clock_mode, world.lanes().lanes(), {}, {}};
+  WelcomeInfo w;
+  w.server_version = std::move(server_version);
+  w.scenario_id = scenario.id;
+  w.step_us = scenario.step_us;
+  w.clock_mode = clock_mode;
+  w.lanes = world.lanes().lanes();
+  w.chains = world.lanes().chains();
+  w.dots_every_steps = scenario.pedestrians.dots_every_steps;
   auto lane_index = [&](const std::string& id) {
     for (std::uint32_t l = 0; l < world.lanes().size(); ++l) {
       if (world.lanes().lane(l).id == id) return l;
@@ -177,6 +62,14 @@ WelcomeInfo make_welcome_info(const core::World& world, std::string server_versi
 
 class Session;
 
+// The dots of the last dot step published (frames between dot steps carry
+// none), so that a client that skipped that frame still gets them once.
+struct LatestDots {
+  std::shared_ptr<const std::vector<std::uint16_t>> counts;
+  std::uint64_t step = 0;
+  std::uint64_t epoch = 0;
+};
+
 class Server::Impl {
  public:
   Impl(Server& owner, ServerOptions options, WelcomeInfo welcome, CommandQueue& commands)
@@ -193,6 +86,9 @@ class Server::Impl {
   void publish(std::shared_ptr<const PublishedFrame> frame);
   void deliver_result(OutboundResult result);
   void deliver_job_update(std::uint32_t session_id, JobInfo job);
+  void deliver_spawn_update(std::uint32_t session_id, SpawnReport spawn);
+  template <class F>
+  void post_to_session(std::uint32_t session_id, F fn);
   void stop();
   void remove(std::uint32_t id);
 
@@ -211,8 +107,10 @@ class Server::Impl {
 
   std::mutex latest_mu_;
   std::shared_ptr<const PublishedFrame> latest_;  // guarded by latest_mu_
+  LatestDots latest_dots_;                        // guarded by latest_mu_
   std::atomic<bool> notify_pending_{false};
   std::shared_ptr<const PublishedFrame> latest_seen_;  // network thread only
+  LatestDots latest_seen_dots_;                        // network thread only
 };
 
 class Session : public std::enable_shared_from_this<Session> {
@@ -246,13 +144,14 @@ class Session : public std::enable_shared_from_this<Session> {
     read_more();
   }
 
-  void on_frame_published(const std::shared_ptr<const PublishedFrame>& frame) {
+  void on_frame_published(const std::shared_ptr<const PublishedFrame>& frame, const LatestDots& dots) {
     if (phase_ != Phase::Ready || !subscribed_) return;
     if (frame->world_epoch != epoch_) {
       // The world was replaced: never diff ids across worlds.
       epoch_ = frame->world_epoch;
       tracker_.reset();
     }
+    if (tracker_.baseline_pending()) dots_sent_.reset();
     if (frame->step <= last_sent_step_ && !tracker_.baseline_pending()) return;
     const auto now = std::chrono::steady_clock::now();
     if (out_bytes_ > server_.options_.outbound_bytes_max) {
@@ -268,7 +167,16 @@ class Session : public std::enable_shared_from_this<Session> {
       return;
     }
     over_cap_since_.reset();
-    tracker_.encode(*frame, fbb_);
+    // Dots go out once per dot step: with the delta of that step, or with the
+    // first (coalesced or baseline) delta after it when this client skipped
+    // it. Dots of another world epoch never go out with this world's delta.
+    const std::vector<std::uint16_t>* send_dots = nullptr;
+    const std::pair<std::uint64_t, std::uint64_t> dots_key{dots.epoch, dots.step};
+    if (dots.counts && dots.epoch == frame->world_epoch && dots.step <= frame->step && dots_sent_ != dots_key) {
+      send_dots = dots.counts.get();
+    }
+    tracker_.encode(*frame, fbb_, send_dots);
+    if (send_dots != nullptr) dots_sent_ = dots_key;
     last_sent_step_ = frame->step;
     enqueue(finish_frame(fbb_));
   }
@@ -276,12 +184,20 @@ class Session : public std::enable_shared_from_this<Session> {
   void send_result(const OutboundResult& r) {
     if (inflight_ > 0) --inflight_;
     if (phase_ != Phase::Ready) return;
-    enqueue(make_result_frame(r));
+    encode_command_result(r, fbb_);
+    enqueue(finish_frame(fbb_));
   }
 
   void send_job_update(const JobInfo& j) {
     if (phase_ != Phase::Ready) return;
-    enqueue(make_job_update_frame(j));
+    encode_job_update(j, fbb_);
+    enqueue(finish_frame(fbb_));
+  }
+
+  void send_spawn_update(const SpawnReport& s) {
+    if (phase_ != Phase::Ready) return;
+    encode_spawn_update(s, fbb_);
+    enqueue(finish_frame(fbb_));
   }
 
   // Sends an Error frame, then closes this connection only.
@@ -409,37 +325,9 @@ class Session : public std::enable_shared_from_this<Session> {
     spdlog::info("client {} ({}) '{}' joined as {}", id_, peer_, name_,
                  role_ == Role::Operator ? "operator" : "viewer");
 
-    const WelcomeInfo& w = server_.welcome_;
-    flatbuffers::FlatBufferBuilder fbb(4096);
-    std::vector<flatbuffers::Offset<wire::LaneInfo>> lanes;
-    lanes.reserve(w.lanes.size());
-    for (std::size_t i = 0; i < w.lanes.size(); ++i) {
-      const core::Lane& lane = w.lanes[i];
-      std::vector<wire::Vec2> pts;
-      pts.reserve(lane.points.size());
-      for (const core::Vec2& p : lane.points) {
-        pts.emplace_back(static_cast<float>(p.x_m), static_cast<float>(p.y_m));
-      }
-      lanes.push_back(wire::CreateLaneInfoDirect(
-          fbb, static_cast<std::uint32_t>(i), lane.id.c_str(), static_cast<wire::LaneKind>(lane.kind),
-          &pts, static_cast<float>(lane.length_m), static_cast<float>(lane.speed_mps_limit),
-          &lane.successors));
-    }
-    std::vector<flatbuffers::Offset<wire::GarageGeometry>> garages;
-    for (const GarageGeometry& g : w.garages) {
-      garages.push_back(wire::CreateGarageGeometryDirect(fbb, g.id.c_str(), g.entrance_lane, &g.route));
-    }
-    std::vector<flatbuffers::Offset<wire::SignalGeometry>> signals;
-    for (const SignalGeometry& sg : w.signals) {
-      signals.push_back(wire::CreateSignalGeometryDirect(fbb, sg.id.c_str(), sg.lane, sg.stop_alpha, sg.yield_alpha));
-    }
     const std::uint64_t current = server_.latest_seen_ ? server_.latest_seen_->step : 0;
-    const auto welcome = wire::CreateWelcomeDirect(
-        fbb, w.server_version.c_str(), proto::kProtocolVersion, id_,
-        role_ == Role::Operator ? wire::Role::Operator : wire::Role::Viewer, w.step_us,
-        to_wire(w.clock_mode), w.scenario_id.c_str(), current, &lanes, &garages, &signals);
-    fbb.Finish(wire::CreateServerFrame(fbb, wire::ServerMessage::Welcome, welcome.Union()),
-               wire::ServerFrameIdentifier());
+    flatbuffers::FlatBufferBuilder fbb(4096);
+    encode_welcome(server_.welcome_, id_, role_, current, fbb);
     enqueue(finish_frame(fbb));
   }
 
@@ -455,7 +343,7 @@ class Session : public std::enable_shared_from_this<Session> {
     subscribed_ = true;
     // Late join is normal: send the baseline now from the latest frame rather
     // than waiting for the next step (which, in manual mode, may never come).
-    if (server_.latest_seen_) on_frame_published(server_.latest_seen_);
+    if (server_.latest_seen_) on_frame_published(server_.latest_seen_, server_.latest_seen_dots_);
   }
 
   void reject(std::uint32_t request_id, core::RejectReason reason, std::string message) {
@@ -470,133 +358,14 @@ class Session : public std::enable_shared_from_this<Session> {
     send_result(r);
   }
 
-  static ControlCommand named(ControlCommand::Kind kind, const flatbuffers::String* name) {
-    return ControlCommand{kind, 0, name != nullptr ? name->str() : std::string(), 0, {}};
-  }
-  static std::string str(const flatbuffers::String* s) { return s != nullptr ? s->str() : std::string(); }
-
   void handle_command(const wire::Command& cmd) {
+    ParsedCommand parsed = parse_command(cmd, role_);
+    if (!parsed.ok()) return reject(cmd.request_id(), parsed.reason, std::move(parsed.message));
     InboundCommand in;
     in.session_id = id_;
     in.request_id = cmd.request_id();
     in.role = role_;
-    bool needs_operator = true;
-    if (cmd.body_type() != wire::CommandBody::NONE && cmd.body() == nullptr) {
-      return reject(cmd.request_id(), core::RejectReason::InvalidArgument, "command body is missing");
-    }
-    switch (cmd.body_type()) {
-      case wire::CommandBody::Pause:
-        in.body = ControlCommand{ControlCommand::Kind::Pause, 0, {}, 0, {}};
-        break;
-      case wire::CommandBody::Resume:
-        in.body = ControlCommand{ControlCommand::Kind::Resume, 0, {}, 0, {}};
-        break;
-      case wire::CommandBody::Step:
-        in.body = ControlCommand{ControlCommand::Kind::Step, cmd.body_as_Step()->count(), {}, 0, {}};
-        break;
-      case wire::CommandBody::QueryStats:
-        in.body = ControlCommand{ControlCommand::Kind::QueryStats, 0, {}, 0, {}};
-        needs_operator = false;
-        break;
-      case wire::CommandBody::SetPedestrianTarget:
-        in.body = core::WorldCommand{core::SetPedestrianTarget{cmd.body_as_SetPedestrianTarget()->count()}};
-        break;
-      case wire::CommandBody::DespawnEntity: {
-        const wire::EntityId* id = cmd.body_as_DespawnEntity()->id();
-        if (id == nullptr) return reject(cmd.request_id(), core::RejectReason::InvalidArgument, "id is required");
-        in.body = core::WorldCommand{core::DespawnEntity{core::EntityId{id->index(), id->generation()}}};
-        break;
-      }
-      case wire::CommandBody::Checkpoint:
-        in.body = named(ControlCommand::Kind::Checkpoint, cmd.body_as_Checkpoint()->name());
-        break;
-      case wire::CommandBody::Restore:
-        in.body = named(ControlCommand::Kind::Restore, cmd.body_as_Restore()->name());
-        break;
-      case wire::CommandBody::Save:
-        in.body = named(ControlCommand::Kind::Save, cmd.body_as_Save()->name());
-        break;
-      case wire::CommandBody::Load:
-        in.body = named(ControlCommand::Kind::Load, cmd.body_as_Load()->name());
-        break;
-      case wire::CommandBody::ListSnapshots:
-        in.body = ControlCommand{ControlCommand::Kind::ListSnapshots, 0, {}, 0, {}};
-        needs_operator = false;
-        break;
-      case wire::CommandBody::DeleteSnapshot:
-        in.body = named(ControlCommand::Kind::DeleteSnapshot, cmd.body_as_DeleteSnapshot()->name());
-        break;
-      case wire::CommandBody::QueryJob:
-        in.body = ControlCommand{ControlCommand::Kind::QueryJob, 0, {}, cmd.body_as_QueryJob()->job_id(), {}};
-        needs_operator = false;
-        break;
-      case wire::CommandBody::GarageRequest: {
-        const wire::GarageRequest* g = cmd.body_as_GarageRequest();
-        in.body = core::WorldCommand{core::GarageRequest{str(g->garage()), str(g->request_id()), str(g->prototype()),
-                                                         str(g->lane()), g->priority()}};
-        break;
-      }
-      case wire::CommandBody::CancelGarageRequest: {
-        const wire::CancelGarageRequest* c = cmd.body_as_CancelGarageRequest();
-        in.body = core::WorldCommand{core::CancelGarageRequest{str(c->garage()), str(c->request_id())}};
-        break;
-      }
-      case wire::CommandBody::SetVehicleStrategy: {
-        const wire::SetVehicleStrategy* c = cmd.body_as_SetVehicleStrategy();
-        if (c->id() == nullptr) return reject(cmd.request_id(), core::RejectReason::InvalidArgument, "id is required");
-        in.body = core::WorldCommand{core::SetVehicleStrategy{core::EntityId{c->id()->index(), c->id()->generation()},
-                                                              static_cast<std::uint8_t>(c->strategy())}};
-        break;
-      }
-      case wire::CommandBody::SetObservers: {
-        const wire::SetObservers* c = cmd.body_as_SetObservers();
-        core::SetObservers obs;
-        if (c->points() != nullptr) {
-          for (const wire::Vec2* p : *c->points()) obs.points.push_back({p->x(), p->y()});
-        }
-        in.body = core::WorldCommand{std::move(obs)};
-        break;
-      }
-      case wire::CommandBody::SetHour:
-        in.body = core::WorldCommand{core::SetHour{cmd.body_as_SetHour()->hour()}};
-        break;
-      case wire::CommandBody::SetTimeScale:
-        in.body = core::WorldCommand{core::SetTimeScale{cmd.body_as_SetTimeScale()->scale()}};
-        break;
-      case wire::CommandBody::ForceFull: {
-        const wire::ForceFull* f = cmd.body_as_ForceFull();
-        if (f->id() == nullptr) return reject(cmd.request_id(), core::RejectReason::InvalidArgument, "id is required");
-        in.body = core::WorldCommand{core::ForceFull{core::EntityId{f->id()->index(), f->id()->generation()}, f->on()}};
-        break;
-      }
-      case wire::CommandBody::QueryZones:
-        in.body = ControlCommand{ControlCommand::Kind::QueryZones, 0, {}, 0, {}};
-        needs_operator = false;
-        break;
-      case wire::CommandBody::QueryGarages:
-        in.body = ControlCommand{ControlCommand::Kind::QueryGarages, 0, {}, 0, {}};
-        needs_operator = false;
-        break;
-      case wire::CommandBody::QuerySignals:
-        in.body = ControlCommand{ControlCommand::Kind::QuerySignals, 0, {}, 0, {}};
-        needs_operator = false;
-        break;
-      case wire::CommandBody::QueryVehicle: {
-        const wire::EntityId* id = cmd.body_as_QueryVehicle()->id();
-        if (id == nullptr) return reject(cmd.request_id(), core::RejectReason::InvalidArgument, "id is required");
-        in.body = ControlCommand{ControlCommand::Kind::QueryVehicle, 0, {}, 0,
-                                 core::EntityId{id->index(), id->generation()}};
-        needs_operator = false;
-        break;
-      }
-      default:
-        return reject(cmd.request_id(), core::RejectReason::UnknownCommand,
-                      "unknown command type " + std::to_string(static_cast<int>(cmd.body_type())));
-    }
-    if (needs_operator && role_ != Role::Operator) {
-      return reject(cmd.request_id(), core::RejectReason::NotAuthorized,
-                    std::string(wire::EnumNameCommandBody(cmd.body_type())) + " requires the operator role");
-    }
+    in.body = std::move(parsed.body);
     if (inflight_ >= server_.options_.inflight_commands_max) {
       return reject(cmd.request_id(), core::RejectReason::InboxFull,
                     "more than " + std::to_string(server_.options_.inflight_commands_max) +
@@ -657,6 +426,7 @@ class Session : public std::enable_shared_from_this<Session> {
   bool subscribed_ = false;
   std::uint64_t last_sent_step_ = 0;
   std::uint64_t epoch_ = 0;
+  std::optional<std::pair<std::uint64_t, std::uint64_t>> dots_sent_;  // (epoch, step) of the dots last sent
   DeltaTracker tracker_;
   flatbuffers::FlatBufferBuilder fbb_{1 << 16};
   std::deque<SharedBytes> outq_;
@@ -751,6 +521,7 @@ void Server::Impl::remove(std::uint32_t id) {
 void Server::Impl::publish(std::shared_ptr<const PublishedFrame> frame) {
   {
     std::lock_guard lock(latest_mu_);
+    if (frame->dots) latest_dots_ = LatestDots{frame->dots, frame->step, frame->world_epoch};
     latest_ = std::move(frame);
   }
   if (notify_pending_.exchange(true)) return;  // a notification is already queued
@@ -759,27 +530,35 @@ void Server::Impl::publish(std::shared_ptr<const PublishedFrame> frame) {
     {
       std::lock_guard lock(latest_mu_);
       latest_seen_ = latest_;
+      latest_seen_dots_ = latest_dots_;
     }
     // Copy: a session may close (and erase itself) while being notified.
     std::vector<std::shared_ptr<Session>> targets;
     targets.reserve(sessions_.size());
     for (auto& [id, s] : sessions_) targets.push_back(s);
-    for (auto& s : targets) s->on_frame_published(latest_seen_);
+    for (auto& s : targets) s->on_frame_published(latest_seen_, latest_seen_dots_);
+  });
+}
+
+template <class F>
+void Server::Impl::post_to_session(std::uint32_t session_id, F fn) {
+  asio::post(io_, [this, session_id, f = std::move(fn)] {
+    auto it = sessions_.find(session_id);
+    if (it != sessions_.end()) f(*it->second);
   });
 }
 
 void Server::Impl::deliver_result(OutboundResult result) {
-  asio::post(io_, [this, r = std::move(result)] {
-    auto it = sessions_.find(r.session_id);
-    if (it != sessions_.end()) it->second->send_result(r);
-  });
+  const std::uint32_t id = result.session_id;
+  post_to_session(id, [r = std::move(result)](Session& s) { s.send_result(r); });
 }
 
 void Server::Impl::deliver_job_update(std::uint32_t session_id, JobInfo job) {
-  asio::post(io_, [this, session_id, j = std::move(job)] {
-    auto it = sessions_.find(session_id);
-    if (it != sessions_.end()) it->second->send_job_update(j);
-  });
+  post_to_session(session_id, [j = std::move(job)](Session& s) { s.send_job_update(j); });
+}
+
+void Server::Impl::deliver_spawn_update(std::uint32_t session_id, SpawnReport spawn) {
+  post_to_session(session_id, [sp = std::move(spawn)](Session& s) { s.send_spawn_update(sp); });
 }
 
 void Server::Impl::stop() {
@@ -816,6 +595,9 @@ void Server::publish(std::shared_ptr<const PublishedFrame> frame) { impl_->publi
 void Server::deliver_result(OutboundResult result) { impl_->deliver_result(std::move(result)); }
 void Server::deliver_job_update(std::uint32_t session_id, JobInfo job) {
   impl_->deliver_job_update(session_id, std::move(job));
+}
+void Server::deliver_spawn_update(std::uint32_t session_id, SpawnReport spawn) {
+  impl_->deliver_spawn_update(session_id, std::move(spawn));
 }
 void Server::stop() { impl_->stop(); }
 void Server::on_signal(std::function<void(int)> fn) {

@@ -37,14 +37,95 @@ bool get_string(const json& j, const char* key, std::string& out, std::string& e
   return true;
 }
 
+bool get_u64(const json& j, const char* key, std::uint64_t& out, std::string& error) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number_unsigned()) {
+    error = std::string(key) + ": expected an unsigned 64-bit integer";
+    return false;
+  }
+  out = it->get<std::uint64_t>();
+  return true;
+}
+
+bool get_u8(const json& j, const char* key, std::uint8_t& out, std::string& error) {
+  std::uint32_t v = 0;
+  if (!get_u32(j, key, v, error)) return false;
+  if (v > UINT8_MAX) {
+    error = std::string(key) + ": out of range (0..255)";
+    return false;
+  }
+  out = static_cast<std::uint8_t>(v);
+  return true;
+}
+
 bool get_id(const json& j, const char* key, core::EntityId& out, std::string& error) {
   auto it = j.find(key);
   if (it == j.end() || !it->is_array() || it->size() != 2 || !(*it)[0].is_number_unsigned() ||
-      !(*it)[1].is_number_unsigned()) {
+      !(*it)[1].is_number_unsigned() || (*it)[0].get<std::uint64_t>() > UINT32_MAX ||
+      (*it)[1].get<std::uint64_t>() > UINT32_MAX) {
     error = std::string(key) + ": expected [index, generation]";
     return false;
   }
   out = core::EntityId{(*it)[0].get<std::uint32_t>(), (*it)[1].get<std::uint32_t>()};
+  return true;
+}
+
+json spawn_json(const core::SpawnPedestrian& c) {
+  return json{{"zone", c.zone}, {"lane", c.lane}, {"priority", c.priority}, {"timeout_ms", c.timeout_ms}};
+}
+
+bool get_spawn(const json& j, core::SpawnPedestrian& c, std::string& error) {
+  return get_string(j, "zone", c.zone, error) && get_string(j, "lane", c.lane, error) &&
+         get_u8(j, "priority", c.priority, error) && get_u32(j, "timeout_ms", c.timeout_ms, error);
+}
+
+// An observer point: [x, y] (recorded before observer views existed) or
+// [x, y, z, has_heading, heading_rad].
+bool get_point(const json& p, core::ObserverPoint& out) {
+  if (!p.is_array() || (p.size() != 2 && p.size() != 5) || !p[0].is_number() || !p[1].is_number()) return false;
+  out = core::ObserverPoint{p[0].get<double>(), p[1].get<double>()};
+  if (p.size() == 2) return true;
+  if (!p[2].is_number() || !p[3].is_boolean() || !p[4].is_number()) return false;
+  out.z_m = p[2].get<double>();
+  out.has_heading = p[3].get<bool>();
+  out.heading_rad = p[4].get<double>();
+  return true;
+}
+
+// A lifecycle batch operation: {"kind": "spawn", "spawn": {...}} or
+// {"kind": "despawn", "id": [index, generation]}. The field the kind does not
+// use is written only when it is not its default, so decoding gives back
+// exactly the operation that was encoded.
+json op_json(const core::LifecycleOp& op) {
+  const bool spawn = op.kind == core::LifecycleOp::Kind::Spawn;
+  json j{{"kind", spawn ? "spawn" : "despawn"}};
+  const json default_spawn = spawn_json(core::SpawnPedestrian{});
+  const json s = spawn_json(op.spawn);
+  if (spawn || s != default_spawn) j["spawn"] = s;
+  if (!spawn || op.id != core::EntityId{}) j["id"] = id_json(op.id);
+  return j;
+}
+
+bool get_op(const json& j, core::LifecycleOp& op, std::string& error) {
+  auto kind = j.find("kind");
+  if (!j.is_object() || kind == j.end() || !kind->is_string() || (*kind != "spawn" && *kind != "despawn")) {
+    error = "kind: expected \"spawn\" or \"despawn\"";
+    return false;
+  }
+  op.kind = *kind == "spawn" ? core::LifecycleOp::Kind::Spawn : core::LifecycleOp::Kind::Despawn;
+  const bool spawn = op.kind == core::LifecycleOp::Kind::Spawn;
+  if (spawn || j.contains("spawn")) {
+    auto it = j.find("spawn");
+    if (it == j.end() || !it->is_object()) {
+      error = "spawn: expected an object";
+      return false;
+    }
+    if (!get_spawn(*it, op.spawn, error)) {
+      error = "spawn." + error;
+      return false;
+    }
+  }
+  if (!spawn || j.contains("id")) return get_id(j, "id", op.id, error);
   return true;
 }
 
@@ -63,12 +144,26 @@ std::string command_args_json(const core::WorldCommand& command) {
           [](const core::SetVehicleStrategy& c) { return json{{"id", id_json(c.id)}, {"strategy", c.strategy}}; },
           [](const core::SetObservers& c) {
             json pts = json::array();
-            for (const auto& p : c.points) pts.push_back(json::array({p.x_m, p.y_m}));
+            for (const auto& p : c.points) {
+              pts.push_back(json::array({p.x_m, p.y_m, p.z_m, p.has_heading, p.heading_rad}));
+            }
             return json{{"points", pts}};
           },
           [](const core::SetHour& c) { return json{{"hour", c.hour}}; },
           [](const core::SetTimeScale& c) { return json{{"scale", c.scale}}; },
-          [](const core::ForceFull& c) { return json{{"id", id_json(c.id)}, {"on", c.on}}; }},
+          [](const core::ForceFull& c) { return json{{"id", id_json(c.id)}, {"on", c.on}}; },
+          [](const core::SpawnPedestrian& c) { return spawn_json(c); },
+          [](const core::CancelSpawn& c) { return json{{"handle", c.handle}}; },
+          [](const core::ReportAttached& c) { return json{{"id", id_json(c.id)}}; },
+          [](const core::SetLifecycle& c) {
+            return json{{"growth_quota", c.growth_quota}, {"recycle_quota", c.recycle_quota},
+                        {"interval_ms", c.interval_ms}, {"migration_budget", c.migration_budget}};
+          },
+          [](const core::LifecycleBatch& c) {
+            json ops = json::array();
+            for (const core::LifecycleOp& op : c.ops) ops.push_back(op_json(op));
+            return json{{"ops", ops}};
+          }},
       command);
   return j.dump();
 }
@@ -126,16 +221,16 @@ std::optional<core::WorldCommand> decode_command(const std::string& kind, const 
   if (kind == "set_observers") {
     core::SetObservers c;
     auto it = j.find("points");
+    const char* expected = "points: expected an array of [x, y] or [x, y, z, has_heading, heading_rad]";
     if (it == j.end() || !it->is_array()) {
-      error = "points: expected an array of [x, y]";
+      error = expected;
       return std::nullopt;
     }
     for (const json& p : *it) {
-      if (!p.is_array() || p.size() != 2 || !p[0].is_number() || !p[1].is_number()) {
-        error = "points: expected an array of [x, y]";
+      if (!get_point(p, c.points.emplace_back())) {
+        error = expected;
         return std::nullopt;
       }
-      c.points.push_back({p[0].get<double>(), p[1].get<double>()});
     }
     return c;
   }
@@ -161,6 +256,45 @@ std::optional<core::WorldCommand> decode_command(const std::string& kind, const 
       return std::nullopt;
     }
     c.on = it->get<bool>();
+    return c;
+  }
+  if (kind == "spawn_pedestrian") {
+    core::SpawnPedestrian c;
+    if (!get_spawn(j, c, error)) return std::nullopt;
+    return c;
+  }
+  if (kind == "cancel_spawn") {
+    core::CancelSpawn c;
+    if (!get_u64(j, "handle", c.handle, error)) return std::nullopt;
+    return c;
+  }
+  if (kind == "report_attached") {
+    core::ReportAttached c;
+    if (!get_id(j, "id", c.id, error)) return std::nullopt;
+    return c;
+  }
+  if (kind == "set_lifecycle") {
+    core::SetLifecycle c;
+    if (!get_u32(j, "growth_quota", c.growth_quota, error) || !get_u32(j, "recycle_quota", c.recycle_quota, error) ||
+        !get_u32(j, "interval_ms", c.interval_ms, error) ||
+        !get_u32(j, "migration_budget", c.migration_budget, error)) {
+      return std::nullopt;
+    }
+    return c;
+  }
+  if (kind == "lifecycle_batch") {
+    core::LifecycleBatch c;
+    auto it = j.find("ops");
+    if (it == j.end() || !it->is_array()) {
+      error = "ops: expected an array";
+      return std::nullopt;
+    }
+    for (std::size_t k = 0; k < it->size(); ++k) {
+      if (!get_op((*it)[k], c.ops.emplace_back(), error)) {
+        error = "ops[" + std::to_string(k) + "]." + error;
+        return std::nullopt;
+      }
+    }
     return c;
   }
   error = "kind: unknown command kind '" + kind + "'";

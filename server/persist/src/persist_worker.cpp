@@ -277,6 +277,7 @@ JobStatus PersistWorker::submit_load(const std::string& name, const JobOrigin& o
       job.message = e.to_string();
       return nullptr;
     }
+    complete_schema1_save(ls, scenario_);
     if (ls.info.scenario_id != scenario_.id) {
       job.message = StoreError{store_.path(), "snapshots", "name='" + job.name + "'", "scenario_id",
                                "save is of scenario '" + ls.info.scenario_id + "', the server runs '" + scenario_.id + "'",

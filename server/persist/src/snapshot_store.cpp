@@ -4,6 +4,7 @@
 
 #include <bit>
 #include <cstring>
+#include <limits>
 #include <mutex>
 
 #include "bustle/persist/command_codec.hpp"
@@ -88,7 +89,76 @@ std::vector<T> column_of(const std::vector<core::EntityId>& ids, std::uint32_t c
   return out;
 }
 
+// Reads the columns of one row with type and range checks, remembering the
+// first bad field so the caller can name it in its error.
+class RowReader {
+ public:
+  explicit RowReader(const Statement& st) : st_(st) {}
+
+  std::int64_t integer(int col, const char* field, std::int64_t lo, std::int64_t hi) {
+    const std::int64_t v = st_.column_i64(col);
+    if (st_.column_type(col) != SQLITE_INTEGER) {
+      fail(field, "expected an integer");
+    } else if (v < lo || v > hi) {
+      fail(field, std::to_string(v) + " is out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    }
+    return v;
+  }
+  std::uint8_t u8(int col, const char* field, std::int64_t hi = UINT8_MAX) {
+    return static_cast<std::uint8_t>(integer(col, field, 0, hi));
+  }
+  std::uint32_t u32(int col, const char* field) { return static_cast<std::uint32_t>(integer(col, field, 0, UINT32_MAX)); }
+  std::int32_t i32(int col, const char* field, std::int64_t lo = INT32_MIN) {
+    return static_cast<std::int32_t>(integer(col, field, lo, INT32_MAX));
+  }
+  // Unsigned 64-bit values are stored as their signed bit pattern: any integer is valid.
+  std::uint64_t u64(int col, const char* field) {
+    return static_cast<std::uint64_t>(integer(col, field, INT64_MIN, INT64_MAX));
+  }
+  core::EntityId id(int index_col, const char* index_field, const char* generation_field) {
+    const std::uint32_t index = u32(index_col, index_field);
+    return {index, u32(index_col + 1, generation_field)};
+  }
+  double f64(int col, const char* field) {
+    const int type = st_.column_type(col);
+    if (type != SQLITE_FLOAT && type != SQLITE_INTEGER) fail(field, "expected a number");
+    return st_.column_double(col);
+  }
+
+  bool ok() const { return field_ == nullptr; }
+  const char* field() const { return field_; }
+  const std::string& message() const { return message_; }
+
+ private:
+  void fail(const char* field, std::string message) {
+    if (field_ != nullptr) return;
+    field_ = field;
+    message_ = std::move(message);
+  }
+  const Statement& st_;
+  const char* field_ = nullptr;
+  std::string message_;
+};
+
+// A JSON array of exactly `n` unsigned counts, or false.
+template <class T>
+bool parse_counts(const std::string& text, std::size_t n, T* out) {
+  const json j = json::parse(text, nullptr, false);
+  if (!j.is_array() || j.size() != n) return false;
+  for (std::size_t k = 0; k < n; ++k) {
+    if (!j[k].is_number_unsigned() || j[k].get<std::uint64_t>() > std::numeric_limits<T>::max()) return false;
+    out[k] = j[k].get<T>();
+  }
+  return true;
+}
+
 }  // namespace
+
+void complete_schema1_save(LoadedSave& ls, const core::Scenario& scenario) {
+  if (ls.info.schema_version >= 2) return;
+  const core::PopulationSettings& p = scenario.population;
+  ls.save.lifecycle = {p.growth_quota, p.recycle_quota, p.lifecycle_interval_ms, p.migration_budget};
+}
 
 void set_server_version(std::string version) {
   std::lock_guard lock(g_version_mu);
@@ -245,12 +315,14 @@ StoreError SnapshotStore::replace_snapshot_row(const std::string& name, const st
   if (SqlError e = del.run(); !e.ok()) return sql_error(e, "snapshots", "name='" + name + "'");
   Statement ins = db_.prepare(
       "INSERT INTO snapshots(name, kind, scenario_id, scenario_json, step, step_us, sim_time_us, seed, digest, "
-      "pedestrians, created_unix_ms, server_version) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+      "pedestrians, created_unix_ms, server_version, schema_version) "
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
       err);
   if (!err.ok()) return sql_error(err, "snapshots");
   ins.bind_text(1, name).bind_text(2, kind).bind_text(3, scenario_id).bind_text(4, scenario_json);
   ins.bind_u64(5, step).bind_i64(6, step_us).bind_u64(7, step * step_us).bind_u64(8, seed).bind_u64(9, digest);
   ins.bind_i64(10, static_cast<std::int64_t>(entities)).bind_i64(11, created_unix_ms).bind_text(12, server_version());
+  ins.bind_i64(13, kSchemaVersion);
   if (SqlError e = ins.run(); !e.ok()) return sql_error(e, "snapshots", "name='" + name + "'");
   id = db_.last_insert_rowid();
   return {};
@@ -275,7 +347,7 @@ StoreError SnapshotStore::write_checkpoint_in_transaction(const std::string& nam
   by_reason += "]";
   Statement ws = db_.prepare(
       "INSERT INTO world_state VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, "
-      "?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28)",
+      "?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31)",
       err);
   if (!err.ok()) return sql_error(err, "world_state");
   ws.bind_i64(1, id);
@@ -298,9 +370,12 @@ StoreError SnapshotStore::write_checkpoint_in_transaction(const std::string& nam
   const std::string forced_text = forced.dump();
   ws.bind_u64(25, cp.population.last_interval).bind_text(26, forced_text).bind_u64(27, cp.force_full_refused);
   ws.bind_text(28, stats_text);
+  ws.bind_u64(29, cp.counters.faded_total).bind_u64(30, cp.counters.fade_skipped_total);
+  ws.bind_u64(31, cp.population.interval_origin_us);
   if (SqlError e = ws.run(); !e.ok()) return sql_error(e, "world_state", "snapshot_id=" + std::to_string(id));
   if (StoreError e = write_vehicles(id, cp.vehicles); !e.ok()) return e;
   if (StoreError e = write_population(id, cp.population); !e.ok()) return e;
+  if (StoreError e = write_pipeline(id, cp); !e.ok()) return e;
 
   const std::size_t n = cp.pedestrians.id.size();
   std::vector<std::uint32_t> idx(n), gen(n);
@@ -308,7 +383,8 @@ StoreError SnapshotStore::write_checkpoint_in_transaction(const std::string& nam
     idx[i] = cp.pedestrians.id[i].index;
     gen[i] = cp.pedestrians.id[i].generation;
   }
-  Statement pc = db_.prepare("INSERT INTO pedestrian_columns VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)", err);
+  Statement pc =
+      db_.prepare("INSERT INTO pedestrian_columns VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)", err);
   if (!err.ok()) return sql_error(err, "pedestrian_columns");
   pc.bind_i64(1, id).bind_i64(2, static_cast<std::int64_t>(n)).bind_blob(3, as_bytes(idx)).bind_blob(4, as_bytes(gen));
   pc.bind_blob(5, as_bytes(cp.pedestrians.lane)).bind_blob(6, as_bytes(cp.pedestrians.s_m));
@@ -319,6 +395,7 @@ StoreError SnapshotStore::write_checkpoint_in_transaction(const std::string& nam
                    pt.forced_overflow})
           .dump();
   pc.bind_blob(9, as_bytes(cp.pedestrians.tier)).bind_text(10, tier_stats);
+  pc.bind_blob(11, as_bytes(cp.pedestrians.priority)).bind_blob(12, as_bytes(cp.pedestrians.origin));
   if (SqlError e = pc.run(); !e.ok()) return sql_error(e, "pedestrian_columns", "snapshot_id=" + std::to_string(id));
 
   Statement cmd = db_.prepare("INSERT INTO pending_commands VALUES (?1, ?2, ?3, ?4, ?5, ?6)", err);
@@ -353,6 +430,8 @@ StoreError SnapshotStore::write_save(const std::string& name, const core::SaveSt
   ss.bind_i64(1, id).bind_i64(2, save.pedestrian_target).bind_u64(3, save.day_us).bind_i64(4, save.time_scale);
   ss.bind_text(5, ordinals);
   if (SqlError e = ss.run(); !e.ok()) return sql_error(e, "save_state", "snapshot_id=" + std::to_string(id));
+  if (StoreError e = write_lifecycle(id, save.lifecycle); !e.ok()) return e;
+  if (StoreError e = write_save_residents(id, save); !e.ok()) return e;
   if (SqlError e = tx.commit(); !e.ok()) return sql_error(e, "snapshots", "name='" + name + "'");
   return {};
 }
@@ -426,16 +505,22 @@ StoreError SnapshotStore::write_vehicles(std::int64_t id, const core::VehicleChe
   return {};
 }
 
-StoreError SnapshotStore::column_row(const char* table, std::int64_t id, const std::string& row, Statement& st,
-                                     std::size_t& n) {
+StoreError SnapshotStore::one_row(const char* table, const std::string& columns, std::int64_t id,
+                                  const std::string& row, Statement& st) {
   SqlError err;
-  st = db_.prepare(std::string("SELECT * FROM ") + table + " WHERE snapshot_id = ?1", err);
+  st = db_.prepare("SELECT " + columns + " FROM " + table + " WHERE snapshot_id = ?1", err);
   if (!err.ok()) return sql_error(err, table);
   st.bind_i64(1, id);
   if (!st.step()) {
     if (!st.error().ok()) return sql_error(st.error(), table, row);
-    return error(table, row, "", "missing (checkpoint incomplete)");
+    return error(table, row, "", "missing (snapshot incomplete)");
   }
+  return {};
+}
+
+StoreError SnapshotStore::column_row(const char* table, std::int64_t id, const std::string& row, Statement& st,
+                                     std::size_t& n) {
+  if (StoreError e = one_row(table, "*", id, row, st); !e.ok()) return e;
   const std::int64_t count = st.column_i64(1);
   if (count < 0 || count > (1 << 24)) return error(table, row, "count", "out of range");
   n = static_cast<std::size_t>(count);
@@ -581,7 +666,9 @@ StoreError SnapshotStore::write_population(std::int64_t id, const core::Populati
   rc.bind_blob(10, as_bytes(r.work_slot));
   if (SqlError e = rc.run(); !e.ok()) return sql_error(e, "resident_columns", row);
   Statement z = db_.prepare(
-      "INSERT INTO zones VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)", err);
+      "INSERT INTO zones VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, "
+      "?19, ?20)",
+      err);
   if (!err.ok()) return sql_error(err, "zones");
   for (std::size_t k = 0; k < p.zones.size(); ++k) {
     const core::ZoneStatus& s = p.zones[k];
@@ -591,7 +678,8 @@ StoreError SnapshotStore::write_population(std::int64_t id, const core::Populati
     z.bind_i64(5, s.active).bind_i64(6, s.dormant).bind_i64(7, s.pending_spawn).bind_i64(8, s.pending_recycle);
     z.bind_i64(9, s.activated).bind_i64(10, s.recycled).bind_i64(11, s.deferred_by_quota);
     z.bind_i64(12, s.rejected_by_capacity).bind_i64(13, s.migrated_in).bind_i64(14, s.deferred_by_migration);
-    z.bind_u64(15, s.activated_total).bind_u64(16, s.recycled_total);
+    z.bind_u64(15, s.activated_total).bind_u64(16, s.recycled_total).bind_i64(17, s.handoffs_started);
+    z.bind_i64(18, s.handoffs_accepted).bind_i64(19, s.handoffs_returned).bind_i64(20, s.retiring);
     if (SqlError e = z.run(); !e.ok()) return sql_error(e, "zones", row);
   }
   Statement w = db_.prepare("INSERT INTO work_points VALUES (?1, ?2, ?3, ?4)", err);
@@ -602,6 +690,16 @@ StoreError SnapshotStore::write_population(std::int64_t id, const core::Populati
     w.reset();
     w.bind_i64(1, id).bind_i64(2, static_cast<std::int64_t>(k)).bind_text(3, occ).bind_text(4, wait);
     if (SqlError e = w.run(); !e.ok()) return sql_error(e, "work_points", row);
+  }
+  if (StoreError e = write_lifecycle(id, p.settings); !e.ok()) return e;
+  Statement h = db_.prepare("INSERT INTO zone_handoffs VALUES (?1, ?2, ?3, ?4, ?5)", err);
+  if (!err.ok()) return sql_error(err, "zone_handoffs");
+  for (std::size_t k = 0; k < p.handoffs.size(); ++k) {
+    const core::ZoneHandoff& ho = p.handoffs[k];
+    h.reset();
+    h.bind_i64(1, id).bind_i64(2, static_cast<std::int64_t>(k)).bind_i64(3, ho.resident).bind_i64(4, ho.from);
+    h.bind_i64(5, ho.to);
+    if (SqlError e = h.run(); !e.ok()) return sql_error(e, "zone_handoffs", row + " position=" + std::to_string(k));
   }
   return {};
 }
@@ -636,22 +734,25 @@ StoreError SnapshotStore::read_population(std::int64_t id, const std::string& ro
     if (z.column_i64(1) != static_cast<std::int64_t>(p.zones.size())) return error("zones", zrow, "zone_index", "not contiguous from 0");
     core::ZoneStatus s;
     p.zone_ids.push_back(z.column_text(2));
-    auto u32 = [&](int col, std::uint32_t& out, const char* name) {
-      const std::int64_t v = z.column_i64(col);
-      if (v < 0 || v > UINT32_MAX) return false;
-      out = static_cast<std::uint32_t>(v);
-      (void)name;
-      return true;
-    };
-    if (!u32(3, s.target, "target") || !u32(4, s.active, "active") || !u32(5, s.dormant, "dormant") ||
-        !u32(6, s.pending_spawn, "pending_spawn") || !u32(7, s.pending_recycle, "pending_recycle") ||
-        !u32(8, s.activated, "activated") || !u32(9, s.recycled, "recycled") ||
-        !u32(10, s.deferred_by_quota, "deferred_by_quota") || !u32(11, s.rejected_by_capacity, "rejected_by_capacity") ||
-        !u32(12, s.migrated_in, "migrated_in") || !u32(13, s.deferred_by_migration, "deferred_by_migration")) {
-      return error("zones", zrow, "", "a count is out of range");
-    }
-    s.activated_total = z.column_u64(14);
-    s.recycled_total = z.column_u64(15);
+    RowReader rr(z);
+    s.target = rr.u32(3, "target");
+    s.active = rr.u32(4, "active");
+    s.dormant = rr.u32(5, "dormant");
+    s.pending_spawn = rr.u32(6, "pending_spawn");
+    s.pending_recycle = rr.u32(7, "pending_recycle");
+    s.activated = rr.u32(8, "activated");
+    s.recycled = rr.u32(9, "recycled");
+    s.deferred_by_quota = rr.u32(10, "deferred_by_quota");
+    s.rejected_by_capacity = rr.u32(11, "rejected_by_capacity");
+    s.migrated_in = rr.u32(12, "migrated_in");
+    s.deferred_by_migration = rr.u32(13, "deferred_by_migration");
+    s.activated_total = rr.u64(14, "activated_total");
+    s.recycled_total = rr.u64(15, "recycled_total");
+    s.handoffs_started = rr.u32(16, "handoffs_started");
+    s.handoffs_accepted = rr.u32(17, "handoffs_accepted");
+    s.handoffs_returned = rr.u32(18, "handoffs_returned");
+    s.retiring = rr.u32(19, "retiring");
+    if (!rr.ok()) return error("zones", zrow, rr.field(), rr.message());
     p.zones.push_back(s);
   }
   if (!z.error().ok()) return sql_error(z.error(), "zones", row);
@@ -671,12 +772,273 @@ StoreError SnapshotStore::read_population(std::int64_t id, const std::string& ro
     p.work_points.push_back(std::move(st));
   }
   if (!w.error().ok()) return sql_error(w.error(), "work_points", row);
+  if (StoreError e = read_lifecycle(id, row, p.settings); !e.ok()) return e;
+  return read_rows("zone_handoffs", "position", "resident, from_zone, to_zone", "", id, row,
+                   [&](const Statement& st, const std::string& hrow) -> StoreError {
+                     RowReader rr(st);
+                     const core::ZoneHandoff h{rr.u32(1, "resident"), rr.u32(2, "from_zone"), rr.u32(3, "to_zone")};
+                     if (!rr.ok()) return error("zone_handoffs", hrow, rr.field(), rr.message());
+                     p.handoffs.push_back(h);
+                     return {};
+                   });
+}
+
+StoreError SnapshotStore::read_rows(const char* table, const char* key, const std::string& columns,
+                                    const std::string& filter, std::int64_t id, const std::string& row,
+                                    const RowCallback& read_row) {
+  SqlError err;
+  Statement st = db_.prepare(std::string("SELECT ") + key + ", " + columns + " FROM " + table +
+                                 " WHERE snapshot_id = ?1" + (filter.empty() ? "" : " AND " + filter) +
+                                 " ORDER BY " + key,
+                             err);
+  if (!err.ok()) return sql_error(err, table);
+  st.bind_i64(1, id);
+  const std::string prefix = row + (filter.empty() ? "" : " " + filter) + " " + key + "=";
+  for (std::int64_t expected = 0; st.step(); ++expected) {
+    const std::string label = prefix + std::to_string(st.column_i64(0));
+    if (st.column_i64(0) != expected) return error(table, label, key, "not contiguous from 0");
+    if (StoreError e = read_row(st, label); !e.ok()) return e;
+  }
+  if (!st.error().ok()) return sql_error(st.error(), table, row);
+  return {};
+}
+
+StoreError SnapshotStore::write_lifecycle(std::int64_t id, const core::LifecycleSettings& s) {
+  SqlError err;
+  Statement st = db_.prepare("INSERT INTO lifecycle_settings VALUES (?1, ?2, ?3, ?4, ?5)", err);
+  if (!err.ok()) return sql_error(err, "lifecycle_settings");
+  st.bind_i64(1, id).bind_i64(2, s.growth_quota).bind_i64(3, s.recycle_quota).bind_i64(4, s.interval_ms);
+  st.bind_i64(5, s.migration_budget);
+  if (SqlError e = st.run(); !e.ok()) return sql_error(e, "lifecycle_settings", "snapshot_id=" + std::to_string(id));
+  return {};
+}
+
+StoreError SnapshotStore::read_lifecycle(std::int64_t id, const std::string& row, core::LifecycleSettings& s) {
+  Statement st;
+  if (StoreError e = one_row("lifecycle_settings", "growth_quota, recycle_quota, interval_ms, migration_budget", id, row, st);
+      !e.ok()) {
+    return e;
+  }
+  RowReader rr(st);
+  s.growth_quota = rr.u32(0, "growth_quota");
+  s.recycle_quota = rr.u32(1, "recycle_quota");
+  s.interval_ms = rr.u32(2, "interval_ms");
+  s.migration_budget = rr.u32(3, "migration_budget");
+  if (!rr.ok()) return error("lifecycle_settings", row, rr.field(), rr.message());
   return {};
 }
 
 namespace {
+constexpr const char* kHandleLists[] = {"live", "recent"};  // spawn_handles.list
+}  // namespace
+
+StoreError SnapshotStore::write_pipeline(std::int64_t id, const core::WorldCheckpoint& cp) {
+  SqlError err;
+  const std::string row = "snapshot_id=" + std::to_string(id);
+  if (!cp.observer_views.empty() && cp.observer_views.size() != cp.observers.size()) {
+    return error("observer_views", row, "observer_index",
+                 std::to_string(cp.observer_views.size()) + " views for " + std::to_string(cp.observers.size()) +
+                     " observers (none, or one per observer)");
+  }
+  Statement ov = db_.prepare("INSERT INTO observer_views VALUES (?1, ?2, ?3, ?4, ?5)", err);
+  if (!err.ok()) return sql_error(err, "observer_views");
+  for (std::size_t k = 0; k < cp.observer_views.size(); ++k) {
+    const core::ObserverView& v = cp.observer_views[k];
+    ov.reset();
+    ov.bind_i64(1, id).bind_i64(2, static_cast<std::int64_t>(k)).bind_double(3, v.z_m);
+    ov.bind_i64(4, v.has_heading ? 1 : 0).bind_double(5, v.heading_rad);
+    if (SqlError e = ov.run(); !e.ok()) return sql_error(e, "observer_views", row + " observer_index=" + std::to_string(k));
+  }
+
+  const core::SpawnPipelineState& sp = cp.spawn;
+  Statement ps = db_.prepare("INSERT INTO spawn_pipeline VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)", err);
+  if (!err.ok()) return sql_error(err, "spawn_pipeline");
+  const std::string per_state =
+      json(std::vector<std::uint64_t>(std::begin(sp.counters.per_state_total), std::end(sp.counters.per_state_total)))
+          .dump();
+  ps.bind_i64(1, id).bind_u64(2, sp.next_handle).bind_u64(3, sp.counters.requested).bind_text(4, per_state);
+  ps.bind_i64(5, sp.counters.deferred_by_cap).bind_i64(6, sp.counters.deferred_by_capacity);
+  ps.bind_i64(7, sp.counters.deferred_by_zone);
+  if (SqlError e = ps.run(); !e.ok()) return sql_error(e, "spawn_pipeline", row);
+  Statement sh = db_.prepare(
+      "INSERT INTO spawn_handles VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)", err);
+  if (!err.ok()) return sql_error(err, "spawn_handles");
+  const std::vector<core::SpawnHandleState>* lists[] = {&sp.live, &sp.recent};
+  for (std::size_t l = 0; l < 2; ++l) {
+    const auto& list = *lists[l];
+    for (std::size_t k = 0; k < list.size(); ++k) {
+      const core::SpawnHandleState& h = list[k];
+      sh.reset();
+      sh.bind_i64(1, id).bind_text(2, kHandleLists[l]).bind_i64(3, static_cast<std::int64_t>(k)).bind_u64(4, h.handle);
+      sh.bind_i64(5, static_cast<std::int64_t>(h.state)).bind_i64(6, static_cast<std::int64_t>(h.failure));
+      sh.bind_i64(7, h.entity.index).bind_i64(8, h.entity.generation).bind_i64(9, h.origin.client_id);
+      sh.bind_i64(10, h.origin.request_id).bind_i64(11, h.zone).bind_i64(12, h.lane);
+      sh.bind_i64(13, static_cast<std::int64_t>(h.priority)).bind_u64(14, h.requested_step);
+      sh.bind_u64(15, h.deadline_step).bind_u64(16, h.state_step);
+      if (SqlError e = sh.run(); !e.ok()) {
+        return sql_error(e, "spawn_handles", row + " list='" + kHandleLists[l] + "' position=" + std::to_string(k));
+      }
+    }
+  }
+
+  Statement op = db_.prepare("INSERT INTO orphans VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)", err);
+  if (!err.ok()) return sql_error(err, "orphans");
+  for (std::size_t k = 0; k < cp.orphans.size(); ++k) {
+    const core::OrphanState& o = cp.orphans[k];
+    op.reset();
+    op.bind_i64(1, id).bind_i64(2, static_cast<std::int64_t>(k)).bind_i64(3, o.id.index).bind_i64(4, o.id.generation);
+    op.bind_i64(5, o.reason).bind_i64(6, o.lane).bind_double(7, o.s_m).bind_i64(8, o.resident);
+    op.bind_u64(9, o.release_step);
+    if (SqlError e = op.run(); !e.ok()) return sql_error(e, "orphans", row + " position=" + std::to_string(k));
+  }
+  Statement rf = db_.prepare("INSERT INTO retiring_fifo VALUES (?1, ?2, ?3, ?4)", err);
+  if (!err.ok()) return sql_error(err, "retiring_fifo");
+  for (std::size_t k = 0; k < cp.retiring_fifo.size(); ++k) {
+    rf.reset();
+    rf.bind_i64(1, id).bind_i64(2, static_cast<std::int64_t>(k)).bind_i64(3, cp.retiring_fifo[k].index);
+    rf.bind_i64(4, cp.retiring_fifo[k].generation);
+    if (SqlError e = rf.run(); !e.ok()) return sql_error(e, "retiring_fifo", row + " position=" + std::to_string(k));
+  }
+  return {};
+}
+
+StoreError SnapshotStore::read_pipeline(std::int64_t id, const std::string& row, core::WorldCheckpoint& cp) {
+  if (StoreError e = read_rows("observer_views", "observer_index", "z_m, has_heading, heading_rad", "", id, row,
+                               [&](const Statement& st, const std::string& vrow) -> StoreError {
+                                 RowReader rr(st);
+                                 core::ObserverView v;
+                                 v.z_m = rr.f64(1, "z_m");
+                                 v.has_heading = rr.integer(2, "has_heading", 0, 1) != 0;
+                                 v.heading_rad = rr.f64(3, "heading_rad");
+                                 if (!rr.ok()) return error("observer_views", vrow, rr.field(), rr.message());
+                                 cp.observer_views.push_back(v);
+                                 return {};
+                               });
+      !e.ok()) {
+    return e;
+  }
+  if (!cp.observer_views.empty() && cp.observer_views.size() != cp.observers.size()) {
+    return error("observer_views", row, "observer_index",
+                 std::to_string(cp.observer_views.size()) + " rows for " + std::to_string(cp.observers.size()) +
+                     " observers in world_state.observers (none, or one per observer)");
+  }
+
+  core::SpawnPipelineState& sp = cp.spawn;
+  Statement ps;
+  if (StoreError e = one_row("spawn_pipeline",
+                             "next_handle, requested, per_state_total, deferred_by_cap, deferred_by_capacity, "
+                             "deferred_by_zone",
+                             id, row, ps);
+      !e.ok()) {
+    return e;
+  }
+  {
+    RowReader rr(ps);
+    sp.next_handle = rr.u64(0, "next_handle");
+    sp.counters.requested = rr.u64(1, "requested");
+    sp.counters.deferred_by_cap = rr.u32(3, "deferred_by_cap");
+    sp.counters.deferred_by_capacity = rr.u32(4, "deferred_by_capacity");
+    sp.counters.deferred_by_zone = rr.u32(5, "deferred_by_zone");
+    if (!rr.ok()) return error("spawn_pipeline", row, rr.field(), rr.message());
+    if (!parse_counts(ps.column_text(2), core::kSpawnStateCount, sp.counters.per_state_total)) {
+      return error("spawn_pipeline", row, "per_state_total",
+                   "expected a JSON array of " + std::to_string(core::kSpawnStateCount) + " counts");
+    }
+  }
+  std::vector<core::SpawnHandleState>* lists[] = {&sp.live, &sp.recent};
+  for (std::size_t l = 0; l < 2; ++l) {
+    auto& list = *lists[l];
+    const StoreError e = read_rows(
+        "spawn_handles", "position",
+        "handle, state, failure, entity_index, entity_generation, client_id, request_id, zone, lane, priority, "
+        "requested_step, deadline_step, state_step",
+        std::string("list='") + kHandleLists[l] + "'", id, row,
+        [&](const Statement& st, const std::string& hrow) -> StoreError {
+          RowReader rr(st);
+          core::SpawnHandleState h;
+          h.handle = rr.u64(1, "handle");
+          h.state = static_cast<core::SpawnState>(rr.u8(2, "state", core::kSpawnStateCount - 1));
+          h.failure = static_cast<core::SpawnFailure>(
+              rr.u8(3, "failure", static_cast<std::int64_t>(core::SpawnFailure::WorldReplaced)));
+          h.entity = rr.id(4, "entity_index", "entity_generation");
+          h.origin.client_id = rr.u32(6, "client_id");
+          h.origin.request_id = rr.u32(7, "request_id");
+          h.zone = rr.i32(8, "zone", core::kAnyZone);
+          h.lane = rr.u32(9, "lane");
+          h.priority = static_cast<core::PriorityClass>(rr.u8(10, "priority", core::kPriorityClassCount - 1));
+          h.requested_step = rr.u64(11, "requested_step");
+          h.deadline_step = rr.u64(12, "deadline_step");
+          h.state_step = rr.u64(13, "state_step");
+          if (!rr.ok()) return error("spawn_handles", hrow, rr.field(), rr.message());
+          list.push_back(h);
+          return {};
+        });
+    if (!e.ok()) return e;
+  }
+
+  if (StoreError e = read_rows("orphans", "position", "id_index, id_generation, reason, lane, s_m, resident, release_step",
+                               "", id, row,
+                               [&](const Statement& st, const std::string& orow) -> StoreError {
+                                 RowReader rr(st);
+                                 core::OrphanState o;
+                                 o.id = rr.id(1, "id_index", "id_generation");
+                                 o.reason = rr.u8(3, "reason");
+                                 o.lane = rr.u32(4, "lane");
+                                 o.s_m = rr.f64(5, "s_m");
+                                 o.resident = rr.u32(6, "resident");
+                                 o.release_step = rr.u64(7, "release_step");
+                                 if (!rr.ok()) return error("orphans", orow, rr.field(), rr.message());
+                                 cp.orphans.push_back(o);
+                                 return {};
+                               });
+      !e.ok()) {
+    return e;
+  }
+  return read_rows("retiring_fifo", "position", "id_index, id_generation", "", id, row,
+                   [&](const Statement& st, const std::string& frow) -> StoreError {
+                     RowReader rr(st);
+                     const core::EntityId e = rr.id(1, "id_index", "id_generation");
+                     if (!rr.ok()) return error("retiring_fifo", frow, rr.field(), rr.message());
+                     cp.retiring_fifo.push_back(e);
+                     return {};
+                   });
+}
+
+StoreError SnapshotStore::write_save_residents(std::int64_t id, const core::SaveState& save) {
+  SqlError err;
+  const std::string row = "snapshot_id=" + std::to_string(id);
+  if (save.saveable_zones.size() != save.saveable_ids.size()) {
+    return error("save_residents", row, "zone_id",
+                 std::to_string(save.saveable_zones.size()) + " zones for " + std::to_string(save.saveable_ids.size()) +
+                     " saveable residents (must be parallel)");
+  }
+  Statement st = db_.prepare("INSERT INTO save_residents VALUES (?1, ?2, ?3, ?4, ?5)", err);
+  if (!err.ok()) return sql_error(err, "save_residents");
+  for (std::size_t k = 0; k < save.saveable_ids.size(); ++k) {
+    st.reset();
+    st.bind_i64(1, id).bind_i64(2, static_cast<std::int64_t>(k)).bind_i64(3, save.saveable_ids[k].index);
+    st.bind_i64(4, save.saveable_ids[k].generation).bind_text(5, save.saveable_zones[k]);
+    if (SqlError e = st.run(); !e.ok()) return sql_error(e, "save_residents", row + " position=" + std::to_string(k));
+  }
+  return {};
+}
+
+StoreError SnapshotStore::read_save_residents(std::int64_t id, const std::string& row, core::SaveState& save) {
+  return read_rows("save_residents", "position", "id_index, id_generation, zone_id", "", id, row,
+                   [&](const Statement& st, const std::string& rrow) -> StoreError {
+                     RowReader rr(st);
+                     const core::EntityId e = rr.id(1, "id_index", "id_generation");
+                     if (!rr.ok()) return error("save_residents", rrow, rr.field(), rr.message());
+                     save.saveable_ids.push_back(e);
+                     save.saveable_zones.push_back(st.column_text(3));
+                     return {};
+                   });
+}
+
+namespace {
 constexpr const char* kInfoColumns =
-    "id, name, kind, scenario_id, step, sim_time_us, digest, pedestrians, created_unix_ms, scenario_json, seed, step_us";
+    "id, name, kind, scenario_id, step, sim_time_us, digest, pedestrians, created_unix_ms, scenario_json, seed, step_us, "
+    "schema_version";
 }
 
 StoreError SnapshotStore::read_info(Statement& st, SnapshotInfo& info) const {
@@ -693,6 +1055,12 @@ StoreError SnapshotStore::read_info(Statement& st, SnapshotInfo& info) const {
   }
   info.pedestrians = static_cast<std::uint32_t>(peds);
   info.created_unix_ms = st.column_i64(8);
+  const std::int64_t version = st.column_i64(12);
+  if (version < 1 || version > kSchemaVersion) {
+    return error("snapshots", "name='" + info.name + "'", "schema_version",
+                 std::to_string(version) + " is out of range [1, " + std::to_string(kSchemaVersion) + "]");
+  }
+  info.schema_version = static_cast<int>(version);
   return {};
 }
 
@@ -726,6 +1094,12 @@ StoreError SnapshotStore::read_checkpoint_by_id(std::int64_t id, LoadedCheckpoin
   const std::string named = "name='" + lc.info.name + "'";
   if (lc.info.kind != "checkpoint" && lc.info.kind != "keyframe") {
     return error("snapshots", named, "kind", "is a " + lc.info.kind + ", not a checkpoint (use load for saves)");
+  }
+  if (lc.info.schema_version < 2) {
+    return error("snapshots", named, "schema_version",
+                 "checkpoint written with schema version " + std::to_string(lc.info.schema_version) +
+                     ", before the population pipeline (spawn handles, orphans, zone handoffs, lifecycle settings): "
+                     "it cannot be restored exactly; take a new checkpoint (saves still load)");
   }
   lc.scenario_json = st.column_text(9);
   core::WorldCheckpoint& cp = lc.checkpoint;
@@ -816,12 +1190,20 @@ StoreError SnapshotStore::read_checkpoint_by_id(std::int64_t id, LoadedCheckpoin
   if (!parse_vehicle_stats(ws.column_text(27), cp.vehicles)) {
     return error("world_state", row, "vehicle_step_stats", "malformed JSON");
   }
+  {
+    RowReader rr(ws);
+    cp.counters.faded_total = rr.u64(28, "faded_total");
+    cp.counters.fade_skipped_total = rr.u64(29, "fade_skipped_total");
+    cp.population.interval_origin_us = rr.u64(30, "interval_origin_us");
+    if (!rr.ok()) return error("world_state", row, rr.field(), rr.message());
+  }
   if (StoreError e = read_vehicles(id, row, cp.vehicles); !e.ok()) return e;
   if (StoreError e = read_population(id, row, cp.population); !e.ok()) return e;
+  if (StoreError e = read_pipeline(id, row, cp); !e.ok()) return e;
 
   Statement pc = db_.prepare(
-      "SELECT count, id_index, id_generation, lane, s_m, hops, resident, tier, tier_stats FROM pedestrian_columns "
-      "WHERE snapshot_id = ?1",
+      "SELECT count, id_index, id_generation, lane, s_m, hops, resident, tier, tier_stats, priority, origin "
+      "FROM pedestrian_columns WHERE snapshot_id = ?1",
       err);
   if (!err.ok()) return sql_error(err, "pedestrian_columns");
   pc.bind_i64(1, id);
@@ -846,6 +1228,12 @@ StoreError SnapshotStore::read_checkpoint_by_id(std::int64_t id, LoadedCheckpoin
   }
   if (!decode(pc.column_blob(7), n, cp.pedestrians.tier)) {
     return error("pedestrian_columns", row, "tier", "blob size does not match count");
+  }
+  if (!decode(pc.column_blob(9), n, cp.pedestrians.priority)) {
+    return error("pedestrian_columns", row, "priority", "blob size does not match count");
+  }
+  if (!decode(pc.column_blob(10), n, cp.pedestrians.origin)) {
+    return error("pedestrian_columns", row, "origin", "blob size does not match count");
   }
   {
     const json ts = json::parse(pc.column_text(8), nullptr, false);
@@ -912,19 +1300,24 @@ StoreError SnapshotStore::read_save(const std::string& name, LoadedSave& out) {
   const std::int64_t step_us = st.column_i64(11);
   if (step_us <= 0 || step_us > UINT32_MAX) return error("snapshots", named, "step_us", "out of range");
   ls.save.step_us = static_cast<std::uint32_t>(step_us);
-  if (st.column_is_null(12)) return error("save_state", named, "", "missing (save incomplete)");
-  const std::int64_t target = st.column_i64(12);
+  if (st.column_is_null(13)) return error("save_state", named, "", "missing (save incomplete)");
+  const std::int64_t target = st.column_i64(13);
   if (target < 0 || target > UINT32_MAX) return error("save_state", named, "pedestrian_target", "out of range");
   ls.save.pedestrian_target = static_cast<std::uint32_t>(target);
-  ls.save.day_us = st.column_u64(13);
-  const std::int64_t scale = st.column_i64(14);
+  ls.save.day_us = st.column_u64(14);
+  const std::int64_t scale = st.column_i64(15);
   if (scale < 1 || scale > 3600) return error("save_state", named, "time_scale", "out of range");
   ls.save.time_scale = static_cast<std::uint32_t>(scale);
-  const json ords = json::parse(st.column_text(15), nullptr, false);
+  const json ords = json::parse(st.column_text(16), nullptr, false);
   if (!ords.is_array()) return error("save_state", named, "garage_ordinals", "expected a JSON array");
   for (const json& o : ords) {
     if (!o.is_number_unsigned()) return error("save_state", named, "garage_ordinals", "expected unsigned integers");
     ls.save.garage_vehicle_ordinals.push_back(o.get<std::uint64_t>());
+  }
+  // Version-1 saves have neither (complete_schema1_save fills the settings).
+  if (ls.info.schema_version >= 2) {
+    if (StoreError e = read_lifecycle(ls.info.id, named, ls.save.lifecycle); !e.ok()) return e;
+    if (StoreError e = read_save_residents(ls.info.id, named, ls.save); !e.ok()) return e;
   }
   out = std::move(ls);
   return {};

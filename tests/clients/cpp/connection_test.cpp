@@ -605,3 +605,88 @@ TEST_CASE("Client stops with BacklogFull instead of dropping JobUpdates", "[clie
   client.close();
   check_no_failures(server);
 }
+
+namespace {
+
+std::vector<std::uint8_t> spawn_update_frame(std::uint64_t handle, wire::SpawnState state,
+                                             bool terminal = false) {
+  return t::framed(t::spawn_update_payload({handle, state, terminal, wire::EntityId(4, 1), ""}));
+}
+
+}  // namespace
+
+TEST_CASE("Client keeps SpawnUpdates per handle and waits for a state", "[client][population]") {
+  t::FakeServer server([](t::FakePeer& peer, t::FakeServer& s) {
+    if (!accept_hello(peer, s)) return;
+    const auto a = peer.read_frame(3000ms);
+    const wire::Command* ca = a ? as_command(*a) : nullptr;
+    if (ca == nullptr || ca->body_as_SpawnPedestrian() == nullptr) {
+      s.fail("expected SpawnPedestrian");
+      return;
+    }
+    // The handle's first states can arrive right behind (or before) the result.
+    peer.write(spawn_update_frame(3, wire::SpawnState::Queued));
+    flatbuffers::FlatBufferBuilder fbb;
+    wire::CommandResultBuilder rb(fbb);
+    rb.add_request_id(ca->request_id());
+    rb.add_handle(3);
+    const auto result = t::finish_server(fbb, wire::ServerMessage::CommandResult, rb.Finish().Union());
+    peer.write(t::framed(result));
+    peer.write(spawn_update_frame(9, wire::SpawnState::TimedOut, true));
+    peer.write(delta_frame(1));
+    peer.write(spawn_update_frame(3, wire::SpawnState::IdentityCreated));
+    peer.write(spawn_update_frame(3, wire::SpawnState::Registered));
+    peer.write(spawn_update_frame(3, wire::SpawnState::RepresentationRequested));
+    peer.write(spawn_update_frame(3, wire::SpawnState::Attached));
+    // Unread updates fill their buffer: the reader stops instead of dropping.
+    for (int i = 0; i < 3; ++i) peer.write(spawn_update_frame(5, wire::SpawnState::Queued));
+    peer.write(delta_frame(2));
+    peer.wait_for_eof(3000ms);
+  });
+  c::ClientOptions o;
+  o.port = server.port();
+  o.max_buffered_spawn_updates = 3;
+  c::Client client(o);
+  REQUIRE(client.connect().ok());
+  const auto r = client.command(c::SpawnPedestrianCmd{}, 3000ms);
+  INFO(r.message);
+  REQUIRE(r.ok());
+  CHECK(r.value.handle == 3);
+  CHECK(client.buffered_spawn_updates() == 1);
+
+  const auto states = client.wait_spawn(3, wire::SpawnState::RepresentationRequested, 3000ms);
+  INFO(states.message);
+  REQUIRE(states.ok());
+  std::vector<wire::SpawnState> seen;
+  for (const auto& st : states.value) seen.push_back(st.state);
+  CHECK(seen == std::vector<wire::SpawnState>{wire::SpawnState::Queued, wire::SpawnState::IdentityCreated,
+                                              wire::SpawnState::Registered,
+                                              wire::SpawnState::RepresentationRequested});
+  CHECK(states.value.back().entity == c::EntityId{4, 1});
+
+  // The other handle's terminal update waited in the buffer; the Delta too.
+  const auto other = client.next_spawn_update(9, 10ms);
+  REQUIRE(other.ok());
+  CHECK(other.value.terminal);
+  CHECK(other.value.state == wire::SpawnState::TimedOut);
+  const auto d = client.next_delta(3000ms);
+  REQUIRE(d.ok());
+  CHECK(d.value.delta()->step() == 1);
+  const auto attached = client.next_spawn_update(3, 3000ms);
+  REQUIRE(attached.ok());
+  CHECK(attached.value.state == wire::SpawnState::Attached);
+  CHECK(client.discard_spawn_updates(3) == 0);
+
+  auto full = client.next_delta(3000ms);
+  CHECK(full.status == c::ClientStatus::BacklogFull);
+  CHECK(client.buffered_spawn_updates() == 3);
+  CHECK(client.connected());
+  CHECK(client.discard_spawn_updates(5) == 3);
+  full = client.next_delta(3000ms);
+  REQUIRE(full.ok());
+  CHECK(full.value.delta()->step() == 2);
+  const auto none = client.next_spawn_update(3, 50ms);
+  CHECK(none.status == c::ClientStatus::Timeout);
+  client.close();
+  check_no_failures(server);
+}

@@ -1,8 +1,11 @@
 // Integration: vehicle and population commands against the real bustle-server
 // with the corridor and large-block scenarios, manual clock (world commands
-// are answered at the next step: send, Step, then wait for the result).
+// are answered at the next step: send, Step, then wait for the result): the
+// spawn pipeline with its SpawnUpdates, entity/population/spawn queries, role
+// checks and bad input, distant dots and retiring entities in the stream.
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <optional>
 #include <string>
 
 #include "bustle/client/client.hpp"
@@ -43,12 +46,13 @@ c::ClientOptions options(const t::ServerUnderTest& server, wire::Role role) {
   return o;
 }
 
-// Sends a world command, then one Step, and returns the command's result.
-c::CommandReply apply_with_step(c::Client& client, const c::CommandSpec& spec) {
+// Sends a world command, then one Step (from `stepper`, an operator, when the
+// sender may not step), and returns the command's result.
+c::CommandReply apply_with_step(c::Client& client, const c::CommandSpec& spec, c::Client* stepper = nullptr) {
   const auto sent = client.send_command(spec);
   INFO(sent.message);
   REQUIRE(sent.ok());
-  const auto step = client.command(c::StepCmd{1}, 5000ms);
+  const auto step = (stepper != nullptr ? *stepper : client).command(c::StepCmd{1}, 5000ms);
   INFO(step.message);
   REQUIRE(step.ok());
   REQUIRE(step.value.accepted());
@@ -275,4 +279,224 @@ TEST_CASE("Large block: QueryZones as viewer then hour 12 sets zone targets",
   CHECK(targets > 0);
   CHECK(active > 0);
   CHECK(active == stats.stats->residents_active);
+}
+
+TEST_CASE("a spawn handle reports every stage to its requester and a viewer's actor makes it ready",
+          "[integration][population]") {
+  auto server = start({"--clock", "manual", "--config", kLargeBlock});
+  c::Client op(options(*server, wire::Role::Operator));
+  REQUIRE(op.connect().ok());
+  c::Client viewer(options(*server, wire::Role::Viewer));
+  REQUIRE(viewer.connect().ok());
+
+  const c::CommandReply spawned =
+      apply_with_step(op, c::SpawnPedestrianCmd{"market", "", wire::PriorityClass::Story, 0});
+  INFO(spawned.message);
+  REQUIRE(spawned.accepted());
+  const std::uint64_t handle = spawned.handle;
+  REQUIRE(handle != 0);
+
+  step(op, 4);
+  const auto requested = op.wait_spawn(handle, wire::SpawnState::RepresentationRequested, 5000ms);
+  INFO(requested.message);
+  REQUIRE(requested.ok());
+  const c::SpawnStatusInfo& last = requested.value.back();
+  REQUIRE(last.state == wire::SpawnState::RepresentationRequested);
+  CHECK(last.zone == "market");
+  CHECK(last.priority == static_cast<std::uint8_t>(wire::PriorityClass::Story));
+  // States arrive in pipeline order, each once.
+  for (std::size_t i = 1; i < requested.value.size(); ++i) {
+    CHECK(static_cast<int>(requested.value[i - 1].state) < static_cast<int>(requested.value[i].state));
+  }
+  const c::EntityId entity = last.entity;
+  REQUIRE(entity.generation != 0);
+
+  // Viewers hold the actors, so they may report one.
+  const c::CommandReply attached = apply_with_step(viewer, c::ReportAttachedCmd{entity}, &op);
+  INFO(attached.message);
+  CHECK(attached.accepted());
+  step(op, 2);
+  const auto ready = op.wait_spawn(handle, wire::SpawnState::ReadyForGameplay, 5000ms);
+  INFO(ready.message);
+  REQUIRE(ready.ok());
+  CHECK(ready.value.back().state == wire::SpawnState::ReadyForGameplay);
+  CHECK(ready.value.back().terminal);
+  CHECK(ready.value.back().succeeded());
+  // Only the requester gets SpawnUpdates.
+  CHECK(viewer.buffered_spawn_updates() == 0);
+
+  const c::CommandReply spawn = query(viewer, c::QuerySpawnCmd{handle});
+  CHECK(spawn.accepted());
+  REQUIRE(spawn.spawn.has_value());
+  CHECK(spawn.spawn->state == wire::SpawnState::ReadyForGameplay);
+  CHECK(spawn.spawn->entity == entity);
+
+  const c::CommandReply info = query(viewer, c::QueryEntityCmd{entity});
+  CHECK(info.accepted());
+  REQUIRE(info.entity_info.has_value());
+  CHECK(info.entity_info->alive);
+  CHECK(info.entity_info->id == entity);
+  CHECK(info.entity_info->lifecycle == wire::LifecycleState::Active);
+  CHECK(info.entity_info->origin == wire::PedestrianOrigin::Spawned);
+  CHECK(info.entity_info->zone == "market");
+  CHECK(info.entity_info->spawn_handle == handle);
+  CHECK(info.entity_info->lane >= 0);
+
+  const c::CommandReply pop = query(viewer, c::QueryPopulationCmd{});
+  CHECK(pop.accepted());
+  REQUIRE(pop.population.has_value());
+  CHECK(pop.population->communities.size() == 3);
+  CHECK(pop.population->spawned >= 1);
+  CHECK(pop.population->spawn_requested >= 1);
+  CHECK(pop.population->spawn_live.size() == 9);
+  CHECK(pop.population->tiers.size() == 3);
+  CHECK(pop.population->despawned_by_reason.size() == 7);
+  CHECK(pop.population->interval_ms == 250);
+  for (const c::CommunityReport& cr : pop.population->communities) {
+    CHECK(cr.active + cr.dormant == cr.base_population);
+  }
+}
+
+TEST_CASE("viewers cannot change the population and bad input is answered, not fatal",
+          "[integration][population]") {
+  auto server = start({"--clock", "manual", "--config", kLargeBlock});
+  c::Client op(options(*server, wire::Role::Operator));
+  REQUIRE(op.connect().ok());
+  c::Client viewer(options(*server, wire::Role::Viewer));
+  REQUIRE(viewer.connect().ok());
+
+  for (const c::CommandSpec& spec : {c::CommandSpec{c::SpawnPedestrianCmd{}}, c::CommandSpec{c::CancelSpawnCmd{1}},
+                                     c::CommandSpec{c::SetLifecycleCmd{}},
+                                     c::CommandSpec{c::LifecycleBatchCmd{}}}) {
+    const c::CommandReply r = query(viewer, spec);
+    CHECK(r.reason == wire::RejectReason::NotAuthorized);
+    CHECK_THAT(r.message, Catch::EndsWith("requires the operator role"));
+  }
+
+  // Rejected by the server's parser at once: no step needed.
+  const c::CommandReply views = query(op, c::SetObserversCmd{{{1.0f, 1.0f}, {2.0f, 2.0f}}, {{}}});
+  CHECK(views.reason == wire::RejectReason::InvalidArgument);
+  CHECK(views.message == "views: 1 entries for 2 points (send one view per point, or no views)");
+
+  c::LifecycleBatchCmd big;
+  big.ops.assign(257, c::LifecycleOpSpec::spawn_op({}));
+  const c::CommandReply batch = query(op, big);
+  CHECK(batch.reason == wire::RejectReason::InvalidArgument);
+  CHECK_THAT(batch.message, Catch::Contains("at most 256"));
+
+  const c::CommandReply prio =
+      query(op, c::SpawnPedestrianCmd{"market", "", static_cast<wire::PriorityClass>(7), 0});
+  CHECK(prio.reason == wire::RejectReason::InvalidArgument);
+  CHECK_THAT(prio.message, Catch::StartsWith("priority: unknown PriorityClass value 7"));
+
+  const c::CommandReply no_spawn = query(viewer, c::QuerySpawnCmd{424242});
+  CHECK(no_spawn.reason == wire::RejectReason::NotFound);
+  CHECK_FALSE(no_spawn.spawn.has_value());
+
+  const c::CommandReply gone = query(viewer, c::QueryEntityCmd{{60000, 7}});
+  CHECK(gone.reason == wire::RejectReason::UnknownEntity);
+  REQUIRE(gone.entity_info.has_value());
+  CHECK(gone.entity_info->lifecycle == wire::LifecycleState::Gone);
+  CHECK_FALSE(gone.entity_info->alive);
+
+  // A valid batch still goes through: nothing above broke the connections.
+  c::LifecycleBatchCmd two;
+  two.ops.assign(2, c::LifecycleOpSpec::spawn_op({"office", "", wire::PriorityClass::Quest, 0}));
+  const c::CommandReply ok = apply_with_step(op, two);
+  INFO(ok.message);
+  CHECK(ok.accepted());
+  CHECK(ok.batch == wire::BatchStatus::Committed);
+  CHECK(ok.handles.size() == 2);
+  CHECK(op.connected());
+  CHECK(viewer.connected());
+}
+
+TEST_CASE("Welcome names the lane chains and the stream carries dots and retiring entities",
+          "[integration][population]") {
+  auto server = start({"--clock", "manual", "--config", kLargeBlock});
+  c::Client op(options(*server, wire::Role::Operator));
+  REQUIRE(op.connect().ok());
+  const c::WelcomeInfo& w = op.welcome();
+  REQUIRE_FALSE(w.chains.empty());
+  REQUIRE(w.dots_every_steps == 10);  // the scenario default
+  for (const c::LaneChain& chain : w.chains) {
+    CHECK_FALSE(chain.lanes.empty());
+    for (std::uint32_t lane : chain.lanes) CHECK(lane < w.lane_count);
+  }
+
+  REQUIRE(op.subscribe().ok());
+  c::EntityMirror mirror;
+  std::optional<std::uint64_t> last_step;
+  // Dots arrive with the first Delta at or after each dot step (a Delta that
+  // coalesces several steps carries them if any of those was a dot step).
+  auto read_until = [&](std::uint64_t target) {
+    while (!last_step || *last_step < target) {
+      const auto d = op.next_delta(5000ms);
+      INFO(d.message);
+      REQUIRE(d.ok());
+      const wire::Delta& delta = *d.value.delta();
+      const bool dots = delta.dots() != nullptr;
+      if (delta.baseline()) {
+        CHECK(dots);  // the latest dots of this world (step 0 is a dot step)
+      } else {
+        REQUIRE(last_step.has_value());
+        const std::uint64_t n = w.dots_every_steps;
+        const bool dot_step_between = delta.step() / n > *last_step / n;
+        CHECK(dots == dot_step_between);
+      }
+      if (dots) CHECK(delta.dots()->size() == w.chains.size());
+      mirror.apply(delta);
+      last_step = delta.step();
+    }
+  };
+  read_until(0);
+  step(op, 1);
+  read_until(1);
+  step(op, 25);  // the network thread may coalesce some of these steps
+  read_until(26);
+  for (int i = 0; i < 15; ++i) {
+    step(op, 1);
+    read_until(*last_step + 1);
+  }
+
+  // A visible pedestrian (an observer right on it) fades before it leaves. A
+  // spawned one, not a resident: a resident's identity goes dormant after the
+  // fade and may come back with the same id at the next lifecycle interval.
+  const c::CommandReply spawned = apply_with_step(op, c::SpawnPedestrianCmd{"market", "", wire::PriorityClass::Quest, 0});
+  REQUIRE(spawned.accepted());
+  step(op, 3);
+  const auto registered = op.wait_spawn(spawned.handle, wire::SpawnState::Registered, 5000ms);
+  INFO(registered.message);
+  REQUIRE(registered.ok());
+  read_until(*last_step + 4);
+  const c::EntityView* found = mirror.find(registered.value.back().entity);
+  REQUIRE(found != nullptr);
+  const c::EntityView target_view = *found;
+  const c::EntityView* target = &target_view;
+  apply_with_step(op, c::SetObserversCmd{{{static_cast<float>(target->x_m), static_cast<float>(target->y_m)}}});
+  step(op, 8);  // tiers settle (transition budget)
+  read_until(*last_step + 9);
+  const c::CommandReply before = query(op, c::QueryEntityCmd{target->id});
+  REQUIRE(before.entity_info.has_value());
+  REQUIRE(before.entity_info->tier != wire::SimTier::Coarse);
+
+  const c::CommandReply despawn = apply_with_step(op, c::DespawnEntityCmd{target->id});
+  INFO(despawn.message);
+  REQUIRE(despawn.accepted());
+  read_until(*last_step + 1);
+  const c::EntityView* fading = mirror.find(target->id);
+  REQUIRE(fading != nullptr);
+  CHECK(fading->retiring);
+  CHECK(fading->speed_mps == 0.0);
+  const c::CommandReply during = query(op, c::QueryEntityCmd{target->id});
+  REQUIRE(during.entity_info.has_value());
+  CHECK(during.entity_info->lifecycle == wire::LifecycleState::Retiring);
+
+  int steps = 0;
+  while (mirror.find(target->id) != nullptr) {
+    REQUIRE(++steps <= 30);
+    step(op, 1);
+    read_until(*last_step + 1);
+  }
+  CHECK(mirror.counters().retiring >= 1);
 }

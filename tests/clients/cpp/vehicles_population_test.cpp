@@ -1,6 +1,9 @@
 // Vehicle and population commands: builders (round-trip through the server's
 // verifier) and decoders (CommandResult garages/signals/vehicle/zones, the new
-// Stats fields, Welcome geometry, Delta signal phases, the mirror's phases).
+// Stats fields, Welcome geometry, Delta signal phases, the mirror's phases),
+// and the spawn pipeline: spawn/lifecycle builders, CommandResult spawn/batch
+// fields, EntityInfo, PopulationInfo, SpawnStatus, Welcome chains, Delta dots
+// and retiring, the mirror's retiring marks and dots.
 #include <catch2/catch.hpp>
 #include <string>
 #include <vector>
@@ -35,6 +38,12 @@ const wire::ServerFrame* verified(const std::vector<std::uint8_t>& payload) {
   INFO(error);
   REQUIRE(root != nullptr);
   return root;
+}
+
+c::LifecycleBatchCmd spawn_batch(std::size_t n) {
+  c::LifecycleBatchCmd b;
+  for (std::size_t i = 0; i < n; ++i) b.ops.push_back(c::LifecycleOpSpec::spawn_op({"market", "", {}, 0}));
+  return b;
 }
 
 }  // namespace
@@ -131,12 +140,24 @@ TEST_CASE("command_name and is_world_command cover the new commands", "[messages
   CHECK(std::string(c::command_name(c::SetHourCmd{})) == "set_hour");
   CHECK(std::string(c::command_name(c::SetTimeScaleCmd{})) == "set_time_scale");
   CHECK(std::string(c::command_name(c::QueryZonesCmd{})) == "query_zones");
+  CHECK(std::string(c::command_name(c::ForceFullCmd{})) == "force_full");
+  CHECK(std::string(c::command_name(c::SpawnPedestrianCmd{})) == "spawn_pedestrian");
+  CHECK(std::string(c::command_name(c::CancelSpawnCmd{})) == "cancel_spawn");
+  CHECK(std::string(c::command_name(c::ReportAttachedCmd{})) == "report_attached");
+  CHECK(std::string(c::command_name(c::SetLifecycleCmd{})) == "set_lifecycle");
+  CHECK(std::string(c::command_name(c::LifecycleBatchCmd{})) == "lifecycle_batch");
+  CHECK(std::string(c::command_name(c::QueryEntityCmd{})) == "query_entity");
+  CHECK(std::string(c::command_name(c::QueryPopulationCmd{})) == "query_population");
+  CHECK(std::string(c::command_name(c::QuerySpawnCmd{})) == "query_spawn");
 
   for (const c::CommandSpec& world :
        {c::CommandSpec{c::SetPedestrianTargetCmd{}}, c::CommandSpec{c::DespawnEntityCmd{}},
         c::CommandSpec{c::GarageRequestCmd{}}, c::CommandSpec{c::CancelGarageRequestCmd{}},
         c::CommandSpec{c::SetVehicleStrategyCmd{}}, c::CommandSpec{c::SetObserversCmd{}},
-        c::CommandSpec{c::SetHourCmd{}}, c::CommandSpec{c::SetTimeScaleCmd{}}}) {
+        c::CommandSpec{c::SetHourCmd{}}, c::CommandSpec{c::SetTimeScaleCmd{}},
+        c::CommandSpec{c::ForceFullCmd{}}, c::CommandSpec{c::SpawnPedestrianCmd{}},
+        c::CommandSpec{c::CancelSpawnCmd{}}, c::CommandSpec{c::ReportAttachedCmd{}},
+        c::CommandSpec{c::SetLifecycleCmd{}}, c::CommandSpec{c::LifecycleBatchCmd{}}}) {
     INFO(c::command_name(world));
     CHECK(c::is_world_command(world));
   }
@@ -144,7 +165,9 @@ TEST_CASE("command_name and is_world_command cover the new commands", "[messages
        {c::CommandSpec{c::PauseCmd{}}, c::CommandSpec{c::StepCmd{}},
         c::CommandSpec{c::QueryStatsCmd{}}, c::CommandSpec{c::QueryGaragesCmd{}},
         c::CommandSpec{c::QuerySignalsCmd{}}, c::CommandSpec{c::QueryVehicleCmd{}},
-        c::CommandSpec{c::QueryZonesCmd{}}, c::CommandSpec{c::CheckpointCmd{}}}) {
+        c::CommandSpec{c::QueryZonesCmd{}}, c::CommandSpec{c::CheckpointCmd{}},
+        c::CommandSpec{c::QueryEntityCmd{}}, c::CommandSpec{c::QueryPopulationCmd{}},
+        c::CommandSpec{c::QuerySpawnCmd{}}}) {
     INFO(c::command_name(other));
     CHECK_FALSE(c::is_world_command(other));
   }
@@ -165,7 +188,7 @@ TEST_CASE("A CommandResult decodes garages and signals and zones and a vehicle",
       wire::CreateSignalInfoDirect(fbb, "s1", 1, wire::SignalPhase::Yield, 1500000, 7);
   const std::vector<flatbuffers::Offset<wire::SignalInfo>> signals = {signal};
   const auto zone =
-      wire::CreateZoneInfoDirect(fbb, "market", 24, 20, 52, 2, 1, 2, 1, 14, 3, 40, 12, 30);
+      wire::CreateZoneInfoDirect(fbb, "market", 24, 20, 52, 2, 1, 2, 1, 14, 3, 40, 12, 30, 4, 5, 6, 7, 8, 9);
   const std::vector<flatbuffers::Offset<wire::ZoneInfo>> zones = {zone};
   const wire::EntityId vid(12, 1);
   const wire::EntityId leader(13, 2);
@@ -230,6 +253,12 @@ TEST_CASE("A CommandResult decodes garages and signals and zones and a vehicle",
   CHECK(z.activated_total == 40);
   CHECK(z.recycled_total == 12);
   CHECK(z.capacity == 30);
+  CHECK(z.migrated_in == 4);
+  CHECK(z.deferred_by_migration == 5);
+  CHECK(z.handoffs_started == 6);
+  CHECK(z.handoffs_accepted == 7);
+  CHECK(z.handoffs_returned == 8);
+  CHECK(z.retiring == 9);
 
   REQUIRE(reply.vehicle.has_value());
   const c::VehicleReport& v = *reply.vehicle;
@@ -374,4 +403,271 @@ TEST_CASE("Welcome geometry and Delta signal phases decode", "[decode][vehicles]
   // A Delta without signals decodes to none.
   const auto d3 = t::delta_payload(t::DeltaSpec{});
   CHECK(c::signal_phases(*verified(d3)->message_as_Delta()).empty());
+}
+
+TEST_CASE("Spawn pipeline commands round-trip with their arguments", "[messages][population]") {
+  const c::Frame spawn_frame = c::build_command(
+      1, c::SpawnPedestrianCmd{"market", "sw2", wire::PriorityClass::Story, 2500});
+  const auto* spawn = command_of(spawn_frame, 1)->body_as_SpawnPedestrian();
+  REQUIRE(spawn != nullptr);
+  CHECK(spawn->zone()->str() == "market");
+  CHECK(spawn->lane()->str() == "sw2");
+  CHECK(spawn->priority() == wire::PriorityClass::Story);
+  CHECK(spawn->timeout_ms() == 2500);
+
+  // Empty zone and lane are not sent at all ("any").
+  const c::Frame any_frame = c::build_command(2, c::SpawnPedestrianCmd{});
+  const auto* any = command_of(any_frame, 2)->body_as_SpawnPedestrian();
+  REQUIRE(any != nullptr);
+  CHECK(any->zone() == nullptr);
+  CHECK(any->lane() == nullptr);
+  CHECK(any->priority() == wire::PriorityClass::Quest);
+
+  const c::Frame cancel_frame = c::build_command(3, c::CancelSpawnCmd{99});
+  CHECK(command_of(cancel_frame, 3)->body_as_CancelSpawn()->handle() == 99);
+
+  const c::Frame attached_frame = c::build_command(4, c::ReportAttachedCmd{{5, 6}});
+  const auto* attached = command_of(attached_frame, 4)->body_as_ReportAttached();
+  REQUIRE(attached != nullptr);
+  CHECK(attached->id()->index() == 5);
+  CHECK(attached->id()->generation() == 6);
+
+  const c::Frame life_frame = c::build_command(5, c::SetLifecycleCmd{1, 3, 500, 8});
+  const auto* life = command_of(life_frame, 5)->body_as_SetLifecycle();
+  REQUIRE(life != nullptr);
+  CHECK(life->growth_quota() == 1);
+  CHECK(life->recycle_quota() == 3);
+  CHECK(life->interval_ms() == 500);
+  CHECK(life->migration_budget() == 8);
+
+  const c::Frame ff_frame = c::build_command(6, c::ForceFullCmd{{7, 1}, false});
+  const auto* ff = command_of(ff_frame, 6)->body_as_ForceFull();
+  REQUIRE(ff != nullptr);
+  CHECK(ff->id()->index() == 7);
+  CHECK_FALSE(ff->on());
+
+  const c::Frame qe_frame = c::build_command(7, c::QueryEntityCmd{{9, 2}});
+  CHECK(command_of(qe_frame, 7)->body_as_QueryEntity()->id()->index() == 9);
+  const c::Frame qp_frame = c::build_command(8, c::QueryPopulationCmd{});
+  CHECK(command_of(qp_frame, 8)->body_as_QueryPopulation() != nullptr);
+  const c::Frame qs_frame = c::build_command(9, c::QuerySpawnCmd{12});
+  CHECK(command_of(qs_frame, 9)->body_as_QuerySpawn()->handle() == 12);
+
+  // An unknown priority is sent as given: the server judges it.
+  const c::Frame bad_frame =
+      c::build_command(10, c::SpawnPedestrianCmd{"", "", static_cast<wire::PriorityClass>(9), 0});
+  CHECK(static_cast<int>(command_of(bad_frame, 10)->body_as_SpawnPedestrian()->priority()) == 9);
+}
+
+TEST_CASE("LifecycleBatch keeps op order and caps what it sends", "[messages][population]") {
+  c::LifecycleBatchCmd b;
+  b.ops.push_back(c::LifecycleOpSpec::spawn_op({"z", "", wire::PriorityClass::Community, 0}));
+  b.ops.push_back(c::LifecycleOpSpec::despawn_op({3, 4}));
+  const c::Frame frame = c::build_command(1, b);
+  const auto* batch = command_of(frame, 1)->body_as_LifecycleBatch();
+  REQUIRE(batch != nullptr);
+  REQUIRE(batch->ops()->size() == 2);
+  CHECK(batch->ops()->Get(0)->kind() == wire::LifecycleOpKind::Spawn);
+  CHECK(batch->ops()->Get(0)->spawn()->zone()->str() == "z");
+  CHECK(batch->ops()->Get(0)->spawn()->priority() == wire::PriorityClass::Community);
+  CHECK(batch->ops()->Get(0)->id() == nullptr);
+  CHECK(batch->ops()->Get(1)->kind() == wire::LifecycleOpKind::Despawn);
+  CHECK(batch->ops()->Get(1)->spawn() == nullptr);
+  CHECK(batch->ops()->Get(1)->id()->index() == 3);
+
+  // 257 ops are sent (the server answers InvalidArgument); beyond
+  // kMaxLifecycleOps the builder stops so the frame still verifies.
+  const c::Frame over = c::build_command(2, spawn_batch(257));
+  CHECK(command_of(over, 2)->body_as_LifecycleBatch()->ops()->size() == 257);
+  const c::Frame huge = c::build_command(3, spawn_batch(c::kMaxLifecycleOps + 50));
+  CHECK(command_of(huge, 3)->body_as_LifecycleBatch()->ops()->size() == c::kMaxLifecycleOps);
+}
+
+TEST_CASE("SetObservers sends views only when given", "[messages][population]") {
+  const c::Frame plain = c::build_command(1, c::SetObserversCmd{{{1.0f, 2.0f}}});
+  CHECK(command_of(plain, 1)->body_as_SetObservers()->views() == nullptr);
+
+  c::SetObserversCmd with_views{{{1.0f, 2.0f}, {3.0f, 4.0f}}, {{5.0, true, 1.25}, {0.0, false, 0.0}}};
+  const c::Frame framed = c::build_command(2, with_views);
+  const auto* obs = command_of(framed, 2)->body_as_SetObservers();
+  REQUIRE(obs->views() != nullptr);
+  REQUIRE(obs->views()->size() == 2);
+  CHECK(obs->views()->Get(0)->z_m() == 5.0);
+  CHECK(obs->views()->Get(0)->has_heading());
+  CHECK(obs->views()->Get(0)->heading_rad() == 1.25);
+  CHECK_FALSE(obs->views()->Get(1)->has_heading());
+
+  // A mismatch is sent as given (the server rejects it); the view count is
+  // capped so the frame always verifies.
+  c::SetObserversCmd many;
+  many.points.resize(2);
+  many.views.resize(c::kMaxObserverViews + 10);
+  const c::Frame many_frame = c::build_command(3, many);
+  CHECK(command_of(many_frame, 3)->body_as_SetObservers()->views()->size() == c::kMaxObserverViews);
+}
+
+TEST_CASE("CommandReply decodes spawn, batch, entity and population answers", "[decode][population]") {
+  flatbuffers::FlatBufferBuilder fbb;
+  const auto spawn = t::spawn_status(fbb, {7, wire::SpawnState::Attached, false, wire::EntityId(3, 1), "market"});
+  const auto info = wire::CreateEntityInfoDirect(
+      fbb, nullptr, false, wire::EntityKind::Pedestrian, wire::LifecycleState::Gone, wire::SimTier::Coarse,
+      wire::RepresentationHint::None, 3, wire::PedestrianOrigin::Spawned, false, false, nullptr, "office");
+  std::vector<flatbuffers::Offset<wire::CommunityInfo>> communities{
+      wire::CreateCommunityInfoDirect(fbb, "vendors", 24, 12, "market", 10, 14, true)};
+  const std::vector<std::uint32_t> live{1, 0, 2};
+  const std::vector<std::uint64_t> reasons{0, 0, 0, 0, 5};
+  const auto communities_vec = fbb.CreateVector(communities);
+  const auto live_vec = fbb.CreateVector(live);
+  const auto reasons_vec = fbb.CreateVector(reasons);
+  wire::PopulationInfoBuilder p(fbb);
+  p.add_hour(12.5);
+  p.add_communities(communities_vec);
+  p.add_spawn_live(live_vec);
+  p.add_despawned_by_reason(reasons_vec);
+  p.add_ledger_deficit(3.5);
+  p.add_spawned(4);
+  const auto population = p.Finish();
+  const std::vector<std::uint64_t> handles{11, 12};
+  const auto handles_vec = fbb.CreateVector(handles);
+  const wire::EntityId entity(9, 9);
+  wire::CommandResultBuilder rb(fbb);
+  rb.add_request_id(4);
+  rb.add_status(wire::CommandStatus::Rejected);
+  rb.add_reason(wire::RejectReason::UnknownEntity);
+  rb.add_handle(7);
+  rb.add_entity(&entity);
+  rb.add_batch(wire::BatchStatus::Committed);
+  rb.add_handles(handles_vec);
+  rb.add_entity_info(info);
+  rb.add_population(population);
+  rb.add_spawn(spawn);
+  const auto payload = t::finish_server(fbb, wire::ServerMessage::CommandResult, rb.Finish().Union());
+
+  const c::CommandReply r = c::to_command_reply(*verified(payload)->message_as_CommandResult());
+  CHECK(r.reason == wire::RejectReason::UnknownEntity);
+  CHECK(r.handle == 7);
+  REQUIRE(r.entity.has_value());
+  CHECK(*r.entity == c::EntityId{9, 9});
+  CHECK(r.batch == wire::BatchStatus::Committed);
+  CHECK(r.handles == std::vector<std::uint64_t>{11, 12});
+  REQUIRE(r.spawn.has_value());
+  CHECK(r.spawn->handle == 7);
+  CHECK(r.spawn->state == wire::SpawnState::Attached);
+  CHECK(r.spawn->entity == c::EntityId{3, 1});
+  CHECK(r.spawn->zone == "market");
+  CHECK(r.spawn->lane == c::SpawnStatusInfo::kNoLane);
+  CHECK_FALSE(r.spawn->succeeded());
+  REQUIRE(r.entity_info.has_value());
+  CHECK_FALSE(r.entity_info->alive);
+  CHECK(r.entity_info->lifecycle == wire::LifecycleState::Gone);
+  CHECK(r.entity_info->origin == wire::PedestrianOrigin::Spawned);
+  CHECK(r.entity_info->priority == 3);
+  CHECK(r.entity_info->community.empty());
+  CHECK(r.entity_info->zone == "office");
+  CHECK(r.entity_info->lane == -1);
+  REQUIRE(r.population.has_value());
+  CHECK(r.population->hour == 12.5);
+  CHECK(r.population->spawned == 4);
+  CHECK(r.population->ledger_deficit == 3.5);
+  CHECK(r.population->spawn_live == live);
+  CHECK(r.population->despawned_by_reason == reasons);
+  CHECK(r.population->tiers.empty());
+  REQUIRE(r.population->communities.size() == 1);
+  CHECK(r.population->communities[0].id == "vendors");
+  CHECK(r.population->communities[0].zone == "market");
+  CHECK(r.population->communities[0].dormant == 14);
+  CHECK(r.population->communities[0].saveable);
+
+  // An answer without these parts leaves them empty.
+  const auto plain = t::command_result_payload(5);
+  const c::CommandReply none = c::to_command_reply(*verified(plain)->message_as_CommandResult());
+  CHECK(none.handle == 0);
+  CHECK_FALSE(none.entity.has_value());
+  CHECK(none.batch == wire::BatchStatus::None);
+  CHECK(none.handles.empty());
+  CHECK_FALSE(none.entity_info.has_value());
+  CHECK_FALSE(none.population.has_value());
+  CHECK_FALSE(none.spawn.has_value());
+}
+
+TEST_CASE("Delta dots and retiring decode, and the mirror keeps them", "[decode][mirror][population]") {
+  t::DeltaSpec base;
+  base.step = 10;
+  base.baseline = true;
+  base.entered = {t::state(1, 1, 0, 0), t::state(2, 1, 100, 0)};
+  base.with_dots = true;
+  base.dots = {wire::ChainDots(0, 3), wire::ChainDots(2, 7)};
+  base.retiring = {wire::EntityId(2, 1)};
+  const auto p0 = t::delta_payload(base);
+  const wire::Delta* d0 = t::as_delta(p0);
+  REQUIRE(d0 != nullptr);
+  const auto dots = c::chain_dots(*d0);
+  REQUIRE(dots.size() == 2);
+  CHECK(dots[1].chain == 2);
+  CHECK(dots[1].count == 7);
+  CHECK(c::retiring_ids(*d0) == std::vector<c::EntityId>{{2, 1}});
+
+  struct Listener : c::MirrorListener {
+    std::vector<c::EntityId> retiring;
+    void on_retiring(const c::EntityView& v) override { retiring.push_back(v.id); }
+  } listener;
+  c::EntityMirror mirror;
+  const c::ApplySummary s0 = mirror.apply(*d0, &listener);
+  CHECK(s0.retiring == 1);
+  CHECK(s0.dots);
+  CHECK(listener.retiring == std::vector<c::EntityId>{{2, 1}});
+  CHECK(mirror.find({2, 1})->retiring);
+  CHECK_FALSE(mirror.find({1, 1})->retiring);
+  CHECK(mirror.has_dots());
+  CHECK(mirror.dots_step() == 10);
+  CHECK(mirror.chain_dots() == std::vector<std::uint16_t>{3, 0, 7});
+
+  // No dots this step: the last ones stay. A repeated or unknown retiring id
+  // is counted, not an error.
+  t::DeltaSpec next;
+  next.step = 11;
+  next.retiring = {wire::EntityId(2, 1), wire::EntityId(5, 1)};
+  const auto p1 = t::delta_payload(next);
+  const c::ApplySummary s1 = mirror.apply(*t::as_delta(p1), &listener);
+  CHECK(s1.retiring == 0);
+  CHECK(s1.unknown_retiring == 1);
+  CHECK_FALSE(s1.dots);
+  CHECK(mirror.chain_dots() == std::vector<std::uint16_t>{3, 0, 7});
+  CHECK(listener.retiring.size() == 1);
+
+  // New dots replace the old ones entirely; the retiring entity leaves.
+  t::DeltaSpec later;
+  later.step = 20;
+  later.left = {wire::EntityId(2, 1)};
+  later.with_dots = true;
+  later.dots = {wire::ChainDots(1, 65535)};
+  const auto p2 = t::delta_payload(later);
+  mirror.apply(*t::as_delta(p2));
+  CHECK(mirror.find({2, 1}) == nullptr);
+  CHECK(mirror.chain_dots() == std::vector<std::uint16_t>{0, 65535, 0});
+  CHECK(mirror.dots_step() == 20);
+
+  // A baseline without dots clears them (they belonged to another world).
+  t::DeltaSpec rebase;
+  rebase.step = 3;
+  rebase.baseline = true;
+  const auto p3 = t::delta_payload(rebase);
+  mirror.apply(*t::as_delta(p3));
+  CHECK_FALSE(mirror.has_dots());
+  CHECK(mirror.chain_dots().empty());
+  CHECK(mirror.counters().retiring == 1);
+  CHECK(mirror.counters().unknown_retiring == 1);
+  CHECK(mirror.counters().dots == 2);
+}
+
+TEST_CASE("lane chains decode from Welcome", "[decode][population]") {
+  flatbuffers::FlatBufferBuilder fbb;
+  const std::vector<std::uint32_t> lanes{4, 5, 6};
+  const auto chain = wire::CreateLaneChainInfoDirect(fbb, &lanes, true, false, 42.5f);
+  fbb.Finish(chain);
+  const c::LaneChain lc = c::to_lane_chain(*flatbuffers::GetRoot<wire::LaneChainInfo>(fbb.GetBufferPointer()));
+  CHECK(lc.lanes == lanes);
+  CHECK(lc.cyclic);
+  CHECK_FALSE(lc.pedestrian);
+  CHECK(lc.length_m == 42.5f);
 }

@@ -5,15 +5,19 @@ independently of bustle_client's decoder."""
 import flatbuffers
 from bustle.wire import (
     CancelGarageRequest,
+    CancelSpawn,
+    ChainDots,
     Checkpoint,
     ClientFrame,
     ClientMessage,
     Command,
     CommandBody,
     CommandResult,
+    CommunityInfo,
     Delta,
     DeleteSnapshot,
     DespawnEntity,
+    EntityInfo,
     EntityState,
     Error,
     GarageGeometry,
@@ -22,14 +26,21 @@ from bustle.wire import (
     Hello,
     JobStatus,
     JobUpdate,
+    LaneChainInfo,
     LaneInfo,
+    LifecycleBatch,
     Load,
+    PopulationInfo,
+    QueryEntity,
     QueryJob,
+    QuerySpawn,
     QueryVehicle,
+    ReportAttached,
     Restore,
     Save,
     ServerFrame,
     ServerMessage,
+    SetLifecycle,
     SetObservers,
     SetPedestrianTarget,
     SetVehicleStrategy,
@@ -37,6 +48,9 @@ from bustle.wire import (
     SignalInfo,
     SignalPhaseState,
     SnapshotInfo,
+    SpawnPedestrian,
+    SpawnStatus,
+    SpawnUpdate,
     Stats,
     Step,
     Subscribe,
@@ -73,12 +87,25 @@ def _offsets_vector(b, start_vector, offs):
     return b.EndVector()
 
 
+def _uint_vector(b, start_vector, values, prepend="PrependUint32"):
+    start_vector(b, len(values))
+    for v in reversed(list(values)):
+        getattr(b, prepend)(v)
+    return b.EndVector()
+
+
 def welcome(session_id=7, role=0, step_us=100_000, clock_mode=0, current_step=0, lanes=(),
-            garages=None, signals=None):
+            garages=None, signals=None, chains=None, dots_every_steps=0):
     """lanes: iterable of (index, id, kind, [(x, y), ...], length_m, speed, [successors]).
-    garages: (id, entrance_lane, [route lane indices]); signals: (id, lane, stop_alpha, yield_alpha)."""
+    garages: (id, entrance_lane, [route lane indices]); signals: (id, lane, stop_alpha, yield_alpha).
+    chains: ([lane indices], cyclic, pedestrian, length_m)."""
     b = flatbuffers.Builder(256)
-    garages_vec = signals_vec = None
+    garages_vec = signals_vec = chains_vec = None
+    if chains is not None:
+        offs = [_table(b, LaneChainInfo, {"Lanes": _uint_vector(b, LaneChainInfo.StartLanesVector, lanes_of),
+                                          "Cyclic": cyclic, "Pedestrian": pedestrian, "LengthM": length_m})
+                for lanes_of, cyclic, pedestrian, length_m in chains]
+        chains_vec = _offsets_vector(b, Welcome.StartChainsVector, offs)
     if garages is not None:
         offs = []
         for gid, entrance, route in garages:
@@ -144,6 +171,9 @@ def welcome(session_id=7, role=0, step_us=100_000, clock_mode=0, current_step=0,
         Welcome.AddGarages(b, garages_vec)
     if signals_vec is not None:
         Welcome.AddSignals(b, signals_vec)
+    if chains_vec is not None:
+        Welcome.AddChains(b, chains_vec)
+    Welcome.AddDotsEverySteps(b, dots_every_steps)
     return _finish(b, SM.Welcome, Welcome.End(b))
 
 
@@ -155,11 +185,26 @@ def _states(b, start_vector, states):
     return b.EndVector()
 
 
+def _ids(b, start_vector, ids):
+    start_vector(b, len(ids))
+    for index, generation in reversed(list(ids)):
+        CreateEntityId(b, index, generation)
+    return b.EndVector()
+
+
 def delta(step, sim_time_us=None, digest=0, baseline=False, entered=(), updated=(), left=(),
-          signals=None):
-    """signals: (index, phase) pairs, or None for no vector."""
+          signals=None, dots=None, retiring=None):
+    """signals: (index, phase) pairs, or None for no vector; dots: (chain, count)
+    pairs; retiring: (index, generation) pairs."""
     b = flatbuffers.Builder(256)
-    signals_off = None
+    signals_off = dots_off = retiring_off = None
+    if dots is not None:
+        Delta.StartDotsVector(b, len(dots))
+        for chain, count in reversed(list(dots)):
+            ChainDots.CreateChainDots(b, chain, count)
+        dots_off = b.EndVector()
+    if retiring is not None:
+        retiring_off = _ids(b, Delta.StartRetiringVector, retiring)
     if signals is not None:
         Delta.StartSignalsVector(b, len(signals))
         for index, phase in reversed(list(signals)):
@@ -167,10 +212,7 @@ def delta(step, sim_time_us=None, digest=0, baseline=False, entered=(), updated=
         signals_off = b.EndVector()
     entered_off = _states(b, Delta.StartEnteredVector, entered)
     updated_off = _states(b, Delta.StartUpdatedVector, updated)
-    Delta.StartLeftVector(b, len(left))
-    for index, generation in reversed(list(left)):
-        CreateEntityId(b, index, generation)
-    left_off = b.EndVector()
+    left_off = _ids(b, Delta.StartLeftVector, left)
     Delta.Start(b)
     Delta.AddStep(b, step)
     Delta.AddSimTimeUs(b, step * 100_000 if sim_time_us is None else sim_time_us)
@@ -181,6 +223,10 @@ def delta(step, sim_time_us=None, digest=0, baseline=False, entered=(), updated=
     Delta.AddLeft(b, left_off)
     if signals_off is not None:
         Delta.AddSignals(b, signals_off)
+    if dots_off is not None:
+        Delta.AddDots(b, dots_off)
+    if retiring_off is not None:
+        Delta.AddRetiring(b, retiring_off)
     return _finish(b, SM.Delta, Delta.End(b))
 
 
@@ -266,25 +312,80 @@ def _signal_info(b, info):
 
 def _vehicle_info(b, v):
     """v: dict of VehicleInfo fields (CamelCase); Id and Leader as (index, generation)."""
-    strings = {k: b.CreateString(v[k]) for k in ("VehicleId", "Garage", "RequestId", "Prototype") if k in v}
-    VehicleInfo.Start(b)
-    for name, value in v.items():
-        if name in strings:
-            value = strings[name]
-        elif name in ("Id", "Leader"):
+    return _table(b, VehicleInfo, v, strings=("VehicleId", "Garage", "RequestId", "Prototype"),
+                  ids=("Id", "Leader"))
+
+
+def _table(b, module, fields, strings=(), ids=()):
+    """A table from a dict of CamelCase field -> value; ``strings`` name the
+    string fields, ``ids`` the EntityId struct fields ((index, generation))."""
+    offs = {k: b.CreateString(fields[k]) for k in strings if k in fields}
+    module.Start(b)
+    for name, value in fields.items():
+        if name in offs:
+            value = offs[name]
+        elif name in ids:
             value = CreateEntityId(b, *value)
-        getattr(VehicleInfo, "Add" + name)(b, value)
-    return VehicleInfo.End(b)
+        getattr(module, "Add" + name)(b, value)
+    return module.End(b)
+
+
+def spawn_status(b, st):
+    """st: dict of SpawnStatus fields (CamelCase); Entity as (index, generation)."""
+    return _table(b, SpawnStatus, st, strings=("Zone",), ids=("Entity",))
+
+
+def entity_info(b, e):
+    """e: dict of EntityInfo fields (CamelCase); Id as (index, generation)."""
+    return _table(b, EntityInfo, e, strings=("Community", "Zone", "WorkPoint"), ids=("Id",))
+
+
+POPULATION_VECTORS = {  # field -> Prepend method
+    "SpawnLive": "PrependUint32", "SpawnTotals": "PrependUint64",
+    "DespawnedByReason": "PrependUint64", "Tiers": "PrependUint32",
+}
+
+
+def population_info(b, p):
+    """p: dict of PopulationInfo fields (CamelCase); Communities as a list of
+    CommunityInfo dicts; the vector fields of POPULATION_VECTORS as lists."""
+    p = dict(p)
+    if "Communities" in p:
+        offs = [_table(b, CommunityInfo, c, strings=("Id", "Zone")) for c in p["Communities"]]
+        p["Communities"] = _offsets_vector(b, PopulationInfo.StartCommunitiesVector, offs)
+    for name, prepend in POPULATION_VECTORS.items():
+        if name in p:
+            p[name] = _uint_vector(b, getattr(PopulationInfo, f"Start{name}Vector"), p[name], prepend)
+    return _table(b, PopulationInfo, p)
+
+
+def spawn_update(spawn=None):
+    """spawn: dict of SpawnStatus fields (None: an update without a status)."""
+    b = flatbuffers.Builder(128)
+    off = spawn_status(b, spawn) if spawn is not None else None
+    SpawnUpdate.Start(b)
+    if off is not None:
+        SpawnUpdate.AddSpawn(b, off)
+    return _finish(b, SM.SpawnUpdate, SpawnUpdate.End(b))
 
 
 def command_result(request_id, status=0, reason=0, message="", applied_step=0, stats=None,
-                   job=None, snapshots=None, garages=None, signals=None, vehicle=None):
+                   job=None, snapshots=None, garages=None, signals=None, vehicle=None,
+                   handle=None, entity=None, batch=None, handles=None, entity_info_=None,
+                   population=None, spawn=None):
     """stats: dict of Stats field name (CamelCase as in STATS_FIELDS) -> value.
     job: dict (see _job). snapshots: list of SnapshotInfo tuples (see _snapshot_info).
     garages: list of dicts (see _garage_info); signals: list of tuples (see
-    _signal_info); vehicle: dict (see _vehicle_info)."""
+    _signal_info); vehicle: dict (see _vehicle_info). entity: (index,
+    generation); handles: list; entity_info_, population, spawn: dicts (see
+    entity_info, population_info, spawn_status)."""
     b = flatbuffers.Builder(128)
     garages_off = signals_off = vehicle_off = None
+    handles_off = _uint_vector(b, CommandResult.StartHandlesVector, handles, "PrependUint64") \
+        if handles is not None else None
+    info_off = entity_info(b, entity_info_) if entity_info_ is not None else None
+    population_off = population_info(b, population) if population is not None else None
+    spawn_off = spawn_status(b, spawn) if spawn is not None else None
     if garages is not None:
         garages_off = _offsets_vector(b, CommandResult.StartGaragesVector,
                                       [_garage_info(b, g) for g in garages])
@@ -326,6 +427,16 @@ def command_result(request_id, status=0, reason=0, message="", applied_step=0, s
         CommandResult.AddSignals(b, signals_off)
     if vehicle_off is not None:
         CommandResult.AddVehicle(b, vehicle_off)
+    if handle is not None:
+        CommandResult.AddHandle(b, handle)
+    if entity is not None:
+        CommandResult.AddEntity(b, CreateEntityId(b, *entity))
+    if batch is not None:
+        CommandResult.AddBatch(b, batch)
+    for add, off in ((CommandResult.AddHandles, handles_off), (CommandResult.AddEntityInfo, info_off),
+                     (CommandResult.AddPopulation, population_off), (CommandResult.AddSpawn, spawn_off)):
+        if off is not None:
+            add(b, off)
     return _finish(b, SM.CommandResult, CommandResult.End(b))
 
 
@@ -363,6 +474,13 @@ _COMMAND_TABLES = {
     CommandBody.CommandBody.SetVehicleStrategy: SetVehicleStrategy.SetVehicleStrategy,
     CommandBody.CommandBody.SetObservers: SetObservers.SetObservers,
     CommandBody.CommandBody.QueryVehicle: QueryVehicle.QueryVehicle,
+    CommandBody.CommandBody.SpawnPedestrian: SpawnPedestrian.SpawnPedestrian,
+    CommandBody.CommandBody.CancelSpawn: CancelSpawn.CancelSpawn,
+    CommandBody.CommandBody.ReportAttached: ReportAttached.ReportAttached,
+    CommandBody.CommandBody.SetLifecycle: SetLifecycle.SetLifecycle,
+    CommandBody.CommandBody.LifecycleBatch: LifecycleBatch.LifecycleBatch,
+    CommandBody.CommandBody.QueryEntity: QueryEntity.QueryEntity,
+    CommandBody.CommandBody.QuerySpawn: QuerySpawn.QuerySpawn,
 }
 
 

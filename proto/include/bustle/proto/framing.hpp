@@ -24,9 +24,14 @@ inline constexpr std::uint32_t kClientFrameMaxBytes = 1u << 20;  // 1 MiB
 inline constexpr std::uint32_t kServerFrameMaxBytes = 64u << 20;  // 64 MiB
 
 // Verifier limits. Client frames are shallow and small; server frames carry a
-// table per lane in Welcome, so allow more tables there.
+// table per lane in Welcome, so allow more tables there. The largest client
+// frames are a LifecycleBatch (frame, command, batch, then one op table and
+// one SpawnPedestrian table per op: 515 tables for the 256 ops allowed) and
+// SetObservers with views (one table per view): 1024 leaves room for a batch
+// of up to ~500 ops to be parsed and answered InvalidArgument ("at most 256")
+// instead of closing the connection as malformed.
 inline constexpr flatbuffers::uoffset_t kClientMaxDepth = 8;
-inline constexpr flatbuffers::uoffset_t kClientMaxTables = 64;
+inline constexpr flatbuffers::uoffset_t kClientMaxTables = 1024;
 inline constexpr flatbuffers::uoffset_t kServerMaxDepth = 8;
 inline constexpr flatbuffers::uoffset_t kServerMaxTables = 1u << 20;
 

@@ -31,6 +31,9 @@ struct DeltaSpec {
   std::vector<wire::EntityState> entered;
   std::vector<wire::EntityState> updated;
   std::vector<wire::EntityId> left;
+  std::vector<wire::ChainDots> dots = {};  // sent only when `with_dots`
+  bool with_dots = false;
+  std::vector<wire::EntityId> retiring = {};
 };
 
 // Payload (no length prefix) of a ServerFrame.
@@ -47,8 +50,10 @@ inline std::vector<std::uint8_t> delta_payload(const DeltaSpec& d) {
   const auto entered = fbb.CreateVectorOfStructs(d.entered);
   const auto updated = fbb.CreateVectorOfStructs(d.updated);
   const auto left = fbb.CreateVectorOfStructs(d.left);
-  const auto delta =
-      wire::CreateDelta(fbb, d.step, d.sim_time_us, d.digest, d.baseline, entered, updated, left);
+  const auto dots = d.with_dots ? fbb.CreateVectorOfStructs(d.dots) : 0;
+  const auto retiring = d.retiring.empty() ? 0 : fbb.CreateVectorOfStructs(d.retiring);
+  const auto delta = wire::CreateDelta(fbb, d.step, d.sim_time_us, d.digest, d.baseline, entered,
+                                       updated, left, 0, dots, retiring);
   return finish_server(fbb, wire::ServerMessage::Delta, delta.Union());
 }
 
@@ -59,6 +64,28 @@ inline std::vector<std::uint8_t> welcome_payload(
   const auto w = wire::CreateWelcomeDirect(fbb, "test-server 0", protocol_version, 7, role, 100000,
                                            wire::ClockMode::Manual, "test", current_step, nullptr);
   return finish_server(fbb, wire::ServerMessage::Welcome, w.Union());
+}
+
+struct SpawnSpec {
+  std::uint64_t handle = 1;
+  wire::SpawnState state = wire::SpawnState::Queued;
+  bool terminal = false;
+  wire::EntityId entity = wire::EntityId(0, 0);
+  std::string zone;
+};
+
+inline flatbuffers::Offset<wire::SpawnStatus> spawn_status(flatbuffers::FlatBufferBuilder& fbb,
+                                                           const SpawnSpec& s) {
+  return wire::CreateSpawnStatusDirect(fbb, s.handle, s.state, wire::SpawnFailure::None,
+                                       s.terminal, &s.entity,
+                                       s.zone.empty() ? nullptr : s.zone.c_str());
+}
+
+inline std::vector<std::uint8_t> spawn_update_payload(const SpawnSpec& s) {
+  flatbuffers::FlatBufferBuilder fbb;
+  const auto status = spawn_status(fbb, s);
+  const auto u = wire::CreateSpawnUpdate(fbb, status);
+  return finish_server(fbb, wire::ServerMessage::SpawnUpdate, u.Union());
 }
 
 inline std::vector<std::uint8_t> error_payload(wire::ErrorCode code, const std::string& message) {

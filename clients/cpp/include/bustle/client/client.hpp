@@ -14,13 +14,14 @@
 // is reading, and handed out per job by next_job_update() / wait_job(). A
 // JobUpdate may arrive before the CommandResult that names its job (the
 // server's persistence thread and sim thread answer independently); it waits
-// in the buffer until asked for.
+// in the buffer until asked for. Spawn handles (SpawnPedestrian) work the
+// same way with SpawnUpdates: next_spawn_update() / wait_spawn().
 //
 // Invariants:
 //   1. Request ids are unique per Client (a counter starting at 1).
-//   2. Deltas and JobUpdates reach the caller in the order the server sent
-//      them (JobUpdates: per job), none dropped: if a buffer is full, the
-//      reading call stops with BacklogFull instead.
+//   2. Deltas, JobUpdates and SpawnUpdates reach the caller in the order the
+//      server sent them (updates: per job / per handle), none dropped: if a
+//      buffer is full, the reading call stops with BacklogFull instead.
 //   3. After Closed, ServerError, ProtocolError or TransportError the
 //      connection is closed; later calls return NotConnected.
 //   4. A CommandResult for an outstanding request (sent, not yet taken by
@@ -104,6 +105,25 @@ struct SignalPhaseEntry {
 // Every signal phase a Delta carries (empty when it carries none).
 std::vector<SignalPhaseEntry> signal_phases(const bustle::wire::Delta& delta);
 
+// A lane chain (Welcome.chains): lanes distant dots follow without decisions.
+struct LaneChain {
+  std::vector<std::uint32_t> lanes;  // lane indices in travel order
+  bool cyclic = false;
+  bool pedestrian = true;  // pedestrian lanes (else roads)
+  float length_m = 0.0f;
+};
+LaneChain to_lane_chain(const bustle::wire::LaneChainInfo& chain);
+
+// One Delta.dots entry: anonymous density on Welcome.chains[chain].
+struct ChainDotsEntry {
+  std::uint32_t chain = 0;
+  std::uint16_t count = 0;
+};
+// The dots a Delta carries (empty when it carries none: not a dot step).
+std::vector<ChainDotsEntry> chain_dots(const bustle::wire::Delta& delta);
+// Delta.retiring: entities that began fading (they leave in a later Delta).
+std::vector<EntityId> retiring_ids(const bustle::wire::Delta& delta);
+
 struct WelcomeInfo {
   std::string server_version;
   std::uint16_t protocol_version = 0;
@@ -116,6 +136,8 @@ struct WelcomeInfo {
   std::uint32_t lane_count = 0;
   std::vector<GarageGeometry> garages;  // Welcome.garages, in the server's order
   std::vector<SignalGeometry> signals;  // Welcome.signals; Delta phases index this
+  std::vector<LaneChain> chains;        // Welcome.chains; Delta.dots index this
+  std::uint32_t dots_every_steps = 0;   // dot steps are multiples of this
 };
 
 struct StatsInfo {
@@ -256,8 +278,114 @@ struct ZoneReport {
   std::uint64_t activated_total = 0;
   std::uint64_t recycled_total = 0;
   std::uint32_t capacity = 0;
+  std::uint32_t migrated_in = 0;            // dormant records handed over from other zones
+  std::uint32_t deferred_by_migration = 0;  // held back by the migration budget (not failed)
+  std::uint32_t handoffs_started = 0;       // active members offered to this zone
+  std::uint32_t handoffs_accepted = 0;      // active members that arrived
+  std::uint32_t handoffs_returned = 0;      // returned to their source zone
+  std::uint32_t retiring = 0;               // members fading out (counted in active)
 };
 ZoneReport to_zone_report(const bustle::wire::ZoneInfo& info);
+
+// One state of a spawn handle (wire SpawnStatus): Queued -> IdentityCreated ->
+// Registered -> RepresentationRequested -> Attached -> ReadyForGameplay, or
+// Failed / Canceled / TimedOut; exactly one terminal state.
+struct SpawnStatusInfo {
+  static constexpr std::uint32_t kNoLane = 4294967295u;
+  std::uint64_t handle = 0;
+  bustle::wire::SpawnState state = bustle::wire::SpawnState::Queued;
+  bustle::wire::SpawnFailure failure = bustle::wire::SpawnFailure::None;
+  bool terminal = false;
+  EntityId entity;  // 0:0 until IdentityCreated
+  std::string zone;  // empty: any zone
+  std::uint32_t lane = kNoLane;
+  std::uint8_t priority = 0;  // wire::PriorityClass
+  std::uint64_t requested_step = 0;
+  std::uint64_t state_step = 0;
+  bool succeeded() const { return state == bustle::wire::SpawnState::ReadyForGameplay; }
+};
+SpawnStatusInfo to_spawn_status(const bustle::wire::SpawnStatus& status);
+
+// Every axis of one entity (wire EntityInfo, QueryEntity). Names are ids
+// from the scenario, empty when none.
+struct EntityReport {
+  EntityId id;
+  bool alive = false;
+  bustle::wire::EntityKind kind = bustle::wire::EntityKind::Pedestrian;
+  bustle::wire::LifecycleState lifecycle = bustle::wire::LifecycleState::Gone;
+  bustle::wire::SimTier tier = bustle::wire::SimTier::Full;
+  bustle::wire::RepresentationHint representation = bustle::wire::RepresentationHint::None;
+  std::uint8_t priority = 0;  // wire::PriorityClass
+  bustle::wire::PedestrianOrigin origin = bustle::wire::PedestrianOrigin::Background;
+  bool saveable = false;
+  bool forced_full = false;
+  std::string community;
+  std::string zone;
+  std::string work_point;
+  std::int32_t work_slot = -1;
+  std::int32_t lane = -1;
+  double s_m = 0.0;
+  double x_m = 0.0;
+  double y_m = 0.0;
+  double effective_distance_m = 0.0;
+  std::uint64_t spawn_handle = 0;
+  bustle::wire::SpawnState spawn_state = bustle::wire::SpawnState::Queued;
+  std::uint8_t retiring_reason = 0;  // DespawnReason when Retiring
+  std::uint64_t release_step = 0;
+};
+EntityReport to_entity_report(const bustle::wire::EntityInfo& info);
+
+// One community of QueryPopulation (wire CommunityInfo).
+struct CommunityReport {
+  std::string id;
+  std::uint32_t base_population = 0;
+  std::uint32_t target = 0;  // at the current hour
+  std::string zone;          // where its schedule puts it now
+  std::uint32_t active = 0;
+  std::uint32_t dormant = 0;
+  bool saveable = false;
+};
+
+// QueryPopulation (wire PopulationInfo). Per-state and per-reason arrays are
+// indexed by the wire enum values (SpawnState, DespawnReason, SimTier).
+struct PopulationReport {
+  double hour = 0.0;
+  std::uint32_t time_scale = 0;
+  std::uint32_t growth_quota = 0;
+  std::uint32_t recycle_quota = 0;
+  std::uint32_t interval_ms = 0;
+  std::uint32_t migration_budget = 0;
+  std::vector<CommunityReport> communities;
+  std::uint32_t residents = 0;
+  std::uint32_t residents_active = 0;
+  std::uint32_t residents_retiring = 0;
+  std::uint32_t background = 0;
+  std::uint32_t spawned = 0;
+  std::uint32_t pedestrian_target = 0;
+  std::uint32_t handoffs_pending = 0;
+  std::vector<std::uint32_t> spawn_live;    // live handles per SpawnState
+  std::vector<std::uint64_t> spawn_totals;  // entries per SpawnState since start
+  std::uint64_t spawn_requested = 0;
+  std::uint32_t spawn_deferred_by_cap = 0;
+  std::uint32_t spawn_deferred_by_capacity = 0;
+  std::uint32_t spawn_deferred_by_zone = 0;
+  std::uint32_t retiring = 0;
+  std::uint64_t faded_total = 0;
+  std::uint64_t fade_skipped_total = 0;
+  std::vector<std::uint64_t> despawned_by_reason;
+  std::vector<std::uint32_t> tiers;  // pedestrians per SimTier
+  std::uint32_t tier_promoted = 0;
+  std::uint32_t tier_demoted = 0;
+  std::uint32_t tier_deferred = 0;
+  std::uint32_t forced_full = 0;
+  std::uint32_t forced_overflow = 0;
+  std::uint64_t force_full_refused = 0;
+  std::uint32_t ledger_fragments = 0;
+  double ledger_deficit = 0.0;
+  double ledger_surplus = 0.0;
+  double ledger_max_deficit = 0.0;
+};
+PopulationReport to_population_report(const bustle::wire::PopulationInfo& info);
 
 struct CommandReply {
   std::uint32_t request_id = 0;
@@ -274,6 +402,14 @@ struct CommandReply {
   std::optional<std::vector<SignalReport>> signals;
   std::optional<std::vector<ZoneReport>> zones;
   std::optional<VehicleReport> vehicle;  // present for an accepted QueryVehicle
+  std::uint64_t handle = 0;  // SpawnPedestrian: the spawn handle (0: none)
+  std::optional<EntityId> entity;  // CancelSpawn / DespawnEntity of an unregistered spawn: the id given back
+  bustle::wire::BatchStatus batch = bustle::wire::BatchStatus::None;  // LifecycleBatch
+  std::vector<std::uint64_t> handles;  // LifecycleBatch: one per Spawn op, in op order
+  // QueryEntity: present also when rejected UnknownEntity (lifecycle Gone).
+  std::optional<EntityReport> entity_info;
+  std::optional<PopulationReport> population;  // QueryPopulation
+  std::optional<SpawnStatusInfo> spawn;        // an accepted QuerySpawn
   bool accepted() const { return status == bustle::wire::CommandStatus::Accepted; }
 };
 CommandReply to_command_reply(const bustle::wire::CommandResult& result);
@@ -309,6 +445,8 @@ struct ClientOptions {
   std::size_t max_outstanding_commands = 256;
   // [Limit: >= 1] JobUpdates kept until next_job_update()/wait_job() take them.
   std::size_t max_buffered_job_updates = 1024;
+  // [Limit: >= 1] SpawnUpdates kept until next_spawn_update()/wait_spawn() take them.
+  std::size_t max_buffered_spawn_updates = 4096;
 };
 
 class Client {
@@ -363,12 +501,27 @@ class Client {
   // Drops the buffered JobUpdates of `job_id`; returns how many there were.
   std::size_t discard_job_updates(std::uint64_t job_id);
 
+  // Spawn handles work like jobs: the CommandResult of SpawnPedestrian (or
+  // LifecycleBatch) names the handle, and every state change arrives as a
+  // SpawnUpdate pushed to this client, buffered whatever call is reading.
+  // The next SpawnUpdate of `handle` (oldest first), waiting up to `timeout`.
+  Result<SpawnStatusInfo> next_spawn_update(std::uint64_t handle, std::chrono::milliseconds timeout);
+  // The states of `handle` as they arrive, up to and including the first one
+  // that is `until` or terminal, within `timeout` overall. On Timeout `value`
+  // holds the states taken so far. (ReadyForGameplay needs a ReportAttached
+  // from some client first; wait for RepresentationRequested to send it.)
+  Result<std::vector<SpawnStatusInfo>> wait_spawn(std::uint64_t handle, bustle::wire::SpawnState until,
+                                                  std::chrono::milliseconds timeout);
+  // Drops the buffered SpawnUpdates of `handle`; returns how many there were.
+  std::size_t discard_spawn_updates(std::uint64_t handle);
+
   void close();
   bool connected() const { return handshaken_ && connection_.is_open(); }
   const WelcomeInfo& welcome() const { return welcome_; }
   const ClientOptions& options() const { return options_; }
   std::size_t buffered_deltas() const { return buffered_.size(); }
   std::size_t buffered_job_updates() const { return job_updates_.size(); }
+  std::size_t buffered_spawn_updates() const { return spawn_updates_.size(); }
   std::uint64_t stray_results() const { return stray_results_; }
   std::size_t outstanding_commands() const { return outstanding_.size(); }
   std::uint32_t last_request_id() const { return next_request_id_ - 1; }
@@ -383,9 +536,15 @@ class Client {
   // BacklogFull (as a Status) if reading another frame could overflow a
   // buffer: Deltas unless `delta_wanted`, JobUpdates always. Ok otherwise.
   Status check_room(bool delta_wanted, const char* waiting_for);
-  // Buffers a Delta/JobUpdate or stores a CommandResult (for `wanted`); any
-  // other message is a ProtocolError. `what` names the caller's wait.
+  // Buffers a Delta/JobUpdate/SpawnUpdate or stores a CommandResult (for
+  // `wanted`); any other message is a ProtocolError. `what` names the
+  // caller's wait.
   Status stash(const ReceiveResult& frame, std::uint32_t wanted, const char* what);
+  // Takes the oldest update in `buffer` whose key(update) == key, reading
+  // (and stashing) frames until one arrives or `timeout` passes.
+  template <class T, class Key>
+  Result<T> next_buffered(std::deque<T>& buffer, Key key_of, std::uint64_t key, const std::string& waiting_for,
+                          std::chrono::milliseconds timeout);
 
   struct Pending {
     const char* name = "";
@@ -398,6 +557,7 @@ class Client {
   WelcomeInfo welcome_;
   std::deque<OwnedFrame> buffered_;
   std::deque<JobInfo> job_updates_;               // in arrival order, every job
+  std::deque<SpawnStatusInfo> spawn_updates_;     // in arrival order, every handle
   std::map<std::uint32_t, Pending> outstanding_;  // by request id
   std::uint32_t next_request_id_ = 1;
   std::uint64_t stray_results_ = 0;

@@ -23,8 +23,17 @@
 //          reset, never counted in steps_not_increasing)
 //
 // Order inside one Delta: baseline reset, then left, then entered, then
-// updated, so an index that is released and reused within one step resolves
-// to the new entity.
+// updated, then retiring, so an index that is released and reused within one
+// step resolves to the new entity, and an entity that enters already fading
+// (a baseline, a late join) is marked at once.
+//
+// Retiring (Delta.retiring): the entity began fading out; it stays live, at
+// its last pose with speed 0, until a later Delta lists it in `left`. The mark
+// is never cleared while it lives (the server sends left + entered if the
+// same id ever comes back).
+//
+// Distant dots (Delta.dots): anonymous counts per lane chain, kept as of the
+// last Delta that carried them; a baseline clears them first.
 //
 // States are stored dequantized: metres, radians in [0, 2*pi) counter-clockwise
 // from +x, metres per second.
@@ -50,6 +59,7 @@ struct EntityView {
   double speed_mps = 0.0;
   std::uint64_t entered_step = 0;  // step of the Delta that entered it
   std::uint64_t last_step = 0;     // step of the last Delta that wrote its state
+  bool retiring = false;           // fading out (Delta.retiring); leaves later
 };
 
 // Dequantization of the wire's EntityState, exposed for tests and tools.
@@ -68,6 +78,9 @@ struct MirrorCounters {
   std::uint64_t unknown_lefts = 0;         // left id not live (or stale generation)
   std::uint64_t rejected_full = 0;         // entered while the mirror was at capacity
   std::uint64_t steps_not_increasing = 0;  // non-baseline Delta whose step <= the last one
+  std::uint64_t retiring = 0;              // entities marked retiring
+  std::uint64_t unknown_retiring = 0;      // retiring id not live (or stale generation)
+  std::uint64_t dots = 0;                  // Deltas that carried dots
 };
 
 // What one apply() did; the same categories as MirrorCounters.
@@ -80,8 +93,11 @@ struct ApplySummary {
   std::uint32_t unknown_updates = 0;
   std::uint32_t unknown_lefts = 0;
   std::uint32_t rejected_full = 0;
+  std::uint32_t retiring = 0;
+  std::uint32_t unknown_retiring = 0;
   bool baseline = false;
   bool step_not_increasing = false;
+  bool dots = false;  // this Delta carried dots
 };
 
 // Optional hooks for a rendering backend (activate / update / deactivate).
@@ -95,10 +111,14 @@ class MirrorListener {
   virtual void on_updated(const EntityView& /*view*/) {}
   // `view` holds the last state; its slot is free again after the call.
   virtual void on_left(const EntityView& /*view*/) {}
+  // The entity began fading out (view.retiring is set); it leaves later.
+  virtual void on_retiring(const EntityView& /*view*/) {}
 };
 
 class EntityMirror {
  public:
+  // Dots for chain indices at or above this are ignored (memory bound).
+  static constexpr std::uint32_t kMaxDotChains = 1u << 20;
   // Default capacity: far more than one server's entity capacity.
   static constexpr std::uint32_t kDefaultMaxEntities = 1u << 22;
 
@@ -130,6 +150,12 @@ class EntityMirror {
   // them (each Delta carries every signal); empty before the first. Signals a
   // Delta does not name keep their last phase (Open if never named).
   const std::vector<bustle::wire::SignalPhase>& signal_phases() const { return signal_phases_; }
+  // Dots per lane chain (Welcome.chains index) as of the last Delta that
+  // carried them (chains it did not name: 0); empty before the first one and
+  // after a baseline without dots. dots_step(): that Delta's step.
+  const std::vector<std::uint16_t>& chain_dots() const { return chain_dots_; }
+  bool has_dots() const { return has_dots_; }
+  std::uint64_t dots_step() const { return dots_step_; }
 
   // Visits live entries in slot order (deterministic for a given history).
   template <class F>
@@ -155,6 +181,9 @@ class EntityMirror {
   std::uint64_t last_sim_time_us_ = 0;
   std::uint64_t last_digest_ = 0;
   std::vector<bustle::wire::SignalPhase> signal_phases_;
+  std::vector<std::uint16_t> chain_dots_;
+  bool has_dots_ = false;
+  std::uint64_t dots_step_ = 0;
 };
 
 }  // namespace bustle::client

@@ -11,6 +11,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -104,11 +105,24 @@ struct ObserverPoint {
   float y_m = 0.0f;
   friend constexpr bool operator==(const ObserverPoint&, const ObserverPoint&) = default;
 };
+// Importance inputs of one observer (DESIGN §3): its height and, optionally,
+// where it looks (entities behind it count as farther).
+struct ObserverView {
+  double z_m = 0.0;
+  bool has_heading = false;
+  double heading_rad = 0.0;  // 0 = +x, counter-clockwise
+  friend constexpr bool operator==(const ObserverView&, const ObserverView&) = default;
+};
 // [Limit: the server accepts at most 64 points (InvalidArgument beyond); the
-//  builder sends at most kMaxObserverPoints so that the frame always fits.]
+//  builder sends at most kMaxObserverPoints points and kMaxObserverViews views
+//  so that the frame always fits and passes the verifier's table budget.]
 inline constexpr std::size_t kMaxObserverPoints = 4096;
+inline constexpr std::size_t kMaxObserverViews = 1000;
 struct SetObserversCmd {  // replaces every observer; empty: none
   std::vector<ObserverPoint> points;
+  // Empty: no views sent (flat ground, no view direction). Otherwise one per
+  // point; the server rejects any other count as InvalidArgument.
+  std::vector<ObserverView> views = {};
 };
 struct QueryGaragesCmd {};
 struct QuerySignalsCmd {};
@@ -125,13 +139,69 @@ struct SetTimeScaleCmd {
   std::uint32_t scale = 1;  // game seconds per simulated second [Limit: 1..3600]
 };
 struct QueryZonesCmd {};
+// Holds an entity in the Full tier (operator); refused at tiers.hard_full_cap.
+struct ForceFullCmd {
+  EntityId id;
+  bool on = true;
+};
+
+// Spawn pipeline (DESIGN §3). SpawnPedestrian, CancelSpawn, SetLifecycle and
+// LifecycleBatch are operator world commands. ReportAttached is a world
+// command any role may send: viewers are the clients that hold actors. The
+// three queries are answered at once for any role.
+struct SpawnPedestrianCmd {
+  std::string zone;  // zone id; empty: any sidewalk
+  std::string lane;  // pedestrian lane id; empty: any lane (of the zone)
+  // Sent as given, so a test can send an unknown value (InvalidArgument).
+  bustle::wire::PriorityClass priority = bustle::wire::PriorityClass::Quest;
+  std::uint32_t timeout_ms = 0;  // 0: the scenario's spawn.timeout_ms
+};
+struct CancelSpawnCmd {  // only before the entity is registered
+  std::uint64_t handle = 0;
+};
+struct ReportAttachedCmd {  // this client holds an actor for the entity
+  EntityId id;
+};
+struct SetLifecycleCmd {  // runtime lifecycle settings (the schema's defaults)
+  std::uint32_t growth_quota = 2;
+  std::uint32_t recycle_quota = 2;
+  std::uint32_t interval_ms = 250;
+  std::uint32_t migration_budget = 4;
+};
+struct LifecycleOpSpec {
+  bustle::wire::LifecycleOpKind kind = bustle::wire::LifecycleOpKind::Spawn;
+  SpawnPedestrianCmd spawn = {};  // Spawn
+  EntityId id = {};               // Despawn
+  static LifecycleOpSpec spawn_op(SpawnPedestrianCmd s) {
+    return LifecycleOpSpec{bustle::wire::LifecycleOpKind::Spawn, std::move(s), {}};
+  }
+  static LifecycleOpSpec despawn_op(EntityId e) {
+    return LifecycleOpSpec{bustle::wire::LifecycleOpKind::Despawn, {}, e};
+  }
+};
+// [Limit: the server applies at most 256 ops (InvalidArgument beyond, nothing
+//  applied); the builder sends at most kMaxLifecycleOps so that the frame
+//  always passes the verifier's table budget.]
+inline constexpr std::size_t kMaxLifecycleOps = 500;
+struct LifecycleBatchCmd {  // all ops validated, then all committed (or none)
+  std::vector<LifecycleOpSpec> ops;
+};
+struct QueryEntityCmd {  // every axis of one entity
+  EntityId id;
+};
+struct QueryPopulationCmd {};
+struct QuerySpawnCmd {
+  std::uint64_t handle = 0;
+};
 
 using CommandSpec =
     std::variant<PauseCmd, ResumeCmd, StepCmd, QueryStatsCmd, SetPedestrianTargetCmd,
                  DespawnEntityCmd, CheckpointCmd, RestoreCmd, SaveCmd, LoadCmd, ListSnapshotsCmd,
                  DeleteSnapshotCmd, QueryJobCmd, GarageRequestCmd, CancelGarageRequestCmd,
                  SetVehicleStrategyCmd, SetObserversCmd, QueryGaragesCmd, QuerySignalsCmd,
-                 QueryVehicleCmd, SetHourCmd, SetTimeScaleCmd, QueryZonesCmd>;
+                 QueryVehicleCmd, SetHourCmd, SetTimeScaleCmd, QueryZonesCmd, ForceFullCmd,
+                 SpawnPedestrianCmd, CancelSpawnCmd, ReportAttachedCmd, SetLifecycleCmd,
+                 LifecycleBatchCmd, QueryEntityCmd, QueryPopulationCmd, QuerySpawnCmd>;
 
 // Short lowercase name of the command ("pause", "step", "checkpoint",
 // "list_snapshots", "garage_request", ...), for logs.
@@ -141,7 +211,9 @@ const char* command_name(const CommandSpec& command);
 // sim applies them, at the start of the next step (under a manual clock only
 // after a Step): SetPedestrianTarget, DespawnEntity, GarageRequest,
 // CancelGarageRequest, SetVehicleStrategy, SetObservers, SetHour,
-// SetTimeScale. Everything else is answered without waiting for a step.
+// SetTimeScale, ForceFull, SpawnPedestrian, CancelSpawn, ReportAttached,
+// SetLifecycle, LifecycleBatch. Everything else is answered without waiting
+// for a step.
 bool is_world_command(const CommandSpec& command);
 
 // The request id is echoed by the server in the CommandResult; the caller

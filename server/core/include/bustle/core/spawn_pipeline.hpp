@@ -2,11 +2,13 @@
 // handle whose state moves through graded stages and ends in exactly one
 // terminal state. Accepted is not completed; deferred is not failed.
 //
-//   Queued --(phase 5, within spawn.per_step_cap, FIFO by handle)--> IdentityCreated
-//   IdentityCreated --(next phase 5; zone has room)--> Registered   (walks, visible in deltas)
-//   Registered --(phase 9)--> RepresentationRequested               (clients are asked for a representation)
+// A handle advances at most one stage per step, so every stage is observable
+// (SpawnEvent / SpawnUpdate on the wire, including Queued):
+//   Queued --(phase 5 of a later step, within spawn.per_step_cap, FIFO by handle)--> IdentityCreated
+//   IdentityCreated --(next step's phase 5; zone has room)--> Registered (walks, visible in deltas)
+//   Registered --(next step's phase 9)--> RepresentationRequested   (clients are asked for a representation)
 //   RepresentationRequested --(ReportAttached: a client holds an actor)--> Attached
-//   Attached --(next phase 5)--> ReadyForGameplay                   (success; terminal)
+//   Attached --(next step's phase 5)--> ReadyForGameplay            (success; terminal)
 //
 // Terminal failures: Canceled (CancelSpawn, or DespawnEntity of an identity
 // not yet registered: the id goes back instead of being created and then

@@ -23,7 +23,7 @@ namespace bustle::net {
 enum class Role : std::uint8_t { Viewer = 0, Operator = 1 };
 
 // Commands handled by the sim thread's driver, outside the world: clock
-// control, stats, and snapshot jobs.
+// control, snapshot jobs, and the queries answered from the current state.
 struct ControlCommand {
   enum class Kind : std::uint8_t {
     Pause,
@@ -41,12 +41,16 @@ struct ControlCommand {
     QuerySignals,
     QueryVehicle,
     QueryZones,
+    QueryEntity,
+    QueryPopulation,
+    QuerySpawn,
   };
   Kind kind = Kind::QueryStats;
   std::uint32_t step_count = 0;  // Step
   std::string name;              // snapshot commands
   std::uint64_t job_id = 0;      // QueryJob
-  core::EntityId entity;         // QueryVehicle
+  core::EntityId entity;         // QueryVehicle, QueryEntity
+  std::uint64_t spawn_handle = 0;  // QuerySpawn
 };
 
 struct InboundCommand {

@@ -3,7 +3,8 @@
 //
 // Threading: everything in Server and its sessions runs on the thread(s) that
 // call run(); the only entry points for other threads are publish(),
-// deliver_result(), client_count() and stop(), which post to the io_context.
+// deliver_result(), deliver_job_update(), deliver_spawn_update(),
+// client_count() and stop(), which post to the io_context.
 // The sim thread therefore never waits for a socket, and the network thread
 // never touches the World (it only sees immutable PublishedFrames).
 //
@@ -16,6 +17,7 @@
 //   is closed. Only that connection is affected.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -68,6 +70,8 @@ struct WelcomeInfo {
   std::vector<core::Lane> lanes;
   std::vector<GarageGeometry> garages;
   std::vector<SignalGeometry> signals;
+  std::vector<core::LaneChain> chains;   // Welcome.chains: Delta.dots index these
+  std::uint32_t dots_every_steps = 0;    // scenario pedestrians.dots_every_steps
 };
 
 // The bind policy (DESIGN §6): a non-loopback address needs an operator
@@ -75,7 +79,7 @@ struct WelcomeInfo {
 // applications call it first to refuse before any other side effect.
 std::string check_bind_policy(const ServerOptions& options);
 
-// The Welcome facts of a world: lanes, garages and signals geometry.
+// The Welcome facts of a world: lanes, garages, signals and lane chains.
 WelcomeInfo make_welcome_info(const core::World& world, std::string server_version, ClockMode clock_mode);
 
 struct StatsSnapshot {
@@ -166,6 +170,57 @@ struct VehicleReport {
   bool despawn_requested = false;
 };
 
+// One spawn handle (wire SpawnStatus): the core's state plus the zone's id
+// (empty for "any zone").
+struct SpawnReport {
+  core::SpawnHandleState handle;
+  std::string zone;
+};
+
+// Every axis of one entity (wire EntityInfo): the core's report plus the ids
+// its indices name (empty when none).
+struct EntityInfoReport {
+  core::EntityReport report;
+  std::string community;
+  std::string zone;
+  std::string work_point;
+};
+
+// Mirrors wire::CommunityInfo.
+struct CommunityReport {
+  std::string id;
+  std::uint32_t base_population = 0;
+  std::uint32_t target = 0;   // at the current hour
+  std::string zone;           // where its schedule puts it now (empty: none)
+  std::uint32_t active = 0;   // walking + retiring, over all zones
+  std::uint32_t dormant = 0;  // base_population - active
+  bool saveable = false;
+};
+
+// Mirrors wire::PopulationInfo (QueryPopulation).
+struct PopulationReport {
+  double hour = 0.0;
+  std::uint32_t time_scale = 1;
+  core::LifecycleSettings settings;
+  std::vector<CommunityReport> communities;
+  std::uint32_t residents = 0;
+  std::uint32_t residents_active = 0;
+  std::uint32_t residents_retiring = 0;
+  std::uint32_t background = 0;
+  std::uint32_t spawned = 0;  // pedestrians that came from spawn handles
+  std::uint32_t pedestrian_target = 0;
+  std::uint32_t handoffs_pending = 0;
+  std::array<std::uint32_t, core::kSpawnStateCount> spawn_live{};  // live handles per SpawnState
+  core::SpawnCounters spawn;
+  std::uint32_t retiring = 0;  // orphans fading
+  std::uint64_t faded_total = 0;
+  std::uint64_t fade_skipped_total = 0;
+  std::array<std::uint64_t, core::kDespawnReasonCount> despawned_by_reason{};
+  core::TierCounts tiers;  // pedestrians, last resolution
+  std::uint64_t force_full_refused = 0;
+  core::LedgerSummary ledger;
+};
+
 // Mirrors wire::JobStatus; net does not depend on persist.
 struct JobInfo {
   std::uint64_t job_id = 0;
@@ -203,6 +258,13 @@ struct OutboundResult {
   std::optional<std::vector<SignalReport>> signals;
   std::optional<VehicleReport> vehicle;
   std::optional<std::vector<ZoneReport>> zones;
+  std::uint64_t handle = 0;  // SpawnPedestrian: the spawn handle (0: none)
+  core::EntityId entity;     // CancelSpawn / DespawnEntity of an unregistered spawn: the id given back
+  core::BatchStatus batch = core::BatchStatus::None;  // LifecycleBatch
+  std::vector<std::uint64_t> handles;                 // LifecycleBatch: one per Spawn op
+  std::optional<EntityInfoReport> entity_info;        // QueryEntity
+  std::optional<PopulationReport> population;         // QueryPopulation
+  std::optional<SpawnReport> spawn;                   // QuerySpawn
 };
 
 class Server {
@@ -231,6 +293,8 @@ class Server {
   void deliver_result(OutboundResult result);
   // Thread-safe. Pushes a JobUpdate to the session, if it is still connected.
   void deliver_job_update(std::uint32_t session_id, JobInfo job);
+  // Thread-safe. Pushes a SpawnUpdate to the session, if it is still connected.
+  void deliver_spawn_update(std::uint32_t session_id, SpawnReport spawn);
   // Thread-safe. Sends ServerShuttingDown to every client, closes, stops run().
   void stop();
   // Thread-safe. Calls fn once on the network thread when SIGINT/SIGTERM arrives.

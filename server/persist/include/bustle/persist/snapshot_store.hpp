@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,7 +22,7 @@
 namespace bustle::persist {
 
 inline constexpr const char* kMagic = "bustle";
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 2;
 
 enum class FileKind { Snapshots, Recording };
 const char* to_string(FileKind k);
@@ -48,6 +49,7 @@ struct SnapshotInfo {
   std::uint64_t digest = 0;
   std::uint32_t pedestrians = 0;
   std::int64_t created_unix_ms = 0;
+  int schema_version = kSchemaVersion;  // schema the snapshot was written with
 };
 
 struct LoadedCheckpoint {
@@ -61,6 +63,12 @@ struct LoadedSave {
   std::string scenario_json;
   core::SaveState save;
 };
+
+// A save written with schema version 1 predates runtime lifecycle settings and
+// saveable residents: the world it came from ran with the scenario's settings.
+// Sets save.lifecycle from `scenario` for such a save (saveable_ids and
+// saveable_zones stay empty); leaves a current save untouched.
+void complete_schema1_save(LoadedSave& ls, const core::Scenario& scenario);
 
 class SnapshotStore {
  public:
@@ -113,9 +121,26 @@ class SnapshotStore {
   StoreError write_vehicles(std::int64_t id, const core::VehicleCheckpoint& v);
   StoreError read_vehicles(std::int64_t id, const std::string& row, core::VehicleCheckpoint& v);
   StoreError write_population(std::int64_t id, const core::PopulationCheckpoint& p);
+  // Steps to the one row of a per-snapshot table (missing: an error).
+  StoreError one_row(const char* table, const std::string& columns, std::int64_t id, const std::string& row,
+                     Statement& st);
   // Steps to the one row of a per-snapshot column table; n = its count column.
   StoreError column_row(const char* table, std::int64_t id, const std::string& row, Statement& st, std::size_t& n);
   StoreError read_population(std::int64_t id, const std::string& row, core::PopulationCheckpoint& p);
+  // Reads the rows of a per-snapshot list table (optionally narrowed by
+  // `filter`, an SQL condition) ordered by `key`, which must run 0, 1, 2, ...;
+  // the callback reads one row (column 0 is the key, `columns` follow) and
+  // gets its label, e.g. "snapshot_id=3 position=2", for its errors.
+  using RowCallback = std::function<StoreError(const Statement&, const std::string&)>;
+  StoreError read_rows(const char* table, const char* key, const std::string& columns, const std::string& filter,
+                       std::int64_t id, const std::string& row, const RowCallback& read_row);
+  StoreError write_lifecycle(std::int64_t id, const core::LifecycleSettings& s);
+  StoreError read_lifecycle(std::int64_t id, const std::string& row, core::LifecycleSettings& s);
+  // Schema 2: spawn pipeline, orphan set, retiring FIFO, observer views.
+  StoreError write_pipeline(std::int64_t id, const core::WorldCheckpoint& cp);
+  StoreError read_pipeline(std::int64_t id, const std::string& row, core::WorldCheckpoint& cp);
+  StoreError write_save_residents(std::int64_t id, const core::SaveState& save);
+  StoreError read_save_residents(std::int64_t id, const std::string& row, core::SaveState& save);
 
   Database db_;
   std::string path_;

@@ -1,0 +1,169 @@
+#include <catch2/catch.hpp>
+
+#include <bit>
+#include <cmath>
+#include <limits>
+
+#include "bustle/persist/command_codec.hpp"
+
+using namespace bustle;
+
+namespace {
+
+// Encodes, decodes and re-encodes: the kind must select the same alternative
+// and the second encoding must equal the first (the encoding writes every
+// field, and doubles in shortest round-trip form, so -0.0 stays "-0.0").
+core::WorldCommand round_trip(const core::WorldCommand& c) {
+  const std::string kind = core::command_name(c);
+  const std::string args = persist::command_args_json(c);
+  std::string why;
+  auto back = persist::decode_command(kind, args, why);
+  INFO(kind << " " << args << " -> " << why);
+  REQUIRE(back);
+  CHECK(back->index() == c.index());
+  CHECK(persist::command_args_json(*back) == args);
+  return *back;
+}
+
+std::string decode_error(const std::string& kind, const std::string& args) {
+  std::string why;
+  auto c = persist::decode_command(kind, args, why);
+  CHECK_FALSE(c);
+  return why;
+}
+
+bool same_bits(double a, double b) { return std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b); }
+
+}  // namespace
+
+TEST_CASE("every world command round-trips through its JSON form") {
+  core::LifecycleOp spawn_op;
+  spawn_op.kind = core::LifecycleOp::Kind::Spawn;
+  spawn_op.spawn = {"market", "market.loop", 0, 2500};
+  core::LifecycleOp despawn_op;
+  despawn_op.kind = core::LifecycleOp::Kind::Despawn;
+  despawn_op.id = {UINT32_MAX, 7};
+  core::LifecycleOp odd_op;  // a despawn carrying spawn fields: still decoded exactly
+  odd_op.kind = core::LifecycleOp::Kind::Despawn;
+  odd_op.spawn = {"", "x", 3, 1};
+  odd_op.id = {4, 1};
+  const std::vector<core::WorldCommand> all = {
+      core::SetPedestrianTarget{12},
+      core::DespawnEntity{{3, 9}},
+      core::GarageRequest{"g0", "r1", "sedan", "lane0", -5},
+      core::CancelGarageRequest{"g0", "r1"},
+      core::SetVehicleStrategy{{8, 1}, 2},
+      core::SetObservers{{{1.5, -2.5}, {0.0, 0.0, -0.0, true, -3.141592653589793}, {1e300, 5e-324, 12.25, false, 0.0}}},
+      core::SetHour{23.999},
+      core::SetTimeScale{3600},
+      core::ForceFull{{5, 2}, false},
+      core::SpawnPedestrian{"market", "", 3, 0},
+      core::SpawnPedestrian{"", "office.loop", 255, UINT32_MAX},
+      core::CancelSpawn{UINT64_MAX},
+      core::ReportAttached{{17, 4}},
+      core::SetLifecycle{0, 9, 1000, UINT32_MAX},
+      core::LifecycleBatch{{spawn_op, despawn_op, odd_op}},
+      core::LifecycleBatch{},
+  };
+  // Every alternative of the variant is covered.
+  std::vector<bool> seen(std::variant_size_v<core::WorldCommand>, false);
+  for (const core::WorldCommand& c : all) {
+    round_trip(c);
+    seen[c.index()] = true;
+  }
+  for (std::size_t k = 0; k < seen.size(); ++k) {
+    INFO("variant alternative " << k << " has no round-trip case");
+    CHECK(seen[k]);
+  }
+}
+
+TEST_CASE("new commands decode to exactly the fields that were encoded") {
+  SECTION("observer points keep height and view direction bit for bit") {
+    const core::SetObservers in{{{1.0, 2.0, -0.0, true, -0.0}, {3.0, 4.0, 1e-300, false, 6.5}}};
+    const auto out = std::get<core::SetObservers>(round_trip(in));
+    REQUIRE(out.points.size() == 2);
+    for (std::size_t k = 0; k < 2; ++k) {
+      CHECK(same_bits(out.points[k].x_m, in.points[k].x_m));
+      CHECK(same_bits(out.points[k].y_m, in.points[k].y_m));
+      CHECK(same_bits(out.points[k].z_m, in.points[k].z_m));
+      CHECK(out.points[k].has_heading == in.points[k].has_heading);
+      CHECK(same_bits(out.points[k].heading_rad, in.points[k].heading_rad));
+    }
+    CHECK(std::signbit(out.points[0].z_m));
+  }
+  SECTION("spawn, cancel, attach and lifecycle settings") {
+    const auto sp = std::get<core::SpawnPedestrian>(round_trip(core::SpawnPedestrian{"office", "office.loop", 2, 750}));
+    CHECK(sp.zone == "office");
+    CHECK(sp.lane == "office.loop");
+    CHECK(sp.priority == 2);
+    CHECK(sp.timeout_ms == 750);
+    CHECK(std::get<core::CancelSpawn>(round_trip(core::CancelSpawn{0x8000'0000'0000'0001ull})).handle ==
+          0x8000'0000'0000'0001ull);
+    CHECK(std::get<core::ReportAttached>(round_trip(core::ReportAttached{{9, 3}})).id == core::EntityId{9, 3});
+    const auto lc = std::get<core::SetLifecycle>(round_trip(core::SetLifecycle{1, 2, 3, 4}));
+    CHECK(lc.growth_quota == 1);
+    CHECK(lc.recycle_quota == 2);
+    CHECK(lc.interval_ms == 3);
+    CHECK(lc.migration_budget == 4);
+  }
+  SECTION("lifecycle batches keep op order, kinds and unused fields") {
+    core::LifecycleBatch in;
+    in.ops.resize(3);
+    in.ops[0].kind = core::LifecycleOp::Kind::Despawn;
+    in.ops[0].id = {2, 5};
+    in.ops[1].spawn = {"facilities", "", 1, 10};
+    in.ops[1].id = {6, 6};  // unused by a spawn op, but kept
+    in.ops[2].kind = core::LifecycleOp::Kind::Despawn;
+    in.ops[2].id = {0, 0};
+    const auto out = std::get<core::LifecycleBatch>(round_trip(in));
+    REQUIRE(out.ops.size() == 3);
+    for (std::size_t k = 0; k < 3; ++k) {
+      CHECK(out.ops[k].kind == in.ops[k].kind);
+      CHECK(out.ops[k].id == in.ops[k].id);
+      CHECK(out.ops[k].spawn.zone == in.ops[k].spawn.zone);
+      CHECK(out.ops[k].spawn.lane == in.ops[k].spawn.lane);
+      CHECK(out.ops[k].spawn.priority == in.ops[k].spawn.priority);
+      CHECK(out.ops[k].spawn.timeout_ms == in.ops[k].spawn.timeout_ms);
+    }
+    // Readable: a despawn op is just its kind and id.
+    CHECK(persist::command_args_json(core::LifecycleBatch{{in.ops[0]}}) == R"({"ops":[{"id":[2,5],"kind":"despawn"}]})");
+  }
+}
+
+TEST_CASE("observer points recorded before observer views (plain [x, y]) still decode") {
+  std::string why;
+  auto c = persist::decode_command("set_observers", R"({"points":[[25.0,-4.5],[0,0]]})", why);
+  INFO(why);
+  REQUIRE(c);
+  const auto& pts = std::get<core::SetObservers>(*c).points;
+  REQUIRE(pts.size() == 2);
+  CHECK(pts[0].x_m == 25.0);
+  CHECK(pts[0].y_m == -4.5);
+  CHECK(pts[0].z_m == 0.0);
+  CHECK_FALSE(pts[0].has_heading);
+  CHECK(pts[0].heading_rad == 0.0);
+}
+
+TEST_CASE("malformed arguments of the new commands are refused, naming the field") {
+  CHECK(decode_error("spawn_pedestrian", R"({"zone":"a","lane":"","priority":256,"timeout_ms":0})")
+            .starts_with("priority:"));
+  CHECK(decode_error("spawn_pedestrian", R"({"lane":"","priority":1,"timeout_ms":0})").starts_with("zone:"));
+  CHECK(decode_error("spawn_pedestrian", R"({"zone":"","lane":"","priority":1,"timeout_ms":-1})")
+            .starts_with("timeout_ms:"));
+  CHECK(decode_error("cancel_spawn", R"({"handle":-1})").starts_with("handle:"));
+  CHECK(decode_error("cancel_spawn", R"({"handle":1.5})").starts_with("handle:"));
+  CHECK(decode_error("report_attached", R"({"id":[1]})").starts_with("id:"));
+  CHECK(decode_error("report_attached", R"({"id":[4294967296,1]})").starts_with("id:"));
+  CHECK(decode_error("set_lifecycle", R"({"growth_quota":1,"recycle_quota":1,"interval_ms":250})")
+            .starts_with("migration_budget:"));
+  CHECK(decode_error("lifecycle_batch", R"({"ops":{}})").starts_with("ops:"));
+  CHECK(decode_error("lifecycle_batch", R"({"ops":[{"kind":"despawn","id":[1,1]},{"kind":"teleport"}]})")
+            .starts_with("ops[1].kind:"));
+  CHECK(decode_error("lifecycle_batch", R"({"ops":[{"kind":"spawn"}]})").starts_with("ops[0].spawn:"));
+  CHECK(decode_error("lifecycle_batch", R"({"ops":[{"kind":"spawn","spawn":{"zone":"","lane":7}}]})")
+            .starts_with("ops[0].spawn.lane:"));
+  CHECK(decode_error("lifecycle_batch", R"({"ops":[{"kind":"despawn"}]})").starts_with("ops[0].id:"));
+  CHECK(decode_error("set_observers", R"({"points":[[1,2,3]]})").starts_with("points:"));
+  CHECK(decode_error("set_observers", R"({"points":[[1,2,3,1,0]]})").starts_with("points:"));  // has_heading must be a boolean
+  CHECK(decode_error("set_observers", R"({"points":[[1,2,null,false,0]]})").starts_with("points:"));
+}

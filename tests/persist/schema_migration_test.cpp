@@ -1,0 +1,207 @@
+// A file written by schema version 1 (migration 0001 only) is migrated to the
+// current schema when opened: its snapshots stay listed, its saves load, its
+// checkpoints are refused with a message, and new snapshots round-trip.
+#include <catch2/catch.hpp>
+
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "bustle/core/world.hpp"
+#include "bustle/persist/snapshot_store.hpp"
+
+using namespace bustle;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string temp_path(const std::string& name) {
+  const fs::path p = fs::temp_directory_path() / ("bustle-migrate-" + std::to_string(::getpid()) + "-" + name);
+  for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(p.string() + suffix);
+  return p.string();
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  REQUIRE(in);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void exec(sqlite3* db, const std::string& sql) {
+  char* msg = nullptr;
+  const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &msg);
+  INFO(sql.substr(0, 200) << ": " << (msg ? msg : ""));
+  sqlite3_free(msg);
+  REQUIRE(rc == SQLITE_OK);
+}
+
+std::string scalar(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  REQUIRE(sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr) == SQLITE_OK);
+  REQUIRE(sqlite3_step(st) == SQLITE_ROW);
+  const unsigned char* text = sqlite3_column_text(st, 0);
+  std::string v = text ? reinterpret_cast<const char*>(text) : "NULL";
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return v;
+}
+
+// What a version-1 build left behind: migration 0001, its metadata, a save
+// and a checkpoint (the checkpoint's state rows do not matter: it is refused
+// before they are read).
+void write_version1_file(const std::string& path, const std::string& extra_sql = "") {
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+  exec(db, "BEGIN");
+  exec(db, read_text(std::string(BUSTLE_SOURCE_DIR) + "/schema/migrations/0001_initial.sql"));
+  exec(db,
+       "INSERT INTO meta VALUES ('magic', 'bustle'), ('file_kind', 'snapshots'), ('created_by', '0.1.0'), "
+       "('schema_version', '1');"
+       "INSERT INTO snapshots(id, name, kind, scenario_id, scenario_json, step, step_us, sim_time_us, seed, digest, "
+       "pedestrians, created_unix_ms, server_version) VALUES "
+       "(1, 'old-save', 'save', 'test.migrate', '{}', 40, 100000, 4000000, 5, 0, 0, 1, '0.1.0'),"
+       "(2, 'old-checkpoint', 'checkpoint', 'test.migrate', '{}', 40, 100000, 4000000, 5, 99, 0, 2, '0.1.0');"
+       "INSERT INTO save_state VALUES (1, 12, 25200000000, 2, '[]');");
+  exec(db, extra_sql);
+  exec(db, "COMMIT");
+  exec(db, "PRAGMA user_version=1");
+  sqlite3_close(db);
+}
+
+core::Scenario city() {
+  core::Scenario s;
+  s.id = "test.migrate";
+  s.lanes = {{"a", core::LaneKind::Sidewalk, {{0, 0}, {30, 0}, {30, 20}}, 1.4, {"b"}},
+             {"b", core::LaneKind::Sidewalk, {{30, 20}, {0, 0}}, 1.4, {"a"}}};
+  s.pedestrians.count = 20;
+  s.entity_capacity = 64;
+  // Not the defaults, so a test can tell where a version-1 save's settings came from.
+  s.population.growth_quota = 5;
+  s.population.recycle_quota = 3;
+  s.population.lifecycle_interval_ms = 500;
+  s.population.migration_budget = 2;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("a version-1 file is migrated to the current schema when opened") {
+  REQUIRE(persist::kSchemaVersion == 2);
+  const std::string path = temp_path("v1.db");
+  write_version1_file(path);
+  REQUIRE(scalar(path, "PRAGMA user_version") == "1");
+  {
+    persist::SnapshotStore store;
+    const auto e = persist::SnapshotStore::open(path, persist::FileKind::Snapshots, false, store);
+    INFO(e.to_string());
+    REQUIRE(e.ok());
+  }
+  CHECK(scalar(path, "PRAGMA user_version") == "2");
+  CHECK(scalar(path, "SELECT value FROM meta WHERE key = 'schema_version'") == "2");
+  CHECK(scalar(path, "SELECT value FROM meta WHERE key = 'created_by'") == "0.1.0");  // kept
+  for (const char* table : {"lifecycle_settings", "zone_handoffs", "observer_views", "spawn_pipeline", "spawn_handles",
+                            "orphans", "retiring_fifo", "save_residents"}) {
+    INFO(table);
+    CHECK(scalar(path, std::string("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '") + table +
+                           "'") == "1");
+  }
+  CHECK(scalar(path, "SELECT group_concat(schema_version) FROM snapshots") == "1,1");
+  CHECK(scalar(path, "SELECT count(*) FROM pragma_table_info('zones') WHERE name IN "
+                     "('handoffs_started', 'handoffs_accepted', 'handoffs_returned', 'retiring')") == "4");
+  CHECK(scalar(path, "SELECT count(*) FROM pragma_table_info('pedestrian_columns') WHERE name IN ('priority', 'origin')") ==
+        "2");
+
+  persist::SnapshotStore store;
+  REQUIRE(persist::SnapshotStore::open(path, persist::FileKind::Snapshots, false, store).ok());  // idempotent
+  REQUIRE(store.db().integrity_check().ok());
+
+  SECTION("old snapshots stay listed, with the schema they were written with") {
+    std::vector<persist::SnapshotInfo> infos;
+    REQUIRE(store.list(infos).ok());
+    REQUIRE(infos.size() == 2);
+    CHECK(infos[0].name == "old-save");
+    CHECK(infos[0].schema_version == 1);
+    CHECK(infos[1].schema_version == 1);
+    bool found = false;
+    REQUIRE(store.remove("old-checkpoint", found).ok());
+    CHECK(found);
+  }
+  SECTION("a version-1 checkpoint is refused with a message naming the schema version") {
+    persist::LoadedCheckpoint lc;
+    const auto e = store.read_checkpoint("old-checkpoint", lc);
+    CHECK(e.table == "snapshots");
+    CHECK(e.row == "name='old-checkpoint'");
+    CHECK(e.field == "schema_version");
+    CHECK(e.message.find("schema version 1") != std::string::npos);
+  }
+  SECTION("a version-1 save loads with the scenario's lifecycle settings and no saveable residents") {
+    persist::LoadedSave ls;
+    const auto e = store.read_save("old-save", ls);
+    INFO(e.to_string());
+    REQUIRE(e.ok());
+    CHECK(ls.info.schema_version == 1);
+    CHECK(ls.save.saveable_ids.empty());
+    CHECK(ls.save.saveable_zones.empty());
+    CHECK(ls.save.pedestrian_target == 12);
+    CHECK(ls.save.day_us == 25'200'000'000ull);
+    persist::complete_schema1_save(ls, city());
+    CHECK(ls.save.lifecycle == core::LifecycleSettings{5, 3, 500, 2});
+    auto r = core::World::load_save(city(), ls.save);
+    if (!r.errors.empty()) FAIL(r.errors[0].path << ": " << r.errors[0].message);
+    CHECK(r.world->step_index() == 40);
+    CHECK(r.world->population().settings() == ls.save.lifecycle);
+  }
+  SECTION("new snapshots in a migrated file round-trip and restore") {
+    auto w = std::move(core::World::create(city(), 5).world);
+    for (int k = 0; k < 25; ++k) w->step();
+    REQUIRE(store.write_checkpoint("new", "checkpoint", w->capture(), "{}", 0).ok());
+    REQUIRE(store.write_save("new-save", w->capture_save(), "{}", 0).ok());
+    persist::LoadedCheckpoint lc;
+    REQUIRE(store.read_checkpoint("new", lc).ok());
+    CHECK(lc.info.schema_version == 2);
+    auto r = core::World::restore(city(), lc.checkpoint);
+    if (!r.errors.empty()) FAIL(r.errors[0].path << ": " << r.errors[0].message);
+    CHECK(r.world->digest() == w->digest());
+    persist::LoadedSave ls;
+    REQUIRE(store.read_save("new-save", ls).ok());
+    CHECK(ls.save.lifecycle == w->population().settings());
+  }
+  store = persist::SnapshotStore();
+  for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(path + suffix);
+}
+
+TEST_CASE("a version-1 file is not migrated read-only, and a failing migration leaves it at version 1") {
+  SECTION("read-only") {
+    const std::string path = temp_path("ro.db");
+    write_version1_file(path);
+    persist::SnapshotStore store;
+    const auto e = persist::SnapshotStore::open(path, persist::FileKind::Snapshots, false, store, /*read_only=*/true);
+    CHECK(e.field == "schema_version");
+    CHECK(e.message.find("cannot migrate") != std::string::npos);
+    CHECK(scalar(path, "PRAGMA user_version") == "1");
+    fs::remove(path);
+  }
+  SECTION("a migration that fails halfway is rolled back as a whole") {
+    // A table 0002 wants to create already exists: the migration fails after
+    // its ALTER TABLE statements ran; none of them may survive.
+    const std::string path = temp_path("clash.db");
+    write_version1_file(path, "CREATE TABLE orphans (x INTEGER);");
+    persist::SnapshotStore store;
+    const auto e = persist::SnapshotStore::open(path, persist::FileKind::Snapshots, false, store);
+    CHECK_FALSE(e.ok());
+    CHECK(e.message.find("migration 2") != std::string::npos);
+    store = persist::SnapshotStore();
+    CHECK(scalar(path, "PRAGMA user_version") == "1");
+    CHECK(scalar(path, "SELECT value FROM meta WHERE key = 'schema_version'") == "1");
+    CHECK(scalar(path, "SELECT count(*) FROM pragma_table_info('snapshots') WHERE name = 'schema_version'") == "0");
+    CHECK(scalar(path, "SELECT count(*) FROM sqlite_master WHERE name = 'spawn_handles'") == "0");
+    for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(path + suffix);
+  }
+}
