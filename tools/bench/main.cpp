@@ -317,7 +317,7 @@ Column column(const char* name, const std::vector<T>& v) {
 std::vector<Column> pedestrian_columns(const bustle::core::PedestrianStore& p) {
   return {column("id", p.id),         column("lane", p.lane),         column("s_m", p.s_m),
           column("hops", p.hops),     column("resident", p.resident), column("tier", p.tier),
-          column("priority", p.priority), column("origin", p.origin)};
+          column("priority", p.priority), column("origin", p.origin), column("phase", p.phase)};
 }
 
 bool column_list_complete(const bustle::core::PedestrianStore& p) {
@@ -405,9 +405,13 @@ int bench_population(const Args& a) {
               "every 8th)\n",
               ups / 1e6, static_cast<double>(moved) / steps);
   std::printf("  agents stepped/s  %.2f M  (every pedestrian, due or not, as bustle-bench step counts)\n", stepped / 1e6);
-  std::printf("  hot state per active agent  %.1f B = columns %zu B (%s) + dense_of %.1f B (%zu x %zu B / %.0f "
-              "active)\n",
-              bytes_per_agent, row_bytes, row.c_str(), dense_of_bytes, p.dense_of.size(), sizeof(p.dense_of[0]), n);
+  // Hot state is what the step reads or writes per agent: the dense columns.
+  // The id -> slot index (dense_of) has one entry per identity slot, dormant
+  // ones included, and is touched only when a pedestrian leaves; it is
+  // reported apart, and in the total.
+  std::printf("  hot state per active agent  %zu B  (columns: %s)\n", row_bytes, row.c_str());
+  std::printf("  id index per identity slot  %zu B  (dense_of: %zu slots = %.1f B per active agent; with it %.1f B)\n",
+              sizeof(p.dense_of[0]), p.dense_of.size(), dense_of_bytes, bytes_per_agent);
   std::printf("  columns reserved for entity capacity  %.1f MiB (touched only as far as used)\n",
               static_cast<double>(reserved_bytes) / (1024.0 * 1024.0));
   std::printf("  tiers at end  full %u (%.1f%%)  simulated %u (%.1f%%)  coarse %u (%.1f%%); caps %u / %u; "
@@ -421,7 +425,7 @@ int bench_population(const Args& a) {
                 ",\"warmup_steps\":%" PRIu64 ",\"seed\":%" PRIu64
                 ",\"step_ms\":{\"p50\":%.4f,\"p99\":%.4f,\"max\":%.4f,\"mean\":%.4f},"
                 "\"agent_updates_per_s\":%.0f,\"agents_stepped_per_s\":%.0f,\"moved_per_step\":%.1f,"
-                "\"bytes_per_agent\":%.2f,\"column_bytes\":%zu,\"dense_of_bytes_per_agent\":%.2f,"
+                "\"total_bytes_per_agent\":%.2f,\"hot_bytes_per_agent\":%zu,\"dense_of_bytes_per_agent\":%.2f,"
                 "\"tiers\":{\"full\":%u,\"simulated\":%u,\"coarse\":%u},\"full_by_distance\":%u,"
                 "\"peak_rss_mib\":%.1f,\"digest\":\"%016" PRIx64 "\"}\n",
                 p.size(), a.dormant, s.entity_capacity, a.steps, warmup, a.seed, t.p50(), t.p99(), t.max(),

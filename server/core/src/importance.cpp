@@ -20,6 +20,8 @@ void ImportanceField::prepare(const ImportanceSpec& spec, std::span<const Vec2> 
                               std::span<const ObserverView> views) {
   spec_ = &spec;
   obs_.clear();
+  flat_ = true;
+  flat_z_ = views.empty() || observers.empty() ? 0.0 : views[0].z_m;
   for (std::size_t k = 0; k < observers.size(); ++k) {
     const ObserverView v = k < views.size() ? views[k] : ObserverView{};
     Obs o{observers[k].x_m, observers[k].y_m, v.z_m, v.has_heading, 0.0, 0.0};
@@ -28,6 +30,7 @@ void ImportanceField::prepare(const ImportanceSpec& spec, std::span<const Vec2> 
       o.dy = std::sin(v.heading_rad);
     }
     obs_.push_back(o);
+    flat_ = flat_ && !v.has_heading && v.z_m == flat_z_;
   }
 }
 
@@ -45,6 +48,14 @@ double ImportanceField::weight(PriorityClass cls, bool vehicle, double x_m, doub
 double ImportanceField::effective_distance_m(double x_m, double y_m, double z_m, double weight) const {
   double best = std::numeric_limits<double>::infinity();
   const double hw = spec_->height_weight;
+  if (flat_) {
+    for (const Obs& o : obs_) {
+      const double dx = x_m - o.x;
+      const double dy = y_m - o.y;
+      best = std::min(best, dx * dx + dy * dy);
+    }
+    return (std::sqrt(best) + hw * std::abs(z_m - flat_z_)) / weight;
+  }
   for (const Obs& o : obs_) {
     const double dx = x_m - o.x;
     const double dy = y_m - o.y;

@@ -161,6 +161,7 @@ World::World(const Scenario& scenario, std::uint64_t seed, LogSink* log)
   peds_.tier.reserve(cap);
   peds_.priority.reserve(cap);
   peds_.origin.reserve(cap);
+  peds_.phase.reserve(cap);
   peds_.dense_of.assign(cap, PedestrianStore::kNoSlot);
   observer_views_.assign(observers_.size(), ObserverView{});
   // Resident identities exist from the start (all dormant); validation made
@@ -559,6 +560,7 @@ void World::push_pedestrian(EntityId id, LaneIndex lane, double s_m, std::uint32
   peds_.tier.push_back(initial_tier(lane, s_m, cls));
   peds_.priority.push_back(static_cast<std::uint8_t>(cls));
   peds_.origin.push_back(static_cast<std::uint8_t>(origin));
+  peds_.phase.push_back(id_phase(id));
   if (origin == PedestrianOrigin::Background) ++background_count_;
 }
 
@@ -718,21 +720,63 @@ void World::phase_tiers() {
     fill_force(vehicles_.store().id);
     vehicles_.resolve_tiers(scenario_.tiers, observers_, force_scratch_);
   }
-  if (step_index_ % scenario_.tiers.pedestrian_resolve_every_steps != 0) return;
+  // Pedestrians are resolved a slice at a time: each step takes those whose
+  // id phase (like the stride phase) matches the step, so each pedestrian is
+  // re-resolved every pedestrian_resolve_every_steps steps and every step
+  // does the same share of the work. The slice competes for what the caps
+  // leave after the other slices' current tiers.
+  const std::uint32_t every = scenario_.tiers.pedestrian_resolve_every_steps;
+  const auto phase = static_cast<std::uint32_t>(step_index_ % every);
   const std::uint32_t n = peds_.size();
-  ped_distance_.resize(n);
+  constexpr auto kFull = static_cast<std::uint8_t>(SimTier::Full);
+  constexpr auto kSim = static_cast<std::uint8_t>(SimTier::Simulated);
+  slice_.clear();
+  slice_ids_.clear();
+  slice_tier_.clear();
+  std::uint32_t others[kSimTierCount] = {};
+  for (std::uint32_t i = 0; i < n; ++i) {
+    if (peds_.phase[i] % every == phase) {
+      slice_.push_back(i);
+      slice_ids_.push_back(peds_.id[i]);
+      slice_tier_.push_back(peds_.tier[i]);
+    } else {
+      ++others[peds_.tier[i]];
+    }
+  }
+  const auto m = static_cast<std::uint32_t>(slice_.size());
+  ped_distance_.resize(m);
   importance_.prepare(scenario_.tiers.importance, observers_, observer_views_);
-  for (std::uint32_t i = 0; i < n; ++i) ped_distance_[i] = pedestrian_effective_distance(i);
+  for (std::uint32_t k = 0; k < m; ++k) ped_distance_[k] = pedestrian_effective_distance(slice_[k]);
   const double out_of_range = scenario_.despawn.out_of_range_m;
   if (out_of_range > 0.0 && !observers_.empty()) {
-    for (std::uint32_t i = 0; i < n; ++i) {
-      if (peds_.origin[i] == static_cast<std::uint8_t>(PedestrianOrigin::Background) && ped_distance_[i] > out_of_range) {
+    for (std::uint32_t k = 0; k < m; ++k) {
+      const std::uint32_t i = slice_[k];
+      if (peds_.origin[i] == static_cast<std::uint8_t>(PedestrianOrigin::Background) && ped_distance_[k] > out_of_range) {
         request_despawn(peds_.id[i], DespawnReason::OutOfRange);
       }
     }
   }
-  fill_force(peds_.id);
-  ped_tiers_ = ped_tier_resolver_.resolve(scenario_.tiers, peds_.id, ped_distance_, peds_.tier, force_scratch_);
+  fill_force(slice_ids_);
+  // ForceFull entities of other slices hold Full outside full_cap but inside
+  // the hard cap.
+  std::uint32_t others_forced = 0;
+  for (const EntityId f : forced_full_) {
+    const std::uint32_t slot = f.index < peds_.dense_of.size() ? peds_.dense_of[f.index] : PedestrianStore::kNoSlot;
+    if (slot != PedestrianStore::kNoSlot && peds_.id[slot] == f && peds_.tier[slot] == kFull &&
+        id_phase(f) % every != phase) {
+      ++others_forced;
+    }
+  }
+  auto left = [](std::uint32_t cap, std::uint32_t used) { return cap > used ? cap - used : 0u; };
+  TierSpec spec = scenario_.tiers;
+  spec.full_cap = left(spec.full_cap, others[kFull] - std::min(others[kFull], others_forced));
+  spec.hard_full_cap = left(spec.hard_full_cap, others[kFull]);
+  spec.simulated_cap = left(spec.simulated_cap, others[kSim]);
+  const TierCounts sc = ped_tier_resolver_.resolve(spec, slice_ids_, ped_distance_, slice_tier_, force_scratch_);
+  for (std::uint32_t k = 0; k < m; ++k) peds_.tier[slice_[k]] = slice_tier_[k];
+  ped_tiers_ = sc;
+  for (std::size_t t = 0; t < kSimTierCount; ++t) ped_tiers_.per_tier[t] = sc.per_tier[t] + others[t];
+  ped_tiers_.forced = sc.forced + others_forced;
 }
 
 double World::pedestrian_effective_distance(std::uint32_t i) const {
@@ -750,7 +794,7 @@ void World::phase_move_pedestrians() {
     const auto tier = static_cast<SimTier>(peds_.tier[i]);
     // Not due this step: the next due step moves by the whole stride's time,
     // so progress over time is the same in every tier.
-    if (!tier_due(step_index_, peds_.id[i], tier)) continue;
+    if (!tier_due_phase(step_index_, peds_.phase[i], tier)) continue;
     LaneIndex lane = peds_.lane[i];
     double s = peds_.s_m[i];
     double time_left_s = dt_s * tier_stride(tier);
@@ -798,6 +842,7 @@ void World::remove_pedestrian(EntityId id) {
     peds_.tier[slot] = peds_.tier[last];
     peds_.priority[slot] = peds_.priority[last];
     peds_.origin[slot] = peds_.origin[last];
+    peds_.phase[slot] = peds_.phase[last];
     peds_.dense_of[peds_.id[slot].index] = slot;
   }
   peds_.id.pop_back();
@@ -808,6 +853,7 @@ void World::remove_pedestrian(EntityId id) {
   peds_.tier.pop_back();
   peds_.priority.pop_back();
   peds_.origin.pop_back();
+  peds_.phase.pop_back();
   peds_.dense_of[id.index] = PedestrianStore::kNoSlot;
 }
 
@@ -839,9 +885,12 @@ std::uint64_t World::compute_digest() const {
   // (independent of dense storage order) and O(live), with no sort.
   std::uint64_t ped_sum = 0;
   for (std::uint32_t slot = 0; slot < peds_.size(); ++slot) {
+    // Four packed words per pedestrian: every field, half the mixing.
     Digest e;
-    e.u64(peds_.id[slot].packed()).u32(peds_.lane[slot]).f64(peds_.s_m[slot]).u32(peds_.hops[slot]);
-    e.u32(peds_.resident[slot]).u32(peds_.tier[slot]).u32(peds_.priority[slot]).u32(peds_.origin[slot]);
+    e.u64(peds_.id[slot].packed()).f64(peds_.s_m[slot]);
+    e.u64(std::uint64_t{peds_.lane[slot]} << 32 | std::uint64_t{peds_.tier[slot]} << 16 |
+          std::uint64_t{peds_.priority[slot]} << 8 | peds_.origin[slot]);
+    e.u64(std::uint64_t{peds_.hops[slot]} << 32 | peds_.resident[slot]);
     ped_sum += e.value();
   }
   d.tag(4).u32(peds_.size()).u32(background_count_).u64(ped_sum);

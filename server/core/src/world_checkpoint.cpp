@@ -261,6 +261,7 @@ World::RestoreResult World::restore(const Scenario& scenario, const WorldCheckpo
     peds.resident.push_back(res);
     peds.tier.push_back(p.tier[i]);
     peds.priority.push_back(p.priority[i]);
+    peds.phase.push_back(id_phase(id));
     peds.origin.push_back(p.origin[i]);
     if (p.origin[i] == static_cast<std::uint8_t>(PedestrianOrigin::Background)) ++w->background_count_;
   }

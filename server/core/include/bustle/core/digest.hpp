@@ -17,12 +17,14 @@ namespace bustle::core {
 
 class Digest {
  public:
-  Digest& u64(std::uint64_t w) {
+  // Forced inline: the per-entity loops call these hundreds of thousands of
+  // times per step, and GCC stops inlining them in large functions.
+  [[gnu::always_inline]] Digest& u64(std::uint64_t w) {
     h_ = (rotl(h_ ^ mix64(w), 29) * 0x9E3779B97F4A7C15ull) + 0x632BE59BD9B4E019ull;
     return *this;
   }
-  Digest& u32(std::uint32_t w) { return u64(w); }
-  Digest& f64(double d) { return u64(std::bit_cast<std::uint64_t>(d)); }
+  [[gnu::always_inline]] Digest& u32(std::uint32_t w) { return u64(w); }
+  [[gnu::always_inline]] Digest& f64(double d) { return u64(std::bit_cast<std::uint64_t>(d)); }
   Digest& boolean(bool b) { return u64(b ? 1u : 0u); }
   Digest& str(std::string_view s) {
     u64(s.size());
@@ -42,7 +44,7 @@ class Digest {
   // Section tags keep adjacent variable-length collections from aliasing.
   Digest& tag(std::uint64_t t) { return u64(0xB5A1'0000'0000'0000ull | t); }
 
-  std::uint64_t value() const { return mix64(h_); }
+  [[gnu::always_inline]] std::uint64_t value() const { return mix64(h_); }
 
  private:
   static constexpr std::uint64_t rotl(std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }

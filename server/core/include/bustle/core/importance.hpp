@@ -53,6 +53,10 @@ class ImportanceField {
   };
   const ImportanceSpec* spec_ = nullptr;
   std::vector<Obs> obs_;
+  // When no observer has a view direction and all stand at one height, the
+  // nearest observer is the one at the smallest squared distance: one sqrt.
+  bool flat_ = true;
+  double flat_z_ = 0.0;
 };
 
 }  // namespace bustle::core

@@ -14,7 +14,7 @@
 
 namespace bustle::core {
 
-constexpr std::uint64_t splitmix64_next(std::uint64_t& state) {
+[[gnu::always_inline]] constexpr std::uint64_t splitmix64_next(std::uint64_t& state) {
   state += 0x9E3779B97F4A7C15ull;
   std::uint64_t z = state;
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -24,7 +24,7 @@ constexpr std::uint64_t splitmix64_next(std::uint64_t& state) {
 
 // A stateless 64-bit mix of one value (the SplitMix64 finaliser); used to
 // derive per-entity decisions that must not depend on iteration order.
-constexpr std::uint64_t mix64(std::uint64_t x) {
+[[gnu::always_inline]] constexpr std::uint64_t mix64(std::uint64_t x) {
   std::uint64_t s = x;
   return splitmix64_next(s);
 }

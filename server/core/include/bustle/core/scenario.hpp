@@ -141,8 +141,10 @@ struct TierSpec {
   std::uint32_t full_cap = 4096;
   std::uint32_t simulated_cap = 65536;
   std::uint32_t transitions_per_step = 256;
-  // Pedestrians are resolved every N steps (vehicles every step): resolution
-  // is O(pedestrians) and tiers change slowly next to 8-step strides.
+  // Each pedestrian is re-resolved every N steps: every step resolves the
+  // 1/N slice whose id phase matches (as strides are spread), so no step pays
+  // for all of them; tiers change slowly next to 8-step strides. Vehicles are
+  // resolved every step.
   std::uint32_t pedestrian_resolve_every_steps = 4;
   // Absolute limit on Full entities per kind, ForceFull included: ForceFull
   // bypasses full_cap but never this.

@@ -159,6 +159,7 @@ struct PedestrianStore {
   std::vector<std::uint8_t> tier;       // SimTier: how often this pedestrian's logic runs
   std::vector<std::uint8_t> priority;   // PriorityClass (importance)
   std::vector<std::uint8_t> origin;     // PedestrianOrigin
+  std::vector<std::uint8_t> phase;      // id_phase(id): derived from the id, never stored
   std::vector<std::uint32_t> dense_of;
   static constexpr std::uint32_t kNoResident = UINT32_MAX;
 
@@ -350,7 +351,10 @@ class World {
   PopulationSystem population_;
   std::uint32_t background_count_ = 0;  // pedestrians without a resident identity
   std::vector<double> resident_distance_;
-  std::vector<double> ped_distance_;
+  std::vector<double> ped_distance_;          // per slice member (scratch)
+  std::vector<std::uint32_t> slice_;           // dense slots resolved this step (scratch)
+  std::vector<EntityId> slice_ids_;
+  std::vector<std::uint8_t> slice_tier_;
   TierResolver ped_tier_resolver_;
   TierCounts ped_tiers_;
   std::vector<EntityId> forced_full_;  // sorted by EntityId; bounded by 2 x hard_full_cap
