@@ -71,8 +71,8 @@ TEST_CASE("with one Full slot, a story pedestrian wins it over a nearer backgrou
   auto created = World::create(s, 1);
   REQUIRE(created.world);
   World& w = *created.world;
-  REQUIRE(w.submit({{1, 1}, SpawnPedestrian{"", "a", 3, 0}}) == SubmitStatus::Queued);  // background class
-  REQUIRE(w.submit({{1, 2}, SpawnPedestrian{"", "a", 0, 0}}) == SubmitStatus::Queued);  // story class
+  REQUIRE(w.submit({{1, 1}, SpawnPedestrian{"", "a", 3, 0, {}}}) == SubmitStatus::Queued);  // background class
+  REQUIRE(w.submit({{1, 2}, SpawnPedestrian{"", "a", 0, 0, {}}}) == SubmitStatus::Queued);  // story class
   for (int k = 0; k < 12; ++k) w.step();
   const EntityId bg = w.find_spawn(1)->entity;
   const EntityId story = w.find_spawn(2)->entity;

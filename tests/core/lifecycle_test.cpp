@@ -72,7 +72,7 @@ std::vector<SpawnState> states_of(const World& w, std::uint64_t handle) {
 
 TEST_CASE("a spawn handle moves through every stage, one per step, and ends ready") {
   auto w = make(two_zones());
-  const CommandResult r = apply_one(*w, SpawnPedestrian{"home", "", 0, 0});
+  const CommandResult r = apply_one(*w, SpawnPedestrian{"home", "", 0, 0, {}});
   REQUIRE(r.status == CommandStatus::Accepted);
   const std::uint64_t h = r.handle;
   REQUIRE(h == 1);
@@ -107,7 +107,7 @@ TEST_CASE("the per-step creation cap defers spawns without failing them") {
   auto w = make(two_zones());
   std::vector<std::uint64_t> handles;
   for (std::uint32_t k = 0; k < 7; ++k) {
-    REQUIRE(w->submit(env(100 + k, SpawnPedestrian{"", "", 1, 0})) == SubmitStatus::Queued);
+    REQUIRE(w->submit(env(100 + k, SpawnPedestrian{"", "", 1, 0, {}})) == SubmitStatus::Queued);
   }
   w->step();
   for (const CommandResult& r : w->last_command_results()) handles.push_back(r.handle);
@@ -170,7 +170,7 @@ TEST_CASE("a spawn that cannot get an identity times out, deferred until then") 
   Scenario s = two_zones();
   s.entity_capacity = 12;  // exactly the residents: no room
   auto w = make(s);
-  const CommandResult r = apply_one(*w, SpawnPedestrian{"", "", 1, 300});
+  const CommandResult r = apply_one(*w, SpawnPedestrian{"", "", 1, 300, {}});
   REQUIRE(r.status == CommandStatus::Accepted);
   w->step();
   CHECK(w->find_spawn(r.handle)->state == SpawnState::Queued);
@@ -182,9 +182,9 @@ TEST_CASE("a spawn that cannot get an identity times out, deferred until then") 
 TEST_CASE("spawn requests are validated before anything changes") {
   auto w = make(two_zones());
   const std::uint64_t before = w->spawn_pipeline().next_handle;
-  CHECK(apply_one(*w, SpawnPedestrian{"nowhere", "", 1, 0}).message.find("zone") != std::string::npos);
-  CHECK(apply_one(*w, SpawnPedestrian{"home", "work", 1, 0}).message.find("not a lane of zone") != std::string::npos);
-  CHECK(apply_one(*w, SpawnPedestrian{"", "", 9, 0}).message.find("priority") != std::string::npos);
+  CHECK(apply_one(*w, SpawnPedestrian{"nowhere", "", 1, 0, {}}).message.find("zone") != std::string::npos);
+  CHECK(apply_one(*w, SpawnPedestrian{"home", "work", 1, 0, {}}).message.find("not a lane of zone") != std::string::npos);
+  CHECK(apply_one(*w, SpawnPedestrian{"", "", 9, 0, {}}).message.find("priority") != std::string::npos);
   CHECK(w->spawn_pipeline().next_handle == before);
   CHECK(w->spawn_pipeline().live.empty());
 }
@@ -196,8 +196,8 @@ TEST_CASE("despawn: near pedestrians fade in the retiring FIFO, far ones leave a
   s.pedestrians.count = 0;
   auto w = make(s);
   // One spawn near the observer (home loop), one far away.
-  REQUIRE(w->submit(env(1, SpawnPedestrian{"", "home", 3, 0})) == SubmitStatus::Queued);
-  REQUIRE(w->submit(env(2, SpawnPedestrian{"", "far", 3, 0})) == SubmitStatus::Queued);
+  REQUIRE(w->submit(env(1, SpawnPedestrian{"", "home", 3, 0, {}})) == SubmitStatus::Queued);
+  REQUIRE(w->submit(env(2, SpawnPedestrian{"", "far", 3, 0, {}})) == SubmitStatus::Queued);
   for (int k = 0; k < 8; ++k) w->step();  // registered and tiered (resolution every 4th step)
   const EntityId near = w->find_spawn(1)->entity;
   const EntityId far = w->find_spawn(2)->entity;
@@ -253,7 +253,7 @@ TEST_CASE("a lifecycle batch is atomic: one bad op changes nothing, a good batch
   REQUIRE(a->digest() == b->digest());
   const EntityId victim = a->pedestrians().id[0];
   LifecycleBatch bad;
-  bad.ops.push_back({LifecycleOp::Kind::Spawn, SpawnPedestrian{"home", "", 1, 0}, {}});
+  bad.ops.push_back({LifecycleOp::Kind::Spawn, SpawnPedestrian{"home", "", 1, 0, {}}, {}});
   bad.ops.push_back({LifecycleOp::Kind::Despawn, {}, victim});
   bad.ops.push_back({LifecycleOp::Kind::Despawn, {}, EntityId{999, 4}});  // not alive
   REQUIRE(a->submit(env(1, bad)) == SubmitStatus::Queued);
@@ -271,9 +271,9 @@ TEST_CASE("a lifecycle batch is atomic: one bad op changes nothing, a good batch
     REQUIRE(a->digest() == b->digest());
   }
   LifecycleBatch good;
-  good.ops.push_back({LifecycleOp::Kind::Spawn, SpawnPedestrian{"home", "", 1, 0}, {}});
+  good.ops.push_back({LifecycleOp::Kind::Spawn, SpawnPedestrian{"home", "", 1, 0, {}}, {}});
   good.ops.push_back({LifecycleOp::Kind::Despawn, {}, a->pedestrians().id[0]});
-  good.ops.push_back({LifecycleOp::Kind::Spawn, SpawnPedestrian{"", "", 2, 0}, {}});
+  good.ops.push_back({LifecycleOp::Kind::Spawn, SpawnPedestrian{"", "", 2, 0, {}}, {}});
   const CommandResult ok = apply_one(*a, good);
   CHECK(ok.status == CommandStatus::Accepted);
   CHECK(ok.batch == BatchStatus::Committed);
@@ -298,7 +298,7 @@ TEST_CASE("lifecycle batches never end partially committed") {
     const std::uint32_t n = 1 + rng.next_below(6);
     for (std::uint32_t k = 0; k < n; ++k) {
       if (rng.next_below(2) == 0) {
-        b.ops.push_back({LifecycleOp::Kind::Spawn, SpawnPedestrian{rng.next_below(8) == 0 ? "bad" : "", "", 1, 0}, {}});
+        b.ops.push_back({LifecycleOp::Kind::Spawn, SpawnPedestrian{rng.next_below(8) == 0 ? "bad" : "", "", 1, 0, {}}, {}});
       } else {
         const auto& ids = w->pedestrians().id;
         const EntityId id = rng.next_below(8) == 0 || ids.empty() ? EntityId{1000, 9} : ids[rng.next_below(static_cast<std::uint32_t>(ids.size()))];
@@ -420,11 +420,11 @@ TEST_CASE("completeness guard covers spawn handles, orphans, handoffs and observ
   s.population.start_hour = 11.95;
   ObserverPoint p{15, 15, 2.0, true, 1.0};
   LifecycleBatch batch;
-  batch.ops.push_back({LifecycleOp::Kind::Spawn, SpawnPedestrian{"work", "", 0, 0}, {}});
+  batch.ops.push_back({LifecycleOp::Kind::Spawn, SpawnPedestrian{"work", "", 0, 0, {}}, {}});
   const std::vector<ScriptedCommand> script = {
-      {2, SpawnPedestrian{"home", "", 1, 0}},
-      {3, SpawnPedestrian{"", "", 2, 0}},
-      {3, SpawnPedestrian{"", "", 2, 0}},
+      {2, SpawnPedestrian{"home", "", 1, 0, {}}},
+      {3, SpawnPedestrian{"", "", 2, 0, {}}},
+      {3, SpawnPedestrian{"", "", 2, 0, {}}},
       {4, CancelSpawn{3}},
       {6, SetObservers{{p}}},
       {9, DespawnEntity{EntityId{12, 1}}},
@@ -458,4 +458,85 @@ TEST_CASE("saves keep saveable residents' zone ownership and lifecycle settings"
   auto refused = World::load_save(s, bad);
   REQUIRE_FALSE(refused.errors.empty());
   CHECK(refused.errors[0].path == "saveable[3].zone");
+}
+
+namespace {
+// a -> {b, c}, b -> a, c -> a: a walker without a route picks b or c by hash.
+Scenario forked_lanes() {
+  Scenario s;
+  s.id = "test.fork";
+  s.lanes = {
+      {"a", LaneKind::Sidewalk, {{0, 0}, {10, 0}}, 2.0, {"b", "c"}},
+      {"b", LaneKind::Sidewalk, {{10, 0}, {10, 10}, {0, 0}}, 2.0, {"a"}},
+      {"c", LaneKind::Sidewalk, {{10, 0}, {10, -10}, {0, 0}}, 2.0, {"a"}},
+  };
+  s.entity_capacity = 64;
+  return s;
+}
+}  // namespace
+
+TEST_CASE("a spawned walker follows its route from the shared buffer, then wanders") {
+  auto w = make(forked_lanes());
+  SpawnPedestrian req;
+  req.route = {"a", "c", "a", "c", "a", "c"};
+  const CommandResult r = apply_one(*w, req);
+  REQUIRE(r.status == CommandStatus::Accepted);
+  CHECK(w->routes().live() == 1);
+  std::vector<std::string> seen;
+  EntityId id;
+  for (int k = 0; k < 1500 && seen.size() < 7; ++k) {
+    w->step();
+    if (const auto h = w->find_spawn(r.handle); h && h->entity.packed() != 0) id = h->entity;
+    if (id.packed() == 0 || w->pedestrians().dense_of[id.index] == PedestrianStore::kNoSlot) continue;
+    const std::string& lane = w->lanes().lane(w->pedestrians().lane[w->pedestrians().dense_of[id.index]]).id;
+    if (seen.empty() || seen.back() != lane) seen.push_back(lane);
+  }
+  REQUIRE(seen.size() == 7);
+  CHECK(std::vector<std::string>(seen.begin(), seen.begin() + 6) == req.route);
+  CHECK(w->routes().live() == 0);  // used up: released, the walker wanders on
+  CHECK(w->check_invariants().empty());
+}
+
+TEST_CASE("route slots are reused from a free list and the shared buffer compacts") {
+  RouteTable t;
+  const std::vector<LaneIndex> r1{0, 1, 2, 3}, r2{4, 5}, r3{6, 7, 8};
+  const std::uint32_t a = t.add(r1);
+  const std::uint32_t b = t.add(r2);
+  CHECK(t.first(b) == 4);
+  CHECK(t.next(b) == std::optional<LaneIndex>{5});
+  CHECK_FALSE(t.next(b).has_value());
+  t.release(a);  // 4 of 6 lanes are garbage: compaction
+  CHECK(t.state().lanes == std::vector<LaneIndex>{4, 5});
+  CHECK(t.state().offset[b] == 0);
+  const std::uint32_t c = t.add(r3);
+  CHECK(c == a);  // the freed slot
+  CHECK(t.first(c) == 6);
+  CHECK(RouteTable::validate(t.state(), 9).empty());
+  RouteTableState bad = t.state();
+  bad.target[c] = 9;
+  CHECK(RouteTable::validate(bad, 9).find("routes[0].target") == 0);
+}
+
+TEST_CASE("a route that does not follow the lane graph is refused before anything changes") {
+  auto w = make(forked_lanes());
+  SpawnPedestrian req;
+  req.route = {"a", "c", "b"};
+  const CommandResult r = apply_one(*w, req);
+  CHECK(r.status == CommandStatus::Rejected);
+  CHECK(r.message == "route[2]: 'b' does not follow 'c'");
+  CHECK(w->routes().live() == 0);
+  req.route = {"a"};
+  req.lane = "b";
+  CHECK(apply_one(*w, req).message.rfind("lane: must be route[0]", 0) == 0);
+}
+
+TEST_CASE("checkpoints carry routes held by handles and walkers") {
+  Scenario s = forked_lanes();
+  s.pedestrians.count = 5;
+  SpawnPedestrian routed;
+  routed.route = {"a", "b", "a", "b", "a"};
+  SpawnPedestrian other;
+  other.route = {"c", "a"};
+  const std::vector<ScriptedCommand> script = {{2, routed}, {2, other}, {3, routed}, {4, CancelSpawn{3}}, {9, routed}};
+  bustle::test::check_checkpoint_completeness(s, 2, script, 80, {1, 2, 3, 4, 6, 12, 30});
 }

@@ -345,3 +345,36 @@ TEST_CASE("ForceFull over the socket-level command: accepted up to the hard cap,
   CHECK(r.world->forced_full() == w->forced_full());
   CHECK(r.world->force_full_refused() == 1);
 }
+
+TEST_CASE("swap-remove moves the last pedestrian into the hole and the free list is reused") {
+  Scenario s = two_loops(6);
+  s.entity_capacity = 7;
+  s.lanes[0].successors = {"w2"};  // no dead ends: only requested despawns
+  s.lanes[3].successors = {"e"};
+  auto w = make(s, 4);
+  w->step();
+  REQUIRE(w->pedestrians().size() == 6);
+  const PedestrianStore& p = w->pedestrians();
+  const EntityId victim = p.id[1];
+  const EntityId last = p.id[5];
+  // No observer: everyone is Coarse (off-screen), so the despawn skips the fade.
+  REQUIRE(w->submit(env(1, DespawnEntity{victim})) == SubmitStatus::Queued);
+  w->step();
+  REQUIRE_FALSE(w->registry().is_alive(victim));
+  CHECK(p.id[1] == last);
+  CHECK(p.dense_of[last.index] == 1);
+  CHECK(p.dense_of[victim.index] == PedestrianStore::kNoSlot);
+  // The refill takes the never-used slot first, then (after another release)
+  // the victim's slot with a new generation: reuse as late as possible.
+  REQUIRE(w->pedestrians().size() == 5);
+  w->step();
+  REQUIRE(w->pedestrians().size() == 6);
+  CHECK(w->registry().free_count() == 1);
+  REQUIRE(w->submit(env(2, DespawnEntity{p.id[0]})) == SubmitStatus::Queued);
+  w->step();
+  w->step();
+  bool reused = false;
+  for (const EntityId id : p.id) reused = reused || (id.index == victim.index && id.generation == victim.generation + 1);
+  CHECK(reused);
+  CHECK(w->check_invariants().empty());
+}

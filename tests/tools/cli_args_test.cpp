@@ -1,4 +1,5 @@
 #include <catch2/catch.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -86,7 +87,7 @@ TEST_CASE("CLI help", "[cli]") {
   CHECK(parse({"help"}).status == ParseStatus::Help);
 }
 
-TEST_CASE("CLI rejects bad input with a reason", "[cli]") {
+TEST_CASE("CLI rejects bad input with a reason", "[cli][population]") {
   struct Case {
     std::vector<std::string_view> args;
     const char* needle;
@@ -117,6 +118,32 @@ TEST_CASE("CLI rejects bad input with a reason", "[cli]") {
       {{"job", "18446744073709551616"}, "invalid job id"},
       {{"job", "7x"}, "invalid job id"},
       {{"restore", "x", "--no-wait=1"}, "unknown option"},
+      // Spawn pipeline commands.
+      {{"spawn", "--priority", "urgent"}, "--priority urgent"},
+      {{"spawn", "--priority", "1"}, "--priority"},
+      {{"spawn", "--wait", "done"}, "--wait done"},
+      {{"spawn", "--wait", "failed"}, "--wait"},
+      {{"spawn", "--wait"}, "needs a value"},
+      {{"spawn", "--attach"}, "--attach"},
+      {{"spawn", "--wait", "registered", "--attach"}, "--attach"},
+      {{"spawn", "--spawn-timeout-ms", "-5"}, "--spawn-timeout-ms"},
+      {{"spawn", "extra"}, "unexpected argument"},
+      {{"status", "--zone", "market"}, "--zone is only for spawn"},
+      {{"lifecycle", "--lane", "x", "--growth", "1"}, "--lane is only for spawn"},
+      {{"spawn", "--growth", "1"}, "--growth is only for lifecycle"},
+      {{"lifecycle"}, "at least one"},
+      {{"lifecycle", "--growth", "-1"}, "--growth"},
+      {{"lifecycle", "--migration-budget", "x"}, "--migration-budget"},
+      {{"lifecycle", "--interval-ms", "3600001"}, "--interval-ms"},
+      {{"watch", "--interval-ms", "0"}, "--interval-ms"},
+      {{"cancel-spawn"}, "bustle cancel-spawn HANDLE"},
+      {{"cancel-spawn", "0"}, "invalid spawn handle"},
+      {{"cancel-spawn", "1", "2"}, "unexpected argument"},
+      {{"spawn-status", "x"}, "invalid spawn handle \"x\""},
+      {{"spawn-status", "-1"}, "invalid spawn handle"},
+      {{"entity"}, "bustle entity INDEX:GEN"},
+      {{"entity", "12"}, "invalid entity id"},
+      {{"population", "extra"}, "unexpected argument"},
   };
   for (const auto& c : cases) {
     const auto r = parse(c.args);
@@ -216,4 +243,88 @@ TEST_CASE("CLI vehicle and population usage errors", "[cli][vehicles]") {
     CHECK(r.status == ParseStatus::Error);
     CHECK_FALSE(r.error.empty());
   }
+}
+
+TEST_CASE("CLI spawn pipeline commands parse their arguments", "[cli][population]") {
+  auto r = parse({"spawn"});
+  REQUIRE(r.status == ParseStatus::Ok);
+  CHECK(r.options.command == "spawn");
+  CHECK(r.options.zone.empty());
+  CHECK(r.options.spawn_lane.empty());
+  CHECK(r.options.spawn_priority == 1);  // quest
+  CHECK(r.options.spawn_timeout_ms == 0);
+  CHECK_FALSE(r.options.wait_state.has_value());
+  CHECK_FALSE(r.options.attach);
+  CHECK(r.options.timeout_ms == 3000);  // --timeout-ms stays the tool's own timeout
+
+  r = parse({"spawn", "--zone", "market", "--lane=market.loop", "--priority", "background",
+             "--spawn-timeout-ms", "5000", "--wait", "ready_for_gameplay", "--attach", "--step",
+             "--timeout-ms", "800"});
+  REQUIRE(r.status == ParseStatus::Ok);
+  CHECK(r.options.zone == "market");
+  CHECK(r.options.spawn_lane == "market.loop");
+  CHECK(r.options.spawn_priority == 3);
+  CHECK(r.options.spawn_timeout_ms == 5000);
+  REQUIRE(r.options.wait_state.has_value());
+  CHECK(*r.options.wait_state == 5);  // ReadyForGameplay
+  CHECK(r.options.attach);
+  CHECK(r.options.step_after);
+  CHECK(r.options.timeout_ms == 800);
+
+  // Names are matched without case, '_' or '-': the wire's CamelCase works too.
+  const char* states[] = {"queued",   "identity-created",  "Registered", "RepresentationRequested",
+                          "ATTACHED", "ready_for_gameplay"};
+  for (std::uint8_t i = 0; i < 6; ++i) {
+    INFO(states[i]);
+    r = parse({"spawn", "--wait", states[i]});
+    REQUIRE(r.status == ParseStatus::Ok);
+    CHECK(r.options.wait_state == std::optional<std::uint8_t>(i));
+  }
+  const char* priorities[] = {"story", "Quest", "COMMUNITY", "background"};
+  for (std::uint8_t i = 0; i < 4; ++i) {
+    r = parse({"spawn", "--priority", priorities[i]});
+    REQUIRE(r.status == ParseStatus::Ok);
+    CHECK(r.options.spawn_priority == i);
+  }
+  // --priority stays an integer for garage-request.
+  r = parse({"garage-request", "g0", "r1", "sedan", "lane0", "--priority", "7"});
+  REQUIRE(r.status == ParseStatus::Ok);
+  CHECK(r.options.priority == 7);
+
+  r = parse({"cancel-spawn", "7", "--step"});
+  REQUIRE(r.status == ParseStatus::Ok);
+  CHECK(r.options.handle == 7);
+  CHECK(r.options.step_after);
+  r = parse({"spawn-status", "18446744073709551615"});
+  REQUIRE(r.status == ParseStatus::Ok);
+  CHECK(r.options.handle == 18446744073709551615ull);
+
+  r = parse({"entity", "40:2"});
+  REQUIRE(r.status == ParseStatus::Ok);
+  CHECK(r.options.entity_index == 40);
+  CHECK(r.options.entity_generation == 2);
+
+  CHECK(parse({"population"}).status == ParseStatus::Ok);
+}
+
+TEST_CASE("CLI lifecycle takes the settings to change and keeps the rest unset",
+          "[cli][population]") {
+  auto r = parse({"lifecycle", "--growth", "4"});
+  REQUIRE(r.status == ParseStatus::Ok);
+  CHECK(r.options.growth_quota == std::optional<std::uint32_t>(4));
+  CHECK_FALSE(r.options.recycle_quota.has_value());
+  CHECK_FALSE(r.options.lifecycle_interval_ms.has_value());
+  CHECK_FALSE(r.options.migration_budget.has_value());
+
+  r = parse({"lifecycle", "--recycle=3", "--interval-ms", "0", "--migration-budget", "9"});
+  REQUIRE(r.status == ParseStatus::Ok);
+  CHECK(r.options.recycle_quota == std::optional<std::uint32_t>(3));
+  CHECK(r.options.lifecycle_interval_ms == std::optional<std::uint32_t>(0));  // the server judges
+  CHECK(r.options.migration_budget == std::optional<std::uint32_t>(9));
+  CHECK(r.options.interval_ms == 1000);  // watch's interval untouched
+
+  r = parse({"watch", "--interval-ms", "250"});
+  REQUIRE(r.status == ParseStatus::Ok);
+  CHECK(r.options.interval_ms == 250);
+  CHECK_FALSE(r.options.lifecycle_interval_ms.has_value());
 }

@@ -35,7 +35,14 @@ TEST_CASE("bustle --help documents every command and option", "[cli]") {
                            "observers",       "hour H",
                            "time-scale S",    "zones",
                            "--priority",      "--step",
-                           "queued"}) {
+                           "queued",          "population",
+                           "spawn [--zone Z] [--lane L]",
+                           "story|quest|community|background",
+                           "cancel-spawn HANDLE", "spawn-status HANDLE",
+                           "entity INDEX:GEN", "lifecycle [--growth N]",
+                           "--spawn-timeout-ms", "--wait STATE",
+                           "--attach",        "--migration-budget",
+                           "ready_for_gameplay"}) {
     INFO(word);
     CHECK(r.out.find(word) != std::string::npos);
   }

@@ -1,5 +1,7 @@
-// The bustle executable's vehicle and population commands against a real
-// bustle-server with the corridor and large-block scenarios.
+// The bustle executable's vehicle and population commands (including the
+// spawn pipeline: spawn, cancel-spawn, spawn-status, entity, population,
+// lifecycle) against a real bustle-server with the corridor and large-block
+// scenarios.
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <sstream>
@@ -53,6 +55,15 @@ std::vector<std::string> words(const std::string& line) {
   std::vector<std::string> out;
   for (std::string w; in >> w;) out.push_back(w);
   return out;
+}
+
+// The word after the word `label` in `line`, or "".
+std::string word_after(const std::string& line, const std::string& label) {
+  const auto w = words(line);
+  for (std::size_t i = 0; i + 1 < w.size(); ++i) {
+    if (w[i] == label) return w[i + 1];
+  }
+  return "";
 }
 
 }  // namespace
@@ -250,6 +261,220 @@ TEST_CASE("bustle vehicle and strategy on the corridor", "[cli][server][vehicles
   r = cli(*server, {"observers", "25,25", "--step"});
   CHECK(r.exit.exit_code == 0);
   r = cli(*server, {"observers", "25"});
+  CHECK(r.exit.exit_code == 2);
+  CHECK(server->process.terminate(5000ms).exit_code == 0);
+}
+
+TEST_CASE("bustle spawn --wait steps to the state, spawn-status and entity describe it",
+          "[cli][server][population]") {
+  auto server = start({"--clock", "manual", "--config", kLargeBlock});
+  auto r = cli(*server, {"spawn", "--zone", "market", "--priority", "story", "--wait",
+                         "representation_requested", "--step"});
+  INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  REQUIRE(r.exit.exit_code == 0);
+  CHECK(r.out.find("spawn accepted at step 1: handle 1") != std::string::npos);
+  // Every state once, in pipeline order, each printed as it arrives.
+  std::size_t at = 0;
+  for (const char* state : {"spawn 1: Queued", "spawn 1: IdentityCreated", "spawn 1: Registered",
+                            "spawn 1: RepresentationRequested"}) {
+    INFO(state);
+    const auto found = r.out.find(state, at);
+    REQUIRE(found != std::string::npos);
+    at = found;
+  }
+  const std::string requested = line_starting_with(r.out, "spawn 1: RepresentationRequested");
+  CHECK(word_after(requested, "zone") == "market");
+  CHECK(word_after(requested, "priority") == "Story");
+  const std::string id = word_after(requested, "entity");
+  REQUIRE(id.find(':') != std::string::npos);
+
+  r = cli(*server, {"spawn-status", "1"});
+  INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  CHECK(r.exit.exit_code == 0);
+  CHECK(line_starting_with(r.out, "spawn 1: RepresentationRequested") != "");
+  CHECK(r.out.find("in progress") != std::string::npos);
+
+  r = cli(*server, {"entity", id});
+  INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  CHECK(r.exit.exit_code == 0);
+  for (const char* row :
+       {"identity", "lifecycle", "tier", "representation", "priority/origin", "community/zone",
+        "lane/position", "effective distance", "spawn", "retiring"}) {
+    INFO(row);
+    CHECK(line_starting_with(r.out, "  " + std::string(row) + " ") != "");
+  }
+  CHECK(line_starting_with(r.out, "  identity").find(id + " Pedestrian, alive") !=
+        std::string::npos);
+  CHECK(line_starting_with(r.out, "  lifecycle").find("Active") != std::string::npos);
+  CHECK(line_starting_with(r.out, "  priority/origin").find("priority Story, origin Spawned") !=
+        std::string::npos);
+  CHECK(line_starting_with(r.out, "  community/zone").find("zone market") != std::string::npos);
+  CHECK(line_starting_with(r.out, "  spawn").find("handle 1, RepresentationRequested") !=
+        std::string::npos);
+  CHECK(line_starting_with(r.out, "  retiring").find("no") != std::string::npos);
+
+  // --attach reports the actor, so the handle becomes ready.
+  r = cli(*server,
+          {"spawn", "--zone", "office", "--wait", "ready_for_gameplay", "--attach", "--step"});
+  INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  CHECK(r.exit.exit_code == 0);
+  CHECK(r.out.find("reported entity ") != std::string::npos);
+  CHECK(line_starting_with(r.out, "spawn 2: Attached") != "");
+  CHECK(line_starting_with(r.out, "spawn 2: ReadyForGameplay") != "");
+  r = cli(*server, {"spawn-status", "2"});
+  CHECK(r.out.find("terminal") != std::string::npos);
+
+  // Without anyone holding an actor, the wait ends at --timeout-ms (exit 1).
+  r = cli(*server, {"spawn", "--wait", "ready_for_gameplay", "--step", "--timeout-ms", "700"});
+  INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  CHECK(r.exit.exit_code == 1);
+  CHECK(line_starting_with(r.out, "spawn 3: RepresentationRequested") != "");
+  CHECK(r.err.find("did not reach ReadyForGameplay") != std::string::npos);
+  CHECK(r.err.find("--attach") != std::string::npos);
+
+  // Manual clock without --step or --wait: only queued.
+  r = cli(*server, {"spawn"});
+  CHECK(r.exit.exit_code == 0);
+  CHECK(r.out.find("spawn queued") != std::string::npos);
+
+  // Bad input: the server names the field (exit 3); the parser names the option (exit 2).
+  r = cli(*server, {"spawn", "--zone", "nowhere", "--step"});
+  INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  CHECK(r.exit.exit_code == 3);
+  CHECK(r.err.find("InvalidArgument") != std::string::npos);
+  CHECK(r.err.find("zone: unknown zone 'nowhere'") != std::string::npos);
+  r = cli(*server, {"spawn", "--priority", "urgent"});
+  CHECK(r.exit.exit_code == 2);
+  CHECK(r.err.find("--priority urgent") != std::string::npos);
+  r = cli(*server, {"spawn-status", "4242"});
+  CHECK(r.exit.exit_code == 3);
+  CHECK(r.err.find("NotFound") != std::string::npos);
+  r = cli(*server, {"spawn-status", "x"});
+  CHECK(r.exit.exit_code == 2);
+  r = cli(*server, {"entity", "60000:7"});
+  CHECK(r.exit.exit_code == 3);
+  CHECK(r.err.find("UnknownEntity") != std::string::npos);
+  r = cli(*server, {"entity", "nine"});
+  CHECK(r.exit.exit_code == 2);
+  CHECK(server->process.terminate(5000ms).exit_code == 0);
+}
+
+TEST_CASE("bustle spawn --wait with a fast clock needs no --step", "[cli][server][population]") {
+  auto server = start({"--clock", "fast", "--config", kLargeBlock});
+  const auto r =
+      cli(*server, {"spawn", "--zone", "market", "--wait", "ready_for_gameplay", "--attach"});
+  INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  CHECK(r.exit.exit_code == 0);
+  CHECK(line_starting_with(r.out, "spawn 1: ReadyForGameplay") != "");
+  CHECK(server->process.terminate(5000ms).exit_code == 0);
+}
+
+TEST_CASE("bustle cancel-spawn gives the identity back", "[cli][server][population]") {
+  auto server = start({"--clock", "manual", "--config", kLargeBlock});
+  auto r = cli(*server, {"spawn", "--zone", "market", "--step"});
+  REQUIRE(r.exit.exit_code == 0);
+  const std::string handle = word_after(r.out, "handle");
+  REQUIRE(handle == "1");
+  REQUIRE(cli(*server, {"step", "1"}).exit.exit_code == 0);  // -> IdentityCreated
+  r = cli(*server, {"cancel-spawn", handle, "--step"});
+  INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  CHECK(r.exit.exit_code == 0);
+  CHECK(r.out.find("cancel-spawn accepted at step") != std::string::npos);
+  const std::string given = line_starting_with(r.out, "spawn 1 canceled");
+  CHECK(given.find("given back") != std::string::npos);
+  CHECK(word_after(given, "entity").find(':') != std::string::npos);
+
+  r = cli(*server, {"spawn-status", handle});
+  CHECK(r.exit.exit_code == 0);
+  CHECK(line_starting_with(r.out, "spawn 1: Canceled") != "");
+  CHECK(r.out.find("terminal") != std::string::npos);
+
+  // Canceled while still queued: no identity existed yet.
+  r = cli(*server, {"spawn", "--step"});
+  REQUIRE(r.exit.exit_code == 0);
+  r = cli(*server, {"cancel-spawn", "2", "--step"});
+  INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  CHECK(r.exit.exit_code == 0);
+  CHECK(r.out.find("no entity given back") != std::string::npos);
+
+  // Bad input: an ended handle is refused by the server, 0 by the parser.
+  r = cli(*server, {"cancel-spawn", handle, "--step"});
+  CHECK(r.exit.exit_code == 3);
+  CHECK(r.err.find("NotFound") != std::string::npos);
+  CHECK(r.err.find("already ended") != std::string::npos);
+  r = cli(*server, {"cancel-spawn", "0"});
+  CHECK(r.exit.exit_code == 2);
+  CHECK(r.err.find("invalid spawn handle") != std::string::npos);
+  CHECK(server->process.terminate(5000ms).exit_code == 0);
+}
+
+TEST_CASE("bustle population prints every section and lifecycle keeps unset settings",
+          "[cli][server][population]") {
+  auto server = start({"--clock", "manual", "--config", kLargeBlock});
+  REQUIRE(cli(*server, {"step", "5"}).exit.exit_code == 0);
+  auto r = cli(*server, {"population"});
+  INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  REQUIRE(r.exit.exit_code == 0);
+  CHECK(r.out.rfind("population at step 5, time of day ", 0) == 0);
+  const auto header = words(line_starting_with(r.out, "ID "));
+  CHECK(header ==
+        std::vector<std::string>{"ID", "BASE", "TARGET", "ZONE", "ACTIVE", "DORMANT", "SAVEABLE"});
+  CHECK(r.out.find("3 communities") != std::string::npos);
+  for (const char* community : {"market_vendors ", "office_workers ", "maintenance "}) {
+    INFO(community);
+    const auto row = words(line_starting_with(r.out, community));
+    REQUIRE(row.size() == 7);
+    CHECK(std::stoi(row[4]) + std::stoi(row[5]) == std::stoi(row[1]));  // active + dormant = base
+  }
+  for (const char* section :
+       {"residents", "pedestrians", "lifecycle", "spawn pipeline", "spawn deferred", "retiring",
+        "despawns by reason", "tiers", "forced full", "ledger"}) {
+    INFO(section);
+    CHECK(line_starting_with(r.out, "  " + std::string(section) + " ") != "");
+  }
+  CHECK(line_starting_with(r.out, "  residents").find("72: active ") != std::string::npos);
+  CHECK(line_starting_with(r.out, "  lifecycle")
+            .find("growth quota 2, recycle quota 2, interval 250 ms, migration budget 4") !=
+        std::string::npos);
+  CHECK(line_starting_with(r.out, "  despawns by reason").find("Requested 0") != std::string::npos);
+  CHECK(line_starting_with(r.out, "  tiers").find("Full ") != std::string::npos);
+  CHECK(words(line_starting_with(r.out, "SPAWN STATE")) ==
+        std::vector<std::string>{"SPAWN", "STATE", "LIVE", "TOTAL"});
+  for (const char* state :
+       {"Queued ", "IdentityCreated ", "Registered ", "RepresentationRequested ", "Attached ",
+        "ReadyForGameplay ", "Failed ", "Canceled ", "TimedOut "}) {
+    INFO(state);
+    CHECK(words(line_starting_with(r.out, state)).size() == 3);
+  }
+
+  r = cli(*server, {"lifecycle", "--growth", "5", "--interval-ms", "500", "--step"});
+  INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  CHECK(r.exit.exit_code == 0);
+  CHECK(r.out.find("lifecycle accepted at step") != std::string::npos);
+  CHECK(line_starting_with(r.out, "  growth quota").find("5 (was 2)") != std::string::npos);
+  CHECK(line_starting_with(r.out, "  interval").find("500 ms (was 250 ms)") != std::string::npos);
+  // Only --recycle given: the growth quota and interval set above stay.
+  r = cli(*server, {"lifecycle", "--recycle", "3", "--step"});
+  CHECK(r.exit.exit_code == 0);
+  CHECK(line_starting_with(r.out, "  growth quota").find("5") != std::string::npos);
+  CHECK(line_starting_with(r.out, "  growth quota").find("was") == std::string::npos);
+  r = cli(*server, {"population"});
+  CHECK(line_starting_with(r.out, "  lifecycle")
+            .find("growth quota 5, recycle quota 3, interval 500 ms, migration budget 4") !=
+        std::string::npos);
+
+  // Bad input: the server names the field (exit 3); the parser the option (exit 2).
+  r = cli(*server, {"lifecycle", "--interval-ms", "0", "--step"});
+  INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  CHECK(r.exit.exit_code == 3);
+  CHECK(r.err.find("interval_ms must be in [1, 3600000]") != std::string::npos);
+  r = cli(*server, {"lifecycle"});
+  CHECK(r.exit.exit_code == 2);
+  CHECK(r.err.find("at least one") != std::string::npos);
+  r = cli(*server, {"lifecycle", "--growth", "many"});
+  CHECK(r.exit.exit_code == 2);
+  CHECK(r.err.find("--growth many") != std::string::npos);
+  r = cli(*server, {"population", "extra"});
   CHECK(r.exit.exit_code == 2);
   CHECK(server->process.terminate(5000ms).exit_code == 0);
 }

@@ -26,7 +26,8 @@ template <class... Ts>
 Overloaded(Ts...) -> Overloaded<Ts...>;
 
 void digest_spawn_request(Digest& d, const SpawnPedestrian& c) {
-  d.str(c.zone).str(c.lane).u32(c.priority).u32(c.timeout_ms);
+  d.str(c.zone).str(c.lane).u32(c.priority).u32(c.timeout_ms).u64(c.route.size());
+  for (const std::string& l : c.route) d.str(l);
 }
 
 }  // namespace
@@ -162,6 +163,7 @@ World::World(const Scenario& scenario, std::uint64_t seed, LogSink* log)
   peds_.priority.reserve(cap);
   peds_.origin.reserve(cap);
   peds_.phase.reserve(cap);
+  peds_.route.reserve(cap);
   peds_.dense_of.assign(cap, PedestrianStore::kNoSlot);
   observer_views_.assign(observers_.size(), ObserverView{});
   // Resident identities exist from the start (all dormant); validation made
@@ -414,7 +416,8 @@ CommandResult World::apply(const CommandEnvelope& env) {
                  [&](const SpawnPedestrian& c) {
                    std::int32_t zone = kAnyZone;
                    std::uint32_t lane = kAnyLane;
-                   std::string why = validate_spawn(c, zone, lane);
+                   std::vector<LaneIndex> route;
+                   std::string why = validate_spawn(c, zone, lane, &route);
                    if (why.empty() && spawn_.live.size() >= scenario_.spawn.queue_depth) {
                      r.status = CommandStatus::Rejected;
                      r.reason = RejectReason::QueueFull;
@@ -427,7 +430,7 @@ CommandResult World::apply(const CommandEnvelope& env) {
                      r.message = std::move(why);
                      return;
                    }
-                   r.handle = accept_spawn(c, zone, lane, env.origin);
+                   r.handle = accept_spawn(c, zone, lane, route, env.origin);
                    r.status = CommandStatus::Accepted;
                  },
                  [&](const CancelSpawn& c) {
@@ -561,6 +564,7 @@ void World::push_pedestrian(EntityId id, LaneIndex lane, double s_m, std::uint32
   peds_.priority.push_back(static_cast<std::uint8_t>(cls));
   peds_.origin.push_back(static_cast<std::uint8_t>(origin));
   peds_.phase.push_back(id_phase(id));
+  peds_.route.push_back(kNoRoute);
   if (origin == PedestrianOrigin::Background) ++background_count_;
 }
 
@@ -815,11 +819,21 @@ void World::phase_move_pedestrians() {
         request_despawn(peds_.id[i], DespawnReason::LaneDeadEnd);
         break;
       }
+      // A pedestrian with a route takes its next lane (validated as a
+      // successor when the route was accepted); afterwards it wanders.
+      std::optional<LaneIndex> routed;
+      if (peds_.route[i] != kNoRoute) {
+        routed = routes_.next(peds_.route[i]);
+        if (!routed) {
+          routes_.release(peds_.route[i]);
+          peds_.route[i] = kNoRoute;
+        }
+      }
       // Route choice is a pure function of (world seed stream, id, hop count):
       // it does not depend on the order agents are processed in.
       const std::uint64_t h = mix64(route_salt_ ^ peds_.id[i].packed() * 0x9E3779B97F4A7C15ull ^
                                     peds_.hops[i]);
-      lane = next[static_cast<std::size_t>(h % next.size())];
+      lane = routed ? *routed : next[static_cast<std::size_t>(h % next.size())];
       s = 0.0;
       ++peds_.hops[i];
     }
@@ -832,6 +846,7 @@ void World::remove_pedestrian(EntityId id) {
   const std::uint32_t slot = peds_.dense_of[id.index];
   assert(slot != PedestrianStore::kNoSlot);
   const std::uint32_t last = peds_.size() - 1;
+  if (peds_.route[slot] != kNoRoute) routes_.release(peds_.route[slot]);
   if (peds_.origin[slot] == static_cast<std::uint8_t>(PedestrianOrigin::Background)) --background_count_;
   if (slot != last) {
     peds_.id[slot] = peds_.id[last];
@@ -843,6 +858,7 @@ void World::remove_pedestrian(EntityId id) {
     peds_.priority[slot] = peds_.priority[last];
     peds_.origin[slot] = peds_.origin[last];
     peds_.phase[slot] = peds_.phase[last];
+    peds_.route[slot] = peds_.route[last];
     peds_.dense_of[peds_.id[slot].index] = slot;
   }
   peds_.id.pop_back();
@@ -854,6 +870,7 @@ void World::remove_pedestrian(EntityId id) {
   peds_.priority.pop_back();
   peds_.origin.pop_back();
   peds_.phase.pop_back();
+  peds_.route.pop_back();
   peds_.dense_of[id.index] = PedestrianStore::kNoSlot;
 }
 
@@ -891,6 +908,7 @@ std::uint64_t World::compute_digest() const {
     e.u64(std::uint64_t{peds_.lane[slot]} << 32 | std::uint64_t{peds_.tier[slot]} << 16 |
           std::uint64_t{peds_.priority[slot]} << 8 | peds_.origin[slot]);
     e.u64(std::uint64_t{peds_.hops[slot]} << 32 | peds_.resident[slot]);
+    if (peds_.route[slot] != kNoRoute) e.u64(peds_.route[slot]);
     ped_sum += e.value();
   }
   d.tag(4).u32(peds_.size()).u32(background_count_).u64(ped_sum);

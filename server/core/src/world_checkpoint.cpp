@@ -61,6 +61,30 @@ void World::restore_lifecycle(World& w, const WorldCheckpoint& cp, Fail& fail) {
   for (std::size_t k = 0; k < sp.recent.size(); ++k) check_handle(sp.recent[k], "spawn.recent[" + std::to_string(k) + "]", false);
   if (sp.live.size() > w.scenario_.spawn.queue_depth) fail("spawn.live", "more live handles than spawn.queue_depth");
   w.spawn_ = sp;
+  // Routes: the table is consistent, and every live route is held by exactly
+  // one walker or one live spawn handle.
+  if (std::string why = RouteTable::validate(cp.routes, static_cast<std::uint32_t>(nlanes)); !why.empty()) {
+    fail(why.substr(0, why.find(':')), why.substr(why.find(':') + 2));
+    return;
+  }
+  std::vector<std::uint8_t> held(cp.routes.count.size(), 0);
+  auto hold = [&](std::uint32_t slot, const std::string& row) {
+    if (slot == kNoRoute) return;
+    if (slot >= held.size() || cp.routes.count[slot] == 0) {
+      fail(row, "route slot " + std::to_string(slot) + " is not a live route");
+    } else if (held[slot]++ != 0) {
+      fail(row, "route slot " + std::to_string(slot) + " is held twice");
+    }
+  };
+  for (std::size_t i = 0; i < w.peds_.size(); ++i) hold(w.peds_.route[i], "pedestrians[" + std::to_string(i) + "].route");
+  for (std::size_t k = 0; k < sp.live.size(); ++k) hold(sp.live[k].route, "spawn.live[" + std::to_string(k) + "].route");
+  for (std::size_t k = 0; k < sp.recent.size(); ++k) {
+    if (sp.recent[k].route != kNoRoute) fail("spawn.recent[" + std::to_string(k) + "].route", "an ended handle holds no route");
+  }
+  for (std::size_t slot = 0; slot < held.size(); ++slot) {
+    if (cp.routes.count[slot] != 0 && held[slot] == 0) fail("routes[" + std::to_string(slot) + "]", "live route held by nobody");
+  }
+  w.routes_.set_state(cp.routes);
   // Orphans and the retiring FIFO.
   const ResidentStore& rs = w.population_.residents();
   for (std::size_t k = 0; k < cp.orphans.size(); ++k) {
@@ -125,6 +149,8 @@ void World::capture_into(WorldCheckpoint& c) const {
   c.pedestrians.tier.assign(peds_.tier.begin(), peds_.tier.end());
   c.pedestrians.priority.assign(peds_.priority.begin(), peds_.priority.end());
   c.pedestrians.origin.assign(peds_.origin.begin(), peds_.origin.end());
+  c.pedestrians.route.assign(peds_.route.begin(), peds_.route.end());
+  c.routes = routes_.state();
   c.pedestrian_tiers = ped_tiers_;
   c.forced_full = forced_full_;
   c.force_full_refused = force_full_refused_;
@@ -189,7 +215,7 @@ World::RestoreResult World::restore(const Scenario& scenario, const WorldCheckpo
   const PedestrianState& p = cp.pedestrians;
   const std::size_t n = p.id.size();
   if (p.lane.size() != n || p.s_m.size() != n || p.hops.size() != n || p.resident.size() != n ||
-      p.tier.size() != n || p.priority.size() != n || p.origin.size() != n) {
+      p.tier.size() != n || p.priority.size() != n || p.origin.size() != n || p.route.size() != n) {
     fail("pedestrians", "column lengths differ (id " + std::to_string(n) + ", lane " +
                             std::to_string(p.lane.size()) + ", s_m " + std::to_string(p.s_m.size()) +
                             ", hops " + std::to_string(p.hops.size()) + ", resident " +
@@ -262,6 +288,7 @@ World::RestoreResult World::restore(const Scenario& scenario, const WorldCheckpo
     peds.tier.push_back(p.tier[i]);
     peds.priority.push_back(p.priority[i]);
     peds.phase.push_back(id_phase(id));
+    peds.route.push_back(p.route[i]);
     peds.origin.push_back(p.origin[i]);
     if (p.origin[i] == static_cast<std::uint8_t>(PedestrianOrigin::Background)) ++w->background_count_;
   }

@@ -32,9 +32,41 @@ const char* to_string(SpawnFailure f) {
   return "?";
 }
 
-std::string World::validate_spawn(const SpawnPedestrian& c, std::int32_t& zone, std::uint32_t& lane) const {
+std::string World::validate_spawn(const SpawnPedestrian& c, std::int32_t& zone, std::uint32_t& lane,
+                                  std::vector<LaneIndex>* route) const {
   zone = kAnyZone;
   lane = kAnyLane;
+  if (c.route.size() > 256) return "route: at most 256 lanes";
+  std::vector<LaneIndex> walk;
+  for (std::size_t k = 0; k < c.route.size(); ++k) {
+    LaneIndex l = kAnyLane;
+    for (LaneIndex i = 0; i < lanes_.size(); ++i) {
+      if (lanes_.lane(i).id == c.route[k]) l = i;
+    }
+    const std::string at = "route[" + std::to_string(k) + "]: ";
+    if (l == kAnyLane) return at + "unknown lane '" + c.route[k] + "'";
+    if (!is_pedestrian_lane(lanes_.lane(l).kind)) return at + "'" + c.route[k] + "' is not a pedestrian lane";
+    if (k > 0) {
+      const auto& succ = lanes_.lane(walk.back()).pedestrian_successors;
+      if (std::find(succ.begin(), succ.end(), l) == succ.end()) {
+        return at + "'" + c.route[k] + "' does not follow '" + c.route[k - 1] + "'";
+      }
+    }
+    walk.push_back(l);
+  }
+  if (!walk.empty() && !c.lane.empty() && c.lane != c.route[0]) return "lane: must be route[0] when a route is given";
+  if (route != nullptr) *route = walk;
+  const SpawnPedestrian* req = &c;
+  SpawnPedestrian with_lane;
+  if (!walk.empty() && c.lane.empty()) {
+    with_lane = c;
+    with_lane.lane = c.route[0];  // the walk starts on its first lane
+    req = &with_lane;
+  }
+  return validate_spawn_place(*req, zone, lane);
+}
+
+std::string World::validate_spawn_place(const SpawnPedestrian& c, std::int32_t& zone, std::uint32_t& lane) const {
   if (c.priority >= kPriorityClassCount) return "priority: must be 0 (story), 1 (quest), 2 (community) or 3 (background)";
   if (c.timeout_ms > 3'600'000) return "timeout_ms: must be at most 3600000 (0 = the scenario's spawn.timeout_ms)";
   if (!c.zone.empty()) {
@@ -60,8 +92,10 @@ std::string World::validate_spawn(const SpawnPedestrian& c, std::int32_t& zone, 
   return {};
 }
 
-std::uint64_t World::accept_spawn(const SpawnPedestrian& c, std::int32_t zone, std::uint32_t lane, CommandOrigin origin) {
+std::uint64_t World::accept_spawn(const SpawnPedestrian& c, std::int32_t zone, std::uint32_t lane,
+                                  std::span<const LaneIndex> route, CommandOrigin origin) {
   SpawnHandleState h;
+  if (!route.empty()) h.route = routes_.add(route);
   h.handle = spawn_.next_handle++;
   h.origin = origin;
   h.zone = zone;
@@ -79,6 +113,11 @@ std::uint64_t World::accept_spawn(const SpawnPedestrian& c, std::int32_t zone, s
 }
 
 void World::set_spawn_state(SpawnHandleState& h, SpawnState s, SpawnFailure f) {
+  // A handle that ends before its walker holds the route gives the route back.
+  if (is_terminal(s) && h.route != kNoRoute) {
+    routes_.release(h.route);
+    h.route = kNoRoute;
+  }
   h.state = s;
   h.failure = f;
   h.state_step = step_index_;
@@ -172,8 +211,11 @@ void World::phase_spawn_pipeline() {
                                                 : lanes_.sidewalks();
           lane = pool[rng_.next_below(static_cast<std::uint32_t>(pool.size()))];
         }
-        const double s = rng_.next_unit() * lanes_.lane(lane).length_m;
+        // A routed walker starts at the beginning of its first lane.
+        const double s = h.route != kNoRoute ? 0.0 : rng_.next_unit() * lanes_.lane(lane).length_m;
         push_pedestrian(h.entity, lane, s, PedestrianStore::kNoResident, h.priority, PedestrianOrigin::Spawned);
+        peds_.route.back() = h.route;
+        h.route = kNoRoute;  // the walker holds it now
         ++counters_.spawned_total;
         set_spawn_state(h, SpawnState::Registered);
         break;
@@ -229,13 +271,14 @@ CommandResult World::apply_batch(const LifecycleBatch& b, CommandResult r) {
   std::vector<std::int32_t> zones(b.ops.size(), kAnyZone);
   std::vector<std::uint32_t> lanes(b.ops.size(), kAnyLane);
   std::vector<EntityId> despawned;
+  std::vector<std::vector<LaneIndex>> routes(b.ops.size());
   std::size_t spawns = 0;
   for (std::size_t k = 0; k < b.ops.size(); ++k) {
     const LifecycleOp& op = b.ops[k];
     const std::string at = "ops[" + std::to_string(k) + "].";
     std::string why;
     if (op.kind == LifecycleOp::Kind::Spawn) {
-      why = validate_spawn(op.spawn, zones[k], lanes[k]);
+      why = validate_spawn(op.spawn, zones[k], lanes[k], &routes[k]);
       ++spawns;
     } else {
       why = validate_despawn(op.id);
@@ -262,7 +305,7 @@ CommandResult World::apply_batch(const LifecycleBatch& b, CommandResult r) {
   for (std::size_t k = 0; k < b.ops.size(); ++k) {
     const LifecycleOp& op = b.ops[k];
     if (op.kind == LifecycleOp::Kind::Spawn) {
-      r.handles.push_back(accept_spawn(op.spawn, zones[k], lanes[k], r.origin));
+      r.handles.push_back(accept_spawn(op.spawn, zones[k], lanes[k], routes[k], r.origin));
     } else {
       if (vehicles_.is_vehicle(op.id)) vehicles_.mark_despawn(op.id);
       request_despawn(op.id, DespawnReason::Requested);
@@ -317,7 +360,7 @@ void World::digest_lifecycle_into(Digest& d) const {
     d.u64(h.handle).u32(static_cast<std::uint32_t>(h.state)).u32(static_cast<std::uint32_t>(h.failure));
     d.u64(h.entity.packed()).u32(h.origin.client_id).u32(h.origin.request_id);
     d.u64(static_cast<std::uint64_t>(h.zone)).u32(h.lane).u32(static_cast<std::uint32_t>(h.priority));
-    d.u64(h.requested_step).u64(h.deadline_step).u64(h.state_step);
+    d.u64(h.requested_step).u64(h.deadline_step).u64(h.state_step).u32(h.route);
   };
   d.tag(40).u64(spawn_.next_handle).u64(spawn_.live.size());
   for (const SpawnHandleState& h : spawn_.live) handle(h);
@@ -333,6 +376,11 @@ void World::digest_lifecycle_into(Digest& d) const {
   }
   d.u64(retiring_fifo_.size());
   for (const EntityId id : retiring_fifo_) d.u64(id.packed());
+  const RouteTableState& rt = routes_.state();
+  d.tag(42).u64(rt.lanes.size()).u64(rt.count.size()).u64(rt.free_slots.size());
+  for (const LaneIndex l : rt.lanes) d.u32(l);
+  for (std::size_t k = 0; k < rt.count.size(); ++k) d.u32(rt.offset[k]).u32(rt.count[k]).u32(rt.target[k]);
+  for (const std::uint32_t f : rt.free_slots) d.u32(f);
 }
 
 }  // namespace bustle::core

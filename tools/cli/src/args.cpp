@@ -2,6 +2,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <optional>
 #include <string>
 
 #include "bustle/cli/cli.hpp"
@@ -61,6 +62,51 @@ bool parse_strategy(std::string_view text, std::uint8_t& out) {
   return false;
 }
 
+// Lower case without '_' and '-': "Ready_For-Gameplay" -> "readyforgameplay".
+std::string folded(std::string_view text) {
+  std::string out;
+  for (const char ch : text) {
+    if (ch == '_' || ch == '-') continue;
+    out.push_back(ch >= 'A' && ch <= 'Z' ? static_cast<char>(ch - 'A' + 'a') : ch);
+  }
+  return out;
+}
+
+// Index of `text` in `names`, compared folded (so snake_case and the wire's
+// CamelCase both match).
+template <std::size_t N>
+bool parse_name(std::string_view text, const std::string_view (&names)[N], std::uint8_t& out) {
+  const std::string key = folded(text);
+  for (std::size_t i = 0; i < N; ++i) {
+    if (key == folded(names[i])) {
+      out = static_cast<std::uint8_t>(i);
+      return true;
+    }
+  }
+  return false;
+}
+
+// wire PriorityClass values, in order.
+constexpr std::string_view kPriorityNames[] = {"story", "quest", "community", "background"};
+// The wire SpawnState values a spawn can be waited for (the non-terminal ones
+// and ReadyForGameplay, the successful end), in order.
+constexpr std::uint8_t kAttachedState = 4;  // wire SpawnState::Attached
+constexpr std::string_view kWaitStateNames[] = {"queued",     "identity_created",
+                                                "registered", "representation_requested",
+                                                "attached",   "ready_for_gameplay"};
+
+// Options that belong to one command; naming them with another is an error.
+std::string_view option_owner(std::string_view option) {
+  if (option == "--zone" || option == "--lane" || option == "--spawn-timeout-ms" ||
+      option == "--wait" || option == "--attach") {
+    return "spawn";
+  }
+  if (option == "--growth" || option == "--recycle" || option == "--migration-budget") {
+    return "lifecycle";
+  }
+  return {};
+}
+
 // X,Y as two finite floats.
 bool parse_point(std::string_view text, std::pair<float, float>& out) {
   const auto comma = text.find(',');
@@ -84,8 +130,9 @@ bool is_command(std::string_view s) {
   return s == "status" || s == "watch" || s == "pause" || s == "resume" || s == "step" ||
          s == "target" || s == "snapshots" || s == "job" || s == "help" || s == "garages" ||
          s == "signals" || s == "vehicle" || s == "garage-request" || s == "cancel-request" ||
-         s == "strategy" || s == "observers" || s == "hour" || s == "time-scale" ||
-         s == "zones" || takes_name(s);
+         s == "strategy" || s == "observers" || s == "hour" || s == "time-scale" || s == "zones" ||
+         s == "population" || s == "spawn" || s == "cancel-spawn" || s == "spawn-status" ||
+         s == "entity" || s == "lifecycle" || takes_name(s);
 }
 
 }  // namespace
@@ -143,14 +190,48 @@ void print_usage(std::FILE* out) {
       "  time-scale S    game seconds per simulated second, 1..3600 (operator)\n"
       "  zones           table of zones: id, target, active, dormant, pending\n"
       "                  spawn/recycle, deferred by quota, rejected by capacity\n"
+      "  population      communities table (base, target, zone, active, dormant),\n"
+      "                  residents active/retiring/dormant, lifecycle settings, spawn\n"
+      "                  pipeline (live and total per state, deferred), retiring and\n"
+      "                  faded counts, despawns by reason, tiers, lane density ledger\n"
+      "  lifecycle [--growth N] [--recycle N] [--interval-ms N] [--migration-budget N]\n"
+      "                  change the lifecycle settings (operator); the ones not given\n"
+      "                  keep their current value (read with a population query first)\n"
+      "  spawn [--zone Z] [--lane L] [--priority story|quest|community|background]\n"
+      "        [--spawn-timeout-ms N] [--wait STATE [--attach]]\n"
+      "                  request a pedestrian (operator); prints its spawn handle.\n"
+      "                  Z: zone id, L: pedestrian lane id (default: any); priority\n"
+      "                  default quest; N: how long it may stay queued (default 0:\n"
+      "                  the scenario's spawn.timeout_ms). --wait prints each state\n"
+      "                  until STATE (queued, identity_created, registered,\n"
+      "                  representation_requested, attached, ready_for_gameplay) or\n"
+      "                  an end: exit 0 at STATE or ReadyForGameplay, 3 when it ends\n"
+      "                  Failed, Canceled or TimedOut, 1 when --timeout-ms passes\n"
+      "                  without a new state. ReadyForGameplay needs a client holding\n"
+      "                  an actor to report it; --attach makes bustle report it when\n"
+      "                  RepresentationRequested arrives\n"
+      "  cancel-spawn HANDLE\n"
+      "                  cancel a spawn not yet registered (operator; exit 3 if it\n"
+      "                  is not live or already registered); prints the id given back\n"
+      "  spawn-status HANDLE\n"
+      "                  the state of a spawn handle (live or recently ended; exit 3\n"
+      "                  if unknown)\n"
+      "  entity INDEX:GEN\n"
+      "                  every axis of one entity: identity, lifecycle, tier,\n"
+      "                  representation, priority/origin, community/zone/work point,\n"
+      "                  lane/position, effective distance, spawn, retiring (exit 3\n"
+      "                  if it is not alive)\n"
       "\n"
-      "  target, garage-request, cancel-request, strategy, observers, hour and\n"
-      "  time-scale change the world: the server answers them when the next step\n"
-      "  applies them. With a realtime or fast clock that is within a step and the\n"
-      "  result is printed. Under the manual clock (or while paused) there is no\n"
-      "  next step until someone sends one: pass --step to send a Step right after\n"
-      "  the command and print its result; without it the command is only queued\n"
-      "  (\"queued\" is printed, exit 0) and applies at the next step.\n"
+      "  target, garage-request, cancel-request, strategy, observers, hour,\n"
+      "  time-scale, lifecycle, spawn and cancel-spawn change the world: the server\n"
+      "  answers them when the next step applies them. With a realtime or fast\n"
+      "  clock that is within a step and the result is printed. Under the manual\n"
+      "  clock (or while paused) there is no next step until someone sends one:\n"
+      "  pass --step to send a Step right after the command and print its result;\n"
+      "  without it the command is only queued (\"queued\" is printed, exit 0) and\n"
+      "  applies at the next step. spawn --wait always waits for the answer: under\n"
+      "  the manual clock pass --step, which then also sends one Step at a time (at\n"
+      "  most one per step length) until the awaited state arrives.\n"
       "  help            print this text\n"
       "\n"
       "options:\n"
@@ -158,21 +239,28 @@ void print_usage(std::FILE* out) {
       "  --port N          server port (default 7777)\n"
       "  --token TOKEN     access token; default: the BUSTLE_TOKEN environment variable\n"
       "  --timeout-ms N    connect, handshake and command timeout, and the longest wait\n"
-      "                    between two states of a job (default 3000)\n"
+      "                    between two states of a job or spawn (default 3000)\n"
       "  --count N         watch: stop after N lines (default 0: until interrupted)\n"
-      "  --interval-ms N   watch: milliseconds between lines (default 1000)\n"
+      "  --interval-ms N   watch: milliseconds between lines (default 1000);\n"
+      "                    lifecycle: the lifecycle interval (the server checks it)\n"
       "  --no-wait         checkpoint/restore/save/load: print the first result and exit\n"
       "                    (0 when accepted) without waiting for the job to end\n"
-      "  --priority P      garage-request: dispatch priority (default 10)\n"
+      "  --priority P      garage-request: dispatch priority (default 10);\n"
+      "                    spawn: story, quest, community or background (default quest)\n"
       "  --step            world commands under the manual clock: send one Step after\n"
       "                    the command and wait for the command's result\n"
+      "  --zone Z, --lane L, --spawn-timeout-ms N, --wait STATE, --attach\n"
+      "                    spawn only (see spawn above)\n"
+      "  --growth N, --recycle N, --migration-budget N\n"
+      "                    lifecycle only: growth and recycle quotas per interval,\n"
+      "                    migration budget (the server checks the ranges)\n"
       "  -h, --help        print this text\n"
       "\n"
       "exit codes:\n"
       "  0 success\n"
       "  1 server unreachable, timed out, closed the connection or sent an error\n"
       "  2 usage error\n"
-      "  3 the server rejected the command, or a job failed (reason printed)\n",
+      "  3 the server rejected the command, or a job or spawn failed (reason printed)\n",
       out);
 }
 
@@ -181,6 +269,11 @@ ParseResult parse_args(std::span<const std::string_view> args, const char* env_t
   CliOptions& o = r.options;
   if (env_token != nullptr) o.token = env_token;
   std::vector<std::string_view> positional;
+  // Judged once the command is known: --priority and --interval-ms mean
+  // different things to different commands; some options belong to one.
+  std::optional<std::string_view> priority_text;
+  std::optional<std::uint32_t> interval_ms;
+  std::vector<std::string_view> scoped;  // options with an owner (option_owner)
   auto error = [&](std::string message) {
     r.status = ParseStatus::Error;
     r.error = std::move(message);
@@ -205,6 +298,11 @@ ParseResult parse_args(std::span<const std::string_view> args, const char* env_t
       o.step_after = true;
       continue;
     }
+    if (arg == "--attach") {
+      o.attach = true;
+      scoped.push_back(arg);
+      continue;
+    }
     std::string_view name = arg;
     std::string_view value;
     bool has_value = false;
@@ -215,8 +313,9 @@ ParseResult parse_args(std::span<const std::string_view> args, const char* env_t
     }
     const bool known = name == "--host" || name == "--port" || name == "--token" ||
                        name == "--timeout-ms" || name == "--count" || name == "--interval-ms" ||
-                       name == "--priority";
+                       name == "--priority" || !option_owner(name).empty();
     if (!known) return error("unknown option " + std::string(name));
+    if (!option_owner(name).empty()) scoped.push_back(name);
     if (!has_value) {
       if (i + 1 >= args.size()) return error("option " + std::string(name) + " needs a value");
       value = args[++i];
@@ -242,13 +341,41 @@ ParseResult parse_args(std::span<const std::string_view> args, const char* env_t
         return error("invalid " + shown + ": expected a non-negative integer");
       }
     } else if (name == "--priority") {
-      if (!parse_i32(value, o.priority)) {
-        return error("invalid " + shown + ": expected an integer (higher dispatches first)");
-      }
+      priority_text = value;
     } else if (name == "--interval-ms") {
-      if (!parse_u32(value, 3'600'000, o.interval_ms) || o.interval_ms < 10) {
+      std::uint32_t ms = 0;
+      if (!parse_u32(value, 3'600'000, ms)) {
         return error("invalid " + shown + ": expected 10..3600000");
       }
+      interval_ms = ms;
+    } else if (name == "--zone") {
+      o.zone = std::string(value);  // the server judges ids (and names the field)
+    } else if (name == "--lane") {
+      o.spawn_lane = std::string(value);
+    } else if (name == "--spawn-timeout-ms") {
+      // The server checks the range (at most an hour).
+      if (!parse_u32(value, std::numeric_limits<std::uint32_t>::max(), o.spawn_timeout_ms)) {
+        return error("invalid " + shown +
+                     ": expected milliseconds (0: the scenario's spawn.timeout_ms)");
+      }
+    } else if (name == "--wait") {
+      std::uint8_t state = 0;
+      if (!parse_name(value, kWaitStateNames, state)) {
+        return error("invalid " + shown +
+                     ": expected queued, identity_created, registered, "
+                     "representation_requested, attached or ready_for_gameplay");
+      }
+      o.wait_state = state;
+    } else {
+      // --growth, --recycle, --migration-budget: the server checks the ranges.
+      std::uint32_t n = 0;
+      if (!parse_u32(value, std::numeric_limits<std::uint32_t>::max(), n)) {
+        return error("invalid " + shown + ": expected a non-negative integer");
+      }
+      auto& field = name == "--growth"    ? o.growth_quota
+                    : name == "--recycle" ? o.recycle_quota
+                                          : o.migration_budget;
+      field = n;
     }
   }
 
@@ -259,6 +386,42 @@ ParseResult parse_args(std::span<const std::string_view> args, const char* env_t
   if (command == "help") {
     r.status = ParseStatus::Help;
     return r;
+  }
+  for (const std::string_view option : scoped) {
+    const std::string_view owner = option_owner(option);
+    if (command != owner) {
+      return error("option " + std::string(option) + " is only for " + std::string(owner) +
+                   ", not " + std::string(command));
+    }
+  }
+  if (priority_text) {
+    const std::string shown = "--priority " + std::string(*priority_text);
+    if (command == "spawn") {
+      if (!parse_name(*priority_text, kPriorityNames, o.spawn_priority)) {
+        return error("invalid " + shown + ": expected story, quest, community or background");
+      }
+    } else if (!parse_i32(*priority_text, o.priority)) {
+      return error("invalid " + shown + ": expected an integer (higher dispatches first)");
+    }
+  }
+  if (interval_ms) {
+    if (command == "lifecycle") {
+      o.lifecycle_interval_ms = *interval_ms;  // the server checks the range
+    } else if (*interval_ms < 10) {
+      return error("invalid --interval-ms " + std::to_string(*interval_ms) +
+                   ": expected 10..3600000");
+    } else {
+      o.interval_ms = *interval_ms;
+    }
+  }
+  if (o.attach && !(o.wait_state && *o.wait_state >= kAttachedState)) {
+    return error("--attach needs --wait attached or --wait ready_for_gameplay");
+  }
+  if (command == "lifecycle" && !o.growth_quota && !o.recycle_quota && !o.lifecycle_interval_ms &&
+      !o.migration_budget) {
+    return error(
+        "lifecycle needs at least one setting: bustle lifecycle [--growth N] [--recycle N] "
+        "[--interval-ms N] [--migration-budget N]");
   }
   if (command == "observers") {
     // Any number of X,Y points; none clears every observer.
@@ -285,6 +448,9 @@ ParseResult parse_args(std::span<const std::string_view> args, const char* env_t
       {"strategy", 2, "strategy INDEX:GEN route_follow|lane_follow|parked|manual"},
       {"hour", 1, "hour H"},
       {"time-scale", 1, "time-scale S"},
+      {"entity", 1, "entity INDEX:GEN"},
+      {"cancel-spawn", 1, "cancel-spawn HANDLE"},
+      {"spawn-status", 1, "spawn-status HANDLE"},
   };
   for (const Shape& shape : shapes) {
     if (command != shape.command) continue;
@@ -296,7 +462,7 @@ ParseResult parse_args(std::span<const std::string_view> args, const char* env_t
       return error("unexpected argument \"" + std::string(positional[shape.words + 1]) +
                    "\" after " + std::string(command));
     }
-    if (command == "vehicle" || command == "strategy") {
+    if (command == "vehicle" || command == "strategy" || command == "entity") {
       if (!parse_entity(positional[1], o.entity_index, o.entity_generation)) {
         return error("invalid entity id \"" + std::string(positional[1]) +
                      "\": expected INDEX:GEN (e.g. 12:1)");
@@ -314,6 +480,11 @@ ParseResult parse_args(std::span<const std::string_view> args, const char* env_t
     } else if (command == "cancel-request") {
       o.garage = std::string(positional[1]);
       o.request_id = std::string(positional[2]);
+    } else if (command == "cancel-spawn" || command == "spawn-status") {
+      if (!parse_u64(positional[1], o.handle) || o.handle == 0) {
+        return error("invalid spawn handle \"" + std::string(positional[1]) +
+                     "\": expected the number spawn printed (1 or more)");
+      }
     } else if (command == "hour") {
       // The server checks the range [0, 24).
       if (!parse_double(positional[1], o.hour)) {

@@ -3,6 +3,7 @@
 #include <cinttypes>
 #include <cstdlib>
 #include <ctime>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -434,15 +435,16 @@ int run_zones(const CliOptions& o, std::FILE* out, std::FILE* err) {
   return kExitOk;
 }
 
+std::string ident(client::EntityId e) {
+  return std::to_string(e.index) + ":" + std::to_string(e.generation);
+}
+
 int run_vehicle(const CliOptions& o, std::FILE* out, std::FILE* err) {
   const client::EntityId id{o.entity_index, o.entity_generation};
   client::CommandReply r;
   if (const int rc = run_query(o, client::QueryVehicleCmd{id}, r, err); rc != kExitOk) return rc;
   if (!r.vehicle) return missing(o, "the vehicle", err);
   const client::VehicleReport& v = *r.vehicle;
-  auto ident = [](client::EntityId e) {
-    return std::to_string(e.index) + ":" + std::to_string(e.generation);
-  };
   std::fprintf(out, "vehicle %s at step %" PRIu64 "\n", ident(v.id).c_str(), r.applied_step);
   std::fprintf(out, "  %-20s %s\n", "vehicle id", v.vehicle_id.c_str());
   std::fprintf(out, "  %-20s %s\n", "garage", v.garage.c_str());
@@ -465,43 +467,74 @@ int run_vehicle(const CliOptions& o, std::FILE* out, std::FILE* err) {
   return kExitOk;
 }
 
+// "accepted at step N[: message]", the line every answered command prints.
+void print_accepted(std::FILE* out, const CliOptions& o, const client::CommandReply& r) {
+  std::fprintf(out, "%s accepted at step %" PRIu64 "%s%s\n", o.command.c_str(), r.applied_step,
+               r.message.empty() ? "" : ": ", r.message.c_str());
+  std::fflush(out);
+}
+
+// Whether a step comes by itself: world commands wait for one.
+struct ClockView {
+  bool manual = false;
+  bool paused = false;
+  bool stepping = false;  // manual and --step: this tool sends the steps
+};
+
+// Connects as operator and reads the clock mode and whether paused.
+int connect_operator(Client& c, const CliOptions& o, ClockView& clock, std::FILE* err) {
+  if (const int rc = connect_as(c, o, wire::Role::Operator, err); rc != kExitOk) return rc;
+  const auto stats = c.command(client::QueryStatsCmd{}, std::chrono::milliseconds(o.timeout_ms));
+  if (!stats.ok()) return report(err, o, "query_stats", stats);
+  clock.manual = stats.value.stats ? stats.value.stats->clock_mode == wire::ClockMode::Manual
+                                   : c.welcome().clock_mode == wire::ClockMode::Manual;
+  clock.paused = stats.value.stats && stats.value.stats->paused;
+  clock.stepping = clock.manual && o.step_after;
+  return kExitOk;
+}
+
+// Sends one Step{1} and waits for its result: every SpawnUpdate of that step
+// has arrived (and been buffered) by then.
+int step_once(Client& c, const CliOptions& o, std::FILE* err) {
+  const auto step = c.command(client::StepCmd{1}, std::chrono::milliseconds(o.timeout_ms));
+  if (!step.ok()) return report(err, o, "step", step);
+  if (!step.value.accepted()) return rejected(o, step.value, err, " (its step)");
+  return kExitOk;
+}
+
+// "; the clock is manual: ..." when no step comes by itself, else "".
+const char* no_step_hint(const ClockView& clock) {
+  if (clock.manual && !clock.stepping) {
+    return "; the server's clock is manual: pass --step, or advance with 'bustle step 1'";
+  }
+  if (clock.paused) return "; the server is paused: 'bustle resume'";
+  return "";
+}
+
 // World commands: answered when the next step applies them. With a
 // realtime/fast clock that is within a step; under the manual clock (or while
-// paused) only after someone steps, so without --step the command is queued.
-int run_world(const CliOptions& o, const client::CommandSpec& spec, std::FILE* out,
-              std::FILE* err) {
+// paused) only after someone steps, so without --step the command is queued
+// (printed, exit 0, `reply` left empty) unless `must_answer`, which waits up
+// to --timeout-ms for someone to step. On an accepted answer `reply` holds it.
+int apply_world(Client& c, const CliOptions& o, const ClockView& clock,
+                const client::CommandSpec& spec, bool must_answer,
+                std::optional<client::CommandReply>& reply, std::FILE* out, std::FILE* err) {
   const auto timeout = std::chrono::milliseconds(o.timeout_ms);
-  Client c(client_options(o, wire::Role::Operator));
-  if (const int rc = connect_as(c, o, wire::Role::Operator, err); rc != kExitOk) return rc;
-  // Whether a step is coming by itself: the clock mode and whether paused.
-  const auto stats = c.command(client::QueryStatsCmd{}, timeout);
-  if (!stats.ok()) return report(err, o, "query_stats", stats);
-  const bool manual = stats.value.stats ? stats.value.stats->clock_mode == wire::ClockMode::Manual
-                                        : c.welcome().clock_mode == wire::ClockMode::Manual;
-  const bool paused = stats.value.stats && stats.value.stats->paused;
-
   const auto sent = c.send_command(spec);
   if (!sent.ok()) return report(err, o, client::command_name(spec), sent);
-  if (manual && o.step_after) {
-    const auto step = c.send_command(client::StepCmd{1});
-    if (!step.ok()) return report(err, o, "step", step);
-    const auto sr = c.wait_result(step.value, timeout);
-    if (!sr.ok()) return report(err, o, "step", sr);
-    if (!sr.value.accepted()) return rejected(o, sr.value, err, " (its step)");
-  } else if (manual || paused) {
+  if (clock.stepping) {
+    if (const int rc = step_once(c, o, err); rc != kExitOk) return rc;
+  } else if ((clock.manual || clock.paused) && !must_answer) {
     // Rejections that need no step (role, full inbox) come at once; give
     // them a moment, then leave the command queued.
     const auto quick = c.wait_result(sent.value, std::min(timeout, std::chrono::milliseconds(300)));
     if (quick.status != ClientStatus::Timeout) {
       if (!quick.ok()) return report(err, o, client::command_name(spec), quick);
       if (!quick.value.accepted()) return rejected(o, quick.value, err);
-      std::fprintf(out, "%s accepted at step %" PRIu64 "%s%s\n", o.command.c_str(),
-                   quick.value.applied_step, quick.value.message.empty() ? "" : ": ",
-                   quick.value.message.c_str());
-      std::fflush(out);
+      reply = quick.value;
       return kExitOk;
     }
-    if (manual) {
+    if (clock.manual) {
       std::fprintf(out,
                    "%s queued: the server's clock is manual, so the command is applied (and "
                    "its result sent) at the next step; advance with 'bustle step 1', or pass "
@@ -517,10 +550,323 @@ int run_world(const CliOptions& o, const client::CommandSpec& spec, std::FILE* o
     return kExitOk;
   }
   const auto r = c.wait_result(sent.value, timeout);
+  if (r.status == ClientStatus::Timeout) {
+    std::fprintf(err, "bustle %s: %s: no result within %" PRIu32 " ms%s\n", o.command.c_str(),
+                 client::command_name(spec), o.timeout_ms, no_step_hint(clock));
+    return kExitServer;
+  }
   if (!r.ok()) return report(err, o, client::command_name(spec), r);
   if (!r.value.accepted()) return rejected(o, r.value, err);
-  std::fprintf(out, "%s accepted at step %" PRIu64 "%s%s\n", o.command.c_str(),
-               r.value.applied_step, r.value.message.empty() ? "" : ": ", r.value.message.c_str());
+  reply = r.value;
+  return kExitOk;
+}
+
+int run_world(const CliOptions& o, const client::CommandSpec& spec, std::FILE* out,
+              std::FILE* err) {
+  Client c(client_options(o, wire::Role::Operator));
+  ClockView clock;
+  if (const int rc = connect_operator(c, o, clock, err); rc != kExitOk) return rc;
+  std::optional<client::CommandReply> reply;
+  const int rc = apply_world(c, o, clock, spec, false, reply, out, err);
+  if (rc == kExitOk && reply) print_accepted(out, o, *reply);
+  return rc;
+}
+
+// A wire PriorityClass value by name ("Story"), or its number if unknown.
+std::string priority_name(std::uint8_t priority) {
+  const char* name = wire::EnumNamePriorityClass(static_cast<wire::PriorityClass>(priority));
+  return *name != '\0' ? std::string(name) : std::to_string(priority);
+}
+
+// core::DespawnReason names (server/core/include/bustle/core/world.hpp), in
+// wire order; the CLI sees only the numbers.
+std::string despawn_reason_name(std::size_t reason) {
+  constexpr const char* names[] = {"OutOfRange", "Stuck",         "SpawnError",    "LaneDeadEnd",
+                                   "Requested",  "Overpopulated", "RouteCompleted"};
+  return reason < std::size(names) ? std::string(names[reason]) : "reason" + std::to_string(reason);
+}
+
+// One line per spawn state: "spawn 3: Registered (step 14) entity 40:1 zone
+// market lane 7 priority Story".
+void print_spawn(std::FILE* out, const client::SpawnStatusInfo& s) {
+  std::fprintf(out, "spawn %" PRIu64 ": %s", s.handle, wire::EnumNameSpawnState(s.state));
+  if (s.failure != wire::SpawnFailure::None) {
+    std::fprintf(out, " (%s)", wire::EnumNameSpawnFailure(s.failure));
+  }
+  const std::string lane =
+      s.lane == client::SpawnStatusInfo::kNoLane ? std::string("any") : std::to_string(s.lane);
+  std::fprintf(out, " (step %" PRIu64 ") entity %s zone %s lane %s priority %s\n", s.state_step,
+               s.entity == client::EntityId{} ? "-" : ident(s.entity).c_str(),
+               s.zone.empty() ? "any" : s.zone.c_str(), lane.c_str(),
+               priority_name(s.priority).c_str());
+  std::fflush(out);
+}
+
+// Exit code for a spawn's terminal state; a failure is explained on `err`.
+int spawn_outcome(const CliOptions& o, const client::SpawnStatusInfo& s, std::FILE* err) {
+  if (s.succeeded()) return kExitOk;
+  std::fprintf(err, "bustle %s: spawn %" PRIu64 " ended %s%s%s\n", o.command.c_str(), s.handle,
+               wire::EnumNameSpawnState(s.state), s.failure == wire::SpawnFailure::None ? "" : ": ",
+               s.failure == wire::SpawnFailure::None ? "" : wire::EnumNameSpawnFailure(s.failure));
+  return kExitRejected;
+}
+
+// Prints the states of `handle` until o.wait_state, an end, or --timeout-ms
+// without a new state. Stepping (manual clock and --step): one Step whenever
+// no state is buffered, at most one per step length of the scenario (as a
+// realtime clock would). --attach: ReportAttached on RepresentationRequested.
+int wait_spawn(Client& c, const CliOptions& o, const ClockView& clock, std::uint64_t handle,
+               std::FILE* out, std::FILE* err) {
+  const auto timeout = std::chrono::milliseconds(o.timeout_ms);
+  const auto pace =
+      std::chrono::milliseconds(std::max<std::uint32_t>(1, c.welcome().step_us / 1000));
+  const auto until = static_cast<wire::SpawnState>(*o.wait_state);
+  auto last_change = Clock::now();
+  const char* last_state = "none yet";
+  std::uint64_t steps_sent = 0;
+  for (;;) {
+    const auto u = c.next_spawn_update(handle, clock.stepping ? pace : timeout);
+    if (u.status == ClientStatus::Timeout) {
+      if (clock.stepping && Clock::now() - last_change < timeout) {
+        if (const int rc = step_once(c, o, err); rc != kExitOk) return rc;
+        ++steps_sent;
+        continue;
+      }
+      const bool needs_actor = until >= wire::SpawnState::Attached && !o.attach;
+      const std::string stepped =
+          clock.stepping ? " after " + std::to_string(steps_sent) + " steps" : "";
+      std::fprintf(err,
+                   "bustle %s: spawn %" PRIu64 " did not reach %s: no new state within %" PRIu32
+                   " ms%s (last: %s)%s%s\n",
+                   o.command.c_str(), handle, wire::EnumNameSpawnState(until), o.timeout_ms,
+                   stepped.c_str(), last_state, no_step_hint(clock),
+                   needs_actor ? "; Attached needs a client holding an actor to report it "
+                                 "(--attach makes bustle report it)"
+                               : "");
+      return kExitServer;
+    }
+    if (!u.ok()) return report(err, o, ("waiting for spawn " + std::to_string(handle)).c_str(), u);
+    const client::SpawnStatusInfo& s = u.value;
+    last_change = Clock::now();
+    last_state = wire::EnumNameSpawnState(s.state);
+    print_spawn(out, s);
+    if (s.terminal) return spawn_outcome(o, s, err);
+    if (s.state >= until) return kExitOk;
+    if (o.attach && s.state == wire::SpawnState::RepresentationRequested) {
+      std::optional<client::CommandReply> attached;
+      const int rc =
+          apply_world(c, o, clock, client::ReportAttachedCmd{s.entity}, true, attached, out, err);
+      if (rc != kExitOk) return rc;
+      std::fprintf(out, "reported entity %s attached at step %" PRIu64 "\n",
+                   ident(s.entity).c_str(), attached->applied_step);
+      std::fflush(out);
+    }
+  }
+}
+
+int run_spawn(const CliOptions& o, std::FILE* out, std::FILE* err) {
+  Client c(client_options(o, wire::Role::Operator));
+  ClockView clock;
+  if (const int rc = connect_operator(c, o, clock, err); rc != kExitOk) return rc;
+  const client::SpawnPedestrianCmd spec{
+      o.zone, o.spawn_lane, static_cast<wire::PriorityClass>(o.spawn_priority), o.spawn_timeout_ms};
+  std::optional<client::CommandReply> reply;
+  const bool waiting = o.wait_state.has_value();
+  if (const int rc = apply_world(c, o, clock, spec, waiting, reply, out, err); rc != kExitOk) {
+    return rc;
+  }
+  if (!reply) return kExitOk;  // queued
+  std::fprintf(out, "spawn accepted at step %" PRIu64 ": handle %" PRIu64 "\n", reply->applied_step,
+               reply->handle);
+  std::fflush(out);
+  if (!waiting) return kExitOk;
+  if (reply->handle == 0) return missing(o, "a spawn handle", err);
+  return wait_spawn(c, o, clock, reply->handle, out, err);
+}
+
+int run_cancel_spawn(const CliOptions& o, std::FILE* out, std::FILE* err) {
+  Client c(client_options(o, wire::Role::Operator));
+  ClockView clock;
+  if (const int rc = connect_operator(c, o, clock, err); rc != kExitOk) return rc;
+  std::optional<client::CommandReply> reply;
+  const int rc = apply_world(c, o, clock, client::CancelSpawnCmd{o.handle}, false, reply, out, err);
+  if (rc != kExitOk || !reply) return rc;
+  print_accepted(out, o, *reply);
+  if (reply->entity && !(*reply->entity == client::EntityId{})) {
+    std::fprintf(out, "spawn %" PRIu64 " canceled; entity %s given back\n", o.handle,
+                 ident(*reply->entity).c_str());
+  } else {
+    std::fprintf(out, "spawn %" PRIu64 " canceled; no entity given back (none was created yet)\n",
+                 o.handle);
+  }
+  std::fflush(out);
+  return kExitOk;
+}
+
+int run_spawn_status(const CliOptions& o, std::FILE* out, std::FILE* err) {
+  client::CommandReply r;
+  if (const int rc = run_query(o, client::QuerySpawnCmd{o.handle}, r, err); rc != kExitOk) {
+    return rc;
+  }
+  if (!r.spawn) return missing(o, "the spawn", err);
+  print_spawn(out, *r.spawn);
+  std::fprintf(out, "  requested at step %" PRIu64 "; %s\n", r.spawn->requested_step,
+               r.spawn->terminal ? "terminal: no further states" : "in progress");
+  std::fflush(out);
+  return kExitOk;
+}
+
+int run_entity(const CliOptions& o, std::FILE* out, std::FILE* err) {
+  const client::EntityId id{o.entity_index, o.entity_generation};
+  client::CommandReply r;
+  if (const int rc = run_query(o, client::QueryEntityCmd{id}, r, err); rc != kExitOk) return rc;
+  if (!r.entity_info) return missing(o, "the entity", err);
+  const client::EntityReport& e = *r.entity_info;
+  auto name_or_dash = [](const std::string& s) { return s.empty() ? std::string("-") : s; };
+  std::fprintf(out, "entity %s at step %" PRIu64 "\n", ident(e.id).c_str(), r.applied_step);
+  std::fprintf(out, "  %-20s %s %s, %s%s\n", "identity", ident(e.id).c_str(),
+               wire::EnumNameEntityKind(e.kind), e.alive ? "alive" : "not alive",
+               e.saveable ? ", saveable" : "");
+  std::fprintf(out, "  %-20s %s\n", "lifecycle", wire::EnumNameLifecycleState(e.lifecycle));
+  std::fprintf(out, "  %-20s %s%s\n", "tier", wire::EnumNameSimTier(e.tier),
+               e.forced_full ? " (forced full)" : "");
+  std::fprintf(out, "  %-20s %s\n", "representation",
+               wire::EnumNameRepresentationHint(e.representation));
+  std::fprintf(out, "  %-20s priority %s, origin %s\n", "priority/origin",
+               priority_name(e.priority).c_str(), wire::EnumNamePedestrianOrigin(e.origin));
+  const std::string slot = e.work_slot >= 0 ? std::to_string(e.work_slot) : "-";
+  std::fprintf(out, "  %-20s community %s, zone %s, work point %s, slot %s\n", "community/zone",
+               name_or_dash(e.community).c_str(), name_or_dash(e.zone).c_str(),
+               name_or_dash(e.work_point).c_str(), slot.c_str());
+  if (e.lane >= 0) {
+    std::fprintf(out, "  %-20s lane %" PRId32 ", s %.3f m, position %.3f, %.3f m\n",
+                 "lane/position", e.lane, e.s_m, e.x_m, e.y_m);
+  } else {
+    std::fprintf(out, "  %-20s no lane, position %.3f, %.3f m\n", "lane/position", e.x_m, e.y_m);
+  }
+  std::fprintf(out, "  %-20s %.3f m\n", "effective distance", e.effective_distance_m);
+  if (e.spawn_handle != 0) {
+    std::fprintf(out, "  %-20s handle %" PRIu64 ", %s\n", "spawn", e.spawn_handle,
+                 wire::EnumNameSpawnState(e.spawn_state));
+  } else {
+    std::fprintf(out, "  %-20s none\n", "spawn");
+  }
+  if (e.lifecycle == wire::LifecycleState::Retiring) {
+    std::fprintf(out, "  %-20s reason %s, id released at step %" PRIu64 "\n", "retiring",
+                 despawn_reason_name(e.retiring_reason).c_str(), e.release_step);
+  } else {
+    std::fprintf(out, "  %-20s no\n", "retiring");
+  }
+  std::fflush(out);
+  return kExitOk;
+}
+
+int run_population(const CliOptions& o, std::FILE* out, std::FILE* err) {
+  client::CommandReply r;
+  if (const int rc = run_query(o, client::QueryPopulationCmd{}, r, err); rc != kExitOk) return rc;
+  if (!r.population) return missing(o, "the population", err);
+  const client::PopulationReport& p = *r.population;
+  std::fprintf(out,
+               "population at step %" PRIu64 ", time of day %s (%.4f h), time scale %" PRIu32
+               " game s per s\n",
+               r.applied_step, clock_time(p.hour).c_str(), p.hour, p.time_scale);
+
+  const int w = id_width(p.communities);
+  int zone_w = 4;
+  for (const auto& cr : p.communities) zone_w = std::max(zone_w, static_cast<int>(cr.zone.size()));
+  std::fprintf(out, "%-*s  %6s  %6s  %-*s  %6s  %7s  %8s\n", w, "ID", "BASE", "TARGET", zone_w,
+               "ZONE", "ACTIVE", "DORMANT", "SAVEABLE");
+  for (const auto& cr : p.communities) {
+    std::fprintf(out, "%-*s  %6" PRIu32 "  %6" PRIu32 "  %-*s  %6" PRIu32 "  %7" PRIu32 "  %8s\n",
+                 w, cr.id.c_str(), cr.base_population, cr.target, zone_w,
+                 cr.zone.empty() ? "-" : cr.zone.c_str(), cr.active, cr.dormant,
+                 cr.saveable ? "yes" : "no");
+  }
+  std::fprintf(out, "%zu communit%s\n", p.communities.size(),
+               p.communities.size() == 1 ? "y" : "ies");
+
+  const std::uint32_t dormant =
+      p.residents >= p.residents_active ? p.residents - p.residents_active : 0u;
+  std::fprintf(
+      out, "  %-20s %" PRIu32 ": active %" PRIu32 " (retiring %" PRIu32 "), dormant %" PRIu32 "\n",
+      "residents", p.residents, p.residents_active, p.residents_retiring, dormant);
+  std::fprintf(out,
+               "  %-20s background %" PRIu32 ", spawned %" PRIu32 ", target %" PRIu32
+               ", handoffs pending %" PRIu32 "\n",
+               "pedestrians", p.background, p.spawned, p.pedestrian_target, p.handoffs_pending);
+  std::fprintf(out,
+               "  %-20s growth quota %" PRIu32 ", recycle quota %" PRIu32 ", interval %" PRIu32
+               " ms, migration budget %" PRIu32 "\n",
+               "lifecycle", p.growth_quota, p.recycle_quota, p.interval_ms, p.migration_budget);
+  std::fprintf(out, "  %-20s %" PRIu64 " requested\n", "spawn pipeline", p.spawn_requested);
+  std::fprintf(
+      out, "  %-20s by cap %" PRIu32 ", by capacity %" PRIu32 ", by zone %" PRIu32 " (last step)\n",
+      "spawn deferred", p.spawn_deferred_by_cap, p.spawn_deferred_by_capacity,
+      p.spawn_deferred_by_zone);
+  std::fprintf(
+      out, "  %-20s orphans %" PRIu32 ", faded total %" PRIu64 ", fade skipped total %" PRIu64 "\n",
+      "retiring", p.retiring, p.faded_total, p.fade_skipped_total);
+  std::fprintf(out, "  %-20s", "despawns by reason");
+  for (std::size_t i = 0; i < p.despawned_by_reason.size(); ++i) {
+    std::fprintf(out, "%s %s %" PRIu64, i == 0 ? "" : ",", despawn_reason_name(i).c_str(),
+                 p.despawned_by_reason[i]);
+  }
+  std::fprintf(out, "%s\n", p.despawned_by_reason.empty() ? " none" : "");
+  std::fprintf(out, "  %-20s", "tiers");
+  for (std::size_t i = 0; i < p.tiers.size(); ++i) {
+    const char* tier = wire::EnumNameSimTier(static_cast<wire::SimTier>(i));
+    std::fprintf(out, "%s %s %" PRIu32, i == 0 ? "" : ",",
+                 *tier != '\0' ? tier : std::to_string(i).c_str(), p.tiers[i]);
+  }
+  std::fprintf(out, "%s (promoted %" PRIu32 ", demoted %" PRIu32 ", deferred %" PRIu32 ")\n",
+               p.tiers.empty() ? " none" : "", p.tier_promoted, p.tier_demoted, p.tier_deferred);
+  std::fprintf(out, "  %-20s %" PRIu32 " (overflow %" PRIu32 ", refused total %" PRIu64 ")\n",
+               "forced full", p.forced_full, p.forced_overflow, p.force_full_refused);
+  std::fprintf(out, "  %-20s fragments %" PRIu32 ", deficit %.3f, surplus %.3f, max deficit %.3f\n",
+               "ledger", p.ledger_fragments, p.ledger_deficit, p.ledger_surplus,
+               p.ledger_max_deficit);
+
+  std::fprintf(out, "%-24s  %6s  %10s\n", "SPAWN STATE", "LIVE", "TOTAL");
+  const std::size_t states = std::max(p.spawn_live.size(), p.spawn_totals.size());
+  for (std::size_t i = 0; i < states; ++i) {
+    const char* name = wire::EnumNameSpawnState(static_cast<wire::SpawnState>(i));
+    std::fprintf(out, "%-24s  %6" PRIu32 "  %10" PRIu64 "\n",
+                 *name != '\0' ? name : std::to_string(i).c_str(),
+                 i < p.spawn_live.size() ? p.spawn_live[i] : 0u,
+                 i < p.spawn_totals.size() ? p.spawn_totals[i] : std::uint64_t{0});
+  }
+  std::fflush(out);
+  return kExitOk;
+}
+
+int run_lifecycle(const CliOptions& o, std::FILE* out, std::FILE* err) {
+  Client c(client_options(o, wire::Role::Operator));
+  ClockView clock;
+  if (const int rc = connect_operator(c, o, clock, err); rc != kExitOk) return rc;
+  // SetLifecycle sends every field: the ones not given keep the current value.
+  const auto current =
+      c.command(client::QueryPopulationCmd{}, std::chrono::milliseconds(o.timeout_ms));
+  if (!current.ok()) return report(err, o, "query_population", current);
+  if (!current.value.accepted()) return rejected(o, current.value, err, " (reading the settings)");
+  if (!current.value.population) return missing(o, "the population", err);
+  const client::PopulationReport& was = *current.value.population;
+  const client::SetLifecycleCmd spec{o.growth_quota.value_or(was.growth_quota),
+                                     o.recycle_quota.value_or(was.recycle_quota),
+                                     o.lifecycle_interval_ms.value_or(was.interval_ms),
+                                     o.migration_budget.value_or(was.migration_budget)};
+  std::optional<client::CommandReply> reply;
+  const int rc = apply_world(c, o, clock, spec, false, reply, out, err);
+  if (rc != kExitOk || !reply) return rc;
+  print_accepted(out, o, *reply);
+  auto setting = [&](const char* name, std::uint32_t now, std::uint32_t before, const char* unit) {
+    std::fprintf(out, "  %-20s %" PRIu32 "%s", name, now, unit);
+    if (now != before) std::fprintf(out, " (was %" PRIu32 "%s)", before, unit);
+    std::fputc('\n', out);
+  };
+  setting("growth quota", spec.growth_quota, was.growth_quota, "");
+  setting("recycle quota", spec.recycle_quota, was.recycle_quota, "");
+  setting("interval", spec.interval_ms, was.interval_ms, " ms");
+  setting("migration budget", spec.migration_budget, was.migration_budget, "");
   std::fflush(out);
   return kExitOk;
 }
@@ -563,15 +909,8 @@ int run_operator(const CliOptions& o, std::FILE* out, std::FILE* err) {
   if (const int rc = connect_as(c, o, wire::Role::Operator, err); rc != kExitOk) return rc;
   const auto r = c.command(spec, std::chrono::milliseconds(o.timeout_ms));
   if (!r.ok()) return report(err, o, client::command_name(spec), r);
-  if (!r.value.accepted()) {
-    std::fprintf(err, "bustle %s: rejected (%s)%s%s\n", o.command.c_str(),
-                 wire::EnumNameRejectReason(r.value.reason), r.value.message.empty() ? "" : ": ",
-                 r.value.message.c_str());
-    return kExitRejected;
-  }
-  std::fprintf(out, "%s accepted at step %" PRIu64 "%s%s\n", o.command.c_str(),
-               r.value.applied_step, r.value.message.empty() ? "" : ": ", r.value.message.c_str());
-  std::fflush(out);
+  if (!r.value.accepted()) return rejected(o, r.value, err);
+  print_accepted(out, o, r.value);
   return kExitOk;
 }
 
@@ -588,6 +927,12 @@ int run(const CliOptions& options, std::FILE* out, std::FILE* err) {
   if (options.command == "signals") return run_signals(options, out, err);
   if (options.command == "zones") return run_zones(options, out, err);
   if (options.command == "vehicle") return run_vehicle(options, out, err);
+  if (options.command == "population") return run_population(options, out, err);
+  if (options.command == "entity") return run_entity(options, out, err);
+  if (options.command == "spawn") return run_spawn(options, out, err);
+  if (options.command == "cancel-spawn") return run_cancel_spawn(options, out, err);
+  if (options.command == "spawn-status") return run_spawn_status(options, out, err);
+  if (options.command == "lifecycle") return run_lifecycle(options, out, err);
   if (options.command == "checkpoint" || options.command == "restore" ||
       options.command == "save" || options.command == "load") {
     return run_snapshot_job(options, out, err);

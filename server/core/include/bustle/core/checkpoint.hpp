@@ -44,6 +44,7 @@ struct PedestrianState {
   std::vector<std::uint8_t> tier;       // SimTier
   std::vector<std::uint8_t> priority;   // PriorityClass
   std::vector<std::uint8_t> origin;     // PedestrianOrigin
+  std::vector<std::uint32_t> route;     // route slot or kNoRoute
 };
 
 // An orphan (retiring entity) as stored; see world.hpp OrphanRecord.
@@ -87,6 +88,7 @@ struct WorldCheckpoint {
   std::vector<Vec2> observers;
   std::vector<ObserverView> observer_views;  // parallel to observers
   SpawnPipelineState spawn;
+  RouteTableState routes;
   std::vector<OrphanState> orphans;          // sorted by id
   std::vector<EntityId> retiring_fifo;       // front first
   std::uint64_t digest = 0;            // digest of this state (checked on restore)

@@ -25,6 +25,7 @@
 
 #include "bustle/core/command.hpp"
 #include "bustle/core/entity_id.hpp"
+#include "bustle/core/route_table.hpp"
 #include "bustle/core/scenario.hpp"
 
 namespace bustle::core {
@@ -66,6 +67,7 @@ struct SpawnHandleState {
   std::uint64_t requested_step = 0;
   std::uint64_t deadline_step = 0;  // TimedOut when still waiting after it
   std::uint64_t state_step = 0;     // step of the last state change
+  std::uint32_t route = kNoRoute;   // slot in the shared route table, held until the walker leaves
   friend bool operator==(const SpawnHandleState&, const SpawnHandleState&) = default;
 };
 

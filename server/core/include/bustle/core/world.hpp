@@ -160,6 +160,7 @@ struct PedestrianStore {
   std::vector<std::uint8_t> priority;   // PriorityClass (importance)
   std::vector<std::uint8_t> origin;     // PedestrianOrigin
   std::vector<std::uint8_t> phase;      // id_phase(id): derived from the id, never stored
+  std::vector<std::uint32_t> route;     // slot in the shared route table, or kNoRoute
   std::vector<std::uint32_t> dense_of;
   static constexpr std::uint32_t kNoResident = UINT32_MAX;
 
@@ -244,6 +245,7 @@ class World {
   std::uint32_t background_pedestrians() const { return background_count_; }
   const std::vector<Vec2>& observers() const { return observers_; }
   const std::vector<ObserverView>& observer_views() const { return observer_views_; }
+  const RouteTable& routes() const { return routes_; }
   const Prng& prng() const { return rng_; }
 
   // Spawn pipeline (spawn_pipeline.hpp).
@@ -310,8 +312,11 @@ class World {
   void phase_spawn_pipeline();
   void phase_representation_requests();
   // Validates a spawn request; empty when valid, else "field: message".
-  std::string validate_spawn(const SpawnPedestrian& c, std::int32_t& zone, std::uint32_t& lane) const;
-  std::uint64_t accept_spawn(const SpawnPedestrian& c, std::int32_t zone, std::uint32_t lane, CommandOrigin origin);
+  std::string validate_spawn(const SpawnPedestrian& c, std::int32_t& zone, std::uint32_t& lane,
+                             std::vector<LaneIndex>* route = nullptr) const;
+  std::string validate_spawn_place(const SpawnPedestrian& c, std::int32_t& zone, std::uint32_t& lane) const;
+  std::uint64_t accept_spawn(const SpawnPedestrian& c, std::int32_t zone, std::uint32_t lane,
+                             std::span<const LaneIndex> route, CommandOrigin origin);
   void set_spawn_state(SpawnHandleState& h, SpawnState s, SpawnFailure f = SpawnFailure::None);
   void retire_terminal_spawns();
   SpawnHandleState* live_spawn_of(EntityId id);
@@ -369,6 +374,7 @@ class World {
   std::vector<ObserverView> observer_views_;   // parallel to observers_
   ImportanceField importance_;
   SpawnPipelineState spawn_;
+  RouteTable routes_;
   std::vector<SpawnEvent> spawn_events_;
   std::vector<OrphanRecord> orphans_;          // sorted by id
   std::vector<EntityId> retiring_fifo_;        // front first

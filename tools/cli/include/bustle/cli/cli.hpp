@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -32,7 +33,8 @@ struct CliOptions {
   std::string command;         // status, watch, pause, resume, step, target, checkpoint, restore,
                                // save, load, snapshots, delete, job, garages, signals, vehicle,
                                // garage-request, cancel-request, strategy, observers, hour,
-                               // time-scale, zones, help
+                               // time-scale, zones, population, spawn, cancel-spawn,
+                               // spawn-status, entity, lifecycle, help
   std::uint32_t argument = 0;  // step N, target N
   std::string name;            // checkpoint/restore/save/load/delete NAME
   std::uint64_t job_id = 0;    // job ID
@@ -43,12 +45,25 @@ struct CliOptions {
   std::string prototype;       // garage-request PROTOTYPE
   std::string lane;            // garage-request LANE (lane id)
   std::int32_t priority = 10;  // --priority P (garage-request)
-  std::uint32_t entity_index = 0;       // vehicle / strategy INDEX:GEN
+  std::uint32_t entity_index = 0;  // vehicle / strategy / entity INDEX:GEN
   std::uint32_t entity_generation = 0;
   std::uint8_t strategy = 0;   // strategy: 0 route_follow, 1 lane_follow, 2 parked, 3 manual
   std::vector<std::pair<float, float>> observers;  // observers X,Y ... (empty: clear)
   double hour = 0.0;           // hour H
   std::uint32_t time_scale = 1;  // time-scale S
+  // Spawn pipeline.
+  std::string zone;        // spawn --zone Z (empty: any sidewalk)
+  std::string spawn_lane;  // spawn --lane L (empty: any lane of the zone)
+  std::uint8_t spawn_priority = 1;      // spawn --priority: wire PriorityClass (1 quest)
+  std::uint32_t spawn_timeout_ms = 0;  // spawn --spawn-timeout-ms (0: the scenario's)
+  std::optional<std::uint8_t> wait_state;  // spawn --wait STATE (wire SpawnState value)
+  bool attach = false;       // spawn --attach: report the actor attached when asked
+  std::uint64_t handle = 0;  // cancel-spawn / spawn-status HANDLE
+  // lifecycle: the settings to change; unset ones keep their current value.
+  std::optional<std::uint32_t> growth_quota;           // --growth
+  std::optional<std::uint32_t> recycle_quota;          // --recycle
+  std::optional<std::uint32_t> lifecycle_interval_ms;  // --interval-ms (with lifecycle)
+  std::optional<std::uint32_t> migration_budget;       // --migration-budget
   // --step: under a manual clock, send one Step after a world command so that
   // its result arrives (otherwise the command is only queued).
   bool step_after = false;

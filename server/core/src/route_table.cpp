@@ -1,0 +1,85 @@
+#include "bustle/core/route_table.hpp"
+
+#include <algorithm>
+
+namespace bustle::core {
+
+std::uint32_t RouteTable::add(std::span<const LaneIndex> lanes) {
+  std::uint32_t slot;
+  if (!s_.free_slots.empty()) {
+    slot = s_.free_slots.back();
+    s_.free_slots.pop_back();
+  } else {
+    slot = static_cast<std::uint32_t>(s_.count.size());
+    s_.offset.push_back(0);
+    s_.count.push_back(0);
+    s_.target.push_back(0);
+  }
+  s_.offset[slot] = static_cast<std::uint32_t>(s_.lanes.size());
+  s_.count[slot] = static_cast<std::uint32_t>(lanes.size());
+  s_.target[slot] = 1;  // lanes[0] is where the walker starts
+  s_.lanes.insert(s_.lanes.end(), lanes.begin(), lanes.end());
+  return slot;
+}
+
+void RouteTable::release(std::uint32_t slot) {
+  garbage_ += s_.count[slot];
+  s_.count[slot] = 0;
+  s_.target[slot] = 0;
+  s_.offset[slot] = 0;
+  s_.free_slots.push_back(slot);
+  if (garbage_ * 2 > s_.lanes.size()) compact();
+}
+
+std::optional<LaneIndex> RouteTable::next(std::uint32_t slot) {
+  if (s_.target[slot] >= s_.count[slot]) return std::nullopt;
+  return s_.lanes[s_.offset[slot] + s_.target[slot]++];
+}
+
+void RouteTable::set_state(RouteTableState s) {
+  s_ = std::move(s);
+  std::uint64_t used = 0;
+  for (const std::uint32_t c : s_.count) used += c;
+  garbage_ = static_cast<std::uint32_t>(s_.lanes.size() - used);
+}
+
+void RouteTable::compact() {
+  std::vector<LaneIndex> packed;
+  packed.reserve(s_.lanes.size() - garbage_);
+  for (std::size_t slot = 0; slot < s_.count.size(); ++slot) {
+    if (s_.count[slot] == 0) continue;
+    const std::uint32_t from = s_.offset[slot];
+    s_.offset[slot] = static_cast<std::uint32_t>(packed.size());
+    packed.insert(packed.end(), s_.lanes.begin() + from, s_.lanes.begin() + from + s_.count[slot]);
+  }
+  s_.lanes = std::move(packed);
+  garbage_ = 0;
+}
+
+std::string RouteTable::validate(const RouteTableState& s, std::uint32_t lane_count) {
+  const std::size_t n = s.count.size();
+  if (s.offset.size() != n || s.target.size() != n) return "routes: column lengths differ";
+  std::vector<std::uint8_t> is_free(n, 0);
+  for (std::size_t k = 0; k < s.free_slots.size(); ++k) {
+    const std::uint32_t f = s.free_slots[k];
+    if (f >= n || is_free[f] || s.count[f] != 0) {
+      return "routes.free_slots[" + std::to_string(k) + "]: not a free slot, or listed twice";
+    }
+    is_free[f] = 1;
+  }
+  for (std::size_t slot = 0; slot < n; ++slot) {
+    const std::string at = "routes[" + std::to_string(slot) + "]";
+    if (s.count[slot] == 0) {
+      if (!is_free[slot]) return at + ".count: an empty route must be on the free list";
+      continue;
+    }
+    if (std::uint64_t{s.offset[slot]} + s.count[slot] > s.lanes.size()) return at + ".offset: outside the buffer";
+    if (s.target[slot] > s.count[slot]) return at + ".target: beyond the route";
+  }
+  for (std::size_t k = 0; k < s.lanes.size(); ++k) {
+    if (s.lanes[k] >= lane_count) return "routes.lanes[" + std::to_string(k) + "]: unknown lane";
+  }
+  return {};
+}
+
+}  // namespace bustle::core
