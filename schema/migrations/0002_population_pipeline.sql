@@ -1,8 +1,9 @@
 -- Bustle SQLite schema, version 2: the population pipeline (DESIGN §3) —
--- spawn handles, the orphan set and retiring FIFO of the despawn phase,
--- observer heights and view directions, two-phase zone handoffs, runtime
--- lifecycle settings, and saveable residents in saves. Applied after 0001
--- when a file is opened (same transaction). Never edit a released migration.
+-- spawn handles, routes of spawned walkers, the orphan set and retiring FIFO
+-- of the despawn phase, observer heights and view directions, two-phase zone
+-- handoffs, runtime lifecycle settings, and saveable residents in saves.
+-- Applied after 0001 when a file is opened (same transaction). Never edit a
+-- released migration.
 --
 -- Snapshots already in a version-1 file stay listed and deletable; each row
 -- records the schema it was written with. A version-1 checkpoint lacks the
@@ -17,6 +18,7 @@ ALTER TABLE snapshots ADD COLUMN schema_version INTEGER NOT NULL DEFAULT 1
 -- by version 1 (nothing faded, the interval grid started at 0, no handoffs).
 ALTER TABLE pedestrian_columns ADD COLUMN priority BLOB NOT NULL DEFAULT x'';  -- u8 PriorityClass
 ALTER TABLE pedestrian_columns ADD COLUMN origin BLOB NOT NULL DEFAULT x'';    -- u8 PedestrianOrigin
+ALTER TABLE pedestrian_columns ADD COLUMN route BLOB NOT NULL DEFAULT x'';     -- u32 LE route slot (route_slots), 0xFFFFFFFF for none
 ALTER TABLE world_state ADD COLUMN faded_total INTEGER NOT NULL DEFAULT 0;         -- despawns that faded
 ALTER TABLE world_state ADD COLUMN fade_skipped_total INTEGER NOT NULL DEFAULT 0;  -- off-screen: deleted at once
 ALTER TABLE world_state ADD COLUMN interval_origin_us INTEGER NOT NULL DEFAULT 0;  -- sim time the lifecycle interval grid starts at
@@ -89,7 +91,38 @@ CREATE TABLE spawn_handles (
   requested_step     INTEGER NOT NULL,
   deadline_step      INTEGER NOT NULL,
   state_step         INTEGER NOT NULL,  -- step of the last state change
+  route              INTEGER NOT NULL,  -- route slot (route_slots) held until the walker takes it, 4294967295 for none
   PRIMARY KEY (snapshot_id, list, position)
+) WITHOUT ROWID;
+
+-- Routes of spawned walkers (route_table.hpp), all in one shared buffer: a
+-- route is the slice [offset, offset + count) of route_lanes plus the index of
+-- the next lane to take. Walkers (pedestrian_columns.route) and live spawn
+-- handles (spawn_handles.route) hold slots. No rows: the table has no slot yet.
+CREATE TABLE route_slots (
+  snapshot_id  INTEGER NOT NULL REFERENCES snapshots(id) ON DELETE CASCADE,
+  slot         INTEGER NOT NULL,
+  offset       INTEGER NOT NULL,  -- route_lanes.position of the route's first lane
+  count        INTEGER NOT NULL,  -- lanes in the route; 0 for a free slot
+  target       INTEGER NOT NULL,  -- next lane to take, 0..count (count: used up)
+  PRIMARY KEY (snapshot_id, slot)
+) WITHOUT ROWID;
+
+-- The shared buffer, in order; it also holds released slices that were not
+-- compacted away yet.
+CREATE TABLE route_lanes (
+  snapshot_id  INTEGER NOT NULL REFERENCES snapshots(id) ON DELETE CASCADE,
+  position     INTEGER NOT NULL,
+  lane         INTEGER NOT NULL,  -- lane index
+  PRIMARY KEY (snapshot_id, position)
+) WITHOUT ROWID;
+
+-- Free route slots, a LIFO: the last position is reused first.
+CREATE TABLE route_free_slots (
+  snapshot_id  INTEGER NOT NULL REFERENCES snapshots(id) ON DELETE CASCADE,
+  position     INTEGER NOT NULL,
+  slot         INTEGER NOT NULL,  -- route_slots.slot (count 0)
+  PRIMARY KEY (snapshot_id, position)
 ) WITHOUT ROWID;
 
 -- The despawn phase's orphan set (retiring entities, sorted by id).

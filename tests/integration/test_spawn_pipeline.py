@@ -4,7 +4,9 @@ cancellation before registration, and atomic lifecycle batches. Manual clock,
 large-block city (configs/largeblock.city.json: no background pedestrians, 72
 residents), so every step is deterministic."""
 
-from population_helpers import SPAWN_PER_STEP_CAP, City, start_city
+import json
+
+from population_helpers import LARGEBLOCK, SPAWN_PER_STEP_CAP, City, start_city
 
 from bustle_client import (
     BatchStatus,
@@ -269,3 +271,90 @@ def test_viewers_query_population_but_cannot_spawn(start_server):
         assert r.status == CommandStatus.Rejected and r.reason == RejectReason.NotAuthorized
         r = viewer.command("LifecycleBatch", ops=[spawn_op()])
         assert r.status == CommandStatus.Rejected and r.reason == RejectReason.NotAuthorized
+
+
+def _pedestrian_successors():
+    """lane id -> its pedestrian successors, from the large-block config."""
+    lanes = json.loads(LARGEBLOCK.read_text())["lanes"]
+    walkable = {ln["id"] for ln in lanes if ln["kind"] in ("sidewalk", "crossing")}
+    return {ln["id"]: [s for s in ln["successors"] if s in walkable]
+            for ln in lanes if ln["id"] in walkable}
+
+
+def _lane_visits(city, eid, steps, chunk=25):
+    """Step ``steps`` steps in chunks, querying the entity after each; returns
+    the lanes it walked, one entry per visit (a lane taken again right after
+    itself counts twice: its s_m starts over)."""
+    visits, last_s = [], None
+    for _ in range(0, steps, chunk):
+        city.step(chunk)
+        info = city.op.entity(eid)
+        assert info.alive and info.lane is not None, info
+        if not visits or info.lane != visits[-1] or info.s_m < last_s:
+            visits.append(info.lane)
+        last_s = info.s_m
+    return visits
+
+
+def test_routed_spawn_walks_its_route_then_wanders(start_server):
+    succ = _pedestrian_successors()
+    # Crossing into the market, round the market loop three times (at its end
+    # the loop may also turn into the crossing to the office: the route
+    # decides), then across to the office loop.
+    route = ["x.facilities.market", "market.loop", "market.loop", "market.loop",
+             "x.market.office", "office.loop"]
+    for prev, lane in zip(route, route[1:]):
+        assert lane in succ[prev], f"configs/largeblock.city.json: {lane} does not follow {prev}"
+    assert all(len(succ[lane]) > 1 for lane in route[1:3]), "the route must choose somewhere"
+    srv = start_city(start_server)
+    with City(srv, "spawn-route") as city:
+        index = {ln.id: ln.index for ln in city.welcome.lanes}
+        lane_id = {i: name for name, i in index.items()}
+        r = city.apply("SpawnPedestrian", route=route, priority="story")
+        assert r.accepted and r.handle >= 1, r
+        status = city.op.spawn_status(r.handle)
+        assert status.lane == index[route[0]], "route[0] is the lane asked for"
+        registered = step_until_spawn(city, r.handle, SpawnState.Registered)[-1]
+        eid = registered.entity
+        info = city.op.entity(eid)
+        assert info.lane == index[route[0]] and info.s_m < 1.0, "starts at the beginning of route[0]"
+
+        # Lane lengths (m) / speed limits (m/s) at 0.1 s per step: crossings
+        # 40 / 1.2, market loop 200 / 1.3, office loop 200 / 1.4: the whole
+        # route takes about 6 710 steps, then it wanders on.
+        visits = [lane_id[i] for i in _lane_visits(city, eid, 7200)]
+        assert visits[:len(route)] == route, visits
+        after = visits[len(route):]
+        assert after and after[0] in succ[route[-1]], visits
+        for prev, lane in zip(visits, visits[1:]):
+            assert lane in succ[prev], visits
+        assert city.op.entity(eid).origin == PedestrianOrigin.Spawned
+
+
+def test_invalid_routes_are_rejected_naming_the_entry(start_server):
+    srv = start_city(start_server)
+    with City(srv, "spawn-route-invalid") as city:
+        city.step(1)
+        jump, unknown, road, other_lane, foreign, ok = city.apply_all([
+            ("SpawnPedestrian", dict(route=["market.loop", "market.loop", "office.loop"])),
+            ("SpawnPedestrian", dict(route=["market.loop", "no.such.lane"])),
+            ("SpawnPedestrian", dict(route=["avenue.east"])),
+            ("SpawnPedestrian", dict(lane="office.loop", route=["market.loop"])),
+            ("SpawnPedestrian", dict(zone="office", route=["market.loop", "x.market.office"])),
+            ("SpawnPedestrian", dict(zone="market", lane="market.loop", route=["market.loop"])),
+        ])
+        for r in (jump, unknown, road, other_lane, foreign):
+            assert (r.status, r.reason, r.handle) == (
+                CommandStatus.Rejected, RejectReason.InvalidArgument, 0), r
+        assert jump.message == "route[2]: 'office.loop' does not follow 'market.loop'"
+        assert unknown.message == "route[1]: unknown lane 'no.such.lane'"
+        assert road.message.startswith("route[0]: 'avenue.east'"), road.message
+        assert other_lane.message.startswith("lane: must be route[0]"), other_lane.message
+        assert foreign.message.startswith("lane: 'market.loop' is not a lane of zone 'office'"), \
+            foreign.message
+        assert ok.accepted and ok.handle == 1, "rejected routes consume no handle"
+        # Too long: refused by the server's parser at once, before any lane is looked up.
+        long = city.op.command("SpawnPedestrian", route=["market.loop"] * 257)
+        assert (long.status, long.reason) == (CommandStatus.Rejected, RejectReason.InvalidArgument)
+        assert long.message == "route: 257 lanes, at most 256 per spawn"
+        assert city.op.population().spawn_requested == 1

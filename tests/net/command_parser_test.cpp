@@ -66,6 +66,22 @@ Body spawn_body(wire::PriorityClass priority, const char* zone = "market", const
   };
 }
 
+// A SpawnPedestrian with a route of `lanes` lane ids ("l0", "l1", ...), top
+// level or (`in_batch`) as the one Spawn op of a lifecycle batch.
+Body route_body(std::size_t lanes, bool in_batch = false) {
+  return [=](flatbuffers::FlatBufferBuilder& fbb) {
+    std::vector<std::string> ids;
+    for (std::size_t i = 0; i < lanes; ++i) ids.push_back("l" + std::to_string(i));
+    const auto route = fbb.CreateVectorOfStrings(ids);
+    const auto s = wire::CreateSpawnPedestrian(fbb, 0, 0, wire::PriorityClass::Quest, 0, route);
+    if (!in_batch) return std::make_pair(wire::CommandBody::SpawnPedestrian, s.Union());
+    const std::vector<flatbuffers::Offset<wire::LifecycleOp>> ops{
+        wire::CreateLifecycleOp(fbb, wire::LifecycleOpKind::Spawn, s)};
+    return std::make_pair(wire::CommandBody::LifecycleBatch,
+                          wire::CreateLifecycleBatchDirect(fbb, &ops).Union());
+  };
+}
+
 // ops: 'S' spawn (with its table), 's' spawn without table, 'D' despawn with
 // id, 'd' despawn without id, 'X' unknown kind.
 Body batch_body(const std::string& ops, wire::PriorityClass priority = wire::PriorityClass::Background) {
@@ -173,6 +189,50 @@ TEST_CASE("SpawnPedestrian becomes a core spawn request with every field") {
   CHECK(ds.lane.empty());
   CHECK(ds.priority == 1);
   CHECK(ds.timeout_ms == 0);
+  CHECK(ds.route.empty());
+}
+
+TEST_CASE("SpawnPedestrian routes keep their lanes in order, at most 256") {
+  SECTION("lanes are passed on as given; the core judges the ids") {
+    const Parsed p = parse([](flatbuffers::FlatBufferBuilder& fbb) {
+      const auto route = fbb.CreateVectorOfStrings(
+          std::vector<std::string>{"x.facilities.market", "market.loop", "market.loop", ""});
+      const auto zone = fbb.CreateString("facilities");
+      const auto s =
+          wire::CreateSpawnPedestrian(fbb, zone, 0, wire::PriorityClass::Story, 0, route);
+      return std::make_pair(wire::CommandBody::SpawnPedestrian, s.Union());
+    });
+    const auto& s = world_command<core::SpawnPedestrian>(p.parsed);
+    CHECK(s.route ==
+          std::vector<std::string>{"x.facilities.market", "market.loop", "market.loop", ""});
+    CHECK(s.zone == "facilities");
+    CHECK(s.lane.empty());
+    CHECK(s.priority == 0);
+  }
+  SECTION("an empty route vector is no route") {
+    CHECK(world_command<core::SpawnPedestrian>(parse(route_body(0)).parsed).route.empty());
+  }
+  SECTION("256 lanes are the limit, at top level and in a batch") {
+    const Parsed p = parse(route_body(256));
+    INFO(p.verify_error);
+    REQUIRE(p.verified);
+    const auto& s = world_command<core::SpawnPedestrian>(p.parsed);
+    REQUIRE(s.route.size() == 256);
+    CHECK(s.route.front() == "l0");
+    CHECK(s.route.back() == "l255");
+    const Parsed b = parse(route_body(256, true));
+    CHECK(world_command<core::LifecycleBatch>(b.parsed).ops.at(0).spawn.route.size() == 256);
+  }
+  SECTION("257 lanes are rejected naming the field, not truncated") {
+    const Parsed p = parse(route_body(257));
+    REQUIRE(p.verified);
+    CHECK(p.parsed.reason == core::RejectReason::InvalidArgument);
+    CHECK(p.parsed.message == "route: 257 lanes, at most 256 per spawn");
+    const Parsed b = parse(route_body(4000, true));
+    REQUIRE(b.verified);  // strings do not count against the table budget
+    CHECK(b.parsed.reason == core::RejectReason::InvalidArgument);
+    CHECK(b.parsed.message == "ops[0].spawn.route: 4000 lanes, at most 256 per spawn");
+  }
 }
 
 TEST_CASE("an unknown PriorityClass value is rejected naming the field") {

@@ -39,13 +39,13 @@ bool same_bits(double a, double b) { return std::bit_cast<std::uint64_t>(a) == s
 TEST_CASE("every world command round-trips through its JSON form") {
   core::LifecycleOp spawn_op;
   spawn_op.kind = core::LifecycleOp::Kind::Spawn;
-  spawn_op.spawn = {"market", "market.loop", 0, 2500};
+  spawn_op.spawn = {"market", "market.loop", 0, 2500, {"market.loop", "x.market.office", "office.loop"}};
   core::LifecycleOp despawn_op;
   despawn_op.kind = core::LifecycleOp::Kind::Despawn;
   despawn_op.id = {UINT32_MAX, 7};
   core::LifecycleOp odd_op;  // a despawn carrying spawn fields: still decoded exactly
   odd_op.kind = core::LifecycleOp::Kind::Despawn;
-  odd_op.spawn = {"", "x", 3, 1};
+  odd_op.spawn = {"", "x", 3, 1, {"x"}};
   odd_op.id = {4, 1};
   const std::vector<core::WorldCommand> all = {
       core::SetPedestrianTarget{12},
@@ -57,8 +57,9 @@ TEST_CASE("every world command round-trips through its JSON form") {
       core::SetHour{23.999},
       core::SetTimeScale{3600},
       core::ForceFull{{5, 2}, false},
-      core::SpawnPedestrian{"market", "", 3, 0},
-      core::SpawnPedestrian{"", "office.loop", 255, UINT32_MAX},
+      core::SpawnPedestrian{"market", "", 3, 0, {}},
+      core::SpawnPedestrian{"", "office.loop", 255, UINT32_MAX, {}},
+      core::SpawnPedestrian{"", "", 1, 0, {"a", "", "a", "\"quoted\" \u00e9"}},
       core::CancelSpawn{UINT64_MAX},
       core::ReportAttached{{17, 4}},
       core::SetLifecycle{0, 9, 1000, UINT32_MAX},
@@ -92,11 +93,13 @@ TEST_CASE("new commands decode to exactly the fields that were encoded") {
     CHECK(std::signbit(out.points[0].z_m));
   }
   SECTION("spawn, cancel, attach and lifecycle settings") {
-    const auto sp = std::get<core::SpawnPedestrian>(round_trip(core::SpawnPedestrian{"office", "office.loop", 2, 750}));
+    const auto sp =
+        std::get<core::SpawnPedestrian>(round_trip(core::SpawnPedestrian{"office", "office.loop", 2, 750, {}}));
     CHECK(sp.zone == "office");
     CHECK(sp.lane == "office.loop");
     CHECK(sp.priority == 2);
     CHECK(sp.timeout_ms == 750);
+    CHECK(sp.route.empty());
     CHECK(std::get<core::CancelSpawn>(round_trip(core::CancelSpawn{0x8000'0000'0000'0001ull})).handle ==
           0x8000'0000'0000'0001ull);
     CHECK(std::get<core::ReportAttached>(round_trip(core::ReportAttached{{9, 3}})).id == core::EntityId{9, 3});
@@ -111,23 +114,70 @@ TEST_CASE("new commands decode to exactly the fields that were encoded") {
     in.ops.resize(3);
     in.ops[0].kind = core::LifecycleOp::Kind::Despawn;
     in.ops[0].id = {2, 5};
-    in.ops[1].spawn = {"facilities", "", 1, 10};
+    in.ops[1].spawn = {"facilities", "", 1, 10, {}};
     in.ops[1].id = {6, 6};  // unused by a spawn op, but kept
     in.ops[2].kind = core::LifecycleOp::Kind::Despawn;
     in.ops[2].id = {0, 0};
+    in.ops.push_back({});
+    in.ops[3].spawn = {"", "", 0, 0, {"market.loop", "x.market.office"}};
     const auto out = std::get<core::LifecycleBatch>(round_trip(in));
-    REQUIRE(out.ops.size() == 3);
-    for (std::size_t k = 0; k < 3; ++k) {
+    REQUIRE(out.ops.size() == 4);
+    for (std::size_t k = 0; k < 4; ++k) {
       CHECK(out.ops[k].kind == in.ops[k].kind);
       CHECK(out.ops[k].id == in.ops[k].id);
       CHECK(out.ops[k].spawn.zone == in.ops[k].spawn.zone);
       CHECK(out.ops[k].spawn.lane == in.ops[k].spawn.lane);
       CHECK(out.ops[k].spawn.priority == in.ops[k].spawn.priority);
       CHECK(out.ops[k].spawn.timeout_ms == in.ops[k].spawn.timeout_ms);
+      CHECK(out.ops[k].spawn.route == in.ops[k].spawn.route);
     }
     // Readable: a despawn op is just its kind and id.
     CHECK(persist::command_args_json(core::LifecycleBatch{{in.ops[0]}}) == R"({"ops":[{"id":[2,5],"kind":"despawn"}]})");
   }
+}
+
+TEST_CASE("a spawn's route round-trips as an array of lane ids, written only when there is one") {
+  const core::SpawnPedestrian routed{
+      "market", "", 2, 500, {"market.loop", "x.market.office", "office.loop", "office.loop"}};
+  const auto out = std::get<core::SpawnPedestrian>(round_trip(routed));
+  CHECK(out.route == routed.route);
+  CHECK(out.zone == "market");
+  CHECK(persist::command_args_json(routed) ==
+        R"({"lane":"","priority":2,"route":["market.loop","x.market.office","office.loop","office.loop"],)"
+        R"("timeout_ms":500,"zone":"market"})");
+  // No route: no "route" key, so recordings made before routes encode alike.
+  CHECK(persist::command_args_json(core::SpawnPedestrian{"market", "", 2, 500, {}}) ==
+        R"({"lane":"","priority":2,"timeout_ms":500,"zone":"market"})");
+  core::LifecycleOp despawn;  // a despawn with a leftover route keeps it
+  despawn.kind = core::LifecycleOp::Kind::Despawn;
+  despawn.id = {3, 1};
+  despawn.spawn.route = {"a"};
+  const auto batch = std::get<core::LifecycleBatch>(round_trip(core::LifecycleBatch{{despawn}}));
+  REQUIRE(batch.ops.size() == 1);
+  CHECK(batch.ops[0].spawn.route == despawn.spawn.route);
+}
+
+TEST_CASE("spawns recorded before routes (no \"route\" key) decode with an empty route") {
+  std::string why;
+  auto c =
+      persist::decode_command("spawn_pedestrian", R"({"zone":"market","lane":"","priority":1,"timeout_ms":0})", why);
+  INFO(why);
+  REQUIRE(c);
+  CHECK(std::get<core::SpawnPedestrian>(*c).route.empty());
+  auto b = persist::decode_command(
+      "lifecycle_batch",
+      R"({"ops":[{"kind":"spawn","spawn":{"zone":"","lane":"office.loop","priority":3,"timeout_ms":9}}]})", why);
+  INFO(why);
+  REQUIRE(b);
+  const auto& ops = std::get<core::LifecycleBatch>(*b).ops;
+  REQUIRE(ops.size() == 1);
+  CHECK(ops[0].spawn.lane == "office.loop");
+  CHECK(ops[0].spawn.route.empty());
+  // An explicit empty array is the same as no route.
+  c = persist::decode_command("spawn_pedestrian", R"({"zone":"","lane":"","priority":1,"timeout_ms":0,"route":[]})",
+                              why);
+  REQUIRE(c);
+  CHECK(std::get<core::SpawnPedestrian>(*c).route.empty());
 }
 
 TEST_CASE("observer points recorded before observer views (plain [x, y]) still decode") {
@@ -150,6 +200,13 @@ TEST_CASE("malformed arguments of the new commands are refused, naming the field
   CHECK(decode_error("spawn_pedestrian", R"({"lane":"","priority":1,"timeout_ms":0})").starts_with("zone:"));
   CHECK(decode_error("spawn_pedestrian", R"({"zone":"","lane":"","priority":1,"timeout_ms":-1})")
             .starts_with("timeout_ms:"));
+  CHECK(decode_error("spawn_pedestrian", R"({"zone":"","lane":"","priority":1,"timeout_ms":0,"route":"a"})")
+            .starts_with("route:"));
+  CHECK(decode_error("spawn_pedestrian", R"({"zone":"","lane":"","priority":1,"timeout_ms":0,"route":["a",2]})")
+            .starts_with("route[1]:"));
+  CHECK(decode_error("lifecycle_batch", R"({"ops":[{"kind":"spawn","spawn":{"zone":"","lane":"","priority":1,)"
+                                        R"("timeout_ms":0,"route":[null]}}]})")
+            .starts_with("ops[0].spawn.route[0]:"));
   CHECK(decode_error("cancel_spawn", R"({"handle":-1})").starts_with("handle:"));
   CHECK(decode_error("cancel_spawn", R"({"handle":1.5})").starts_with("handle:"));
   CHECK(decode_error("report_attached", R"({"id":[1]})").starts_with("id:"));

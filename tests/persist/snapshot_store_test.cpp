@@ -3,6 +3,7 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <bit>
 #include <filesystem>
 #include <fstream>
@@ -10,6 +11,7 @@
 
 #include "../support/completeness_guard.hpp"
 #include "bustle/persist/command_codec.hpp"
+#include "bustle/persist/persist_worker.hpp"
 #include "bustle/persist/snapshot_store.hpp"
 #include "bustle/scenario/scenario_loader.hpp"
 
@@ -418,6 +420,11 @@ TEST_CASE("a save keeps the time of day and garage counters: VehicleIds are neve
 
 namespace {
 
+// A walk through configs/largeblock.city.json: each lane a pedestrian
+// successor of the one before (market loop, crossing, office loop, ...).
+const std::vector<std::string> kBlockRoute = {"market.loop", "x.market.office", "office.loop", "office.loop",
+                                              "x.office.facilities", "facilities.loop"};
+
 core::Scenario largeblock() {
   auto loaded = bustle::scenario::load_scenario_file(std::string(BUSTLE_SOURCE_DIR) + "/configs/largeblock.city.json");
   INFO((loaded.errors.empty() ? std::string() : loaded.errors[0].to_string()));
@@ -429,8 +436,9 @@ bool same_bits(double a, double b) { return std::bit_cast<std::uint64_t>(a) == s
 
 core::SpawnHandleState handle_state(std::uint64_t handle, core::SpawnState state, core::SpawnFailure failure,
                                     core::EntityId entity, core::CommandOrigin origin, std::int32_t zone,
-                                    std::uint32_t lane, core::PriorityClass priority, std::uint64_t step) {
-  return {handle, state, failure, entity, origin, zone, lane, priority, step, step + 100, step + 3};
+                                    std::uint32_t lane, core::PriorityClass priority, std::uint64_t step,
+                                    std::uint32_t route = core::kNoRoute) {
+  return {handle, state, failure, entity, origin, zone, lane, priority, step, step + 100, step + 3, route};
 }
 
 // A checkpoint of the large block whose schema-2 fields all hold values no
@@ -441,12 +449,21 @@ core::WorldCheckpoint extreme_checkpoint() {
   auto w = std::move(core::World::create(largeblock(), 4).world);
   for (int k = 0; k < 30; ++k) w->step();
   core::WorldCheckpoint cp = w->capture();
-  REQUIRE_FALSE(cp.pedestrians.id.empty());
+  REQUIRE(cp.pedestrians.id.size() >= 2);
   REQUIRE(cp.population.zones.size() == 3);
   for (std::size_t i = 0; i < cp.pedestrians.id.size(); ++i) {
     cp.pedestrians.priority[i] = static_cast<std::uint8_t>(i % 4);
     cp.pedestrians.origin[i] = static_cast<std::uint8_t>(255 - i % 3);
+    cp.pedestrians.route[i] = i == 0 ? 2 : i == 1 ? UINT32_MAX - 1 : core::kNoRoute;
   }
+  // The route table: consistent as a table (targets within their routes, live
+  // slices inside the buffer), with released lanes left in the buffer, a free
+  // slot with a stale offset and lane indices no city has.
+  cp.routes.lanes = {0, 1, 2, UINT32_MAX, 7, 3, 0x8000'0000u};
+  cp.routes.offset = {0, 0, 3, 5, UINT32_MAX};
+  cp.routes.count = {3, 0, 2, 2, 0};
+  cp.routes.target = {3, 0, 0, 1, 0};
+  cp.routes.free_slots = {4, 1};
   cp.counters.faded_total = 0xFEDC'BA98'7654'3210ull;
   cp.counters.fade_skipped_total = 3;
   cp.observers = {{1.5, -2.5}, {0.0, 0.0}, {1e6, 3.25}};
@@ -461,9 +478,9 @@ core::WorldCheckpoint extreme_checkpoint() {
   sp.live = {handle_state(1, core::SpawnState::Queued, core::SpawnFailure::None, {}, {0, 0}, core::kAnyZone,
                           core::kAnyLane, core::PriorityClass::Background, 0),
              handle_state(2, core::SpawnState::RepresentationRequested, core::SpawnFailure::None, {7, 3},
-                          {UINT32_MAX, 77}, 2, 0, core::PriorityClass::Story, UINT64_MAX - 200)};
+                          {UINT32_MAX, 77}, 2, 0, core::PriorityClass::Story, UINT64_MAX - 200, 3)};
   sp.recent = {handle_state(UINT64_MAX - 1, core::SpawnState::Failed, core::SpawnFailure::EntityGone, {UINT32_MAX, UINT32_MAX},
-                            {9, UINT32_MAX}, INT32_MAX, 4, core::PriorityClass::Community, 5),
+                            {9, UINT32_MAX}, INT32_MAX, 4, core::PriorityClass::Community, 5, UINT32_MAX - 7),
                handle_state(4, core::SpawnState::TimedOut, core::SpawnFailure::WorldReplaced, {}, {1, 1}, 0,
                             core::kAnyLane, core::PriorityClass::Quest, 6)};
   cp.orphans = {{{3, 2}, 4, 1, -0.0, UINT32_MAX, UINT64_MAX}, {{9, 1}, 255, UINT32_MAX, 17.25, 12, 40}};
@@ -484,8 +501,8 @@ core::WorldCheckpoint extreme_checkpoint() {
   despawn.kind = core::LifecycleOp::Kind::Despawn;
   despawn.id = {5, 1};
   core::LifecycleOp spawn;
-  spawn.spawn = {"market", "", 0, 100};
-  cp.inbox = {{{1, 1}, core::SpawnPedestrian{"office", "office.loop", 3, 9}},
+  spawn.spawn = {"market", "", 0, 100, {"market.loop", "x.market.office"}};
+  cp.inbox = {{{1, 1}, core::SpawnPedestrian{"office", "office.loop", 3, 9, {"office.loop", "office.loop"}}},
               {{1, 2}, core::CancelSpawn{UINT64_MAX}},
               {{2, 1}, core::ReportAttached{{7, 3}}},
               {{2, 2}, core::SetLifecycle{1, 1, 100, 0}},
@@ -498,6 +515,8 @@ core::WorldCheckpoint extreme_checkpoint() {
 void check_pipeline_fields_equal(const core::WorldCheckpoint& a, const core::WorldCheckpoint& b) {
   CHECK(a.pedestrians.priority == b.pedestrians.priority);
   CHECK(a.pedestrians.origin == b.pedestrians.origin);
+  CHECK(a.pedestrians.route == b.pedestrians.route);
+  CHECK(a.routes == b.routes);
   CHECK(a.counters.faded_total == b.counters.faded_total);
   CHECK(a.counters.fade_skipped_total == b.counters.fade_skipped_total);
   REQUIRE(a.observer_views.size() == b.observer_views.size());
@@ -578,6 +597,8 @@ TEST_CASE("every population-pipeline field of a checkpoint round-trips exactly t
     empty.orphans.clear();
     empty.retiring_fifo.clear();
     empty.population.handoffs.clear();
+    empty.routes = {};
+    std::fill(empty.pedestrians.route.begin(), empty.pedestrians.route.end(), core::kNoRoute);
     REQUIRE(store.write_checkpoint("empty", "checkpoint", empty, "{}", 0).ok());
     persist::LoadedCheckpoint lc2;
     REQUIRE(store.read_checkpoint("empty", lc2).ok());
@@ -626,6 +647,15 @@ TEST_CASE("the population pipeline is readable with the sqlite3 shell") {
   CHECK(scalar("SELECT group_concat(kind, ' ') FROM pending_commands") ==
         "spawn_pedestrian cancel_spawn report_attached set_lifecycle lifecycle_batch set_observers");
   CHECK(scalar("SELECT schema_version FROM snapshots") == "2");
+  CHECK(scalar("SELECT group_concat(slot || ':' || offset || '+' || count || '>' || target, ' ') FROM route_slots") ==
+        "0:0+3>3 1:0+0>0 2:3+2>0 3:5+2>1 4:4294967295+0>0");
+  CHECK(scalar("SELECT group_concat(lane, ' ') FROM route_lanes") == "0 1 2 4294967295 7 3 2147483648");
+  CHECK(scalar("SELECT group_concat(slot, ' ') FROM route_free_slots") == "4 1");
+  CHECK(scalar("SELECT group_concat(handle || ':' || route, ' ') FROM spawn_handles WHERE list = 'live'") ==
+        "1:4294967295 2:3");
+  CHECK(scalar("SELECT hex(substr(route, 1, 8)) FROM pedestrian_columns") == "02000000FEFFFFFF");
+  CHECK(scalar("SELECT args FROM pending_commands WHERE seq = 0") ==
+        R"({"lane":"office.loop","priority":3,"route":["office.loop","office.loop"],"timeout_ms":9,"zone":"office"})");
   sqlite3_close(db);
 }
 
@@ -728,6 +758,31 @@ TEST_CASE("bad rows in the population-pipeline tables are refused, naming table,
       {"UPDATE pedestrian_columns SET priority = substr(priority, 2)", "pedestrian_columns", "snapshot_id=", "priority",
        "blob size"},
       {"UPDATE pedestrian_columns SET origin = x''", "pedestrian_columns", "snapshot_id=", "origin", "blob size"},
+      {"UPDATE pedestrian_columns SET route = substr(route, 5)", "pedestrian_columns", "snapshot_id=", "route",
+       "blob size"},
+      {"UPDATE spawn_handles SET route = 4294967296 WHERE handle = 2", "spawn_handles", "list='live' position=1",
+       "route", "out of range"},
+      {"UPDATE spawn_handles SET route = 'none' WHERE handle = 1", "spawn_handles", "position=0", "route",
+       "expected an integer"},
+      {"UPDATE route_slots SET target = 3 WHERE slot = 2", "route_slots", "slot=2", "target",
+       "3 is out of range [0, 2]"},
+      {"UPDATE route_slots SET target = 1 WHERE slot = 1", "route_slots", "slot=1", "target",
+       "1 is out of range [0, 0]"},
+      {"UPDATE route_slots SET offset = 6 WHERE slot = 3", "route_slots", "slot=3", "offset",
+       "6 is out of range [0, 5]"},
+      {"UPDATE route_slots SET count = 8 WHERE slot = 0", "route_slots", "slot=0", "count",
+       "8 is out of range [0, 7]"},
+      {"UPDATE route_slots SET offset = -1 WHERE slot = 4", "route_slots", "slot=4", "offset", "out of range"},
+      {"DELETE FROM route_lanes WHERE position = 6", "route_slots", "slot=3", "offset", "5 is out of range [0, 4]"},
+      {"DELETE FROM route_slots WHERE slot = 0", "route_slots", "slot=1", "slot", "not contiguous from 0"},
+      {"UPDATE route_lanes SET lane = 4294967296 WHERE position = 4", "route_lanes", "position=4", "lane",
+       "out of range"},
+      {"UPDATE route_lanes SET lane = 2.5 WHERE position = 0", "route_lanes", "position=0", "lane",
+       "expected an integer"},
+      {"UPDATE route_free_slots SET slot = 'one' WHERE position = 1", "route_free_slots", "position=1", "slot",
+       "expected an integer"},
+      {"UPDATE route_free_slots SET position = 2 WHERE position = 1", "route_free_slots", "position=2", "position",
+       "not contiguous"},
       {"UPDATE snapshots SET schema_version = 3", "snapshots", "name='x'", "schema_version", "out of range [1, 2]"},
   };
   for (const Case& c : cases) {
@@ -779,8 +834,8 @@ std::unique_ptr<core::World> block_with_pipeline(const core::Scenario& block) {
   auto w = std::move(core::World::create(block, 8).world);
   for (int k = 0; k < 30; ++k) w->step();
   REQUIRE(w->pedestrians().size() >= 2);
-  REQUIRE(w->submit({{1, 1}, core::SpawnPedestrian{"market", "", 1, 0}}) == core::SubmitStatus::Queued);
-  REQUIRE(w->submit({{1, 2}, core::SpawnPedestrian{"office", "", 2, 0}}) == core::SubmitStatus::Queued);
+  REQUIRE(w->submit({{1, 1}, core::SpawnPedestrian{"market", "", 1, 0, {}}}) == core::SubmitStatus::Queued);
+  REQUIRE(w->submit({{1, 2}, core::SpawnPedestrian{"office", "", 2, 0, {}}}) == core::SubmitStatus::Queued);
   // Observers on the despawned pedestrians, so they fade instead of vanishing.
   const core::EntityId a = w->pedestrians().id[0], b = w->pedestrians().id[1];
   std::vector<core::ObserverPoint> at;
@@ -836,6 +891,125 @@ TEST_CASE("restore refuses population-pipeline rows that break the world's rules
   }
 }
 
+TEST_CASE("routes round-trip through SQLite, and bad route rows are refused naming table, row and field") {
+  const core::Scenario block = largeblock();
+  auto w = std::move(core::World::create(block, 8).world);
+  for (int k = 0; k < 10; ++k) w->step();
+  // A walker on a route, two canceled routed spawns (one slot freed, the
+  // other reused), and a routed spawn still waiting when the checkpoint is taken.
+  REQUIRE(w->submit({{1, 1}, core::SpawnPedestrian{"", "", 1, 0, kBlockRoute}}) == core::SubmitStatus::Queued);
+  REQUIRE(w->submit({{1, 2}, core::SpawnPedestrian{"", "", 1, 0, {"office.loop"}}}) == core::SubmitStatus::Queued);
+  REQUIRE(w->submit({{1, 3}, core::SpawnPedestrian{"", "", 1, 0, {"market.loop"}}}) == core::SubmitStatus::Queued);
+  w->step();
+  REQUIRE(w->submit({{1, 4}, core::CancelSpawn{2}}) == core::SubmitStatus::Queued);
+  REQUIRE(w->submit({{1, 5}, core::CancelSpawn{3}}) == core::SubmitStatus::Queued);
+  for (int k = 0; k < 5; ++k) w->step();
+  REQUIRE(w->submit({{1, 6}, core::SpawnPedestrian{"", "", 0, 0, {"facilities.loop", "x.facilities.market"}}}) ==
+          core::SubmitStatus::Queued);
+  w->step();
+  const core::WorldCheckpoint good = w->capture();
+  INFO("route lanes " << good.routes.lanes.size() << ", slots " << good.routes.count.size() << ", free "
+                      << good.routes.free_slots.size());
+  REQUIRE(good.routes.count.size() == 3);
+  REQUIRE(good.routes.free_slots.size() == 1);
+  REQUIRE(std::count(good.pedestrians.route.begin(), good.pedestrians.route.end(), core::kNoRoute) + 1 ==
+          static_cast<std::ptrdiff_t>(good.pedestrians.route.size()));
+  REQUIRE(std::any_of(good.spawn.live.begin(), good.spawn.live.end(),
+                      [](const core::SpawnHandleState& h) { return h.route != core::kNoRoute; }));
+  const std::string scenario_json = "{\"id\":\"largeblock\"}";
+  TempDir dir;
+  const std::string path = dir.file("routes.db");
+  {
+    auto store = open_store(path);
+    REQUIRE(store.write_checkpoint("good", "checkpoint", good, scenario_json, 0).ok());
+  }
+  auto read = [&](persist::LoadedCheckpoint& lc) {
+    persist::SnapshotStore store;
+    REQUIRE(persist::SnapshotStore::open(path, persist::FileKind::Snapshots, false, store).ok());
+    return store.read_checkpoint("good", lc);
+  };
+  // Restores through the persistence worker, which names the table a bad
+  // value was read from; "" when the restore succeeds.
+  auto worker_restore = [&]() -> std::string {
+    std::unique_ptr<persist::PersistWorker> worker;
+    REQUIRE(persist::PersistWorker::start(path, block, scenario_json, {}, worker).ok());
+    const persist::JobStatus job = worker->submit_restore("good", {});
+    worker->drain();
+    const auto done = worker->query(job.job_id);
+    REQUIRE(done);
+    return done->state == persist::JobState::Failed ? done->message : "";
+  };
+  {
+    persist::LoadedCheckpoint lc;
+    const auto e = read(lc);
+    INFO(e.to_string());
+    REQUIRE(e.ok());
+    CHECK(lc.checkpoint.routes == good.routes);
+    CHECK(lc.checkpoint.pedestrians.route == good.pedestrians.route);
+    CHECK(lc.checkpoint.spawn == good.spawn);
+    auto r = core::World::restore(block, lc.checkpoint);
+    if (!r.errors.empty()) FAIL(r.errors[0].path << ": " << r.errors[0].message);
+    CHECK(r.world->digest() == w->digest());
+    for (int k = 0; k < 20; ++k) {
+      r.world->step();
+      w->step();
+    }
+    CHECK(r.world->digest() == w->digest());
+  }
+  REQUIRE(worker_restore().empty());
+
+  SECTION("a target beyond its route is refused by the store") {
+    exec_sql(path, "UPDATE route_slots SET target = count + 1 WHERE slot = 0");
+    persist::LoadedCheckpoint lc;
+    const persist::StoreError e = read(lc);
+    CHECK(e.table == "route_slots");
+    CHECK(e.row.find("slot=0") != std::string::npos);
+    CHECK(e.field == "target");
+    CHECK(e.message.find("out of range") != std::string::npos);
+    CHECK(worker_restore().find("table route_slots, row snapshot_id=1 slot=0, field target:") != std::string::npos);
+  }
+  struct Case {
+    const char* sql;
+    const char* core_path;  // World::restore's error path
+    const char* message;
+  };
+  // Structurally fine rows that break the world's rules: World::restore
+  // refuses them and the worker names the table, row and field.
+  const Case cases[] = {
+      {"UPDATE route_lanes SET lane = 99 WHERE position = 1", "routes.lanes[1]", "unknown lane"},
+      {"UPDATE route_free_slots SET slot = 0 WHERE position = 0", "routes.free_slots[0]", "not a free slot"},
+      {"UPDATE spawn_handles SET route = 4294967295 WHERE list = 'live' AND route != 4294967295", "routes[",
+       "held by nobody"},
+      {"UPDATE spawn_handles SET route = 0 WHERE list = 'live' AND route != 4294967295", "spawn.live[",
+       "is held twice"},
+  };
+  const char* expected_worker[] = {
+      "table route_lanes, row name='good' position=1, field lane: unknown lane",
+      "table route_free_slots, row name='good' position=0, field slot: not a free slot",
+      "table route_slots, row name='good' slot=",
+      "table spawn_handles, row name='good' list='live' position=",
+  };
+  for (std::size_t k = 0; k < std::size(cases); ++k) {
+    const Case& c = cases[k];
+    DYNAMIC_SECTION(c.sql) {
+      exec_sql(path, c.sql);
+      persist::LoadedCheckpoint lc;
+      const auto e = read(lc);
+      INFO(e.to_string());
+      REQUIRE(e.ok());
+      auto r = core::World::restore(block, lc.checkpoint);
+      REQUIRE_FALSE(r.world);
+      INFO(r.errors[0].path << ": " << r.errors[0].message);
+      CHECK(r.errors[0].path.starts_with(c.core_path));
+      CHECK(r.errors[0].message.find(c.message) != std::string::npos);
+      const std::string text = worker_restore();
+      INFO(text);
+      CHECK(text.find(expected_worker[k]) != std::string::npos);
+      CHECK(text.find(c.message) != std::string::npos);
+    }
+  }
+}
+
 TEST_CASE("completeness guard on the large block through SQLite with the population pipeline") {
   auto loaded = bustle::scenario::load_scenario_file(std::string(BUSTLE_SOURCE_DIR) + "/configs/largeblock.city.json");
   REQUIRE(loaded.ok());
@@ -846,10 +1020,14 @@ TEST_CASE("completeness guard on the large block through SQLite with the populat
       {2, core::SetHour{11.5}},
       {2, core::SetTimeScale{600}},  // a step is 60 game seconds: 12:00 (migrations, handoffs) comes at step ~32
       {5, core::SetObservers{{{80.0, 60.0, 1.5, true, 0.5}, {20.0, 20.0}}}},
-      {8, core::SpawnPedestrian{"market", "", 0, 0}},
-      {8, core::SpawnPedestrian{"", "office.loop", 2, 1500}},
-      {8, core::SpawnPedestrian{"facilities", "", 3, 0}},
+      {8, core::SpawnPedestrian{"market", "", 0, 0, {}}},
+      {8, core::SpawnPedestrian{"", "office.loop", 2, 1500, {}}},
+      {8, core::SpawnPedestrian{"facilities", "", 3, 0, {}}},
+      {8, core::SpawnPedestrian{"", "", 1, 0, kBlockRoute}},         // handle 4: a walker on a route
+      {8, core::SpawnPedestrian{"", "", 1, 0, {"office.loop"}}},     // handle 5: canceled, its slot freed
       {9, core::CancelSpawn{3}},
+      {9, core::CancelSpawn{5}},
+      {12, core::SpawnPedestrian{"", "", 0, 0, {"facilities.loop"}}},  // reuses the freed slot
       {20, core::SetLifecycle{3, 3, 500, 6}},
   };
   core::EntityId spawned{1, 1}, a{2, 1}, b{3, 1};
@@ -866,7 +1044,7 @@ TEST_CASE("completeness guard on the large block through SQLite with the populat
     b = w->pedestrians().id[w->pedestrians().size() - 1];
   }
   core::LifecycleOp spawn_op;
-  spawn_op.spawn = {"office", "", 1, 0};
+  spawn_op.spawn = {"office", "", 1, 0, {"office.loop", "x.office.facilities"}};
   core::LifecycleOp despawn_op;
   despawn_op.kind = core::LifecycleOp::Kind::Despawn;
   despawn_op.id = a;
@@ -877,6 +1055,7 @@ TEST_CASE("completeness guard on the large block through SQLite with the populat
   auto store = open_store(dir.file("pipeline-guard.db"));
   struct {
     std::size_t live = 0, recent = 0, orphans = 0, handoffs = 0, views = 0, inbox = 0, handoff_counts = 0, settings = 0;
+    std::size_t walker_routes = 0, handle_routes = 0, free_route_slots = 0, routed_commands = 0;
   } seen;
   bustle::test::check_checkpoint_completeness(
       block, 11, script, 120, {0, 5, 8, 9, 10, 14, 15, 21, 25, 26, 30, 31, 33, 40, 90},
@@ -890,6 +1069,16 @@ TEST_CASE("completeness guard on the large block through SQLite with the populat
         seen.handoffs += cp.population.handoffs.size();
         seen.views += cp.observer_views.size();
         seen.inbox += cp.inbox.size();
+        seen.walker_routes += std::count_if(cp.pedestrians.route.begin(), cp.pedestrians.route.end(),
+                                            [](std::uint32_t r) { return r != core::kNoRoute; });
+        for (const core::SpawnHandleState& h : cp.spawn.live) seen.handle_routes += h.route != core::kNoRoute;
+        seen.free_route_slots += cp.routes.free_slots.size();
+        for (const core::CommandEnvelope& env : cp.inbox) {
+          const auto* sp = std::get_if<core::SpawnPedestrian>(&env.command);
+          const auto* batch = std::get_if<core::LifecycleBatch>(&env.command);
+          seen.routed_commands += (sp != nullptr && !sp->route.empty()) ||
+                                  (batch != nullptr && !batch->ops.empty() && !batch->ops[0].spawn.route.empty());
+        }
         for (const core::ZoneStatus& z : cp.population.zones) seen.handoff_counts += z.handoffs_started + z.retiring;
         seen.settings += cp.population.settings != core::LifecycleSettings{block.population.growth_quota,
                                                                              block.population.recycle_quota,
@@ -899,7 +1088,9 @@ TEST_CASE("completeness guard on the large block through SQLite with the populat
   // The checkpoints above held every kind of schema-2 state at least once.
   INFO("live " << seen.live << ", recent " << seen.recent << ", orphans " << seen.orphans << ", handoffs "
                << seen.handoffs << ", views " << seen.views << ", inbox " << seen.inbox << ", zone counts "
-               << seen.handoff_counts << ", settings " << seen.settings);
+               << seen.handoff_counts << ", settings " << seen.settings << ", routes held by walkers "
+               << seen.walker_routes << ", by handles " << seen.handle_routes << ", free route slots "
+               << seen.free_route_slots << ", routed commands pending " << seen.routed_commands);
   CHECK(seen.live > 0);
   CHECK(seen.recent > 0);
   CHECK(seen.orphans > 0);
@@ -908,4 +1099,8 @@ TEST_CASE("completeness guard on the large block through SQLite with the populat
   CHECK(seen.inbox > 0);
   CHECK(seen.handoff_counts > 0);
   CHECK(seen.settings > 0);
+  CHECK(seen.walker_routes > 0);
+  CHECK(seen.handle_routes > 0);
+  CHECK(seen.free_route_slots > 0);
+  CHECK(seen.routed_commands > 0);
 }

@@ -131,6 +131,12 @@ TEST_CASE("CLI rejects bad input with a reason", "[cli][population]") {
       {{"status", "--zone", "market"}, "--zone is only for spawn"},
       {{"lifecycle", "--lane", "x", "--growth", "1"}, "--lane is only for spawn"},
       {{"spawn", "--growth", "1"}, "--growth is only for lifecycle"},
+      {{"spawn", "--route"}, "needs a value"},
+      {{"spawn", "--route", ""}, "invalid --route"},
+      {{"spawn", "--route", "a,,b"}, "lane ids separated by commas"},
+      {{"spawn", "--route=a,b,"}, "invalid --route a,b,"},
+      {{"spawn", "--route", ",a"}, "invalid --route"},
+      {{"status", "--route", "a"}, "--route is only for spawn"},
       {{"lifecycle"}, "at least one"},
       {{"lifecycle", "--growth", "-1"}, "--growth"},
       {{"lifecycle", "--migration-budget", "x"}, "--migration-budget"},
@@ -253,6 +259,7 @@ TEST_CASE("CLI spawn pipeline commands parse their arguments", "[cli][population
   CHECK(r.options.spawn_lane.empty());
   CHECK(r.options.spawn_priority == 1);  // quest
   CHECK(r.options.spawn_timeout_ms == 0);
+  CHECK(r.options.route.empty());
   CHECK_FALSE(r.options.wait_state.has_value());
   CHECK_FALSE(r.options.attach);
   CHECK(r.options.timeout_ms == 3000);  // --timeout-ms stays the tool's own timeout
@@ -270,6 +277,18 @@ TEST_CASE("CLI spawn pipeline commands parse their arguments", "[cli][population
   CHECK(r.options.attach);
   CHECK(r.options.step_after);
   CHECK(r.options.timeout_ms == 800);
+
+  // --route: lane ids in walking order, passed on as given (the server judges
+  // them, their succession and their number); the last --route wins.
+  r = parse({"spawn", "--route", "x.facilities.market,market.loop,market.loop", "--lane",
+             "x.facilities.market"});
+  REQUIRE(r.status == ParseStatus::Ok);
+  CHECK(r.options.route ==
+        std::vector<std::string>{"x.facilities.market", "market.loop", "market.loop"});
+  CHECK(r.options.spawn_lane == "x.facilities.market");
+  r = parse({"spawn", "--route=a", "--route", "b,c"});
+  REQUIRE(r.status == ParseStatus::Ok);
+  CHECK(r.options.route == std::vector<std::string>{"b", "c"});
 
   // Names are matched without case, '_' or '-': the wire's CamelCase works too.
   const char* states[] = {"queued",   "identity-created",  "Registered", "RepresentationRequested",

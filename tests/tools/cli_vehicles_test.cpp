@@ -478,3 +478,51 @@ TEST_CASE("bustle population prints every section and lifecycle keeps unset sett
   CHECK(r.exit.exit_code == 2);
   CHECK(server->process.terminate(5000ms).exit_code == 0);
 }
+
+TEST_CASE("bustle spawn --route starts on its first lane and a bad route exits 3 naming the entry",
+          "[cli][server][population]") {
+  auto server = start({"--clock", "manual", "--config", kLargeBlock});
+  auto r = cli(*server, {"spawn", "--route", "x.facilities.market,market.loop,x.market.office",
+                         "--wait", "registered", "--step"});
+  INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  REQUIRE(r.exit.exit_code == 0);
+  CHECK(r.out.find("spawn accepted at step 1: handle 1") != std::string::npos);
+  const std::string registered = line_starting_with(r.out, "spawn 1: Registered");
+  REQUIRE(registered != "");
+  const std::string lane = word_after(registered, "lane");
+  CHECK(lane != "any");  // route[0] is the lane asked for
+
+  // The same lane asked for directly has the same index.
+  r = cli(*server, {"spawn", "--lane", "x.facilities.market", "--wait", "queued", "--step"});
+  INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  REQUIRE(r.exit.exit_code == 0);
+  CHECK(word_after(line_starting_with(r.out, "spawn 2: Queued"), "lane") == lane);
+
+  r = cli(*server, {"entity", word_after(registered, "entity")});
+  INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  CHECK(r.exit.exit_code == 0);
+  CHECK(line_starting_with(r.out, "  lane/position").find("lane " + lane + ",") !=
+        std::string::npos);
+
+  // The core judges succession and the lane/route agreement (exit 3, the entry named).
+  r = cli(*server, {"spawn", "--route", "market.loop,office.loop", "--step"});
+  INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  CHECK(r.exit.exit_code == 3);
+  CHECK(r.err.find("InvalidArgument") != std::string::npos);
+  CHECK(r.err.find("route[1]: 'office.loop' does not follow 'market.loop'") != std::string::npos);
+  r = cli(*server, {"spawn", "--route", "market.loop", "--lane", "office.loop", "--step"});
+  CHECK(r.exit.exit_code == 3);
+  CHECK(r.err.find("lane: must be route[0]") != std::string::npos);
+  r = cli(*server, {"spawn", "--route", "office.loop", "--zone", "market", "--step"});
+  CHECK(r.exit.exit_code == 3);
+  CHECK(r.err.find("is not a lane of zone 'market'") != std::string::npos);
+
+  // The server's parser the number of lanes.
+  std::string long_walk = "market.loop";
+  for (int i = 0; i < 256; ++i) long_walk += ",market.loop";
+  r = cli(*server, {"spawn", "--route", long_walk, "--step"});
+  INFO("stderr:\n" << r.err);
+  CHECK(r.exit.exit_code == 3);
+  CHECK(r.err.find("route: 257 lanes, at most 256 per spawn") != std::string::npos);
+  CHECK(server->process.terminate(5000ms).exit_code == 0);
+}

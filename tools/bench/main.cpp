@@ -317,7 +317,8 @@ Column column(const char* name, const std::vector<T>& v) {
 std::vector<Column> pedestrian_columns(const bustle::core::PedestrianStore& p) {
   return {column("id", p.id),         column("lane", p.lane),         column("s_m", p.s_m),
           column("hops", p.hops),     column("resident", p.resident), column("tier", p.tier),
-          column("priority", p.priority), column("origin", p.origin), column("phase", p.phase)};
+          column("priority", p.priority), column("origin", p.origin), column("phase", p.phase),
+          column("route", p.route)};
 }
 
 bool column_list_complete(const bustle::core::PedestrianStore& p) {

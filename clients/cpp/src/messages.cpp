@@ -41,7 +41,18 @@ flatbuffers::Offset<wire::SpawnPedestrian> spawn_pedestrian(flatbuffers::FlatBuf
                                                           const SpawnPedestrianCmd& c) {
   const auto zone = c.zone.empty() ? 0 : name_string(fbb, c.zone);
   const auto lane = c.lane.empty() ? 0 : name_string(fbb, c.lane);
-  return wire::CreateSpawnPedestrian(fbb, zone, lane, c.priority, c.timeout_ms);
+  flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>>> route = 0;
+  if (!c.route.empty()) {
+    std::vector<flatbuffers::Offset<flatbuffers::String>> lanes;
+    const std::size_t n = std::min(c.route.size(), kMaxRouteLanes);
+    lanes.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::string_view id = clamp(c.route[i], kMaxRouteLaneBytes);
+      lanes.push_back(fbb.CreateString(id.data(), id.size()));
+    }
+    route = fbb.CreateVector(lanes);
+  }
+  return wire::CreateSpawnPedestrian(fbb, zone, lane, c.priority, c.timeout_ms, route);
 }
 
 }  // namespace

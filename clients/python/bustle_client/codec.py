@@ -76,6 +76,7 @@ from .messages import (
     VehicleStrategyState,
     Welcome,
     _enum_or_int,
+    route_lanes,
 )
 
 LENGTH_PREFIX_BYTES = 4
@@ -395,10 +396,17 @@ def _offsets_vector(b, start_vector, offs):
 
 
 def _spawn_pedestrian(b, zone: Optional[str] = None, lane: Optional[str] = None,
-                      priority="quest", timeout_ms: int = 0):
-    """SpawnPedestrian table; absent zone/lane mean any sidewalk / any lane."""
+                      priority="quest", timeout_ms: int = 0, route=None):
+    """SpawnPedestrian table; absent zone/lane mean any sidewalk / any lane.
+    ``route`` (lane ids) is sent as given when not empty: the server judges
+    the ids, their succession and their number (at most 256)."""
     zone_off = b.CreateString(_text("zone", zone)) if zone is not None else None
     lane_off = b.CreateString(_text("lane", lane)) if lane is not None else None
+    lanes = route_lanes(route)
+    route_off = None
+    if lanes:
+        route_off = _offsets_vector(b, w.SpawnPedestrian.StartRouteVector,
+                                    [b.CreateString(lane_id) for lane_id in lanes])
     prio = priority_class(priority)
     w.SpawnPedestrian.Start(b)
     if zone_off is not None:
@@ -407,6 +415,8 @@ def _spawn_pedestrian(b, zone: Optional[str] = None, lane: Optional[str] = None,
         w.SpawnPedestrian.AddLane(b, lane_off)
     w.SpawnPedestrian.AddPriority(b, prio)
     w.SpawnPedestrian.AddTimeoutMs(b, int(timeout_ms))
+    if route_off is not None:
+        w.SpawnPedestrian.AddRoute(b, route_off)
     return w.SpawnPedestrian.End(b)
 
 
@@ -448,7 +458,7 @@ def _lifecycle_batch(b, ops):
         spawn_off = None
         if op.spawn is not None:
             r = op.spawn
-            spawn_off = _spawn_pedestrian(b, r.zone, r.lane, r.priority, r.timeout_ms)
+            spawn_off = _spawn_pedestrian(b, r.zone, r.lane, r.priority, r.timeout_ms, r.route)
         w.LifecycleOp.Start(b)
         w.LifecycleOp.AddKind(b, int(op.kind))
         if spawn_off is not None:
@@ -527,7 +537,8 @@ def build_command(request_id: int, command: str, /, **fields) -> bytes:
     lane="lane0", priority=10)``, ``build_command(6, "SetVehicleStrategy",
     index=3, generation=1, strategy="Parked")``, ``build_command(7,
     "SetObservers", points=[(25.0, 25.0), (0, 0, 1.8, 3.14)])``,
-    ``build_command(8, "SpawnPedestrian", zone="market", priority="story")``
+    ``build_command(8, "SpawnPedestrian", zone="market", priority="story",
+    route=["market.loop", "x.market.office"])``
     or ``build_command(9, "LifecycleBatch", ops=[spawn_op(), despawn_op((4, 1))])``."""
     try:
         body_type, build_body = COMMANDS[command]

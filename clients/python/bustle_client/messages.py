@@ -599,15 +599,39 @@ class ObserverView:
     heading_rad: Optional[float] = None
 
 
+def route_lanes(route) -> tuple:
+    """A spawn route as a tuple of lane ids: None means no route; a str is
+    refused (one lane id would otherwise become a route of its characters)."""
+    if route is None:
+        return ()
+    if isinstance(route, (str, bytes)):
+        raise TypeError("route must be a sequence of lane ids (e.g. ['market.loop', "
+                        f"'x.market.office']), not a {type(route).__name__}")
+    lanes = tuple(route)
+    for i, lane in enumerate(lanes):
+        if not isinstance(lane, str):
+            raise TypeError(f"route[{i}] must be a str (a lane id), not {type(lane).__name__}")
+    return lanes
+
+
 @dataclass(frozen=True)
 class SpawnRequest:
     """A SpawnPedestrian body (also one Spawn op of a lifecycle batch).
-    ``priority``: PriorityClass, its name ('quest', case-insensitive) or value."""
+    ``priority``: PriorityClass, its name ('quest', case-insensitive) or value.
+    ``route``: lane ids, each a pedestrian successor of the one before (at most
+    256); the pedestrian starts at the beginning of route[0] (``lane`` must be
+    None or route[0]; with a zone, route[0] must be one of its lanes), follows
+    the route, then wanders. The server judges it and names the entry of a bad
+    route ("route[2]: 'b' does not follow 'a'")."""
 
     zone: Optional[str] = None  # None: any sidewalk
     lane: Optional[str] = None  # None: any pedestrian lane (of the zone)
     priority: object = PriorityClass.Quest
     timeout_ms: int = 0  # 0: the scenario's spawn.timeout_ms
+    route: tuple = ()  # lane ids; () (or None): no route, wander from the start
+
+    def __post_init__(self):
+        object.__setattr__(self, "route", route_lanes(self.route))
 
 
 @dataclass(frozen=True)
@@ -620,8 +644,10 @@ class LifecycleOp:
 
 
 def spawn_op(zone: Optional[str] = None, lane: Optional[str] = None, priority="quest",
-             timeout_ms: int = 0) -> LifecycleOp:
-    return LifecycleOp(LifecycleOpKind.Spawn, spawn=SpawnRequest(zone, lane, priority, timeout_ms))
+             timeout_ms: int = 0, route=None) -> LifecycleOp:
+    """A Spawn op; the fields are those of :class:`SpawnRequest`."""
+    return LifecycleOp(LifecycleOpKind.Spawn,
+                       spawn=SpawnRequest(zone, lane, priority, timeout_ms, route))
 
 
 def despawn_op(id) -> LifecycleOp:

@@ -415,13 +415,17 @@ class Session:
 
     def spawn_pedestrian(self, zone: Optional[str] = None, lane: Optional[str] = None,
                          priority="quest", timeout_ms: int = 0,
-                         timeout: Optional[float] = None) -> CommandResult:
+                         timeout: Optional[float] = None, *, route=None) -> CommandResult:
         """Ask for one pedestrian. Accepted with ``result.handle``; the handle's
         states then arrive as SpawnUpdates (see :meth:`wait_spawn`). ``zone`` /
         ``lane`` None: any sidewalk / any lane (of the zone); ``priority``: a
-        PriorityClass, its name or value; ``timeout_ms`` 0: the scenario's."""
+        PriorityClass, its name or value; ``timeout_ms`` 0: the scenario's.
+        ``route``: lane ids, each a pedestrian successor of the one before (at
+        most 256): it starts at the beginning of route[0] (``lane`` None or
+        route[0]; with a zone, route[0] one of its lanes), follows the route,
+        then wanders; a bad route is rejected naming the entry ("route[1]: ...")."""
         return self.command("SpawnPedestrian", timeout, zone=zone, lane=lane, priority=priority,
-                            timeout_ms=timeout_ms)
+                            timeout_ms=timeout_ms, route=route)
 
     def cancel_spawn(self, handle, timeout: Optional[float] = None) -> CommandResult:
         """Cancel a spawn not yet registered; ``result.entity`` is the id given

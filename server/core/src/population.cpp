@@ -205,6 +205,12 @@ std::int64_t PopulationSystem::community_zone(std::uint32_t c) const {
   return e < 0 ? -1 : static_cast<std::int64_t>(entry_zone_[c][static_cast<std::size_t>(e)]);
 }
 
+std::span<const std::uint32_t> PopulationSystem::active_members(std::uint32_t c) const {
+  const auto lo = std::lower_bound(sorted_active_.begin(), sorted_active_.end(), community_first_[c]);
+  const auto hi = std::lower_bound(lo, sorted_active_.end(), community_first_[c + 1]);
+  return {lo, hi};
+}
+
 bool PopulationSystem::in_handoff(std::uint32_t resident) const {
   auto it = std::lower_bound(handoffs_.begin(), handoffs_.end(), resident,
                              [](const ZoneHandoff& h, std::uint32_t r) { return h.resident < r; });
@@ -244,8 +250,9 @@ void PopulationSystem::start_handoffs(const std::vector<std::int64_t>& desired_z
       const std::uint32_t have = active_cz_[c * nz + z];
       if (have >= desired_n[c]) continue;
       std::uint32_t need = desired_n[c] - have;
-      // sorted_active_ is in resident (= EntityId) order.
-      for (const std::uint32_t i : sorted_active_) {
+      // sorted_active_ is in resident (= EntityId) order, and a community's
+      // residents are contiguous: its active members are one range of it.
+      for (const std::uint32_t i : active_members(c)) {
         if (need == 0 || migrations_left == 0) break;
         if (r_.community[i] != c || r_.zone[i] == z || r_.active[i] != ResidentStore::kActive) continue;
         handoffs_.push_back({i, r_.zone[i], z});
@@ -328,8 +335,8 @@ void PopulationSystem::lifecycle(const std::vector<double>& distance_m, std::vec
       if (have <= want) continue;
       std::vector<std::uint32_t>& mine = scratch_b_;
       mine.clear();
-      for (const std::uint32_t i : sorted_active_) {
-        if (r_.community[i] == c && r_.zone[i] == z && r_.active[i] == ResidentStore::kActive && !in_handoff(i)) {
+      for (const std::uint32_t i : active_members(c)) {
+        if (r_.zone[i] == z && r_.active[i] == ResidentStore::kActive && !in_handoff(i)) {
           mine.push_back(i);
         }
       }

@@ -189,12 +189,10 @@ void World::phase_spawn_pipeline() {
         // Re-validate the zone's room (its density budget counts community
         // members) before the entity joins the city.
         if (h.zone != kAnyZone) {
-          const ZoneStatus& zs = population_.zones()[static_cast<std::size_t>(h.zone)];
           std::uint32_t active = 0;
           for (std::uint32_t cc = 0; cc < scenario_.communities.size(); ++cc) {
             active += population_.active_in(cc, static_cast<std::uint32_t>(h.zone));
           }
-          (void)zs;
           if (active >= scenario_.zones[static_cast<std::size_t>(h.zone)].capacity) {
             if (step_index_ > h.deadline_step) {
               registry_.release(h.entity);

@@ -62,10 +62,18 @@ std::optional<std::string> to_spawn(const wire::SpawnPedestrian& w, const std::s
     return field + "priority: unknown PriorityClass value " + std::to_string(priority) +
            " (0 Story, 1 Quest, 2 Community, 3 Background)";
   }
+  const std::size_t lanes = w.route() != nullptr ? w.route()->size() : 0;
+  if (lanes > kSpawnRouteLanesMax) {
+    return field + "route: " + std::to_string(lanes) + " lanes, at most " +
+           std::to_string(kSpawnRouteLanesMax) + " per spawn";
+  }
   out.zone = str(w.zone());
   out.lane = str(w.lane());
   out.priority = priority;
   out.timeout_ms = w.timeout_ms();
+  out.route.clear();
+  out.route.reserve(lanes);
+  for (flatbuffers::uoffset_t i = 0; i < lanes; ++i) out.route.push_back(str(w.route()->Get(i)));
   return std::nullopt;
 }
 

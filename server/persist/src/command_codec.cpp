@@ -70,13 +70,36 @@ bool get_id(const json& j, const char* key, core::EntityId& out, std::string& er
   return true;
 }
 
+// The route (lane ids) is written only when there is one, so a spawn recorded
+// before routes existed and a spawn without one encode alike.
 json spawn_json(const core::SpawnPedestrian& c) {
-  return json{{"zone", c.zone}, {"lane", c.lane}, {"priority", c.priority}, {"timeout_ms", c.timeout_ms}};
+  json j{{"zone", c.zone}, {"lane", c.lane}, {"priority", c.priority}, {"timeout_ms", c.timeout_ms}};
+  if (!c.route.empty()) j["route"] = c.route;
+  return j;
+}
+
+// An optional array of strings; absent means empty.
+bool get_strings(const json& j, const char* key, std::vector<std::string>& out, std::string& error) {
+  auto it = j.find(key);
+  if (it == j.end()) return true;
+  if (!it->is_array()) {
+    error = std::string(key) + ": expected an array of strings";
+    return false;
+  }
+  for (std::size_t k = 0; k < it->size(); ++k) {
+    if (!(*it)[k].is_string()) {
+      error = std::string(key) + "[" + std::to_string(k) + "]: expected a string";
+      return false;
+    }
+    out.push_back((*it)[k].get<std::string>());
+  }
+  return true;
 }
 
 bool get_spawn(const json& j, core::SpawnPedestrian& c, std::string& error) {
   return get_string(j, "zone", c.zone, error) && get_string(j, "lane", c.lane, error) &&
-         get_u8(j, "priority", c.priority, error) && get_u32(j, "timeout_ms", c.timeout_ms, error);
+         get_u8(j, "priority", c.priority, error) && get_u32(j, "timeout_ms", c.timeout_ms, error) &&
+         get_strings(j, "route", c.route, error);
 }
 
 // An observer point: [x, y] (recorded before observer views existed) or

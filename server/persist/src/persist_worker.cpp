@@ -195,29 +195,65 @@ JobStatus PersistWorker::submit_save(const std::string& name, core::SaveState sa
   return job;
 }
 
+namespace {
+
+// Where the core's state paths were read from: the path prefix, its table,
+// and how that table labels the element between brackets.
+struct StateTable {
+  const char* prefix;
+  const char* table;
+  const char* row_key;            // followed by the element index
+  const char* column = nullptr;  // the field a bare element ("routes.lanes[3]") stands for
+};
+// Longer prefixes first ("routes.lanes" before "routes").
+constexpr StateTable kStateTables[] = {
+    {"pedestrians", "pedestrian_columns", "element "},
+    {"inbox", "pending_commands", "element "},
+    {"registry", "world_state", "element "},
+    {"vehicles", "vehicle_columns", "element "},
+    {"signals", "signals", "element "},
+    {"plan", "world_state", "element "},
+    {"observers", "world_state", "element "},
+    {"observer_views", "observer_views", "observer_index="},
+    {"spawn.live", "spawn_handles", "list='live' position="},
+    {"spawn.recent", "spawn_handles", "list='recent' position="},
+    {"orphans", "orphans", "position="},
+    {"retiring_fifo", "retiring_fifo", "position="},
+    {"routes.lanes", "route_lanes", "position=", "lane"},
+    {"routes.free_slots", "route_free_slots", "position=", "slot"},
+    {"routes", "route_slots", "slot=", "slot"},
+};
+
+}  // namespace
+
 std::string PersistWorker::restore_error_text(const std::string& snapshot, const core::RestoreError& e) const {
   // Map the core's state paths onto the tables they were read from.
-  std::string table = "world_state";
-  std::string rest = e.path;
-  auto take_prefix = [&](const std::string& prefix, const std::string& t) {
-    if (rest.rfind(prefix, 0) == 0) {
-      table = t;
-      return true;
+  std::string table = "snapshots";
+  std::string row_key = "element ";
+  const char* column = nullptr;
+  const std::string& rest = e.path;
+  if (rest.rfind("garages", 0) == 0) {
+    table = rest.find(".queue") != std::string::npos ? "garage_queue" : "garages";
+  } else {
+    for (const StateTable& t : kStateTables) {
+      const std::string_view prefix = t.prefix;
+      // Whole path components: "routes" takes "routes[3]" and "routes.lanes", not "routes_x".
+      if (rest.starts_with(prefix) && (rest.size() == prefix.size() || rest[prefix.size()] == '[' ||
+                                       rest[prefix.size()] == '.')) {
+        table = t.table;
+        row_key = t.row_key;
+        column = t.column;
+        break;
+      }
     }
-    return false;
-  };
-  const bool known = take_prefix("pedestrians", "pedestrian_columns") || take_prefix("inbox", "pending_commands") ||
-                     take_prefix("registry", "world_state") || take_prefix("vehicles", "vehicle_columns") ||
-                     take_prefix("garages", rest.find(".queue") != std::string::npos ? "garage_queue" : "garages") ||
-                     take_prefix("signals", "signals") || take_prefix("plan", "world_state") ||
-                     take_prefix("observers", "world_state");
-  if (!known) take_prefix("", "snapshots");
+  }
   std::string row = "name='" + snapshot + "'";
   std::string field = rest;
   if (auto lb = rest.find('['); lb != std::string::npos) {
     const auto rb = rest.find(']', lb);
-    row += " element " + rest.substr(lb + 1, rb - lb - 1);
-    field = rest.substr(0, lb) + (rb + 1 < rest.size() ? rest.substr(rb + 1) : "");
+    row += " " + row_key + rest.substr(lb + 1, rb - lb - 1);
+    const bool bare = rb + 1 >= rest.size();
+    field = bare && column != nullptr ? column : rest.substr(0, lb) + (bare ? "" : rest.substr(rb + 1));
   }
   // "pedestrians.lane" -> "lane": the table already names the collection.
   if (auto dot = field.rfind('.'); dot != std::string::npos) field = field.substr(dot + 1);

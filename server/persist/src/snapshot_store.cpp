@@ -376,6 +376,7 @@ StoreError SnapshotStore::write_checkpoint_in_transaction(const std::string& nam
   if (StoreError e = write_vehicles(id, cp.vehicles); !e.ok()) return e;
   if (StoreError e = write_population(id, cp.population); !e.ok()) return e;
   if (StoreError e = write_pipeline(id, cp); !e.ok()) return e;
+  if (StoreError e = write_routes(id, cp.routes); !e.ok()) return e;
 
   const std::size_t n = cp.pedestrians.id.size();
   std::vector<std::uint32_t> idx(n), gen(n);
@@ -383,8 +384,8 @@ StoreError SnapshotStore::write_checkpoint_in_transaction(const std::string& nam
     idx[i] = cp.pedestrians.id[i].index;
     gen[i] = cp.pedestrians.id[i].generation;
   }
-  Statement pc =
-      db_.prepare("INSERT INTO pedestrian_columns VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)", err);
+  Statement pc = db_.prepare(
+      "INSERT INTO pedestrian_columns VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)", err);
   if (!err.ok()) return sql_error(err, "pedestrian_columns");
   pc.bind_i64(1, id).bind_i64(2, static_cast<std::int64_t>(n)).bind_blob(3, as_bytes(idx)).bind_blob(4, as_bytes(gen));
   pc.bind_blob(5, as_bytes(cp.pedestrians.lane)).bind_blob(6, as_bytes(cp.pedestrians.s_m));
@@ -396,6 +397,7 @@ StoreError SnapshotStore::write_checkpoint_in_transaction(const std::string& nam
           .dump();
   pc.bind_blob(9, as_bytes(cp.pedestrians.tier)).bind_text(10, tier_stats);
   pc.bind_blob(11, as_bytes(cp.pedestrians.priority)).bind_blob(12, as_bytes(cp.pedestrians.origin));
+  pc.bind_blob(13, as_bytes(cp.pedestrians.route));
   if (SqlError e = pc.run(); !e.ok()) return sql_error(e, "pedestrian_columns", "snapshot_id=" + std::to_string(id));
 
   Statement cmd = db_.prepare("INSERT INTO pending_commands VALUES (?1, ?2, ?3, ?4, ?5, ?6)", err);
@@ -861,7 +863,8 @@ StoreError SnapshotStore::write_pipeline(std::int64_t id, const core::WorldCheck
   ps.bind_i64(7, sp.counters.deferred_by_zone);
   if (SqlError e = ps.run(); !e.ok()) return sql_error(e, "spawn_pipeline", row);
   Statement sh = db_.prepare(
-      "INSERT INTO spawn_handles VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)", err);
+      "INSERT INTO spawn_handles VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+      err);
   if (!err.ok()) return sql_error(err, "spawn_handles");
   const std::vector<core::SpawnHandleState>* lists[] = {&sp.live, &sp.recent};
   for (std::size_t l = 0; l < 2; ++l) {
@@ -874,7 +877,7 @@ StoreError SnapshotStore::write_pipeline(std::int64_t id, const core::WorldCheck
       sh.bind_i64(7, h.entity.index).bind_i64(8, h.entity.generation).bind_i64(9, h.origin.client_id);
       sh.bind_i64(10, h.origin.request_id).bind_i64(11, h.zone).bind_i64(12, h.lane);
       sh.bind_i64(13, static_cast<std::int64_t>(h.priority)).bind_u64(14, h.requested_step);
-      sh.bind_u64(15, h.deadline_step).bind_u64(16, h.state_step);
+      sh.bind_u64(15, h.deadline_step).bind_u64(16, h.state_step).bind_i64(17, h.route);
       if (SqlError e = sh.run(); !e.ok()) {
         return sql_error(e, "spawn_handles", row + " list='" + kHandleLists[l] + "' position=" + std::to_string(k));
       }
@@ -951,7 +954,7 @@ StoreError SnapshotStore::read_pipeline(std::int64_t id, const std::string& row,
     const StoreError e = read_rows(
         "spawn_handles", "position",
         "handle, state, failure, entity_index, entity_generation, client_id, request_id, zone, lane, priority, "
-        "requested_step, deadline_step, state_step",
+        "requested_step, deadline_step, state_step, route",
         std::string("list='") + kHandleLists[l] + "'", id, row,
         [&](const Statement& st, const std::string& hrow) -> StoreError {
           RowReader rr(st);
@@ -969,6 +972,7 @@ StoreError SnapshotStore::read_pipeline(std::int64_t id, const std::string& row,
           h.requested_step = rr.u64(11, "requested_step");
           h.deadline_step = rr.u64(12, "deadline_step");
           h.state_step = rr.u64(13, "state_step");
+          h.route = rr.u32(14, "route");
           if (!rr.ok()) return error("spawn_handles", hrow, rr.field(), rr.message());
           list.push_back(h);
           return {};
@@ -1002,6 +1006,76 @@ StoreError SnapshotStore::read_pipeline(std::int64_t id, const std::string& row,
                      cp.retiring_fifo.push_back(e);
                      return {};
                    });
+}
+
+StoreError SnapshotStore::write_u32_rows(const char* table, std::int64_t id, const std::vector<std::uint32_t>& values) {
+  SqlError err;
+  Statement st = db_.prepare(std::string("INSERT INTO ") + table + " VALUES (?1, ?2, ?3)", err);
+  if (!err.ok()) return sql_error(err, table);
+  for (std::size_t k = 0; k < values.size(); ++k) {
+    st.reset();
+    st.bind_i64(1, id).bind_i64(2, static_cast<std::int64_t>(k)).bind_i64(3, values[k]);
+    if (SqlError e = st.run(); !e.ok()) {
+      return sql_error(e, table, "snapshot_id=" + std::to_string(id) + " position=" + std::to_string(k));
+    }
+  }
+  return {};
+}
+
+StoreError SnapshotStore::read_u32_rows(const char* table, const char* column, std::int64_t id, const std::string& row,
+                                        std::vector<std::uint32_t>& out) {
+  const auto read_value = [&](const Statement& st, const std::string& vrow) -> StoreError {
+    RowReader rr(st);
+    const std::uint32_t v = rr.u32(1, column);
+    if (!rr.ok()) return error(table, vrow, rr.field(), rr.message());
+    out.push_back(v);
+    return {};
+  };
+  return read_rows(table, "position", column, "", id, row, read_value);
+}
+
+StoreError SnapshotStore::write_routes(std::int64_t id, const core::RouteTableState& r) {
+  SqlError err;
+  const std::string row = "snapshot_id=" + std::to_string(id);
+  if (r.offset.size() != r.count.size() || r.target.size() != r.count.size()) {
+    return error("route_slots", row, "slot",
+                 "offset, count and target have " + std::to_string(r.offset.size()) + ", " +
+                     std::to_string(r.count.size()) + " and " + std::to_string(r.target.size()) +
+                     " entries (one of each per slot)");
+  }
+  Statement rs = db_.prepare("INSERT INTO route_slots VALUES (?1, ?2, ?3, ?4, ?5)", err);
+  if (!err.ok()) return sql_error(err, "route_slots");
+  for (std::size_t k = 0; k < r.count.size(); ++k) {
+    rs.reset();
+    rs.bind_i64(1, id).bind_i64(2, static_cast<std::int64_t>(k)).bind_i64(3, r.offset[k]).bind_i64(4, r.count[k]);
+    rs.bind_i64(5, r.target[k]);
+    if (SqlError e = rs.run(); !e.ok()) return sql_error(e, "route_slots", row + " slot=" + std::to_string(k));
+  }
+  if (StoreError e = write_u32_rows("route_lanes", id, r.lanes); !e.ok()) return e;
+  return write_u32_rows("route_free_slots", id, r.free_slots);
+}
+
+StoreError SnapshotStore::read_routes(std::int64_t id, const std::string& row, core::RouteTableState& r) {
+  // The buffer first: a live route must lie inside it. Free slots and lane
+  // indices are checked by World::restore (RouteTable::validate).
+  if (StoreError e = read_u32_rows("route_lanes", "lane", id, row, r.lanes); !e.ok()) return e;
+  const auto buffer = static_cast<std::int64_t>(r.lanes.size());
+  const auto read_slot = [&](const Statement& st, const std::string& srow) -> StoreError {
+    RowReader rr(st);
+    const std::int64_t count = rr.integer(2, "count", 0, buffer);
+    // A live route lies inside the buffer; a free slot (count 0) may keep any offset.
+    const std::int64_t offset = rr.integer(1, "offset", 0, count > 0 ? buffer - count : UINT32_MAX);
+    const std::int64_t target = rr.integer(3, "target", 0, count);
+    if (!rr.ok()) return error("route_slots", srow, rr.field(), rr.message());
+    r.offset.push_back(static_cast<std::uint32_t>(offset));
+    r.count.push_back(static_cast<std::uint32_t>(count));
+    r.target.push_back(static_cast<std::uint32_t>(target));
+    return {};
+  };
+  if (StoreError e = read_rows("route_slots", "slot", "offset, count, target", "", id, row, read_slot); !e.ok()) {
+    return e;
+  }
+  return read_u32_rows("route_free_slots", "slot", id, row, r.free_slots);
 }
 
 StoreError SnapshotStore::write_save_residents(std::int64_t id, const core::SaveState& save) {
@@ -1200,9 +1274,10 @@ StoreError SnapshotStore::read_checkpoint_by_id(std::int64_t id, LoadedCheckpoin
   if (StoreError e = read_vehicles(id, row, cp.vehicles); !e.ok()) return e;
   if (StoreError e = read_population(id, row, cp.population); !e.ok()) return e;
   if (StoreError e = read_pipeline(id, row, cp); !e.ok()) return e;
+  if (StoreError e = read_routes(id, row, cp.routes); !e.ok()) return e;
 
   Statement pc = db_.prepare(
-      "SELECT count, id_index, id_generation, lane, s_m, hops, resident, tier, tier_stats, priority, origin "
+      "SELECT count, id_index, id_generation, lane, s_m, hops, resident, tier, tier_stats, priority, origin, route "
       "FROM pedestrian_columns WHERE snapshot_id = ?1",
       err);
   if (!err.ok()) return sql_error(err, "pedestrian_columns");
@@ -1234,6 +1309,9 @@ StoreError SnapshotStore::read_checkpoint_by_id(std::int64_t id, LoadedCheckpoin
   }
   if (!decode(pc.column_blob(10), n, cp.pedestrians.origin)) {
     return error("pedestrian_columns", row, "origin", "blob size does not match count");
+  }
+  if (!decode(pc.column_blob(11), n, cp.pedestrians.route)) {
+    return error("pedestrian_columns", row, "route", "blob size does not match count");
   }
   {
     const json ts = json::parse(pc.column_text(8), nullptr, false);

@@ -357,6 +357,55 @@ TEST_CASE("a spawn handle reports every stage to its requester and a viewer's ac
   }
 }
 
+TEST_CASE("a routed spawn starts on its first lane and bad routes are rejected naming the entry",
+          "[integration][population]") {
+  auto server = start({"--clock", "manual", "--config", kLargeBlock});
+  c::Client op(options(*server, wire::Role::Operator));
+  REQUIRE(op.connect().ok());
+
+  // Crossing into the market, then the market loop (its successor).
+  c::SpawnPedestrianCmd routed{"", "", wire::PriorityClass::Quest, 0};
+  routed.route = {"x.facilities.market", "market.loop"};
+  const c::CommandReply spawned = apply_with_step(op, routed);
+  INFO(spawned.message);
+  REQUIRE(spawned.accepted());
+  step(op, 3);
+  const auto registered = op.wait_spawn(spawned.handle, wire::SpawnState::Registered, 5000ms);
+  INFO(registered.message);
+  REQUIRE(registered.ok());
+  const c::SpawnStatusInfo& at = registered.value.back();
+  REQUIRE(at.lane != c::SpawnStatusInfo::kNoLane);  // route[0] is the requested lane
+
+  // The same lane asked for directly resolves to the same index.
+  const c::CommandReply direct = apply_with_step(
+      op, c::SpawnPedestrianCmd{"", "x.facilities.market", wire::PriorityClass::Quest, 0});
+  REQUIRE(direct.accepted());
+  const c::CommandReply direct_status = query(op, c::QuerySpawnCmd{direct.handle});
+  REQUIRE(direct_status.spawn.has_value());
+  CHECK(direct_status.spawn->lane == at.lane);
+
+  const c::CommandReply info = query(op, c::QueryEntityCmd{at.entity});
+  REQUIRE(info.entity_info.has_value());
+  CHECK(info.entity_info->lane == static_cast<std::int32_t>(at.lane));
+  CHECK(info.entity_info->s_m < 5.0);  // from the beginning of the lane
+
+  // The core judges succession (at the next step) ...
+  c::SpawnPedestrianCmd broken{"", "", wire::PriorityClass::Quest, 0};
+  broken.route = {"market.loop", "office.loop"};
+  const c::CommandReply rejected = apply_with_step(op, broken);
+  CHECK(rejected.reason == wire::RejectReason::InvalidArgument);
+  CHECK(rejected.message == "route[1]: 'office.loop' does not follow 'market.loop'");
+  CHECK(rejected.handle == 0);
+
+  // ... the server's parser the length, at once.
+  c::SpawnPedestrianCmd long_walk{"", "", wire::PriorityClass::Quest, 0};
+  long_walk.route.assign(257, "market.loop");
+  const c::CommandReply too_long = query(op, long_walk);
+  CHECK(too_long.reason == wire::RejectReason::InvalidArgument);
+  CHECK(too_long.message == "route: 257 lanes, at most 256 per spawn");
+  CHECK(op.connected());
+}
+
 TEST_CASE("viewers cannot change the population and bad input is answered, not fatal",
           "[integration][population]") {
   auto server = start({"--clock", "manual", "--config", kLargeBlock});

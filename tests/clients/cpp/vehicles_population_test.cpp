@@ -453,6 +453,19 @@ TEST_CASE("Spawn pipeline commands round-trip with their arguments", "[messages]
   const c::Frame qs_frame = c::build_command(9, c::QuerySpawnCmd{12});
   CHECK(command_of(qs_frame, 9)->body_as_QuerySpawn()->handle() == 12);
 
+  // A route is sent in order, lane ids as given; an empty route not at all.
+  CHECK(any->route() == nullptr);
+  c::SpawnPedestrianCmd routed{"market", "", wire::PriorityClass::Quest, 0};
+  routed.route = {"market.loop", "x.market.office", "office.loop"};
+  const c::Frame route_frame = c::build_command(11, routed);
+  const auto* walk = command_of(route_frame, 11)->body_as_SpawnPedestrian();
+  REQUIRE(walk != nullptr);
+  REQUIRE(walk->route() != nullptr);
+  REQUIRE(walk->route()->size() == 3);
+  CHECK(walk->route()->Get(0)->str() == "market.loop");
+  CHECK(walk->route()->Get(2)->str() == "office.loop");
+  CHECK(walk->lane() == nullptr);
+
   // An unknown priority is sent as given: the server judges it.
   const c::Frame bad_frame =
       c::build_command(10, c::SpawnPedestrianCmd{"", "", static_cast<wire::PriorityClass>(9), 0});
@@ -481,6 +494,37 @@ TEST_CASE("LifecycleBatch keeps op order and caps what it sends", "[messages][po
   CHECK(command_of(over, 2)->body_as_LifecycleBatch()->ops()->size() == 257);
   const c::Frame huge = c::build_command(3, spawn_batch(c::kMaxLifecycleOps + 50));
   CHECK(command_of(huge, 3)->body_as_LifecycleBatch()->ops()->size() == c::kMaxLifecycleOps);
+
+  // A Spawn op carries its route.
+  c::SpawnPedestrianCmd routed{"", "", wire::PriorityClass::Quest, 0};
+  routed.route = {"x.facilities.market", "market.loop"};
+  const c::Frame with_route =
+      c::build_command(4, c::LifecycleBatchCmd{{c::LifecycleOpSpec::spawn_op(routed)}});
+  const auto* op = command_of(with_route, 4)->body_as_LifecycleBatch()->ops()->Get(0);
+  REQUIRE(op->spawn()->route() != nullptr);
+  REQUIRE(op->spawn()->route()->size() == 2);
+  CHECK(op->spawn()->route()->Get(1)->str() == "market.loop");
+}
+
+TEST_CASE("SpawnPedestrian routes are capped so the frame always fits", "[messages][population]") {
+  // 257 lanes are sent (the server answers InvalidArgument); beyond
+  // kMaxRouteLanes the builder stops, and each lane id is truncated to
+  // kMaxRouteLaneBytes, so even the largest route verifies under the cap.
+  c::SpawnPedestrianCmd over{"", "", wire::PriorityClass::Quest, 0};
+  over.route.assign(257, "market.loop");
+  const c::Frame over_frame = c::build_command(1, over);
+  CHECK(command_of(over_frame, 1)->body_as_SpawnPedestrian()->route()->size() == 257);
+
+  c::SpawnPedestrianCmd huge{std::string(c::kMaxCommandStringBytes + 10, 'z'),
+                             std::string(c::kMaxCommandStringBytes + 10, 'l'),
+                             wire::PriorityClass::Quest, 0};
+  huge.route.assign(c::kMaxRouteLanes + 40, std::string(c::kMaxRouteLaneBytes + 500, 'r'));
+  const c::Frame huge_frame = c::build_command(2, huge);
+  CHECK(huge_frame.size() <= bustle::proto::kClientFrameMaxBytes);
+  const auto* route = command_of(huge_frame, 2)->body_as_SpawnPedestrian()->route();
+  REQUIRE(route != nullptr);
+  CHECK(route->size() == c::kMaxRouteLanes);
+  CHECK(route->Get(0)->size() == c::kMaxRouteLaneBytes);
 }
 
 TEST_CASE("SetObservers sends views only when given", "[messages][population]") {

@@ -65,6 +65,34 @@ def test_spawn_pedestrian_encodes_optional_zone_lane_priority_and_timeout():
     assert b.Priority() == 9
 
 
+def _route(b):
+    return [b.Route(i) for i in range(b.RouteLength())]
+
+
+def test_spawn_pedestrian_encodes_a_route_in_order():
+    _, b = _cmd("SpawnPedestrian", route=["x.facilities.market", "market.loop", "market.loop"])
+    assert _route(b) == [b"x.facilities.market", b"market.loop", b"market.loop"]
+    assert (b.Zone(), b.Lane()) == (None, None)
+    _, b = _cmd("SpawnPedestrian", zone="market", lane="market.loop", route=("market.loop",))
+    assert (b.Lane(), _route(b)) == (b"market.loop", [b"market.loop"])
+    # No route, None or an empty one: nothing is sent (wander from the start).
+    for fields in ({}, {"route": None}, {"route": []}):
+        _, b = _cmd("SpawnPedestrian", **fields)
+        assert b.RouteIsNone(), fields
+    # Sent as given: the server judges the ids, their succession and their number.
+    _, b = _cmd("SpawnPedestrian", route=["a"] * 300)
+    assert b.RouteLength() == 300
+
+
+def test_spawn_pedestrian_route_must_be_a_sequence_of_lane_ids():
+    with pytest.raises(TypeError, match="sequence of lane ids.*not a str"):
+        codec.build_command(1, "SpawnPedestrian", route="market.loop,x.market.office")
+    with pytest.raises(TypeError, match=r"route\[1\] must be a str"):
+        codec.build_command(1, "SpawnPedestrian", route=["market.loop", 7])
+    with pytest.raises(TypeError, match=r"route\[0\]"):
+        spawn_op(route=[None])
+
+
 def test_spawn_pedestrian_arguments_are_checked():
     with pytest.raises(ValueError, match="unknown priority class 'boss'.*Story"):
         codec.build_command(1, "SpawnPedestrian", priority="boss")
@@ -119,6 +147,19 @@ def test_lifecycle_batch_encodes_spawn_and_despawn_ops_in_order():
     assert ops[2].Spawn().Lane() == b"l0" and ops[2].Spawn().Priority() == 1
     assert (ops[3].Id().Index(), ops[3].Id().Generation()) == (6, 1)
     assert ops[4].Spawn().Zone() is None
+    assert all(ops[i].Spawn().RouteIsNone() for i in (0, 2, 4))
+
+
+def test_lifecycle_batch_spawn_ops_carry_their_routes():
+    _, b = _cmd("LifecycleBatch", ops=[
+        spawn_op(route=["x.facilities.market", "market.loop"]),
+        ("spawn", {"zone": "office", "route": ["office.loop"]}),
+        spawn_op(zone="market"),
+    ])
+    ops = [b.Ops(i).Spawn() for i in range(b.OpsLength())]
+    assert _route(ops[0]) == [b"x.facilities.market", b"market.loop"]
+    assert (ops[1].Zone(), _route(ops[1])) == (b"office", [b"office.loop"])
+    assert ops[2].RouteIsNone()
 
 
 def test_empty_lifecycle_batch_has_an_empty_vector():
@@ -130,6 +171,12 @@ def test_lifecycle_op_helpers():
     op = spawn_op("market", "market.loop", PriorityClass.Story, 10)
     assert op.kind == LifecycleOpKind.Spawn and op.id is None
     assert op.spawn == SpawnRequest("market", "market.loop", PriorityClass.Story, 10)
+    assert op.spawn.route == ()
+    routed = spawn_op(route=["x.facilities.market", "market.loop"])
+    # Kept as a tuple: the request stays immutable and comparable.
+    assert routed.spawn.route == ("x.facilities.market", "market.loop")
+    assert routed.spawn == SpawnRequest(priority="quest", route=["x.facilities.market", "market.loop"])
+    assert SpawnRequest(route=None).route == ()
     assert despawn_op((3, 4)).id == EntityId(3, 4)
     with pytest.raises(ValueError, match="lifecycle op kind"):
         codec.build_command(1, "LifecycleBatch", ops=[("teleport", (1, 1))])

@@ -179,6 +179,20 @@ def test_despawn_accepts_entity_id(pair):
     assert got == [(3, 4), (5, 6)]
 
 
+def test_spawn_pedestrian_sends_its_route(pair):
+    s, srv = pair
+    srv.send(sf.command_result(1, handle=4), sf.command_result(2, handle=5))
+    assert s.spawn_pedestrian(lane="market.loop", route=["market.loop", "x.market.office"]).handle == 4
+    assert s.spawn_pedestrian("market").handle == 5
+    got = []
+    for _ in range(2):
+        _, cmd = srv.read()
+        t, body = sf.parse_command_body(cmd)
+        assert t == CommandBody.SpawnPedestrian
+        got.append((body.Lane(), [body.Route(i) for i in range(body.RouteLength())]))
+    assert got == [(b"market.loop", [b"market.loop", b"x.market.office"]), (None, [])]
+
+
 def test_connect_refused_is_a_clear_error():
     probe = socket.socket()
     probe.bind(("127.0.0.1", 0))

@@ -97,8 +97,8 @@ constexpr std::string_view kWaitStateNames[] = {"queued",     "identity_created"
 
 // Options that belong to one command; naming them with another is an error.
 std::string_view option_owner(std::string_view option) {
-  if (option == "--zone" || option == "--lane" || option == "--spawn-timeout-ms" ||
-      option == "--wait" || option == "--attach") {
+  if (option == "--zone" || option == "--lane" || option == "--route" ||
+      option == "--spawn-timeout-ms" || option == "--wait" || option == "--attach") {
     return "spawn";
   }
   if (option == "--growth" || option == "--recycle" || option == "--migration-budget") {
@@ -120,6 +120,20 @@ bool parse_point(std::string_view text, std::pair<float, float>& out) {
   if (std::fabs(x) > fmax || std::fabs(y) > fmax) return false;
   out = {static_cast<float>(x), static_cast<float>(y)};
   return true;
+}
+
+// A,B,C: lane ids separated by commas, none empty. The server judges the ids
+// and their succession (and the count: at most 256).
+bool parse_route(std::string_view text, std::vector<std::string>& out) {
+  out.clear();
+  for (;;) {
+    const auto comma = text.find(',');
+    const std::string_view id = text.substr(0, comma);
+    if (id.empty()) return false;
+    out.emplace_back(id);
+    if (comma == std::string_view::npos) return true;
+    text.remove_prefix(comma + 1);
+  }
 }
 
 bool takes_name(std::string_view s) {
@@ -197,19 +211,25 @@ void print_usage(std::FILE* out) {
       "  lifecycle [--growth N] [--recycle N] [--interval-ms N] [--migration-budget N]\n"
       "                  change the lifecycle settings (operator); the ones not given\n"
       "                  keep their current value (read with a population query first)\n"
-      "  spawn [--zone Z] [--lane L] [--priority story|quest|community|background]\n"
+      "  spawn [--zone Z] [--lane L] [--route A,B,...]\n"
+      "        [--priority story|quest|community|background]\n"
       "        [--spawn-timeout-ms N] [--wait STATE [--attach]]\n"
       "                  request a pedestrian (operator); prints its spawn handle.\n"
       "                  Z: zone id, L: pedestrian lane id (default: any); priority\n"
       "                  default quest; N: how long it may stay queued (default 0:\n"
-      "                  the scenario's spawn.timeout_ms). --wait prints each state\n"
-      "                  until STATE (queued, identity_created, registered,\n"
-      "                  representation_requested, attached, ready_for_gameplay) or\n"
-      "                  an end: exit 0 at STATE or ReadyForGameplay, 3 when it ends\n"
-      "                  Failed, Canceled or TimedOut, 1 when --timeout-ms passes\n"
-      "                  without a new state. ReadyForGameplay needs a client holding\n"
-      "                  an actor to report it; --attach makes bustle report it when\n"
-      "                  RepresentationRequested arrives\n"
+      "                  the scenario's spawn.timeout_ms). --route: up to 256 lane\n"
+      "                  ids, each a pedestrian successor of the one before; it\n"
+      "                  starts at the beginning of A (L, if given, must be A; with\n"
+      "                  Z, A must be a lane of Z), walks the route, then wanders;\n"
+      "                  the server names a bad entry (\"route[1]: ...\", exit 3).\n"
+      "                  --wait prints each state until STATE (queued,\n"
+      "                  identity_created, registered, representation_requested,\n"
+      "                  attached, ready_for_gameplay) or an end: exit 0 at STATE or\n"
+      "                  ReadyForGameplay, 3 when it ends Failed, Canceled or TimedOut,\n"
+      "                  1 when --timeout-ms passes without a new state.\n"
+      "                  ReadyForGameplay needs a client holding an actor to report it;\n"
+      "                  --attach makes bustle report it when RepresentationRequested\n"
+      "                  arrives\n"
       "  cancel-spawn HANDLE\n"
       "                  cancel a spawn not yet registered (operator; exit 3 if it\n"
       "                  is not live or already registered); prints the id given back\n"
@@ -249,8 +269,8 @@ void print_usage(std::FILE* out) {
       "                    spawn: story, quest, community or background (default quest)\n"
       "  --step            world commands under the manual clock: send one Step after\n"
       "                    the command and wait for the command's result\n"
-      "  --zone Z, --lane L, --spawn-timeout-ms N, --wait STATE, --attach\n"
-      "                    spawn only (see spawn above)\n"
+      "  --zone Z, --lane L, --route A,B,..., --spawn-timeout-ms N, --wait STATE,\n"
+      "  --attach          spawn only (see spawn above)\n"
       "  --growth N, --recycle N, --migration-budget N\n"
       "                    lifecycle only: growth and recycle quotas per interval,\n"
       "                    migration budget (the server checks the ranges)\n"
@@ -352,6 +372,11 @@ ParseResult parse_args(std::span<const std::string_view> args, const char* env_t
       o.zone = std::string(value);  // the server judges ids (and names the field)
     } else if (name == "--lane") {
       o.spawn_lane = std::string(value);
+    } else if (name == "--route") {
+      if (!parse_route(value, o.route)) {
+        return error("invalid " + shown +
+                     ": expected lane ids separated by commas (e.g. market.loop,x.market.office)");
+      }
     } else if (name == "--spawn-timeout-ms") {
       // The server checks the range (at most an hour).
       if (!parse_u32(value, std::numeric_limits<std::uint32_t>::max(), o.spawn_timeout_ms)) {

@@ -668,8 +668,9 @@ int run_spawn(const CliOptions& o, std::FILE* out, std::FILE* err) {
   Client c(client_options(o, wire::Role::Operator));
   ClockView clock;
   if (const int rc = connect_operator(c, o, clock, err); rc != kExitOk) return rc;
-  const client::SpawnPedestrianCmd spec{
-      o.zone, o.spawn_lane, static_cast<wire::PriorityClass>(o.spawn_priority), o.spawn_timeout_ms};
+  const client::SpawnPedestrianCmd spec{o.zone, o.spawn_lane,
+                                        static_cast<wire::PriorityClass>(o.spawn_priority),
+                                        o.spawn_timeout_ms, o.route};
   std::optional<client::CommandReply> reply;
   const bool waiting = o.wait_state.has_value();
   if (const int rc = apply_world(c, o, clock, spec, waiting, reply, out, err); rc != kExitOk) {

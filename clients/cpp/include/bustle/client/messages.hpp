@@ -149,12 +149,24 @@ struct ForceFullCmd {
 // LifecycleBatch are operator world commands. ReportAttached is a world
 // command any role may send: viewers are the clients that hold actors. The
 // three queries are answered at once for any role.
+// [Limit: the server accepts routes of at most 256 lanes (InvalidArgument
+//  beyond, "route: N lanes, ..."); the builder sends at most kMaxRouteLanes
+//  lanes, each truncated to kMaxRouteLaneBytes, so that the frame of one
+//  spawn always fits the client frame cap.]
+inline constexpr std::size_t kMaxRouteLanes = 300;
+inline constexpr std::size_t kMaxRouteLaneBytes = 1024;
 struct SpawnPedestrianCmd {
   std::string zone;  // zone id; empty: any sidewalk
   std::string lane;  // pedestrian lane id; empty: any lane (of the zone)
   // Sent as given, so a test can send an unknown value (InvalidArgument).
   bustle::wire::PriorityClass priority = bustle::wire::PriorityClass::Quest;
   std::uint32_t timeout_ms = 0;  // 0: the scenario's spawn.timeout_ms
+  // Optional walk: lane ids, each a pedestrian successor of the one before.
+  // The pedestrian starts at the beginning of route[0] (lane must be empty or
+  // route[0]; with a zone, route[0] must be one of its lanes), follows the
+  // route, then wanders. Empty: not sent (wander from the start). The server
+  // rejects a bad route InvalidArgument naming the entry ("route[2]: ...").
+  std::vector<std::string> route = {};
 };
 struct CancelSpawnCmd {  // only before the entity is registered
   std::uint64_t handle = 0;

@@ -88,7 +88,7 @@ struct SpawnPedestrian {
   std::uint32_t timeout_ms = 0;  // 0: spawn.timeout_ms
   // Optional walk: lane ids, each a pedestrian successor of the one before;
   // the pedestrian starts on route[0] and afterwards wanders. [Limit: <= 256]
-  std::vector<std::string> route;
+  std::vector<std::string> route{};
 };
 
 // Cancels a spawn that has no registered entity yet (Queued or

@@ -41,6 +41,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -200,6 +201,9 @@ class PopulationSystem {
   void move_zone(std::uint32_t resident, std::uint32_t zone);
   void rebuild_indexes();
   bool in_handoff(std::uint32_t resident) const;
+  // Active members of community c (walking or retiring), in EntityId order;
+  // valid during lifecycle().
+  std::span<const std::uint32_t> active_members(std::uint32_t c) const;
   void resolve_handoffs(const std::vector<std::int64_t>& desired_zone, std::vector<std::uint32_t>& moved);
   void start_handoffs(const std::vector<std::int64_t>& desired_zone, const std::vector<std::uint32_t>& desired_n,
                       std::uint32_t& migrations_left);

@@ -4,10 +4,11 @@
 // The FlatBuffers Verifier has already checked offsets, sizes and the table
 // budget (proto::kClientMaxTables), but not what the schema cannot say:
 // required structs inside optional tables, enum values a newer or broken
-// client may send, vector lengths that must agree, list limits. Those are
-// checked here, so a malformed command is answered InvalidArgument naming the
-// field instead of reaching the core. Semantic checks (known zone, lane,
-// entity, ranges of settings) stay in the core, which owns the state.
+// client may send, vector lengths that must agree, list limits (lifecycle
+// batch ops, spawn route lanes). Those are checked here, so a malformed
+// command is answered InvalidArgument naming the field instead of reaching
+// the core. Semantic checks (known zone, lane, entity, route succession,
+// ranges of settings) stay in the core, which owns the state.
 //
 // Roles (DESIGN §6): world commands and clock/snapshot control need the
 // operator role, with one exception: ReportAttached is allowed for viewers,
@@ -32,6 +33,9 @@ namespace bustle::net {
 
 // A LifecycleBatch carries at most this many operations (core::LifecycleBatch).
 inline constexpr std::size_t kLifecycleBatchOpsMax = 256;
+// A SpawnPedestrian route names at most this many lanes (core::SpawnPedestrian);
+// longer routes are rejected here, before any lane is looked up.
+inline constexpr std::size_t kSpawnRouteLanesMax = 256;
 
 struct ParsedCommand {
   core::RejectReason reason = core::RejectReason::None;  // None: `body` is valid

@@ -139,6 +139,13 @@ class SnapshotStore {
   // Schema 2: spawn pipeline, orphan set, retiring FIFO, observer views.
   StoreError write_pipeline(std::int64_t id, const core::WorldCheckpoint& cp);
   StoreError read_pipeline(std::int64_t id, const std::string& row, core::WorldCheckpoint& cp);
+  // Schema 2: the shared route buffer (route_slots, route_lanes, route_free_slots).
+  StoreError write_routes(std::int64_t id, const core::RouteTableState& r);
+  StoreError read_routes(std::int64_t id, const std::string& row, core::RouteTableState& r);
+  // A per-snapshot list of u32 values: (snapshot_id, position, value).
+  StoreError write_u32_rows(const char* table, std::int64_t id, const std::vector<std::uint32_t>& values);
+  StoreError read_u32_rows(const char* table, const char* column, std::int64_t id, const std::string& row,
+                           std::vector<std::uint32_t>& out);
   StoreError write_save_residents(std::int64_t id, const core::SaveState& save);
   StoreError read_save_residents(std::int64_t id, const std::string& row, core::SaveState& save);
 

@@ -54,6 +54,7 @@ struct CliOptions {
   // Spawn pipeline.
   std::string zone;        // spawn --zone Z (empty: any sidewalk)
   std::string spawn_lane;  // spawn --lane L (empty: any lane of the zone)
+  std::vector<std::string> route;  // spawn --route A,B,C: lane ids in walking order (empty: none)
   std::uint8_t spawn_priority = 1;      // spawn --priority: wire PriorityClass (1 quest)
   std::uint32_t spawn_timeout_ms = 0;  // spawn --spawn-timeout-ms (0: the scenario's)
   std::optional<std::uint8_t> wait_state;  // spawn --wait STATE (wire SpawnState value)
