@@ -87,3 +87,37 @@ TEST_CASE("with one Full slot, a story pedestrian wins it over a nearer backgrou
   }
   CHECK((rs.tier == SimTier::Full) + (rb.tier == SimTier::Full) <= 1);
 }
+
+TEST_CASE("vehicle_weight pulls vehicles nearer in their tier resolution") {
+  // Two identical corridor runs; the second weighs vehicles 100x, so every
+  // vehicle's effective distance shrinks and more of them are Full.
+  auto full_count = [](double weight) {
+    Scenario s;
+    s.id = "test.vehicle-weight";
+    s.lanes = {{"r", LaneKind::Road, {{0, 0}, {1000, 0}}, 10.0, {"r"}}};
+    GarageSpec g;
+    g.id = "g";
+    g.lane = "r";
+    g.route = {"r"};
+    g.prototypes = {"car"};
+    g.cooldown_frames = 0;
+    g.entrance_clear_m = 0.0;
+    s.garages = {g};
+    for (int k = 0; k < 10; ++k) s.vehicle_plan.requests.push_back({"q" + std::to_string(k), "g", "car", "r", 10});
+    s.vehicle_plan.batch_size = 10;
+    s.vehicle_plan.batch_interval_steps = 1;
+    s.observers = {{2000, 0}};
+    s.tiers.importance.vehicle_weight = weight;
+    s.entity_capacity = 64;
+    auto created = World::create(s, 1);
+    REQUIRE(created.errors.empty());
+    World& w = *created.world;
+    for (int k = 0; k < 300; ++k) w.step();
+    REQUIRE(w.vehicles().store().size() > 0);
+    std::uint32_t full = 0;
+    for (const std::uint8_t t : w.vehicles().store().tier) full += t == static_cast<std::uint8_t>(SimTier::Full);
+    return full;
+  };
+  CHECK(full_count(1.0) == 0);  // 1 km+ away: nothing is Full
+  CHECK(full_count(100.0) > 0);
+}

@@ -629,16 +629,17 @@ void VehicleSystem::turnarounds(std::uint64_t step_index) {
 
 // Phase 8 ------------------------------------------------------------------
 
-void VehicleSystem::resolve_tiers(const TierSpec& spec, const std::vector<Vec2>& observers,
+void VehicleSystem::resolve_tiers(const TierSpec& spec, const ImportanceField& importance,
                                   std::span<const std::uint8_t> force_full) {
   const std::uint32_t n = v_.size();
   distances_.resize(n);
   for (std::uint32_t i = 0; i < n; ++i) {
     // Position only (no heading: atan2 is not needed for a distance).
+    // Vehicles carry no priority class: they rank as background, weighted by
+    // vehicle_weight and areas of interest.
     const Vec2 p = lanes_->position(v_.lane[i], v_.s_m[i]);
-    const double x = p.x_m;
-    const double y = p.y_m;
-    distances_[i] = nearest_observer_m(observers, x, y);
+    const double w = importance.weight(PriorityClass::Background, true, p.x_m, p.y_m);
+    distances_[i] = importance.effective_distance_m(p.x_m, p.y_m, lanes_->lane(v_.lane[i]).elevation_m, w);
   }
   last_tiers_ = tier_resolver_.resolve(spec, v_.id, distances_, v_.tier, force_full);
 }

@@ -720,9 +720,10 @@ void World::fill_force(std::span<const EntityId> ids) {
 }
 
 void World::phase_tiers() {
+  importance_.prepare(scenario_.tiers.importance, observers_, observer_views_);
   if (vehicles_.store().size() > 0) {
     fill_force(vehicles_.store().id);
-    vehicles_.resolve_tiers(scenario_.tiers, observers_, force_scratch_);
+    vehicles_.resolve_tiers(scenario_.tiers, importance_, force_scratch_);
   }
   // Pedestrians are resolved a slice at a time: each step takes those whose
   // id phase (like the stride phase) matches the step, so each pedestrian is
@@ -749,7 +750,6 @@ void World::phase_tiers() {
   }
   const auto m = static_cast<std::uint32_t>(slice_.size());
   ped_distance_.resize(m);
-  importance_.prepare(scenario_.tiers.importance, observers_, observer_views_);
   for (std::uint32_t k = 0; k < m; ++k) ped_distance_[k] = pedestrian_effective_distance(slice_[k]);
   const double out_of_range = scenario_.despawn.out_of_range_m;
   if (out_of_range > 0.0 && !observers_.empty()) {

@@ -136,7 +136,11 @@ EntityReport World::describe(EntityId id) const {
     e.lane = static_cast<std::int32_t>(v.lane[k]);
     e.s_m = v.s_m[k];
     e.pose = vehicles_.pose(k);
-    e.effective_distance_m = nearest_observer_m(observers_, e.pose.x_m, e.pose.y_m);
+    ImportanceField field;
+    field.prepare(scenario_.tiers.importance, observers_, observer_views_);
+    e.effective_distance_m = field.effective_distance_m(
+        e.pose.x_m, e.pose.y_m, lanes_.lane(v.lane[k]).elevation_m,
+        field.weight(PriorityClass::Background, true, e.pose.x_m, e.pose.y_m));
     return e;
   }
   if (const std::int32_t r = population_.resident_of(id); r != ResidentStore::kNone) {

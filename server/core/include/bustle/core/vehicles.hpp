@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "bustle/core/entity_id.hpp"
+#include "bustle/core/importance.hpp"
 #include "bustle/core/lane_graph.hpp"
 #include "bustle/core/scenario.hpp"
 #include "bustle/core/sim_tier.hpp"
@@ -225,7 +226,7 @@ class VehicleSystem {
             std::vector<DespawnRequest>& despawns);
 
   // Phase 8.
-  void resolve_tiers(const TierSpec& spec, const std::vector<Vec2>& observers,
+  void resolve_tiers(const TierSpec& spec, const ImportanceField& importance,
                      std::span<const std::uint8_t> force_full = {});
 
   const VehicleStore& store() const { return v_; }
