@@ -327,7 +327,7 @@ TEST_CASE("LifecycleBatch is validated structurally before anything is queued") 
 
 TEST_CASE("spawn handle commands, lifecycle settings and the new queries map to their fields") {
   CHECK(world_command<core::CancelSpawn>(parse(empty_body(wire::CommandBody::CancelSpawn)).parsed).handle == 42);
-  const auto& l = world_command<core::SetLifecycle>(parse(empty_body(wire::CommandBody::SetLifecycle)).parsed);
+  const auto l = world_command<core::SetLifecycle>(parse(empty_body(wire::CommandBody::SetLifecycle)).parsed);
   CHECK(l.growth_quota == 5);
   CHECK(l.recycle_quota == 6);
   CHECK(l.interval_ms == 500);
@@ -335,12 +335,12 @@ TEST_CASE("spawn handle commands, lifecycle settings and the new queries map to 
   CHECK(world_command<core::ReportAttached>(parse(entity_body(wire::CommandBody::ReportAttached, true)).parsed).id ==
         core::EntityId{4, 2});
 
-  const auto& qe = control_command(parse(entity_body(wire::CommandBody::QueryEntity, true)).parsed);
+  const auto qe = control_command(parse(entity_body(wire::CommandBody::QueryEntity, true)).parsed);
   CHECK(qe.kind == net::ControlCommand::Kind::QueryEntity);
   CHECK(qe.entity == core::EntityId{4, 2});
   CHECK(control_command(parse(empty_body(wire::CommandBody::QueryPopulation)).parsed).kind ==
         net::ControlCommand::Kind::QueryPopulation);
-  const auto& qs = control_command(parse(empty_body(wire::CommandBody::QuerySpawn)).parsed);
+  const auto qs = control_command(parse(empty_body(wire::CommandBody::QuerySpawn)).parsed);
   CHECK(qs.kind == net::ControlCommand::Kind::QuerySpawn);
   CHECK(qs.spawn_handle == 42);
 }
