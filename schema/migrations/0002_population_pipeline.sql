@@ -19,6 +19,7 @@ ALTER TABLE snapshots ADD COLUMN schema_version INTEGER NOT NULL DEFAULT 1
 ALTER TABLE pedestrian_columns ADD COLUMN priority BLOB NOT NULL DEFAULT x'';  -- u8 PriorityClass
 ALTER TABLE pedestrian_columns ADD COLUMN origin BLOB NOT NULL DEFAULT x'';    -- u8 PedestrianOrigin
 ALTER TABLE pedestrian_columns ADD COLUMN route BLOB NOT NULL DEFAULT x'';     -- u32 LE route slot (route_slots), 0xFFFFFFFF for none
+ALTER TABLE vehicle_columns ADD COLUMN last_advance_step BLOB NOT NULL DEFAULT x'';  -- u64 LE per vehicle: step it last moved (despawn.stuck_ms)
 ALTER TABLE world_state ADD COLUMN faded_total INTEGER NOT NULL DEFAULT 0;         -- despawns that faded
 ALTER TABLE world_state ADD COLUMN fade_skipped_total INTEGER NOT NULL DEFAULT 0;  -- off-screen: deleted at once
 ALTER TABLE world_state ADD COLUMN interval_origin_us INTEGER NOT NULL DEFAULT 0;  -- sim time the lifecycle interval grid starts at

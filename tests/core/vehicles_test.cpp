@@ -315,7 +315,7 @@ TEST_CASE("shuffling the vehicle arrays changes no outcome (one pre-step snapsho
   auto rev = [](auto& col) { std::reverse(col.begin(), col.end()); };
   rev(v.id), rev(v.garage), rev(v.ordinal), rev(v.prototype), rev(v.route_index), rev(v.lane), rev(v.s_m);
   rev(v.speed_mps), rev(v.strategy), rev(v.policy), rev(v.reason), rev(v.tier), rev(v.leader);
-  rev(v.steps_advanced), rev(v.waiting_since), rev(v.despawn_requested), rev(v.request_id);
+  rev(v.steps_advanced), rev(v.last_advance_step), rev(v.waiting_since), rev(v.despawn_requested), rev(v.request_id);
   auto shuffled = World::restore(s, cp);
   INFO((shuffled.errors.empty() ? std::string() : shuffled.errors[0].path + ": " + shuffled.errors[0].message));
   REQUIRE(shuffled.world);
@@ -380,4 +380,42 @@ TEST_CASE("vehicle checkpoints restore exactly (completeness) and reject corrupt
     cp.vehicles.store.lane[0] = (cp.vehicles.store.lane[0] + 1) % 4;
     expect(cp, "vehicles[0].lane", "route index");
   }
+}
+
+TEST_CASE("a vehicle blocked off-screen for despawn.stuck_ms leaves as Stuck, a visible one keeps waiting") {
+  auto run = [](Vec2 observer) {
+    Scenario s;
+    s.id = "test.stuck";
+    s.lanes = {{"r", LaneKind::Road, {{0, 0}, {300, 0}}, 10.0, {"r"}}};
+    GarageSpec g;
+    g.id = "g";
+    g.lane = "r";
+    g.route = {"r"};
+    g.prototypes = {"car"};
+    s.garages = {g};
+    s.vehicle_plan.requests = {{"q0", "g", "car", "r", 10}, {"q1", "g", "car", "r", 10}};
+    s.vehicle_plan.batch_size = 2;
+    s.observers = {observer};
+    s.despawn.stuck_ms = 5000;
+    s.entity_capacity = 16;
+    auto created = World::create(s, 1);
+    REQUIRE(created.errors.empty());
+    World& w = *created.world;
+    while (w.vehicles().store().size() < 2 && w.step_index() < 400) w.step();
+    REQUIRE(w.vehicles().store().size() == 2);
+    for (int k = 0; k < 50; ++k) w.step();
+    // Park the leader (the lower id was dispatched first); the follower
+    // catches up and is blocked behind it.
+    const EntityId leader = std::min(w.vehicles().store().id[0], w.vehicles().store().id[1]);
+    REQUIRE(w.submit({{1, 1}, SetVehicleStrategy{leader, 2}}) == SubmitStatus::Queued);
+    for (int k = 0; k < 1500; ++k) w.step();
+    return std::make_pair(w.counters().despawned_by_reason[static_cast<int>(DespawnReason::Stuck)],
+                          w.vehicles().is_vehicle(leader));
+  };
+  const auto far = run({5000, 5000});
+  CHECK(far.first == 1);   // the blocked follower left
+  CHECK(far.second);       // the parked leader stands still on purpose: not stuck
+  const auto near = run({150, 0});
+  CHECK(near.first == 0);  // visible: never removed from a queue in view
+  CHECK(near.second);
 }

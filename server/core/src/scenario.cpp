@@ -347,6 +347,7 @@ void validate_lifecycle(const Scenario& s, Fail&& fail) {
   if (!(std::isfinite(s.despawn.out_of_range_m) && s.despawn.out_of_range_m >= 0.0)) {
     fail("despawn.out_of_range_m", "must be finite and non-negative (0 = off)");
   }
+  if (s.despawn.stuck_ms > kSpawnTimeoutMsMax) fail("despawn.stuck_ms", "must be at most 3600000 (0 = off)");
 }
 
 }  // namespace

@@ -259,8 +259,8 @@ bool VehicleSystem::set_strategy(EntityId id, VehicleStrategy s) {
   return true;
 }
 
-void VehicleSystem::push_vehicle(EntityId id, std::uint32_t garage, std::uint64_t ordinal, std::uint32_t prototype,
-                                 const std::string& request_id, SimTier tier) {
+void VehicleSystem::push_vehicle(std::uint64_t step_index, EntityId id, std::uint32_t garage, std::uint64_t ordinal,
+                                 std::uint32_t prototype, const std::string& request_id, SimTier tier) {
   v_.dense_of[id.index] = v_.size();
   v_.id.push_back(id);
   v_.garage.push_back(garage);
@@ -276,6 +276,7 @@ void VehicleSystem::push_vehicle(EntityId id, std::uint32_t garage, std::uint64_
   v_.tier.push_back(static_cast<std::uint8_t>(tier));
   v_.leader.push_back(EntityId{});
   v_.steps_advanced.push_back(0);
+  v_.last_advance_step.push_back(step_index);
   v_.waiting_since.push_back(0);
   v_.despawn_requested.push_back(0);
   v_.request_id.push_back(request_id);
@@ -304,6 +305,7 @@ void VehicleSystem::remove(EntityId id) {
   erase_at(v_.tier, slot);
   erase_at(v_.leader, slot);
   erase_at(v_.steps_advanced, slot);
+  erase_at(v_.last_advance_step, slot);
   erase_at(v_.waiting_since, slot);
   erase_at(v_.despawn_requested, slot);
   erase_at(v_.request_id, slot);
@@ -330,7 +332,27 @@ void VehicleSystem::step(std::uint64_t step_index, std::uint32_t step_us, Entity
   build_snapshot();
   evaluate_and_advance(step_index, step_us, crossing_occupied, despawns);
   turnarounds(step_index);
+  find_stuck(step_index, step_us, despawns);
   count_policies();
+}
+
+void VehicleSystem::find_stuck(std::uint64_t step_index, std::uint32_t step_us,
+                               std::vector<DespawnRequest>& despawns) {
+  // A blocked vehicle leaves only when it is off-screen (Coarse: far from
+  // every observer) and has not moved for despawn.stuck_ms; a visible one
+  // keeps waiting, so nobody sees a car vanish from a queue.
+  const std::uint64_t stuck_us = std::uint64_t{scenario_->despawn.stuck_ms} * 1000;
+  if (stuck_us == 0) return;
+  for (std::uint32_t i = 0; i < v_.size(); ++i) {
+    if (v_.despawn_requested[i] || v_.tier[i] != static_cast<std::uint8_t>(SimTier::Coarse)) continue;
+    // Parked and manually driven vehicles stand still on purpose.
+    const auto strategy = static_cast<VehicleStrategy>(v_.strategy[i]);
+    if (strategy == VehicleStrategy::Parked || strategy == VehicleStrategy::Manual) continue;
+    if ((step_index - v_.last_advance_step[i]) * step_us < stuck_us) continue;
+    v_.despawn_requested[i] = 1;
+    v_.policy[i] = static_cast<std::uint8_t>(ControlPolicy::DespawnPending);
+    despawns.push_back({v_.id[i], false, true});
+  }
 }
 
 void VehicleSystem::inject_plan(std::uint64_t step_index) {
@@ -404,7 +426,7 @@ void VehicleSystem::dispatch(std::uint64_t step_index, EntityRegistry& registry,
         const double d = nearest_observer_m(observers, start.x_m, start.y_m);
         const TierSpec& t = scenario_->tiers;
         const SimTier tier = d <= t.full_enter_m ? SimTier::Full : d <= t.simulated_enter_m ? SimTier::Simulated : SimTier::Coarse;
-        push_vehicle(a.id, g, gs.next_vehicle_ordinal++, q.prototype, q.request_id, tier);
+        push_vehicle(step_index, a.id, g, gs.next_vehicle_ordinal++, q.prototype, q.request_id, tier);
         if (lane_min_valid_) lane_min_s_[routes_[g][0]] = std::min(lane_min_s_[routes_[g][0]], 0.0);
         ++last_step_.dispatched;
       }
@@ -589,6 +611,7 @@ void VehicleSystem::evaluate_and_advance(std::uint64_t step_index, std::uint32_t
     v_.speed_mps[i] = moved_m / (dt_s * stride);
     if (moved_m > 0.0) {
       ++v_.steps_advanced[i];
+      v_.last_advance_step[i] = step_index;
       ++last_step_.moving;
     }
   }
@@ -654,7 +677,7 @@ void VehicleSystem::digest_into(Digest& d) const {
     e.u64(cold_hash_[i]).u64((std::uint64_t{v_.route_index[i]} << 32) | v_.lane[i]).f64(v_.s_m[i]).f64(v_.speed_mps[i]);
     e.u64(std::uint64_t{v_.strategy[i]} | std::uint64_t{v_.policy[i]} << 8 | std::uint64_t{v_.reason[i]} << 16 |
           std::uint64_t{v_.tier[i]} << 24 | std::uint64_t{v_.despawn_requested[i]} << 32);
-    e.u64(v_.leader[i].packed()).u64(v_.steps_advanced[i]).u64(v_.waiting_since[i]);
+    e.u64(v_.leader[i].packed()).u64(v_.steps_advanced[i]).u64(v_.waiting_since[i]).u64(v_.last_advance_step[i]);
     sum += e.value();
   }
   d.u64(sum);
@@ -706,7 +729,8 @@ std::vector<std::pair<std::string, std::string>> VehicleSystem::restore(const Ve
                           s.route_index.size() == n && s.lane.size() == n && s.s_m.size() == n &&
                           s.speed_mps.size() == n && s.strategy.size() == n && s.policy.size() == n &&
                           s.reason.size() == n && s.tier.size() == n && s.leader.size() == n &&
-                          s.steps_advanced.size() == n && s.waiting_since.size() == n &&
+                          s.steps_advanced.size() == n && s.last_advance_step.size() == n &&
+                          s.waiting_since.size() == n &&
                           s.despawn_requested.size() == n && s.request_id.size() == n;
   if (!columns_ok) {
     fail("vehicles", "column lengths differ");

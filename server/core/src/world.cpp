@@ -705,7 +705,9 @@ void World::phase_vehicles() {
   vehicle_despawns_.clear();
   vehicles_.step(step_index_, scenario_.step_us, registry_, crossing_occupied_, observers_, vehicle_despawns_);
   for (const auto& d : vehicle_despawns_) {
-    request_despawn(d.id, d.route_completed ? DespawnReason::RouteCompleted : DespawnReason::Requested);
+    request_despawn(d.id, d.stuck             ? DespawnReason::Stuck
+                          : d.route_completed ? DespawnReason::RouteCompleted
+                                              : DespawnReason::Requested);
   }
 }
 

@@ -449,7 +449,7 @@ StoreError SnapshotStore::write_vehicles(std::int64_t id, const core::VehicleChe
   const std::string request_ids = json(st.request_id).dump();
   Statement vc = db_.prepare(
       "INSERT INTO vehicle_columns VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, "
-      "?18, ?19, ?20, ?21)",
+      "?18, ?19, ?20, ?21, ?22)",
       err);
   if (!err.ok()) return sql_error(err, "vehicle_columns");
   vc.bind_i64(1, id).bind_i64(2, static_cast<std::int64_t>(st.id.size()));
@@ -460,6 +460,7 @@ StoreError SnapshotStore::write_vehicles(std::int64_t id, const core::VehicleChe
   vc.bind_blob(15, as_bytes(st.tier)).bind_blob(16, as_bytes(lidx)).bind_blob(17, as_bytes(lgen));
   vc.bind_blob(18, as_bytes(st.steps_advanced)).bind_blob(19, as_bytes(st.waiting_since));
   vc.bind_blob(20, as_bytes(st.despawn_requested)).bind_text(21, request_ids);
+  vc.bind_blob(22, as_bytes(st.last_advance_step));  // column added by migration 0002
   if (SqlError e = vc.run(); !e.ok()) return sql_error(e, "vehicle_columns", row);
 
   Statement g = db_.prepare(
@@ -559,6 +560,7 @@ StoreError SnapshotStore::read_vehicles(std::int64_t id, const std::string& row,
       {"steps_advanced", decode(vc.column_blob(17), n, st.steps_advanced)},
       {"waiting_since", decode(vc.column_blob(18), n, st.waiting_since)},
       {"despawn_requested", decode(vc.column_blob(19), n, st.despawn_requested)},
+      {"last_advance_step", decode(vc.column_blob(21), n, st.last_advance_step)},
   };
   for (const Col& c : cols) {
     if (!c.ok) return error("vehicle_columns", row, c.name, "blob size does not match count");

@@ -456,9 +456,11 @@ void read_population(Reader& r, const json& root, core::Scenario& s) {
                       r.read_uint(j, p, "queue_depth", s.spawn.queue_depth);
                       r.read_uint(j, p, "timeout_ms", s.spawn.timeout_ms);
                     });
-  r.optional_object(root, "", "despawn", {"fade_ms", "out_of_range_m"}, [&](const json& j, const std::string& p) {
+  r.optional_object(root, "", "despawn", {"fade_ms", "out_of_range_m", "stuck_ms"},
+                    [&](const json& j, const std::string& p) {
     r.read_uint(j, p, "fade_ms", s.despawn.fade_ms);
     r.read_number(j, p, "out_of_range_m", s.despawn.out_of_range_m);
+    r.read_uint(j, p, "stuck_ms", s.despawn.stuck_ms);
   });
 }
 

@@ -58,6 +58,7 @@ struct SpawnSettings {
 struct DespawnSettings {
   std::uint32_t fade_ms = 1'000;
   double out_of_range_m = 0.0;  // background pedestrians farther than this from every observer leave; 0 = off
+  std::uint32_t stuck_ms = 0;   // an off-screen (Coarse) vehicle that has not moved for this long leaves; 0 = off
 };
 
 // Vehicles (DESIGN §4). Defaults are seed 003's.

@@ -167,6 +167,7 @@ struct VehicleStore {
   std::vector<std::uint8_t> tier;
   std::vector<EntityId> leader;           // null when none
   std::vector<std::uint64_t> steps_advanced;
+  std::vector<std::uint64_t> last_advance_step;  // step it last moved (its dispatch step before that)
   std::vector<std::uint64_t> waiting_since;  // step it began awaiting turnaround (0 = not)
   std::vector<std::uint8_t> despawn_requested;
   std::vector<std::string> request_id;    // cold: the request it was dispatched for
@@ -216,6 +217,7 @@ class VehicleSystem {
   struct DespawnRequest {
     EntityId id;
     bool route_completed;  // true: reached the end of a garage-ending route
+    bool stuck = false;    // true: off-screen and not moved for despawn.stuck_ms
   };
 
   // Phase 6. `crossing_occupied[lane]` is nonzero for crossing lanes with a
@@ -261,7 +263,9 @@ class VehicleSystem {
                             std::vector<DespawnRequest>& despawns);
   void turnarounds(std::uint64_t step_index);
   void count_policies();
-  void push_vehicle(EntityId id, std::uint32_t garage, std::uint64_t ordinal, std::uint32_t prototype,
+  void find_stuck(std::uint64_t step_index, std::uint32_t step_us, std::vector<DespawnRequest>& despawns);
+  void push_vehicle(std::uint64_t step_index, EntityId id, std::uint32_t garage, std::uint64_t ordinal,
+                    std::uint32_t prototype,
                     const std::string& request_id, SimTier tier);
 
   struct Conflict {
