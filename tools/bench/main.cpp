@@ -81,6 +81,7 @@ struct Args {
   std::uint32_t vehicles = 10'000;  // vehicles: managed vehicles to reach
   std::uint32_t active = 100'000;     // population: active background pedestrians
   std::uint32_t dormant = 1'000'000;  // population: dormant resident identities
+  std::uint32_t residents = 0;        // population: how many of the active are community residents
   std::uint64_t warmup = 40;          // population: untimed steps at least (more until tiers settle)
   bool json = false;                  // population: also print one JSON line
 };
@@ -89,7 +90,8 @@ struct Args {
   if (msg != nullptr) std::fprintf(stderr, "bustle-bench: %s\n", msg);
   std::fprintf(stderr,
                "usage: bustle-bench step|snapshot [--agents N] [--steps S] [--repeat R] [--seed K] [--dir DIR]\n"
-               "       bustle-bench population [--active N] [--dormant M] [--steps S] [--warmup W] [--seed K] [--json]\n"
+               "       bustle-bench population [--active N] [--residents R] [--dormant M] [--steps S] [--warmup W] [--seed K]"
+               " [--json]\n"
                "       bustle-bench vehicles [--grid N] [--vehicles V] [--steps S] [--seed K]\n");
   std::exit(2);
 }
@@ -133,6 +135,9 @@ Args parse(int argc, char** argv) {
     } else if (f == "--active") {
       if (n < 10 || n > 4'000'000) usage("--active must be in [10, 4000000]");
       a.active = static_cast<std::uint32_t>(n);
+    } else if (f == "--residents") {
+      if (n > 4'000'000) usage("--residents must be at most 4000000");
+      a.residents = static_cast<std::uint32_t>(n);
     } else if (f == "--dormant") {
       if (n > 8'000'000) usage("--dormant must be at most 8000000");
       a.dormant = static_cast<std::uint32_t>(n);
@@ -268,7 +273,7 @@ int bench_step(const Args& a) {
 //     effective distance is the plain distance.
 constexpr std::uint32_t kCommunitySize = 1000;
 
-bustle::core::Scenario population_city(std::uint32_t active, std::uint32_t dormant) {
+bustle::core::Scenario population_city(std::uint32_t active, std::uint32_t dormant, std::uint32_t residents) {
   using namespace bustle::core;
   Scenario s = scenario_for(active);
   s.id = "bustle.bench.population." + std::to_string(active) + "." + std::to_string(dormant);
@@ -288,6 +293,28 @@ bustle::core::Scenario population_city(std::uint32_t active, std::uint32_t dorma
     c.home_zone = "dormant";
     c.schedule = {{0.0, 24.0, SchedulePhase::Home, "asleep", "dormant", "", 0.0}};
     s.communities.push_back(std::move(c));
+  }
+  // --residents R: R of the N active pedestrians are community members, all
+  // awake all day in a zone spanning every sidewalk, so the coordinator has
+  // R active residents to keep (quotas high enough to wake them in warm-up).
+  if (residents > 0) {
+    ZoneSpec awake{"awake", {}, residents};
+    for (const LaneSpec& l : s.lanes) {
+      if (l.kind == LaneKind::Sidewalk) awake.lanes.push_back(l.id);
+    }
+    s.zones.push_back(std::move(awake));
+    for (std::uint32_t first = 0; first < residents; first += kCommunitySize) {
+      CommunitySpec c;
+      c.id = "awake." + std::to_string(first / kCommunitySize);
+      c.base_population = std::min(kCommunitySize, residents - first);
+      c.professions = {"walker"};
+      c.home_zone = "awake";
+      c.schedule = {{0.0, 24.0, SchedulePhase::Leisure, "strolling", "awake", "", 1.0}};
+      s.communities.push_back(std::move(c));
+    }
+    s.pedestrians.count = active - residents;
+    s.entity_capacity += residents;
+    s.population.growth_quota = std::max<std::uint32_t>(2, residents / 100);
   }
   s.observers = {{40.0, 30.0}, {90.0, 30.0}, {140.0, 30.0}};
   s.tiers.full_cap = active / 10;
@@ -336,7 +363,8 @@ bool column_list_complete(const bustle::core::PedestrianStore& p) {
 int bench_population(const Args& a) {
   using namespace bustle::core;
   if (a.steps < 1) usage("--steps must be at least 1");
-  const BuiltWorld built = build_world([&] { return population_city(a.active, a.dormant); }, a.seed);
+  if (a.residents > a.active) usage("--residents must be at most --active");
+  const BuiltWorld built = build_world([&] { return population_city(a.active, a.dormant, a.residents); }, a.seed);
   if (!built.world) return 1;
   const Scenario& s = built.scenario;
   World& w = *built.world;

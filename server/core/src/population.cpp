@@ -98,15 +98,13 @@ void PopulationSystem::rebuild_indexes() {
   row_sum_ = 0;
   active_cz_.assign(scenario_->communities.size() * nz, 0);
   active_list_.clear();
-  active_pos_.assign(r_.size(), UINT32_MAX);
   active_total_ = retiring_total_ = 0;
   for (std::uint32_t i = 0; i < r_.size(); ++i) {
     row_hash_[i] = row_hash(i);
     row_sum_ += row_hash_[i];
     if (r_.active[i] == ResidentStore::kDormant) continue;
     ++active_cz_[r_.community[i] * nz + r_.zone[i]];
-    active_pos_[i] = static_cast<std::uint32_t>(active_list_.size());
-    active_list_.push_back(i);
+    active_list_.push_back(i);  // ascending: i grows
     ++active_total_;
     retiring_total_ += r_.active[i] == ResidentStore::kRetiring;
   }
@@ -121,17 +119,14 @@ void PopulationSystem::set_active(std::uint32_t i, std::uint8_t value) {
     ++active_cz_[cell];
     ++active_total_;
     --zs.dormant;
-    active_pos_[i] = static_cast<std::uint32_t>(active_list_.size());
-    active_list_.push_back(i);
+    // Kept sorted (EntityId order): activations are bounded by the quotas,
+    // so an insert per activation is cheaper than sorting every interval.
+    active_list_.insert(std::lower_bound(active_list_.begin(), active_list_.end(), i), i);
   } else if (value == ResidentStore::kDormant) {
     --active_cz_[cell];
     --active_total_;
     ++zs.dormant;
-    const std::uint32_t pos = active_pos_[i];
-    active_list_[pos] = active_list_.back();
-    active_pos_[active_list_[pos]] = pos;
-    active_list_.pop_back();
-    active_pos_[i] = UINT32_MAX;
+    active_list_.erase(std::lower_bound(active_list_.begin(), active_list_.end(), i));
   }
   if (was == ResidentStore::kRetiring) {
     --retiring_total_;
@@ -206,8 +201,8 @@ std::int64_t PopulationSystem::community_zone(std::uint32_t c) const {
 }
 
 std::span<const std::uint32_t> PopulationSystem::active_members(std::uint32_t c) const {
-  const auto lo = std::lower_bound(sorted_active_.begin(), sorted_active_.end(), community_first_[c]);
-  const auto hi = std::lower_bound(lo, sorted_active_.end(), community_first_[c + 1]);
+  const auto lo = std::lower_bound(active_list_.begin(), active_list_.end(), community_first_[c]);
+  const auto hi = std::lower_bound(lo, active_list_.end(), community_first_[c + 1]);
   return {lo, hi};
 }
 
@@ -250,7 +245,7 @@ void PopulationSystem::start_handoffs(const std::vector<std::int64_t>& desired_z
       const std::uint32_t have = active_cz_[c * nz + z];
       if (have >= desired_n[c]) continue;
       std::uint32_t need = desired_n[c] - have;
-      // sorted_active_ is in resident (= EntityId) order, and a community's
+      // active_list_ is in resident (= EntityId) order, and a community's
       // residents are contiguous: its active members are one range of it.
       for (const std::uint32_t i : active_members(c)) {
         if (need == 0 || migrations_left == 0) break;
@@ -266,7 +261,8 @@ void PopulationSystem::start_handoffs(const std::vector<std::int64_t>& desired_z
             [](const ZoneHandoff& a, const ZoneHandoff& b) { return a.resident < b.resident; });
 }
 
-void PopulationSystem::lifecycle(const std::vector<double>& distance_m, std::vector<std::uint32_t>& activate,
+void PopulationSystem::lifecycle(const std::function<double(std::uint32_t)>& distance_m,
+                                 std::vector<std::uint32_t>& activate,
                                  std::vector<std::uint32_t>& deactivate, std::vector<std::uint32_t>& moved) {
   const std::size_t nz = zones_.size();
   const std::size_t nc = scenario_->communities.size();
@@ -287,13 +283,11 @@ void PopulationSystem::lifecycle(const std::vector<double>& distance_m, std::vec
   }
   // Only active residents are visited (in EntityId order); dormant records
   // are touched only when chosen.
-  sorted_active_.assign(active_list_.begin(), active_list_.end());
-  std::sort(sorted_active_.begin(), sorted_active_.end());
 
   // Phase 3: migration of active members (two-phase handoff).
   resolve_handoffs(desired_zone, moved);
   // Work-points follow the schedule for residents already active.
-  for (const std::uint32_t i : sorted_active_) {
+  for (const std::uint32_t i : active_list_) {
     if (r_.active[i] != ResidentStore::kActive) continue;
     const std::int32_t want = static_cast<std::int64_t>(r_.zone[i]) == desired_zone[r_.community[i]]
                                   ? desired_wp[r_.community[i]]
@@ -314,8 +308,6 @@ void PopulationSystem::lifecycle(const std::vector<double>& distance_m, std::vec
   }
 
   // Phase 4: zone lifecycle.
-  chosen_.clear();
-  auto is_chosen = [&](std::uint32_t i) { return std::find(chosen_.begin(), chosen_.end(), i) != chosen_.end(); };
   for (std::uint32_t z = 0; z < nz; ++z) {
     ZoneStatus& st = zones_[z];
     st.target = 0;
@@ -326,41 +318,40 @@ void PopulationSystem::lifecycle(const std::vector<double>& distance_m, std::vec
     }
     // 1. Recycle: per community, its excess in this zone (members leaving by
     //    handoff excepted), farthest first; retiring members are already going.
-    std::vector<std::uint32_t>& cand = scratch_a_;
-    cand.clear();
+    // Farthest first, ties by EntityId; distances are asked for candidates only.
+    auto farthest_first = [&](const std::pair<double, std::uint32_t>& a, const std::pair<double, std::uint32_t>& b) {
+      if (a.first != b.first) return a.first > b.first;
+      return r_.id[a.second] < r_.id[b.second];
+    };
+    auto& recyc = scratch_a_;
+    recyc.clear();
     std::uint32_t excess_total = 0;
     for (std::uint32_t c = 0; c < nc; ++c) {
       const std::uint32_t want = desired_zone[c] == static_cast<std::int64_t>(z) ? desired_n[c] : 0;
       const std::uint32_t have = active_cz_[c * nz + z] - pending_out[c * nz + z];
       if (have <= want) continue;
-      std::vector<std::uint32_t>& mine = scratch_b_;
+      auto& mine = scratch_b_;
       mine.clear();
       for (const std::uint32_t i : active_members(c)) {
         if (r_.zone[i] == z && r_.active[i] == ResidentStore::kActive && !in_handoff(i)) {
-          mine.push_back(i);
+          mine.emplace_back(distance_m(i), i);
         }
       }
       const std::uint32_t excess = std::min<std::uint32_t>(have - want, static_cast<std::uint32_t>(mine.size()));
       excess_total += excess;
-      auto farthest_first = [&](std::uint32_t a, std::uint32_t b) {
-        if (distance_m[a] != distance_m[b]) return distance_m[a] > distance_m[b];
-        return r_.id[a] < r_.id[b];
-      };
       std::partial_sort(mine.begin(), mine.begin() + excess, mine.end(), farthest_first);
-      cand.insert(cand.end(), mine.begin(), mine.begin() + excess);
+      recyc.insert(recyc.end(), mine.begin(), mine.begin() + excess);
     }
-    std::sort(cand.begin(), cand.end(), [&](std::uint32_t a, std::uint32_t b) {
-      if (distance_m[a] != distance_m[b]) return distance_m[a] > distance_m[b];
-      return r_.id[a] < r_.id[b];
-    });
-    const std::uint32_t recycle = std::min<std::uint32_t>(settings_.recycle_quota, static_cast<std::uint32_t>(cand.size()));
-    for (std::uint32_t k = 0; k < recycle; ++k) deactivate.push_back(cand[k]);
+    std::sort(recyc.begin(), recyc.end(), farthest_first);
+    const std::uint32_t recycle = std::min<std::uint32_t>(settings_.recycle_quota, static_cast<std::uint32_t>(recyc.size()));
+    for (std::uint32_t k = 0; k < recycle; ++k) deactivate.push_back(recyc[k].second);
     st.recycled = recycle;
     st.recycled_total += recycle;
     std::uint32_t deferred = excess_total - recycle;
 
     // 2. Grow: dormant members of communities short in this zone (handoffs on
     //    their way here count as arriving).
+    std::vector<std::uint32_t>& cand = grow_;
     cand.clear();
     std::uint32_t need_total = 0;
     for (std::uint32_t c = 0; c < nc; ++c) {
@@ -369,6 +360,8 @@ void PopulationSystem::lifecycle(const std::vector<double>& distance_m, std::vec
       if (have >= desired_n[c]) continue;
       const std::uint32_t need = desired_n[c] - have;
       need_total += need;
+      // A community has one desired zone, so its dormant members are
+      // candidates of this zone only (no record can be chosen twice).
       // Members already assigned to this zone first (plain reactivation), then
       // the others (a dormant record migrating here); residents are stored in
       // EntityId order, so a scan in index order breaks ties by id and can
@@ -376,7 +369,7 @@ void PopulationSystem::lifecycle(const std::vector<double>& distance_m, std::vec
       const std::size_t before = cand.size();
       for (int pass = 0; pass < 2 && cand.size() - before < need; ++pass) {
         for (std::uint32_t i = community_first_[c]; i < community_first_[c + 1] && cand.size() - before < need; ++i) {
-          if (r_.active[i] != ResidentStore::kDormant || (r_.zone[i] == z) != (pass == 0) || is_chosen(i)) continue;
+          if (r_.active[i] != ResidentStore::kDormant || (r_.zone[i] == z) != (pass == 0)) continue;
           cand.push_back(i);
         }
       }
@@ -406,7 +399,6 @@ void PopulationSystem::lifecycle(const std::vector<double>& distance_m, std::vec
         ++st.migrated_in;
       }
       activate.push_back(i);
-      chosen_.push_back(i);
       ++grow;
     }
     st.activated = grow;

@@ -500,17 +500,17 @@ CommandResult World::apply(const CommandEnvelope& env) {
 void World::phase_time_and_zones() {
   if (!population_.advance_clock(step_index_ * scenario_.step_us, scenario_.step_us)) return;
   const ResidentStore& rs = population_.residents();
-  // Distances are read for active residents only; the vector is sized once.
-  if (resident_distance_.size() != rs.size()) resident_distance_.assign(rs.size(), 0.0);
-  for (std::uint32_t i = 0; i < peds_.size(); ++i) {
-    if (peds_.resident[i] == PedestrianStore::kNoResident) continue;
-    const Vec2 p = lanes_.position(peds_.lane[i], peds_.s_m[i]);
-    resident_distance_[peds_.resident[i]] = nearest_observer_m(observers_, p.x_m, p.y_m);
-  }
+  // Asked only for recycle candidates (walking residents).
+  const auto distance = [&](std::uint32_t r) {
+    const std::uint32_t slot = peds_.dense_of[rs.id[r].index];
+    if (slot == PedestrianStore::kNoSlot) return 0.0;
+    const Vec2 p = lanes_.position(peds_.lane[slot], peds_.s_m[slot]);
+    return nearest_observer_m(observers_, p.x_m, p.y_m);
+  };
   to_activate_.clear();
   to_deactivate_.clear();
   to_move_.clear();
-  population_.lifecycle(resident_distance_, to_activate_, to_deactivate_, to_move_);
+  population_.lifecycle(distance, to_activate_, to_deactivate_, to_move_);
   for (const std::uint32_t r : to_move_) move_resident(r);
   for (const std::uint32_t r : to_deactivate_) {
     remove_pedestrian(rs.id[r]);

@@ -41,6 +41,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -145,11 +146,13 @@ class PopulationSystem {
   std::uint64_t day_us() const { return day_us_; }
   void set_day_us(std::uint64_t day_us) { day_us_ = day_us; }
 
-  // Phases 3-4. `distance_m[r]` is resident r's distance to the nearest
-  // observer (only read for active residents). Appends residents to activate
-  // (the World places them on a lane of their zone), to deactivate, and those
-  // whose handoff completed (the World moves them to a lane of their new zone).
-  void lifecycle(const std::vector<double>& distance_m, std::vector<std::uint32_t>& activate,
+  // Phases 3-4. `distance_m(r)` gives active resident r's distance to the
+  // nearest observer; it is asked only for recycle candidates, so a city with
+  // many active residents pays for distances only where a zone shrinks.
+  // Appends residents to activate (the World places them on a lane of their
+  // zone), to deactivate, and those whose handoff completed (the World moves
+  // them to a lane of their new zone).
+  void lifecycle(const std::function<double(std::uint32_t)>& distance_m, std::vector<std::uint32_t>& activate,
                  std::vector<std::uint32_t>& deactivate, std::vector<std::uint32_t>& moved);
 
   // Called by the World when a resident leaves the pedestrian arrays for any
@@ -231,12 +234,12 @@ class PopulationSystem {
   std::vector<std::uint64_t> row_hash_;
   std::uint64_t row_sum_ = 0;
   std::vector<std::uint32_t> active_cz_;   // community x zone: walking + retiring
-  std::vector<std::uint32_t> active_list_; // residents with active != 0, unordered
-  std::vector<std::uint32_t> active_pos_;  // resident -> position in active_list_
+  std::vector<std::uint32_t> active_list_; // residents with active != 0, ascending (EntityId order)
   std::uint32_t active_total_ = 0;
   std::uint32_t retiring_total_ = 0;
   // Scratch (reused every interval).
-  std::vector<std::uint32_t> scratch_a_, scratch_b_, sorted_active_, chosen_;
+  std::vector<std::pair<double, std::uint32_t>> scratch_a_, scratch_b_;  // (distance, resident)
+  std::vector<std::uint32_t> grow_;
 };
 
 }  // namespace bustle::core

@@ -355,7 +355,6 @@ class World {
   VehicleSystem vehicles_;
   PopulationSystem population_;
   std::uint32_t background_count_ = 0;  // pedestrians without a resident identity
-  std::vector<double> resident_distance_;
   std::vector<double> ped_distance_;          // per slice member (scratch)
   std::vector<std::uint32_t> slice_;           // dense slots resolved this step (scratch)
   std::vector<EntityId> slice_ids_;
