@@ -273,6 +273,21 @@ int bench_step(const Args& a) {
 //     effective distance is the plain distance.
 constexpr std::uint32_t kCommunitySize = 1000;
 
+// `members` residents in communities of kCommunitySize named <zone>.<k>,
+// living in `zone` with one all-day schedule entry.
+void add_communities(bustle::core::Scenario& s, const std::string& zone, std::uint32_t members,
+                     const bustle::core::ScheduleEntry& all_day) {
+  for (std::uint32_t first = 0; first < members; first += kCommunitySize) {
+    bustle::core::CommunitySpec c;
+    c.id = zone + "." + std::to_string(first / kCommunitySize);
+    c.base_population = std::min(kCommunitySize, members - first);
+    c.professions = {all_day.activity};
+    c.home_zone = zone;
+    c.schedule = {all_day};
+    s.communities.push_back(std::move(c));
+  }
+}
+
 bustle::core::Scenario population_city(std::uint32_t active, std::uint32_t dormant, std::uint32_t residents) {
   using namespace bustle::core;
   Scenario s = scenario_for(active);
@@ -285,15 +300,7 @@ bustle::core::Scenario population_city(std::uint32_t active, std::uint32_t dorma
     std::exit(1);
   }
   s.zones = {{"dormant", {sidewalk->id}, 1}};
-  for (std::uint32_t first = 0; first < dormant; first += kCommunitySize) {
-    CommunitySpec c;
-    c.id = "dormant." + std::to_string(first / kCommunitySize);
-    c.base_population = std::min(kCommunitySize, dormant - first);
-    c.professions = {"sleeper"};
-    c.home_zone = "dormant";
-    c.schedule = {{0.0, 24.0, SchedulePhase::Home, "asleep", "dormant", "", 0.0}};
-    s.communities.push_back(std::move(c));
-  }
+  add_communities(s, "dormant", dormant, {0.0, 24.0, SchedulePhase::Home, "asleep", "dormant", "", 0.0});
   // --residents R: R of the N active pedestrians are community members, all
   // awake all day in a zone spanning every sidewalk, so the coordinator has
   // R active residents to keep (quotas high enough to wake them in warm-up).
@@ -303,15 +310,7 @@ bustle::core::Scenario population_city(std::uint32_t active, std::uint32_t dorma
       if (l.kind == LaneKind::Sidewalk) awake.lanes.push_back(l.id);
     }
     s.zones.push_back(std::move(awake));
-    for (std::uint32_t first = 0; first < residents; first += kCommunitySize) {
-      CommunitySpec c;
-      c.id = "awake." + std::to_string(first / kCommunitySize);
-      c.base_population = std::min(kCommunitySize, residents - first);
-      c.professions = {"walker"};
-      c.home_zone = "awake";
-      c.schedule = {{0.0, 24.0, SchedulePhase::Leisure, "strolling", "awake", "", 1.0}};
-      s.communities.push_back(std::move(c));
-    }
+    add_communities(s, "awake", residents, {0.0, 24.0, SchedulePhase::Leisure, "strolling", "awake", "", 1.0});
     s.pedestrians.count = active - residents;
     s.entity_capacity += residents;
     s.population.growth_quota = std::max<std::uint32_t>(2, residents / 100);
