@@ -186,6 +186,7 @@ World::World(const Scenario& scenario, std::uint64_t seed, LogSink* log)
   results_.reserve(scenario.command_inbox_capacity);
   despawn_pending_.assign(cap, 0);
   crossing_occupied_.assign(lanes_.size(), 0);
+  prepare_importance();
   digest_ = compute_digest();
 }
 
@@ -213,6 +214,7 @@ void World::step() {
   spawn_events_.clear();
   despawn_notices_.clear();
   phase_apply_commands();
+  prepare_importance();  // observers may have changed in phase 1
   phase_time_and_zones();
   phase_population_upkeep();
   phase_spawn_pipeline();
@@ -522,10 +524,7 @@ void World::phase_time_and_zones() {
 std::uint8_t World::initial_tier(LaneIndex lane, double s_m, PriorityClass cls) const {
   // Effective distance alone (no budget): the next tier resolution applies caps.
   const Vec2 p = lanes_.position(lane, s_m);
-  ImportanceField field;
-  field.prepare(scenario_.tiers.importance, observers_, observer_views_);
-  const double d = field.effective_distance_m(p.x_m, p.y_m, lanes_.lane(lane).elevation_m,
-                                              field.weight(cls, false, p.x_m, p.y_m));
+  const double d = effective_distance_at(p, lane, cls, false);
   const TierSpec& t = scenario_.tiers;
   const SimTier tier = d <= t.full_enter_m ? SimTier::Full : d <= t.simulated_enter_m ? SimTier::Simulated : SimTier::Coarse;
   return static_cast<std::uint8_t>(tier);
@@ -568,29 +567,8 @@ void World::push_pedestrian(EntityId id, LaneIndex lane, double s_m, std::uint32
   if (origin == PedestrianOrigin::Background) ++background_count_;
 }
 
-void World::refresh_ledger_target() {
-  if (ledger_target_for_ == pedestrian_target_) return;
+void World::ledger_targets(std::vector<double>& out) const {
   // The background target shared among sidewalk fragments by length.
-  const auto& frags = lanes_.fragments();
-  double total = 0.0;
-  for (const LaneFragment& f : frags) total += f.length_m;
-  ledger_target_.assign(frags.size(), 0.0);
-  for (std::size_t k = 0; k < frags.size() && total > 0.0; ++k) {
-    ledger_target_[k] = pedestrian_target_ * frags[k].length_m / total;
-  }
-  ledger_target_for_ = pedestrian_target_;
-}
-
-void World::count_ledger_actual() {
-  ledger_actual_.assign(lanes_.fragments().size(), 0);
-  for (std::uint32_t i = 0; i < peds_.size(); ++i) {
-    if (peds_.origin[i] != static_cast<std::uint8_t>(PedestrianOrigin::Background)) continue;
-    const std::uint32_t f = lanes_.fragment_of(peds_.lane[i], peds_.s_m[i]);
-    if (f != LaneGraph::kNoFragment) ++ledger_actual_[f];
-  }
-}
-
-void World::density_ledger(std::vector<double>& out) const {
   const auto& frags = lanes_.fragments();
   double total = 0.0;
   for (const LaneFragment& f : frags) total += f.length_m;
@@ -598,11 +576,28 @@ void World::density_ledger(std::vector<double>& out) const {
   for (std::size_t k = 0; k < frags.size() && total > 0.0; ++k) {
     out[k] = pedestrian_target_ * frags[k].length_m / total;
   }
+}
+
+void World::ledger_counts(std::vector<std::uint32_t>& out) const {
+  out.assign(lanes_.fragments().size(), 0);
   for (std::uint32_t i = 0; i < peds_.size(); ++i) {
     if (peds_.origin[i] != static_cast<std::uint8_t>(PedestrianOrigin::Background)) continue;
     const std::uint32_t f = lanes_.fragment_of(peds_.lane[i], peds_.s_m[i]);
-    if (f != LaneGraph::kNoFragment) out[f] -= 1.0;
+    if (f != LaneGraph::kNoFragment) ++out[f];
   }
+}
+
+void World::refresh_ledger_target() {
+  if (ledger_target_for_ == pedestrian_target_) return;
+  ledger_targets(ledger_target_);
+  ledger_target_for_ = pedestrian_target_;
+}
+
+void World::density_ledger(std::vector<double>& out) const {
+  ledger_targets(out);
+  std::vector<std::uint32_t> actual;
+  ledger_counts(actual);
+  for (std::size_t f = 0; f < out.size(); ++f) out[f] -= actual[f];
 }
 
 LedgerSummary World::ledger_summary() const {
@@ -626,7 +621,7 @@ void World::phase_population_upkeep() {
   const std::uint32_t alive = background_count_;
   if (alive == pedestrian_target_) return;
   refresh_ledger_target();
-  count_ledger_actual();
+  ledger_counts(ledger_actual_);
   const std::uint32_t nf = static_cast<std::uint32_t>(ledger_actual_.size());
   if (alive > pedestrian_target_) {
     const std::uint32_t n = std::min(alive - pedestrian_target_, scenario_.pedestrians.spawn_per_step_max);
@@ -722,7 +717,6 @@ void World::fill_force(std::span<const EntityId> ids) {
 }
 
 void World::phase_tiers() {
-  importance_.prepare(scenario_.tiers.importance, observers_, observer_views_);
   if (vehicles_.store().size() > 0) {
     fill_force(vehicles_.store().id);
     vehicles_.resolve_tiers(scenario_.tiers, importance_, force_scratch_);
@@ -787,8 +781,16 @@ void World::phase_tiers() {
 
 double World::pedestrian_effective_distance(std::uint32_t i) const {
   const Vec2 p = lanes_.position(peds_.lane[i], peds_.s_m[i]);
-  const double w = importance_.weight(static_cast<PriorityClass>(peds_.priority[i]), false, p.x_m, p.y_m);
-  return importance_.effective_distance_m(p.x_m, p.y_m, lanes_.lane(peds_.lane[i]).elevation_m, w);
+  return effective_distance_at(p, peds_.lane[i], static_cast<PriorityClass>(peds_.priority[i]), false);
+}
+
+double World::effective_distance_at(Vec2 p, LaneIndex lane, PriorityClass cls, bool vehicle) const {
+  const double w = importance_.weight(cls, vehicle, p.x_m, p.y_m);
+  return importance_.effective_distance_m(p.x_m, p.y_m, lanes_.lane(lane).elevation_m, w);
+}
+
+void World::prepare_importance() {
+  importance_.prepare(scenario_.tiers.importance, observers_, observer_views_);
 }
 
 // Phase 7 ------------------------------------------------------------------

@@ -347,6 +347,7 @@ World::RestoreResult World::restore(const Scenario& scenario, const WorldCheckpo
   if (!result.errors.empty()) return result;
   w->observers_ = cp.observers;
   w->observer_views_ = cp.observer_views;
+  w->prepare_importance();
   w->ped_tiers_ = cp.pedestrian_tiers;
   for (std::size_t k = 0; k < cp.forced_full.size(); ++k) {
     if (!w->registry_.is_alive(cp.forced_full[k])) {

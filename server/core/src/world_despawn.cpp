@@ -136,11 +136,7 @@ EntityReport World::describe(EntityId id) const {
     e.lane = static_cast<std::int32_t>(v.lane[k]);
     e.s_m = v.s_m[k];
     e.pose = vehicles_.pose(k);
-    ImportanceField field;
-    field.prepare(scenario_.tiers.importance, observers_, observer_views_);
-    e.effective_distance_m = field.effective_distance_m(
-        e.pose.x_m, e.pose.y_m, lanes_.lane(v.lane[k]).elevation_m,
-        field.weight(PriorityClass::Background, true, e.pose.x_m, e.pose.y_m));
+    e.effective_distance_m = effective_distance_at({e.pose.x_m, e.pose.y_m}, v.lane[k], PriorityClass::Background, true);
     return e;
   }
   if (const std::int32_t r = population_.resident_of(id); r != ResidentStore::kNone) {
@@ -177,11 +173,7 @@ EntityReport World::describe(EntityId id) const {
     e.lane = static_cast<std::int32_t>(peds_.lane[slot]);
     e.s_m = peds_.s_m[slot];
     e.pose = pedestrian_pose(slot);
-    ImportanceField field;
-    field.prepare(scenario_.tiers.importance, observers_, observer_views_);
-    e.effective_distance_m = field.effective_distance_m(
-        e.pose.x_m, e.pose.y_m, lanes_.lane(peds_.lane[slot]).elevation_m,
-        field.weight(e.priority, false, e.pose.x_m, e.pose.y_m));
+    e.effective_distance_m = effective_distance_at({e.pose.x_m, e.pose.y_m}, peds_.lane[slot], e.priority, false);
     return e;
   }
   auto o = std::lower_bound(orphans_.begin(), orphans_.end(), id,

@@ -307,6 +307,9 @@ class World {
                        PedestrianOrigin origin);
   void remove_pedestrian(EntityId id);
   double pedestrian_effective_distance(std::uint32_t dense) const;
+  // Importance-weighted distance (importance.hpp) from the prepared observers.
+  double effective_distance_at(Vec2 p, LaneIndex lane, PriorityClass cls, bool vehicle) const;
+  void prepare_importance();
 
   // Spawn pipeline (world_spawn.cpp).
   void phase_spawn_pipeline();
@@ -383,7 +386,8 @@ class World {
   std::vector<double> ledger_target_;          // per fragment, for the current target
   std::uint32_t ledger_target_for_ = UINT32_MAX;
   void refresh_ledger_target();
-  void count_ledger_actual();
+  void ledger_targets(std::vector<double>& out) const;        // per fragment, for pedestrian_target_
+  void ledger_counts(std::vector<std::uint32_t>& out) const;  // background pedestrians per fragment
 };
 
 }  // namespace bustle::core
