@@ -8,7 +8,7 @@
 namespace bustle::core {
 
 LaneGraph::LaneGraph(const Scenario& scenario) {
-  std::map<std::string, LaneIndex> by_id;
+  std::map<std::string, LaneIndex, std::less<>>& by_id = by_id_;
   for (std::size_t i = 0; i < scenario.lanes.size(); ++i) {
     by_id.emplace(scenario.lanes[i].id, static_cast<LaneIndex>(i));
   }
@@ -107,6 +107,12 @@ void LaneGraph::build_fragments(double fragment_length_m) {
       fragments_.push_back({l, len * k / count, len / count});
     }
   }
+}
+
+std::optional<LaneIndex> LaneGraph::find(std::string_view id) const {
+  const auto it = by_id_.find(id);
+  if (it == by_id_.end()) return std::nullopt;
+  return it->second;
 }
 
 std::uint32_t LaneGraph::fragment_of(LaneIndex lane, double s_m) const {

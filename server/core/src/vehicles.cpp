@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
-#include <map>
 
 #include "bustle/core/digest.hpp"
 
@@ -120,11 +119,9 @@ PolicyDecision arbitrate_policy(const PolicyInputs& in, const VehicleRules& rule
 
 VehicleSystem::VehicleSystem(const Scenario& scenario, const LaneGraph& lanes, std::uint32_t entity_capacity)
     : scenario_(&scenario), lanes_(&lanes) {
-  std::map<std::string, LaneIndex> by_id;
-  for (LaneIndex i = 0; i < lanes.size(); ++i) by_id.emplace(lanes.lane(i).id, i);
   for (const GarageSpec& g : scenario.garages) {
     std::vector<LaneIndex> route;
-    for (const std::string& l : g.route) route.push_back(by_id.at(l));
+    for (const std::string& l : g.route) route.push_back(*lanes.find(l));
     routes_.push_back(std::move(route));
   }
   garages_.resize(scenario.garages.size());
@@ -133,7 +130,7 @@ VehicleSystem::VehicleSystem(const Scenario& scenario, const LaneGraph& lanes, s
   signal_of_lane_.assign(lanes.size(), -1);
   for (std::size_t i = 0; i < scenario.signals.size(); ++i) {
     const SignalSpec& sg = scenario.signals[i];
-    signal_of_lane_[by_id.at(sg.lane)] = static_cast<std::int32_t>(i);
+    signal_of_lane_[*lanes.find(sg.lane)] = static_cast<std::int32_t>(i);
     SignalState st;
     st.phase_elapsed_us = std::uint64_t{sg.offset_ms} * 1000;
     // Apply the offset through the normal phase machine.

@@ -1,7 +1,6 @@
 #include "bustle/core/world.hpp"
 
 #include <algorithm>
-#include <map>
 #include <cassert>
 #include <cmath>
 #include <limits>
@@ -169,12 +168,10 @@ World::World(const Scenario& scenario, std::uint64_t seed, LogSink* log)
   // Resident identities exist from the start (all dormant); validation made
   // sure they fit the entity capacity.
   {
-    std::map<std::string, LaneIndex> lane_by_id;
-    for (LaneIndex l = 0; l < lanes_.size(); ++l) lane_by_id.emplace(lanes_.lane(l).id, l);
     std::vector<std::vector<LaneIndex>> zone_lanes;
     for (const ZoneSpec& z : scenario_.zones) {
       std::vector<LaneIndex> ls;
-      for (const std::string& id : z.lanes) ls.push_back(lane_by_id.at(id));
+      for (const std::string& id : z.lanes) ls.push_back(*lanes_.find(id));
       zone_lanes.push_back(std::move(ls));
     }
     population_.set_zone_lanes(std::move(zone_lanes));
@@ -578,12 +575,15 @@ void World::ledger_targets(std::vector<double>& out) const {
   }
 }
 
-void World::ledger_counts(std::vector<std::uint32_t>& out) const {
+void World::ledger_counts(std::vector<std::uint32_t>& out, std::vector<std::uint32_t>* fragment_of_slot) const {
   out.assign(lanes_.fragments().size(), 0);
+  if (fragment_of_slot != nullptr) fragment_of_slot->assign(peds_.size(), LaneGraph::kNoFragment);
   for (std::uint32_t i = 0; i < peds_.size(); ++i) {
     if (peds_.origin[i] != static_cast<std::uint8_t>(PedestrianOrigin::Background)) continue;
     const std::uint32_t f = lanes_.fragment_of(peds_.lane[i], peds_.s_m[i]);
-    if (f != LaneGraph::kNoFragment) ++out[f];
+    if (f == LaneGraph::kNoFragment) continue;
+    ++out[f];
+    if (fragment_of_slot != nullptr) (*fragment_of_slot)[i] = f;
   }
 }
 
@@ -621,7 +621,8 @@ void World::phase_population_upkeep() {
   const std::uint32_t alive = background_count_;
   if (alive == pedestrian_target_) return;
   refresh_ledger_target();
-  ledger_counts(ledger_actual_);
+  // Fragments per pedestrian are found once; trimming reuses them.
+  ledger_counts(ledger_actual_, alive > pedestrian_target_ ? &ped_fragment_ : nullptr);
   const std::uint32_t nf = static_cast<std::uint32_t>(ledger_actual_.size());
   if (alive > pedestrian_target_) {
     const std::uint32_t n = std::min(alive - pedestrian_target_, scenario_.pedestrians.spawn_per_step_max);
@@ -643,7 +644,7 @@ void World::phase_population_upkeep() {
             despawn_pending_[peds_.id[i].index] != 0) {
           continue;
         }
-        if (worst != LaneGraph::kNoFragment && lanes_.fragment_of(peds_.lane[i], peds_.s_m[i]) != worst) continue;
+        if (worst != LaneGraph::kNoFragment && ped_fragment_[i] != worst) continue;
         if (pick == PedestrianStore::kNoSlot) {
           pick = i;
           continue;

@@ -63,8 +63,11 @@ void World::phase_despawn() {
                    resident == ResidentStore::kNone ? UINT32_MAX : static_cast<std::uint32_t>(resident),
                    step_index_ + fade_steps};
     const bool off_screen = peds_.tier[slot] == static_cast<std::uint8_t>(SimTier::Coarse);
-    if (SpawnHandleState* h = live_spawn_of(req.id); h != nullptr) {
-      set_spawn_state(*h, SpawnState::Failed, SpawnFailure::EntityGone);
+    // Only spawned pedestrians can hold a live handle (a linear search).
+    if (peds_.origin[slot] == static_cast<std::uint8_t>(PedestrianOrigin::Spawned)) {
+      if (SpawnHandleState* h = live_spawn_of(req.id); h != nullptr) {
+        set_spawn_state(*h, SpawnState::Failed, SpawnFailure::EntityGone);
+      }
     }
     if (resident != ResidentStore::kNone) population_.on_retiring(static_cast<std::uint32_t>(resident));
     remove_pedestrian(req.id);  // demoted: no longer in tier competition

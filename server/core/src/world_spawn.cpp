@@ -39,12 +39,10 @@ std::string World::validate_spawn(const SpawnPedestrian& c, std::int32_t& zone, 
   if (c.route.size() > 256) return "route: at most 256 lanes";
   std::vector<LaneIndex> walk;
   for (std::size_t k = 0; k < c.route.size(); ++k) {
-    LaneIndex l = kAnyLane;
-    for (LaneIndex i = 0; i < lanes_.size(); ++i) {
-      if (lanes_.lane(i).id == c.route[k]) l = i;
-    }
     const std::string at = "route[" + std::to_string(k) + "]: ";
-    if (l == kAnyLane) return at + "unknown lane '" + c.route[k] + "'";
+    const std::optional<LaneIndex> found = lanes_.find(c.route[k]);
+    if (!found) return at + "unknown lane '" + c.route[k] + "'";
+    const LaneIndex l = *found;
     if (!is_pedestrian_lane(lanes_.lane(l).kind)) return at + "'" + c.route[k] + "' is not a pedestrian lane";
     if (k > 0) {
       const auto& succ = lanes_.lane(walk.back()).pedestrian_successors;
@@ -76,10 +74,9 @@ std::string World::validate_spawn_place(const SpawnPedestrian& c, std::int32_t& 
     if (zone == kAnyZone) return "zone: unknown zone '" + c.zone + "'";
   }
   if (!c.lane.empty()) {
-    for (LaneIndex l = 0; l < lanes_.size(); ++l) {
-      if (lanes_.lane(l).id == c.lane) lane = l;
-    }
-    if (lane == kAnyLane) return "lane: unknown lane '" + c.lane + "'";
+    const std::optional<LaneIndex> found = lanes_.find(c.lane);
+    if (!found) return "lane: unknown lane '" + c.lane + "'";
+    lane = *found;
     if (!is_pedestrian_lane(lanes_.lane(lane).kind)) return "lane: '" + c.lane + "' is not a pedestrian lane";
     if (zone != kAnyZone) {
       const auto& zl = population_.zone_lanes()[static_cast<std::size_t>(zone)];

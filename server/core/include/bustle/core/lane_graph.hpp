@@ -7,7 +7,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "bustle/core/scenario.hpp"
@@ -68,6 +72,9 @@ class LaneGraph {
   // Position only (no heading: skips atan2 on hot paths such as tiering).
   Vec2 position(LaneIndex lane, double s_m) const;
 
+  // Lane index of a scenario lane id (ids are unique after validation).
+  std::optional<LaneIndex> find(std::string_view id) const;
+
   const std::vector<LaneChain>& chains() const { return chains_; }
   std::uint32_t chain_of(LaneIndex lane) const { return chain_of_[lane]; }
 
@@ -82,6 +89,7 @@ class LaneGraph {
   void build_fragments(double fragment_length_m);
 
   std::vector<Lane> lanes_;
+  std::map<std::string, LaneIndex, std::less<>> by_id_;
   std::vector<LaneIndex> sidewalks_;
   std::vector<LaneChain> chains_;
   std::vector<std::uint32_t> chain_of_;

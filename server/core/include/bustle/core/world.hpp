@@ -387,7 +387,9 @@ class World {
   std::uint32_t ledger_target_for_ = UINT32_MAX;
   void refresh_ledger_target();
   void ledger_targets(std::vector<double>& out) const;        // per fragment, for pedestrian_target_
-  void ledger_counts(std::vector<std::uint32_t>& out) const;  // background pedestrians per fragment
+  // Background pedestrians per fragment; optionally each one's fragment by dense slot.
+  void ledger_counts(std::vector<std::uint32_t>& out, std::vector<std::uint32_t>* fragment_of_slot = nullptr) const;
+  std::vector<std::uint32_t> ped_fragment_;  // scratch for trimming
 };
 
 }  // namespace bustle::core
