@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "support/process.hpp"
+#include "support/server_fixture.hpp"
 
 #ifndef BUSTLE_CLI_PATH
 #error "BUSTLE_CLI_PATH must name the bustle executable"
@@ -21,11 +22,7 @@ using namespace std::chrono_literals;
 namespace {
 
 std::unique_ptr<t::ServerUnderTest> start(const std::vector<std::string>& args) {
-  std::string error;
-  auto server = t::start_server(BUSTLE_SERVER_PATH, args, error);
-  INFO(error);
-  REQUIRE(server != nullptr);
-  return server;
+  return t::start_or_fail(BUSTLE_SERVER_PATH, args);
 }
 
 // Runs the CLI against `server`; BUSTLE_TOKEN is unset unless `env` sets it.

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "support/process.hpp"
+#include "support/server_fixture.hpp"
 
 #ifndef BUSTLE_CLI_PATH
 #error "BUSTLE_CLI_PATH must name the bustle executable"
@@ -27,11 +28,7 @@ const std::string kCorridor = std::string(BUSTLE_REPO_DIR) + "/configs/corridor.
 const std::string kLargeBlock = std::string(BUSTLE_REPO_DIR) + "/configs/largeblock.city.json";
 
 std::unique_ptr<t::ServerUnderTest> start(const std::vector<std::string>& args) {
-  std::string error;
-  auto server = t::start_server(BUSTLE_SERVER_PATH, args, error);
-  INFO(error);
-  REQUIRE(server != nullptr);
-  return server;
+  return t::start_or_fail(BUSTLE_SERVER_PATH, args);
 }
 
 t::RunResult cli(const t::ServerUnderTest& server, std::vector<std::string> args) {

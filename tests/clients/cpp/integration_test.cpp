@@ -8,6 +8,7 @@
 #include "bustle/client/client.hpp"
 #include "bustle/client/entity_mirror.hpp"
 #include "support/process.hpp"
+#include "support/server_fixture.hpp"
 
 #ifndef BUSTLE_SERVER_PATH
 #error "BUSTLE_SERVER_PATH must name the bustle-server executable"
@@ -21,11 +22,7 @@ using namespace std::chrono_literals;
 namespace {
 
 std::unique_ptr<t::ServerUnderTest> start(const std::vector<std::string>& args) {
-  std::string error;
-  auto server = t::start_server(BUSTLE_SERVER_PATH, args, error);
-  INFO(error);
-  REQUIRE(server != nullptr);
-  return server;
+  return t::start_or_fail(BUSTLE_SERVER_PATH, args);
 }
 
 // SIGTERM must end the server with exit code 0 within a bound.

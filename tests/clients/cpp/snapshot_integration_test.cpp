@@ -11,6 +11,7 @@
 #include "bustle/client/client.hpp"
 #include "bustle/client/entity_mirror.hpp"
 #include "support/process.hpp"
+#include "support/server_fixture.hpp"
 
 #ifndef BUSTLE_SERVER_PATH
 #error "BUSTLE_SERVER_PATH must name the bustle-server executable"
@@ -25,10 +26,7 @@ using JS = wire::JobState;
 namespace {
 
 std::unique_ptr<t::ServerUnderTest> start_manual() {
-  std::string error;
-  auto server = t::start_server(BUSTLE_SERVER_PATH, {"--clock", "manual"}, error);
-  INFO(error);
-  REQUIRE(server != nullptr);
+  auto server = t::start_or_fail(BUSTLE_SERVER_PATH, {"--clock", "manual"});
   REQUIRE_FALSE(server->snapshot_db.empty());  // a private store, never the default file
   return server;
 }

@@ -11,6 +11,7 @@
 #include "bustle/client/client.hpp"
 #include "bustle/client/entity_mirror.hpp"
 #include "support/process.hpp"
+#include "support/server_fixture.hpp"
 
 #ifndef BUSTLE_SERVER_PATH
 #error "BUSTLE_SERVER_PATH must name the bustle-server executable"
@@ -30,11 +31,7 @@ const std::string kCorridor = std::string(BUSTLE_REPO_DIR) + "/configs/corridor.
 const std::string kLargeBlock = std::string(BUSTLE_REPO_DIR) + "/configs/largeblock.city.json";
 
 std::unique_ptr<t::ServerUnderTest> start(const std::vector<std::string>& args) {
-  std::string error;
-  auto server = t::start_server(BUSTLE_SERVER_PATH, args, error);
-  INFO(error);
-  REQUIRE(server != nullptr);
-  return server;
+  return t::start_or_fail(BUSTLE_SERVER_PATH, args);
 }
 
 c::ClientOptions options(const t::ServerUnderTest& server, wire::Role role) {
