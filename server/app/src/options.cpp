@@ -121,6 +121,30 @@ std::vector<Setting> settings() {
                     ? ""
                     : range("milliseconds", 100, 600000, v);
        }},
+      {"--client-commands-per-second", "BUSTLE_CLIENT_COMMANDS_PER_SECOND", true,
+       [=](O& o, const std::string& v) {
+         return parse_uint<std::uint32_t>(v, 1, 1'000'000, o.server.commands_per_second_max)
+                    ? ""
+                    : range("commands per second", 1, 1000000, v);
+       }},
+      {"--max-clients-per-address", "BUSTLE_MAX_CLIENTS_PER_ADDRESS", true,
+       [=](O& o, const std::string& v) {
+         return parse_uint<std::uint32_t>(v, 1, 10'000, o.server.clients_per_address_max)
+                    ? ""
+                    : range("a count", 1, 10000, v);
+       }},
+      {"--client-idle-timeout-ms", "BUSTLE_CLIENT_IDLE_TIMEOUT_MS", true,
+       [=](O& o, const std::string& v) {
+         return parse_uint<std::uint32_t>(v, 100, 86'400'000, o.server.idle_timeout_ms)
+                    ? ""
+                    : range("milliseconds", 100, 86400000, v);
+       }},
+      {"--client-entries-per-step", "BUSTLE_CLIENT_ENTRIES_PER_STEP", true,
+       [=](O& o, const std::string& v) {
+         return parse_uint<std::uint32_t>(v, 1, 1'000'000, o.server.entries_per_step_max)
+                    ? ""
+                    : range("a count", 1, 1000000, v);
+       }},
       {"--snapshot-db", "BUSTLE_SNAPSHOT_DB", true,
        [](O& o, const std::string& v) {
          if (v.empty()) return std::string("expected a file path");
@@ -202,6 +226,16 @@ Flags override BUSTLE_* environment variables (shown in brackets).
   --client-overflow-disconnect-ms N  a client over the soft cap this long is
                          closed with OutboundOverflow (default 10000)
                                            [BUSTLE_CLIENT_OVERFLOW_DISCONNECT_MS]
+  --client-commands-per-second N  per-client command rate, bursts up to twice
+                         that; excess is answered RateLimited (default 200)
+                                              [BUSTLE_CLIENT_COMMANDS_PER_SECOND]
+  --max-clients-per-address N  connections from one address; more are refused
+                         with TooManyConnections (default 64) [BUSTLE_MAX_CLIENTS_PER_ADDRESS]
+  --client-idle-timeout-ms N  a client that sent nothing and had nothing
+                         written to it this long is closed with IdleTimeout
+                         (default 300000)            [BUSTLE_CLIENT_IDLE_TIMEOUT_MS]
+  --client-entries-per-step N  entities entering one client's stream per step
+                         after its baseline (default 1024) [BUSTLE_CLIENT_ENTRIES_PER_STEP]
   --log-level L          trace|debug|info|warn|error|off (default info) [BUSTLE_LOG_LEVEL]
 
 Snapshots and recording:

@@ -363,15 +363,24 @@ StreamTracker::Counts StreamTracker::encode(const PublishedFrame& frame, const S
     labels_.push_back(wire::CreateEntityLabel(fbb, label_index_[k], fbb.CreateString(ctx.label(label_ref_[k]))));
   }
   const auto labels = labels_.empty() ? 0 : fbb.CreateVector(labels_);
-  const auto entered = fbb.CreateVectorOfStructs(entered_);
+  // Empty vectors are left out (absent reads as empty): a quiet step costs
+  // only the header.
+  const auto entered = entered_.empty() ? 0 : fbb.CreateVectorOfStructs(entered_);
   const auto motion = motion_.bytes().empty() ? 0 : fbb.CreateVector(motion_.bytes());
   const auto changes = changes_.empty() ? 0 : fbb.CreateVectorOfStructs(changes_);
-  const auto left = fbb.CreateVectorOfStructs(left_);
+  const auto left = left_.empty() ? 0 : fbb.CreateVectorOfStructs(left_);
+  // Signals: every phase in a baseline, then only those that changed since
+  // what this client last received.
   signals_.clear();
+  if (baseline_pending_ || signals_sent_.size() != frame.signal_phases.size()) {
+    signals_sent_.assign(frame.signal_phases.size(), 0xff);
+  }
   for (std::size_t i = 0; i < frame.signal_phases.size(); ++i) {
+    if (signals_sent_[i] == frame.signal_phases[i]) continue;
+    signals_sent_[i] = frame.signal_phases[i];
     signals_.emplace_back(static_cast<std::uint16_t>(i), static_cast<wire::SignalPhase>(frame.signal_phases[i]));
   }
-  const auto signals = fbb.CreateVectorOfStructs(signals_);
+  const auto signals = signals_.empty() ? 0 : fbb.CreateVectorOfStructs(signals_);
   flatbuffers::Offset<flatbuffers::Vector<const wire::ChainDots*>> dots = 0;
   if (send_dots) {
     // Pedestrians this client does not receive with identity, per chain: a

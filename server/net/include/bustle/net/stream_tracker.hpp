@@ -185,6 +185,7 @@ class StreamTracker {
   std::vector<wire::EntityId> left_;
   std::vector<wire::EntityId> retiring_;
   std::vector<wire::SignalPhaseState> signals_;
+  std::vector<std::uint8_t> signals_sent_;  // phase last sent per signal (0xff: never)
   std::vector<wire::ChainDots> dots_;
   std::vector<std::uint32_t> dot_counts_;
 };
