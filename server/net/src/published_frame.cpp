@@ -6,6 +6,13 @@
 
 namespace bustle::net {
 
+// Scenario validation keeps every coordinate within core::kWorldExtentM, so
+// a position in the world never reaches the clamp below (entities stay on
+// lane polylines, inside the points' bounding box); this keeps the two limits
+// from drifting apart, with a 2x margin.
+static_assert(core::kWorldExtentM * 100.0 * 2.0 < 2147483647.0,
+              "the world extent must fit int32 centimetres on the wire with margin");
+
 std::int32_t quantize_cm(double metres) {
   const double cm = std::round(metres * 100.0);
   return static_cast<std::int32_t>(std::clamp(cm, -2147483647.0, 2147483647.0));
