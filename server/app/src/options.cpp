@@ -131,6 +131,13 @@ std::vector<Setting> settings() {
                     : range("bytes", 4096, std::size_t{1} << 32, v);
        },
        kNoListener},
+      {"--client-overflow-disconnect-ms", "BUSTLE_CLIENT_OVERFLOW_DISCONNECT_MS", true,
+       [=](O& o, const std::string& v) {
+         return parse_uint<std::uint32_t>(v, 100, 600'000, o.server.overflow_disconnect_ms)
+                    ? ""
+                    : range("milliseconds", 100, 600000, v);
+       },
+       kNoListener},
       {"--snapshot-db", "BUSTLE_SNAPSHOT_DB", true,
        [](O& o, const std::string& v) {
          if (v.empty()) return std::string("expected a file path");
@@ -226,8 +233,14 @@ Flags override BUSTLE_* environment variables (shown in brackets).
   --token T              operator token; when set, Operator role needs it [BUSTLE_TOKEN]
   --handshake-timeout-ms N   Hello deadline (default 5000)  [BUSTLE_HANDSHAKE_TIMEOUT_MS]
   --max-clients N        concurrent clients (default 64)          [BUSTLE_MAX_CLIENTS]
-  --client-outbound-max-bytes N  per-client send backlog before deltas are
-                         coalesced (default 8388608)   [BUSTLE_CLIENT_OUTBOUND_MAX_BYTES]
+  --client-outbound-max-bytes N  per-client send backlog (soft cap): above it
+                         deltas are coalesced and the client's commands are not
+                         read; a frame that would pass twice the cap (at least
+                         cap + 1 MiB) closes the client (default 8388608)
+                                               [BUSTLE_CLIENT_OUTBOUND_MAX_BYTES]
+  --client-overflow-disconnect-ms N  a client over the soft cap this long is
+                         closed with OutboundOverflow (default 10000)
+                                           [BUSTLE_CLIENT_OVERFLOW_DISCONNECT_MS]
   --log-level L          trace|debug|info|warn|error|off (default info) [BUSTLE_LOG_LEVEL]
 
 Snapshots and recording:

@@ -6,6 +6,8 @@
 #include <chrono>
 #include <iterator>
 
+#include "bustle/net/client_text.hpp"
+
 namespace bustle::app {
 
 using Clock = std::chrono::steady_clock;
@@ -249,7 +251,7 @@ bool SimDriver::handle_snapshot_command(const net::InboundCommand& cmd, const ne
                      ctl.kind == Kind::Load || ctl.kind == Kind::DeleteSnapshot;
   if (named) {
     if (std::string why = persist::validate_snapshot_name(ctl.name); !why.empty()) {
-      return reject(core::RejectReason::InvalidArgument, "snapshot name '" + ctl.name + "': " + why);
+      return reject(core::RejectReason::InvalidArgument, "snapshot name " + net::client_text(ctl.name) + ": " + why);
     }
   }
   std::optional<persist::JobStatus> job;

@@ -8,9 +8,14 @@
 #include <csignal>
 #include <deque>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include "bustle/net/command_parser.hpp"
 #include "bustle/net/delta_tracker.hpp"
 #include "bustle/net/encode.hpp"
+#include "bustle/net/client_text.hpp"
 #include "bustle/proto/framing.hpp"
 
 namespace bustle::net {
@@ -90,7 +95,8 @@ class Server::Impl {
   template <class F>
   void post_to_session(std::uint32_t session_id, F fn);
   void stop();
-  void remove(std::uint32_t id);
+  void remove(std::uint32_t id, std::size_t peak_out_bytes);
+  void schedule_trim();
 
   Server& owner_;
   ServerOptions options_;
@@ -102,7 +108,10 @@ class Server::Impl {
   asio::steady_timer stop_timer_;
   std::function<void(int)> signal_fn_;
   std::map<std::uint32_t, std::shared_ptr<Session>> sessions_;
+  std::map<std::uint32_t, std::shared_ptr<Session>> refused_;  // answered ServerFull, closing
   std::uint32_t next_session_id_ = 1;
+  asio::steady_timer trim_timer_{io_};
+  bool trim_pending_ = false;
   bool stopping_ = false;
 
   std::mutex latest_mu_;
@@ -153,20 +162,15 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     if (tracker_.baseline_pending()) dots_sent_.reset();
     if (frame->step <= last_sent_step_ && !tracker_.baseline_pending()) return;
-    const auto now = std::chrono::steady_clock::now();
-    if (out_bytes_ > server_.options_.outbound_bytes_max) {
-      // Behind: skip this step; the next delta will coalesce everything missed.
-      if (!over_cap_since_) over_cap_since_ = now;
-      if (now - *over_cap_since_ > std::chrono::milliseconds(server_.options_.overflow_disconnect_ms)) {
-        fail(wire::ErrorCode::OutboundOverflow,
-             "client did not read for " + std::to_string(server_.options_.overflow_disconnect_ms) +
-                 " ms with more than " + std::to_string(server_.options_.outbound_bytes_max) +
-                 " bytes queued");
-      }
+    if (over_soft_cap()) {
+      // Behind: skip this step. When the backlog drains below the cap,
+      // on_backlog_changed() sends one delta that coalesces everything missed
+      // (even if no further step is ever published: paused or manual clock).
+      delta_pending_ = true;
       ++deltas_coalesced_;
       return;
     }
-    over_cap_since_.reset();
+    delta_pending_ = false;
     // Dots go out once per dot step: with the delta of that step, or with the
     // first (coalesced or baseline) delta after it when this client skipped
     // it. Dots of another world epoch never go out with this world's delta.
@@ -178,27 +182,36 @@ class Session : public std::enable_shared_from_this<Session> {
     tracker_.encode(*frame, fbb_, send_dots);
     if (send_dots != nullptr) dots_sent_ = dots_key;
     last_sent_step_ = frame->step;
-    enqueue(finish_frame(fbb_));
+    // Deltas are only built under the soft cap, so they never meet the hard one.
+    enqueue(finish_frame(fbb_), Frame::Delta);
   }
 
+  // The answer to a command this session counted in flight (handle_command
+  // or reject): it stays in flight until its bytes are written.
   void send_result(const OutboundResult& r) {
-    if (inflight_ > 0) --inflight_;
-    if (phase_ != Phase::Ready) return;
+    if (phase_ != Phase::Ready) {
+      release_inflight();
+      return;
+    }
     encode_command_result(r, fbb_);
-    enqueue(finish_frame(fbb_));
+    enqueue(finish_frame(fbb_), Frame::Answer);
   }
 
   void send_job_update(const JobInfo& j) {
     if (phase_ != Phase::Ready) return;
     encode_job_update(j, fbb_);
-    enqueue(finish_frame(fbb_));
+    enqueue(finish_frame(fbb_), Frame::Push);
   }
 
   void send_spawn_update(const SpawnReport& s) {
     if (phase_ != Phase::Ready) return;
     encode_spawn_update(s, fbb_);
-    enqueue(finish_frame(fbb_));
+    enqueue(finish_frame(fbb_), Frame::Push);
   }
+
+  // Peak of charged outbound bytes over this session's life (for the trim
+  // decision when it ends).
+  std::size_t peak_out_bytes() const { return peak_out_bytes_; }
 
   // Sends an Error frame, then closes this connection only.
   void fail(wire::ErrorCode code, const std::string& message) {
@@ -206,12 +219,20 @@ class Session : public std::enable_shared_from_this<Session> {
     spdlog::info("client {} ({}): closing: {}: {}", id_, peer_, wire::EnumNameErrorCode(code), message);
     phase_ = Phase::Closing;
     handshake_timer_.cancel();
+    overflow_timer_.cancel();
+    if (code == wire::ErrorCode::OutboundOverflow) drop_unsent();
+    if (read_paused_) {
+      // Drain (and discard) what the client still sends, so closing does not
+      // reset the connection over unread input and lose the Error frame.
+      read_paused_ = false;
+      read_more();
+    }
     // Bound the time a peer that never reads can hold the connection open.
     close_timer_.expires_after(std::chrono::seconds(1));
     close_timer_.async_wait([self = shared_from_this()](const asio::error_code& e) {
       if (!e) self->close_now();
     });
-    enqueue(make_error_frame(code, message));
+    enqueue(make_error_frame(code, message), Frame::Error);
   }
 
   void close_now() {
@@ -219,10 +240,18 @@ class Session : public std::enable_shared_from_this<Session> {
     phase_ = Phase::Closed;
     handshake_timer_.cancel();
     close_timer_.cancel();
+    overflow_timer_.cancel();
     asio::error_code ec;
     socket_.shutdown(tcp::socket::shutdown_both, ec);
     socket_.close(ec);
-    server_.remove(id_);
+    server_.remove(id_, peak_out_bytes_);
+  }
+
+  // Closes a connection that was never started (no Error frame).
+  void abort() {
+    phase_ = Phase::Closed;
+    asio::error_code ec;
+    socket_.close(ec);
   }
 
  private:
@@ -251,8 +280,17 @@ class Session : public std::enable_shared_from_this<Session> {
       return;
     }
     decoder_.feed({read_buf_.data(), n});
+    pump();
+  }
+
+  // Handles the frames already buffered, then reads more — unless this
+  // client's outbound backlog is over the soft cap: then reading pauses (TCP
+  // pushes back on the client) and resumes when the backlog drains
+  // (on_backlog_changed). A client that sends without reading can therefore
+  // never make the server queue more than a bounded amount for it.
+  void pump() {
     std::span<const std::uint8_t> payload;
-    while (phase_ == Phase::AwaitHello || phase_ == Phase::Ready) {
+    while ((phase_ == Phase::AwaitHello || phase_ == Phase::Ready) && !over_soft_cap()) {
       const proto::DecodeStatus st = decoder_.next(payload);
       if (st == proto::DecodeStatus::NeedMore) break;
       if (st == proto::DecodeStatus::FrameTooLarge) {
@@ -266,6 +304,11 @@ class Session : public std::enable_shared_from_this<Session> {
         break;
       }
       handle_payload(payload);
+    }
+    if (phase_ == Phase::Closed) return;
+    if ((phase_ == Phase::AwaitHello || phase_ == Phase::Ready) && over_soft_cap()) {
+      read_paused_ = true;
+      return;
     }
     read_more();
   }
@@ -319,16 +362,25 @@ class Session : public std::enable_shared_from_this<Session> {
         return;
       }
     }
-    if (hello.client_name() != nullptr) name_ = hello.client_name()->str();
+    if (hello.client_name() != nullptr) {
+      if (hello.client_name()->size() > kClientNameMaxBytes) {
+        fail(wire::ErrorCode::MalformedFrame, "Hello.client_name: " + std::to_string(hello.client_name()->size()) +
+                                                  " bytes exceeds the " + std::to_string(kClientNameMaxBytes) +
+                                                  "-byte limit");
+        return;
+      }
+      // Kept only for logs: printable and short whatever the client sent.
+      name_ = client_text(hello.client_name()->string_view());
+    }
     handshake_timer_.cancel();
     phase_ = Phase::Ready;
-    spdlog::info("client {} ({}) '{}' joined as {}", id_, peer_, name_,
+    spdlog::info("client {} ({}) {} joined as {}", id_, peer_, name_,
                  role_ == Role::Operator ? "operator" : "viewer");
 
     const std::uint64_t current = server_.latest_seen_ ? server_.latest_seen_->step : 0;
     flatbuffers::FlatBufferBuilder fbb(4096);
     encode_welcome(server_.welcome_, id_, role_, current, fbb);
-    enqueue(finish_frame(fbb));
+    enqueue(finish_frame(fbb), Frame::Push);
   }
 
   void handle_subscribe(const wire::Subscribe& sub) {
@@ -354,7 +406,7 @@ class Session : public std::enable_shared_from_this<Session> {
     r.reason = reason;
     r.message = std::move(message);
     r.applied_step = server_.latest_seen_ ? server_.latest_seen_->step : 0;
-    ++inflight_;  // send_result() decrements
+    ++inflight_;  // released when the answer is written
     send_result(r);
   }
 
@@ -379,10 +431,94 @@ class Session : public std::enable_shared_from_this<Session> {
     ++inflight_;
   }
 
-  void enqueue(SharedBytes bytes) {
-    out_bytes_ += bytes->size();
-    outq_.push_back(std::move(bytes));
+  // What a queued frame is, for the budget: deltas are built only under the
+  // soft cap; answers release an in-flight command slot when written; the
+  // Error frame that closes a connection is always queued.
+  enum class Frame : std::uint8_t { Delta, Answer, Push, Error };
+
+  struct Queued {
+    SharedBytes bytes;
+    Frame frame = Frame::Push;
+  };
+
+  // Every frame counts against one per-client budget: its bytes plus the
+  // bookkeeping that holds it, so a flood of tiny frames is charged for the
+  // memory it really takes.
+  static std::size_t charge(const Bytes& b) { return b.size() + kQueuedFrameOverheadBytes; }
+
+  bool over_soft_cap() const { return out_bytes_ > server_.options_.outbound_bytes_max; }
+
+  std::size_t hard_cap() const { return outbound_hard_max_bytes(server_.options_); }
+
+  void enqueue(SharedBytes bytes, Frame frame) {
+    if (phase_ == Phase::Closed) {
+      if (frame == Frame::Answer) release_inflight();
+      return;
+    }
+    const std::size_t cost = charge(*bytes);
+    if (frame != Frame::Error && frame != Frame::Delta && out_bytes_ + cost > hard_cap()) {
+      if (frame == Frame::Answer) release_inflight();
+      fail(wire::ErrorCode::OutboundOverflow,
+           "client is not reading: " + std::to_string(out_bytes_ + cost) + " bytes queued would exceed the " +
+               std::to_string(hard_cap()) + "-byte hard limit");
+      return;
+    }
+    out_bytes_ += cost;
+    peak_out_bytes_ = std::max(peak_out_bytes_, out_bytes_);
+    outq_.push_back(Queued{std::move(bytes), frame});
+    on_backlog_changed();
     if (!writing_) write_next();
+  }
+
+  void release_inflight() {
+    if (inflight_ > 0) --inflight_;
+  }
+
+  // Frees every queued frame except the one being written (asio still reads
+  // it): on overflow nothing queued will ever be read in time.
+  void drop_unsent() {
+    const std::size_t keep = writing_ ? 1 : 0;
+    while (outq_.size() > keep) {
+      if (outq_.back().frame == Frame::Answer) release_inflight();
+      out_bytes_ -= charge(*outq_.back().bytes);
+      outq_.pop_back();
+    }
+    std::deque<Queued>(std::make_move_iterator(outq_.begin()), std::make_move_iterator(outq_.end())).swap(outq_);
+  }
+
+  // Called whenever the backlog grows or shrinks. Over the soft cap: deltas
+  // are skipped (coalesced), reading pauses, and a client still over it after
+  // overflow_disconnect_ms is closed. Back under it: reading resumes and a
+  // skipped delta is sent at once with the latest frame.
+  void on_backlog_changed() {
+    if (phase_ == Phase::Closed) return;
+    if (over_soft_cap()) {
+      if (!over_cap_ && phase_ != Phase::Closing) {
+        over_cap_ = true;
+        const std::uint32_t ms = server_.options_.overflow_disconnect_ms;
+        overflow_timer_.expires_after(std::chrono::milliseconds(ms));
+        overflow_timer_.async_wait([self = shared_from_this(), ms](const asio::error_code& e) {
+          if (e || !self->over_cap_) return;
+          self->fail(wire::ErrorCode::OutboundOverflow,
+                     "client did not read for " + std::to_string(ms) + " ms with more than " +
+                         std::to_string(self->server_.options_.outbound_bytes_max) + " bytes queued");
+        });
+      }
+      return;
+    }
+    if (!over_cap_) return;
+    over_cap_ = false;
+    overflow_timer_.cancel();
+    if (phase_ != Phase::Ready && phase_ != Phase::AwaitHello) return;
+    if (delta_pending_ && subscribed_ && server_.latest_seen_) {
+      on_frame_published(server_.latest_seen_, server_.latest_seen_dots_);
+    }
+    if (read_paused_ && !over_soft_cap()) {
+      read_paused_ = false;
+      // Not from inside a write completion's call chain: post, so frames
+      // handled now cannot re-enter write_next() half-way.
+      asio::post(socket_.get_executor(), [self = shared_from_this()] { self->pump(); });
+    }
   }
 
   void write_next() {
@@ -398,17 +534,21 @@ class Session : public std::enable_shared_from_this<Session> {
       return;
     }
     writing_ = true;
-    asio::async_write(socket_, asio::buffer(*outq_.front()),
+    asio::async_write(socket_, asio::buffer(*outq_.front().bytes),
                       [self = shared_from_this()](const asio::error_code& ec, std::size_t) {
                         if (self->phase_ == Phase::Closed) return;
-                        self->out_bytes_ -= self->outq_.front()->size();
+                        const Queued& done = self->outq_.front();
+                        if (done.frame == Frame::Answer) self->release_inflight();
+                        self->out_bytes_ -= charge(*done.bytes);
                         self->outq_.pop_front();
                         if (ec) {
                           spdlog::debug("client {} ({}): write error: {}", self->id_, self->peer_, ec.message());
                           self->close_now();
                           return;
                         }
-                        self->write_next();
+                        self->writing_ = false;
+                        self->on_backlog_changed();
+                        if (!self->writing_) self->write_next();
                       });
   }
 
@@ -429,12 +569,16 @@ class Session : public std::enable_shared_from_this<Session> {
   std::optional<std::pair<std::uint64_t, std::uint64_t>> dots_sent_;  // (epoch, step) of the dots last sent
   DeltaTracker tracker_;
   flatbuffers::FlatBufferBuilder fbb_{1 << 16};
-  std::deque<SharedBytes> outq_;
-  std::size_t out_bytes_ = 0;
+  std::deque<Queued> outq_;
+  std::size_t out_bytes_ = 0;       // charged bytes queued (see charge())
+  std::size_t peak_out_bytes_ = 0;
   bool writing_ = false;
-  std::optional<std::chrono::steady_clock::time_point> over_cap_since_;
+  bool over_cap_ = false;           // out_bytes_ over the soft cap; overflow_timer_ armed
+  bool read_paused_ = false;        // reading stopped until the backlog drains
+  bool delta_pending_ = false;      // a delta was skipped over the cap
+  asio::steady_timer overflow_timer_{socket_.get_executor()};
   std::uint64_t deltas_coalesced_ = 0;
-  std::uint32_t inflight_ = 0;
+  std::uint32_t inflight_ = 0;      // commands answered or to be answered, answer not yet written
 };
 
 std::string check_bind_policy(const ServerOptions& options) {
@@ -498,10 +642,16 @@ void Server::Impl::start_accept() {
     const std::uint32_t id = next_session_id_++;
     auto session = std::make_shared<Session>(*this, std::move(socket), id);
     if (sessions_.size() >= options_.max_clients) {
-      // Tell the client why before closing; it never joins.
-      session->fail(wire::ErrorCode::ServerFull,
-                    "server has " + std::to_string(options_.max_clients) + " clients (max)");
-      sessions_.emplace(id, session);
+      // Tell the client why before closing; it never joins. A refused
+      // connection lives apart from the sessions (bounded by its close timer)
+      // and never counts against max_clients, so a slot freed now is free now.
+      if (refused_.size() >= kRefusedConnectionsMax) {
+        session->abort();  // a flood of refusals: no Error frame, just close
+      } else {
+        refused_.emplace(id, session);
+        session->fail(wire::ErrorCode::ServerFull,
+                      "server has " + std::to_string(options_.max_clients) + " clients (max)");
+      }
     } else {
       sessions_.emplace(id, session);
       owner_.client_count_.store(static_cast<std::uint32_t>(sessions_.size()));
@@ -512,10 +662,31 @@ void Server::Impl::start_accept() {
   });
 }
 
-void Server::Impl::remove(std::uint32_t id) {
-  sessions_.erase(id);
+void Server::Impl::remove(std::uint32_t id, std::size_t peak_out_bytes) {
+  if (refused_.erase(id) == 0) sessions_.erase(id);
   owner_.client_count_.store(static_cast<std::uint32_t>(sessions_.size()));
-  if (stopping_ && sessions_.empty()) io_.stop();
+  if (stopping_ && sessions_.empty() && refused_.empty()) {
+    io_.stop();
+    return;
+  }
+  if (peak_out_bytes >= kTrimAfterSessionBytes) schedule_trim();
+}
+
+// A session that held megabytes leaves the allocator with free memory it may
+// keep (glibc keeps freed chunks in its arenas). Give it back to the system,
+// at most once per second, so a burst of hostile or slow clients does not
+// leave the process at its peak RSS.
+void Server::Impl::schedule_trim() {
+  if (trim_pending_) return;
+  trim_pending_ = true;
+  trim_timer_.expires_after(std::chrono::seconds(1));
+  trim_timer_.async_wait([this](const asio::error_code& e) {
+    trim_pending_ = false;
+    if (e) return;
+#if defined(__GLIBC__)
+    malloc_trim(0);
+#endif
+  });
 }
 
 void Server::Impl::publish(std::shared_ptr<const PublishedFrame> frame) {
@@ -571,7 +742,7 @@ void Server::Impl::stop() {
     std::vector<std::shared_ptr<Session>> targets;
     for (auto& [id, s] : sessions_) targets.push_back(s);
     for (auto& s : targets) s->fail(wire::ErrorCode::ServerShuttingDown, "server is shutting down");
-    if (sessions_.empty()) {
+    if (sessions_.empty() && refused_.empty()) {
       io_.stop();
       return;
     }

@@ -37,16 +37,46 @@ namespace bustle::net {
 
 enum class ClockMode : std::uint8_t { Realtime = 0, Fast = 1, Manual = 2 };
 
+// Per-client limits (README "Limits"). Everything the server queues for one
+// client counts against one outbound budget, charged on every enqueue as the
+// frame's bytes plus kQueuedFrameOverheadBytes of bookkeeping:
+//   - over outbound_bytes_max (the soft cap): deltas are skipped and later
+//     coalesced into one, the server stops reading that client's commands
+//     (TCP pushes back), and after overflow_disconnect_ms still over the cap
+//     the client is closed with OutboundOverflow;
+//   - a non-delta frame that would take the backlog over the hard limit
+//     (outbound_hard_max_bytes) closes the client with OutboundOverflow at
+//     once and frees what was queued.
+// A command stays in flight until its answer is written to the socket, so
+// inflight_commands_max also bounds the answers waiting in the queue.
 struct ServerOptions {
   std::string bind_address = "127.0.0.1";
   std::uint16_t port = 7777;                  // 0 = ephemeral
   std::string token;                          // empty = no token (loopback only)
   std::uint32_t handshake_timeout_ms = 5000;
-  std::uint32_t max_clients = 64;
-  std::size_t outbound_bytes_max = 8u << 20;  // per client; over it deltas are coalesced
-  std::uint32_t overflow_disconnect_ms = 10'000;  // stuck over the cap this long -> drop
-  std::uint32_t inflight_commands_max = 64;   // per client, unanswered commands
+  std::uint32_t max_clients = 64;             // joined clients; refused connections never count
+  std::size_t outbound_bytes_max = 8u << 20;  // per client soft cap (see above)
+  std::uint32_t overflow_disconnect_ms = 10'000;  // over the soft cap this long -> closed
+  std::uint32_t inflight_commands_max = 64;   // per client: commands whose answer is not yet written
 };
+
+// Charged per queued frame on top of its bytes (shared buffer, control block
+// and queue slot), so many tiny frames cannot hide their real memory.
+inline constexpr std::size_t kQueuedFrameOverheadBytes = 128;
+// Hello.client_name longer than this is refused (MalformedFrame).
+inline constexpr std::size_t kClientNameMaxBytes = 256;
+// Connections answered ServerFull that may be closing at once; beyond it a
+// refused connection is closed without an Error frame.
+inline constexpr std::size_t kRefusedConnectionsMax = 256;
+// A session whose backlog peaked at this size triggers an allocator trim when
+// it ends.
+inline constexpr std::size_t kTrimAfterSessionBytes = 1u << 20;
+
+// The hard outbound limit: twice the soft cap, and at least the soft cap plus
+// 1 MiB (room for one large answer).
+inline std::size_t outbound_hard_max_bytes(const ServerOptions& o) {
+  return o.outbound_bytes_max + (o.outbound_bytes_max > (1u << 20) ? o.outbound_bytes_max : std::size_t{1} << 20);
+}
 
 struct GarageGeometry {
   std::string id;
