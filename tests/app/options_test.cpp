@@ -50,3 +50,49 @@ TEST_CASE("batch mode") {
   CHECK(r.options.print_digest);
   CHECK(r.options.seed == 7);
 }
+
+TEST_CASE("batch mode refuses every setting it would silently ignore, naming both") {
+  const std::vector<std::pair<std::string, std::string>> ignored = {
+      {"--port", "0"},
+      {"--bind", "0.0.0.0"},
+      {"--token", "t"},
+      {"--handshake-timeout-ms", "100"},
+      {"--max-clients", "2"},
+      {"--client-outbound-max-bytes", "8192"},
+      {"--snapshot-db", "x.db"},
+      {"--snapshot-db-max-pages", "10"},
+      {"--autosave-steps", "5"},
+      {"--clock", "realtime"},
+      {"--clock", "manual"},
+  };
+  for (const auto& [flag, value] : ignored) {
+    INFO(flag << " " << value);
+    const std::string error = parse({"--steps", "10", flag, value}).error;
+    CHECK(error.rfind(flag + " has no effect with --steps: batch mode ", 0) == 0);
+    // The same flag is accepted by the server, and in either order with --steps.
+    CHECK(parse({flag, value}).error.empty());
+    CHECK(parse({flag, value, "--steps", "10"}).error == error);
+  }
+  SECTION("from the environment too, naming the variable") {
+    const std::string error = parse({"--steps", "10"}, {{"BUSTLE_SNAPSHOT_DB", "x.db"}}).error;
+    CHECK(error.rfind("environment BUSTLE_SNAPSHOT_DB (--snapshot-db) has no effect with --steps", 0) == 0);
+    CHECK(parse({}, {{"BUSTLE_SNAPSHOT_DB", "x.db"}}).error.empty());
+  }
+  SECTION("what batch mode does use is accepted") {
+    const auto r = parse({"--steps", "10", "--config", "c.json", "--seed", "3", "--rate", "20", "--log-level", "warn",
+                          "--record", "r.db", "--record-keyframe-steps", "100", "--print-digest", "--clock", "fast"});
+    INFO(r.error);
+    REQUIRE(r.error.empty());
+    CHECK(*r.options.record_path == "r.db");
+    CHECK(r.options.record_keyframe_steps == 100);
+  }
+}
+
+TEST_CASE("a keyframe interval without a recording is refused in every mode") {
+  CHECK(parse({"--record-keyframe-steps", "10"}).error == "--record-keyframe-steps has no effect without --record FILE");
+  CHECK(parse({"--steps", "5", "--record-keyframe-steps", "10"}).error.find("without --record FILE") !=
+        std::string::npos);
+  CHECK(parse({}, {{"BUSTLE_RECORD_KEYFRAME_STEPS", "10"}}).error.find("environment BUSTLE_RECORD_KEYFRAME_STEPS") !=
+        std::string::npos);
+  CHECK(parse({"--record-keyframe-steps", "10"}, {{"BUSTLE_RECORD", "r.db"}}).error.empty());
+}

@@ -540,3 +540,58 @@ TEST_CASE("checkpoints carry routes held by handles and walkers") {
   const std::vector<ScriptedCommand> script = {{2, routed}, {2, other}, {3, routed}, {4, CancelSpawn{3}}, {9, routed}};
   bustle::test::check_checkpoint_completeness(s, 2, script, 80, {1, 2, 3, 4, 6, 12, 30});
 }
+
+TEST_CASE("the digest does not depend on which connection sent a command") {
+  // The same command stream from session 7 (request ids from 1) and from
+  // session 42 (request ids from 1000): the origin routes results and spawn
+  // updates, it is not simulation state. Spawns outnumber the per-step cap,
+  // so live handles carry their origin across steps, and one capture is taken
+  // with a command still in the inbox.
+  struct Run {
+    std::vector<std::uint64_t> digests;
+    std::vector<CommandOrigin> event_origins;
+    std::vector<CommandOrigin> handle_origins;  // as checkpointed
+  };
+  auto run = [](std::uint32_t client, std::uint32_t request) {
+    auto w = make(two_zones());
+    Run out;
+    auto send = [&](WorldCommand c) {
+      REQUIRE(w->submit({CommandOrigin{client, ++request}, std::move(c)}) == SubmitStatus::Queued);
+    };
+    for (int step = 0; step < 40; ++step) {
+      if (step == 0) {
+        for (int k = 0; k < 5; ++k) send(SpawnPedestrian{"home", "", 1, 0, {}});
+      }
+      if (step == 2) {
+        LifecycleBatch batch;
+        batch.ops.push_back({LifecycleOp::Kind::Spawn, SpawnPedestrian{"work", "", 2, 0, {}}, {}});
+        batch.ops.push_back({LifecycleOp::Kind::Spawn, SpawnPedestrian{"", "", 3, 0, {}}, {}});
+        send(std::move(batch));
+      }
+      if (step == 3) send(CancelSpawn{5});
+      if (step == 6) send(SetPedestrianTarget{4});
+      if (step == 9) {
+        send(SpawnPedestrian{"", "home", 0, 0, {}});
+        const WorldCheckpoint pending = w->capture();
+        REQUIRE(pending.inbox.size() == 1);
+        out.digests.push_back(pending.digest);
+        for (const SpawnHandleState& h : pending.spawn.live) out.handle_origins.push_back(h.origin);
+      }
+      w->step();
+      out.digests.push_back(w->digest());
+      for (const SpawnEvent& e : w->spawn_events()) out.event_origins.push_back(e.origin);
+    }
+    return out;
+  };
+  const Run a = run(7, 0);
+  const Run b = run(42, 1000);
+  CHECK(a.digests == b.digests);
+  // Routing is kept: every event and checkpointed handle still names its sender.
+  REQUIRE(a.event_origins.size() == b.event_origins.size());
+  REQUIRE_FALSE(b.handle_origins.empty());
+  for (const CommandOrigin& o : b.event_origins) CHECK(o.client_id == 42);
+  for (const CommandOrigin& o : b.handle_origins) CHECK(o.client_id == 42);
+  for (std::size_t k = 0; k < a.event_origins.size(); ++k) {
+    CHECK(b.event_origins[k].request_id == a.event_origins[k].request_id + 1000);
+  }
+}

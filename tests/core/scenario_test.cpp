@@ -213,3 +213,42 @@ TEST_CASE("importance, spawn, despawn and ledger settings are range-checked") {
     CHECK(errs.size() == 8);
   }
 }
+
+TEST_CASE("coordinates stay within the world extent, and distances are finite") {
+  const double inf = std::numeric_limits<double>::infinity();
+  SECTION("a finite but huge lane point names its axis") {
+    Scenario s = valid();
+    s.lanes[0].points[1].x_m = 1.7e308;
+    CHECK(has_error(validate_scenario(s), "lanes[0].points[1].x", "outside the world extent"));
+    s = valid();
+    s.lanes[0].points[0].y_m = -(kWorldExtentM + 1.0);
+    CHECK(has_error(validate_scenario(s), "lanes[0].points[0].y", "outside the world extent"));
+  }
+  SECTION("the extent itself is allowed") {
+    Scenario s = valid();
+    s.lanes[0].points = {{-kWorldExtentM, -kWorldExtentM}, {kWorldExtentM, kWorldExtentM}};
+    s.observers = {{kWorldExtentM, 0.0}};
+    CHECK(validate_scenario(s).empty());
+  }
+  SECTION("observers and area centres") {
+    Scenario s = valid();
+    s.observers = {{0.0, 0.0}, {0.0, 2e7}};
+    s.tiers.importance.areas = {{"p", {-2e7, 0.0}, 10.0, 2.0}};
+    const auto errs = validate_scenario(s);
+    CHECK(has_error(errs, "observers[1].y", "world extent"));
+    CHECK(has_error(errs, "tiers.importance.areas[0].center.x", "world extent"));
+  }
+  SECTION("infinite vehicle and tier distances") {
+    Scenario s = valid();
+    s.vehicle_rules.headway_block_m = inf;
+    s.vehicle_rules.headway_caution_m = inf;
+    s.vehicle_rules.pedestrian_hazard_m = inf;
+    s.tiers.simulated_enter_m = s.tiers.simulated_exit_m = inf;
+    const auto errs = validate_scenario(s);
+    CHECK(has_error(errs, "vehicle_rules.headway_block_m", "finite"));
+    CHECK(has_error(errs, "vehicle_rules.headway_caution_m", "finite"));
+    CHECK(has_error(errs, "vehicle_rules.pedestrian_hazard_m", "finite"));
+    CHECK(has_error(errs, "tiers.simulated_enter_m", "finite"));
+    CHECK(has_error(errs, "tiers.simulated_exit_m", "finite"));
+  }
+}

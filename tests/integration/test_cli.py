@@ -77,7 +77,9 @@ def mutated_default(tmp_path, mutate, name="bad.city.json"):
     (lambda d: d["lanes"][1].update(successors=["no.such.lane"]), "lanes[1].successors[0]"),
     (lambda d: d["lanes"][2].update(kind="river"), "lanes[2].kind"),
     (lambda d: d["pedestrians"].update(count="many"), "pedestrians.count"),
-], ids=["negative-step_us", "unknown-successor", "bad-lane-kind", "count-not-a-number"])
+    (lambda d: d["lanes"][3]["points"][1].__setitem__(0, 1.7e308), "lanes[3].points[1].x"),
+], ids=["negative-step_us", "unknown-successor", "bad-lane-kind", "count-not-a-number",
+        "point-outside-world-extent"])
 def test_bad_field_is_named_by_path(tmp_path, mutate, field_path):
     path = mutated_default(tmp_path, mutate)
     stderr = config_error(path)
@@ -91,3 +93,27 @@ def test_valid_config_copy_is_accepted(tmp_path):
     p = run_cli("--config", str(path), "--steps", "10", "--print-digest")
     assert p.returncode == 0, p.stderr
     assert DIGEST_LINE.match(p.stdout.strip())
+
+
+def test_number_overflow_names_file_line_and_field(tmp_path):
+    """1e999 used to end the server with nlohmann's out_of_range.406, naming no file or field."""
+    text = DEFAULT_CITY.read_text()
+    m = re.search(r'"speed_mps_limit": [0-9.]+', text)
+    assert m, "the default city has no speed_mps_limit to replace"
+    bad = tmp_path / "overflow.city.json"
+    bad.write_text(text[:m.start()] + '"speed_mps_limit": 1e999' + text[m.end():])
+    line = text.count("\n", 0, m.start()) + 1
+    stderr = config_error(bad)
+    assert "fatal" not in stderr, stderr
+    assert str(bad) in stderr, stderr
+    assert f"invalid JSON at line {line}," in stderr, stderr
+    assert "lanes[0].speed_mps_limit" in stderr, stderr
+    assert "1e999" in stderr, stderr
+
+
+def test_endless_config_file_is_refused_at_the_size_limit():
+    """--config /dev/zero used to read until memory ran out (bad_alloc, no file named)."""
+    stderr = config_error("/dev/zero")
+    assert "/dev/zero" in stderr, stderr
+    assert "16777216 bytes" in stderr, stderr
+    assert "fatal" not in stderr, stderr

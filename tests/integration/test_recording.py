@@ -8,7 +8,7 @@ exactly the altered tick."""
 import re
 import time
 
-from conftest import replay_binary, run_replay
+from conftest import replay_binary, run_cli, run_replay
 
 from bustle_client import CommandStatus, EntityMirror, JobState, RejectReason
 
@@ -224,3 +224,37 @@ def test_recording_counts_ticks_across_a_restore(start_server, tmp_path):
     assert rows == [(t, t if t <= 10 else t - 5) for t in range(1, 14)], rows
     assert sql(rec, "SELECT tick, reason FROM recording_keyframes ORDER BY tick") == [
         (1, "initial"), (11, "restore")]
+
+
+def test_batch_mode_records_and_the_recording_verifies(tmp_path):
+    """--steps N --record FILE used to exit 0 and write no recording."""
+    replay_binary()
+    rec = tmp_path / "batch.bustle"
+    p = run_cli("--steps", "600", "--seed", "7", "--record", str(rec), "--record-keyframe-steps", "250",
+                "--print-digest")
+    assert p.returncode == 0, p.stderr
+    assert rec.exists() and integrity_check(rec) == ["ok"]
+    m = re.match(r"^step 600 digest ([0-9a-f]{16})$", p.stdout.strip())
+    assert m, p.stdout
+    assert sql(rec, "SELECT count(*), min(tick), max(tick), max(step) FROM recording_ticks") == [(600, 1, 600, 600)]
+    (last,) = sql(rec, "SELECT digest FROM recording_ticks WHERE tick = 600")[0]
+    assert last & (2**64 - 1) == int(m.group(1), 16), "the recorded digest is the printed one"
+    assert sql(rec, "SELECT tick, reason FROM recording_keyframes ORDER BY tick") == [
+        (1, "initial"), (251, "periodic"), (501, "periodic")]
+
+    v = run_replay("verify", str(rec))
+    assert v.returncode == 0, (v.stdout, v.stderr)
+    assert "OK verified 600 ticks" in v.stdout, v.stdout
+
+    # recording changes nothing about the run itself
+    plain = run_cli("--steps", "600", "--seed", "7", "--print-digest")
+    assert plain.returncode == 0 and plain.stdout == p.stdout, (plain.stdout, p.stdout)
+
+
+def test_batch_mode_refuses_an_existing_recording(tmp_path):
+    existing = tmp_path / "taken.bustle"
+    existing.write_bytes(b"an earlier recording")
+    p = run_cli("--steps", "10", "--record", str(existing))
+    assert p.returncode != 0
+    assert str(existing) in p.stderr, p.stderr
+    assert existing.read_bytes() == b"an earlier recording"

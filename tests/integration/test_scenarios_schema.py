@@ -38,7 +38,9 @@ def test_scenario_validates(validator, path):
     lambda d: d["lanes"][0].update(kind="river"),
     lambda d: d["lanes"][0].update(points=[[0, 0]]),
     lambda d: d.pop("lanes"),
-], ids=["negative-step_us", "unknown-field", "bad-lane-kind", "one-point", "no-lanes"])
+    lambda d: d["lanes"][0]["points"][1].__setitem__(0, 1.7e308),
+], ids=["negative-step_us", "unknown-field", "bad-lane-kind", "one-point", "no-lanes",
+        "point-outside-world-extent"])
 def test_schema_rejects_bad_scenarios(validator, mutate):
     doc = copy.deepcopy(json.loads((SOURCE_DIR / "configs" / "default.city.json").read_text()))
     mutate(doc)

@@ -334,3 +334,25 @@ def test_restored_pending_command_answers_nobody_in_a_new_process(start_server, 
         with pytest.raises(BustleTimeout):
             stray = v.wait_result(rid, timeout=0.5)
             pytest.fail(f"client received a result for request {rid} it never sent: {stray}")
+
+
+def test_restore_under_another_rate_names_the_step_length(start_server, tmp_path):
+    """The refusal used to read "different scenario ('X') than the running one ('X')"."""
+    db = tmp_path / "rate.db"
+    srv = start_server("--clock", "manual", "--rate", "10", "--snapshot-db", str(db))
+    with operator(srv) as s:
+        s.step(2)
+        assert run_job(s, "Checkpoint", "at-10hz")[-1].state == JobState.Committed
+    srv.stop(check=True)
+
+    srv = start_server("--clock", "manual", "--rate", "20", "--snapshot-db", str(db))
+    with operator(srv) as s:
+        before = s.stats()
+        seen = run_job(s, "Restore", "at-10hz")
+        assert [j.state for j in seen] == [JobState.Queued, JobState.Failed], seen
+        message = seen[-1].message
+        assert "at-10hz" in message and "scenario_json" in message, message
+        assert "step length 100000 us in the snapshot vs 50000 us running" in message, message
+        assert "--rate" in message, message
+        after = s.stats()
+        assert (after.step, after.digest) == (before.step, before.digest), "a failed restore changed the world"

@@ -358,3 +358,38 @@ def test_invalid_routes_are_rejected_naming_the_entry(start_server):
         assert (long.status, long.reason) == (CommandStatus.Rejected, RejectReason.InvalidArgument)
         assert long.message == "route: 257 lanes, at most 256 per spawn"
         assert city.op.population().spawn_requested == 1
+
+
+def test_digest_does_not_depend_on_the_connection_that_sent_the_spawns(start_server):
+    """Spawn handles and queued commands used to digest their sender's session
+    and request ids, so the same commands from another connection diverged.
+    Two servers, same seed and commands; on the second the spawner is a later
+    session (idle connections first) and its request ids have moved on."""
+    from snapshot_helpers import operator, viewer
+
+    def run(idle_connections, warmup_requests):
+        srv = start_city(start_server, "--seed", "11")
+        idle = [viewer(srv, f"idle-{k}") for k in range(idle_connections)]
+        with operator(srv, "spawner") as op:
+            for _ in range(warmup_requests):
+                op.stats()
+            digests = []
+            for step in range(30):
+                if step in (2, 3):  # 2 x 12 spawns against a cap of 8 per step: handles wait across steps
+                    for k in range(12):
+                        op.send_command("SpawnPedestrian", zone="market", priority="quest" if k % 2 else "story")
+                if step == 6:
+                    op.send_command("CancelSpawn", handle=24)
+                assert op.step(1).accepted
+                digests.append(op.stats().digest)
+            session = op.welcome.session_id
+        for s in idle:
+            s.close()
+        srv.stop(check=True)
+        return session, digests
+
+    first_session, first = run(0, 0)
+    later_session, later = run(3, 37)
+    assert first_session != later_session, "the test needs different session ids"
+    assert first == later, next(f"step {k + 1}: {a:016x} vs {b:016x}" for k, (a, b) in enumerate(zip(first, later))
+                                if a != b)

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
@@ -263,5 +264,66 @@ TEST_CASE("bad importance, spawn, despawn and ledger fields name their path") {
         "tiers.importance.areas[0].weight", "[1, 100]");
     one(R"(,"tiers":{"importance":{"areas":[{"id":"p","center":[0,0],"size":3}]}})",
         "tiers.importance.areas[0].size", "unknown field");
+  }
+}
+
+TEST_CASE("a number too large for a double names the file, position and field instead of throwing") {
+  // The number sits on line 2; nlohmann reports it as out_of_range.406, which
+  // used to escape the loader and end the server naming neither file nor field.
+  const std::string j = "{\"id\":\"t\",\n \"lanes\":[{\"id\":\"a\",\"kind\":\"sidewalk\",\"points\":[[0,0],[1e999,0]],"
+                        "\"speed_mps_limit\":1.4}]}";
+  LoadResult r;
+  REQUIRE_NOTHROW(r = load_scenario_text(j, "test.json"));
+  require_single_error(r, "lanes[0].points[1][0]", "invalid JSON at line 2, column 56");
+  CHECK(r.errors[0].message.find("1e999") != std::string::npos);
+  SECTION("also at the root and in objects") {
+    require_single_error(load_scenario_text("-1e999", "test.json"), "", "number overflow");
+    require_single_error(load_scenario_text(city(R"(,"despawn":{"out_of_range_m":2e400})"), "test.json"),
+                         "despawn.out_of_range_m", "number overflow");
+  }
+}
+
+TEST_CASE("lane points must lie within the world extent the wire can carry") {
+  // 1.7e308 is a finite double, so it passed the finite check, gave an
+  // infinite lane length and saturated int32 centimetres on the wire.
+  const std::string far_x = R"({"id":"t","lanes":[{"id":"a","kind":"sidewalk","points":[[0,0],[1.7e308,0]],"speed_mps_limit":1.4}]})";
+  require_single_error(load_scenario_text(far_x, "test.json"), "lanes[0].points[1].x",
+                       "outside the world extent [-10000000, 10000000] m");
+  const std::string far_y = R"({"id":"t","lanes":[{"id":"a","kind":"sidewalk","points":[[0,-1.7e308],[5,0]],"speed_mps_limit":1.4}]})";
+  require_single_error(load_scenario_text(far_y, "test.json"), "lanes[0].points[0].y", "is -1.7e+308 m");
+  const std::string at_limit = R"({"id":"t","lanes":[{"id":"a","kind":"sidewalk","points":[[-1e7,-1e7],[1e7,1e7]],"speed_mps_limit":1.4}]})";
+  CHECK(load_scenario_text(at_limit, "test.json").ok());
+  require_single_error(load_scenario_text(city(R"(,"observers":[[0,0],[2e7,0]])"), "test.json"), "observers[1].x",
+                       "world extent");
+  require_single_error(
+      load_scenario_text(city(R"(,"tiers":{"importance":{"areas":[{"id":"p","center":[0,-3e7]}]}})"), "test.json"),
+      "tiers.importance.areas[0].center.y", "world extent");
+}
+
+TEST_CASE("scenario files are read up to a size limit") {
+  const std::string dir = std::string(BUSTLE_BINARY_DIR);
+  SECTION("/dev/zero stops at the limit and names the file and the limit") {
+    const LoadResult r = load_scenario_file("/dev/zero");
+    REQUIRE(r.errors.size() == 1);
+    CHECK(r.errors[0].source == "/dev/zero");
+    CHECK(r.errors[0].message.find("larger than the limit of 16777216 bytes") != std::string::npos);
+  }
+  SECTION("one byte over the limit is refused, the limit itself loads") {
+    // A valid city padded with spaces to exactly the limit, then one more.
+    const std::string path = dir + "/scenario_size_limit_test.json";
+    std::string text = kMinimal;
+    text.resize(bustle::scenario::kScenarioFileBytesMax, ' ');
+    {
+      std::ofstream(path, std::ios::binary) << text;
+    }
+    CHECK(load_scenario_file(path).ok());
+    {
+      std::ofstream(path, std::ios::binary) << text << ' ';
+    }
+    const LoadResult r = load_scenario_file(path);
+    REQUIRE(r.errors.size() == 1);
+    CHECK(r.errors[0].source == path);
+    CHECK(r.errors[0].message.find("16777216") != std::string::npos);
+    std::remove(path.c_str());
   }
 }

@@ -36,6 +36,71 @@ class SpdlogSink final : public bustle::core::LogSink {
   }
 };
 
+// --record FILE: creates the recording (it refuses to overwrite an existing
+// file, so a recording is never lost). False, with the reason printed, when
+// it cannot.
+bool open_recording(const bustle::app::AppOptions& opt, const std::string& scenario_json,
+                    std::unique_ptr<bustle::persist::Recorder>& out) {
+  if (!opt.record_path) return true;
+  if (auto e = bustle::persist::Recorder::create(*opt.record_path, scenario_json, out); !e.ok()) {
+    std::fprintf(stderr, "bustle-server: --record: %s\n", e.to_string().c_str());
+    return false;
+  }
+  return true;
+}
+
+// Flushes the recording; false (printed) when its writer failed.
+bool finish_recording(bustle::persist::Recorder& recorder) {
+  recorder.flush();
+  const auto rs = recorder.status();
+  if (rs.failed) {
+    spdlog::error("recording {} failed: {}", recorder.path(), rs.error);
+    return false;
+  }
+  spdlog::info("recording {}: {} ticks, {} keyframes", recorder.path(), rs.ticks_written, rs.keyframes_written);
+  return true;
+}
+
+// Batch mode outruns the recording's writer thread: waiting for it every this
+// many ticks (and after every keyframe) bounds what is queued in memory.
+constexpr std::uint64_t kBatchRecordFlushTicks = 4096;
+
+// --steps N: runs N steps back to back in this thread, recording them when
+// --record is set (ticks, digests and keyframes as the sim thread would; there
+// are no commands), and exits. Options that need a listener, a clock or the
+// snapshot store were refused by parse_options.
+int run_batch(bustle::core::World& world, const bustle::app::AppOptions& opt, const std::string& scenario_id,
+              bustle::persist::Recorder* recorder) {
+  for (std::uint64_t tick = 1; tick <= *opt.batch_steps; ++tick) {
+    bool keyframed = false;
+    if (recorder != nullptr) {
+      if (const auto reason = bustle::persist::keyframe_due(tick, false, opt.record_keyframe_steps)) {
+        recorder->record_keyframe(tick, *reason, world.capture());
+        keyframed = true;
+      }
+    }
+    world.step();
+    if (recorder != nullptr) {
+      recorder->record_tick(bustle::persist::RecordedTick{tick, world.step_index(), world.digest(), {}});
+      if (keyframed || tick % kBatchRecordFlushTicks == 0) recorder->flush();
+    }
+  }
+  if (opt.print_digest) {
+    std::printf("step %" PRIu64 " digest %016" PRIx64 "\n", world.step_index(), world.digest());
+  }
+  spdlog::info("batch: {} steps of '{}' with seed {}: {} pedestrians, {} vehicles, digest {:016x}",
+               world.step_index(), scenario_id, opt.seed, world.pedestrians().size(),
+               world.vehicles().store().size(), world.digest());
+  // A batch run exists to produce its output: a recording that failed is a
+  // failed run (the live server logs it and carries on instead).
+  if (recorder != nullptr && !finish_recording(*recorder)) {
+    std::fprintf(stderr, "bustle-server: --record: recording %s failed: %s\n", recorder->path().c_str(),
+                 recorder->status().error.c_str());
+    return 1;
+  }
+  return 0;
+}
+
 int run(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   const auto parsed = bustle::app::parse_options(args, [](const char* name) -> std::optional<std::string> {
@@ -88,15 +153,10 @@ int run(int argc, char** argv) {
   std::unique_ptr<bustle::core::World> world_owner = std::move(created.world);
   bustle::core::World& world = *world_owner;
 
+  std::unique_ptr<bustle::persist::Recorder> recorder;
   if (opt.batch_steps) {
-    for (std::uint64_t k = 0; k < *opt.batch_steps; ++k) world.step();
-    if (opt.print_digest) {
-      std::printf("step %" PRIu64 " digest %016" PRIx64 "\n", world.step_index(), world.digest());
-    }
-    spdlog::info("batch: {} steps of '{}' with seed {}: {} pedestrians, {} vehicles, digest {:016x}",
-                 world.step_index(), scenario.id, opt.seed, world.pedestrians().size(),
-                 world.vehicles().store().size(), world.digest());
-    return 0;
+    if (!open_recording(opt, scenario_json, recorder)) return 1;
+    return run_batch(world, opt, scenario.id, recorder.get());
   }
 
   if (std::string why = bustle::net::check_bind_policy(opt.server); !why.empty()) {
@@ -108,14 +168,7 @@ int run(int argc, char** argv) {
   bustle::net::WelcomeInfo welcome = bustle::net::make_welcome_info(world, kVersion, opt.clock);
   bustle::net::Server server(opt.server, std::move(welcome), commands);
 
-  // Recording: refuses to overwrite an existing file (a recording is never lost).
-  std::unique_ptr<bustle::persist::Recorder> recorder;
-  if (opt.record_path) {
-    if (auto e = bustle::persist::Recorder::create(*opt.record_path, scenario_json, recorder); !e.ok()) {
-      std::fprintf(stderr, "bustle-server: --record: %s\n", e.to_string().c_str());
-      return 1;
-    }
-  }
+  if (!open_recording(opt, scenario_json, recorder)) return 1;
 
   bustle::app::SimDriver driver(std::move(world_owner), server, commands,
                                 {opt.clock, opt.catchup_steps_max, 100'000, opt.autosave_steps,
@@ -207,15 +260,7 @@ int run(int argc, char** argv) {
   server.stop();
   net_thread.join();
   persist->drain();
-  if (recorder) {
-    recorder->flush();
-    const auto rs = recorder->status();
-    if (rs.failed) {
-      spdlog::error("recording {} failed: {}", recorder->path(), rs.error);
-    } else {
-      spdlog::info("recording {}: {} ticks, {} keyframes", recorder->path(), rs.ticks_written, rs.keyframes_written);
-    }
-  }
+  if (recorder) finish_recording(*recorder);  // a failed recording is logged; the session itself ran
   spdlog::info("stopped at step {} (digest {:016x})", driver.world().step_index(), driver.world().digest());
   return 0;
 }

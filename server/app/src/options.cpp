@@ -25,12 +25,21 @@ bool parse_double(const std::string& text, double& out) {
   return ec == std::errc() && p == end && !text.empty() && std::isfinite(out);
 }
 
+// Why batch mode (--steps) refuses a setting: each would otherwise be
+// silently ignored, because batch mode steps the world back to back in this
+// process and exits, with no listener, clock or snapshot store.
+constexpr const char* kNoListener = "batch mode opens no listener";
+constexpr const char* kNoSnapshotStore = "batch mode opens no snapshot store (use --record for a replayable file)";
+// Only for --clock realtime and manual: --clock fast is what batch mode does.
+constexpr const char* kClockInBatch = "batch mode always runs its steps back to back (as --clock fast)";
+
 // One setting: its flag, its environment variable, and how to apply a value.
 struct Setting {
   const char* flag;
   const char* env;  // nullptr: flag only
   bool takes_value;
   std::function<std::string(AppOptions&, const std::string&)> apply;  // "" = ok, else error
+  const char* not_in_batch = nullptr;  // set: refused with --steps, for this reason
 };
 
 std::vector<Setting> settings() {
@@ -43,12 +52,14 @@ std::vector<Setting> settings() {
       {"--port", "BUSTLE_PORT", true,
        [=](O& o, const std::string& v) {
          return parse_uint<std::uint16_t>(v, 0, 65535, o.server.port) ? "" : range("an integer", 0, 65535, v);
-       }},
+       },
+       kNoListener},
       {"--bind", "BUSTLE_BIND", true,
        [](O& o, const std::string& v) {
          o.server.bind_address = v;
          return std::string();
-       }},
+       },
+       kNoListener},
       {"--config", "BUSTLE_CONFIG", true,
        [](O& o, const std::string& v) {
          o.config_path = v;
@@ -79,7 +90,8 @@ std::vector<Setting> settings() {
          if (it == modes.end()) return "expected realtime, fast or manual, got '" + v + "'";
          o.clock = it->second;
          return std::string();
-       }},
+       },
+       kClockInBatch},
       {"--steps", nullptr, true,
        [=](O& o, const std::string& v) {
          std::uint64_t n = 0;
@@ -98,71 +110,83 @@ std::vector<Setting> settings() {
        [](O& o, const std::string& v) {
          o.server.token = v;
          return std::string();
-       }},
+       },
+       kNoListener},
       {"--handshake-timeout-ms", "BUSTLE_HANDSHAKE_TIMEOUT_MS", true,
        [=](O& o, const std::string& v) {
          return parse_uint<std::uint32_t>(v, 10, 600'000, o.server.handshake_timeout_ms)
                     ? ""
                     : range("milliseconds", 10, 600000, v);
-       }},
+       },
+       kNoListener},
       {"--max-clients", "BUSTLE_MAX_CLIENTS", true,
        [=](O& o, const std::string& v) {
          return parse_uint<std::uint32_t>(v, 1, 10'000, o.server.max_clients) ? "" : range("a count", 1, 10000, v);
-       }},
+       },
+       kNoListener},
       {"--client-outbound-max-bytes", "BUSTLE_CLIENT_OUTBOUND_MAX_BYTES", true,
        [=](O& o, const std::string& v) {
          return parse_uint<std::size_t>(v, 4096, std::size_t{1} << 32, o.server.outbound_bytes_max)
                     ? ""
                     : range("bytes", 4096, std::size_t{1} << 32, v);
-       }},
+       },
+       kNoListener},
       {"--client-overflow-disconnect-ms", "BUSTLE_CLIENT_OVERFLOW_DISCONNECT_MS", true,
        [=](O& o, const std::string& v) {
          return parse_uint<std::uint32_t>(v, 100, 600'000, o.server.overflow_disconnect_ms)
                     ? ""
                     : range("milliseconds", 100, 600000, v);
-       }},
+       },
+       kNoListener},
       {"--client-commands-per-second", "BUSTLE_CLIENT_COMMANDS_PER_SECOND", true,
        [=](O& o, const std::string& v) {
          return parse_uint<std::uint32_t>(v, 1, 1'000'000, o.server.commands_per_second_max)
                     ? ""
                     : range("commands per second", 1, 1000000, v);
-       }},
+       },
+       kNoListener},
       {"--max-clients-per-address", "BUSTLE_MAX_CLIENTS_PER_ADDRESS", true,
        [=](O& o, const std::string& v) {
          return parse_uint<std::uint32_t>(v, 1, 10'000, o.server.clients_per_address_max)
                     ? ""
                     : range("a count", 1, 10000, v);
-       }},
+       },
+       kNoListener},
       {"--client-idle-timeout-ms", "BUSTLE_CLIENT_IDLE_TIMEOUT_MS", true,
        [=](O& o, const std::string& v) {
          return parse_uint<std::uint32_t>(v, 100, 86'400'000, o.server.idle_timeout_ms)
                     ? ""
                     : range("milliseconds", 100, 86400000, v);
-       }},
+       },
+       kNoListener},
       {"--client-entries-per-step", "BUSTLE_CLIENT_ENTRIES_PER_STEP", true,
        [=](O& o, const std::string& v) {
          return parse_uint<std::uint32_t>(v, 1, 1'000'000, o.server.entries_per_step_max)
                     ? ""
                     : range("a count", 1, 1000000, v);
-       }},
+       },
+       kNoListener},
       {"--snapshot-db", "BUSTLE_SNAPSHOT_DB", true,
        [](O& o, const std::string& v) {
          if (v.empty()) return std::string("expected a file path");
          o.snapshot_db = v;
          return std::string();
-       }},
+       },
+       kNoSnapshotStore},
       {"--snapshot-db-max-pages", "BUSTLE_SNAPSHOT_DB_MAX_PAGES", true,
        [=](O& o, const std::string& v) {
          return parse_uint<std::int64_t>(v, 0, std::int64_t{1} << 40, o.snapshot_db_max_pages)
                     ? ""
                     : range("pages", 0, std::int64_t{1} << 40, v);
-       }},
+       },
+       kNoSnapshotStore},
       {"--autosave-steps", "BUSTLE_AUTOSAVE_STEPS", true,
        [=](O& o, const std::string& v) {
          return parse_uint<std::uint64_t>(v, 0, 1'000'000'000ull, o.autosave_steps)
                     ? ""
                     : range("steps", 0, 1'000'000'000ull, v);
-       }},
+       },
+       kNoSnapshotStore},
       {"--record", "BUSTLE_RECORD", true,
        [](O& o, const std::string& v) {
          if (v.empty()) return std::string("expected a file path");
@@ -194,6 +218,25 @@ std::vector<Setting> settings() {
          return std::string();
        }},
   };
+}
+
+// Settings that would have no effect together are refused, naming both,
+// instead of being silently ignored.
+std::string check_combinations(const AppOptions& o, const std::map<const Setting*, std::string>& given) {
+  if (o.print_digest && !o.batch_steps) return "--print-digest needs --steps N";
+  if (o.batch_steps) {
+    for (const auto& [setting, source] : given) {
+      if (setting->not_in_batch == nullptr) continue;
+      if (setting->not_in_batch == kClockInBatch && o.clock == net::ClockMode::Fast) continue;
+      return source + " has no effect with --steps: " + setting->not_in_batch;
+    }
+  }
+  for (const auto& [setting, source] : given) {
+    if (std::string(setting->flag) == "--record-keyframe-steps" && !o.record_path) {
+      return source + " has no effect without --record FILE";
+    }
+  }
+  return {};
 }
 
 }  // namespace
@@ -248,9 +291,20 @@ Snapshots and recording:
                          every digest) to a new SQLite file        [BUSTLE_RECORD]
   --record-keyframe-steps N  periodic keyframe interval in steps (default 600;
                          0 = initial and restore keyframes only) [BUSTLE_RECORD_KEYFRAME_STEPS]
-  --steps N              batch mode: run N steps headless, then exit 0
+  --steps N              batch mode: run N steps back to back, headless, then
+                         exit 0 (with --record, the recording is written and
+                         verifies with bustle-replay verify)
   --print-digest         with --steps: print "step <N> digest <16 hex digits>"
   --help, --version
+
+Combinations that would do nothing are refused (exit 2), naming both:
+  with --steps: --port, --bind, --token, --handshake-timeout-ms, --max-clients,
+    --client-outbound-max-bytes (no listener), --snapshot-db,
+    --snapshot-db-max-pages, --autosave-steps (no snapshot store), and --clock
+    other than fast (batch steps run back to back); also when set through
+    their BUSTLE_* variables. Batch mode uses --config, --seed, --rate,
+    --log-level, --record, --record-keyframe-steps and --print-digest.
+  --record-keyframe-steps without --record; --print-digest without --steps.
 
 On start the server prints one line to stdout:
   bustle-server listening on <address>:<port>
@@ -261,6 +315,9 @@ Logs go to stderr. SIGINT/SIGTERM shut down cleanly (exit 0).
 ParseResult parse_options(const std::vector<std::string>& args, const EnvLookup& env) {
   ParseResult result;
   const std::vector<Setting> all = settings();
+  // Where each setting that was given came from ("--port", or "environment
+  // BUSTLE_PORT (--port)"), for refusing combinations that would do nothing.
+  std::map<const Setting*, std::string> given;
 
   // Environment first, so flags applied afterwards win.
   for (const Setting& s : all) {
@@ -270,6 +327,7 @@ ParseResult parse_options(const std::vector<std::string>& args, const EnvLookup&
         result.error = std::string("environment ") + s.env + ": " + err;
         return result;
       }
+      given[&s] = std::string("environment ") + s.env + " (" + s.flag + ")";
     }
   }
   for (std::size_t i = 0; i < args.size(); ++i) {
@@ -306,10 +364,9 @@ ParseResult parse_options(const std::vector<std::string>& args, const EnvLookup&
       result.error = std::string(match->flag) + ": " + err;
       return result;
     }
+    given[match] = match->flag;
   }
-  if (result.options.print_digest && !result.options.batch_steps) {
-    result.error = "--print-digest needs --steps N";
-  }
+  result.error = check_combinations(result.options, given);
   return result;
 }
 

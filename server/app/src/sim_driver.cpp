@@ -297,12 +297,8 @@ void SimDriver::run_step() {
   const std::uint64_t tick = tick_ + 1;
   if (recorder_ != nullptr) {
     // Keyframes are the state just before this tick's step, queued commands included.
-    if (tick == 1) {
-      recorder_->record_keyframe(tick, persist::KeyframeReason::Initial, world_->capture());
-    } else if (restore_keyframe_due_) {
-      recorder_->record_keyframe(tick, persist::KeyframeReason::Restore, world_->capture());
-    } else if (options_.record_keyframe_steps > 0 && (tick - 1) % options_.record_keyframe_steps == 0) {
-      recorder_->record_keyframe(tick, persist::KeyframeReason::Periodic, world_->capture());
+    if (const auto reason = persist::keyframe_due(tick, restore_keyframe_due_, options_.record_keyframe_steps)) {
+      recorder_->record_keyframe(tick, *reason, world_->capture());
     }
   }
   restore_keyframe_due_ = false;

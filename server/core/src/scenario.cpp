@@ -1,13 +1,43 @@
 #include "bustle/core/scenario.hpp"
 
-#include <cmath>
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <map>
 
 namespace bustle::core {
 namespace {
 
 std::string lane_path(std::size_t i) { return "lanes[" + std::to_string(i) + "]"; }
+
+// Shortest round-trip text of a double ("1.7e+308", "12.5"): std::to_string
+// would print a huge coordinate as 309 digits.
+std::string number_text(double v) {
+  char buf[32];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  return ec == std::errc() ? std::string(buf, end) : std::string("?");
+}
+
+// The extent as written in the schema and README ("10000000", not "1e+07").
+std::string extent_text() { return std::to_string(static_cast<std::int64_t>(kWorldExtentM)); }
+
+// A scenario coordinate: non-finite values are reported for the point as a
+// whole ("lanes[3].points[1]"), finite ones outside the world extent per axis
+// ("lanes[3].points[1].x"), so the message can say which number is too far.
+template <class Fail>
+void check_coordinates(const Vec2& p, const std::string& path, Fail&& fail) {
+  if (!std::isfinite(p.x_m) || !std::isfinite(p.y_m)) {
+    fail(path, "coordinates must be finite");
+    return;
+  }
+  const std::pair<double, const char*> axes[] = {{p.x_m, ".x"}, {p.y_m, ".y"}};
+  for (const auto& [v, axis] : axes) {
+    if (std::fabs(v) > kWorldExtentM) {
+      fail(path + axis, "is " + number_text(v) + " m, outside the world extent [-" + extent_text() + ", " +
+                            extent_text() + "] m (positions go to clients as int32 centimetres)");
+    }
+  }
+}
 
 double polyline_length(const std::vector<Vec2>& pts) {
   double total = 0.0;
@@ -114,15 +144,30 @@ void validate_vehicles(const Scenario& s, const std::map<std::string, std::size_
     if (r.lane != gs.lane) fail(p + ".lane", "garage '" + gs.id + "' dispatches onto lane '" + gs.lane + "' only");
   }
   const VehicleRules& vr = s.vehicle_rules;
-  if (!(vr.headway_block_m > 0.0)) fail("vehicle_rules.headway_block_m", "must be positive");
+  // JSON cannot spell an infinity (an overflowing number is a syntax error),
+  // but scenarios built in code can: every distance here must be finite.
+  if (!(vr.headway_block_m > 0.0 && std::isfinite(vr.headway_block_m))) {
+    fail("vehicle_rules.headway_block_m", "must be positive and finite");
+  }
   if (!(vr.headway_caution_m >= vr.headway_block_m)) {
     fail("vehicle_rules.headway_caution_m", "must be at least headway_block_m");
+  } else if (!std::isfinite(vr.headway_caution_m)) {
+    fail("vehicle_rules.headway_caution_m", "must be finite");
   }
   if (!(vr.yield_multiplier > 0.0 && vr.yield_multiplier <= 1.0)) {
     fail("vehicle_rules.yield_multiplier", "must be in (0, 1]");
   }
-  if (!(vr.pedestrian_hazard_m >= 0.0)) fail("vehicle_rules.pedestrian_hazard_m", "must be non-negative");
+  if (!(vr.pedestrian_hazard_m >= 0.0 && std::isfinite(vr.pedestrian_hazard_m))) {
+    fail("vehicle_rules.pedestrian_hazard_m", "must be non-negative and finite");
+  }
   const TierSpec& t = s.tiers;
+  const std::pair<double, const char*> radii[] = {{t.full_enter_m, "tiers.full_enter_m"},
+                                                  {t.full_exit_m, "tiers.full_exit_m"},
+                                                  {t.simulated_enter_m, "tiers.simulated_enter_m"},
+                                                  {t.simulated_exit_m, "tiers.simulated_exit_m"}};
+  for (const auto& [radius_m, path] : radii) {
+    if (std::isinf(radius_m)) fail(path, "must be finite");
+  }
   if (!(t.full_enter_m >= 0.0 && t.full_enter_m <= t.full_exit_m)) {
     fail("tiers.full_exit_m", "must be at least full_enter_m (hysteresis)");
   }
@@ -135,9 +180,7 @@ void validate_vehicles(const Scenario& s, const std::map<std::string, std::size_
     fail("tiers.pedestrian_resolve_every_steps", "must be in [1, 64]");
   }
   for (std::size_t i = 0; i < s.observers.size(); ++i) {
-    if (!std::isfinite(s.observers[i].x_m) || !std::isfinite(s.observers[i].y_m)) {
-      fail("observers[" + std::to_string(i) + "]", "coordinates must be finite");
-    }
+    check_coordinates(s.observers[i], "observers[" + std::to_string(i) + "]", fail);
   }
 }
 
@@ -316,7 +359,7 @@ void validate_importance(const ImportanceSpec& imp, Fail&& fail) {
       fail(ap + ".id", "duplicate area id '" + a.id + "' (first used by " + p + ".areas[" +
                            std::to_string(it->second) + "])");
     }
-    if (!std::isfinite(a.center.x_m) || !std::isfinite(a.center.y_m)) fail(ap + ".center", "coordinates must be finite");
+    check_coordinates(a.center, ap + ".center", fail);
     if (!(std::isfinite(a.radius_m) && a.radius_m > 0.0)) fail(ap + ".radius_m", "must be positive and finite");
     if (!within(a.weight, 1.0, kAreaWeightMax)) fail(ap + ".weight", "must be in [1, 100]");
   }
@@ -398,9 +441,7 @@ std::vector<ScenarioError> validate_scenario(const Scenario& s) {
       fail(p + ".points", "must have at least 2 points, got " + std::to_string(lane.points.size()));
     } else {
       for (std::size_t k = 0; k < lane.points.size(); ++k) {
-        if (!std::isfinite(lane.points[k].x_m) || !std::isfinite(lane.points[k].y_m)) {
-          fail(p + ".points[" + std::to_string(k) + "]", "coordinates must be finite");
-        }
+        check_coordinates(lane.points[k], p + ".points[" + std::to_string(k) + "]", fail);
       }
       const double len = polyline_length(lane.points);
       if (!(len >= kLaneLengthMinM)) {

@@ -353,7 +353,9 @@ std::string World::check_invariants() const {
 void World::digest_lifecycle_into(Digest& d) const {
   auto handle = [&](const SpawnHandleState& h) {
     d.u64(h.handle).u32(static_cast<std::uint32_t>(h.state)).u32(static_cast<std::uint32_t>(h.failure));
-    d.u64(h.entity.packed()).u32(h.origin.client_id).u32(h.origin.request_id);
+    // h.origin is left out: it names the session to send SpawnUpdates to
+    // (routing, kept in checkpoints), not simulation state; see compute_digest.
+    d.u64(h.entity.packed());
     d.u64(static_cast<std::uint64_t>(h.zone)).u32(h.lane).u32(static_cast<std::uint32_t>(h.priority));
     d.u64(h.requested_step).u64(h.deadline_step).u64(h.state_step).u32(h.route);
   };

@@ -2,6 +2,8 @@
 
 #include <chrono>
 
+#include "bustle/persist/scenario_diff.hpp"
+
 namespace bustle::persist {
 namespace {
 
@@ -294,8 +296,8 @@ JobStatus PersistWorker::submit_restore(const std::string& name, const JobOrigin
     }
     if (lc.scenario_json != scenario_json_) {
       job.message = StoreError{store_.path(), "snapshots", "name='" + job.name + "'", "scenario_json",
-                               "snapshot was taken with a different scenario ('" + lc.info.scenario_id +
-                                   "') than the running one ('" + scenario_.id + "')",
+                               "snapshot was taken with a different scenario: " +
+                                   describe_scenario_difference(lc.scenario_json, scenario_json_),
                                0}
                         .to_string();
       return nullptr;

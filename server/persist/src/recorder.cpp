@@ -26,6 +26,13 @@ const char* to_string(KeyframeReason r) {
   return "?";
 }
 
+std::optional<KeyframeReason> keyframe_due(std::uint64_t tick, bool restore_due, std::uint64_t keyframe_steps) {
+  if (tick == 1) return KeyframeReason::Initial;
+  if (restore_due) return KeyframeReason::Restore;
+  if (keyframe_steps > 0 && (tick - 1) % keyframe_steps == 0) return KeyframeReason::Periodic;
+  return std::nullopt;
+}
+
 StoreError Recorder::create(const std::string& path, const std::string& scenario_json,
                             std::unique_ptr<Recorder>& out) {
   std::error_code ec;

@@ -1,12 +1,13 @@
 #include "bustle/scenario/scenario_loader.hpp"
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <initializer_list>
 #include <limits>
+#include <memory>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 namespace bustle::scenario {
 namespace {
@@ -464,6 +465,93 @@ void read_population(Reader& r, const json& root, core::Scenario& s) {
   });
 }
 
+// Finds where and why a document that json::parse refused fails, and the JSON
+// path of the value being read there. nlohmann's exceptions carry no position
+// for a number that overflows a double ("1e999", out_of_range.406), but the
+// SAX interface reports every error with its byte offset, so this handler
+// only tracks the path and records the first error.
+class JsonFaultLocator final : public nlohmann::json_sax<json> {
+ public:
+  struct Fault {
+    std::size_t byte = 0;  // 0-based offset where the offending token starts
+    std::string path;      // JSON path of the value being read ("" at the root)
+    std::string message;   // nlohmann's description, without its "[json.exception...]" tag
+    bool number_overflow = false;
+  };
+
+  bool null() override { return value(); }
+  bool boolean(bool) override { return value(); }
+  bool number_integer(number_integer_t) override { return value(); }
+  bool number_unsigned(number_unsigned_t) override { return value(); }
+  bool number_float(number_float_t, const string_t&) override { return value(); }
+  bool string(string_t&) override { return value(); }
+  bool binary(binary_t&) override { return value(); }
+  bool start_object(std::size_t) override { return open(false); }
+  bool key(string_t& k) override {
+    frames_.back().key = k;
+    return true;
+  }
+  bool end_object() override { return close(); }
+  bool start_array(std::size_t) override { return open(true); }
+  bool end_array() override { return close(); }
+  bool parse_error(std::size_t position, const std::string& last_token,
+                   const json::exception& ex) override {
+    fault_.number_overflow = ex.id == 406;
+    // A syntax error's position is the byte just read (1-based); an overflowing
+    // number is reported once the whole token is read.
+    const std::size_t back = fault_.number_overflow ? last_token.size() : 1;
+    fault_.byte = position >= back ? position - back : 0;
+    fault_.path = path_of_next_value();
+    fault_.message = ex.what();
+    if (auto tag = fault_.message.find("] "); fault_.message.rfind("[json.exception.", 0) == 0 && tag != std::string::npos) {
+      fault_.message = fault_.message.substr(tag + 2);
+    }
+    return false;
+  }
+
+  const Fault& fault() const { return fault_; }
+
+ private:
+  struct Frame {
+    bool array = false;
+    std::size_t next_index = 0;  // arrays: index of the next element
+    std::string key;             // objects: the last key read
+  };
+
+  // Every value (scalar or container start) is the next element of its parent.
+  bool value() {
+    if (!frames_.empty() && frames_.back().array) ++frames_.back().next_index;
+    return true;
+  }
+  bool open(bool array) {
+    value();
+    frames_.push_back({array, 0, {}});
+    return true;
+  }
+  bool close() {
+    frames_.pop_back();
+    return true;
+  }
+  std::string path_of_next_value() const {
+    std::string p;
+    for (std::size_t k = 0; k < frames_.size(); ++k) {
+      const Frame& f = frames_[k];
+      const bool innermost = k + 1 == frames_.size();
+      if (f.array) {
+        // Enclosing arrays already counted the element being read.
+        const std::size_t i = innermost ? f.next_index : f.next_index - 1;
+        p += "[" + std::to_string(i) + "]";
+      } else if (!f.key.empty()) {
+        p += (p.empty() ? "" : ".") + f.key;
+      }
+    }
+    return p;
+  }
+
+  std::vector<Frame> frames_;
+  Fault fault_;
+};
+
 // Byte offset -> 1-based line and column, for syntax errors.
 std::pair<std::size_t, std::size_t> line_col(std::string_view text, std::size_t byte) {
   std::size_t line = 1;
@@ -489,19 +577,28 @@ LoadResult load_scenario_text(std::string_view text, std::string_view source) {
   LoadResult result;
   result.text = std::string(text);
   const std::string src(source);
-  json root;
-  try {
-    root = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/true,
-                       /*ignore_comments=*/false);
-  } catch (const json::parse_error& e) {
-    const std::size_t at = e.byte > 0 ? e.byte - 1 : 0;
-    const auto [line, col] = line_col(text, at);
-    std::string what = e.what();
-    // nlohmann prefixes "[json.exception.parse_error.101] parse error at line..";
-    // keep only the human part after the last ": ".
-    if (auto pos = what.rfind(": "); pos != std::string::npos) what = what.substr(pos + 2);
-    result.errors.push_back({src, "", "invalid JSON at line " + std::to_string(line) +
-                                          ", column " + std::to_string(col) + ": " + what});
+  // Without exceptions: nlohmann throws out_of_range (no position, no field)
+  // for a number such as 1e999, and that must not end the server.
+  json root = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false,
+                          /*ignore_comments=*/false);
+  if (root.is_discarded()) {
+    JsonFaultLocator locator;
+    json::sax_parse(text.begin(), text.end(), &locator);
+    const JsonFaultLocator::Fault& f = locator.fault();
+    const auto [line, col] = line_col(text, f.byte);
+    std::string what = f.message;
+    if (f.number_overflow) {
+      what += " (beyond the range of a 64-bit float, about 1.8e308)";
+    } else if (auto pos = what.rfind(": "); pos != std::string::npos) {
+      // "parse error at line 3, column 13: syntax error ..." -> the part after
+      // the last ": " (line and column are recomputed above).
+      what = what.substr(pos + 2);
+    }
+    // A syntax error is about the file's structure and keeps an empty path; an
+    // overflowing number names the field it was meant for.
+    result.errors.push_back({src, f.number_overflow ? f.path : "",
+                             "invalid JSON at line " + std::to_string(line) + ", column " + std::to_string(col) +
+                                 ": " + what});
     return result;
   }
 
@@ -553,21 +650,29 @@ LoadResult load_scenario_text(std::string_view text, std::string_view source) {
 }
 
 LoadResult load_scenario_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  const auto fail = [&](std::string message) {
     LoadResult result;
-    result.errors.push_back({path, "", std::string("cannot open scenario file: ") +
-                                           std::strerror(errno)});
+    result.errors.push_back({path, "", std::move(message)});
     return result;
+  };
+  const std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
+  if (!file) return fail(std::string("cannot open scenario file: ") + std::strerror(errno));
+  // At most one byte more than the limit, so /dev/zero, a FIFO or a growing
+  // file stops here instead of filling memory.
+  std::string text;
+  char chunk[64 * 1024];
+  while (text.size() <= kScenarioFileBytesMax) {
+    const std::size_t want = std::min(sizeof chunk, kScenarioFileBytesMax + 1 - text.size());
+    const std::size_t got = std::fread(chunk, 1, want, file.get());
+    text.append(chunk, got);
+    if (got < want) break;
   }
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  if (in.bad()) {
-    LoadResult result;
-    result.errors.push_back({path, "", "read error"});
-    return result;
+  if (std::ferror(file.get())) return fail(std::string("read error: ") + std::strerror(errno));
+  if (text.size() > kScenarioFileBytesMax) {
+    return fail("scenario file is larger than the limit of " + std::to_string(kScenarioFileBytesMax) +
+                " bytes (16 MiB)");
   }
-  return load_scenario_text(buf.str(), path);
+  return load_scenario_text(text, path);
 }
 
 std::string effective_scenario_text(const std::string& text, std::uint32_t step_us) {

@@ -44,6 +44,12 @@ struct RecordedTick {
 enum class KeyframeReason { Initial, Periodic, Restore };
 const char* to_string(KeyframeReason r);
 
+// The keyframe tick T needs, if any: Initial at tick 1, Restore at the first
+// tick after the world was replaced (restore_due), otherwise Periodic every
+// keyframe_steps ticks (ticks 1 + k x keyframe_steps; 0 = none). One rule for
+// every program that records (the server's sim thread and its batch mode).
+std::optional<KeyframeReason> keyframe_due(std::uint64_t tick, bool restore_due, std::uint64_t keyframe_steps);
+
 struct RecorderStatus {
   std::uint64_t ticks_written = 0;
   std::uint64_t keyframes_written = 0;

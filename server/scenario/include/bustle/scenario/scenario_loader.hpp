@@ -8,6 +8,7 @@
 // The schema is documented in schema/scenario.schema.json.
 #pragma once
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -39,7 +40,13 @@ struct LoadResult {
 // Parses and validates JSON text; `source` is used in error messages.
 LoadResult load_scenario_text(std::string_view json_text, std::string_view source);
 
-// Reads and loads a file. A missing or unreadable file is an error naming it.
+// Scenario files larger than this are refused (the file is read only up to one
+// byte past it): a real city is a few hundred KiB of JSON, and a bound keeps a
+// wrong path (/dev/zero, a pipe, a log) from exhausting memory.
+inline constexpr std::size_t kScenarioFileBytesMax = std::size_t{16} << 20;  // 16 MiB
+
+// Reads and loads a file. A missing, unreadable or oversized file is an error
+// naming it.
 LoadResult load_scenario_file(const std::string& path);
 
 // The scenario text as actually run: `text` itself when its step_us already
