@@ -7,9 +7,10 @@ of earlier commands while waiting for a delta), so nothing is lost.
 
     with Session.connect("127.0.0.1", 7777) as s:
         welcome = s.hello("soak-1", role="operator")
-        s.subscribe()
+        s.subscribe(budgets=RepresentationBudgets(markers=0))   # waits for its result
+        mirror = s.mirror()                       # EntityMirror(welcome)
         for delta in s.deltas(timeout=2.0):
-            ...
+            mirror.apply(delta)                   # poses: mirror[id].x_m, ...
         print(s.query_stats().stats.step)
 
 With the fast clock a subscribed session always has a socket buffer full of
@@ -36,9 +37,11 @@ import time
 from typing import Dict, Iterator, List, Optional
 
 from . import codec
+from .mirror import EntityMirror
 from .messages import (
     BustleError,
     BustleTimeout,
+    CommandRejected,
     CommandResult,
     ConnectionClosed,
     Delta,
@@ -237,14 +240,60 @@ class Session:
         self.welcome = msg
         return msg
 
-    def subscribe(self, kinds=None, timeout: Optional[float] = None) -> None:
-        """Start the delta stream; the first Delta after this is a baseline.
+    def _new_request_id(self) -> int:
+        request_id = self._next_request_id
+        self._next_request_id = (self._next_request_id + 1) & 0xFFFFFFFF or 1
+        return request_id
 
-        Deltas of an earlier subscription still buffered are dropped, so the
-        next delta read is the new stream's (after any already in flight).
+    def subscribe(self, kinds=None, observers=None, budgets=None, motion_tolerance_mm=None,
+                  timeout: Optional[float] = None) -> CommandResult:
+        """Start (or replace) the delta stream and wait for the server's answer.
+
+        ``kinds``: EntityKinds (None: every kind); ``observers``: Observers or
+        (x_m, y_m[, z_m[, heading_rad[, radius_m]]]) tuples (None: the whole
+        city); ``budgets``: RepresentationBudgets (None: the server's
+        defaults); ``motion_tolerance_mm``: None for the default 10 mm, 0 for
+        exact poses at every step. Returns the Accepted CommandResult; a
+        Rejected one (nothing changes then) raises CommandRejected naming the
+        reason and message. Deltas arriving meanwhile are buffered: the new
+        stream's baseline may come before or after the result. Deltas of an
+        earlier subscription still buffered, or arriving before the new
+        baseline, are dropped, so the next delta read once the baseline is in
+        is the baseline.
         """
+        request_id = self._new_request_id()
         self._deltas.clear()
-        self.send_payload(codec.build_subscribe(kinds), timeout)
+        self.send_payload(codec.build_subscribe(kinds, observers, budgets, motion_tolerance_mm,
+                                                request_id=request_id), timeout)
+        result = self.wait_result(request_id, timeout)
+        if not result.accepted:
+            raise CommandRejected(result)
+        for i, delta in enumerate(self._deltas):
+            if delta.baseline:
+                for _ in range(i):
+                    self._deltas.popleft()
+                break
+        return result
+
+    def update_interest(self, observers=None, budgets=None,
+                        timeout: Optional[float] = None) -> CommandResult:
+        """Change the observers and budgets of the subscription, without a new
+        baseline (entities enter and leave as the new interest requires).
+        Waits for the result like :meth:`subscribe`; raises CommandRejected
+        when rejected (e.g. not subscribed)."""
+        request_id = self._new_request_id()
+        self.send_payload(codec.build_update_interest(observers, budgets, request_id=request_id),
+                          timeout)
+        result = self.wait_result(request_id, timeout)
+        if not result.accepted:
+            raise CommandRejected(result)
+        return result
+
+    def mirror(self, strict: bool = True) -> EntityMirror:
+        """An empty EntityMirror for this session's Welcome (after :meth:`hello`)."""
+        if self.welcome is None:
+            raise ProtocolError("no Welcome yet: call hello() first")
+        return EntityMirror(self.welcome, strict=strict)
 
     # ----------------------------------------------------------------- deltas
 
@@ -275,8 +324,7 @@ class Session:
 
         ``fields`` are the body's fields, e.g. ``send_command("Step", count=3)``
         or ``send_command("Restore", name="cp")``."""
-        request_id = self._next_request_id
-        self._next_request_id = (self._next_request_id + 1) & 0xFFFFFFFF or 1
+        request_id = self._new_request_id()
         self.send_payload(codec.build_command(request_id, command, **fields))
         return request_id
 
