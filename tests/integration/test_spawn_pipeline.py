@@ -69,6 +69,10 @@ def test_spawn_handle_reports_every_stage_until_ready_for_gameplay(start_server)
 
         updates += step_until_spawn(city, r.handle, SpawnState.Registered)
         assert eid in city.mirror, "a registered spawn walks and is in the stream"
+        spawned = city.mirror[eid]
+        assert spawned.archetype_name == "pedestrian" and spawned.label is None, spawned
+        at = city.op.entity(eid)
+        assert at.lane == spawned.lane and abs(at.s_m * 1000 - spawned.predicted_s_mm) <= 1, (at, spawned)
         updates += step_until_spawn(city, r.handle, SpawnState.RepresentationRequested)
         info = city.op.entity(eid)
         assert (info.lifecycle, info.origin, info.priority, info.spawn_handle) == (
