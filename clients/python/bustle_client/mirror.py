@@ -108,7 +108,8 @@ class EntityMirror(Mapping):
     their label), ``motion`` (new anchors at the delta's step), ``changes``
     (tier, representation or policy), ``retiring``. In strict mode (default)
     anything inconsistent raises MirrorError: a non-baseline delta before the
-    first baseline, a step that does not increase, entering an entity (or an
+    first baseline, a step that goes back (the same step again is valid: an
+    UpdateInterest is applied at once, at the current step), entering an entity (or an
     index) already present, a label for an entity not entered in the same
     delta, a motion record, change, retiring or left for an entity that is
     not present, a lane the Welcome does not have.
@@ -235,7 +236,7 @@ class EntityMirror(Mapping):
         elif self.strict:
             if self.step is None:
                 raise MirrorError(f"delta for step {delta.step} arrived before any baseline")
-            if delta.step <= self.step:
+            if delta.step < self.step:
                 raise MirrorError(f"step went from {self.step} to {delta.step}")
         step = delta.step
         for eid in delta.left:

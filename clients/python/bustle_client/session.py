@@ -54,6 +54,7 @@ from .messages import (
     JobUpdate,
     PopulationInfo,
     ProtocolError,
+    RejectReason,
     ServerError,
     SignalInfo,
     SnapshotInfo,
@@ -81,9 +82,13 @@ class Session:
     """A connection to one Bustle server. Use :meth:`connect` to create one."""
 
     def __init__(self, sock: socket.socket, *, timeout: float = DEFAULT_TIMEOUT,
-                 max_frame_bytes: int = codec.MAX_INBOUND_FRAME_BYTES):
+                 max_frame_bytes: int = codec.MAX_INBOUND_FRAME_BYTES,
+                 retry_rate_limited: bool = True):
         self._sock = sock
         self.timeout = timeout
+        #: Resend a command answered RateLimited (nothing changed on the
+        #: server) after a short back-off, within the command's timeout.
+        self.retry_rate_limited = retry_rate_limited
         self._decoder = codec.FrameDecoder(max_frame_bytes)
         self._deltas: collections.deque = collections.deque()
         self._job_updates: collections.deque = collections.deque()  # JobStatus, arrival order
@@ -261,11 +266,9 @@ class Session:
         baseline, are dropped, so the next delta read once the baseline is in
         is the baseline.
         """
-        request_id = self._new_request_id()
         self._deltas.clear()
-        self.send_payload(codec.build_subscribe(kinds, observers, budgets, motion_tolerance_mm,
-                                                request_id=request_id), timeout)
-        result = self.wait_result(request_id, timeout)
+        result = self._ask(lambda rid: codec.build_subscribe(
+            kinds, observers, budgets, motion_tolerance_mm, request_id=rid), timeout)
         if not result.accepted:
             raise CommandRejected(result)
         for i, delta in enumerate(self._deltas):
@@ -281,10 +284,8 @@ class Session:
         baseline (entities enter and leave as the new interest requires).
         Waits for the result like :meth:`subscribe`; raises CommandRejected
         when rejected (e.g. not subscribed)."""
-        request_id = self._new_request_id()
-        self.send_payload(codec.build_update_interest(observers, budgets, request_id=request_id),
-                          timeout)
-        result = self.wait_result(request_id, timeout)
+        result = self._ask(lambda rid: codec.build_update_interest(
+            observers, budgets, request_id=rid), timeout)
         if not result.accepted:
             raise CommandRejected(result)
         return result
@@ -345,7 +346,23 @@ class Session:
         ``timeout`` is positional here (``command("Step", 2.0, count=1)``) or
         the keyword ``timeout=`` is taken as the wait, never as a body field."""
         timeout = fields.pop("timeout", timeout)
-        return self.wait_result(self.send_command(command, **fields), timeout)
+        return self._ask(lambda rid: codec.build_command(rid, command, **fields), timeout)
+
+    def _ask(self, build, timeout: Optional[float]) -> CommandResult:
+        """Send ``build(request_id)`` and wait for its result; a RateLimited
+        answer is retried (fresh request id, back-off from 5 ms) while the
+        deadline allows, when ``retry_rate_limited``."""
+        deadline = self._deadline(timeout)
+        delay = 0.005
+        while True:
+            request_id = self._new_request_id()
+            self.send_payload(build(request_id))
+            result = self.wait_result(request_id, max(deadline - time.monotonic(), 0.0))
+            if (result.reason != RejectReason.RateLimited or not self.retry_rate_limited
+                    or time.monotonic() + delay >= deadline):
+                return result
+            time.sleep(delay)
+            delay = min(2 * delay, 0.1)
 
     def pause(self, timeout: Optional[float] = None) -> CommandResult:
         return self.command("Pause", timeout)

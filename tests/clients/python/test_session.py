@@ -498,3 +498,14 @@ def test_vehicle_queries_return_their_payloads(pair):
     assert got == [(CommandBody.QueryGarages, None), (CommandBody.QuerySignals, None),
                    (CommandBody.QueryVehicle, (4, 1)), (CommandBody.QueryVehicle, (9, 9)),
                    (CommandBody.QueryGarages, None)]
+
+
+def test_rate_limited_commands_are_retried_unless_disabled(pair):
+    s, srv = pair
+    srv.send(sf.command_result(1, status=1, reason=RejectReason.RateLimited, message="slow down"),
+             sf.command_result(2, stats={"Step": 8}))
+    assert s.stats().step == 8  # the second try, with a fresh request id
+    assert [srv.read()[1].RequestId() for _ in range(2)] == [1, 2]
+    s.retry_rate_limited = False
+    srv.send(sf.command_result(3, status=1, reason=RejectReason.RateLimited, message="slow down"))
+    assert s.query_stats().reason == RejectReason.RateLimited
