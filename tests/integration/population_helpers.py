@@ -25,9 +25,8 @@ class City(Corridor):
     :meth:`step_each`). The operator is not subscribed: it receives the
     SpawnUpdates of its spawns."""
 
-    def __init__(self, srv, name="pop"):
-        super().__init__(srv, name)
-        self.welcome = self.op.welcome
+    def __init__(self, srv, name="pop", **subscribe):
+        super().__init__(srv, name, **subscribe)
         self.deltas = {}
         self.on_delta.append(lambda d: self.deltas.__setitem__(d.step, d))
 

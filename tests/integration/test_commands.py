@@ -11,7 +11,6 @@ from bustle_client import (
     Role,
     ServerError,
     CommandStatus,
-    EntityMirror,
     RejectReason,
 )
 
@@ -152,7 +151,7 @@ def test_pedestrian_target_with_mirror(start_server):
         assert s.step(200).status == CommandStatus.Accepted
         st = s.stats()
         assert st.step == 201 and st.pedestrians == 20
-        mirror = mirror_until(s, EntityMirror(), 201)
+        mirror = mirror_until(s, s.mirror(), 201)
         assert len(mirror) == 20
 
 
@@ -161,7 +160,7 @@ def test_despawn(start_server):
     with operator(srv) as s:
         s.subscribe()
         assert s.step(20).applied_step == 20
-        mirror = mirror_until(s, EntityMirror(), 20)
+        mirror = mirror_until(s, s.mirror(), 20)
         assert mirror, "no pedestrians after 20 steps"
         victim = min(mirror)
         before = s.stats()

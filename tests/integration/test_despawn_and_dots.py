@@ -2,12 +2,15 @@
 default city (120 background pedestrians, observer at (90, 30)) with the
 manual clock: on-screen despawns fade for despawn.fade_ms in Delta.retiring
 before they leave, off-screen (Coarse) ones leave at once; Welcome.chains and
-Delta.dots every dots_every_steps; SetObservers views (height, heading) feed
-the effective distance and must come one per point."""
+Delta.dots every dots_every_steps (counting only the pedestrians a client does
+not receive with identity: over its budgets, or Coarse without a Marker
+budget); SetObservers views (height, heading) feed the effective distance and
+must come one per point."""
 
 import math
 
 from population_helpers import DEFAULT_CITY, FADE_MS, City, start_city
+from vehicle_helpers import sync_mirror
 
 from bustle_client import (
     CommandStatus,
@@ -15,6 +18,7 @@ from bustle_client import (
     LaneKind,
     LifecycleState,
     RejectReason,
+    RepresentationBudgets,
     RepresentationHint,
     SimTier,
 )
@@ -115,12 +119,39 @@ def test_welcome_chains_partition_the_lanes_in_travel_order(start_server):
             assert math.isclose(c.length_m, sum(lanes[i].length_m for i in c.lanes), rel_tol=1e-4)
 
 
-def test_dots_arrive_every_dots_every_steps_and_count_coarse_pedestrians(start_server):
+def _dots(mirror, chains):
+    """(pedestrian-chain dots, road-chain dots) of the mirror's last dot step."""
+    ped = sum(n for chain, n in mirror.dots.items() if chains[chain].pedestrian)
+    return ped, sum(mirror.dots.values()) - ped
+
+
+def _watcher(city, name, budgets):
+    """A second viewer of the city with these budgets, synced to its step."""
+    s = city.srv.connect()
+    s.hello(name)
+    s.subscribe(budgets=budgets)
+    return s, sync_mirror(s, s.mirror(), city.step_index)
+
+
+def test_dots_arrive_every_dots_every_steps_and_count_only_what_a_client_does_not_receive(start_server):
     with populated_city(start_server, "dots") as city:
         chains, every = city.welcome.chains, city.welcome.dots_every_steps
         assert every > 0 and chains
+        # receives nobody: every pedestrian is a dot (the baseline carries the current dots)
+        blind, blind_mirror = _watcher(city, "dots-blind", RepresentationBudgets(0, 0, 0))
+        # no Marker budget: receives the Full/Simulated ones, Coarse ones become dots
+        unmarked, unmarked_mirror = _watcher(city, "dots-no-markers", RepresentationBudgets(markers=0))
+        assert len(blind_mirror) == 0 and blind_mirror.dots_step == city.step_index
+        assert blind_mirror.interest_truncated == city.op.stats().pedestrians
+
+        def sync_watchers():
+            sync_mirror(blind, blind_mirror, city.step_index)
+            sync_mirror(unmarked, unmarked_mirror, city.step_index)
+
         first = city.step_index
-        city.step_each(2 * every)
+        for _ in range(2 * every):
+            city.step(1)
+            sync_watchers()
         for step in range(first + 1, city.step_index + 1):
             d = city.deltas[step]
             if step % every == 0:
@@ -128,17 +159,28 @@ def test_dots_arrive_every_dots_every_steps_and_count_coarse_pedestrians(start_s
                     f"step {step}: every chain listed once, in order")
             else:
                 assert d.dots == [], f"step {step}: dots off a dot step"
-        assert sum(city.mirror.dots.values()) == 0, "near the observer nobody is Coarse: no dots"
+        st = city.op.stats()
+        assert len(city.mirror) == st.pedestrians, "default budgets: the whole default city is received"
+        assert _dots(city.mirror, chains) == (0, 0), "nobody is counted both as an entity and as a dot"
+        assert _dots(blind_mirror, chains) == (st.pedestrians, 0), blind_mirror.dots
+        assert _dots(unmarked_mirror, chains) == (0, 0), "near the observer nobody is Coarse"
+        assert len(unmarked_mirror) == st.pedestrians
 
         put_observers(city, [FAR_AWAY], settle_steps=1)
-        city.step_each(every - city.step_index % every)  # to the next dot step
-        city.step_each(every)  # and one more, with every tier resolved Coarse
-        assert city.mirror.dots_step == city.step_index
+        while city.step_index % every:  # to the next dot step
+            city.step(1)
+        for _ in range(every):  # and one more, with every tier resolved Coarse
+            city.step(1)
+        sync_watchers()
         st = city.op.stats()
-        ped = sum(n for chain, n in city.mirror.dots.items() if chains[chain].pedestrian)
-        road = sum(n for chain, n in city.mirror.dots.items() if not chains[chain].pedestrian)
-        assert (ped, road) == (st.pedestrians, 0), (
-            f"dots {city.mirror.dots} vs {st.pedestrians} Coarse pedestrians")
+        assert city.op.population().tier(SimTier.Coarse) == st.pedestrians
+        assert city.mirror.dots_step == unmarked_mirror.dots_step == city.step_index
+        assert _dots(city.mirror, chains) == (0, 0), "Coarse pedestrians are still received as Markers"
+        assert all(e.representation == RepresentationHint.Marker for e in city.mirror.values())
+        assert len(unmarked_mirror) == 0, "Coarse entities can only be Markers: none without a budget"
+        assert _dots(unmarked_mirror, chains) == (st.pedestrians, 0), unmarked_mirror.dots
+        blind.close()
+        unmarked.close()
 
 
 def test_set_observers_views_must_match_points_and_feed_effective_distance(start_server):

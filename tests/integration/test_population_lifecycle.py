@@ -59,6 +59,10 @@ def test_query_entity_shows_every_axis_of_active_and_dormant_residents(start_ser
         assert len(active) == pop.residents_active == 48 and len(dormant) == RESIDENTS - 48
         assert set(active) == {p.id for p in city.mirror.pedestrians()}, "active residents are the stream"
         assert not set(dormant) & set(city.mirror), "dormant residents have no representation"
+        for i, e in active.items():  # residents are named and drawn by community and profession
+            m = city.mirror[i]
+            assert m.label and m.label.startswith(e.community + "."), (m, e)
+            assert m.archetype_name.startswith(f"pedestrian.{e.community}."), (m, e)
 
         technicians = [e for e in active.values() if e.community == "maintenance"]
         assert len(technicians) == 24

@@ -28,10 +28,13 @@ def expect_error_then_close(session, code):
     assert errors[0].message, "Error frames should say what was wrong"
 
 
-def test_wrong_protocol_version_is_rejected_and_closed(server):
+@pytest.mark.parametrize("version", [1, PROTOCOL_VERSION + 1], ids=["v1-client", "newer"])
+def test_wrong_protocol_version_is_rejected_and_closed(server, version):
+    """A protocol v1 client (or a newer one) is refused at the handshake."""
+    assert PROTOCOL_VERSION == 2
     with server.connect() as s:
         with pytest.raises(ServerError) as info:
-            s.hello("it-version", protocol_version=PROTOCOL_VERSION + 1)
+            s.hello("it-version", protocol_version=version)
         assert info.value.code == ErrorCode.ProtocolVersionMismatch
         assert s.wait_closed(timeout=CLOSE_TIMEOUT) == []
 
@@ -96,8 +99,9 @@ def test_oversize_before_hello_gets_frame_too_large(server):
 
 @pytest.mark.parametrize("first", [
     codec.build_subscribe(),
+    codec.build_update_interest(),
     codec.build_command(1, "QueryStats"),
-], ids=["subscribe", "command"])
+], ids=["subscribe", "update-interest", "command"])
 def test_first_frame_must_be_hello(server, first):
     with server.connect() as s:
         s.send_payload(first)

@@ -10,7 +10,7 @@ import time
 
 from conftest import replay_binary, run_cli, run_replay
 
-from bustle_client import CommandStatus, EntityMirror, JobState, RejectReason
+from bustle_client import CommandStatus, JobState, RejectReason
 
 from snapshot_helpers import copy_db, integrity_check, operator, run_job, sql
 
@@ -25,7 +25,7 @@ class Driver:
         self.a = operator(srv, "rec-a")
         self.b = operator(srv, "rec-b")
         self.b.subscribe()
-        self.mirror = EntityMirror()
+        self.mirror = self.b.mirror()
         self.ticks = 0
         self.digest_at_tick = {}
         self.pending = []  # (session, request id, expected status, expected reason)

@@ -12,7 +12,6 @@ from bustle_client import (
     BustleTimeout,
     ClockMode,
     CommandStatus,
-    EntityMirror,
     JobKind,
     JobState,
     RejectReason,
@@ -107,11 +106,11 @@ def test_checkpoint_restore_continues_exactly(start_server):
 def test_restore_sends_subscribers_a_baseline_at_the_older_step(start_server):
     srv = start_server("--clock", "manual")
     with operator(srv) as op, viewer(srv) as v:
-        v.subscribe()
+        v.subscribe(motion_tolerance_mm=0)
         op.step(10)
         assert run_job(op, "Checkpoint", "ten")[-1].state == JobState.Committed
         op.step(15)
-        mirror = EntityMirror()
+        mirror = v.mirror()
         while mirror.step != 25:
             mirror.apply(v.next_delta(timeout=3.0))
         assert mirror.baselines == 1
@@ -129,6 +128,14 @@ def test_restore_sends_subscribers_a_baseline_at_the_older_step(start_server):
         while mirror.step != 12:
             mirror.apply(v.next_delta(timeout=3.0))
         assert mirror.digest == op.stats().digest
+        # a subscriber joining now reconstructs the same poses, to the millimetre
+        with viewer(srv) as late:
+            late.subscribe(motion_tolerance_mm=0)
+            fresh = late.mirror()
+            fresh.apply(late.next_delta(timeout=3.0))
+            assert fresh.step == 12
+            assert {k: p[:2] for k, p in fresh.positions_at().items()} == {
+                k: p[:2] for k, p in mirror.positions_at().items()}
 
 
 def test_restore_answers_queued_world_commands_with_world_replaced(start_server):

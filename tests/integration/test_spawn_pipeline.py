@@ -69,6 +69,13 @@ def test_spawn_handle_reports_every_stage_until_ready_for_gameplay(start_server)
 
         updates += step_until_spawn(city, r.handle, SpawnState.Registered)
         assert eid in city.mirror, "a registered spawn walks and is in the stream"
+        spawned = city.mirror[eid]
+        assert spawned.archetype_name == "pedestrian" and spawned.label is None, spawned
+        at = city.op.entity(eid)
+        # the stream extrapolates strided tiers: at most a Coarse stride (7 steps) ahead
+        stride_mm = spawned.speed_mmps * 7 * city.welcome.step_us // 1_000_000
+        assert at.lane == spawned.lane, (at, spawned)
+        assert -11 <= spawned.predicted_s_mm - at.s_m * 1000 <= stride_mm + 11, (at, spawned)
         updates += step_until_spawn(city, r.handle, SpawnState.RepresentationRequested)
         info = city.op.entity(eid)
         assert (info.lifecycle, info.origin, info.priority, info.spawn_handle) == (

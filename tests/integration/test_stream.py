@@ -1,5 +1,7 @@
-"""Handshake, subscription and the delta stream against the real server."""
+"""Handshake, subscription and the delta stream against the real server
+(protocol v2: lane-relative dead-reckoned motion, interest and budgets)."""
 
+import math
 import time
 
 import pytest
@@ -10,12 +12,19 @@ from bustle_client import (
     ClockMode,
     ConnectionClosed,
     Delta,
+    CommandRejected,
     EntityKind,
-    EntityMirror,
     ErrorCode,
     ErrorMessage,
+    Observer,
+    RejectReason,
+    RepresentationBudgets,
+    RepresentationHint,
     Role,
+    SimTier,
 )
+
+DEFAULT_CITY_ARGS = ("--clock", "manual")
 
 
 def test_handshake_subscribe_and_entities_move(server):
@@ -29,29 +38,161 @@ def test_handshake_subscribe_and_entities_move(server):
         assert w.lanes, "Welcome must carry the lane geometry"
         wait_populated(s)
 
-        s.subscribe()
-        mirror = EntityMirror(strict=True)
+        assert all(lane.length_mm == round(lane.length_m * 1000) for lane in w.lanes)
+        assert "pedestrian" in w.archetypes
+
+        result = s.subscribe()
+        assert result.accepted
+        mirror = s.mirror(strict=True)
         first = s.next_delta(timeout=5.0)
         assert first.baseline, "first Delta after Subscribe must be a baseline"
         assert len(first.entered) >= 100, (
             f"baseline of the default city lists {len(first.entered)} entities, expected ~120")
         assert all(e.kind == EntityKind.Pedestrian for e in first.entered)
+        assert all(e.representation != RepresentationHint.None_ for e in first.entered)
+        assert all(w.archetypes[e.archetype].startswith("pedestrian") for e in first.entered)
+        assert all(e.lane < len(w.lanes) and e.s_mm <= w.lanes[e.lane].length_mm
+                   for e in first.entered)
         mirror.apply(first)
-        start_positions = {eid: (e.x_m, e.y_m) for eid, e in mirror.items()}
+        start_positions = {eid: (x, y) for eid, (_, _, x, y) in mirror.positions_at().items()}
 
         deltas = [first]
         for _ in range(15):
             d = s.next_delta(timeout=5.0)
             assert not d.baseline, f"unexpected second baseline at step {d.step}"
-            mirror.apply(d)  # strict: consistent enter/update/leave
+            mirror.apply(d)  # strict: consistent enter/motion/change/leave
             deltas.append(d)
         steps = [d.step for d in deltas]
         assert all(b > a for a, b in zip(steps, steps[1:])), f"steps not increasing: {steps}"
         for d in deltas:
             assert d.sim_time_us == d.step * w.step_us, f"sim time of step {d.step}"
-        moved = [eid for eid, pos in start_positions.items()
-                 if eid in mirror and (mirror[eid].x_m, mirror[eid].y_m) != pos]
+        now = mirror.positions_at()
+        moved = [eid for eid, pos in start_positions.items() if eid in now and now[eid][2:] != pos]
         assert moved, f"no entity moved between step {steps[0]} and step {steps[-1]}"
+
+
+#: Steps a tier's simulated pose may be behind the stream's (which extrapolates
+#: strided tiers between their evaluations): Simulated every 2nd, Coarse every 8th.
+STRIDE_LAG = {SimTier.Full: 0, SimTier.Simulated: 1, SimTier.Coarse: 7}
+
+
+def _assert_mirror_matches_server(s, mirror, ids, tolerance_mm):
+    """The mirror's reconstruction of ``ids`` agrees with QueryEntity: same
+    lane, distance along it within the tolerance (+1 mm of rounding), and the
+    position within that distance too. QueryEntity reports the last simulated
+    pose, so strided tiers may be behind by up to their stride's travel."""
+    step_us = mirror.step_us
+    for eid in ids:
+        info = s.entity(eid)
+        e = mirror[eid]
+        assert info.lane == e.lane, (eid, info, e)
+        lag_mm = e.speed_mmps * STRIDE_LAG[info.tier] * step_us // 1_000_000
+        ahead = e.predicted_s_mm - info.s_m * 1000
+        assert -(tolerance_mm + 1) <= ahead <= lag_mm + tolerance_mm + 1, (eid, info.tier, info.s_m, e)
+        if lag_mm == 0:
+            slack_m = (tolerance_mm + 1) / 1000.0 + 1e-9
+            assert abs(info.x_m - e.x_m) <= slack_m and abs(info.y_m - e.y_m) <= slack_m, (eid, info, e)
+
+
+@pytest.mark.parametrize("tolerance_mm", [0, 10, 250])
+def test_reconstructed_poses_match_the_server_within_the_tolerance(start_server, tolerance_mm):
+    """Dead reckoning: the mirror places every received pedestrian where the
+    server has it, step after step, with motion records only where the
+    prediction would drift past the subscription's tolerance."""
+    srv = start_server(*DEFAULT_CITY_ARGS)
+    with srv.connect() as op, srv.connect() as v:
+        op.hello("it-dr-op", role="operator")
+        v.hello("it-dr-viewer")
+        op.step(30)  # let the spawn pipeline fill the city
+        v.subscribe(motion_tolerance_mm=tolerance_mm)
+        mirror = v.mirror()
+        mirror.apply(v.next_delta(timeout=5.0))
+        assert mirror.baselines == 1 and len(mirror) > 50
+        ids = sorted(mirror)[:40]
+        records = 0
+        for _ in range(12):
+            step = op.step(1).applied_step
+            while mirror.step != step:
+                d = v.next_delta(timeout=5.0)
+                records += len(d.motion)
+                mirror.apply(d)
+            live = [eid for eid in ids if eid in mirror]
+            _assert_mirror_matches_server(op, mirror, live, tolerance_mm)
+        # constant walking speeds cost no bytes: far fewer records than entity-steps
+        assert records < 12 * len(mirror), f"{records} motion records for {len(mirror)} entities"
+
+
+def test_budgets_limit_what_is_sent_and_update_interest_widens_them(start_server):
+    srv = start_server(*DEFAULT_CITY_ARGS)
+    with srv.connect() as op, srv.connect() as v:
+        op.hello("it-budget-op", role="operator")
+        v.hello("it-budget-viewer")
+        op.step(30)
+        population = op.stats().pedestrians
+        assert population > 30
+        v.subscribe(budgets=RepresentationBudgets(actors=3, instances=7, markers=0))
+        mirror = v.mirror()
+        base = v.next_delta(timeout=5.0)
+        mirror.apply(base)
+        hints = [e.representation for e in mirror.values()]
+        assert hints.count(RepresentationHint.Actor) <= 3
+        assert hints.count(RepresentationHint.Instanced) <= 7
+        assert RepresentationHint.Marker not in hints and len(mirror) <= 10
+        assert all(e.sim_tier != SimTier.Coarse for e in mirror.values()), "Coarse can only be Marker"
+        assert base.interest_truncated == population - len(mirror), (base.interest_truncated, population)
+        # wider budgets: the rest enters without a new baseline
+        v.update_interest(budgets=RepresentationBudgets())
+        step = op.step(1).applied_step
+        while mirror.step != step:
+            d = v.next_delta(timeout=5.0)
+            assert not d.baseline
+            mirror.apply(d)
+        assert len(mirror) == op.stats().pedestrians and mirror.interest_truncated == 0
+
+
+def test_observers_limit_interest_to_their_area(start_server):
+    """A far observer receives nobody; narrowing a whole-city subscription to
+    one entity's surroundings (UpdateInterest) sends the others ``left`` and
+    keeps only entities within the radius (1.1 x radius: hysteresis)."""
+    srv = start_server(*DEFAULT_CITY_ARGS)
+    with srv.connect() as op, srv.connect() as far, srv.connect() as near:
+        op.hello("it-interest-op", role="operator")
+        far.hello("it-far")
+        near.hello("it-near")
+        op.step(30)
+        far.subscribe(observers=[Observer(50_000.0, 50_000.0, radius_m=10.0)])
+        base = far.next_delta(timeout=5.0)
+        assert base.baseline and base.entered == [] and base.interest_truncated == 0
+        near.subscribe(motion_tolerance_mm=0)
+        mirror = near.mirror()
+        mirror.apply(near.next_delta(timeout=5.0))
+        everyone = len(mirror)
+        center = sorted(mirror)[len(mirror) // 2]
+        ox, oy = mirror[center].x_m, mirror[center].y_m
+        near.update_interest(observers=[Observer(ox, oy, radius_m=20.0)])
+        left = 0
+        for _ in range(2):
+            step = op.step(1).applied_step
+            while mirror.step != step:
+                d = near.next_delta(timeout=5.0)
+                assert not d.baseline, "UpdateInterest sends no new baseline"
+                left += len(d.left)
+                mirror.apply(d)
+        assert center in mirror and 0 < len(mirror) < everyone and left > 0
+        for eid, (_, _, x, y) in mirror.positions_at().items():
+            assert math.hypot(x - ox, y - oy) <= 22.0 + 0.01, (eid, x, y)
+
+
+def test_subscribe_with_a_bad_observer_is_rejected_naming_the_field(server):
+    with server.connect() as s:
+        s.hello("it-bad-observer")
+        with pytest.raises(CommandRejected, match=r"observers\[1\]\.radius_m") as info:
+            s.subscribe(observers=[Observer(0, 0), Observer(1, 1, radius_m=0.0)])
+        assert info.value.result.reason == RejectReason.InvalidArgument
+        with pytest.raises(CommandRejected):  # not subscribed
+            s.update_interest(budgets=RepresentationBudgets())
+        s.subscribe()  # the connection is still usable
+        assert s.next_delta(timeout=5.0).baseline
 
 
 def test_late_joiner_gets_baseline_with_current_population(server):
@@ -123,7 +264,7 @@ def test_slow_client_gets_coalesced_deltas(server):
         s.hello("it-slow-reader")
         population = wait_populated(s).pedestrians
         s.subscribe()
-        mirror = EntityMirror(strict=True)
+        mirror = s.mirror(strict=True)
         mirror.apply(s.next_delta(timeout=5.0))
         assert len(mirror) == population
         start_step = mirror.step

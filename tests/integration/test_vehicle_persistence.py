@@ -27,8 +27,9 @@ CHECK_AT = (35, 60, 100, 150, 200)
 
 def _run(c, start, stop, parked):
     """Steps start+1..stop one at a time with the script; returns ({step: delta
-    digest}, {step: QueryGarages}, VehicleInfos at ``stop``)."""
-    digests, garages = {}, {}
+    digest}, {step: QueryGarages}, VehicleInfos at ``stop``, {step: the
+    viewer's reconstructed positions})."""
+    digests, garages, positions = {}, {}, {}
     for i in range(start, stop):
         rid = None
         if i in SCRIPT:
@@ -42,10 +43,11 @@ def _run(c, start, stop, parked):
             assert c.op.wait_result(rid, timeout=3.0).accepted
         assert c.mirror.step == i + 1
         digests[i + 1] = c.mirror.digest
+        positions[i + 1] = c.mirror.positions_at()
         if i + 1 in CHECK_AT:
             garages[i + 1] = c.op.garages()
     assert c.op.stats().digest == digests[stop]
-    return digests, garages, c.infos()
+    return digests, garages, c.infos(), positions
 
 
 def test_checkpoint_mid_dispatch_restores_exactly(start_server):
@@ -60,7 +62,7 @@ def test_checkpoint_mid_dispatch_restores_exactly(start_server):
         assert run_job(c.op, "Checkpoint", "mid-dispatch")[-1].state == JobState.Committed
         parked = sorted(c.infos())[0]
 
-        first_digests, first_garages, first_infos = _run(c, 35, 200, parked)
+        first_digests, first_garages, first_infos, first_positions = _run(c, 35, 200, parked)
         assert first_garages[200][0].dispatched > g.dispatched
         assert any(i.request_id == "extra" for i in first_infos.values())
 
@@ -75,10 +77,12 @@ def test_checkpoint_mid_dispatch_restores_exactly(start_server):
         assert c.mirror.step == 35
         assert c.op.garages() == at35
 
-        second_digests, second_garages, second_infos = _run(c, 35, 200, parked)
+        second_digests, second_garages, second_infos, second_positions = _run(c, 35, 200, parked)
         assert second_digests == first_digests
         assert second_garages == first_garages
         assert second_infos == first_infos
+        # the stream after the restore's baseline places every entity where the first run did
+        assert second_positions == first_positions
 
 
 class TwoOperators(Corridor):

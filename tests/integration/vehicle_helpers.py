@@ -7,7 +7,7 @@ import re
 
 from conftest import SOURCE_DIR
 
-from bustle_client import CommandStatus, EntityId, EntityMirror, Role
+from bustle_client import CommandStatus, EntityId, Role
 
 CORRIDOR = SOURCE_DIR / "configs" / "corridor.city.json"
 VEHICLE_ID = re.compile(r"^vehicle\.g0\.(\d{6})$")
@@ -39,18 +39,23 @@ def start_corridor(start_server, *args, config=None):
 
 
 class Corridor:
-    """An operator (``op``) and a subscribed viewer (``sub``, kept in ``mirror``)
-    on one manual-clock server. ``step()`` runs steps and brings the mirror to
-    the server's step; every delta read is passed to ``on_delta`` hooks."""
+    """An operator (``op``) and a subscribed viewer (``sub``, kept in a strict
+    ``mirror`` that places entities from their lane anchors) on one
+    manual-clock server. ``step()`` runs steps and brings the mirror to the
+    server's step; every delta read is passed to ``on_delta`` hooks.
+    ``subscribe`` goes to Session.subscribe; by default the viewer gets the
+    whole city with motion tolerance 0, so the mirror's poses are the
+    server's to the millimetre."""
 
-    def __init__(self, srv, name="veh"):
+    def __init__(self, srv, name="veh", **subscribe):
         self.srv = srv
         self.op = srv.connect()
         assert self.op.hello(f"{name}-op", role="operator").role == Role.Operator
         self.sub = srv.connect()
-        self.sub.hello(f"{name}-sub", role="viewer")
-        self.sub.subscribe()
-        self.mirror = EntityMirror()
+        self.welcome = self.sub.hello(f"{name}-sub", role="viewer")
+        subscribe.setdefault("motion_tolerance_mm", 0)
+        assert self.sub.subscribe(**subscribe).accepted
+        self.mirror = self.sub.mirror()
         self.on_delta = []
         self.step_index = self.op.stats().step
         self.sync()
@@ -66,11 +71,7 @@ class Corridor:
         self.close()
 
     def sync(self):
-        while self.mirror.step != self.step_index:
-            delta = self.sub.next_delta(timeout=3.0)
-            self.mirror.apply(delta)
-            for hook in self.on_delta:
-                hook(delta)
+        sync_mirror(self.sub, self.mirror, self.step_index, self.on_delta)
 
     def step(self, n=1):
         r = self.op.step(n)
@@ -101,6 +102,17 @@ class Corridor:
     def infos(self):
         """{EntityId: VehicleInfo} for every vehicle in the mirror."""
         return {e.id: self.op.vehicle(e.id) for e in self.mirror.vehicles()}
+
+
+def sync_mirror(session, mirror, step, hooks=()):
+    """Apply ``session``'s deltas to ``mirror`` until it is at ``step``
+    (passing each delta to ``hooks``)."""
+    while mirror.step != step:
+        delta = session.next_delta(timeout=3.0)
+        mirror.apply(delta)
+        for hook in hooks:
+            hook(delta)
+    return mirror
 
 
 def vehicle_ordinal(info):

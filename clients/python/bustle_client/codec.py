@@ -2,23 +2,26 @@
 
 A frame is a 4-byte little-endian payload length followed by the payload, one
 FlatBuffer with a file identifier: ``BCL1`` client->server, ``BSV1``
-server->client. Clients encode ClientFrames (Hello, Subscribe, Command) and
-decode ServerFrames (Welcome, Error, Delta, CommandResult, JobUpdate,
+server->client. Clients encode ClientFrames (Hello, Subscribe, UpdateInterest,
+Command) and decode ServerFrames (Welcome, Error, Delta, CommandResult, JobUpdate,
 SpawnUpdate) into the dataclasses of :mod:`bustle_client.messages`.
 
 Python's FlatBuffers runtime has no Verifier, so decoding checks the length and
 file identifier up front and turns any out-of-bounds read of a corrupt buffer
 into :class:`MalformedFrameError`; it never returns partly decoded garbage.
+Delta.motion is decoded too (:func:`bustle_client.motion.read_motion`); bad
+records raise :class:`MotionError`, a MalformedFrameError naming the byte.
 """
 
 from __future__ import annotations
 
-import math
 import struct
 from typing import Iterator, Optional, Union
 
 from . import _wire as w
+from .motion import read_motion
 from .messages import (
+    CHANGE_VALUE_ENUMS,
     PROTOCOL_VERSION,
     BatchStatus,
     ChainDots,
@@ -32,8 +35,10 @@ from .messages import (
     DespawnReason,
     EntityId,
     EntityInfo,
+    EntityChange,
+    EntityEnter,
+    EntityField,
     EntityKind,
-    EntityState,
     ErrorCode,
     ErrorMessage,
     FrameTooLargeError,
@@ -51,12 +56,14 @@ from .messages import (
     LifecycleOpKind,
     LifecycleState,
     MalformedFrameError,
+    Observer,
     ObserverView,
     PedestrianOrigin,
     PolicyReason,
     PopulationInfo,
     PriorityClass,
     RejectReason,
+    RepresentationBudgets,
     RepresentationHint,
     Role,
     SignalGeometry,
@@ -88,16 +95,22 @@ MAX_INBOUND_FRAME_BYTES = 64 << 20
 SERVER_MAX_INBOUND_FRAME_BYTES = 1 << 20
 
 _PREFIX = struct.Struct("<I")
-# EntityState struct: id {index u32, generation u32}, x_cm i32, y_cm i32,
-# heading_q u16, speed_cmps u16, kind u8, 3 bytes padding.
-_ENTITY_STATE = struct.Struct("<IIiiHHB3x")
+# EntityEnter struct: id {index u32, generation u32}, lane u32, s_mm u32,
+# speed_mmps u32, archetype u16, kind u8, sim_tier u8, representation u8,
+# policy u8, 2 bytes padding.
+_ENTITY_ENTER = struct.Struct("<IIIIIHBBBB2x")
+# EntityChange struct: index u32, field u8, value u8, 2 bytes padding.
+_ENTITY_CHANGE = struct.Struct("<IBB2x")
 _ENTITY_ID = struct.Struct("<II")
+_VEC2D = struct.Struct("<dd")
 # SignalPhaseState struct: index u16, phase u8, 1 byte padding.
 _SIGNAL_PHASE = struct.Struct("<HBx")
 # ChainDots struct: chain u32, count u16, 2 bytes padding.
 _CHAIN_DOTS = struct.Struct("<IH2x")
 # Fails at import if the schema changes the struct layout without this module.
-assert _ENTITY_STATE.size == w.EntityStateStruct.EntityState.SizeOf()
+assert _ENTITY_ENTER.size == w.EntityEnterStruct.EntityEnter.SizeOf()
+assert _ENTITY_CHANGE.size == w.EntityChangeStruct.EntityChange.SizeOf()
+assert _VEC2D.size == w.Vec2d.Vec2d.SizeOf()
 assert _ENTITY_ID.size == w.EntityId.EntityId.SizeOf()
 assert _SIGNAL_PHASE.size == w.SignalPhaseState.SignalPhaseState.SizeOf()
 assert _CHAIN_DOTS.size == w.ChainDots.ChainDots.SizeOf()
@@ -212,20 +225,104 @@ def build_hello(name: str, role="viewer", token: Optional[str] = None,
     return _finish_client_frame(b, w.ClientMessage.ClientMessage.Hello, w.Hello.End(b))
 
 
-def build_subscribe(kinds=None) -> bytes:
-    """Subscribe payload; ``kinds`` None or empty means every kind."""
-    b = w.flatbuffers.Builder(64)
+def observer(value) -> Observer:
+    """An Observer, a tuple (x_m, y_m[, z_m[, heading_rad or None[, radius_m]]])
+    or a dict of Observer's fields."""
+    if isinstance(value, Observer):
+        return value
+    if isinstance(value, dict):
+        return Observer(**value)
+    if not 2 <= len(value) <= 5:
+        raise ValueError(f"observer {value!r}: expected (x_m, y_m[, z_m[, heading_rad[, radius_m]]])")
+    return Observer(*value)
+
+
+def budgets_of(value) -> RepresentationBudgets:
+    """RepresentationBudgets from itself, a dict of its fields or (actors, instances, markers)."""
+    if isinstance(value, RepresentationBudgets):
+        return value
+    if isinstance(value, dict):
+        return RepresentationBudgets(**value)
+    return RepresentationBudgets(*value)
+
+
+def _uint(what: str, value, bits: int = 32) -> int:
+    number = int(value)
+    if not 0 <= number < 1 << bits:
+        raise ValueError(f"{what} {number} does not fit an unsigned {bits}-bit field")
+    return number  # the server judges the range the schema documents
+
+
+def _observers_vector(b, start_vector, observers):
+    """Observer tables (None or empty: no vector, i.e. the whole city)."""
+    if not observers:
+        return None
+    offs = []
+    for o in map(observer, observers):
+        w.Observer.Start(b)
+        w.Observer.AddXM(b, float(o.x_m))
+        w.Observer.AddYM(b, float(o.y_m))
+        w.Observer.AddZM(b, float(o.z_m))
+        w.Observer.AddHasHeading(b, o.heading_rad is not None)
+        w.Observer.AddHeadingRad(b, 0.0 if o.heading_rad is None else float(o.heading_rad))
+        w.Observer.AddRadiusM(b, float(o.radius_m))
+        offs.append(w.Observer.End(b))
+    return _offsets_vector(b, start_vector, offs)
+
+
+def _budgets_table(b, budgets):
+    if budgets is None:
+        return None
+    r = budgets_of(budgets)
+    w.RepresentationBudgets.Start(b)
+    w.RepresentationBudgets.AddActors(b, _uint("budgets.actors", r.actors))
+    w.RepresentationBudgets.AddInstances(b, _uint("budgets.instances", r.instances))
+    w.RepresentationBudgets.AddMarkers(b, _uint("budgets.markers", r.markers))
+    return w.RepresentationBudgets.End(b)
+
+
+def _interest_frame(module, message_type, request_id, observers, budgets, kinds=None,
+                    motion_tolerance_mm=None) -> bytes:
+    """A Subscribe or UpdateInterest frame (only Subscribe has kinds and a tolerance)."""
+    b = w.flatbuffers.Builder(128)
     kinds_off = None
     if kinds:
         values = [int(EntityKind(k)) for k in kinds]
-        w.Subscribe.StartKindsVector(b, len(values))
+        module.StartKindsVector(b, len(values))
         for v in reversed(values):
             b.PrependUint8(v)
         kinds_off = b.EndVector()
-    w.Subscribe.Start(b)
+    observers_off = _observers_vector(b, module.StartObserversVector, observers)
+    budgets_off = _budgets_table(b, budgets)
+    module.Start(b)
+    module.AddRequestId(b, _uint("request_id", request_id))
     if kinds_off is not None:
-        w.Subscribe.AddKinds(b, kinds_off)
-    return _finish_client_frame(b, w.ClientMessage.ClientMessage.Subscribe, w.Subscribe.End(b))
+        module.AddKinds(b, kinds_off)
+    if observers_off is not None:
+        module.AddObservers(b, observers_off)
+    if budgets_off is not None:
+        module.AddBudgets(b, budgets_off)
+    if motion_tolerance_mm is not None:
+        module.AddMotionToleranceMm(b, _uint("motion_tolerance_mm", motion_tolerance_mm, 16))
+    return _finish_client_frame(b, message_type, module.End(b))
+
+
+def build_subscribe(kinds=None, observers=None, budgets=None, motion_tolerance_mm=None, *,
+                    request_id: int = 0) -> bytes:
+    """Subscribe payload. ``kinds`` None or empty: every kind; ``observers``
+    (see :func:`observer`) None or empty: the whole city; ``budgets`` None:
+    the server's defaults (256 actors, 4096 instances, 16384 markers);
+    ``motion_tolerance_mm`` None: the schema default (10 mm). Answered by a
+    CommandResult with ``request_id``."""
+    return _interest_frame(w.Subscribe, w.ClientMessage.ClientMessage.Subscribe, request_id,
+                           observers, budgets, kinds, motion_tolerance_mm)
+
+
+def build_update_interest(observers=None, budgets=None, *, request_id: int = 0) -> bytes:
+    """UpdateInterest payload (a subscribed client's new observers and
+    budgets, without a new baseline); answered like Subscribe."""
+    return _interest_frame(w.UpdateInterest, w.ClientMessage.ClientMessage.UpdateInterest,
+                           request_id, observers, budgets)
 
 
 def _empty(module):
@@ -572,15 +669,48 @@ def _struct_vector(buf, first, count: int, fmt: struct.Struct):
     return list(fmt.iter_unpack(memoryview(buf)[base : base + count * fmt.size]))
 
 
-_KINDS = {k.value: k for k in EntityKind}
-_HEADING_RAD = 2.0 * math.pi / 65536.0
+def _members(enum_cls) -> dict:
+    return {m.value: m for m in enum_cls}
 
 
-def _entity_states(buf, length: int, at) -> list:
-    rows = _struct_vector(buf, at(0) if length else None, length, _ENTITY_STATE)
-    kinds, q = _KINDS, _HEADING_RAD
-    return [EntityState(EntityId(i, g), kinds.get(k, k), x / 100.0, y / 100.0, h * q, s / 100.0)
-            for i, g, x, y, h, s, k in rows]
+_KINDS = _members(EntityKind)
+_TIERS = _members(SimTier)
+_HINTS = _members(RepresentationHint)
+_POLICIES = _members(ControlPolicy)
+_FIELDS = _members(EntityField)
+_CHANGE_VALUES = {f: _members(e) for f, e in CHANGE_VALUE_ENUMS.items()}
+
+
+def _entered(buf, length: int, at) -> list:
+    rows = _struct_vector(buf, at(0) if length else None, length, _ENTITY_ENTER)
+    kinds, tiers, hints, policies = _KINDS, _TIERS, _HINTS, _POLICIES
+    return [EntityEnter(EntityId(i, g), lane, s_mm, speed, archetype, kinds.get(k, k),
+                        tiers.get(t, t), hints.get(r, r), policies.get(p, p))
+            for i, g, lane, s_mm, speed, archetype, k, t, r, p in rows]
+
+
+def _changes(buf, length: int, at) -> list:
+    out = []
+    for index, f, value in _struct_vector(buf, at(0) if length else None, length, _ENTITY_CHANGE):
+        field_ = _FIELDS.get(f, f)
+        values = _CHANGE_VALUES.get(field_)
+        out.append(EntityChange(index, field_, values.get(value, value) if values else value))
+    return out
+
+
+def _ubyte_vector(buf, table, vtable_offset: int) -> bytes:
+    """The bytes of a [ubyte] field (by its vtable offset), bounds-checked."""
+    tab = table._tab
+    o = tab.Offset(vtable_offset)
+    if o == 0:
+        return b""
+    start, n = tab.Vector(o), tab.VectorLen(o)
+    if start < 0 or start + n > len(buf):
+        raise MalformedFrameError("byte vector runs past the end of the frame")
+    return bytes(buf[start : start + n])
+
+
+_DELTA_MOTION_FIELD = 16  # vtable offset of Delta.motion (the codec tests round-trip it)
 
 
 def _entity_ids(buf, length: int, at) -> list:
@@ -594,22 +724,23 @@ def _decode_delta(buf, d) -> Delta:
         sim_time_us=d.SimTimeUs(),
         digest=d.Digest(),
         baseline=d.Baseline(),
-        entered=_entity_states(buf, d.EnteredLength(), d.Entered),
-        updated=_entity_states(buf, d.UpdatedLength(), d.Updated),
+        entered=_entered(buf, d.EnteredLength(), d.Entered),
+        labels={lb.Index(): _str(lb.Label()) for lb in map(d.Labels, range(d.LabelsLength()))},
+        motion=read_motion(_ubyte_vector(buf, d, _DELTA_MOTION_FIELD)),
+        changes=_changes(buf, d.ChangesLength(), d.Changes),
         left=_entity_ids(buf, d.LeftLength(), d.Left),
         signals=[SignalPhaseState(i, _enum_or_int(SignalPhase, p)) for i, p in _struct_vector(
             buf, d.Signals(0) if d.SignalsLength() else None, d.SignalsLength(), _SIGNAL_PHASE)],
         dots=[ChainDots(c, n) for c, n in _struct_vector(
             buf, d.Dots(0) if d.DotsLength() else None, d.DotsLength(), _CHAIN_DOTS)],
         retiring=_entity_ids(buf, d.RetiringLength(), d.Retiring),
+        interest_truncated=d.InterestTruncated(),
     )
 
 
-def _decode_lane(lane) -> Lane:
-    points = []
-    for j in range(lane.PointsLength()):
-        p = lane.Points(j)
-        points.append((p.X(), p.Y()))
+def _decode_lane(buf, lane) -> Lane:
+    n = lane.PointsLength()
+    points = _struct_vector(buf, lane.Points(0) if n else None, n, _VEC2D)
     return Lane(
         index=lane.Index(),
         id=_str(lane.Id()),
@@ -618,6 +749,8 @@ def _decode_lane(lane) -> Lane:
         length_m=lane.LengthM(),
         speed_limit_mps=lane.SpeedMpsLimit(),
         successors=[lane.Successors(j) for j in range(lane.SuccessorsLength())],
+        length_mm=lane.LengthMm(),
+        elevation_m=lane.ElevationM(),
     )
 
 
@@ -639,7 +772,7 @@ def _decode_chain(c) -> LaneChain:
                      pedestrian=c.Pedestrian(), length_m=c.LengthM())
 
 
-def _decode_welcome(m) -> Welcome:
+def _decode_welcome(buf, m) -> Welcome:
     return Welcome(
         server_version=_str(m.ServerVersion()),
         protocol_version=m.ProtocolVersion(),
@@ -649,11 +782,12 @@ def _decode_welcome(m) -> Welcome:
         clock_mode=_enum_or_int(ClockMode, m.ClockMode()),
         scenario_id=_str(m.ScenarioId()),
         current_step=m.CurrentStep(),
-        lanes=[_decode_lane(m.Lanes(j)) for j in range(m.LanesLength())],
+        lanes=[_decode_lane(buf, m.Lanes(j)) for j in range(m.LanesLength())],
         garages=[_decode_garage_geometry(m.Garages(j)) for j in range(m.GaragesLength())],
         signals=[_decode_signal_geometry(m.Signals(j)) for j in range(m.SignalsLength())],
         chains=[_decode_chain(m.Chains(j)) for j in range(m.ChainsLength())],
         dots_every_steps=m.DotsEverySteps(),
+        archetypes=[_str(m.Archetypes(j)) for j in range(m.ArchetypesLength())],
     )
 
 
@@ -939,7 +1073,7 @@ def _decode_job_update(m) -> JobUpdate:
 
 _SM = w.ServerMessage.ServerMessage
 _SERVER_MESSAGES = {
-    _SM.Welcome: (w.Welcome.Welcome, lambda buf, m: _decode_welcome(m)),
+    _SM.Welcome: (w.Welcome.Welcome, _decode_welcome),
     _SM.Error: (w.Error.Error,
                 lambda buf, m: ErrorMessage(_enum_or_int(ErrorCode, m.Code()), _str(m.Message()))),
     _SM.Delta: (w.Delta.Delta, _decode_delta),

@@ -1,10 +1,10 @@
 """Plain-Python views of Bustle wire messages, enums and exceptions.
 
-Decoded messages are frozen dataclasses (entity ids and states are named
-tuples) holding ordinary Python values, so they stay valid after the receive
-buffer is reused and compare/print nicely in tests.
-Quantized wire values are converted to SI units: centimetres -> metres,
-1/65536 turn -> radians, cm/s -> m/s.
+Decoded messages are frozen dataclasses (entity ids, entered entities, motion
+records and changes are named tuples) holding ordinary Python values, so they
+stay valid after the receive buffer is reused and compare/print nicely in tests.
+Protocol v2 carries motion lane-relative in integer millimetres (EntityEnter,
+Delta.motion); :class:`bustle_client.EntityMirror` turns them into poses.
 """
 
 from __future__ import annotations
@@ -44,6 +44,8 @@ LifecycleOpKind = enum.IntEnum("LifecycleOpKind", ENUMS["LifecycleOpKind"])
 LifecycleState = enum.IntEnum("LifecycleState", ENUMS["LifecycleState"])
 RepresentationHint = enum.IntEnum("RepresentationHint", ENUMS["RepresentationHint"])
 PedestrianOrigin = enum.IntEnum("PedestrianOrigin", ENUMS["PedestrianOrigin"])
+#: Which axis an EntityChange carries (SimTier, Representation, Policy).
+EntityField = enum.IntEnum("EntityField", ENUMS["EntityField"])
 
 
 class DespawnReason(enum.IntEnum):
@@ -99,6 +101,15 @@ class FrameTooLargeError(ProtocolError):
 
 class MalformedFrameError(ProtocolError):
     """A frame payload that is not a decodable ServerFrame."""
+
+
+class MotionError(MalformedFrameError):
+    """Delta.motion bytes that are not valid records; ``offset`` is the byte
+    offset named in the message (as proto read_motion reports it)."""
+
+    def __init__(self, message: str, offset: int):
+        super().__init__(message)
+        self.offset = offset
 
 
 class ServerError(BustleError):
@@ -164,15 +175,70 @@ class EntityId(NamedTuple):
     generation: int
 
 
-class EntityState(NamedTuple):
-    """One entity's quantized state in SI units (a tuple: cheap to build by the thousand)."""
+class EntityEnter(NamedTuple):
+    """An entity this client starts to receive (Delta.entered). Its motion
+    anchor is (lane, s_mm, speed_mmps) at the Delta's step."""
 
     id: EntityId
+    lane: int  # index into Welcome.lanes
+    s_mm: int  # distance along the lane, millimetres
+    speed_mmps: int  # along the lane, millimetres per second
+    archetype: int  # index into Welcome.archetypes
     kind: EntityKind
+    sim_tier: SimTier
+    representation: RepresentationHint  # never None_ (a None entity is not sent)
+    policy: ControlPolicy  # vehicles; RouteFollow for pedestrians
+
+
+class MotionRecord(NamedTuple):
+    """One record of Delta.motion: the entity's new anchor at the Delta's step.
+    ``lane`` is None when the lane is the one of the client's anchor."""
+
+    index: int  # EntityId.index
+    lane: Optional[int]
+    s_mm: int
+    speed_mmps: int
+
+
+class EntityChange(NamedTuple):
+    """One axis of an entity the client already has changed (Delta.changes);
+    ``value`` is a SimTier, RepresentationHint or ControlPolicy per ``field``
+    (the raw int for a value from a newer schema)."""
+
+    index: int  # EntityId.index
+    field: EntityField
+    value: object
+
+
+#: EntityChange.field -> the enum of its value.
+CHANGE_VALUE_ENUMS = {
+    EntityField.SimTier: SimTier,
+    EntityField.Representation: RepresentationHint,
+    EntityField.Policy: ControlPolicy,
+}
+
+
+@dataclass(frozen=True)
+class Observer:
+    """Where a client looks from (Subscribe/UpdateInterest.observers): drives
+    which entities it receives and their representation hints. ``heading_rad``
+    None: no heading. ``radius_m``: area of interest, (0, 100000]."""
+
     x_m: float
     y_m: float
-    heading_rad: float
-    speed_mps: float
+    z_m: float = 0.0
+    heading_rad: Optional[float] = None
+    radius_m: float = 150.0
+
+
+@dataclass(frozen=True)
+class RepresentationBudgets:
+    """How many entities a client can draw per representation (the server
+    never hints more; entities beyond are hinted None and not sent)."""
+
+    actors: int = 256  # [0, 4096]
+    instances: int = 4096  # [0, 65536]
+    markers: int = 16384  # [0, 1048576]
 
 
 @dataclass(frozen=True)
@@ -180,10 +246,12 @@ class Lane:
     index: int
     id: str
     kind: LaneKind
-    points: list  # [(x_m, y_m), ...]
+    points: list  # [(x_m, y_m), ...] doubles: poses are derived from them
     length_m: float
     speed_limit_mps: float
     successors: list  # lane indices
+    length_mm: int = 0  # round(length_m x 1000): where dead reckoning stops
+    elevation_m: float = 0.0  # height of the whole lane: an entity's z
 
 
 @dataclass(frozen=True)
@@ -241,6 +309,8 @@ class Welcome:
     signals: list = field(default_factory=list, repr=False)  # [SignalGeometry]
     chains: list = field(default_factory=list, repr=False)  # [LaneChain]; index = chain id
     dots_every_steps: int = 0  # Delta.dots arrives on steps divisible by this
+    #: What an entity looks like (EntityEnter.archetype indexes this).
+    archetypes: list = field(default_factory=list, repr=False)
 
     @property
     def rate_hz(self) -> float:
@@ -260,16 +330,24 @@ class ErrorMessage:
 
 @dataclass(frozen=True)
 class Delta:
+    """One step of the stream (what changed since the last Delta this client
+    received). Motion is dead-reckoned: see :mod:`bustle_client.motion`."""
+
     step: int
     sim_time_us: int
     digest: int
     baseline: bool
-    entered: list = field(default_factory=list)  # [EntityState]
-    updated: list = field(default_factory=list)  # [EntityState]
+    entered: list = field(default_factory=list)  # [EntityEnter]
+    labels: dict = field(default_factory=dict)  # EntityId.index -> label, for entered entities
+    motion: list = field(default_factory=list)  # [MotionRecord], indices increasing
+    changes: list = field(default_factory=list)  # [EntityChange]
     left: list = field(default_factory=list)  # [EntityId]
     signals: list = field(default_factory=list)  # [SignalPhaseState], every signal
-    dots: list = field(default_factory=list)  # [ChainDots], every chain, only on dot steps
-    retiring: list = field(default_factory=list)  # [EntityId] that began fading this step
+    #: [ChainDots], every chain, only when a dot step happened since the last
+    #: Delta: pedestrians this client does NOT receive with identity.
+    dots: list = field(default_factory=list)
+    retiring: list = field(default_factory=list)  # [EntityId] this client learns are fading
+    interest_truncated: int = 0  # entities in interest not sent: budgets full
 
 
 @dataclass(frozen=True)
@@ -713,6 +791,8 @@ __all__ = [
     "LifecycleState",
     "RepresentationHint",
     "PedestrianOrigin",
+    "EntityField",
+    "CHANGE_VALUE_ENUMS",
     "DespawnReason",
     "TERMINAL_SPAWN_STATES",
     "BustleError",
@@ -723,8 +803,13 @@ __all__ = [
     "ConnectionClosed",
     "BustleTimeout",
     "CommandRejected",
+    "MotionError",
     "EntityId",
-    "EntityState",
+    "EntityEnter",
+    "MotionRecord",
+    "EntityChange",
+    "Observer",
+    "RepresentationBudgets",
     "Lane",
     "GarageGeometry",
     "SignalGeometry",

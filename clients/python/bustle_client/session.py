@@ -7,9 +7,10 @@ of earlier commands while waiting for a delta), so nothing is lost.
 
     with Session.connect("127.0.0.1", 7777) as s:
         welcome = s.hello("soak-1", role="operator")
-        s.subscribe()
+        s.subscribe(budgets=RepresentationBudgets(markers=0))   # waits for its result
+        mirror = s.mirror()                       # EntityMirror(welcome)
         for delta in s.deltas(timeout=2.0):
-            ...
+            mirror.apply(delta)                   # poses: mirror[id].x_m, ...
         print(s.query_stats().stats.step)
 
 With the fast clock a subscribed session always has a socket buffer full of
@@ -36,9 +37,11 @@ import time
 from typing import Dict, Iterator, List, Optional
 
 from . import codec
+from .mirror import EntityMirror
 from .messages import (
     BustleError,
     BustleTimeout,
+    CommandRejected,
     CommandResult,
     ConnectionClosed,
     Delta,
@@ -51,6 +54,7 @@ from .messages import (
     JobUpdate,
     PopulationInfo,
     ProtocolError,
+    RejectReason,
     ServerError,
     SignalInfo,
     SnapshotInfo,
@@ -78,9 +82,13 @@ class Session:
     """A connection to one Bustle server. Use :meth:`connect` to create one."""
 
     def __init__(self, sock: socket.socket, *, timeout: float = DEFAULT_TIMEOUT,
-                 max_frame_bytes: int = codec.MAX_INBOUND_FRAME_BYTES):
+                 max_frame_bytes: int = codec.MAX_INBOUND_FRAME_BYTES,
+                 retry_rate_limited: bool = True):
         self._sock = sock
         self.timeout = timeout
+        #: Resend a command answered RateLimited (nothing changed on the
+        #: server) after a short back-off, within the command's timeout.
+        self.retry_rate_limited = retry_rate_limited
         self._decoder = codec.FrameDecoder(max_frame_bytes)
         self._deltas: collections.deque = collections.deque()
         self._job_updates: collections.deque = collections.deque()  # JobStatus, arrival order
@@ -237,14 +245,56 @@ class Session:
         self.welcome = msg
         return msg
 
-    def subscribe(self, kinds=None, timeout: Optional[float] = None) -> None:
-        """Start the delta stream; the first Delta after this is a baseline.
+    def _new_request_id(self) -> int:
+        request_id = self._next_request_id
+        self._next_request_id = (self._next_request_id + 1) & 0xFFFFFFFF or 1
+        return request_id
 
-        Deltas of an earlier subscription still buffered are dropped, so the
-        next delta read is the new stream's (after any already in flight).
+    def subscribe(self, kinds=None, observers=None, budgets=None, motion_tolerance_mm=None,
+                  timeout: Optional[float] = None) -> CommandResult:
+        """Start (or replace) the delta stream and wait for the server's answer.
+
+        ``kinds``: EntityKinds (None: every kind); ``observers``: Observers or
+        (x_m, y_m[, z_m[, heading_rad[, radius_m]]]) tuples (None: the whole
+        city); ``budgets``: RepresentationBudgets (None: the server's
+        defaults); ``motion_tolerance_mm``: None for the default 10 mm, 0 for
+        exact poses at every step. Returns the Accepted CommandResult; a
+        Rejected one (nothing changes then) raises CommandRejected naming the
+        reason and message. Deltas arriving meanwhile are buffered: the new
+        stream's baseline may come before or after the result. Deltas of an
+        earlier subscription still buffered, or arriving before the new
+        baseline, are dropped, so the next delta read once the baseline is in
+        is the baseline.
         """
         self._deltas.clear()
-        self.send_payload(codec.build_subscribe(kinds), timeout)
+        result = self._ask(lambda rid: codec.build_subscribe(
+            kinds, observers, budgets, motion_tolerance_mm, request_id=rid), timeout)
+        if not result.accepted:
+            raise CommandRejected(result)
+        for i, delta in enumerate(self._deltas):
+            if delta.baseline:
+                for _ in range(i):
+                    self._deltas.popleft()
+                break
+        return result
+
+    def update_interest(self, observers=None, budgets=None,
+                        timeout: Optional[float] = None) -> CommandResult:
+        """Change the observers and budgets of the subscription, without a new
+        baseline (entities enter and leave as the new interest requires).
+        Waits for the result like :meth:`subscribe`; raises CommandRejected
+        when rejected (e.g. not subscribed)."""
+        result = self._ask(lambda rid: codec.build_update_interest(
+            observers, budgets, request_id=rid), timeout)
+        if not result.accepted:
+            raise CommandRejected(result)
+        return result
+
+    def mirror(self, strict: bool = True) -> EntityMirror:
+        """An empty EntityMirror for this session's Welcome (after :meth:`hello`)."""
+        if self.welcome is None:
+            raise ProtocolError("no Welcome yet: call hello() first")
+        return EntityMirror(self.welcome, strict=strict)
 
     # ----------------------------------------------------------------- deltas
 
@@ -275,8 +325,7 @@ class Session:
 
         ``fields`` are the body's fields, e.g. ``send_command("Step", count=3)``
         or ``send_command("Restore", name="cp")``."""
-        request_id = self._next_request_id
-        self._next_request_id = (self._next_request_id + 1) & 0xFFFFFFFF or 1
+        request_id = self._new_request_id()
         self.send_payload(codec.build_command(request_id, command, **fields))
         return request_id
 
@@ -297,7 +346,23 @@ class Session:
         ``timeout`` is positional here (``command("Step", 2.0, count=1)``) or
         the keyword ``timeout=`` is taken as the wait, never as a body field."""
         timeout = fields.pop("timeout", timeout)
-        return self.wait_result(self.send_command(command, **fields), timeout)
+        return self._ask(lambda rid: codec.build_command(rid, command, **fields), timeout)
+
+    def _ask(self, build, timeout: Optional[float]) -> CommandResult:
+        """Send ``build(request_id)`` and wait for its result; a RateLimited
+        answer is retried (fresh request id, back-off from 5 ms) while the
+        deadline allows, when ``retry_rate_limited``."""
+        deadline = self._deadline(timeout)
+        delay = 0.005
+        while True:
+            request_id = self._new_request_id()
+            self.send_payload(build(request_id))
+            result = self.wait_result(request_id, max(deadline - time.monotonic(), 0.0))
+            if (result.reason != RejectReason.RateLimited or not self.retry_rate_limited
+                    or time.monotonic() + delay >= deadline):
+                return result
+            time.sleep(delay)
+            delay = min(2 * delay, 0.1)
 
     def pause(self, timeout: Optional[float] = None) -> CommandResult:
         return self.command("Pause", timeout)

@@ -18,7 +18,7 @@ from bustle.wire import (
     DeleteSnapshot,
     DespawnEntity,
     EntityInfo,
-    EntityState,
+    EntityLabel,
     Error,
     GarageGeometry,
     GarageInfo,
@@ -54,10 +54,13 @@ from bustle.wire import (
     Stats,
     Step,
     Subscribe,
-    Vec2,
+    UpdateInterest,
+    Vec2d,
     VehicleInfo,
     Welcome,
 )
+from bustle.wire.EntityChange import CreateEntityChange
+from bustle.wire.EntityEnter import CreateEntityEnter
 from bustle.wire.EntityId import CreateEntityId
 
 SM = ServerMessage.ServerMessage
@@ -94,9 +97,16 @@ def _uint_vector(b, start_vector, values, prepend="PrependUint32"):
     return b.EndVector()
 
 
+#: A lane 0 from (0, 0) to (100, 0) for welcome(lanes=[...]).
+STRAIGHT_LANE = (0, "straight", 0, [(0.0, 0.0), (100.0, 0.0)], 100.0, 1.5, [])
+
+
 def welcome(session_id=7, role=0, step_us=100_000, clock_mode=0, current_step=0, lanes=(),
-            garages=None, signals=None, chains=None, dots_every_steps=0):
-    """lanes: iterable of (index, id, kind, [(x, y), ...], length_m, speed, [successors]).
+            garages=None, signals=None, chains=None, dots_every_steps=0, archetypes=None,
+            protocol_version=2):
+    """lanes: iterable of (index, id, kind, [(x, y), ...], length_m, speed,
+    [successors][, length_mm[, elevation_m]]); length_mm defaults to
+    round(length_m * 1000). archetypes: list of names.
     garages: (id, entrance_lane, [route lane indices]); signals: (id, lane, stop_alpha, yield_alpha).
     chains: ([lane indices], cyclic, pedestrian, length_m)."""
     b = flatbuffers.Builder(256)
@@ -131,12 +141,18 @@ def welcome(session_id=7, role=0, step_us=100_000, clock_mode=0, current_step=0,
             SignalGeometry.AddYieldAlpha(b, yield_alpha)
             offs.append(SignalGeometry.End(b))
         signals_vec = _offsets_vector(b, Welcome.StartSignalsVector, offs)
+    archetypes_vec = None
+    if archetypes is not None:
+        archetypes_vec = _offsets_vector(b, Welcome.StartArchetypesVector,
+                                         [b.CreateString(a) for a in archetypes])
     lane_offs = []
-    for index, lane_id, kind, points, length_m, speed, successors in lanes:
+    for index, lane_id, kind, points, length_m, speed, successors, *extra in lanes:
+        length_mm = extra[0] if extra else round(length_m * 1000)
+        elevation = extra[1] if len(extra) > 1 else 0.0
         id_off = b.CreateString(lane_id)
         LaneInfo.StartPointsVector(b, len(points))
         for x, y in reversed(points):
-            Vec2.CreateVec2(b, x, y)
+            Vec2d.CreateVec2d(b, x, y)
         pts = b.EndVector()
         LaneInfo.StartSuccessorsVector(b, len(successors))
         for s in reversed(successors):
@@ -150,6 +166,8 @@ def welcome(session_id=7, role=0, step_us=100_000, clock_mode=0, current_step=0,
         LaneInfo.AddLengthM(b, length_m)
         LaneInfo.AddSpeedMpsLimit(b, speed)
         LaneInfo.AddSuccessors(b, succ)
+        LaneInfo.AddLengthMm(b, length_mm)
+        LaneInfo.AddElevationM(b, elevation)
         lane_offs.append(LaneInfo.End(b))
     Welcome.StartLanesVector(b, len(lane_offs))
     for off in reversed(lane_offs):
@@ -159,7 +177,7 @@ def welcome(session_id=7, role=0, step_us=100_000, clock_mode=0, current_step=0,
     scenario = b.CreateString("test-city")
     Welcome.Start(b)
     Welcome.AddServerVersion(b, version)
-    Welcome.AddProtocolVersion(b, 1)
+    Welcome.AddProtocolVersion(b, protocol_version)
     Welcome.AddSessionId(b, session_id)
     Welcome.AddRole(b, role)
     Welcome.AddStepUs(b, step_us)
@@ -174,14 +192,21 @@ def welcome(session_id=7, role=0, step_us=100_000, clock_mode=0, current_step=0,
     if chains_vec is not None:
         Welcome.AddChains(b, chains_vec)
     Welcome.AddDotsEverySteps(b, dots_every_steps)
+    if archetypes_vec is not None:
+        Welcome.AddArchetypes(b, archetypes_vec)
     return _finish(b, SM.Welcome, Welcome.End(b))
 
 
-def _states(b, start_vector, states):
-    """states: (index, generation, x_cm, y_cm, heading_q, speed_cmps, kind) tuples."""
-    start_vector(b, len(states))
-    for s in reversed(states):
-        EntityState.CreateEntityState(b, *s)
+def enter(index, gen=1, lane=0, s_mm=0, speed_mmps=0, archetype=0, kind=0, tier=0, rep=0, policy=0):
+    """One EntityEnter tuple for delta(entered=...)."""
+    return (index, gen, lane, s_mm, speed_mmps, archetype, kind, tier, rep, policy)
+
+
+def _entered(b, start_vector, entered):
+    """entered: EntityEnter tuples (see enter())."""
+    start_vector(b, len(entered))
+    for e in reversed(list(entered)):
+        CreateEntityEnter(b, *e)
     return b.EndVector()
 
 
@@ -192,12 +217,26 @@ def _ids(b, start_vector, ids):
     return b.EndVector()
 
 
-def delta(step, sim_time_us=None, digest=0, baseline=False, entered=(), updated=(), left=(),
-          signals=None, dots=None, retiring=None):
-    """signals: (index, phase) pairs, or None for no vector; dots: (chain, count)
-    pairs; retiring: (index, generation) pairs."""
+def delta(step, sim_time_us=None, digest=0, baseline=False, entered=(), left=(),
+          signals=None, dots=None, retiring=None, labels=None, motion=None, changes=None,
+          interest_truncated=0):
+    """entered: EntityEnter tuples (see enter()); labels: {index: label};
+    motion: the packed bytes of Delta.motion; changes: (index, field, value)
+    triples; signals: (index, phase) pairs, or None for no vector; dots:
+    (chain, count) pairs; retiring: (index, generation) pairs."""
     b = flatbuffers.Builder(256)
-    signals_off = dots_off = retiring_off = None
+    signals_off = dots_off = retiring_off = labels_off = motion_off = changes_off = None
+    if labels is not None:
+        offs = [_table(b, EntityLabel, {"Index": i, "Label": text}, strings=("Label",))
+                for i, text in labels.items()]
+        labels_off = _offsets_vector(b, Delta.StartLabelsVector, offs)
+    if motion is not None:
+        motion_off = b.CreateByteVector(bytes(motion))
+    if changes is not None:
+        Delta.StartChangesVector(b, len(changes))
+        for index, field, value in reversed(list(changes)):
+            CreateEntityChange(b, index, field, value)
+        changes_off = b.EndVector()
     if dots is not None:
         Delta.StartDotsVector(b, len(dots))
         for chain, count in reversed(list(dots)):
@@ -210,8 +249,7 @@ def delta(step, sim_time_us=None, digest=0, baseline=False, entered=(), updated=
         for index, phase in reversed(list(signals)):
             SignalPhaseState.CreateSignalPhaseState(b, index, phase)
         signals_off = b.EndVector()
-    entered_off = _states(b, Delta.StartEnteredVector, entered)
-    updated_off = _states(b, Delta.StartUpdatedVector, updated)
+    entered_off = _entered(b, Delta.StartEnteredVector, entered)
     left_off = _ids(b, Delta.StartLeftVector, left)
     Delta.Start(b)
     Delta.AddStep(b, step)
@@ -219,8 +257,12 @@ def delta(step, sim_time_us=None, digest=0, baseline=False, entered=(), updated=
     Delta.AddDigest(b, digest)
     Delta.AddBaseline(b, baseline)
     Delta.AddEntered(b, entered_off)
-    Delta.AddUpdated(b, updated_off)
     Delta.AddLeft(b, left_off)
+    for add, off in ((Delta.AddLabels, labels_off), (Delta.AddMotion, motion_off),
+                     (Delta.AddChanges, changes_off)):
+        if off is not None:
+            add(b, off)
+    Delta.AddInterestTruncated(b, interest_truncated)
     if signals_off is not None:
         Delta.AddSignals(b, signals_off)
     if dots_off is not None:
@@ -458,6 +500,7 @@ _CLIENT_TABLES = {
     ClientMessage.ClientMessage.Hello: Hello.Hello,
     ClientMessage.ClientMessage.Subscribe: Subscribe.Subscribe,
     ClientMessage.ClientMessage.Command: Command.Command,
+    ClientMessage.ClientMessage.UpdateInterest: UpdateInterest.UpdateInterest,
 }
 _COMMAND_TABLES = {
     CommandBody.CommandBody.Step: Step.Step,

@@ -1,6 +1,5 @@
 """Codec unit tests: framing, client-frame encoding, server-frame decoding."""
 
-import math
 import random
 import struct
 
@@ -10,7 +9,7 @@ import server_frames as sf
 from bustle.wire.ClientMessage import ClientMessage
 from bustle.wire.CommandBody import CommandBody
 
-from bustle_client import codec
+from bustle_client import PROTOCOL_VERSION, codec
 from bustle_client.messages import (
     ClockMode,
     CommandResult,
@@ -18,6 +17,9 @@ from bustle_client.messages import (
     ControlPolicy,
     Delta,
     DispatchGate,
+    EntityChange,
+    EntityEnter,
+    EntityField,
     EntityId,
     EntityKind,
     ErrorCode,
@@ -31,8 +33,13 @@ from bustle_client.messages import (
     JobUpdate,
     LaneKind,
     MalformedFrameError,
+    MotionError,
+    MotionRecord,
+    Observer,
     PolicyReason,
     RejectReason,
+    RepresentationBudgets,
+    RepresentationHint,
     Role,
     SignalGeometry,
     SignalInfo,
@@ -47,16 +54,20 @@ from bustle_client.messages import (
 )
 
 ENTERED = [
-    # index, generation, x_cm, y_cm, heading_q, speed_cmps, kind
-    (0, 1, 12345, -678, 16384, 140, 0),
-    (1, 3, -1, 2**31 - 1, 65535, 0, 1),
-    (2**32 - 1, 2**32 - 1, -(2**31), 0, 0, 65535, 0),
+    sf.enter(0, 1, lane=3, s_mm=12345, speed_mmps=1400, archetype=2, kind=0, tier=1, rep=1),
+    sf.enter(1, 3, lane=0, s_mm=0, speed_mmps=0, archetype=0, kind=1, tier=0, rep=0, policy=3),
+    sf.enter(2**32 - 1, 2**32 - 1, lane=2**32 - 1, s_mm=2**32 - 1, speed_mmps=2**32 - 1,
+             archetype=65535, kind=0, tier=2, rep=2, policy=6),
 ]
+# two records: index 5 (lane kept, s 300, speed 1400), index 7 (lane 2, s 1000, speed 0)
+MOTION = bytes([5, 0, 0xAC, 0x02, 0xF8, 0x0A, 2, 3, 0xE8, 0x07, 0])
 
 
 def sample_delta_payload():
     return sf.delta(step=42, sim_time_us=4_200_000, digest=0xDEADBEEFCAFEF00D,
-                    baseline=True, entered=ENTERED, updated=ENTERED[:1], left=[(5, 2), (6, 9)])
+                    baseline=True, entered=ENTERED, left=[(5, 2), (6, 9)],
+                    labels={1: "vehicle.g0.000001", 0: "market.007"}, motion=MOTION,
+                    changes=[(5, 0, 2), (7, 1, 3), (7, 2, 4), (9, 9, 9)], interest_truncated=12)
 
 
 # ------------------------------------------------------------------ framing
@@ -165,7 +176,7 @@ def test_hello_encodes_all_fields():
 
 def test_hello_defaults_to_schema_version_viewer_and_no_token():
     t, hello = sf.parse_client_frame(codec.build_hello("v"))
-    assert hello.ProtocolVersion() == 1
+    assert hello.ProtocolVersion() == 2 == PROTOCOL_VERSION
     assert hello.Role() == Role.Viewer
     assert hello.Token() is None
 
@@ -181,6 +192,60 @@ def test_subscribe_kinds():
     assert sub.KindsIsNone()
     t, sub = sf.parse_client_frame(codec.build_subscribe([EntityKind.Vehicle, EntityKind.Pedestrian]))
     assert [sub.Kinds(i) for i in range(sub.KindsLength())] == [1, 0]
+
+
+def test_subscribe_defaults_leave_interest_budgets_and_tolerance_absent():
+    _, sub = sf.parse_client_frame(codec.build_subscribe(request_id=9))
+    assert sub.RequestId() == 9
+    assert sub.ObserversIsNone() and sub.Budgets() is None
+    assert sub.MotionToleranceMm() == 10  # the schema default, not sent
+
+
+def _observers(table):
+    out = []
+    for i in range(table.ObserversLength()):
+        o = table.Observers(i)
+        out.append((o.XM(), o.YM(), o.ZM(), o.HasHeading(), o.HeadingRad(), o.RadiusM()))
+    return out
+
+
+def test_subscribe_encodes_observers_budgets_and_tolerance():
+    payload = codec.build_subscribe(
+        [EntityKind.Pedestrian],
+        [Observer(1.5, -2.25), (10.0, 20.0, 1.8, 3.0, 40.0), {"x_m": 0, "y_m": 0, "heading_rad": 0.0}],
+        RepresentationBudgets(actors=0, instances=5, markers=1 << 20), 0, request_id=2**32 - 1)
+    _, sub = sf.parse_client_frame(payload)
+    assert sub.RequestId() == 2**32 - 1 and sub.MotionToleranceMm() == 0
+    assert _observers(sub) == [(1.5, -2.25, 0.0, False, 0.0, 150.0),
+                               (10.0, 20.0, 1.8, True, 3.0, 40.0),
+                               (0.0, 0.0, 0.0, True, 0.0, 150.0)]
+    b = sub.Budgets()
+    assert (b.Actors(), b.Instances(), b.Markers()) == (0, 5, 1 << 20)
+    # partial budgets keep the other defaults
+    _, sub = sf.parse_client_frame(codec.build_subscribe(budgets={"markers": 0}))
+    b = sub.Budgets()
+    assert (b.Actors(), b.Instances(), b.Markers()) == (256, 4096, 0)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(motion_tolerance_mm=65536), "motion_tolerance_mm 65536"),
+    (dict(motion_tolerance_mm=-1), "motion_tolerance_mm -1"),
+    (dict(budgets=RepresentationBudgets(markers=-5)), "budgets.markers"),
+    (dict(observers=[(1.0,)]), "expected \\(x_m, y_m"),
+])
+def test_subscribe_refuses_values_the_wire_cannot_carry(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        codec.build_subscribe(**kwargs)
+
+
+def test_update_interest_encodes_observers_and_budgets():
+    t, ui = sf.parse_client_frame(codec.build_update_interest(
+        [(5.0, 6.0)], RepresentationBudgets(1, 2, 3), request_id=4))
+    assert t == ClientMessage.UpdateInterest and ui.RequestId() == 4
+    assert _observers(ui) == [(5.0, 6.0, 0.0, False, 0.0, 150.0)]
+    assert (ui.Budgets().Actors(), ui.Budgets().Instances(), ui.Budgets().Markers()) == (1, 2, 3)
+    _, ui = sf.parse_client_frame(codec.build_update_interest(request_id=5))
+    assert ui.ObserversIsNone() and ui.Budgets() is None
 
 
 @pytest.mark.parametrize(
@@ -262,35 +327,48 @@ def test_unknown_command_name_is_rejected():
 # -------------------------------------------------------------- server frames
 
 
-def test_delta_decodes_to_si_units():
+def test_delta_decodes_entered_labels_motion_and_changes():
     d = codec.decode_server_frame(sample_delta_payload())
     assert isinstance(d, Delta)
     assert (d.step, d.sim_time_us, d.digest, d.baseline) == (42, 4_200_000, 0xDEADBEEFCAFEF00D, True)
-    assert len(d.entered) == 3 and len(d.updated) == 1
     a, b, c = d.entered
-    assert a.id == EntityId(0, 1) == (0, 1)
-    assert a.kind == EntityKind.Pedestrian
-    assert a.x_m == pytest.approx(123.45) and a.y_m == pytest.approx(-6.78)
-    assert a.heading_rad == pytest.approx(math.pi / 2)
-    assert a.speed_mps == pytest.approx(1.4)
-    assert b.kind == EntityKind.Vehicle and b.x_m == pytest.approx(-0.01)
-    assert b.y_m == pytest.approx((2**31 - 1) / 100)
-    assert b.heading_rad == pytest.approx(2 * math.pi * 65535 / 65536)
-    assert c.id == (2**32 - 1, 2**32 - 1)
-    assert c.x_m == pytest.approx(-(2**31) / 100) and c.speed_mps == pytest.approx(655.35)
-    assert d.updated[0] == a
+    assert a == EntityEnter(EntityId(0, 1), 3, 12345, 1400, 2, EntityKind.Pedestrian, SimTier.Simulated,
+                            RepresentationHint.Instanced, ControlPolicy.RouteFollow)
+    assert b.kind == EntityKind.Vehicle and b.policy == ControlPolicy.WaitingAtSignal
+    assert b.sim_tier == SimTier.Full and b.representation == RepresentationHint.Actor
+    assert c.id == (2**32 - 1, 2**32 - 1) and (c.lane, c.s_mm, c.speed_mmps) == (2**32 - 1,) * 3
+    assert c.archetype == 65535 and c.sim_tier == SimTier.Coarse
+    assert c.representation == RepresentationHint.Marker and c.policy == ControlPolicy.DespawnPending
+    assert d.labels == {0: "market.007", 1: "vehicle.g0.000001"}
+    assert d.motion == [MotionRecord(5, None, 300, 1400), MotionRecord(7, 2, 1000, 0)]
+    assert d.changes == [EntityChange(5, EntityField.SimTier, SimTier.Coarse),
+                         EntityChange(7, EntityField.Representation, RepresentationHint.None_),
+                         EntityChange(7, EntityField.Policy, ControlPolicy.Parked),
+                         EntityChange(9, 9, 9)]  # a field from a newer schema stays an int
+    assert isinstance(d.changes[0].value, SimTier)
     assert d.left == [EntityId(5, 2), EntityId(6, 9)]
+    assert d.interest_truncated == 12
 
 
 def test_empty_delta_decodes():
     d = codec.decode_server_frame(sf.delta(step=1))
     assert d == Delta(step=1, sim_time_us=100_000, digest=0, baseline=False)
+    assert d.motion == [] and d.labels == {} and d.changes == [] and d.interest_truncated == 0
+
+
+def test_delta_with_bad_motion_bytes_names_the_byte():
+    with pytest.raises(MotionError, match=r"motion\[byte 4\]: truncated or over-long varint \(speed_mmps\)") as info:
+        codec.decode_server_frame(sf.delta(3, motion=MOTION[:5]))
+    assert info.value.offset == 4
+    assert isinstance(info.value, MalformedFrameError)
 
 
 def test_welcome_decodes_lanes():
     payload = sf.welcome(session_id=3, role=1, step_us=100_000, clock_mode=2, current_step=99,
-                         lanes=[(0, "sw-0", 0, [(0.0, 0.0), (10.0, 0.5)], 10.0, 1.5, [1]),
-                                (1, "cr-1", 1, [(10.0, 0.5)], 0.0, 1.0, [])])
+                         lanes=[(0, "sw-0", 0, [(0.0, 0.0), (10.0, 0.5)], 10.012492197250394, 1.5,
+                                 [1], 10012, 2.5),
+                                (1, "cr-1", 1, [(10.0, 0.5)], 0.0, 1.0, [])],
+                         archetypes=["pedestrian", "vehicle.sedan"])
     w = codec.decode_server_frame(payload)
     assert isinstance(w, Welcome)
     assert (w.session_id, w.role, w.step_us, w.clock_mode, w.current_step) == (
@@ -300,6 +378,24 @@ def test_welcome_decodes_lanes():
     assert [lane.id for lane in w.lanes] == ["sw-0", "cr-1"]
     assert w.lanes[0].points == [(0.0, 0.0), (10.0, 0.5)]
     assert w.lanes[0].successors == [1] and w.lanes[1].kind == LaneKind.Crossing
+    # doubles survive exactly (poses are derived from them)
+    assert w.lanes[0].length_m == 10.012492197250394
+    assert (w.lanes[0].length_mm, w.lanes[0].elevation_m) == (10012, 2.5)
+    assert (w.lanes[1].length_mm, w.lanes[1].elevation_m) == (0, 0.0)
+    assert w.protocol_version == 2 and w.archetypes == ["pedestrian", "vehicle.sedan"]
+
+
+def test_welcome_lane_points_keep_double_precision():
+    x = 1234567.123456789
+    w = codec.decode_server_frame(sf.welcome(lanes=[(0, "a", 2, [(x, -x), (x + 1e-9, 0.1)], 1.0, 9.0, [])]))
+    assert w.lanes[0].points == [(x, -x), (x + 1e-9, 0.1)]
+
+
+def test_v2_enum_values():
+    assert ErrorCode.IdleTimeout == 11 and ErrorCode.TooManyConnections == 12
+    assert RejectReason.RateLimited == 14
+    assert [f.name for f in EntityField] == ["SimTier", "Representation", "Policy"]
+    assert RepresentationHint.None_ == 3
 
 
 def test_welcome_decodes_garages_and_signals():

@@ -37,7 +37,7 @@ from bustle_client import (
     despawn_op,
     spawn_op,
 )
-from bustle_client.messages import Delta, EntityKind, EntityState, SpawnUpdate
+from bustle_client.messages import Delta, EntityEnter, EntityKind, SpawnUpdate
 
 
 def _body(payload):
@@ -484,11 +484,17 @@ def test_set_observers_helper_sends_views(pair):
 
 
 def _state(index, gen=1):
-    return EntityState(EntityId(index, gen), EntityKind.Pedestrian, 0.0, 0.0, 0.0, 0.0)
+    return EntityEnter(EntityId(index, gen), 0, 0, 0, 0, EntityKind.Pedestrian, SimTier.Full,
+                       RepresentationHint.Actor, 0)
+
+
+def _mirror(strict=True):
+    """A mirror over one straight lane."""
+    return EntityMirror(codec.decode_server_frame(sf.welcome(lanes=[sf.STRAIGHT_LANE])), strict=strict)
 
 
 def test_mirror_tracks_retiring_until_left_and_keeps_last_dots():
-    m = EntityMirror()
+    m = _mirror()
     m.apply(Delta(1, 0, 0, True, entered=[_state(1), _state(2)]))
     m.apply(Delta(2, 0, 0, False, retiring=[EntityId(1, 1)], dots=[ChainDots(0, 3), ChainDots(1, 0)]))
     assert EntityId(1, 1) in m and m.retiring == {EntityId(1, 1)}
@@ -500,24 +506,24 @@ def test_mirror_tracks_retiring_until_left_and_keeps_last_dots():
 
 
 def test_mirror_retiring_and_left_in_one_step_is_consistent():
-    m = EntityMirror()
+    m = _mirror()
     m.apply(Delta(1, 0, 0, True, entered=[_state(1)]))
     m.apply(Delta(2, 0, 0, False, left=[EntityId(1, 1)], retiring=[EntityId(1, 1)]))
     assert not m and not m.retiring
 
 
 def test_strict_mirror_rejects_retiring_of_an_absent_entity():
-    m = EntityMirror()
+    m = _mirror()
     m.apply(Delta(1, 0, 0, True))
     with pytest.raises(MirrorError, match="began retiring but is not present"):
         m.apply(Delta(2, 0, 0, False, retiring=[EntityId(9, 1)]))
-    lax = EntityMirror(strict=False)
+    lax = _mirror(strict=False)
     lax.apply(Delta(1, 0, 0, False, retiring=[EntityId(9, 1)]))
     assert lax.retiring == {EntityId(9, 1)}
 
 
 def test_mirror_baseline_clears_retiring():
-    m = EntityMirror()
+    m = _mirror()
     m.apply(Delta(1, 0, 0, True, entered=[_state(1)], retiring=[EntityId(1, 1)]))
     assert m.retiring == {EntityId(1, 1)}
     m.apply(Delta(5, 0, 0, True, entered=[_state(1)]))

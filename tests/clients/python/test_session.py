@@ -22,8 +22,10 @@ from bustle_client import (
     JobFailed,
     JobKind,
     JobState,
+    Observer,
     ProtocolError,
     RejectReason,
+    RepresentationBudgets,
     Role,
     ServerError,
     Session,
@@ -45,18 +47,18 @@ def test_hello_sends_hello_and_returns_welcome(pair):
 
 def test_hello_answered_by_error_raises_server_error(pair):
     s, srv = pair
-    srv.send(sf.error(ErrorCode.ProtocolVersionMismatch, "want 1"))
+    srv.send(sf.error(ErrorCode.ProtocolVersionMismatch, "want 2"))
     with pytest.raises(ServerError) as info:
-        s.hello("t", protocol_version=2)
+        s.hello("t", protocol_version=1)
     assert info.value.code == ErrorCode.ProtocolVersionMismatch
-    assert info.value.message == "want 1"
+    assert info.value.message == "want 2"
     assert s.server_error.code == ErrorCode.ProtocolVersionMismatch
 
 
 def test_command_buffers_deltas_and_foreign_results_until_its_result(pair):
     s, srv = pair
     # the result for request 1 arrives after two deltas and a stale result
-    srv.send(sf.delta(1, baseline=True, entered=[(0, 1, 0, 0, 0, 0, 0)]),
+    srv.send(sf.delta(1, baseline=True, entered=[sf.enter(0)]),
              sf.command_result(77, applied_step=1),
              sf.delta(2),
              sf.command_result(1, status=1, reason=RejectReason.WrongClockMode, applied_step=2))
@@ -156,14 +158,121 @@ def test_garbage_from_server_raises_protocol_error(pair):
         s.next_delta(timeout=1.0)
 
 
-def test_subscribe_sends_kinds_and_deltas_generator(pair):
+class AnswerSubscribe:
+    """Plays the server for one Subscribe/UpdateInterest: reads it in a thread
+    and answers with ``before`` frames, the CommandResult, then ``after``."""
+
+    def __init__(self, srv, before=(), after=(), status=0, reason=0, message=""):
+        self.request = None
+        self._thread = threading.Thread(target=self._serve, args=(srv, before, after, status,
+                                                                   reason, message), daemon=True)
+        self._thread.start()
+
+    def _serve(self, srv, before, after, status, reason, message):
+        t, table = srv.read()
+        self.request = (t, table)
+        srv.send(*before, sf.command_result(table.RequestId(), status=status, reason=reason,
+                                            message=message, applied_step=3), *after)
+
+    def join(self):
+        self._thread.join(timeout=2.0)
+        assert not self._thread.is_alive()
+        return self.request
+
+
+def test_subscribe_waits_for_its_result_keeping_a_baseline_that_came_first(pair):
     s, srv = pair
-    s.subscribe(kinds=[0])
-    t, sub = srv.read()
+    answer = AnswerSubscribe(srv, before=[sf.delta(4, baseline=True, entered=[sf.enter(2)]), sf.delta(5)],
+                             after=[sf.delta(6)])
+    result = s.subscribe(kinds=[0], observers=[(1.0, 2.0)], budgets=RepresentationBudgets(markers=0),
+                         motion_tolerance_mm=0)
+    t, sub = answer.join()
     assert t == ClientMessage.Subscribe and sub.KindsLength() == 1
-    srv.send(*(sf.delta(i, baseline=(i == 1)) for i in range(1, 6)))
+    assert result.accepted and result.request_id == sub.RequestId() == 1
+    assert (sub.ObserversLength(), sub.Budgets().Markers(), sub.MotionToleranceMm()) == (1, 0, 0)
+    assert s.buffered_deltas == 2
     gen = s.deltas(timeout=1.0)
-    assert [next(gen).step for _ in range(5)] == [1, 2, 3, 4, 5]
+    first = next(gen)
+    assert first.baseline and first.entered[0].id == (2, 1)
+    assert [next(gen).step, next(gen).step] == [5, 6]
+
+
+def test_subscribe_keeps_a_baseline_that_comes_after_the_result(pair):
+    s, srv = pair
+    answer = AnswerSubscribe(srv, after=[sf.delta(7, baseline=True)])
+    s.subscribe()
+    answer.join()
+    assert s.next_delta(timeout=1.0).baseline
+
+
+def test_resubscribe_drops_the_old_streams_deltas_before_the_new_baseline(pair):
+    s, srv = pair
+    answer = AnswerSubscribe(srv, before=[sf.delta(1, baseline=True), sf.delta(2)])
+    s.subscribe()
+    answer.join()
+    assert s.buffered_deltas == 2  # not read
+    answer = AnswerSubscribe(srv, before=[sf.delta(3), sf.delta(9, baseline=True), sf.delta(10)],
+                             after=[sf.delta(11)])
+    s.subscribe()
+    answer.join()
+    assert s.buffered_deltas == 2
+    assert [s.next_delta().step for _ in range(3)] == [9, 10, 11]
+
+
+def test_rejected_subscribe_raises_with_the_servers_message(pair):
+    s, srv = pair
+    answer = AnswerSubscribe(srv, before=[sf.delta(2)], status=1, reason=RejectReason.InvalidArgument,
+                             message="observers[0].radius_m: must be in (0, 100000]")
+    with pytest.raises(CommandRejected, match=r"InvalidArgument \(observers\[0\]\.radius_m: must be") as info:
+        s.subscribe(observers=[Observer(0, 0, radius_m=0)])
+    answer.join()
+    assert info.value.result.reason == RejectReason.InvalidArgument
+    assert s.buffered_deltas == 1  # the old stream goes on
+
+
+def test_subscribe_result_timeout_is_bounded(pair):
+    s, srv = pair
+    srv.send(sf.delta(1, baseline=True))
+    with pytest.raises(BustleTimeout, match="CommandResult of request 1"):
+        s.subscribe(timeout=0.2)
+    assert s.buffered_deltas == 1
+
+
+def test_update_interest_sends_observers_and_waits_for_its_result(pair):
+    s, srv = pair
+    answer = AnswerSubscribe(srv, before=[sf.delta(8)])
+    assert s.update_interest([Observer(5.0, 6.0, heading_rad=1.0, radius_m=30.0)],
+                             RepresentationBudgets(actors=2)).accepted
+    t, ui = answer.join()
+    assert t == ClientMessage.UpdateInterest and ui.RequestId() == 1
+    o = ui.Observers(0)
+    assert (o.XM(), o.YM(), o.HasHeading(), o.HeadingRad(), o.RadiusM()) == (5.0, 6.0, True, 1.0, 30.0)
+    assert ui.Budgets().Actors() == 2 and s.buffered_deltas == 1
+    answer = AnswerSubscribe(srv, status=1, reason=RejectReason.InvalidArgument, message="not subscribed")
+    with pytest.raises(CommandRejected, match="not subscribed"):
+        s.update_interest()
+    assert answer.join()[1].RequestId() == 2
+
+
+def test_subscribe_and_commands_share_request_ids(pair):
+    s, srv = pair
+    srv.send(sf.command_result(1))
+    s.pause()
+    srv.read()  # the Pause
+    answer = AnswerSubscribe(srv)
+    assert s.subscribe().request_id == 2
+    answer.join()
+
+
+def test_mirror_follows_the_sessions_welcome(pair):
+    s, srv = pair
+    with pytest.raises(ProtocolError, match="hello"):
+        s.mirror()
+    srv.send(sf.welcome(lanes=[sf.STRAIGHT_LANE], step_us=50_000))
+    s.hello("m")
+    m = s.mirror()
+    m.apply(codec.decode_server_frame(sf.delta(1, baseline=True, entered=[sf.enter(0, speed_mmps=2000)])))
+    assert m.pose((0, 1), step=11).x_m == 1.0  # 2 m/s for ten 50 ms steps
 
 
 def test_despawn_accepts_entity_id(pair):
@@ -389,3 +498,14 @@ def test_vehicle_queries_return_their_payloads(pair):
     assert got == [(CommandBody.QueryGarages, None), (CommandBody.QuerySignals, None),
                    (CommandBody.QueryVehicle, (4, 1)), (CommandBody.QueryVehicle, (9, 9)),
                    (CommandBody.QueryGarages, None)]
+
+
+def test_rate_limited_commands_are_retried_unless_disabled(pair):
+    s, srv = pair
+    srv.send(sf.command_result(1, status=1, reason=RejectReason.RateLimited, message="slow down"),
+             sf.command_result(2, stats={"Step": 8}))
+    assert s.stats().step == 8  # the second try, with a fresh request id
+    assert [srv.read()[1].RequestId() for _ in range(2)] == [1, 2]
+    s.retry_rate_limited = False
+    srv.send(sf.command_result(3, status=1, reason=RejectReason.RateLimited, message="slow down"))
+    assert s.query_stats().reason == RejectReason.RateLimited
