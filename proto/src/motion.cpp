@@ -111,7 +111,13 @@ LanePolyline LanePolyline::from_points(std::span<const double> xs, std::span<con
   lane.y_m.assign(ys.begin(), ys.begin() + static_cast<std::ptrdiff_t>(n));
   lane.cumulative_m.assign(n, 0.0);
   for (std::size_t k = 1; k < n; ++k) {
-    lane.cumulative_m[k] = lane.cumulative_m[k - 1] + std::hypot(lane.x_m[k] - lane.x_m[k - 1], lane.y_m[k] - lane.y_m[k - 1]);
+    // sqrt(dx*dx + dy*dy), not std::hypot: its rounding differs between C
+    // libraries, while IEEE 754 rounds these operations the same everywhere
+    // (no contraction: -ffp-contract=off), so every client gets the server's
+    // lengths bit for bit.
+    const double dx = lane.x_m[k] - lane.x_m[k - 1];
+    const double dy = lane.y_m[k] - lane.y_m[k - 1];
+    lane.cumulative_m[k] = lane.cumulative_m[k - 1] + std::sqrt(dx * dx + dy * dy);
   }
   lane.length_m = n > 0 ? lane.cumulative_m.back() : 0.0;
   lane.elevation_m = elevation_m;

@@ -11,21 +11,19 @@ what the reference computes:
   overflow with those clamps, so unbounded ints give the same result);
 - :func:`read_motion` / :func:`write_motion`: the packed varint records of
   Delta.motion, with the same validation and messages (naming the byte offset);
-- :class:`LanePolyline` / :func:`sample_lane`: cumulative lengths with the C
-  library's ``hypot`` (what ``std::hypot`` calls), segment choice by
+- :class:`LanePolyline` / :func:`sample_lane`: cumulative lengths as
+  ``sqrt(dx*dx + dy*dy)`` (:func:`segment_length`), segment choice by
   ``upper_bound`` (``bisect_right``), the same walk back over zero-length
   segments, heading by ``math.atan2``.
 
-Why not ``math.hypot``: CPython's is correctly rounded, glibc's is not (they
-differ by one ulp for about 1 in 200 random segments), and a cumulative length
-one ulp off moves an interpolated pose by an ulp. :data:`HYPOT_SOURCE` says
-which one is in use; ``math.hypot`` only where no C library can be loaded.
+Why not ``hypot``: its rounding differs between C libraries (glibc's is not
+correctly rounded, CPython's ``math.hypot`` is; they differ by one ulp for about
+1 in 200 random segments), so the server and every client use the square root
+of the sum of squares, which IEEE 754 rounds the same everywhere.
 """
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import math
 from bisect import bisect_right
 from typing import List, NamedTuple, Optional, Sequence
@@ -37,20 +35,12 @@ SPEED_MMPS_MAX = 1 << 20  # ~1 km/s
 GAP_STEPS_MAX = 1 << 22
 STEP_US_MAX = 1 << 20  # steps of at most ~1.05 s
 
-def _c_hypot():
-    for name in (ctypes.util.find_library("m"), None):
-        try:
-            f = ctypes.CDLL(name).hypot
-        except (OSError, AttributeError):
-            continue
-        f.restype = ctypes.c_double
-        f.argtypes = (ctypes.c_double, ctypes.c_double)
-        return f, f"libm hypot ({name or 'process'})"
-    return math.hypot, "math.hypot"
+def segment_length(dx: float, dy: float) -> float:
+    """sqrt(dx*dx + dy*dy): every operation correctly rounded in IEEE 754, so
+    every client on every platform gets the server's lane lengths bit for bit
+    (the server compiles with -ffp-contract=off, so nothing is fused)."""
+    return math.sqrt(dx * dx + dy * dy)
 
-
-#: hypot(dx, dy) as the server's std::hypot computes it (see the module doc).
-hypot, HYPOT_SOURCE = _c_hypot()
 
 _U32_MAX = 0xFFFFFFFF
 _FIELDS = ("index delta", "lane code", "s_mm", "speed_mmps")
@@ -172,7 +162,7 @@ class LanePose(NamedTuple):
 
 class LanePolyline:
     """A lane prepared for sampling exactly as the server does: points and
-    cumulative lengths (the C library's hypot), elevation and length_mm (Welcome's:
+    cumulative lengths (sqrt of the sum of squares), elevation and length_mm (Welcome's:
     where prediction stops)."""
 
     __slots__ = ("xs", "ys", "cumulative_m", "length_m", "elevation_m", "length_mm")
@@ -182,7 +172,7 @@ class LanePolyline:
         self.ys = [float(p[1]) for p in points]
         cum = [0.0] * len(self.xs)
         for k in range(1, len(cum)):
-            cum[k] = cum[k - 1] + hypot(self.xs[k] - self.xs[k - 1], self.ys[k] - self.ys[k - 1])
+            cum[k] = cum[k - 1] + segment_length(self.xs[k] - self.xs[k - 1], self.ys[k] - self.ys[k - 1])
         self.cumulative_m = cum
         self.length_m = cum[-1] if cum else 0.0
         self.elevation_m = float(elevation_m)

@@ -22,9 +22,12 @@ LaneGraph::LaneGraph(const Scenario& scenario) {
     lane.elevation_m = spec.elevation_m;
     lane.cumulative_m.resize(spec.points.size(), 0.0);
     for (std::size_t k = 1; k < spec.points.size(); ++k) {
-      lane.cumulative_m[k] = lane.cumulative_m[k - 1] +
-                             std::hypot(spec.points[k].x_m - spec.points[k - 1].x_m,
-                                        spec.points[k].y_m - spec.points[k - 1].y_m);
+      // sqrt(dx*dx + dy*dy), not std::hypot, whose rounding differs between
+      // C libraries: clients on other platforms rebuild these lengths from
+      // Welcome's points and must get the same bits (proto/motion.hpp).
+      const double dx = spec.points[k].x_m - spec.points[k - 1].x_m;
+      const double dy = spec.points[k].y_m - spec.points[k - 1].y_m;
+      lane.cumulative_m[k] = lane.cumulative_m[k - 1] + std::sqrt(dx * dx + dy * dy);
     }
     lane.length_m = lane.cumulative_m.back();
     for (const std::string& succ : spec.successors) {

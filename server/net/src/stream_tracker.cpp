@@ -86,9 +86,15 @@ std::string read_subscribe(const wire::Subscribe& sub, ClientInterest& out) {
 }
 
 std::string read_update_interest(const wire::UpdateInterest& upd, ClientInterest& out) {
+  // An absent field keeps its value; an empty observers list means the
+  // whole city.
   ClientInterest in = out;
-  if (auto e = read_observers(upd.observers(), in.observers); !e.empty()) return e;
-  if (auto e = read_budgets(upd.budgets(), in.budgets); !e.empty()) return e;
+  if (upd.observers() != nullptr) {
+    if (auto e = read_observers(upd.observers(), in.observers); !e.empty()) return e;
+  }
+  if (upd.budgets() != nullptr) {
+    if (auto e = read_budgets(upd.budgets(), in.budgets); !e.empty()) return e;
+  }
   out = std::move(in);
   return {};
 }

@@ -74,7 +74,7 @@ class MotionWriter {
 std::string read_motion(std::span<const std::uint8_t> bytes, std::vector<MotionRecord>& out);
 
 // A lane polyline prepared for sampling exactly as the server does
-// (core::LaneGraph::sample): cumulative lengths with std::hypot.
+// (core::LaneGraph::sample): cumulative lengths as sqrt(dx*dx + dy*dy).
 struct LanePolyline {
   std::vector<double> x_m, y_m;
   std::vector<double> cumulative_m;
