@@ -1,12 +1,13 @@
 // make_published_frame over a real World: orphans stay in the frame while they
-// fade (retiring, at their last lane pose, speed 0) and dots come on dot
-// steps only, one count per lane chain.
+// fade (retiring, at their last lane pose, speed 0), poses are on the wire's
+// millimetre grid, and dot steps are marked.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <set>
 
 #include "bustle/net/published_frame.hpp"
+#include "bustle/proto/motion.hpp"
 
 using namespace bustle;
 using core::LaneKind;
@@ -39,8 +40,8 @@ std::unique_ptr<core::World> make(const core::Scenario& s) {
   return std::move(created.world);
 }
 
-const net::QuantizedEntity* find(const net::PublishedFrame& f, core::EntityId id) {
-  for (const net::QuantizedEntity& e : f.entities) {
+const net::PublishedEntity* find(const net::PublishedFrame& f, core::EntityId id) {
+  for (const net::PublishedEntity& e : f.entities) {
     if (e.id == id) return &e;
   }
   return nullptr;
@@ -54,16 +55,18 @@ void check_frame(const core::World& w, const net::PublishedFrame& f) {
   std::set<std::uint32_t> orphan_indices;
   for (const core::OrphanRecord& o : w.orphans()) {
     orphan_indices.insert(o.id.index);
-    const net::QuantizedEntity* e = find(f, o.id);
+    const net::PublishedEntity* e = find(f, o.id);
     REQUIRE(e != nullptr);
     CHECK(e->retiring);
-    CHECK(e->speed_cmps == 0);
+    CHECK(e->speed_mmps == 0);
     CHECK(e->kind == core::EntityKind::Pedestrian);
-    const core::Pose pose = w.lanes().sample(o.lane, o.s_m);
-    CHECK(e->x_cm == net::quantize_cm(pose.x_m));
-    CHECK(e->y_cm == net::quantize_cm(pose.y_m));
+    CHECK(e->lane == o.lane);
+    CHECK(e->s_mm == proto::to_mm(o.s_m));
+    const core::Vec2 p = w.lanes().position(o.lane, e->s_mm / 1000.0);
+    CHECK(e->x_m == p.x_m);
+    CHECK(e->y_m == p.y_m);
   }
-  for (const net::QuantizedEntity& e : f.entities) {
+  for (const net::PublishedEntity& e : f.entities) {
     if (orphan_indices.count(e.id.index) == 0) CHECK_FALSE(e.retiring);
   }
 }
@@ -83,41 +86,37 @@ TEST_CASE("orphans stay in the published frame, retiring, until final deletion")
   REQUIRE(std::any_of(notices.begin(), notices.end(), [&](const core::DespawnNotice& n) {
     return n.id == victim && n.stage == core::DespawnStage::Retiring;
   }));
-  auto frame = net::make_published_frame(*w);
+  auto frame = net::make_published_frame(*w, net::make_archetypes(w->scenario()));
   check_frame(*w, *frame);
   REQUIRE(find(*frame, victim) != nullptr);
   CHECK(find(*frame, victim)->retiring);
 
   // It fades for fade_ms, then leaves the frame.
   int steps = 0;
-  while (find(*net::make_published_frame(*w), victim) != nullptr) {
+  while (find(*net::make_published_frame(*w, net::make_archetypes(w->scenario())), victim) != nullptr) {
     REQUIRE(++steps <= 10);
     w->step();
-    check_frame(*w, *net::make_published_frame(*w));
+    check_frame(*w, *net::make_published_frame(*w, net::make_archetypes(w->scenario())));
   }
   CHECK(steps >= 4);
 }
 
-TEST_CASE("dots are published on dot steps only, one clamped count per chain") {
+TEST_CASE("dot steps are marked; Full pedestrians sit at their simulated pose") {
   auto w = make(ring());
-  const std::size_t chains = w->lanes().chains().size();
-  REQUIRE(chains > 0);
-  auto f0 = net::make_published_frame(*w);
-  REQUIRE(f0->dots != nullptr);  // step 0 is a dot step
-  CHECK(f0->dots->size() == chains);
+  const net::ArchetypeTable archetypes = net::make_archetypes(w->scenario());
+  CHECK(net::make_published_frame(*w, archetypes)->dot_step);  // step 0 is a dot step
   for (int i = 1; i <= 8; ++i) {
     w->step();
-    auto f = net::make_published_frame(*w);
-    if (f->step % 4 != 0) {
-      CHECK(f->dots == nullptr);
-      continue;
-    }
-    REQUIRE(f->dots != nullptr);
-    std::vector<std::uint32_t> expected;
-    w->chain_dots(expected);
-    REQUIRE(f->dots->size() == expected.size());
-    for (std::size_t c = 0; c < expected.size(); ++c) {
-      CHECK((*f->dots)[c] == std::min<std::uint32_t>(expected[c], 65535u));
+    auto f = net::make_published_frame(*w, archetypes);
+    CHECK(f->dot_step == (f->step % 4 == 0));
+    const core::PedestrianStore& peds = w->pedestrians();
+    for (std::uint32_t k = 0; k < peds.size(); ++k) {
+      if (peds.tier[k] != static_cast<std::uint8_t>(core::SimTier::Full)) continue;
+      const net::PublishedEntity* e = find(*f, peds.id[k]);
+      REQUIRE(e != nullptr);
+      CHECK(e->lane == peds.lane[k]);
+      CHECK(e->s_mm == std::min(proto::to_mm(peds.s_m[k]), proto::to_mm(w->lanes().lane(peds.lane[k]).length_m)));
+      CHECK(e->speed_mmps == proto::to_mmps(w->lanes().lane(peds.lane[k]).speed_mps_limit));
     }
   }
 }

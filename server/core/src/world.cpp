@@ -55,6 +55,7 @@ const char* to_string(RejectReason r) {
     case RejectReason::Duplicate: return "duplicate";
     case RejectReason::QueueFull: return "queue_full";
     case RejectReason::InvariantFailure: return "invariant_failure";
+    case RejectReason::RateLimited: return "rate_limited";
   }
   return "?";
 }

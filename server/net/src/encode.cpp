@@ -2,6 +2,8 @@
 
 #include <vector>
 
+#include "bustle/proto/motion.hpp"
+
 namespace bustle::net {
 namespace {
 
@@ -248,15 +250,15 @@ void encode_welcome(const WelcomeInfo& w, std::uint32_t session_id, Role role, s
   fbb.Clear();
   std::vector<Offset<wire::LaneInfo>> lanes;
   lanes.reserve(w.lanes.size());
-  std::vector<wire::Vec2> pts;
+  std::vector<wire::Vec2d> pts;
   for (std::size_t i = 0; i < w.lanes.size(); ++i) {
     const core::Lane& lane = w.lanes[i];
     pts.clear();
-    for (const core::Vec2& p : lane.points) pts.emplace_back(static_cast<float>(p.x_m), static_cast<float>(p.y_m));
+    for (const core::Vec2& p : lane.points) pts.emplace_back(p.x_m, p.y_m);
     lanes.push_back(wire::CreateLaneInfoDirect(fbb, static_cast<std::uint32_t>(i), lane.id.c_str(),
-                                               static_cast<wire::LaneKind>(lane.kind), &pts,
-                                               static_cast<float>(lane.length_m),
-                                               static_cast<float>(lane.speed_mps_limit), &lane.successors));
+                                               static_cast<wire::LaneKind>(lane.kind), &pts, lane.length_m,
+                                               static_cast<float>(lane.speed_mps_limit), &lane.successors,
+                                               proto::to_mm(lane.length_m), static_cast<float>(lane.elevation_m)));
   }
   std::vector<Offset<wire::GarageGeometry>> garages;
   for (const GarageGeometry& g : w.garages) {
@@ -272,11 +274,13 @@ void encode_welcome(const WelcomeInfo& w, std::uint32_t session_id, Role role, s
     chains.push_back(wire::CreateLaneChainInfoDirect(fbb, &c.lanes, c.cyclic, c.pedestrian,
                                                      static_cast<float>(c.length_m)));
   }
+  std::vector<Offset<flatbuffers::String>> archetypes;
+  for (const std::string& a : w.archetypes.names) archetypes.push_back(fbb.CreateString(a));
   const auto welcome = wire::CreateWelcomeDirect(
       fbb, w.server_version.c_str(), proto::kProtocolVersion, session_id,
       role == Role::Operator ? wire::Role::Operator : wire::Role::Viewer, w.step_us,
       static_cast<wire::ClockMode>(w.clock_mode), w.scenario_id.c_str(), current_step, &lanes, &garages, &signals,
-      &chains, w.dots_every_steps);
+      &chains, w.dots_every_steps, &archetypes);
   finish(fbb, wire::ServerMessage::Welcome, welcome.Union());
 }
 

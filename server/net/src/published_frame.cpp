@@ -1,102 +1,183 @@
 #include "bustle/net/published_frame.hpp"
 
 #include <algorithm>
-#include <cmath>
-#include <numbers>
+#include <map>
+
+#include "bustle/core/importance.hpp"
+#include "bustle/core/sim_tier.hpp"
+#include "bustle/proto/motion.hpp"
 
 namespace bustle::net {
 
-std::int32_t quantize_cm(double metres) {
-  const double cm = std::round(metres * 100.0);
-  return static_cast<std::int32_t>(std::clamp(cm, -2147483647.0, 2147483647.0));
-}
-
-std::uint16_t quantize_heading(double radians) {
-  double turns = radians / (2.0 * std::numbers::pi);
-  turns -= std::floor(turns);  // [0, 1)
-  return static_cast<std::uint16_t>(static_cast<std::uint32_t>(std::lround(turns * 65536.0)) & 0xFFFFu);
-}
-
-std::uint16_t quantize_speed(double mps) {
-  return static_cast<std::uint16_t>(std::clamp(std::round(mps * 100.0), 0.0, 65535.0));
+ArchetypeTable make_archetypes(const core::Scenario& scenario) {
+  ArchetypeTable t;
+  t.names.push_back("pedestrian");
+  for (const core::CommunitySpec& c : scenario.communities) {
+    t.community_first.push_back(static_cast<std::uint16_t>(t.names.size()));
+    if (c.professions.empty()) {
+      t.names.push_back("pedestrian." + c.id);
+    } else {
+      for (const std::string& p : c.professions) t.names.push_back("pedestrian." + c.id + "." + p);
+    }
+  }
+  std::map<std::string, std::uint16_t> vehicle_index;
+  for (const core::GarageSpec& g : scenario.garages) {
+    std::vector<std::uint16_t>& per = t.garage_prototype.emplace_back();
+    for (const std::string& p : g.prototypes) {
+      auto [it, added] = vehicle_index.emplace(p, static_cast<std::uint16_t>(t.names.size()));
+      if (added) t.names.push_back("vehicle." + p);
+      per.push_back(it->second);
+    }
+  }
+  return t;
 }
 
 namespace {
 
-// Orphans (retiring, fading out) stay in the stream until final deletion, at
-// their last lane pose with speed 0, so clients can fade them where they
-// stopped. One still held by its store (a vehicle the world keeps until it
-// is deleted) is only marked. `entities` is sorted by index and stays so.
-void add_orphans(const core::World& world, std::vector<QuantizedEntity>& entities) {
-  const auto by_index = [](const QuantizedEntity& a, const QuantizedEntity& b) { return a.id.index < b.id.index; };
-  const std::size_t live = entities.size();
-  for (const core::OrphanRecord& o : world.orphans()) {
-    QuantizedEntity probe;
-    probe.id = o.id;
-    const auto it = std::lower_bound(entities.begin(), entities.begin() + static_cast<std::ptrdiff_t>(live), probe,
-                                     by_index);
-    if (it != entities.begin() + static_cast<std::ptrdiff_t>(live) && it->id.index == o.id.index) {
-      // Indices are unique among live entities; a stale occupant cannot share
-      // a slot with a live orphan, so this is the orphan itself.
-      if (it->id == o.id) it->retiring = true;
-      continue;
-    }
-    if (o.lane >= world.lanes().size()) continue;  // never: the core validates orphan lanes
-    const core::Pose pose = world.lanes().sample(o.lane, o.s_m);
-    // Pedestrians never walk roads: an orphan on a road is a vehicle even once
-    // the vehicle store has let it go.
-    const bool vehicle =
-        world.vehicles().is_vehicle(o.id) || !core::is_pedestrian_lane(world.lanes().lane(o.lane).kind);
-    entities.push_back(QuantizedEntity{o.id, quantize_cm(pose.x_m), quantize_cm(pose.y_m),
-                                       quantize_heading(pose.heading_rad), 0,
-                                       vehicle ? core::EntityKind::Vehicle : core::EntityKind::Pedestrian, true});
-  }
-  // The orphan set is sorted by id, hence by index: merge the two runs.
-  std::inplace_merge(entities.begin(), entities.begin() + static_cast<std::ptrdiff_t>(live), entities.end(),
-                     by_index);
+// Steps since the entity's logic last ran: 0 for Full (every step); for a
+// strided tier the steps since its last due step (sim_tier.hpp).
+std::uint32_t steps_since_simulated(std::uint64_t step, std::uint8_t phase, core::SimTier tier) {
+  const std::uint32_t stride = core::tier_stride(tier);
+  if (stride == 1) return 0;
+  return static_cast<std::uint32_t>((step + phase % stride) % stride);
 }
 
-std::shared_ptr<const std::vector<std::uint16_t>> chain_dots(const core::World& world) {
-  std::vector<std::uint32_t> counts;
-  world.chain_dots(counts);
-  auto dots = std::make_shared<std::vector<std::uint16_t>>(world.lanes().chains().size(), std::uint16_t{0});
-  for (std::size_t c = 0; c < counts.size() && c < dots->size(); ++c) {
-    (*dots)[c] = static_cast<std::uint16_t>(std::min<std::uint32_t>(counts[c], 65535u));
+struct FrameBuilder {
+  const core::World& world;
+  const ArchetypeTable& archetypes;
+  PublishedFrame& frame;
+  core::ImportanceField weights;  // areas and class/type weights only
+  std::uint32_t step_us;
+
+  // The pose the clients will reproduce: the simulated distance along the
+  // lane, extrapolated by the steps since it was simulated, on the mm grid.
+  PublishedEntity lane_pose(core::EntityId id, core::LaneIndex lane, double s_m, double speed_mps,
+                            std::uint32_t since_steps) const {
+    const core::Lane& L = world.lanes().lane(lane);
+    const std::uint32_t length_mm = proto::to_mm(L.length_m);
+    PublishedEntity e;
+    e.id = id;
+    e.lane = lane;
+    e.speed_mmps = proto::to_mmps(speed_mps);
+    const proto::MotionAnchor simulated{lane, std::min(proto::to_mm(s_m), length_mm), e.speed_mmps,
+                                        frame.step - std::min<std::uint64_t>(since_steps, frame.step)};
+    e.s_mm = proto::predict_s_mm(simulated, frame.step, step_us, length_mm);
+    const core::Vec2 p = world.lanes().position(lane, static_cast<double>(e.s_mm) / 1000.0);
+    e.x_m = p.x_m;
+    e.y_m = p.y_m;
+    e.z_m = static_cast<float>(L.elevation_m);
+    return e;
   }
-  return dots;
-}
+
+  void pedestrians() {
+    const core::PedestrianStore& peds = world.pedestrians();
+    const core::ResidentStore& residents = world.population().residents();
+    for (std::uint32_t i = 0; i < peds.size(); ++i) {
+      const auto tier = static_cast<core::SimTier>(peds.tier[i]);
+      PublishedEntity e = lane_pose(peds.id[i], peds.lane[i], peds.s_m[i], world.pedestrian_speed_mps(i),
+                                    steps_since_simulated(frame.step, peds.phase[i], tier));
+      e.kind = core::EntityKind::Pedestrian;
+      e.sim_tier = peds.tier[i];
+      e.weight = static_cast<float>(
+          weights.weight(static_cast<core::PriorityClass>(peds.priority[i]), false, e.x_m, e.y_m));
+      const std::uint32_t r = peds.resident[i];
+      if (r != core::PedestrianStore::kNoResident && r < residents.community.size()) {
+        e.archetype = static_cast<std::uint16_t>(archetypes.community_first[residents.community[r]] +
+                                                 residents.profession[r]);
+        e.label = kLabelResident | r;
+      }
+      frame.entities.push_back(e);
+    }
+  }
+
+  void vehicles() {
+    const core::VehicleSystem& vs = world.vehicles();
+    const core::VehicleStore& v = vs.store();
+    for (std::uint32_t i = 0; i < v.size(); ++i) {
+      const auto tier = static_cast<core::SimTier>(v.tier[i]);
+      const std::uint32_t since =
+          v.despawn_requested[i] ? 0 : steps_since_simulated(frame.step, core::id_phase(v.id[i]), tier);
+      PublishedEntity e = lane_pose(v.id[i], v.lane[i], v.s_m[i], v.speed_mps[i], since);
+      e.kind = core::EntityKind::Vehicle;
+      e.sim_tier = v.tier[i];
+      e.policy = v.policy[i];
+      e.weight = static_cast<float>(weights.weight(core::PriorityClass::Background, true, e.x_m, e.y_m));
+      if (v.garage[i] < archetypes.garage_prototype.size() &&
+          v.prototype[i] < archetypes.garage_prototype[v.garage[i]].size()) {
+        e.archetype = archetypes.garage_prototype[v.garage[i]][v.prototype[i]];
+      }
+      e.label = kLabelVehicle | std::uint64_t{v.garage[i]} << 40 | (v.ordinal[i] & ((1ull << 40) - 1));
+      frame.entities.push_back(e);
+    }
+  }
+
+  // Orphans (retiring, fading out) stay in the stream until final deletion,
+  // standing still where they stopped, so clients can fade them there. One
+  // still held by its store (a vehicle the world keeps until it is deleted)
+  // is only marked. `entities` is sorted by index and stays so.
+  void orphans() {
+    const auto by_index = [](const PublishedEntity& a, const PublishedEntity& b) { return a.id.index < b.id.index; };
+    std::vector<PublishedEntity>& entities = frame.entities;
+    const auto live = static_cast<std::ptrdiff_t>(entities.size());
+    const core::ResidentStore& residents = world.population().residents();
+    for (const core::OrphanRecord& o : world.orphans()) {
+      PublishedEntity probe;
+      probe.id = o.id;
+      const auto it = std::lower_bound(entities.begin(), entities.begin() + live, probe, by_index);
+      if (it != entities.begin() + live && it->id.index == o.id.index) {
+        // Indices are unique among live entities; a stale occupant cannot
+        // share a slot with a live orphan, so this is the orphan itself.
+        if (it->id == o.id) {
+          it->retiring = true;
+          it->speed_mmps = 0;
+        }
+        continue;
+      }
+      if (o.lane >= world.lanes().size()) continue;  // never: the core validates orphan lanes
+      PublishedEntity e = lane_pose(o.id, o.lane, o.s_m, 0.0, 0);
+      // Pedestrians never walk roads: an orphan on a road is a vehicle even
+      // once the vehicle store has let it go.
+      const bool vehicle =
+          world.vehicles().is_vehicle(o.id) || !core::is_pedestrian_lane(world.lanes().lane(o.lane).kind);
+      e.kind = vehicle ? core::EntityKind::Vehicle : core::EntityKind::Pedestrian;
+      e.sim_tier = static_cast<std::uint8_t>(core::SimTier::Coarse);
+      e.retiring = true;
+      if (!vehicle && o.resident < residents.community.size()) {
+        e.archetype = static_cast<std::uint16_t>(archetypes.community_first[residents.community[o.resident]] +
+                                                 residents.profession[o.resident]);
+        e.label = kLabelResident | o.resident;
+      }
+      entities.push_back(e);
+    }
+    // The orphan set is sorted by id, hence by index: merge the two runs.
+    std::inplace_merge(entities.begin(), entities.begin() + live, entities.end(), by_index);
+  }
+};
 
 }  // namespace
 
-std::shared_ptr<const PublishedFrame> make_published_frame(const core::World& world,
+std::shared_ptr<const PublishedFrame> make_published_frame(const core::World& world, const ArchetypeTable& archetypes,
                                                            std::uint64_t world_epoch) {
   auto frame = std::make_shared<PublishedFrame>();
   frame->world_epoch = world_epoch;
   frame->step = world.step_index();
   frame->sim_time_us = world.sim_time_us();
   frame->digest = world.digest();
-  const core::PedestrianStore& peds = world.pedestrians();
-  frame->entities.reserve(peds.size() + world.vehicles().store().size());
-  for (std::uint32_t i = 0; i < peds.size(); ++i) {
-    const core::Pose pose = world.pedestrian_pose(i);
-    frame->entities.push_back(QuantizedEntity{peds.id[i], quantize_cm(pose.x_m),
-                                              quantize_cm(pose.y_m), quantize_heading(pose.heading_rad),
-                                              quantize_speed(world.pedestrian_speed_mps(i)),
-                                              core::EntityKind::Pedestrian});
-  }
-  const core::VehicleSystem& vs = world.vehicles();
-  for (std::uint32_t i = 0; i < vs.store().size(); ++i) {
-    const core::Pose pose = vs.pose(i);
-    frame->entities.push_back(QuantizedEntity{vs.store().id[i], quantize_cm(pose.x_m), quantize_cm(pose.y_m),
-                                              quantize_heading(pose.heading_rad),
-                                              quantize_speed(vs.store().speed_mps[i]), core::EntityKind::Vehicle});
-  }
-  for (const core::SignalState& sg : vs.signals()) frame->signal_phases.push_back(static_cast<std::uint8_t>(sg.phase));
-  const auto by_index = [](const QuantizedEntity& a, const QuantizedEntity& b) { return a.id.index < b.id.index; };
+  frame->entities.reserve(world.pedestrians().size() + world.vehicles().store().size() + world.orphans().size());
+  FrameBuilder b{world, archetypes, *frame, {}, world.scenario().step_us};
+  b.weights.prepare(world.scenario().tiers.importance, {}, {});
+  b.pedestrians();
+  b.vehicles();
+  const auto by_index = [](const PublishedEntity& x, const PublishedEntity& y) { return x.id.index < y.id.index; };
   std::sort(frame->entities.begin(), frame->entities.end(), by_index);
-  add_orphans(world, frame->entities);
+  b.orphans();
+  for (const core::SignalState& sg : world.vehicles().signals()) {
+    frame->signal_phases.push_back(static_cast<std::uint8_t>(sg.phase));
+  }
+  frame->observers = world.observers();
+  frame->observer_views = world.observer_views();
   const std::uint32_t dots_every = world.scenario().pedestrians.dots_every_steps;
-  if (dots_every > 0 && world.step_index() % dots_every == 0) frame->dots = chain_dots(world);
+  frame->dot_step = dots_every > 0 && world.step_index() % dots_every == 0;
   return frame;
 }
 

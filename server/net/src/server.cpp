@@ -13,7 +13,6 @@
 #endif
 
 #include "bustle/net/command_parser.hpp"
-#include "bustle/net/delta_tracker.hpp"
 #include "bustle/net/encode.hpp"
 #include "bustle/net/client_text.hpp"
 #include "bustle/proto/framing.hpp"
@@ -62,18 +61,24 @@ WelcomeInfo make_welcome_info(const core::World& world, std::string server_versi
   for (const core::SignalSpec& sg : scenario.signals) {
     w.signals.push_back({sg.id, lane_index(sg.lane), static_cast<float>(sg.stop_alpha), static_cast<float>(sg.yield_alpha)});
   }
+  w.archetypes = make_archetypes(scenario);
+  StreamContext& ctx = w.stream;
+  ctx.step_us = scenario.step_us;
+  for (std::uint32_t l = 0; l < world.lanes().size(); ++l) {
+    ctx.lane_length_mm.push_back(proto::to_mm(world.lanes().lane(l).length_m));
+    ctx.lane_chain.push_back(world.lanes().chain_of(l));
+  }
+  ctx.chain_count = w.chains.size();
+  ctx.importance = scenario.tiers.importance;
+  for (const core::GarageSpec& g : scenario.garages) ctx.garage_ids.push_back(g.id);
+  for (std::uint32_t c = 0; c < scenario.communities.size(); ++c) {
+    ctx.community_first_resident.push_back(world.population().community_first(c));
+    ctx.community_ids.push_back(scenario.communities[c].id);
+  }
   return w;
 }
 
 class Session;
-
-// The dots of the last dot step published (frames between dot steps carry
-// none), so that a client that skipped that frame still gets them once.
-struct LatestDots {
-  std::shared_ptr<const std::vector<std::uint16_t>> counts;
-  std::uint64_t step = 0;
-  std::uint64_t epoch = 0;
-};
 
 class Server::Impl {
  public:
@@ -114,12 +119,25 @@ class Server::Impl {
   bool trim_pending_ = false;
   bool stopping_ = false;
 
+  // The spatial index over `frame`, built at most once per frame and only
+  // when a client with observers asks (network thread).
+  const SpatialIndex& index_for(const std::shared_ptr<const PublishedFrame>& frame) {
+    if (index_frame_ != frame) {
+      index_frame_ = frame;  // keeps the frame alive as long as the index points into it
+      index_.build(*frame);
+    }
+    return index_;
+  }
+
+  // Connections from one address, joined or still in the handshake.
+  std::uint32_t connections_from(const std::string& address) const;
+
   std::mutex latest_mu_;
   std::shared_ptr<const PublishedFrame> latest_;  // guarded by latest_mu_
-  LatestDots latest_dots_;                        // guarded by latest_mu_
   std::atomic<bool> notify_pending_{false};
   std::shared_ptr<const PublishedFrame> latest_seen_;  // network thread only
-  LatestDots latest_seen_dots_;                        // network thread only
+  std::shared_ptr<const PublishedFrame> index_frame_;  // network thread only
+  SpatialIndex index_;                                 // network thread only
 };
 
 class Session : public std::enable_shared_from_this<Session> {
@@ -133,11 +151,16 @@ class Session : public std::enable_shared_from_this<Session> {
         id_(id) {
     asio::error_code ec;
     const auto ep = socket_.remote_endpoint(ec);
-    peer_ = ec ? "?" : ep.address().to_string() + ":" + std::to_string(ep.port());
+    address_ = ec ? "?" : ep.address().to_string();
+    peer_ = ec ? "?" : address_ + ":" + std::to_string(ep.port());
+    last_activity_ = std::chrono::steady_clock::now();
+    rate_tokens_ = 2.0 * server_.options_.commands_per_second_max;
+    rate_refilled_ = last_activity_;
   }
 
   std::uint32_t id() const { return id_; }
   const std::string& peer() const { return peer_; }
+  const std::string& address() const { return address_; }
 
   void start() {
     asio::error_code ec;
@@ -153,15 +176,14 @@ class Session : public std::enable_shared_from_this<Session> {
     read_more();
   }
 
-  void on_frame_published(const std::shared_ptr<const PublishedFrame>& frame, const LatestDots& dots) {
+  void on_frame_published(const std::shared_ptr<const PublishedFrame>& frame) {
     if (phase_ != Phase::Ready || !subscribed_) return;
     if (frame->world_epoch != epoch_) {
       // The world was replaced: never diff ids across worlds.
       epoch_ = frame->world_epoch;
       tracker_.reset();
     }
-    if (tracker_.baseline_pending()) dots_sent_.reset();
-    if (frame->step <= last_sent_step_ && !tracker_.baseline_pending()) return;
+    if (frame->step <= last_sent_step_ && !tracker_.baseline_pending() && !interest_changed_) return;
     if (over_soft_cap()) {
       // Behind: skip this step. When the backlog drains below the cap,
       // on_backlog_changed() sends one delta that coalesces everything missed
@@ -171,17 +193,16 @@ class Session : public std::enable_shared_from_this<Session> {
       return;
     }
     delta_pending_ = false;
-    // Dots go out once per dot step: with the delta of that step, or with the
-    // first (coalesced or baseline) delta after it when this client skipped
-    // it. Dots of another world epoch never go out with this world's delta.
-    const std::vector<std::uint16_t>* send_dots = nullptr;
-    const std::pair<std::uint64_t, std::uint64_t> dots_key{dots.epoch, dots.step};
-    if (dots.counts && dots.epoch == frame->world_epoch && dots.step <= frame->step && dots_sent_ != dots_key) {
-      send_dots = dots.counts.get();
-    }
-    tracker_.encode(*frame, fbb_, send_dots);
-    if (send_dots != nullptr) dots_sent_ = dots_key;
+    // Dots go out with the first delta at or after each dot step (so a
+    // coalesced delta carries them once), and with every baseline; they are
+    // this client's own (what it does not receive with identity) at this step.
+    const std::uint32_t every = server_.welcome_.dots_every_steps;
+    const bool send_dots = every > 0 && (tracker_.baseline_pending() || frame->step / every > last_sent_step_ / every ||
+                                         (frame->dot_step && frame->step != last_sent_step_));
+    const SpatialIndex* index = tracker_.interest().observers.empty() ? nullptr : &server_.index_for(frame);
+    tracker_.encode(*frame, index, server_.welcome_.stream, fbb_, send_dots);
     last_sent_step_ = frame->step;
+    interest_changed_ = false;
     // Deltas are only built under the soft cap, so they never meet the hard one.
     enqueue(finish_frame(fbb_), Frame::Delta);
   }
@@ -220,6 +241,7 @@ class Session : public std::enable_shared_from_this<Session> {
     phase_ = Phase::Closing;
     handshake_timer_.cancel();
     overflow_timer_.cancel();
+    idle_timer_.cancel();
     if (code == wire::ErrorCode::OutboundOverflow) drop_unsent();
     if (read_paused_) {
       // Drain (and discard) what the client still sends, so closing does not
@@ -241,6 +263,7 @@ class Session : public std::enable_shared_from_this<Session> {
     handshake_timer_.cancel();
     close_timer_.cancel();
     overflow_timer_.cancel();
+    idle_timer_.cancel();
     asio::error_code ec;
     socket_.shutdown(tcp::socket::shutdown_both, ec);
     socket_.close(ec);
@@ -279,6 +302,7 @@ class Session : public std::enable_shared_from_this<Session> {
       read_more();
       return;
     }
+    touch();
     decoder_.feed({read_buf_.data(), n});
     pump();
   }
@@ -336,6 +360,11 @@ class Session : public std::enable_shared_from_this<Session> {
       case wire::ClientMessage::Command:
         if (frame->message_as_Command() != nullptr) return handle_command(*frame->message_as_Command());
         break;
+      case wire::ClientMessage::UpdateInterest:
+        if (frame->message_as_UpdateInterest() != nullptr) {
+          return handle_update_interest(*frame->message_as_UpdateInterest());
+        }
+        break;
       case wire::ClientMessage::Hello:
         fail(wire::ErrorCode::UnknownMessage, "Hello is only valid as the first frame");
         return;
@@ -348,9 +377,13 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void handle_hello(const wire::Hello& hello) {
     if (hello.protocol_version() != proto::kProtocolVersion) {
-      fail(wire::ErrorCode::ProtocolVersionMismatch,
-           "server speaks protocol " + std::to_string(proto::kProtocolVersion) + ", client sent " +
-               std::to_string(hello.protocol_version()));
+      std::string why = "server speaks protocol " + std::to_string(proto::kProtocolVersion) + ", client sent " +
+                        std::to_string(hello.protocol_version());
+      if (hello.protocol_version() < proto::kProtocolVersion) {
+        why += " (protocol 2 streams per-client interest, representation hints and lane-relative motion: "
+               "update the client library)";
+      }
+      fail(wire::ErrorCode::ProtocolVersionMismatch, why);
       return;
     }
     const ServerOptions& opt = server_.options_;
@@ -374,6 +407,7 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     handshake_timer_.cancel();
     phase_ = Phase::Ready;
+    arm_idle_timer();
     spdlog::info("client {} ({}) {} joined as {}", id_, peer_, name_,
                  role_ == Role::Operator ? "operator" : "viewer");
 
@@ -384,18 +418,84 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void handle_subscribe(const wire::Subscribe& sub) {
-    std::uint32_t mask = 0;
-    if (sub.kinds() == nullptr || sub.kinds()->size() == 0) {
-      mask = ~0u;
-    } else {
-      for (const auto k : *sub.kinds()) mask |= 1u << (static_cast<std::uint32_t>(k) & 31u);
+    if (!take_rate_token(sub.request_id())) return;
+    ClientInterest interest;
+    if (std::string why = read_subscribe(sub, interest); !why.empty()) {
+      return reject(sub.request_id(), core::RejectReason::InvalidArgument, "Subscribe." + why);
     }
-    tracker_.set_kind_mask(mask);
+    tracker_.set_interest(interest, true);
     if (server_.latest_seen_) epoch_ = server_.latest_seen_->world_epoch;
     subscribed_ = true;
+    answer(sub.request_id());
     // Late join is normal: send the baseline now from the latest frame rather
     // than waiting for the next step (which, in manual mode, may never come).
-    if (server_.latest_seen_) on_frame_published(server_.latest_seen_, server_.latest_seen_dots_);
+    if (server_.latest_seen_) on_frame_published(server_.latest_seen_);
+  }
+
+  void handle_update_interest(const wire::UpdateInterest& upd) {
+    if (!take_rate_token(upd.request_id())) return;
+    if (!subscribed_) {
+      return reject(upd.request_id(), core::RejectReason::InvalidArgument,
+                    "UpdateInterest: not subscribed (send Subscribe first)");
+    }
+    ClientInterest interest = tracker_.interest();
+    if (std::string why = read_update_interest(upd, interest); !why.empty()) {
+      return reject(upd.request_id(), core::RejectReason::InvalidArgument, "UpdateInterest." + why);
+    }
+    tracker_.set_interest(interest, false);
+    answer(upd.request_id());
+    // Applied now, at the current step (entities enter and leave at once),
+    // not only at the next step.
+    interest_changed_ = true;
+    if (server_.latest_seen_) on_frame_published(server_.latest_seen_);
+  }
+
+  // The per-client command rate (a token bucket): `commands_per_second_max`
+  // sustained, bursts up to twice that. Excess is answered RateLimited and
+  // the connection stays.
+  bool take_rate_token(std::uint32_t request_id) {
+    const double rate = server_.options_.commands_per_second_max;
+    const auto now = std::chrono::steady_clock::now();
+    rate_tokens_ = std::min(2.0 * rate, rate_tokens_ + rate * std::chrono::duration<double>(now - rate_refilled_).count());
+    rate_refilled_ = now;
+    if (rate_tokens_ >= 1.0) {
+      rate_tokens_ -= 1.0;
+      return true;
+    }
+    reject(request_id, core::RejectReason::RateLimited,
+           "more than " + std::to_string(server_.options_.commands_per_second_max) +
+               " commands per second from this client (bursts up to twice that)");
+    return false;
+  }
+
+  void answer(std::uint32_t request_id) {
+    OutboundResult r;
+    r.session_id = id_;
+    r.request_id = request_id;
+    r.status = core::CommandStatus::Accepted;
+    r.applied_step = server_.latest_seen_ ? server_.latest_seen_->step : 0;
+    ++inflight_;  // released when the answer is written
+    send_result(r);
+  }
+
+  // Idle: nothing received from the client and nothing written to it for
+  // idle_timeout_ms (a peer that vanished, or one that neither reads nor
+  // sends). Re-armed lazily: activity only moves a timestamp.
+  void touch() { last_activity_ = std::chrono::steady_clock::now(); }
+
+  void arm_idle_timer() {
+    const auto idle = std::chrono::milliseconds(server_.options_.idle_timeout_ms);
+    idle_timer_.expires_at(last_activity_ + idle);
+    idle_timer_.async_wait([self = shared_from_this(), idle](const asio::error_code& e) {
+      if (e || self->phase_ != Phase::Ready) return;
+      if (std::chrono::steady_clock::now() - self->last_activity_ >= idle) {
+        self->fail(wire::ErrorCode::IdleTimeout,
+                   "nothing received from this client and nothing written to it for " +
+                       std::to_string(self->server_.options_.idle_timeout_ms) + " ms");
+        return;
+      }
+      self->arm_idle_timer();
+    });
   }
 
   void reject(std::uint32_t request_id, core::RejectReason reason, std::string message) {
@@ -411,6 +511,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void handle_command(const wire::Command& cmd) {
+    if (!take_rate_token(cmd.request_id())) return;
     ParsedCommand parsed = parse_command(cmd, role_);
     if (!parsed.ok()) return reject(cmd.request_id(), parsed.reason, std::move(parsed.message));
     InboundCommand in;
@@ -511,7 +612,7 @@ class Session : public std::enable_shared_from_this<Session> {
     overflow_timer_.cancel();
     if (phase_ != Phase::Ready && phase_ != Phase::AwaitHello) return;
     if (delta_pending_ && subscribed_ && server_.latest_seen_) {
-      on_frame_published(server_.latest_seen_, server_.latest_seen_dots_);
+      on_frame_published(server_.latest_seen_);
     }
     if (read_paused_ && !over_soft_cap()) {
       read_paused_ = false;
@@ -546,6 +647,7 @@ class Session : public std::enable_shared_from_this<Session> {
                           self->close_now();
                           return;
                         }
+                        self->touch();
                         self->writing_ = false;
                         self->on_backlog_changed();
                         if (!self->writing_) self->write_next();
@@ -564,10 +666,15 @@ class Session : public std::enable_shared_from_this<Session> {
   Phase phase_ = Phase::AwaitHello;
   Role role_ = Role::Viewer;
   bool subscribed_ = false;
+  std::string address_;
   std::uint64_t last_sent_step_ = 0;
   std::uint64_t epoch_ = 0;
-  std::optional<std::pair<std::uint64_t, std::uint64_t>> dots_sent_;  // (epoch, step) of the dots last sent
-  DeltaTracker tracker_;
+  bool interest_changed_ = false;   // UpdateInterest: re-encode even at the same step
+  StreamTracker tracker_;
+  std::chrono::steady_clock::time_point last_activity_;
+  asio::steady_timer idle_timer_{socket_.get_executor()};
+  double rate_tokens_ = 0.0;
+  std::chrono::steady_clock::time_point rate_refilled_;
   flatbuffers::FlatBufferBuilder fbb_{1 << 16};
   std::deque<Queued> outq_;
   std::size_t out_bytes_ = 0;       // charged bytes queued (see charge())
@@ -641,7 +748,9 @@ void Server::Impl::start_accept() {
     if (stopping_) return;
     const std::uint32_t id = next_session_id_++;
     auto session = std::make_shared<Session>(*this, std::move(socket), id);
-    if (sessions_.size() >= options_.max_clients) {
+    const bool full = sessions_.size() >= options_.max_clients;
+    const bool crowded = !full && connections_from(session->address()) >= options_.clients_per_address_max;
+    if (full || crowded) {
       // Tell the client why before closing; it never joins. A refused
       // connection lives apart from the sessions (bounded by its close timer)
       // and never counts against max_clients, so a slot freed now is free now.
@@ -649,8 +758,14 @@ void Server::Impl::start_accept() {
         session->abort();  // a flood of refusals: no Error frame, just close
       } else {
         refused_.emplace(id, session);
-        session->fail(wire::ErrorCode::ServerFull,
-                      "server has " + std::to_string(options_.max_clients) + " clients (max)");
+        if (full) {
+          session->fail(wire::ErrorCode::ServerFull,
+                        "server has " + std::to_string(options_.max_clients) + " clients (max)");
+        } else {
+          session->fail(wire::ErrorCode::TooManyConnections,
+                        "address " + session->address() + " already has " +
+                            std::to_string(options_.clients_per_address_max) + " connections (max per address)");
+        }
       }
     } else {
       sessions_.emplace(id, session);
@@ -660,6 +775,12 @@ void Server::Impl::start_accept() {
     }
     start_accept();
   });
+}
+
+std::uint32_t Server::Impl::connections_from(const std::string& address) const {
+  std::uint32_t n = 0;
+  for (const auto& [id, s] : sessions_) n += s->address() == address;
+  return n;
 }
 
 void Server::Impl::remove(std::uint32_t id, std::size_t peak_out_bytes) {
@@ -692,7 +813,6 @@ void Server::Impl::schedule_trim() {
 void Server::Impl::publish(std::shared_ptr<const PublishedFrame> frame) {
   {
     std::lock_guard lock(latest_mu_);
-    if (frame->dots) latest_dots_ = LatestDots{frame->dots, frame->step, frame->world_epoch};
     latest_ = std::move(frame);
   }
   if (notify_pending_.exchange(true)) return;  // a notification is already queued
@@ -701,13 +821,12 @@ void Server::Impl::publish(std::shared_ptr<const PublishedFrame> frame) {
     {
       std::lock_guard lock(latest_mu_);
       latest_seen_ = latest_;
-      latest_seen_dots_ = latest_dots_;
     }
     // Copy: a session may close (and erase itself) while being notified.
     std::vector<std::shared_ptr<Session>> targets;
     targets.reserve(sessions_.size());
     for (auto& [id, s] : sessions_) targets.push_back(s);
-    for (auto& s : targets) s->on_frame_published(latest_seen_, latest_seen_dots_);
+    for (auto& s : targets) s->on_frame_published(latest_seen_);
   });
 }
 
@@ -756,7 +875,9 @@ void Server::Impl::stop() {
 }
 
 Server::Server(ServerOptions options, WelcomeInfo welcome, CommandQueue& commands)
-    : impl_(std::make_unique<Impl>(*this, std::move(options), std::move(welcome), commands)) {}
+    : impl_(std::make_unique<Impl>(*this, std::move(options), std::move(welcome), commands)) {
+  impl_->welcome_.stream.entries_per_step_max = impl_->options_.entries_per_step_max;
+}
 
 Server::~Server() = default;
 

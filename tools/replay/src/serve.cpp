@@ -70,7 +70,8 @@ class ReplayDriver {
         clock_(clock),
         interval_(interval),
         start_tick_(start_tick),
-        loop_(loop) {
+        loop_(loop),
+        archetypes_(net::make_archetypes(rep_.world().scenario())) {
     assert(rep_.has_world());
     assert(interval_.count() > 0);
     publish();
@@ -119,7 +120,7 @@ class ReplayDriver {
   }
 
  private:
-  void publish() { server_.publish(net::make_published_frame(rep_.world(), rep_.world_epoch())); }
+  void publish() { server_.publish(net::make_published_frame(rep_.world(), archetypes_, rep_.world_epoch())); }
 
   void advance() {
     assert(!ended_);
@@ -222,6 +223,7 @@ class ReplayDriver {
   const std::chrono::microseconds interval_;
   const std::uint64_t start_tick_;
   const bool loop_;
+  const net::ArchetypeTable archetypes_;  // Welcome.archetypes of the recording's scenario
   bool paused_ = false;
   bool ended_ = false;
   bool resync_ = true;

@@ -164,6 +164,7 @@ enum class RejectReason : std::uint8_t {
   Duplicate = 11,     // a garage request id already queued or dispatched
   QueueFull = 12,     // the garage queue is at its depth
   InvariantFailure = 13,  // a lifecycle batch broke an invariant after commit (a bug; reported, never silent)
+  RateLimited = 14,   // over the client's command rate (network side); nothing changed
 };
 
 // Outcome of a lifecycle batch. PartiallyCommitted exists so a caller can tell

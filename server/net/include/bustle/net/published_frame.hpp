@@ -1,13 +1,16 @@
 // What the sim thread publishes after every step for the network side.
 //
-// The sim thread quantizes every entity once per step into a PublishedFrame
-// (immutable, shared by all clients); each session then diffs it against what
-// that client last received. Nothing here refers back to the World, so the
+// The sim thread writes every entity once per step into a PublishedFrame
+// (immutable, shared by all clients): its lane-relative pose in the wire's
+// units, its position for interest and hints, and what a renderer needs to
+// know about it. Each session then selects, ranks and diffs it for its own
+// client (stream_tracker.hpp). Nothing here refers back to the World, so the
 // network thread never touches simulation state.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "bustle/core/entity_id.hpp"
@@ -15,24 +18,32 @@
 
 namespace bustle::net {
 
-// Wire quantization (see proto/schema/server.fbs EntityState).
-struct QuantizedEntity {
-  core::EntityId id;
-  std::int32_t x_cm = 0;
-  std::int32_t y_cm = 0;
-  std::uint16_t heading_q = 0;   // 1/65536 turn, 0 = +x, counter-clockwise
-  std::uint16_t speed_cmps = 0;
-  core::EntityKind kind = core::EntityKind::Pedestrian;
-  // In the orphan set, fading out (lifecycle Retiring): still streamed, at
-  // its last pose with speed 0, until final deletion. Not part of the
-  // quantized state; the tracker announces it once (Delta.retiring).
-  bool retiring = false;
+// Labels are formatted only when an entity enters a client's stream; the
+// frame keeps a reference: 0 = none, else kind in the top byte.
+inline constexpr std::uint64_t kLabelVehicle = 1ull << 56;   // | garage << 40 | ordinal
+inline constexpr std::uint64_t kLabelResident = 2ull << 56;  // | resident index
 
-  // Same entity and same quantized state: nothing to send.
-  bool same_state(const QuantizedEntity& o) const {
-    return x_cm == o.x_cm && y_cm == o.y_cm && heading_q == o.heading_q &&
-           speed_cmps == o.speed_cmps && kind == o.kind;
-  }
+struct PublishedEntity {
+  core::EntityId id;
+  core::LaneIndex lane = 0;
+  // The server's pose at this step, on the wire's grid: the simulated pose
+  // extrapolated along the lane by the steps since the entity was last
+  // simulated (0 for Full; strided tiers in between), clamped to the lane's
+  // length_mm. This is exactly what the clients' dead reckoning reproduces.
+  std::uint32_t s_mm = 0;
+  std::uint32_t speed_mmps = 0;
+  double x_m = 0.0;  // position at s_mm (interest and hints)
+  double y_m = 0.0;
+  float z_m = 0.0f;
+  float weight = 1.0f;  // importance weight: class x type x area (importance.hpp)
+  std::uint16_t archetype = 0;
+  core::EntityKind kind = core::EntityKind::Pedestrian;
+  std::uint8_t sim_tier = 0;  // core::SimTier
+  std::uint8_t policy = 0;    // core::ControlPolicy (vehicles)
+  // In the orphan set, fading out (lifecycle Retiring): still streamed,
+  // standing still, until final deletion; announced once (Delta.retiring).
+  bool retiring = false;
+  std::uint64_t label = 0;  // kLabel* reference, 0 = none
 };
 
 struct PublishedFrame {
@@ -42,23 +53,32 @@ struct PublishedFrame {
   // Bumped whenever the world is replaced (restore, load): sessions then send
   // a baseline, because ids of the old and new world must not be diffed.
   std::uint64_t world_epoch = 0;
-  std::vector<QuantizedEntity> entities;  // sorted by id.index, unique indices
+  std::vector<PublishedEntity> entities;  // sorted by id.index, unique indices
   std::vector<std::uint8_t> signal_phases;  // per scenario signal (core::SignalPhase)
-  // Distant dots (DESIGN §3): on dot steps (step % pedestrians.dots_every_steps
-  // == 0) the anonymous count per lane chain, indexed like Welcome.chains and
-  // clamped to 65535; null on other steps. Shared so that the server can keep
-  // the latest dots for clients that skipped the frame they came with.
-  std::shared_ptr<const std::vector<std::uint16_t>> dots;
+  // The world's observers (scenario + SetObservers): clients without
+  // observers of their own are ranked from these, like the tier resolver.
+  std::vector<core::Vec2> observers;
+  std::vector<core::ObserverView> observer_views;
+  // Dot steps (step % pedestrians.dots_every_steps == 0) only: dots are
+  // computed per client from the entities it does not receive.
+  bool dot_step = false;
 };
 
-std::int32_t quantize_cm(double metres);
-std::uint16_t quantize_heading(double radians);
-std::uint16_t quantize_speed(double mps);
+// Welcome.archetypes and how entities map onto it: "pedestrian" (index 0:
+// background and spawned pedestrians), "pedestrian.<community>.<profession>"
+// for residents (a community without professions: "pedestrian.<community>"),
+// "vehicle.<prototype>" (one entry per distinct prototype name).
+struct ArchetypeTable {
+  std::vector<std::string> names;
+  std::vector<std::uint16_t> community_first;             // per community: its first profession's entry
+  std::vector<std::vector<std::uint16_t>> garage_prototype;  // per garage, per prototype index
+};
+ArchetypeTable make_archetypes(const core::Scenario& scenario);
 
 // Builds the frame for the world's current step (sim thread): pedestrians,
 // vehicles and the orphans still fading (retiring), sorted by index; signal
-// phases; and the dots on dot steps.
-std::shared_ptr<const PublishedFrame> make_published_frame(const core::World& world,
+// phases; observers. Pass the world's archetype table (built once).
+std::shared_ptr<const PublishedFrame> make_published_frame(const core::World& world, const ArchetypeTable& archetypes,
                                                            std::uint64_t world_epoch = 0);
 
 }  // namespace bustle::net

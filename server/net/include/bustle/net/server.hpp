@@ -32,6 +32,7 @@
 #include "bustle/core/world.hpp"
 #include "bustle/net/command_queue.hpp"
 #include "bustle/net/published_frame.hpp"
+#include "bustle/net/stream_tracker.hpp"
 
 namespace bustle::net {
 
@@ -58,6 +59,10 @@ struct ServerOptions {
   std::size_t outbound_bytes_max = 8u << 20;  // per client soft cap (see above)
   std::uint32_t overflow_disconnect_ms = 10'000;  // over the soft cap this long -> closed
   std::uint32_t inflight_commands_max = 64;   // per client: commands whose answer is not yet written
+  std::uint32_t commands_per_second_max = 200;  // per client, sustained; bursts up to twice that
+  std::uint32_t clients_per_address_max = 64;   // connections from one address (joined or joining)
+  std::uint32_t idle_timeout_ms = 300'000;      // nothing received and nothing written this long -> closed
+  std::uint32_t entries_per_step_max = 1024;    // per client: entities entering its stream per step
 };
 
 // Charged per queued frame on top of its bytes (shared buffer, control block
@@ -102,6 +107,8 @@ struct WelcomeInfo {
   std::vector<SignalGeometry> signals;
   std::vector<core::LaneChain> chains;   // Welcome.chains: Delta.dots index these
   std::uint32_t dots_every_steps = 0;    // scenario pedestrians.dots_every_steps
+  ArchetypeTable archetypes;             // Welcome.archetypes and the entity mapping
+  StreamContext stream;                  // what every client's stream tracker needs
 };
 
 // The bind policy (DESIGN §6): a non-loopback address needs an operator

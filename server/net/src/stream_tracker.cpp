@@ -1,0 +1,409 @@
+#include "bustle/net/stream_tracker.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+namespace bustle::net {
+namespace {
+
+constexpr std::uint8_t kActor = static_cast<std::uint8_t>(wire::RepresentationHint::Actor);
+constexpr std::uint8_t kInstanced = static_cast<std::uint8_t>(wire::RepresentationHint::Instanced);
+constexpr std::uint8_t kMarker = static_cast<std::uint8_t>(wire::RepresentationHint::Marker);
+constexpr std::uint8_t kNone = static_cast<std::uint8_t>(wire::RepresentationHint::None);
+constexpr std::uint8_t kFull = static_cast<std::uint8_t>(core::SimTier::Full);
+constexpr std::uint8_t kSimulated = static_cast<std::uint8_t>(core::SimTier::Simulated);
+
+std::string at(const std::string& field, const std::string& what) { return field + ": " + what; }
+
+std::string read_observers(const flatbuffers::Vector<flatbuffers::Offset<wire::Observer>>* list,
+                           std::vector<ClientObserver>& out) {
+  out.clear();
+  if (list == nullptr) return {};
+  if (list->size() > kObserversPerClientMax) {
+    return at("observers", std::to_string(list->size()) + " entries exceed the limit of " +
+                               std::to_string(kObserversPerClientMax) + " per client");
+  }
+  for (flatbuffers::uoffset_t k = 0; k < list->size(); ++k) {
+    const wire::Observer* o = list->Get(k);
+    const std::string field = "observers[" + std::to_string(k) + "]";
+    if (o == nullptr) return at(field, "missing");
+    const double values[4] = {o->x_m(), o->y_m(), o->z_m(), o->heading_rad()};
+    const char* names[4] = {".x_m", ".y_m", ".z_m", ".heading_rad"};
+    for (int f = 0; f < 4; ++f) {
+      if (!std::isfinite(values[f])) return at(field + names[f], "must be a finite number");
+    }
+    if (!(o->radius_m() > 0.0) || !(o->radius_m() <= kObserverRadiusMaxM)) {
+      return at(field + ".radius_m", "must be in (0, " + std::to_string(static_cast<int>(kObserverRadiusMaxM)) +
+                                         "] metres, got " + std::to_string(o->radius_m()));
+    }
+    out.push_back({o->x_m(), o->y_m(), o->z_m(), o->has_heading(), o->heading_rad(), o->radius_m()});
+  }
+  return {};
+}
+
+std::string read_budgets(const wire::RepresentationBudgets* b, RepresentationBudgets& out) {
+  out = RepresentationBudgets{};
+  if (b == nullptr) return {};
+  const auto check = [](const char* field, std::uint32_t v, std::uint32_t max) -> std::string {
+    if (v <= max) return {};
+    return std::string("budgets.") + field + ": " + std::to_string(v) + " exceeds the limit of " + std::to_string(max);
+  };
+  if (auto e = check("actors", b->actors(), kActorBudgetMax); !e.empty()) return e;
+  if (auto e = check("instances", b->instances(), kInstanceBudgetMax); !e.empty()) return e;
+  if (auto e = check("markers", b->markers(), kMarkerBudgetMax); !e.empty()) return e;
+  out = {b->actors(), b->instances(), b->markers()};
+  return {};
+}
+
+bool better(std::uint8_t hint, std::uint8_t than) { return hint < than; }  // Actor < Instanced < Marker < None
+
+}  // namespace
+
+std::string read_subscribe(const wire::Subscribe& sub, ClientInterest& out) {
+  ClientInterest in;
+  if (sub.kinds() != nullptr && sub.kinds()->size() > 0) {
+    in.kind_mask = 0;
+    for (flatbuffers::uoffset_t k = 0; k < sub.kinds()->size(); ++k) {
+      const auto kind = static_cast<std::uint32_t>(sub.kinds()->Get(k));
+      if (kind > static_cast<std::uint32_t>(wire::EntityKind::MAX)) {
+        return at("kinds[" + std::to_string(k) + "]", "unknown entity kind " + std::to_string(kind));
+      }
+      in.kind_mask |= 1u << kind;
+    }
+  }
+  if (auto e = read_observers(sub.observers(), in.observers); !e.empty()) return e;
+  if (auto e = read_budgets(sub.budgets(), in.budgets); !e.empty()) return e;
+  if (sub.motion_tolerance_mm() > kMotionToleranceMmMax) {
+    return at("motion_tolerance_mm", std::to_string(sub.motion_tolerance_mm()) + " exceeds the limit of " +
+                                         std::to_string(kMotionToleranceMmMax));
+  }
+  in.motion_tolerance_mm = sub.motion_tolerance_mm();
+  out = std::move(in);
+  return {};
+}
+
+std::string read_update_interest(const wire::UpdateInterest& upd, ClientInterest& out) {
+  ClientInterest in = out;
+  if (auto e = read_observers(upd.observers(), in.observers); !e.empty()) return e;
+  if (auto e = read_budgets(upd.budgets(), in.budgets); !e.empty()) return e;
+  out = std::move(in);
+  return {};
+}
+
+std::string StreamContext::label(std::uint64_t ref) const {
+  const std::uint64_t kind = ref & (0xffull << 56);
+  if (kind == kLabelVehicle) {
+    const auto garage = static_cast<std::size_t>((ref >> 40) & 0xffff);
+    const std::uint64_t ordinal = ref & ((1ull << 40) - 1);
+    char digits[24];
+    std::snprintf(digits, sizeof digits, "%06llu", static_cast<unsigned long long>(ordinal));
+    return "vehicle." + (garage < garage_ids.size() ? garage_ids[garage] : std::string("?")) + "." + digits;
+  }
+  if (kind == kLabelResident) {
+    const auto r = static_cast<std::uint32_t>(ref & 0xffffffffu);
+    const auto it = std::upper_bound(community_first_resident.begin(), community_first_resident.end(), r);
+    if (it == community_first_resident.begin()) return {};
+    const auto c = static_cast<std::size_t>(it - community_first_resident.begin() - 1);
+    char digits[16];
+    std::snprintf(digits, sizeof digits, "%03u", r - community_first_resident[c]);
+    return (c < community_ids.size() ? community_ids[c] : std::string("?")) + "." + digits;
+  }
+  return {};
+}
+
+void SpatialIndex::build(const PublishedFrame& frame, double cell_m) {
+  frame_ = &frame;
+  cell_m_ = cell_m;
+  cols_ = rows_ = 0;
+  cell_start_.clear();
+  by_cell_.clear();
+  if (frame.entities.empty()) return;
+  double max_x = -std::numeric_limits<double>::infinity(), max_y = max_x;
+  min_x_ = min_y_ = std::numeric_limits<double>::infinity();
+  for (const PublishedEntity& e : frame.entities) {
+    min_x_ = std::min(min_x_, e.x_m);
+    min_y_ = std::min(min_y_, e.y_m);
+    max_x = std::max(max_x, e.x_m);
+    max_y = std::max(max_y, e.y_m);
+  }
+  // At most ~1M cells whatever the extent: grow the cell for huge worlds.
+  while ((max_x - min_x_) / cell_m_ * (max_y - min_y_) / cell_m_ > double{1 << 20}) cell_m_ *= 2.0;
+  cols_ = static_cast<std::int64_t>((max_x - min_x_) / cell_m_) + 1;
+  rows_ = static_cast<std::int64_t>((max_y - min_y_) / cell_m_) + 1;
+  const auto cells = static_cast<std::size_t>(cols_ * rows_);
+  cell_start_.assign(cells + 1, 0);
+  std::vector<std::uint32_t> cell_of(frame.entities.size());
+  for (std::size_t k = 0; k < frame.entities.size(); ++k) {
+    const PublishedEntity& e = frame.entities[k];
+    const auto c = static_cast<std::int64_t>((e.x_m - min_x_) / cell_m_);
+    const auto r = static_cast<std::int64_t>((e.y_m - min_y_) / cell_m_);
+    cell_of[k] = static_cast<std::uint32_t>(r * cols_ + c);
+    ++cell_start_[cell_of[k] + 1];
+  }
+  for (std::size_t c = 0; c < cells; ++c) cell_start_[c + 1] += cell_start_[c];
+  by_cell_.resize(frame.entities.size());
+  std::vector<std::uint32_t> fill(cell_start_.begin(), cell_start_.end() - 1);
+  for (std::size_t k = 0; k < frame.entities.size(); ++k) by_cell_[fill[cell_of[k]]++] = static_cast<std::uint32_t>(k);
+}
+
+void StreamTracker::set_interest(const ClientInterest& interest, bool baseline) {
+  interest_ = interest;
+  if (baseline) reset();
+}
+
+void StreamTracker::reset() {
+  baseline_pending_ = true;
+  sent_.clear();
+}
+
+// Step 1: the candidates, sorted by frame position (= entity index), each
+// with the hint it was last sent (None when not received).
+void StreamTracker::select(const PublishedFrame& frame, const SpatialIndex* index) {
+  cand_.clear();
+  const auto wanted = [&](const PublishedEntity& e) {
+    return (interest_.kind_mask >> static_cast<std::uint32_t>(e.kind)) & 1u;
+  };
+  if (interest_.observers.empty()) {
+    for (std::uint32_t k = 0; k < frame.entities.size(); ++k) {
+      if (wanted(frame.entities[k])) cand_.push_back(Candidate{k});
+    }
+  } else {
+    assert(index != nullptr && index->frame() == &frame);
+    if (stamp_.size() < frame.entities.size()) {
+      stamp_.resize(frame.entities.size(), 0);
+      slot_.resize(frame.entities.size(), 0);
+    }
+    if (++stamp_value_ == 0) {
+      std::fill(stamp_.begin(), stamp_.end(), 0);
+      stamp_value_ = 1;
+    }
+    // Inside the exit radius of some observer; `distance` holds the smallest
+    // distance / radius ratio for the hysteresis check below.
+    for (const ClientObserver& o : interest_.observers) {
+      index->for_each_within(o.x_m, o.y_m, o.radius_m * kInterestExitFactor, [&](std::uint32_t k) {
+        const PublishedEntity& e = frame.entities[k];
+        if (!wanted(e)) return;
+        const double ratio = std::hypot(e.x_m - o.x_m, e.y_m - o.y_m) / o.radius_m;
+        if (stamp_[k] != stamp_value_) {
+          stamp_[k] = stamp_value_;
+          slot_[k] = static_cast<std::uint32_t>(cand_.size());
+          cand_.push_back(Candidate{k, 0.0, ratio});
+        } else {
+          Candidate& c = cand_[slot_[k]];  // seen by an earlier observer
+          c.distance = std::min(c.distance, ratio);
+        }
+      });
+    }
+    std::sort(cand_.begin(), cand_.end(), [](const Candidate& a, const Candidate& b) { return a.pos < b.pos; });
+  }
+  // Merge with what was sent: the current hint, and the interest hysteresis
+  // (an entity not yet received enters only inside the radius proper).
+  std::size_t s = 0;
+  std::size_t out = 0;
+  for (Candidate c : cand_) {
+    const PublishedEntity& e = frame.entities[c.pos];
+    while (s < sent_.size() && sent_[s].id.index < e.id.index) ++s;
+    const bool received = s < sent_.size() && sent_[s].id == e.id;
+    c.current = received ? sent_[s].hint : kNone;
+    if (!interest_.observers.empty() && !received && c.distance > 1.0) continue;
+    cand_[out++] = c;
+  }
+  cand_.resize(out);
+}
+
+// Step 2: hints within the budgets, nearest first, holding hints.
+void StreamTracker::rank(const PublishedFrame& frame, const StreamContext& ctx) {
+  obs_points_.clear();
+  obs_views_.clear();
+  if (interest_.observers.empty()) {
+    obs_points_ = frame.observers;
+    obs_views_ = frame.observer_views;
+  } else {
+    for (const ClientObserver& o : interest_.observers) {
+      obs_points_.push_back({o.x_m, o.y_m});
+      obs_views_.push_back({o.z_m, o.has_heading, o.heading_rad});
+    }
+  }
+  field_.prepare(ctx.importance, obs_points_, obs_views_);
+  for (Candidate& c : cand_) {
+    const PublishedEntity& e = frame.entities[c.pos];
+    c.distance = field_.effective_distance_m(e.x_m, e.y_m, e.z_m, e.weight);
+    if (!std::isfinite(c.distance)) c.distance = std::numeric_limits<double>::max();
+    c.hint = kNone;
+  }
+  // One pass per level: the `budget` lowest keys among the eligible still
+  // unassigned candidates take `level`. Holding this level or a better one
+  // scales the key by kHintKeepFactor. Ties break by entity index.
+  // A fading (retiring) entity never improves its hint: it keeps what it has
+  // or drops, so a client does not swap representations during a fade.
+  const auto assign = [&](std::uint8_t level, std::uint32_t budget, auto eligible) {
+    pool_.clear();
+    for (std::uint32_t k = 0; k < cand_.size(); ++k) {
+      Candidate& c = cand_[k];
+      const PublishedEntity& e = frame.entities[c.pos];
+      if (c.hint != kNone || !eligible(e)) continue;
+      if (e.retiring && better(level, c.current)) continue;
+      c.key = c.distance * (c.current <= level ? kHintKeepFactor : 1.0);
+      pool_.push_back(k);
+    }
+    const auto by_key = [&](std::uint32_t a, std::uint32_t b) {
+      if (cand_[a].key != cand_[b].key) return cand_[a].key < cand_[b].key;
+      return cand_[a].pos < cand_[b].pos;
+    };
+    if (pool_.size() > budget) {
+      std::nth_element(pool_.begin(), pool_.begin() + budget, pool_.end(), by_key);
+      pool_.resize(budget);
+    }
+    for (const std::uint32_t k : pool_) cand_[k].hint = level;
+  };
+  assign(kActor, interest_.budgets.actors, [](const PublishedEntity& e) { return e.sim_tier == kFull || e.retiring; });
+  assign(kInstanced, interest_.budgets.instances,
+         [](const PublishedEntity& e) { return e.sim_tier == kFull || e.sim_tier == kSimulated || e.retiring; });
+  assign(kMarker, interest_.budgets.markers, [](const PublishedEntity&) { return true; });
+  // Entries per step: a new entity costs the client an actor or instance, so
+  // at most entries_per_step_max enter per step, nearest first; the others
+  // wait (they stay None for now). A baseline sends everything at once.
+  truncated_ = 0;
+  for (const Candidate& c : cand_) truncated_ += c.hint == kNone;
+  if (baseline_pending_) return;
+  pool_.clear();
+  for (std::uint32_t k = 0; k < cand_.size(); ++k) {
+    if (cand_[k].current == kNone && cand_[k].hint != kNone) pool_.push_back(k);
+  }
+  if (pool_.size() <= ctx.entries_per_step_max) return;
+  const auto by_distance = [&](std::uint32_t a, std::uint32_t b) {
+    if (cand_[a].distance != cand_[b].distance) return cand_[a].distance < cand_[b].distance;
+    return cand_[a].pos < cand_[b].pos;
+  };
+  std::nth_element(pool_.begin(), pool_.begin() + ctx.entries_per_step_max, pool_.end(), by_distance);
+  for (std::size_t k = ctx.entries_per_step_max; k < pool_.size(); ++k) {
+    cand_[pool_[k]].hint = kNone;
+    ++truncated_;
+  }
+}
+
+StreamTracker::Counts StreamTracker::encode(const PublishedFrame& frame, const SpatialIndex* index,
+                                            const StreamContext& ctx, flatbuffers::FlatBufferBuilder& fbb,
+                                            bool send_dots) {
+  select(frame, index);
+  rank(frame, ctx);
+
+  entered_.clear();
+  label_index_.clear();
+  label_ref_.clear();
+  motion_.clear();
+  changes_.clear();
+  left_.clear();
+  retiring_.clear();
+  next_sent_.clear();
+  Counts counts;
+
+  // Step 3: merge-walk the received set against what was sent.
+  std::size_t a = 0;  // cursor in sent_
+  const auto leave = [&](const Sent& s) { left_.emplace_back(s.id.index, s.id.generation); };
+  for (const Candidate& c : cand_) {
+    if (c.hint == kNone) continue;
+    const PublishedEntity& cur = frame.entities[c.pos];
+    while (a < sent_.size() && sent_[a].id.index < cur.id.index) leave(sent_[a++]);
+    Sent next{cur.id, {cur.lane, cur.s_mm, cur.speed_mmps, frame.step}, c.hint, cur.sim_tier, cur.policy,
+              cur.retiring};
+    bool enter = true;
+    if (a < sent_.size() && sent_[a].id.index == cur.id.index) {
+      const Sent& prev = sent_[a++];
+      if (prev.id.generation == cur.id.generation && !(prev.retiring && !cur.retiring)) {
+        enter = false;
+        // Motion: a record only when the client's prediction leaves the
+        // tolerance, or the lane or speed changed.
+        const std::uint32_t length_mm = ctx.lane_length_mm[prev.anchor.lane];
+        const std::uint32_t predicted = proto::predict_s_mm(prev.anchor, frame.step, ctx.step_us, length_mm);
+        const std::uint32_t error_mm = predicted > cur.s_mm ? predicted - cur.s_mm : cur.s_mm - predicted;
+        if (prev.anchor.lane != cur.lane || prev.anchor.speed_mmps != cur.speed_mmps ||
+            error_mm > interest_.motion_tolerance_mm) {
+          motion_.add({cur.id.index, prev.anchor.lane != cur.lane, cur.lane, cur.s_mm, cur.speed_mmps});
+        } else {
+          next.anchor = prev.anchor;
+        }
+        const auto change = [&](wire::EntityField field, std::uint8_t before, std::uint8_t after) {
+          if (before != after) changes_.emplace_back(cur.id.index, field, after);
+        };
+        change(wire::EntityField::SimTier, prev.sim_tier, cur.sim_tier);
+        change(wire::EntityField::Representation, prev.hint, c.hint);
+        change(wire::EntityField::Policy, prev.policy, cur.policy);
+        if (cur.retiring && !prev.retiring) retiring_.emplace_back(cur.id.index, cur.id.generation);
+      } else {
+        // Slot reused by a new identity, or a retiring entity that came back
+        // (dormant and active again, unseen by this client): the old one
+        // left, the new one entered.
+        leave(prev);
+      }
+    }
+    if (enter) {
+      entered_.emplace_back(wire::EntityId(cur.id.index, cur.id.generation), cur.lane, cur.s_mm, cur.speed_mmps,
+                            cur.archetype, static_cast<wire::EntityKind>(cur.kind),
+                            static_cast<wire::SimTier>(cur.sim_tier), static_cast<wire::RepresentationHint>(c.hint),
+                            static_cast<wire::ControlPolicy>(cur.policy));
+      if (cur.label != 0) {
+        label_index_.push_back(cur.id.index);
+        label_ref_.push_back(cur.label);
+      }
+      if (cur.retiring) retiring_.emplace_back(cur.id.index, cur.id.generation);
+    }
+    ++counts.per_hint[c.hint];
+    next_sent_.push_back(next);
+  }
+  for (; a < sent_.size(); ++a) leave(sent_[a]);
+  sent_.swap(next_sent_);
+
+  fbb.Clear();
+  labels_.clear();
+  for (std::size_t k = 0; k < label_index_.size(); ++k) {
+    labels_.push_back(wire::CreateEntityLabel(fbb, label_index_[k], fbb.CreateString(ctx.label(label_ref_[k]))));
+  }
+  const auto labels = labels_.empty() ? 0 : fbb.CreateVector(labels_);
+  const auto entered = fbb.CreateVectorOfStructs(entered_);
+  const auto motion = motion_.bytes().empty() ? 0 : fbb.CreateVector(motion_.bytes());
+  const auto changes = changes_.empty() ? 0 : fbb.CreateVectorOfStructs(changes_);
+  const auto left = fbb.CreateVectorOfStructs(left_);
+  signals_.clear();
+  for (std::size_t i = 0; i < frame.signal_phases.size(); ++i) {
+    signals_.emplace_back(static_cast<std::uint16_t>(i), static_cast<wire::SignalPhase>(frame.signal_phases[i]));
+  }
+  const auto signals = fbb.CreateVectorOfStructs(signals_);
+  flatbuffers::Offset<flatbuffers::Vector<const wire::ChainDots*>> dots = 0;
+  if (send_dots) {
+    // Pedestrians this client does not receive with identity, per chain: a
+    // person is either an entity or a dot for a client, never both.
+    dot_counts_.assign(ctx.chain_count, 0);
+    std::size_t r = 0;
+    for (const PublishedEntity& e : frame.entities) {
+      while (r < sent_.size() && sent_[r].id.index < e.id.index) ++r;
+      const bool received = r < sent_.size() && sent_[r].id == e.id;
+      if (received || e.kind != core::EntityKind::Pedestrian || e.lane >= ctx.lane_chain.size()) continue;
+      const std::uint32_t chain = ctx.lane_chain[e.lane];
+      if (chain < dot_counts_.size()) ++dot_counts_[chain];
+    }
+    dots_.clear();
+    for (std::size_t c = 0; c < dot_counts_.size(); ++c) {
+      dots_.emplace_back(static_cast<std::uint32_t>(c), static_cast<std::uint16_t>(std::min(dot_counts_[c], 65535u)));
+    }
+    dots = fbb.CreateVectorOfStructs(dots_);
+  }
+  const auto retiring = retiring_.empty() ? 0 : fbb.CreateVectorOfStructs(retiring_);
+  const auto delta = wire::CreateDelta(fbb, frame.step, frame.sim_time_us, frame.digest, baseline_pending_, entered,
+                                       labels, motion, changes, left, signals, dots, retiring, truncated_);
+  fbb.Finish(wire::CreateServerFrame(fbb, wire::ServerMessage::Delta, delta.Union()), wire::ServerFrameIdentifier());
+  baseline_pending_ = false;
+  counts.entered = static_cast<std::uint32_t>(entered_.size());
+  counts.motion = static_cast<std::uint32_t>(motion_.count());
+  counts.changes = static_cast<std::uint32_t>(changes_.size());
+  counts.left = static_cast<std::uint32_t>(left_.size());
+  counts.retiring = static_cast<std::uint32_t>(retiring_.size());
+  counts.received = static_cast<std::uint32_t>(sent_.size());
+  counts.truncated = truncated_;
+  return counts;
+}
+
+}  // namespace bustle::net
