@@ -26,7 +26,7 @@ bool in_range(std::uint8_t value) {
 
 std::string not_a(const char* list, std::size_t i, const char* field, unsigned value, const char* type) {
   return std::string(list) + "[" + std::to_string(i) + "]." + field + ": " + std::to_string(value) +
-         " is not a " + type;
+         " is not a valid " + type;
 }
 
 }  // namespace
@@ -177,7 +177,12 @@ std::string decode_delta(const wire::Delta& d, Delta& out) {
       const bool ok = f == EntityField::SimTier          ? in_range<wire::SimTier>(c.value())
                       : f == EntityField::Representation ? in_range<wire::RepresentationHint>(c.value())
                                                          : in_range<wire::ControlPolicy>(c.value());
-      if (!ok) return not_a("changes", i, "value", c.value(), to_string(f));
+      if (!ok) {
+        const char* type = f == EntityField::SimTier          ? "SimTier"
+                           : f == EntityField::Representation ? "RepresentationHint"
+                                                              : "ControlPolicy";
+        return not_a("changes", i, "value", c.value(), type);
+      }
       out.changes.push_back({c.index(), f, c.value()});
     }
   }

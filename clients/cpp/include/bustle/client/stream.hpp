@@ -165,7 +165,7 @@ struct Delta {
 };
 
 // Decodes a verified Delta into `out` (overwritten). Returns "" or what is
-// wrong ("motion[byte 7]: ...", "entered[2].sim_tier: 9 is not a SimTier").
+// wrong ("motion[byte 7]: ...", "entered[2].sim_tier: 9 is not a valid SimTier").
 std::string decode_delta(const bustle::wire::Delta& delta, Delta& out);
 
 }  // namespace bustle::client
