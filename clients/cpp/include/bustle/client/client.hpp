@@ -66,6 +66,9 @@ enum class ClientStatus : std::uint8_t {
 };
 const char* to_string(ClientStatus s);
 
+// The Error a server sends before it closes: e.g. ProtocolVersionMismatch (a
+// v1 client), IdleTimeout (nothing read or sent for the idle timeout),
+// TooManyConnections (this address holds the most connections allowed).
 struct ServerErrorInfo {
   bustle::wire::ErrorCode code = bustle::wire::ErrorCode::Unknown;
   std::string message;
@@ -333,6 +336,8 @@ struct PopulationReport {
 };
 PopulationReport to_population_report(const bustle::wire::PopulationInfo& info);
 
+// A CommandResult. Rejected with reason RateLimited: over this client's
+// command rate; nothing changed and the connection stays (retry later).
 struct CommandReply {
   std::uint32_t request_id = 0;
   bustle::wire::CommandStatus status = bustle::wire::CommandStatus::Rejected;
