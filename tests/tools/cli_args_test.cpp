@@ -40,6 +40,16 @@ TEST_CASE("CLI options before or after the command, with = or a space", "[cli]")
   CHECK(r.options.timeout_ms == 500);
 }
 
+TEST_CASE("CLI watch takes any number of observers, with a default radius", "[cli]") {
+  auto r = parse({"watch"});
+  REQUIRE(r.status == ParseStatus::Ok);
+  CHECK(r.options.watch_observers.empty());
+  r = parse({"watch", "--observer", "10.5,-3", "--observer=0,0,25"});
+  REQUIRE(r.status == ParseStatus::Ok);
+  using W = bustle::cli::CliOptions::WatchObserver;
+  CHECK(r.options.watch_observers == std::vector<W>{W{10.5, -3.0, 150.0}, W{0.0, 0.0, 25.0}});
+}
+
 TEST_CASE("CLI token: --token wins over BUSTLE_TOKEN", "[cli]") {
   CHECK(parse({"pause"}, "from-env").options.token == "from-env");
   CHECK(parse({"pause", "--token", "flag"}, "from-env").options.token == "flag");
@@ -150,6 +160,14 @@ TEST_CASE("CLI rejects bad input with a reason", "[cli][population]") {
       {{"entity"}, "bustle entity INDEX:GEN"},
       {{"entity", "12"}, "invalid entity id"},
       {{"population", "extra"}, "unexpected argument"},
+      // watch --observer X,Y[,R]
+      {{"status", "--observer", "1,2"}, "--observer is only for watch"},
+      {{"watch", "--observer", "1"}, "invalid --observer 1"},
+      {{"watch", "--observer", "1,2,3,4"}, "invalid --observer"},
+      {{"watch", "--observer", "1,x"}, "invalid --observer"},
+      {{"watch", "--observer", "1,2,0"}, "radius in (0, 100000]"},
+      {{"watch", "--observer", "1,2,100001"}, "invalid --observer"},
+      {{"watch", "--observer", "1,2,"}, "invalid --observer"},
   };
   for (const auto& c : cases) {
     const auto r = parse(c.args);

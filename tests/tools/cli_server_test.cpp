@@ -84,8 +84,28 @@ TEST_CASE("bustle watch --count 2 prints two live lines and exits 0", "[cli][ser
   CHECK(step1 > 0);
   CHECK(step2 > step1);  // a fast clock advances between lines
   CHECK(field(lines[1], "entities") > 0);
-  CHECK(field(lines[1], "updated/s") > 0);
+  CHECK(field(lines[1], "moved/s") > 0);  // motion corrections: lane and speed changes
+  CHECK(field(lines[1], "truncated") == 0);  // the default budgets hold the whole city
   CHECK(lines[1].find("digest ") != std::string::npos);
+  CHECK(r.out.find("whole city") != std::string::npos);
+  CHECK(server->process.terminate(5000ms).exit_code == 0);
+}
+
+TEST_CASE("bustle watch --observer receives only what is near the observers", "[cli][server]") {
+  auto server = start({"--clock", "fast"});
+  const auto city = cli(*server, {"watch", "--count", "2", "--interval-ms", "300"});
+  // A 1 m area far outside the city: nothing to receive.
+  const auto far = cli(*server, {"watch", "--count", "2", "--interval-ms", "300", "--observer", "-90000,-90000,1"});
+  INFO("city:\n" << city.out << city.err << "\nfar:\n" << far.out << far.err);
+  CHECK(far.exit.exit_code == 0);
+  CHECK(far.out.find("1 observers") != std::string::npos);
+  const auto city_lines = lines_starting_with(city.out, "step ");
+  const auto far_lines = lines_starting_with(far.out, "step ");
+  REQUIRE(city_lines.size() == 2);
+  REQUIRE(far_lines.size() == 2);
+  CHECK(field(city_lines[1], "entities") > 0);
+  CHECK(field(far_lines[1], "entities") == 0);
+  CHECK(field(far_lines[1], "step") > 0);  // the stream still runs
   CHECK(server->process.terminate(5000ms).exit_code == 0);
 }
 

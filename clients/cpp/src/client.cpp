@@ -1,17 +1,18 @@
 #include "bustle/client/client.hpp"
 
 #include <cassert>
+#include <functional>
+
+#include "wire_util.hpp"
 
 namespace bustle::client {
 
 namespace wire = bustle::wire;
 using Clock = std::chrono::steady_clock;
+using detail::str;
+using detail::to_vector;
 
 namespace {
-
-std::string str(const flatbuffers::String* s) {
-  return s == nullptr ? std::string() : s->str();
-}
 
 std::chrono::milliseconds remaining(Clock::time_point deadline) {
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
@@ -90,6 +91,8 @@ const char* to_string(ClientStatus s) {
       return "not_connected";
     case ClientStatus::UnknownRequest:
       return "unknown_request";
+    case ClientStatus::Rejected:
+      return "rejected";
   }
   return "?";
 }
@@ -126,59 +129,6 @@ StatsInfo to_stats_info(const wire::Stats& s) {
   out.time_scale = s.time_scale();
   out.residents = s.residents();
   out.residents_active = s.residents_active();
-  return out;
-}
-
-GarageGeometry to_garage_geometry(const wire::GarageGeometry& g) {
-  GarageGeometry out;
-  out.id = str(g.id());
-  out.entrance_lane = g.entrance_lane();
-  if (const auto* route = g.route()) out.route.assign(route->begin(), route->end());
-  return out;
-}
-
-SignalGeometry to_signal_geometry(const wire::SignalGeometry& g) {
-  SignalGeometry out;
-  out.id = str(g.id());
-  out.lane = g.lane();
-  out.stop_alpha = g.stop_alpha();
-  out.yield_alpha = g.yield_alpha();
-  return out;
-}
-
-std::vector<SignalPhaseEntry> signal_phases(const wire::Delta& delta) {
-  std::vector<SignalPhaseEntry> out;
-  if (const auto* list = delta.signals()) {
-    out.reserve(list->size());
-    for (const wire::SignalPhaseState* p : *list) out.push_back({p->index(), p->phase()});
-  }
-  return out;
-}
-
-LaneChain to_lane_chain(const wire::LaneChainInfo& c) {
-  LaneChain out;
-  if (const auto* lanes = c.lanes()) out.lanes.assign(lanes->begin(), lanes->end());
-  out.cyclic = c.cyclic();
-  out.pedestrian = c.pedestrian();
-  out.length_m = c.length_m();
-  return out;
-}
-
-std::vector<ChainDotsEntry> chain_dots(const wire::Delta& delta) {
-  std::vector<ChainDotsEntry> out;
-  if (const auto* list = delta.dots()) {
-    out.reserve(list->size());
-    for (const wire::ChainDots* d : *list) out.push_back({d->chain(), d->count()});
-  }
-  return out;
-}
-
-std::vector<EntityId> retiring_ids(const wire::Delta& delta) {
-  std::vector<EntityId> out;
-  if (const auto* list = delta.retiring()) {
-    out.reserve(list->size());
-    for (const wire::EntityId* id : *list) out.push_back(EntityId::from_wire(*id));
-  }
   return out;
 }
 
@@ -231,9 +181,9 @@ VehicleReport to_vehicle_report(const wire::VehicleInfo& v) {
   out.y_m = v.y_m();
   out.speed_mps = v.speed_mps();
   out.strategy = v.strategy();
-  out.policy = v.policy();
+  out.policy = static_cast<ControlPolicy>(v.policy());
   out.reason = v.reason();
-  out.tier = v.tier();
+  out.tier = static_cast<SimTier>(v.tier());
   if (v.leader() != nullptr) out.leader = EntityId::from_wire(*v.leader());
   out.steps_advanced = v.steps_advanced();
   out.awaiting_turnaround = v.awaiting_turnaround();
@@ -286,8 +236,8 @@ EntityReport to_entity_report(const wire::EntityInfo& e) {
   out.alive = e.alive();
   out.kind = e.kind();
   out.lifecycle = e.lifecycle();
-  out.tier = e.tier();
-  out.representation = e.representation();
+  out.tier = static_cast<SimTier>(e.tier());
+  out.representation = static_cast<RepresentationHint>(e.representation());
   out.priority = e.priority();
   out.origin = e.origin();
   out.saveable = e.saveable();
@@ -306,11 +256,6 @@ EntityReport to_entity_report(const wire::EntityInfo& e) {
   out.retiring_reason = e.retiring_reason();
   out.release_step = e.release_step();
   return out;
-}
-
-template <class T>
-std::vector<T> to_vector(const flatbuffers::Vector<T>* v) {
-  return v == nullptr ? std::vector<T>() : std::vector<T>(v->begin(), v->end());
 }
 
 PopulationReport to_population_report(const wire::PopulationInfo& p) {
@@ -428,20 +373,6 @@ CommandReply to_command_reply(const wire::CommandResult& r) {
   return out;
 }
 
-OwnedFrame::OwnedFrame(std::vector<std::uint8_t> payload) : payload_(std::move(payload)) {
-  assert(!payload_.empty());
-}
-
-const wire::ServerFrame* OwnedFrame::root() const {
-  if (payload_.empty()) return nullptr;
-  return flatbuffers::GetRoot<wire::ServerFrame>(payload_.data());
-}
-
-const wire::Delta* OwnedFrame::delta() const {
-  const auto* r = root();
-  return r == nullptr ? nullptr : r->message_as_Delta();
-}
-
 Client::Client(ClientOptions options) : options_(std::move(options)) {
   assert(options_.max_buffered_deltas >= 1);
   assert(options_.max_buffered_job_updates >= 1);
@@ -550,26 +481,7 @@ Result<WelcomeInfo> Client::connect() {
                                       std::to_string(w->protocol_version()) + ", this client " +
                                       std::to_string(bustle::proto::kProtocolVersion)));
   }
-  WelcomeInfo info;
-  info.server_version = str(w->server_version());
-  info.protocol_version = w->protocol_version();
-  info.session_id = w->session_id();
-  info.role = w->role();
-  info.step_us = w->step_us();
-  info.clock_mode = w->clock_mode();
-  info.scenario_id = str(w->scenario_id());
-  info.current_step = w->current_step();
-  info.lane_count = w->lanes() == nullptr ? 0u : w->lanes()->size();
-  if (const auto* garages = w->garages()) {
-    for (const wire::GarageGeometry* g : *garages) info.garages.push_back(to_garage_geometry(*g));
-  }
-  if (const auto* signals = w->signals()) {
-    for (const wire::SignalGeometry* g : *signals) info.signals.push_back(to_signal_geometry(*g));
-  }
-  if (const auto* chains = w->chains()) {
-    for (const wire::LaneChainInfo* lc : *chains) info.chains.push_back(to_lane_chain(*lc));
-  }
-  info.dots_every_steps = w->dots_every_steps();
+  WelcomeInfo info = to_welcome_info(*w);
   welcome_ = info;
   handshaken_ = true;
   Result<WelcomeInfo> r;
@@ -579,39 +491,65 @@ Result<WelcomeInfo> Client::connect() {
   return r;
 }
 
-Status Client::subscribe(std::span<const wire::EntityKind> kinds) {
-  if (!connected()) return fail(ClientStatus::NotConnected, "not connected");
-  const SendResult sent = connection_.send(build_subscribe(kinds), options_.send_timeout);
-  if (!sent.ok()) return fail(ClientStatus::TransportError, sent.message);
+Result<CommandReply> Client::interest_request(const char* name, const std::function<Frame(std::uint32_t)>& build,
+                                             std::chrono::milliseconds timeout) {
+  const auto sent = send_request(name, build);
+  if (!sent.ok()) return with<CommandReply>(sent);
+  auto r = wait_result(sent.value, timeout);
+  if (!r.ok()) {
+    forget(sent.value);
+    return r;
+  }
+  if (!r.value.accepted()) {
+    r.status = ClientStatus::Rejected;
+    r.message = std::string(name) + " rejected (" + wire::EnumNameRejectReason(r.value.reason) + ")" +
+                (r.value.message.empty() ? "" : ": " + r.value.message);
+  }
+  return r;
+}
+
+Result<CommandReply> Client::subscribe(const SubscribeParams& params, std::chrono::milliseconds timeout) {
+  return interest_request(
+      "subscribe", [&](std::uint32_t id) { return build_subscribe(id, params); }, timeout);
+}
+
+Result<CommandReply> Client::update_interest(const UpdateInterestParams& params, std::chrono::milliseconds timeout) {
+  return interest_request(
+      "update_interest", [&](std::uint32_t id) { return build_update_interest(id, params); }, timeout);
+}
+
+Status Client::decode(const ReceiveResult& frame, Delta& out) {
+  if (std::string error = decode_delta(*frame.frame->message_as_Delta(), out); !error.empty()) {
+    return fail(ClientStatus::ProtocolError, "undecodable Delta: " + error);
+  }
   Status ok;
   ok.status = ClientStatus::Ok;
   return ok;
 }
 
-Result<OwnedFrame> Client::next_delta(std::chrono::milliseconds timeout) {
+Result<Delta> Client::next_delta(std::chrono::milliseconds timeout) {
   if (!buffered_.empty()) {
-    Result<OwnedFrame> r;
+    Result<Delta> r;
     r.status = ClientStatus::Ok;
     r.value = std::move(buffered_.front());
     buffered_.pop_front();
     return r;
   }
-  if (!connected()) return with<OwnedFrame>(fail(ClientStatus::NotConnected, "not connected"));
+  if (!connected()) return with<Delta>(fail(ClientStatus::NotConnected, "not connected"));
   const auto deadline = Clock::now() + timeout;
   for (;;) {
     if (Status room = check_room(true, "a Delta"); !room.ok()) {
-      return with<OwnedFrame>(std::move(room));
+      return with<Delta>(std::move(room));
     }
     ReceiveResult frame;
     Status s = receive(remaining(deadline), frame);
-    if (!s.ok()) return with<OwnedFrame>(std::move(s));
+    if (!s.ok()) return with<Delta>(std::move(s));
     if (frame.frame->message_type() == wire::ServerMessage::Delta) {
-      Result<OwnedFrame> r;
-      r.status = ClientStatus::Ok;
-      r.value = OwnedFrame(std::vector<std::uint8_t>(frame.payload.begin(), frame.payload.end()));
+      Result<Delta> r;
+      static_cast<Status&>(r) = decode(frame, r.value);
       return r;
     }
-    if (Status st = stash(frame, 0, "a Delta"); !st.ok()) return with<OwnedFrame>(std::move(st));
+    if (Status st = stash(frame, 0, "a Delta"); !st.ok()) return with<Delta>(std::move(st));
   }
 }
 
@@ -640,9 +578,12 @@ Status Client::check_room(bool delta_wanted, const char* waiting_for) {
 
 Status Client::stash(const ReceiveResult& frame, std::uint32_t wanted, const char* what) {
   switch (frame.frame->message_type()) {
-    case wire::ServerMessage::Delta:
-      buffered_.emplace_back(std::vector<std::uint8_t>(frame.payload.begin(), frame.payload.end()));
+    case wire::ServerMessage::Delta: {
+      Delta d;
+      if (Status st = decode(frame, d); !st.ok()) return st;
+      buffered_.push_back(std::move(d));
       break;
+    }
     case wire::ServerMessage::CommandResult:
       take_result(*frame.frame->message_as_CommandResult(), wanted);
       break;
@@ -673,7 +614,7 @@ Status Client::stash(const ReceiveResult& frame, std::uint32_t wanted, const cha
   return ok;
 }
 
-Result<std::uint32_t> Client::send_command(const CommandSpec& spec) {
+Result<std::uint32_t> Client::send_request(const char* name, const std::function<Frame(std::uint32_t)>& build) {
   if (!connected()) return with<std::uint32_t>(fail(ClientStatus::NotConnected, "not connected"));
   if (outstanding_.size() >= options_.max_outstanding_commands) {
     return with<std::uint32_t>(fail(
@@ -681,13 +622,17 @@ Result<std::uint32_t> Client::send_command(const CommandSpec& spec) {
         std::to_string(outstanding_.size()) + " commands outstanding; take their results first"));
   }
   const std::uint32_t request_id = next_request_id_++;
-  const SendResult sent = connection_.send(build_command(request_id, spec), options_.send_timeout);
+  const SendResult sent = connection_.send(build(request_id), options_.send_timeout);
   if (!sent.ok()) return with<std::uint32_t>(fail(ClientStatus::TransportError, sent.message));
-  outstanding_.emplace(request_id, Pending{command_name(spec), std::nullopt});
+  outstanding_.emplace(request_id, Pending{name, std::nullopt});
   Result<std::uint32_t> r;
   r.status = ClientStatus::Ok;
   r.value = request_id;
   return r;
+}
+
+Result<std::uint32_t> Client::send_command(const CommandSpec& spec) {
+  return send_request(command_name(spec), [&](std::uint32_t id) { return build_command(id, spec); });
 }
 
 Result<CommandReply> Client::wait_result(std::uint32_t request_id,

@@ -1,27 +1,26 @@
 #include "bustle/client/entity_mirror.hpp"
 
 #include <cassert>
-#include <numbers>
 
 namespace bustle::client {
 
 namespace wire = bustle::wire;
 
-double heading_q_to_rad(std::uint16_t heading_q) {
-  return static_cast<double>(heading_q) * (2.0 * std::numbers::pi / 65536.0);
-}
+namespace {
 
-void write_state(EntityView& view, const wire::EntityState& state, std::uint64_t step) {
-  view.kind = state.kind();
-  view.x_m = static_cast<double>(state.x_cm()) / 100.0;
-  view.y_m = static_cast<double>(state.y_cm()) / 100.0;
-  view.heading_rad = heading_q_to_rad(state.heading_q());
-  view.speed_mps = static_cast<double>(state.speed_cmps()) / 100.0;
-  view.last_step = step;
-}
+std::string id_text(EntityId id) { return std::to_string(id.index) + ":" + std::to_string(id.generation); }
+
+}  // namespace
 
 EntityMirror::EntityMirror(std::uint32_t max_entities) : max_entities_(max_entities) {
   assert(max_entities >= 1);
+}
+
+void EntityMirror::set_world(const WelcomeInfo& welcome) { set_world(lane_polylines(welcome), welcome.step_us); }
+
+void EntityMirror::set_world(std::vector<proto::LanePolyline> lanes, std::uint32_t step_us) {
+  lanes_ = std::move(lanes);
+  step_us_ = step_us;
 }
 
 void EntityMirror::clear() {
@@ -45,6 +44,46 @@ const EntityView* EntityMirror::at(SlotId slot) const {
   return live_[slot.value] ? &slots_[slot.value] : nullptr;
 }
 
+EntityView* EntityMirror::live_by_index(std::uint32_t index) {
+  const auto it = by_index_.find(index);
+  return it == by_index_.end() ? nullptr : &slots_[it->second];
+}
+
+EntityView* EntityMirror::live_by_id(EntityId id) {
+  EntityView* view = live_by_index(id.index);
+  return view != nullptr && view->id.generation == id.generation ? view : nullptr;
+}
+
+std::optional<EntityPose> EntityMirror::pose(const EntityView& view, std::uint64_t step) const {
+  const proto::MotionAnchor& a = view.anchor;
+  if (a.lane >= lanes_.size()) return std::nullopt;
+  const proto::LanePolyline& lane = lanes_[a.lane];
+  const std::uint32_t s_mm = proto::predict_s_mm(a, step, step_us_, lane.length_mm);
+  const proto::LanePose p = proto::sample_lane(lane, static_cast<double>(s_mm) / 1000.0);
+  return EntityPose{p.x_m, p.y_m, p.z_m, p.heading_rad, a.lane, s_mm};
+}
+
+std::optional<EntityPose> EntityMirror::pose(SlotId slot, std::uint64_t step) const {
+  const EntityView* view = at(slot);
+  return view == nullptr ? std::nullopt : pose(*view, step);
+}
+
+std::optional<EntityPose> EntityMirror::pose(EntityId id, std::uint64_t step) const {
+  const EntityView* view = find(id);
+  return view == nullptr ? std::nullopt : pose(*view, step);
+}
+
+void EntityMirror::problem(ApplySummary& summary, std::string what) const {
+  if (strict_ && summary.error.empty()) summary.error = std::move(what);
+}
+
+void EntityMirror::check_lane(std::uint32_t lane, ApplySummary& summary, const char* what) {
+  if (lanes_.empty() || lane < lanes_.size()) return;  // no world: nothing to check against
+  ++summary.unknown_lanes;
+  problem(summary, std::string(what) + ": lane " + std::to_string(lane) + " is not in the Welcome (" +
+                       std::to_string(lanes_.size()) + " lanes)");
+}
+
 void EntityMirror::remove_slot(std::uint32_t slot, MirrorListener* listener) {
   assert(slot < slots_.size());
   assert(live_[slot]);
@@ -54,10 +93,22 @@ void EntityMirror::remove_slot(std::uint32_t slot, MirrorListener* listener) {
   free_slots_.push_back(slot);
 }
 
-bool EntityMirror::insert(const wire::EntityState& state, std::uint64_t step,
-                          MirrorListener* listener, ApplySummary& summary) {
-  const EntityId id = EntityId::from_wire(state.id());
-  assert(by_index_.find(id.index) == by_index_.end());
+namespace {
+
+void write_entered(EntityView& view, const EnteredEntity& e, std::uint64_t step) {
+  view.kind = e.kind;
+  view.archetype = e.archetype;
+  view.sim_tier = e.sim_tier;
+  view.representation = e.representation;
+  view.policy = e.policy;
+  view.anchor = proto::MotionAnchor{e.lane, e.s_mm, e.speed_mmps, step};
+}
+
+}  // namespace
+
+bool EntityMirror::insert(const EnteredEntity& e, std::uint64_t step, MirrorListener* listener,
+                          ApplySummary& summary) {
+  assert(by_index_.find(e.id.index) == by_index_.end());
   std::uint32_t slot = 0;
   if (!free_slots_.empty()) {
     slot = free_slots_.back();
@@ -68,26 +119,27 @@ bool EntityMirror::insert(const wire::EntityState& state, std::uint64_t step,
     live_.push_back(0);
   } else {
     ++summary.rejected_full;
+    problem(summary, "entered " + id_text(e.id) + ": the mirror is full (" + std::to_string(max_entities_) + ")");
     return false;
   }
   assert(!live_[slot]);
   EntityView& view = slots_[slot];
   view = EntityView{};
-  view.id = id;
+  view.id = e.id;
   view.slot = SlotId{slot};
   view.entered_step = step;
-  write_state(view, state, step);
+  write_entered(view, e, step);
   live_[slot] = 1;
-  by_index_.emplace(id.index, slot);
+  by_index_.emplace(e.id.index, slot);
   ++summary.entered;
   if (listener != nullptr) listener->on_entered(view);
   return true;
 }
 
-ApplySummary EntityMirror::apply(const wire::Delta& delta, MirrorListener* listener) {
+ApplySummary EntityMirror::apply(const Delta& delta, MirrorListener* listener) {
   ApplySummary summary;
-  const std::uint64_t step = delta.step();
-  summary.baseline = delta.baseline();
+  const std::uint64_t step = delta.step;
+  summary.baseline = delta.baseline;
   if (summary.baseline) {
     clear();
     if (listener != nullptr) listener->on_reset();
@@ -95,111 +147,139 @@ ApplySummary EntityMirror::apply(const wire::Delta& delta, MirrorListener* liste
     summary.step_not_increasing = true;
   }
 
-  if (const auto* left = delta.left()) {
-    for (const wire::EntityId* w : *left) {
-      const EntityId id = EntityId::from_wire(*w);
-      const EntityView* view = find(id);
-      if (view == nullptr) {
-        ++summary.unknown_lefts;
-        continue;
-      }
-      remove_slot(view->slot.value, listener);
-      ++summary.left;
+  for (const EntityId id : delta.left) {
+    const EntityView* view = find(id);
+    if (view == nullptr) {
+      ++summary.unknown_lefts;
+      problem(summary, "left: " + id_text(id) + " is not received");
+      continue;
     }
+    remove_slot(view->slot.value, listener);
+    ++summary.left;
   }
 
-  if (const auto* entered = delta.entered()) {
-    for (const wire::EntityState* state : *entered) {
-      const EntityId id = EntityId::from_wire(state->id());
-      const auto it = by_index_.find(id.index);
-      if (it != by_index_.end()) {
-        EntityView& existing = slots_[it->second];
-        if (existing.id.generation == id.generation) {
-          // The server says "new" for an id we already hold: trust the state.
-          ++summary.duplicate_enters;
-          write_state(existing, *state, step);
-          if (listener != nullptr) listener->on_updated(existing);
-          continue;
-        }
-        // Same index, other generation: the old entity is gone.
-        ++summary.replaced;
-        remove_slot(it->second, listener);
-      }
-      insert(*state, step, listener, summary);
-    }
-  }
-
-  if (const auto* updated = delta.updated()) {
-    for (const wire::EntityState* state : *updated) {
-      const EntityId id = EntityId::from_wire(state->id());
-      const auto it = by_index_.find(id.index);
-      if (it == by_index_.end() || slots_[it->second].id.generation != id.generation) {
-        ++summary.unknown_updates;
+  for (const EnteredEntity& e : delta.entered) {
+    check_lane(e.lane, summary, "entered");
+    if (EntityView* existing = live_by_index(e.id.index)) {
+      if (existing->id.generation == e.id.generation) {
+        // The server says "new" for an id we already hold: trust the state.
+        ++summary.duplicate_enters;
+        problem(summary, "entered: " + id_text(e.id) + " is already received");
+        write_entered(*existing, e, step);
+        if (listener != nullptr) listener->on_moved(*existing);
         continue;
       }
-      EntityView& view = slots_[it->second];
-      write_state(view, *state, step);
-      ++summary.updated;
-      if (listener != nullptr) listener->on_updated(view);
+      // Same index, other generation: the old entity is gone.
+      ++summary.replaced;
+      remove_slot(existing->slot.value, listener);
     }
+    insert(e, step, listener, summary);
   }
 
-  if (const auto* retiring = delta.retiring()) {
-    for (const wire::EntityId* w : *retiring) {
-      const auto it = by_index_.find(w->index());
-      if (it == by_index_.end() || slots_[it->second].id.generation != w->generation()) {
-        ++summary.unknown_retiring;
-        continue;
-      }
-      EntityView& view = slots_[it->second];
-      if (view.retiring) continue;  // already known: nothing new
-      view.retiring = true;
-      ++summary.retiring;
-      if (listener != nullptr) listener->on_retiring(view);
+  for (const EntityLabel& l : delta.labels) {
+    EntityView* view = live_by_index(l.index);
+    if (view == nullptr || view->entered_step != step) {
+      ++summary.unknown_labels;
+      problem(summary, "labels: index " + std::to_string(l.index) + " did not enter in this Delta");
+      continue;
     }
+    view->label = l.label;
+  }
+
+  for (const proto::MotionRecord& r : delta.motion) {
+    EntityView* view = live_by_index(r.index);
+    if (view == nullptr) {
+      ++summary.unknown_motion;
+      problem(summary, "motion: index " + std::to_string(r.index) + " is not received");
+      continue;
+    }
+    const std::uint32_t lane = r.lane_changed ? r.lane : view->anchor.lane;
+    check_lane(lane, summary, "motion");
+    view->anchor = proto::MotionAnchor{lane, r.s_mm, r.speed_mmps, step};
+    ++summary.moved;
+    if (listener != nullptr) listener->on_moved(*view);
+  }
+
+  for (const EntityChange& c : delta.changes) {
+    EntityView* view = live_by_index(c.index);
+    if (view == nullptr) {
+      ++summary.unknown_changes;
+      problem(summary, "changes: index " + std::to_string(c.index) + " is not received");
+      continue;
+    }
+    switch (c.field) {
+      case EntityField::SimTier:
+        view->sim_tier = c.sim_tier();
+        break;
+      case EntityField::Representation:
+        view->representation = c.representation();
+        break;
+      case EntityField::Policy:
+        view->policy = c.policy();
+        break;
+    }
+    ++summary.changed;
+    if (listener != nullptr) listener->on_changed(*view, c.field);
+  }
+
+  for (const EntityId id : delta.retiring) {
+    EntityView* view = live_by_id(id);
+    if (view == nullptr) {
+      ++summary.unknown_retiring;
+      problem(summary, "retiring: " + id_text(id) + " is not received");
+      continue;
+    }
+    if (view->retiring) continue;  // already known: nothing new
+    view->retiring = true;
+    ++summary.retiring;
+    if (listener != nullptr) listener->on_retiring(*view);
   }
 
   if (summary.baseline) {
     chain_dots_.clear();
     has_dots_ = false;
   }
-  if (const auto* dots = delta.dots()) {
+  if (delta.dots) {
     chain_dots_.assign(chain_dots_.size(), 0);
-    for (const wire::ChainDots* d : *dots) {
-      if (d->chain() >= kMaxDotChains) continue;  // never from a real server; bounds memory
-      if (d->chain() >= chain_dots_.size()) chain_dots_.resize(std::size_t{d->chain()} + 1, 0);
-      chain_dots_[d->chain()] = d->count();
+    for (const ChainDotsEntry& d : *delta.dots) {
+      if (d.chain >= kMaxDotChains) continue;  // never from a real server; bounds memory
+      if (d.chain >= chain_dots_.size()) chain_dots_.resize(std::size_t{d.chain} + 1, 0);
+      chain_dots_[d.chain] = d.count;
     }
     has_dots_ = true;
     dots_step_ = step;
     summary.dots = true;
+  }
+  for (const SignalPhaseEntry& p : delta.signals) {
+    if (p.index >= signal_phases_.size()) {
+      signal_phases_.resize(std::size_t{p.index} + 1, wire::SignalPhase::Open);
+    }
+    signal_phases_[p.index] = p.phase;
   }
 
   ++counters_.deltas;
   counters_.baselines += summary.baseline ? 1 : 0;
   counters_.steps_not_increasing += summary.step_not_increasing ? 1 : 0;
   counters_.entered += summary.entered;
-  counters_.updated += summary.updated;
+  counters_.moved += summary.moved;
+  counters_.changed += summary.changed;
   counters_.left += summary.left;
   counters_.replaced += summary.replaced;
   counters_.duplicate_enters += summary.duplicate_enters;
-  counters_.unknown_updates += summary.unknown_updates;
+  counters_.unknown_motion += summary.unknown_motion;
+  counters_.unknown_changes += summary.unknown_changes;
+  counters_.unknown_labels += summary.unknown_labels;
   counters_.unknown_lefts += summary.unknown_lefts;
+  counters_.unknown_lanes += summary.unknown_lanes;
   counters_.rejected_full += summary.rejected_full;
   counters_.retiring += summary.retiring;
   counters_.unknown_retiring += summary.unknown_retiring;
   counters_.dots += summary.dots ? 1 : 0;
-  if (const auto* signals = delta.signals()) {
-    for (const wire::SignalPhaseState* p : *signals) {
-      if (p->index() >= signal_phases_.size()) {
-        signal_phases_.resize(std::size_t{p->index()} + 1, wire::SignalPhase::Open);
-      }
-      signal_phases_[p->index()] = p->phase();
-    }
-  }
+  counters_.errors += summary.error.empty() ? 0 : 1;
   last_step_ = step;
-  last_sim_time_us_ = delta.sim_time_us();
-  last_digest_ = delta.digest();
+  last_sim_time_us_ = delta.sim_time_us;
+  last_digest_ = delta.digest;
+  interest_truncated_ = delta.interest_truncated;
   assert(by_index_.size() + free_slots_.size() == slots_.size());
   return summary;
 }

@@ -69,12 +69,47 @@ Frame build_hello(const HelloParams& params) {
   return finish(fbb, wire::ClientMessage::Hello, hello.Union());
 }
 
-Frame build_subscribe(std::span<const wire::EntityKind> kinds) {
-  flatbuffers::FlatBufferBuilder fbb(64);
+namespace {
+
+using ObserverList = flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::Observer>>>;
+
+ObserverList observers(flatbuffers::FlatBufferBuilder& fbb, const std::vector<InterestObserver>& list) {
+  if (list.empty()) return 0;
+  std::vector<flatbuffers::Offset<wire::Observer>> items;
+  const std::size_t n = std::min(list.size(), kMaxInterestObservers);
+  items.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const InterestObserver& o = list[i];
+    items.push_back(wire::CreateObserver(fbb, o.x_m, o.y_m, o.z_m, o.heading_rad.has_value(),
+                                         o.heading_rad.value_or(0.0), o.radius_m));
+  }
+  return fbb.CreateVector(items);
+}
+
+flatbuffers::Offset<wire::RepresentationBudgets> budgets(flatbuffers::FlatBufferBuilder& fbb,
+                                                         const std::optional<RepresentationBudgets>& b) {
+  if (!b) return 0;
+  return wire::CreateRepresentationBudgets(fbb, b->actors, b->instances, b->markers);
+}
+
+}  // namespace
+
+Frame build_subscribe(std::uint32_t request_id, const SubscribeParams& params) {
+  flatbuffers::FlatBufferBuilder fbb(128);
   flatbuffers::Offset<flatbuffers::Vector<wire::EntityKind>> kinds_off = 0;
-  if (!kinds.empty()) kinds_off = fbb.CreateVector(kinds.data(), kinds.size());
-  const auto sub = wire::CreateSubscribe(fbb, kinds_off);
+  if (!params.kinds.empty()) kinds_off = fbb.CreateVector(params.kinds.data(), params.kinds.size());
+  const auto obs = observers(fbb, params.observers);
+  const auto bud = budgets(fbb, params.budgets);
+  const auto sub = wire::CreateSubscribe(fbb, request_id, kinds_off, obs, bud, params.motion_tolerance_mm);
   return finish(fbb, wire::ClientMessage::Subscribe, sub.Union());
+}
+
+Frame build_update_interest(std::uint32_t request_id, const UpdateInterestParams& params) {
+  flatbuffers::FlatBufferBuilder fbb(128);
+  const auto obs = observers(fbb, params.observers);
+  const auto bud = budgets(fbb, params.budgets);
+  const auto msg = wire::CreateUpdateInterest(fbb, request_id, obs, bud);
+  return finish(fbb, wire::ClientMessage::UpdateInterest, msg.Union());
 }
 
 const char* command_name(const CommandSpec& command) {

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <optional>
 #include <thread>
 
 #include "bustle/client/client.hpp"
@@ -23,7 +24,7 @@ std::vector<std::uint8_t> delta_frame(std::uint64_t step, bool baseline = false)
   t::DeltaSpec d;
   d.step = step;
   d.baseline = baseline;
-  d.entered = {t::state(static_cast<std::uint32_t>(step), 1, 1, 1)};
+  d.entered = {t::enter(static_cast<std::uint32_t>(step), 1, 0, 1)};
   return t::framed(t::delta_payload(d));
 }
 
@@ -48,6 +49,25 @@ bool accept_hello(t::FakePeer& peer, t::FakeServer& server, wire::Role role = wi
     server.fail("Hello has the wrong protocol version");
   }
   return peer.write(t::framed(t::welcome_payload(10, role)));
+}
+
+// Reads a Subscribe and answers it (Accepted, or as given); false (and
+// fail()) if the next frame is not a Subscribe.
+// The next frame's payload if it is a Subscribe (else fail() and nullopt).
+std::optional<std::vector<std::uint8_t>> read_subscribe(t::FakePeer& peer, t::FakeServer& server) {
+  auto sub = peer.read_frame(3000ms);
+  if (!sub || t::as_subscribe(*sub) == nullptr) {
+    server.fail("expected Subscribe");
+    return std::nullopt;
+  }
+  return sub;
+}
+
+bool accept_subscribe(t::FakePeer& peer, t::FakeServer& server,
+                      wire::CommandStatus status = wire::CommandStatus::Accepted,
+                      wire::RejectReason reason = wire::RejectReason::None) {
+  const auto sub = read_subscribe(peer, server);
+  return sub && peer.write(t::framed(t::command_result_payload(t::as_subscribe(*sub)->request_id(), status, reason)));
 }
 
 const wire::Command* as_command(const std::vector<std::uint8_t>& payload) {
@@ -272,10 +292,7 @@ TEST_CASE("Client handshake: Welcome, Error, or an unexpected frame", "[client]"
 TEST_CASE("Client command waits for its own result and buffers Deltas meanwhile", "[client]") {
   t::FakeServer server([](t::FakePeer& peer, t::FakeServer& s) {
     if (!accept_hello(peer, s)) return;
-    const auto sub = peer.read_frame(3000ms);
-    std::string error;
-    const auto* root = sub ? bustle::proto::verify_client_frame(*sub, error) : nullptr;
-    if (root == nullptr || root->message_as_Subscribe() == nullptr) s.fail("expected Subscribe");
+    if (!accept_subscribe(peer, s)) return;
     peer.write(delta_frame(11, true));
     const auto cmd_payload = peer.read_frame(3000ms);
     const wire::Command* cmd = cmd_payload ? as_command(*cmd_payload) : nullptr;
@@ -310,8 +327,8 @@ TEST_CASE("Client command waits for its own result and buffers Deltas meanwhile"
 
   const auto first = client.next_delta(3000ms);
   REQUIRE(first.ok());
-  CHECK(first.value.delta()->baseline());
-  CHECK(first.value.delta()->step() == 11);
+  CHECK(first.value.baseline);
+  CHECK(first.value.step == 11);
 
   const auto stats = client.command(c::QueryStatsCmd{}, 3000ms);
   INFO(stats.message);
@@ -329,7 +346,7 @@ TEST_CASE("Client command waits for its own result and buffers Deltas meanwhile"
   for (std::uint64_t step : {12u, 13u, 14u}) {
     const auto d = client.next_delta(3000ms);
     REQUIRE(d.ok());
-    CHECK(d.value.delta()->step() == step);
+    CHECK(d.value.step == step);
   }
 
   const auto step = client.command(c::StepCmd{3}, 3000ms);
@@ -363,7 +380,7 @@ TEST_CASE("Client command stops with BacklogFull instead of dropping Deltas", "[
   for (std::uint64_t step = 1; step <= 5; ++step) {
     const auto d = client.next_delta(3000ms);
     REQUIRE(d.ok());
-    CHECK(d.value.delta()->step() == step);
+    CHECK(d.value.step == step);
   }
   client.close();
   check_no_failures(server);
@@ -538,7 +555,7 @@ TEST_CASE("Client keeps JobUpdates (even ones before their result) and hands the
   for (std::uint64_t step : {1u, 2u}) {
     const auto d = client.next_delta(3000ms);
     REQUIRE(d.ok());
-    CHECK(d.value.delta()->step() == step);
+    CHECK(d.value.step == step);
   }
   // A job with nothing more to say times out and keeps the connection.
   const auto none = client.wait_job(6, 50ms);
@@ -601,7 +618,7 @@ TEST_CASE("Client stops with BacklogFull instead of dropping JobUpdates", "[clie
   CHECK(job.value.back().message == "bad row");
   d = client.next_delta(3000ms);
   REQUIRE(d.ok());
-  CHECK(d.value.delta()->step() == 5);
+  CHECK(d.value.step == 5);
   client.close();
   check_no_failures(server);
 }
@@ -671,7 +688,7 @@ TEST_CASE("Client keeps SpawnUpdates per handle and waits for a state", "[client
   CHECK(other.value.state == wire::SpawnState::TimedOut);
   const auto d = client.next_delta(3000ms);
   REQUIRE(d.ok());
-  CHECK(d.value.delta()->step() == 1);
+  CHECK(d.value.step == 1);
   const auto attached = client.next_spawn_update(3, 3000ms);
   REQUIRE(attached.ok());
   CHECK(attached.value.state == wire::SpawnState::Attached);
@@ -684,9 +701,124 @@ TEST_CASE("Client keeps SpawnUpdates per handle and waits for a state", "[client
   CHECK(client.discard_spawn_updates(5) == 3);
   full = client.next_delta(3000ms);
   REQUIRE(full.ok());
-  CHECK(full.value.delta()->step() == 2);
+  CHECK(full.value.step == 2);
   const auto none = client.next_spawn_update(3, 50ms);
   CHECK(none.status == c::ClientStatus::Timeout);
   client.close();
+  check_no_failures(server);
+}
+
+TEST_CASE("Client subscribe waits for its result and keeps a Delta that arrives first", "[client][v2]") {
+  t::FakeServer server([](t::FakePeer& peer, t::FakeServer& s) {
+    if (!accept_hello(peer, s)) return;
+    const auto sub = read_subscribe(peer, s);
+    if (!sub) return;
+    const wire::Subscribe* subscribe = t::as_subscribe(*sub);
+    if (subscribe->observers() == nullptr || subscribe->observers()->size() != 1 ||
+        subscribe->observers()->Get(0)->radius_m() != 40.0 || subscribe->motion_tolerance_mm() != 0) {
+      s.fail("the Subscribe lost its observers or tolerance");
+    }
+    // The server's baseline overtakes the answer (different threads), and a
+    // stray result for another id comes in between.
+    peer.write(delta_frame(30, true));
+    peer.write(t::framed(t::command_result_payload(subscribe->request_id() + 7)));
+    peer.write(t::framed(t::command_result_payload(subscribe->request_id(), wire::CommandStatus::Accepted,
+                                                   wire::RejectReason::None, 30)));
+    peer.write(delta_frame(31));
+    // UpdateInterest: rejected, naming the field.
+    const auto upd = peer.read_frame(3000ms);
+    const wire::UpdateInterest* update = upd ? t::as_update_interest(*upd) : nullptr;
+    if (update == nullptr) {
+      s.fail("expected UpdateInterest");
+      return;
+    }
+    t::ResultSpec rejected;
+    rejected.request_id = update->request_id();
+    rejected.status = wire::CommandStatus::Rejected;
+    rejected.reason = wire::RejectReason::InvalidArgument;
+    rejected.message = "observers[0].radius_m: 0 is not in (0, 100000]";
+    peer.write(t::framed(t::result_payload(rejected)));
+    peer.wait_for_eof(3000ms);
+  });
+  c::ClientOptions o;
+  o.port = server.port();
+  c::Client client(o);
+  REQUIRE(client.connect().ok());
+  c::SubscribeParams params;
+  params.observers = {c::InterestObserver{1.0, 2.0, 0.0, std::nullopt, 40.0}};
+  params.motion_tolerance_mm = 0;
+  const auto sub = client.subscribe(params, 3000ms);
+  INFO(sub.message);
+  REQUIRE(sub.ok());
+  CHECK(sub.value.accepted());
+  CHECK(sub.value.request_id == client.last_request_id());
+  CHECK(sub.value.applied_step == 30);
+  CHECK(client.stray_results() == 1);
+  CHECK(client.outstanding_commands() == 0);
+  REQUIRE(client.buffered_deltas() == 1);  // the baseline that came first
+
+  const auto baseline = client.next_delta(3000ms);
+  REQUIRE(baseline.ok());
+  CHECK(baseline.value.baseline);
+  CHECK(baseline.value.step == 30);
+  REQUIRE(baseline.value.entered.size() == 1);
+  CHECK(baseline.value.entered[0].id == c::EntityId{30, 1});
+  const auto next = client.next_delta(3000ms);
+  REQUIRE(next.ok());
+  CHECK(next.value.step == 31);
+
+  c::UpdateInterestParams update;
+  update.observers = {c::InterestObserver{0.0, 0.0, 0.0, std::nullopt, 0.0}};
+  const auto rejected = client.update_interest(update, 3000ms);
+  CHECK(rejected.status == c::ClientStatus::Rejected);
+  CHECK_FALSE(rejected.ok());
+  CHECK(rejected.value.reason == wire::RejectReason::InvalidArgument);
+  CHECK(rejected.message == "update_interest rejected (InvalidArgument): observers[0].radius_m: 0 is not in (0, 100000]");
+  CHECK(client.connected());  // a rejection leaves the stream alone
+  client.close();
+  check_no_failures(server);
+}
+
+TEST_CASE("Client subscribe times out without a result and forgets the request", "[client][v2]") {
+  t::FakeServer server([](t::FakePeer& peer, t::FakeServer& s) {
+    if (!accept_hello(peer, s)) return;
+    if (!read_subscribe(peer, s)) return;
+    peer.write(delta_frame(1, true));
+    peer.wait_for_eof(3000ms);
+  });
+  c::ClientOptions o;
+  o.port = server.port();
+  c::Client client(o);
+  REQUIRE(client.connect().ok());
+  const auto sub = client.subscribe({}, 200ms);
+  CHECK(sub.status == c::ClientStatus::Timeout);
+  CHECK(sub.message.find("subscribe") != std::string::npos);
+  CHECK(client.outstanding_commands() == 0);
+  CHECK(client.buffered_deltas() == 1);
+  client.close();
+  check_no_failures(server);
+}
+
+TEST_CASE("Client reports a Delta with malformed motion bytes as a protocol error", "[client][v2]") {
+  t::FakeServer server([](t::FakePeer& peer, t::FakeServer& s) {
+    if (!accept_hello(peer, s)) return;
+    if (!accept_subscribe(peer, s)) return;
+    peer.write(delta_frame(1, true));
+    t::DeltaSpec bad;
+    bad.step = 2;
+    bad.motion_bytes = std::vector<std::uint8_t>{1, 0, 5, 5, 0x80};  // the second record is cut short
+    peer.write(t::framed(t::delta_payload(bad)));
+    peer.wait_for_eof(3000ms);
+  });
+  c::ClientOptions o;
+  o.port = server.port();
+  c::Client client(o);
+  REQUIRE(client.connect().ok());
+  REQUIRE(client.subscribe().ok());
+  REQUIRE(client.next_delta(3000ms).ok());
+  const auto r = client.next_delta(3000ms);
+  CHECK(r.status == c::ClientStatus::ProtocolError);
+  CHECK(r.message == "undecodable Delta: motion[byte 4]: truncated or over-long varint (index delta)");
+  CHECK_FALSE(client.connected());
   check_no_failures(server);
 }

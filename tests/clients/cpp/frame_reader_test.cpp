@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "bustle/client/messages.hpp"
+#include "bustle/client/stream.hpp"
 #include "support/server_frames.hpp"
 
 using bustle::client::FrameReader;
@@ -18,7 +19,7 @@ std::vector<std::uint8_t> delta_frame(std::uint64_t step) {
   t::DeltaSpec d;
   d.step = step;
   d.digest = 0x1234 + step;
-  d.entered = {t::state(1, 1, 100, 200)};
+  d.entered = {t::enter(1, 1, 0, 100, 200)};
   return t::framed(t::delta_payload(d));
 }
 
@@ -160,14 +161,20 @@ TEST_CASE("FrameReader rejects every single-byte corruption cleanly or verifies 
   // Flipping any payload byte must give Frame (a still-valid buffer) or
   // Malformed, never a crash: the verifier runs before anything is read.
   const auto payload = t::delta_payload(
-      t::DeltaSpec{7, 700, 99, true, {t::state(1, 1, 1, 2), t::state(2, 1, 3, 4)}, {}, {}});
+      t::DeltaSpec{7, 700, 99, true, {t::enter(1, 1, 0, 1, 2), t::enter(2, 1, 3, 4, 5)}, {{1, "a"}}, {t::motion(2, 9, 9)}});
   for (std::size_t i = 0; i < payload.size(); ++i) {
     auto corrupted = payload;
     corrupted[i] ^= 0xa5;
     FrameReader reader;
     reader.feed(t::framed(corrupted));
-    const auto status = reader.next().status;
+    const auto r = reader.next();
     INFO("byte " << i);
-    CHECK((status == ReadStatus::Frame || status == ReadStatus::Malformed));
+    CHECK((r.status == ReadStatus::Frame || r.status == ReadStatus::Malformed));
+    // A frame that still verifies decodes, or names what is wrong: no crash.
+    if (r.status == ReadStatus::Frame && r.frame->message_as_Delta() != nullptr) {
+      bustle::client::Delta d;
+      const std::string error = bustle::client::decode_delta(*r.frame->message_as_Delta(), d);
+      CHECK((error.empty() || error.find('[') != std::string::npos));  // errors name where
+    }
   }
 }

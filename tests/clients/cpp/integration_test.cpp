@@ -3,12 +3,14 @@
 // line, and stops it with SIGTERM (bounded wait) at the end.
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cmath>
 #include <map>
 
 #include "bustle/client/client.hpp"
 #include "bustle/client/entity_mirror.hpp"
 #include "support/process.hpp"
 #include "support/server_fixture.hpp"
+#include "support/stream_checks.hpp"
 
 #ifndef BUSTLE_SERVER_PATH
 #error "BUSTLE_SERVER_PATH must name the bustle-server executable"
@@ -81,10 +83,23 @@ TEST_CASE("Viewer handshakes, subscribes, mirrors moving entities and queries st
     CHECK(welcome.value.role == wire::Role::Viewer);
     CHECK(welcome.value.clock_mode == wire::ClockMode::Fast);
     CHECK(welcome.value.step_us > 0);
-    REQUIRE(client.subscribe().ok());
+    REQUIRE_FALSE(welcome.value.lanes.empty());
+    CHECK_FALSE(welcome.value.archetypes.empty());
+    for (const c::LaneGeometry& lane : welcome.value.lanes) {
+      CHECK(lane.points.size() >= 2);
+      CHECK(lane.length_mm == bustle::proto::to_mm(lane.length_m));
+    }
+    const auto sub = client.subscribe();  // no observers: the whole city, default budgets
+    INFO(sub.message);
+    REQUIRE(sub.ok());
+    CHECK(sub.value.accepted());
 
     c::EntityMirror mirror;
-    std::map<std::uint64_t, std::pair<double, double>> first_seen;  // id -> position
+    mirror.set_strict(true);
+    mirror.set_world(welcome.value);
+    // id -> (step first seen, pose then): an entity moves when its
+    // reconstructed pose at a later step differs.
+    std::map<std::uint64_t, std::pair<std::uint64_t, c::EntityPose>> first_seen;
     auto key = [](const c::EntityView& v) {
       return (std::uint64_t{v.id.generation} << 32) | v.id.index;
     };
@@ -96,23 +111,30 @@ TEST_CASE("Viewer handshakes, subscribes, mirrors moving entities and queries st
       const auto d = client.next_delta(3000ms);
       INFO(c::to_string(d.status) << ": " << d.message);
       REQUIRE(d.ok());
-      const wire::Delta* delta = d.value.delta();
-      REQUIRE(delta != nullptr);
+      const c::Delta& delta = d.value;
       if (deltas == 0) {
-        CHECK(delta->baseline());  // the first Delta after Subscribe
+        CHECK(delta.baseline);  // the first Delta after Subscribe
       } else {
-        CHECK_FALSE(delta->baseline());
-        REQUIRE(delta->step() > prev_step);  // strictly increasing
+        CHECK_FALSE(delta.baseline);
+        REQUIRE(delta.step > prev_step);  // strictly increasing
       }
-      prev_step = delta->step();
+      prev_step = delta.step;
       ++deltas;
-      const auto summary = mirror.apply(*delta);
-      CHECK(summary.unknown_updates == 0);
-      CHECK(summary.unknown_lefts == 0);
-      CHECK(summary.duplicate_enters == 0);
+      const auto summary = mirror.apply(delta);
+      INFO(summary.error);
+      CHECK(summary.ok());
+      for (const c::EnteredEntity& e : delta.entered) {
+        CHECK(e.archetype < welcome.value.archetypes.size());
+        CHECK(e.representation != c::RepresentationHint::None);  // a None entity is not sent
+      }
       mirror.for_each([&](const c::EntityView& v) {
-        const auto [it, inserted] = first_seen.emplace(key(v), std::make_pair(v.x_m, v.y_m));
-        if (!inserted && (it->second.first != v.x_m || it->second.second != v.y_m)) moved = true;
+        const auto pose = mirror.pose(v, delta.step);
+        REQUIRE(pose.has_value());
+        const auto [it, inserted] = first_seen.emplace(key(v), std::make_pair(delta.step, *pose));
+        if (!inserted && it->second.first < delta.step &&
+            (it->second.second.x_m != pose->x_m || it->second.second.y_m != pose->y_m)) {
+          moved = true;
+        }
       });
     }
     INFO("deltas " << deltas << ", entities " << mirror.size() << ", last step "
@@ -120,7 +142,7 @@ TEST_CASE("Viewer handshakes, subscribes, mirrors moving entities and queries st
     CHECK(deltas >= 10);
     CHECK(mirror.size() > 0);
     CHECK(moved);
-    CHECK(mirror.counters().updated > 0);
+    t::check_hints(mirror, mirror.last_step());
 
     const auto stats = client.command(c::QueryStatsCmd{}, 5000ms);
     INFO(stats.message);
@@ -142,7 +164,136 @@ TEST_CASE("Viewer handshakes, subscribes, mirrors moving entities and queries st
     // Deltas that arrived while waiting are still delivered, in order.
     const auto after = client.next_delta(3000ms);
     REQUIRE(after.ok());
-    CHECK(after.value.delta()->step() > prev_step);
+    CHECK(after.value.step > prev_step);
+  }
+  stop(*server);
+}
+
+TEST_CASE("Budgets bound what a whole-city subscriber receives and the rest is truncated", "[integration][v2]") {
+  auto server = start({"--clock", "manual"});
+  {
+    c::Client op(options(*server, wire::Role::Operator));
+    const auto welcome = op.connect();
+    REQUIRE(welcome.ok());
+    // Let the population appear first.
+    const auto stepped = op.command(c::StepCmd{100}, 5000ms);
+    REQUIRE(stepped.ok());
+    REQUIRE(stepped.value.accepted());
+    const auto stats = op.command(c::QueryStatsCmd{}, 5000ms);
+    REQUIRE(stats.ok());
+    REQUIRE(stats.value.stats.has_value());
+    const std::uint32_t population = stats.value.stats->pedestrians + stats.value.stats->vehicles;
+    INFO("population " << population);
+    REQUIRE(population > 5);
+
+    c::SubscribeParams params;
+    params.budgets = c::RepresentationBudgets{2, 3, 0};
+    const auto sub = op.subscribe(params, 5000ms);
+    INFO(sub.message);
+    REQUIRE(sub.ok());
+    c::EntityMirror mirror;
+    mirror.set_strict(true);
+    mirror.set_world(welcome.value);
+    const c::Delta base = t::next_applied(op, mirror);
+    REQUIRE(base.baseline);
+    CHECK(mirror.size() <= 5);
+    CHECK(mirror.size() > 0);
+    // Everything else in the (whole-city) interest is left out and counted.
+    CHECK(base.interest_truncated + mirror.size() == population);
+    t::check_hints(mirror, mirror.last_step(), *params.budgets);
+    // Over a few steps the budgets keep holding.
+    REQUIRE(op.command(c::StepCmd{20}, 5000ms).ok());
+    while (mirror.last_step() < base.step + 20) {
+      const c::Delta d = t::next_applied(op, mirror);
+      t::check_hints(mirror, d.step, *params.budgets);
+    }
+  }
+  stop(*server);
+}
+
+TEST_CASE("An observer limits the stream to its area and a bad radius is rejected", "[integration][v2]") {
+  auto server = start({"--clock", "manual"});
+  {
+    c::Client op(options(*server, wire::Role::Operator));
+    const auto welcome = op.connect();
+    REQUIRE(welcome.ok());
+    REQUIRE(op.command(c::StepCmd{100}, 5000ms).ok());
+
+    c::SubscribeParams bad;
+    bad.observers = {c::InterestObserver{0.0, 0.0, 0.0, std::nullopt, 0.0}};
+    const auto rejected = op.subscribe(bad, 5000ms);
+    CHECK(rejected.status == c::ClientStatus::Rejected);
+    CHECK(rejected.value.reason == wire::RejectReason::InvalidArgument);
+    CHECK(rejected.value.message.find("observers[0].radius_m") != std::string::npos);
+    CHECK(op.connected());
+
+    // Whole city first, to find where entities are.
+    REQUIRE(op.subscribe().ok());
+    c::EntityMirror city;
+    city.set_world(welcome.value);
+    const auto base = op.next_delta(5000ms);
+    REQUIRE(base.ok());
+    REQUIRE(city.apply(base.value).ok());
+    REQUIRE(city.size() > 1);
+    c::EntityPose centre;
+    city.for_each([&](const c::EntityView& v) {
+      if (v.slot.value == 0) centre = *city.pose(v, base.value.step);
+    });
+
+    // Then only 30 m around one of them (a new Subscribe replaces the stream).
+    constexpr double kRadius = 30.0;
+    c::SubscribeParams near;
+    near.observers = {c::InterestObserver{centre.x_m, centre.y_m, 0.0, std::nullopt, kRadius}};
+    near.motion_tolerance_mm = 0;
+    const auto sub = op.subscribe(near, 5000ms);
+    INFO(sub.message);
+    REQUIRE(sub.ok());
+    c::EntityMirror local;
+    local.set_strict(true);
+    local.set_world(welcome.value);
+    bool based = false;
+    std::uint64_t target = 0;
+    REQUIRE(op.command(c::StepCmd{30}, 5000ms).ok());
+    while (!based || local.last_step() < target) {
+      const auto d = op.next_delta(5000ms);
+      INFO(d.message);
+      REQUIRE(d.ok());
+      if (!based && !d.value.baseline) continue;  // the old stream's last Deltas
+      if (!based) target = d.value.step + 30;
+      based = true;
+      const auto summary = local.apply(d.value);
+      INFO(summary.error);
+      REQUIRE(summary.ok());
+      // Entered within the radius; kept until 1.1 x radius (hysteresis).
+      local.for_each([&](const c::EntityView& v) {
+        const auto p = local.pose(v, d.value.step);
+        REQUIRE(p.has_value());
+        const double dist = std::hypot(p->x_m - centre.x_m, p->y_m - centre.y_m);
+        INFO("entity " << v.id.index << " at " << dist << " m");
+        CHECK(dist <= 1.1 * kRadius + 0.01);
+      });
+    }
+    CHECK(local.size() > 0);
+    CHECK(local.size() < city.size());
+
+    // UpdateInterest moves the area without a new baseline: everything here leaves.
+    c::UpdateInterestParams away;
+    away.observers = {c::InterestObserver{-90000.0, -90000.0, 0.0, std::nullopt, 1.0}};
+    const auto moved = op.update_interest(away, 5000ms);
+    INFO(moved.message);
+    REQUIRE(moved.ok());
+    const std::uint64_t from = local.last_step();
+    REQUIRE(op.command(c::StepCmd{3}, 5000ms).ok());
+    while (local.last_step() < from + 3) CHECK_FALSE(t::next_applied(op, local).baseline);
+    CHECK(local.size() == 0);
+    CHECK(local.counters().left > 0);
+
+    // Without a subscription UpdateInterest is rejected.
+    c::Client other(options(*server));
+    REQUIRE(other.connect().ok());
+    const auto lonely = other.update_interest(away, 5000ms);
+    CHECK(lonely.status == c::ClientStatus::Rejected);
+    CHECK(other.connected());
   }
   stop(*server);
 }
@@ -199,8 +350,8 @@ TEST_CASE("Manual clock advances only on Step", "[integration]") {
     const auto base = op.next_delta(5000ms);
     INFO(base.message);
     REQUIRE(base.ok());
-    CHECK(base.value.delta()->baseline());
-    const std::uint64_t start_step = base.value.delta()->step();
+    CHECK(base.value.baseline);
+    const std::uint64_t start_step = base.value.step;
     // Nothing moves on its own.
     CHECK(op.next_delta(300ms).status == c::ClientStatus::Timeout);
 
@@ -213,8 +364,8 @@ TEST_CASE("Manual clock advances only on Step", "[integration]") {
       const auto d = op.next_delta(5000ms);
       INFO(d.message);
       REQUIRE(d.ok());
-      REQUIRE(d.value.delta()->step() > last);
-      last = d.value.delta()->step();
+      REQUIRE(d.value.step > last);
+      last = d.value.step;
     }
     CHECK(last == start_step + 5);
     CHECK(op.next_delta(300ms).status == c::ClientStatus::Timeout);
@@ -233,11 +384,9 @@ TEST_CASE("DespawnEntity removes a mirrored entity, then the id is unknown", "[i
     REQUIRE(op.connect().ok());
     REQUIRE(op.subscribe().ok());
     c::EntityMirror mirror;
-    const auto base = op.next_delta(5000ms);
-    INFO(base.message);
-    REQUIRE(base.ok());
-    REQUIRE(base.value.delta()->baseline());
-    mirror.apply(*base.value.delta());
+    mirror.set_strict(true);
+    mirror.set_world(op.welcome());
+    REQUIRE(t::next_applied(op, mirror).baseline);
 
     // Advances the manual clock by `n` and applies Deltas up to the new step.
     auto step_and_sync = [&](std::uint32_t n) {
@@ -246,14 +395,7 @@ TEST_CASE("DespawnEntity removes a mirrored entity, then the id is unknown", "[i
       INFO(step.message);
       REQUIRE(step.ok());
       REQUIRE(step.value.accepted());
-      while (mirror.last_step() < target) {
-        const auto d = op.next_delta(5000ms);
-        INFO(d.message);
-        REQUIRE(d.ok());
-        const auto summary = mirror.apply(*d.value.delta());
-        CHECK(summary.unknown_lefts == 0);
-        CHECK(summary.unknown_updates == 0);
-      }
+      while (mirror.last_step() < target) t::next_applied(op, mirror);
       CHECK(mirror.last_step() == target);
     };
 

@@ -59,18 +59,69 @@ TEST_CASE("Hello without token omits it and long strings are truncated", "[messa
   CHECK(hello->client_name()->size() == c::kMaxHelloStringBytes);
 }
 
-TEST_CASE("Subscribe carries the kinds, or none for every kind", "[messages]") {
-  const c::Frame all_frame = c::build_subscribe();
+TEST_CASE("Subscribe carries its request id and the kinds, or none for every kind", "[messages]") {
+  const c::Frame all_frame = c::build_subscribe(5);
   const auto* all = verified(all_frame)->message_as_Subscribe();
   REQUIRE(all != nullptr);
+  CHECK(all->request_id() == 5);
   CHECK(all->kinds() == nullptr);
-  const wire::EntityKind kinds[] = {wire::EntityKind::Vehicle};
-  const c::Frame some_frame = c::build_subscribe(kinds);
+  CHECK(all->observers() == nullptr);  // the whole city
+  CHECK(all->budgets() == nullptr);    // the server's defaults
+  CHECK(all->motion_tolerance_mm() == 10);
+  c::SubscribeParams p;
+  p.kinds = {wire::EntityKind::Vehicle};
+  const c::Frame some_frame = c::build_subscribe(6, p);
   const auto* some = verified(some_frame)->message_as_Subscribe();
   REQUIRE(some != nullptr);
   REQUIRE(some->kinds() != nullptr);
   REQUIRE(some->kinds()->size() == 1);
   CHECK(some->kinds()->Get(0) == wire::EntityKind::Vehicle);
+}
+
+TEST_CASE("Subscribe and UpdateInterest carry observers, budgets and the tolerance", "[messages]") {
+  c::SubscribeParams p;
+  p.observers = {c::InterestObserver{10.5, -3.0, 1.75, 0.5, 80.0}, c::InterestObserver{1.0, 2.0, 0.0, std::nullopt, 150.0}};
+  p.budgets = c::RepresentationBudgets{12, 0, 99};
+  p.motion_tolerance_mm = 0;
+  const c::Frame frame = c::build_subscribe(9, p);
+  const auto* sub = verified(frame)->message_as_Subscribe();
+  REQUIRE(sub != nullptr);
+  CHECK(sub->request_id() == 9);
+  CHECK(sub->motion_tolerance_mm() == 0);
+  REQUIRE(sub->observers() != nullptr);
+  REQUIRE(sub->observers()->size() == 2);
+  const auto* o0 = sub->observers()->Get(0);
+  CHECK(o0->x_m() == 10.5);
+  CHECK(o0->y_m() == -3.0);
+  CHECK(o0->z_m() == 1.75);
+  CHECK(o0->has_heading());
+  CHECK(o0->heading_rad() == 0.5);
+  CHECK(o0->radius_m() == 80.0);
+  const auto* o1 = sub->observers()->Get(1);
+  CHECK_FALSE(o1->has_heading());
+  CHECK(o1->radius_m() == 150.0);
+  REQUIRE(sub->budgets() != nullptr);
+  CHECK(sub->budgets()->actors() == 12);
+  CHECK(sub->budgets()->instances() == 0);
+  CHECK(sub->budgets()->markers() == 99);
+
+  c::UpdateInterestParams u;
+  u.observers = {c::InterestObserver{7.0, 8.0, 0.0, std::nullopt, 30.0}};
+  const c::Frame update = c::build_update_interest(10, u);
+  const auto* ui = verified(update)->message_as_UpdateInterest();
+  REQUIRE(ui != nullptr);
+  CHECK(ui->request_id() == 10);
+  REQUIRE(ui->observers() != nullptr);
+  CHECK(ui->observers()->Get(0)->radius_m() == 30.0);
+  CHECK(ui->budgets() == nullptr);
+
+  // Far more observers than the server takes are capped so the frame fits.
+  c::UpdateInterestParams many;
+  many.observers.assign(c::kMaxInterestObservers + 50, c::InterestObserver{});
+  const c::Frame capped = c::build_update_interest(11, many);
+  const auto* cu = verified(capped)->message_as_UpdateInterest();
+  REQUIRE(cu != nullptr);
+  CHECK(cu->observers()->size() == c::kMaxInterestObservers);
 }
 
 TEST_CASE("Every command round-trips with its request id and arguments", "[messages]") {

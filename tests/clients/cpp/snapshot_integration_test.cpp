@@ -12,6 +12,7 @@
 #include "bustle/client/entity_mirror.hpp"
 #include "support/process.hpp"
 #include "support/server_fixture.hpp"
+#include "support/stream_checks.hpp"
 
 #ifndef BUSTLE_SERVER_PATH
 #error "BUSTLE_SERVER_PATH must name the bustle-server executable"
@@ -73,15 +74,13 @@ struct Operator {
     INFO(w.message);
     REQUIRE(w.ok());
     REQUIRE(w.value.role == wire::Role::Operator);
+    mirror.set_strict(true);
+    mirror.set_world(w.value);
   }
 
   void subscribe() {
     REQUIRE(client.subscribe().ok());
-    const auto base = client.next_delta(5000ms);
-    INFO(base.message);
-    REQUIRE(base.ok());
-    REQUIRE(base.value.delta()->baseline());
-    mirror.apply(*base.value.delta());
+    REQUIRE(t::next_applied(client, mirror).baseline);
   }
 
   // Applies one Delta; the caller checks what it was.
@@ -89,9 +88,9 @@ struct Operator {
     const auto d = client.next_delta(5000ms);
     INFO(d.message);
     REQUIRE(d.ok());
-    if (step != nullptr) *step = d.value.delta()->step();
-    if (baseline != nullptr) *baseline = d.value.delta()->baseline();
-    return mirror.apply(*d.value.delta());
+    if (step != nullptr) *step = d.value.step;
+    if (baseline != nullptr) *baseline = d.value.baseline;
+    return mirror.apply(d.value);
   }
 
   // Steps the manual clock by n and, if subscribed, mirrors up to the new step.
@@ -104,8 +103,8 @@ struct Operator {
     REQUIRE(r.value.applied_step == before + n);
     while (subscribed && mirror.last_step() < before + n) {
       const auto s = apply_next();
-      CHECK(s.unknown_updates == 0);
-      CHECK(s.unknown_lefts == 0);
+      INFO(s.error);
+      CHECK(s.ok());
       CHECK_FALSE(s.step_not_increasing);
     }
   }

@@ -73,21 +73,33 @@ c::CommandReply query(c::Client& client, const c::CommandSpec& spec) {
   return r.value;
 }
 
-// The first vehicle in a fresh baseline Delta (subscribed to vehicles only).
-c::EntityId first_vehicle(c::Client& client) {
-  const wire::EntityKind kinds[] = {wire::EntityKind::Vehicle};
-  REQUIRE(client.subscribe(kinds).ok());
+// The first vehicle in a fresh baseline Delta (subscribed to vehicles only),
+// with its label and archetype.
+struct FirstVehicle {
+  c::EntityId id;
+  std::string label;
+  std::uint16_t archetype = 0;
+};
+FirstVehicle first_vehicle(c::Client& client) {
+  c::SubscribeParams params;
+  params.kinds = {wire::EntityKind::Vehicle};
+  const auto sub = client.subscribe(params, 5000ms);
+  INFO(sub.message);
+  REQUIRE(sub.ok());
   for (int i = 0; i < 50; ++i) {
     const auto d = client.next_delta(5000ms);
     INFO(d.message);
     REQUIRE(d.ok());
-    const wire::Delta* delta = d.value.delta();
-    if (!delta->baseline()) continue;  // Deltas of earlier steps may come first
-    REQUIRE(delta->entered() != nullptr);
-    REQUIRE(delta->entered()->size() > 0);
-    const auto* s = delta->entered()->Get(0);
-    CHECK(s->kind() == wire::EntityKind::Vehicle);
-    return c::EntityId::from_wire(s->id());
+    const c::Delta& delta = d.value;
+    if (!delta.baseline) continue;  // Deltas of earlier steps may come first
+    REQUIRE_FALSE(delta.entered.empty());
+    const c::EnteredEntity& e = delta.entered.front();
+    CHECK(e.kind == wire::EntityKind::Vehicle);
+    FirstVehicle v{e.id, {}, e.archetype};
+    for (const c::EntityLabel& l : delta.labels) {
+      if (l.index == e.id.index) v.label = l.label;
+    }
+    return v;
   }
   FAIL("no baseline Delta");
   return {};
@@ -141,12 +153,17 @@ TEST_CASE("Corridor: Welcome geometry plus garage signal and vehicle queries aft
             stats.stats->vehicles_coarse ==
         stats.stats->vehicles);
 
-  const c::EntityId vid = first_vehicle(client);
+  const FirstVehicle first = first_vehicle(client);
+  const c::EntityId vid = first.id;
   const auto vehicle = query(client, c::QueryVehicleCmd{vid});
   CHECK(vehicle.accepted());
   REQUIRE(vehicle.vehicle.has_value());
   const c::VehicleReport& v = *vehicle.vehicle;
   CHECK(v.id == vid);
+  // The stream names it like the query does, and says what it looks like.
+  CHECK(first.label == v.vehicle_id);
+  REQUIRE(first.archetype < welcome.value.archetypes.size());
+  CHECK(welcome.value.archetypes[first.archetype] == "vehicle.sedan");
   CHECK(v.garage == "g0");
   CHECK(v.vehicle_id.rfind("vehicle.g0.", 0) == 0);
   CHECK(v.prototype == "sedan");
@@ -162,7 +179,7 @@ TEST_CASE("Corridor: Welcome geometry plus garage signal and vehicle queries aft
   for (int i = 0; i < 5 && !saw_signals; ++i) {
     const auto d = client.next_delta(3000ms);
     REQUIRE(d.ok());
-    const auto phases = c::signal_phases(*d.value.delta());
+    const auto& phases = d.value.signals;
     if (phases.empty()) continue;
     CHECK(phases.size() == 1);
     CHECK(phases[0].index == 0);
@@ -208,7 +225,7 @@ TEST_CASE("Corridor: garage request accepted once and duplicate rejected then st
   CHECK_FALSE(cancel.accepted());
   CHECK(cancel.reason == wire::RejectReason::NotFound);
 
-  const c::EntityId vid = first_vehicle(client);
+  const c::EntityId vid = first_vehicle(client).id;
   const auto parked =
       apply_with_step(client, c::SetVehicleStrategyCmd{vid, wire::VehicleStrategy::Parked});
   INFO(parked.message);
@@ -217,7 +234,7 @@ TEST_CASE("Corridor: garage request accepted once and duplicate rejected then st
   const auto vehicle = query(client, c::QueryVehicleCmd{vid});
   REQUIRE(vehicle.vehicle.has_value());
   CHECK(vehicle.vehicle->strategy == wire::VehicleStrategyState::Parked);
-  CHECK(vehicle.vehicle->policy == wire::ControlPolicy::Parked);
+  CHECK(vehicle.vehicle->policy == c::ControlPolicy::Parked);
   CHECK(vehicle.vehicle->speed_mps == 0.0);
 
   const auto observers = apply_with_step(client, c::SetObserversCmd{{{25.0f, 25.0f}}});
@@ -467,11 +484,13 @@ TEST_CASE("Welcome names the lane chains and the stream carries dots and retirin
   REQUIRE(w.dots_every_steps == 10);  // the scenario default
   for (const c::LaneChain& chain : w.chains) {
     CHECK_FALSE(chain.lanes.empty());
-    for (std::uint32_t lane : chain.lanes) CHECK(lane < w.lane_count);
+    for (std::uint32_t lane : chain.lanes) CHECK(lane < w.lanes.size());
   }
 
   REQUIRE(op.subscribe().ok());
   c::EntityMirror mirror;
+  mirror.set_strict(true);
+  mirror.set_world(w);
   std::optional<std::uint64_t> last_step;
   // Dots arrive with the first Delta at or after each dot step (a Delta that
   // coalesces several steps carries them if any of those was a dot step).
@@ -480,19 +499,21 @@ TEST_CASE("Welcome names the lane chains and the stream carries dots and retirin
       const auto d = op.next_delta(5000ms);
       INFO(d.message);
       REQUIRE(d.ok());
-      const wire::Delta& delta = *d.value.delta();
-      const bool dots = delta.dots() != nullptr;
-      if (delta.baseline()) {
+      const c::Delta& delta = d.value;
+      const bool dots = delta.dots.has_value();
+      if (delta.baseline) {
         CHECK(dots);  // the latest dots of this world (step 0 is a dot step)
       } else {
         REQUIRE(last_step.has_value());
         const std::uint64_t n = w.dots_every_steps;
-        const bool dot_step_between = delta.step() / n > *last_step / n;
+        const bool dot_step_between = delta.step / n > *last_step / n;
         CHECK(dots == dot_step_between);
       }
-      if (dots) CHECK(delta.dots()->size() == w.chains.size());
-      mirror.apply(delta);
-      last_step = delta.step();
+      if (dots) CHECK(delta.dots->size() == w.chains.size());
+      const auto summary = mirror.apply(delta);
+      INFO(summary.error);
+      CHECK(summary.ok());
+      last_step = delta.step;
     }
   };
   read_until(0);
@@ -519,12 +540,14 @@ TEST_CASE("Welcome names the lane chains and the stream carries dots and retirin
   REQUIRE(found != nullptr);
   const c::EntityView target_view = *found;
   const c::EntityView* target = &target_view;
-  apply_with_step(op, c::SetObserversCmd{{{static_cast<float>(target->x_m), static_cast<float>(target->y_m)}}});
+  const auto at = mirror.pose(*found, *last_step);
+  REQUIRE(at.has_value());
+  apply_with_step(op, c::SetObserversCmd{{{static_cast<float>(at->x_m), static_cast<float>(at->y_m)}}});
   step(op, 8);  // tiers settle (transition budget)
   read_until(*last_step + 9);
   const c::CommandReply before = query(op, c::QueryEntityCmd{target->id});
   REQUIRE(before.entity_info.has_value());
-  REQUIRE(before.entity_info->tier != wire::SimTier::Coarse);
+  REQUIRE(before.entity_info->tier != c::SimTier::Coarse);
 
   const c::CommandReply despawn = apply_with_step(op, c::DespawnEntityCmd{target->id});
   INFO(despawn.message);
@@ -533,7 +556,11 @@ TEST_CASE("Welcome names the lane chains and the stream carries dots and retirin
   const c::EntityView* fading = mirror.find(target->id);
   REQUIRE(fading != nullptr);
   CHECK(fading->retiring);
-  CHECK(fading->speed_mps == 0.0);
+  // Standing still while it fades: no prediction moves it.
+  CHECK(fading->anchor.speed_mmps == 0);
+  const auto still = mirror.pose(*fading, *last_step);
+  REQUIRE(still.has_value());
+  CHECK(mirror.pose(*fading, *last_step + 50)->s_mm == still->s_mm);
   const c::CommandReply during = query(op, c::QueryEntityCmd{target->id});
   REQUIRE(during.entity_info.has_value());
   CHECK(during.entity_info->lifecycle == wire::LifecycleState::Retiring);

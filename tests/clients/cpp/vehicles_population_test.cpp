@@ -12,7 +12,7 @@
 #include "bustle/client/entity_mirror.hpp"
 #include "bustle/client/messages.hpp"
 #include "bustle/proto/framing.hpp"
-#include "support/server_frames.hpp"
+#include "support/sdk_frames.hpp"
 
 namespace c = bustle::client;
 namespace t = bustle::test;
@@ -275,9 +275,9 @@ TEST_CASE("A CommandResult decodes garages and signals and zones and a vehicle",
   CHECK(v.y_m == 50.0);
   CHECK(v.speed_mps == 7.75);
   CHECK(v.strategy == wire::VehicleStrategyState::Parked);
-  CHECK(v.policy == wire::ControlPolicy::Parked);
+  CHECK(v.policy == c::ControlPolicy::Parked);
   CHECK(v.reason == wire::PolicyReason::ParkedStrategy);
-  CHECK(v.tier == wire::SimTier::Simulated);
+  CHECK(v.tier == c::SimTier::Simulated);
   CHECK(v.has_leader());
   CHECK(v.leader == c::EntityId{13, 2});
   CHECK(v.steps_advanced == 321);
@@ -368,41 +368,36 @@ TEST_CASE("Welcome geometry and Delta signal phases decode", "[decode][vehicles]
   CHECK(s.stop_alpha == 0.82f);
   CHECK(s.yield_alpha == 0.35f);
 
-  // Delta signals: the free decoder and the mirror's phase table.
-  auto delta_with = [](std::uint64_t step, bool baseline,
-                       const std::vector<wire::SignalPhaseState>& phases) {
-    flatbuffers::FlatBufferBuilder b;
-    const auto sig = b.CreateVectorOfStructs(phases);
-    const auto d = wire::CreateDelta(b, step, 0, 0, baseline, 0, 0, 0, sig);
-    return t::finish_server(b, wire::ServerMessage::Delta, d.Union());
+  // Delta signals: the decoded Delta and the mirror's phase table.
+  auto delta_with = [](std::uint64_t step, bool baseline, const std::vector<wire::SignalPhaseState>& phases) {
+    t::DeltaSpec d;
+    d.step = step;
+    d.baseline = baseline;
+    d.signals = phases;
+    return t::decoded(d);
   };
-  const auto d1 = delta_with(1, true,
-                             {wire::SignalPhaseState(0, wire::SignalPhase::Closed),
-                              wire::SignalPhaseState(2, wire::SignalPhase::Yield)});
-  const auto* delta1 = verified(d1)->message_as_Delta();
-  REQUIRE(delta1 != nullptr);
-  const auto phases = c::signal_phases(*delta1);
-  REQUIRE(phases.size() == 2);
-  CHECK(phases[0].index == 0);
-  CHECK(phases[0].phase == wire::SignalPhase::Closed);
-  CHECK(phases[1].index == 2);
-  CHECK(phases[1].phase == wire::SignalPhase::Yield);
+  const c::Delta delta1 = delta_with(1, true,
+                                     {wire::SignalPhaseState(0, wire::SignalPhase::Closed),
+                                      wire::SignalPhaseState(2, wire::SignalPhase::Yield)});
+  REQUIRE(delta1.signals.size() == 2);
+  CHECK(delta1.signals[0].index == 0);
+  CHECK(delta1.signals[0].phase == wire::SignalPhase::Closed);
+  CHECK(delta1.signals[1].index == 2);
+  CHECK(delta1.signals[1].phase == wire::SignalPhase::Yield);
 
   c::EntityMirror mirror;
   CHECK(mirror.signal_phases().empty());
-  mirror.apply(*delta1);
+  mirror.apply(delta1);
   REQUIRE(mirror.signal_phases().size() == 3);
   CHECK(mirror.signal_phases()[0] == wire::SignalPhase::Closed);
   CHECK(mirror.signal_phases()[1] == wire::SignalPhase::Open);  // never named
   CHECK(mirror.signal_phases()[2] == wire::SignalPhase::Yield);
-  const auto d2 = delta_with(2, false, {wire::SignalPhaseState(0, wire::SignalPhase::Open)});
-  mirror.apply(*verified(d2)->message_as_Delta());
+  mirror.apply(delta_with(2, false, {wire::SignalPhaseState(0, wire::SignalPhase::Open)}));
   CHECK(mirror.signal_phases()[0] == wire::SignalPhase::Open);
   CHECK(mirror.signal_phases()[2] == wire::SignalPhase::Yield);  // kept
 
   // A Delta without signals decodes to none.
-  const auto d3 = t::delta_payload(t::DeltaSpec{});
-  CHECK(c::signal_phases(*verified(d3)->message_as_Delta()).empty());
+  CHECK(t::decoded(t::DeltaSpec{}).signals.empty());
 }
 
 TEST_CASE("Spawn pipeline commands round-trip with their arguments", "[messages][population]") {
@@ -638,25 +633,23 @@ TEST_CASE("Delta dots and retiring decode, and the mirror keeps them", "[decode]
   t::DeltaSpec base;
   base.step = 10;
   base.baseline = true;
-  base.entered = {t::state(1, 1, 0, 0), t::state(2, 1, 100, 0)};
+  base.entered = {t::enter(1, 1, 0, 0), t::enter(2, 1, 0, 1000)};
   base.with_dots = true;
   base.dots = {wire::ChainDots(0, 3), wire::ChainDots(2, 7)};
   base.retiring = {wire::EntityId(2, 1)};
-  const auto p0 = t::delta_payload(base);
-  const wire::Delta* d0 = t::as_delta(p0);
-  REQUIRE(d0 != nullptr);
-  const auto dots = c::chain_dots(*d0);
-  REQUIRE(dots.size() == 2);
-  CHECK(dots[1].chain == 2);
-  CHECK(dots[1].count == 7);
-  CHECK(c::retiring_ids(*d0) == std::vector<c::EntityId>{{2, 1}});
+  const c::Delta d0 = t::decoded(base);
+  REQUIRE(d0.dots.has_value());
+  REQUIRE(d0.dots->size() == 2);
+  CHECK((*d0.dots)[1].chain == 2);
+  CHECK((*d0.dots)[1].count == 7);
+  CHECK(d0.retiring == std::vector<c::EntityId>{{2, 1}});
 
   struct Listener : c::MirrorListener {
     std::vector<c::EntityId> retiring;
     void on_retiring(const c::EntityView& v) override { retiring.push_back(v.id); }
   } listener;
   c::EntityMirror mirror;
-  const c::ApplySummary s0 = mirror.apply(*d0, &listener);
+  const c::ApplySummary s0 = mirror.apply(d0, &listener);
   CHECK(s0.retiring == 1);
   CHECK(s0.dots);
   CHECK(listener.retiring == std::vector<c::EntityId>{{2, 1}});
@@ -671,8 +664,7 @@ TEST_CASE("Delta dots and retiring decode, and the mirror keeps them", "[decode]
   t::DeltaSpec next;
   next.step = 11;
   next.retiring = {wire::EntityId(2, 1), wire::EntityId(5, 1)};
-  const auto p1 = t::delta_payload(next);
-  const c::ApplySummary s1 = mirror.apply(*t::as_delta(p1), &listener);
+  const c::ApplySummary s1 = mirror.apply(t::decoded(next), &listener);
   CHECK(s1.retiring == 0);
   CHECK(s1.unknown_retiring == 1);
   CHECK_FALSE(s1.dots);
@@ -685,8 +677,7 @@ TEST_CASE("Delta dots and retiring decode, and the mirror keeps them", "[decode]
   later.left = {wire::EntityId(2, 1)};
   later.with_dots = true;
   later.dots = {wire::ChainDots(1, 65535)};
-  const auto p2 = t::delta_payload(later);
-  mirror.apply(*t::as_delta(p2));
+  mirror.apply(t::decoded(later));
   CHECK(mirror.find({2, 1}) == nullptr);
   CHECK(mirror.chain_dots() == std::vector<std::uint16_t>{0, 65535, 0});
   CHECK(mirror.dots_step() == 20);
@@ -695,8 +686,7 @@ TEST_CASE("Delta dots and retiring decode, and the mirror keeps them", "[decode]
   t::DeltaSpec rebase;
   rebase.step = 3;
   rebase.baseline = true;
-  const auto p3 = t::delta_payload(rebase);
-  mirror.apply(*t::as_delta(p3));
+  mirror.apply(t::decoded(rebase));
   CHECK_FALSE(mirror.has_dots());
   CHECK(mirror.chain_dots().empty());
   CHECK(mirror.counters().retiring == 1);

@@ -104,6 +104,7 @@ std::string_view option_owner(std::string_view option) {
   if (option == "--growth" || option == "--recycle" || option == "--migration-budget") {
     return "lifecycle";
   }
+  if (option == "--observer") return "watch";
   return {};
 }
 
@@ -119,6 +120,22 @@ bool parse_point(std::string_view text, std::pair<float, float>& out) {
   const double fmax = std::numeric_limits<float>::max();
   if (std::fabs(x) > fmax || std::fabs(y) > fmax) return false;
   out = {static_cast<float>(x), static_cast<float>(y)};
+  return true;
+}
+
+// X,Y or X,Y,R: finite metres, R in (0, 100000] (the server's range).
+bool parse_watch_observer(std::string_view text, CliOptions::WatchObserver& out) {
+  double v[3] = {0.0, 0.0, 150.0};
+  std::size_t n = 0;
+  for (;;) {
+    if (n == 3) return false;
+    const auto comma = text.find(',');
+    if (!parse_double(text.substr(0, comma), v[n++])) return false;
+    if (comma == std::string_view::npos) break;
+    text.remove_prefix(comma + 1);
+  }
+  if (n < 2 || !(v[2] > 0.0 && v[2] <= 100000.0)) return false;
+  out = {v[0], v[1], v[2]};
   return true;
 }
 
@@ -160,8 +177,12 @@ void print_usage(std::FILE* out) {
       "commands:\n"
       "  status          handshake, query the server's stats and print them\n"
       "                  (exit 0 when the server answers: usable as a health check)\n"
-      "  watch           subscribe and print one line per interval: step, entities in\n"
-      "                  the local mirror, entered/updated/left per second, digest\n"
+      "  watch [--observer X,Y[,R] ...]\n"
+      "                  subscribe and print one line per interval: step, entities in\n"
+      "                  the local mirror, entered/moved/left per second (moved: motion\n"
+      "                  corrections), entities left out by the budgets, digest;\n"
+      "                  with --observer only what is within R metres (default 150)\n"
+      "                  of the given points, else the whole city\n"
       "  pause           pause the simulation clock (operator)\n"
       "  resume          resume the simulation clock (operator)\n"
       "  step N          advance N steps; manual clock mode only (operator, N >= 1)\n"
@@ -383,6 +404,12 @@ ParseResult parse_args(std::span<const std::string_view> args, const char* env_t
         return error("invalid " + shown +
                      ": expected milliseconds (0: the scenario's spawn.timeout_ms)");
       }
+    } else if (name == "--observer") {
+      CliOptions::WatchObserver w;
+      if (!parse_watch_observer(value, w)) {
+        return error("invalid " + shown + ": expected X,Y or X,Y,RADIUS in metres (radius in (0, 100000])");
+      }
+      o.watch_observers.push_back(w);
     } else if (name == "--wait") {
       std::uint8_t state = 0;
       if (!parse_name(value, kWaitStateNames, state)) {

@@ -114,19 +114,35 @@ int run_status(const CliOptions& o, std::FILE* out, std::FILE* err) {
   return kExitOk;
 }
 
+int rejected(const CliOptions& o, const client::CommandReply& r, std::FILE* err, const std::string& subject = "");
+
 int run_watch(const CliOptions& o, std::FILE* out, std::FILE* err) {
   Client c(client_options(o, wire::Role::Viewer));
   if (const int rc = connect(c, o, err); rc != kExitOk) return rc;
-  if (const auto s = c.subscribe(); !s.ok()) return report(err, o, "subscribe", s);
+  client::SubscribeParams sub;
+  for (const CliOptions::WatchObserver& w : o.watch_observers) {
+    client::InterestObserver obs;
+    obs.x_m = w.x_m;
+    obs.y_m = w.y_m;
+    obs.radius_m = w.radius_m;
+    sub.observers.push_back(obs);
+  }
+  if (const auto s = c.subscribe(sub, std::chrono::milliseconds(o.timeout_ms)); !s.ok()) {
+    if (s.status == ClientStatus::Rejected) return rejected(o, s.value, err);
+    return report(err, o, "subscribe", s);
+  }
 
   client::EntityMirror mirror;
+  mirror.set_world(c.welcome());
   const auto interval = std::chrono::milliseconds(o.interval_ms);
   auto window_start = Clock::now();
   auto next_line = window_start + interval;
   client::MirrorCounters at_window_start = mirror.counters();
   std::uint32_t lines = 0;
-  std::fprintf(out, "watching %s (%s clock, %" PRIu32 " us steps)\n", c.connection().peer().c_str(),
-               wire::EnumNameClockMode(c.welcome().clock_mode), c.welcome().step_us);
+  std::fprintf(out, "watching %s (%s clock, %" PRIu32 " us steps, %s)\n", c.connection().peer().c_str(),
+               wire::EnumNameClockMode(c.welcome().clock_mode), c.welcome().step_us,
+               o.watch_observers.empty() ? "whole city"
+                                         : (std::to_string(o.watch_observers.size()) + " observers").c_str());
   std::fflush(out);
 
   while (o.count == 0 || lines < o.count) {
@@ -139,11 +155,11 @@ int run_watch(const CliOptions& o, std::FILE* out, std::FILE* err) {
       };
       std::fprintf(out,
                    "step %-10" PRIu64
-                   " entities %-7zu entered/s %-9.1f updated/s %-10.1f "
-                   "left/s %-9.1f digest %016" PRIx64 "\n",
+                   " entities %-7zu entered/s %-9.1f moved/s %-10.1f "
+                   "left/s %-9.1f truncated %-7" PRIu32 " digest %016" PRIx64 "\n",
                    mirror.last_step(), mirror.size(), per_s(k.entered, at_window_start.entered),
-                   per_s(k.updated, at_window_start.updated), per_s(k.left, at_window_start.left),
-                   mirror.last_digest());
+                   per_s(k.moved, at_window_start.moved), per_s(k.left, at_window_start.left),
+                   mirror.interest_truncated(), mirror.last_digest());
       std::fflush(out);
       ++lines;
       at_window_start = k;
@@ -157,12 +173,15 @@ int run_watch(const CliOptions& o, std::FILE* out, std::FILE* err) {
     auto d = c.next_delta(wait);
     if (d.status == ClientStatus::Timeout) continue;  // a paused server sends no Deltas
     if (!d.ok()) return report(err, o, "watch", d);
-    mirror.apply(*d.value.delta());
+    mirror.apply(d.value);
   }
   const client::MirrorCounters& k = mirror.counters();
-  if (k.unknown_updates + k.unknown_lefts > 0) {
-    std::fprintf(err, "bustle watch: %" PRIu64 " updates and %" PRIu64 " leaves for unknown ids\n",
-                 k.unknown_updates, k.unknown_lefts);
+  const std::uint64_t unknown = k.unknown_motion + k.unknown_changes + k.unknown_lefts + k.unknown_retiring;
+  if (unknown + k.duplicate_enters > 0) {
+    std::fprintf(err,
+                 "bustle watch: %" PRIu64 " updates or leaves for entities not received, %" PRIu64
+                 " duplicate enters\n",
+                 unknown, k.duplicate_enters);
   }
   return kExitOk;
 }
@@ -180,7 +199,7 @@ int connect_as(Client& c, const CliOptions& o, wire::Role role, std::FILE* err) 
 
 // Prints a rejection (reason and message, plus what the job says) to `err`.
 int rejected(const CliOptions& o, const client::CommandReply& r, std::FILE* err,
-             const std::string& subject = "") {
+             const std::string& subject) {
   std::fprintf(err, "bustle %s%s: rejected (%s)%s%s\n", o.command.c_str(), subject.c_str(),
                wire::EnumNameRejectReason(r.reason), r.message.empty() ? "" : ": ",
                r.message.c_str());
@@ -456,9 +475,9 @@ int run_vehicle(const CliOptions& o, std::FILE* out, std::FILE* err) {
   std::fprintf(out, "  %-20s %.3f, %.3f m\n", "position", v.x_m, v.y_m);
   std::fprintf(out, "  %-20s %.3f m/s\n", "speed", v.speed_mps);
   std::fprintf(out, "  %-20s %s\n", "strategy", wire::EnumNameVehicleStrategyState(v.strategy));
-  std::fprintf(out, "  %-20s %s\n", "policy", wire::EnumNameControlPolicy(v.policy));
+  std::fprintf(out, "  %-20s %s\n", "policy", client::to_string(v.policy));
   std::fprintf(out, "  %-20s %s\n", "reason", wire::EnumNamePolicyReason(v.reason));
-  std::fprintf(out, "  %-20s %s\n", "tier", wire::EnumNameSimTier(v.tier));
+  std::fprintf(out, "  %-20s %s\n", "tier", client::to_string(v.tier));
   std::fprintf(out, "  %-20s %s\n", "leader", v.has_leader() ? ident(v.leader).c_str() : "none");
   std::fprintf(out, "  %-20s %" PRIu64 "\n", "steps advanced", v.steps_advanced);
   std::fprintf(out, "  %-20s %s\n", "awaiting turnaround", v.awaiting_turnaround ? "yes" : "no");
@@ -729,10 +748,10 @@ int run_entity(const CliOptions& o, std::FILE* out, std::FILE* err) {
                wire::EnumNameEntityKind(e.kind), e.alive ? "alive" : "not alive",
                e.saveable ? ", saveable" : "");
   std::fprintf(out, "  %-20s %s\n", "lifecycle", wire::EnumNameLifecycleState(e.lifecycle));
-  std::fprintf(out, "  %-20s %s%s\n", "tier", wire::EnumNameSimTier(e.tier),
+  std::fprintf(out, "  %-20s %s%s\n", "tier", client::to_string(e.tier),
                e.forced_full ? " (forced full)" : "");
   std::fprintf(out, "  %-20s %s\n", "representation",
-               wire::EnumNameRepresentationHint(e.representation));
+               client::to_string(e.representation));
   std::fprintf(out, "  %-20s priority %s, origin %s\n", "priority/origin",
                priority_name(e.priority).c_str(), wire::EnumNamePedestrianOrigin(e.origin));
   const std::string slot = e.work_slot >= 0 ? std::to_string(e.work_slot) : "-";

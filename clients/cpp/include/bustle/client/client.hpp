@@ -37,6 +37,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <optional>
 #include <span>
@@ -45,6 +46,7 @@
 
 #include "bustle/client/connection.hpp"
 #include "bustle/client/messages.hpp"
+#include "bustle/client/stream.hpp"
 #include "bustle/proto/wire.hpp"
 
 namespace bustle::client {
@@ -60,9 +62,13 @@ enum class ClientStatus : std::uint8_t {
   BacklogFull,     // too many Deltas buffered while waiting for a CommandResult
   NotConnected,    // no handshaken connection
   UnknownRequest,  // wait_result() for a request id that is not outstanding
+  Rejected,        // subscribe()/update_interest(): the server rejected it (value: the reply)
 };
 const char* to_string(ClientStatus s);
 
+// The Error a server sends before it closes: e.g. ProtocolVersionMismatch (a
+// v1 client), IdleTimeout (nothing read or sent for the idle timeout),
+// TooManyConnections (this address holds the most connections allowed).
 struct ServerErrorInfo {
   bustle::wire::ErrorCode code = bustle::wire::ErrorCode::Unknown;
   std::string message;
@@ -80,65 +86,8 @@ struct Result : Status {
   T value{};
 };
 
-// Owned copies of the server's answers, so they outlive the read buffer.
-
-// Welcome geometry: lanes are named by their dense Welcome.lanes index.
-struct GarageGeometry {
-  std::string id;
-  std::uint32_t entrance_lane = 0;
-  std::vector<std::uint32_t> route;  // lane indices
-};
-struct SignalGeometry {
-  std::string id;
-  std::uint32_t lane = 0;
-  float stop_alpha = 0.0f;   // stop line as a fraction of the lane
-  float yield_alpha = 0.0f;  // start of the yield approach
-};
-GarageGeometry to_garage_geometry(const bustle::wire::GarageGeometry& g);
-SignalGeometry to_signal_geometry(const bustle::wire::SignalGeometry& g);
-
-// One Delta.signals entry: the phase of Welcome.signals[index] after the step.
-struct SignalPhaseEntry {
-  std::uint16_t index = 0;
-  bustle::wire::SignalPhase phase = bustle::wire::SignalPhase::Open;
-};
-// Every signal phase a Delta carries (empty when it carries none).
-std::vector<SignalPhaseEntry> signal_phases(const bustle::wire::Delta& delta);
-
-// A lane chain (Welcome.chains): lanes distant dots follow without decisions.
-struct LaneChain {
-  std::vector<std::uint32_t> lanes;  // lane indices in travel order
-  bool cyclic = false;
-  bool pedestrian = true;  // pedestrian lanes (else roads)
-  float length_m = 0.0f;
-};
-LaneChain to_lane_chain(const bustle::wire::LaneChainInfo& chain);
-
-// One Delta.dots entry: anonymous density on Welcome.chains[chain].
-struct ChainDotsEntry {
-  std::uint32_t chain = 0;
-  std::uint16_t count = 0;
-};
-// The dots a Delta carries (empty when it carries none: not a dot step).
-std::vector<ChainDotsEntry> chain_dots(const bustle::wire::Delta& delta);
-// Delta.retiring: entities that began fading (they leave in a later Delta).
-std::vector<EntityId> retiring_ids(const bustle::wire::Delta& delta);
-
-struct WelcomeInfo {
-  std::string server_version;
-  std::uint16_t protocol_version = 0;
-  std::uint32_t session_id = 0;
-  bustle::wire::Role role = bustle::wire::Role::Viewer;
-  std::uint32_t step_us = 0;
-  bustle::wire::ClockMode clock_mode = bustle::wire::ClockMode::Realtime;
-  std::string scenario_id;
-  std::uint64_t current_step = 0;
-  std::uint32_t lane_count = 0;
-  std::vector<GarageGeometry> garages;  // Welcome.garages, in the server's order
-  std::vector<SignalGeometry> signals;  // Welcome.signals; Delta phases index this
-  std::vector<LaneChain> chains;        // Welcome.chains; Delta.dots index this
-  std::uint32_t dots_every_steps = 0;   // dot steps are multiples of this
-};
+// Owned copies of the server's answers, so they outlive the read buffer
+// (the Welcome and Delta types are in stream.hpp).
 
 struct StatsInfo {
   std::uint64_t step = 0;
@@ -251,9 +200,9 @@ struct VehicleReport {
   double y_m = 0.0;
   double speed_mps = 0.0;
   bustle::wire::VehicleStrategyState strategy = bustle::wire::VehicleStrategyState::RouteFollow;
-  bustle::wire::ControlPolicy policy = bustle::wire::ControlPolicy::RouteFollow;
+  ControlPolicy policy = ControlPolicy::RouteFollow;
   bustle::wire::PolicyReason reason = bustle::wire::PolicyReason::Clear;
-  bustle::wire::SimTier tier = bustle::wire::SimTier::Full;
+  SimTier tier = SimTier::Full;
   EntityId leader;  // 0:0 when none
   std::uint64_t steps_advanced = 0;
   bool awaiting_turnaround = false;
@@ -313,8 +262,8 @@ struct EntityReport {
   bool alive = false;
   bustle::wire::EntityKind kind = bustle::wire::EntityKind::Pedestrian;
   bustle::wire::LifecycleState lifecycle = bustle::wire::LifecycleState::Gone;
-  bustle::wire::SimTier tier = bustle::wire::SimTier::Full;
-  bustle::wire::RepresentationHint representation = bustle::wire::RepresentationHint::None;
+  SimTier tier = SimTier::Full;
+  RepresentationHint representation = RepresentationHint::None;
   std::uint8_t priority = 0;  // wire::PriorityClass
   bustle::wire::PedestrianOrigin origin = bustle::wire::PedestrianOrigin::Background;
   bool saveable = false;
@@ -387,6 +336,8 @@ struct PopulationReport {
 };
 PopulationReport to_population_report(const bustle::wire::PopulationInfo& info);
 
+// A CommandResult. Rejected with reason RateLimited: over this client's
+// command rate; nothing changed and the connection stays (retry later).
 struct CommandReply {
   std::uint32_t request_id = 0;
   bustle::wire::CommandStatus status = bustle::wire::CommandStatus::Rejected;
@@ -413,22 +364,6 @@ struct CommandReply {
   bool accepted() const { return status == bustle::wire::CommandStatus::Accepted; }
 };
 CommandReply to_command_reply(const bustle::wire::CommandResult& result);
-
-// A verified ServerFrame that owns its bytes.
-class OwnedFrame {
- public:
-  OwnedFrame() = default;
-  // [Limit: payload must already have passed proto::verify_server_frame]
-  explicit OwnedFrame(std::vector<std::uint8_t> payload);
-  bool empty() const { return payload_.empty(); }
-  const bustle::wire::ServerFrame* root() const;
-  // nullptr unless the frame is a Delta.
-  const bustle::wire::Delta* delta() const;
-  std::span<const std::uint8_t> payload() const { return payload_; }
-
- private:
-  std::vector<std::uint8_t> payload_;
-};
 
 struct ClientOptions {
   std::string host = "127.0.0.1";
@@ -459,14 +394,24 @@ class Client {
   // ours is a ProtocolError.
   Result<WelcomeInfo> connect();
 
-  // Sends Subscribe; the server answers with a baseline Delta, then one Delta
-  // per step. Empty `kinds`: every kind.
-  Status subscribe(std::span<const bustle::wire::EntityKind> kinds = {});
+  // Sends Subscribe with a fresh request id and waits up to `timeout` for its
+  // CommandResult, buffering Deltas that arrive meanwhile (next_delta() hands
+  // them out). Ok: accepted; the first Delta after it is a baseline.
+  // Rejected: the server refused (value holds the reply, message names the
+  // reason and field); the previous subscription, if any, is unchanged.
+  Result<CommandReply> subscribe(const SubscribeParams& params = {},
+                                 std::chrono::milliseconds timeout = std::chrono::milliseconds(3000));
+  // Changes observers and budgets of a subscribed client, like subscribe()
+  // (no new baseline). Rejected when not subscribed.
+  Result<CommandReply> update_interest(const UpdateInterestParams& params,
+                                       std::chrono::milliseconds timeout = std::chrono::milliseconds(3000));
 
-  // The next Delta (buffered ones first), waiting up to `timeout`.
-  // CommandResults nobody waits for are dropped (stray_results()); JobUpdates
-  // are buffered (BacklogFull when that buffer is full).
-  Result<OwnedFrame> next_delta(std::chrono::milliseconds timeout);
+  // The next Delta (buffered ones first), decoded, waiting up to `timeout`.
+  // A Delta that does not decode (e.g. a malformed motion vector) is a
+  // ProtocolError naming what is wrong. CommandResults nobody waits for are
+  // dropped (stray_results()); JobUpdates are buffered (BacklogFull when that
+  // buffer is full).
+  Result<Delta> next_delta(std::chrono::milliseconds timeout);
 
   // Sends the command with a fresh request id and waits up to `timeout` for
   // its CommandResult. Ok means a result arrived: check value.accepted().
@@ -540,6 +485,13 @@ class Client {
   // `wanted`); any other message is a ProtocolError. `what` names the
   // caller's wait.
   Status stash(const ReceiveResult& frame, std::uint32_t wanted, const char* what);
+  // Decodes a Delta frame; a ProtocolError (connection closed) when it does not decode.
+  Status decode(const ReceiveResult& frame, Delta& out);
+  // Sends the frame build(fresh request id) and tracks the request as outstanding.
+  Result<std::uint32_t> send_request(const char* name, const std::function<Frame(std::uint32_t)>& build);
+  // send_request(), then waits for its result; Rejected when not accepted.
+  Result<CommandReply> interest_request(const char* name, const std::function<Frame(std::uint32_t)>& build,
+                                        std::chrono::milliseconds timeout);
   // Takes the oldest update in `buffer` whose key(update) == key, reading
   // (and stashing) frames until one arrives or `timeout` passes.
   template <class T, class Key>
@@ -555,7 +507,7 @@ class Client {
   Connection connection_;
   bool handshaken_ = false;
   WelcomeInfo welcome_;
-  std::deque<OwnedFrame> buffered_;
+  std::deque<Delta> buffered_;
   std::deque<JobInfo> job_updates_;               // in arrival order, every job
   std::deque<SpawnStatusInfo> spawn_updates_;     // in arrival order, every handle
   std::map<std::uint32_t, Pending> outstanding_;  // by request id

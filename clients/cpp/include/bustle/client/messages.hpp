@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -36,8 +37,43 @@ struct HelloParams {
 
 Frame build_hello(const HelloParams& params);
 
-// Empty `kinds`: every kind.
-Frame build_subscribe(std::span<const bustle::wire::EntityKind> kinds = {});
+// Interest (protocol v2): where this client looks from and how much it can
+// draw. The server validates every field (observers at most 16, radius in
+// (0, 100000], budgets within their ranges, tolerance <= 1000) and rejects
+// Subscribe / UpdateInterest InvalidArgument naming the field; the builders
+// send what they are given, capped only so that the frame always fits.
+struct InterestObserver {
+  double x_m = 0.0;
+  double y_m = 0.0;
+  double z_m = 0.0;
+  std::optional<double> heading_rad;  // 0 = +x, counter-clockwise; none: no view direction
+  double radius_m = 150.0;            // area of interest; received entities stay until 1.1 x radius
+  friend bool operator==(const InterestObserver&, const InterestObserver&) = default;
+};
+// Entities per representation this client can draw (the schema's defaults).
+struct RepresentationBudgets {
+  std::uint32_t actors = 256;
+  std::uint32_t instances = 4096;
+  std::uint32_t markers = 16384;
+  friend constexpr bool operator==(const RepresentationBudgets&, const RepresentationBudgets&) = default;
+};
+// [Limit: the builders send at most kMaxInterestObservers observers so that
+//  the frame passes the verifier's table budget; the server accepts 16.]
+inline constexpr std::size_t kMaxInterestObservers = 1000;
+struct SubscribeParams {
+  std::vector<bustle::wire::EntityKind> kinds = {};  // empty: every kind
+  std::vector<InterestObserver> observers = {};      // empty: the whole city
+  std::optional<RepresentationBudgets> budgets = {}; // none: the server's defaults
+  std::uint16_t motion_tolerance_mm = 10;            // 0: exact poses at every step
+};
+struct UpdateInterestParams {
+  std::vector<InterestObserver> observers = {};
+  std::optional<RepresentationBudgets> budgets = {};
+};
+
+// Both are answered by a CommandResult with `request_id`.
+Frame build_subscribe(std::uint32_t request_id, const SubscribeParams& params = {});
+Frame build_update_interest(std::uint32_t request_id, const UpdateInterestParams& params);
 
 // Command bodies. One struct per wire command so a CommandSpec says exactly
 // what will be sent.

@@ -30,6 +30,15 @@ struct CliOptions {
   std::uint32_t timeout_ms = 3000;
   std::uint32_t count = 0;           // watch: lines to print, 0 = until interrupted
   std::uint32_t interval_ms = 1000;  // watch: time between lines
+  // watch --observer X,Y[,R] (repeatable): where the subscription looks from
+  // (metres; radius R, default 150). None: the whole city.
+  struct WatchObserver {
+    double x_m = 0.0;
+    double y_m = 0.0;
+    double radius_m = 150.0;
+    friend bool operator==(const WatchObserver&, const WatchObserver&) = default;
+  };
+  std::vector<WatchObserver> watch_observers;
   std::string command;         // status, watch, pause, resume, step, target, checkpoint, restore,
                                // save, load, snapshots, delete, job, garages, signals, vehicle,
                                // garage-request, cancel-request, strategy, observers, hour,
