@@ -29,7 +29,7 @@ def rss_bytes(pid: int) -> int:
     raise AssertionError(f"no VmRSS for pid {pid}")
 
 
-def raw_client(server, name: str, subscribe: bool = False) -> socket.socket:
+def raw_client(server, name: str, subscribe: bool = False, motion_tolerance_mm=None) -> socket.socket:
     """A joined viewer on a raw socket that this test reads only when it wants."""
     sock = socket.create_connection((server.host, server.port), timeout=5.0)
     sock.sendall(codec.encode_frame(codec.build_hello(name)))
@@ -39,7 +39,7 @@ def raw_client(server, name: str, subscribe: bool = False) -> socket.socket:
         assert data, "server closed before Welcome"
         decoder.feed(data)
     if subscribe:
-        sock.sendall(codec.encode_frame(codec.build_subscribe()))
+        sock.sendall(codec.encode_frame(codec.build_subscribe(motion_tolerance_mm=motion_tolerance_mm)))
     return sock
 
 
@@ -137,11 +137,15 @@ def test_slow_subscriber_is_bounded_and_closed(start_server):
     """A subscriber that never reads on a fast clock: deltas are coalesced,
     the server never queues more than the budget, and the client is closed
     with OutboundOverflow after the configured time."""
-    srv = start_server("--clock", "fast", "--client-overflow-disconnect-ms", str(OVERFLOW_MS))
+    # Tolerance 0 (a motion record whenever the prediction is off by a
+    # millimetre) and a 64 KiB cap: v2 deltas at the default tolerance are so
+    # small that the kernel's socket buffers alone would take minutes to fill.
+    srv = start_server("--clock", "fast", "--client-overflow-disconnect-ms", str(OVERFLOW_MS),
+                       "--client-outbound-max-bytes", "65536")
     base = rss_bytes(srv.proc.pid)
-    slow = raw_client(srv, "never-reads", subscribe=True)
+    slow = raw_client(srv, "never-reads", subscribe=True, motion_tolerance_mm=0)
     peak = base
-    t_end = time.monotonic() + OVERFLOW_MS / 1000.0 + 1.0
+    t_end = time.monotonic() + OVERFLOW_MS / 1000.0 + 3.0
     while time.monotonic() < t_end:
         peak = max(peak, rss_bytes(srv.proc.pid))
         time.sleep(0.05)

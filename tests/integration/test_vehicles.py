@@ -57,8 +57,14 @@ def test_corridor_600_steps_dispatches_all_requests(start_server):
         phases_seen = set()
         off_loop = []
 
+        signal_deltas = []
+
         def watch(delta):
-            assert [s.index for s in delta.signals] == [0], delta.signals
+            # the baseline lists the signal; later deltas only when it changed
+            assert [s.index for s in delta.signals] in ([0], []), delta.signals
+            if delta.baseline:
+                assert [s.index for s in delta.signals] == [0], delta.signals
+            signal_deltas.append(len(delta.signals))
             phases_seen.update(s.phase for s in delta.signals)
             # hooks run after the mirror applied the delta: poses at its step
             for e in c.mirror.vehicles():
