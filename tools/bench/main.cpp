@@ -34,7 +34,8 @@
 // budgets large enough to receive every entity. It reports wire bytes (length
 // prefix included) per moving entity per step (an entity moves when its lane
 // or distance changed since the previous step), the share of deltas that
-// carry any motion record, and the encode time per client per step.
+// carry any motion record, the encode time per client per step (network
+// thread) and the time to build the published frame (sim thread, per step).
 // Figures go to the README's Performance section with machine and command.
 #include <sys/stat.h>
 #include <unistd.h>
@@ -744,11 +745,14 @@ void stream_city(const char* name, bustle::core::World& w, std::uint64_t steps) 
   tracker.encode(*previous, nullptr, welcome.stream, fbb, false);  // the baseline, not counted
   const std::size_t baseline_bytes = fbb.GetSize() + proto::kLengthPrefixBytes;
   std::uint64_t bytes = 0, moving = 0, entities = 0, with_motion = 0, records = 0;
-  std::vector<double> encode_us;
+  std::vector<double> encode_us, frame_us;  // network thread per client; sim thread per step
   encode_us.reserve(steps);
+  frame_us.reserve(steps);
   for (std::uint64_t k = 0; k < steps; ++k) {
     w.step();
+    const auto f0 = Clock::now();
     auto frame = net::make_published_frame(w, welcome.archetypes);
+    frame_us.push_back(ms(Clock::now() - f0) * 1000.0);
     const auto b = Clock::now();
     const net::StreamTracker::Counts c = tracker.encode(*frame, nullptr, welcome.stream, fbb, false);
     encode_us.push_back(ms(Clock::now() - b) * 1000.0);
@@ -776,8 +780,9 @@ void stream_city(const char* name, bustle::core::World& w, std::uint64_t steps) 
               per_moving, static_cast<double>(bytes) / static_cast<double>(steps),
               static_cast<double>(records) / static_cast<double>(steps),
               100.0 * static_cast<double>(with_motion) / static_cast<double>(steps));
-  std::printf("  encode per client per step  p50 %.1f us  p99 %.1f us\n", percentile(encode_us, 0.5),
-              percentile(encode_us, 0.99));
+  std::printf("  encode per client per step  p50 %.1f us  p99 %.1f us;  frame build (sim thread) p50 %.1f us  p99 %.1f us\n",
+              percentile(encode_us, 0.5), percentile(encode_us, 0.99), percentile(frame_us, 0.5),
+              percentile(frame_us, 0.99));
   std::printf("RESULT stream city=%s entities=%.0f bytes_per_moving=%.4f\n", name,
               static_cast<double>(entities) / static_cast<double>(steps), per_moving);
 }
