@@ -120,3 +120,31 @@ TEST_CASE("dot steps are marked; Full pedestrians sit at their simulated pose") 
     }
   }
 }
+
+TEST_CASE("the frame pool reuses a frame only once nobody else holds it") {
+  auto w = make(ring());
+  const net::ArchetypeTable archetypes = net::make_archetypes(w->scenario());
+  net::FramePool pool;
+  w->step();
+  auto held = pool.make(*w, archetypes, 0);  // the network side still holds this one
+  const net::PublishedFrame* held_address = held.get();
+  w->step();
+  auto released = pool.make(*w, archetypes, 0);
+  CHECK(released.get() != held_address);
+  const net::PublishedFrame* released_address = released.get();
+  released.reset();
+  w->step();
+  auto next = pool.make(*w, archetypes, 3);
+  CHECK(next.get() == released_address);  // reused: nobody held it
+  CHECK(held->step == w->step_index() - 2);  // the held frame was never overwritten
+  // The reused frame is the current step's, complete, not a mix.
+  const auto fresh = net::make_published_frame(*w, archetypes, 3);
+  CHECK(next->step == fresh->step);
+  CHECK(next->world_epoch == 3);
+  REQUIRE(next->entities.size() == fresh->entities.size());
+  for (std::size_t k = 0; k < fresh->entities.size(); ++k) {
+    CHECK(next->entities[k].id == fresh->entities[k].id);
+    CHECK(next->entities[k].s_mm == fresh->entities[k].s_mm);
+  }
+  check_frame(*w, *next);
+}

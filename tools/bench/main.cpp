@@ -741,7 +741,8 @@ void stream_city(const char* name, bustle::core::World& w, std::uint64_t steps) 
   interest.budgets = {net::kActorBudgetMax, net::kInstanceBudgetMax, net::kMarkerBudgetMax};
   tracker.set_interest(interest, true);
   flatbuffers::FlatBufferBuilder fbb(1 << 16);
-  auto previous = net::make_published_frame(w, welcome.archetypes);
+  net::FramePool pool;  // as the server does: frames reused once released
+  auto previous = pool.make(w, welcome.archetypes, 0);
   tracker.encode(*previous, nullptr, welcome.stream, fbb, false);  // the baseline, not counted
   const std::size_t baseline_bytes = fbb.GetSize() + proto::kLengthPrefixBytes;
   std::uint64_t bytes = 0, moving = 0, entities = 0, with_motion = 0, records = 0;
@@ -751,7 +752,7 @@ void stream_city(const char* name, bustle::core::World& w, std::uint64_t steps) 
   for (std::uint64_t k = 0; k < steps; ++k) {
     w.step();
     const auto f0 = Clock::now();
-    auto frame = net::make_published_frame(w, welcome.archetypes);
+    auto frame = pool.make(w, welcome.archetypes, 0);
     frame_us.push_back(ms(Clock::now() - f0) * 1000.0);
     const auto b = Clock::now();
     const net::StreamTracker::Counts c = tracker.encode(*frame, nullptr, welcome.stream, fbb, false);

@@ -26,7 +26,7 @@ SimDriver::SimDriver(std::unique_ptr<core::World> world, net::Server& server, ne
       options_(options),
       archetypes_(net::make_archetypes(world_->scenario())) {
   // Clients that join before the first step get a baseline of the initial state.
-  server_.publish(net::make_published_frame(*world_, archetypes_, world_epoch_));
+  server_.publish(frames_.make(*world_, archetypes_, world_epoch_));
 }
 
 void SimDriver::run(const std::atomic<bool>& stop) {
@@ -109,7 +109,7 @@ void SimDriver::apply_candidates() {
     world_ = std::move(c.world);
     ++world_epoch_;
     restore_keyframe_due_ = recorder_ != nullptr;
-    server_.publish(net::make_published_frame(*world_, archetypes_, world_epoch_));
+    server_.publish(frames_.make(*world_, archetypes_, world_epoch_));
     spdlog::info("{} '{}' applied: step {} -> {} (digest {:016x})", persist::to_string(c.job.kind), c.job.name, from,
                  world_->step_index(), world_->digest());
     if (persist_ == nullptr) continue;
@@ -305,7 +305,7 @@ void SimDriver::run_step() {
 
   world_->step();
   tick_ = tick;
-  server_.publish(net::make_published_frame(*world_, archetypes_, world_epoch_));
+  server_.publish(frames_.make(*world_, archetypes_, world_epoch_));
   deliver_step_results();
   deliver_spawn_events();
   if (recorder_ != nullptr) {

@@ -98,6 +98,7 @@ class SimDriver {
   std::uint64_t dropped_steps_ = 0;
   std::uint64_t world_epoch_ = 0;
   net::ArchetypeTable archetypes_;  // Welcome.archetypes: same scenario for every world this driver runs
+  net::FramePool frames_;           // published frames, reused once the network side lets go
   std::uint64_t tick_ = 0;  // steps executed by this process (recording ticks)
   bool restore_keyframe_due_ = false;
   std::vector<core::CommandEnvelope> submitted_since_step_;  // for the recording

@@ -1,6 +1,7 @@
 #include "bustle/net/published_frame.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 
 #include "bustle/core/importance.hpp"
@@ -154,11 +155,10 @@ struct FrameBuilder {
   }
 };
 
-}  // namespace
-
-std::shared_ptr<const PublishedFrame> make_published_frame(const core::World& world, const ArchetypeTable& archetypes,
-                                                           std::uint64_t world_epoch) {
-  auto frame = std::make_shared<PublishedFrame>();
+void build_frame(const core::World& world, const ArchetypeTable& archetypes, std::uint64_t world_epoch,
+                 PublishedFrame* frame) {
+  frame->entities.clear();
+  frame->signal_phases.clear();
   frame->world_epoch = world_epoch;
   frame->step = world.step_index();
   frame->sim_time_us = world.sim_time_us();
@@ -178,6 +178,37 @@ std::shared_ptr<const PublishedFrame> make_published_frame(const core::World& wo
   frame->observer_views = world.observer_views();
   const std::uint32_t dots_every = world.scenario().pedestrians.dots_every_steps;
   frame->dot_step = dots_every > 0 && world.step_index() % dots_every == 0;
+}
+
+}  // namespace
+
+std::shared_ptr<const PublishedFrame> make_published_frame(const core::World& world, const ArchetypeTable& archetypes,
+                                                           std::uint64_t world_epoch) {
+  auto frame = std::make_shared<PublishedFrame>();
+  build_frame(world, archetypes, world_epoch, frame.get());
+  return frame;
+}
+
+std::shared_ptr<const PublishedFrame> FramePool::make(const core::World& world, const ArchetypeTable& archetypes,
+                                                      std::uint64_t world_epoch) {
+  // use_count() == 1: only the pool holds it, so no other thread can read it
+  // (the count only grows through a copy of a pointer someone else holds).
+  std::shared_ptr<PublishedFrame> frame;
+  for (const auto& f : frames_) {
+    if (f.use_count() == 1) {
+      // use_count() is a relaxed load; the fence pairs it with the release
+      // of the last other owner's decrement, so its reads of the old
+      // contents happen before the writes below.
+      std::atomic_thread_fence(std::memory_order_acquire);
+      frame = f;
+      break;
+    }
+  }
+  if (!frame) {
+    frame = std::make_shared<PublishedFrame>();
+    if (frames_.size() < kFramePoolSize) frames_.push_back(frame);
+  }
+  build_frame(world, archetypes, world_epoch, frame.get());
   return frame;
 }
 
