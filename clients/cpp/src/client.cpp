@@ -518,6 +518,11 @@ Result<CommandReply> Client::update_interest(const UpdateInterestParams& params,
       "update_interest", [&](std::uint32_t id) { return build_update_interest(id, params); }, timeout);
 }
 
+Result<CommandReply> Client::report_leases(std::span<const Lease> leases, std::chrono::milliseconds timeout) {
+  return interest_request(
+      "report_leases", [&](std::uint32_t id) { return build_lease_report(id, leases); }, timeout);
+}
+
 Status Client::decode(const ReceiveResult& frame, Delta& out) {
   if (std::string error = decode_delta(*frame.frame->message_as_Delta(), out); !error.empty()) {
     return fail(ClientStatus::ProtocolError, "undecodable Delta: " + error);

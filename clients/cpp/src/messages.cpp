@@ -112,6 +112,18 @@ Frame build_update_interest(std::uint32_t request_id, const UpdateInterestParams
   return finish(fbb, wire::ClientMessage::UpdateInterest, msg.Union());
 }
 
+Frame build_lease_report(std::uint32_t request_id, std::span<const Lease> leases) {
+  std::vector<wire::LeaseEntry> entries;
+  entries.reserve(std::min(leases.size(), kLeaseEntriesMax));
+  for (const Lease& l : leases.first(std::min(leases.size(), kLeaseEntriesMax))) {
+    entries.emplace_back(wire::EntityId(l.id.index, l.id.generation), l.state,
+                         static_cast<std::uint8_t>(l.representation), l.reason);
+  }
+  flatbuffers::FlatBufferBuilder fbb(64 + 12 * entries.size());
+  const auto msg = wire::CreateLeaseReport(fbb, request_id, fbb.CreateVectorOfStructs(entries));
+  return finish(fbb, wire::ClientMessage::LeaseReport, msg.Union());
+}
+
 const char* command_name(const CommandSpec& command) {
   return std::visit(Overloaded{
                         [](const PauseCmd&) { return "pause"; },

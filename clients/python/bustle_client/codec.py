@@ -48,6 +48,9 @@ from .messages import (
     JobKind,
     JobState,
     JobStatus,
+    Lease,
+    LeaseState,
+    LeaseSummary,
     JobUpdate,
     Lane,
     LaneChain,
@@ -323,6 +326,44 @@ def build_update_interest(observers=None, budgets=None, *, request_id: int = 0) 
     budgets, without a new baseline); answered like Subscribe."""
     return _interest_frame(w.UpdateInterest, w.ClientMessage.ClientMessage.UpdateInterest,
                            request_id, observers, budgets)
+
+
+#: A LeaseReport carries at most this many entries (the server refuses more).
+LEASE_ENTRIES_MAX = 4096
+
+
+def build_lease_report(leases, *, request_id: int = 0) -> bytes:
+    """LeaseReport payload: what this client applied (:class:`Lease` or
+    (id, state[, representation[, reason]]) tuples; id as EntityId or
+    (index, generation)). ``request_id`` 0: the server does not answer."""
+    entries = [lease if isinstance(lease, Lease) else Lease(*lease) for lease in leases]
+    if len(entries) > LEASE_ENTRIES_MAX:
+        raise ValueError(f"a LeaseReport carries at most {LEASE_ENTRIES_MAX} entries, got {len(entries)}")
+    b = w.flatbuffers.Builder(64 + 12 * len(entries))
+    w.LeaseReport.StartEntriesVector(b, len(entries))
+    for e in reversed(entries):
+        index, generation = e.id
+        w.LeaseEntry.CreateLeaseEntry(b, index, generation, int(LeaseState(e.state)), int(e.representation),
+                                      int(e.reason))
+    vec = b.EndVector()
+    w.LeaseReport.Start(b)
+    w.LeaseReport.AddRequestId(b, _uint("request_id", request_id))
+    w.LeaseReport.AddEntries(b, vec)
+    return _finish_client_frame(b, w.ClientMessage.ClientMessage.LeaseReport, w.LeaseReport.End(b))
+
+
+def _decode_lease_summary(l) -> LeaseSummary:
+    return LeaseSummary(
+        requested=_scalars(l.RequestedLength(), l.Requested),
+        applied=_scalars(l.AppliedLength(), l.Applied),
+        waiting=l.Waiting(),
+        waiting_past_grace=l.WaitingPastGrace(),
+        past_grace_by_reason=_scalars(l.PastGraceByReasonLength(), l.PastGraceByReason),
+        grace_steps=l.GraceSteps(),
+        reports=l.Reports(),
+        entries=l.Entries(),
+        unknown_entries=l.UnknownEntries(),
+    )
 
 
 def _empty(module):
@@ -624,6 +665,7 @@ COMMANDS = {
     "QueryEntity": (_CB.QueryEntity, _with_id(w.QueryEntity)),
     "QueryPopulation": (_CB.QueryPopulation, _empty(w.QueryPopulation)),
     "QuerySpawn": (_CB.QuerySpawn, _handle_only(w.QuerySpawn)),
+    "QueryLeases": (_CB.QueryLeases, _empty(w.QueryLeases)),
 }
 
 
@@ -1061,6 +1103,7 @@ def _decode_command_result(m) -> CommandResult:
         entity_info=_optional(m.EntityInfo(), _decode_entity_info),
         population=_optional(m.Population(), _decode_population),
         spawn=_optional(m.Spawn(), _decode_spawn_status),
+        leases=_optional(m.Leases(), _decode_lease_summary),
     )
 
 

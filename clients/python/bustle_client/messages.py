@@ -46,6 +46,9 @@ RepresentationHint = enum.IntEnum("RepresentationHint", ENUMS["RepresentationHin
 PedestrianOrigin = enum.IntEnum("PedestrianOrigin", ENUMS["PedestrianOrigin"])
 #: Which axis an EntityChange carries (SimTier, Representation, Policy).
 EntityField = enum.IntEnum("EntityField", ENUMS["EntityField"])
+#: Leases (LeaseReport): what a client applied for an entity, and why not.
+LeaseState = enum.IntEnum("LeaseState", ENUMS["LeaseState"])
+UnassignedReason = enum.IntEnum("UnassignedReason", ENUMS["UnassignedReason"])
 
 
 class DespawnReason(enum.IntEnum):
@@ -229,6 +232,33 @@ class Observer:
     z_m: float = 0.0
     heading_rad: Optional[float] = None
     radius_m: float = 150.0
+
+
+class Lease(NamedTuple):
+    """One LeaseReport entry: what this client applied for ``id``.
+    ``representation`` matters for Assigned / Preserved, ``reason`` for
+    Unassigned."""
+
+    id: "EntityId"
+    state: LeaseState
+    representation: RepresentationHint = RepresentationHint.Actor
+    reason: UnassignedReason = UnassignedReason(0)
+
+
+@dataclass(frozen=True)
+class LeaseSummary:
+    """QueryLeases: this client's leases against the server's hints. Lists
+    are per hint (Actor, Instanced, Marker) or per UnassignedReason."""
+
+    requested: list
+    applied: list
+    waiting: int
+    waiting_past_grace: int
+    past_grace_by_reason: list
+    grace_steps: int
+    reports: int
+    entries: int
+    unknown_entries: int
 
 
 @dataclass(frozen=True)
@@ -754,6 +784,7 @@ class CommandResult:
     entity_info: Optional[EntityInfo] = None  # QueryEntity
     population: Optional[PopulationInfo] = None  # QueryPopulation
     spawn: Optional[SpawnStatus] = None  # QuerySpawn
+    leases: Optional[LeaseSummary] = None  # QueryLeases
 
     @property
     def accepted(self) -> bool:
@@ -792,6 +823,10 @@ __all__ = [
     "RepresentationHint",
     "PedestrianOrigin",
     "EntityField",
+    "LeaseState",
+    "UnassignedReason",
+    "Lease",
+    "LeaseSummary",
     "CHANGE_VALUE_ENUMS",
     "DespawnReason",
     "TERMINAL_SPAWN_STATES",

@@ -60,6 +60,7 @@ from .messages import (
     SnapshotInfo,
     SpawnFailed,
     SpawnState,
+    LeaseSummary,
     SpawnStatus,
     SpawnUpdate,
     Stats,
@@ -547,6 +548,19 @@ class Session:
     def spawn_status(self, handle, timeout: Optional[float] = None) -> SpawnStatus:
         """QuerySpawn, returning the SpawnStatus (raises CommandRejected if rejected)."""
         return _payload(self.query_spawn(handle, timeout), "spawn", "QuerySpawn")
+
+    def report_leases(self, leases, *, wait: bool = False, timeout: Optional[float] = None):
+        """Send a LeaseReport (what this client applied; see :class:`Lease`).
+        With ``wait``, ask for and return its CommandResult; else nothing is
+        answered."""
+        if not wait:
+            self.send_payload(codec.build_lease_report(leases))
+            return None
+        return self._ask(lambda rid: codec.build_lease_report(leases, request_id=rid), timeout)
+
+    def leases(self, timeout: Optional[float] = None) -> LeaseSummary:
+        """QueryLeases (any role): this client's leases against the hints."""
+        return _payload(self.command("QueryLeases", timeout), "leases", "QueryLeases")
 
     def next_spawn_update(self, timeout: Optional[float] = None) -> SpawnStatus:
         """The next pushed spawn state of any handle (buffered first)."""

@@ -159,6 +159,13 @@ std::vector<Setting> settings() {
                     : range("milliseconds", 100, 86400000, v);
        },
        kNoListener},
+      {"--lease-grace-steps", "BUSTLE_LEASE_GRACE_STEPS", true,
+       [=](O& o, const std::string& v) {
+         return parse_uint<std::uint32_t>(v, 0, 1'000'000, o.server.lease_grace_steps)
+                    ? ""
+                    : range("steps", 0, 1000000, v);
+       },
+       kNoListener},
       {"--client-entries-per-step", "BUSTLE_CLIENT_ENTRIES_PER_STEP", true,
        [=](O& o, const std::string& v) {
          return parse_uint<std::uint32_t>(v, 1, 1'000'000, o.server.entries_per_step_max)
@@ -279,6 +286,9 @@ Flags override BUSTLE_* environment variables (shown in brackets).
                          (default 300000)            [BUSTLE_CLIENT_IDLE_TIMEOUT_MS]
   --client-entries-per-step N  entities entering one client's stream per step
                          after its baseline (default 1024) [BUSTLE_CLIENT_ENTRIES_PER_STEP]
+  --lease-grace-steps N  a hint a client has not applied (leases) for this many
+                         steps counts as waiting past grace (default 30)
+                                                       [BUSTLE_LEASE_GRACE_STEPS]
   --log-level L          trace|debug|info|warn|error|off (default info) [BUSTLE_LOG_LEVEL]
 
 Snapshots and recording:

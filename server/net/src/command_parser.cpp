@@ -252,6 +252,7 @@ bool allowed_for_viewer(wire::CommandBody body) {
     case wire::CommandBody::QueryEntity:
     case wire::CommandBody::QueryPopulation:
     case wire::CommandBody::QuerySpawn:
+    case wire::CommandBody::QueryLeases:
     case wire::CommandBody::ReportAttached:  // viewers hold the actors (see the header)
       return true;
     default:

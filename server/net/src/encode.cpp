@@ -298,6 +298,15 @@ void encode_command_result(const OutboundResult& r, FlatBufferBuilder& fbb) {
   const auto entity_info = r.entity_info ? make_entity_info(fbb, *r.entity_info) : 0;
   const auto population = r.population ? make_population(fbb, *r.population) : 0;
   const auto spawn = r.spawn ? make_spawn_status(fbb, *r.spawn) : 0;
+  flatbuffers::Offset<wire::LeaseSummary> leases = 0;
+  if (r.leases) {
+    const StreamTracker::LeaseSummary& l = *r.leases;
+    const std::vector<std::uint32_t> requested(std::begin(l.requested), std::end(l.requested));
+    const std::vector<std::uint32_t> applied(std::begin(l.applied), std::end(l.applied));
+    const std::vector<std::uint32_t> by_reason(std::begin(l.past_grace_by_reason), std::end(l.past_grace_by_reason));
+    leases = wire::CreateLeaseSummaryDirect(fbb, &requested, &applied, l.waiting, l.waiting_past_grace, &by_reason,
+                                            r.lease_grace_steps, l.reports, l.entries, l.unknown_entries);
+  }
   const auto msg = maybe_string(fbb, r.message);
   const wire::EntityId entity = to_wire(r.entity);
   wire::CommandResultBuilder b(fbb);
@@ -320,6 +329,7 @@ void encode_command_result(const OutboundResult& r, FlatBufferBuilder& fbb) {
   b.add_entity_info(entity_info);
   b.add_population(population);
   b.add_spawn(spawn);
+  b.add_leases(leases);
   finish(fbb, wire::ServerMessage::CommandResult, b.Finish().Union());
 }
 

@@ -365,6 +365,9 @@ class Session : public std::enable_shared_from_this<Session> {
           return handle_update_interest(*frame->message_as_UpdateInterest());
         }
         break;
+      case wire::ClientMessage::LeaseReport:
+        if (frame->message_as_LeaseReport() != nullptr) return handle_lease_report(*frame->message_as_LeaseReport());
+        break;
       case wire::ClientMessage::Hello:
         fail(wire::ErrorCode::UnknownMessage, "Hello is only valid as the first frame");
         return;
@@ -450,6 +453,40 @@ class Session : public std::enable_shared_from_this<Session> {
     if (server_.latest_seen_) on_frame_published(server_.latest_seen_);
   }
 
+  // Leases never reach the sim thread: they are this client's view only.
+  void handle_lease_report(const wire::LeaseReport& report) {
+    const std::uint32_t request_id = report.request_id();
+    const std::size_t n = report.entries() != nullptr ? report.entries()->size() : 0;
+    if (n > kLeaseEntriesMax) {
+      if (request_id != 0) {
+        reject(request_id, core::RejectReason::InvalidArgument,
+               "LeaseReport.entries: " + std::to_string(n) + " entries exceed the limit of " +
+                   std::to_string(kLeaseEntriesMax));
+      }
+      return;
+    }
+    if (!subscribed_) {
+      if (request_id != 0) {
+        reject(request_id, core::RejectReason::InvalidArgument, "LeaseReport: not subscribed (send Subscribe first)");
+      }
+      return;
+    }
+    if (report.entries() != nullptr) tracker_.apply_leases(*report.entries(), last_sent_step_);
+    if (request_id != 0) answer(request_id);
+  }
+
+  void answer_lease_query(std::uint32_t request_id) {
+    OutboundResult r;
+    r.session_id = id_;
+    r.request_id = request_id;
+    r.status = core::CommandStatus::Accepted;
+    r.applied_step = last_sent_step_;
+    r.leases = tracker_.lease_summary(last_sent_step_, server_.options_.lease_grace_steps);
+    r.lease_grace_steps = server_.options_.lease_grace_steps;
+    ++inflight_;  // released when the answer is written
+    send_result(r);
+  }
+
   // The per-client command rate (a token bucket): `commands_per_second_max`
   // sustained, bursts up to twice that. Excess is answered RateLimited and
   // the connection stays.
@@ -512,6 +549,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void handle_command(const wire::Command& cmd) {
     if (!take_rate_token(cmd.request_id())) return;
+    if (cmd.body_type() == wire::CommandBody::QueryLeases) return answer_lease_query(cmd.request_id());
     ParsedCommand parsed = parse_command(cmd, role_);
     if (!parsed.ok()) return reject(cmd.request_id(), parsed.reason, std::move(parsed.message));
     InboundCommand in;

@@ -315,12 +315,16 @@ StreamTracker::Counts StreamTracker::encode(const PublishedFrame& frame, const S
     const PublishedEntity& cur = frame.entities[c.pos];
     while (a < sent_.size() && sent_[a].id.index < cur.id.index) leave(sent_[a++]);
     Sent next{cur.id, {cur.lane, cur.s_mm, cur.speed_mmps, frame.step}, c.hint, cur.sim_tier, cur.policy,
-              cur.retiring};
+              cur.retiring, kNotReported, 0, frame.step};
     bool enter = true;
     if (a < sent_.size() && sent_[a].id.index == cur.id.index) {
       const Sent& prev = sent_[a++];
       if (prev.id.generation == cur.id.generation && !(prev.retiring && !cur.retiring)) {
         enter = false;
+        // The lease carries over; a new hint restarts the wait for it.
+        next.applied = prev.applied;
+        next.unassigned_reason = prev.unassigned_reason;
+        next.waiting_since = prev.hint == c.hint ? prev.waiting_since : frame.step;
         // Motion: a record only when the client's prediction leaves the
         // tolerance, or the lane or speed changed.
         const std::uint32_t length_mm = ctx.lane_length_mm[prev.anchor.lane];
@@ -419,6 +423,54 @@ StreamTracker::Counts StreamTracker::encode(const PublishedFrame& frame, const S
   counts.received = static_cast<std::uint32_t>(sent_.size());
   counts.truncated = truncated_;
   return counts;
+}
+
+void StreamTracker::apply_leases(const flatbuffers::Vector<const wire::LeaseEntry*>& entries, std::uint64_t step) {
+  ++lease_reports_;
+  for (const wire::LeaseEntry* e : entries) {
+    ++lease_entries_;
+    const auto it = std::lower_bound(sent_.begin(), sent_.end(), e->id().index(),
+                                     [](const Sent& s, std::uint32_t index) { return s.id.index < index; });
+    if (it == sent_.end() || it->id.index != e->id().index() || it->id.generation != e->id().generation()) {
+      ++lease_unknown_;
+      continue;
+    }
+    const bool was_applied = it->applied == it->hint;
+    switch (e->state()) {
+      case wire::LeaseState::Assigned:
+      case wire::LeaseState::Preserved:
+        it->applied = std::min<std::uint8_t>(e->representation(), kNone);
+        it->unassigned_reason = 0;
+        break;
+      case wire::LeaseState::Released:
+        it->applied = kNone;
+        it->unassigned_reason = 0;
+        break;
+      case wire::LeaseState::Unassigned:
+        it->applied = kNone;
+        it->unassigned_reason = static_cast<std::uint8_t>(e->reason()) < 5 ? static_cast<std::uint8_t>(e->reason()) : 4;
+        break;
+    }
+    if (was_applied && it->applied != it->hint) it->waiting_since = step;  // the wait starts now
+  }
+}
+
+StreamTracker::LeaseSummary StreamTracker::lease_summary(std::uint64_t step, std::uint32_t grace_steps) const {
+  LeaseSummary sum;
+  sum.reports = lease_reports_;
+  sum.entries = lease_entries_;
+  sum.unknown_entries = lease_unknown_;
+  for (const Sent& s : sent_) {
+    if (s.hint < kNone) ++sum.requested[s.hint];
+    if (s.applied < kNone) ++sum.applied[s.applied];
+    if (s.applied == s.hint) continue;
+    ++sum.waiting;
+    if (step > s.waiting_since + grace_steps) {
+      ++sum.waiting_past_grace;
+      ++sum.past_grace_by_reason[s.applied == kNotReported ? 0 : s.unassigned_reason];
+    }
+  }
+  return sum;
 }
 
 }  // namespace bustle::net

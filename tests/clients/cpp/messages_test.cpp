@@ -223,3 +223,25 @@ TEST_CASE("command_name names the snapshot commands", "[messages][snapshots]") {
   CHECK(std::string(c::command_name(c::DeleteSnapshotCmd{})) == "delete_snapshot");
   CHECK(std::string(c::command_name(c::QueryJobCmd{})) == "query_job");
 }
+
+TEST_CASE("LeaseReport carries every lease, capped at the protocol's limit", "[messages]") {
+  std::vector<c::Lease> leases = {
+      {{7, 1}, wire::LeaseState::Assigned, c::RepresentationHint::Actor, wire::UnassignedReason::None},
+      {{9, 2}, wire::LeaseState::Unassigned, c::RepresentationHint::None, wire::UnassignedReason::PoolAtCap},
+      {{11, 1}, wire::LeaseState::Released, c::RepresentationHint::None, wire::UnassignedReason::None},
+  };
+  const auto* report = verified(c::build_lease_report(42, leases))->message_as_LeaseReport();
+  REQUIRE(report != nullptr);
+  CHECK(report->request_id() == 42);
+  REQUIRE(report->entries()->size() == 3);
+  CHECK(report->entries()->Get(1)->id().index() == 9);
+  CHECK(report->entries()->Get(1)->id().generation() == 2);
+  CHECK(report->entries()->Get(1)->state() == wire::LeaseState::Unassigned);
+  CHECK(report->entries()->Get(1)->reason() == wire::UnassignedReason::PoolAtCap);
+  CHECK(report->entries()->Get(0)->representation() == static_cast<std::uint8_t>(wire::RepresentationHint::Actor));
+  leases.assign(c::kLeaseEntriesMax + 10, leases[0]);
+  const auto* capped = verified(c::build_lease_report(0, leases))->message_as_LeaseReport();
+  REQUIRE(capped != nullptr);
+  CHECK(capped->entries()->size() == c::kLeaseEntriesMax);
+  CHECK(capped->request_id() == 0);
+}

@@ -405,6 +405,10 @@ class Client {
   // (no new baseline). Rejected when not subscribed.
   Result<CommandReply> update_interest(const UpdateInterestParams& params,
                                        std::chrono::milliseconds timeout = std::chrono::milliseconds(3000));
+  // Sends a LeaseReport and waits for its CommandResult (Rejected when not
+  // subscribed). Lease reports change nothing in the simulation.
+  Result<CommandReply> report_leases(std::span<const Lease> leases,
+                                     std::chrono::milliseconds timeout = std::chrono::milliseconds(3000));
 
   // The next Delta (buffered ones first), decoded, waiting up to `timeout`.
   // A Delta that does not decode (e.g. a malformed motion vector) is a

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "bustle/client/ids.hpp"
+#include "bustle/client/stream.hpp"
 #include "bustle/proto/wire.hpp"
 
 namespace bustle::client {
@@ -74,6 +75,20 @@ struct UpdateInterestParams {
 // Both are answered by a CommandResult with `request_id`.
 Frame build_subscribe(std::uint32_t request_id, const SubscribeParams& params = {});
 Frame build_update_interest(std::uint32_t request_id, const UpdateInterestParams& params);
+
+// Leases (protocol v2): what this client applied for entities it receives
+// (client.fbs LeaseReport). The server keeps them against its hints
+// (QueryLeases); they never touch the simulation.
+struct Lease {
+  EntityId id;
+  bustle::wire::LeaseState state = bustle::wire::LeaseState::Assigned;
+  RepresentationHint representation = RepresentationHint::Actor;  // applied (Assigned / Preserved)
+  bustle::wire::UnassignedReason reason = bustle::wire::UnassignedReason::None;              // Unassigned
+};
+// [Limit: at most kLeaseEntriesMax leases per report; the builder sends the
+//  first kLeaseEntriesMax.] request_id 0: the server does not answer.
+inline constexpr std::size_t kLeaseEntriesMax = 4096;
+Frame build_lease_report(std::uint32_t request_id, std::span<const Lease> leases);
 
 // Command bodies. One struct per wire command so a CommandSpec says exactly
 // what will be sent.

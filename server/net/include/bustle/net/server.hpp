@@ -63,7 +63,11 @@ struct ServerOptions {
   std::uint32_t clients_per_address_max = 64;   // connections from one address (joined or joining)
   std::uint32_t idle_timeout_ms = 300'000;      // nothing received and nothing written this long -> closed
   std::uint32_t entries_per_step_max = 1024;    // per client: entities entering its stream per step
+  std::uint32_t lease_grace_steps = 30;         // a hint not applied this long counts as waiting past grace
 };
+
+// Lease reports carry at most this many entries.
+inline constexpr std::uint32_t kLeaseEntriesMax = 4096;
 
 // Charged per queued frame on top of its bytes (shared buffer, control block
 // and queue slot), so many tiny frames cannot hide their real memory.
@@ -302,6 +306,8 @@ struct OutboundResult {
   std::optional<EntityInfoReport> entity_info;        // QueryEntity
   std::optional<PopulationReport> population;         // QueryPopulation
   std::optional<SpawnReport> spawn;                   // QuerySpawn
+  std::optional<StreamTracker::LeaseSummary> leases;  // QueryLeases (answered by the network side)
+  std::uint32_t lease_grace_steps = 0;
 };
 
 class Server {

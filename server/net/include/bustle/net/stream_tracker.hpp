@@ -142,7 +142,28 @@ class StreamTracker {
 
   std::size_t received() const { return sent_.size(); }
 
+  // Leases (client.fbs LeaseReport): what the client applied for entities it
+  // receives, as of `step` (the latest frame). Entries for entities it does
+  // not receive (left meanwhile, or never sent) are counted as unknown and
+  // change nothing.
+  void apply_leases(const flatbuffers::Vector<const wire::LeaseEntry*>& entries, std::uint64_t step);
+
+  struct LeaseSummary {
+    std::uint32_t requested[3] = {};  // by hint: Actor, Instanced, Marker
+    std::uint32_t applied[3] = {};
+    std::uint32_t waiting = 0;        // applied != requested
+    std::uint32_t waiting_past_grace = 0;
+    std::uint32_t past_grace_by_reason[5] = {};  // UnassignedReason; None = never reported
+    std::uint64_t reports = 0;
+    std::uint64_t entries = 0;
+    std::uint64_t unknown_entries = 0;
+  };
+  // Requested against applied now; "past grace" = waiting since more than
+  // `grace_steps` before `step`.
+  LeaseSummary lease_summary(std::uint64_t step, std::uint32_t grace_steps) const;
+
  private:
+  static constexpr std::uint8_t kNotReported = 0xff;
   struct Sent {
     core::EntityId id;
     proto::MotionAnchor anchor;
@@ -150,6 +171,12 @@ class StreamTracker {
     std::uint8_t sim_tier = 0;
     std::uint8_t policy = 0;
     bool retiring = false;
+    // Lease: what the client applied (RepresentationHint; kNotReported until
+    // a report names it; None after Released or Unassigned), its reason, and
+    // the step since which applied has differed from the hint.
+    std::uint8_t applied = kNotReported;
+    std::uint8_t unassigned_reason = 0;
+    std::uint64_t waiting_since = 0;
   };
   struct Candidate {
     std::uint32_t pos = 0;          // in frame.entities
@@ -175,6 +202,7 @@ class StreamTracker {
   std::vector<core::Vec2> obs_points_;
   std::vector<core::ObserverView> obs_views_;
   std::uint32_t truncated_ = 0;
+  std::uint64_t lease_reports_ = 0, lease_entries_ = 0, lease_unknown_ = 0;
   // Encoding scratch.
   std::vector<wire::EntityEnter> entered_;
   std::vector<flatbuffers::Offset<wire::EntityLabel>> labels_;
