@@ -51,7 +51,7 @@ TEST_CASE("batch mode") {
   CHECK(r.options.seed == 7);
 }
 
-TEST_CASE("--check-invariants is off by default and allowed live and in batch mode") {
+TEST_CASE("the invariant check option is off by default and allowed live and in batch mode") {
   CHECK_FALSE(parse({}).options.check_invariants);
   const auto live = parse({"--check-invariants", "--clock", "manual"});
   REQUIRE(live.error.empty());
