@@ -51,6 +51,16 @@ TEST_CASE("batch mode") {
   CHECK(r.options.seed == 7);
 }
 
+TEST_CASE("the invariant check option is off by default and allowed live and in batch mode") {
+  CHECK_FALSE(parse({}).options.check_invariants);
+  const auto live = parse({"--check-invariants", "--clock", "manual"});
+  REQUIRE(live.error.empty());
+  CHECK(live.options.check_invariants);
+  const auto batch = parse({"--steps", "10", "--check-invariants"});
+  REQUIRE(batch.error.empty());
+  CHECK(batch.options.check_invariants);
+}
+
 TEST_CASE("batch mode refuses every setting it would silently ignore, naming both") {
   const std::vector<std::pair<std::string, std::string>> ignored = {
       {"--port", "0"},

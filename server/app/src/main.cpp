@@ -84,6 +84,11 @@ int run_batch(bustle::core::World& world, const bustle::app::AppOptions& opt, co
       recorder->record_tick(bustle::persist::RecordedTick{tick, world.step_index(), world.digest(), {}});
       if (keyframed || tick % kBatchRecordFlushTicks == 0) recorder->flush();
     }
+    if (opt.check_invariants && !bustle::app::check_world_invariants(world).empty()) {
+      // The recording so far is kept: it replays to the broken step.
+      if (recorder != nullptr) finish_recording(*recorder);
+      return bustle::app::kExitInvariantBroken;
+    }
   }
   if (opt.print_digest) {
     std::printf("step %" PRIu64 " digest %016" PRIx64 "\n", world.step_index(), world.digest());
@@ -172,7 +177,7 @@ int run(int argc, char** argv) {
 
   bustle::app::SimDriver driver(std::move(world_owner), server, commands,
                                 {opt.clock, opt.catchup_steps_max, 100'000, opt.autosave_steps,
-                                 opt.record_keyframe_steps});
+                                 opt.record_keyframe_steps, opt.check_invariants});
 
   // Declared after the server and the driver, so it is destroyed (queue
   // finished, thread joined) before the objects its callbacks reach.
@@ -262,7 +267,7 @@ int run(int argc, char** argv) {
   persist->drain();
   if (recorder) finish_recording(*recorder);  // a failed recording is logged; the session itself ran
   spdlog::info("stopped at step {} (digest {:016x})", driver.world().step_index(), driver.world().digest());
-  return 0;
+  return driver.invariant_failure().empty() ? 0 : bustle::app::kExitInvariantBroken;
 }
 
 }  // namespace

@@ -101,6 +101,11 @@ std::vector<Setting> settings() {
          o.batch_steps = n;
          return std::string();
        }},
+      {"--check-invariants", nullptr, false,
+       [](O& o, const std::string&) {
+         o.check_invariants = true;
+         return std::string();
+       }},
       {"--print-digest", nullptr, false,
        [](O& o, const std::string&) {
          o.print_digest = true;
@@ -305,6 +310,10 @@ Snapshots and recording:
                          exit 0 (with --record, the recording is written and
                          verifies with bustle-replay verify)
   --print-digest         with --steps: print "step <N> digest <16 hex digits>"
+  --check-invariants     check every core invariant after every step (costs
+                         O(entities) per step); the first broken one is logged
+                         at error and the server stops with exit status 3 (in
+                         batch mode too)
   --help, --version
 
 Combinations that would do nothing are refused (exit 2), naming both:
@@ -313,7 +322,8 @@ Combinations that would do nothing are refused (exit 2), naming both:
     --snapshot-db-max-pages, --autosave-steps (no snapshot store), and --clock
     other than fast (batch steps run back to back); also when set through
     their BUSTLE_* variables. Batch mode uses --config, --seed, --rate,
-    --log-level, --record, --record-keyframe-steps and --print-digest.
+    --log-level, --record, --record-keyframe-steps, --print-digest and
+    --check-invariants.
   --record-keyframe-steps without --record; --print-digest without --steps.
 
 On start the server prints one line to stdout:

@@ -19,6 +19,7 @@ struct AppOptions {
   net::ClockMode clock = net::ClockMode::Realtime;
   std::optional<std::uint64_t> batch_steps;  // --steps N: headless batch run
   bool print_digest = false;
+  bool check_invariants = false;  // --check-invariants: World::check_invariants() after every step
   std::uint32_t catchup_steps_max = 5;     // realtime: steps run per wake at most
   std::string log_level = "info";
   std::string snapshot_db = "bustle-snapshots.db";  // snapshot store file

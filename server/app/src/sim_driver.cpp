@@ -29,10 +29,17 @@ SimDriver::SimDriver(std::unique_ptr<core::World> world, net::Server& server, ne
   server_.publish(frames_.make(*world_, archetypes_, world_epoch_));
 }
 
+std::string check_world_invariants(const core::World& world) {
+  std::string broken = world.check_invariants();
+  if (!broken.empty()) spdlog::error("invariant broken after step {}: {}", world.step_index(), broken);
+  return broken;
+}
+
 void SimDriver::run(const std::atomic<bool>& stop) {
   const auto step = std::chrono::microseconds(world_->step_us());
   Clock::time_point next_due{};
-  while (!stop.load()) {
+  // A broken invariant ends the run: no step runs on a world known to be wrong.
+  while (!stop.load() && invariant_failure_.empty()) {
     apply_candidates();
     drain_commands();
     if (stop.load()) break;
@@ -68,7 +75,7 @@ void SimDriver::run(const std::atomic<bool>& stop) {
                    dropped_steps_);
       due = options_.catchup_steps_max;
     }
-    for (std::uint64_t k = 0; k < due && !stop.load(); ++k) {
+    for (std::uint64_t k = 0; k < due && !stop.load() && invariant_failure_.empty(); ++k) {
       run_step();
       next_due += step;
     }
@@ -176,7 +183,7 @@ void SimDriver::handle(net::InboundCommand cmd) {
         r.message = "count must be in [1, " + std::to_string(options_.manual_step_max) + "]";
         break;
       }
-      for (std::uint32_t k = 0; k < ctl.step_count; ++k) run_step();
+      for (std::uint32_t k = 0; k < ctl.step_count && invariant_failure_.empty(); ++k) run_step();
       r.applied_step = world_->step_index();
       break;
     case Kind::QueryStats:
@@ -305,6 +312,7 @@ void SimDriver::run_step() {
 
   world_->step();
   tick_ = tick;
+  if (options_.check_invariants) invariant_failure_ = check_world_invariants(*world_);
   server_.publish(frames_.make(*world_, archetypes_, world_epoch_));
   deliver_step_results();
   deliver_spawn_events();

@@ -46,7 +46,15 @@ struct SimDriverOptions {
   std::uint32_t manual_step_max = 100'000;  // per Step command
   std::uint64_t autosave_steps = 0;         // 0 = off; else checkpoint "autosave" every N steps
   std::uint64_t record_keyframe_steps = 600;  // 0 = only the initial (and restore) keyframes
+  bool check_invariants = false;  // World::check_invariants() after every step; the first failure stops run()
 };
+
+// Exit status of bustle-server when --check-invariants found a broken invariant.
+inline constexpr int kExitInvariantBroken = 3;
+
+// World::check_invariants() after a step; a violation is logged at error
+// (with the step) and returned, empty when everything holds.
+std::string check_world_invariants(const core::World& world);
 
 class SimDriver {
  public:
@@ -65,6 +73,9 @@ class SimDriver {
 
   const core::World& world() const { return *world_; }
   std::uint64_t dropped_steps() const { return dropped_steps_; }
+  // With check_invariants: the first broken invariant; run() returned at it
+  // and no further step ran. Empty otherwise.
+  const std::string& invariant_failure() const { return invariant_failure_; }
 
  private:
   void apply_candidates();
@@ -94,6 +105,7 @@ class SimDriver {
   persist::Recorder* recorder_ = nullptr;
 
   bool paused_ = false;
+  std::string invariant_failure_;
   bool resync_clock_ = true;  // realtime: restart the schedule from "now"
   std::uint64_t dropped_steps_ = 0;
   std::uint64_t world_epoch_ = 0;

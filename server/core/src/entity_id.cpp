@@ -17,6 +17,8 @@ std::uint64_t fifo_term(std::uint64_t seq, std::uint32_t index) {
 
 }  // namespace
 
+std::string id_text(EntityId id) { return std::to_string(id.index) + ":" + std::to_string(id.generation); }
+
 EntityRegistry::EntityRegistry(std::uint32_t capacity)
     : generation_(capacity, 1), alive_(capacity, 0), free_ring_(capacity), free_count_(capacity) {
   assert(capacity >= 1);
@@ -42,10 +44,14 @@ AllocateResult EntityRegistry::allocate() {
   ++pop_seq_;
   free_head_ = (free_head_ + 1) % capacity();
   --free_count_;
+  // Read back what release() wrote (invariants 1 and 3): a queued slot is free
+  // and its generation was never 0.
   assert(alive_[index] == 0);
+  assert(generation_[index] != 0);
   digest_sum_ += slot_term(index, generation_[index], true) - slot_term(index, generation_[index], false);
   alive_[index] = 1;
   ++alive_count_;
+  assert(free_count_ + alive_count_ == capacity());
   return {AllocateStatus::Allocated, EntityId{index, generation_[index]}};
 }
 
@@ -57,6 +63,7 @@ ReleaseStatus EntityRegistry::release(EntityId id) {
   digest_sum_ -= slot_term(id.index, generation_[id.index], true);
   // Skip 0 on wrap-around so the null handle is never issued (invariant 1).
   generation_[id.index] = generation_[id.index] == UINT32_MAX ? 1 : generation_[id.index] + 1;
+  assert(generation_[id.index] != 0);
   digest_sum_ += slot_term(id.index, generation_[id.index], false);
   const std::uint32_t tail = (free_head_ + free_count_) % capacity();
   free_ring_[tail] = id.index;
@@ -69,6 +76,36 @@ ReleaseStatus EntityRegistry::release(EntityId id) {
 bool EntityRegistry::is_alive(EntityId id) const {
   return id.index < capacity() && alive_[id.index] != 0 && generation_[id.index] == id.generation &&
          id.generation != 0;
+}
+
+std::string EntityRegistry::check_invariants() const {
+  const std::uint32_t cap = capacity();
+  if (alive_.size() != cap || free_ring_.size() != cap) return "registry: column lengths differ from the capacity";
+  std::uint32_t alive = 0;
+  for (std::uint32_t i = 0; i < cap; ++i) {
+    if (generation_[i] == 0) return "registry: invariant 1: slot " + std::to_string(i) + " has generation 0";
+    if (alive_[i] > 1) return "registry: slot " + std::to_string(i) + " liveness " + std::to_string(alive_[i]);
+    alive += alive_[i];
+  }
+  if (alive != alive_count_) {
+    return "registry: alive_count " + std::to_string(alive_count_) + " but " + std::to_string(alive) +
+           " slots are alive";
+  }
+  if (alive_count_ + free_count_ != cap) {
+    return "registry: invariant 3: " + std::to_string(alive_count_) + " alive + " + std::to_string(free_count_) +
+           " free != capacity " + std::to_string(cap);
+  }
+  // Every free slot is queued exactly once, and no live one is.
+  std::vector<std::uint8_t> queued(cap, 0);
+  for (std::uint32_t k = 0; k < free_count_; ++k) {
+    const std::uint32_t i = free_ring_[(free_head_ + k) % cap];
+    if (i >= cap) return "registry: invariant 3: free FIFO holds index " + std::to_string(i) + " out of range";
+    if (alive_[i] != 0) return "registry: invariant 3: free FIFO holds live index " + std::to_string(i);
+    if (queued[i] != 0) return "registry: invariant 3: free FIFO holds index " + std::to_string(i) + " twice";
+    queued[i] = 1;
+  }
+  if (digest_sum_ != recompute_state_digest()) return "registry: incremental state digest differs from a recount";
+  return {};
 }
 
 void EntityRegistry::for_each_free(const std::function<void(std::uint32_t)>& fn) const {

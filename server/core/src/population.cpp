@@ -116,6 +116,7 @@ void PopulationSystem::set_active(std::uint32_t i, std::uint8_t value) {
   const std::size_t cell = r_.community[i] * zones_.size() + r_.zone[i];
   ZoneStatus& zs = zones_[r_.zone[i]];
   if (was == ResidentStore::kDormant) {
+    assert(zs.dormant > 0);  // invariant 2: the recount check_invariants() reads
     ++active_cz_[cell];
     ++active_total_;
     --zs.dormant;
@@ -123,6 +124,7 @@ void PopulationSystem::set_active(std::uint32_t i, std::uint8_t value) {
     // so an insert per activation is cheaper than sorting every interval.
     active_list_.insert(std::lower_bound(active_list_.begin(), active_list_.end(), i), i);
   } else if (value == ResidentStore::kDormant) {
+    assert(active_cz_[cell] > 0 && active_total_ > 0);
     --active_cz_[cell];
     --active_total_;
     ++zs.dormant;
@@ -458,6 +460,7 @@ void PopulationSystem::claim_work_point(std::uint32_t i) {
       return;
     }
   }
+  assert(r_.active[i] == ResidentStore::kActive);  // invariant 4: only active members wait
   wp.waiting.push_back(i);  // full: wait in FIFO order
 }
 
@@ -469,6 +472,8 @@ void PopulationSystem::release_work_point(std::uint32_t i) {
     return;
   }
   const auto slot = static_cast<std::size_t>(r_.work_slot[i]);
+  // Invariant 4 where it is read back: the slot names the resident claim_work_point() put there.
+  assert(wp.occupant[slot] == static_cast<std::int32_t>(i));
   wp.occupant[slot] = ResidentStore::kNone;
   r_.work_slot[i] = ResidentStore::kNone;
   if (!wp.waiting.empty()) {  // the head of the queue takes the freed slot
@@ -499,6 +504,136 @@ void PopulationSystem::digest_into(Digest& d) const {
     d.u64(w.waiting.size());
     for (const std::uint32_t q : w.waiting) d.u32(q);
   }
+}
+
+std::string PopulationSystem::check_invariants(const EntityRegistry& registry) const {
+  const std::string area = "population: ";
+  const std::uint32_t n = r_.size();
+  const std::size_t nz = zones_.size();
+  auto resident = [&](std::uint32_t i) { return "resident " + std::to_string(i) + " (" + id_text(r_.id[i]) + ")"; };
+  if (r_.community.size() != n || r_.profession.size() != n || r_.zone.size() != n || r_.active.size() != n ||
+      r_.work_point.size() != n || r_.work_slot.size() != n || row_hash_.size() != n) {
+    return area + "column lengths differ";
+  }
+  std::vector<std::uint32_t> active_cz(active_cz_.size(), 0), dormant(nz, 0), active(nz, 0), retiring(nz, 0);
+  std::uint32_t active_total = 0, retiring_total = 0;
+  std::uint64_t row_sum = 0;
+  std::size_t listed = 0;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    // 1. Identities.
+    if (!registry.is_alive(r_.id[i])) return area + "invariant 1: " + resident(i) + " is not alive in the registry";
+    if (resident_of(r_.id[i]) != static_cast<std::int32_t>(i)) {
+      return area + "invariant 1: " + resident(i) + " maps back to resident " + std::to_string(resident_of(r_.id[i]));
+    }
+    if (r_.active[i] > ResidentStore::kRetiring) return area + "invariant 1: " + resident(i) + " has lifecycle " + std::to_string(r_.active[i]);
+    if (r_.zone[i] >= nz) return area + resident(i) + " is in unknown zone " + std::to_string(r_.zone[i]);
+    row_sum += row_hash(i);
+    if (r_.active[i] == ResidentStore::kDormant) {
+      ++dormant[r_.zone[i]];
+    } else {
+      ++active[r_.zone[i]];
+      ++active_cz[r_.community[i] * nz + r_.zone[i]];
+      ++active_total;
+      if (r_.active[i] == ResidentStore::kRetiring) {
+        ++retiring[r_.zone[i]];
+        ++retiring_total;
+      }
+      if (listed >= active_list_.size() || active_list_[listed] != i) {
+        return area + "invariant 2: " + resident(i) + " is active but not next in the sorted active list";
+      }
+      ++listed;
+    }
+    // 4. Work-points: the resident's side.
+    if (r_.work_point[i] != ResidentStore::kNone) {
+      if (r_.active[i] != ResidentStore::kActive) return area + "invariant 4: " + resident(i) + " is not active but holds or awaits a work-point";
+      if (r_.work_point[i] < 0 || static_cast<std::size_t>(r_.work_point[i]) >= work_points_.size()) {
+        return area + "invariant 4: " + resident(i) + " names unknown work-point " + std::to_string(r_.work_point[i]);
+      }
+      const WorkPointState& wp = work_points_[static_cast<std::size_t>(r_.work_point[i])];
+      if (r_.work_slot[i] != ResidentStore::kNone) {
+        const auto slot = static_cast<std::size_t>(r_.work_slot[i]);
+        if (slot >= wp.occupant.size() || wp.occupant[slot] != static_cast<std::int32_t>(i)) {
+          return area + "invariant 4: " + resident(i) + " holds slot " + std::to_string(slot) + " of work-point " +
+                 std::to_string(r_.work_point[i]) + ", which does not name it";
+        }
+      } else if (std::count(wp.waiting.begin(), wp.waiting.end(), i) != 1) {
+        return area + "invariant 5: " + resident(i) + " awaits work-point " + std::to_string(r_.work_point[i]) +
+               " but is not in its FIFO exactly once";
+      }
+    } else if (r_.work_slot[i] != ResidentStore::kNone) {
+      return area + "invariant 4: " + resident(i) + " holds slot " + std::to_string(r_.work_slot[i]) + " of no work-point";
+    }
+  }
+  if (listed != active_list_.size()) return area + "invariant 2: the active list holds dormant residents";
+  if (row_sum != row_sum_) return area + "incremental row digest differs from a recount";
+  // 2. Counts; 3. capacity.
+  std::uint32_t dormant_total = 0;
+  for (std::size_t z = 0; z < nz; ++z) {
+    const std::string zone = "zone " + scenario_->zones[z].id;
+    if (zones_[z].dormant != dormant[z]) {
+      return area + "invariant 2: " + zone + " counts " + std::to_string(zones_[z].dormant) + " dormant, " +
+             std::to_string(dormant[z]) + " members are";
+    }
+    if (zones_[z].retiring != retiring[z]) {
+      return area + "invariant 2: " + zone + " counts " + std::to_string(zones_[z].retiring) + " retiring, " +
+             std::to_string(retiring[z]) + " members are";
+    }
+    if (active[z] > scenario_->zones[z].capacity) {
+      return area + "invariant 3: " + zone + " has " + std::to_string(active[z]) + " active members, capacity " +
+             std::to_string(scenario_->zones[z].capacity);
+    }
+    dormant_total += dormant[z];
+  }
+  for (std::size_t cell = 0; cell < active_cz.size(); ++cell) {
+    if (active_cz[cell] != active_cz_[cell]) {
+      return area + "invariant 2: community " + scenario_->communities[cell / nz].id + " in zone " +
+             scenario_->zones[cell % nz].id + " counts " + std::to_string(active_cz_[cell]) + " active, " +
+             std::to_string(active_cz[cell]) + " members are";
+    }
+  }
+  if (active_total != active_total_ || retiring_total != retiring_total_) {
+    return area + "invariant 2: totals count " + std::to_string(active_total_) + " active / " +
+           std::to_string(retiring_total_) + " retiring, the residents hold " + std::to_string(active_total) + " / " +
+           std::to_string(retiring_total);
+  }
+  if (active_total + dormant_total != n) {
+    return area + "invariant 2: active " + std::to_string(active_total) + " + dormant " + std::to_string(dormant_total) +
+           " != identities " + std::to_string(n);
+  }
+  // 4, 5. Work-points: the slots' side and the FIFOs.
+  for (std::size_t w = 0; w < work_points_.size(); ++w) {
+    const WorkPointState& wp = work_points_[w];
+    const std::string point = "work-point " + scenario_->work_points[w].id;
+    bool full = true;
+    for (std::size_t slot = 0; slot < wp.occupant.size(); ++slot) {
+      const std::int32_t o = wp.occupant[slot];
+      if (o == ResidentStore::kNone) {
+        full = false;
+        continue;
+      }
+      if (o < 0 || static_cast<std::uint32_t>(o) >= n || r_.work_point[static_cast<std::size_t>(o)] != static_cast<std::int32_t>(w) ||
+          r_.work_slot[static_cast<std::size_t>(o)] != static_cast<std::int32_t>(slot)) {
+        return area + "invariant 4: " + point + " slot " + std::to_string(slot) + " holds resident " + std::to_string(o) +
+               ", which does not hold that slot";
+      }
+    }
+    if (!wp.waiting.empty() && !full) return area + "invariant 5: " + point + " has a free slot and a waiting resident";
+    for (const std::uint32_t q : wp.waiting) {
+      if (q >= n || r_.work_point[q] != static_cast<std::int32_t>(w) || r_.work_slot[q] != ResidentStore::kNone) {
+        return area + "invariant 5: " + point + " FIFO holds resident " + std::to_string(q) + ", which does not await it";
+      }
+    }
+  }
+  // 6. Handoffs.
+  for (std::size_t k = 0; k < handoffs_.size(); ++k) {
+    const ZoneHandoff& h = handoffs_[k];
+    if (k > 0 && !(handoffs_[k - 1].resident < h.resident)) return area + "invariant 6: handoffs are not sorted by resident";
+    if (h.resident >= n || r_.active[h.resident] != ResidentStore::kActive || r_.zone[h.resident] != h.from || h.to >= nz) {
+      return area + "invariant 6: handoff of resident " + std::to_string(h.resident) + " from zone " +
+             std::to_string(h.from) + ": it is not active there";
+    }
+  }
+  return {};
 }
 
 PopulationCheckpoint PopulationSystem::capture() const {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <string_view>
 
 #include "bustle/core/digest.hpp"
 
@@ -24,6 +25,12 @@ bool segment_intersection(const Vec2& p1, const Vec2& p2, const Vec2& q1, const 
   if (t < 0.0 || t > 1.0 || u < 0.0 || u > 1.0) return false;
   t_out = t;
   return true;
+}
+
+// Invariant 2: the order of two neighbours in a garage queue.
+bool queue_in_order(const QueuedRequest& ahead, const QueuedRequest& behind) {
+  return ahead.priority > behind.priority ||
+         (ahead.priority == behind.priority && ahead.enqueue_ordinal < behind.enqueue_ordinal);
 }
 
 template <class T>
@@ -220,7 +227,10 @@ EnqueueResult VehicleSystem::enqueue(const std::string& garage, const std::strin
   // ordinal is the largest, so it goes after every equal priority).
   auto pos = std::find_if(gs.queue.begin(), gs.queue.end(),
                           [&](const QueuedRequest& e) { return e.priority < priority; });
-  gs.queue.insert(pos, std::move(q));
+  pos = gs.queue.insert(pos, std::move(q));
+  // Invariant 2 where it is written: the new request sits between its neighbours.
+  assert(pos == gs.queue.begin() || queue_in_order(*(pos - 1), *pos));
+  assert(pos + 1 == gs.queue.end() || queue_in_order(*pos, *(pos + 1)));
   r.status = EnqueueStatus::Accepted;
   r.ordinal = gs.next_enqueue_ordinal - 1;
   return r;
@@ -258,6 +268,8 @@ bool VehicleSystem::set_strategy(EntityId id, VehicleStrategy s) {
 
 void VehicleSystem::push_vehicle(std::uint64_t step_index, EntityId id, std::uint32_t garage, std::uint64_t ordinal,
                                  std::uint32_t prototype, const std::string& request_id, SimTier tier) {
+  assert(v_.dense_of[id.index] == VehicleStore::kNoSlot);  // read back by is_vehicle()/remove()
+  assert(managed_[garage] < scenario_->garages[garage].capacity);
   v_.dense_of[id.index] = v_.size();
   v_.id.push_back(id);
   v_.garage.push_back(garage);
@@ -287,6 +299,7 @@ void VehicleSystem::remove(EntityId id) {
   if (!is_vehicle(id)) return;
   const std::uint32_t slot = v_.dense_of[id.index];
   const std::uint32_t last = v_.size() - 1;
+  assert(managed_[v_.garage[slot]] > 0);
   --managed_[v_.garage[slot]];
   erase_at(v_.id, slot);
   erase_at(v_.garage, slot);
@@ -415,6 +428,8 @@ void VehicleSystem::dispatch(std::uint64_t step_index, EntityRegistry& registry,
       for (; done < n; ++done) {
         const AllocateResult a = registry.allocate();
         if (a.status != AllocateStatus::Allocated) break;  // entity capacity: the request stays queued
+        // Invariant 2 where it is read: the front goes first.
+        assert(gs.queue.size() < 2 || queue_in_order(gs.queue[0], gs.queue[1]));
         QueuedRequest q = std::move(gs.queue.front());
         gs.queue.erase(gs.queue.begin());
         gs.dispatched.insert(std::upper_bound(gs.dispatched.begin(), gs.dispatched.end(), q.request_id), q.request_id);
@@ -602,6 +617,8 @@ void VehicleSystem::evaluate_and_advance(std::uint64_t step_index, std::uint32_t
       }
       break;
     }
+    // Invariant 5 where it is written: never closer than the block headway.
+    assert(!std::isfinite(in.leader_gap_m) || moved_m <= std::max(0.0, in.leader_gap_m - rules.headway_block_m) + kEps);
     v_.lane[i] = cur;
     v_.s_m[i] = s;
     v_.route_index[i] = cur_ri;
@@ -698,6 +715,110 @@ void VehicleSystem::digest_into(Digest& d) const {
   d.u32(last_tiers_.forced).u32(last_tiers_.forced_overflow);
   d.u32(last_step_.moving).u32(last_step_.turnarounds).u32(last_step_.dispatched);
   for (const std::uint32_t c : last_step_.per_policy) d.u32(c);
+}
+
+std::string VehicleSystem::check_invariants(const EntityRegistry& registry) const {
+  const std::uint32_t n = v_.size();
+  const std::string area = "vehicles: ";
+  auto vehicle = [&](std::uint32_t i) { return "vehicle " + id_text(v_.id[i]); };
+  const bool columns_ok = v_.garage.size() == n && v_.ordinal.size() == n && v_.prototype.size() == n &&
+                          v_.route_index.size() == n && v_.lane.size() == n && v_.s_m.size() == n &&
+                          v_.speed_mps.size() == n && v_.strategy.size() == n && v_.policy.size() == n &&
+                          v_.reason.size() == n && v_.tier.size() == n && v_.leader.size() == n &&
+                          v_.steps_advanced.size() == n && v_.last_advance_step.size() == n &&
+                          v_.waiting_since.size() == n && v_.despawn_requested.size() == n &&
+                          v_.request_id.size() == n && cold_hash_.size() == n;
+  if (!columns_ok) return area + "column lengths differ";
+  std::vector<std::uint32_t> managed(garages_.size(), 0);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    const EntityId id = v_.id[i];
+    if (!registry.is_alive(id)) return area + vehicle(i) + " is not alive in the registry";
+    if (v_.dense_of[id.index] != i) {
+      return area + "dense_of[" + std::to_string(id.index) + "] is " + std::to_string(v_.dense_of[id.index]) +
+             ", " + vehicle(i) + " is in slot " + std::to_string(i);
+    }
+    if (v_.garage[i] >= garages_.size()) return area + vehicle(i) + " has unknown garage " + std::to_string(v_.garage[i]);
+    const auto& route = routes_[v_.garage[i]];
+    if (v_.route_index[i] >= route.size() || route[v_.route_index[i]] != v_.lane[i]) {
+      return area + vehicle(i) + " on lane " + std::to_string(v_.lane[i]) + " is not at route index " +
+             std::to_string(v_.route_index[i]) + " of its garage route";
+    }
+    if (!(v_.s_m[i] >= 0.0 && v_.s_m[i] <= lanes_->lane(v_.lane[i]).length_m)) {
+      return area + vehicle(i) + " at s " + std::to_string(v_.s_m[i]) + " m is off lane " + std::to_string(v_.lane[i]);
+    }
+    if (v_.tier[i] >= kSimTierCount || v_.policy[i] >= kControlPolicyCount) return area + vehicle(i) + " has an unknown tier or policy";
+    ++managed[v_.garage[i]];
+  }
+  std::uint32_t mapped = 0;
+  for (const std::uint32_t d : v_.dense_of) mapped += d != VehicleStore::kNoSlot;
+  if (mapped != n) return area + std::to_string(mapped) + " dense_of entries for " + std::to_string(n) + " vehicles";
+  for (std::uint32_t g = 0; g < garages_.size(); ++g) {
+    const GarageState& gs = garages_[g];
+    const std::string garage = "garage " + scenario_->garages[g].id;
+    if (managed[g] != managed_[g]) {
+      return area + garage + " counts " + std::to_string(managed_[g]) + " managed vehicles, " +
+             std::to_string(managed[g]) + " are in the store";
+    }
+    if (managed[g] > scenario_->garages[g].capacity) return area + garage + " manages more vehicles than its capacity";
+    // 1. A request id is in at most one of {queue, dispatched}, once.
+    for (std::size_t k = 1; k < gs.dispatched.size(); ++k) {
+      if (!(gs.dispatched[k - 1] < gs.dispatched[k])) return area + "invariant 1: " + garage + " dispatched ids are not a sorted set";
+    }
+    std::vector<std::string_view> queued;
+    for (const QueuedRequest& q : gs.queue) {
+      if (std::binary_search(gs.dispatched.begin(), gs.dispatched.end(), q.request_id)) {
+        return area + "invariant 1: " + garage + " request '" + q.request_id + "' is both queued and dispatched";
+      }
+      queued.push_back(q.request_id);
+    }
+    std::sort(queued.begin(), queued.end());
+    if (auto twice = std::adjacent_find(queued.begin(), queued.end()); twice != queued.end()) {
+      return area + "invariant 1: " + garage + " request '" + std::string(*twice) + "' is queued twice";
+    }
+    // 2. Priority (desc), then EnqueueOrdinal (asc).
+    for (std::size_t k = 1; k < gs.queue.size(); ++k) {
+      if (!queue_in_order(gs.queue[k - 1], gs.queue[k])) {
+        return area + "invariant 2: " + garage + " queue[" + std::to_string(k) + "] ('" + gs.queue[k].request_id +
+               "') is out of priority, then ordinal order";
+      }
+    }
+    // 3. Ordinals below next_vehicle_ordinal (a load continues the numbering, so >= dispatches).
+    if (gs.next_vehicle_ordinal < gs.dispatched.size()) {
+      return area + "invariant 3: " + garage + " next_vehicle_ordinal " + std::to_string(gs.next_vehicle_ordinal) +
+             " is below its " + std::to_string(gs.dispatched.size()) + " dispatches";
+    }
+  }
+  // 3. VehicleIds never repeat: (garage, ordinal) unique, ordinal already issued.
+  std::vector<std::uint32_t> order(n);
+  for (std::uint32_t i = 0; i < n; ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+    return v_.garage[a] != v_.garage[b] ? v_.garage[a] < v_.garage[b] : v_.ordinal[a] < v_.ordinal[b];
+  });
+  for (std::uint32_t k = 0; k < n; ++k) {
+    const std::uint32_t i = order[k];
+    if (v_.ordinal[i] >= garages_[v_.garage[i]].next_vehicle_ordinal) {
+      return area + "invariant 3: " + vehicle(i) + " has VehicleId " + vehicle_id(i) + ", not yet issued";
+    }
+    if (k > 0 && v_.garage[order[k - 1]] == v_.garage[i] && v_.ordinal[order[k - 1]] == v_.ordinal[i]) {
+      return area + "invariant 3: " + vehicle(order[k - 1]) + " and " + vehicle(i) + " share VehicleId " + vehicle_id(i);
+    }
+  }
+  // 5. Per lane, by (s, EntityId): each vehicle at least headway_block_m behind the next one.
+  std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+    if (v_.lane[a] != v_.lane[b]) return v_.lane[a] < v_.lane[b];
+    return v_.s_m[a] != v_.s_m[b] ? v_.s_m[a] < v_.s_m[b] : v_.id[a] < v_.id[b];
+  });
+  const double block = scenario_->vehicle_rules.headway_block_m;
+  for (std::uint32_t k = 1; k < n; ++k) {
+    const std::uint32_t behind = order[k - 1], ahead = order[k];
+    if (v_.lane[behind] != v_.lane[ahead] || v_.s_m[behind] == 0.0) continue;
+    const double gap = v_.s_m[ahead] - v_.s_m[behind];
+    if (gap < block - kEps) {
+      return area + "invariant 5: " + vehicle(behind) + " on lane " + std::to_string(v_.lane[behind]) + " is " +
+             std::to_string(gap) + " m behind " + vehicle(ahead) + " (headway_block_m " + std::to_string(block) + ")";
+    }
+  }
+  return {};
 }
 
 VehicleCheckpoint VehicleSystem::capture() const {
@@ -811,8 +932,7 @@ std::vector<std::pair<std::string, std::string>> VehicleSystem::restore(const Ve
       if (q.prototype >= spec.prototypes.size()) fail(qp + ".prototype", "unknown prototype");
       if (q.enqueue_ordinal >= gs.next_enqueue_ordinal) fail(qp + ".enqueue_ordinal", "not below next_enqueue_ordinal");
       if (k > 0) {
-        const QueuedRequest& prev = gs.queue[k - 1];
-        if (prev.priority < q.priority || (prev.priority == q.priority && prev.enqueue_ordinal >= q.enqueue_ordinal)) {
+        if (!queue_in_order(gs.queue[k - 1], q)) {
           fail(qp, "queue is not in priority, then ordinal order");
         }
       }

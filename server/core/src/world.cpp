@@ -551,6 +551,10 @@ void World::move_resident(std::uint32_t r) {
 
 void World::push_pedestrian(EntityId id, LaneIndex lane, double s_m, std::uint32_t resident, PriorityClass cls,
                             PedestrianOrigin origin) {
+  // Pedestrian invariants 1-3 where they are written (read back by remove_pedestrian).
+  assert(peds_.dense_of[id.index] == PedestrianStore::kNoSlot);
+  assert(registry_.is_alive(id));
+  assert((origin == PedestrianOrigin::Resident) == (resident != PedestrianStore::kNoResident));
   peds_.dense_of[id.index] = peds_.size();
   peds_.id.push_back(id);
   peds_.lane.push_back(lane);
@@ -851,6 +855,7 @@ void World::phase_move_pedestrians() {
 void World::remove_pedestrian(EntityId id) {
   const std::uint32_t slot = peds_.dense_of[id.index];
   assert(slot != PedestrianStore::kNoSlot);
+  assert(peds_.id[slot] == id);  // invariant 1, as push_pedestrian wrote it
   const std::uint32_t last = peds_.size() - 1;
   if (peds_.route[slot] != kNoRoute) routes_.release(peds_.route[slot]);
   if (peds_.origin[slot] == static_cast<std::uint8_t>(PedestrianOrigin::Background)) --background_count_;

@@ -9,10 +9,6 @@ namespace {
 
 constexpr std::size_t kMaxReportedErrors = 32;
 
-std::string id_text(EntityId id) {
-  return std::to_string(id.index) + ":" + std::to_string(id.generation);
-}
-
 std::string hex(std::uint64_t v) {
   static constexpr char kDigits[] = "0123456789abcdef";
   std::string out(16, '0');

@@ -78,9 +78,10 @@ void World::phase_despawn() {
       continue;
     }
     ++counters_.faded_total;
-    orphans_.insert(std::lower_bound(orphans_.begin(), orphans_.end(), o.id,
-                                     [](const OrphanRecord& r, EntityId v) { return r.id < v; }),
-                    o);
+    const auto at = std::lower_bound(orphans_.begin(), orphans_.end(), o.id,
+                                     [](const OrphanRecord& r, EntityId v) { return r.id < v; });
+    assert(at == orphans_.end() || !(at->id == o.id));  // orphan invariant 1, read back at final deletion
+    orphans_.insert(at, o);
     retiring_fifo_.push_back(o.id);
     despawn_notices_.push_back({o.id, o.reason, DespawnStage::Retiring, EntityKind::Pedestrian});
   }

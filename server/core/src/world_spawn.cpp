@@ -105,11 +105,15 @@ std::uint64_t World::accept_spawn(const SpawnPedestrian& c, std::int32_t zone, s
   ++spawn_.counters.requested;
   ++spawn_.counters.per_state_total[static_cast<std::size_t>(SpawnState::Queued)];
   spawn_events_.push_back({h.handle, h.state, h.failure, h.entity, h.origin});
+  assert(spawn_.live.empty() || spawn_.live.back().handle < h.handle);  // invariant 1, read by find_spawn()
   spawn_.live.push_back(h);  // handles increase: the vector stays sorted
   return h.handle;
 }
 
 void World::set_spawn_state(SpawnHandleState& h, SpawnState s, SpawnFailure f) {
+  // Invariants 2 and 3: a terminal handle never changes again, and only Failed carries a reason.
+  assert(!is_terminal(h.state));
+  assert((s == SpawnState::Failed) == (f != SpawnFailure::None));
   // A handle that ends before its walker holds the route gives the route back.
   if (is_terminal(s) && h.route != kNoRoute) {
     routes_.release(h.route);
@@ -127,6 +131,7 @@ void World::retire_terminal_spawns() {
   for (const SpawnHandleState& h : spawn_.live) {
     if (terminal(h)) spawn_.recent.push_back(h);
   }
+  assert(spawn_.recent.empty() || is_terminal(spawn_.recent.back().state));
   spawn_.live.erase(std::remove_if(spawn_.live.begin(), spawn_.live.end(), terminal), spawn_.live.end());
   if (spawn_.recent.size() > kSpawnHistory) {
     spawn_.recent.erase(spawn_.recent.begin(),
@@ -312,7 +317,7 @@ CommandResult World::apply_batch(const LifecycleBatch& b, CommandResult r) {
   for (const EntityId id : despawned) {
     if (broken.empty() && despawn_pending_[id.index] == 0) broken = "despawn not recorded";
   }
-  if (broken.empty()) broken = check_invariants();
+  if (broken.empty()) broken = check_lifecycle_counts();
   if (!broken.empty()) {
     r.batch = BatchStatus::InvariantFailure;
     r.reason = RejectReason::InvariantFailure;
@@ -324,30 +329,6 @@ CommandResult World::apply_batch(const LifecycleBatch& b, CommandResult r) {
   r.batch = BatchStatus::Committed;
   r.message.clear();
   return r;
-}
-
-std::string World::check_invariants() const {
-  std::uint32_t background = 0, residents = 0, spawned = 0;
-  for (std::uint32_t i = 0; i < peds_.size(); ++i) {
-    if (peds_.dense_of[peds_.id[i].index] != i) return "pedestrians: id index map";
-    if (!registry_.is_alive(peds_.id[i])) return "pedestrians: dead id in the active arrays";
-    switch (static_cast<PedestrianOrigin>(peds_.origin[i])) {
-      case PedestrianOrigin::Background: ++background; break;
-      case PedestrianOrigin::Resident: ++residents; break;
-      case PedestrianOrigin::Spawned: ++spawned; break;
-    }
-  }
-  if (background != background_count_) return "background count";
-  const PopulationSystem& pop = population_;
-  if (residents + pop.retiring_count() != pop.active_count()) return "residents: walking + retiring != active";
-  std::uint32_t dormant = 0;
-  for (const ZoneStatus& z : pop.zones()) dormant += z.dormant;
-  if (pop.active_count() + dormant != pop.residents().size()) return "residents: active + dormant != identities";
-  for (std::size_t k = 1; k < orphans_.size(); ++k) {
-    if (!(orphans_[k - 1].id < orphans_[k].id)) return "orphans: not sorted by id";
-  }
-  if (retiring_fifo_.size() != orphans_.size()) return "retiring FIFO and orphan set differ";
-  return {};
 }
 
 void World::digest_lifecycle_into(Digest& d) const {

@@ -16,7 +16,7 @@ bool parse_u64(const std::string& text, std::uint64_t& out) {
 }  // namespace
 
 std::string usage_text() {
-  return "usage: bustle-replay verify FILE [--from-step K] [--to-step K2]\n"
+  return "usage: bustle-replay verify FILE [--from-step K] [--to-step K2] [--check-invariants]\n"
          "       bustle-replay serve FILE [--port P] [--bind ADDR] [--token T]\n"
          "                                [--rate HZ | --clock fast|realtime] [--from-step K] "
          "[--loop]\n"
@@ -29,6 +29,8 @@ std::string usage_text() {
          "        (default: the last tick).\n"
          "        exit 0: 'OK verified N ticks ...'; exit 1: 'DIVERGED at tick T step S: ...'\n"
          "        (the first diverging tick); exit 2: the file cannot be read or replayed.\n"
+         "        --check-invariants also checks every core invariant after every tick;\n"
+         "        exit 3: 'INVARIANT BROKEN at tick T step S: <invariant>' (the first one).\n"
          "serve   re-simulates the recording and streams it like a live bustle-server\n"
          "        (default 127.0.0.1:7777, paced at the recorded rate; --rate HZ paces at HZ,\n"
          "        --clock fast steps back to back). Clients may query stats and pause or\n"
@@ -85,6 +87,8 @@ ParsedOptions parse_options(const std::vector<std::string>& args) {
         r.error = "--to-step is only valid with verify";
         return r;
       }
+    } else if (!serve && a == "--check-invariants") {
+      o.check_invariants = true;
     } else if (serve && a == "--port") {
       if (!value(v)) return r;
       std::uint64_t port = 0;

@@ -2,6 +2,7 @@
 #include <chrono>
 #include <cinttypes>
 #include <optional>
+#include <string>
 
 #include "bustle/replay/commands.hpp"
 #include "bustle/replay/replayer.hpp"
@@ -59,6 +60,14 @@ int run_verify(const ReplayOptions& options, std::FILE* out, std::FILE* err) {
       }
       std::fflush(out);
       return 1;
+    }
+    if (options.check_invariants) {
+      if (const std::string broken = rep->world().check_invariants(); !broken.empty()) {
+        std::fprintf(out, "INVARIANT BROKEN at tick %" PRIu64 " step %" PRIu64 ": %s\n", oc.tick, oc.replayed_step,
+                     broken.c_str());
+        std::fflush(out);
+        return 3;
+      }
     }
     if (ticks == 0) step_first = oc.replayed_step;
     step_last = oc.replayed_step;

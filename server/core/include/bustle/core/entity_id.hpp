@@ -38,6 +38,9 @@ struct EntityId {
   }
 };
 
+// "index:generation", the form every message uses to name an entity.
+std::string id_text(EntityId id);
+
 enum class AllocateStatus : std::uint8_t { Allocated, CapacityExhausted };
 
 struct AllocateResult {
@@ -76,6 +79,10 @@ class EntityRegistry {
   std::uint64_t state_digest() const { return digest_sum_; }
   std::uint64_t recompute_state_digest() const;
 
+  // Checks invariants 1 and 3 and the counts over every slot (O(capacity)):
+  // empty when they hold, else the first violation as "registry: ...".
+  std::string check_invariants() const;
+
   // Raw state for checkpoints. export_state() copies; import_state() replaces
   // this registry's state after checking every invariant above, and returns an
   // empty string or the first violation (as "field[i]: message").
@@ -86,6 +93,7 @@ class EntityRegistry {
                            const std::vector<std::uint32_t>& free_fifo, std::uint64_t pop_seq);
 
  private:
+  friend struct InvariantProbe;  // tests only: corrupts state to prove check_invariants() catches it
   std::vector<std::uint32_t> generation_;
   std::vector<std::uint8_t> alive_;
   std::vector<std::uint32_t> free_ring_;  // ring buffer of free slot indices

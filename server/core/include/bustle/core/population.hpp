@@ -36,8 +36,25 @@
 // Work-points: each slot holds at most one resident; when all are taken the
 // resident waits in a FIFO; leaving a slot hands it to the head of the queue.
 //
-// Invariants (checked by tests every step): active + dormant = residents;
-// per zone, active <= capacity; no two residents share a work-point slot.
+// Invariants (check_invariants() checks them all):
+//   1. Identities: every resident's EntityId is alive for the world's life and
+//      resident_of() maps it back; active is dormant, active or retiring.
+//   2. Counts: per zone, active + dormant = the members assigned to it (and
+//      the per community x zone, total and retiring counts match a recount);
+//      over all zones active + dormant = identities.
+//   3. Capacity: per zone, active <= capacity.
+//   4. Work-points: a slot holds at most one resident, and a resident holds at
+//      most one slot; slot and resident name each other; only active members
+//      hold or await a work-point.
+//   5. Waiting: a resident waits in its work-point's FIFO once, only while it
+//      holds no slot, and only while every slot is taken.
+//   6. Handoffs: sorted by resident, unique; each is active in its source zone.
+//
+// Transitions and where the invariants are asserted (written / read back):
+//   on_activated     Dormant -> Active      2 (set_active) / 4 (claim_work_point)
+//   on_retiring      Active -> Retiring     4 (release_work_point reads the slot claim wrote)
+//   on_deactivated   * -> Dormant           2, 4, 6
+//   resolve_handoffs Active in z -> Active in z'   2 (move_zone), 6
 #pragma once
 
 #include <cstdint>
@@ -186,12 +203,18 @@ class PopulationSystem {
   // Active members of community c in zone z (walking + retiring).
   std::uint32_t active_in(std::uint32_t c, std::uint32_t z) const { return active_cz_[c * zones_.size() + z]; }
 
+  // Invariants 1-6 above over every resident, zone and work-point slot
+  // (O(residents + slots)): empty when they hold, else the first violation as
+  // "population: invariant N: ...".
+  std::string check_invariants(const EntityRegistry& registry) const;
+
   void digest_into(Digest& d) const;
   PopulationCheckpoint capture() const;
   std::vector<std::pair<std::string, std::string>> restore(const PopulationCheckpoint& cp,
                                                            const EntityRegistry& registry);
 
  private:
+  friend struct InvariantProbe;  // tests only: corrupts state to prove check_invariants() catches it
   int entry_index(std::uint32_t community) const;
   void claim_work_point(std::uint32_t resident);
   void release_work_point(std::uint32_t resident);

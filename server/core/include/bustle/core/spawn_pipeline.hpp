@@ -18,6 +18,23 @@
 // Dependencies (registry capacity, zone room, the entity itself) are
 // re-validated each time a stage completes. What waits is counted as
 // deferred, never as failed.
+//
+// Invariants (World::check_invariants):
+//   1. live is sorted by handle, without repeats; every handle, live or
+//      recent, is below next_handle and appears once.
+//   2. live holds non-terminal states only, recent terminal states only (at
+//      most kSpawnHistory); failure is set exactly when the state is Failed.
+//   3. Exactly one terminal state per handle: requested = next_handle - 1 =
+//      live handles + entries into terminal states.
+//   4. Entity consistency: Queued has no entity; IdentityCreated holds a live
+//      id that is on no lane; Registered and later have an entity, which,
+//      while it walks, is a pedestrian of origin Spawned, and no route of
+//      their own (the walker holds it).
+//
+// Transitions (World, world_spawn.cpp): accept_spawn creates Queued (asserts
+// 1 where it is written); set_spawn_state performs every other transition and
+// asserts the handle was not terminal (2, 3); retire_terminal_spawns moves
+// terminal handles to recent and asserts what it read is terminal.
 #pragma once
 
 #include <cstdint>

@@ -20,7 +20,19 @@
 //   4. Every step, every vehicle reads the same pre-step snapshot, so the
 //      order of the vehicle arrays never changes an outcome.
 //   5. A vehicle never advances to within headway_block_m of its leader's
-//      pre-step position (stronger than the seed's 7 m observation).
+//      pre-step position (stronger than the seed's 7 m observation). Between
+//      steps this leaves, on every lane, consecutive vehicles at least
+//      headway_block_m apart, except a vehicle still at s = 0 (dispatch and
+//      turnaround place vehicles there, gated by entrance_clear_m instead).
+//
+// Which function performs each transition, and where each invariant is
+// asserted (written / read back):
+//   enqueue       planned -> queued          2 (insert position) / dispatch (front)
+//   dispatch      queued -> dispatched       1, 3 (ordinal) / push_vehicle
+//   cancel        queued -> canceled         1
+//   evaluate_and_advance  moves a vehicle    5 (advance cap) / check_invariants
+//   remove        managed -> despawned       store maps / check_invariants
+// check_invariants() checks all of them, and the store's maps, between steps.
 #pragma once
 
 #include <array>
@@ -245,6 +257,12 @@ class VehicleSystem {
   std::string vehicle_id(std::uint32_t dense) const;
   Pose pose(std::uint32_t dense) const { return lanes_->sample(v_.lane[dense], v_.s_m[dense]); }
 
+  // Invariants 1, 2, 3 and 5 and the store's consistency (dense_of, managed
+  // counts, lanes on the route, live ids), O(vehicles log vehicles + queued
+  // requests): empty when they hold, else the first violation as
+  // "vehicles: invariant N: ..." or "vehicles: ...".
+  std::string check_invariants(const EntityRegistry& registry) const;
+
   void digest_into(class Digest& d) const;
   VehicleCheckpoint capture() const;
   // Replaces the state; returns errors as (path, message) like World::restore.
@@ -252,6 +270,7 @@ class VehicleSystem {
                                                            const EntityRegistry& registry);
 
  private:
+  friend struct InvariantProbe;  // tests only: corrupts state to prove check_invariants() catches it
   void advance_signals(std::uint32_t step_us);
   void inject_plan(std::uint64_t step_index);
   void dispatch(std::uint64_t step_index, EntityRegistry& registry, const std::vector<Vec2>& observers);

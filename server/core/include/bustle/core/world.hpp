@@ -85,7 +85,15 @@ struct DespawnNotice {
 };
 
 // An entity that left the active arrays and waits, fading, for final
-// deletion. The orphan set is sorted by EntityId.
+// deletion.
+//
+// Invariants (World::check_invariants):
+//   1. The orphan set is sorted by EntityId, without repeats; the retiring
+//      FIFO holds the same ids, each once, with release steps non-decreasing
+//      from the front (so deleting from the front in order is complete).
+//   2. An orphan is alive and on no lane (neither a pedestrian nor a
+//      vehicle); a resident orphan is that resident, retiring, and the
+//      population's retiring count equals the resident orphans.
 struct OrphanRecord {
   EntityId id;
   DespawnReason reason = DespawnReason::Requested;
@@ -149,6 +157,18 @@ struct LedgerSummary {
 // Hot pedestrian state, structure-of-arrays, dense. Removal is swap-remove;
 // dense_of maps an entity index to its dense slot (kNoSlot when absent), so
 // iteration order is a deterministic function of history, never of addresses.
+//
+// Invariants (World::check_invariants):
+//   1. Every column has size() rows; dense_of[id[i].index] == i, and every
+//      other entry is kNoSlot.
+//   2. Every id is alive in the registry and is not a vehicle.
+//   3. origin is Resident exactly when resident != kNoResident, and then that
+//      resident has this id and is active (walking); background_pedestrians()
+//      counts origin Background.
+//   4. lane is a pedestrian lane and 0 <= s_m <= its length; tier, priority
+//      and origin are known values; phase == id_phase(id).
+//   5. route is kNoRoute or a live route-table slot that no one else holds.
+// Written by push_pedestrian / remove_pedestrian (which assert 1 and 2).
 struct PedestrianStore {
   static constexpr std::uint32_t kNoSlot = UINT32_MAX;
   std::vector<EntityId> id;
@@ -282,11 +302,23 @@ class World {
   // Recomputes the digest from scratch over the canonical state.
   std::uint64_t compute_digest() const;
 
-  // Count invariants (lifecycle axis): empty when they hold, else which broke.
-  // Checked after every lifecycle batch and by the scale tests every step.
+  // Every invariant the core headers number, checked against the current
+  // state (call between steps): the registry (entity_id.hpp), the pedestrian
+  // arrays (PedestrianStore), vehicles (vehicles.hpp), population
+  // (population.hpp), the spawn pipeline (spawn_pipeline.hpp), the orphan set
+  // and retiring FIFO (OrphanRecord), the route table, and that every live id
+  // has exactly one holder. Empty when all hold; otherwise the first broken
+  // one, named "<area>: invariant N: <what, with ids>" (for example
+  // "registry: invariant 3: free FIFO holds live index 41"). O(entity
+  // capacity + residents + vehicles log vehicles): opt-in, never run by
+  // step() itself (bustle-server --check-invariants runs it after each step).
   std::string check_invariants() const;
 
  private:
+  // Tests only (tests/core/invariant_probe.hpp): corrupts state so the tests
+  // can prove check_invariants() names each broken invariant. Checkpoint
+  // restore validates too much (and the digest) to be that seam.
+  friend struct InvariantProbe;
   World(const Scenario& scenario, std::uint64_t seed, LogSink* log);
 
   void phase_apply_commands();
@@ -325,6 +357,14 @@ class World {
   SpawnHandleState* live_spawn_of(EntityId id);
   CommandResult apply_batch(const LifecycleBatch& b, CommandResult r);
   std::string validate_despawn(EntityId id) const;
+  // The counts a lifecycle batch must leave intact (pedestrian maps and
+  // origins, residents walking + retiring, orphan order): the O(pedestrians)
+  // part of check_invariants() that apply_batch runs after every commit.
+  std::string check_lifecycle_counts() const;
+  std::string check_pedestrians() const;
+  std::string check_spawn_pipeline() const;
+  std::string check_orphans() const;
+  std::string check_holders() const;
   const SpawnHandleState* find_live_spawn(EntityId id) const;
   void finalize_orphan(const OrphanRecord& o, EntityKind kind);
   void digest_lifecycle_into(class Digest& d) const;

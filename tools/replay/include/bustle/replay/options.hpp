@@ -17,6 +17,7 @@ struct ReplayOptions {
   std::optional<std::uint64_t>
       from_step;                         // start at the keyframe before the first tick reaching it
   std::optional<std::uint64_t> to_step;  // verify: stop after the first tick reaching it
+  bool check_invariants = false;         // verify: World::check_invariants() after every tick
   // serve
   std::string bind_address = "127.0.0.1";
   std::uint16_t port = 7777;  // 0 = ephemeral

@@ -1,0 +1,261 @@
+// Executable invariants: World::check_invariants() and its sections. Each
+// section checks what one header numbers, against the current state, and
+// names the first violation with the ids involved. Nothing here changes state
+// or runs inside step(); callers opt in (tests, bustle-server
+// --check-invariants, bustle-replay verify --check-invariants).
+#include <algorithm>
+
+#include "bustle/core/world.hpp"
+
+namespace bustle::core {
+namespace {
+
+const OrphanRecord* find_orphan(const std::vector<OrphanRecord>& orphans, EntityId id) {
+  auto o = std::lower_bound(orphans.begin(), orphans.end(), id,
+                            [](const OrphanRecord& r, EntityId v) { return r.id < v; });
+  return o != orphans.end() && o->id == id ? &*o : nullptr;
+}
+
+}  // namespace
+
+std::string World::check_lifecycle_counts() const {
+  std::uint32_t background = 0, residents = 0;
+  for (std::uint32_t i = 0; i < peds_.size(); ++i) {
+    const EntityId id = peds_.id[i];
+    if (peds_.dense_of[id.index] != i) {
+      return "pedestrians: invariant 1: dense_of[" + std::to_string(id.index) + "] is " +
+             std::to_string(peds_.dense_of[id.index]) + ", pedestrian " + id_text(id) + " is in slot " +
+             std::to_string(i);
+    }
+    if (!registry_.is_alive(id)) return "pedestrians: invariant 2: pedestrian " + id_text(id) + " is not alive";
+    switch (static_cast<PedestrianOrigin>(peds_.origin[i])) {
+      case PedestrianOrigin::Background: ++background; break;
+      case PedestrianOrigin::Resident: ++residents; break;
+      case PedestrianOrigin::Spawned: break;
+    }
+  }
+  if (background != background_count_) {
+    return "pedestrians: invariant 3: background count is " + std::to_string(background_count_) + ", " +
+           std::to_string(background) + " pedestrians have origin background";
+  }
+  const PopulationSystem& pop = population_;
+  if (residents + pop.retiring_count() != pop.active_count()) {
+    return "population: invariant 2: " + std::to_string(residents) + " walking + " +
+           std::to_string(pop.retiring_count()) + " retiring residents != " + std::to_string(pop.active_count()) +
+           " active";
+  }
+  std::uint32_t dormant = 0;
+  for (const ZoneStatus& z : pop.zones()) dormant += z.dormant;
+  if (pop.active_count() + dormant != pop.residents().size()) {
+    return "population: invariant 2: active " + std::to_string(pop.active_count()) + " + dormant " +
+           std::to_string(dormant) + " != identities " + std::to_string(pop.residents().size());
+  }
+  for (std::size_t k = 1; k < orphans_.size(); ++k) {
+    if (!(orphans_[k - 1].id < orphans_[k].id)) {
+      return "orphans: invariant 1: orphan " + id_text(orphans_[k].id) + " is not after " + id_text(orphans_[k - 1].id);
+    }
+  }
+  if (retiring_fifo_.size() != orphans_.size()) {
+    return "orphans: invariant 1: the retiring FIFO holds " + std::to_string(retiring_fifo_.size()) + " ids, the orphan set " +
+           std::to_string(orphans_.size());
+  }
+  return {};
+}
+
+std::string World::check_pedestrians() const {
+  const std::uint32_t n = peds_.size();
+  if (peds_.lane.size() != n || peds_.s_m.size() != n || peds_.hops.size() != n || peds_.resident.size() != n ||
+      peds_.tier.size() != n || peds_.priority.size() != n || peds_.origin.size() != n || peds_.phase.size() != n ||
+      peds_.route.size() != n) {
+    return "pedestrians: invariant 1: column lengths differ";
+  }
+  std::uint32_t mapped = 0;
+  for (const std::uint32_t d : peds_.dense_of) mapped += d != PedestrianStore::kNoSlot;
+  if (mapped != n) {
+    return "pedestrians: invariant 1: " + std::to_string(mapped) + " dense_of entries for " + std::to_string(n) +
+           " pedestrians";
+  }
+  const ResidentStore& rs = population_.residents();
+  for (std::uint32_t i = 0; i < n; ++i) {
+    const EntityId id = peds_.id[i];
+    const std::string ped = "pedestrian " + id_text(id);
+    if (vehicles_.is_vehicle(id)) return "pedestrians: invariant 2: " + ped + " is also a vehicle";
+    const auto origin = static_cast<PedestrianOrigin>(peds_.origin[i]);
+    const std::uint32_t r = peds_.resident[i];
+    if ((origin == PedestrianOrigin::Resident) != (r != PedestrianStore::kNoResident)) {
+      return "pedestrians: invariant 3: " + ped + " has origin " + to_string(origin) + " and resident " +
+             (r == PedestrianStore::kNoResident ? std::string("none") : std::to_string(r));
+    }
+    if (r != PedestrianStore::kNoResident &&
+        (r >= rs.size() || rs.id[r] != id || rs.active[r] != ResidentStore::kActive)) {
+      return "pedestrians: invariant 3: " + ped + " walks for resident " + std::to_string(r) +
+             ", which is not this active identity";
+    }
+    if (peds_.lane[i] >= lanes_.size() || !is_pedestrian_lane(lanes_.lane(peds_.lane[i]).kind)) {
+      return "pedestrians: invariant 4: " + ped + " is on lane " + std::to_string(peds_.lane[i]) +
+             ", not a pedestrian lane";
+    }
+    if (!(peds_.s_m[i] >= 0.0 && peds_.s_m[i] <= lanes_.lane(peds_.lane[i]).length_m)) {
+      return "pedestrians: invariant 4: " + ped + " at s " + std::to_string(peds_.s_m[i]) + " m is off lane " +
+             std::to_string(peds_.lane[i]);
+    }
+    if (peds_.tier[i] >= kSimTierCount || peds_.priority[i] >= kPriorityClassCount || peds_.origin[i] > 2) {
+      return "pedestrians: invariant 4: " + ped + " has an unknown tier, priority or origin";
+    }
+    if (peds_.phase[i] != id_phase(id)) return "pedestrians: invariant 4: " + ped + " has a phase not derived from its id";
+    const std::uint32_t route = peds_.route[i];
+    if (route != kNoRoute && (route >= routes_.state().count.size() || routes_.state().count[route] == 0)) {
+      return "pedestrians: invariant 5: " + ped + " holds route slot " + std::to_string(route) + ", which is free";
+    }
+  }
+  return {};
+}
+
+std::string World::check_spawn_pipeline() const {
+  const SpawnPipelineState& sp = spawn_;
+  const std::string area = "spawn pipeline: ";
+  auto handle = [](const SpawnHandleState& h) { return "handle " + std::to_string(h.handle); };
+  std::vector<std::uint64_t> seen;
+  for (std::size_t k = 0; k < sp.live.size(); ++k) {
+    const SpawnHandleState& h = sp.live[k];
+    if (k > 0 && !(sp.live[k - 1].handle < h.handle)) {
+      return area + "invariant 1: live " + handle(h) + " is not after " + handle(sp.live[k - 1]);
+    }
+    if (is_terminal(h.state)) return area + "invariant 2: live " + handle(h) + " is " + to_string(h.state);
+  }
+  if (sp.recent.size() > kSpawnHistory) return area + "invariant 2: recent holds more than kSpawnHistory handles";
+  for (const SpawnHandleState& h : sp.recent) {
+    if (!is_terminal(h.state)) return area + "invariant 2: recent " + handle(h) + " is " + to_string(h.state);
+  }
+  for (const auto* list : {&sp.live, &sp.recent}) {
+    for (const SpawnHandleState& h : *list) {
+      if (h.handle == 0 || h.handle >= sp.next_handle) {
+        return area + "invariant 1: " + handle(h) + " was not issued (next_handle " + std::to_string(sp.next_handle) + ")";
+      }
+      if ((h.state == SpawnState::Failed) != (h.failure != SpawnFailure::None)) {
+        return area + "invariant 2: " + handle(h) + " is " + to_string(h.state) + " with failure " + to_string(h.failure);
+      }
+      seen.push_back(h.handle);
+    }
+  }
+  std::sort(seen.begin(), seen.end());
+  if (auto twice = std::adjacent_find(seen.begin(), seen.end()); twice != seen.end()) {
+    return area + "invariant 1: handle " + std::to_string(*twice) + " is both live and recent (or recent twice)";
+  }
+  // 3. Each handle ends exactly once.
+  const SpawnCounters& c = sp.counters;
+  std::uint64_t ended = 0;
+  for (std::size_t s = 0; s < kSpawnStateCount; ++s) {
+    if (is_terminal(static_cast<SpawnState>(s))) ended += c.per_state_total[s];
+  }
+  if (c.requested != sp.next_handle - 1 || c.requested != sp.live.size() + ended) {
+    return area + "invariant 3: " + std::to_string(c.requested) + " requested (next_handle " +
+           std::to_string(sp.next_handle) + ") but " + std::to_string(sp.live.size()) + " live + " +
+           std::to_string(ended) + " terminal entries";
+  }
+  // 4. Entity consistency.
+  for (const SpawnHandleState& h : sp.live) {
+    const bool null = h.entity.is_null();
+    const bool walking = !null && registry_.is_alive(h.entity) && peds_.dense_of[h.entity.index] != PedestrianStore::kNoSlot;
+    switch (h.state) {
+      case SpawnState::Queued:
+        if (!null) return area + "invariant 4: queued " + handle(h) + " already holds entity " + id_text(h.entity);
+        break;
+      case SpawnState::IdentityCreated:
+        if (null || !registry_.is_alive(h.entity) || walking || vehicles_.is_vehicle(h.entity)) {
+          return area + "invariant 4: identity_created " + handle(h) + " entity " + id_text(h.entity) +
+                 " is not a live id off every lane";
+        }
+        break;
+      default:
+        if (null) return area + "invariant 4: " + std::string(to_string(h.state)) + " " + handle(h) + " has no entity";
+        if (walking && peds_.origin[peds_.dense_of[h.entity.index]] != static_cast<std::uint8_t>(PedestrianOrigin::Spawned)) {
+          return area + "invariant 4: " + handle(h) + " entity " + id_text(h.entity) + " walks with origin " +
+                 to_string(static_cast<PedestrianOrigin>(peds_.origin[peds_.dense_of[h.entity.index]]));
+        }
+        if (h.route != kNoRoute) return area + "invariant 4: " + handle(h) + " still holds route slot " + std::to_string(h.route);
+        break;
+    }
+  }
+  return {};
+}
+
+std::string World::check_orphans() const {
+  // Invariant 1's order and sizes are in check_lifecycle_counts().
+  std::vector<EntityId> fifo = retiring_fifo_;
+  std::sort(fifo.begin(), fifo.end());
+  for (std::size_t k = 0; k < fifo.size(); ++k) {
+    if (!(fifo[k] == orphans_[k].id)) {
+      return "orphans: invariant 1: the retiring FIFO and the orphan set differ at " + id_text(orphans_[k].id);
+    }
+  }
+  const OrphanRecord* previous = nullptr;
+  for (const EntityId id : retiring_fifo_) {
+    const OrphanRecord* o = find_orphan(orphans_, id);
+    if (previous != nullptr && o->release_step < previous->release_step) {
+      return "orphans: invariant 1: " + id_text(id) + " is released at step " + std::to_string(o->release_step) +
+             ", before " + id_text(previous->id) + " ahead of it in the FIFO";
+    }
+    previous = o;
+  }
+  std::uint32_t resident_orphans = 0;
+  const ResidentStore& rs = population_.residents();
+  for (const OrphanRecord& o : orphans_) {
+    const std::string orphan = "orphan " + id_text(o.id);
+    if (!registry_.is_alive(o.id)) return "orphans: invariant 2: " + orphan + " is not alive";
+    if (peds_.dense_of[o.id.index] != PedestrianStore::kNoSlot || vehicles_.is_vehicle(o.id)) {
+      return "orphans: invariant 2: " + orphan + " is still on a lane";
+    }
+    if (o.lane >= lanes_.size()) return "orphans: invariant 2: " + orphan + " faded on unknown lane " + std::to_string(o.lane);
+    if (o.resident != UINT32_MAX) {
+      if (o.resident >= rs.size() || rs.id[o.resident] != o.id || rs.active[o.resident] != ResidentStore::kRetiring) {
+        return "orphans: invariant 2: " + orphan + " names resident " + std::to_string(o.resident) +
+               ", which is not this retiring identity";
+      }
+      ++resident_orphans;
+    }
+  }
+  if (resident_orphans != population_.retiring_count()) {
+    return "orphans: invariant 2: " + std::to_string(resident_orphans) + " resident orphans, the population counts " +
+           std::to_string(population_.retiring_count()) + " retiring";
+  }
+  return {};
+}
+
+std::string World::check_holders() const {
+  // Every live id has exactly one holder (a leak or a double release breaks
+  // the sum), and every live route slot has exactly one holder.
+  std::uint64_t held = population_.residents().size() + vehicles_.store().size();
+  held += peds_.size() - (population_.active_count() - population_.retiring_count());
+  for (const OrphanRecord& o : orphans_) held += o.resident == UINT32_MAX;
+  std::uint32_t routes_held = 0;
+  for (const SpawnHandleState& h : spawn_.live) {
+    held += h.state == SpawnState::IdentityCreated;
+    routes_held += h.route != kNoRoute;
+  }
+  if (held != registry_.alive_count()) {
+    return "lifecycle: " + std::to_string(registry_.alive_count()) + " live ids but " + std::to_string(held) +
+           " holders (residents, non-resident pedestrians, vehicles, non-resident orphans, identity_created handles)";
+  }
+  for (const std::uint32_t r : peds_.route) routes_held += r != kNoRoute;
+  if (std::string why = RouteTable::validate(routes_.state(), lanes_.size()); !why.empty()) return "routes: " + why;
+  if (routes_held != routes_.live()) {
+    return "routes: " + std::to_string(routes_.live()) + " live route slots but " + std::to_string(routes_held) +
+           " holders (pedestrians and waiting spawn handles)";
+  }
+  return {};
+}
+
+std::string World::check_invariants() const {
+  std::string broken = registry_.check_invariants();
+  if (broken.empty()) broken = check_lifecycle_counts();
+  if (broken.empty()) broken = check_pedestrians();
+  if (broken.empty()) broken = vehicles_.check_invariants(registry_);
+  if (broken.empty()) broken = population_.check_invariants(registry_);
+  if (broken.empty()) broken = check_spawn_pipeline();
+  if (broken.empty()) broken = check_orphans();
+  if (broken.empty()) broken = check_holders();
+  return broken;
+}
+
+}  // namespace bustle::core
