@@ -182,6 +182,30 @@ std::vector<EntityId> retiring_ids(const wire::Delta& delta) {
   return out;
 }
 
+WelcomeInfo to_welcome_info(const wire::Welcome& w) {
+  WelcomeInfo info;
+  info.server_version = str(w.server_version());
+  info.protocol_version = w.protocol_version();
+  info.session_id = w.session_id();
+  info.role = w.role();
+  info.step_us = w.step_us();
+  info.clock_mode = w.clock_mode();
+  info.scenario_id = str(w.scenario_id());
+  info.current_step = w.current_step();
+  info.lane_count = w.lanes() == nullptr ? 0u : w.lanes()->size();
+  if (const auto* garages = w.garages()) {
+    for (const wire::GarageGeometry* g : *garages) info.garages.push_back(to_garage_geometry(*g));
+  }
+  if (const auto* signals = w.signals()) {
+    for (const wire::SignalGeometry* g : *signals) info.signals.push_back(to_signal_geometry(*g));
+  }
+  if (const auto* chains = w.chains()) {
+    for (const wire::LaneChainInfo* lc : *chains) info.chains.push_back(to_lane_chain(*lc));
+  }
+  info.dots_every_steps = w.dots_every_steps();
+  return info;
+}
+
 GarageReport to_garage_report(const wire::GarageInfo& g) {
   GarageReport out;
   out.id = str(g.id());
@@ -550,26 +574,7 @@ Result<WelcomeInfo> Client::connect() {
                                       std::to_string(w->protocol_version()) + ", this client " +
                                       std::to_string(bustle::proto::kProtocolVersion)));
   }
-  WelcomeInfo info;
-  info.server_version = str(w->server_version());
-  info.protocol_version = w->protocol_version();
-  info.session_id = w->session_id();
-  info.role = w->role();
-  info.step_us = w->step_us();
-  info.clock_mode = w->clock_mode();
-  info.scenario_id = str(w->scenario_id());
-  info.current_step = w->current_step();
-  info.lane_count = w->lanes() == nullptr ? 0u : w->lanes()->size();
-  if (const auto* garages = w->garages()) {
-    for (const wire::GarageGeometry* g : *garages) info.garages.push_back(to_garage_geometry(*g));
-  }
-  if (const auto* signals = w->signals()) {
-    for (const wire::SignalGeometry* g : *signals) info.signals.push_back(to_signal_geometry(*g));
-  }
-  if (const auto* chains = w->chains()) {
-    for (const wire::LaneChainInfo* lc : *chains) info.chains.push_back(to_lane_chain(*lc));
-  }
-  info.dots_every_steps = w->dots_every_steps();
+  WelcomeInfo info = to_welcome_info(*w);
   welcome_ = info;
   handshaken_ = true;
   Result<WelcomeInfo> r;

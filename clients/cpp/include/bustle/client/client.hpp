@@ -139,6 +139,9 @@ struct WelcomeInfo {
   std::vector<LaneChain> chains;        // Welcome.chains; Delta.dots index this
   std::uint32_t dots_every_steps = 0;   // dot steps are multiples of this
 };
+// Everything the SDK keeps of a verified Welcome (Client::connect checks the
+// protocol version before using it).
+WelcomeInfo to_welcome_info(const bustle::wire::Welcome& welcome);
 
 struct StatsInfo {
   std::uint64_t step = 0;
