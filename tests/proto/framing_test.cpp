@@ -202,3 +202,17 @@ TEST_CASE("a frame naming a message type without its table fails verification") 
     CHECK(proto::verify_server_frame({fbb.GetBufferPointer(), fbb.GetSize()}, error) != nullptr);
   }
 }
+
+// Found by fuzzing (tests/fuzz/fuzz_sdk_frames): the Verifier accepts a
+// [ulong] vector whose elements sit at 4 mod 8, and the SDK iterated it with
+// misaligned uint64 loads. copy_scalar_vector reads such a vector bytewise.
+TEST_CASE("copy_scalar_vector reads a uint64 vector whose elements are misaligned") {
+  alignas(8) std::uint8_t raw[4 + 2 * 8] = {};
+  const std::uint32_t length = 2;
+  std::memcpy(raw, &length, 4);  // little-endian host, as FlatBuffers stores it
+  const std::uint64_t values[2] = {0x0102030405060708ull, 42};
+  std::memcpy(raw + 4, values, sizeof values);  // elements at offset 4: misaligned
+  const auto* v = reinterpret_cast<const flatbuffers::Vector<std::uint64_t>*>(raw);
+  CHECK(proto::copy_scalar_vector(v) == std::vector<std::uint64_t>{0x0102030405060708ull, 42});
+  CHECK(proto::copy_scalar_vector<std::uint64_t>(nullptr).empty());
+}

@@ -219,7 +219,7 @@ GarageReport to_garage_report(const wire::GarageInfo& g) {
   out.frame_index = g.frame_index();
   out.next_vehicle_ordinal = g.next_vehicle_ordinal();
   out.last_gate = g.last_gate();
-  if (const auto* steps = g.gate_steps()) out.gate_steps.assign(steps->begin(), steps->end());
+  out.gate_steps = bustle::proto::copy_scalar_vector(g.gate_steps());
   out.turnarounds = g.turnarounds();
   out.rejected_invalid = g.rejected_invalid();
   out.rejected_duplicate = g.rejected_duplicate();
@@ -332,11 +332,6 @@ EntityReport to_entity_report(const wire::EntityInfo& e) {
   return out;
 }
 
-template <class T>
-std::vector<T> to_vector(const flatbuffers::Vector<T>* v) {
-  return v == nullptr ? std::vector<T>() : std::vector<T>(v->begin(), v->end());
-}
-
 PopulationReport to_population_report(const wire::PopulationInfo& p) {
   PopulationReport out;
   out.hour = p.hour();
@@ -359,8 +354,8 @@ PopulationReport to_population_report(const wire::PopulationInfo& p) {
   out.spawned = p.spawned();
   out.pedestrian_target = p.pedestrian_target();
   out.handoffs_pending = p.handoffs_pending();
-  out.spawn_live = to_vector(p.spawn_live());
-  out.spawn_totals = to_vector(p.spawn_totals());
+  out.spawn_live = bustle::proto::copy_scalar_vector(p.spawn_live());
+  out.spawn_totals = bustle::proto::copy_scalar_vector(p.spawn_totals());
   out.spawn_requested = p.spawn_requested();
   out.spawn_deferred_by_cap = p.spawn_deferred_by_cap();
   out.spawn_deferred_by_capacity = p.spawn_deferred_by_capacity();
@@ -368,8 +363,8 @@ PopulationReport to_population_report(const wire::PopulationInfo& p) {
   out.retiring = p.retiring();
   out.faded_total = p.faded_total();
   out.fade_skipped_total = p.fade_skipped_total();
-  out.despawned_by_reason = to_vector(p.despawned_by_reason());
-  out.tiers = to_vector(p.tiers());
+  out.despawned_by_reason = bustle::proto::copy_scalar_vector(p.despawned_by_reason());
+  out.tiers = bustle::proto::copy_scalar_vector(p.tiers());
   out.tier_promoted = p.tier_promoted();
   out.tier_demoted = p.tier_demoted();
   out.tier_deferred = p.tier_deferred();
@@ -445,7 +440,7 @@ CommandReply to_command_reply(const wire::CommandResult& r) {
   out.handle = r.handle();
   if (r.entity() != nullptr) out.entity = EntityId::from_wire(*r.entity());
   out.batch = r.batch();
-  out.handles = to_vector(r.handles());
+  out.handles = bustle::proto::copy_scalar_vector(r.handles());
   if (r.entity_info() != nullptr) out.entity_info = to_entity_report(*r.entity_info());
   if (r.population() != nullptr) out.population = to_population_report(*r.population());
   if (r.spawn() != nullptr) out.spawn = to_spawn_status(*r.spawn());
