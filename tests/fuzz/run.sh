@@ -43,18 +43,20 @@ for t in "${targets[@]}"; do
   log="$work/last-run.log"
   # Options: -max_total_time bounds the run; -print_final_stats gives the
   # execution count; -timeout/-rss_limit_mb make a slow or huge input a finding.
+  began=$SECONDS
   # shellcheck disable=SC2086
   nice -n "${FUZZ_NICE:-0}" "$bin" "$work/corpus" "tests/fuzz/corpus/$t" \
     -max_total_time="$seconds" -print_final_stats=1 \
     -timeout="${FUZZ_TIMEOUT_S:-25}" -rss_limit_mb="${FUZZ_RSS_MB:-2048}" \
     -artifact_prefix="$work/artifacts/" ${FUZZ_ARGS:-} >"$log" 2>&1
   rc=$?
+  took=$((SECONDS - began))
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
   rss=$(sed -n 's/^stat::peak_rss_mb: *//p' "$log" | tail -1)
   cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1)
   printf 'fuzz: %-20s %4ss  execs %12s  exec/s %7s  %s  peak rss %s MiB  rc %d\n' \
-    "$t" "$seconds" "${execs:-?}" "${rate:-?}" "${cov:-cov: ?}" "${rss:-?}" "$rc"
+    "$t" "$took" "${execs:-?}" "${rate:-?}" "${cov:-cov: ?}" "${rss:-?}" "$rc"
   total=$((total + ${execs:-0}))
   if [[ $rc -ne 0 ]]; then
     failed+=("$t")

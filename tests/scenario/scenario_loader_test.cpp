@@ -81,6 +81,12 @@ TEST_CASE("each kind of bad file gives its own clear error") {
     const LoadResult r = load_scenario_text("{\n  \"id\": \"t\",\n  \"lanes\": [,]\n}", "test.json");
     require_single_error(r, "", "invalid JSON at line 3");
   }
+  SECTION("a number too large for a double is a syntax error naming its place") {
+    // Found by fuzzing (tests/fuzz/fuzz_scenario): nlohmann throws out_of_range
+    // (406) for it, which escaped the loader instead of becoming an error.
+    const LoadResult r = load_scenario_text("{\n  \"id\": \"t\",\n  \"step_us\": 1e999\n}", "test.json");
+    require_single_error(r, "", "invalid JSON at line 3, column 14: number overflow parsing '1e999'");
+  }
   SECTION("root is not an object") {
     require_single_error(load_scenario_text("[1,2]", "test.json"), "(root)", "must be an object");
   }

@@ -479,6 +479,12 @@ std::pair<std::size_t, std::size_t> line_col(std::string_view text, std::size_t 
   return {line, col};
 }
 
+// "invalid JSON at line L, column C: " for the byte at `at`.
+std::string invalid_json_at(std::string_view text, std::size_t at) {
+  const auto [line, col] = line_col(text, at);
+  return "invalid JSON at line " + std::to_string(line) + ", column " + std::to_string(col) + ": ";
+}
+
 }  // namespace
 
 std::string LoadError::to_string() const {
@@ -494,14 +500,25 @@ LoadResult load_scenario_text(std::string_view text, std::string_view source) {
     root = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/true,
                        /*ignore_comments=*/false);
   } catch (const json::parse_error& e) {
-    const std::size_t at = e.byte > 0 ? e.byte - 1 : 0;
-    const auto [line, col] = line_col(text, at);
     std::string what = e.what();
     // nlohmann prefixes "[json.exception.parse_error.101] parse error at line..";
     // keep only the human part after the last ": ".
     if (auto pos = what.rfind(": "); pos != std::string::npos) what = what.substr(pos + 2);
-    result.errors.push_back({src, "", "invalid JSON at line " + std::to_string(line) +
-                                          ", column " + std::to_string(col) + ": " + what});
+    result.errors.push_back({src, "", invalid_json_at(text, e.byte > 0 ? e.byte - 1 : 0) + what});
+    return result;
+  } catch (const json::out_of_range& e) {
+    // A number too large for a double ("[json.exception.out_of_range.406]
+    // number overflow parsing '1e999'") comes without a position; the token
+    // it quotes gives one. (Found by fuzzing: it escaped the loader.)
+    std::string what = e.what();
+    if (auto pos = what.find("] "); pos != std::string::npos) what = what.substr(pos + 2);
+    const auto open = what.find('\'');
+    const auto close = what.rfind('\'');
+    const std::size_t at = open != std::string::npos && close > open + 1
+                               ? text.find(what.substr(open + 1, close - open - 1))
+                               : std::string_view::npos;
+    result.errors.push_back(
+        {src, "", (at != std::string_view::npos ? invalid_json_at(text, at) : std::string("invalid JSON: ")) + what});
     return result;
   }
 
