@@ -37,6 +37,13 @@ TEST_CASE("each semantic error names its field") {
     s.step_us = 10;
     CHECK(has_error(validate_scenario(s), "step_us", "must be in"));
   }
+  SECTION("lane geometry out of bounds (found by fuzzing: fragment count overflow)") {
+    Scenario s = valid();
+    s.lanes[0].points = {{0, 0}, {100'001, 0}};
+    CHECK(has_error(validate_scenario(s), "lanes[0].points[1]", "within [-100000, 100000] m"));
+    s.lanes[0].points = {{-60'000, 0}, {60'000, 0}};
+    CHECK(has_error(validate_scenario(s), "lanes[0].points", "at most 100000 m"));
+  }
   SECTION("duplicate lane id") {
     Scenario s = valid();
     s.lanes.push_back(s.lanes[0]);

@@ -398,13 +398,16 @@ std::vector<ScenarioError> validate_scenario(const Scenario& s) {
       fail(p + ".points", "must have at least 2 points, got " + std::to_string(lane.points.size()));
     } else {
       for (std::size_t k = 0; k < lane.points.size(); ++k) {
-        if (!std::isfinite(lane.points[k].x_m) || !std::isfinite(lane.points[k].y_m)) {
-          fail(p + ".points[" + std::to_string(k) + "]", "coordinates must be finite");
+        if (!within(lane.points[k].x_m, -kCoordinateMaxM, kCoordinateMaxM) ||
+            !within(lane.points[k].y_m, -kCoordinateMaxM, kCoordinateMaxM)) {
+          fail(p + ".points[" + std::to_string(k) + "]", "coordinates must be finite and within [-100000, 100000] m");
         }
       }
       const double len = polyline_length(lane.points);
       if (!(len >= kLaneLengthMinM)) {
         fail(p + ".points", "polyline length must be at least 0.01 m");
+      } else if (!(len <= kLaneLengthMaxM)) {
+        fail(p + ".points", "polyline length must be at most 100000 m");
       }
     }
     if (!(lane.speed_mps_limit > 0.0) || !(lane.speed_mps_limit <= kSpeedMpsMax)) {

@@ -235,6 +235,12 @@ inline constexpr std::uint32_t kStepUsMax = 1'000'000;      // 1 Hz
 inline constexpr std::uint32_t kEntityCapacityMax = 1u << 24;
 inline constexpr std::uint32_t kInboxCapacityMax = 1u << 20;
 inline constexpr double kLaneLengthMinM = 0.01;
+// A city fits in a 200 km square, and no lane is longer than 100 km: the wire
+// carries positions as int32 centimetres (+-21 474 km), and the lane density
+// ledger cuts sidewalks into fragments of at least 1 m (so at most 10^5 per
+// lane). Found by fuzzing: an 8e15 m lane overflowed the fragment count.
+inline constexpr double kCoordinateMaxM = 100'000.0;
+inline constexpr double kLaneLengthMaxM = 100'000.0;
 inline constexpr double kSpeedMpsMax = 100.0;
 
 // Returns every semantic error found (empty = valid). Never throws.
