@@ -4,8 +4,13 @@
 PRESET ?= release
 BUILD_DIR := build/$(PRESET)
 ARGS ?=
+# Fuzzing (tests/fuzz, README "Fuzzing"): `make fuzz` runs every target for
+# FUZZ_SECONDS each; `make test` runs each for FUZZ_SMOKE_SECONDS over its
+# seed corpus. Both fail on any finding.
+FUZZ_SECONDS ?= 300
+FUZZ_SMOKE_SECONDS ?= 5
 
-.PHONY: all deps configure build test run bench clean format
+.PHONY: all deps configure build test run bench clean format fuzz-build fuzz fuzz-smoke
 
 all: build
 
@@ -18,8 +23,20 @@ configure: deps
 build: configure
 	@cmake --build --preset $(PRESET)
 
-test: build
+test: build fuzz-smoke
 	@ctest --preset $(PRESET)
+
+# The fuzz preset (clang, ASan + UBSan + libFuzzer) builds only the fuzz
+# targets and the libraries they link, in build/fuzz.
+fuzz-build: deps
+	@cmake --preset fuzz >/dev/null
+	@cmake --build --preset fuzz
+
+fuzz: fuzz-build
+	@tests/fuzz/run.sh $(FUZZ_SECONDS)
+
+fuzz-smoke: fuzz-build
+	@tests/fuzz/run.sh $(FUZZ_SMOKE_SECONDS)
 
 # Starts the server on the embedded default city (127.0.0.1:7777, realtime).
 # Extra flags: make run ARGS="--port 0 --clock fast"

@@ -16,6 +16,18 @@ if(BUSTLE_SANITIZE)
   target_compile_options(bustle_options INTERFACE -fsanitize=address,undefined -fno-omit-frame-pointer)
   target_link_options(bustle_options INTERFACE -fsanitize=address,undefined)
 endif()
+# Fuzzing (the `fuzz` preset): every project object gets libFuzzer's coverage
+# instrumentation plus ASan and UBSan, and any UBSan report aborts, so it is a
+# finding rather than a line in a log. The fuzz targets add -fsanitize=fuzzer
+# at link time (tests/fuzz/CMakeLists.txt).
+if(BUSTLE_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "BUSTLE_FUZZ needs Clang (libFuzzer); configure with the `fuzz` preset")
+  endif()
+  target_compile_options(bustle_options INTERFACE
+    -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
+  target_link_options(bustle_options INTERFACE -fsanitize=address,undefined)
+endif()
 add_library(bustle::options ALIAS bustle_options)
 
 # Helper: declare a project library in its own folder with include/ and src/.

@@ -20,6 +20,8 @@ BUILD_PACKAGES=(
   nlohmann-json3-dev
   catch2
   python3 python3-flatbuffers python3-pytest python3-jsonschema
+  # the fuzz preset (tests/fuzz, part of make test): Clang 14, libFuzzer and sanitizer runtimes
+  clang libclang-rt-14-dev
 )
 RUNTIME_PACKAGES=(libspdlog1.10 libfmt9 libsqlite3-0)
 BENCH_PACKAGES=(sumo sumo-tools python3)

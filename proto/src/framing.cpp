@@ -28,7 +28,16 @@ const Root* verify_root(std::span<const std::uint8_t> payload, const char* ident
     error = "FlatBuffers verification failed (bad offsets, depth or table count)";
     return nullptr;
   }
-  return flatbuffers::GetRoot<Root>(payload.data());
+  const Root* root = flatbuffers::GetRoot<Root>(payload.data());
+  // The Verifier accepts a union type whose table is absent (an absent table
+  // is valid for it); every reader casts the table by its type, so a frame
+  // naming a message it does not carry is malformed. (Found by fuzzing.)
+  if (static_cast<int>(root->message_type()) != 0 && root->message() == nullptr) {
+    error = "message type " + std::to_string(static_cast<int>(root->message_type())) +
+            " without its message table";
+    return nullptr;
+  }
+  return root;
 }
 
 }  // namespace
@@ -79,7 +88,13 @@ DecodeStatus FrameDecoder::next(std::span<const std::uint8_t>& payload) {
   if (n == 0) return error_ = DecodeStatus::EmptyFrame;
   if (n > max_frame_bytes_) return error_ = DecodeStatus::FrameTooLarge;
   if (avail < kLengthPrefixBytes + n) return DecodeStatus::NeedMore;
-  payload = {buffer_.data() + consumed_ + kLengthPrefixBytes, n};
+  const std::uint8_t* start = buffer_.data() + consumed_ + kLengthPrefixBytes;
+  if (reinterpret_cast<std::uintptr_t>(start) % kPayloadAlignment != 0) {
+    aligned_.assign(start, start + n);
+    start = aligned_.data();
+  }
+  assert(reinterpret_cast<std::uintptr_t>(start) % kPayloadAlignment == 0);
+  payload = {start, n};
   consumed_ += kLengthPrefixBytes + n;
   return DecodeStatus::Frame;
 }

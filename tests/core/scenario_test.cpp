@@ -37,6 +37,13 @@ TEST_CASE("each semantic error names its field") {
     s.step_us = 10;
     CHECK(has_error(validate_scenario(s), "step_us", "must be in"));
   }
+  SECTION("lane geometry out of bounds (found by fuzzing: fragment count overflow)") {
+    Scenario s = valid();
+    s.lanes[0].points = {{0, 0}, {100'001, 0}};
+    CHECK(has_error(validate_scenario(s), "lanes[0].points[1].x", "outside the world extent [-100000, 100000] m"));
+    s.lanes[0].points = {{-60'000, 0}, {60'000, 0}};
+    CHECK(has_error(validate_scenario(s), "lanes[0].points", "at most 100000 m"));
+  }
   SECTION("duplicate lane id") {
     Scenario s = valid();
     s.lanes.push_back(s.lanes[0]);
@@ -226,14 +233,14 @@ TEST_CASE("coordinates stay within the world extent, and distances are finite") 
   }
   SECTION("the extent itself is allowed") {
     Scenario s = valid();
-    s.lanes[0].points = {{-kWorldExtentM, -kWorldExtentM}, {kWorldExtentM, kWorldExtentM}};
+    s.lanes[0].points = {{-kWorldExtentM, -kWorldExtentM}, {-kWorldExtentM, -kWorldExtentM + 50.0}};
     s.observers = {{kWorldExtentM, 0.0}};
     CHECK(validate_scenario(s).empty());
   }
   SECTION("observers and area centres") {
     Scenario s = valid();
-    s.observers = {{0.0, 0.0}, {0.0, 2e7}};
-    s.tiers.importance.areas = {{"p", {-2e7, 0.0}, 10.0, 2.0}};
+    s.observers = {{0.0, 0.0}, {0.0, 2e5}};
+    s.tiers.importance.areas = {{"p", {-2e5, 0.0}, 10.0, 2.0}};
     const auto errs = validate_scenario(s);
     CHECK(has_error(errs, "observers[1].y", "world extent"));
     CHECK(has_error(errs, "tiers.importance.areas[0].center.x", "world extent"));

@@ -143,3 +143,76 @@ TEST_CASE("the client table budget fits the largest valid command and bounds the
   CHECK(proto::verify_client_frame(batch_payload(over), error) == nullptr);
   CHECK_FALSE(error.empty());
 }
+
+// Found by fuzzing (tests/fuzz/fuzz_server_inbound, fuzz_sdk_frames): payloads
+// were handed out at buffer offset 4 + earlier frames, so FlatBuffers read
+// uint32/uint64 fields from misaligned addresses (UBSan: "load of misaligned
+// address"). Every payload must be aligned, whatever came before it.
+TEST_CASE("payloads are aligned for FlatBuffers whatever the preceding frame lengths") {
+  std::vector<std::uint8_t> stream;
+  std::vector<std::vector<std::uint8_t>> payloads;
+  for (std::size_t n : {5u, 8u, 13u, 1u, 16u, 3u, 24u}) {
+    std::vector<std::uint8_t> p(n);
+    for (std::size_t i = 0; i < n; ++i) p[i] = static_cast<std::uint8_t>(n + i);
+    proto::append_frame(stream, p);
+    payloads.push_back(std::move(p));
+  }
+  for (std::size_t chunk : {std::size_t{1}, std::size_t{3}, stream.size()}) {
+    proto::FrameDecoder dec(proto::kClientFrameMaxBytes);
+    std::size_t seen = 0;
+    for (std::size_t at = 0; at < stream.size(); at += chunk) {
+      dec.feed({stream.data() + at, std::min(chunk, stream.size() - at)});
+      std::span<const std::uint8_t> out;
+      while (dec.next(out) == DecodeStatus::Frame) {
+        REQUIRE(seen < payloads.size());
+        CHECK(reinterpret_cast<std::uintptr_t>(out.data()) % proto::kPayloadAlignment == 0);
+        CHECK(std::equal(out.begin(), out.end(), payloads[seen].begin(), payloads[seen].end()));
+        ++seen;
+      }
+    }
+    CHECK(seen == payloads.size());
+  }
+}
+
+// Found by fuzzing (tests/fuzz/fuzz_sdk_frames): the FlatBuffers Verifier
+// accepts a union type whose table is absent, and Client::stash then bound a
+// reference to the missing CommandResult. Such a frame is malformed.
+TEST_CASE("a frame naming a message type without its table fails verification") {
+  std::string error;
+  {
+    flatbuffers::FlatBufferBuilder fbb;
+    wire::ClientFrameBuilder b(fbb);
+    b.add_message_type(wire::ClientMessage::Hello);
+    fbb.Finish(b.Finish(), wire::ClientFrameIdentifier());
+    CHECK(proto::verify_client_frame({fbb.GetBufferPointer(), fbb.GetSize()}, error) == nullptr);
+    CHECK(error.find("without its message table") != std::string::npos);
+  }
+  {
+    flatbuffers::FlatBufferBuilder fbb;
+    wire::ServerFrameBuilder b(fbb);
+    b.add_message_type(wire::ServerMessage::CommandResult);
+    fbb.Finish(b.Finish(), wire::ServerFrameIdentifier());
+    CHECK(proto::verify_server_frame({fbb.GetBufferPointer(), fbb.GetSize()}, error) == nullptr);
+  }
+  {
+    // Type NONE carries nothing; readers treat it as an unknown message.
+    flatbuffers::FlatBufferBuilder fbb;
+    wire::ServerFrameBuilder b(fbb);
+    fbb.Finish(b.Finish(), wire::ServerFrameIdentifier());
+    CHECK(proto::verify_server_frame({fbb.GetBufferPointer(), fbb.GetSize()}, error) != nullptr);
+  }
+}
+
+// Found by fuzzing (tests/fuzz/fuzz_sdk_frames): the Verifier accepts a
+// [ulong] vector whose elements sit at 4 mod 8, and the SDK iterated it with
+// misaligned uint64 loads. copy_scalar_vector reads such a vector bytewise.
+TEST_CASE("copy_scalar_vector reads a uint64 vector whose elements are misaligned") {
+  alignas(8) std::uint8_t raw[4 + 2 * 8] = {};
+  const std::uint32_t length = 2;
+  std::memcpy(raw, &length, 4);  // little-endian host, as FlatBuffers stores it
+  const std::uint64_t values[2] = {0x0102030405060708ull, 42};
+  std::memcpy(raw + 4, values, sizeof values);  // elements at offset 4: misaligned
+  const auto* v = reinterpret_cast<const flatbuffers::Vector<std::uint64_t>*>(raw);
+  CHECK(proto::copy_scalar_vector(v) == std::vector<std::uint64_t>{0x0102030405060708ull, 42});
+  CHECK(proto::copy_scalar_vector<std::uint64_t>(nullptr).empty());
+}

@@ -82,6 +82,12 @@ TEST_CASE("each kind of bad file gives its own clear error") {
     const LoadResult r = load_scenario_text("{\n  \"id\": \"t\",\n  \"lanes\": [,]\n}", "test.json");
     require_single_error(r, "", "invalid JSON at line 3");
   }
+  SECTION("a number too large for a double is a syntax error naming its place") {
+    // Found by fuzzing (tests/fuzz/fuzz_scenario): nlohmann throws out_of_range
+    // (406) for it, which escaped the loader instead of becoming an error.
+    const LoadResult r = load_scenario_text("{\n  \"id\": \"t\",\n  \"step_us\": 1e999\n}", "test.json");
+    require_single_error(r, "step_us", "invalid JSON at line 3, column 14: number overflow parsing '1e999'");
+  }
   SECTION("root is not an object") {
     require_single_error(load_scenario_text("[1,2]", "test.json"), "(root)", "must be an object");
   }
@@ -285,18 +291,24 @@ TEST_CASE("a number too large for a double names the file, position and field in
 
 TEST_CASE("lane points must lie within the world extent the wire can carry") {
   // 1.7e308 is a finite double, so it passed the finite check, gave an
-  // infinite lane length and saturated int32 centimetres on the wire.
+  // infinite lane length and positions the wire cannot carry.
   const std::string far_x = R"({"id":"t","lanes":[{"id":"a","kind":"sidewalk","points":[[0,0],[1.7e308,0]],"speed_mps_limit":1.4}]})";
-  require_single_error(load_scenario_text(far_x, "test.json"), "lanes[0].points[1].x",
-                       "outside the world extent [-10000000, 10000000] m");
+  const LoadResult far = load_scenario_text(far_x, "test.json");
+  REQUIRE(far.errors.size() == 2);  // the point, and the lane's length
+  CHECK(far.errors[0].path == "lanes[0].points[1].x");
+  CHECK(far.errors[0].message.find("outside the world extent [-100000, 100000] m") != std::string::npos);
+  CHECK(far.errors[1].message.find("at most 100000 m") != std::string::npos);
   const std::string far_y = R"({"id":"t","lanes":[{"id":"a","kind":"sidewalk","points":[[0,-1.7e308],[5,0]],"speed_mps_limit":1.4}]})";
-  require_single_error(load_scenario_text(far_y, "test.json"), "lanes[0].points[0].y", "is -1.7e+308 m");
-  const std::string at_limit = R"({"id":"t","lanes":[{"id":"a","kind":"sidewalk","points":[[-1e7,-1e7],[1e7,1e7]],"speed_mps_limit":1.4}]})";
+  const LoadResult far_south = load_scenario_text(far_y, "test.json");
+  REQUIRE_FALSE(far_south.errors.empty());
+  CHECK(far_south.errors[0].path == "lanes[0].points[0].y");
+  CHECK(far_south.errors[0].message.find("is -1.7e+308 m") != std::string::npos);
+  const std::string at_limit = R"({"id":"t","lanes":[{"id":"a","kind":"sidewalk","points":[[-1e5,-1e5],[-1e5,-99950]],"speed_mps_limit":1.4}]})";
   CHECK(load_scenario_text(at_limit, "test.json").ok());
-  require_single_error(load_scenario_text(city(R"(,"observers":[[0,0],[2e7,0]])"), "test.json"), "observers[1].x",
+  require_single_error(load_scenario_text(city(R"(,"observers":[[0,0],[2e5,0]])"), "test.json"), "observers[1].x",
                        "world extent");
   require_single_error(
-      load_scenario_text(city(R"(,"tiers":{"importance":{"areas":[{"id":"p","center":[0,-3e7]}]}})"), "test.json"),
+      load_scenario_text(city(R"(,"tiers":{"importance":{"areas":[{"id":"p","center":[0,-3e5]}]}})"), "test.json"),
       "tiers.importance.areas[0].center.y", "world extent");
 }
 

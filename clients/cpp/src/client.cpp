@@ -145,7 +145,7 @@ GarageReport to_garage_report(const wire::GarageInfo& g) {
   out.frame_index = g.frame_index();
   out.next_vehicle_ordinal = g.next_vehicle_ordinal();
   out.last_gate = g.last_gate();
-  if (const auto* steps = g.gate_steps()) out.gate_steps.assign(steps->begin(), steps->end());
+  out.gate_steps = to_vector(g.gate_steps());
   out.turnarounds = g.turnarounds();
   out.rejected_invalid = g.rejected_invalid();
   out.rejected_duplicate = g.rejected_duplicate();

@@ -2,17 +2,25 @@
 #pragma once
 
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include "bustle/proto/framing.hpp"
 #include "bustle/proto/wire.hpp"
 
 namespace bustle::client::detail {
 
 inline std::string str(const flatbuffers::String* s) { return s == nullptr ? std::string() : s->str(); }
 
+// Scalar vectors are copied bytewise (proto::copy_scalar_vector): a verified
+// vector's elements need not be aligned for their type.
 template <class T>
 std::vector<T> to_vector(const flatbuffers::Vector<T>* v) {
-  return v == nullptr ? std::vector<T>() : std::vector<T>(v->begin(), v->end());
+  if constexpr (std::is_arithmetic_v<T>) {
+    return bustle::proto::copy_scalar_vector(v);
+  } else {
+    return v == nullptr ? std::vector<T>() : std::vector<T>(v->begin(), v->end());
+  }
 }
 
 }  // namespace bustle::client::detail

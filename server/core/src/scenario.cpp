@@ -18,7 +18,7 @@ std::string number_text(double v) {
   return ec == std::errc() ? std::string(buf, end) : std::string("?");
 }
 
-// The extent as written in the schema and README ("10000000", not "1e+07").
+// The extent as written in the schema and README ("100000", not "1e+05").
 std::string extent_text() { return std::to_string(static_cast<std::int64_t>(kWorldExtentM)); }
 
 // A scenario coordinate: non-finite values are reported for the point as a
@@ -34,7 +34,7 @@ void check_coordinates(const Vec2& p, const std::string& path, Fail&& fail) {
   for (const auto& [v, axis] : axes) {
     if (std::fabs(v) > kWorldExtentM) {
       fail(path + axis, "is " + number_text(v) + " m, outside the world extent [-" + extent_text() + ", " +
-                            extent_text() + "] m (positions go to clients as int32 centimetres)");
+                            extent_text() + "] m");
     }
   }
 }
@@ -446,6 +446,8 @@ std::vector<ScenarioError> validate_scenario(const Scenario& s) {
       const double len = polyline_length(lane.points);
       if (!(len >= kLaneLengthMinM)) {
         fail(p + ".points", "polyline length must be at least 0.01 m");
+      } else if (!(len <= kLaneLengthMaxM)) {
+        fail(p + ".points", "polyline length must be at most 100000 m");
       }
     }
     if (!(lane.speed_mps_limit > 0.0) || !(lane.speed_mps_limit <= kSpeedMpsMax)) {

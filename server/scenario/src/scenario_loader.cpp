@@ -567,6 +567,12 @@ std::pair<std::size_t, std::size_t> line_col(std::string_view text, std::size_t 
   return {line, col};
 }
 
+// "invalid JSON at line L, column C: " for the byte at `at`.
+std::string invalid_json_at(std::string_view text, std::size_t at) {
+  const auto [line, col] = line_col(text, at);
+  return "invalid JSON at line " + std::to_string(line) + ", column " + std::to_string(col) + ": ";
+}
+
 }  // namespace
 
 std::string LoadError::to_string() const {
@@ -585,7 +591,6 @@ LoadResult load_scenario_text(std::string_view text, std::string_view source) {
     JsonFaultLocator locator;
     json::sax_parse(text.begin(), text.end(), &locator);
     const JsonFaultLocator::Fault& f = locator.fault();
-    const auto [line, col] = line_col(text, f.byte);
     std::string what = f.message;
     if (f.number_overflow) {
       what += " (beyond the range of a 64-bit float, about 1.8e308)";
@@ -596,9 +601,7 @@ LoadResult load_scenario_text(std::string_view text, std::string_view source) {
     }
     // A syntax error is about the file's structure and keeps an empty path; an
     // overflowing number names the field it was meant for.
-    result.errors.push_back({src, f.number_overflow ? f.path : "",
-                             "invalid JSON at line " + std::to_string(line) + ", column " + std::to_string(col) +
-                                 ": " + what});
+    result.errors.push_back({src, f.number_overflow ? f.path : "", invalid_json_at(text, f.byte) + what});
     return result;
   }
 

@@ -9,8 +9,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "bustle/proto/wire.hpp"
@@ -49,6 +51,11 @@ enum class DecodeStatus : std::uint8_t {
 
 const char* to_string(DecodeStatus s);
 
+// FlatBuffers reads scalars in place, and its Verifier checks alignment only
+// relative to the start of the buffer, so a payload must start at an address
+// aligned for the widest scalar in the schemas (uint64 step, digest).
+inline constexpr std::size_t kPayloadAlignment = 8;
+
 // Reassembles frames from a byte stream. After an error status the decoder
 // stays in that error; the connection must be closed.
 class FrameDecoder {
@@ -56,8 +63,10 @@ class FrameDecoder {
   explicit FrameDecoder(std::uint32_t max_frame_bytes) : max_frame_bytes_(max_frame_bytes) {}
 
   void feed(std::span<const std::uint8_t> bytes);
-  // On Frame, `payload` views the frame; it stays valid until the next call to
-  // feed() or next().
+  // On Frame, `payload` views the frame, aligned to kPayloadAlignment (a
+  // frame behind a 4-byte prefix, or behind a frame of odd length, is copied
+  // to an aligned buffer first); it stays valid until the next call to feed()
+  // or next().
   DecodeStatus next(std::span<const std::uint8_t>& payload);
 
   std::size_t buffered_bytes() const { return buffer_.size() - consumed_; }
@@ -66,16 +75,35 @@ class FrameDecoder {
  private:
   std::uint32_t max_frame_bytes_;
   std::vector<std::uint8_t> buffer_;
+  // Holds the current frame when its place in buffer_ is misaligned;
+  // std::allocator storage is aligned for every scalar type.
+  std::vector<std::uint8_t> aligned_;
   std::size_t consumed_ = 0;
   std::uint32_t declared_ = 0;
   DecodeStatus error_ = DecodeStatus::NeedMore;
 };
 
 // Verifies a payload and returns the root, or nullptr with `error` set to a
-// message that names what failed (identifier, structure).
+// message that names what failed (identifier, structure). A root that is
+// returned carries the message table its message_type() names (or type NONE).
 const bustle::wire::ClientFrame* verify_client_frame(std::span<const std::uint8_t> payload,
                                                      std::string& error);
 const bustle::wire::ServerFrame* verify_server_frame(std::span<const std::uint8_t> payload,
                                                      std::string& error);
+
+// The Verifier checks that a vector's length field is 4-byte aligned, not that
+// its elements are aligned for their type: in a verified buffer a [ulong]
+// vector may start at 4 mod 8, and iterating it loads uint64s from misaligned
+// addresses (found by fuzzing). Copy scalar vectors with this instead.
+template <class T>
+std::vector<T> copy_scalar_vector(const flatbuffers::Vector<T>* v) {
+  static_assert(std::is_arithmetic_v<T>, "scalar vectors only");
+  std::vector<T> out;
+  if (v == nullptr || v->size() == 0) return out;
+  out.resize(v->size());
+  std::memcpy(out.data(), v->Data(), out.size() * sizeof(T));
+  for (T& x : out) x = flatbuffers::EndianScalar(x);
+  return out;
+}
 
 }  // namespace bustle::proto

@@ -235,14 +235,17 @@ inline constexpr std::uint32_t kStepUsMax = 1'000'000;      // 1 Hz
 inline constexpr std::uint32_t kEntityCapacityMax = 1u << 24;
 inline constexpr std::uint32_t kInboxCapacityMax = 1u << 20;
 inline constexpr double kLaneLengthMinM = 0.01;
-inline constexpr double kSpeedMpsMax = 100.0;
 // World extent: every coordinate a scenario places (lane points, observers,
-// area-of-interest centres) satisfies |x|, |y| <= kWorldExtentM. Entities move
-// along lane polylines, so their positions stay inside it too. The wire sends
-// positions as int32 centimetres (net::quantize_cm, which static_asserts this
-// relation): 10 000 km is 1e9 cm, under half of the int32 limit (~2.147e9 cm),
-// so no position in the world saturates on the wire.
-inline constexpr double kWorldExtentM = 10'000'000.0;
+// area-of-interest centres) satisfies |x|, |y| <= kWorldExtentM, a 200 km
+// square, and no lane is longer than kLaneLengthMaxM. Entities move along lane
+// polylines, so their positions stay inside it too. The wire places entities
+// in unsigned 32-bit millimetres along their lane (proto/motion.hpp: 100 km is
+// 1e8 mm, well under 2^32), and the lane density ledger cuts sidewalks into
+// fragments of at least 1 m (at most 10^5 per lane). Found by fuzzing: an
+// 8e15 m lane overflowed the fragment count.
+inline constexpr double kWorldExtentM = 100'000.0;
+inline constexpr double kLaneLengthMaxM = 100'000.0;
+inline constexpr double kSpeedMpsMax = 100.0;
 
 // Returns every semantic error found (empty = valid). Never throws.
 std::vector<ScenarioError> validate_scenario(const Scenario& scenario);

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Runs the fuzz targets built by the `fuzz` preset, each for a bounded time,
+# over its seed corpus (tests/fuzz/corpus/<target>/), and fails on any finding.
+#
+#   tests/fuzz/run.sh SECONDS [TARGET...]   default: every target, one after another
+#
+# Environment: FUZZ_BUILD_DIR (build/fuzz), FUZZ_WORK_DIR ($FUZZ_BUILD_DIR/fuzz-work;
+# give a long campaign its own, so a `make test` meanwhile does not share its
+# logs), FUZZ_NICE (0; e.g. 10 to yield the
+# machine), FUZZ_TIMEOUT_S (25: one input taking longer is a finding),
+# FUZZ_RSS_MB (2048), FUZZ_ARGS (extra libFuzzer flags).
+#
+# New inputs found go to $FUZZ_WORK_DIR/<target>/corpus (never into the
+# checked-in seeds); a crash, leak, sanitizer report or timeout is written to
+# $FUZZ_WORK_DIR/<target>/artifacts/ and makes the run fail.
+# Each target prints libFuzzer's final statistics as one line.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+
+if [[ $# -lt 1 || ! "$1" =~ ^[0-9]+$ ]]; then
+  echo "usage: tests/fuzz/run.sh SECONDS [TARGET...]" >&2
+  exit 2
+fi
+seconds=$1
+shift
+build=${FUZZ_BUILD_DIR:-build/fuzz}
+work_root=${FUZZ_WORK_DIR:-$build/fuzz-work}
+targets=("$@")
+if [[ ${#targets[@]} -eq 0 ]]; then
+  targets=(fuzz_server_inbound fuzz_scenario fuzz_snapshot fuzz_recording fuzz_sdk_frames)
+fi
+
+failed=()
+total=0
+for t in "${targets[@]}"; do
+  bin="$build/tests/fuzz/$t"
+  if [[ ! -x "$bin" ]]; then
+    echo "fuzz: $bin is missing; build it with: cmake --preset fuzz && cmake --build --preset fuzz" >&2
+    exit 2
+  fi
+  work="$work_root/$t"
+  mkdir -p "$work/corpus" "$work/artifacts"
+  log="$work/last-run.log"
+  # Options: -max_total_time bounds the run; -print_final_stats gives the
+  # execution count; -timeout/-rss_limit_mb make a slow or huge input a finding.
+  began=$SECONDS
+  # shellcheck disable=SC2086
+  nice -n "${FUZZ_NICE:-0}" "$bin" "$work/corpus" "tests/fuzz/corpus/$t" \
+    -max_total_time="$seconds" -print_final_stats=1 \
+    -timeout="${FUZZ_TIMEOUT_S:-25}" -rss_limit_mb="${FUZZ_RSS_MB:-2048}" \
+    -artifact_prefix="$work/artifacts/" ${FUZZ_ARGS:-} >"$log" 2>&1
+  rc=$?
+  took=$((SECONDS - began))
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+  rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
+  rss=$(sed -n 's/^stat::peak_rss_mb: *//p' "$log" | tail -1)
+  cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1)
+  printf 'fuzz: %-20s %4ss  execs %12s  exec/s %7s  %s  peak rss %s MiB  rc %d\n' \
+    "$t" "$took" "${execs:-?}" "${rate:-?}" "${cov:-cov: ?}" "${rss:-?}" "$rc"
+  total=$((total + ${execs:-0}))
+  if [[ $rc -ne 0 ]]; then
+    failed+=("$t")
+    echo "fuzz: $t FAILED (exit $rc); artifacts in $work/artifacts/, log $log:" >&2
+    grep -E '^(==[0-9]+==|SUMMARY|.*runtime error|artifact_prefix|Test unit written)' "$log" | head -20 >&2
+  fi
+done
+echo "fuzz: $total executions in total over ${#targets[@]} target(s)"
+if [[ ${#failed[@]} -gt 0 ]]; then
+  echo "fuzz: findings in: ${failed[*]}" >&2
+  exit 1
+fi
