@@ -43,10 +43,8 @@ LaneGeometry to_lane_geometry(const wire::LaneInfo& l) {
   out.index = l.index();
   out.id = str(l.id());
   out.kind = l.kind();
-  if (const auto* points = l.points()) {
-    out.points.reserve(points->size());
-    for (const wire::Vec2d* p : *points) out.points.push_back({p->x(), p->y()});
-  }
+  // Copied before reading: a verified [Vec2d] need not be 8-byte aligned.
+  for (const wire::Vec2d& p : proto::copy_struct_vector(l.points())) out.points.push_back({p.x(), p.y()});
   out.length_m = l.length_m();
   out.speed_mps_limit = l.speed_mps_limit();
   out.successors = to_vector(l.successors());

@@ -106,4 +106,18 @@ std::vector<T> copy_scalar_vector(const flatbuffers::Vector<T>* v) {
   return out;
 }
 
+// The same for vectors of structs whose alignment exceeds the vector's
+// 4-byte length field (Vec2d, 8 bytes): elements are copied bytewise into
+// aligned storage before any field is read (found by fuzzing). Structs are
+// little-endian on the wire, like every supported host.
+template <class T>
+std::vector<T> copy_struct_vector(const flatbuffers::Vector<const T*>* v) {
+  static_assert(std::is_trivially_copyable_v<T>, "FlatBuffers structs only");
+  std::vector<T> out;
+  if (v == nullptr || v->size() == 0) return out;
+  out.resize(v->size());
+  std::memcpy(static_cast<void*>(out.data()), v->Data(), out.size() * sizeof(T));
+  return out;
+}
+
 }  // namespace bustle::proto
