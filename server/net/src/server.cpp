@@ -197,8 +197,7 @@ class Session : public std::enable_shared_from_this<Session> {
     // coalesced delta carries them once), and with every baseline; they are
     // this client's own (what it does not receive with identity) at this step.
     const std::uint32_t every = server_.welcome_.dots_every_steps;
-    const bool send_dots = every > 0 && (tracker_.baseline_pending() || frame->step / every > last_sent_step_ / every ||
-                                         (frame->dot_step && frame->step != last_sent_step_));
+    const bool send_dots = every > 0 && (tracker_.baseline_pending() || frame->step / every > last_sent_step_ / every);
     const SpatialIndex* index = tracker_.interest().observers.empty() ? nullptr : &server_.index_for(frame);
     tracker_.encode(*frame, index, server_.welcome_.stream, fbb_, send_dots);
     last_sent_step_ = frame->step;
@@ -230,9 +229,6 @@ class Session : public std::enable_shared_from_this<Session> {
     enqueue(finish_frame(fbb_), Frame::Push);
   }
 
-  // Peak of charged outbound bytes over this session's life (for the trim
-  // decision when it ends).
-  std::size_t peak_out_bytes() const { return peak_out_bytes_; }
 
   // Sends an Error frame, then closes this connection only.
   void fail(wire::ErrorCode code, const std::string& message) {
@@ -476,15 +472,11 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void answer_lease_query(std::uint32_t request_id) {
-    OutboundResult r;
-    r.session_id = id_;
-    r.request_id = request_id;
-    r.status = core::CommandStatus::Accepted;
+    OutboundResult r = network_answer(request_id, core::CommandStatus::Accepted);
     r.applied_step = last_sent_step_;
     r.leases = tracker_.lease_summary(last_sent_step_, server_.options_.lease_grace_steps);
     r.lease_grace_steps = server_.options_.lease_grace_steps;
-    ++inflight_;  // released when the answer is written
-    send_result(r);
+    send_network_answer(r);
   }
 
   // The per-client command rate (a token bucket): `commands_per_second_max`
@@ -505,15 +497,23 @@ class Session : public std::enable_shared_from_this<Session> {
     return false;
   }
 
-  void answer(std::uint32_t request_id) {
+  // Answers the network side gives itself (not from the sim thread): at the
+  // latest step this side has seen; counted in flight like any answer.
+  OutboundResult network_answer(std::uint32_t request_id, core::CommandStatus status) const {
     OutboundResult r;
     r.session_id = id_;
     r.request_id = request_id;
-    r.status = core::CommandStatus::Accepted;
+    r.status = status;
     r.applied_step = server_.latest_seen_ ? server_.latest_seen_->step : 0;
+    return r;
+  }
+
+  void send_network_answer(const OutboundResult& r) {
     ++inflight_;  // released when the answer is written
     send_result(r);
   }
+
+  void answer(std::uint32_t request_id) { send_network_answer(network_answer(request_id, core::CommandStatus::Accepted)); }
 
   // Idle: nothing received from the client and nothing written to it for
   // idle_timeout_ms (a peer that vanished, or one that neither reads nor
@@ -536,15 +536,10 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void reject(std::uint32_t request_id, core::RejectReason reason, std::string message) {
-    OutboundResult r;
-    r.session_id = id_;
-    r.request_id = request_id;
-    r.status = core::CommandStatus::Rejected;
+    OutboundResult r = network_answer(request_id, core::CommandStatus::Rejected);
     r.reason = reason;
     r.message = std::move(message);
-    r.applied_step = server_.latest_seen_ ? server_.latest_seen_->step : 0;
-    ++inflight_;  // released when the answer is written
-    send_result(r);
+    send_network_answer(r);
   }
 
   void handle_command(const wire::Command& cmd) {

@@ -120,7 +120,7 @@ class ReplayDriver {
   }
 
  private:
-  void publish() { server_.publish(net::make_published_frame(rep_.world(), archetypes_, rep_.world_epoch())); }
+  void publish() { server_.publish(frames_.make(rep_.world(), archetypes_, rep_.world_epoch())); }
 
   void advance() {
     assert(!ended_);
@@ -224,6 +224,7 @@ class ReplayDriver {
   const std::uint64_t start_tick_;
   const bool loop_;
   const net::ArchetypeTable archetypes_;  // Welcome.archetypes of the recording's scenario
+  net::FramePool frames_;                 // published frames, reused once the network side lets go
   bool paused_ = false;
   bool ended_ = false;
   bool resync_ = true;
