@@ -9,8 +9,13 @@ ARGS ?=
 # seed corpus. Both fail on any finding.
 FUZZ_SECONDS ?= 300
 FUZZ_SMOKE_SECONDS ?= 5
+# Soak (tools/soak, README "Soak driver"): `make soak` runs each scenario of
+# SOAK_SCENARIOS (tools/soak/scenarios/NAME.toml) for SOAK_SECONDS; reports go
+# to $(BUILD_DIR)/soak/NAME. `make test` runs the default city for 60 s.
+SOAK_SECONDS ?= 3600
+SOAK_SCENARIOS ?= default-city
 
-.PHONY: all deps configure build test run bench clean format fuzz-build fuzz fuzz-smoke
+.PHONY: all deps configure build test run bench clean format fuzz-build fuzz fuzz-smoke soak
 
 all: build
 
@@ -37,6 +42,12 @@ fuzz: fuzz-build
 
 fuzz-smoke: fuzz-build
 	@tests/fuzz/run.sh $(FUZZ_SMOKE_SECONDS)
+
+soak: build
+	@set -e; for s in $(SOAK_SCENARIOS); do \
+	  $(BUILD_DIR)/tools/soak/bustle-soak tools/soak/scenarios/$$s.toml \
+	    --duration $(SOAK_SECONDS) --report-dir $(BUILD_DIR)/soak/$$s; \
+	done
 
 # Starts the server on the embedded default city (127.0.0.1:7777, realtime).
 # Extra flags: make run ARGS="--port 0 --clock fast"

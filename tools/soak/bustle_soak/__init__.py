@@ -1,0 +1,1 @@
+"""bustle-soak: the soak driver (scenarios, invariant checks, reports)."""
