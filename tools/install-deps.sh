@@ -20,6 +20,8 @@ BUILD_PACKAGES=(
   nlohmann-json3-dev
   catch2
   python3 python3-flatbuffers python3-pytest python3-jsonschema
+  # pip install clients/python into a venv, offline (tests/clients/python_package)
+  python3-venv python3-setuptools python3-wheel
   # the fuzz preset (tests/fuzz, part of make test): Clang 14, libFuzzer and sanitizer runtimes
   clang libclang-rt-14-dev
 )

@@ -1,7 +1,9 @@
 """Import shim for the FlatBuffers modules that flatc generates at build time.
 
 The generated package ``bustle.wire`` lives in ``<build>/python`` (CMake target
-``bustle_python_wire``); nothing generated is committed. Everything else in
+``bustle_python_wire``), or beside ``bustle_client`` in site-packages when the
+package is installed (``pip install clients/python``: setup.py runs flatc into
+the wheel); nothing generated is committed. Everything else in
 ``bustle_client`` imports the generated code through this module so a missing
 build step fails with one clear message.
 """
@@ -118,8 +120,10 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError(
         "bustle_client needs the FlatBuffers modules generated at build time "
         "(package 'bustle.wire', CMake target 'bustle_python_wire') and the "
-        "'flatbuffers' package. Build the project and run with "
-        "PYTHONPATH=clients/python:<build>/python using /usr/bin/python3. "
+        "'flatbuffers' package. Either install the package (pip install "
+        "clients/python: flatc generates them into the wheel), or build the "
+        "project and run with PYTHONPATH=clients/python:<build>/python using "
+        "/usr/bin/python3. "
         f"Original error: {exc}"
     ) from exc
 

@@ -34,7 +34,7 @@ from __future__ import annotations
 import collections
 import socket
 import time
-from typing import Dict, Iterator, List, Optional
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 from . import codec
 from .mirror import EntityMirror
@@ -61,6 +61,8 @@ from .messages import (
     SpawnFailed,
     SpawnState,
     LeaseSummary,
+    Observer,
+    RepresentationBudgets,
     SpawnStatus,
     SpawnUpdate,
     Stats,
@@ -68,6 +70,20 @@ from .messages import (
     VehicleInfo,
     Welcome,
 )
+
+# Argument types of the public API (annotations only; nothing is converted here).
+#: An entity: EntityId or a plain (index, generation) tuple.
+EntityRef = Union[EntityId, Tuple[int, int]]
+#: An Observer or an (x_m, y_m[, z_m[, heading_rad[, radius_m]]]) tuple.
+ObserverLike = Union[Observer, Sequence[Optional[float]]]
+#: An enum member, its name or its value (e.g. a Role, PriorityClass, VehicleStrategy).
+EnumLike = Union[int, str]
+#: A spawn handle: its number, a CommandResult carrying it, or a SpawnStatus.
+SpawnHandle = Union[int, CommandResult, SpawnStatus]
+#: A snapshot job: its id or the CommandResult that started it.
+JobRef = Union[int, CommandResult]
+#: Anything a Session receives, decoded.
+ServerMessage = Union[Welcome, Delta, CommandResult, JobUpdate, SpawnUpdate]
 
 DEFAULT_TIMEOUT = 5.0
 #: Deltas kept while the caller waits for something else; more is an error
@@ -84,7 +100,7 @@ class Session:
 
     def __init__(self, sock: socket.socket, *, timeout: float = DEFAULT_TIMEOUT,
                  max_frame_bytes: int = codec.MAX_INBOUND_FRAME_BYTES,
-                 retry_rate_limited: bool = True):
+                 retry_rate_limited: bool = True) -> None:
         self._sock = sock
         self.timeout = timeout
         #: Resend a command answered RateLimited (nothing changed on the
@@ -124,7 +140,7 @@ class Session:
     def __enter__(self) -> "Session":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     @property
@@ -205,7 +221,7 @@ class Session:
         elif isinstance(msg, Welcome):
             raise ProtocolError("unexpected second Welcome from the server")
 
-    def recv(self, timeout: Optional[float] = None):
+    def recv(self, timeout: Optional[float] = None) -> ServerMessage:
         """Next message from the wire: Welcome, Delta, CommandResult, JobUpdate or SpawnUpdate.
 
         Does not look at buffered deltas/results. An Error frame raises
@@ -236,7 +252,7 @@ class Session:
 
     # -------------------------------------------------------------- handshake
 
-    def hello(self, name: str, role="viewer", token: Optional[str] = None,
+    def hello(self, name: str, role: EnumLike = "viewer", token: Optional[str] = None,
               protocol_version: Optional[int] = None, timeout: Optional[float] = None) -> Welcome:
         """Send Hello and wait for Welcome. ``role`` is 'viewer' or 'operator'."""
         self.send_payload(codec.build_hello(name, role, token, protocol_version), timeout)
@@ -251,7 +267,10 @@ class Session:
         self._next_request_id = (self._next_request_id + 1) & 0xFFFFFFFF or 1
         return request_id
 
-    def subscribe(self, kinds=None, observers=None, budgets=None, motion_tolerance_mm=None,
+    def subscribe(self, kinds: Optional[Iterable[EnumLike]] = None,
+                  observers: Optional[Sequence[ObserverLike]] = None,
+                  budgets: Optional[RepresentationBudgets] = None,
+                  motion_tolerance_mm: Optional[int] = None,
                   timeout: Optional[float] = None) -> CommandResult:
         """Start (or replace) the delta stream and wait for the server's answer.
 
@@ -279,7 +298,8 @@ class Session:
                 break
         return result
 
-    def update_interest(self, observers=None, budgets=None,
+    def update_interest(self, observers: Optional[Sequence[ObserverLike]] = None,
+                        budgets: Optional[RepresentationBudgets] = None,
                         timeout: Optional[float] = None) -> CommandResult:
         """Change the observers and budgets of the subscription, without a new
         baseline (entities enter and leave as the new interest requires).
@@ -385,7 +405,7 @@ class Session:
     def set_pedestrian_target(self, n: int, timeout: Optional[float] = None) -> CommandResult:
         return self.command("SetPedestrianTarget", timeout, count=n)
 
-    def despawn(self, index, generation: Optional[int] = None,
+    def despawn(self, index: Union[int, EntityRef], generation: Optional[int] = None,
                 timeout: Optional[float] = None) -> CommandResult:
         """Despawn by ``(index, generation)`` or an EntityId."""
         if generation is None:
@@ -412,14 +432,15 @@ class Session:
         """Remove a queued request; Rejected NotFound when it is not queued."""
         return self.command("CancelGarageRequest", timeout, garage=garage, request_id=request_id)
 
-    def set_vehicle_strategy(self, id, strategy, timeout: Optional[float] = None) -> CommandResult:
+    def set_vehicle_strategy(self, id: EntityRef, strategy: EnumLike, timeout: Optional[float] = None) -> CommandResult:
         """``id``: EntityId or (index, generation); ``strategy``: VehicleStrategy,
         its name ('Parked') or value."""
         index, generation = EntityId(*id)
         return self.command("SetVehicleStrategy", timeout, index=index, generation=generation,
                             strategy=strategy)
 
-    def set_observers(self, points, timeout: Optional[float] = None, *, views=None) -> CommandResult:
+    def set_observers(self, points: Sequence[Sequence[float]], timeout: Optional[float] = None, *,
+                      views: Optional[Sequence[Any]] = None) -> CommandResult:
         """Replace the observers that drive simulation tiers (at most 64).
 
         ``points``: (x_m, y_m), (x_m, y_m, z_m) or (x_m, y_m, z_m, heading_rad
@@ -462,13 +483,13 @@ class Session:
         """QuerySignals, returning the list (raises CommandRejected if rejected)."""
         return list(_payload(self.query_signals(timeout), "signals", "QuerySignals"))
 
-    def query_vehicle(self, id, timeout: Optional[float] = None) -> CommandResult:
+    def query_vehicle(self, id: EntityRef, timeout: Optional[float] = None) -> CommandResult:
         """QueryVehicle by EntityId or (index, generation); Rejected UnknownEntity
         when it is not a live vehicle."""
         index, generation = EntityId(*id)
         return self.command("QueryVehicle", timeout, index=index, generation=generation)
 
-    def vehicle(self, id, timeout: Optional[float] = None) -> VehicleInfo:
+    def vehicle(self, id: EntityRef, timeout: Optional[float] = None) -> VehicleInfo:
         """QueryVehicle, returning the VehicleInfo (raises CommandRejected if rejected)."""
         return _payload(self.query_vehicle(id, timeout), "vehicle", "QueryVehicle")
 
@@ -480,8 +501,9 @@ class Session:
     # wait_result(). The queries answer at once, any role.
 
     def spawn_pedestrian(self, zone: Optional[str] = None, lane: Optional[str] = None,
-                         priority="quest", timeout_ms: int = 0,
-                         timeout: Optional[float] = None, *, route=None) -> CommandResult:
+                         priority: EnumLike = "quest", timeout_ms: int = 0,
+                         timeout: Optional[float] = None, *,
+                         route: Optional[Sequence[str]] = None) -> CommandResult:
         """Ask for one pedestrian. Accepted with ``result.handle``; the handle's
         states then arrive as SpawnUpdates (see :meth:`wait_spawn`). ``zone`` /
         ``lane`` None: any sidewalk / any lane (of the zone); ``priority``: a
@@ -493,12 +515,12 @@ class Session:
         return self.command("SpawnPedestrian", timeout, zone=zone, lane=lane, priority=priority,
                             timeout_ms=timeout_ms, route=route)
 
-    def cancel_spawn(self, handle, timeout: Optional[float] = None) -> CommandResult:
+    def cancel_spawn(self, handle: SpawnHandle, timeout: Optional[float] = None) -> CommandResult:
         """Cancel a spawn not yet registered; ``result.entity`` is the id given
         back (None when no identity had been created)."""
         return self.command("CancelSpawn", timeout, handle=_spawn_handle(handle))
 
-    def report_attached(self, id, timeout: Optional[float] = None) -> CommandResult:
+    def report_attached(self, id: EntityRef, timeout: Optional[float] = None) -> CommandResult:
         """Report that this client holds a representation for a spawned entity
         (RepresentationRequested -> Attached). ``id``: EntityId or (index, generation)."""
         index, generation = EntityId(*id)
@@ -517,19 +539,19 @@ class Session:
             given = {k: getattr(current, k) if v is None else v for k, v in given.items()}
         return self.command("SetLifecycle", timeout, **given)
 
-    def lifecycle_batch(self, ops, timeout: Optional[float] = None) -> CommandResult:
+    def lifecycle_batch(self, ops: Iterable[Any], timeout: Optional[float] = None) -> CommandResult:
         """Apply lifecycle operations atomically (operator). ``ops``: LifecycleOp
         (:func:`spawn_op`, :func:`despawn_op`), ('spawn', {fields}) or
         ('despawn', id). ``result.batch`` is RejectedNoChange or Committed;
         ``result.handles`` has one spawn handle per Spawn op."""
         return self.command("LifecycleBatch", timeout, ops=list(ops))
 
-    def query_entity(self, id, timeout: Optional[float] = None) -> CommandResult:
+    def query_entity(self, id: EntityRef, timeout: Optional[float] = None) -> CommandResult:
         """QueryEntity (any role): every axis of one entity in ``result.entity_info``."""
         index, generation = EntityId(*id)
         return self.command("QueryEntity", timeout, index=index, generation=generation)
 
-    def entity(self, id, timeout: Optional[float] = None) -> EntityInfo:
+    def entity(self, id: EntityRef, timeout: Optional[float] = None) -> EntityInfo:
         """QueryEntity, returning the EntityInfo (raises CommandRejected if rejected)."""
         return _payload(self.query_entity(id, timeout), "entity_info", "QueryEntity")
 
@@ -541,15 +563,16 @@ class Session:
         """QueryPopulation, returning the PopulationInfo (raises CommandRejected if rejected)."""
         return _payload(self.query_population(timeout), "population", "QueryPopulation")
 
-    def query_spawn(self, handle, timeout: Optional[float] = None) -> CommandResult:
+    def query_spawn(self, handle: SpawnHandle, timeout: Optional[float] = None) -> CommandResult:
         """QuerySpawn (any role): a live or recent handle's state in ``result.spawn``."""
         return self.command("QuerySpawn", timeout, handle=_spawn_handle(handle))
 
-    def spawn_status(self, handle, timeout: Optional[float] = None) -> SpawnStatus:
+    def spawn_status(self, handle: SpawnHandle, timeout: Optional[float] = None) -> SpawnStatus:
         """QuerySpawn, returning the SpawnStatus (raises CommandRejected if rejected)."""
         return _payload(self.query_spawn(handle, timeout), "spawn", "QuerySpawn")
 
-    def report_leases(self, leases, *, wait: bool = False, timeout: Optional[float] = None):
+    def report_leases(self, leases: Iterable[Any], *, wait: bool = False,
+                      timeout: Optional[float] = None) -> Optional[CommandResult]:
         """Send a LeaseReport (what this client applied; see :class:`Lease`).
         With ``wait``, ask for and return its CommandResult; else nothing is
         answered."""
@@ -571,7 +594,7 @@ class Session:
     def buffered_spawn_updates(self) -> int:
         return len(self._spawn_updates)
 
-    def spawn_updates(self, handle=None) -> List[SpawnStatus]:
+    def spawn_updates(self, handle: Optional[SpawnHandle] = None) -> List[SpawnStatus]:
         """Take the SpawnUpdates already buffered (of one handle, or all), without waiting."""
         if handle is None:
             taken, self._spawn_updates = list(self._spawn_updates), collections.deque()
@@ -582,7 +605,7 @@ class Session:
             u for u in self._spawn_updates if u.handle != handle)
         return taken
 
-    def wait_spawn(self, handle, states=None, timeout: Optional[float] = None,
+    def wait_spawn(self, handle: SpawnHandle, states: Any = None, timeout: Optional[float] = None,
                    check: bool = False) -> List[SpawnStatus]:
         """Collect the pushed states of one spawn handle, oldest first, until
         one of ``states`` (a SpawnState or a collection of them; default: any
@@ -699,7 +722,7 @@ class Session:
     def buffered_job_updates(self) -> int:
         return len(self._job_updates)
 
-    def wait_job(self, job_id, terminal: bool = True, timeout: Optional[float] = None,
+    def wait_job(self, job_id: JobRef, terminal: bool = True, timeout: Optional[float] = None,
                  check: bool = False) -> List[JobStatus]:
         """Collect the pushed states of one job, oldest first.
 

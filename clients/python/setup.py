@@ -1,0 +1,55 @@
+"""Build hook of bustle-client: generate the wire modules with flatc.
+
+``build_py`` runs ``flatc --python`` on the schemas (``BUSTLE_SCHEMA_DIR``,
+default ``../../proto/schema`` beside this file) into the build directory, so
+the wheel carries ``bustle/wire`` generated from exactly the schemas of this
+checkout, and nothing generated ever lands in the source tree. Metadata is in
+pyproject.toml.
+"""
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from setuptools import setup
+from setuptools.command.build_py import build_py as _build_py
+
+HERE = Path(__file__).resolve().parent
+SCHEMAS = ("common.fbs", "client.fbs", "server.fbs")
+
+
+def schema_dir() -> Path:
+    d = Path(os.environ.get("BUSTLE_SCHEMA_DIR", HERE.parent.parent / "proto" / "schema"))
+    missing = [s for s in SCHEMAS if not (d / s).is_file()]
+    if missing:
+        raise SystemExit(f"bustle-client: no {', '.join(missing)} in {d}; build from a Bustle checkout "
+                         "or set BUSTLE_SCHEMA_DIR to proto/schema")
+    return d
+
+
+def generate(out: Path) -> None:
+    flatc = os.environ.get("FLATC") or shutil.which("flatc")
+    if not flatc:
+        raise SystemExit("bustle-client: flatc not found (Debian: apt-get install flatbuffers-compiler, "
+                         "or set FLATC)")
+    d = schema_dir()
+    shutil.rmtree(out / "bustle", ignore_errors=True)
+    subprocess.run([flatc, "--python", "-o", str(out), "-I", str(d), *(str(d / s) for s in SCHEMAS)],
+                   check=True)
+    if not (out / "bustle" / "wire" / "Delta.py").is_file():
+        raise SystemExit(f"bustle-client: flatc wrote no bustle/wire/Delta.py into {out}")
+
+
+class build_py(_build_py):
+    def run(self):
+        super().run()
+        generate(Path(self.build_lib))
+
+    def get_outputs(self, include_bytecode=1):
+        outputs = super().get_outputs(include_bytecode)
+        wire = Path(self.build_lib) / "bustle"
+        return outputs + [str(p) for p in wire.rglob("*.py")] if wire.is_dir() else outputs
+
+
+setup(cmdclass={"build_py": build_py})
