@@ -50,6 +50,8 @@ class Checker:
 
     #: Keep at most this many violations per invariant in full (all are counted).
     KEEP_PER_INVARIANT = 50
+    #: Steps whose digest is remembered (a few hours at 10 Hz; bounded memory with the fast clock).
+    DIGESTS_KEPT = 200_000
 
     def __init__(self, started: float):
         self.started = started
@@ -57,6 +59,7 @@ class Checker:
         self.violations: List[Violation] = []
         self.counts: Dict[str, int] = {name: 0 for name in INVARIANTS}
         self.checks: Dict[str, int] = {name: 0 for name in INVARIANTS}
+        #: (epoch, step) -> (digest, first client that saw it); oldest dropped past DIGESTS_KEPT
         self._digests: Dict[Tuple[int, int], Tuple[int, str]] = {}
         self._city_counts: Dict[Tuple[int, int], Tuple[int, int, str]] = {}
         self._pending_stats: List[Tuple[int, int, int, int]] = []  # (epoch, step, pedestrians, vehicles)
@@ -90,6 +93,8 @@ class Checker:
             seen = self._digests.get(key)
             if seen is None:
                 self._digests[key] = (digest, client)
+                if len(self._digests) > self.DIGESTS_KEPT:
+                    del self._digests[next(iter(self._digests))]  # dicts keep insertion order
                 self.checks["digest-agreement"] += 1
                 return
         if seen[0] == digest:

@@ -443,7 +443,7 @@ class Worker(threading.Thread):
         if not bad:
             checker.passed("unique-ids")
         if bad:
-            # the mirror would reject the same thing again; drop the duplicates
+            # the mirror would reject the same thing again; drop the repeated entries
             seen = set()
             entered = []
             for e in delta.entered:
@@ -804,6 +804,8 @@ def run(scenario: Scenario, *, server_binary: Optional[str], duration_s: Optiona
                             epoch = world.epoch
                         st = control.stats()
                         checker.stats_sample(epoch, st.step, st.pedestrians, st.vehicles)
+                        # the server's own digest at that step joins the comparison
+                        checker.digest(epoch, st.step, st.digest, "stats")
                         last = st
                     except BustleError as exc:
                         checker.fail("connection", "soak-sampler", f"QueryStats failed: {exc}")

@@ -100,7 +100,7 @@ class Limits:
     command_deadline_s: float = 5.0
     stream_stall_s: float = 5.0
     quiesce_timeout_s: float = 15.0
-    max_step_gap: int = 8  # steps one delta may skip (realtime catch-up runs steps back to back)
+    max_step_gap: int = 100  # steps one delta may skip (the network thread sends the latest step)
     rss_mib_max: Optional[float] = None
     rss_growth_mib_max: Optional[float] = None
     fds_max: Optional[int] = None
@@ -317,7 +317,7 @@ def _limits(value) -> Limits:
     lim.command_deadline_s = r.get("command_deadline_s", float, 5.0, lo=0.1, hi=600)
     lim.stream_stall_s = r.get("stream_stall_s", float, 5.0, lo=0.5, hi=600)
     lim.quiesce_timeout_s = r.get("quiesce_timeout_s", float, 15.0, lo=1, hi=600)
-    lim.max_step_gap = r.get("max_step_gap", int, 8, lo=0, hi=1 << 30)
+    lim.max_step_gap = r.get("max_step_gap", int, 100, lo=0, hi=1 << 30)
     lim.rss_mib_max = r.get("rss_mib_max", float, None, lo=1)
     lim.rss_growth_mib_max = r.get("rss_growth_mib_max", float, None, lo=0)
     lim.fds_max = r.get("fds_max", int, None, lo=1)
