@@ -3,8 +3,9 @@
 ``build_py`` runs ``flatc --python`` on the schemas (``BUSTLE_SCHEMA_DIR``,
 default ``../../proto/schema`` beside this file) into the build directory, so
 the wheel carries ``bustle/wire`` generated from exactly the schemas of this
-checkout, and nothing generated ever lands in the source tree. Metadata is in
-pyproject.toml.
+checkout. An editable install (``pip install -e``) generates them into
+``build/wire-python`` here (ignored by git), where ``bustle_client._wire``
+finds them. Metadata is in pyproject.toml.
 """
 
 import os
@@ -41,10 +42,18 @@ def generate(out: Path) -> None:
         raise SystemExit(f"bustle-client: flatc wrote no bustle/wire/Delta.py into {out}")
 
 
+#: Where an editable install (pip install -e) generates the wire modules;
+#: bustle_client/_wire.py looks there when bustle.wire is not importable.
+EDITABLE_WIRE = HERE / "build" / "wire-python"
+
+
 class build_py(_build_py):
     def run(self):
         super().run()
-        generate(Path(self.build_lib))
+        if getattr(self, "editable_mode", False):
+            generate(EDITABLE_WIRE)
+        else:
+            generate(Path(self.build_lib))
 
     def get_outputs(self, include_bytecode=1):
         outputs = super().get_outputs(include_bytecode)

@@ -8,6 +8,19 @@ the wheel); nothing generated is committed. Everything else in
 build step fails with one clear message.
 """
 
+import importlib.util
+import os
+import sys
+
+if importlib.util.find_spec("bustle") is None:
+    # An editable install (pip install -e clients/python) generates the wire
+    # modules into clients/python/build/wire-python (setup.py); appended, so
+    # a build tree on PYTHONPATH still comes first.
+    _editable = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                             "build", "wire-python")
+    if os.path.isdir(os.path.join(_editable, "bustle", "wire")):
+        sys.path.append(_editable)
+
 try:
     import flatbuffers  # noqa: F401  (Debian: python3-flatbuffers)
     from bustle.wire import (

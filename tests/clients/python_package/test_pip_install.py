@@ -24,9 +24,9 @@ PACKAGE = ROOT / "clients" / "python"
 SCHEMA = ROOT / "proto" / "schema"
 
 
-@pytest.fixture(scope="module")
-def venv(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("pip")
+def pip_install(tmp: Path, *options: str):
+    """Copy the package and the schemas (checkout layout) into ``tmp``, make
+    a venv there and pip install the copy offline; returns (python, env, src)."""
     src = tmp / "src"
     shutil.copytree(PACKAGE, src / "clients" / "python",
                     ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
@@ -36,9 +36,16 @@ def venv(tmp_path_factory):
     python = env_dir / "bin" / "python"
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     r = subprocess.run([str(python), "-m", "pip", "install", "--no-index", "--no-build-isolation",
-                        "--quiet", str(src / "clients" / "python")],
+                        "--quiet", *options, str(src / "clients" / "python")],
                        capture_output=True, text=True, env=env, cwd=tmp, timeout=240)
     assert r.returncode == 0, r.stdout + r.stderr
+    return python, env, src
+
+
+@pytest.fixture(scope="module")
+def venv(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("pip")
+    python, env, _ = pip_install(tmp)
     return python, env, tmp
 
 
@@ -135,3 +142,16 @@ def test_installed_package_steps_a_manual_clock_server(venv, tmp_path):
         assert r.stdout.strip() == "0 [1, 2, 3] 3"
     finally:
         server.stop()
+
+
+def test_editable_install_finds_its_generated_wire_modules(tmp_path):
+    """pip install -e: flatc writes into clients/python/build/wire-python of
+    the (copied) source, which bustle_client._wire puts on sys.path."""
+    python, env, src = pip_install(tmp_path, "-e")
+    r = subprocess.run([str(python), "-c", "import bustle_client, bustle.wire; "
+                        "print(bustle_client.__file__); print(list(bustle.wire.__path__)[0])"],
+                       capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
+    assert r.returncode == 0, r.stderr
+    module, wire = r.stdout.strip().splitlines()
+    assert module == str(src / "clients" / "python" / "bustle_client" / "__init__.py")
+    assert wire == str(src / "clients" / "python" / "build" / "wire-python" / "bustle" / "wire")
