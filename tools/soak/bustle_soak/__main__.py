@@ -79,7 +79,9 @@ def main(argv=None) -> int:
               f"pedestrians={row.get('pedestrians')} vehicles={row.get('vehicles')} "
               f"rss={row.get('rss_mib', 0):.1f}MiB fds={row.get('fds')} violations={bad}", flush=True)
 
-    from . import driver, report  # the client (and its wire modules) only for a run
+    from bustle_client import BustleError  # the client (and its wire modules) only for a run
+
+    from . import driver, report
 
     out = Path(args.report_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -87,13 +89,15 @@ def main(argv=None) -> int:
         rep = driver.run(scn, server_binary=args.server or os.environ.get("BUSTLE_SERVER"),
                          duration_s=duration, faults=dict(args.inject_fault),
                          workdir=out / "work", progress=progress)
-    except (RuntimeError, OSError) as exc:
+    except (RuntimeError, OSError, BustleError) as exc:
         print(f"bustle-soak: could not start: {exc}", file=sys.stderr)
         return 3
     report.write_json(rep, out / "soak-report.json")
     report.write_junit(rep, out / "soak-junit.xml")
     print(report.summary(rep))
     print(f"reports: {out / 'soak-report.json'}, {out / 'soak-junit.xml'}")
+    if rep.get("interrupted"):
+        print("bustle-soak: interrupted before the end of the run", file=sys.stderr)
     if not rep["passed"]:
         failed = [name for name, row in rep["invariants"].items() if row["violations"]]
         print(f"bustle-soak: FAILED: {', '.join(failed)}", file=sys.stderr)

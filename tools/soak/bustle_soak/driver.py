@@ -785,6 +785,7 @@ def run(scenario: Scenario, *, server_binary: Optional[str], duration_s: Optiona
     last = None
     last_progress = time.monotonic()
     server_exit = None
+    interrupted = False
     try:
         while time.monotonic() < end:
             now = time.monotonic()
@@ -826,6 +827,8 @@ def run(scenario: Scenario, *, server_binary: Optional[str], duration_s: Optiona
                     last_progress = now
                     progress(row, checker)
             time.sleep(min(0.05, max(0.0, end - time.monotonic())))
+    except KeyboardInterrupt:
+        interrupted = True  # Ctrl-C: stop early, still report what was checked
     finally:
         world.stop.set()
         for wk in workers:
@@ -846,8 +849,10 @@ def run(scenario: Scenario, *, server_binary: Optional[str], duration_s: Optiona
             tmp.cleanup()
     unfired = sorted(world.faults)
     resources = _resources(samples, first_stats, final_stats, workers, scenario, checker)
-    return _report(scenario, duration, started_wall, time.monotonic() - started, checker, workers,
-                   samples, resources, world.faults_injected, unfired, host, port, server_exit)
+    rep = _report(scenario, duration, started_wall, time.monotonic() - started, checker, workers,
+                  samples, resources, world.faults_injected, unfired, host, port, server_exit)
+    rep["interrupted"] = interrupted
+    return rep
 
 
 def _resources(samples, first_stats, final_stats, workers, scenario, checker) -> dict:
