@@ -60,6 +60,12 @@ HINT_BUDGET = {RepresentationHint.Actor: "actors", RepresentationHint.Instanced:
                RepresentationHint.Marker: "markers"}
 DEFAULT_BUDGETS = {"actors": 256, "instances": 4096, "markers": 16384}
 JOB_TERMINAL_OK = {JobState.Committed, JobState.Applied, JobState.RepresentationRebuilt}
+#: Answered at once by the sim thread; every other command is a world command,
+#: queued in the world's inbox until the next step.
+NOT_WORLD_COMMANDS = {"Pause", "Resume", "Step", "QueryStats", "QueryPopulation", "QueryZones",
+                      "QueryGarages", "QuerySignals", "QueryEntity", "QueryVehicle", "QuerySpawn",
+                      "QueryLeases", "QueryJob", "ListSnapshots", "Checkpoint", "Save", "Restore",
+                      "Load", "DeleteSnapshot"}
 
 
 # ---------------------------------------------------------------------------
@@ -179,7 +185,11 @@ class World:
         self.live_pedestrians: List[tuple] = []  # from a whole-city client
         #: restore check: epoch -> (step, digest or None, what)
         self.expected_baseline: Dict[int, tuple] = {}
-        self.snapshots = {"checkpoint": None, "save": None}  # name, step, epoch, digest
+        self.snapshots = {"checkpoint": None, "save": None}  # name, step, epoch, exact
+        #: world commands sent and not yet answered, and sent in all: a checkpoint
+        #: taken while one may be in the inbox carries it (and its digest covers it)
+        self.world_in_flight = 0
+        self.world_sent = 0
 
     def take_fault(self, kind: str) -> bool:
         with self.lock:
@@ -540,6 +550,19 @@ class Worker(threading.Thread):
         """Send one command and check that a graded result comes within the deadline."""
         deadline = self.world.scenario.limits.command_deadline_s
         start = time.monotonic()
+        world_command = command not in NOT_WORLD_COMMANDS
+        if world_command:
+            with self.world.lock:
+                self.world.world_in_flight += 1
+                self.world.world_sent += 1
+        try:
+            return self._ask(command, fields, start, deadline)
+        finally:
+            if world_command:
+                with self.world.lock:
+                    self.world.world_in_flight -= 1
+
+    def _ask(self, command: str, fields: dict, start: float, deadline: float):
         rid = self.session.send_command(command, **fields)
         try:
             result = self.session.wait_result(rid, timeout=deadline)
@@ -597,19 +620,25 @@ class Worker(threading.Thread):
                 w.shared += 1
             try:
                 name = f"soak-{slot}-{self.rng.randrange(1 << 30)}"
+                with w.lock:
+                    quiet = w.world_in_flight == 0
+                    sent = w.world_sent
                 res = self.ask("Checkpoint" if slot == "checkpoint" else "Save", name=name)
+                with w.lock:
+                    # no world command could be in the inbox when it was taken
+                    exact = quiet and w.world_sent == sent
                 job = self.wait_job(res, f"{slot} {name}")
                 if job is not None:
-                    w.snapshots[slot] = (name, job.step, w.epoch)
+                    w.snapshots[slot] = (name, job.step, w.epoch, exact)
                     self.stats[f"{slot}s"] += 1
             finally:
                 self._gate_release()
             return
-        name, step, epoch = pending
+        name, step, epoch, exact = pending
         w.snapshots[slot] = None
-        self.quiesced_rewind("Restore" if slot == "checkpoint" else "Load", name, step, epoch)
+        self.quiesced_rewind("Restore" if slot == "checkpoint" else "Load", name, step, epoch, exact)
 
-    def quiesced_rewind(self, command: str, name: str, step: int, epoch: int) -> None:
+    def quiesced_rewind(self, command: str, name: str, step: int, epoch: int, exact: bool) -> None:
         w = self.world
         lim = w.scenario.limits
         # exclusive gate: wait for shared holders to leave, reading our deltas
@@ -645,9 +674,12 @@ class Worker(threading.Thread):
                                               f"{lim.quiesce_timeout_s:g} s", p)
                     break
                 self.pump(0.02)
-            # a save keeps what a save keeps (DESIGN §5), not the whole state:
-            # only a restore must come back with the checkpoint's digest
-            digest = w.checker.digest_at(epoch, step) if command == "Restore" else None
+            # A save keeps what a save keeps (DESIGN §5), not the whole state,
+            # and a checkpoint keeps the commands still in the inbox (its
+            # digest covers them): only a restore of a checkpoint taken with no
+            # world command in flight must come back with the streamed digest.
+            digest = w.checker.digest_at(epoch, step) if command == "Restore" and exact else None
+            self.stats[f"{command.lower()}s_digest_checked"] += digest is not None
             with w.lock:
                 w.epoch += 1
                 w.expected_baseline[w.epoch] = (step, digest, f"{command} {name}")
