@@ -908,7 +908,8 @@ def _resources(samples, first_stats, final_stats, workers, scenario, checker) ->
                    delta_interval_ms_p99=round(_percentile(gaps, 0.99) * 1000, 2),
                    delta_interval_ms_max=round(max(gaps) * 1000, 2))
     if first_stats is not None and final_stats is not None:
-        out.update(steps=final_stats.step - first_stats.step,
+        # (restores and loads move the step back: these are not steps run)
+        out.update(step_first=first_stats.step, step_last=final_stats.step,
                    dropped_steps=final_stats.dropped_steps - first_stats.dropped_steps)
     lim = scenario.limits
     problems = []
