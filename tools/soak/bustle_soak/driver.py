@@ -180,6 +180,7 @@ class World:
         self.shared = 0
         self.exclusive = False
         self.paused = False
+        self.pauses = 0  # how many times the driver paused the server
         self.resumed_at = 0.0
         self.workers: List["Worker"] = []
         self.live_pedestrians: List[tuple] = []  # from a whole-city client
@@ -556,20 +557,35 @@ class Worker(threading.Thread):
                 self.world.world_in_flight += 1
                 self.world.world_sent += 1
         try:
-            return self._ask(command, fields, start, deadline)
+            return self._ask(command, fields, start, deadline, world_command)
         finally:
             if world_command:
                 with self.world.lock:
                     self.world.world_in_flight -= 1
 
-    def _ask(self, command: str, fields: dict, start: float, deadline: float):
+    def _wait(self, rid: int, deadline: float, world_command: bool):
+        """wait_result; a world command is answered after the next step, so
+        time the driver held the server paused (a quiesced restore) does not
+        count against its deadline (at most 4 extensions)."""
+        w = self.world
+        for _ in range(4):
+            pauses = w.pauses
+            try:
+                return self.session.wait_result(rid, timeout=deadline)
+            except BustleTimeout:
+                if not (world_command and (w.paused or w.pauses != pauses)):
+                    raise
+                self.stats["waits_extended_by_pause"] += 1
+        return self.session.wait_result(rid, timeout=deadline)
+
+    def _ask(self, command: str, fields: dict, start: float, deadline: float, world_command: bool):
         rid = self.session.send_command(command, **fields)
         try:
-            result = self.session.wait_result(rid, timeout=deadline)
+            result = self._wait(rid, deadline, world_command)
             if self.world.take_fault("drop-result"):
                 # Test hook: lose the result as if the server never sent it.
                 self.stats["results_dropped_by_fault"] += 1
-                result = self.session.wait_result(rid, timeout=deadline)
+                result = self._wait(rid, deadline, world_command)
         except BustleTimeout:
             self.fail("command-answered", f"{command} (request {rid}) had no CommandResult within "
                                           f"{deadline:g} s")
@@ -655,6 +671,7 @@ class Worker(threading.Thread):
             if paused is None or not paused.accepted:
                 return
             w.paused = True
+            w.pauses += 1
             stats = self.ask("QueryStats")
             if stats is None or stats.stats is None:
                 return
