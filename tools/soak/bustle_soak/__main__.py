@@ -83,12 +83,17 @@ def main(argv=None) -> int:
 
     from . import driver, report
 
+    def on_violation(v):
+        step = "" if v.step is None else f" step {v.step}"
+        print(f"bustle-soak: violation {v.invariant}: [{v.client} at {v.at_s:.1f} s{step}] {v.message}",
+              file=sys.stderr, flush=True)
+
     out = Path(args.report_dir)
     out.mkdir(parents=True, exist_ok=True)
     try:
         rep = driver.run(scn, server_binary=args.server or os.environ.get("BUSTLE_SERVER"),
                          duration_s=duration, faults=dict(args.inject_fault),
-                         workdir=out / "work", progress=progress)
+                         workdir=out / "work", progress=progress, on_violation=on_violation)
     except (RuntimeError, OSError, BustleError) as exc:
         print(f"bustle-soak: could not start: {exc}", file=sys.stderr)
         return 3

@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 #: Invariant name -> what it means (printed in the summary and the JUnit report).
 INVARIANTS: Dict[str, str] = {
@@ -53,8 +53,10 @@ class Checker:
     #: Steps whose digest is remembered (a few hours at 10 Hz; bounded memory with the fast clock).
     DIGESTS_KEPT = 200_000
 
-    def __init__(self, started: float):
+    def __init__(self, started: float, on_violation: Optional[Callable[[Violation], None]] = None):
         self.started = started
+        #: called (outside the lock) with each violation that is kept
+        self.on_violation = on_violation
         self._lock = threading.Lock()
         self.violations: List[Violation] = []
         self.counts: Dict[str, int] = {name: 0 for name in INVARIANTS}
@@ -73,11 +75,15 @@ class Checker:
 
     def fail(self, invariant: str, client: str, message: str, step: Optional[int] = None) -> None:
         assert invariant in INVARIANTS, invariant
+        kept = None
         with self._lock:
             self.checks[invariant] += 1
             self.counts[invariant] += 1
             if self.counts[invariant] <= self.KEEP_PER_INVARIANT:
-                self.violations.append(Violation(invariant, client, message, self.now(), step))
+                kept = Violation(invariant, client, message, self.now(), step)
+                self.violations.append(kept)
+        if kept is not None and self.on_violation is not None:
+            self.on_violation(kept)
 
     @property
     def failed(self) -> bool:

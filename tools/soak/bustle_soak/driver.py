@@ -784,12 +784,12 @@ def _percentile(values, q: float) -> Optional[float]:
 
 def run(scenario: Scenario, *, server_binary: Optional[str], duration_s: Optional[float] = None,
         faults: Optional[Dict[str, float]] = None, workdir: Optional[Path] = None,
-        progress=None) -> dict:
+        progress=None, on_violation=None) -> dict:
     """Run the soak; returns the report (a JSON-ready dict)."""
     duration = scenario.duration_s if duration_s is None else duration_s
     started_wall = time.time()
     started = time.monotonic()
-    checker = Checker(started)
+    checker = Checker(started, on_violation)
     world = World(checker, scenario, faults or {})
     tmp = None
     if workdir is None:
