@@ -144,3 +144,11 @@ def test_soak_of_a_server_it_did_not_start(tmp_path):
     finally:
         server.send_signal(signal.SIGTERM)
         assert server.wait(timeout=5) == 0
+
+
+def test_resubscribe_and_update_interest_together(tmp_path):
+    r = soak(HERE / "interest-churn.toml", "--report-dir", tmp_path, "--quiet")
+    assert r.returncode == 0, r.stdout + r.stderr
+    report, _ = reports(tmp_path)
+    near = [c for c in report["clients"] if c["name"].startswith("near")]
+    assert all(c["subscribes"] >= 4 and c["interest_updates"] >= 4 for c in near), near
