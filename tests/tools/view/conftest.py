@@ -1,0 +1,36 @@
+"""Fixtures for the viewer tests: the real-server fixtures of
+tests/integration/conftest.py (``start_server``, ``server``), plus helpers
+to run ``bustle-view`` ($BUSTLE_VIEW, the build tree's launcher) and read
+its pictures."""
+
+import importlib.util
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+_IT = Path(__file__).resolve().parents[2] / "integration" / "conftest.py"
+_spec = importlib.util.spec_from_file_location("bustle_integration_fixtures", _IT)
+_it = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_it)
+
+start_server = _it.start_server
+server = _it.server
+clean_env = _it.clean_env
+replay_binary = _it.replay_binary
+
+
+def view_binary() -> str:
+    path = os.environ.get("BUSTLE_VIEW", "")
+    if not os.access(path, os.X_OK):
+        pytest.fail(f"BUSTLE_VIEW={path!r} is not an executable file; run these tests through "
+                    "ctest (it points at the build tree's tools/view/bustle-view)")
+    return path
+
+
+def run_view(*args, timeout=40.0):
+    """Run bustle-view to completion; returns CompletedProcess (text)."""
+    env = clean_env({"BUSTLE_REPLAY": replay_binary()})
+    return subprocess.run([view_binary(), *map(str, args)], stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=timeout, env=env)

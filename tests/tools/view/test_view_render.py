@@ -1,0 +1,151 @@
+"""bustle-view pictures from a live server and from a recording, checked
+pixel by pixel: agents drawn in their colour where the stream places them,
+lanes drawn, one colour per tier / hint / policy, and the frame of a
+recording at step N being the recorded state at step N (same digest)."""
+
+import sqlite3
+import time
+
+import numpy as np
+import pytest
+
+from bustle_client import Session
+from bustle_view.cli import build_parser, main as cli_main
+from bustle_view.render import render
+from bustle_view.source import open_source
+from conftest import replay_binary, run_view
+from pixels import count, load_meta, load_png, near
+
+TIER = {"Full": "#e6194b", "Simulated": "#4363d8", "Coarse": "#3cb44b"}
+HINT = {"Actor": "#f032e6", "Instanced": "#42d4f4", "Marker": "#9a6324"}
+POLICY = {"RouteFollow": "#469990", "Yielding": "#ffe119", "WaitingAtSignal": "#f58231",
+          "Parked": "#808000", "Manual": "#000075", "DespawnPending": "#911eb4"}
+ROAD, SIDEWALK = "#5a5a5a", "#b4b4b4"
+
+
+def check_agents(img, meta, palette, field):
+    """Every agent's centre pixel has a palette colour, most of them their own
+    (agents can overlap); every value present is drawn."""
+    ents = meta["picture"]["entities"]
+    assert ents, "no agents in the picture"
+    any_colour = sum(any(near(img, e["px"], e["py"], c) for c in palette.values()) for e in ents)
+    own = sum(near(img, e["px"], e["py"], palette[e[field]]) for e in ents)
+    assert any_colour >= 0.95 * len(ents), f"{len(ents) - any_colour} agents not drawn"
+    assert own >= 0.75 * len(ents), f"only {own} of {len(ents)} agents in their {field} colour"
+    for value in {e[field] for e in ents}:
+        assert count(img, palette[value]) > 0, f"no pixel of {field} {value}"
+
+
+def wait_step(port, step, timeout=10.0):
+    with Session.connect("127.0.0.1", port, timeout=5.0) as s:
+        s.hello("view-test")
+        deadline = time.monotonic() + timeout
+        while s.stats().step < step:
+            assert time.monotonic() < deadline, f"server never reached step {step}"
+            time.sleep(0.05)
+
+
+def test_png_and_svg_from_live_server(server, tmp_path):
+    png, svg, meta = tmp_path / "live.png", tmp_path / "live.svg", tmp_path / "live.json"
+    r = run_view("--port", server.port, "--step", 40, "-o", png, "-o", svg, "--meta", meta)
+    assert r.returncode == 0, r.stderr
+    assert "bustle.default.two-blocks.v1 step" in r.stdout
+    m = load_meta(meta)
+    assert m["frame"]["step"] >= 40
+    assert m["frame"]["kinds"]["Pedestrian"] == len(m["frame"]["entities"]) > 0
+    img = load_png(png)
+    assert img.shape[:2] == (620, 1000)
+    assert count(img, ROAD) > 2000 and count(img, SIDEWALK) > 2000, "lanes not drawn"
+    check_agents(img, m, TIER, "tier")
+    text = svg.read_text()
+    assert text.lstrip().startswith("<?xml") and "<svg" in text
+    assert "bustle.default.two-blocks.v1" in text  # the title
+
+
+@pytest.fixture(scope="module")
+def recording(tmp_path_factory):
+    """A recording of the default city: 300 steps with the fast clock."""
+    from conftest import _it
+    tmp = tmp_path_factory.mktemp("rec")
+    path = tmp / "city.db"
+    srv = _it.ServerProcess(["--port", "0", "--bind", "127.0.0.1", "--clock", "fast",
+                             "--snapshot-db", str(tmp / "snap.db"), "--record", str(path)],
+                            tmp / "server.stderr", env=_it.clean_env())
+    try:
+        wait_step(srv.port, 300)
+    finally:
+        srv.stop(check=True)
+    return path
+
+
+def recorded_digest(path, step):
+    con = sqlite3.connect(str(path))
+    try:
+        row = con.execute("SELECT digest FROM recording_ticks WHERE step = ? ORDER BY tick LIMIT 1",
+                          (step,)).fetchone()
+    finally:
+        con.close()
+    return f"{row[0] & 0xFFFFFFFFFFFFFFFF:016x}"
+
+
+def test_png_from_recording_at_step(recording, tmp_path):
+    png, meta = tmp_path / "rec.png", tmp_path / "rec.json"
+    r = run_view("--recording", recording, "--step", 150, "-o", png, "--meta", meta)
+    assert r.returncode == 0, r.stderr
+    m = load_meta(meta)
+    assert m["frame"]["step"] == 150
+    assert m["frame"]["digest"] == recorded_digest(recording, 150)
+    assert len(m["frame"]["entities"]) == 120
+    img = load_png(png)
+    assert count(img, ROAD) > 2000 and count(img, SIDEWALK) > 2000
+    check_agents(img, m, TIER, "tier")
+
+
+def test_color_by_modes_differ(recording, tmp_path):
+    # One frame (in this process), drawn three ways.
+    args = build_parser().parse_args(["--recording", str(recording), "--step", "200",
+                                      "--replay-binary", replay_binary()])
+    src = open_source(args)
+    try:
+        geometry, frame = src.geometry, src.frame()
+    finally:
+        src.close()
+    assert frame["step"] == 200
+    pictures = {}
+    for mode, palette in (("tier", TIER), ("hint", HINT), ("policy", POLICY)):
+        png = tmp_path / f"{mode}.png"
+        placed = render(geometry, frame, [png], color_by=mode)
+        img = load_png(png)
+        check_agents(img, {"picture": placed}, palette, mode)
+        others = [c for p in (TIER, HINT, POLICY) if p is not palette for c in p.values()
+                  if c not in palette.values()]
+        stray = sum(count(img, c, tol=2) for c in others)
+        assert stray < 20, f"{mode}: {stray} pixels of another mode's colours"
+        pictures[mode] = img
+    assert np.any(pictures["tier"] != pictures["hint"])
+    assert np.any(pictures["tier"] != pictures["policy"])
+    assert np.any(pictures["hint"] != pictures["policy"])
+    with pytest.raises(ValueError, match="color_by"):
+        render(geometry, frame, [tmp_path / "x.png"], color_by="speed")
+
+
+def test_recording_step_out_of_range(recording, tmp_path, capsys):
+    code = cli_main(["--recording", str(recording), "--step", str(10 ** 9),
+                     "--replay-binary", replay_binary(), "-o", str(tmp_path / "x.png")])
+    assert code == 1
+    assert "no recorded tick reaches step 1000000000" in capsys.readouterr().err
+    assert not (tmp_path / "x.png").exists()
+
+
+def test_bad_arguments(tmp_path, capsys):
+    for argv, text in ((["-o", "x.jpg"], "expected a .png or .svg"),
+                       ([], "nothing to do"),
+                       (["--serve", "-o", "x.png"], "-o/--meta do not apply"),
+                       (["-o", "x.png", "--size", "10x10"], "--size"),
+                       (["-o", "x.png", "--color-by", "speed"], "invalid choice")):
+        with pytest.raises(SystemExit) as exc:
+            cli_main(argv)
+        assert exc.value.code == 2, argv
+        assert text in capsys.readouterr().err, argv
+    code = cli_main(["--port", "1", "-o", str(tmp_path / "x.png"), "--timeout", "2"])
+    assert code == 1 and "cannot connect" in capsys.readouterr().err
