@@ -15,6 +15,7 @@ _spec = importlib.util.spec_from_file_location("bustle_integration_fixtures", _I
 _it = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_it)
 
+SOURCE_DIR = _it.SOURCE_DIR
 start_server = _it.start_server
 server = _it.server
 clean_env = _it.clean_env

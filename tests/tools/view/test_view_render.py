@@ -13,7 +13,7 @@ from bustle_client import Session
 from bustle_view.cli import build_parser, main as cli_main
 from bustle_view.render import render
 from bustle_view.source import open_source
-from conftest import replay_binary, run_view
+from conftest import SOURCE_DIR, replay_binary, run_view
 from pixels import count, load_meta, load_png, near
 
 TIER = {"Full": "#e6194b", "Simulated": "#4363d8", "Coarse": "#3cb44b"}
@@ -149,3 +149,38 @@ def test_bad_arguments(tmp_path, capsys):
         assert text in capsys.readouterr().err, argv
     code = cli_main(["--port", "1", "-o", str(tmp_path / "x.png"), "--timeout", "2"])
     assert code == 1 and "cannot connect" in capsys.readouterr().err
+
+
+def test_corridor_vehicles_signals_and_dots(start_server, tmp_path):
+    # The seed-003 corridor: vehicles (squares) by policy, the signal in its
+    # phase's colour; then a near observer, so distant pedestrians are dots.
+    srv = start_server("--clock", "fast", "--config",
+                       str(SOURCE_DIR / "configs" / "corridor.city.json"))
+    wait_step(srv.port, 200)
+    png, meta = tmp_path / "corridor.png", tmp_path / "corridor.json"
+    r = run_view("--port", srv.port, "--color-by", "policy", "-o", png, "--meta", meta)
+    assert r.returncode == 0, r.stderr
+    m = load_meta(meta)
+    assert m["frame"]["kinds"]["Vehicle"] > 0
+    img = load_png(png)
+    check_agents(img, m, POLICY, "policy")
+    vehicles = [e for e in m["picture"]["entities"] if e["kind"] == "Vehicle"]
+    assert sum(near(img, e["px"], e["py"], e["color"]) for e in vehicles) >= 0.75 * len(vehicles)
+    (sig,) = m["picture"]["signals"]
+    assert sig["phase"] in ("Open", "Yield", "Closed")
+    assert near(img, sig["px"], sig["py"], sig["color"], radius=3), sig
+    assert m["geometry"]["garages"][0]["id"] == "g0"
+    assert count(img, "#1f1f7a") > 20, "garage not drawn"
+
+    args = build_parser().parse_args(["--port", str(srv.port), "--observer=-13,25,6"])
+    src = open_source(args)
+    try:
+        dots_every = src.welcome.dots_every_steps
+        src.until_step(src.mirror.step + dots_every + 1)
+        frame = src.frame()
+    finally:
+        src.close()
+    assert frame["dots_total"] > 0 and len(frame["entities"]) < 26
+    placed = render(src.geometry, frame, [tmp_path / "dots.png"])
+    assert count(load_png(tmp_path / "dots.png"), "#707070", tol=4) > 0, "no dots drawn"
+    assert placed["entities"] or frame["dots_total"]

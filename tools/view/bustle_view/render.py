@@ -68,8 +68,8 @@ def render(geometry: dict, frame: dict, outputs, color_by: str = "tier",
            size=(1000, 620), dpi: int = 100) -> dict:
     """Draw ``frame`` on ``geometry`` and save it to each of ``outputs``
     (format from the suffix: .png or .svg). Returns {"size": [w, h],
-    "entities": [{..., "px": x, "py": y, "color": "#rrggbb"}]} with pixel
-    coordinates of the PNG (origin top left)."""
+    "entities": [{..., "px": x, "py": y, "color": "#rrggbb"}], "signals":
+    [...]} with pixel coordinates of the PNG (origin top left)."""
     if color_by not in COLOR_BY:
         raise ValueError(f"color_by: expected one of {', '.join(COLOR_BY)}, got {color_by!r}")
     field, colors = COLOR_BY[color_by]
@@ -139,7 +139,7 @@ def render(geometry: dict, frame: dict, outputs, color_by: str = "tier",
         pts = spread_along(chain_polyline(geometry, geometry["chains"][ci]),
                            min(count, MAX_DOTS_PER_CHAIN))
         if pts:
-            ax.scatter([p[0] for p in pts], [p[1] for p in pts], s=4, c=DOT_COLOR, marker="o",
+            ax.scatter([p[0] for p in pts], [p[1] for p in pts], s=6, c=DOT_COLOR, marker="o",
                        linewidths=0, zorder=6)
             ndots += count
     if ndots:
@@ -201,6 +201,12 @@ def render(geometry: dict, frame: dict, outputs, color_by: str = "tier",
         px, py = ax.transData.transform((e["x"], e["y"]))
         placed.append({**e, "px": float(px), "py": float(h - py),
                        "color": colors.get(e[field], "#000000")})
+    signals = []
+    for sg in geometry["signals"]:
+        px, py = ax.transData.transform((sg["x"], sg["y"]))
+        phase = frame["signals"].get(str(sg["index"]), "Open")
+        signals.append({"id": sg["id"], "phase": phase, "px": float(px), "py": float(h - py),
+                        "color": PHASE_COLORS.get(phase, "#999999")})
     for out in outputs:
         out = Path(out)
         fmt = out.suffix.lower().lstrip(".")
@@ -209,4 +215,4 @@ def render(geometry: dict, frame: dict, outputs, color_by: str = "tier",
             raise ValueError(f"{out}: expected a .png or .svg file name")
         fig.savefig(out, format=fmt, dpi=dpi)
     plt.close(fig)
-    return {"size": [w, h], "color_by": color_by, "entities": placed}
+    return {"size": [w, h], "color_by": color_by, "entities": placed, "signals": signals}

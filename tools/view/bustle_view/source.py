@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Optional
 
-from bustle_client import Observer, RepresentationBudgets, Session
+from bustle_client import BustleTimeout, Observer, RepresentationBudgets, Session
 
 from .scene import (find_shipped_scenario, frame_from_mirror, geometry_from_welcome,
                     load_scenario, scenario_from_recording)
@@ -162,20 +162,19 @@ class Source:
         self.mirror.apply(d)
         return d
 
-    def until_step(self, step: Optional[int], extra_deltas: int = 0, timeout: float = 10.0):
+    def until_step(self, step: Optional[int], timeout: float = 10.0):
         """Apply the baseline, then deltas until the mirror reaches ``step``
-        (None: the baseline), then ``extra_deltas`` more."""
-        deadline = time.monotonic() + timeout
-        if self.mirror.step is None:
-            self.next(timeout)
-        while step is not None and self.mirror.step < step:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise ViewError(f"step {step} not reached within {timeout:g} s "
-                                f"(at step {self.mirror.step})")
-            self.next(left)
-        for _ in range(extra_deltas):
-            self.next(max(0.1, deadline - time.monotonic()))
+        (None: the baseline). ``timeout`` bounds the wait for each delta, not
+        the whole wait (a realtime server takes a second per 10 steps)."""
+        try:
+            if self.mirror.step is None:
+                self.next(timeout)
+            while step is not None and self.mirror.step < step:
+                self.next(timeout)
+        except BustleTimeout:
+            at = "before the first frame" if self.mirror.step is None else \
+                f"at step {self.mirror.step}"
+            raise ViewError(f"no delta within {timeout:g} s {at} (is the server paused?)") from None
         return self
 
     def frame(self) -> dict:
@@ -279,7 +278,7 @@ def open_source(args, live: bool = False) -> Source:
         try:
             src.until_step(None)
             if src.mirror.step <= target:
-                src.until_step(target, timeout=args.timeout + 2.0 * distance / 20.0)
+                src.until_step(target, timeout=args.timeout)
                 return src
         except Exception:
             src.close()
