@@ -18,8 +18,9 @@ from pixels import count, load_meta, load_png, near
 
 TIER = {"Full": "#e6194b", "Simulated": "#4363d8", "Coarse": "#3cb44b"}
 HINT = {"Actor": "#f032e6", "Instanced": "#42d4f4", "Marker": "#9a6324"}
-POLICY = {"RouteFollow": "#469990", "Yielding": "#ffe119", "WaitingAtSignal": "#f58231",
-          "Parked": "#808000", "Manual": "#000075", "DespawnPending": "#911eb4"}
+POLICY = {"RouteFollow": "#469990", "LaneFollow": "#bfef45", "Yielding": "#ffe119",
+          "WaitingAtSignal": "#f58231", "Parked": "#808000", "Manual": "#000075",
+          "DespawnPending": "#911eb4"}
 ROAD, SIDEWALK = "#5a5a5a", "#b4b4b4"
 
 

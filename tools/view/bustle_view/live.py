@@ -27,6 +27,7 @@ from pathlib import Path
 
 from aiohttp import WSMsgType, web
 
+from .render import page_style
 from .scene import TIERS, HINTS, POLICIES, frame_from_mirror
 from .source import ViewError, open_source
 
@@ -34,7 +35,7 @@ PAGE = Path(__file__).with_name("page.html")
 KINDS = ["Pedestrian", "Vehicle"]
 
 
-def compact_frame(frame: dict, bytes_per_s: float, geometry: dict) -> dict:
+def compact_frame(frame: dict, bytes_per_s: float) -> dict:
     """The frame as the page gets it: entities as short lists
     ``[index, generation, kind, tier, hint, policy, x, y, heading, retiring]``
     with enum values as indices into the geometry's name lists."""
@@ -92,7 +93,7 @@ class Feed:
             self.stop.wait(1.0)
 
     def _follow(self, src):
-        self.geometry = dict(src.geometry, color_by=self.args.color_by)
+        self.geometry = dict(src.geometry, color_by=self.args.color_by, style=page_style())
         text = json.dumps({"type": "geometry", **self.geometry}, separators=(",", ":"))
         self.geometry_text = text
         self._post(text)
@@ -116,7 +117,7 @@ class Feed:
             last_sent = now
             t0, b0 = samples[0]
             rate = (src.bytes_received - b0) / (now - t0) if now > t0 else 0.0
-            frame = compact_frame(frame_from_mirror(src.mirror), rate, self.geometry)
+            frame = compact_frame(frame_from_mirror(src.mirror), rate)
             text = json.dumps(frame, separators=(",", ":"))
             self.last_frame_text = text
             self._post(text)

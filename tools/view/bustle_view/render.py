@@ -27,10 +27,10 @@ from .scene import chain_polyline, entity_dicts, spread_along  # noqa: E402
 # Entity colours: far apart from each other and from the greys of the lanes,
 # so a picture can be checked pixel by pixel.
 TIER_COLORS = {"Full": "#e6194b", "Simulated": "#4363d8", "Coarse": "#3cb44b"}
-HINT_COLORS = {"Actor": "#f032e6", "Instanced": "#42d4f4", "Marker": "#9a6324", "None_": "#000000",
-               "None": "#000000"}
-POLICY_COLORS = {"RouteFollow": "#469990", "Yielding": "#ffe119", "WaitingAtSignal": "#f58231",
-                 "Parked": "#808000", "Manual": "#000075", "DespawnPending": "#911eb4"}
+HINT_COLORS = {"Actor": "#f032e6", "Instanced": "#42d4f4", "Marker": "#9a6324", "None_": "#000000"}
+POLICY_COLORS = {"RouteFollow": "#469990", "LaneFollow": "#bfef45", "Yielding": "#ffe119",
+                 "WaitingAtSignal": "#f58231", "Parked": "#808000", "Manual": "#000075",
+                 "DespawnPending": "#911eb4"}
 PHASE_COLORS = {"Open": "#2ca02c", "Yield": "#ffbf00", "Closed": "#d62728"}
 LANE_STYLE = {  # kind -> (colour, width in points)
     "Road": ("#5a5a5a", 9.0),
@@ -45,13 +45,12 @@ COLOR_BY = {"tier": ("tier", TIER_COLORS), "hint": ("hint", HINT_COLORS),
 MAX_DOTS_PER_CHAIN = 400
 
 
-def hex_rgb(color: str) -> tuple:
-    c = color.lstrip("#")
-    return tuple(int(c[i:i + 2], 16) for i in (0, 2, 4))
-
-
-def palette(color_by: str) -> dict:
-    return COLOR_BY[color_by][1]
+def page_style() -> dict:
+    """The colours above, for the live page (it draws with the same ones)."""
+    return {"colors": {mode: dict(colors) for mode, (_field, colors) in COLOR_BY.items()},
+            "lanes": {kind: list(style) for kind, style in LANE_STYLE.items()},
+            "phases": PHASE_COLORS, "zones": ZONE_COLORS, "dot": DOT_COLOR,
+            "garage": GARAGE_COLOR}
 
 
 def _title(geometry, frame, color_by):

@@ -265,10 +265,17 @@ def open_source(args, live: bool = False) -> Source:
             raise
     keyframe, target, _last = recording_plan(args.recording, args.step)
     distance = target - keyframe
-    rate = HOLD_RATE_HZ if distance <= 0 else max(20.0, min(2000.0, float(distance)))
-    for _attempt in range(3):
-        replay = ReplayProcess(binary, args.recording, from_step=args.step,
-                               rate=rate if isinstance(rate, str) else f"{rate:g}")
+    if distance <= 0:  # the keyframe is the state asked for: hold the replay there
+        rates = [HOLD_RATE_HZ]
+    else:
+        # About a second to the step; slower when a delta came late and
+        # covered two steps (a busy machine) or the replay passed the step
+        # before the subscription.
+        fast = max(20.0, min(200.0, float(distance)))
+        rates = [f"{fast:g}", f"{max(5.0, fast / 4):g}", f"{max(2.0, fast / 16):g}"]
+    reached = []
+    for rate in rates:
+        replay = ReplayProcess(binary, args.recording, from_step=args.step, rate=rate)
         try:
             src = Source(replay.host, replay.port, observers=observers, scenario=scenario,
                          timeout=args.timeout, replay=replay)
@@ -279,11 +286,12 @@ def open_source(args, live: bool = False) -> Source:
             src.until_step(None)
             if src.mirror.step <= target:
                 src.until_step(target, timeout=args.timeout)
-                return src
         except Exception:
             src.close()
             raise
-        src.close()  # joined after the replay had passed the step: slower
-        rate = max(1.0, rate / 8.0)
-    raise ViewError(f"{args.recording}: could not hold the replay at step {target} "
-                    f"(the machine is too slow for the replay's start-up)")
+        if src.mirror.step == target:
+            return src
+        reached.append(src.mirror.step)
+        src.close()
+    raise ViewError(f"{args.recording}: could not stop the replay at step {target} "
+                    f"(the viewer got steps {reached}: a busy machine)")
