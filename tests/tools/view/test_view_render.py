@@ -185,3 +185,57 @@ def test_corridor_vehicles_signals_and_dots(start_server, tmp_path):
     placed = render(src.geometry, frame, [tmp_path / "dots.png"])
     assert count(load_png(tmp_path / "dots.png"), "#707070", tol=4) > 0, "no dots drawn"
     assert placed["entities"] or frame["dots_total"]
+
+
+def blend(color, alpha, under="#f7f7f2"):
+    """``color`` drawn with ``alpha`` over ``under`` (the axes' background)."""
+    a, b = (np.array([int(c.lstrip("#")[i:i + 2], 16) for i in (0, 2, 4)]) for c in (color, under))
+    return "#" + "".join(f"{int(round(v)):02x}" for v in alpha * a + (1 - alpha) * b)
+
+
+def test_zones_from_the_shipped_scenario(start_server, tmp_path):
+    # The large block's Welcome names bustle.largeblock.v1: its zones come
+    # from configs/largeblock.city.json.
+    srv = start_server("--clock", "fast", "--config",
+                       str(SOURCE_DIR / "configs" / "largeblock.city.json"))
+    args = build_parser().parse_args(["--port", str(srv.port)])
+    src = open_source(args)
+    try:
+        geometry, frame = src.geometry, src.frame()
+    finally:
+        src.close()
+    assert [z["id"] for z in geometry["zones"]] == ["market", "office", "facilities"]
+    assert all(len(z["hull"]) >= 3 for z in geometry["zones"])
+    png = tmp_path / "zones.png"
+    render(geometry, frame, [png])
+    img = load_png(png)
+    for colour in ("#fabed4", "#ffd8b1", "#fffac8"):  # one per zone, alpha 0.55
+        assert count(img, blend(colour, 0.55), tol=3) > 500, colour
+
+
+def test_elevated_lane_and_retiring_agent(tmp_path):
+    # No shipped city has height: a made-up one, drawn without a server.
+    geometry = {
+        "scenario_id": "made.up", "scenario_name": "", "step_us": 100000,
+        "lanes": [
+            {"index": 0, "id": "low", "kind": "Road", "points": [[0, 0], [100, 0]],
+             "elevation": 0.0, "length": 100.0},
+            {"index": 1, "id": "bridge", "kind": "Road", "points": [[50, -40], [50, 40]],
+             "elevation": 6.5, "length": 80.0},
+        ],
+        "zones": [], "signals": [], "garages": [], "chains": [], "bounds": [0, -40, 100, 40],
+    }
+    frame = {"step": 7, "sim_time_us": 700000, "digest": None, "tiers": {"Full": 2},
+             "kinds": {"Pedestrian": 0, "Vehicle": 2}, "signals": {}, "dots": {},
+             "dots_total": 0, "interest_truncated": 0,
+             "entities": [[1, 1, "Vehicle", "Full", "Actor", "RouteFollow", 20.0, 0.0, 0.0, False],
+                          [2, 1, "Vehicle", "Full", "Actor", "RouteFollow", 80.0, 0.0, 0.0, True]]}
+    png, svg = tmp_path / "bridge.png", tmp_path / "bridge.svg"
+    placed = render(geometry, frame, [png, svg])
+    img = load_png(png)
+    assert count(img, "#202020", tol=4) > 100, "the elevated lane has no casing"
+    assert "+6.5 m" in svg.read_text()
+    solid, fading = placed["entities"]
+    assert near(img, solid["px"], solid["py"], TIER["Full"])
+    assert not near(img, fading["px"], fading["py"], TIER["Full"])
+    assert near(img, fading["px"], fading["py"], blend(TIER["Full"], 0.45, ROAD), tol=4)
