@@ -150,6 +150,10 @@ def test_bad_arguments(tmp_path, capsys):
         assert text in capsys.readouterr().err, argv
     code = cli_main(["--port", "1", "-o", str(tmp_path / "x.png"), "--timeout", "2"])
     assert code == 1 and "cannot connect" in capsys.readouterr().err
+    code = cli_main(["--serve", "--port", "1", "--http-bind", "127.0.0.1:0", "--timeout", "2"])
+    assert code == 1 and "cannot connect" in capsys.readouterr().err
+    code = cli_main(["--serve", "--http-bind", "nowhere", "--port", "1"])
+    assert code == 1 and "--http-bind: expected HOST:PORT" in capsys.readouterr().err
 
 
 def test_corridor_vehicles_signals_and_dots(start_server, tmp_path):
