@@ -12,6 +12,8 @@ import signal
 import subprocess
 import threading
 import time
+import urllib.error
+import urllib.request
 
 import pytest
 
@@ -221,3 +223,32 @@ def test_live_page_in_headless_chromium(start_server, tmp_path):
     moved = [k for k in common if pos1[k] != pos2[k]]
     assert len(moved) >= len(common) // 2, f"agents did not move: {pos1} -> {pos2}"
     assert all(c in TIER.values() for _k, _x, _y, c in probe2["agents"])
+
+
+def test_live_page_of_a_recording(recording):
+    # The page's data for a recording (bustle-replay serve at the recorded
+    # rate, looping): the latest frame advances.
+    page = LivePage("--recording", recording, "--step", 100)
+    try:
+        def frame():
+            with urllib.request.urlopen(page.url + "frame.json", timeout=5) as r:
+                return json.load(r)
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                first = frame()
+                break
+            except urllib.error.HTTPError as exc:  # 503 until the first frame
+                assert exc.code == 503 and time.monotonic() < deadline
+                time.sleep(0.1)
+        time.sleep(1.0)
+        second = frame()
+        with urllib.request.urlopen(page.url + "geometry.json", timeout=5) as r:
+            geometry = json.load(r)
+    finally:
+        assert page.stop() == 0
+    assert geometry["scenario_id"] == "bustle.default.two-blocks.v1"
+    assert geometry["style"]["colors"]["tier"]["Full"] == TIER["Full"]
+    assert second["step"] > first["step"] >= 0  # from the keyframe at step 0: empty at first
+    assert second["entities"]
+    assert second["bytes_per_s"] > 0

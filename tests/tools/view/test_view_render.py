@@ -4,16 +4,14 @@ lanes drawn, one colour per tier / hint / policy, and the frame of a
 recording at step N being the recorded state at step N (same digest)."""
 
 import sqlite3
-import time
 
 import numpy as np
 import pytest
 
-from bustle_client import Session
 from bustle_view.cli import build_parser, main as cli_main
 from bustle_view.render import render
 from bustle_view.source import open_source
-from conftest import SOURCE_DIR, replay_binary, run_view
+from conftest import SOURCE_DIR, replay_binary, run_view, wait_step
 from pixels import count, load_meta, load_png, near
 
 TIER = {"Full": "#e6194b", "Simulated": "#4363d8", "Coarse": "#3cb44b"}
@@ -37,15 +35,6 @@ def check_agents(img, meta, palette, field):
         assert count(img, palette[value]) > 0, f"no pixel of {field} {value}"
 
 
-def wait_step(port, step, timeout=10.0):
-    with Session.connect("127.0.0.1", port, timeout=5.0) as s:
-        s.hello("view-test")
-        deadline = time.monotonic() + timeout
-        while s.stats().step < step:
-            assert time.monotonic() < deadline, f"server never reached step {step}"
-            time.sleep(0.05)
-
-
 def test_png_and_svg_from_live_server(server, tmp_path):
     png, svg, meta = tmp_path / "live.png", tmp_path / "live.svg", tmp_path / "live.json"
     r = run_view("--port", server.port, "--step", 40, "-o", png, "-o", svg, "--meta", meta)
@@ -61,22 +50,6 @@ def test_png_and_svg_from_live_server(server, tmp_path):
     text = svg.read_text()
     assert text.lstrip().startswith("<?xml") and "<svg" in text
     assert "bustle.default.two-blocks.v1" in text  # the title
-
-
-@pytest.fixture(scope="module")
-def recording(tmp_path_factory):
-    """A recording of the default city: 300 steps with the fast clock."""
-    from conftest import _it
-    tmp = tmp_path_factory.mktemp("rec")
-    path = tmp / "city.db"
-    srv = _it.ServerProcess(["--port", "0", "--bind", "127.0.0.1", "--clock", "fast",
-                             "--snapshot-db", str(tmp / "snap.db"), "--record", str(path)],
-                            tmp / "server.stderr", env=_it.clean_env())
-    try:
-        wait_step(srv.port, 300)
-    finally:
-        srv.stop(check=True)
-    return path
 
 
 def recorded_digest(path, step):

@@ -158,7 +158,7 @@ def render(geometry: dict, frame: dict, outputs, color_by: str = "tier",
     for s in geometry["signals"]:
         phase = frame["signals"].get(str(s["index"]), "Open")
         ax.scatter([s["x"]], [s["y"]], s=110, marker="D", c=PHASE_COLORS.get(phase, "#999999"),
-                   edgecolors="#000000", linewidths=1, zorder=7)
+                   edgecolors="#000000", linewidths=1, zorder=8.5)  # over a waiting vehicle
         ax.text(s["x"] + 2.5, s["y"] + 2.5, f"{s['id']} {phase}", fontsize=7, zorder=9)
     if geometry["signals"]:
         for phase, c in PHASE_COLORS.items():
