@@ -64,8 +64,9 @@ def recorded_digest(path, step):
 
 def test_png_from_recording_at_step(recording, tmp_path):
     png, meta = tmp_path / "rec.png", tmp_path / "rec.json"
-    r = run_view("--recording", recording, "--step", 150, "-o", png, "--meta", meta)
-    assert r.returncode == 0, r.stderr
+    # In this process (the launcher is run as a process above): same code path.
+    assert cli_main(["--recording", str(recording), "--step", "150", "-o", str(png),
+                     "--meta", str(meta), "--replay-binary", replay_binary()]) == 0
     m = load_meta(meta)
     assert m["frame"]["step"] == 150
     assert m["frame"]["digest"] == recorded_digest(recording, 150)
@@ -136,8 +137,8 @@ def test_corridor_vehicles_signals_and_dots(start_server, tmp_path):
                        str(SOURCE_DIR / "configs" / "corridor.city.json"))
     wait_step(srv.port, 200)
     png, meta = tmp_path / "corridor.png", tmp_path / "corridor.json"
-    r = run_view("--port", srv.port, "--color-by", "policy", "-o", png, "--meta", meta)
-    assert r.returncode == 0, r.stderr
+    assert cli_main(["--port", str(srv.port), "--color-by", "policy", "-o", str(png),
+                     "--meta", str(meta)]) == 0
     m = load_meta(meta)
     assert m["frame"]["kinds"]["Vehicle"] > 0
     img = load_png(png)
