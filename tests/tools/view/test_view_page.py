@@ -22,6 +22,7 @@ from pixels import count, load_png
 
 SERVING = re.compile(r"^bustle-view serving (http://\S+/) ")
 TIER = {"Full": "#e6194b", "Simulated": "#4363d8", "Coarse": "#3cb44b"}
+HINT = {"Actor": "#f032e6", "Instanced": "#42d4f4", "Marker": "#9a6324"}
 SIDEWALK = "#b4b4b4"
 
 
@@ -197,6 +198,11 @@ def test_live_page_in_headless_chromium(start_server, tmp_path):
             dom2 = browser.dom()
             shot = tmp_path / "page.png"
             browser.screenshot(shot)
+            # The HUD's selector recolours the agents by representation hint.
+            browser.evaluate("const s = document.getElementById('colorby'); s.value = 'hint';"
+                             " s.dispatchEvent(new Event('change'));")
+            time.sleep(0.5)
+            hinted = json.loads(browser.evaluate("document.getElementById('probe').textContent"))
         finally:
             browser.close()
     finally:
@@ -223,6 +229,8 @@ def test_live_page_in_headless_chromium(start_server, tmp_path):
     moved = [k for k in common if pos1[k] != pos2[k]]
     assert len(moved) >= len(common) // 2, f"agents did not move: {pos1} -> {pos2}"
     assert all(c in TIER.values() for _k, _x, _y, c in probe2["agents"])
+    assert hinted["colorBy"] == "hint" and hinted["agents"]
+    assert all(c in HINT.values() for _k, _x, _y, c in hinted["agents"])
 
 
 def test_live_page_of_a_recording(recording):

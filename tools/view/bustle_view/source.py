@@ -3,8 +3,9 @@
 recording's state itself, only reads its scenario for the zones).
 
 ``Source`` connects as a viewer, subscribes (whole city unless observers are
-given) and keeps an :class:`bustle_client.EntityMirror` current; ``capture``
-returns the geometry and one frame at (or right after) a wanted step.
+given) and keeps an :class:`bustle_client.EntityMirror` current;
+``open_source`` makes one from the command line, for a picture left at the
+step asked for, or for the live page.
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ from .scene import (find_shipped_scenario, frame_from_mirror, geometry_from_welc
                     load_scenario, scenario_from_recording)
 
 REPLAY_LISTENING = re.compile(r"^bustle-replay listening on (\S+):(\d+)$")
-# A recording is held at the step asked for: served this slowly, the replay
-# takes no step before the picture is taken (it is stopped right after).
+# A recording whose keyframe is the step asked for is served this slowly: the
+# replay takes no step before the picture is taken (it is stopped right after).
 HOLD_RATE_HZ = "0.001"
 
 
@@ -36,13 +37,9 @@ class ViewError(Exception):
 
 
 def shipped_scenario_dirs():
-    """Directories searched for a scenario file matching the Welcome's id."""
-    dirs = []
-    env = os.environ.get("BUSTLE_VIEW_SCENARIOS")
-    if env:
-        dirs.extend(env.split(os.pathsep))
-    dirs.append(Path(__file__).resolve().parents[3] / "configs")
-    return dirs
+    """Directories searched for a scenario file matching the Welcome's id:
+    the source tree's configs/."""
+    return [Path(__file__).resolve().parents[3] / "configs"]
 
 
 class ReplayProcess:
