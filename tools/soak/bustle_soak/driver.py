@@ -656,6 +656,8 @@ class Worker(threading.Thread):
         name, step, epoch, exact = pending
         w.snapshots[slot] = None
         self.quiesced_rewind("Restore" if slot == "checkpoint" else "Load", name, step, epoch, exact)
+        # gone back to it once: delete it, so an hour's soak keeps a small store
+        self.ask("DeleteSnapshot", name=name)
 
     def quiesced_rewind(self, command: str, name: str, step: int, epoch: int, exact: bool) -> None:
         w = self.world
