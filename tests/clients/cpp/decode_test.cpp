@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "bustle/client/client.hpp"
+#include "bustle/client/replies.hpp"
 #include "bustle/proto/framing.hpp"
 #include "support/sdk_frames.hpp"
 

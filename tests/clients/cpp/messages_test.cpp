@@ -226,9 +226,9 @@ TEST_CASE("command_name names the snapshot commands", "[messages][snapshots]") {
 
 TEST_CASE("LeaseReport carries every lease, capped at the protocol's limit", "[messages]") {
   std::vector<c::Lease> leases = {
-      {{7, 1}, wire::LeaseState::Assigned, c::RepresentationHint::Actor, wire::UnassignedReason::None},
-      {{9, 2}, wire::LeaseState::Unassigned, c::RepresentationHint::None, wire::UnassignedReason::PoolAtCap},
-      {{11, 1}, wire::LeaseState::Released, c::RepresentationHint::None, wire::UnassignedReason::None},
+      {{7, 1}, c::LeaseState::Assigned, c::RepresentationHint::Actor, c::UnassignedReason::None},
+      {{9, 2}, c::LeaseState::Unassigned, c::RepresentationHint::None, c::UnassignedReason::PoolAtCap},
+      {{11, 1}, c::LeaseState::Released, c::RepresentationHint::None, c::UnassignedReason::None},
   };
   const auto* report = verified(c::build_lease_report(42, leases))->message_as_LeaseReport();
   REQUIRE(report != nullptr);
