@@ -82,7 +82,7 @@ TEST_CASE("Every Delta gives each entity a sample from lane-relative motion; fra
   REQUIRE(layer.set_backend(H::Actor, &actors) == c::InstallStatus::Installed);
   t::DeltaSpec first = step(10);
   first.baseline = true;
-  first.entered = {walker(1, 0, 10'000)};  // 10 m/s, no later correction
+  first.entered = {walker(1, 0, 10'000)};  // 10 m/s (1 m per step), no later correction
   apply(layer, first);
   for (std::uint64_t n = 11; n <= 13; ++n) apply(layer, step(n));  // empty Deltas: prediction only
   CHECK(layer.counters().samples == 4);
@@ -91,14 +91,14 @@ TEST_CASE("Every Delta gives each entity a sample from lane-relative motion; fra
 
   layer.render_at(1'150'000);  // between steps 11 and 12
   REQUIRE(actors.frame_poses().count(slot.value) == 1);
-  CHECK(actors.frame_poses().at(slot.value).x_m == Approx(15.0).margin(1e-9));
+  CHECK(actors.frame_poses().at(slot.value).x_m == Approx(1.5).margin(1e-9));
   CHECK(actors.frame_render_time_us() == 1'150'000);
 
   SECTION("render() runs the delay behind the estimated server time") {
     // Deltas were "received" at local = sim time: 1.3 s now renders 1.2 s.
     layer.render(1'300'000);
     CHECK(*layer.last_render_time_us() == 1'200'000);
-    CHECK(actors.frame_poses().at(slot.value).x_m == Approx(20.0).margin(1e-9));
+    CHECK(actors.frame_poses().at(slot.value).x_m == Approx(2.0).margin(1e-9));
     // Render time never goes back.
     layer.render(1'250'000);
     CHECK(*layer.last_render_time_us() == 1'200'000);
@@ -235,7 +235,7 @@ TEST_CASE("Through the layer: at the pool's cap an entity waits (PoolAtCap) and 
   apply(layer, gone);
   CHECK(pool.is_instance_active(third));  // the pool handed over the freed actor
   layer.render_at(150'000);
-  CHECK(factory.actor(pool.actor_of(third)).pose.x_m == Approx(5.15).margin(1e-9));
+  CHECK(factory.actor(pool.actor_of(third)).pose.x_m == Approx(5.05).margin(1e-9));
   leases = layer.take_leases();
   REQUIRE(leases.size() == 1);
   CHECK(leases[0] == (c::Lease{{3, 1}, c::LeaseState::Assigned, H::Actor, c::UnassignedReason::None}));
