@@ -163,12 +163,13 @@ int main(int argc, char** argv) {
   for (std::uint32_t f = 0; f < a.frames; ++f) frames.push_back(step_frame(a, 2 + f));
 
   const std::uint64_t rss_before = rss_bytes();
-  c::RepresentationLayer layer;
-  layer.set_world(world());
   c::HeadlessActorFactory factory;
   c::ActorPoolBackend actors(factory);
   c::HeadlessBackend instances({.name = "instances", .record_events = false});
   c::HeadlessBackend markers({.name = "markers", .record_events = false});
+  // Backends first: they must outlive their installation in the layer.
+  c::RepresentationLayer layer;
+  layer.set_world(world());
   layer.set_backend(c::RepresentationHint::Actor, &actors);
   layer.set_backend(c::RepresentationHint::Instanced, &instances);
   layer.set_backend(c::RepresentationHint::Marker, &markers);

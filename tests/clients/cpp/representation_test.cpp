@@ -1,7 +1,8 @@
 // RepresentationLayer (representation.hpp) with headless backends: samples
 // per Delta, rendering, retries, moves between backends, pools at their cap,
 // backend swaps, history reset and lease batches. Deltas are built like a
-// server's (support/sdk_frames.hpp).
+// server's (support/sdk_frames.hpp). Each case declares its backends (and
+// log sink) before the layer: they must outlive their installation.
 #include "bustle/client/representation.hpp"
 
 #include <algorithm>
@@ -76,9 +77,9 @@ std::size_t event_index(const c::HeadlessBackend& b, c::HeadlessEventKind kind, 
 
 TEST_CASE("Every Delta gives each entity a sample from lane-relative motion; frames render between them",
           "[representation]") {
+  c::HeadlessBackend actors;
   c::RepresentationLayer layer;
   layer.set_world(world());
-  c::HeadlessBackend actors;
   REQUIRE(layer.set_backend(H::Actor, &actors) == c::InstallStatus::Installed);
   t::DeltaSpec first = step(10);
   first.baseline = true;
@@ -106,11 +107,11 @@ TEST_CASE("Every Delta gives each entity a sample from lane-relative motion; fra
 }
 
 TEST_CASE("An instance a backend could not complete is retried until it is active", "[representation]") {
-  c::RepresentationLayer layer;
-  layer.set_world(world());
   c::HeadlessBackendOptions options;
   options.activation_attempts = 3;  // the resource "loads" for two more calls
   c::HeadlessBackend actors(options);
+  c::RepresentationLayer layer;
+  layer.set_world(world());
   layer.set_backend(H::Actor, &actors);
   t::DeltaSpec d = baseline({walker(1, 0, 0)});
   apply(layer, d);
@@ -135,10 +136,10 @@ TEST_CASE("An instance a backend could not complete is retried until it is activ
 }
 
 TEST_CASE("A hint change moves an entity between backends without a gap", "[representation]") {
-  c::RepresentationLayer layer;
-  layer.set_world(world());
   c::HeadlessBackend actors({.name = "actors"});
   c::HeadlessBackend instances({.name = "instances"});
+  c::RepresentationLayer layer;
+  layer.set_world(world());
   layer.set_backend(H::Actor, &actors);
   layer.set_backend(H::Instanced, &instances);
   t::DeltaSpec d = baseline({walker(1, 0, 1000), walker(2, 0, 1000)});
@@ -213,13 +214,13 @@ TEST_CASE("A hint change moves an entity between backends without a gap", "[repr
 TEST_CASE("Through the layer: at the pool's cap an entity waits (PoolAtCap) and is drawn when another leaves",
           "[representation][pool]") {
   c::MemoryLogSink log;
-  c::RepresentationLayer layer({}, &log);
-  layer.set_world(world());
   c::HeadlessActorFactory factory;
   c::ActorPoolConfig config;
   config.default_pool_size = 1;
   config.max_pool_size = 2;
   c::ActorPoolBackend pool(factory, config);
+  c::RepresentationLayer layer({}, &log);
+  layer.set_world(world());
   layer.set_backend(H::Actor, &pool);
   t::DeltaSpec d = baseline({walker(1, 0, 1000), walker(2, 0, 1000), walker(3, 5000, 1000)});
   apply(layer, d);
@@ -243,9 +244,9 @@ TEST_CASE("Through the layer: at the pool's cap an entity waits (PoolAtCap) and 
 }
 
 TEST_CASE("A reused slot starts with an empty history", "[representation]") {
+  c::HeadlessBackend actors;
   c::RepresentationLayer layer;
   layer.set_world(world());
-  c::HeadlessBackend actors;
   layer.set_backend(H::Actor, &actors);
   t::DeltaSpec d = baseline({walker(1, 100'000, 0)});
   apply(layer, d);
@@ -265,21 +266,21 @@ TEST_CASE("A reused slot starts with an empty history", "[representation]") {
 
 TEST_CASE("A backend that refuses to initialize is not installed; a swap moves every entity", "[representation]") {
   c::MemoryLogSink log;
+  c::HeadlessBackend first({.name = "first"});
+  c::HeadlessBackend refusing({.name = "refusing", .refuse_initialize = true});
+  c::HeadlessBackend second({.name = "second"});
   c::RepresentationLayer layer({}, &log);
   layer.set_world(world());
-  c::HeadlessBackend first({.name = "first"});
   REQUIRE(layer.set_backend(H::Actor, &first) == c::InstallStatus::Installed);
   t::DeltaSpec d = baseline({walker(1, 0, 1000), walker(2, 0, 1000)});
   apply(layer, d);
   CHECK(first.active().size() == 2);
 
-  c::HeadlessBackend refusing({.name = "refusing", .refuse_initialize = true});
   CHECK(layer.set_backend(H::Actor, &refusing) == c::InstallStatus::Refused);
   CHECK(layer.backend(H::Actor) == &first);
   CHECK(first.active().size() == 2);
   CHECK(log.count("representation", "refusing could not initialize") == 1);
 
-  c::HeadlessBackend second({.name = "second"});
   CHECK(layer.set_backend(H::Actor, &second) == c::InstallStatus::Installed);
   CHECK(second.active().size() == 2);
   CHECK(first.active().empty());
@@ -289,9 +290,9 @@ TEST_CASE("A backend that refuses to initialize is not installed; a swap moves e
 }
 
 TEST_CASE("Leases are handed out in batches, one per slot and change", "[representation]") {
+  c::HeadlessBackend actors;
   c::RepresentationLayer layer;
   layer.set_world(world());
-  c::HeadlessBackend actors;
   layer.set_backend(H::Actor, &actors);
   t::DeltaSpec d = step(1);
   d.baseline = true;
