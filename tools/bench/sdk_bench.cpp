@@ -211,7 +211,7 @@ int main(int argc, char** argv) {
               a.entities, a.frames, 100.0 * static_cast<double>(motion_records) / (n * a.frames),
               static_cast<double>(motion_records) / a.frames, static_cast<double>(bytes) / a.frames);
   std::printf("drawn: actors %u (pooled, %u actors made), instances %zu, markers %zu\n", factory.shown(),
-              static_cast<unsigned>(factory.actors().size()), instances.active().size(), markers.active().size());
+              static_cast<unsigned>(factory.actors().size()), instances.active_count(), markers.active_count());
   std::printf("per frame (median): decode %.0f us, apply %.0f us, render %.0f us, total %.0f us\n",
               median(decode_ns) / 1e3, median(apply_ns) / 1e3, median(render_ns) / 1e3, median(total_ns) / 1e3);
   std::printf("per entity (median): decode %.1f ns, apply %.1f ns, render %.1f ns, total %.1f ns\n",

@@ -23,29 +23,43 @@ void HeadlessBackend::record(HeadlessEventKind kind, SlotId slot, EntityId id, R
   if (options_.record_events) events_.push_back(HeadlessEvent{kind, slot, id, hint, frames_});
 }
 
+HeadlessBackend::SlotState& HeadlessBackend::state(SlotId slot) {
+  assert(slot.valid());
+  if (slot.value >= slots_.size()) slots_.resize(static_cast<std::size_t>(slot.value) + 1);
+  return slots_[slot.value];
+}
+
 ActivationResult HeadlessBackend::activate(SlotId slot, EntityId id, std::uint16_t /*archetype*/,
                                            RepresentationHint hint, const EntityState& /*initial*/) {
-  if (active_.count(slot.value) != 0) return ActivationResult::active();
-  if (active_.size() >= options_.capacity) {
+  SlotState& st = state(slot);
+  if (st.active) return ActivationResult::active();
+  if (active_count_ >= options_.capacity) {
     record(HeadlessEventKind::Pending, slot, id, hint);
     return ActivationResult::pending(UnassignedReason::PoolAtCap);
   }
-  std::uint32_t& attempts = attempts_[slot.value];
-  ++attempts;
-  if (attempts < options_.activation_attempts) {
+  ++st.attempts;
+  if (st.attempts < options_.activation_attempts) {
     // Accepted, but its resource is still loading: inactive until a later call.
     record(HeadlessEventKind::Pending, slot, id, hint);
     return ActivationResult::active();
   }
-  attempts_.erase(slot.value);
-  active_.emplace(slot.value, id);
+  st.attempts = 0;
+  st.active = true;
+  st.id = id;
+  ++active_count_;
   record(HeadlessEventKind::Activated, slot, id, hint);
   return ActivationResult::active();
 }
 
 void HeadlessBackend::deactivate(SlotId slot, EntityId id) {
-  attempts_.erase(slot.value);
-  if (active_.erase(slot.value) != 0) record(HeadlessEventKind::Deactivated, slot, id, RepresentationHint::None);
+  if (!slot.valid() || slot.value >= slots_.size()) return;
+  SlotState& st = slots_[slot.value];
+  st.attempts = 0;
+  if (!st.active) return;
+  st.active = false;
+  assert(active_count_ > 0);
+  --active_count_;
+  record(HeadlessEventKind::Deactivated, slot, id, RepresentationHint::None);
 }
 
 bool HeadlessBackend::extract_update(const EntityState& /*state*/, std::int64_t /*server_time_us*/, SlotId /*slot*/) {
@@ -54,25 +68,36 @@ bool HeadlessBackend::extract_update(const EntityState& /*state*/, std::int64_t 
 }
 
 void HeadlessBackend::apply_interpolation(SlotId slot, std::int64_t /*render_time_us*/, const RenderPose& pose) {
-  assert(active_.count(slot.value) != 0);
-  frame_poses_[slot.value] = pose;
+  assert(slot.valid() && slot.value < slots_.size());
+  SlotState& st = slots_[slot.value];
+  assert(st.active);
+  if (st.pose_frame != frames_) ++frame_pose_count_;
+  st.pose_frame = frames_;
+  st.pose = pose;
   ++poses_applied_;
 }
 
-bool HeadlessBackend::is_instance_active(SlotId slot) const { return active_.count(slot.value) != 0; }
+bool HeadlessBackend::is_instance_active(SlotId slot) const {
+  return slot.valid() && slot.value < slots_.size() && slots_[slot.value].active;
+}
+
+const RenderPose* HeadlessBackend::frame_pose(SlotId slot) const {
+  if (!slot.valid() || slot.value >= slots_.size() || frames_ == 0) return nullptr;
+  const SlotState& st = slots_[slot.value];
+  return st.pose_frame == frames_ ? &st.pose : nullptr;
+}
 
 void HeadlessBackend::begin_frame(std::int64_t render_time_us) {
-  frame_poses_.clear();
   frame_render_time_us_ = render_time_us;
+  frame_pose_count_ = 0;
   ++frames_;
 }
 
 std::vector<EntityId> HeadlessBackend::active_ids() const {
   std::vector<EntityId> ids;
-  ids.reserve(active_.size());
-  for (const auto& [slot, id] : active_) {
-    (void)slot;
-    ids.push_back(id);
+  ids.reserve(active_count_);
+  for (const SlotState& st : slots_) {
+    if (st.active) ids.push_back(st.id);
   }
   return ids;
 }

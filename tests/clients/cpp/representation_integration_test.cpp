@@ -194,8 +194,7 @@ TEST_CASE("Rendered poses stay within 1 cm of the server's pose at the interpola
   const auto step_us = static_cast<std::int64_t>(s.welcome.step_us);
   const auto pose_of = [&](std::uint32_t slot) -> const c::RenderPose* {
     for (const c::HeadlessBackend* b : {&actors, &instances, &markers}) {
-      const auto it = b->frame_poses().find(slot);
-      if (it != b->frame_poses().end()) return &it->second;
+      if (const c::RenderPose* p = b->frame_pose(c::SlotId{slot})) return p;
     }
     return nullptr;
   };

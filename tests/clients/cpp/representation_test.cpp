@@ -91,15 +91,15 @@ TEST_CASE("Every Delta gives each entity a sample from lane-relative motion; fra
   REQUIRE(actors.is_instance_active(slot));
 
   layer.render_at(1'150'000);  // between steps 11 and 12
-  REQUIRE(actors.frame_poses().count(slot.value) == 1);
-  CHECK(actors.frame_poses().at(slot.value).x_m == Approx(1.5).margin(1e-9));
+  REQUIRE(actors.frame_pose(slot) != nullptr);
+  CHECK(actors.frame_pose(slot)->x_m == Approx(1.5).margin(1e-9));
   CHECK(actors.frame_render_time_us() == 1'150'000);
 
   SECTION("render() runs the delay behind the estimated server time") {
     // Deltas were "received" at local = sim time: 1.3 s now renders 1.2 s.
     layer.render(1'300'000);
     CHECK(*layer.last_render_time_us() == 1'200'000);
-    CHECK(actors.frame_poses().at(slot.value).x_m == Approx(2.0).margin(1e-9));
+    CHECK(actors.frame_pose(slot)->x_m == Approx(2.0).margin(1e-9));
     // Render time never goes back.
     layer.render(1'250'000);
     CHECK(*layer.last_render_time_us() == 1'200'000);
@@ -159,8 +159,8 @@ TEST_CASE("A hint change moves an entity between backends without a gap", "[repr
     // with a backend that refuses first (next section). Here: one frame later
     // the entity is drawn once, by the instanced backend.
     layer.render_at(150'000);
-    CHECK(instances.frame_poses().count(one.value) == 1);
-    CHECK(actors.frame_poses().count(one.value) == 0);
+    CHECK(instances.frame_pose(one) != nullptr);
+    CHECK(actors.frame_pose(one) == nullptr);
     const auto leases = layer.take_leases();
     REQUIRE(leases.size() == 1);
     CHECK(leases[0] == (c::Lease{{1, 1}, c::LeaseState::Assigned, H::Instanced, c::UnassignedReason::None}));
@@ -178,7 +178,7 @@ TEST_CASE("A hint change moves an entity between backends without a gap", "[repr
     CHECK(leases[0] == (c::Lease{{2, 1}, c::LeaseState::Preserved, H::Actor, c::UnassignedReason::None}));
     for (int frame = 0; frame < 3; ++frame) {
       layer.render_at(150'000 + frame * 10'000);
-      CHECK(actors.frame_poses().count(two.value) == 1);  // drawn every frame meanwhile
+      CHECK(actors.frame_pose(two) != nullptr);  // drawn every frame meanwhile
     }
     instances.set_capacity(10);
     const std::uint64_t frame_before = actors.frames();
@@ -194,7 +194,7 @@ TEST_CASE("A hint change moves an entity between backends without a gap", "[repr
     REQUIRE(off < actors.events().size());
     CHECK(instances.events()[on].frame == frame_before);
     CHECK(actors.events()[off].frame == frame_before);
-    CHECK(instances.frame_poses().count(two.value) == 1);
+    CHECK(instances.frame_pose(two) != nullptr);
     leases = layer.take_leases();
     REQUIRE(leases.size() == 1);
     CHECK(leases[0] == (c::Lease{{2, 1}, c::LeaseState::Assigned, H::Instanced, c::UnassignedReason::None}));
@@ -274,19 +274,19 @@ TEST_CASE("A backend that refuses to initialize is not installed; a swap moves e
   REQUIRE(layer.set_backend(H::Actor, &first) == c::InstallStatus::Installed);
   t::DeltaSpec d = baseline({walker(1, 0, 1000), walker(2, 0, 1000)});
   apply(layer, d);
-  CHECK(first.active().size() == 2);
+  CHECK(first.active_count() == 2);
 
   CHECK(layer.set_backend(H::Actor, &refusing) == c::InstallStatus::Refused);
   CHECK(layer.backend(H::Actor) == &first);
-  CHECK(first.active().size() == 2);
+  CHECK(first.active_count() == 2);
   CHECK(log.count("representation", "refusing could not initialize") == 1);
 
   CHECK(layer.set_backend(H::Actor, &second) == c::InstallStatus::Installed);
-  CHECK(second.active().size() == 2);
-  CHECK(first.active().empty());
+  CHECK(second.active_count() == 2);
+  CHECK(first.active_count() == 0);
   CHECK_FALSE(first.initialized());  // released and deinitialized
   layer.render_at(100'000);
-  CHECK(second.frame_poses().size() == 2);
+  CHECK(second.frame_pose_count() == 2);
 }
 
 TEST_CASE("Leases are handed out in batches, one per slot and change", "[representation]") {

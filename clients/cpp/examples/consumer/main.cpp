@@ -21,9 +21,9 @@ int main() {
   lane.length_mm = 100'000;
   welcome.lanes = {lane};
 
+  c::HeadlessBackend backend;  // before the layer: a backend outlives its installation
   c::RepresentationLayer layer;
   layer.set_world(welcome);
-  c::HeadlessBackend backend;
   if (layer.set_backend(c::RepresentationHint::Actor, &backend) != c::InstallStatus::Installed) return 1;
 
   c::Delta first;
@@ -42,7 +42,9 @@ int main() {
 
   layer.render_at(150'000);  // half-way between the two samples
   const c::SlotId slot = layer.mirror().find(walker.id)->slot;
-  const double x = backend.frame_poses().at(slot.value).x_m;
+  const c::RenderPose* pose = backend.frame_pose(slot);
+  if (pose == nullptr) return 2;
+  const double x = pose->x_m;
   std::printf("interpolated x at 0.15 s: %.3f m\n", x);
   if (std::abs(x - 0.1) > 1e-9) return 2;
 

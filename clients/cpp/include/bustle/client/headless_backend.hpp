@@ -14,7 +14,6 @@
 
 #include <cstdint>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "bustle/client/actor_pool.hpp"
@@ -57,11 +56,13 @@ class HeadlessBackend final : public RenderBackend {
   void begin_frame(std::int64_t render_time_us) override;
 
   bool initialized() const { return initialized_; }
-  // Active instances: slot value -> entity.
-  const std::unordered_map<std::uint32_t, EntityId>& active() const { return active_; }
+  // Active instances.
+  std::size_t active_count() const { return active_count_; }
   std::vector<EntityId> active_ids() const;
-  // Poses applied in the current (last begun) frame: slot value -> pose.
-  const std::unordered_map<std::uint32_t, RenderPose>& frame_poses() const { return frame_poses_; }
+  // The pose applied to `slot` in the current (last begun) frame; nullptr
+  // when none was.
+  const RenderPose* frame_pose(SlotId slot) const;
+  std::size_t frame_pose_count() const { return frame_pose_count_; }
   std::int64_t frame_render_time_us() const { return frame_render_time_us_; }
   std::uint64_t frames() const { return frames_; }
   const std::vector<HeadlessEvent>& events() const { return events_; }
@@ -73,11 +74,22 @@ class HeadlessBackend final : public RenderBackend {
  private:
   void record(HeadlessEventKind kind, SlotId slot, EntityId id, RepresentationHint hint);
 
+  // Per-slot state in arrays indexed by SlotId::value (as the backend
+  // contract suggests), grown on first use.
+  struct SlotState {
+    EntityId id;
+    bool active = false;
+    std::uint32_t attempts = 0;     // activate() calls while loading
+    std::uint64_t pose_frame = 0;   // frames_ when `pose` was applied (0: never)
+    RenderPose pose;
+  };
+  SlotState& state(SlotId slot);
+
   HeadlessBackendOptions options_;
   bool initialized_ = false;
-  std::unordered_map<std::uint32_t, EntityId> active_;
-  std::unordered_map<std::uint32_t, std::uint32_t> attempts_;  // pending slot -> activate() calls so far
-  std::unordered_map<std::uint32_t, RenderPose> frame_poses_;
+  std::vector<SlotState> slots_;
+  std::size_t active_count_ = 0;
+  std::size_t frame_pose_count_ = 0;
   std::int64_t frame_render_time_us_ = 0;
   std::uint64_t frames_ = 0;
   std::vector<HeadlessEvent> events_;

@@ -96,7 +96,11 @@ struct SlotRepresentation {
 
 class RepresentationLayer {
  public:
+  // `log` (may be null) must outlive the layer.
   explicit RepresentationLayer(RepresentationConfig config = {}, LogSink* log = nullptr);
+  // Deactivates every instance and deinitializes every installed backend,
+  // so backends still installed must be alive here (declare them, or the
+  // engine objects owning them, before the layer).
   ~RepresentationLayer();
   RepresentationLayer(const RepresentationLayer&) = delete;
   RepresentationLayer& operator=(const RepresentationLayer&) = delete;
