@@ -107,6 +107,12 @@ RepresentationHint RepresentationLayer::hint_of(const RenderBackend* backend) co
 RenderBackend* RepresentationLayer::backend(RepresentationHint hint) const { return route(hint); }
 
 InstallStatus RepresentationLayer::set_backend(RepresentationHint hint, RenderBackend* backend) {
+  if (hint == RepresentationHint::None) {
+    // None means "not drawn": there is nothing to install for it.
+    ++counters_.refused_installs;
+    log_to(log_, LogLevel::Error, "representation", "set_backend: hint None cannot have a backend");
+    return InstallStatus::Refused;
+  }
   RenderBackend* old = backends_[hint_index(hint)];
   if (old == backend) return InstallStatus::Installed;
   const bool already_installed = backend != nullptr && hint_of(backend) != RepresentationHint::None;

@@ -277,6 +277,7 @@ TEST_CASE("A backend that refuses to initialize is not installed; a swap moves e
   CHECK(first.active_count() == 2);
 
   CHECK(layer.set_backend(H::Actor, &refusing) == c::InstallStatus::Refused);
+  CHECK(layer.set_backend(H::None, &second) == c::InstallStatus::Refused);
   CHECK(layer.backend(H::Actor) == &first);
   CHECK(first.active_count() == 2);
   CHECK(log.count("representation", "refusing could not initialize") == 1);

@@ -70,7 +70,7 @@ struct RepresentationConfig {
 
 enum class InstallStatus : std::uint8_t {
   Installed,  // the backend draws the hint from now on
-  Refused,    // initialize() returned false; the previous backend stays
+  Refused,    // initialize() returned false (or the hint is None); the previous backend stays
 };
 
 struct RepresentationCounters {
@@ -111,7 +111,8 @@ class RepresentationLayer {
   // Installs `backend` for `hint` (Actor, Instanced or Marker), or removes the
   // hint's backend (nullptr). The same backend may serve several hints; it is
   // initialized once, when first installed, and deinitialized when no hint
-  // uses it any more. `backend` must outlive its installation.
+  // uses it any more. `backend` must outlive its installation. Refused
+  // (nothing changes) when initialize() fails or `hint` is None.
   InstallStatus set_backend(RepresentationHint hint, RenderBackend* backend);
   RenderBackend* backend(RepresentationHint hint) const;
 
