@@ -230,7 +230,9 @@ TEST_CASE("LeaseReport carries every lease, capped at the protocol's limit", "[m
       {{9, 2}, c::LeaseState::Unassigned, c::RepresentationHint::None, c::UnassignedReason::PoolAtCap},
       {{11, 1}, c::LeaseState::Released, c::RepresentationHint::None, c::UnassignedReason::None},
   };
-  const auto* report = verified(c::build_lease_report(42, leases))->message_as_LeaseReport();
+  // The frame is kept: the verified root points into it.
+  const c::Frame frame = c::build_lease_report(42, leases);
+  const auto* report = verified(frame)->message_as_LeaseReport();
   REQUIRE(report != nullptr);
   CHECK(report->request_id() == 42);
   REQUIRE(report->entries()->size() == 3);
@@ -240,7 +242,8 @@ TEST_CASE("LeaseReport carries every lease, capped at the protocol's limit", "[m
   CHECK(report->entries()->Get(1)->reason() == wire::UnassignedReason::PoolAtCap);
   CHECK(report->entries()->Get(0)->representation() == static_cast<std::uint8_t>(wire::RepresentationHint::Actor));
   leases.assign(c::kLeaseEntriesMax + 10, leases[0]);
-  const auto* capped = verified(c::build_lease_report(0, leases))->message_as_LeaseReport();
+  const c::Frame capped_frame = c::build_lease_report(0, leases);
+  const auto* capped = verified(capped_frame)->message_as_LeaseReport();
   REQUIRE(capped != nullptr);
   CHECK(capped->entries()->size() == c::kLeaseEntriesMax);
   CHECK(capped->request_id() == 0);
