@@ -2,14 +2,6 @@
 
 namespace bustle::client {
 
-const char* to_string(EntityKind v) {
-  switch (v) {
-    case EntityKind::Pedestrian: return "Pedestrian";
-    case EntityKind::Vehicle: return "Vehicle";
-  }
-  return "?";
-}
-
 const char* to_string(ActivationStatus v) {
   switch (v) {
     case ActivationStatus::Active: return "Active";

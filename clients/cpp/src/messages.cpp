@@ -97,7 +97,12 @@ flatbuffers::Offset<wire::RepresentationBudgets> budgets(flatbuffers::FlatBuffer
 Frame build_subscribe(std::uint32_t request_id, const SubscribeParams& params) {
   flatbuffers::FlatBufferBuilder fbb(128);
   flatbuffers::Offset<flatbuffers::Vector<wire::EntityKind>> kinds_off = 0;
-  if (!params.kinds.empty()) kinds_off = fbb.CreateVector(params.kinds.data(), params.kinds.size());
+  if (!params.kinds.empty()) {
+    std::vector<wire::EntityKind> kinds;
+    kinds.reserve(params.kinds.size());
+    for (EntityKind k : params.kinds) kinds.push_back(static_cast<wire::EntityKind>(k));
+    kinds_off = fbb.CreateVector(kinds);
+  }
   const auto obs = observers(fbb, params.observers);
   const auto bud = budgets(fbb, params.budgets);
   const auto sub = wire::CreateSubscribe(fbb, request_id, kinds_off, obs, bud, params.motion_tolerance_mm);

@@ -145,7 +145,7 @@ EntityReport to_entity_report(const wire::EntityInfo& e) {
   EntityReport out;
   if (e.id() != nullptr) out.id = EntityId::from_wire(*e.id());
   out.alive = e.alive();
-  out.kind = e.kind();
+  out.kind = static_cast<EntityKind>(e.kind());
   out.lifecycle = e.lifecycle();
   out.tier = static_cast<SimTier>(e.tier());
   out.representation = static_cast<RepresentationHint>(e.representation());

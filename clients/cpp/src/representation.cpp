@@ -162,7 +162,7 @@ EntityState RepresentationLayer::state_of(const EntityView& view, const SlotReco
   EntityState s;
   s.id = view.id;
   s.slot = view.slot;
-  s.kind = static_cast<EntityKind>(view.kind);
+  s.kind = view.kind;
   s.archetype = view.archetype;
   s.sim_tier = view.sim_tier;
   s.representation = view.representation;

@@ -69,7 +69,7 @@ TEST_CASE("Subscribe carries its request id and the kinds, or none for every kin
   CHECK(all->budgets() == nullptr);    // the server's defaults
   CHECK(all->motion_tolerance_mm() == 10);
   c::SubscribeParams p;
-  p.kinds = {wire::EntityKind::Vehicle};
+  p.kinds = {c::EntityKind::Vehicle};
   const c::Frame some_frame = c::build_subscribe(6, p);
   const auto* some = verified(some_frame)->message_as_Subscribe();
   REQUIRE(some != nullptr);

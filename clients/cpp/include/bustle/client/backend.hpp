@@ -40,10 +40,6 @@
 
 namespace bustle::client {
 
-// Entity kind as an SDK type (same values as the schema's EntityKind).
-enum class EntityKind : std::uint8_t { Pedestrian = 0, Vehicle = 1 };
-const char* to_string(EntityKind v);
-
 // An entity's state at one server time, as a backend sees it.
 struct EntityState {
   EntityId id;

@@ -63,7 +63,7 @@ struct RepresentationBudgets {
 //  the frame passes the verifier's table budget; the server accepts 16.]
 inline constexpr std::size_t kMaxInterestObservers = 1000;
 struct SubscribeParams {
-  std::vector<bustle::wire::EntityKind> kinds = {};  // empty: every kind
+  std::vector<EntityKind> kinds = {};                // empty: every kind
   std::vector<InterestObserver> observers = {};      // empty: the whole city
   std::optional<RepresentationBudgets> budgets = {}; // none: the server's defaults
   std::uint16_t motion_tolerance_mm = 10;            // 0: exact poses at every step

@@ -186,7 +186,7 @@ SpawnStatusInfo to_spawn_status(const bustle::wire::SpawnStatus& status);
 struct EntityReport {
   EntityId id;
   bool alive = false;
-  bustle::wire::EntityKind kind = bustle::wire::EntityKind::Pedestrian;
+  EntityKind kind = EntityKind::Pedestrian;
   bustle::wire::LifecycleState lifecycle = bustle::wire::LifecycleState::Gone;
   SimTier tier = SimTier::Full;
   RepresentationHint representation = RepresentationHint::None;
