@@ -110,9 +110,9 @@ std::set<std::uint64_t> keys(const std::vector<c::EntityId>& ids) {
 
 TEST_CASE("Headless backends draw exactly the server's hinted set, and lease reports reach the server",
           "[integration][representation]") {
-  // 1000 steps of the large block (100 ms steps: 100 s of city), 300 of the
-  // corridor; manual clock, one Step command per step.
-  const auto [config, steps] = GENERATE(std::make_pair(kLargeBlock, 1000), std::make_pair(kCorridor, 300));
+  // 1000 steps each of the large block and the corridor (100 ms steps: 100 s
+  // of city); manual clock, one Step command per step.
+  const auto [config, steps] = GENERATE(std::make_pair(kLargeBlock, 1000), std::make_pair(kCorridor, 1000));
   INFO(config);
   Session s = connect(config, 10);
   c::HeadlessActorFactory factory;
