@@ -110,9 +110,12 @@ class SampleRing {
     const Entry& newest = at(count_ - 1);
     if (render_time_us < oldest.time_us) return {oldest.value, SampleMode::HoldOldest};
     if (render_time_us <= newest.time_us) {
-      // The first sample at or after the render time (binary search).
+      // The first sample at or after the render time (binary search). A
+      // render time one delay behind the newest sample usually falls in the
+      // last gap: that bracket is tried first.
       std::uint32_t lo = 0;
       std::uint32_t hi = count_ - 1;
+      if (at(count_ - 2).time_us < render_time_us) lo = hi;
       while (lo < hi) {
         const std::uint32_t mid = lo + (hi - lo) / 2;
         if (at(mid).time_us < render_time_us) {
