@@ -35,6 +35,10 @@ function(bustle_library name)
   cmake_parse_arguments(ARG "" "" "SOURCES;PUBLIC_DEPS;PRIVATE_DEPS" ${ARGN})
   add_library(bustle_${name} STATIC ${ARG_SOURCES})
   add_library(bustle::${name} ALIAS bustle_${name})
-  target_include_directories(bustle_${name} PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/include)
-  target_link_libraries(bustle_${name} PUBLIC ${ARG_PUBLIC_DEPS} PRIVATE bustle::options ${ARG_PRIVATE_DEPS})
+  # Build-tree paths and the project's compile options stay out of what an
+  # installed, exported target carries (clients/cpp installs some of these).
+  target_include_directories(bustle_${name} PUBLIC $<BUILD_INTERFACE:${CMAKE_CURRENT_SOURCE_DIR}/include>
+                                                   $<INSTALL_INTERFACE:include>)
+  target_link_libraries(bustle_${name} PUBLIC ${ARG_PUBLIC_DEPS}
+                        PRIVATE $<BUILD_INTERFACE:bustle::options> ${ARG_PRIVATE_DEPS})
 endfunction()

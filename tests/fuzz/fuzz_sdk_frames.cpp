@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "bustle/client/client.hpp"
+#include "bustle/client/replies.hpp"
 #include "bustle/client/entity_mirror.hpp"
 #include "bustle/client/frame_reader.hpp"
 #include "bustle/client/stream.hpp"

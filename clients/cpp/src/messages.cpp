@@ -97,7 +97,12 @@ flatbuffers::Offset<wire::RepresentationBudgets> budgets(flatbuffers::FlatBuffer
 Frame build_subscribe(std::uint32_t request_id, const SubscribeParams& params) {
   flatbuffers::FlatBufferBuilder fbb(128);
   flatbuffers::Offset<flatbuffers::Vector<wire::EntityKind>> kinds_off = 0;
-  if (!params.kinds.empty()) kinds_off = fbb.CreateVector(params.kinds.data(), params.kinds.size());
+  if (!params.kinds.empty()) {
+    std::vector<wire::EntityKind> kinds;
+    kinds.reserve(params.kinds.size());
+    for (EntityKind k : params.kinds) kinds.push_back(static_cast<wire::EntityKind>(k));
+    kinds_off = fbb.CreateVector(kinds);
+  }
   const auto obs = observers(fbb, params.observers);
   const auto bud = budgets(fbb, params.budgets);
   const auto sub = wire::CreateSubscribe(fbb, request_id, kinds_off, obs, bud, params.motion_tolerance_mm);
@@ -112,12 +117,17 @@ Frame build_update_interest(std::uint32_t request_id, const UpdateInterestParams
   return finish(fbb, wire::ClientMessage::UpdateInterest, msg.Union());
 }
 
+const char* to_string(LeaseState v) { return wire::EnumNameLeaseState(static_cast<wire::LeaseState>(v)); }
+const char* to_string(UnassignedReason v) {
+  return wire::EnumNameUnassignedReason(static_cast<wire::UnassignedReason>(v));
+}
+
 Frame build_lease_report(std::uint32_t request_id, std::span<const Lease> leases) {
   std::vector<wire::LeaseEntry> entries;
   entries.reserve(std::min(leases.size(), kLeaseEntriesMax));
   for (const Lease& l : leases.first(std::min(leases.size(), kLeaseEntriesMax))) {
-    entries.emplace_back(wire::EntityId(l.id.index, l.id.generation), l.state,
-                         static_cast<std::uint8_t>(l.representation), l.reason);
+    entries.emplace_back(wire::EntityId(l.id.index, l.id.generation), static_cast<wire::LeaseState>(l.state),
+                         static_cast<std::uint8_t>(l.representation), static_cast<wire::UnassignedReason>(l.reason));
   }
   flatbuffers::FlatBufferBuilder fbb(64 + 12 * entries.size());
   const auto msg = wire::CreateLeaseReport(fbb, request_id, fbb.CreateVectorOfStructs(entries));
@@ -158,6 +168,7 @@ const char* command_name(const CommandSpec& command) {
                         [](const QueryEntityCmd&) { return "query_entity"; },
                         [](const QueryPopulationCmd&) { return "query_population"; },
                         [](const QuerySpawnCmd&) { return "query_spawn"; },
+                        [](const QueryLeasesCmd&) { return "query_leases"; },
                     },
                     command);
 }
@@ -358,6 +369,10 @@ Frame build_command(std::uint32_t request_id, const CommandSpec& command) {
                  [&](const QuerySpawnCmd& c) {
                    body_type = wire::CommandBody::QuerySpawn;
                    body = wire::CreateQuerySpawn(fbb, c.handle).Union();
+                 },
+                 [&](const QueryLeasesCmd&) {
+                   body_type = wire::CommandBody::QueryLeases;
+                   body = wire::CreateQueryLeases(fbb).Union();
                  },
              },
              command);

@@ -31,6 +31,7 @@ std::string not_a(const char* list, std::size_t i, const char* field, unsigned v
 
 }  // namespace
 
+const char* to_string(EntityKind v) { return wire::EnumNameEntityKind(static_cast<wire::EntityKind>(v)); }
 const char* to_string(SimTier v) { return wire::EnumNameSimTier(static_cast<wire::SimTier>(v)); }
 const char* to_string(RepresentationHint v) {
   return wire::EnumNameRepresentationHint(static_cast<wire::RepresentationHint>(v));
@@ -149,7 +150,7 @@ std::string decode_delta(const wire::Delta& d, Delta& out) {
       }
       if (!in_range<wire::ControlPolicy>(policy)) return not_a("entered", i, "policy", policy, "ControlPolicy");
       out.entered.push_back(EnteredEntity{EntityId::from_wire(e.id()), e.lane(), e.s_mm(), e.speed_mmps(),
-                                          e.archetype(), e.kind(), static_cast<SimTier>(tier),
+                                          e.archetype(), static_cast<EntityKind>(kind), static_cast<SimTier>(tier),
                                           static_cast<RepresentationHint>(rep), static_cast<ControlPolicy>(policy)});
     }
   }

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "bustle/client/client.hpp"
+#include "bustle/client/replies.hpp"
 #include "bustle/proto/framing.hpp"
 #include "support/sdk_frames.hpp"
 
@@ -192,7 +192,7 @@ TEST_CASE("A v2 Delta decodes every field into SDK types", "[decode][v2]") {
   CHECK(d.digest == 0xfeed);
   CHECK(d.baseline);
   REQUIRE(d.entered.size() == 2);
-  CHECK(d.entered[0] == c::EnteredEntity{{3, 2}, 5, 1234, 1400, 4, wire::EntityKind::Vehicle, c::SimTier::Coarse,
+  CHECK(d.entered[0] == c::EnteredEntity{{3, 2}, 5, 1234, 1400, 4, c::EntityKind::Vehicle, c::SimTier::Coarse,
                                          c::RepresentationHint::Marker, c::ControlPolicy::Parked});
   CHECK(d.entered[1].id == c::EntityId{9, 1});
   CHECK(d.entered[1].representation == c::RepresentationHint::Actor);

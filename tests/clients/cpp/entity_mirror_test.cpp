@@ -104,7 +104,7 @@ TEST_CASE("EntityMirror keeps what entered says, and the anchor at the Delta's s
   CHECK(s.ok());
   const EntityView* v = m.find(EntityId{3, 1});
   REQUIRE(v != nullptr);
-  CHECK(v->kind == wire::EntityKind::Vehicle);
+  CHECK(v->kind == bustle::client::EntityKind::Vehicle);
   CHECK(v->archetype == 1);
   CHECK(v->label == "vehicle.depot.000001");
   CHECK(v->sim_tier == SimTier::Simulated);

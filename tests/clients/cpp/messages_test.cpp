@@ -69,7 +69,7 @@ TEST_CASE("Subscribe carries its request id and the kinds, or none for every kin
   CHECK(all->budgets() == nullptr);    // the server's defaults
   CHECK(all->motion_tolerance_mm() == 10);
   c::SubscribeParams p;
-  p.kinds = {wire::EntityKind::Vehicle};
+  p.kinds = {c::EntityKind::Vehicle};
   const c::Frame some_frame = c::build_subscribe(6, p);
   const auto* some = verified(some_frame)->message_as_Subscribe();
   REQUIRE(some != nullptr);
@@ -226,11 +226,13 @@ TEST_CASE("command_name names the snapshot commands", "[messages][snapshots]") {
 
 TEST_CASE("LeaseReport carries every lease, capped at the protocol's limit", "[messages]") {
   std::vector<c::Lease> leases = {
-      {{7, 1}, wire::LeaseState::Assigned, c::RepresentationHint::Actor, wire::UnassignedReason::None},
-      {{9, 2}, wire::LeaseState::Unassigned, c::RepresentationHint::None, wire::UnassignedReason::PoolAtCap},
-      {{11, 1}, wire::LeaseState::Released, c::RepresentationHint::None, wire::UnassignedReason::None},
+      {{7, 1}, c::LeaseState::Assigned, c::RepresentationHint::Actor, c::UnassignedReason::None},
+      {{9, 2}, c::LeaseState::Unassigned, c::RepresentationHint::None, c::UnassignedReason::PoolAtCap},
+      {{11, 1}, c::LeaseState::Released, c::RepresentationHint::None, c::UnassignedReason::None},
   };
-  const auto* report = verified(c::build_lease_report(42, leases))->message_as_LeaseReport();
+  // The frame is kept: the verified root points into it.
+  const c::Frame frame = c::build_lease_report(42, leases);
+  const auto* report = verified(frame)->message_as_LeaseReport();
   REQUIRE(report != nullptr);
   CHECK(report->request_id() == 42);
   REQUIRE(report->entries()->size() == 3);
@@ -240,7 +242,8 @@ TEST_CASE("LeaseReport carries every lease, capped at the protocol's limit", "[m
   CHECK(report->entries()->Get(1)->reason() == wire::UnassignedReason::PoolAtCap);
   CHECK(report->entries()->Get(0)->representation() == static_cast<std::uint8_t>(wire::RepresentationHint::Actor));
   leases.assign(c::kLeaseEntriesMax + 10, leases[0]);
-  const auto* capped = verified(c::build_lease_report(0, leases))->message_as_LeaseReport();
+  const c::Frame capped_frame = c::build_lease_report(0, leases);
+  const auto* capped = verified(capped_frame)->message_as_LeaseReport();
   REQUIRE(capped != nullptr);
   CHECK(capped->entries()->size() == c::kLeaseEntriesMax);
   CHECK(capped->request_id() == 0);

@@ -82,7 +82,7 @@ struct FirstVehicle {
 };
 FirstVehicle first_vehicle(c::Client& client) {
   c::SubscribeParams params;
-  params.kinds = {wire::EntityKind::Vehicle};
+  params.kinds = {c::EntityKind::Vehicle};
   const auto sub = client.subscribe(params, 5000ms);
   INFO(sub.message);
   REQUIRE(sub.ok());
@@ -94,7 +94,7 @@ FirstVehicle first_vehicle(c::Client& client) {
     if (!delta.baseline) continue;  // Deltas of earlier steps may come first
     REQUIRE_FALSE(delta.entered.empty());
     const c::EnteredEntity& e = delta.entered.front();
-    CHECK(e.kind == wire::EntityKind::Vehicle);
+    CHECK(e.kind == c::EntityKind::Vehicle);
     FirstVehicle v{e.id, {}, e.archetype};
     for (const c::EntityLabel& l : delta.labels) {
       if (l.index == e.id.index) v.label = l.label;

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "bustle/client/client.hpp"
+#include "bustle/client/replies.hpp"
 #include "bustle/client/entity_mirror.hpp"
 #include "bustle/client/messages.hpp"
 #include "bustle/proto/framing.hpp"

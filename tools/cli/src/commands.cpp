@@ -745,7 +745,7 @@ int run_entity(const CliOptions& o, std::FILE* out, std::FILE* err) {
   auto name_or_dash = [](const std::string& s) { return s.empty() ? std::string("-") : s; };
   std::fprintf(out, "entity %s at step %" PRIu64 "\n", ident(e.id).c_str(), r.applied_step);
   std::fprintf(out, "  %-20s %s %s, %s%s\n", "identity", ident(e.id).c_str(),
-               wire::EnumNameEntityKind(e.kind), e.alive ? "alive" : "not alive",
+               bustle::client::to_string(e.kind), e.alive ? "alive" : "not alive",
                e.saveable ? ", saveable" : "");
   std::fprintf(out, "  %-20s %s\n", "lifecycle", wire::EnumNameLifecycleState(e.lifecycle));
   std::fprintf(out, "  %-20s %s%s\n", "tier", client::to_string(e.tier),

@@ -64,7 +64,7 @@ namespace bustle::client {
 struct EntityView {
   EntityId id;
   SlotId slot;
-  bustle::wire::EntityKind kind = bustle::wire::EntityKind::Pedestrian;
+  EntityKind kind = EntityKind::Pedestrian;
   std::uint16_t archetype = 0;  // Welcome.archetypes index
   std::string label;            // Delta.labels; empty when it has none
   SimTier sim_tier = SimTier::Full;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "bustle/client/ids.hpp"
+#include "bustle/client/lease.hpp"
 #include "bustle/client/stream.hpp"
 #include "bustle/proto/wire.hpp"
 
@@ -62,7 +63,7 @@ struct RepresentationBudgets {
 //  the frame passes the verifier's table budget; the server accepts 16.]
 inline constexpr std::size_t kMaxInterestObservers = 1000;
 struct SubscribeParams {
-  std::vector<bustle::wire::EntityKind> kinds = {};  // empty: every kind
+  std::vector<EntityKind> kinds = {};                // empty: every kind
   std::vector<InterestObserver> observers = {};      // empty: the whole city
   std::optional<RepresentationBudgets> budgets = {}; // none: the server's defaults
   std::uint16_t motion_tolerance_mm = 10;            // 0: exact poses at every step
@@ -76,18 +77,9 @@ struct UpdateInterestParams {
 Frame build_subscribe(std::uint32_t request_id, const SubscribeParams& params = {});
 Frame build_update_interest(std::uint32_t request_id, const UpdateInterestParams& params);
 
-// Leases (protocol v2): what this client applied for entities it receives
-// (client.fbs LeaseReport). The server keeps them against its hints
-// (QueryLeases); they never touch the simulation.
-struct Lease {
-  EntityId id;
-  bustle::wire::LeaseState state = bustle::wire::LeaseState::Assigned;
-  RepresentationHint representation = RepresentationHint::Actor;  // applied (Assigned / Preserved)
-  bustle::wire::UnassignedReason reason = bustle::wire::UnassignedReason::None;              // Unassigned
-};
+// Leases (lease.hpp): what this client applied, batched.
 // [Limit: at most kLeaseEntriesMax leases per report; the builder sends the
 //  first kLeaseEntriesMax.] request_id 0: the server does not answer.
-inline constexpr std::size_t kLeaseEntriesMax = 4096;
 Frame build_lease_report(std::uint32_t request_id, std::span<const Lease> leases);
 
 // Command bodies. One struct per wire command so a CommandSpec says exactly
@@ -256,6 +248,9 @@ struct QueryPopulationCmd {};
 struct QuerySpawnCmd {
   std::uint64_t handle = 0;
 };
+// This client's leases against the server's hints (any role, answered at
+// once: CommandReply::leases).
+struct QueryLeasesCmd {};
 
 using CommandSpec =
     std::variant<PauseCmd, ResumeCmd, StepCmd, QueryStatsCmd, SetPedestrianTargetCmd,
@@ -264,10 +259,11 @@ using CommandSpec =
                  SetVehicleStrategyCmd, SetObserversCmd, QueryGaragesCmd, QuerySignalsCmd,
                  QueryVehicleCmd, SetHourCmd, SetTimeScaleCmd, QueryZonesCmd, ForceFullCmd,
                  SpawnPedestrianCmd, CancelSpawnCmd, ReportAttachedCmd, SetLifecycleCmd,
-                 LifecycleBatchCmd, QueryEntityCmd, QueryPopulationCmd, QuerySpawnCmd>;
+                 LifecycleBatchCmd, QueryEntityCmd, QueryPopulationCmd, QuerySpawnCmd,
+                 QueryLeasesCmd>;
 
 // Short lowercase name of the command ("pause", "step", "checkpoint",
-// "list_snapshots", "garage_request", ...), for logs.
+// "list_snapshots", "garage_request", "query_leases", ...), for logs.
 const char* command_name(const CommandSpec& command);
 
 // True for commands that change the world and are therefore answered when the

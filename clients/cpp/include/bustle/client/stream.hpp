@@ -30,9 +30,11 @@ enum class ControlPolicy : std::uint8_t {
   Manual = 5,
   DespawnPending = 6,
 };
+enum class EntityKind : std::uint8_t { Pedestrian = 0, Vehicle = 1 };
 // Which axis an EntityChange names.
 enum class EntityField : std::uint8_t { SimTier = 0, Representation = 1, Policy = 2 };
 
+const char* to_string(EntityKind v);
 const char* to_string(SimTier v);
 const char* to_string(RepresentationHint v);
 const char* to_string(ControlPolicy v);
@@ -108,7 +110,7 @@ struct EnteredEntity {
   std::uint32_t s_mm = 0;
   std::uint32_t speed_mmps = 0;
   std::uint16_t archetype = 0;  // Welcome.archetypes index
-  bustle::wire::EntityKind kind = bustle::wire::EntityKind::Pedestrian;
+  EntityKind kind = EntityKind::Pedestrian;
   SimTier sim_tier = SimTier::Full;
   RepresentationHint representation = RepresentationHint::Actor;
   ControlPolicy policy = ControlPolicy::RouteFollow;

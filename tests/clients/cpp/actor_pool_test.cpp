@@ -1,0 +1,121 @@
+// Actor pool policy (actor_pool.hpp) driven directly, with the headless
+// actor factory standing in for an engine.
+#include "bustle/client/actor_pool.hpp"
+
+#include <catch2/catch.hpp>
+
+#include "bustle/client/headless_backend.hpp"
+
+namespace c = bustle::client;
+
+namespace {
+
+c::EntityState state(std::uint32_t slot, std::uint16_t archetype) {
+  c::EntityState s;
+  s.id = c::EntityId{slot + 100, 1};
+  s.slot = c::SlotId{slot};
+  s.archetype = archetype;
+  s.pose = c::RenderPose{static_cast<double>(slot), 0.0, 0.0, 0.0};
+  return s;
+}
+
+c::ActivationResult activate(c::ActorPoolBackend& pool, std::uint32_t slot, std::uint16_t archetype) {
+  const c::EntityState s = state(slot, archetype);
+  return pool.activate(s.slot, s.id, archetype, c::RepresentationHint::Actor, s);
+}
+
+void deactivate(c::ActorPoolBackend& pool, std::uint32_t slot) {
+  pool.deactivate(c::SlotId{slot}, c::EntityId{slot + 100, 1});
+}
+
+}  // namespace
+
+TEST_CASE("A pool makes its up-front actors on the first entity of an archetype", "[pool]") {
+  c::HeadlessActorFactory factory;
+  c::ActorPoolBackend pool(factory);
+  REQUIRE(pool.initialize(nullptr));
+  CHECK(pool.config().default_pool_size == 8);
+  CHECK(pool.config().max_pool_size == 256);
+  CHECK_FALSE(pool.has_pool(3));
+  CHECK(factory.actors().empty());
+  CHECK(activate(pool, 0, 3).status == c::ActivationStatus::Active);
+  CHECK(factory.spawned(3) == 8);
+  CHECK(pool.stats(3).size == 8);
+  CHECK(pool.stats(3).in_use == 1);
+  CHECK(pool.is_instance_active(c::SlotId{0}));
+  CHECK(factory.actor(pool.actor_of(c::SlotId{0})).shown);
+  CHECK(factory.actor(pool.actor_of(c::SlotId{0})).id == (c::EntityId{100, 1}));
+  // Another archetype has its own pool.
+  CHECK(activate(pool, 1, 4).status == c::ActivationStatus::Active);
+  CHECK(factory.spawned(4) == 8);
+  CHECK(pool.stats(3).in_use == 1);
+}
+
+TEST_CASE("A full pool grows one actor at a time up to its cap, then entities wait and none is dropped", "[pool]") {
+  c::HeadlessActorFactory factory;
+  c::MemoryLogSink log;
+  c::ActorPoolConfig config;
+  config.default_pool_size = 2;
+  config.max_pool_size = 4;
+  config.trace = true;
+  c::ActorPoolBackend pool(factory, config);
+  REQUIRE(pool.initialize(&log));
+  for (std::uint32_t s = 0; s < 2; ++s) CHECK(activate(pool, s, 0).status == c::ActivationStatus::Active);
+  CHECK(pool.stats(0).size == 2);
+  CHECK(activate(pool, 2, 0).status == c::ActivationStatus::Active);
+  CHECK(pool.stats(0).size == 3);  // grew by exactly one
+  CHECK(pool.stats(0).grown == 1);
+  CHECK(activate(pool, 3, 0).status == c::ActivationStatus::Active);
+  CHECK(pool.stats(0).size == 4);
+  // At the cap: the next two wait, in arrival order.
+  const c::ActivationResult fifth = activate(pool, 4, 0);
+  CHECK(fifth.status == c::ActivationStatus::Pending);
+  CHECK(fifth.reason == c::UnassignedReason::PoolAtCap);
+  CHECK(activate(pool, 5, 0).status == c::ActivationStatus::Pending);
+  CHECK(pool.stats(0).size == 4);
+  CHECK(pool.stats(0).waiting == 2);
+  CHECK(factory.actors().size() == 4);
+  CHECK(pool.waiting(c::SlotId{4}));
+  // A retry changes nothing (no second actor, no second place in the queue).
+  CHECK(activate(pool, 4, 0).status == c::ActivationStatus::Pending);
+  CHECK(pool.stats(0).waiting == 2);
+  CHECK(log.count("pool", "at its cap of 4") == 1);  // warned once
+
+  // Slot 1 leaves: its actor goes to slot 4, the first that waited.
+  const c::ActorHandle freed = pool.actor_of(c::SlotId{1});
+  deactivate(pool, 1);
+  CHECK(pool.actor_of(c::SlotId{4}) == freed);
+  CHECK(pool.is_instance_active(c::SlotId{4}));
+  CHECK(factory.actor(freed).id == (c::EntityId{104, 1}));
+  CHECK(pool.stats(0).reused == 1);
+  CHECK(pool.stats(0).waiting == 1);
+  // A waiting entity that leaves just leaves the queue.
+  deactivate(pool, 5);
+  CHECK(pool.stats(0).waiting == 0);
+  deactivate(pool, 0);
+  CHECK(pool.stats(0).in_use == 3);
+  CHECK(factory.shown() == 3);
+  CHECK(log.count("pool", "grew by one") == 2);
+  CHECK(log.count("pool", "waiting at the cap") == 2);
+  CHECK(log.count("pool", "reused for a waiting entity") == 1);
+
+  pool.deinitialize();
+  for (const auto& a : factory.actors()) CHECK(a.destroyed);
+}
+
+TEST_CASE("Per-archetype overrides: up-front size (pre-warmed) and cap", "[pool]") {
+  c::HeadlessActorFactory factory;
+  c::ActorPoolConfig config;
+  config.pool_size_by_archetype = {{5, 2}};
+  config.max_pool_size_by_archetype = {{5, 3}, {6, 1}};
+  c::ActorPoolBackend pool(factory, config);
+  REQUIRE(pool.initialize(nullptr));
+  CHECK(pool.has_pool(5));  // pre-warmed at initialize()
+  CHECK(factory.spawned(5) == 2);
+  CHECK(pool.cap(5) == 3);
+  CHECK(pool.cap(6) == 8);  // a cap below the up-front size is raised to it
+  CHECK(pool.cap(7) == 256);
+  for (std::uint32_t s = 0; s < 3; ++s) CHECK(activate(pool, s, 5).status == c::ActivationStatus::Active);
+  CHECK(activate(pool, 3, 5).status == c::ActivationStatus::Pending);
+  CHECK(factory.spawned(5) == 3);
+}
