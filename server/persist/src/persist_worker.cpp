@@ -90,6 +90,7 @@ PersistWorker::~PersistWorker() {
 JobStatus PersistWorker::new_job(JobKind kind, const std::string& name, JobState state, std::uint64_t step) {
   std::lock_guard lock(mu_);
   JobStatus j;
+  j.created = std::chrono::steady_clock::now();
   j.job_id = next_job_id_++;
   j.kind = kind;
   j.state = state;
@@ -103,6 +104,7 @@ JobStatus PersistWorker::new_job(JobKind kind, const std::string& name, JobState
 
 void PersistWorker::update(JobStatus job, const JobOrigin& origin) {
   job.terminal = is_terminal(job.kind, job.state);
+  if (job.terminal && (job.kind == JobKind::Restore || job.kind == JobKind::Load)) candidates_in_flight_.fetch_sub(1);
   {
     std::lock_guard lock(mu_);
     jobs_[job.job_id] = job;
@@ -268,7 +270,11 @@ std::string PersistWorker::restore_error_text(const std::string& snapshot, const
 JobStatus PersistWorker::submit_candidate(JobKind kind, const std::string& name, const JobOrigin& origin,
                                           std::function<std::unique_ptr<core::World>(JobStatus&)> build) {
   JobStatus job = new_job(kind, name, JobState::Queued, 0);
+  candidates_in_flight_.fetch_add(1);  // until the job is terminal (update())
   const bool queued = enqueue([this, job, origin, build = std::move(build)]() mutable {
+    if (const std::uint32_t ms = debug_restore_delay_ms_.load(); ms > 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    }
     std::unique_ptr<core::World> candidate = build(job);
     if (!candidate) {
       job.state = JobState::Failed;
