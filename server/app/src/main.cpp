@@ -287,6 +287,7 @@ int run(int argc, char** argv) {
   std::unique_ptr<bustle::ops::AgonesClient> agones;
   if (opt.agones) {
     bustle::ops::AgonesSettings settings;
+    settings.health_period = std::chrono::milliseconds(opt.agones_health_ms);
     if (std::string why = bustle::ops::agones_base_url(std::getenv("AGONES_SDK_HTTP_PORT"), settings.base_url);
         !why.empty()) {
       std::fprintf(stderr, "bustle-server: --agones: %s\n", why.c_str());

@@ -261,6 +261,12 @@ std::vector<Setting> settings() {
          return std::string();
        },
        kNoListener},
+      {"--agones-health-ms", "BUSTLE_AGONES_HEALTH_MS", true,
+       [=](O& o, const std::string& v) {
+         return parse_uint<std::uint32_t>(v, 100, 600'000, o.agones_health_ms) ? ""
+                                                                             : range("milliseconds", 100, 600000, v);
+       },
+       kNoListener},
       {"--debug-stall-at-step", nullptr, true,
        [=](O& o, const std::string& v) {
          return parse_uint<std::uint64_t>(v, 1, 1'000'000'000ull, o.debug_stall_at_step)
@@ -309,6 +315,7 @@ std::string check_combinations(const AppOptions& o, const std::map<const Setting
     if (flag == "--record-keyframe-steps" && !o.record_path) {
       return source + " has no effect without --record FILE";
     }
+    if (flag == "--agones-health-ms" && !o.agones) return source + " has no effect without --agones";
     if (flag == "--health-max-lag-steps" && !o.metrics_bind) {
       return source + " has no effect without --metrics-bind ADDR:PORT";
     }
@@ -378,6 +385,7 @@ Operations (README "Operations"):
   --agones               report Ready, Health and Shutdown to the Agones SDK
                          sidecar (http://127.0.0.1:$AGONES_SDK_HTTP_PORT,
                          default port 9358)                     [BUSTLE_AGONES=1]
+  --agones-health-ms N   period of the Health pings (default 2000) [BUSTLE_AGONES_HEALTH_MS]
 
 Snapshots and recording:
   --snapshot-db FILE     snapshot store (SQLite; created if missing)

@@ -27,6 +27,7 @@ struct AppOptions {
   std::uint32_t health_max_lag_steps = 50;          // /healthz: sim heartbeat older than this many steps
   std::optional<std::string> checkpoint_on_exit;    // checkpoint NAME on SIGTERM/SIGINT
   bool agones = false;                              // report to the Agones SDK sidecar
+  std::uint32_t agones_health_ms = 2000;            // POST /health period
   // Test hooks (not in --help; README "Operations"): stall the sim thread
   // after a step, slow restores down.
   std::uint64_t debug_stall_at_step = 0;
