@@ -23,7 +23,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from bustle_client import CommandStatus, ErrorCode, ErrorMessage, JobState, RejectReason
 from conftest import clean_env
-from snapshot_helpers import operator, run_job
+from snapshot_helpers import manual_command, operator, run_job
 
 METRICS_LINE = re.compile(r"^bustle-server metrics on (\S+):(\d+)$")
 SAMPLE_INTERVAL = 1.0  # the sim thread publishes its world sample once a second
@@ -184,7 +184,9 @@ def test_json_logs_parse_line_by_line_with_event_names(start_server):
     srv = start_server("--clock", "manual", "--log-format", "json", "--log-level", "debug")
     with operator(srv) as s:
         assert s.command("Step", count=0).status == CommandStatus.Rejected
-        assert s.step(2).accepted
+        spawn = manual_command(s, "SpawnPedestrian")  # the core logs the handle's states
+        assert spawn.accepted and spawn.handle != 0, spawn
+        assert s.step(10).accepted
         assert run_job(s, "Checkpoint", "json-log")[-1].state == JobState.Committed
         assert run_job(s, "Restore", "json-log")[-1].state == JobState.Applied
     time.sleep(0.2)
@@ -200,7 +202,8 @@ def test_json_logs_parse_line_by_line_with_event_names(start_server):
         if "event" in record:
             events.add(record["event"])
     for expected in ("client_connected", "client_joined", "command_rejected", "checkpoint_committed",
-                     "restore_validated", "restore_applied", "client_disconnect", "shutdown_requested", "stopped"):
+                     "restore_validated", "restore_applied", "client_disconnect", "shutdown_requested", "stopped",
+                     "spawn_state"):
         assert expected in events, f"no {expected} event in {sorted(events)}"
 
 

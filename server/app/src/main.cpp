@@ -33,15 +33,16 @@ constexpr const char* kVersion = BUSTLE_VERSION;
 // A second SIGTERM/SIGINT during shutdown: exit at once (async-signal-safe).
 extern "C" void exit_now(int sig) { _exit(128 + sig); }
 
-// Routes the core's log sink into spdlog (the core cannot include it).
+// Routes the core's log sink into spdlog (the core cannot include it). The
+// core's lines carry their own event names ("spawn_state: ...", "despawn: ...").
 class SpdlogSink final : public bustle::core::LogSink {
  public:
   void log(bustle::core::LogLevel level, std::string_view message) override {
     switch (level) {
-      case bustle::core::LogLevel::Debug: spdlog::debug("core: {}", message); break;
-      case bustle::core::LogLevel::Info: spdlog::info("core: {}", message); break;
-      case bustle::core::LogLevel::Warn: spdlog::warn("core: {}", message); break;
-      case bustle::core::LogLevel::Error: spdlog::error("core: {}", message); break;
+      case bustle::core::LogLevel::Debug: spdlog::debug("{}", message); break;
+      case bustle::core::LogLevel::Info: spdlog::info("{}", message); break;
+      case bustle::core::LogLevel::Warn: spdlog::warn("{}", message); break;
+      case bustle::core::LogLevel::Error: spdlog::error("{}", message); break;
     }
   }
 };
@@ -158,8 +159,11 @@ int run(int argc, char** argv) {
   // recordings keep, so a restore or a replay rebuilds exactly this city.
   const std::string scenario_json = bustle::scenario::effective_scenario_text(loaded.text, scenario.step_us);
 
+  // The core formats its lifecycle lines only when it has a sink: give it one
+  // only when debug lines are wanted, so other levels cost the step nothing.
   SpdlogSink core_log;
-  auto created = bustle::core::World::create(scenario, opt.seed, &core_log);
+  auto created = bustle::core::World::create(scenario, opt.seed,
+                                             spdlog::should_log(spdlog::level::debug) ? &core_log : nullptr);
   if (!created.world) {
     for (const auto& e : created.errors) {
       std::fprintf(stderr, "bustle-server: scenario: %s: %s\n", e.path.c_str(), e.message.c_str());
@@ -262,6 +266,7 @@ int run(int argc, char** argv) {
   }
   if (opt.snapshot_db_max_pages > 0) persist->set_max_page_count(opt.snapshot_db_max_pages);
   if (opt.debug_restore_delay_ms > 0) persist->set_debug_restore_delay_ms(opt.debug_restore_delay_ms);
+  if (spdlog::should_log(spdlog::level::debug)) persist->set_core_log(&core_log);
 
   // Operations: metrics, probes, Agones. Declared after everything they read,
   // so they are destroyed (threads stopped) first.

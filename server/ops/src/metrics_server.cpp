@@ -6,6 +6,7 @@
 #include <prometheus/exposer.h>
 #include <prometheus/metric_family.h>
 
+#include <algorithm>
 #include <asio/ip/address.hpp>
 #include <cctype>
 #include <charconv>
@@ -93,6 +94,22 @@ class Collector final : public prometheus::Collectable {
     const SimTelemetry& sim = *src_.sim;
     f.histogram("bustle_step_duration_seconds", "Wall time of one executed step (world step, frame build, publish)",
                 sim.step_seconds());
+    {
+      std::vector<double> recent = sim.recent_step_seconds();
+      std::sort(recent.begin(), recent.end());
+      MetricFamily& m = f.family("bustle_step_duration_recent_seconds",
+                                 "Exact step wall time over the last 8192 steps (quantiles of the recorded times)",
+                                 MetricType::Summary);
+      ClientMetric c;
+      c.summary.sample_count = recent.size();
+      for (const double v : recent) c.summary.sample_sum += v;
+      for (const double q : {0.5, 0.9, 0.99, 1.0}) {
+        // Nearest rank: the smallest recorded time with at least q of them at or below it.
+        const auto rank = static_cast<std::size_t>(std::ceil(q * static_cast<double>(recent.size())));
+        c.summary.quantile.push_back({q, recent.empty() ? 0.0 : recent[std::max<std::size_t>(rank, 1) - 1]});
+      }
+      m.metric.push_back(std::move(c));
+    }
     f.scalar("bustle_steps_total", "Steps executed by this process", C, static_cast<double>(sim.steps()));
     f.scalar("bustle_steps_late_total", "Steps run as catch-up after the realtime clock fell behind", C,
              static_cast<double>(sim.late_steps()));

@@ -145,11 +145,18 @@ void sample_world(const core::World& w, SimSample& s) {
 }
 
 SimTelemetry::SimTelemetry(std::vector<std::string> garage_ids)
-    : garage_ids_(std::move(garage_ids)), step_seconds_(step_seconds_buckets()) {}
+    : garage_ids_(std::move(garage_ids)),
+      step_seconds_(step_seconds_buckets()),
+      recent_ns_(new std::atomic<std::uint32_t>[kRecentSteps]) {
+  for (std::size_t i = 0; i < kRecentSteps; ++i) recent_ns_[i].store(0, std::memory_order_relaxed);
+}
 
 void SimTelemetry::on_step(std::chrono::steady_clock::duration wall, bool late) noexcept {
   step_seconds_.observe(std::chrono::duration<double>(wall).count());
-  steps_.fetch_add(1, std::memory_order_relaxed);
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(wall).count();
+  const std::uint64_t n = steps_.fetch_add(1, std::memory_order_relaxed);
+  recent_ns_[n % kRecentSteps].store(static_cast<std::uint32_t>(std::clamp<std::int64_t>(ns, 0, UINT32_MAX)),
+                                     std::memory_order_relaxed);
   if (late) late_steps_.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -166,6 +173,13 @@ void SimTelemetry::publish_sample(std::chrono::steady_clock::time_point now) {
     return;
   }
   published_ = staging_;  // same shapes after the first sample: no allocation
+}
+
+std::vector<double> SimTelemetry::recent_step_seconds() const {
+  const std::uint64_t n = std::min<std::uint64_t>(steps_.load(std::memory_order_relaxed), kRecentSteps);
+  std::vector<double> out(n);
+  for (std::size_t i = 0; i < n; ++i) out[i] = recent_ns_[i].load(std::memory_order_relaxed) / 1e9;
+  return out;
 }
 
 SimSample SimTelemetry::last_sample() const {

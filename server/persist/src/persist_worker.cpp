@@ -308,7 +308,7 @@ JobStatus PersistWorker::submit_restore(const std::string& name, const JobOrigin
                         .to_string();
       return nullptr;
     }
-    auto restored = core::World::restore(scenario_, lc.checkpoint);
+    auto restored = core::World::restore(scenario_, lc.checkpoint, core_log_.load());
     if (!restored.world) job.message = restore_error_text(job.name, restored.errors.front());
     return std::move(restored.world);
   });
@@ -329,7 +329,7 @@ JobStatus PersistWorker::submit_load(const std::string& name, const JobOrigin& o
                         .to_string();
       return nullptr;
     }
-    auto loaded = core::World::load_save(scenario_, ls.save);
+    auto loaded = core::World::load_save(scenario_, ls.save, core_log_.load());
     if (!loaded.world) job.message = restore_error_text(job.name, loaded.errors.front());
     return std::move(loaded.world);
   });

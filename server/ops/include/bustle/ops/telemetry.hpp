@@ -139,6 +139,10 @@ class SimTelemetry {
   // Any thread.
   SimSample last_sample() const;
   AtomicHistogram::Snapshot step_seconds() const { return step_seconds_.snapshot(); }
+  // Exact wall times of the last kRecentSteps steps (seconds, unordered):
+  // what the recent-steps summary and the bench's p50/p99 come from.
+  std::vector<double> recent_step_seconds() const;
+  static constexpr std::size_t kRecentSteps = 8192;
   std::uint64_t steps() const { return steps_.load(std::memory_order_relaxed); }
   std::uint64_t late_steps() const { return late_steps_.load(std::memory_order_relaxed); }
   std::uint64_t dropped_steps() const { return dropped_steps_.load(std::memory_order_relaxed); }
@@ -152,6 +156,7 @@ class SimTelemetry {
   std::vector<std::string> garage_ids_;
   AtomicHistogram step_seconds_;
   std::atomic<std::uint64_t> steps_{0};
+  std::unique_ptr<std::atomic<std::uint32_t>[]> recent_ns_;  // ring of kRecentSteps, indexed by steps_
   std::atomic<std::uint64_t> late_steps_{0};
   std::atomic<std::uint64_t> dropped_steps_{0};
   std::atomic<std::int64_t> heartbeat_ns_{0};  // steady_clock, since its epoch

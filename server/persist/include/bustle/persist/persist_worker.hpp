@@ -118,6 +118,9 @@ class PersistWorker {
   // Test hook (--debug-restore-delay-ms): restores and loads wait this long
   // on the worker before reading the snapshot, so a test can watch them run.
   void set_debug_restore_delay_ms(std::uint32_t ms) { debug_restore_delay_ms_.store(ms); }
+  // The core log sink restored and loaded worlds get (null: none). Set before
+  // the first restore; it must outlive every world built with it.
+  void set_core_log(core::LogSink* log) { core_log_.store(log); }
   // Test/diagnostic hook: see SnapshotStore::set_max_page_count (runs on the worker).
   void set_max_page_count(std::int64_t pages);
   // Blocks until every job queued so far has finished (tests, shutdown).
@@ -136,6 +139,7 @@ class PersistWorker {
 
   std::atomic<std::uint32_t> candidates_in_flight_{0};
   std::atomic<std::uint32_t> debug_restore_delay_ms_{0};
+  std::atomic<core::LogSink*> core_log_{nullptr};
   SnapshotStore store_;
   core::Scenario scenario_;
   std::string scenario_json_;
