@@ -250,6 +250,24 @@ def test_sigterm_with_checkpoint_on_exit_restores_to_the_same_digest(start_serve
         assert (restored.step, restored.digest) == (st.step, st.digest)
 
 
+def test_a_second_sigterm_exits_at_once(start_server):
+    # The sim thread sleeps 3 s after step 2, so the graceful shutdown the
+    # first SIGTERM starts cannot finish before the second one arrives.
+    srv = start_server("--clock", "realtime", "--debug-stall-at-step", "2", "--debug-stall-ms", "3000")
+    time.sleep(0.5)
+    t0 = time.monotonic()
+    srv.proc.send_signal(signal.SIGTERM)
+    time.sleep(0.3)
+    assert srv.proc.poll() is None, "the first SIGTERM should still be shutting down"
+    srv.proc.send_signal(signal.SIGTERM)
+    code = srv.proc.wait(timeout=5.0)
+    elapsed = time.monotonic() - t0
+    srv.exit_seconds = elapsed
+    assert code == 128 + signal.SIGTERM, srv.stderr()
+    assert elapsed < 2.0, elapsed
+    srv.killed = True  # exempt from the exit-0 check at teardown
+
+
 def test_bustle_status_honours_bustle_host_and_port(start_server):
     cli = os.environ.get("BUSTLE_CLI")
     if not cli:

@@ -317,6 +317,7 @@ int run(int argc, char** argv) {
       spdlog::info("signal_hup: SIGHUP ignored (logs go to stderr; nothing to reopen)");
       return;
     }
+    if (stop.load()) exit_now(sig);  // a second one queued before the handlers below took over
     spdlog::info("shutdown_requested: signal {}: shutting down", sig);
     // From now on a second SIGTERM/SIGINT ends the process at once, and a
     // SIGHUP is ignored even after the network thread stops handling signals.
