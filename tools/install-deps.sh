@@ -23,6 +23,9 @@ BUILD_PACKAGES=(
   prometheus-cpp-dev libcivetweb-dev libcurl4-openssl-dev
   catch2
   python3 python3-flatbuffers python3-pytest python3-jsonschema python3-prometheus-client
+  # bustle-view (tools/view): pictures (matplotlib), the live page (aiohttp) and
+  # its test in a headless browser (chromium)
+  python3-matplotlib python3-numpy python3-aiohttp chromium
   # the fuzz preset (tests/fuzz, part of make test): Clang 14, libFuzzer and sanitizer runtimes
   clang libclang-rt-14-dev
 )
