@@ -22,7 +22,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from bustle_client import CommandStatus, ErrorCode, ErrorMessage, JobState, RejectReason
-from conftest import clean_env
+from conftest import SOURCE_DIR, clean_env
 from snapshot_helpers import manual_command, operator, run_job
 
 METRICS_LINE = re.compile(r"^bustle-server metrics on (\S+):(\d+)$")
@@ -125,6 +125,27 @@ def test_metrics_parse_and_move_with_steps_and_commands(start_server):
 
     last = wait_for(disconnected, 3.0, "the disconnect to be counted")
     assert value(last, "bustle_clients", role="operator") == 0
+
+
+def test_vehicle_and_garage_metrics_on_the_corridor(start_server):
+    srv = start_server("--clock", "fast", "--config", str(SOURCE_DIR / "configs" / "corridor.city.json"),
+                       "--metrics-bind", "127.0.0.1:0")
+    port = metrics_port(srv)
+
+    def dispatched():
+        now, _ = scrape(port)
+        out = now.get("bustle_garage_dispatched", {}).get(frozenset({("garage", "g0")}), 0)
+        return now if out == 18 else None  # the content plan fills the garage's capacity
+
+    samples = wait_for(dispatched, 10.0, "18 vehicles dispatched from g0 in the metrics")
+    vehicles = sum(v for k, v in samples["bustle_entities"].items() if ("kind", "vehicle") in k)
+    assert vehicles == 18
+    assert value(samples, "bustle_garage_capacity", garage="g0") == 18
+    gates = {dict(k)["gate"]: v for k, v in samples["bustle_garage_gate_steps_total"].items()
+             if ("garage", "g0") in k}
+    assert set(gates) == {"dispatched", "queue_empty", "cooldown", "capacity", "entrance_blocked", "per_step_max"}
+    assert gates["dispatched"] + gates["per_step_max"] >= 1
+    assert sum(samples["bustle_vehicle_policies"].values()) == 18
 
 
 def test_healthz_turns_unhealthy_while_the_sim_thread_is_stalled(start_server):

@@ -12,6 +12,8 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <deque>
+#include <iterator>
 
 #include "bustle/persist/persist_worker.hpp"
 
@@ -38,6 +40,8 @@ std::string label(const char* text) {
   return out;
 }
 
+// Families under construction. A deque, so the reference family() returns
+// stays valid while further families are added.
 class Families {
  public:
   MetricFamily& family(const std::string& name, const std::string& help, MetricType type) {
@@ -68,7 +72,10 @@ class Families {
     m.histogram.bucket.push_back({s.count, std::numeric_limits<double>::infinity()});
     f.metric.push_back(std::move(m));
   }
-  std::vector<MetricFamily> out;
+  std::vector<MetricFamily> take() {
+    return std::vector<MetricFamily>(std::make_move_iterator(out.begin()), std::make_move_iterator(out.end()));
+  }
+  std::deque<MetricFamily> out;
 };
 
 constexpr const char* kLifecycleLabels[kLifecycles] = {"requested", "active", "dormant", "retiring"};
@@ -125,7 +132,7 @@ class Collector final : public prometheus::Collectable {
     if (s.valid) collect_sample(f, s, sim.garage_ids());
     collect_net(f);
     collect_jobs(f);
-    return std::move(f.out);
+    return f.take();
   }
 
  private:
