@@ -175,7 +175,7 @@ def test_paused_and_manual_servers_are_healthy(start_server):
 
 
 def test_readyz_is_false_while_a_restore_is_in_flight(start_server):
-    srv = start_server("--clock", "manual", "--metrics-bind", "127.0.0.1:0", "--debug-restore-delay-ms", "1500")
+    srv = start_server("--clock", "manual", "--metrics-bind", "127.0.0.1:0", "--debug-restore-delay-ms", "2500")
     port = metrics_port(srv)
     status, body = http_get(port, "/readyz")
     assert status == 200 and body.startswith("ready"), body
@@ -194,8 +194,8 @@ def test_readyz_is_false_while_a_restore_is_in_flight(start_server):
     assert value(samples, "bustle_snapshot_jobs_total", kind="restore", state="applied") == 1
     assert value(samples, "bustle_snapshot_jobs_total", kind="checkpoint", state="committed") == 1
     assert value(samples, "bustle_snapshot_restore_duration_seconds_count") == 1
-    assert value(samples, "bustle_snapshot_restore_duration_seconds_sum") >= 1.5
-    assert bucket(samples, "bustle_snapshot_restore_duration_seconds", 1.0) == 0
+    assert value(samples, "bustle_snapshot_restore_duration_seconds_sum") >= 2.5
+    assert bucket(samples, "bustle_snapshot_restore_duration_seconds", 2.5) == 0
     assert bucket(samples, "bustle_snapshot_restore_duration_seconds", 120.0) == 1
     assert value(samples, "bustle_snapshot_commit_duration_seconds_count") == 1
     assert value(samples, "bustle_restores_in_flight") == 0
@@ -275,7 +275,7 @@ def test_a_second_sigterm_exits_at_once(start_server):
     # The sim thread sleeps 3 s after step 2, so the graceful shutdown the
     # first SIGTERM starts cannot finish before the second one arrives.
     srv = start_server("--clock", "realtime", "--debug-stall-at-step", "2", "--debug-stall-ms", "3000")
-    time.sleep(0.5)
+    wait_for(lambda: "debug_stall" in srv.stderr(), 3.0, "the sim thread to start its stall")
     t0 = time.monotonic()
     srv.proc.send_signal(signal.SIGTERM)
     time.sleep(0.3)
@@ -348,7 +348,7 @@ def test_agones_ready_then_periodic_health_then_shutdown(start_server):
             assert path == "/health", path
             health.append(t)
         gaps = [b - a for a, b in zip([t_ready, *health], health)]
-        assert all(0.2 <= g <= 1.5 for g in gaps), gaps
+        assert all(0.2 <= g <= 3.0 for g in gaps), gaps  # 0.3 s apart, with room for a busy machine
         srv.stop()
         paths = []
         while not sidecar.calls.empty():
