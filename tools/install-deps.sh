@@ -18,8 +18,11 @@ BUILD_PACKAGES=(
   libflatbuffers-dev flatbuffers-compiler
   libsqlite3-dev sqlite3
   nlohmann-json3-dev
+  # operations: the metrics endpoint (prometheus-cpp's exposer runs civetweb),
+  # the Agones SDK client, and the parser the metrics tests read it with
+  prometheus-cpp-dev libcivetweb-dev libcurl4-openssl-dev
   catch2
-  python3 python3-flatbuffers python3-pytest python3-jsonschema
+  python3 python3-flatbuffers python3-pytest python3-jsonschema python3-prometheus-client
   # bustle-view (tools/view): pictures (matplotlib), the live page (aiohttp) and
   # its test in a headless browser (chromium)
   python3-matplotlib python3-numpy python3-aiohttp chromium
@@ -28,7 +31,7 @@ BUILD_PACKAGES=(
   # the fuzz preset (tests/fuzz, part of make test): Clang 14, libFuzzer and sanitizer runtimes
   clang libclang-rt-14-dev
 )
-RUNTIME_PACKAGES=(libspdlog1.10 libfmt9 libsqlite3-0)
+RUNTIME_PACKAGES=(libspdlog1.10 libfmt9 libsqlite3-0 libprometheus-cpp-pull1.0 libprometheus-cpp-core1.0 libcivetweb1 libcurl4)
 BENCH_PACKAGES=(sumo sumo-tools python3)
 
 case "${1:-}" in

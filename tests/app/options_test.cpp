@@ -106,3 +106,44 @@ TEST_CASE("a keyframe interval without a recording is refused in every mode") {
         std::string::npos);
   CHECK(parse({"--record-keyframe-steps", "10"}, {{"BUSTLE_RECORD", "r.db"}}).error.empty());
 }
+
+TEST_CASE("operations settings: metrics bind, log format, checkpoint on exit, agones") {
+  const auto off = parse({});
+  REQUIRE(off.error.empty());
+  CHECK_FALSE(off.options.metrics_bind.has_value());  // no endpoint unless asked for
+  CHECK(off.options.log_format == "text");
+  CHECK_FALSE(off.options.agones);
+
+  const auto on = parse({"--metrics-bind", "0.0.0.0:9464", "--log-format", "json", "--checkpoint-on-exit", "final",
+                         "--agones", "--health-max-lag-steps", "20"});
+  INFO(on.error);
+  REQUIRE(on.error.empty());
+  CHECK(*on.options.metrics_bind == "0.0.0.0:9464");
+  CHECK(on.options.log_format == "json");
+  CHECK(*on.options.checkpoint_on_exit == "final");
+  CHECK(on.options.agones);
+  CHECK(on.options.health_max_lag_steps == 20);
+
+  const auto env = parse({}, {{"BUSTLE_METRICS_BIND", "[::1]:0"}, {"BUSTLE_AGONES", "1"}, {"BUSTLE_LOG_FORMAT", "json"}});
+  INFO(env.error);
+  REQUIRE(env.error.empty());
+  CHECK(*env.options.metrics_bind == "[::1]:0");
+  CHECK(env.options.agones);
+  CHECK(parse({"--metrics-bind", "127.0.0.1:1"}, {{"BUSTLE_METRICS_BIND", "0.0.0.0:2"}}).options.metrics_bind ==
+        "127.0.0.1:1");
+
+  CHECK(parse({"--metrics-bind", "localhost"}).error.find("ADDR:PORT") != std::string::npos);
+  CHECK(parse({"--metrics-bind", "127.0.0.1:70000"}).error.find("port") != std::string::npos);
+  CHECK(parse({"--metrics-bind", "::1:9464"}).error.find("--metrics-bind") != std::string::npos);
+  CHECK(parse({"--log-format", "xml"}).error.find("text or json") != std::string::npos);
+  CHECK(parse({"--checkpoint-on-exit", "bad name"}).error.find("--checkpoint-on-exit") != std::string::npos);
+  CHECK(parse({}, {{"BUSTLE_AGONES", "maybe"}}).error.find("environment BUSTLE_AGONES") != std::string::npos);
+  CHECK(parse({"--health-max-lag-steps", "5"}).error.find("without --metrics-bind") != std::string::npos);
+  CHECK(parse({"--agones-health-ms", "500"}).error.find("without --agones") != std::string::npos);
+  CHECK(parse({"--debug-stall-ms", "10"}).error.find("go together") != std::string::npos);
+  CHECK(parse({"--steps", "10", "--metrics-bind", "127.0.0.1:0"}).error.rfind("--metrics-bind has no effect with --steps", 0) ==
+        0);
+  CHECK(parse({"--steps", "10", "--checkpoint-on-exit", "x"}).error.find("has no effect with --steps") !=
+        std::string::npos);
+  CHECK(parse({"--steps", "10", "--log-format", "json"}).error.empty());
+}

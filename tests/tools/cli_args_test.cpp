@@ -365,3 +365,22 @@ TEST_CASE("CLI lifecycle takes the settings to change and keeps the rest unset",
   CHECK(r.options.interval_ms == 250);
   CHECK_FALSE(r.options.lifecycle_interval_ms.has_value());
 }
+
+TEST_CASE("CLI BUSTLE_HOST and BUSTLE_PORT are defaults that flags override", "[cli]") {
+  std::vector<std::string_view> status = {"status"};
+  auto r = bustle::cli::parse_args(status, nullptr, "10.1.2.3", "9001");
+  REQUIRE(r.status == ParseStatus::Ok);
+  CHECK(r.options.host == "10.1.2.3");
+  CHECK(r.options.port == 9001);
+  std::vector<std::string_view> flags = {"status", "--host", "h", "--port", "9002"};
+  r = bustle::cli::parse_args(flags, nullptr, "10.1.2.3", "9001");
+  REQUIRE(r.status == ParseStatus::Ok);
+  CHECK(r.options.host == "h");
+  CHECK(r.options.port == 9002);
+  r = bustle::cli::parse_args(status, nullptr, "", "");  // empty variables are unset
+  REQUIRE(r.status == ParseStatus::Ok);
+  CHECK(r.options.port == 7777);
+  r = bustle::cli::parse_args(status, nullptr, nullptr, "70000");
+  REQUIRE(r.status == ParseStatus::Error);
+  CHECK(r.error.find("BUSTLE_PORT") != std::string::npos);
+}

@@ -4,9 +4,12 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <unistd.h>
+
 #include <atomic>
 #include <cinttypes>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
@@ -14,6 +17,10 @@
 #include "bustle/core/world.hpp"
 #include "bustle/net/command_queue.hpp"
 #include "bustle/net/server.hpp"
+#include "bustle/ops/agones.hpp"
+#include "bustle/ops/logging.hpp"
+#include "bustle/ops/metrics_server.hpp"
+#include "bustle/ops/telemetry.hpp"
 #include "bustle/persist/persist_worker.hpp"
 #include "bustle/persist/recorder.hpp"
 #include "bustle/scenario/scenario_loader.hpp"
@@ -24,15 +31,19 @@ namespace {
 
 constexpr const char* kVersion = BUSTLE_VERSION;
 
-// Routes the core's log sink into spdlog (the core cannot include it).
+// A second SIGTERM/SIGINT during shutdown: exit at once (async-signal-safe).
+extern "C" void exit_now(int sig) { _exit(128 + sig); }
+
+// Routes the core's log sink into spdlog (the core cannot include it). The
+// core's lines carry their own event names ("spawn_state: ...", "despawn: ...").
 class SpdlogSink final : public bustle::core::LogSink {
  public:
   void log(bustle::core::LogLevel level, std::string_view message) override {
     switch (level) {
-      case bustle::core::LogLevel::Debug: spdlog::debug("core: {}", message); break;
-      case bustle::core::LogLevel::Info: spdlog::info("core: {}", message); break;
-      case bustle::core::LogLevel::Warn: spdlog::warn("core: {}", message); break;
-      case bustle::core::LogLevel::Error: spdlog::error("core: {}", message); break;
+      case bustle::core::LogLevel::Debug: spdlog::debug("{}", message); break;
+      case bustle::core::LogLevel::Info: spdlog::info("{}", message); break;
+      case bustle::core::LogLevel::Warn: spdlog::warn("{}", message); break;
+      case bustle::core::LogLevel::Error: spdlog::error("{}", message); break;
     }
   }
 };
@@ -58,7 +69,7 @@ bool finish_recording(bustle::persist::Recorder& recorder) {
     spdlog::error("recording {} failed: {}", recorder.path(), rs.error);
     return false;
   }
-  spdlog::info("recording {}: {} ticks, {} keyframes", recorder.path(), rs.ticks_written, rs.keyframes_written);
+  spdlog::info("recording_finished: recording {}: {} ticks, {} keyframes", recorder.path(), rs.ticks_written, rs.keyframes_written);
   return true;
 }
 
@@ -127,10 +138,11 @@ int run(int argc, char** argv) {
     return 0;
   }
 
-  auto logger = spdlog::stderr_color_mt("bustle");
-  spdlog::set_default_logger(logger);
-  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
-  spdlog::set_level(spdlog::level::from_str(opt.log_level));
+  // SIGHUP (a closed terminal, or an operator's "reload"): logs go to
+  // stderr, so there is nothing to reopen; it is logged and ignored once the
+  // network thread handles signals, and ignored silently until then.
+  std::signal(SIGHUP, SIG_IGN);
+  bustle::ops::setup_logging(opt.log_format, opt.log_level);
 
   // Scenario: a named file must load; the embedded default applies only when
   // no file is named (a typo never silently falls back to the default).
@@ -148,8 +160,11 @@ int run(int argc, char** argv) {
   // recordings keep, so a restore or a replay rebuilds exactly this city.
   const std::string scenario_json = bustle::scenario::effective_scenario_text(loaded.text, scenario.step_us);
 
+  // The core formats its lifecycle lines only when it has a sink: give it one
+  // only when debug lines are wanted, so other levels cost the step nothing.
   SpdlogSink core_log;
-  auto created = bustle::core::World::create(scenario, opt.seed, &core_log);
+  auto created = bustle::core::World::create(scenario, opt.seed,
+                                             spdlog::should_log(spdlog::level::debug) ? &core_log : nullptr);
   if (!created.world) {
     for (const auto& e : created.errors) {
       std::fprintf(stderr, "bustle-server: scenario: %s: %s\n", e.path.c_str(), e.message.c_str());
@@ -178,18 +193,36 @@ int run(int argc, char** argv) {
 
   bustle::app::SimDriver driver(std::move(world_owner), server, commands,
                                 {opt.clock, opt.catchup_steps_max, 100'000, opt.autosave_steps,
-                                 opt.record_keyframe_steps, opt.check_invariants});
+                                 opt.record_keyframe_steps, opt.check_invariants, opt.debug_stall_at_step,
+                                 opt.debug_stall_ms});
 
   // Declared after the server and the driver, so it is destroyed (queue
   // finished, thread joined) before the objects its callbacks reach.
+  std::vector<std::string> garage_ids;
+  for (const auto& g : scenario.garages) garage_ids.push_back(g.id);
+  bustle::ops::SimTelemetry sim_telemetry(std::move(garage_ids));
+  bustle::ops::JobTelemetry job_telemetry;
+  driver.attach_telemetry(&sim_telemetry);
+
   std::unique_ptr<bustle::persist::PersistWorker> persist;
   bustle::persist::PersistWorker::Callbacks callbacks;
-  callbacks.on_update = [&server](const bustle::persist::JobStatus& job, const bustle::persist::JobOrigin& origin) {
-    if (job.state == bustle::persist::JobState::Failed) {
-      spdlog::warn("{} '{}' failed: {}", bustle::persist::to_string(job.kind), job.name, job.message);
+  callbacks.on_update = [&server, &job_telemetry](const bustle::persist::JobStatus& job,
+                                                  const bustle::persist::JobOrigin& origin) {
+    using bustle::persist::JobKind;
+    using bustle::persist::JobState;
+    const bool restore = job.kind == JobKind::Restore || job.kind == JobKind::Load;
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - job.created).count();
+    job_telemetry.on_update(static_cast<std::size_t>(job.kind), static_cast<std::size_t>(job.state), job.terminal,
+                            job.state == JobState::Failed, restore, seconds);
+    // Event names: <kind>_<state>, e.g. checkpoint_committed, restore_applied.
+    if (job.state == JobState::Failed) {
+      spdlog::warn("{}_failed: {} '{}' failed: {}", bustle::persist::to_string(job.kind),
+                   bustle::persist::to_string(job.kind), job.name, job.message);
     } else {
-      spdlog::info("{} '{}' {} (step {})", bustle::persist::to_string(job.kind), job.name,
-                   bustle::persist::to_string(job.state), job.step);
+      spdlog::info("{}_{}: {} '{}' {} (step {}{})", bustle::persist::to_string(job.kind),
+                   bustle::persist::to_string(job.state), bustle::persist::to_string(job.kind), job.name,
+                   bustle::persist::to_string(job.state), job.step,
+                   job.terminal ? fmt::format(", {:.3f} s", seconds) : std::string());
     }
     if (origin.session_id != 0) server.deliver_job_update(origin.session_id, bustle::app::to_job_info(job));
   };
@@ -233,6 +266,43 @@ int run(int argc, char** argv) {
     return 1;
   }
   if (opt.snapshot_db_max_pages > 0) persist->set_max_page_count(opt.snapshot_db_max_pages);
+  if (opt.debug_restore_delay_ms > 0) persist->set_debug_restore_delay_ms(opt.debug_restore_delay_ms);
+  if (spdlog::should_log(spdlog::level::debug)) persist->set_core_log(&core_log);
+
+  // Operations: metrics, probes, Agones. Declared after everything they read,
+  // so they are destroyed (threads stopped) first.
+  std::atomic<bool> shutting_down{false};
+  bustle::ops::MetricsSources sources;
+  sources.sim = &sim_telemetry;
+  sources.jobs = &job_telemetry;
+  sources.server = &server;
+  sources.restores_in_flight = [&persist] { return persist->candidates_in_flight(); };
+  sources.shutting_down = &shutting_down;
+  sources.version = kVersion;
+  sources.scenario_id = scenario.id;
+  const bustle::ops::HealthSettings health{opt.health_max_lag_steps};
+  std::unique_ptr<bustle::ops::MetricsServer> metrics;
+  if (opt.metrics_bind) {
+    std::string error;
+    metrics = bustle::ops::MetricsServer::start(*opt.metrics_bind, sources, health, error);
+    if (!metrics) {
+      std::fprintf(stderr, "bustle-server: --metrics-bind: %s\n", error.c_str());
+      return 1;
+    }
+  }
+  std::unique_ptr<bustle::ops::AgonesClient> agones;
+  if (opt.agones) {
+    bustle::ops::AgonesSettings settings;
+    settings.health_period = std::chrono::milliseconds(opt.agones_health_ms);
+    if (std::string why = bustle::ops::agones_base_url(std::getenv("AGONES_SDK_HTTP_PORT"), settings.base_url);
+        !why.empty()) {
+      std::fprintf(stderr, "bustle-server: --agones: %s\n", why.c_str());
+      return 2;
+    }
+    agones = std::make_unique<bustle::ops::AgonesClient>(
+        settings, [sources] { return bustle::ops::check_ready(sources).ok; },
+        [sources, health] { return bustle::ops::check_health(sources, health).ok; });
+  }
   driver.attach_persistence(persist.get());
   driver.attach_recorder(recorder.get());
 
@@ -244,7 +314,18 @@ int run(int argc, char** argv) {
 
   std::atomic<bool> stop{false};
   server.on_signal([&](int sig) {
-    spdlog::info("signal {}: shutting down", sig);
+    if (sig == SIGHUP) {
+      spdlog::info("signal_hup: SIGHUP ignored (logs go to stderr; nothing to reopen)");
+      return;
+    }
+    if (stop.load()) exit_now(sig);  // a second one queued before the handlers below took over
+    spdlog::info("shutdown_requested: signal {}: shutting down", sig);
+    // From now on a second SIGTERM/SIGINT ends the process at once, and a
+    // SIGHUP is ignored even after the network thread stops handling signals.
+    std::signal(SIGTERM, exit_now);
+    std::signal(SIGINT, exit_now);
+    std::signal(SIGHUP, SIG_IGN);
+    shutting_down.store(true);
     stop.store(true);
     commands.close();
   });
@@ -256,6 +337,10 @@ int run(int argc, char** argv) {
   });
 
   std::printf("bustle-server listening on %s:%u\n", listening.address.c_str(), listening.port);
+  if (metrics) {
+    const std::string& bind = *opt.metrics_bind;
+    std::printf("bustle-server metrics on %s:%u\n", bind.substr(0, bind.rfind(':')).c_str(), metrics->port());
+  }
   std::fflush(stdout);
   spdlog::info("bustle-server {} serving '{}' ({} lanes, {} pedestrians) at {} Hz, clock {}, seed {}", kVersion,
                scenario.id, driver.world().lanes().size(), scenario.pedestrians.count, 1e6 / scenario.step_us,
@@ -264,16 +349,39 @@ int run(int argc, char** argv) {
                                                              : "manual",
                opt.seed);
 
-  if (recorder) spdlog::info("recording to {}", recorder->path());
+  if (recorder) spdlog::info("recording_started: recording to {}", recorder->path());
   spdlog::info("snapshot store {}", opt.snapshot_db);
   driver.run(stop);
 
+  // Graceful shutdown: not ready any more, no new clients; every client gets
+  // ServerShuttingDown (bounded: 1.5 s at most) while the final checkpoint
+  // (--checkpoint-on-exit) commits and the recording is finished.
+  shutting_down.store(true);
   server.stop();
+  int status = driver.invariant_failure().empty() ? 0 : bustle::app::kExitInvariantBroken;
+  std::uint64_t exit_job = 0;
+  if (opt.checkpoint_on_exit) {
+    exit_job = persist->submit_checkpoint(*opt.checkpoint_on_exit, bustle::persist::JobKind::Checkpoint,
+                                          driver.world().capture(), bustle::persist::JobOrigin{})
+                   .job_id;
+  }
   net_thread.join();
   persist->drain();
+  if (exit_job != 0) {
+    const auto job = persist->query(exit_job);
+    if (!job || job->state != bustle::persist::JobState::Committed) {
+      spdlog::error("checkpoint_on_exit_failed: checkpoint '{}' on exit failed: {}", *opt.checkpoint_on_exit,
+                    job ? job->message : "unknown job");
+      if (status == 0) status = 1;
+    } else {
+      spdlog::info("checkpoint_on_exit: checkpoint '{}' committed at step {} (digest {:016x})",
+                   *opt.checkpoint_on_exit, job->step, driver.world().digest());
+    }
+  }
   if (recorder) finish_recording(*recorder);  // a failed recording is logged; the session itself ran
-  spdlog::info("stopped at step {} (digest {:016x})", driver.world().step_index(), driver.world().digest());
-  return driver.invariant_failure().empty() ? 0 : bustle::app::kExitInvariantBroken;
+  if (agones) agones->stop();                 // POST /shutdown
+  spdlog::info("stopped: stopped at step {} (digest {:016x})", driver.world().step_index(), driver.world().digest());
+  return status;
 }
 
 }  // namespace

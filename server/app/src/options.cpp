@@ -1,5 +1,8 @@
 #include "options.hpp"
 
+#include "bustle/ops/metrics_server.hpp"
+#include "bustle/persist/persist_worker.hpp"
+
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -219,6 +222,70 @@ std::vector<Setting> settings() {
          o.log_level = v;
          return std::string();
        }},
+      {"--log-format", "BUSTLE_LOG_FORMAT", true,
+       [](O& o, const std::string& v) {
+         if (v != "text" && v != "json") return "expected text or json, got '" + v + "'";
+         o.log_format = v;
+         return std::string();
+       }},
+      {"--metrics-bind", "BUSTLE_METRICS_BIND", true,
+       [](O& o, const std::string& v) {
+         if (std::string why = ops::check_metrics_bind(v); !why.empty()) return why;
+         o.metrics_bind = v;
+         return std::string();
+       },
+       kNoListener},
+      {"--health-max-lag-steps", "BUSTLE_HEALTH_MAX_LAG_STEPS", true,
+       [=](O& o, const std::string& v) {
+         return parse_uint<std::uint32_t>(v, 1, 1'000'000, o.health_max_lag_steps) ? ""
+                                                                                   : range("steps", 1, 1000000, v);
+       },
+       kNoListener},
+      {"--checkpoint-on-exit", "BUSTLE_CHECKPOINT_ON_EXIT", true,
+       [](O& o, const std::string& v) {
+         if (std::string why = persist::validate_snapshot_name(v); !why.empty()) return "snapshot name: " + why;
+         o.checkpoint_on_exit = v;
+         return std::string();
+       },
+       kNoSnapshotStore},
+      {"--agones", "BUSTLE_AGONES", false,
+       [](O& o, const std::string& v) {
+         // The flag takes no value; the variable is 1/true/0/false.
+         if (v.empty() || v == "1" || v == "true") {
+           o.agones = true;
+         } else if (v == "0" || v == "false") {
+           o.agones = false;
+         } else {
+           return "expected 1, true, 0 or false, got '" + v + "'";
+         }
+         return std::string();
+       },
+       kNoListener},
+      {"--agones-health-ms", "BUSTLE_AGONES_HEALTH_MS", true,
+       [=](O& o, const std::string& v) {
+         return parse_uint<std::uint32_t>(v, 100, 600'000, o.agones_health_ms) ? ""
+                                                                             : range("milliseconds", 100, 600000, v);
+       },
+       kNoListener},
+      {"--debug-stall-at-step", nullptr, true,
+       [=](O& o, const std::string& v) {
+         return parse_uint<std::uint64_t>(v, 1, 1'000'000'000ull, o.debug_stall_at_step)
+                    ? ""
+                    : range("a step", 1, 1'000'000'000ull, v);
+       },
+       kNoListener},
+      {"--debug-stall-ms", nullptr, true,
+       [=](O& o, const std::string& v) {
+         return parse_uint<std::uint32_t>(v, 1, 600'000, o.debug_stall_ms) ? "" : range("milliseconds", 1, 600000, v);
+       },
+       kNoListener},
+      {"--debug-restore-delay-ms", nullptr, true,
+       [=](O& o, const std::string& v) {
+         return parse_uint<std::uint32_t>(v, 0, 600'000, o.debug_restore_delay_ms)
+                    ? ""
+                    : range("milliseconds", 0, 600000, v);
+       },
+       kNoSnapshotStore},
       {"--help", nullptr, false,
        [](O& o, const std::string&) {
          o.show_help = true;
@@ -244,9 +311,17 @@ std::string check_combinations(const AppOptions& o, const std::map<const Setting
     }
   }
   for (const auto& [setting, source] : given) {
-    if (std::string(setting->flag) == "--record-keyframe-steps" && !o.record_path) {
+    const std::string flag = setting->flag;
+    if (flag == "--record-keyframe-steps" && !o.record_path) {
       return source + " has no effect without --record FILE";
     }
+    if (flag == "--agones-health-ms" && !o.agones) return source + " has no effect without --agones";
+    if (flag == "--health-max-lag-steps" && !o.metrics_bind) {
+      return source + " has no effect without --metrics-bind ADDR:PORT";
+    }
+  }
+  if ((o.debug_stall_at_step == 0) != (o.debug_stall_ms == 0)) {
+    return "--debug-stall-at-step and --debug-stall-ms go together";
   }
   return {};
 }
@@ -295,6 +370,22 @@ Flags override BUSTLE_* environment variables (shown in brackets).
                          steps counts as waiting past grace (default 30)
                                                        [BUSTLE_LEASE_GRACE_STEPS]
   --log-level L          trace|debug|info|warn|error|off (default info) [BUSTLE_LOG_LEVEL]
+  --log-format F         text | json: one JSON object per line (default text);
+                         UTC timestamps with offset either way   [BUSTLE_LOG_FORMAT]
+
+Operations (README "Operations"):
+  --metrics-bind ADDR:PORT  serve /metrics (Prometheus text), /healthz and
+                         /readyz over HTTP; IPv6 as [ADDR]:PORT; port 0 picks
+                         a free one (default: off)            [BUSTLE_METRICS_BIND]
+  --health-max-lag-steps N  /healthz turns 503 when the sim thread has neither
+                         stepped nor woken idle for N step periods (at least
+                         1 s; default 50)             [BUSTLE_HEALTH_MAX_LAG_STEPS]
+  --checkpoint-on-exit NAME  on SIGTERM/SIGINT, checkpoint NAME before exiting
+                                                      [BUSTLE_CHECKPOINT_ON_EXIT]
+  --agones               report Ready, Health and Shutdown to the Agones SDK
+                         sidecar (http://127.0.0.1:$AGONES_SDK_HTTP_PORT,
+                         default port 9358)                     [BUSTLE_AGONES=1]
+  --agones-health-ms N   period of the Health pings (default 2000) [BUSTLE_AGONES_HEALTH_MS]
 
 Snapshots and recording:
   --snapshot-db FILE     snapshot store (SQLite; created if missing)
@@ -328,7 +419,9 @@ Combinations that would do nothing are refused (exit 2), naming both:
 
 On start the server prints one line to stdout:
   bustle-server listening on <address>:<port>
-Logs go to stderr. SIGINT/SIGTERM shut down cleanly (exit 0).
+  bustle-server metrics on <address>:<port>      (with --metrics-bind)
+Logs go to stderr. SIGINT/SIGTERM shut down cleanly (exit 0; a second one
+exits at once with 128 + the signal number). SIGHUP is logged and ignored.
 )";
 }
 

@@ -22,6 +22,17 @@ struct AppOptions {
   bool check_invariants = false;  // --check-invariants: World::check_invariants() after every step
   std::uint32_t catchup_steps_max = 5;     // realtime: steps run per wake at most
   std::string log_level = "info";
+  std::string log_format = "text";                  // text | json
+  std::optional<std::string> metrics_bind;          // --metrics-bind ADDR:PORT; unset = no endpoint
+  std::uint32_t health_max_lag_steps = 50;          // /healthz: sim heartbeat older than this many steps
+  std::optional<std::string> checkpoint_on_exit;    // checkpoint NAME on SIGTERM/SIGINT
+  bool agones = false;                              // report to the Agones SDK sidecar
+  std::uint32_t agones_health_ms = 2000;            // POST /health period
+  // Test hooks (not in --help; README "Operations"): stall the sim thread
+  // after a step, slow restores down.
+  std::uint64_t debug_stall_at_step = 0;
+  std::uint32_t debug_stall_ms = 0;
+  std::uint32_t debug_restore_delay_ms = 0;
   std::string snapshot_db = "bustle-snapshots.db";  // snapshot store file
   std::int64_t snapshot_db_max_pages = 0;           // 0 = no cap (fault injection, quotas)
   std::uint64_t autosave_steps = 0;                 // 0 = off

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <iterator>
+#include <thread>
 
 #include "bustle/net/client_text.hpp"
 
@@ -40,6 +41,7 @@ void SimDriver::run(const std::atomic<bool>& stop) {
   Clock::time_point next_due{};
   // A broken invariant ends the run: no step runs on a world known to be wrong.
   while (!stop.load() && invariant_failure_.empty()) {
+    if (telemetry_ != nullptr) publish_telemetry(Clock::now());
     apply_candidates();
     drain_commands();
     if (stop.load()) break;
@@ -70,15 +72,18 @@ void SimDriver::run(const std::atomic<bool>& stop) {
     if (due > options_.catchup_steps_max) {
       const std::uint64_t dropped = due - options_.catchup_steps_max;
       dropped_steps_ += dropped;
+      if (telemetry_ != nullptr) telemetry_->on_dropped(dropped);
       next_due += step * static_cast<std::int64_t>(dropped);
       spdlog::warn("sim thread fell behind: dropped {} steps of wall-clock debt (total {})", dropped,
                    dropped_steps_);
       due = options_.catchup_steps_max;
     }
     for (std::uint64_t k = 0; k < due && !stop.load() && invariant_failure_.empty(); ++k) {
+      catching_up_ = k > 0;
       run_step();
       next_due += step;
     }
+    catching_up_ = false;
   }
 }
 
@@ -117,7 +122,7 @@ void SimDriver::apply_candidates() {
     ++world_epoch_;
     restore_keyframe_due_ = recorder_ != nullptr;
     server_.publish(frames_.make(*world_, archetypes_, world_epoch_));
-    spdlog::info("{} '{}' applied: step {} -> {} (digest {:016x})", persist::to_string(c.job.kind), c.job.name, from,
+    spdlog::info("world_replaced: {} '{}' applied: step {} -> {} (digest {:016x})", persist::to_string(c.job.kind), c.job.name, from,
                  world_->step_index(), world_->digest());
     if (persist_ == nullptr) continue;
     if (c.job.kind == persist::JobKind::Restore) {
@@ -300,7 +305,25 @@ bool SimDriver::handle_snapshot_command(const net::InboundCommand& cmd, const ne
   return false;
 }
 
+void SimDriver::publish_telemetry(Clock::time_point now) {
+  telemetry_->heartbeat(now);
+  if (!telemetry_->sample_due(now)) return;
+  ops::SimSample& s = telemetry_->sample_buffer();
+  ops::sample_world(*world_, s);
+  s.world_epoch = world_epoch_;
+  s.paused = paused_;
+  s.clock_mode = static_cast<std::uint8_t>(options_.clock);
+  s.autosaves_skipped = autosaves_skipped_;
+  if (recorder_ != nullptr) {
+    const persist::RecorderStatus rs = recorder_->status();
+    s.recording = rs.failed ? 2 : 1;
+    s.recorded_ticks = rs.ticks_written;
+  }
+  telemetry_->publish_sample(now);
+}
+
 void SimDriver::run_step() {
+  const auto started = Clock::now();
   const std::uint64_t tick = tick_ + 1;
   if (recorder_ != nullptr) {
     // Keyframes are the state just before this tick's step, queued commands included.
@@ -331,6 +354,16 @@ void SimDriver::run_step() {
       autosave_job_ =
           persist_->submit_checkpoint("autosave", persist::JobKind::Autosave, capture(), persist::JobOrigin{}).job_id;
     }
+  }
+  if (telemetry_ != nullptr) {
+    const auto finished = Clock::now();
+    telemetry_->on_step(finished - started, catching_up_);
+    telemetry_->heartbeat(finished);
+  }
+  if (options_.debug_stall_ms > 0 && world_->step_index() == options_.debug_stall_at_step) {
+    spdlog::warn("debug_stall: sim thread sleeps {} ms after step {} (--debug-stall-at-step)", options_.debug_stall_ms,
+                 world_->step_index());
+    std::this_thread::sleep_for(std::chrono::milliseconds(options_.debug_stall_ms));
   }
 }
 

@@ -24,6 +24,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -35,6 +36,7 @@
 #include "bustle/core/world.hpp"
 #include "bustle/net/command_queue.hpp"
 #include "bustle/net/server.hpp"
+#include "bustle/ops/telemetry.hpp"
 #include "bustle/persist/persist_worker.hpp"
 #include "bustle/persist/recorder.hpp"
 
@@ -47,6 +49,10 @@ struct SimDriverOptions {
   std::uint64_t autosave_steps = 0;         // 0 = off; else checkpoint "autosave" every N steps
   std::uint64_t record_keyframe_steps = 600;  // 0 = only the initial (and restore) keyframes
   bool check_invariants = false;  // World::check_invariants() after every step; the first failure stops run()
+  // Test hook: after step debug_stall_at_step, the sim thread sleeps
+  // debug_stall_ms (no heartbeat), so /healthz can be seen going unhealthy.
+  std::uint64_t debug_stall_at_step = 0;
+  std::uint32_t debug_stall_ms = 0;
 };
 
 // Exit status of bustle-server when --check-invariants found a broken invariant.
@@ -64,6 +70,8 @@ class SimDriver {
   // Optional collaborators; set before run(). Both outlive run().
   void attach_persistence(persist::PersistWorker* worker) { persist_ = worker; }
   void attach_recorder(persist::Recorder* recorder) { recorder_ = recorder; }
+  // Step timings, heartbeat and a once-a-second sample for the metrics endpoint.
+  void attach_telemetry(ops::SimTelemetry* telemetry) { telemetry_ = telemetry; }
 
   // Runs until stop is set (and commands.close() wakes it).
   void run(const std::atomic<bool>& stop);
@@ -85,6 +93,8 @@ class SimDriver {
   bool handle_snapshot_command(const net::InboundCommand& cmd, const net::ControlCommand& ctl,
                                net::OutboundResult& r);
   void run_step();
+  // The heartbeat, and a new telemetry sample when one is due (between steps).
+  void publish_telemetry(std::chrono::steady_clock::time_point now);
   net::StatsSnapshot stats() const;
   std::unique_ptr<core::WorldCheckpoint> capture() const;  // into a recycled buffer
   std::vector<net::GarageReport> garage_reports() const;
@@ -103,6 +113,8 @@ class SimDriver {
   SimDriverOptions options_;
   persist::PersistWorker* persist_ = nullptr;
   persist::Recorder* recorder_ = nullptr;
+  ops::SimTelemetry* telemetry_ = nullptr;
+  bool catching_up_ = false;  // realtime: the steps after the first of one wake are late
 
   bool paused_ = false;
   std::string invariant_failure_;

@@ -4,6 +4,7 @@
 #include <cassert>
 #include <cmath>
 #include <limits>
+#include <string>
 #include <type_traits>
 
 #include "bustle/core/digest.hpp"
@@ -27,6 +28,24 @@ Overloaded(Ts...) -> Overloaded<Ts...>;
 void digest_spawn_request(Digest& d, const SpawnPedestrian& c) {
   d.str(c.zone).str(c.lane).u32(c.priority).u32(c.timeout_ms).u64(c.route.size());
   for (const std::string& l : c.route) d.str(l);
+}
+
+// Lifecycle events of the step just run, one debug line each, named like the
+// server's structured events (the sink adds nothing). Reads only what the
+// step exposes; never changes state.
+void log_lifecycle_events(const World& w, LogSink& log) {
+  for (const SpawnEvent& ev : w.spawn_events()) {
+    std::string line = "spawn_state: step " + std::to_string(w.step_index()) + " handle " + std::to_string(ev.handle) +
+                       " -> " + to_string(ev.state);
+    if (!ev.entity.is_null()) line += " (entity " + id_text(ev.entity) + ")";
+    if (ev.failure != SpawnFailure::None) line += std::string(" failure ") + to_string(ev.failure);
+    log.log(LogLevel::Debug, line);
+  }
+  for (const DespawnNotice& n : w.despawn_notices()) {
+    log.log(LogLevel::Debug, "despawn: step " + std::to_string(w.step_index()) + " " +
+                                 (n.kind == EntityKind::Vehicle ? "vehicle " : "pedestrian ") + id_text(n.id) + " " +
+                                 to_string(n.reason) + (n.stage == DespawnStage::Retiring ? " (retiring)" : " (gone)"));
+  }
 }
 
 }  // namespace
@@ -222,6 +241,7 @@ void World::step() {
   phase_representation_requests();
   phase_despawn();
   digest_ = compute_digest();
+  if (log_ != &null_log_) log_lifecycle_events(*this, *log_);  // only when a sink was injected
 }
 
 // Phase 1 ------------------------------------------------------------------

@@ -88,11 +88,19 @@ class Server::Impl {
         welcome_(std::move(welcome)),
         commands_(commands),
         acceptor_(io_),
-        signals_(io_, SIGINT, SIGTERM),
+        signals_(io_, SIGINT, SIGTERM, SIGHUP),
         stop_timer_(io_) {}
 
   ListenResult listen();
   void start_accept();
+  // Every SIGINT/SIGTERM/SIGHUP goes to signal_fn_ until stop().
+  void wait_signal() {
+    signals_.async_wait([this](const asio::error_code& e, int sig) {
+      if (e) return;
+      if (signal_fn_) signal_fn_(sig);
+      if (!stopping_) wait_signal();
+    });
+  }
   void publish(std::shared_ptr<const PublishedFrame> frame);
   void deliver_result(OutboundResult result);
   void deliver_job_update(std::uint32_t session_id, JobInfo job);
@@ -102,6 +110,7 @@ class Server::Impl {
   void stop();
   void remove(std::uint32_t id, std::size_t peak_out_bytes);
   void schedule_trim();
+  NetCounters& counters() { return owner_.counters_; }
 
   Server& owner_;
   ServerOptions options_;
@@ -190,6 +199,7 @@ class Session : public std::enable_shared_from_this<Session> {
       // (even if no further step is ever published: paused or manual clock).
       delta_pending_ = true;
       ++deltas_coalesced_;
+      server_.counters().deltas_coalesced.fetch_add(1, std::memory_order_relaxed);
       return;
     }
     delta_pending_ = false;
@@ -213,6 +223,15 @@ class Session : public std::enable_shared_from_this<Session> {
       release_inflight();
       return;
     }
+    NetCounters& c = server_.counters();
+    if (r.status == core::CommandStatus::Accepted) {
+      c.commands_accepted.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      c.commands_rejected[static_cast<std::size_t>(r.reason) % c.commands_rejected.size()].fetch_add(
+          1, std::memory_order_relaxed);
+      spdlog::debug("command_rejected: client {} request {}: {}: {}", id_, r.request_id,
+                    core::to_string(r.reason), client_text(r.message));
+    }
     encode_command_result(r, fbb_);
     enqueue(finish_frame(fbb_), Frame::Answer);
   }
@@ -233,7 +252,9 @@ class Session : public std::enable_shared_from_this<Session> {
   // Sends an Error frame, then closes this connection only.
   void fail(wire::ErrorCode code, const std::string& message) {
     if (phase_ == Phase::Closing || phase_ == Phase::Closed) return;
-    spdlog::info("client {} ({}): closing: {}: {}", id_, peer_, wire::EnumNameErrorCode(code), message);
+    spdlog::info("client_disconnect: client {} ({}): closing: {}: {}", id_, peer_, wire::EnumNameErrorCode(code),
+                 message);
+    count_disconnect(static_cast<std::size_t>(code));
     phase_ = Phase::Closing;
     handshake_timer_.cancel();
     overflow_timer_.cancel();
@@ -263,7 +284,16 @@ class Session : public std::enable_shared_from_this<Session> {
     asio::error_code ec;
     socket_.shutdown(tcp::socket::shutdown_both, ec);
     socket_.close(ec);
+    if (joined_) server_.counters().joined_by_role[role_ == Role::Operator ? 1 : 0].fetch_sub(1);
+    joined_ = false;
     server_.remove(id_, peak_out_bytes_);
+  }
+
+  // One disconnect per connection, by the first reason it closed for.
+  void count_disconnect(std::size_t reason) {
+    if (disconnect_counted_) return;
+    disconnect_counted_ = true;
+    server_.counters().disconnects[reason].fetch_add(1, std::memory_order_relaxed);
   }
 
   // Closes a connection that was never started (no Error frame).
@@ -288,6 +318,10 @@ class Session : public std::enable_shared_from_this<Session> {
     if (ec) {
       if (phase_ != Phase::Closing && ec != asio::error::eof) {
         spdlog::debug("client {} ({}): read error: {}", id_, peer_, ec.message());
+      }
+      if (phase_ != Phase::Closing) {
+        spdlog::debug("client_disconnect: client {} ({}): peer closed the connection", id_, peer_);
+        count_disconnect(kDisconnectPeerClosed);
       }
       close_now();
       return;
@@ -407,8 +441,10 @@ class Session : public std::enable_shared_from_this<Session> {
     handshake_timer_.cancel();
     phase_ = Phase::Ready;
     arm_idle_timer();
-    spdlog::info("client {} ({}) {} joined as {}", id_, peer_, name_,
+    spdlog::info("client_joined: client {} ({}) {} joined as {}", id_, peer_, name_,
                  role_ == Role::Operator ? "operator" : "viewer");
+    joined_ = true;
+    server_.counters().joined_by_role[role_ == Role::Operator ? 1 : 0].fetch_add(1);
 
     const std::uint64_t current = server_.latest_seen_ ? server_.latest_seen_->step : 0;
     flatbuffers::FlatBufferBuilder fbb(4096);
@@ -568,7 +604,7 @@ class Session : public std::enable_shared_from_this<Session> {
   // What a queued frame is, for the budget: deltas are built only under the
   // soft cap; answers release an in-flight command slot when written; the
   // Error frame that closes a connection is always queued.
-  enum class Frame : std::uint8_t { Delta, Answer, Push, Error };
+  using Frame = FrameKind;
 
   struct Queued {
     SharedBytes bytes;
@@ -673,10 +709,16 @@ class Session : public std::enable_shared_from_this<Session> {
                         if (self->phase_ == Phase::Closed) return;
                         const Queued& done = self->outq_.front();
                         if (done.frame == Frame::Answer) self->release_inflight();
+                        if (!ec) {
+                          NetCounters& c = self->server_.counters();
+                          c.bytes_sent.fetch_add(done.bytes->size(), std::memory_order_relaxed);
+                          c.frames_sent[static_cast<std::size_t>(done.frame)].fetch_add(1, std::memory_order_relaxed);
+                        }
                         self->out_bytes_ -= charge(*done.bytes);
                         self->outq_.pop_front();
                         if (ec) {
                           spdlog::debug("client {} ({}): write error: {}", self->id_, self->peer_, ec.message());
+                          self->count_disconnect(kDisconnectWriteError);
                           self->close_now();
                           return;
                         }
@@ -718,8 +760,21 @@ class Session : public std::enable_shared_from_this<Session> {
   bool delta_pending_ = false;      // a delta was skipped over the cap
   asio::steady_timer overflow_timer_{socket_.get_executor()};
   std::uint64_t deltas_coalesced_ = 0;
+  bool joined_ = false;             // counted in NetCounters::joined_by_role
+  bool disconnect_counted_ = false;
   std::uint32_t inflight_ = 0;      // commands answered or to be answered, answer not yet written
 };
+
+const char* disconnect_reason_name(std::size_t reason) {
+  static constexpr const char* kNames[kDisconnectReasonCount] = {
+      "unknown",          "protocol_version_mismatch", "handshake_timeout", "handshake_required",
+      "unauthorized",     "malformed_frame",           "frame_too_large",   "unknown_message",
+      "outbound_overflow", "server_shutting_down",     "server_full",       "idle_timeout",
+      "too_many_connections", "peer_closed",           "write_error"};
+  static_assert(static_cast<std::size_t>(wire::ErrorCode::MAX) + 1 == kErrorCodeCount,
+                "a new wire ErrorCode needs its disconnect reason name");
+  return reason < kDisconnectReasonCount ? kNames[reason] : "unknown";
+}
 
 std::string check_bind_policy(const ServerOptions& options) {
   asio::error_code ec;
@@ -760,11 +815,10 @@ Server::ListenResult Server::Impl::listen() {
   }
   const auto local = acceptor_.local_endpoint(ec);
   r.ok = true;
+  owner_.counters_.listening.store(true);
   r.address = local.address().to_string();
   r.port = local.port();
-  signals_.async_wait([this](const asio::error_code& e, int sig) {
-    if (!e && signal_fn_) signal_fn_(sig);
-  });
+  wait_signal();
   start_accept();
   return r;
 }
@@ -780,6 +834,7 @@ void Server::Impl::start_accept() {
     }
     if (stopping_) return;
     const std::uint32_t id = next_session_id_++;
+    owner_.counters_.connections_accepted.fetch_add(1, std::memory_order_relaxed);
     auto session = std::make_shared<Session>(*this, std::move(socket), id);
     const bool full = sessions_.size() >= options_.max_clients;
     const bool crowded = !full && connections_from(session->address()) >= options_.clients_per_address_max;
@@ -803,7 +858,7 @@ void Server::Impl::start_accept() {
     } else {
       sessions_.emplace(id, session);
       owner_.client_count_.store(static_cast<std::uint32_t>(sessions_.size()));
-      spdlog::debug("client {} connected from {}", id, session->peer());
+      spdlog::debug("client_connected: client {} connected from {}", id, session->peer());
       session->start();
     }
     start_accept();
@@ -888,6 +943,7 @@ void Server::Impl::stop() {
   asio::post(io_, [this] {
     if (stopping_) return;
     stopping_ = true;
+    owner_.counters_.listening.store(false);
     asio::error_code ec;
     acceptor_.close(ec);
     signals_.cancel(ec);

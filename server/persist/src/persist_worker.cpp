@@ -95,6 +95,7 @@ PersistWorker::~PersistWorker() {
 JobStatus PersistWorker::new_job(JobKind kind, const std::string& name, JobState state, std::uint64_t step) {
   std::lock_guard lock(mu_);
   JobStatus j;
+  j.created = std::chrono::steady_clock::now();
   j.job_id = next_job_id_++;
   j.kind = kind;
   j.state = state;
@@ -108,6 +109,7 @@ JobStatus PersistWorker::new_job(JobKind kind, const std::string& name, JobState
 
 void PersistWorker::update(JobStatus job, const JobOrigin& origin) {
   job.terminal = is_terminal(job.kind, job.state);
+  if (job.terminal && (job.kind == JobKind::Restore || job.kind == JobKind::Load)) candidates_in_flight_.fetch_sub(1);
   {
     std::lock_guard lock(mu_);
     jobs_[job.job_id] = job;
@@ -273,7 +275,11 @@ std::string PersistWorker::restore_error_text(const std::string& snapshot, const
 JobStatus PersistWorker::submit_candidate(JobKind kind, const std::string& name, const JobOrigin& origin,
                                           std::function<std::unique_ptr<core::World>(JobStatus&)> build) {
   JobStatus job = new_job(kind, name, JobState::Queued, 0);
+  candidates_in_flight_.fetch_add(1);  // until the job is terminal (update())
   const bool queued = enqueue([this, job, origin, build = std::move(build)]() mutable {
+    if (const std::uint32_t ms = debug_restore_delay_ms_.load(); ms > 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    }
     std::unique_ptr<core::World> candidate = build(job);
     if (!candidate) {
       job.state = JobState::Failed;
@@ -307,7 +313,7 @@ JobStatus PersistWorker::submit_restore(const std::string& name, const JobOrigin
                         .to_string();
       return nullptr;
     }
-    auto restored = core::World::restore(scenario_, lc.checkpoint);
+    auto restored = core::World::restore(scenario_, lc.checkpoint, core_log_.load());
     if (!restored.world) job.message = restore_error_text(job.name, restored.errors.front());
     return std::move(restored.world);
   });
@@ -328,7 +334,7 @@ JobStatus PersistWorker::submit_load(const std::string& name, const JobOrigin& o
                         .to_string();
       return nullptr;
     }
-    auto loaded = core::World::load_save(scenario_, ls.save);
+    auto loaded = core::World::load_save(scenario_, ls.save, core_log_.load());
     if (!loaded.world) job.message = restore_error_text(job.name, loaded.errors.front());
     return std::move(loaded.world);
   });

@@ -276,8 +276,8 @@ void print_usage(std::FILE* out) {
       "  help            print this text\n"
       "\n"
       "options:\n"
-      "  --host ADDR       server address or name (default 127.0.0.1)\n"
-      "  --port N          server port (default 7777)\n"
+      "  --host ADDR       server address or name (default: BUSTLE_HOST, else 127.0.0.1)\n"
+      "  --port N          server port (default: BUSTLE_PORT, else 7777)\n"
       "  --token TOKEN     access token; default: the BUSTLE_TOKEN environment variable\n"
       "  --timeout-ms N    connect, handshake and command timeout, and the longest wait\n"
       "                    between two states of a job or spawn (default 3000)\n"
@@ -305,10 +305,21 @@ void print_usage(std::FILE* out) {
       out);
 }
 
-ParseResult parse_args(std::span<const std::string_view> args, const char* env_token) {
+ParseResult parse_args(std::span<const std::string_view> args, const char* env_token, const char* env_host,
+                       const char* env_port) {
   ParseResult r;
   CliOptions& o = r.options;
   if (env_token != nullptr) o.token = env_token;
+  if (env_host != nullptr && *env_host != '\0') o.host = env_host;
+  if (env_port != nullptr && *env_port != '\0') {
+    std::uint32_t port = 0;
+    if (!parse_u32(env_port, std::numeric_limits<std::uint16_t>::max(), port) || port == 0) {
+      r.status = ParseStatus::Error;
+      r.error = std::string("invalid BUSTLE_PORT ") + env_port + ": expected a port number 1..65535";
+      return r;
+    }
+    o.port = static_cast<std::uint16_t>(port);
+  }
   std::vector<std::string_view> positional;
   // Judged once the command is known: --priority and --interval-ms mean
   // different things to different commands; some options belong to one.

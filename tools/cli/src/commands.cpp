@@ -971,7 +971,7 @@ int run(const CliOptions& options, std::FILE* out, std::FILE* err) {
 int main_entry(int argc, char** argv) {
   std::vector<std::string_view> args;
   for (int i = 1; i < argc; ++i) args.emplace_back(argv[i]);
-  const ParseResult parsed = parse_args(args, std::getenv("BUSTLE_TOKEN"));
+  const ParseResult parsed = parse_args(args, std::getenv("BUSTLE_TOKEN"), std::getenv("BUSTLE_HOST"), std::getenv("BUSTLE_PORT"));
   switch (parsed.status) {
     case ParseStatus::Help:
       print_usage(stdout);

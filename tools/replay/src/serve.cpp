@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cinttypes>
 #include <cmath>
+#include <csignal>
 #include <thread>
 
 #include "bustle/net/command_queue.hpp"
@@ -293,6 +294,10 @@ int run_serve(const ReplayOptions& options) {
   }
   std::atomic<bool> stop{false};
   server.on_signal([&](int sig) {
+    if (sig == SIGHUP) {
+      spdlog::info("signal_hup: SIGHUP ignored");
+      return;
+    }
     spdlog::info("signal {}: shutting down", sig);
     stop.store(true);
     commands.close();

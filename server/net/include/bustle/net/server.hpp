@@ -310,6 +310,36 @@ struct OutboundResult {
   std::uint32_t lease_grace_steps = 0;
 };
 
+// Counters the network thread keeps for metrics (relaxed atomics: written
+// by the network thread, read by the metrics endpoint at any time).
+// Disconnect reasons are the wire ErrorCode values (0..kErrorCodeCount-1)
+// plus the two ways a peer ends a connection without an Error frame.
+inline constexpr std::size_t kErrorCodeCount = 13;
+inline constexpr std::size_t kDisconnectPeerClosed = kErrorCodeCount;      // EOF or reset from the peer
+inline constexpr std::size_t kDisconnectWriteError = kErrorCodeCount + 1;  // a write failed
+inline constexpr std::size_t kDisconnectReasonCount = kErrorCodeCount + 2;
+// The metric label of a disconnect reason ("server_full", "peer_closed", ...).
+const char* disconnect_reason_name(std::size_t reason);
+
+// Frames written, by what they are: deltas, command answers, pushes (Welcome,
+// job and spawn updates), the Error frame that closes a connection.
+enum class FrameKind : std::uint8_t { Delta = 0, Answer = 1, Push = 2, Error = 3 };
+inline constexpr std::size_t kFrameKindCount = 4;
+
+struct NetCounters {
+  template <std::size_t N>
+  using Counts = std::array<std::atomic<std::uint64_t>, N>;
+  std::atomic<std::uint64_t> connections_accepted{0};
+  std::atomic<std::uint64_t> bytes_sent{0};          // written to sockets
+  Counts<kFrameKindCount> frames_sent{};             // written to sockets, per FrameKind
+  std::atomic<std::uint64_t> deltas_coalesced{0};    // deltas skipped over the soft cap, sent later as one
+  Counts<kDisconnectReasonCount> disconnects{};
+  std::atomic<std::uint64_t> commands_accepted{0};   // answers sent to clients (sim or network side)
+  Counts<16> commands_rejected{};                    // answers sent, per core::RejectReason
+  std::array<std::atomic<std::uint32_t>, 2> joined_by_role{};  // 0 viewer, 1 operator
+  std::atomic<bool> listening{false};
+};
+
 class Server {
  public:
   Server(ServerOptions options, WelcomeInfo welcome, CommandQueue& commands);
@@ -340,16 +370,20 @@ class Server {
   void deliver_spawn_update(std::uint32_t session_id, SpawnReport spawn);
   // Thread-safe. Sends ServerShuttingDown to every client, closes, stops run().
   void stop();
-  // Thread-safe. Calls fn once on the network thread when SIGINT/SIGTERM arrives.
+  // Thread-safe. Calls fn on the network thread for every SIGINT, SIGTERM or
+  // SIGHUP that arrives until stop() (fn decides what each one means).
   void on_signal(std::function<void(int)> fn);
 
   std::uint32_t client_count() const { return client_count_.load(); }
+  // Thread-safe: what the network thread counted so far (metrics).
+  const NetCounters& counters() const { return counters_; }
 
   class Impl;  // defined in server.cpp; public only so sessions can name it
 
  private:
   std::unique_ptr<Impl> impl_;
   std::atomic<std::uint32_t> client_count_{0};
+  NetCounters counters_;
 };
 
 }  // namespace bustle::net

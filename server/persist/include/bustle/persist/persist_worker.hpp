@@ -20,6 +20,8 @@
 // only; the store stays usable and earlier snapshots stay loadable.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -64,6 +66,7 @@ struct JobStatus {
   std::string name;
   std::uint64_t step = 0;
   std::string message;
+  std::chrono::steady_clock::time_point created{};  // when the job was submitted (metrics: durations)
 };
 
 // Snapshot names: 1-64 characters of [A-Za-z0-9._-], not starting with
@@ -110,6 +113,14 @@ class PersistWorker {
   void advance(const JobStatus& job, JobState state, const JobOrigin& origin, std::uint64_t step);
 
   std::optional<JobStatus> query(std::uint64_t job_id) const;
+  // Thread-safe: restore and load jobs submitted and not yet terminal (readiness).
+  std::uint32_t candidates_in_flight() const { return candidates_in_flight_.load(); }
+  // Test hook (--debug-restore-delay-ms): restores and loads wait this long
+  // on the worker before reading the snapshot, so a test can watch them run.
+  void set_debug_restore_delay_ms(std::uint32_t ms) { debug_restore_delay_ms_.store(ms); }
+  // The core log sink restored and loaded worlds get (null: none). Set before
+  // the first restore; it must outlive every world built with it.
+  void set_core_log(core::LogSink* log) { core_log_.store(log); }
   // Test/diagnostic hook: see SnapshotStore::set_max_page_count (runs on the worker).
   void set_max_page_count(std::int64_t pages);
   // Blocks until every job queued so far has finished (tests, shutdown).
@@ -126,6 +137,9 @@ class PersistWorker {
   void run();
   std::string restore_error_text(const std::string& snapshot, const core::RestoreError& e) const;
 
+  std::atomic<std::uint32_t> candidates_in_flight_{0};
+  std::atomic<std::uint32_t> debug_restore_delay_ms_{0};
+  std::atomic<core::LogSink*> core_log_{nullptr};
   SnapshotStore store_;
   core::Scenario scenario_;
   std::string scenario_json_;

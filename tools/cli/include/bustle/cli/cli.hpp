@@ -89,8 +89,11 @@ struct ParseResult {
 
 // Parses the arguments after the program name. Options may come before or
 // after the command, as `--name value` or `--name=value`. `env_token` is the
-// value of BUSTLE_TOKEN (nullptr if unset); --token wins over it.
-ParseResult parse_args(std::span<const std::string_view> args, const char* env_token);
+// value of BUSTLE_TOKEN (nullptr if unset); --token wins over it. Likewise
+// `env_host` and `env_port` (BUSTLE_HOST, BUSTLE_PORT) give the defaults of
+// --host and --port; an invalid BUSTLE_PORT is an error naming the variable.
+ParseResult parse_args(std::span<const std::string_view> args, const char* env_token,
+                       const char* env_host = nullptr, const char* env_port = nullptr);
 
 void print_usage(std::FILE* out);
 

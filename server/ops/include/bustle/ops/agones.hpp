@@ -1,0 +1,62 @@
+// --agones: reports to the Agones SDK sidecar through its local HTTP REST
+// API (http://127.0.0.1:$AGONES_SDK_HTTP_PORT, default 9358) with libcurl,
+// on a thread of its own (never the sim thread):
+//
+//   POST /ready     once, when the server is ready (the readiness check
+//                   passes: scenario loaded, listening, no restore in flight);
+//   POST /health    every `health_period` while /healthz would answer 200
+//                   (a stalled sim thread stops the pings, so Agones marks
+//                   the game server Unhealthy);
+//   POST /shutdown  once, when the server shuts down.
+//
+// Every request has a JSON body "{}" and a 2 s timeout; a failed request is
+// logged (at most once per kind until one succeeds) and retried on the next
+// period, never fatal.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace bustle::ops {
+
+struct AgonesSettings {
+  std::string base_url;  // "http://127.0.0.1:9358"
+  std::chrono::milliseconds health_period{2000};
+};
+
+// The sidecar's address from AGONES_SDK_HTTP_PORT (value of `env_port`, null
+// when unset). "" error when fine.
+std::string agones_base_url(const char* env_port, std::string& url);
+
+class AgonesClient {
+ public:
+  AgonesClient(AgonesSettings settings, std::function<bool()> ready, std::function<bool()> healthy);
+  ~AgonesClient();  // stop() if not called
+  AgonesClient(const AgonesClient&) = delete;
+  AgonesClient& operator=(const AgonesClient&) = delete;
+
+  // Sends /shutdown (once) and joins the thread. Bounded by the request timeout.
+  void stop();
+
+  // One POST to base_url + path; true on a 2xx answer. Thread-safe.
+  bool post(const std::string& path, std::string* error = nullptr) const;
+
+ private:
+  void run();
+
+  AgonesSettings settings_;
+  std::function<bool()> ready_;
+  std::function<bool()> healthy_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  bool stopped_ = false;
+  std::thread thread_;
+};
+
+}  // namespace bustle::ops

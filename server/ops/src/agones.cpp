@@ -1,0 +1,125 @@
+#include "bustle/ops/agones.hpp"
+
+#include <curl/curl.h>
+#include <spdlog/spdlog.h>
+
+#include <charconv>
+
+namespace bustle::ops {
+namespace {
+
+// libcurl's global state, initialised once before any thread uses it.
+void curl_global_once() {
+  static const bool done = [] {
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    return true;
+  }();
+  (void)done;
+}
+
+std::size_t discard_body(char*, std::size_t size, std::size_t n, void*) { return size * n; }
+
+}  // namespace
+
+std::string agones_base_url(const char* env_port, std::string& url) {
+  unsigned port = 9358;
+  if (env_port != nullptr && *env_port != '\0') {
+    const std::string text(env_port);
+    const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), port);
+    if (ec != std::errc() || p != text.data() + text.size() || port == 0 || port > 65535) {
+      return "AGONES_SDK_HTTP_PORT: expected a port in [1, 65535], got '" + text + "'";
+    }
+  }
+  url = "http://127.0.0.1:" + std::to_string(port);
+  return {};
+}
+
+AgonesClient::AgonesClient(AgonesSettings settings, std::function<bool()> ready, std::function<bool()> healthy)
+    : settings_(std::move(settings)), ready_(std::move(ready)), healthy_(std::move(healthy)) {
+  curl_global_once();
+  thread_ = std::thread([this] { run(); });
+}
+
+AgonesClient::~AgonesClient() { stop(); }
+
+bool AgonesClient::post(const std::string& path, std::string* error) const {
+  CURL* curl = curl_easy_init();
+  if (curl == nullptr) {
+    if (error != nullptr) *error = "curl_easy_init failed";
+    return false;
+  }
+  const std::string url = settings_.base_url + path;
+  curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");
+  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl, CURLOPT_POST, 1L);
+  curl_easy_setopt(curl, CURLOPT_POSTFIELDS, "{}");
+  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, 2000L);
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, 1000L);
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);  // threads: no SIGALRM for timeouts
+  curl_easy_setopt(curl, CURLOPT_NOPROXY, "*");  // the sidecar is local, never behind a proxy
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, discard_body);
+  const CURLcode rc = curl_easy_perform(curl);
+  long status = 0;
+  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+  curl_slist_free_all(headers);
+  curl_easy_cleanup(curl);
+  if (rc != CURLE_OK) {
+    if (error != nullptr) *error = std::string("POST ") + url + ": " + curl_easy_strerror(rc);
+    return false;
+  }
+  if (status < 200 || status >= 300) {
+    if (error != nullptr) *error = "POST " + url + ": HTTP " + std::to_string(status);
+    return false;
+  }
+  return true;
+}
+
+void AgonesClient::run() {
+  bool ready_sent = false;
+  bool warned = false;
+  std::unique_lock lock(mu_);
+  while (!stopping_) {
+    lock.unlock();
+    std::string error;
+    if (!ready_sent) {
+      if (ready_()) {
+        ready_sent = post("/ready", &error);
+        if (ready_sent) spdlog::info("agones: Ready sent to {}", settings_.base_url);
+      }
+    } else if (healthy_()) {
+      if (!post("/health", &error)) {
+        // retried next period
+      } else {
+        warned = false;
+      }
+    }
+    if (!error.empty() && !warned) {
+      spdlog::warn("agones: {} (retrying every {} ms)", error, settings_.health_period.count());
+      warned = true;
+    }
+    lock.lock();
+    // Until Ready is sent, poll readiness more often than the health period.
+    const auto wait = ready_sent ? settings_.health_period : std::chrono::milliseconds(100);
+    cv_.wait_for(lock, wait, [&] { return stopping_; });
+  }
+}
+
+void AgonesClient::stop() {
+  {
+    std::lock_guard lock(mu_);
+    if (stopped_) return;
+    stopped_ = true;
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  std::string error;
+  if (post("/shutdown", &error)) {
+    spdlog::info("agones: Shutdown sent");
+  } else {
+    spdlog::warn("agones: {}", error);
+  }
+}
+
+}  // namespace bustle::ops
