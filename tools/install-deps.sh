@@ -27,11 +27,13 @@ BUILD_PACKAGES=(
   python3 python3-flatbuffers python3-pytest python3-jsonschema
   # the fuzz preset (tests/fuzz, part of make test): Clang 14, libFuzzer and sanitizer runtimes
   clang libclang-rt-14-dev
+  # tests/deploy: the Kubernetes and Agones manifests under deploy/ parse and hang together
+  python3-yaml
 )
 RUNTIME_PACKAGES=(libspdlog1.10 libfmt9 libsqlite3-0)
 BENCH_PACKAGES=(sumo sumo-tools python3)
 # In BUILD_PACKAGES but needed only by the tests and fuzzers (left out by --build).
-TEST_ONLY_PACKAGES=(catch2 python3-pytest python3-jsonschema clang libclang-rt-14-dev)
+TEST_ONLY_PACKAGES=(catch2 python3-pytest python3-jsonschema clang libclang-rt-14-dev python3-yaml)
 IMAGE_PACKAGES=(curl)
 # Debian 12's podman with runc (crun fails on hybrid cgroups), netavark for
 # port publishing, catatonit for --init, debootstrap for tools/container/make-base.sh.
