@@ -36,18 +36,11 @@ RUN cmake --preset release -DBUSTLE_BUILD_TESTS=OFF >/dev/null \
  && install -D -s build/release/tools/replay/bustle-replay /out/bin/bustle-replay
 
 FROM ${BASE_IMAGE} AS runtime
-ARG VERSION=0.1.0
-ARG REVISION=unknown
-ARG CREATED=unknown
-LABEL org.opencontainers.image.title="bustle" \
-      org.opencontainers.image.description="Bustle: headless deterministic fixed-step city population server" \
-      org.opencontainers.image.version="${VERSION}" \
-      org.opencontainers.image.revision="${REVISION}" \
-      org.opencontainers.image.created="${CREATED}" \
-      org.opencontainers.image.base.name="docker.io/library/debian:bookworm" \
-      org.opencontainers.image.documentation="README.md, section Operations / Container"
 COPY tools/install-deps.sh /tmp/install-deps.sh
-RUN bash /tmp/install-deps.sh --image && rm -rf /var/lib/apt/lists/* /tmp/install-deps.sh \
+# apt-get clean: a debootstrap base (tools/container/make-base.sh) keeps the
+# downloaded packages, unlike the official image.
+RUN bash /tmp/install-deps.sh --image \
+ && apt-get clean && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /tmp/install-deps.sh \
  && groupadd --system --gid 10001 bustle \
  && useradd --system --uid 10001 --gid 10001 --home-dir /var/lib/bustle --no-create-home --shell /usr/sbin/nologin bustle \
  && install -d -o 10001 -g 10001 -m 0750 /var/lib/bustle
@@ -76,3 +69,14 @@ STOPSIGNAL SIGTERM
 HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
   CMD ["bustle-probe", "healthz"]
 ENTRYPOINT ["bustle-entrypoint"]
+# Last, so a new revision or date does not invalidate the layers above.
+ARG VERSION=0.1.0
+ARG REVISION=unknown
+ARG CREATED=unknown
+LABEL org.opencontainers.image.title="bustle" \
+      org.opencontainers.image.description="Bustle: headless deterministic fixed-step city population server" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.created="${CREATED}" \
+      org.opencontainers.image.base.name="docker.io/library/debian:bookworm" \
+      org.opencontainers.image.documentation="README.md, section Operations / Container"

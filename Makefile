@@ -60,7 +60,7 @@ container-deps:
 image: container-deps
 	@tools/container/build-image.sh
 
-image-test: container-deps configure
+image-test: image configure
 	@cmake --build --preset $(PRESET) --target bustle_python_wire
 	@PRESET=$(PRESET) tools/container/image-test.sh
 
