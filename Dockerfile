@@ -69,14 +69,12 @@ STOPSIGNAL SIGTERM
 HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
   CMD ["bustle-probe", "healthz"]
 ENTRYPOINT ["bustle-entrypoint"]
-# Last, so a new revision or date does not invalidate the layers above.
+# Last, so a new version does not invalidate the layers above. make image adds
+# org.opencontainers.image.revision and .created with --label (buildah does not
+# re-run a LABEL step for a changed ARG, so they would go stale here).
 ARG VERSION=0.1.0
-ARG REVISION=unknown
-ARG CREATED=unknown
 LABEL org.opencontainers.image.title="bustle" \
       org.opencontainers.image.description="Bustle: headless deterministic fixed-step city population server" \
       org.opencontainers.image.version="${VERSION}" \
-      org.opencontainers.image.revision="${REVISION}" \
-      org.opencontainers.image.created="${CREATED}" \
       org.opencontainers.image.base.name="docker.io/library/debian:bookworm" \
       org.opencontainers.image.documentation="README.md, section Operations / Container"

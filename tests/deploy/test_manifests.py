@@ -284,6 +284,9 @@ def test_dockerfile_contract():
     entry = re.search(r"^ENTRYPOINT\s+(.*)$", last, re.M).group(1)
     assert "--bind" not in entry and "--port" not in entry and not re.search(r"^CMD\s", last, re.M), \
         "no flag in ENTRYPOINT/CMD may override BUSTLE_BIND/BUSTLE_PORT"
-    for label in ("title", "description", "version", "revision", "created", "base.name"):
+    for label in ("title", "description", "version", "base.name"):
         assert f"org.opencontainers.image.{label}=" in last, f"OCI label {label}"
+    build = (REPO / "tools/container/build-image.sh").read_text()
+    for label in ("revision", "created"):  # per build, on the command line
+        assert f'--label "org.opencontainers.image.{label}=' in build, f"OCI label {label}"
     assert "install-deps.sh" in text.split("\nFROM ")[1], "the build stage uses tools/install-deps.sh"

@@ -20,8 +20,8 @@ version="$(sed -n 's/^project(bustle VERSION \([0-9.]*\).*/\1/p' "$root/CMakeLis
 args=(build -t "$IMAGE" -f "$root/Dockerfile"
       --build-arg "BUILD_JOBS=$BUILD_JOBS"
       --build-arg "VERSION=${version:-unknown}"
-      --build-arg "REVISION=$revision"
-      --build-arg "CREATED=$(date -u +%Y-%m-%dT%H:%M:%SZ)")
+      --label "org.opencontainers.image.revision=$revision"
+      --label "org.opencontainers.image.created=$(date -u +%Y-%m-%dT%H:%M:%SZ)")
 if [[ "$ENGINE" == podman ]]; then
   # docker format: OCI image configs cannot carry HEALTHCHECK (podman would drop it)
   args+=(--format docker --pull=never "${RUN_OPTS[@]}")

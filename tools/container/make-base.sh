@@ -79,8 +79,9 @@ deb $MIRROR bookworm main
 deb $MIRROR bookworm-updates main
 deb $MIRROR_SECURITY bookworm-security main
 SOURCES
-tar -C "$rootfs" -c . | "${ENGINE_RUN[@]}" import \
-  --change 'CMD ["bash"]' \
+import=(import --change 'CMD ["bash"]')
+[[ "$ENGINE" == podman ]] && import+=(--quiet)
+tar -C "$rootfs" -c . | "${ENGINE_RUN[@]}" "${import[@]}" \
   --message "debian bookworm minbase (debootstrap from $MIRROR)" - "localhost/$BASE" >/dev/null
 "${ENGINE_RUN[@]}" tag "localhost/$BASE" "$BASE" 2>/dev/null || true
 "${ENGINE_RUN[@]}" tag "localhost/$BASE" "docker.io/library/$BASE"
