@@ -3,12 +3,13 @@
 `make test`). Needs a container engine (tools/install-deps.sh --container) and
 the host build's Python client (`make build`, for build/release/python).
 
+  0. the image carries the OCI labels and STOPSIGNAL SIGTERM;
   1. a start without BUSTLE_TOKEN fails with a clear message and leaves the
      volume empty;
   2. the image starts with a fresh volume, manual clock (BUSTLE_CLOCK), game
      and metrics ports published on loopback; the test waits for readiness
      (/readyz, or the game port where the server has no metrics endpoint),
-     runs the HEALTHCHECK command, connects the Python client as operator,
+     runs the HEALTHCHECK command, checks the server runs as uid 10001, connects the Python client as operator,
      steps 20, checkpoints to the volume, steps 10 more;
   3. SIGTERM (the engine's stop, STOPSIGNAL): the server must exit 0 quickly;
   4. a new container on the same volume restores the checkpoint: same step,
@@ -179,6 +180,11 @@ def main():
     results = {}
     size = int(engine("image", "inspect", "--format", "{{.Size}}", IMAGE).stdout.strip())
     log(f"image {IMAGE}: {size / 1e6:.0f} MB ({ENGINE[0]})")
+    labels = json.loads(engine("image", "inspect", "--format", "{{json .Config.Labels}}", IMAGE).stdout)
+    for key in ("title", "version", "revision", "created"):
+        check(labels.get(f"org.opencontainers.image.{key}"), f"image has no org.opencontainers.image.{key}")
+    stop_signal = engine("image", "inspect", "--format", "{{.Config.StopSignal}}", IMAGE).stdout.strip()
+    check(stop_signal == "SIGTERM", f"STOPSIGNAL {stop_signal!r}")
     metrics = server_has("--metrics-bind")
     on_exit = server_has("--checkpoint-on-exit")
     log(f"server has metrics endpoint: {metrics}; --checkpoint-on-exit: {on_exit}")
@@ -201,7 +207,9 @@ def main():
     game, results["ready_first_s"] = start(first, env, metrics)
     log(f"{first} ready in {results['ready_first_s']:.1f} s (game port {game})")
     healthcheck(first)
-    log("HEALTHCHECK passed")
+    uid = engine("exec", first, "id", "-u").stdout.strip()
+    check(uid == "10001", f"the server runs as uid {uid}, not the image's 10001")
+    log("HEALTHCHECK passed; running as uid 10001")
     with Session.connect("127.0.0.1", game, timeout=10.0) as s:
         s.hello("image-test", role="operator", token=token)
         check(s.step(20).accepted, "step 20")
