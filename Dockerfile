@@ -17,18 +17,9 @@ ARG BUILD_JOBS=2
 WORKDIR /src
 COPY tools/install-deps.sh tools/install-deps.sh
 RUN bash tools/install-deps.sh --build && rm -rf /var/lib/apt/lists/*
-# Only what the build reads, so editing docs, deploy/ or tests does not rebuild.
-COPY CMakeLists.txt CMakePresets.json ./
-COPY cmake/ cmake/
-COPY proto/ proto/
-COPY schema/ schema/
-COPY server/ server/
-COPY clients/ clients/
-COPY configs/ configs/
-COPY tools/CMakeLists.txt tools/CMakeLists.txt
-COPY tools/cli/ tools/cli/
-COPY tools/replay/ tools/replay/
-COPY tools/bench/ tools/bench/
+# The whole tree (.dockerignore leaves out build/, .git and deploy/): the
+# top-level CMakeLists.txt adds folders as the project grows.
+COPY . .
 RUN cmake --preset release -DBUSTLE_BUILD_TESTS=OFF >/dev/null \
  && cmake --build --preset release -j"${BUILD_JOBS}" --target bustle-server bustle bustle-replay \
  && install -D -s build/release/server/app/bustle-server /out/bin/bustle-server \

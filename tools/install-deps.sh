@@ -8,7 +8,7 @@
 #   tools/install-deps.sh --bench    the peer benchmark's simulator (Eclipse SUMO),
 #                                    for tools/bench/compare_sumo.sh; never used by make test
 #   tools/install-deps.sh --build    only what building the server, CLI and replay
-#                                    tool needs (no test or fuzz tools): the image's build stage
+#                                    tool needs (no test, fuzz or viewer tools): the image's build stage
 #   tools/install-deps.sh --image    --runtime plus what the image's health probe uses (curl)
 #   tools/install-deps.sh --container  podman, runc and debootstrap on the host, for
 #                                    make image / make image-test; never used by make test
@@ -25,6 +25,9 @@ BUILD_PACKAGES=(
   nlohmann-json3-dev
   catch2
   python3 python3-flatbuffers python3-pytest python3-jsonschema
+  # bustle-view (tools/view): pictures (matplotlib), the live page (aiohttp) and
+  # its test in a headless browser (chromium)
+  python3-matplotlib python3-numpy python3-aiohttp chromium
   # the fuzz preset (tests/fuzz, part of make test): Clang 14, libFuzzer and sanitizer runtimes
   clang libclang-rt-14-dev
   # tests/deploy: the Kubernetes and Agones manifests under deploy/ parse and hang together
@@ -32,8 +35,10 @@ BUILD_PACKAGES=(
 )
 RUNTIME_PACKAGES=(libspdlog1.10 libfmt9 libsqlite3-0)
 BENCH_PACKAGES=(sumo sumo-tools python3)
-# In BUILD_PACKAGES but needed only by the tests and fuzzers (left out by --build).
-TEST_ONLY_PACKAGES=(catch2 python3-pytest python3-jsonschema clang libclang-rt-14-dev python3-yaml)
+# In BUILD_PACKAGES but needed only by the tests, the fuzzers and the viewer
+# (left out by --build, which builds bustle-server, bustle and bustle-replay).
+TEST_ONLY_PACKAGES=(catch2 python3-pytest python3-jsonschema clang libclang-rt-14-dev python3-yaml
+                    python3-matplotlib python3-numpy python3-aiohttp chromium)
 IMAGE_PACKAGES=(curl)
 # Debian 12's podman with runc (crun fails on hybrid cgroups), netavark for
 # port publishing, catatonit for --init, debootstrap for tools/container/make-base.sh.

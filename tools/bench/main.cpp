@@ -5,6 +5,9 @@
 //   bustle-bench snapshot   [--agents N] [--repeat R] [--dir DIR]
 //   bustle-bench vehicles   [--grid N] [--vehicles V] [--steps S] [--seed K]
 //   bustle-bench stream     [--agents N] [--grid N] [--vehicles V] [--steps S] [--seed K]
+//   bustle-bench fanout     [--clients N] [--stalled-percent P] [--agents N] [--seconds S] [--warmup W]
+//                           [--repeat R] [--server PATH] [--dir DIR] [--outbound-max-bytes B]
+//                           [--motion-tolerance-mm T]
 //
 // `step` times World::step (p50/p99/max, agent updates per second, peak RSS).
 // `population` (issue 3's target: p99 <= 5 ms with a million dormant records)
@@ -36,6 +39,8 @@
 // or distance changed since the previous step), the share of deltas that
 // carry any motion record, the encode time per client per step (network
 // thread) and the time to build the published frame (sim thread, per step).
+// `fanout` runs N real clients against a real bustle-server process over
+// loopback, with and without a share of stalled clients (fanout.cpp).
 // Figures go to the README's Performance section with machine and command.
 #include <sys/stat.h>
 #include <unistd.h>
@@ -57,6 +62,7 @@
 #include "bustle/core/world.hpp"
 #include "bustle/net/server.hpp"
 #include "bustle/net/stream_tracker.hpp"
+#include "fanout.hpp"
 #include "bustle/persist/snapshot_store.hpp"
 #include "bustle/proto/framing.hpp"
 #include "bustle/scenario/scenario_loader.hpp"
@@ -96,6 +102,10 @@ struct Args {
   std::uint32_t residents = 0;        // population: how many of the active are community residents
   std::uint64_t warmup = 40;          // population: untimed steps at least (more until tiers settle)
   bool json = false;                  // population: also print one JSON line
+  bool agents_given = false;
+  bool repeat_given = false;
+  bool warmup_given = false;
+  bustle::bench::FanoutOptions fanout;  // fanout: everything but agents, repeat and dir
 };
 
 [[noreturn]] void usage(const char* msg) {
@@ -105,7 +115,9 @@ struct Args {
                "       bustle-bench population [--active N] [--residents R] [--dormant M] [--steps S] [--warmup W] [--seed K]"
                " [--json]\n"
                "       bustle-bench vehicles [--grid N] [--vehicles V] [--steps S] [--seed K]\n"
-               "       bustle-bench stream [--agents N] [--grid N] [--vehicles V] [--steps S] [--seed K]\n");
+               "       bustle-bench stream [--agents N] [--grid N] [--vehicles V] [--steps S] [--seed K]\n"
+               "       bustle-bench fanout [--clients N] [--stalled-percent P] [--agents N] [--seconds S] [--warmup W]"
+               " [--repeat R] [--server PATH] [--dir DIR] [--outbound-max-bytes B] [--motion-tolerance-mm T]\n");
   std::exit(2);
 }
 
@@ -114,7 +126,7 @@ Args parse(int argc, char** argv) {
   Args a;
   a.mode = argv[1];
   if (a.mode != "step" && a.mode != "snapshot" && a.mode != "vehicles" && a.mode != "population" &&
-      a.mode != "stream") {
+      a.mode != "stream" && a.mode != "fanout") {
     usage("unknown mode");
   }
   for (int i = 2; i < argc; ++i) {
@@ -130,14 +142,18 @@ Args parse(int argc, char** argv) {
     const bool numeric = end != nullptr && *end == '\0' && !v.empty();
     if (f == "--dir") {
       a.dir = v;
+    } else if (f == "--server") {
+      a.fanout.server = v;
     } else if (!numeric) {
       usage(("expected a number for " + f).c_str());
     } else if (f == "--agents") {
       a.agents = static_cast<std::uint32_t>(n);
+      a.agents_given = true;
     } else if (f == "--steps") {
       a.steps = n;
     } else if (f == "--repeat") {
       a.repeat = static_cast<std::uint32_t>(std::max(1ull, n));
+      a.repeat_given = true;
     } else if (f == "--seed") {
       a.seed = n;
     } else if (f == "--grid") {
@@ -157,6 +173,22 @@ Args parse(int argc, char** argv) {
       a.dormant = static_cast<std::uint32_t>(n);
     } else if (f == "--warmup") {
       a.warmup = n;
+      a.warmup_given = true;
+    } else if (f == "--clients") {
+      if (n < 1 || n > 1000) usage("--clients must be in [1, 1000]");
+      a.fanout.clients = static_cast<std::uint32_t>(n);
+    } else if (f == "--stalled-percent") {
+      if (n > 100) usage("--stalled-percent must be in [0, 100]");
+      a.fanout.stalled_percent = static_cast<std::uint32_t>(n);
+    } else if (f == "--seconds") {
+      if (n < 1 || n > 3600) usage("--seconds must be in [1, 3600]");
+      a.fanout.seconds = static_cast<std::uint32_t>(n);
+    } else if (f == "--motion-tolerance-mm") {
+      if (n > 1000) usage("--motion-tolerance-mm must be in [0, 1000]");
+      a.fanout.motion_tolerance_mm = static_cast<std::uint16_t>(n);
+    } else if (f == "--outbound-max-bytes") {
+      if (n < 4096) usage("--outbound-max-bytes must be at least 4096");
+      a.fanout.outbound_max_bytes = n;
     } else {
       usage(("unknown option " + f).c_str());
     }
@@ -812,8 +844,24 @@ int bench_stream(const Args& a) {
 
 }  // namespace
 
+// fanout: the server next to this binary in the build tree unless --server.
+int bench_fanout(const Args& a, const char* argv0) {
+  bustle::bench::FanoutOptions o = a.fanout;
+  if (a.agents_given) o.agents = a.agents;
+  if (a.repeat_given) o.repeat = a.repeat;
+  if (a.warmup_given) o.warmup_seconds = static_cast<std::uint32_t>(std::min<std::uint64_t>(a.warmup, 600));
+  o.dir = a.dir;
+  if (o.server.empty()) {
+    std::error_code ec;
+    const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+    o.server = ec ? std::string(argv0) : (self.parent_path() / "../../server/app/bustle-server").lexically_normal().string();
+  }
+  return bustle::bench::run_fanout(o);
+}
+
 int main(int argc, char** argv) {
   const Args a = parse(argc, argv);
+  if (a.mode == "fanout") return bench_fanout(a, argv[0]);
   if (a.mode == "stream") return bench_stream(a);
   if (a.mode == "vehicles") return bench_vehicles(a);
   if (a.mode == "population") return bench_population(a);

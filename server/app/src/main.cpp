@@ -1,5 +1,6 @@
 // bustle-server: loads the scenario, creates the World, and runs the sim
 // thread (this thread) beside one network thread. See usage_text().
+#include <pthread.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -263,7 +264,12 @@ int run(int argc, char** argv) {
     stop.store(true);
     commands.close();
   });
-  std::thread net_thread([&] { server.run(); });
+  std::thread net_thread([&] {
+    // Named so that per-thread CPU (top -H, /proc/PID/task) tells the network
+    // thread from the sim thread (the main thread) and the writers.
+    pthread_setname_np(pthread_self(), "bustle-net");
+    server.run();
+  });
 
   std::printf("bustle-server listening on %s:%u\n", listening.address.c_str(), listening.port);
   std::fflush(stdout);

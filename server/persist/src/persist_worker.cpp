@@ -1,5 +1,7 @@
 #include "bustle/persist/persist_worker.hpp"
 
+#include <pthread.h>
+
 #include <chrono>
 
 #include "bustle/persist/scenario_diff.hpp"
@@ -73,7 +75,10 @@ StoreError PersistWorker::start(const std::string& path, core::Scenario scenario
   w->scenario_ = std::move(scenario);
   w->scenario_json_ = std::move(scenario_json);
   w->cb_ = std::move(callbacks);
-  w->thread_ = std::thread([p = w.get()] { p->run(); });
+  w->thread_ = std::thread([p = w.get()] {
+    pthread_setname_np(pthread_self(), "bustle-persist");
+    p->run();
+  });
   out = std::move(w);
   return {};
 }

@@ -2,6 +2,8 @@
 
 #include "bustle/persist/command_codec.hpp"
 
+#include <pthread.h>
+
 #include <chrono>
 #include <filesystem>
 
@@ -48,7 +50,10 @@ StoreError Recorder::create(const std::string& path, const std::string& scenario
   if (!err.ok()) return StoreError{path, "meta", "", "", err.message, err.code};
   st.bind_text(1, scenario_json);
   if (SqlError e = st.run(); !e.ok()) return StoreError{path, "meta", "key='scenario_json'", "", e.message, e.code};
-  r->thread_ = std::thread([p = r.get()] { p->run(); });
+  r->thread_ = std::thread([p = r.get()] {
+    pthread_setname_np(pthread_self(), "bustle-record");
+    p->run();
+  });
   out = std::move(r);
   return {};
 }
