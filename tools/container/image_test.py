@@ -4,7 +4,8 @@
 the host build's Python client (`make build`, for build/release/python).
 
   0. the image carries the OCI labels and STOPSIGNAL SIGTERM;
-  1. a start without BUSTLE_TOKEN fails with a clear message and leaves the
+  1. a start without BUSTLE_TOKEN fails with a clear message, and a start
+     whose bind fails (with --record) fails in the server; both leave the
      volume empty;
   2. the image starts with a fresh volume, manual clock (BUSTLE_CLOCK), game
      and metrics ports published on loopback; the test waits for readiness
@@ -197,6 +198,14 @@ def main():
     check("BUSTLE_TOKEN" in p.stderr, f"the refusal must name BUSTLE_TOKEN: {p.stderr!r}")
     check(volume_files() == [], f"a failed start left files on the volume: {volume_files()}")
     log(f"start without token refused (exit {p.returncode}), volume still empty")
+    # a start the server itself refuses (an address not on the container):
+    # neither the recording nor the snapshot store may be left behind
+    p = run_container(f"{TAG}-badbind", {"BUSTLE_TOKEN": token, "BUSTLE_BIND": "10.255.255.1",
+                                         "BUSTLE_RECORD": "/var/lib/bustle/rec.db"}, detach=False)
+    engine("rm", "-f", f"{TAG}-badbind", check_rc=False)
+    check(p.returncode != 0 and "10.255.255.1" in p.stderr, f"bind to a foreign address: {p.stderr!r}")
+    check(volume_files() == [], f"a failed server start left files on the volume: {volume_files()}")
+    log(f"server start failing to bind refused (exit {p.returncode}), volume still empty")
 
     env = {"BUSTLE_TOKEN": token, "BUSTLE_CLOCK": "manual"}
     if on_exit:
@@ -275,7 +284,7 @@ if __name__ == "__main__":
         rc = 1
     finally:
         if os.environ.get("BUSTLE_IMAGE_TEST_KEEP") != "1":
-            for n in (f"{TAG}-notoken", f"{TAG}-1", f"{TAG}-2"):
+            for n in (f"{TAG}-notoken", f"{TAG}-badbind", f"{TAG}-1", f"{TAG}-2"):
                 engine("rm", "-f", *(["-t", "0"] if ENGINE[0] == "podman" else []), n,
                        check_rc=False)
             engine("volume", "rm", "-f", VOLUME, check_rc=False)
