@@ -15,7 +15,7 @@ FUZZ_SMOKE_SECONDS ?= 5
 SOAK_SECONDS ?= 3600
 SOAK_SCENARIOS ?= default-city
 
-.PHONY: all deps configure build test run bench clean format fuzz-build fuzz fuzz-smoke soak
+.PHONY: all deps configure build test run bench clean format fuzz-build fuzz fuzz-smoke soak image image-test container-deps
 
 all: build
 
@@ -53,6 +53,27 @@ soak: build
 # Extra flags: make run ARGS="--port 0 --clock fast"
 run: build
 	@$(BUILD_DIR)/server/app/bustle-server $(ARGS)
+
+# Container (README "Operations" / "Container"); never part of `make test`.
+# `make image` builds IMAGE with podman or docker (ENGINE=... to choose),
+# making the debian:bookworm base with debootstrap when it cannot be pulled.
+# `make image-test` starts it, checkpoints to its volume, stops it with
+# SIGTERM, restarts it on the same volume, restores and compares digests.
+IMAGE ?= bustle:latest
+export IMAGE
+
+# podman and its companions (runc, debootstrap, ...), unless docker is the
+# engine here (installed, daemon answering, no podman).
+container-deps:
+	@if command -v podman >/dev/null 2>&1 || ! (command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1); then \
+	  bash tools/install-deps.sh --container; fi
+
+image: container-deps
+	@tools/container/build-image.sh
+
+image-test: image configure
+	@cmake --build --preset $(PRESET) --target bustle_python_wire
+	@PRESET=$(PRESET) tools/container/image-test.sh
 
 clean:
 	@rm -rf build

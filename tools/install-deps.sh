@@ -7,6 +7,11 @@
 #   tools/install-deps.sh --runtime  only the shared libraries bustle-server needs
 #   tools/install-deps.sh --bench    the peer benchmark's simulator (Eclipse SUMO),
 #                                    for tools/bench/compare_sumo.sh; never used by make test
+#   tools/install-deps.sh --build    only what building the server, CLI and replay
+#                                    tool needs (no test, fuzz or viewer tools): the image's build stage
+#   tools/install-deps.sh --image    --runtime plus what the image's health probe uses (curl)
+#   tools/install-deps.sh --container  podman, runc and debootstrap on the host, for
+#                                    make image / make image-test; never used by make test
 #
 # It is idempotent: packages already present are not reinstalled, and apt is
 # only consulted when something is missing.
@@ -30,15 +35,37 @@ BUILD_PACKAGES=(
   python3-venv python3-setuptools python3-wheel
   # the fuzz preset (tests/fuzz, part of make test): Clang 14, libFuzzer and sanitizer runtimes
   clang libclang-rt-14-dev
+  # tests/deploy: the Kubernetes and Agones manifests under deploy/ parse and hang together
+  python3-yaml
 )
 RUNTIME_PACKAGES=(libspdlog1.10 libfmt9 libsqlite3-0 libprometheus-cpp-pull1.0 libprometheus-cpp-core1.0 libcivetweb1 libcurl4)
 BENCH_PACKAGES=(sumo sumo-tools python3)
+# In BUILD_PACKAGES but needed only by the tests, the fuzzers and the viewer
+# (left out by --build, which builds bustle-server, bustle and bustle-replay).
+TEST_ONLY_PACKAGES=(catch2 python3-pytest python3-jsonschema clang libclang-rt-14-dev python3-yaml
+                    python3-matplotlib python3-numpy python3-aiohttp chromium)
+IMAGE_PACKAGES=(curl)
+# Debian 12's podman with runc (crun fails on hybrid cgroups), netavark for
+# port publishing, catatonit for --init, debootstrap for tools/container/make-base.sh.
+CONTAINER_PACKAGES=(podman runc conmon netavark aardvark-dns iptables catatonit
+                    fuse-overlayfs slirp4netns uidmap buildah debootstrap)
+
+build_only() {
+  local p t
+  for p in "${BUILD_PACKAGES[@]}"; do
+    for t in "${TEST_ONLY_PACKAGES[@]}"; do [[ "$p" == "$t" ]] && continue 2; done
+    echo "$p"
+  done
+}
 
 case "${1:-}" in
   "") packages=("${BUILD_PACKAGES[@]}") ;;
   --runtime) packages=("${RUNTIME_PACKAGES[@]}") ;;
   --bench) packages=("${BENCH_PACKAGES[@]}") ;;
-  *) echo "install-deps: unknown option '$1' (expected --runtime or --bench)" >&2; exit 2 ;;
+  --build) mapfile -t packages < <(build_only) ;;
+  --image) packages=("${RUNTIME_PACKAGES[@]}" "${IMAGE_PACKAGES[@]}") ;;
+  --container) packages=("${CONTAINER_PACKAGES[@]}") ;;
+  *) echo "install-deps: unknown option '$1' (expected --runtime, --bench, --build, --image or --container)" >&2; exit 2 ;;
 esac
 
 missing=()

@@ -12,6 +12,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <thread>
 
 #include "bustle/core/world.hpp"
@@ -59,6 +60,17 @@ bool open_recording(const bustle::app::AppOptions& opt, const std::string& scena
     return false;
   }
   return true;
+}
+
+// A start that fails after its recording was created removes that file again:
+// it is new (create refuses existing files) and holds no ticks, and left
+// behind it would make the next start with the same --record refuse.
+void discard_new_recording(std::unique_ptr<bustle::persist::Recorder>& recorder) {
+  if (!recorder) return;
+  const std::string path = recorder->path();
+  recorder.reset();
+  std::error_code ec;
+  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) std::filesystem::remove(path + suffix, ec);
 }
 
 // Flushes the recording; false (printed) when its writer failed.
@@ -189,6 +201,15 @@ int run(int argc, char** argv) {
   bustle::net::WelcomeInfo welcome = bustle::net::make_welcome_info(world, kVersion, opt.clock);
   bustle::net::Server server(opt.server, std::move(welcome), commands);
 
+  // Listen before creating any file (recording, snapshot store): a start that
+  // fails on its port leaves nothing behind. Connections wait in the backlog
+  // until the network thread runs.
+  const auto listening = server.listen();
+  if (!listening.ok) {
+    std::fprintf(stderr, "bustle-server: %s\n", listening.error.c_str());
+    return 1;
+  }
+
   if (!open_recording(opt, scenario_json, recorder)) return 1;
 
   bustle::app::SimDriver driver(std::move(world_owner), server, commands,
@@ -263,6 +284,7 @@ int run(int argc, char** argv) {
                                                      persist);
       !e.ok()) {
     std::fprintf(stderr, "bustle-server: --snapshot-db: %s\n", e.to_string().c_str());
+    discard_new_recording(recorder);
     return 1;
   }
   if (opt.snapshot_db_max_pages > 0) persist->set_max_page_count(opt.snapshot_db_max_pages);
@@ -287,6 +309,7 @@ int run(int argc, char** argv) {
     metrics = bustle::ops::MetricsServer::start(*opt.metrics_bind, sources, health, error);
     if (!metrics) {
       std::fprintf(stderr, "bustle-server: --metrics-bind: %s\n", error.c_str());
+      discard_new_recording(recorder);
       return 1;
     }
   }
@@ -305,12 +328,6 @@ int run(int argc, char** argv) {
   }
   driver.attach_persistence(persist.get());
   driver.attach_recorder(recorder.get());
-
-  const auto listening = server.listen();
-  if (!listening.ok) {
-    std::fprintf(stderr, "bustle-server: %s\n", listening.error.c_str());
-    return 1;
-  }
 
   std::atomic<bool> stop{false};
   server.on_signal([&](int sig) {
