@@ -22,7 +22,7 @@
 namespace bustle::persist {
 
 inline constexpr const char* kMagic = "bustle";
-inline constexpr int kSchemaVersion = 2;
+inline constexpr int kSchemaVersion = 3;
 
 enum class FileKind { Snapshots, Recording };
 const char* to_string(FileKind k);
