@@ -5,6 +5,7 @@ entities near a client become Full tier, drop back when it leaves, and a
 recording verifies bit for bit. Manual clock, default city (its scenario
 observer at (90, 30); Full within 25 m)."""
 
+import json
 import math
 import time
 
@@ -97,8 +98,11 @@ def test_a_recording_with_client_observers_verifies_bit_for_bit(start_server, tm
     b.close()
     w.op.close()
     srv.stop(check=True)
-    rows = sql(rec, "SELECT args FROM recording_commands WHERE kind = 'set_client_observers' ORDER BY rowid")
-    assert len(rows) >= 4, rows  # a joins, a moves, b joins, a leaves
+    rows = sql(rec, "SELECT args FROM recording_commands WHERE kind = 'set_client_observers' ORDER BY tick, seq")
+    # One command per change of the union before a step: a joins; a moves and
+    # b joins (same step: one union, a's first, the older session); a leaves.
+    points = [[tuple(p[:2]) for p in json.loads(args)["points"]] for (args,) in rows]
+    assert points == [[(10.0, 0.0)], [(170.0, 60.0), (20.0, 70.0), (100.0, -10.0)], [(100.0, -10.0)]], points
     p = run_replay("verify", str(rec))
     assert p.returncode == 0, (p.stdout, p.stderr)
     assert p.stdout.startswith("OK verified"), p.stdout

@@ -647,7 +647,7 @@ TEST_CASE("the population pipeline is readable with the sqlite3 shell") {
     return v;
   };
   CHECK(scalar("SELECT group_concat(handle || ':' || state, ' ') FROM spawn_handles WHERE list = 'live'") ==
-        "1:0 2:3");
+        "1:0 2:2");
   CHECK(scalar("SELECT count(*) FROM spawn_handles WHERE list = 'recent'") == "2");
   CHECK(scalar("SELECT zone || ',' || lane FROM spawn_handles WHERE handle = 1") == "-1,4294967295");
   CHECK(scalar("SELECT group_concat(id_index || '.' || id_generation, ' ') FROM retiring_fifo") == "9.1 3.2 4294967295.0");
@@ -687,7 +687,7 @@ TEST_CASE("a save keeps saveable residents with their zones and the lifecycle se
   const auto e = store.read_save("s", ls);
   INFO(e.to_string());
   REQUIRE(e.ok());
-  CHECK(ls.info.schema_version == 2);
+  CHECK(ls.info.schema_version == 3);
   persist::complete_schema1_save(ls, block);  // a current save is left alone
   CHECK(ls.save.saveable_ids == save.saveable_ids);
   CHECK(ls.save.saveable_zones == save.saveable_zones);
@@ -749,6 +749,10 @@ TEST_CASE("bad rows in the population-pipeline tables are refused, naming table,
        "out of range"},
       {"DELETE FROM spawn_pipeline", "spawn_pipeline", "snapshot_id=", "", "missing"},
       {"UPDATE orphans SET s_m = 'far' WHERE position = 0", "orphans", "position=0", "s_m", "expected a number"},
+      {"UPDATE client_observers SET y_m = 'north' WHERE observer_index = 1", "client_observers", "observer_index=1",
+       "y_m", "expected a number"},
+      {"UPDATE client_observers SET observer_index = 5 WHERE observer_index = 1", "client_observers",
+       "observer_index=5", "observer_index", "not contiguous"},
       {"UPDATE orphans SET reason = 256 WHERE position = 1", "orphans", "position=1", "reason", "out of range"},
       {"UPDATE orphans SET id_generation = -1 WHERE position = 1", "orphans", "position=1", "id_generation",
        "out of range"},
@@ -796,7 +800,7 @@ TEST_CASE("bad rows in the population-pipeline tables are refused, naming table,
        "expected an integer"},
       {"UPDATE route_free_slots SET position = 2 WHERE position = 1", "route_free_slots", "position=2", "position",
        "not contiguous"},
-      {"UPDATE snapshots SET schema_version = 3", "snapshots", "name='x'", "schema_version", "out of range [1, 2]"},
+      {"UPDATE snapshots SET schema_version = 4", "snapshots", "name='x'", "schema_version", "out of range [1, 3]"},
   };
   for (const Case& c : cases) {
     DYNAMIC_SECTION(c.sql) {
