@@ -182,9 +182,12 @@ class Session : public std::enable_shared_from_this<Session> {
   void on_frame_published(const std::shared_ptr<const PublishedFrame>& frame) {
     if (phase_ != Phase::Ready || !subscribed_) return;
     if (frame->world_epoch != epoch_) {
-      // The world was replaced: never diff ids across worlds.
+      // The world was replaced: never diff ids across worlds. The client
+      // re-reports its leases from the baseline on, and every one of them
+      // may matter to the new world's spawn handles again.
       epoch_ = frame->world_epoch;
       tracker_.reset();
+      forwarded_.clear();
     }
     if (frame->step <= last_sent_step_ && !tracker_.baseline_pending() && !interest_changed_) return;
     if (over_soft_cap()) {
