@@ -471,7 +471,9 @@ class Session : public std::enable_shared_from_this<Session> {
     if (server_.latest_seen_) on_frame_published(server_.latest_seen_);
   }
 
-  // Leases never reach the sim thread: they are this client's view only.
+  // Leases are this client's view, kept here; only "some client holds an
+  // awaited spawned entity" reaches the sim thread (forward_held), and never
+  // the World.
   void handle_lease_report(const wire::LeaseReport& report) {
     const std::uint32_t request_id = report.request_id();
     const std::size_t n = report.entries() != nullptr ? report.entries()->size() : 0;
