@@ -11,7 +11,7 @@ import time
 
 from conftest import SOURCE_DIR, replay_binary, run_replay
 from population_helpers import step_following
-from snapshot_helpers import JOB_TIMEOUT, operator, run_job, sql, step_digests, viewer
+from snapshot_helpers import JOB_TIMEOUT, manual_command, operator, run_job, sql, step_digests, viewer
 
 from bustle_client import EntityKind, JobState, SimTier
 
@@ -136,3 +136,26 @@ def test_checkpoint_restore_keeps_the_digest_chain_with_client_observers(start_s
     assert op.stats().client_observers == 0
     assert alone != after, "without the viewer's observers the tiers differ"
     op.close()
+
+
+def test_a_schema_2_recording_still_verifies_read_only(start_server, tmp_path):
+    """A recording of an older build (schema 2: no client_observers table),
+    made here by taking migration 0003 back out of a fresh recording without
+    client observers: bustle-replay opens it read-only and verifies it."""
+    replay_binary()
+    rec = tmp_path / "old.bustle"
+    srv = start(start_server, "--record", str(rec))
+    op = operator(srv, "old-op")
+    step_digests(op, 6)
+    assert manual_command(op, "SetPedestrianTarget", count=60).accepted
+    step_digests(op, 6)
+    op.close()
+    srv.stop(check=True)
+    sql(rec, "DROP TABLE client_observers")
+    sql(rec, "UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+    sql(rec, "UPDATE snapshots SET schema_version = 2")
+    sql(rec, "PRAGMA user_version=2")
+    p = run_replay("verify", str(rec))
+    assert p.returncode == 0, (p.stdout, p.stderr)
+    assert p.stdout.startswith("OK verified"), p.stdout
+    assert sql(rec, "PRAGMA user_version") == [(2,)], "verified read-only, not migrated"
