@@ -186,6 +186,29 @@ TEST_CASE("a broken spawn pipeline is named") {
     twin.state = SpawnState::TimedOut;
     sp.recent.push_back(twin);
     CHECK(w->check_invariants() == "spawn pipeline: invariant 1: handle 1 is both live and recent (or recent twice)");
+  }  SECTION("invariant 2: a representation stage in the core") {
+    sp.live[0].state = SpawnState::Attached;
+    CHECK(w->check_invariants() == "spawn pipeline: invariant 2: live handle 1 is attached");
+  }
+  SECTION("invariant 2: the core counted an entry into ready_for_gameplay") {
+    ++sp.counters.per_state_total[static_cast<std::size_t>(SpawnState::ReadyForGameplay)];
+    CHECK(w->check_invariants() == "spawn pipeline: invariant 2: the core counted entries into ready_for_gameplay");
+  }
+}
+
+TEST_CASE("broken observer sets are named") {
+  auto w = make(config("default.city.json"));
+  REQUIRE(w->submit({CommandOrigin{}, SetClientObservers{{{1.0, 2.0, 0.0, false, 0.0}}}}) == SubmitStatus::Queued);
+  w->step();
+  REQUIRE(w->client_observers().size() == 1);
+  REQUIRE(w->check_invariants().empty());
+  SECTION("invariant 1: a client observer without its view") {
+    InvariantProbe::client_observer_views(*w).clear();
+    CHECK(starts_with(w->check_invariants(), "observers: invariant 1: "));
+  }
+  SECTION("invariant 2: the tier resolver's set lost the client observer") {
+    InvariantProbe::tier_observers(*w).pop_back();
+    CHECK(starts_with(w->check_invariants(), "observers: invariant 2: "));
   }
 }
 

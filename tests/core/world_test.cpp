@@ -378,3 +378,61 @@ TEST_CASE("swap-remove moves the last pedestrian into the hole and the free list
   CHECK(reused);
   CHECK(w->check_invariants().empty());
 }
+
+TEST_CASE("client observers rank tiers beside the scenario's, apart from SetObservers, in digest and checkpoint") {
+  Scenario s = two_loops(30);
+  s.observers = {{1000.0, 1000.0}};  // far from everyone: Coarse
+  s.tiers.pedestrian_resolve_every_steps = 1;
+  auto w = make(s, 5);
+  auto plain = make(s, 5);
+  auto full_count = [](const World& world) { return world.pedestrian_tiers().per_tier[static_cast<int>(SimTier::Full)]; };
+  for (int k = 0; k < 3; ++k) {
+    w->step();
+    plain->step();
+  }
+  REQUIRE(w->pedestrians().size() == 30);
+  CHECK(full_count(*w) == 0);
+  CHECK(w->digest() == plain->digest());  // an empty client set adds nothing
+
+  REQUIRE(w->submit(env(1, SetClientObservers{{{10.0, 5.0, 0.0, false, 0.0}, {40.0, 5.0, 0.0, false, 0.0}}})) ==
+          SubmitStatus::Queued);
+  w->step();
+  plain->step();
+  CHECK(w->last_command_results()[0].status == CommandStatus::Accepted);
+  w->step();
+  plain->step();
+  CHECK(full_count(*w) == 30);  // every lane point is within 12 m of (10, 5) or (40, 5)
+  CHECK(full_count(*plain) == 0);
+  CHECK(w->digest() != plain->digest());
+  CHECK(w->client_observers().size() == 2);
+  CHECK(w->check_invariants().empty());
+
+  // SetObservers replaces the scenario / operator set only.
+  REQUIRE(w->submit(env(2, SetObservers{{{900.0, 900.0}}})) == SubmitStatus::Queued);
+  w->step();
+  CHECK(w->observers().size() == 1);
+  CHECK(w->client_observers().size() == 2);
+  CHECK(full_count(*w) == 30);
+
+  // A checkpoint carries the set: restore + continue gives the same chain.
+  auto r = World::restore(s, w->capture());
+  if (!r.errors.empty()) FAIL(r.errors[0].path << ": " << r.errors[0].message);
+  for (int k = 0; k < 4; ++k) {
+    w->step();
+    r.world->step();
+    CHECK(r.world->digest() == w->digest());
+  }
+
+  // Bounded; an empty set gives the tiers back to the scenario's observers.
+  SetClientObservers too_many;
+  too_many.points.assign(kClientObserversMax + 1, ObserverPoint{});
+  REQUIRE(w->submit(env(3, too_many)) == SubmitStatus::Queued);
+  REQUIRE(w->submit(env(4, SetClientObservers{})) == SubmitStatus::Queued);
+  w->step();
+  CHECK(w->last_command_results()[0].status == CommandStatus::Rejected);
+  CHECK(w->last_command_results()[0].message.find("client observers") != std::string::npos);
+  CHECK(w->last_command_results()[1].status == CommandStatus::Accepted);
+  w->step();
+  CHECK(w->client_observers().empty());
+  CHECK(full_count(*w) == 0);
+}

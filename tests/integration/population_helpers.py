@@ -5,11 +5,17 @@ subscribed viewer whose deltas are kept per step."""
 from conftest import SOURCE_DIR
 from vehicle_helpers import Corridor
 
+from bustle_client import SpawnState
+
 LARGEBLOCK = SOURCE_DIR / "configs" / "largeblock.city.json"
 DEFAULT_CITY = SOURCE_DIR / "configs" / "default.city.json"
 #: Scenario defaults (scenario.hpp) the tests rely on when a config leaves them out.
 SPAWN_PER_STEP_CAP = 8
 FADE_MS = 1000
+#: The stages of a spawn handle that succeeds, after Queued (the last two on
+#: the representation axis, from leases or ReportAttached).
+PIPELINE = [SpawnState.IdentityCreated, SpawnState.Registered, SpawnState.RepresentationRequested,
+            SpawnState.Attached, SpawnState.ReadyForGameplay]
 
 
 def start_city(start_server, *args, config=LARGEBLOCK):
@@ -45,3 +51,26 @@ class City(Corridor):
         rids = [self.op.send_command(name, **fields) for name, fields in commands]
         self.step(1)
         return [self.op.wait_result(rid, timeout=3.0) for rid in rids]
+
+
+def states_of(updates):
+    """States of pushed spawn updates, without the leading Queued (the
+    accepted state, which the server may push too)."""
+    states = [u.state for u in updates]
+    return states[1:] if states[:1] == [SpawnState.Queued] else states
+
+
+def step_following(stepper, reader, mirror, n=1):
+    """Manual clock: ``n`` single steps by ``stepper``, each followed by
+    ``reader``'s deltas (applied to ``mirror``) up to that step; returns the
+    (step, digest) of each step's last delta."""
+    seen = []
+    for _ in range(n):
+        at = stepper.step(1, timeout=5.0).applied_step
+        while True:
+            d = reader.next_delta(timeout=5.0)
+            mirror.apply(d)
+            if d.step >= at:
+                break
+        seen.append((d.step, d.digest))
+    return seen

@@ -6,7 +6,7 @@ residents), so every step is deterministic."""
 
 import json
 
-from population_helpers import LARGEBLOCK, SPAWN_PER_STEP_CAP, City, start_city
+from population_helpers import LARGEBLOCK, PIPELINE, SPAWN_PER_STEP_CAP, City, start_city, states_of
 
 from bustle_client import (
     BatchStatus,
@@ -20,16 +20,6 @@ from bustle_client import (
     despawn_op,
     spawn_op,
 )
-
-PIPELINE = [SpawnState.IdentityCreated, SpawnState.Registered, SpawnState.RepresentationRequested,
-            SpawnState.Attached, SpawnState.ReadyForGameplay]
-
-
-def states_of(updates):
-    """States of pushed updates, without the leading Queued (the accepted
-    state, which the server may push too)."""
-    states = [u.state for u in updates]
-    return states[1:] if states[:1] == [SpawnState.Queued] else states
 
 
 def step_until_spawn(city, handle, state, max_steps=8):

@@ -332,8 +332,11 @@ TEST_CASE("spawn handle commands, lifecycle settings and the new queries map to 
   CHECK(l.recycle_quota == 6);
   CHECK(l.interval_ms == 500);
   CHECK(l.migration_budget == 7);
-  CHECK(world_command<core::ReportAttached>(parse(entity_body(wire::CommandBody::ReportAttached, true)).parsed).id ==
-        core::EntityId{4, 2});
+  // ReportAttached is the representation axis: a control command of the sim
+  // driver, not a world command (it never reaches the World or its digest).
+  const auto ra = control_command(parse(entity_body(wire::CommandBody::ReportAttached, true)).parsed);
+  CHECK(ra.kind == net::ControlCommand::Kind::ReportAttached);
+  CHECK(ra.entity == core::EntityId{4, 2});
 
   const auto qe = control_command(parse(entity_body(wire::CommandBody::QueryEntity, true)).parsed);
   CHECK(qe.kind == net::ControlCommand::Kind::QueryEntity);

@@ -468,6 +468,8 @@ core::WorldCheckpoint extreme_checkpoint() {
   cp.counters.fade_skipped_total = 3;
   cp.observers = {{1.5, -2.5}, {0.0, 0.0}, {1e6, 3.25}};
   cp.observer_views = {{-0.0, true, -3.141592653589793}, {12.5, false, 0.0}, {1e300, true, 5e-324}};
+  cp.client_observers = {{-0.0, 5e-324}, {123456.75, -1e300}};
+  cp.client_observer_views = {{2.5, true, -0.0}, {-1.0, false, 0.0}};
   core::SpawnPipelineState& sp = cp.spawn;
   sp.next_handle = 0x8000'0000'0000'0005ull;
   sp.counters.requested = UINT64_MAX;
@@ -477,7 +479,7 @@ core::WorldCheckpoint extreme_checkpoint() {
   sp.counters.deferred_by_zone = UINT32_MAX;
   sp.live = {handle_state(1, core::SpawnState::Queued, core::SpawnFailure::None, {}, {0, 0}, core::kAnyZone,
                           core::kAnyLane, core::PriorityClass::Background, 0),
-             handle_state(2, core::SpawnState::RepresentationRequested, core::SpawnFailure::None, {7, 3},
+             handle_state(2, core::SpawnState::Registered, core::SpawnFailure::None, {7, 3},
                           {UINT32_MAX, 77}, 2, 0, core::PriorityClass::Story, UINT64_MAX - 200, 3)};
   sp.recent = {handle_state(UINT64_MAX - 1, core::SpawnState::Failed, core::SpawnFailure::EntityGone, {UINT32_MAX, UINT32_MAX},
                             {9, UINT32_MAX}, INT32_MAX, 4, core::PriorityClass::Community, 5, UINT32_MAX - 7),
@@ -504,7 +506,7 @@ core::WorldCheckpoint extreme_checkpoint() {
   spawn.spawn = {"market", "", 0, 100, {"market.loop", "x.market.office"}};
   cp.inbox = {{{1, 1}, core::SpawnPedestrian{"office", "office.loop", 3, 9, {"office.loop", "office.loop"}}},
               {{1, 2}, core::CancelSpawn{UINT64_MAX}},
-              {{2, 1}, core::ReportAttached{{7, 3}}},
+              {{0, 0}, core::SetClientObservers{{{-5.5, 1e300, -0.0, true, -3.0}, {0.0, 0.0, 0.0, false, 0.0}}}},
               {{2, 2}, core::SetLifecycle{1, 1, 100, 0}},
               {{0, 0}, core::LifecycleBatch{{spawn, despawn}}},
               {{3, 9}, core::SetObservers{{{1.0, 2.0, -0.0, true, 0.5}}}}};
@@ -525,6 +527,16 @@ void check_pipeline_fields_equal(const core::WorldCheckpoint& a, const core::Wor
     CHECK(same_bits(a.observer_views[k].z_m, b.observer_views[k].z_m));
     CHECK(a.observer_views[k].has_heading == b.observer_views[k].has_heading);
     CHECK(same_bits(a.observer_views[k].heading_rad, b.observer_views[k].heading_rad));
+  }
+  REQUIRE(a.client_observers.size() == b.client_observers.size());
+  REQUIRE(a.client_observer_views.size() == b.client_observer_views.size());
+  for (std::size_t k = 0; k < a.client_observers.size(); ++k) {
+    INFO("client_observers[" << k << "]");
+    CHECK(same_bits(a.client_observers[k].x_m, b.client_observers[k].x_m));
+    CHECK(same_bits(a.client_observers[k].y_m, b.client_observers[k].y_m));
+    CHECK(same_bits(a.client_observer_views[k].z_m, b.client_observer_views[k].z_m));
+    CHECK(a.client_observer_views[k].has_heading == b.client_observer_views[k].has_heading);
+    CHECK(same_bits(a.client_observer_views[k].heading_rad, b.client_observer_views[k].heading_rad));
   }
   CHECK(a.spawn == b.spawn);
   REQUIRE(a.orphans.size() == b.orphans.size());
@@ -635,7 +647,7 @@ TEST_CASE("the population pipeline is readable with the sqlite3 shell") {
     return v;
   };
   CHECK(scalar("SELECT group_concat(handle || ':' || state, ' ') FROM spawn_handles WHERE list = 'live'") ==
-        "1:0 2:3");
+        "1:0 2:2");
   CHECK(scalar("SELECT count(*) FROM spawn_handles WHERE list = 'recent'") == "2");
   CHECK(scalar("SELECT zone || ',' || lane FROM spawn_handles WHERE handle = 1") == "-1,4294967295");
   CHECK(scalar("SELECT group_concat(id_index || '.' || id_generation, ' ') FROM retiring_fifo") == "9.1 3.2 4294967295.0");
@@ -645,8 +657,9 @@ TEST_CASE("the population pipeline is readable with the sqlite3 shell") {
   CHECK(scalar("SELECT has_heading FROM observer_views WHERE observer_index = 1") == "0");
   CHECK(scalar("SELECT s_m FROM orphans WHERE position = 1") == "17.25");
   CHECK(scalar("SELECT group_concat(kind, ' ') FROM pending_commands") ==
-        "spawn_pedestrian cancel_spawn report_attached set_lifecycle lifecycle_batch set_observers");
-  CHECK(scalar("SELECT schema_version FROM snapshots") == "2");
+        "spawn_pedestrian cancel_spawn set_client_observers set_lifecycle lifecycle_batch set_observers");
+  CHECK(scalar("SELECT schema_version FROM snapshots") == "3");
+  CHECK(scalar("SELECT group_concat(observer_index || ':' || has_heading, ' ') FROM client_observers") == "0:1 1:0");
   CHECK(scalar("SELECT group_concat(slot || ':' || offset || '+' || count || '>' || target, ' ') FROM route_slots") ==
         "0:0+3>3 1:0+0>0 2:3+2>0 3:5+2>1 4:4294967295+0>0");
   CHECK(scalar("SELECT group_concat(lane, ' ') FROM route_lanes") == "0 1 2 4294967295 7 3 2147483648");
@@ -674,7 +687,7 @@ TEST_CASE("a save keeps saveable residents with their zones and the lifecycle se
   const auto e = store.read_save("s", ls);
   INFO(e.to_string());
   REQUIRE(e.ok());
-  CHECK(ls.info.schema_version == 2);
+  CHECK(ls.info.schema_version == 3);
   persist::complete_schema1_save(ls, block);  // a current save is left alone
   CHECK(ls.save.saveable_ids == save.saveable_ids);
   CHECK(ls.save.saveable_zones == save.saveable_zones);
@@ -736,6 +749,10 @@ TEST_CASE("bad rows in the population-pipeline tables are refused, naming table,
        "out of range"},
       {"DELETE FROM spawn_pipeline", "spawn_pipeline", "snapshot_id=", "", "missing"},
       {"UPDATE orphans SET s_m = 'far' WHERE position = 0", "orphans", "position=0", "s_m", "expected a number"},
+      {"UPDATE client_observers SET y_m = 'north' WHERE observer_index = 1", "client_observers", "observer_index=1",
+       "y_m", "expected a number"},
+      {"UPDATE client_observers SET observer_index = 5 WHERE observer_index = 1", "client_observers",
+       "observer_index=5", "observer_index", "not contiguous"},
       {"UPDATE orphans SET reason = 256 WHERE position = 1", "orphans", "position=1", "reason", "out of range"},
       {"UPDATE orphans SET id_generation = -1 WHERE position = 1", "orphans", "position=1", "id_generation",
        "out of range"},
@@ -783,7 +800,7 @@ TEST_CASE("bad rows in the population-pipeline tables are refused, naming table,
        "expected an integer"},
       {"UPDATE route_free_slots SET position = 2 WHERE position = 1", "route_free_slots", "position=2", "position",
        "not contiguous"},
-      {"UPDATE snapshots SET schema_version = 3", "snapshots", "name='x'", "schema_version", "out of range [1, 2]"},
+      {"UPDATE snapshots SET schema_version = 4", "snapshots", "name='x'", "schema_version", "out of range [1, 3]"},
   };
   for (const Case& c : cases) {
     DYNAMIC_SECTION(c.sql) {
@@ -1015,7 +1032,7 @@ TEST_CASE("completeness guard on the large block through SQLite with the populat
   REQUIRE(loaded.ok());
   const core::Scenario block = *loaded.scenario;
   // Ids for the commands that name entities, found by running the same
-  // history once: the first spawned identity, and two pedestrians to despawn.
+  // history once: two pedestrians to despawn.
   std::vector<bustle::test::ScriptedCommand> script = {
       {2, core::SetHour{11.5}},
       {2, core::SetTimeScale{600}},  // a step is 60 game seconds: 12:00 (migrations, handoffs) comes at step ~32
@@ -1028,16 +1045,17 @@ TEST_CASE("completeness guard on the large block through SQLite with the populat
       {9, core::CancelSpawn{3}},
       {9, core::CancelSpawn{5}},
       {12, core::SpawnPedestrian{"", "", 0, 0, {"facilities.loop"}}},  // reuses the freed slot
+      // Client observers (schema 3): joined at 14, changed at 33 (below).
+      {14, core::SetClientObservers{{{40.0, -12.5, 3.0, true, 1.25}}}},
       {20, core::SetLifecycle{3, 3, 500, 6}},
   };
-  core::EntityId spawned{1, 1}, a{2, 1}, b{3, 1};
+  core::EntityId a{2, 1}, b{3, 1};
   {
     auto w = std::move(core::World::create(block, 11).world);
     std::uint32_t request = 0;
     while (w->step_index() < 24) {
       bustle::test::submit_due(*w, script, request);
       w->step();
-      if (auto h = w->find_spawn(1); h && !h->entity.is_null()) spawned = h->entity;
     }
     REQUIRE(w->pedestrians().size() >= 2);
     a = w->pedestrians().id[0];
@@ -1048,7 +1066,7 @@ TEST_CASE("completeness guard on the large block through SQLite with the populat
   core::LifecycleOp despawn_op;
   despawn_op.kind = core::LifecycleOp::Kind::Despawn;
   despawn_op.id = a;
-  script.push_back({14, core::ReportAttached{spawned}});
+  script.push_back({33, core::SetClientObservers{{{-7.0, 9.0, 0.0, false, 0.0}, {1.0, 2.0, -0.0, false, 0.0}}}});
   script.push_back({25, core::LifecycleBatch{{spawn_op, despawn_op}}});
   script.push_back({30, core::DespawnEntity{b}});
   TempDir dir;
@@ -1056,6 +1074,7 @@ TEST_CASE("completeness guard on the large block through SQLite with the populat
   struct {
     std::size_t live = 0, recent = 0, orphans = 0, handoffs = 0, views = 0, inbox = 0, handoff_counts = 0, settings = 0;
     std::size_t walker_routes = 0, handle_routes = 0, free_route_slots = 0, routed_commands = 0;
+    std::size_t client_observers = 0;
   } seen;
   bustle::test::check_checkpoint_completeness(
       block, 11, script, 120, {0, 5, 8, 9, 10, 14, 15, 21, 25, 26, 30, 31, 33, 40, 90},
@@ -1068,6 +1087,7 @@ TEST_CASE("completeness guard on the large block through SQLite with the populat
         seen.orphans += cp.orphans.size();
         seen.handoffs += cp.population.handoffs.size();
         seen.views += cp.observer_views.size();
+        seen.client_observers += cp.client_observers.size();
         seen.inbox += cp.inbox.size();
         seen.walker_routes += std::count_if(cp.pedestrians.route.begin(), cp.pedestrians.route.end(),
                                             [](std::uint32_t r) { return r != core::kNoRoute; });
@@ -1096,6 +1116,7 @@ TEST_CASE("completeness guard on the large block through SQLite with the populat
   CHECK(seen.orphans > 0);
   CHECK(seen.handoffs > 0);
   CHECK(seen.views > 0);
+  CHECK(seen.client_observers > 0);
   CHECK(seen.inbox > 0);
   CHECK(seen.handoff_counts > 0);
   CHECK(seen.settings > 0);

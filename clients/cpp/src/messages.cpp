@@ -185,7 +185,6 @@ bool is_world_command(const CommandSpec& command) {
          std::holds_alternative<ForceFullCmd>(command) ||
          std::holds_alternative<SpawnPedestrianCmd>(command) ||
          std::holds_alternative<CancelSpawnCmd>(command) ||
-         std::holds_alternative<ReportAttachedCmd>(command) ||
          std::holds_alternative<SetLifecycleCmd>(command) ||
          std::holds_alternative<LifecycleBatchCmd>(command);
 }

@@ -40,6 +40,18 @@ StatsInfo to_stats_info(const wire::Stats& s) {
   out.time_scale = s.time_scale();
   out.residents = s.residents();
   out.residents_active = s.residents_active();
+  out.leases_assigned = s.leases_assigned();
+  out.leases_unassigned = s.leases_unassigned();
+  out.leases_unassigned_past_grace = s.leases_unassigned_past_grace();
+  out.leases_past_grace_by_reason = to_vector(s.leases_past_grace_by_reason());
+  out.leases_released_total = s.leases_released_total();
+  out.leases_preserved_total = s.leases_preserved_total();
+  out.lease_reports_total = s.lease_reports_total();
+  out.spawn_awaiting_representation = s.spawn_awaiting_representation();
+  out.spawn_attached_total = s.spawn_attached_total();
+  out.spawn_ready_total = s.spawn_ready_total();
+  out.client_observers = s.client_observers();
+  out.client_observers_dropped = s.client_observers_dropped();
   return out;
 }
 

@@ -865,6 +865,18 @@ def _decode_stats(s) -> Stats:
         time_scale=s.TimeScale(),
         residents=s.Residents(),
         residents_active=s.ResidentsActive(),
+        leases_assigned=s.LeasesAssigned(),
+        leases_unassigned=s.LeasesUnassigned(),
+        leases_unassigned_past_grace=s.LeasesUnassignedPastGrace(),
+        leases_past_grace_by_reason=tuple(_scalars(s.LeasesPastGraceByReasonLength(), s.LeasesPastGraceByReason)),
+        leases_released_total=s.LeasesReleasedTotal(),
+        leases_preserved_total=s.LeasesPreservedTotal(),
+        lease_reports_total=s.LeaseReportsTotal(),
+        spawn_awaiting_representation=s.SpawnAwaitingRepresentation(),
+        spawn_attached_total=s.SpawnAttachedTotal(),
+        spawn_ready_total=s.SpawnReadyTotal(),
+        client_observers=s.ClientObservers(),
+        client_observers_dropped=s.ClientObserversDropped(),
     )
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import NamedTuple, Optional
+from typing import NamedTuple, Optional, Tuple
 
 from ._wire import ENUMS, PROTOCOL_VERSION
 
@@ -412,6 +412,20 @@ class Stats:
     time_scale: int = 1  # game seconds per simulated second
     residents: int = 0  # community identities, active + dormant
     residents_active: int = 0
+    # Leases of the subscribed clients, summed over (client, entity) pairs.
+    leases_assigned: int = 0  # the client holds a representation
+    leases_unassigned: int = 0  # applied differs from the hint (waiting)
+    leases_unassigned_past_grace: int = 0
+    leases_past_grace_by_reason: Tuple[int, ...] = ()  # by UnassignedReason (None = never reported)
+    leases_released_total: int = 0
+    leases_preserved_total: int = 0
+    lease_reports_total: int = 0
+    # Spawn handles on the representation axis (from leases, not simulated).
+    spawn_awaiting_representation: int = 0
+    spawn_attached_total: int = 0
+    spawn_ready_total: int = 0
+    client_observers: int = 0  # feeding the tier resolver
+    client_observers_dropped: int = 0  # beyond the server's total cap
 
 
 @dataclass(frozen=True)
@@ -555,7 +569,10 @@ class SpawnStatus:
 
     Queued -> IdentityCreated -> Registered -> RepresentationRequested ->
     Attached -> ReadyForGameplay, or Failed(failure) / Canceled / TimedOut;
-    ``terminal`` is true on the last state.
+    ``terminal`` is true on the last state. The simulation's part ends at
+    RepresentationRequested; Attached comes from any client's lease Assigned
+    for the entity (or ReportAttached), ReadyForGameplay one step later,
+    Failed(EntityGone) if the entity leaves first.
     """
 
     handle: int

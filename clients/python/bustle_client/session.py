@@ -495,10 +495,14 @@ class Session:
 
     # ------------------------------------------------------------- population
     #
-    # SpawnPedestrian, CancelSpawn, ReportAttached, SetLifecycle and
-    # LifecycleBatch are world commands (operator), applied at the start of the
-    # next step: with the manual clock use send_command(...), step(), then
-    # wait_result(). The queries answer at once, any role.
+    # SpawnPedestrian, CancelSpawn, SetLifecycle and LifecycleBatch are world
+    # commands (operator), applied at the start of the next step: with the
+    # manual clock use send_command(...), step(), then wait_result(). The
+    # queries answer at once, any role. ReportAttached is not a world command:
+    # the simulation's part of a spawn ends at RepresentationRequested, and
+    # Attached / ReadyForGameplay come from leases (any subscribed client
+    # reporting Assigned for the entity, see report_leases) or from the
+    # ReportAttached shorthand, answered at once by any role.
 
     def spawn_pedestrian(self, zone: Optional[str] = None, lane: Optional[str] = None,
                          priority: EnumLike = "quest", timeout_ms: int = 0,
@@ -522,7 +526,12 @@ class Session:
 
     def report_attached(self, id: EntityRef, timeout: Optional[float] = None) -> CommandResult:
         """Report that this client holds a representation for a spawned entity
-        (RepresentationRequested -> Attached). ``id``: EntityId or (index, generation)."""
+        (RepresentationRequested -> Attached; ReadyForGameplay follows at the
+        next step). A shorthand for a lease Assigned: answered at once, any
+        role, never part of the simulation or its digest. Rejected
+        (UnknownEntity) when no handle waits for that entity, InvalidArgument
+        when its handle is not at RepresentationRequested.
+        ``id``: EntityId or (index, generation)."""
         index, generation = EntityId(*id)
         return self.command("ReportAttached", timeout, index=index, generation=generation)
 

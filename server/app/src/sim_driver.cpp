@@ -121,7 +121,19 @@ void SimDriver::apply_candidates() {
     world_ = std::move(c.world);
     ++world_epoch_;
     restore_keyframe_due_ = recorder_ != nullptr;
-    server_.publish(frames_.make(*world_, archetypes_, world_epoch_));
+    // Representation stages start over (clients get a baseline and re-report
+    // leases); the restored client observers belonged to other sessions: the
+    // current union replaces them before the next step.
+    stages_.reset(*world_);
+    world_client_observers_.clear();
+    for (std::size_t k = 0; k < world_->client_observers().size(); ++k) {
+      const core::ObserverView& v = world_->client_observer_views()[k];
+      world_client_observers_.push_back(
+          {world_->client_observers()[k].x_m, world_->client_observers()[k].y_m, v.z_m, v.has_heading, v.heading_rad});
+    }
+    client_observers_dirty_ = true;
+    stages_.awaiting(*world_, awaiting_);
+    server_.publish(frames_.make(*world_, archetypes_, world_epoch_, awaiting_));
     spdlog::info("world_replaced: {} '{}' applied: step {} -> {} (digest {:016x})", persist::to_string(c.job.kind), c.job.name, from,
                  world_->step_index(), world_->digest());
     if (persist_ == nullptr) continue;
@@ -166,6 +178,20 @@ void SimDriver::handle(net::InboundCommand cmd) {
   const auto& ctl = std::get<net::ControlCommand>(cmd.body);
   r.status = core::CommandStatus::Accepted;
   switch (ctl.kind) {
+    case Kind::LeasesHeld:  // a notice: never answered
+      leases_held(ctl.entities);
+      return;
+    case Kind::ClientObservers:  // a notice: never answered
+      if (ctl.observers.empty()) {
+        session_observers_.erase(cmd.session_id);
+      } else {
+        session_observers_[cmd.session_id] = ctl.observers;
+      }
+      client_observers_dirty_ = true;
+      return;
+    case Kind::ReportAttached:
+      report_attached(ctl.entity, r);
+      break;
     case Kind::Pause:
       paused_ = true;
       spdlog::info("paused at step {} by client {}", world_->step_index(), cmd.session_id);
@@ -223,7 +249,7 @@ void SimDriver::handle(net::InboundCommand cmd) {
       r.population = population_report();
       break;
     case Kind::QuerySpawn: {
-      const auto h = world_->find_spawn(ctl.spawn_handle);
+      const auto h = find_handle(ctl.spawn_handle);
       if (!h) {
         r.status = core::CommandStatus::Rejected;
         r.reason = core::RejectReason::NotFound;
@@ -323,6 +349,7 @@ void SimDriver::publish_telemetry(Clock::time_point now) {
 }
 
 void SimDriver::run_step() {
+  submit_client_observers();
   const auto started = Clock::now();
   const std::uint64_t tick = tick_ + 1;
   if (recorder_ != nullptr) {
@@ -336,9 +363,14 @@ void SimDriver::run_step() {
   world_->step();
   tick_ = tick;
   if (options_.check_invariants) invariant_failure_ = check_world_invariants(*world_);
-  server_.publish(frames_.make(*world_, archetypes_, world_epoch_));
+  stage_changes_.clear();
+  stages_.after_step(*world_, stage_changes_);
+  stages_.awaiting(*world_, awaiting_);
+  server_.publish(frames_.make(*world_, archetypes_, world_epoch_, awaiting_));
   deliver_step_results();
   deliver_spawn_events();
+  for (const core::SpawnHandleState& h : stage_changes_) deliver_stage_update(h);
+  prune_spawn_sessions();
   if (recorder_ != nullptr) {
     recorder_->record_tick(persist::RecordedTick{tick, world_->step_index(), world_->digest(),
                                                  std::move(submitted_since_step_)});
@@ -412,14 +444,90 @@ void SimDriver::deliver_spawn_events() {
     server_.deliver_spawn_update(ev.origin.client_id, spawn_report(h));
     if (core::is_terminal(ev.state)) spawn_sessions_.erase(it);
   }
+}
+
+void SimDriver::prune_spawn_sessions() {
   // A result can name a handle that already ended (no event will erase it):
-  // keep only live handles, so the map stays bounded by spawn.queue_depth.
-  if (spawn_sessions_.size() > world_->spawn_pipeline().live.size()) {
+  // keep only handles that have not ended on any axis, so the map stays
+  // bounded by spawn.queue_depth plus the handles awaiting a representation.
+  if (spawn_sessions_.size() > world_->spawn_pipeline().live.size() + stages_.waiting().size()) {
     std::erase_if(spawn_sessions_, [&](const auto& entry) {
-      const auto found = world_->find_spawn(entry.first);
+      const auto found = find_handle(entry.first);
       return !found || core::is_terminal(found->state);
     });
   }
+}
+
+void SimDriver::deliver_stage_update(const core::SpawnHandleState& h) {
+  const auto it = spawn_sessions_.find(h.handle);
+  if (it == spawn_sessions_.end() || it->second != h.origin.client_id) return;
+  server_.deliver_spawn_update(h.origin.client_id, spawn_report(h));
+  if (core::is_terminal(h.state)) spawn_sessions_.erase(it);
+}
+
+std::optional<core::SpawnHandleState> SimDriver::find_handle(std::uint64_t handle) const {
+  if (auto h = stages_.find(handle)) return h;
+  return world_->find_spawn(handle);
+}
+
+void SimDriver::report_attached(core::EntityId id, net::OutboundResult& r) {
+  core::SpawnHandleState h;
+  const std::string name = "entity " + std::to_string(id.index) + ":" + std::to_string(id.generation);
+  switch (stages_.attach(*world_, id, false, &h)) {
+    case RepresentationStages::Attach::Attached:
+      r.handle = h.handle;
+      deliver_stage_update(h);
+      return;
+    case RepresentationStages::Attach::AlreadyAttached:
+      r.handle = stages_.waiting_for(id)->handle;
+      r.status = core::CommandStatus::Rejected;
+      r.reason = core::RejectReason::InvalidArgument;
+      r.message = "spawn " + std::to_string(r.handle) + " is attached, not representation_requested";
+      return;
+    case RepresentationStages::Attach::NotRequested:
+    case RepresentationStages::Attach::Remembered:
+      r.status = core::CommandStatus::Rejected;
+      r.reason = core::RejectReason::InvalidArgument;
+      r.message = name + ": its spawn is registered, not yet representation_requested";
+      return;
+    case RepresentationStages::Attach::NoHandle:
+      r.status = core::CommandStatus::Rejected;
+      r.reason = core::RejectReason::UnknownEntity;
+      r.message = name + " has no spawn handle waiting for a representation";
+      return;
+  }
+}
+
+void SimDriver::leases_held(const std::vector<core::EntityId>& ids) {
+  for (const core::EntityId id : ids) {
+    core::SpawnHandleState h;
+    if (stages_.attach(*world_, id, true, &h) == RepresentationStages::Attach::Attached) deliver_stage_update(h);
+  }
+}
+
+void SimDriver::submit_client_observers() {
+  if (!client_observers_dirty_) return;
+  std::vector<core::ObserverPoint> all;
+  std::uint32_t dropped = 0;
+  for (const auto& [session, points] : session_observers_) {  // by session id: older sessions first
+    for (const core::ObserverPoint& p : points) {
+      if (all.size() < core::kClientObserversMax) {
+        all.push_back(p);
+      } else {
+        ++dropped;
+      }
+    }
+  }
+  client_observers_dropped_ = dropped;
+  if (all == world_client_observers_) {
+    client_observers_dirty_ = false;
+    return;
+  }
+  const core::CommandEnvelope env{core::CommandOrigin{}, core::SetClientObservers{all}};
+  if (world_->submit(env) != core::SubmitStatus::Queued) return;  // inbox full: retried before the next step
+  if (recorder_ != nullptr) submitted_since_step_.push_back(env);
+  world_client_observers_ = std::move(all);
+  client_observers_dirty_ = false;
 }
 
 net::SpawnReport SimDriver::spawn_report(const core::SpawnHandleState& handle) const {
@@ -433,6 +541,9 @@ net::SpawnReport SimDriver::spawn_report(const core::SpawnHandleState& handle) c
 net::EntityInfoReport SimDriver::entity_info(core::EntityId id) const {
   net::EntityInfoReport r;
   r.report = world_->describe(id);
+  if (r.report.spawn_handle != 0) {
+    if (const auto h = stages_.find(r.report.spawn_handle)) r.report.spawn_state = h->state;
+  }
   const core::Scenario& sc = world_->scenario();
   const auto id_of = [](const auto& specs, std::int32_t i) {
     return i >= 0 && static_cast<std::size_t>(i) < specs.size() ? specs[i].id : std::string();
@@ -474,7 +585,14 @@ net::PopulationReport SimDriver::population_report() const {
   p.pedestrian_target = w.pedestrian_target();
   p.handoffs_pending = static_cast<std::uint32_t>(pop.handoffs().size());
   for (const core::SpawnHandleState& h : w.spawn_pipeline().live) ++p.spawn_live[static_cast<std::size_t>(h.state)];
+  for (const core::SpawnHandleState& h : stages_.waiting()) ++p.spawn_live[static_cast<std::size_t>(h.state)];
   p.spawn = w.spawn_pipeline().counters;
+  // The representation axis adds its entries (counted by this process since
+  // it started; the core's part ended at RepresentationRequested).
+  const RepresentationStages::Counters& rc = stages_.counters();
+  p.spawn.per_state_total[static_cast<std::size_t>(core::SpawnState::Attached)] += rc.attached_total;
+  p.spawn.per_state_total[static_cast<std::size_t>(core::SpawnState::ReadyForGameplay)] += rc.ready_total;
+  p.spawn.per_state_total[static_cast<std::size_t>(core::SpawnState::Failed)] += rc.failed_total;
   p.retiring = static_cast<std::uint32_t>(w.orphans().size());
   const core::WorldCounters& counters = w.counters();
   p.faded_total = counters.faded_total;
@@ -595,6 +713,13 @@ net::StatsSnapshot SimDriver::stats() const {
   s.time_scale = world_->population().time_scale();
   s.residents = world_->population().residents().size();
   s.residents_active = world_->population().active_count();
+  for (const core::SpawnHandleState& h : stages_.waiting()) {
+    s.spawn_awaiting_representation += h.state == core::SpawnState::RepresentationRequested;
+  }
+  s.spawn_attached_total = stages_.counters().attached_total;
+  s.spawn_ready_total = stages_.counters().ready_total;
+  s.client_observers = static_cast<std::uint32_t>(world_->client_observers().size());
+  s.client_observers_dropped = client_observers_dropped_;
   if (recorder_ != nullptr) {
     const persist::RecorderStatus rs = recorder_->status();
     s.recording = !rs.failed;

@@ -17,6 +17,19 @@
 // World commands are applied at the start of the next step, so in manual mode
 // (or while paused) their result arrives after the next step runs.
 //
+// Spawn handles end their core part at RepresentationRequested; the
+// representation stages (Attached, ReadyForGameplay) are kept here from
+// client leases and ReportAttached, outside the World and its digest
+// (representation_stages.hpp), and routed to the origin client like the
+// core's stages.
+//
+// Client observers: the network side reports each session's observers; the
+// driver unites them (by session id, then declaration order, at most
+// core::kClientObserversMax: older sessions keep theirs, the rest are counted
+// as dropped in Stats) and submits one recorded SetClientObservers, origin 0,
+// before the next step whenever the union differs from the world's set (also
+// after a restore or load, whose set belonged to other clients).
+//
 // Recording (when a Recorder is attached): tick T is the T-th executed step.
 // Keyframes are captured just before a tick's step, after that tick's commands
 // were submitted (initial at tick 1, every record_keyframe_steps ticks, and at
@@ -39,6 +52,7 @@
 #include "bustle/ops/telemetry.hpp"
 #include "bustle/persist/persist_worker.hpp"
 #include "bustle/persist/recorder.hpp"
+#include "representation_stages.hpp"
 
 namespace bustle::app {
 
@@ -106,6 +120,18 @@ class SimDriver {
   // Routes the last step's results and spawn events to their sessions.
   void deliver_step_results();
   void deliver_spawn_events();
+  // A representation-stage change of a handle, to the session that asked.
+  void deliver_stage_update(const core::SpawnHandleState& h);
+  // Forgets the routes of handles that ended on every axis.
+  void prune_spawn_sessions();
+  // A spawn handle on any axis: the representation stages first, then the core.
+  std::optional<core::SpawnHandleState> find_handle(std::uint64_t handle) const;
+  // Control commands of the representation axis and the network's notices.
+  void report_attached(core::EntityId id, net::OutboundResult& r);
+  void leases_held(const std::vector<core::EntityId>& ids);
+  // Submits SetClientObservers when the union of the sessions' observers
+  // differs from what the world has.
+  void submit_client_observers();
 
   std::unique_ptr<core::World> world_;
   net::Server& server_;
@@ -134,6 +160,13 @@ class SimDriver {
   // awaiting_result_, handles of a restored world are not routed (their
   // origins name sessions of another world or process).
   std::map<std::uint64_t, std::uint32_t> spawn_sessions_;
+  RepresentationStages stages_;
+  std::vector<core::SpawnHandleState> stage_changes_;  // scratch
+  std::vector<core::EntityId> awaiting_;               // scratch: PublishedFrame.awaiting_representation
+  std::map<std::uint32_t, std::vector<core::ObserverPoint>> session_observers_;  // non-empty only
+  std::vector<core::ObserverPoint> world_client_observers_;  // what the world's set is (or will be once applied)
+  bool client_observers_dirty_ = false;
+  std::uint32_t client_observers_dropped_ = 0;
   std::uint64_t autosave_job_ = 0;
   std::uint64_t autosaves_skipped_ = 0;
 

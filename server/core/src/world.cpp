@@ -132,9 +132,9 @@ const char* command_name(const WorldCommand& c) {
                                [](const ForceFull&) { return "force_full"; },
                                [](const SpawnPedestrian&) { return "spawn_pedestrian"; },
                                [](const CancelSpawn&) { return "cancel_spawn"; },
-                               [](const ReportAttached&) { return "report_attached"; },
                                [](const SetLifecycle&) { return "set_lifecycle"; },
-                               [](const LifecycleBatch&) { return "lifecycle_batch"; }},
+                               [](const LifecycleBatch&) { return "lifecycle_batch"; },
+                               [](const SetClientObservers&) { return "set_client_observers"; }},
                     c);
 }
 
@@ -185,6 +185,7 @@ World::World(const Scenario& scenario, std::uint64_t seed, LogSink* log)
   peds_.route.reserve(cap);
   peds_.dense_of.assign(cap, PedestrianStore::kNoSlot);
   observer_views_.assign(observers_.size(), ObserverView{});
+  refresh_tier_observers();
   // Resident identities exist from the start (all dormant); validation made
   // sure they fit the entity capacity.
   {
@@ -365,21 +366,17 @@ CommandResult World::apply(const CommandEnvelope& env) {
                      r.message = "at most 64 observers";
                      return;
                    }
-                   for (const ObserverPoint& p : c.points) {
-                     if (!std::isfinite(p.x_m) || !std::isfinite(p.y_m) || !std::isfinite(p.z_m) ||
-                         !std::isfinite(p.heading_rad)) {
-                       r.status = CommandStatus::Rejected;
-                       r.reason = RejectReason::InvalidArgument;
-                       r.message = "observer coordinates, height and heading must be finite";
-                       return;
-                     }
+                   if (!set_observer_points(c.points, observers_, observer_views_, r)) return;
+                   r.status = CommandStatus::Accepted;
+                 },
+                 [&](const SetClientObservers& c) {
+                   if (c.points.size() > kClientObserversMax) {
+                     r.status = CommandStatus::Rejected;
+                     r.reason = RejectReason::InvalidArgument;
+                     r.message = "at most " + std::to_string(kClientObserversMax) + " client observers";
+                     return;
                    }
-                   observers_.clear();
-                   observer_views_.clear();
-                   for (const ObserverPoint& p : c.points) {
-                     observers_.push_back({p.x_m, p.y_m});
-                     observer_views_.push_back({p.z_m, p.has_heading, p.has_heading ? p.heading_rad : 0.0});
-                   }
+                   if (!set_observer_points(c.points, client_observers_, client_observer_views_, r)) return;
                    r.status = CommandStatus::Accepted;
                  },
                  [&](const SetHour& c) {
@@ -458,10 +455,18 @@ CommandResult World::apply(const CommandEnvelope& env) {
                                               [](const SpawnHandleState& h, std::uint64_t v) { return h.handle < v; });
                    r.status = CommandStatus::Rejected;
                    if (it == spawn_.live.end() || it->handle != c.handle) {
+                     const auto ended = find_spawn(c.handle);
+                     if (ended && ended->state == SpawnState::RepresentationRequested) {
+                       // The core's part ended, but its entity walks: as for Registered.
+                       r.reason = RejectReason::InvalidArgument;
+                       r.message = "spawn " + std::to_string(c.handle) +
+                                   " is representation_requested: its entity exists; despawn it instead";
+                       return;
+                     }
                      r.reason = RejectReason::NotFound;
-                     r.message = find_spawn(c.handle) ? "spawn " + std::to_string(c.handle) + " already ended (" +
-                                                            to_string(find_spawn(c.handle)->state) + ")"
-                                                      : "no spawn handle " + std::to_string(c.handle);
+                     r.message = ended ? "spawn " + std::to_string(c.handle) + " already ended (" +
+                                             to_string(ended->state) + ")"
+                                       : "no spawn handle " + std::to_string(c.handle);
                      return;
                    }
                    if (it->state != SpawnState::Queued && it->state != SpawnState::IdentityCreated) {
@@ -477,25 +482,6 @@ CommandResult World::apply(const CommandEnvelope& env) {
                    }
                    set_spawn_state(*it, SpawnState::Canceled);
                    retire_terminal_spawns();
-                   r.status = CommandStatus::Accepted;
-                 },
-                 [&](const ReportAttached& c) {
-                   SpawnHandleState* h = live_spawn_of(c.id);
-                   r.status = CommandStatus::Rejected;
-                   if (h == nullptr) {
-                     r.reason = RejectReason::UnknownEntity;
-                     r.message = "entity " + std::to_string(c.id.index) + ":" + std::to_string(c.id.generation) +
-                                 " has no live spawn handle";
-                     return;
-                   }
-                   if (h->state != SpawnState::RepresentationRequested) {
-                     r.reason = RejectReason::InvalidArgument;
-                     r.message = "spawn " + std::to_string(h->handle) + " is " + to_string(h->state) +
-                                 ", not representation_requested";
-                     return;
-                   }
-                   r.handle = h->handle;
-                   set_spawn_state(*h, SpawnState::Attached);
                    r.status = CommandStatus::Accepted;
                  },
                  [&](const SetLifecycle& c) {
@@ -525,7 +511,7 @@ void World::phase_time_and_zones() {
     const std::uint32_t slot = peds_.dense_of[rs.id[r].index];
     if (slot == PedestrianStore::kNoSlot) return 0.0;
     const Vec2 p = lanes_.position(peds_.lane[slot], peds_.s_m[slot]);
-    return nearest_observer_m(observers_, p.x_m, p.y_m);
+    return nearest_observer_m(tier_observers_, p.x_m, p.y_m);
   };
   to_activate_.clear();
   to_deactivate_.clear();
@@ -724,7 +710,7 @@ void World::phase_vehicles() {
     if (lanes_.lane(peds_.lane[i]).kind == LaneKind::Crossing) crossing_occupied_[peds_.lane[i]] = 1;
   }
   vehicle_despawns_.clear();
-  vehicles_.step(step_index_, scenario_.step_us, registry_, crossing_occupied_, observers_, vehicle_despawns_);
+  vehicles_.step(step_index_, scenario_.step_us, registry_, crossing_occupied_, tier_observers_, vehicle_despawns_);
   for (const auto& d : vehicle_despawns_) {
     request_despawn(d.id, d.stuck             ? DespawnReason::Stuck
                           : d.route_completed ? DespawnReason::RouteCompleted
@@ -774,7 +760,7 @@ void World::phase_tiers() {
   ped_distance_.resize(m);
   for (std::uint32_t k = 0; k < m; ++k) ped_distance_[k] = pedestrian_effective_distance(slice_[k]);
   const double out_of_range = scenario_.despawn.out_of_range_m;
-  if (out_of_range > 0.0 && !observers_.empty()) {
+  if (out_of_range > 0.0 && !tier_observers_.empty()) {
     for (std::uint32_t k = 0; k < m; ++k) {
       const std::uint32_t i = slice_[k];
       if (peds_.origin[i] == static_cast<std::uint8_t>(PedestrianOrigin::Background) && ped_distance_[k] > out_of_range) {
@@ -816,7 +802,35 @@ double World::effective_distance_at(Vec2 p, LaneIndex lane, PriorityClass cls, b
 }
 
 void World::prepare_importance() {
-  importance_.prepare(scenario_.tiers.importance, observers_, observer_views_);
+  importance_.prepare(scenario_.tiers.importance, tier_observers_, tier_views_);
+}
+
+bool World::set_observer_points(std::span<const ObserverPoint> points, std::vector<Vec2>& out,
+                                std::vector<ObserverView>& views, CommandResult& r) {
+  for (const ObserverPoint& p : points) {
+    if (!std::isfinite(p.x_m) || !std::isfinite(p.y_m) || !std::isfinite(p.z_m) || !std::isfinite(p.heading_rad)) {
+      r.status = CommandStatus::Rejected;
+      r.reason = RejectReason::InvalidArgument;
+      r.message = "observer coordinates, height and heading must be finite";
+      return false;
+    }
+  }
+  out.clear();
+  views.clear();
+  for (const ObserverPoint& p : points) {
+    out.push_back({p.x_m, p.y_m});
+    views.push_back({p.z_m, p.has_heading, p.has_heading ? p.heading_rad : 0.0});
+  }
+  refresh_tier_observers();
+  return true;
+}
+
+void World::refresh_tier_observers() {
+  tier_observers_ = observers_;
+  tier_views_ = observer_views_;
+  tier_views_.resize(tier_observers_.size());
+  tier_observers_.insert(tier_observers_.end(), client_observers_.begin(), client_observers_.end());
+  tier_views_.insert(tier_views_.end(), client_observer_views_.begin(), client_observer_views_.end());
 }
 
 // Phase 7 ------------------------------------------------------------------
@@ -956,7 +970,10 @@ std::uint64_t World::compute_digest() const {
     // Not env.origin: who sent a command (session and request ids) only routes
     // its result. It is checkpointed, but the same commands from another
     // connection are the same simulation and must give the same digest.
-    d.u64(env.command.index());
+    // The command's kind, numbered as before ReportAttached (11) left the
+    // world commands, so a pending command digests as it always did.
+    const std::size_t kind = env.command.index();
+    d.u64(kind >= 11 ? kind + 1 : kind);
     std::visit(Overloaded{[&](const SetPedestrianTarget& c) { d.u32(c.count); },
                           [&](const DespawnEntity& c) { d.u64(c.id.packed()); },
                           [&](const GarageRequest& c) {
@@ -976,7 +993,6 @@ std::uint64_t World::compute_digest() const {
                           [&](const ForceFull& c) { d.u64(c.id.packed()).boolean(c.on); },
                           [&](const SpawnPedestrian& c) { digest_spawn_request(d, c); },
                           [&](const CancelSpawn& c) { d.u64(c.handle); },
-                          [&](const ReportAttached& c) { d.u64(c.id.packed()); },
                           [&](const SetLifecycle& c) {
                             d.u32(c.growth_quota).u32(c.recycle_quota).u32(c.interval_ms).u32(c.migration_budget);
                           },
@@ -986,6 +1002,12 @@ std::uint64_t World::compute_digest() const {
                               d.u32(static_cast<std::uint32_t>(op.kind)).u64(op.id.packed());
                               digest_spawn_request(d, op.spawn);
                             }
+                          },
+                          [&](const SetClientObservers& c) {
+                            d.u64(c.points.size());
+                            for (const ObserverPoint& p : c.points) {
+                              d.f64(p.x_m).f64(p.y_m).f64(p.z_m).boolean(p.has_heading).f64(p.heading_rad);
+                            }
                           }},
                env.command);
   }
@@ -994,6 +1016,15 @@ std::uint64_t World::compute_digest() const {
   d.tag(7).u64(observers_.size());
   for (const Vec2& o : observers_) d.f64(o.x_m).f64(o.y_m);
   for (const ObserverView& v : observer_views_) d.f64(v.z_m).boolean(v.has_heading).f64(v.heading_rad);
+  // The clients' observers (SetClientObservers). An empty set adds nothing, so
+  // a run without client observers keeps the digests of earlier builds.
+  if (!client_observers_.empty()) {
+    d.tag(9).u64(client_observers_.size());
+    for (std::size_t k = 0; k < client_observers_.size(); ++k) {
+      const ObserverView& v = client_observer_views_[k];
+      d.f64(client_observers_[k].x_m).f64(client_observers_[k].y_m).f64(v.z_m).boolean(v.has_heading).f64(v.heading_rad);
+    }
+  }
   digest_lifecycle_into(d);
 
   d.tag(6).u64(counters_.spawned_total).u64(counters_.despawned_total);

@@ -28,12 +28,35 @@ void World::restore_lifecycle(World& w, const WorldCheckpoint& cp, Fail& fail) {
     const ObserverView& v = cp.observer_views[i];
     if (!std::isfinite(v.z_m) || !std::isfinite(v.heading_rad)) fail("observer_views[" + std::to_string(i) + "]", "must be finite");
   }
+  if (cp.client_observers.size() > kClientObserversMax) {
+    fail("client_observers", "more than " + std::to_string(kClientObserversMax) + " client observers");
+  }
+  if (cp.client_observer_views.size() != cp.client_observers.size()) {
+    fail("client_observer_views", "one view per client observer is required");
+  }
+  for (std::size_t i = 0; i < cp.client_observers.size(); ++i) {
+    const Vec2 o = cp.client_observers[i];
+    const ObserverView v = i < cp.client_observer_views.size() ? cp.client_observer_views[i] : ObserverView{};
+    if (!std::isfinite(o.x_m) || !std::isfinite(o.y_m) || !std::isfinite(v.z_m) || !std::isfinite(v.heading_rad)) {
+      fail("client_observers[" + std::to_string(i) + "]", "must be finite");
+    }
+  }
   // Spawn pipeline.
   const SpawnPipelineState& sp = cp.spawn;
   auto check_handle = [&](const SpawnHandleState& h, const std::string& row, bool live) {
     if (h.handle == 0 || h.handle >= sp.next_handle) fail(row + ".handle", "must be in [1, next_handle)");
     if (static_cast<std::size_t>(h.state) >= kSpawnStateCount) fail(row + ".state", "unknown spawn state");
-    if (live == is_terminal(h.state)) fail(row + ".state", live ? "a live handle cannot be terminal" : "must be terminal");
+    // Since schema 3 the core's part of a handle ends at RepresentationRequested
+    // (spawn_pipeline.hpp); a checkpoint holding a live handle in a
+    // representation stage, or Attached / ReadyForGameplay at all, predates
+    // that and cannot be continued exactly.
+    if (h.state == SpawnState::Attached || h.state == SpawnState::ReadyForGameplay) {
+      fail(row + ".state", std::string(to_string(h.state)) +
+                               " is a representation stage, not core state (a checkpoint from before schema 3)");
+    } else if (live == is_core_terminal(h.state)) {
+      fail(row + ".state", live ? "a live handle cannot be core-terminal (representation_requested ends the core's part)"
+                                : "must be core-terminal");
+    }
     if (static_cast<std::uint8_t>(h.failure) > static_cast<std::uint8_t>(SpawnFailure::WorldReplaced)) fail(row + ".failure", "unknown");
     if (h.zone != kAnyZone && (h.zone < 0 || static_cast<std::size_t>(h.zone) >= w.scenario_.zones.size())) fail(row + ".zone", "unknown zone");
     if (h.lane != kAnyLane && h.lane >= nlanes) fail(row + ".lane", "unknown lane");
@@ -164,6 +187,8 @@ void World::capture_into(WorldCheckpoint& c) const {
   c.vehicles = vehicles_.capture();
   c.observers = observers_;
   c.observer_views = observer_views_;
+  c.client_observers = client_observers_;
+  c.client_observer_views = client_observer_views_;
   c.spawn = spawn_;
   c.orphans.clear();
   for (const OrphanRecord& o : orphans_) {
@@ -343,6 +368,9 @@ World::RestoreResult World::restore(const Scenario& scenario, const WorldCheckpo
   if (!result.errors.empty()) return result;
   w->observers_ = cp.observers;
   w->observer_views_ = cp.observer_views;
+  w->client_observers_ = cp.client_observers;
+  w->client_observer_views_ = cp.client_observer_views;
+  w->refresh_tier_observers();
   w->prepare_importance();
   w->ped_tiers_ = cp.pedestrian_tiers;
   for (std::size_t k = 0; k < cp.forced_full.size(); ++k) {

@@ -121,11 +121,17 @@ std::string World::check_spawn_pipeline() const {
     if (k > 0 && !(sp.live[k - 1].handle < h.handle)) {
       return area + "invariant 1: live " + handle(h) + " is not after " + handle(sp.live[k - 1]);
     }
-    if (is_terminal(h.state)) return area + "invariant 2: live " + handle(h) + " is " + to_string(h.state);
+    if (h.state > SpawnState::Registered) return area + "invariant 2: live " + handle(h) + " is " + to_string(h.state);
   }
   if (sp.recent.size() > kSpawnHistory) return area + "invariant 2: recent holds more than kSpawnHistory handles";
   for (const SpawnHandleState& h : sp.recent) {
-    if (!is_terminal(h.state)) return area + "invariant 2: recent " + handle(h) + " is " + to_string(h.state);
+    if (!is_core_terminal(h.state)) return area + "invariant 2: recent " + handle(h) + " is " + to_string(h.state);
+  }
+  // The representation stages are not core state (spawn_pipeline.hpp).
+  for (const SpawnState s : {SpawnState::Attached, SpawnState::ReadyForGameplay}) {
+    if (sp.counters.per_state_total[static_cast<std::size_t>(s)] != 0) {
+      return area + "invariant 2: the core counted entries into " + std::string(to_string(s));
+    }
   }
   for (const auto* list : {&sp.live, &sp.recent}) {
     for (const SpawnHandleState& h : *list) {
@@ -146,12 +152,12 @@ std::string World::check_spawn_pipeline() const {
   const SpawnCounters& c = sp.counters;
   std::uint64_t ended = 0;
   for (std::size_t s = 0; s < kSpawnStateCount; ++s) {
-    if (is_terminal(static_cast<SpawnState>(s))) ended += c.per_state_total[s];
+    if (is_core_terminal(static_cast<SpawnState>(s))) ended += c.per_state_total[s];
   }
   if (c.requested != sp.next_handle - 1 || c.requested != sp.live.size() + ended) {
     return area + "invariant 3: " + std::to_string(c.requested) + " requested (next_handle " +
            std::to_string(sp.next_handle) + ") but " + std::to_string(sp.live.size()) + " live + " +
-           std::to_string(ended) + " terminal entries";
+           std::to_string(ended) + " core-terminal entries";
   }
   // 4. Entity consistency.
   for (const SpawnHandleState& h : sp.live) {
@@ -255,7 +261,30 @@ std::string World::check_invariants() const {
   if (broken.empty()) broken = check_spawn_pipeline();
   if (broken.empty()) broken = check_orphans();
   if (broken.empty()) broken = check_holders();
+  if (broken.empty()) broken = check_observers();
   return broken;
+}
+
+// Observers (world.hpp): the clients' set is bounded and has one view per
+// point, and the tier resolver's set is exactly the scenario / operator
+// observers followed by the clients'.
+std::string World::check_observers() const {
+  if (client_observers_.size() > kClientObserversMax || client_observer_views_.size() != client_observers_.size()) {
+    return "observers: invariant 1: " + std::to_string(client_observers_.size()) + " client observers with " +
+           std::to_string(client_observer_views_.size()) + " views (at most " + std::to_string(kClientObserversMax) +
+           ", one view each)";
+  }
+  if (tier_observers_.size() != observers_.size() + client_observers_.size() ||
+      tier_views_.size() != tier_observers_.size()) {
+    return "observers: invariant 2: the tier resolver's set is not the scenario's plus the clients'";
+  }
+  for (std::size_t k = 0; k < tier_observers_.size(); ++k) {
+    const Vec2 want = k < observers_.size() ? observers_[k] : client_observers_[k - observers_.size()];
+    if (tier_observers_[k].x_m != want.x_m || tier_observers_[k].y_m != want.y_m) {
+      return "observers: invariant 2: tier observer " + std::to_string(k) + " differs from its source";
+    }
+  }
+  return {};
 }
 
 }  // namespace bustle::core

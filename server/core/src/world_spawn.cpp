@@ -112,10 +112,10 @@ std::uint64_t World::accept_spawn(const SpawnPedestrian& c, std::int32_t zone, s
 
 void World::set_spawn_state(SpawnHandleState& h, SpawnState s, SpawnFailure f) {
   // Invariants 2 and 3: a terminal handle never changes again, and only Failed carries a reason.
-  assert(!is_terminal(h.state));
+  assert(!is_core_terminal(h.state));
   assert((s == SpawnState::Failed) == (f != SpawnFailure::None));
   // A handle that ends before its walker holds the route gives the route back.
-  if (is_terminal(s) && h.route != kNoRoute) {
+  if (is_core_terminal(s) && h.route != kNoRoute) {
     routes_.release(h.route);
     h.route = kNoRoute;
   }
@@ -127,11 +127,11 @@ void World::set_spawn_state(SpawnHandleState& h, SpawnState s, SpawnFailure f) {
 }
 
 void World::retire_terminal_spawns() {
-  auto terminal = [](const SpawnHandleState& h) { return is_terminal(h.state); };
+  auto terminal = [](const SpawnHandleState& h) { return is_core_terminal(h.state); };
   for (const SpawnHandleState& h : spawn_.live) {
     if (terminal(h)) spawn_.recent.push_back(h);
   }
-  assert(spawn_.recent.empty() || is_terminal(spawn_.recent.back().state));
+  assert(spawn_.recent.empty() || is_core_terminal(spawn_.recent.back().state));
   spawn_.live.erase(std::remove_if(spawn_.live.begin(), spawn_.live.end(), terminal), spawn_.live.end());
   if (spawn_.recent.size() > kSpawnHistory) {
     spawn_.recent.erase(spawn_.recent.begin(),
@@ -221,12 +221,7 @@ void World::phase_spawn_pipeline() {
         break;
       }
       case SpawnState::Registered:
-      case SpawnState::RepresentationRequested:
         if (!entity_active) set_spawn_state(h, SpawnState::Failed, SpawnFailure::EntityGone);
-        break;
-      case SpawnState::Attached:
-        set_spawn_state(h, entity_active ? SpawnState::ReadyForGameplay : SpawnState::Failed,
-                        entity_active ? SpawnFailure::None : SpawnFailure::EntityGone);
         break;
       default:
         break;
@@ -237,12 +232,18 @@ void World::phase_spawn_pipeline() {
 
 // Phase 9 ------------------------------------------------------------------
 
+// RepresentationRequested ends the core's part of the handle (see
+// spawn_pipeline.hpp): it moves to recent at once, and the representation
+// stages (Attached, ReadyForGameplay) are tracked outside the simulation.
 void World::phase_representation_requests() {
+  bool ended = false;
   for (SpawnHandleState& h : spawn_.live) {
     if (h.state == SpawnState::Registered && h.state_step < step_index_) {
       set_spawn_state(h, SpawnState::RepresentationRequested);
+      ended = true;
     }
   }
+  if (ended) retire_terminal_spawns();
 }
 
 // Lifecycle batches ----------------------------------------------------------

@@ -212,8 +212,9 @@ ParsedCommand parse_body(const wire::Command& cmd) {
     case wire::CommandBody::CancelSpawn:
       return accept(core::WorldCommand{core::CancelSpawn{cmd.body_as_CancelSpawn()->handle()}});
     case wire::CommandBody::ReportAttached:
+      // The representation axis: handled by the sim driver, not the World.
       return with_id(cmd.body_as_ReportAttached()->id(),
-                     [](core::EntityId id) { return core::WorldCommand{core::ReportAttached{id}}; });
+                     [](core::EntityId id) { return entity_query(Kind::ReportAttached, id); });
     case wire::CommandBody::SetLifecycle: {
       const wire::SetLifecycle* l = cmd.body_as_SetLifecycle();
       return accept(core::WorldCommand{

@@ -12,6 +12,16 @@ bool CommandQueue::try_push(InboundCommand cmd) {
   return true;
 }
 
+bool CommandQueue::push_internal(InboundCommand cmd) {
+  {
+    std::lock_guard lock(mu_);
+    if (closed_) return false;
+    items_.push_back(std::move(cmd));
+  }
+  cv_.notify_one();
+  return true;
+}
+
 std::optional<InboundCommand> CommandQueue::try_pop() {
   std::lock_guard lock(mu_);
   if (items_.empty()) return std::nullopt;

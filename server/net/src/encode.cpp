@@ -23,6 +23,7 @@ Offset<flatbuffers::String> maybe_string(FlatBufferBuilder& fbb, const std::stri
 }
 
 Offset<wire::Stats> make_stats(FlatBufferBuilder& fbb, const StatsSnapshot& s) {
+  const auto by_reason = fbb.CreateVector(s.leases_past_grace_by_reason, 5);
   wire::StatsBuilder sb(fbb);
   sb.add_step(s.step);
   sb.add_sim_time_us(s.sim_time_us);
@@ -54,6 +55,18 @@ Offset<wire::Stats> make_stats(FlatBufferBuilder& fbb, const StatsSnapshot& s) {
   sb.add_time_scale(s.time_scale);
   sb.add_residents(s.residents);
   sb.add_residents_active(s.residents_active);
+  sb.add_leases_assigned(s.leases_assigned);
+  sb.add_leases_unassigned(s.leases_unassigned);
+  sb.add_leases_unassigned_past_grace(s.leases_unassigned_past_grace);
+  sb.add_leases_past_grace_by_reason(by_reason);
+  sb.add_leases_released_total(s.leases_released_total);
+  sb.add_leases_preserved_total(s.leases_preserved_total);
+  sb.add_lease_reports_total(s.lease_reports_total);
+  sb.add_spawn_awaiting_representation(s.spawn_awaiting_representation);
+  sb.add_spawn_attached_total(s.spawn_attached_total);
+  sb.add_spawn_ready_total(s.spawn_ready_total);
+  sb.add_client_observers(s.client_observers);
+  sb.add_client_observers_dropped(s.client_observers_dropped);
   return sb.Finish();
 }
 

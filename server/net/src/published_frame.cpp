@@ -190,7 +190,8 @@ std::shared_ptr<const PublishedFrame> make_published_frame(const core::World& wo
 }
 
 std::shared_ptr<const PublishedFrame> FramePool::make(const core::World& world, const ArchetypeTable& archetypes,
-                                                      std::uint64_t world_epoch) {
+                                                      std::uint64_t world_epoch,
+                                                      std::span<const core::EntityId> awaiting_representation) {
   // use_count() == 1: only the pool holds it, so no other thread can read it
   // (the count only grows through a copy of a pointer someone else holds).
   std::shared_ptr<PublishedFrame> frame;
@@ -209,6 +210,7 @@ std::shared_ptr<const PublishedFrame> FramePool::make(const core::World& world, 
     if (frames_.size() < kFramePoolSize) frames_.push_back(frame);
   }
   build_frame(world, archetypes, world_epoch, frame.get());
+  frame->awaiting_representation.assign(awaiting_representation.begin(), awaiting_representation.end());
   return frame;
 }
 

@@ -6,6 +6,7 @@
 #include <asio.hpp>
 #include <chrono>
 #include <csignal>
+#include <algorithm>
 #include <deque>
 
 #if defined(__GLIBC__)
@@ -140,6 +141,8 @@ class Server::Impl {
 
   // Connections from one address, joined or still in the handshake.
   std::uint32_t connections_from(const std::string& address) const;
+  // Stats: lease totals over every subscribed session.
+  void add_lease_totals(StatsSnapshot& s) const;
 
   std::mutex latest_mu_;
   std::shared_ptr<const PublishedFrame> latest_;  // guarded by latest_mu_
@@ -188,9 +191,12 @@ class Session : public std::enable_shared_from_this<Session> {
   void on_frame_published(const std::shared_ptr<const PublishedFrame>& frame) {
     if (phase_ != Phase::Ready || !subscribed_) return;
     if (frame->world_epoch != epoch_) {
-      // The world was replaced: never diff ids across worlds.
+      // The world was replaced: never diff ids across worlds. The client
+      // re-reports its leases from the baseline on, and every one of them
+      // may matter to the new world's spawn handles again.
       epoch_ = frame->world_epoch;
       tracker_.reset();
+      forwarded_.clear();
     }
     if (frame->step <= last_sent_step_ && !tracker_.baseline_pending() && !interest_changed_) return;
     if (over_soft_cap()) {
@@ -231,6 +237,15 @@ class Session : public std::enable_shared_from_this<Session> {
           1, std::memory_order_relaxed);
       spdlog::debug("command_rejected: client {} request {}: {}: {}", id_, r.request_id,
                     core::to_string(r.reason), client_text(r.message));
+    }
+    if (r.stats) {
+      // Lease totals live here, on the network side: added to the sim
+      // thread's answer as it is written.
+      OutboundResult with_leases = r;
+      server_.add_lease_totals(*with_leases.stats);
+      encode_command_result(with_leases, fbb_);
+      enqueue(finish_frame(fbb_), Frame::Answer);
+      return;
     }
     encode_command_result(r, fbb_);
     enqueue(finish_frame(fbb_), Frame::Answer);
@@ -277,6 +292,11 @@ class Session : public std::enable_shared_from_this<Session> {
   void close_now() {
     if (phase_ == Phase::Closed) return;
     phase_ = Phase::Closed;
+    if (observers_announced_) {
+      // Its observers stop counting for the tiers.
+      tracker_.set_interest(ClientInterest{}, false);
+      announce_observers();
+    }
     handshake_timer_.cancel();
     close_timer_.cancel();
     overflow_timer_.cancel();
@@ -461,6 +481,7 @@ class Session : public std::enable_shared_from_this<Session> {
     tracker_.set_interest(interest, true);
     if (server_.latest_seen_) epoch_ = server_.latest_seen_->world_epoch;
     subscribed_ = true;
+    announce_observers();
     answer(sub.request_id());
     // Late join is normal: send the baseline now from the latest frame rather
     // than waiting for the next step (which, in manual mode, may never come).
@@ -478,6 +499,7 @@ class Session : public std::enable_shared_from_this<Session> {
       return reject(upd.request_id(), core::RejectReason::InvalidArgument, "UpdateInterest." + why);
     }
     tracker_.set_interest(interest, false);
+    announce_observers();
     answer(upd.request_id());
     // Applied now, at the current step (entities enter and leave at once),
     // not only at the next step.
@@ -485,7 +507,9 @@ class Session : public std::enable_shared_from_this<Session> {
     if (server_.latest_seen_) on_frame_published(server_.latest_seen_);
   }
 
-  // Leases never reach the sim thread: they are this client's view only.
+  // Leases are this client's view, kept here; only "some client holds an
+  // awaited spawned entity" reaches the sim thread (forward_held), and never
+  // the World.
   void handle_lease_report(const wire::LeaseReport& report) {
     const std::uint32_t request_id = report.request_id();
     const std::size_t n = report.entries() != nullptr ? report.entries()->size() : 0;
@@ -503,8 +527,57 @@ class Session : public std::enable_shared_from_this<Session> {
       }
       return;
     }
-    if (report.entries() != nullptr) tracker_.apply_leases(*report.entries(), last_sent_step_);
+    if (report.entries() != nullptr) {
+      held_.clear();
+      tracker_.apply_leases(*report.entries(), last_sent_step_, &held_);
+      forward_held();
+    }
     if (request_id != 0) answer(request_id);
+  }
+
+  // The leases that matter to a spawn handle (its entity is in the latest
+  // frame's awaiting_representation) go to the sim thread, each at most once
+  // per session while it is awaited: that is what moves the handle to
+  // Attached (representation_stages.hpp). Everything else stays here.
+  void forward_held() {
+    const auto& frame = server_.latest_seen_;
+    if (!frame) return;
+    const auto& awaiting = frame->awaiting_representation;
+    const auto awaited = [&](core::EntityId id) {
+      return std::binary_search(awaiting.begin(), awaiting.end(), id,
+                                [](core::EntityId a, core::EntityId b) { return a.packed() < b.packed(); });
+    };
+    std::erase_if(forwarded_, [&](core::EntityId id) { return !awaited(id); });
+    ControlCommand notice;
+    notice.kind = ControlCommand::Kind::LeasesHeld;
+    for (const core::EntityId id : held_) {
+      if (!awaited(id) || std::find(forwarded_.begin(), forwarded_.end(), id) != forwarded_.end()) continue;
+      forwarded_.push_back(id);
+      notice.entities.push_back(id);
+    }
+    if (notice.entities.empty()) return;
+    InboundCommand in;
+    in.session_id = id_;
+    in.role = role_;
+    in.body = std::move(notice);
+    server_.commands_.push_internal(std::move(in));
+  }
+
+  // This session's observers feed the tier resolver (the sim driver unites
+  // every session's into one recorded SetClientObservers). Sent when they
+  // change, and once empty when the session leaves.
+  void announce_observers() {
+    const auto& obs = tracker_.interest().observers;
+    if (obs.empty() && !observers_announced_) return;
+    ControlCommand notice;
+    notice.kind = ControlCommand::Kind::ClientObservers;
+    for (const ClientObserver& o : obs) notice.observers.push_back({o.x_m, o.y_m, o.z_m, o.has_heading, o.heading_rad});
+    observers_announced_ = !obs.empty();
+    InboundCommand in;
+    in.session_id = id_;
+    in.role = role_;
+    in.body = std::move(notice);
+    server_.commands_.push_internal(std::move(in));
   }
 
   void answer_lease_query(std::uint32_t request_id) {
@@ -746,7 +819,17 @@ class Session : public std::enable_shared_from_this<Session> {
   std::uint64_t epoch_ = 0;
   bool interest_changed_ = false;   // UpdateInterest: re-encode even at the same step
   StreamTracker tracker_;
+  bool observers_announced_ = false;       // the sim thread has non-empty observers of this session
+  std::vector<core::EntityId> held_;       // scratch: entities a lease report says are held
+  std::vector<core::EntityId> forwarded_;  // held entities already sent to the sim thread (awaited ones)
   std::chrono::steady_clock::time_point last_activity_;
+
+ public:
+  const StreamTracker& tracker() const { return tracker_; }
+  bool subscribed() const { return subscribed_; }
+  std::uint64_t last_sent_step() const { return last_sent_step_; }
+
+ private:
   asio::steady_timer idle_timer_{socket_.get_executor()};
   double rate_tokens_ = 0.0;
   std::chrono::steady_clock::time_point rate_refilled_;
@@ -863,6 +946,21 @@ void Server::Impl::start_accept() {
     }
     start_accept();
   });
+}
+
+void Server::Impl::add_lease_totals(StatsSnapshot& s) const {
+  for (const auto& [id, session] : sessions_) {
+    if (!session->subscribed()) continue;
+    const StreamTracker::LeaseSummary sum =
+        session->tracker().lease_summary(session->last_sent_step(), options_.lease_grace_steps);
+    for (const std::uint32_t a : sum.applied) s.leases_assigned += a;
+    s.leases_unassigned += sum.waiting;
+    s.leases_unassigned_past_grace += sum.waiting_past_grace;
+    for (std::size_t r = 0; r < 5; ++r) s.leases_past_grace_by_reason[r] += sum.past_grace_by_reason[r];
+    s.leases_released_total += sum.entries_by_state[static_cast<std::size_t>(wire::LeaseState::Released)];
+    s.leases_preserved_total += sum.entries_by_state[static_cast<std::size_t>(wire::LeaseState::Preserved)];
+    s.lease_reports_total += sum.reports;
+  }
 }
 
 std::uint32_t Server::Impl::connections_from(const std::string& address) const {

@@ -1,6 +1,7 @@
 #include "bustle/net/stream_tracker.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <cassert>
 #include <cmath>
 #include <cstdio>
@@ -425,7 +426,8 @@ StreamTracker::Counts StreamTracker::encode(const PublishedFrame& frame, const S
   return counts;
 }
 
-void StreamTracker::apply_leases(const flatbuffers::Vector<const wire::LeaseEntry*>& entries, std::uint64_t step) {
+void StreamTracker::apply_leases(const flatbuffers::Vector<const wire::LeaseEntry*>& entries, std::uint64_t step,
+                                 std::vector<core::EntityId>* held) {
   ++lease_reports_;
   for (const wire::LeaseEntry* e : entries) {
     ++lease_entries_;
@@ -436,6 +438,7 @@ void StreamTracker::apply_leases(const flatbuffers::Vector<const wire::LeaseEntr
       continue;
     }
     const bool was_applied = it->applied == it->hint;
+    if (static_cast<std::size_t>(e->state()) < 4) ++lease_by_state_[static_cast<std::size_t>(e->state())];
     switch (e->state()) {
       case wire::LeaseState::Assigned:
       case wire::LeaseState::Preserved:
@@ -452,6 +455,8 @@ void StreamTracker::apply_leases(const flatbuffers::Vector<const wire::LeaseEntr
         break;
     }
     if (was_applied && it->applied != it->hint) it->waiting_since = step;  // the wait starts now
+    const bool holds = e->state() == wire::LeaseState::Assigned || e->state() == wire::LeaseState::Preserved;
+    if (held != nullptr && holds && it->applied < kNone) held->push_back(it->id);
   }
 }
 
@@ -460,6 +465,7 @@ StreamTracker::LeaseSummary StreamTracker::lease_summary(std::uint64_t step, std
   sum.reports = lease_reports_;
   sum.entries = lease_entries_;
   sum.unknown_entries = lease_unknown_;
+  std::copy(std::begin(lease_by_state_), std::end(lease_by_state_), std::begin(sum.entries_by_state));
   for (const Sent& s : sent_) {
     if (s.hint < kNone) ++sum.requested[s.hint];
     if (s.applied < kNone) ++sum.applied[s.applied];

@@ -222,6 +222,8 @@ constexpr StateTable kStateTables[] = {
     {"vehicles", "vehicle_columns", "element "},
     {"signals", "signals", "element "},
     {"plan", "world_state", "element "},
+    {"client_observer_views", "client_observers", "observer_index="},
+    {"client_observers", "client_observers", "observer_index="},
     {"observers", "world_state", "element "},
     {"observer_views", "observer_views", "observer_index="},
     {"spawn.live", "spawn_handles", "list='live' position="},

@@ -209,11 +209,12 @@ StoreError SnapshotStore::open(const std::string& path, FileKind kind, bool crea
                    "file has schema version " + std::to_string(version) + ", this build supports up to " +
                        std::to_string(kSchemaVersion));
   }
-  if (read_only && version != kSchemaVersion) {
+  if (read_only && version < kReadOnlyMinSchemaVersion) {
     return s.error("meta", "", "schema_version",
                    "file has schema version " + std::to_string(version) + "; opening read-only cannot migrate it to " +
                        std::to_string(kSchemaVersion));
   }
+  s.file_version_ = read_only ? static_cast<int>(version) : kSchemaVersion;
   if (!read_only) {
     if (SqlError e = s.db_.exec("PRAGMA journal_mode=WAL", "enable WAL"); !e.ok()) return s.sql_error(e, "");
     s.db_.exec("PRAGMA synchronous=NORMAL");
@@ -230,7 +231,7 @@ StoreError SnapshotStore::open(const std::string& path, FileKind kind, bool crea
     }
     if (!create) return s.error("", "", "", "file is empty (no Bustle schema)");
   }
-  if (version < kSchemaVersion) {
+  if (!read_only && version < kSchemaVersion) {
     Transaction tx(s.db_);
     if (!tx.begin_error().ok()) return s.sql_error(tx.begin_error(), "");
     for (const Migration& m : migrations()) {
@@ -271,10 +272,10 @@ StoreError SnapshotStore::open(const std::string& path, FileKind kind, bool crea
   }
   if (!meta.error().ok()) return s.error("meta", "", "", meta.error().message, meta.error().code);
   if (magic != kMagic) return s.error("meta", "key='magic'", "value", "wrong magic '" + magic + "' (not a Bustle file)");
-  if (schema_version != std::to_string(kSchemaVersion)) {
+  if (schema_version != std::to_string(s.file_version_)) {
     return s.error("meta", "key='schema_version'", "value",
                    "schema version '" + schema_version + "' does not match PRAGMA user_version " +
-                       std::to_string(kSchemaVersion));
+                       std::to_string(s.file_version_));
   }
   if (file_kind != to_string(kind)) {
     return s.error("meta", "key='file_kind'", "value",
@@ -853,6 +854,24 @@ StoreError SnapshotStore::write_pipeline(std::int64_t id, const core::WorldCheck
     ov.bind_i64(4, v.has_heading ? 1 : 0).bind_double(5, v.heading_rad);
     if (SqlError e = ov.run(); !e.ok()) return sql_error(e, "observer_views", row + " observer_index=" + std::to_string(k));
   }
+  // Client observers (migration 0003).
+  if (cp.client_observer_views.size() != cp.client_observers.size()) {
+    return error("client_observers", row, "observer_index",
+                 std::to_string(cp.client_observer_views.size()) + " views for " +
+                     std::to_string(cp.client_observers.size()) + " client observers (one per observer)");
+  }
+  Statement co = db_.prepare("INSERT INTO client_observers VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)", err);
+  if (!err.ok()) return sql_error(err, "client_observers");
+  for (std::size_t k = 0; k < cp.client_observers.size(); ++k) {
+    const core::ObserverView& v = cp.client_observer_views[k];
+    co.reset();
+    co.bind_i64(1, id).bind_i64(2, static_cast<std::int64_t>(k)).bind_double(3, cp.client_observers[k].x_m);
+    co.bind_double(4, cp.client_observers[k].y_m).bind_double(5, v.z_m).bind_i64(6, v.has_heading ? 1 : 0);
+    co.bind_double(7, v.heading_rad);
+    if (SqlError e = co.run(); !e.ok()) {
+      return sql_error(e, "client_observers", row + " observer_index=" + std::to_string(k));
+    }
+  }
 
   const core::SpawnPipelineState& sp = cp.spawn;
   Statement ps = db_.prepare("INSERT INTO spawn_pipeline VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)", err);
@@ -926,6 +945,29 @@ StoreError SnapshotStore::read_pipeline(std::int64_t id, const std::string& row,
     return error("observer_views", row, "observer_index",
                  std::to_string(cp.observer_views.size()) + " rows for " + std::to_string(cp.observers.size()) +
                      " observers in world_state.observers (none, or one per observer)");
+  }
+  // A checkpoint written before schema 3 has no rows here: an empty set (and
+  // a schema-2 file opened read-only has no such table).
+  if (file_version_ >= 3) {
+    if (StoreError e = read_rows("client_observers", "observer_index", "x_m, y_m, z_m, has_heading, heading_rad", "", id,
+                                 row,
+                                 [&](const Statement& st, const std::string& vrow) -> StoreError {
+                                   RowReader rr(st);
+                                   core::Vec2 o;
+                                   core::ObserverView v;
+                                   o.x_m = rr.f64(1, "x_m");
+                                   o.y_m = rr.f64(2, "y_m");
+                                   v.z_m = rr.f64(3, "z_m");
+                                   v.has_heading = rr.integer(4, "has_heading", 0, 1) != 0;
+                                   v.heading_rad = rr.f64(5, "heading_rad");
+                                   if (!rr.ok()) return error("client_observers", vrow, rr.field(), rr.message());
+                                   cp.client_observers.push_back(o);
+                                   cp.client_observer_views.push_back(v);
+                                   return {};
+                                 });
+        !e.ok()) {
+      return e;
+    }
   }
 
   core::SpawnPipelineState& sp = cp.spawn;

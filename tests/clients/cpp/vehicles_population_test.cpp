@@ -156,8 +156,8 @@ TEST_CASE("command_name and is_world_command cover the new commands", "[messages
         c::CommandSpec{c::SetVehicleStrategyCmd{}}, c::CommandSpec{c::SetObserversCmd{}},
         c::CommandSpec{c::SetHourCmd{}}, c::CommandSpec{c::SetTimeScaleCmd{}},
         c::CommandSpec{c::ForceFullCmd{}}, c::CommandSpec{c::SpawnPedestrianCmd{}},
-        c::CommandSpec{c::CancelSpawnCmd{}}, c::CommandSpec{c::ReportAttachedCmd{}},
-        c::CommandSpec{c::SetLifecycleCmd{}}, c::CommandSpec{c::LifecycleBatchCmd{}}}) {
+        c::CommandSpec{c::CancelSpawnCmd{}}, c::CommandSpec{c::SetLifecycleCmd{}},
+        c::CommandSpec{c::LifecycleBatchCmd{}}}) {
     INFO(c::command_name(world));
     CHECK(c::is_world_command(world));
   }
@@ -167,7 +167,9 @@ TEST_CASE("command_name and is_world_command cover the new commands", "[messages
         c::CommandSpec{c::QuerySignalsCmd{}}, c::CommandSpec{c::QueryVehicleCmd{}},
         c::CommandSpec{c::QueryZonesCmd{}}, c::CommandSpec{c::CheckpointCmd{}},
         c::CommandSpec{c::QueryEntityCmd{}}, c::CommandSpec{c::QueryPopulationCmd{}},
-        c::CommandSpec{c::QuerySpawnCmd{}}}) {
+        c::CommandSpec{c::QuerySpawnCmd{}},
+        // The representation axis, answered at once: not a world command.
+        c::CommandSpec{c::ReportAttachedCmd{}}}) {
     INFO(c::command_name(other));
     CHECK_FALSE(c::is_world_command(other));
   }
@@ -303,6 +305,20 @@ TEST_CASE("Empty lists stay present and absent fields stay absent", "[decode][ve
   CHECK_FALSE(reply.vehicle.has_value());
 }
 
+namespace {
+
+// A CommandResult carrying `stats`, decoded as the SDK does.
+c::CommandReply stats_reply(flatbuffers::FlatBufferBuilder& fbb, flatbuffers::Offset<wire::Stats> stats) {
+  wire::CommandResultBuilder rb(fbb);
+  rb.add_request_id(3);
+  rb.add_stats(stats);
+  const auto result = rb.Finish();
+  const auto payload = t::finish_server(fbb, wire::ServerMessage::CommandResult, result.Union());
+  return c::to_command_reply(*verified(payload)->message_as_CommandResult());
+}
+
+}  // namespace
+
 TEST_CASE("Stats decode the vehicle and population fields", "[decode][population]") {
   flatbuffers::FlatBufferBuilder fbb;
   wire::StatsBuilder b(fbb);
@@ -319,14 +335,7 @@ TEST_CASE("Stats decode the vehicle and population fields", "[decode][population
   b.add_time_scale(60);
   b.add_residents(72);
   b.add_residents_active(20);
-  const auto stats = b.Finish();
-  wire::CommandResultBuilder rb(fbb);
-  rb.add_request_id(3);
-  rb.add_stats(stats);
-  const auto result = rb.Finish();
-  const auto payload = t::finish_server(fbb, wire::ServerMessage::CommandResult, result.Union());
-  const c::CommandReply reply =
-      c::to_command_reply(*verified(payload)->message_as_CommandResult());
+  const c::CommandReply reply = stats_reply(fbb, b.Finish());
   REQUIRE(reply.stats.has_value());
   const c::StatsInfo& s = *reply.stats;
   CHECK(s.step == 10);
@@ -342,6 +351,40 @@ TEST_CASE("Stats decode the vehicle and population fields", "[decode][population
   CHECK(s.time_scale == 60);
   CHECK(s.residents == 72);
   CHECK(s.residents_active == 20);
+}
+
+TEST_CASE("Stats decode the lease, spawn-stage and client-observer totals", "[decode][leases]") {
+  flatbuffers::FlatBufferBuilder fbb;
+  const std::uint32_t by_reason[5] = {4, 0, 2, 0, 1};
+  const auto reasons = fbb.CreateVector(by_reason, 5);
+  wire::StatsBuilder b(fbb);
+  b.add_leases_assigned(11);
+  b.add_leases_unassigned(7);
+  b.add_leases_unassigned_past_grace(7);
+  b.add_leases_past_grace_by_reason(reasons);
+  b.add_leases_released_total(3);
+  b.add_leases_preserved_total(5);
+  b.add_lease_reports_total(9);
+  b.add_spawn_awaiting_representation(2);
+  b.add_spawn_attached_total(6);
+  b.add_spawn_ready_total(4);
+  b.add_client_observers(256);
+  b.add_client_observers_dropped(12);
+  const c::CommandReply reply = stats_reply(fbb, b.Finish());
+  REQUIRE(reply.stats.has_value());
+  const c::StatsInfo& s = *reply.stats;
+  CHECK(s.leases_assigned == 11);
+  CHECK(s.leases_unassigned == 7);
+  CHECK(s.leases_unassigned_past_grace == 7);
+  CHECK(s.leases_past_grace_by_reason == std::vector<std::uint32_t>{4, 0, 2, 0, 1});
+  CHECK(s.leases_released_total == 3);
+  CHECK(s.leases_preserved_total == 5);
+  CHECK(s.lease_reports_total == 9);
+  CHECK(s.spawn_awaiting_representation == 2);
+  CHECK(s.spawn_attached_total == 6);
+  CHECK(s.spawn_ready_total == 4);
+  CHECK(s.client_observers == 256);
+  CHECK(s.client_observers_dropped == 12);
 }
 
 TEST_CASE("Welcome geometry and Delta signal phases decode", "[decode][vehicles]") {

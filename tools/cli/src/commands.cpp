@@ -109,6 +109,15 @@ int run_status(const CliOptions& o, std::FILE* out, std::FILE* err) {
   std::fprintf(out, "  %-18s %" PRIu32 " (active %" PRIu32 ", dormant %" PRIu32 ")\n", "residents",
                s.residents, s.residents_active,
                s.residents >= s.residents_active ? s.residents - s.residents_active : 0u);
+  std::fprintf(out,
+               "  %-18s assigned %" PRIu32 ", unassigned %" PRIu32 " (%" PRIu32 " past grace), released %" PRIu64
+               ", preserved %" PRIu64 "\n",
+               "leases", s.leases_assigned, s.leases_unassigned, s.leases_unassigned_past_grace,
+               s.leases_released_total, s.leases_preserved_total);
+  std::fprintf(out, "  %-18s attached %" PRIu64 ", ready %" PRIu64 ", awaiting %" PRIu32 "\n", "spawn stages",
+               s.spawn_attached_total, s.spawn_ready_total, s.spawn_awaiting_representation);
+  std::fprintf(out, "  %-18s %" PRIu32 " (dropped over the cap %" PRIu32 ")\n", "client observers",
+               s.client_observers, s.client_observers_dropped);
   std::fprintf(out, "  %-18s %016" PRIx64 "\n", "digest", s.digest);
   std::fflush(out);
   return kExitOk;
@@ -672,12 +681,12 @@ int wait_spawn(Client& c, const CliOptions& o, const ClockView& clock, std::uint
     if (s.terminal) return spawn_outcome(o, s, err);
     if (s.state >= until) return kExitOk;
     if (o.attach && s.state == wire::SpawnState::RepresentationRequested) {
-      std::optional<client::CommandReply> attached;
-      const int rc =
-          apply_world(c, o, clock, client::ReportAttachedCmd{s.entity}, true, attached, out, err);
-      if (rc != kExitOk) return rc;
+      // The representation axis: answered at once, no step needed.
+      const auto attached = c.command(client::ReportAttachedCmd{s.entity}, timeout);
+      if (!attached.ok()) return report(err, o, "report_attached", attached);
+      if (!attached.value.accepted()) return rejected(o, attached.value, err);
       std::fprintf(out, "reported entity %s attached at step %" PRIu64 "\n",
-                   ident(s.entity).c_str(), attached->applied_step);
+                   ident(s.entity).c_str(), attached.value.applied_step);
       std::fflush(out);
     }
   }

@@ -176,6 +176,9 @@ class ReplayDriver {
     r.status = core::CommandStatus::Accepted;
     const auto* ctl = std::get_if<net::ControlCommand>(&cmd.body);
     using Kind = net::ControlCommand::Kind;
+    // The network side's own notices (a viewer's observers, leases held):
+    // nothing to answer, and a recording's tiers never follow its viewers.
+    if (ctl != nullptr && (ctl->kind == Kind::ClientObservers || ctl->kind == Kind::LeasesHeld)) return;
     if (ctl != nullptr && ctl->kind == Kind::Pause) {
       if (!paused_)
         spdlog::info("paused at step {} by client {}", rep_.world().step_index(), cmd.session_id);

@@ -179,8 +179,9 @@ class Client {
   Result<SpawnStatusInfo> next_spawn_update(std::uint64_t handle, std::chrono::milliseconds timeout);
   // The states of `handle` as they arrive, up to and including the first one
   // that is `until` or terminal, within `timeout` overall. On Timeout `value`
-  // holds the states taken so far. (ReadyForGameplay needs a ReportAttached
-  // from some client first; wait for RepresentationRequested to send it.)
+  // holds the states taken so far. (ReadyForGameplay needs some client to
+  // hold the entity first: a lease Assigned from any subscribed client, or a
+  // ReportAttached once the handle is RepresentationRequested.)
   Result<std::vector<SpawnStatusInfo>> wait_spawn(std::uint64_t handle, bustle::wire::SpawnState until,
                                                   std::chrono::milliseconds timeout);
   // Drops the buffered SpawnUpdates of `handle`; returns how many there were.

@@ -189,8 +189,11 @@ struct ForceFullCmd {
 };
 
 // Spawn pipeline (DESIGN §3). SpawnPedestrian, CancelSpawn, SetLifecycle and
-// LifecycleBatch are operator world commands. ReportAttached is a world
-// command any role may send: viewers are the clients that hold actors. The
+// LifecycleBatch are operator world commands. ReportAttached is not: it is
+// the representation axis (a shorthand for a lease Assigned), any role may
+// send it, and it is answered at once, without a step; the handle then
+// reaches ReadyForGameplay at the next step. A subscribed client that
+// reports leases (Client::report_leases) needs no ReportAttached at all. The
 // three queries are answered at once for any role.
 // [Limit: the server accepts routes of at most 256 lanes (InvalidArgument
 //  beyond, "route: N lanes, ..."); the builder sends at most kMaxRouteLanes
@@ -214,7 +217,7 @@ struct SpawnPedestrianCmd {
 struct CancelSpawnCmd {  // only before the entity is registered
   std::uint64_t handle = 0;
 };
-struct ReportAttachedCmd {  // this client holds an actor for the entity
+struct ReportAttachedCmd {  // this client holds an actor for the entity (RepresentationRequested -> Attached)
   EntityId id;
 };
 struct SetLifecycleCmd {  // runtime lifecycle settings (the schema's defaults)

@@ -46,6 +46,20 @@ struct StatsInfo {
   std::uint32_t time_scale = 0;  // game seconds per simulated second
   std::uint32_t residents = 0;         // community identities (active + dormant)
   std::uint32_t residents_active = 0;
+  // Leases of the subscribed clients, summed over (client, entity) pairs.
+  std::uint32_t leases_assigned = 0;    // the client holds a representation
+  std::uint32_t leases_unassigned = 0;  // applied differs from the hint
+  std::uint32_t leases_unassigned_past_grace = 0;
+  std::vector<std::uint32_t> leases_past_grace_by_reason;  // by UnassignedReason (None = never reported)
+  std::uint64_t leases_released_total = 0;
+  std::uint64_t leases_preserved_total = 0;
+  std::uint64_t lease_reports_total = 0;
+  // Spawn handles on the representation axis (from leases, not simulated).
+  std::uint32_t spawn_awaiting_representation = 0;
+  std::uint64_t spawn_attached_total = 0;
+  std::uint64_t spawn_ready_total = 0;
+  std::uint32_t client_observers = 0;          // feeding the tier resolver
+  std::uint32_t client_observers_dropped = 0;  // beyond the server's total cap
 };
 StatsInfo to_stats_info(const bustle::wire::Stats& stats);
 
@@ -164,7 +178,10 @@ ZoneReport to_zone_report(const bustle::wire::ZoneInfo& info);
 
 // One state of a spawn handle (wire SpawnStatus): Queued -> IdentityCreated ->
 // Registered -> RepresentationRequested -> Attached -> ReadyForGameplay, or
-// Failed / Canceled / TimedOut; exactly one terminal state.
+// Failed / Canceled / TimedOut; exactly one terminal state. The simulation's
+// part ends at RepresentationRequested; Attached comes from any client's
+// lease Assigned for the entity (or ReportAttached), ReadyForGameplay one
+// step later, Failed(EntityGone) if the entity leaves first.
 struct SpawnStatusInfo {
   static constexpr std::uint32_t kNoLane = 4294967295u;
   std::uint64_t handle = 0;

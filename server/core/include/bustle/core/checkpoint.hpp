@@ -87,6 +87,9 @@ struct WorldCheckpoint {
   std::uint64_t force_full_refused = 0;
   std::vector<Vec2> observers;
   std::vector<ObserverView> observer_views;  // parallel to observers
+  // SetClientObservers (schema 3; empty in older snapshots).
+  std::vector<Vec2> client_observers;
+  std::vector<ObserverView> client_observer_views;  // parallel to client_observers
   SpawnPipelineState spawn;
   RouteTableState routes;
   std::vector<OrphanState> orphans;          // sorted by id

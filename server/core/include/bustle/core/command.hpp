@@ -7,6 +7,7 @@
 // recording stores, so it fully determines replay.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <variant>
@@ -54,10 +55,21 @@ struct ObserverPoint {
   double z_m = 0.0;            // height (importance: height difference)
   bool has_heading = false;    // view direction given (importance: behind the observer)
   double heading_rad = 0.0;
+  friend bool operator==(const ObserverPoint&, const ObserverPoint&) = default;
 };
 
 // Replaces the observers that drive simulation tiers. [Limit: <= 64 points]
 struct SetObservers {
+  std::vector<ObserverPoint> points;
+};
+
+// The observers of the connected clients (Subscribe / UpdateInterest), as one
+// set: the app submits it, recorded like any command, whenever the union of
+// the clients' observers changes. Kept apart from SetObservers (scenario and
+// operator); the tier resolver ranks by the nearest of both sets.
+// [Limit: <= kClientObserversMax points]
+inline constexpr std::size_t kClientObserversMax = 256;
+struct SetClientObservers {
   std::vector<ObserverPoint> points;
 };
 
@@ -97,11 +109,8 @@ struct CancelSpawn {
   std::uint64_t handle = 0;
 };
 
-// A client reports that it holds a representation (actor) for a spawned
-// entity: RepresentationRequested -> Attached.
-struct ReportAttached {
-  EntityId id;
-};
+// (ReportAttached is not a world command: the representation stages of a
+// spawn handle live outside the simulation; see spawn_pipeline.hpp.)
 
 // Runtime lifecycle settings (start from scenario.population).
 struct SetLifecycle {
@@ -127,7 +136,7 @@ struct LifecycleBatch {
 
 using WorldCommand = std::variant<SetPedestrianTarget, DespawnEntity, GarageRequest, CancelGarageRequest,
                                   SetVehicleStrategy, SetObservers, SetHour, SetTimeScale, ForceFull,
-                                  SpawnPedestrian, CancelSpawn, ReportAttached, SetLifecycle, LifecycleBatch>;
+                                  SpawnPedestrian, CancelSpawn, SetLifecycle, LifecycleBatch, SetClientObservers>;
 
 const char* command_name(const WorldCommand& c);
 

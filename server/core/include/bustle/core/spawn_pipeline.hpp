@@ -7,8 +7,21 @@
 //   Queued --(phase 5 of a later step, within spawn.per_step_cap, FIFO by handle)--> IdentityCreated
 //   IdentityCreated --(next step's phase 5; zone has room)--> Registered (walks, visible in deltas)
 //   Registered --(next step's phase 9)--> RepresentationRequested   (clients are asked for a representation)
-//   RepresentationRequested --(ReportAttached: a client holds an actor)--> Attached
-//   Attached --(next step's phase 5)--> ReadyForGameplay            (success; terminal)
+// The core's part of a handle ends there: RepresentationRequested is the
+// core's terminal success (is_core_terminal), the handle moves to `recent`
+// in the same phase 9, and nothing a client does can change the simulation
+// or its digest afterwards. The two stages that follow belong to the
+// representation axis and live outside the core (server/app
+// representation_stages.hpp), per handle, never in the digest and never in a
+// checkpoint:
+//   RepresentationRequested --(any client's lease for the entity is Assigned or
+//       Preserved with a representation, or a ReportAttached shorthand from
+//       any role)--> Attached
+//   Attached --(the next step, entity still walking)--> ReadyForGameplay   (success; terminal)
+//   RepresentationRequested / Attached --(entity left first)--> Failed(EntityGone)
+// After a restore or load those stages restart from RepresentationRequested
+// for handles whose entity still walks: clients re-receive baselines and
+// re-report their leases.
 //
 // Terminal failures: Canceled (CancelSpawn, or DespawnEntity of an identity
 // not yet registered: the id goes back instead of being created and then
@@ -22,19 +35,23 @@
 // Invariants (World::check_invariants):
 //   1. live is sorted by handle, without repeats; every handle, live or
 //      recent, is below next_handle and appears once.
-//   2. live holds non-terminal states only, recent terminal states only (at
-//      most kSpawnHistory); failure is set exactly when the state is Failed.
-//   3. Exactly one terminal state per handle: requested = next_handle - 1 =
-//      live handles + entries into terminal states.
+//   2. live holds states before RepresentationRequested only (Queued,
+//      IdentityCreated, Registered), recent core-terminal states only
+//      (RepresentationRequested, Failed, Canceled, TimedOut; at most
+//      kSpawnHistory); failure is set exactly when the state is Failed; the
+//      core never counts an entry into Attached or ReadyForGameplay.
+//   3. Exactly one core-terminal state per handle: requested = next_handle - 1
+//      = live handles + entries into core-terminal states.
 //   4. Entity consistency: Queued has no entity; IdentityCreated holds a live
-//      id that is on no lane; Registered and later have an entity, which,
-//      while it walks, is a pedestrian of origin Spawned, and no route of
-//      their own (the walker holds it).
+//      id that is on no lane; Registered has an entity, which is a walking
+//      pedestrian of origin Spawned, and no route of its own (the walker
+//      holds it).
 //
 // Transitions (World, world_spawn.cpp): accept_spawn creates Queued (asserts
 // 1 where it is written); set_spawn_state performs every other transition and
-// asserts the handle was not terminal (2, 3); retire_terminal_spawns moves
-// terminal handles to recent and asserts what it read is terminal.
+// asserts the handle was not core-terminal (2, 3); retire_terminal_spawns
+// moves core-terminal handles to recent and asserts what it read is
+// core-terminal.
 #pragma once
 
 #include <cstdint>
@@ -60,7 +77,13 @@ enum class SpawnState : std::uint8_t {
 };
 inline constexpr std::size_t kSpawnStateCount = 9;
 const char* to_string(SpawnState s);
+// The handle's end, on every axis (what SpawnStatus.terminal says on the wire).
 constexpr bool is_terminal(SpawnState s) { return s >= SpawnState::ReadyForGameplay; }
+// The end of the core's part of a handle: RepresentationRequested (success;
+// the representation stages follow outside the core) or a terminal failure.
+constexpr bool is_core_terminal(SpawnState s) {
+  return s == SpawnState::RepresentationRequested || s >= SpawnState::Failed;
+}
 
 enum class SpawnFailure : std::uint8_t {
   None = 0,

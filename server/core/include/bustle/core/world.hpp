@@ -265,6 +265,10 @@ class World {
   std::uint32_t background_pedestrians() const { return background_count_; }
   const std::vector<Vec2>& observers() const { return observers_; }
   const std::vector<ObserverView>& observer_views() const { return observer_views_; }
+  // The connected clients' observers (SetClientObservers), kept apart from
+  // the scenario / operator ones above; tiers rank by the nearest of both.
+  const std::vector<Vec2>& client_observers() const { return client_observers_; }
+  const std::vector<ObserverView>& client_observer_views() const { return client_observer_views_; }
   const RouteTable& routes() const { return routes_; }
   const Prng& prng() const { return rng_; }
 
@@ -342,6 +346,11 @@ class World {
   // Importance-weighted distance (importance.hpp) from the prepared observers.
   double effective_distance_at(Vec2 p, LaneIndex lane, PriorityClass cls, bool vehicle) const;
   void prepare_importance();
+  // Validates finite points and replaces (out, views); false with r filled otherwise.
+  bool set_observer_points(std::span<const ObserverPoint> points, std::vector<Vec2>& out,
+                           std::vector<ObserverView>& views, CommandResult& r);
+  // tier_observers_ = observers_ followed by client_observers_ (derived).
+  void refresh_tier_observers();
 
   // Spawn pipeline (world_spawn.cpp).
   void phase_spawn_pipeline();
@@ -365,6 +374,7 @@ class World {
   std::string check_spawn_pipeline() const;
   std::string check_orphans() const;
   std::string check_holders() const;
+  std::string check_observers() const;
   const SpawnHandleState* find_live_spawn(EntityId id) const;
   void finalize_orphan(const OrphanRecord& o, EntityKind kind);
   void digest_lifecycle_into(class Digest& d) const;
@@ -414,6 +424,13 @@ class World {
   std::vector<VehicleSystem::DespawnRequest> vehicle_despawns_;
   std::vector<std::uint8_t> despawn_pending_;  // by entity index; cleared in phase 10
   std::vector<ObserverView> observer_views_;   // parallel to observers_
+  std::vector<Vec2> client_observers_;          // SetClientObservers (authoritative, digested)
+  std::vector<ObserverView> client_observer_views_;  // parallel to client_observers_
+  // Invariants (check_observers): 1. client_observers_ holds at most
+  // kClientObserversMax points, one view each; 2. tier_observers_ /
+  // tier_views_ are observers_ then client_observers_ (with their views).
+  std::vector<Vec2> tier_observers_;            // derived: observers_ then client_observers_
+  std::vector<ObserverView> tier_views_;        // parallel to tier_observers_
   ImportanceField importance_;
   SpawnPipelineState spawn_;
   RouteTable routes_;

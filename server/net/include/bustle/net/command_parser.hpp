@@ -12,8 +12,9 @@
 //
 // Roles (DESIGN §6): world commands and clock/snapshot control need the
 // operator role, with one exception: ReportAttached is allowed for viewers,
-// because viewers are the clients that hold actors for entities (it changes
-// only the spawn handle's stage, never simulation state). Queries (stats,
+// because viewers are the clients that hold actors for entities. It is a
+// control command of the sim driver (the spawn handle's representation stage,
+// outside the World), never simulation state. Queries (stats,
 // snapshots list, jobs, garages, signals, vehicles, zones, entities,
 // population, spawn handles) are allowed for every role.
 //

@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <variant>
+#include <vector>
 
 #include "bustle/core/command.hpp"
 
@@ -44,6 +45,15 @@ struct ControlCommand {
     QueryEntity,
     QueryPopulation,
     QuerySpawn,
+    // Representation axis (sim driver, never the World): a client holds an
+    // actor for a spawned entity (the ReportAttached shorthand, answered).
+    ReportAttached,
+    // Internal notices from the network side (request_id 0, never answered):
+    // entities some client's lease says it holds a representation of (only
+    // those in the latest frame's awaiting_representation), and a session's
+    // observers (Subscribe / UpdateInterest; empty when it left).
+    LeasesHeld,
+    ClientObservers,
   };
   Kind kind = Kind::QueryStats;
   std::uint32_t step_count = 0;  // Step
@@ -51,6 +61,8 @@ struct ControlCommand {
   std::uint64_t job_id = 0;      // QueryJob
   core::EntityId entity;         // QueryVehicle, QueryEntity
   std::uint64_t spawn_handle = 0;  // QuerySpawn
+  std::vector<core::EntityId> entities{};        // LeasesHeld
+  std::vector<core::ObserverPoint> observers{};  // ClientObservers
 };
 
 struct InboundCommand {
@@ -67,6 +79,12 @@ class CommandQueue {
 
   // False when full or closed; never blocks.
   bool try_push(InboundCommand cmd);
+  // The network side's own notices (LeasesHeld, ClientObservers): never
+  // refused for capacity, because losing one would leave the sim thread
+  // wrong; they are bounded by what produces them (rate-limited Subscribe /
+  // UpdateInterest, disconnects, leases of awaited entities). False only
+  // when closed.
+  bool push_internal(InboundCommand cmd);
 
   // Pops one command if any (never blocks).
   std::optional<InboundCommand> try_pop();

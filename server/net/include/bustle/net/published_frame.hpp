@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <span>
 #include <vector>
 
 #include "bustle/core/entity_id.hpp"
@@ -59,6 +60,10 @@ struct PublishedFrame {
   // observers of their own are ranked from these, like the tier resolver.
   std::vector<core::Vec2> observers;
   std::vector<core::ObserverView> observer_views;
+  // Spawned entities whose handle waits for a representation (Registered in
+  // the core, or RepresentationRequested on the representation axis), sorted
+  // by packed id: a lease naming one is forwarded to the sim thread.
+  std::vector<core::EntityId> awaiting_representation;
   // Dot steps (step % pedestrians.dots_every_steps == 0) only: dots are
   // computed per client from the entities it does not receive.
   bool dot_step = false;
@@ -87,7 +92,8 @@ std::shared_ptr<const PublishedFrame> make_published_frame(const core::World& wo
 class FramePool {
  public:
   std::shared_ptr<const PublishedFrame> make(const core::World& world, const ArchetypeTable& archetypes,
-                                             std::uint64_t world_epoch);
+                                             std::uint64_t world_epoch,
+                                             std::span<const core::EntityId> awaiting_representation = {});
 
  private:
   std::vector<std::shared_ptr<PublishedFrame>> frames_;  // at most kFramePoolSize

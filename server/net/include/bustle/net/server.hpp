@@ -152,6 +152,22 @@ struct StatsSnapshot {
   std::uint32_t time_scale = 1;
   std::uint32_t residents = 0;
   std::uint32_t residents_active = 0;
+  // Leases of the subscribed clients, summed over (client, entity) pairs;
+  // filled by the network side when it writes the answer (leases live there).
+  std::uint32_t leases_assigned = 0;    // the client holds a representation (Assigned / Preserved)
+  std::uint32_t leases_unassigned = 0;  // applied differs from the hint (waiting)
+  std::uint32_t leases_unassigned_past_grace = 0;
+  std::uint32_t leases_past_grace_by_reason[5] = {};  // UnassignedReason; None = never reported
+  std::uint64_t leases_released_total = 0;   // Released entries reported by the connected clients
+  std::uint64_t leases_preserved_total = 0;  // Preserved entries reported by the connected clients
+  std::uint64_t lease_reports_total = 0;
+  // Spawn handles on the representation axis (sim driver).
+  std::uint32_t spawn_awaiting_representation = 0;  // RepresentationRequested, no lease yet
+  std::uint64_t spawn_attached_total = 0;
+  std::uint64_t spawn_ready_total = 0;
+  // Client observers feeding the tier resolver (SetClientObservers).
+  std::uint32_t client_observers = 0;
+  std::uint32_t client_observers_dropped = 0;  // over kClientObserversMax, left out
 };
 
 struct ZoneReport {

@@ -146,7 +146,10 @@ class StreamTracker {
   // receives, as of `step` (the latest frame). Entries for entities it does
   // not receive (left meanwhile, or never sent) are counted as unknown and
   // change nothing.
-  void apply_leases(const flatbuffers::Vector<const wire::LeaseEntry*>& entries, std::uint64_t step);
+  // With `held`, appends the entities the report says the client now holds
+  // a representation of (Assigned or Preserved, representation not None).
+  void apply_leases(const flatbuffers::Vector<const wire::LeaseEntry*>& entries, std::uint64_t step,
+                    std::vector<core::EntityId>* held = nullptr);
 
   struct LeaseSummary {
     std::uint32_t requested[3] = {};  // by hint: Actor, Instanced, Marker
@@ -157,6 +160,7 @@ class StreamTracker {
     std::uint64_t reports = 0;
     std::uint64_t entries = 0;
     std::uint64_t unknown_entries = 0;
+    std::uint64_t entries_by_state[4] = {};  // known entries by LeaseState (Assigned, Unassigned, Released, Preserved)
   };
   // Requested against applied now; "past grace" = waiting since more than
   // `grace_steps` before `step`.
@@ -203,6 +207,7 @@ class StreamTracker {
   std::vector<core::ObserverView> obs_views_;
   std::uint32_t truncated_ = 0;
   std::uint64_t lease_reports_ = 0, lease_entries_ = 0, lease_unknown_ = 0;
+  std::uint64_t lease_by_state_[4] = {};
   // Encoding scratch.
   std::vector<wire::EntityEnter> entered_;
   std::vector<flatbuffers::Offset<wire::EntityLabel>> labels_;

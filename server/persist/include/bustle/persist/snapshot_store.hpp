@@ -22,7 +22,11 @@
 namespace bustle::persist {
 
 inline constexpr const char* kMagic = "bustle";
-inline constexpr int kSchemaVersion = 2;
+inline constexpr int kSchemaVersion = 3;
+// Read-only opening (which cannot migrate) also accepts files of this schema
+// or later: migration 0003 only added a table (client_observers), which reads
+// as empty for them.
+inline constexpr int kReadOnlyMinSchemaVersion = 2;
 
 enum class FileKind { Snapshots, Recording };
 const char* to_string(FileKind k);
@@ -74,7 +78,8 @@ class SnapshotStore {
  public:
   // Opens (creating and migrating when `create`) and validates the file.
   // read_only: never writes (no migration, no journal change), for verifying
-  // files on read-only media; an outdated schema is then an error.
+  // files on read-only media; a schema older than kReadOnlyMinSchemaVersion
+  // is then an error.
   static StoreError open(const std::string& path, FileKind kind, bool create, SnapshotStore& out,
                          bool read_only = false);
 
@@ -152,6 +157,7 @@ class SnapshotStore {
   Database db_;
   std::string path_;
   FileKind kind_ = FileKind::Snapshots;
+  int file_version_ = kSchemaVersion;  // the file's schema (older only when opened read-only)
 };
 
 // server_version recorded in every snapshot row.
