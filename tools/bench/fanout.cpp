@@ -13,6 +13,8 @@
 //     (sim time - first sim time), minus its minimum, p50/p99 over every
 //     reading client: how late a step's Delta reaches a client relative to
 //     the best case; stalled neighbours must not move it;
+//   - server step time p50/p99/max over every step of the run (the metrics
+//     endpoint's exact quantiles, bustle_step_duration_recent_seconds);
 //   - server RSS (VmRSS at the end, VmHWM), dropped steps (the realtime
 //     clock's catch-up cap), and how many stalled clients the server closed.
 // A stalled client is a raw socket with a 4 KiB receive buffer that sends
@@ -30,6 +32,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <arpa/inet.h>
+#include <curl/curl.h>
 #include <fcntl.h>
 
 #include <algorithm>
@@ -87,6 +90,7 @@ std::string write_city(const FanoutOptions& o) {
 struct ServerProcess {
   pid_t pid = -1;
   std::uint16_t port = 0;
+  std::uint16_t metrics_port = 0;
   std::string error;
 
   ServerProcess(const FanoutOptions& o, const std::string& city) {
@@ -98,6 +102,7 @@ struct ServerProcess {
                                      "--max-clients-per-address", std::to_string(o.clients + 8),
                                      "--snapshot-db", o.dir + "/bustle-fanout-snapshots.db",
                                      "--log-level", "warn",
+                                     "--metrics-bind", "127.0.0.1:0",
                                      "--client-outbound-max-bytes",
                                      std::to_string(o.outbound_max_bytes ? o.outbound_max_bytes : 262144)};
     int out[2];
@@ -123,7 +128,8 @@ struct ServerProcess {
       close(out[0]);
       return;
     }
-    // "bustle-server listening on <address>:<port>"
+    // "bustle-server listening on <address>:<port>", then
+    // "bustle-server metrics on <address>:<port>"
     std::string line;
     const auto deadline = Clock::now() + 20s;
     while (Clock::now() < deadline) {
@@ -136,14 +142,18 @@ struct ServerProcess {
         continue;
       }
       const auto colon = line.rfind(':');
-      if (line.rfind("bustle-server listening on ", 0) == 0 && colon != std::string::npos) {
+      if (colon != std::string::npos && line.rfind("bustle-server listening on ", 0) == 0) {
         port = static_cast<std::uint16_t>(std::stoi(line.substr(colon + 1)));
+      } else if (colon != std::string::npos && line.rfind("bustle-server metrics on ", 0) == 0) {
+        metrics_port = static_cast<std::uint16_t>(std::stoi(line.substr(colon + 1)));
         break;
       }
       line.clear();
     }
     close(out[0]);
-    if (port == 0) error = "the server did not report its port within 20 s (see " + log + ")";
+    if (port == 0 || metrics_port == 0) {
+      error = "the server did not report its ports within 20 s (see " + log + ")";
+    }
   }
   ~ServerProcess() {
     if (pid <= 0) return;
@@ -190,6 +200,39 @@ long status_kb(pid_t pid, const char* key) {
     if (line.rfind(key, 0) == 0) return std::strtol(line.c_str() + std::strlen(key), nullptr, 10);
   }
   return -1;
+}
+
+std::size_t append_body(char* data, std::size_t size, std::size_t n, void* out) {
+  static_cast<std::string*>(out)->append(data, size * n);
+  return size * n;
+}
+
+// The server's exact step-time quantiles (bustle_step_duration_recent_seconds:
+// every step of this run, up to 8192), in ms; empty on failure.
+std::map<std::string, double> step_quantiles_ms(std::uint16_t metrics_port) {
+  std::map<std::string, double> out;
+  std::string body;
+  CURL* curl = curl_easy_init();
+  if (curl == nullptr) return out;
+  const std::string url = "http://127.0.0.1:" + std::to_string(metrics_port) + "/metrics";
+  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, append_body);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &body);
+  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, 3000L);
+  const CURLcode rc = curl_easy_perform(curl);
+  curl_easy_cleanup(curl);
+  if (rc != CURLE_OK) return out;
+  std::istringstream lines(body);
+  std::string line;
+  const std::string prefix = "bustle_step_duration_recent_seconds{quantile=\"";
+  while (std::getline(lines, line)) {
+    if (line.rfind(prefix, 0) != 0) continue;
+    const auto end = line.find('"', prefix.size());
+    const auto space = line.rfind(' ');
+    if (end == std::string::npos || space == std::string::npos) continue;
+    out[line.substr(prefix.size(), end - prefix.size())] = std::stod(line.substr(space + 1)) * 1e3;
+  }
+  return out;
 }
 
 enum class Phase : int { Connecting, Warmup, Measuring, Done };
@@ -291,6 +334,7 @@ struct RunResult {
   std::map<std::string, double> cpu_share;  // per server thread, share of one core
   double bytes_per_client_s = 0;            // median over reading clients
   double lag_p50_ms = 0, lag_p99_ms = 0;
+  double step_p50_ms = 0, step_p99_ms = 0, step_max_ms = 0;  // server side, every step of the run
   std::uint64_t step_gaps = 0, deltas = 0, dropped_steps = 0;
   long rss_kb = 0, hwm_kb = 0;
   std::string error;
@@ -333,6 +377,14 @@ RunResult run_once(const FanoutOptions& o, const std::string& city, std::uint32_
   const double window = seconds_since(t0, Clock::now());
   out.rss_kb = status_kb(server.pid, "VmRSS:");
   out.hwm_kb = status_kb(server.pid, "VmHWM:");
+  const auto q = step_quantiles_ms(server.metrics_port);
+  if (q.count("0.5") && q.count("0.99") && q.count("1")) {
+    out.step_p50_ms = q.at("0.5");
+    out.step_p99_ms = q.at("0.99");
+    out.step_max_ms = q.at("1");
+  } else {
+    out.error = "could not read the step quantiles from the metrics endpoint";
+  }
   {
     client::ClientOptions opts;
     opts.port = server.port;
@@ -388,6 +440,8 @@ void print_run(const RunResult& r) {
   for (const auto& [name, share] : r.cpu_share) {
     std::printf(" %s %.2f%%", name.c_str(), share * 100.0);
   }
+  std::printf("\n           server step p50 %.3f ms p99 %.3f ms max %.3f ms (every step of the run)", r.step_p50_ms,
+              r.step_p99_ms, r.step_max_ms);
   std::printf("\n           bytes per client per second %.0f; delivery lag p50 %.2f ms p99 %.2f ms; "
               "%" PRIu64 " deltas (%" PRIu64 " coalesced), %" PRIu64 " dropped steps; RSS %ld KiB (peak %ld KiB)\n",
               r.bytes_per_client_s, r.lag_p50_ms, r.lag_p99_ms, r.deltas, r.step_gaps, r.dropped_steps, r.rss_kb,
@@ -441,10 +495,11 @@ int run_fanout(const FanoutOptions& o) {
     const double rate = median_of(*runs, [](const RunResult& r) { return r.bytes_per_client_s; });
     const double p99 = median_of(*runs, [](const RunResult& r) { return r.lag_p99_ms; });
     const double rss = median_of(*runs, [](const RunResult& r) { return static_cast<double>(r.hwm_kb); });
+    const double step99 = median_of(*runs, [](const RunResult& r) { return r.step_p99_ms; });
     for (const RunResult& r : *runs) ok = ok && r.error.empty() && r.failed == 0;
     std::printf("RESULT fanout run=%s clients=%u sim_cpu=%.4f net_cpu=%.4f bytes_per_client_s=%.0f "
-                "lag_p99_ms=%.3f peak_rss_kib=%.0f\n",
-                label, o.clients, sim, net, rate, p99, rss);
+                "lag_p99_ms=%.3f step_p99_ms=%.3f peak_rss_kib=%.0f\n",
+                label, o.clients, sim, net, rate, p99, step99, rss);
   }
   return ok ? 0 : 1;
 }
