@@ -45,6 +45,7 @@ UClass* FBustleActorFactory::ResolveClass(std::uint16_t Archetype)
 			*Soft.ToString(), Archetype);
 		Class = AActor::StaticClass();
 	}
+	Owner.KeepLoaded(Class);
 	ClassByArchetype.Add(Archetype, Class);
 	return Class;
 }

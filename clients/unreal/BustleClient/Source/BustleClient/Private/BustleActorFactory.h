@@ -43,7 +43,7 @@ private:
 
 	UBustleWorldSubsystem& Owner;
 	std::vector<std::string> Archetypes;
-	TMap<uint16, TWeakObjectPtr<UClass>> ClassByArchetype;  // resolved once per archetype
+	TMap<uint16, TWeakObjectPtr<UClass>> ClassByArchetype;  // resolved once per archetype; kept alive by Owner.KeepLoaded
 	FVector OriginCm = FVector::ZeroVector;
 	bool bCollision = false;
 };

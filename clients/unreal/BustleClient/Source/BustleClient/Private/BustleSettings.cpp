@@ -65,6 +65,7 @@ namespace BustleSettingsSdk
 		Config.default_pool_size = static_cast<uint32>(FMath::Max(0, Settings.DefaultPoolSize));
 		Config.max_pool_size = static_cast<uint32>(FMath::Max(1, Settings.MaxPoolSize));
 		Config.trace = Settings.bPoolTrace;
+		Config.max_spawns_per_frame = static_cast<uint32>(FMath::Max(0, Settings.MaxActorSpawnsPerFrame));
 		for (const auto& [Archetype, Size] : bustle::client::resolve_by_archetype(Archetypes, ToNameMap(Settings.PoolSizeByArchetype)))
 		{
 			Config.pool_size_by_archetype[Archetype] = static_cast<uint32>(FMath::Max(0, Size));

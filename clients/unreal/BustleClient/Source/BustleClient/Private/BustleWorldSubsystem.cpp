@@ -14,6 +14,9 @@
 #include "Engine/World.h"
 #include "GameFramework/Actor.h"
 #include "GameFramework/PlayerController.h"
+#include "ProfilingDebugging/CsvProfiler.h"
+
+CSV_DEFINE_CATEGORY(Bustle, true);
 
 DECLARE_STATS_GROUP(TEXT("Bustle"), STATGROUP_Bustle, STATCAT_Advanced);
 DECLARE_CYCLE_STAT(TEXT("Bustle apply"), STAT_BustleApply, STATGROUP_Bustle);
@@ -105,6 +108,7 @@ void UBustleWorldSubsystem::Deinitialize()
 	InstanceHost = nullptr;
 	InstanceComponents.Reset();
 	PoolActors.Reset();
+	LoadedAssets.Reset();
 	Super::Deinitialize();
 }
 
@@ -172,6 +176,11 @@ AActor* UBustleWorldSubsystem::GetOrSpawnInstanceHost()
 void UBustleWorldSubsystem::RegisterInstanceComponent(UInstancedStaticMeshComponent* Component)
 {
 	InstanceComponents.Add(Component);
+}
+
+void UBustleWorldSubsystem::KeepLoaded(UObject* Asset)
+{
+	LoadedAssets.AddUnique(Asset);
 }
 
 void UBustleWorldSubsystem::HandleWelcome()
@@ -276,6 +285,7 @@ void UBustleWorldSubsystem::Tick(float DeltaTime)
 	C->TakeEvents(Events);
 	{
 		SCOPE_CYCLE_COUNTER(STAT_BustleApply);
+		CSV_SCOPED_TIMING_STAT(Bustle, Apply);
 		TRACE_CPUPROFILER_EVENT_SCOPE(Bustle_Apply);
 		for (TUniquePtr<FBustleInboundEvent>& Event : Events)
 		{
@@ -340,6 +350,7 @@ void UBustleWorldSubsystem::Tick(float DeltaTime)
 	}
 	{
 		SCOPE_CYCLE_COUNTER(STAT_BustleRender);
+		CSV_SCOPED_TIMING_STAT(Bustle, Render);
 		TRACE_CPUPROFILER_EVENT_SCOPE(Bustle_Render);
 		Representation->Layer.render(NowUs);
 	}
@@ -347,4 +358,5 @@ void UBustleWorldSubsystem::Tick(float DeltaTime)
 	{
 		ReportLeases(NowUs);
 	}
+	CSV_CUSTOM_STAT(Bustle, LiveEntities, GetLiveEntityCount(), ECsvCustomStatOp::Set);
 }

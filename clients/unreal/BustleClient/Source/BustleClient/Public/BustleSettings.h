@@ -114,6 +114,14 @@ public:
 	UPROPERTY(Config, EditAnywhere, Category = "Actors")
 	TMap<FName, int32> MaxPoolSizeByArchetype;
 
+	/**
+	 * Actors spawned per frame at most (pre-warm and growth); beyond it an entity
+	 * waits a frame (the previous representation stays). 0: unbounded. A
+	 * SpawnActor costs ~0.3 ms; 4 keeps spawning near Mass's 1.5 ms per frame.
+	 */
+	UPROPERTY(Config, EditAnywhere, Category = "Actors", meta = (ClampMin = "0"))
+	int32 MaxActorSpawnsPerFrame = 4;
+
 	/** Turn collision on for actors while they draw an entity (always off while parked). */
 	UPROPERTY(Config, EditAnywhere, Category = "Actors")
 	bool bActorCollision = false;

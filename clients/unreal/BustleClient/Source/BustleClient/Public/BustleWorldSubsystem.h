@@ -53,6 +53,8 @@ public:
 	/** The transient actor that owns the instanced mesh components (spawned on first use). */
 	AActor* GetOrSpawnInstanceHost();
 	void RegisterInstanceComponent(UInstancedStaticMeshComponent* Component);
+	/** Keeps a loaded asset (an actor class) alive for as long as this world draws. */
+	void KeepLoaded(UObject* Asset);
 
 private:
 	void HandleWelcome();
@@ -70,6 +72,9 @@ private:
 
 	UPROPERTY(Transient)
 	TArray<TObjectPtr<UInstancedStaticMeshComponent>> InstanceComponents;
+
+	UPROPERTY(Transient)
+	TArray<TObjectPtr<UObject>> LoadedAssets;
 
 	TWeakObjectPtr<UBustleClientSubsystem> Client;
 	TUniquePtr<FBustleRepresentation> Representation;  // the SDK layer and the backends

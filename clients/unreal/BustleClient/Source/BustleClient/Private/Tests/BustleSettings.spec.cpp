@@ -62,12 +62,14 @@ void FBustleSettingsSpec::Define()
 		Settings->PoolSizeByArchetype.Add(TEXT("pedestrian"), 4);
 		Settings->PoolSizeByArchetype.Add(TEXT("pedestrian.harbour"), 16);
 		Settings->MaxPoolSizeByArchetype.Add(TEXT("vehicle"), 32);
+		Settings->MaxActorSpawnsPerFrame = 5;
 		const std::vector<std::string> Archetypes = {"pedestrian.hill.smith", "pedestrian.harbour.baker", "vehicle.sedan", "tram"};
 		const bustle::client::ActorPoolConfig Pool = BustleSettingsSdk::MakeActorPoolConfig(*Settings, Archetypes);
 		TestEqual(TEXT("hill resident"), Pool.pool_size_by_archetype.at(0), 4u);
 		TestEqual(TEXT("harbour resident"), Pool.pool_size_by_archetype.at(1), 16u);
 		TestEqual(TEXT("sedan cap"), Pool.max_pool_size_by_archetype.at(2), 32u);
 		TestFalse(TEXT("tram has no override"), Pool.pool_size_by_archetype.count(3) != 0);
+		TestEqual(TEXT("spawn budget"), Pool.max_spawns_per_frame, 5u);
 	});
 }
 
