@@ -6,9 +6,6 @@
 #include "BustleSocketWorker.h"
 #include "BustleUnrealTypes.h"
 
-UBustleClientSubsystem::UBustleClientSubsystem() = default;
-UBustleClientSubsystem::~UBustleClientSubsystem() = default;
-
 void UBustleClientSubsystem::Initialize(FSubsystemCollectionBase& Collection)
 {
 	Super::Initialize(Collection);
@@ -55,25 +52,27 @@ void UBustleClientSubsystem::StartWorker()
 	Options.Token = BustleUnreal::ToStd(Settings->Token);
 	Options.ClientName = BustleUnreal::ToStd(Settings->ClientName);
 	Options.MaxQueuedFrames = FMath::Max(16, Settings->MaxQueuedFrames);
-	Worker = MakeUnique<FBustleSocketWorker>(MoveTemp(Options));
+	UE_LOG(LogBustle, Log, TEXT("connecting to %s:%d"), *Settings->Host, Settings->Port);
+	Worker = new FBustleSocketWorker(MoveTemp(Options));
 	State = EBustleConnectionState::Connecting;
 	LastError.Reset();
 	if (!Worker->Start())
 	{
 		LastError = TEXT("could not start the socket thread");
 		UE_LOG(LogBustle, Error, TEXT("%s"), *LastError);
-		Worker.Reset();
+		delete Worker;
+		Worker = nullptr;
 		State = EBustleConnectionState::Disconnected;
 	}
-	UE_LOG(LogBustle, Log, TEXT("connecting to %s:%d"), *Settings->Host, Settings->Port);
 }
 
 void UBustleClientSubsystem::StopWorker()
 {
-	if (Worker.IsValid())
+	if (Worker != nullptr)
 	{
 		Worker->StopAndJoin();
-		Worker.Reset();
+		delete Worker;
+		Worker = nullptr;
 	}
 	Welcome.Reset();
 	Pending.Reset();
@@ -96,7 +95,7 @@ uint32 UBustleClientSubsystem::NextRequestId()
 
 void UBustleClientSubsystem::SendFrame(TArray<uint8>&& Frame)
 {
-	if (Worker.IsValid() && State != EBustleConnectionState::Disconnected)
+	if (Worker != nullptr && State != EBustleConnectionState::Disconnected)
 	{
 		Worker->Send(MoveTemp(Frame));
 	}
@@ -104,13 +103,14 @@ void UBustleClientSubsystem::SendFrame(TArray<uint8>&& Frame)
 
 void UBustleClientSubsystem::Pump()
 {
-	if (!Worker.IsValid())
+	if (Worker == nullptr)
 	{
 		return;
 	}
-	TUniquePtr<FBustleInboundEvent> Event;
-	while (Worker->Dequeue(Event))
+	TUniquePtr<FBustleInboundEvent> Received;
+	while (Worker->Dequeue(Received))
 	{
+		TSharedPtr<FBustleInboundEvent> Event(Received.Release());
 		switch (Event->Kind)
 		{
 		case FBustleInboundEvent::EKind::Welcome:
@@ -119,7 +119,7 @@ void UBustleClientSubsystem::Pump()
 				*BustleUnreal::ToFString(Event->Welcome.server_version),
 				*BustleUnreal::ToFString(Event->Welcome.scenario_id),
 				static_cast<int32>(Event->Welcome.lanes.size()), static_cast<int32>(Event->Welcome.archetypes.size()));
-			Welcome = MakeUnique<FBustleInboundEvent>(*Event);
+			Welcome = Event;  // shared with the consumer; nobody mutates events
 			break;
 		case FBustleInboundEvent::EKind::ServerError:
 			LastError = Event->Message;
@@ -142,17 +142,18 @@ void UBustleClientSubsystem::Pump()
 		// dropped (the next consumer subscribes again and gets a baseline).
 		if (Consumer.IsValid())
 		{
-			Pending.Add(MoveTemp(Event));
+			Pending.Add(Event);
 		}
 	}
-	if (State == EBustleConnectionState::Disconnected && Worker.IsValid() && Worker->IsFinished())
+	if (State == EBustleConnectionState::Disconnected && Worker != nullptr && Worker->IsFinished())
 	{
 		Worker->StopAndJoin();
-		Worker.Reset();
+		delete Worker;
+		Worker = nullptr;
 	}
 }
 
-void UBustleClientSubsystem::TakeEvents(TArray<TUniquePtr<FBustleInboundEvent>>& Out)
+void UBustleClientSubsystem::TakeEvents(TArray<TSharedPtr<FBustleInboundEvent>>& Out)
 {
 	Pump();
 	Out = MoveTemp(Pending);
@@ -166,7 +167,7 @@ bool UBustleClientSubsystem::Tick(float /*DeltaSeconds*/)
 	{
 		Pump();  // keep the queue short and notice disconnects without a world
 	}
-	if (bWantConnection && !Worker.IsValid() && State == EBustleConnectionState::Disconnected &&
+	if (bWantConnection && Worker == nullptr && State == EBustleConnectionState::Disconnected &&
 		FPlatformTime::Seconds() >= ReconnectAtSeconds)
 	{
 		StartWorker();

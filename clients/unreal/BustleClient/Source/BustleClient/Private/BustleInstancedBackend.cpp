@@ -9,6 +9,8 @@
 #include "Engine/StaticMesh.h"
 #include "GameFramework/Actor.h"
 
+#include <algorithm>
+
 int32 FBustleInstanceBatch::Add(bustle::client::SlotId Slot, const FTransform& Initial)
 {
 	const bool bNew = !Index.contains(Slot);
@@ -85,7 +87,7 @@ void FBustleInstancedBackend::deinitialize()
 			Entry.Loading->CancelHandle();
 		}
 	}
-	Entries.Reset();
+	Entries.clear();
 	EntryByArchetype.Reset();
 	EntryBySlot.clear();
 }
@@ -102,12 +104,16 @@ int32 FBustleInstancedBackend::EntryFor(std::uint16_t Archetype)
 	int32 Found = -1;
 	if (!Mesh.IsNull())
 	{
-		Found = Entries.IndexOfByPredicate([&Mesh](const FMeshEntry& E) { return E.Mesh == Mesh; });
-		if (Found == INDEX_NONE)
+		const auto It = std::find_if(Entries.begin(), Entries.end(), [&Mesh](const FMeshEntry& E) { return E.Mesh == Mesh; });
+		if (It != Entries.end())
 		{
-			FMeshEntry& Entry = Entries.AddDefaulted_GetRef();
-			Entry.Mesh = Mesh;
-			Found = Entries.Num() - 1;
+			Found = static_cast<int32>(It - Entries.begin());
+		}
+		else
+		{
+			Entries.emplace_back();
+			Entries.back().Mesh = Mesh;
+			Found = static_cast<int32>(Entries.size()) - 1;
 		}
 	}
 	EntryByArchetype.Add(Archetype, Found);

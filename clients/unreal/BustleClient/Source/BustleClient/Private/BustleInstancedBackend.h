@@ -73,7 +73,9 @@ private:
 
 	UBustleWorldSubsystem& Owner;
 	std::vector<std::string> Archetypes;
-	TArray<FMeshEntry> Entries;                    // one per distinct mesh
+	// One per distinct mesh; a std::vector because entries hold std::vector
+	// members, which TArray's bitwise relocation does not promise to keep valid.
+	std::vector<FMeshEntry> Entries;
 	TMap<uint16, int32> EntryByArchetype;          // resolved once per archetype
 	std::vector<int32> EntryBySlot;                // by SlotId::value, -1: none
 	FVector OriginCm = FVector::ZeroVector;

@@ -56,9 +56,6 @@ FBustleRepresentation::FBustleRepresentation(UBustleWorldSubsystem& Owner, const
 	}
 }
 
-UBustleWorldSubsystem::UBustleWorldSubsystem() = default;
-UBustleWorldSubsystem::~UBustleWorldSubsystem() = default;
-
 bool UBustleWorldSubsystem::ShouldCreateSubsystem(UObject* Outer) const
 {
 	if (!Super::ShouldCreateSubsystem(Outer))
@@ -191,7 +188,7 @@ void UBustleWorldSubsystem::HandleWelcome()
 		return;
 	}
 	DestroyRepresentation();
-	Representation = MakeUnique<FBustleRepresentation>(*this, Welcome->Welcome);
+	Representation = MakeShared<FBustleRepresentation>(*this, Welcome->Welcome);
 }
 
 bool UBustleWorldSubsystem::GetCameraView(FVector& Location, FRotator& Rotation) const
@@ -281,13 +278,13 @@ void UBustleWorldSubsystem::Tick(float DeltaTime)
 		return;
 	}
 
-	TArray<TUniquePtr<FBustleInboundEvent>> Events;
+	TArray<TSharedPtr<FBustleInboundEvent>> Events;
 	C->TakeEvents(Events);
 	{
 		SCOPE_CYCLE_COUNTER(STAT_BustleApply);
 		CSV_SCOPED_TIMING_STAT(Bustle, Apply);
 		TRACE_CPUPROFILER_EVENT_SCOPE(Bustle_Apply);
-		for (TUniquePtr<FBustleInboundEvent>& Event : Events)
+		for (const TSharedPtr<FBustleInboundEvent>& Event : Events)
 		{
 			switch (Event->Kind)
 			{
@@ -309,7 +306,7 @@ void UBustleWorldSubsystem::Tick(float DeltaTime)
 					const bustle::client::ApplySummary Summary = Representation->Layer.apply(Event->Delta, Event->ReceiveUs);
 					if (!Summary.ok())
 					{
-						UE_LOG(LogBustle, Warning, TEXT("delta %llu: %s"), Event->Delta.step,
+						UE_LOG(LogBustle, Warning, TEXT("delta %llu: %s"), static_cast<uint64>(Event->Delta.step),
 							*BustleUnreal::ToFString(Summary.error));
 					}
 				}

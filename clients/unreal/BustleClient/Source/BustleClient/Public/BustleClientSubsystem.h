@@ -4,13 +4,15 @@
 // queues, reconnects after a delay, and keeps the latest Welcome. It holds
 // no world object: drawing belongs to UBustleWorldSubsystem, which registers
 // as the consumer of the stream and takes the decoded frames each tick.
-// SDK types stay out of this header (FBustleInboundEvent is private).
+// SDK types stay out of this header (FBustleInboundEvent is private; it is
+// held through TSharedPtr, which needs no complete type here, and the worker
+// through a raw pointer owned and deleted by this class).
 #pragma once
 
 #include "CoreMinimal.h"
 #include "Containers/Ticker.h"
 #include "Subsystems/GameInstanceSubsystem.h"
-#include "Templates/UniquePtr.h"
+#include "Templates/SharedPointer.h"
 #include "UObject/WeakObjectPtrTemplates.h"
 #include "BustleClientSubsystem.generated.h"
 
@@ -31,9 +33,6 @@ class BUSTLECLIENT_API UBustleClientSubsystem : public UGameInstanceSubsystem
 	GENERATED_BODY()
 
 public:
-	UBustleClientSubsystem();
-	virtual ~UBustleClientSubsystem() override;
-
 	virtual void Initialize(FSubsystemCollectionBase& Collection) override;
 	virtual void Deinitialize() override;
 
@@ -56,7 +55,7 @@ public:
 	/** The object that takes the stream; others get nothing. Null clears it. */
 	void SetConsumer(UObject* Consumer);
 	/** Decoded frames and connection events since the last call, oldest first. */
-	void TakeEvents(TArray<TUniquePtr<FBustleInboundEvent>>& Out);
+	void TakeEvents(TArray<TSharedPtr<FBustleInboundEvent>>& Out);
 	/** The Welcome of the current connection, null before it. */
 	const FBustleInboundEvent* GetWelcome() const { return Welcome.Get(); }
 	/** Queues a complete frame (length prefix included) for the worker to send. */
@@ -70,9 +69,9 @@ private:
 	void StopWorker();
 	void StartWorker();
 
-	TUniquePtr<FBustleSocketWorker> Worker;
-	TUniquePtr<FBustleInboundEvent> Welcome;
-	TArray<TUniquePtr<FBustleInboundEvent>> Pending;
+	FBustleSocketWorker* Worker = nullptr;  // owned: created in StartWorker, deleted in StopWorker
+	TSharedPtr<FBustleInboundEvent> Welcome;
+	TArray<TSharedPtr<FBustleInboundEvent>> Pending;
 	TWeakObjectPtr<UObject> Consumer;
 	FTSTicker::FDelegateHandle TickHandle;
 	EBustleConnectionState State = EBustleConnectionState::Disconnected;

@@ -13,7 +13,7 @@
 
 #include "CoreMinimal.h"
 #include "Subsystems/WorldSubsystem.h"
-#include "Templates/UniquePtr.h"
+#include "Templates/SharedPointer.h"
 #include "BustleWorldSubsystem.generated.h"
 
 class AActor;
@@ -27,9 +27,6 @@ class BUSTLECLIENT_API UBustleWorldSubsystem : public UTickableWorldSubsystem
 	GENERATED_BODY()
 
 public:
-	UBustleWorldSubsystem();
-	virtual ~UBustleWorldSubsystem() override;
-
 	virtual bool ShouldCreateSubsystem(UObject* Outer) const override;
 	virtual void Initialize(FSubsystemCollectionBase& Collection) override;
 	virtual void Deinitialize() override;
@@ -77,7 +74,8 @@ private:
 	TArray<TObjectPtr<UObject>> LoadedAssets;
 
 	TWeakObjectPtr<UBustleClientSubsystem> Client;
-	TUniquePtr<FBustleRepresentation> Representation;  // the SDK layer and the backends
+	// The SDK layer and the backends (TSharedPtr: no complete type needed here).
+	TSharedPtr<FBustleRepresentation> Representation;
 	uint32 SubscribeRequestId = 0;
 	bool bSubscribed = false;
 	bool bHaveBaseline = false;

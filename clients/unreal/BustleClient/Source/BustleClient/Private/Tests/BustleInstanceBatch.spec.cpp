@@ -52,7 +52,7 @@ void FBustleInstanceBatchSpec::Define()
 		for (int32 I = 0; I < Batch.Transforms.Num(); ++I)
 		{
 			const uint32 S = Batch.Index.slot_at(static_cast<uint32>(I)).value;
-			TestEqual(FString::Printf(TEXT("instance %d draws slot %u"), I, S),
+			TestEqual(*FString::Printf(TEXT("instance %d draws slot %u"), I, S),
 				Batch.Transforms[I].GetLocation().X, S * 10.0);
 		}
 	});

@@ -35,10 +35,11 @@ void FBustleSettingsSpec::Define()
 		TestEqual(TEXT("actor budget"), Settings->ActorBudget, static_cast<int32>(Budgets.actors));
 		TestEqual(TEXT("instance budget"), Settings->InstanceBudget, static_cast<int32>(Budgets.instances));
 		TestEqual(TEXT("marker budget"), Settings->MarkerBudget, static_cast<int32>(Budgets.markers));
-		TestEqual(TEXT("delay"), BustleSettingsSdk::MakeRepresentationConfig(*Settings).interpolation.interpolation_delay_us,
-			Interpolation.interpolation_delay_us);
-		TestEqual(TEXT("extrapolation"), BustleSettingsSdk::MakeRepresentationConfig(*Settings).interpolation.extrapolation_max_us,
-			Interpolation.extrapolation_max_us);
+		const bustle::client::RepresentationConfig Config = BustleSettingsSdk::MakeRepresentationConfig(*Settings);
+		TestEqual(TEXT("delay"), static_cast<int64>(Config.interpolation.interpolation_delay_us),
+			static_cast<int64>(Interpolation.interpolation_delay_us));
+		TestEqual(TEXT("extrapolation"), static_cast<int64>(Config.interpolation.extrapolation_max_us),
+			static_cast<int64>(Interpolation.extrapolation_max_us));
 		TestEqual(TEXT("ring"), Settings->SamplesPerSlot, static_cast<int32>(Interpolation.ring_capacity));
 		TestEqual(TEXT("pool size"), Settings->DefaultPoolSize, static_cast<int32>(Pool.default_pool_size));
 		TestEqual(TEXT("pool cap"), Settings->MaxPoolSize, static_cast<int32>(Pool.max_pool_size));
@@ -50,11 +51,11 @@ void FBustleSettingsSpec::Define()
 		Settings->ExtrapolationMaxMs = -3.0f;
 		Settings->SamplesPerSlot = 1;
 		const bustle::client::RepresentationConfig Config = BustleSettingsSdk::MakeRepresentationConfig(*Settings);
-		TestEqual(TEXT("delay"), Config.interpolation.interpolation_delay_us, static_cast<int64>(150500));
-		TestEqual(TEXT("extrapolation"), Config.interpolation.extrapolation_max_us, static_cast<int64>(0));
-		TestEqual(TEXT("ring at least 2"), Config.interpolation.ring_capacity, 2u);
+		TestEqual(TEXT("delay"), static_cast<int64>(Config.interpolation.interpolation_delay_us), static_cast<int64>(150500));
+		TestEqual(TEXT("extrapolation"), static_cast<int64>(Config.interpolation.extrapolation_max_us), static_cast<int64>(0));
+		TestEqual(TEXT("ring at least 2"), static_cast<int64>(Config.interpolation.ring_capacity), static_cast<int64>(2));
 		Settings->ActorBudget = -5;
-		TestEqual(TEXT("budget"), BustleSettingsSdk::MakeBudgets(*Settings).actors, 0u);
+		TestEqual(TEXT("budget"), static_cast<int64>(BustleSettingsSdk::MakeBudgets(*Settings).actors), static_cast<int64>(0));
 	});
 
 	It("resolves pool sizes by archetype name and prefix to Welcome indices", [this]()
@@ -65,11 +66,11 @@ void FBustleSettingsSpec::Define()
 		Settings->MaxActorSpawnsPerFrame = 5;
 		const std::vector<std::string> Archetypes = {"pedestrian.hill.smith", "pedestrian.harbour.baker", "vehicle.sedan", "tram"};
 		const bustle::client::ActorPoolConfig Pool = BustleSettingsSdk::MakeActorPoolConfig(*Settings, Archetypes);
-		TestEqual(TEXT("hill resident"), Pool.pool_size_by_archetype.at(0), 4u);
-		TestEqual(TEXT("harbour resident"), Pool.pool_size_by_archetype.at(1), 16u);
-		TestEqual(TEXT("sedan cap"), Pool.max_pool_size_by_archetype.at(2), 32u);
+		TestEqual(TEXT("hill resident"), static_cast<int64>(Pool.pool_size_by_archetype.at(0)), static_cast<int64>(4));
+		TestEqual(TEXT("harbour resident"), static_cast<int64>(Pool.pool_size_by_archetype.at(1)), static_cast<int64>(16));
+		TestEqual(TEXT("sedan cap"), static_cast<int64>(Pool.max_pool_size_by_archetype.at(2)), static_cast<int64>(32));
 		TestFalse(TEXT("tram has no override"), Pool.pool_size_by_archetype.count(3) != 0);
-		TestEqual(TEXT("spawn budget"), Pool.max_spawns_per_frame, 5u);
+		TestEqual(TEXT("spawn budget"), static_cast<int64>(Pool.max_spawns_per_frame), static_cast<int64>(5));
 	});
 }
 
