@@ -66,9 +66,11 @@ ActorPoolBackend::Pool& ActorPoolBackend::pool_for(std::uint16_t archetype) {
 
 void ActorPoolBackend::prewarm(std::uint16_t archetype, Pool& pool) {
   while (pool.size < pool.up_front && can_spawn()) {
-    pool.free.push_back(factory_.spawn_actor(archetype));
-    ++pool.size;
+    const ActorHandle actor = factory_.spawn_actor(archetype);
     ++spawns_this_frame_;
+    if (actor == 0) break;  // the engine cannot make one now; next frame again
+    pool.free.push_back(actor);
+    ++pool.size;
   }
 }
 
@@ -128,6 +130,11 @@ ActivationResult ActorPoolBackend::activate(SlotId slot, EntityId id, std::uint1
     }
     const ActorHandle actor = factory_.spawn_actor(archetype);
     ++spawns_this_frame_;
+    if (actor == 0) {
+      log_to(log_, LogLevel::Warning, "pool",
+             what + ": the engine could not make an actor; retried next frame");
+      return ActivationResult::pending(UnassignedReason::ClassNotLoaded);
+    }
     const bool up_front = pool.size < pool.up_front;
     ++pool.size;
     if (!up_front) ++pool.grown;

@@ -176,3 +176,34 @@ TEST_CASE("Without a spawn budget (the default) every needed actor is spawned at
   CHECK(pool.stats(0).size == 20);
   CHECK(pool.stats(0).grown == 12);
 }
+
+namespace {
+// A factory whose engine cannot make actors while `failing` is set.
+class FlakyFactory final : public c::ActorFactory {
+ public:
+  bool failing = true;
+  std::uint32_t made = 0;
+  c::ActorHandle spawn_actor(std::uint16_t /*archetype*/) override { return failing ? 0 : ++made; }
+  void activate_actor(c::ActorHandle, c::SlotId, c::EntityId, const c::EntityState&) override {}
+  void park_actor(c::ActorHandle) override {}
+  void set_actor_pose(c::ActorHandle, std::int64_t, const c::RenderPose&) override {}
+  void destroy_actor(c::ActorHandle) override {}
+};
+}  // namespace
+
+TEST_CASE("A spawn the engine cannot make leaves the entity pending, and it is activated once spawns work", "[pool]") {
+  FlakyFactory factory;
+  c::ActorPoolBackend pool(factory);
+  REQUIRE(pool.initialize(nullptr));
+  const c::ActivationResult first = activate(pool, 0, 5);
+  CHECK(first.status == c::ActivationStatus::Pending);
+  CHECK(first.reason == c::UnassignedReason::ClassNotLoaded);
+  CHECK(pool.stats(5).size == 0);  // nothing counted as made
+  CHECK_FALSE(pool.waiting(c::SlotId{0}));
+  factory.failing = false;
+  pool.begin_frame(0);  // pre-warm resumes: the 8 up-front actors
+  CHECK(pool.stats(5).size == 8);
+  CHECK(activate(pool, 0, 5).status == c::ActivationStatus::Active);  // the layer's retry
+  CHECK(pool.actor_of(c::SlotId{0}) != 0);
+  CHECK(pool.stats(5).grown == 0);
+}

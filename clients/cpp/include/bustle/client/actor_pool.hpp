@@ -65,7 +65,10 @@ using ActorHandle = std::uint64_t;
 class ActorFactory {
  public:
   virtual ~ActorFactory() = default;
-  // Make one actor of `archetype`, hidden and inert (parked).
+  // Make one actor of `archetype`, hidden and inert (parked). 0 when the
+  // engine cannot make one now: pre-warm stops for this frame and the
+  // entity that needed it is Pending(ClassNotLoaded), retried; nothing is
+  // counted as made.
   virtual ActorHandle spawn_actor(std::uint16_t archetype) = 0;
   // Show it for `id` at the initial state.
   virtual void activate_actor(ActorHandle actor, SlotId slot, EntityId id, const EntityState& initial) = 0;

@@ -1,7 +1,8 @@
 // The engine half of the SDK's actor pool (bustle::client::ActorFactory).
 // The pool (ActorPoolBackend) decides when to spawn, hand out, park and
 // destroy; this class only does it:
-//   spawn_actor    SpawnActor of the archetype's class, parked at once
+//   spawn_actor    SpawnActor of the archetype's class, parked at once (0 when
+//                  SpawnActor fails: the pool retries next frame)
 //   park_actor     hidden, collision off, tick off
 //   activate_actor teleported (ResetPhysics) to the initial pose, then shown
 //   set_actor_pose moved to the interpolated pose

@@ -98,7 +98,8 @@ void UBustleWorldSubsystem::Deinitialize()
 	}
 	Client.Reset();
 	DestroyRepresentation();
-	if (IsValid(InstanceHost) && !GetWorld()->bIsTearingDown)
+	const UWorld* World = GetWorld();
+	if (IsValid(InstanceHost) && World != nullptr && !World->bIsTearingDown)
 	{
 		InstanceHost->Destroy();
 	}
