@@ -84,6 +84,15 @@ void UBustleClientSubsystem::SetConsumer(UObject* InConsumer)
 	Pending.Reset();  // a new consumer subscribes again and starts from a baseline
 }
 
+void UBustleClientSubsystem::ReleaseConsumer(const UObject* InConsumer)
+{
+	if (Consumer.Get() == InConsumer)
+	{
+		Consumer.Reset();
+		Pending.Reset();
+	}
+}
+
 uint32 UBustleClientSubsystem::NextRequestId()
 {
 	if (++RequestCounter == 0)

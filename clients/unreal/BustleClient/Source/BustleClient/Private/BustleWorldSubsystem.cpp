@@ -94,7 +94,7 @@ void UBustleWorldSubsystem::Deinitialize()
 {
 	if (UBustleClientSubsystem* C = Client.Get())
 	{
-		C->SetConsumer(nullptr);
+		C->ReleaseConsumer(this);
 	}
 	Client.Reset();
 	DestroyRepresentation();

@@ -52,8 +52,10 @@ public:
 	FString GetLastError() const { return LastError; }
 
 	// --- Plugin-internal (game thread) ---------------------------------------
-	/** The object that takes the stream; others get nothing. Null clears it. */
+	/** The object that takes the stream from now on; others get nothing. */
 	void SetConsumer(UObject* Consumer);
+	/** Clears the consumer if it is still `Consumer` (a newer one stays). */
+	void ReleaseConsumer(const UObject* Consumer);
 	/** Decoded frames and connection events since the last call, oldest first. */
 	void TakeEvents(TArray<TSharedPtr<FBustleInboundEvent>>& Out);
 	/** The Welcome of the current connection, null before it. */
