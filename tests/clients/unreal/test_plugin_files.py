@@ -190,3 +190,18 @@ def test_synced_sdk_compiles_with_the_module_include_paths(synced_sdk):
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
         for src, rc, err in pool.map(compile_one, sources):
             assert rc == 0, f"{src.name}:\n{err[:4000]}"
+
+
+def test_uobject_members_are_uproperty_object_pointers_or_weak():
+    # A raw UObject pointer member is invisible to the GC; UPROPERTYs hold no
+    # std:: types (UHT rejects them) and no nested containers.
+    raw_member = re.compile(r"^\s*(?:const\s+)?[UA][A-Z]\w*\s*\*\s*\w+\s*(?:=\s*nullptr\s*)?;", re.M)
+    for h in plugin_files(".h"):
+        text = h.read_text()
+        assert not raw_member.search(text), f"{h}: raw UObject pointer member: {raw_member.search(text).group(0)}"
+        for m in re.finditer(r"UPROPERTY\([^)]*\)\s*\n\s*([^;]+);", text):
+            decl = m.group(1)
+            assert "std::" not in decl, f"{h}: UPROPERTY of a std type: {decl}"
+            assert not re.search(r"T(Array|Map|Set)<[^;]*T(Array|Map|Set)<", decl), f"{h}: nested container: {decl}"
+            if "*" in decl:
+                assert "TObjectPtr<" in decl, f"{h}: UPROPERTY raw pointer: {decl}"

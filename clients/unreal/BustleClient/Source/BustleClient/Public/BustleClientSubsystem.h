@@ -27,7 +27,7 @@ enum class EBustleConnectionState : uint8
 	Connected,   // Welcome received
 };
 
-UCLASS()
+UCLASS(Transient)
 class BUSTLECLIENT_API UBustleClientSubsystem : public UGameInstanceSubsystem
 {
 	GENERATED_BODY()

@@ -21,7 +21,7 @@ class UInstancedStaticMeshComponent;
 class UBustleClientSubsystem;
 class FBustleRepresentation;
 
-UCLASS()
+UCLASS(Transient)
 class BUSTLECLIENT_API UBustleWorldSubsystem : public UTickableWorldSubsystem
 {
 	GENERATED_BODY()
