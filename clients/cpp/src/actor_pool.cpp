@@ -56,13 +56,32 @@ ActorPoolBackend::Pool& ActorPoolBackend::pool_for(std::uint16_t archetype) {
   auto it = pools_.find(archetype);
   if (it != pools_.end()) return it->second;
   Pool& pool = pools_[archetype];
-  const std::uint32_t n = up_front_size(archetype);
-  pool.free.reserve(n);
-  for (std::uint32_t i = 0; i < n; ++i) pool.free.push_back(factory_.spawn_actor(archetype));
-  pool.size = n;
-  trace("archetype " + std::to_string(archetype) + ": pool created with " + std::to_string(n) + " actors (cap " +
-        std::to_string(cap(archetype)) + ")");
+  pool.up_front = up_front_size(archetype);
+  pool.free.reserve(pool.up_front);
+  prewarm(archetype, pool);
+  trace("archetype " + std::to_string(archetype) + ": pool created with " + std::to_string(pool.size) + " of " +
+        std::to_string(pool.up_front) + " up-front actors (cap " + std::to_string(cap(archetype)) + ")");
   return pool;
+}
+
+void ActorPoolBackend::prewarm(std::uint16_t archetype, Pool& pool) {
+  while (pool.size < pool.up_front && can_spawn()) {
+    const ActorHandle actor = factory_.spawn_actor(archetype);
+    ++spawns_this_frame_;
+    if (actor == 0) break;  // the engine cannot make one now; next frame again
+    pool.free.push_back(actor);
+    ++pool.size;
+  }
+}
+
+void ActorPoolBackend::begin_frame(std::int64_t /*render_time_us*/) {
+  spawns_this_frame_ = 0;
+  for (auto& [archetype, pool] : pools_) {
+    if (pool.size >= pool.up_front) continue;
+    // Waiting entities cannot exist here: a pool below its up-front size
+    // is below its cap, so its entities are pending (retried), not queued.
+    prewarm(archetype, pool);
+  }
 }
 
 ActorPoolBackend::SlotEntry& ActorPoolBackend::entry(SlotId slot) {
@@ -104,11 +123,26 @@ ActivationResult ActorPoolBackend::activate(SlotId slot, EntityId id, std::uint1
   }
   const std::uint32_t limit = cap(archetype);
   if (pool.size < limit) {
+    if (!can_spawn()) {
+      // Invariant 6: over this frame's spawn budget; retried by the layer.
+      if (config_.trace) trace(what + ": spawn budget of this frame spent, retried next frame");
+      return ActivationResult::pending(UnassignedReason::Loading);
+    }
     const ActorHandle actor = factory_.spawn_actor(archetype);
+    ++spawns_this_frame_;
+    if (actor == 0) {
+      log_to(log_, LogLevel::Warning, "pool",
+             what + ": the engine could not make an actor; retried next frame");
+      return ActivationResult::pending(UnassignedReason::ClassNotLoaded);
+    }
+    const bool up_front = pool.size < pool.up_front;
     ++pool.size;
-    ++pool.grown;
+    if (!up_front) ++pool.grown;
     give(pool, actor, slot, e);
-    if (config_.trace) trace(what + ": pool grew by one to " + std::to_string(pool.size));
+    if (config_.trace) {
+      trace(what + (up_front ? ": up-front actor spawned for it, pool at " : ": pool grew by one to ") +
+            std::to_string(pool.size));
+    }
     return ActivationResult::active();
   }
   e.waiting = true;
@@ -134,7 +168,10 @@ void ActorPoolBackend::deactivate(SlotId slot, EntityId /*id*/) {
     e = SlotEntry{};
     return;
   }
-  if (e.actor == 0) return;
+  if (e.actor == 0) {
+    e = SlotEntry{};  // pending on the spawn budget, or never activated
+    return;
+  }
   const ActorHandle actor = e.actor;
   factory_.park_actor(actor);
   assert(pool.in_use > 0);

@@ -119,3 +119,91 @@ TEST_CASE("Per-archetype overrides: up-front size (pre-warmed) and cap", "[pool]
   CHECK(activate(pool, 3, 5).status == c::ActivationStatus::Pending);
   CHECK(factory.spawned(5) == 3);
 }
+
+TEST_CASE("A spawn budget per frame spreads pre-warm over frames and defers activations, dropping none", "[pool]") {
+  c::HeadlessActorFactory factory;
+  c::ActorPoolConfig config;
+  config.max_spawns_per_frame = 3;
+  config.pool_size_by_archetype = {{1, 8}};  // pre-warmed at initialize
+  c::ActorPoolBackend pool(factory, config);
+  REQUIRE(pool.initialize(nullptr));
+  // initialize() spends the first frame's budget: 3 of the 8 up-front actors.
+  CHECK(pool.stats(1).size == 3);
+  CHECK(pool.spawns_this_frame() == 3);
+  pool.begin_frame(0);
+  CHECK(pool.stats(1).size == 6);
+  pool.begin_frame(1);
+  CHECK(pool.stats(1).size == 8);  // done: only the 2 missing ones
+  CHECK(pool.spawns_this_frame() == 2);
+  pool.begin_frame(2);
+  CHECK(pool.spawns_this_frame() == 0);
+  CHECK(pool.stats(1).grown == 0);  // pre-warm is not growth
+
+  // Archetype 2 (default 8 up front): the first entity creates the pool
+  // with 3 actors this frame; entities 4 and 5 are deferred, not waiting.
+  pool.begin_frame(3);
+  for (std::uint32_t slot = 0; slot < 3; ++slot) CHECK(activate(pool, slot, 2).status == c::ActivationStatus::Active);
+  CHECK(pool.stats(2).size == 3);
+  const c::ActivationResult deferred = activate(pool, 3, 2);
+  CHECK(deferred.status == c::ActivationStatus::Pending);
+  CHECK(deferred.reason == c::UnassignedReason::Loading);
+  CHECK_FALSE(pool.waiting(c::SlotId{3}));
+  CHECK_FALSE(pool.is_instance_active(c::SlotId{3}));
+  // The next frame pre-warms three more; the layer's retry then takes one.
+  pool.begin_frame(4);
+  CHECK(pool.stats(2).size == 6);
+  CHECK(activate(pool, 3, 2).status == c::ActivationStatus::Active);
+  CHECK(pool.actor_of(c::SlotId{3}) != 0);
+  // A deferred entity that leaves before its retry holds nothing.
+  pool.begin_frame(5);  // 2 more up-front: 8
+  CHECK(pool.stats(2).size == 8);
+  for (std::uint32_t slot = 4; slot < 8; ++slot) CHECK(activate(pool, slot, 2).status == c::ActivationStatus::Active);
+  CHECK(activate(pool, 8, 2).status == c::ActivationStatus::Active);  // grows by one (budget: 1 left)
+  CHECK(pool.stats(2).grown == 1);
+  CHECK(activate(pool, 9, 2).status == c::ActivationStatus::Pending);  // budget spent
+  deactivate(pool, 9);
+  CHECK_FALSE(pool.is_instance_active(c::SlotId{9}));
+  CHECK(pool.stats(2).in_use == 9);
+  CHECK(pool.stats(2).waiting == 0);
+}
+
+TEST_CASE("Without a spawn budget (the default) every needed actor is spawned at once", "[pool]") {
+  c::HeadlessActorFactory factory;
+  c::ActorPoolBackend pool(factory);
+  REQUIRE(pool.initialize(nullptr));
+  CHECK(pool.config().max_spawns_per_frame == 0);
+  for (std::uint32_t slot = 0; slot < 20; ++slot) CHECK(activate(pool, slot, 0).status == c::ActivationStatus::Active);
+  CHECK(pool.stats(0).size == 20);
+  CHECK(pool.stats(0).grown == 12);
+}
+
+namespace {
+// A factory whose engine cannot make actors while `failing` is set.
+class FlakyFactory final : public c::ActorFactory {
+ public:
+  bool failing = true;
+  std::uint32_t made = 0;
+  c::ActorHandle spawn_actor(std::uint16_t /*archetype*/) override { return failing ? 0 : ++made; }
+  void activate_actor(c::ActorHandle, c::SlotId, c::EntityId, const c::EntityState&) override {}
+  void park_actor(c::ActorHandle) override {}
+  void set_actor_pose(c::ActorHandle, std::int64_t, const c::RenderPose&) override {}
+  void destroy_actor(c::ActorHandle) override {}
+};
+}  // namespace
+
+TEST_CASE("A spawn the engine cannot make leaves the entity pending, and it is activated once spawns work", "[pool]") {
+  FlakyFactory factory;
+  c::ActorPoolBackend pool(factory);
+  REQUIRE(pool.initialize(nullptr));
+  const c::ActivationResult first = activate(pool, 0, 5);
+  CHECK(first.status == c::ActivationStatus::Pending);
+  CHECK(first.reason == c::UnassignedReason::ClassNotLoaded);
+  CHECK(pool.stats(5).size == 0);  // nothing counted as made
+  CHECK_FALSE(pool.waiting(c::SlotId{0}));
+  factory.failing = false;
+  pool.begin_frame(0);  // pre-warm resumes: the 8 up-front actors
+  CHECK(pool.stats(5).size == 8);
+  CHECK(activate(pool, 0, 5).status == c::ActivationStatus::Active);  // the layer's retry
+  CHECK(pool.actor_of(c::SlotId{0}) != 0);
+  CHECK(pool.stats(5).grown == 0);
+}

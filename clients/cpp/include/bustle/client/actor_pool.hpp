@@ -15,6 +15,12 @@
 //   4. A slot holds at most one actor; activate() for a slot that holds one
 //      or waits changes nothing (a retry).
 //   5. Actors are destroyed only by deinitialize().
+//   6. With max_spawns_per_frame N > 0, at most N actors are spawned between
+//      two begin_frame() calls (an engine's frame). An activation that needs
+//      a spawn beyond it is Pending(Loading), not waiting: the layer retries
+//      it next frame. Up-front actors not spawned yet are spawned by later
+//      begin_frame() calls within the same bound (pre-warm spread over
+//      frames) and count as up-front, not as growth.
 //
 // Transitions (per slot):
 //   free   --activate(), actor free or pool below cap--> active   (take / grow)
@@ -46,6 +52,10 @@ struct ActorPoolConfig {
   // Per-archetype cap.
   std::map<std::uint16_t, std::uint32_t> max_pool_size_by_archetype = {};
   bool trace = false;  // pool trace lines (LogLevel::Trace, category "pool")
+  // Spawns per frame (between begin_frame() calls); 0: unbounded. An engine
+  // sets it so that a new archetype's pool does not spawn all its actors in
+  // one frame (Mass budgets ~1.5 ms of spawning per frame).
+  std::uint32_t max_spawns_per_frame = 0;
 };
 
 // An engine-side actor, opaque to the SDK (an index, a pointer cast, an id).
@@ -55,7 +65,10 @@ using ActorHandle = std::uint64_t;
 class ActorFactory {
  public:
   virtual ~ActorFactory() = default;
-  // Make one actor of `archetype`, hidden and inert (parked).
+  // Make one actor of `archetype`, hidden and inert (parked). 0 when the
+  // engine cannot make one now: pre-warm stops for this frame and the
+  // entity that needed it is Pending(ClassNotLoaded), retried; nothing is
+  // counted as made.
   virtual ActorHandle spawn_actor(std::uint16_t archetype) = 0;
   // Show it for `id` at the initial state.
   virtual void activate_actor(ActorHandle actor, SlotId slot, EntityId id, const EntityState& initial) = 0;
@@ -90,6 +103,10 @@ class ActorPoolBackend final : public RenderBackend {
   bool extract_update(const EntityState& state, std::int64_t server_time_us, SlotId slot) override;
   void apply_interpolation(SlotId slot, std::int64_t render_time_us, const RenderPose& pose) override;
   bool is_instance_active(SlotId slot) const override;
+  void begin_frame(std::int64_t render_time_us) override;
+
+  // Actors spawned since the last begin_frame().
+  std::uint32_t spawns_this_frame() const { return spawns_this_frame_; }
 
   // Pool figures of one archetype (zeros when it has no pool yet).
   ArchetypePoolStats stats(std::uint16_t archetype) const;
@@ -106,6 +123,7 @@ class ActorPoolBackend final : public RenderBackend {
     std::vector<ActorHandle> free;  // parked actors (LIFO)
     std::deque<SlotId> waiting;     // entities at the cap, in arrival order
     std::uint32_t size = 0;
+    std::uint32_t up_front = 0;  // actors to make up front (size < up_front: pre-warm unfinished)
     std::uint32_t in_use = 0;
     std::uint64_t grown = 0;
     std::uint64_t reused = 0;
@@ -122,12 +140,16 @@ class ActorPoolBackend final : public RenderBackend {
   SlotEntry& entry(SlotId slot);
   void give(Pool& pool, ActorHandle actor, SlotId slot, SlotEntry& e);
   void trace(const std::string& message) const;
+  bool can_spawn() const { return config_.max_spawns_per_frame == 0 || spawns_this_frame_ < config_.max_spawns_per_frame; }
+  // Spawns parked actors until the pool has its up-front size or the frame's budget is spent.
+  void prewarm(std::uint16_t archetype, Pool& pool);
 
   ActorFactory& factory_;
   ActorPoolConfig config_;
   LogSink* log_ = nullptr;
   std::map<std::uint16_t, Pool> pools_;
   std::vector<SlotEntry> slots_;  // by SlotId::value
+  std::uint32_t spawns_this_frame_ = 0;
 };
 
 }  // namespace bustle::client

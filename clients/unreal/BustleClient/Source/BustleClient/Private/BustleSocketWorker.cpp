@@ -1,0 +1,330 @@
+#include "BustleSocketWorker.h"
+
+#include "BustleLog.h"
+#include "BustleUnrealTypes.h"
+#include "HAL/RunnableThread.h"
+#include "IPAddress.h"
+#include "Sockets.h"
+#include "SocketSubsystem.h"
+
+namespace
+{
+	// Every blocking wait of the worker is at most this long, so Stop() is
+	// noticed within it.
+	const FTimespan kPollInterval = FTimespan::FromMilliseconds(20);
+	constexpr int32 kReceiveChunk = 64 * 1024;
+}
+
+FBustleSocketWorker::FBustleSocketWorker(FOptions InOptions)
+	: Options(MoveTemp(InOptions))
+{
+}
+
+FBustleSocketWorker::~FBustleSocketWorker()
+{
+	StopAndJoin();
+}
+
+bool FBustleSocketWorker::Start()
+{
+	check(IsInGameThread());
+	if (Thread != nullptr)
+	{
+		return true;
+	}
+	Thread = FRunnableThread::Create(this, TEXT("BustleSocketWorker"), 0, TPri_Normal);
+	return Thread != nullptr;
+}
+
+void FBustleSocketWorker::StopAndJoin()
+{
+	Stop();
+	if (Thread != nullptr)
+	{
+		// Kill(true) waits for Run() to return; Run() polls bStopping.
+		Thread->Kill(true);
+		delete Thread;
+		Thread = nullptr;
+	}
+}
+
+void FBustleSocketWorker::Stop()
+{
+	bStopping.store(true);
+}
+
+void FBustleSocketWorker::Send(TArray<uint8>&& Frame)
+{
+	Outbound.Enqueue(MoveTemp(Frame));
+}
+
+bool FBustleSocketWorker::Dequeue(TUniquePtr<FBustleInboundEvent>& Out)
+{
+	if (!Inbound.Dequeue(Out))
+	{
+		return false;
+	}
+	QueuedEvents.fetch_sub(1);
+	return true;
+}
+
+void FBustleSocketWorker::Push(TUniquePtr<FBustleInboundEvent> Event)
+{
+	QueuedEvents.fetch_add(1);
+	Inbound.Enqueue(MoveTemp(Event));
+}
+
+void FBustleSocketWorker::PushDisconnected(const FString& Why)
+{
+	TUniquePtr<FBustleInboundEvent> Event = MakeUnique<FBustleInboundEvent>();
+	Event->Kind = FBustleInboundEvent::EKind::Disconnected;
+	Event->Message = Why;
+	Event->ReceiveUs = BustleTime::NowUs();
+	Push(MoveTemp(Event));
+}
+
+bool FBustleSocketWorker::Open(FString& Error)
+{
+	ISocketSubsystem* Sockets = ISocketSubsystem::Get(PLATFORM_SOCKETSUBSYSTEM);
+	if (Sockets == nullptr)
+	{
+		Error = TEXT("no socket subsystem on this platform");
+		return false;
+	}
+	const FAddressInfoResult Resolved = Sockets->GetAddressInfo(*Options.Host, nullptr,
+		EAddressInfoFlags::Default, NAME_None, ESocketType::SOCKTYPE_Streaming);
+	if (Resolved.ReturnCode != SE_NO_ERROR || Resolved.Results.Num() == 0)
+	{
+		Error = FString::Printf(TEXT("cannot resolve host '%s'"), *Options.Host);
+		return false;
+	}
+	TSharedRef<FInternetAddr> Address = Resolved.Results[0].Address;
+	Address->SetPort(Options.Port);
+
+	Socket = Sockets->CreateSocket(NAME_Stream, TEXT("Bustle client"), Address->GetProtocolType());
+	if (Socket == nullptr)
+	{
+		Error = TEXT("cannot create a TCP socket");
+		return false;
+	}
+	Socket->SetNoDelay(true);
+	// Connect without blocking so that Stop() is noticed while connecting.
+	Socket->SetNonBlocking(true);
+	Socket->Connect(*Address);
+	const double Deadline = FPlatformTime::Seconds() + Options.ConnectTimeoutSeconds;
+	while (!bStopping.load())
+	{
+		if (Socket->Wait(ESocketWaitConditions::WaitForWrite, kPollInterval))
+		{
+			break;
+		}
+		if (FPlatformTime::Seconds() > Deadline)
+		{
+			Error = FString::Printf(TEXT("no connection to %s:%d within %.1f s"), *Options.Host, Options.Port,
+				Options.ConnectTimeoutSeconds);
+			return false;
+		}
+	}
+	if (bStopping.load())
+	{
+		Error = TEXT("stopped while connecting");
+		return false;
+	}
+	if (Socket->GetConnectionState() != SCS_Connected)
+	{
+		Error = FString::Printf(TEXT("connection to %s:%d refused or failed"), *Options.Host, Options.Port);
+		return false;
+	}
+	Socket->SetNonBlocking(false);
+	return true;
+}
+
+void FBustleSocketWorker::Close()
+{
+	if (Socket != nullptr)
+	{
+		Socket->Close();
+		ISocketSubsystem::Get(PLATFORM_SOCKETSUBSYSTEM)->DestroySocket(Socket);
+		Socket = nullptr;
+	}
+}
+
+bool FBustleSocketWorker::SendAll(const uint8* Data, int32 Size)
+{
+	int32 Offset = 0;
+	while (Offset < Size)
+	{
+		int32 Sent = 0;
+		if (!Socket->Send(Data + Offset, Size - Offset, Sent) || Sent <= 0)
+		{
+			return false;
+		}
+		Offset += Sent;
+	}
+	return true;
+}
+
+bool FBustleSocketWorker::FlushOutbound()
+{
+	TArray<uint8> Frame;
+	while (Outbound.Dequeue(Frame))
+	{
+		if (!SendAll(Frame.GetData(), Frame.Num()))
+		{
+			return false;
+		}
+	}
+	return true;
+}
+
+bool FBustleSocketWorker::HandleFrame(const bustle::client::ReadResult& Frame, int64 ReceiveUs, FString& Message)
+{
+	namespace bc = bustle::client;
+	namespace wire = bustle::wire;
+	const wire::ServerFrame& Root = *Frame.frame;
+	TUniquePtr<FBustleInboundEvent> Event = MakeUnique<FBustleInboundEvent>();
+	Event->ReceiveUs = ReceiveUs;
+
+	if (const wire::Error* Err = Root.message_as_Error())
+	{
+		Message = FString::Printf(TEXT("server error %s: %s"),
+			UTF8_TO_TCHAR(wire::EnumNameErrorCode(Err->code())),
+			Err->message() ? UTF8_TO_TCHAR(Err->message()->c_str()) : TEXT(""));
+		Event->Kind = FBustleInboundEvent::EKind::ServerError;
+		Event->Message = Message;
+		Push(MoveTemp(Event));
+		return false;
+	}
+	if (!bWelcomed)
+	{
+		const wire::Welcome* Welcome = Root.message_as_Welcome();
+		if (Welcome == nullptr)
+		{
+			Message = FString::Printf(TEXT("expected Welcome after Hello, got %s"),
+				UTF8_TO_TCHAR(wire::EnumNameServerMessage(Root.message_type())));
+			return false;
+		}
+		Event->Welcome = bc::to_welcome_info(*Welcome);
+		if (Event->Welcome.protocol_version != bustle::proto::kProtocolVersion)
+		{
+			Message = FString::Printf(TEXT("server speaks protocol %d, this client %d"),
+				Event->Welcome.protocol_version, bustle::proto::kProtocolVersion);
+			return false;
+		}
+		Event->Kind = FBustleInboundEvent::EKind::Welcome;
+		bWelcomed = true;
+		Push(MoveTemp(Event));
+		return true;
+	}
+	switch (Root.message_type())
+	{
+	case wire::ServerMessage::Delta:
+	{
+		const std::string Error = bc::decode_delta(*Root.message_as_Delta(), Event->Delta);
+		if (!Error.empty())
+		{
+			Message = FString::Printf(TEXT("undecodable Delta: %s"), UTF8_TO_TCHAR(Error.c_str()));
+			return false;
+		}
+		Event->Kind = FBustleInboundEvent::EKind::Delta;
+		Push(MoveTemp(Event));
+		return true;
+	}
+	case wire::ServerMessage::CommandResult:
+		Event->Kind = FBustleInboundEvent::EKind::Reply;
+		Event->Reply = bc::to_command_reply(*Root.message_as_CommandResult());
+		Push(MoveTemp(Event));
+		return true;
+	default:
+		// JobUpdate / SpawnUpdate: this client sends no command that makes them.
+		return true;
+	}
+}
+
+uint32 FBustleSocketWorker::Run()
+{
+	FString Why;
+	if (!Open(Why))
+	{
+		Close();
+		PushDisconnected(Why);
+		bFinished.store(true);
+		return 1;
+	}
+
+	bustle::client::HelloParams Hello;
+	Hello.client_name = Options.ClientName;
+	Hello.token = Options.Token;
+	const bustle::client::Frame HelloFrame = bustle::client::build_hello(Hello);
+	if (!SendAll(HelloFrame.data(), static_cast<int32>(HelloFrame.size())))
+	{
+		Close();
+		PushDisconnected(TEXT("could not send Hello"));
+		bFinished.store(true);
+		return 1;
+	}
+
+	const double HandshakeDeadline = FPlatformTime::Seconds() + Options.HandshakeTimeoutSeconds;
+	TArray<uint8> Buffer;
+	Buffer.SetNumUninitialized(kReceiveChunk);
+	while (!bStopping.load())
+	{
+		if (!FlushOutbound())
+		{
+			Why = TEXT("send failed; the server closed the connection");
+			break;
+		}
+		if (!bWelcomed && FPlatformTime::Seconds() > HandshakeDeadline)
+		{
+			Why = TEXT("no Welcome within the handshake timeout");
+			break;
+		}
+		if (QueuedEvents.load() >= Options.MaxQueuedFrames)
+		{
+			// The game thread is behind: stop reading until it catches up.
+			FPlatformProcess::Sleep(static_cast<float>(kPollInterval.GetTotalSeconds()));
+			continue;
+		}
+		if (!Socket->Wait(ESocketWaitConditions::WaitForRead, kPollInterval))
+		{
+			continue;
+		}
+		int32 Read = 0;
+		if (!Socket->Recv(Buffer.GetData(), Buffer.Num(), Read) || Read <= 0)
+		{
+			Why = TEXT("the server closed the connection");
+			break;
+		}
+		const int64 ReceiveUs = BustleTime::NowUs();
+		Reader.feed(std::span<const uint8>(Buffer.GetData(), static_cast<std::size_t>(Read)));
+		bool bKeepGoing = true;
+		while (bKeepGoing)
+		{
+			const bustle::client::ReadResult Frame = Reader.next();
+			if (Frame.status == bustle::client::ReadStatus::NeedMore)
+			{
+				break;
+			}
+			if (bustle::client::is_error(Frame.status))
+			{
+				Why = FString::Printf(TEXT("bad frame from the server (%s): %s"),
+					UTF8_TO_TCHAR(bustle::client::to_string(Frame.status)), UTF8_TO_TCHAR(Frame.error.c_str()));
+				bKeepGoing = false;
+				break;
+			}
+			bKeepGoing = HandleFrame(Frame, ReceiveUs, Why);
+		}
+		if (!bKeepGoing)
+		{
+			break;
+		}
+	}
+	if (bStopping.load() && Why.IsEmpty())
+	{
+		Why = TEXT("disconnected by the client");
+	}
+	Close();
+	PushDisconnected(Why);
+	bFinished.store(true);
+	return 0;
+}

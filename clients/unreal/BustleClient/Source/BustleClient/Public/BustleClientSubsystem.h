@@ -1,0 +1,84 @@
+// UBustleClientSubsystem: the connection to a Bustle server, one per game
+// instance, so it survives map travel. It owns the socket worker thread
+// (FSocket + the SDK's FrameReader, no Asio) and the game-thread side of its
+// queues, reconnects after a delay, and keeps the latest Welcome. It holds
+// no world object: drawing belongs to UBustleWorldSubsystem, which registers
+// as the consumer of the stream and takes the decoded frames each tick.
+// SDK types stay out of this header (FBustleInboundEvent is private; it is
+// held through TSharedPtr, which needs no complete type here, and the worker
+// through a raw pointer owned and deleted by this class).
+#pragma once
+
+#include "CoreMinimal.h"
+#include "Containers/Ticker.h"
+#include "Subsystems/GameInstanceSubsystem.h"
+#include "Templates/SharedPointer.h"
+#include "UObject/WeakObjectPtrTemplates.h"
+#include "BustleClientSubsystem.generated.h"
+
+class FBustleSocketWorker;
+struct FBustleInboundEvent;
+
+UENUM(BlueprintType)
+enum class EBustleConnectionState : uint8
+{
+	Disconnected,
+	Connecting,  // socket open or handshake under way
+	Connected,   // Welcome received
+};
+
+UCLASS(Transient)
+class BUSTLECLIENT_API UBustleClientSubsystem : public UGameInstanceSubsystem
+{
+	GENERATED_BODY()
+
+public:
+	virtual void Initialize(FSubsystemCollectionBase& Collection) override;
+	virtual void Deinitialize() override;
+
+	/** Connects with the project settings (Project Settings > Plugins > Bustle Client). */
+	UFUNCTION(BlueprintCallable, Category = "Bustle")
+	void Connect();
+
+	/** Closes the connection and stops reconnecting until Connect() is called again. */
+	UFUNCTION(BlueprintCallable, Category = "Bustle")
+	void Disconnect();
+
+	UFUNCTION(BlueprintPure, Category = "Bustle")
+	EBustleConnectionState GetConnectionState() const { return State; }
+
+	/** Why the last connection ended (empty while connected). */
+	UFUNCTION(BlueprintPure, Category = "Bustle")
+	FString GetLastError() const { return LastError; }
+
+	// --- Plugin-internal (game thread) ---------------------------------------
+	/** The object that takes the stream from now on; others get nothing. */
+	void SetConsumer(UObject* Consumer);
+	/** Clears the consumer if it is still `Consumer` (a newer one stays). */
+	void ReleaseConsumer(const UObject* Consumer);
+	/** Decoded frames and connection events since the last call, oldest first. */
+	void TakeEvents(TArray<TSharedPtr<FBustleInboundEvent>>& Out);
+	/** The Welcome of the current connection, null before it. */
+	const FBustleInboundEvent* GetWelcome() const { return Welcome.Get(); }
+	/** Queues a complete frame (length prefix included) for the worker to send. */
+	void SendFrame(TArray<uint8>&& Frame);
+	/** A fresh request id (never 0: 0 asks the server for no answer). */
+	uint32 NextRequestId();
+
+private:
+	bool Tick(float DeltaSeconds);
+	void Pump();
+	void StopWorker();
+	void StartWorker();
+
+	FBustleSocketWorker* Worker = nullptr;  // owned: created in StartWorker, deleted in StopWorker
+	TSharedPtr<FBustleInboundEvent> Welcome;
+	TArray<TSharedPtr<FBustleInboundEvent>> Pending;
+	TWeakObjectPtr<UObject> Consumer;
+	FTSTicker::FDelegateHandle TickHandle;
+	EBustleConnectionState State = EBustleConnectionState::Disconnected;
+	FString LastError;
+	bool bWantConnection = false;
+	double ReconnectAtSeconds = 0.0;
+	uint32 RequestCounter = 0;
+};
