@@ -269,6 +269,7 @@ class Session : public std::enable_shared_from_this<Session> {
     if (phase_ == Phase::Closing || phase_ == Phase::Closed) return;
     spdlog::info("client_disconnect: client {} ({}): closing: {}: {}", id_, peer_, wire::EnumNameErrorCode(code),
                  message);
+    leave_joined();
     count_disconnect(static_cast<std::size_t>(code));
     phase_ = Phase::Closing;
     handshake_timer_.cancel();
@@ -304,9 +305,14 @@ class Session : public std::enable_shared_from_this<Session> {
     asio::error_code ec;
     socket_.shutdown(tcp::socket::shutdown_both, ec);
     socket_.close(ec);
+    leave_joined();
+    server_.remove(id_, peak_out_bytes_);
+  }
+
+  // A closing or closed client no longer counts as joined (bustle_clients).
+  void leave_joined() {
     if (joined_) server_.counters().joined_by_role[role_ == Role::Operator ? 1 : 0].fetch_sub(1);
     joined_ = false;
-    server_.remove(id_, peak_out_bytes_);
   }
 
   // One disconnect per connection, by the first reason it closed for.
@@ -339,11 +345,14 @@ class Session : public std::enable_shared_from_this<Session> {
       if (phase_ != Phase::Closing && ec != asio::error::eof) {
         spdlog::debug("client {} ({}): read error: {}", id_, peer_, ec.message());
       }
-      if (phase_ != Phase::Closing) {
+      // Closed first, then counted: a scrape that sees the disconnect no
+      // longer counts the client as joined.
+      const bool peer_closed = phase_ != Phase::Closing;
+      if (peer_closed) {
         spdlog::debug("client_disconnect: client {} ({}): peer closed the connection", id_, peer_);
-        count_disconnect(kDisconnectPeerClosed);
       }
       close_now();
+      if (peer_closed) count_disconnect(kDisconnectPeerClosed);
       return;
     }
     if (phase_ == Phase::Closing) {
@@ -791,8 +800,10 @@ class Session : public std::enable_shared_from_this<Session> {
                         self->outq_.pop_front();
                         if (ec) {
                           spdlog::debug("client {} ({}): write error: {}", self->id_, self->peer_, ec.message());
-                          self->count_disconnect(kDisconnectWriteError);
+                          // Closed first, then counted: a scrape that sees the
+                          // disconnect no longer counts the client as joined.
                           self->close_now();
+                          self->count_disconnect(kDisconnectWriteError);
                           return;
                         }
                         self->touch();
