@@ -52,6 +52,7 @@
 #include "bustle/client/client.hpp"
 #include "bustle/client/messages.hpp"
 #include "bustle/scenario/scenario_loader.hpp"
+#include "measure.hpp"
 
 extern char** environ;
 
@@ -63,13 +64,6 @@ using namespace std::chrono_literals;
 
 double seconds_since(Clock::time_point t0, Clock::time_point t) {
   return std::chrono::duration<double>(t - t0).count();
-}
-
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0.0;
-  std::sort(v.begin(), v.end());
-  const auto i = static_cast<std::size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
-  return v[std::min(i, v.size() - 1)];
 }
 
 // The city: the embedded default city with `agents` pedestrians.
@@ -191,15 +185,6 @@ std::map<std::string, double> thread_cpu_seconds(pid_t pid) {
     out[name] += (utime + stime) / hz;
   }
   return out;
-}
-
-long status_kb(pid_t pid, const char* key) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(key, 0) == 0) return std::strtol(line.c_str() + std::strlen(key), nullptr, 10);
-  }
-  return -1;
 }
 
 std::size_t append_body(char* data, std::size_t size, std::size_t n, void* out) {
@@ -375,8 +360,8 @@ RunResult run_once(const FanoutOptions& o, const std::string& city, std::uint32_
   std::this_thread::sleep_for(std::chrono::seconds(o.seconds));
   const auto cpu1 = thread_cpu_seconds(server.pid);
   const double window = seconds_since(t0, Clock::now());
-  out.rss_kb = status_kb(server.pid, "VmRSS:");
-  out.hwm_kb = status_kb(server.pid, "VmHWM:");
+  out.rss_kb = proc_status_kb(std::to_string(server.pid), "VmRSS:");
+  out.hwm_kb = proc_status_kb(std::to_string(server.pid), "VmHWM:");
   const auto q = step_quantiles_ms(server.metrics_port);
   if (q.count("0.5") && q.count("0.99") && q.count("1")) {
     out.step_p50_ms = q.at("0.5");

@@ -63,6 +63,7 @@
 #include "bustle/net/server.hpp"
 #include "bustle/net/stream_tracker.hpp"
 #include "fanout.hpp"
+#include "measure.hpp"
 #include "bustle/persist/snapshot_store.hpp"
 #include "bustle/proto/framing.hpp"
 #include "bustle/scenario/scenario_loader.hpp"
@@ -219,20 +220,9 @@ bustle::core::Scenario scenario_for(std::uint32_t agents) {
 
 double ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 
-double percentile(std::vector<double> v, double p) {
-  std::sort(v.begin(), v.end());
-  const auto i = static_cast<std::size_t>(p * static_cast<double>(v.size() - 1) + 0.5);
-  return v[std::min(i, v.size() - 1)];
-}
+using bustle::bench::percentile;
 
-long peak_rss_kb() {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::strtol(line.c_str() + 6, nullptr, 10);
-  }
-  return -1;
-}
+long peak_rss_kb() { return bustle::bench::proc_status_kb("self", "VmHWM:"); }
 
 // A scenario built in code and its world (null after printing every
 // validation error), with the time both took.
