@@ -107,6 +107,7 @@ class Session:
         #: server) after a short back-off, within the command's timeout.
         self.retry_rate_limited = retry_rate_limited
         self._decoder = codec.FrameDecoder(max_frame_bytes)
+        self._bytes_received = 0
         self._deltas: collections.deque = collections.deque()
         self._job_updates: collections.deque = collections.deque()  # JobStatus, arrival order
         self._spawn_updates: collections.deque = collections.deque()  # SpawnStatus, arrival order
@@ -189,7 +190,13 @@ class Session:
             if not data:
                 self._eof = True
                 continue  # drain complete frames already buffered, then raise
+            self._bytes_received += len(data)
             self._decoder.feed(data)
+
+    @property
+    def bytes_received(self) -> int:
+        """Bytes read from the socket so far (length prefixes included)."""
+        return self._bytes_received
 
     def _closed_text(self, what: str) -> str:
         text = f"server closed the connection while waiting for {what}"

@@ -45,6 +45,15 @@ def test_hello_sends_hello_and_returns_welcome(pair):
     assert s.welcome is w
 
 
+def test_bytes_received_counts_every_byte_read(pair):
+    s, srv = pair
+    assert s.bytes_received == 0
+    welcome = sf.welcome(session_id=1)
+    srv.send(welcome)
+    s.hello("t")
+    assert s.bytes_received == len(codec.encode_frame(welcome))
+
+
 def test_hello_answered_by_error_raises_server_error(pair):
     s, srv = pair
     srv.send(sf.error(ErrorCode.ProtocolVersionMismatch, "want 2"))

@@ -133,8 +133,6 @@ class Source:
             self.session = Session.connect(host, port, timeout=timeout)
         except OSError as exc:
             raise ViewError(f"cannot connect to {host}:{port}: {exc}") from exc
-        self.bytes_received = 0
-        self._count_bytes()
         self.welcome = self.session.hello(name, role="viewer", token=token)
         if scenario is None:
             scenario = find_shipped_scenario(self.welcome.scenario_id, shipped_scenario_dirs())
@@ -143,15 +141,10 @@ class Source:
         self.session.subscribe(observers=observers or None, budgets=budgets)
         self.mirror = self.session.mirror(strict=True)
 
-    def _count_bytes(self):
-        # Bytes of the stream, for the HUD: counted where the session feeds its decoder.
-        decoder = self.session._decoder
-        feed = decoder.feed
-
-        def counting_feed(data):
-            self.bytes_received += len(data)
-            return feed(data)
-        decoder.feed = counting_feed
+    @property
+    def bytes_received(self) -> int:
+        """Bytes of the stream so far, for the HUD."""
+        return self.session.bytes_received
 
     def next(self, timeout: Optional[float] = None):
         """Apply the next delta; returns it."""
