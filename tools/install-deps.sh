@@ -23,6 +23,8 @@ BUILD_PACKAGES=(
   libflatbuffers-dev flatbuffers-compiler
   libsqlite3-dev sqlite3
   nlohmann-json3-dev
+  # command-line parsing of bustle, bustle-server, bustle-replay, bustle-bench
+  libcli11-dev
   # operations: the metrics endpoint (prometheus-cpp's exposer runs civetweb),
   # the Agones SDK client, and the parser the metrics tests read it with
   prometheus-cpp-dev libcivetweb-dev libcurl4-openssl-dev
