@@ -46,6 +46,7 @@
 #include <set>
 #include <vector>
 
+#include "bustle/app/fixed_step_clock.hpp"
 #include "bustle/core/world.hpp"
 #include "bustle/net/command_queue.hpp"
 #include "bustle/net/server.hpp"
@@ -137,6 +138,7 @@ class SimDriver {
   net::Server& server_;
   net::CommandQueue& commands_;
   SimDriverOptions options_;
+  FixedStepClock clock_;  // realtime: which steps are due (the only clock arithmetic)
   persist::PersistWorker* persist_ = nullptr;
   persist::Recorder* recorder_ = nullptr;
   ops::SimTelemetry* telemetry_ = nullptr;
@@ -144,7 +146,6 @@ class SimDriver {
 
   bool paused_ = false;
   std::string invariant_failure_;
-  bool resync_clock_ = true;  // realtime: restart the schedule from "now"
   std::uint64_t dropped_steps_ = 0;
   std::uint64_t world_epoch_ = 0;
   net::ArchetypeTable archetypes_;  // Welcome.archetypes: same scenario for every world this driver runs
