@@ -447,7 +447,7 @@ TEST_CASE("bustle-replay diff finds the first divergence of two recordings", "[r
     }
     CHECK(target_listed);
   }
-  SECTION("a dropped despawn: the entity's lifecycle differs") {
+  SECTION("a dropped despawn: the entity is gone in A, active in B") {
     t::RecordingPlan other = plan;
     other.drop_commands_tick = 3;  // tick 3 despawns the first pedestrian
     const auto b = t::record_session(dir.file("b.bustle-rec"), other);
@@ -458,13 +458,24 @@ TEST_CASE("bustle-replay diff finds the first divergence of two recordings", "[r
     CHECK(j["first_difference"]["tick"] == 3);
     CHECK(j["entities"]["differing"].get<int>() >= 1);
     CHECK(j["entities"]["listed"].size() <= 5);
+    // Off-screen (Coarse) despawns skip the fade, so the entity is gone at once.
+    const std::string despawned = j["commands"][0]["a"].get<std::string>();
+    CHECK(despawned.rfind("despawn_entity {\"id\":[0,1]}", 0) == 0);
+    CHECK(j["commands"][0]["b"] == "(none)");
     bool lifecycle = false;
     for (const auto& e : j["entities"]["listed"]) {
+      if (e["id"] != "0:1") continue;
+      CHECK(e["kind"] == "pedestrian");
       for (const auto& f : e["fields"]) {
-        if (f["field"] == "lifecycle" && f["a"] == "retiring" && f["b"] == "active") lifecycle = true;
+        if (f["field"] == "lifecycle" && f["a"] == "gone" && f["b"] == "active") lifecycle = true;
       }
     }
     CHECK(lifecycle);
+    bool counted = false;
+    for (const auto& d : j["state"]) {
+      if (d["field"] == "despawned_by_reason.requested" && d["a"] == "1" && d["b"] == "0") counted = true;
+    }
+    CHECK(counted);
   }
   SECTION("a missing file is exit 2 naming it") {
     const auto r = replay({"diff", a.path, dir.file("nope.db")});

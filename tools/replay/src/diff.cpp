@@ -337,9 +337,14 @@ StateDiff compare_worlds(const core::World& wa, const core::World& wb, std::uint
     const core::EntityId idb{static_cast<std::uint32_t>(k), alive_b ? b.registry.generation[k] : 0};
     EntityDifference e;
     if (!(ida == idb)) {
-      e.id = alive_a ? text(ida) : text(idb);
-      e.kind = "-";
+      // Alive in one world only (or another generation): its axes there.
+      const core::EntityId id = alive_a ? ida : idb;
+      const core::EntityReport there = (alive_a ? wa : wb).describe(id);
+      e.id = text(id);
+      e.kind = there.kind == core::EntityKind::Vehicle ? "vehicle" : "pedestrian";
       e.fields.push_back({"", "alive", alive_a ? text(ida) : "no", alive_b ? text(idb) : "no"});
+      e.fields.push_back({"", "lifecycle", core::to_string(wa.describe(id).lifecycle),
+                          core::to_string(wb.describe(id).lifecycle)});
     } else {
       e.id = text(ida);
       compare_entity(wa, wb, ida, e);

@@ -49,7 +49,7 @@ struct Event {
 struct Segment {
   std::uint64_t first = 0;  // a keyframe's tick
   std::uint64_t last = 0;
-  const persist::RecordingKeyframe* end_keyframe = nullptr;  // periodic keyframe at last + 1
+  std::optional<persist::RecordingKeyframe> end_keyframe;  // periodic keyframe at last + 1
 };
 
 struct SegmentResult {
@@ -143,7 +143,7 @@ class SegmentRunner {
       }
     }
     ticks_done_ += unreported;
-    if (seg.end_keyframe != nullptr) {
+    if (seg.end_keyframe) {
       const persist::RecordingKeyframe& kf = *seg.end_keyframe;
       std::uint64_t digest = 0;
       if (ReplayError e = rep_->queue_next_commands(digest); !e.ok()) return error(kf.tick, e.message);
@@ -236,13 +236,13 @@ VerifyReport verify_recording(const ReplayOptions& options, const VerifyProgress
   const std::uint32_t jobs_wanted =
       options.jobs != 0 ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
   std::vector<Segment> segments;
-  segments.push_back(Segment{first, last, nullptr});
+  segments.push_back(Segment{first, last, std::nullopt});
   if (jobs_wanted > 1) {
     for (auto it = start_kf + 1; it != kfs.end() && it->tick <= last; ++it) {
       Segment& prev = segments.back();
       prev.last = it->tick - 1;
-      prev.end_keyframe = it->reason == "periodic" ? &*it : nullptr;
-      segments.push_back(Segment{it->tick, last, nullptr});
+      if (it->reason == "periodic") prev.end_keyframe = *it;  // a copy: rep goes away below
+      segments.push_back(Segment{it->tick, last, std::nullopt});
     }
   }
   const auto jobs = static_cast<std::uint32_t>(std::min<std::size_t>(jobs_wanted, segments.size()));
