@@ -17,8 +17,9 @@ int run_verify(const ReplayOptions& options, std::FILE* out, std::FILE* err);
 // file cannot be read or replayed at start.
 int run_serve(const ReplayOptions& options);
 
-// diff: 0 the recordings agree on every tick both have, 1 they differ (the
-// report on `out`), 2 a file cannot be read or replayed (message on `err`).
+// diff: 0 every tick's recorded step and digest agree and the lengths match,
+// 1 they differ, also only in length (the report on `out`), 2 a file cannot
+// be read or replayed (message on `err`).
 int run_diff(const ReplayOptions& options, std::FILE* out, std::FILE* err);
 
 }  // namespace bustle::replay
