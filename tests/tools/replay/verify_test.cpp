@@ -35,7 +35,7 @@ VerifyReport verify(const std::string& path, std::uint32_t jobs) {
 
 // The sequential reference and several parallel runs agree on everything a
 // verdict says.
-VerifyReport same_verdict_for_all_jobs(const std::string& path) {
+VerifyReport same_verdict_for_all_jobs(const std::string& path, std::uint32_t segments = 8) {
   const VerifyReport seq = verify(path, 1);
   CHECK(seq.jobs == 1);
   CHECK(seq.segments == 1);
@@ -43,7 +43,7 @@ VerifyReport same_verdict_for_all_jobs(const std::string& path) {
     INFO("jobs " << jobs);
     const VerifyReport par = verify(path, jobs);
     CHECK(par.jobs == jobs);
-    CHECK(par.segments == 8);
+    CHECK(par.segments == segments);
     CHECK(par.verdict == seq.verdict);
     CHECK(par.error == seq.error);
     CHECK(par.kind == seq.kind);
@@ -84,6 +84,25 @@ TEST_CASE("parallel verify: a clean recording verifies in every segment", "[repl
     CHECK(sub.step_last == 260);
     CHECK(sub.segments == (jobs == 1 ? 1u : 4u));  // 101, 151, 201, 251
   }
+}
+
+TEST_CASE("parallel verify: a restore keyframe starts a segment with no check across it",
+          "[replay][verify]") {
+  t::TempDir dir;
+  t::RecordingPlan plan = eight_segments();
+  plan.restore_at_tick = 230;  // the world goes back to the state before tick 120
+  plan.restore_from_tick = 120;
+  const auto rec = t::record_session(dir.file("restore.bustle-rec"), plan);
+  REQUIRE(rec.step_at_tick(230) == 120);  // steps repeat after the restore
+  const VerifyReport r = same_verdict_for_all_jobs(rec.path, 9);
+  CHECK(r.verdict == VerifyVerdict::Ok);
+  CHECK(r.ticks == 400);
+
+  // A changed command after the restore still diverges at its tick.
+  REQUIRE(t::exec_sql(rec.path, t::sql_bump_target_count(rec.path, 240)) == 1);
+  const VerifyReport d = same_verdict_for_all_jobs(rec.path, 9);
+  CHECK(d.verdict == VerifyVerdict::Diverged);
+  CHECK(d.tick == 240);
 }
 
 TEST_CASE("parallel verify: a changed command diverges at its tick in any segment",
