@@ -2,6 +2,7 @@
 // serve streaming a recording to the C++ SDK client over a loopback socket.
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -476,6 +477,19 @@ TEST_CASE("bustle-replay diff finds the first divergence of two recordings", "[r
       if (d["field"] == "despawned_by_reason.requested" && d["a"] == "1" && d["b"] == "0") counted = true;
     }
     CHECK(counted);
+  }
+  SECTION("a doctored copy: diff says which side does not replay to its own digests") {
+    const std::string b = dir.file("b.bustle-rec");
+    std::filesystem::copy_file(a.path, b);
+    REQUIRE(t::exec_sql(b, t::sql_bump_target_count(b, 40)) == 1);
+    t::exec_sql(b, "UPDATE recording_ticks SET digest = digest + 1 WHERE tick >= 40");
+    const auto r = replay({"diff", a.path, b});
+    INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+    CHECK(r.exit.exit_code == 1);
+    CHECK(r.out.rfind("DIFFER at tick 40: ", 0) == 0);
+    CHECK(r.out.find("note: at this tick B does not replay to its own recorded digest") !=
+          std::string::npos);
+    CHECK(r.out.find("pedestrian_target  A=70  B=71") != std::string::npos);
   }
   SECTION("a missing file is exit 2 naming it") {
     const auto r = replay({"diff", a.path, dir.file("nope.db")});

@@ -469,8 +469,8 @@ int run_diff(const ReplayOptions& options, std::FILE* out, std::FILE* err) {
   if (!same_scenario) s += "  the recordings' scenarios differ\n";
   if (!a_replays || !b_replays) {
     s += "  note: at this tick ";
-    s += !a_replays && !b_replays ? "neither recording" : !a_replays ? "A" : "B";
-    s += " replays to its own recorded digest (bustle-replay verify it)\n";
+    s += !a_replays && !b_replays ? "neither A nor B replays" : !a_replays ? "A does not replay" : "B does not replay";
+    s += " to its own recorded digest (bustle-replay verify it)\n";
   }
   if (commands.empty()) {
     s += "tick " + std::to_string(tick) + " commands: the same " + std::to_string(ca.size()) + "\n";
