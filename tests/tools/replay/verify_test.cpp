@@ -175,5 +175,6 @@ TEST_CASE("verify progress line", "[replay][verify]") {
   CHECK(format_progress(500, 2000, 2.0, 2) ==
         "verify: 500/2000 ticks (25%)  250 steps/s  ETA 6.0 s  [2 jobs]");
   CHECK(format_progress(0, 2000, 0.0, 1) == "verify: 0/2000 ticks (0%)  0 steps/s  [1 job]");
-  CHECK(format_progress(2000, 2000, 4.0, 1) == "verify: 2000/2000 ticks (100%)  500 steps/s  [1 job]");
+  CHECK(format_progress(2000, 2000, 4.0, 1) ==
+        "verify: 2000/2000 ticks (100%)  500 steps/s  [1 job]");
 }

@@ -13,8 +13,8 @@
 //    (pedestrian hops and route slot; vehicle strategy, control policy,
 //    reason, speed, leader, route index).
 #include <cinttypes>
-#include <functional>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -36,7 +36,7 @@ struct Difference {
 
 struct EntityDifference {
   std::string id;
-  std::string kind;  // pedestrian, vehicle, or "-" when alive in one world only
+  std::string kind;                // pedestrian, vehicle, or "-" when alive in one world only
   std::vector<Difference> fields;  // section unused
 };
 
@@ -58,12 +58,17 @@ std::string text(double v) {
   std::snprintf(buf, sizeof buf, "%.9g", v);
   return buf;
 }
-std::string text(const std::string& v) { return v; }
-std::string text(bool v) { return v ? "true" : "false"; }
-std::string text(core::EntityId id) { return id.is_null() ? "none" : core::id_text(id); }
+std::string text(const std::string& v) {
+  return v;
+}
+std::string text(bool v) {
+  return v ? "true" : "false";
+}
+std::string text(core::EntityId id) {
+  return id.is_null() ? "none" : core::id_text(id);
+}
 template <class T>
-  requires std::is_integral_v<T>
-std::string text(T v) {
+requires std::is_integral_v<T> std::string text(T v) {
   return std::to_string(v);
 }
 
@@ -89,8 +94,9 @@ void cmp_list(std::vector<Difference>& out, const char* section, const std::stri
 }
 
 std::string command_text(const core::CommandEnvelope& env) {
-  return std::string(core::command_name(env.command)) + " " + persist::command_args_json(env.command) +
-         " (client " + std::to_string(env.origin.client_id) + ", request " +
+  return std::string(core::command_name(env.command)) + " " +
+         persist::command_args_json(env.command) + " (client " +
+         std::to_string(env.origin.client_id) + ", request " +
          std::to_string(env.origin.request_id) + ")";
 }
 
@@ -114,7 +120,8 @@ void compare_entity(const core::World& wa, const core::World& wb, core::EntityId
       std::string(core::to_string(b.representation)));
   cmp(f, s, "priority", std::string(core::to_string(a.priority)),
       std::string(core::to_string(b.priority)));
-  cmp(f, s, "origin", std::string(core::to_string(a.origin)), std::string(core::to_string(b.origin)));
+  cmp(f, s, "origin", std::string(core::to_string(a.origin)),
+      std::string(core::to_string(b.origin)));
   cmp(f, s, "saveable", a.saveable, b.saveable);
   cmp(f, s, "forced_full", a.forced_full, b.forced_full);
   cmp(f, s, "resident", a.resident, b.resident);
@@ -129,7 +136,8 @@ void compare_entity(const core::World& wa, const core::World& wb, core::EntityId
     cmp(f, s, "spawn_state", std::string(core::to_string(a.spawn_state)),
         std::string(core::to_string(b.spawn_state)));
   }
-  if (a.lifecycle == core::LifecycleState::Retiring || b.lifecycle == core::LifecycleState::Retiring) {
+  if (a.lifecycle == core::LifecycleState::Retiring ||
+      b.lifecycle == core::LifecycleState::Retiring) {
     cmp(f, s, "retiring_reason", std::string(core::to_string(a.retiring_reason)),
         std::string(core::to_string(b.retiring_reason)));
     cmp(f, s, "release_step", a.release_step, b.release_step);
@@ -200,8 +208,10 @@ StateDiff compare_worlds(const core::World& wa, const core::World& wb, std::uint
   }
   cmp(f, "counters", "spawn_failed_capacity", a.counters.spawn_failed_capacity,
       b.counters.spawn_failed_capacity);
-  cmp(f, "counters", "commands_accepted", a.counters.commands_accepted, b.counters.commands_accepted);
-  cmp(f, "counters", "commands_rejected", a.counters.commands_rejected, b.counters.commands_rejected);
+  cmp(f, "counters", "commands_accepted", a.counters.commands_accepted,
+      b.counters.commands_accepted);
+  cmp(f, "counters", "commands_rejected", a.counters.commands_rejected,
+      b.counters.commands_rejected);
   cmp(f, "counters", "faded_total", a.counters.faded_total, b.counters.faded_total);
   cmp(f, "counters", "fade_skipped_total", a.counters.fade_skipped_total,
       b.counters.fade_skipped_total);
@@ -217,11 +227,13 @@ StateDiff compare_worlds(const core::World& wa, const core::World& wb, std::uint
   // Queues.
   const auto show_cmd = [](const core::CommandEnvelope& e) { return command_text(e); };
   if (a.inbox.size() != b.inbox.size()) {
-    f.push_back({"queues", "inbox.size", std::to_string(a.inbox.size()), std::to_string(b.inbox.size())});
+    f.push_back(
+        {"queues", "inbox.size", std::to_string(a.inbox.size()), std::to_string(b.inbox.size())});
   }
   for (std::size_t k = 0; k < std::min(a.inbox.size(), b.inbox.size()); ++k) {
     if (!same_command(a.inbox[k], b.inbox[k])) {
-      f.push_back({"queues", "inbox[" + std::to_string(k) + "]", show_cmd(a.inbox[k]), show_cmd(b.inbox[k])});
+      f.push_back({"queues", "inbox[" + std::to_string(k) + "]", show_cmd(a.inbox[k]),
+                   show_cmd(b.inbox[k])});
       break;
     }
   }
@@ -242,7 +254,8 @@ StateDiff compare_worlds(const core::World& wa, const core::World& wb, std::uint
   const auto& gb = b.vehicles.garages;
   for (std::size_t g = 0; g < std::min(ga.size(), gb.size()); ++g) {
     const std::string name =
-        "garage." + (g < a.vehicles.garage_ids.size() ? a.vehicles.garage_ids[g] : std::to_string(g));
+        "garage." +
+        (g < a.vehicles.garage_ids.size() ? a.vehicles.garage_ids[g] : std::to_string(g));
     cmp_list(f, "queues", name + ".queue", ga[g].queue, gb[g].queue, show_request,
              [](const core::QueuedRequest& x, const core::QueuedRequest& y) {
                return x.request_id == y.request_id && x.prototype == y.prototype &&
@@ -260,10 +273,12 @@ StateDiff compare_worlds(const core::World& wa, const core::World& wb, std::uint
   }
   cmp(f, "queues", "content_plan.cursor", a.vehicles.plan.cursor, b.vehicles.plan.cursor);
   const auto show_orphan = [](const core::OrphanState& o) {
-    return text(o.id) + " lane " + std::to_string(o.lane) + " release " + std::to_string(o.release_step);
+    return text(o.id) + " lane " + std::to_string(o.lane) + " release " +
+           std::to_string(o.release_step);
   };
   if (a.orphans.size() != b.orphans.size())
-    f.push_back({"queues", "orphans.size", std::to_string(a.orphans.size()), std::to_string(b.orphans.size())});
+    f.push_back({"queues", "orphans.size", std::to_string(a.orphans.size()),
+                 std::to_string(b.orphans.size())});
   for (std::size_t k = 0; k < std::min(a.orphans.size(), b.orphans.size()); ++k) {
     const auto& x = a.orphans[k];
     const auto& y = b.orphans[k];
@@ -313,7 +328,8 @@ StateDiff compare_worlds(const core::World& wa, const core::World& wb, std::uint
   // Vehicles (beyond the per-entity columns): signals.
   for (std::size_t k = 0; k < std::min(a.vehicles.signals.size(), b.vehicles.signals.size()); ++k) {
     const std::string name =
-        "signal." + (k < a.vehicles.signal_ids.size() ? a.vehicles.signal_ids[k] : std::to_string(k));
+        "signal." +
+        (k < a.vehicles.signal_ids.size() ? a.vehicles.signal_ids[k] : std::to_string(k));
     cmp(f, "vehicles", name + ".phase", std::string(core::to_string(a.vehicles.signals[k].phase)),
         std::string(core::to_string(b.vehicles.signals[k].phase)));
     cmp(f, "vehicles", name + ".phase_elapsed_us", a.vehicles.signals[k].phase_elapsed_us,
@@ -321,7 +337,9 @@ StateDiff compare_worlds(const core::World& wa, const core::World& wb, std::uint
   }
 
   // Observers (scenario/operator and clients').
-  const auto show_point = [](const core::Vec2& p) { return "(" + text(p.x_m) + ", " + text(p.y_m) + ")"; };
+  const auto show_point = [](const core::Vec2& p) {
+    return "(" + text(p.x_m) + ", " + text(p.y_m) + ")";
+  };
   cmp_list(f, "observers", "observers", a.observers, b.observers, show_point);
   cmp_list(f, "observers", "client_observers", a.client_observers, b.client_observers, show_point);
 
@@ -387,7 +405,9 @@ int run_diff(const ReplayOptions& options, std::FILE* out, std::FILE* err) {
   const bool same_scenario = a.rep->scenario_json() == b.rep->scenario_json();
   const std::size_t common = std::min(a.digests.size(), b.digests.size());
   std::size_t k = 0;
-  while (k < common && a.digests[k].step == b.digests[k].step && a.digests[k].digest == b.digests[k].digest) ++k;
+  while (k < common && a.digests[k].step == b.digests[k].step &&
+         a.digests[k].digest == b.digests[k].digest)
+    ++k;
 
   nlohmann::ordered_json j;
   j["a"] = options.file;
@@ -402,9 +422,10 @@ int run_diff(const ReplayOptions& options, std::FILE* out, std::FILE* err) {
     } else if (same) {
       std::fprintf(out, "SAME: %zu ticks, every recorded step and digest equal\n", common);
     } else {
-      std::fprintf(out, "DIFFER only in length: the first %zu ticks are equal; %s has %zu ticks, %s has %zu\n",
-                   common, options.file.c_str(), a.digests.size(), options.file_b.c_str(),
-                   b.digests.size());
+      std::fprintf(
+          out,
+          "DIFFER only in length: the first %zu ticks are equal; %s has %zu ticks, %s has %zu\n",
+          common, options.file.c_str(), a.digests.size(), options.file_b.c_str(), b.digests.size());
     }
     std::fflush(out);
     return same ? 0 : 1;
@@ -469,7 +490,9 @@ int run_diff(const ReplayOptions& options, std::FILE* out, std::FILE* err) {
   if (!same_scenario) s += "  the recordings' scenarios differ\n";
   if (!a_replays || !b_replays) {
     s += "  note: at this tick ";
-    s += !a_replays && !b_replays ? "neither A nor B replays" : !a_replays ? "A does not replay" : "B does not replay";
+    s += !a_replays && !b_replays ? "neither A nor B replays"
+         : !a_replays             ? "A does not replay"
+                                  : "B does not replay";
     s += " to its own recorded digest (bustle-replay verify it)\n";
   }
   if (commands.empty()) {
@@ -477,11 +500,13 @@ int run_diff(const ReplayOptions& options, std::FILE* out, std::FILE* err) {
   } else {
     s += "tick " + std::to_string(tick) + " commands (A " + std::to_string(ca.size()) + ", B " +
          std::to_string(cb.size()) + "), differing:\n";
-    for (const Difference& d : commands) s += "  " + d.field + "  A: " + d.a + "\n  " +
-                                              std::string(d.field.size(), ' ') + "  B: " + d.b + "\n";
+    for (const Difference& d : commands)
+      s += "  " + d.field + "  A: " + d.a + "\n  " + std::string(d.field.size(), ' ') +
+           "  B: " + d.b + "\n";
   }
   s += "state after tick " + std::to_string(tick) + " (replayed):\n";
-  if (state.fields.empty() && state.entities_differing == 0) s += "  no difference in the replayed state\n";
+  if (state.fields.empty() && state.entities_differing == 0)
+    s += "  no difference in the replayed state\n";
   std::string section;
   for (const Difference& d : state.fields) {
     if (d.section != section) {
@@ -498,7 +523,8 @@ int run_diff(const ReplayOptions& options, std::FILE* out, std::FILE* err) {
   for (const EntityDifference& e : state.entities) {
     s += "    " + e.kind + " " + e.id + ":";
     for (std::size_t x = 0; x < e.fields.size(); ++x) {
-      s += (x == 0 ? " " : ", ") + e.fields[x].field + " A=" + e.fields[x].a + " B=" + e.fields[x].b;
+      s +=
+          (x == 0 ? " " : ", ") + e.fields[x].field + " A=" + e.fields[x].a + " B=" + e.fields[x].b;
     }
     s += "\n";
   }

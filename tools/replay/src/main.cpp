@@ -13,7 +13,8 @@ int main(int argc, char** argv) {
     const bustle::replay::ParsedOptions parsed =
         bustle::replay::parse_options(std::vector<std::string>(argv + 1, argv + argc));
     if (!parsed.error.empty()) {
-      std::fprintf(stderr, "bustle-replay: %s\n(bustle-replay --help lists the commands and flags)\n",
+      std::fprintf(stderr,
+                   "bustle-replay: %s\n(bustle-replay --help lists the commands and flags)\n",
                    parsed.error.c_str());
       return 2;
     }

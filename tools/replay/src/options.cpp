@@ -1,7 +1,6 @@
 #include "bustle/replay/options.hpp"
 
 #include <CLI/CLI.hpp>
-
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -30,7 +29,7 @@ bool parse_rate(const std::string& text, double& out) {
 // Validators return "" when the value is good, else the message CLI11 prints
 // after the option's name ("--port: expected 0..65535, got 'x'").
 std::function<std::string(const std::string&)> u64_in(std::uint64_t lo, std::uint64_t hi,
-                                                       std::string what) {
+                                                      std::string what) {
   return [lo, hi, what](const std::string& v) -> std::string {
     std::uint64_t n = 0;
     if (parse_u64(v, n) && n >= lo && n <= hi) return "";
@@ -116,8 +115,9 @@ struct Cli {
         ->type_name("N")
         ->check(u64_in(1, 256, "a number of jobs in 1..256"));
     verify->add_flag("--json", json, "print one JSON object with the verdict on stdout");
-    verify->add_option("--progress", progress,
-                       "progress line on stderr (default auto: only on a terminal)")
+    verify
+        ->add_option("--progress", progress,
+                     "progress line on stderr (default auto: only on a terminal)")
         ->type_name("auto|always|never")
         ->check(one_of({"auto", "always", "never"}));
 
@@ -131,16 +131,14 @@ struct Cli {
         ->type_name("ADDR");
     serve->add_option("--token", token, "operator token (default: none)")->type_name("T");
     serve->add_option("--rate", rate, "pace at HZ steps per second")
-                   ->type_name("HZ")
-                   ->check([](const std::string& v) -> std::string {
-                     double hz = 0.0;
-                     return parse_rate(v, hz) ? ""
-                                              : "expected a rate in (0, 1000000] Hz, got '" +
-                                                    v + "'";
-                   });
+        ->type_name("HZ")
+        ->check([](const std::string& v) -> std::string {
+          double hz = 0.0;
+          return parse_rate(v, hz) ? "" : "expected a rate in (0, 1000000] Hz, got '" + v + "'";
+        });
     serve->add_option("--clock", clock, "fast or realtime (default realtime)")
-                    ->type_name("fast|realtime")
-                    ->check(one_of({"fast", "realtime"}));
+        ->type_name("fast|realtime")
+        ->check(one_of({"fast", "realtime"}));
     add_step(*serve, "--from-step", from_step,
              "start at the keyframe before the first tick whose step is >= K");
     serve->add_flag("--loop", loop, "start again at the end");
@@ -148,7 +146,8 @@ struct Cli {
         ->type_name("L")
         ->check(one_of({"trace", "debug", "info", "warn", "error", "critical", "off"}));
 
-    diff = app.add_subcommand("diff", "report the first tick where two recordings differ, and what");
+    diff =
+        app.add_subcommand("diff", "report the first tick where two recordings differ, and what");
     diff->footer(kExitCodes);
     diff->add_option("A", file_a, "the first recording")->required();
     diff->add_option("B", file_b, "the second recording")->required();
@@ -159,11 +158,10 @@ struct Cli {
   }
 
   static void add_step(CLI::App& sub, const char* name, std::string& out, const char* what) {
-    sub.add_option(name, out, what)->type_name("K")->check(
-        [](const std::string& v) -> std::string {
-          std::uint64_t n = 0;
-          return parse_u64(v, n) ? "" : "expected a step number, got '" + v + "'";
-        });
+    sub.add_option(name, out, what)->type_name("K")->check([](const std::string& v) -> std::string {
+      std::uint64_t n = 0;
+      return parse_u64(v, n) ? "" : "expected a step number, got '" + v + "'";
+    });
   }
 };
 
@@ -180,7 +178,9 @@ std::string usage_text() {
   return cli.app.help();
 }
 
-std::string version_text() { return std::string("bustle-replay ") + BUSTLE_VERSION + "\n"; }
+std::string version_text() {
+  return std::string("bustle-replay ") + BUSTLE_VERSION + "\n";
+}
 
 ParsedOptions parse_options(const std::vector<std::string>& args) {
   ParsedOptions r;

@@ -146,7 +146,8 @@ class SegmentRunner {
     if (seg.end_keyframe) {
       const persist::RecordingKeyframe& kf = *seg.end_keyframe;
       std::uint64_t digest = 0;
-      if (ReplayError e = rep_->queue_next_commands(digest); !e.ok()) return error(kf.tick, e.message);
+      if (ReplayError e = rep_->queue_next_commands(digest); !e.ok())
+        return error(kf.tick, e.message);
       if (digest != kf.digest) {
         Event ev;
         ev.kind = Event::Kind::Keyframe;
@@ -179,16 +180,19 @@ std::string hex16(std::uint64_t v) {
 std::string format_progress(std::uint64_t done, std::uint64_t total, double seconds,
                             std::uint32_t jobs) {
   const double rate = seconds > 0.0 ? static_cast<double>(done) / seconds : 0.0;
-  const double pct = total > 0 ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : 100.0;
+  const double pct =
+      total > 0 ? 100.0 * static_cast<double>(done) / static_cast<double>(total) : 100.0;
   char buf[160];
   if (rate > 0.0 && done < total) {
     std::snprintf(buf, sizeof buf,
-                  "verify: %" PRIu64 "/%" PRIu64 " ticks (%.0f%%)  %.0f steps/s  ETA %.1f s  [%u job%s]",
+                  "verify: %" PRIu64 "/%" PRIu64
+                  " ticks (%.0f%%)  %.0f steps/s  ETA %.1f s  [%u job%s]",
                   done, total, pct, rate, static_cast<double>(total - done) / rate, jobs,
                   jobs == 1 ? "" : "s");
   } else {
-    std::snprintf(buf, sizeof buf, "verify: %" PRIu64 "/%" PRIu64 " ticks (%.0f%%)  %.0f steps/s  [%u job%s]",
-                  done, total, pct, rate, jobs, jobs == 1 ? "" : "s");
+    std::snprintf(buf, sizeof buf,
+                  "verify: %" PRIu64 "/%" PRIu64 " ticks (%.0f%%)  %.0f steps/s  [%u job%s]", done,
+                  total, pct, rate, jobs, jobs == 1 ? "" : "s");
   }
   return buf;
 }
@@ -309,7 +313,8 @@ VerifyReport verify_recording(const ReplayOptions& options, const VerifyProgress
     report.recorded_digest = earliest->recorded_digest;
     report.replayed_digest = earliest->replayed_digest;
     switch (earliest->kind) {
-      case Event::Kind::Error: return fail(earliest->message);
+      case Event::Kind::Error:
+        return fail(earliest->message);
       case Event::Kind::Keyframe:
         report.verdict = VerifyVerdict::Diverged;
         report.kind = DivergenceKind::Keyframe;
@@ -366,13 +371,12 @@ int run_verify(const ReplayOptions& options, std::FILE* out, std::FILE* err) {
                    : r.verdict == VerifyVerdict::InvariantBroken ? "invariant_broken"
                                                                  : "error";
     if (r.verdict == VerifyVerdict::Diverged) {
-      j["first_divergence"] = {
-          {"what", r.kind == DivergenceKind::Keyframe ? "keyframe" : "tick"},
-          {"tick", r.tick},
-          {"step", r.step},
-          {"replayed_step", r.replayed_step},
-          {"expected_digest", hex16(r.recorded_digest)},
-          {"actual_digest", hex16(r.replayed_digest)}};
+      j["first_divergence"] = {{"what", r.kind == DivergenceKind::Keyframe ? "keyframe" : "tick"},
+                               {"tick", r.tick},
+                               {"step", r.step},
+                               {"replayed_step", r.replayed_step},
+                               {"expected_digest", hex16(r.recorded_digest)},
+                               {"actual_digest", hex16(r.replayed_digest)}};
     } else if (r.verdict == VerifyVerdict::InvariantBroken) {
       j["invariant"] = {{"tick", r.tick}, {"step", r.step}, {"broken", r.invariant}};
     } else if (r.verdict == VerifyVerdict::Error) {
@@ -391,7 +395,8 @@ int run_verify(const ReplayOptions& options, std::FILE* out, std::FILE* err) {
     std::fflush(out);
   }
   switch (r.verdict) {
-    case VerifyVerdict::Error: return 2;
+    case VerifyVerdict::Error:
+      return 2;
     case VerifyVerdict::Diverged:
       if (!options.json) {
         std::fprintf(out,
@@ -415,7 +420,8 @@ int run_verify(const ReplayOptions& options, std::FILE* out, std::FILE* err) {
         std::fflush(out);
       }
       return 3;
-    case VerifyVerdict::Ok: break;
+    case VerifyVerdict::Ok:
+      break;
   }
   if (!options.json) {
     std::fprintf(out,

@@ -45,7 +45,7 @@ struct VerifyReport {
   // Diverged / InvariantBroken: where.
   DivergenceKind kind = DivergenceKind::Tick;
   std::uint64_t tick = 0;
-  std::uint64_t step = 0;             // recorded step (keyframe: the keyframe's step)
+  std::uint64_t step = 0;  // recorded step (keyframe: the keyframe's step)
   std::uint64_t replayed_step = 0;
   std::uint64_t recorded_digest = 0;  // keyframe: its stored digest
   std::uint64_t replayed_digest = 0;
@@ -56,8 +56,8 @@ struct VerifyReport {
   std::uint64_t step_last = 0;
   std::uint64_t sim_us = 0;
   double seconds = 0.0;
-  std::uint32_t jobs = 1;       // threads used
-  std::uint32_t segments = 1;   // keyframe-to-keyframe segments
+  std::uint32_t jobs = 1;         // threads used
+  std::uint32_t segments = 1;     // keyframe-to-keyframe segments
   std::uint64_t ticks_total = 0;  // ticks in the verified range
 };
 
