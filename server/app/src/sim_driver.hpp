@@ -62,7 +62,7 @@ struct SimDriverOptions {
   std::uint32_t catchup_steps_max = 5;
   std::uint32_t manual_step_max = 100'000;  // per Step command
   std::uint64_t autosave_steps = 0;         // 0 = off; else checkpoint "autosave" every N steps
-  std::uint64_t record_keyframe_steps = 600;  // 0 = only the initial (and restore) keyframes
+  std::uint64_t record_keyframe_steps = 300;  // 0 = only the initial (and restore) keyframes
   bool check_invariants = false;  // World::check_invariants() after every step; the first failure stops run()
   // Test hook: after step debug_stall_at_step, the sim thread sleeps
   // debug_stall_ms (no heartbeat), so /healthz can be seen going unhealthy.
