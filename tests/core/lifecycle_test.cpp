@@ -459,6 +459,77 @@ TEST_CASE("saves keep saveable residents' zone ownership and lifecycle settings"
   CHECK(refused.errors[0].path == "saveable[3].zone");
 }
 
+// Seed 001's load phases: what reconciliation needs is in the save, so the
+// active set right after a load is the saved one (one reconciling step, not
+// a regrowth at the lifecycle quotas), each resident on its saved lane
+// position, and the tiers measure from the saved observers.
+TEST_CASE("a load places the saved active set at once, on the saved lane positions, with the saved observers") {
+  Scenario s = two_zones();
+  s.population.start_hour = 11.9;
+  auto w = make(s);
+  for (int k = 0; k < 40; ++k) w->step();
+  REQUIRE(apply_one(*w, SetHour{12.5}).status == CommandStatus::Accepted);
+  ObserverPoint far;
+  far.x_m = 500.0;
+  far.y_m = -20.0;
+  far.z_m = 3.0;
+  REQUIRE(apply_one(*w, SetObservers{{far}}).status == CommandStatus::Accepted);
+  for (int k = 0; k < 200; ++k) w->step();
+  const SaveState save = w->capture_save();
+  const ResidentStore& before = w->population().residents();
+  std::uint32_t active_before = 0;
+  for (std::uint32_t i = 0; i < before.size(); ++i) active_before += before.active[i] == ResidentStore::kActive;
+  REQUIRE(active_before > 0);
+  REQUIRE(save.active_residents.size() == active_before);
+
+  auto loaded = World::load_save(s, save);
+  REQUIRE(loaded.errors.empty());
+  const World& l = *loaded.world;
+  const ResidentStore& after = l.population().residents();
+  for (std::uint32_t i = 0; i < after.size(); ++i) {
+    INFO("resident " << i);
+    CHECK(after.active[i] == before.active[i]);
+    CHECK(after.zone[i] == before.zone[i]);
+    if (before.active[i] != ResidentStore::kActive) continue;
+    const std::uint32_t a = w->pedestrians().dense_of[before.id[i].index];
+    const std::uint32_t b = l.pedestrians().dense_of[after.id[i].index];
+    REQUIRE(b != PedestrianStore::kNoSlot);
+    CHECK(l.pedestrians().lane[b] == w->pedestrians().lane[a]);
+    CHECK(l.pedestrians().s_m[b] == w->pedestrians().s_m[a]);
+  }
+  for (std::size_t z = 0; z < l.population().zones().size(); ++z) {
+    CHECK(l.population().zones()[z].active == w->population().zones()[z].active);
+  }
+  REQUIRE(l.observers().size() == 1);
+  CHECK(l.observers()[0].x_m == 500.0);
+  CHECK(l.observer_views()[0].z_m == 3.0);
+
+  SECTION("a saved resident on a lane that is not walkable is refused, naming the row") {
+    SaveState bad = save;
+    bad.active_residents[0].lane = "nowhere";
+    auto refused = World::load_save(s, bad);
+    REQUIRE_FALSE(refused.errors.empty());
+    CHECK(refused.errors[0].path == "active_residents[0].lane");
+    bad = save;
+    bad.active_residents.push_back(bad.active_residents[0]);
+    refused = World::load_save(s, bad);
+    REQUIRE_FALSE(refused.errors.empty());
+    CHECK(refused.errors[0].message.find("listed twice") != std::string::npos);
+  }
+  SECTION("a save from before schema 4 (no active set) regrows within the quotas") {
+    SaveState old = save;
+    old.active_residents.clear();
+    old.has_observers = false;
+    old.observers.clear();
+    auto regrown = World::load_save(s, old);
+    REQUIRE(regrown.errors.empty());
+    std::uint32_t active = 0;
+    for (const auto a : regrown.world->population().residents().active) active += a == ResidentStore::kActive;
+    CHECK(active == 0);
+    CHECK(regrown.world->observers() == std::vector<Vec2>(s.observers.begin(), s.observers.end()));
+  }
+}
+
 namespace {
 // a -> {b, c}, b -> a, c -> a: a walker without a route picks b or c by hash.
 Scenario forked_lanes() {

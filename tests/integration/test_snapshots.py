@@ -363,3 +363,40 @@ def test_restore_under_another_rate_names_the_step_length(start_server, tmp_path
         assert "--rate" in message, message
         after = s.stats()
         assert (after.step, after.digest) == (before.step, before.digest), "a failed restore changed the world"
+
+
+def test_load_restores_the_saved_active_set_at_once_and_waits_for_baselines(start_server):
+    """Seed 001's load phases mean what they say: right after a load the saved
+    active set is back (one reconciling step, not a regrowth at the quotas),
+    and RepresentationRebuilt comes once subscribed clients were sent their
+    baseline of the loaded world."""
+    from population_helpers import LARGEBLOCK
+    srv = start_server("--clock", "manual", "--config", LARGEBLOCK)
+    with operator(srv) as s, viewer(srv) as v:
+        v.subscribe()
+        assert manual_command(s, "SetHour", hour=12.0).accepted
+        s.step(300)
+        noon = s.stats()
+        assert noon.residents_active == 72, noon
+        zones_at_noon = {z.id: z.active for z in s.zones()}
+        assert [j.state for j in run_job(s, "Save", "noon")][-1] == JobState.Committed
+
+        assert manual_command(s, "SetHour", hour=6.0).accepted
+        s.step(300)
+        assert s.stats().residents_active == 48
+
+        seen = run_job(s, "Load", "noon")
+        assert [j.state for j in seen][-3:] == [
+            JobState.SnapshotApplied, JobState.ScheduleReconciled, JobState.RepresentationRebuilt], seen
+        st = s.stats()
+        assert st.step == noon.step
+        assert st.residents_active == 72, "the saved active set is placed by the load itself"
+        assert {z.id: z.active for z in s.zones()} == zones_at_noon
+        # The viewer was sent a baseline of the loaded world (its step), with
+        # the 72 residents in it.
+        deadline = time.monotonic() + 5.0
+        while True:
+            d = v.next_delta(timeout=max(0.1, deadline - time.monotonic()))
+            if d.baseline and d.step == noon.step:
+                break
+        assert len(d.entered) == 72, d

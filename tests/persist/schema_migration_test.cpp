@@ -93,7 +93,7 @@ core::Scenario city() {
 }  // namespace
 
 TEST_CASE("a version-1 file is migrated to the current schema when opened") {
-  REQUIRE(persist::kSchemaVersion == 3);
+  REQUIRE(persist::kSchemaVersion == 4);
   const std::string path = temp_path("v1.db");
   write_version1_file(path);
   REQUIRE(scalar(path, "PRAGMA user_version") == "1");
@@ -103,12 +103,12 @@ TEST_CASE("a version-1 file is migrated to the current schema when opened") {
     INFO(e.to_string());
     REQUIRE(e.ok());
   }
-  CHECK(scalar(path, "PRAGMA user_version") == "3");
-  CHECK(scalar(path, "SELECT value FROM meta WHERE key = 'schema_version'") == "3");
+  CHECK(scalar(path, "PRAGMA user_version") == "4");
+  CHECK(scalar(path, "SELECT value FROM meta WHERE key = 'schema_version'") == "4");
   CHECK(scalar(path, "SELECT value FROM meta WHERE key = 'created_by'") == "0.1.0");  // kept
   for (const char* table : {"lifecycle_settings", "zone_handoffs", "observer_views", "spawn_pipeline", "spawn_handles",
                             "orphans", "retiring_fifo", "save_residents", "route_slots", "route_lanes",
-                            "route_free_slots", "client_observers"}) {
+                            "route_free_slots", "client_observers", "save_active_residents", "save_observers"}) {
     INFO(table);
     CHECK(scalar(path, std::string("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '") + table +
                            "'") == "1");
@@ -172,7 +172,7 @@ TEST_CASE("a version-1 file is migrated to the current schema when opened") {
     REQUIRE(store.write_save("new-save", w->capture_save(), "{}", 0).ok());
     persist::LoadedCheckpoint lc;
     REQUIRE(store.read_checkpoint("new", lc).ok());
-    CHECK(lc.info.schema_version == 3);
+    CHECK(lc.info.schema_version == 4);
     auto r = core::World::restore(city(), lc.checkpoint);
     if (!r.errors.empty()) FAIL(r.errors[0].path << ": " << r.errors[0].message);
     CHECK(r.world->digest() == w->digest());
@@ -201,6 +201,8 @@ TEST_CASE("a version-2 checkpoint restores after migration 0003, with no client 
     sqlite3* db = nullptr;
     REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
     exec(db, "DROP TABLE client_observers");
+    exec(db, "DROP TABLE save_active_residents");  // 0004's tables: a version-2 file has none
+    exec(db, "DROP TABLE save_observers");
     exec(db, "UPDATE meta SET value = '2' WHERE key = 'schema_version'");
     exec(db, "UPDATE snapshots SET schema_version = 2");
     exec(db, "PRAGMA user_version=2");
@@ -228,7 +230,7 @@ TEST_CASE("a version-2 checkpoint restores after migration 0003, with no client 
   const auto e = persist::SnapshotStore::open(path, persist::FileKind::Snapshots, false, store);
   INFO(e.to_string());
   REQUIRE(e.ok());
-  CHECK(scalar(path, "PRAGMA user_version") == "3");
+  CHECK(scalar(path, "PRAGMA user_version") == "4");
   persist::LoadedCheckpoint lc;
   const auto re = store.read_checkpoint("v2", lc);
   INFO(re.to_string());

@@ -43,6 +43,7 @@ void SimDriver::run(const std::atomic<bool>& stop) {
     if (telemetry_ != nullptr) publish_telemetry(Clock::now());
     apply_candidates();
     drain_commands();
+    advance_rebuilt_loads();
     if (stop.load()) break;
 
     if (options_.clock == net::ClockMode::Manual || paused_) {
@@ -130,15 +131,26 @@ void SimDriver::apply_candidates() {
     if (c.job.kind == persist::JobKind::Restore) {
       persist_->advance(c.job, persist::JobState::Applied, c.origin, world_->step_index());
     } else {
+      // Identities and persistent facts are in place...
       persist_->advance(c.job, persist::JobState::SnapshotApplied, c.origin, world_->step_index());
-      // Schedules arrive with the population work; today the saved facts
-      // (clock, population target) are all there is to reconcile.
+      // ...and so is the saved active set: World::load_save placed it in one
+      // reconciling step (a save of schema < 4 has none; its lifecycle regrows
+      // within the quotas).
       persist_->advance(c.job, persist::JobState::ScheduleReconciled, c.origin, world_->step_index());
-      // The new-epoch frame above makes every subscribed client rebuild from a
-      // baseline on its next delta.
-      persist_->advance(c.job, persist::JobState::RepresentationRebuilt, c.origin, world_->step_index());
+      // RepresentationRebuilt once every subscribed client has been sent its
+      // baseline of this world (advance_rebuilt_loads).
+      rebuilding_.push_back({c.job, c.origin, world_epoch_});
     }
   }
+}
+
+void SimDriver::advance_rebuilt_loads() {
+  if (rebuilding_.empty() || persist_ == nullptr) return;
+  if (server_.epoch_handed_out() < world_epoch_ || server_.baselines_owed() != 0) return;
+  for (const RebuildingLoad& l : rebuilding_) {
+    persist_->advance(l.job, persist::JobState::RepresentationRebuilt, l.origin, world_->step_index());
+  }
+  rebuilding_.clear();
 }
 
 void SimDriver::drain_commands() {

@@ -134,6 +134,16 @@ class SimDriver {
   // differs from what the world has.
   void submit_client_observers();
 
+  // Loads waiting for RepresentationRebuilt: every subscribed client sent
+  // its baseline of world epoch `epoch` (net::Server::baselines_owed).
+  struct RebuildingLoad {
+    persist::JobStatus job;
+    persist::JobOrigin origin;
+    std::uint64_t epoch = 0;
+  };
+  void advance_rebuilt_loads();
+  std::vector<RebuildingLoad> rebuilding_;
+
   std::unique_ptr<core::World> world_;
   net::Server& server_;
   net::CommandQueue& commands_;

@@ -423,6 +423,15 @@ void PopulationSystem::lifecycle(const std::function<double(std::uint32_t)>& dis
   }
 }
 
+void PopulationSystem::refresh_zone_counts() {
+  const std::size_t nz = zones_.size();
+  for (std::size_t z = 0; z < nz; ++z) {
+    std::uint32_t n = 0;
+    for (std::size_t c = 0; c < scenario_->communities.size(); ++c) n += active_cz_[c * nz + z];
+    zones_[z].active = n;
+  }
+}
+
 void PopulationSystem::on_activated(std::uint32_t i) {
   assert(r_.active[i] == ResidentStore::kDormant);
   set_active(i, ResidentStore::kActive);

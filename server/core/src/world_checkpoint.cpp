@@ -1,6 +1,7 @@
 // World::capture and World::restore: the checkpoint half of the World.
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "bustle/core/world.hpp"
 
@@ -417,7 +418,7 @@ World::RestoreResult World::restore(const Scenario& scenario, const WorldCheckpo
 
 SaveState World::capture_save() const {  // NOLINT
   SaveState s{scenario_.id, scenario_.step_us, seed_, step_index_, pedestrian_target_,
-              population_.day_us(), population_.time_scale(), {}, {}, {}, population_.settings()};
+              population_.day_us(), population_.time_scale(), {}, {}, {}, population_.settings(), {}, false, {}};
   for (const GarageState& g : vehicles_.garages()) s.garage_vehicle_ordinals.push_back(g.next_vehicle_ordinal);
   const ResidentStore& rs = population_.residents();
   for (std::uint32_t i = 0; i < rs.size(); ++i) {
@@ -425,7 +426,86 @@ SaveState World::capture_save() const {  // NOLINT
     s.saveable_ids.push_back(rs.id[i]);
     s.saveable_zones.push_back(scenario_.zones[rs.zone[i]].id);
   }
+  for (std::uint32_t i = 0; i < rs.size(); ++i) {
+    if (rs.active[i] != ResidentStore::kActive) continue;  // dormant, or retiring (fading out)
+    const std::uint32_t slot = peds_.dense_of[rs.id[i].index];
+    if (slot == PedestrianStore::kNoSlot) continue;
+    s.active_residents.push_back({rs.id[i], scenario_.zones[rs.zone[i]].id, lanes_.lane(peds_.lane[slot]).id,
+                                  peds_.s_m[slot]});
+  }
+  s.has_observers = true;
+  for (std::size_t k = 0; k < observers_.size(); ++k) {
+    const ObserverView& v = observer_views_[k];
+    s.observers.push_back({observers_[k].x_m, observers_[k].y_m, v.z_m, v.has_heading, v.heading_rad});
+  }
   return s;
+}
+
+// The load's one reconciling step: the saved active set placed again, each
+// resident on its saved lane position in its saved zone. Checked completely
+// before anything is placed.
+std::vector<RestoreError> World::place_saved_active_set(const SaveState& save) {
+  std::vector<RestoreError> errors;
+  const ResidentStore& rs = population_.residents();
+  std::map<std::uint64_t, std::uint32_t> resident_of;
+  for (std::uint32_t i = 0; i < rs.size(); ++i) resident_of.emplace(rs.id[i].packed(), i);
+  std::vector<std::uint32_t> resident(save.active_residents.size()), zone(save.active_residents.size());
+  std::vector<LaneIndex> lane(save.active_residents.size());
+  std::vector<std::uint32_t> per_zone(scenario_.zones.size(), 0);
+  std::vector<std::uint8_t> seen(rs.size(), 0);
+  for (std::size_t k = 0; k < save.active_residents.size() && errors.size() < kMaxReportedErrors; ++k) {
+    const SaveState::ActiveResident& a = save.active_residents[k];
+    const std::string row = "active_residents[" + std::to_string(k) + "]";
+    const auto r = resident_of.find(a.id.packed());
+    if (r == resident_of.end()) {
+      errors.push_back({row + ".id", id_text(a.id) + " is not a resident of this scenario"});
+      continue;
+    }
+    if (seen[r->second]++ != 0) {
+      errors.push_back({row + ".id", id_text(a.id) + " is listed twice"});
+      continue;
+    }
+    resident[k] = r->second;
+    zone[k] = UINT32_MAX;
+    for (std::uint32_t z = 0; z < scenario_.zones.size(); ++z) {
+      if (scenario_.zones[z].id == a.zone) zone[k] = z;
+    }
+    if (zone[k] == UINT32_MAX) {
+      errors.push_back({row + ".zone", "unknown zone '" + a.zone + "'"});
+      continue;
+    }
+    const std::uint32_t community = rs.community[r->second];
+    if (scenario_.communities[community].saveable && rs.zone[r->second] != zone[k]) {
+      errors.push_back({row + ".zone", "'" + a.zone + "', but the saved zone of saveable resident " + id_text(a.id) +
+                                           " is '" + scenario_.zones[rs.zone[r->second]].id + "'"});
+      continue;
+    }
+    if (++per_zone[zone[k]] > scenario_.zones[zone[k]].capacity) {
+      errors.push_back({row + ".zone", "zone '" + a.zone + "' would hold more than its capacity " +
+                                           std::to_string(scenario_.zones[zone[k]].capacity)});
+      continue;
+    }
+    // Anywhere a pedestrian walks: residents cross to other zones' lanes.
+    const auto walkable = std::find_if(lanes_.lanes().begin(), lanes_.lanes().end(), [&](const auto& l) {
+      return l.id == a.lane && l.kind != LaneKind::Road;
+    });
+    if (walkable == lanes_.lanes().end()) {
+      errors.push_back({row + ".lane", "'" + a.lane + "' is not a sidewalk or crossing of this scenario"});
+      continue;
+    }
+    lane[k] = static_cast<LaneIndex>(walkable - lanes_.lanes().begin());
+    if (!(a.s_m >= 0.0 && a.s_m <= lanes_.lane(lane[k]).length_m)) {
+      errors.push_back({row + ".s_m", "must be in [0, lane length " + std::to_string(lanes_.lane(lane[k]).length_m) + "]"});
+    }
+  }
+  if (!errors.empty()) return errors;
+  for (std::size_t k = 0; k < save.active_residents.size(); ++k) {
+    if (rs.zone[resident[k]] != zone[k]) population_.assign_zone(resident[k], zone[k]);
+    push_pedestrian(rs.id[resident[k]], lane[k], save.active_residents[k].s_m, resident[k], PriorityClass::Community,
+                    PedestrianOrigin::Resident);
+    population_.on_activated(resident[k]);
+  }
+  return errors;
 }
 
 World::RestoreResult World::load_save(const Scenario& scenario, const SaveState& save, LogSink* log) {
@@ -503,6 +583,16 @@ World::RestoreResult World::load_save(const Scenario& scenario, const SaveState&
   }
   w->rng_.reseed(mix64(save.seed) ^ mix64(save.step_index + 0x5A7E));
   w->pedestrian_target_ = save.pedestrian_target;
+  if (save.has_observers) {
+    CommandResult ignored;
+    if (save.observers.size() > 64 || !w->set_observer_points(save.observers, w->observers_, w->observer_views_, ignored)) {
+      result.errors.push_back({"observers", "at most 64 observers, with finite coordinates, height and heading"});
+      return result;
+    }
+  }
+  result.errors = w->place_saved_active_set(save);
+  if (!result.errors.empty()) return result;
+  w->population_.refresh_zone_counts();
   w->digest_ = w->compute_digest();
   result.world = std::move(w);
   return result;

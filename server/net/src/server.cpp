@@ -112,6 +112,7 @@ class Server::Impl {
   void remove(std::uint32_t id, std::size_t peak_out_bytes);
   void schedule_trim();
   NetCounters& counters() { return owner_.counters_; }
+  std::atomic<std::uint32_t>& baselines_owed() { return owner_.baselines_owed_; }
 
   Server& owner_;
   ServerOptions options_;
@@ -197,6 +198,13 @@ class Session : public std::enable_shared_from_this<Session> {
       epoch_ = frame->world_epoch;
       tracker_.reset();
       forwarded_.clear();
+      // Owed until the baseline of the new world is written (RepresentationRebuilt).
+      if (!owes_baseline_) {
+        owes_baseline_ = true;
+        server_.baselines_owed().fetch_add(1);
+      }
+      baseline_queued_ = false;
+      for (Queued& q : outq_) q.first_of_epoch = false;  // an older world's baseline settles nothing
     }
     if (frame->step <= last_sent_step_ && !tracker_.baseline_pending() && !interest_changed_) return;
     if (over_soft_cap()) {
@@ -219,7 +227,9 @@ class Session : public std::enable_shared_from_this<Session> {
     last_sent_step_ = frame->step;
     interest_changed_ = false;
     // Deltas are only built under the soft cap, so they never meet the hard one.
-    enqueue(finish_frame(fbb_), Frame::Delta);
+    const bool first_of_epoch = owes_baseline_ && !baseline_queued_;
+    baseline_queued_ = baseline_queued_ || owes_baseline_;
+    enqueue(finish_frame(fbb_), Frame::Delta, first_of_epoch);
   }
 
   // The answer to a command this session counted in flight (handle_command
@@ -293,6 +303,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void close_now() {
     if (phase_ == Phase::Closed) return;
     phase_ = Phase::Closed;
+    settle_baseline();  // a client that is gone owes nothing
     if (observers_announced_) {
       // Its observers stop counting for the tiers.
       tracker_.set_interest(ClientInterest{}, false);
@@ -691,7 +702,14 @@ class Session : public std::enable_shared_from_this<Session> {
   struct Queued {
     SharedBytes bytes;
     Frame frame = Frame::Push;
+    bool first_of_epoch = false;  // the baseline of a replaced world (baselines_owed)
   };
+
+  void settle_baseline() {
+    if (!owes_baseline_) return;
+    owes_baseline_ = false;
+    server_.baselines_owed().fetch_sub(1);
+  }
 
   // Every frame counts against one per-client budget: its bytes plus the
   // bookkeeping that holds it, so a flood of tiny frames is charged for the
@@ -702,7 +720,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   std::size_t hard_cap() const { return outbound_hard_max_bytes(server_.options_); }
 
-  void enqueue(SharedBytes bytes, Frame frame) {
+  void enqueue(SharedBytes bytes, Frame frame, bool first_of_epoch = false) {
     if (phase_ == Phase::Closed) {
       if (frame == Frame::Answer) release_inflight();
       return;
@@ -717,7 +735,7 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     out_bytes_ += cost;
     peak_out_bytes_ = std::max(peak_out_bytes_, out_bytes_);
-    outq_.push_back(Queued{std::move(bytes), frame});
+    outq_.push_back(Queued{std::move(bytes), frame, first_of_epoch});
     on_backlog_changed();
     if (!writing_) write_next();
   }
@@ -795,6 +813,7 @@ class Session : public std::enable_shared_from_this<Session> {
                           NetCounters& c = self->server_.counters();
                           c.bytes_sent.fetch_add(done.bytes->size(), std::memory_order_relaxed);
                           c.frames_sent[static_cast<std::size_t>(done.frame)].fetch_add(1, std::memory_order_relaxed);
+                          if (done.first_of_epoch) self->settle_baseline();
                         }
                         self->out_bytes_ -= charge(*done.bytes);
                         self->outq_.pop_front();
@@ -828,6 +847,8 @@ class Session : public std::enable_shared_from_this<Session> {
   std::string address_;
   std::uint64_t last_sent_step_ = 0;
   std::uint64_t epoch_ = 0;
+  bool owes_baseline_ = false;   // counted in Server::baselines_owed()
+  bool baseline_queued_ = false;  // its baseline delta is in outq_
   bool interest_changed_ = false;   // UpdateInterest: re-encode even at the same step
   StreamTracker tracker_;
   bool observers_announced_ = false;       // the sim thread has non-empty observers of this session
@@ -1024,6 +1045,8 @@ void Server::Impl::publish(std::shared_ptr<const PublishedFrame> frame) {
     targets.reserve(sessions_.size());
     for (auto& [id, s] : sessions_) targets.push_back(s);
     for (auto& s : targets) s->on_frame_published(latest_seen_);
+    // After the sessions: whoever owes a baseline of this epoch is counted.
+    if (latest_seen_) owner_.epoch_handed_out_.store(latest_seen_->world_epoch);
   });
 }
 

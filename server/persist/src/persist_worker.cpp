@@ -233,6 +233,7 @@ constexpr StateTable kStateTables[] = {
     {"routes.lanes", "route_lanes", "position=", "lane"},
     {"routes.free_slots", "route_free_slots", "position=", "slot"},
     {"routes", "route_slots", "slot=", "slot"},
+    {"active_residents", "save_active_residents", "position="},
 };
 
 }  // namespace

@@ -949,22 +949,11 @@ StoreError SnapshotStore::read_pipeline(std::int64_t id, const std::string& row,
   // A checkpoint written before schema 3 has no rows here: an empty set (and
   // a schema-2 file opened read-only has no such table).
   if (file_version_ >= 3) {
-    if (StoreError e = read_rows("client_observers", "observer_index", "x_m, y_m, z_m, has_heading, heading_rad", "", id,
-                                 row,
-                                 [&](const Statement& st, const std::string& vrow) -> StoreError {
-                                   RowReader rr(st);
-                                   core::Vec2 o;
-                                   core::ObserverView v;
-                                   o.x_m = rr.f64(1, "x_m");
-                                   o.y_m = rr.f64(2, "y_m");
-                                   v.z_m = rr.f64(3, "z_m");
-                                   v.has_heading = rr.integer(4, "has_heading", 0, 1) != 0;
-                                   v.heading_rad = rr.f64(5, "heading_rad");
-                                   if (!rr.ok()) return error("client_observers", vrow, rr.field(), rr.message());
-                                   cp.client_observers.push_back(o);
-                                   cp.client_observer_views.push_back(v);
-                                   return {};
-                                 });
+    if (StoreError e = read_observer_rows("client_observers", id, row,
+                                          [&](const core::ObserverPoint& o) {
+                                            cp.client_observers.push_back({o.x_m, o.y_m});
+                                            cp.client_observer_views.push_back({o.z_m, o.has_heading, o.heading_rad});
+                                          });
         !e.ok()) {
       return e;
     }
@@ -1138,7 +1127,74 @@ StoreError SnapshotStore::write_save_residents(std::int64_t id, const core::Save
     st.bind_i64(4, save.saveable_ids[k].generation).bind_text(5, save.saveable_zones[k]);
     if (SqlError e = st.run(); !e.ok()) return sql_error(e, "save_residents", row + " position=" + std::to_string(k));
   }
+  Statement ar = db_.prepare(
+      "INSERT INTO save_active_residents (snapshot_id, position, id_index, id_generation, zone_id, lane_id, s_m) "
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+      err);
+  if (!err.ok()) return sql_error(err, "save_active_residents");
+  for (std::size_t k = 0; k < save.active_residents.size(); ++k) {
+    const core::SaveState::ActiveResident& a = save.active_residents[k];
+    ar.reset();
+    ar.bind_i64(1, id).bind_i64(2, static_cast<std::int64_t>(k)).bind_i64(3, a.id.index).bind_i64(4, a.id.generation);
+    ar.bind_text(5, a.zone).bind_text(6, a.lane).bind_double(7, a.s_m);
+    if (SqlError e = ar.run(); !e.ok()) {
+      return sql_error(e, "save_active_residents", row + " position=" + std::to_string(k));
+    }
+  }
+  Statement ob = db_.prepare(
+      "INSERT INTO save_observers (snapshot_id, observer_index, x_m, y_m, z_m, has_heading, heading_rad) "
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+      err);
+  if (!err.ok()) return sql_error(err, "save_observers");
+  for (std::size_t k = 0; k < save.observers.size(); ++k) {
+    const core::ObserverPoint& o = save.observers[k];
+    ob.reset();
+    ob.bind_i64(1, id).bind_i64(2, static_cast<std::int64_t>(k)).bind_double(3, o.x_m).bind_double(4, o.y_m);
+    ob.bind_double(5, o.z_m).bind_i64(6, o.has_heading ? 1 : 0).bind_double(7, o.heading_rad);
+    if (SqlError e = ob.run(); !e.ok()) return sql_error(e, "save_observers", row + " observer_index=" + std::to_string(k));
+  }
   return {};
+}
+
+// Schema 4: the saved active set and observers (see 0004_save_active_set.sql).
+StoreError SnapshotStore::read_save_active_set(std::int64_t id, const std::string& row, core::SaveState& save) {
+  if (StoreError e = read_rows("save_active_residents", "position", "id_index, id_generation, zone_id, lane_id, s_m", "",
+                               id, row,
+                               [&](const Statement& st, const std::string& rrow) -> StoreError {
+                                 RowReader rr(st);
+                                 core::SaveState::ActiveResident a;
+                                 a.id = rr.id(1, "id_index", "id_generation");
+                                 a.zone = st.column_text(3);
+                                 a.lane = st.column_text(4);
+                                 a.s_m = rr.f64(5, "s_m");
+                                 if (!rr.ok()) return error("save_active_residents", rrow, rr.field(), rr.message());
+                                 save.active_residents.push_back(std::move(a));
+                                 return {};
+                               });
+      !e.ok()) {
+    return e;
+  }
+  save.has_observers = true;
+  return read_observer_rows("save_observers", id, row,
+                            [&](const core::ObserverPoint& o) { save.observers.push_back(o); });
+}
+
+// Observer tables (client_observers, save_observers) share one row shape.
+StoreError SnapshotStore::read_observer_rows(const char* table, std::int64_t id, const std::string& row,
+                                             const std::function<void(const core::ObserverPoint&)>& add) {
+  return read_rows(table, "observer_index", "x_m, y_m, z_m, has_heading, heading_rad", "", id, row,
+                   [&](const Statement& st, const std::string& orow) -> StoreError {
+                     RowReader rr(st);
+                     core::ObserverPoint o;
+                     o.x_m = rr.f64(1, "x_m");
+                     o.y_m = rr.f64(2, "y_m");
+                     o.z_m = rr.f64(3, "z_m");
+                     o.has_heading = rr.integer(4, "has_heading", 0, 1) != 0;
+                     o.heading_rad = rr.f64(5, "heading_rad");
+                     if (!rr.ok()) return error(table, orow, rr.field(), rr.message());
+                     add(o);
+                     return {};
+                   });
 }
 
 StoreError SnapshotStore::read_save_residents(std::int64_t id, const std::string& row, core::SaveState& save) {
@@ -1440,6 +1496,9 @@ StoreError SnapshotStore::read_save(const std::string& name, LoadedSave& out) {
   if (ls.info.schema_version >= 2) {
     if (StoreError e = read_lifecycle(ls.info.id, named, ls.save.lifecycle); !e.ok()) return e;
     if (StoreError e = read_save_residents(ls.info.id, named, ls.save); !e.ok()) return e;
+  }
+  if (ls.info.schema_version >= 4) {
+    if (StoreError e = read_save_active_set(ls.info.id, named, ls.save); !e.ok()) return e;
   }
   out = std::move(ls);
   return {};

@@ -117,6 +117,25 @@ struct SaveState {
   std::vector<EntityId> saveable_ids;
   std::vector<std::string> saveable_zones;  // zone id per saveable resident
   LifecycleSettings lifecycle;
+  // What the load's reconciliation needs (seed 001): every resident walking
+  // when the save was taken, with its zone and lane position, in resident
+  // order. A load places exactly these again in one reconciling step, so the
+  // active set right after a load is the saved one (quotas apply from the
+  // next lifecycle interval on). Empty in saves of schema < 4: the lifecycle
+  // then regrows the active set within its quotas.
+  struct ActiveResident {
+    EntityId id;
+    std::string zone;  // zone id
+    std::string lane;  // lane id (a sidewalk of that zone)
+    double s_m = 0.0;  // distance along the lane
+    friend bool operator==(const ActiveResident&, const ActiveResident&) = default;
+  };
+  std::vector<ActiveResident> active_residents;
+  // The operator/scenario observers the tiers measure from (SetObservers);
+  // client observers are the connected clients' and are re-sent by them.
+  // has_observers false (schema < 4): the scenario's observers.
+  bool has_observers = false;
+  std::vector<ObserverPoint> observers;
 };
 
 // One validation failure: `path` names the collection, row and field, e.g.

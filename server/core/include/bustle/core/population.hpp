@@ -198,6 +198,9 @@ class PopulationSystem {
   const std::vector<ZoneHandoff>& handoffs() const { return handoffs_; }
   // Loading a save: a dormant resident's zone ownership.
   void assign_zone(std::uint32_t resident, std::uint32_t zone) { move_zone(resident, zone); }
+  // Zone statuses' `active` from the per-community counts (a load placed
+  // residents outside a lifecycle interval).
+  void refresh_zone_counts();
   // Target of each community at the current hour (round(base x density)) and its zone index (-1: none).
   std::uint32_t community_target(std::uint32_t community) const;
   std::int64_t community_zone(std::uint32_t community) const;

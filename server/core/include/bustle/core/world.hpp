@@ -347,6 +347,7 @@ class World {
   double effective_distance_at(Vec2 p, LaneIndex lane, PriorityClass cls, bool vehicle) const;
   void prepare_importance();
   // Validates finite points and replaces (out, views); false with r filled otherwise.
+  std::vector<RestoreError> place_saved_active_set(const SaveState& save);
   bool set_observer_points(std::span<const ObserverPoint> points, std::vector<Vec2>& out,
                            std::vector<ObserverView>& views, CommandResult& r);
   // tier_observers_ = observers_ followed by client_observers_ (derived).

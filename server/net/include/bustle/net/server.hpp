@@ -391,6 +391,14 @@ class Server {
   void on_signal(std::function<void(int)> fn);
 
   std::uint32_t client_count() const { return client_count_.load(); }
+  // Thread-safe. After a world replacement (a frame with a new world_epoch):
+  // the newest epoch the network thread has handed to its sessions, and how
+  // many subscribed clients have not yet had their baseline of it written to
+  // their socket (a client that disconnects owes nothing). A load is
+  // RepresentationRebuilt once epoch_handed_out() reaches its epoch and
+  // baselines_owed() is 0.
+  std::uint64_t epoch_handed_out() const { return epoch_handed_out_.load(); }
+  std::uint32_t baselines_owed() const { return baselines_owed_.load(); }
   // Thread-safe: what the network thread counted so far (metrics).
   const NetCounters& counters() const { return counters_; }
 
@@ -399,6 +407,8 @@ class Server {
  private:
   std::unique_ptr<Impl> impl_;
   std::atomic<std::uint32_t> client_count_{0};
+  std::atomic<std::uint64_t> epoch_handed_out_{0};
+  std::atomic<std::uint32_t> baselines_owed_{0};
   NetCounters counters_;
 };
 

@@ -22,7 +22,7 @@
 namespace bustle::persist {
 
 inline constexpr const char* kMagic = "bustle";
-inline constexpr int kSchemaVersion = 3;
+inline constexpr int kSchemaVersion = 4;
 // Read-only opening (which cannot migrate) also accepts files of this schema
 // or later: migration 0003 only added a table (client_observers), which reads
 // as empty for them.
@@ -161,6 +161,9 @@ class SnapshotStore {
                            std::vector<std::uint32_t>& out);
   StoreError write_save_residents(std::int64_t id, const core::SaveState& save);
   StoreError read_save_residents(std::int64_t id, const std::string& row, core::SaveState& save);
+  StoreError read_save_active_set(std::int64_t id, const std::string& row, core::SaveState& save);
+  StoreError read_observer_rows(const char* table, std::int64_t id, const std::string& row,
+                                const std::function<void(const core::ObserverPoint&)>& add);
 
   Database db_;
   std::string path_;
