@@ -113,6 +113,16 @@ TEST_CASE("importance, spawn, despawn and ledger settings are range-checked") {
     INFO((errs.empty() ? "" : errs[0].path + ": " + errs[0].message));
     CHECK(errs.empty());
   }
+  SECTION("tier resolution cadences, per kind") {
+    Scenario s = valid();
+    s.tiers.pedestrian_resolve_every_steps = 64;
+    s.tiers.vehicle_resolve_every_steps = 1;
+    CHECK(validate_scenario(s).empty());
+    s.tiers.vehicle_resolve_every_steps = 0;
+    CHECK(has_error(validate_scenario(s), "tiers.vehicle_resolve_every_steps", "[1, 64]"));
+    s.tiers.vehicle_resolve_every_steps = 65;
+    CHECK(has_error(validate_scenario(s), "tiers.vehicle_resolve_every_steps", "[1, 64]"));
+  }
   SECTION("lane elevation") {
     Scenario s = valid();
     s.lanes[0].elevation_m = 10'000.5;

@@ -278,6 +278,9 @@ void validate_vehicles(const Scenario& s, const std::map<std::string, std::size_
   if (t.pedestrian_resolve_every_steps < 1 || t.pedestrian_resolve_every_steps > 64) {
     fail("tiers.pedestrian_resolve_every_steps", "must be in [1, 64]");
   }
+  if (t.vehicle_resolve_every_steps < 1 || t.vehicle_resolve_every_steps > 64) {
+    fail("tiers.vehicle_resolve_every_steps", "must be in [1, 64]");
+  }
   for (std::size_t i = 0; i < s.observers.size(); ++i) {
     check_coordinates(s.observers[i], "observers[" + std::to_string(i) + "]", fail);
   }

@@ -1,6 +1,7 @@
 #include "bustle/core/vehicles.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cassert>
 #include <cmath>
 #include <string_view>
@@ -31,6 +32,40 @@ bool segment_intersection(const Vec2& p1, const Vec2& p2, const Vec2& q1, const 
 bool queue_in_order(const QueuedRequest& ahead, const QueuedRequest& behind) {
   return ahead.priority > behind.priority ||
          (ahead.priority == behind.priority && ahead.enqueue_ordinal < behind.enqueue_ordinal);
+}
+
+// Digest folding for the per-step words (vehicles, garages, signals): two
+// words per 64x64->128-bit multiply (hi ^ lo), each under its own key, so a
+// record of 2k words costs k multiplies and no dependency chain; summing the
+// results keeps records independent of each other. Keys are distinct odd
+// constants; `salt` binds a record to its position (garage or signal index).
+__extension__ using U128 = unsigned __int128;
+[[gnu::always_inline]] inline std::uint64_t mum(std::uint64_t a, std::uint64_t b) {
+  const U128 r = static_cast<U128>(a) * b;
+  return static_cast<std::uint64_t>(r) ^ static_cast<std::uint64_t>(r >> 64);
+}
+constexpr std::uint64_t kFoldKey = 0x9E3779B97F4A7C15ull;
+[[gnu::always_inline]] inline std::uint64_t fold_pair(std::uint64_t a, std::uint64_t b, std::uint64_t k) {
+  return mum(a ^ (kFoldKey * (2 * k + 1)), b ^ (0xD6E8FEB86659FD93ull * (2 * k + 1)));
+}
+
+// One vehicle's digest word: its fields in pairs through fold_pair (four
+// independent multiplies, not a chain), summed, mixed with the hash of the
+// fields that never change after dispatch.
+[[gnu::always_inline]] inline std::uint64_t vehicle_flags(std::uint8_t strategy, std::uint8_t policy,
+                                                          std::uint8_t reason, std::uint8_t tier, std::uint8_t despawn) {
+  return std::uint64_t{strategy} | std::uint64_t{policy} << 8 | std::uint64_t{reason} << 16 |
+         std::uint64_t{tier} << 24 | std::uint64_t{despawn} << 32;
+}
+[[gnu::always_inline]] inline std::uint64_t fold_vehicle(std::uint64_t cold, std::uint32_t route_index, LaneIndex lane,
+                                                         double s_m, double speed_mps, std::uint64_t flags,
+                                                         EntityId leader, std::uint64_t steps_advanced,
+                                                         std::uint64_t waiting_since, std::uint64_t last_advance_step) {
+  const std::uint64_t acc = fold_pair((std::uint64_t{route_index} << 32) | lane, std::bit_cast<std::uint64_t>(s_m), 1) +
+                            fold_pair(std::bit_cast<std::uint64_t>(speed_mps), flags, 2) +
+                            fold_pair(leader.packed(), steps_advanced, 3) +
+                            fold_pair(waiting_since, last_advance_step, 4);
+  return mix64(acc ^ cold);
 }
 
 template <class T>
@@ -102,7 +137,9 @@ const char* to_string(DispatchGate g) {
   return "?";
 }
 
-PolicyDecision arbitrate_policy(const PolicyInputs& in, const VehicleRules& rules) {
+namespace {
+// The arbitration itself, inlined into the vehicle kernel.
+[[gnu::always_inline]] inline PolicyDecision arbitrate(const PolicyInputs& in, const VehicleRules& rules) {
   PolicyDecision d;
   if (in.despawn_requested) return {ControlPolicy::DespawnPending, PolicyReason::DespawnRequested, false, 0.0, false};
   if (in.strategy == VehicleStrategy::Manual) return {ControlPolicy::Manual, PolicyReason::ManualControl, true, 1.0, false};
@@ -123,6 +160,9 @@ PolicyDecision arbitrate_policy(const PolicyInputs& in, const VehicleRules& rule
   d.policy = route ? ControlPolicy::RouteFollow : ControlPolicy::LaneFollow;
   return d;
 }
+}  // namespace
+
+PolicyDecision arbitrate_policy(const PolicyInputs& in, const VehicleRules& rules) { return arbitrate(in, rules); }
 
 VehicleSystem::VehicleSystem(const Scenario& scenario, const LaneGraph& lanes, std::uint32_t entity_capacity)
     : scenario_(&scenario), lanes_(&lanes) {
@@ -173,6 +213,57 @@ VehicleSystem::VehicleSystem(const Scenario& scenario, const LaneGraph& lanes, s
   }
   v_.dense_of.assign(entity_capacity, VehicleStore::kNoSlot);
   lane_start_.assign(lanes.size() + 1, 0);
+  // The per-lane facts the kernel reads, in one dense table.
+  lane_hot_.resize(lanes.size());
+  for (LaneIndex l = 0; l < lanes.size(); ++l) {
+    const Lane& L = lanes.lane(l);
+    LaneHot& h = lane_hot_[l];
+    h.length_m = L.length_m;
+    h.speed_mps = L.speed_mps_limit;
+    h.signal = signal_of_lane_[l];
+    h.stop_m = 0.0;
+    h.yield_m = 0.0;
+    if (h.signal >= 0) {
+      const SignalSpec& sg = scenario.signals[static_cast<std::size_t>(h.signal)];
+      h.stop_m = sg.stop_alpha * L.length_m;
+      h.yield_m = sg.yield_alpha * L.length_m;
+    }
+    h.conflicts = static_cast<std::uint32_t>(conflicts_[l].size());
+  }
+  for (const GarageSpec& g : scenario.garages) route_loops_.push_back(g.route_end == RouteEnd::Loop ? 1 : 0);
+  route_begin_.push_back(0);
+  for (const auto& r : routes_) {
+    route_lanes_.insert(route_lanes_.end(), r.begin(), r.end());
+    route_begin_.push_back(static_cast<std::uint32_t>(route_lanes_.size()));
+  }
+  waiting_.resize(scenario.garages.size());
+  // A garage's waiting list never outgrows its capacity: no allocation per step.
+  for (std::size_t g = 0; g < scenario.garages.size(); ++g) waiting_[g].reserve(scenario.garages[g].capacity);
+  // Straight (two-point) lanes, for the tier distance without the lane walk:
+  // the same arithmetic as LaneGraph::position.
+  lane_geo_.resize(lanes.size());
+  for (LaneIndex l = 0; l < lanes.size(); ++l) {
+    const Lane& L = lanes.lane(l);
+    LaneGeo& g = lane_geo_[l];
+    g.straight = L.points.size() == 2;
+    g.elevation_m = L.elevation_m;
+    if (!g.straight) continue;
+    g.ax = L.points[0].x_m;
+    g.ay = L.points[0].y_m;
+    g.dx = L.points[1].x_m - L.points[0].x_m;
+    g.dy = L.points[1].y_m - L.points[0].y_m;
+    g.s0 = L.cumulative_m[0];
+    g.seg = L.cumulative_m[1] - L.cumulative_m[0];
+    g.length_m = L.length_m;
+  }
+}
+
+Vec2 VehicleSystem::position_of(std::uint32_t i) const {
+  const LaneGeo& g = lane_geo_[v_.lane[i]];
+  if (!g.straight) return lanes_->position(v_.lane[i], v_.s_m[i]);
+  const double s = std::clamp(v_.s_m[i], 0.0, g.length_m);
+  const double t = g.seg > 0.0 ? (s - g.s0) / g.seg : 0.0;
+  return {g.ax + g.dx * t, g.ay + g.dy * t};
 }
 
 std::optional<std::uint32_t> VehicleSystem::garage_index(const std::string& id) const {
@@ -257,13 +348,34 @@ bool VehicleSystem::is_vehicle(EntityId id) const {
 }
 
 void VehicleSystem::mark_despawn(EntityId id) {
-  if (is_vehicle(id)) v_.despawn_requested[v_.dense_of[id.index]] = 1;
+  if (!is_vehicle(id)) return;
+  const std::uint32_t i = v_.dense_of[id.index];
+  v_.despawn_requested[i] = 1;
+  refold(i);
 }
 
 bool VehicleSystem::set_strategy(EntityId id, VehicleStrategy s) {
   if (!is_vehicle(id)) return false;
-  v_.strategy[v_.dense_of[id.index]] = static_cast<std::uint8_t>(s);
+  const std::uint32_t i = v_.dense_of[id.index];
+  v_.strategy[i] = static_cast<std::uint8_t>(s);
+  refold(i);
   return true;
+}
+
+void VehicleSystem::start_waiting(std::uint32_t i, std::uint64_t step_index) {
+  v_.waiting_since[i] = step_index;
+  auto& w = waiting_[v_.garage[i]];
+  const Waiter me{step_index, v_.id[i]};
+  w.insert(std::upper_bound(w.begin(), w.end(), me), me);
+}
+
+void VehicleSystem::stop_waiting(std::uint32_t i) {
+  auto& w = waiting_[v_.garage[i]];
+  const Waiter me{v_.waiting_since[i], v_.id[i]};
+  const auto it = std::lower_bound(w.begin(), w.end(), me);
+  assert(it != w.end() && it->id == me.id);
+  w.erase(it);
+  v_.waiting_since[i] = 0;
 }
 
 void VehicleSystem::push_vehicle(std::uint64_t step_index, EntityId id, std::uint32_t garage, std::uint64_t ordinal,
@@ -292,6 +404,11 @@ void VehicleSystem::push_vehicle(std::uint64_t step_index, EntityId id, std::uin
   Digest c;
   c.u64(id.packed()).u32(garage).u64(ordinal).u32(prototype).str(request_id);
   cold_hash_.push_back(c.value());
+  phase_.push_back(id_phase(id));
+  hash_.push_back(0);
+  ++policy_count_[static_cast<std::size_t>(ControlPolicy::RouteFollow)];
+  ++tier_count_[static_cast<std::size_t>(tier)];
+  refold(v_.size() - 1);
   ++managed_[garage];
 }
 
@@ -301,6 +418,12 @@ void VehicleSystem::remove(EntityId id) {
   const std::uint32_t last = v_.size() - 1;
   assert(managed_[v_.garage[slot]] > 0);
   --managed_[v_.garage[slot]];
+  if (v_.waiting_since[slot] != 0) stop_waiting(slot);
+  hash_sum_ -= hash_[slot];
+  --policy_count_[v_.policy[slot]];
+  --tier_count_[v_.tier[slot]];
+  erase_at(hash_, slot);
+  erase_at(phase_, slot);
   erase_at(v_.id, slot);
   erase_at(v_.garage, slot);
   erase_at(v_.ordinal, slot);
@@ -359,7 +482,8 @@ void VehicleSystem::find_stuck(std::uint64_t step_index, std::uint32_t step_us,
     if (strategy == VehicleStrategy::Parked || strategy == VehicleStrategy::Manual) continue;
     if ((step_index - v_.last_advance_step[i]) * step_us < stuck_us) continue;
     v_.despawn_requested[i] = 1;
-    v_.policy[i] = static_cast<std::uint8_t>(ControlPolicy::DespawnPending);
+    set_policy(i, static_cast<std::uint8_t>(ControlPolicy::DespawnPending));
+    refold(i);
     despawns.push_back({v_.id[i], false, true});
   }
 }
@@ -466,49 +590,28 @@ void VehicleSystem::build_snapshot() {
   std::vector<std::uint32_t>& fill = pos_in_order_;  // reused as a cursor first
   cursor_.assign(lane_start_.begin(), lane_start_.end() - 1);  // reused: no allocation after warm-up
   for (std::uint32_t i = 0; i < n; ++i) order_[cursor_[v_.lane[i]]++] = i;
+  // Per lane by (s, EntityId): a handful of vehicles per lane, so an
+  // insertion sort (no call per lane), std::sort for long queues.
+  const double* const s = v_.s_m.data();
+  const EntityId* const id = v_.id.data();
+  const auto before = [s, id](std::uint32_t a, std::uint32_t b) { return s[a] != s[b] ? s[a] < s[b] : id[a] < id[b]; };
+  std::uint32_t* const o = order_.data();
   for (std::uint32_t l = 0; l < lanes; ++l) {
-    std::sort(order_.begin() + lane_start_[l], order_.begin() + lane_start_[l + 1],
-              [&](std::uint32_t a, std::uint32_t b) {
-                return v_.s_m[a] != v_.s_m[b] ? v_.s_m[a] < v_.s_m[b] : v_.id[a] < v_.id[b];
-              });
+    const std::uint32_t b = lane_start_[l], e = lane_start_[l + 1];
+    if (e - b < 2) continue;
+    if (e - b > 24) {
+      std::sort(o + b, o + e, before);
+      continue;
+    }
+    for (std::uint32_t k = b + 1; k < e; ++k) {
+      const std::uint32_t x = o[k];
+      std::uint32_t m = k;
+      for (; m > b && before(x, o[m - 1]); --m) o[m] = o[m - 1];
+      o[m] = x;
+    }
   }
   for (std::uint32_t k = 0; k < n; ++k) fill[order_[k]] = k;
   for (std::uint32_t i = 0; i < n; ++i) snap_s_[i] = v_.s_m[i];
-}
-
-double VehicleSystem::leader_gap(std::uint32_t i, EntityId& leader) const {
-  const double caution = scenario_->vehicle_rules.headway_caution_m;
-  const LaneIndex lane = v_.lane[i];
-  const std::uint32_t k = pos_in_order_[i];
-  if (k + 1 < lane_start_[lane + 1]) {
-    const std::uint32_t j = order_[k + 1];
-    leader = v_.id[j];
-    return snap_s_[j] - snap_s_[i];
-  }
-  // Nothing ahead on this lane: look along the route (across the loop seam).
-  const auto& route = routes_[v_.garage[i]];
-  const bool loop = scenario_->garages[v_.garage[i]].route_end == RouteEnd::Loop;
-  double acc = lanes_->lane(lane).length_m - snap_s_[i];
-  std::uint32_t ri = v_.route_index[i];
-  for (std::size_t hop = 0; hop < kLeaderLookaheadLanes && acc < caution; ++hop) {
-    if (ri + 1 < route.size()) {
-      ++ri;
-    } else if (loop) {
-      ri = 0;
-    } else {
-      break;
-    }
-    const LaneIndex next = route[ri];
-    if (lane_start_[next] < lane_start_[next + 1]) {
-      const std::uint32_t j = order_[lane_start_[next]];
-      if (j == i) break;  // only this vehicle on a one-lane loop
-      leader = v_.id[j];
-      return acc + snap_s_[j];
-    }
-    acc += lanes_->lane(next).length_m;
-  }
-  leader = EntityId{};
-  return std::numeric_limits<double>::infinity();
 }
 
 void VehicleSystem::evaluate_and_advance(std::uint64_t step_index, std::uint32_t step_us,
@@ -517,40 +620,73 @@ void VehicleSystem::evaluate_and_advance(std::uint64_t step_index, std::uint32_t
   const double dt_s = static_cast<double>(step_us) * 1e-6;
   const VehicleRules& rules = scenario_->vehicle_rules;
   const std::uint32_t n = v_.size();
+  // The columns as local pointers: stores through the byte columns may alias
+  // anything, so member vectors would be reloaded after each; locals stay in
+  // registers. Every vehicle reads the pre-step snapshot (snap_s_, order_).
+  const std::uint8_t* const tier_c = v_.tier.data();
+  const std::uint8_t* const despawn_c = v_.despawn_requested.data();
+  const std::uint8_t* const phase_c = phase_.data();
+  const std::uint8_t* const strategy_c = v_.strategy.data();
+  const std::uint32_t* const garage_c = v_.garage.data();
+  const std::uint64_t* const waiting_c = v_.waiting_since.data();
+  LaneIndex* const lane_c = v_.lane.data();
+  std::uint32_t* const ri_c = v_.route_index.data();
+  double* const s_c = v_.s_m.data();
+  double* const speed_c = v_.speed_mps.data();
+  std::uint8_t* const policy_c = v_.policy.data();
+  std::uint8_t* const reason_c = v_.reason.data();
+  EntityId* const leader_c = v_.leader.data();
+  std::uint64_t* const steps_c = v_.steps_advanced.data();
+  std::uint64_t* const last_c = v_.last_advance_step.data();
+  const EntityId* const id_c = v_.id.data();
+  const double* const snap = snap_s_.data();
+  const std::uint32_t* const order = order_.data();
+  const std::uint32_t* const lane_start = lane_start_.data();
+  const std::uint32_t* const pos = pos_in_order_.data();
+  const LaneHot* const lanes = lane_hot_.data();
+  const SignalState* const signals = signals_.data();
+  const std::uint64_t* const cold = cold_hash_.data();
+  std::uint64_t* const hash = hash_.data();
+  const double caution = rules.headway_caution_m;
+  std::uint64_t sum = hash_sum_;
+  std::uint32_t moving = 0;
+  std::array<std::uint32_t, kControlPolicyCount> policies = policy_count_;
   for (std::uint32_t i = 0; i < n; ++i) {
-    const auto tier = static_cast<SimTier>(v_.tier[i]);
-    if (!v_.despawn_requested[i] && !tier_due(step_index, v_.id[i], tier)) {
+    const auto tier = static_cast<SimTier>(tier_c[i]);
+    if (!despawn_c[i] && !tier_due_phase(step_index, phase_c[i], tier)) {
       continue;  // policy and reason keep their last decision; progress catches up when due
     }
     const std::uint32_t stride = tier_stride(tier);
-    const LaneIndex lane = v_.lane[i];
-    const Lane& L = lanes_->lane(lane);
-    const auto& route = routes_[v_.garage[i]];
-    const std::uint32_t ri = v_.route_index[i];
-    const bool has_next = ri + 1 < route.size();
+    const LaneIndex lane = lane_c[i];
+    const LaneHot& L = lanes[lane];
+    const std::uint32_t garage = garage_c[i];
+    const LaneIndex* const route = route_lanes_.data() + route_begin_[garage];
+    const std::uint32_t route_size = route_begin_[garage + 1] - route_begin_[garage];
+    const std::uint32_t ri = ri_c[i];
+    const bool has_next = ri + 1 < route_size;
     const LaneIndex next = has_next ? route[ri + 1] : route[0];
-    const bool next_on_route = has_next || scenario_->garages[v_.garage[i]].route_end == RouteEnd::Loop;
-    const double travel_m = L.speed_mps_limit * dt_s * stride + kEps;  // this evaluation's full-speed reach
-    const double to_end = L.length_m - snap_s_[i];
+    const bool loops = route_loops_[garage] != 0;
+    const bool next_on_route = has_next || loops;
+    const double travel_m = L.speed_mps * dt_s * stride + kEps;  // this evaluation's full-speed reach
+    const double s0 = snap[i];
+    const double to_end = L.length_m - s0;
 
     PolicyInputs in;
-    in.despawn_requested = v_.despawn_requested[i] != 0;
-    in.strategy = static_cast<VehicleStrategy>(v_.strategy[i]);
+    in.despawn_requested = despawn_c[i] != 0;
+    in.strategy = static_cast<VehicleStrategy>(strategy_c[i]);
     // Signals: the stop line on this lane, or on the next one within reach.
-    auto check_signal = [&](LaneIndex sl, double dist_to_lane_start) {
-      const std::int32_t sig = signal_of_lane_[sl];
-      if (sig < 0) return;
-      const SignalSpec& spec = scenario_->signals[static_cast<std::size_t>(sig)];
-      const double len = lanes_->lane(sl).length_m;
-      const double to_stop = dist_to_lane_start + spec.stop_alpha * len;
-      const double to_yield = dist_to_lane_start + spec.yield_alpha * len;
-      const SignalPhase ph = signals_[static_cast<std::size_t>(sig)].phase;
+    auto check_signal = [&](const LaneHot& h, double dist_to_lane_start) {
+      if (h.signal < 0) return;
+      const double to_stop = dist_to_lane_start + h.stop_m;
+      const double to_yield = dist_to_lane_start + h.yield_m;
+      const SignalPhase ph = signals[static_cast<std::size_t>(h.signal)].phase;
       if (to_stop < -kEps) return;  // already past the stop line
       if (ph == SignalPhase::Closed && to_stop <= travel_m) in.signal_closed = true;
       if (ph == SignalPhase::Yield && to_yield <= travel_m) in.signal_yield = true;
     };
-    check_signal(lane, -snap_s_[i]);
-    if (next_on_route) check_signal(next, to_end);
+    check_signal(L, -s0);
+    const LaneHot& N = lanes[next];
+    if (next_on_route) check_signal(N, to_end);
     // Pedestrians on a crossing ahead (pre-step occupancy).
     auto check_crossings = [&](LaneIndex rl, double dist_to_lane_start) {
       for (const Conflict& c : conflicts_[rl]) {
@@ -560,103 +696,145 @@ void VehicleSystem::evaluate_and_advance(std::uint64_t step_index, std::uint32_t
         if (crossing_occupied[c.crossing] != 0) in.pedestrian_hazard = true;
       }
     };
-    check_crossings(lane, -snap_s_[i]);
-    if (next_on_route && to_end < rules.pedestrian_hazard_m) check_crossings(next, to_end);
-    EntityId leader;
-    in.leader_gap_m = leader_gap(i, leader);
+    if (L.conflicts != 0) check_crossings(lane, -s0);
+    if (next_on_route && N.conflicts != 0 && to_end < rules.pedestrian_hazard_m) check_crossings(next, to_end);
 
-    const bool awaiting = v_.waiting_since[i] != 0;
-    PolicyDecision dec = arbitrate_policy(in, rules);
+    // Leader: the next vehicle on this lane in the snapshot, else the first
+    // one along the route within the caution headway (across the loop seam).
+    EntityId leader;
+    double gap = std::numeric_limits<double>::infinity();
+    if (const std::uint32_t k = pos[i]; k + 1 < lane_start[lane + 1]) {
+      const std::uint32_t j = order[k + 1];
+      leader = id_c[j];
+      gap = snap[j] - s0;
+    } else {
+      double acc = to_end;
+      std::uint32_t hri = ri;
+      for (std::size_t hop = 0; hop < kLeaderLookaheadLanes && acc < caution; ++hop) {
+        if (hri + 1 < route_size) {
+          ++hri;
+        } else if (loops) {
+          hri = 0;
+        } else {
+          break;
+        }
+        const LaneIndex ahead = route[hri];
+        if (lane_start[ahead] < lane_start[ahead + 1]) {
+          const std::uint32_t j = order[lane_start[ahead]];
+          if (j == i) break;  // only this vehicle on a one-lane loop
+          leader = id_c[j];
+          gap = acc + snap[j];
+          break;
+        }
+        acc += lanes[ahead].length_m;
+      }
+    }
+    in.leader_gap_m = gap;
+
+    const bool awaiting = waiting_c[i] != 0;
+    PolicyDecision dec = arbitrate(in, rules);
     if (awaiting && dec.advance) {
       dec.advance = false;
       dec.reason = PolicyReason::AwaitingTurnaround;
     }
-    v_.policy[i] = static_cast<std::uint8_t>(dec.policy);
-    v_.reason[i] = static_cast<std::uint8_t>(dec.reason);
-    v_.leader[i] = dec.leader_recorded ? leader : EntityId{};
+    --policies[policy_c[i]];
+    ++policies[static_cast<std::size_t>(dec.policy)];
+    policy_c[i] = static_cast<std::uint8_t>(dec.policy);
+    reason_c[i] = static_cast<std::uint8_t>(dec.reason);
+    leader_c[i] = dec.leader_recorded ? leader : EntityId{};
     if (!dec.advance) {
-      v_.speed_mps[i] = 0.0;
-      continue;
-    }
-
-    // Advance: spend this evaluation's time along the route at each lane's
-    // speed limit, never closer than the block headway to the leader's
-    // pre-step position (invariant 5).
-    double time_s = dt_s * stride * dec.speed_multiplier;
-    double cap_m = std::isfinite(in.leader_gap_m) ? std::max(0.0, in.leader_gap_m - rules.headway_block_m)
-                                                  : std::numeric_limits<double>::infinity();
-    double moved_m = 0.0;
-    LaneIndex cur = lane;
-    double s = v_.s_m[i];
-    std::uint32_t cur_ri = ri;
-    for (std::size_t hop = 0; hop < 64 && time_s > 0.0 && cap_m > 0.0; ++hop) {
-      const Lane& C = lanes_->lane(cur);
-      const double reach = std::min(C.speed_mps_limit * time_s, cap_m);
-      if (s + reach < C.length_m) {
-        s += reach;
-        moved_m += reach;
+      speed_c[i] = 0.0;
+    } else {
+      // Advance: spend this evaluation's time along the route at each lane's
+      // speed limit, never closer than the block headway to the leader's
+      // pre-step position (invariant 5).
+      double time_s = dt_s * stride * dec.speed_multiplier;
+      double cap_m = std::isfinite(in.leader_gap_m) ? std::max(0.0, in.leader_gap_m - rules.headway_block_m)
+                                                    : std::numeric_limits<double>::infinity();
+      double moved_m = 0.0;
+      LaneIndex cur = lane;
+      double s = s_c[i];
+      std::uint32_t cur_ri = ri;
+      for (std::size_t hop = 0; hop < 64 && time_s > 0.0 && cap_m > 0.0; ++hop) {
+        const LaneHot& C = lanes[cur];
+        const double reach = std::min(C.speed_mps * time_s, cap_m);
+        if (s + reach < C.length_m) {
+          s += reach;
+          moved_m += reach;
+          break;
+        }
+        const double part = C.length_m - s;
+        moved_m += part;
+        cap_m -= part;
+        time_s -= part / C.speed_mps;
+        s = C.length_m;
+        if (cur_ri + 1 < route_size) {
+          ++cur_ri;
+          cur = route[cur_ri];
+          s = 0.0;  // leftover time carries onto the next lane at its speed limit
+          continue;
+        }
+        // End of the route.
+        if (loops) {
+          start_waiting(i, step_index);  // competes for the entrance (turnarounds())
+        } else {
+          despawns.push_back({id_c[i], true});
+        }
         break;
       }
-      const double part = C.length_m - s;
-      moved_m += part;
-      cap_m -= part;
-      time_s -= part / C.speed_mps_limit;
-      s = C.length_m;
-      if (cur_ri + 1 < route.size()) {
-        ++cur_ri;
-        cur = route[cur_ri];
-        s = 0.0;  // leftover time carries onto the next lane at its speed limit
-        continue;
+      // Invariant 5 where it is written: never closer than the block headway.
+      assert(!std::isfinite(in.leader_gap_m) ||
+             moved_m <= std::max(0.0, in.leader_gap_m - rules.headway_block_m) + kEps);
+      lane_c[i] = cur;
+      s_c[i] = s;
+      ri_c[i] = cur_ri;
+      speed_c[i] = moved_m / (dt_s * stride);
+      if (moved_m > 0.0) {
+        ++steps_c[i];
+        last_c[i] = step_index;
+        ++moving;
       }
-      // End of the route.
-      if (scenario_->garages[v_.garage[i]].route_end == RouteEnd::Loop) {
-        v_.waiting_since[i] = step_index;  // competes for the entrance (turnarounds())
-      } else {
-        despawns.push_back({v_.id[i], true});
-      }
-      break;
     }
-    // Invariant 5 where it is written: never closer than the block headway.
-    assert(!std::isfinite(in.leader_gap_m) || moved_m <= std::max(0.0, in.leader_gap_m - rules.headway_block_m) + kEps);
-    v_.lane[i] = cur;
-    v_.s_m[i] = s;
-    v_.route_index[i] = cur_ri;
-    v_.speed_mps[i] = moved_m / (dt_s * stride);
-    if (moved_m > 0.0) {
-      ++v_.steps_advanced[i];
-      v_.last_advance_step[i] = step_index;
-      ++last_step_.moving;
-    }
+    // Fold this vehicle's new digest word (vehicle_word(i), from the values at hand).
+    const std::uint64_t h = fold_vehicle(cold[i], ri_c[i], lane_c[i], s_c[i], speed_c[i],
+                                         vehicle_flags(strategy_c[i], policy_c[i], reason_c[i], tier_c[i], despawn_c[i]),
+                                         leader_c[i], steps_c[i], waiting_c[i], last_c[i]);
+    sum += h - hash[i];
+    hash[i] = h;
   }
+  hash_sum_ = sum;
+  policy_count_ = policies;
+  last_step_.moving += moving;
 }
 
 void VehicleSystem::count_policies() {
   // Over every vehicle, not only those evaluated this step: a Coarse vehicle
   // waiting at a signal is still waiting between its evaluations.
-  for (auto& c : last_step_.per_policy) c = 0;
-  for (std::uint32_t i = 0; i < v_.size(); ++i) ++last_step_.per_policy[v_.policy[i]];
+  // Maintained where policies are written (set_policy), not recounted.
+  for (std::size_t p = 0; p < kControlPolicyCount; ++p) last_step_.per_policy[p] = policy_count_[p];
 }
 
 void VehicleSystem::turnarounds(std::uint64_t step_index) {
   (void)step_index;
   lane_min_valid_ = false;
-  turn_best_.assign(garages_.size(), VehicleStore::kNoSlot);
-  for (std::uint32_t i = 0; i < v_.size(); ++i) {
-    if (v_.waiting_since[i] == 0 || v_.despawn_requested[i]) continue;
-    std::uint32_t& best = turn_best_[v_.garage[i]];
-    if (best == VehicleStore::kNoSlot || v_.waiting_since[i] < v_.waiting_since[best] ||
-        (v_.waiting_since[i] == v_.waiting_since[best] && v_.id[i] < v_.id[best])) {
-      best = i;
-    }
-  }
+  // Per garage, the earliest waiting vehicle (waiting_since, then EntityId):
+  // the front of its sorted waiting list, skipping vehicles about to leave.
   for (std::uint32_t g = 0; g < garages_.size(); ++g) {
-    if (scenario_->garages[g].route_end != RouteEnd::Loop) continue;
-    const std::uint32_t best = turn_best_[g];
+    if (waiting_[g].empty() || route_loops_[g] == 0) continue;
+    std::uint32_t best = VehicleStore::kNoSlot;
+    for (const Waiter& w : waiting_[g]) {
+      const std::uint32_t i = v_.dense_of[w.id.index];
+      if (!v_.despawn_requested[i]) {
+        best = i;
+        break;
+      }
+    }
     if (best == VehicleStore::kNoSlot || !entrance_clear(g)) continue;
+    stop_waiting(best);
     v_.route_index[best] = 0;
     v_.lane[best] = routes_[g][0];
     v_.s_m[best] = 0.0;
-    v_.waiting_since[best] = 0;
+    refold(best);
     lane_min_s_[routes_[g][0]] = 0.0;
     ++garages_[g].turnarounds;
     ++last_step_.turnarounds;
@@ -665,48 +843,145 @@ void VehicleSystem::turnarounds(std::uint64_t step_index) {
 
 // Phase 8 ------------------------------------------------------------------
 
-void VehicleSystem::resolve_tiers(const TierSpec& spec, const ImportanceField& importance,
-                                  std::span<const std::uint8_t> force_full) {
+void VehicleSystem::resolve_tiers(std::uint64_t step_index, const TierSpec& spec, const ImportanceField& importance,
+                                  std::span<const EntityId> forced_full) {
+  // The slice whose id phase matches this step: each vehicle is re-resolved
+  // every `every` steps and each step does 1/every of the work (as for
+  // pedestrians). The slice competes for what the caps leave after the other
+  // vehicles' current tiers (tier_count_, maintained, not recounted).
+  const std::uint32_t every = spec.vehicle_resolve_every_steps;
+  const auto ph = static_cast<std::uint32_t>(step_index % every);
   const std::uint32_t n = v_.size();
-  distances_.resize(n);
+  constexpr auto kFull = static_cast<std::uint8_t>(SimTier::Full);
+  constexpr auto kSim = static_cast<std::uint8_t>(SimTier::Simulated);
+  slice_.clear();
+  slice_ids_.clear();
+  slice_tier_.clear();
+  std::array<std::uint32_t, kSimTierCount> in_slice{};
   for (std::uint32_t i = 0; i < n; ++i) {
+    if (phase_[i] % every != ph) continue;
+    slice_.push_back(i);
+    slice_ids_.push_back(v_.id[i]);
+    slice_tier_.push_back(v_.tier[i]);
+    ++in_slice[v_.tier[i]];
+  }
+  const auto m = static_cast<std::uint32_t>(slice_.size());
+  distances_.resize(m);
+  for (std::uint32_t k = 0; k < m; ++k) {
     // Position only (no heading: atan2 is not needed for a distance).
     // Vehicles carry no priority class: they rank as background, weighted by
     // vehicle_weight and areas of interest.
-    const Vec2 p = lanes_->position(v_.lane[i], v_.s_m[i]);
+    const std::uint32_t i = slice_[k];
+    const Vec2 p = position_of(i);
     const double w = importance.weight(PriorityClass::Background, true, p.x_m, p.y_m);
-    distances_[i] = importance.effective_distance_m(p.x_m, p.y_m, lanes_->lane(v_.lane[i]).elevation_m, w);
+    distances_[k] = importance.effective_distance_m(p.x_m, p.y_m, lane_geo_[v_.lane[i]].elevation_m, w);
   }
-  last_tiers_ = tier_resolver_.resolve(spec, v_.id, distances_, v_.tier, force_full);
+  // ForceFull: flags for the slice; forced vehicles of other slices already
+  // Full hold their place outside full_cap but inside the hard cap.
+  slice_force_.clear();
+  std::uint32_t others_forced = 0;
+  if (!forced_full.empty()) {
+    slice_force_.assign(m, 0);
+    for (std::uint32_t k = 0; k < m; ++k) {
+      slice_force_[k] = std::binary_search(forced_full.begin(), forced_full.end(), slice_ids_[k]) ? 1 : 0;
+    }
+    for (const EntityId f : forced_full) {
+      if (!is_vehicle(f)) continue;
+      const std::uint32_t i = v_.dense_of[f.index];
+      if (v_.tier[i] == kFull && phase_[i] % every != ph) ++others_forced;
+    }
+  }
+  std::array<std::uint32_t, kSimTierCount> others{};
+  for (std::size_t t = 0; t < kSimTierCount; ++t) others[t] = tier_count_[t] - in_slice[t];
+  auto left = [](std::uint32_t cap, std::uint32_t used) { return cap > used ? cap - used : 0u; };
+  TierSpec s = spec;
+  s.full_cap = left(s.full_cap, others[kFull] - std::min(others[kFull], others_forced));
+  s.hard_full_cap = left(s.hard_full_cap, others[kFull]);
+  s.simulated_cap = left(s.simulated_cap, others[kSim]);
+  const TierCounts sc = tier_resolver_.resolve(s, slice_ids_, distances_, slice_tier_, slice_force_);
+  for (std::uint32_t k = 0; k < m; ++k) {
+    const std::uint32_t i = slice_[k];
+    if (v_.tier[i] == slice_tier_[k]) continue;
+    --tier_count_[v_.tier[i]];
+    ++tier_count_[slice_tier_[k]];
+    v_.tier[i] = slice_tier_[k];
+    refold(i);
+  }
+  last_tiers_ = sc;
+  for (std::size_t t = 0; t < kSimTierCount; ++t) last_tiers_.per_tier[t] = tier_count_[t];
+  last_tiers_.forced = sc.forced + others_forced;
 }
 
 // Digest and checkpoint ----------------------------------------------------
 
+std::uint64_t VehicleSystem::vehicle_word(std::uint32_t i) const {
+  return fold_vehicle(cold_hash_[i], v_.route_index[i], v_.lane[i], v_.s_m[i], v_.speed_mps[i],
+                      vehicle_flags(v_.strategy[i], v_.policy[i], v_.reason[i], v_.tier[i], v_.despawn_requested[i]),
+                      v_.leader[i], v_.steps_advanced[i], v_.waiting_since[i], v_.last_advance_step[i]);
+}
+
+void VehicleSystem::rebuild_derived() {
+  const std::uint32_t n = v_.size();
+  cold_hash_.clear();
+  phase_.clear();
+  for (std::uint32_t i = 0; i < n; ++i) {
+    Digest c;
+    c.u64(v_.id[i].packed()).u32(v_.garage[i]).u64(v_.ordinal[i]).u32(v_.prototype[i]).str(v_.request_id[i]);
+    cold_hash_.push_back(c.value());
+    phase_.push_back(id_phase(v_.id[i]));
+  }
+  hash_.assign(n, 0);
+  hash_sum_ = 0;
+  for (std::uint32_t i = 0; i < n; ++i) refold(i);
+  policy_count_.fill(0);
+  tier_count_.fill(0);
+  for (auto& w : waiting_) w.clear();
+  for (std::uint32_t i = 0; i < n; ++i) {
+    ++policy_count_[v_.policy[i]];
+    ++tier_count_[v_.tier[i]];
+    if (v_.waiting_since[i] != 0) waiting_[v_.garage[i]].push_back({v_.waiting_since[i], v_.id[i]});
+  }
+  for (auto& w : waiting_) std::sort(w.begin(), w.end());
+}
+
 void VehicleSystem::digest_into(Digest& d) const {
   d.tag(20).u32(v_.size());
-  std::uint64_t sum = 0;  // order-independent over the dense arrays
-  for (std::uint32_t i = 0; i < v_.size(); ++i) {
-    Digest e;
-    e.u64(cold_hash_[i]).u64((std::uint64_t{v_.route_index[i]} << 32) | v_.lane[i]).f64(v_.s_m[i]).f64(v_.speed_mps[i]);
-    e.u64(std::uint64_t{v_.strategy[i]} | std::uint64_t{v_.policy[i]} << 8 | std::uint64_t{v_.reason[i]} << 16 |
-          std::uint64_t{v_.tier[i]} << 24 | std::uint64_t{v_.despawn_requested[i]} << 32);
-    e.u64(v_.leader[i].packed()).u64(v_.steps_advanced[i]).u64(v_.waiting_since[i]).u64(v_.last_advance_step[i]);
-    sum += e.value();
-  }
-  d.u64(sum);
+  d.u64(hash_sum_);  // order-independent over the dense arrays, folded as vehicles change
+  // Garages and signals change every step (queue frames, gate counts, phase
+  // clocks): their scalars are folded in pairs (fold_pair), a record per
+  // garage or signal salted by its index, and summed; queued requests (rare,
+  // variable length) go through the Digest chain.
   d.tag(21).u32(static_cast<std::uint32_t>(garages_.size()));
-  for (const GarageState& g : garages_) {
-    d.u64(g.queue.size());
-    for (const QueuedRequest& q : g.queue) d.str(q.request_id).u32(q.prototype).u64(static_cast<std::uint64_t>(q.priority)).u64(q.enqueue_ordinal);
-    d.u64(g.dispatched.size());
-    d.u64(dispatched_hash_[static_cast<std::size_t>(&g - garages_.data())]);
-    d.u64(g.frame_index).boolean(g.has_dispatched).u64(g.last_dispatch_frame).u64(g.next_enqueue_ordinal);
-    d.u64(g.next_vehicle_ordinal).u64(g.turnarounds).u32(static_cast<std::uint32_t>(g.last_gate));
-    for (const std::uint64_t c : g.gate_steps) d.u64(c);
-    d.u64(g.rejected_invalid).u64(g.rejected_duplicate).u64(g.rejected_queue_full).u64(g.canceled);
+  std::uint64_t garages = 0;
+  for (std::uint32_t gi = 0; gi < garages_.size(); ++gi) {
+    const GarageState& g = garages_[gi];
+    if (!g.queue.empty()) {
+      d.u32(gi).u64(g.queue.size());
+      for (const QueuedRequest& q : g.queue) d.str(q.request_id).u32(q.prototype).u64(static_cast<std::uint64_t>(q.priority)).u64(q.enqueue_ordinal);
+    }
+    const std::uint64_t salt = std::uint64_t{gi} << 8;
+    const std::uint64_t small = (std::uint64_t{g.has_dispatched} << 8) | static_cast<std::uint64_t>(g.last_gate);
+    std::uint64_t w = fold_pair(g.dispatched.size(), dispatched_hash_[gi], salt | 1) +
+                      fold_pair(g.frame_index, g.last_dispatch_frame, salt | 2) +
+                      fold_pair(g.next_enqueue_ordinal, g.next_vehicle_ordinal, salt | 3) +
+                      fold_pair(g.turnarounds, small, salt | 4) +
+                      fold_pair(g.gate_steps[0], g.gate_steps[1], salt | 5) +
+                      fold_pair(g.gate_steps[2], g.gate_steps[3], salt | 6) +
+                      fold_pair(g.gate_steps[4], g.gate_steps[5], salt | 7) +
+                      fold_pair(g.rejected_invalid, g.rejected_duplicate, salt | 8) +
+                      fold_pair(g.rejected_queue_full, g.canceled, salt | 9);
+    static_assert(kDispatchGateCount == 6);
+    garages += mix64(w ^ g.queue.size());
   }
-  d.tag(22);
-  for (const SignalState& s : signals_) d.u32(static_cast<std::uint32_t>(s.phase)).u64(s.phase_elapsed_us).u64(s.cycles);
+  d.u64(garages);
+  d.tag(22).u32(static_cast<std::uint32_t>(signals_.size()));
+  std::uint64_t signals = 0;
+  for (std::uint32_t si = 0; si < signals_.size(); ++si) {
+    const SignalState& s = signals_[si];
+    // cycles < 2^62 (one per cycle of at least 3 ms of phases), so the phase fits below it.
+    signals += fold_pair(s.phase_elapsed_us, (s.cycles << 2) | static_cast<std::uint64_t>(s.phase), si);
+  }
+  d.u64(signals);
   d.tag(23).u64(plan_.cursor).u64(plan_.accepted).u64(plan_.rejected);
   d.tag(24);
   for (const std::uint32_t c : last_tiers_.per_tier) d.u32(c);
@@ -817,6 +1092,31 @@ std::string VehicleSystem::check_invariants(const EntityRegistry& registry) cons
              std::to_string(gap) + " m behind " + vehicle(ahead) + " (headway_block_m " + std::to_string(block) + ")";
     }
   }
+  // The derived state the step maintains instead of recounting: the folded
+  // digest words, policy and tier counts, the turnaround waiting lists.
+  std::uint64_t sum = 0;
+  std::array<std::uint32_t, kControlPolicyCount> policies{};
+  std::array<std::uint32_t, kSimTierCount> tiers{};
+  std::size_t waiting = 0;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    if (hash_[i] != vehicle_word(i)) return area + vehicle(i) + " changed without its digest word being refolded";
+    sum += hash_[i];
+    ++policies[v_.policy[i]];
+    ++tiers[v_.tier[i]];
+    if (v_.waiting_since[i] != 0) {
+      const auto& w = waiting_[v_.garage[i]];
+      if (!std::binary_search(w.begin(), w.end(), Waiter{v_.waiting_since[i], v_.id[i]})) {
+        return area + vehicle(i) + " awaits turnaround but is not on its garage's waiting list";
+      }
+      ++waiting;
+    }
+  }
+  if (sum != hash_sum_) return area + "the folded digest sum differs from its vehicles' words";
+  if (policies != policy_count_) return area + "the maintained per-policy counts differ from the store";
+  if (tiers != tier_count_) return area + "the maintained per-tier counts differ from the store";
+  std::size_t listed = 0;
+  for (const auto& w : waiting_) listed += w.size();
+  if (listed != waiting) return area + "the turnaround waiting lists hold vehicles that are not waiting";
   return {};
 }
 
@@ -976,13 +1276,9 @@ std::vector<std::pair<std::string, std::string>> VehicleSystem::restore(const Ve
 
   v_ = s;
   v_.dense_of = std::move(dense_of);
-  // Derived caches of the digest: rebuilt from the restored state, never stored.
-  cold_hash_.clear();
-  for (std::size_t i = 0; i < n; ++i) {
-    Digest c;
-    c.u64(v_.id[i].packed()).u32(v_.garage[i]).u64(v_.ordinal[i]).u32(v_.prototype[i]).str(v_.request_id[i]);
-    cold_hash_.push_back(c.value());
-  }
+  // Derived caches of the digest and the step: rebuilt from the restored
+  // state, never stored.
+  rebuild_derived();
   dispatched_hash_.assign(cp.garages.size(), 0);
   for (std::size_t g = 0; g < cp.garages.size(); ++g) {
     for (const std::string& r : cp.garages[g].dispatched) dispatched_hash_[g] += Digest{}.str(r).value();

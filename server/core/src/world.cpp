@@ -729,10 +729,7 @@ void World::fill_force(std::span<const EntityId> ids) {
 }
 
 void World::phase_tiers() {
-  if (vehicles_.store().size() > 0) {
-    fill_force(vehicles_.store().id);
-    vehicles_.resolve_tiers(scenario_.tiers, importance_, force_scratch_);
-  }
+  if (vehicles_.store().size() > 0) vehicles_.resolve_tiers(step_index_, scenario_.tiers, importance_, forced_full_);
   // Pedestrians are resolved a slice at a time: each step takes those whose
   // id phase (like the stride phase) matches the step, so each pedestrian is
   // re-resolved every pedestrian_resolve_every_steps steps and every step

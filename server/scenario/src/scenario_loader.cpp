@@ -347,7 +347,8 @@ void read_vehicles(Reader& r, const json& root, core::Scenario& s) {
   if (auto it = root.find("tiers"); it != root.end()) {
     if (r.expect_object(*it, "tiers", {"full_enter_m", "full_exit_m", "simulated_enter_m", "simulated_exit_m",
                                        "full_cap", "simulated_cap", "transitions_per_step",
-                                       "pedestrian_resolve_every_steps", "hard_full_cap", "importance"})) {
+                                       "pedestrian_resolve_every_steps", "vehicle_resolve_every_steps", "hard_full_cap",
+                                       "importance"})) {
       r.read_number(*it, "tiers", "full_enter_m", s.tiers.full_enter_m);
       r.read_number(*it, "tiers", "full_exit_m", s.tiers.full_exit_m);
       r.read_number(*it, "tiers", "simulated_enter_m", s.tiers.simulated_enter_m);
@@ -356,6 +357,7 @@ void read_vehicles(Reader& r, const json& root, core::Scenario& s) {
       r.read_uint(*it, "tiers", "simulated_cap", s.tiers.simulated_cap);
       r.read_uint(*it, "tiers", "transitions_per_step", s.tiers.transitions_per_step);
       r.read_uint(*it, "tiers", "pedestrian_resolve_every_steps", s.tiers.pedestrian_resolve_every_steps);
+      r.read_uint(*it, "tiers", "vehicle_resolve_every_steps", s.tiers.vehicle_resolve_every_steps);
       r.read_uint(*it, "tiers", "hard_full_cap", s.tiers.hard_full_cap);
       r.optional_object(*it, "tiers", "importance",
                         {"class_weight", "pedestrian_weight", "vehicle_weight", "height_weight", "behind_factor",

@@ -158,9 +158,10 @@ struct TierSpec {
   std::uint32_t transitions_per_step = 256;
   // Each pedestrian is re-resolved every N steps: every step resolves the
   // 1/N slice whose id phase matches (as strides are spread), so no step pays
-  // for all of them; tiers change slowly next to 8-step strides. Vehicles are
-  // resolved every step.
+  // for all of them; tiers change slowly next to 8-step strides.
   std::uint32_t pedestrian_resolve_every_steps = 4;
+  // The same for vehicles, on their own cadence.
+  std::uint32_t vehicle_resolve_every_steps = 4;
   // Absolute limit on Full entities per kind, ForceFull included: ForceFull
   // bypasses full_cap but never this.
   std::uint32_t hard_full_cap = 8192;

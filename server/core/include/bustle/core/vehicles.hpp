@@ -239,9 +239,12 @@ class VehicleSystem {
             const std::vector<std::uint8_t>& crossing_occupied, const std::vector<Vec2>& observers,
             std::vector<DespawnRequest>& despawns);
 
-  // Phase 8.
-  void resolve_tiers(const TierSpec& spec, const ImportanceField& importance,
-                     std::span<const std::uint8_t> force_full = {});
+  // Phase 8: re-resolves the slice of vehicles whose id phase matches the
+  // step (every tiers.vehicle_resolve_every_steps steps each), against the
+  // caps the other slices' current tiers leave. `forced_full` is the world's
+  // ForceFull list, sorted by EntityId (pedestrians in it are ignored).
+  void resolve_tiers(std::uint64_t step_index, const TierSpec& spec, const ImportanceField& importance,
+                     std::span<const EntityId> forced_full = {});
 
   const VehicleStore& store() const { return v_; }
   const std::vector<GarageState>& garages() const { return garages_; }
@@ -276,12 +279,28 @@ class VehicleSystem {
   void dispatch(std::uint64_t step_index, EntityRegistry& registry, const std::vector<Vec2>& observers);
   bool entrance_clear(std::uint32_t garage);
   void build_snapshot();
-  double leader_gap(std::uint32_t i, EntityId& leader) const;
   void evaluate_and_advance(std::uint64_t step_index, std::uint32_t step_us,
                             const std::vector<std::uint8_t>& crossing_occupied,
                             std::vector<DespawnRequest>& despawns);
   void turnarounds(std::uint64_t step_index);
   void count_policies();
+  // Digest folding: each vehicle's state hashes to one word kept in hash_;
+  // hash_sum_ is their sum (order-independent), updated whenever a vehicle
+  // changes, so digest_into() does not rehash unchanged vehicles.
+  std::uint64_t vehicle_word(std::uint32_t i) const;
+  void refold(std::uint32_t i) {
+    const std::uint64_t h = vehicle_word(i);
+    hash_sum_ += h - hash_[i];
+    hash_[i] = h;
+  }
+  void set_policy(std::uint32_t i, std::uint8_t p) {
+    --policy_count_[v_.policy[i]];
+    ++policy_count_[p];
+    v_.policy[i] = p;
+  }
+  void rebuild_derived();
+  void start_waiting(std::uint32_t i, std::uint64_t step_index);
+  void stop_waiting(std::uint32_t i);
   void find_stuck(std::uint64_t step_index, std::uint32_t step_us, std::vector<DespawnRequest>& despawns);
   void push_vehicle(std::uint64_t step_index, EntityId id, std::uint32_t garage, std::uint64_t ordinal,
                     std::uint32_t prototype,
@@ -316,7 +335,6 @@ class VehicleSystem {
   TierResolver tier_resolver_;
   std::vector<double> lane_min_s_;   // per lane: smallest s of any vehicle (lazy)
   bool lane_min_valid_ = false;
-  std::vector<std::uint32_t> turn_best_;  // per garage: earliest waiting vehicle
   std::vector<std::uint32_t> cursor_;
   // Digest caches (derived, rebuilt on restore): the hash of each vehicle's
   // fields that never change after dispatch, and per garage the sum of the
@@ -324,6 +342,42 @@ class VehicleSystem {
   // rehash thousands of strings.
   std::vector<std::uint64_t> cold_hash_;        // per dense slot
   std::vector<std::uint64_t> dispatched_hash_;  // per garage
+  std::vector<std::uint64_t> hash_;             // per dense slot: vehicle_word() as last folded
+  std::uint64_t hash_sum_ = 0;
+  // Derived per dense slot / per lane / per garage (rebuilt on restore).
+  std::vector<std::uint8_t> phase_;             // id_phase(id): stride and resolve slice
+  std::array<std::uint32_t, kControlPolicyCount> policy_count_{};  // vehicles per policy
+  std::array<std::uint32_t, kSimTierCount> tier_count_{};          // vehicles per tier
+  struct Waiter {
+    std::uint64_t since;
+    EntityId id;
+    bool operator<(const Waiter& o) const { return since != o.since ? since < o.since : id < o.id; }
+  };
+  std::vector<std::vector<Waiter>> waiting_;    // per garage: vehicles awaiting turnaround, sorted
+  std::vector<std::uint8_t> route_loops_;       // per garage: route_end == Loop
+  std::vector<LaneIndex> route_lanes_;          // every garage route, concatenated
+  std::vector<std::uint32_t> route_begin_;      // per garage + 1: its route in route_lanes_
+  struct LaneHot {
+    double length_m;
+    double speed_mps;
+    double stop_m;      // signal stop line from the lane start (stop_alpha x length)
+    double yield_m;     // yield approach from the lane start
+    std::int32_t signal;  // index or -1
+    std::uint32_t conflicts;  // number of crossing conflicts
+  };
+  std::vector<LaneHot> lane_hot_;
+  struct LaneGeo {
+    bool straight = false;  // two points: position by the fields below
+    double ax = 0, ay = 0, dx = 0, dy = 0, s0 = 0, seg = 0, length_m = 0;
+    double elevation_m = 0;
+  };
+  std::vector<LaneGeo> lane_geo_;
+  Vec2 position_of(std::uint32_t i) const;
+  // Tier resolution slice (reused buffers).
+  std::vector<std::uint32_t> slice_;
+  std::vector<EntityId> slice_ids_;
+  std::vector<std::uint8_t> slice_tier_;
+  std::vector<std::uint8_t> slice_force_;
 };
 
 }  // namespace bustle::core
