@@ -171,3 +171,14 @@ TEST_CASE("capacity selection equals sorting by preference, ties and all, at eve
     REQUIRE(tier == expected);
   }
 }
+
+TEST_CASE("the mask form of tier_due_phase equals (step + phase % stride) % stride == 0") {
+  for (std::uint64_t step = 0; step < 256; ++step) {
+    for (std::uint32_t phase = 0; phase < 64; ++phase) {
+      for (const SimTier t : {SimTier::Full, SimTier::Simulated, SimTier::Coarse}) {
+        const std::uint32_t stride = tier_stride(t);
+        REQUIRE(tier_due_phase(step, static_cast<std::uint8_t>(phase), t) == ((step + phase % stride) % stride == 0));
+      }
+    }
+  }
+}
