@@ -146,7 +146,7 @@ class InvariantChecker {
     const PedestrianStore& p = w.pedestrians();
     const EntityRegistry& reg = w.registry();
     const std::uint32_t n = p.size();
-    if (p.lane.size() != n || p.s_m.size() != n || p.hops.size() != n || p.resident.size() != n ||
+    if (p.lane.size() != n || p.s_m.size() != n || p.hops.size() != n ||
         p.tier.size() != n) {
       fail("pedestrian columns differ in length");
       return v;
@@ -169,12 +169,18 @@ class InvariantChecker {
       } else {
         ++tier_count_[p.tier[i]];
       }
-      if (p.resident[i] != PedestrianStore::kNoResident) {
+      // The resident index is derived from the id (PedestrianStore invariant 3).
+      const std::int32_t res = w.population().resident_of(id);
+      if ((res != ResidentStore::kNone) != (p.origin[i] == static_cast<std::uint8_t>(PedestrianOrigin::Resident))) {
+        fail(who() + " has origin " + std::to_string(p.origin[i]) + " but resident_of says " + std::to_string(res));
+      }
+      if (res != ResidentStore::kNone) {
         ++resident_peds_;
-        if (p.resident[i] >= r.size() || r.id[p.resident[i]] != id) {
-          fail(who() + " names resident " + std::to_string(p.resident[i]) + ", which has another identity");
-        } else if (r.active[p.resident[i]] == kDormant) {
-          fail(who() + " walks for dormant resident " + std::to_string(p.resident[i]));
+        const auto ri = static_cast<std::uint32_t>(res);
+        if (ri >= r.size() || r.id[ri] != id) {
+          fail(who() + " names resident " + std::to_string(ri) + ", which has another identity");
+        } else if (r.active[ri] == kDormant) {
+          fail(who() + " walks for dormant resident " + std::to_string(ri));
         }
       }
     }

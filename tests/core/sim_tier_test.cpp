@@ -104,3 +104,81 @@ TEST_CASE("ForceFull bypasses full_cap and the budget but never the hard safety 
   CHECK(c.forced_overflow == 1);
   CHECK(c.per_tier[0] == 2);
 }
+
+namespace {
+
+// Stage 2 as its definition says: sort each tier's candidates by
+// (incumbent first, nearer, lower id) and keep the first `cap`. With an
+// unlimited budget the resolver's result must equal this.
+std::vector<std::uint8_t> capacity_by_sorting(const TierSpec& spec, const std::vector<EntityId>& ids,
+                                              const std::vector<double>& d, std::vector<std::uint8_t> tier) {
+  const std::size_t n = ids.size();
+  std::vector<std::uint8_t> want(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const double full_r = tier[i] == F ? spec.full_exit_m : spec.full_enter_m;
+    const double sim_r = tier[i] <= S ? spec.simulated_exit_m : spec.simulated_enter_m;
+    want[i] = d[i] <= full_r ? F : d[i] <= sim_r ? S : C;
+  }
+  const auto keep = [&](std::uint8_t level, std::uint32_t cap, std::uint8_t down) {
+    std::vector<std::size_t> c;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (want[i] == level) c.push_back(i);
+    }
+    std::sort(c.begin(), c.end(), [&](std::size_t a, std::size_t b) {
+      const bool ai = tier[a] == level, bi = tier[b] == level;
+      if (ai != bi) return ai;
+      if (d[a] != d[b]) return d[a] < d[b];
+      return ids[a] < ids[b];
+    });
+    for (std::size_t k = cap; k < c.size(); ++k) want[c[k]] = down;
+  };
+  keep(F, spec.full_cap, S);
+  keep(S, spec.simulated_cap, C);
+  return want;
+}
+
+}  // namespace
+
+TEST_CASE("capacity selection equals sorting by preference, ties and all, at every size") {
+  // Distances drawn from a few values (many exact ties, zeros, infinity for
+  // "no observer") or spread continuously; caps below, at and above demand.
+  Prng rng(17);
+  TierResolver r;
+  for (int round = 0; round < 300; ++round) {
+    const std::uint32_t n = round < 100 ? 1 + rng.next_below(40) : 1 + rng.next_below(5000);
+    const bool ties = round % 2 == 0;
+    TierSpec spec;
+    spec.transitions_per_step = n;  // no budget: the result is the capacity targets
+    spec.full_cap = rng.next_below(n + 2);
+    spec.simulated_cap = rng.next_below(n + 2);
+    spec.hard_full_cap = n + 1;
+    std::vector<EntityId> ids(n);
+    std::vector<double> d(n);
+    std::vector<std::uint8_t> tier(n);
+    for (std::uint32_t i = 0; i < n; ++i) {
+      ids[i] = EntityId{(i * 7919u + static_cast<std::uint32_t>(round)) % 100'003u, 1 + rng.next_below(3)};
+      if (ties) {
+        const std::uint32_t v = rng.next_below(6);
+        d[i] = v == 5 ? std::numeric_limits<double>::infinity() : static_cast<double>(v) * 9.0;
+      } else {
+        d[i] = rng.next_unit() * 700.0;
+      }
+      tier[i] = static_cast<std::uint8_t>(rng.next_below(3));
+    }
+    const std::vector<std::uint8_t> expected = capacity_by_sorting(spec, ids, d, tier);
+    r.resolve(spec, ids, d, tier);
+    INFO("round " << round << ", n " << n << ", caps " << spec.full_cap << " / " << spec.simulated_cap);
+    REQUIRE(tier == expected);
+  }
+}
+
+TEST_CASE("the mask form of tier_due_phase equals (step + phase % stride) % stride == 0") {
+  for (std::uint64_t step = 0; step < 256; ++step) {
+    for (std::uint32_t phase = 0; phase < 64; ++phase) {
+      for (const SimTier t : {SimTier::Full, SimTier::Simulated, SimTier::Coarse}) {
+        const std::uint32_t stride = tier_stride(t);
+        REQUIRE(tier_due_phase(step, static_cast<std::uint8_t>(phase), t) == ((step + phase % stride) % stride == 0));
+      }
+    }
+  }
+}

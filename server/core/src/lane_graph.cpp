@@ -47,6 +47,24 @@ LaneGraph::LaneGraph(const Scenario& scenario) {
   }
   build_chains();
   build_fragments(scenario.pedestrians.fragment_length_m);
+  build_segments();
+}
+
+void LaneGraph::build_segments() {
+  lane_segments_.clear();
+  segments_.clear();
+  for (const Lane& lane : lanes_) {
+    LaneSegments ls{static_cast<std::uint32_t>(segments_.size()), 0, lane.length_m};
+    for (std::size_t k = 1; k < lane.points.size(); ++k) {
+      const Vec2& a = lane.points[k - 1];
+      const Vec2& b = lane.points[k];
+      segments_.push_back({lane.cumulative_m[k - 1], lane.cumulative_m[k], lane.cumulative_m[k] - lane.cumulative_m[k - 1],
+                           a.x_m, a.y_m, b.x_m - a.x_m, b.y_m - a.y_m});
+    }
+    ls.count = static_cast<std::uint32_t>(segments_.size()) - ls.first;
+    assert(ls.count >= 1);  // validation: every lane has at least two points
+    lane_segments_.push_back(ls);
+  }
 }
 
 void LaneGraph::build_chains() {
@@ -157,14 +175,5 @@ Pose LaneGraph::sample(LaneIndex li, double s_m) const {
   return Pose{a.x_m + (b.x_m - a.x_m) * t, a.y_m + (b.y_m - a.y_m) * t, std::atan2(b.y_m - a.y_m, b.x_m - a.x_m)};
 }
 
-Vec2 LaneGraph::position(LaneIndex li, double s_m) const {
-  const Lane& lane = lanes_[li];
-  std::size_t k = 0;
-  double t = 0.0;
-  locate(lane, s_m, k, t);
-  const Vec2& a = lane.points[k - 1];
-  const Vec2& b = lane.points[k];
-  return {a.x_m + (b.x_m - a.x_m) * t, a.y_m + (b.y_m - a.y_m) * t};
-}
 
 }  // namespace bustle::core

@@ -268,9 +268,14 @@ void PopulationSystem::lifecycle(const std::function<double(std::uint32_t)>& dis
                                  std::vector<std::uint32_t>& deactivate, std::vector<std::uint32_t>& moved) {
   const std::size_t nz = zones_.size();
   const std::size_t nc = scenario_->communities.size();
-  std::vector<std::int64_t> desired_zone(nc, -1);
-  std::vector<std::uint32_t> desired_n(nc, 0);
-  std::vector<std::int32_t> desired_wp(nc, ResidentStore::kNone);
+  // Scratch members, not locals: the coordinator runs every interval and
+  // the step allocates nothing after warm-up.
+  std::vector<std::int64_t>& desired_zone = desired_zone_;
+  std::vector<std::uint32_t>& desired_n = desired_n_;
+  std::vector<std::int32_t>& desired_wp = desired_wp_;
+  desired_zone.assign(nc, -1);
+  desired_n.assign(nc, 0);
+  desired_wp.assign(nc, ResidentStore::kNone);
   for (std::uint32_t c = 0; c < nc; ++c) {
     const int e = entry_index(c);
     if (e < 0) continue;
@@ -303,7 +308,10 @@ void PopulationSystem::lifecycle(const std::function<double(std::uint32_t)>& dis
   }
   std::uint32_t migrations_left = settings_.migration_budget;
   start_handoffs(desired_zone, desired_n, migrations_left);
-  std::vector<std::uint32_t> pending_in(nc * nz, 0), pending_out(nc * nz, 0);
+  std::vector<std::uint32_t>& pending_in = pending_in_;
+  std::vector<std::uint32_t>& pending_out = pending_out_;
+  pending_in.assign(nc * nz, 0);
+  pending_out.assign(nc * nz, 0);
   for (const ZoneHandoff& h : handoffs_) {
     ++pending_in[r_.community[h.resident] * nz + h.to];
     ++pending_out[r_.community[h.resident] * nz + h.from];

@@ -1,6 +1,8 @@
 #include "bustle/core/sim_tier.hpp"
 
 #include <algorithm>
+#include <bit>
+#include <cassert>
 #include <cmath>
 #include <limits>
 
@@ -25,6 +27,74 @@ double nearest_observer_m(const std::vector<Vec2>& observers, double x_m, double
     best2 = std::min(best2, dx * dx + dy * dy);
   }
   return std::sqrt(best2);
+}
+
+namespace {
+
+// Preference key of a capacity candidate: incumbents (already in the tier
+// they want) first, then nearer. A non-negative double's bit pattern orders
+// like its value, so (key, EntityId) orders exactly like the comparator
+// "incumbent, then distance, then id" of stage 2 below.
+std::uint64_t preference_key(bool incumbent, double distance_m) {
+  assert(distance_m >= 0.0);  // effective distances are never negative or NaN
+  const std::uint64_t bits = distance_m == 0.0 ? 0 : std::bit_cast<std::uint64_t>(distance_m);  // -0.0 as +0.0
+  return (incumbent ? 0 : 1ull << 63) | bits;
+}
+
+}  // namespace
+
+void TierResolver::reserve(std::size_t entities) {
+  cand_key_.reserve(entities);
+  cand_index_.reserve(entities);
+  live_.reserve(entities);
+  changes_.reserve(entities);
+  target_.reserve(entities);
+  forced_idx_.reserve(entities);
+  forced_now_.reserve(entities);
+}
+
+void TierResolver::select_first(std::size_t keep, std::span<const EntityId> ids) {
+  // Radix selection of the keep-th smallest (key, id) among cand_key_ /
+  // cand_index_: digits of 12 bits from the highest bit where the keys
+  // differ, each pass keeping only the bucket that holds the wanted rank.
+  // O(candidates), the same set nth_element would give (the order is strict,
+  // so the first `keep` form one set), without moving the candidates.
+  const std::size_t n = cand_key_.size();
+  assert(keep > 0 && keep < n);
+  std::size_t rank = keep - 1;  // 0-based rank of the last one kept
+  std::uint64_t all_and = ~0ull, all_or = 0;
+  for (const std::uint64_t k : cand_key_) {
+    all_and &= k;
+    all_or |= k;
+  }
+  live_.resize(n);
+  for (std::size_t c = 0; c < n; ++c) live_[c] = static_cast<std::uint32_t>(c);
+  std::uint64_t differ = all_and ^ all_or;  // bits not shared by every live key
+  while (live_.size() > 1 && differ != 0) {
+    const int top = 63 - std::countl_zero(differ);
+    const int shift = std::max(0, top - 11);
+    const auto digit = [&](std::uint32_t c) { return static_cast<std::uint32_t>((cand_key_[c] >> shift) & 0xFFFu); };
+    std::fill(std::begin(histogram_), std::end(histogram_), 0u);
+    for (const std::uint32_t c : live_) ++histogram_[digit(c)];
+    std::uint32_t bucket = 0;
+    while (rank >= histogram_[bucket]) rank -= histogram_[bucket++];
+    std::size_t out = 0;
+    all_and = ~0ull;
+    all_or = 0;
+    for (const std::uint32_t c : live_) {
+      if (digit(c) != bucket) continue;
+      live_[out++] = c;
+      all_and &= cand_key_[c];
+      all_or |= cand_key_[c];
+    }
+    live_.resize(out);
+    differ = all_and ^ all_or;
+  }
+  // Every live candidate now has the same key: the rank picks among their ids.
+  std::nth_element(live_.begin(), live_.begin() + static_cast<std::ptrdiff_t>(rank), live_.end(),
+                   [&](std::uint32_t a, std::uint32_t b) { return ids[cand_index_[a]] < ids[cand_index_[b]]; });
+  threshold_key_ = cand_key_[live_[rank]];
+  threshold_id_ = ids[cand_index_[live_[rank]]];
 }
 
 TierCounts TierResolver::resolve(const TierSpec& spec, std::span<const EntityId> ids,
@@ -52,14 +122,14 @@ TierCounts TierResolver::resolve(const TierSpec& spec, std::span<const EntityId>
   const std::uint32_t full_cap =
       std::min(spec.full_cap, spec.hard_full_cap > counts.forced ? spec.hard_full_cap - counts.forced : 0u);
   target_.resize(n);
-  want_full_.clear();
-  want_sim_.clear();
   changes_.clear();
   constexpr auto kFull = static_cast<std::uint8_t>(SimTier::Full);
   constexpr auto kSim = static_cast<std::uint8_t>(SimTier::Simulated);
   constexpr auto kCoarse = static_cast<std::uint8_t>(SimTier::Coarse);
 
   // 1. Distance request with hysteresis: staying needs only the exit radius.
+  cand_key_.clear();
+  cand_index_.clear();
   for (std::size_t i = 0; i < n; ++i) {
     if (forced_now_[i]) {
       target_[i] = kFull;
@@ -71,29 +141,36 @@ TierCounts TierResolver::resolve(const TierSpec& spec, std::span<const EntityId>
     const double sim_r = cur <= kSim ? spec.simulated_exit_m : spec.simulated_enter_m;
     const std::uint8_t want = d <= full_r ? kFull : d <= sim_r ? kSim : kCoarse;
     target_[i] = want;
-    if (want == kFull) want_full_.push_back({d, ids[i], static_cast<std::uint32_t>(i), cur, want});
+    if (want == kFull) {
+      cand_key_.push_back(preference_key(cur == kFull, d));
+      cand_index_.push_back(static_cast<std::uint32_t>(i));
+    }
   }
-  // 2. Capacity: keep incumbents first, then nearest, then lowest id.
-  auto by_preference = [](const Candidate& a, const Candidate& b) {
-    const bool ai = a.current == a.target;
-    const bool bi = b.current == b.target;
-    if (ai != bi) return ai;
-    if (a.distance_m != b.distance_m) return a.distance_m < b.distance_m;
-    return a.id < b.id;
+  // 2. Capacity: keep incumbents first, then nearest, then lowest id. Only
+  // the set of the first `cap` matters, and with a strict total order (ties
+  // end on EntityId) that set is unique: select_first finds its last member,
+  // and everything after it in that order moves down one tier.
+  const auto cap_to = [&](std::size_t cap, std::uint8_t down) {
+    if (cand_key_.size() <= cap) return;
+    if (cap == 0) {
+      for (const std::uint32_t i : cand_index_) target_[i] = down;
+      return;
+    }
+    select_first(cap, ids);
+    for (std::size_t c = 0; c < cand_key_.size(); ++c) {
+      const std::uint64_t k = cand_key_[c];
+      if (k > threshold_key_ || (k == threshold_key_ && threshold_id_ < ids[cand_index_[c]])) target_[cand_index_[c]] = down;
+    }
   };
-  // nth_element, not sort: only the set of the first `cap` matters, and with
-  // a strict total order (ties end on EntityId) that set is unique. O(n).
-  if (want_full_.size() > full_cap) {
-    std::nth_element(want_full_.begin(), want_full_.begin() + full_cap, want_full_.end(), by_preference);
-    for (std::size_t k = full_cap; k < want_full_.size(); ++k) target_[want_full_[k].index] = kSim;
-  }
+  cap_to(full_cap, kSim);
+  cand_key_.clear();
+  cand_index_.clear();
   for (std::size_t i = 0; i < n; ++i) {
-    if (target_[i] == kSim) want_sim_.push_back({distance_m[i], ids[i], static_cast<std::uint32_t>(i), tier[i], kSim});
+    if (target_[i] != kSim) continue;
+    cand_key_.push_back(preference_key(tier[i] == kSim, distance_m[i]));
+    cand_index_.push_back(static_cast<std::uint32_t>(i));
   }
-  if (want_sim_.size() > spec.simulated_cap) {
-    std::nth_element(want_sim_.begin(), want_sim_.begin() + spec.simulated_cap, want_sim_.end(), by_preference);
-    for (std::size_t k = spec.simulated_cap; k < want_sim_.size(); ++k) target_[want_sim_[k].index] = kCoarse;
-  }
+  cap_to(spec.simulated_cap, kCoarse);
   // 3. Budget: demotions (farthest first), then promotions (nearest first).
   for (std::size_t i = 0; i < n; ++i) {
     if (target_[i] != tier[i]) changes_.push_back({distance_m[i], ids[i], static_cast<std::uint32_t>(i), tier[i], target_[i]});

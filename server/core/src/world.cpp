@@ -1,6 +1,7 @@
 #include "bustle/core/world.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cassert>
 #include <cmath>
 #include <limits>
@@ -177,13 +178,20 @@ World::World(const Scenario& scenario, std::uint64_t seed, LogSink* log)
   peds_.lane.reserve(cap);
   peds_.s_m.reserve(cap);
   peds_.hops.reserve(cap);
-  peds_.resident.reserve(cap);
   peds_.tier.reserve(cap);
   peds_.priority.reserve(cap);
   peds_.origin.reserve(cap);
   peds_.phase.reserve(cap);
   peds_.route.reserve(cap);
   peds_.dense_of.assign(cap, PedestrianStore::kNoSlot);
+  // Tier-resolution scratch for a slice of up to every pedestrian: the step
+  // allocates nothing after warm-up, however the slices' sizes wander.
+  slice_.reserve(cap);
+  slice_ids_.reserve(cap);
+  slice_tier_.reserve(cap);
+  ped_distance_.reserve(cap);
+  force_scratch_.reserve(cap);
+  ped_tier_resolver_.reserve(cap);
   observer_views_.assign(observers_.size(), ObserverView{});
   refresh_tier_observers();
   // Resident identities exist from the start (all dormant); validation made
@@ -551,8 +559,10 @@ void World::move_resident(std::uint32_t r) {
   if (slot == PedestrianStore::kNoSlot) return;
   const auto& lanes = population_.zone_lanes()[rs.zone[r]];
   const LaneIndex lane = lanes[rng_.next_below(static_cast<std::uint32_t>(lanes.size()))];
+  ped_sum_ -= ped_row_hash(slot) + ped_motion_hash(peds_.id[slot], peds_.s_m[slot]);
   peds_.lane[slot] = lane;
   peds_.s_m[slot] = rng_.next_unit() * lanes_.lane(lane).length_m;
+  ped_sum_ += ped_row_hash(slot) + ped_motion_hash(peds_.id[slot], peds_.s_m[slot]);
 }
 
 void World::push_pedestrian(EntityId id, LaneIndex lane, double s_m, std::uint32_t resident, PriorityClass cls,
@@ -561,18 +571,27 @@ void World::push_pedestrian(EntityId id, LaneIndex lane, double s_m, std::uint32
   assert(peds_.dense_of[id.index] == PedestrianStore::kNoSlot);
   assert(registry_.is_alive(id));
   assert((origin == PedestrianOrigin::Resident) == (resident != PedestrianStore::kNoResident));
+  assert(resident == PedestrianStore::kNoResident ||
+         population_.resident_of(id) == static_cast<std::int32_t>(resident));  // invariant 3: derived from the id
+  (void)resident;
   peds_.dense_of[id.index] = peds_.size();
   peds_.id.push_back(id);
   peds_.lane.push_back(lane);
   peds_.s_m.push_back(s_m);
   peds_.hops.push_back(0);
-  peds_.resident.push_back(resident);
   peds_.tier.push_back(initial_tier(lane, s_m, cls));
   peds_.priority.push_back(static_cast<std::uint8_t>(cls));
   peds_.origin.push_back(static_cast<std::uint8_t>(origin));
   peds_.phase.push_back(id_phase(id));
   peds_.route.push_back(kNoRoute);
   if (origin == PedestrianOrigin::Background) ++background_count_;
+  ped_sum_ += ped_row_hash(peds_.size() - 1) + ped_motion_hash(id, s_m);
+}
+
+void World::set_pedestrian_route(std::uint32_t slot, std::uint32_t route) {
+  ped_sum_ -= ped_row_hash(slot);
+  peds_.route[slot] = route;
+  ped_sum_ += ped_row_hash(slot);
 }
 
 void World::ledger_targets(std::vector<double>& out) const {
@@ -744,8 +763,10 @@ void World::phase_tiers() {
   slice_ids_.clear();
   slice_tier_.clear();
   std::uint32_t others[kSimTierCount] = {};
+  std::uint8_t in_slice[64];  // by id phase (< 64): no division per pedestrian
+  for (std::uint32_t ph = 0; ph < 64; ++ph) in_slice[ph] = ph % every == phase;
   for (std::uint32_t i = 0; i < n; ++i) {
-    if (peds_.phase[i] % every == phase) {
+    if (in_slice[peds_.phase[i]]) {
       slice_.push_back(i);
       slice_ids_.push_back(peds_.id[i]);
       slice_tier_.push_back(peds_.tier[i]);
@@ -782,7 +803,13 @@ void World::phase_tiers() {
   spec.hard_full_cap = left(spec.hard_full_cap, others[kFull]);
   spec.simulated_cap = left(spec.simulated_cap, others[kSim]);
   const TierCounts sc = ped_tier_resolver_.resolve(spec, slice_ids_, ped_distance_, slice_tier_, force_scratch_);
-  for (std::uint32_t k = 0; k < m; ++k) peds_.tier[slice_[k]] = slice_tier_[k];
+  for (std::uint32_t k = 0; k < m; ++k) {
+    const std::uint32_t i = slice_[k];
+    if (peds_.tier[i] == slice_tier_[k]) continue;
+    ped_sum_ -= ped_row_hash(i);
+    peds_.tier[i] = slice_tier_[k];
+    ped_sum_ += ped_row_hash(i);
+  }
   ped_tiers_ = sc;
   for (std::size_t t = 0; t < kSimTierCount; ++t) ped_tiers_.per_tier[t] = sc.per_tier[t] + others[t];
   ped_tiers_.forced = sc.forced + others_forced;
@@ -835,14 +862,22 @@ void World::refresh_tier_observers() {
 void World::phase_move_pedestrians() {
   const double dt_s = static_cast<double>(scenario_.step_us) * 1e-6;
   const std::uint32_t n = peds_.size();
+  // Due this step, by tier and id phase (a table per step, so the loop over
+  // every pedestrian does one load instead of the stride arithmetic).
+  std::uint8_t due[kSimTierCount][64];
+  for (std::size_t t = 0; t < kSimTierCount; ++t) {
+    for (std::uint8_t ph = 0; ph < 64; ++ph) due[t][ph] = tier_due_phase(step_index_, ph, static_cast<SimTier>(t));
+  }
   for (std::uint32_t i = 0; i < n; ++i) {
-    const auto tier = static_cast<SimTier>(peds_.tier[i]);
     // Not due this step: the next due step moves by the whole stride's time,
     // so progress over time is the same in every tier.
-    if (!tier_due_phase(step_index_, peds_.phase[i], tier)) continue;
+    if (!due[peds_.tier[i]][peds_.phase[i]]) continue;
+    const auto tier = static_cast<SimTier>(peds_.tier[i]);
     LaneIndex lane = peds_.lane[i];
-    double s = peds_.s_m[i];
+    const double s_before = peds_.s_m[i];
+    double s = s_before;
     double time_left_s = dt_s * tier_stride(tier);
+    bool hopped = false;
     for (std::uint32_t hop = 0; hop < kMaxHopsPerStep; ++hop) {
       const Lane& L = lanes_.lane(lane);
       const double travel_m = L.speed_mps_limit * time_left_s;
@@ -860,6 +895,10 @@ void World::phase_move_pedestrians() {
         request_despawn(peds_.id[i], DespawnReason::LaneDeadEnd);
         break;
       }
+      // The row (lane, hops, route) is about to change: take its old hash
+      // out of the digest sum while the columns still hold the old values.
+      if (!hopped) ped_sum_ -= ped_row_hash(i);
+      hopped = true;
       // A pedestrian with a route takes its next lane (validated as a
       // successor when the route was accepted); afterwards it wanders.
       std::optional<LaneIndex> routed;
@@ -880,6 +919,8 @@ void World::phase_move_pedestrians() {
     }
     peds_.lane[i] = lane;
     peds_.s_m[i] = s;
+    if (hopped) ped_sum_ += ped_row_hash(i);
+    if (s != s_before) ped_sum_ += ped_motion_hash(peds_.id[i], s) - ped_motion_hash(peds_.id[i], s_before);
   }
 }
 
@@ -888,6 +929,7 @@ void World::remove_pedestrian(EntityId id) {
   assert(slot != PedestrianStore::kNoSlot);
   assert(peds_.id[slot] == id);  // invariant 1, as push_pedestrian wrote it
   const std::uint32_t last = peds_.size() - 1;
+  ped_sum_ -= ped_row_hash(slot) + ped_motion_hash(id, peds_.s_m[slot]);
   if (peds_.route[slot] != kNoRoute) routes_.release(peds_.route[slot]);
   if (peds_.origin[slot] == static_cast<std::uint8_t>(PedestrianOrigin::Background)) --background_count_;
   if (slot != last) {
@@ -895,7 +937,6 @@ void World::remove_pedestrian(EntityId id) {
     peds_.lane[slot] = peds_.lane[last];
     peds_.s_m[slot] = peds_.s_m[last];
     peds_.hops[slot] = peds_.hops[last];
-    peds_.resident[slot] = peds_.resident[last];
     peds_.tier[slot] = peds_.tier[last];
     peds_.priority[slot] = peds_.priority[last];
     peds_.origin[slot] = peds_.origin[last];
@@ -907,13 +948,35 @@ void World::remove_pedestrian(EntityId id) {
   peds_.lane.pop_back();
   peds_.s_m.pop_back();
   peds_.hops.pop_back();
-  peds_.resident.pop_back();
   peds_.tier.pop_back();
   peds_.priority.pop_back();
   peds_.origin.pop_back();
   peds_.phase.pop_back();
   peds_.route.pop_back();
   peds_.dense_of[id.index] = PedestrianStore::kNoSlot;
+}
+
+// Pedestrian digest terms --------------------------------------------------
+
+std::uint64_t World::ped_row_hash(std::uint32_t slot) const {
+  // Every column but s_m (ped_motion_hash) and the two derived from others:
+  // phase (from the id) and resident (the population maps the id to it, and
+  // its rows are digested there).
+  Digest e;
+  e.u64(peds_.id[slot].packed());
+  e.u64(std::uint64_t{peds_.lane[slot]} << 32 | std::uint64_t{peds_.tier[slot]} << 16 |
+        std::uint64_t{peds_.priority[slot]} << 8 | peds_.origin[slot]);
+  e.u64(peds_.hops[slot]);
+  if (peds_.route[slot] != kNoRoute) e.u64(peds_.route[slot]);
+  return e.value();
+}
+
+std::uint64_t World::ped_sum_recount() const {
+  std::uint64_t sum = 0;
+  for (std::uint32_t slot = 0; slot < peds_.size(); ++slot) {
+    sum += ped_row_hash(slot) + ped_motion_hash(peds_.id[slot], peds_.s_m[slot]);
+  }
+  return sum;
 }
 
 // Derived views ------------------------------------------------------------
@@ -941,19 +1004,9 @@ std::uint64_t World::compute_digest() const {
   d.tag(2).u32(registry_.capacity()).u32(registry_.alive_count()).u64(registry_.state_digest());
 
   // Pedestrians as an order-independent sum of per-entity hashes: canonical
-  // (independent of dense storage order) and O(live), with no sort.
-  std::uint64_t ped_sum = 0;
-  for (std::uint32_t slot = 0; slot < peds_.size(); ++slot) {
-    // Four packed words per pedestrian: every field, half the mixing.
-    Digest e;
-    e.u64(peds_.id[slot].packed()).f64(peds_.s_m[slot]);
-    e.u64(std::uint64_t{peds_.lane[slot]} << 32 | std::uint64_t{peds_.tier[slot]} << 16 |
-          std::uint64_t{peds_.priority[slot]} << 8 | peds_.origin[slot]);
-    e.u64(std::uint64_t{peds_.hops[slot]} << 32 | peds_.resident[slot]);
-    if (peds_.route[slot] != kNoRoute) e.u64(peds_.route[slot]);
-    ped_sum += e.value();
-  }
-  d.tag(4).u32(peds_.size()).u32(background_count_).u64(ped_sum);
+  // (independent of dense storage order), maintained as rows change (O(1)
+  // here; see ped_row_hash).
+  d.tag(4).u32(peds_.size()).u32(background_count_).u64(ped_sum_);
   for (const std::uint32_t c : ped_tiers_.per_tier) d.u32(c);
   d.u32(ped_tiers_.promoted).u32(ped_tiers_.demoted).u32(ped_tiers_.deferred);
   d.u32(ped_tiers_.forced).u32(ped_tiers_.forced_overflow);

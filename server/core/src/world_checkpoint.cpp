@@ -165,7 +165,14 @@ void World::capture_into(WorldCheckpoint& c) const {
   c.pedestrians.lane.assign(peds_.lane.begin(), peds_.lane.end());
   c.pedestrians.s_m.assign(peds_.s_m.begin(), peds_.s_m.end());
   c.pedestrians.hops.assign(peds_.hops.begin(), peds_.hops.end());
-  c.pedestrians.resident.assign(peds_.resident.begin(), peds_.resident.end());
+  // The resident index is derived (population_.resident_of), but checkpoints keep the column.
+  c.pedestrians.resident.resize(peds_.size());
+  for (std::uint32_t i = 0; i < peds_.size(); ++i) {
+    const std::int32_t r = peds_.origin[i] == static_cast<std::uint8_t>(PedestrianOrigin::Resident)
+                               ? population_.resident_of(peds_.id[i])
+                               : ResidentStore::kNone;
+    c.pedestrians.resident[i] = r == ResidentStore::kNone ? PedestrianStore::kNoResident : static_cast<std::uint32_t>(r);
+  }
   c.pedestrians.tier.assign(peds_.tier.begin(), peds_.tier.end());
   c.pedestrians.priority.assign(peds_.priority.begin(), peds_.priority.end());
   c.pedestrians.origin.assign(peds_.origin.begin(), peds_.origin.end());
@@ -306,7 +313,6 @@ World::RestoreResult World::restore(const Scenario& scenario, const WorldCheckpo
       fail(row + ".tier", "unknown simulation tier " + std::to_string(p.tier[i]));
       continue;
     }
-    peds.resident.push_back(res);
     peds.tier.push_back(p.tier[i]);
     peds.priority.push_back(p.priority[i]);
     peds.phase.push_back(id_phase(id));
@@ -406,6 +412,7 @@ World::RestoreResult World::restore(const Scenario& scenario, const WorldCheckpo
   // Last line of defence: a value that passed every range check but differs
   // from what was captured (a flipped bit in a distance, a counter) changes
   // the digest.
+  w->ped_sum_ = w->ped_sum_recount();  // derived: rebuilt, never stored
   w->digest_ = w->compute_digest();
   if (w->digest_ != cp.digest) {
     fail("digest", "stored " + hex(cp.digest) + " but the restored state hashes to " + hex(w->digest_) +

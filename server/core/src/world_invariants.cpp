@@ -64,7 +64,7 @@ std::string World::check_lifecycle_counts() const {
 
 std::string World::check_pedestrians() const {
   const std::uint32_t n = peds_.size();
-  if (peds_.lane.size() != n || peds_.s_m.size() != n || peds_.hops.size() != n || peds_.resident.size() != n ||
+  if (peds_.lane.size() != n || peds_.s_m.size() != n || peds_.hops.size() != n ||
       peds_.tier.size() != n || peds_.priority.size() != n || peds_.origin.size() != n || peds_.phase.size() != n ||
       peds_.route.size() != n) {
     return "pedestrians: invariant 1: column lengths differ";
@@ -81,7 +81,8 @@ std::string World::check_pedestrians() const {
     const std::string ped = "pedestrian " + id_text(id);
     if (vehicles_.is_vehicle(id)) return "pedestrians: invariant 2: " + ped + " is also a vehicle";
     const auto origin = static_cast<PedestrianOrigin>(peds_.origin[i]);
-    const std::uint32_t r = peds_.resident[i];
+    const std::int32_t of = population_.resident_of(id);
+    const std::uint32_t r = of == ResidentStore::kNone ? PedestrianStore::kNoResident : static_cast<std::uint32_t>(of);
     if ((origin == PedestrianOrigin::Resident) != (r != PedestrianStore::kNoResident)) {
       return "pedestrians: invariant 3: " + ped + " has origin " + to_string(origin) + " and resident " +
              (r == PedestrianStore::kNoResident ? std::string("none") : std::to_string(r));
@@ -108,6 +109,7 @@ std::string World::check_pedestrians() const {
       return "pedestrians: invariant 5: " + ped + " holds route slot " + std::to_string(route) + ", which is free";
     }
   }
+  if (ped_sum_recount() != ped_sum_) return "pedestrians: invariant 6: the maintained digest sum differs from a recount";
   return {};
 }
 

@@ -214,7 +214,7 @@ void World::phase_spawn_pipeline() {
         // A routed walker starts at the beginning of its first lane.
         const double s = h.route != kNoRoute ? 0.0 : rng_.next_unit() * lanes_.lane(lane).length_m;
         push_pedestrian(h.entity, lane, s, PedestrianStore::kNoResident, h.priority, PedestrianOrigin::Spawned);
-        peds_.route.back() = h.route;
+        set_pedestrian_route(peds_.size() - 1, h.route);
         h.route = kNoRoute;  // the walker holds it now
         ++counters_.spawned_total;
         set_spawn_state(h, SpawnState::Registered);

@@ -81,8 +81,11 @@ struct FrameBuilder {
       e.sim_tier = peds.tier[i];
       e.weight = static_cast<float>(
           weights.weight(static_cast<core::PriorityClass>(peds.priority[i]), false, e.x_m, e.y_m));
-      const std::uint32_t r = peds.resident[i];
-      if (r != core::PedestrianStore::kNoResident && r < residents.community.size()) {
+      const std::int32_t of = peds.origin[i] == static_cast<std::uint8_t>(core::PedestrianOrigin::Resident)
+                                  ? world.population().resident_of(peds.id[i])
+                                  : core::ResidentStore::kNone;
+      const auto r = static_cast<std::uint32_t>(of);
+      if (of != core::ResidentStore::kNone && r < residents.community.size()) {
         e.archetype = static_cast<std::uint16_t>(archetypes.community_first[residents.community[r]] +
                                                  residents.profession[r]);
         e.label = kLabelResident | r;

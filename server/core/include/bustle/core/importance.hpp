@@ -16,7 +16,10 @@
 // view direction, no areas) d_eff equals the plain distance.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <vector>
 
@@ -58,5 +61,42 @@ class ImportanceField {
   bool flat_ = true;
   double flat_z_ = 0.0;
 };
+
+// Defined here so the per-entity loops of tier resolution inline them.
+inline double ImportanceField::weight(PriorityClass cls, bool vehicle, double x_m, double y_m) const {
+  const ImportanceSpec& s = *spec_;
+  double area = 1.0;
+  for (const AreaOfInterest& a : s.areas) {
+    const double dx = x_m - a.center.x_m;
+    const double dy = y_m - a.center.y_m;
+    if (dx * dx + dy * dy <= a.radius_m * a.radius_m) area = std::max(area, a.weight);
+  }
+  return s.class_weight[static_cast<std::size_t>(cls)] * (vehicle ? s.vehicle_weight : s.pedestrian_weight) * area;
+}
+
+inline double ImportanceField::effective_distance_m(double x_m, double y_m, double z_m, double weight) const {
+  double best = std::numeric_limits<double>::infinity();
+  const double hw = spec_->height_weight;
+  if (flat_) {
+    for (const Obs& o : obs_) {
+      const double dx = x_m - o.x;
+      const double dy = y_m - o.y;
+      best = std::min(best, dx * dx + dy * dy);
+    }
+    const double d = std::sqrt(best) + hw * std::abs(z_m - flat_z_);
+    // Most entities weigh exactly 1; x / 1.0 == x, so skipping the divide
+    // (a long-latency instruction on this hot path) changes no result.
+    return weight == 1.0 ? d : d / weight;
+  }
+  for (const Obs& o : obs_) {
+    const double dx = x_m - o.x;
+    const double dy = y_m - o.y;
+    double d = std::sqrt(dx * dx + dy * dy) + hw * std::abs(z_m - o.z);
+    // Behind: the entity lies in the half-plane opposite the view direction.
+    if (o.directed && dx * o.dx + dy * o.dy < 0.0) d *= spec_->behind_factor;
+    best = std::min(best, d);
+  }
+  return weight == 1.0 ? best : best / weight;
+}
 
 }  // namespace bustle::core

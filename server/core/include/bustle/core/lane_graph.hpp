@@ -6,6 +6,7 @@
 // length of its polyline so sampling a pose at a distance is a binary search.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -87,6 +88,24 @@ class LaneGraph {
  private:
   void build_chains();
   void build_fragments(double fragment_length_m);
+  void build_segments();
+
+  // Per lane, its polyline's segments in one flat array (position() reads
+  // them instead of the Lane's separate point and length vectors): the
+  // same values sample() computes from, so both give the same bits.
+  struct Segment {
+    double start_m;  // cumulative length at the segment's first point
+    double end_m;    // ... at its last point
+    double length_m; // end_m - start_m (0 for a repeated point)
+    double ax_m, ay_m, dx_m, dy_m;  // first point and (last - first)
+  };
+  struct LaneSegments {
+    std::uint32_t first = 0;
+    std::uint32_t count = 0;
+    double length_m = 0.0;
+  };
+  std::vector<Segment> segments_;
+  std::vector<LaneSegments> lane_segments_;
 
   std::vector<Lane> lanes_;
   std::map<std::string, LaneIndex, std::less<>> by_id_;
@@ -97,5 +116,21 @@ class LaneGraph {
   std::vector<std::uint32_t> fragment_first_;  // per lane: first fragment, or kNoFragment
   std::vector<std::uint32_t> fragment_count_;  // per lane
 };
+
+// Defined here so the per-pedestrian loops of tier resolution inline it.
+inline Vec2 LaneGraph::position(LaneIndex li, double s_m) const {
+  // locate() over the flat segments: the first segment ending after s (or
+  // the last), back over zero-length ones; then the same arithmetic as
+  // sample(), on the same values, so the same bits.
+  const LaneSegments& ls = lane_segments_[li];
+  const double s = std::clamp(s_m, 0.0, ls.length_m);
+  const Segment* seg = segments_.data() + ls.first;
+  std::uint32_t k = 0;
+  while (k + 1 < ls.count && seg[k].end_m <= s) ++k;
+  while (k > 0 && seg[k].length_m == 0.0) --k;
+  const Segment& g = seg[k];
+  const double t = g.length_m > 0.0 ? (s - g.start_m) / g.length_m : 0.0;
+  return {g.ax_m + g.dx_m * t, g.ay_m + g.dy_m * t};
+}
 
 }  // namespace bustle::core

@@ -278,6 +278,10 @@ class PopulationSystem {
   // Scratch (reused every interval).
   std::vector<std::pair<double, std::uint32_t>> scratch_a_, scratch_b_;  // (distance, resident)
   std::vector<std::uint32_t> grow_;
+  std::vector<std::int64_t> desired_zone_;  // per community, this interval
+  std::vector<std::uint32_t> desired_n_;
+  std::vector<std::int32_t> desired_wp_;
+  std::vector<std::uint32_t> pending_in_, pending_out_;  // community x zone
 };
 
 }  // namespace bustle::core

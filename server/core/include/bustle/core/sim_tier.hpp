@@ -43,10 +43,13 @@ constexpr std::uint32_t tier_stride(SimTier t) {
 // mix64(id) % stride; hot loops keep it in a column instead of re-mixing.
 constexpr std::uint8_t id_phase(EntityId id) { return static_cast<std::uint8_t>(mix64(id.packed()) & 63u); }
 
-// True when an entity of this tier runs its logic on `step`.
+// True when an entity of this tier runs its logic on `step`: when
+// (step + phase % stride) % stride == 0. Strides are powers of two, so that
+// is a mask (no division in the loops that ask it for every entity).
 constexpr bool tier_due_phase(std::uint64_t step, std::uint8_t phase, SimTier t) {
-  const std::uint32_t stride = tier_stride(t);
-  return stride == 1 || (step + phase % stride) % stride == 0;
+  static_assert((tier_stride(SimTier::Simulated) & (tier_stride(SimTier::Simulated) - 1)) == 0 &&
+                (tier_stride(SimTier::Coarse) & (tier_stride(SimTier::Coarse) - 1)) == 0);
+  return ((step + phase) & (tier_stride(t) - 1)) == 0;
 }
 constexpr bool tier_due(std::uint64_t step, EntityId id, SimTier t) { return tier_due_phase(step, id_phase(id), t); }
 
@@ -69,6 +72,9 @@ class TierResolver {
   // (lowest ids first); the rest are resolved normally and counted as overflow.
   TierCounts resolve(const TierSpec& spec, std::span<const EntityId> ids, std::span<const double> distance_m,
                      std::span<std::uint8_t> tier, std::span<const std::uint8_t> force_full = {});
+  // Sizes the scratch for up to `entities` per call, so no call allocates
+  // (otherwise it grows to the largest call seen, now and then allocating).
+  void reserve(std::size_t entities);
 
  private:
   struct Candidate {
@@ -78,8 +84,15 @@ class TierResolver {
     std::uint8_t current;
     std::uint8_t target;
   };
-  std::vector<Candidate> want_full_;
-  std::vector<Candidate> want_sim_;
+  // Stage 2: the candidates of one capacity (preference key, index), and the
+  // last one kept under the cap, found by select_first.
+  void select_first(std::size_t keep, std::span<const EntityId> ids);
+  std::vector<std::uint64_t> cand_key_;
+  std::vector<std::uint32_t> cand_index_;
+  std::vector<std::uint32_t> live_;
+  std::uint32_t histogram_[4096] = {};
+  std::uint64_t threshold_key_ = 0;
+  EntityId threshold_id_;
   std::vector<Candidate> changes_;
   std::vector<std::uint8_t> target_;
   std::vector<std::uint32_t> forced_idx_;

@@ -31,6 +31,7 @@
 //  11. digest over the canonical state
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -162,12 +163,16 @@ struct LedgerSummary {
 //   1. Every column has size() rows; dense_of[id[i].index] == i, and every
 //      other entry is kNoSlot.
 //   2. Every id is alive in the registry and is not a vehicle.
-//   3. origin is Resident exactly when resident != kNoResident, and then that
-//      resident has this id and is active (walking); background_pedestrians()
-//      counts origin Background.
+//   3. origin is Resident exactly when the population maps the id to a
+//      resident (PopulationSystem::resident_of), and then that resident is
+//      active (walking); background_pedestrians() counts origin Background.
+//      The resident index is not a column: resident_of(id) gives it, so the
+//      hot row stays at 32 bytes.
 //   4. lane is a pedestrian lane and 0 <= s_m <= its length; tier, priority
 //      and origin are known values; phase == id_phase(id).
 //   5. route is kNoRoute or a live route-table slot that no one else holds.
+//   6. The digest's pedestrian sum (World::ped_sum_) equals a recount of
+//      ped_row_hash + ped_motion_hash over all rows.
 // Written by push_pedestrian / remove_pedestrian (which assert 1 and 2).
 struct PedestrianStore {
   static constexpr std::uint32_t kNoSlot = UINT32_MAX;
@@ -175,7 +180,6 @@ struct PedestrianStore {
   std::vector<LaneIndex> lane;
   std::vector<double> s_m;           // distance along the lane
   std::vector<std::uint32_t> hops;   // lanes entered so far; seeds route choice
-  std::vector<std::uint32_t> resident;  // resident index, or kNoResident (background)
   std::vector<std::uint8_t> tier;       // SimTier: how often this pedestrian's logic runs
   std::vector<std::uint8_t> priority;   // PriorityClass (importance)
   std::vector<std::uint8_t> origin;     // PedestrianOrigin
@@ -342,6 +346,23 @@ class World {
   void push_pedestrian(EntityId id, LaneIndex lane, double s_m, std::uint32_t resident, PriorityClass cls,
                        PedestrianOrigin origin);
   void remove_pedestrian(EntityId id);
+  // The pedestrian section of the digest is a sum over pedestrians of two
+  // hashes, kept current as rows change (like the resident rows in
+  // population.cpp), so compute_digest() does not visit every pedestrian:
+  // ped_motion_hash covers the distance along the lane, which changes
+  // whenever a pedestrian moves; ped_row_hash every other field, which
+  // changes only at a lane end, a tier change, a route or a handoff. Every
+  // write to a PedestrianStore column goes through these (check_pedestrians
+  // recounts the sum).
+  static std::uint64_t ped_motion_hash(EntityId id, double s_m) {
+    // For a fixed id a bijection of the distance's bits (mix64 is one), so
+    // any change of s_m changes the term; keyed by the id so the sum does
+    // not depend on which slot holds whom.
+    return mix64(mix64(id.packed() ^ 0x5EDE'5712'1A4E'0001ull) ^ std::bit_cast<std::uint64_t>(s_m));
+  }
+  std::uint64_t ped_row_hash(std::uint32_t slot) const;
+  std::uint64_t ped_sum_recount() const;
+  void set_pedestrian_route(std::uint32_t slot, std::uint32_t route);
   double pedestrian_effective_distance(std::uint32_t dense) const;
   // Importance-weighted distance (importance.hpp) from the prepared observers.
   double effective_distance_at(Vec2 p, LaneIndex lane, PriorityClass cls, bool vehicle) const;
@@ -409,6 +430,7 @@ class World {
   VehicleSystem vehicles_;
   PopulationSystem population_;
   std::uint32_t background_count_ = 0;  // pedestrians without a resident identity
+  std::uint64_t ped_sum_ = 0;  // sum of ped_row_hash + ped_motion_hash (derived; rebuilt on restore)
   std::vector<double> ped_distance_;          // per slice member (scratch)
   std::vector<std::uint32_t> slice_;           // dense slots resolved this step (scratch)
   std::vector<EntityId> slice_ids_;
