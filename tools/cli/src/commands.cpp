@@ -381,10 +381,20 @@ int missing(const CliOptions& o, const char* what, std::FILE* err) {
   return kExitServer;
 }
 
+// Rows by value or, as the object API holds nested tables, by unique_ptr.
+template <class T>
+const T& row_ref(const T& row) {
+  return row;
+}
+template <class T>
+const T& row_ref(const std::unique_ptr<T>& row) {
+  return *row;
+}
+
 template <class T>
 int id_width(const std::vector<T>& rows, int least = 2) {
   int w = least;
-  for (const auto& row : rows) w = std::max(w, static_cast<int>(row.id.size()));
+  for (const auto& row : rows) w = std::max(w, static_cast<int>(row_ref(row).id.size()));
   return w;
 }
 
@@ -600,19 +610,15 @@ int run_world(const CliOptions& o, const client::CommandSpec& spec, std::FILE* o
   return rc;
 }
 
-// A wire PriorityClass value by name ("Story"), or its number if unknown.
-std::string priority_name(std::uint8_t priority) {
-  const char* name = wire::EnumNamePriorityClass(static_cast<wire::PriorityClass>(priority));
-  return *name != '\0' ? std::string(name) : std::to_string(priority);
+// A schema enum value by its generated name ("Story"), or its number when
+// this build's schema has no name for it (a newer server).
+template <class Enum>
+std::string enum_name(Enum value, const char* (*name_of)(Enum)) {
+  const char* name = name_of(value);
+  return *name != '\0' ? std::string(name) : std::to_string(static_cast<unsigned>(value));
 }
-
-// core::DespawnReason names (server/core/include/bustle/core/world.hpp), in
-// wire order; the CLI sees only the numbers.
-std::string despawn_reason_name(std::size_t reason) {
-  constexpr const char* names[] = {"OutOfRange", "Stuck",         "SpawnError",    "LaneDeadEnd",
-                                   "Requested",  "Overpopulated", "RouteCompleted"};
-  return reason < std::size(names) ? std::string(names[reason]) : "reason" + std::to_string(reason);
-}
+std::string priority_name(wire::PriorityClass p) { return enum_name(p, wire::EnumNamePriorityClass); }
+std::string despawn_reason_name(wire::DespawnReason r) { return enum_name(r, wire::EnumNameDespawnReason); }
 
 // One line per spawn state: "spawn 3: Registered (step 14) entity 40:1 zone
 // market lane 7 priority Story".
@@ -802,10 +808,11 @@ int run_population(const CliOptions& o, std::FILE* out, std::FILE* err) {
 
   const int w = id_width(p.communities);
   int zone_w = 4;
-  for (const auto& cr : p.communities) zone_w = std::max(zone_w, static_cast<int>(cr.zone.size()));
+  for (const auto& cr : p.communities) zone_w = std::max(zone_w, static_cast<int>(cr->zone.size()));
   std::fprintf(out, "%-*s  %6s  %6s  %-*s  %6s  %7s  %8s\n", w, "ID", "BASE", "TARGET", zone_w,
                "ZONE", "ACTIVE", "DORMANT", "SAVEABLE");
-  for (const auto& cr : p.communities) {
+  for (const auto& community : p.communities) {
+    const client::CommunityReport& cr = *community;
     std::fprintf(out, "%-*s  %6" PRIu32 "  %6" PRIu32 "  %-*s  %6" PRIu32 "  %7" PRIu32 "  %8s\n",
                  w, cr.id.c_str(), cr.base_population, cr.target, zone_w,
                  cr.zone.empty() ? "-" : cr.zone.c_str(), cr.active, cr.dormant,
@@ -837,7 +844,7 @@ int run_population(const CliOptions& o, std::FILE* out, std::FILE* err) {
       "retiring", p.retiring, p.faded_total, p.fade_skipped_total);
   std::fprintf(out, "  %-20s", "despawns by reason");
   for (std::size_t i = 0; i < p.despawned_by_reason.size(); ++i) {
-    std::fprintf(out, "%s %s %" PRIu64, i == 0 ? "" : ",", despawn_reason_name(i).c_str(),
+    std::fprintf(out, "%s %s %" PRIu64, i == 0 ? "" : ",", despawn_reason_name(static_cast<wire::DespawnReason>(i)).c_str(),
                  p.despawned_by_reason[i]);
   }
   std::fprintf(out, "%s\n", p.despawned_by_reason.empty() ? " none" : "");
