@@ -118,6 +118,20 @@ int run_status(const CliOptions& o, std::FILE* out, std::FILE* err) {
                s.spawn_attached_total, s.spawn_ready_total, s.spawn_awaiting_representation);
   std::fprintf(out, "  %-18s %" PRIu32 " (dropped over the cap %" PRIu32 ")\n", "client observers",
                s.client_observers, s.client_observers_dropped);
+  std::fprintf(out, "  %-18s p50 %.1f us, p99 %.1f us, max %.1f us (last %" PRIu32 " steps; %" PRIu64
+               " timed)\n",
+               "step time", s.step_time_p50_us, s.step_time_p99_us, s.step_time_max_us, s.step_time_window,
+               s.steps_timed_total);
+  std::fprintf(out, "  %-18s", "step histogram");
+  for (std::size_t i = 0; i < s.step_time_bucket_counts.size(); ++i) {
+    if (s.step_time_bucket_counts[i] == 0) continue;  // only the buckets the window has
+    if (i < s.step_time_bucket_le_us.size()) {
+      std::fprintf(out, " <=%gus:%" PRIu32, s.step_time_bucket_le_us[i], s.step_time_bucket_counts[i]);
+    } else {
+      std::fprintf(out, " +Inf:%" PRIu32, s.step_time_bucket_counts[i]);
+    }
+  }
+  std::fprintf(out, "%s\n", s.step_time_window == 0 ? " none" : "");
   std::fprintf(out, "  %-18s %016" PRIx64 "\n", "digest", s.digest);
   std::fflush(out);
   return kExitOk;
@@ -162,13 +176,18 @@ int run_watch(const CliOptions& o, std::FILE* out, std::FILE* err) {
       auto per_s = [&](std::uint64_t total, std::uint64_t before) {
         return seconds > 0 ? static_cast<double>(total - before) / seconds : 0.0;
       };
+      // Step time (Stats, the server's last 1024 steps): one QueryStats per line.
+      const auto stats = c.command(client::QueryStatsCmd{}, std::chrono::milliseconds(o.timeout_ms));
+      const client::StatsInfo* st = stats.ok() && stats.value.stats ? &*stats.value.stats : nullptr;
       std::fprintf(out,
                    "step %-10" PRIu64
                    " entities %-7zu entered/s %-9.1f moved/s %-10.1f "
-                   "left/s %-9.1f truncated %-7" PRIu32 " digest %016" PRIx64 "\n",
+                   "left/s %-9.1f truncated %-7" PRIu32 " digest %016" PRIx64
+                   " step_us p50 %.1f p99 %.1f max %.1f\n",
                    mirror.last_step(), mirror.size(), per_s(k.entered, at_window_start.entered),
                    per_s(k.moved, at_window_start.moved), per_s(k.left, at_window_start.left),
-                   mirror.interest_truncated(), mirror.last_digest());
+                   mirror.interest_truncated(), mirror.last_digest(), st ? st->step_time_p50_us : 0.0,
+                   st ? st->step_time_p99_us : 0.0, st ? st->step_time_max_us : 0.0);
       std::fflush(out);
       ++lines;
       at_window_start = k;
