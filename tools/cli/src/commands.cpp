@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <chrono>
+#include <cctype>
 #include <cinttypes>
 #include <cstdlib>
 #include <ctime>
@@ -238,25 +239,23 @@ int rejected(const CliOptions& o, const client::CommandReply& r, std::FILE* err,
   return kExitRejected;
 }
 
-const char* kind_name(wire::JobKind k) {
-  switch (k) {
-    case wire::JobKind::Checkpoint:
-      return "checkpoint";
-    case wire::JobKind::Save:
-      return "save";
-    case wire::JobKind::Restore:
-      return "restore";
-    case wire::JobKind::Load:
-      return "load";
-    case wire::JobKind::Autosave:
-      return "autosave";
-  }
-  return "?";
+// A schema enum value by its generated name ("Story"), or its number when
+// this build's schema has no name for it (a newer server).
+template <class Enum>
+std::string enum_name(Enum value, const char* (*name_of)(Enum)) {
+  const char* name = name_of(value);
+  return *name != '\0' ? std::string(name) : std::to_string(static_cast<unsigned>(value));
+}
+// "checkpoint", "restore", ...: the schema's JobKind name in lower case.
+std::string kind_name(wire::JobKind k) {
+  std::string name = enum_name(k, wire::EnumNameJobKind);
+  for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return name;
 }
 
 // One line per job state: "restore 'noon' job 4: Validated (step 10)".
 void print_job(std::FILE* out, const client::JobInfo& j) {
-  std::fprintf(out, "%s '%s' job %" PRIu64 ": %s", kind_name(j.kind), j.name.c_str(), j.job_id,
+  std::fprintf(out, "%s '%s' job %" PRIu64 ": %s", kind_name(j.kind).c_str(), j.name.c_str(), j.job_id,
                wire::EnumNameJobState(j.state));
   if (j.state != wire::JobState::Queued && !j.failed())
     std::fprintf(out, " (step %" PRIu64 ")", j.step);
@@ -268,7 +267,7 @@ void print_job(std::FILE* out, const client::JobInfo& j) {
 // Exit code for a job's terminal state; a failure is explained on `err`.
 int job_outcome(const CliOptions& o, const client::JobInfo& j, std::FILE* err) {
   if (!j.failed()) return kExitOk;
-  std::fprintf(err, "bustle %s: %s '%s' failed%s%s\n", o.command.c_str(), kind_name(j.kind),
+  std::fprintf(err, "bustle %s: %s '%s' failed%s%s\n", o.command.c_str(), kind_name(j.kind).c_str(),
                j.name.c_str(), j.message.empty() ? "" : ": ", j.message.c_str());
   return kExitRejected;
 }
@@ -629,13 +628,6 @@ int run_world(const CliOptions& o, const client::CommandSpec& spec, std::FILE* o
   return rc;
 }
 
-// A schema enum value by its generated name ("Story"), or its number when
-// this build's schema has no name for it (a newer server).
-template <class Enum>
-std::string enum_name(Enum value, const char* (*name_of)(Enum)) {
-  const char* name = name_of(value);
-  return *name != '\0' ? std::string(name) : std::to_string(static_cast<unsigned>(value));
-}
 std::string priority_name(wire::PriorityClass p) { return enum_name(p, wire::EnumNamePriorityClass); }
 std::string despawn_reason_name(wire::DespawnReason r) { return enum_name(r, wire::EnumNameDespawnReason); }
 
