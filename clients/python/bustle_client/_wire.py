@@ -280,3 +280,10 @@ def _load_schema():
 
 #: Table name -> its JSON Schema definition (``properties`` in schema order).
 SCHEMA = _load_schema()
+
+
+def is_struct(name: str) -> bool:
+    """Whether a schema type is a struct (flatc gives struct classes SizeOf;
+    the JSON Schema does not tell structs from tables)."""
+    module = importlib.import_module(f"bustle.wire.{name}")
+    return hasattr(getattr(module, name), "SizeOf")

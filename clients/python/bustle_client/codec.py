@@ -873,15 +873,7 @@ def _decode_zone_info(z) -> ZoneInfo:
 
 
 def _decode_job(j) -> JobStatus:
-    return JobStatus(
-        job_id=j.JobId(),
-        kind=_enum_or_int(JobKind, j.Kind()),
-        state=_enum_or_int(JobState, j.State()),
-        terminal=j.Terminal(),
-        name=_str(j.Name()),
-        step=j.Step(),
-        message=_str(j.Message()),
-    )
+    return decode_table(JobStatus, j)
 
 
 def _decode_snapshot_info(i) -> SnapshotInfo:
@@ -903,28 +895,7 @@ def _entity_id(struct_or_none) -> EntityId:
 
 
 def _decode_vehicle_info(v) -> VehicleInfo:
-    return VehicleInfo(
-        id=_entity_id(v.Id()),
-        vehicle_id=_str(v.VehicleId()),
-        garage=_str(v.Garage()),
-        request_id=_str(v.RequestId()),
-        prototype=_str(v.Prototype()),
-        route_index=v.RouteIndex(),
-        lane=v.Lane(),
-        s_m=v.SM(),
-        alpha=v.Alpha(),
-        x_m=v.XM(),
-        y_m=v.YM(),
-        speed_mps=v.SpeedMps(),
-        strategy=_enum_or_int(VehicleStrategyState, v.Strategy()),
-        policy=_enum_or_int(ControlPolicy, v.Policy()),
-        reason=_enum_or_int(PolicyReason, v.Reason()),
-        tier=_enum_or_int(SimTier, v.Tier()),
-        leader=_entity_id(v.Leader()),
-        steps_advanced=v.StepsAdvanced(),
-        awaiting_turnaround=v.AwaitingTurnaround(),
-        despawn_requested=v.DespawnRequested(),
-    )
+    return decode_table(VehicleInfo, v)
 
 
 def _decode_spawn_status(st) -> SpawnStatus:

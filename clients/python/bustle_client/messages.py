@@ -13,7 +13,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import NamedTuple, Optional, Tuple
 
-from ._wire import ENUMS, PROTOCOL_VERSION, SCHEMA
+from ._wire import ENUMS, PROTOCOL_VERSION, SCHEMA, is_struct
 
 # Enums mirror the generated schema enums (names and values come from flatc's
 # output, so they cannot drift from proto/schema/*.fbs).
@@ -73,7 +73,8 @@ def _enum_or_int(enum_cls, value):
 # --------------------------------------------------------------------------
 #
 # The dataclasses of the reply tables (Stats, SnapshotInfo, ZoneInfo,
-# GarageInfo, SignalInfo, CommunityInfo, PopulationInfo, LeaseSummary) are
+# GarageInfo, SignalInfo, CommunityInfo, PopulationInfo, LeaseSummary,
+# JobStatus, VehicleInfo) are
 # not written out here: wire_dataclass() builds each from the schema
 # (flatc --jsonschema of proto/schema/server.fbs), one field per schema field,
 # same name, same order, and codec.decode_table() fills every one of them.
@@ -98,9 +99,11 @@ def _field_of(name: str, spec: dict) -> WireField:
         target = SCHEMA[ref]
         if "enum" in target:
             return WireField(name, "enum", ref)
-        # Structs have no optional fields: every property is required.
-        is_struct = sorted(target.get("required", [])) == sorted(target.get("properties", {}))
-        return WireField(name, "struct" if is_struct else "table", ref)
+        if is_struct(ref):
+            if ref != "EntityId":
+                raise TypeError(f"{name}: struct {ref} has no Python type here (only EntityId)")
+            return WireField(name, "struct", ref)
+        return WireField(name, "table", ref)
     if spec.get("type") == "string":
         return WireField(name, "string")
     return WireField(name, "scalar", spec.get("type"))
@@ -443,8 +446,7 @@ Stats = wire_dataclass("Stats", doc="""QueryStats: counts, clock, leases and ste
 the schema's Stats table; see proto/schema/server.fbs for each field).""")
 
 
-@dataclass(frozen=True)
-class JobStatus:
+class _JobStatusMethods:
     """One state of a snapshot job (checkpoint, save, restore, load, autosave).
 
     Writes: Queued -> Copied -> Committed | Failed. Restore: Queued ->
@@ -453,17 +455,12 @@ class JobStatus:
     ``terminal`` is true on the last state; ``message`` says why on Failed.
     """
 
-    job_id: int
-    kind: JobKind
-    state: JobState
-    terminal: bool
-    name: str
-    step: int  # step captured (writes) or restored to (restore/load)
-    message: str = ""
-
     @property
     def failed(self) -> bool:
         return self.state == JobState.Failed
+
+
+JobStatus = wire_dataclass("JobStatus", _JobStatusMethods)
 
 
 @dataclass(frozen=True)
@@ -494,34 +491,15 @@ GarageInfo = wire_dataclass("GarageInfo", _GarageInfoMethods)
 SignalInfo = wire_dataclass("SignalInfo", doc="QuerySignals: one signal controller.")
 
 
-@dataclass(frozen=True)
-class VehicleInfo:
+class _VehicleInfoMethods:
     """QueryVehicle: one vehicle's identity, position, strategy, policy and tier."""
-
-    id: EntityId
-    vehicle_id: str  # vehicle.<garage>.<ordinal:06>
-    garage: str
-    request_id: str
-    prototype: str
-    route_index: int
-    lane: int
-    s_m: float
-    alpha: float  # s_m / lane length
-    x_m: float
-    y_m: float
-    speed_mps: float
-    strategy: VehicleStrategyState
-    policy: ControlPolicy
-    reason: PolicyReason
-    tier: SimTier
-    leader: EntityId  # EntityId(0, 0) when none
-    steps_advanced: int
-    awaiting_turnaround: bool
-    despawn_requested: bool
 
     @property
     def has_leader(self) -> bool:
         return self.leader != (0, 0)
+
+
+VehicleInfo = wire_dataclass("VehicleInfo", _VehicleInfoMethods)
 
 
 @dataclass(frozen=True)

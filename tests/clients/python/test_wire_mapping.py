@@ -22,7 +22,7 @@ SCHEMA_DIR = Path(__file__).resolve().parents[3] / "proto" / "schema"
 # CommandResult fields that carry generated reply tables.
 REPLY_FIELDS = {"stats": "Stats", "snapshots": "SnapshotInfo", "garages": "GarageInfo",
                 "signals": "SignalInfo", "zones": "ZoneInfo", "population": "PopulationInfo",
-                "leases": "LeaseSummary"}
+                "leases": "LeaseSummary", "job": "JobStatus", "vehicle": "VehicleInfo"}
 
 
 def _value(kind, ref, seed):
