@@ -38,6 +38,9 @@ def generate(out: Path) -> None:
     shutil.rmtree(out / "bustle", ignore_errors=True)
     subprocess.run([flatc, "--python", "-o", str(out), "-I", str(d), *(str(d / s) for s in SCHEMAS)],
                    check=True)
+    # The reply tables' fields, read by bustle_client.messages.wire_dataclass.
+    subprocess.run([flatc, "--jsonschema", "-o", str(out / "bustle" / "wire"), "-I", str(d),
+                    str(d / "server.fbs")], check=True)
     if not (out / "bustle" / "wire" / "Delta.py").is_file():
         raise SystemExit(f"bustle-client: flatc wrote no bustle/wire/Delta.py into {out}")
 
@@ -58,7 +61,7 @@ class build_py(_build_py):
     def get_outputs(self, include_bytecode=1):
         outputs = super().get_outputs(include_bytecode)
         wire = Path(self.build_lib) / "bustle"
-        return outputs + [str(p) for p in wire.rglob("*.py")] if wire.is_dir() else outputs
+        return outputs + [str(p) for p in wire.rglob("*") if p.suffix in (".py", ".json")] if wire.is_dir() else outputs
 
 
 setup(cmdclass={"build_py": build_py})

@@ -107,7 +107,7 @@ TEST_CASE("QuerySpawn and SpawnUpdate carry the whole spawn status") {
   CHECK(s->entity()->index() == 12);
   CHECK(s->zone()->str() == "office");
   CHECK(s->lane() == 5);
-  CHECK(s->priority() == 0);
+  CHECK(s->priority() == wire::PriorityClass::Story);
   CHECK(s->requested_step() == 40);
   CHECK(s->state_step() == 42);
 
@@ -161,7 +161,7 @@ TEST_CASE("QueryEntity carries every axis and the scenario names") {
   CHECK(w->lifecycle() == wire::LifecycleState::Retiring);
   CHECK(w->tier() == wire::SimTier::Simulated);
   CHECK(w->representation() == wire::RepresentationHint::Instanced);
-  CHECK(w->priority() == 2);
+  CHECK(w->priority() == wire::PriorityClass::Community);
   CHECK(w->origin() == wire::PedestrianOrigin::Resident);
   CHECK(w->saveable());
   CHECK(w->forced_full());
@@ -174,7 +174,7 @@ TEST_CASE("QueryEntity carries every axis and the scenario names") {
   CHECK(w->x_m() == 10.0);
   CHECK(w->y_m() == -20.0);
   CHECK(w->effective_distance_m() == 33.0);
-  CHECK(w->retiring_reason() == static_cast<std::uint8_t>(core::DespawnReason::LaneDeadEnd));
+  CHECK(w->retiring_reason() == wire::DespawnReason::LaneDeadEnd);
   CHECK(w->release_step() == 99);
 
   // Gone: no names, defaults for the indices.

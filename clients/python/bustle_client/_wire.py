@@ -40,6 +40,7 @@ try:
         ControlPolicy as _ControlPolicy,
         Delta,
         DeleteSnapshot,
+        DespawnReason as _DespawnReason,
         DespawnEntity,
         DispatchGate as _DispatchGate,
         EntityId,
@@ -232,6 +233,7 @@ ENUMS = {
     "ClockMode": enum_members(_ClockMode),
     "CommandStatus": enum_members(_CommandStatus),
     "ControlPolicy": enum_members(_ControlPolicy),
+    "DespawnReason": enum_members(_DespawnReason),
     "DispatchGate": enum_members(_DispatchGate),
     "EntityField": enum_members(_EntityField),
     "EntityKind": enum_members(_EntityKind),
@@ -257,3 +259,31 @@ ENUMS = {
     "VehicleStrategyState": enum_members(_VehicleStrategyState),
 }
 PROTOCOL_VERSION = _Protocol.Protocol.Version
+
+
+def _load_schema():
+    """The reply tables of server.fbs as flatc --jsonschema describes them:
+    field names in schema order with their types (generated beside the
+    modules at build time; what bustle_client.messages builds its reply
+    dataclasses from)."""
+    import json
+    import bustle.wire as _pkg
+    path = os.path.join(os.path.dirname(_pkg.__file__), "server.schema.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            definitions = json.load(f)["definitions"]
+    except OSError as exc:  # pragma: no cover - depends on the build
+        raise ImportError(f"bustle_client needs {path} (flatc --jsonschema, generated with the wire "
+                          "modules by CMake target 'bustle_python_wire' or setup.py)") from exc
+    return {k.rsplit("_", 1)[-1] if k.startswith("bustle_wire_") else k: v for k, v in definitions.items()}
+
+
+#: Table name -> its JSON Schema definition (``properties`` in schema order).
+SCHEMA = _load_schema()
+
+
+def is_struct(name: str) -> bool:
+    """Whether a schema type is a struct (flatc gives struct classes SizeOf;
+    the JSON Schema does not tell structs from tables)."""
+    module = importlib.import_module(f"bustle.wire.{name}")
+    return hasattr(getattr(module, name), "SizeOf")

@@ -33,6 +33,8 @@ from .messages import (
     Delta,
     DispatchGate,
     DespawnReason,
+    ENUM_CLASSES,
+    WIRE_DATACLASSES,
     EntityId,
     EntityInfo,
     EntityChange,
@@ -353,17 +355,7 @@ def build_lease_report(leases, *, request_id: int = 0) -> bytes:
 
 
 def _decode_lease_summary(l) -> LeaseSummary:
-    return LeaseSummary(
-        requested=_scalars(l.RequestedLength(), l.Requested),
-        applied=_scalars(l.AppliedLength(), l.Applied),
-        waiting=l.Waiting(),
-        waiting_past_grace=l.WaitingPastGrace(),
-        past_grace_by_reason=_scalars(l.PastGraceByReasonLength(), l.PastGraceByReason),
-        grace_steps=l.GraceSteps(),
-        reports=l.Reports(),
-        entries=l.Entries(),
-        unknown_entries=l.UnknownEntries(),
-    )
+    return decode_table(LeaseSummary, l)
 
 
 def _empty(module):
@@ -697,6 +689,45 @@ def build_command(request_id: int, command: str, /, **fields) -> bytes:
 # --------------------------------------------------------------------------
 
 
+def _accessor(field_name: str) -> str:
+    """flatc's Python accessor of a schema field: sim_time_us -> SimTimeUs."""
+    return "".join(part[:1].upper() + part[1:] for part in field_name.split("_"))
+
+
+def _decode_value(kind: str, ref, value):
+    if kind == "string":
+        return _str(value)
+    if kind == "enum":
+        return _enum_or_int(ENUM_CLASSES[ref], value)
+    if kind == "struct":
+        return _entity_id(value)
+    if kind == "table":
+        if value is None:
+            return None
+        if ref not in WIRE_DATACLASSES:
+            raise MalformedFrameError(f"no generated dataclass for nested table {ref}")
+        return decode_table(WIRE_DATACLASSES[ref], value)
+    return value
+
+
+def decode_table(cls, table):
+    """Every schema field of a generated reply dataclass (messages.wire_dataclass)
+    read from the flatc accessor object ``table``: scalars as they are, enums
+    as members (raw ints for values from a newer schema), strings decoded,
+    EntityId structs as EntityId, nested tables recursively, vectors as lists
+    (empty when absent)."""
+    values = {}
+    for f in cls.WIRE_FIELDS:
+        name = _accessor(f.name)
+        if f.kind == "vector":
+            at = getattr(table, name)
+            values[f.name] = [_decode_value(f.item_kind, f.ref, at(j))
+                              for j in range(getattr(table, name + "Length")())]
+        else:
+            values[f.name] = _decode_value(f.kind, f.ref, getattr(table, name)())
+    return cls(**values)
+
+
 def _str(value) -> str:
     return value.decode("utf-8") if value is not None else ""
 
@@ -834,113 +865,27 @@ def _decode_welcome(buf, m) -> Welcome:
 
 
 def _decode_stats(s) -> Stats:
-    return Stats(
-        step=s.Step(),
-        sim_time_us=s.SimTimeUs(),
-        digest=s.Digest(),
-        step_us=s.StepUs(),
-        clock_mode=_enum_or_int(ClockMode, s.ClockMode()),
-        paused=s.Paused(),
-        pedestrians=s.Pedestrians(),
-        pedestrian_target=s.PedestrianTarget(),
-        entity_capacity=s.EntityCapacity(),
-        clients=s.Clients(),
-        spawned_total=s.SpawnedTotal(),
-        despawned_total=s.DespawnedTotal(),
-        commands_accepted=s.CommandsAccepted(),
-        commands_rejected=s.CommandsRejected(),
-        dropped_steps=s.DroppedSteps(),
-        recording=s.Recording(),
-        recording_failed=s.RecordingFailed(),
-        recorded_ticks=s.RecordedTicks(),
-        vehicles=s.Vehicles(),
-        vehicles_full=s.VehiclesFull(),
-        vehicles_simulated=s.VehiclesSimulated(),
-        vehicles_coarse=s.VehiclesCoarse(),
-        vehicles_moving=s.VehiclesMoving(),
-        vehicles_waiting=s.VehiclesWaiting(),
-        vehicles_yielding=s.VehiclesYielding(),
-        tier_transitions_deferred=s.TierTransitionsDeferred(),
-        hour=s.Hour(),
-        time_scale=s.TimeScale(),
-        residents=s.Residents(),
-        residents_active=s.ResidentsActive(),
-        leases_assigned=s.LeasesAssigned(),
-        leases_unassigned=s.LeasesUnassigned(),
-        leases_unassigned_past_grace=s.LeasesUnassignedPastGrace(),
-        leases_past_grace_by_reason=tuple(_scalars(s.LeasesPastGraceByReasonLength(), s.LeasesPastGraceByReason)),
-        leases_released_total=s.LeasesReleasedTotal(),
-        leases_preserved_total=s.LeasesPreservedTotal(),
-        lease_reports_total=s.LeaseReportsTotal(),
-        spawn_awaiting_representation=s.SpawnAwaitingRepresentation(),
-        spawn_attached_total=s.SpawnAttachedTotal(),
-        spawn_ready_total=s.SpawnReadyTotal(),
-        client_observers=s.ClientObservers(),
-        client_observers_dropped=s.ClientObserversDropped(),
-    )
+    return decode_table(Stats, s)
 
 
 def _decode_zone_info(z) -> ZoneInfo:
-    return ZoneInfo(
-        id=_str(z.Id()), target=z.Target(), active=z.Active(), dormant=z.Dormant(),
-        pending_spawn=z.PendingSpawn(), pending_recycle=z.PendingRecycle(),
-        activated=z.Activated(), recycled=z.Recycled(), deferred_by_quota=z.DeferredByQuota(),
-        rejected_by_capacity=z.RejectedByCapacity(), activated_total=z.ActivatedTotal(),
-        recycled_total=z.RecycledTotal(), capacity=z.Capacity(), migrated_in=z.MigratedIn(),
-        deferred_by_migration=z.DeferredByMigration(), handoffs_started=z.HandoffsStarted(),
-        handoffs_accepted=z.HandoffsAccepted(), handoffs_returned=z.HandoffsReturned(),
-        retiring=z.Retiring())
+    return decode_table(ZoneInfo, z)
 
 
 def _decode_job(j) -> JobStatus:
-    return JobStatus(
-        job_id=j.JobId(),
-        kind=_enum_or_int(JobKind, j.Kind()),
-        state=_enum_or_int(JobState, j.State()),
-        terminal=j.Terminal(),
-        name=_str(j.Name()),
-        step=j.Step(),
-        message=_str(j.Message()),
-    )
+    return decode_table(JobStatus, j)
 
 
 def _decode_snapshot_info(i) -> SnapshotInfo:
-    return SnapshotInfo(
-        name=_str(i.Name()),
-        kind=_str(i.Kind()),
-        scenario_id=_str(i.ScenarioId()),
-        step=i.Step(),
-        sim_time_us=i.SimTimeUs(),
-        digest=i.Digest(),
-        pedestrians=i.Pedestrians(),
-        created_unix_ms=i.CreatedUnixMs(),
-    )
+    return decode_table(SnapshotInfo, i)
 
 
 def _decode_garage_info(g) -> GarageInfo:
-    return GarageInfo(
-        id=_str(g.Id()),
-        queued=[_str(g.Queued(j)) for j in range(g.QueuedLength())],
-        dispatched=g.Dispatched(),
-        managed=g.Managed(),
-        capacity=g.Capacity(),
-        frame_index=g.FrameIndex(),
-        next_vehicle_ordinal=g.NextVehicleOrdinal(),
-        last_gate=_enum_or_int(DispatchGate, g.LastGate()),
-        gate_steps=[g.GateSteps(j) for j in range(g.GateStepsLength())],
-        turnarounds=g.Turnarounds(),
-        rejected_invalid=g.RejectedInvalid(),
-        rejected_duplicate=g.RejectedDuplicate(),
-        rejected_queue_full=g.RejectedQueueFull(),
-        canceled=g.Canceled(),
-        plan_total=g.PlanTotal(),
-        plan_injected=g.PlanInjected(),
-    )
+    return decode_table(GarageInfo, g)
 
 
 def _decode_signal_info(i) -> SignalInfo:
-    return SignalInfo(id=_str(i.Id()), lane=i.Lane(), phase=_enum_or_int(SignalPhase, i.Phase()),
-                      phase_elapsed_us=i.PhaseElapsedUs(), cycles=i.Cycles())
+    return decode_table(SignalInfo, i)
 
 
 def _entity_id(struct_or_none) -> EntityId:
@@ -950,28 +895,7 @@ def _entity_id(struct_or_none) -> EntityId:
 
 
 def _decode_vehicle_info(v) -> VehicleInfo:
-    return VehicleInfo(
-        id=_entity_id(v.Id()),
-        vehicle_id=_str(v.VehicleId()),
-        garage=_str(v.Garage()),
-        request_id=_str(v.RequestId()),
-        prototype=_str(v.Prototype()),
-        route_index=v.RouteIndex(),
-        lane=v.Lane(),
-        s_m=v.SM(),
-        alpha=v.Alpha(),
-        x_m=v.XM(),
-        y_m=v.YM(),
-        speed_mps=v.SpeedMps(),
-        strategy=_enum_or_int(VehicleStrategyState, v.Strategy()),
-        policy=_enum_or_int(ControlPolicy, v.Policy()),
-        reason=_enum_or_int(PolicyReason, v.Reason()),
-        tier=_enum_or_int(SimTier, v.Tier()),
-        leader=_entity_id(v.Leader()),
-        steps_advanced=v.StepsAdvanced(),
-        awaiting_turnaround=v.AwaitingTurnaround(),
-        despawn_requested=v.DespawnRequested(),
-    )
+    return decode_table(VehicleInfo, v)
 
 
 def _decode_spawn_status(st) -> SpawnStatus:
@@ -1027,9 +951,7 @@ def _decode_entity_info(e) -> EntityInfo:
 
 
 def _decode_community(c) -> CommunityInfo:
-    return CommunityInfo(id=_str(c.Id()), base_population=c.BasePopulation(), target=c.Target(),
-                         zone=_str(c.Zone()), active=c.Active(), dormant=c.Dormant(),
-                         saveable=c.Saveable())
+    return decode_table(CommunityInfo, c)
 
 
 def _scalars(length: int, at) -> list:
@@ -1037,43 +959,7 @@ def _scalars(length: int, at) -> list:
 
 
 def _decode_population(p) -> PopulationInfo:
-    return PopulationInfo(
-        hour=p.Hour(),
-        time_scale=p.TimeScale(),
-        growth_quota=p.GrowthQuota(),
-        recycle_quota=p.RecycleQuota(),
-        interval_ms=p.IntervalMs(),
-        migration_budget=p.MigrationBudget(),
-        communities=[_decode_community(p.Communities(j)) for j in range(p.CommunitiesLength())],
-        residents=p.Residents(),
-        residents_active=p.ResidentsActive(),
-        residents_retiring=p.ResidentsRetiring(),
-        background=p.Background(),
-        spawned=p.Spawned(),
-        pedestrian_target=p.PedestrianTarget(),
-        handoffs_pending=p.HandoffsPending(),
-        spawn_live=_scalars(p.SpawnLiveLength(), p.SpawnLive),
-        spawn_totals=_scalars(p.SpawnTotalsLength(), p.SpawnTotals),
-        spawn_requested=p.SpawnRequested(),
-        spawn_deferred_by_cap=p.SpawnDeferredByCap(),
-        spawn_deferred_by_capacity=p.SpawnDeferredByCapacity(),
-        spawn_deferred_by_zone=p.SpawnDeferredByZone(),
-        retiring=p.Retiring(),
-        faded_total=p.FadedTotal(),
-        fade_skipped_total=p.FadeSkippedTotal(),
-        despawned_by_reason=_scalars(p.DespawnedByReasonLength(), p.DespawnedByReason),
-        tiers=_scalars(p.TiersLength(), p.Tiers),
-        tier_promoted=p.TierPromoted(),
-        tier_demoted=p.TierDemoted(),
-        tier_deferred=p.TierDeferred(),
-        forced_full=p.ForcedFull(),
-        forced_overflow=p.ForcedOverflow(),
-        force_full_refused=p.ForceFullRefused(),
-        ledger_fragments=p.LedgerFragments(),
-        ledger_deficit=p.LedgerDeficit(),
-        ledger_surplus=p.LedgerSurplus(),
-        ledger_max_deficit=p.LedgerMaxDeficit(),
-    )
+    return decode_table(PopulationInfo, p)
 
 
 def _optional(table, decode):

@@ -13,7 +13,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import NamedTuple, Optional, Tuple
 
-from ._wire import ENUMS, PROTOCOL_VERSION
+from ._wire import ENUMS, PROTOCOL_VERSION, SCHEMA, is_struct
 
 # Enums mirror the generated schema enums (names and values come from flatc's
 # output, so they cannot drift from proto/schema/*.fbs).
@@ -51,20 +51,8 @@ LeaseState = enum.IntEnum("LeaseState", ENUMS["LeaseState"])
 UnassignedReason = enum.IntEnum("UnassignedReason", ENUMS["UnassignedReason"])
 
 
-class DespawnReason(enum.IntEnum):
-    """Why an entity left (EntityInfo.retiring_reason, PopulationInfo.despawned_by_reason).
-
-    Not a schema enum (the wire carries a ubyte): the values are the core's
-    ``bustle::core::DespawnReason`` (server/core/include/bustle/core/world.hpp).
-    """
-
-    OutOfRange = 0
-    Stuck = 1
-    SpawnError = 2
-    LaneDeadEnd = 3
-    Requested = 4
-    Overpopulated = 5
-    RouteCompleted = 6
+#: Why an entity left (EntityInfo.retiring_reason, PopulationInfo.despawned_by_reason).
+DespawnReason = enum.IntEnum("DespawnReason", ENUMS["DespawnReason"])
 
 
 #: Spawn states after which no SpawnUpdate follows.
@@ -78,6 +66,92 @@ def _enum_or_int(enum_cls, value):
         return enum_cls(value)
     except ValueError:
         return value
+
+
+# --------------------------------------------------------------------------
+# Reply tables generated from the schema
+# --------------------------------------------------------------------------
+#
+# The dataclasses of the reply tables (Stats, SnapshotInfo, ZoneInfo,
+# GarageInfo, SignalInfo, CommunityInfo, PopulationInfo, LeaseSummary,
+# JobStatus, VehicleInfo) are
+# not written out here: wire_dataclass() builds each from the schema
+# (flatc --jsonschema of proto/schema/server.fbs), one field per schema field,
+# same name, same order, and codec.decode_table() fills every one of them.
+# Adding a field to one of these tables in the schema adds it here.
+
+
+class WireField(NamedTuple):
+    """One schema field of a generated reply dataclass."""
+
+    name: str
+    kind: str  # "scalar" | "string" | "enum" | "struct" | "table" | "vector"
+    ref: Optional[str] = None  # enum, struct or table name (for vectors: of the items)
+    item_kind: Optional[str] = None  # vectors: kind of the items
+
+
+def _field_of(name: str, spec: dict) -> WireField:
+    if spec.get("type") == "array":
+        item = _field_of(name, spec["items"])
+        return WireField(name, "vector", item.ref, item.kind)
+    if "$ref" in spec:
+        ref = spec["$ref"].rsplit("_", 1)[-1]
+        target = SCHEMA[ref]
+        if "enum" in target:
+            return WireField(name, "enum", ref)
+        if is_struct(ref):
+            if ref != "EntityId":
+                raise TypeError(f"{name}: struct {ref} has no Python type here (only EntityId)")
+            return WireField(name, "struct", ref)
+        return WireField(name, "table", ref)
+    if spec.get("type") == "string":
+        return WireField(name, "string")
+    return WireField(name, "scalar", spec.get("type"))
+
+
+def wire_fields(table: str) -> Tuple[WireField, ...]:
+    """The fields of a server.fbs table, in schema order."""
+    return tuple(_field_of(n, spec) for n, spec in SCHEMA[table]["properties"].items())
+
+
+#: Enum name -> the IntEnum of this module.
+ENUM_CLASSES: dict = {name: globals()[name] for name in ENUMS if name in globals()}
+#: Table name -> its generated dataclass.
+WIRE_DATACLASSES: dict = {}
+
+_SCALAR_DEFAULTS = {"integer": 0, "number": 0.0, "boolean": False}
+
+
+def wire_dataclass(table: str, methods: type = object, doc: Optional[str] = None) -> type:
+    """A frozen dataclass with one field per field of ``table`` (defaults:
+    0, 0.0, False, "", the enum's 0 member, [] for vectors, None for nested
+    tables) and the methods/properties of ``methods`` (which must not
+    declare fields)."""
+    from dataclasses import make_dataclass
+
+    specs = []
+    for f in wire_fields(table):
+        if f.kind == "vector":
+            specs.append((f.name, list, field(default_factory=list)))
+        elif f.kind == "enum":
+            cls = ENUM_CLASSES[f.ref]
+            specs.append((f.name, cls, field(default=_enum_or_int(cls, 0))))
+        elif f.kind == "string":
+            specs.append((f.name, str, field(default="")))
+        elif f.kind == "struct":
+            specs.append((f.name, EntityId, field(default=EntityId(0, 0))))
+        elif f.kind == "table":
+            specs.append((f.name, Optional[object], field(default=None)))
+        else:
+            specs.append((f.name, type(_SCALAR_DEFAULTS[f.ref]), field(default=_SCALAR_DEFAULTS[f.ref])))
+    bases = (methods,) if methods is not object else ()
+    cls = make_dataclass(table, specs, bases=bases, frozen=True)
+    cls.__module__ = __name__
+    cls.__doc__ = doc or methods.__doc__ or f"The wire table {table} (every field of the schema)."
+    cls.WIRE_TABLE = table
+    cls.WIRE_FIELDS = wire_fields(table)
+    WIRE_DATACLASSES[table] = cls
+    return cls
 
 
 # --------------------------------------------------------------------------
@@ -245,20 +319,8 @@ class Lease(NamedTuple):
     reason: UnassignedReason = UnassignedReason(0)
 
 
-@dataclass(frozen=True)
-class LeaseSummary:
-    """QueryLeases: this client's leases against the server's hints. Lists
-    are per hint (Actor, Instanced, Marker) or per UnassignedReason."""
-
-    requested: list
-    applied: list
-    waiting: int
-    waiting_past_grace: int
-    past_grace_by_reason: list
-    grace_steps: int
-    reports: int
-    entries: int
-    unknown_entries: int
+LeaseSummary = wire_dataclass("LeaseSummary", doc="""QueryLeases: this client's leases against the server's hints. Lists
+are per hint (Actor, Instanced, Marker) or per UnassignedReason.""")
 
 
 @dataclass(frozen=True)
@@ -380,56 +442,11 @@ class Delta:
     interest_truncated: int = 0  # entities in interest not sent: budgets full
 
 
-@dataclass(frozen=True)
-class Stats:
-    step: int
-    sim_time_us: int
-    digest: int
-    step_us: int
-    clock_mode: ClockMode
-    paused: bool
-    pedestrians: int
-    pedestrian_target: int
-    entity_capacity: int
-    clients: int
-    spawned_total: int
-    despawned_total: int
-    commands_accepted: int
-    commands_rejected: int
-    dropped_steps: int
-    recording: bool = False  # a session recording is being written (--record)
-    recording_failed: bool = False  # the recording stopped after a write failure
-    recorded_ticks: int = 0  # ticks committed to the recording
-    vehicles: int = 0
-    vehicles_full: int = 0  # per simulation tier
-    vehicles_simulated: int = 0
-    vehicles_coarse: int = 0
-    vehicles_moving: int = 0  # advanced on the last step
-    vehicles_waiting: int = 0  # WaitingAtSignal on the last step
-    vehicles_yielding: int = 0  # Yielding on the last step
-    tier_transitions_deferred: int = 0
-    hour: float = 0.0  # time of day
-    time_scale: int = 1  # game seconds per simulated second
-    residents: int = 0  # community identities, active + dormant
-    residents_active: int = 0
-    # Leases of the subscribed clients, summed over (client, entity) pairs.
-    leases_assigned: int = 0  # the client holds a representation
-    leases_unassigned: int = 0  # applied differs from the hint (waiting)
-    leases_unassigned_past_grace: int = 0
-    leases_past_grace_by_reason: Tuple[int, ...] = ()  # by UnassignedReason (None = never reported)
-    leases_released_total: int = 0
-    leases_preserved_total: int = 0
-    lease_reports_total: int = 0
-    # Spawn handles on the representation axis (from leases, not simulated).
-    spawn_awaiting_representation: int = 0
-    spawn_attached_total: int = 0
-    spawn_ready_total: int = 0
-    client_observers: int = 0  # feeding the tier resolver
-    client_observers_dropped: int = 0  # beyond the server's total cap
+Stats = wire_dataclass("Stats", doc="""QueryStats: counts, clock, leases and step timing (every field of
+the schema's Stats table; see proto/schema/server.fbs for each field).""")
 
 
-@dataclass(frozen=True)
-class JobStatus:
+class _JobStatusMethods:
     """One state of a snapshot job (checkpoint, save, restore, load, autosave).
 
     Writes: Queued -> Copied -> Committed | Failed. Restore: Queued ->
@@ -438,17 +455,12 @@ class JobStatus:
     ``terminal`` is true on the last state; ``message`` says why on Failed.
     """
 
-    job_id: int
-    kind: JobKind
-    state: JobState
-    terminal: bool
-    name: str
-    step: int  # step captured (writes) or restored to (restore/load)
-    message: str = ""
-
     @property
     def failed(self) -> bool:
         return self.state == JobState.Failed
+
+
+JobStatus = wire_dataclass("JobStatus", _JobStatusMethods)
 
 
 @dataclass(frozen=True)
@@ -458,63 +470,14 @@ class JobUpdate:
     job: JobStatus
 
 
-@dataclass(frozen=True)
-class SnapshotInfo:
-    name: str
-    kind: str  # "checkpoint" | "save"
-    scenario_id: str
-    step: int
-    sim_time_us: int
-    digest: int
-    pedestrians: int
-    created_unix_ms: int
+SnapshotInfo = wire_dataclass("SnapshotInfo", doc="ListSnapshots: one snapshot (kind: checkpoint | save).")
 
 
-@dataclass(frozen=True)
-class ZoneInfo:
-    """QueryZones: one zone's lifecycle coordinator state (last interval)."""
-
-    id: str
-    target: int
-    active: int
-    dormant: int
-    pending_spawn: int
-    pending_recycle: int
-    activated: int
-    recycled: int
-    deferred_by_quota: int  # held back by quotas: deferred, never failed
-    rejected_by_capacity: int
-    activated_total: int
-    recycled_total: int
-    capacity: int
-    migrated_in: int = 0  # dormant records handed over from other zones (last interval)
-    deferred_by_migration: int = 0  # held back by the migration budget, not failed
-    handoffs_started: int = 0  # active members offered to this zone (last interval)
-    handoffs_accepted: int = 0  # active members that arrived (last interval)
-    handoffs_returned: int = 0  # returned to their source zone (last interval)
-    retiring: int = 0  # members fading out (counted in active)
+ZoneInfo = wire_dataclass("ZoneInfo", doc="QueryZones: one zone's lifecycle coordinator state (last interval).")
 
 
-@dataclass(frozen=True)
-class GarageInfo:
+class _GarageInfoMethods:
     """QueryGarages: one garage's queue, dispatch counters and gate history."""
-
-    id: str
-    queued: list  # request ids in dispatch order
-    dispatched: int  # requests that received a vehicle
-    managed: int  # vehicles now on the road from this garage
-    capacity: int
-    frame_index: int
-    next_vehicle_ordinal: int
-    last_gate: DispatchGate  # what this step's dispatch attempt ran into
-    gate_steps: list  # steps per DispatchGate value (index = value)
-    turnarounds: int
-    rejected_invalid: int
-    rejected_duplicate: int
-    rejected_queue_full: int
-    canceled: int
-    plan_total: int  # content plan (all garages)
-    plan_injected: int
 
     def gate_count(self, gate) -> int:
         """Steps whose dispatch attempt ended at ``gate`` (a DispatchGate or its name)."""
@@ -522,45 +485,21 @@ class GarageInfo:
         return self.gate_steps[g] if g < len(self.gate_steps) else 0
 
 
-@dataclass(frozen=True)
-class SignalInfo:
-    """QuerySignals: one signal controller."""
-
-    id: str
-    lane: int
-    phase: SignalPhase
-    phase_elapsed_us: int
-    cycles: int
+GarageInfo = wire_dataclass("GarageInfo", _GarageInfoMethods)
 
 
-@dataclass(frozen=True)
-class VehicleInfo:
+SignalInfo = wire_dataclass("SignalInfo", doc="QuerySignals: one signal controller.")
+
+
+class _VehicleInfoMethods:
     """QueryVehicle: one vehicle's identity, position, strategy, policy and tier."""
-
-    id: EntityId
-    vehicle_id: str  # vehicle.<garage>.<ordinal:06>
-    garage: str
-    request_id: str
-    prototype: str
-    route_index: int
-    lane: int
-    s_m: float
-    alpha: float  # s_m / lane length
-    x_m: float
-    y_m: float
-    speed_mps: float
-    strategy: VehicleStrategyState
-    policy: ControlPolicy
-    reason: PolicyReason
-    tier: SimTier
-    leader: EntityId  # EntityId(0, 0) when none
-    steps_advanced: int
-    awaiting_turnaround: bool
-    despawn_requested: bool
 
     @property
     def has_leader(self) -> bool:
         return self.leader != (0, 0)
+
+
+VehicleInfo = wire_dataclass("VehicleInfo", _VehicleInfoMethods)
 
 
 @dataclass(frozen=True)
@@ -628,17 +567,7 @@ class EntityInfo:
     release_step: int  # when Retiring: final deletion at or after this step
 
 
-@dataclass(frozen=True)
-class CommunityInfo:
-    """PopulationInfo.communities: one community at the current hour."""
-
-    id: str
-    base_population: int
-    target: int
-    zone: str  # where its schedule puts it now
-    active: int
-    dormant: int
-    saveable: bool
+CommunityInfo = wire_dataclass("CommunityInfo", doc="PopulationInfo.communities: one community at the current hour.")
 
 
 def _count(values: list, key) -> int:
@@ -647,48 +576,11 @@ def _count(values: list, key) -> int:
     return values[i] if 0 <= i < len(values) else 0
 
 
-@dataclass(frozen=True)
-class PopulationInfo:
+class _PopulationInfoMethods:
     """QueryPopulation: communities, lifecycle settings, spawn pipeline, tiers
     and lane density ledger. Per-state/per-reason/per-tier vectors are indexed
     by the enum value; use :meth:`live`, :meth:`total`, :meth:`despawned` and
     :meth:`tier` to read them by member."""
-
-    hour: float
-    time_scale: int
-    growth_quota: int
-    recycle_quota: int
-    interval_ms: int
-    migration_budget: int
-    communities: list  # [CommunityInfo]
-    residents: int
-    residents_active: int
-    residents_retiring: int
-    background: int
-    spawned: int  # pedestrians from spawn handles
-    pedestrian_target: int
-    handoffs_pending: int
-    spawn_live: list  # live handles per SpawnState
-    spawn_totals: list  # entries per SpawnState since start
-    spawn_requested: int
-    spawn_deferred_by_cap: int  # last step
-    spawn_deferred_by_capacity: int
-    spawn_deferred_by_zone: int
-    retiring: int  # orphans fading
-    faded_total: int
-    fade_skipped_total: int
-    despawned_by_reason: list  # per DespawnReason
-    tiers: list  # pedestrians per SimTier (last resolution)
-    tier_promoted: int
-    tier_demoted: int
-    tier_deferred: int
-    forced_full: int
-    forced_overflow: int
-    force_full_refused: int
-    ledger_fragments: int
-    ledger_deficit: float
-    ledger_surplus: float
-    ledger_max_deficit: float
 
     def live(self, state) -> int:
         """Live spawn handles in ``state`` (a SpawnState)."""
@@ -713,6 +605,9 @@ class PopulationInfo:
             if c.id == community_id:
                 return c
         raise KeyError(community_id)
+
+
+PopulationInfo = wire_dataclass("PopulationInfo", _PopulationInfoMethods)
 
 
 @dataclass(frozen=True)

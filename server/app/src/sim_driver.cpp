@@ -31,6 +31,20 @@ SimDriver::SimDriver(std::unique_ptr<core::World> world, net::Server& server, ne
   server_.publish(frames_.make(*world_, archetypes_, world_epoch_));
 }
 
+namespace {
+// Stats' step timing fields from the telemetry's window (the same
+// measurement the metrics histogram gets: SimDriver::step_once).
+void fill_step_timing(const ops::StepTimingSummary& t, net::StatsSnapshot& s) {
+  s.step_time_window = t.window;
+  s.step_time_p50_us = t.p50_us;
+  s.step_time_p99_us = t.p99_us;
+  s.step_time_max_us = t.max_us;
+  s.step_time_bucket_le_us = t.bucket_le_us;
+  s.step_time_bucket_counts = t.bucket_counts;
+  s.steps_timed_total = t.steps_total;
+}
+}  // namespace
+
 std::string check_world_invariants(const core::World& world) {
   std::string broken = world.check_invariants();
   if (!broken.empty()) spdlog::error("invariant broken after step {}: {}", world.step_index(), broken);
@@ -693,7 +707,7 @@ net::StatsSnapshot SimDriver::stats() const {
   s.sim_time_us = world_->sim_time_us();
   s.digest = world_->digest();
   s.step_us = world_->step_us();
-  s.clock_mode = options_.clock;
+  s.clock_mode = static_cast<wire::ClockMode>(options_.clock);
   s.paused = paused_;
   s.pedestrians = world_->pedestrians().size();
   s.pedestrian_target = world_->pedestrian_target();
@@ -706,7 +720,11 @@ net::StatsSnapshot SimDriver::stats() const {
   s.dropped_steps = dropped_steps_;
   const core::VehicleSystem& vs = world_->vehicles();
   s.vehicles = vs.store().size();
-  for (std::uint32_t i = 0; i < vs.store().size(); ++i) ++s.vehicles_per_tier[vs.store().tier[i] % 3];
+  std::uint32_t per_tier[core::kSimTierCount] = {};
+  for (std::uint32_t i = 0; i < vs.store().size(); ++i) ++per_tier[vs.store().tier[i] % core::kSimTierCount];
+  s.vehicles_full = per_tier[static_cast<int>(core::SimTier::Full)];
+  s.vehicles_simulated = per_tier[static_cast<int>(core::SimTier::Simulated)];
+  s.vehicles_coarse = per_tier[static_cast<int>(core::SimTier::Coarse)];
   s.vehicles_moving = vs.last_step().moving;
   s.vehicles_waiting = vs.last_step().per_policy[static_cast<int>(core::ControlPolicy::WaitingAtSignal)];
   s.vehicles_yielding = vs.last_step().per_policy[static_cast<int>(core::ControlPolicy::Yielding)];
@@ -722,6 +740,7 @@ net::StatsSnapshot SimDriver::stats() const {
   s.spawn_ready_total = stages_.counters().ready_total;
   s.client_observers = static_cast<std::uint32_t>(world_->client_observers().size());
   s.client_observers_dropped = client_observers_dropped_;
+  if (telemetry_ != nullptr) fill_step_timing(telemetry_->step_timing(ops::SimTelemetry::kStepTimingWindow), s);
   if (recorder_ != nullptr) {
     const persist::RecorderStatus rs = recorder_->status();
     s.recording = !rs.failed;

@@ -15,6 +15,12 @@ void finish(FlatBufferBuilder& fbb, wire::ServerMessage type, Offset<void> messa
   fbb.Finish(wire::CreateServerFrame(fbb, type, message), wire::ServerFrameIdentifier());
 }
 
+// The schema's enums are the core's values (encode casts between them).
+static_assert(static_cast<int>(wire::DespawnReason::MAX) + 1 == core::kDespawnReasonCount);
+static_assert(static_cast<int>(wire::DespawnReason::RouteCompleted) ==
+              static_cast<int>(core::DespawnReason::RouteCompleted));
+static_assert(static_cast<int>(wire::PriorityClass::Background) == static_cast<int>(core::PriorityClass::Background));
+
 wire::EntityId to_wire(core::EntityId id) { return wire::EntityId(id.index, id.generation); }
 
 // Null for an empty string, so absent and empty read the same on the client.
@@ -22,53 +28,8 @@ Offset<flatbuffers::String> maybe_string(FlatBufferBuilder& fbb, const std::stri
   return s.empty() ? 0 : fbb.CreateString(s);
 }
 
-Offset<wire::Stats> make_stats(FlatBufferBuilder& fbb, const StatsSnapshot& s) {
-  const auto by_reason = fbb.CreateVector(s.leases_past_grace_by_reason, 5);
-  wire::StatsBuilder sb(fbb);
-  sb.add_step(s.step);
-  sb.add_sim_time_us(s.sim_time_us);
-  sb.add_digest(s.digest);
-  sb.add_step_us(s.step_us);
-  sb.add_clock_mode(static_cast<wire::ClockMode>(s.clock_mode));
-  sb.add_paused(s.paused);
-  sb.add_pedestrians(s.pedestrians);
-  sb.add_pedestrian_target(s.pedestrian_target);
-  sb.add_entity_capacity(s.entity_capacity);
-  sb.add_clients(s.clients);
-  sb.add_spawned_total(s.spawned_total);
-  sb.add_despawned_total(s.despawned_total);
-  sb.add_commands_accepted(s.commands_accepted);
-  sb.add_commands_rejected(s.commands_rejected);
-  sb.add_dropped_steps(s.dropped_steps);
-  sb.add_recording(s.recording);
-  sb.add_recording_failed(s.recording_failed);
-  sb.add_recorded_ticks(s.recorded_ticks);
-  sb.add_vehicles(s.vehicles);
-  sb.add_vehicles_full(s.vehicles_per_tier[0]);
-  sb.add_vehicles_simulated(s.vehicles_per_tier[1]);
-  sb.add_vehicles_coarse(s.vehicles_per_tier[2]);
-  sb.add_vehicles_moving(s.vehicles_moving);
-  sb.add_vehicles_waiting(s.vehicles_waiting);
-  sb.add_vehicles_yielding(s.vehicles_yielding);
-  sb.add_tier_transitions_deferred(s.tier_transitions_deferred);
-  sb.add_hour(s.hour);
-  sb.add_time_scale(s.time_scale);
-  sb.add_residents(s.residents);
-  sb.add_residents_active(s.residents_active);
-  sb.add_leases_assigned(s.leases_assigned);
-  sb.add_leases_unassigned(s.leases_unassigned);
-  sb.add_leases_unassigned_past_grace(s.leases_unassigned_past_grace);
-  sb.add_leases_past_grace_by_reason(by_reason);
-  sb.add_leases_released_total(s.leases_released_total);
-  sb.add_leases_preserved_total(s.leases_preserved_total);
-  sb.add_lease_reports_total(s.lease_reports_total);
-  sb.add_spawn_awaiting_representation(s.spawn_awaiting_representation);
-  sb.add_spawn_attached_total(s.spawn_attached_total);
-  sb.add_spawn_ready_total(s.spawn_ready_total);
-  sb.add_client_observers(s.client_observers);
-  sb.add_client_observers_dropped(s.client_observers_dropped);
-  return sb.Finish();
-}
+// Every field of the generated StatsT (object API): nothing to copy here.
+Offset<wire::Stats> make_stats(FlatBufferBuilder& fbb, const StatsSnapshot& s) { return wire::Stats::Pack(fbb, &s); }
 
 Offset<Vector<Offset<wire::GarageInfo>>> make_garages(FlatBufferBuilder& fbb, const std::vector<GarageReport>& list) {
   std::vector<Offset<wire::GarageInfo>> items;
@@ -160,7 +121,7 @@ Offset<wire::SpawnStatus> make_spawn_status(FlatBufferBuilder& fbb, const SpawnR
   b.add_entity(&entity);
   b.add_zone(zone);
   b.add_lane(h.lane);  // core::kAnyLane is the schema's "none" (4294967295)
-  b.add_priority(static_cast<std::uint8_t>(h.priority));
+  b.add_priority(static_cast<wire::PriorityClass>(h.priority));
   b.add_requested_step(h.requested_step);
   b.add_state_step(h.state_step);
   return b.Finish();
@@ -179,7 +140,7 @@ Offset<wire::EntityInfo> make_entity_info(FlatBufferBuilder& fbb, const EntityIn
   b.add_lifecycle(static_cast<wire::LifecycleState>(r.lifecycle));
   b.add_tier(static_cast<wire::SimTier>(r.tier));
   b.add_representation(static_cast<wire::RepresentationHint>(r.representation));
-  b.add_priority(static_cast<std::uint8_t>(r.priority));
+  b.add_priority(static_cast<wire::PriorityClass>(r.priority));
   b.add_origin(static_cast<wire::PedestrianOrigin>(r.origin));
   b.add_saveable(r.saveable);
   b.add_forced_full(r.forced_full);
@@ -194,7 +155,7 @@ Offset<wire::EntityInfo> make_entity_info(FlatBufferBuilder& fbb, const EntityIn
   b.add_effective_distance_m(r.effective_distance_m);
   b.add_spawn_handle(r.spawn_handle);
   b.add_spawn_state(static_cast<wire::SpawnState>(r.spawn_state));
-  b.add_retiring_reason(static_cast<std::uint8_t>(r.retiring_reason));
+  b.add_retiring_reason(static_cast<wire::DespawnReason>(r.retiring_reason));
   b.add_release_step(r.release_step);
   return b.Finish();
 }

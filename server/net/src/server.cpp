@@ -981,6 +981,9 @@ void Server::Impl::start_accept() {
 }
 
 void Server::Impl::add_lease_totals(StatsSnapshot& s) const {
+  // One entry per UnassignedReason, also when no client is subscribed.
+  constexpr std::size_t reasons = std::size(StreamTracker::LeaseSummary{}.past_grace_by_reason);
+  if (s.leases_past_grace_by_reason.size() < reasons) s.leases_past_grace_by_reason.resize(reasons, 0);
   for (const auto& [id, session] : sessions_) {
     if (!session->subscribed()) continue;
     const StreamTracker::LeaseSummary sum =
@@ -988,7 +991,7 @@ void Server::Impl::add_lease_totals(StatsSnapshot& s) const {
     for (const std::uint32_t a : sum.applied) s.leases_assigned += a;
     s.leases_unassigned += sum.waiting;
     s.leases_unassigned_past_grace += sum.waiting_past_grace;
-    for (std::size_t r = 0; r < 5; ++r) s.leases_past_grace_by_reason[r] += sum.past_grace_by_reason[r];
+    for (std::size_t r = 0; r < reasons; ++r) s.leases_past_grace_by_reason[r] += sum.past_grace_by_reason[r];
     s.leases_released_total += sum.entries_by_state[static_cast<std::size_t>(wire::LeaseState::Released)];
     s.leases_preserved_total += sum.entries_by_state[static_cast<std::size_t>(wire::LeaseState::Preserved)];
     s.lease_reports_total += sum.reports;

@@ -1,6 +1,7 @@
 #include "bustle/ops/telemetry.hpp"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 
 namespace bustle::ops {
@@ -179,6 +180,39 @@ std::vector<double> SimTelemetry::recent_step_seconds() const {
   const std::uint64_t n = std::min<std::uint64_t>(steps_.load(std::memory_order_relaxed), kRecentSteps);
   std::vector<double> out(n);
   for (std::size_t i = 0; i < n; ++i) out[i] = recent_ns_[i].load(std::memory_order_relaxed) / 1e9;
+  return out;
+}
+
+StepTimingSummary SimTelemetry::step_timing(std::size_t window) const {
+  assert(window >= 1);
+  StepTimingSummary out;
+  out.steps_total = steps_.load(std::memory_order_relaxed);
+  const std::uint64_t n = std::min<std::uint64_t>({out.steps_total, kRecentSteps, window});
+  std::vector<std::uint32_t> ns(n);
+  for (std::uint64_t i = 0; i < n; ++i) {
+    ns[i] = recent_ns_[(out.steps_total - 1 - i) % kRecentSteps].load(std::memory_order_relaxed);  // newest first
+  }
+  const std::vector<double> bounds = step_seconds_buckets();
+  out.window = static_cast<std::uint32_t>(n);
+  out.bucket_le_us.reserve(bounds.size());
+  for (const double b : bounds) out.bucket_le_us.push_back(b * 1e6);
+  out.bucket_counts.assign(bounds.size() + 1, 0);
+  for (const std::uint32_t v : ns) {
+    const double seconds = v / 1e9;
+    const auto it = std::lower_bound(bounds.begin(), bounds.end(), seconds);  // "le", as AtomicHistogram
+    ++out.bucket_counts[static_cast<std::size_t>(it - bounds.begin())];
+  }
+  if (n == 0) return out;
+  std::sort(ns.begin(), ns.end());
+  const auto nearest_rank = [&](double q) {
+    const auto rank = static_cast<std::uint64_t>(std::ceil(q * static_cast<double>(n)));
+    return ns[std::clamp<std::uint64_t>(rank, 1, n) - 1] / 1e3;
+  };
+  out.p50_us = nearest_rank(0.50);
+  out.p99_us = nearest_rank(0.99);
+  out.max_us = ns.back() / 1e3;
+  assert(out.p50_us <= out.p99_us);
+  assert(out.p99_us <= out.max_us);
   return out;
 }
 

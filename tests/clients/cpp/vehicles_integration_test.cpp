@@ -318,7 +318,7 @@ TEST_CASE("a spawn handle reports every stage to its requester and a viewer's ac
   const c::SpawnStatusInfo& last = requested.value.back();
   REQUIRE(last.state == wire::SpawnState::RepresentationRequested);
   CHECK(last.zone == "market");
-  CHECK(last.priority == static_cast<std::uint8_t>(wire::PriorityClass::Story));
+  CHECK(last.priority == wire::PriorityClass::Story);
   // States arrive in pipeline order, each once.
   for (std::size_t i = 1; i < requested.value.size(); ++i) {
     CHECK(static_cast<int>(requested.value[i - 1].state) < static_cast<int>(requested.value[i].state));
@@ -369,7 +369,8 @@ TEST_CASE("a spawn handle reports every stage to its requester and a viewer's ac
   CHECK(pop.population->tiers.size() == 3);
   CHECK(pop.population->despawned_by_reason.size() == 7);
   CHECK(pop.population->interval_ms == 250);
-  for (const c::CommunityReport& cr : pop.population->communities) {
+  for (const auto& community : pop.population->communities) {
+    const c::CommunityReport& cr = *community;
     CHECK(cr.active + cr.dormant == cr.base_population);
   }
 }

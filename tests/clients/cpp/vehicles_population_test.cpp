@@ -593,7 +593,7 @@ TEST_CASE("CommandReply decodes spawn, batch, entity and population answers", "[
   const auto spawn = t::spawn_status(fbb, {7, wire::SpawnState::Attached, false, wire::EntityId(3, 1), "market"});
   const auto info = wire::CreateEntityInfoDirect(
       fbb, nullptr, false, wire::EntityKind::Pedestrian, wire::LifecycleState::Gone, wire::SimTier::Coarse,
-      wire::RepresentationHint::None, 3, wire::PedestrianOrigin::Spawned, false, false, nullptr, "office");
+      wire::RepresentationHint::None, wire::PriorityClass::Background, wire::PedestrianOrigin::Spawned, false, false, nullptr, "office");
   std::vector<flatbuffers::Offset<wire::CommunityInfo>> communities{
       wire::CreateCommunityInfoDirect(fbb, "vendors", 24, 12, "market", 10, 14, true)};
   const std::vector<std::uint32_t> live{1, 0, 2};
@@ -643,7 +643,7 @@ TEST_CASE("CommandReply decodes spawn, batch, entity and population answers", "[
   CHECK_FALSE(r.entity_info->alive);
   CHECK(r.entity_info->lifecycle == wire::LifecycleState::Gone);
   CHECK(r.entity_info->origin == wire::PedestrianOrigin::Spawned);
-  CHECK(r.entity_info->priority == 3);
+  CHECK(r.entity_info->priority == wire::PriorityClass::Background);
   CHECK(r.entity_info->community.empty());
   CHECK(r.entity_info->zone == "office");
   CHECK(r.entity_info->lane == -1);
@@ -655,10 +655,10 @@ TEST_CASE("CommandReply decodes spawn, batch, entity and population answers", "[
   CHECK(r.population->despawned_by_reason == reasons);
   CHECK(r.population->tiers.empty());
   REQUIRE(r.population->communities.size() == 1);
-  CHECK(r.population->communities[0].id == "vendors");
-  CHECK(r.population->communities[0].zone == "market");
-  CHECK(r.population->communities[0].dormant == 14);
-  CHECK(r.population->communities[0].saveable);
+  CHECK(r.population->communities[0]->id == "vendors");
+  CHECK(r.population->communities[0]->zone == "market");
+  CHECK(r.population->communities[0]->dormant == 14);
+  CHECK(r.population->communities[0]->saveable);
 
   // An answer without these parts leaves them empty.
   const auto plain = t::command_result_payload(5);

@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <chrono>
+#include <cctype>
 #include <cinttypes>
 #include <cstdlib>
 #include <ctime>
@@ -118,6 +119,20 @@ int run_status(const CliOptions& o, std::FILE* out, std::FILE* err) {
                s.spawn_attached_total, s.spawn_ready_total, s.spawn_awaiting_representation);
   std::fprintf(out, "  %-18s %" PRIu32 " (dropped over the cap %" PRIu32 ")\n", "client observers",
                s.client_observers, s.client_observers_dropped);
+  std::fprintf(out, "  %-18s p50 %.1f us, p99 %.1f us, max %.1f us (last %" PRIu32 " steps; %" PRIu64
+               " timed)\n",
+               "step time", s.step_time_p50_us, s.step_time_p99_us, s.step_time_max_us, s.step_time_window,
+               s.steps_timed_total);
+  std::fprintf(out, "  %-18s", "step histogram");
+  for (std::size_t i = 0; i < s.step_time_bucket_counts.size(); ++i) {
+    if (s.step_time_bucket_counts[i] == 0) continue;  // only the buckets the window has
+    if (i < s.step_time_bucket_le_us.size()) {
+      std::fprintf(out, " <=%gus:%" PRIu32, s.step_time_bucket_le_us[i], s.step_time_bucket_counts[i]);
+    } else {
+      std::fprintf(out, " +Inf:%" PRIu32, s.step_time_bucket_counts[i]);
+    }
+  }
+  std::fprintf(out, "%s\n", s.step_time_window == 0 ? " none" : "");
   std::fprintf(out, "  %-18s %016" PRIx64 "\n", "digest", s.digest);
   std::fflush(out);
   return kExitOk;
@@ -162,13 +177,18 @@ int run_watch(const CliOptions& o, std::FILE* out, std::FILE* err) {
       auto per_s = [&](std::uint64_t total, std::uint64_t before) {
         return seconds > 0 ? static_cast<double>(total - before) / seconds : 0.0;
       };
+      // Step time (Stats, the server's last 1024 steps): one QueryStats per line.
+      const auto stats = c.command(client::QueryStatsCmd{}, std::chrono::milliseconds(o.timeout_ms));
+      const client::StatsInfo* st = stats.ok() && stats.value.stats ? &*stats.value.stats : nullptr;
       std::fprintf(out,
                    "step %-10" PRIu64
                    " entities %-7zu entered/s %-9.1f moved/s %-10.1f "
-                   "left/s %-9.1f truncated %-7" PRIu32 " digest %016" PRIx64 "\n",
+                   "left/s %-9.1f truncated %-7" PRIu32 " digest %016" PRIx64
+                   " step_us p50 %.1f p99 %.1f max %.1f\n",
                    mirror.last_step(), mirror.size(), per_s(k.entered, at_window_start.entered),
                    per_s(k.moved, at_window_start.moved), per_s(k.left, at_window_start.left),
-                   mirror.interest_truncated(), mirror.last_digest());
+                   mirror.interest_truncated(), mirror.last_digest(), st ? st->step_time_p50_us : 0.0,
+                   st ? st->step_time_p99_us : 0.0, st ? st->step_time_max_us : 0.0);
       std::fflush(out);
       ++lines;
       at_window_start = k;
@@ -219,25 +239,23 @@ int rejected(const CliOptions& o, const client::CommandReply& r, std::FILE* err,
   return kExitRejected;
 }
 
-const char* kind_name(wire::JobKind k) {
-  switch (k) {
-    case wire::JobKind::Checkpoint:
-      return "checkpoint";
-    case wire::JobKind::Save:
-      return "save";
-    case wire::JobKind::Restore:
-      return "restore";
-    case wire::JobKind::Load:
-      return "load";
-    case wire::JobKind::Autosave:
-      return "autosave";
-  }
-  return "?";
+// A schema enum value by its generated name ("Story"), or its number when
+// this build's schema has no name for it (a newer server).
+template <class Enum>
+std::string enum_name(Enum value, const char* (*name_of)(Enum)) {
+  const char* name = name_of(value);
+  return *name != '\0' ? std::string(name) : std::to_string(static_cast<unsigned>(value));
+}
+// "checkpoint", "restore", ...: the schema's JobKind name in lower case.
+std::string kind_name(wire::JobKind k) {
+  std::string name = enum_name(k, wire::EnumNameJobKind);
+  for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return name;
 }
 
 // One line per job state: "restore 'noon' job 4: Validated (step 10)".
 void print_job(std::FILE* out, const client::JobInfo& j) {
-  std::fprintf(out, "%s '%s' job %" PRIu64 ": %s", kind_name(j.kind), j.name.c_str(), j.job_id,
+  std::fprintf(out, "%s '%s' job %" PRIu64 ": %s", kind_name(j.kind).c_str(), j.name.c_str(), j.job_id,
                wire::EnumNameJobState(j.state));
   if (j.state != wire::JobState::Queued && !j.failed())
     std::fprintf(out, " (step %" PRIu64 ")", j.step);
@@ -249,7 +267,7 @@ void print_job(std::FILE* out, const client::JobInfo& j) {
 // Exit code for a job's terminal state; a failure is explained on `err`.
 int job_outcome(const CliOptions& o, const client::JobInfo& j, std::FILE* err) {
   if (!j.failed()) return kExitOk;
-  std::fprintf(err, "bustle %s: %s '%s' failed%s%s\n", o.command.c_str(), kind_name(j.kind),
+  std::fprintf(err, "bustle %s: %s '%s' failed%s%s\n", o.command.c_str(), kind_name(j.kind).c_str(),
                j.name.c_str(), j.message.empty() ? "" : ": ", j.message.c_str());
   return kExitRejected;
 }
@@ -381,10 +399,20 @@ int missing(const CliOptions& o, const char* what, std::FILE* err) {
   return kExitServer;
 }
 
+// Rows by value or, as the object API holds nested tables, by unique_ptr.
+template <class T>
+const T& row_ref(const T& row) {
+  return row;
+}
+template <class T>
+const T& row_ref(const std::unique_ptr<T>& row) {
+  return *row;
+}
+
 template <class T>
 int id_width(const std::vector<T>& rows, int least = 2) {
   int w = least;
-  for (const auto& row : rows) w = std::max(w, static_cast<int>(row.id.size()));
+  for (const auto& row : rows) w = std::max(w, static_cast<int>(row_ref(row).id.size()));
   return w;
 }
 
@@ -600,19 +628,8 @@ int run_world(const CliOptions& o, const client::CommandSpec& spec, std::FILE* o
   return rc;
 }
 
-// A wire PriorityClass value by name ("Story"), or its number if unknown.
-std::string priority_name(std::uint8_t priority) {
-  const char* name = wire::EnumNamePriorityClass(static_cast<wire::PriorityClass>(priority));
-  return *name != '\0' ? std::string(name) : std::to_string(priority);
-}
-
-// core::DespawnReason names (server/core/include/bustle/core/world.hpp), in
-// wire order; the CLI sees only the numbers.
-std::string despawn_reason_name(std::size_t reason) {
-  constexpr const char* names[] = {"OutOfRange", "Stuck",         "SpawnError",    "LaneDeadEnd",
-                                   "Requested",  "Overpopulated", "RouteCompleted"};
-  return reason < std::size(names) ? std::string(names[reason]) : "reason" + std::to_string(reason);
-}
+std::string priority_name(wire::PriorityClass p) { return enum_name(p, wire::EnumNamePriorityClass); }
+std::string despawn_reason_name(wire::DespawnReason r) { return enum_name(r, wire::EnumNameDespawnReason); }
 
 // One line per spawn state: "spawn 3: Registered (step 14) entity 40:1 zone
 // market lane 7 priority Story".
@@ -802,10 +819,11 @@ int run_population(const CliOptions& o, std::FILE* out, std::FILE* err) {
 
   const int w = id_width(p.communities);
   int zone_w = 4;
-  for (const auto& cr : p.communities) zone_w = std::max(zone_w, static_cast<int>(cr.zone.size()));
+  for (const auto& cr : p.communities) zone_w = std::max(zone_w, static_cast<int>(cr->zone.size()));
   std::fprintf(out, "%-*s  %6s  %6s  %-*s  %6s  %7s  %8s\n", w, "ID", "BASE", "TARGET", zone_w,
                "ZONE", "ACTIVE", "DORMANT", "SAVEABLE");
-  for (const auto& cr : p.communities) {
+  for (const auto& community : p.communities) {
+    const client::CommunityReport& cr = *community;
     std::fprintf(out, "%-*s  %6" PRIu32 "  %6" PRIu32 "  %-*s  %6" PRIu32 "  %7" PRIu32 "  %8s\n",
                  w, cr.id.c_str(), cr.base_population, cr.target, zone_w,
                  cr.zone.empty() ? "-" : cr.zone.c_str(), cr.active, cr.dormant,
@@ -837,7 +855,7 @@ int run_population(const CliOptions& o, std::FILE* out, std::FILE* err) {
       "retiring", p.retiring, p.faded_total, p.fade_skipped_total);
   std::fprintf(out, "  %-20s", "despawns by reason");
   for (std::size_t i = 0; i < p.despawned_by_reason.size(); ++i) {
-    std::fprintf(out, "%s %s %" PRIu64, i == 0 ? "" : ",", despawn_reason_name(i).c_str(),
+    std::fprintf(out, "%s %s %" PRIu64, i == 0 ? "" : ",", despawn_reason_name(static_cast<wire::DespawnReason>(i)).c_str(),
                  p.despawned_by_reason[i]);
   }
   std::fprintf(out, "%s\n", p.despawned_by_reason.empty() ? " none" : "");

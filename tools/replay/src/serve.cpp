@@ -181,7 +181,7 @@ class ReplayDriver {
       paused_ = false;
       step_clock_.request_resync();
     } else if (ctl != nullptr && ctl->kind == Kind::QueryStats) {
-      r.stats = stats();
+      r.stats.emplace(stats());
     } else {
       // World commands, Step, snapshots: nothing may change a recording.
       r.status = core::CommandStatus::Rejected;
@@ -198,7 +198,7 @@ class ReplayDriver {
     s.sim_time_us = w.sim_time_us();
     s.digest = w.digest();
     s.step_us = w.step_us();
-    s.clock_mode = clock_;
+    s.clock_mode = static_cast<wire::ClockMode>(clock_);
     s.paused = paused_ || ended_;  // nothing steps once the recording has ended
     s.pedestrians = w.pedestrians().size();
     s.pedestrian_target = w.pedestrian_target();
@@ -209,6 +209,8 @@ class ReplayDriver {
     s.commands_accepted = w.counters().commands_accepted;
     s.commands_rejected = w.counters().commands_rejected;
     s.dropped_steps = dropped_steps_;
+    s.hour = w.population().hour();
+    s.time_scale = w.population().time_scale();
     return s;
   }
 

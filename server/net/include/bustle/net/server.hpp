@@ -123,52 +123,11 @@ std::string check_bind_policy(const ServerOptions& options);
 // The Welcome facts of a world: lanes, garages, signals and lane chains.
 WelcomeInfo make_welcome_info(const core::World& world, std::string server_version, ClockMode clock_mode);
 
-struct StatsSnapshot {
-  std::uint64_t step = 0;
-  std::uint64_t sim_time_us = 0;
-  std::uint64_t digest = 0;
-  std::uint32_t step_us = 0;
-  ClockMode clock_mode = ClockMode::Realtime;
-  bool paused = false;
-  std::uint32_t pedestrians = 0;
-  std::uint32_t pedestrian_target = 0;
-  std::uint32_t entity_capacity = 0;
-  std::uint32_t clients = 0;
-  std::uint64_t spawned_total = 0;
-  std::uint64_t despawned_total = 0;
-  std::uint64_t commands_accepted = 0;
-  std::uint64_t commands_rejected = 0;
-  std::uint64_t dropped_steps = 0;
-  bool recording = false;
-  bool recording_failed = false;
-  std::uint64_t recorded_ticks = 0;
-  std::uint32_t vehicles = 0;
-  std::uint32_t vehicles_per_tier[3] = {};
-  std::uint32_t vehicles_moving = 0;
-  std::uint32_t vehicles_waiting = 0;
-  std::uint32_t vehicles_yielding = 0;
-  std::uint32_t tier_transitions_deferred = 0;
-  double hour = 0.0;
-  std::uint32_t time_scale = 1;
-  std::uint32_t residents = 0;
-  std::uint32_t residents_active = 0;
-  // Leases of the subscribed clients, summed over (client, entity) pairs;
-  // filled by the network side when it writes the answer (leases live there).
-  std::uint32_t leases_assigned = 0;    // the client holds a representation (Assigned / Preserved)
-  std::uint32_t leases_unassigned = 0;  // applied differs from the hint (waiting)
-  std::uint32_t leases_unassigned_past_grace = 0;
-  std::uint32_t leases_past_grace_by_reason[5] = {};  // UnassignedReason; None = never reported
-  std::uint64_t leases_released_total = 0;   // Released entries reported by the connected clients
-  std::uint64_t leases_preserved_total = 0;  // Preserved entries reported by the connected clients
-  std::uint64_t lease_reports_total = 0;
-  // Spawn handles on the representation axis (sim driver).
-  std::uint32_t spawn_awaiting_representation = 0;  // RepresentationRequested, no lease yet
-  std::uint64_t spawn_attached_total = 0;
-  std::uint64_t spawn_ready_total = 0;
-  // Client observers feeding the tier resolver (SetClientObservers).
-  std::uint32_t client_observers = 0;
-  std::uint32_t client_observers_dropped = 0;  // over kClientObserversMax, left out
-};
+// QueryStats: the generated object-API type of the wire's Stats table, so a
+// field added to proto/schema/server.fbs is here (and packed, and decoded by
+// the SDKs) without another copy. The sim driver fills it; the network side
+// adds the lease totals (add_lease_totals) when it writes the answer.
+using StatsSnapshot = wire::StatsT;
 
 struct ZoneReport {
   std::string id;

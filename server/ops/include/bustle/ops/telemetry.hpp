@@ -120,6 +120,19 @@ struct SimSample {
 // Fills `out` from `world` (sim thread, between steps). Reuses out's buffers.
 void sample_world(const core::World& world, SimSample& out);
 
+// Step wall times over a sliding window of the last executed steps, for
+// Stats (bustle status / watch): exact nearest-rank quantiles of the window
+// and a histogram of it with step_seconds_buckets() as bounds.
+struct StepTimingSummary {
+  std::uint32_t window = 0;  // steps in the window (<= the window asked for)
+  double p50_us = 0.0;
+  double p99_us = 0.0;
+  double max_us = 0.0;
+  std::vector<double> bucket_le_us;          // upper bounds, microseconds (+Inf implied)
+  std::vector<std::uint32_t> bucket_counts;  // per bucket, not cumulative; +Inf last
+  std::uint64_t steps_total = 0;             // executed steps measured since start
+};
+
 class SimTelemetry {
  public:
   explicit SimTelemetry(std::vector<std::string> garage_ids);
@@ -143,6 +156,11 @@ class SimTelemetry {
   // what the recent-steps summary and the bench's p50/p99 come from.
   std::vector<double> recent_step_seconds() const;
   static constexpr std::size_t kRecentSteps = 8192;
+  // The last min(window, steps(), kRecentSteps) step times, summarised. Call
+  // it on the sim thread (between steps) for a window that no step overwrites
+  // while it is read. [Limit: window >= 1]
+  StepTimingSummary step_timing(std::size_t window) const;
+  static constexpr std::size_t kStepTimingWindow = 1024;  // what Stats reports
   std::uint64_t steps() const { return steps_.load(std::memory_order_relaxed); }
   std::uint64_t late_steps() const { return late_steps_.load(std::memory_order_relaxed); }
   std::uint64_t dropped_steps() const { return dropped_steps_.load(std::memory_order_relaxed); }
