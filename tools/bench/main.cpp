@@ -47,7 +47,9 @@
 // `fanout` runs N real clients against a real bustle-server process over
 // loopback, with and without a share of stalled clients (fanout.cpp).
 // Figures go to the README's Performance section with machine and command.
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -428,20 +430,61 @@ constexpr double kStallTargetMs = 1.0;
 constexpr double kCommitTargetMs = 50.0;
 constexpr double kRestoreTargetMs = 100.0;
 
-// p50 / p99 / max of one phase of the snapshot bench, printed and as JSON.
+// One phase of the snapshot bench, per checkpoint: wall time, this thread's
+// CPU time (wall minus CPU is time the thread waited: preempted on a loaded
+// machine, or blocked in I/O) and page faults, printed as p50 / p99 / max.
 struct PhaseTimes {
   const char* label;
-  std::vector<double> ms;
+  std::vector<double> ms, cpu_ms, faults;
   double p50() const { return percentile(ms, 0.5); }
   double p99() const { return percentile(ms, 0.99); }
   double max() const { return *std::max_element(ms.begin(), ms.end()); }
-  nlohmann::json json() const { return {{"p50", p50()}, {"p99", p99()}, {"max", max()}}; }
+  nlohmann::json json() const {
+    return {{"p50", p50()},
+            {"p99", p99()},
+            {"max", max()},
+            {"cpu_p50", percentile(cpu_ms, 0.5)},
+            {"cpu_p99", percentile(cpu_ms, 0.99)},
+            {"faults_p99", percentile(faults, 0.99)}};
+  }
+};
+
+// Measures the calling thread from construction to stop().
+class PhaseTimer {
+ public:
+  explicit PhaseTimer(PhaseTimes& into)
+      : into_(into), wall0_(Clock::now()), cpu0_(thread_cpu_ms()), faults0_(thread_faults()) {}
+  void stop() {
+    into_.ms.push_back(ms(Clock::now() - wall0_));
+    into_.cpu_ms.push_back(thread_cpu_ms() - cpu0_);
+    into_.faults.push_back(static_cast<double>(thread_faults() - faults0_));
+  }
+
+ private:
+  static double thread_cpu_ms() {
+    timespec t{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) / 1e6;
+  }
+  static long thread_faults() {
+    rusage u{};
+    getrusage(RUSAGE_THREAD, &u);
+    return u.ru_minflt + u.ru_majflt;
+  }
+  PhaseTimes& into_;
+  Clock::time_point wall0_;
+  double cpu0_;
+  long faults0_;
 };
 
 void print_phase(const PhaseTimes& t, double target_ms) {
-  std::printf("  %-36s ms  p50 %7.3f  p99 %7.3f  max %7.3f", t.label, t.p50(), t.p99(), t.max());
-  if (target_ms > 0)
+  std::printf(
+      "  %-36s ms  p50 %7.3f  p99 %7.3f  max %7.3f  (on CPU p50 %.3f p99 %.3f; faults p99 %.0f)",
+      t.label, t.p50(), t.p99(), t.max(), percentile(t.cpu_ms, 0.5), percentile(t.cpu_ms, 0.99),
+      percentile(t.faults, 0.99));
+  if (target_ms > 0) {
     std::printf("  target p99 <= %g ms: %s", target_ms, t.p99() <= target_ms ? "met" : "NOT met");
+  }
   std::printf("\n");
 }
 
@@ -455,34 +498,50 @@ int bench_snapshot(const Args& a) {
     std::fprintf(stderr, "bustle-bench: %s\n", e.to_string().c_str());
     return 1;
   }
-  PhaseTimes fresh{"sim-thread copy, fresh allocation", {}};
-  PhaseTimes stall{"sim-thread stall (recycled buffer)", {}};
-  PhaseTimes commit{"writer commit (one txn, WAL)", {}};
-  PhaseTimes restore{"restore (read+check+validate)", {}};
+  // As the persistence worker does: no WAL checkpoint inside a commit; one
+  // after each, on the writer thread (timed apart below).
+  if (auto e = store.defer_wal_checkpoints(); !e.ok()) {
+    std::fprintf(stderr, "bustle-bench: %s\n", e.to_string().c_str());
+    return 1;
+  }
+  PhaseTimes fresh{"sim-thread copy, fresh allocation", {}, {}, {}};
+  PhaseTimes stall{"sim-thread stall (recycled buffer)", {}, {}, {}};
+  PhaseTimes commit{"writer commit (one txn, WAL)", {}, {}, {}};
+  PhaseTimes wal{"writer WAL checkpoint, after commit", {}, {}, {}};
+  PhaseTimes restore{"restore (read+check+validate)", {}, {}, {}};
   bustle::core::WorldCheckpoint cp;
-  bustle::core::WorldCheckpoint recycled = w->capture();  // a buffer the writer handed back
+  // A spare as the persistence worker prepares it; after the first commit,
+  // the buffer the writer hands back.
+  bustle::core::WorldCheckpoint recycled;
+  bustle::core::reserve_for_capture(recycled, s.entity_capacity);
   for (std::uint32_t r = 0; r < a.repeat; ++r) {
     w->step();
-    const auto b = Clock::now();
+    PhaseTimer b(fresh);
     cp = w->capture();
-    fresh.ms.push_back(ms(Clock::now() - b));
-    const auto b2 = Clock::now();
+    b.stop();
+    PhaseTimer b2(stall);
     w->capture_into(recycled);
-    stall.ms.push_back(ms(Clock::now() - b2));
-    const auto c = Clock::now();
+    b2.stop();
+    PhaseTimer c(commit);
     if (auto e = store.write_checkpoint("bench", "checkpoint", recycled, "{}", 0); !e.ok()) {
       std::fprintf(stderr, "bustle-bench: %s\n", e.to_string().c_str());
       return 1;
     }
-    commit.ms.push_back(ms(Clock::now() - c));
-    const auto d = Clock::now();
+    c.stop();
+    PhaseTimer c2(wal);
+    if (auto e = store.checkpoint_wal(); !e.ok()) {
+      std::fprintf(stderr, "bustle-bench: %s\n", e.to_string().c_str());
+      return 1;
+    }
+    c2.stop();
+    PhaseTimer d(restore);
     bustle::persist::LoadedCheckpoint lc;
     if (auto e = store.read_checkpoint("bench", lc); !e.ok()) {
       std::fprintf(stderr, "bustle-bench: %s\n", e.to_string().c_str());
       return 1;
     }
     auto restored = bustle::core::World::restore(s, lc.checkpoint);
-    restore.ms.push_back(ms(Clock::now() - d));
+    d.stop();
     if (!restored.world || restored.world->digest() != w->compute_digest()) {
       std::fprintf(stderr, "bustle-bench: restore did not reproduce the state\n");
       return 1;
@@ -501,6 +560,7 @@ int bench_snapshot(const Args& a) {
   print_phase(stall, judged ? kStallTargetMs : 0);
   print_phase(fresh, 0);
   print_phase(commit, judged ? kCommitTargetMs : 0);
+  print_phase(wal, 0);
   print_phase(restore, judged ? kRestoreTargetMs : 0);
   std::printf("  file size  %.2f MiB (one checkpoint)\n", mib);
   const bool met = stall.p99() <= kStallTargetMs && commit.p99() <= kCommitTargetMs &&
@@ -512,6 +572,7 @@ int bench_snapshot(const Args& a) {
                               {"stall_ms", stall.json()},
                               {"fresh_copy_ms", fresh.json()},
                               {"commit_ms", commit.json()},
+                              {"wal_checkpoint_ms", wal.json()},
                               {"restore_ms", restore.json()},
                               {"file_mib", mib},
                               {"targets_met", judged ? nlohmann::json(met) : nlohmann::json()}};
