@@ -75,7 +75,7 @@ all_s=$(for ((r = 1; r <= repeat; ++r)); do field ups "$log/sumo.$r"; done | awk
 echo
 echo "grid ${grid}x${grid}, $vehicles vehicles, $steps timed steps of 0.1 s, median of $repeat"
 awk -v bu="$b_ups" -v su="$s_ups" -v bv="$b_veh" -v sv="$s_veh" -v p50="$b_p50" -v p99="$b_p99" \
-    -v ss="$s_sec" -v steps="$steps" -v ab="$all_b" -v as="$all_s" 'BEGIN {
+    -v ss="$s_sec" -v steps="$steps" -v ab="$all_b" -v as="$all_s" -v grid="$grid" -v repeat="$repeat" 'BEGIN {
   printf "%-28s %16s %16s %10s\n", "", "Bustle", "SUMO", "ratio"
   printf "%-28s %16.0f %16.0f\n", "vehicles on the road", bv, sv
   printf "%-28s %16.3f %16.3f %9.1fx\n", "vehicle updates/s (M)", bu / 1e6, su / 1e6, bu / su
@@ -84,4 +84,7 @@ awk -v bu="$b_ups" -v su="$s_ups" -v bv="$b_veh" -v sv="$s_veh" -v p50="$b_p50" 
   printf "%-28s %16.3f %16s\n", "step p99 (ms)", p99, "-"
   printf "%-28s %16s %16s\n", "runs (M updates/s)", ab, as
   printf "target >= 100x: %s\n", (bu / su >= 100) ? "met" : "NOT met"
+  # One machine-readable line (tools/bench/run-all.sh): medians, then every run.
+  gsub(" ", ",", ab); gsub(" ", ",", as)
+  printf "RESULT compare grid=%s vehicles=%d steps=%d repeat=%d bustle_ups=%.0f sumo_ups=%.0f ratio=%.2f bustle_p50_ms=%.4f bustle_p99_ms=%.4f bustle_runs_m=%s sumo_runs_m=%s\n", grid, bv, steps, repeat, bu, su, bu / su, p50, p99, ab, as
 }'

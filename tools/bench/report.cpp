@@ -88,7 +88,7 @@ void print_header(const std::string& mode, const std::string& command) {
   info.command = command;
   info.machine = machine_info();
   info.load_before = load_average();
-  std::printf("bustle-bench %s (%s)\n", BUSTLE_VERSION, command.c_str());
+  std::printf("%s (version %s)\n", command.c_str(), BUSTLE_VERSION);
   std::printf("machine: %s\n", machine_line(info.machine).c_str());
   std::printf("load average before: %s\n", load_text(info.load_before).c_str());
   std::fflush(stdout);
