@@ -49,6 +49,19 @@ soak: build
 	    --duration $(SOAK_SECONDS) --report-dir $(BUILD_DIR)/soak/$$s; \
 	done
 
+# Benchmarks (README "Performance"): `make bench` runs every bench the
+# section quotes at its documented size (tens of minutes; run it on a quiet
+# machine) and rewrites the section's generated block with date, commit,
+# machine, load and figures. BENCH_QUICK=1: toy sizes in seconds, a pipeline
+# check only, printed instead of written to README.md (toy figures never
+# belong there). BENCH_README=FILE: rewrite another file; BENCH_README= none.
+BENCH_QUICK ?=
+BENCH_README ?= $(if $(BENCH_QUICK),,README.md)
+
+bench: build
+	@tools/bench/run-all.sh --build $(BUILD_DIR) $(if $(BENCH_QUICK),--quick) \
+	  $(if $(BENCH_README),--readme $(BENCH_README),--no-readme)
+
 # Starts the server on the embedded default city (127.0.0.1:7777, realtime).
 # Extra flags: make run ARGS="--port 0 --clock fast"
 run: build

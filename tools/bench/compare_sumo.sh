@@ -94,7 +94,7 @@ echo
 echo "grid ${grid}x${grid}, $vehicles vehicles, $steps timed steps of 0.1 s, median of $repeat"
 awk -v bu="$b_ups" -v su="$s_ups" -v bv="$b_veh" -v sv="$s_veh" -v p50="$b_p50" -v p99="$b_p99" \
     -v ss="$s_sec" -v steps="$steps" -v ab="$all_b" -v as="$all_s" -v bsp="$b_spread" -v ssp="$s_spread" \
-    -v ap="$all_p" -v pm="$p_med" -v target="$target" 'BEGIN {
+    -v ap="$all_p" -v pm="$p_med" -v target="$target" -v grid="$grid" -v repeat="$repeat" 'BEGIN {
   printf "%-28s %16s %16s %10s\n", "", "Bustle", "SUMO", "ratio"
   printf "%-28s %16.0f %16.0f\n", "vehicles on the road", bv, sv
   printf "%-28s %16.3f %16.3f %9.1fx\n", "vehicle updates/s (M)", bu / 1e6, su / 1e6, bu / su
@@ -106,4 +106,7 @@ awk -v bu="$b_ups" -v su="$s_ups" -v bv="$b_veh" -v sv="$s_veh" -v p50="$b_p50" 
   printf "%-28s %16s %16s\n", "spread (max-min)/median", bsp, ssp
   printf "%-28s %s (median %sx)\n", "ratio per interleaved run", ap, pm
   printf "target %dx: %s (ratio of the medians %.1fx)\n", target, (bu / su >= target) ? "met" : "not met", bu / su
+  # One machine-readable line (tools/bench/run-all.sh): medians, then every run.
+  gsub(" ", ",", ab); gsub(" ", ",", as)
+  printf "RESULT compare grid=%s vehicles=%d steps=%d repeat=%d bustle_ups=%.0f sumo_ups=%.0f ratio=%.2f bustle_p50_ms=%.4f bustle_p99_ms=%.4f bustle_runs_m=%s sumo_runs_m=%s\n", grid, bv, steps, repeat, bu, su, bu / su, p50, p99, ab, as
 }'

@@ -23,6 +23,9 @@
 // within a run) makes it coalesce, stop reading and finally close it.
 #include "fanout.hpp"
 
+#include <arpa/inet.h>
+#include <curl/curl.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -31,9 +34,6 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <arpa/inet.h>
-#include <curl/curl.h>
-#include <fcntl.h>
 
 #include <algorithm>
 #include <atomic>
@@ -53,6 +53,7 @@
 #include "bustle/client/messages.hpp"
 #include "bustle/scenario/scenario_loader.hpp"
 #include "measure.hpp"
+#include "report.hpp"
 
 extern char** environ;
 
@@ -433,10 +434,14 @@ void print_run(const RunResult& r) {
               r.hwm_kb);
 }
 
-double median_of(const std::vector<RunResult>& runs, double (*get)(const RunResult&)) {
+std::vector<double> runs_of(const std::vector<RunResult>& runs, double (*get)(const RunResult&)) {
   std::vector<double> v;
   for (const RunResult& r : runs) v.push_back(get(r));
-  return percentile(v, 0.5);
+  return v;
+}
+
+double median_of(const std::vector<RunResult>& runs, double (*get)(const RunResult&)) {
+  return percentile(runs_of(runs, get), 0.5);
 }
 
 }  // namespace
@@ -485,6 +490,15 @@ int run_fanout(const FanoutOptions& o) {
     std::printf("RESULT fanout run=%s clients=%u sim_cpu=%.4f net_cpu=%.4f bytes_per_client_s=%.0f "
                 "lag_p99_ms=%.3f step_p99_ms=%.3f peak_rss_kib=%.0f\n",
                 label, o.clients, sim, net, rate, p99, step99, rss);
+    figures()["runs"][label] = {
+        {"clients", o.clients},
+        {"sim_cpu", sim},
+        {"net_cpu", net},
+        {"bytes_per_client_s", rate},
+        {"lag_p99_ms", p99},
+        {"step_p99_ms", step99},
+        {"step_p99_ms_runs", runs_of(*runs, [](const RunResult& r) { return r.step_p99_ms; })},
+        {"peak_rss_kib", rss}};
   }
   return ok ? 0 : 1;
 }

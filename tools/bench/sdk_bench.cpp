@@ -1,6 +1,6 @@
 // bustle-sdk-bench: what the C++ SDK costs a rendering client per frame.
 //
-//   bustle-sdk-bench [--entities N] [--frames F] [--corrections-percent P]
+//   bustle-sdk-bench [--entities N] [--frames F] [--corrections-percent P] [--json]
 //
 // A synthetic city (200 straight and bent lanes) with N entities entered in
 // a baseline Delta; then F Delta frames, each with motion corrections for P%
@@ -26,6 +26,7 @@
 #include "bustle/proto/framing.hpp"
 #include "bustle/proto/motion.hpp"
 #include "bustle/proto/wire.hpp"
+#include "report.hpp"
 
 namespace c = bustle::client;
 namespace wire = bustle::wire;
@@ -40,11 +41,14 @@ struct Args {
   std::uint32_t entities = 2000;
   std::uint32_t frames = 200;
   std::uint32_t corrections_percent = 10;
+  bool json = false;  // also print one JSON line (report.hpp)
 };
 
 [[noreturn]] void usage(const char* why) {
-  std::fprintf(stderr, "bustle-sdk-bench: %s\nusage: bustle-sdk-bench [--entities N] [--frames F] "
-                       "[--corrections-percent P]\n", why);
+  std::fprintf(stderr,
+               "bustle-sdk-bench: %s\nusage: bustle-sdk-bench [--entities N] [--frames F] "
+               "[--corrections-percent P] [--json]\n",
+               why);
   std::exit(2);
 }
 
@@ -52,6 +56,10 @@ Args parse(int argc, char** argv) {
   Args a;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
+    if (flag == "--json") {
+      a.json = true;
+      continue;
+    }
     if (i + 1 >= argc) usage("a flag needs a value");
     const unsigned long v = std::strtoul(argv[++i], nullptr, 10);
     if (flag == "--entities" && v >= 1 && v <= 1'000'000) {
@@ -158,6 +166,9 @@ double ns_since(Clock::time_point t0) {
 
 int main(int argc, char** argv) {
   const Args a = parse(argc, argv);
+  std::string command = "bustle-sdk-bench";
+  for (int i = 1; i < argc; ++i) command += std::string(" ") + argv[i];
+  bustle::bench::print_header("sdk", command);
   std::vector<std::vector<std::uint8_t>> frames;
   frames.reserve(a.frames);
   for (std::uint32_t f = 0; f < a.frames; ++f) frames.push_back(step_frame(a, 2 + f));
@@ -220,5 +231,17 @@ int main(int argc, char** argv) {
               "%.0f bytes per entity (mirror, layer, backends, pools)\n",
               layer.bytes_per_slot(), layer.config().interpolation.ring_capacity,
               static_cast<double>(rss_after - rss_before) / n);
+  bustle::bench::figures() = {
+      {"entities", a.entities},
+      {"frames", a.frames},
+      {"frame_us",
+       {{"decode", median(decode_ns) / 1e3},
+        {"apply", median(apply_ns) / 1e3},
+        {"render", median(render_ns) / 1e3},
+        {"total", median(total_ns) / 1e3}}},
+      {"entity_ns_total", median(total_ns) / n},
+      {"bytes_per_slot", layer.bytes_per_slot()},
+      {"rss_bytes_per_entity", static_cast<double>(rss_after - rss_before) / n}};
+  bustle::bench::print_footer(a.json);
   return 0;
 }

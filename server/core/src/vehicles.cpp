@@ -1122,16 +1122,27 @@ std::string VehicleSystem::check_invariants(const EntityRegistry& registry) cons
 
 VehicleCheckpoint VehicleSystem::capture() const {
   VehicleCheckpoint cp;
+  capture_into(cp);
+  return cp;
+}
+
+void VehicleSystem::capture_into(VehicleCheckpoint& cp) const {
+  // Copy-assignment into cp's vectors keeps their capacity, so a recycled
+  // checkpoint costs no allocation or page faults (a fresh one per capture
+  // faulted in dense_of, one entry per entity slot, every time).
   cp.store = v_;
-  cp.store.dense_of.clear();
-  for (const GarageSpec& g : scenario_->garages) cp.garage_ids.push_back(g.id);
-  for (const SignalSpec& sg : scenario_->signals) cp.signal_ids.push_back(sg.id);
+  cp.store.dense_of.clear();  // rebuilt on restore; the capacity stays for the next capture
+  cp.garage_ids.resize(scenario_->garages.size());
+  for (std::size_t g = 0; g < cp.garage_ids.size(); ++g)
+    cp.garage_ids[g] = scenario_->garages[g].id;
+  cp.signal_ids.resize(scenario_->signals.size());
+  for (std::size_t k = 0; k < cp.signal_ids.size(); ++k)
+    cp.signal_ids[k] = scenario_->signals[k].id;
   cp.garages = garages_;
   cp.signals = signals_;
   cp.plan = plan_;
   cp.last_tiers = last_tiers_;
   cp.last_step = last_step_;
-  return cp;
 }
 
 std::vector<std::pair<std::string, std::string>> VehicleSystem::restore(const VehicleCheckpoint& cp,

@@ -144,6 +144,32 @@ void World::restore_lifecycle(World& w, const WorldCheckpoint& cp, Fail& fail) {
   w.retiring_fifo_ = cp.retiring_fifo;
 }
 
+namespace {
+// Capacity for n elements with every page written once; the vector is left empty.
+template <class T>
+void reserve_touched(std::vector<T>& v, std::size_t n) {
+  v.resize(std::max(n, v.size()));
+  v.clear();
+}
+}  // namespace
+
+void reserve_for_capture(WorldCheckpoint& cp, std::uint32_t entity_capacity) {
+  PedestrianState& p = cp.pedestrians;
+  reserve_touched(p.id, entity_capacity);
+  reserve_touched(p.lane, entity_capacity);
+  reserve_touched(p.s_m, entity_capacity);
+  reserve_touched(p.hops, entity_capacity);
+  reserve_touched(p.resident, entity_capacity);
+  reserve_touched(p.tier, entity_capacity);
+  reserve_touched(p.priority, entity_capacity);
+  reserve_touched(p.origin, entity_capacity);
+  reserve_touched(p.route, entity_capacity);
+  reserve_touched(cp.registry.generation, entity_capacity);
+  reserve_touched(cp.registry.alive, entity_capacity);
+  reserve_touched(cp.registry.free_fifo, entity_capacity);
+  reserve_touched(cp.vehicles.store.dense_of, entity_capacity);
+}
+
 WorldCheckpoint World::capture() const {
   WorldCheckpoint c;
   capture_into(c);
@@ -192,7 +218,7 @@ void World::capture_into(WorldCheckpoint& c) const {
   c.counters.commands_rejected = counters_.commands_rejected;
   c.counters.faded_total = counters_.faded_total;
   c.counters.fade_skipped_total = counters_.fade_skipped_total;
-  c.vehicles = vehicles_.capture();
+  vehicles_.capture_into(c.vehicles);
   c.observers = observers_;
   c.observer_views = observer_views_;
   c.client_observers = client_observers_;

@@ -72,6 +72,8 @@ StoreError PersistWorker::start(const std::string& path, core::Scenario scenario
                                 Callbacks callbacks, std::unique_ptr<PersistWorker>& out) {
   std::unique_ptr<PersistWorker> w(new PersistWorker());
   if (StoreError e = SnapshotStore::open(path, FileKind::Snapshots, true, w->store_); !e.ok()) return e;
+  // WAL checkpoints run after a job is reported, not inside its commit (see wal_checkpoint()).
+  if (StoreError e = w->store_.defer_wal_checkpoints(); !e.ok()) return e;
   w->scenario_ = std::move(scenario);
   w->scenario_json_ = std::move(scenario_json);
   w->cb_ = std::move(callbacks);
@@ -128,6 +130,15 @@ bool PersistWorker::enqueue(Task task) {
 }
 
 void PersistWorker::run() {
+  // Spare checkpoint buffers with room for the whole entity capacity, made
+  // and page-faulted here, so that not even the first capture on the sim
+  // thread allocates (issue 13: the sim-thread stall's tail).
+  for (std::size_t k = 0; k < kSpareCheckpoints; ++k) {
+    auto cp = std::make_unique<core::WorldCheckpoint>();
+    core::reserve_for_capture(*cp, scenario_.entity_capacity);
+    std::lock_guard lock(mu_);
+    if (spare_.size() < kSpareCheckpoints) spare_.push_back(std::move(cp));
+  }
   for (;;) {
     Task task;
     {
@@ -145,6 +156,12 @@ void PersistWorker::run() {
     }
     idle_cv_.notify_all();
   }
+}
+
+void PersistWorker::wal_checkpoint() {
+  // Committed data is in the WAL already; a failed WAL checkpoint (disk
+  // full, I/O error) only leaves the WAL longer until the next one succeeds.
+  if (!store_.checkpoint_wal().ok()) wal_checkpoint_failures_.fetch_add(1);
 }
 
 void PersistWorker::drain() {
@@ -176,9 +193,12 @@ JobStatus PersistWorker::submit_checkpoint(const std::string& name, JobKind kind
     {
       // Hand the buffer back for the next capture (keeps its capacity).
       std::lock_guard lock(mu_);
-      if (spare_.size() < 2 && cp.use_count() == 1) spare_.push_back(std::make_unique<core::WorldCheckpoint>(std::move(*cp)));
+      if (spare_.size() < kSpareCheckpoints && cp.use_count() == 1) {
+        spare_.push_back(std::make_unique<core::WorldCheckpoint>(std::move(*cp)));
+      }
     }
     update(job, origin);
+    wal_checkpoint();
   });
   if (!queued) {
     job.state = JobState::Failed;
@@ -195,6 +215,7 @@ JobStatus PersistWorker::submit_save(const std::string& name, core::SaveState sa
     job.state = e.ok() ? JobState::Committed : JobState::Failed;
     job.message = e.ok() ? "" : e.to_string();
     update(job, origin);
+    wal_checkpoint();
   });
   if (!queued) {
     job.state = JobState::Failed;
@@ -357,6 +378,7 @@ void PersistWorker::submit_delete(const std::string& name, const JobOrigin& orig
     bool found = false;
     const StoreError e = store_.remove(name, found);
     if (cb_.on_delete) cb_.on_delete(origin, e, found);
+    wal_checkpoint();
   });
   if (!queued && cb_.on_delete) {
     cb_.on_delete(origin, StoreError{store_.path(), "", "", "", "persistence queue is full", 0}, false);

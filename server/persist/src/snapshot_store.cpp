@@ -219,6 +219,11 @@ StoreError SnapshotStore::open(const std::string& path, FileKind kind, bool crea
     if (SqlError e = s.db_.exec("PRAGMA journal_mode=WAL", "enable WAL"); !e.ok()) return s.sql_error(e, "");
     s.db_.exec("PRAGMA synchronous=NORMAL");
   }
+  // Page cache up to kCacheMiB (grows only as used): the default 2 MiB is
+  // smaller than one checkpoint at 100 000 agents, so a commit spilled dirty
+  // pages into the WAL mid-transaction and a restore re-read pages evicted by
+  // its own quick_check.
+  s.db_.exec("PRAGMA cache_size=-" + std::to_string(kCacheMiB * 1024));
   s.db_.exec("PRAGMA foreign_keys=ON");
 
   if (version == 0) {
@@ -282,6 +287,17 @@ StoreError SnapshotStore::open(const std::string& path, FileKind kind, bool crea
                    "file is a " + file_kind + " file, expected a " + to_string(kind) + " file");
   }
   out = std::move(s);
+  return {};
+}
+
+StoreError SnapshotStore::defer_wal_checkpoints() {
+  if (SqlError e = db_.exec("PRAGMA wal_autocheckpoint=0"); !e.ok()) return sql_error(e, "");
+  return {};
+}
+
+StoreError SnapshotStore::checkpoint_wal() {
+  if (SqlError e = db_.exec("PRAGMA wal_checkpoint(PASSIVE)", "WAL checkpoint"); !e.ok())
+    return sql_error(e, "");
   return {};
 }
 

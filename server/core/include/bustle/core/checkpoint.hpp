@@ -97,6 +97,14 @@ struct WorldCheckpoint {
   std::uint64_t digest = 0;            // digest of this state (checked on restore)
 };
 
+// Makes `cp` ready to be captured into without growing: the per-pedestrian
+// columns and the registry blobs get capacity for `entity_capacity` entries,
+// and their pages are written once (so the capture that first fills them does
+// not page-fault them in on the sim thread). The persistence worker prepares
+// its spare checkpoints with this on its own thread. Costs about 50 bytes per
+// entity slot of memory per prepared checkpoint.
+void reserve_for_capture(WorldCheckpoint& cp, std::uint32_t entity_capacity);
+
 // A save: persistent facts only (DESIGN §5). Background population is not
 // saved; it regenerates after loading. Saveable identities, zone ownership,
 // time of day and garage counters join this struct as those systems arrive.

@@ -268,6 +268,8 @@ class VehicleSystem {
 
   void digest_into(class Digest& d) const;
   VehicleCheckpoint capture() const;
+  // The same into `cp`, reusing its vectors' capacity (World::capture_into).
+  void capture_into(VehicleCheckpoint& cp) const;
   // Replaces the state; returns errors as (path, message) like World::restore.
   std::vector<std::pair<std::string, std::string>> restore(const VehicleCheckpoint& cp,
                                                            const EntityRegistry& registry);

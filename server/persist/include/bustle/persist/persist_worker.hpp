@@ -101,6 +101,8 @@ class PersistWorker {
                               const JobOrigin& origin);
   // A checkpoint buffer the writer has finished with (or a new one): capturing
   // into a recycled buffer costs the sim thread no allocation or page faults.
+  // The worker prepares kSpareCheckpoints of them when it starts
+  // (core::reserve_for_capture: room for the scenario's entity capacity).
   std::unique_ptr<core::WorldCheckpoint> take_spare_checkpoint();
   JobStatus submit_save(const std::string& name, core::SaveState save, const JobOrigin& origin);
   // Returns the job in state Queued (or Failed).
@@ -113,6 +115,8 @@ class PersistWorker {
   void advance(const JobStatus& job, JobState state, const JobOrigin& origin, std::uint64_t step);
 
   std::optional<JobStatus> query(std::uint64_t job_id) const;
+  // WAL checkpoints that failed (each retried after the next write job).
+  std::uint64_t wal_checkpoint_failures() const { return wal_checkpoint_failures_.load(); }
   // Thread-safe: restore and load jobs submitted and not yet terminal (readiness).
   std::uint32_t candidates_in_flight() const { return candidates_in_flight_.load(); }
   // Test hook (--debug-restore-delay-ms): restores and loads wait this long
@@ -135,6 +139,9 @@ class PersistWorker {
   void update(JobStatus job, const JobOrigin& origin);
   bool enqueue(Task task);
   void run();
+  // Worker thread, after each write job: SnapshotStore::checkpoint_wal (the
+  // store defers WAL checkpoints so no commit pays for one).
+  void wal_checkpoint();
   std::string restore_error_text(const std::string& snapshot, const core::RestoreError& e) const;
 
   std::atomic<std::uint32_t> candidates_in_flight_{0};
@@ -153,7 +160,10 @@ class PersistWorker {
   bool stop_ = false;
   std::uint64_t next_job_id_ = 1;
   std::map<std::uint64_t, JobStatus> jobs_;  // most recent kJobHistory
-  std::vector<std::unique_ptr<core::WorldCheckpoint>> spare_;  // at most 2, guarded by mu_
+  static constexpr std::size_t kSpareCheckpoints = 2;
+  std::vector<std::unique_ptr<core::WorldCheckpoint>>
+      spare_;  // at most kSpareCheckpoints, guarded by mu_
+  std::atomic<std::uint64_t> wal_checkpoint_failures_{0};
   std::thread thread_;
 };
 

@@ -27,6 +27,8 @@ inline constexpr int kSchemaVersion = 4;
 // or later: migration 0003 only added a table (client_observers), which reads
 // as empty for them.
 inline constexpr int kReadOnlyMinSchemaVersion = 2;
+// Page cache cap per open store (PRAGMA cache_size), in MiB.
+inline constexpr int kCacheMiB = 64;
 
 enum class FileKind { Snapshots, Recording };
 const char* to_string(FileKind k);
@@ -106,6 +108,19 @@ class SnapshotStore {
   StoreError list(std::vector<SnapshotInfo>& out, bool include_keyframes = false);
   // found=false when no snapshot has that name (not an error).
   StoreError remove(const std::string& name, bool& found);
+
+  // Turns off SQLite's automatic WAL checkpoint for this connection. That
+  // checkpoint runs inside whichever commit pushes the WAL past 1000 pages:
+  // it copies the whole WAL into the file and fsyncs both, so one commit in
+  // every few paid for several (the tail of issue 13's commit times). With
+  // it off the owner must call checkpoint_wal() after its writes, or the WAL
+  // grows without bound. The persistence worker does (after reporting the
+  // job), and so does bustle-bench snapshot.
+  StoreError defer_wal_checkpoints();
+  // PRAGMA wal_checkpoint(PASSIVE): copies committed WAL frames into the
+  // file without waiting for readers; the next commit then reuses the WAL
+  // from its start. Committed data is safe either way: this only bounds the WAL.
+  StoreError checkpoint_wal();
 
   Database& db() { return db_; }
   const std::string& path() const { return path_; }

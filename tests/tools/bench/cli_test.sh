@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# bustle-bench's command line (tools/bench/options.cpp): exit codes and the
+# messages that name the flag. Usage: cli_test.sh PATH/TO/bustle-bench
+set -u
+bench="$1"
+fails=0
+
+# expect STATUS PATTERN ARGS...: runs bustle-bench ARGS, checks the exit
+# status and that stdout+stderr match the extended regex PATTERN.
+expect() {
+  local want="$1" pattern="$2"
+  shift 2
+  local out status
+  out="$("$bench" "$@" 2>&1)"
+  status=$?
+  if [[ $status -ne $want ]]; then
+    echo "FAIL: bustle-bench $* exited $status, expected $want; output:"; echo "$out"; fails=$((fails + 1))
+  elif ! grep -Eq -- "$pattern" <<<"$out"; then
+    echo "FAIL: bustle-bench $*: output does not match '$pattern':"; echo "$out"; fails=$((fails + 1))
+  fi
+}
+
+expect 0 '^bustle-bench [0-9]+\.[0-9]+\.[0-9]+$' --version
+expect 0 'Exit codes: 0 ran' --help
+expect 0 '--active' population --help
+expect 2 "a subcommand is required \(one of: step, population, snapshot, vehicles, stream, fanout\)"
+expect 2 "^bustle-bench: unknown subcommand 'bogus'" bogus
+expect 2 "^bustle-bench: unknown option '--agents' \(before the subcommand" --agents 5 step
+expect 2 "^bustle-bench vehicles: --grid: expected an integer in \[2, 1000\], got '1'" vehicles --grid 1
+expect 2 "--grid: expected an integer in \[2, 1000\], got 'abc'" vehicles --grid abc
+expect 2 "^bustle-bench vehicles: --grid: missing value" vehicles --grid
+expect 2 "unknown option '--steps' \(allowed here: .*--agents" snapshot --steps 3
+expect 2 "unexpected argument '7'" step 7
+expect 2 "--agents: expected an integer in \[1, 4000000\], got '-1'" step --agents -1
+expect 2 "--residents \(200\) must be at most --active \(100\)" population --active 100 --residents 200
+expect 2 "--steps: expected an integer in \[1, " population --steps 0
+expect 2 "--stalled-percent: expected an integer in \[0, 100\], got '101'" fanout --stalled-percent 101
+expect 2 "--outbound-max-bytes: expected an integer in \[4096, " fanout --outbound-max-bytes 100
+expect 2 "--server: File does not exist: /nonexistent/bustle-server" fanout --server /nonexistent/bustle-server
+expect 2 "--dir: Directory does not exist: /nonexistent" snapshot --dir /nonexistent
+# A run states the machine and the load before and after, and --json ends
+# with one JSON object carrying them.
+expect 0 '^machine: [0-9]+ cores, ' step --agents 100 --steps 3
+expect 0 '^load average before: [0-9.]+ [0-9.]+ [0-9.]+$' step --agents 100 --steps 3
+expect 0 '^load average after: [0-9.]+ [0-9.]+ [0-9.]+$' step --agents 100 --steps 3
+expect 0 '^\{"bench":"step",.*"figures":\{.*"step_ms":\{.*"load_after":\[[0-9.,]+\],"load_before":\[[0-9.,]+\],"machine":\{"cores":' \
+  step --agents 100 --steps 3 --json
+
+if [[ $fails -ne 0 ]]; then echo "$fails check(s) failed"; exit 1; fi
+echo "all checks passed"

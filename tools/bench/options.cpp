@@ -1,0 +1,285 @@
+// bustle-bench's command line (options.hpp): CLI11 subcommands, one per
+// bench, each with only the flags its bench reads.
+#include "options.hpp"
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <limits>
+#include <sstream>
+#include <string>
+
+#ifndef BUSTLE_VERSION
+#define BUSTLE_VERSION "unknown"
+#endif
+
+namespace bustle::bench {
+namespace {
+
+// An integer flag in [lo, hi]; the message names the range and echoes the
+// value as given ("expected an integer in [2, 1000], got 'x'"), and CLI11
+// prefixes the flag name.
+template <class T>
+CLI::Validator in_range(T lo, T hi) {
+  std::ostringstream name;
+  name << "in [" << lo << ", " << hi << "]";
+  return CLI::Validator(
+      [lo, hi](std::string& input) -> std::string {
+        T value{};
+        const bool digits =
+            !input.empty() && input.find_first_not_of("0123456789") == std::string::npos;
+        if (!digits || !CLI::detail::lexical_cast(input, value) || value < lo || value > hi) {
+          std::ostringstream out;
+          out << "expected an integer in [" << lo << ", " << hi << "], got '" << input << "'";
+          return out.str();
+        }
+        return {};
+      },
+      name.str());
+}
+
+// An integer flag bound to `field`, checked by in_range, default shown in --help.
+template <class T>
+void add_int(CLI::App& sub, const char* name, T& field, const char* what, T lo, T hi) {
+  sub.add_option(name, field, what)->check(in_range<T>(lo, hi))->capture_default_str();
+}
+
+// The same without a default in --help (its 0 means "the server's own").
+template <class T>
+void add_int_no_default(CLI::App& sub, const char* name, T& field, const char* what, T lo, T hi) {
+  sub.add_option(name, field, what)->check(in_range<T>(lo, hi));
+}
+
+constexpr std::uint64_t kU64Max = std::numeric_limits<std::uint64_t>::max();
+constexpr std::uint64_t kStepsMax = 100'000'000;
+constexpr std::uint32_t kAgentsMax = 4'000'000;
+
+// A subcommand keeps unknown arguments (allow_extras) so parse_args can name
+// them in the order given.
+CLI::App* bench_subcommand(CLI::App& app, const char* name, const char* description) {
+  CLI::App* sub = app.add_subcommand(name, description);
+  sub->allow_extras();
+  return sub;
+}
+
+void add_seed(CLI::App& sub, Args& a) {
+  add_int<std::uint64_t>(sub, "--seed", a.seed, "world seed", 0, kU64Max);
+}
+
+void add_steps(CLI::App& sub, Args& a, const char* what) {
+  sub.add_option("--steps", a.steps, what)
+      ->check(in_range<std::uint64_t>(1, kStepsMax))
+      ->capture_default_str();
+}
+
+void add_json(CLI::App& sub, Args& a) {
+  sub.add_flag("--json", a.json,
+               "also print one JSON line with the figures (for tools/bench/run-all.sh)");
+}
+
+void add_step(CLI::App& app, Args& a) {
+  CLI::App* sub = bench_subcommand(
+      app, "step",
+      "time World::step on the default city's geometry with N pedestrians: p50/p99/max, agent "
+      "updates per second, peak RSS");
+  add_int<std::uint32_t>(*sub, "--agents", a.agents, "pedestrians", 1, kAgentsMax);
+  add_steps(*sub, a, "timed steps");
+  add_seed(*sub, a);
+  add_json(*sub, a);
+}
+
+void add_population(CLI::App& app, Args& a) {
+  CLI::App* sub = bench_subcommand(
+      app, "population",
+      "time World::step with N active pedestrians held by the tier caps and M dormant "
+      "resident identities (issue 3: p99 <= 5 ms)");
+  add_int<std::uint32_t>(*sub, "--active", a.active, "active background pedestrians", 10,
+                         kAgentsMax);
+  add_int<std::uint32_t>(*sub, "--residents", a.residents,
+                         "of the active, how many are awake community residents", 0, kAgentsMax);
+  add_int<std::uint32_t>(*sub, "--dormant", a.dormant, "dormant resident identities", 0, 8'000'000);
+  add_steps(*sub, a, "timed steps");
+  add_int<std::uint64_t>(*sub, "--warmup", a.warmup,
+                         "untimed steps at least (more until the tiers settle)", 0, kStepsMax);
+  add_seed(*sub, a);
+  add_json(*sub, a);
+}
+
+void add_snapshot(CLI::App& app, Args& a) {
+  CLI::App* sub = bench_subcommand(
+      app, "snapshot",
+      "time a checkpoint: the sim-thread copy, the writer-thread commit and a restore, over "
+      "--repeat checkpoints (p50/p99/max against issue 13's targets)");
+  add_int<std::uint32_t>(*sub, "--agents", a.agents, "pedestrians", 1, kAgentsMax);
+  add_int<std::uint32_t>(*sub, "--repeat", a.repeat,
+                         "checkpoints taken (with 51 or fewer, p99 is the max)", 1, 100'000);
+  sub->add_option("--dir", a.dir, "directory for the snapshot file")
+      ->check(CLI::ExistingDirectory)
+      ->capture_default_str();
+  add_seed(*sub, a);
+  add_json(*sub, a);
+}
+
+void add_vehicles(CLI::App& app, Args& a) {
+  CLI::App* sub = bench_subcommand(
+      app, "vehicles",
+      "time World::step on a signalised N x N grid with V vehicles, all Full (issue 4; "
+      "tools/bench/compare_sumo.sh runs SUMO on the same grid)");
+  add_int<std::uint32_t>(*sub, "--grid", a.grid, "intersections per side", 2, 1000);
+  add_int<std::uint32_t>(*sub, "--vehicles", a.vehicles, "managed vehicles to reach before timing",
+                         1, kAgentsMax);
+  add_steps(*sub, a, "timed steps");
+  add_seed(*sub, a);
+  add_json(*sub, a);
+}
+
+void add_stream(CLI::App& app, Args& a) {
+  CLI::App* sub = bench_subcommand(
+      app, "stream",
+      "protocol v2 bytes per moving entity per step for one whole-city client: the default city, "
+      "N pedestrians on its geometry, and the vehicle grid");
+  add_int<std::uint32_t>(*sub, "--agents", a.agents, "pedestrians of the second city", 1,
+                         kAgentsMax);
+  add_int<std::uint32_t>(*sub, "--grid", a.grid, "intersections per side of the vehicle grid", 2,
+                         1000);
+  add_int<std::uint32_t>(*sub, "--vehicles", a.vehicles, "vehicles of the grid", 1, kAgentsMax);
+  add_steps(*sub, a, "steps measured per city");
+  add_seed(*sub, a);
+  add_json(*sub, a);
+}
+
+void add_fanout(CLI::App& app, Args& a) {
+  FanoutOptions& f = a.fanout;
+  CLI::App* sub = bench_subcommand(
+      app, "fanout",
+      "N real clients over loopback against a real bustle-server, runs with and without stalled "
+      "clients interleaved");
+  add_int<std::uint32_t>(*sub, "--clients", f.clients, "connections per run", 1, 1000);
+  add_int<std::uint32_t>(*sub, "--stalled-percent", f.stalled_percent,
+                         "of the clients, stalled in the stalled runs", 0, 100);
+  add_int<std::uint32_t>(*sub, "--agents", f.agents, "pedestrians of the city", 1, kAgentsMax);
+  add_int<std::uint32_t>(*sub, "--seconds", f.seconds, "measured window per run", 1, 3600);
+  add_int<std::uint32_t>(*sub, "--warmup", f.warmup_seconds,
+                         "seconds after every client subscribed, before measuring", 0, 600);
+  add_int<std::uint32_t>(*sub, "--repeat", f.repeat, "pairs of runs (no stall, stalled)", 1, 1000);
+  sub->add_option("--server", f.server,
+                  "bustle-server binary (default: the one in this build tree)")
+      ->check(CLI::ExistingFile);
+  sub->add_option("--dir", f.dir, "directory for the scenario, snapshot store and server log")
+      ->check(CLI::ExistingDirectory)
+      ->capture_default_str();
+  add_int_no_default<std::uint64_t>(*sub, "--outbound-max-bytes", f.outbound_max_bytes,
+                                    "the server's per-client queue cap (0: 256 KiB)", 4096,
+                                    kU64Max);
+  add_int<std::uint16_t>(*sub, "--motion-tolerance-mm", f.motion_tolerance_mm,
+                         "every client's Subscribe tolerance", 0, 1000);
+  add_json(*sub, a);
+}
+
+std::string subcommand_names(const CLI::App& app) {
+  std::string names;
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+    names += (names.empty() ? "" : ", ") + sub->get_name();
+  }
+  return names;
+}
+
+std::string option_names(const CLI::App& sub) {
+  std::string names;
+  for (const CLI::Option* o : sub.get_options()) {
+    for (const std::string& n : o->get_lnames()) names += (names.empty() ? "--" : ", --") + n;
+  }
+  return names;
+}
+
+}  // namespace
+
+const char* version_text() {
+  return "bustle-bench " BUSTLE_VERSION;
+}
+
+ParsedArgs parse_args(int argc, char** argv) {
+  ParsedArgs out;
+  Args& a = out.args;
+  CLI::App app("bustle-bench: scale measurements that are not unit tests (README \"Performance\")",
+               "bustle-bench");
+  app.set_version_flag("--version", std::string(version_text()));
+  app.require_subcommand(1);
+  app.footer(
+      "Exit codes: 0 ran (targets met or not), 1 the bench could not run or a self-check failed, "
+      "2 bad command line.\nRun 'bustle-bench SUBCOMMAND --help' for a subcommand's flags.");
+  add_step(app, a);
+  add_population(app, a);
+  add_snapshot(app, a);
+  add_vehicles(app, a);
+  add_stream(app, a);
+  add_fanout(app, a);
+  const auto fail = [&](const std::string& where, const std::string& message) {
+    std::fprintf(stderr, "bustle-bench%s: %s\nrun 'bustle-bench%s --help' for usage\n",
+                 where.c_str(), message.c_str(), where.c_str());
+    out.exit_code = 2;
+    return out;
+  };
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    out.exit_code = app.exit(e);
+    return out;
+  } catch (const CLI::CallForAllHelp& e) {
+    out.exit_code = app.exit(e);
+    return out;
+  } catch (const CLI::CallForVersion& e) {
+    out.exit_code = app.exit(e);
+    return out;
+  } catch (const CLI::ParseError& e) {
+    const CLI::App* sub = app.get_subcommands().empty() ? nullptr : app.get_subcommands().front();
+    const std::string where = sub != nullptr ? " " + sub->get_name() : "";
+    const std::string what = e.what();
+    // CLI11 says "--grid: 1 required UINT:in [2, 1000] missing" for a flag at the end without its
+    // value.
+    if (dynamic_cast<const CLI::ArgumentMismatch*>(&e) != nullptr &&
+        what.find(" missing") != std::string::npos) {
+      return fail(where, what.substr(0, what.find(':')) + ": missing value");
+    }
+    // Flags before the subcommand belong to no bench (CLI11 reports them as extras).
+    if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr && argc > 1 && argv[1][0] == '-') {
+      return fail(
+          "", std::string("unknown option '") + argv[1] +
+                  "' (before the subcommand: --help, --version; a bench's flags follow its name)");
+    }
+    if (sub == nullptr && argc > 1 && argv[1][0] != '-') {
+      return fail("", std::string("unknown subcommand '") + argv[1] +
+                          "' (one of: " + subcommand_names(app) + ")");
+    }
+    if (sub == nullptr && argc > 1) {
+      return fail(
+          "", std::string("unknown option '") + argv[1] +
+                  "' (before the subcommand: --help, --version; a bench's flags follow its name)");
+    }
+    if (sub == nullptr)
+      return fail("", "a subcommand is required (one of: " + subcommand_names(app) + ")");
+    return fail(where, what);
+  }
+  CLI::App* sub = app.get_subcommands().front();
+  // Left-overs (allow_extras): an unknown flag or a stray value, named in argv order.
+  if (const std::vector<std::string> rest = sub->remaining(); !rest.empty()) {
+    const std::string& first = rest.front();
+    if (first.rfind("-", 0) == 0) {
+      return fail(" " + sub->get_name(),
+                  "unknown option '" + first + "' (allowed here: " + option_names(*sub) + ")");
+    }
+    return fail(" " + sub->get_name(), "unexpected argument '" + first + "'");
+  }
+  a.mode = app.get_subcommands().front()->get_name();
+  // Checks across flags.
+  if (a.mode == "population" && a.residents > a.active) {
+    std::fprintf(stderr,
+                 "bustle-bench population: --residents (%u) must be at most --active (%u)\n",
+                 a.residents, a.active);
+    out.exit_code = 2;
+    return out;
+  }
+  out.run = true;
+  return out;
+}
+
+}  // namespace bustle::bench

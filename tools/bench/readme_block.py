@@ -1,0 +1,309 @@
+#!/usr/bin/env python3
+"""The README's generated Performance block (tools/bench/run-all.sh).
+
+    readme_block.py render RESULTS_DIR     prints the block for a results directory
+    readme_block.py splice README BLOCK    replaces README's block with the file BLOCK
+    readme_block.py check README           exits 1 (naming the line) unless the block parses
+
+The block sits between BEGIN and END marker lines; everything outside it is
+prose kept by hand. Each bench's figures are the median over its runs, with
+the range of the runs in brackets when there was more than one; every row
+states the 1-minute load average before and after that bench.
+"""
+import json
+import os
+import re
+import statistics
+import sys
+
+BEGIN = "<!-- BEGIN GENERATED BENCH: tools/bench/run-all.sh (make bench) rewrites this block; edit the script, not the block -->"
+END = "<!-- END GENERATED BENCH -->"
+HEADER = "| bench | command | result: median [range of runs] | load 1 min before → after |"
+
+
+def fail(message):
+    print("readme_block: " + message, file=sys.stderr)
+    sys.exit(1)
+
+
+def read_env(results):
+    env = {}
+    with open(os.path.join(results, "run.env")) as f:
+        for line in f:
+            key, _, value = line.rstrip("\n").partition("=")
+            env[key] = value
+    return env
+
+
+def runs_of(results, name):
+    """Outputs of NAME.1.txt, NAME.2.txt, ... as lists of lines."""
+    out = []
+    k = 1
+    while os.path.exists(os.path.join(results, "%s.%d.txt" % (name, k))):
+        with open(os.path.join(results, "%s.%d.txt" % (name, k))) as f:
+            out.append(f.read().splitlines())
+        k += 1
+    return out
+
+
+def json_line(lines, where):
+    for line in reversed(lines):
+        if line.startswith('{"bench"'):
+            return json.loads(line)
+    fail("%s: no JSON line (was --json passed?)" % where)
+
+
+def result_line(lines, tag, where):
+    for line in reversed(lines):
+        if line.startswith("RESULT " + tag + " "):
+            return dict(kv.split("=", 1) for kv in line.split()[2:])
+    fail("%s: no 'RESULT %s' line" % (where, tag))
+
+
+def load_lines(lines):
+    before = after = None
+    for line in lines:
+        if line.startswith("load average before: "):
+            before = line.split(": ", 1)[1].split()[0]
+        if line.startswith("load average after: "):
+            after = line.split(": ", 1)[1].split()[0]
+    return before, after
+
+
+def get(d, path):
+    for key in path.split("."):
+        d = d[key]
+    return float(d)
+
+
+def fmt(values, unit="", digits=3):
+    """Median of values, then [min–max] when there are several runs."""
+    med = statistics.median(values)
+    text = "%.*f%s" % (digits, med, unit)
+    if len(values) > 1:
+        text += " [%.*f–%.*f]" % (digits, min(values), digits, max(values))
+    return text
+
+
+def load_cell(loads):
+    before = [l[0] for l in loads if l[0] is not None]
+    after = [l[1] for l in loads if l[1] is not None]
+    if not before or not after:
+        return "not stated"
+    return "%s → %s" % (" / ".join(before), " / ".join(after))
+
+
+def thousands(n):
+    return "{:,}".format(int(n)).replace(",", " ")
+
+
+def command_of(doc):
+    return "`" + doc["command"].split(" --json")[0].split(" --dir ")[0].split(" --server ")[0] + "`"
+
+
+def bench_rows(results):
+    rows = []
+
+    def bustle_bench(name, label, describe):
+        """label: text, or a function of the first run's figures."""
+        runs = runs_of(results, name)
+        if not runs:
+            return
+        docs = [json_line(r, "%s.%d" % (name, k + 1)) for k, r in enumerate(runs)]
+        loads = [("%.2f" % d["load_before"][0], "%.2f" % d["load_after"][0]) for d in docs]
+        text = label(docs[0]["figures"]) if callable(label) else label
+        rows.append((text, command_of(docs[0]), describe(docs), load_cell(loads)))
+
+    def population_label(f):
+        return "population, %s active + %s dormant" % (thousands(f["active"]), thousands(f["dormant"]))
+
+    def col(docs, path):
+        return [get(d["figures"], path) for d in docs]
+
+    bustle_bench("population-100k", population_label, lambda d: (
+        "step p50 %s, p99 %s, max %s; agent updates/s %s; hot state %d B per agent; peak RSS %s" % (
+            fmt(col(d, "step_ms.p50"), " ms"), fmt(col(d, "step_ms.p99"), " ms"), fmt(col(d, "step_ms.max"), " ms"),
+            fmt([v / 1e6 for v in col(d, "agent_updates_per_s")], " M", 2), col(d, "hot_bytes_per_agent")[0],
+            fmt(col(d, "peak_rss_mib"), " MiB", 0))))
+    bustle_bench("population-1m", population_label, lambda d: (
+        "step p50 %s, p99 %s, max %s; agent updates/s %s; peak RSS %s" % (
+            fmt(col(d, "step_ms.p50"), " ms"), fmt(col(d, "step_ms.p99"), " ms"), fmt(col(d, "step_ms.max"), " ms"),
+            fmt([v / 1e6 for v in col(d, "agent_updates_per_s")], " M", 2), fmt(col(d, "peak_rss_mib"), " MiB", 0))))
+    bustle_bench("step", lambda f: "pedestrian step, %s agents" % thousands(f["agents"]), lambda d: (
+        "step p50 %s, p99 %s, max %s; agents stepped/s %s; peak RSS %s" % (
+            fmt(col(d, "step_ms.p50"), " ms"), fmt(col(d, "step_ms.p99"), " ms"), fmt(col(d, "step_ms.max"), " ms"),
+            fmt([v / 1e6 for v in col(d, "agents_stepped_per_s")], " M", 1), fmt(col(d, "peak_rss_mib"), " MiB", 0))))
+
+    def snapshot(d):
+        met = [x["figures"].get("targets_met") for x in d]
+        verdict = "" if met[0] is None else "; targets (p99: stall ≤ 1, commit ≤ 50, restore ≤ 100 ms) %s in %d of %d runs" % (
+            "met", sum(1 for m in met if m), len(met))
+        return ("stall p50 %s, p99 %s; commit p50 %s, p99 %s; WAL checkpoint after it p99 %s; restore p50 %s, p99 %s; "
+                "file %s%s" % (fmt(col(d, "stall_ms.p50"), " ms"), fmt(col(d, "stall_ms.p99"), " ms"),
+                               fmt(col(d, "commit_ms.p50"), " ms", 1), fmt(col(d, "commit_ms.p99"), " ms", 1),
+                               fmt(col(d, "wal_checkpoint_ms.p99"), " ms", 1), fmt(col(d, "restore_ms.p50"), " ms", 1),
+                               fmt(col(d, "restore_ms.p99"), " ms", 1), fmt(col(d, "file_mib"), " MiB", 2), verdict))
+    bustle_bench("snapshot", lambda f: "checkpoint, %s agents" % thousands(f["agents"]), snapshot)
+
+    def stream(d):
+        parts = []
+        for k, city in enumerate(d[0]["figures"]["cities"]):
+            per = [x["figures"]["cities"][k]["bytes_per_moving_entity"] for x in d]
+            parts.append("%s %s B per moving entity per step" % (city["city"], fmt(per, "", 3)))
+        return "; ".join(parts)
+    bustle_bench("stream", "stream bytes (protocol v2)", stream)
+
+    def fanout(d):
+        r = d[0]["figures"]["runs"]
+        return ("no stall: step p99 %.2f ms (runs %s), net thread %.1f %%, %.0f B per client per s; "
+                "stalled: step p99 %.2f ms (runs %s), net thread %.1f %% (interleaved pairs, medians)" % (
+                    r["no-stall"]["step_p99_ms"], ", ".join("%.2f" % v for v in r["no-stall"]["step_p99_ms_runs"]),
+                    100 * r["no-stall"]["net_cpu"], r["no-stall"]["bytes_per_client_s"],
+                    r["stalled"]["step_p99_ms"], ", ".join("%.2f" % v for v in r["stalled"]["step_p99_ms_runs"]),
+                    100 * r["stalled"]["net_cpu"]))
+    bustle_bench("fanout", "clients over sockets", fanout)
+
+    for name in sorted(n[:-6] for n in os.listdir(results) if re.match(r"sdk-\d+\.1\.txt$", n)):
+        bustle_bench(name, "C++ SDK per frame, %s entities" % name[4:], lambda d: (
+            "total %s per frame (decode %s, apply %s, render %s); %s per entity" % (
+                fmt(col(d, "frame_us.total"), " µs", 0), fmt(col(d, "frame_us.decode"), " µs", 0),
+                fmt(col(d, "frame_us.apply"), " µs", 0), fmt(col(d, "frame_us.render"), " µs", 0),
+                fmt(col(d, "entity_ns_total"), " ns", 1))))
+
+    sumo = runs_of(results, "vehicles-sumo")
+    if sumo:
+        r = result_line(sumo[0], "compare", "vehicles-sumo.1")
+        rows.append(("vehicles against SUMO", "`tools/bench/compare_sumo.sh --grid %s --vehicles %s --steps %s --repeat %s`" % (
+                         r["grid"], r["vehicles"], r["steps"], r["repeat"]),
+                     "Bustle %.2f M vehicle updates/s (runs %s), SUMO %.3f M (runs %s): %.0f× (target ≥ 100×); "
+                     "Bustle step p50 %.3f ms, p99 %.3f ms (%s vehicles, interleaved runs, medians)" % (
+                         float(r["bustle_ups"]) / 1e6, r["bustle_runs_m"].replace(",", ", "),
+                         float(r["sumo_ups"]) / 1e6, r["sumo_runs_m"].replace(",", ", "), float(r["ratio"]),
+                         float(r["bustle_p50_ms"]), float(r["bustle_p99_ms"]), r["vehicles"]),
+                     load_cell([load_lines(sumo[0])])))
+    elif os.path.exists(os.path.join(results, "vehicles-sumo.skipped")):
+        with open(os.path.join(results, "vehicles-sumo.skipped")) as f:
+            why = f.read().strip()
+        rows.append(("vehicles against SUMO", "`tools/bench/compare_sumo.sh`", why, "—"))
+        bustle_bench("vehicles", "vehicles (Bustle only)", lambda d: (
+            "vehicle updates/s %s; step p50 %s, p99 %s" % (
+                fmt([v / 1e6 for v in col(d, "vehicle_updates_per_s")], " M", 2), fmt(col(d, "step_ms.p50"), " ms"),
+                fmt(col(d, "step_ms.p99"), " ms"))))
+
+    verify = runs_of(results, "replay-verify")
+    if verify:
+        speeds, secs = [], []
+        for k, lines in enumerate(verify):
+            r = result_line(lines, "replay-verify", "replay-verify.%d" % (k + 1))
+            ticks, seconds = float(r["ticks"]), float(r["seconds"])
+            secs.append(seconds)
+            speeds.append(ticks * float(r["step_us"]) / 1e6 / seconds)
+        mib = float(r["bytes"]) / (1024 * 1024)
+        rows.append(("replay verify", "`bustle-replay verify rec.db` (%d ticks recorded in batch mode, %.1f MiB)" % (
+            int(ticks), mib), "%s, %s real time" % (fmt(secs, " s", 2), fmt(speeds, "×", 1)),
+            load_cell([load_lines(v) for v in verify])))
+    return rows
+
+
+def render(results):
+    env = read_env(results)
+    first = None
+    for name in sorted(os.listdir(results)):
+        if name.endswith(".txt"):
+            with open(os.path.join(results, name)) as f:
+                for line in f:
+                    if line.startswith("machine: "):
+                        first = line[len("machine: "):].strip()
+                        break
+        if first:
+            break
+    rows = bench_rows(results)
+    if not rows:
+        fail(results + ": no bench results")
+    kind = "QUICK toy sizes (pipeline check, not figures)" if env.get("quick") == "1" else "full sizes"
+    lines = [BEGIN,
+             "Generated %s from commit `%s`%s by `make bench%s` (%s; %s run(s) of each bench without a peer)." % (
+                 env["date"], env["commit"], " with uncommitted changes" if env.get("dirty") == "yes" else "",
+                 " BENCH_QUICK=1" if env.get("quick") == "1" else "", kind, env.get("repeat", "1")),
+             "",
+             "Machine: %s. Load average (1, 5, 15 min) before the run: %s; after: %s." % (
+                 first or "unknown", env["load_before"], env["load_after"]),
+             "",
+             HEADER,
+             "|---|---|---|---|"]
+    for label, command, result, load in rows:
+        lines.append("| %s | %s | %s | %s |" % (label, command, result.replace("|", "/"), load))
+    lines.append(END)
+    return "\n".join(lines) + "\n"
+
+
+def block_span(text, where):
+    lines = text.split("\n")
+    begins = [i for i, l in enumerate(lines) if l == BEGIN]
+    ends = [i for i, l in enumerate(lines) if l == END]
+    if len(begins) != 1 or len(ends) != 1:
+        fail("%s: expected exactly one BEGIN and one END marker line, found %d and %d" % (where, len(begins), len(ends)))
+    if ends[0] < begins[0]:
+        fail("%s:%d: END marker before BEGIN" % (where, ends[0] + 1))
+    return lines, begins[0], ends[0]
+
+
+def splice(readme, block_file):
+    with open(readme) as f:
+        text = f.read()
+    with open(block_file) as f:
+        block = f.read().rstrip("\n").split("\n")
+    lines, b, e = block_span(text, readme)
+    lines[b:e + 1] = block
+    with open(readme, "w") as f:
+        f.write("\n".join(lines))
+
+
+def check(readme):
+    with open(readme) as f:
+        text = f.read()
+    lines, b, e = block_span(text, readme)
+    body = lines[b + 1:e]
+
+    def need(pattern, what):
+        for k, line in enumerate(body):
+            if re.search(pattern, line):
+                return k
+        fail("%s:%d-%d: generated block has no %s" % (readme, b + 1, e + 1, what))
+    need(r"^Generated \d{4}-\d\d-\d\d \d\d:\d\d UTC from commit `[0-9a-f]{7,}`", "'Generated DATE from commit' line")
+    need(r"^Machine: \d+ cores, .*Load average .* before the run: [\d.]+ [\d.]+ [\d.]+; after: [\d.]+ [\d.]+ [\d.]+\.$",
+         "machine and load line")
+    h = need("^" + re.escape(HEADER) + "$", "table header")
+    rows = [l for l in body[h + 2:] if l.strip()]
+    if not rows:
+        fail("%s: generated block has an empty table" % readme)
+    for k, row in enumerate(rows):
+        cells = [c.strip() for c in row.strip().strip("|").split("|")]
+        at = "%s:%d" % (readme, b + h + 4 + k)
+        if len(cells) != 4:
+            fail("%s: expected 4 cells, found %d" % (at, len(cells)))
+        if not cells[1].startswith("`"):
+            fail("%s: the command cell is not a `command`" % at)
+        if not re.search(r"\d", cells[2]) and not cells[2].startswith("not run: "):
+            fail("%s: the result cell has no figure" % at)
+        if re.search(r"\b(nan|inf)\b", cells[2]):
+            fail("%s: the result cell has nan/inf" % at)
+        if not re.search(r"^[\d.]+( / [\d.]+)* → [\d.]+( / [\d.]+)*$|^—$", cells[3]):
+            fail("%s: the load cell '%s' is not 'BEFORE → AFTER'" % (at, cells[3]))
+    print("readme_block: %s: generated block parses (%d rows)" % (readme, len(rows)))
+
+
+def main(argv):
+    if len(argv) == 3 and argv[1] == "render":
+        sys.stdout.write(render(argv[2]))
+    elif len(argv) == 4 and argv[1] == "splice":
+        splice(argv[2], argv[3])
+    elif len(argv) == 3 and argv[1] == "check":
+        check(argv[2])
+    else:
+        print(__doc__, file=sys.stderr)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main(sys.argv)
