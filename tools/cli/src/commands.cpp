@@ -969,10 +969,6 @@ int run(const CliOptions& options, std::FILE* out, std::FILE* err) {
   if (options.command == "snapshots") return run_snapshots(options, out, err);
   if (options.command == "delete") return run_delete(options, out, err);
   if (options.command == "job") return run_job_query(options, out, err);
-  if (options.command == "help") {
-    print_usage(out);
-    return kExitOk;
-  }
   std::fprintf(err, "bustle: unknown command \"%s\"\n", options.command.c_str());
   return kExitUsage;
 }
@@ -983,7 +979,8 @@ int main_entry(int argc, char** argv) {
   const ParseResult parsed = parse_args(args, std::getenv("BUSTLE_TOKEN"), std::getenv("BUSTLE_HOST"), std::getenv("BUSTLE_PORT"));
   switch (parsed.status) {
     case ParseStatus::Help:
-      print_usage(stdout);
+    case ParseStatus::Version:
+      std::fputs(parsed.text.c_str(), stdout);
       return kExitOk;
     case ParseStatus::Error:
       std::fprintf(stderr, "bustle: %s\nTry 'bustle --help'.\n", parsed.error.c_str());
