@@ -91,10 +91,30 @@ TEST_CASE("CLI snapshot commands take a name, job takes an id, --no-wait is a fl
   CHECK(r.options.name == "has space");
 }
 
-TEST_CASE("CLI help", "[cli]") {
+TEST_CASE("CLI help and version", "[cli]") {
   CHECK(parse({"--help"}).status == ParseStatus::Help);
   CHECK(parse({"status", "-h"}).status == ParseStatus::Help);
   CHECK(parse({"help"}).status == ParseStatus::Help);
+  // bustle COMMAND --help and bustle help COMMAND: that command's operands and options.
+  for (const auto& args : {std::vector<std::string_view>{"spawn", "--help"},
+                           std::vector<std::string_view>{"help", "spawn"}}) {
+    const auto r = parse(args);
+    REQUIRE(r.status == ParseStatus::Help);
+    CHECK(r.text.find("Usage: bustle spawn") != std::string::npos);
+    CHECK(r.text.find("--wait STATE") != std::string::npos);
+    CHECK(r.text.find("--count") == std::string::npos);  // watch's, not spawn's
+  }
+  CHECK(parse({"help", "nonsense"}).status == ParseStatus::Error);
+  const auto v = parse({"--version"});
+  REQUIRE(v.status == ParseStatus::Version);
+  CHECK(v.text.find("(protocol 2)") != std::string::npos);
+}
+
+TEST_CASE("CLI --json is a global option, before or after the command", "[cli]") {
+  CHECK_FALSE(parse({"status"}).options.json);
+  CHECK(parse({"--json", "status"}).options.json);
+  CHECK(parse({"population", "--json"}).options.json);
+  CHECK(parse({"spawn", "--wait", "queued", "--json"}).options.json);
 }
 
 TEST_CASE("CLI rejects bad input with a reason", "[cli][population]") {
