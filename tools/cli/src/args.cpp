@@ -3,8 +3,11 @@
 // as they are parsed (bustle/args/checks.hpp); what CLI11 cannot know (an
 // option that belongs to another command, a missing operand) is worded here.
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <limits>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "bustle/args/checks.hpp"
 #include "bustle/cli/cli.hpp"

@@ -1,5 +1,6 @@
 #include "json_output.hpp"
 
+#include <algorithm>
 #include <cinttypes>
 
 namespace bustle::cli::json {
