@@ -1,5 +1,6 @@
 // Population at scale (issue 3): the large-block city (72 resident identities
-// in 3 zones) plus 1024 or 2048 background pedestrians, 3000 steps (one game
+// in 3 zones) plus 1024 or 2048 background pedestrians and 128 or 256 vehicles
+// on road loops around the block, 3000 steps (one game
 // day at time scale 288, so every schedule hour switch happens), with observers
 // and caps that keep all three simulation tiers populated, and a command script
 // that shrinks and regrows the background, moves the observers, despawns
@@ -36,14 +37,49 @@ constexpr std::uint64_t kWarmupSteps = 300;  // spawned, and tiers within their 
 constexpr std::uint8_t kDormant = 0;
 constexpr std::uint8_t kWalking = 1;
 
-Scenario scale_city(std::uint32_t background) {
+// Vehicles (seed 001's scale contract: 1 024 + 128 and 2 048 + 256): road
+// loops around the block, one garage each, 64 vehicles per loop dispatched
+// from the content plan and looping for the rest of the day.
+constexpr std::uint32_t kVehiclesPerLoop = 64;
+
+void add_vehicle_loops(Scenario& s, std::uint32_t vehicles) {
+  const std::uint32_t loops = (vehicles + kVehiclesPerLoop - 1) / kVehiclesPerLoop;
+  for (std::uint32_t k = 0; k < loops; ++k) {
+    const double lo_x = -30.0 - 20.0 * k, hi_x = 190.0 + 20.0 * k;  // outside the block and its avenues
+    const double lo_y = -30.0 - 20.0 * k, hi_y = 150.0 + 20.0 * k;
+    const std::string base = "ring" + std::to_string(k) + ".";
+    const Vec2 corner[4] = {{lo_x, lo_y}, {hi_x, lo_y}, {hi_x, hi_y}, {lo_x, hi_y}};
+    GarageSpec g;
+    g.id = base + "garage";
+    g.lane = base + "0";
+    for (int side = 0; side < 4; ++side) {
+      const std::string next = base + std::to_string((side + 1) % 4);
+      s.lanes.push_back({base + std::to_string(side), LaneKind::Road, {corner[side], corner[(side + 1) % 4]}, 12.0, {next}});
+      g.route.push_back(base + std::to_string(side));
+    }
+    g.route_end = RouteEnd::Loop;
+    g.prototypes = {"sedan", "van"};
+    g.capacity = kVehiclesPerLoop;
+    g.queue_depth = kVehiclesPerLoop;
+    s.garages.push_back(g);
+    const std::uint32_t here = std::min(kVehiclesPerLoop, vehicles - k * kVehiclesPerLoop);
+    for (std::uint32_t v = 0; v < here; ++v) {
+      s.vehicle_plan.requests.push_back(
+          {base + "r" + std::to_string(v), g.id, v % 3 == 0 ? "van" : "sedan", g.lane, v % 8 == 0 ? 100 : 10});
+    }
+  }
+  s.vehicle_plan.batch_size = 4;
+  s.vehicle_plan.batch_interval_steps = 5;
+}
+
+Scenario scale_city(std::uint32_t background, std::uint32_t vehicles) {
   auto r = bustle::scenario::load_scenario_file(std::string(BUSTLE_SOURCE_DIR) + "/configs/largeblock.city.json");
   INFO((r.errors.empty() ? std::string() : r.errors[0].to_string()));
   REQUIRE(r.ok());
   Scenario s = *r.scenario;
   s.id = "test.scale." + std::to_string(background);
   // Room for the residents and for ids released by the shrink and regrow below.
-  s.entity_capacity = 4 * background;
+  s.entity_capacity = 4 * background + 2 * vehicles;
   s.pedestrians.count = background;
   s.pedestrians.spawn_per_step_max = 32;
   s.population.time_scale = 288;  // 3000 steps x 0.1 s x 288 = 24 game hours
@@ -57,6 +93,7 @@ Scenario scale_city(std::uint32_t background) {
   s.tiers.simulated_exit_m = 70.0;
   s.tiers.full_cap = background / 10;
   s.tiers.simulated_cap = background * 3 / 10;
+  add_vehicle_loops(s, vehicles);
   return s;
 }
 
@@ -246,8 +283,8 @@ bool nobody_left(const World& w, const std::vector<EntityId>& before) {
   return true;
 }
 
-void run_scale(std::uint32_t background) {
-  const Scenario s = scale_city(background);
+void run_scale(std::uint32_t background, std::uint32_t vehicles) {
+  const Scenario s = scale_city(background, vehicles);
   auto a = make(s, 11);
   auto b = make(s, 11);
   auto c = make(s, 12);
@@ -259,6 +296,7 @@ void run_scale(std::uint32_t background) {
   std::uint32_t req_a = 0, req_b = 0, req_c = 0;
   std::vector<EntityId> before;
   std::uint32_t resolutions = 0, tiers_compared = 0, max_peds = 0, min_peds_after_warmup = UINT32_MAX;
+  std::uint32_t max_vehicles = 0;
   for (std::uint64_t k = 0; k < kSteps; ++k) {
     submit_script(*a, background, req_a);
     submit_script(*b, background, req_b);
@@ -293,6 +331,7 @@ void run_scale(std::uint32_t background) {
       for (std::size_t tier = 0; tier < kSimTierCount; ++tier) REQUIRE(checker.tier_count(tier) > 0);
     }
     if (a->step_index() % 250 == 0) REQUIRE(a->digest() == a->compute_digest());
+    max_vehicles = std::max(max_vehicles, a->vehicles().store().size());
   }
   // Same seed: the same digest after every step (compared as whole chains).
   REQUIRE(digests_a.size() == kSteps + 1);
@@ -311,6 +350,8 @@ void run_scale(std::uint32_t background) {
   CHECK(min_peds_after_warmup >= background * 3 / 4);
   CHECK(tiers_compared * 2 >= resolutions);
   CHECK(a->population().residents().size() == 72);
+  CHECK(max_vehicles == vehicles);                      // every planned vehicle dispatched
+  CHECK(a->vehicles().store().size() == vehicles);      // and still looping at the end of the day
   std::uint64_t activated = 0, recycled = 0;
   for (const ZoneStatus& z : a->population().zones()) {
     activated += z.activated_total;
@@ -323,12 +364,12 @@ void run_scale(std::uint32_t background) {
 
 }  // namespace
 
-TEST_CASE("scale: 1024 background pedestrians and 72 residents over 3000 steps are deterministic and keep the invariants",
+TEST_CASE("scale: 1024 background pedestrians, 72 residents and 128 vehicles over 3000 steps are deterministic and keep the invariants",
           "[population][scale]") {
-  run_scale(1024);
+  run_scale(1024, 128);
 }
 
-TEST_CASE("scale: 2048 background pedestrians and 72 residents over 3000 steps are deterministic and keep the invariants",
+TEST_CASE("scale: 2048 background pedestrians, 72 residents and 256 vehicles over 3000 steps are deterministic and keep the invariants",
           "[population][scale]") {
-  run_scale(2048);
+  run_scale(2048, 256);
 }

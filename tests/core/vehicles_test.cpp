@@ -419,3 +419,49 @@ TEST_CASE("a vehicle blocked off-screen for despawn.stuck_ms leaves as Stuck, a 
   CHECK(near.first == 0);  // visible: never removed from a queue in view
   CHECK(near.second);
 }
+
+// Seed 003's VehicleIds read "vehicle.garage.<scenario>.request.000000"; a
+// garage may choose its format, today's "vehicle.<garage>.<ordinal>" stays
+// the default, and formats that could repeat an id are refused at load.
+TEST_CASE("a garage's vehicle_id_format names its vehicles; bad or colliding formats are refused") {
+  Scenario s = corridor();
+  s.garages[0].vehicle_id_format = "vehicle.garage.{scenario}.request.{ordinal}";
+  auto w = make(s);
+  for (int k = 0; k < 120; ++k) w->step();
+  const VehicleSystem& vs = w->vehicles();
+  REQUIRE(vs.store().size() > 1);
+  std::set<std::string> ids;
+  for (std::uint32_t i = 0; i < vs.store().size(); ++i) {
+    ids.insert(vs.vehicle_id(i));
+    if (vs.store().request_id[i] == "r00") CHECK(vs.vehicle_id(i) == "vehicle.garage." + s.id + ".request.000000");
+  }
+  CHECK(ids.size() == vs.store().size());
+
+  CHECK(format_vehicle_id("vehicle.{garage}.{ordinal}", "g0", "x", 1234567) == "vehicle.g0.1234567");
+  const auto error_of = [](Scenario bad) {
+    const auto errs = validate_scenario(bad);
+    for (const auto& e : errs) {
+      if (e.path.find("vehicle_id_format") != std::string::npos) return e.path + ": " + e.message;
+    }
+    return std::string();
+  };
+  Scenario bad = corridor();
+  bad.garages[0].vehicle_id_format = "car.{garage}";
+  CHECK(error_of(bad) == "garages[0].vehicle_id_format: must contain {ordinal} exactly once (VehicleIds must never repeat)");
+  bad.garages[0].vehicle_id_format = "car.{ordinal}.{ordinal}";
+  CHECK(error_of(bad).find("exactly once") != std::string::npos);
+  bad.garages[0].vehicle_id_format = "car.{colour}.{ordinal}";
+  CHECK(error_of(bad) == "garages[0].vehicle_id_format: unknown field {colour}; use {garage}, {scenario} or {ordinal}");
+  bad.garages[0].vehicle_id_format = "car.{ordinal";
+  CHECK(error_of(bad).find("unclosed '{'") != std::string::npos);
+  // Two garages whose ids could meet: "car.000012" from one and "car.1" + "000012"... from the other.
+  Scenario two = corridor();
+  GarageSpec g2 = two.garages[0];
+  g2.id = "g1";
+  two.garages.push_back(g2);
+  two.garages[0].vehicle_id_format = "car.{ordinal}";
+  two.garages[1].vehicle_id_format = "car.1{ordinal}";
+  CHECK(error_of(two).find("garages[1].vehicle_id_format: can give the same VehicleIds as garages[0]") == 0);
+  two.garages[1].vehicle_id_format = "car.{garage}.{ordinal}";
+  CHECK(error_of(two).empty());
+}

@@ -32,8 +32,11 @@ def test_hour_switch_grows_zones_within_quotas_and_keeps_identities(start_server
         # Within the interval after the switch, at most 2 per zone move; the rest is deferred.
         assert op.step(3).status == CommandStatus.Accepted
         zones = {z.id: z for z in op.zones()}
-        assert zones["office"].target == 18            # technicians on rounds (0.75 x 24)
+        assert zones["office"].target == 24            # technicians on rounds (all 24)
         assert zones["office"].activated <= 2
+        assert zones["office"].rejected_by_capacity == 0  # held back by quotas, not refused
+        # Per community: the arriving technicians and the leaving clerks are both pending.
+        assert zones["office"].pending_spawn > 0 and zones["office"].pending_recycle > 0
         assert zones["office"].deferred_by_quota > 0 or zones["office"].active == zones["office"].target
         assert op.step(300).status == CommandStatus.Accepted
         zones = {z.id: z for z in op.zones()}
@@ -41,7 +44,7 @@ def test_hour_switch_grows_zones_within_quotas_and_keeps_identities(start_server
             assert z.active == z.target, z
             assert z.deferred_by_quota == 0
         st = op.stats()
-        assert st.residents == 72 and st.residents_active == 60
+        assert st.residents == 72 and st.residents_active == 72
 
         bad = op.send_command("SetHour", hour=24.0)
         assert op.step(1).status == CommandStatus.Accepted

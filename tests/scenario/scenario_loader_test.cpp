@@ -339,3 +339,21 @@ TEST_CASE("scenario files are read up to a size limit") {
     std::remove(path.c_str());
   }
 }
+
+TEST_CASE("a garage's vehicle_id_format loads, defaults to today's ids, and a bad one names its path") {
+  const auto garage_city = [](const std::string& garage_fields) {
+    return R"({"id":"t","lanes":[{"id":"r","kind":"road","points":[[0,0],[50,0]],"speed_mps_limit":10,"successors":["r"]}],)"
+           R"("garages":[{"id":"g","lane":"r","route":["r"],"prototypes":["sedan"])" +
+           garage_fields + "}]}";
+  };
+  const LoadResult plain = load_scenario_text(garage_city(""), "test.json");
+  INFO((plain.errors.empty() ? std::string() : plain.errors[0].to_string()));
+  REQUIRE(plain.ok());
+  CHECK(plain.scenario->garages[0].vehicle_id_format == "vehicle.{garage}.{ordinal}");
+  const LoadResult seed = load_scenario_text(garage_city(R"(,"vehicle_id_format":"vehicle.garage.{scenario}.request.{ordinal}")"), "test.json");
+  REQUIRE(seed.ok());
+  CHECK(bustle::core::format_vehicle_id(seed.scenario->garages[0].vehicle_id_format, "g", "t", 3) ==
+        "vehicle.garage.t.request.000003");
+  require_single_error(load_scenario_text(garage_city(R"(,"vehicle_id_format":"car.{garage}")"), "test.json"),
+                       "garages[0].vehicle_id_format", "must contain {ordinal}");
+}

@@ -348,7 +348,7 @@ Snapshots and recording:
   --autosave-steps N     checkpoint "autosave" every N steps (0 = off)  [BUSTLE_AUTOSAVE_STEPS]
   --record FILE          record the session (scenario, keyframes, commands,
                          every digest) to a new SQLite file        [BUSTLE_RECORD]
-  --record-keyframe-steps N  periodic keyframe interval in steps (default 600;
+  --record-keyframe-steps N  periodic keyframe interval in steps (default 300;
                          0 = initial and restore keyframes only) [BUSTLE_RECORD_KEYFRAME_STEPS]
   --steps N              batch mode: run N steps back to back, headless, then
                          exit 0 (with --record, the recording is written and

@@ -37,7 +37,7 @@ struct AppOptions {
   std::int64_t snapshot_db_max_pages = 0;           // 0 = no cap (fault injection, quotas)
   std::uint64_t autosave_steps = 0;                 // 0 = off
   std::optional<std::string> record_path;           // --record FILE
-  std::uint64_t record_keyframe_steps = 600;
+  std::uint64_t record_keyframe_steps = 300;  // README: file size vs parallel verify
   net::ServerOptions server;
   bool show_help = false;
   bool show_version = false;

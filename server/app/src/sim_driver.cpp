@@ -25,6 +25,7 @@ SimDriver::SimDriver(std::unique_ptr<core::World> world, net::Server& server, ne
       server_(server),
       commands_(commands),
       options_(options),
+      clock_(std::chrono::microseconds(world_->step_us()), options.catchup_steps_max),
       archetypes_(net::make_archetypes(world_->scenario())) {
   // Clients that join before the first step get a baseline of the initial state.
   server_.publish(frames_.make(*world_, archetypes_, world_epoch_));
@@ -37,8 +38,6 @@ std::string check_world_invariants(const core::World& world) {
 }
 
 void SimDriver::run(const std::atomic<bool>& stop) {
-  const auto step = std::chrono::microseconds(world_->step_us());
-  Clock::time_point next_due{};
   // A broken invariant ends the run: no step runs on a world known to be wrong.
   while (!stop.load() && invariant_failure_.empty()) {
     if (telemetry_ != nullptr) publish_telemetry(Clock::now());
@@ -57,31 +56,22 @@ void SimDriver::run(const std::atomic<bool>& stop) {
       continue;
     }
 
-    // Realtime.
-    const auto now = Clock::now();
-    if (resync_clock_) {
-      next_due = now + step;
-      resync_clock_ = false;
-      continue;
-    }
-    if (now < next_due) {
-      commands_.wait_until(next_due);
-      continue;
-    }
-    auto due = static_cast<std::uint64_t>((now - next_due) / step) + 1;
-    if (due > options_.catchup_steps_max) {
-      const std::uint64_t dropped = due - options_.catchup_steps_max;
-      dropped_steps_ += dropped;
-      if (telemetry_ != nullptr) telemetry_->on_dropped(dropped);
-      next_due += step * static_cast<std::int64_t>(dropped);
-      spdlog::warn("sim thread fell behind: dropped {} steps of wall-clock debt (total {})", dropped,
+    // Realtime: the fixed-step clock says how many steps are due now.
+    const FixedStepClock::Due due = clock_.poll(Clock::now());
+    if (due.dropped > 0) {
+      dropped_steps_ += due.dropped;
+      if (telemetry_ != nullptr) telemetry_->on_dropped(due.dropped);
+      spdlog::warn("sim thread fell behind: dropped {} steps of wall-clock debt (total {})", due.dropped,
                    dropped_steps_);
-      due = options_.catchup_steps_max;
     }
-    for (std::uint64_t k = 0; k < due && !stop.load() && invariant_failure_.empty(); ++k) {
+    if (due.steps == 0) {
+      commands_.wait_until(due.wake_at);
+      continue;
+    }
+    for (std::uint64_t k = 0; k < due.steps && !stop.load() && invariant_failure_.empty(); ++k) {
       catching_up_ = k > 0;
       run_step();
-      next_due += step;
+      clock_.stepped();
     }
     catching_up_ = false;
   }
@@ -199,7 +189,7 @@ void SimDriver::handle(net::InboundCommand cmd) {
     case Kind::Resume:
       if (paused_) spdlog::info("resumed at step {} by client {}", world_->step_index(), cmd.session_id);
       paused_ = false;
-      resync_clock_ = true;  // no catch-up burst for the time spent paused
+      clock_.request_resync();  // no catch-up burst for the time spent paused
       break;
     case Kind::Step:
       if (options_.clock != net::ClockMode::Manual) {

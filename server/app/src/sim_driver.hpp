@@ -46,6 +46,7 @@
 #include <set>
 #include <vector>
 
+#include "bustle/app/fixed_step_clock.hpp"
 #include "bustle/core/world.hpp"
 #include "bustle/net/command_queue.hpp"
 #include "bustle/net/server.hpp"
@@ -61,7 +62,7 @@ struct SimDriverOptions {
   std::uint32_t catchup_steps_max = 5;
   std::uint32_t manual_step_max = 100'000;  // per Step command
   std::uint64_t autosave_steps = 0;         // 0 = off; else checkpoint "autosave" every N steps
-  std::uint64_t record_keyframe_steps = 600;  // 0 = only the initial (and restore) keyframes
+  std::uint64_t record_keyframe_steps = 300;  // 0 = only the initial (and restore) keyframes
   bool check_invariants = false;  // World::check_invariants() after every step; the first failure stops run()
   // Test hook: after step debug_stall_at_step, the sim thread sleeps
   // debug_stall_ms (no heartbeat), so /healthz can be seen going unhealthy.
@@ -137,6 +138,7 @@ class SimDriver {
   net::Server& server_;
   net::CommandQueue& commands_;
   SimDriverOptions options_;
+  FixedStepClock clock_;  // realtime: which steps are due (the only clock arithmetic)
   persist::PersistWorker* persist_ = nullptr;
   persist::Recorder* recorder_ = nullptr;
   ops::SimTelemetry* telemetry_ = nullptr;
@@ -144,7 +146,6 @@ class SimDriver {
 
   bool paused_ = false;
   std::string invariant_failure_;
-  bool resync_clock_ = true;  // realtime: restart the schedule from "now"
   std::uint64_t dropped_steps_ = 0;
   std::uint64_t world_epoch_ = 0;
   net::ArchetypeTable archetypes_;  // Welcome.archetypes: same scenario for every world this driver runs

@@ -382,11 +382,18 @@ void PopulationSystem::lifecycle(const std::function<double(std::uint32_t)>& dis
       if (ah != bh) return ah;
       return r_.id[a] < r_.id[b];
     });
+    // Capacity rejects only what would not fit even after every member in
+    // excess has left; what waits for members the recycle quota keeps here
+    // this interval is deferred, not rejected (seed 001: a deferral reported
+    // as a failure makes callers ask again and overshoot).
     const std::uint32_t capacity = scenario_->zones[z].capacity;
     const std::uint32_t active_after_recycle = active_z - recycle;
+    const std::uint32_t active_after_all_excess = active_z - excess_total;
     const std::uint32_t room = capacity > active_after_recycle ? capacity - active_after_recycle : 0;
-    if (need_total > room) st.rejected_by_capacity = need_total - room;
+    const std::uint32_t room_final = capacity > active_after_all_excess ? capacity - active_after_all_excess : 0;
+    if (need_total > room_final) st.rejected_by_capacity = need_total - room_final;
     const std::uint32_t allowed = std::min(need_total, room);
+    deferred += std::min(need_total, room_final) - allowed;  // waits for the recycle quota
     const std::uint32_t want = std::min(settings_.growth_quota, allowed);
     std::uint32_t grow = 0;
     for (std::size_t k = 0; k < cand.size() && grow < want; ++k) {
@@ -409,8 +416,10 @@ void PopulationSystem::lifecycle(const std::function<double(std::uint32_t)>& dis
     deferred += allowed - grow - std::min(allowed - grow, st.deferred_by_migration);
     st.deferred_by_quota = deferred;
     st.active = active_z - recycle + grow;
-    st.pending_spawn = st.target > st.active ? st.target - st.active : 0;
-    st.pending_recycle = st.active > st.target ? st.active - st.target : 0;
+    // Gross per community, like deferred_by_quota: one community's excess
+    // never hides another's shortfall in the same zone.
+    st.pending_spawn = need_total - grow;
+    st.pending_recycle = excess_total - recycle;
   }
 }
 

@@ -6,6 +6,79 @@
 #include <map>
 
 namespace bustle::core {
+
+// VehicleId formats (GarageSpec::vehicle_id_format) ------------------------
+
+namespace {
+
+// Calls on_text(literal) and on_field(name) in order; returns "" or why the
+// format is malformed.
+template <class Text, class Field>
+std::string walk_vehicle_id_format(const std::string& format, Text on_text, Field on_field) {
+  std::size_t k = 0;
+  while (k < format.size()) {
+    const std::size_t open = format.find_first_of("{}", k);
+    if (open == std::string::npos) {
+      on_text(format.substr(k));
+      break;
+    }
+    if (format[open] == '}') return "unmatched '}' at position " + std::to_string(open);
+    on_text(format.substr(k, open - k));
+    const std::size_t close = format.find('}', open);
+    if (close == std::string::npos) return "unclosed '{' at position " + std::to_string(open);
+    on_field(format.substr(open + 1, close - open - 1));
+    k = close + 1;
+  }
+  return {};
+}
+
+}  // namespace
+
+std::string check_vehicle_id_format(const std::string& format) {
+  if (format.empty() || format.size() > 128) return "must be 1 to 128 characters";
+  int ordinals = 0;
+  std::string bad_field;
+  std::string why = walk_vehicle_id_format(
+      format, [](const std::string&) {},
+      [&](const std::string& f) {
+        if (f == "ordinal") {
+          ++ordinals;
+        } else if (f != "garage" && f != "scenario" && bad_field.empty()) {
+          bad_field = f;
+        }
+      });
+  if (!why.empty()) return why;
+  if (!bad_field.empty()) return "unknown field {" + bad_field + "}; use {garage}, {scenario} or {ordinal}";
+  if (ordinals != 1) return "must contain {ordinal} exactly once (VehicleIds must never repeat)";
+  return {};
+}
+
+std::string format_vehicle_id(const std::string& format, const std::string& garage, const std::string& scenario,
+                              std::uint64_t ordinal) {
+  std::string out;
+  walk_vehicle_id_format(
+      format, [&](const std::string& t) { out += t; },
+      [&](const std::string& f) {
+        if (f == "garage") {
+          out += garage;
+        } else if (f == "scenario") {
+          out += scenario;
+        } else if (f == "ordinal") {
+          std::string n = std::to_string(ordinal);
+          if (n.size() < 6) n.insert(0, 6 - n.size(), '0');
+          out += n;
+        }
+      });
+  return out;
+}
+
+std::pair<std::string, std::string> vehicle_id_affixes(const std::string& format, const std::string& garage,
+                                                       const std::string& scenario) {
+  const std::size_t at = format.find("{ordinal}");
+  return {format_vehicle_id(format.substr(0, at), garage, scenario, 0),
+          format_vehicle_id(format.substr(at + 9), garage, scenario, 0)};
+}
+
 namespace {
 
 std::string lane_path(std::size_t i) { return "lanes[" + std::to_string(i) + "]"; }
@@ -98,6 +171,32 @@ void validate_vehicles(const Scenario& s, const std::map<std::string, std::size_
     if (gs.dispatch_per_step_max < 1) fail(p + ".dispatch_per_step_max", "must be at least 1");
     if (!(gs.entrance_clear_m >= 0.0) || (entrance != nullptr && gs.entrance_clear_m > polyline_length(entrance->points))) {
       fail(p + ".entrance_clear_m", "must be in [0, entrance lane length]");
+    }
+    if (std::string why = check_vehicle_id_format(gs.vehicle_id_format); !why.empty()) {
+      fail(p + ".vehicle_id_format", why);
+    }
+  }
+  // VehicleIds are unique across garages too: with A's ids reading
+  // pA + digits + sA and B's pB + digits + sB, they can meet only when the
+  // suffixes are equal and one prefix is the other followed by digits.
+  for (std::size_t a = 0; a < s.garages.size(); ++a) {
+    for (std::size_t b = 0; b < a; ++b) {
+      if (!check_vehicle_id_format(s.garages[a].vehicle_id_format).empty() ||
+          !check_vehicle_id_format(s.garages[b].vehicle_id_format).empty()) {
+        continue;
+      }
+      const auto [pa, sa] = vehicle_id_affixes(s.garages[a].vehicle_id_format, s.garages[a].id, s.id);
+      const auto [pb, sb] = vehicle_id_affixes(s.garages[b].vehicle_id_format, s.garages[b].id, s.id);
+      const std::string& longer = pa.size() >= pb.size() ? pa : pb;
+      const std::string& shorter = pa.size() >= pb.size() ? pb : pa;
+      const bool digits_only = std::all_of(longer.begin() + static_cast<std::ptrdiff_t>(shorter.size()), longer.end(),
+                                           [](char c) { return c >= '0' && c <= '9'; });
+      if (sa == sb && longer.compare(0, shorter.size(), shorter) == 0 && digits_only) {
+        fail("garages[" + std::to_string(a) + "].vehicle_id_format",
+             "can give the same VehicleIds as garages[" + std::to_string(b) + "] ('" +
+                 format_vehicle_id(s.garages[a].vehicle_id_format, s.garages[a].id, s.id, 0) +
+                 "'); add {garage} or other text");
+      }
     }
   }
   std::map<std::string, std::size_t> signal_index;

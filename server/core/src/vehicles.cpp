@@ -325,9 +325,8 @@ void VehicleSystem::remove(EntityId id) {
 }
 
 std::string VehicleSystem::vehicle_id(std::uint32_t dense) const {
-  std::string n = std::to_string(v_.ordinal[dense]);
-  if (n.size() < 6) n.insert(0, 6 - n.size(), '0');
-  return "vehicle." + scenario_->garages[v_.garage[dense]].id + "." + n;
+  const GarageSpec& g = scenario_->garages[v_.garage[dense]];
+  return format_vehicle_id(g.vehicle_id_format, g.id, scenario_->id, v_.ordinal[dense]);
 }
 
 // Phase 6 ------------------------------------------------------------------

@@ -200,6 +200,9 @@ StoreError RecordingReader::open(const std::string& path, RecordingReader& out) 
   if (SqlError e = db.quick_check(); !e.ok()) {
     return StoreError{path, "", "", "", "file failed PRAGMA quick_check: " + e.message, e.code};
   }
+  // Checked once here: the file is read-only to us, so the keyframe reads
+  // that follow need not re-read all of it each time.
+  r.store_.skip_quick_check_on_read();
   SqlError err;
   Statement meta = db.prepare("SELECT value FROM meta WHERE key = 'scenario_json'", err);
   if (!err.ok() || !meta.step()) return StoreError{path, "meta", "key='scenario_json'", "value", "missing", err.code};
@@ -214,12 +217,13 @@ StoreError RecordingReader::open(const std::string& path, RecordingReader& out) 
                       0};
   }
   Statement kf = db.prepare(
-      "SELECT k.tick, k.snapshot_id, k.reason, s.step FROM recording_keyframes k JOIN snapshots s ON s.id = k.snapshot_id "
+      "SELECT k.tick, k.snapshot_id, k.reason, s.step, s.digest FROM recording_keyframes k JOIN snapshots s ON s.id = k.snapshot_id "
       "ORDER BY k.tick",
       err);
   if (!err.ok()) return StoreError{path, "recording_keyframes", "", "", err.message, err.code};
   while (kf.step()) {
-    r.keyframes_.push_back({kf.column_u64(0), kf.column_i64(1), kf.column_text(2), kf.column_u64(3)});
+    r.keyframes_.push_back(
+        {kf.column_u64(0), kf.column_i64(1), kf.column_text(2), kf.column_u64(3), kf.column_u64(4)});
   }
   if (r.keyframes_.empty() || r.keyframes_.front().tick != 1 || r.keyframes_.front().reason != "initial") {
     return StoreError{path, "recording_keyframes", "tick=1", "reason", "the initial keyframe is missing", 0};

@@ -1195,7 +1195,7 @@ StoreError SnapshotStore::read_checkpoint(const std::string& name, LoadedCheckpo
 }
 
 StoreError SnapshotStore::read_checkpoint_by_id(std::int64_t id, LoadedCheckpoint& out) {
-  if (SqlError e = db_.quick_check(); !e.ok()) {
+  if (SqlError e = quick_check_on_read_ ? db_.quick_check() : SqlError{}; !e.ok()) {
     return error("", "", "", "file failed PRAGMA quick_check: " + e.message, e.code);
   }
   SqlError err;

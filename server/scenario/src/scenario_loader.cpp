@@ -279,7 +279,8 @@ void read_vehicles(Reader& r, const json& root, core::Scenario& s) {
   r.each_object(root, "", "garages", [&](const json& j, const std::string& p) {
     core::GarageSpec g;
     if (r.expect_object(j, p, {"id", "lane", "route", "route_end", "prototypes", "capacity", "queue_depth",
-                               "dispatch_per_step_max", "cooldown_frames", "entrance_clear_m"})) {
+                               "dispatch_per_step_max", "cooldown_frames", "entrance_clear_m",
+                               "vehicle_id_format"})) {
       r.read_string(j, p, "id", g.id, true);
       r.read_string(j, p, "lane", g.lane, true);
       r.read_string_array(j, p, "route", g.route, true);
@@ -298,6 +299,7 @@ void read_vehicles(Reader& r, const json& root, core::Scenario& s) {
       r.read_uint(j, p, "dispatch_per_step_max", g.dispatch_per_step_max);
       r.read_uint(j, p, "cooldown_frames", g.cooldown_frames);
       r.read_number(j, p, "entrance_clear_m", g.entrance_clear_m);
+      r.read_string(j, p, "vehicle_id_format", g.vehicle_id_format);
     }
     s.garages.push_back(std::move(g));
   });

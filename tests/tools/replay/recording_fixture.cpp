@@ -86,6 +86,17 @@ BuiltRecording record_session(const std::string& path, const RecordingPlan& plan
     }
     std::vector<core::CommandEnvelope> cmds;
     if (plan.commands) cmds = scripted_commands(tick, *world);
+    if (tick == plan.drop_commands_tick) cmds.clear();
+    if (tick == plan.bump_target_tick) {
+      bool bumped = false;
+      for (core::CommandEnvelope& env : cmds) {
+        if (auto* c = std::get_if<core::SetPedestrianTarget>(&env.command)) {
+          ++c->count;
+          bumped = true;
+        }
+      }
+      REQUIRE(bumped);
+    }
     for (const core::CommandEnvelope& env : cmds)
       REQUIRE(world->submit(env) == core::SubmitStatus::Queued);
 
@@ -96,7 +107,17 @@ BuiltRecording record_session(const std::string& path, const RecordingPlan& plan
       recorder->record_keyframe(tick, persist::KeyframeReason::Restore, world->capture());
       built.keyframe_ticks.push_back(tick);
     } else if (plan.periodic_every != 0 && (tick - 1) % plan.periodic_every == 0) {
-      recorder->record_keyframe(tick, persist::KeyframeReason::Periodic, world->capture());
+      core::WorldCheckpoint cp = world->capture();
+      if (tick == plan.wrong_keyframe_tick) {
+        auto copy = core::World::restore(sc, cp);
+        REQUIRE(copy.world != nullptr);
+        core::CommandEnvelope extra;
+        extra.origin = {9, 9};
+        extra.command = core::SetPedestrianTarget{13};
+        REQUIRE(copy.world->submit(extra) == core::SubmitStatus::Queued);
+        cp = copy.world->capture();
+      }
+      recorder->record_keyframe(tick, persist::KeyframeReason::Periodic, std::move(cp));
       built.keyframe_ticks.push_back(tick);
     }
     if (plan.restore_from_tick != 0 && tick == plan.restore_from_tick) saved = world->capture();

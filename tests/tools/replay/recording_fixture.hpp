@@ -29,6 +29,16 @@ struct RecordingPlan {
   std::uint64_t restore_from_tick =
       0;                 // ... by the state captured before this (earlier) tick's step
   bool commands = true;  // submit the scripted commands
+  // One tick's commands changed (a session that differs from the plain one
+  // by exactly that): its set_pedestrian_target asks for one more
+  // pedestrian (the tick must be a multiple of 10) ...
+  std::uint64_t bump_target_tick = 0;
+  // ... or all its commands are left out.
+  std::uint64_t drop_commands_tick = 0;
+  // A wrong but self-consistent periodic keyframe at this tick: it is
+  // captured from a copy of the world with one extra, unrecorded command
+  // queued, so it restores fine but is not the state the session had.
+  std::uint64_t wrong_keyframe_tick = 0;
 };
 
 struct BuiltRecording {

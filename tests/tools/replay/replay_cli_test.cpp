@@ -2,7 +2,9 @@
 // serve streaming a recording to the C++ SDK client over a loopback socket.
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <thread>
 
@@ -85,7 +87,8 @@ TEST_CASE("bustle-replay verify: OK line and exit 0 on an intact recording", "[r
   CHECK(r.exit.exited);
   CHECK(r.exit.exit_code == 0);
   static const std::regex kOk(
-      R"(OK verified 120 ticks \(steps 1\.\.120\) in [0-9]+\.[0-9]{3} s, [0-9]+\.[0-9]x real time\n)");
+      R"(OK verified 120 ticks \(steps 1\.\.120\) in [0-9]+\.[0-9]{3} s, [0-9]+\.[0-9]x real time )"
+      R"(\([0-9]+ jobs?, [0-9]+ segments?\)\n)");
   CHECK(std::regex_match(r.out, kOk));
 
   r = replay({"verify", rec.path, "--from-step", "60"});
@@ -320,4 +323,177 @@ TEST_CASE("bustle-replay serve paces a realtime replay", "[replay][serve]") {
   CHECK(b.step - a.step <= 60);
   CHECK_FALSE(b.paused);
   CHECK(serve.process.terminate(5000ms).exit_code == 0);
+}
+
+TEST_CASE("bustle-replay verify --json and --jobs", "[replay][cli]") {
+  t::TempDir dir;
+  t::RecordingPlan plan;
+  plan.ticks = 300;
+  plan.periodic_every = 50;
+  const auto rec = t::record_session(dir.file("json.bustle-rec"), plan);
+
+  auto r = replay({"verify", rec.path, "--json", "--jobs", "3"});
+  INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  CHECK(r.exit.exit_code == 0);
+  auto j = nlohmann::json::parse(r.out);
+  CHECK(j["verdict"] == "ok");
+  CHECK(j["ticks"] == 300);
+  CHECK(j["steps"] == nlohmann::json::array({1, 300}));
+  CHECK(j["jobs"] == 3);
+  CHECK(j["segments"] == 6);
+  CHECK(j["seconds"].get<double>() >= 0.0);
+  CHECK(r.err.empty());  // not a terminal: no progress line
+
+  REQUIRE(t::exec_sql(rec.path, t::sql_bump_target_count(rec.path, 260)) == 1);
+  r = replay({"verify", rec.path, "--json", "-j", "2"});
+  INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+  CHECK(r.exit.exit_code == 1);
+  j = nlohmann::json::parse(r.out);
+  CHECK(j["verdict"] == "diverged");
+  CHECK(j["first_divergence"]["what"] == "tick");
+  CHECK(j["first_divergence"]["tick"] == 260);
+  CHECK(j["first_divergence"]["step"] == 260);
+  CHECK(j["first_divergence"]["expected_digest"] == t::hex16(rec.digest_at_tick(260)));
+
+  // The text line names the same tick with any number of jobs.
+  for (const char* jobs : {"1", "2"}) {
+    r = replay({"verify", rec.path, "--jobs", jobs});
+    CHECK(r.exit.exit_code == 1);
+    CHECK(r.out.rfind("DIVERGED at tick 260 step 260: recorded " +
+                          t::hex16(rec.digest_at_tick(260)) + " replayed ",
+                      0) == 0);
+  }
+
+  r = replay({"verify", dir.file("missing.db"), "--json"});
+  CHECK(r.exit.exit_code == 2);
+  j = nlohmann::json::parse(r.out);
+  CHECK(j["verdict"] == "error");
+  CHECK(j["error"].get<std::string>().find("missing.db") != std::string::npos);
+
+  r = replay({"verify", rec.path, "--jobs", "0"});
+  CHECK(r.exit.exit_code == 2);
+  CHECK(r.err.find("--jobs: expected a number of jobs in 1..256, got '0'") != std::string::npos);
+}
+
+TEST_CASE("bustle-replay verify --progress always draws one rewritten line", "[replay][cli]") {
+  t::TempDir dir;
+  t::RecordingPlan plan;
+  plan.ticks = 200;
+  const auto rec = t::record_session(dir.file("progress.bustle-rec"), plan);
+  const auto r = replay({"verify", rec.path, "--progress", "always"});
+  INFO("stderr:\n" << r.err);
+  CHECK(r.exit.exit_code == 0);
+  CHECK(r.err.rfind("\rverify: ", 0) == 0);
+  CHECK(r.err.find("/200 ticks (") != std::string::npos);
+  CHECK(r.err.find('\n') == std::string::npos);  // one line, rewritten, then cleared
+  CHECK(r.err.size() >= 4);
+  CHECK(r.err.substr(r.err.size() - 4) == "\r\033[K");
+}
+
+TEST_CASE("bustle-replay --version and per-command help", "[replay][cli]") {
+  auto r = replay({"--version"});
+  CHECK(r.exit.exit_code == 0);
+  CHECK(r.out.rfind("bustle-replay ", 0) == 0);
+  r = replay({"diff", "--help"});
+  CHECK(r.exit.exit_code == 0);
+  CHECK(r.out.find("--limit") != std::string::npos);
+  r = replay({"diff", "only-one.db"});
+  CHECK(r.exit.exit_code == 2);
+  CHECK(r.err.find("diff: B is required") != std::string::npos);
+}
+
+TEST_CASE("bustle-replay diff finds the first divergence of two recordings", "[replay][cli][diff]") {
+  t::TempDir dir;
+  t::RecordingPlan plan;
+  plan.ticks = 150;
+  plan.periodic_every = 25;
+  const auto a = t::record_session(dir.file("a.bustle-rec"), plan);
+
+  SECTION("identical sessions") {
+    const auto b = t::record_session(dir.file("b.bustle-rec"), plan);
+    const auto r = replay({"diff", a.path, b.path});
+    INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+    CHECK(r.exit.exit_code == 0);
+    CHECK(r.out == "SAME: 150 ticks, every recorded step and digest equal\n");
+  }
+  SECTION("one changed command: the tick, the command and the state it changed") {
+    t::RecordingPlan other = plan;
+    other.bump_target_tick = 60;  // 70 -> 71 pedestrians wanted
+    const auto b = t::record_session(dir.file("b.bustle-rec"), other);
+    REQUIRE(b.digest_at_tick(59) == a.digest_at_tick(59));
+    auto r = replay({"diff", a.path, b.path});
+    INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+    CHECK(r.exit.exit_code == 1);
+    CHECK(r.out.rfind("DIFFER at tick 60: A step 60 digest " + t::hex16(a.digest_at_tick(60)) +
+                          ", B step 60 digest " + t::hex16(b.digest_at_tick(60)) + "\n",
+                      0) == 0);
+    CHECK(r.out.find("set_pedestrian_target {\"count\":70}") != std::string::npos);
+    CHECK(r.out.find("set_pedestrian_target {\"count\":71}") != std::string::npos);
+    CHECK(r.out.find("pedestrian_target  A=70  B=71") != std::string::npos);
+
+    r = replay({"diff", a.path, b.path, "--json"});
+    CHECK(r.exit.exit_code == 1);
+    const auto j = nlohmann::json::parse(r.out);
+    CHECK(j["verdict"] == "differ");
+    CHECK(j["first_difference"]["tick"] == 60);
+    CHECK(j["commands"].size() == 1);
+    bool target_listed = false;
+    for (const auto& d : j["state"]) {
+      if (d["field"] == "pedestrian_target") {
+        CHECK(d["section"] == "clock");
+        CHECK(d["a"] == "70");
+        CHECK(d["b"] == "71");
+        target_listed = true;
+      }
+    }
+    CHECK(target_listed);
+  }
+  SECTION("a dropped despawn: the entity is gone in A, active in B") {
+    t::RecordingPlan other = plan;
+    other.drop_commands_tick = 3;  // tick 3 despawns the first pedestrian
+    const auto b = t::record_session(dir.file("b.bustle-rec"), other);
+    const auto r = replay({"diff", a.path, b.path, "--json", "--limit", "5"});
+    INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+    CHECK(r.exit.exit_code == 1);
+    const auto j = nlohmann::json::parse(r.out);
+    CHECK(j["first_difference"]["tick"] == 3);
+    CHECK(j["entities"]["differing"].get<int>() >= 1);
+    CHECK(j["entities"]["listed"].size() <= 5);
+    // Off-screen (Coarse) despawns skip the fade, so the entity is gone at once.
+    const std::string despawned = j["commands"][0]["a"].get<std::string>();
+    CHECK(despawned.rfind("despawn_entity {\"id\":[0,1]}", 0) == 0);
+    CHECK(j["commands"][0]["b"] == "(none)");
+    bool lifecycle = false;
+    for (const auto& e : j["entities"]["listed"]) {
+      if (e["id"] != "0:1") continue;
+      CHECK(e["kind"] == "pedestrian");
+      for (const auto& f : e["fields"]) {
+        if (f["field"] == "lifecycle" && f["a"] == "gone" && f["b"] == "active") lifecycle = true;
+      }
+    }
+    CHECK(lifecycle);
+    bool counted = false;
+    for (const auto& d : j["state"]) {
+      if (d["field"] == "despawned_by_reason.requested" && d["a"] == "1" && d["b"] == "0") counted = true;
+    }
+    CHECK(counted);
+  }
+  SECTION("a doctored copy: diff says which side does not replay to its own digests") {
+    const std::string b = dir.file("b.bustle-rec");
+    std::filesystem::copy_file(a.path, b);
+    REQUIRE(t::exec_sql(b, t::sql_bump_target_count(b, 40)) == 1);
+    t::exec_sql(b, "UPDATE recording_ticks SET digest = digest + 1 WHERE tick >= 40");
+    const auto r = replay({"diff", a.path, b});
+    INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
+    CHECK(r.exit.exit_code == 1);
+    CHECK(r.out.rfind("DIFFER at tick 40: ", 0) == 0);
+    CHECK(r.out.find("note: at this tick B does not replay to its own recorded digest") !=
+          std::string::npos);
+    CHECK(r.out.find("pedestrian_target  A=70  B=71") != std::string::npos);
+  }
+  SECTION("a missing file is exit 2 naming it") {
+    const auto r = replay({"diff", a.path, dir.file("nope.db")});
+    CHECK(r.exit.exit_code == 2);
+    CHECK(r.err.find("nope.db") != std::string::npos);
+  }
 }

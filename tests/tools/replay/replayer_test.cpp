@@ -341,6 +341,31 @@ TEST_CASE("bustle-replay options", "[replay][options]") {
   CHECK_FALSE(parse_options({"serve", "f.db", "--port", "70000"}).error.empty());
   CHECK_FALSE(parse_options({"serve", "a.db", "b.db"}).error.empty());
   CHECK(parse_options({"--help"}).options.command == ReplayCommand::Help);
+  CHECK(parse_options({"verify", "--help"}).help.find("--jobs") != std::string::npos);
+  CHECK(parse_options({"--version"}).options.command == ReplayCommand::Version);
+
+  p = parse_options({"verify", "f.db", "--jobs", "4", "--json", "--progress", "never"});
+  REQUIRE(p.error.empty());
+  CHECK(p.options.jobs == 4);
+  CHECK(p.options.json);
+  CHECK(p.options.progress == bustle::replay::ProgressMode::Never);
+  CHECK(parse_options({"verify", "f.db"}).options.jobs == 0);  // one per core
+  CHECK(parse_options({"verify", "f.db", "--jobs", "0"}).error ==
+        "verify: --jobs: expected a number of jobs in 1..256, got '0'");
+  CHECK(parse_options({"verify", "f.db", "--progress", "often"}).error ==
+        "verify: --progress: expected auto, always or never, got 'often'");
+  CHECK(parse_options({"serve", "f.db", "--port", "x"}).error ==
+        "serve: --port: expected 0..65535, got 'x'");
+
+  p = parse_options({"diff", "a.db", "b.db", "--limit", "3", "--json"});
+  REQUIRE(p.error.empty());
+  CHECK(p.options.command == ReplayCommand::Diff);
+  CHECK(p.options.file == "a.db");
+  CHECK(p.options.file_b == "b.db");
+  CHECK(p.options.diff_entities_max == 3);
+  CHECK(p.options.json);
+  CHECK_FALSE(parse_options({"diff", "a.db"}).error.empty());
+  CHECK_FALSE(parse_options({"diff", "a.db", "b.db", "c.db"}).error.empty());
 }
 
 // Not a test: writes a recording for manual runs and measurements, e.g.

@@ -77,7 +77,8 @@ const persist::RecordingKeyframe* Replayer::keyframe_at(std::uint64_t tick) cons
   return it != kfs.end() && it->tick == tick ? &*it : nullptr;
 }
 
-ReplayError Replayer::load_keyframe(const persist::RecordingKeyframe& kf) {
+ReplayError Replayer::restore_keyframe(const persist::RecordingKeyframe& kf,
+                                       std::unique_ptr<core::World>& out) {
   const std::string row = "tick=" + std::to_string(kf.tick) + " (snapshot " +
                           std::to_string(kf.snapshot_id) + ", reason " + kf.reason + ")";
   persist::LoadedCheckpoint loaded;
@@ -118,7 +119,14 @@ ReplayError Replayer::load_keyframe(const persist::RecordingKeyframe& kf) {
                        " but the checkpoint is at step " +
                        std::to_string(restored.world->step_index())};
   }
-  world_ = std::move(restored.world);
+  out = std::move(restored.world);
+  return {};
+}
+
+ReplayError Replayer::load_keyframe(const persist::RecordingKeyframe& kf) {
+  std::unique_ptr<core::World> world;
+  if (ReplayError e = restore_keyframe(kf, world); !e.ok()) return e;
+  world_ = std::move(world);
   ++world_epoch_;
   next_tick_ = kf.tick;
   skip_commands_ = true;
@@ -190,16 +198,19 @@ ReplayError Replayer::next_tick(TickOutcome& out) {
   }
   assert(next_tick_ == tick);
   if (!skip_commands_) {
-    for (std::size_t k = 0; k < rec.commands.size(); ++k) {
-      if (world_->submit(rec.commands[k]) != core::SubmitStatus::Queued) {
-        return ReplayError{where("recording_commands",
-                                 "tick=" + std::to_string(tick) + " seq=" + std::to_string(k), "") +
-                           ": the world's command inbox is full (capacity " +
-                           std::to_string(world_->scenario().command_inbox_capacity) +
-                           "); the live world could not have queued it"};
-      }
-    }
+    if (ReplayError e = submit_commands(rec); !e.ok()) return e;
     out.commands = rec.commands.size();
+    // Rule 5.
+    if (const persist::RecordingKeyframe* kf = keyframe_at(tick);
+        check_keyframes_ && kf != nullptr && kf->reason == "periodic") {
+      std::unique_ptr<core::World> candidate;
+      if (ReplayError e = restore_keyframe(*kf, candidate); !e.ok()) return e;
+      out.keyframe_checked = true;
+      out.keyframe_step = kf->step;
+      out.keyframe_digest = candidate->digest();
+      out.keyframe_replayed_digest =
+          world_->inbox_size() == 0 ? world_->digest() : world_->compute_digest();
+    }
   }
   world_->step();
   skip_commands_ = false;
@@ -209,6 +220,62 @@ ReplayError Replayer::next_tick(TickOutcome& out) {
   out.recorded_digest = rec.digest;
   out.replayed_step = world_->step_index();
   out.replayed_digest = world_->digest();
+  return {};
+}
+
+}  // namespace bustle::replay
+
+namespace bustle::replay {
+
+ReplayError Replayer::submit_commands(const persist::RecordedTick& rec) {
+  for (std::size_t k = 0; k < rec.commands.size(); ++k) {
+    if (world_->submit(rec.commands[k]) != core::SubmitStatus::Queued) {
+      return ReplayError{where("recording_commands",
+                               "tick=" + std::to_string(rec.tick) + " seq=" + std::to_string(k), "") +
+                         ": the world's command inbox is full (capacity " +
+                         std::to_string(world_->scenario().command_inbox_capacity) +
+                         "); the live world could not have queued it"};
+    }
+  }
+  return {};
+}
+
+ReplayError Replayer::recorded_digests(std::vector<persist::RecordedTick>& out) {
+  out.clear();
+  persist::Database& db = reader_.store().db();
+  persist::SqlError err;
+  persist::Statement st = db.prepare("SELECT tick, step, digest FROM recording_ticks ORDER BY tick", err);
+  if (!err.ok()) return ReplayError{where("recording_ticks", "", "digest") + ": " + err.message};
+  out.reserve(last_tick());
+  while (st.step()) {
+    out.push_back(persist::RecordedTick{st.column_u64(0), st.column_u64(1), st.column_u64(2), {}});
+  }
+  if (!st.error().ok())
+    return ReplayError{where("recording_ticks", "", "digest") + ": " + st.error().message};
+  return {};
+}
+
+ReplayError Replayer::recorded_tick(std::uint64_t tick, persist::RecordedTick& out) {
+  std::vector<persist::RecordedTick> rows;
+  if (persist::StoreError e = reader_.read_ticks(tick, tick, rows); !e.ok()) return from_store(e);
+  if (rows.size() != 1)
+    return ReplayError{where("recording_ticks", "tick=" + std::to_string(tick), "tick") + ": missing"};
+  out = std::move(rows.front());
+  return {};
+}
+
+ReplayError Replayer::queue_next_commands(std::uint64_t& digest) {
+  assert(world_ != nullptr);
+  assert(!at_end());
+  const std::uint64_t tick = next_tick_;
+  if (ReplayError e = ensure_chunk(tick); !e.ok()) return e;
+  const persist::RecordedTick& rec = chunk_[tick - chunk_first_];
+  assert(rec.tick == tick);
+  if (!skip_commands_) {
+    if (ReplayError e = submit_commands(rec); !e.ok()) return e;
+  }
+  skip_commands_ = true;  // nothing may be queued twice; seek() resets it
+  digest = world_->inbox_size() == 0 ? world_->digest() : world_->compute_digest();
   return {};
 }
 

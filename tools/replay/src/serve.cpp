@@ -22,6 +22,7 @@
 #include <csignal>
 #include <thread>
 
+#include "bustle/app/fixed_step_clock.hpp"
 #include "bustle/net/command_queue.hpp"
 #include "bustle/net/published_frame.hpp"
 #include "bustle/net/server.hpp"
@@ -70,6 +71,7 @@ class ReplayDriver {
         commands_(commands),
         clock_(clock),
         interval_(interval),
+        step_clock_(interval, kCatchupStepsMax),
         start_tick_(start_tick),
         loop_(loop),
         archetypes_(net::make_archetypes(rep_.world().scenario())) {
@@ -80,7 +82,6 @@ class ReplayDriver {
   }
 
   void run(const std::atomic<bool>& stop) {
-    Clock::time_point next_due{};
     while (!stop.load()) {
       while (auto cmd = commands_.try_pop()) handle(std::move(*cmd));
       if (stop.load()) break;
@@ -92,30 +93,21 @@ class ReplayDriver {
         advance();
         continue;
       }
-      // Realtime: the same fixed-step accumulator as the live server, with a
-      // cap on catch-up steps so a stall never turns into a burst.
-      const auto now = Clock::now();
-      if (resync_) {
-        next_due = now + interval_;
-        resync_ = false;
-        continue;
-      }
-      if (now < next_due) {
-        commands_.wait_until(next_due);
-        continue;
-      }
-      auto due = static_cast<std::uint64_t>((now - next_due) / interval_) + 1;
-      if (due > kCatchupStepsMax) {
-        const std::uint64_t dropped = due - kCatchupStepsMax;
-        dropped_steps_ += dropped;
-        next_due += interval_ * static_cast<std::int64_t>(dropped);
-        spdlog::warn("replay fell behind: dropped {} steps of wall-clock debt (total {})", dropped,
+      // Realtime: the live server's fixed-step clock, catch-up capped so a
+      // stall never turns into a burst.
+      const app::FixedStepClock::Due due = step_clock_.poll(Clock::now());
+      if (due.dropped > 0) {
+        dropped_steps_ += due.dropped;
+        spdlog::warn("replay fell behind: dropped {} steps of wall-clock debt (total {})", due.dropped,
                      dropped_steps_);
-        due = kCatchupStepsMax;
       }
-      for (std::uint64_t k = 0; k < due && !stop.load() && !ended_ && !paused_; ++k) {
+      if (due.steps == 0) {
+        commands_.wait_until(due.wake_at);
+        continue;
+      }
+      for (std::uint64_t k = 0; k < due.steps && !stop.load() && !ended_ && !paused_; ++k) {
         advance();
-        next_due += interval_;
+        step_clock_.stepped();
       }
     }
   }
@@ -187,7 +179,7 @@ class ReplayDriver {
       if (paused_)
         spdlog::info("resumed at step {} by client {}", rep_.world().step_index(), cmd.session_id);
       paused_ = false;
-      resync_ = true;
+      step_clock_.request_resync();
     } else if (ctl != nullptr && ctl->kind == Kind::QueryStats) {
       r.stats = stats();
     } else {
@@ -225,13 +217,13 @@ class ReplayDriver {
   net::CommandQueue& commands_;
   const net::ClockMode clock_;
   const std::chrono::microseconds interval_;
+  app::FixedStepClock step_clock_;  // realtime: which ticks are due
   const std::uint64_t start_tick_;
   const bool loop_;
   const net::ArchetypeTable archetypes_;  // Welcome.archetypes of the recording's scenario
   net::FramePool frames_;                 // published frames, reused once the network side lets go
   bool paused_ = false;
   bool ended_ = false;
-  bool resync_ = true;
   std::uint64_t dropped_steps_ = 0;
   std::uint64_t pass_ticks_ = 0;
   std::uint64_t pass_diverged_ = 0;

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace bustle::core {
@@ -75,7 +76,20 @@ struct GarageSpec {
   std::uint32_t dispatch_per_step_max = 1;
   std::uint32_t cooldown_frames = 8;    // queue frames suppressed after a dispatch
   double entrance_clear_m = 8.0;        // no vehicle in the first N m of the entrance lane
+  // How this garage's VehicleIds read: literal text with {garage} (the
+  // garage id), {scenario} (the scenario id) and {ordinal} (the garage's
+  // dispatch ordinal, 6 digits zero-padded; required, so ids never repeat).
+  std::string vehicle_id_format = "vehicle.{garage}.{ordinal}";
 };
+
+// A garage's VehicleId for dispatch ordinal `ordinal` (GarageSpec::vehicle_id_format).
+std::string format_vehicle_id(const std::string& format, const std::string& garage, const std::string& scenario,
+                              std::uint64_t ordinal);
+// "" when `format` is a valid vehicle_id_format, else why not.
+std::string check_vehicle_id_format(const std::string& format);
+// The expanded texts before and after {ordinal} of a valid format.
+std::pair<std::string, std::string> vehicle_id_affixes(const std::string& format, const std::string& garage,
+                                                       const std::string& scenario);
 
 struct SignalSpec {
   std::string id;

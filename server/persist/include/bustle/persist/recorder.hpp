@@ -106,6 +106,7 @@ struct RecordingKeyframe {
   std::int64_t snapshot_id = 0;
   std::string reason;  // initial | periodic | restore
   std::uint64_t step = 0;
+  std::uint64_t digest = 0;  // snapshots.digest: the stored state's digest (inbox included)
 };
 
 class RecordingReader {

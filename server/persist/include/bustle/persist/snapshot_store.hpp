@@ -97,6 +97,8 @@ class SnapshotStore {
                         const std::string& scenario_json, std::int64_t created_unix_ms);
 
   // Reads and structurally validates; semantic validation is World::restore.
+  // Each read first runs PRAGMA quick_check over the whole file, unless the
+  // caller already checked a file opened read-only (see below).
   StoreError read_checkpoint(const std::string& name, LoadedCheckpoint& out);
   StoreError read_checkpoint_by_id(std::int64_t id, LoadedCheckpoint& out);
   StoreError read_save(const std::string& name, LoadedSave& out);
@@ -108,11 +110,17 @@ class SnapshotStore {
   Database& db() { return db_; }
   const std::string& path() const { return path_; }
 
+  // For a file opened read-only whose quick_check the caller has already run
+  // (RecordingReader at open): checkpoint reads skip their own whole-file
+  // check, which a replay seeking many keyframes would otherwise repeat.
+  void skip_quick_check_on_read() { quick_check_on_read_ = false; }
+
   // Test hook: caps the file at `pages` pages (PRAGMA max_page_count), so the
   // next write that needs more fails with SQLITE_FULL exactly like a full disk.
   StoreError set_max_page_count(std::int64_t pages);
 
  private:
+  bool quick_check_on_read_ = true;
   StoreError error(std::string table, std::string row, std::string field, std::string message,
                    int code = 0) const;
   StoreError sql_error(const SqlError& e, std::string table, std::string row = {}) const;
