@@ -147,3 +147,23 @@ TEST_CASE("operations settings: metrics bind, log format, checkpoint on exit, ag
         std::string::npos);
   CHECK(parse({"--steps", "10", "--log-format", "json"}).error.empty());
 }
+
+TEST_CASE("help, version, flags that take no value, and the last of a repeated flag") {
+  CHECK(parse({"--help"}).options.show_help);
+  CHECK(parse({"-h"}).options.show_help);
+  CHECK(parse({"--version"}).options.show_version);
+  CHECK_FALSE(parse({}).options.show_version);
+  CHECK(parse({"--print-digest=1", "--steps", "1"}).error == "--print-digest: takes no value");
+  CHECK(parse({"--agones=0"}).error == "--agones: takes no value");
+  CHECK(parse({"--seed=9"}).options.seed == 9);
+  CHECK(parse({"--seed", "3", "--seed", "4"}).options.seed == 4);
+  CHECK(parse({"--seed", "3", "--seed", "x"}).error ==
+        "--seed: expected an unsigned 64-bit integer, got 'x'");
+  CHECK(parse({"city.json"}).error == "unknown option 'city.json' (see --help)");
+  CHECK(parse({"--port", "70000"}).error ==
+        "--port: expected an integer in [0, 65535], got '70000'");
+  CHECK(parse({}, {{"BUSTLE_PORT", "x"}}).error ==
+        "environment BUSTLE_PORT: expected an integer in [0, 65535], got 'x'");
+  // A flag overrides its variable.
+  CHECK(parse({"--agones"}, {{"BUSTLE_AGONES", "0"}}).options.agones);
+}

@@ -117,3 +117,27 @@ def test_endless_config_file_is_refused_at_the_size_limit():
     assert "/dev/zero" in stderr, stderr
     assert "16777216 bytes" in stderr, stderr
     assert "fatal" not in stderr, stderr
+
+
+def test_version_help_and_usage_exit_codes():
+    """--version names the version and the protocol the server speaks; usage
+    errors exit 2 naming the flag and the value; a scenario error exits 1."""
+    v = run_cli("--version")
+    assert v.returncode == 0, v.stderr
+    assert re.fullmatch(r"bustle-server \d+\.\d+\.\d+ \(protocol 2\)\n", v.stdout), v.stdout
+    h = run_cli("--help")
+    assert h.returncode == 0 and "--config FILE" in h.stdout and "BUSTLE_PORT" in h.stdout
+    for args, message in [
+        (("--port", "70000"), "bustle-server: --port: expected an integer in [0, 65535], got '70000'"),
+        (("--bogus",), "bustle-server: unknown option '--bogus' (see --help)"),
+        (("--seed",), "bustle-server: --seed: missing value"),
+        (("--print-digest=yes", "--steps", "1"), "bustle-server: --print-digest: takes no value"),
+    ]:
+        p = run_cli(*args)
+        assert p.returncode == 2, (args, p.returncode, p.stderr)
+        assert p.stderr.strip() == message, p.stderr
+        assert p.stdout == ""
+    env = run_cli("--steps", "1", env={"BUSTLE_SEED": "-1"})
+    assert env.returncode == 2
+    assert "environment BUSTLE_SEED: expected an unsigned 64-bit integer, got '-1'" in env.stderr
+    assert run_cli("--config", "/nonexistent.json", "--steps", "1").returncode == 1

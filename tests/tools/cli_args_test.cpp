@@ -74,7 +74,7 @@ TEST_CASE("CLI snapshot commands take a name, job takes an id, --no-wait is a fl
     CHECK(r.options.name == "noon.1");
     CHECK_FALSE(r.options.no_wait);
   }
-  auto r = parse({"--no-wait", "restore", "x", "--port", "9"});
+  auto r = parse({"--port", "9", "restore", "x", "--no-wait"});
   REQUIRE(r.status == ParseStatus::Ok);
   CHECK(r.options.no_wait);
   CHECK(r.options.name == "x");
@@ -91,10 +91,30 @@ TEST_CASE("CLI snapshot commands take a name, job takes an id, --no-wait is a fl
   CHECK(r.options.name == "has space");
 }
 
-TEST_CASE("CLI help", "[cli]") {
+TEST_CASE("CLI help and version", "[cli]") {
   CHECK(parse({"--help"}).status == ParseStatus::Help);
   CHECK(parse({"status", "-h"}).status == ParseStatus::Help);
   CHECK(parse({"help"}).status == ParseStatus::Help);
+  // bustle COMMAND --help and bustle help COMMAND: that command's operands and options.
+  for (const auto& args : {std::vector<std::string_view>{"spawn", "--help"},
+                           std::vector<std::string_view>{"help", "spawn"}}) {
+    const auto r = parse(args);
+    REQUIRE(r.status == ParseStatus::Help);
+    CHECK(r.text.find("Usage: bustle spawn") != std::string::npos);
+    CHECK(r.text.find("--wait STATE") != std::string::npos);
+    CHECK(r.text.find("--count") == std::string::npos);  // watch's, not spawn's
+  }
+  CHECK(parse({"help", "nonsense"}).status == ParseStatus::Error);
+  const auto v = parse({"--version"});
+  REQUIRE(v.status == ParseStatus::Version);
+  CHECK(v.text.find("(protocol 2)") != std::string::npos);
+}
+
+TEST_CASE("CLI --json is a global option, before or after the command", "[cli]") {
+  CHECK_FALSE(parse({"status"}).options.json);
+  CHECK(parse({"--json", "status"}).options.json);
+  CHECK(parse({"population", "--json"}).options.json);
+  CHECK(parse({"spawn", "--wait", "queued", "--json"}).options.json);
 }
 
 TEST_CASE("CLI rejects bad input with a reason", "[cli][population]") {
@@ -114,9 +134,9 @@ TEST_CASE("CLI rejects bad input with a reason", "[cli][population]") {
       {{"watch", "--count", "-1"}, "--count"},
       {{"watch", "--interval-ms", "1"}, "--interval-ms"},
       {{"step"}, "needs a number"},
-      {{"step", "0"}, "N >= 1"},
-      {{"step", "x"}, "invalid number"},
-      {{"target", "4294967296"}, "invalid number"},
+      {{"step", "0"}, "step N: expected a step count in [1, 4294967295], got '0'"},
+      {{"step", "x"}, "step N: expected"},
+      {{"target", "4294967296"}, "target N: expected a count in [0, 4294967295]"},
       {{"status", "extra"}, "unexpected argument"},
       {{"status", "--host="}, "--host"},
       {{"checkpoint"}, "needs a snapshot name"},
@@ -124,14 +144,16 @@ TEST_CASE("CLI rejects bad input with a reason", "[cli][population]") {
       {{"delete", "a", "b"}, "unexpected argument"},
       {{"snapshots", "a"}, "unexpected argument"},
       {{"job"}, "needs a job id"},
-      {{"job", "-1"}, "invalid job id"},
-      {{"job", "18446744073709551616"}, "invalid job id"},
-      {{"job", "7x"}, "invalid job id"},
-      {{"restore", "x", "--no-wait=1"}, "unknown option"},
+      {{"job", "-1"}, "job ID: expected a job id"},
+      {{"job", "18446744073709551616"}, "job ID: expected"},
+      {{"job", "7x"}, "got '7x'"},
+      {{"restore", "x", "--no-wait=maybe"}, "--no-wait: expected no value"},
+      {{"--no-wait", "restore", "x"}, "put it after the command"},
+      {{"status", "--step"}, "--step is only for target"},
       // Spawn pipeline commands.
-      {{"spawn", "--priority", "urgent"}, "--priority urgent"},
+      {{"spawn", "--priority", "urgent"}, "--priority: expected story, quest, community or background, got 'urgent'"},
       {{"spawn", "--priority", "1"}, "--priority"},
-      {{"spawn", "--wait", "done"}, "--wait done"},
+      {{"spawn", "--wait", "done"}, "--wait: expected queued, identity_created"},
       {{"spawn", "--wait", "failed"}, "--wait"},
       {{"spawn", "--wait"}, "needs a value"},
       {{"spawn", "--attach"}, "--attach"},
@@ -142,10 +164,10 @@ TEST_CASE("CLI rejects bad input with a reason", "[cli][population]") {
       {{"lifecycle", "--lane", "x", "--growth", "1"}, "--lane is only for spawn"},
       {{"spawn", "--growth", "1"}, "--growth is only for lifecycle"},
       {{"spawn", "--route"}, "needs a value"},
-      {{"spawn", "--route", ""}, "invalid --route"},
+      {{"spawn", "--route", ""}, "--route: expected"},
       {{"spawn", "--route", "a,,b"}, "lane ids separated by commas"},
-      {{"spawn", "--route=a,b,"}, "invalid --route a,b,"},
-      {{"spawn", "--route", ",a"}, "invalid --route"},
+      {{"spawn", "--route=a,b,"}, "--route: expected lane ids separated by commas (e.g. market.loop,x.market.office), got 'a,b,'"},
+      {{"spawn", "--route", ",a"}, "--route"},
       {{"status", "--route", "a"}, "--route is only for spawn"},
       {{"lifecycle"}, "at least one"},
       {{"lifecycle", "--growth", "-1"}, "--growth"},
@@ -153,21 +175,21 @@ TEST_CASE("CLI rejects bad input with a reason", "[cli][population]") {
       {{"lifecycle", "--interval-ms", "3600001"}, "--interval-ms"},
       {{"watch", "--interval-ms", "0"}, "--interval-ms"},
       {{"cancel-spawn"}, "bustle cancel-spawn HANDLE"},
-      {{"cancel-spawn", "0"}, "invalid spawn handle"},
+      {{"cancel-spawn", "0"}, "cancel-spawn HANDLE: expected a spawn handle in [1,"},
       {{"cancel-spawn", "1", "2"}, "unexpected argument"},
-      {{"spawn-status", "x"}, "invalid spawn handle \"x\""},
-      {{"spawn-status", "-1"}, "invalid spawn handle"},
+      {{"spawn-status", "x"}, "spawn-status HANDLE: expected a spawn handle in [1, 18446744073709551615], got 'x'"},
+      {{"spawn-status", "-1"}, "spawn-status HANDLE"},
       {{"entity"}, "bustle entity INDEX:GEN"},
-      {{"entity", "12"}, "invalid entity id"},
+      {{"entity", "12"}, "entity INDEX:GEN: expected an entity id INDEX:GEN (e.g. 12:1), got '12'"},
       {{"population", "extra"}, "unexpected argument"},
       // watch --observer X,Y[,R]
       {{"status", "--observer", "1,2"}, "--observer is only for watch"},
-      {{"watch", "--observer", "1"}, "invalid --observer 1"},
-      {{"watch", "--observer", "1,2,3,4"}, "invalid --observer"},
-      {{"watch", "--observer", "1,x"}, "invalid --observer"},
+      {{"watch", "--observer", "1"}, "--observer: expected X,Y or X,Y,RADIUS in metres (radius in (0, 100000]), got '1'"},
+      {{"watch", "--observer", "1,2,3,4"}, "--observer: expected"},
+      {{"watch", "--observer", "1,x"}, "--observer: expected"},
       {{"watch", "--observer", "1,2,0"}, "radius in (0, 100000]"},
-      {{"watch", "--observer", "1,2,100001"}, "invalid --observer"},
-      {{"watch", "--observer", "1,2,"}, "invalid --observer"},
+      {{"watch", "--observer", "1,2,100001"}, "--observer: expected"},
+      {{"watch", "--observer", "1,2,"}, "--observer: expected"},
   };
   for (const auto& c : cases) {
     const auto r = parse(c.args);

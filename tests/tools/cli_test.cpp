@@ -1,6 +1,8 @@
 // The bustle executable as a process: help, usage errors, unreachable server.
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <string>
+#include <vector>
 
 #include "support/fake_server.hpp"
 #include "support/process.hpp"
@@ -12,40 +14,66 @@
 namespace t = bustle::test;
 using namespace std::chrono_literals;
 
-TEST_CASE("bustle --help documents every command and option", "[cli]") {
+TEST_CASE("bustle --help lists every command, the global options and the exit codes", "[cli]") {
   const auto r = t::run_process({BUSTLE_CLI_PATH, "--help"}, 5000ms);
   CHECK(r.exit.exited);
   CHECK(r.exit.exit_code == 0);
-  for (const char* word : {"status",          "watch",
-                           "pause",           "resume",
-                           "step N",          "target N",
-                           "checkpoint NAME", "restore NAME",
-                           "save NAME",       "load NAME",
-                           "snapshots",       "delete NAME",
-                           "job ID",          "RepresentationRebuilt",
-                           "--no-wait",       "--host",
-                           "--port",          "--token",
-                           "BUSTLE_TOKEN",    "--timeout-ms",
-                           "--count",         "--interval-ms",
-                           "exit codes",      "garages",
-                           "signals",         "vehicle INDEX:GEN",
-                           "garage-request GARAGE REQUEST_ID PROTOTYPE LANE",
-                           "cancel-request GARAGE REQUEST_ID",
-                           "route_follow|lane_follow|parked|manual",
-                           "observers",       "hour H",
-                           "time-scale S",    "zones",
-                           "--priority",      "--step",
-                           "queued",          "population",
-                           "spawn [--zone Z] [--lane L]",
-                           "story|quest|community|background",
-                           "cancel-spawn HANDLE", "spawn-status HANDLE",
-                           "entity INDEX:GEN", "lifecycle [--growth N]",
-                           "--spawn-timeout-ms", "--wait STATE",
-                           "--attach",        "--migration-budget",
-                           "ready_for_gameplay"}) {
+  for (const char* word :
+       {"status", "watch", "pause", "resume", "step", "target", "checkpoint", "restore", "save",
+        "load", "snapshots", "delete", "job", "garages", "signals", "vehicle", "garage-request",
+        "cancel-request", "strategy", "observers", "hour", "time-scale", "zones", "population",
+        "spawn", "cancel-spawn", "spawn-status", "entity", "lifecycle", "help", "--host",
+        "--port", "--token", "BUSTLE_TOKEN", "BUSTLE_HOST", "BUSTLE_PORT", "--timeout-ms",
+        "--json", "--version", "exit codes", "2 usage error", "--step", "queued"}) {
     INFO(word);
     CHECK(r.out.find(word) != std::string::npos);
   }
+}
+
+TEST_CASE("bustle COMMAND --help shows that command's operands and options", "[cli]") {
+  struct Case {
+    const char* command;
+    std::vector<const char*> words;
+  };
+  const std::vector<Case> cases = {
+      {"watch", {"--count", "--interval-ms", "--observer X,Y[,R]"}},
+      {"step", {"bustle step", "N"}},
+      {"restore", {"NAME", "--no-wait", "RepresentationRebuilt"}},
+      {"job", {"ID"}},
+      {"vehicle", {"INDEX:GEN"}},
+      {"garage-request", {"GARAGE REQUEST_ID PROTOTYPE LANE", "--priority P", "--step"}},
+      {"cancel-request", {"GARAGE REQUEST_ID"}},
+      {"strategy", {"route_follow|lane_follow|parked|manual"}},
+      {"hour", {"H"}},
+      {"time-scale", {"S"}},
+      {"spawn",
+       {"--zone Z", "--lane L", "--route", "story|quest|community|background",
+        "--spawn-timeout-ms", "--wait STATE", "--attach", "ReadyForGameplay", "--step"}},
+      {"lifecycle", {"--growth", "--recycle", "--interval-ms", "--migration-budget"}},
+      {"cancel-spawn", {"HANDLE"}},
+      {"spawn-status", {"HANDLE"}},
+      {"entity", {"INDEX:GEN"}},
+  };
+  for (const Case& c : cases) {
+    INFO(c.command);
+    for (const auto& args : {std::vector<std::string>{BUSTLE_CLI_PATH, c.command, "--help"},
+                             std::vector<std::string>{BUSTLE_CLI_PATH, "help", c.command}}) {
+      const auto r = t::run_process(args, 5000ms);
+      CHECK(r.exit.exit_code == 0);
+      CHECK(r.out.find(std::string("Usage: bustle ") + c.command) != std::string::npos);
+      for (const char* word : c.words) {
+        INFO(word);
+        CHECK(r.out.find(word) != std::string::npos);
+      }
+    }
+  }
+}
+
+TEST_CASE("bustle --version names the version and the protocol", "[cli]") {
+  const auto r = t::run_process({BUSTLE_CLI_PATH, "--version"}, 5000ms);
+  CHECK(r.exit.exit_code == 0);
+  CHECK(r.out.rfind(std::string("bustle ") + BUSTLE_VERSION + " ", 0) == 0);
+  CHECK(r.out.find("(protocol 2)") != std::string::npos);
 }
 
 TEST_CASE("bustle with bad arguments exits 2 with a message", "[cli]") {

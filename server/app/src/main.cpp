@@ -3,7 +3,6 @@
 #include <pthread.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
-
 #include <unistd.h>
 
 #include <atomic>
@@ -24,6 +23,7 @@
 #include "bustle/ops/telemetry.hpp"
 #include "bustle/persist/persist_worker.hpp"
 #include "bustle/persist/recorder.hpp"
+#include "bustle/proto/wire.hpp"
 #include "bustle/scenario/scenario_loader.hpp"
 #include "options.hpp"
 #include "sim_driver.hpp"
@@ -146,7 +146,8 @@ int run(int argc, char** argv) {
     return 0;
   }
   if (opt.show_version) {
-    std::printf("bustle-server %s (protocol %u)\n", kVersion, 1u);
+    std::printf("bustle-server %s (protocol %u)\n", kVersion,
+                unsigned{bustle::proto::kProtocolVersion});
     return 0;
   }
 

@@ -1,32 +1,17 @@
 #include "options.hpp"
 
-#include "bustle/ops/metrics_server.hpp"
-#include "bustle/persist/persist_worker.hpp"
-
-#include <charconv>
-#include <cmath>
+#include <CLI/CLI.hpp>
 #include <limits>
 #include <map>
+
+#include "bustle/args/checks.hpp"
+#include "bustle/ops/metrics_server.hpp"
+#include "bustle/persist/persist_worker.hpp"
 
 namespace bustle::app {
 namespace {
 
-template <class T>
-bool parse_uint(const std::string& text, T min, T max, T& out) {
-  std::uint64_t v = 0;
-  const char* end = text.data() + text.size();
-  auto [p, ec] = std::from_chars(text.data(), end, v);
-  if (ec != std::errc() || p != end || text.empty()) return false;
-  if (v < static_cast<std::uint64_t>(min) || v > static_cast<std::uint64_t>(max)) return false;
-  out = static_cast<T>(v);
-  return true;
-}
-
-bool parse_double(const std::string& text, double& out) {
-  const char* end = text.data() + text.size();
-  auto [p, ec] = std::from_chars(text.data(), end, out);
-  return ec == std::errc() && p == end && !text.empty() && std::isfinite(out);
-}
+using args::store_whole;
 
 // Why batch mode (--steps) refuses a setting: each would otherwise be
 // silently ignored, because batch mode steps the world back to back in this
@@ -47,14 +32,10 @@ struct Setting {
 
 std::vector<Setting> settings() {
   using O = AppOptions;
-  auto range = [](const char* what, auto lo, auto hi, const std::string& got) {
-    return std::string("expected ") + what + " in [" + std::to_string(lo) + ", " +
-           std::to_string(hi) + "], got '" + got + "'";
-  };
   return {
       {"--port", "BUSTLE_PORT", true,
        [=](O& o, const std::string& v) {
-         return parse_uint<std::uint16_t>(v, 0, 65535, o.server.port) ? "" : range("an integer", 0, 65535, v);
+         return store_whole<std::uint16_t>(v, 0, 65535, o.server.port, "an integer");
        },
        kNoListener},
       {"--bind", "BUSTLE_BIND", true,
@@ -70,15 +51,16 @@ std::vector<Setting> settings() {
        }},
       {"--seed", "BUSTLE_SEED", true,
        [=](O& o, const std::string& v) {
-         return parse_uint<std::uint64_t>(v, 0, std::numeric_limits<std::uint64_t>::max(), o.seed)
+         const auto most = std::numeric_limits<std::uint64_t>::max();
+         return args::parse_whole<std::uint64_t>(v, 0, most, o.seed)
                     ? ""
-                    : "expected an unsigned 64-bit integer, got '" + v + "'";
+                    : args::expected("an unsigned 64-bit integer", v);
        }},
       {"--rate", "BUSTLE_RATE", true,
        [](O& o, const std::string& v) {
          double hz = 0;
-         if (!parse_double(v, hz) || hz < 1.0 || hz > 1000.0) {
-           return "expected steps per second in [1, 1000], got '" + v + "'";
+         if (!args::parse_finite(v, hz) || hz < 1.0 || hz > 1000.0) {
+           return args::expected("steps per second in [1, 1000]", v);
          }
          o.rate_hz = hz;
          return std::string();
@@ -98,11 +80,10 @@ std::vector<Setting> settings() {
       {"--steps", nullptr, true,
        [=](O& o, const std::string& v) {
          std::uint64_t n = 0;
-         if (!parse_uint<std::uint64_t>(v, 0, 1'000'000'000'000ull, n)) {
-           return range("a step count", 0, 1'000'000'000'000ull, v);
-         }
-         o.batch_steps = n;
-         return std::string();
+         std::string why =
+             store_whole<std::uint64_t>(v, 0, 1'000'000'000'000ull, n, "a step count");
+         if (why.empty()) o.batch_steps = n;
+         return why;
        }},
       {"--check-invariants", nullptr, false,
        [](O& o, const std::string&) {
@@ -122,63 +103,54 @@ std::vector<Setting> settings() {
        kNoListener},
       {"--handshake-timeout-ms", "BUSTLE_HANDSHAKE_TIMEOUT_MS", true,
        [=](O& o, const std::string& v) {
-         return parse_uint<std::uint32_t>(v, 10, 600'000, o.server.handshake_timeout_ms)
-                    ? ""
-                    : range("milliseconds", 10, 600000, v);
+         return store_whole<std::uint32_t>(v, 10, 600'000, o.server.handshake_timeout_ms,
+                                           "milliseconds");
        },
        kNoListener},
       {"--max-clients", "BUSTLE_MAX_CLIENTS", true,
        [=](O& o, const std::string& v) {
-         return parse_uint<std::uint32_t>(v, 1, 10'000, o.server.max_clients) ? "" : range("a count", 1, 10000, v);
+         return store_whole<std::uint32_t>(v, 1, 10'000, o.server.max_clients, "a count");
        },
        kNoListener},
       {"--client-outbound-max-bytes", "BUSTLE_CLIENT_OUTBOUND_MAX_BYTES", true,
        [=](O& o, const std::string& v) {
-         return parse_uint<std::size_t>(v, 4096, std::size_t{1} << 32, o.server.outbound_bytes_max)
-                    ? ""
-                    : range("bytes", 4096, std::size_t{1} << 32, v);
+         return store_whole<std::size_t>(v, 4096, std::size_t{1} << 32, o.server.outbound_bytes_max,
+                                         "bytes");
        },
        kNoListener},
       {"--client-overflow-disconnect-ms", "BUSTLE_CLIENT_OVERFLOW_DISCONNECT_MS", true,
        [=](O& o, const std::string& v) {
-         return parse_uint<std::uint32_t>(v, 100, 600'000, o.server.overflow_disconnect_ms)
-                    ? ""
-                    : range("milliseconds", 100, 600000, v);
+         return store_whole<std::uint32_t>(v, 100, 600'000, o.server.overflow_disconnect_ms,
+                                           "milliseconds");
        },
        kNoListener},
       {"--client-commands-per-second", "BUSTLE_CLIENT_COMMANDS_PER_SECOND", true,
        [=](O& o, const std::string& v) {
-         return parse_uint<std::uint32_t>(v, 1, 1'000'000, o.server.commands_per_second_max)
-                    ? ""
-                    : range("commands per second", 1, 1000000, v);
+         return store_whole<std::uint32_t>(v, 1, 1'000'000, o.server.commands_per_second_max,
+                                           "commands per second");
        },
        kNoListener},
       {"--max-clients-per-address", "BUSTLE_MAX_CLIENTS_PER_ADDRESS", true,
        [=](O& o, const std::string& v) {
-         return parse_uint<std::uint32_t>(v, 1, 10'000, o.server.clients_per_address_max)
-                    ? ""
-                    : range("a count", 1, 10000, v);
+         return store_whole<std::uint32_t>(v, 1, 10'000, o.server.clients_per_address_max,
+                                           "a count");
        },
        kNoListener},
       {"--client-idle-timeout-ms", "BUSTLE_CLIENT_IDLE_TIMEOUT_MS", true,
        [=](O& o, const std::string& v) {
-         return parse_uint<std::uint32_t>(v, 100, 86'400'000, o.server.idle_timeout_ms)
-                    ? ""
-                    : range("milliseconds", 100, 86400000, v);
+         return store_whole<std::uint32_t>(v, 100, 86'400'000, o.server.idle_timeout_ms,
+                                           "milliseconds");
        },
        kNoListener},
       {"--lease-grace-steps", "BUSTLE_LEASE_GRACE_STEPS", true,
        [=](O& o, const std::string& v) {
-         return parse_uint<std::uint32_t>(v, 0, 1'000'000, o.server.lease_grace_steps)
-                    ? ""
-                    : range("steps", 0, 1000000, v);
+         return store_whole<std::uint32_t>(v, 0, 1'000'000, o.server.lease_grace_steps, "steps");
        },
        kNoListener},
       {"--client-entries-per-step", "BUSTLE_CLIENT_ENTRIES_PER_STEP", true,
        [=](O& o, const std::string& v) {
-         return parse_uint<std::uint32_t>(v, 1, 1'000'000, o.server.entries_per_step_max)
-                    ? ""
-                    : range("a count", 1, 1000000, v);
+         return store_whole<std::uint32_t>(v, 1, 1'000'000, o.server.entries_per_step_max,
+                                           "a count");
        },
        kNoListener},
       {"--snapshot-db", "BUSTLE_SNAPSHOT_DB", true,
@@ -190,16 +162,13 @@ std::vector<Setting> settings() {
        kNoSnapshotStore},
       {"--snapshot-db-max-pages", "BUSTLE_SNAPSHOT_DB_MAX_PAGES", true,
        [=](O& o, const std::string& v) {
-         return parse_uint<std::int64_t>(v, 0, std::int64_t{1} << 40, o.snapshot_db_max_pages)
-                    ? ""
-                    : range("pages", 0, std::int64_t{1} << 40, v);
+         return store_whole<std::int64_t>(v, 0, std::int64_t{1} << 40, o.snapshot_db_max_pages,
+                                          "pages");
        },
        kNoSnapshotStore},
       {"--autosave-steps", "BUSTLE_AUTOSAVE_STEPS", true,
        [=](O& o, const std::string& v) {
-         return parse_uint<std::uint64_t>(v, 0, 1'000'000'000ull, o.autosave_steps)
-                    ? ""
-                    : range("steps", 0, 1'000'000'000ull, v);
+         return store_whole<std::uint64_t>(v, 0, 1'000'000'000ull, o.autosave_steps, "steps");
        },
        kNoSnapshotStore},
       {"--record", "BUSTLE_RECORD", true,
@@ -210,9 +179,8 @@ std::vector<Setting> settings() {
        }},
       {"--record-keyframe-steps", "BUSTLE_RECORD_KEYFRAME_STEPS", true,
        [=](O& o, const std::string& v) {
-         return parse_uint<std::uint64_t>(v, 0, 1'000'000'000ull, o.record_keyframe_steps)
-                    ? ""
-                    : range("steps", 0, 1'000'000'000ull, v);
+         return store_whole<std::uint64_t>(v, 0, 1'000'000'000ull, o.record_keyframe_steps,
+                                           "steps");
        }},
       {"--log-level", "BUSTLE_LOG_LEVEL", true,
        [](O& o, const std::string& v) {
@@ -237,13 +205,13 @@ std::vector<Setting> settings() {
        kNoListener},
       {"--health-max-lag-steps", "BUSTLE_HEALTH_MAX_LAG_STEPS", true,
        [=](O& o, const std::string& v) {
-         return parse_uint<std::uint32_t>(v, 1, 1'000'000, o.health_max_lag_steps) ? ""
-                                                                                   : range("steps", 1, 1000000, v);
+         return store_whole<std::uint32_t>(v, 1, 1'000'000, o.health_max_lag_steps, "steps");
        },
        kNoListener},
       {"--checkpoint-on-exit", "BUSTLE_CHECKPOINT_ON_EXIT", true,
        [](O& o, const std::string& v) {
-         if (std::string why = persist::validate_snapshot_name(v); !why.empty()) return "snapshot name: " + why;
+         if (std::string why = persist::validate_snapshot_name(v); !why.empty())
+           return "snapshot name: " + why;
          o.checkpoint_on_exit = v;
          return std::string();
        },
@@ -263,39 +231,24 @@ std::vector<Setting> settings() {
        kNoListener},
       {"--agones-health-ms", "BUSTLE_AGONES_HEALTH_MS", true,
        [=](O& o, const std::string& v) {
-         return parse_uint<std::uint32_t>(v, 100, 600'000, o.agones_health_ms) ? ""
-                                                                             : range("milliseconds", 100, 600000, v);
+         return store_whole<std::uint32_t>(v, 100, 600'000, o.agones_health_ms, "milliseconds");
        },
        kNoListener},
       {"--debug-stall-at-step", nullptr, true,
        [=](O& o, const std::string& v) {
-         return parse_uint<std::uint64_t>(v, 1, 1'000'000'000ull, o.debug_stall_at_step)
-                    ? ""
-                    : range("a step", 1, 1'000'000'000ull, v);
+         return store_whole<std::uint64_t>(v, 1, 1'000'000'000ull, o.debug_stall_at_step, "a step");
        },
        kNoListener},
       {"--debug-stall-ms", nullptr, true,
        [=](O& o, const std::string& v) {
-         return parse_uint<std::uint32_t>(v, 1, 600'000, o.debug_stall_ms) ? "" : range("milliseconds", 1, 600000, v);
+         return store_whole<std::uint32_t>(v, 1, 600'000, o.debug_stall_ms, "milliseconds");
        },
        kNoListener},
       {"--debug-restore-delay-ms", nullptr, true,
        [=](O& o, const std::string& v) {
-         return parse_uint<std::uint32_t>(v, 0, 600'000, o.debug_restore_delay_ms)
-                    ? ""
-                    : range("milliseconds", 0, 600000, v);
+         return store_whole<std::uint32_t>(v, 0, 600'000, o.debug_restore_delay_ms, "milliseconds");
        },
        kNoSnapshotStore},
-      {"--help", nullptr, false,
-       [](O& o, const std::string&) {
-         o.show_help = true;
-         return std::string();
-       }},
-      {"--version", nullptr, false,
-       [](O& o, const std::string&) {
-         o.show_version = true;
-         return std::string();
-       }},
   };
 }
 
@@ -425,6 +378,23 @@ exits at once with 128 + the signal number). SIGHUP is logged and ignored.
 )";
 }
 
+namespace {
+
+// CLI11's complaint in the words the old parser used (tests and scripts
+// match them): "--seed: missing value", "--agones: takes no value".
+std::string worded(const CLI::ParseError& e) {
+  const std::string what = e.what();
+  std::string name = what.substr(0, what.find_first_of(": "));
+  if (name.rfind("-", 0) != 0) name = "--" + name;  // a flag override names the flag bare
+  if (dynamic_cast<const CLI::ArgumentMismatch*>(&e) != nullptr) {
+    const bool valued = what.find("flag override") == std::string::npos;
+    return name + (valued ? ": missing value" : ": takes no value");
+  }
+  return what;  // ValidationError: "--port: expected ..., got '...'"
+}
+
+}  // namespace
+
 ParseResult parse_options(const std::vector<std::string>& args, const EnvLookup& env) {
   ParseResult result;
   const std::vector<Setting> all = settings();
@@ -443,41 +413,35 @@ ParseResult parse_options(const std::vector<std::string>& args, const EnvLookup&
       given[&s] = std::string("environment ") + s.env + " (" + s.flag + ")";
     }
   }
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    std::string arg = args[i];
-    std::optional<std::string> inline_value;
-    if (auto eq = arg.find('='); eq != std::string::npos && arg.rfind("--", 0) == 0) {
-      inline_value = arg.substr(eq + 1);
-      arg = arg.substr(0, eq);
-    }
-    const Setting* match = nullptr;
-    for (const Setting& s : all) {
-      if (arg == s.flag) match = &s;
-    }
-    if (arg == "-h") match = &all[all.size() - 2];
-    if (match == nullptr) {
-      result.error = "unknown option '" + args[i] + "' (see --help)";
-      return result;
-    }
-    std::string value;
-    if (match->takes_value) {
-      if (inline_value) {
-        value = *inline_value;
-      } else if (i + 1 < args.size()) {
-        value = args[++i];
-      } else {
-        result.error = std::string(match->flag) + ": missing value";
-        return result;
-      }
-    } else if (inline_value) {
-      result.error = std::string(match->flag) + ": takes no value";
-      return result;
-    }
-    if (std::string err = match->apply(result.options, value); !err.empty()) {
-      result.error = std::string(match->flag) + ": " + err;
-      return result;
-    }
-    given[match] = match->flag;
+  CLI::App app("Runs the Bustle city simulation.", "bustle-server");
+  app.allow_extras();  // worded below, like every other refusal
+  app.set_help_flag();
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.add_flag("-h,--help", result.options.show_help);
+  app.add_flag("--version", result.options.show_version);
+  std::vector<std::pair<const Setting*, const CLI::Option*>> declared;
+  for (const Setting& s : all) {
+    AppOptions& o = result.options;
+    CLI::Option* op = s.takes_value ? app.add_option(s.flag)->check(args::storing(
+                                          [&s, &o](const std::string& v) { return s.apply(o, v); }))
+                                    : app.add_flag(s.flag)->disable_flag_override();
+    declared.emplace_back(&s, op);
+  }
+  std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11's order
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    result.error = worded(e);
+    return result;
+  }
+  if (const auto rest = app.remaining(); !rest.empty()) {
+    result.error = "unknown option '" + rest.front() + "' (see --help)";
+    return result;
+  }
+  for (const auto& [setting, option] : declared) {
+    if (option->count() == 0) continue;
+    if (!setting->takes_value) setting->apply(result.options, "");
+    given[setting] = setting->flag;
   }
   result.error = check_combinations(result.options, given);
   return result;

@@ -1,66 +1,26 @@
-#include <charconv>
+// bustle's command line, declared with CLI11: the global options, then one
+// subcommand per command with its operands and options. Values are checked
+// as they are parsed (bustle/args/checks.hpp); what CLI11 cannot know (an
+// option that belongs to another command, a missing operand) is worded here.
+#include <CLI/CLI.hpp>
 #include <cmath>
-#include <cstdlib>
 #include <limits>
-#include <optional>
+#include <map>
 #include <string>
+#include <vector>
 
+#include "bustle/args/checks.hpp"
 #include "bustle/cli/cli.hpp"
+#include "bustle/proto/wire.hpp"
 
 namespace bustle::cli {
 namespace {
 
-bool parse_u32(std::string_view text, std::uint32_t max, std::uint32_t& out) {
-  if (text.empty()) return false;
-  std::uint64_t value = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || value > max) return false;
-  out = static_cast<std::uint32_t>(value);
-  return true;
-}
-
-bool parse_u64(std::string_view text, std::uint64_t& out) {
-  if (text.empty()) return false;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
-  return ec == std::errc() && end == text.data() + text.size();
-}
-
-bool parse_i32(std::string_view text, std::int32_t& out) {
-  if (text.empty()) return false;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
-  return ec == std::errc() && end == text.data() + text.size();
-}
-
-// A finite decimal number (strtod syntax, nothing after it).
-bool parse_double(std::string_view text, double& out) {
-  if (text.empty() || text.size() > 64) return false;
-  const std::string copy(text);
-  char* end = nullptr;
-  const double value = std::strtod(copy.c_str(), &end);
-  if (end != copy.c_str() + copy.size() || !std::isfinite(value)) return false;
-  out = value;
-  return true;
-}
-
-// INDEX:GEN, both unsigned 32-bit.
-bool parse_entity(std::string_view text, std::uint32_t& index, std::uint32_t& generation) {
-  const auto colon = text.find(':');
-  if (colon == std::string_view::npos) return false;
-  const auto max = std::numeric_limits<std::uint32_t>::max();
-  return parse_u32(text.substr(0, colon), max, index) &&
-         parse_u32(text.substr(colon + 1), max, generation);
-}
-
-bool parse_strategy(std::string_view text, std::uint8_t& out) {
-  constexpr std::string_view names[] = {"route_follow", "lane_follow", "parked", "manual"};
-  for (std::uint8_t i = 0; i < 4; ++i) {
-    if (text == names[i]) {
-      out = i;
-      return true;
-    }
-  }
-  return false;
-}
+using args::expected;
+using args::storing;
+using args::whole;
+constexpr auto kU32Max = std::numeric_limits<std::uint32_t>::max();
+constexpr auto kU64Max = std::numeric_limits<std::uint64_t>::max();
 
 // Lower case without '_' and '-': "Ready_For-Gameplay" -> "readyforgameplay".
 std::string folded(std::string_view text) {
@@ -72,528 +32,529 @@ std::string folded(std::string_view text) {
   return out;
 }
 
-// Index of `text` in `names`, compared folded (so snake_case and the wire's
-// CamelCase both match).
-template <std::size_t N>
-bool parse_name(std::string_view text, const std::string_view (&names)[N], std::uint8_t& out) {
-  const std::string key = folded(text);
-  for (std::size_t i = 0; i < N; ++i) {
-    if (key == folded(names[i])) {
-      out = static_cast<std::uint8_t>(i);
-      return true;
+// One of `names` (compared folded, so snake_case and the wire's CamelCase
+// both match), stored as its index.
+template <class T>
+CLI::Validator one_of(T& out, std::vector<std::string> names, std::string listed) {
+  return storing([&out, names = std::move(names), listed](const std::string& text) {
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      if (folded(text) != folded(names[i])) continue;
+      out = static_cast<T>(i);
+      return std::string();
     }
-  }
-  return false;
+    return expected(listed, text);
+  });
 }
 
-// wire PriorityClass values, in order.
-constexpr std::string_view kPriorityNames[] = {"story", "quest", "community", "background"};
-// The wire SpawnState values a spawn can be waited for (the non-terminal ones
-// and ReadyForGameplay, the successful end), in order.
-constexpr std::uint8_t kAttachedState = 4;  // wire SpawnState::Attached
-constexpr std::string_view kWaitStateNames[] = {"queued",     "identity_created",
-                                                "registered", "representation_requested",
-                                                "attached",   "ready_for_gameplay"};
-
-// Options that belong to one command; naming them with another is an error.
-std::string_view option_owner(std::string_view option) {
-  if (option == "--zone" || option == "--lane" || option == "--route" ||
-      option == "--spawn-timeout-ms" || option == "--wait" || option == "--attach") {
-    return "spawn";
-  }
-  if (option == "--growth" || option == "--recycle" || option == "--migration-budget") {
-    return "lifecycle";
-  }
-  if (option == "--observer") return "watch";
-  return {};
+// INDEX:GEN, both unsigned 32-bit.
+CLI::Validator entity_id(CliOptions& o) {
+  return storing([&o](const std::string& text) {
+    const auto colon = text.find(':');
+    const std::string_view t = text;
+    if (colon != std::string::npos &&
+        args::parse_whole<std::uint32_t>(t.substr(0, colon), 0, kU32Max, o.entity_index) &&
+        args::parse_whole<std::uint32_t>(t.substr(colon + 1), 0, kU32Max, o.entity_generation)) {
+      return std::string();
+    }
+    return expected("an entity id INDEX:GEN (e.g. 12:1)", text);
+  });
 }
 
-// X,Y as two finite floats.
-bool parse_point(std::string_view text, std::pair<float, float>& out) {
-  const auto comma = text.find(',');
-  if (comma == std::string_view::npos) return false;
-  double x = 0.0;
-  double y = 0.0;
-  if (!parse_double(text.substr(0, comma), x) || !parse_double(text.substr(comma + 1), y)) {
-    return false;
-  }
-  const double fmax = std::numeric_limits<float>::max();
-  if (std::fabs(x) > fmax || std::fabs(y) > fmax) return false;
-  out = {static_cast<float>(x), static_cast<float>(y)};
-  return true;
-}
-
-// X,Y or X,Y,R: finite metres, R in (0, 100000] (the server's range).
-bool parse_watch_observer(std::string_view text, CliOptions::WatchObserver& out) {
-  double v[3] = {0.0, 0.0, 150.0};
-  std::size_t n = 0;
-  for (;;) {
-    if (n == 3) return false;
-    const auto comma = text.find(',');
-    if (!parse_double(text.substr(0, comma), v[n++])) return false;
-    if (comma == std::string_view::npos) break;
-    text.remove_prefix(comma + 1);
-  }
-  if (n < 2 || !(v[2] > 0.0 && v[2] <= 100000.0)) return false;
-  out = {v[0], v[1], v[2]};
-  return true;
-}
-
-// A,B,C: lane ids separated by commas, none empty. The server judges the ids
-// and their succession (and the count: at most 256).
-bool parse_route(std::string_view text, std::vector<std::string>& out) {
+// Up to `most` finite numbers separated by commas, at least `least`.
+bool parse_numbers(std::string_view text, std::size_t least, std::size_t most,
+                   std::vector<double>& out) {
   out.clear();
   for (;;) {
     const auto comma = text.find(',');
-    const std::string_view id = text.substr(0, comma);
-    if (id.empty()) return false;
-    out.emplace_back(id);
-    if (comma == std::string_view::npos) return true;
+    double v = 0.0;
+    if (out.size() == most || !args::parse_finite(text.substr(0, comma), v)) return false;
+    out.push_back(v);
+    if (comma == std::string_view::npos) return out.size() >= least;
     text.remove_prefix(comma + 1);
   }
 }
 
-bool takes_name(std::string_view s) {
-  return s == "checkpoint" || s == "restore" || s == "save" || s == "load" || s == "delete";
+// observers X,Y (float metres), appended.
+CLI::Validator point(CliOptions& o) {
+  return storing([&o](const std::string& text) {
+    std::vector<double> v;
+    const double fmax = std::numeric_limits<float>::max();
+    if (!parse_numbers(text, 2, 2, v) || std::fabs(v[0]) > fmax || std::fabs(v[1]) > fmax) {
+      return expected("an observer point X,Y in metres (e.g. 25,25)", text);
+    }
+    o.observers.emplace_back(static_cast<float>(v[0]), static_cast<float>(v[1]));
+    return std::string();
+  });
 }
 
-bool is_command(std::string_view s) {
-  return s == "status" || s == "watch" || s == "pause" || s == "resume" || s == "step" ||
-         s == "target" || s == "snapshots" || s == "job" || s == "help" || s == "garages" ||
-         s == "signals" || s == "vehicle" || s == "garage-request" || s == "cancel-request" ||
-         s == "strategy" || s == "observers" || s == "hour" || s == "time-scale" || s == "zones" ||
-         s == "population" || s == "spawn" || s == "cancel-spawn" || s == "spawn-status" ||
-         s == "entity" || s == "lifecycle" || takes_name(s);
+// watch --observer X,Y[,R]: R in (0, 100000] (the server's range), appended.
+CLI::Validator watch_observer(CliOptions& o) {
+  return storing([&o](const std::string& text) {
+    std::vector<double> v;
+    if (!parse_numbers(text, 2, 3, v) || (v.size() == 3 && !(v[2] > 0.0 && v[2] <= 100000.0))) {
+      return expected("X,Y or X,Y,RADIUS in metres (radius in (0, 100000])", text);
+    }
+    o.watch_observers.push_back({v[0], v[1], v.size() == 3 ? v[2] : 150.0});
+    return std::string();
+  });
 }
 
-}  // namespace
+// A,B,C: lane ids, none empty. The server judges the ids, their succession
+// and their number (at most 256).
+CLI::Validator route(CliOptions& o) {
+  return storing([&o](const std::string& text) {
+    o.route.clear();
+    for (std::string_view rest = text;;) {
+      const auto comma = rest.find(',');
+      if (rest.substr(0, comma).empty()) {
+        return expected("lane ids separated by commas (e.g. market.loop,x.market.office)", text);
+      }
+      o.route.emplace_back(rest.substr(0, comma));
+      if (comma == std::string_view::npos) return std::string();
+      rest.remove_prefix(comma + 1);
+    }
+  });
+}
 
-void print_usage(std::FILE* out) {
-  std::fputs(
-      "usage: bustle [options] <command> [arguments]\n"
+CLI::Validator hour(double& out) {
+  return storing([&out](const std::string& text) {
+    // The server checks the range [0, 24).
+    return args::parse_finite(text, out) ? "" : expected("a number of hours, e.g. 12 or 7.5", text);
+  });
+}
+
+// The wire SpawnState values a spawn can be waited for, in order: the
+// non-terminal ones and ReadyForGameplay (the successful end).
+const std::vector<std::string> kWaitStates = {"queued",     "identity_created",
+                                              "registered", "representation_requested",
+                                              "attached",   "ready_for_gameplay"};
+constexpr std::uint8_t kAttachedState = 4;  // wire SpawnState::Attached
+
+// The command line being declared: `o` receives every value.
+struct Declared {
+  explicit Declared(CliOptions& options) : o(options) {}
+  CliOptions& o;
+  CLI::App app{"Talks to a running bustle-server over its TCP protocol.", "bustle"};
+  // What each command's operands are called in "needs" errors.
+  std::map<std::string, std::string> needs;
+  std::uint8_t wait_state = 0;  // spawn --wait, when `wait` was given
+  CLI::Option* wait = nullptr;
+  std::vector<std::string> points;  // observers POINTS (stored by their check)
+
+  CLI::App* command(const std::string& name, const std::string& summary) {
+    CLI::App* sub = app.add_subcommand(name, summary);
+    sub->allow_extras();  // worded by check_extras
+    sub->parse_complete_callback([this, sub] { o.command = sub->get_name(); });
+    return sub;
+  }
+  CLI::Option* operand(CLI::App* sub, const std::string& name, CLI::Validator check,
+                       const std::string& what) {
+    needs[sub->get_name() + " " + name] = what;
+    return sub->add_option(name, CLI::callback_t{}, what)->required()->check(std::move(check));
+  }
+  void step_flag(CLI::App* sub) {
+    sub->add_flag("--step", o.step_after,
+                  "under the manual clock: send one Step after the command and wait for its "
+                  "result (without it the command is only queued)");
+  }
+  void name_operand(CLI::App* sub) {
+    operand(sub, "NAME", args::non_empty(o.name, "a snapshot name"), "a snapshot name");
+  }
+
+  void declare() {
+    global();
+    stream_and_clock();
+    snapshots();
+    vehicles();
+    population();
+    spawn();
+    help();
+  }
+  void global();
+  void help();
+  void stream_and_clock();
+  void snapshots();
+  void vehicles();
+  void population();
+  void spawn();
+};
+
+void Declared::global() {
+  app.footer(
+      "World commands (target, garage-request, cancel-request, strategy, observers, hour,\n"
+      "time-scale, lifecycle, spawn, cancel-spawn) are answered when the next step applies\n"
+      "them: at once under a realtime or fast clock. Under the manual clock (or while\n"
+      "paused) pass --step to send a Step right after the command; without it the command\n"
+      "is only queued (\"queued\" is printed, exit 0).\n"
       "\n"
-      "Talks to a running bustle-server over its TCP protocol.\n"
+      "--json: every command prints JSON instead of text: one object (watch, the jobs of\n"
+      "checkpoint/restore/save/load and spawn --wait: one object per line). Errors stay\n"
+      "text on stderr. See README \"CLI reference\".\n"
       "\n"
-      "commands:\n"
-      "  status          handshake, query the server's stats and print them\n"
-      "                  (exit 0 when the server answers: usable as a health check)\n"
-      "  watch [--observer X,Y[,R] ...]\n"
-      "                  subscribe and print one line per interval: step, entities in\n"
-      "                  the local mirror, entered/moved/left per second (moved: motion\n"
-      "                  corrections), entities left out by the budgets, digest;\n"
-      "                  with --observer only what is within R metres (default 150)\n"
-      "                  of the given points, else the whole city\n"
-      "  pause           pause the simulation clock (operator)\n"
-      "  resume          resume the simulation clock (operator)\n"
-      "  step N          advance N steps; manual clock mode only (operator, N >= 1)\n"
-      "  target N        set the pedestrian population target to N (operator)\n"
-      "  checkpoint NAME write a checkpoint (the complete state) named NAME (operator)\n"
-      "  restore NAME    replace the running world with checkpoint NAME (operator)\n"
-      "  save NAME       write a save (persistent facts only) named NAME (operator)\n"
-      "  load NAME       replace the running world with save NAME (operator)\n"
-      "                  These four start a job and print each state as it arrives:\n"
-      "                  checkpoint/save: Copied -> Committed; restore: Queued ->\n"
-      "                  Validated -> Applied; load: Queued -> Validated ->\n"
-      "                  SnapshotApplied -> ScheduleReconciled -> RepresentationRebuilt.\n"
-      "                  Exit 0 when it ends Committed/Applied/RepresentationRebuilt,\n"
-      "                  3 when it ends Failed or is rejected (reason printed).\n"
-      "  snapshots       list the stored snapshots: name, kind, step, sim time,\n"
-      "                  pedestrians, digest, created (UTC)\n"
-      "  delete NAME     delete snapshot NAME (operator; exit 3 if there is none)\n"
-      "  job ID          print the current state of job ID (exit 3 if unknown)\n"
-      "\n"
-      "  vehicles:\n"
-      "  garages         table of garages: id, queued, dispatched, managed/capacity,\n"
-      "                  last dispatch gate, turnarounds, rejected invalid/duplicate/full\n"
-      "  signals         table of signals: id, lane, phase, time in phase, cycles\n"
-      "  vehicle INDEX:GEN\n"
-      "                  every field of one vehicle (exit 3 if it is not a vehicle)\n"
-      "  garage-request GARAGE REQUEST_ID PROTOTYPE LANE [--priority P]\n"
-      "                  queue a vehicle request at GARAGE; LANE is the garage's\n"
-      "                  entrance lane id; P default 10, higher first (operator;\n"
-      "                  exit 3 when rejected: InvalidArgument, Duplicate, QueueFull)\n"
-      "  cancel-request GARAGE REQUEST_ID\n"
-      "                  remove a queued request (operator; exit 3 if not queued)\n"
-      "  strategy INDEX:GEN route_follow|lane_follow|parked|manual\n"
-      "                  set a vehicle's strategy (operator)\n"
-      "  observers [X,Y ...]\n"
-      "                  replace the observers that drive simulation tiers (metres,\n"
-      "                  at most 64); none clears them (operator)\n"
-      "\n"
-      "  population:\n"
-      "  hour H          set the time of day, 0 <= H < 24 (operator)\n"
-      "  time-scale S    game seconds per simulated second, 1..3600 (operator)\n"
-      "  zones           table of zones: id, target, active, dormant, pending\n"
-      "                  spawn/recycle, deferred by quota, rejected by capacity\n"
-      "  population      communities table (base, target, zone, active, dormant),\n"
-      "                  residents active/retiring/dormant, lifecycle settings, spawn\n"
-      "                  pipeline (live and total per state, deferred), retiring and\n"
-      "                  faded counts, despawns by reason, tiers, lane density ledger\n"
-      "  lifecycle [--growth N] [--recycle N] [--interval-ms N] [--migration-budget N]\n"
-      "                  change the lifecycle settings (operator); the ones not given\n"
-      "                  keep their current value (read with a population query first)\n"
-      "  spawn [--zone Z] [--lane L] [--route A,B,...]\n"
-      "        [--priority story|quest|community|background]\n"
-      "        [--spawn-timeout-ms N] [--wait STATE [--attach]]\n"
-      "                  request a pedestrian (operator); prints its spawn handle.\n"
-      "                  Z: zone id, L: pedestrian lane id (default: any); priority\n"
-      "                  default quest; N: how long it may stay queued (default 0:\n"
-      "                  the scenario's spawn.timeout_ms). --route: up to 256 lane\n"
-      "                  ids, each a pedestrian successor of the one before; it\n"
-      "                  starts at the beginning of A (L, if given, must be A; with\n"
-      "                  Z, A must be a lane of Z), walks the route, then wanders;\n"
-      "                  the server names a bad entry (\"route[1]: ...\", exit 3).\n"
-      "                  --wait prints each state until STATE (queued,\n"
-      "                  identity_created, registered, representation_requested,\n"
-      "                  attached, ready_for_gameplay) or an end: exit 0 at STATE or\n"
-      "                  ReadyForGameplay, 3 when it ends Failed, Canceled or TimedOut,\n"
-      "                  1 when --timeout-ms passes without a new state.\n"
-      "                  ReadyForGameplay needs a client holding an actor to report it;\n"
-      "                  --attach makes bustle report it when RepresentationRequested\n"
-      "                  arrives\n"
-      "  cancel-spawn HANDLE\n"
-      "                  cancel a spawn not yet registered (operator; exit 3 if it\n"
-      "                  is not live or already registered); prints the id given back\n"
-      "  spawn-status HANDLE\n"
-      "                  the state of a spawn handle (live or recently ended; exit 3\n"
-      "                  if unknown)\n"
-      "  entity INDEX:GEN\n"
-      "                  every axis of one entity: identity, lifecycle, tier,\n"
-      "                  representation, priority/origin, community/zone/work point,\n"
-      "                  lane/position, effective distance, spawn, retiring (exit 3\n"
-      "                  if it is not alive)\n"
-      "\n"
-      "  target, garage-request, cancel-request, strategy, observers, hour,\n"
-      "  time-scale, lifecycle, spawn and cancel-spawn change the world: the server\n"
-      "  answers them when the next step applies them. With a realtime or fast\n"
-      "  clock that is within a step and the result is printed. Under the manual\n"
-      "  clock (or while paused) there is no next step until someone sends one:\n"
-      "  pass --step to send a Step right after the command and print its result;\n"
-      "  without it the command is only queued (\"queued\" is printed, exit 0) and\n"
-      "  applies at the next step. spawn --wait always waits for the answer: under\n"
-      "  the manual clock pass --step, which then also sends one Step at a time (at\n"
-      "  most one per step length) until the awaited state arrives.\n"
-      "  help            print this text\n"
-      "\n"
-      "options:\n"
-      "  --host ADDR       server address or name (default: BUSTLE_HOST, else 127.0.0.1)\n"
-      "  --port N          server port (default: BUSTLE_PORT, else 7777)\n"
-      "  --token TOKEN     access token; default: the BUSTLE_TOKEN environment variable\n"
-      "  --timeout-ms N    connect, handshake and command timeout, and the longest wait\n"
-      "                    between two states of a job or spawn (default 3000)\n"
-      "  --count N         watch: stop after N lines (default 0: until interrupted)\n"
-      "  --interval-ms N   watch: milliseconds between lines (default 1000);\n"
-      "                    lifecycle: the lifecycle interval (the server checks it)\n"
-      "  --no-wait         checkpoint/restore/save/load: print the first result and exit\n"
-      "                    (0 when accepted) without waiting for the job to end\n"
-      "  --priority P      garage-request: dispatch priority (default 10);\n"
-      "                    spawn: story, quest, community or background (default quest)\n"
-      "  --step            world commands under the manual clock: send one Step after\n"
-      "                    the command and wait for the command's result\n"
-      "  --zone Z, --lane L, --route A,B,..., --spawn-timeout-ms N, --wait STATE,\n"
-      "  --attach          spawn only (see spawn above)\n"
-      "  --growth N, --recycle N, --migration-budget N\n"
-      "                    lifecycle only: growth and recycle quotas per interval,\n"
-      "                    migration budget (the server checks the ranges)\n"
-      "  -h, --help        print this text\n"
+      "Environment: BUSTLE_HOST, BUSTLE_PORT, BUSTLE_TOKEN give the defaults of --host,\n"
+      "--port, --token (flags win; an empty variable counts as unset).\n"
       "\n"
       "exit codes:\n"
       "  0 success\n"
       "  1 server unreachable, timed out, closed the connection or sent an error\n"
-      "  2 usage error\n"
-      "  3 the server rejected the command, or a job or spawn failed (reason printed)\n",
-      out);
+      "  2 usage error (bad arguments, bad BUSTLE_* variable)\n"
+      "  3 the server rejected the command, or a job or spawn failed (reason printed)\n"
+      "\n"
+      "'bustle COMMAND --help' shows a command's operands and options.");
+  app.fallthrough();           // the global options work after the command too
+  app.require_subcommand(0, 1);  // none: worded by check_extras
+  app.allow_extras();
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.set_version_flag("--version",
+                       std::string("bustle ") + BUSTLE_VERSION + " (protocol " +
+                           std::to_string(proto::kProtocolVersion) + ")");
+  app.add_option("--host", "server address or name (default: BUSTLE_HOST, else 127.0.0.1)")
+      ->type_name("ADDR")
+      ->check(args::non_empty(o.host, "a non-empty address"));
+  app.add_option("--port", "server port (default: BUSTLE_PORT, else 7777)")
+      ->type_name("N")
+      ->check(whole<std::uint16_t>(o.port, 1, 65535, "a port number"));
+  app.add_option("--token", o.token, "access token (default: BUSTLE_TOKEN)")->type_name("TOKEN");
+  app.add_option("--timeout-ms",
+                 "connect, handshake and command timeout, and the longest wait between two "
+                 "states of a job or spawn (default 3000)")
+      ->type_name("N")
+      ->check(whole<std::uint32_t>(o.timeout_ms, 1, 3'600'000, "milliseconds"));
+  app.add_flag("--json", o.json, "print JSON instead of text (README \"CLI reference\")");
 }
 
-ParseResult parse_args(std::span<const std::string_view> args, const char* env_token, const char* env_host,
-                       const char* env_port) {
-  ParseResult r;
-  CliOptions& o = r.options;
-  if (env_token != nullptr) o.token = env_token;
-  if (env_host != nullptr && *env_host != '\0') o.host = env_host;
-  if (env_port != nullptr && *env_port != '\0') {
-    std::uint32_t port = 0;
-    if (!parse_u32(env_port, std::numeric_limits<std::uint16_t>::max(), port) || port == 0) {
-      r.status = ParseStatus::Error;
-      r.error = std::string("invalid BUSTLE_PORT ") + env_port + ": expected a port number 1..65535";
-      return r;
-    }
-    o.port = static_cast<std::uint16_t>(port);
-  }
-  std::vector<std::string_view> positional;
-  // Judged once the command is known: --priority and --interval-ms mean
-  // different things to different commands; some options belong to one.
-  std::optional<std::string_view> priority_text;
-  std::optional<std::uint32_t> interval_ms;
-  std::vector<std::string_view> scoped;  // options with an owner (option_owner)
-  auto error = [&](std::string message) {
-    r.status = ParseStatus::Error;
-    r.error = std::move(message);
-    return r;
-  };
+// Declared last: it knows every other command.
+void Declared::help() {
+  std::vector<std::string> names;
+  for (const CLI::App* sub : app.get_subcommands({})) names.push_back(sub->get_name());
+  CLI::App* sub = command("help", "print this text (help COMMAND: that command's)");
+  sub->add_option("COMMAND", o.help_topic, "a command")->check(CLI::IsMember(names));
+}
 
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    std::string_view arg = args[i];
-    if (arg == "-h" || arg == "--help") {
-      r.status = ParseStatus::Help;
-      return r;
-    }
-    if (arg.size() < 2 || arg.substr(0, 2) != "--") {
-      positional.push_back(arg);
-      continue;
-    }
-    if (arg == "--no-wait") {
-      o.no_wait = true;
-      continue;
-    }
-    if (arg == "--step") {
-      o.step_after = true;
-      continue;
-    }
-    if (arg == "--attach") {
-      o.attach = true;
-      scoped.push_back(arg);
-      continue;
-    }
-    std::string_view name = arg;
-    std::string_view value;
-    bool has_value = false;
-    if (const auto eq = arg.find('='); eq != std::string_view::npos) {
-      name = arg.substr(0, eq);
-      value = arg.substr(eq + 1);
-      has_value = true;
-    }
-    const bool known = name == "--host" || name == "--port" || name == "--token" ||
-                       name == "--timeout-ms" || name == "--count" || name == "--interval-ms" ||
-                       name == "--priority" || !option_owner(name).empty();
-    if (!known) return error("unknown option " + std::string(name));
-    if (!option_owner(name).empty()) scoped.push_back(name);
-    if (!has_value) {
-      if (i + 1 >= args.size()) return error("option " + std::string(name) + " needs a value");
-      value = args[++i];
-    }
-    const std::string shown = std::string(name) + " " + std::string(value);
-    if (name == "--host") {
-      if (value.empty()) return error("--host needs a non-empty value");
-      o.host = std::string(value);
-    } else if (name == "--token") {
-      o.token = std::string(value);
-    } else if (name == "--port") {
-      std::uint32_t port = 0;
-      if (!parse_u32(value, std::numeric_limits<std::uint16_t>::max(), port) || port == 0) {
-        return error("invalid " + shown + ": expected a port number 1..65535");
-      }
-      o.port = static_cast<std::uint16_t>(port);
-    } else if (name == "--timeout-ms") {
-      if (!parse_u32(value, 3'600'000, o.timeout_ms) || o.timeout_ms == 0) {
-        return error("invalid " + shown + ": expected 1..3600000");
-      }
-    } else if (name == "--count") {
-      if (!parse_u32(value, std::numeric_limits<std::uint32_t>::max(), o.count)) {
-        return error("invalid " + shown + ": expected a non-negative integer");
-      }
-    } else if (name == "--priority") {
-      priority_text = value;
-    } else if (name == "--interval-ms") {
-      std::uint32_t ms = 0;
-      if (!parse_u32(value, 3'600'000, ms)) {
-        return error("invalid " + shown + ": expected 10..3600000");
-      }
-      interval_ms = ms;
-    } else if (name == "--zone") {
-      o.zone = std::string(value);  // the server judges ids (and names the field)
-    } else if (name == "--lane") {
-      o.spawn_lane = std::string(value);
-    } else if (name == "--route") {
-      if (!parse_route(value, o.route)) {
-        return error("invalid " + shown +
-                     ": expected lane ids separated by commas (e.g. market.loop,x.market.office)");
-      }
-    } else if (name == "--spawn-timeout-ms") {
-      // The server checks the range (at most an hour).
-      if (!parse_u32(value, std::numeric_limits<std::uint32_t>::max(), o.spawn_timeout_ms)) {
-        return error("invalid " + shown +
-                     ": expected milliseconds (0: the scenario's spawn.timeout_ms)");
-      }
-    } else if (name == "--observer") {
-      CliOptions::WatchObserver w;
-      if (!parse_watch_observer(value, w)) {
-        return error("invalid " + shown + ": expected X,Y or X,Y,RADIUS in metres (radius in (0, 100000])");
-      }
-      o.watch_observers.push_back(w);
-    } else if (name == "--wait") {
-      std::uint8_t state = 0;
-      if (!parse_name(value, kWaitStateNames, state)) {
-        return error("invalid " + shown +
-                     ": expected queued, identity_created, registered, "
-                     "representation_requested, attached or ready_for_gameplay");
-      }
-      o.wait_state = state;
-    } else {
-      // --growth, --recycle, --migration-budget: the server checks the ranges.
+void Declared::stream_and_clock() {
+  command("status",
+          "handshake, query the server's stats and print them (exit 0 when the server "
+          "answers: usable as a health check)");
+  CLI::App* watch = command(
+      "watch",
+      "subscribe and print one line per interval: step, entities in the local mirror, "
+      "entered/moved/left per second (moved: motion corrections), entities left out by the "
+      "budgets, digest");
+  watch->add_option("--count", "stop after N lines (default 0: until interrupted)")
+      ->type_name("N")
+      ->check(whole<std::uint32_t>(o.count, 0, kU32Max, "a line count"));
+  watch->add_option("--interval-ms", "milliseconds between lines (default 1000)")
+      ->type_name("N")
+      ->check(whole<std::uint32_t>(o.interval_ms, 10, 3'600'000, "milliseconds"));
+  watch
+      ->add_option("--observer",
+                   "only what is within R metres (default 150) of X,Y (repeatable); none: "
+                   "the whole city")
+      ->type_name("X,Y[,R]")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->check(watch_observer(o));
+  command("pause", "pause the simulation clock (operator)");
+  command("resume", "resume the simulation clock (operator)");
+  operand(command("step", "advance N steps; manual clock only (operator)"), "N",
+          whole<std::uint32_t>(o.argument, 1, kU32Max, "a step count"), "a number");
+  CLI::App* target = command("target", "set the pedestrian population target to N (operator)");
+  operand(target, "N", whole<std::uint32_t>(o.argument, 0, kU32Max, "a count"), "a number");
+  step_flag(target);
+}
+
+void Declared::snapshots() {
+  const char* jobs =
+      "These start a job and print each state as it arrives: checkpoint/save: Copied -> "
+      "Committed; restore: Queued -> Validated -> Applied; load: Queued -> Validated -> "
+      "SnapshotApplied -> ScheduleReconciled -> RepresentationRebuilt. Exit 0 when it ends "
+      "Committed/Applied/RepresentationRebuilt, 3 when it ends Failed or is rejected "
+      "(reason printed).";
+  const std::pair<const char*, const char*> kinds[] = {
+      {"checkpoint", "write a checkpoint (the complete state) named NAME (operator)"},
+      {"restore", "replace the running world with checkpoint NAME (operator)"},
+      {"save", "write a save (persistent facts only) named NAME (operator)"},
+      {"load", "replace the running world with save NAME (operator)"}};
+  for (const auto& [name, summary] : kinds) {
+    CLI::App* sub = command(name, summary);
+    sub->footer(jobs);
+    name_operand(sub);
+    sub->add_flag("--no-wait", o.no_wait,
+                  "print the first result and exit (0 when accepted) without waiting for the "
+                  "job to end");
+  }
+  command("snapshots",
+          "list the stored snapshots: name, kind, step, sim time, pedestrians, digest, created "
+          "(UTC)");
+  name_operand(command("delete", "delete snapshot NAME (operator; exit 3 if there is none)"));
+  operand(command("job", "print the current state of job ID (exit 3 if unknown)"), "ID",
+          whole<std::uint64_t>(o.job_id, 0, kU64Max, "a job id"), "a job id");
+}
+
+void Declared::vehicles() {
+  command("garages",
+          "table of garages: id, queued, dispatched, managed/capacity, last dispatch gate, "
+          "turnarounds, rejected invalid/duplicate/full");
+  command("signals", "table of signals: id, lane, phase, time in phase, cycles");
+  operand(command("vehicle", "every field of one vehicle (exit 3 if it is not a vehicle)"),
+          "INDEX:GEN", entity_id(o), "an entity id");
+  CLI::App* request = command(
+      "garage-request",
+      "queue a vehicle request at GARAGE; LANE is the garage's entrance lane id (operator; "
+      "exit 3 when rejected: InvalidArgument, Duplicate, QueueFull)");
+  // The server judges the strings (and names the field it refuses).
+  operand(request, "GARAGE", args::non_empty(o.garage, "a garage id"), "a garage id");
+  operand(request, "REQUEST_ID", args::non_empty(o.request_id, "a request id"), "a request id");
+  operand(request, "PROTOTYPE", args::non_empty(o.prototype, "a prototype"), "a prototype");
+  operand(request, "LANE", args::non_empty(o.lane, "a lane id"), "a lane id");
+  request->add_option("--priority", "dispatch priority, higher first (default 10)")
+      ->type_name("P")
+      ->check(whole<std::int32_t>(o.priority, std::numeric_limits<std::int32_t>::min(),
+                                  std::numeric_limits<std::int32_t>::max(), "an integer"));
+  step_flag(request);
+  CLI::App* cancel = command("cancel-request",
+                             "remove a queued request (operator; exit 3 if not queued)");
+  operand(cancel, "GARAGE", args::non_empty(o.garage, "a garage id"), "a garage id");
+  operand(cancel, "REQUEST_ID", args::non_empty(o.request_id, "a request id"), "a request id");
+  step_flag(cancel);
+  CLI::App* strategy = command("strategy", "set a vehicle's strategy (operator)");
+  operand(strategy, "INDEX:GEN", entity_id(o), "an entity id");
+  operand(strategy, "STRATEGY",
+          one_of(o.strategy, {"route_follow", "lane_follow", "parked", "manual"},
+                 "route_follow, lane_follow, parked or manual"),
+          "route_follow|lane_follow|parked|manual");
+  step_flag(strategy);
+  CLI::App* observers = command(
+      "observers",
+      "replace the observers that drive simulation tiers (metres, at most 64); none clears "
+      "them (operator)");
+  observers->add_option("POINTS", points, "observer points X,Y (metres)")->check(point(o));
+  step_flag(observers);
+}
+
+void Declared::population() {
+  CLI::App* hour_cmd = command("hour", "set the time of day, 0 <= H < 24 (operator)");
+  operand(hour_cmd, "H", hour(o.hour), "an hour");
+  step_flag(hour_cmd);
+  CLI::App* scale = command("time-scale", "game seconds per simulated second, 1..3600 (operator)");
+  // The server checks the range 1..3600.
+  operand(scale, "S", whole<std::uint32_t>(o.time_scale, 0, kU32Max, "game seconds per second"),
+          "a time scale");
+  step_flag(scale);
+  command("zones",
+          "table of zones: id, target, active, dormant, pending spawn/recycle, deferred by "
+          "quota, rejected by capacity");
+  command("population",
+          "communities, residents, lifecycle settings, spawn pipeline, retiring and faded "
+          "counts, despawns by reason, tiers, lane density ledger");
+  CLI::App* life = command(
+      "lifecycle",
+      "change the lifecycle settings (operator); the ones not given keep their current value");
+  // The server checks the ranges.
+  auto setting = [&](const char* flag, std::optional<std::uint32_t>& out, const char* help,
+                     std::uint32_t most) {
+    life->add_option(flag, CLI::callback_t{}, help)->type_name("N")->check(storing([&out, most](const std::string& t) {
       std::uint32_t n = 0;
-      if (!parse_u32(value, std::numeric_limits<std::uint32_t>::max(), n)) {
-        return error("invalid " + shown + ": expected a non-negative integer");
-      }
-      auto& field = name == "--growth"    ? o.growth_quota
-                    : name == "--recycle" ? o.recycle_quota
-                                          : o.migration_budget;
-      field = n;
-    }
-  }
+      const std::string why = args::store_whole<std::uint32_t>(t, 0, most, n, "an integer");
+      if (why.empty()) out = n;
+      return why;
+    }));
+  };
+  setting("--growth", o.growth_quota, "growth quota per interval", kU32Max);
+  setting("--recycle", o.recycle_quota, "recycle quota per interval", kU32Max);
+  setting("--interval-ms", o.lifecycle_interval_ms, "the lifecycle interval", 3'600'000);
+  setting("--migration-budget", o.migration_budget, "migration budget per interval", kU32Max);
+  step_flag(life);
+  CLI::App* cancel = command(
+      "cancel-spawn",
+      "cancel a spawn not yet registered (operator; exit 3 if it is not live or already "
+      "registered); prints the id given back");
+  operand(cancel, "HANDLE", whole<std::uint64_t>(o.handle, 1, kU64Max, "a spawn handle"),
+          "a spawn handle");
+  step_flag(cancel);
+  operand(command("spawn-status",
+                  "the state of a spawn handle (live or recently ended; exit 3 if unknown)"),
+          "HANDLE", whole<std::uint64_t>(o.handle, 1, kU64Max, "a spawn handle"), "a spawn handle");
+  operand(command("entity",
+                  "every axis of one entity: identity, lifecycle, tier, representation, "
+                  "priority/origin, community/zone/work point, lane/position, effective "
+                  "distance, spawn, retiring (exit 3 if it is not alive)"),
+          "INDEX:GEN", entity_id(o), "an entity id");
+}
 
-  if (positional.empty()) return error("no command given");
-  const std::string_view command = positional[0];
-  if (!is_command(command)) return error("unknown command \"" + std::string(command) + "\"");
-  o.command = std::string(command);
-  if (command == "help") {
-    r.status = ParseStatus::Help;
-    return r;
+void Declared::spawn() {
+  CLI::App* sub = command("spawn", "request a pedestrian (operator); prints its spawn handle");
+  sub->footer(
+      "--route: up to 256 lane ids, each a pedestrian successor of the one before; it starts\n"
+      "at the beginning of A (--lane, if given, must be A; with --zone, A must be a lane of\n"
+      "the zone), walks the route, then wanders; the server names a bad entry\n"
+      "(\"route[1]: ...\", exit 3).\n"
+      "--wait prints each state until STATE or an end: exit 0 at STATE or ReadyForGameplay,\n"
+      "3 when it ends Failed, Canceled or TimedOut, 1 when --timeout-ms passes without a new\n"
+      "state. ReadyForGameplay needs a client holding an actor to report it; --attach makes\n"
+      "bustle report it when RepresentationRequested arrives. Under the manual clock pass\n"
+      "--step, which then sends one Step at a time (at most one per step length) until the\n"
+      "awaited state arrives.");
+  // The server judges ids (and names the field).
+  sub->add_option("--zone", o.zone, "zone id (default: any)")->type_name("Z");
+  sub->add_option("--lane", o.spawn_lane, "pedestrian lane id (default: any)")->type_name("L");
+  sub->add_option("--route", "lane ids to walk, in order")->type_name("A,B,...")->check(route(o));
+  sub->add_option("--priority", "priority class (default quest)")
+      ->type_name("story|quest|community|background")
+      ->check(one_of(o.spawn_priority, {"story", "quest", "community", "background"},
+                     "story, quest, community or background"));
+  sub->add_option("--spawn-timeout-ms",
+                  "how long it may stay queued (default 0: the scenario's spawn.timeout_ms; "
+                  "the server checks the range)")
+      ->type_name("N")
+      ->check(whole<std::uint32_t>(o.spawn_timeout_ms, 0, kU32Max, "milliseconds"));
+  wait = sub->add_option("--wait", "print each state until STATE")
+             ->type_name("STATE")
+             ->check(one_of(wait_state, kWaitStates,
+                            "queued, identity_created, registered, representation_requested, "
+                            "attached or ready_for_gameplay"));
+  sub->add_flag("--attach", o.attach,
+                "report the actor attached when RepresentationRequested arrives (needs --wait "
+                "attached or ready_for_gameplay)");
+  step_flag(sub);
+}
+
+// "garage-request GARAGE REQUEST_ID PROTOTYPE LANE": the command and its operands.
+std::string synopsis(const CLI::App& sub) {
+  std::string out = sub.get_name();
+  for (const CLI::Option* op : sub.get_options()) {
+    if (op->get_positional()) out += " " + op->get_name();
   }
-  for (const std::string_view option : scoped) {
-    const std::string_view owner = option_owner(option);
-    if (command != owner) {
-      return error("option " + std::string(option) + " is only for " + std::string(owner) +
-                   ", not " + std::string(command));
+  return out;
+}
+
+// The commands that have option `flag`, "a, b or c".
+std::string owners(const CLI::App& app, const std::string& flag) {
+  std::vector<std::string> names;
+  for (const CLI::App* sub : app.get_subcommands({})) {
+    if (sub->get_option_no_throw(flag) != nullptr) names.push_back(sub->get_name());
+  }
+  std::string out;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    out += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
+  }
+  return out;
+}
+
+// Why the arguments CLI11 left over are wrong ("" when none are left).
+std::string check_extras(const CLI::App& app, const CLI::App* sub) {
+  const std::vector<std::string> rest = app.remaining(true);
+  if (rest.empty()) return {};
+  const std::string& first = rest.front();
+  if (first.size() < 2 || first[0] != '-') {
+    if (sub == nullptr) return "unknown command \"" + first + "\"";
+    return "unexpected argument \"" + first + "\" after " + sub->get_name();
+  }
+  const std::string flag = first.substr(0, first.find('='));
+  const std::string owner = owners(app, flag);
+  if (owner.empty() || sub == nullptr) return "unknown option " + flag;
+  if (sub->get_option_no_throw(flag) != nullptr) {
+    return "option " + flag + " belongs to " + sub->get_name() + ": put it after the command";
+  }
+  return "option " + flag + " is only for " + owner + ", not " + sub->get_name();
+}
+
+// CLI11's complaint in bustle's words: which command, which operand.
+std::string worded(const Declared& d, const CLI::App* sub, const CLI::ParseError& e) {
+  const std::string what = e.what();
+  const std::string name = what.substr(0, what.find(':'));
+  if (dynamic_cast<const CLI::RequiredError*>(&e) != nullptr && sub != nullptr) {
+    for (const CLI::Option* op : sub->get_options()) {
+      if (!op->get_positional() || op->count() > 0) continue;
+      const auto need = d.needs.find(sub->get_name() + " " + op->get_name());
+      if (need == d.needs.end()) continue;
+      return sub->get_name() + " needs " + need->second + ": bustle " + synopsis(*sub);
     }
   }
-  if (priority_text) {
-    const std::string shown = "--priority " + std::string(*priority_text);
-    if (command == "spawn") {
-      if (!parse_name(*priority_text, kPriorityNames, o.spawn_priority)) {
-        return error("invalid " + shown + ": expected story, quest, community or background");
-      }
-    } else if (!parse_i32(*priority_text, o.priority)) {
-      return error("invalid " + shown + ": expected an integer (higher dispatches first)");
+  if (dynamic_cast<const CLI::ArgumentMismatch*>(&e) != nullptr && name.rfind("--", 0) == 0) {
+    return "option " + name + " needs a value";
+  }
+  if (const auto* bad = dynamic_cast<const CLI::ConversionError*>(&e); bad != nullptr) {
+    // Only flags convert ("--no-wait=maybe"): every value is checked as text.
+    const auto eq = what.find(" = ");
+    const auto colon = what.find(": ");
+    if (eq != std::string::npos && colon != std::string::npos) {
+      return what.substr(colon + 2, eq - colon - 2) + ": " +
+             expected("no value (or true/false)", what.substr(eq + 3));
     }
   }
-  if (interval_ms) {
-    if (command == "lifecycle") {
-      o.lifecycle_interval_ms = *interval_ms;  // the server checks the range
-    } else if (*interval_ms < 10) {
-      return error("invalid --interval-ms " + std::to_string(*interval_ms) +
-                   ": expected 10..3600000");
-    } else {
-      o.interval_ms = *interval_ms;
-    }
+  if (dynamic_cast<const CLI::ValidationError*>(&e) != nullptr && sub != nullptr &&
+      name.rfind("-", 0) != 0) {
+    return sub->get_name() + " " + what;  // an operand: "step N: expected ..."
+  }
+  return what;
+}
+
+// Rules between options that CLI11 does not express.
+std::string check_combinations(const Declared& d) {
+  const CliOptions& o = d.o;
+  if (o.command == "lifecycle" && !o.growth_quota && !o.recycle_quota &&
+      !o.lifecycle_interval_ms && !o.migration_budget) {
+    return "lifecycle needs at least one setting: bustle lifecycle [--growth N] [--recycle N] "
+           "[--interval-ms N] [--migration-budget N]";
   }
   if (o.attach && !(o.wait_state && *o.wait_state >= kAttachedState)) {
-    return error("--attach needs --wait attached or --wait ready_for_gameplay");
+    return "--attach needs --wait attached or --wait ready_for_gameplay";
   }
-  if (command == "lifecycle" && !o.growth_quota && !o.recycle_quota && !o.lifecycle_interval_ms &&
-      !o.migration_budget) {
-    return error(
-        "lifecycle needs at least one setting: bustle lifecycle [--growth N] [--recycle N] "
-        "[--interval-ms N] [--migration-budget N]");
-  }
-  if (command == "observers") {
-    // Any number of X,Y points; none clears every observer.
-    for (std::size_t k = 1; k < positional.size(); ++k) {
-      std::pair<float, float> p;
-      if (!parse_point(positional[k], p)) {
-        return error("invalid observer point \"" + std::string(positional[k]) +
-                     "\": expected X,Y in metres (e.g. 25,25)");
-      }
-      o.observers.push_back(p);
-    }
-    r.status = ParseStatus::Ok;
-    return r;
-  }
-  struct Shape {
-    std::string_view command;
-    std::size_t words;       // arguments after the command
-    std::string_view usage;  // shown when some are missing
-  };
-  static constexpr Shape shapes[] = {
-      {"vehicle", 1, "vehicle INDEX:GEN"},
-      {"garage-request", 4, "garage-request GARAGE REQUEST_ID PROTOTYPE LANE [--priority P]"},
-      {"cancel-request", 2, "cancel-request GARAGE REQUEST_ID"},
-      {"strategy", 2, "strategy INDEX:GEN route_follow|lane_follow|parked|manual"},
-      {"hour", 1, "hour H"},
-      {"time-scale", 1, "time-scale S"},
-      {"entity", 1, "entity INDEX:GEN"},
-      {"cancel-spawn", 1, "cancel-spawn HANDLE"},
-      {"spawn-status", 1, "spawn-status HANDLE"},
-  };
-  for (const Shape& shape : shapes) {
-    if (command != shape.command) continue;
-    if (positional.size() < shape.words + 1) {
-      return error(std::string(command) + " needs " + std::to_string(shape.words) + " argument" +
-                   (shape.words == 1 ? "" : "s") + ": bustle " + std::string(shape.usage));
-    }
-    if (positional.size() > shape.words + 1) {
-      return error("unexpected argument \"" + std::string(positional[shape.words + 1]) +
-                   "\" after " + std::string(command));
-    }
-    if (command == "vehicle" || command == "strategy" || command == "entity") {
-      if (!parse_entity(positional[1], o.entity_index, o.entity_generation)) {
-        return error("invalid entity id \"" + std::string(positional[1]) +
-                     "\": expected INDEX:GEN (e.g. 12:1)");
-      }
-      if (command == "strategy" && !parse_strategy(positional[2], o.strategy)) {
-        return error("invalid strategy \"" + std::string(positional[2]) +
-                     "\": expected route_follow, lane_follow, parked or manual");
-      }
-    } else if (command == "garage-request") {
-      // The server judges the strings (and names the field it refuses).
-      o.garage = std::string(positional[1]);
-      o.request_id = std::string(positional[2]);
-      o.prototype = std::string(positional[3]);
-      o.lane = std::string(positional[4]);
-    } else if (command == "cancel-request") {
-      o.garage = std::string(positional[1]);
-      o.request_id = std::string(positional[2]);
-    } else if (command == "cancel-spawn" || command == "spawn-status") {
-      if (!parse_u64(positional[1], o.handle) || o.handle == 0) {
-        return error("invalid spawn handle \"" + std::string(positional[1]) +
-                     "\": expected the number spawn printed (1 or more)");
-      }
-    } else if (command == "hour") {
-      // The server checks the range [0, 24).
-      if (!parse_double(positional[1], o.hour)) {
-        return error("invalid hour \"" + std::string(positional[1]) +
-                     "\": expected a number of hours, e.g. 12 or 7.5");
-      }
-    } else if (command == "time-scale") {
-      // The server checks the range 1..3600.
-      if (!parse_u32(positional[1], std::numeric_limits<std::uint32_t>::max(), o.time_scale)) {
-        return error("invalid time scale \"" + std::string(positional[1]) +
-                     "\": expected a whole number of game seconds per second");
-      }
-    }
-    r.status = ParseStatus::Ok;
-    return r;
-  }
+  return {};
+}
 
-  const bool takes_number = command == "step" || command == "target";
-  const bool named = takes_name(command);
-  const bool takes_id = command == "job";
-  const std::size_t expected = takes_number || named || takes_id ? 2 : 1;
-  if (positional.size() < expected) {
-    if (named) {
-      return error(std::string(command) + " needs a snapshot name: bustle " + std::string(command) +
-                   " NAME");
-    }
-    if (takes_id) return error("job needs a job id: bustle job ID");
-    return error(std::string(command) + " needs a number: bustle " + std::string(command) + " N");
+// BUSTLE_TOKEN, BUSTLE_HOST, BUSTLE_PORT: defaults the flags override.
+std::string apply_environment(CliOptions& o, const char* token, const char* host,
+                              const char* port) {
+  if (token != nullptr) o.token = token;
+  if (host != nullptr && *host != '\0') o.host = host;
+  if (port == nullptr || *port == '\0') return {};
+  const std::string why = args::store_whole<std::uint16_t>(port, 1, 65535, o.port, "a port number");
+  return why.empty() ? why : "environment BUSTLE_PORT: " + why;
+}
+
+}  // namespace
+
+ParseResult parse_args(std::span<const std::string_view> arguments, const char* env_token,
+                       const char* env_host, const char* env_port) {
+  ParseResult r;
+  auto fail = [&r](std::string why) {
+    r.status = ParseStatus::Error;
+    r.error = std::move(why);
+    return r;
+  };
+  if (std::string why = apply_environment(r.options, env_token, env_host, env_port);
+      !why.empty()) {
+    return fail(why);
   }
-  if (positional.size() > expected) {
-    return error("unexpected argument \"" + std::string(positional[expected]) + "\" after " +
-                 std::string(command));
+  Declared d(r.options);
+  d.declare();
+  std::vector<std::string> reversed(arguments.rbegin(), arguments.rend());  // CLI11's order
+  const CLI::App* sub = nullptr;
+  try {
+    d.app.parse(reversed);
+    if (const auto chosen = d.app.get_subcommands(); !chosen.empty()) sub = chosen.front();
+  } catch (const CLI::CallForHelp&) {
+    r.status = ParseStatus::Help;
+    r.text = d.app.help();
+    return r;
+  } catch (const CLI::CallForVersion& e) {
+    r.status = ParseStatus::Version;
+    r.text = std::string(e.what()) + "\n";
+    return r;
+  } catch (const CLI::ParseError& e) {
+    const auto chosen = d.app.get_subcommands();
+    return fail(worded(d, chosen.empty() ? nullptr : chosen.front(), e));
   }
-  if (takes_number) {
-    if (!parse_u32(positional[1], std::numeric_limits<std::uint32_t>::max(), o.argument)) {
-      return error("invalid number \"" + std::string(positional[1]) + "\" for " +
-                   std::string(command));
-    }
-    if (command == "step" && o.argument == 0) return error("step needs N >= 1");
-  }
-  if (named) {
-    // The server judges the name (and names the rule it breaks).
-    o.name = std::string(positional[1]);
-  }
-  if (takes_id && !parse_u64(positional[1], o.job_id)) {
-    return error("invalid job id \"" + std::string(positional[1]) + "\"");
+  if (std::string why = check_extras(d.app, sub); !why.empty()) return fail(why);
+  if (sub == nullptr) return fail("no command given");
+  if (d.wait->count() > 0) r.options.wait_state = d.wait_state;
+  if (std::string why = check_combinations(d); !why.empty()) return fail(why);
+  if (r.options.command == "help") {
+    r.status = ParseStatus::Help;
+    const std::string& topic = r.options.help_topic;
+    r.text = topic.empty() ? d.app.help() : d.app.get_subcommand(topic)->help("bustle");
+    return r;
   }
   r.status = ParseStatus::Ok;
   return r;

@@ -11,6 +11,7 @@
 #include "bustle/cli/cli.hpp"
 #include "bustle/client/client.hpp"
 #include "bustle/client/entity_mirror.hpp"
+#include "json_output.hpp"
 
 namespace bustle::cli {
 namespace {
@@ -75,6 +76,16 @@ int run_status(const CliOptions& o, std::FILE* out, std::FILE* err) {
   }
   const client::WelcomeInfo& w = c.welcome();
   const client::StatsInfo& s = *r.value.stats;
+  if (o.json) {
+    json::print(out, {{"server",
+                       {{"version", w.server_version},
+                        {"address", c.connection().peer()},
+                        {"scenario_id", w.scenario_id},
+                        {"protocol_version", w.protocol_version},
+                        {"session_id", w.session_id}}},
+                      {"stats", json::stats(s)}});
+    return kExitOk;
+  }
   const double rate_hz = s.step_us > 0 ? 1e6 / static_cast<double>(s.step_us) : 0.0;
   std::fprintf(out, "bustle-server %s at %s (scenario %s, protocol %u, session %" PRIu32 ")\n",
                w.server_version.c_str(), c.connection().peer().c_str(), w.scenario_id.c_str(),
@@ -163,10 +174,19 @@ int run_watch(const CliOptions& o, std::FILE* out, std::FILE* err) {
   auto next_line = window_start + interval;
   client::MirrorCounters at_window_start = mirror.counters();
   std::uint32_t lines = 0;
-  std::fprintf(out, "watching %s (%s clock, %" PRIu32 " us steps, %s)\n", c.connection().peer().c_str(),
-               wire::EnumNameClockMode(c.welcome().clock_mode), c.welcome().step_us,
-               o.watch_observers.empty() ? "whole city"
-                                         : (std::to_string(o.watch_observers.size()) + " observers").c_str());
+  if (o.json) {
+    json::print(out, {{"watching", c.connection().peer()},
+                      {"clock_mode", wire::EnumNameClockMode(c.welcome().clock_mode)},
+                      {"step_us", c.welcome().step_us},
+                      {"observers", o.watch_observers.size()}});
+  } else {
+    std::fprintf(out, "watching %s (%s clock, %" PRIu32 " us steps, %s)\n",
+                 c.connection().peer().c_str(), wire::EnumNameClockMode(c.welcome().clock_mode),
+                 c.welcome().step_us,
+                 o.watch_observers.empty()
+                     ? "whole city"
+                     : (std::to_string(o.watch_observers.size()) + " observers").c_str());
+  }
   std::fflush(out);
 
   while (o.count == 0 || lines < o.count) {
@@ -180,15 +200,28 @@ int run_watch(const CliOptions& o, std::FILE* out, std::FILE* err) {
       // Step time (Stats, the server's last 1024 steps): one QueryStats per line.
       const auto stats = c.command(client::QueryStatsCmd{}, std::chrono::milliseconds(o.timeout_ms));
       const client::StatsInfo* st = stats.ok() && stats.value.stats ? &*stats.value.stats : nullptr;
-      std::fprintf(out,
-                   "step %-10" PRIu64
-                   " entities %-7zu entered/s %-9.1f moved/s %-10.1f "
-                   "left/s %-9.1f truncated %-7" PRIu32 " digest %016" PRIx64
-                   " step_us p50 %.1f p99 %.1f max %.1f\n",
-                   mirror.last_step(), mirror.size(), per_s(k.entered, at_window_start.entered),
-                   per_s(k.moved, at_window_start.moved), per_s(k.left, at_window_start.left),
-                   mirror.interest_truncated(), mirror.last_digest(), st ? st->step_time_p50_us : 0.0,
-                   st ? st->step_time_p99_us : 0.0, st ? st->step_time_max_us : 0.0);
+      if (o.json) {
+        json::print(out, {{"step", mirror.last_step()},
+                          {"entities", mirror.size()},
+                          {"entered_per_s", per_s(k.entered, at_window_start.entered)},
+                          {"moved_per_s", per_s(k.moved, at_window_start.moved)},
+                          {"left_per_s", per_s(k.left, at_window_start.left)},
+                          {"truncated", mirror.interest_truncated()},
+                          {"digest", json::hex(mirror.last_digest())},
+                          {"step_time_p50_us", st ? st->step_time_p50_us : 0.0},
+                          {"step_time_p99_us", st ? st->step_time_p99_us : 0.0},
+                          {"step_time_max_us", st ? st->step_time_max_us : 0.0}});
+      } else {
+        std::fprintf(out,
+                     "step %-10" PRIu64
+                     " entities %-7zu entered/s %-9.1f moved/s %-10.1f "
+                     "left/s %-9.1f truncated %-7" PRIu32 " digest %016" PRIx64
+                     " step_us p50 %.1f p99 %.1f max %.1f\n",
+                     mirror.last_step(), mirror.size(), per_s(k.entered, at_window_start.entered),
+                     per_s(k.moved, at_window_start.moved), per_s(k.left, at_window_start.left),
+                     mirror.interest_truncated(), mirror.last_digest(), st ? st->step_time_p50_us : 0.0,
+                     st ? st->step_time_p99_us : 0.0, st ? st->step_time_max_us : 0.0);
+      }
       std::fflush(out);
       ++lines;
       at_window_start = k;
@@ -254,7 +287,8 @@ std::string kind_name(wire::JobKind k) {
 }
 
 // One line per job state: "restore 'noon' job 4: Validated (step 10)".
-void print_job(std::FILE* out, const client::JobInfo& j) {
+void print_job(std::FILE* out, const CliOptions& o, const client::JobInfo& j) {
+  if (o.json) return json::print(out, json::job(j));
   std::fprintf(out, "%s '%s' job %" PRIu64 ": %s", kind_name(j.kind).c_str(), j.name.c_str(), j.job_id,
                wire::EnumNameJobState(j.state));
   if (j.state != wire::JobState::Queued && !j.failed())
@@ -296,7 +330,7 @@ int run_snapshot_job(const CliOptions& o, std::FILE* out, std::FILE* err) {
     return kExitServer;
   }
   client::JobInfo job = *r.value.job;
-  print_job(out, job);
+  print_job(out, o, job);
   if (!job.terminal && o.no_wait) return kExitOk;
   while (!job.terminal) {
     const auto u = c.next_job_update(job.job_id, timeout);
@@ -304,7 +338,7 @@ int run_snapshot_job(const CliOptions& o, std::FILE* out, std::FILE* err) {
       return report(err, o, ("waiting for job " + std::to_string(job.job_id)).c_str(), u);
     }
     job = u.value;
-    print_job(out, job);
+    print_job(out, o, job);
   }
   return job_outcome(o, job, err);
 }
@@ -321,6 +355,22 @@ std::string utc_time(std::int64_t unix_ms) {
   return n == 0 ? std::string("?") : std::string(buf, n);
 }
 
+// --json of a query: {"applied_step": N, "<key>": [rows]}.
+template <class Row, class ToJson>
+int print_list(std::FILE* out, const char* key, const std::vector<Row>& rows, ToJson to_json,
+               std::uint64_t applied_step) {
+  json::Json list = json::Json::array();
+  for (const Row& row : rows) list.push_back(to_json(row));
+  json::print(out, {{"applied_step", applied_step}, {key, list}});
+  return kExitOk;
+}
+
+// --json of a query: {"applied_step": N, "<key>": {object}}.
+int print_object(std::FILE* out, const char* key, json::Json object, std::uint64_t applied_step) {
+  json::print(out, {{"applied_step", applied_step}, {key, std::move(object)}});
+  return kExitOk;
+}
+
 int run_snapshots(const CliOptions& o, std::FILE* out, std::FILE* err) {
   Client c(client_options(o, wire::Role::Viewer));
   if (const int rc = connect(c, o, err); rc != kExitOk) return rc;
@@ -334,6 +384,7 @@ int run_snapshots(const CliOptions& o, std::FILE* out, std::FILE* err) {
     return kExitServer;
   }
   const auto& list = *r.value.snapshots;
+  if (o.json) return print_list(out, "snapshots", list, json::snapshot, r.value.applied_step);
   int name_width = 4;
   for (const auto& e : list) name_width = std::max(name_width, static_cast<int>(e.name.size()));
   std::fprintf(out, "%-*s  %-10s  %10s  %12s  %11s  %-16s  %s\n", name_width, "NAME", "KIND",
@@ -356,6 +407,10 @@ int run_delete(const CliOptions& o, std::FILE* out, std::FILE* err) {
       c.command(client::DeleteSnapshotCmd{o.name}, std::chrono::milliseconds(o.timeout_ms));
   if (!r.ok()) return report(err, o, "delete_snapshot", r);
   if (!r.value.accepted()) return rejected(o, r.value, err, " '" + o.name + "'");
+  if (o.json) {
+    json::print(out, {{"command", o.command}, {"deleted", o.name}});
+    return kExitOk;
+  }
   std::fprintf(out, "deleted snapshot '%s'\n", o.name.c_str());
   std::fflush(out);
   return kExitOk;
@@ -373,7 +428,8 @@ int run_job_query(const CliOptions& o, std::FILE* out, std::FILE* err) {
                  subject.c_str(), o.host.c_str(), unsigned{o.port});
     return kExitServer;
   }
-  print_job(out, *r.value.job);
+  print_job(out, o, *r.value.job);
+  if (o.json) return kExitOk;  // "terminal" is in the object
   std::fprintf(out, "  %s\n",
                r.value.job->terminal ? "terminal: no further states" : "in progress");
   std::fflush(out);
@@ -421,6 +477,7 @@ int run_garages(const CliOptions& o, std::FILE* out, std::FILE* err) {
   if (const int rc = run_query(o, client::QueryGaragesCmd{}, r, err); rc != kExitOk) return rc;
   if (!r.garages) return missing(o, "a garage list", err);
   const auto& list = *r.garages;
+  if (o.json) return print_list(out, "garages", list, json::garage, r.applied_step);
   const int w = id_width(list);
   std::fprintf(out, "%-*s  %6s  %10s  %11s  %-15s  %11s  %8s  %s\n", w, "ID", "QUEUED",
                "DISPATCHED", "MANAGED/CAP", "LAST GATE", "TURNAROUNDS", "CANCELED",
@@ -456,6 +513,7 @@ int run_signals(const CliOptions& o, std::FILE* out, std::FILE* err) {
   if (const int rc = run_query(o, client::QuerySignalsCmd{}, r, err); rc != kExitOk) return rc;
   if (!r.signals) return missing(o, "a signal list", err);
   const auto& list = *r.signals;
+  if (o.json) return print_list(out, "signals", list, json::signal, r.applied_step);
   const int w = id_width(list);
   std::fprintf(out, "%-*s  %6s  %-6s  %10s  %8s\n", w, "ID", "LANE", "PHASE", "ELAPSED", "CYCLES");
   for (const auto& sig : list) {
@@ -474,6 +532,7 @@ int run_zones(const CliOptions& o, std::FILE* out, std::FILE* err) {
   if (const int rc = run_query(o, client::QueryZonesCmd{}, r, err); rc != kExitOk) return rc;
   if (!r.zones) return missing(o, "a zone list", err);
   const auto& list = *r.zones;
+  if (o.json) return print_list(out, "zones", list, json::zone, r.applied_step);
   const int w = id_width(list);
   std::fprintf(out, "%-*s  %6s  %6s  %7s  %13s  %15s  %8s  %20s  %8s\n", w, "ID", "TARGET", "ACTIVE",
                "DORMANT", "PENDING SPAWN", "PENDING RECYCLE", "DEFERRED", "REJECTED BY CAPACITY",
@@ -501,6 +560,7 @@ int run_vehicle(const CliOptions& o, std::FILE* out, std::FILE* err) {
   if (const int rc = run_query(o, client::QueryVehicleCmd{id}, r, err); rc != kExitOk) return rc;
   if (!r.vehicle) return missing(o, "the vehicle", err);
   const client::VehicleReport& v = *r.vehicle;
+  if (o.json) return print_object(out, "vehicle", json::vehicle(v), r.applied_step);
   std::fprintf(out, "vehicle %s at step %" PRIu64 "\n", ident(v.id).c_str(), r.applied_step);
   std::fprintf(out, "  %-20s %s\n", "vehicle id", v.vehicle_id.c_str());
   std::fprintf(out, "  %-20s %s\n", "garage", v.garage.c_str());
@@ -525,6 +585,12 @@ int run_vehicle(const CliOptions& o, std::FILE* out, std::FILE* err) {
 
 // "accepted at step N[: message]", the line every answered command prints.
 void print_accepted(std::FILE* out, const CliOptions& o, const client::CommandReply& r) {
+  if (o.json) {
+    return json::print(out, {{"command", o.command},
+                             {"accepted", true},
+                             {"applied_step", r.applied_step},
+                             {"message", r.message}});
+  }
   std::fprintf(out, "%s accepted at step %" PRIu64 "%s%s\n", o.command.c_str(), r.applied_step,
                r.message.empty() ? "" : ": ", r.message.c_str());
   std::fflush(out);
@@ -590,7 +656,11 @@ int apply_world(Client& c, const CliOptions& o, const ClockView& clock,
       reply = quick.value;
       return kExitOk;
     }
-    if (clock.manual) {
+    if (o.json) {
+      json::print(out, {{"command", o.command},
+                        {"queued", true},
+                        {"why", clock.manual ? "manual clock" : "paused"}});
+    } else if (clock.manual) {
       std::fprintf(out,
                    "%s queued: the server's clock is manual, so the command is applied (and "
                    "its result sent) at the next step; advance with 'bustle step 1', or pass "
@@ -633,7 +703,8 @@ std::string despawn_reason_name(wire::DespawnReason r) { return enum_name(r, wir
 
 // One line per spawn state: "spawn 3: Registered (step 14) entity 40:1 zone
 // market lane 7 priority Story".
-void print_spawn(std::FILE* out, const client::SpawnStatusInfo& s) {
+void print_spawn(std::FILE* out, const CliOptions& o, const client::SpawnStatusInfo& s) {
+  if (o.json) return json::print(out, json::spawn(s));
   std::fprintf(out, "spawn %" PRIu64 ": %s", s.handle, wire::EnumNameSpawnState(s.state));
   if (s.failure != wire::SpawnFailure::None) {
     std::fprintf(out, " (%s)", wire::EnumNameSpawnFailure(s.failure));
@@ -694,7 +765,7 @@ int wait_spawn(Client& c, const CliOptions& o, const ClockView& clock, std::uint
     const client::SpawnStatusInfo& s = u.value;
     last_change = Clock::now();
     last_state = wire::EnumNameSpawnState(s.state);
-    print_spawn(out, s);
+    print_spawn(out, o, s);
     if (s.terminal) return spawn_outcome(o, s, err);
     if (s.state >= until) return kExitOk;
     if (o.attach && s.state == wire::SpawnState::RepresentationRequested) {
@@ -702,6 +773,11 @@ int wait_spawn(Client& c, const CliOptions& o, const ClockView& clock, std::uint
       const auto attached = c.command(client::ReportAttachedCmd{s.entity}, timeout);
       if (!attached.ok()) return report(err, o, "report_attached", attached);
       if (!attached.value.accepted()) return rejected(o, attached.value, err);
+      if (o.json) {
+        json::print(out, {{"reported_attached", ident(s.entity)},
+                          {"applied_step", attached.value.applied_step}});
+        continue;
+      }
       std::fprintf(out, "reported entity %s attached at step %" PRIu64 "\n",
                    ident(s.entity).c_str(), attached.value.applied_step);
       std::fflush(out);
@@ -722,8 +798,15 @@ int run_spawn(const CliOptions& o, std::FILE* out, std::FILE* err) {
     return rc;
   }
   if (!reply) return kExitOk;  // queued
-  std::fprintf(out, "spawn accepted at step %" PRIu64 ": handle %" PRIu64 "\n", reply->applied_step,
-               reply->handle);
+  if (o.json) {
+    json::print(out, {{"command", o.command},
+                      {"accepted", true},
+                      {"applied_step", reply->applied_step},
+                      {"handle", reply->handle}});
+  } else {
+    std::fprintf(out, "spawn accepted at step %" PRIu64 ": handle %" PRIu64 "\n",
+                 reply->applied_step, reply->handle);
+  }
   std::fflush(out);
   if (!waiting) return kExitOk;
   if (reply->handle == 0) return missing(o, "a spawn handle", err);
@@ -737,8 +820,17 @@ int run_cancel_spawn(const CliOptions& o, std::FILE* out, std::FILE* err) {
   std::optional<client::CommandReply> reply;
   const int rc = apply_world(c, o, clock, client::CancelSpawnCmd{o.handle}, false, reply, out, err);
   if (rc != kExitOk || !reply) return rc;
+  const bool given_back = reply->entity && !(*reply->entity == client::EntityId{});
+  if (o.json) {
+    json::print(out, {{"command", o.command},
+                      {"accepted", true},
+                      {"applied_step", reply->applied_step},
+                      {"handle", o.handle},
+                      {"entity", given_back ? json::Json(ident(*reply->entity)) : nullptr}});
+    return kExitOk;
+  }
   print_accepted(out, o, *reply);
-  if (reply->entity && !(*reply->entity == client::EntityId{})) {
+  if (given_back) {
     std::fprintf(out, "spawn %" PRIu64 " canceled; entity %s given back\n", o.handle,
                  ident(*reply->entity).c_str());
   } else {
@@ -755,7 +847,8 @@ int run_spawn_status(const CliOptions& o, std::FILE* out, std::FILE* err) {
     return rc;
   }
   if (!r.spawn) return missing(o, "the spawn", err);
-  print_spawn(out, *r.spawn);
+  if (o.json) return print_object(out, "spawn", json::spawn(*r.spawn), r.applied_step);
+  print_spawn(out, o, *r.spawn);
   std::fprintf(out, "  requested at step %" PRIu64 "; %s\n", r.spawn->requested_step,
                r.spawn->terminal ? "terminal: no further states" : "in progress");
   std::fflush(out);
@@ -768,6 +861,7 @@ int run_entity(const CliOptions& o, std::FILE* out, std::FILE* err) {
   if (const int rc = run_query(o, client::QueryEntityCmd{id}, r, err); rc != kExitOk) return rc;
   if (!r.entity_info) return missing(o, "the entity", err);
   const client::EntityReport& e = *r.entity_info;
+  if (o.json) return print_object(out, "entity", json::entity(e), r.applied_step);
   auto name_or_dash = [](const std::string& s) { return s.empty() ? std::string("-") : s; };
   std::fprintf(out, "entity %s at step %" PRIu64 "\n", ident(e.id).c_str(), r.applied_step);
   std::fprintf(out, "  %-20s %s %s, %s%s\n", "identity", ident(e.id).c_str(),
@@ -812,6 +906,7 @@ int run_population(const CliOptions& o, std::FILE* out, std::FILE* err) {
   if (const int rc = run_query(o, client::QueryPopulationCmd{}, r, err); rc != kExitOk) return rc;
   if (!r.population) return missing(o, "the population", err);
   const client::PopulationReport& p = *r.population;
+  if (o.json) return print_object(out, "population", json::population(p), r.applied_step);
   std::fprintf(out,
                "population at step %" PRIu64 ", time of day %s (%.4f h), time scale %" PRIu32
                " game s per s\n",
@@ -904,6 +999,23 @@ int run_lifecycle(const CliOptions& o, std::FILE* out, std::FILE* err) {
   std::optional<client::CommandReply> reply;
   const int rc = apply_world(c, o, clock, spec, false, reply, out, err);
   if (rc != kExitOk || !reply) return rc;
+  if (o.json) {
+    auto settings = [](std::uint32_t growth, std::uint32_t recycle, std::uint32_t interval,
+                       std::uint32_t budget) {
+      return json::Json{{"growth_quota", growth},
+                        {"recycle_quota", recycle},
+                        {"interval_ms", interval},
+                        {"migration_budget", budget}};
+    };
+    json::print(out, {{"command", o.command},
+                      {"accepted", true},
+                      {"applied_step", reply->applied_step},
+                      {"settings", settings(spec.growth_quota, spec.recycle_quota, spec.interval_ms,
+                                            spec.migration_budget)},
+                      {"was", settings(was.growth_quota, was.recycle_quota, was.interval_ms,
+                                       was.migration_budget)}});
+    return kExitOk;
+  }
   print_accepted(out, o, *reply);
   auto setting = [&](const char* name, std::uint32_t now, std::uint32_t before, const char* unit) {
     std::fprintf(out, "  %-20s %" PRIu32 "%s", name, now, unit);
@@ -987,10 +1099,6 @@ int run(const CliOptions& options, std::FILE* out, std::FILE* err) {
   if (options.command == "snapshots") return run_snapshots(options, out, err);
   if (options.command == "delete") return run_delete(options, out, err);
   if (options.command == "job") return run_job_query(options, out, err);
-  if (options.command == "help") {
-    print_usage(out);
-    return kExitOk;
-  }
   std::fprintf(err, "bustle: unknown command \"%s\"\n", options.command.c_str());
   return kExitUsage;
 }
@@ -1001,7 +1109,8 @@ int main_entry(int argc, char** argv) {
   const ParseResult parsed = parse_args(args, std::getenv("BUSTLE_TOKEN"), std::getenv("BUSTLE_HOST"), std::getenv("BUSTLE_PORT"));
   switch (parsed.status) {
     case ParseStatus::Help:
-      print_usage(stdout);
+    case ParseStatus::Version:
+      std::fputs(parsed.text.c_str(), stdout);
       return kExitOk;
     case ParseStatus::Error:
       std::fprintf(stderr, "bustle: %s\nTry 'bustle --help'.\n", parsed.error.c_str());

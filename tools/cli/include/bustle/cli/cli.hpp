@@ -1,10 +1,10 @@
 // The `bustle` command-line tool: argument parsing and the subcommands, kept
 // in a library so that tests can parse arguments without starting a process.
 //
-// Exit codes (documented in --help):
+// Exit codes (documented in --help and README "CLI reference"):
 //   0 success, 1 the server could not be reached or misbehaved (unreachable,
 //   timeout, protocol or server error), 2 usage error, 3 the server rejected
-//   the command, or a snapshot job ended Failed.
+//   the command, or a job or spawn ended Failed.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +28,7 @@ struct CliOptions {
   std::uint16_t port = 7777;
   std::string token;  // --token, else the BUSTLE_TOKEN environment variable
   std::uint32_t timeout_ms = 3000;
+  bool json = false;  // --json: print JSON objects instead of text (README "CLI reference")
   std::uint32_t count = 0;           // watch: lines to print, 0 = until interrupted
   std::uint32_t interval_ms = 1000;  // watch: time between lines
   // watch --observer X,Y[,R] (repeatable): where the subscription looks from
@@ -44,6 +45,7 @@ struct CliOptions {
                                // garage-request, cancel-request, strategy, observers, hour,
                                // time-scale, zones, population, spawn, cancel-spawn,
                                // spawn-status, entity, lifecycle, help
+  std::string help_topic;      // help COMMAND
   std::uint32_t argument = 0;  // step N, target N
   std::string name;            // checkpoint/restore/save/load/delete NAME
   std::uint64_t job_id = 0;    // job ID
@@ -79,23 +81,24 @@ struct CliOptions {
   bool step_after = false;
 };
 
-enum class ParseStatus : std::uint8_t { Ok, Help, Error };
+enum class ParseStatus : std::uint8_t { Ok, Help, Version, Error };
 
 struct ParseResult {
   ParseStatus status = ParseStatus::Error;
   CliOptions options;
   std::string error;  // on Error: what was wrong, one sentence
+  std::string text;   // on Help and Version: what to print
 };
 
-// Parses the arguments after the program name. Options may come before or
-// after the command, as `--name value` or `--name=value`. `env_token` is the
+// Parses the arguments after the program name (CLI11). The global options
+// (--host, --port, --token, --timeout-ms, --json) may come before or after the
+// command; a command's own options come after it; `--name value` or
+// `--name=value`. `env_token` is the
 // value of BUSTLE_TOKEN (nullptr if unset); --token wins over it. Likewise
 // `env_host` and `env_port` (BUSTLE_HOST, BUSTLE_PORT) give the defaults of
 // --host and --port; an invalid BUSTLE_PORT is an error naming the variable.
 ParseResult parse_args(std::span<const std::string_view> args, const char* env_token,
                        const char* env_host = nullptr, const char* env_port = nullptr);
-
-void print_usage(std::FILE* out);
 
 // Runs a parsed command; prints results to `out` and problems to `err`.
 int run(const CliOptions& options, std::FILE* out, std::FILE* err);
