@@ -464,6 +464,8 @@ TEST_CASE("a garage's vehicle_id_format names its vehicles; bad or colliding for
   CHECK(error_of(two).find("garages[1].vehicle_id_format: can give the same VehicleIds as garages[0]") == 0);
   two.garages[1].vehicle_id_format = "car.{garage}.{ordinal}";
   CHECK(error_of(two).empty());
+}
+
 // The persistence worker captures into recycled buffers prepared with
 // reserve_for_capture (issue 13: no allocation or page faults on the sim
 // thread). A buffer that held an older, different state must come out holding

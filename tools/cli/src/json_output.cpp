@@ -60,6 +60,13 @@ Json stats(const client::StatsInfo& s) {
           {"spawn_ready_total", s.spawn_ready_total},
           {"client_observers", s.client_observers},
           {"client_observers_dropped", s.client_observers_dropped},
+          {"step_time_window", s.step_time_window},
+          {"step_time_p50_us", s.step_time_p50_us},
+          {"step_time_p99_us", s.step_time_p99_us},
+          {"step_time_max_us", s.step_time_max_us},
+          {"step_time_bucket_le_us", s.step_time_bucket_le_us},
+          {"step_time_bucket_counts", s.step_time_bucket_counts},
+          {"steps_timed_total", s.steps_timed_total},
           {"digest", hex(s.digest)}};
 }
 
@@ -172,13 +179,14 @@ Json entity(const client::EntityReport& e) {
 Json population(const client::PopulationReport& p) {
   Json communities = Json::array();
   for (const auto& c : p.communities) {
-    communities.push_back({{"id", c.id},
-                           {"base_population", c.base_population},
-                           {"target", c.target},
-                           {"zone", c.zone},
-                           {"active", c.active},
-                           {"dormant", c.dormant},
-                           {"saveable", c.saveable}});
+    if (!c) continue;
+    communities.push_back({{"id", c->id},
+                           {"base_population", c->base_population},
+                           {"target", c->target},
+                           {"zone", c->zone},
+                           {"active", c->active},
+                           {"dormant", c->dormant},
+                           {"saveable", c->saveable}});
   }
   Json spawn_states = Json::object();
   const std::size_t states = std::max(p.spawn_live.size(), p.spawn_totals.size());
