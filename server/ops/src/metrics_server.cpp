@@ -7,6 +7,7 @@
 #include <prometheus/metric_family.h>
 
 #include <algorithm>
+#include <array>
 #include <asio/ip/address.hpp>
 #include <cctype>
 #include <charconv>
@@ -254,6 +255,12 @@ class Collector final : public prometheus::Collectable {
     const auto C = MetricType::Counter;
     const auto G = MetricType::Gauge;
     const net::NetCounters& n = src_.server->counters();
+    // Disconnects are read before the joined gauge: the network thread leaves
+    // the gauge first and counts the disconnect after, so reading in the
+    // opposite order, one scrape never shows a disconnect for a client it
+    // still counts as joined.
+    std::array<std::uint64_t, net::kDisconnectReasonCount> disconnects{};
+    for (std::size_t r = 0; r < net::kDisconnectReasonCount; ++r) disconnects[r] = n.disconnects[r].load();
     {
       MetricFamily& m = f.family("bustle_clients", "Joined clients by role", G);
       for (std::size_t r = 0; r < 2; ++r) Families::add(m, {{"role", kRoleLabels[r]}}, n.joined_by_role[r].load());
@@ -272,7 +279,7 @@ class Collector final : public prometheus::Collectable {
     {
       MetricFamily& m = f.family("bustle_disconnects_total", "Connections closed, by reason", C);
       for (std::size_t r = 0; r < net::kDisconnectReasonCount; ++r) {
-        Families::add(m, {{"reason", net::disconnect_reason_name(r)}}, static_cast<double>(n.disconnects[r].load()));
+        Families::add(m, {{"reason", net::disconnect_reason_name(r)}}, static_cast<double>(disconnects[r]));
       }
     }
     {

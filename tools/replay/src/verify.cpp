@@ -284,9 +284,10 @@ VerifyReport verify_recording(const ReplayOptions& options, const VerifyProgress
     });
   }
   {
-    // A line at once, then four a second.
+    // A line at once (even when the workers are already done: a short
+    // recording still shows one), then four a second.
     std::unique_lock lock(mu);
-    while (running > 0) {
+    do {
       if (progress) {
         lock.unlock();
         progress(ticks_done.load(), report.ticks_total,
@@ -294,7 +295,7 @@ VerifyReport verify_recording(const ReplayOptions& options, const VerifyProgress
         lock.lock();
       }
       cv.wait_for(lock, std::chrono::milliseconds(250), [&] { return running == 0; });
-    }
+    } while (running > 0);
   }
   for (std::thread& t : workers) t.join();
   report.seconds = std::chrono::duration<double>(SteadyClock::now() - began).count();
