@@ -43,6 +43,17 @@ std::uint64_t preference_key(bool incumbent, double distance_m) {
 
 }  // namespace
 
+TierSpec slice_caps(const TierSpec& spec, const std::uint32_t (&others)[kSimTierCount], std::uint32_t others_forced) {
+  constexpr auto kFull = static_cast<std::size_t>(SimTier::Full);
+  constexpr auto kSim = static_cast<std::size_t>(SimTier::Simulated);
+  auto left = [](std::uint32_t cap, std::uint32_t used) { return cap > used ? cap - used : 0u; };
+  TierSpec s = spec;
+  s.full_cap = left(s.full_cap, others[kFull] - std::min(others[kFull], others_forced));
+  s.hard_full_cap = left(s.hard_full_cap, others[kFull]);
+  s.simulated_cap = left(s.simulated_cap, others[kSim]);
+  return s;
+}
+
 void TierResolver::reserve(std::size_t entities) {
   cand_key_.reserve(entities);
   cand_index_.reserve(entities);

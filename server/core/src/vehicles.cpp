@@ -853,7 +853,6 @@ void VehicleSystem::resolve_tiers(std::uint64_t step_index, const TierSpec& spec
   const auto ph = static_cast<std::uint32_t>(step_index % every);
   const std::uint32_t n = v_.size();
   constexpr auto kFull = static_cast<std::uint8_t>(SimTier::Full);
-  constexpr auto kSim = static_cast<std::uint8_t>(SimTier::Simulated);
   slice_.clear();
   slice_ids_.clear();
   slice_tier_.clear();
@@ -891,13 +890,9 @@ void VehicleSystem::resolve_tiers(std::uint64_t step_index, const TierSpec& spec
       if (v_.tier[i] == kFull && phase_[i] % every != ph) ++others_forced;
     }
   }
-  std::array<std::uint32_t, kSimTierCount> others{};
+  std::uint32_t others[kSimTierCount] = {};
   for (std::size_t t = 0; t < kSimTierCount; ++t) others[t] = tier_count_[t] - in_slice[t];
-  auto left = [](std::uint32_t cap, std::uint32_t used) { return cap > used ? cap - used : 0u; };
-  TierSpec s = spec;
-  s.full_cap = left(s.full_cap, others[kFull] - std::min(others[kFull], others_forced));
-  s.hard_full_cap = left(s.hard_full_cap, others[kFull]);
-  s.simulated_cap = left(s.simulated_cap, others[kSim]);
+  const TierSpec s = slice_caps(spec, others, others_forced);
   const TierCounts sc = tier_resolver_.resolve(s, slice_ids_, distances_, slice_tier_, slice_force_);
   for (std::uint32_t k = 0; k < m; ++k) {
     const std::uint32_t i = slice_[k];

@@ -758,7 +758,6 @@ void World::phase_tiers() {
   const auto phase = static_cast<std::uint32_t>(step_index_ % every);
   const std::uint32_t n = peds_.size();
   constexpr auto kFull = static_cast<std::uint8_t>(SimTier::Full);
-  constexpr auto kSim = static_cast<std::uint8_t>(SimTier::Simulated);
   slice_.clear();
   slice_ids_.clear();
   slice_tier_.clear();
@@ -797,11 +796,7 @@ void World::phase_tiers() {
       ++others_forced;
     }
   }
-  auto left = [](std::uint32_t cap, std::uint32_t used) { return cap > used ? cap - used : 0u; };
-  TierSpec spec = scenario_.tiers;
-  spec.full_cap = left(spec.full_cap, others[kFull] - std::min(others[kFull], others_forced));
-  spec.hard_full_cap = left(spec.hard_full_cap, others[kFull]);
-  spec.simulated_cap = left(spec.simulated_cap, others[kSim]);
+  const TierSpec spec = slice_caps(scenario_.tiers, others, others_forced);
   const TierCounts sc = ped_tier_resolver_.resolve(spec, slice_ids_, ped_distance_, slice_tier_, force_scratch_);
   for (std::uint32_t k = 0; k < m; ++k) {
     const std::uint32_t i = slice_[k];

@@ -102,24 +102,12 @@ class SegmentRunner {
       }
       if (ReplayError e = rep_->next_tick(oc); !e.ok()) return error(tick, e.message);
       if (oc.keyframe_diverged()) {
-        Event ev;
-        ev.kind = Event::Kind::Keyframe;
-        ev.tick = tick;
-        ev.step = oc.keyframe_step;
-        ev.replayed_step = oc.keyframe_step;
-        ev.recorded_digest = oc.keyframe_digest;
-        ev.replayed_digest = oc.keyframe_replayed_digest;
-        return stop(std::move(ev));
+        return stop({Event::Kind::Keyframe, tick, oc.keyframe_step, oc.keyframe_step, oc.keyframe_digest,
+                     oc.keyframe_replayed_digest, {}});
       }
       if (oc.diverged()) {
-        Event ev;
-        ev.kind = Event::Kind::Tick;
-        ev.tick = tick;
-        ev.step = oc.recorded_step;
-        ev.replayed_step = oc.replayed_step;
-        ev.recorded_digest = oc.recorded_digest;
-        ev.replayed_digest = oc.replayed_digest;
-        return stop(std::move(ev));
+        return stop({Event::Kind::Tick, tick, oc.recorded_step, oc.replayed_step, oc.recorded_digest,
+                     oc.replayed_digest, {}});
       }
       if (options_.check_invariants) {
         if (std::string broken = rep_->world().check_invariants(); !broken.empty()) {

@@ -62,6 +62,11 @@ struct TierCounts {
   std::uint32_t forced_overflow = 0;  // ForceFull entities beyond the hard cap (resolved normally)
 };
 
+// The caps left for one resolve slice when the rest of the kind keeps its
+// tiers: `others[t]` entities outside the slice hold tier t, `others_forced`
+// of the Full ones are ForceFull (they count against the hard cap only).
+TierSpec slice_caps(const TierSpec& spec, const std::uint32_t (&others)[kSimTierCount], std::uint32_t others_forced);
+
 // Resolves tiers in place. `distance_m[i]` is entity i's distance to the
 // nearest observer (infinity when there is none). Scratch vectors are reused
 // between calls so a step allocates nothing after warm-up.
