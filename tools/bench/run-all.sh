@@ -74,7 +74,9 @@ if [[ $quick -eq 1 ]]; then
   stream=(stream --agents 2000 --grid 3 --vehicles 40 --steps 50)
   fanout=(fanout --clients 4 --stalled-percent 25 --agents 200 --seconds 1 --warmup 1 --repeat 1)
   vehicles=(--grid 3 --vehicles 40 --steps 50)
-  sumo=("${vehicles[@]}" --repeat 1)
+  # SUMO reports its loop time to the millisecond: 50 toy steps (~2 ms)
+  # can time as 0 ms, an empty window; 1 000 steps (~0.1 s) cannot.
+  sumo=(--grid 3 --vehicles 40 --steps 1000 --repeat 1)
   sdk_sizes=(200)
   sdk_frames=20
   replay_agents=2000
@@ -175,6 +177,12 @@ done
 
 echo "load_after=$(load)" >>"$results/run.env"
 if [[ $failed -ne 0 ]]; then
+  # The tail of each failed bench again, last, where a CI log excerpt shows it.
+  for f in "$results"/*.failed; do
+    name="$(basename "$f" .failed)"
+    echo "run-all: $name failed; the end of its output ($results/$name.txt):" >&2
+    tail -n 15 "$results/$name.txt" | sed 's/^/  | /' >&2
+  done
   echo "run-all: some benches failed (see $results/*.failed); $readme not rewritten" >&2
   exit 1
 fi

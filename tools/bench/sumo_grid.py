@@ -58,7 +58,12 @@ SPEED_MPS = 13.9
 
 def run(cmd, **kw):
     print("+ " + " ".join(cmd), flush=True)
-    return subprocess.run(cmd, check=True, text=True, **kw)
+    p = subprocess.run(cmd, text=True, **kw)
+    if p.returncode != 0:
+        if p.stdout:
+            sys.stderr.write(p.stdout[-2000:])
+        raise SystemExit(f"sumo_grid: {cmd[0]} exited with status {p.returncode}")
+    return p
 
 
 def build_net(d, n):
