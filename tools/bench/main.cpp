@@ -70,6 +70,7 @@
 #include <string>
 #include <vector>
 
+#include "bustle/app/thread_phase_executor.hpp"
 #include "bustle/core/world.hpp"
 #include "bustle/net/server.hpp"
 #include "bustle/net/stream_tracker.hpp"
@@ -215,9 +216,12 @@ void print_step_times(const StepTimes& t) {
 int bench_step(const Args& a) {
   const auto s = scenario_for(a.agents);
   auto w = populated(a, s);
+  bustle::app::ThreadPhaseExecutor pool(a.threads);
+  w->set_phase_executor(&pool);
   const StepTimes t = time_steps(*w, a.steps, [] {});
   const double updates = static_cast<double>(w->pedestrians().size()) * static_cast<double>(a.steps);
-  std::printf("step: %u agents, %" PRIu64 " steps (digest included)\n", w->pedestrians().size(), a.steps);
+  std::printf("step: %u agents, %" PRIu64 " steps, %u thread%s (digest included)\n", w->pedestrians().size(), a.steps,
+              a.threads, a.threads == 1 ? "" : "s");
   print_step_times(t);
   std::printf("  agent updates/s  %.1f M\n", updates / t.total_s / 1e6);
   std::printf("  peak RSS  %.1f MiB\n", static_cast<double>(peak_rss_kb()) / 1024.0);
@@ -341,6 +345,10 @@ int bench_population(const Args& a) {
   World& w = *built.world;
   const PedestrianStore& p = w.pedestrians();
   if (!column_list_complete(p)) return 1;
+  // Threads for the step's parallel parts (movement, tier distances); the
+  // digest is the same for every count (tests/app/thread_phase_executor_test).
+  bustle::app::ThreadPhaseExecutor pool(a.threads);
+  w.set_phase_executor(&pool);
 
   // Warm-up: at least --warmup steps, then on until a pedestrian tier
   // resolution has nothing left deferred by the transition budget.
@@ -402,9 +410,9 @@ int bench_population(const Args& a) {
   const double stepped = static_cast<double>(present) / t.total_s;
   const double rss_mib = static_cast<double>(peak_rss_kb()) / 1024.0;
   std::printf("population: %u active pedestrians, %u dormant residents in %zu communities, entity capacity %u, "
-              "%" PRIu64 " timed steps of %u us, seed %" PRIu64 " (digest included)\n",
+              "%" PRIu64 " timed steps of %u us, seed %" PRIu64 ", %u thread%s (digest included)\n",
               p.size(), w.population().residents().size() - w.population().active_count(), s.communities.size(),
-              s.entity_capacity, a.steps, s.step_us, a.seed);
+              s.entity_capacity, a.steps, s.step_us, a.seed, a.threads, a.threads == 1 ? "" : "s");
   std::printf("  build %.2f s, warm-up %" PRIu64 " steps in %.2f s\n", built.build_s, warmup, warm_s);
   print_step_times(t);
   std::printf("  step cpu ms  p50 %.3f  p99 %.3f  max %.3f  (this thread's CPU time: wall minus time the machine "
@@ -456,6 +464,7 @@ int bench_population(const Args& a) {
               verdict(at_caps), tiers[0], s.tiers.full_cap, tiers[1], s.tiers.simulated_cap);
   bustle::bench::figures() = {
       {"active", p.size()},
+      {"threads", a.threads},
       {"dormant", a.dormant},
       {"entity_capacity", s.entity_capacity},
       {"steps", a.steps},

@@ -65,6 +65,13 @@ void add_seed(CLI::App& sub, Args& a) {
   add_int<std::uint64_t>(sub, "--seed", a.seed, "world seed", 0, kU64Max);
 }
 
+void add_threads(CLI::App& sub, Args& a) {
+  add_int<std::uint32_t>(sub, "--threads", a.threads,
+                         "threads for the step's parallel parts (movement, tier distances); the "
+                         "digest is the same for every count",
+                         1, 64);
+}
+
 void add_steps(CLI::App& sub, Args& a, const char* what) {
   sub.add_option("--steps", a.steps, what)
       ->check(in_range<std::uint64_t>(1, kStepsMax))
@@ -83,6 +90,7 @@ void add_step(CLI::App& app, Args& a) {
       "updates per second, peak RSS");
   add_int<std::uint32_t>(*sub, "--agents", a.agents, "pedestrians", 1, kAgentsMax);
   add_steps(*sub, a, "timed steps");
+  add_threads(*sub, a);
   add_seed(*sub, a);
   add_json(*sub, a);
 }
@@ -100,6 +108,7 @@ void add_population(CLI::App& app, Args& a) {
   add_steps(*sub, a, "timed steps");
   add_int<std::uint64_t>(*sub, "--warmup", a.warmup,
                          "untimed steps at least (more until the tiers settle)", 0, kStepsMax);
+  add_threads(*sub, a);
   add_seed(*sub, a);
   add_json(*sub, a);
 }

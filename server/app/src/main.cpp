@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "bustle/app/thread_phase_executor.hpp"
 #include "bustle/core/world.hpp"
 #include "bustle/net/command_queue.hpp"
 #include "bustle/net/server.hpp"
@@ -184,8 +185,12 @@ int run(int argc, char** argv) {
     }
     return 1;
   }
+  // Threads for the step's parallel parts (--sim-threads); declared before
+  // the world so that they outlive it. Any count gives the same digests.
+  bustle::app::ThreadPhaseExecutor sim_threads(opt.sim_threads);
   std::unique_ptr<bustle::core::World> world_owner = std::move(created.world);
   bustle::core::World& world = *world_owner;
+  if (opt.sim_threads > 1) world.set_phase_executor(&sim_threads);
 
   std::unique_ptr<bustle::persist::Recorder> recorder;
   if (opt.batch_steps) {

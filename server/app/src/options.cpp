@@ -65,6 +65,10 @@ std::vector<Setting> settings() {
          o.rate_hz = hz;
          return std::string();
        }},
+      {"--sim-threads", "BUSTLE_SIM_THREADS", true,
+       [=](O& o, const std::string& v) {
+         return store_whole<std::uint32_t>(v, 1, 64, o.sim_threads, "a thread count");
+       }},
       {"--clock", "BUSTLE_CLOCK", true,
        [](O& o, const std::string& v) {
          static const std::map<std::string, net::ClockMode> modes = {
@@ -293,6 +297,9 @@ Flags override BUSTLE_* environment variables (shown in brackets).
   --seed N               world seed, unsigned 64-bit (default 1)         [BUSTLE_SEED]
   --rate HZ              steps per second, overrides the scenario's step_us
                          (1..1000)                                      [BUSTLE_RATE]
+  --sim-threads N        threads that step the city's parallel parts (pedestrian
+                         movement, tier distances), 1..64 (default 1); every
+                         count gives the same digests           [BUSTLE_SIM_THREADS]
   --clock MODE           realtime | fast | manual (default realtime)     [BUSTLE_CLOCK]
                          fast: as fast as possible; manual: only on Step commands
   --port N               TCP port, 0 = ephemeral (default 7777)          [BUSTLE_PORT]

@@ -16,6 +16,7 @@ struct AppOptions {
   std::optional<std::string> config_path;  // empty: the embedded default city
   std::uint64_t seed = 1;
   std::optional<double> rate_hz;           // overrides the scenario's step_us
+  std::uint32_t sim_threads = 1;           // threads for the step's parallel parts
   net::ClockMode clock = net::ClockMode::Realtime;
   std::optional<std::uint64_t> batch_steps;  // --steps N: headless batch run
   bool print_digest = false;

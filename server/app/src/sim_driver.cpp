@@ -123,6 +123,7 @@ void SimDriver::apply_candidates() {
     awaiting_result_.clear();
     spawn_sessions_.clear();
     const std::uint64_t from = world_->step_index();
+    c.world->set_phase_executor(world_->lent_phase_executor());  // the same threads step the new world
     world_ = std::move(c.world);
     ++world_epoch_;
     restore_keyframe_due_ = recorder_ != nullptr;

@@ -775,7 +775,11 @@ void World::phase_tiers() {
   }
   const auto m = static_cast<std::uint32_t>(slice_.size());
   ped_distance_.resize(m);
-  for (std::uint32_t k = 0; k < m; ++k) ped_distance_[k] = pedestrian_effective_distance(slice_[k]);
+  // Each distance is a pure function of its pedestrian: parts in parallel.
+  run_parts(executor(), parts_for_rows(m), [&](std::uint32_t p) {
+    const std::uint32_t end = std::min(m, (p + 1) * kRowsPerPart);
+    for (std::uint32_t k = p * kRowsPerPart; k < end; ++k) ped_distance_[k] = pedestrian_effective_distance(slice_[k]);
+  });
   const double out_of_range = scenario_.despawn.out_of_range_m;
   if (out_of_range > 0.0 && !tier_observers_.empty()) {
     for (std::uint32_t k = 0; k < m; ++k) {
@@ -863,7 +867,32 @@ void World::phase_move_pedestrians() {
   for (std::size_t t = 0; t < kSimTierCount; ++t) {
     for (std::uint8_t ph = 0; ph < 64; ++ph) due[t][ph] = tier_due_phase(step_index_, ph, static_cast<SimTier>(t));
   }
-  for (std::uint32_t i = 0; i < n; ++i) {
+  // Parts of kRowsPerPart rows, run by the executor in any order and on any
+  // threads; their queued effects are applied below in part (= row) order,
+  // exactly as the sequential loop applied them.
+  const std::uint32_t parts = parts_for_rows(n);
+  if (move_parts_.size() < parts) move_parts_.resize(parts);
+  run_parts(executor(), parts, [&](std::uint32_t p) {
+    MovePart& out = move_parts_[p];
+    out.sum_delta = 0;
+    out.despawns.clear();
+    out.released_routes.clear();
+    move_pedestrian_rows(p * kRowsPerPart, std::min(n, (p + 1) * kRowsPerPart), due, dt_s, out);
+  });
+  for (std::uint32_t p = 0; p < parts; ++p) {
+    const MovePart& part = move_parts_[p];
+    ped_sum_ += part.sum_delta;
+    for (const DespawnRequest& d : part.despawns) request_despawn(d.id, d.reason);
+    for (const std::uint32_t route : part.released_routes) routes_.release(route);
+  }
+}
+
+// Rows [begin, end) of phase 7. Writes only those rows and `out`; reads the
+// lane graph and the routes (a route's cursor belongs to its one pedestrian;
+// releasing a route may compact the table, so it is queued).
+void World::move_pedestrian_rows(std::uint32_t begin, std::uint32_t end,
+                                 const std::uint8_t (&due)[kSimTierCount][64], double dt_s, MovePart& out) {
+  for (std::uint32_t i = begin; i < end; ++i) {
     // Not due this step: the next due step moves by the whole stride's time,
     // so progress over time is the same in every tier.
     if (!due[peds_.tier[i]][peds_.phase[i]]) continue;
@@ -887,12 +916,12 @@ void World::phase_move_pedestrians() {
       const auto& next = L.pedestrian_successors;
       if (next.empty()) {
         s = L.length_m;
-        request_despawn(peds_.id[i], DespawnReason::LaneDeadEnd);
+        out.despawns.push_back({peds_.id[i], DespawnReason::LaneDeadEnd});
         break;
       }
       // The row (lane, hops, route) is about to change: take its old hash
       // out of the digest sum while the columns still hold the old values.
-      if (!hopped) ped_sum_ -= ped_row_hash(i);
+      if (!hopped) out.sum_delta -= ped_row_hash(i);
       hopped = true;
       // A pedestrian with a route takes its next lane (validated as a
       // successor when the route was accepted); afterwards it wanders.
@@ -900,7 +929,7 @@ void World::phase_move_pedestrians() {
       if (peds_.route[i] != kNoRoute) {
         routed = routes_.next(peds_.route[i]);
         if (!routed) {
-          routes_.release(peds_.route[i]);
+          out.released_routes.push_back(peds_.route[i]);
           peds_.route[i] = kNoRoute;
         }
       }
@@ -914,8 +943,8 @@ void World::phase_move_pedestrians() {
     }
     peds_.lane[i] = lane;
     peds_.s_m[i] = s;
-    if (hopped) ped_sum_ += ped_row_hash(i);
-    if (s != s_before) ped_sum_ += ped_motion_hash(peds_.id[i], s) - ped_motion_hash(peds_.id[i], s_before);
+    if (hopped) out.sum_delta += ped_row_hash(i);
+    if (s != s_before) out.sum_delta += ped_motion_hash(peds_.id[i], s) - ped_motion_hash(peds_.id[i], s_before);
   }
 }
 

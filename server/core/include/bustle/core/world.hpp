@@ -43,6 +43,7 @@
 #include "bustle/core/command.hpp"
 #include "bustle/core/entity_id.hpp"
 #include "bustle/core/lane_graph.hpp"
+#include "bustle/core/phase_executor.hpp"
 #include "bustle/core/log_sink.hpp"
 #include "bustle/core/prng.hpp"
 #include "bustle/core/scenario.hpp"
@@ -221,6 +222,12 @@ class World {
   // Never touches any existing world. [Precondition: none; bad input -> errors]
   static RestoreResult restore(const Scenario& scenario, const WorldCheckpoint& checkpoint,
                                LogSink* log = nullptr);
+
+  // Threads for the parallel parts of a step (pedestrian movement, tier
+  // distances); not owned, must outlive the world or be reset. nullptr =
+  // inline. Never changes what a step computes (phase_executor.hpp).
+  void set_phase_executor(PhaseExecutor* executor) { lent_executor_ = executor; }
+  PhaseExecutor* lent_phase_executor() const { return lent_executor_; }
 
   // Copies the complete authoritative state (call between steps).
   WorldCheckpoint capture() const;
@@ -470,6 +477,21 @@ class World {
   // Background pedestrians per fragment; optionally each one's fragment by dense slot.
   void ledger_counts(std::vector<std::uint32_t>& out, std::vector<std::uint32_t>* fragment_of_slot = nullptr) const;
   std::vector<std::uint32_t> ped_fragment_;  // scratch for trimming
+
+  // Parallel parts (phase_executor.hpp). One MovePart per kRowsPerPart
+  // pedestrians: what phase 7 would have done to shared state, queued in row
+  // order and applied in part order after every part ran.
+  struct alignas(64) MovePart {
+    std::uint64_t sum_delta = 0;                 // wrapping change of ped_sum_
+    std::vector<DespawnRequest> despawns;        // LaneDeadEnd, in row order
+    std::vector<std::uint32_t> released_routes;  // route slots used up, in row order
+  };
+  void move_pedestrian_rows(std::uint32_t begin, std::uint32_t end, const std::uint8_t (&due)[kSimTierCount][64],
+                            double dt_s, MovePart& out);
+  std::vector<MovePart> move_parts_;
+  InlineExecutor inline_executor_;
+  PhaseExecutor* lent_executor_ = nullptr;  // the app's threads, if it lent some
+  PhaseExecutor& executor() { return lent_executor_ != nullptr ? *lent_executor_ : inline_executor_; }
 };
 
 }  // namespace bustle::core
