@@ -758,27 +758,48 @@ void World::phase_tiers() {
   const auto phase = static_cast<std::uint32_t>(step_index_ % every);
   const std::uint32_t n = peds_.size();
   constexpr auto kFull = static_cast<std::uint8_t>(SimTier::Full);
-  slice_.clear();
-  slice_ids_.clear();
-  slice_tier_.clear();
-  std::uint32_t others[kSimTierCount] = {};
   std::uint8_t in_slice[64];  // by id phase (< 64): no division per pedestrian
   for (std::uint32_t ph = 0; ph < 64; ++ph) in_slice[ph] = ph % every == phase;
-  for (std::uint32_t i = 0; i < n; ++i) {
-    if (in_slice[peds_.phase[i]]) {
-      slice_.push_back(i);
-      slice_ids_.push_back(peds_.id[i]);
-      slice_tier_.push_back(peds_.tier[i]);
-    } else {
-      ++others[peds_.tier[i]];
+  // The slice in row order, built in parts: count each part's members (and
+  // the tiers of the rest), place each part at its prefix offset, and take
+  // every member's effective distance on the way (a pure function of it).
+  const std::uint32_t parts = parts_for_rows(n);
+  if (tier_parts_.size() < parts) tier_parts_.resize(parts);
+  run_parts(executor(), parts, [&](std::uint32_t p) {
+    TierPart& t = tier_parts_[p];
+    t = TierPart{};
+    const std::uint32_t end = std::min(n, (p + 1) * kRowsPerPart);
+    for (std::uint32_t i = p * kRowsPerPart; i < end; ++i) {
+      if (in_slice[peds_.phase[i]]) {
+        ++t.members;
+      } else {
+        ++t.others[peds_.tier[i]];
+      }
     }
+  });
+  std::uint32_t others[kSimTierCount] = {};
+  std::uint32_t m = 0;
+  for (std::uint32_t p = 0; p < parts; ++p) {
+    TierPart& t = tier_parts_[p];
+    t.first = m;
+    m += t.members;
+    for (std::size_t tier = 0; tier < kSimTierCount; ++tier) others[tier] += t.others[tier];
   }
-  const auto m = static_cast<std::uint32_t>(slice_.size());
+  slice_.resize(m);
+  slice_ids_.resize(m);
+  slice_tier_.resize(m);
   ped_distance_.resize(m);
-  // Each distance is a pure function of its pedestrian: parts in parallel.
-  run_parts(executor(), parts_for_rows(m), [&](std::uint32_t p) {
-    const std::uint32_t end = std::min(m, (p + 1) * kRowsPerPart);
-    for (std::uint32_t k = p * kRowsPerPart; k < end; ++k) ped_distance_[k] = pedestrian_effective_distance(slice_[k]);
+  run_parts(executor(), parts, [&](std::uint32_t p) {
+    std::uint32_t k = tier_parts_[p].first;
+    const std::uint32_t end = std::min(n, (p + 1) * kRowsPerPart);
+    for (std::uint32_t i = p * kRowsPerPart; i < end; ++i) {
+      if (!in_slice[peds_.phase[i]]) continue;
+      slice_[k] = i;
+      slice_ids_[k] = peds_.id[i];
+      slice_tier_[k] = peds_.tier[i];
+      ped_distance_[k] = pedestrian_effective_distance(i);
+      ++k;
+    }
   });
   const double out_of_range = scenario_.despawn.out_of_range_m;
   if (out_of_range > 0.0 && !tier_observers_.empty()) {
@@ -802,13 +823,22 @@ void World::phase_tiers() {
   }
   const TierSpec spec = slice_caps(scenario_.tiers, others, others_forced);
   const TierCounts sc = ped_tier_resolver_.resolve(spec, slice_ids_, ped_distance_, slice_tier_, force_scratch_);
-  for (std::uint32_t k = 0; k < m; ++k) {
-    const std::uint32_t i = slice_[k];
-    if (peds_.tier[i] == slice_tier_[k]) continue;
-    ped_sum_ -= ped_row_hash(i);
-    peds_.tier[i] = slice_tier_[k];
-    ped_sum_ += ped_row_hash(i);
-  }
+  // The new tiers into the rows (each slice member is one row), in parts;
+  // the digest sum's change added up in part order.
+  const std::uint32_t apply_parts = parts_for_rows(m);
+  run_parts(executor(), apply_parts, [&](std::uint32_t p) {
+    std::uint64_t delta = 0;
+    const std::uint32_t end = std::min(m, (p + 1) * kRowsPerPart);
+    for (std::uint32_t k = p * kRowsPerPart; k < end; ++k) {
+      const std::uint32_t i = slice_[k];
+      if (peds_.tier[i] == slice_tier_[k]) continue;
+      delta -= ped_row_hash(i);
+      peds_.tier[i] = slice_tier_[k];
+      delta += ped_row_hash(i);
+    }
+    tier_parts_[p].sum_delta = delta;
+  });
+  for (std::uint32_t p = 0; p < apply_parts; ++p) ped_sum_ += tier_parts_[p].sum_delta;
   ped_tiers_ = sc;
   for (std::size_t t = 0; t < kSimTierCount; ++t) ped_tiers_.per_tier[t] = sc.per_tier[t] + others[t];
   ped_tiers_.forced = sc.forced + others_forced;

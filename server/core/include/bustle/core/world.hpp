@@ -489,6 +489,15 @@ class World {
   void move_pedestrian_rows(std::uint32_t begin, std::uint32_t end, const std::uint8_t (&due)[kSimTierCount][64],
                             double dt_s, MovePart& out);
   std::vector<MovePart> move_parts_;
+  // Phase 8's parts: slice members and the other tiers per part, where the
+  // part's members start in the slice, and the digest sum's change.
+  struct alignas(64) TierPart {
+    std::uint32_t members = 0;
+    std::uint32_t first = 0;
+    std::uint32_t others[kSimTierCount] = {};
+    std::uint64_t sum_delta = 0;
+  };
+  std::vector<TierPart> tier_parts_;
   InlineExecutor inline_executor_;
   PhaseExecutor* lent_executor_ = nullptr;  // the app's threads, if it lent some
   PhaseExecutor& executor() { return lent_executor_ != nullptr ? *lent_executor_ : inline_executor_; }
