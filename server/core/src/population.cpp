@@ -90,13 +90,8 @@ bool PopulationSystem::create_identities(EntityRegistry& registry) {
 
 std::uint64_t PopulationSystem::row_hash(std::uint32_t i) const {
   Digest e;
-  e.u64(residents_.id[i].packed())
-      .u32(residents_.community[i])
-      .u32(residents_.profession[i])
-      .u32(residents_.zone[i])
-      .u32(residents_.active[i]);
-  e.u64(static_cast<std::uint64_t>(residents_.work_point[i]))
-      .u64(static_cast<std::uint64_t>(residents_.work_slot[i]));
+  e.u64(residents_.id[i].packed()).u32(residents_.community[i]).u32(residents_.profession[i]).u32(residents_.zone[i]).u32(residents_.active[i]);
+  e.u64(static_cast<std::uint64_t>(residents_.work_point[i])).u64(static_cast<std::uint64_t>(residents_.work_slot[i]));
   return e.value() * (2 * static_cast<std::uint64_t>(i) + 1);  // position-bound: rows are ordered by index
 }
 
@@ -196,9 +191,7 @@ void PopulationSystem::set_hour(double hour) {
 std::int32_t PopulationSystem::resident_of(EntityId id) const {
   if (id.index >= resident_by_entity_.size()) return ResidentStore::kNone;
   const std::int32_t r = resident_by_entity_[id.index];
-  return r != ResidentStore::kNone && residents_.id[static_cast<std::size_t>(r)] == id
-             ? r
-             : ResidentStore::kNone;
+  return r != ResidentStore::kNone && residents_.id[static_cast<std::size_t>(r)] == id ? r : ResidentStore::kNone;
 }
 
 int PopulationSystem::entry_index(std::uint32_t community) const {
@@ -238,10 +231,9 @@ void PopulationSystem::resolve_handoffs(const std::vector<std::int64_t>& desired
     const std::uint32_t i = h.resident;
     std::uint32_t active_to = 0;
     for (std::size_t c = 0; c < scenario_->communities.size(); ++c) active_to += active_cz_[c * zones_.size() + h.to];
-    const bool still_wanted =
-        desired_zone[residents_.community[i]] == static_cast<std::int64_t>(h.to);
-    if (residents_.active[i] == ResidentStore::kActive && residents_.zone[i] == h.from &&
-        still_wanted && active_to < scenario_->zones[h.to].capacity) {
+    const bool still_wanted = desired_zone[residents_.community[i]] == static_cast<std::int64_t>(h.to);
+    if (residents_.active[i] == ResidentStore::kActive && residents_.zone[i] == h.from && still_wanted &&
+        active_to < scenario_->zones[h.to].capacity) {
       move_zone(i, h.to);
       release_work_point(i);
       residents_.work_point[i] = ResidentStore::kNone;
@@ -268,9 +260,7 @@ void PopulationSystem::start_handoffs(const std::vector<std::int64_t>& desired_z
       // residents are contiguous: its active members are one range of it.
       for (const std::uint32_t i : active_members(c)) {
         if (need == 0 || migrations_left == 0) break;
-        if (residents_.community[i] != c || residents_.zone[i] == z ||
-            residents_.active[i] != ResidentStore::kActive)
-          continue;
+        if (residents_.community[i] != c || residents_.zone[i] == z || residents_.active[i] != ResidentStore::kActive) continue;
         handoffs_.push_back({i, residents_.zone[i], z});
         ++zones_[z].handoffs_started;
         --need;
@@ -315,10 +305,9 @@ void PopulationSystem::lifecycle(const std::function<double(std::uint32_t)>& dis
   // Work-points follow the schedule for residents already active.
   for (const std::uint32_t i : active_list_) {
     if (residents_.active[i] != ResidentStore::kActive) continue;
-    const std::int32_t want =
-        static_cast<std::int64_t>(residents_.zone[i]) == desired_zone[residents_.community[i]]
-            ? desired_wp[residents_.community[i]]
-            : ResidentStore::kNone;
+    const std::int32_t want = static_cast<std::int64_t>(residents_.zone[i]) == desired_zone[residents_.community[i]]
+                                  ? desired_wp[residents_.community[i]]
+                                  : ResidentStore::kNone;
     if (want != residents_.work_point[i]) {
       release_work_point(i);
       residents_.work_point[i] = want;
@@ -363,8 +352,7 @@ void PopulationSystem::lifecycle(const std::function<double(std::uint32_t)>& dis
       auto& mine = scratch_b_;
       mine.clear();
       for (const std::uint32_t i : active_members(c)) {
-        if (residents_.zone[i] == z && residents_.active[i] == ResidentStore::kActive &&
-            !in_handoff(i)) {
+        if (residents_.zone[i] == z && residents_.active[i] == ResidentStore::kActive && !in_handoff(i)) {
           mine.emplace_back(distance_m(i), i);
         }
       }
@@ -400,9 +388,7 @@ void PopulationSystem::lifecycle(const std::function<double(std::uint32_t)>& dis
       const std::size_t before = cand.size();
       for (int pass = 0; pass < 2 && cand.size() - before < need; ++pass) {
         for (std::uint32_t i = community_first_[c]; i < community_first_[c + 1] && cand.size() - before < need; ++i) {
-          if (residents_.active[i] != ResidentStore::kDormant ||
-              (residents_.zone[i] == z) != (pass == 0))
-            continue;
+          if (residents_.active[i] != ResidentStore::kDormant || (residents_.zone[i] == z) != (pass == 0)) continue;
           cand.push_back(i);
         }
       }
@@ -559,13 +545,9 @@ std::string PopulationSystem::check_invariants(const EntityRegistry& registry) c
   const std::string area = "population: ";
   const std::uint32_t n = residents_.size();
   const std::size_t nz = zones_.size();
-  auto resident = [&](std::uint32_t i) {
-    return "resident " + std::to_string(i) + " (" + id_text(residents_.id[i]) + ")";
-  };
-  if (residents_.community.size() != n || residents_.profession.size() != n ||
-      residents_.zone.size() != n || residents_.active.size() != n ||
-      residents_.work_point.size() != n || residents_.work_slot.size() != n ||
-      row_hash_.size() != n) {
+  auto resident = [&](std::uint32_t i) { return "resident " + std::to_string(i) + " (" + id_text(residents_.id[i]) + ")"; };
+  if (residents_.community.size() != n || residents_.profession.size() != n || residents_.zone.size() != n || residents_.active.size() != n ||
+      residents_.work_point.size() != n || residents_.work_slot.size() != n || row_hash_.size() != n) {
     return area + "column lengths differ";
   }
   std::vector<std::uint32_t> active_cz(active_cz_.size(), 0), dormant(nz, 0), active(nz, 0), retiring(nz, 0);
@@ -574,17 +556,12 @@ std::string PopulationSystem::check_invariants(const EntityRegistry& registry) c
   std::size_t listed = 0;
   for (std::uint32_t i = 0; i < n; ++i) {
     // 1. Identities.
-    if (!registry.is_alive(residents_.id[i]))
-      return area + "invariant 1: " + resident(i) + " is not alive in the registry";
+    if (!registry.is_alive(residents_.id[i])) return area + "invariant 1: " + resident(i) + " is not alive in the registry";
     if (resident_of(residents_.id[i]) != static_cast<std::int32_t>(i)) {
-      return area + "invariant 1: " + resident(i) + " maps back to resident " +
-             std::to_string(resident_of(residents_.id[i]));
+      return area + "invariant 1: " + resident(i) + " maps back to resident " + std::to_string(resident_of(residents_.id[i]));
     }
-    if (residents_.active[i] > ResidentStore::kRetiring)
-      return area + "invariant 1: " + resident(i) + " has lifecycle " +
-             std::to_string(residents_.active[i]);
-    if (residents_.zone[i] >= nz)
-      return area + resident(i) + " is in unknown zone " + std::to_string(residents_.zone[i]);
+    if (residents_.active[i] > ResidentStore::kRetiring) return area + "invariant 1: " + resident(i) + " has lifecycle " + std::to_string(residents_.active[i]);
+    if (residents_.zone[i] >= nz) return area + resident(i) + " is in unknown zone " + std::to_string(residents_.zone[i]);
     row_sum += row_hash(i);
     if (residents_.active[i] == ResidentStore::kDormant) {
       ++dormant[residents_.zone[i]];
@@ -603,29 +580,23 @@ std::string PopulationSystem::check_invariants(const EntityRegistry& registry) c
     }
     // 4. Work-points: the resident's side.
     if (residents_.work_point[i] != ResidentStore::kNone) {
-      if (residents_.active[i] != ResidentStore::kActive)
-        return area + "invariant 4: " + resident(i) +
-               " is not active but holds or awaits a work-point";
-      if (residents_.work_point[i] < 0 ||
-          static_cast<std::size_t>(residents_.work_point[i]) >= work_points_.size()) {
-        return area + "invariant 4: " + resident(i) + " names unknown work-point " +
-               std::to_string(residents_.work_point[i]);
+      if (residents_.active[i] != ResidentStore::kActive) return area + "invariant 4: " + resident(i) + " is not active but holds or awaits a work-point";
+      if (residents_.work_point[i] < 0 || static_cast<std::size_t>(residents_.work_point[i]) >= work_points_.size()) {
+        return area + "invariant 4: " + resident(i) + " names unknown work-point " + std::to_string(residents_.work_point[i]);
       }
       const WorkPointState& wp = work_points_[static_cast<std::size_t>(residents_.work_point[i])];
       if (residents_.work_slot[i] != ResidentStore::kNone) {
         const auto slot = static_cast<std::size_t>(residents_.work_slot[i]);
         if (slot >= wp.occupant.size() || wp.occupant[slot] != static_cast<std::int32_t>(i)) {
-          return area + "invariant 4: " + resident(i) + " holds slot " + std::to_string(slot) +
-                 " of work-point " + std::to_string(residents_.work_point[i]) +
-                 ", which does not name it";
+          return area + "invariant 4: " + resident(i) + " holds slot " + std::to_string(slot) + " of work-point " +
+                 std::to_string(residents_.work_point[i]) + ", which does not name it";
         }
       } else if (std::count(wp.waiting.begin(), wp.waiting.end(), i) != 1) {
-        return area + "invariant 5: " + resident(i) + " awaits work-point " +
-               std::to_string(residents_.work_point[i]) + " but is not in its FIFO exactly once";
+        return area + "invariant 5: " + resident(i) + " awaits work-point " + std::to_string(residents_.work_point[i]) +
+               " but is not in its FIFO exactly once";
       }
     } else if (residents_.work_slot[i] != ResidentStore::kNone) {
-      return area + "invariant 4: " + resident(i) + " holds slot " +
-             std::to_string(residents_.work_slot[i]) + " of no work-point";
+      return area + "invariant 4: " + resident(i) + " holds slot " + std::to_string(residents_.work_slot[i]) + " of no work-point";
     }
   }
   if (listed != active_list_.size()) return area + "invariant 2: the active list holds dormant residents";
@@ -675,8 +646,7 @@ std::string PopulationSystem::check_invariants(const EntityRegistry& registry) c
         full = false;
         continue;
       }
-      if (o < 0 || static_cast<std::uint32_t>(o) >= n ||
-          residents_.work_point[static_cast<std::size_t>(o)] != static_cast<std::int32_t>(w) ||
+      if (o < 0 || static_cast<std::uint32_t>(o) >= n || residents_.work_point[static_cast<std::size_t>(o)] != static_cast<std::int32_t>(w) ||
           residents_.work_slot[static_cast<std::size_t>(o)] != static_cast<std::int32_t>(slot)) {
         return area + "invariant 4: " + point + " slot " + std::to_string(slot) + " holds resident " + std::to_string(o) +
                ", which does not hold that slot";
@@ -684,8 +654,7 @@ std::string PopulationSystem::check_invariants(const EntityRegistry& registry) c
     }
     if (!wp.waiting.empty() && !full) return area + "invariant 5: " + point + " has a free slot and a waiting resident";
     for (const std::uint32_t q : wp.waiting) {
-      if (q >= n || residents_.work_point[q] != static_cast<std::int32_t>(w) ||
-          residents_.work_slot[q] != ResidentStore::kNone) {
+      if (q >= n || residents_.work_point[q] != static_cast<std::int32_t>(w) || residents_.work_slot[q] != ResidentStore::kNone) {
         return area + "invariant 5: " + point + " FIFO holds resident " + std::to_string(q) + ", which does not await it";
       }
     }
@@ -694,8 +663,7 @@ std::string PopulationSystem::check_invariants(const EntityRegistry& registry) c
   for (std::size_t k = 0; k < handoffs_.size(); ++k) {
     const ZoneHandoff& h = handoffs_[k];
     if (k > 0 && !(handoffs_[k - 1].resident < h.resident)) return area + "invariant 6: handoffs are not sorted by resident";
-    if (h.resident >= n || residents_.active[h.resident] != ResidentStore::kActive ||
-        residents_.zone[h.resident] != h.from || h.to >= nz) {
+    if (h.resident >= n || residents_.active[h.resident] != ResidentStore::kActive || residents_.zone[h.resident] != h.from || h.to >= nz) {
       return area + "invariant 6: handoff of resident " + std::to_string(h.resident) + " from zone " +
              std::to_string(h.from) + ": it is not active there";
     }
@@ -704,9 +672,8 @@ std::string PopulationSystem::check_invariants(const EntityRegistry& registry) c
 }
 
 PopulationCheckpoint PopulationSystem::capture() const {
-  PopulationCheckpoint cp{
-      residents_,     {},        zones_,    work_points_,       day_us_, time_scale_,
-      last_interval_, settings_, handoffs_, interval_origin_us_};
+  PopulationCheckpoint cp{residents_, {}, zones_, work_points_, day_us_, time_scale_, last_interval_,
+                          settings_, handoffs_, interval_origin_us_};
   for (const ZoneSpec& z : scenario_->zones) cp.zone_ids.push_back(z.id);
   return cp;
 }
