@@ -17,8 +17,8 @@ struct InvariantProbe {
   static std::vector<std::uint32_t>& free_ring(EntityRegistry& r) { return r.free_ring_; }
   static std::uint32_t free_head(const EntityRegistry& r) { return r.free_head_; }
   static std::vector<std::uint32_t>& generations(EntityRegistry& r) { return r.generation_; }
-  static PedestrianStore& pedestrians(World& w) { return w.peds_; }
-  static VehicleStore& vehicles(World& w) { return w.vehicles_.v_; }
+  static PedestrianStore& pedestrians(World& w) { return w.pedestrians_; }
+  static VehicleStore& vehicles(World& w) { return w.vehicles_.store_; }
   static std::vector<GarageState>& garages(World& w) { return w.vehicles_.garages_; }
   static std::vector<std::uint32_t>& active_cz(World& w) { return w.population_.active_cz_; }
   static std::vector<WorkPointState>& work_points(World& w) { return w.population_.work_points_; }

@@ -1,3 +1,12 @@
+// The PopulationSystem (population.hpp): communities, zones, resident
+// identities (kept while dormant), the time of day and the zone lifecycle;
+// World::step() runs it in phase 2 (advance_clock, lifecycle).
+//
+// Sections, in file order: lifecycle settings; construction and identity
+// creation; resident rows (row hash, indexes, active state, zone moves); the
+// clock and settings; community look-ups; handoffs (migration); lifecycle
+// (schedule coordinator, migration, zone quotas); activation callbacks and
+// work points; digest, invariants, capture and restore.
 #include "bustle/core/population.hpp"
 
 #include <algorithm>
@@ -64,25 +73,25 @@ bool PopulationSystem::create_identities(EntityRegistry& registry) {
     for (std::uint32_t m = 0; m < cs.base_population; ++m) {
       const AllocateResult a = registry.allocate();
       if (a.status != AllocateStatus::Allocated) return false;
-      resident_by_entity_[a.id.index] = static_cast<std::int32_t>(r_.size());
-      r_.id.push_back(a.id);
-      r_.community.push_back(c);
-      r_.profession.push_back(m % static_cast<std::uint32_t>(cs.professions.size()));
-      r_.zone.push_back(home);
-      r_.active.push_back(ResidentStore::kDormant);
-      r_.work_point.push_back(ResidentStore::kNone);
-      r_.work_slot.push_back(ResidentStore::kNone);
+      resident_by_entity_[a.id.index] = static_cast<std::int32_t>(residents_.size());
+      residents_.id.push_back(a.id);
+      residents_.community.push_back(c);
+      residents_.profession.push_back(m % static_cast<std::uint32_t>(cs.professions.size()));
+      residents_.zone.push_back(home);
+      residents_.active.push_back(ResidentStore::kDormant);
+      residents_.work_point.push_back(ResidentStore::kNone);
+      residents_.work_slot.push_back(ResidentStore::kNone);
     }
   }
-  for (std::uint32_t i = 0; i < r_.size(); ++i) ++zones_[r_.zone[i]].dormant;
+  for (std::uint32_t i = 0; i < residents_.size(); ++i) ++zones_[residents_.zone[i]].dormant;
   rebuild_indexes();
   return true;
 }
 
 std::uint64_t PopulationSystem::row_hash(std::uint32_t i) const {
   Digest e;
-  e.u64(r_.id[i].packed()).u32(r_.community[i]).u32(r_.profession[i]).u32(r_.zone[i]).u32(r_.active[i]);
-  e.u64(static_cast<std::uint64_t>(r_.work_point[i])).u64(static_cast<std::uint64_t>(r_.work_slot[i]));
+  e.u64(residents_.id[i].packed()).u32(residents_.community[i]).u32(residents_.profession[i]).u32(residents_.zone[i]).u32(residents_.active[i]);
+  e.u64(static_cast<std::uint64_t>(residents_.work_point[i])).u64(static_cast<std::uint64_t>(residents_.work_slot[i]));
   return e.value() * (2 * static_cast<std::uint64_t>(i) + 1);  // position-bound: rows are ordered by index
 }
 
@@ -94,27 +103,27 @@ void PopulationSystem::refresh(std::uint32_t i) {
 
 void PopulationSystem::rebuild_indexes() {
   const std::size_t nz = zones_.size();
-  row_hash_.assign(r_.size(), 0);
+  row_hash_.assign(residents_.size(), 0);
   row_sum_ = 0;
   active_cz_.assign(scenario_->communities.size() * nz, 0);
   active_list_.clear();
   active_total_ = retiring_total_ = 0;
-  for (std::uint32_t i = 0; i < r_.size(); ++i) {
+  for (std::uint32_t i = 0; i < residents_.size(); ++i) {
     row_hash_[i] = row_hash(i);
     row_sum_ += row_hash_[i];
-    if (r_.active[i] == ResidentStore::kDormant) continue;
-    ++active_cz_[r_.community[i] * nz + r_.zone[i]];
+    if (residents_.active[i] == ResidentStore::kDormant) continue;
+    ++active_cz_[residents_.community[i] * nz + residents_.zone[i]];
     active_list_.push_back(i);  // ascending: i grows
     ++active_total_;
-    retiring_total_ += r_.active[i] == ResidentStore::kRetiring;
+    retiring_total_ += residents_.active[i] == ResidentStore::kRetiring;
   }
 }
 
 void PopulationSystem::set_active(std::uint32_t i, std::uint8_t value) {
-  const std::uint8_t was = r_.active[i];
+  const std::uint8_t was = residents_.active[i];
   if (was == value) return;
-  const std::size_t cell = r_.community[i] * zones_.size() + r_.zone[i];
-  ZoneStatus& zs = zones_[r_.zone[i]];
+  const std::size_t cell = residents_.community[i] * zones_.size() + residents_.zone[i];
+  ZoneStatus& zs = zones_[residents_.zone[i]];
   if (was == ResidentStore::kDormant) {
     assert(zs.dormant > 0);  // invariant 2: the recount check_invariants() reads
     ++active_cz_[cell];
@@ -138,20 +147,20 @@ void PopulationSystem::set_active(std::uint32_t i, std::uint8_t value) {
     ++retiring_total_;
     ++zs.retiring;
   }
-  r_.active[i] = value;
+  residents_.active[i] = value;
   refresh(i);
 }
 
 void PopulationSystem::move_zone(std::uint32_t i, std::uint32_t z) {
   const std::size_t nz = zones_.size();
-  if (r_.active[i] != ResidentStore::kDormant) {
-    --active_cz_[r_.community[i] * nz + r_.zone[i]];
-    ++active_cz_[r_.community[i] * nz + z];
+  if (residents_.active[i] != ResidentStore::kDormant) {
+    --active_cz_[residents_.community[i] * nz + residents_.zone[i]];
+    ++active_cz_[residents_.community[i] * nz + z];
   } else {
-    --zones_[r_.zone[i]].dormant;
+    --zones_[residents_.zone[i]].dormant;
     ++zones_[z].dormant;
   }
-  r_.zone[i] = z;
+  residents_.zone[i] = z;
   refresh(i);
 }
 
@@ -182,7 +191,7 @@ void PopulationSystem::set_hour(double hour) {
 std::int32_t PopulationSystem::resident_of(EntityId id) const {
   if (id.index >= resident_by_entity_.size()) return ResidentStore::kNone;
   const std::int32_t r = resident_by_entity_[id.index];
-  return r != ResidentStore::kNone && r_.id[static_cast<std::size_t>(r)] == id ? r : ResidentStore::kNone;
+  return r != ResidentStore::kNone && residents_.id[static_cast<std::size_t>(r)] == id ? r : ResidentStore::kNone;
 }
 
 int PopulationSystem::entry_index(std::uint32_t community) const {
@@ -222,12 +231,12 @@ void PopulationSystem::resolve_handoffs(const std::vector<std::int64_t>& desired
     const std::uint32_t i = h.resident;
     std::uint32_t active_to = 0;
     for (std::size_t c = 0; c < scenario_->communities.size(); ++c) active_to += active_cz_[c * zones_.size() + h.to];
-    const bool still_wanted = desired_zone[r_.community[i]] == static_cast<std::int64_t>(h.to);
-    if (r_.active[i] == ResidentStore::kActive && r_.zone[i] == h.from && still_wanted &&
+    const bool still_wanted = desired_zone[residents_.community[i]] == static_cast<std::int64_t>(h.to);
+    if (residents_.active[i] == ResidentStore::kActive && residents_.zone[i] == h.from && still_wanted &&
         active_to < scenario_->zones[h.to].capacity) {
       move_zone(i, h.to);
       release_work_point(i);
-      r_.work_point[i] = ResidentStore::kNone;
+      residents_.work_point[i] = ResidentStore::kNone;
       refresh(i);
       moved.push_back(i);
       ++zones_[h.to].handoffs_accepted;
@@ -251,8 +260,8 @@ void PopulationSystem::start_handoffs(const std::vector<std::int64_t>& desired_z
       // residents are contiguous: its active members are one range of it.
       for (const std::uint32_t i : active_members(c)) {
         if (need == 0 || migrations_left == 0) break;
-        if (r_.community[i] != c || r_.zone[i] == z || r_.active[i] != ResidentStore::kActive) continue;
-        handoffs_.push_back({i, r_.zone[i], z});
+        if (residents_.community[i] != c || residents_.zone[i] == z || residents_.active[i] != ResidentStore::kActive) continue;
+        handoffs_.push_back({i, residents_.zone[i], z});
         ++zones_[z].handoffs_started;
         --need;
         --migrations_left;
@@ -291,17 +300,17 @@ void PopulationSystem::lifecycle(const std::function<double(std::uint32_t)>& dis
   // Only active residents are visited (in EntityId order); dormant records
   // are touched only when chosen.
 
-  // Phase 3: migration of active members (two-phase handoff).
+  // Phase 2, after the clock: migration of active members (two-phase handoff).
   resolve_handoffs(desired_zone, moved);
   // Work-points follow the schedule for residents already active.
   for (const std::uint32_t i : active_list_) {
-    if (r_.active[i] != ResidentStore::kActive) continue;
-    const std::int32_t want = static_cast<std::int64_t>(r_.zone[i]) == desired_zone[r_.community[i]]
-                                  ? desired_wp[r_.community[i]]
+    if (residents_.active[i] != ResidentStore::kActive) continue;
+    const std::int32_t want = static_cast<std::int64_t>(residents_.zone[i]) == desired_zone[residents_.community[i]]
+                                  ? desired_wp[residents_.community[i]]
                                   : ResidentStore::kNone;
-    if (want != r_.work_point[i]) {
+    if (want != residents_.work_point[i]) {
       release_work_point(i);
-      r_.work_point[i] = want;
+      residents_.work_point[i] = want;
       claim_work_point(i);
       refresh(i);
     }
@@ -313,11 +322,11 @@ void PopulationSystem::lifecycle(const std::function<double(std::uint32_t)>& dis
   pending_in.assign(nc * nz, 0);
   pending_out.assign(nc * nz, 0);
   for (const ZoneHandoff& h : handoffs_) {
-    ++pending_in[r_.community[h.resident] * nz + h.to];
-    ++pending_out[r_.community[h.resident] * nz + h.from];
+    ++pending_in[residents_.community[h.resident] * nz + h.to];
+    ++pending_out[residents_.community[h.resident] * nz + h.from];
   }
 
-  // Phase 4: zone lifecycle.
+  // Phase 2, last: zone lifecycle.
   for (std::uint32_t z = 0; z < nz; ++z) {
     ZoneStatus& st = zones_[z];
     st.target = 0;
@@ -331,7 +340,7 @@ void PopulationSystem::lifecycle(const std::function<double(std::uint32_t)>& dis
     // Farthest first, ties by EntityId; distances are asked for candidates only.
     auto farthest_first = [&](const std::pair<double, std::uint32_t>& a, const std::pair<double, std::uint32_t>& b) {
       if (a.first != b.first) return a.first > b.first;
-      return r_.id[a.second] < r_.id[b.second];
+      return residents_.id[a.second] < residents_.id[b.second];
     };
     auto& recyc = scratch_a_;
     recyc.clear();
@@ -343,7 +352,7 @@ void PopulationSystem::lifecycle(const std::function<double(std::uint32_t)>& dis
       auto& mine = scratch_b_;
       mine.clear();
       for (const std::uint32_t i : active_members(c)) {
-        if (r_.zone[i] == z && r_.active[i] == ResidentStore::kActive && !in_handoff(i)) {
+        if (residents_.zone[i] == z && residents_.active[i] == ResidentStore::kActive && !in_handoff(i)) {
           mine.emplace_back(distance_m(i), i);
         }
       }
@@ -379,16 +388,16 @@ void PopulationSystem::lifecycle(const std::function<double(std::uint32_t)>& dis
       const std::size_t before = cand.size();
       for (int pass = 0; pass < 2 && cand.size() - before < need; ++pass) {
         for (std::uint32_t i = community_first_[c]; i < community_first_[c + 1] && cand.size() - before < need; ++i) {
-          if (r_.active[i] != ResidentStore::kDormant || (r_.zone[i] == z) != (pass == 0)) continue;
+          if (residents_.active[i] != ResidentStore::kDormant || (residents_.zone[i] == z) != (pass == 0)) continue;
           cand.push_back(i);
         }
       }
     }
     std::sort(cand.begin(), cand.end(), [&](std::uint32_t a, std::uint32_t b) {
-      const bool ah = r_.zone[a] == z;
-      const bool bh = r_.zone[b] == z;
+      const bool ah = residents_.zone[a] == z;
+      const bool bh = residents_.zone[b] == z;
       if (ah != bh) return ah;
-      return r_.id[a] < r_.id[b];
+      return residents_.id[a] < residents_.id[b];
     });
     // Capacity rejects only what would not fit even after every member in
     // excess has left; what waits for members the recycle quota keeps here
@@ -406,7 +415,7 @@ void PopulationSystem::lifecycle(const std::function<double(std::uint32_t)>& dis
     std::uint32_t grow = 0;
     for (std::size_t k = 0; k < cand.size() && grow < want; ++k) {
       const std::uint32_t i = cand[k];
-      if (r_.zone[i] != z) {
+      if (residents_.zone[i] != z) {
         if (migrations_left == 0) {
           ++st.deferred_by_migration;  // stays in its source zone for now
           continue;
@@ -441,24 +450,24 @@ void PopulationSystem::refresh_zone_counts() {
 }
 
 void PopulationSystem::on_activated(std::uint32_t i) {
-  assert(r_.active[i] == ResidentStore::kDormant);
+  assert(residents_.active[i] == ResidentStore::kDormant);
   set_active(i, ResidentStore::kActive);
   // The schedule decides the work-point; claim it now.
-  const std::uint32_t c = r_.community[i];
+  const std::uint32_t c = residents_.community[i];
   const int e = entry_index(c);
-  r_.work_point[i] = ResidentStore::kNone;
-  if (e >= 0 && entry_zone_[c][static_cast<std::size_t>(e)] == r_.zone[i]) {
-    r_.work_point[i] = entry_work_point_[c][static_cast<std::size_t>(e)];
+  residents_.work_point[i] = ResidentStore::kNone;
+  if (e >= 0 && entry_zone_[c][static_cast<std::size_t>(e)] == residents_.zone[i]) {
+    residents_.work_point[i] = entry_work_point_[c][static_cast<std::size_t>(e)];
   }
   claim_work_point(i);
   refresh(i);
 }
 
 void PopulationSystem::on_retiring(std::uint32_t i) {
-  if (r_.active[i] != ResidentStore::kActive) return;
+  if (residents_.active[i] != ResidentStore::kActive) return;
   // A fading member gives its work-point up at once (the slot is not held by a ghost).
   release_work_point(i);
-  r_.work_point[i] = ResidentStore::kNone;
+  residents_.work_point[i] = ResidentStore::kNone;
   set_active(i, ResidentStore::kRetiring);
   auto it = std::lower_bound(handoffs_.begin(), handoffs_.end(), i,
                              [](const ZoneHandoff& h, std::uint32_t r) { return h.resident < r; });
@@ -466,9 +475,9 @@ void PopulationSystem::on_retiring(std::uint32_t i) {
 }
 
 void PopulationSystem::on_deactivated(std::uint32_t i) {
-  if (r_.active[i] == ResidentStore::kDormant) return;
+  if (residents_.active[i] == ResidentStore::kDormant) return;
   release_work_point(i);
-  r_.work_point[i] = ResidentStore::kNone;
+  residents_.work_point[i] = ResidentStore::kNone;
   auto it = std::lower_bound(handoffs_.begin(), handoffs_.end(), i,
                              [](const ZoneHandoff& h, std::uint32_t r) { return h.resident < r; });
   if (it != handoffs_.end() && it->resident == i) handoffs_.erase(it);
@@ -476,44 +485,44 @@ void PopulationSystem::on_deactivated(std::uint32_t i) {
 }
 
 void PopulationSystem::claim_work_point(std::uint32_t i) {
-  r_.work_slot[i] = ResidentStore::kNone;
-  if (r_.work_point[i] == ResidentStore::kNone) return;
-  WorkPointState& wp = work_points_[static_cast<std::size_t>(r_.work_point[i])];
+  residents_.work_slot[i] = ResidentStore::kNone;
+  if (residents_.work_point[i] == ResidentStore::kNone) return;
+  WorkPointState& wp = work_points_[static_cast<std::size_t>(residents_.work_point[i])];
   for (std::size_t s = 0; s < wp.occupant.size(); ++s) {
     if (wp.occupant[s] == ResidentStore::kNone) {
       wp.occupant[s] = static_cast<std::int32_t>(i);
-      r_.work_slot[i] = static_cast<std::int32_t>(s);
+      residents_.work_slot[i] = static_cast<std::int32_t>(s);
       return;
     }
   }
-  assert(r_.active[i] == ResidentStore::kActive);  // invariant 4: only active members wait
+  assert(residents_.active[i] == ResidentStore::kActive);  // invariant 4: only active members wait
   wp.waiting.push_back(i);  // full: wait in FIFO order
 }
 
 void PopulationSystem::release_work_point(std::uint32_t i) {
-  if (r_.work_point[i] == ResidentStore::kNone) return;
-  WorkPointState& wp = work_points_[static_cast<std::size_t>(r_.work_point[i])];
-  if (r_.work_slot[i] == ResidentStore::kNone) {
+  if (residents_.work_point[i] == ResidentStore::kNone) return;
+  WorkPointState& wp = work_points_[static_cast<std::size_t>(residents_.work_point[i])];
+  if (residents_.work_slot[i] == ResidentStore::kNone) {
     wp.waiting.erase(std::remove(wp.waiting.begin(), wp.waiting.end(), i), wp.waiting.end());
     return;
   }
-  const auto slot = static_cast<std::size_t>(r_.work_slot[i]);
+  const auto slot = static_cast<std::size_t>(residents_.work_slot[i]);
   // Invariant 4 where it is read back: the slot names the resident claim_work_point() put there.
   assert(wp.occupant[slot] == static_cast<std::int32_t>(i));
   wp.occupant[slot] = ResidentStore::kNone;
-  r_.work_slot[i] = ResidentStore::kNone;
+  residents_.work_slot[i] = ResidentStore::kNone;
   if (!wp.waiting.empty()) {  // the head of the queue takes the freed slot
     const std::uint32_t next = wp.waiting.front();
     wp.waiting.erase(wp.waiting.begin());
     wp.occupant[slot] = static_cast<std::int32_t>(next);
-    r_.work_slot[next] = static_cast<std::int32_t>(slot);
+    residents_.work_slot[next] = static_cast<std::int32_t>(slot);
     refresh(next);
   }
 }
 
 void PopulationSystem::digest_into(Digest& d) const {
   // Resident rows as a maintained sum of position-bound row hashes (O(1) here).
-  d.tag(30).u64(day_us_).u32(time_scale_).u64(last_interval_).u32(r_.size()).u64(row_sum_);
+  d.tag(30).u64(day_us_).u32(time_scale_).u64(last_interval_).u32(residents_.size()).u64(row_sum_);
   d.u32(settings_.growth_quota).u32(settings_.recycle_quota).u32(settings_.interval_ms);
   d.u32(settings_.migration_budget).u64(interval_origin_us_).u64(handoffs_.size());
   for (const ZoneHandoff& h : handoffs_) d.u32(h.resident).u32(h.from).u32(h.to);
@@ -534,11 +543,11 @@ void PopulationSystem::digest_into(Digest& d) const {
 
 std::string PopulationSystem::check_invariants(const EntityRegistry& registry) const {
   const std::string area = "population: ";
-  const std::uint32_t n = r_.size();
+  const std::uint32_t n = residents_.size();
   const std::size_t nz = zones_.size();
-  auto resident = [&](std::uint32_t i) { return "resident " + std::to_string(i) + " (" + id_text(r_.id[i]) + ")"; };
-  if (r_.community.size() != n || r_.profession.size() != n || r_.zone.size() != n || r_.active.size() != n ||
-      r_.work_point.size() != n || r_.work_slot.size() != n || row_hash_.size() != n) {
+  auto resident = [&](std::uint32_t i) { return "resident " + std::to_string(i) + " (" + id_text(residents_.id[i]) + ")"; };
+  if (residents_.community.size() != n || residents_.profession.size() != n || residents_.zone.size() != n || residents_.active.size() != n ||
+      residents_.work_point.size() != n || residents_.work_slot.size() != n || row_hash_.size() != n) {
     return area + "column lengths differ";
   }
   std::vector<std::uint32_t> active_cz(active_cz_.size(), 0), dormant(nz, 0), active(nz, 0), retiring(nz, 0);
@@ -547,21 +556,21 @@ std::string PopulationSystem::check_invariants(const EntityRegistry& registry) c
   std::size_t listed = 0;
   for (std::uint32_t i = 0; i < n; ++i) {
     // 1. Identities.
-    if (!registry.is_alive(r_.id[i])) return area + "invariant 1: " + resident(i) + " is not alive in the registry";
-    if (resident_of(r_.id[i]) != static_cast<std::int32_t>(i)) {
-      return area + "invariant 1: " + resident(i) + " maps back to resident " + std::to_string(resident_of(r_.id[i]));
+    if (!registry.is_alive(residents_.id[i])) return area + "invariant 1: " + resident(i) + " is not alive in the registry";
+    if (resident_of(residents_.id[i]) != static_cast<std::int32_t>(i)) {
+      return area + "invariant 1: " + resident(i) + " maps back to resident " + std::to_string(resident_of(residents_.id[i]));
     }
-    if (r_.active[i] > ResidentStore::kRetiring) return area + "invariant 1: " + resident(i) + " has lifecycle " + std::to_string(r_.active[i]);
-    if (r_.zone[i] >= nz) return area + resident(i) + " is in unknown zone " + std::to_string(r_.zone[i]);
+    if (residents_.active[i] > ResidentStore::kRetiring) return area + "invariant 1: " + resident(i) + " has lifecycle " + std::to_string(residents_.active[i]);
+    if (residents_.zone[i] >= nz) return area + resident(i) + " is in unknown zone " + std::to_string(residents_.zone[i]);
     row_sum += row_hash(i);
-    if (r_.active[i] == ResidentStore::kDormant) {
-      ++dormant[r_.zone[i]];
+    if (residents_.active[i] == ResidentStore::kDormant) {
+      ++dormant[residents_.zone[i]];
     } else {
-      ++active[r_.zone[i]];
-      ++active_cz[r_.community[i] * nz + r_.zone[i]];
+      ++active[residents_.zone[i]];
+      ++active_cz[residents_.community[i] * nz + residents_.zone[i]];
       ++active_total;
-      if (r_.active[i] == ResidentStore::kRetiring) {
-        ++retiring[r_.zone[i]];
+      if (residents_.active[i] == ResidentStore::kRetiring) {
+        ++retiring[residents_.zone[i]];
         ++retiring_total;
       }
       if (listed >= active_list_.size() || active_list_[listed] != i) {
@@ -570,24 +579,24 @@ std::string PopulationSystem::check_invariants(const EntityRegistry& registry) c
       ++listed;
     }
     // 4. Work-points: the resident's side.
-    if (r_.work_point[i] != ResidentStore::kNone) {
-      if (r_.active[i] != ResidentStore::kActive) return area + "invariant 4: " + resident(i) + " is not active but holds or awaits a work-point";
-      if (r_.work_point[i] < 0 || static_cast<std::size_t>(r_.work_point[i]) >= work_points_.size()) {
-        return area + "invariant 4: " + resident(i) + " names unknown work-point " + std::to_string(r_.work_point[i]);
+    if (residents_.work_point[i] != ResidentStore::kNone) {
+      if (residents_.active[i] != ResidentStore::kActive) return area + "invariant 4: " + resident(i) + " is not active but holds or awaits a work-point";
+      if (residents_.work_point[i] < 0 || static_cast<std::size_t>(residents_.work_point[i]) >= work_points_.size()) {
+        return area + "invariant 4: " + resident(i) + " names unknown work-point " + std::to_string(residents_.work_point[i]);
       }
-      const WorkPointState& wp = work_points_[static_cast<std::size_t>(r_.work_point[i])];
-      if (r_.work_slot[i] != ResidentStore::kNone) {
-        const auto slot = static_cast<std::size_t>(r_.work_slot[i]);
+      const WorkPointState& wp = work_points_[static_cast<std::size_t>(residents_.work_point[i])];
+      if (residents_.work_slot[i] != ResidentStore::kNone) {
+        const auto slot = static_cast<std::size_t>(residents_.work_slot[i]);
         if (slot >= wp.occupant.size() || wp.occupant[slot] != static_cast<std::int32_t>(i)) {
           return area + "invariant 4: " + resident(i) + " holds slot " + std::to_string(slot) + " of work-point " +
-                 std::to_string(r_.work_point[i]) + ", which does not name it";
+                 std::to_string(residents_.work_point[i]) + ", which does not name it";
         }
       } else if (std::count(wp.waiting.begin(), wp.waiting.end(), i) != 1) {
-        return area + "invariant 5: " + resident(i) + " awaits work-point " + std::to_string(r_.work_point[i]) +
+        return area + "invariant 5: " + resident(i) + " awaits work-point " + std::to_string(residents_.work_point[i]) +
                " but is not in its FIFO exactly once";
       }
-    } else if (r_.work_slot[i] != ResidentStore::kNone) {
-      return area + "invariant 4: " + resident(i) + " holds slot " + std::to_string(r_.work_slot[i]) + " of no work-point";
+    } else if (residents_.work_slot[i] != ResidentStore::kNone) {
+      return area + "invariant 4: " + resident(i) + " holds slot " + std::to_string(residents_.work_slot[i]) + " of no work-point";
     }
   }
   if (listed != active_list_.size()) return area + "invariant 2: the active list holds dormant residents";
@@ -637,15 +646,15 @@ std::string PopulationSystem::check_invariants(const EntityRegistry& registry) c
         full = false;
         continue;
       }
-      if (o < 0 || static_cast<std::uint32_t>(o) >= n || r_.work_point[static_cast<std::size_t>(o)] != static_cast<std::int32_t>(w) ||
-          r_.work_slot[static_cast<std::size_t>(o)] != static_cast<std::int32_t>(slot)) {
+      if (o < 0 || static_cast<std::uint32_t>(o) >= n || residents_.work_point[static_cast<std::size_t>(o)] != static_cast<std::int32_t>(w) ||
+          residents_.work_slot[static_cast<std::size_t>(o)] != static_cast<std::int32_t>(slot)) {
         return area + "invariant 4: " + point + " slot " + std::to_string(slot) + " holds resident " + std::to_string(o) +
                ", which does not hold that slot";
       }
     }
     if (!wp.waiting.empty() && !full) return area + "invariant 5: " + point + " has a free slot and a waiting resident";
     for (const std::uint32_t q : wp.waiting) {
-      if (q >= n || r_.work_point[q] != static_cast<std::int32_t>(w) || r_.work_slot[q] != ResidentStore::kNone) {
+      if (q >= n || residents_.work_point[q] != static_cast<std::int32_t>(w) || residents_.work_slot[q] != ResidentStore::kNone) {
         return area + "invariant 5: " + point + " FIFO holds resident " + std::to_string(q) + ", which does not await it";
       }
     }
@@ -654,7 +663,7 @@ std::string PopulationSystem::check_invariants(const EntityRegistry& registry) c
   for (std::size_t k = 0; k < handoffs_.size(); ++k) {
     const ZoneHandoff& h = handoffs_[k];
     if (k > 0 && !(handoffs_[k - 1].resident < h.resident)) return area + "invariant 6: handoffs are not sorted by resident";
-    if (h.resident >= n || r_.active[h.resident] != ResidentStore::kActive || r_.zone[h.resident] != h.from || h.to >= nz) {
+    if (h.resident >= n || residents_.active[h.resident] != ResidentStore::kActive || residents_.zone[h.resident] != h.from || h.to >= nz) {
       return area + "invariant 6: handoff of resident " + std::to_string(h.resident) + " from zone " +
              std::to_string(h.from) + ": it is not active there";
     }
@@ -663,7 +672,7 @@ std::string PopulationSystem::check_invariants(const EntityRegistry& registry) c
 }
 
 PopulationCheckpoint PopulationSystem::capture() const {
-  PopulationCheckpoint cp{r_, {}, zones_, work_points_, day_us_, time_scale_, last_interval_,
+  PopulationCheckpoint cp{residents_, {}, zones_, work_points_, day_us_, time_scale_, last_interval_,
                           settings_, handoffs_, interval_origin_us_};
   for (const ZoneSpec& z : scenario_->zones) cp.zone_ids.push_back(z.id);
   return cp;
@@ -750,7 +759,7 @@ std::vector<std::pair<std::string, std::string>> PopulationSystem::restore(const
     }
   }
   if (!errors.empty()) return errors;
-  r_ = r;
+  residents_ = r;
   resident_by_entity_ = std::move(by_entity);
   zones_ = cp.zones;
   work_points_ = cp.work_points;

@@ -6,53 +6,54 @@ namespace bustle::core {
 
 std::uint32_t RouteTable::add(std::span<const LaneIndex> lanes) {
   std::uint32_t slot;
-  if (!s_.free_slots.empty()) {
-    slot = s_.free_slots.back();
-    s_.free_slots.pop_back();
+  if (!state_.free_slots.empty()) {
+    slot = state_.free_slots.back();
+    state_.free_slots.pop_back();
   } else {
-    slot = static_cast<std::uint32_t>(s_.count.size());
-    s_.offset.push_back(0);
-    s_.count.push_back(0);
-    s_.target.push_back(0);
+    slot = static_cast<std::uint32_t>(state_.count.size());
+    state_.offset.push_back(0);
+    state_.count.push_back(0);
+    state_.target.push_back(0);
   }
-  s_.offset[slot] = static_cast<std::uint32_t>(s_.lanes.size());
-  s_.count[slot] = static_cast<std::uint32_t>(lanes.size());
-  s_.target[slot] = 1;  // lanes[0] is where the walker starts
-  s_.lanes.insert(s_.lanes.end(), lanes.begin(), lanes.end());
+  state_.offset[slot] = static_cast<std::uint32_t>(state_.lanes.size());
+  state_.count[slot] = static_cast<std::uint32_t>(lanes.size());
+  state_.target[slot] = 1;  // lanes[0] is where the walker starts
+  state_.lanes.insert(state_.lanes.end(), lanes.begin(), lanes.end());
   return slot;
 }
 
 void RouteTable::release(std::uint32_t slot) {
-  garbage_ += s_.count[slot];
-  s_.count[slot] = 0;
-  s_.target[slot] = 0;
-  s_.offset[slot] = 0;
-  s_.free_slots.push_back(slot);
-  if (garbage_ * 2 > s_.lanes.size()) compact();
+  garbage_ += state_.count[slot];
+  state_.count[slot] = 0;
+  state_.target[slot] = 0;
+  state_.offset[slot] = 0;
+  state_.free_slots.push_back(slot);
+  if (garbage_ * 2 > state_.lanes.size()) compact();
 }
 
 std::optional<LaneIndex> RouteTable::next(std::uint32_t slot) {
-  if (s_.target[slot] >= s_.count[slot]) return std::nullopt;
-  return s_.lanes[s_.offset[slot] + s_.target[slot]++];
+  if (state_.target[slot] >= state_.count[slot]) return std::nullopt;
+  return state_.lanes[state_.offset[slot] + state_.target[slot]++];
 }
 
 void RouteTable::set_state(RouteTableState s) {
-  s_ = std::move(s);
+  state_ = std::move(s);
   std::uint64_t used = 0;
-  for (const std::uint32_t c : s_.count) used += c;
-  garbage_ = static_cast<std::uint32_t>(s_.lanes.size() - used);
+  for (const std::uint32_t c : state_.count) used += c;
+  garbage_ = static_cast<std::uint32_t>(state_.lanes.size() - used);
 }
 
 void RouteTable::compact() {
   std::vector<LaneIndex> packed;
-  packed.reserve(s_.lanes.size() - garbage_);
-  for (std::size_t slot = 0; slot < s_.count.size(); ++slot) {
-    if (s_.count[slot] == 0) continue;
-    const std::uint32_t from = s_.offset[slot];
-    s_.offset[slot] = static_cast<std::uint32_t>(packed.size());
-    packed.insert(packed.end(), s_.lanes.begin() + from, s_.lanes.begin() + from + s_.count[slot]);
+  packed.reserve(state_.lanes.size() - garbage_);
+  for (std::size_t slot = 0; slot < state_.count.size(); ++slot) {
+    if (state_.count[slot] == 0) continue;
+    const std::uint32_t from = state_.offset[slot];
+    state_.offset[slot] = static_cast<std::uint32_t>(packed.size());
+    packed.insert(packed.end(), state_.lanes.begin() + from,
+                  state_.lanes.begin() + from + state_.count[slot]);
   }
-  s_.lanes = std::move(packed);
+  state_.lanes = std::move(packed);
   garbage_ = 0;
 }
 

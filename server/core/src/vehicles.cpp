@@ -1,3 +1,17 @@
+// The VehicleSystem (vehicles.hpp): garages, the content plan, signals,
+// policy arbitration and the vehicle store; World::step() runs its phase 5
+// (step) and its part of phase 7 (resolve_tiers).
+//
+// Sections, in file order:
+//   helpers: segment intersection, queue order, digest folding, the policy
+//     arbitration inlined into the vehicle kernel
+//   construction (lane tables, routes, conflicts), queries, garage requests
+//     (enqueue, cancel), strategy, the store's rows (push_vehicle, remove)
+//   Phase 5: step -> find_stuck, inject_plan, advance_signals, dispatch,
+//     build_snapshot, evaluate_and_advance (the kernel), turnarounds
+//   Phase 7: resolve_tiers
+//   digest and checkpoint: vehicle_word, rebuild_derived, digest_into,
+//     check_invariants, capture, restore
 #include "bustle/core/vehicles.hpp"
 
 #include <algorithm>
@@ -72,6 +86,12 @@ template <class T>
 void erase_at(std::vector<T>& v, std::uint32_t slot) {
   v[slot] = std::move(v.back());
   v.pop_back();
+}
+
+// VehicleSystem::restore's error list: (path, message), at most 32.
+void add_restore_error(std::vector<std::pair<std::string, std::string>>& errors, std::string path,
+                       std::string message) {
+  if (errors.size() < 32) errors.emplace_back(std::move(path), std::move(message));
 }
 
 }  // namespace
@@ -211,7 +231,7 @@ VehicleSystem::VehicleSystem(const Scenario& scenario, const LaneGraph& lanes, s
       return x.s_on_road_m != y.s_on_road_m ? x.s_on_road_m < y.s_on_road_m : x.crossing < y.crossing;
     });
   }
-  v_.dense_of.assign(entity_capacity, VehicleStore::kNoSlot);
+  store_.dense_of.assign(entity_capacity, VehicleStore::kNoSlot);
   lane_start_.assign(lanes.size() + 1, 0);
   // The per-lane facts the kernel reads, in one dense table.
   lane_hot_.resize(lanes.size());
@@ -259,9 +279,9 @@ VehicleSystem::VehicleSystem(const Scenario& scenario, const LaneGraph& lanes, s
 }
 
 Vec2 VehicleSystem::position_of(std::uint32_t i) const {
-  const LaneGeo& g = lane_geo_[v_.lane[i]];
-  if (!g.straight) return lanes_->position(v_.lane[i], v_.s_m[i]);
-  const double s = std::clamp(v_.s_m[i], 0.0, g.length_m);
+  const LaneGeo& g = lane_geo_[store_.lane[i]];
+  if (!g.straight) return lanes_->position(store_.lane[i], store_.s_m[i]);
+  const double s = std::clamp(store_.s_m[i], 0.0, g.length_m);
   const double t = g.seg > 0.0 ? (s - g.s0) / g.seg : 0.0;
   return {g.ax + g.dx * t, g.ay + g.dy * t};
 }
@@ -343,116 +363,116 @@ CancelStatus VehicleSystem::cancel(const std::string& garage, const std::string&
 }
 
 bool VehicleSystem::is_vehicle(EntityId id) const {
-  return id.index < v_.dense_of.size() && v_.dense_of[id.index] != VehicleStore::kNoSlot &&
-         v_.id[v_.dense_of[id.index]] == id;
+  return id.index < store_.dense_of.size() && store_.dense_of[id.index] != VehicleStore::kNoSlot &&
+         store_.id[store_.dense_of[id.index]] == id;
 }
 
 void VehicleSystem::mark_despawn(EntityId id) {
   if (!is_vehicle(id)) return;
-  const std::uint32_t i = v_.dense_of[id.index];
-  v_.despawn_requested[i] = 1;
+  const std::uint32_t i = store_.dense_of[id.index];
+  store_.despawn_requested[i] = 1;
   refold(i);
 }
 
 bool VehicleSystem::set_strategy(EntityId id, VehicleStrategy s) {
   if (!is_vehicle(id)) return false;
-  const std::uint32_t i = v_.dense_of[id.index];
-  v_.strategy[i] = static_cast<std::uint8_t>(s);
+  const std::uint32_t i = store_.dense_of[id.index];
+  store_.strategy[i] = static_cast<std::uint8_t>(s);
   refold(i);
   return true;
 }
 
 void VehicleSystem::start_waiting(std::uint32_t i, std::uint64_t step_index) {
-  v_.waiting_since[i] = step_index;
-  auto& w = waiting_[v_.garage[i]];
-  const Waiter me{step_index, v_.id[i]};
+  store_.waiting_since[i] = step_index;
+  auto& w = waiting_[store_.garage[i]];
+  const Waiter me{step_index, store_.id[i]};
   w.insert(std::upper_bound(w.begin(), w.end(), me), me);
 }
 
 void VehicleSystem::stop_waiting(std::uint32_t i) {
-  auto& w = waiting_[v_.garage[i]];
-  const Waiter me{v_.waiting_since[i], v_.id[i]};
+  auto& w = waiting_[store_.garage[i]];
+  const Waiter me{store_.waiting_since[i], store_.id[i]};
   const auto it = std::lower_bound(w.begin(), w.end(), me);
   assert(it != w.end() && it->id == me.id);
   w.erase(it);
-  v_.waiting_since[i] = 0;
+  store_.waiting_since[i] = 0;
 }
 
 void VehicleSystem::push_vehicle(std::uint64_t step_index, EntityId id, std::uint32_t garage, std::uint64_t ordinal,
                                  std::uint32_t prototype, const std::string& request_id, SimTier tier) {
-  assert(v_.dense_of[id.index] == VehicleStore::kNoSlot);  // read back by is_vehicle()/remove()
+  assert(store_.dense_of[id.index] == VehicleStore::kNoSlot);  // read back by is_vehicle()/remove()
   assert(managed_[garage] < scenario_->garages[garage].capacity);
-  v_.dense_of[id.index] = v_.size();
-  v_.id.push_back(id);
-  v_.garage.push_back(garage);
-  v_.ordinal.push_back(ordinal);
-  v_.prototype.push_back(prototype);
-  v_.route_index.push_back(0);
-  v_.lane.push_back(routes_[garage][0]);
-  v_.s_m.push_back(0.0);
-  v_.speed_mps.push_back(0.0);
-  v_.strategy.push_back(static_cast<std::uint8_t>(VehicleStrategy::RouteFollow));
-  v_.policy.push_back(static_cast<std::uint8_t>(ControlPolicy::RouteFollow));
-  v_.reason.push_back(static_cast<std::uint8_t>(PolicyReason::Clear));
-  v_.tier.push_back(static_cast<std::uint8_t>(tier));
-  v_.leader.push_back(EntityId{});
-  v_.steps_advanced.push_back(0);
-  v_.last_advance_step.push_back(step_index);
-  v_.waiting_since.push_back(0);
-  v_.despawn_requested.push_back(0);
-  v_.request_id.push_back(request_id);
+  store_.dense_of[id.index] = store_.size();
+  store_.id.push_back(id);
+  store_.garage.push_back(garage);
+  store_.ordinal.push_back(ordinal);
+  store_.prototype.push_back(prototype);
+  store_.route_index.push_back(0);
+  store_.lane.push_back(routes_[garage][0]);
+  store_.s_m.push_back(0.0);
+  store_.speed_mps.push_back(0.0);
+  store_.strategy.push_back(static_cast<std::uint8_t>(VehicleStrategy::RouteFollow));
+  store_.policy.push_back(static_cast<std::uint8_t>(ControlPolicy::RouteFollow));
+  store_.reason.push_back(static_cast<std::uint8_t>(PolicyReason::Clear));
+  store_.tier.push_back(static_cast<std::uint8_t>(tier));
+  store_.leader.push_back(EntityId{});
+  store_.steps_advanced.push_back(0);
+  store_.last_advance_step.push_back(step_index);
+  store_.waiting_since.push_back(0);
+  store_.despawn_requested.push_back(0);
+  store_.request_id.push_back(request_id);
   Digest c;
   c.u64(id.packed()).u32(garage).u64(ordinal).u32(prototype).str(request_id);
   cold_hash_.push_back(c.value());
   phase_.push_back(id_phase(id));
   hash_.push_back(0);
-  ++policy_count_[static_cast<std::size_t>(ControlPolicy::RouteFollow)];
-  ++tier_count_[static_cast<std::size_t>(tier)];
-  refold(v_.size() - 1);
+  ++control_policy_count_[static_cast<std::size_t>(ControlPolicy::RouteFollow)];
+  ++sim_tier_count_[static_cast<std::size_t>(tier)];
+  refold(store_.size() - 1);
   ++managed_[garage];
 }
 
 void VehicleSystem::remove(EntityId id) {
   if (!is_vehicle(id)) return;
-  const std::uint32_t slot = v_.dense_of[id.index];
-  const std::uint32_t last = v_.size() - 1;
-  assert(managed_[v_.garage[slot]] > 0);
-  --managed_[v_.garage[slot]];
-  if (v_.waiting_since[slot] != 0) stop_waiting(slot);
+  const std::uint32_t slot = store_.dense_of[id.index];
+  const std::uint32_t last = store_.size() - 1;
+  assert(managed_[store_.garage[slot]] > 0);
+  --managed_[store_.garage[slot]];
+  if (store_.waiting_since[slot] != 0) stop_waiting(slot);
   hash_sum_ -= hash_[slot];
-  --policy_count_[v_.policy[slot]];
-  --tier_count_[v_.tier[slot]];
+  --control_policy_count_[store_.policy[slot]];
+  --sim_tier_count_[store_.tier[slot]];
   erase_at(hash_, slot);
   erase_at(phase_, slot);
-  erase_at(v_.id, slot);
-  erase_at(v_.garage, slot);
-  erase_at(v_.ordinal, slot);
-  erase_at(v_.prototype, slot);
-  erase_at(v_.route_index, slot);
-  erase_at(v_.lane, slot);
-  erase_at(v_.s_m, slot);
-  erase_at(v_.speed_mps, slot);
-  erase_at(v_.strategy, slot);
-  erase_at(v_.policy, slot);
-  erase_at(v_.reason, slot);
-  erase_at(v_.tier, slot);
-  erase_at(v_.leader, slot);
-  erase_at(v_.steps_advanced, slot);
-  erase_at(v_.last_advance_step, slot);
-  erase_at(v_.waiting_since, slot);
-  erase_at(v_.despawn_requested, slot);
-  erase_at(v_.request_id, slot);
+  erase_at(store_.id, slot);
+  erase_at(store_.garage, slot);
+  erase_at(store_.ordinal, slot);
+  erase_at(store_.prototype, slot);
+  erase_at(store_.route_index, slot);
+  erase_at(store_.lane, slot);
+  erase_at(store_.s_m, slot);
+  erase_at(store_.speed_mps, slot);
+  erase_at(store_.strategy, slot);
+  erase_at(store_.policy, slot);
+  erase_at(store_.reason, slot);
+  erase_at(store_.tier, slot);
+  erase_at(store_.leader, slot);
+  erase_at(store_.steps_advanced, slot);
+  erase_at(store_.last_advance_step, slot);
+  erase_at(store_.waiting_since, slot);
+  erase_at(store_.despawn_requested, slot);
+  erase_at(store_.request_id, slot);
   erase_at(cold_hash_, slot);
-  if (slot != last) v_.dense_of[v_.id[slot].index] = slot;
-  v_.dense_of[id.index] = VehicleStore::kNoSlot;
+  if (slot != last) store_.dense_of[store_.id[slot].index] = slot;
+  store_.dense_of[id.index] = VehicleStore::kNoSlot;
 }
 
 std::string VehicleSystem::vehicle_id(std::uint32_t dense) const {
-  const GarageSpec& g = scenario_->garages[v_.garage[dense]];
-  return format_vehicle_id(g.vehicle_id_format, g.id, scenario_->id, v_.ordinal[dense]);
+  const GarageSpec& g = scenario_->garages[store_.garage[dense]];
+  return format_vehicle_id(g.vehicle_id_format, g.id, scenario_->id, store_.ordinal[dense]);
 }
 
-// Phase 6 ------------------------------------------------------------------
+// Phase 5 ------------------------------------------------------------------
 
 void VehicleSystem::step(std::uint64_t step_index, std::uint32_t step_us, EntityRegistry& registry,
                          const std::vector<std::uint8_t>& crossing_occupied, const std::vector<Vec2>& observers,
@@ -475,16 +495,17 @@ void VehicleSystem::find_stuck(std::uint64_t step_index, std::uint32_t step_us,
   // keeps waiting, so nobody sees a car vanish from a queue.
   const std::uint64_t stuck_us = std::uint64_t{scenario_->despawn.stuck_ms} * 1000;
   if (stuck_us == 0) return;
-  for (std::uint32_t i = 0; i < v_.size(); ++i) {
-    if (v_.despawn_requested[i] || v_.tier[i] != static_cast<std::uint8_t>(SimTier::Coarse)) continue;
+  for (std::uint32_t i = 0; i < store_.size(); ++i) {
+    if (store_.despawn_requested[i] || store_.tier[i] != static_cast<std::uint8_t>(SimTier::Coarse))
+      continue;
     // Parked and manually driven vehicles stand still on purpose.
-    const auto strategy = static_cast<VehicleStrategy>(v_.strategy[i]);
+    const auto strategy = static_cast<VehicleStrategy>(store_.strategy[i]);
     if (strategy == VehicleStrategy::Parked || strategy == VehicleStrategy::Manual) continue;
-    if ((step_index - v_.last_advance_step[i]) * step_us < stuck_us) continue;
-    v_.despawn_requested[i] = 1;
+    if ((step_index - store_.last_advance_step[i]) * step_us < stuck_us) continue;
+    store_.despawn_requested[i] = 1;
     set_policy(i, static_cast<std::uint8_t>(ControlPolicy::DespawnPending));
     refold(i);
-    despawns.push_back({v_.id[i], false, true});
+    despawns.push_back({store_.id[i], DespawnReason::Stuck});
   }
 }
 
@@ -522,7 +543,8 @@ void VehicleSystem::advance_signals(std::uint32_t step_us) {
 bool VehicleSystem::entrance_clear(std::uint32_t garage) {
   if (!lane_min_valid_) {
     lane_min_s_.assign(lanes_->size(), std::numeric_limits<double>::infinity());
-    for (std::uint32_t i = 0; i < v_.size(); ++i) lane_min_s_[v_.lane[i]] = std::min(lane_min_s_[v_.lane[i]], v_.s_m[i]);
+    for (std::uint32_t i = 0; i < store_.size(); ++i)
+      lane_min_s_[store_.lane[i]] = std::min(lane_min_s_[store_.lane[i]], store_.s_m[i]);
     lane_min_valid_ = true;
   }
   return !(lane_min_s_[routes_[garage][0]] < scenario_->garages[garage].entrance_clear_m);
@@ -579,21 +601,21 @@ void VehicleSystem::dispatch(std::uint64_t step_index, EntityRegistry& registry,
 }
 
 void VehicleSystem::build_snapshot() {
-  const std::uint32_t n = v_.size();
+  const std::uint32_t n = store_.size();
   const std::uint32_t lanes = lanes_->size();
   std::fill(lane_start_.begin(), lane_start_.end(), 0);
-  for (std::uint32_t i = 0; i < n; ++i) ++lane_start_[v_.lane[i] + 1];
+  for (std::uint32_t i = 0; i < n; ++i) ++lane_start_[store_.lane[i] + 1];
   for (std::uint32_t l = 0; l < lanes; ++l) lane_start_[l + 1] += lane_start_[l];
   order_.resize(n);
   snap_s_.resize(n);
   pos_in_order_.resize(n);
   std::vector<std::uint32_t>& fill = pos_in_order_;  // reused as a cursor first
   cursor_.assign(lane_start_.begin(), lane_start_.end() - 1);  // reused: no allocation after warm-up
-  for (std::uint32_t i = 0; i < n; ++i) order_[cursor_[v_.lane[i]]++] = i;
+  for (std::uint32_t i = 0; i < n; ++i) order_[cursor_[store_.lane[i]]++] = i;
   // Per lane by (s, EntityId): a handful of vehicles per lane, so an
   // insertion sort (no call per lane), std::sort for long queues.
-  const double* const s = v_.s_m.data();
-  const EntityId* const id = v_.id.data();
+  const double* const s = store_.s_m.data();
+  const EntityId* const id = store_.id.data();
   const auto before = [s, id](std::uint32_t a, std::uint32_t b) { return s[a] != s[b] ? s[a] < s[b] : id[a] < id[b]; };
   std::uint32_t* const o = order_.data();
   for (std::uint32_t l = 0; l < lanes; ++l) {
@@ -611,7 +633,7 @@ void VehicleSystem::build_snapshot() {
     }
   }
   for (std::uint32_t k = 0; k < n; ++k) fill[order_[k]] = k;
-  for (std::uint32_t i = 0; i < n; ++i) snap_s_[i] = v_.s_m[i];
+  for (std::uint32_t i = 0; i < n; ++i) snap_s_[i] = store_.s_m[i];
 }
 
 void VehicleSystem::evaluate_and_advance(std::uint64_t step_index, std::uint32_t step_us,
@@ -619,26 +641,26 @@ void VehicleSystem::evaluate_and_advance(std::uint64_t step_index, std::uint32_t
                                          std::vector<DespawnRequest>& despawns) {
   const double dt_s = static_cast<double>(step_us) * 1e-6;
   const VehicleRules& rules = scenario_->vehicle_rules;
-  const std::uint32_t n = v_.size();
+  const std::uint32_t n = store_.size();
   // The columns as local pointers: stores through the byte columns may alias
   // anything, so member vectors would be reloaded after each; locals stay in
   // registers. Every vehicle reads the pre-step snapshot (snap_s_, order_).
-  const std::uint8_t* const tier_c = v_.tier.data();
-  const std::uint8_t* const despawn_c = v_.despawn_requested.data();
+  const std::uint8_t* const tier_c = store_.tier.data();
+  const std::uint8_t* const despawn_c = store_.despawn_requested.data();
   const std::uint8_t* const phase_c = phase_.data();
-  const std::uint8_t* const strategy_c = v_.strategy.data();
-  const std::uint32_t* const garage_c = v_.garage.data();
-  const std::uint64_t* const waiting_c = v_.waiting_since.data();
-  LaneIndex* const lane_c = v_.lane.data();
-  std::uint32_t* const ri_c = v_.route_index.data();
-  double* const s_c = v_.s_m.data();
-  double* const speed_c = v_.speed_mps.data();
-  std::uint8_t* const policy_c = v_.policy.data();
-  std::uint8_t* const reason_c = v_.reason.data();
-  EntityId* const leader_c = v_.leader.data();
-  std::uint64_t* const steps_c = v_.steps_advanced.data();
-  std::uint64_t* const last_c = v_.last_advance_step.data();
-  const EntityId* const id_c = v_.id.data();
+  const std::uint8_t* const strategy_c = store_.strategy.data();
+  const std::uint32_t* const garage_c = store_.garage.data();
+  const std::uint64_t* const waiting_c = store_.waiting_since.data();
+  LaneIndex* const lane_c = store_.lane.data();
+  std::uint32_t* const ri_c = store_.route_index.data();
+  double* const s_c = store_.s_m.data();
+  double* const speed_c = store_.speed_mps.data();
+  std::uint8_t* const policy_c = store_.policy.data();
+  std::uint8_t* const reason_c = store_.reason.data();
+  EntityId* const leader_c = store_.leader.data();
+  std::uint64_t* const steps_c = store_.steps_advanced.data();
+  std::uint64_t* const last_c = store_.last_advance_step.data();
+  const EntityId* const id_c = store_.id.data();
   const double* const snap = snap_s_.data();
   const std::uint32_t* const order = order_.data();
   const std::uint32_t* const lane_start = lane_start_.data();
@@ -650,7 +672,7 @@ void VehicleSystem::evaluate_and_advance(std::uint64_t step_index, std::uint32_t
   const double caution = rules.headway_caution_m;
   std::uint64_t sum = hash_sum_;
   std::uint32_t moving = 0;
-  std::array<std::uint32_t, kControlPolicyCount> policies = policy_count_;
+  std::array<std::uint32_t, kControlPolicyCount> policies = control_policy_count_;
   for (std::uint32_t i = 0; i < n; ++i) {
     const auto tier = static_cast<SimTier>(tier_c[i]);
     if (!despawn_c[i] && !tier_due_phase(step_index, phase_c[i], tier)) {
@@ -778,7 +800,7 @@ void VehicleSystem::evaluate_and_advance(std::uint64_t step_index, std::uint32_t
         if (loops) {
           start_waiting(i, step_index);  // competes for the entrance (turnarounds())
         } else {
-          despawns.push_back({id_c[i], true});
+          despawns.push_back({id_c[i], DespawnReason::RouteCompleted});
         }
         break;
       }
@@ -803,7 +825,7 @@ void VehicleSystem::evaluate_and_advance(std::uint64_t step_index, std::uint32_t
     hash[i] = h;
   }
   hash_sum_ = sum;
-  policy_count_ = policies;
+  control_policy_count_ = policies;
   last_step_.moving += moving;
 }
 
@@ -811,7 +833,8 @@ void VehicleSystem::count_policies() {
   // Over every vehicle, not only those evaluated this step: a Coarse vehicle
   // waiting at a signal is still waiting between its evaluations.
   // Maintained where policies are written (set_policy), not recounted.
-  for (std::size_t p = 0; p < kControlPolicyCount; ++p) last_step_.per_policy[p] = policy_count_[p];
+  for (std::size_t p = 0; p < kControlPolicyCount; ++p)
+    last_step_.per_policy[p] = control_policy_count_[p];
 }
 
 void VehicleSystem::turnarounds(std::uint64_t step_index) {
@@ -823,17 +846,17 @@ void VehicleSystem::turnarounds(std::uint64_t step_index) {
     if (waiting_[g].empty() || route_loops_[g] == 0) continue;
     std::uint32_t best = VehicleStore::kNoSlot;
     for (const Waiter& w : waiting_[g]) {
-      const std::uint32_t i = v_.dense_of[w.id.index];
-      if (!v_.despawn_requested[i]) {
+      const std::uint32_t i = store_.dense_of[w.id.index];
+      if (!store_.despawn_requested[i]) {
         best = i;
         break;
       }
     }
     if (best == VehicleStore::kNoSlot || !entrance_clear(g)) continue;
     stop_waiting(best);
-    v_.route_index[best] = 0;
-    v_.lane[best] = routes_[g][0];
-    v_.s_m[best] = 0.0;
+    store_.route_index[best] = 0;
+    store_.lane[best] = routes_[g][0];
+    store_.s_m[best] = 0.0;
     refold(best);
     lane_min_s_[routes_[g][0]] = 0.0;
     ++garages_[g].turnarounds;
@@ -841,28 +864,28 @@ void VehicleSystem::turnarounds(std::uint64_t step_index) {
   }
 }
 
-// Phase 8 ------------------------------------------------------------------
+// Phase 7 ------------------------------------------------------------------
 
 void VehicleSystem::resolve_tiers(std::uint64_t step_index, const TierSpec& spec, const ImportanceField& importance,
                                   std::span<const EntityId> forced_full) {
   // The slice whose id phase matches this step: each vehicle is re-resolved
   // every `every` steps and each step does 1/every of the work (as for
   // pedestrians). The slice competes for what the caps leave after the other
-  // vehicles' current tiers (tier_count_, maintained, not recounted).
+  // vehicles' current tiers (sim_tier_count_, maintained, not recounted).
   const std::uint32_t every = spec.vehicle_resolve_every_steps;
   const auto ph = static_cast<std::uint32_t>(step_index % every);
-  const std::uint32_t n = v_.size();
+  const std::uint32_t n = store_.size();
   constexpr auto kFull = static_cast<std::uint8_t>(SimTier::Full);
   slice_.clear();
   slice_ids_.clear();
-  slice_tier_.clear();
+  slice_sim_tier_.clear();
   std::array<std::uint32_t, kSimTierCount> in_slice{};
   for (std::uint32_t i = 0; i < n; ++i) {
     if (phase_[i] % every != ph) continue;
     slice_.push_back(i);
-    slice_ids_.push_back(v_.id[i]);
-    slice_tier_.push_back(v_.tier[i]);
-    ++in_slice[v_.tier[i]];
+    slice_ids_.push_back(store_.id[i]);
+    slice_sim_tier_.push_back(store_.tier[i]);
+    ++in_slice[store_.tier[i]];
   }
   const auto m = static_cast<std::uint32_t>(slice_.size());
   distances_.resize(m);
@@ -873,7 +896,8 @@ void VehicleSystem::resolve_tiers(std::uint64_t step_index, const TierSpec& spec
     const std::uint32_t i = slice_[k];
     const Vec2 p = position_of(i);
     const double w = importance.weight(PriorityClass::Background, true, p.x_m, p.y_m);
-    distances_[k] = importance.effective_distance_m(p.x_m, p.y_m, lane_geo_[v_.lane[i]].elevation_m, w);
+    distances_[k] =
+        importance.effective_distance_m(p.x_m, p.y_m, lane_geo_[store_.lane[i]].elevation_m, w);
   }
   // ForceFull: flags for the slice; forced vehicles of other slices already
   // Full hold their place outside full_cap but inside the hard cap.
@@ -886,61 +910,70 @@ void VehicleSystem::resolve_tiers(std::uint64_t step_index, const TierSpec& spec
     }
     for (const EntityId f : forced_full) {
       if (!is_vehicle(f)) continue;
-      const std::uint32_t i = v_.dense_of[f.index];
-      if (v_.tier[i] == kFull && phase_[i] % every != ph) ++others_forced;
+      const std::uint32_t i = store_.dense_of[f.index];
+      if (store_.tier[i] == kFull && phase_[i] % every != ph) ++others_forced;
     }
   }
   std::uint32_t others[kSimTierCount] = {};
-  for (std::size_t t = 0; t < kSimTierCount; ++t) others[t] = tier_count_[t] - in_slice[t];
+  for (std::size_t t = 0; t < kSimTierCount; ++t) others[t] = sim_tier_count_[t] - in_slice[t];
   const TierSpec s = slice_caps(spec, others, others_forced);
-  const TierCounts sc = tier_resolver_.resolve(s, slice_ids_, distances_, slice_tier_, slice_force_);
+  const TierCounts sc =
+      tier_resolver_.resolve(s, slice_ids_, distances_, slice_sim_tier_, slice_force_);
   for (std::uint32_t k = 0; k < m; ++k) {
     const std::uint32_t i = slice_[k];
-    if (v_.tier[i] == slice_tier_[k]) continue;
-    --tier_count_[v_.tier[i]];
-    ++tier_count_[slice_tier_[k]];
-    v_.tier[i] = slice_tier_[k];
+    if (store_.tier[i] == slice_sim_tier_[k]) continue;
+    --sim_tier_count_[store_.tier[i]];
+    ++sim_tier_count_[slice_sim_tier_[k]];
+    store_.tier[i] = slice_sim_tier_[k];
     refold(i);
   }
   last_tiers_ = sc;
-  for (std::size_t t = 0; t < kSimTierCount; ++t) last_tiers_.per_tier[t] = tier_count_[t];
+  for (std::size_t t = 0; t < kSimTierCount; ++t) last_tiers_.per_tier[t] = sim_tier_count_[t];
   last_tiers_.forced = sc.forced + others_forced;
 }
 
 // Digest and checkpoint ----------------------------------------------------
 
 std::uint64_t VehicleSystem::vehicle_word(std::uint32_t i) const {
-  return fold_vehicle(cold_hash_[i], v_.route_index[i], v_.lane[i], v_.s_m[i], v_.speed_mps[i],
-                      vehicle_flags(v_.strategy[i], v_.policy[i], v_.reason[i], v_.tier[i], v_.despawn_requested[i]),
-                      v_.leader[i], v_.steps_advanced[i], v_.waiting_since[i], v_.last_advance_step[i]);
+  return fold_vehicle(cold_hash_[i], store_.route_index[i], store_.lane[i], store_.s_m[i],
+                      store_.speed_mps[i],
+                      vehicle_flags(store_.strategy[i], store_.policy[i], store_.reason[i],
+                                    store_.tier[i], store_.despawn_requested[i]),
+                      store_.leader[i], store_.steps_advanced[i], store_.waiting_since[i],
+                      store_.last_advance_step[i]);
 }
 
 void VehicleSystem::rebuild_derived() {
-  const std::uint32_t n = v_.size();
+  const std::uint32_t n = store_.size();
   cold_hash_.clear();
   phase_.clear();
   for (std::uint32_t i = 0; i < n; ++i) {
     Digest c;
-    c.u64(v_.id[i].packed()).u32(v_.garage[i]).u64(v_.ordinal[i]).u32(v_.prototype[i]).str(v_.request_id[i]);
+    c.u64(store_.id[i].packed())
+        .u32(store_.garage[i])
+        .u64(store_.ordinal[i])
+        .u32(store_.prototype[i])
+        .str(store_.request_id[i]);
     cold_hash_.push_back(c.value());
-    phase_.push_back(id_phase(v_.id[i]));
+    phase_.push_back(id_phase(store_.id[i]));
   }
   hash_.assign(n, 0);
   hash_sum_ = 0;
   for (std::uint32_t i = 0; i < n; ++i) refold(i);
-  policy_count_.fill(0);
-  tier_count_.fill(0);
+  control_policy_count_.fill(0);
+  sim_tier_count_.fill(0);
   for (auto& w : waiting_) w.clear();
   for (std::uint32_t i = 0; i < n; ++i) {
-    ++policy_count_[v_.policy[i]];
-    ++tier_count_[v_.tier[i]];
-    if (v_.waiting_since[i] != 0) waiting_[v_.garage[i]].push_back({v_.waiting_since[i], v_.id[i]});
+    ++control_policy_count_[store_.policy[i]];
+    ++sim_tier_count_[store_.tier[i]];
+    if (store_.waiting_since[i] != 0)
+      waiting_[store_.garage[i]].push_back({store_.waiting_since[i], store_.id[i]});
   }
   for (auto& w : waiting_) std::sort(w.begin(), w.end());
 }
 
 void VehicleSystem::digest_into(Digest& d) const {
-  d.tag(20).u32(v_.size());
+  d.tag(20).u32(store_.size());
   d.u64(hash_sum_);  // order-independent over the dense arrays, folded as vehicles change
   // Garages and signals change every step (queue frames, gate counts, phase
   // clocks): their scalars are folded in pairs (fold_pair), a record per
@@ -986,41 +1019,66 @@ void VehicleSystem::digest_into(Digest& d) const {
   for (const std::uint32_t c : last_step_.per_policy) d.u32(c);
 }
 
+// Invariants 1, 2, 3 and 5 and the store's consistency, section by section;
+// the first violation found, or empty.
 std::string VehicleSystem::check_invariants(const EntityRegistry& registry) const {
-  const std::uint32_t n = v_.size();
+  std::vector<std::uint32_t> managed;
+  if (std::string why = check_store_rows(registry, managed); !why.empty()) return why;
+  if (std::string why = check_garages(managed); !why.empty()) return why;
+  if (std::string why = check_vehicle_ids_and_headways(); !why.empty()) return why;
+  return check_derived();
+}
+
+// Columns, ids, routes, lanes and known values per row; counts each
+// garage's vehicles into `managed`.
+std::string VehicleSystem::check_store_rows(const EntityRegistry& registry,
+                                            std::vector<std::uint32_t>& managed) const {
   const std::string area = "vehicles: ";
-  auto vehicle = [&](std::uint32_t i) { return "vehicle " + id_text(v_.id[i]); };
-  const bool columns_ok = v_.garage.size() == n && v_.ordinal.size() == n && v_.prototype.size() == n &&
-                          v_.route_index.size() == n && v_.lane.size() == n && v_.s_m.size() == n &&
-                          v_.speed_mps.size() == n && v_.strategy.size() == n && v_.policy.size() == n &&
-                          v_.reason.size() == n && v_.tier.size() == n && v_.leader.size() == n &&
-                          v_.steps_advanced.size() == n && v_.last_advance_step.size() == n &&
-                          v_.waiting_since.size() == n && v_.despawn_requested.size() == n &&
-                          v_.request_id.size() == n && cold_hash_.size() == n;
+  auto vehicle = [&](std::uint32_t i) { return "vehicle " + id_text(store_.id[i]); };
+  const std::uint32_t n = store_.size();
+  const bool columns_ok =
+      store_.garage.size() == n && store_.ordinal.size() == n && store_.prototype.size() == n &&
+      store_.route_index.size() == n && store_.lane.size() == n && store_.s_m.size() == n &&
+      store_.speed_mps.size() == n && store_.strategy.size() == n && store_.policy.size() == n &&
+      store_.reason.size() == n && store_.tier.size() == n && store_.leader.size() == n &&
+      store_.steps_advanced.size() == n && store_.last_advance_step.size() == n &&
+      store_.waiting_since.size() == n && store_.despawn_requested.size() == n &&
+      store_.request_id.size() == n && cold_hash_.size() == n;
   if (!columns_ok) return area + "column lengths differ";
-  std::vector<std::uint32_t> managed(garages_.size(), 0);
+  managed.assign(garages_.size(), 0);
   for (std::uint32_t i = 0; i < n; ++i) {
-    const EntityId id = v_.id[i];
+    const EntityId id = store_.id[i];
     if (!registry.is_alive(id)) return area + vehicle(i) + " is not alive in the registry";
-    if (v_.dense_of[id.index] != i) {
-      return area + "dense_of[" + std::to_string(id.index) + "] is " + std::to_string(v_.dense_of[id.index]) +
-             ", " + vehicle(i) + " is in slot " + std::to_string(i);
+    if (store_.dense_of[id.index] != i) {
+      return area + "dense_of[" + std::to_string(id.index) + "] is " +
+             std::to_string(store_.dense_of[id.index]) + ", " + vehicle(i) + " is in slot " +
+             std::to_string(i);
     }
-    if (v_.garage[i] >= garages_.size()) return area + vehicle(i) + " has unknown garage " + std::to_string(v_.garage[i]);
-    const auto& route = routes_[v_.garage[i]];
-    if (v_.route_index[i] >= route.size() || route[v_.route_index[i]] != v_.lane[i]) {
-      return area + vehicle(i) + " on lane " + std::to_string(v_.lane[i]) + " is not at route index " +
-             std::to_string(v_.route_index[i]) + " of its garage route";
+    if (store_.garage[i] >= garages_.size())
+      return area + vehicle(i) + " has unknown garage " + std::to_string(store_.garage[i]);
+    const auto& route = routes_[store_.garage[i]];
+    if (store_.route_index[i] >= route.size() || route[store_.route_index[i]] != store_.lane[i]) {
+      return area + vehicle(i) + " on lane " + std::to_string(store_.lane[i]) +
+             " is not at route index " + std::to_string(store_.route_index[i]) +
+             " of its garage route";
     }
-    if (!(v_.s_m[i] >= 0.0 && v_.s_m[i] <= lanes_->lane(v_.lane[i]).length_m)) {
-      return area + vehicle(i) + " at s " + std::to_string(v_.s_m[i]) + " m is off lane " + std::to_string(v_.lane[i]);
+    if (!(store_.s_m[i] >= 0.0 && store_.s_m[i] <= lanes_->lane(store_.lane[i]).length_m)) {
+      return area + vehicle(i) + " at s " + std::to_string(store_.s_m[i]) + " m is off lane " +
+             std::to_string(store_.lane[i]);
     }
-    if (v_.tier[i] >= kSimTierCount || v_.policy[i] >= kControlPolicyCount) return area + vehicle(i) + " has an unknown tier or policy";
-    ++managed[v_.garage[i]];
+    if (store_.tier[i] >= kSimTierCount || store_.policy[i] >= kControlPolicyCount)
+      return area + vehicle(i) + " has an unknown tier or policy";
+    ++managed[store_.garage[i]];
   }
   std::uint32_t mapped = 0;
-  for (const std::uint32_t d : v_.dense_of) mapped += d != VehicleStore::kNoSlot;
+  for (const std::uint32_t d : store_.dense_of) mapped += d != VehicleStore::kNoSlot;
   if (mapped != n) return area + std::to_string(mapped) + " dense_of entries for " + std::to_string(n) + " vehicles";
+  return {};
+}
+
+// Per garage: managed counts and capacity, invariants 1-3 of its queue.
+std::string VehicleSystem::check_garages(const std::vector<std::uint32_t>& managed) const {
+  const std::string area = "vehicles: ";
   for (std::uint32_t g = 0; g < garages_.size(); ++g) {
     const GarageState& gs = garages_[g];
     const std::string garage = "garage " + scenario_->garages[g].id;
@@ -1057,38 +1115,59 @@ std::string VehicleSystem::check_invariants(const EntityRegistry& registry) cons
              " is below its " + std::to_string(gs.dispatched.size()) + " dispatches";
     }
   }
+  return {};
+}
+
+// Invariant 3 (VehicleIds never repeat) and 5 (headway per lane), over the
+// store sorted two ways.
+std::string VehicleSystem::check_vehicle_ids_and_headways() const {
+  const std::uint32_t n = store_.size();
+  const std::string area = "vehicles: ";
+  auto vehicle = [&](std::uint32_t i) { return "vehicle " + id_text(store_.id[i]); };
   // 3. VehicleIds never repeat: (garage, ordinal) unique, ordinal already issued.
   std::vector<std::uint32_t> order(n);
   for (std::uint32_t i = 0; i < n; ++i) order[i] = i;
   std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
-    return v_.garage[a] != v_.garage[b] ? v_.garage[a] < v_.garage[b] : v_.ordinal[a] < v_.ordinal[b];
+    return store_.garage[a] != store_.garage[b] ? store_.garage[a] < store_.garage[b]
+                                                : store_.ordinal[a] < store_.ordinal[b];
   });
   for (std::uint32_t k = 0; k < n; ++k) {
     const std::uint32_t i = order[k];
-    if (v_.ordinal[i] >= garages_[v_.garage[i]].next_vehicle_ordinal) {
+    if (store_.ordinal[i] >= garages_[store_.garage[i]].next_vehicle_ordinal) {
       return area + "invariant 3: " + vehicle(i) + " has VehicleId " + vehicle_id(i) + ", not yet issued";
     }
-    if (k > 0 && v_.garage[order[k - 1]] == v_.garage[i] && v_.ordinal[order[k - 1]] == v_.ordinal[i]) {
+    if (k > 0 && store_.garage[order[k - 1]] == store_.garage[i] &&
+        store_.ordinal[order[k - 1]] == store_.ordinal[i]) {
       return area + "invariant 3: " + vehicle(order[k - 1]) + " and " + vehicle(i) + " share VehicleId " + vehicle_id(i);
     }
   }
   // 5. Per lane, by (s, EntityId): each vehicle at least headway_block_m behind the next one.
   std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
-    if (v_.lane[a] != v_.lane[b]) return v_.lane[a] < v_.lane[b];
-    return v_.s_m[a] != v_.s_m[b] ? v_.s_m[a] < v_.s_m[b] : v_.id[a] < v_.id[b];
+    if (store_.lane[a] != store_.lane[b]) return store_.lane[a] < store_.lane[b];
+    return store_.s_m[a] != store_.s_m[b] ? store_.s_m[a] < store_.s_m[b]
+                                          : store_.id[a] < store_.id[b];
   });
   const double block = scenario_->vehicle_rules.headway_block_m;
   for (std::uint32_t k = 1; k < n; ++k) {
     const std::uint32_t behind = order[k - 1], ahead = order[k];
-    if (v_.lane[behind] != v_.lane[ahead] || v_.s_m[behind] == 0.0) continue;
-    const double gap = v_.s_m[ahead] - v_.s_m[behind];
+    if (store_.lane[behind] != store_.lane[ahead] || store_.s_m[behind] == 0.0) continue;
+    const double gap = store_.s_m[ahead] - store_.s_m[behind];
     if (gap < block - kEps) {
-      return area + "invariant 5: " + vehicle(behind) + " on lane " + std::to_string(v_.lane[behind]) + " is " +
-             std::to_string(gap) + " m behind " + vehicle(ahead) + " (headway_block_m " + std::to_string(block) + ")";
+      return area + "invariant 5: " + vehicle(behind) + " on lane " +
+             std::to_string(store_.lane[behind]) + " is " + std::to_string(gap) + " m behind " +
+             vehicle(ahead) + " (headway_block_m " + std::to_string(block) + ")";
     }
   }
-  // The derived state the step maintains instead of recounting: the folded
-  // digest words, policy and tier counts, the turnaround waiting lists.
+  return {};
+}
+
+// The derived state the step maintains instead of recounting.
+std::string VehicleSystem::check_derived() const {
+  const std::uint32_t n = store_.size();
+  const std::string area = "vehicles: ";
+  auto vehicle = [&](std::uint32_t i) { return "vehicle " + id_text(store_.id[i]); };
+  // The folded digest words, policy and tier counts, the turnaround
+  // waiting lists.
   std::uint64_t sum = 0;
   std::array<std::uint32_t, kControlPolicyCount> policies{};
   std::array<std::uint32_t, kSimTierCount> tiers{};
@@ -1096,19 +1175,21 @@ std::string VehicleSystem::check_invariants(const EntityRegistry& registry) cons
   for (std::uint32_t i = 0; i < n; ++i) {
     if (hash_[i] != vehicle_word(i)) return area + vehicle(i) + " changed without its digest word being refolded";
     sum += hash_[i];
-    ++policies[v_.policy[i]];
-    ++tiers[v_.tier[i]];
-    if (v_.waiting_since[i] != 0) {
-      const auto& w = waiting_[v_.garage[i]];
-      if (!std::binary_search(w.begin(), w.end(), Waiter{v_.waiting_since[i], v_.id[i]})) {
+    ++policies[store_.policy[i]];
+    ++tiers[store_.tier[i]];
+    if (store_.waiting_since[i] != 0) {
+      const auto& w = waiting_[store_.garage[i]];
+      if (!std::binary_search(w.begin(), w.end(), Waiter{store_.waiting_since[i], store_.id[i]})) {
         return area + vehicle(i) + " awaits turnaround but is not on its garage's waiting list";
       }
       ++waiting;
     }
   }
   if (sum != hash_sum_) return area + "the folded digest sum differs from its vehicles' words";
-  if (policies != policy_count_) return area + "the maintained per-policy counts differ from the store";
-  if (tiers != tier_count_) return area + "the maintained per-tier counts differ from the store";
+  if (policies != control_policy_count_)
+    return area + "the maintained per-policy counts differ from the store";
+  if (tiers != sim_tier_count_)
+    return area + "the maintained per-tier counts differ from the store";
   std::size_t listed = 0;
   for (const auto& w : waiting_) listed += w.size();
   if (listed != waiting) return area + "the turnaround waiting lists hold vehicles that are not waiting";
@@ -1125,7 +1206,7 @@ void VehicleSystem::capture_into(VehicleCheckpoint& cp) const {
   // Copy-assignment into cp's vectors keeps their capacity, so a recycled
   // checkpoint costs no allocation or page faults (a fresh one per capture
   // faulted in dense_of, one entry per entity slot, every time).
-  cp.store = v_;
+  cp.store = store_;
   cp.store.dense_of.clear();  // rebuilt on restore; the capacity stays for the next capture
   cp.garage_ids.resize(scenario_->garages.size());
   for (std::size_t g = 0; g < cp.garage_ids.size(); ++g)
@@ -1142,9 +1223,42 @@ void VehicleSystem::capture_into(VehicleCheckpoint& cp) const {
 
 std::vector<std::pair<std::string, std::string>> VehicleSystem::restore(const VehicleCheckpoint& cp,
                                                                          const EntityRegistry& registry) {
-  std::vector<std::pair<std::string, std::string>> errors;
+  RestoreErrors errors;
+  if (!restore_check_shape(cp, errors)) return errors;
+  std::vector<std::uint32_t> dense_of(store_.dense_of.size(), VehicleStore::kNoSlot);
+  std::vector<std::uint32_t> managed(garages_.size(), 0);
+  std::vector<std::vector<std::uint64_t>> ordinals(garages_.size());
+  restore_check_rows(cp, registry, errors, dense_of, managed, ordinals);
+  restore_check_garages(cp, managed, ordinals, errors);
+  restore_check_signals_and_leaders(cp, registry, errors);
+  if (!errors.empty()) return errors;
+
+  const VehicleStore& s = cp.store;
+  store_ = s;
+  store_.dense_of = std::move(dense_of);
+  // Derived caches of the digest and the step: rebuilt from the restored
+  // state, never stored.
+  rebuild_derived();
+  dispatched_hash_.assign(cp.garages.size(), 0);
+  for (std::size_t g = 0; g < cp.garages.size(); ++g) {
+    for (const std::string& r : cp.garages[g].dispatched)
+      dispatched_hash_[g] += Digest{}.str(r).value();
+  }
+  lane_min_valid_ = false;
+  garages_ = cp.garages;
+  managed_ = managed;
+  signals_ = cp.signals;
+  plan_ = cp.plan;
+  last_tiers_ = cp.last_tiers;
+  last_step_ = cp.last_step;
+  return errors;
+}
+
+// Column lengths, and garages and signals matching the scenario's; false
+// when nothing further can be checked.
+bool VehicleSystem::restore_check_shape(const VehicleCheckpoint& cp, RestoreErrors& errors) const {
   auto fail = [&](std::string path, std::string msg) {
-    if (errors.size() < 32) errors.emplace_back(std::move(path), std::move(msg));
+    add_restore_error(errors, std::move(path), std::move(msg));
   };
   const VehicleStore& s = cp.store;
   const std::size_t n = s.id.size();
@@ -1157,17 +1271,17 @@ std::vector<std::pair<std::string, std::string>> VehicleSystem::restore(const Ve
                           s.despawn_requested.size() == n && s.request_id.size() == n;
   if (!columns_ok) {
     fail("vehicles", "column lengths differ");
-    return errors;
+    return false;
   }
   if (cp.garages.size() != scenario_->garages.size()) {
     fail("garages", std::to_string(cp.garages.size()) + " garages, scenario has " +
                         std::to_string(scenario_->garages.size()));
-    return errors;
+    return false;
   }
   if (cp.signals.size() != scenario_->signals.size()) {
     fail("signals", std::to_string(cp.signals.size()) + " signals, scenario has " +
                         std::to_string(scenario_->signals.size()));
-    return errors;
+    return false;
   }
   for (std::size_t g = 0; g < cp.garage_ids.size() && g < scenario_->garages.size(); ++g) {
     if (cp.garage_ids[g] != scenario_->garages[g].id) {
@@ -1180,10 +1294,20 @@ std::vector<std::pair<std::string, std::string>> VehicleSystem::restore(const Ve
       fail("signals[" + std::to_string(i) + "].signal_id", "does not match the scenario");
     }
   }
-  if (!errors.empty()) return errors;
-  std::vector<std::uint32_t> dense_of(v_.dense_of.size(), VehicleStore::kNoSlot);
-  std::vector<std::uint32_t> managed(garages_.size(), 0);
-  std::vector<std::vector<std::uint64_t>> ordinals(garages_.size());
+  return errors.empty();
+}
+
+// Each vehicle row: alive, unique, on its garage route, known values; fills
+// the dense map, managed counts and ordinals per garage.
+void VehicleSystem::restore_check_rows(const VehicleCheckpoint& cp, const EntityRegistry& registry,
+                                       RestoreErrors& errors, std::vector<std::uint32_t>& dense_of,
+                                       std::vector<std::uint32_t>& managed,
+                                       std::vector<std::vector<std::uint64_t>>& ordinals) const {
+  auto fail = [&](std::string path, std::string msg) {
+    add_restore_error(errors, std::move(path), std::move(msg));
+  };
+  const VehicleStore& s = cp.store;
+  const std::size_t n = s.id.size();
   for (std::size_t i = 0; i < n; ++i) {
     const std::string row = "vehicles[" + std::to_string(i) + "]";
     if (!registry.is_alive(s.id[i])) {
@@ -1223,6 +1347,17 @@ std::vector<std::pair<std::string, std::string>> VehicleSystem::restore(const Ve
     ++managed[s.garage[i]];
     ordinals[s.garage[i]].push_back(s.ordinal[i]);
   }
+}
+
+// Each garage: queue (depth, order, prototypes, ordinals), dispatched set,
+// VehicleId ordinals, capacity.
+void VehicleSystem::restore_check_garages(const VehicleCheckpoint& cp,
+                                          const std::vector<std::uint32_t>& managed,
+                                          std::vector<std::vector<std::uint64_t>>& ordinals,
+                                          RestoreErrors& errors) const {
+  auto fail = [&](std::string path, std::string msg) {
+    add_restore_error(errors, std::move(path), std::move(msg));
+  };
   for (std::size_t g = 0; g < cp.garages.size(); ++g) {
     const GarageState& gs = cp.garages[g];
     const GarageSpec& spec = scenario_->garages[g];
@@ -1261,6 +1396,16 @@ std::vector<std::pair<std::string, std::string>> VehicleSystem::restore(const Ve
       fail(p + ".last_dispatch_frame", "after the current queue frame");
     }
   }
+}
+
+// Signal phases, the plan cursor and the leaders.
+void VehicleSystem::restore_check_signals_and_leaders(const VehicleCheckpoint& cp,
+                                                      const EntityRegistry& registry,
+                                                      RestoreErrors& errors) const {
+  auto fail = [&](std::string path, std::string msg) {
+    add_restore_error(errors, std::move(path), std::move(msg));
+  };
+  const std::size_t n = cp.store.id.size();
   for (std::size_t i = 0; i < cp.signals.size(); ++i) {
     const SignalSpec& sg = scenario_->signals[i];
     const SignalState& st = cp.signals[i];
@@ -1274,29 +1419,10 @@ std::vector<std::pair<std::string, std::string>> VehicleSystem::restore(const Ve
   }
   if (cp.plan.cursor > scenario_->vehicle_plan.requests.size()) fail("plan.cursor", "beyond the planned requests");
   for (std::size_t i = 0; i < n; ++i) {
-    if (!s.leader[i].is_null() && !registry.is_alive(s.leader[i])) {
+    if (!cp.store.leader[i].is_null() && !registry.is_alive(cp.store.leader[i])) {
       fail("vehicles[" + std::to_string(i) + "].leader", "leader is not alive");
     }
   }
-  if (!errors.empty()) return errors;
-
-  v_ = s;
-  v_.dense_of = std::move(dense_of);
-  // Derived caches of the digest and the step: rebuilt from the restored
-  // state, never stored.
-  rebuild_derived();
-  dispatched_hash_.assign(cp.garages.size(), 0);
-  for (std::size_t g = 0; g < cp.garages.size(); ++g) {
-    for (const std::string& r : cp.garages[g].dispatched) dispatched_hash_[g] += Digest{}.str(r).value();
-  }
-  lane_min_valid_ = false;
-  garages_ = cp.garages;
-  managed_ = managed;
-  signals_ = cp.signals;
-  plan_ = cp.plan;
-  last_tiers_ = cp.last_tiers;
-  last_step_ = cp.last_step;
-  return errors;
 }
 
 }  // namespace bustle::core

@@ -1,4 +1,11 @@
-// World::capture and World::restore: the checkpoint half of the World.
+// The checkpoint half of the World: capture, restore and saves.
+//
+// Sections, in file order: restore's lifecycle checks (observers, spawn
+// handles, routes, orphans); capture and capture_into; restore() and its
+// sections (pedestrians row by row, identities and vehicles, observers and
+// ForceFull, clock and counters), which validate everything before a
+// candidate world is returned and compare the digest last; capture_save,
+// place_saved_active_set and load_save (persistent facts only).
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -19,9 +26,18 @@ std::string hex(std::uint64_t v) {
 
 }  // namespace
 
-template <class Fail>
-void World::restore_lifecycle(World& w, const WorldCheckpoint& cp, Fail& fail) {
-  const std::size_t nlanes = w.lanes_.size();
+// Restore's error list: each failure names the checkpoint path; at most
+// kMaxReportedErrors are kept.
+struct World::RestoreFailures {
+  std::vector<RestoreError>& errors;
+  void operator()(std::string path, std::string message) {
+    if (errors.size() < kMaxReportedErrors) errors.push_back({std::move(path), std::move(message)});
+  }
+  bool any() const { return !errors.empty(); }
+};
+
+// Both observer sets: finite, one view per point, the clients' set bounded.
+void World::restore_check_observers(const WorldCheckpoint& cp, RestoreFailures& fail) {
   if (!cp.observer_views.empty() && cp.observer_views.size() != cp.observers.size()) {
     fail("observer_views", "one view per observer is required");
   }
@@ -42,7 +58,11 @@ void World::restore_lifecycle(World& w, const WorldCheckpoint& cp, Fail& fail) {
       fail("client_observers[" + std::to_string(i) + "]", "must be finite");
     }
   }
-  // Spawn pipeline.
+}
+
+// The spawn handles, live and recent.
+void World::restore_spawn_handles(World& w, const WorldCheckpoint& cp, RestoreFailures& fail) {
+  const std::size_t nlanes = w.lanes_.size();
   const SpawnPipelineState& sp = cp.spawn;
   auto check_handle = [&](const SpawnHandleState& h, const std::string& row, bool live) {
     if (h.handle == 0 || h.handle >= sp.next_handle) fail(row + ".handle", "must be in [1, next_handle)");
@@ -72,8 +92,9 @@ void World::restore_lifecycle(World& w, const WorldCheckpoint& cp, Fail& fail) {
     const bool registered = st >= SpawnState::Registered;
     const EntityId id = sp.live[k].entity;
     if (registered && w.registry_.is_alive(id) &&
-        (w.peds_.dense_of[id.index] == PedestrianStore::kNoSlot ||
-         w.peds_.origin[w.peds_.dense_of[id.index]] != static_cast<std::uint8_t>(PedestrianOrigin::Spawned))) {
+        (w.pedestrians_.dense_of[id.index] == PedestrianStore::kNoSlot ||
+         w.pedestrians_.origin[w.pedestrians_.dense_of[id.index]] !=
+             static_cast<std::uint8_t>(PedestrianOrigin::Spawned))) {
       fail(row + ".entity", "a registered spawn must be an active spawned pedestrian");
     }
   }
@@ -81,11 +102,16 @@ void World::restore_lifecycle(World& w, const WorldCheckpoint& cp, Fail& fail) {
   for (std::size_t k = 0; k < sp.recent.size(); ++k) check_handle(sp.recent[k], "spawn.recent[" + std::to_string(k) + "]", false);
   if (sp.live.size() > w.scenario_.spawn.queue_depth) fail("spawn.live", "more live handles than spawn.queue_depth");
   w.spawn_ = sp;
-  // Routes: the table is consistent, and every live route is held by exactly
-  // one walker or one live spawn handle.
+}
+
+// The route table: consistent, and every live route held by exactly one
+// walker or one live spawn handle; false when it is not consistent.
+bool World::restore_routes(World& w, const WorldCheckpoint& cp, RestoreFailures& fail) {
+  const std::size_t nlanes = w.lanes_.size();
+  const SpawnPipelineState& sp = cp.spawn;
   if (std::string why = RouteTable::validate(cp.routes, static_cast<std::uint32_t>(nlanes)); !why.empty()) {
     fail(why.substr(0, why.find(':')), why.substr(why.find(':') + 2));
-    return;
+    return false;
   }
   std::vector<std::uint8_t> held(cp.routes.count.size(), 0);
   auto hold = [&](std::uint32_t slot, const std::string& row) {
@@ -96,7 +122,8 @@ void World::restore_lifecycle(World& w, const WorldCheckpoint& cp, Fail& fail) {
       fail(row, "route slot " + std::to_string(slot) + " is held twice");
     }
   };
-  for (std::size_t i = 0; i < w.peds_.size(); ++i) hold(w.peds_.route[i], "pedestrians[" + std::to_string(i) + "].route");
+  for (std::size_t i = 0; i < w.pedestrians_.size(); ++i)
+    hold(w.pedestrians_.route[i], "pedestrians[" + std::to_string(i) + "].route");
   for (std::size_t k = 0; k < sp.live.size(); ++k) hold(sp.live[k].route, "spawn.live[" + std::to_string(k) + "].route");
   for (std::size_t k = 0; k < sp.recent.size(); ++k) {
     if (sp.recent[k].route != kNoRoute) fail("spawn.recent[" + std::to_string(k) + "].route", "an ended handle holds no route");
@@ -105,13 +132,19 @@ void World::restore_lifecycle(World& w, const WorldCheckpoint& cp, Fail& fail) {
     if (cp.routes.count[slot] != 0 && held[slot] == 0) fail("routes[" + std::to_string(slot) + "]", "live route held by nobody");
   }
   w.routes_.set_state(cp.routes);
-  // Orphans and the retiring FIFO.
+  return true;
+}
+
+// The orphan set (sorted by id) and the retiring FIFO over it.
+void World::restore_orphans(World& w, const WorldCheckpoint& cp, RestoreFailures& fail) {
+  const std::size_t nlanes = w.lanes_.size();
   const ResidentStore& rs = w.population_.residents();
   for (std::size_t k = 0; k < cp.orphans.size(); ++k) {
     const OrphanState& o = cp.orphans[k];
     const std::string row = "orphans[" + std::to_string(k) + "]";
     if (!w.registry_.is_alive(o.id)) fail(row + ".id", "identity is not alive");
-    else if (w.peds_.dense_of[o.id.index] != PedestrianStore::kNoSlot) fail(row + ".id", "also an active pedestrian");
+    else if (w.pedestrians_.dense_of[o.id.index] != PedestrianStore::kNoSlot)
+      fail(row + ".id", "also an active pedestrian");
     if (k > 0 && !(cp.orphans[k - 1].id < o.id)) fail(row + ".id", "not sorted by id or duplicated");
     if (o.reason >= kDespawnReasonCount) fail(row + ".reason", "unknown despawn reason");
     if (o.lane >= nlanes) {
@@ -142,6 +175,15 @@ void World::restore_lifecycle(World& w, const WorldCheckpoint& cp, Fail& fail) {
     }
   }
   w.retiring_fifo_ = cp.retiring_fifo;
+}
+
+// The lifecycle state restore() checks after the pedestrians: observers,
+// spawn handles, routes, orphans.
+void World::restore_lifecycle(World& w, const WorldCheckpoint& cp, RestoreFailures& fail) {
+  restore_check_observers(cp, fail);
+  restore_spawn_handles(w, cp, fail);
+  if (!restore_routes(w, cp, fail)) return;
+  restore_orphans(w, cp, fail);
 }
 
 namespace {
@@ -187,24 +229,25 @@ void World::capture_into(WorldCheckpoint& c) const {
   registry_.export_state(c.registry.generation, c.registry.alive, c.registry.free_fifo,
                          c.registry.pop_seq);
   // assign() keeps the destination's capacity: no reallocation when recycled.
-  c.pedestrians.id.assign(peds_.id.begin(), peds_.id.end());
-  c.pedestrians.lane.assign(peds_.lane.begin(), peds_.lane.end());
-  c.pedestrians.s_m.assign(peds_.s_m.begin(), peds_.s_m.end());
-  c.pedestrians.hops.assign(peds_.hops.begin(), peds_.hops.end());
+  c.pedestrians.id.assign(pedestrians_.id.begin(), pedestrians_.id.end());
+  c.pedestrians.lane.assign(pedestrians_.lane.begin(), pedestrians_.lane.end());
+  c.pedestrians.s_m.assign(pedestrians_.s_m.begin(), pedestrians_.s_m.end());
+  c.pedestrians.hops.assign(pedestrians_.hops.begin(), pedestrians_.hops.end());
   // The resident index is derived (population_.resident_of), but checkpoints keep the column.
-  c.pedestrians.resident.resize(peds_.size());
-  for (std::uint32_t i = 0; i < peds_.size(); ++i) {
-    const std::int32_t r = peds_.origin[i] == static_cast<std::uint8_t>(PedestrianOrigin::Resident)
-                               ? population_.resident_of(peds_.id[i])
-                               : ResidentStore::kNone;
+  c.pedestrians.resident.resize(pedestrians_.size());
+  for (std::uint32_t i = 0; i < pedestrians_.size(); ++i) {
+    const std::int32_t r =
+        pedestrians_.origin[i] == static_cast<std::uint8_t>(PedestrianOrigin::Resident)
+            ? population_.resident_of(pedestrians_.id[i])
+            : ResidentStore::kNone;
     c.pedestrians.resident[i] = r == ResidentStore::kNone ? PedestrianStore::kNoResident : static_cast<std::uint32_t>(r);
   }
-  c.pedestrians.tier.assign(peds_.tier.begin(), peds_.tier.end());
-  c.pedestrians.priority.assign(peds_.priority.begin(), peds_.priority.end());
-  c.pedestrians.origin.assign(peds_.origin.begin(), peds_.origin.end());
-  c.pedestrians.route.assign(peds_.route.begin(), peds_.route.end());
+  c.pedestrians.tier.assign(pedestrians_.tier.begin(), pedestrians_.tier.end());
+  c.pedestrians.priority.assign(pedestrians_.priority.begin(), pedestrians_.priority.end());
+  c.pedestrians.origin.assign(pedestrians_.origin.begin(), pedestrians_.origin.end());
+  c.pedestrians.route.assign(pedestrians_.route.begin(), pedestrians_.route.end());
   c.routes = routes_.state();
-  c.pedestrian_tiers = ped_tiers_;
+  c.pedestrian_tiers = pedestrian_tier_counts_;
   c.forced_full = forced_full_;
   c.force_full_refused = force_full_refused_;
   c.population = population_.capture();
@@ -242,14 +285,9 @@ void World::capture_into(WorldCheckpoint& c) const {
 World::RestoreResult World::restore(const Scenario& scenario, const WorldCheckpoint& cp,
                                     LogSink* log) {
   RestoreResult result;
-  auto fail = [&](std::string path, std::string message) {
-    if (result.errors.size() < kMaxReportedErrors) {
-      result.errors.push_back({std::move(path), std::move(message)});
-    }
-  };
-
+  RestoreFailures fail{result.errors};
   for (ScenarioError& e : validate_scenario(scenario)) fail("scenario." + e.path, e.message);
-  if (!result.errors.empty()) return result;
+  if (fail.any()) return result;
   if (cp.scenario_id != scenario.id) {
     fail("scenario_id", "checkpoint is of scenario '" + cp.scenario_id + "', not '" + scenario.id + "'");
   }
@@ -257,7 +295,7 @@ World::RestoreResult World::restore(const Scenario& scenario, const WorldCheckpo
     fail("step_us", "checkpoint steps " + std::to_string(cp.step_us) + " us, scenario " +
                         std::to_string(scenario.step_us) + " us");
   }
-  if (!result.errors.empty()) return result;
+  if (fail.any()) return result;
 
   std::unique_ptr<World> w(new World(scenario, cp.seed, log));
   if (std::string err = w->registry_.import_state(cp.registry.generation, cp.registry.alive,
@@ -266,97 +304,8 @@ World::RestoreResult World::restore(const Scenario& scenario, const WorldCheckpo
     fail("registry." + err.substr(0, err.find(':')), err.substr(err.find(':') + 2));
     return result;
   }
-
-  const PedestrianState& p = cp.pedestrians;
-  const std::size_t n = p.id.size();
-  if (p.lane.size() != n || p.s_m.size() != n || p.hops.size() != n || p.resident.size() != n ||
-      p.tier.size() != n || p.priority.size() != n || p.origin.size() != n || p.route.size() != n) {
-    fail("pedestrians", "column lengths differ (id " + std::to_string(n) + ", lane " +
-                            std::to_string(p.lane.size()) + ", s_m " + std::to_string(p.s_m.size()) +
-                            ", hops " + std::to_string(p.hops.size()) + ", resident " +
-                            std::to_string(p.resident.size()) + ", tier " + std::to_string(p.tier.size()) +
-                            ", priority " + std::to_string(p.priority.size()) + ", origin " +
-                            std::to_string(p.origin.size()) + ")");
-    return result;
-  }
-  // Residents first: their identities are alive whether active or dormant.
-  for (auto& [path, message] : w->population_.restore(cp.population, w->registry_)) fail(path, message);
-  if (!result.errors.empty()) return result;
-  const ResidentStore& residents = w->population_.residents();
-  PedestrianStore& peds = w->peds_;
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::string row = "pedestrians[" + std::to_string(i) + "]";
-    const EntityId id = p.id[i];
-    if (!w->registry_.is_alive(id)) {
-      fail(row + ".id", "entity " + id_text(id) + " is not alive in the registry");
-      continue;
-    }
-    if (peds.dense_of[id.index] != PedestrianStore::kNoSlot) {
-      fail(row + ".id", "duplicate entity " + id_text(id) + " (also row " +
-                            std::to_string(peds.dense_of[id.index]) + ")");
-      continue;
-    }
-    if (p.lane[i] >= w->lanes_.size()) {
-      fail(row + ".lane", "lane " + std::to_string(p.lane[i]) + " does not exist (scenario has " +
-                              std::to_string(w->lanes_.size()) + " lanes)");
-      continue;
-    }
-    const Lane& lane = w->lanes_.lane(p.lane[i]);
-    if (!is_pedestrian_lane(lane.kind)) {
-      fail(row + ".lane", "lane '" + lane.id + "' is not walkable");
-      continue;
-    }
-    if (!std::isfinite(p.s_m[i]) || p.s_m[i] < 0.0 || p.s_m[i] > lane.length_m) {
-      fail(row + ".s_m", "distance " + std::to_string(p.s_m[i]) + " outside lane '" + lane.id +
-                             "' [0, " + std::to_string(lane.length_m) + "]");
-      continue;
-    }
-    const std::uint32_t res = p.resident[i];
-    if (p.priority[i] >= kPriorityClassCount) {
-      fail(row + ".priority", "unknown priority class " + std::to_string(p.priority[i]));
-      continue;
-    }
-    if (p.origin[i] > static_cast<std::uint8_t>(PedestrianOrigin::Spawned) ||
-        (p.origin[i] == static_cast<std::uint8_t>(PedestrianOrigin::Resident)) != (res != PedestrianStore::kNoResident)) {
-      fail(row + ".origin", "must be 0 (background), 1 (resident, with a resident index) or 2 (spawned)");
-      continue;
-    }
-    if (res != PedestrianStore::kNoResident) {
-      if (res >= residents.size() || residents.id[res] != id || residents.active[res] != ResidentStore::kActive) {
-        fail(row + ".resident", "does not match an active resident with this identity");
-        continue;
-      }
-    } else if (w->population_.resident_of(id) != ResidentStore::kNone) {
-      fail(row + ".resident", "identity belongs to a resident but the row says background");
-      continue;
-    }
-    peds.dense_of[id.index] = static_cast<std::uint32_t>(peds.id.size());
-    peds.id.push_back(id);
-    peds.lane.push_back(p.lane[i]);
-    peds.s_m.push_back(p.s_m[i]);
-    peds.hops.push_back(p.hops[i]);
-    if (p.tier[i] >= kSimTierCount) {
-      fail(row + ".tier", "unknown simulation tier " + std::to_string(p.tier[i]));
-      continue;
-    }
-    peds.tier.push_back(p.tier[i]);
-    peds.priority.push_back(p.priority[i]);
-    peds.phase.push_back(id_phase(id));
-    peds.route.push_back(p.route[i]);
-    peds.origin.push_back(p.origin[i]);
-    if (p.origin[i] == static_cast<std::uint8_t>(PedestrianOrigin::Background)) ++w->background_count_;
-  }
-  std::size_t resident_peds = 0, spawned_peds = 0;
-  for (const std::uint8_t o : peds.origin) {
-    resident_peds += o == static_cast<std::uint8_t>(PedestrianOrigin::Resident);
-    spawned_peds += o == static_cast<std::uint8_t>(PedestrianOrigin::Spawned);
-  }
-  if (result.errors.empty() &&
-      resident_peds + w->population_.retiring_count() != w->population_.active_count()) {
-    fail("residents.active", std::to_string(w->population_.active_count()) + " active residents but " +
-                                 std::to_string(resident_peds) + " resident pedestrians and " +
-                                 std::to_string(w->population_.retiring_count()) + " retiring");
-  }
+  std::size_t spawned_pedestrians = 0;
+  if (!restore_pedestrians(*w, cp, fail, spawned_pedestrians)) return result;
   restore_lifecycle(*w, cp, fail);
   if (cp.pedestrian_target > scenario.entity_capacity) {
     fail("pedestrian_target", std::to_string(cp.pedestrian_target) + " exceeds entity_capacity " +
@@ -371,82 +320,213 @@ World::RestoreResult World::restore(const Scenario& scenario, const WorldCheckpo
       fail("observers[" + std::to_string(i) + "]", "coordinates must be finite");
     }
   }
-  if (!result.errors.empty()) return result;
-  // Every alive identity is exactly one background pedestrian, one vehicle or
-  // one resident (active or dormant).
-  std::size_t pending_identities = 0, non_resident_orphans = 0;
-  for (const SpawnHandleState& h : w->spawn_.live) pending_identities += h.state == SpawnState::IdentityCreated;
-  for (const OrphanRecord& o : w->orphans_) non_resident_orphans += o.resident == UINT32_MAX;
-  const std::size_t expected_alive = w->background_count_ + cp.vehicles.store.id.size() +
-                                     w->population_.residents().size() + spawned_peds + pending_identities +
-                                     non_resident_orphans;
-  if (expected_alive != w->registry_.alive_count()) {
-    fail("registry.alive", std::to_string(w->registry_.alive_count()) + " alive identities but " +
-                               std::to_string(w->background_count_) + " background pedestrians, " +
-                               std::to_string(cp.vehicles.store.id.size()) + " vehicles, " +
-                               std::to_string(w->population_.residents().size()) + " residents, " +
-                               std::to_string(spawned_peds) + " spawned pedestrians, " +
-                               std::to_string(pending_identities) + " spawn identities and " +
-                               std::to_string(non_resident_orphans) + " retiring");
-    return result;
-  }
-  for (std::size_t i = 0; i < cp.vehicles.store.id.size(); ++i) {
-    const EntityId id = cp.vehicles.store.id[i];
-    if (id.index < w->peds_.dense_of.size() && w->peds_.dense_of[id.index] != PedestrianStore::kNoSlot) {
-      fail("vehicles[" + std::to_string(i) + "].id", "entity is also a pedestrian");
-      return result;
-    }
-  }
-  for (auto& [path, message] : w->vehicles_.restore(cp.vehicles, w->registry_)) fail(path, message);
-  if (!result.errors.empty()) return result;
-  w->observers_ = cp.observers;
-  w->observer_views_ = cp.observer_views;
-  w->client_observers_ = cp.client_observers;
-  w->client_observer_views_ = cp.client_observer_views;
-  w->refresh_tier_observers();
-  w->prepare_importance();
-  w->ped_tiers_ = cp.pedestrian_tiers;
-  for (std::size_t k = 0; k < cp.forced_full.size(); ++k) {
-    if (!w->registry_.is_alive(cp.forced_full[k])) {
-      fail("forced_full[" + std::to_string(k) + "]", "identity is not alive");
-      return result;
-    }
-    if (k > 0 && !(cp.forced_full[k - 1] < cp.forced_full[k])) {
-      fail("forced_full[" + std::to_string(k) + "]", "not sorted or duplicated");
-      return result;
-    }
-  }
-  w->forced_full_ = cp.forced_full;
-  w->force_full_refused_ = cp.force_full_refused;
-
-  for (const CommandEnvelope& env : cp.inbox) w->submit(env);
-  w->step_index_ = cp.step_index;
-  w->rng_.set_state(cp.rng_state);
-  w->route_salt_ = cp.route_salt;
-  w->pedestrian_target_ = cp.pedestrian_target;
-  w->counters_.spawned_total = cp.counters.spawned_total;
-  w->counters_.despawned_total = cp.counters.despawned_total;
-  for (std::size_t r = 0; r < kDespawnReasonCount; ++r) {
-    w->counters_.despawned_by_reason[r] = cp.counters.despawned_by_reason[r];
-  }
-  w->counters_.spawn_failed_capacity = cp.counters.spawn_failed_capacity;
-  w->counters_.commands_accepted = cp.counters.commands_accepted;
-  w->counters_.commands_rejected = cp.counters.commands_rejected;
-  w->counters_.faded_total = cp.counters.faded_total;
-  w->counters_.fade_skipped_total = cp.counters.fade_skipped_total;
+  if (fail.any()) return result;
+  if (!restore_identities_and_vehicles(*w, cp, spawned_pedestrians, fail)) return result;
+  if (!restore_observers_and_forced(*w, cp, fail)) return result;
+  w->restore_clock_and_counters(cp);
 
   // Last line of defence: a value that passed every range check but differs
   // from what was captured (a flipped bit in a distance, a counter) changes
   // the digest.
-  w->ped_sum_ = w->ped_sum_recount();  // derived: rebuilt, never stored
+  w->pedestrian_digest_sum_ = w->pedestrian_digest_sum_recount();  // derived: rebuilt, never stored
   w->digest_ = w->compute_digest();
   if (w->digest_ != cp.digest) {
-    fail("digest", "stored " + hex(cp.digest) + " but the restored state hashes to " + hex(w->digest_) +
-                       " (the snapshot was altered or is from another build)");
+    fail("digest", "stored " + hex(cp.digest) + " but the restored state hashes to " +
+                       hex(w->digest_) + " (the snapshot was altered or is from another build)");
     return result;
   }
   result.world = std::move(w);
   return result;
+}
+
+// The pedestrian rows, after the residents (their identities are alive
+// whether active or dormant); false when restore must stop here.
+bool World::restore_pedestrians(World& w, const WorldCheckpoint& cp, RestoreFailures& fail,
+                                std::size_t& spawned_pedestrians) {
+  const PedestrianState& p = cp.pedestrians;
+  const std::size_t n = p.id.size();
+  if (p.lane.size() != n || p.s_m.size() != n || p.hops.size() != n || p.resident.size() != n ||
+      p.tier.size() != n || p.priority.size() != n || p.origin.size() != n || p.route.size() != n) {
+    fail("pedestrians", "column lengths differ (id " + std::to_string(n) + ", lane " +
+                            std::to_string(p.lane.size()) + ", s_m " + std::to_string(p.s_m.size()) +
+                            ", hops " + std::to_string(p.hops.size()) + ", resident " +
+                            std::to_string(p.resident.size()) + ", tier " + std::to_string(p.tier.size()) +
+                            ", priority " + std::to_string(p.priority.size()) + ", origin " +
+                            std::to_string(p.origin.size()) + ")");
+    return false;
+  }
+  for (auto& [path, message] : w.population_.restore(cp.population, w.registry_))
+    fail(path, message);
+  if (fail.any()) return false;
+  for (std::size_t i = 0; i < n; ++i) restore_pedestrian_row(w, p, i, fail);
+  std::size_t resident_pedestrians = 0;
+  spawned_pedestrians = 0;
+  for (const std::uint8_t o : w.pedestrians_.origin) {
+    resident_pedestrians += o == static_cast<std::uint8_t>(PedestrianOrigin::Resident);
+    spawned_pedestrians += o == static_cast<std::uint8_t>(PedestrianOrigin::Spawned);
+  }
+  const PopulationSystem& population = w.population_;
+  if (!fail.any() &&
+      resident_pedestrians + population.retiring_count() != population.active_count()) {
+    fail("residents.active", std::to_string(population.active_count()) + " active residents but " +
+                                 std::to_string(resident_pedestrians) +
+                                 " resident pedestrians and " +
+                                 std::to_string(population.retiring_count()) + " retiring");
+  }
+  return true;
+}
+
+// One checkpoint row, validated and appended (a row failing after its
+// position was appended leaves the store partial; restore then fails).
+void World::restore_pedestrian_row(World& w, const PedestrianState& p, std::size_t i,
+                                   RestoreFailures& fail) {
+  const std::string row = "pedestrians[" + std::to_string(i) + "]";
+  const EntityId id = p.id[i];
+  PedestrianStore& peds = w.pedestrians_;
+  if (!w.registry_.is_alive(id)) {
+    fail(row + ".id", "entity " + id_text(id) + " is not alive in the registry");
+    return;
+  }
+  if (peds.dense_of[id.index] != PedestrianStore::kNoSlot) {
+    fail(row + ".id", "duplicate entity " + id_text(id) + " (also row " +
+                          std::to_string(peds.dense_of[id.index]) + ")");
+    return;
+  }
+  if (p.lane[i] >= w.lanes_.size()) {
+    fail(row + ".lane", "lane " + std::to_string(p.lane[i]) + " does not exist (scenario has " +
+                            std::to_string(w.lanes_.size()) + " lanes)");
+    return;
+  }
+  const Lane& lane = w.lanes_.lane(p.lane[i]);
+  if (!is_pedestrian_lane(lane.kind)) {
+    fail(row + ".lane", "lane '" + lane.id + "' is not walkable");
+    return;
+  }
+  if (!std::isfinite(p.s_m[i]) || p.s_m[i] < 0.0 || p.s_m[i] > lane.length_m) {
+    fail(row + ".s_m", "distance " + std::to_string(p.s_m[i]) + " outside lane '" + lane.id +
+                           "' [0, " + std::to_string(lane.length_m) + "]");
+    return;
+  }
+  if (p.priority[i] >= kPriorityClassCount) {
+    fail(row + ".priority", "unknown priority class " + std::to_string(p.priority[i]));
+    return;
+  }
+  const std::uint32_t resident = p.resident[i];
+  const bool has_resident = resident != PedestrianStore::kNoResident;
+  if (p.origin[i] > static_cast<std::uint8_t>(PedestrianOrigin::Spawned) ||
+      (p.origin[i] == static_cast<std::uint8_t>(PedestrianOrigin::Resident)) != has_resident) {
+    fail(row + ".origin",
+         "must be 0 (background), 1 (resident, with a resident index) or 2 (spawned)");
+    return;
+  }
+  const ResidentStore& residents = w.population_.residents();
+  if (has_resident) {
+    if (resident >= residents.size() || residents.id[resident] != id ||
+        residents.active[resident] != ResidentStore::kActive) {
+      fail(row + ".resident", "does not match an active resident with this identity");
+      return;
+    }
+  } else if (w.population_.resident_of(id) != ResidentStore::kNone) {
+    fail(row + ".resident", "identity belongs to a resident but the row says background");
+    return;
+  }
+  peds.dense_of[id.index] = static_cast<std::uint32_t>(peds.id.size());
+  peds.id.push_back(id);
+  peds.lane.push_back(p.lane[i]);
+  peds.s_m.push_back(p.s_m[i]);
+  peds.hops.push_back(p.hops[i]);
+  if (p.tier[i] >= kSimTierCount) {
+    fail(row + ".tier", "unknown simulation tier " + std::to_string(p.tier[i]));
+    return;
+  }
+  peds.tier.push_back(p.tier[i]);
+  peds.priority.push_back(p.priority[i]);
+  peds.phase.push_back(id_phase(id));
+  peds.route.push_back(p.route[i]);
+  peds.origin.push_back(p.origin[i]);
+  if (p.origin[i] == static_cast<std::uint8_t>(PedestrianOrigin::Background)) ++w.background_count_;
+}
+
+// Every alive identity is exactly one background pedestrian, one vehicle or
+// one resident (active or dormant), a spawned pedestrian, a spawn's identity
+// or a retiring orphan; then the vehicles. False when restore must stop.
+bool World::restore_identities_and_vehicles(World& w, const WorldCheckpoint& cp,
+                                            std::size_t spawned_pedestrians,
+                                            RestoreFailures& fail) {
+  std::size_t pending_identities = 0, non_resident_orphans = 0;
+  for (const SpawnHandleState& h : w.spawn_.live)
+    pending_identities += h.state == SpawnState::IdentityCreated;
+  for (const OrphanRecord& o : w.orphans_) non_resident_orphans += o.resident == UINT32_MAX;
+  const std::size_t vehicles = cp.vehicles.store.id.size();
+  const std::size_t residents = w.population_.residents().size();
+  const std::size_t expected_alive = w.background_count_ + vehicles + residents +
+                                     spawned_pedestrians + pending_identities +
+                                     non_resident_orphans;
+  if (expected_alive != w.registry_.alive_count()) {
+    fail("registry.alive", std::to_string(w.registry_.alive_count()) + " alive identities but " +
+                               std::to_string(w.background_count_) + " background pedestrians, " +
+                               std::to_string(vehicles) + " vehicles, " +
+                               std::to_string(residents) + " residents, " +
+                               std::to_string(spawned_pedestrians) + " spawned pedestrians, " +
+                               std::to_string(pending_identities) + " spawn identities and " +
+                               std::to_string(non_resident_orphans) + " retiring");
+    return false;
+  }
+  for (std::size_t i = 0; i < vehicles; ++i) {
+    const EntityId id = cp.vehicles.store.id[i];
+    if (id.index < w.pedestrians_.dense_of.size() &&
+        w.pedestrians_.dense_of[id.index] != PedestrianStore::kNoSlot) {
+      fail("vehicles[" + std::to_string(i) + "].id", "entity is also a pedestrian");
+      return false;
+    }
+  }
+  for (auto& [path, message] : w.vehicles_.restore(cp.vehicles, w.registry_)) fail(path, message);
+  return !fail.any();
+}
+
+// Observers (both sets), the pedestrian tier counts and the ForceFull list.
+bool World::restore_observers_and_forced(World& w, const WorldCheckpoint& cp,
+                                         RestoreFailures& fail) {
+  w.observers_ = cp.observers;
+  w.observer_views_ = cp.observer_views;
+  w.client_observers_ = cp.client_observers;
+  w.client_observer_views_ = cp.client_observer_views;
+  w.refresh_tier_observers();
+  w.prepare_importance();
+  w.pedestrian_tier_counts_ = cp.pedestrian_tiers;
+  for (std::size_t k = 0; k < cp.forced_full.size(); ++k) {
+    if (!w.registry_.is_alive(cp.forced_full[k])) {
+      fail("forced_full[" + std::to_string(k) + "]", "identity is not alive");
+      return false;
+    }
+    if (k > 0 && !(cp.forced_full[k - 1] < cp.forced_full[k])) {
+      fail("forced_full[" + std::to_string(k) + "]", "not sorted or duplicated");
+      return false;
+    }
+  }
+  w.forced_full_ = cp.forced_full;
+  w.force_full_refused_ = cp.force_full_refused;
+  return true;
+}
+
+// The pending commands, the clock, the PRNG and the counters (nothing here
+// can fail: the ranges were checked above).
+void World::restore_clock_and_counters(const WorldCheckpoint& cp) {
+  for (const CommandEnvelope& env : cp.inbox) submit(env);
+  step_index_ = cp.step_index;
+  rng_.set_state(cp.rng_state);
+  route_salt_ = cp.route_salt;
+  pedestrian_target_ = cp.pedestrian_target;
+  counters_.spawned_total = cp.counters.spawned_total;
+  counters_.despawned_total = cp.counters.despawned_total;
+  for (std::size_t r = 0; r < kDespawnReasonCount; ++r) {
+    counters_.despawned_by_reason[r] = cp.counters.despawned_by_reason[r];
+  }
+  counters_.spawn_failed_capacity = cp.counters.spawn_failed_capacity;
+  counters_.commands_accepted = cp.counters.commands_accepted;
+  counters_.commands_rejected = cp.counters.commands_rejected;
+  counters_.faded_total = cp.counters.faded_total;
+  counters_.fade_skipped_total = cp.counters.fade_skipped_total;
 }
 
 SaveState World::capture_save() const {  // NOLINT
@@ -461,10 +541,10 @@ SaveState World::capture_save() const {  // NOLINT
   }
   for (std::uint32_t i = 0; i < rs.size(); ++i) {
     if (rs.active[i] != ResidentStore::kActive) continue;  // dormant, or retiring (fading out)
-    const std::uint32_t slot = peds_.dense_of[rs.id[i].index];
+    const std::uint32_t slot = pedestrians_.dense_of[rs.id[i].index];
     if (slot == PedestrianStore::kNoSlot) continue;
-    s.active_residents.push_back({rs.id[i], scenario_.zones[rs.zone[i]].id, lanes_.lane(peds_.lane[slot]).id,
-                                  peds_.s_m[slot]});
+    s.active_residents.push_back({rs.id[i], scenario_.zones[rs.zone[i]].id,
+                                  lanes_.lane(pedestrians_.lane[slot]).id, pedestrians_.s_m[slot]});
   }
   s.has_observers = true;
   for (std::size_t k = 0; k < observers_.size(); ++k) {
@@ -541,35 +621,52 @@ std::vector<RestoreError> World::place_saved_active_set(const SaveState& save) {
   return errors;
 }
 
-World::RestoreResult World::load_save(const Scenario& scenario, const SaveState& save, LogSink* log) {
-  RestoreResult result;
-  for (ScenarioError& e : validate_scenario(scenario)) result.errors.push_back({"scenario." + e.path, e.message});
-  if (!result.errors.empty()) return result;
+namespace {
+
+// A save's own fields against the scenario (before any world is built).
+std::vector<RestoreError> check_save(const Scenario& scenario, const SaveState& save) {
+  std::vector<RestoreError> errors;
+  for (ScenarioError& e : validate_scenario(scenario))
+    errors.push_back({"scenario." + e.path, e.message});
+  if (!errors.empty()) return errors;
   if (save.scenario_id != scenario.id) {
-    result.errors.push_back({"scenario_id", "save is of scenario '" + save.scenario_id + "', not '" + scenario.id + "'"});
+    errors.push_back({"scenario_id",
+                      "save is of scenario '" + save.scenario_id + "', not '" + scenario.id + "'"});
   }
   if (save.step_us != scenario.step_us) {
-    result.errors.push_back({"step_us", "save steps " + std::to_string(save.step_us) + " us, scenario " +
-                                            std::to_string(scenario.step_us) + " us"});
+    errors.push_back({"step_us", "save steps " + std::to_string(save.step_us) + " us, scenario " +
+                                     std::to_string(scenario.step_us) + " us"});
   }
   if (save.pedestrian_target > scenario.entity_capacity) {
-    result.errors.push_back({"pedestrian_target", std::to_string(save.pedestrian_target) +
-                                                      " exceeds entity_capacity " +
-                                                      std::to_string(scenario.entity_capacity)});
+    errors.push_back({"pedestrian_target", std::to_string(save.pedestrian_target) +
+                                               " exceeds entity_capacity " +
+                                               std::to_string(scenario.entity_capacity)});
   }
-  if (save.day_us >= 86'400'000'000ull) result.errors.push_back({"day_us", "time of day must be in [0, 24) h"});
-  if (save.time_scale < 1 || save.time_scale > 3600) result.errors.push_back({"time_scale", "must be in [1, 3600]"});
+  if (save.day_us >= 86'400'000'000ull)
+    errors.push_back({"day_us", "time of day must be in [0, 24) h"});
+  if (save.time_scale < 1 || save.time_scale > 3600)
+    errors.push_back({"time_scale", "must be in [1, 3600]"});
   if (save.garage_vehicle_ordinals.size() != scenario.garages.size()) {
-    result.errors.push_back({"garage_vehicle_ordinals", std::to_string(save.garage_vehicle_ordinals.size()) +
-                                                            " garages saved, scenario has " +
-                                                            std::to_string(scenario.garages.size())});
+    errors.push_back(
+        {"garage_vehicle_ordinals", std::to_string(save.garage_vehicle_ordinals.size()) +
+                                        " garages saved, scenario has " +
+                                        std::to_string(scenario.garages.size())});
   }
   if (std::string why = validate_lifecycle_settings(save.lifecycle); !why.empty()) {
-    result.errors.push_back({"lifecycle", why});
+    errors.push_back({"lifecycle", why});
   }
   if (save.saveable_ids.size() != save.saveable_zones.size()) {
-    result.errors.push_back({"saveable_zones", "one zone per saveable identity is required"});
+    errors.push_back({"saveable_zones", "one zone per saveable identity is required"});
   }
+  return errors;
+}
+
+}  // namespace
+
+World::RestoreResult World::load_save(const Scenario& scenario, const SaveState& save,
+                                      LogSink* log) {
+  RestoreResult result;
+  result.errors = check_save(scenario, save);
   if (!result.errors.empty()) return result;
   std::unique_ptr<World> w(new World(scenario, save.seed, log));
   // Saveable residents: identities are recreated in the same order, so each

@@ -20,15 +20,15 @@ const OrphanRecord* find_orphan(const std::vector<OrphanRecord>& orphans, Entity
 
 std::string World::check_lifecycle_counts() const {
   std::uint32_t background = 0, residents = 0;
-  for (std::uint32_t i = 0; i < peds_.size(); ++i) {
-    const EntityId id = peds_.id[i];
-    if (peds_.dense_of[id.index] != i) {
+  for (std::uint32_t i = 0; i < pedestrians_.size(); ++i) {
+    const EntityId id = pedestrians_.id[i];
+    if (pedestrians_.dense_of[id.index] != i) {
       return "pedestrians: invariant 1: dense_of[" + std::to_string(id.index) + "] is " +
-             std::to_string(peds_.dense_of[id.index]) + ", pedestrian " + id_text(id) + " is in slot " +
-             std::to_string(i);
+             std::to_string(pedestrians_.dense_of[id.index]) + ", pedestrian " + id_text(id) +
+             " is in slot " + std::to_string(i);
     }
     if (!registry_.is_alive(id)) return "pedestrians: invariant 2: pedestrian " + id_text(id) + " is not alive";
-    switch (static_cast<PedestrianOrigin>(peds_.origin[i])) {
+    switch (static_cast<PedestrianOrigin>(pedestrians_.origin[i])) {
       case PedestrianOrigin::Background: ++background; break;
       case PedestrianOrigin::Resident: ++residents; break;
       case PedestrianOrigin::Spawned: break;
@@ -63,24 +63,25 @@ std::string World::check_lifecycle_counts() const {
 }
 
 std::string World::check_pedestrians() const {
-  const std::uint32_t n = peds_.size();
-  if (peds_.lane.size() != n || peds_.s_m.size() != n || peds_.hops.size() != n ||
-      peds_.tier.size() != n || peds_.priority.size() != n || peds_.origin.size() != n || peds_.phase.size() != n ||
-      peds_.route.size() != n) {
+  const std::uint32_t n = pedestrians_.size();
+  if (pedestrians_.lane.size() != n || pedestrians_.s_m.size() != n ||
+      pedestrians_.hops.size() != n || pedestrians_.tier.size() != n ||
+      pedestrians_.priority.size() != n || pedestrians_.origin.size() != n ||
+      pedestrians_.phase.size() != n || pedestrians_.route.size() != n) {
     return "pedestrians: invariant 1: column lengths differ";
   }
   std::uint32_t mapped = 0;
-  for (const std::uint32_t d : peds_.dense_of) mapped += d != PedestrianStore::kNoSlot;
+  for (const std::uint32_t d : pedestrians_.dense_of) mapped += d != PedestrianStore::kNoSlot;
   if (mapped != n) {
     return "pedestrians: invariant 1: " + std::to_string(mapped) + " dense_of entries for " + std::to_string(n) +
            " pedestrians";
   }
   const ResidentStore& rs = population_.residents();
   for (std::uint32_t i = 0; i < n; ++i) {
-    const EntityId id = peds_.id[i];
+    const EntityId id = pedestrians_.id[i];
     const std::string ped = "pedestrian " + id_text(id);
     if (vehicles_.is_vehicle(id)) return "pedestrians: invariant 2: " + ped + " is also a vehicle";
-    const auto origin = static_cast<PedestrianOrigin>(peds_.origin[i]);
+    const auto origin = static_cast<PedestrianOrigin>(pedestrians_.origin[i]);
     const std::int32_t of = population_.resident_of(id);
     const std::uint32_t r = of == ResidentStore::kNone ? PedestrianStore::kNoResident : static_cast<std::uint32_t>(of);
     if ((origin == PedestrianOrigin::Resident) != (r != PedestrianStore::kNoResident)) {
@@ -92,24 +93,29 @@ std::string World::check_pedestrians() const {
       return "pedestrians: invariant 3: " + ped + " walks for resident " + std::to_string(r) +
              ", which is not this active identity";
     }
-    if (peds_.lane[i] >= lanes_.size() || !is_pedestrian_lane(lanes_.lane(peds_.lane[i]).kind)) {
-      return "pedestrians: invariant 4: " + ped + " is on lane " + std::to_string(peds_.lane[i]) +
-             ", not a pedestrian lane";
+    if (pedestrians_.lane[i] >= lanes_.size() ||
+        !is_pedestrian_lane(lanes_.lane(pedestrians_.lane[i]).kind)) {
+      return "pedestrians: invariant 4: " + ped + " is on lane " +
+             std::to_string(pedestrians_.lane[i]) + ", not a pedestrian lane";
     }
-    if (!(peds_.s_m[i] >= 0.0 && peds_.s_m[i] <= lanes_.lane(peds_.lane[i]).length_m)) {
-      return "pedestrians: invariant 4: " + ped + " at s " + std::to_string(peds_.s_m[i]) + " m is off lane " +
-             std::to_string(peds_.lane[i]);
+    if (!(pedestrians_.s_m[i] >= 0.0 &&
+          pedestrians_.s_m[i] <= lanes_.lane(pedestrians_.lane[i]).length_m)) {
+      return "pedestrians: invariant 4: " + ped + " at s " + std::to_string(pedestrians_.s_m[i]) +
+             " m is off lane " + std::to_string(pedestrians_.lane[i]);
     }
-    if (peds_.tier[i] >= kSimTierCount || peds_.priority[i] >= kPriorityClassCount || peds_.origin[i] > 2) {
+    if (pedestrians_.tier[i] >= kSimTierCount || pedestrians_.priority[i] >= kPriorityClassCount ||
+        pedestrians_.origin[i] > 2) {
       return "pedestrians: invariant 4: " + ped + " has an unknown tier, priority or origin";
     }
-    if (peds_.phase[i] != id_phase(id)) return "pedestrians: invariant 4: " + ped + " has a phase not derived from its id";
-    const std::uint32_t route = peds_.route[i];
+    if (pedestrians_.phase[i] != id_phase(id))
+      return "pedestrians: invariant 4: " + ped + " has a phase not derived from its id";
+    const std::uint32_t route = pedestrians_.route[i];
     if (route != kNoRoute && (route >= routes_.state().count.size() || routes_.state().count[route] == 0)) {
       return "pedestrians: invariant 5: " + ped + " holds route slot " + std::to_string(route) + ", which is free";
     }
   }
-  if (ped_sum_recount() != ped_sum_) return "pedestrians: invariant 6: the maintained digest sum differs from a recount";
+  if (pedestrian_digest_sum_recount() != pedestrian_digest_sum_)
+    return "pedestrians: invariant 6: the maintained digest sum differs from a recount";
   return {};
 }
 
@@ -164,7 +170,8 @@ std::string World::check_spawn_pipeline() const {
   // 4. Entity consistency.
   for (const SpawnHandleState& h : sp.live) {
     const bool null = h.entity.is_null();
-    const bool walking = !null && registry_.is_alive(h.entity) && peds_.dense_of[h.entity.index] != PedestrianStore::kNoSlot;
+    const bool walking = !null && registry_.is_alive(h.entity) &&
+                         pedestrians_.dense_of[h.entity.index] != PedestrianStore::kNoSlot;
     switch (h.state) {
       case SpawnState::Queued:
         if (!null) return area + "invariant 4: queued " + handle(h) + " already holds entity " + id_text(h.entity);
@@ -177,9 +184,12 @@ std::string World::check_spawn_pipeline() const {
         break;
       default:
         if (null) return area + "invariant 4: " + std::string(to_string(h.state)) + " " + handle(h) + " has no entity";
-        if (walking && peds_.origin[peds_.dense_of[h.entity.index]] != static_cast<std::uint8_t>(PedestrianOrigin::Spawned)) {
-          return area + "invariant 4: " + handle(h) + " entity " + id_text(h.entity) + " walks with origin " +
-                 to_string(static_cast<PedestrianOrigin>(peds_.origin[peds_.dense_of[h.entity.index]]));
+        if (walking && pedestrians_.origin[pedestrians_.dense_of[h.entity.index]] !=
+                           static_cast<std::uint8_t>(PedestrianOrigin::Spawned)) {
+          return area + "invariant 4: " + handle(h) + " entity " + id_text(h.entity) +
+                 " walks with origin " +
+                 to_string(static_cast<PedestrianOrigin>(
+                     pedestrians_.origin[pedestrians_.dense_of[h.entity.index]]));
         }
         if (h.route != kNoRoute) return area + "invariant 4: " + handle(h) + " still holds route slot " + std::to_string(h.route);
         break;
@@ -211,7 +221,8 @@ std::string World::check_orphans() const {
   for (const OrphanRecord& o : orphans_) {
     const std::string orphan = "orphan " + id_text(o.id);
     if (!registry_.is_alive(o.id)) return "orphans: invariant 2: " + orphan + " is not alive";
-    if (peds_.dense_of[o.id.index] != PedestrianStore::kNoSlot || vehicles_.is_vehicle(o.id)) {
+    if (pedestrians_.dense_of[o.id.index] != PedestrianStore::kNoSlot ||
+        vehicles_.is_vehicle(o.id)) {
       return "orphans: invariant 2: " + orphan + " is still on a lane";
     }
     if (o.lane >= lanes_.size()) return "orphans: invariant 2: " + orphan + " faded on unknown lane " + std::to_string(o.lane);
@@ -234,7 +245,7 @@ std::string World::check_holders() const {
   // Every live id has exactly one holder (a leak or a double release breaks
   // the sum), and every live route slot has exactly one holder.
   std::uint64_t held = population_.residents().size() + vehicles_.store().size();
-  held += peds_.size() - (population_.active_count() - population_.retiring_count());
+  held += pedestrians_.size() - (population_.active_count() - population_.retiring_count());
   for (const OrphanRecord& o : orphans_) held += o.resident == UINT32_MAX;
   std::uint32_t routes_held = 0;
   for (const SpawnHandleState& h : spawn_.live) {
@@ -245,7 +256,7 @@ std::string World::check_holders() const {
     return "lifecycle: " + std::to_string(registry_.alive_count()) + " live ids but " + std::to_string(held) +
            " holders (residents, non-resident pedestrians, vehicles, non-resident orphans, identity_created handles)";
   }
-  for (const std::uint32_t r : peds_.route) routes_held += r != kNoRoute;
+  for (const std::uint32_t r : pedestrians_.route) routes_held += r != kNoRoute;
   if (std::string why = RouteTable::validate(routes_.state(), lanes_.size()); !why.empty()) return "routes: " + why;
   if (routes_held != routes_.live()) {
     return "routes: " + std::to_string(routes_.live()) + " live route slots but " + std::to_string(routes_held) +

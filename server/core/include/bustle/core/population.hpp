@@ -175,8 +175,9 @@ class PopulationSystem {
   std::uint64_t day_us() const { return day_us_; }
   void set_day_us(std::uint64_t day_us) { day_us_ = day_us; }
 
-  // Phases 3-4. `distance_m(r)` gives active resident r's distance to the
-  // nearest observer; it is asked only for recycle candidates, so a city with
+  // Phase 2, at each lifecycle interval: migration and the zone lifecycle.
+  // `distance_m(r)` gives active resident r's distance to the nearest
+  // observer; it is asked only for recycle candidates, so a city with
   // many active residents pays for distances only where a zone shrinks.
   // Appends residents to activate (the World places them on a lane of their
   // zone), to deactivate, and those whose handoff completed (the World moves
@@ -206,7 +207,7 @@ class PopulationSystem {
   std::int64_t community_zone(std::uint32_t community) const;
   std::uint32_t community_first(std::uint32_t community) const { return community_first_[community]; }
 
-  const ResidentStore& residents() const { return r_; }
+  const ResidentStore& residents() const { return residents_; }
   const std::vector<ZoneStatus>& zones() const { return zones_; }
   const std::vector<WorkPointState>& work_points() const { return work_points_; }
   const std::vector<std::vector<LaneIndex>>& zone_lanes() const { return zone_lanes_; }
@@ -257,7 +258,7 @@ class PopulationSystem {
   std::vector<std::vector<std::uint32_t>> entry_zone_;
   std::vector<std::vector<std::int32_t>> entry_work_point_;
   std::vector<std::uint32_t> community_first_;
-  ResidentStore r_;
+  ResidentStore residents_;
   std::vector<std::int32_t> resident_by_entity_;  // entity index -> resident, or kNone
   std::vector<ZoneStatus> zones_;
   std::vector<WorkPointState> work_points_;

@@ -35,18 +35,18 @@ class Prng {
 
   void reseed(std::uint64_t seed) {
     std::uint64_t sm = seed;
-    for (auto& w : s_) w = splitmix64_next(sm);
+    for (auto& w : state_) w = splitmix64_next(sm);
   }
 
   std::uint64_t next_u64() {
-    const std::uint64_t result = rotl(s_[1] * 5, 7) * 9;
-    const std::uint64_t t = s_[1] << 17;
-    s_[2] ^= s_[0];
-    s_[3] ^= s_[1];
-    s_[1] ^= s_[2];
-    s_[0] ^= s_[3];
-    s_[2] ^= t;
-    s_[3] = rotl(s_[3], 45);
+    const std::uint64_t result = rotl(state_[1] * 5, 7) * 9;
+    const std::uint64_t t = state_[1] << 17;
+    state_[2] ^= state_[0];
+    state_[3] ^= state_[1];
+    state_[1] ^= state_[2];
+    state_[0] ^= state_[3];
+    state_[2] ^= t;
+    state_[3] = rotl(state_[3], 45);
     return result;
   }
 
@@ -73,17 +73,17 @@ class Prng {
   // derived from this one's current state without advancing it.
   Prng derive(std::uint64_t purpose) const {
     Prng p;
-    std::uint64_t sm = s_[0] ^ mix64(purpose ^ s_[3]);
-    for (auto& w : p.s_) w = splitmix64_next(sm);
+    std::uint64_t sm = state_[0] ^ mix64(purpose ^ state_[3]);
+    for (auto& w : p.state_) w = splitmix64_next(sm);
     return p;
   }
 
-  const std::array<std::uint64_t, 4>& state() const { return s_; }
-  void set_state(const std::array<std::uint64_t, 4>& s) { s_ = s; }
+  const std::array<std::uint64_t, 4>& state() const { return state_; }
+  void set_state(const std::array<std::uint64_t, 4>& s) { state_ = s; }
 
  private:
   static constexpr std::uint64_t rotl(std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-  std::array<std::uint64_t, 4> s_{};
+  std::array<std::uint64_t, 4> state_{};
 };
 
 }  // namespace bustle::core

@@ -36,17 +36,19 @@ class RouteTable {
   // The lane after the current one, advancing the target; nullopt when the
   // route is used up.
   std::optional<LaneIndex> next(std::uint32_t slot);
-  LaneIndex first(std::uint32_t slot) const { return s_.lanes[s_.offset[slot]]; }
-  std::uint32_t live() const { return static_cast<std::uint32_t>(s_.count.size() - s_.free_slots.size()); }
+  LaneIndex first(std::uint32_t slot) const { return state_.lanes[state_.offset[slot]]; }
+  std::uint32_t live() const {
+    return static_cast<std::uint32_t>(state_.count.size() - state_.free_slots.size());
+  }
 
-  const RouteTableState& state() const { return s_; }
+  const RouteTableState& state() const { return state_; }
   // Empty when consistent, else "field[i]: message".
   static std::string validate(const RouteTableState& s, std::uint32_t lane_count);
   void set_state(RouteTableState s);
 
  private:
   void compact();
-  RouteTableState s_;
+  RouteTableState state_;
   std::uint32_t garbage_ = 0;  // lanes of released slices still in the buffer
 };
 

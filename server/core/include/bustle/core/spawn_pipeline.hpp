@@ -4,12 +4,12 @@
 //
 // A handle advances at most one stage per step, so every stage is observable
 // (SpawnEvent / SpawnUpdate on the wire, including Queued):
-//   Queued --(phase 5 of a later step, within spawn.per_step_cap, FIFO by handle)--> IdentityCreated
-//   IdentityCreated --(next step's phase 5; zone has room)--> Registered (walks, visible in deltas)
-//   Registered --(next step's phase 9)--> RepresentationRequested   (clients are asked for a representation)
+//   Queued --(phase 4 of a later step, within spawn.per_step_cap, FIFO by handle)--> IdentityCreated
+//   IdentityCreated --(next step's phase 4; zone has room)--> Registered (walks, visible in deltas)
+//   Registered --(next step's phase 8)--> RepresentationRequested   (clients are asked for a representation)
 // The core's part of a handle ends there: RepresentationRequested is the
 // core's terminal success (is_core_terminal), the handle moves to `recent`
-// in the same phase 9, and nothing a client does can change the simulation
+// in the same phase 8, and nothing a client does can change the simulation
 // or its digest afterwards. The two stages that follow belong to the
 // representation axis and live outside the core (server/app
 // representation_stages.hpp), per handle, never in the digest and never in a

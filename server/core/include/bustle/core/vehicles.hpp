@@ -42,6 +42,7 @@
 #include <string>
 #include <vector>
 
+#include "bustle/core/despawn_reason.hpp"
 #include "bustle/core/entity_id.hpp"
 #include "bustle/core/importance.hpp"
 #include "bustle/core/lane_graph.hpp"
@@ -228,25 +229,26 @@ class VehicleSystem {
 
   struct DespawnRequest {
     EntityId id;
-    bool route_completed;  // true: reached the end of a garage-ending route
-    bool stuck = false;    // true: off-screen and not moved for despawn.stuck_ms
+    // RouteCompleted: reached the end of a garage-ending route; Stuck:
+    // off-screen and not moved for despawn.stuck_ms.
+    DespawnReason reason = DespawnReason::Requested;
   };
 
-  // Phase 6. `crossing_occupied[lane]` is nonzero for crossing lanes with a
+  // Phase 5. `crossing_occupied[lane]` is nonzero for crossing lanes with a
   // pedestrian on them (pre-step). New vehicles take ids from `registry`;
   // vehicles that must leave are appended to `despawns`.
   void step(std::uint64_t step_index, std::uint32_t step_us, EntityRegistry& registry,
             const std::vector<std::uint8_t>& crossing_occupied, const std::vector<Vec2>& observers,
             std::vector<DespawnRequest>& despawns);
 
-  // Phase 8: re-resolves the slice of vehicles whose id phase matches the
+  // Phase 7: re-resolves the slice of vehicles whose id phase matches the
   // step (every tiers.vehicle_resolve_every_steps steps each), against the
   // caps the other slices' current tiers leave. `forced_full` is the world's
   // ForceFull list, sorted by EntityId (pedestrians in it are ignored).
   void resolve_tiers(std::uint64_t step_index, const TierSpec& spec, const ImportanceField& importance,
                      std::span<const EntityId> forced_full = {});
 
-  const VehicleStore& store() const { return v_; }
+  const VehicleStore& store() const { return store_; }
   const std::vector<GarageState>& garages() const { return garages_; }
   const std::vector<SignalState>& signals() const { return signals_; }
   const PlanState& plan() const { return plan_; }
@@ -258,7 +260,9 @@ class VehicleSystem {
 
   // "vehicle.<garage>.<ordinal:06>" for a dense slot.
   std::string vehicle_id(std::uint32_t dense) const;
-  Pose pose(std::uint32_t dense) const { return lanes_->sample(v_.lane[dense], v_.s_m[dense]); }
+  Pose pose(std::uint32_t dense) const {
+    return lanes_->sample(store_.lane[dense], store_.s_m[dense]);
+  }
 
   // Invariants 1, 2, 3 and 5 and the store's consistency (dense_of, managed
   // counts, lanes on the route, live ids), O(vehicles log vehicles + queued
@@ -296,11 +300,29 @@ class VehicleSystem {
     hash_[i] = h;
   }
   void set_policy(std::uint32_t i, std::uint8_t p) {
-    --policy_count_[v_.policy[i]];
-    ++policy_count_[p];
-    v_.policy[i] = p;
+    --control_policy_count_[store_.policy[i]];
+    ++control_policy_count_[p];
+    store_.policy[i] = p;
   }
   void rebuild_derived();
+  // check_invariants() and restore() by section (vehicles.cpp).
+  std::string check_store_rows(const EntityRegistry& registry,
+                               std::vector<std::uint32_t>& managed) const;
+  std::string check_garages(const std::vector<std::uint32_t>& managed) const;
+  std::string check_vehicle_ids_and_headways() const;
+  std::string check_derived() const;
+  using RestoreErrors = std::vector<std::pair<std::string, std::string>>;
+  bool restore_check_shape(const VehicleCheckpoint& cp, RestoreErrors& errors) const;
+  void restore_check_rows(const VehicleCheckpoint& cp, const EntityRegistry& registry,
+                          RestoreErrors& errors, std::vector<std::uint32_t>& dense_of,
+                          std::vector<std::uint32_t>& managed,
+                          std::vector<std::vector<std::uint64_t>>& ordinals) const;
+  void restore_check_garages(const VehicleCheckpoint& cp, const std::vector<std::uint32_t>& managed,
+                             std::vector<std::vector<std::uint64_t>>& ordinals,
+                             RestoreErrors& errors) const;
+  void restore_check_signals_and_leaders(const VehicleCheckpoint& cp,
+                                         const EntityRegistry& registry,
+                                         RestoreErrors& errors) const;
   void start_waiting(std::uint32_t i, std::uint64_t step_index);
   void stop_waiting(std::uint32_t i);
   void find_stuck(std::uint64_t step_index, std::uint32_t step_us, std::vector<DespawnRequest>& despawns);
@@ -319,7 +341,7 @@ class VehicleSystem {
   std::vector<std::int32_t> signal_of_lane_;     // signal index or -1
   std::vector<std::vector<Conflict>> conflicts_; // per road lane, sorted by s
 
-  VehicleStore v_;
+  VehicleStore store_;
   std::vector<GarageState> garages_;
   std::vector<std::uint32_t> managed_;  // derived: vehicles per garage
   std::vector<SignalState> signals_;
@@ -348,8 +370,8 @@ class VehicleSystem {
   std::uint64_t hash_sum_ = 0;
   // Derived per dense slot / per lane / per garage (rebuilt on restore).
   std::vector<std::uint8_t> phase_;             // id_phase(id): stride and resolve slice
-  std::array<std::uint32_t, kControlPolicyCount> policy_count_{};  // vehicles per policy
-  std::array<std::uint32_t, kSimTierCount> tier_count_{};          // vehicles per tier
+  std::array<std::uint32_t, kControlPolicyCount> control_policy_count_{};  // vehicles per policy
+  std::array<std::uint32_t, kSimTierCount> sim_tier_count_{};              // vehicles per tier
   struct Waiter {
     std::uint64_t since;
     EntityId id;
@@ -378,7 +400,7 @@ class VehicleSystem {
   // Tier resolution slice (reused buffers).
   std::vector<std::uint32_t> slice_;
   std::vector<EntityId> slice_ids_;
-  std::vector<std::uint8_t> slice_tier_;
+  std::vector<std::uint8_t> slice_sim_tier_;
   std::vector<std::uint8_t> slice_force_;
 };
 

@@ -7,28 +7,33 @@
 // submitted commands (and the steps at which they were submitted), every step
 // produces the same digest.
 //
-// Step phases (DESIGN §2; later phases never feed earlier ones in one step):
-//   1. apply commands (arrival order) -> command results
-//   2. time of day; at each lifecycle interval the schedule coordinator
-//   3. migration of active members between zones (two-phase handoff, budget)
-//   4. zone lifecycle: activate / recycle resident identities within quotas
-//      (population.hpp); background upkeep grows or trims anonymous
-//      pedestrians towards the target, guided by the lane density ledger
-//   5. spawn pipeline: advance handles within the per-step creation cap
-//   6. vehicles: content plan, signals, garage dispatch gates, pre-step
+// Step phases, in the order World::step() runs them (DESIGN §2; later phases
+// never feed earlier ones in one step). Each lives in its own file,
+// server/core/src/phases/NN_<phase>.cpp; command application is one function
+// per command, server/core/src/commands/<command>.cpp.
+//   1. apply commands (arrival order) -> command results; then the
+//      importance field is prepared from the (possibly new) observers
+//   2. time and zones: time of day; at each lifecycle interval the schedule
+//      coordinator, migration of active members between zones (two-phase
+//      handoff, budget) and the zone lifecycle: activate / recycle resident
+//      identities within quotas (population.hpp)
+//   3. background upkeep: grow or trim anonymous pedestrians towards the
+//      target, guided by the lane density ledger
+//   4. spawn pipeline: advance handles within the per-step creation cap
+//   5. vehicles: content plan, signals, garage dispatch gates, pre-step
 //      snapshot, policy arbitration, route advance, turnaround gate
-//   7. pedestrian movement: advance along lanes at lane speed, carrying the
+//   6. pedestrian movement: advance along lanes at lane speed, carrying the
 //      remaining time across lane ends; dead ends request a despawn
-//   8. simulation tiers for vehicles and pedestrians (sim_tier.hpp): Full moves
+//   7. simulation tiers for vehicles and pedestrians (sim_tier.hpp): Full moves
 //      every step, Simulated every 2nd, Coarse every 8th, by the same amount
 //      of time in total
-//   9. representation requests for registered spawns
-//  10. despawn phase: one exit for all reasons, in EntityId order: demote,
+//   8. representation requests for registered spawns
+//   9. despawn phase: one exit for all reasons, in EntityId order: demote,
 //      move to the orphan set (sorted by id), fade in the retiring FIFO
 //      (Coarse, i.e. off-screen, entities skip the fade), final deletion and
 //      id release to the back of the FIFO; notifications are collected and
 //      exposed after the phase, never emitted from inside it
-//  11. digest over the canonical state
+//  10. digest over the canonical state
 #pragma once
 
 #include <bit>
@@ -41,32 +46,21 @@
 
 #include "bustle/core/checkpoint.hpp"
 #include "bustle/core/command.hpp"
+#include "bustle/core/despawn_reason.hpp"
 #include "bustle/core/entity_id.hpp"
+#include "bustle/core/importance.hpp"
 #include "bustle/core/lane_graph.hpp"
 #include "bustle/core/phase_executor.hpp"
 #include "bustle/core/log_sink.hpp"
+#include "bustle/core/population.hpp"
 #include "bustle/core/prng.hpp"
 #include "bustle/core/scenario.hpp"
-#include "bustle/core/importance.hpp"
-#include "bustle/core/population.hpp"
 #include "bustle/core/spawn_pipeline.hpp"
 #include "bustle/core/vehicles.hpp"
 
 namespace bustle::core {
 
 enum class EntityKind : std::uint8_t { Pedestrian = 0, Vehicle = 1 };
-
-enum class DespawnReason : std::uint8_t {
-  OutOfRange = 0,
-  Stuck = 1,
-  SpawnError = 2,
-  LaneDeadEnd = 3,
-  Requested = 4,
-  Overpopulated = 5,
-  RouteCompleted = 6,  // a vehicle reached the end of a garage-ending route
-};
-inline constexpr std::size_t kDespawnReasonCount = 7;
-const char* to_string(DespawnReason r);
 
 enum class SubmitStatus : std::uint8_t { Queued, InboxFull };
 
@@ -172,8 +166,8 @@ struct LedgerSummary {
 //   4. lane is a pedestrian lane and 0 <= s_m <= its length; tier, priority
 //      and origin are known values; phase == id_phase(id).
 //   5. route is kNoRoute or a live route-table slot that no one else holds.
-//   6. The digest's pedestrian sum (World::ped_sum_) equals a recount of
-//      ped_row_hash + ped_motion_hash over all rows.
+//   6. The digest's pedestrian sum (World::pedestrian_digest_sum_) equals a recount of
+//      pedestrian_row_hash + pedestrian_motion_hash over all rows.
 // Written by push_pedestrian / remove_pedestrian (which assert 1 and 2).
 struct PedestrianStore {
   static constexpr std::uint32_t kNoSlot = UINT32_MAX;
@@ -265,12 +259,12 @@ class World {
   const Scenario& scenario() const { return scenario_; }
   const LaneGraph& lanes() const { return lanes_; }
   const EntityRegistry& registry() const { return registry_; }
-  const PedestrianStore& pedestrians() const { return peds_; }
+  const PedestrianStore& pedestrians() const { return pedestrians_; }
   std::uint32_t pedestrian_target() const { return pedestrian_target_; }
   const WorldCounters& counters() const { return counters_; }
   const VehicleSystem& vehicles() const { return vehicles_; }
   const PopulationSystem& population() const { return population_; }
-  const TierCounts& pedestrian_tiers() const { return ped_tiers_; }
+  const TierCounts& pedestrian_tiers() const { return pedestrian_tier_counts_; }
   const std::vector<EntityId>& forced_full() const { return forced_full_; }
   std::uint64_t force_full_refused() const { return force_full_refused_; }
   std::uint32_t background_pedestrians() const { return background_count_; }
@@ -336,39 +330,58 @@ class World {
   friend struct InvariantProbe;
   World(const Scenario& scenario, std::uint64_t seed, LogSink* log);
 
-  void phase_apply_commands();
-  void phase_time_and_zones();
-  void phase_vehicles();
-  void phase_move_pedestrians();
-  void phase_tiers();
-  void phase_despawn();
-  void phase_population_upkeep();
+  // The phases, numbered as in the list at the top (phases/NN_<phase>.cpp).
+  void phase_apply_commands();           // 1
+  void phase_time_and_zones();           // 2
+  void phase_background_upkeep();        // 3
+  void phase_spawn_pipeline();           // 4
+  void phase_vehicles();                 // 5
+  void phase_move_pedestrians();         // 6
+  void phase_sim_tiers();                // 7
+  void phase_representation_requests();  // 8
+  void phase_despawn();                  // 9
+  // 10 is compute_digest() (public).
 
+  // Phase 1: one function per command (commands/<command>.cpp).
   CommandResult apply(const CommandEnvelope& env);
+  void apply_command(const SetPedestrianTarget& c, CommandResult& r);
+  void apply_command(const DespawnEntity& c, CommandResult& r);
+  void apply_command(const GarageRequest& c, CommandResult& r);
+  void apply_command(const CancelGarageRequest& c, CommandResult& r);
+  void apply_command(const SetVehicleStrategy& c, CommandResult& r);
+  void apply_command(const SetObservers& c, CommandResult& r);
+  void apply_command(const SetHour& c, CommandResult& r);
+  void apply_command(const SetTimeScale& c, CommandResult& r);
+  void apply_command(const ForceFull& c, CommandResult& r);
+  void apply_command(const SpawnPedestrian& c, CommandResult& r);
+  void apply_command(const CancelSpawn& c, CommandResult& r);
+  void apply_command(const SetLifecycle& c, CommandResult& r);
+  void apply_command(const LifecycleBatch& c, CommandResult& r);
+  void apply_command(const SetClientObservers& c, CommandResult& r);
   void request_despawn(EntityId id, DespawnReason reason);
   bool spawn_pedestrian(std::uint32_t fragment);
   void place_resident(std::uint32_t resident);
   void move_resident(std::uint32_t resident);
-  std::uint8_t initial_tier(LaneIndex lane, double s_m, PriorityClass cls) const;
+  SimTier initial_sim_tier(LaneIndex lane, double s_m, PriorityClass cls) const;
   void push_pedestrian(EntityId id, LaneIndex lane, double s_m, std::uint32_t resident, PriorityClass cls,
                        PedestrianOrigin origin);
   void remove_pedestrian(EntityId id);
   // The pedestrian section of the digest is a sum over pedestrians of two
   // hashes, kept current as rows change (like the resident rows in
   // population.cpp), so compute_digest() does not visit every pedestrian:
-  // ped_motion_hash covers the distance along the lane, which changes
-  // whenever a pedestrian moves; ped_row_hash every other field, which
+  // pedestrian_motion_hash covers the distance along the lane, which changes
+  // whenever a pedestrian moves; pedestrian_row_hash every other field, which
   // changes only at a lane end, a tier change, a route or a handoff. Every
   // write to a PedestrianStore column goes through these (check_pedestrians
   // recounts the sum).
-  static std::uint64_t ped_motion_hash(EntityId id, double s_m) {
+  static std::uint64_t pedestrian_motion_hash(EntityId id, double s_m) {
     // For a fixed id a bijection of the distance's bits (mix64 is one), so
     // any change of s_m changes the term; keyed by the id so the sum does
     // not depend on which slot holds whom.
     return mix64(mix64(id.packed() ^ 0x5EDE'5712'1A4E'0001ull) ^ std::bit_cast<std::uint64_t>(s_m));
   }
-  std::uint64_t ped_row_hash(std::uint32_t slot) const;
-  std::uint64_t ped_sum_recount() const;
+  std::uint64_t pedestrian_row_hash(std::uint32_t slot) const;
+  std::uint64_t pedestrian_digest_sum_recount() const;
   void set_pedestrian_route(std::uint32_t slot, std::uint32_t route);
   double pedestrian_effective_distance(std::uint32_t dense) const;
   // Importance-weighted distance (importance.hpp) from the prepared observers.
@@ -381,9 +394,7 @@ class World {
   // tier_observers_ = observers_ followed by client_observers_ (derived).
   void refresh_tier_observers();
 
-  // Spawn pipeline (world_spawn.cpp).
-  void phase_spawn_pipeline();
-  void phase_representation_requests();
+  // Spawn handles (world_spawn.cpp).
   // Validates a spawn request; empty when valid, else "field: message".
   std::string validate_spawn(const SpawnPedestrian& c, std::int32_t& zone, std::uint32_t& lane,
                              std::vector<LaneIndex>* route = nullptr) const;
@@ -393,11 +404,10 @@ class World {
   void set_spawn_state(SpawnHandleState& h, SpawnState s, SpawnFailure f = SpawnFailure::None);
   void retire_terminal_spawns();
   SpawnHandleState* live_spawn_of(EntityId id);
-  CommandResult apply_batch(const LifecycleBatch& b, CommandResult r);
   std::string validate_despawn(EntityId id) const;
   // The counts a lifecycle batch must leave intact (pedestrian maps and
   // origins, residents walking + retiring, orphan order): the O(pedestrians)
-  // part of check_invariants() that apply_batch runs after every commit.
+  // part of check_invariants() that a LifecycleBatch runs after every commit.
   std::string check_lifecycle_counts() const;
   std::string check_pedestrians() const;
   std::string check_spawn_pipeline() const;
@@ -407,8 +417,23 @@ class World {
   const SpawnHandleState* find_live_spawn(EntityId id) const;
   void finalize_orphan(const OrphanRecord& o, EntityKind kind);
   void digest_lifecycle_into(class Digest& d) const;
-  template <class Fail>
-  static void restore_lifecycle(World& w, const WorldCheckpoint& cp, Fail& fail);
+  // restore()'s sections (world_checkpoint.cpp), in the order it runs them.
+  struct RestoreFailures;
+  static bool restore_pedestrians(World& w, const WorldCheckpoint& cp, RestoreFailures& fail,
+                                  std::size_t& spawned_pedestrians);
+  static void restore_pedestrian_row(World& w, const PedestrianState& p, std::size_t i,
+                                     RestoreFailures& fail);
+  static void restore_lifecycle(World& w, const WorldCheckpoint& cp, RestoreFailures& fail);
+  static void restore_check_observers(const WorldCheckpoint& cp, RestoreFailures& fail);
+  static void restore_spawn_handles(World& w, const WorldCheckpoint& cp, RestoreFailures& fail);
+  static bool restore_routes(World& w, const WorldCheckpoint& cp, RestoreFailures& fail);
+  static void restore_orphans(World& w, const WorldCheckpoint& cp, RestoreFailures& fail);
+  static bool restore_identities_and_vehicles(World& w, const WorldCheckpoint& cp,
+                                              std::size_t spawned_pedestrians,
+                                              RestoreFailures& fail);
+  static bool restore_observers_and_forced(World& w, const WorldCheckpoint& cp,
+                                           RestoreFailures& fail);
+  void restore_clock_and_counters(const WorldCheckpoint& cp);
 
   Scenario scenario_;
   LaneGraph lanes_;
@@ -418,7 +443,7 @@ class World {
   Prng rng_;
   std::uint64_t route_salt_;  // derived stream key for per-entity route choices
   EntityRegistry registry_;
-  PedestrianStore peds_;
+  PedestrianStore pedestrians_;
   std::uint32_t pedestrian_target_;
   std::uint64_t step_index_ = 0;
   std::uint64_t digest_ = 0;
@@ -437,22 +462,23 @@ class World {
   VehicleSystem vehicles_;
   PopulationSystem population_;
   std::uint32_t background_count_ = 0;  // pedestrians without a resident identity
-  std::uint64_t ped_sum_ = 0;  // sum of ped_row_hash + ped_motion_hash (derived; rebuilt on restore)
-  std::vector<double> ped_distance_;          // per slice member (scratch)
+  // Sum of pedestrian_row_hash + pedestrian_motion_hash (derived; rebuilt on restore).
+  std::uint64_t pedestrian_digest_sum_ = 0;
+  std::vector<double> slice_distance_;         // per slice member (scratch)
   std::vector<std::uint32_t> slice_;           // dense slots resolved this step (scratch)
   std::vector<EntityId> slice_ids_;
-  std::vector<std::uint8_t> slice_tier_;
-  TierResolver ped_tier_resolver_;
-  TierCounts ped_tiers_;
+  std::vector<std::uint8_t> slice_sim_tier_;
+  TierResolver pedestrian_tier_resolver_;
+  TierCounts pedestrian_tier_counts_;
   std::vector<EntityId> forced_full_;  // sorted by EntityId; bounded by 2 x hard_full_cap
   std::uint64_t force_full_refused_ = 0;
   std::vector<std::uint8_t> force_scratch_;
   void fill_force(std::span<const EntityId> ids);
   std::vector<std::uint32_t> to_activate_, to_deactivate_;
   std::vector<Vec2> observers_;
-  std::vector<std::uint8_t> crossing_occupied_;  // per lane, pre-step (phase 6 input)
+  std::vector<std::uint8_t> crossing_occupied_;  // per lane, pre-step (phase 5 input)
   std::vector<VehicleSystem::DespawnRequest> vehicle_despawns_;
-  std::vector<std::uint8_t> despawn_pending_;  // by entity index; cleared in phase 10
+  std::vector<std::uint8_t> despawn_pending_;  // by entity index; cleared in phase 9
   std::vector<ObserverView> observer_views_;   // parallel to observers_
   std::vector<Vec2> client_observers_;          // SetClientObservers (authoritative, digested)
   std::vector<ObserverView> client_observer_views_;  // parallel to client_observers_
@@ -476,10 +502,10 @@ class World {
   void ledger_targets(std::vector<double>& out) const;        // per fragment, for pedestrian_target_
   // Background pedestrians per fragment; optionally each one's fragment by dense slot.
   void ledger_counts(std::vector<std::uint32_t>& out, std::vector<std::uint32_t>* fragment_of_slot = nullptr) const;
-  std::vector<std::uint32_t> ped_fragment_;  // scratch for trimming
+  std::vector<std::uint32_t> fragment_of_slot_;  // scratch for trimming
 
   // Parallel parts (phase_executor.hpp). One MovePart per kRowsPerPart
-  // pedestrians: what phase 7 would have done to shared state, queued in row
+  // pedestrians: what phase 6 would have done to shared state, queued in row
   // order and applied in part order after every part ran.
   struct alignas(64) MovePart {
     std::uint64_t sum_delta = 0;                 // wrapping change of ped_sum_
@@ -489,7 +515,7 @@ class World {
   void move_pedestrian_rows(std::uint32_t begin, std::uint32_t end, const std::uint8_t (&due)[kSimTierCount][64],
                             double dt_s, MovePart& out);
   std::vector<MovePart> move_parts_;
-  // Phase 8's parts: slice members and the other tiers per part, where the
+  // Phase 7's parts: slice members and the other tiers per part, where the
   // part's members start in the slice, and the digest sum's change.
   struct alignas(64) TierPart {
     std::uint32_t members = 0;
@@ -498,6 +524,8 @@ class World {
     std::uint64_t sum_delta = 0;
   };
   std::vector<TierPart> tier_parts_;
+  std::uint32_t build_tier_slice(const std::uint8_t (&in_slice)[64], std::uint32_t (&others)[kSimTierCount]);
+  void write_slice_tiers(std::uint32_t slice_size);
   InlineExecutor inline_executor_;
   PhaseExecutor* lent_executor_ = nullptr;  // the app's threads, if it lent some
   PhaseExecutor& executor() { return lent_executor_ != nullptr ? *lent_executor_ : inline_executor_; }

@@ -1,0 +1,83 @@
+// The pedestrian rows (PedestrianStore in world.hpp): push, swap-remove and
+// route changes, each keeping the digest's pedestrian sum current; and the
+// derived per-row views (pose, speed).
+#include <cassert>
+
+#include "bustle/core/world.hpp"
+
+namespace bustle::core {
+
+void World::push_pedestrian(EntityId id, LaneIndex lane, double s_m, std::uint32_t resident,
+                            PriorityClass cls, PedestrianOrigin origin) {
+  // Pedestrian invariants 1-3 where they are written (read back by remove_pedestrian).
+  assert(pedestrians_.dense_of[id.index] == PedestrianStore::kNoSlot);
+  assert(registry_.is_alive(id));
+  assert((origin == PedestrianOrigin::Resident) == (resident != PedestrianStore::kNoResident));
+  assert(resident == PedestrianStore::kNoResident ||
+         population_.resident_of(id) ==
+             static_cast<std::int32_t>(resident));  // invariant 3: derived from the id
+  (void)resident;
+  pedestrians_.dense_of[id.index] = pedestrians_.size();
+  pedestrians_.id.push_back(id);
+  pedestrians_.lane.push_back(lane);
+  pedestrians_.s_m.push_back(s_m);
+  pedestrians_.hops.push_back(0);
+  pedestrians_.tier.push_back(static_cast<std::uint8_t>(initial_sim_tier(lane, s_m, cls)));
+  pedestrians_.priority.push_back(static_cast<std::uint8_t>(cls));
+  pedestrians_.origin.push_back(static_cast<std::uint8_t>(origin));
+  pedestrians_.phase.push_back(id_phase(id));
+  pedestrians_.route.push_back(kNoRoute);
+  if (origin == PedestrianOrigin::Background) ++background_count_;
+  pedestrian_digest_sum_ +=
+      pedestrian_row_hash(pedestrians_.size() - 1) + pedestrian_motion_hash(id, s_m);
+}
+
+void World::set_pedestrian_route(std::uint32_t slot, std::uint32_t route) {
+  pedestrian_digest_sum_ -= pedestrian_row_hash(slot);
+  pedestrians_.route[slot] = route;
+  pedestrian_digest_sum_ += pedestrian_row_hash(slot);
+}
+
+void World::remove_pedestrian(EntityId id) {
+  const std::uint32_t slot = pedestrians_.dense_of[id.index];
+  assert(slot != PedestrianStore::kNoSlot);
+  assert(pedestrians_.id[slot] == id);  // invariant 1, as push_pedestrian wrote it
+  const std::uint32_t last = pedestrians_.size() - 1;
+  pedestrian_digest_sum_ -=
+      pedestrian_row_hash(slot) + pedestrian_motion_hash(id, pedestrians_.s_m[slot]);
+  if (pedestrians_.route[slot] != kNoRoute) routes_.release(pedestrians_.route[slot]);
+  if (pedestrians_.origin[slot] == static_cast<std::uint8_t>(PedestrianOrigin::Background))
+    --background_count_;
+  if (slot != last) {
+    pedestrians_.id[slot] = pedestrians_.id[last];
+    pedestrians_.lane[slot] = pedestrians_.lane[last];
+    pedestrians_.s_m[slot] = pedestrians_.s_m[last];
+    pedestrians_.hops[slot] = pedestrians_.hops[last];
+    pedestrians_.tier[slot] = pedestrians_.tier[last];
+    pedestrians_.priority[slot] = pedestrians_.priority[last];
+    pedestrians_.origin[slot] = pedestrians_.origin[last];
+    pedestrians_.phase[slot] = pedestrians_.phase[last];
+    pedestrians_.route[slot] = pedestrians_.route[last];
+    pedestrians_.dense_of[pedestrians_.id[slot].index] = slot;
+  }
+  pedestrians_.id.pop_back();
+  pedestrians_.lane.pop_back();
+  pedestrians_.s_m.pop_back();
+  pedestrians_.hops.pop_back();
+  pedestrians_.tier.pop_back();
+  pedestrians_.priority.pop_back();
+  pedestrians_.origin.pop_back();
+  pedestrians_.phase.pop_back();
+  pedestrians_.route.pop_back();
+  pedestrians_.dense_of[id.index] = PedestrianStore::kNoSlot;
+}
+
+Pose World::pedestrian_pose(std::uint32_t dense) const {
+  return lanes_.sample(pedestrians_.lane[dense], pedestrians_.s_m[dense]);
+}
+
+double World::pedestrian_speed_mps(std::uint32_t dense) const {
+  return lanes_.lane(pedestrians_.lane[dense]).speed_mps_limit;
+}
+
+}  // namespace bustle::core

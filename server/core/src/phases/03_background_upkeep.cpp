@@ -1,0 +1,144 @@
+// Phase 3 of World::step(): background upkeep, guided by the lane density
+// ledger.
+//
+// Sections: the ledger (per sidewalk fragment, the share of the target and
+// the background pedestrians on it; also the public density views), then the
+// phase itself: trim the largest surplus or grow the largest deficit,
+// within pedestrians.spawn_per_step_max.
+#include <algorithm>
+#include <limits>
+
+#include "bustle/core/world.hpp"
+
+namespace bustle::core {
+
+void World::ledger_targets(std::vector<double>& out) const {
+  // The background target shared among sidewalk fragments by length.
+  const auto& frags = lanes_.fragments();
+  double total = 0.0;
+  for (const LaneFragment& f : frags) total += f.length_m;
+  out.assign(frags.size(), 0.0);
+  for (std::size_t k = 0; k < frags.size() && total > 0.0; ++k) {
+    out[k] = pedestrian_target_ * frags[k].length_m / total;
+  }
+}
+
+void World::ledger_counts(std::vector<std::uint32_t>& out,
+                          std::vector<std::uint32_t>* fragment_of_slot) const {
+  out.assign(lanes_.fragments().size(), 0);
+  if (fragment_of_slot != nullptr)
+    fragment_of_slot->assign(pedestrians_.size(), LaneGraph::kNoFragment);
+  for (std::uint32_t i = 0; i < pedestrians_.size(); ++i) {
+    if (pedestrians_.origin[i] != static_cast<std::uint8_t>(PedestrianOrigin::Background)) continue;
+    const std::uint32_t f = lanes_.fragment_of(pedestrians_.lane[i], pedestrians_.s_m[i]);
+    if (f == LaneGraph::kNoFragment) continue;
+    ++out[f];
+    if (fragment_of_slot != nullptr) (*fragment_of_slot)[i] = f;
+  }
+}
+
+void World::refresh_ledger_target() {
+  if (ledger_target_for_ == pedestrian_target_) return;
+  ledger_targets(ledger_target_);
+  ledger_target_for_ = pedestrian_target_;
+}
+
+void World::density_ledger(std::vector<double>& out) const {
+  ledger_targets(out);
+  std::vector<std::uint32_t> actual;
+  ledger_counts(actual);
+  for (std::size_t f = 0; f < out.size(); ++f) out[f] -= actual[f];
+}
+
+LedgerSummary World::ledger_summary() const {
+  std::vector<double> gap;
+  density_ledger(gap);
+  LedgerSummary s;
+  s.fragments = static_cast<std::uint32_t>(gap.size());
+  for (const double g : gap) {
+    if (g > 0.0) s.deficit += g;
+    if (g < 0.0) s.surplus -= g;
+    s.max_deficit = std::max(s.max_deficit, g);
+  }
+  return s;
+}
+
+void World::phase_background_upkeep() {
+  // Background upkeep is driven by the lane density ledger (target - actual
+  // per sidewalk fragment): growth fills the largest deficit first, trimming
+  // takes from the largest surplus. Both only run when the totals differ, so
+  // a city at its target pays nothing here.
+  const std::uint32_t alive = background_count_;
+  if (alive == pedestrian_target_) return;
+  refresh_ledger_target();
+  // Fragments per pedestrian are found once; trimming reuses them.
+  ledger_counts(ledger_actual_, alive > pedestrian_target_ ? &fragment_of_slot_ : nullptr);
+  const std::uint32_t nf = static_cast<std::uint32_t>(ledger_actual_.size());
+  if (alive > pedestrian_target_) {
+    const std::uint32_t n =
+        std::min(alive - pedestrian_target_, scenario_.pedestrians.spawn_per_step_max);
+    // Candidates per fragment: Coarse (off-screen) before others, then the
+    // highest EntityId; the choice depends on state only, never on storage order.
+    for (std::uint32_t k = 0; k < n; ++k) {
+      std::uint32_t worst = LaneGraph::kNoFragment;
+      double worst_surplus = 0.0;
+      for (std::uint32_t f = 0; f < nf; ++f) {
+        const double surplus = ledger_actual_[f] - ledger_target_[f];
+        if (ledger_actual_[f] > 0 && (worst == LaneGraph::kNoFragment || surplus > worst_surplus)) {
+          worst = f;
+          worst_surplus = surplus;
+        }
+      }
+      std::uint32_t pick = PedestrianStore::kNoSlot;
+      for (std::uint32_t i = 0; i < pedestrians_.size(); ++i) {
+        if (pedestrians_.origin[i] != static_cast<std::uint8_t>(PedestrianOrigin::Background) ||
+            despawn_pending_[pedestrians_.id[i].index] != 0) {
+          continue;
+        }
+        if (worst != LaneGraph::kNoFragment && fragment_of_slot_[i] != worst) continue;
+        if (pick == PedestrianStore::kNoSlot) {
+          pick = i;
+          continue;
+        }
+        const bool ci = pedestrians_.tier[i] == static_cast<std::uint8_t>(SimTier::Coarse);
+        const bool cp = pedestrians_.tier[pick] == static_cast<std::uint8_t>(SimTier::Coarse);
+        if (ci != cp ? ci : pedestrians_.id[pick] < pedestrians_.id[i]) pick = i;
+      }
+      if (pick == PedestrianStore::kNoSlot) break;
+      if (worst != LaneGraph::kNoFragment) --ledger_actual_[worst];
+      request_despawn(pedestrians_.id[pick], DespawnReason::Overpopulated);
+    }
+    return;
+  }
+  const std::uint32_t n =
+      std::min(pedestrian_target_ - alive, scenario_.pedestrians.spawn_per_step_max);
+  for (std::uint32_t k = 0; k < n; ++k) {
+    std::uint32_t best = 0;
+    double best_gap = -std::numeric_limits<double>::infinity();
+    for (std::uint32_t f = 0; f < nf; ++f) {
+      const double gap = ledger_target_[f] - ledger_actual_[f];
+      if (gap > best_gap) {
+        best = f;
+        best_gap = gap;
+      }
+    }
+    if (nf == 0 || !spawn_pedestrian(best)) break;
+    ++ledger_actual_[best];
+  }
+}
+
+bool World::spawn_pedestrian(std::uint32_t fragment) {
+  const AllocateResult a = registry_.allocate();
+  if (a.status != AllocateStatus::Allocated) {
+    ++counters_.spawn_failed_capacity;
+    return false;
+  }
+  const LaneFragment& f = lanes_.fragments()[fragment];
+  const double s = f.start_m + rng_.next_unit() * f.length_m;
+  push_pedestrian(a.id, f.lane, s, PedestrianStore::kNoResident, PriorityClass::Background,
+                  PedestrianOrigin::Background);
+  ++counters_.spawned_total;
+  return true;
+}
+
+}  // namespace bustle::core

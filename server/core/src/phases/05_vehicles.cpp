@@ -1,0 +1,24 @@
+// Phase 5 of World::step(): vehicles (VehicleSystem::step in vehicles.cpp),
+// fed the pre-step crossing occupancy; their despawn requests join the
+// world's single despawn phase (phase 9).
+#include <algorithm>
+
+#include "bustle/core/world.hpp"
+
+namespace bustle::core {
+
+void World::phase_vehicles() {
+  if (scenario_.garages.empty()) return;
+  // Crossing occupancy from the pre-step pedestrian state (phase 6 has not run).
+  std::fill(crossing_occupied_.begin(), crossing_occupied_.end(), 0);
+  for (std::uint32_t i = 0; i < pedestrians_.size(); ++i) {
+    if (lanes_.lane(pedestrians_.lane[i]).kind == LaneKind::Crossing)
+      crossing_occupied_[pedestrians_.lane[i]] = 1;
+  }
+  vehicle_despawns_.clear();
+  vehicles_.step(step_index_, scenario_.step_us, registry_, crossing_occupied_, tier_observers_,
+                 vehicle_despawns_);
+  for (const VehicleSystem::DespawnRequest& d : vehicle_despawns_) request_despawn(d.id, d.reason);
+}
+
+}  // namespace bustle::core

@@ -1,0 +1,114 @@
+// Phase 6 of World::step(): pedestrian movement. Each pedestrian due this
+// step (by its sim tier and id phase) advances along its lanes at lane
+// speed, carrying the remaining time across lane ends; a route gives the next
+// lane, otherwise a seeded choice among the successors; dead ends request a
+// despawn.
+#include <algorithm>
+#include <optional>
+
+#include "bustle/core/world.hpp"
+
+namespace bustle::core {
+namespace {
+
+// Bounds the lane hops one agent can make in one step, so a pathological graph
+// (many tiny lanes) can never turn a step into an unbounded loop.
+constexpr std::uint32_t kMaxHopsPerStep = 64;
+
+}  // namespace
+
+void World::phase_move_pedestrians() {
+  const double dt_s = static_cast<double>(scenario_.step_us) * 1e-6;
+  const std::uint32_t n = pedestrians_.size();
+  // Due this step, by tier and id phase (a table per step, so the loop over
+  // every pedestrian does one load instead of the stride arithmetic).
+  std::uint8_t due[kSimTierCount][64];
+  for (std::size_t t = 0; t < kSimTierCount; ++t) {
+    for (std::uint8_t ph = 0; ph < 64; ++ph)
+      due[t][ph] = tier_due_phase(step_index_, ph, static_cast<SimTier>(t));
+  }
+  // Parts of kRowsPerPart rows, run by the executor in any order and on any
+  // threads (phase_executor.hpp); their queued effects are applied below in
+  // part (= row) order, exactly as a sequential loop applies them.
+  const std::uint32_t parts = parts_for_rows(n);
+  if (move_parts_.size() < parts) move_parts_.resize(parts);
+  run_parts(executor(), parts, [&](std::uint32_t p) {
+    MovePart& out = move_parts_[p];
+    out.sum_delta = 0;
+    out.despawns.clear();
+    out.released_routes.clear();
+    move_pedestrian_rows(p * kRowsPerPart, std::min(n, (p + 1) * kRowsPerPart), due, dt_s, out);
+  });
+  for (std::uint32_t p = 0; p < parts; ++p) {
+    const MovePart& part = move_parts_[p];
+    pedestrian_digest_sum_ += part.sum_delta;
+    for (const DespawnRequest& d : part.despawns) request_despawn(d.id, d.reason);
+    for (const std::uint32_t route : part.released_routes) routes_.release(route);
+  }
+}
+
+// Rows [begin, end) of phase 6. Writes only those rows and `out`; reads the
+// lane graph and the routes (a route's cursor belongs to its one pedestrian;
+// releasing a route may compact the table, so it is queued).
+void World::move_pedestrian_rows(std::uint32_t begin, std::uint32_t end,
+                                 const std::uint8_t (&due)[kSimTierCount][64], double dt_s,
+                                 MovePart& out) {
+  for (std::uint32_t i = begin; i < end; ++i) {
+    // Not due this step: the next due step moves by the whole stride's time,
+    // so progress over time is the same in every tier.
+    if (!due[pedestrians_.tier[i]][pedestrians_.phase[i]]) continue;
+    const auto sim_tier = static_cast<SimTier>(pedestrians_.tier[i]);
+    LaneIndex lane = pedestrians_.lane[i];
+    const double s_before = pedestrians_.s_m[i];
+    double s = s_before;
+    double time_left_s = dt_s * tier_stride(sim_tier);
+    bool hopped = false;
+    for (std::uint32_t hop = 0; hop < kMaxHopsPerStep; ++hop) {
+      const Lane& L = lanes_.lane(lane);
+      const double travel_m = L.speed_mps_limit * time_left_s;
+      if (s + travel_m < L.length_m) {
+        s += travel_m;
+        break;
+      }
+      // Reached the lane end: keep the unused time and spend it on the next
+      // lane at that lane's speed, so no progress is lost at corners.
+      time_left_s -= (L.length_m - s) / L.speed_mps_limit;
+      if (time_left_s < 0.0) time_left_s = 0.0;
+      const auto& next = L.pedestrian_successors;
+      if (next.empty()) {
+        s = L.length_m;
+        out.despawns.push_back({pedestrians_.id[i], DespawnReason::LaneDeadEnd});
+        break;
+      }
+      // The row (lane, hops, route) is about to change: take its old hash
+      // out of the digest sum while the columns still hold the old values.
+      if (!hopped) out.sum_delta -= pedestrian_row_hash(i);
+      hopped = true;
+      // A pedestrian with a route takes its next lane (validated as a
+      // successor when the route was accepted); afterwards it wanders.
+      std::optional<LaneIndex> routed;
+      if (pedestrians_.route[i] != kNoRoute) {
+        routed = routes_.next(pedestrians_.route[i]);
+        if (!routed) {
+          out.released_routes.push_back(pedestrians_.route[i]);
+          pedestrians_.route[i] = kNoRoute;
+        }
+      }
+      // Route choice is a pure function of (world seed stream, id, hop count):
+      // it does not depend on the order agents are processed in.
+      const std::uint64_t h = mix64(
+          route_salt_ ^ pedestrians_.id[i].packed() * 0x9E3779B97F4A7C15ull ^ pedestrians_.hops[i]);
+      lane = routed ? *routed : next[static_cast<std::size_t>(h % next.size())];
+      s = 0.0;
+      ++pedestrians_.hops[i];
+    }
+    pedestrians_.lane[i] = lane;
+    pedestrians_.s_m[i] = s;
+    if (hopped) out.sum_delta += pedestrian_row_hash(i);
+    if (s != s_before)
+      out.sum_delta += pedestrian_motion_hash(pedestrians_.id[i], s) -
+                       pedestrian_motion_hash(pedestrians_.id[i], s_before);
+  }
+}
+
+}  // namespace bustle::core

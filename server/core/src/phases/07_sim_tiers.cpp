@@ -1,0 +1,160 @@
+// Phase 7 of World::step(): simulation tiers (sim_tier.hpp) for vehicles and
+// pedestrians, a slice (by id phase) per step, within the tier caps.
+//
+// Sections: the phase; importance-weighted distance (also used for a new
+// pedestrian's first tier, initial_sim_tier).
+#include <algorithm>
+
+#include "bustle/core/world.hpp"
+
+namespace bustle::core {
+
+void World::fill_force(std::span<const EntityId> ids) {
+  force_scratch_.assign(ids.size(), 0);
+  if (forced_full_.empty()) return;
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    force_scratch_[i] =
+        std::binary_search(forced_full_.begin(), forced_full_.end(), ids[i]) ? 1 : 0;
+  }
+}
+
+void World::phase_sim_tiers() {
+  if (vehicles_.store().size() > 0)
+    vehicles_.resolve_tiers(step_index_, scenario_.tiers, importance_, forced_full_);
+  // Pedestrians are resolved a slice at a time: each step takes those whose
+  // id phase (like the stride phase) matches the step, so each pedestrian is
+  // re-resolved every pedestrian_resolve_every_steps steps and every step
+  // does the same share of the work. The slice competes for what the caps
+  // leave after the other slices' current tiers.
+  const std::uint32_t every = scenario_.tiers.pedestrian_resolve_every_steps;
+  const auto phase = static_cast<std::uint32_t>(step_index_ % every);
+  constexpr auto kFull = static_cast<std::uint8_t>(SimTier::Full);
+  std::uint8_t in_slice[64];  // by id phase (< 64): no division per pedestrian
+  for (std::uint32_t ph = 0; ph < 64; ++ph) in_slice[ph] = ph % every == phase;
+  std::uint32_t others[kSimTierCount] = {};
+  const std::uint32_t m = build_tier_slice(in_slice, others);
+  const double out_of_range = scenario_.despawn.out_of_range_m;
+  if (out_of_range > 0.0 && !tier_observers_.empty()) {
+    for (std::uint32_t k = 0; k < m; ++k) {
+      const std::uint32_t i = slice_[k];
+      if (pedestrians_.origin[i] == static_cast<std::uint8_t>(PedestrianOrigin::Background) &&
+          slice_distance_[k] > out_of_range) {
+        request_despawn(pedestrians_.id[i], DespawnReason::OutOfRange);
+      }
+    }
+  }
+  fill_force(slice_ids_);
+  // ForceFull entities of other slices hold Full outside full_cap but inside
+  // the hard cap.
+  std::uint32_t others_forced = 0;
+  for (const EntityId f : forced_full_) {
+    const std::uint32_t slot = f.index < pedestrians_.dense_of.size()
+                                   ? pedestrians_.dense_of[f.index]
+                                   : PedestrianStore::kNoSlot;
+    if (slot != PedestrianStore::kNoSlot && pedestrians_.id[slot] == f &&
+        pedestrians_.tier[slot] == kFull && id_phase(f) % every != phase) {
+      ++others_forced;
+    }
+  }
+  const TierSpec spec = slice_caps(scenario_.tiers, others, others_forced);
+  const TierCounts sc = pedestrian_tier_resolver_.resolve(spec, slice_ids_, slice_distance_,
+                                                          slice_sim_tier_, force_scratch_);
+  write_slice_tiers(m);
+  pedestrian_tier_counts_ = sc;
+  for (std::size_t t = 0; t < kSimTierCount; ++t)
+    pedestrian_tier_counts_.per_tier[t] = sc.per_tier[t] + others[t];
+  pedestrian_tier_counts_.forced = sc.forced + others_forced;
+}
+
+// The slice in row order, built in parts (phase_executor.hpp): count each
+// part's members (and the tiers of the rest, added into `others`), place
+// each part at its prefix offset, and take every member's effective distance
+// on the way (a pure function of it). Returns the slice size.
+std::uint32_t World::build_tier_slice(const std::uint8_t (&in_slice)[64],
+                                      std::uint32_t (&others)[kSimTierCount]) {
+  const std::uint32_t n = pedestrians_.size();
+  const std::uint32_t parts = parts_for_rows(n);
+  if (tier_parts_.size() < parts) tier_parts_.resize(parts);
+  run_parts(executor(), parts, [&](std::uint32_t p) {
+    TierPart& t = tier_parts_[p];
+    t = TierPart{};
+    const std::uint32_t end = std::min(n, (p + 1) * kRowsPerPart);
+    for (std::uint32_t i = p * kRowsPerPart; i < end; ++i) {
+      if (in_slice[pedestrians_.phase[i]]) {
+        ++t.members;
+      } else {
+        ++t.others[pedestrians_.tier[i]];
+      }
+    }
+  });
+  std::uint32_t m = 0;
+  for (std::uint32_t p = 0; p < parts; ++p) {
+    TierPart& t = tier_parts_[p];
+    t.first = m;
+    m += t.members;
+    for (std::size_t tier = 0; tier < kSimTierCount; ++tier) others[tier] += t.others[tier];
+  }
+  slice_.resize(m);
+  slice_ids_.resize(m);
+  slice_sim_tier_.resize(m);
+  slice_distance_.resize(m);
+  run_parts(executor(), parts, [&](std::uint32_t p) {
+    std::uint32_t k = tier_parts_[p].first;
+    const std::uint32_t end = std::min(n, (p + 1) * kRowsPerPart);
+    for (std::uint32_t i = p * kRowsPerPart; i < end; ++i) {
+      if (!in_slice[pedestrians_.phase[i]]) continue;
+      slice_[k] = i;
+      slice_ids_[k] = pedestrians_.id[i];
+      slice_sim_tier_[k] = pedestrians_.tier[i];
+      slice_distance_[k] = pedestrian_effective_distance(i);
+      ++k;
+    }
+  });
+  return m;
+}
+
+// The resolved tiers into the rows (each slice member is one row), in parts;
+// the digest sum's change added up in part order.
+void World::write_slice_tiers(std::uint32_t m) {
+  const std::uint32_t parts = parts_for_rows(m);
+  run_parts(executor(), parts, [&](std::uint32_t p) {
+    std::uint64_t delta = 0;
+    const std::uint32_t end = std::min(m, (p + 1) * kRowsPerPart);
+    for (std::uint32_t k = p * kRowsPerPart; k < end; ++k) {
+      const std::uint32_t i = slice_[k];
+      if (pedestrians_.tier[i] == slice_sim_tier_[k]) continue;
+      delta -= pedestrian_row_hash(i);
+      pedestrians_.tier[i] = slice_sim_tier_[k];
+      delta += pedestrian_row_hash(i);
+    }
+    tier_parts_[p].sum_delta = delta;
+  });
+  for (std::uint32_t p = 0; p < parts; ++p) pedestrian_digest_sum_ += tier_parts_[p].sum_delta;
+}
+
+double World::pedestrian_effective_distance(std::uint32_t i) const {
+  const Vec2 p = lanes_.position(pedestrians_.lane[i], pedestrians_.s_m[i]);
+  return effective_distance_at(p, pedestrians_.lane[i],
+                               static_cast<PriorityClass>(pedestrians_.priority[i]), false);
+}
+
+double World::effective_distance_at(Vec2 p, LaneIndex lane, PriorityClass cls, bool vehicle) const {
+  const double w = importance_.weight(cls, vehicle, p.x_m, p.y_m);
+  return importance_.effective_distance_m(p.x_m, p.y_m, lanes_.lane(lane).elevation_m, w);
+}
+
+void World::prepare_importance() {
+  importance_.prepare(scenario_.tiers.importance, tier_observers_, tier_views_);
+}
+
+SimTier World::initial_sim_tier(LaneIndex lane, double s_m, PriorityClass cls) const {
+  // Effective distance alone (no budget): the next tier resolution applies caps.
+  const Vec2 p = lanes_.position(lane, s_m);
+  const double d = effective_distance_at(p, lane, cls, false);
+  const TierSpec& t = scenario_.tiers;
+  return d <= t.full_enter_m        ? SimTier::Full
+         : d <= t.simulated_enter_m ? SimTier::Simulated
+                                    : SimTier::Coarse;
+}
+
+}  // namespace bustle::core
