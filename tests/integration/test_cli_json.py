@@ -10,6 +10,7 @@ import subprocess
 
 import pytest
 
+from bustle_client.messages import SCHEMA
 from conftest import SOURCE_DIR, clean_env
 
 CORRIDOR = SOURCE_DIR / "configs" / "corridor.city.json"
@@ -57,6 +58,9 @@ def test_status_step_and_world_commands_under_the_manual_clock(start_server):
     assert first["stats"]["step"] == 0
     assert first["stats"]["clock_mode"] == "Manual"
     assert HEX16.match(first["stats"]["digest"])
+    # The stats object is driven by the schema (mini-reflection): exactly the
+    # fields of proto/schema/server.fbs's Stats, in schema order.
+    assert list(first["stats"]) == list(SCHEMA["Stats"]["properties"])
 
     stepped = one(srv, "step", "7")
     assert stepped == {"command": "step", "accepted": True, "applied_step": 7, "message": ""}
