@@ -74,7 +74,8 @@ def _enum_or_int(enum_cls, value):
 #
 # The dataclasses of the reply tables (Stats, SnapshotInfo, ZoneInfo,
 # GarageInfo, SignalInfo, CommunityInfo, PopulationInfo, LeaseSummary,
-# JobStatus, VehicleInfo) are
+# JobStatus, VehicleInfo, SpawnStatus, EntityInfo, CommandResult) and of the
+# Welcome's GarageGeometry, SignalGeometry and LaneChain are
 # not written out here: wire_dataclass() builds each from the schema
 # (flatc --jsonschema of proto/schema/server.fbs), one field per schema field,
 # same name, same order, and codec.decode_table() fills every one of them.
