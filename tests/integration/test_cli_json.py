@@ -96,6 +96,7 @@ def test_spawn_wait_spawn_status_entity_and_cancel(start_server):
     srv = start_server("--clock", "manual", "--config", str(LARGE_BLOCK))
     zones = one(srv, "zones")["zones"]
     assert [z["id"] for z in zones] == ["market", "office", "facilities"]
+    assert list(zones[0]) == list(SCHEMA["ZoneInfo"]["properties"])  # from the schema
     lines = objects(srv, "spawn", "--zone", "office", "--priority", "story", "--wait", "registered",
                     "--step")
     accepted, *states = lines
@@ -178,6 +179,7 @@ def test_vehicle_commands_on_the_corridor(start_server):
     assert garages["applied_step"] == 20
     garage = garages["garages"][0]
     assert garage["capacity"] >= garage["managed"] >= 1
+    assert list(garage) == list(SCHEMA["GarageInfo"]["properties"])
     signals = one(srv, "signals")["signals"]
     assert all(s["phase"] in ("Open", "Closing", "Closed") for s in signals)
 
