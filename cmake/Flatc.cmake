@@ -8,7 +8,7 @@ function(bustle_flatc_cpp out_var outdir)
     set(out ${outdir}/${stem}_generated.h)
     add_custom_command(
       OUTPUT ${out}
-      COMMAND ${FLATC} --cpp --scoped-enums --gen-name-strings --gen-object-api --gen-compare -o ${outdir}
+      COMMAND ${FLATC} --cpp --scoped-enums --gen-name-strings --gen-object-api --gen-compare --reflect-names -o ${outdir}
               -I ${CMAKE_CURRENT_SOURCE_DIR}/schema ${schema}
       DEPENDS ${schema} ${ARGN}
       COMMENT "flatc (C++) ${stem}.fbs"

@@ -60,7 +60,7 @@ cp "$repo"/proto/src/*.cpp "$dest/proto/src/"
 
 # Generated headers, with the same flags as cmake/Flatc.cmake.
 for schema in "$repo"/proto/schema/*.fbs; do
-  "$flatc" --cpp --scoped-enums --gen-name-strings --gen-object-api --gen-compare -o "$dest/generated" -I "$repo/proto/schema" "$schema"
+  "$flatc" --cpp --scoped-enums --gen-name-strings --gen-object-api --gen-compare --reflect-names -o "$dest/generated" -I "$repo/proto/schema" "$schema"
 done
 cp -r "$fb_include/flatbuffers" "$dest/flatbuffers/include/"
 

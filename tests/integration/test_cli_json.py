@@ -10,6 +10,7 @@ import subprocess
 
 import pytest
 
+from bustle_client.messages import SCHEMA
 from conftest import SOURCE_DIR, clean_env
 
 CORRIDOR = SOURCE_DIR / "configs" / "corridor.city.json"
@@ -57,6 +58,9 @@ def test_status_step_and_world_commands_under_the_manual_clock(start_server):
     assert first["stats"]["step"] == 0
     assert first["stats"]["clock_mode"] == "Manual"
     assert HEX16.match(first["stats"]["digest"])
+    # The stats object is driven by the schema (mini-reflection): exactly the
+    # fields of proto/schema/server.fbs's Stats, in schema order.
+    assert list(first["stats"]) == list(SCHEMA["Stats"]["properties"])
 
     stepped = one(srv, "step", "7")
     assert stepped == {"command": "step", "accepted": True, "applied_step": 7, "message": ""}
@@ -92,6 +96,7 @@ def test_spawn_wait_spawn_status_entity_and_cancel(start_server):
     srv = start_server("--clock", "manual", "--config", str(LARGE_BLOCK))
     zones = one(srv, "zones")["zones"]
     assert [z["id"] for z in zones] == ["market", "office", "facilities"]
+    assert list(zones[0]) == list(SCHEMA["ZoneInfo"]["properties"])  # from the schema
     lines = objects(srv, "spawn", "--zone", "office", "--priority", "story", "--wait", "registered",
                     "--step")
     accepted, *states = lines
@@ -174,6 +179,7 @@ def test_vehicle_commands_on_the_corridor(start_server):
     assert garages["applied_step"] == 20
     garage = garages["garages"][0]
     assert garage["capacity"] >= garage["managed"] >= 1
+    assert list(garage) == list(SCHEMA["GarageInfo"]["properties"])
     signals = one(srv, "signals")["signals"]
     assert all(s["phase"] in ("Open", "Closing", "Closed") for s in signals)
 

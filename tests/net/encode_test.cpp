@@ -194,8 +194,8 @@ TEST_CASE("QueryPopulation carries communities, pipeline, tiers and ledger") {
   p.hour = 8.5;
   p.time_scale = 60;
   p.settings = {3, 4, 500, 6};
-  p.communities.push_back({"vendors", 24, 12, "market", 10, 14, true});
-  p.communities.push_back({"idle", 5, 0, "", 0, 5, false});
+  p.communities.push_back({{}, "vendors", 24, 12, "market", 10, 14, true});
+  p.communities.push_back({{}, "idle", 5, 0, "", 0, 5, false});
   p.residents = 29;
   p.residents_active = 10;
   p.residents_retiring = 1;
@@ -352,7 +352,13 @@ TEST_CASE("Welcome carries lane chains and the dot interval") {
 
 TEST_CASE("JobUpdate and Error frames verify") {
   flatbuffers::FlatBufferBuilder fbb;
-  net::encode_job_update(net::JobInfo{3, 0, 2, true, "snap", 10, ""}, fbb);
+  net::JobInfo job;
+  job.job_id = 3;
+  job.state = wire::JobState::Committed;
+  job.terminal = true;
+  job.name = "snap";
+  job.step = 10;
+  net::encode_job_update(job, fbb);
   const wire::JobUpdate* u = verified(fbb)->message_as_JobUpdate();
   REQUIRE(u != nullptr);
   CHECK(u->job()->job_id() == 3);

@@ -9,6 +9,7 @@ namespace bustle::client {
 namespace wire = bustle::wire;
 using detail::str;
 using detail::to_vector;
+using detail::unpack;
 
 // The SDK enums mirror the schema's values.
 static_assert(static_cast<int>(SimTier::Coarse) == static_cast<int>(wire::SimTier::MAX));
@@ -55,29 +56,15 @@ LaneGeometry to_lane_geometry(const wire::LaneInfo& l) {
 }
 
 GarageGeometry to_garage_geometry(const wire::GarageGeometry& g) {
-  GarageGeometry out;
-  out.id = str(g.id());
-  out.entrance_lane = g.entrance_lane();
-  out.route = to_vector(g.route());
-  return out;
+  return unpack(g);
 }
 
 SignalGeometry to_signal_geometry(const wire::SignalGeometry& g) {
-  SignalGeometry out;
-  out.id = str(g.id());
-  out.lane = g.lane();
-  out.stop_alpha = g.stop_alpha();
-  out.yield_alpha = g.yield_alpha();
-  return out;
+  return unpack(g);
 }
 
 LaneChain to_lane_chain(const wire::LaneChainInfo& c) {
-  LaneChain out;
-  out.lanes = to_vector(c.lanes());
-  out.cyclic = c.cyclic();
-  out.pedestrian = c.pedestrian();
-  out.length_m = c.length_m();
-  return out;
+  return unpack(c);
 }
 
 WelcomeInfo to_welcome_info(const wire::Welcome& w) {

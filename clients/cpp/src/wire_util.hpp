@@ -23,4 +23,17 @@ std::vector<T> to_vector(const flatbuffers::Vector<T>* v) {
   }
 }
 
+// A generated table's object-API copy (every field the schema has), into the
+// generated type or an SDK type derived from it (which adds helpers only).
+template <typename Out, typename Table>
+Out unpack_into(const Table& table) {
+  Out out;
+  table.UnPackTo(&out);
+  return out;
+}
+template <typename Table>
+typename Table::NativeTableType unpack(const Table& table) {
+  return unpack_into<typename Table::NativeTableType>(table);
+}
+
 }  // namespace bustle::client::detail

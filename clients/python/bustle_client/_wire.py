@@ -287,3 +287,25 @@ def is_struct(name: str) -> bool:
     the JSON Schema does not tell structs from tables)."""
     module = importlib.import_module(f"bustle.wire.{name}")
     return hasattr(getattr(module, name), "SizeOf")
+
+
+def none_sentinels(table: str) -> dict:
+    """The scalar fields of a table whose schema default is not zero, with
+    that default (what the generated accessor returns for an absent field).
+    The schema uses such a default to mean "none" (SpawnStatus.lane
+    4294967295, EntityInfo.lane / work_slot -1); the decoder turns it into
+    None, so no list of such fields is kept by hand."""
+    import flatbuffers as _fb
+    cls = getattr(importlib.import_module(f"bustle.wire.{table}"), table)
+    b = _fb.Builder(16)
+    b.StartObject(0)
+    b.Finish(b.EndObject())
+    empty = cls.GetRootAs(bytes(b.Output()), 0)
+    out = {}
+    for name, spec in SCHEMA[table]["properties"].items():
+        if spec.get("type") not in ("integer", "number"):
+            continue
+        value = getattr(empty, "".join(p[:1].upper() + p[1:] for p in name.split("_")))()
+        if value != 0:
+            out[name] = value
+    return out

@@ -354,8 +354,6 @@ def build_lease_report(leases, *, request_id: int = 0) -> bytes:
     return _finish_client_frame(b, w.ClientMessage.ClientMessage.LeaseReport, w.LeaseReport.End(b))
 
 
-def _decode_lease_summary(l) -> LeaseSummary:
-    return decode_table(LeaseSummary, l)
 
 
 def _empty(module):
@@ -715,16 +713,28 @@ def decode_table(cls, table):
     read from the flatc accessor object ``table``: scalars as they are, enums
     as members (raw ints for values from a newer schema), strings decoded,
     EntityId structs as EntityId, nested tables recursively, vectors as lists
-    (empty when absent)."""
+    (empty when absent), a scalar at its "none" default (cls.WIRE_NONE) as
+    None. In an envelope (CommandResult) an absent vector, and an absent or null
+    (generation 0) EntityId, is None."""
     values = {}
+    none, envelope = cls.WIRE_NONE, cls.WIRE_ENVELOPE
     for f in cls.WIRE_FIELDS:
         name = _accessor(f.name)
         if f.kind == "vector":
+            if envelope and getattr(table, name + "IsNone")():
+                values[f.name] = None
+                continue
             at = getattr(table, name)
             values[f.name] = [_decode_value(f.item_kind, f.ref, at(j))
                               for j in range(getattr(table, name + "Length")())]
+            continue
+        raw = getattr(table, name)()
+        if envelope and f.kind == "struct" and (raw is None or raw.Generation() == 0):
+            values[f.name] = None  # absent, or the null id (generation 0 is never issued)
+        elif f.name in none and raw == none[f.name]:
+            values[f.name] = None
         else:
-            values[f.name] = _decode_value(f.kind, f.ref, getattr(table, name)())
+            values[f.name] = _decode_value(f.kind, f.ref, raw)
     return cls(**values)
 
 
@@ -828,21 +838,15 @@ def _decode_lane(buf, lane) -> Lane:
 
 
 def _decode_garage_geometry(g) -> GarageGeometry:
-    return GarageGeometry(
-        id=_str(g.Id()),
-        entrance_lane=g.EntranceLane(),
-        route=[g.Route(j) for j in range(g.RouteLength())],
-    )
+    return decode_table(GarageGeometry, g)
 
 
 def _decode_signal_geometry(g) -> SignalGeometry:
-    return SignalGeometry(id=_str(g.Id()), lane=g.Lane(), stop_alpha=g.StopAlpha(),
-                          yield_alpha=g.YieldAlpha())
+    return decode_table(SignalGeometry, g)
 
 
 def _decode_chain(c) -> LaneChain:
-    return LaneChain(lanes=[c.Lanes(j) for j in range(c.LanesLength())], cyclic=c.Cyclic(),
-                     pedestrian=c.Pedestrian(), length_m=c.LengthM())
+    return decode_table(LaneChain, c)
 
 
 def _decode_welcome(buf, m) -> Welcome:
@@ -864,28 +868,18 @@ def _decode_welcome(buf, m) -> Welcome:
     )
 
 
-def _decode_stats(s) -> Stats:
-    return decode_table(Stats, s)
 
 
-def _decode_zone_info(z) -> ZoneInfo:
-    return decode_table(ZoneInfo, z)
 
 
 def _decode_job(j) -> JobStatus:
     return decode_table(JobStatus, j)
 
 
-def _decode_snapshot_info(i) -> SnapshotInfo:
-    return decode_table(SnapshotInfo, i)
 
 
-def _decode_garage_info(g) -> GarageInfo:
-    return decode_table(GarageInfo, g)
 
 
-def _decode_signal_info(i) -> SignalInfo:
-    return decode_table(SignalInfo, i)
 
 
 def _entity_id(struct_or_none) -> EntityId:
@@ -894,24 +888,10 @@ def _entity_id(struct_or_none) -> EntityId:
     return EntityId(struct_or_none.Index(), struct_or_none.Generation())
 
 
-def _decode_vehicle_info(v) -> VehicleInfo:
-    return decode_table(VehicleInfo, v)
 
 
 def _decode_spawn_status(st) -> SpawnStatus:
-    lane = st.Lane()
-    return SpawnStatus(
-        handle=st.Handle(),
-        state=_enum_or_int(SpawnState, st.State()),
-        failure=_enum_or_int(SpawnFailure, st.Failure()),
-        terminal=st.Terminal(),
-        entity=_entity_id(st.Entity()),
-        zone=_str(st.Zone()),
-        lane=None if lane == NO_LANE else lane,
-        priority=_enum_or_int(PriorityClass, st.Priority()),
-        requested_step=st.RequestedStep(),
-        state_step=st.StateStep(),
-    )
+    return decode_table(SpawnStatus, st)
 
 
 def _decode_spawn_update(m) -> SpawnUpdate:
@@ -922,87 +902,19 @@ def _decode_spawn_update(m) -> SpawnUpdate:
 
 
 def _decode_entity_info(e) -> EntityInfo:
-    work_slot, lane = e.WorkSlot(), e.Lane()
-    return EntityInfo(
-        id=_entity_id(e.Id()),
-        alive=e.Alive(),
-        kind=_enum_or_int(EntityKind, e.Kind()),
-        lifecycle=_enum_or_int(LifecycleState, e.Lifecycle()),
-        tier=_enum_or_int(SimTier, e.Tier()),
-        representation=_enum_or_int(RepresentationHint, e.Representation()),
-        priority=_enum_or_int(PriorityClass, e.Priority()),
-        origin=_enum_or_int(PedestrianOrigin, e.Origin()),
-        saveable=e.Saveable(),
-        forced_full=e.ForcedFull(),
-        community=_str(e.Community()),
-        zone=_str(e.Zone()),
-        work_point=_str(e.WorkPoint()),
-        work_slot=None if work_slot < 0 else work_slot,
-        lane=None if lane < 0 else lane,
-        s_m=e.SM(),
-        x_m=e.XM(),
-        y_m=e.YM(),
-        effective_distance_m=e.EffectiveDistanceM(),
-        spawn_handle=e.SpawnHandle(),
-        spawn_state=_enum_or_int(SpawnState, e.SpawnState()),
-        retiring_reason=_enum_or_int(DespawnReason, e.RetiringReason()),
-        release_step=e.ReleaseStep(),
-    )
+    return decode_table(EntityInfo, e)
 
 
-def _decode_community(c) -> CommunityInfo:
-    return decode_table(CommunityInfo, c)
 
 
-def _scalars(length: int, at) -> list:
-    return [at(j) for j in range(length)]
 
 
-def _decode_population(p) -> PopulationInfo:
-    return decode_table(PopulationInfo, p)
 
 
-def _optional(table, decode):
-    return decode(table) if table is not None else None
 
 
 def _decode_command_result(m) -> CommandResult:
-    stats = m.Stats()
-    job = m.Job()
-    vehicle = m.Vehicle()
-    snapshots = garages = signals = None
-    if not m.SnapshotsIsNone():
-        snapshots = [_decode_snapshot_info(m.Snapshots(j)) for j in range(m.SnapshotsLength())]
-    if not m.GaragesIsNone():
-        garages = [_decode_garage_info(m.Garages(j)) for j in range(m.GaragesLength())]
-    if not m.SignalsIsNone():
-        signals = [_decode_signal_info(m.Signals(j)) for j in range(m.SignalsLength())]
-    zones = None
-    if not m.ZonesIsNone():
-        zones = [_decode_zone_info(m.Zones(j)) for j in range(m.ZonesLength())]
-    entity = _entity_id(m.Entity())
-    return CommandResult(
-        request_id=m.RequestId(),
-        status=_enum_or_int(CommandStatus, m.Status()),
-        reason=_enum_or_int(RejectReason, m.Reason()),
-        message=_str(m.Message()),
-        applied_step=m.AppliedStep(),
-        stats=_decode_stats(stats) if stats is not None else None,
-        job=_decode_job(job) if job is not None else None,
-        snapshots=snapshots,
-        garages=garages,
-        signals=signals,
-        vehicle=_decode_vehicle_info(vehicle) if vehicle is not None else None,
-        zones=zones,
-        handle=m.Handle(),
-        entity=entity if entity.generation != 0 else None,
-        batch=_enum_or_int(BatchStatus, m.Batch()),
-        handles=None if m.HandlesIsNone() else _scalars(m.HandlesLength(), m.Handles),
-        entity_info=_optional(m.EntityInfo(), _decode_entity_info),
-        population=_optional(m.Population(), _decode_population),
-        spawn=_optional(m.Spawn(), _decode_spawn_status),
-        leases=_optional(m.Leases(), _decode_lease_summary),
-    )
+    return decode_table(CommandResult, m)
 
 
 def _decode_job_update(m) -> JobUpdate:

@@ -13,7 +13,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import NamedTuple, Optional, Tuple
 
-from ._wire import ENUMS, PROTOCOL_VERSION, SCHEMA, is_struct
+from ._wire import ENUMS, PROTOCOL_VERSION, SCHEMA, is_struct, none_sentinels
 
 # Enums mirror the generated schema enums (names and values come from flatc's
 # output, so they cannot drift from proto/schema/*.fbs).
@@ -74,7 +74,8 @@ def _enum_or_int(enum_cls, value):
 #
 # The dataclasses of the reply tables (Stats, SnapshotInfo, ZoneInfo,
 # GarageInfo, SignalInfo, CommunityInfo, PopulationInfo, LeaseSummary,
-# JobStatus, VehicleInfo) are
+# JobStatus, VehicleInfo, SpawnStatus, EntityInfo, CommandResult) and of the
+# Welcome's GarageGeometry, SignalGeometry and LaneChain are
 # not written out here: wire_dataclass() builds each from the schema
 # (flatc --jsonschema of proto/schema/server.fbs), one field per schema field,
 # same name, same order, and codec.decode_table() fills every one of them.
@@ -122,34 +123,50 @@ WIRE_DATACLASSES: dict = {}
 _SCALAR_DEFAULTS = {"integer": 0, "number": 0.0, "boolean": False}
 
 
-def wire_dataclass(table: str, methods: type = object, doc: Optional[str] = None) -> type:
+def _field_spec(f: WireField, none: dict, envelope: bool):
+    if f.name in none:
+        return (f.name, Optional[int], field(default=None))
+    if f.kind == "vector":
+        if envelope:
+            return (f.name, Optional[list], field(default=None))
+        return (f.name, list, field(default_factory=list))
+    if f.kind == "enum":
+        cls = ENUM_CLASSES[f.ref]
+        return (f.name, cls, field(default=_enum_or_int(cls, 0)))
+    if f.kind == "string":
+        return (f.name, str, field(default=""))
+    if f.kind == "struct":
+        if envelope:
+            return (f.name, Optional[EntityId], field(default=None))
+        return (f.name, EntityId, field(default=EntityId(0, 0)))
+    if f.kind == "table":
+        return (f.name, Optional[object], field(default=None))
+    return (f.name, type(_SCALAR_DEFAULTS[f.ref]), field(default=_SCALAR_DEFAULTS[f.ref]))
+
+
+def wire_dataclass(table: str, methods: type = object, doc: Optional[str] = None, *,
+                   name: Optional[str] = None, envelope: bool = False) -> type:
     """A frozen dataclass with one field per field of ``table`` (defaults:
     0, 0.0, False, "", the enum's 0 member, [] for vectors, None for nested
     tables) and the methods/properties of ``methods`` (which must not
-    declare fields)."""
+    declare fields).
+
+    A scalar whose schema default is not zero means "none" at that default
+    (_wire.none_sentinels): it decodes to None. An ``envelope`` table
+    (CommandResult) keeps "not part of this answer" apart from "empty":
+    an absent vector or struct is None there, not [] or EntityId(0, 0)."""
     from dataclasses import make_dataclass
 
-    specs = []
-    for f in wire_fields(table):
-        if f.kind == "vector":
-            specs.append((f.name, list, field(default_factory=list)))
-        elif f.kind == "enum":
-            cls = ENUM_CLASSES[f.ref]
-            specs.append((f.name, cls, field(default=_enum_or_int(cls, 0))))
-        elif f.kind == "string":
-            specs.append((f.name, str, field(default="")))
-        elif f.kind == "struct":
-            specs.append((f.name, EntityId, field(default=EntityId(0, 0))))
-        elif f.kind == "table":
-            specs.append((f.name, Optional[object], field(default=None)))
-        else:
-            specs.append((f.name, type(_SCALAR_DEFAULTS[f.ref]), field(default=_SCALAR_DEFAULTS[f.ref])))
+    none = none_sentinels(table)
+    specs = [_field_spec(f, none, envelope) for f in wire_fields(table)]
     bases = (methods,) if methods is not object else ()
-    cls = make_dataclass(table, specs, bases=bases, frozen=True)
+    cls = make_dataclass(name or table, specs, bases=bases, frozen=True)
     cls.__module__ = __name__
     cls.__doc__ = doc or methods.__doc__ or f"The wire table {table} (every field of the schema)."
     cls.WIRE_TABLE = table
     cls.WIRE_FIELDS = wire_fields(table)
+    cls.WIRE_NONE = none
+    cls.WIRE_ENVELOPE = envelope
     WIRE_DATACLASSES[table] = cls
     return cls
 
@@ -346,30 +363,18 @@ class Lane:
     elevation_m: float = 0.0  # height of the whole lane: an entity's z
 
 
-@dataclass(frozen=True)
-class GarageGeometry:
-    id: str
-    entrance_lane: int  # lane index
-    route: list  # lane indices
+GarageGeometry = wire_dataclass("GarageGeometry", doc="""Welcome.garages: a garage's id, entrance lane
+and route (lane indices).""")
 
 
-@dataclass(frozen=True)
-class SignalGeometry:
-    id: str
-    lane: int  # lane index
-    stop_alpha: float  # stop line, as a fraction of the lane's length
-    yield_alpha: float  # start of the yielding approach
+SignalGeometry = wire_dataclass("SignalGeometry", doc="""Welcome.signals: a signal's id, lane index,
+stop line and start of the yielding approach (fractions of the lane's length).""")
 
 
-@dataclass(frozen=True)
-class LaneChain:
-    """A lane chain (Welcome.chains): lanes distant dots follow without decisions.
-    Its position in Welcome.chains is the chain id used by Delta.dots."""
-
-    lanes: list  # lane indices in travel order
-    cyclic: bool
-    pedestrian: bool  # pedestrian lanes (else roads)
-    length_m: float
+LaneChain = wire_dataclass("LaneChainInfo", name="LaneChain", doc="""A lane chain (Welcome.chains): lanes
+(indices in travel order) distant dots follow without decisions; cyclic,
+pedestrian (else roads), length_m. Its position in Welcome.chains is the chain
+id used by Delta.dots.""")
 
 
 class ChainDots(NamedTuple):
@@ -502,8 +507,7 @@ class _VehicleInfoMethods:
 VehicleInfo = wire_dataclass("VehicleInfo", _VehicleInfoMethods)
 
 
-@dataclass(frozen=True)
-class SpawnStatus:
+class _SpawnStatusMethods:
     """One state of a spawn handle (CommandResult.spawn, SpawnUpdate).
 
     Queued -> IdentityCreated -> Registered -> RepresentationRequested ->
@@ -511,23 +515,17 @@ class SpawnStatus:
     ``terminal`` is true on the last state. The simulation's part ends at
     RepresentationRequested; Attached comes from any client's lease Assigned
     for the entity (or ReportAttached), ReadyForGameplay one step later,
-    Failed(EntityGone) if the entity leaves first.
+    Failed(EntityGone) if the entity leaves first. ``entity`` is
+    EntityId(0, 0) until IdentityCreated, ``zone`` "" and ``lane`` None when
+    any.
     """
-
-    handle: int
-    state: SpawnState
-    failure: SpawnFailure
-    terminal: bool
-    entity: EntityId  # EntityId(0, 0) until IdentityCreated
-    zone: str  # "" when any sidewalk
-    lane: Optional[int]  # lane index, None when any lane
-    priority: PriorityClass
-    requested_step: int
-    state_step: int  # step of the last state change
 
     @property
     def has_entity(self) -> bool:
         return self.entity.generation != 0
+
+
+SpawnStatus = wire_dataclass("SpawnStatus", _SpawnStatusMethods)
 
 
 @dataclass(frozen=True)
@@ -537,34 +535,10 @@ class SpawnUpdate:
     spawn: SpawnStatus
 
 
-@dataclass(frozen=True)
-class EntityInfo:
-    """QueryEntity: every axis of one entity (identity, lifecycle, tier,
-    representation, importance class, origin, community/zone/work-point)."""
-
-    id: EntityId
-    alive: bool
-    kind: EntityKind
-    lifecycle: LifecycleState
-    tier: SimTier  # meaningful when active or retiring
-    representation: RepresentationHint
-    priority: PriorityClass
-    origin: PedestrianOrigin
-    saveable: bool
-    forced_full: bool
-    community: str  # "" when none
-    zone: str
-    work_point: str
-    work_slot: Optional[int]  # None when no slot
-    lane: Optional[int]  # lane index, None when not on a lane
-    s_m: float
-    x_m: float
-    y_m: float
-    effective_distance_m: float
-    spawn_handle: int  # 0 when not from a live or recent spawn handle
-    spawn_state: SpawnState
-    retiring_reason: DespawnReason  # when Retiring
-    release_step: int  # when Retiring: final deletion at or after this step
+EntityInfo = wire_dataclass("EntityInfo", doc="""QueryEntity: every axis of one entity (identity,
+lifecycle, tier, representation, importance class, origin, community / zone /
+work point: "" when none; work_slot and lane None when none; retiring_reason
+and release_step meaningful when Retiring).""")
 
 
 CommunityInfo = wire_dataclass("CommunityInfo", doc="PopulationInfo.communities: one community at the current hour.")
@@ -675,37 +649,25 @@ def despawn_op(id) -> LifecycleOp:
     return LifecycleOp(LifecycleOpKind.Despawn, id=EntityId(*id))
 
 
-@dataclass(frozen=True)
-class CommandResult:
-    request_id: int
-    status: CommandStatus
-    reason: RejectReason
-    message: str
-    applied_step: int
-    stats: Optional[Stats] = None
-    job: Optional[JobStatus] = None  # snapshot commands and QueryJob
-    snapshots: Optional[list] = None  # ListSnapshots: [SnapshotInfo]
-    garages: Optional[list] = None  # QueryGarages: [GarageInfo]
-    signals: Optional[list] = None  # QuerySignals: [SignalInfo]
-    vehicle: Optional[VehicleInfo] = None  # QueryVehicle
-    zones: Optional[list] = None  # QueryZones: [ZoneInfo]
-    handle: int = 0  # SpawnPedestrian: the spawn handle (0: none)
-    entity: Optional[EntityId] = None  # CancelSpawn / DespawnEntity of an unregistered spawn: the id given back
-    batch: BatchStatus = BatchStatus(0)  # LifecycleBatch (BatchStatus.None_ otherwise)
-    handles: Optional[list] = None  # LifecycleBatch: one handle per Spawn op
-    entity_info: Optional[EntityInfo] = None  # QueryEntity
-    population: Optional[PopulationInfo] = None  # QueryPopulation
-    spawn: Optional[SpawnStatus] = None  # QuerySpawn
-    leases: Optional[LeaseSummary] = None  # QueryLeases
+class _CommandResultMethods:
+    """The answer to one command. The parts of other answers are None
+    (stats for QueryStats, job for snapshot commands and QueryJob, snapshots
+    / garages / signals / zones lists, vehicle, entity (the id given back by
+    CancelSpawn / DespawnEntity of an unregistered spawn), handles
+    (LifecycleBatch), entity_info, population, spawn, leases); ``handle`` is
+    0 and ``batch`` BatchStatus.None_ when not part of the answer."""
 
     @property
     def accepted(self) -> bool:
         return self.status == CommandStatus.Accepted
 
-    def raise_if_rejected(self) -> "CommandResult":
+    def raise_if_rejected(self):
         if not self.accepted:
             raise CommandRejected(self)
         return self
+
+
+CommandResult = wire_dataclass("CommandResult", _CommandResultMethods, envelope=True)
 
 
 __all__ = [

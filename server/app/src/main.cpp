@@ -267,8 +267,15 @@ int run(int argc, char** argv) {
       r.status = bustle::core::CommandStatus::Accepted;
       std::vector<bustle::net::SnapshotEntry> entries;
       for (auto& i : infos) {
-        entries.push_back({i.name, i.kind, i.scenario_id, i.step, i.sim_time_us, i.digest, i.pedestrians,
-                           i.created_unix_ms});
+        bustle::net::SnapshotEntry& row = entries.emplace_back();
+        row.name = i.name;
+        row.kind = i.kind;
+        row.scenario_id = i.scenario_id;
+        row.step = i.step;
+        row.sim_time_us = i.sim_time_us;
+        row.digest = i.digest;
+        row.pedestrians = i.pedestrians;
+        row.created_unix_ms = i.created_unix_ms;
       }
       r.snapshots = std::move(entries);
     }

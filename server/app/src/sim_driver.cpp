@@ -15,8 +15,15 @@ using Clock = std::chrono::steady_clock;
 using Kind = net::ControlCommand::Kind;
 
 net::JobInfo to_job_info(const persist::JobStatus& job) {
-  return net::JobInfo{job.job_id, static_cast<std::uint8_t>(job.kind), static_cast<std::uint8_t>(job.state),
-                      job.terminal, job.name, job.step, job.message};
+  net::JobInfo j;
+  j.job_id = job.job_id;
+  j.kind = static_cast<wire::JobKind>(job.kind);
+  j.state = static_cast<wire::JobState>(job.state);
+  j.terminal = job.terminal;
+  j.name = job.name;
+  j.step = job.step;
+  j.message = job.message;
+  return j;
 }
 
 SimDriver::SimDriver(std::unique_ptr<core::World> world, net::Server& server, net::CommandQueue& commands,
@@ -636,7 +643,7 @@ std::vector<net::GarageReport> SimDriver::garage_reports() const {
     r.capacity = spec.capacity;
     r.frame_index = gs.frame_index;
     r.next_vehicle_ordinal = gs.next_vehicle_ordinal;
-    r.last_gate = static_cast<std::uint8_t>(gs.last_gate);
+    r.last_gate = static_cast<wire::DispatchGate>(gs.last_gate);
     r.gate_steps.assign(gs.gate_steps.begin(), gs.gate_steps.end());
     r.turnarounds = gs.turnarounds;
     r.rejected_invalid = gs.rejected_invalid;
@@ -660,7 +667,13 @@ std::vector<net::SignalReport> SimDriver::signal_reports() const {
       if (world_->lanes().lane(l).id == spec.lane) lane = l;
     }
     const core::SignalState& st = vs.signals()[i];
-    out.push_back({spec.id, lane, static_cast<std::uint8_t>(st.phase), st.phase_elapsed_us, st.cycles});
+    net::SignalReport r;
+    r.id = spec.id;
+    r.lane = lane;
+    r.phase = static_cast<wire::SignalPhase>(st.phase);
+    r.phase_elapsed_us = st.phase_elapsed_us;
+    r.cycles = st.cycles;
+    out.push_back(std::move(r));
   }
   return out;
 }
@@ -673,7 +686,7 @@ std::optional<net::VehicleReport> SimDriver::vehicle_report(core::EntityId id) c
   const core::GarageSpec& spec = world_->scenario().garages[v.garage[i]];
   const core::Pose p = vs.pose(i);
   net::VehicleReport r;
-  r.id = id;
+  r.id = wire::EntityId(id.index, id.generation);
   r.vehicle_id = vs.vehicle_id(i);
   r.garage = spec.id;
   r.request_id = v.request_id[i];
@@ -685,11 +698,11 @@ std::optional<net::VehicleReport> SimDriver::vehicle_report(core::EntityId id) c
   r.x_m = p.x_m;
   r.y_m = p.y_m;
   r.speed_mps = v.speed_mps[i];
-  r.strategy = v.strategy[i];
-  r.policy = v.policy[i];
-  r.reason = v.reason[i];
-  r.tier = v.tier[i];
-  r.leader = v.leader[i];
+  r.strategy = static_cast<wire::VehicleStrategyState>(v.strategy[i]);
+  r.policy = static_cast<wire::ControlPolicy>(v.policy[i]);
+  r.reason = static_cast<wire::PolicyReason>(v.reason[i]);
+  r.tier = static_cast<wire::SimTier>(v.tier[i]);
+  r.leader = wire::EntityId(v.leader[i].index, v.leader[i].generation);
   r.steps_advanced = v.steps_advanced[i];
   r.awaiting_turnaround = v.waiting_since[i] != 0;
   r.despawn_requested = v.despawn_requested[i] != 0;

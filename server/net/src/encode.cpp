@@ -1,5 +1,6 @@
 #include "bustle/net/encode.hpp"
 
+#include <memory>
 #include <vector>
 
 #include "bustle/proto/motion.hpp"
@@ -28,187 +29,165 @@ Offset<flatbuffers::String> maybe_string(FlatBufferBuilder& fbb, const std::stri
   return s.empty() ? 0 : fbb.CreateString(s);
 }
 
-// Every field of the generated StatsT (object API): nothing to copy here.
-Offset<wire::Stats> make_stats(FlatBufferBuilder& fbb, const StatsSnapshot& s) { return wire::Stats::Pack(fbb, &s); }
-
-Offset<Vector<Offset<wire::GarageInfo>>> make_garages(FlatBufferBuilder& fbb, const std::vector<GarageReport>& list) {
-  std::vector<Offset<wire::GarageInfo>> items;
-  for (const GarageReport& g : list) {
-    std::vector<Offset<flatbuffers::String>> queued;
-    for (const std::string& q : g.queued) queued.push_back(fbb.CreateString(q));
-    items.push_back(wire::CreateGarageInfoDirect(
-        fbb, g.id.c_str(), &queued, g.dispatched, g.managed, g.capacity, g.frame_index, g.next_vehicle_ordinal,
-        static_cast<wire::DispatchGate>(g.last_gate), &g.gate_steps, g.turnarounds, g.rejected_invalid,
-        g.rejected_duplicate, g.rejected_queue_full, g.canceled, g.plan_total, g.plan_injected));
-  }
+// The reply tables are the generated object-API types (server.hpp), or are
+// filled into them here from the core's reports; wire::X::Pack writes every
+// field, so nothing below lists a table's fields for the builder.
+template <class T>
+Offset<Vector<Offset<typename T::TableType>>> pack_all(FlatBufferBuilder& fbb,
+                                                       const std::vector<T>& list) {
+  std::vector<Offset<typename T::TableType>> items;
+  items.reserve(list.size());
+  for (const T& item : list) items.push_back(T::TableType::Pack(fbb, &item));
   return fbb.CreateVector(items);
 }
 
-Offset<Vector<Offset<wire::SignalInfo>>> make_signals(FlatBufferBuilder& fbb, const std::vector<SignalReport>& list) {
-  std::vector<Offset<wire::SignalInfo>> items;
-  for (const SignalReport& sg : list) {
-    items.push_back(wire::CreateSignalInfoDirect(fbb, sg.id.c_str(), sg.lane, static_cast<wire::SignalPhase>(sg.phase),
-                                                 sg.phase_elapsed_us, sg.cycles));
-  }
-  return fbb.CreateVector(items);
+wire::ZoneInfoT zone_info(const ZoneReport& z) {
+  const core::ZoneStatus& st = z.status;
+  wire::ZoneInfoT o;
+  o.id = z.id;
+  o.target = st.target;
+  o.active = st.active;
+  o.dormant = st.dormant;
+  o.pending_spawn = st.pending_spawn;
+  o.pending_recycle = st.pending_recycle;
+  o.activated = st.activated;
+  o.recycled = st.recycled;
+  o.deferred_by_quota = st.deferred_by_quota;
+  o.rejected_by_capacity = st.rejected_by_capacity;
+  o.activated_total = st.activated_total;
+  o.recycled_total = st.recycled_total;
+  o.capacity = z.capacity;
+  o.migrated_in = st.migrated_in;
+  o.deferred_by_migration = st.deferred_by_migration;
+  o.handoffs_started = st.handoffs_started;
+  o.handoffs_accepted = st.handoffs_accepted;
+  o.handoffs_returned = st.handoffs_returned;
+  o.retiring = st.retiring;
+  return o;
 }
 
 Offset<Vector<Offset<wire::ZoneInfo>>> make_zones(FlatBufferBuilder& fbb, const std::vector<ZoneReport>& list) {
-  std::vector<Offset<wire::ZoneInfo>> items;
-  for (const ZoneReport& z : list) {
-    const core::ZoneStatus& st = z.status;
-    const auto id = fbb.CreateString(z.id);
-    wire::ZoneInfoBuilder b(fbb);
-    b.add_id(id);
-    b.add_target(st.target);
-    b.add_active(st.active);
-    b.add_dormant(st.dormant);
-    b.add_pending_spawn(st.pending_spawn);
-    b.add_pending_recycle(st.pending_recycle);
-    b.add_activated(st.activated);
-    b.add_recycled(st.recycled);
-    b.add_deferred_by_quota(st.deferred_by_quota);
-    b.add_rejected_by_capacity(st.rejected_by_capacity);
-    b.add_activated_total(st.activated_total);
-    b.add_recycled_total(st.recycled_total);
-    b.add_capacity(z.capacity);
-    b.add_migrated_in(st.migrated_in);
-    b.add_deferred_by_migration(st.deferred_by_migration);
-    b.add_handoffs_started(st.handoffs_started);
-    b.add_handoffs_accepted(st.handoffs_accepted);
-    b.add_handoffs_returned(st.handoffs_returned);
-    b.add_retiring(st.retiring);
-    items.push_back(b.Finish());
-  }
-  return fbb.CreateVector(items);
+  std::vector<wire::ZoneInfoT> zones;
+  zones.reserve(list.size());
+  for (const ZoneReport& z : list) zones.push_back(zone_info(z));
+  return pack_all(fbb, zones);
 }
 
-Offset<wire::VehicleInfo> make_vehicle(FlatBufferBuilder& fbb, const VehicleReport& v) {
-  const wire::EntityId id = to_wire(v.id);
-  const wire::EntityId leader = to_wire(v.leader);
-  return wire::CreateVehicleInfoDirect(
-      fbb, &id, v.vehicle_id.c_str(), v.garage.c_str(), v.request_id.c_str(), v.prototype.c_str(), v.route_index,
-      v.lane, v.s_m, v.alpha, v.x_m, v.y_m, v.speed_mps, static_cast<wire::VehicleStrategyState>(v.strategy),
-      static_cast<wire::ControlPolicy>(v.policy), static_cast<wire::PolicyReason>(v.reason),
-      static_cast<wire::SimTier>(v.tier), &leader, v.steps_advanced, v.awaiting_turnaround, v.despawn_requested);
-}
-
-Offset<Vector<Offset<wire::SnapshotInfo>>> make_snapshots(FlatBufferBuilder& fbb,
-                                                          const std::vector<SnapshotEntry>& list) {
-  std::vector<Offset<wire::SnapshotInfo>> items;
-  for (const SnapshotEntry& e : list) {
-    items.push_back(wire::CreateSnapshotInfoDirect(fbb, e.name.c_str(), e.kind.c_str(), e.scenario_id.c_str(), e.step,
-                                                   e.sim_time_us, e.digest, e.pedestrians, e.created_unix_ms));
-  }
-  return fbb.CreateVector(items);
-}
-
-Offset<wire::JobStatus> make_job_status(FlatBufferBuilder& fbb, const JobInfo& j) {
-  return wire::CreateJobStatusDirect(fbb, j.job_id, static_cast<wire::JobKind>(j.kind),
-                                     static_cast<wire::JobState>(j.state), j.terminal, j.name.c_str(), j.step,
-                                     j.message.c_str());
+wire::SpawnStatusT spawn_status(const SpawnReport& s) {
+  const core::SpawnHandleState& h = s.handle;
+  wire::SpawnStatusT o;
+  o.handle = h.handle;
+  o.state = static_cast<wire::SpawnState>(h.state);
+  o.failure = static_cast<wire::SpawnFailure>(h.failure);
+  o.terminal = core::is_terminal(h.state);
+  o.entity = to_wire(h.entity);
+  o.zone = s.zone;
+  o.lane = h.lane;  // core::kAnyLane is the schema's "none" (4294967295)
+  o.priority = static_cast<wire::PriorityClass>(h.priority);
+  o.requested_step = h.requested_step;
+  o.state_step = h.state_step;
+  return o;
 }
 
 Offset<wire::SpawnStatus> make_spawn_status(FlatBufferBuilder& fbb, const SpawnReport& s) {
-  const core::SpawnHandleState& h = s.handle;
-  const auto zone = maybe_string(fbb, s.zone);
-  const wire::EntityId entity = to_wire(h.entity);
-  wire::SpawnStatusBuilder b(fbb);
-  b.add_handle(h.handle);
-  b.add_state(static_cast<wire::SpawnState>(h.state));
-  b.add_failure(static_cast<wire::SpawnFailure>(h.failure));
-  b.add_terminal(core::is_terminal(h.state));
-  b.add_entity(&entity);
-  b.add_zone(zone);
-  b.add_lane(h.lane);  // core::kAnyLane is the schema's "none" (4294967295)
-  b.add_priority(static_cast<wire::PriorityClass>(h.priority));
-  b.add_requested_step(h.requested_step);
-  b.add_state_step(h.state_step);
-  return b.Finish();
+  const wire::SpawnStatusT o = spawn_status(s);
+  return wire::SpawnStatus::Pack(fbb, &o);
 }
 
-Offset<wire::EntityInfo> make_entity_info(FlatBufferBuilder& fbb, const EntityInfoReport& e) {
+wire::EntityInfoT entity_info(const EntityInfoReport& e) {
   const core::EntityReport& r = e.report;
-  const auto community = maybe_string(fbb, e.community);
-  const auto zone = maybe_string(fbb, e.zone);
-  const auto work_point = maybe_string(fbb, e.work_point);
-  const wire::EntityId id = to_wire(r.id);
-  wire::EntityInfoBuilder b(fbb);
-  b.add_id(&id);
-  b.add_alive(r.alive);
-  b.add_kind(static_cast<wire::EntityKind>(r.kind));
-  b.add_lifecycle(static_cast<wire::LifecycleState>(r.lifecycle));
-  b.add_tier(static_cast<wire::SimTier>(r.tier));
-  b.add_representation(static_cast<wire::RepresentationHint>(r.representation));
-  b.add_priority(static_cast<wire::PriorityClass>(r.priority));
-  b.add_origin(static_cast<wire::PedestrianOrigin>(r.origin));
-  b.add_saveable(r.saveable);
-  b.add_forced_full(r.forced_full);
-  b.add_community(community);
-  b.add_zone(zone);
-  b.add_work_point(work_point);
-  b.add_work_slot(r.work_slot);
-  b.add_lane(r.lane);
-  b.add_s_m(r.s_m);
-  b.add_x_m(r.pose.x_m);
-  b.add_y_m(r.pose.y_m);
-  b.add_effective_distance_m(r.effective_distance_m);
-  b.add_spawn_handle(r.spawn_handle);
-  b.add_spawn_state(static_cast<wire::SpawnState>(r.spawn_state));
-  b.add_retiring_reason(static_cast<wire::DespawnReason>(r.retiring_reason));
-  b.add_release_step(r.release_step);
-  return b.Finish();
+  wire::EntityInfoT o;
+  o.id = to_wire(r.id);
+  o.alive = r.alive;
+  o.kind = static_cast<wire::EntityKind>(r.kind);
+  o.lifecycle = static_cast<wire::LifecycleState>(r.lifecycle);
+  o.tier = static_cast<wire::SimTier>(r.tier);
+  o.representation = static_cast<wire::RepresentationHint>(r.representation);
+  o.priority = static_cast<wire::PriorityClass>(r.priority);
+  o.origin = static_cast<wire::PedestrianOrigin>(r.origin);
+  o.saveable = r.saveable;
+  o.forced_full = r.forced_full;
+  o.community = e.community;
+  o.zone = e.zone;
+  o.work_point = e.work_point;
+  o.work_slot = r.work_slot;
+  o.lane = r.lane;
+  o.s_m = r.s_m;
+  o.x_m = r.pose.x_m;
+  o.y_m = r.pose.y_m;
+  o.effective_distance_m = r.effective_distance_m;
+  o.spawn_handle = r.spawn_handle;
+  o.spawn_state = static_cast<wire::SpawnState>(r.spawn_state);
+  o.retiring_reason = static_cast<wire::DespawnReason>(r.retiring_reason);
+  o.release_step = r.release_step;
+  return o;
 }
 
-Offset<wire::PopulationInfo> make_population(FlatBufferBuilder& fbb, const PopulationReport& p) {
-  std::vector<Offset<wire::CommunityInfo>> communities;
-  communities.reserve(p.communities.size());
-  for (const CommunityReport& c : p.communities) {
-    communities.push_back(wire::CreateCommunityInfo(fbb, fbb.CreateString(c.id), c.base_population, c.target,
-                                                    maybe_string(fbb, c.zone), c.active, c.dormant, c.saveable));
-  }
-  const auto communities_vec = fbb.CreateVector(communities);
-  const auto spawn_live = fbb.CreateVector(p.spawn_live.data(), p.spawn_live.size());
-  const auto spawn_totals = fbb.CreateVector(p.spawn.per_state_total, core::kSpawnStateCount);
-  const auto despawned = fbb.CreateVector(p.despawned_by_reason.data(), p.despawned_by_reason.size());
-  const auto tiers = fbb.CreateVector(p.tiers.per_tier, core::kSimTierCount);
-  wire::PopulationInfoBuilder b(fbb);
-  b.add_hour(p.hour);
-  b.add_time_scale(p.time_scale);
-  b.add_growth_quota(p.settings.growth_quota);
-  b.add_recycle_quota(p.settings.recycle_quota);
-  b.add_interval_ms(p.settings.interval_ms);
-  b.add_migration_budget(p.settings.migration_budget);
-  b.add_communities(communities_vec);
-  b.add_residents(p.residents);
-  b.add_residents_active(p.residents_active);
-  b.add_residents_retiring(p.residents_retiring);
-  b.add_background(p.background);
-  b.add_spawned(p.spawned);
-  b.add_pedestrian_target(p.pedestrian_target);
-  b.add_handoffs_pending(p.handoffs_pending);
-  b.add_spawn_live(spawn_live);
-  b.add_spawn_totals(spawn_totals);
-  b.add_spawn_requested(p.spawn.requested);
-  b.add_spawn_deferred_by_cap(p.spawn.deferred_by_cap);
-  b.add_spawn_deferred_by_capacity(p.spawn.deferred_by_capacity);
-  b.add_spawn_deferred_by_zone(p.spawn.deferred_by_zone);
-  b.add_retiring(p.retiring);
-  b.add_faded_total(p.faded_total);
-  b.add_fade_skipped_total(p.fade_skipped_total);
-  b.add_despawned_by_reason(despawned);
-  b.add_tiers(tiers);
-  b.add_tier_promoted(p.tiers.promoted);
-  b.add_tier_demoted(p.tiers.demoted);
-  b.add_tier_deferred(p.tiers.deferred);
-  b.add_forced_full(p.tiers.forced);
-  b.add_forced_overflow(p.tiers.forced_overflow);
-  b.add_force_full_refused(p.force_full_refused);
-  b.add_ledger_fragments(p.ledger.fragments);
-  b.add_ledger_deficit(p.ledger.deficit);
-  b.add_ledger_surplus(p.ledger.surplus);
-  b.add_ledger_max_deficit(p.ledger.max_deficit);
-  return b.Finish();
+// The per-state / per-reason / per-tier arrays, the lifecycle settings and
+// the tier and ledger summaries of a PopulationReport.
+void fill_population_counters(const PopulationReport& p, wire::PopulationInfoT& o) {
+  o.growth_quota = p.settings.growth_quota;
+  o.recycle_quota = p.settings.recycle_quota;
+  o.interval_ms = p.settings.interval_ms;
+  o.migration_budget = p.settings.migration_budget;
+  o.spawn_live.assign(p.spawn_live.begin(), p.spawn_live.end());
+  o.spawn_totals.assign(std::begin(p.spawn.per_state_total), std::end(p.spawn.per_state_total));
+  o.spawn_requested = p.spawn.requested;
+  o.spawn_deferred_by_cap = p.spawn.deferred_by_cap;
+  o.spawn_deferred_by_capacity = p.spawn.deferred_by_capacity;
+  o.spawn_deferred_by_zone = p.spawn.deferred_by_zone;
+  o.despawned_by_reason.assign(p.despawned_by_reason.begin(), p.despawned_by_reason.end());
+  o.tiers.assign(std::begin(p.tiers.per_tier), std::end(p.tiers.per_tier));
+  o.tier_promoted = p.tiers.promoted;
+  o.tier_demoted = p.tiers.demoted;
+  o.tier_deferred = p.tiers.deferred;
+  o.forced_full = p.tiers.forced;
+  o.forced_overflow = p.tiers.forced_overflow;
+  o.ledger_fragments = p.ledger.fragments;
+  o.ledger_deficit = p.ledger.deficit;
+  o.ledger_surplus = p.ledger.surplus;
+  o.ledger_max_deficit = p.ledger.max_deficit;
+}
+
+wire::PopulationInfoT population_info(const PopulationReport& p) {
+  wire::PopulationInfoT o;
+  o.hour = p.hour;
+  o.time_scale = p.time_scale;
+  for (const CommunityReport& c : p.communities)
+    o.communities.push_back(std::make_unique<CommunityReport>(c));
+  o.residents = p.residents;
+  o.residents_active = p.residents_active;
+  o.residents_retiring = p.residents_retiring;
+  o.background = p.background;
+  o.spawned = p.spawned;
+  o.pedestrian_target = p.pedestrian_target;
+  o.handoffs_pending = p.handoffs_pending;
+  o.retiring = p.retiring;
+  o.faded_total = p.faded_total;
+  o.fade_skipped_total = p.fade_skipped_total;
+  o.force_full_refused = p.force_full_refused;
+  fill_population_counters(p, o);
+  return o;
+}
+
+wire::LeaseSummaryT lease_summary(const StreamTracker::LeaseSummary& l, std::uint32_t grace_steps) {
+  wire::LeaseSummaryT o;
+  o.requested.assign(std::begin(l.requested), std::end(l.requested));
+  o.applied.assign(std::begin(l.applied), std::end(l.applied));
+  o.waiting = l.waiting;
+  o.waiting_past_grace = l.waiting_past_grace;
+  o.past_grace_by_reason.assign(std::begin(l.past_grace_by_reason),
+                                std::end(l.past_grace_by_reason));
+  o.grace_steps = grace_steps;
+  o.reports = l.reports;
+  o.entries = l.entries;
+  o.unknown_entries = l.unknown_entries;
+  return o;
+}
+
+template <class Table, class Native>
+Offset<Table> pack(FlatBufferBuilder& fbb, const Native& native) {
+  return Table::Pack(fbb, &native);
 }
 
 }  // namespace
@@ -260,27 +239,22 @@ void encode_welcome(const WelcomeInfo& w, std::uint32_t session_id, Role role, s
 
 void encode_command_result(const OutboundResult& r, FlatBufferBuilder& fbb) {
   fbb.Clear();
-  const auto stats = r.stats ? make_stats(fbb, *r.stats) : 0;
-  const auto job = r.job ? make_job_status(fbb, *r.job) : 0;
-  const auto snapshots = r.snapshots ? make_snapshots(fbb, *r.snapshots) : 0;
-  const auto garages = r.garages ? make_garages(fbb, *r.garages) : 0;
-  const auto signals = r.signals ? make_signals(fbb, *r.signals) : 0;
-  const auto vehicle = r.vehicle ? make_vehicle(fbb, *r.vehicle) : 0;
+  const auto stats = r.stats ? wire::Stats::Pack(fbb, &*r.stats) : 0;
+  const auto job = r.job ? wire::JobStatus::Pack(fbb, &*r.job) : 0;
+  const auto snapshots = r.snapshots ? pack_all(fbb, *r.snapshots) : 0;
+  const auto garages = r.garages ? pack_all(fbb, *r.garages) : 0;
+  const auto signals = r.signals ? pack_all(fbb, *r.signals) : 0;
+  const auto vehicle = r.vehicle ? wire::VehicleInfo::Pack(fbb, &*r.vehicle) : 0;
   const auto zones = r.zones ? make_zones(fbb, *r.zones) : 0;
   const bool batch = r.batch != core::BatchStatus::None;
   const auto handles = batch || !r.handles.empty() ? fbb.CreateVector(r.handles) : 0;
-  const auto entity_info = r.entity_info ? make_entity_info(fbb, *r.entity_info) : 0;
-  const auto population = r.population ? make_population(fbb, *r.population) : 0;
+  const auto entity_info_t =
+      r.entity_info ? pack<wire::EntityInfo>(fbb, entity_info(*r.entity_info)) : 0;
+  const auto population =
+      r.population ? pack<wire::PopulationInfo>(fbb, population_info(*r.population)) : 0;
   const auto spawn = r.spawn ? make_spawn_status(fbb, *r.spawn) : 0;
-  flatbuffers::Offset<wire::LeaseSummary> leases = 0;
-  if (r.leases) {
-    const StreamTracker::LeaseSummary& l = *r.leases;
-    const std::vector<std::uint32_t> requested(std::begin(l.requested), std::end(l.requested));
-    const std::vector<std::uint32_t> applied(std::begin(l.applied), std::end(l.applied));
-    const std::vector<std::uint32_t> by_reason(std::begin(l.past_grace_by_reason), std::end(l.past_grace_by_reason));
-    leases = wire::CreateLeaseSummaryDirect(fbb, &requested, &applied, l.waiting, l.waiting_past_grace, &by_reason,
-                                            r.lease_grace_steps, l.reports, l.entries, l.unknown_entries);
-  }
+  const auto leases =
+      r.leases ? pack<wire::LeaseSummary>(fbb, lease_summary(*r.leases, r.lease_grace_steps)) : 0;
   const auto msg = maybe_string(fbb, r.message);
   const wire::EntityId entity = to_wire(r.entity);
   wire::CommandResultBuilder b(fbb);
@@ -300,7 +274,7 @@ void encode_command_result(const OutboundResult& r, FlatBufferBuilder& fbb) {
   if (!r.entity.is_null()) b.add_entity(&entity);
   b.add_batch(static_cast<wire::BatchStatus>(r.batch));
   b.add_handles(handles);
-  b.add_entity_info(entity_info);
+  b.add_entity_info(entity_info_t);
   b.add_population(population);
   b.add_spawn(spawn);
   b.add_leases(leases);
@@ -309,7 +283,7 @@ void encode_command_result(const OutboundResult& r, FlatBufferBuilder& fbb) {
 
 void encode_job_update(const JobInfo& job, FlatBufferBuilder& fbb) {
   fbb.Clear();
-  const auto status = make_job_status(fbb, job);
+  const auto status = wire::JobStatus::Pack(fbb, &job);
   finish(fbb, wire::ServerMessage::JobUpdate, wire::CreateJobUpdate(fbb, status).Union());
 }
 

@@ -679,7 +679,7 @@ TEST_CASE("Client keeps SpawnUpdates per handle and waits for a state", "[client
   CHECK(seen == std::vector<wire::SpawnState>{wire::SpawnState::Queued, wire::SpawnState::IdentityCreated,
                                               wire::SpawnState::Registered,
                                               wire::SpawnState::RepresentationRequested});
-  CHECK(states.value.back().entity == c::EntityId{4, 1});
+  CHECK(states.value.back().entity_id() == c::EntityId{4, 1});
 
   // The other handle's terminal update waited in the buffer; the Delta too.
   const auto other = client.next_spawn_update(9, 10ms);

@@ -279,7 +279,7 @@ TEST_CASE("Rendered poses stay within 1 cm of the server's pose at the interpola
       const auto r = s.client->command(c::QueryEntityCmd{v.id}, 5000ms);
       if (r.ok() && r.value.accepted() && r.value.entity_info && r.value.entity_info->lane >= 0) {
         const auto& info = *r.value.entity_info;
-        truth_prev.push_back({v.id, {{info.x_m, info.y_m}, info.tier == c::SimTier::Full}});
+        truth_prev.push_back({v.id, {{info.x_m, info.y_m}, info.tier == wire::SimTier::Full}});
       }
     });
   }

@@ -159,7 +159,7 @@ TEST_CASE("Corridor: Welcome geometry plus garage signal and vehicle queries aft
   CHECK(vehicle.accepted());
   REQUIRE(vehicle.vehicle.has_value());
   const c::VehicleReport& v = *vehicle.vehicle;
-  CHECK(v.id == vid);
+  CHECK(v.entity() == vid);
   // The stream names it like the query does, and says what it looks like.
   CHECK(first.label == v.vehicle_id);
   REQUIRE(first.archetype < welcome.value.archetypes.size());
@@ -235,7 +235,7 @@ TEST_CASE("Corridor: garage request accepted once and duplicate rejected then st
   const auto vehicle = query(client, c::QueryVehicleCmd{vid});
   REQUIRE(vehicle.vehicle.has_value());
   CHECK(vehicle.vehicle->strategy == wire::VehicleStrategyState::Parked);
-  CHECK(vehicle.vehicle->policy == c::ControlPolicy::Parked);
+  CHECK(vehicle.vehicle->policy == wire::ControlPolicy::Parked);
   CHECK(vehicle.vehicle->speed_mps == 0.0);
 
   const auto observers = apply_with_step(client, c::SetObserversCmd{{{25.0f, 25.0f}}});
@@ -323,7 +323,7 @@ TEST_CASE("a spawn handle reports every stage to its requester and a viewer's ac
   for (std::size_t i = 1; i < requested.value.size(); ++i) {
     CHECK(static_cast<int>(requested.value[i - 1].state) < static_cast<int>(requested.value[i].state));
   }
-  const c::EntityId entity = last.entity;
+  const c::EntityId entity = last.entity_id();
   REQUIRE(entity.generation != 0);
 
   // Viewers hold the actors, so they may report one; it is the representation
@@ -346,13 +346,13 @@ TEST_CASE("a spawn handle reports every stage to its requester and a viewer's ac
   CHECK(spawn.accepted());
   REQUIRE(spawn.spawn.has_value());
   CHECK(spawn.spawn->state == wire::SpawnState::ReadyForGameplay);
-  CHECK(spawn.spawn->entity == entity);
+  CHECK(spawn.spawn->entity_id() == entity);
 
   const c::CommandReply info = query(viewer, c::QueryEntityCmd{entity});
   CHECK(info.accepted());
   REQUIRE(info.entity_info.has_value());
   CHECK(info.entity_info->alive);
-  CHECK(info.entity_info->id == entity);
+  CHECK(info.entity_info->entity_id() == entity);
   CHECK(info.entity_info->lifecycle == wire::LifecycleState::Active);
   CHECK(info.entity_info->origin == wire::PedestrianOrigin::Spawned);
   CHECK(info.entity_info->zone == "market");
@@ -402,7 +402,7 @@ TEST_CASE("a routed spawn starts on its first lane and bad routes are rejected n
   REQUIRE(direct_status.spawn.has_value());
   CHECK(direct_status.spawn->lane == at.lane);
 
-  const c::CommandReply info = query(op, c::QueryEntityCmd{at.entity});
+  const c::CommandReply info = query(op, c::QueryEntityCmd{at.entity_id()});
   REQUIRE(info.entity_info.has_value());
   CHECK(info.entity_info->lane == static_cast<std::int32_t>(at.lane));
   CHECK(info.entity_info->s_m < 5.0);  // from the beginning of the lane
@@ -540,7 +540,7 @@ TEST_CASE("Welcome names the lane chains and the stream carries dots and retirin
   INFO(registered.message);
   REQUIRE(registered.ok());
   read_until(*last_step + 4);
-  const c::EntityView* found = mirror.find(registered.value.back().entity);
+  const c::EntityView* found = mirror.find(registered.value.back().entity_id());
   REQUIRE(found != nullptr);
   const c::EntityView target_view = *found;
   const c::EntityView* target = &target_view;
@@ -551,7 +551,7 @@ TEST_CASE("Welcome names the lane chains and the stream carries dots and retirin
   read_until(*last_step + 9);
   const c::CommandReply before = query(op, c::QueryEntityCmd{target->id});
   REQUIRE(before.entity_info.has_value());
-  REQUIRE(before.entity_info->tier != c::SimTier::Coarse);
+  REQUIRE(before.entity_info->tier != wire::SimTier::Coarse);
 
   const c::CommandReply despawn = apply_with_step(op, c::DespawnEntityCmd{target->id});
   INFO(despawn.message);

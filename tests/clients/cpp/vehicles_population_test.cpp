@@ -264,7 +264,7 @@ TEST_CASE("A CommandResult decodes garages and signals and zones and a vehicle",
 
   REQUIRE(reply.vehicle.has_value());
   const c::VehicleReport& v = *reply.vehicle;
-  CHECK(v.id == c::EntityId{12, 1});
+  CHECK(v.entity() == c::EntityId{12, 1});
   CHECK(v.vehicle_id == "vehicle.g0.000003");
   CHECK(v.garage == "g0");
   CHECK(v.request_id == "r03");
@@ -277,11 +277,11 @@ TEST_CASE("A CommandResult decodes garages and signals and zones and a vehicle",
   CHECK(v.y_m == 50.0);
   CHECK(v.speed_mps == 7.75);
   CHECK(v.strategy == wire::VehicleStrategyState::Parked);
-  CHECK(v.policy == c::ControlPolicy::Parked);
+  CHECK(v.policy == wire::ControlPolicy::Parked);
   CHECK(v.reason == wire::PolicyReason::ParkedStrategy);
-  CHECK(v.tier == c::SimTier::Simulated);
+  CHECK(v.tier == wire::SimTier::Simulated);
   CHECK(v.has_leader());
-  CHECK(v.leader == c::EntityId{13, 2});
+  CHECK(v.leader_entity() == c::EntityId{13, 2});
   CHECK(v.steps_advanced == 321);
   CHECK(v.awaiting_turnaround);
   CHECK_FALSE(v.despawn_requested);
@@ -635,7 +635,7 @@ TEST_CASE("CommandReply decodes spawn, batch, entity and population answers", "[
   REQUIRE(r.spawn.has_value());
   CHECK(r.spawn->handle == 7);
   CHECK(r.spawn->state == wire::SpawnState::Attached);
-  CHECK(r.spawn->entity == c::EntityId{3, 1});
+  CHECK(r.spawn->entity_id() == c::EntityId{3, 1});
   CHECK(r.spawn->zone == "market");
   CHECK(r.spawn->lane == c::SpawnStatusInfo::kNoLane);
   CHECK_FALSE(r.spawn->succeeded());

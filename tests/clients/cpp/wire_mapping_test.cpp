@@ -1,20 +1,27 @@
-// Every schema field of the generated reply tables reaches the C++ SDK.
+// Every schema field of the reply tables reaches the C++ SDK.
 //
 // The schema is parsed at run time (flatbuffers::Parser, the real
-// proto/schema/*.fbs); a CommandResult is written as JSON with every field of
-// every reply table the SDK maps through the object API set to a value other
-// than its default (field list from the parsed schema), parsed into a
+// proto/schema/*.fbs); a CommandResult is written as JSON with every one of
+// its fields set, and every field of every table it carries set to a value
+// other than its default (field lists from the parsed schema), parsed into a
 // FlatBuffer, decoded with client::to_command_reply, packed back from the
-// SDK's objects, and both rendered as JSON text: a field the SDK drops or
-// misreads makes the texts differ, and the failure shows which.
+// SDK's objects (generated types, or SDK types derived from them), and both
+// rendered as JSON text: a field the SDK drops or misreads makes the texts
+// differ, and the failure shows which. A CommandResult field with no check
+// below fails too, so a field added to the schema cannot be forgotten in
+// CommandReply. The Welcome's garages, signals and chains the same way.
 #include <flatbuffers/idl.h>
 #include <flatbuffers/util.h>
 
 #include <catch2/catch.hpp>
+#include <functional>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "bustle/client/replies.hpp"
+#include "bustle/client/stream.hpp"
 
 namespace c = bustle::client;
 namespace wire = bustle::wire;
@@ -93,58 +100,143 @@ std::string repacked_text(const Fixture& fx, const Obj& o, const char* name) {
   return fx.text(flatbuffers::GetRoot<T>(fbb.GetBufferPointer()), name);
 }
 
-// A vector reply (one row was sent): present, one row, every field kept.
+// A vector reply: present, as many rows as were sent, every field kept.
 template <class T, class Rows>
 void check_rows(const Fixture& fx, const Rows& rows,
                 const flatbuffers::Vector<flatbuffers::Offset<T>>* sent, const char* name) {
   INFO(name);
-  REQUIRE(rows.has_value());
   REQUIRE(sent != nullptr);
-  REQUIRE(rows->size() == 1);
-  CHECK(repacked_text<T>(fx, rows->front(), name) == fx.text(sent->Get(0), name));
+  REQUIRE(rows.size() == sent->size());
+  for (flatbuffers::uoffset_t k = 0; k < sent->size(); ++k) {
+    CHECK(repacked_text<T>(fx, rows[k], name) == fx.text(sent->Get(k), name));
+  }
+}
+
+template <class T, class Obj>
+void check_one(const Fixture& fx, const std::optional<Obj>& got, const T* sent, const char* name) {
+  INFO(name);
+  REQUIRE(sent != nullptr);
+  REQUIRE(got.has_value());
+  CHECK(repacked_text<T>(fx, *got, name) == fx.text(sent, name));
+}
+
+// One check per CommandResult field, by schema name.
+using Check =
+    std::function<void(const Fixture&, const c::CommandReply&, const wire::CommandResult&)>;
+
+// A table part: CommandReply::*member against CommandResult::*sent().
+template <class T, class Obj>
+Check one_check(std::optional<Obj> c::CommandReply::*member,
+                const T* (wire::CommandResult::*sent)() const, const char* name) {
+  return [=](const Fixture& fx, const c::CommandReply& r, const wire::CommandResult& w) {
+    check_one(fx, r.*member, (w.*sent)(), name);
+  };
+}
+
+// A vector part: present, every row.
+template <class T, class Row>
+Check rows_check(std::optional<std::vector<Row>> c::CommandReply::*member,
+                 const flatbuffers::Vector<flatbuffers::Offset<T>>* (wire::CommandResult::*sent)()
+                     const,
+                 const char* name) {
+  return [=](const Fixture& fx, const c::CommandReply& r, const wire::CommandResult& w) {
+    REQUIRE((r.*member).has_value());
+    check_rows(fx, *(r.*member), (w.*sent)(), name);
+  };
+}
+std::map<std::string, Check> reply_checks() {
+  using R = const c::CommandReply&;
+  using W = const wire::CommandResult&;
+  using F = const Fixture&;
+  std::map<std::string, Check> m;
+  m["request_id"] = [](F, R r, W w) { CHECK(r.request_id == w.request_id()); };
+  m["status"] = [](F, R r, W w) { CHECK(r.status == w.status()); };
+  m["reason"] = [](F, R r, W w) { CHECK(r.reason == w.reason()); };
+  m["message"] = [](F, R r, W w) { CHECK(r.message == w.message()->str()); };
+  m["applied_step"] = [](F, R r, W w) { CHECK(r.applied_step == w.applied_step()); };
+  m["stats"] = one_check(&c::CommandReply::stats, &wire::CommandResult::stats, "Stats");
+  m["job"] = one_check(&c::CommandReply::job, &wire::CommandResult::job, "JobStatus");
+  m["snapshots"] =
+      rows_check(&c::CommandReply::snapshots, &wire::CommandResult::snapshots, "SnapshotInfo");
+  m["garages"] = rows_check(&c::CommandReply::garages, &wire::CommandResult::garages, "GarageInfo");
+  m["signals"] = rows_check(&c::CommandReply::signals, &wire::CommandResult::signals, "SignalInfo");
+  m["zones"] = rows_check(&c::CommandReply::zones, &wire::CommandResult::zones, "ZoneInfo");
+  m["vehicle"] = one_check(&c::CommandReply::vehicle, &wire::CommandResult::vehicle, "VehicleInfo");
+  m["handle"] = [](F, R r, W w) { CHECK(r.handle == w.handle()); };
+  m["entity"] = [](F, R r, W w) {
+    REQUIRE(r.entity.has_value());
+    CHECK(*r.entity == c::EntityId::from_wire(*w.entity()));
+  };
+  m["batch"] = [](F, R r, W w) { CHECK(r.batch == w.batch()); };
+  m["handles"] = [](F, R r, W w) {
+    CHECK(r.handles == std::vector<std::uint64_t>(w.handles()->begin(), w.handles()->end()));
+  };
+  m["entity_info"] =
+      one_check(&c::CommandReply::entity_info, &wire::CommandResult::entity_info, "EntityInfo");
+  m["population"] =
+      one_check(&c::CommandReply::population, &wire::CommandResult::population, "PopulationInfo");
+  m["spawn"] = one_check(&c::CommandReply::spawn, &wire::CommandResult::spawn, "SpawnStatus");
+  m["leases"] = one_check(&c::CommandReply::leases, &wire::CommandResult::leases, "LeaseSummary");
+  return m;
+}
+
+const wire::ServerFrame* parse_frame(Fixture& fx, const std::string& type,
+                                     const std::string& message) {
+  REQUIRE(fx.parser.SetRootType("ServerFrame"));
+  REQUIRE(
+      fx.parser.Parse(("{\"message_type\":\"" + type + "\",\"message\":" + message + "}").c_str()));
+  return flatbuffers::GetRoot<wire::ServerFrame>(fx.parser.builder_.GetBufferPointer());
 }
 
 }  // namespace
 
-TEST_CASE("every schema field of the generated reply tables survives the SDK decode",
-          "[wire][mapping]") {
+TEST_CASE("every schema field of every reply table survives the SDK decode", "[wire][mapping]") {
   Fixture fx;
-  const char* reply_fields[][2] = {{"stats", "Stats"},        {"snapshots", "SnapshotInfo"},
-                                   {"garages", "GarageInfo"}, {"signals", "SignalInfo"},
-                                   {"zones", "ZoneInfo"},     {"population", "PopulationInfo"},
-                                   {"leases", "LeaseSummary"}};
-  std::string message = "{";
-  for (std::size_t i = 0; i < std::size(reply_fields); ++i) {
-    const std::string obj = json_table(fx.table(reply_fields[i][1]), static_cast<int>(i) + 1);
-    const bool vector = std::string(reply_fields[i][0]) != "stats" &&
-                        std::string(reply_fields[i][0]) != "population" &&
-                        std::string(reply_fields[i][0]) != "leases";
-    message += (i == 0 ? "\"" : ",\"") + std::string(reply_fields[i][0]) +
-               "\":" + (vector ? "[" + obj + "]" : obj);
-  }
-  message += "}";
-  REQUIRE(fx.parser.SetRootType("ServerFrame"));
-  REQUIRE(fx.parser.Parse(
-      ("{\"message_type\":\"CommandResult\",\"message\":" + message + "}").c_str()));
-  const auto* frame =
-      flatbuffers::GetRoot<wire::ServerFrame>(fx.parser.builder_.GetBufferPointer());
-  const wire::CommandResult* cr = frame->message_as_CommandResult();
+  const flatbuffers::StructDef& result = fx.table("CommandResult");
+  const wire::CommandResult* cr =
+      parse_frame(fx, "CommandResult", json_table(result, 1))->message_as_CommandResult();
   REQUIRE(cr != nullptr);
   const c::CommandReply reply = c::to_command_reply(*cr);
+  CHECK(fx.text(cr->stats(), "Stats").find("step_time_p99_us") !=
+        std::string::npos);  // set (non-default)
+  const std::map<std::string, Check> checks = reply_checks();
+  for (const flatbuffers::FieldDef* f : result.fields.vec) {
+    INFO("CommandResult." << f->name);
+    const auto check = checks.find(f->name);
+    REQUIRE(check !=
+            checks.end());  // a new CommandResult field: map it in CommandReply and check it here
+    check->second(fx, reply, *cr);
+  }
+}
 
-  REQUIRE(reply.stats.has_value());
-  const std::string stats_text = fx.text(cr->stats(), "Stats");
-  CHECK(stats_text.find("step_time_p99_us") !=
-        std::string::npos);  // every field was set (non-default)
-  CHECK(repacked_text<wire::Stats>(fx, *reply.stats, "Stats") == stats_text);
-  REQUIRE(reply.population.has_value());
-  CHECK(repacked_text<wire::PopulationInfo>(fx, *reply.population, "PopulationInfo") ==
-        fx.text(cr->population(), "PopulationInfo"));
-  REQUIRE(reply.leases.has_value());
-  CHECK(repacked_text<wire::LeaseSummary>(fx, *reply.leases, "LeaseSummary") ==
-        fx.text(cr->leases(), "LeaseSummary"));
-  check_rows<wire::SnapshotInfo>(fx, reply.snapshots, cr->snapshots(), "SnapshotInfo");
-  check_rows<wire::GarageInfo>(fx, reply.garages, cr->garages(), "GarageInfo");
-  check_rows<wire::SignalInfo>(fx, reply.signals, cr->signals(), "SignalInfo");
-  check_rows<wire::ZoneInfo>(fx, reply.zones, cr->zones(), "ZoneInfo");
+TEST_CASE("every schema field of the Welcome garages, signals and chains survives the SDK decode",
+          "[wire][mapping]") {
+  Fixture fx;
+  const std::string message = "{\"garages\":[" + json_table(fx.table("GarageGeometry"), 1) +
+                              "],\"signals\":[" + json_table(fx.table("SignalGeometry"), 2) +
+                              "],\"chains\":[" + json_table(fx.table("LaneChainInfo"), 3) + "]}";
+  const wire::Welcome* w = parse_frame(fx, "Welcome", message)->message_as_Welcome();
+  REQUIRE(w != nullptr);
+  const c::WelcomeInfo info = c::to_welcome_info(*w);
+  check_rows(fx, info.garages, w->garages(), "GarageGeometry");
+  check_rows(fx, info.signals, w->signals(), "SignalGeometry");
+  check_rows(fx, info.chains, w->chains(), "LaneChainInfo");
+}
+
+TEST_CASE("the SDK helpers read the schema's none defaults", "[wire][mapping]") {
+  Fixture fx;
+  const wire::CommandResult* cr =
+      parse_frame(fx, "CommandResult", R"({"spawn":{"handle":3},"entity_info":{"lane":0}})")
+          ->message_as_CommandResult();
+  REQUIRE(cr != nullptr);
+  const c::CommandReply reply = c::to_command_reply(*cr);
+  REQUIRE(reply.spawn.has_value());
+  CHECK_FALSE(reply.spawn->lane_index().has_value());
+  CHECK(reply.spawn->entity_id() == c::EntityId{});
+  REQUIRE(reply.entity_info.has_value());
+  CHECK(reply.entity_info->lane_index() == std::optional<std::uint32_t>(0));
+  CHECK_FALSE(reply.entity_info->work_slot_index().has_value());
+  CHECK_FALSE(reply.stats.has_value());
+  CHECK_FALSE(reply.snapshots.has_value());
+  CHECK_FALSE(reply.entity.has_value());
 }

@@ -1,10 +1,11 @@
-"""Every schema field of the generated reply tables reaches the Python decoder.
+"""Every schema field of the reply tables reaches the Python decoder.
 
-A CommandResult is written as JSON with *every* field of every reply table
-set to a value other than its default (the field list comes from the schema,
-flatc --jsonschema), turned into a FlatBuffer by flatc from the real schema,
-decoded by bustle_client, and each field compared. A field the decoder drops
-or misreads fails here, naming the table and field.
+A CommandResult is written as JSON with *every* one of its fields set, and
+every field of every table it carries set to a value other than its default
+(the field lists come from the schema, flatc --jsonschema), turned into a
+FlatBuffer by flatc from the real schema, decoded by bustle_client, and each
+field compared; the same for the Welcome's garages, signals and chains. A
+field the decoder drops or misreads fails here, naming the table and field.
 """
 
 import json
@@ -19,10 +20,10 @@ from bustle_client import codec
 from bustle_client.messages import ENUM_CLASSES, SCHEMA, WIRE_DATACLASSES, EntityId, wire_fields
 
 SCHEMA_DIR = Path(__file__).resolve().parents[3] / "proto" / "schema"
-# CommandResult fields that carry generated reply tables.
-REPLY_FIELDS = {"stats": "Stats", "snapshots": "SnapshotInfo", "garages": "GarageInfo",
-                "signals": "SignalInfo", "zones": "ZoneInfo", "population": "PopulationInfo",
-                "leases": "LeaseSummary", "job": "JobStatus", "vehicle": "VehicleInfo"}
+# Every field of CommandResult, from the schema (none listed by hand).
+REPLY_FIELDS = list(SCHEMA["CommandResult"]["properties"])
+# The Welcome geometry decoded through generated dataclasses.
+WELCOME_FIELDS = ["garages", "signals", "chains"]
 
 
 def _value(kind, ref, seed):
@@ -32,7 +33,8 @@ def _value(kind, ref, seed):
     if kind == "enum":
         names = SCHEMA[ref]["enum"]
         name = names[-1] if len(names) > 1 else names[0]
-        return name, ENUM_CLASSES[ref][name]
+        members = ENUM_CLASSES[ref].__members__
+        return name, members[name] if name in members else members[name + "_"]  # None -> None_
     if kind == "struct":
         return {"index": seed, "generation": seed + 1}, EntityId(seed, seed + 1)
     if kind == "table":
@@ -57,33 +59,77 @@ def _table(table, seed):
     return obj, WIRE_DATACLASSES[table](**expected)
 
 
-@pytest.fixture(scope="module")
-def decoded_reply(tmp_path_factory):
+def _flatc_frame(tmp_path_factory, message_type, message):
     flatc = os.environ.get("FLATC") or shutil.which("flatc")
     if not flatc:
         pytest.skip("flatc not found")
-    message, expected = {}, {}
-    for n, (name, table) in enumerate(REPLY_FIELDS.items()):
-        obj, value = _table(table, n + 1)
-        vector = SCHEMA["CommandResult"]["properties"][name].get("type") == "array"
-        message[name] = [obj] if vector else obj
-        expected[name] = [value] if vector else value
     d = tmp_path_factory.mktemp("wire")
-    (d / "reply.json").write_text(json.dumps({"message_type": "CommandResult", "message": message}))
+    (d / "frame.json").write_text(json.dumps({"message_type": message_type, "message": message}))
     subprocess.run([flatc, "--binary", "-I", str(SCHEMA_DIR), "-o", str(d), str(SCHEMA_DIR / "server.fbs"),
-                    str(d / "reply.json")], check=True)
-    return codec.decode_server_frame((d / "reply.bin").read_bytes()), expected
+                    str(d / "frame.json")], check=True)
+    return codec.decode_server_frame((d / "frame.bin").read_bytes())
 
 
-@pytest.mark.parametrize("name", sorted(REPLY_FIELDS))
-def test_every_schema_field_of_the_reply_table_is_decoded(decoded_reply, name):
+@pytest.fixture(scope="module")
+def decoded_reply(tmp_path_factory):
+    message, expected = _table("CommandResult", 1)
+    return _flatc_frame(tmp_path_factory, "CommandResult", message), expected
+
+
+@pytest.fixture(scope="module")
+def decoded_welcome(tmp_path_factory):
+    message, expected = {}, {}
+    for n, name in enumerate(WELCOME_FIELDS):
+        ref = wire_fields("Welcome")[list(SCHEMA["Welcome"]["properties"]).index(name)].ref
+        items = [_table(ref, 10 * n + k) for k in range(2)]
+        message[name] = [obj for obj, _ in items]
+        expected[name] = [value for _, value in items]
+    return _flatc_frame(tmp_path_factory, "Welcome", message), expected
+
+
+def _same(got, want, where):
+    """Field by field (recursively for nested generated dataclasses)."""
+    if isinstance(want, list):
+        assert isinstance(got, list) and len(got) == len(want), where
+        for k, (g, w) in enumerate(zip(got, want)):
+            _same(g, w, f"{where}[{k}]")
+    elif hasattr(want, "WIRE_FIELDS"):
+        assert type(got) is type(want), where
+        for f in want.WIRE_FIELDS:
+            _same(getattr(got, f.name), getattr(want, f.name), f"{where}.{f.name}")
+    else:
+        assert got == want, where
+
+
+@pytest.mark.parametrize("name", REPLY_FIELDS)
+def test_every_schema_field_of_the_reply_is_decoded(decoded_reply, name):
     reply, expected = decoded_reply
-    got, want = getattr(reply, name), expected[name]
-    rows = list(zip(got, want)) if isinstance(want, list) else [(got, want)]
-    assert len(rows) == (len(want) if isinstance(want, list) else 1)
-    for g, w in rows:
-        for f in w.WIRE_FIELDS:
-            assert getattr(g, f.name) == getattr(w, f.name), f"{w.WIRE_TABLE}.{f.name}"
+    _same(getattr(reply, name), getattr(expected, name), f"CommandResult.{name}")
+
+
+def test_the_whole_reply_round_trips(decoded_reply):
+    reply, expected = decoded_reply
+    assert reply == expected
+    assert reply.entity_info is not None and reply.spawn is not None and reply.entity is not None
+
+
+@pytest.mark.parametrize("name", WELCOME_FIELDS)
+def test_every_schema_field_of_the_welcome_geometry_is_decoded(decoded_welcome, name):
+    welcome, expected = decoded_welcome
+    _same(getattr(welcome, name), expected[name], f"Welcome.{name}")
+
+
+def test_none_defaults_of_the_schema_decode_to_none(tmp_path_factory):
+    # The scalars whose schema default is not zero are the "none" ones; an
+    # absent one (the server writes none as the default, so it is absent)
+    # decodes to None, a present one to its value.
+    assert WIRE_DATACLASSES["SpawnStatus"].WIRE_NONE == {"lane": 4294967295}
+    assert WIRE_DATACLASSES["EntityInfo"].WIRE_NONE == {"work_slot": -1, "lane": -1}
+    reply = _flatc_frame(tmp_path_factory, "CommandResult",
+                         {"spawn": {"handle": 3}, "entity_info": {"alive": True, "lane": 0}})
+    assert reply.spawn.lane is None and reply.spawn.handle == 3
+    assert reply.entity_info.lane == 0 and reply.entity_info.work_slot is None
+    assert reply.stats is None and reply.snapshots is None and reply.entity is None and reply.handles is None
 
 
 def test_the_generated_dataclasses_have_exactly_the_schema_fields():

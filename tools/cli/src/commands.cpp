@@ -561,7 +561,7 @@ int run_vehicle(const CliOptions& o, std::FILE* out, std::FILE* err) {
   if (!r.vehicle) return missing(o, "the vehicle", err);
   const client::VehicleReport& v = *r.vehicle;
   if (o.json) return print_object(out, "vehicle", json::vehicle(v), r.applied_step);
-  std::fprintf(out, "vehicle %s at step %" PRIu64 "\n", ident(v.id).c_str(), r.applied_step);
+  std::fprintf(out, "vehicle %s at step %" PRIu64 "\n", ident(v.entity()).c_str(), r.applied_step);
   std::fprintf(out, "  %-20s %s\n", "vehicle id", v.vehicle_id.c_str());
   std::fprintf(out, "  %-20s %s\n", "garage", v.garage.c_str());
   std::fprintf(out, "  %-20s %s\n", "request", v.request_id.c_str());
@@ -572,10 +572,11 @@ int run_vehicle(const CliOptions& o, std::FILE* out, std::FILE* err) {
   std::fprintf(out, "  %-20s %.3f, %.3f m\n", "position", v.x_m, v.y_m);
   std::fprintf(out, "  %-20s %.3f m/s\n", "speed", v.speed_mps);
   std::fprintf(out, "  %-20s %s\n", "strategy", wire::EnumNameVehicleStrategyState(v.strategy));
-  std::fprintf(out, "  %-20s %s\n", "policy", client::to_string(v.policy));
+  std::fprintf(out, "  %-20s %s\n", "policy", wire::EnumNameControlPolicy(v.policy));
   std::fprintf(out, "  %-20s %s\n", "reason", wire::EnumNamePolicyReason(v.reason));
-  std::fprintf(out, "  %-20s %s\n", "tier", client::to_string(v.tier));
-  std::fprintf(out, "  %-20s %s\n", "leader", v.has_leader() ? ident(v.leader).c_str() : "none");
+  std::fprintf(out, "  %-20s %s\n", "tier", wire::EnumNameSimTier(v.tier));
+  std::fprintf(out, "  %-20s %s\n", "leader",
+               v.has_leader() ? ident(v.leader_entity()).c_str() : "none");
   std::fprintf(out, "  %-20s %" PRIu64 "\n", "steps advanced", v.steps_advanced);
   std::fprintf(out, "  %-20s %s\n", "awaiting turnaround", v.awaiting_turnaround ? "yes" : "no");
   std::fprintf(out, "  %-20s %s\n", "despawn requested", v.despawn_requested ? "yes" : "no");
@@ -712,7 +713,7 @@ void print_spawn(std::FILE* out, const CliOptions& o, const client::SpawnStatusI
   const std::string lane =
       s.lane == client::SpawnStatusInfo::kNoLane ? std::string("any") : std::to_string(s.lane);
   std::fprintf(out, " (step %" PRIu64 ") entity %s zone %s lane %s priority %s\n", s.state_step,
-               s.entity == client::EntityId{} ? "-" : ident(s.entity).c_str(),
+               s.entity_id() == client::EntityId{} ? "-" : ident(s.entity_id()).c_str(),
                s.zone.empty() ? "any" : s.zone.c_str(), lane.c_str(),
                priority_name(s.priority).c_str());
   std::fflush(out);
@@ -770,16 +771,16 @@ int wait_spawn(Client& c, const CliOptions& o, const ClockView& clock, std::uint
     if (s.state >= until) return kExitOk;
     if (o.attach && s.state == wire::SpawnState::RepresentationRequested) {
       // The representation axis: answered at once, no step needed.
-      const auto attached = c.command(client::ReportAttachedCmd{s.entity}, timeout);
+      const auto attached = c.command(client::ReportAttachedCmd{s.entity_id()}, timeout);
       if (!attached.ok()) return report(err, o, "report_attached", attached);
       if (!attached.value.accepted()) return rejected(o, attached.value, err);
       if (o.json) {
-        json::print(out, {{"reported_attached", ident(s.entity)},
+        json::print(out, {{"reported_attached", ident(s.entity_id())},
                           {"applied_step", attached.value.applied_step}});
         continue;
       }
       std::fprintf(out, "reported entity %s attached at step %" PRIu64 "\n",
-                   ident(s.entity).c_str(), attached.value.applied_step);
+                   ident(s.entity_id()).c_str(), attached.value.applied_step);
       std::fflush(out);
     }
   }
@@ -863,15 +864,16 @@ int run_entity(const CliOptions& o, std::FILE* out, std::FILE* err) {
   const client::EntityReport& e = *r.entity_info;
   if (o.json) return print_object(out, "entity", json::entity(e), r.applied_step);
   auto name_or_dash = [](const std::string& s) { return s.empty() ? std::string("-") : s; };
-  std::fprintf(out, "entity %s at step %" PRIu64 "\n", ident(e.id).c_str(), r.applied_step);
-  std::fprintf(out, "  %-20s %s %s, %s%s\n", "identity", ident(e.id).c_str(),
-               bustle::client::to_string(e.kind), e.alive ? "alive" : "not alive",
+  std::fprintf(out, "entity %s at step %" PRIu64 "\n", ident(e.entity_id()).c_str(),
+               r.applied_step);
+  std::fprintf(out, "  %-20s %s %s, %s%s\n", "identity", ident(e.entity_id()).c_str(),
+               wire::EnumNameEntityKind(e.kind), e.alive ? "alive" : "not alive",
                e.saveable ? ", saveable" : "");
   std::fprintf(out, "  %-20s %s\n", "lifecycle", wire::EnumNameLifecycleState(e.lifecycle));
-  std::fprintf(out, "  %-20s %s%s\n", "tier", client::to_string(e.tier),
+  std::fprintf(out, "  %-20s %s%s\n", "tier", wire::EnumNameSimTier(e.tier),
                e.forced_full ? " (forced full)" : "");
   std::fprintf(out, "  %-20s %s\n", "representation",
-               client::to_string(e.representation));
+               wire::EnumNameRepresentationHint(e.representation));
   std::fprintf(out, "  %-20s priority %s, origin %s\n", "priority/origin",
                priority_name(e.priority).c_str(), wire::EnumNamePedestrianOrigin(e.origin));
   const std::string slot = e.work_slot >= 0 ? std::to_string(e.work_slot) : "-";

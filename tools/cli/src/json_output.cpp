@@ -1,7 +1,11 @@
 #include "json_output.hpp"
 
+#include <flatbuffers/minireflect.h>
+
 #include <algorithm>
 #include <cinttypes>
+#include <string>
+#include <vector>
 
 namespace bustle::cli::json {
 namespace {
@@ -18,115 +22,131 @@ std::string ident(client::EntityId id) {
   return std::to_string(id.index) + ":" + std::to_string(id.generation);
 }
 
+namespace {
+
+// Builds a Json value from a FlatBuffer through the generated mini-reflection
+// tables (flatc --reflect-names): field names, enum names and nesting come
+// from the schema, so a new field of a printed table appears without a CLI
+// edit. Absent strings read "", absent vectors [], absent tables null.
+class JsonVisitor : public flatbuffers::IterationVisitor {
+ public:
+  Json result;
+
+  void StartSequence() override { open(Json::object()); }
+  void EndSequence() override { close(); }
+  void StartVector() override { open(Json::array()); }
+  void EndVector() override { close(); }
+  void Field(std::size_t, std::size_t, flatbuffers::ElementaryType type, bool is_vector,
+             const flatbuffers::TypeTable* ref, const char* name,
+             const std::uint8_t* val) override {
+    key_ = name;
+    if (val != nullptr) return;
+    if (is_vector) {
+      put(Json::array());
+    } else if (type == flatbuffers::ET_STRING) {
+      put("");
+    } else if (type == flatbuffers::ET_SEQUENCE && ref != nullptr &&
+               ref->st == flatbuffers::ST_TABLE) {
+      put(nullptr);
+    } else {
+      put(0);  // not written: packed with ForceDefaults, so only for a table from elsewhere
+    }
+  }
+  void Bool(bool v) override { put(v); }
+  void Char(std::int8_t v, const char* n) override { scalar(v, n); }
+  void UChar(std::uint8_t v, const char* n) override { scalar(v, n); }
+  void Short(std::int16_t v, const char* n) override { scalar(v, n); }
+  void UShort(std::uint16_t v, const char* n) override { scalar(v, n); }
+  void Int(std::int32_t v, const char* n) override { scalar(v, n); }
+  void UInt(std::uint32_t v, const char* n) override { scalar(v, n); }
+  void Long(std::int64_t v) override { put(v); }
+  void ULong(std::uint64_t v) override { put(v); }
+  void Float(float v) override { put(v); }
+  void Double(double v) override { put(v); }
+  void String(const flatbuffers::String* v) override { put(v->str()); }
+
+ private:
+  template <class T>
+  void scalar(T v, const char* enum_name) {
+    if (enum_name != nullptr) {
+      put(enum_name);
+    } else {
+      put(v);
+    }
+  }
+  void put(Json v) {
+    if (stack_.empty()) {
+      result = std::move(v);
+    } else if (stack_.back().is_array()) {
+      stack_.back().push_back(std::move(v));
+    } else {
+      stack_.back()[key_] = std::move(v);
+    }
+  }
+  void open(Json container) {
+    keys_.push_back(key_);
+    stack_.push_back(std::move(container));
+  }
+  void close() {
+    Json done = std::move(stack_.back());
+    stack_.pop_back();
+    key_ = keys_.back();
+    keys_.pop_back();
+    put(std::move(done));
+  }
+  std::vector<Json> stack_;
+  std::vector<std::string> keys_;
+  std::string key_;
+};
+
+}  // namespace
+
+template <class Native>
+Json reflect(const Native& native) {
+  using Table = typename Native::TableType;
+  flatbuffers::FlatBufferBuilder fbb;
+  fbb.ForceDefaults(true);  // every scalar written, so none falls back to a default here
+  fbb.Finish(Table::Pack(fbb, &native));
+  JsonVisitor v;
+  flatbuffers::IterateObject(
+      fbb.GetBufferPointer() +
+          flatbuffers::ReadScalar<flatbuffers::uoffset_t>(fbb.GetBufferPointer()),
+      Table::MiniReflectTypeTable(), &v);
+  return v.result;
+}
+
 Json stats(const client::StatsInfo& s) {
-  return {{"step", s.step},
-          {"sim_time_us", s.sim_time_us},
-          {"step_us", s.step_us},
-          {"clock_mode", wire::EnumNameClockMode(s.clock_mode)},
-          {"paused", s.paused},
-          {"pedestrians", s.pedestrians},
-          {"pedestrian_target", s.pedestrian_target},
-          {"entity_capacity", s.entity_capacity},
-          {"clients", s.clients},
-          {"spawned_total", s.spawned_total},
-          {"despawned_total", s.despawned_total},
-          {"commands_accepted", s.commands_accepted},
-          {"commands_rejected", s.commands_rejected},
-          {"dropped_steps", s.dropped_steps},
-          {"recording", s.recording},
-          {"recording_failed", s.recording_failed},
-          {"recorded_ticks", s.recorded_ticks},
-          {"vehicles", s.vehicles},
-          {"vehicles_full", s.vehicles_full},
-          {"vehicles_simulated", s.vehicles_simulated},
-          {"vehicles_coarse", s.vehicles_coarse},
-          {"vehicles_moving", s.vehicles_moving},
-          {"vehicles_waiting", s.vehicles_waiting},
-          {"vehicles_yielding", s.vehicles_yielding},
-          {"tier_transitions_deferred", s.tier_transitions_deferred},
-          {"hour", s.hour},
-          {"time_scale", s.time_scale},
-          {"residents", s.residents},
-          {"residents_active", s.residents_active},
-          {"leases_assigned", s.leases_assigned},
-          {"leases_unassigned", s.leases_unassigned},
-          {"leases_unassigned_past_grace", s.leases_unassigned_past_grace},
-          {"leases_past_grace_by_reason", s.leases_past_grace_by_reason},
-          {"leases_released_total", s.leases_released_total},
-          {"leases_preserved_total", s.leases_preserved_total},
-          {"lease_reports_total", s.lease_reports_total},
-          {"spawn_awaiting_representation", s.spawn_awaiting_representation},
-          {"spawn_attached_total", s.spawn_attached_total},
-          {"spawn_ready_total", s.spawn_ready_total},
-          {"client_observers", s.client_observers},
-          {"client_observers_dropped", s.client_observers_dropped},
-          {"step_time_window", s.step_time_window},
-          {"step_time_p50_us", s.step_time_p50_us},
-          {"step_time_p99_us", s.step_time_p99_us},
-          {"step_time_max_us", s.step_time_max_us},
-          {"step_time_bucket_le_us", s.step_time_bucket_le_us},
-          {"step_time_bucket_counts", s.step_time_bucket_counts},
-          {"steps_timed_total", s.steps_timed_total},
-          {"digest", hex(s.digest)}};
+  Json j = reflect(s);  // every field of the schema's Stats, in schema order
+  j["digest"] = hex(s.digest);
+  return j;
 }
 
 Json job(const client::JobInfo& j) {
-  return {{"job_id", j.job_id},   {"kind", wire::EnumNameJobKind(j.kind)},
-          {"name", j.name},       {"state", wire::EnumNameJobState(j.state)},
-          {"step", j.step},       {"terminal", j.terminal},
-          {"failed", j.failed()}, {"message", j.message}};
+  Json out = reflect<wire::JobStatusT>(j);
+  out["failed"] = j.failed();
+  return out;
 }
 
 Json snapshot(const client::SnapshotEntry& e) {
-  return {{"name", e.name},
-          {"kind", e.kind},
-          {"scenario_id", e.scenario_id},
-          {"step", e.step},
-          {"sim_time_us", e.sim_time_us},
-          {"pedestrians", e.pedestrians},
-          {"digest", hex(e.digest)},
-          {"created_unix_ms", e.created_unix_ms}};
+  Json out = reflect(e);
+  out["digest"] = hex(e.digest);
+  return out;
 }
 
 Json garage(const client::GarageReport& g) {
-  return {{"id", g.id},
-          {"queued", g.queued},
-          {"dispatched", g.dispatched},
-          {"managed", g.managed},
-          {"capacity", g.capacity},
-          {"last_gate", wire::EnumNameDispatchGate(g.last_gate)},
-          {"turnarounds", g.turnarounds},
-          {"canceled", g.canceled},
-          {"rejected_invalid", g.rejected_invalid},
-          {"rejected_duplicate", g.rejected_duplicate},
-          {"rejected_queue_full", g.rejected_queue_full},
-          {"plan_total", g.plan_total},
-          {"plan_injected", g.plan_injected}};
+  return reflect(g);
 }
 
 Json signal(const client::SignalReport& s) {
-  return {{"id", s.id},
-          {"lane", s.lane},
-          {"phase", wire::EnumNameSignalPhase(s.phase)},
-          {"phase_elapsed_us", s.phase_elapsed_us},
-          {"cycles", s.cycles}};
+  return reflect(s);
 }
 
 Json zone(const client::ZoneReport& z) {
-  return {{"id", z.id},
-          {"target", z.target},
-          {"active", z.active},
-          {"dormant", z.dormant},
-          {"pending_spawn", z.pending_spawn},
-          {"pending_recycle", z.pending_recycle},
-          {"deferred_by_quota", z.deferred_by_quota},
-          {"rejected_by_capacity", z.rejected_by_capacity},
-          {"capacity", z.capacity},
-          {"retiring", z.retiring}};
+  return reflect(z);
 }
 
 Json vehicle(const client::VehicleReport& v) {
-  return {{"id", ident(v.id)},
+  return {{"id", ident(v.entity())},
           {"vehicle_id", v.vehicle_id},
           {"garage", v.garage},
           {"request_id", v.request_id},
@@ -139,10 +159,10 @@ Json vehicle(const client::VehicleReport& v) {
           {"y_m", v.y_m},
           {"speed_mps", v.speed_mps},
           {"strategy", wire::EnumNameVehicleStrategyState(v.strategy)},
-          {"policy", client::to_string(v.policy)},
+          {"policy", wire::EnumNameControlPolicy(v.policy)},
           {"reason", wire::EnumNamePolicyReason(v.reason)},
-          {"tier", client::to_string(v.tier)},
-          {"leader", v.has_leader() ? Json(ident(v.leader)) : Json(nullptr)},
+          {"tier", wire::EnumNameSimTier(v.tier)},
+          {"leader", v.has_leader() ? Json(ident(v.leader_entity())) : Json(nullptr)},
           {"steps_advanced", v.steps_advanced},
           {"awaiting_turnaround", v.awaiting_turnaround},
           {"despawn_requested", v.despawn_requested}};
@@ -150,14 +170,14 @@ Json vehicle(const client::VehicleReport& v) {
 
 Json entity(const client::EntityReport& e) {
   const bool retiring = e.lifecycle == wire::LifecycleState::Retiring;
-  return {{"id", ident(e.id)},
-          {"kind", client::to_string(e.kind)},
+  return {{"id", ident(e.entity_id())},
+          {"kind", wire::EnumNameEntityKind(e.kind)},
           {"alive", e.alive},
           {"saveable", e.saveable},
           {"lifecycle", wire::EnumNameLifecycleState(e.lifecycle)},
-          {"tier", client::to_string(e.tier)},
+          {"tier", wire::EnumNameSimTier(e.tier)},
           {"forced_full", e.forced_full},
-          {"representation", client::to_string(e.representation)},
+          {"representation", wire::EnumNameRepresentationHint(e.representation)},
           {"priority", wire::EnumNamePriorityClass(static_cast<wire::PriorityClass>(e.priority))},
           {"origin", wire::EnumNamePedestrianOrigin(e.origin)},
           {"community", e.community},
@@ -239,16 +259,17 @@ Json population(const client::PopulationReport& p) {
 
 Json spawn(const client::SpawnStatusInfo& s) {
   const bool any_lane = s.lane == client::SpawnStatusInfo::kNoLane;
-  return {{"handle", s.handle},
-          {"state", wire::EnumNameSpawnState(s.state)},
-          {"failure", wire::EnumNameSpawnFailure(s.failure)},
-          {"terminal", s.terminal},
-          {"entity", s.entity == client::EntityId{} ? Json(nullptr) : Json(ident(s.entity))},
-          {"zone", s.zone.empty() ? Json(nullptr) : Json(s.zone)},
-          {"lane", any_lane ? Json(nullptr) : Json(s.lane)},
-          {"priority", wire::EnumNamePriorityClass(static_cast<wire::PriorityClass>(s.priority))},
-          {"requested_step", s.requested_step},
-          {"state_step", s.state_step}};
+  return {
+      {"handle", s.handle},
+      {"state", wire::EnumNameSpawnState(s.state)},
+      {"failure", wire::EnumNameSpawnFailure(s.failure)},
+      {"terminal", s.terminal},
+      {"entity", s.entity_id() == client::EntityId{} ? Json(nullptr) : Json(ident(s.entity_id()))},
+      {"zone", s.zone.empty() ? Json(nullptr) : Json(s.zone)},
+      {"lane", any_lane ? Json(nullptr) : Json(s.lane)},
+      {"priority", wire::EnumNamePriorityClass(static_cast<wire::PriorityClass>(s.priority))},
+      {"requested_step", s.requested_step},
+      {"state_step", s.state_step}};
 }
 
 void print(std::FILE* out, const Json& value) {

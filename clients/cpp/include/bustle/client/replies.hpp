@@ -28,14 +28,8 @@ StatsInfo to_stats_info(const bustle::wire::Stats& stats);
 // Writes (checkpoint, save, autosave): Queued -> Copied -> Committed | Failed.
 // Restore: Queued -> Validated -> Applied | Failed. Load: Queued -> Validated
 // -> SnapshotApplied -> ScheduleReconciled -> RepresentationRebuilt | Failed.
-struct JobInfo {
-  std::uint64_t job_id = 0;
-  bustle::wire::JobKind kind = bustle::wire::JobKind::Checkpoint;
-  bustle::wire::JobState state = bustle::wire::JobState::Queued;
-  bool terminal = false;   // no further updates follow
-  std::string name;        // snapshot name
-  std::uint64_t step = 0;  // step captured (writes) or restored to (restore/load)
-  std::string message;     // why it failed
+// The generated wire::JobStatusT (every field of the schema) plus helpers.
+struct JobInfo : bustle::wire::JobStatusT {
   bool failed() const { return state == bustle::wire::JobState::Failed; }
   // Terminal and not Failed: Committed, Applied or RepresentationRebuilt.
   bool succeeded() const { return terminal && !failed(); }
@@ -54,29 +48,13 @@ GarageReport to_garage_report(const bustle::wire::GarageInfo& info);
 using SignalReport = bustle::wire::SignalInfoT;
 SignalReport to_signal_report(const bustle::wire::SignalInfo& info);
 
-// Every axis of one vehicle (wire VehicleInfo).
-struct VehicleReport {
-  EntityId id;
-  std::string vehicle_id;  // vehicle.<garage>.<ordinal:06>
-  std::string garage;
-  std::string request_id;
-  std::string prototype;
-  std::uint32_t route_index = 0;
-  std::uint32_t lane = 0;  // lane index
-  double s_m = 0.0;
-  double alpha = 0.0;  // s_m / lane length
-  double x_m = 0.0;
-  double y_m = 0.0;
-  double speed_mps = 0.0;
-  bustle::wire::VehicleStrategyState strategy = bustle::wire::VehicleStrategyState::RouteFollow;
-  ControlPolicy policy = ControlPolicy::RouteFollow;
-  bustle::wire::PolicyReason reason = bustle::wire::PolicyReason::Clear;
-  SimTier tier = SimTier::Full;
-  EntityId leader;  // 0:0 when none
-  std::uint64_t steps_advanced = 0;
-  bool awaiting_turnaround = false;
-  bool despawn_requested = false;
-  bool has_leader() const { return !(leader == EntityId{}); }
+// Every axis of one vehicle: the generated wire::VehicleInfoT (`id` and
+// `leader` are the wire's EntityId structs; leader 0:0 when none) plus helpers
+// in the SDK's types.
+struct VehicleReport : bustle::wire::VehicleInfoT {
+  EntityId entity() const { return EntityId::from_wire(id); }
+  EntityId leader_entity() const { return EntityId::from_wire(leader); }
+  bool has_leader() const { return !(leader_entity() == EntityId{}); }
 };
 VehicleReport to_vehicle_report(const bustle::wire::VehicleInfo& info);
 
@@ -91,48 +69,31 @@ ZoneReport to_zone_report(const bustle::wire::ZoneInfo& info);
 // part ends at RepresentationRequested; Attached comes from any client's
 // lease Assigned for the entity (or ReportAttached), ReadyForGameplay one
 // step later, Failed(EntityGone) if the entity leaves first.
-struct SpawnStatusInfo {
+// The generated wire::SpawnStatusT plus helpers: `entity` is 0:0 until
+// IdentityCreated, `zone` empty for any zone, `lane` kNoLane (the schema's
+// default) for any lane.
+struct SpawnStatusInfo : bustle::wire::SpawnStatusT {
   static constexpr std::uint32_t kNoLane = 4294967295u;
-  std::uint64_t handle = 0;
-  bustle::wire::SpawnState state = bustle::wire::SpawnState::Queued;
-  bustle::wire::SpawnFailure failure = bustle::wire::SpawnFailure::None;
-  bool terminal = false;
-  EntityId entity;  // 0:0 until IdentityCreated
-  std::string zone;  // empty: any zone
-  std::uint32_t lane = kNoLane;
-  bustle::wire::PriorityClass priority = bustle::wire::PriorityClass::Story;
-  std::uint64_t requested_step = 0;
-  std::uint64_t state_step = 0;
+  EntityId entity_id() const { return EntityId::from_wire(entity); }
+  std::optional<std::uint32_t> lane_index() const {
+    return lane == kNoLane ? std::nullopt : std::optional<std::uint32_t>(lane);
+  }
   bool succeeded() const { return state == bustle::wire::SpawnState::ReadyForGameplay; }
 };
 SpawnStatusInfo to_spawn_status(const bustle::wire::SpawnStatus& status);
 
-// Every axis of one entity (wire EntityInfo, QueryEntity). Names are ids
-// from the scenario, empty when none.
-struct EntityReport {
-  EntityId id;
-  bool alive = false;
-  EntityKind kind = EntityKind::Pedestrian;
-  bustle::wire::LifecycleState lifecycle = bustle::wire::LifecycleState::Gone;
-  SimTier tier = SimTier::Full;
-  RepresentationHint representation = RepresentationHint::None;
-  bustle::wire::PriorityClass priority = bustle::wire::PriorityClass::Story;
-  bustle::wire::PedestrianOrigin origin = bustle::wire::PedestrianOrigin::Background;
-  bool saveable = false;
-  bool forced_full = false;
-  std::string community;
-  std::string zone;
-  std::string work_point;
-  std::int32_t work_slot = -1;
-  std::int32_t lane = -1;
-  double s_m = 0.0;
-  double x_m = 0.0;
-  double y_m = 0.0;
-  double effective_distance_m = 0.0;
-  std::uint64_t spawn_handle = 0;
-  bustle::wire::SpawnState spawn_state = bustle::wire::SpawnState::Queued;
-  bustle::wire::DespawnReason retiring_reason = bustle::wire::DespawnReason::OutOfRange;  // when Retiring
-  std::uint64_t release_step = 0;
+// Every axis of one entity (QueryEntity): the generated wire::EntityInfoT
+// plus helpers. Names are ids from the scenario, empty when none;
+// `work_slot` and `lane` are -1 (the schema's defaults) when none.
+struct EntityReport : bustle::wire::EntityInfoT {
+  EntityId entity_id() const { return EntityId::from_wire(id); }
+  std::optional<std::uint32_t> lane_index() const {
+    return lane < 0 ? std::nullopt : std::optional<std::uint32_t>(static_cast<std::uint32_t>(lane));
+  }
+  std::optional<std::uint32_t> work_slot_index() const {
+    return work_slot < 0 ? std::nullopt
+                         : std::optional<std::uint32_t>(static_cast<std::uint32_t>(work_slot));
+  }
 };
 EntityReport to_entity_report(const bustle::wire::EntityInfo& info);
 

@@ -57,24 +57,13 @@ struct LaneGeometry {
   std::uint32_t length_mm = 0;            // where dead reckoning stops
   float elevation_m = 0.0f;               // an entity's z on this lane
 };
-struct GarageGeometry {
-  std::string id;
-  std::uint32_t entrance_lane = 0;
-  std::vector<std::uint32_t> route;  // lane indices
-};
-struct SignalGeometry {
-  std::string id;
-  std::uint32_t lane = 0;
-  float stop_alpha = 0.0f;   // stop line as a fraction of the lane
-  float yield_alpha = 0.0f;  // start of the yield approach
-};
-// A lane chain (Welcome.chains): lanes distant dots follow without decisions.
-struct LaneChain {
-  std::vector<std::uint32_t> lanes;  // lane indices in travel order
-  bool cyclic = false;
-  bool pedestrian = true;  // pedestrian lanes (else roads)
-  float length_m = 0.0f;
-};
+// Garages, signals and lane chains of the Welcome are the generated object-API
+// types (every schema field; UnPack). A chain's position in Welcome.chains is
+// the chain id Delta.dots use.
+using GarageGeometry = bustle::wire::GarageGeometryT;  // id, entrance_lane, route (lane indices)
+using SignalGeometry = bustle::wire::SignalGeometryT;  // id, lane, stop_alpha, yield_alpha
+using LaneChain =
+    bustle::wire::LaneChainInfoT;  // lanes (travel order), cyclic, pedestrian, length_m
 
 struct WelcomeInfo {
   std::string server_version;

@@ -135,56 +135,12 @@ struct ZoneReport {
   std::uint32_t capacity = 0;
 };
 
-// Mirrors of the wire's GarageInfo / SignalInfo / VehicleInfo.
-struct GarageReport {
-  std::string id;
-  std::vector<std::string> queued;
-  std::uint32_t dispatched = 0;
-  std::uint32_t managed = 0;
-  std::uint32_t capacity = 0;
-  std::uint64_t frame_index = 0;
-  std::uint64_t next_vehicle_ordinal = 0;
-  std::uint8_t last_gate = 0;
-  std::vector<std::uint64_t> gate_steps;
-  std::uint64_t turnarounds = 0;
-  std::uint64_t rejected_invalid = 0;
-  std::uint64_t rejected_duplicate = 0;
-  std::uint64_t rejected_queue_full = 0;
-  std::uint64_t canceled = 0;
-  std::uint32_t plan_total = 0;
-  std::uint64_t plan_injected = 0;
-};
-
-struct SignalReport {
-  std::string id;
-  std::uint32_t lane = 0;
-  std::uint8_t phase = 0;
-  std::uint64_t phase_elapsed_us = 0;
-  std::uint64_t cycles = 0;
-};
-
-struct VehicleReport {
-  core::EntityId id;
-  std::string vehicle_id;
-  std::string garage;
-  std::string request_id;
-  std::string prototype;
-  std::uint32_t route_index = 0;
-  std::uint32_t lane = 0;
-  double s_m = 0.0;
-  double alpha = 0.0;
-  double x_m = 0.0;
-  double y_m = 0.0;
-  double speed_mps = 0.0;
-  std::uint8_t strategy = 0;
-  std::uint8_t policy = 0;
-  std::uint8_t reason = 0;
-  std::uint8_t tier = 0;
-  core::EntityId leader;
-  std::uint64_t steps_advanced = 0;
-  bool awaiting_turnaround = false;
-  bool despawn_requested = false;
-};
+// QueryGarages / QuerySignals / QueryVehicle answers: the generated
+// object-API types of the wire's tables (filled by the sim driver, written by
+// Pack), so a field added to the schema needs no copy here.
+using GarageReport = wire::GarageInfoT;
+using SignalReport = wire::SignalInfoT;
+using VehicleReport = wire::VehicleInfoT;
 
 // One spawn handle (wire SpawnStatus): the core's state plus the zone's id
 // (empty for "any zone").
@@ -202,18 +158,11 @@ struct EntityInfoReport {
   std::string work_point;
 };
 
-// Mirrors wire::CommunityInfo.
-struct CommunityReport {
-  std::string id;
-  std::uint32_t base_population = 0;
-  std::uint32_t target = 0;   // at the current hour
-  std::string zone;           // where its schedule puts it now (empty: none)
-  std::uint32_t active = 0;   // walking + retiring, over all zones
-  std::uint32_t dormant = 0;  // base_population - active
-  bool saveable = false;
-};
+// One community of QueryPopulation (generated wire type).
+using CommunityReport = wire::CommunityInfoT;
 
-// Mirrors wire::PopulationInfo (QueryPopulation).
+// QueryPopulation: the core's counters; encode fills the generated
+// wire::PopulationInfoT from them.
 struct PopulationReport {
   double hour = 0.0;
   std::uint32_t time_scale = 1;
@@ -237,27 +186,10 @@ struct PopulationReport {
   core::LedgerSummary ledger;
 };
 
-// Mirrors wire::JobStatus; net does not depend on persist.
-struct JobInfo {
-  std::uint64_t job_id = 0;
-  std::uint8_t kind = 0;   // wire::JobKind
-  std::uint8_t state = 0;  // wire::JobState
-  bool terminal = false;
-  std::string name;
-  std::uint64_t step = 0;
-  std::string message;
-};
-
-struct SnapshotEntry {
-  std::string name;
-  std::string kind;
-  std::string scenario_id;
-  std::uint64_t step = 0;
-  std::uint64_t sim_time_us = 0;
-  std::uint64_t digest = 0;
-  std::uint32_t pedestrians = 0;
-  std::int64_t created_unix_ms = 0;
-};
+// A snapshot job's state and one row of ListSnapshots: generated wire types
+// (net does not depend on persist; the app converts).
+using JobInfo = wire::JobStatusT;
+using SnapshotEntry = wire::SnapshotInfoT;
 
 // The answer to one InboundCommand, routed back to its session.
 struct OutboundResult {
