@@ -29,9 +29,16 @@ def rss_bytes(pid: int) -> int:
     raise AssertionError(f"no VmRSS for pid {pid}")
 
 
-def raw_client(server, name: str, subscribe: bool = False, motion_tolerance_mm=None) -> socket.socket:
-    """A joined viewer on a raw socket that this test reads only when it wants."""
-    sock = socket.create_connection((server.host, server.port), timeout=5.0)
+def raw_client(server, name: str, subscribe: bool = False, motion_tolerance_mm=None,
+               receive_buffer_bytes=None) -> socket.socket:
+    """A joined viewer on a raw socket that this test reads only when it wants
+    (with `receive_buffer_bytes`, a receive window that small, set before
+    connecting so the kernel cannot absorb the backlog)."""
+    sock = socket.socket(socket.AF_INET6 if ":" in server.host else socket.AF_INET, socket.SOCK_STREAM)
+    if receive_buffer_bytes is not None:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer_bytes)
+    sock.settimeout(5.0)
+    sock.connect((server.host, server.port))
     sock.sendall(codec.encode_frame(codec.build_hello(name)))
     decoder = codec.FrameDecoder(codec.MAX_INBOUND_FRAME_BYTES)
     while decoder.next() is None:  # the Welcome
@@ -143,10 +150,16 @@ def test_slow_subscriber_is_bounded_and_closed(start_server):
     srv = start_server("--clock", "fast", "--client-overflow-disconnect-ms", str(OVERFLOW_MS),
                        "--client-outbound-max-bytes", "65536")
     base = rss_bytes(srv.proc.pid)
-    slow = raw_client(srv, "never-reads", subscribe=True, motion_tolerance_mm=0)
+    # A 4 KiB receive window: the backlog stays in the server's queue, where
+    # the budget sees it, instead of in megabytes of kernel buffers (which
+    # took seconds to fill on a loaded machine and let the test time out).
+    slow = raw_client(srv, "never-reads", subscribe=True, motion_tolerance_mm=0, receive_buffer_bytes=4096)
     peak = base
-    t_end = time.monotonic() + OVERFLOW_MS / 1000.0 + 3.0
-    while time.monotonic() < t_end:
+    # Never read until the server has closed it (within the overflow time of
+    # passing the cap; the deadline only bounds a broken server).
+    deadline = time.monotonic() + OVERFLOW_MS / 1000.0 + 30.0
+    while "closing: OutboundOverflow" not in srv.stderr():
+        assert time.monotonic() < deadline, f"no OutboundOverflow close in the log:\n{srv.stderr()[-1500:]}"
         peak = max(peak, rss_bytes(srv.proc.pid))
         time.sleep(0.05)
     assert peak - base < RSS_GROWTH_MAX, f"server RSS grew {(peak - base) >> 20} MiB under a slow reader"
