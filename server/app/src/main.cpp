@@ -1,7 +1,6 @@
 // bustle-server: loads the scenario, creates the World, and runs the sim
 // thread (this thread) beside one network thread. See usage_text().
 #include <pthread.h>
-#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -14,6 +13,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "bustle/app/process_startup.hpp"
 #include "bustle/core/world.hpp"
 #include "bustle/net/command_queue.hpp"
 #include "bustle/net/server.hpp"
@@ -32,22 +32,8 @@ namespace {
 
 constexpr const char* kVersion = BUSTLE_VERSION;
 
-// A second SIGTERM/SIGINT during shutdown: exit at once (async-signal-safe).
-extern "C" void exit_now(int sig) { _exit(128 + sig); }
-
-// Routes the core's log sink into spdlog (the core cannot include it). The
-// core's lines carry their own event names ("spawn_state: ...", "despawn: ...").
-class SpdlogSink final : public bustle::core::LogSink {
- public:
-  void log(bustle::core::LogLevel level, std::string_view message) override {
-    switch (level) {
-      case bustle::core::LogLevel::Debug: spdlog::debug("{}", message); break;
-      case bustle::core::LogLevel::Info: spdlog::info("{}", message); break;
-      case bustle::core::LogLevel::Warn: spdlog::warn("{}", message); break;
-      case bustle::core::LogLevel::Error: spdlog::error("{}", message); break;
-    }
-  }
-};
+// The core's lines carry their own event names ("spawn_state: ...", "despawn: ...").
+using bustle::app::SpdlogSink;
 
 // --record FILE: creates the recording (it refuses to overwrite an existing
 // file, so a recording is never lost). False, with the reason printed, when
@@ -154,8 +140,8 @@ int run(int argc, char** argv) {
   // SIGHUP (a closed terminal, or an operator's "reload"): logs go to
   // stderr, so there is nothing to reopen; it is logged and ignored once the
   // network thread handles signals, and ignored silently until then.
-  std::signal(SIGHUP, SIG_IGN);
-  bustle::ops::setup_logging(opt.log_format, opt.log_level);
+  bustle::app::ignore_hangup();
+  bustle::app::start_logging(opt.log_format, opt.log_level);
 
   // Scenario: a named file must load; the embedded default applies only when
   // no file is named (a typo never silently falls back to the default).
@@ -331,22 +317,11 @@ int run(int argc, char** argv) {
   driver.attach_recorder(recorder.get());
 
   std::atomic<bool> stop{false};
-  server.on_signal([&](int sig) {
-    if (sig == SIGHUP) {
-      spdlog::info("signal_hup: SIGHUP ignored (logs go to stderr; nothing to reopen)");
-      return;
-    }
-    if (stop.load()) exit_now(sig);  // a second one queued before the handlers below took over
-    spdlog::info("shutdown_requested: signal {}: shutting down", sig);
-    // From now on a second SIGTERM/SIGINT ends the process at once, and a
-    // SIGHUP is ignored even after the network thread stops handling signals.
-    std::signal(SIGTERM, exit_now);
-    std::signal(SIGINT, exit_now);
-    std::signal(SIGHUP, SIG_IGN);
+  server.on_signal(bustle::app::shutdown_handler("logs go to stderr; nothing to reopen", [&] {
     shutting_down.store(true);
     stop.store(true);
     commands.close();
-  });
+  }));
   std::thread net_thread([&] {
     // Named so that per-thread CPU (top -H, /proc/PID/task) tells the network
     // thread from the sim thread (the main thread) and the writers.
