@@ -116,6 +116,136 @@ int run_batch(bustle::core::World& world, const bustle::app::AppOptions& opt, co
   return 0;
 }
 
+// A persistence job's state change: telemetry, one log line, and the update
+// to the session that asked.
+void report_job(bustle::net::Server& server, bustle::ops::JobTelemetry& telemetry,
+                const bustle::persist::JobStatus& job, const bustle::persist::JobOrigin& origin) {
+  using bustle::persist::JobKind;
+  using bustle::persist::JobState;
+  const bool restore = job.kind == JobKind::Restore || job.kind == JobKind::Load;
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - job.created).count();
+  telemetry.on_update(static_cast<std::size_t>(job.kind), static_cast<std::size_t>(job.state), job.terminal,
+                      job.state == JobState::Failed, restore, seconds);
+  // Event names: <kind>_<state>, e.g. checkpoint_committed, restore_applied.
+  if (job.state == JobState::Failed) {
+    spdlog::warn("{}_failed: {} '{}' failed: {}", bustle::persist::to_string(job.kind),
+                 bustle::persist::to_string(job.kind), job.name, job.message);
+  } else {
+    spdlog::info("{}_{}: {} '{}' {} (step {}{})", bustle::persist::to_string(job.kind),
+                 bustle::persist::to_string(job.state), bustle::persist::to_string(job.kind), job.name,
+                 bustle::persist::to_string(job.state), job.step,
+                 job.terminal ? fmt::format(", {:.3f} s", seconds) : std::string());
+  }
+  if (origin.session_id != 0) server.deliver_job_update(origin.session_id, bustle::app::to_job_info(job));
+}
+
+// The answer to ListSnapshots.
+bustle::net::OutboundResult list_result(const bustle::persist::JobOrigin& origin,
+                                        const bustle::persist::StoreError& e,
+                                        std::vector<bustle::persist::SnapshotInfo> infos) {
+  bustle::net::OutboundResult r;
+  r.session_id = origin.session_id;
+  r.request_id = origin.request_id;
+  if (!e.ok()) {
+    r.status = bustle::core::CommandStatus::Rejected;
+    r.reason = bustle::core::RejectReason::StorageError;
+    r.message = e.to_string();
+    return r;
+  }
+  r.status = bustle::core::CommandStatus::Accepted;
+  std::vector<bustle::net::SnapshotEntry> entries;
+  for (auto& i : infos) {
+    entries.push_back({i.name, i.kind, i.scenario_id, i.step, i.sim_time_us, i.digest, i.pedestrians,
+                       i.created_unix_ms});
+  }
+  r.snapshots = std::move(entries);
+  return r;
+}
+
+// The answer to DeleteSnapshot.
+bustle::net::OutboundResult delete_result(const bustle::persist::JobOrigin& origin,
+                                          const bustle::persist::StoreError& e, bool found) {
+  bustle::net::OutboundResult r;
+  r.session_id = origin.session_id;
+  r.request_id = origin.request_id;
+  r.status = e.ok() && found ? bustle::core::CommandStatus::Accepted : bustle::core::CommandStatus::Rejected;
+  r.reason = !e.ok() ? bustle::core::RejectReason::StorageError
+             : found ? bustle::core::RejectReason::None
+                     : bustle::core::RejectReason::NotFound;
+  r.message = !e.ok() ? e.to_string() : found ? "" : "no snapshot with that name";
+  return r;
+}
+
+// What the persistence thread reports, routed to telemetry, the log, the
+// driver (restore candidates) and the sessions.
+bustle::persist::PersistWorker::Callbacks persist_callbacks(bustle::net::Server& server,
+                                                            bustle::ops::JobTelemetry& telemetry,
+                                                            bustle::app::SimDriver& driver) {
+  bustle::persist::PersistWorker::Callbacks callbacks;
+  callbacks.on_update = [&server, &telemetry](const bustle::persist::JobStatus& job,
+                                              const bustle::persist::JobOrigin& origin) {
+    report_job(server, telemetry, job, origin);
+  };
+  callbacks.on_candidate = [&driver](bustle::persist::PersistWorker::Candidate c) { driver.offer_candidate(std::move(c)); };
+  callbacks.on_list = [&server](const bustle::persist::JobOrigin& origin, const bustle::persist::StoreError& e,
+                                std::vector<bustle::persist::SnapshotInfo> infos) {
+    server.deliver_result(list_result(origin, e, std::move(infos)));
+  };
+  callbacks.on_delete = [&server](const bustle::persist::JobOrigin& origin, const bustle::persist::StoreError& e,
+                                  bool found) { server.deliver_result(delete_result(origin, e, found)); };
+  return callbacks;
+}
+
+// --checkpoint-on-exit: waits for the job submitted at shutdown (the worker
+// is drained) and logs its outcome; false when it did not commit.
+bool exit_checkpoint_committed(const bustle::app::AppOptions& opt, bustle::persist::PersistWorker& persist,
+                               std::uint64_t exit_job, const bustle::core::World& world) {
+  const auto job = persist.query(exit_job);
+  if (!job || job->state != bustle::persist::JobState::Committed) {
+    spdlog::error("checkpoint_on_exit_failed: checkpoint '{}' on exit failed: {}", *opt.checkpoint_on_exit,
+                  job ? job->message : "unknown job");
+    return false;
+  }
+  spdlog::info("checkpoint_on_exit: checkpoint '{}' committed at step {} (digest {:016x})", *opt.checkpoint_on_exit,
+               job->step, world.digest());
+  return true;
+}
+
+// The scenario as run and the world built from it.
+struct City {
+  bustle::core::Scenario scenario;
+  // The scenario as run (rate override applied) is what snapshots and
+  // recordings keep, so a restore or a replay rebuilds exactly this city.
+  std::string scenario_json;
+  std::unique_ptr<bustle::core::World> world;
+};
+
+// Loads the scenario and creates the world; false with the errors printed.
+// A named file must load; the embedded default applies only when no file is
+// named (a typo never silently falls back to the default).
+bool load_city(const bustle::app::AppOptions& opt, bustle::core::LogSink* core_log, City& out) {
+  auto loaded = opt.config_path ? bustle::scenario::load_scenario_file(*opt.config_path)
+                                : bustle::scenario::load_embedded_default();
+  if (!loaded.ok()) {
+    for (const auto& e : loaded.errors) std::fprintf(stderr, "bustle-server: %s\n", e.to_string().c_str());
+    std::fprintf(stderr, "bustle-server: refusing to start: %zu error(s) in scenario %s\n",
+                 loaded.errors.size(), opt.config_path ? opt.config_path->c_str() : "<embedded default>");
+    return false;
+  }
+  out.scenario = std::move(*loaded.scenario);
+  if (opt.rate_hz) out.scenario.step_us = static_cast<std::uint32_t>(std::lround(1e6 / *opt.rate_hz));
+  out.scenario_json = bustle::scenario::effective_scenario_text(loaded.text, out.scenario.step_us);
+  auto created = bustle::core::World::create(out.scenario, opt.seed, core_log);
+  if (!created.world) {
+    for (const auto& e : created.errors) {
+      std::fprintf(stderr, "bustle-server: scenario: %s: %s\n", e.path.c_str(), e.message.c_str());
+    }
+    return false;
+  }
+  out.world = std::move(created.world);
+  return true;
+}
+
 int run(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   const auto parsed = bustle::app::parse_options(args, [](const char* name) -> std::optional<std::string> {
@@ -143,34 +273,14 @@ int run(int argc, char** argv) {
   bustle::app::ignore_hangup();
   bustle::app::start_logging(opt.log_format, opt.log_level);
 
-  // Scenario: a named file must load; the embedded default applies only when
-  // no file is named (a typo never silently falls back to the default).
-  auto loaded = opt.config_path ? bustle::scenario::load_scenario_file(*opt.config_path)
-                                : bustle::scenario::load_embedded_default();
-  if (!loaded.ok()) {
-    for (const auto& e : loaded.errors) std::fprintf(stderr, "bustle-server: %s\n", e.to_string().c_str());
-    std::fprintf(stderr, "bustle-server: refusing to start: %zu error(s) in scenario %s\n",
-                 loaded.errors.size(), opt.config_path ? opt.config_path->c_str() : "<embedded default>");
-    return 1;
-  }
-  bustle::core::Scenario scenario = std::move(*loaded.scenario);
-  if (opt.rate_hz) scenario.step_us = static_cast<std::uint32_t>(std::lround(1e6 / *opt.rate_hz));
-  // The scenario as run (rate override applied) is what snapshots and
-  // recordings keep, so a restore or a replay rebuilds exactly this city.
-  const std::string scenario_json = bustle::scenario::effective_scenario_text(loaded.text, scenario.step_us);
-
   // The core formats its lifecycle lines only when it has a sink: give it one
   // only when debug lines are wanted, so other levels cost the step nothing.
   SpdlogSink core_log;
-  auto created = bustle::core::World::create(scenario, opt.seed,
-                                             spdlog::should_log(spdlog::level::debug) ? &core_log : nullptr);
-  if (!created.world) {
-    for (const auto& e : created.errors) {
-      std::fprintf(stderr, "bustle-server: scenario: %s: %s\n", e.path.c_str(), e.message.c_str());
-    }
-    return 1;
-  }
-  std::unique_ptr<bustle::core::World> world_owner = std::move(created.world);
+  City city;
+  if (!load_city(opt, spdlog::should_log(spdlog::level::debug) ? &core_log : nullptr, city)) return 1;
+  const bustle::core::Scenario& scenario = city.scenario;
+  const std::string& scenario_json = city.scenario_json;
+  std::unique_ptr<bustle::core::World> world_owner = std::move(city.world);
   bustle::core::World& world = *world_owner;
 
   std::unique_ptr<bustle::persist::Recorder> recorder;
@@ -213,60 +323,7 @@ int run(int argc, char** argv) {
   driver.attach_telemetry(&sim_telemetry);
 
   std::unique_ptr<bustle::persist::PersistWorker> persist;
-  bustle::persist::PersistWorker::Callbacks callbacks;
-  callbacks.on_update = [&server, &job_telemetry](const bustle::persist::JobStatus& job,
-                                                  const bustle::persist::JobOrigin& origin) {
-    using bustle::persist::JobKind;
-    using bustle::persist::JobState;
-    const bool restore = job.kind == JobKind::Restore || job.kind == JobKind::Load;
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - job.created).count();
-    job_telemetry.on_update(static_cast<std::size_t>(job.kind), static_cast<std::size_t>(job.state), job.terminal,
-                            job.state == JobState::Failed, restore, seconds);
-    // Event names: <kind>_<state>, e.g. checkpoint_committed, restore_applied.
-    if (job.state == JobState::Failed) {
-      spdlog::warn("{}_failed: {} '{}' failed: {}", bustle::persist::to_string(job.kind),
-                   bustle::persist::to_string(job.kind), job.name, job.message);
-    } else {
-      spdlog::info("{}_{}: {} '{}' {} (step {}{})", bustle::persist::to_string(job.kind),
-                   bustle::persist::to_string(job.state), bustle::persist::to_string(job.kind), job.name,
-                   bustle::persist::to_string(job.state), job.step,
-                   job.terminal ? fmt::format(", {:.3f} s", seconds) : std::string());
-    }
-    if (origin.session_id != 0) server.deliver_job_update(origin.session_id, bustle::app::to_job_info(job));
-  };
-  callbacks.on_candidate = [&driver](bustle::persist::PersistWorker::Candidate c) { driver.offer_candidate(std::move(c)); };
-  callbacks.on_list = [&server](const bustle::persist::JobOrigin& origin, const bustle::persist::StoreError& e,
-                                std::vector<bustle::persist::SnapshotInfo> infos) {
-    bustle::net::OutboundResult r;
-    r.session_id = origin.session_id;
-    r.request_id = origin.request_id;
-    if (!e.ok()) {
-      r.status = bustle::core::CommandStatus::Rejected;
-      r.reason = bustle::core::RejectReason::StorageError;
-      r.message = e.to_string();
-    } else {
-      r.status = bustle::core::CommandStatus::Accepted;
-      std::vector<bustle::net::SnapshotEntry> entries;
-      for (auto& i : infos) {
-        entries.push_back({i.name, i.kind, i.scenario_id, i.step, i.sim_time_us, i.digest, i.pedestrians,
-                           i.created_unix_ms});
-      }
-      r.snapshots = std::move(entries);
-    }
-    server.deliver_result(std::move(r));
-  };
-  callbacks.on_delete = [&server](const bustle::persist::JobOrigin& origin, const bustle::persist::StoreError& e,
-                                  bool found) {
-    bustle::net::OutboundResult r;
-    r.session_id = origin.session_id;
-    r.request_id = origin.request_id;
-    r.status = e.ok() && found ? bustle::core::CommandStatus::Accepted : bustle::core::CommandStatus::Rejected;
-    r.reason = !e.ok() ? bustle::core::RejectReason::StorageError
-               : found ? bustle::core::RejectReason::None
-                       : bustle::core::RejectReason::NotFound;
-    r.message = !e.ok() ? e.to_string() : found ? "" : "no snapshot with that name";
-    server.deliver_result(std::move(r));
-  };
+  bustle::persist::PersistWorker::Callbacks callbacks = persist_callbacks(server, job_telemetry, driver);
   if (auto e = bustle::persist::PersistWorker::start(opt.snapshot_db, scenario, scenario_json, std::move(callbacks),
                                                      persist);
       !e.ok()) {
@@ -360,16 +417,8 @@ int run(int argc, char** argv) {
   }
   net_thread.join();
   persist->drain();
-  if (exit_job != 0) {
-    const auto job = persist->query(exit_job);
-    if (!job || job->state != bustle::persist::JobState::Committed) {
-      spdlog::error("checkpoint_on_exit_failed: checkpoint '{}' on exit failed: {}", *opt.checkpoint_on_exit,
-                    job ? job->message : "unknown job");
-      if (status == 0) status = 1;
-    } else {
-      spdlog::info("checkpoint_on_exit: checkpoint '{}' committed at step {} (digest {:016x})",
-                   *opt.checkpoint_on_exit, job->step, driver.world().digest());
-    }
+  if (exit_job != 0 && !exit_checkpoint_committed(opt, *persist, exit_job, driver.world()) && status == 0) {
+    status = 1;
   }
   if (recorder) finish_recording(*recorder);  // a failed recording is logged; the session itself ran
   if (agones) agones->stop();                 // POST /shutdown
