@@ -1,17 +1,16 @@
 // The start-up both programs share: log option checks, the core's log sink,
 // the shutdown handler's steps, and the second-signal exit (in a forked
 // child, so the test runner's own signal dispositions are never changed).
-#include <catch2/catch.hpp>
+#include "bustle/app/process_startup.hpp"
 
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <csignal>
 #include <sstream>
-
-#include "bustle/app/process_startup.hpp"
 
 using namespace bustle;
 
@@ -22,7 +21,8 @@ struct CapturedLog {
   std::ostringstream out;
   std::shared_ptr<spdlog::logger> previous = spdlog::default_logger();
   CapturedLog() {
-    auto logger = std::make_shared<spdlog::logger>("capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(out));
+    auto logger = std::make_shared<spdlog::logger>(
+        "capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(out));
     logger->set_pattern("%l %v");
     logger->set_level(spdlog::level::debug);
     spdlog::set_default_logger(logger);
@@ -52,12 +52,14 @@ int in_child(F body) {
 
 TEST_CASE("log options: every accepted level and format passes, anything else names the flag") {
   for (const char* level : app::kLogLevels) {
-    for (const char* format : app::kLogFormats) CHECK(app::check_log_options(format, level).empty());
+    for (const char* format : app::kLogFormats)
+      CHECK(app::check_log_options(format, level).empty());
   }
   CHECK(app::check_log_options("text", "loud") ==
         "--log-level: expected one of trace|debug|info|warn|error|off, got 'loud'");
-  CHECK(app::check_log_options("xml", "info") == "--log-format: expected one of text|json, got 'xml'");
-  CHECK(app::check_log_options("", "") .starts_with("--log-format"));
+  CHECK(app::check_log_options("xml", "info") ==
+        "--log-format: expected one of text|json, got 'xml'");
+  CHECK(app::check_log_options("", "").starts_with("--log-format"));
 }
 
 TEST_CASE("the core's log sink keeps the level and adds the program's prefix") {
@@ -92,7 +94,8 @@ TEST_CASE("the shutdown handler ignores SIGHUP, and stops once on SIGTERM or SIG
 TEST_CASE("a second shutdown signal ends the process at once with 128 + signal") {
   SECTION("one that reaches the handler (queued before arming took over)") {
     const int status = in_child([] {
-      auto handler = app::shutdown_handler("", [] {}, [] {});
+      auto handler = app::shutdown_handler(
+          "", [] {}, [] {});
       handler(SIGINT);
       handler(SIGTERM);
       _exit(0);  // not reached

@@ -4,9 +4,10 @@
 // directly; in fast mode Pause and Resume stop and restart the steps. Progress
 // is read from the thread-safe telemetry counter, never from the world while
 // the driver runs.
-#include <catch2/catch.hpp>
+#include "sim_driver.hpp"
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <thread>
 
@@ -15,7 +16,6 @@
 #include "bustle/net/server.hpp"
 #include "bustle/ops/telemetry.hpp"
 #include "bustle/scenario/scenario_loader.hpp"
-#include "sim_driver.hpp"
 
 using namespace bustle;
 using namespace std::chrono_literals;
@@ -66,7 +66,8 @@ struct RunningDriver {
     REQUIRE(world);
     net::ServerOptions options;
     options.port = 0;
-    server = std::make_unique<net::Server>(options, net::make_welcome_info(*world, "test", clock), commands);
+    server = std::make_unique<net::Server>(options, net::make_welcome_info(*world, "test", clock),
+                                           commands);
     app::SimDriverOptions driver_options;
     driver_options.clock = clock;
     driver = std::make_unique<app::SimDriver>(std::move(world), *server, commands, driver_options);
@@ -84,7 +85,9 @@ struct RunningDriver {
 
 }  // namespace
 
-TEST_CASE("manual clock: steps run only on Step commands and give the digest of the world stepped directly") {
+TEST_CASE(
+    "manual clock: steps run only on Step commands and give the digest of the world stepped "
+    "directly") {
   RunningDriver d(net::ClockMode::Manual, 42);
   std::this_thread::sleep_for(100ms);
   CHECK(d.telemetry.steps() == 0);  // nothing runs without a command

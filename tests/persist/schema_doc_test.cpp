@@ -2,11 +2,10 @@
 // file, and the column lists the snapshot store's code names (store/*.cpp)
 // must agree: a migration without a regenerated doc (make schema-doc), or a
 // column list that misses or misspells a column, fails here.
-#include <catch2/catch.hpp>
-
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -29,25 +28,30 @@ using Schema = std::map<std::string, std::vector<Column>>;
 
 std::string describe(const std::vector<Column>& cols) {
   std::string s;
-  for (const Column& c : cols) s += "| " + c.name + " | " + (c.type.empty() ? "(none)" : c.type) + " |\n";
+  for (const Column& c : cols)
+    s += "| " + c.name + " | " + (c.type.empty() ? "(none)" : c.type) + " |\n";
   return s;
 }
 
 // The tables and columns of the file SnapshotStore::open creates and migrates.
 Schema migrated_schema(const std::string& path) {
   persist::SnapshotStore store;
-  const persist::StoreError e = persist::SnapshotStore::open(path, persist::FileKind::Snapshots, true, store);
+  const persist::StoreError e =
+      persist::SnapshotStore::open(path, persist::FileKind::Snapshots, true, store);
   INFO(e.to_string());
   REQUIRE(e.ok());
   Schema schema;
   sqlite3* db = store.db().handle();
   sqlite3_stmt* st = nullptr;
-  REQUIRE(sqlite3_prepare_v2(db,
-                             "SELECT m.name, p.name, p.type FROM sqlite_master m, pragma_table_info(m.name) p "
-                             "WHERE m.type = 'table' ORDER BY m.name, p.cid",
-                             -1, &st, nullptr) == SQLITE_OK);
+  REQUIRE(sqlite3_prepare_v2(
+              db,
+              "SELECT m.name, p.name, p.type FROM sqlite_master m, pragma_table_info(m.name) p "
+              "WHERE m.type = 'table' ORDER BY m.name, p.cid",
+              -1, &st, nullptr) == SQLITE_OK);
   while (sqlite3_step(st) == SQLITE_ROW) {
-    const auto text = [&](int i) { return std::string(reinterpret_cast<const char*>(sqlite3_column_text(st, i))); };
+    const auto text = [&](int i) {
+      return std::string(reinterpret_cast<const char*>(sqlite3_column_text(st, i)));
+    };
     schema[text(0)].push_back({text(1), text(2)});
   }
   sqlite3_finalize(st);
@@ -86,7 +90,8 @@ Schema documented_schema(const std::string& path) {
 }  // namespace
 
 TEST_CASE("the schema doc matches the migrated schema, and the store's column lists match both") {
-  const fs::path path = fs::temp_directory_path() / ("bustle-schema-doc-" + std::to_string(::getpid()) + ".db");
+  const fs::path path =
+      fs::temp_directory_path() / ("bustle-schema-doc-" + std::to_string(::getpid()) + ".db");
   for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(path.string() + suffix);
   const Schema real = migrated_schema(path.string());
   const Schema doc = documented_schema(std::string(BUSTLE_SOURCE_DIR) + "/docs/snapshot-schema.md");
@@ -94,7 +99,8 @@ TEST_CASE("the schema doc matches the migrated schema, and the store's column li
 
   SECTION("every table of the migrated file is documented with its columns and types, in order") {
     for (const auto& [table, cols] : real) {
-      INFO("table " << table << " (regenerate with make schema-doc); the file has:\n" << describe(cols));
+      INFO("table " << table << " (regenerate with make schema-doc); the file has:\n"
+                    << describe(cols));
       REQUIRE(doc.contains(table));
       CHECK(doc.at(table) == cols);
     }

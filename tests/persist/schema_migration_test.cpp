@@ -325,7 +325,8 @@ TEST_CASE("a version-3 save and checkpoint load after migration 0004, with no sa
   };
   {
     persist::SnapshotStore ro;
-    const auto oe = persist::SnapshotStore::open(path, persist::FileKind::Snapshots, false, ro, /*read_only=*/true);
+    const auto oe = persist::SnapshotStore::open(path, persist::FileKind::Snapshots, false, ro,
+                                                 /*read_only=*/true);
     INFO(oe.to_string());
     REQUIRE(oe.ok());
     check_file(ro);

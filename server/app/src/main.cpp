@@ -123,20 +123,22 @@ void report_job(bustle::net::Server& server, bustle::ops::JobTelemetry& telemetr
   using bustle::persist::JobKind;
   using bustle::persist::JobState;
   const bool restore = job.kind == JobKind::Restore || job.kind == JobKind::Load;
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - job.created).count();
-  telemetry.on_update(static_cast<std::size_t>(job.kind), static_cast<std::size_t>(job.state), job.terminal,
-                      job.state == JobState::Failed, restore, seconds);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - job.created).count();
+  telemetry.on_update(static_cast<std::size_t>(job.kind), static_cast<std::size_t>(job.state),
+                      job.terminal, job.state == JobState::Failed, restore, seconds);
   // Event names: <kind>_<state>, e.g. checkpoint_committed, restore_applied.
   if (job.state == JobState::Failed) {
     spdlog::warn("{}_failed: {} '{}' failed: {}", bustle::persist::to_string(job.kind),
                  bustle::persist::to_string(job.kind), job.name, job.message);
   } else {
     spdlog::info("{}_{}: {} '{}' {} (step {}{})", bustle::persist::to_string(job.kind),
-                 bustle::persist::to_string(job.state), bustle::persist::to_string(job.kind), job.name,
-                 bustle::persist::to_string(job.state), job.step,
+                 bustle::persist::to_string(job.state), bustle::persist::to_string(job.kind),
+                 job.name, bustle::persist::to_string(job.state), job.step,
                  job.terminal ? fmt::format(", {:.3f} s", seconds) : std::string());
   }
-  if (origin.session_id != 0) server.deliver_job_update(origin.session_id, bustle::app::to_job_info(job));
+  if (origin.session_id != 0)
+    server.deliver_job_update(origin.session_id, bustle::app::to_job_info(job));
 }
 
 // The answer to ListSnapshots.
@@ -155,8 +157,8 @@ bustle::net::OutboundResult list_result(const bustle::persist::JobOrigin& origin
   r.status = bustle::core::CommandStatus::Accepted;
   std::vector<bustle::net::SnapshotEntry> entries;
   for (auto& i : infos) {
-    entries.push_back({i.name, i.kind, i.scenario_id, i.step, i.sim_time_us, i.digest, i.pedestrians,
-                       i.created_unix_ms});
+    entries.push_back({i.name, i.kind, i.scenario_id, i.step, i.sim_time_us, i.digest,
+                       i.pedestrians, i.created_unix_ms});
   }
   r.snapshots = std::move(entries);
   return r;
@@ -168,7 +170,8 @@ bustle::net::OutboundResult delete_result(const bustle::persist::JobOrigin& orig
   bustle::net::OutboundResult r;
   r.session_id = origin.session_id;
   r.request_id = origin.request_id;
-  r.status = e.ok() && found ? bustle::core::CommandStatus::Accepted : bustle::core::CommandStatus::Rejected;
+  r.status = e.ok() && found ? bustle::core::CommandStatus::Accepted
+                             : bustle::core::CommandStatus::Rejected;
   r.reason = !e.ok() ? bustle::core::RejectReason::StorageError
              : found ? bustle::core::RejectReason::None
                      : bustle::core::RejectReason::NotFound;
@@ -186,28 +189,34 @@ bustle::persist::PersistWorker::Callbacks persist_callbacks(bustle::net::Server&
                                               const bustle::persist::JobOrigin& origin) {
     report_job(server, telemetry, job, origin);
   };
-  callbacks.on_candidate = [&driver](bustle::persist::PersistWorker::Candidate c) { driver.offer_candidate(std::move(c)); };
-  callbacks.on_list = [&server](const bustle::persist::JobOrigin& origin, const bustle::persist::StoreError& e,
+  callbacks.on_candidate = [&driver](bustle::persist::PersistWorker::Candidate c) {
+    driver.offer_candidate(std::move(c));
+  };
+  callbacks.on_list = [&server](const bustle::persist::JobOrigin& origin,
+                                const bustle::persist::StoreError& e,
                                 std::vector<bustle::persist::SnapshotInfo> infos) {
     server.deliver_result(list_result(origin, e, std::move(infos)));
   };
-  callbacks.on_delete = [&server](const bustle::persist::JobOrigin& origin, const bustle::persist::StoreError& e,
-                                  bool found) { server.deliver_result(delete_result(origin, e, found)); };
+  callbacks.on_delete = [&server](const bustle::persist::JobOrigin& origin,
+                                  const bustle::persist::StoreError& e, bool found) {
+    server.deliver_result(delete_result(origin, e, found));
+  };
   return callbacks;
 }
 
 // --checkpoint-on-exit: waits for the job submitted at shutdown (the worker
 // is drained) and logs its outcome; false when it did not commit.
-bool exit_checkpoint_committed(const bustle::app::AppOptions& opt, bustle::persist::PersistWorker& persist,
-                               std::uint64_t exit_job, const bustle::core::World& world) {
+bool exit_checkpoint_committed(const bustle::app::AppOptions& opt,
+                               bustle::persist::PersistWorker& persist, std::uint64_t exit_job,
+                               const bustle::core::World& world) {
   const auto job = persist.query(exit_job);
   if (!job || job->state != bustle::persist::JobState::Committed) {
-    spdlog::error("checkpoint_on_exit_failed: checkpoint '{}' on exit failed: {}", *opt.checkpoint_on_exit,
-                  job ? job->message : "unknown job");
+    spdlog::error("checkpoint_on_exit_failed: checkpoint '{}' on exit failed: {}",
+                  *opt.checkpoint_on_exit, job ? job->message : "unknown job");
     return false;
   }
-  spdlog::info("checkpoint_on_exit: checkpoint '{}' committed at step {} (digest {:016x})", *opt.checkpoint_on_exit,
-               job->step, world.digest());
+  spdlog::info("checkpoint_on_exit: checkpoint '{}' committed at step {} (digest {:016x})",
+               *opt.checkpoint_on_exit, job->step, world.digest());
   return true;
 }
 
@@ -227,13 +236,16 @@ bool load_city(const bustle::app::AppOptions& opt, bustle::core::LogSink* core_l
   auto loaded = opt.config_path ? bustle::scenario::load_scenario_file(*opt.config_path)
                                 : bustle::scenario::load_embedded_default();
   if (!loaded.ok()) {
-    for (const auto& e : loaded.errors) std::fprintf(stderr, "bustle-server: %s\n", e.to_string().c_str());
+    for (const auto& e : loaded.errors)
+      std::fprintf(stderr, "bustle-server: %s\n", e.to_string().c_str());
     std::fprintf(stderr, "bustle-server: refusing to start: %zu error(s) in scenario %s\n",
-                 loaded.errors.size(), opt.config_path ? opt.config_path->c_str() : "<embedded default>");
+                 loaded.errors.size(),
+                 opt.config_path ? opt.config_path->c_str() : "<embedded default>");
     return false;
   }
   out.scenario = std::move(*loaded.scenario);
-  if (opt.rate_hz) out.scenario.step_us = static_cast<std::uint32_t>(std::lround(1e6 / *opt.rate_hz));
+  if (opt.rate_hz)
+    out.scenario.step_us = static_cast<std::uint32_t>(std::lround(1e6 / *opt.rate_hz));
   out.scenario_json = bustle::scenario::effective_scenario_text(loaded.text, out.scenario.step_us);
   auto created = bustle::core::World::create(out.scenario, opt.seed, core_log);
   if (!created.world) {
@@ -277,7 +289,8 @@ int run(int argc, char** argv) {
   // only when debug lines are wanted, so other levels cost the step nothing.
   SpdlogSink core_log;
   City city;
-  if (!load_city(opt, spdlog::should_log(spdlog::level::debug) ? &core_log : nullptr, city)) return 1;
+  if (!load_city(opt, spdlog::should_log(spdlog::level::debug) ? &core_log : nullptr, city))
+    return 1;
   const bustle::core::Scenario& scenario = city.scenario;
   const std::string& scenario_json = city.scenario_json;
   std::unique_ptr<bustle::core::World> world_owner = std::move(city.world);
@@ -323,7 +336,8 @@ int run(int argc, char** argv) {
   driver.attach_telemetry(&sim_telemetry);
 
   std::unique_ptr<bustle::persist::PersistWorker> persist;
-  bustle::persist::PersistWorker::Callbacks callbacks = persist_callbacks(server, job_telemetry, driver);
+  bustle::persist::PersistWorker::Callbacks callbacks =
+      persist_callbacks(server, job_telemetry, driver);
   if (auto e = bustle::persist::PersistWorker::start(opt.snapshot_db, scenario, scenario_json, std::move(callbacks),
                                                      persist);
       !e.ok()) {
@@ -417,7 +431,8 @@ int run(int argc, char** argv) {
   }
   net_thread.join();
   persist->drain();
-  if (exit_job != 0 && !exit_checkpoint_committed(opt, *persist, exit_job, driver.world()) && status == 0) {
+  if (exit_job != 0 && !exit_checkpoint_committed(opt, *persist, exit_job, driver.world()) &&
+      status == 0) {
     status = 1;
   }
   if (recorder) finish_recording(*recorder);  // a failed recording is logged; the session itself ran

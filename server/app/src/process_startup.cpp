@@ -12,7 +12,9 @@
 namespace bustle::app {
 namespace {
 
-extern "C" void exit_now(int sig) { _exit(128 + sig); }
+extern "C" void exit_now(int sig) {
+  _exit(128 + sig);
+}
 
 template <std::size_t N>
 std::string one_of(const char* const (&names)[N], std::string_view flag, std::string_view got) {
@@ -31,18 +33,30 @@ std::string check_log_options(std::string_view format, std::string_view level) {
   return one_of(kLogLevels, "--log-level", level);
 }
 
-void start_logging(const std::string& format, const std::string& level) { ops::setup_logging(format, level); }
+void start_logging(const std::string& format, const std::string& level) {
+  ops::setup_logging(format, level);
+}
 
 void SpdlogSink::log(core::LogLevel level, std::string_view message) {
   switch (level) {
-    case core::LogLevel::Debug: spdlog::debug("{}{}", prefix_, message); break;
-    case core::LogLevel::Info: spdlog::info("{}{}", prefix_, message); break;
-    case core::LogLevel::Warn: spdlog::warn("{}{}", prefix_, message); break;
-    case core::LogLevel::Error: spdlog::error("{}{}", prefix_, message); break;
+    case core::LogLevel::Debug:
+      spdlog::debug("{}{}", prefix_, message);
+      break;
+    case core::LogLevel::Info:
+      spdlog::info("{}{}", prefix_, message);
+      break;
+    case core::LogLevel::Warn:
+      spdlog::warn("{}{}", prefix_, message);
+      break;
+    case core::LogLevel::Error:
+      spdlog::error("{}{}", prefix_, message);
+      break;
   }
 }
 
-void ignore_hangup() { std::signal(SIGHUP, SIG_IGN); }
+void ignore_hangup() {
+  std::signal(SIGHUP, SIG_IGN);
+}
 
 void exit_on_next_signal() {
   std::signal(SIGTERM, exit_now);
@@ -50,13 +64,15 @@ void exit_on_next_signal() {
   std::signal(SIGHUP, SIG_IGN);
 }
 
-std::function<void(int)> shutdown_handler(std::string hangup_note, std::function<void()> on_shutdown,
+std::function<void(int)> shutdown_handler(std::string hangup_note,
+                                          std::function<void()> on_shutdown,
                                           std::function<void()> arm) {
   auto stopping = std::make_shared<std::atomic<bool>>(false);
-  return [hangup_note = std::move(hangup_note), on_shutdown = std::move(on_shutdown), arm = std::move(arm),
-          stopping](int sig) {
+  return [hangup_note = std::move(hangup_note), on_shutdown = std::move(on_shutdown),
+          arm = std::move(arm), stopping](int sig) {
     if (sig == SIGHUP) {
-      spdlog::info("signal_hup: SIGHUP ignored{}", hangup_note.empty() ? "" : " (" + hangup_note + ")");
+      spdlog::info("signal_hup: SIGHUP ignored{}",
+                   hangup_note.empty() ? "" : " (" + hangup_note + ")");
       return;
     }
     if (stopping->exchange(true)) exit_now(sig);  // a second one queued before `arm` took over

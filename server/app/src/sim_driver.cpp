@@ -249,7 +249,8 @@ bool SimDriver::answer_query(const net::ControlCommand& ctl, net::OutboundResult
   const auto not_alive = [&](const char* what) {
     r.status = core::CommandStatus::Rejected;
     r.reason = core::RejectReason::UnknownEntity;
-    r.message = "entity " + std::to_string(ctl.entity.index) + ":" + std::to_string(ctl.entity.generation) + what;
+    r.message = "entity " + std::to_string(ctl.entity.index) + ":" +
+                std::to_string(ctl.entity.generation) + what;
   };
   switch (ctl.kind) {
     case Kind::QueryStats:
@@ -284,7 +285,8 @@ bool SimDriver::answer_query(const net::ControlCommand& ctl, net::OutboundResult
       } else {
         r.status = core::CommandStatus::Rejected;
         r.reason = core::RejectReason::NotFound;
-        r.message = "no spawn handle " + std::to_string(ctl.spawn_handle) + " (never issued, or older than the last " +
+        r.message = "no spawn handle " + std::to_string(ctl.spawn_handle) +
+                    " (never issued, or older than the last " +
                     std::to_string(core::kSpawnHistory) + " finished handles)";
       }
       return true;

@@ -21,8 +21,8 @@ std::string server_version() {
 // The summary columns of snapshots every read starts from.
 const store::TableColumns kSnapshots{
     "snapshots",
-    {"id", "name", "kind", "scenario_id", "scenario_json", "step", "step_us", "sim_time_us", "seed", "digest",
-     "pedestrians", "created_unix_ms", "server_version", "schema_version"}};
+    {"id", "name", "kind", "scenario_id", "scenario_json", "step", "step_us", "sim_time_us", "seed",
+     "digest", "pedestrians", "created_unix_ms", "server_version", "schema_version"}};
 
 std::string info_sql(std::string_view where) {
   return "SELECT " + kSnapshots.list() + " FROM snapshots " + std::string(where);
@@ -33,7 +33,8 @@ std::string info_sql(std::string_view where) {
 namespace store {
 std::vector<const TableColumns*> all_tables() {
   std::vector<const TableColumns*> out{&kSnapshots};
-  for (const auto& part : {world_tables(), population_tables(), pipeline_tables(), vehicle_tables(), save_tables()}) {
+  for (const auto& part :
+       {world_tables(), population_tables(), pipeline_tables(), vehicle_tables(), save_tables()}) {
     out.insert(out.end(), part.begin(), part.end());
   }
   return out;
@@ -219,8 +220,14 @@ StoreError SnapshotStore::replace_snapshot_row(const std::string& name, const st
   // id is the row id SQLite assigns (NULL asks for the next one).
   store::Insert ins(db_, kSnapshots, err);
   if (!err.ok()) return sql_error(err, "snapshots");
-  ins.text("name", name).text("kind", kind).text("scenario_id", scenario_id).text("scenario_json", scenario_json);
-  ins.u64("step", step).i64("step_us", step_us).u64("sim_time_us", step * step_us).u64("seed", seed);
+  ins.text("name", name)
+      .text("kind", kind)
+      .text("scenario_id", scenario_id)
+      .text("scenario_json", scenario_json);
+  ins.u64("step", step)
+      .i64("step_us", step_us)
+      .u64("sim_time_us", step * step_us)
+      .u64("seed", seed);
   ins.u64("digest", digest).i64("pedestrians", static_cast<std::int64_t>(entities));
   ins.i64("created_unix_ms", created_unix_ms).text("server_version", server_version());
   ins.i64("schema_version", kSchemaVersion).null("id");
@@ -229,10 +236,9 @@ StoreError SnapshotStore::replace_snapshot_row(const std::string& name, const st
   return {};
 }
 
-StoreError SnapshotStore::write_checkpoint_in_transaction(const std::string& name, const std::string& kind,
-                                                          const core::WorldCheckpoint& cp,
-                                                          const std::string& scenario_json,
-                                                          std::int64_t created_unix_ms, std::int64_t* id_out) {
+StoreError SnapshotStore::write_checkpoint_in_transaction(
+    const std::string& name, const std::string& kind, const core::WorldCheckpoint& cp,
+    const std::string& scenario_json, std::int64_t created_unix_ms, std::int64_t* id_out) {
   std::int64_t id = 0;
   if (StoreError e = replace_snapshot_row(name, kind, cp.scenario_id, scenario_json, cp.step_index, cp.step_us,
                                           cp.seed, cp.digest, cp.pedestrians.id.size(), created_unix_ms, id);
@@ -279,15 +285,19 @@ StoreError SnapshotStore::read_info(Statement& st, SnapshotInfo& info, InfoExtra
   info.digest = rr.u64("digest");
   const std::string named = "name='" + info.name + "'";
   info.pedestrians = rr.u32("pedestrians");
-  if (!rr.ok()) return error("snapshots", named, rr.field(), rr.field() == "pedestrians" ? "count out of range" : rr.message());
+  if (!rr.ok())
+    return error("snapshots", named, rr.field(),
+                 rr.field() == "pedestrians" ? "count out of range" : rr.message());
   info.created_unix_ms = st.column_i64(kSnapshots.index("created_unix_ms"));
   info.schema_version = static_cast<int>(rr.integer("schema_version", 1, kSchemaVersion));
   if (extra.scenario_json != nullptr) {
     *extra.scenario_json = rr.text("scenario_json");
     *extra.seed = rr.u64("seed");
     const std::int64_t step_us = rr.integer("step_us", 1, UINT32_MAX);
-    if (rr.ok()) *extra.step_us = static_cast<std::uint32_t>(step_us);
-    else if (rr.field() == "step_us") return error("snapshots", named, "step_us", "out of range");
+    if (rr.ok())
+      *extra.step_us = static_cast<std::uint32_t>(step_us);
+    else if (rr.field() == "step_us")
+      return error("snapshots", named, "step_us", "out of range");
   }
   if (!rr.ok()) return error("snapshots", named, rr.field(), rr.message());
   return {};
@@ -316,7 +326,8 @@ StoreError SnapshotStore::read_checkpoint_summary(std::int64_t id, LoadedCheckpo
     return error("snapshots", row, "", "no snapshot with this id");
   }
   core::WorldCheckpoint& cp = lc.checkpoint;
-  if (StoreError e = read_info(st, lc.info, {&lc.scenario_json, &cp.seed, &cp.step_us}); !e.ok()) return e;
+  if (StoreError e = read_info(st, lc.info, {&lc.scenario_json, &cp.seed, &cp.step_us}); !e.ok())
+    return e;
   const std::string named = "name='" + lc.info.name + "'";
   if (lc.info.kind != "checkpoint" && lc.info.kind != "keyframe") {
     return error("snapshots", named, "kind", "is a " + lc.info.kind + ", not a checkpoint (use load for saves)");
@@ -366,20 +377,26 @@ StoreError SnapshotStore::read_save(const std::string& name, LoadedSave& out) {
     return error("snapshots", named, "", "no snapshot with this name");
   }
   LoadedSave ls;
-  if (StoreError e = read_info(st, ls.info, {&ls.scenario_json, &ls.save.seed, &ls.save.step_us}); !e.ok()) return e;
-  if (ls.info.kind != "save") return error("snapshots", named, "kind", "is a " + ls.info.kind + ", not a save (use restore)");
+  if (StoreError e = read_info(st, ls.info, {&ls.scenario_json, &ls.save.seed, &ls.save.step_us});
+      !e.ok())
+    return e;
+  if (ls.info.kind != "save")
+    return error("snapshots", named, "kind", "is a " + ls.info.kind + ", not a save (use restore)");
   ls.save.scenario_id = ls.info.scenario_id;
   ls.save.step_index = ls.info.step;
   store::Tables t(db_, path_, file_version_);
   if (StoreError e = store::read_save_state(t, ls.info.id, named, ls.save); !e.ok()) return e;
-  if (StoreError e = store::read_save_lists(t, ls.info.id, ls.info.schema_version, named, ls.save); !e.ok()) return e;
+  if (StoreError e = store::read_save_lists(t, ls.info.id, ls.info.schema_version, named, ls.save);
+      !e.ok())
+    return e;
   out = std::move(ls);
   return {};
 }
 
 StoreError SnapshotStore::list(std::vector<SnapshotInfo>& out, bool include_keyframes) {
   SqlError err;
-  Statement st = db_.prepare(info_sql(include_keyframes ? "ORDER BY id" : "WHERE kind != 'keyframe' ORDER BY id"), err);
+  Statement st = db_.prepare(
+      info_sql(include_keyframes ? "ORDER BY id" : "WHERE kind != 'keyframe' ORDER BY id"), err);
   if (!err.ok()) return sql_error(err, "snapshots");
   out.clear();
   while (st.step()) {

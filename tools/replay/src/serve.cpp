@@ -12,7 +12,6 @@
 //   any --read/restore error--> Ended (logged; the last good frame stays)
 #include <spdlog/spdlog.h>
 
-
 #include <atomic>
 #include <cassert>
 #include <chrono>
@@ -22,11 +21,11 @@
 #include <thread>
 
 #include "bustle/app/fixed_step_clock.hpp"
+#include "bustle/app/process_startup.hpp"
 #include "bustle/net/command_queue.hpp"
 #include "bustle/net/published_frame.hpp"
 #include "bustle/net/server.hpp"
 #include "bustle/replay/commands.hpp"
-#include "bustle/app/process_startup.hpp"
 #include "bustle/replay/replayer.hpp"
 
 #ifndef BUSTLE_VERSION

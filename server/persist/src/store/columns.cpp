@@ -5,7 +5,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
-
 #include <nlohmann/json.hpp>
 
 namespace bustle::persist::store {
@@ -18,8 +17,8 @@ namespace {
 // by bad input.
 void require(bool holds, const char* what, const char* table, std::string_view column) {
   if (holds) return;
-  std::fprintf(stderr, "bustle persist: %s (table %s, column %.*s)\n", what, table, static_cast<int>(column.size()),
-               column.data());
+  std::fprintf(stderr, "bustle persist: %s (table %s, column %.*s)\n", what, table,
+               static_cast<int>(column.size()), column.data());
   std::abort();
 }
 }  // namespace
@@ -27,7 +26,8 @@ void require(bool holds, const char* what, const char* table, std::string_view c
 TableColumns::TableColumns(const char* table, std::initializer_list<const char*> names)
     : table_(table), names_(names) {
   require(!names_.empty(), "empty column list", table, "");
-  require(names_.size() <= 64, "more than 64 columns (Insert tracks binds in a 64-bit mask)", table, "");
+  require(names_.size() <= 64, "more than 64 columns (Insert tracks binds in a 64-bit mask)", table,
+          "");
 }
 
 int TableColumns::index(std::string_view name) const {
@@ -46,7 +46,8 @@ std::string TableColumns::list() const {
 
 std::string TableColumns::insert_sql() const {
   std::string params;
-  for (std::size_t k = 0; k < names_.size(); ++k) params += (k ? ", ?" : "?") + std::to_string(k + 1);
+  for (std::size_t k = 0; k < names_.size(); ++k)
+    params += (k ? ", ?" : "?") + std::to_string(k + 1);
   return std::string("INSERT INTO ") + table_ + " (" + list() + ") VALUES (" + params + ")";
 }
 
@@ -54,7 +55,8 @@ std::string TableColumns::select_sql(std::string_view tail) const {
   return "SELECT " + list() + " FROM " + table_ + " WHERE snapshot_id = ?1" + std::string(tail);
 }
 
-IdBlobs::IdBlobs(const std::vector<core::EntityId>& ids) : index(ids.size()), generation(ids.size()) {
+IdBlobs::IdBlobs(const std::vector<core::EntityId>& ids)
+    : index(ids.size()), generation(ids.size()) {
   for (std::size_t i = 0; i < ids.size(); ++i) {
     index[i] = ids[i].index;
     generation[i] = ids[i].generation;
@@ -88,7 +90,8 @@ bool decode_ints(std::string_view text, std::vector<T>& out) {
   for (const json& v : j) {
     if (!v.is_number_integer()) return false;
     if (v.is_number_unsigned()) {
-      if (v.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<T>::max())) return false;
+      if (v.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<T>::max()))
+        return false;
     } else if (v.get<std::int64_t>() < static_cast<std::int64_t>(std::numeric_limits<T>::min())) {
       return false;
     }
@@ -113,7 +116,8 @@ std::string pairs_text(std::span<const std::pair<T, T>> pairs) {
 }
 
 template <class T>
-bool parse_pairs(std::string_view text, std::vector<std::pair<T, T>>& out, bool (json::*is_kind)() const) {
+bool parse_pairs(std::string_view text, std::vector<std::pair<T, T>>& out,
+                 bool (json::*is_kind)() const) {
   const json j = json::parse(text, nullptr, false);
   if (!j.is_array()) return false;
   out.clear();
@@ -125,16 +129,23 @@ bool parse_pairs(std::string_view text, std::vector<std::pair<T, T>>& out, bool 
 }
 }  // namespace
 
-std::string encode_pairs(std::span<const std::pair<double, double>> pairs) { return pairs_text(pairs); }
-std::string encode_pairs(std::span<const std::pair<std::uint32_t, std::uint32_t>> pairs) { return pairs_text(pairs); }
+std::string encode_pairs(std::span<const std::pair<double, double>> pairs) {
+  return pairs_text(pairs);
+}
+std::string encode_pairs(std::span<const std::pair<std::uint32_t, std::uint32_t>> pairs) {
+  return pairs_text(pairs);
+}
 bool decode_pairs(std::string_view text, std::vector<std::pair<double, double>>& out) {
   return parse_pairs(text, out, &json::is_number);
 }
-bool decode_pairs(std::string_view text, std::vector<std::pair<std::uint32_t, std::uint32_t>>& out) {
+bool decode_pairs(std::string_view text,
+                  std::vector<std::pair<std::uint32_t, std::uint32_t>>& out) {
   return parse_pairs(text, out, &json::is_number_unsigned);
 }
 
-std::string encode_strings(const std::vector<std::string>& values) { return json(values).dump(); }
+std::string encode_strings(const std::vector<std::string>& values) {
+  return json(values).dump();
+}
 
 bool decode_strings(std::string_view text, std::vector<std::string>& out) {
   const json j = json::parse(text, nullptr, false);
@@ -175,7 +186,8 @@ Insert::Insert(Database& db, const TableColumns& cols, SqlError& err)
 
 int Insert::mark(const char* column) {
   const int k = cols_->index(column);
-  require((bound_ & (std::uint64_t{1} << k)) == 0, "column bound twice in one row", cols_->table(), column);
+  require((bound_ & (std::uint64_t{1} << k)) == 0, "column bound twice in one row", cols_->table(),
+          column);
   bound_ |= std::uint64_t{1} << k;
   return k + 1;
 }
@@ -204,8 +216,8 @@ Insert& Insert::null(const char* column) {
 
 SqlError Insert::run() {
   const std::size_t n = cols_->size();
-  require(bound_ == (n == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << n) - 1), "a listed column was not bound",
-          cols_->table(), "");
+  require(bound_ == (n == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << n) - 1),
+          "a listed column was not bound", cols_->table(), "");
   SqlError e = st_.run();
   st_.reset();
   bound_ = 0;
@@ -218,7 +230,8 @@ std::int64_t RowReader::integer(const char* field, std::int64_t lo, std::int64_t
   if (st_.column_type(col) != SQLITE_INTEGER) {
     fail(field, "expected an integer");
   } else if (v < lo || v > hi) {
-    fail(field, std::to_string(v) + " is out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    fail(field, std::to_string(v) + " is out of range [" + std::to_string(lo) + ", " +
+                    std::to_string(hi) + "]");
   }
   return v;
 }

@@ -79,7 +79,8 @@ struct IdBlobs {
 std::string encode_counts(std::span<const std::uint64_t> counts);
 // False unless `text` is an array of exactly out.size() unsigned integers
 // each <= max.
-bool decode_counts(std::string_view text, std::span<std::uint64_t> out, std::uint64_t max = UINT64_MAX);
+bool decode_counts(std::string_view text, std::span<std::uint64_t> out,
+                   std::uint64_t max = UINT64_MAX);
 // A variable-length list of integers: "[-1,4]".
 template <class T>
 std::string encode_ints(const std::vector<T>& values);
@@ -112,7 +113,9 @@ class Insert {
   Insert(Database& db, const TableColumns& cols, SqlError& err);
 
   Insert& i64(const char* column, std::int64_t v);
-  Insert& u64(const char* column, std::uint64_t v) { return i64(column, static_cast<std::int64_t>(v)); }
+  Insert& u64(const char* column, std::uint64_t v) {
+    return i64(column, static_cast<std::int64_t>(v));
+  }
   Insert& f64(const char* column, double v);
   Insert& text(const char* column, std::string_view v);
   // Blobs are bound without a copy (SQLITE_STATIC): `v` must outlive run(),
@@ -145,24 +148,30 @@ class RowReader {
   std::uint8_t u8(const char* field, std::int64_t hi = UINT8_MAX) {
     return static_cast<std::uint8_t>(integer(field, 0, hi));
   }
-  std::uint32_t u32(const char* field) { return static_cast<std::uint32_t>(integer(field, 0, UINT32_MAX)); }
+  std::uint32_t u32(const char* field) {
+    return static_cast<std::uint32_t>(integer(field, 0, UINT32_MAX));
+  }
   std::int32_t i32(const char* field, std::int64_t lo = INT32_MIN) {
     return static_cast<std::int32_t>(integer(field, lo, INT32_MAX));
   }
   // Unsigned 64-bit values are stored as their signed bit pattern: any integer is valid.
-  std::uint64_t u64(const char* field) { return static_cast<std::uint64_t>(integer(field, INT64_MIN, INT64_MAX)); }
+  std::uint64_t u64(const char* field) {
+    return static_cast<std::uint64_t>(integer(field, INT64_MIN, INT64_MAX));
+  }
   double f64(const char* field);
   bool flag(const char* field) { return integer(field, 0, 1) != 0; }
   std::string text(const char* field) const { return st_.column_text(cols_.index(field)); }
   // A blob of `count` fixed-size elements ("blob size does not match <count_field>").
   template <class T>
-  void blob(const char* field, std::size_t count, std::vector<T>& out, const char* count_field = "count") {
+  void blob(const char* field, std::size_t count, std::vector<T>& out,
+            const char* count_field = "count") {
     if (!decode_blob(st_.column_blob(cols_.index(field)), count, out)) {
       fail(field, std::string("blob size does not match ") + count_field);
     }
   }
   // Two u32 blobs of `count` elements joined into EntityIds.
-  void ids(const char* index_field, const char* generation_field, std::size_t count, std::vector<core::EntityId>& out);
+  void ids(const char* index_field, const char* generation_field, std::size_t count,
+           std::vector<core::EntityId>& out);
   std::size_t bytes_size(const char* field) const { return st_.column_bytes(cols_.index(field)); }
   // Records a failure found by the caller (a JSON column that did not parse).
   void fail(std::string field, std::string message);

@@ -5,21 +5,24 @@
 namespace bustle::persist::store {
 namespace {
 
-const TableColumns kObserverViews{"observer_views",
-                                  {"snapshot_id", "observer_index", "z_m", "has_heading", "heading_rad"}};
+const TableColumns kObserverViews{
+    "observer_views", {"snapshot_id", "observer_index", "z_m", "has_heading", "heading_rad"}};
 const TableColumns kClientObservers{
-    "client_observers", {"snapshot_id", "observer_index", "x_m", "y_m", "z_m", "has_heading", "heading_rad"}};
+    "client_observers",
+    {"snapshot_id", "observer_index", "x_m", "y_m", "z_m", "has_heading", "heading_rad"}};
 const TableColumns kSpawnPipeline{"spawn_pipeline",
-                                  {"snapshot_id", "next_handle", "requested", "per_state_total", "deferred_by_cap",
-                                   "deferred_by_capacity", "deferred_by_zone"}};
+                                  {"snapshot_id", "next_handle", "requested", "per_state_total",
+                                   "deferred_by_cap", "deferred_by_capacity", "deferred_by_zone"}};
 const TableColumns kSpawnHandles{
     "spawn_handles",
-    {"snapshot_id", "list", "position", "handle", "state", "failure", "entity_index", "entity_generation", "client_id",
-     "request_id", "zone", "lane", "priority", "requested_step", "deadline_step", "state_step", "route"}};
+    {"snapshot_id", "list", "position", "handle", "state", "failure", "entity_index",
+     "entity_generation", "client_id", "request_id", "zone", "lane", "priority", "requested_step",
+     "deadline_step", "state_step", "route"}};
 const TableColumns kOrphans{"orphans",
-                            {"snapshot_id", "position", "id_index", "id_generation", "reason", "lane", "s_m",
-                             "resident", "release_step"}};
-const TableColumns kRetiringFifo{"retiring_fifo", {"snapshot_id", "position", "id_index", "id_generation"}};
+                            {"snapshot_id", "position", "id_index", "id_generation", "reason",
+                             "lane", "s_m", "resident", "release_step"}};
+const TableColumns kRetiringFifo{"retiring_fifo",
+                                 {"snapshot_id", "position", "id_index", "id_generation"}};
 const TableColumns kRouteSlots{"route_slots", {"snapshot_id", "slot", "offset", "count", "target"}};
 const TableColumns kRouteLanes{"route_lanes", {"snapshot_id", "position", "lane"}};
 const TableColumns kRouteFreeSlots{"route_free_slots", {"snapshot_id", "position", "slot"}};
@@ -35,7 +38,8 @@ StoreError write_observer_views(Tables& t, std::int64_t id, const core::WorldChe
   const std::string row = snapshot_row(id);
   if (!cp.observer_views.empty() && cp.observer_views.size() != cp.observers.size()) {
     return t.error("observer_views", row, "observer_index",
-                   std::to_string(cp.observer_views.size()) + " views for " + std::to_string(cp.observers.size()) +
+                   std::to_string(cp.observer_views.size()) + " views for " +
+                       std::to_string(cp.observers.size()) +
                        " observers (none, or one per observer)");
   }
   Insert ov;
@@ -44,35 +48,41 @@ StoreError write_observer_views(Tables& t, std::int64_t id, const core::WorldChe
     const core::ObserverView& v = cp.observer_views[k];
     ov.i64("snapshot_id", id).i64("observer_index", static_cast<std::int64_t>(k)).f64("z_m", v.z_m);
     ov.i64("has_heading", v.has_heading ? 1 : 0).f64("heading_rad", v.heading_rad);
-    if (StoreError e = t.run(ov, kObserverViews, row + " observer_index=" + std::to_string(k)); !e.ok()) return e;
+    if (StoreError e = t.run(ov, kObserverViews, row + " observer_index=" + std::to_string(k));
+        !e.ok())
+      return e;
   }
   // Client observers (migration 0003).
   if (cp.client_observer_views.size() != cp.client_observers.size()) {
     return t.error("client_observers", row, "observer_index",
                    std::to_string(cp.client_observer_views.size()) + " views for " +
-                       std::to_string(cp.client_observers.size()) + " client observers (one per observer)");
+                       std::to_string(cp.client_observers.size()) +
+                       " client observers (one per observer)");
   }
   std::vector<core::ObserverPoint> points;
   for (std::size_t k = 0; k < cp.client_observers.size(); ++k) {
     const core::ObserverView& v = cp.client_observer_views[k];
-    points.push_back({cp.client_observers[k].x_m, cp.client_observers[k].y_m, v.z_m, v.has_heading, v.heading_rad});
+    points.push_back({cp.client_observers[k].x_m, cp.client_observers[k].y_m, v.z_m, v.has_heading,
+                      v.heading_rad});
   }
   return write_observer_rows(t, kClientObservers, id, points);
 }
 
 StoreError read_observer_views(Tables& t, std::int64_t id, core::WorldCheckpoint& cp) {
   const std::string row = snapshot_row(id);
-  if (StoreError e = t.read_rows(kObserverViews, "observer_index", "", id, row,
-                                 [&](RowReader& rr, const std::string&) {
-                                   cp.observer_views.push_back({rr.f64("z_m"), rr.flag("has_heading"),
-                                                                rr.f64("heading_rad")});
-                                 });
+  if (StoreError e =
+          t.read_rows(kObserverViews, "observer_index", "", id, row,
+                      [&](RowReader& rr, const std::string&) {
+                        cp.observer_views.push_back(
+                            {rr.f64("z_m"), rr.flag("has_heading"), rr.f64("heading_rad")});
+                      });
       !e.ok()) {
     return e;
   }
   if (!cp.observer_views.empty() && cp.observer_views.size() != cp.observers.size()) {
     return t.error("observer_views", row, "observer_index",
-                   std::to_string(cp.observer_views.size()) + " rows for " + std::to_string(cp.observers.size()) +
+                   std::to_string(cp.observer_views.size()) + " rows for " +
+                       std::to_string(cp.observers.size()) +
                        " observers in world_state.observers (none, or one per observer)");
   }
   // A checkpoint written before schema 3 has no rows here: an empty set (and
@@ -91,15 +101,20 @@ StoreError write_spawn_handles(Tables& t, std::int64_t id, const core::SpawnPipe
   for (std::size_t l = 0; l < 2; ++l) {
     for (std::size_t k = 0; k < lists[l]->size(); ++k) {
       const core::SpawnHandleState& h = (*lists[l])[k];
-      sh.i64("snapshot_id", id).text("list", kHandleLists[l]).i64("position", static_cast<std::int64_t>(k));
+      sh.i64("snapshot_id", id)
+          .text("list", kHandleLists[l])
+          .i64("position", static_cast<std::int64_t>(k));
       sh.u64("handle", h.handle).i64("state", static_cast<std::int64_t>(h.state));
       sh.i64("failure", static_cast<std::int64_t>(h.failure));
       sh.i64("entity_index", h.entity.index).i64("entity_generation", h.entity.generation);
       sh.i64("client_id", h.origin.client_id).i64("request_id", h.origin.request_id);
-      sh.i64("zone", h.zone).i64("lane", h.lane).i64("priority", static_cast<std::int64_t>(h.priority));
+      sh.i64("zone", h.zone)
+          .i64("lane", h.lane)
+          .i64("priority", static_cast<std::int64_t>(h.priority));
       sh.u64("requested_step", h.requested_step).u64("deadline_step", h.deadline_step);
       sh.u64("state_step", h.state_step).i64("route", h.route);
-      const std::string row = snapshot_row(id) + " list='" + kHandleLists[l] + "' position=" + std::to_string(k);
+      const std::string row =
+          snapshot_row(id) + " list='" + kHandleLists[l] + "' position=" + std::to_string(k);
       if (StoreError e = t.run(sh, kSpawnHandles, row); !e.ok()) return e;
     }
   }
@@ -128,9 +143,12 @@ void read_spawn_handle(RowReader& rr, std::vector<core::SpawnHandleState>& list)
 StoreError write_spawn_pipeline(Tables& t, std::int64_t id, const core::SpawnPipelineState& sp) {
   Insert ps;
   if (StoreError e = t.prepare(kSpawnPipeline, ps); !e.ok()) return e;
-  ps.i64("snapshot_id", id).u64("next_handle", sp.next_handle).u64("requested", sp.counters.requested);
+  ps.i64("snapshot_id", id)
+      .u64("next_handle", sp.next_handle)
+      .u64("requested", sp.counters.requested);
   ps.text("per_state_total", encode_counts(sp.counters.per_state_total));
-  ps.i64("deferred_by_cap", sp.counters.deferred_by_cap).i64("deferred_by_capacity", sp.counters.deferred_by_capacity);
+  ps.i64("deferred_by_cap", sp.counters.deferred_by_cap)
+      .i64("deferred_by_capacity", sp.counters.deferred_by_capacity);
   ps.i64("deferred_by_zone", sp.counters.deferred_by_zone);
   if (StoreError e = t.run(ps, kSpawnPipeline, snapshot_row(id)); !e.ok()) return e;
   return write_spawn_handles(t, id, sp);
@@ -147,13 +165,15 @@ StoreError read_spawn_pipeline(Tables& t, std::int64_t id, core::SpawnPipelineSt
   sp.counters.deferred_by_capacity = rr.u32("deferred_by_capacity");
   sp.counters.deferred_by_zone = rr.u32("deferred_by_zone");
   if (rr.ok() && !decode_counts(rr.text("per_state_total"), sp.counters.per_state_total)) {
-    rr.fail("per_state_total", "expected a JSON array of " + std::to_string(core::kSpawnStateCount) + " counts");
+    rr.fail("per_state_total",
+            "expected a JSON array of " + std::to_string(core::kSpawnStateCount) + " counts");
   }
   if (!rr.ok()) return t.row_error(kSpawnPipeline, row, rr);
   std::vector<core::SpawnHandleState>* lists[] = {&sp.live, &sp.recent};
   for (std::size_t l = 0; l < 2; ++l) {
-    if (StoreError e = t.read_rows(kSpawnHandles, "position", std::string("list='") + kHandleLists[l] + "'", id, row,
-                                   [&](RowReader& hr, const std::string&) { read_spawn_handle(hr, *lists[l]); });
+    if (StoreError e = t.read_rows(
+            kSpawnHandles, "position", std::string("list='") + kHandleLists[l] + "'", id, row,
+            [&](RowReader& hr, const std::string&) { read_spawn_handle(hr, *lists[l]); });
         !e.ok()) {
       return e;
     }
@@ -168,15 +188,23 @@ StoreError write_orphans(Tables& t, std::int64_t id, const core::WorldCheckpoint
     const core::OrphanState& o = cp.orphans[k];
     op.i64("snapshot_id", id).i64("position", static_cast<std::int64_t>(k));
     op.i64("id_index", o.id.index).i64("id_generation", o.id.generation).i64("reason", o.reason);
-    op.i64("lane", o.lane).f64("s_m", o.s_m).i64("resident", o.resident).u64("release_step", o.release_step);
-    if (StoreError e = t.run(op, kOrphans, snapshot_row(id) + " position=" + std::to_string(k)); !e.ok()) return e;
+    op.i64("lane", o.lane)
+        .f64("s_m", o.s_m)
+        .i64("resident", o.resident)
+        .u64("release_step", o.release_step);
+    if (StoreError e = t.run(op, kOrphans, snapshot_row(id) + " position=" + std::to_string(k));
+        !e.ok())
+      return e;
   }
   Insert rf;
   if (StoreError e = t.prepare(kRetiringFifo, rf); !e.ok()) return e;
   for (std::size_t k = 0; k < cp.retiring_fifo.size(); ++k) {
     rf.i64("snapshot_id", id).i64("position", static_cast<std::int64_t>(k));
-    rf.i64("id_index", cp.retiring_fifo[k].index).i64("id_generation", cp.retiring_fifo[k].generation);
-    if (StoreError e = t.run(rf, kRetiringFifo, snapshot_row(id) + " position=" + std::to_string(k)); !e.ok()) {
+    rf.i64("id_index", cp.retiring_fifo[k].index)
+        .i64("id_generation", cp.retiring_fifo[k].generation);
+    if (StoreError e =
+            t.run(rf, kRetiringFifo, snapshot_row(id) + " position=" + std::to_string(k));
+        !e.ok()) {
       return e;
     }
   }
@@ -199,9 +227,10 @@ StoreError read_orphans(Tables& t, std::int64_t id, core::WorldCheckpoint& cp) {
       !e.ok()) {
     return e;
   }
-  return t.read_rows(kRetiringFifo, "position", "", id, row, [&](RowReader& rr, const std::string&) {
-    cp.retiring_fifo.push_back(read_id(rr, "id_index", "id_generation"));
-  });
+  return t.read_rows(kRetiringFifo, "position", "", id, row,
+                     [&](RowReader& rr, const std::string&) {
+                       cp.retiring_fifo.push_back(read_id(rr, "id_index", "id_generation"));
+                     });
 }
 
 // A per-snapshot list of u32 values: (snapshot_id, position, value).
@@ -211,7 +240,9 @@ StoreError write_u32_rows(Tables& t, const TableColumns& cols, const char* colum
   if (StoreError e = t.prepare(cols, st); !e.ok()) return e;
   for (std::size_t k = 0; k < values.size(); ++k) {
     st.i64("snapshot_id", id).i64("position", static_cast<std::int64_t>(k)).i64(column, values[k]);
-    if (StoreError e = t.run(st, cols, snapshot_row(id) + " position=" + std::to_string(k)); !e.ok()) return e;
+    if (StoreError e = t.run(st, cols, snapshot_row(id) + " position=" + std::to_string(k));
+        !e.ok())
+      return e;
   }
   return {};
 }
@@ -225,7 +256,7 @@ StoreError read_u32_rows(Tables& t, const TableColumns& cols, const char* column
 }  // namespace
 
 std::vector<const TableColumns*> pipeline_tables() {
-  return {&kObserverViews, &kClientObservers, &kSpawnPipeline, &kSpawnHandles, &kOrphans,
+  return {&kObserverViews, &kClientObservers, &kSpawnPipeline, &kSpawnHandles,  &kOrphans,
           &kRetiringFifo,  &kRouteSlots,      &kRouteLanes,    &kRouteFreeSlots};
 }
 
@@ -235,14 +266,22 @@ StoreError write_observer_rows(Tables& t, const TableColumns& cols, std::int64_t
   if (StoreError e = t.prepare(cols, ob); !e.ok()) return e;
   for (std::size_t k = 0; k < points.size(); ++k) {
     const core::ObserverPoint& o = points[k];
-    ob.i64("snapshot_id", id).i64("observer_index", static_cast<std::int64_t>(k)).f64("x_m", o.x_m).f64("y_m", o.y_m);
-    ob.f64("z_m", o.z_m).i64("has_heading", o.has_heading ? 1 : 0).f64("heading_rad", o.heading_rad);
-    if (StoreError e = t.run(ob, cols, snapshot_row(id) + " observer_index=" + std::to_string(k)); !e.ok()) return e;
+    ob.i64("snapshot_id", id)
+        .i64("observer_index", static_cast<std::int64_t>(k))
+        .f64("x_m", o.x_m)
+        .f64("y_m", o.y_m);
+    ob.f64("z_m", o.z_m)
+        .i64("has_heading", o.has_heading ? 1 : 0)
+        .f64("heading_rad", o.heading_rad);
+    if (StoreError e = t.run(ob, cols, snapshot_row(id) + " observer_index=" + std::to_string(k));
+        !e.ok())
+      return e;
   }
   return {};
 }
 
-StoreError read_observer_rows(Tables& t, const TableColumns& cols, std::int64_t id, const std::string& row,
+StoreError read_observer_rows(Tables& t, const TableColumns& cols, std::int64_t id,
+                              const std::string& row,
                               const std::function<void(const core::ObserverPoint&)>& add) {
   return t.read_rows(cols, "observer_index", "", id, row, [&](RowReader& rr, const std::string&) {
     core::ObserverPoint o;
@@ -280,7 +319,8 @@ StoreError write_routes(Tables& t, std::int64_t id, const core::RouteTableState&
   for (std::size_t k = 0; k < r.count.size(); ++k) {
     rs.i64("snapshot_id", id).i64("slot", static_cast<std::int64_t>(k)).i64("offset", r.offset[k]);
     rs.i64("count", r.count[k]).i64("target", r.target[k]);
-    if (StoreError e = t.run(rs, kRouteSlots, row + " slot=" + std::to_string(k)); !e.ok()) return e;
+    if (StoreError e = t.run(rs, kRouteSlots, row + " slot=" + std::to_string(k)); !e.ok())
+      return e;
   }
   if (StoreError e = write_u32_rows(t, kRouteLanes, "lane", id, r.lanes); !e.ok()) return e;
   return write_u32_rows(t, kRouteFreeSlots, "slot", id, r.free_slots);
@@ -300,7 +340,8 @@ StoreError read_routes(Tables& t, std::int64_t id, core::RouteTableState& r) {
     r.count.push_back(static_cast<std::uint32_t>(count));
     r.target.push_back(static_cast<std::uint32_t>(target));
   };
-  if (StoreError e = t.read_rows(kRouteSlots, "slot", "", id, snapshot_row(id), read_slot); !e.ok()) return e;
+  if (StoreError e = t.read_rows(kRouteSlots, "slot", "", id, snapshot_row(id), read_slot); !e.ok())
+    return e;
   return read_u32_rows(t, kRouteFreeSlots, "slot", id, r.free_slots);
 }
 

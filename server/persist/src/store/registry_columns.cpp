@@ -5,8 +5,11 @@
 namespace bustle::persist::store {
 
 void bind_registry(Insert& ws, const core::RegistryState& r) {
-  ws.i64("registry_capacity", static_cast<std::int64_t>(r.generation.size())).u64("registry_pop_seq", r.pop_seq);
-  ws.blob("registry_generation", r.generation).blob("registry_alive", r.alive).blob("registry_free_fifo", r.free_fifo);
+  ws.i64("registry_capacity", static_cast<std::int64_t>(r.generation.size()))
+      .u64("registry_pop_seq", r.pop_seq);
+  ws.blob("registry_generation", r.generation)
+      .blob("registry_alive", r.alive)
+      .blob("registry_free_fifo", r.free_fifo);
 }
 
 void read_registry(RowReader& ws, core::RegistryState& r) {

@@ -2,17 +2,22 @@
 
 namespace bustle::persist::store {
 
-std::string snapshot_row(std::int64_t id) { return "snapshot_id=" + std::to_string(id); }
+std::string snapshot_row(std::int64_t id) {
+  return "snapshot_id=" + std::to_string(id);
+}
 
-StoreError Tables::error(std::string table, std::string row, std::string field, std::string message, int code) const {
-  return StoreError{path_, std::move(table), std::move(row), std::move(field), std::move(message), code};
+StoreError Tables::error(std::string table, std::string row, std::string field, std::string message,
+                         int code) const {
+  return StoreError{path_, std::move(table), std::move(row), std::move(field), std::move(message),
+                    code};
 }
 
 StoreError Tables::sql_error(const SqlError& e, std::string table, std::string row) const {
   return error(std::move(table), std::move(row), "", e.message, e.code);
 }
 
-StoreError Tables::row_error(const TableColumns& cols, const std::string& row, const RowReader& rr) const {
+StoreError Tables::row_error(const TableColumns& cols, const std::string& row,
+                             const RowReader& rr) const {
   return error(cols.table(), row, rr.field(), rr.message());
 }
 
@@ -28,8 +33,8 @@ StoreError Tables::run(Insert& ins, const TableColumns& cols, const std::string&
   return {};
 }
 
-StoreError Tables::one_row(const TableColumns& cols, std::int64_t id, const std::string& row, Statement& st,
-                           const char* missing) {
+StoreError Tables::one_row(const TableColumns& cols, std::int64_t id, const std::string& row,
+                           Statement& st, const char* missing) {
   SqlError err;
   st = db_.prepare(cols.select_sql(), err);
   if (!err.ok()) return sql_error(err, cols.table());
@@ -41,8 +46,8 @@ StoreError Tables::one_row(const TableColumns& cols, std::int64_t id, const std:
   return {};
 }
 
-StoreError Tables::blob_row(const TableColumns& cols, std::int64_t id, const std::string& row, Statement& st,
-                            std::size_t& n) {
+StoreError Tables::blob_row(const TableColumns& cols, std::int64_t id, const std::string& row,
+                            Statement& st, std::size_t& n) {
   if (StoreError e = one_row(cols, id, row, st); !e.ok()) return e;
   RowReader rr(st, cols);
   const std::int64_t count = rr.integer("count", 0, 1 << 24);
@@ -51,8 +56,9 @@ StoreError Tables::blob_row(const TableColumns& cols, std::int64_t id, const std
   return {};
 }
 
-StoreError Tables::each_row(const TableColumns& cols, const char* order, std::int64_t id, const std::string& row,
-                            const std::function<StoreError(RowReader&, const Statement&)>& read_row) {
+StoreError Tables::each_row(
+    const TableColumns& cols, const char* order, std::int64_t id, const std::string& row,
+    const std::function<StoreError(RowReader&, const Statement&)>& read_row) {
   SqlError err;
   Statement st = db_.prepare(cols.select_sql(std::string(" ORDER BY ") + order), err);
   if (!err.ok()) return sql_error(err, cols.table());
@@ -65,8 +71,9 @@ StoreError Tables::each_row(const TableColumns& cols, const char* order, std::in
   return {};
 }
 
-StoreError Tables::read_rows(const TableColumns& cols, const char* key, const std::string& filter, std::int64_t id,
-                             const std::string& row, const RowCallback& read_row, const char* gap) {
+StoreError Tables::read_rows(const TableColumns& cols, const char* key, const std::string& filter,
+                             std::int64_t id, const std::string& row, const RowCallback& read_row,
+                             const char* gap) {
   SqlError err;
   Statement st = db_.prepare(
       cols.select_sql((filter.empty() ? "" : " AND " + filter) + " ORDER BY " + key), err);

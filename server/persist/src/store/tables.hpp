@@ -31,7 +31,8 @@ class Tables {
   Database& db() { return db_; }
   int file_version() const { return file_version_; }
 
-  StoreError error(std::string table, std::string row, std::string field, std::string message, int code = 0) const;
+  StoreError error(std::string table, std::string row, std::string field, std::string message,
+                   int code = 0) const;
   StoreError sql_error(const SqlError& e, std::string table, std::string row = {}) const;
   // The first bad field a RowReader met, as an error of `cols`' table.
   StoreError row_error(const TableColumns& cols, const std::string& row, const RowReader& rr) const;
@@ -43,21 +44,23 @@ class Tables {
 
   // Steps to the one row of a per-snapshot table (missing: an error naming
   // `missing`, e.g. "missing (checkpoint incomplete)").
-  StoreError one_row(const TableColumns& cols, std::int64_t id, const std::string& row, Statement& st,
-                     const char* missing = "missing (snapshot incomplete)");
+  StoreError one_row(const TableColumns& cols, std::int64_t id, const std::string& row,
+                     Statement& st, const char* missing = "missing (snapshot incomplete)");
   // one_row for a table of bulk blob columns: n receives its count column
   // (in [0, 2^24], else "out of range").
-  StoreError blob_row(const TableColumns& cols, std::int64_t id, const std::string& row, Statement& st,
-                      std::size_t& n);
+  StoreError blob_row(const TableColumns& cols, std::int64_t id, const std::string& row,
+                      Statement& st, std::size_t& n);
   // Reads the rows of a per-snapshot table (optionally narrowed by `filter`,
   // an SQL condition) ordered by `key`, which must run 0, 1, 2, ... (else
   // `gap`); read_row reads one row and records bad fields in the reader. The
   // label passed is e.g. "snapshot_id=3 position=2".
   using RowCallback = std::function<void(RowReader&, const std::string& label)>;
-  StoreError read_rows(const TableColumns& cols, const char* key, const std::string& filter, std::int64_t id,
-                       const std::string& row, const RowCallback& read_row, const char* gap = "not contiguous from 0");
+  StoreError read_rows(const TableColumns& cols, const char* key, const std::string& filter,
+                       std::int64_t id, const std::string& row, const RowCallback& read_row,
+                       const char* gap = "not contiguous from 0");
   // Every row of a per-snapshot table in `order` (an ORDER BY list), no key check.
-  StoreError each_row(const TableColumns& cols, const char* order, std::int64_t id, const std::string& row,
+  StoreError each_row(const TableColumns& cols, const char* order, std::int64_t id,
+                      const std::string& row,
                       const std::function<StoreError(RowReader&, const Statement&)>& read_row);
 
  private:
@@ -79,9 +82,12 @@ std::vector<const TableColumns*> save_tables();
 StoreError write_world_state(Tables& t, std::int64_t id, const core::WorldCheckpoint& cp);
 StoreError read_world_state(Tables& t, std::int64_t id, core::WorldCheckpoint& cp);
 StoreError write_pedestrians(Tables& t, std::int64_t id, const core::WorldCheckpoint& cp);
-StoreError read_pedestrians(Tables& t, std::int64_t id, std::uint32_t expected, core::WorldCheckpoint& cp);
-StoreError write_pending_commands(Tables& t, std::int64_t id, const std::vector<core::CommandEnvelope>& inbox);
-StoreError read_pending_commands(Tables& t, std::int64_t id, std::vector<core::CommandEnvelope>& inbox);
+StoreError read_pedestrians(Tables& t, std::int64_t id, std::uint32_t expected,
+                            core::WorldCheckpoint& cp);
+StoreError write_pending_commands(Tables& t, std::int64_t id,
+                                  const std::vector<core::CommandEnvelope>& inbox);
+StoreError read_pending_commands(Tables& t, std::int64_t id,
+                                 std::vector<core::CommandEnvelope>& inbox);
 
 // registry_columns.cpp: the registry lives in world_state's row.
 void bind_registry(Insert& ws, const core::RegistryState& r);
@@ -91,7 +97,8 @@ void read_registry(RowReader& ws, core::RegistryState& r);
 StoreError write_population(Tables& t, std::int64_t id, const core::PopulationCheckpoint& p);
 StoreError read_population(Tables& t, std::int64_t id, core::PopulationCheckpoint& p);
 StoreError write_lifecycle(Tables& t, std::int64_t id, const core::LifecycleSettings& s);
-StoreError read_lifecycle(Tables& t, std::int64_t id, const std::string& row, core::LifecycleSettings& s);
+StoreError read_lifecycle(Tables& t, std::int64_t id, const std::string& row,
+                          core::LifecycleSettings& s);
 
 // pipeline_tables.cpp
 StoreError write_pipeline(Tables& t, std::int64_t id, const core::WorldCheckpoint& cp);
@@ -101,7 +108,8 @@ StoreError read_routes(Tables& t, std::int64_t id, core::RouteTableState& r);
 // Observer tables (client_observers, save_observers) share one row shape.
 StoreError write_observer_rows(Tables& t, const TableColumns& cols, std::int64_t id,
                                const std::vector<core::ObserverPoint>& points);
-StoreError read_observer_rows(Tables& t, const TableColumns& cols, std::int64_t id, const std::string& row,
+StoreError read_observer_rows(Tables& t, const TableColumns& cols, std::int64_t id,
+                              const std::string& row,
                               const std::function<void(const core::ObserverPoint&)>& add);
 extern const TableColumns kSaveObservers;
 
@@ -112,7 +120,8 @@ StoreError read_vehicles(Tables& t, std::int64_t id, core::VehicleCheckpoint& v)
 // save_tables.cpp
 StoreError write_save_tables(Tables& t, std::int64_t id, const core::SaveState& save);
 // The save_state row (`named` labels errors, e.g. "name='nightly'").
-StoreError read_save_state(Tables& t, std::int64_t id, const std::string& named, core::SaveState& save);
+StoreError read_save_state(Tables& t, std::int64_t id, const std::string& named,
+                           core::SaveState& save);
 // The lists a save of `schema_version` has (lifecycle and residents from 2, active set from 4).
 StoreError read_save_lists(Tables& t, std::int64_t id, int schema_version, const std::string& named,
                            core::SaveState& save);

@@ -56,7 +56,8 @@ void exit_on_next_signal();
 // SIGTERM/SIGINT only; a second one that reaches the callback (queued before
 // step 3 took over) exits at once like step 3. `arm` is called before
 // on_shutdown (exit_on_next_signal in the programs; tests pass their own).
-std::function<void(int)> shutdown_handler(std::string hangup_note, std::function<void()> on_shutdown,
+std::function<void(int)> shutdown_handler(std::string hangup_note,
+                                          std::function<void()> on_shutdown,
                                           std::function<void()> arm = exit_on_next_signal);
 
 }  // namespace bustle::app

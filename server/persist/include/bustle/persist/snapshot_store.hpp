@@ -152,9 +152,10 @@ class SnapshotStore {
   // Deletes any snapshot called `name` (its rows cascade) and inserts the
   // summary row of the new one; id receives its snapshot id. The state's
   // tables are written by the per-subsystem files in src/store/.
-  StoreError replace_snapshot_row(const std::string& name, const std::string& kind, const std::string& scenario_id,
-                                  const std::string& scenario_json, std::uint64_t step, std::uint32_t step_us,
-                                  std::uint64_t seed, std::uint64_t digest, std::size_t entities,
+  StoreError replace_snapshot_row(const std::string& name, const std::string& kind,
+                                  const std::string& scenario_id, const std::string& scenario_json,
+                                  std::uint64_t step, std::uint32_t step_us, std::uint64_t seed,
+                                  std::uint64_t digest, std::size_t entities,
                                   std::int64_t created_unix_ms, std::int64_t& id);
 
   Database db_;
