@@ -1,4 +1,4 @@
-// The start-up both programs share: log option checks, the core's log sink,
+// The start-up both programs share: the core's log sink,
 // the shutdown handler's steps, and the second-signal exit (in a forked
 // child, so the test runner's own signal dispositions are never changed).
 #include "bustle/app/process_startup.hpp"
@@ -49,18 +49,6 @@ int in_child(F body) {
 }
 
 }  // namespace
-
-TEST_CASE("log options: every accepted level and format passes, anything else names the flag") {
-  for (const char* level : app::kLogLevels) {
-    for (const char* format : app::kLogFormats)
-      CHECK(app::check_log_options(format, level).empty());
-  }
-  CHECK(app::check_log_options("text", "loud") ==
-        "--log-level: expected one of trace|debug|info|warn|error|off, got 'loud'");
-  CHECK(app::check_log_options("xml", "info") ==
-        "--log-format: expected one of text|json, got 'xml'");
-  CHECK(app::check_log_options("", "").starts_with("--log-format"));
-}
 
 TEST_CASE("the core's log sink keeps the level and adds the program's prefix") {
   CapturedLog log;

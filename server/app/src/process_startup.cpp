@@ -16,22 +16,7 @@ extern "C" void exit_now(int sig) {
   _exit(128 + sig);
 }
 
-template <std::size_t N>
-std::string one_of(const char* const (&names)[N], std::string_view flag, std::string_view got) {
-  for (const char* n : names) {
-    if (got == n) return {};
-  }
-  std::string list;
-  for (const char* n : names) list += (list.empty() ? "" : "|") + std::string(n);
-  return std::string(flag) + ": expected one of " + list + ", got '" + std::string(got) + "'";
-}
-
 }  // namespace
-
-std::string check_log_options(std::string_view format, std::string_view level) {
-  if (std::string e = one_of(kLogFormats, "--log-format", format); !e.empty()) return e;
-  return one_of(kLogLevels, "--log-level", level);
-}
 
 void start_logging(const std::string& format, const std::string& level) {
   ops::setup_logging(format, level);

@@ -213,10 +213,7 @@ class ReplayDriver {
 }  // namespace
 
 int run_serve(const ReplayOptions& options) {
-  if (std::string why = app::check_log_options("text", options.log_level); !why.empty()) {
-    std::fprintf(stderr, "bustle-replay: %s\n", why.c_str());
-    return 2;
-  }
+  // --log-level is checked by the option parser (it also accepts "critical").
   app::ignore_hangup();
   app::start_logging("text", options.log_level);
 

@@ -22,16 +22,9 @@
 
 namespace bustle::app {
 
-// The log levels and formats the programs accept (--log-level, --log-format).
-inline constexpr const char* kLogLevels[] = {"trace", "debug", "info", "warn", "error", "off"};
-inline constexpr const char* kLogFormats[] = {"text", "json"};
-
-// Empty when `level` and `format` are accepted; otherwise a message naming
-// the flag, e.g. "--log-level: expected one of trace|debug|...|off, got 'loud'".
-std::string check_log_options(std::string_view format, std::string_view level);
-
 // Installs the default logger (stderr, ops::setup_logging's text or JSON
-// lines) [Limit: check_log_options(format, level) is empty].
+// lines) [Limit: format and level already checked by the program's option
+// parser].
 void start_logging(const std::string& format, const std::string& level);
 
 // Routes the core's log lines into spdlog (the core cannot include it), each
