@@ -28,6 +28,70 @@ std::string info_sql(std::string_view where) {
   return "SELECT " + kSnapshots.list() + " FROM snapshots " + std::string(where);
 }
 
+// Applies the migrations after `version` in one transaction, and for a new
+// file (version 0) writes its magic, kind and creator.
+StoreError apply_migrations(store::Tables& t, std::int64_t version, FileKind kind) {
+  Database& db = t.db();
+  Transaction tx(db);
+  if (!tx.begin_error().ok()) return t.sql_error(tx.begin_error(), "");
+  for (const Migration& m : migrations()) {
+    if (m.version <= version) continue;
+    if (SqlError e = db.exec(m.sql, "migration " + std::to_string(m.version)); !e.ok())
+      return t.sql_error(e, "");
+  }
+  if (version == 0) {
+    SqlError e3;
+    Statement ins = db.prepare("INSERT INTO meta(key, value) VALUES (?1, ?2)", e3);
+    if (!e3.ok()) return t.sql_error(e3, "meta");
+    for (auto [k, v] : {std::pair<std::string, std::string>{"magic", kMagic},
+                        {"file_kind", to_string(kind)},
+                        {"created_by", server_version()}}) {
+      ins.reset();
+      ins.bind_text(1, k).bind_text(2, v);
+      if (SqlError e4 = ins.run(); !e4.ok()) return t.sql_error(e4, "meta");
+    }
+  }
+  if (SqlError e = db.exec("INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', '" +
+                           std::to_string(kSchemaVersion) + "')");
+      !e.ok()) {
+    return t.sql_error(e, "meta");
+  }
+  if (SqlError e = db.exec("PRAGMA user_version=" + std::to_string(kSchemaVersion)); !e.ok())
+    return t.sql_error(e, "");
+  if (SqlError e = tx.commit(); !e.ok()) return t.sql_error(e, "");
+  return {};
+}
+
+// The magic, schema version and file kind in meta, against the file and `kind`.
+StoreError check_meta(store::Tables& t, int file_version, FileKind kind) {
+  Database& db = t.db();
+  SqlError e5;
+  Statement meta = db.prepare(
+      "SELECT key, value FROM meta WHERE key IN ('magic', 'file_kind', 'schema_version')", e5);
+  if (!e5.ok()) return t.error("meta", "", "", "cannot read metadata: " + e5.message, e5.code);
+  std::string magic, file_kind, schema_version;
+  while (meta.step()) {
+    const std::string k = meta.column_text(0);
+    if (k == "magic") magic = meta.column_text(1);
+    if (k == "file_kind") file_kind = meta.column_text(1);
+    if (k == "schema_version") schema_version = meta.column_text(1);
+  }
+  if (!meta.error().ok()) return t.error("meta", "", "", meta.error().message, meta.error().code);
+  if (magic != kMagic)
+    return t.error("meta", "key='magic'", "value",
+                   "wrong magic '" + magic + "' (not a Bustle file)");
+  if (schema_version != std::to_string(file_version)) {
+    return t.error("meta", "key='schema_version'", "value",
+                   "schema version '" + schema_version + "' does not match PRAGMA user_version " +
+                       std::to_string(file_version));
+  }
+  if (file_kind != to_string(kind)) {
+    return t.error("meta", "key='file_kind'", "value",
+                   "file is a " + file_kind + " file, expected a " + to_string(kind) + " file");
+  }
+  return {};
+}
+
 }  // namespace
 
 namespace store {
@@ -123,56 +187,11 @@ StoreError SnapshotStore::open(const std::string& path, FileKind kind, bool crea
     }
     if (!create) return s.error("", "", "", "file is empty (no Bustle schema)");
   }
+  store::Tables t(s.db_, path, s.file_version_);
   if (!read_only && version < kSchemaVersion) {
-    Transaction tx(s.db_);
-    if (!tx.begin_error().ok()) return s.sql_error(tx.begin_error(), "");
-    for (const Migration& m : migrations()) {
-      if (m.version <= version) continue;
-      if (SqlError e = s.db_.exec(m.sql, "migration " + std::to_string(m.version)); !e.ok()) return s.sql_error(e, "");
-    }
-    if (version == 0) {
-      SqlError e3;
-      Statement ins = s.db_.prepare("INSERT INTO meta(key, value) VALUES (?1, ?2)", e3);
-      if (!e3.ok()) return s.sql_error(e3, "meta");
-      for (auto [k, v] : {std::pair<std::string, std::string>{"magic", kMagic},
-                          {"file_kind", to_string(kind)},
-                          {"created_by", server_version()}}) {
-        ins.reset();
-        ins.bind_text(1, k).bind_text(2, v);
-        if (SqlError e4 = ins.run(); !e4.ok()) return s.sql_error(e4, "meta");
-      }
-    }
-    if (SqlError e = s.db_.exec("INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', '" +
-                                std::to_string(kSchemaVersion) + "')");
-        !e.ok()) {
-      return s.sql_error(e, "meta");
-    }
-    if (SqlError e = s.db_.exec("PRAGMA user_version=" + std::to_string(kSchemaVersion)); !e.ok()) return s.sql_error(e, "");
-    if (SqlError e = tx.commit(); !e.ok()) return s.sql_error(e, "");
+    if (StoreError e = apply_migrations(t, version, kind); !e.ok()) return e;
   }
-
-  // Magic and kind.
-  SqlError e5;
-  Statement meta = s.db_.prepare("SELECT key, value FROM meta WHERE key IN ('magic', 'file_kind', 'schema_version')", e5);
-  if (!e5.ok()) return s.error("meta", "", "", "cannot read metadata: " + e5.message, e5.code);
-  std::string magic, file_kind, schema_version;
-  while (meta.step()) {
-    const std::string k = meta.column_text(0);
-    if (k == "magic") magic = meta.column_text(1);
-    if (k == "file_kind") file_kind = meta.column_text(1);
-    if (k == "schema_version") schema_version = meta.column_text(1);
-  }
-  if (!meta.error().ok()) return s.error("meta", "", "", meta.error().message, meta.error().code);
-  if (magic != kMagic) return s.error("meta", "key='magic'", "value", "wrong magic '" + magic + "' (not a Bustle file)");
-  if (schema_version != std::to_string(s.file_version_)) {
-    return s.error("meta", "key='schema_version'", "value",
-                   "schema version '" + schema_version + "' does not match PRAGMA user_version " +
-                       std::to_string(s.file_version_));
-  }
-  if (file_kind != to_string(kind)) {
-    return s.error("meta", "key='file_kind'", "value",
-                   "file is a " + file_kind + " file, expected a " + to_string(kind) + " file");
-  }
+  if (StoreError e = check_meta(t, s.file_version_, kind); !e.ok()) return e;
   out = std::move(s);
   return {};
 }
