@@ -15,7 +15,7 @@ FUZZ_SMOKE_SECONDS ?= 5
 SOAK_SECONDS ?= 3600
 SOAK_SCENARIOS ?= default-city
 
-.PHONY: all deps configure build test run bench clean format fuzz-build fuzz fuzz-smoke soak image image-test container-deps
+.PHONY: all deps configure build test run bench clean format fuzz-build fuzz fuzz-smoke soak image image-test container-deps schema-doc
 
 all: build
 
@@ -90,6 +90,10 @@ image-test: image configure
 
 clean:
 	@rm -rf build
+
+# docs/snapshot-schema.md from schema/migrations (persist_tests checks it).
+schema-doc:
+	@python3 tools/schema/schema_doc.py
 
 format:
 	@git ls-files '*.hpp' '*.cpp' | xargs clang-format -i

@@ -276,3 +276,68 @@ TEST_CASE("a version-1 file is not migrated read-only, and a failing migration l
     for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(path + suffix);
   }
 }
+
+// A version-3 file is a current file without migration 0004 (the save's
+// active set and observers): built the same way. Its save loads after the
+// migration with no active set (the lifecycle regrows it) and the scenario's
+// observers, its checkpoint restores to the same digest, and read-only
+// opening (which cannot migrate) reads both too.
+TEST_CASE("a version-3 save and checkpoint load after migration 0004, with no saved active set") {
+  const std::string path = temp_path("v3.db");
+  auto w = std::move(core::World::create(city(), 11).world);
+  for (int k = 0; k < 12; ++k) w->step();
+  core::SaveState save = w->capture_save();
+  save.active_residents.push_back({{1, 1}, "z", "a", 1.5});  // dropped with 0004's tables below
+  {
+    persist::SnapshotStore store;
+    REQUIRE(persist::SnapshotStore::open(path, persist::FileKind::Snapshots, true, store).ok());
+    REQUIRE(store.write_checkpoint("cp3", "checkpoint", w->capture(), "{}", 0).ok());
+    REQUIRE(store.write_save("save3", save, "{}", 0).ok());
+  }
+  {
+    sqlite3* db = nullptr;
+    REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+    exec(db, "DROP TABLE save_active_residents");
+    exec(db, "DROP TABLE save_observers");
+    exec(db, "UPDATE meta SET value = '3' WHERE key = 'schema_version'");
+    exec(db, "UPDATE snapshots SET schema_version = 3");
+    exec(db, "PRAGMA user_version=3");
+    sqlite3_close(db);
+  }
+  const auto check_file = [&](persist::SnapshotStore& store) {
+    persist::LoadedSave ls;
+    const auto se = store.read_save("save3", ls);
+    INFO(se.to_string());
+    REQUIRE(se.ok());
+    CHECK(ls.info.schema_version == 3);
+    CHECK(ls.save.active_residents.empty());
+    CHECK_FALSE(ls.save.has_observers);
+    CHECK(ls.save.lifecycle == save.lifecycle);
+    CHECK(ls.save.saveable_ids == save.saveable_ids);
+    CHECK(ls.save.garage_vehicle_ordinals == save.garage_vehicle_ordinals);
+    persist::LoadedCheckpoint lc;
+    const auto ce = store.read_checkpoint("cp3", lc);
+    INFO(ce.to_string());
+    REQUIRE(ce.ok());
+    auto r = core::World::restore(city(), lc.checkpoint);
+    if (!r.errors.empty()) FAIL(r.errors[0].path << ": " << r.errors[0].message);
+    CHECK(r.world->digest() == w->digest());
+  };
+  {
+    persist::SnapshotStore ro;
+    const auto oe = persist::SnapshotStore::open(path, persist::FileKind::Snapshots, false, ro,
+                                                 /*read_only=*/true);
+    INFO(oe.to_string());
+    REQUIRE(oe.ok());
+    check_file(ro);
+  }
+  REQUIRE(scalar(path, "PRAGMA user_version") == "3");
+  persist::SnapshotStore store;
+  const auto e = persist::SnapshotStore::open(path, persist::FileKind::Snapshots, false, store);
+  INFO(e.to_string());
+  REQUIRE(e.ok());
+  CHECK(scalar(path, "PRAGMA user_version") == "4");
+  check_file(store);
+  store = persist::SnapshotStore();
+  for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(path + suffix);
+}

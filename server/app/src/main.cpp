@@ -1,7 +1,6 @@
 // bustle-server: loads the scenario, creates the World, and runs the sim
 // thread (this thread) beside one network thread. See usage_text().
 #include <pthread.h>
-#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -14,6 +13,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "bustle/app/process_startup.hpp"
 #include "bustle/app/thread_phase_executor.hpp"
 #include "bustle/core/world.hpp"
 #include "bustle/net/command_queue.hpp"
@@ -33,22 +33,8 @@ namespace {
 
 constexpr const char* kVersion = BUSTLE_VERSION;
 
-// A second SIGTERM/SIGINT during shutdown: exit at once (async-signal-safe).
-extern "C" void exit_now(int sig) { _exit(128 + sig); }
-
-// Routes the core's log sink into spdlog (the core cannot include it). The
-// core's lines carry their own event names ("spawn_state: ...", "despawn: ...").
-class SpdlogSink final : public bustle::core::LogSink {
- public:
-  void log(bustle::core::LogLevel level, std::string_view message) override {
-    switch (level) {
-      case bustle::core::LogLevel::Debug: spdlog::debug("{}", message); break;
-      case bustle::core::LogLevel::Info: spdlog::info("{}", message); break;
-      case bustle::core::LogLevel::Warn: spdlog::warn("{}", message); break;
-      case bustle::core::LogLevel::Error: spdlog::error("{}", message); break;
-    }
-  }
-};
+// The core's lines carry their own event names ("spawn_state: ...", "despawn: ...").
+using bustle::app::SpdlogSink;
 
 // --record FILE: creates the recording (it refuses to overwrite an existing
 // file, so a recording is never lost). False, with the reason printed, when
@@ -131,6 +117,155 @@ int run_batch(bustle::core::World& world, const bustle::app::AppOptions& opt, co
   return 0;
 }
 
+// A persistence job's state change: telemetry, one log line, and the update
+// to the session that asked.
+void report_job(bustle::net::Server& server, bustle::ops::JobTelemetry& telemetry,
+                const bustle::persist::JobStatus& job, const bustle::persist::JobOrigin& origin) {
+  using bustle::persist::JobKind;
+  using bustle::persist::JobState;
+  const bool restore = job.kind == JobKind::Restore || job.kind == JobKind::Load;
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - job.created).count();
+  telemetry.on_update(static_cast<std::size_t>(job.kind), static_cast<std::size_t>(job.state),
+                      job.terminal, job.state == JobState::Failed, restore, seconds);
+  // Event names: <kind>_<state>, e.g. checkpoint_committed, restore_applied.
+  if (job.state == JobState::Failed) {
+    spdlog::warn("{}_failed: {} '{}' failed: {}", bustle::persist::to_string(job.kind),
+                 bustle::persist::to_string(job.kind), job.name, job.message);
+  } else {
+    spdlog::info("{}_{}: {} '{}' {} (step {}{})", bustle::persist::to_string(job.kind),
+                 bustle::persist::to_string(job.state), bustle::persist::to_string(job.kind),
+                 job.name, bustle::persist::to_string(job.state), job.step,
+                 job.terminal ? fmt::format(", {:.3f} s", seconds) : std::string());
+  }
+  if (origin.session_id != 0)
+    server.deliver_job_update(origin.session_id, bustle::app::to_job_info(job));
+}
+
+// The answer to ListSnapshots.
+bustle::net::OutboundResult list_result(const bustle::persist::JobOrigin& origin,
+                                        const bustle::persist::StoreError& e,
+                                        std::vector<bustle::persist::SnapshotInfo> infos) {
+  bustle::net::OutboundResult r;
+  r.session_id = origin.session_id;
+  r.request_id = origin.request_id;
+  if (!e.ok()) {
+    r.status = bustle::core::CommandStatus::Rejected;
+    r.reason = bustle::core::RejectReason::StorageError;
+    r.message = e.to_string();
+    return r;
+  }
+  r.status = bustle::core::CommandStatus::Accepted;
+  std::vector<bustle::net::SnapshotEntry> entries;
+  for (auto& i : infos) {
+    bustle::net::SnapshotEntry& row = entries.emplace_back();
+    row.name = i.name;
+    row.kind = i.kind;
+    row.scenario_id = i.scenario_id;
+    row.step = i.step;
+    row.sim_time_us = i.sim_time_us;
+    row.digest = i.digest;
+    row.pedestrians = i.pedestrians;
+    row.created_unix_ms = i.created_unix_ms;
+  }
+  r.snapshots = std::move(entries);
+  return r;
+}
+
+// The answer to DeleteSnapshot.
+bustle::net::OutboundResult delete_result(const bustle::persist::JobOrigin& origin,
+                                          const bustle::persist::StoreError& e, bool found) {
+  bustle::net::OutboundResult r;
+  r.session_id = origin.session_id;
+  r.request_id = origin.request_id;
+  r.status = e.ok() && found ? bustle::core::CommandStatus::Accepted
+                             : bustle::core::CommandStatus::Rejected;
+  r.reason = !e.ok() ? bustle::core::RejectReason::StorageError
+             : found ? bustle::core::RejectReason::None
+                     : bustle::core::RejectReason::NotFound;
+  r.message = !e.ok() ? e.to_string() : found ? "" : "no snapshot with that name";
+  return r;
+}
+
+// What the persistence thread reports, routed to telemetry, the log, the
+// driver (restore candidates) and the sessions.
+bustle::persist::PersistWorker::Callbacks persist_callbacks(bustle::net::Server& server,
+                                                            bustle::ops::JobTelemetry& telemetry,
+                                                            bustle::app::SimDriver& driver) {
+  bustle::persist::PersistWorker::Callbacks callbacks;
+  callbacks.on_update = [&server, &telemetry](const bustle::persist::JobStatus& job,
+                                              const bustle::persist::JobOrigin& origin) {
+    report_job(server, telemetry, job, origin);
+  };
+  callbacks.on_candidate = [&driver](bustle::persist::PersistWorker::Candidate c) {
+    driver.offer_candidate(std::move(c));
+  };
+  callbacks.on_list = [&server](const bustle::persist::JobOrigin& origin,
+                                const bustle::persist::StoreError& e,
+                                std::vector<bustle::persist::SnapshotInfo> infos) {
+    server.deliver_result(list_result(origin, e, std::move(infos)));
+  };
+  callbacks.on_delete = [&server](const bustle::persist::JobOrigin& origin,
+                                  const bustle::persist::StoreError& e, bool found) {
+    server.deliver_result(delete_result(origin, e, found));
+  };
+  return callbacks;
+}
+
+// --checkpoint-on-exit: waits for the job submitted at shutdown (the worker
+// is drained) and logs its outcome; false when it did not commit.
+bool exit_checkpoint_committed(const bustle::app::AppOptions& opt,
+                               bustle::persist::PersistWorker& persist, std::uint64_t exit_job,
+                               const bustle::core::World& world) {
+  const auto job = persist.query(exit_job);
+  if (!job || job->state != bustle::persist::JobState::Committed) {
+    spdlog::error("checkpoint_on_exit_failed: checkpoint '{}' on exit failed: {}",
+                  *opt.checkpoint_on_exit, job ? job->message : "unknown job");
+    return false;
+  }
+  spdlog::info("checkpoint_on_exit: checkpoint '{}' committed at step {} (digest {:016x})",
+               *opt.checkpoint_on_exit, job->step, world.digest());
+  return true;
+}
+
+// The scenario as run and the world built from it.
+struct City {
+  bustle::core::Scenario scenario;
+  // The scenario as run (rate override applied) is what snapshots and
+  // recordings keep, so a restore or a replay rebuilds exactly this city.
+  std::string scenario_json;
+  std::unique_ptr<bustle::core::World> world;
+};
+
+// Loads the scenario and creates the world; false with the errors printed.
+// A named file must load; the embedded default applies only when no file is
+// named (a typo never silently falls back to the default).
+bool load_city(const bustle::app::AppOptions& opt, bustle::core::LogSink* core_log, City& out) {
+  auto loaded = opt.config_path ? bustle::scenario::load_scenario_file(*opt.config_path)
+                                : bustle::scenario::load_embedded_default();
+  if (!loaded.ok()) {
+    for (const auto& e : loaded.errors)
+      std::fprintf(stderr, "bustle-server: %s\n", e.to_string().c_str());
+    std::fprintf(stderr, "bustle-server: refusing to start: %zu error(s) in scenario %s\n",
+                 loaded.errors.size(),
+                 opt.config_path ? opt.config_path->c_str() : "<embedded default>");
+    return false;
+  }
+  out.scenario = std::move(*loaded.scenario);
+  if (opt.rate_hz)
+    out.scenario.step_us = static_cast<std::uint32_t>(std::lround(1e6 / *opt.rate_hz));
+  out.scenario_json = bustle::scenario::effective_scenario_text(loaded.text, out.scenario.step_us);
+  auto created = bustle::core::World::create(out.scenario, opt.seed, core_log);
+  if (!created.world) {
+    for (const auto& e : created.errors) {
+      std::fprintf(stderr, "bustle-server: scenario: %s: %s\n", e.path.c_str(), e.message.c_str());
+    }
+    return false;
+  }
+  out.world = std::move(created.world);
+  return true;
+}
+
 int run(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   const auto parsed = bustle::app::parse_options(args, [](const char* name) -> std::optional<std::string> {
@@ -155,40 +290,22 @@ int run(int argc, char** argv) {
   // SIGHUP (a closed terminal, or an operator's "reload"): logs go to
   // stderr, so there is nothing to reopen; it is logged and ignored once the
   // network thread handles signals, and ignored silently until then.
-  std::signal(SIGHUP, SIG_IGN);
-  bustle::ops::setup_logging(opt.log_format, opt.log_level);
-
-  // Scenario: a named file must load; the embedded default applies only when
-  // no file is named (a typo never silently falls back to the default).
-  auto loaded = opt.config_path ? bustle::scenario::load_scenario_file(*opt.config_path)
-                                : bustle::scenario::load_embedded_default();
-  if (!loaded.ok()) {
-    for (const auto& e : loaded.errors) std::fprintf(stderr, "bustle-server: %s\n", e.to_string().c_str());
-    std::fprintf(stderr, "bustle-server: refusing to start: %zu error(s) in scenario %s\n",
-                 loaded.errors.size(), opt.config_path ? opt.config_path->c_str() : "<embedded default>");
-    return 1;
-  }
-  bustle::core::Scenario scenario = std::move(*loaded.scenario);
-  if (opt.rate_hz) scenario.step_us = static_cast<std::uint32_t>(std::lround(1e6 / *opt.rate_hz));
-  // The scenario as run (rate override applied) is what snapshots and
-  // recordings keep, so a restore or a replay rebuilds exactly this city.
-  const std::string scenario_json = bustle::scenario::effective_scenario_text(loaded.text, scenario.step_us);
+  bustle::app::ignore_hangup();
+  bustle::app::start_logging(opt.log_format, opt.log_level);
 
   // The core formats its lifecycle lines only when it has a sink: give it one
   // only when debug lines are wanted, so other levels cost the step nothing.
   SpdlogSink core_log;
-  auto created = bustle::core::World::create(scenario, opt.seed,
-                                             spdlog::should_log(spdlog::level::debug) ? &core_log : nullptr);
-  if (!created.world) {
-    for (const auto& e : created.errors) {
-      std::fprintf(stderr, "bustle-server: scenario: %s: %s\n", e.path.c_str(), e.message.c_str());
-    }
+  City city;
+  if (!load_city(opt, spdlog::should_log(spdlog::level::debug) ? &core_log : nullptr, city))
     return 1;
-  }
+  const bustle::core::Scenario& scenario = city.scenario;
+  const std::string& scenario_json = city.scenario_json;
   // Threads for the step's parallel parts (--sim-threads); declared before
-  // the world so that they outlive it. Any count gives the same digests.
+  // the world is handed on, so that they outlive it (the driver and the
+  // worlds it restores keep using them). Any count gives the same digests.
   bustle::app::ThreadPhaseExecutor sim_threads(opt.sim_threads);
-  std::unique_ptr<bustle::core::World> world_owner = std::move(created.world);
+  std::unique_ptr<bustle::core::World> world_owner = std::move(city.world);
   bustle::core::World& world = *world_owner;
   if (opt.sim_threads > 1) world.set_phase_executor(&sim_threads);
 
@@ -232,67 +349,8 @@ int run(int argc, char** argv) {
   driver.attach_telemetry(&sim_telemetry);
 
   std::unique_ptr<bustle::persist::PersistWorker> persist;
-  bustle::persist::PersistWorker::Callbacks callbacks;
-  callbacks.on_update = [&server, &job_telemetry](const bustle::persist::JobStatus& job,
-                                                  const bustle::persist::JobOrigin& origin) {
-    using bustle::persist::JobKind;
-    using bustle::persist::JobState;
-    const bool restore = job.kind == JobKind::Restore || job.kind == JobKind::Load;
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - job.created).count();
-    job_telemetry.on_update(static_cast<std::size_t>(job.kind), static_cast<std::size_t>(job.state), job.terminal,
-                            job.state == JobState::Failed, restore, seconds);
-    // Event names: <kind>_<state>, e.g. checkpoint_committed, restore_applied.
-    if (job.state == JobState::Failed) {
-      spdlog::warn("{}_failed: {} '{}' failed: {}", bustle::persist::to_string(job.kind),
-                   bustle::persist::to_string(job.kind), job.name, job.message);
-    } else {
-      spdlog::info("{}_{}: {} '{}' {} (step {}{})", bustle::persist::to_string(job.kind),
-                   bustle::persist::to_string(job.state), bustle::persist::to_string(job.kind), job.name,
-                   bustle::persist::to_string(job.state), job.step,
-                   job.terminal ? fmt::format(", {:.3f} s", seconds) : std::string());
-    }
-    if (origin.session_id != 0) server.deliver_job_update(origin.session_id, bustle::app::to_job_info(job));
-  };
-  callbacks.on_candidate = [&driver](bustle::persist::PersistWorker::Candidate c) { driver.offer_candidate(std::move(c)); };
-  callbacks.on_list = [&server](const bustle::persist::JobOrigin& origin, const bustle::persist::StoreError& e,
-                                std::vector<bustle::persist::SnapshotInfo> infos) {
-    bustle::net::OutboundResult r;
-    r.session_id = origin.session_id;
-    r.request_id = origin.request_id;
-    if (!e.ok()) {
-      r.status = bustle::core::CommandStatus::Rejected;
-      r.reason = bustle::core::RejectReason::StorageError;
-      r.message = e.to_string();
-    } else {
-      r.status = bustle::core::CommandStatus::Accepted;
-      std::vector<bustle::net::SnapshotEntry> entries;
-      for (auto& i : infos) {
-        bustle::net::SnapshotEntry& row = entries.emplace_back();
-        row.name = i.name;
-        row.kind = i.kind;
-        row.scenario_id = i.scenario_id;
-        row.step = i.step;
-        row.sim_time_us = i.sim_time_us;
-        row.digest = i.digest;
-        row.pedestrians = i.pedestrians;
-        row.created_unix_ms = i.created_unix_ms;
-      }
-      r.snapshots = std::move(entries);
-    }
-    server.deliver_result(std::move(r));
-  };
-  callbacks.on_delete = [&server](const bustle::persist::JobOrigin& origin, const bustle::persist::StoreError& e,
-                                  bool found) {
-    bustle::net::OutboundResult r;
-    r.session_id = origin.session_id;
-    r.request_id = origin.request_id;
-    r.status = e.ok() && found ? bustle::core::CommandStatus::Accepted : bustle::core::CommandStatus::Rejected;
-    r.reason = !e.ok() ? bustle::core::RejectReason::StorageError
-               : found ? bustle::core::RejectReason::None
-                       : bustle::core::RejectReason::NotFound;
-    r.message = !e.ok() ? e.to_string() : found ? "" : "no snapshot with that name";
-    server.deliver_result(std::move(r));
-  };
+  bustle::persist::PersistWorker::Callbacks callbacks =
+      persist_callbacks(server, job_telemetry, driver);
   if (auto e = bustle::persist::PersistWorker::start(opt.snapshot_db, scenario, scenario_json, std::move(callbacks),
                                                      persist);
       !e.ok()) {
@@ -343,22 +401,11 @@ int run(int argc, char** argv) {
   driver.attach_recorder(recorder.get());
 
   std::atomic<bool> stop{false};
-  server.on_signal([&](int sig) {
-    if (sig == SIGHUP) {
-      spdlog::info("signal_hup: SIGHUP ignored (logs go to stderr; nothing to reopen)");
-      return;
-    }
-    if (stop.load()) exit_now(sig);  // a second one queued before the handlers below took over
-    spdlog::info("shutdown_requested: signal {}: shutting down", sig);
-    // From now on a second SIGTERM/SIGINT ends the process at once, and a
-    // SIGHUP is ignored even after the network thread stops handling signals.
-    std::signal(SIGTERM, exit_now);
-    std::signal(SIGINT, exit_now);
-    std::signal(SIGHUP, SIG_IGN);
+  server.on_signal(bustle::app::shutdown_handler("logs go to stderr; nothing to reopen", [&] {
     shutting_down.store(true);
     stop.store(true);
     commands.close();
-  });
+  }));
   std::thread net_thread([&] {
     // Named so that per-thread CPU (top -H, /proc/PID/task) tells the network
     // thread from the sim thread (the main thread) and the writers.
@@ -397,16 +444,9 @@ int run(int argc, char** argv) {
   }
   net_thread.join();
   persist->drain();
-  if (exit_job != 0) {
-    const auto job = persist->query(exit_job);
-    if (!job || job->state != bustle::persist::JobState::Committed) {
-      spdlog::error("checkpoint_on_exit_failed: checkpoint '{}' on exit failed: {}", *opt.checkpoint_on_exit,
-                    job ? job->message : "unknown job");
-      if (status == 0) status = 1;
-    } else {
-      spdlog::info("checkpoint_on_exit: checkpoint '{}' committed at step {} (digest {:016x})",
-                   *opt.checkpoint_on_exit, job->step, driver.world().digest());
-    }
+  if (exit_job != 0 && !exit_checkpoint_committed(opt, *persist, exit_job, driver.world()) &&
+      status == 0) {
+    status = 1;
   }
   if (recorder) finish_recording(*recorder);  // a failed recording is logged; the session itself ran
   if (agones) agones->stop();                 // POST /shutdown

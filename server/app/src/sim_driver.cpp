@@ -226,30 +226,50 @@ void SimDriver::handle(net::InboundCommand cmd) {
       clock_.request_resync();  // no catch-up burst for the time spent paused
       break;
     case Kind::Step:
-      if (options_.clock != net::ClockMode::Manual) {
-        r.status = core::CommandStatus::Rejected;
-        r.reason = core::RejectReason::WrongClockMode;
-        r.message = "Step is only valid with --clock manual";
-        break;
-      }
-      if (ctl.step_count < 1 || ctl.step_count > options_.manual_step_max) {
-        r.status = core::CommandStatus::Rejected;
-        r.reason = core::RejectReason::InvalidArgument;
-        r.message = "count must be in [1, " + std::to_string(options_.manual_step_max) + "]";
-        break;
-      }
-      for (std::uint32_t k = 0; k < ctl.step_count && invariant_failure_.empty(); ++k) run_step();
-      r.applied_step = world_->step_index();
+      step_command(ctl, r);
       break;
+    default:
+      if (answer_query(ctl, r)) break;
+      if (handle_snapshot_command(cmd, ctl, r)) return;  // answered by the persistence thread
+      break;
+  }
+  server_.deliver_result(std::move(r));
+}
+
+void SimDriver::step_command(const net::ControlCommand& ctl, net::OutboundResult& r) {
+  if (options_.clock != net::ClockMode::Manual) {
+    r.status = core::CommandStatus::Rejected;
+    r.reason = core::RejectReason::WrongClockMode;
+    r.message = "Step is only valid with --clock manual";
+    return;
+  }
+  if (ctl.step_count < 1 || ctl.step_count > options_.manual_step_max) {
+    r.status = core::CommandStatus::Rejected;
+    r.reason = core::RejectReason::InvalidArgument;
+    r.message = "count must be in [1, " + std::to_string(options_.manual_step_max) + "]";
+    return;
+  }
+  for (std::uint32_t k = 0; k < ctl.step_count && invariant_failure_.empty(); ++k) run_step();
+  r.applied_step = world_->step_index();
+}
+
+bool SimDriver::answer_query(const net::ControlCommand& ctl, net::OutboundResult& r) {
+  const auto not_alive = [&](const char* what) {
+    r.status = core::CommandStatus::Rejected;
+    r.reason = core::RejectReason::UnknownEntity;
+    r.message = "entity " + std::to_string(ctl.entity.index) + ":" +
+                std::to_string(ctl.entity.generation) + what;
+  };
+  switch (ctl.kind) {
     case Kind::QueryStats:
       r.stats = stats();
-      break;
+      return true;
     case Kind::QueryGarages:
       r.garages = garage_reports();
-      break;
+      return true;
     case Kind::QuerySignals:
       r.signals = signal_reports();
-      break;
+      return true;
     case Kind::QueryZones: {
       std::vector<net::ZoneReport> zones;
       const core::PopulationSystem& pop = world_->population();
@@ -257,50 +277,37 @@ void SimDriver::handle(net::InboundCommand cmd) {
         zones.push_back({world_->scenario().zones[z].id, pop.zones()[z], world_->scenario().zones[z].capacity});
       }
       r.zones = std::move(zones);
-      break;
+      return true;
     }
     case Kind::QueryEntity:
       r.entity_info = entity_info(ctl.entity);
-      if (!r.entity_info->report.alive) {
-        // Still answered with the report (lifecycle Gone), so the client sees why.
-        r.status = core::CommandStatus::Rejected;
-        r.reason = core::RejectReason::UnknownEntity;
-        r.message = "entity " + std::to_string(ctl.entity.index) + ":" + std::to_string(ctl.entity.generation) +
-                    " is not alive (stale or never issued)";
-      }
-      break;
+      // Still answered with the report (lifecycle Gone), so the client sees why.
+      if (!r.entity_info->report.alive) not_alive(" is not alive (stale or never issued)");
+      return true;
     case Kind::QueryPopulation:
       r.population = population_report();
-      break;
-    case Kind::QuerySpawn: {
-      const auto h = find_handle(ctl.spawn_handle);
-      if (!h) {
+      return true;
+    case Kind::QuerySpawn:
+      if (const auto h = find_handle(ctl.spawn_handle)) {
+        r.spawn = spawn_report(*h);
+      } else {
         r.status = core::CommandStatus::Rejected;
         r.reason = core::RejectReason::NotFound;
-        r.message = "no spawn handle " + std::to_string(ctl.spawn_handle) + " (never issued, or older than the last " +
+        r.message = "no spawn handle " + std::to_string(ctl.spawn_handle) +
+                    " (never issued, or older than the last " +
                     std::to_string(core::kSpawnHistory) + " finished handles)";
-      } else {
-        r.spawn = spawn_report(*h);
       }
-      break;
-    }
-    case Kind::QueryVehicle: {
-      auto v = vehicle_report(ctl.entity);
-      if (!v) {
-        r.status = core::CommandStatus::Rejected;
-        r.reason = core::RejectReason::UnknownEntity;
-        r.message = "entity " + std::to_string(ctl.entity.index) + ":" + std::to_string(ctl.entity.generation) +
-                    " is not a vehicle";
-      } else {
+      return true;
+    case Kind::QueryVehicle:
+      if (auto v = vehicle_report(ctl.entity)) {
         r.vehicle = std::move(*v);
+      } else {
+        not_alive(" is not a vehicle");
       }
-      break;
-    }
+      return true;
     default:
-      if (handle_snapshot_command(cmd, ctl, r)) return;  // answered by the persistence thread
-      break;
+      return false;
   }
-  server_.deliver_result(std::move(r));
 }
 
 bool SimDriver::handle_snapshot_command(const net::InboundCommand& cmd, const net::ControlCommand& ctl,

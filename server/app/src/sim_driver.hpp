@@ -104,6 +104,11 @@ class SimDriver {
   void apply_candidates();
   void drain_commands();
   void handle(net::InboundCommand cmd);
+  // Step(n): only with the manual clock, n in [1, manual_step_max].
+  void step_command(const net::ControlCommand& ctl, net::OutboundResult& r);
+  // Fills r for the Query* commands answered from the current state; false
+  // for any other kind.
+  bool answer_query(const net::ControlCommand& ctl, net::OutboundResult& r);
   // Fills r, or returns true when the persistence thread will answer instead.
   bool handle_snapshot_command(const net::InboundCommand& cmd, const net::ControlCommand& ctl,
                                net::OutboundResult& r);

@@ -72,6 +72,9 @@ std::string Statement::column_text(int i) const {
   const int n = sqlite3_column_bytes(stmt_, i);
   return p == nullptr ? std::string() : std::string(reinterpret_cast<const char*>(p), static_cast<std::size_t>(n));
 }
+std::size_t Statement::column_bytes(int i) const {
+  return static_cast<std::size_t>(sqlite3_column_bytes(stmt_, i));
+}
 std::vector<std::uint8_t> Statement::column_blob(int i) const {
   const auto* p = static_cast<const std::uint8_t*>(sqlite3_column_blob(stmt_, i));
   const int n = sqlite3_column_bytes(stmt_, i);

@@ -183,12 +183,10 @@ void compare_entity(const core::World& wa, const core::World& wb, core::EntityId
   }
 }
 
-StateDiff compare_worlds(const core::World& wa, const core::World& wb, std::uint32_t entities_max) {
-  StateDiff d;
-  const core::WorldCheckpoint a = wa.capture();
-  const core::WorldCheckpoint b = wb.capture();
-  auto& f = d.fields;
-
+// The sections of compare_worlds, each over the two worlds' checkpoints.
+void compare_clock_and_counters(const core::World& wa, const core::World& wb,
+                                const core::WorldCheckpoint& a, const core::WorldCheckpoint& b,
+                                std::vector<Difference>& f) {
   // Clocks and scalars.
   cmp(f, "clock", "step", a.step_index, b.step_index);
   cmp(f, "clock", "seed", a.seed, b.seed);
@@ -223,7 +221,10 @@ StateDiff compare_worlds(const core::World& wa, const core::World& wb, std::uint
         a.pedestrian_tiers.per_tier[k], b.pedestrian_tiers.per_tier[k]);
   }
   cmp(f, "counters", "force_full_refused", a.force_full_refused, b.force_full_refused);
+}
 
+void compare_inbox_and_spawns(const core::WorldCheckpoint& a, const core::WorldCheckpoint& b,
+                              std::vector<Difference>& f) {
   // Queues.
   const auto show_cmd = [](const core::CommandEnvelope& e) { return command_text(e); };
   if (a.inbox.size() != b.inbox.size()) {
@@ -246,6 +247,10 @@ StateDiff compare_worlds(const core::World& wa, const core::World& wb, std::uint
   cmp_list(f, "queues", "spawn.recent", a.spawn.recent, b.spawn.recent, show_handle);
   if (!(a.spawn.counters == b.spawn.counters))
     f.push_back({"queues", "spawn.counters", "(differ)", "(differ)"});
+}
+
+void compare_garages(const core::WorldCheckpoint& a, const core::WorldCheckpoint& b,
+                     std::vector<Difference>& f) {
   const auto show_request = [](const core::QueuedRequest& q) {
     return q.request_id + " priority " + std::to_string(q.priority) + " ordinal " +
            std::to_string(q.enqueue_ordinal);
@@ -271,6 +276,10 @@ StateDiff compare_worlds(const core::World& wa, const core::World& wb, std::uint
         std::string(core::to_string(gb[g].last_gate)));
     cmp(f, "queues", name + ".turnarounds", ga[g].turnarounds, gb[g].turnarounds);
   }
+}
+
+void compare_orphans_and_fifos(const core::WorldCheckpoint& a, const core::WorldCheckpoint& b,
+                               std::vector<Difference>& f) {
   cmp(f, "queues", "content_plan.cursor", a.vehicles.plan.cursor, b.vehicles.plan.cursor);
   const auto show_orphan = [](const core::OrphanState& o) {
     return text(o.id) + " lane " + std::to_string(o.lane) + " release " +
@@ -294,7 +303,10 @@ StateDiff compare_worlds(const core::World& wa, const core::World& wb, std::uint
            [](std::uint32_t v) { return std::to_string(v); });
   cmp_list(f, "queues", "forced_full", a.forced_full, b.forced_full,
            [](core::EntityId id) { return text(id); });
+}
 
+void compare_population(const core::WorldCheckpoint& a, const core::WorldCheckpoint& b,
+                        std::vector<Difference>& f) {
   // Population.
   const auto& za = a.population.zones;
   const auto& zb = b.population.zones;
@@ -324,7 +336,10 @@ StateDiff compare_worlds(const core::World& wa, const core::World& wb, std::uint
     cmp_list(f, "population", name + ".waiting", x.waiting, y.waiting,
              [](std::uint32_t v) { return std::to_string(v); });
   }
+}
 
+void compare_signals_and_observers(const core::WorldCheckpoint& a, const core::WorldCheckpoint& b,
+                                   std::vector<Difference>& f) {
   // Vehicles (beyond the per-entity columns): signals.
   for (std::size_t k = 0; k < std::min(a.vehicles.signals.size(), b.vehicles.signals.size()); ++k) {
     const std::string name =
@@ -342,8 +357,11 @@ StateDiff compare_worlds(const core::World& wa, const core::World& wb, std::uint
   };
   cmp_list(f, "observers", "observers", a.observers, b.observers, show_point);
   cmp_list(f, "observers", "client_observers", a.client_observers, b.client_observers, show_point);
+}
 
-  // Entities, slot by slot.
+// Entities, slot by slot: alive in one world only, or their axes differ.
+void compare_entities(const core::World& wa, const core::World& wb, const core::WorldCheckpoint& a,
+                      const core::WorldCheckpoint& b, std::uint32_t entities_max, StateDiff& d) {
   const std::size_t slots = std::max(a.registry.alive.size(), b.registry.alive.size());
   for (std::size_t k = 0; k < slots; ++k) {
     const bool alive_a = k < a.registry.alive.size() && a.registry.alive[k] != 0;
@@ -371,6 +389,20 @@ StateDiff compare_worlds(const core::World& wa, const core::World& wb, std::uint
     ++d.entities_differing;
     if (d.entities.size() < entities_max) d.entities.push_back(std::move(e));
   }
+}
+
+StateDiff compare_worlds(const core::World& wa, const core::World& wb, std::uint32_t entities_max) {
+  StateDiff d;
+  const core::WorldCheckpoint a = wa.capture();
+  const core::WorldCheckpoint b = wb.capture();
+  auto& f = d.fields;
+  compare_clock_and_counters(wa, wb, a, b, f);
+  compare_inbox_and_spawns(a, b, f);
+  compare_garages(a, b, f);
+  compare_orphans_and_fifos(a, b, f);
+  compare_population(a, b, f);
+  compare_signals_and_observers(a, b, f);
+  compare_entities(wa, wb, a, b, entities_max, d);
   return d;
 }
 

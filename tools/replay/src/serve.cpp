@@ -10,9 +10,7 @@
 //   Playing --last tick--> Ended (keeps serving the last frame)
 //                      \--with --loop--> Playing from the start keyframe
 //   any --read/restore error--> Ended (logged; the last good frame stays)
-#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
-
 
 #include <atomic>
 #include <cassert>
@@ -23,6 +21,7 @@
 #include <thread>
 
 #include "bustle/app/fixed_step_clock.hpp"
+#include "bustle/app/process_startup.hpp"
 #include "bustle/net/command_queue.hpp"
 #include "bustle/net/published_frame.hpp"
 #include "bustle/net/server.hpp"
@@ -40,26 +39,6 @@ using Clock = std::chrono::steady_clock;
 
 constexpr std::uint32_t kCatchupStepsMax = 5;
 constexpr const char* kReadOnly = "replay is read-only";
-
-class SpdlogSink final : public core::LogSink {
- public:
-  void log(core::LogLevel level, std::string_view message) override {
-    switch (level) {
-      case core::LogLevel::Debug:
-        spdlog::debug("core: {}", message);
-        break;
-      case core::LogLevel::Info:
-        spdlog::info("core: {}", message);
-        break;
-      case core::LogLevel::Warn:
-        spdlog::warn("core: {}", message);
-        break;
-      case core::LogLevel::Error:
-        spdlog::error("core: {}", message);
-        break;
-    }
-  }
-};
 
 class ReplayDriver {
  public:
@@ -234,12 +213,11 @@ class ReplayDriver {
 }  // namespace
 
 int run_serve(const ReplayOptions& options) {
-  auto logger = spdlog::stderr_color_mt("bustle-replay");
-  spdlog::set_default_logger(logger);
-  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
-  spdlog::set_level(spdlog::level::from_str(options.log_level));
+  // --log-level is checked by the option parser (it also accepts "critical").
+  app::ignore_hangup();
+  app::start_logging("text", options.log_level);
 
-  SpdlogSink core_log;
+  app::SpdlogSink core_log("core: ");
   std::unique_ptr<Replayer> rep;
   if (ReplayError e = Replayer::open(options.file, rep, &core_log); !e.ok()) {
     std::fprintf(stderr, "bustle-replay: %s\n", e.message.c_str());
@@ -290,15 +268,10 @@ int run_serve(const ReplayOptions& options) {
     return 1;
   }
   std::atomic<bool> stop{false};
-  server.on_signal([&](int sig) {
-    if (sig == SIGHUP) {
-      spdlog::info("signal_hup: SIGHUP ignored");
-      return;
-    }
-    spdlog::info("signal {}: shutting down", sig);
+  server.on_signal(app::shutdown_handler("nothing to reopen", [&] {
     stop.store(true);
     commands.close();
-  });
+  }));
   std::thread net_thread([&] { server.run(); });
 
   std::printf("bustle-replay listening on %s:%u\n", listening.address.c_str(), listening.port);

@@ -139,46 +139,24 @@ class SnapshotStore {
   StoreError error(std::string table, std::string row, std::string field, std::string message,
                    int code = 0) const;
   StoreError sql_error(const SqlError& e, std::string table, std::string row = {}) const;
-  StoreError read_info(Statement& st, SnapshotInfo& info) const;
+  // Where read_info also puts the snapshot row's scenario, seed and step
+  // length (all null: only the SnapshotInfo).
+  struct InfoExtra {
+    std::string* scenario_json;
+    std::uint64_t* seed;
+    std::uint32_t* step_us;
+  };
+  StoreError read_info(Statement& st, SnapshotInfo& info, InfoExtra extra = {}) const;
+  // The snapshots row of a checkpoint or keyframe, checked for kind and schema.
+  StoreError read_checkpoint_summary(std::int64_t id, LoadedCheckpoint& lc);
   // Deletes any snapshot called `name` (its rows cascade) and inserts the
-  // summary row of the new one; id receives its snapshot id.
-  StoreError replace_snapshot_row(const std::string& name, const std::string& kind, const std::string& scenario_id,
-                                  const std::string& scenario_json, std::uint64_t step, std::uint32_t step_us,
-                                  std::uint64_t seed, std::uint64_t digest, std::size_t entities,
+  // summary row of the new one; id receives its snapshot id. The state's
+  // tables are written by the per-subsystem files in src/store/.
+  StoreError replace_snapshot_row(const std::string& name, const std::string& kind,
+                                  const std::string& scenario_id, const std::string& scenario_json,
+                                  std::uint64_t step, std::uint32_t step_us, std::uint64_t seed,
+                                  std::uint64_t digest, std::size_t entities,
                                   std::int64_t created_unix_ms, std::int64_t& id);
-  StoreError write_vehicles(std::int64_t id, const core::VehicleCheckpoint& v);
-  StoreError read_vehicles(std::int64_t id, const std::string& row, core::VehicleCheckpoint& v);
-  StoreError write_population(std::int64_t id, const core::PopulationCheckpoint& p);
-  // Steps to the one row of a per-snapshot table (missing: an error).
-  StoreError one_row(const char* table, const std::string& columns, std::int64_t id, const std::string& row,
-                     Statement& st);
-  // Steps to the one row of a per-snapshot column table; n = its count column.
-  StoreError column_row(const char* table, std::int64_t id, const std::string& row, Statement& st, std::size_t& n);
-  StoreError read_population(std::int64_t id, const std::string& row, core::PopulationCheckpoint& p);
-  // Reads the rows of a per-snapshot list table (optionally narrowed by
-  // `filter`, an SQL condition) ordered by `key`, which must run 0, 1, 2, ...;
-  // the callback reads one row (column 0 is the key, `columns` follow) and
-  // gets its label, e.g. "snapshot_id=3 position=2", for its errors.
-  using RowCallback = std::function<StoreError(const Statement&, const std::string&)>;
-  StoreError read_rows(const char* table, const char* key, const std::string& columns, const std::string& filter,
-                       std::int64_t id, const std::string& row, const RowCallback& read_row);
-  StoreError write_lifecycle(std::int64_t id, const core::LifecycleSettings& s);
-  StoreError read_lifecycle(std::int64_t id, const std::string& row, core::LifecycleSettings& s);
-  // Schema 2: spawn pipeline, orphan set, retiring FIFO, observer views.
-  StoreError write_pipeline(std::int64_t id, const core::WorldCheckpoint& cp);
-  StoreError read_pipeline(std::int64_t id, const std::string& row, core::WorldCheckpoint& cp);
-  // Schema 2: the shared route buffer (route_slots, route_lanes, route_free_slots).
-  StoreError write_routes(std::int64_t id, const core::RouteTableState& r);
-  StoreError read_routes(std::int64_t id, const std::string& row, core::RouteTableState& r);
-  // A per-snapshot list of u32 values: (snapshot_id, position, value).
-  StoreError write_u32_rows(const char* table, std::int64_t id, const std::vector<std::uint32_t>& values);
-  StoreError read_u32_rows(const char* table, const char* column, std::int64_t id, const std::string& row,
-                           std::vector<std::uint32_t>& out);
-  StoreError write_save_residents(std::int64_t id, const core::SaveState& save);
-  StoreError read_save_residents(std::int64_t id, const std::string& row, core::SaveState& save);
-  StoreError read_save_active_set(std::int64_t id, const std::string& row, core::SaveState& save);
-  StoreError read_observer_rows(const char* table, std::int64_t id, const std::string& row,
-                                const std::function<void(const core::ObserverPoint&)>& add);
 
   Database db_;
   std::string path_;

@@ -53,6 +53,7 @@ class Statement {
   double column_double(int i) const;
   std::string column_text(int i) const;
   std::vector<std::uint8_t> column_blob(int i) const;
+  std::size_t column_bytes(int i) const;  // size of a blob or text column, without copying it
   bool column_is_null(int i) const;
   int column_type(int i) const;  // SQLITE_INTEGER, SQLITE_BLOB, ...
 

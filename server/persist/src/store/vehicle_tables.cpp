@@ -1,0 +1,255 @@
+// The vehicles' tables: the bulk vehicle columns, garages with their request
+// queues and dispatched ids, and the signals.
+#include "tables.hpp"
+
+namespace bustle::persist::store {
+namespace {
+
+const TableColumns kVehicleColumns{"vehicle_columns",
+                                   {"snapshot_id",
+                                    "count",
+                                    "id_index",
+                                    "id_generation",
+                                    "garage",
+                                    "ordinal",
+                                    "prototype",
+                                    "route_index",
+                                    "lane",
+                                    "s_m",
+                                    "speed_mps",
+                                    "strategy",
+                                    "policy",
+                                    "reason",
+                                    "tier",
+                                    "leader_index",
+                                    "leader_generation",
+                                    "steps_advanced",
+                                    "waiting_since",
+                                    "despawn_requested",
+                                    "request_ids",
+                                    "last_advance_step"}};
+const TableColumns kGarages{
+    "garages",
+    {"snapshot_id", "garage_index", "garage_id", "frame_index", "has_dispatched",
+     "last_dispatch_frame", "next_enqueue_ordinal", "next_vehicle_ordinal", "turnarounds",
+     "last_gate", "gate_steps", "rejected_invalid", "rejected_duplicate", "rejected_queue_full",
+     "canceled"}};
+const TableColumns kGarageQueue{"garage_queue",
+                                {"snapshot_id", "garage_index", "position", "request_id",
+                                 "prototype", "priority", "enqueue_ordinal"}};
+const TableColumns kGarageDispatched{"garage_dispatched",
+                                     {"snapshot_id", "garage_index", "request_id"}};
+const TableColumns kSignals{
+    "signals", {"snapshot_id", "signal_index", "signal_id", "phase", "phase_elapsed_us", "cycles"}};
+
+// The u64 counters of a garages row, by column.
+template <class G>
+auto garage_counters(G& g) {
+  using Field = decltype(&g.frame_index);
+  return std::array<std::pair<const char*, Field>, 9>{
+      {{"frame_index", &g.frame_index},
+       {"last_dispatch_frame", &g.last_dispatch_frame},
+       {"next_enqueue_ordinal", &g.next_enqueue_ordinal},
+       {"next_vehicle_ordinal", &g.next_vehicle_ordinal},
+       {"turnarounds", &g.turnarounds},
+       {"rejected_invalid", &g.rejected_invalid},
+       {"rejected_duplicate", &g.rejected_duplicate},
+       {"rejected_queue_full", &g.rejected_queue_full},
+       {"canceled", &g.canceled}}};
+}
+
+StoreError write_vehicle_columns(Tables& t, std::int64_t id, const core::VehicleStore& st) {
+  Insert vc;
+  if (StoreError e = t.prepare(kVehicleColumns, vc); !e.ok()) return e;
+  const IdBlobs ids(st.id), leaders(st.leader);
+  vc.i64("snapshot_id", id).i64("count", static_cast<std::int64_t>(st.id.size()));
+  vc.blob("id_index", ids.index).blob("id_generation", ids.generation);
+  vc.blob("garage", st.garage).blob("ordinal", st.ordinal).blob("prototype", st.prototype);
+  vc.blob("route_index", st.route_index)
+      .blob("lane", st.lane)
+      .blob("s_m", st.s_m)
+      .blob("speed_mps", st.speed_mps);
+  vc.blob("strategy", st.strategy)
+      .blob("policy", st.policy)
+      .blob("reason", st.reason)
+      .blob("tier", st.tier);
+  vc.blob("leader_index", leaders.index).blob("leader_generation", leaders.generation);
+  vc.blob("steps_advanced", st.steps_advanced).blob("waiting_since", st.waiting_since);
+  vc.blob("despawn_requested", st.despawn_requested)
+      .text("request_ids", encode_strings(st.request_id));
+  vc.blob("last_advance_step", st.last_advance_step);  // column added by migration 0002
+  return t.run(vc, kVehicleColumns, snapshot_row(id));
+}
+
+StoreError read_vehicle_columns(Tables& t, std::int64_t id, core::VehicleStore& st) {
+  const std::string row = snapshot_row(id);
+  Statement s;
+  std::size_t n = 0;
+  if (StoreError e = t.blob_row(kVehicleColumns, id, row, s, n); !e.ok()) return e;
+  RowReader rr(s, kVehicleColumns);
+  rr.ids("id_index", "id_generation", n, st.id);
+  rr.blob("garage", n, st.garage);
+  rr.blob("ordinal", n, st.ordinal);
+  rr.blob("prototype", n, st.prototype);
+  rr.blob("route_index", n, st.route_index);
+  rr.blob("lane", n, st.lane);
+  rr.blob("s_m", n, st.s_m);
+  rr.blob("speed_mps", n, st.speed_mps);
+  rr.blob("strategy", n, st.strategy);
+  rr.blob("policy", n, st.policy);
+  rr.blob("reason", n, st.reason);
+  rr.blob("tier", n, st.tier);
+  rr.ids("leader_index", "leader_generation", n, st.leader);
+  rr.blob("steps_advanced", n, st.steps_advanced);
+  rr.blob("waiting_since", n, st.waiting_since);
+  rr.blob("despawn_requested", n, st.despawn_requested);
+  rr.blob("last_advance_step", n, st.last_advance_step);
+  if (rr.ok() &&
+      (!decode_strings(rr.text("request_ids"), st.request_id) || st.request_id.size() != n)) {
+    rr.fail("request_ids", "expected a JSON array of count strings");
+  }
+  if (!rr.ok()) return t.row_error(kVehicleColumns, row, rr);
+  return {};
+}
+
+StoreError write_garage_lists(Tables& t, std::int64_t id, std::size_t gi,
+                              const core::GarageState& gs, Insert& q, Insert& d) {
+  const std::string row = snapshot_row(id) + " garage_index=" + std::to_string(gi);
+  for (std::size_t k = 0; k < gs.queue.size(); ++k) {
+    const core::QueuedRequest& r = gs.queue[k];
+    q.i64("snapshot_id", id)
+        .i64("garage_index", static_cast<std::int64_t>(gi))
+        .i64("position", static_cast<std::int64_t>(k));
+    q.text("request_id", r.request_id).i64("prototype", r.prototype).i64("priority", r.priority);
+    q.u64("enqueue_ordinal", r.enqueue_ordinal);
+    if (StoreError e = t.run(q, kGarageQueue, row); !e.ok()) return e;
+  }
+  for (const std::string& r : gs.dispatched) {
+    d.i64("snapshot_id", id)
+        .i64("garage_index", static_cast<std::int64_t>(gi))
+        .text("request_id", r);
+    if (StoreError e = t.run(d, kGarageDispatched, row); !e.ok()) return e;
+  }
+  return {};
+}
+
+StoreError write_garages(Tables& t, std::int64_t id, const core::VehicleCheckpoint& v) {
+  Insert g, q, d;
+  if (StoreError e = t.prepare(kGarages, g); !e.ok()) return e;
+  if (StoreError e = t.prepare(kGarageQueue, q); !e.ok()) return e;
+  if (StoreError e = t.prepare(kGarageDispatched, d); !e.ok()) return e;
+  for (std::size_t gi = 0; gi < v.garages.size(); ++gi) {
+    const core::GarageState& gs = v.garages[gi];
+    g.i64("snapshot_id", id).i64("garage_index", static_cast<std::int64_t>(gi));
+    g.text("garage_id", gi < v.garage_ids.size() ? v.garage_ids[gi] : std::string());
+    for (const auto& [column, field] : garage_counters(gs)) g.u64(column, *field);
+    g.i64("has_dispatched", gs.has_dispatched ? 1 : 0)
+        .i64("last_gate", static_cast<std::int64_t>(gs.last_gate));
+    g.text("gate_steps", encode_counts(gs.gate_steps));
+    if (StoreError e = t.run(g, kGarages, snapshot_row(id) + " garage_index=" + std::to_string(gi));
+        !e.ok())
+      return e;
+    if (StoreError e = write_garage_lists(t, id, gi, gs, q, d); !e.ok()) return e;
+  }
+  return {};
+}
+
+StoreError read_garages(Tables& t, std::int64_t id, core::VehicleCheckpoint& v) {
+  return t.read_rows(
+      kGarages, "garage_index", "", id, snapshot_row(id), [&](RowReader& rr, const std::string&) {
+        core::GarageState gs;
+        v.garage_ids.push_back(rr.text("garage_id"));
+        for (const auto& [column, field] : garage_counters(gs)) *field = rr.u64(column);
+        gs.has_dispatched = rr.flag("has_dispatched");
+        gs.last_gate = static_cast<core::DispatchGate>(
+            rr.integer("last_gate", 0, core::kDispatchGateCount - 1));
+        if (rr.ok() && !decode_counts(rr.text("gate_steps"), gs.gate_steps)) {
+          rr.fail("gate_steps", "expected a JSON array of " +
+                                    std::to_string(core::kDispatchGateCount) + " counts");
+        }
+        v.garages.push_back(std::move(gs));
+      });
+}
+
+StoreError read_garage_lists(Tables& t, std::int64_t id, core::VehicleCheckpoint& v) {
+  const std::string row = snapshot_row(id);
+  const auto garage = [&](RowReader& rr) -> core::GarageState* {
+    const std::int64_t gi =
+        rr.integer("garage_index", 0, static_cast<std::int64_t>(v.garages.size()) - 1);
+    return rr.ok() ? &v.garages[static_cast<std::size_t>(gi)] : nullptr;
+  };
+  if (StoreError e =
+          t.each_row(kGarageQueue, "garage_index, position", id, row,
+                     [&](RowReader& rr, const Statement&) -> StoreError {
+                       core::GarageState* gs = garage(rr);
+                       if (gs == nullptr)
+                         return t.error("garage_queue", row, "garage_index", "unknown garage");
+                       const std::string qrow = row + " garage_index=" + rr.text("garage_index") +
+                                                " position=" + rr.text("position");
+                       if (rr.integer("position", 0, INT64_MAX) !=
+                           static_cast<std::int64_t>(gs->queue.size())) {
+                         return t.error("garage_queue", qrow, "position", "not contiguous");
+                       }
+                       gs->queue.push_back({rr.text("request_id"), rr.u32("prototype"),
+                                            rr.i32("priority"), rr.u64("enqueue_ordinal")});
+                       if (!rr.ok()) return t.row_error(kGarageQueue, qrow, rr);
+                       return {};
+                     });
+      !e.ok()) {
+    return e;
+  }
+  return t.each_row(kGarageDispatched, "garage_index, request_id", id, row,
+                    [&](RowReader& rr, const Statement&) -> StoreError {
+                      core::GarageState* gs = garage(rr);
+                      if (gs == nullptr)
+                        return t.error("garage_dispatched", row, "garage_index", "unknown garage");
+                      gs->dispatched.push_back(rr.text("request_id"));
+                      return {};
+                    });
+}
+
+StoreError write_signals(Tables& t, std::int64_t id, const core::VehicleCheckpoint& v) {
+  Insert sg;
+  if (StoreError e = t.prepare(kSignals, sg); !e.ok()) return e;
+  for (std::size_t si = 0; si < v.signals.size(); ++si) {
+    const core::SignalState& ss = v.signals[si];
+    sg.i64("snapshot_id", id).i64("signal_index", static_cast<std::int64_t>(si));
+    sg.text("signal_id", si < v.signal_ids.size() ? v.signal_ids[si] : std::string());
+    sg.i64("phase", static_cast<std::int64_t>(ss.phase))
+        .u64("phase_elapsed_us", ss.phase_elapsed_us);
+    sg.u64("cycles", ss.cycles);
+    if (StoreError e = t.run(sg, kSignals, snapshot_row(id)); !e.ok()) return e;
+  }
+  return {};
+}
+
+StoreError read_signals(Tables& t, std::int64_t id, core::VehicleCheckpoint& v) {
+  return t.read_rows(
+      kSignals, "signal_index", "", id, snapshot_row(id), [&](RowReader& rr, const std::string&) {
+        const std::int64_t phase = rr.integer("phase", 0, 2);  // 0 open, 1 yield, 2 closed
+        v.signal_ids.push_back(rr.text("signal_id"));
+        v.signals.push_back(
+            {static_cast<core::SignalPhase>(phase), rr.u64("phase_elapsed_us"), rr.u64("cycles")});
+      });
+}
+
+}  // namespace
+
+std::vector<const TableColumns*> vehicle_tables() {
+  return {&kVehicleColumns, &kGarages, &kGarageQueue, &kGarageDispatched, &kSignals};
+}
+
+StoreError write_vehicles(Tables& t, std::int64_t id, const core::VehicleCheckpoint& v) {
+  if (StoreError e = write_vehicle_columns(t, id, v.store); !e.ok()) return e;
+  if (StoreError e = write_garages(t, id, v); !e.ok()) return e;
+  return write_signals(t, id, v);
+}
+
+StoreError read_vehicles(Tables& t, std::int64_t id, core::VehicleCheckpoint& v) {
+  if (StoreError e = read_vehicle_columns(t, id, v.store); !e.ok()) return e;
+  if (StoreError e = read_garages(t, id, v); !e.ok()) return e;
+  if (StoreError e = read_garage_lists(t, id, v); !e.ok()) return e;
+  return read_signals(t, id, v);
+}
+
+}  // namespace bustle::persist::store
