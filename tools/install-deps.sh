@@ -37,6 +37,8 @@ BUILD_PACKAGES=(
   python3-venv python3-setuptools python3-wheel
   # the fuzz preset (tests/fuzz, part of make test): Clang 14, libFuzzer and sanitizer runtimes
   clang libclang-rt-14-dev
+  # the format check (tools/check/format.sh, part of make test) pins clang-format 14
+  clang-format-14
   # tests/deploy: the Kubernetes and Agones manifests under deploy/ parse and hang together
   python3-yaml
 )
@@ -44,7 +46,7 @@ RUNTIME_PACKAGES=(libspdlog1.10 libfmt9 libsqlite3-0 libprometheus-cpp-pull1.0 l
 BENCH_PACKAGES=(sumo sumo-tools python3)
 # In BUILD_PACKAGES but needed only by the tests, the fuzzers and the viewer
 # (left out by --build, which builds bustle-server, bustle and bustle-replay).
-TEST_ONLY_PACKAGES=(catch2 python3-pytest python3-jsonschema clang libclang-rt-14-dev python3-yaml
+TEST_ONLY_PACKAGES=(catch2 python3-pytest python3-jsonschema clang libclang-rt-14-dev clang-format-14 python3-yaml
                     python3-matplotlib python3-numpy python3-aiohttp chromium)
 IMAGE_PACKAGES=(curl)
 # Debian 12's podman with runc (crun fails on hybrid cgroups), netavark for
