@@ -91,14 +91,11 @@ image-test: image configure
 clean:
 	@rm -rf build
 
-<<<<<<< HEAD
 # docs/snapshot-schema.md from schema/migrations (persist_tests checks it).
 schema-doc:
 	@python3 tools/schema/schema_doc.py
 
-=======
 # clang-format-14 over every tracked C++ file (ctest's format:clang-format
 # fails on what this would change).
->>>>>>> format-check
 format:
 	@tools/check/format.sh --fix
