@@ -62,10 +62,14 @@ std::vector<std::uint8_t> make_frame(const flatbuffers::FlatBufferBuilder& fbb) 
 
 const char* to_string(DecodeStatus s) {
   switch (s) {
-    case DecodeStatus::NeedMore: return "need_more";
-    case DecodeStatus::Frame: return "frame";
-    case DecodeStatus::FrameTooLarge: return "frame_too_large";
-    case DecodeStatus::EmptyFrame: return "empty_frame";
+    case DecodeStatus::NeedMore:
+      return "need_more";
+    case DecodeStatus::Frame:
+      return "frame";
+    case DecodeStatus::FrameTooLarge:
+      return "frame_too_large";
+    case DecodeStatus::EmptyFrame:
+      return "empty_frame";
   }
   return "?";
 }
@@ -121,7 +125,8 @@ bool wide_aligned(const flatbuffers::Vector<T>* v) {
 std::string misaligned_reply_vector(const bustle::wire::ServerFrame& frame) {
   const auto* r = frame.message_as_CommandResult();
   if (r == nullptr) return "";
-  if (r->stats() && !wide_aligned(r->stats()->step_time_bucket_le_us())) return "stats.step_time_bucket_le_us";
+  if (r->stats() && !wide_aligned(r->stats()->step_time_bucket_le_us()))
+    return "stats.step_time_bucket_le_us";
   if (r->handles() && !wide_aligned(r->handles())) return "handles";
   if (const auto* p = r->population()) {
     if (!wide_aligned(p->spawn_totals())) return "population.spawn_totals";
@@ -129,7 +134,8 @@ std::string misaligned_reply_vector(const bustle::wire::ServerFrame& frame) {
   }
   if (const auto* garages = r->garages()) {
     for (flatbuffers::uoffset_t i = 0; i < garages->size(); ++i) {
-      if (!wide_aligned(garages->Get(i)->gate_steps())) return "garages[" + std::to_string(i) + "].gate_steps";
+      if (!wide_aligned(garages->Get(i)->gate_steps()))
+        return "garages[" + std::to_string(i) + "].gate_steps";
     }
   }
   return "";
@@ -138,8 +144,8 @@ std::string misaligned_reply_vector(const bustle::wire::ServerFrame& frame) {
 
 const bustle::wire::ServerFrame* verify_server_frame(std::span<const std::uint8_t> payload,
                                                      std::string& error) {
-  const auto* root = verify_root<bustle::wire::ServerFrame>(payload, bustle::wire::ServerFrameIdentifier(),
-                                                            kServerMaxDepth, kServerMaxTables, error);
+  const auto* root = verify_root<bustle::wire::ServerFrame>(
+      payload, bustle::wire::ServerFrameIdentifier(), kServerMaxDepth, kServerMaxTables, error);
   if (root == nullptr) return nullptr;
   if (const std::string field = misaligned_reply_vector(*root); !field.empty()) {
     error = "CommandResult." + field + ": vector of 8-byte scalars not 8-byte aligned";

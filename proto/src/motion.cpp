@@ -25,7 +25,9 @@ std::uint32_t to_mm(double metres) {
   return mm >= 4294967295.0 ? UINT32_MAX : static_cast<std::uint32_t>(mm);
 }
 
-std::uint32_t to_mmps(double metres_per_second) { return to_mm(metres_per_second); }
+std::uint32_t to_mmps(double metres_per_second) {
+  return to_mm(metres_per_second);
+}
 
 void MotionWriter::clear() {
   bytes_.clear();
@@ -79,19 +81,22 @@ std::string read_motion(std::span<const std::uint8_t> bytes, std::vector<MotionR
     for (int f = 0; f < 4; ++f) {
       const std::size_t field_at = at;
       if (!read_varint(bytes, at, v[f])) {
-        return "motion[byte " + std::to_string(field_at) + "]: truncated or over-long varint (" + kField[f] + ")";
+        return "motion[byte " + std::to_string(field_at) + "]: truncated or over-long varint (" +
+               kField[f] + ")";
       }
       const std::uint64_t max = f == 1 ? std::uint64_t{UINT32_MAX} + 1 : UINT32_MAX;
       if (v[f] > max) {
-        return "motion[byte " + std::to_string(field_at) + "]: " + kField[f] + " " + std::to_string(v[f]) +
-               " exceeds 32 bits";
+        return "motion[byte " + std::to_string(field_at) + "]: " + kField[f] + " " +
+               std::to_string(v[f]) + " exceeds 32 bits";
       }
     }
     if (!out.empty() && v[0] == 0) {
-      return "motion[byte " + std::to_string(record_at) + "]: index delta 0 (indices must increase)";
+      return "motion[byte " + std::to_string(record_at) +
+             "]: index delta 0 (indices must increase)";
     }
     index = out.empty() ? v[0] : index + v[0];
-    if (index > UINT32_MAX) return "motion[byte " + std::to_string(record_at) + "]: index exceeds 32 bits";
+    if (index > UINT32_MAX)
+      return "motion[byte " + std::to_string(record_at) + "]: index exceeds 32 bits";
     MotionRecord r;
     r.index = static_cast<std::uint32_t>(index);
     r.lane_changed = v[1] != 0;
@@ -103,8 +108,8 @@ std::string read_motion(std::span<const std::uint8_t> bytes, std::vector<MotionR
   return {};
 }
 
-LanePolyline LanePolyline::from_points(std::span<const double> xs, std::span<const double> ys, double elevation_m,
-                                       std::uint32_t length_mm) {
+LanePolyline LanePolyline::from_points(std::span<const double> xs, std::span<const double> ys,
+                                       double elevation_m, std::uint32_t length_mm) {
   LanePolyline lane;
   const std::size_t n = std::min(xs.size(), ys.size());
   lane.x_m.assign(xs.begin(), xs.begin() + static_cast<std::ptrdiff_t>(n));

@@ -2,9 +2,9 @@
 // driven with made-up times: the cadence does not drift, bursts and stalls
 // are capped with the debt dropped and counted, rate changes keep the step
 // already scheduled, and unrun steps stay due.
-#include <catch2/catch.hpp>
-
 #include "bustle/app/fixed_step_clock.hpp"
+
+#include <catch2/catch.hpp>
 
 using bustle::app::FixedStepClock;
 using namespace std::chrono_literals;
@@ -87,10 +87,10 @@ TEST_CASE("a rate change keeps the scheduled step and spaces the next ones by th
   REQUIRE(run_due(c, t0 + 100ms) == 1);  // next due at 200
   c.set_step(50ms);
   CHECK(c.poll(t0 + 199ms).steps == 0);
-  CHECK(run_due(c, t0 + 200ms) == 1);    // the one already scheduled
+  CHECK(run_due(c, t0 + 200ms) == 1);  // the one already scheduled
   CHECK(c.poll(t0 + 249ms).steps == 0);
-  CHECK(run_due(c, t0 + 250ms) == 1);    // then every 50 ms
-  CHECK(run_due(c, t0 + 400ms) == 3);    // 300, 350, 400
+  CHECK(run_due(c, t0 + 250ms) == 1);  // then every 50 ms
+  CHECK(run_due(c, t0 + 400ms) == 3);  // 300, 350, 400
   c.set_step(200ms);
   CHECK(c.poll(t0 + 449ms).steps == 0);
   CHECK(run_due(c, t0 + 450ms) == 1);

@@ -1,13 +1,13 @@
-#include <catch2/catch.hpp>
-
-#include <map>
-
 #include "options.hpp"
+
+#include <catch2/catch.hpp>
+#include <map>
 
 using bustle::app::parse_options;
 
 namespace {
-bustle::app::ParseResult parse(std::vector<std::string> args, std::map<std::string, std::string> env = {}) {
+bustle::app::ParseResult parse(std::vector<std::string> args,
+                               std::map<std::string, std::string> env = {}) {
   return parse_options(args, [&](const char* name) -> std::optional<std::string> {
     auto it = env.find(name);
     return it == env.end() ? std::nullopt : std::optional<std::string>(it->second);
@@ -26,7 +26,8 @@ TEST_CASE("defaults") {
 }
 
 TEST_CASE("flags override the environment") {
-  const auto r = parse({"--port", "9000", "--clock=manual"}, {{"BUSTLE_PORT", "8000"}, {"BUSTLE_SEED", "42"}});
+  const auto r =
+      parse({"--port", "9000", "--clock=manual"}, {{"BUSTLE_PORT", "8000"}, {"BUSTLE_SEED", "42"}});
   REQUIRE(r.error.empty());
   CHECK(r.options.server.port == 9000);
   CHECK(r.options.seed == 42);
@@ -40,7 +41,8 @@ TEST_CASE("bad values name the flag or variable") {
   CHECK(parse({"--bogus"}).error.find("unknown option '--bogus'") != std::string::npos);
   CHECK(parse({"--seed"}).error.find("missing value") != std::string::npos);
   CHECK(parse({"--print-digest"}).error.find("--steps") != std::string::npos);
-  CHECK(parse({}, {{"BUSTLE_PORT", "x"}}).error.find("environment BUSTLE_PORT") != std::string::npos);
+  CHECK(parse({}, {{"BUSTLE_PORT", "x"}}).error.find("environment BUSTLE_PORT") !=
+        std::string::npos);
 }
 
 TEST_CASE("batch mode") {
@@ -63,16 +65,11 @@ TEST_CASE("the invariant check option is off by default and allowed live and in 
 
 TEST_CASE("batch mode refuses every setting it would silently ignore, naming both") {
   const std::vector<std::pair<std::string, std::string>> ignored = {
-      {"--port", "0"},
-      {"--bind", "0.0.0.0"},
-      {"--token", "t"},
-      {"--handshake-timeout-ms", "100"},
-      {"--max-clients", "2"},
-      {"--client-outbound-max-bytes", "8192"},
-      {"--snapshot-db", "x.db"},
-      {"--snapshot-db-max-pages", "10"},
-      {"--autosave-steps", "5"},
-      {"--clock", "realtime"},
+      {"--port", "0"},           {"--bind", "0.0.0.0"},
+      {"--token", "t"},          {"--handshake-timeout-ms", "100"},
+      {"--max-clients", "2"},    {"--client-outbound-max-bytes", "8192"},
+      {"--snapshot-db", "x.db"}, {"--snapshot-db-max-pages", "10"},
+      {"--autosave-steps", "5"}, {"--clock", "realtime"},
       {"--clock", "manual"},
   };
   for (const auto& [flag, value] : ignored) {
@@ -85,12 +82,14 @@ TEST_CASE("batch mode refuses every setting it would silently ignore, naming bot
   }
   SECTION("from the environment too, naming the variable") {
     const std::string error = parse({"--steps", "10"}, {{"BUSTLE_SNAPSHOT_DB", "x.db"}}).error;
-    CHECK(error.rfind("environment BUSTLE_SNAPSHOT_DB (--snapshot-db) has no effect with --steps", 0) == 0);
+    CHECK(error.rfind("environment BUSTLE_SNAPSHOT_DB (--snapshot-db) has no effect with --steps",
+                      0) == 0);
     CHECK(parse({}, {{"BUSTLE_SNAPSHOT_DB", "x.db"}}).error.empty());
   }
   SECTION("what batch mode does use is accepted") {
-    const auto r = parse({"--steps", "10", "--config", "c.json", "--seed", "3", "--rate", "20", "--log-level", "warn",
-                          "--record", "r.db", "--record-keyframe-steps", "100", "--print-digest", "--clock", "fast"});
+    const auto r = parse({"--steps", "10", "--config", "c.json", "--seed", "3", "--rate", "20",
+                          "--log-level", "warn", "--record", "r.db", "--record-keyframe-steps",
+                          "100", "--print-digest", "--clock", "fast"});
     INFO(r.error);
     REQUIRE(r.error.empty());
     CHECK(*r.options.record_path == "r.db");
@@ -99,11 +98,12 @@ TEST_CASE("batch mode refuses every setting it would silently ignore, naming bot
 }
 
 TEST_CASE("a keyframe interval without a recording is refused in every mode") {
-  CHECK(parse({"--record-keyframe-steps", "10"}).error == "--record-keyframe-steps has no effect without --record FILE");
-  CHECK(parse({"--steps", "5", "--record-keyframe-steps", "10"}).error.find("without --record FILE") !=
-        std::string::npos);
-  CHECK(parse({}, {{"BUSTLE_RECORD_KEYFRAME_STEPS", "10"}}).error.find("environment BUSTLE_RECORD_KEYFRAME_STEPS") !=
-        std::string::npos);
+  CHECK(parse({"--record-keyframe-steps", "10"}).error ==
+        "--record-keyframe-steps has no effect without --record FILE");
+  CHECK(parse({"--steps", "5", "--record-keyframe-steps", "10"})
+            .error.find("without --record FILE") != std::string::npos);
+  CHECK(parse({}, {{"BUSTLE_RECORD_KEYFRAME_STEPS", "10"}})
+            .error.find("environment BUSTLE_RECORD_KEYFRAME_STEPS") != std::string::npos);
   CHECK(parse({"--record-keyframe-steps", "10"}, {{"BUSTLE_RECORD", "r.db"}}).error.empty());
 }
 
@@ -114,8 +114,9 @@ TEST_CASE("operations settings: metrics bind, log format, checkpoint on exit, ag
   CHECK(off.options.log_format == "text");
   CHECK_FALSE(off.options.agones);
 
-  const auto on = parse({"--metrics-bind", "0.0.0.0:9464", "--log-format", "json", "--checkpoint-on-exit", "final",
-                         "--agones", "--health-max-lag-steps", "20"});
+  const auto on =
+      parse({"--metrics-bind", "0.0.0.0:9464", "--log-format", "json", "--checkpoint-on-exit",
+             "final", "--agones", "--health-max-lag-steps", "20"});
   INFO(on.error);
   REQUIRE(on.error.empty());
   CHECK(*on.options.metrics_bind == "0.0.0.0:9464");
@@ -124,27 +125,32 @@ TEST_CASE("operations settings: metrics bind, log format, checkpoint on exit, ag
   CHECK(on.options.agones);
   CHECK(on.options.health_max_lag_steps == 20);
 
-  const auto env = parse({}, {{"BUSTLE_METRICS_BIND", "[::1]:0"}, {"BUSTLE_AGONES", "1"}, {"BUSTLE_LOG_FORMAT", "json"}});
+  const auto env = parse(
+      {},
+      {{"BUSTLE_METRICS_BIND", "[::1]:0"}, {"BUSTLE_AGONES", "1"}, {"BUSTLE_LOG_FORMAT", "json"}});
   INFO(env.error);
   REQUIRE(env.error.empty());
   CHECK(*env.options.metrics_bind == "[::1]:0");
   CHECK(env.options.agones);
-  CHECK(parse({"--metrics-bind", "127.0.0.1:1"}, {{"BUSTLE_METRICS_BIND", "0.0.0.0:2"}}).options.metrics_bind ==
-        "127.0.0.1:1");
+  CHECK(parse({"--metrics-bind", "127.0.0.1:1"}, {{"BUSTLE_METRICS_BIND", "0.0.0.0:2"}})
+            .options.metrics_bind == "127.0.0.1:1");
 
   CHECK(parse({"--metrics-bind", "localhost"}).error.find("ADDR:PORT") != std::string::npos);
   CHECK(parse({"--metrics-bind", "127.0.0.1:70000"}).error.find("port") != std::string::npos);
   CHECK(parse({"--metrics-bind", "::1:9464"}).error.find("--metrics-bind") != std::string::npos);
   CHECK(parse({"--log-format", "xml"}).error.find("text or json") != std::string::npos);
-  CHECK(parse({"--checkpoint-on-exit", "bad name"}).error.find("--checkpoint-on-exit") != std::string::npos);
-  CHECK(parse({}, {{"BUSTLE_AGONES", "maybe"}}).error.find("environment BUSTLE_AGONES") != std::string::npos);
-  CHECK(parse({"--health-max-lag-steps", "5"}).error.find("without --metrics-bind") != std::string::npos);
+  CHECK(parse({"--checkpoint-on-exit", "bad name"}).error.find("--checkpoint-on-exit") !=
+        std::string::npos);
+  CHECK(parse({}, {{"BUSTLE_AGONES", "maybe"}}).error.find("environment BUSTLE_AGONES") !=
+        std::string::npos);
+  CHECK(parse({"--health-max-lag-steps", "5"}).error.find("without --metrics-bind") !=
+        std::string::npos);
   CHECK(parse({"--agones-health-ms", "500"}).error.find("without --agones") != std::string::npos);
   CHECK(parse({"--debug-stall-ms", "10"}).error.find("go together") != std::string::npos);
-  CHECK(parse({"--steps", "10", "--metrics-bind", "127.0.0.1:0"}).error.rfind("--metrics-bind has no effect with --steps", 0) ==
-        0);
-  CHECK(parse({"--steps", "10", "--checkpoint-on-exit", "x"}).error.find("has no effect with --steps") !=
-        std::string::npos);
+  CHECK(parse({"--steps", "10", "--metrics-bind", "127.0.0.1:0"})
+            .error.rfind("--metrics-bind has no effect with --steps", 0) == 0);
+  CHECK(parse({"--steps", "10", "--checkpoint-on-exit", "x"})
+            .error.find("has no effect with --steps") != std::string::npos);
   CHECK(parse({"--steps", "10", "--log-format", "json"}).error.empty());
 }
 

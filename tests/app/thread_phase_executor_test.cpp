@@ -4,10 +4,9 @@
 // as the inline executor (core/phase_executor.hpp, issue 17).
 #include "bustle/app/thread_phase_executor.hpp"
 
-#include <catch2/catch.hpp>
-
 #include <algorithm>
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -126,7 +125,8 @@ TEST_CASE("every part runs exactly once, on more than one thread") {
     std::lock_guard<std::mutex> lock(m);
     threads.insert(std::this_thread::get_id());
   });
-  CHECK(std::all_of(runs.begin(), runs.end(), [](const std::atomic<int>& r) { return r.load() == 1; }));
+  CHECK(std::all_of(runs.begin(), runs.end(),
+                    [](const std::atomic<int>& r) { return r.load() == 1; }));
   CHECK(threads.size() >= 2);
 }
 
@@ -152,7 +152,9 @@ TEST_CASE("thread counts outside [1, 64] are refused, naming the range") {
   CHECK(ThreadPhaseExecutor(1).threads() == 1);
 }
 
-TEST_CASE("a city's digest is the same at every step for 1, 2 and 4 threads and for parts run backwards") {
+TEST_CASE(
+    "a city's digest is the same at every step for 1, 2 and 4 threads and for parts run "
+    "backwards") {
   // 40 000 pedestrians = 3 parts of 16 384 rows; long enough for routed
   // walkers on the 20 m crossings to finish their walks.
   constexpr int kSteps = 250;

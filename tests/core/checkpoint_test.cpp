@@ -13,9 +13,20 @@ Scenario default_like() {
   Scenario s;
   s.id = "test.default-like";
   s.lanes = {
-      {"west.south", LaneKind::Sidewalk, {{0, 0}, {80, 0}, {80, 30}}, 1.4, {"west.north", "cross.east"}},
-      {"west.north", LaneKind::Sidewalk, {{80, 30}, {80, 60}, {0, 60}, {0, 0}}, 1.4, {"west.south"}},
-      {"east.loop", LaneKind::Sidewalk, {{100, 30}, {100, 0}, {180, 0}, {180, 60}, {100, 60}, {100, 30}}, 1.3,
+      {"west.south",
+       LaneKind::Sidewalk,
+       {{0, 0}, {80, 0}, {80, 30}},
+       1.4,
+       {"west.north", "cross.east"}},
+      {"west.north",
+       LaneKind::Sidewalk,
+       {{80, 30}, {80, 60}, {0, 60}, {0, 0}},
+       1.4,
+       {"west.south"}},
+      {"east.loop",
+       LaneKind::Sidewalk,
+       {{100, 30}, {100, 0}, {180, 0}, {180, 60}, {100, 60}, {100, 30}},
+       1.3,
        {"east.loop", "cross.west", "dead"}},
       {"cross.east", LaneKind::Crossing, {{80, 31}, {100, 31}}, 1.2, {"east.loop"}},
       {"cross.west", LaneKind::Crossing, {{100, 29}, {80, 29}}, 1.2, {"west.north"}},

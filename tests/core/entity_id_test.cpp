@@ -1,6 +1,7 @@
+#include "bustle/core/entity_id.hpp"
+
 #include <catch2/catch.hpp>
 
-#include "bustle/core/entity_id.hpp"
 #include "bustle/core/prng.hpp"
 
 using bustle::core::AllocateStatus;

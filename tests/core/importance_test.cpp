@@ -2,7 +2,6 @@
 // class, type weight, height difference, view direction and areas of
 // interest, and their effect on tier resolution.
 #include <catch2/catch.hpp>
-
 #include <cmath>
 #include <numbers>
 
@@ -12,7 +11,8 @@ using namespace bustle::core;
 
 namespace {
 
-ImportanceField field(const ImportanceSpec& spec, std::vector<Vec2> obs, std::vector<ObserverView> views) {
+ImportanceField field(const ImportanceSpec& spec, std::vector<Vec2> obs,
+                      std::vector<ObserverView> views) {
   ImportanceField f;
   static std::vector<Vec2> keep_obs;
   static std::vector<ObserverView> keep_views;
@@ -36,25 +36,27 @@ TEST_CASE("priority classes rank story > quest > community > background at equal
   const ImportanceSpec spec;
   const ImportanceField f = field(spec, {{0, 0}}, {});
   double last = 0.0;
-  for (const PriorityClass c : {PriorityClass::Story, PriorityClass::Quest, PriorityClass::Community,
-                                PriorityClass::Background}) {
+  for (const PriorityClass c : {PriorityClass::Story, PriorityClass::Quest,
+                                PriorityClass::Community, PriorityClass::Background}) {
     const double d = f.effective_distance_m(100, 0, 0.0, f.weight(c, false, 100, 0));
     CHECK(d > last);
     last = d;
   }
 }
 
-TEST_CASE("height difference, view direction, type weight and areas of interest each change d_eff") {
+TEST_CASE(
+    "height difference, view direction, type weight and areas of interest each change d_eff") {
   ImportanceSpec spec;
   spec.vehicle_weight = 2.0;
   spec.areas = {{"plaza", {200, 0}, 20.0, 4.0}};
-  const ImportanceField f = field(spec, {{0, 0}}, {ObserverView{0.0, true, 0.0}});  // looks towards +x
+  const ImportanceField f =
+      field(spec, {{0, 0}}, {ObserverView{0.0, true, 0.0}});  // looks towards +x
   const double flat = f.effective_distance_m(50, 0, 0.0, 1.0);
   CHECK(flat == Approx(50.0));
   CHECK(f.effective_distance_m(50, 0, 10.0, 1.0) == Approx(50.0 + 2.0 * 10.0));  // a deck 10 m up
-  CHECK(f.effective_distance_m(-50, 0, 0.0, 1.0) == Approx(50.0 * 1.5));         // behind the observer
-  CHECK(f.weight(PriorityClass::Background, true, 50, 0) == 2.0);                 // vehicles weigh double
-  CHECK(f.weight(PriorityClass::Background, false, 205, 5) == 4.0);               // inside the plaza
+  CHECK(f.effective_distance_m(-50, 0, 0.0, 1.0) == Approx(50.0 * 1.5));  // behind the observer
+  CHECK(f.weight(PriorityClass::Background, true, 50, 0) == 2.0);         // vehicles weigh double
+  CHECK(f.weight(PriorityClass::Background, false, 205, 5) == 4.0);       // inside the plaza
   CHECK(f.weight(PriorityClass::Background, false, 250, 0) == 1.0);
 }
 
@@ -71,8 +73,10 @@ TEST_CASE("with one Full slot, a story pedestrian wins it over a nearer backgrou
   auto created = World::create(s, 1);
   REQUIRE(created.world);
   World& w = *created.world;
-  REQUIRE(w.submit({{1, 1}, SpawnPedestrian{"", "a", 3, 0, {}}}) == SubmitStatus::Queued);  // background class
-  REQUIRE(w.submit({{1, 2}, SpawnPedestrian{"", "a", 0, 0, {}}}) == SubmitStatus::Queued);  // story class
+  REQUIRE(w.submit({{1, 1}, SpawnPedestrian{"", "a", 3, 0, {}}}) ==
+          SubmitStatus::Queued);  // background class
+  REQUIRE(w.submit({{1, 2}, SpawnPedestrian{"", "a", 0, 0, {}}}) ==
+          SubmitStatus::Queued);  // story class
   for (int k = 0; k < 12; ++k) w.step();
   const EntityId bg = w.find_spawn(1)->entity;
   const EntityId story = w.find_spawn(2)->entity;
@@ -103,7 +107,8 @@ TEST_CASE("vehicle_weight pulls vehicles nearer in their tier resolution") {
     g.cooldown_frames = 0;
     g.entrance_clear_m = 0.0;
     s.garages = {g};
-    for (int k = 0; k < 10; ++k) s.vehicle_plan.requests.push_back({"q" + std::to_string(k), "g", "car", "r", 10});
+    for (int k = 0; k < 10; ++k)
+      s.vehicle_plan.requests.push_back({"q" + std::to_string(k), "g", "car", "r", 10});
     s.vehicle_plan.batch_size = 10;
     s.vehicle_plan.batch_interval_steps = 1;
     s.observers = {{2000, 0}};
@@ -115,7 +120,8 @@ TEST_CASE("vehicle_weight pulls vehicles nearer in their tier resolution") {
     for (int k = 0; k < 300; ++k) w.step();
     REQUIRE(w.vehicles().store().size() > 0);
     std::uint32_t full = 0;
-    for (const std::uint8_t t : w.vehicles().store().tier) full += t == static_cast<std::uint8_t>(SimTier::Full);
+    for (const std::uint8_t t : w.vehicles().store().tier)
+      full += t == static_cast<std::uint8_t>(SimTier::Full);
     return full;
   };
   CHECK(full_count(1.0) == 0);  // 1 km+ away: nothing is Full

@@ -24,7 +24,9 @@ struct InvariantProbe {
   static std::vector<WorkPointState>& work_points(World& w) { return w.population_.work_points_; }
   static SpawnPipelineState& spawn(World& w) { return w.spawn_; }
   static std::vector<EntityId>& retiring_fifo(World& w) { return w.retiring_fifo_; }
-  static std::vector<ObserverView>& client_observer_views(World& w) { return w.client_observer_views_; }
+  static std::vector<ObserverView>& client_observer_views(World& w) {
+    return w.client_observer_views_;
+  }
   static std::vector<Vec2>& tier_observers(World& w) { return w.tier_observers_; }
 };
 

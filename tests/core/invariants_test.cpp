@@ -3,7 +3,6 @@
 // state is corrupted on purpose (through InvariantProbe; see its header for
 // why checkpoints cannot be that seam).
 #include <catch2/catch.hpp>
-
 #include <string>
 
 #include "bustle/core/world.hpp"
@@ -15,7 +14,8 @@ using namespace bustle::core;
 namespace {
 
 Scenario config(const char* name) {
-  auto r = bustle::scenario::load_scenario_file(std::string(BUSTLE_SOURCE_DIR) + "/configs/" + name);
+  auto r =
+      bustle::scenario::load_scenario_file(std::string(BUSTLE_SOURCE_DIR) + "/configs/" + name);
   INFO((r.errors.empty() ? std::string() : r.errors[0].to_string()));
   REQUIRE(r.ok());
   return *r.scenario;
@@ -39,7 +39,8 @@ void run_checked(World& w, std::uint64_t steps) {
       (void)w.submit({CommandOrigin{1, ++request}, SpawnPedestrian{}});
     }
     if (k % 53 == 0 && w.pedestrians().size() > 0) {
-      (void)w.submit({CommandOrigin{1, ++request}, DespawnEntity{w.pedestrians().id[k % w.pedestrians().size()]}});
+      (void)w.submit({CommandOrigin{1, ++request},
+                      DespawnEntity{w.pedestrians().id[k % w.pedestrians().size()]}});
     }
     w.step();
     const std::string broken = w.check_invariants();
@@ -48,7 +49,9 @@ void run_checked(World& w, std::uint64_t steps) {
   }
 }
 
-bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
+bool starts_with(const std::string& s, const std::string& prefix) {
+  return s.rfind(prefix, 0) == 0;
+}
 
 }  // namespace
 
@@ -79,12 +82,14 @@ TEST_CASE("a broken registry is named") {
   SECTION("a live index in the free FIFO") {
     const std::uint32_t live = w->pedestrians().id[0].index;
     InvariantProbe::free_ring(reg)[InvariantProbe::free_head(reg)] = live;
-    CHECK(w->check_invariants() == "registry: invariant 3: free FIFO holds live index " + std::to_string(live));
+    CHECK(w->check_invariants() ==
+          "registry: invariant 3: free FIFO holds live index " + std::to_string(live));
   }
   SECTION("generation 0") {
     const std::uint32_t free_slot = InvariantProbe::free_ring(reg)[InvariantProbe::free_head(reg)];
     InvariantProbe::generations(reg)[free_slot] = 0;
-    CHECK(w->check_invariants() == "registry: invariant 1: slot " + std::to_string(free_slot) + " has generation 0");
+    CHECK(w->check_invariants() ==
+          "registry: invariant 1: slot " + std::to_string(free_slot) + " has generation 0");
   }
   SECTION("a leaked id (allocated, held by no one)") {
     REQUIRE(reg.allocate().status == AllocateStatus::Allocated);
@@ -100,17 +105,19 @@ TEST_CASE("broken pedestrian arrays are named") {
   REQUIRE(p.size() >= 2);
   SECTION("the id map") {
     std::swap(p.dense_of[p.id[0].index], p.dense_of[p.id[1].index]);
-    CHECK(w->check_invariants() == "pedestrians: invariant 1: dense_of[" + std::to_string(p.id[0].index) +
-                                       "] is 1, pedestrian " + id_text(p.id[0]) + " is in slot 0");
+    CHECK(w->check_invariants() == "pedestrians: invariant 1: dense_of[" +
+                                       std::to_string(p.id[0].index) + "] is 1, pedestrian " +
+                                       id_text(p.id[0]) + " is in slot 0");
   }
   SECTION("off its lane") {
     p.s_m[1] = w->lanes().lane(p.lane[1]).length_m + 1.0;
-    CHECK(starts_with(w->check_invariants(), "pedestrians: invariant 4: pedestrian " + id_text(p.id[1]) + " at s "));
+    CHECK(starts_with(w->check_invariants(),
+                      "pedestrians: invariant 4: pedestrian " + id_text(p.id[1]) + " at s "));
   }
   SECTION("a phase not derived from the id") {
     p.phase[0] = static_cast<std::uint8_t>(p.phase[0] + 1);
-    CHECK(w->check_invariants() ==
-          "pedestrians: invariant 4: pedestrian " + id_text(p.id[0]) + " has a phase not derived from its id");
+    CHECK(w->check_invariants() == "pedestrians: invariant 4: pedestrian " + id_text(p.id[0]) +
+                                       " has a phase not derived from its id");
   }
 }
 
@@ -127,7 +134,8 @@ TEST_CASE("broken vehicle state is named") {
     v.s_m[1] = v.s_m[0] - 2.0;
     const std::string broken = w->check_invariants();
     CHECK(starts_with(broken, "vehicles: invariant 5: vehicle " + id_text(v.id[1]) + " on lane " +
-                                  std::to_string(v.lane[0]) + " is 2.000000 m behind vehicle " + id_text(v.id[0])));
+                                  std::to_string(v.lane[0]) + " is 2.000000 m behind vehicle " +
+                                  id_text(v.id[0])));
   }
   SECTION("invariant 3: a repeated VehicleId") {
     v.ordinal[2] = v.ordinal[1];
@@ -138,8 +146,9 @@ TEST_CASE("broken vehicle state is named") {
     std::vector<GarageState>& g = InvariantProbe::garages(*w);
     REQUIRE(!g[0].dispatched.empty());
     g[0].queue.push_back({g[0].dispatched[0], 0, -100, g[0].next_enqueue_ordinal++});
-    CHECK(w->check_invariants() == "vehicles: invariant 1: garage " + w->scenario().garages[0].id + " request '" +
-                                       g[0].dispatched[0] + "' is both queued and dispatched");
+    CHECK(w->check_invariants() == "vehicles: invariant 1: garage " + w->scenario().garages[0].id +
+                                       " request '" + g[0].dispatched[0] +
+                                       "' is both queued and dispatched");
   }
 }
 
@@ -150,7 +159,8 @@ TEST_CASE("broken population state is named") {
   REQUIRE(w->population().active_count() > 0);
   SECTION("invariant 2: a community x zone count") {
     InvariantProbe::active_cz(*w)[0] += 1;
-    CHECK(starts_with(w->check_invariants(), "population: invariant 2: community " + s.communities[0].id + " in zone "));
+    CHECK(starts_with(w->check_invariants(),
+                      "population: invariant 2: community " + s.communities[0].id + " in zone "));
   }
   SECTION("invariant 4: a slot naming a resident that holds no slot") {
     std::vector<WorkPointState>& wps = InvariantProbe::work_points(*w);
@@ -174,8 +184,9 @@ TEST_CASE("a broken spawn pipeline is named") {
   REQUIRE(sp.live[0].state == SpawnState::IdentityCreated);
   SECTION("invariant 4: a queued handle with an entity") {
     sp.live[0].state = SpawnState::Queued;
-    CHECK(w->check_invariants() == "spawn pipeline: invariant 4: queued handle 1 already holds entity " +
-                                       id_text(sp.live[0].entity));
+    CHECK(w->check_invariants() ==
+          "spawn pipeline: invariant 4: queued handle 1 already holds entity " +
+              id_text(sp.live[0].entity));
   }
   SECTION("invariant 2: a terminal state among the live handles") {
     sp.live[0].state = SpawnState::Canceled;
@@ -185,20 +196,24 @@ TEST_CASE("a broken spawn pipeline is named") {
     SpawnHandleState twin = sp.live[0];
     twin.state = SpawnState::TimedOut;
     sp.recent.push_back(twin);
-    CHECK(w->check_invariants() == "spawn pipeline: invariant 1: handle 1 is both live and recent (or recent twice)");
-  }  SECTION("invariant 2: a representation stage in the core") {
+    CHECK(w->check_invariants() ==
+          "spawn pipeline: invariant 1: handle 1 is both live and recent (or recent twice)");
+  }
+  SECTION("invariant 2: a representation stage in the core") {
     sp.live[0].state = SpawnState::Attached;
     CHECK(w->check_invariants() == "spawn pipeline: invariant 2: live handle 1 is attached");
   }
   SECTION("invariant 2: the core counted an entry into ready_for_gameplay") {
     ++sp.counters.per_state_total[static_cast<std::size_t>(SpawnState::ReadyForGameplay)];
-    CHECK(w->check_invariants() == "spawn pipeline: invariant 2: the core counted entries into ready_for_gameplay");
+    CHECK(w->check_invariants() ==
+          "spawn pipeline: invariant 2: the core counted entries into ready_for_gameplay");
   }
 }
 
 TEST_CASE("broken observer sets are named") {
   auto w = make(config("default.city.json"));
-  REQUIRE(w->submit({CommandOrigin{}, SetClientObservers{{{1.0, 2.0, 0.0, false, 0.0}}}}) == SubmitStatus::Queued);
+  REQUIRE(w->submit({CommandOrigin{}, SetClientObservers{{{1.0, 2.0, 0.0, false, 0.0}}}}) ==
+          SubmitStatus::Queued);
   w->step();
   REQUIRE(w->client_observers().size() == 1);
   REQUIRE(w->check_invariants().empty());
@@ -215,15 +230,18 @@ TEST_CASE("broken observer sets are named") {
 TEST_CASE("a broken retiring FIFO is named") {
   Scenario s = config("default.city.json");
   s.observers = {{0.0, 0.0}};
-  s.tiers.full_enter_m = s.tiers.full_exit_m = s.tiers.simulated_enter_m = s.tiers.simulated_exit_m = 1e6;
+  s.tiers.full_enter_m = s.tiers.full_exit_m = s.tiers.simulated_enter_m =
+      s.tiers.simulated_exit_m = 1e6;
   s.despawn.fade_ms = 2000;  // everyone is on screen, so despawns fade
   auto w = make(s);
   for (int k = 0; k < 20; ++k) w->step();
   REQUIRE(w->pedestrians().size() > 0);
-  REQUIRE(w->submit({CommandOrigin{1, 1}, DespawnEntity{w->pedestrians().id[0]}}) == SubmitStatus::Queued);
+  REQUIRE(w->submit({CommandOrigin{1, 1}, DespawnEntity{w->pedestrians().id[0]}}) ==
+          SubmitStatus::Queued);
   w->step();
   REQUIRE(w->orphans().size() == 1);
   REQUIRE(w->check_invariants() == "");
   InvariantProbe::retiring_fifo(*w).clear();
-  CHECK(w->check_invariants() == "orphans: invariant 1: the retiring FIFO holds 0 ids, the orphan set 1");
+  CHECK(w->check_invariants() ==
+        "orphans: invariant 1: the retiring FIFO holds 0 ids, the orphan set 1");
 }

@@ -1,12 +1,12 @@
-#include <catch2/catch.hpp>
+#include "bustle/core/lane_graph.hpp"
 
 #include <bit>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <numbers>
 #include <string>
 #include <vector>
 
-#include "bustle/core/lane_graph.hpp"
 #include "bustle/scenario/scenario_loader.hpp"
 
 using namespace bustle::core;
@@ -98,24 +98,29 @@ TEST_CASE("sidewalks are cut into ledger fragments of about fragment_length_m") 
   CHECK(g.fragment_of(1, 5.0) == LaneGraph::kNoFragment);
 }
 
-TEST_CASE("position() gives the bits of sample()'s x and y on every shipped lane, repeated points included") {
+TEST_CASE(
+    "position() gives the bits of sample()'s x and y on every shipped lane, repeated points "
+    "included") {
   // position() reads the flat segment cache, sample() the lane's own point
   // and length vectors: the same values and arithmetic, so equal bits.
   std::vector<Scenario> scenarios;
   for (const char* name : {"default.city.json", "largeblock.city.json", "corridor.city.json"}) {
-    auto r = bustle::scenario::load_scenario_file(std::string(BUSTLE_SOURCE_DIR) + "/configs/" + name);
+    auto r =
+        bustle::scenario::load_scenario_file(std::string(BUSTLE_SOURCE_DIR) + "/configs/" + name);
     REQUIRE(r.ok());
     scenarios.push_back(*r.scenario);
   }
   Scenario repeated = l_shaped();
-  repeated.lanes[0].points = {{0, 0}, {10, 0}, {10, 0}, {10, 0}, {10, 5}, {10, 5}};  // zero-length segments
+  repeated.lanes[0].points = {{0, 0},  {10, 0}, {10, 0},
+                              {10, 0}, {10, 5}, {10, 5}};  // zero-length segments
   scenarios.push_back(repeated);
   for (const Scenario& s : scenarios) {
     const LaneGraph g(s);
     for (LaneIndex l = 0; l < g.size(); ++l) {
       const Lane& lane = g.lane(l);
       std::vector<double> at = {-1.0, 0.0, lane.length_m, lane.length_m + 1.0};
-      for (const double c : lane.cumulative_m) at.insert(at.end(), {c, std::nextafter(c, -1.0), std::nextafter(c, 1e9)});
+      for (const double c : lane.cumulative_m)
+        at.insert(at.end(), {c, std::nextafter(c, -1.0), std::nextafter(c, 1e9)});
       for (int k = 0; k <= 1000; ++k) at.push_back(lane.length_m * k / 1000.0);
       for (const double s_m : at) {
         const Pose p = g.sample(l, s_m);

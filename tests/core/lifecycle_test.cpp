@@ -2,9 +2,8 @@
 // phase (orphan set, retiring FIFO with fades, notices after the phase),
 // atomic lifecycle batches, describe() across all axes, active-member
 // handoffs between zones, and checkpoint completeness for all of it.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <set>
 
 #include "../support/completeness_guard.hpp"
@@ -22,7 +21,11 @@ Scenario two_zones() {
   s.id = "test.two-zones";
   s.lanes = {
       {"home", LaneKind::Sidewalk, {{0, 0}, {30, 0}, {30, 30}, {0, 30}, {0, 0}}, 1.4, {"home"}},
-      {"work", LaneKind::Sidewalk, {{200, 0}, {230, 0}, {230, 30}, {200, 30}, {200, 0}}, 1.4, {"work"}},
+      {"work",
+       LaneKind::Sidewalk,
+       {{200, 0}, {230, 0}, {230, 30}, {200, 30}, {200, 0}},
+       1.4,
+       {"work"}},
       {"far", LaneKind::Sidewalk, {{2000, 0}, {2100, 0}}, 1.4, {}},
   };
   s.zones = {{"home", {"home"}, 100}, {"work", {"work"}, 100}};
@@ -50,7 +53,9 @@ std::unique_ptr<World> make(const Scenario& s, std::uint64_t seed = 1) {
   return std::move(c.world);
 }
 
-CommandEnvelope env(std::uint32_t request, WorldCommand c) { return {CommandOrigin{7, request}, std::move(c)}; }
+CommandEnvelope env(std::uint32_t request, WorldCommand c) {
+  return {CommandOrigin{7, request}, std::move(c)};
+}
 
 CommandResult apply_one(World& w, WorldCommand c) {
   static std::uint32_t request = 0;
@@ -70,7 +75,9 @@ std::vector<SpawnState> states_of(const World& w, std::uint64_t handle) {
 
 }  // namespace
 
-TEST_CASE("a spawn handle moves through the core's stages, one per step, and ends at representation_requested") {
+TEST_CASE(
+    "a spawn handle moves through the core's stages, one per step, and ends at "
+    "representation_requested") {
   auto w = make(two_zones());
   const CommandResult r = apply_one(*w, SpawnPedestrian{"home", "", 0, 0, {}});
   REQUIRE(r.status == CommandStatus::Accepted);
@@ -179,14 +186,20 @@ TEST_CASE("a spawn that cannot get an identity times out, deferred until then") 
 TEST_CASE("spawn requests are validated before anything changes") {
   auto w = make(two_zones());
   const std::uint64_t before = w->spawn_pipeline().next_handle;
-  CHECK(apply_one(*w, SpawnPedestrian{"nowhere", "", 1, 0, {}}).message.find("zone") != std::string::npos);
-  CHECK(apply_one(*w, SpawnPedestrian{"home", "work", 1, 0, {}}).message.find("not a lane of zone") != std::string::npos);
-  CHECK(apply_one(*w, SpawnPedestrian{"", "", 9, 0, {}}).message.find("priority") != std::string::npos);
+  CHECK(apply_one(*w, SpawnPedestrian{"nowhere", "", 1, 0, {}}).message.find("zone") !=
+        std::string::npos);
+  CHECK(
+      apply_one(*w, SpawnPedestrian{"home", "work", 1, 0, {}}).message.find("not a lane of zone") !=
+      std::string::npos);
+  CHECK(apply_one(*w, SpawnPedestrian{"", "", 9, 0, {}}).message.find("priority") !=
+        std::string::npos);
   CHECK(w->spawn_pipeline().next_handle == before);
   CHECK(w->spawn_pipeline().live.empty());
 }
 
-TEST_CASE("despawn: near pedestrians fade in the retiring FIFO, far ones leave at once, notices after the phase") {
+TEST_CASE(
+    "despawn: near pedestrians fade in the retiring FIFO, far ones leave at once, notices after "
+    "the phase") {
   Scenario s = two_zones();
   s.communities.clear();
   s.zones.clear();
@@ -216,7 +229,8 @@ TEST_CASE("despawn: near pedestrians fade in the retiring FIFO, far ones leave a
   std::vector<std::pair<EntityId, DespawnStage>> notices;
   for (const DespawnNotice& n : w->despawn_notices()) notices.emplace_back(n.id, n.stage);
   // In EntityId order, whatever the order of the requests.
-  std::vector<std::pair<EntityId, DespawnStage>> expected{{far, DespawnStage::Gone}, {near, DespawnStage::Retiring}};
+  std::vector<std::pair<EntityId, DespawnStage>> expected{{far, DespawnStage::Gone},
+                                                          {near, DespawnStage::Retiring}};
   if (near < far) std::swap(expected[0], expected[1]);
   CHECK(notices == expected);
   // A retiring entity cannot be despawned again, nor promoted.
@@ -256,7 +270,8 @@ TEST_CASE("a lifecycle batch is atomic: one bad op changes nothing, a good batch
   bad.ops.push_back({LifecycleOp::Kind::Despawn, {}, victim});
   bad.ops.push_back({LifecycleOp::Kind::Despawn, {}, EntityId{999, 4}});  // not alive
   REQUIRE(a->submit(env(1, bad)) == SubmitStatus::Queued);
-  REQUIRE(b->submit(env(1, SetHour{99.0})) == SubmitStatus::Queued);  // also rejected: same counters
+  REQUIRE(b->submit(env(1, SetHour{99.0})) ==
+          SubmitStatus::Queued);  // also rejected: same counters
   a->step();
   b->step();
   const CommandResult r = a->last_command_results()[0];
@@ -297,10 +312,14 @@ TEST_CASE("lifecycle batches never end partially committed") {
     const std::uint32_t n = 1 + rng.next_below(6);
     for (std::uint32_t k = 0; k < n; ++k) {
       if (rng.next_below(2) == 0) {
-        b.ops.push_back({LifecycleOp::Kind::Spawn, SpawnPedestrian{rng.next_below(8) == 0 ? "bad" : "", "", 1, 0, {}}, {}});
+        b.ops.push_back({LifecycleOp::Kind::Spawn,
+                         SpawnPedestrian{rng.next_below(8) == 0 ? "bad" : "", "", 1, 0, {}},
+                         {}});
       } else {
         const auto& ids = w->pedestrians().id;
-        const EntityId id = rng.next_below(8) == 0 || ids.empty() ? EntityId{1000, 9} : ids[rng.next_below(static_cast<std::uint32_t>(ids.size()))];
+        const EntityId id = rng.next_below(8) == 0 || ids.empty()
+                                ? EntityId{1000, 9}
+                                : ids[rng.next_below(static_cast<std::uint32_t>(ids.size()))];
         b.ops.push_back({LifecycleOp::Kind::Despawn, {}, id});
       }
     }
@@ -328,7 +347,8 @@ TEST_CASE("active members hand off to their new zone with a budget, identity unc
   auto w = make(s);
   for (int k = 0; k < 40; ++k) w->step();  // all 12 active at home
   REQUIRE(w->population().zones()[0].active == 12);
-  std::set<EntityId> ids(w->population().residents().id.begin(), w->population().residents().id.end());
+  std::set<EntityId> ids(w->population().residents().id.begin(),
+                         w->population().residents().id.end());
   REQUIRE(apply_one(*w, SetHour{12.5}).status == CommandStatus::Accepted);
   std::uint32_t started = 0, accepted = 0, max_started = 0;
   for (int k = 0; k < 200; ++k) {
@@ -344,7 +364,8 @@ TEST_CASE("active members hand off to their new zone with a budget, identity unc
   CHECK(accepted > 0);
   CHECK(w->population().zones()[1].active == 12);
   CHECK(w->population().zones()[0].active == 0);
-  std::set<EntityId> after(w->population().residents().id.begin(), w->population().residents().id.end());
+  std::set<EntityId> after(w->population().residents().id.begin(),
+                           w->population().residents().id.end());
   CHECK(after == ids);
   // Walking in the new zone: every resident pedestrian is on the work loop.
   for (std::uint32_t i = 0; i < w->pedestrians().size(); ++i) {
@@ -370,7 +391,8 @@ TEST_CASE("a handoff the target cannot take returns to its source") {
   CHECK(returned > 0);
   std::uint32_t at_work = 0;
   for (std::uint32_t i = 0; i < w->population().residents().size(); ++i) {
-    at_work += w->population().residents().zone[i] == 1 && w->population().residents().active[i] != 0;
+    at_work +=
+        w->population().residents().zone[i] == 1 && w->population().residents().active[i] != 0;
   }
   CHECK(at_work <= 1);  // the others returned to their source zone
 }
@@ -463,7 +485,9 @@ TEST_CASE("saves keep saveable residents' zone ownership and lifecycle settings"
 // active set right after a load is the saved one (one reconciling step, not
 // a regrowth at the lifecycle quotas), each resident on its saved lane
 // position, and the tiers measure from the saved observers.
-TEST_CASE("a load places the saved active set at once, on the saved lane positions, with the saved observers") {
+TEST_CASE(
+    "a load places the saved active set at once, on the saved lane positions, with the saved "
+    "observers") {
   Scenario s = two_zones();
   s.population.start_hour = 11.9;
   auto w = make(s);
@@ -478,7 +502,8 @@ TEST_CASE("a load places the saved active set at once, on the saved lane positio
   const SaveState save = w->capture_save();
   const ResidentStore& before = w->population().residents();
   std::uint32_t active_before = 0;
-  for (std::uint32_t i = 0; i < before.size(); ++i) active_before += before.active[i] == ResidentStore::kActive;
+  for (std::uint32_t i = 0; i < before.size(); ++i)
+    active_before += before.active[i] == ResidentStore::kActive;
   REQUIRE(active_before > 0);
   REQUIRE(save.active_residents.size() == active_before);
 
@@ -524,7 +549,8 @@ TEST_CASE("a load places the saved active set at once, on the saved lane positio
     auto regrown = World::load_save(s, old);
     REQUIRE(regrown.errors.empty());
     std::uint32_t active = 0;
-    for (const auto a : regrown.world->population().residents().active) active += a == ResidentStore::kActive;
+    for (const auto a : regrown.world->population().residents().active)
+      active += a == ResidentStore::kActive;
     CHECK(active == 0);
     CHECK(regrown.world->observers() == std::vector<Vec2>(s.observers.begin(), s.observers.end()));
   }
@@ -557,8 +583,10 @@ TEST_CASE("a spawned walker follows its route from the shared buffer, then wande
   for (int k = 0; k < 1500 && seen.size() < 7; ++k) {
     w->step();
     if (const auto h = w->find_spawn(r.handle); h && h->entity.packed() != 0) id = h->entity;
-    if (id.packed() == 0 || w->pedestrians().dense_of[id.index] == PedestrianStore::kNoSlot) continue;
-    const std::string& lane = w->lanes().lane(w->pedestrians().lane[w->pedestrians().dense_of[id.index]]).id;
+    if (id.packed() == 0 || w->pedestrians().dense_of[id.index] == PedestrianStore::kNoSlot)
+      continue;
+    const std::string& lane =
+        w->lanes().lane(w->pedestrians().lane[w->pedestrians().dense_of[id.index]]).id;
     if (seen.empty() || seen.back() != lane) seen.push_back(lane);
   }
   REQUIRE(seen.size() == 7);
@@ -607,7 +635,8 @@ TEST_CASE("checkpoints carry routes held by handles and walkers") {
   routed.route = {"a", "b", "a", "b", "a"};
   SpawnPedestrian other;
   other.route = {"c", "a"};
-  const std::vector<ScriptedCommand> script = {{2, routed}, {2, other}, {3, routed}, {4, CancelSpawn{3}}, {9, routed}};
+  const std::vector<ScriptedCommand> script = {
+      {2, routed}, {2, other}, {3, routed}, {4, CancelSpawn{3}}, {9, routed}};
   bustle::test::check_checkpoint_completeness(s, 2, script, 80, {1, 2, 3, 4, 6, 12, 30});
 }
 
@@ -646,7 +675,8 @@ TEST_CASE("the digest does not depend on which connection sent a command") {
         REQUIRE(pending.inbox.size() == 1);
         out.digests.push_back(pending.digest);
         for (const SpawnHandleState& h : pending.spawn.live) out.handle_origins.push_back(h.origin);
-        for (const SpawnHandleState& h : pending.spawn.recent) out.handle_origins.push_back(h.origin);
+        for (const SpawnHandleState& h : pending.spawn.recent)
+          out.handle_origins.push_back(h.origin);
       }
       w->step();
       out.digests.push_back(w->digest());

@@ -17,9 +17,8 @@
 //
 // Tagged [scale]: `core_tests "[scale]"` runs only these. Release build: a few
 // seconds for both sizes.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <string>
 #include <vector>
 
@@ -45,7 +44,8 @@ constexpr std::uint32_t kVehiclesPerLoop = 64;
 void add_vehicle_loops(Scenario& s, std::uint32_t vehicles) {
   const std::uint32_t loops = (vehicles + kVehiclesPerLoop - 1) / kVehiclesPerLoop;
   for (std::uint32_t k = 0; k < loops; ++k) {
-    const double lo_x = -30.0 - 20.0 * k, hi_x = 190.0 + 20.0 * k;  // outside the block and its avenues
+    const double lo_x = -30.0 - 20.0 * k,
+                 hi_x = 190.0 + 20.0 * k;  // outside the block and its avenues
     const double lo_y = -30.0 - 20.0 * k, hi_y = 150.0 + 20.0 * k;
     const std::string base = "ring" + std::to_string(k) + ".";
     const Vec2 corner[4] = {{lo_x, lo_y}, {hi_x, lo_y}, {hi_x, hi_y}, {lo_x, hi_y}};
@@ -54,7 +54,11 @@ void add_vehicle_loops(Scenario& s, std::uint32_t vehicles) {
     g.lane = base + "0";
     for (int side = 0; side < 4; ++side) {
       const std::string next = base + std::to_string((side + 1) % 4);
-      s.lanes.push_back({base + std::to_string(side), LaneKind::Road, {corner[side], corner[(side + 1) % 4]}, 12.0, {next}});
+      s.lanes.push_back({base + std::to_string(side),
+                         LaneKind::Road,
+                         {corner[side], corner[(side + 1) % 4]},
+                         12.0,
+                         {next}});
       g.route.push_back(base + std::to_string(side));
     }
     g.route_end = RouteEnd::Loop;
@@ -64,8 +68,9 @@ void add_vehicle_loops(Scenario& s, std::uint32_t vehicles) {
     s.garages.push_back(g);
     const std::uint32_t here = std::min(kVehiclesPerLoop, vehicles - k * kVehiclesPerLoop);
     for (std::uint32_t v = 0; v < here; ++v) {
-      s.vehicle_plan.requests.push_back(
-          {base + "r" + std::to_string(v), g.id, v % 3 == 0 ? "van" : "sedan", g.lane, v % 8 == 0 ? 100 : 10});
+      s.vehicle_plan.requests.push_back({base + "r" + std::to_string(v), g.id,
+                                         v % 3 == 0 ? "van" : "sedan", g.lane,
+                                         v % 8 == 0 ? 100 : 10});
     }
   }
   s.vehicle_plan.batch_size = 4;
@@ -73,7 +78,8 @@ void add_vehicle_loops(Scenario& s, std::uint32_t vehicles) {
 }
 
 Scenario scale_city(std::uint32_t background, std::uint32_t vehicles) {
-  auto r = bustle::scenario::load_scenario_file(std::string(BUSTLE_SOURCE_DIR) + "/configs/largeblock.city.json");
+  auto r = bustle::scenario::load_scenario_file(std::string(BUSTLE_SOURCE_DIR) +
+                                                "/configs/largeblock.city.json");
   INFO((r.errors.empty() ? std::string() : r.errors[0].to_string()));
   REQUIRE(r.ok());
   Scenario s = *r.scenario;
@@ -116,7 +122,8 @@ ObserverPoint observer_at(double x_m, double y_m) {
 void submit_script(World& w, std::uint32_t background, std::uint32_t& request) {
   const std::uint64_t k = w.step_index();  // the commands apply at step k + 1
   const auto send = [&](WorldCommand c) {
-    REQUIRE(w.submit(CommandEnvelope{CommandOrigin{1, ++request}, std::move(c)}) == SubmitStatus::Queued);
+    REQUIRE(w.submit(CommandEnvelope{CommandOrigin{1, ++request}, std::move(c)}) ==
+            SubmitStatus::Queued);
   };
   const PedestrianStore& p = w.pedestrians();
   if (k == 600) send(SetPedestrianTarget{background * 3 / 4});
@@ -125,10 +132,13 @@ void submit_script(World& w, std::uint32_t background, std::uint32_t& request) {
   if (k == 2200) send(SetObservers{{observer_at(30.0, 100.0), observer_at(130.0, 20.0)}});
   if (p.size() == 0) return;
   if (k % 97 == 5) send(DespawnEntity{p.id[static_cast<std::size_t>(k * 7919 % p.size())]});
-  if (k % 250 == 11) send(ForceFull{p.id[static_cast<std::size_t>(k * 104729 % p.size())], k < 2000});
+  if (k % 250 == 11)
+    send(ForceFull{p.id[static_cast<std::size_t>(k * 104729 % p.size())], k < 2000});
 }
 
-std::string name(EntityId id) { return std::to_string(id.index) + ":" + std::to_string(id.generation); }
+std::string name(EntityId id) {
+  return std::to_string(id.index) + ":" + std::to_string(id.generation);
+}
 
 // Checks the invariants after a step; returns the first violation, or "".
 // Per-entity checks accumulate into one message so a passing step costs one
@@ -146,8 +156,7 @@ class InvariantChecker {
     const PedestrianStore& p = w.pedestrians();
     const EntityRegistry& reg = w.registry();
     const std::uint32_t n = p.size();
-    if (p.lane.size() != n || p.s_m.size() != n || p.hops.size() != n ||
-        p.tier.size() != n) {
+    if (p.lane.size() != n || p.s_m.size() != n || p.hops.size() != n || p.tier.size() != n) {
       fail("pedestrian columns differ in length");
       return v;
     }
@@ -171,8 +180,10 @@ class InvariantChecker {
       }
       // The resident index is derived from the id (PedestrianStore invariant 3).
       const std::int32_t res = w.population().resident_of(id);
-      if ((res != ResidentStore::kNone) != (p.origin[i] == static_cast<std::uint8_t>(PedestrianOrigin::Resident))) {
-        fail(who() + " has origin " + std::to_string(p.origin[i]) + " but resident_of says " + std::to_string(res));
+      if ((res != ResidentStore::kNone) !=
+          (p.origin[i] == static_cast<std::uint8_t>(PedestrianOrigin::Resident))) {
+        fail(who() + " has origin " + std::to_string(p.origin[i]) + " but resident_of says " +
+             std::to_string(res));
       }
       if (res != ResidentStore::kNone) {
         ++resident_peds_;
@@ -188,7 +199,8 @@ class InvariantChecker {
     for (const EntityId id : vs.id) {
       const auto who = [id] { return "vehicle " + name(id); };
       if (!reg.is_alive(id)) fail(who() + " is not alive in the registry");
-      if (id.index < seen_.size() && seen_[id.index]++ != 0) fail(who() + " is also a pedestrian or another vehicle");
+      if (id.index < seen_.size() && seen_[id.index]++ != 0)
+        fail(who() + " is also a pedestrian or another vehicle");
     }
     check_residents(w, fail);
     check_work_points(w, fail);
@@ -218,22 +230,24 @@ class InvariantChecker {
         ++zone_active_[r.zone[i]];
       }
       if (r.active[i] == kWalking && !represented) fail(who() + " is active but not a pedestrian");
-      if (r.active[i] == kDormant && represented) fail(who() + " is dormant but still a pedestrian");
+      if (r.active[i] == kDormant && represented)
+        fail(who() + " is dormant but still a pedestrian");
     }
     std::uint32_t dormant = 0;
     for (const ZoneStatus& z : pop.zones()) dormant += z.dormant;
     if (active + dormant != r.size()) {
-      fail("active " + std::to_string(active) + " + dormant " + std::to_string(dormant) + " != residents " +
-           std::to_string(r.size()));
+      fail("active " + std::to_string(active) + " + dormant " + std::to_string(dormant) +
+           " != residents " + std::to_string(r.size()));
     }
     if (resident_peds_ > active) {
-      fail(std::to_string(resident_peds_) + " resident pedestrians, only " + std::to_string(active) + " active");
+      fail(std::to_string(resident_peds_) + " resident pedestrians, only " +
+           std::to_string(active) + " active");
     }
     for (std::size_t z = 0; z < zone_active_.size(); ++z) {
       const std::uint32_t cap = w.scenario().zones[z].capacity;
       if (zone_active_[z] > cap) {
-        fail("zone " + std::to_string(z) + " has " + std::to_string(zone_active_[z]) + " active, capacity " +
-             std::to_string(cap));
+        fail("zone " + std::to_string(z) + " has " + std::to_string(zone_active_[z]) +
+             " active, capacity " + std::to_string(cap));
       }
     }
   }
@@ -247,25 +261,32 @@ class InvariantChecker {
       for (std::size_t s = 0; s < wps[k].occupant.size(); ++s) {
         const std::int32_t o = wps[k].occupant[s];
         if (o == ResidentStore::kNone) continue;
-        const auto where = [k, s] { return "work_points[" + std::to_string(k) + "].occupant[" + std::to_string(s) + "]"; };
+        const auto where = [k, s] {
+          return "work_points[" + std::to_string(k) + "].occupant[" + std::to_string(s) + "]";
+        };
         if (o < 0 || static_cast<std::uint32_t>(o) >= r.size()) {
           fail(where() + " = " + std::to_string(o) + " is not a resident");
           continue;
         }
         const auto i = static_cast<std::size_t>(o);
-        if (holds_slot_[i]++ != 0) fail(where() + ": resident " + std::to_string(o) + " holds two slots");
-        if (r.work_point[i] != static_cast<std::int32_t>(k) || r.work_slot[i] != static_cast<std::int32_t>(s)) {
+        if (holds_slot_[i]++ != 0)
+          fail(where() + ": resident " + std::to_string(o) + " holds two slots");
+        if (r.work_point[i] != static_cast<std::int32_t>(k) ||
+            r.work_slot[i] != static_cast<std::int32_t>(s)) {
           fail(where() + ": resident " + std::to_string(o) + " records another slot");
         }
-        if (r.active[i] == kDormant) fail(where() + ": resident " + std::to_string(o) + " is dormant");
+        if (r.active[i] == kDormant)
+          fail(where() + ": resident " + std::to_string(o) + " is dormant");
       }
     }
     // And from the residents' side: a held slot is that resident's alone.
     for (std::uint32_t i = 0; i < r.size(); ++i) {
       if (r.work_slot[i] == ResidentStore::kNone) continue;
       if (r.work_point[i] < 0 || static_cast<std::size_t>(r.work_point[i]) >= wps.size() ||
-          wps[static_cast<std::size_t>(r.work_point[i])].occupant.size() <= static_cast<std::size_t>(r.work_slot[i]) ||
-          wps[static_cast<std::size_t>(r.work_point[i])].occupant[static_cast<std::size_t>(r.work_slot[i])] !=
+          wps[static_cast<std::size_t>(r.work_point[i])].occupant.size() <=
+              static_cast<std::size_t>(r.work_slot[i]) ||
+          wps[static_cast<std::size_t>(r.work_point[i])]
+                  .occupant[static_cast<std::size_t>(r.work_slot[i])] !=
               static_cast<std::int32_t>(i)) {
         fail("resident " + std::to_string(i) + " claims a slot it does not occupy");
       }
@@ -301,7 +322,8 @@ void run_scale(std::uint32_t background, std::uint32_t vehicles) {
   InvariantChecker checker(*a);
   std::uint32_t req_a = 0, req_b = 0, req_c = 0;
   std::vector<EntityId> before;
-  std::uint32_t resolutions = 0, tiers_compared = 0, max_peds = 0, min_peds_after_warmup = UINT32_MAX;
+  std::uint32_t resolutions = 0, tiers_compared = 0, max_peds = 0,
+                min_peds_after_warmup = UINT32_MAX;
   std::uint32_t max_vehicles = 0;
   for (std::uint64_t k = 0; k < kSteps; ++k) {
     submit_script(*a, background, req_a);
@@ -329,12 +351,14 @@ void run_scale(std::uint32_t background, std::uint32_t vehicles) {
         ++tiers_compared;
         const TierCounts& t = a->pedestrian_tiers();
         REQUIRE(t.per_tier[0] + t.per_tier[1] + t.per_tier[2] == n);
-        for (std::size_t tier = 0; tier < kSimTierCount; ++tier) REQUIRE(t.per_tier[tier] == checker.tier_count(tier));
+        for (std::size_t tier = 0; tier < kSimTierCount; ++tier)
+          REQUIRE(t.per_tier[tier] == checker.tier_count(tier));
       }
     }
     if (a->step_index() > kWarmupSteps) {
       min_peds_after_warmup = std::min(min_peds_after_warmup, n);
-      for (std::size_t tier = 0; tier < kSimTierCount; ++tier) REQUIRE(checker.tier_count(tier) > 0);
+      for (std::size_t tier = 0; tier < kSimTierCount; ++tier)
+        REQUIRE(checker.tier_count(tier) > 0);
     }
     if (a->step_index() % 250 == 0) REQUIRE(a->digest() == a->compute_digest());
     max_vehicles = std::max(max_vehicles, a->vehicles().store().size());
@@ -356,8 +380,8 @@ void run_scale(std::uint32_t background, std::uint32_t vehicles) {
   CHECK(min_peds_after_warmup >= background * 3 / 4);
   CHECK(tiers_compared * 2 >= resolutions);
   CHECK(a->population().residents().size() == 72);
-  CHECK(max_vehicles == vehicles);                      // every planned vehicle dispatched
-  CHECK(a->vehicles().store().size() == vehicles);      // and still looping at the end of the day
+  CHECK(max_vehicles == vehicles);                  // every planned vehicle dispatched
+  CHECK(a->vehicles().store().size() == vehicles);  // and still looping at the end of the day
   std::uint64_t activated = 0, recycled = 0;
   for (const ZoneStatus& z : a->population().zones()) {
     activated += z.activated_total;
@@ -370,12 +394,16 @@ void run_scale(std::uint32_t background, std::uint32_t vehicles) {
 
 }  // namespace
 
-TEST_CASE("scale: 1024 background pedestrians, 72 residents and 128 vehicles over 3000 steps are deterministic and keep the invariants",
-          "[population][scale]") {
+TEST_CASE(
+    "scale: 1024 background pedestrians, 72 residents and 128 vehicles over 3000 steps are "
+    "deterministic and keep the invariants",
+    "[population][scale]") {
   run_scale(1024, 128);
 }
 
-TEST_CASE("scale: 2048 background pedestrians, 72 residents and 256 vehicles over 3000 steps are deterministic and keep the invariants",
-          "[population][scale]") {
+TEST_CASE(
+    "scale: 2048 background pedestrians, 72 residents and 256 vehicles over 3000 steps are "
+    "deterministic and keep the invariants",
+    "[population][scale]") {
   run_scale(2048, 256);
 }

@@ -2,7 +2,6 @@
 // zone lifecycle queue with quotas, hour switches on the large-block city,
 // work-point occupancy, and checkpoint completeness.
 #include <catch2/catch.hpp>
-
 #include <map>
 #include <set>
 
@@ -15,7 +14,8 @@ using namespace bustle::core;
 namespace {
 
 Scenario largeblock() {
-  auto r = bustle::scenario::load_scenario_file(std::string(BUSTLE_SOURCE_DIR) + "/configs/largeblock.city.json");
+  auto r = bustle::scenario::load_scenario_file(std::string(BUSTLE_SOURCE_DIR) +
+                                                "/configs/largeblock.city.json");
   INFO((r.errors.empty() ? std::string() : r.errors[0].to_string()));
   REQUIRE(r.ok());
   return *r.scenario;
@@ -25,7 +25,8 @@ Scenario largeblock() {
 Scenario one_zone() {
   Scenario s;
   s.id = "test.one-zone";
-  s.lanes = {{"loop", LaneKind::Sidewalk, {{0, 0}, {40, 0}, {40, 40}, {0, 40}, {0, 0}}, 1.4, {"loop"}}};
+  s.lanes = {
+      {"loop", LaneKind::Sidewalk, {{0, 0}, {40, 0}, {40, 40}, {0, 40}, {0, 0}}, 1.4, {"loop"}}};
   s.zones = {{"z", {"loop"}, 100}};
   CommunitySpec c;
   c.id = "c";
@@ -46,7 +47,8 @@ std::unique_ptr<World> make(const Scenario& s, std::uint64_t seed = 1) {
   return std::move(c.world);
 }
 
-bool has_error(const std::vector<ScenarioError>& errs, const std::string& path, const std::string& fragment) {
+bool has_error(const std::vector<ScenarioError>& errs, const std::string& path,
+               const std::string& fragment) {
   for (const auto& e : errs) {
     if (e.path == path && e.message.find(fragment) != std::string::npos) return true;
   }
@@ -66,7 +68,8 @@ void check_invariants(const World& w) {
   REQUIRE(w.pedestrians().size() - w.background_pedestrians() == active);
   std::vector<std::uint32_t> per_zone(p.zones().size(), 0);
   for (std::uint32_t i = 0; i < r.size(); ++i) per_zone[r.zone[i]] += r.active[i];
-  for (std::size_t z = 0; z < per_zone.size(); ++z) REQUIRE(per_zone[z] <= w.scenario().zones[z].capacity);
+  for (std::size_t z = 0; z < per_zone.size(); ++z)
+    REQUIRE(per_zone[z] <= w.scenario().zones[z].capacity);
   std::set<std::int32_t> seen;
   for (const WorkPointState& wp : p.work_points()) {
     seen.clear();
@@ -95,7 +98,8 @@ TEST_CASE("schedules must cover the whole day exactly once") {
   SECTION("a 0.25 hour overlap is refused") {
     Scenario s = one_zone();
     s.communities[0].schedule[1].start_hour = 11.75;
-    CHECK(has_error(validate_scenario(s), "communities[0].schedule", "overlap from 11.75 h to 12 h"));
+    CHECK(
+        has_error(validate_scenario(s), "communities[0].schedule", "overlap from 11.75 h to 12 h"));
   }
   SECTION("a gap before midnight is refused") {
     Scenario s = one_zone();
@@ -109,7 +113,8 @@ TEST_CASE("schedules must cover the whole day exactly once") {
     s.communities[0].schedule[1].density = 1.5;
     const auto errs = validate_scenario(s);
     CHECK(has_error(errs, "communities[0].schedule[0].zone", "unknown zone id 'nowhere'"));
-    CHECK(has_error(errs, "communities[0].schedule[1].work_point", "unknown work-point id 'bench'"));
+    CHECK(
+        has_error(errs, "communities[0].schedule[1].work_point", "unknown work-point id 'bench'"));
     CHECK(has_error(errs, "communities[0].schedule[1].density", "[0, 1]"));
   }
   SECTION("hours out of range and empty intervals") {
@@ -179,10 +184,10 @@ TEST_CASE("a zone waiting on its recycle quota defers arrivals instead of reject
   CHECK(z.target == 24);
   CHECK(z.rejected_by_capacity == 0);  // everyone fits once the day shift has left
   CHECK(z.recycled == 2);
-  CHECK(z.activated == 2);             // the two places the recycle freed
+  CHECK(z.activated == 2);  // the two places the recycle freed
   CHECK(z.pending_spawn == 22);
   CHECK(z.pending_recycle == 22);
-  CHECK(z.deferred_by_quota == 44);    // 22 recycles + 22 arrivals held back
+  CHECK(z.deferred_by_quota == 44);  // 22 recycles + 22 arrivals held back
   for (int k = 0; k < 200; ++k) {
     w->step();
     check_invariants(*w);
@@ -203,13 +208,14 @@ TEST_CASE("a shortfall beyond the zone's capacity is rejected, the rest deferred
   int guard = 0;
   while (w->population().zones()[0].target != 24 && guard++ < 10) w->step();
   const ZoneStatus& z = w->population().zones()[0];
-  CHECK(z.rejected_by_capacity == 4);   // 24 wanted, 20 fit
+  CHECK(z.rejected_by_capacity == 4);  // 24 wanted, 20 fit
   CHECK(z.activated == 2);
-  CHECK(z.deferred_by_quota == 10);     // 20 - 8 active - 2 now
-  CHECK(z.pending_spawn == 14);         // 4 rejected + 10 deferred
+  CHECK(z.deferred_by_quota == 10);  // 20 - 8 active - 2 now
+  CHECK(z.pending_spawn == 14);      // 4 rejected + 10 deferred
 }
 
-TEST_CASE("large block: hour switches keep the 72 identities, and 06 <-> 12 reuses dormant records") {
+TEST_CASE(
+    "large block: hour switches keep the 72 identities, and 06 <-> 12 reuses dormant records") {
   const Scenario s = largeblock();
   auto w = make(s);
   const auto& r = w->population().residents();
@@ -228,15 +234,16 @@ TEST_CASE("large block: hour switches keep the 72 identities, and 06 <-> 12 reus
     }
     std::set<std::uint64_t> now;
     for (const EntityId id : r.id) now.insert(id.packed());
-    REQUIRE(now == ids);                              // the identity set never changes
-    REQUIRE(w->registry().alive_count() == alive);    // nothing created, nothing released
+    REQUIRE(now == ids);                            // the identity set never changes
+    REQUIRE(w->registry().alive_count() == alive);  // nothing created, nothing released
     std::uint32_t active = 0;
     for (std::uint32_t i = 0; i < r.size(); ++i) active += r.active[i];
     active_at[hour] = active;
-    for (const ZoneStatus& z : w->population().zones()) CHECK(z.deferred_by_quota == 0);  // converged
+    for (const ZoneStatus& z : w->population().zones())
+      CHECK(z.deferred_by_quota == 0);  // converged
   }
-  CHECK(active_at[6.0] == 48);    // 12 vendors + 12 clerks + 24 technicians
-  CHECK(active_at[12.0] == 72);   // 24 vendors + 24 clerks (market) + 24 technicians (office)
+  CHECK(active_at[6.0] == 48);   // 12 vendors + 12 clerks + 24 technicians
+  CHECK(active_at[12.0] == 72);  // 24 vendors + 24 clerks (market) + 24 technicians (office)
   std::uint64_t reactivated = 0;
   for (const ZoneStatus& z : w->population().zones()) reactivated += z.activated_total;
   CHECK(reactivated > 72);  // records went dormant and came back: reuse, not creation
@@ -245,7 +252,8 @@ TEST_CASE("large block: hour switches keep the 72 identities, and 06 <-> 12 reus
 TEST_CASE("work-points: unique slots, a waiting queue when full, release hands the slot on") {
   Scenario s = one_zone();
   s.work_points = {{"bench", "z", "p", 4}};
-  s.communities[0].schedule = {{0.0, 24.0, SchedulePhase::Work, "", "z", "bench", 0.5}};  // 12 want 4 slots
+  s.communities[0].schedule = {
+      {0.0, 24.0, SchedulePhase::Work, "", "z", "bench", 0.5}};  // 12 want 4 slots
   auto w = make(s);
   for (int k = 0; k < 60; ++k) {
     w->step();
@@ -258,20 +266,26 @@ TEST_CASE("work-points: unique slots, a waiting queue when full, release hands t
   CHECK(wp.waiting.size() == 8);
   // Half the community leaves: slots pass to the queue in FIFO order.
   const std::uint32_t first_waiting = wp.waiting.front();
-  REQUIRE(w->submit({{1, 1}, DespawnEntity{w->population().residents().id[static_cast<std::size_t>(wp.occupant[0])]}}) ==
-          SubmitStatus::Queued);
+  REQUIRE(
+      w->submit({{1, 1},
+                 DespawnEntity{
+                     w->population().residents().id[static_cast<std::size_t>(wp.occupant[0])]}}) ==
+      SubmitStatus::Queued);
   w->step();
   check_invariants(*w);
   bool handed_on = false;
-  for (const std::int32_t o : wp.occupant) handed_on |= o == static_cast<std::int32_t>(first_waiting);
+  for (const std::int32_t o : wp.occupant)
+    handed_on |= o == static_cast<std::int32_t>(first_waiting);
   CHECK(handed_on);
 }
 
 TEST_CASE("completeness guard on the large block across hour switches") {
   const Scenario s = largeblock();
-  const std::vector<bustle::test::ScriptedCommand> script = {
-      {10, SetHour{12.0}}, {60, SetHour{18.0}}, {61, SetTimeScale{600}}, {120, SetHour{6.0}},
-      {150, DespawnEntity{EntityId{3, 1}}}};
+  const std::vector<bustle::test::ScriptedCommand> script = {{10, SetHour{12.0}},
+                                                             {60, SetHour{18.0}},
+                                                             {61, SetTimeScale{600}},
+                                                             {120, SetHour{6.0}},
+                                                             {150, DespawnEntity{EntityId{3, 1}}}};
   bustle::test::check_checkpoint_completeness(s, 5, script, 250, {0, 10, 11, 61, 121, 200});
 }
 

@@ -1,8 +1,7 @@
-#include <catch2/catch.hpp>
+#include "bustle/core/prng.hpp"
 
 #include <array>
-
-#include "bustle/core/prng.hpp"
+#include <catch2/catch.hpp>
 
 using bustle::core::Prng;
 

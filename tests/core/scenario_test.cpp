@@ -1,8 +1,7 @@
-#include <catch2/catch.hpp>
-
-#include <limits>
-
 #include "bustle/core/scenario.hpp"
+
+#include <catch2/catch.hpp>
+#include <limits>
 
 using namespace bustle::core;
 
@@ -24,7 +23,9 @@ bool has_error(const std::vector<ScenarioError>& errs, const std::string& path,
 }
 }  // namespace
 
-TEST_CASE("a minimal scenario is valid") { CHECK(validate_scenario(valid()).empty()); }
+TEST_CASE("a minimal scenario is valid") {
+  CHECK(validate_scenario(valid()).empty());
+}
 
 TEST_CASE("each semantic error names its field") {
   SECTION("empty id") {
@@ -40,7 +41,8 @@ TEST_CASE("each semantic error names its field") {
   SECTION("lane geometry out of bounds (found by fuzzing: fragment count overflow)") {
     Scenario s = valid();
     s.lanes[0].points = {{0, 0}, {100'001, 0}};
-    CHECK(has_error(validate_scenario(s), "lanes[0].points[1].x", "outside the world extent [-100000, 100000] m"));
+    CHECK(has_error(validate_scenario(s), "lanes[0].points[1].x",
+                    "outside the world extent [-100000, 100000] m"));
     s.lanes[0].points = {{-60'000, 0}, {60'000, 0}};
     CHECK(has_error(validate_scenario(s), "lanes[0].points", "at most 100000 m"));
   }
@@ -180,9 +182,11 @@ TEST_CASE("importance, spawn, despawn and ledger settings are range-checked") {
     CHECK(has_error(validate_scenario(s), "tiers.importance.class_weight.story", "[0.01, 100]"));
     w[0] = 4.0;
     w[3] = 0.005;
-    CHECK(has_error(validate_scenario(s), "tiers.importance.class_weight.background", "[0.01, 100]"));
+    CHECK(
+        has_error(validate_scenario(s), "tiers.importance.class_weight.background", "[0.01, 100]"));
     w[3] = nan;
-    CHECK(has_error(validate_scenario(s), "tiers.importance.class_weight.background", "[0.01, 100]"));
+    CHECK(
+        has_error(validate_scenario(s), "tiers.importance.class_weight.background", "[0.01, 100]"));
     w[3] = 1.0;
     w[2] = 2.5;  // community above quest (2.0)
     auto errs = validate_scenario(s);
@@ -191,7 +195,8 @@ TEST_CASE("importance, spawn, despawn and ledger settings are range-checked") {
                     "the order is story > quest > community > background"));
     w[2] = 1.0;
     w[3] = 1.01;  // background above community
-    CHECK(has_error(validate_scenario(s), "tiers.importance.class_weight.background", "must not exceed community"));
+    CHECK(has_error(validate_scenario(s), "tiers.importance.class_weight.background",
+                    "must not exceed community"));
   }
   SECTION("type, height and behind weights") {
     Scenario s = valid();

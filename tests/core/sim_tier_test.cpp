@@ -1,9 +1,8 @@
-#include <catch2/catch.hpp>
+#include "bustle/core/sim_tier.hpp"
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <limits>
-
-#include "bustle/core/sim_tier.hpp"
 
 using namespace bustle::core;
 
@@ -13,7 +12,8 @@ constexpr auto S = static_cast<std::uint8_t>(SimTier::Simulated);
 constexpr auto C = static_cast<std::uint8_t>(SimTier::Coarse);
 }  // namespace
 
-TEST_CASE("distance with hysteresis: entering needs the enter radius, staying only the exit radius") {
+TEST_CASE(
+    "distance with hysteresis: entering needs the enter radius, staying only the exit radius") {
   TierSpec spec;  // full 25/30, simulated 500/550
   TierResolver r;
   std::vector<EntityId> ids = {{0, 1}, {1, 1}, {2, 1}, {3, 1}};
@@ -26,7 +26,8 @@ TEST_CASE("distance with hysteresis: entering needs the enter radius, staying on
   CHECK(tier == std::vector<std::uint8_t>{S, F, C, S});
 }
 
-TEST_CASE("capacity keeps incumbents, then the nearest, ties by id, and the budget defers the rest") {
+TEST_CASE(
+    "capacity keeps incumbents, then the nearest, ties by id, and the budget defers the rest") {
   TierSpec spec;
   spec.full_cap = 2;
   spec.transitions_per_step = 2;
@@ -40,9 +41,9 @@ TEST_CASE("capacity keeps incumbents, then the nearest, ties by id, and the budg
   CHECK(tier[0] == F);
   CHECK(c.promoted == 2);
   CHECK(c.deferred == 2);
-  CHECK(tier[3] == F);                   // nearest promotion first
+  CHECK(tier[3] == F);                      // nearest promotion first
   CHECK((tier[1] == S) != (tier[2] == S));  // one of the equal-distance pair...
-  CHECK(tier[1] == S);                   // ...the lower id wins the tie
+  CHECK(tier[1] == S);                      // ...the lower id wins the tie
   CHECK(c.per_tier[0] + c.per_tier[1] + c.per_tier[2] == 5);
 }
 
@@ -75,14 +76,16 @@ TEST_CASE("strides are 1, 2, 8 and the phase spreads work evenly") {
   CHECK(tier_stride(SimTier::Coarse) == 8);
   int due[8] = {};
   for (std::uint32_t i = 0; i < 8000; ++i) {
-    for (std::uint64_t step = 0; step < 8; ++step) due[step] += tier_due(step, EntityId{i, 1}, SimTier::Coarse);
+    for (std::uint64_t step = 0; step < 8; ++step)
+      due[step] += tier_due(step, EntityId{i, 1}, SimTier::Coarse);
   }
   for (int c : due) {
     CHECK(c > 850);
     CHECK(c < 1150);
   }
   int per_entity = 0;
-  for (std::uint64_t step = 0; step < 64; ++step) per_entity += tier_due(step, EntityId{7, 3}, SimTier::Coarse);
+  for (std::uint64_t step = 0; step < 64; ++step)
+    per_entity += tier_due(step, EntityId{7, 3}, SimTier::Coarse);
   CHECK(per_entity == 8);
 }
 
@@ -98,8 +101,8 @@ TEST_CASE("ForceFull bypasses full_cap and the budget but never the hard safety 
   const std::vector<std::uint8_t> force = {0, 1, 1, 1};  // three forced, hard cap two
   const TierCounts c = r.resolve(spec, ids, d, tier, force);
   CHECK(tier[1] == F);
-  CHECK(tier[2] == F);   // both at once: the budget of 1 does not apply
-  CHECK(tier[3] != F);   // beyond the hard cap: resolved normally
+  CHECK(tier[2] == F);  // both at once: the budget of 1 does not apply
+  CHECK(tier[3] != F);  // beyond the hard cap: resolved normally
   CHECK(c.forced == 2);
   CHECK(c.forced_overflow == 1);
   CHECK(c.per_tier[0] == 2);
@@ -110,8 +113,10 @@ namespace {
 // Stage 2 as its definition says: sort each tier's candidates by
 // (incumbent first, nearer, lower id) and keep the first `cap`. With an
 // unlimited budget the resolver's result must equal this.
-std::vector<std::uint8_t> capacity_by_sorting(const TierSpec& spec, const std::vector<EntityId>& ids,
-                                              const std::vector<double>& d, std::vector<std::uint8_t> tier) {
+std::vector<std::uint8_t> capacity_by_sorting(const TierSpec& spec,
+                                              const std::vector<EntityId>& ids,
+                                              const std::vector<double>& d,
+                                              std::vector<std::uint8_t> tier) {
   const std::size_t n = ids.size();
   std::vector<std::uint8_t> want(n);
   for (std::size_t i = 0; i < n; ++i) {
@@ -156,7 +161,8 @@ TEST_CASE("capacity selection equals sorting by preference, ties and all, at eve
     std::vector<double> d(n);
     std::vector<std::uint8_t> tier(n);
     for (std::uint32_t i = 0; i < n; ++i) {
-      ids[i] = EntityId{(i * 7919u + static_cast<std::uint32_t>(round)) % 100'003u, 1 + rng.next_below(3)};
+      ids[i] = EntityId{(i * 7919u + static_cast<std::uint32_t>(round)) % 100'003u,
+                        1 + rng.next_below(3)};
       if (ties) {
         const std::uint32_t v = rng.next_below(6);
         d[i] = v == 5 ? std::numeric_limits<double>::infinity() : static_cast<double>(v) * 9.0;
@@ -167,7 +173,8 @@ TEST_CASE("capacity selection equals sorting by preference, ties and all, at eve
     }
     const std::vector<std::uint8_t> expected = capacity_by_sorting(spec, ids, d, tier);
     r.resolve(spec, ids, d, tier);
-    INFO("round " << round << ", n " << n << ", caps " << spec.full_cap << " / " << spec.simulated_cap);
+    INFO("round " << round << ", n " << n << ", caps " << spec.full_cap << " / "
+                  << spec.simulated_cap);
     REQUIRE(tier == expected);
   }
 }
@@ -177,7 +184,8 @@ TEST_CASE("the mask form of tier_due_phase equals (step + phase % stride) % stri
     for (std::uint32_t phase = 0; phase < 64; ++phase) {
       for (const SimTier t : {SimTier::Full, SimTier::Simulated, SimTier::Coarse}) {
         const std::uint32_t stride = tier_stride(t);
-        REQUIRE(tier_due_phase(step, static_cast<std::uint8_t>(phase), t) == ((step + phase % stride) % stride == 0));
+        REQUIRE(tier_due_phase(step, static_cast<std::uint8_t>(phase), t) ==
+                ((step + phase % stride) % stride == 0));
       }
     }
   }

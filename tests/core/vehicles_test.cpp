@@ -1,8 +1,7 @@
 // Vehicle acceptance on the seed-003 corridor (configs/corridor.city.json) and
 // the contracts of DESIGN §4, each as its own test.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <map>
 #include <set>
@@ -15,7 +14,8 @@ using namespace bustle::core;
 namespace {
 
 Scenario corridor() {
-  auto r = bustle::scenario::load_scenario_file(std::string(BUSTLE_SOURCE_DIR) + "/configs/corridor.city.json");
+  auto r = bustle::scenario::load_scenario_file(std::string(BUSTLE_SOURCE_DIR) +
+                                                "/configs/corridor.city.json");
   INFO((r.errors.empty() ? std::string() : r.errors[0].to_string()));
   REQUIRE(r.ok());
   return *r.scenario;
@@ -30,11 +30,14 @@ std::unique_ptr<World> make(const Scenario& s, std::uint64_t seed = 1) {
 
 std::set<std::string> vehicle_ids(const World& w) {
   std::set<std::string> ids;
-  for (std::uint32_t i = 0; i < w.vehicles().store().size(); ++i) ids.insert(w.vehicles().vehicle_id(i));
+  for (std::uint32_t i = 0; i < w.vehicles().store().size(); ++i)
+    ids.insert(w.vehicles().vehicle_id(i));
   return ids;
 }
 
-CommandEnvelope env(std::uint32_t req, WorldCommand c) { return {{1, req}, std::move(c)}; }
+CommandEnvelope env(std::uint32_t req, WorldCommand c) {
+  return {{1, req}, std::move(c)};
+}
 
 }  // namespace
 
@@ -98,7 +101,9 @@ TEST_CASE("corridor: 600 steps of 0.1 s meet the seed-003 acceptance") {
   CHECK(min_same_lane_m >= 7.0);
 }
 
-TEST_CASE("corridor: a far observer makes every vehicle Coarse, identities unchanged, and they keep moving") {
+TEST_CASE(
+    "corridor: a far observer makes every vehicle Coarse, identities unchanged, and they keep "
+    "moving") {
   const Scenario s = corridor();
   auto w = make(s);
   for (int k = 0; k < 600; ++k) w->step();
@@ -108,18 +113,22 @@ TEST_CASE("corridor: a far observer makes every vehicle Coarse, identities uncha
   std::vector<double> progress_before;
   for (int k = 0; k < 5; ++k) w->step();
   const VehicleSystem& vs = w->vehicles();
-  for (std::uint32_t i = 0; i < vs.store().size(); ++i) REQUIRE(vs.store().tier[i] == static_cast<std::uint8_t>(SimTier::Coarse));
+  for (std::uint32_t i = 0; i < vs.store().size(); ++i)
+    REQUIRE(vs.store().tier[i] == static_cast<std::uint8_t>(SimTier::Coarse));
   CHECK(vehicle_ids(*w) == before);
   std::map<std::string, std::uint64_t> advanced;
-  for (std::uint32_t i = 0; i < vs.store().size(); ++i) advanced[vs.vehicle_id(i)] = vs.store().steps_advanced[i];
+  for (std::uint32_t i = 0; i < vs.store().size(); ++i)
+    advanced[vs.vehicle_id(i)] = vs.store().steps_advanced[i];
   for (int k = 0; k < 80; ++k) w->step();
   int moved = 0;
-  for (std::uint32_t i = 0; i < vs.store().size(); ++i) moved += vs.store().steps_advanced[i] > advanced[vs.vehicle_id(i)];
+  for (std::uint32_t i = 0; i < vs.store().size(); ++i)
+    moved += vs.store().steps_advanced[i] > advanced[vs.vehicle_id(i)];
   CHECK(moved >= 9);  // Coarse vehicles still advance (every 8th step)
   REQUIRE(w->submit(env(2, SetObservers{{{25.0, 25.0}}})) == SubmitStatus::Queued);
   for (int k = 0; k < 5; ++k) w->step();
   int non_coarse = 0;
-  for (std::uint32_t i = 0; i < vs.store().size(); ++i) non_coarse += vs.store().tier[i] != static_cast<std::uint8_t>(SimTier::Coarse);
+  for (std::uint32_t i = 0; i < vs.store().size(); ++i)
+    non_coarse += vs.store().tier[i] != static_cast<std::uint8_t>(SimTier::Coarse);
   CHECK(non_coarse == 18);
   CHECK(vehicle_ids(*w) == before);
 }
@@ -138,13 +147,14 @@ TEST_CASE("corridor: leftover distance and the next lane's speed limit apply at 
   for (int k = 0; k < 600; ++k) {
     std::map<std::uint64_t, Before> before;
     for (std::uint32_t i = 0; i < vs.store().size(); ++i) {
-      before[vs.store().id[i].packed()] = {vs.store().lane[i], vs.store().s_m[i], vs.store().steps_advanced[i],
-                                           vs.store().tier[i]};
+      before[vs.store().id[i].packed()] = {vs.store().lane[i], vs.store().s_m[i],
+                                           vs.store().steps_advanced[i], vs.store().tier[i]};
     }
     w->step();
     for (std::uint32_t i = 0; i < vs.store().size(); ++i) {
       auto it = before.find(vs.store().id[i].packed());
-      if (it == before.end() || it->second.lane != 0 || vs.store().lane[i] != 1) continue;  // lane0 (12) -> lane1 (8)
+      if (it == before.end() || it->second.lane != 0 || vs.store().lane[i] != 1)
+        continue;  // lane0 (12) -> lane1 (8)
       if (vs.store().reason[i] != static_cast<std::uint8_t>(PolicyReason::Clear)) continue;
       REQUIRE(vs.store().steps_advanced[i] == it->second.advanced + 1);
       const double stride = tier_stride(static_cast<SimTier>(it->second.tier));
@@ -167,7 +177,8 @@ TEST_CASE("pressure: 128 requests drain in bounded steps of at most 16 dispatche
   s.pedestrians.count = 0;
   auto w = make(s);
   for (std::uint32_t r = 0; r < 128; ++r) {
-    REQUIRE(w->submit(env(r, GarageRequest{"g0", "p" + std::to_string(r), "sedan", "lane0", 10})) == SubmitStatus::Queued);
+    REQUIRE(w->submit(env(r, GarageRequest{"g0", "p" + std::to_string(r), "sedan", "lane0", 10})) ==
+            SubmitStatus::Queued);
   }
   w->step();  // applies the 128 requests and dispatches the first 16
   for (const auto& res : w->last_command_results()) REQUIRE(res.status == CommandStatus::Accepted);
@@ -187,7 +198,9 @@ TEST_CASE("pressure: 128 requests drain in bounded steps of at most 16 dispatche
   CHECK(w->vehicles().garages()[0].dispatched.size() == 128);
 }
 
-TEST_CASE("invalid, duplicate and queue-full requests get their own result and leave the queue unchanged") {
+TEST_CASE(
+    "invalid, duplicate and queue-full requests get their own result and leave the queue "
+    "unchanged") {
   Scenario s = corridor();
   s.vehicle_plan.requests.clear();
   s.garages[0].queue_depth = 3;
@@ -195,7 +208,8 @@ TEST_CASE("invalid, duplicate and queue-full requests get their own result and l
   s.pedestrians.count = 0;
   auto w = make(s);
   for (std::uint32_t r = 0; r < 4; ++r) {
-    REQUIRE(w->submit(env(r, GarageRequest{"g0", "q" + std::to_string(r), "sedan", "lane0", static_cast<std::int32_t>(r)})) == SubmitStatus::Queued);
+    REQUIRE(w->submit(env(r, GarageRequest{"g0", "q" + std::to_string(r), "sedan", "lane0",
+                                           static_cast<std::int32_t>(r)})) == SubmitStatus::Queued);
   }
   w->step();  // q0..q2 queued, q3 refused (depth 3); q2 (highest priority) dispatched
   auto res = w->last_command_results();
@@ -204,13 +218,20 @@ TEST_CASE("invalid, duplicate and queue-full requests get their own result and l
   CHECK(res[3].reason == RejectReason::QueueFull);
   REQUIRE(w->vehicles().store().size() == 1);
   CHECK(w->vehicles().store().request_id[0] == "q2");
-  REQUIRE(w->submit(env(10, GarageRequest{"nope", "x", "sedan", "lane0", 1})) == SubmitStatus::Queued);
-  REQUIRE(w->submit(env(11, GarageRequest{"g0", "x", "truck", "lane0", 1})) == SubmitStatus::Queued);
-  REQUIRE(w->submit(env(12, GarageRequest{"g0", "x", "sedan", "lane2", 1})) == SubmitStatus::Queued);
-  REQUIRE(w->submit(env(13, GarageRequest{"g0", "q1", "sedan", "lane0", 1})) == SubmitStatus::Queued);  // queued
-  REQUIRE(w->submit(env(14, GarageRequest{"g0", "q2", "sedan", "lane0", 1})) == SubmitStatus::Queued);  // dispatched
-  REQUIRE(w->submit(env(15, GarageRequest{"g0", "fill", "sedan", "lane0", 99})) == SubmitStatus::Queued);
-  REQUIRE(w->submit(env(16, GarageRequest{"g0", "over", "sedan", "lane0", 200})) == SubmitStatus::Queued);
+  REQUIRE(w->submit(env(10, GarageRequest{"nope", "x", "sedan", "lane0", 1})) ==
+          SubmitStatus::Queued);
+  REQUIRE(w->submit(env(11, GarageRequest{"g0", "x", "truck", "lane0", 1})) ==
+          SubmitStatus::Queued);
+  REQUIRE(w->submit(env(12, GarageRequest{"g0", "x", "sedan", "lane2", 1})) ==
+          SubmitStatus::Queued);
+  REQUIRE(w->submit(env(13, GarageRequest{"g0", "q1", "sedan", "lane0", 1})) ==
+          SubmitStatus::Queued);  // queued
+  REQUIRE(w->submit(env(14, GarageRequest{"g0", "q2", "sedan", "lane0", 1})) ==
+          SubmitStatus::Queued);  // dispatched
+  REQUIRE(w->submit(env(15, GarageRequest{"g0", "fill", "sedan", "lane0", 99})) ==
+          SubmitStatus::Queued);
+  REQUIRE(w->submit(env(16, GarageRequest{"g0", "over", "sedan", "lane0", 200})) ==
+          SubmitStatus::Queued);
   w->step();  // the cooldown (checked before capacity) holds dispatch
   res = w->last_command_results();
   REQUIRE(res.size() == 7);
@@ -268,15 +289,20 @@ TEST_CASE("policy arbitration follows the fixed order for every combination of i
                 };
                 const auto S = static_cast<VehicleStrategy>(strat);
                 const Rule table[] = {
-                    {despawn == 1, ControlPolicy::DespawnPending, PolicyReason::DespawnRequested, false, 0.0},
-                    {S == VehicleStrategy::Manual, ControlPolicy::Manual, PolicyReason::ManualControl, true, 1.0},
-                    {S == VehicleStrategy::Parked, ControlPolicy::Parked, PolicyReason::ParkedStrategy, false, 0.0},
-                    {closed == 1, ControlPolicy::WaitingAtSignal, PolicyReason::SignalClosed, false, 0.0},
+                    {despawn == 1, ControlPolicy::DespawnPending, PolicyReason::DespawnRequested,
+                     false, 0.0},
+                    {S == VehicleStrategy::Manual, ControlPolicy::Manual,
+                     PolicyReason::ManualControl, true, 1.0},
+                    {S == VehicleStrategy::Parked, ControlPolicy::Parked,
+                     PolicyReason::ParkedStrategy, false, 0.0},
+                    {closed == 1, ControlPolicy::WaitingAtSignal, PolicyReason::SignalClosed, false,
+                     0.0},
                     {yield == 1, ControlPolicy::Yielding, PolicyReason::SignalYield, true, 0.35},
                     {ped == 1, ControlPolicy::Yielding, PolicyReason::PedestrianHazard, false, 0.0},
                     {gap <= 8.0, ControlPolicy::Yielding, PolicyReason::LeaderBlocked, false, 0.0},
                     {gap < 14.0, ControlPolicy::Yielding, PolicyReason::LeaderCaution, true, 0.35},
-                    {route == 1 && S == VehicleStrategy::RouteFollow, ControlPolicy::RouteFollow, PolicyReason::Clear, true, 1.0},
+                    {route == 1 && S == VehicleStrategy::RouteFollow, ControlPolicy::RouteFollow,
+                     PolicyReason::Clear, true, 1.0},
                     {true, ControlPolicy::LaneFollow, PolicyReason::Clear, true, 1.0},
                 };
                 const Rule* expect = nullptr;
@@ -286,8 +312,9 @@ TEST_CASE("policy arbitration follows the fixed order for every combination of i
                     break;
                   }
                 }
-                INFO("combo despawn=" << despawn << " strategy=" << strat << " closed=" << closed << " yield=" << yield
-                                      << " ped=" << ped << " gap=" << gap << " route=" << route);
+                INFO("combo despawn=" << despawn << " strategy=" << strat << " closed=" << closed
+                                      << " yield=" << yield << " ped=" << ped << " gap=" << gap
+                                      << " route=" << route);
                 REQUIRE(d.policy == expect->policy);
                 REQUIRE(d.reason == expect->reason);
                 REQUIRE(d.advance == expect->advance);
@@ -313,11 +340,14 @@ TEST_CASE("shuffling the vehicle arrays changes no outcome (one pre-step snapsho
   // Reverse the dense vehicle order (every column the same way).
   VehicleStore& v = cp.vehicles.store;
   auto rev = [](auto& col) { std::reverse(col.begin(), col.end()); };
-  rev(v.id), rev(v.garage), rev(v.ordinal), rev(v.prototype), rev(v.route_index), rev(v.lane), rev(v.s_m);
+  rev(v.id), rev(v.garage), rev(v.ordinal), rev(v.prototype), rev(v.route_index), rev(v.lane),
+      rev(v.s_m);
   rev(v.speed_mps), rev(v.strategy), rev(v.policy), rev(v.reason), rev(v.tier), rev(v.leader);
-  rev(v.steps_advanced), rev(v.last_advance_step), rev(v.waiting_since), rev(v.despawn_requested), rev(v.request_id);
+  rev(v.steps_advanced), rev(v.last_advance_step), rev(v.waiting_since), rev(v.despawn_requested),
+      rev(v.request_id);
   auto shuffled = World::restore(s, cp);
-  INFO((shuffled.errors.empty() ? std::string() : shuffled.errors[0].path + ": " + shuffled.errors[0].message));
+  INFO((shuffled.errors.empty() ? std::string()
+                                : shuffled.errors[0].path + ": " + shuffled.errors[0].message));
   REQUIRE(shuffled.world);
   for (int k = 0; k < 300; ++k) {
     reference->step();
@@ -382,7 +412,9 @@ TEST_CASE("vehicle checkpoints restore exactly (completeness) and reject corrupt
   }
 }
 
-TEST_CASE("a vehicle blocked off-screen for despawn.stuck_ms leaves as Stuck, a visible one keeps waiting") {
+TEST_CASE(
+    "a vehicle blocked off-screen for despawn.stuck_ms leaves as Stuck, a visible one keeps "
+    "waiting") {
   auto run = [](Vec2 observer) {
     Scenario s;
     s.id = "test.stuck";
@@ -413,8 +445,8 @@ TEST_CASE("a vehicle blocked off-screen for despawn.stuck_ms leaves as Stuck, a 
                           w.vehicles().is_vehicle(leader));
   };
   const auto far = run({5000, 5000});
-  CHECK(far.first == 1);   // the blocked follower left
-  CHECK(far.second);       // the parked leader stands still on purpose: not stuck
+  CHECK(far.first == 1);  // the blocked follower left
+  CHECK(far.second);      // the parked leader stands still on purpose: not stuck
   const auto near = run({150, 0});
   CHECK(near.first == 0);  // visible: never removed from a queue in view
   CHECK(near.second);
@@ -433,11 +465,13 @@ TEST_CASE("a garage's vehicle_id_format names its vehicles; bad or colliding for
   std::set<std::string> ids;
   for (std::uint32_t i = 0; i < vs.store().size(); ++i) {
     ids.insert(vs.vehicle_id(i));
-    if (vs.store().request_id[i] == "r00") CHECK(vs.vehicle_id(i) == "vehicle.garage." + s.id + ".request.000000");
+    if (vs.store().request_id[i] == "r00")
+      CHECK(vs.vehicle_id(i) == "vehicle.garage." + s.id + ".request.000000");
   }
   CHECK(ids.size() == vs.store().size());
 
-  CHECK(format_vehicle_id("vehicle.{garage}.{ordinal}", "g0", "x", 1234567) == "vehicle.g0.1234567");
+  CHECK(format_vehicle_id("vehicle.{garage}.{ordinal}", "g0", "x", 1234567) ==
+        "vehicle.g0.1234567");
   const auto error_of = [](Scenario bad) {
     const auto errs = validate_scenario(bad);
     for (const auto& e : errs) {
@@ -447,21 +481,27 @@ TEST_CASE("a garage's vehicle_id_format names its vehicles; bad or colliding for
   };
   Scenario bad = corridor();
   bad.garages[0].vehicle_id_format = "car.{garage}";
-  CHECK(error_of(bad) == "garages[0].vehicle_id_format: must contain {ordinal} exactly once (VehicleIds must never repeat)");
+  CHECK(error_of(bad) ==
+        "garages[0].vehicle_id_format: must contain {ordinal} exactly once (VehicleIds must never "
+        "repeat)");
   bad.garages[0].vehicle_id_format = "car.{ordinal}.{ordinal}";
   CHECK(error_of(bad).find("exactly once") != std::string::npos);
   bad.garages[0].vehicle_id_format = "car.{colour}.{ordinal}";
-  CHECK(error_of(bad) == "garages[0].vehicle_id_format: unknown field {colour}; use {garage}, {scenario} or {ordinal}");
+  CHECK(error_of(bad) ==
+        "garages[0].vehicle_id_format: unknown field {colour}; use {garage}, {scenario} or "
+        "{ordinal}");
   bad.garages[0].vehicle_id_format = "car.{ordinal";
   CHECK(error_of(bad).find("unclosed '{'") != std::string::npos);
-  // Two garages whose ids could meet: "car.000012" from one and "car.1" + "000012"... from the other.
+  // Two garages whose ids could meet: "car.000012" from one and "car.1" + "000012"... from the
+  // other.
   Scenario two = corridor();
   GarageSpec g2 = two.garages[0];
   g2.id = "g1";
   two.garages.push_back(g2);
   two.garages[0].vehicle_id_format = "car.{ordinal}";
   two.garages[1].vehicle_id_format = "car.1{ordinal}";
-  CHECK(error_of(two).find("garages[1].vehicle_id_format: can give the same VehicleIds as garages[0]") == 0);
+  CHECK(error_of(two).find(
+            "garages[1].vehicle_id_format: can give the same VehicleIds as garages[0]") == 0);
   two.garages[1].vehicle_id_format = "car.{garage}.{ordinal}";
   CHECK(error_of(two).empty());
 }

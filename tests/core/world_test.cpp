@@ -1,9 +1,8 @@
-#include <catch2/catch.hpp>
+#include "bustle/core/world.hpp"
 
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <map>
-
-#include "bustle/core/world.hpp"
 
 using namespace bustle::core;
 
@@ -295,22 +294,27 @@ TEST_CASE("progress over time is the same in every tier, across lane ends and co
   const double t0_coarse = time_on_loop(*wc);
   int due_steps = 0;
   for (int k = 0; k < 800; ++k) {
-    const std::uint64_t before = wc->pedestrians().hops[0] * 1000000ull + static_cast<std::uint64_t>(wc->pedestrians().s_m[0] * 1000);
+    const std::uint64_t before = wc->pedestrians().hops[0] * 1000000ull +
+                                 static_cast<std::uint64_t>(wc->pedestrians().s_m[0] * 1000);
     wf->step();
     wc->step();
-    const std::uint64_t after = wc->pedestrians().hops[0] * 1000000ull + static_cast<std::uint64_t>(wc->pedestrians().s_m[0] * 1000);
+    const std::uint64_t after = wc->pedestrians().hops[0] * 1000000ull +
+                                static_cast<std::uint64_t>(wc->pedestrians().s_m[0] * 1000);
     if (after != before) ++due_steps;
     // Full: exactly 0.1 s of travel per step.
     REQUIRE(time_on_loop(*wf) - t0_full == Approx(0.1 * (k + 1)).margin(1e-6));
     // Coarse: exactly 0.8 s per due step, and never more than 0.8 s from Full.
     REQUIRE(time_on_loop(*wc) - t0_coarse == Approx(0.8 * due_steps).margin(1e-6));
-    REQUIRE(std::abs((time_on_loop(*wc) - t0_coarse) - (time_on_loop(*wf) - t0_full)) <= 0.8 + 1e-6);
+    REQUIRE(std::abs((time_on_loop(*wc) - t0_coarse) - (time_on_loop(*wf) - t0_full)) <=
+            0.8 + 1e-6);
   }
   CHECK(due_steps == 100);
   CHECK(wc->pedestrians().hops[0] > 15);  // many lane ends and corners crossed
 }
 
-TEST_CASE("ForceFull over the socket-level command: accepted up to the hard cap, refused and counted beyond") {
+TEST_CASE(
+    "ForceFull over the socket-level command: accepted up to the hard cap, refused and counted "
+    "beyond") {
   Scenario s = two_loops(6);
   s.tiers.full_cap = 0;
   s.tiers.hard_full_cap = 2;
@@ -330,7 +334,9 @@ TEST_CASE("ForceFull over the socket-level command: accepted up to the hard cap,
   CHECK(res[2].status == CommandStatus::Rejected);
   CHECK(res[2].message.find("hard safety cap") != std::string::npos);
   CHECK(w->force_full_refused() == 1);
-  auto tier_of = [&](EntityId id) { return w->pedestrians().tier[w->pedestrians().dense_of[id.index]]; };
+  auto tier_of = [&](EntityId id) {
+    return w->pedestrians().tier[w->pedestrians().dense_of[id.index]];
+  };
   CHECK(tier_of(a) == static_cast<std::uint8_t>(SimTier::Full));
   CHECK(tier_of(b) == static_cast<std::uint8_t>(SimTier::Full));
   CHECK(tier_of(c) != static_cast<std::uint8_t>(SimTier::Full));
@@ -338,7 +344,8 @@ TEST_CASE("ForceFull over the socket-level command: accepted up to the hard cap,
   REQUIRE(w->submit(env(4, ForceFull{a, false})) == SubmitStatus::Queued);
   w->step();
   w->step();
-  CHECK(tier_of(a) != static_cast<std::uint8_t>(SimTier::Full));  // full_cap 0: demoted once released
+  CHECK(tier_of(a) !=
+        static_cast<std::uint8_t>(SimTier::Full));  // full_cap 0: demoted once released
   // A checkpoint carries the forced set and the refusal count.
   auto r = World::restore(s, w->capture());
   REQUIRE(r.world);
@@ -374,18 +381,23 @@ TEST_CASE("swap-remove moves the last pedestrian into the hole and the free list
   w->step();
   w->step();
   bool reused = false;
-  for (const EntityId id : p.id) reused = reused || (id.index == victim.index && id.generation == victim.generation + 1);
+  for (const EntityId id : p.id)
+    reused = reused || (id.index == victim.index && id.generation == victim.generation + 1);
   CHECK(reused);
   CHECK(w->check_invariants().empty());
 }
 
-TEST_CASE("client observers rank tiers beside the scenario's, apart from SetObservers, in digest and checkpoint") {
+TEST_CASE(
+    "client observers rank tiers beside the scenario's, apart from SetObservers, in digest and "
+    "checkpoint") {
   Scenario s = two_loops(30);
   s.observers = {{1000.0, 1000.0}};  // far from everyone: Coarse
   s.tiers.pedestrian_resolve_every_steps = 1;
   auto w = make(s, 5);
   auto plain = make(s, 5);
-  auto full_count = [](const World& world) { return world.pedestrian_tiers().per_tier[static_cast<int>(SimTier::Full)]; };
+  auto full_count = [](const World& world) {
+    return world.pedestrian_tiers().per_tier[static_cast<int>(SimTier::Full)];
+  };
   for (int k = 0; k < 3; ++k) {
     w->step();
     plain->step();
@@ -394,7 +406,8 @@ TEST_CASE("client observers rank tiers beside the scenario's, apart from SetObse
   CHECK(full_count(*w) == 0);
   CHECK(w->digest() == plain->digest());  // an empty client set adds nothing
 
-  REQUIRE(w->submit(env(1, SetClientObservers{{{10.0, 5.0, 0.0, false, 0.0}, {40.0, 5.0, 0.0, false, 0.0}}})) ==
+  REQUIRE(w->submit(env(1, SetClientObservers{{{10.0, 5.0, 0.0, false, 0.0},
+                                               {40.0, 5.0, 0.0, false, 0.0}}})) ==
           SubmitStatus::Queued);
   w->step();
   plain->step();

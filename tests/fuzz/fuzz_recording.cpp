@@ -43,7 +43,8 @@ void replay_file(const std::string& path) {
   std::optional<std::uint64_t> tick;
   if (replay::ReplayError e = replayer->first_tick_at_step(0, tick); !e.ok()) return check_error(e);
   if (replayer->last_tick() > 0) {
-    if (replay::ReplayError e = replayer->seek(replayer->last_tick()); !e.ok()) return check_error(e);
+    if (replay::ReplayError e = replayer->seek(replayer->last_tick()); !e.ok())
+      return check_error(e);
     if (!replayer->has_world()) std::abort();
   }
 }

@@ -23,7 +23,8 @@ constexpr int kSteps = 3;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
-  bustle::scenario::LoadResult loaded = bustle::scenario::load_scenario_text(text, "fuzz.city.json");
+  bustle::scenario::LoadResult loaded =
+      bustle::scenario::load_scenario_text(text, "fuzz.city.json");
   if (loaded.text != text) std::abort();  // the exact text is kept for snapshots
   if (!loaded.ok()) {
     if (loaded.scenario.has_value()) std::abort();
@@ -36,7 +37,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const bustle::core::Scenario& scenario = *loaded.scenario;
   // Without a --rate override the text run is the text given (snapshots and
   // recordings compare it byte for byte).
-  if (bustle::scenario::effective_scenario_text(loaded.text, scenario.step_us) != loaded.text) std::abort();
+  if (bustle::scenario::effective_scenario_text(loaded.text, scenario.step_us) != loaded.text)
+    std::abort();
   if (scenario.entity_capacity > kWorldCapacityMax) return 0;
   bustle::core::World::CreateResult created = bustle::core::World::create(scenario, 1);
   // The loader ran validate_scenario already; create must not find more.

@@ -19,9 +19,9 @@
 #include <string>
 #include <vector>
 
-#include "bustle/client/replies.hpp"
 #include "bustle/client/entity_mirror.hpp"
 #include "bustle/client/frame_reader.hpp"
+#include "bustle/client/replies.hpp"
 #include "bustle/client/stream.hpp"
 
 namespace {
@@ -61,7 +61,8 @@ void decode(const wire::ServerFrame& frame, client::EntityMirror& mirror) {
       std::size_t live = 0;
       mirror.for_each([&](const client::EntityView& v) {
         if (mirror.find(v.id) != &v) std::abort();
-        (void)mirror.pose(v, delta.step + (v.id.index & 63u));  // any later step, past lane ends too
+        (void)mirror.pose(v,
+                          delta.step + (v.id.index & 63u));  // any later step, past lane ends too
         ++live;
       });
       if (live != mirror.size() || mirror.size() > mirror.max_entities()) std::abort();
@@ -71,10 +72,12 @@ void decode(const wire::ServerFrame& frame, client::EntityMirror& mirror) {
       (void)client::to_command_reply(*frame.message_as_CommandResult());
       break;
     case wire::ServerMessage::JobUpdate:
-      if (const wire::JobStatus* job = frame.message_as_JobUpdate()->job()) (void)client::to_job_info(*job);
+      if (const wire::JobStatus* job = frame.message_as_JobUpdate()->job())
+        (void)client::to_job_info(*job);
       break;
     case wire::ServerMessage::SpawnUpdate:
-      if (const wire::SpawnStatus* s = frame.message_as_SpawnUpdate()->spawn()) (void)client::to_spawn_status(*s);
+      if (const wire::SpawnStatus* s = frame.message_as_SpawnUpdate()->spawn())
+        (void)client::to_spawn_status(*s);
       break;
     default:
       break;

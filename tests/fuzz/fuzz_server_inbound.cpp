@@ -58,7 +58,8 @@ std::uint64_t handle_payload(std::span<const std::uint8_t> payload) {
     case wire::ClientMessage::Command: {
       const wire::Command* cmd = frame->message_as_Command();
       if (cmd == nullptr) return seen;
-      for (const bustle::net::Role role : {bustle::net::Role::Viewer, bustle::net::Role::Operator}) {
+      for (const bustle::net::Role role :
+           {bustle::net::Role::Viewer, bustle::net::Role::Operator}) {
         const bustle::net::ParsedCommand parsed = bustle::net::parse_command(*cmd, role);
         // A rejection always names its reason; an acceptance never carries one.
         if (!parsed.ok() && parsed.message.empty()) std::abort();

@@ -35,21 +35,24 @@ void check_error(const persist::StoreError& e) {
 void restore(persist::SnapshotStore& store, const persist::SnapshotInfo& info) {
   persist::LoadedCheckpoint lc;
   if (persist::StoreError e = store.read_checkpoint(info.name, lc); !e.ok()) return check_error(e);
-  scenario::LoadResult sc = scenario::load_scenario_text(lc.scenario_json, "snapshots.scenario_json");
+  scenario::LoadResult sc =
+      scenario::load_scenario_text(lc.scenario_json, "snapshots.scenario_json");
   if (!sc.ok() || sc.scenario->entity_capacity > fuzz::kWorldCapacityMax) return;
   core::World::RestoreResult restored = core::World::restore(*sc.scenario, lc.checkpoint);
   if (!restored.world) {
     if (restored.errors.empty() || restored.errors.front().message.empty()) std::abort();
     return;
   }
-  if (!restored.errors.empty() || restored.world->step_index() != lc.checkpoint.step_index) std::abort();
+  if (!restored.errors.empty() || restored.world->step_index() != lc.checkpoint.step_index)
+    std::abort();
   fuzz::step_candidate(*restored.world);
 }
 
 void load(persist::SnapshotStore& store, const persist::SnapshotInfo& info) {
   persist::LoadedSave ls;
   if (persist::StoreError e = store.read_save(info.name, ls); !e.ok()) return check_error(e);
-  scenario::LoadResult sc = scenario::load_scenario_text(ls.scenario_json, "snapshots.scenario_json");
+  scenario::LoadResult sc =
+      scenario::load_scenario_text(ls.scenario_json, "snapshots.scenario_json");
   if (!sc.ok() || sc.scenario->entity_capacity > fuzz::kWorldCapacityMax) return;
   persist::complete_schema1_save(ls, *sc.scenario);
   core::World::RestoreResult loaded = core::World::load_save(*sc.scenario, ls.save);
@@ -67,7 +70,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string& path = file.write(data, size);
   {
     persist::SnapshotStore store;
-    if (persist::StoreError e = persist::SnapshotStore::open(path, persist::FileKind::Snapshots, false, store);
+    if (persist::StoreError e =
+            persist::SnapshotStore::open(path, persist::FileKind::Snapshots, false, store);
         !e.ok()) {
       check_error(e);
     } else {

@@ -40,7 +40,8 @@ class InputFile {
     return path_;
   }
   void remove() const {
-    for (const char* suffix : {"", "-wal", "-shm", "-journal"}) std::remove((path_ + suffix).c_str());
+    for (const char* suffix : {"", "-wal", "-shm", "-journal"})
+      std::remove((path_ + suffix).c_str());
   }
 
  private:

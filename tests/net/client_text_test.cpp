@@ -1,8 +1,8 @@
-#include <catch2/catch.hpp>
+#include "bustle/net/client_text.hpp"
 
+#include <catch2/catch.hpp>
 #include <string>
 
-#include "bustle/net/client_text.hpp"
 #include "bustle/net/server.hpp"
 
 using bustle::net::client_text;

@@ -2,13 +2,13 @@
 // and the structural checks the schema cannot express. Every frame goes
 // through proto::verify_client_frame first, exactly as the server does it, so
 // these cases also pin the verifier's table budget for the largest commands.
-#include <catch2/catch.hpp>
+#include "bustle/net/command_parser.hpp"
 
+#include <catch2/catch.hpp>
 #include <functional>
 #include <string>
 #include <vector>
 
-#include "bustle/net/command_parser.hpp"
 #include "bustle/proto/framing.hpp"
 
 using namespace bustle;
@@ -17,7 +17,8 @@ using net::Role;
 
 namespace {
 
-using Body = std::function<std::pair<wire::CommandBody, flatbuffers::Offset<void>>(flatbuffers::FlatBufferBuilder&)>;
+using Body = std::function<std::pair<wire::CommandBody, flatbuffers::Offset<void>>(
+    flatbuffers::FlatBufferBuilder&)>;
 
 // Builds ClientFrame{Command{request_id 7, body}}, verifies it like the
 // server, parses it for `role`.
@@ -32,7 +33,8 @@ Parsed parse(const Body& body, Role role = Role::Operator) {
   flatbuffers::FlatBufferBuilder fbb;
   const auto [type, offset] = body(fbb);
   const auto cmd = wire::CreateCommand(fbb, 7, type, offset);
-  fbb.Finish(wire::CreateClientFrame(fbb, wire::ClientMessage::Command, cmd.Union()), wire::ClientFrameIdentifier());
+  fbb.Finish(wire::CreateClientFrame(fbb, wire::ClientMessage::Command, cmd.Union()),
+             wire::ClientFrameIdentifier());
   Parsed out;
   out.bytes.assign(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
   const wire::ClientFrame* frame = proto::verify_client_frame(out.bytes, out.verify_error);
@@ -58,8 +60,8 @@ const net::ControlCommand& control_command(const ParsedCommand& p) {
   return *c;
 }
 
-Body spawn_body(wire::PriorityClass priority, const char* zone = "market", const char* lane = nullptr,
-                std::uint32_t timeout_ms = 0) {
+Body spawn_body(wire::PriorityClass priority, const char* zone = "market",
+                const char* lane = nullptr, std::uint32_t timeout_ms = 0) {
   return [=](flatbuffers::FlatBufferBuilder& fbb) {
     const auto s = wire::CreateSpawnPedestrianDirect(fbb, zone, lane, priority, timeout_ms);
     return std::make_pair(wire::CommandBody::SpawnPedestrian, s.Union());
@@ -84,7 +86,8 @@ Body route_body(std::size_t lanes, bool in_batch = false) {
 
 // ops: 'S' spawn (with its table), 's' spawn without table, 'D' despawn with
 // id, 'd' despawn without id, 'X' unknown kind.
-Body batch_body(const std::string& ops, wire::PriorityClass priority = wire::PriorityClass::Background) {
+Body batch_body(const std::string& ops,
+                wire::PriorityClass priority = wire::PriorityClass::Background) {
   return [=](flatbuffers::FlatBufferBuilder& fbb) {
     std::vector<flatbuffers::Offset<wire::LifecycleOp>> items;
     for (std::size_t i = 0; i < ops.size(); ++i) {
@@ -105,7 +108,8 @@ Body batch_body(const std::string& ops, wire::PriorityClass priority = wire::Pri
           items.push_back(wire::CreateLifecycleOp(fbb, wire::LifecycleOpKind::Despawn));
           break;
         default:
-          items.push_back(wire::CreateLifecycleOp(fbb, static_cast<wire::LifecycleOpKind>(9), 0, &id));
+          items.push_back(
+              wire::CreateLifecycleOp(fbb, static_cast<wire::LifecycleOpKind>(9), 0, &id));
           break;
       }
     }
@@ -182,7 +186,8 @@ TEST_CASE("SpawnPedestrian becomes a core spawn request with every field") {
 
   // Absent fields: any zone and lane, the schema's default priority (Quest).
   const Parsed d = parse([](flatbuffers::FlatBufferBuilder& fbb) {
-    return std::make_pair(wire::CommandBody::SpawnPedestrian, wire::CreateSpawnPedestrian(fbb).Union());
+    return std::make_pair(wire::CommandBody::SpawnPedestrian,
+                          wire::CreateSpawnPedestrian(fbb).Union());
   });
   const auto& ds = world_command<core::SpawnPedestrian>(d.parsed);
   CHECK(ds.zone.empty());
@@ -239,7 +244,8 @@ TEST_CASE("an unknown PriorityClass value is rejected naming the field") {
   const Parsed p = parse(spawn_body(static_cast<wire::PriorityClass>(4)));
   REQUIRE(p.verified);  // the verifier does not check enum values
   CHECK(p.parsed.reason == core::RejectReason::InvalidArgument);
-  CHECK_THAT(p.parsed.message, Catch::Contains("priority") && Catch::Contains("unknown PriorityClass value 4"));
+  CHECK_THAT(p.parsed.message,
+             Catch::Contains("priority") && Catch::Contains("unknown PriorityClass value 4"));
 
   const Parsed b = parse(batch_body("SS", static_cast<wire::PriorityClass>(200)));
   CHECK(b.parsed.reason == core::RejectReason::InvalidArgument);
@@ -269,7 +275,8 @@ TEST_CASE("SetObservers views must match the points one to one") {
   SECTION("a length mismatch is rejected with a clear message") {
     const Parsed p = parse(observers_body(2, 3));
     CHECK(p.parsed.reason == core::RejectReason::InvalidArgument);
-    CHECK(p.parsed.message == "views: 3 entries for 2 points (send one view per point, or no views)");
+    CHECK(p.parsed.message ==
+          "views: 3 entries for 2 points (send one view per point, or no views)");
     const Parsed q = parse(observers_body(2, 0));
     CHECK(q.parsed.reason == core::RejectReason::InvalidArgument);
     CHECK_THAT(q.parsed.message, Catch::StartsWith("views: 0 entries for 2 points"));
@@ -326,15 +333,18 @@ TEST_CASE("LifecycleBatch is validated structurally before anything is queued") 
 }
 
 TEST_CASE("spawn handle commands, lifecycle settings and the new queries map to their fields") {
-  CHECK(world_command<core::CancelSpawn>(parse(empty_body(wire::CommandBody::CancelSpawn)).parsed).handle == 42);
-  const auto l = world_command<core::SetLifecycle>(parse(empty_body(wire::CommandBody::SetLifecycle)).parsed);
+  CHECK(world_command<core::CancelSpawn>(parse(empty_body(wire::CommandBody::CancelSpawn)).parsed)
+            .handle == 42);
+  const auto l =
+      world_command<core::SetLifecycle>(parse(empty_body(wire::CommandBody::SetLifecycle)).parsed);
   CHECK(l.growth_quota == 5);
   CHECK(l.recycle_quota == 6);
   CHECK(l.interval_ms == 500);
   CHECK(l.migration_budget == 7);
   // ReportAttached is the representation axis: a control command of the sim
   // driver, not a world command (it never reaches the World or its digest).
-  const auto ra = control_command(parse(entity_body(wire::CommandBody::ReportAttached, true)).parsed);
+  const auto ra =
+      control_command(parse(entity_body(wire::CommandBody::ReportAttached, true)).parsed);
   CHECK(ra.kind == net::ControlCommand::Kind::ReportAttached);
   CHECK(ra.entity == core::EntityId{4, 2});
 
@@ -367,7 +377,8 @@ TEST_CASE("viewers may query and report attachment but not change the world") {
         core::RejectReason::NotAuthorized);
   CHECK(parse(empty_body(wire::CommandBody::SetLifecycle), Role::Viewer).parsed.reason ==
         core::RejectReason::NotAuthorized);
-  CHECK(parse(observers_body(1, 1), Role::Viewer).parsed.reason == core::RejectReason::NotAuthorized);
+  CHECK(parse(observers_body(1, 1), Role::Viewer).parsed.reason ==
+        core::RejectReason::NotAuthorized);
 
   CHECK(parse(entity_body(wire::CommandBody::ReportAttached, true), Role::Viewer).parsed.ok());
   CHECK(parse(entity_body(wire::CommandBody::QueryEntity, true), Role::Viewer).parsed.ok());

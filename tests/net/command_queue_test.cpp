@@ -1,9 +1,9 @@
-#include <catch2/catch.hpp>
+#include "bustle/net/command_queue.hpp"
 
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <thread>
 
-#include "bustle/net/command_queue.hpp"
 #include "bustle/net/server.hpp"
 
 using namespace bustle;

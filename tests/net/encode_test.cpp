@@ -1,10 +1,10 @@
 // Server->client encoding: every frame verifies, and the population fields of
 // CommandResult, SpawnUpdate and Welcome carry exactly what was given.
-#include <catch2/catch.hpp>
+#include "bustle/net/encode.hpp"
 
+#include <catch2/catch.hpp>
 #include <string>
 
-#include "bustle/net/encode.hpp"
 #include "bustle/proto/framing.hpp"
 
 using namespace bustle;
@@ -13,7 +13,8 @@ namespace {
 
 const wire::ServerFrame* verified(const flatbuffers::FlatBufferBuilder& fbb) {
   std::string error;
-  const wire::ServerFrame* f = proto::verify_server_frame({fbb.GetBufferPointer(), fbb.GetSize()}, error);
+  const wire::ServerFrame* f =
+      proto::verify_server_frame({fbb.GetBufferPointer(), fbb.GetSize()}, error);
   INFO(error);
   REQUIRE(f != nullptr);
   return f;
@@ -83,7 +84,8 @@ TEST_CASE("spawn and batch fields of a result round-trip") {
   CHECK(w.entity()->generation() == 2);
   CHECK(w.batch() == wire::BatchStatus::InvariantFailure);
   REQUIRE(w.handles() != nullptr);
-  CHECK(std::vector<std::uint64_t>(w.handles()->begin(), w.handles()->end()) == std::vector<std::uint64_t>{4, 5, 6});
+  CHECK(std::vector<std::uint64_t>(w.handles()->begin(), w.handles()->end()) ==
+        std::vector<std::uint64_t>{4, 5, 6});
 
   // A committed batch without spawn ops still says "no handles" explicitly.
   net::OutboundResult empty;
@@ -123,8 +125,8 @@ TEST_CASE("QuerySpawn and SpawnUpdate carry the whole spawn status") {
   CHECK(u->spawn()->state() == wire::SpawnState::Failed);
   CHECK(u->spawn()->failure() == wire::SpawnFailure::EntityGone);
   CHECK(u->spawn()->terminal());
-  CHECK(u->spawn()->zone() == nullptr);             // any zone
-  CHECK(u->spawn()->lane() == 4294967295u);         // the schema's "none"
+  CHECK(u->spawn()->zone() == nullptr);      // any zone
+  CHECK(u->spawn()->lane() == 4294967295u);  // the schema's "none"
 }
 
 TEST_CASE("QueryEntity carries every axis and the scenario names") {
@@ -253,7 +255,8 @@ TEST_CASE("QueryPopulation carries communities, pipeline, tiers and ledger") {
   REQUIRE(w->spawn_live()->size() == core::kSpawnStateCount);
   CHECK(w->spawn_live()->Get(0) == 3);
   REQUIRE(w->spawn_totals()->size() == core::kSpawnStateCount);
-  CHECK(w->spawn_totals()->Get(static_cast<flatbuffers::uoffset_t>(wire::SpawnState::TimedOut)) == 2);
+  CHECK(w->spawn_totals()->Get(static_cast<flatbuffers::uoffset_t>(wire::SpawnState::TimedOut)) ==
+        2);
   CHECK(w->spawn_requested() == 11);
   CHECK(w->spawn_deferred_by_cap() == 1);
   CHECK(w->spawn_deferred_by_capacity() == 2);
@@ -262,7 +265,8 @@ TEST_CASE("QueryPopulation carries communities, pipeline, tiers and ledger") {
   CHECK(w->faded_total() == 50);
   CHECK(w->fade_skipped_total() == 60);
   REQUIRE(w->despawned_by_reason()->size() == core::kDespawnReasonCount);
-  CHECK(w->despawned_by_reason()->Get(static_cast<flatbuffers::uoffset_t>(core::DespawnReason::Requested)) == 8);
+  CHECK(w->despawned_by_reason()->Get(
+            static_cast<flatbuffers::uoffset_t>(core::DespawnReason::Requested)) == 8);
   REQUIRE(w->tiers()->size() == 3);
   CHECK(w->tiers()->Get(1) == 9);
   CHECK(w->tier_promoted() == 1);
@@ -342,7 +346,8 @@ TEST_CASE("Welcome carries lane chains and the dot interval") {
   REQUIRE(m->chains() != nullptr);
   REQUIRE(m->chains()->size() == 2);
   const wire::LaneChainInfo* c0 = m->chains()->Get(0);
-  CHECK(std::vector<std::uint32_t>(c0->lanes()->begin(), c0->lanes()->end()) == std::vector<std::uint32_t>{0, 1});
+  CHECK(std::vector<std::uint32_t>(c0->lanes()->begin(), c0->lanes()->end()) ==
+        std::vector<std::uint32_t>{0, 1});
   CHECK(c0->cyclic());
   CHECK(c0->pedestrian());
   CHECK(c0->length_m() == 20.0f);

@@ -1,12 +1,12 @@
 // make_published_frame over a real World: orphans stay in the frame while they
 // fade (retiring, at their last lane pose, speed 0), poses are on the wire's
 // millimetre grid, and dot steps are marked.
-#include <catch2/catch.hpp>
+#include "bustle/net/published_frame.hpp"
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <set>
 
-#include "bustle/net/published_frame.hpp"
 #include "bustle/proto/motion.hpp"
 
 using namespace bustle;
@@ -50,8 +50,10 @@ const net::PublishedEntity* find(const net::PublishedFrame& f, core::EntityId id
 // Sorted by index with unique indices; retiring exactly for orphans, which
 // sit at their lane pose with speed 0.
 void check_frame(const core::World& w, const net::PublishedFrame& f) {
-  for (std::size_t i = 1; i < f.entities.size(); ++i) REQUIRE(f.entities[i - 1].id.index < f.entities[i].id.index);
-  CHECK(f.entities.size() == w.pedestrians().size() + w.vehicles().store().size() + w.orphans().size());
+  for (std::size_t i = 1; i < f.entities.size(); ++i)
+    REQUIRE(f.entities[i - 1].id.index < f.entities[i].id.index);
+  CHECK(f.entities.size() ==
+        w.pedestrians().size() + w.vehicles().store().size() + w.orphans().size());
   std::set<std::uint32_t> orphan_indices;
   for (const core::OrphanRecord& o : w.orphans()) {
     orphan_indices.insert(o.id.index);
@@ -78,7 +80,8 @@ TEST_CASE("orphans stay in the published frame, retiring, until final deletion")
   for (int i = 0; i < 3; ++i) w->step();
   REQUIRE(w->pedestrians().size() > 2);
   const core::EntityId victim = w->pedestrians().id[1];
-  REQUIRE(w->submit({{1, 1}, core::WorldCommand{core::DespawnEntity{victim}}}) == core::SubmitStatus::Queued);
+  REQUIRE(w->submit({{1, 1}, core::WorldCommand{core::DespawnEntity{victim}}}) ==
+          core::SubmitStatus::Queued);
   w->step();
 
   // The despawn phase noticed it as Retiring this step, and it is an orphan.
@@ -93,7 +96,8 @@ TEST_CASE("orphans stay in the published frame, retiring, until final deletion")
 
   // It fades for fade_ms, then leaves the frame.
   int steps = 0;
-  while (find(*net::make_published_frame(*w, net::make_archetypes(w->scenario())), victim) != nullptr) {
+  while (find(*net::make_published_frame(*w, net::make_archetypes(w->scenario())), victim) !=
+         nullptr) {
     REQUIRE(++steps <= 10);
     w->step();
     check_frame(*w, *net::make_published_frame(*w, net::make_archetypes(w->scenario())));
@@ -115,7 +119,8 @@ TEST_CASE("dot steps are marked; Full pedestrians sit at their simulated pose") 
       const net::PublishedEntity* e = find(*f, peds.id[k]);
       REQUIRE(e != nullptr);
       CHECK(e->lane == peds.lane[k]);
-      CHECK(e->s_mm == std::min(proto::to_mm(peds.s_m[k]), proto::to_mm(w->lanes().lane(peds.lane[k]).length_m)));
+      CHECK(e->s_mm == std::min(proto::to_mm(peds.s_m[k]),
+                                proto::to_mm(w->lanes().lane(peds.lane[k]).length_m)));
       CHECK(e->speed_mmps == proto::to_mmps(w->lanes().lane(peds.lane[k]).speed_mps_limit));
     }
   }
@@ -135,7 +140,7 @@ TEST_CASE("the frame pool reuses a frame only once nobody else holds it") {
   released.reset();
   w->step();
   auto next = pool.make(*w, archetypes, 3);
-  CHECK(next.get() == released_address);  // reused: nobody held it
+  CHECK(next.get() == released_address);     // reused: nobody held it
   CHECK(held->step == w->step_index() - 2);  // the held frame was never overwritten
   // The reused frame is the current step's, complete, not a mix.
   const auto fresh = net::make_published_frame(*w, archetypes, 3);

@@ -2,15 +2,15 @@
 // from the deltas (lane-relative dead reckoning) is the server's pose, for
 // every received entity at every step, across lane ends, tier changes and
 // coalesced deltas; interest, budgets, hints, dots and entry limits hold.
-#include <catch2/catch.hpp>
+#include "bustle/net/stream_tracker.hpp"
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <map>
 #include <set>
 
 #include "bustle/net/server.hpp"
-#include "bustle/net/stream_tracker.hpp"
 #include "bustle/proto/framing.hpp"
 #include "bustle/scenario/scenario_loader.hpp"
 
@@ -114,26 +114,29 @@ struct MiniClient {
     }
   }
 
-  void encode(const net::PublishedFrame& frame, const net::SpatialIndex& index, const net::StreamContext& ctx,
-              bool send_dots = false) {
+  void encode(const net::PublishedFrame& frame, const net::SpatialIndex& index,
+              const net::StreamContext& ctx, bool send_dots = false) {
     flatbuffers::FlatBufferBuilder fbb;
     tracker.encode(frame, &index, ctx, fbb, send_dots);
-    apply(std::vector<std::uint8_t>(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize()));
+    apply(
+        std::vector<std::uint8_t>(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize()));
   }
 
   // Every received entity is where the server put it, within the tolerance
   // (same lane, |s_mm difference| <= tolerance), and every entity the server
   // sends this client is received.
-  void check_poses(const net::PublishedFrame& frame, const net::StreamContext& ctx, std::uint32_t tolerance_mm,
-                   std::uint64_t* worst_mm = nullptr) {
+  void check_poses(const net::PublishedFrame& frame, const net::StreamContext& ctx,
+                   std::uint32_t tolerance_mm, std::uint64_t* worst_mm = nullptr) {
     for (const net::PublishedEntity& e : frame.entities) {
       auto it = anchors.find(e.id.index);
       if (it == anchors.end() || generation[e.id.index] != e.id.generation) continue;
       const proto::MotionAnchor& a = it->second;
       REQUIRE(a.lane == e.lane);
-      const std::uint32_t s = proto::predict_s_mm(a, frame.step, ctx.step_us, ctx.lane_length_mm[a.lane]);
+      const std::uint32_t s =
+          proto::predict_s_mm(a, frame.step, ctx.step_us, ctx.lane_length_mm[a.lane]);
       const std::uint32_t err = s > e.s_mm ? s - e.s_mm : e.s_mm - s;
-      INFO("entity " << e.id.index << " step " << frame.step << " predicted " << s << " server " << e.s_mm);
+      INFO("entity " << e.id.index << " step " << frame.step << " predicted " << s << " server "
+                     << e.s_mm);
       REQUIRE(err <= tolerance_mm);
       if (worst_mm != nullptr) *worst_mm = std::max<std::uint64_t>(*worst_mm, err);
     }
@@ -170,8 +173,9 @@ TEST_CASE("dead reckoning reproduces the server's pose for every entity at every
     loose.encode(*frame, index, ctx);
     exact.check_poses(*frame, ctx, 0);
     loose.check_poses(*frame, ctx, 10, &worst);
-    REQUIRE(exact.anchors.size() == frame->entities.size());  // the whole city, within default budgets
-    if (step % 7 == 0) {  // a client that only reads every 7th step: coalesced deltas
+    REQUIRE(exact.anchors.size() ==
+            frame->entities.size());  // the whole city, within default budgets
+    if (step % 7 == 0) {              // a client that only reads every 7th step: coalesced deltas
       slow.encode(*frame, index, ctx);
       slow.check_poses(*frame, ctx, 10);
     }
@@ -192,7 +196,8 @@ TEST_CASE("dead reckoning reproduces the server's pose for every entity at every
   const double per_entity = static_cast<double>(loose.bytes) / (900.0 * 300.0);
   INFO("bytes per entity per step: " << per_entity);
   CHECK(per_entity < 2.0);
-  if (std::getenv("BUSTLE_PRINT_FIGURES") != nullptr) WARN("bytes per entity per step: " << per_entity);
+  if (std::getenv("BUSTLE_PRINT_FIGURES") != nullptr)
+    WARN("bytes per entity per step: " << per_entity);
 }
 
 TEST_CASE("interest follows each client's observers, with hysteresis") {
@@ -219,8 +224,9 @@ TEST_CASE("interest follows each client's observers, with hysteresis") {
       for (const net::PublishedEntity& e : frame->entities) {
         const double d = std::hypot(e.x_m - o.x_m, e.y_m - o.y_m);
         const bool received = c->anchors.count(e.id.index) == 1;
-        if (d <= o.radius_m) CHECK(received);                         // inside: always received
-        if (d > o.radius_m * net::kInterestExitFactor) CHECK_FALSE(received);  // beyond the exit radius: never
+        if (d <= o.radius_m) CHECK(received);  // inside: always received
+        if (d > o.radius_m * net::kInterestExitFactor)
+          CHECK_FALSE(received);  // beyond the exit radius: never
       }
     }
   }
@@ -253,7 +259,8 @@ TEST_CASE("representation hints respect the budgets, nearest first, and tiers") 
     flatbuffers::FlatBufferBuilder fbb;
     const auto counts = c.tracker.encode(*frame, &index, ctx, fbb, true);
     const std::map<std::uint32_t, std::uint8_t> before = c.hint;
-    c.apply(std::vector<std::uint8_t>(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize()));
+    c.apply(
+        std::vector<std::uint8_t>(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize()));
     CHECK(counts.per_hint[0] <= 5);
     CHECK(counts.per_hint[1] <= 20);
     CHECK(counts.per_hint[2] <= 40);
@@ -308,7 +315,8 @@ TEST_CASE("entries per step are bounded after the baseline, nearest first") {
     index.build(*frame);
     flatbuffers::FlatBufferBuilder fbb;
     const auto counts = c.tracker.encode(*frame, &index, ctx, fbb, false);
-    c.apply(std::vector<std::uint8_t>(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize()));
+    c.apply(
+        std::vector<std::uint8_t>(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize()));
     CHECK(counts.entered <= 7);
     CHECK(c.anchors.size() > previous);
     CHECK(counts.truncated > 0);
@@ -352,7 +360,8 @@ TEST_CASE("Subscribe validation names the field and changes nothing") {
 }
 
 TEST_CASE("vehicles on the corridor are streamed with prototypes, labels and policies") {
-  auto loaded = scenario::load_scenario_file(std::string(BUSTLE_SOURCE_DIR) + "/configs/corridor.city.json");
+  auto loaded =
+      scenario::load_scenario_file(std::string(BUSTLE_SOURCE_DIR) + "/configs/corridor.city.json");
   REQUIRE(loaded.ok());
   auto w = make(*loaded.scenario);
   const net::WelcomeInfo welcome = net::make_welcome_info(*w, "test", net::ClockMode::Fast);
@@ -382,7 +391,8 @@ TEST_CASE("vehicles on the corridor are streamed with prototypes, labels and pol
         if (e->kind() == wire::EntityKind::Vehicle) archetypes_seen.insert(e->archetype());
       }
     }
-    c.apply(std::vector<std::uint8_t>(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize()));
+    c.apply(
+        std::vector<std::uint8_t>(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize()));
     c.check_poses(*frame, ctx, 0);
   }
   CHECK(labels.count("vehicle.g0.000000") == 1);

@@ -1,10 +1,9 @@
-#include <catch2/catch.hpp>
+#include "bustle/persist/command_codec.hpp"
 
 #include <bit>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
-
-#include "bustle/persist/command_codec.hpp"
 
 using namespace bustle;
 
@@ -32,14 +31,17 @@ std::string decode_error(const std::string& kind, const std::string& args) {
   return why;
 }
 
-bool same_bits(double a, double b) { return std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b); }
+bool same_bits(double a, double b) {
+  return std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b);
+}
 
 }  // namespace
 
 TEST_CASE("every world command round-trips through its JSON form") {
   core::LifecycleOp spawn_op;
   spawn_op.kind = core::LifecycleOp::Kind::Spawn;
-  spawn_op.spawn = {"market", "market.loop", 0, 2500, {"market.loop", "x.market.office", "office.loop"}};
+  spawn_op.spawn = {
+      "market", "market.loop", 0, 2500, {"market.loop", "x.market.office", "office.loop"}};
   core::LifecycleOp despawn_op;
   despawn_op.kind = core::LifecycleOp::Kind::Despawn;
   despawn_op.id = {UINT32_MAX, 7};
@@ -53,7 +55,9 @@ TEST_CASE("every world command round-trips through its JSON form") {
       core::GarageRequest{"g0", "r1", "sedan", "lane0", -5},
       core::CancelGarageRequest{"g0", "r1"},
       core::SetVehicleStrategy{{8, 1}, 2},
-      core::SetObservers{{{1.5, -2.5}, {0.0, 0.0, -0.0, true, -3.141592653589793}, {1e300, 5e-324, 12.25, false, 0.0}}},
+      core::SetObservers{{{1.5, -2.5},
+                          {0.0, 0.0, -0.0, true, -3.141592653589793},
+                          {1e300, 5e-324, 12.25, false, 0.0}}},
       core::SetHour{23.999},
       core::SetTimeScale{3600},
       core::ForceFull{{5, 2}, false},
@@ -94,16 +98,17 @@ TEST_CASE("new commands decode to exactly the fields that were encoded") {
     CHECK(std::signbit(out.points[0].z_m));
   }
   SECTION("spawn, cancel, attach and lifecycle settings") {
-    const auto sp =
-        std::get<core::SpawnPedestrian>(round_trip(core::SpawnPedestrian{"office", "office.loop", 2, 750, {}}));
+    const auto sp = std::get<core::SpawnPedestrian>(
+        round_trip(core::SpawnPedestrian{"office", "office.loop", 2, 750, {}}));
     CHECK(sp.zone == "office");
     CHECK(sp.lane == "office.loop");
     CHECK(sp.priority == 2);
     CHECK(sp.timeout_ms == 750);
     CHECK(sp.route.empty());
-    CHECK(std::get<core::CancelSpawn>(round_trip(core::CancelSpawn{0x8000'0000'0000'0001ull})).handle ==
-          0x8000'0000'0000'0001ull);
-    const auto co = std::get<core::SetClientObservers>(round_trip(core::SetClientObservers{{{3.0, 4.0, 1.0, true, 0.5}}}));
+    CHECK(std::get<core::CancelSpawn>(round_trip(core::CancelSpawn{0x8000'0000'0000'0001ull}))
+              .handle == 0x8000'0000'0000'0001ull);
+    const auto co = std::get<core::SetClientObservers>(
+        round_trip(core::SetClientObservers{{{3.0, 4.0, 1.0, true, 0.5}}}));
     REQUIRE(co.points.size() == 1);
     CHECK(co.points[0] == core::ObserverPoint{3.0, 4.0, 1.0, true, 0.5});
     const auto lc = std::get<core::SetLifecycle>(round_trip(core::SetLifecycle{1, 2, 3, 4}));
@@ -135,7 +140,8 @@ TEST_CASE("new commands decode to exactly the fields that were encoded") {
       CHECK(out.ops[k].spawn.route == in.ops[k].spawn.route);
     }
     // Readable: a despawn op is just its kind and id.
-    CHECK(persist::command_args_json(core::LifecycleBatch{{in.ops[0]}}) == R"({"ops":[{"id":[2,5],"kind":"despawn"}]})");
+    CHECK(persist::command_args_json(core::LifecycleBatch{{in.ops[0]}}) ==
+          R"({"ops":[{"id":[2,5],"kind":"despawn"}]})");
   }
 }
 
@@ -145,9 +151,10 @@ TEST_CASE("a spawn's route round-trips as an array of lane ids, written only whe
   const auto out = std::get<core::SpawnPedestrian>(round_trip(routed));
   CHECK(out.route == routed.route);
   CHECK(out.zone == "market");
-  CHECK(persist::command_args_json(routed) ==
-        R"({"lane":"","priority":2,"route":["market.loop","x.market.office","office.loop","office.loop"],)"
-        R"("timeout_ms":500,"zone":"market"})");
+  CHECK(
+      persist::command_args_json(routed) ==
+      R"({"lane":"","priority":2,"route":["market.loop","x.market.office","office.loop","office.loop"],)"
+      R"("timeout_ms":500,"zone":"market"})");
   // No route: no "route" key, so recordings made before routes encode alike.
   CHECK(persist::command_args_json(core::SpawnPedestrian{"market", "", 2, 500, {}}) ==
         R"({"lane":"","priority":2,"timeout_ms":500,"zone":"market"})");
@@ -162,14 +169,15 @@ TEST_CASE("a spawn's route round-trips as an array of lane ids, written only whe
 
 TEST_CASE("spawns recorded before routes (no \"route\" key) decode with an empty route") {
   std::string why;
-  auto c =
-      persist::decode_command("spawn_pedestrian", R"({"zone":"market","lane":"","priority":1,"timeout_ms":0})", why);
+  auto c = persist::decode_command(
+      "spawn_pedestrian", R"({"zone":"market","lane":"","priority":1,"timeout_ms":0})", why);
   INFO(why);
   REQUIRE(c);
   CHECK(std::get<core::SpawnPedestrian>(*c).route.empty());
   auto b = persist::decode_command(
       "lifecycle_batch",
-      R"({"ops":[{"kind":"spawn","spawn":{"zone":"","lane":"office.loop","priority":3,"timeout_ms":9}}]})", why);
+      R"({"ops":[{"kind":"spawn","spawn":{"zone":"","lane":"office.loop","priority":3,"timeout_ms":9}}]})",
+      why);
   INFO(why);
   REQUIRE(b);
   const auto& ops = std::get<core::LifecycleBatch>(*b).ops;
@@ -177,8 +185,8 @@ TEST_CASE("spawns recorded before routes (no \"route\" key) decode with an empty
   CHECK(ops[0].spawn.lane == "office.loop");
   CHECK(ops[0].spawn.route.empty());
   // An explicit empty array is the same as no route.
-  c = persist::decode_command("spawn_pedestrian", R"({"zone":"","lane":"","priority":1,"timeout_ms":0,"route":[]})",
-                              why);
+  c = persist::decode_command(
+      "spawn_pedestrian", R"({"zone":"","lane":"","priority":1,"timeout_ms":0,"route":[]})", why);
   REQUIRE(c);
   CHECK(std::get<core::SpawnPedestrian>(*c).route.empty());
 }
@@ -200,32 +208,42 @@ TEST_CASE("observer points recorded before observer views (plain [x, y]) still d
 TEST_CASE("malformed arguments of the new commands are refused, naming the field") {
   CHECK(decode_error("spawn_pedestrian", R"({"zone":"a","lane":"","priority":256,"timeout_ms":0})")
             .starts_with("priority:"));
-  CHECK(decode_error("spawn_pedestrian", R"({"lane":"","priority":1,"timeout_ms":0})").starts_with("zone:"));
+  CHECK(decode_error("spawn_pedestrian", R"({"lane":"","priority":1,"timeout_ms":0})")
+            .starts_with("zone:"));
   CHECK(decode_error("spawn_pedestrian", R"({"zone":"","lane":"","priority":1,"timeout_ms":-1})")
             .starts_with("timeout_ms:"));
-  CHECK(decode_error("spawn_pedestrian", R"({"zone":"","lane":"","priority":1,"timeout_ms":0,"route":"a"})")
+  CHECK(decode_error("spawn_pedestrian",
+                     R"({"zone":"","lane":"","priority":1,"timeout_ms":0,"route":"a"})")
             .starts_with("route:"));
-  CHECK(decode_error("spawn_pedestrian", R"({"zone":"","lane":"","priority":1,"timeout_ms":0,"route":["a",2]})")
+  CHECK(decode_error("spawn_pedestrian",
+                     R"({"zone":"","lane":"","priority":1,"timeout_ms":0,"route":["a",2]})")
             .starts_with("route[1]:"));
-  CHECK(decode_error("lifecycle_batch", R"({"ops":[{"kind":"spawn","spawn":{"zone":"","lane":"","priority":1,)"
-                                        R"("timeout_ms":0,"route":[null]}}]})")
+  CHECK(decode_error("lifecycle_batch",
+                     R"({"ops":[{"kind":"spawn","spawn":{"zone":"","lane":"","priority":1,)"
+                     R"("timeout_ms":0,"route":[null]}}]})")
             .starts_with("ops[0].spawn.route[0]:"));
   CHECK(decode_error("cancel_spawn", R"({"handle":-1})").starts_with("handle:"));
   CHECK(decode_error("cancel_spawn", R"({"handle":1.5})").starts_with("handle:"));
   // Recorded by builds before the representation stages left the
   // simulation: refused, saying why, however well-formed.
-  CHECK(decode_error("report_attached", R"({"id":[1,1]})").find("no longer a world command") != std::string::npos);
+  CHECK(decode_error("report_attached", R"({"id":[1,1]})").find("no longer a world command") !=
+        std::string::npos);
   CHECK(decode_error("set_client_observers", R"({"points":[[1]]})").starts_with("points:"));
   CHECK(decode_error("set_lifecycle", R"({"growth_quota":1,"recycle_quota":1,"interval_ms":250})")
             .starts_with("migration_budget:"));
   CHECK(decode_error("lifecycle_batch", R"({"ops":{}})").starts_with("ops:"));
-  CHECK(decode_error("lifecycle_batch", R"({"ops":[{"kind":"despawn","id":[1,1]},{"kind":"teleport"}]})")
+  CHECK(decode_error("lifecycle_batch",
+                     R"({"ops":[{"kind":"despawn","id":[1,1]},{"kind":"teleport"}]})")
             .starts_with("ops[1].kind:"));
-  CHECK(decode_error("lifecycle_batch", R"({"ops":[{"kind":"spawn"}]})").starts_with("ops[0].spawn:"));
-  CHECK(decode_error("lifecycle_batch", R"({"ops":[{"kind":"spawn","spawn":{"zone":"","lane":7}}]})")
-            .starts_with("ops[0].spawn.lane:"));
-  CHECK(decode_error("lifecycle_batch", R"({"ops":[{"kind":"despawn"}]})").starts_with("ops[0].id:"));
+  CHECK(decode_error("lifecycle_batch", R"({"ops":[{"kind":"spawn"}]})")
+            .starts_with("ops[0].spawn:"));
+  CHECK(
+      decode_error("lifecycle_batch", R"({"ops":[{"kind":"spawn","spawn":{"zone":"","lane":7}}]})")
+          .starts_with("ops[0].spawn.lane:"));
+  CHECK(
+      decode_error("lifecycle_batch", R"({"ops":[{"kind":"despawn"}]})").starts_with("ops[0].id:"));
   CHECK(decode_error("set_observers", R"({"points":[[1,2,3]]})").starts_with("points:"));
-  CHECK(decode_error("set_observers", R"({"points":[[1,2,3,1,0]]})").starts_with("points:"));  // has_heading must be a boolean
+  CHECK(decode_error("set_observers", R"({"points":[[1,2,3,1,0]]})")
+            .starts_with("points:"));  // has_heading must be a boolean
   CHECK(decode_error("set_observers", R"({"points":[[1,2,null,false,0]]})").starts_with("points:"));
 }

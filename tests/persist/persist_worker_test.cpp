@@ -3,15 +3,14 @@
 // each later one goes through on_update) and ends in one terminal state; a
 // failing write fails that job only; a restore hands over a validated
 // candidate and never touches the live world; the queue is bounded.
-#include <catch2/catch.hpp>
+#include "bustle/persist/persist_worker.hpp"
 
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <mutex>
 #include <vector>
-
-#include "bustle/persist/persist_worker.hpp"
 
 using namespace bustle;
 namespace fs = std::filesystem;
@@ -21,8 +20,8 @@ using persist::JobState;
 namespace {
 
 struct TempDir {
-  fs::path path = fs::temp_directory_path() / ("bustle-worker-test-" + std::to_string(::getpid()) + "-" +
-                                               std::to_string(next()));
+  fs::path path = fs::temp_directory_path() / ("bustle-worker-test-" + std::to_string(::getpid()) +
+                                               "-" + std::to_string(next()));
   TempDir() { fs::create_directories(path); }
   ~TempDir() {
     std::error_code ec;
@@ -89,7 +88,8 @@ struct Recorder {
 
 std::unique_ptr<persist::PersistWorker> start(const std::string& path, Recorder& rec) {
   std::unique_ptr<persist::PersistWorker> w;
-  const persist::StoreError e = persist::PersistWorker::start(path, city(), R"({"id":"test.worker"})", rec.callbacks(), w);
+  const persist::StoreError e =
+      persist::PersistWorker::start(path, city(), R"({"id":"test.worker"})", rec.callbacks(), w);
   INFO(e.to_string());
   REQUIRE(e.ok());
   return w;
@@ -109,11 +109,13 @@ TEST_CASE("a checkpoint goes Copied -> Committed and a restore Queued -> Validat
   Recorder rec;
   auto worker = start(dir.file("s.db"), rec);
   auto live = world_at(30);
-  const persist::JobStatus cp = worker->submit_checkpoint("c1", JobKind::Checkpoint, live->capture(), {7, 1});
+  const persist::JobStatus cp =
+      worker->submit_checkpoint("c1", JobKind::Checkpoint, live->capture(), {7, 1});
   CHECK(cp.state == JobState::Copied);  // accepted, not completed: the first state is the answer
   CHECK(cp.step == 30);
   worker->drain();
-  CHECK(rec.states_of(cp.job_id) == std::vector<JobState>{JobState::Committed});  // every later one is reported
+  CHECK(rec.states_of(cp.job_id) ==
+        std::vector<JobState>{JobState::Committed});  // every later one is reported
   const auto done = worker->query(cp.job_id);
   REQUIRE(done);
   CHECK(done->terminal);
@@ -155,7 +157,9 @@ TEST_CASE("a restore of a snapshot that does not exist fails with its name, noth
   CHECK(worker->candidates_in_flight() == 0);
 }
 
-TEST_CASE("a write failure fails that job only; earlier snapshots stay restorable and later writes work") {
+TEST_CASE(
+    "a write failure fails that job only; earlier snapshots stay restorable and later writes "
+    "work") {
   TempDir dir;
   Recorder rec;
   auto worker = start(dir.file("s.db"), rec);
@@ -166,7 +170,8 @@ TEST_CASE("a write failure fails that job only; earlier snapshots stay restorabl
 
   worker->set_max_page_count(1);  // SQLite clamps this to the current size: no new page
   for (int k = 0; k < 20; ++k) live->step();
-  const auto full = worker->submit_checkpoint("while_full", JobKind::Checkpoint, live->capture(), {});
+  const auto full =
+      worker->submit_checkpoint("while_full", JobKind::Checkpoint, live->capture(), {});
   worker->drain();
   const auto failed = worker->query(full.job_id);
   REQUIRE(failed);
@@ -203,7 +208,8 @@ TEST_CASE("a full queue fails the job at once instead of waiting") {
   CHECK(refused < jobs.size());  // the ones that fit were accepted
   worker->set_debug_restore_delay_ms(0);
   worker->drain();
-  for (const auto& j : jobs) CHECK(worker->query(j.job_id)->terminal);  // every job ends, none is lost
+  for (const auto& j : jobs)
+    CHECK(worker->query(j.job_id)->terminal);  // every job ends, none is lost
 }
 
 TEST_CASE("snapshot names are checked before anything is queued") {

@@ -1,12 +1,12 @@
-#include <catch2/catch.hpp>
+#include "bustle/persist/recorder.hpp"
 
 #include <unistd.h>
 
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <filesystem>
 
 #include "bustle/core/world.hpp"
-#include "bustle/persist/recorder.hpp"
 
 using namespace bustle;
 namespace fs = std::filesystem;
@@ -24,12 +24,14 @@ core::Scenario small_city() {
 }
 
 std::string temp_path(const std::string& name) {
-  return (fs::temp_directory_path() / ("bustle-rec-" + std::to_string(::getpid()) + "-" + name)).string();
+  return (fs::temp_directory_path() / ("bustle-rec-" + std::to_string(::getpid()) + "-" + name))
+      .string();
 }
 
 }  // namespace
 
-TEST_CASE("a recording holds keyframes, every tick's digest and commands, and reads back in order") {
+TEST_CASE(
+    "a recording holds keyframes, every tick's digest and commands, and reads back in order") {
   const std::string path = temp_path("a.db");
   fs::remove(path);
   auto w = std::move(core::World::create(small_city(), 3).world);
@@ -39,13 +41,15 @@ TEST_CASE("a recording holds keyframes, every tick's digest and commands, and re
     for (std::uint64_t tick = 1; tick <= 50; ++tick) {
       std::vector<core::CommandEnvelope> cmds;
       if (tick % 10 == 0) {
-        const core::CommandEnvelope env{{2, static_cast<std::uint32_t>(tick)},
-                                        core::SetPedestrianTarget{static_cast<std::uint32_t>(tick)}};
+        const core::CommandEnvelope env{
+            {2, static_cast<std::uint32_t>(tick)},
+            core::SetPedestrianTarget{static_cast<std::uint32_t>(tick)}};
         REQUIRE(w->submit(env) == core::SubmitStatus::Queued);
         cmds.push_back(env);
       }
       if (tick == 15) {  // a walker on a route: in the tick's commands and in the keyframe at 25
-        const core::CommandEnvelope env{{2, 15}, core::SpawnPedestrian{"", "", 0, 0, {"a", "b", "a"}}};
+        const core::CommandEnvelope env{{2, 15},
+                                        core::SpawnPedestrian{"", "", 0, 0, {"a", "b", "a"}}};
         REQUIRE(w->submit(env) == core::SubmitStatus::Queued);
         cmds.push_back(env);
       }
@@ -79,7 +83,8 @@ TEST_CASE("a recording holds keyframes, every tick's digest and commands, and re
   persist::LoadedCheckpoint kf;
   REQUIRE(reader.read_keyframe(reader.keyframes()[1], kf).ok());
   CHECK(kf.checkpoint.routes.count == std::vector<std::uint32_t>{3});
-  CHECK(std::count(kf.checkpoint.pedestrians.route.begin(), kf.checkpoint.pedestrians.route.end(), 0u) == 1);
+  CHECK(std::count(kf.checkpoint.pedestrians.route.begin(), kf.checkpoint.pedestrians.route.end(),
+                   0u) == 1);
   auto restored = core::World::restore(small_city(), kf.checkpoint);
   if (!restored.errors.empty()) FAIL(restored.errors[0].path << ": " << restored.errors[0].message);
   // Replayed from the keyframe with the recorded commands, the run ends where it did.

@@ -1,11 +1,10 @@
 // A file written by schema version 1 (migration 0001 only) is migrated to the
 // current schema when opened: its snapshots stay listed, its saves load, its
 // checkpoints are refused with a message, and new snapshots round-trip.
-#include <catch2/catch.hpp>
-
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -19,7 +18,8 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string temp_path(const std::string& name) {
-  const fs::path p = fs::temp_directory_path() / ("bustle-migrate-" + std::to_string(::getpid()) + "-" + name);
+  const fs::path p =
+      fs::temp_directory_path() / ("bustle-migrate-" + std::to_string(::getpid()) + "-" + name);
   for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(p.string() + suffix);
   return p.string();
 }
@@ -62,12 +62,15 @@ void write_version1_file(const std::string& path, const std::string& extra_sql =
   exec(db, "BEGIN");
   exec(db, read_text(std::string(BUSTLE_SOURCE_DIR) + "/schema/migrations/0001_initial.sql"));
   exec(db,
-       "INSERT INTO meta VALUES ('magic', 'bustle'), ('file_kind', 'snapshots'), ('created_by', '0.1.0'), "
+       "INSERT INTO meta VALUES ('magic', 'bustle'), ('file_kind', 'snapshots'), ('created_by', "
+       "'0.1.0'), "
        "('schema_version', '1');"
-       "INSERT INTO snapshots(id, name, kind, scenario_id, scenario_json, step, step_us, sim_time_us, seed, digest, "
+       "INSERT INTO snapshots(id, name, kind, scenario_id, scenario_json, step, step_us, "
+       "sim_time_us, seed, digest, "
        "pedestrians, created_unix_ms, server_version) VALUES "
        "(1, 'old-save', 'save', 'test.migrate', '{}', 40, 100000, 4000000, 5, 0, 0, 1, '0.1.0'),"
-       "(2, 'old-checkpoint', 'checkpoint', 'test.migrate', '{}', 40, 100000, 4000000, 5, 99, 0, 2, '0.1.0');"
+       "(2, 'old-checkpoint', 'checkpoint', 'test.migrate', '{}', 40, 100000, 4000000, 5, 99, 0, "
+       "2, '0.1.0');"
        "INSERT INTO save_state VALUES (1, 12, 25200000000, 2, '[]');");
   exec(db, extra_sql);
   exec(db, "COMMIT");
@@ -106,22 +109,30 @@ TEST_CASE("a version-1 file is migrated to the current schema when opened") {
   CHECK(scalar(path, "PRAGMA user_version") == "4");
   CHECK(scalar(path, "SELECT value FROM meta WHERE key = 'schema_version'") == "4");
   CHECK(scalar(path, "SELECT value FROM meta WHERE key = 'created_by'") == "0.1.0");  // kept
-  for (const char* table : {"lifecycle_settings", "zone_handoffs", "observer_views", "spawn_pipeline", "spawn_handles",
-                            "orphans", "retiring_fifo", "save_residents", "route_slots", "route_lanes",
-                            "route_free_slots", "client_observers", "save_active_residents", "save_observers"}) {
+  for (const char* table :
+       {"lifecycle_settings", "zone_handoffs", "observer_views", "spawn_pipeline", "spawn_handles",
+        "orphans", "retiring_fifo", "save_residents", "route_slots", "route_lanes",
+        "route_free_slots", "client_observers", "save_active_residents", "save_observers"}) {
     INFO(table);
-    CHECK(scalar(path, std::string("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '") + table +
-                           "'") == "1");
+    CHECK(scalar(path, std::string(
+                           "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '") +
+                           table + "'") == "1");
   }
   CHECK(scalar(path, "SELECT group_concat(schema_version) FROM snapshots") == "1,1");
-  CHECK(scalar(path, "SELECT count(*) FROM pragma_table_info('zones') WHERE name IN "
-                     "('handoffs_started', 'handoffs_accepted', 'handoffs_returned', 'retiring')") == "4");
-  CHECK(scalar(path, "SELECT count(*) FROM pragma_table_info('pedestrian_columns') WHERE name IN "
-                     "('priority', 'origin', 'route')") == "3");
-  CHECK(scalar(path, "SELECT count(*) FROM pragma_table_info('spawn_handles') WHERE name = 'route'") == "1");
+  CHECK(scalar(path,
+               "SELECT count(*) FROM pragma_table_info('zones') WHERE name IN "
+               "('handoffs_started', 'handoffs_accepted', 'handoffs_returned', 'retiring')") ==
+        "4");
+  CHECK(scalar(path,
+               "SELECT count(*) FROM pragma_table_info('pedestrian_columns') WHERE name IN "
+               "('priority', 'origin', 'route')") == "3");
+  CHECK(scalar(path,
+               "SELECT count(*) FROM pragma_table_info('spawn_handles') WHERE name = 'route'") ==
+        "1");
 
   persist::SnapshotStore store;
-  REQUIRE(persist::SnapshotStore::open(path, persist::FileKind::Snapshots, false, store).ok());  // idempotent
+  REQUIRE(persist::SnapshotStore::open(path, persist::FileKind::Snapshots, false, store)
+              .ok());  // idempotent
   REQUIRE(store.db().integrity_check().ok());
 
   SECTION("old snapshots stay listed, with the schema they were written with") {
@@ -143,7 +154,8 @@ TEST_CASE("a version-1 file is migrated to the current schema when opened") {
     CHECK(e.field == "schema_version");
     CHECK(e.message.find("schema version 1") != std::string::npos);
   }
-  SECTION("a version-1 save loads with the scenario's lifecycle settings and no saveable residents") {
+  SECTION(
+      "a version-1 save loads with the scenario's lifecycle settings and no saveable residents") {
     persist::LoadedSave ls;
     const auto e = store.read_save("old-save", ls);
     INFO(e.to_string());
@@ -165,7 +177,8 @@ TEST_CASE("a version-1 file is migrated to the current schema when opened") {
     for (int k = 0; k < 20; ++k) w->step();
     // A walker on a route: the route column added to pedestrian_columns by
     // ALTER TABLE holds it like the columns of a new file.
-    REQUIRE(w->submit({{1, 1}, core::SpawnPedestrian{"", "", 1, 0, {"a", "b", "a"}}}) == core::SubmitStatus::Queued);
+    REQUIRE(w->submit({{1, 1}, core::SpawnPedestrian{"", "", 1, 0, {"a", "b", "a"}}}) ==
+            core::SubmitStatus::Queued);
     for (int k = 0; k < 5; ++k) w->step();
     REQUIRE(w->routes().live() == 1);
     REQUIRE(store.write_checkpoint("new", "checkpoint", w->capture(), "{}", 0).ok());
@@ -213,7 +226,8 @@ TEST_CASE("a version-2 checkpoint restores after migration 0003, with no client 
     // Read-only (bustle-replay): not migrated, and still readable, because
     // 0003 only added a table.
     persist::SnapshotStore ro;
-    const auto oe = persist::SnapshotStore::open(path, persist::FileKind::Snapshots, false, ro, /*read_only=*/true);
+    const auto oe = persist::SnapshotStore::open(path, persist::FileKind::Snapshots, false, ro,
+                                                 /*read_only=*/true);
     INFO(oe.to_string());
     REQUIRE(oe.ok());
     persist::LoadedCheckpoint lc;
@@ -248,12 +262,14 @@ TEST_CASE("a version-2 checkpoint restores after migration 0003, with no client 
   for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(path + suffix);
 }
 
-TEST_CASE("a version-1 file is not migrated read-only, and a failing migration leaves it at version 1") {
+TEST_CASE(
+    "a version-1 file is not migrated read-only, and a failing migration leaves it at version 1") {
   SECTION("read-only") {
     const std::string path = temp_path("ro.db");
     write_version1_file(path);
     persist::SnapshotStore store;
-    const auto e = persist::SnapshotStore::open(path, persist::FileKind::Snapshots, false, store, /*read_only=*/true);
+    const auto e = persist::SnapshotStore::open(path, persist::FileKind::Snapshots, false, store,
+                                                /*read_only=*/true);
     CHECK(e.field == "schema_version");
     CHECK(e.message.find("cannot migrate") != std::string::npos);
     CHECK(scalar(path, "PRAGMA user_version") == "1");
@@ -271,7 +287,11 @@ TEST_CASE("a version-1 file is not migrated read-only, and a failing migration l
     store = persist::SnapshotStore();
     CHECK(scalar(path, "PRAGMA user_version") == "1");
     CHECK(scalar(path, "SELECT value FROM meta WHERE key = 'schema_version'") == "1");
-    CHECK(scalar(path, "SELECT count(*) FROM pragma_table_info('snapshots') WHERE name = 'schema_version'") == "0");
+    CHECK(
+        scalar(
+            path,
+            "SELECT count(*) FROM pragma_table_info('snapshots') WHERE name = 'schema_version'") ==
+        "0");
     CHECK(scalar(path, "SELECT count(*) FROM sqlite_master WHERE name = 'spawn_handles'") == "0");
     for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(path + suffix);
   }

@@ -1,10 +1,11 @@
-#include <catch2/catch.hpp>
+#include "bustle/persist/snapshot_store.hpp"
 
 #include <sqlite3.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <bit>
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -12,7 +13,6 @@
 #include "../support/completeness_guard.hpp"
 #include "bustle/persist/command_codec.hpp"
 #include "bustle/persist/persist_worker.hpp"
-#include "bustle/persist/snapshot_store.hpp"
 #include "bustle/scenario/scenario_loader.hpp"
 
 using namespace bustle;
@@ -62,7 +62,8 @@ std::unique_ptr<core::World> world_at(std::uint64_t steps) {
 
 persist::SnapshotStore open_store(const std::string& path) {
   persist::SnapshotStore store;
-  const persist::StoreError e = persist::SnapshotStore::open(path, persist::FileKind::Snapshots, true, store);
+  const persist::StoreError e =
+      persist::SnapshotStore::open(path, persist::FileKind::Snapshots, true, store);
   INFO(e.to_string());
   REQUIRE(e.ok());
   return store;
@@ -71,9 +72,12 @@ persist::SnapshotStore open_store(const std::string& path) {
 // A completeness-guard transport through a real SQLite round-trip: each
 // checkpoint is written as "<prefix><n>" and read back with its scenario text;
 // `check`, when given, sees what was written and what came back.
-using RoundTripCheck = std::function<void(const core::WorldCheckpoint&, const core::WorldCheckpoint&)>;
-bustle::test::CheckpointTransport through_sqlite(persist::SnapshotStore& store, const std::string& prefix,
-                                                 const std::string& scenario_json, RoundTripCheck check = {}) {
+using RoundTripCheck =
+    std::function<void(const core::WorldCheckpoint&, const core::WorldCheckpoint&)>;
+bustle::test::CheckpointTransport through_sqlite(persist::SnapshotStore& store,
+                                                 const std::string& prefix,
+                                                 const std::string& scenario_json,
+                                                 RoundTripCheck check = {}) {
   return [&store, prefix, scenario_json, check, n = 0](const core::WorldCheckpoint& cp) mutable {
     const std::string name = prefix + std::to_string(n++);
     const auto we = store.write_checkpoint(name, "checkpoint", cp, scenario_json, 0);
@@ -90,9 +94,11 @@ bustle::test::CheckpointTransport through_sqlite(persist::SnapshotStore& store, 
 }
 
 // Reads `name` back and restores it; returns the first error text or "".
-std::string restore_error(const std::string& path, const std::string& name, std::uint64_t* digest_out = nullptr) {
+std::string restore_error(const std::string& path, const std::string& name,
+                          std::uint64_t* digest_out = nullptr) {
   persist::SnapshotStore store;
-  if (auto e = persist::SnapshotStore::open(path, persist::FileKind::Snapshots, false, store); !e.ok()) {
+  if (auto e = persist::SnapshotStore::open(path, persist::FileKind::Snapshots, false, store);
+      !e.ok()) {
     return e.to_string();
   }
   persist::LoadedCheckpoint lc;
@@ -109,10 +115,11 @@ TEST_CASE("completeness guard through a SQLite round-trip") {
   TempDir dir;
   auto store = open_store(dir.file("snapshots.db"));
   const std::vector<bustle::test::ScriptedCommand> script = {
-      {20, core::SetPedestrianTarget{40}}, {60, core::DespawnEntity{core::EntityId{2, 1}}},
+      {20, core::SetPedestrianTarget{40}},
+      {60, core::DespawnEntity{core::EntityId{2, 1}}},
       {61, core::SetPedestrianTarget{120}}};
-  bustle::test::check_checkpoint_completeness(
-      city(), 5, script, 200, {0, 20, 60, 61, 150}, through_sqlite(store, "cp", kScenarioJson));
+  bustle::test::check_checkpoint_completeness(city(), 5, script, 200, {0, 20, 60, 61, 150},
+                                              through_sqlite(store, "cp", kScenarioJson));
 }
 
 TEST_CASE("list, replace and delete snapshots") {
@@ -122,7 +129,8 @@ TEST_CASE("list, replace and delete snapshots") {
   REQUIRE(store.write_checkpoint("one", "checkpoint", w->capture(), kScenarioJson, 1).ok());
   w->step();
   REQUIRE(store.write_checkpoint("two", "checkpoint", w->capture(), kScenarioJson, 2).ok());
-  REQUIRE(store.write_checkpoint("one", "checkpoint", w->capture(), kScenarioJson, 3).ok());  // replace
+  REQUIRE(
+      store.write_checkpoint("one", "checkpoint", w->capture(), kScenarioJson, 3).ok());  // replace
   REQUIRE(store.write_save("save1", w->capture_save(), kScenarioJson, 4).ok());
   std::vector<persist::SnapshotInfo> infos;
   REQUIRE(store.list(infos).ok());
@@ -157,7 +165,8 @@ TEST_CASE("a save keeps the persistent facts and regenerates the background popu
   CHECK(r.world->pedestrians().size() == 0);
   for (int k = 0; k < 20; ++k) r.world->step();
   // Regenerated up to the target (minus any that reached the dead end this step).
-  CHECK(r.world->pedestrians().size() + r.world->counters().despawned_total >= w->pedestrian_target());
+  CHECK(r.world->pedestrians().size() + r.world->counters().despawned_total >=
+        w->pedestrian_target());
   CHECK(r.world->pedestrians().size() >= w->pedestrian_target() - 5);
   CHECK(r.world->counters().spawned_total >= w->pedestrian_target());
 }
@@ -186,12 +195,14 @@ TEST_CASE("bad snapshots are rejected with their own error and the live world is
     cp.pedestrians.lane[0] = 77;
     auto store = open_store(path);
     REQUIRE(store.write_checkpoint("bad", "checkpoint", cp, kScenarioJson, 0).ok());
-    CHECK(restore_error(path, "bad").find("pedestrians[0].lane: lane 77 does not exist") != std::string::npos);
+    CHECK(restore_error(path, "bad").find("pedestrians[0].lane: lane 77 does not exist") !=
+          std::string::npos);
   }
   SECTION("blob of the wrong size") {
     sqlite3* db = nullptr;
     REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
-    REQUIRE(sqlite3_exec(db, "UPDATE pedestrian_columns SET s_m = substr(s_m, 1, 8)", nullptr, nullptr, nullptr) == SQLITE_OK);
+    REQUIRE(sqlite3_exec(db, "UPDATE pedestrian_columns SET s_m = substr(s_m, 1, 8)", nullptr,
+                         nullptr, nullptr) == SQLITE_OK);
     sqlite3_close(db);
     const std::string e = restore_error(path, "good");
     CHECK(e.find("table pedestrian_columns") != std::string::npos);
@@ -201,8 +212,8 @@ TEST_CASE("bad snapshots are rejected with their own error and the live world is
     sqlite3* db = nullptr;
     REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
     // Overwrite the first pedestrian's distance with 0.0 (still in range).
-    REQUIRE(sqlite3_exec(db, "UPDATE pedestrian_columns SET s_m = zeroblob(8) || substr(s_m, 9)", nullptr, nullptr,
-                         nullptr) == SQLITE_OK);
+    REQUIRE(sqlite3_exec(db, "UPDATE pedestrian_columns SET s_m = zeroblob(8) || substr(s_m, 9)",
+                         nullptr, nullptr, nullptr) == SQLITE_OK);
     sqlite3_close(db);
     CHECK(restore_error(path, "good").find("digest") != std::string::npos);
   }
@@ -216,7 +227,8 @@ TEST_CASE("bad snapshots are rejected with their own error and the live world is
   SECTION("wrong magic") {
     sqlite3* db = nullptr;
     REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
-    REQUIRE(sqlite3_exec(db, "UPDATE meta SET value='other' WHERE key='magic'", nullptr, nullptr, nullptr) == SQLITE_OK);
+    REQUIRE(sqlite3_exec(db, "UPDATE meta SET value='other' WHERE key='magic'", nullptr, nullptr,
+                         nullptr) == SQLITE_OK);
     sqlite3_close(db);
     CHECK(restore_error(path, "good").find("wrong magic") != std::string::npos);
   }
@@ -264,8 +276,9 @@ TEST_CASE("truncation and bit flips never restore a different state") {
       ++rejected;
     }
   };
-  for (const std::size_t cut : {std::size_t{0}, std::size_t{50}, std::size_t{100}, std::size_t{4096},
-                                original.size() / 2, original.size() - 4096, original.size() - 1}) {
+  for (const std::size_t cut :
+       {std::size_t{0}, std::size_t{50}, std::size_t{100}, std::size_t{4096}, original.size() / 2,
+        original.size() - 4096, original.size() - 1}) {
     try_variant(original.substr(0, cut), "truncated at " + std::to_string(cut));
   }
   for (std::size_t off = 17; off < original.size(); off += original.size() / 61) {
@@ -278,7 +291,8 @@ TEST_CASE("truncation and bit flips never restore a different state") {
   CHECK(rejected + identical >= 60);
 }
 
-TEST_CASE("a failed write (disk full, read-only) is reported and the previous snapshot still loads") {
+TEST_CASE(
+    "a failed write (disk full, read-only) is reported and the previous snapshot still loads") {
   TempDir dir;
   const std::string path = dir.file("s.db");
   auto w = world_at(10);
@@ -294,13 +308,15 @@ TEST_CASE("a failed write (disk full, read-only) is reported and the previous sn
     REQUIRE(st.step());
     REQUIRE(store.set_max_page_count(st.column_i64(0)).ok());
     for (int k = 0; k < 20; ++k) w->step();
-    const persist::StoreError e = store.write_checkpoint("next", "checkpoint", w->capture(), kScenarioJson, 0);
+    const persist::StoreError e =
+        store.write_checkpoint("next", "checkpoint", w->capture(), kScenarioJson, 0);
     CHECK_FALSE(e.ok());
     CHECK(e.sql_code == SQLITE_FULL);
   }
   SECTION("read-only") {
     REQUIRE(store.db().exec("PRAGMA query_only=1").ok());
-    const persist::StoreError e = store.write_checkpoint("next", "checkpoint", w->capture(), kScenarioJson, 0);
+    const persist::StoreError e =
+        store.write_checkpoint("next", "checkpoint", w->capture(), kScenarioJson, 0);
     CHECK_FALSE(e.ok());
     CHECK(e.sql_code == SQLITE_READONLY);
   }
@@ -316,32 +332,37 @@ TEST_CASE("completeness guard on the embedded default city through SQLite") {
   TempDir dir;
   auto store = open_store(dir.file("default.db"));
   const std::vector<bustle::test::ScriptedCommand> script = {
-      {5, core::SetPedestrianTarget{200}}, {30, core::DespawnEntity{core::EntityId{7, 1}}},
+      {5, core::SetPedestrianTarget{200}},
+      {30, core::DespawnEntity{core::EntityId{7, 1}}},
       {31, core::SetPedestrianTarget{90}}};
-  bustle::test::check_checkpoint_completeness(
-      city_default, 7, script, 120, {0, 5, 30, 31, 100}, through_sqlite(store, "d", loaded.text));
+  bustle::test::check_checkpoint_completeness(city_default, 7, script, 120, {0, 5, 30, 31, 100},
+                                              through_sqlite(store, "d", loaded.text));
 }
 
 TEST_CASE("completeness guard on the vehicle corridor through SQLite, including mid-dispatch") {
-  auto loaded = bustle::scenario::load_scenario_file(std::string(BUSTLE_SOURCE_DIR) + "/configs/corridor.city.json");
+  auto loaded = bustle::scenario::load_scenario_file(std::string(BUSTLE_SOURCE_DIR) +
+                                                     "/configs/corridor.city.json");
   REQUIRE(loaded.ok());
   const core::Scenario corridor = *loaded.scenario;
   TempDir dir;
   auto store = open_store(dir.file("corridor.db"));
   const std::vector<bustle::test::ScriptedCommand> script = {
       {12, core::GarageRequest{"g0", "extra1", "sedan", "lane0", 50}},
-      {12, core::GarageRequest{"g0", "r05", "sedan", "lane0", 1}},  // duplicate of a planned request
+      {12,
+       core::GarageRequest{"g0", "r05", "sedan", "lane0", 1}},  // duplicate of a planned request
       {40, core::SetObservers{{{500.0, 500.0}}}},
       {41, core::CancelGarageRequest{"g0", "r17"}},
       {90, core::SetObservers{{{25.0, 25.0}}}},
       {150, core::SetVehicleStrategy{core::EntityId{8, 1}, 2}},
   };
-  bustle::test::check_checkpoint_completeness(
-      corridor, 3, script, 300, {0, 12, 35, 41, 90, 151, 280}, through_sqlite(store, "c", loaded.text));
+  bustle::test::check_checkpoint_completeness(corridor, 3, script, 300,
+                                              {0, 12, 35, 41, 90, 151, 280},
+                                              through_sqlite(store, "c", loaded.text));
 }
 
 TEST_CASE("a request in two collections is refused at restore, naming the garage and row") {
-  auto loaded = bustle::scenario::load_scenario_file(std::string(BUSTLE_SOURCE_DIR) + "/configs/corridor.city.json");
+  auto loaded = bustle::scenario::load_scenario_file(std::string(BUSTLE_SOURCE_DIR) +
+                                                     "/configs/corridor.city.json");
   REQUIRE(loaded.ok());
   const core::Scenario corridor = *loaded.scenario;
   auto w = std::move(core::World::create(corridor, 1).world);
@@ -356,7 +377,8 @@ TEST_CASE("a request in two collections is refused at restore, naming the garage
   sqlite3* db = nullptr;
   REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
   REQUIRE(sqlite3_exec(db,
-                       "INSERT INTO garage_dispatched SELECT snapshot_id, garage_index, request_id FROM garage_queue "
+                       "INSERT INTO garage_dispatched SELECT snapshot_id, garage_index, request_id "
+                       "FROM garage_queue "
                        "WHERE position = 0",
                        nullptr, nullptr, nullptr) == SQLITE_OK);
   sqlite3_close(db);
@@ -371,19 +393,25 @@ TEST_CASE("a request in two collections is refused at restore, naming the garage
 }
 
 TEST_CASE("completeness guard on the large block (residents, zones, work-points) through SQLite") {
-  auto loaded = bustle::scenario::load_scenario_file(std::string(BUSTLE_SOURCE_DIR) + "/configs/largeblock.city.json");
+  auto loaded = bustle::scenario::load_scenario_file(std::string(BUSTLE_SOURCE_DIR) +
+                                                     "/configs/largeblock.city.json");
   REQUIRE(loaded.ok());
   const core::Scenario block = *loaded.scenario;
   TempDir dir;
   auto store = open_store(dir.file("block.db"));
-  const std::vector<bustle::test::ScriptedCommand> script = {
-      {10, core::SetHour{12.0}}, {60, core::SetHour{22.0}}, {90, core::SetTimeScale{900}}, {130, core::SetHour{8.0}}};
-  bustle::test::check_checkpoint_completeness(
-      block, 9, script, 200, {0, 10, 45, 91, 150}, through_sqlite(store, "b", loaded.text));
+  const std::vector<bustle::test::ScriptedCommand> script = {{10, core::SetHour{12.0}},
+                                                             {60, core::SetHour{22.0}},
+                                                             {90, core::SetTimeScale{900}},
+                                                             {130, core::SetHour{8.0}}};
+  bustle::test::check_checkpoint_completeness(block, 9, script, 200, {0, 10, 45, 91, 150},
+                                              through_sqlite(store, "b", loaded.text));
 }
 
-TEST_CASE("a save keeps the time of day and garage counters: VehicleIds are never reissued after a load") {
-  auto loaded = bustle::scenario::load_scenario_file(std::string(BUSTLE_SOURCE_DIR) + "/configs/corridor.city.json");
+TEST_CASE(
+    "a save keeps the time of day and garage counters: VehicleIds are never reissued after a "
+    "load") {
+  auto loaded = bustle::scenario::load_scenario_file(std::string(BUSTLE_SOURCE_DIR) +
+                                                     "/configs/corridor.city.json");
   REQUIRE(loaded.ok());
   const core::Scenario corridor = *loaded.scenario;
   auto w = std::move(core::World::create(corridor, 2).world);
@@ -401,8 +429,9 @@ TEST_CASE("a save keeps the time of day and garage counters: VehicleIds are neve
   auto r = core::World::load_save(corridor, ls.save);
   REQUIRE(r.world);
   CHECK(r.world->population().day_us() == w->population().day_us());
-  REQUIRE(r.world->submit({{1, 1}, core::GarageRequest{"g0", "after-load", "sedan", "lane0", 500}}) ==
-          core::SubmitStatus::Queued);
+  REQUIRE(
+      r.world->submit({{1, 1}, core::GarageRequest{"g0", "after-load", "sedan", "lane0", 500}}) ==
+      core::SubmitStatus::Queued);
   for (int k = 0; k < 3; ++k) r.world->step();
   bool found = false;
   for (std::uint32_t i = 0; i < r.world->vehicles().store().size(); ++i) {
@@ -422,23 +451,29 @@ namespace {
 
 // A walk through configs/largeblock.city.json: each lane a pedestrian
 // successor of the one before (market loop, crossing, office loop, ...).
-const std::vector<std::string> kBlockRoute = {"market.loop", "x.market.office", "office.loop", "office.loop",
+const std::vector<std::string> kBlockRoute = {"market.loop",         "x.market.office",
+                                              "office.loop",         "office.loop",
                                               "x.office.facilities", "facilities.loop"};
 
 core::Scenario largeblock() {
-  auto loaded = bustle::scenario::load_scenario_file(std::string(BUSTLE_SOURCE_DIR) + "/configs/largeblock.city.json");
+  auto loaded = bustle::scenario::load_scenario_file(std::string(BUSTLE_SOURCE_DIR) +
+                                                     "/configs/largeblock.city.json");
   INFO((loaded.errors.empty() ? std::string() : loaded.errors[0].to_string()));
   REQUIRE(loaded.ok());
   return *loaded.scenario;
 }
 
-bool same_bits(double a, double b) { return std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b); }
+bool same_bits(double a, double b) {
+  return std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b);
+}
 
-core::SpawnHandleState handle_state(std::uint64_t handle, core::SpawnState state, core::SpawnFailure failure,
-                                    core::EntityId entity, core::CommandOrigin origin, std::int32_t zone,
-                                    std::uint32_t lane, core::PriorityClass priority, std::uint64_t step,
-                                    std::uint32_t route = core::kNoRoute) {
-  return {handle, state, failure, entity, origin, zone, lane, priority, step, step + 100, step + 3, route};
+core::SpawnHandleState handle_state(std::uint64_t handle, core::SpawnState state,
+                                    core::SpawnFailure failure, core::EntityId entity,
+                                    core::CommandOrigin origin, std::int32_t zone,
+                                    std::uint32_t lane, core::PriorityClass priority,
+                                    std::uint64_t step, std::uint32_t route = core::kNoRoute) {
+  return {handle, state,    failure, entity,     origin,   zone,
+          lane,   priority, step,    step + 100, step + 3, route};
 }
 
 // A checkpoint of the large block whose schema-2 fields all hold values no
@@ -473,19 +508,23 @@ core::WorldCheckpoint extreme_checkpoint() {
   core::SpawnPipelineState& sp = cp.spawn;
   sp.next_handle = 0x8000'0000'0000'0005ull;
   sp.counters.requested = UINT64_MAX;
-  for (std::size_t k = 0; k < core::kSpawnStateCount; ++k) sp.counters.per_state_total[k] = 1000 + k;
+  for (std::size_t k = 0; k < core::kSpawnStateCount; ++k)
+    sp.counters.per_state_total[k] = 1000 + k;
   sp.counters.deferred_by_cap = 1;
   sp.counters.deferred_by_capacity = 2;
   sp.counters.deferred_by_zone = UINT32_MAX;
-  sp.live = {handle_state(1, core::SpawnState::Queued, core::SpawnFailure::None, {}, {0, 0}, core::kAnyZone,
-                          core::kAnyLane, core::PriorityClass::Background, 0),
+  sp.live = {handle_state(1, core::SpawnState::Queued, core::SpawnFailure::None, {}, {0, 0},
+                          core::kAnyZone, core::kAnyLane, core::PriorityClass::Background, 0),
              handle_state(2, core::SpawnState::Registered, core::SpawnFailure::None, {7, 3},
                           {UINT32_MAX, 77}, 2, 0, core::PriorityClass::Story, UINT64_MAX - 200, 3)};
-  sp.recent = {handle_state(UINT64_MAX - 1, core::SpawnState::Failed, core::SpawnFailure::EntityGone, {UINT32_MAX, UINT32_MAX},
-                            {9, UINT32_MAX}, INT32_MAX, 4, core::PriorityClass::Community, 5, UINT32_MAX - 7),
-               handle_state(4, core::SpawnState::TimedOut, core::SpawnFailure::WorldReplaced, {}, {1, 1}, 0,
-                            core::kAnyLane, core::PriorityClass::Quest, 6)};
-  cp.orphans = {{{3, 2}, 4, 1, -0.0, UINT32_MAX, UINT64_MAX}, {{9, 1}, 255, UINT32_MAX, 17.25, 12, 40}};
+  sp.recent = {
+      handle_state(UINT64_MAX - 1, core::SpawnState::Failed, core::SpawnFailure::EntityGone,
+                   {UINT32_MAX, UINT32_MAX}, {9, UINT32_MAX}, INT32_MAX, 4,
+                   core::PriorityClass::Community, 5, UINT32_MAX - 7),
+      handle_state(4, core::SpawnState::TimedOut, core::SpawnFailure::WorldReplaced, {}, {1, 1}, 0,
+                   core::kAnyLane, core::PriorityClass::Quest, 6)};
+  cp.orphans = {{{3, 2}, 4, 1, -0.0, UINT32_MAX, UINT64_MAX},
+                {{9, 1}, 255, UINT32_MAX, 17.25, 12, 40}};
   cp.retiring_fifo = {{9, 1}, {3, 2}, {UINT32_MAX, 0}};
   cp.population.settings = {3, 5, 500, UINT32_MAX};
   cp.population.handoffs = {{1, 0, 2}, {UINT32_MAX, 2, 1}};
@@ -504,12 +543,15 @@ core::WorldCheckpoint extreme_checkpoint() {
   despawn.id = {5, 1};
   core::LifecycleOp spawn;
   spawn.spawn = {"market", "", 0, 100, {"market.loop", "x.market.office"}};
-  cp.inbox = {{{1, 1}, core::SpawnPedestrian{"office", "office.loop", 3, 9, {"office.loop", "office.loop"}}},
-              {{1, 2}, core::CancelSpawn{UINT64_MAX}},
-              {{0, 0}, core::SetClientObservers{{{-5.5, 1e300, -0.0, true, -3.0}, {0.0, 0.0, 0.0, false, 0.0}}}},
-              {{2, 2}, core::SetLifecycle{1, 1, 100, 0}},
-              {{0, 0}, core::LifecycleBatch{{spawn, despawn}}},
-              {{3, 9}, core::SetObservers{{{1.0, 2.0, -0.0, true, 0.5}}}}};
+  cp.inbox = {
+      {{1, 1},
+       core::SpawnPedestrian{"office", "office.loop", 3, 9, {"office.loop", "office.loop"}}},
+      {{1, 2}, core::CancelSpawn{UINT64_MAX}},
+      {{0, 0},
+       core::SetClientObservers{{{-5.5, 1e300, -0.0, true, -3.0}, {0.0, 0.0, 0.0, false, 0.0}}}},
+      {{2, 2}, core::SetLifecycle{1, 1, 100, 0}},
+      {{0, 0}, core::LifecycleBatch{{spawn, despawn}}},
+      {{3, 9}, core::SetObservers{{{1.0, 2.0, -0.0, true, 0.5}}}}};
   return cp;
 }
 
@@ -536,7 +578,8 @@ void check_pipeline_fields_equal(const core::WorldCheckpoint& a, const core::Wor
     CHECK(same_bits(a.client_observers[k].y_m, b.client_observers[k].y_m));
     CHECK(same_bits(a.client_observer_views[k].z_m, b.client_observer_views[k].z_m));
     CHECK(a.client_observer_views[k].has_heading == b.client_observer_views[k].has_heading);
-    CHECK(same_bits(a.client_observer_views[k].heading_rad, b.client_observer_views[k].heading_rad));
+    CHECK(
+        same_bits(a.client_observer_views[k].heading_rad, b.client_observer_views[k].heading_rad));
   }
   CHECK(a.spawn == b.spawn);
   REQUIRE(a.orphans.size() == b.orphans.size());
@@ -559,8 +602,10 @@ void check_pipeline_fields_equal(const core::WorldCheckpoint& a, const core::Wor
   for (std::size_t k = 0; k < a.inbox.size(); ++k) {
     INFO("inbox[" << k << "]");
     CHECK(a.inbox[k].origin == b.inbox[k].origin);
-    CHECK(std::string(core::command_name(a.inbox[k].command)) == core::command_name(b.inbox[k].command));
-    CHECK(persist::command_args_json(a.inbox[k].command) == persist::command_args_json(b.inbox[k].command));
+    CHECK(std::string(core::command_name(a.inbox[k].command)) ==
+          core::command_name(b.inbox[k].command));
+    CHECK(persist::command_args_json(a.inbox[k].command) ==
+          persist::command_args_json(b.inbox[k].command));
   }
 }
 
@@ -578,7 +623,8 @@ void exec_sql(const std::string& path, const std::string& sql) {
 
 std::string read_error(const std::string& path, const std::string& name) {
   persist::SnapshotStore store;
-  if (auto e = persist::SnapshotStore::open(path, persist::FileKind::Snapshots, false, store); !e.ok()) {
+  if (auto e = persist::SnapshotStore::open(path, persist::FileKind::Snapshots, false, store);
+      !e.ok()) {
     return e.to_string();
   }
   persist::LoadedCheckpoint lc;
@@ -646,29 +692,38 @@ TEST_CASE("the population pipeline is readable with the sqlite3 shell") {
     sqlite3_finalize(st);
     return v;
   };
-  CHECK(scalar("SELECT group_concat(handle || ':' || state, ' ') FROM spawn_handles WHERE list = 'live'") ==
-        "1:0 2:2");
+  CHECK(scalar("SELECT group_concat(handle || ':' || state, ' ') FROM spawn_handles WHERE list = "
+               "'live'") == "1:0 2:2");
   CHECK(scalar("SELECT count(*) FROM spawn_handles WHERE list = 'recent'") == "2");
-  CHECK(scalar("SELECT zone || ',' || lane FROM spawn_handles WHERE handle = 1") == "-1,4294967295");
-  CHECK(scalar("SELECT group_concat(id_index || '.' || id_generation, ' ') FROM retiring_fifo") == "9.1 3.2 4294967295.0");
-  CHECK(scalar("SELECT group_concat(resident || ':' || from_zone || '>' || to_zone, ' ') FROM zone_handoffs") ==
-        "1:0>2 4294967295:2>1");
-  CHECK(scalar("SELECT growth_quota || ',' || recycle_quota || ',' || interval_ms FROM lifecycle_settings") == "3,5,500");
+  CHECK(scalar("SELECT zone || ',' || lane FROM spawn_handles WHERE handle = 1") ==
+        "-1,4294967295");
+  CHECK(scalar("SELECT group_concat(id_index || '.' || id_generation, ' ') FROM retiring_fifo") ==
+        "9.1 3.2 4294967295.0");
+  CHECK(scalar("SELECT group_concat(resident || ':' || from_zone || '>' || to_zone, ' ') FROM "
+               "zone_handoffs") == "1:0>2 4294967295:2>1");
+  CHECK(scalar("SELECT growth_quota || ',' || recycle_quota || ',' || interval_ms FROM "
+               "lifecycle_settings") == "3,5,500");
   CHECK(scalar("SELECT has_heading FROM observer_views WHERE observer_index = 1") == "0");
   CHECK(scalar("SELECT s_m FROM orphans WHERE position = 1") == "17.25");
   CHECK(scalar("SELECT group_concat(kind, ' ') FROM pending_commands") ==
-        "spawn_pedestrian cancel_spawn set_client_observers set_lifecycle lifecycle_batch set_observers");
+        "spawn_pedestrian cancel_spawn set_client_observers set_lifecycle lifecycle_batch "
+        "set_observers");
   CHECK(scalar("SELECT schema_version FROM snapshots") == "4");
-  CHECK(scalar("SELECT group_concat(observer_index || ':' || has_heading, ' ') FROM client_observers") == "0:1 1:0");
-  CHECK(scalar("SELECT group_concat(slot || ':' || offset || '+' || count || '>' || target, ' ') FROM route_slots") ==
-        "0:0+3>3 1:0+0>0 2:3+2>0 3:5+2>1 4:4294967295+0>0");
-  CHECK(scalar("SELECT group_concat(lane, ' ') FROM route_lanes") == "0 1 2 4294967295 7 3 2147483648");
+  CHECK(
+      scalar(
+          "SELECT group_concat(observer_index || ':' || has_heading, ' ') FROM client_observers") ==
+      "0:1 1:0");
+  CHECK(scalar("SELECT group_concat(slot || ':' || offset || '+' || count || '>' || target, ' ') "
+               "FROM route_slots") == "0:0+3>3 1:0+0>0 2:3+2>0 3:5+2>1 4:4294967295+0>0");
+  CHECK(scalar("SELECT group_concat(lane, ' ') FROM route_lanes") ==
+        "0 1 2 4294967295 7 3 2147483648");
   CHECK(scalar("SELECT group_concat(slot, ' ') FROM route_free_slots") == "4 1");
-  CHECK(scalar("SELECT group_concat(handle || ':' || route, ' ') FROM spawn_handles WHERE list = 'live'") ==
-        "1:4294967295 2:3");
+  CHECK(scalar("SELECT group_concat(handle || ':' || route, ' ') FROM spawn_handles WHERE list = "
+               "'live'") == "1:4294967295 2:3");
   CHECK(scalar("SELECT hex(substr(route, 1, 8)) FROM pedestrian_columns") == "02000000FEFFFFFF");
-  CHECK(scalar("SELECT args FROM pending_commands WHERE seq = 0") ==
-        R"({"lane":"office.loop","priority":3,"route":["office.loop","office.loop"],"timeout_ms":9,"zone":"office"})");
+  CHECK(
+      scalar("SELECT args FROM pending_commands WHERE seq = 0") ==
+      R"({"lane":"office.loop","priority":3,"route":["office.loop","office.loop"],"timeout_ms":9,"zone":"office"})");
   sqlite3_close(db);
 }
 
@@ -681,7 +736,9 @@ TEST_CASE("a save keeps saveable residents with their zones and the lifecycle se
   save.lifecycle = {4, 1, 500, 9};
   save.saveable_zones[0] = "office";  // zone ownership moved, as a handoff would
   // ...and not walking there yet (an active resident's zone must be its saved one).
-  std::erase_if(save.active_residents, [&](const core::SaveState::ActiveResident& a) { return a.id == save.saveable_ids[0]; });
+  std::erase_if(save.active_residents, [&](const core::SaveState::ActiveResident& a) {
+    return a.id == save.saveable_ids[0];
+  });
   TempDir dir;
   auto store = open_store(dir.file("save.db"));
   REQUIRE(store.write_save("s", save, "{}", 0).ok());
@@ -700,7 +757,9 @@ TEST_CASE("a save keeps saveable residents with their zones and the lifecycle se
   CHECK(r.world->population().settings() == save.lifecycle);
   const std::int32_t resident = r.world->population().resident_of(save.saveable_ids[0]);
   REQUIRE(resident >= 0);
-  CHECK(block.zones[r.world->population().residents().zone[static_cast<std::size_t>(resident)]].id == "office");
+  CHECK(
+      block.zones[r.world->population().residents().zone[static_cast<std::size_t>(resident)]].id ==
+      "office");
 
   SECTION("saveable ids and zones that are not parallel are refused when written") {
     save.saveable_zones.pop_back();
@@ -732,57 +791,64 @@ TEST_CASE("bad rows in the population-pipeline tables are refused, naming table,
     const char* message;
   };
   const Case cases[] = {
-      {"UPDATE spawn_handles SET state = 9 WHERE handle = 2", "spawn_handles", "list='live' position=1", "state",
-       "9 is out of range [0, 8]"},
-      {"UPDATE spawn_handles SET failure = 3 WHERE list = 'recent' AND position = 0", "spawn_handles",
-       "list='recent' position=0", "failure", "out of range [0, 2]"},
-      {"UPDATE spawn_handles SET priority = 4 WHERE handle = 1", "spawn_handles", "position=0", "priority",
-       "out of range [0, 3]"},
-      {"UPDATE spawn_handles SET zone = -2 WHERE handle = 1", "spawn_handles", "position=0", "zone", "out of range"},
-      {"UPDATE spawn_handles SET lane = 4294967296 WHERE handle = 1", "spawn_handles", "position=0", "lane",
+      {"UPDATE spawn_handles SET state = 9 WHERE handle = 2", "spawn_handles",
+       "list='live' position=1", "state", "9 is out of range [0, 8]"},
+      {"UPDATE spawn_handles SET failure = 3 WHERE list = 'recent' AND position = 0",
+       "spawn_handles", "list='recent' position=0", "failure", "out of range [0, 2]"},
+      {"UPDATE spawn_handles SET priority = 4 WHERE handle = 1", "spawn_handles", "position=0",
+       "priority", "out of range [0, 3]"},
+      {"UPDATE spawn_handles SET zone = -2 WHERE handle = 1", "spawn_handles", "position=0", "zone",
        "out of range"},
-      {"UPDATE spawn_handles SET entity_generation = 'x' WHERE handle = 2", "spawn_handles", "position=1",
-       "entity_generation", "expected an integer"},
-      {"UPDATE spawn_handles SET position = 3 WHERE handle = 2", "spawn_handles", "list='live' position=3", "position",
-       "not contiguous"},
-      {"UPDATE spawn_pipeline SET per_state_total = '[1,2,3]'", "spawn_pipeline", "snapshot_id=", "per_state_total",
-       "9 counts"},
-      {"UPDATE spawn_pipeline SET deferred_by_zone = -1", "spawn_pipeline", "snapshot_id=", "deferred_by_zone",
-       "out of range"},
+      {"UPDATE spawn_handles SET lane = 4294967296 WHERE handle = 1", "spawn_handles", "position=0",
+       "lane", "out of range"},
+      {"UPDATE spawn_handles SET entity_generation = 'x' WHERE handle = 2", "spawn_handles",
+       "position=1", "entity_generation", "expected an integer"},
+      {"UPDATE spawn_handles SET position = 3 WHERE handle = 2", "spawn_handles",
+       "list='live' position=3", "position", "not contiguous"},
+      {"UPDATE spawn_pipeline SET per_state_total = '[1,2,3]'", "spawn_pipeline",
+       "snapshot_id=", "per_state_total", "9 counts"},
+      {"UPDATE spawn_pipeline SET deferred_by_zone = -1", "spawn_pipeline",
+       "snapshot_id=", "deferred_by_zone", "out of range"},
       {"DELETE FROM spawn_pipeline", "spawn_pipeline", "snapshot_id=", "", "missing"},
-      {"UPDATE orphans SET s_m = 'far' WHERE position = 0", "orphans", "position=0", "s_m", "expected a number"},
-      {"UPDATE client_observers SET y_m = 'north' WHERE observer_index = 1", "client_observers", "observer_index=1",
-       "y_m", "expected a number"},
-      {"UPDATE client_observers SET observer_index = 5 WHERE observer_index = 1", "client_observers",
-       "observer_index=5", "observer_index", "not contiguous"},
-      {"UPDATE orphans SET reason = 256 WHERE position = 1", "orphans", "position=1", "reason", "out of range"},
-      {"UPDATE orphans SET id_generation = -1 WHERE position = 1", "orphans", "position=1", "id_generation",
+      {"UPDATE orphans SET s_m = 'far' WHERE position = 0", "orphans", "position=0", "s_m",
+       "expected a number"},
+      {"UPDATE client_observers SET y_m = 'north' WHERE observer_index = 1", "client_observers",
+       "observer_index=1", "y_m", "expected a number"},
+      {"UPDATE client_observers SET observer_index = 5 WHERE observer_index = 1",
+       "client_observers", "observer_index=5", "observer_index", "not contiguous"},
+      {"UPDATE orphans SET reason = 256 WHERE position = 1", "orphans", "position=1", "reason",
        "out of range"},
-      {"DELETE FROM orphans WHERE position = 0", "orphans", "position=1", "position", "not contiguous from 0"},
-      {"UPDATE retiring_fifo SET position = 7 WHERE position = 2", "retiring_fifo", "position=7", "position",
-       "not contiguous"},
-      {"UPDATE retiring_fifo SET id_index = 4294967296 WHERE position = 0", "retiring_fifo", "position=0", "id_index",
-       "out of range"},
-      {"DELETE FROM observer_views WHERE observer_index = 2", "observer_views", "snapshot_id=", "observer_index",
-       "2 rows for 3 observers"},
-      {"UPDATE observer_views SET heading_rad = x'00' WHERE observer_index = 1", "observer_views", "observer_index=1",
-       "heading_rad", "expected a number"},
-      {"UPDATE zone_handoffs SET to_zone = -1 WHERE position = 1", "zone_handoffs", "position=1", "to_zone",
-       "out of range"},
+      {"UPDATE orphans SET id_generation = -1 WHERE position = 1", "orphans", "position=1",
+       "id_generation", "out of range"},
+      {"DELETE FROM orphans WHERE position = 0", "orphans", "position=1", "position",
+       "not contiguous from 0"},
+      {"UPDATE retiring_fifo SET position = 7 WHERE position = 2", "retiring_fifo", "position=7",
+       "position", "not contiguous"},
+      {"UPDATE retiring_fifo SET id_index = 4294967296 WHERE position = 0", "retiring_fifo",
+       "position=0", "id_index", "out of range"},
+      {"DELETE FROM observer_views WHERE observer_index = 2", "observer_views",
+       "snapshot_id=", "observer_index", "2 rows for 3 observers"},
+      {"UPDATE observer_views SET heading_rad = x'00' WHERE observer_index = 1", "observer_views",
+       "observer_index=1", "heading_rad", "expected a number"},
+      {"UPDATE zone_handoffs SET to_zone = -1 WHERE position = 1", "zone_handoffs", "position=1",
+       "to_zone", "out of range"},
       {"DELETE FROM lifecycle_settings", "lifecycle_settings", "snapshot_id=", "", "missing"},
-      {"UPDATE lifecycle_settings SET interval_ms = 4294967296", "lifecycle_settings", "snapshot_id=", "interval_ms",
+      {"UPDATE lifecycle_settings SET interval_ms = 4294967296", "lifecycle_settings",
+       "snapshot_id=", "interval_ms", "out of range"},
+      {"UPDATE zones SET retiring = -3 WHERE zone_index = 2", "zones", "zone_index=2", "retiring",
        "out of range"},
-      {"UPDATE zones SET retiring = -3 WHERE zone_index = 2", "zones", "zone_index=2", "retiring", "out of range"},
-      {"UPDATE world_state SET faded_total = 1.5", "world_state", "snapshot_id=", "faded_total", "expected an integer"},
-      {"UPDATE pedestrian_columns SET priority = substr(priority, 2)", "pedestrian_columns", "snapshot_id=", "priority",
-       "blob size"},
-      {"UPDATE pedestrian_columns SET origin = x''", "pedestrian_columns", "snapshot_id=", "origin", "blob size"},
-      {"UPDATE pedestrian_columns SET route = substr(route, 5)", "pedestrian_columns", "snapshot_id=", "route",
-       "blob size"},
-      {"UPDATE spawn_handles SET route = 4294967296 WHERE handle = 2", "spawn_handles", "list='live' position=1",
-       "route", "out of range"},
-      {"UPDATE spawn_handles SET route = 'none' WHERE handle = 1", "spawn_handles", "position=0", "route",
+      {"UPDATE world_state SET faded_total = 1.5", "world_state", "snapshot_id=", "faded_total",
        "expected an integer"},
+      {"UPDATE pedestrian_columns SET priority = substr(priority, 2)", "pedestrian_columns",
+       "snapshot_id=", "priority", "blob size"},
+      {"UPDATE pedestrian_columns SET origin = x''", "pedestrian_columns", "snapshot_id=", "origin",
+       "blob size"},
+      {"UPDATE pedestrian_columns SET route = substr(route, 5)", "pedestrian_columns",
+       "snapshot_id=", "route", "blob size"},
+      {"UPDATE spawn_handles SET route = 4294967296 WHERE handle = 2", "spawn_handles",
+       "list='live' position=1", "route", "out of range"},
+      {"UPDATE spawn_handles SET route = 'none' WHERE handle = 1", "spawn_handles", "position=0",
+       "route", "expected an integer"},
       {"UPDATE route_slots SET target = 3 WHERE slot = 2", "route_slots", "slot=2", "target",
        "3 is out of range [0, 2]"},
       {"UPDATE route_slots SET target = 1 WHERE slot = 1", "route_slots", "slot=1", "target",
@@ -791,18 +857,22 @@ TEST_CASE("bad rows in the population-pipeline tables are refused, naming table,
        "6 is out of range [0, 5]"},
       {"UPDATE route_slots SET count = 8 WHERE slot = 0", "route_slots", "slot=0", "count",
        "8 is out of range [0, 7]"},
-      {"UPDATE route_slots SET offset = -1 WHERE slot = 4", "route_slots", "slot=4", "offset", "out of range"},
-      {"DELETE FROM route_lanes WHERE position = 6", "route_slots", "slot=3", "offset", "5 is out of range [0, 4]"},
-      {"DELETE FROM route_slots WHERE slot = 0", "route_slots", "slot=1", "slot", "not contiguous from 0"},
-      {"UPDATE route_lanes SET lane = 4294967296 WHERE position = 4", "route_lanes", "position=4", "lane",
+      {"UPDATE route_slots SET offset = -1 WHERE slot = 4", "route_slots", "slot=4", "offset",
        "out of range"},
+      {"DELETE FROM route_lanes WHERE position = 6", "route_slots", "slot=3", "offset",
+       "5 is out of range [0, 4]"},
+      {"DELETE FROM route_slots WHERE slot = 0", "route_slots", "slot=1", "slot",
+       "not contiguous from 0"},
+      {"UPDATE route_lanes SET lane = 4294967296 WHERE position = 4", "route_lanes", "position=4",
+       "lane", "out of range"},
       {"UPDATE route_lanes SET lane = 2.5 WHERE position = 0", "route_lanes", "position=0", "lane",
        "expected an integer"},
-      {"UPDATE route_free_slots SET slot = 'one' WHERE position = 1", "route_free_slots", "position=1", "slot",
-       "expected an integer"},
-      {"UPDATE route_free_slots SET position = 2 WHERE position = 1", "route_free_slots", "position=2", "position",
-       "not contiguous"},
-      {"UPDATE snapshots SET schema_version = 5", "snapshots", "name='x'", "schema_version", "out of range [1, 4]"},
+      {"UPDATE route_free_slots SET slot = 'one' WHERE position = 1", "route_free_slots",
+       "position=1", "slot", "expected an integer"},
+      {"UPDATE route_free_slots SET position = 2 WHERE position = 1", "route_free_slots",
+       "position=2", "position", "not contiguous"},
+      {"UPDATE snapshots SET schema_version = 5", "snapshots", "name='x'", "schema_version",
+       "out of range [1, 4]"},
   };
   for (const Case& c : cases) {
     DYNAMIC_SECTION(c.sql) {
@@ -821,7 +891,8 @@ TEST_CASE("bad rows in the population-pipeline tables are refused, naming table,
   SECTION("a missing observer height is refused by SQLite itself") {
     sqlite3* db = nullptr;
     REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
-    CHECK(sqlite3_exec(db, "UPDATE observer_views SET z_m = NULL", nullptr, nullptr, nullptr) == SQLITE_CONSTRAINT);
+    CHECK(sqlite3_exec(db, "UPDATE observer_views SET z_m = NULL", nullptr, nullptr, nullptr) ==
+          SQLITE_CONSTRAINT);
     sqlite3_close(db);
   }
   auto save_error = [&] {
@@ -838,7 +909,9 @@ TEST_CASE("bad rows in the population-pipeline tables are refused, naming table,
     CHECK(e.field == "id_index");
   }
   SECTION("a save without its lifecycle settings") {
-    exec_sql(path, "DELETE FROM lifecycle_settings WHERE snapshot_id = (SELECT id FROM snapshots WHERE name = 's')");
+    exec_sql(path,
+             "DELETE FROM lifecycle_settings WHERE snapshot_id = (SELECT id FROM snapshots WHERE "
+             "name = 's')");
     const persist::StoreError e = save_error();
     CHECK(e.table == "lifecycle_settings");
     CHECK(e.message.find("missing") != std::string::npos);
@@ -853,8 +926,10 @@ std::unique_ptr<core::World> block_with_pipeline(const core::Scenario& block) {
   auto w = std::move(core::World::create(block, 8).world);
   for (int k = 0; k < 30; ++k) w->step();
   REQUIRE(w->pedestrians().size() >= 2);
-  REQUIRE(w->submit({{1, 1}, core::SpawnPedestrian{"market", "", 1, 0, {}}}) == core::SubmitStatus::Queued);
-  REQUIRE(w->submit({{1, 2}, core::SpawnPedestrian{"office", "", 2, 0, {}}}) == core::SubmitStatus::Queued);
+  REQUIRE(w->submit({{1, 1}, core::SpawnPedestrian{"market", "", 1, 0, {}}}) ==
+          core::SubmitStatus::Queued);
+  REQUIRE(w->submit({{1, 2}, core::SpawnPedestrian{"office", "", 2, 0, {}}}) ==
+          core::SubmitStatus::Queued);
   // Observers on the despawned pedestrians, so they fade instead of vanishing.
   const core::EntityId a = w->pedestrians().id[0], b = w->pedestrians().id[1];
   std::vector<core::ObserverPoint> at;
@@ -872,7 +947,9 @@ std::unique_ptr<core::World> block_with_pipeline(const core::Scenario& block) {
 
 }  // namespace
 
-TEST_CASE("restore refuses population-pipeline rows that break the world's rules (orphan order, live handle state)") {
+TEST_CASE(
+    "restore refuses population-pipeline rows that break the world's rules (orphan order, live "
+    "handle state)") {
   const core::Scenario block = largeblock();
   auto w = block_with_pipeline(block);
   const core::WorldCheckpoint good = w->capture();
@@ -896,7 +973,8 @@ TEST_CASE("restore refuses population-pipeline rows that break the world's rules
 
   SECTION("orphans not sorted by id") {
     exec_sql(path,
-             "UPDATE orphans SET position = 9 WHERE position = 0; UPDATE orphans SET position = 0 WHERE position = 1; "
+             "UPDATE orphans SET position = 9 WHERE position = 0; UPDATE orphans SET position = 0 "
+             "WHERE position = 1; "
              "UPDATE orphans SET position = 1 WHERE position = 9;");
     CHECK(restore_path().starts_with("orphans[1].id: not sorted"));
   }
@@ -910,28 +988,36 @@ TEST_CASE("restore refuses population-pipeline rows that break the world's rules
   }
 }
 
-TEST_CASE("routes round-trip through SQLite, and bad route rows are refused naming table, row and field") {
+TEST_CASE(
+    "routes round-trip through SQLite, and bad route rows are refused naming table, row and "
+    "field") {
   const core::Scenario block = largeblock();
   auto w = std::move(core::World::create(block, 8).world);
   for (int k = 0; k < 10; ++k) w->step();
   // A walker on a route, two canceled routed spawns (one slot freed, the
   // other reused), and a routed spawn still waiting when the checkpoint is taken.
-  REQUIRE(w->submit({{1, 1}, core::SpawnPedestrian{"", "", 1, 0, kBlockRoute}}) == core::SubmitStatus::Queued);
-  REQUIRE(w->submit({{1, 2}, core::SpawnPedestrian{"", "", 1, 0, {"office.loop"}}}) == core::SubmitStatus::Queued);
-  REQUIRE(w->submit({{1, 3}, core::SpawnPedestrian{"", "", 1, 0, {"market.loop"}}}) == core::SubmitStatus::Queued);
+  REQUIRE(w->submit({{1, 1}, core::SpawnPedestrian{"", "", 1, 0, kBlockRoute}}) ==
+          core::SubmitStatus::Queued);
+  REQUIRE(w->submit({{1, 2}, core::SpawnPedestrian{"", "", 1, 0, {"office.loop"}}}) ==
+          core::SubmitStatus::Queued);
+  REQUIRE(w->submit({{1, 3}, core::SpawnPedestrian{"", "", 1, 0, {"market.loop"}}}) ==
+          core::SubmitStatus::Queued);
   w->step();
   REQUIRE(w->submit({{1, 4}, core::CancelSpawn{2}}) == core::SubmitStatus::Queued);
   REQUIRE(w->submit({{1, 5}, core::CancelSpawn{3}}) == core::SubmitStatus::Queued);
   for (int k = 0; k < 5; ++k) w->step();
-  REQUIRE(w->submit({{1, 6}, core::SpawnPedestrian{"", "", 0, 0, {"facilities.loop", "x.facilities.market"}}}) ==
+  REQUIRE(w->submit(
+              {{1, 6},
+               core::SpawnPedestrian{"", "", 0, 0, {"facilities.loop", "x.facilities.market"}}}) ==
           core::SubmitStatus::Queued);
   w->step();
   const core::WorldCheckpoint good = w->capture();
-  INFO("route lanes " << good.routes.lanes.size() << ", slots " << good.routes.count.size() << ", free "
-                      << good.routes.free_slots.size());
+  INFO("route lanes " << good.routes.lanes.size() << ", slots " << good.routes.count.size()
+                      << ", free " << good.routes.free_slots.size());
   REQUIRE(good.routes.count.size() == 3);
   REQUIRE(good.routes.free_slots.size() == 1);
-  REQUIRE(std::count(good.pedestrians.route.begin(), good.pedestrians.route.end(), core::kNoRoute) + 1 ==
+  REQUIRE(std::count(good.pedestrians.route.begin(), good.pedestrians.route.end(), core::kNoRoute) +
+              1 ==
           static_cast<std::ptrdiff_t>(good.pedestrians.route.size()));
   REQUIRE(std::any_of(good.spawn.live.begin(), good.spawn.live.end(),
                       [](const core::SpawnHandleState& h) { return h.route != core::kNoRoute; }));
@@ -985,7 +1071,8 @@ TEST_CASE("routes round-trip through SQLite, and bad route rows are refused nami
     CHECK(e.row.find("slot=0") != std::string::npos);
     CHECK(e.field == "target");
     CHECK(e.message.find("out of range") != std::string::npos);
-    CHECK(worker_restore().find("table route_slots, row snapshot_id=1 slot=0, field target:") != std::string::npos);
+    CHECK(worker_restore().find("table route_slots, row snapshot_id=1 slot=0, field target:") !=
+          std::string::npos);
   }
   struct Case {
     const char* sql;
@@ -996,11 +1083,12 @@ TEST_CASE("routes round-trip through SQLite, and bad route rows are refused nami
   // refuses them and the worker names the table, row and field.
   const Case cases[] = {
       {"UPDATE route_lanes SET lane = 99 WHERE position = 1", "routes.lanes[1]", "unknown lane"},
-      {"UPDATE route_free_slots SET slot = 0 WHERE position = 0", "routes.free_slots[0]", "not a free slot"},
-      {"UPDATE spawn_handles SET route = 4294967295 WHERE list = 'live' AND route != 4294967295", "routes[",
-       "held by nobody"},
-      {"UPDATE spawn_handles SET route = 0 WHERE list = 'live' AND route != 4294967295", "spawn.live[",
-       "is held twice"},
+      {"UPDATE route_free_slots SET slot = 0 WHERE position = 0", "routes.free_slots[0]",
+       "not a free slot"},
+      {"UPDATE spawn_handles SET route = 4294967295 WHERE list = 'live' AND route != 4294967295",
+       "routes[", "held by nobody"},
+      {"UPDATE spawn_handles SET route = 0 WHERE list = 'live' AND route != 4294967295",
+       "spawn.live[", "is held twice"},
   };
   const char* expected_worker[] = {
       "table route_lanes, row name='good' position=1, field lane: unknown lane",
@@ -1030,20 +1118,24 @@ TEST_CASE("routes round-trip through SQLite, and bad route rows are refused nami
 }
 
 TEST_CASE("completeness guard on the large block through SQLite with the population pipeline") {
-  auto loaded = bustle::scenario::load_scenario_file(std::string(BUSTLE_SOURCE_DIR) + "/configs/largeblock.city.json");
+  auto loaded = bustle::scenario::load_scenario_file(std::string(BUSTLE_SOURCE_DIR) +
+                                                     "/configs/largeblock.city.json");
   REQUIRE(loaded.ok());
   const core::Scenario block = *loaded.scenario;
   // Ids for the commands that name entities, found by running the same
   // history once: two pedestrians to despawn.
   std::vector<bustle::test::ScriptedCommand> script = {
       {2, core::SetHour{11.5}},
-      {2, core::SetTimeScale{600}},  // a step is 60 game seconds: 12:00 (migrations, handoffs) comes at step ~32
+      {2,
+       core::SetTimeScale{
+           600}},  // a step is 60 game seconds: 12:00 (migrations, handoffs) comes at step ~32
       {5, core::SetObservers{{{80.0, 60.0, 1.5, true, 0.5}, {20.0, 20.0}}}},
       {8, core::SpawnPedestrian{"market", "", 0, 0, {}}},
       {8, core::SpawnPedestrian{"", "office.loop", 2, 1500, {}}},
       {8, core::SpawnPedestrian{"facilities", "", 3, 0, {}}},
-      {8, core::SpawnPedestrian{"", "", 1, 0, kBlockRoute}},         // handle 4: a walker on a route
-      {8, core::SpawnPedestrian{"", "", 1, 0, {"office.loop"}}},     // handle 5: canceled, its slot freed
+      {8, core::SpawnPedestrian{"", "", 1, 0, kBlockRoute}},  // handle 4: a walker on a route
+      {8,
+       core::SpawnPedestrian{"", "", 1, 0, {"office.loop"}}},  // handle 5: canceled, its slot freed
       {9, core::CancelSpawn{3}},
       {9, core::CancelSpawn{5}},
       {12, core::SpawnPedestrian{"", "", 0, 0, {"facilities.loop"}}},  // reuses the freed slot
@@ -1068,50 +1160,60 @@ TEST_CASE("completeness guard on the large block through SQLite with the populat
   core::LifecycleOp despawn_op;
   despawn_op.kind = core::LifecycleOp::Kind::Despawn;
   despawn_op.id = a;
-  script.push_back({33, core::SetClientObservers{{{-7.0, 9.0, 0.0, false, 0.0}, {1.0, 2.0, -0.0, false, 0.0}}}});
+  script.push_back(
+      {33, core::SetClientObservers{{{-7.0, 9.0, 0.0, false, 0.0}, {1.0, 2.0, -0.0, false, 0.0}}}});
   script.push_back({25, core::LifecycleBatch{{spawn_op, despawn_op}}});
   script.push_back({30, core::DespawnEntity{b}});
   TempDir dir;
   auto store = open_store(dir.file("pipeline-guard.db"));
   struct {
-    std::size_t live = 0, recent = 0, orphans = 0, handoffs = 0, views = 0, inbox = 0, handoff_counts = 0, settings = 0;
+    std::size_t live = 0, recent = 0, orphans = 0, handoffs = 0, views = 0, inbox = 0,
+                handoff_counts = 0, settings = 0;
     std::size_t walker_routes = 0, handle_routes = 0, free_route_slots = 0, routed_commands = 0;
     std::size_t client_observers = 0;
   } seen;
   bustle::test::check_checkpoint_completeness(
       block, 11, script, 120, {0, 5, 8, 9, 10, 14, 15, 21, 25, 26, 30, 31, 33, 40, 90},
-      through_sqlite(store, "p", loaded.text, [&](const core::WorldCheckpoint& cp, const core::WorldCheckpoint& back) {
-        // Beyond the digest chain: every schema-2 field came back as captured
-        // (spawn counters and recent handles, for one, need not feed the digest).
-        check_pipeline_fields_equal(cp, back);
-        seen.live += cp.spawn.live.size();
-        seen.recent += cp.spawn.recent.size();
-        seen.orphans += cp.orphans.size();
-        seen.handoffs += cp.population.handoffs.size();
-        seen.views += cp.observer_views.size();
-        seen.client_observers += cp.client_observers.size();
-        seen.inbox += cp.inbox.size();
-        seen.walker_routes += std::count_if(cp.pedestrians.route.begin(), cp.pedestrians.route.end(),
-                                            [](std::uint32_t r) { return r != core::kNoRoute; });
-        for (const core::SpawnHandleState& h : cp.spawn.live) seen.handle_routes += h.route != core::kNoRoute;
-        seen.free_route_slots += cp.routes.free_slots.size();
-        for (const core::CommandEnvelope& env : cp.inbox) {
-          const auto* sp = std::get_if<core::SpawnPedestrian>(&env.command);
-          const auto* batch = std::get_if<core::LifecycleBatch>(&env.command);
-          seen.routed_commands += (sp != nullptr && !sp->route.empty()) ||
-                                  (batch != nullptr && !batch->ops.empty() && !batch->ops[0].spawn.route.empty());
-        }
-        for (const core::ZoneStatus& z : cp.population.zones) seen.handoff_counts += z.handoffs_started + z.retiring;
-        seen.settings += cp.population.settings != core::LifecycleSettings{block.population.growth_quota,
-                                                                             block.population.recycle_quota,
-                                                                             block.population.lifecycle_interval_ms,
-                                                                             block.population.migration_budget};
-      }));
+      through_sqlite(store, "p", loaded.text,
+                     [&](const core::WorldCheckpoint& cp, const core::WorldCheckpoint& back) {
+                       // Beyond the digest chain: every schema-2 field came back as captured
+                       // (spawn counters and recent handles, for one, need not feed the digest).
+                       check_pipeline_fields_equal(cp, back);
+                       seen.live += cp.spawn.live.size();
+                       seen.recent += cp.spawn.recent.size();
+                       seen.orphans += cp.orphans.size();
+                       seen.handoffs += cp.population.handoffs.size();
+                       seen.views += cp.observer_views.size();
+                       seen.client_observers += cp.client_observers.size();
+                       seen.inbox += cp.inbox.size();
+                       seen.walker_routes +=
+                           std::count_if(cp.pedestrians.route.begin(), cp.pedestrians.route.end(),
+                                         [](std::uint32_t r) { return r != core::kNoRoute; });
+                       for (const core::SpawnHandleState& h : cp.spawn.live)
+                         seen.handle_routes += h.route != core::kNoRoute;
+                       seen.free_route_slots += cp.routes.free_slots.size();
+                       for (const core::CommandEnvelope& env : cp.inbox) {
+                         const auto* sp = std::get_if<core::SpawnPedestrian>(&env.command);
+                         const auto* batch = std::get_if<core::LifecycleBatch>(&env.command);
+                         seen.routed_commands += (sp != nullptr && !sp->route.empty()) ||
+                                                 (batch != nullptr && !batch->ops.empty() &&
+                                                  !batch->ops[0].spawn.route.empty());
+                       }
+                       for (const core::ZoneStatus& z : cp.population.zones)
+                         seen.handoff_counts += z.handoffs_started + z.retiring;
+                       seen.settings +=
+                           cp.population.settings !=
+                           core::LifecycleSettings{block.population.growth_quota,
+                                                   block.population.recycle_quota,
+                                                   block.population.lifecycle_interval_ms,
+                                                   block.population.migration_budget};
+                     }));
   // The checkpoints above held every kind of schema-2 state at least once.
-  INFO("live " << seen.live << ", recent " << seen.recent << ", orphans " << seen.orphans << ", handoffs "
-               << seen.handoffs << ", views " << seen.views << ", inbox " << seen.inbox << ", zone counts "
-               << seen.handoff_counts << ", settings " << seen.settings << ", routes held by walkers "
-               << seen.walker_routes << ", by handles " << seen.handle_routes << ", free route slots "
+  INFO("live " << seen.live << ", recent " << seen.recent << ", orphans " << seen.orphans
+               << ", handoffs " << seen.handoffs << ", views " << seen.views << ", inbox "
+               << seen.inbox << ", zone counts " << seen.handoff_counts << ", settings "
+               << seen.settings << ", routes held by walkers " << seen.walker_routes
+               << ", by handles " << seen.handle_routes << ", free route slots "
                << seen.free_route_slots << ", routed commands pending " << seen.routed_commands);
   CHECK(seen.live > 0);
   CHECK(seen.recent > 0);

@@ -1,16 +1,15 @@
 // The SQLite wrapper (server/persist/src/sqlite.cpp): errors are values that
 // carry SQLite's primary code and say what was being done; values round-trip
 // through binds and columns; transactions roll back unless committed.
-#include <catch2/catch.hpp>
+#include "bustle/persist/sqlite.hpp"
 
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <limits>
-
-#include "bustle/persist/sqlite.hpp"
 
 using namespace bustle::persist;
 namespace fs = std::filesystem;
@@ -18,11 +17,12 @@ namespace fs = std::filesystem;
 namespace {
 
 struct TempFile {
-  fs::path path = fs::temp_directory_path() / ("bustle-sqlite-test-" + std::to_string(::getpid()) + "-" +
-                                               std::to_string(next()) + ".db");
+  fs::path path = fs::temp_directory_path() / ("bustle-sqlite-test-" + std::to_string(::getpid()) +
+                                               "-" + std::to_string(next()) + ".db");
   ~TempFile() {
     std::error_code ec;
-    for (const char* suffix : {"", "-wal", "-shm", "-journal"}) fs::remove(path.string() + suffix, ec);
+    for (const char* suffix : {"", "-wal", "-shm", "-journal"})
+      fs::remove(path.string() + suffix, ec);
   }
   static int next() {
     static int n = 0;
@@ -69,7 +69,8 @@ TEST_CASE("every column type round-trips through binds, u64 above INT64_MAX incl
   REQUIRE(err.ok());
   const std::uint64_t big = std::numeric_limits<std::uint64_t>::max() - 7;
   const std::vector<std::uint8_t> blob{0, 1, 2, 255, 0};
-  ins.bind_i64(1, -42).bind_u64(2, big).bind_double(3, 0.1).bind_text(4, std::string_view("a\0b", 3));
+  ins.bind_i64(1, -42).bind_u64(2, big).bind_double(3, 0.1).bind_text(4,
+                                                                      std::string_view("a\0b", 3));
   ins.bind_blob(5, blob).bind_null(6);
   REQUIRE(ins.run().ok());
   CHECK(db.last_insert_rowid() == 1);
@@ -167,7 +168,10 @@ TEST_CASE("a full database fails the write with SQLITE_FULL and keeps what was c
 
 TEST_CASE("writing through a read-only connection fails with SQLITE_READONLY") {
   TempFile f;
-  { Database db = open_rw(f); REQUIRE(db.exec("CREATE TABLE t (k INTEGER)").ok()); }
+  {
+    Database db = open_rw(f);
+    REQUIRE(db.exec("CREATE TABLE t (k INTEGER)").ok());
+  }
   Database ro;
   REQUIRE(Database::open(f.path.string(), Database::Mode::ReadOnly, ro).ok());
   const SqlError e = ro.exec("INSERT INTO t VALUES (1)", "insert");

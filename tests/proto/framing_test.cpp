@@ -1,6 +1,6 @@
-#include <catch2/catch.hpp>
-
 #include "bustle/proto/framing.hpp"
+
+#include <catch2/catch.hpp>
 
 using namespace bustle;
 using proto::DecodeStatus;
@@ -126,7 +126,8 @@ std::vector<std::uint8_t> batch_payload(std::size_t ops) {
   }
   const auto batch = wire::CreateLifecycleBatchDirect(fbb, &items);
   const auto cmd = wire::CreateCommand(fbb, 1, wire::CommandBody::LifecycleBatch, batch.Union());
-  fbb.Finish(wire::CreateClientFrame(fbb, wire::ClientMessage::Command, cmd.Union()), wire::ClientFrameIdentifier());
+  fbb.Finish(wire::CreateClientFrame(fbb, wire::ClientMessage::Command, cmd.Union()),
+             wire::ClientFrameIdentifier());
   return {fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize()};
 }
 

@@ -1,10 +1,9 @@
-#include <catch2/catch.hpp>
+#include "bustle/scenario/scenario_loader.hpp"
 
+#include <catch2/catch.hpp>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
-
-#include "bustle/scenario/scenario_loader.hpp"
 
 using bustle::scenario::load_scenario_file;
 using bustle::scenario::load_scenario_text;
@@ -25,8 +24,10 @@ std::string read_file(const std::string& path) {
 }
 
 // Exactly one error, and it names this path and contains this fragment.
-void require_single_error(const LoadResult& r, const std::string& path, const std::string& fragment) {
-  INFO("errors: " << r.errors.size() << (r.errors.empty() ? "" : " first: " + r.errors[0].to_string()));
+void require_single_error(const LoadResult& r, const std::string& path,
+                          const std::string& fragment) {
+  INFO("errors: " << r.errors.size()
+                  << (r.errors.empty() ? "" : " first: " + r.errors[0].to_string()));
   REQUIRE_FALSE(r.ok());
   REQUIRE(r.errors.size() == 1);
   CHECK(r.errors[0].source == "test.json");
@@ -41,7 +42,9 @@ std::string city(const std::string& top_fields, const std::string& lane_fields =
          lane_fields + "}]" + top_fields + "}";
 }
 
-std::string with_lane(const std::string& lane_fields) { return city("", lane_fields); }
+std::string with_lane(const std::string& lane_fields) {
+  return city("", lane_fields);
+}
 
 }  // namespace
 
@@ -55,7 +58,8 @@ TEST_CASE("a minimal scenario loads with defaults") {
 }
 
 TEST_CASE("the embedded default city equals configs/default.city.json and is valid") {
-  const std::string on_disk = read_file(std::string(BUSTLE_SOURCE_DIR) + "/configs/default.city.json");
+  const std::string on_disk =
+      read_file(std::string(BUSTLE_SOURCE_DIR) + "/configs/default.city.json");
   REQUIRE_FALSE(on_disk.empty());
   CHECK(std::string(bustle::scenario::embedded_default_scenario_text()) == on_disk);
   const LoadResult r = bustle::scenario::load_embedded_default();
@@ -79,14 +83,17 @@ TEST_CASE("each kind of bad file gives its own clear error") {
     CHECK(r.errors[0].message.find("cannot open") != std::string::npos);
   }
   SECTION("syntax error names line and column") {
-    const LoadResult r = load_scenario_text("{\n  \"id\": \"t\",\n  \"lanes\": [,]\n}", "test.json");
+    const LoadResult r =
+        load_scenario_text("{\n  \"id\": \"t\",\n  \"lanes\": [,]\n}", "test.json");
     require_single_error(r, "", "invalid JSON at line 3");
   }
   SECTION("a number too large for a double is a syntax error naming its place") {
     // Found by fuzzing (tests/fuzz/fuzz_scenario): nlohmann throws out_of_range
     // (406) for it, which escaped the loader instead of becoming an error.
-    const LoadResult r = load_scenario_text("{\n  \"id\": \"t\",\n  \"step_us\": 1e999\n}", "test.json");
-    require_single_error(r, "step_us", "invalid JSON at line 3, column 14: number overflow parsing '1e999'");
+    const LoadResult r =
+        load_scenario_text("{\n  \"id\": \"t\",\n  \"step_us\": 1e999\n}", "test.json");
+    require_single_error(r, "step_us",
+                         "invalid JSON at line 3, column 14: number overflow parsing '1e999'");
   }
   SECTION("root is not an object") {
     require_single_error(load_scenario_text("[1,2]", "test.json"), "(root)", "must be an object");
@@ -99,19 +106,26 @@ TEST_CASE("each kind of bad file gives its own clear error") {
     require_single_error(load_scenario_text(R"({"id":"t"})", "test.json"), "lanes", "is required");
   }
   SECTION("negative integer") {
-    const std::string j = R"({"id":"t","step_us":-5,"lanes":[{"id":"a","kind":"sidewalk","points":[[0,0],[5,0]],"speed_mps_limit":1.4}]})";
-    require_single_error(load_scenario_text(j, "test.json"), "step_us", "non-negative integer, got -5");
+    const std::string j =
+        R"({"id":"t","step_us":-5,"lanes":[{"id":"a","kind":"sidewalk","points":[[0,0],[5,0]],"speed_mps_limit":1.4}]})";
+    require_single_error(load_scenario_text(j, "test.json"), "step_us",
+                         "non-negative integer, got -5");
   }
   SECTION("wrong type") {
-    const std::string j = R"({"id":7,"lanes":[{"id":"a","kind":"sidewalk","points":[[0,0],[5,0]],"speed_mps_limit":1.4}]})";
-    require_single_error(load_scenario_text(j, "test.json"), "id", "must be a string, got an integer");
+    const std::string j =
+        R"({"id":7,"lanes":[{"id":"a","kind":"sidewalk","points":[[0,0],[5,0]],"speed_mps_limit":1.4}]})";
+    require_single_error(load_scenario_text(j, "test.json"), "id",
+                         "must be a string, got an integer");
   }
   SECTION("unknown lane kind") {
-    const std::string j = R"({"id":"t","lanes":[{"id":"a","kind":"bikeway","points":[[0,0],[5,0]],"speed_mps_limit":1.4}]})";
-    require_single_error(load_scenario_text(j, "test.json"), "lanes[0].kind", "unknown lane kind 'bikeway'");
+    const std::string j =
+        R"({"id":"t","lanes":[{"id":"a","kind":"bikeway","points":[[0,0],[5,0]],"speed_mps_limit":1.4}]})";
+    require_single_error(load_scenario_text(j, "test.json"), "lanes[0].kind",
+                         "unknown lane kind 'bikeway'");
   }
   SECTION("malformed point") {
-    const std::string j = R"({"id":"t","lanes":[{"id":"a","kind":"sidewalk","points":[[0,0],[5]],"speed_mps_limit":1.4}]})";
+    const std::string j =
+        R"({"id":"t","lanes":[{"id":"a","kind":"sidewalk","points":[[0,0],[5]],"speed_mps_limit":1.4}]})";
     require_single_error(load_scenario_text(j, "test.json"), "lanes[0].points[1]", "[x, y] pair");
   }
   SECTION("unknown successor (semantic)") {
@@ -119,21 +133,25 @@ TEST_CASE("each kind of bad file gives its own clear error") {
                          "lanes[0].successors[1]", "unknown lane id 'zz'");
   }
   SECTION("unknown lane field") {
-    require_single_error(load_scenario_text(with_lane(R"(,"speed":3)"), "test.json"), "lanes[0].speed",
-                         "unknown field");
+    require_single_error(load_scenario_text(with_lane(R"(,"speed":3)"), "test.json"),
+                         "lanes[0].speed", "unknown field");
   }
   SECTION("speed out of range (semantic)") {
-    const std::string j = R"({"id":"t","lanes":[{"id":"a","kind":"sidewalk","points":[[0,0],[5,0]],"speed_mps_limit":0}]})";
-    require_single_error(load_scenario_text(j, "test.json"), "lanes[0].speed_mps_limit", "(0, 100]");
+    const std::string j =
+        R"({"id":"t","lanes":[{"id":"a","kind":"sidewalk","points":[[0,0],[5,0]],"speed_mps_limit":0}]})";
+    require_single_error(load_scenario_text(j, "test.json"), "lanes[0].speed_mps_limit",
+                         "(0, 100]");
   }
   SECTION("value too large for its type") {
-    const std::string j = R"({"id":"t","entity_capacity":99999999999,"lanes":[{"id":"a","kind":"sidewalk","points":[[0,0],[5,0]],"speed_mps_limit":1}]})";
+    const std::string j =
+        R"({"id":"t","entity_capacity":99999999999,"lanes":[{"id":"a","kind":"sidewalk","points":[[0,0],[5,0]],"speed_mps_limit":1}]})";
     require_single_error(load_scenario_text(j, "test.json"), "entity_capacity", "too large");
   }
 }
 
 TEST_CASE("several errors in one file are all reported") {
-  const std::string j = R"({"id":"","bogus":1,"lanes":[{"id":"a","kind":"x","points":[],"speed_mps_limit":"fast"}]})";
+  const std::string j =
+      R"({"id":"","bogus":1,"lanes":[{"id":"a","kind":"x","points":[],"speed_mps_limit":"fast"}]})";
   const LoadResult r = load_scenario_text(j, "test.json");
   CHECK(r.errors.size() >= 3);
   for (const auto& e : r.errors) CHECK(e.to_string().rfind("test.json: ", 0) == 0);
@@ -201,8 +219,8 @@ TEST_CASE("importance, spawn, despawn and ledger fields load") {
     CHECK(imp.areas[1].weight == bustle::core::AreaOfInterest{}.weight);
   }
   SECTION("class weights are each optional") {
-    const LoadResult r =
-        load_scenario_text(city(R"(,"tiers":{"importance":{"class_weight":{"quest":1.5}}})"), "test.json");
+    const LoadResult r = load_scenario_text(
+        city(R"(,"tiers":{"importance":{"class_weight":{"quest":1.5}}})"), "test.json");
     REQUIRE(r.ok());
     CHECK(r.scenario->tiers.importance.class_weight[0] == 4.0);
     CHECK(r.scenario->tiers.importance.class_weight[1] == 1.5);
@@ -221,9 +239,11 @@ TEST_CASE("bad importance, spawn, despawn and ledger fields name their path") {
     one("", "lanes[0].elevation_m", "10000", R"(,"elevation_m":20000)");
   }
   SECTION("pedestrian ledger and dots") {
-    one(R"(,"pedestrians":{"fragment_length_m":0.5})", "pedestrians.fragment_length_m", "[1, 10000]");
+    one(R"(,"pedestrians":{"fragment_length_m":0.5})", "pedestrians.fragment_length_m",
+        "[1, 10000]");
     one(R"(,"pedestrians":{"dots_every_steps":0})", "pedestrians.dots_every_steps", "[1, 600]");
-    one(R"(,"pedestrians":{"dots_every_steps":2.5})", "pedestrians.dots_every_steps", "non-negative integer");
+    one(R"(,"pedestrians":{"dots_every_steps":2.5})", "pedestrians.dots_every_steps",
+        "non-negative integer");
     one(R"(,"pedestrians":{"fragment":5})", "pedestrians.fragment", "unknown field");
   }
   SECTION("spawn") {
@@ -237,34 +257,41 @@ TEST_CASE("bad importance, spawn, despawn and ledger fields name their path") {
   SECTION("despawn") {
     one(R"(,"despawn":{"fade_ms":60001})", "despawn.fade_ms", "at most 60000");
     one(R"(,"despawn":{"out_of_range_m":-1})", "despawn.out_of_range_m", "non-negative");
-    one(R"(,"despawn":{"out_of_range_m":null})", "despawn.out_of_range_m", "must be a number, got null");
+    one(R"(,"despawn":{"out_of_range_m":null})", "despawn.out_of_range_m",
+        "must be a number, got null");
     one(R"(,"despawn":{"fade":1})", "despawn.fade", "unknown field");
   }
   SECTION("importance weights") {
-    one(R"(,"tiers":{"importance":{"class_weight":{"story":0}}})", "tiers.importance.class_weight.story",
-        "[0.01, 100]");
-    one(R"(,"tiers":{"importance":{"class_weight":{"quest":5}}})", "tiers.importance.class_weight.quest",
-        "story > quest > community > background");
-    one(R"(,"tiers":{"importance":{"class_weight":{"villain":5}}})", "tiers.importance.class_weight.villain",
-        "unknown field");
+    one(R"(,"tiers":{"importance":{"class_weight":{"story":0}}})",
+        "tiers.importance.class_weight.story", "[0.01, 100]");
+    one(R"(,"tiers":{"importance":{"class_weight":{"quest":5}}})",
+        "tiers.importance.class_weight.quest", "story > quest > community > background");
+    one(R"(,"tiers":{"importance":{"class_weight":{"villain":5}}})",
+        "tiers.importance.class_weight.villain", "unknown field");
     one(R"(,"tiers":{"importance":{"class_weight":[4,2,1,1]}})", "tiers.importance.class_weight",
         "must be an object");
     one(R"(,"tiers":{"importance":{"pedestrian_weight":0}})", "tiers.importance.pedestrian_weight",
         "[0.01, 100]");
-    one(R"(,"tiers":{"importance":{"vehicle_weight":101}})", "tiers.importance.vehicle_weight", "[0.01, 100]");
-    one(R"(,"tiers":{"importance":{"height_weight":-1}})", "tiers.importance.height_weight", "[0, 1000]");
-    one(R"(,"tiers":{"importance":{"behind_factor":0.5}})", "tiers.importance.behind_factor", "[1, 100]");
+    one(R"(,"tiers":{"importance":{"vehicle_weight":101}})", "tiers.importance.vehicle_weight",
+        "[0.01, 100]");
+    one(R"(,"tiers":{"importance":{"height_weight":-1}})", "tiers.importance.height_weight",
+        "[0, 1000]");
+    one(R"(,"tiers":{"importance":{"behind_factor":0.5}})", "tiers.importance.behind_factor",
+        "[1, 100]");
     one(R"(,"tiers":{"importance":{"sight":1}})", "tiers.importance.sight", "unknown field");
   }
   SECTION("areas of interest") {
     const std::string ok = R"({"id":"p","center":[0,0]})";
-    one(R"(,"tiers":{"importance":{"areas":[{"center":[0,0]}]}})", "tiers.importance.areas[0].id", "is required");
-    one(R"(,"tiers":{"importance":{"areas":[{"id":"p"}]}})", "tiers.importance.areas[0].center", "is required");
-    one(R"(,"tiers":{"importance":{"areas":[{"id":"p","center":[1]}]}})", "tiers.importance.areas[0].center",
-        "[x, y] pair");
-    one(R"(,"tiers":{"importance":{"areas":[)" + ok + "," + ok + "]}}", "tiers.importance.areas[1].id",
-        "duplicate area id 'p'");
-    one(R"(,"tiers":{"importance":{"areas":[)" + ok + R"(,{"id":"q","center":[0,0],"radius_m":0}]}})",
+    one(R"(,"tiers":{"importance":{"areas":[{"center":[0,0]}]}})", "tiers.importance.areas[0].id",
+        "is required");
+    one(R"(,"tiers":{"importance":{"areas":[{"id":"p"}]}})", "tiers.importance.areas[0].center",
+        "is required");
+    one(R"(,"tiers":{"importance":{"areas":[{"id":"p","center":[1]}]}})",
+        "tiers.importance.areas[0].center", "[x, y] pair");
+    one(R"(,"tiers":{"importance":{"areas":[)" + ok + "," + ok + "]}}",
+        "tiers.importance.areas[1].id", "duplicate area id 'p'");
+    one(R"(,"tiers":{"importance":{"areas":[)" + ok +
+            R"(,{"id":"q","center":[0,0],"radius_m":0}]}})",
         "tiers.importance.areas[1].radius_m", "positive");
     one(R"(,"tiers":{"importance":{"areas":[{"id":"p","center":[0,0],"weight":0.5}]}})",
         "tiers.importance.areas[0].weight", "[1, 100]");
@@ -273,42 +300,51 @@ TEST_CASE("bad importance, spawn, despawn and ledger fields name their path") {
   }
 }
 
-TEST_CASE("a number too large for a double names the file, position and field instead of throwing") {
+TEST_CASE(
+    "a number too large for a double names the file, position and field instead of throwing") {
   // The number sits on line 2; nlohmann reports it as out_of_range.406, which
   // used to escape the loader and end the server naming neither file nor field.
-  const std::string j = "{\"id\":\"t\",\n \"lanes\":[{\"id\":\"a\",\"kind\":\"sidewalk\",\"points\":[[0,0],[1e999,0]],"
-                        "\"speed_mps_limit\":1.4}]}";
+  const std::string j =
+      "{\"id\":\"t\",\n "
+      "\"lanes\":[{\"id\":\"a\",\"kind\":\"sidewalk\",\"points\":[[0,0],[1e999,0]],"
+      "\"speed_mps_limit\":1.4}]}";
   LoadResult r;
   REQUIRE_NOTHROW(r = load_scenario_text(j, "test.json"));
   require_single_error(r, "lanes[0].points[1][0]", "invalid JSON at line 2, column 56");
   CHECK(r.errors[0].message.find("1e999") != std::string::npos);
   SECTION("also at the root and in objects") {
     require_single_error(load_scenario_text("-1e999", "test.json"), "", "number overflow");
-    require_single_error(load_scenario_text(city(R"(,"despawn":{"out_of_range_m":2e400})"), "test.json"),
-                         "despawn.out_of_range_m", "number overflow");
+    require_single_error(
+        load_scenario_text(city(R"(,"despawn":{"out_of_range_m":2e400})"), "test.json"),
+        "despawn.out_of_range_m", "number overflow");
   }
 }
 
 TEST_CASE("lane points must lie within the world extent the wire can carry") {
   // 1.7e308 is a finite double, so it passed the finite check, gave an
   // infinite lane length and positions the wire cannot carry.
-  const std::string far_x = R"({"id":"t","lanes":[{"id":"a","kind":"sidewalk","points":[[0,0],[1.7e308,0]],"speed_mps_limit":1.4}]})";
+  const std::string far_x =
+      R"({"id":"t","lanes":[{"id":"a","kind":"sidewalk","points":[[0,0],[1.7e308,0]],"speed_mps_limit":1.4}]})";
   const LoadResult far = load_scenario_text(far_x, "test.json");
   REQUIRE(far.errors.size() == 2);  // the point, and the lane's length
   CHECK(far.errors[0].path == "lanes[0].points[1].x");
-  CHECK(far.errors[0].message.find("outside the world extent [-100000, 100000] m") != std::string::npos);
+  CHECK(far.errors[0].message.find("outside the world extent [-100000, 100000] m") !=
+        std::string::npos);
   CHECK(far.errors[1].message.find("at most 100000 m") != std::string::npos);
-  const std::string far_y = R"({"id":"t","lanes":[{"id":"a","kind":"sidewalk","points":[[0,-1.7e308],[5,0]],"speed_mps_limit":1.4}]})";
+  const std::string far_y =
+      R"({"id":"t","lanes":[{"id":"a","kind":"sidewalk","points":[[0,-1.7e308],[5,0]],"speed_mps_limit":1.4}]})";
   const LoadResult far_south = load_scenario_text(far_y, "test.json");
   REQUIRE_FALSE(far_south.errors.empty());
   CHECK(far_south.errors[0].path == "lanes[0].points[0].y");
   CHECK(far_south.errors[0].message.find("is -1.7e+308 m") != std::string::npos);
-  const std::string at_limit = R"({"id":"t","lanes":[{"id":"a","kind":"sidewalk","points":[[-1e5,-1e5],[-1e5,-99950]],"speed_mps_limit":1.4}]})";
+  const std::string at_limit =
+      R"({"id":"t","lanes":[{"id":"a","kind":"sidewalk","points":[[-1e5,-1e5],[-1e5,-99950]],"speed_mps_limit":1.4}]})";
   CHECK(load_scenario_text(at_limit, "test.json").ok());
-  require_single_error(load_scenario_text(city(R"(,"observers":[[0,0],[2e5,0]])"), "test.json"), "observers[1].x",
-                       "world extent");
+  require_single_error(load_scenario_text(city(R"(,"observers":[[0,0],[2e5,0]])"), "test.json"),
+                       "observers[1].x", "world extent");
   require_single_error(
-      load_scenario_text(city(R"(,"tiers":{"importance":{"areas":[{"id":"p","center":[0,-3e5]}]}})"), "test.json"),
+      load_scenario_text(
+          city(R"(,"tiers":{"importance":{"areas":[{"id":"p","center":[0,-3e5]}]}})"), "test.json"),
       "tiers.importance.areas[0].center.y", "world extent");
 }
 
@@ -325,13 +361,9 @@ TEST_CASE("scenario files are read up to a size limit") {
     const std::string path = dir + "/scenario_size_limit_test.json";
     std::string text = kMinimal;
     text.resize(bustle::scenario::kScenarioFileBytesMax, ' ');
-    {
-      std::ofstream(path, std::ios::binary) << text;
-    }
+    { std::ofstream(path, std::ios::binary) << text; }
     CHECK(load_scenario_file(path).ok());
-    {
-      std::ofstream(path, std::ios::binary) << text << ' ';
-    }
+    { std::ofstream(path, std::ios::binary) << text << ' '; }
     const LoadResult r = load_scenario_file(path);
     REQUIRE(r.errors.size() == 1);
     CHECK(r.errors[0].source == path);
@@ -340,7 +372,8 @@ TEST_CASE("scenario files are read up to a size limit") {
   }
 }
 
-TEST_CASE("a garage's vehicle_id_format loads, defaults to today's ids, and a bad one names its path") {
+TEST_CASE(
+    "a garage's vehicle_id_format loads, defaults to today's ids, and a bad one names its path") {
   const auto garage_city = [](const std::string& garage_fields) {
     return R"({"id":"t","lanes":[{"id":"r","kind":"road","points":[[0,0],[50,0]],"speed_mps_limit":10,"successors":["r"]}],)"
            R"("garages":[{"id":"g","lane":"r","route":["r"],"prototypes":["sedan"])" +
@@ -350,10 +383,13 @@ TEST_CASE("a garage's vehicle_id_format loads, defaults to today's ids, and a ba
   INFO((plain.errors.empty() ? std::string() : plain.errors[0].to_string()));
   REQUIRE(plain.ok());
   CHECK(plain.scenario->garages[0].vehicle_id_format == "vehicle.{garage}.{ordinal}");
-  const LoadResult seed = load_scenario_text(garage_city(R"(,"vehicle_id_format":"vehicle.garage.{scenario}.request.{ordinal}")"), "test.json");
+  const LoadResult seed = load_scenario_text(
+      garage_city(R"(,"vehicle_id_format":"vehicle.garage.{scenario}.request.{ordinal}")"),
+      "test.json");
   REQUIRE(seed.ok());
   CHECK(bustle::core::format_vehicle_id(seed.scenario->garages[0].vehicle_id_format, "g", "t", 3) ==
         "vehicle.garage.t.request.000003");
-  require_single_error(load_scenario_text(garage_city(R"(,"vehicle_id_format":"car.{garage}")"), "test.json"),
-                       "garages[0].vehicle_id_format", "must contain {ordinal}");
+  require_single_error(
+      load_scenario_text(garage_city(R"(,"vehicle_id_format":"car.{garage}")"), "test.json"),
+      "garages[0].vehicle_id_format", "must contain {ordinal}");
 }

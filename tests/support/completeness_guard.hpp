@@ -7,7 +7,6 @@
 #pragma once
 
 #include <catch2/catch.hpp>
-
 #include <functional>
 #include <vector>
 
@@ -22,7 +21,8 @@ struct ScriptedCommand {
 
 using CheckpointTransport = std::function<core::WorldCheckpoint(const core::WorldCheckpoint&)>;
 
-inline void submit_due(core::World& w, const std::vector<ScriptedCommand>& script, std::uint32_t& request) {
+inline void submit_due(core::World& w, const std::vector<ScriptedCommand>& script,
+                       std::uint32_t& request) {
   for (const ScriptedCommand& c : script) {
     if (c.before_step == w.step_index()) {
       REQUIRE(w.submit(core::CommandEnvelope{core::CommandOrigin{1, ++request}, c.command}) ==
@@ -69,7 +69,8 @@ inline void check_checkpoint_completeness(const core::Scenario& scenario, std::u
     core::WorldCheckpoint cp = w.capture();
     if (transport) cp = transport(cp);
     auto restored = core::World::restore(scenario, cp);
-    if (!restored.errors.empty()) FAIL(restored.errors[0].path << ": " << restored.errors[0].message);
+    if (!restored.errors.empty())
+      FAIL(restored.errors[0].path << ": " << restored.errors[0].message);
     REQUIRE(restored.world);
     core::World& r = *restored.world;
     REQUIRE(r.step_index() == k);

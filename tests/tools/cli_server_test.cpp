@@ -84,7 +84,7 @@ TEST_CASE("bustle watch --count 2 prints two live lines and exits 0", "[cli][ser
   CHECK(step1 > 0);
   CHECK(step2 > step1);  // a fast clock advances between lines
   CHECK(field(lines[1], "entities") > 0);
-  CHECK(field(lines[1], "moved/s") > 0);  // motion corrections: lane and speed changes
+  CHECK(field(lines[1], "moved/s") > 0);     // motion corrections: lane and speed changes
   CHECK(field(lines[1], "truncated") == 0);  // the default budgets hold the whole city
   CHECK(lines[1].find("digest ") != std::string::npos);
   CHECK(r.out.find("whole city") != std::string::npos);
@@ -95,7 +95,8 @@ TEST_CASE("bustle watch --observer receives only what is near the observers", "[
   auto server = start({"--clock", "fast"});
   const auto city = cli(*server, {"watch", "--count", "2", "--interval-ms", "300"});
   // A 1 m area far outside the city: nothing to receive.
-  const auto far = cli(*server, {"watch", "--count", "2", "--interval-ms", "300", "--observer", "-90000,-90000,1"});
+  const auto far = cli(
+      *server, {"watch", "--count", "2", "--interval-ms", "300", "--observer", "-90000,-90000,1"});
   INFO("city:\n" << city.out << city.err << "\nfar:\n" << far.out << far.err);
   CHECK(far.exit.exit_code == 0);
   CHECK(far.out.find("1 observers") != std::string::npos);

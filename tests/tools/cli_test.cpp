@@ -18,13 +18,21 @@ TEST_CASE("bustle --help lists every command, the global options and the exit co
   const auto r = t::run_process({BUSTLE_CLI_PATH, "--help"}, 5000ms);
   CHECK(r.exit.exited);
   CHECK(r.exit.exit_code == 0);
-  for (const char* word :
-       {"status", "watch", "pause", "resume", "step", "target", "checkpoint", "restore", "save",
-        "load", "snapshots", "delete", "job", "garages", "signals", "vehicle", "garage-request",
-        "cancel-request", "strategy", "observers", "hour", "time-scale", "zones", "population",
-        "spawn", "cancel-spawn", "spawn-status", "entity", "lifecycle", "help", "--host",
-        "--port", "--token", "BUSTLE_TOKEN", "BUSTLE_HOST", "BUSTLE_PORT", "--timeout-ms",
-        "--json", "--version", "exit codes", "2 usage error", "--step", "queued"}) {
+  for (const char* word : {"status",       "watch",          "pause",
+                           "resume",       "step",           "target",
+                           "checkpoint",   "restore",        "save",
+                           "load",         "snapshots",      "delete",
+                           "job",          "garages",        "signals",
+                           "vehicle",      "garage-request", "cancel-request",
+                           "strategy",     "observers",      "hour",
+                           "time-scale",   "zones",          "population",
+                           "spawn",        "cancel-spawn",   "spawn-status",
+                           "entity",       "lifecycle",      "help",
+                           "--host",       "--port",         "--token",
+                           "BUSTLE_TOKEN", "BUSTLE_HOST",    "BUSTLE_PORT",
+                           "--timeout-ms", "--json",         "--version",
+                           "exit codes",   "2 usage error",  "--step",
+                           "queued"}) {
     INFO(word);
     CHECK(r.out.find(word) != std::string::npos);
   }
@@ -47,8 +55,8 @@ TEST_CASE("bustle COMMAND --help shows that command's operands and options", "[c
       {"hour", {"H"}},
       {"time-scale", {"S"}},
       {"spawn",
-       {"--zone Z", "--lane L", "--route", "story|quest|community|background",
-        "--spawn-timeout-ms", "--wait STATE", "--attach", "ReadyForGameplay", "--step"}},
+       {"--zone Z", "--lane L", "--route", "story|quest|community|background", "--spawn-timeout-ms",
+        "--wait STATE", "--attach", "ReadyForGameplay", "--step"}},
       {"lifecycle", {"--growth", "--recycle", "--interval-ms", "--migration-budget"}},
       {"cancel-spawn", {"HANDLE"}},
       {"spawn-status", {"HANDLE"}},

@@ -80,9 +80,9 @@ TEST_CASE("bustle garages and signals print the corridor's tables", "[cli][serve
   }
   const auto g0 = words(line_starting_with(r.out, "g0 "));
   REQUIRE(g0.size() == 8);
-  CHECK(std::stoi(g0[2]) >= 1);                     // dispatched
-  CHECK(g0[3].find("/18") != std::string::npos);    // managed/capacity
-  CHECK(g0[7] == "0/0/0");                          // nothing rejected yet
+  CHECK(std::stoi(g0[2]) >= 1);                   // dispatched
+  CHECK(g0[3].find("/18") != std::string::npos);  // managed/capacity
+  CHECK(g0[7] == "0/0/0");                        // nothing rejected yet
   CHECK(r.out.find("1 garage at step 40") != std::string::npos);
 
   r = cli(*server, {"signals"});
@@ -99,8 +99,8 @@ TEST_CASE("bustle garages and signals print the corridor's tables", "[cli][serve
 
   r = cli(*server, {"status"});
   CHECK(r.exit.exit_code == 0);
-  for (const char* row : {"vehicles", "vehicle motion", "tier deferred", "time of day",
-                          "time scale", "residents"}) {
+  for (const char* row :
+       {"vehicles", "vehicle motion", "tier deferred", "time of day", "time scale", "residents"}) {
     INFO(row);
     CHECK(r.out.find(row) != std::string::npos);
   }
@@ -231,10 +231,10 @@ TEST_CASE("bustle vehicle and strategy on the corridor", "[cli][server][vehicles
   r = cli(*server, {"vehicle", id});
   INFO("stdout:\n" << r.out << "\nstderr:\n" << r.err);
   CHECK(r.exit.exit_code == 0);
-  for (const char* row : {"vehicle id", "garage", "request", "prototype", "route index", "lane",
-                          "distance on lane", "position", "speed", "strategy", "policy",
-                          "reason", "tier", "leader", "steps advanced", "awaiting turnaround",
-                          "despawn requested"}) {
+  for (const char* row :
+       {"vehicle id", "garage", "request", "prototype", "route index", "lane", "distance on lane",
+        "position", "speed", "strategy", "policy", "reason", "tier", "leader", "steps advanced",
+        "awaiting turnaround", "despawn requested"}) {
     INFO(row);
     CHECK(r.out.find("  " + std::string(row)) != std::string::npos);
   }

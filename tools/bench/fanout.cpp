@@ -89,17 +89,26 @@ struct ServerProcess {
   std::string error;
 
   ServerProcess(const FanoutOptions& o, const std::string& city) {
-    std::vector<std::string> args = {o.server,
-                                     "--config", city,
-                                     "--port", "0",
-                                     "--clock", "realtime",
-                                     "--max-clients", std::to_string(o.clients + 8),
-                                     "--max-clients-per-address", std::to_string(o.clients + 8),
-                                     "--snapshot-db", o.dir + "/bustle-fanout-snapshots.db",
-                                     "--log-level", "warn",
-                                     "--metrics-bind", "127.0.0.1:0",
-                                     "--client-outbound-max-bytes",
-                                     std::to_string(o.outbound_max_bytes ? o.outbound_max_bytes : 262144)};
+    std::vector<std::string> args = {
+        o.server,
+        "--config",
+        city,
+        "--port",
+        "0",
+        "--clock",
+        "realtime",
+        "--max-clients",
+        std::to_string(o.clients + 8),
+        "--max-clients-per-address",
+        std::to_string(o.clients + 8),
+        "--snapshot-db",
+        o.dir + "/bustle-fanout-snapshots.db",
+        "--log-level",
+        "warn",
+        "--metrics-bind",
+        "127.0.0.1:0",
+        "--client-outbound-max-bytes",
+        std::to_string(o.outbound_max_bytes ? o.outbound_max_bytes : 262144)};
     int out[2];
     if (pipe(out) != 0) {
       error = "pipe: " + std::string(std::strerror(errno));
@@ -110,7 +119,8 @@ struct ServerProcess {
     posix_spawn_file_actions_adddup2(&fa, out[1], STDOUT_FILENO);
     posix_spawn_file_actions_addclose(&fa, out[0]);
     const std::string log = o.dir + "/bustle-fanout-server.log";
-    posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_APPEND,
+                                     0644);
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -154,7 +164,8 @@ struct ServerProcess {
     if (pid <= 0) return;
     kill(pid, SIGTERM);
     int status = 0;
-    for (int i = 0; i < 100 && waitpid(pid, &status, WNOHANG) == 0; ++i) std::this_thread::sleep_for(50ms);
+    for (int i = 0; i < 100 && waitpid(pid, &status, WNOHANG) == 0; ++i)
+      std::this_thread::sleep_for(50ms);
     if (waitpid(pid, &status, WNOHANG) == 0) {
       kill(pid, SIGKILL);
       waitpid(pid, &status, 0);
@@ -239,8 +250,8 @@ client::SubscribeParams subscription(const FanoutOptions& o) {
   return p;
 }
 
-void run_reader(const FanoutOptions& o, std::uint16_t port, std::uint32_t index, const std::atomic<int>& phase,
-                std::atomic<std::uint32_t>& ready, ReaderResult& r) {
+void run_reader(const FanoutOptions& o, std::uint16_t port, std::uint32_t index,
+                const std::atomic<int>& phase, std::atomic<std::uint32_t>& ready, ReaderResult& r) {
   client::ClientOptions opts;
   opts.port = port;
   opts.client_name = "fanout-" + std::to_string(index);
@@ -277,7 +288,8 @@ void run_reader(const FanoutOptions& o, std::uint16_t port, std::uint32_t index,
     if (measuring && now_measuring) {
       ++r.deltas;
       if (last_step != 0 && d.value.step != last_step + 1) ++r.step_gaps;
-      r.lag_ms.push_back(seconds_since(epoch, Clock::now()) * 1e3 - static_cast<double>(d.value.sim_time_us) / 1e3);
+      r.lag_ms.push_back(seconds_since(epoch, Clock::now()) * 1e3 -
+                         static_cast<double>(d.value.sim_time_us) / 1e3);
     }
     last_step = d.value.step;
   }
@@ -326,7 +338,8 @@ struct RunResult {
   std::string error;
 };
 
-RunResult run_once(const FanoutOptions& o, const std::string& city, std::uint32_t stalled, const char* label) {
+RunResult run_once(const FanoutOptions& o, const std::string& city, std::uint32_t stalled,
+                   const char* label) {
   RunResult out;
   out.label = label;
   ServerProcess server(o, city);
@@ -343,7 +356,8 @@ RunResult run_once(const FanoutOptions& o, const std::string& city, std::uint32_
   std::vector<std::thread> threads;
   threads.reserve(readers);
   for (std::uint32_t k = 0; k < readers; ++k) {
-    threads.emplace_back(run_reader, std::cref(o), server.port, k, std::cref(phase), std::ref(ready), std::ref(results[k]));
+    threads.emplace_back(run_reader, std::cref(o), server.port, k, std::cref(phase),
+                         std::ref(ready), std::ref(results[k]));
   }
   std::vector<int> stalled_fds;
   for (std::uint32_t k = 0; k < stalled; ++k) {
@@ -352,7 +366,8 @@ RunResult run_once(const FanoutOptions& o, const std::string& city, std::uint32_
     stalled_fds.push_back(fd);
   }
   const auto connect_deadline = Clock::now() + 30s;
-  while (ready.load() < readers && Clock::now() < connect_deadline) std::this_thread::sleep_for(20ms);
+  while (ready.load() < readers && Clock::now() < connect_deadline)
+    std::this_thread::sleep_for(20ms);
   phase.store(static_cast<int>(Phase::Warmup));
   std::this_thread::sleep_for(std::chrono::seconds(o.warmup_seconds));
   const auto cpu0 = thread_cpu_seconds(server.pid);
@@ -383,7 +398,8 @@ RunResult run_once(const FanoutOptions& o, const std::string& city, std::uint32_
         // window, so the socket cannot tell; the server's client count can
         // (readers and this stats client are connected).
         const std::uint32_t expected = readers + 1 + stalled - out.failed;
-        out.stalled_closed = expected > r.value.stats->clients ? expected - r.value.stats->clients : 0;
+        out.stalled_closed =
+            expected > r.value.stats->clients ? expected - r.value.stats->clients : 0;
       }
     }
   }
@@ -419,19 +435,22 @@ RunResult run_once(const FanoutOptions& o, const std::string& city, std::uint32_
 }
 
 void print_run(const RunResult& r) {
-  std::printf("  %-8s readers %u stalled %u (closed by the server: %u) failed %u\n", r.label.c_str(), r.readers,
-              r.stalled, r.stalled_closed, r.failed);
+  std::printf("  %-8s readers %u stalled %u (closed by the server: %u) failed %u\n",
+              r.label.c_str(), r.readers, r.stalled, r.stalled_closed, r.failed);
   if (!r.error.empty()) std::printf("           first error: %s\n", r.error.c_str());
   std::printf("           server CPU (share of one core):");
   for (const auto& [name, share] : r.cpu_share) {
     std::printf(" %s %.2f%%", name.c_str(), share * 100.0);
   }
-  std::printf("\n           server step p50 %.3f ms p99 %.3f ms max %.3f ms (every step of the run)", r.step_p50_ms,
-              r.step_p99_ms, r.step_max_ms);
-  std::printf("\n           bytes per client per second %.0f; delivery lag p50 %.2f ms p99 %.2f ms; "
-              "%" PRIu64 " deltas (%" PRIu64 " coalesced), %" PRIu64 " dropped steps; RSS %ld KiB (peak %ld KiB)\n",
-              r.bytes_per_client_s, r.lag_p50_ms, r.lag_p99_ms, r.deltas, r.step_gaps, r.dropped_steps, r.rss_kb,
-              r.hwm_kb);
+  std::printf(
+      "\n           server step p50 %.3f ms p99 %.3f ms max %.3f ms (every step of the run)",
+      r.step_p50_ms, r.step_p99_ms, r.step_max_ms);
+  std::printf(
+      "\n           bytes per client per second %.0f; delivery lag p50 %.2f ms p99 %.2f ms; "
+      "%" PRIu64 " deltas (%" PRIu64 " coalesced), %" PRIu64
+      " dropped steps; RSS %ld KiB (peak %ld KiB)\n",
+      r.bytes_per_client_s, r.lag_p50_ms, r.lag_p99_ms, r.deltas, r.step_gaps, r.dropped_steps,
+      r.rss_kb, r.hwm_kb);
 }
 
 std::vector<double> runs_of(const std::vector<RunResult>& runs, double (*get)(const RunResult&)) {
@@ -463,10 +482,12 @@ int run_fanout(const FanoutOptions& o) {
   signal(SIGPIPE, SIG_IGN);
   const std::string city = write_city(o);
   const std::uint32_t stalled = (o.clients * o.stalled_percent + 50) / 100;
-  std::printf("fanout: %u clients (%u stalled in the stalled runs), %u pedestrians, motion tolerance %u mm, "
-              "%u s measured after %u s, %u pairs of runs, server %s\n",
-              o.clients, stalled, o.agents, o.motion_tolerance_mm, o.seconds, o.warmup_seconds, o.repeat,
-              o.server.c_str());
+  std::printf(
+      "fanout: %u clients (%u stalled in the stalled runs), %u pedestrians, motion tolerance %u "
+      "mm, "
+      "%u s measured after %u s, %u pairs of runs, server %s\n",
+      o.clients, stalled, o.agents, o.motion_tolerance_mm, o.seconds, o.warmup_seconds, o.repeat,
+      o.server.c_str());
   std::vector<RunResult> plain, with_stalled;
   for (std::uint32_t k = 0; k < o.repeat; ++k) {
     std::printf("pair %u\n", k + 1);
@@ -478,18 +499,22 @@ int run_fanout(const FanoutOptions& o) {
   bool ok = true;
   for (const auto* runs : {&plain, &with_stalled}) {
     const char* label = runs == &plain ? "no-stall" : "stalled";
-    const double sim = median_of(*runs, [](const RunResult& r) { return r.cpu_share.count("sim") ? r.cpu_share.at("sim") : 0.0; });
+    const double sim = median_of(*runs, [](const RunResult& r) {
+      return r.cpu_share.count("sim") ? r.cpu_share.at("sim") : 0.0;
+    });
     const double net = median_of(*runs, [](const RunResult& r) {
       return r.cpu_share.count("bustle-net") ? r.cpu_share.at("bustle-net") : 0.0;
     });
     const double rate = median_of(*runs, [](const RunResult& r) { return r.bytes_per_client_s; });
     const double p99 = median_of(*runs, [](const RunResult& r) { return r.lag_p99_ms; });
-    const double rss = median_of(*runs, [](const RunResult& r) { return static_cast<double>(r.hwm_kb); });
+    const double rss =
+        median_of(*runs, [](const RunResult& r) { return static_cast<double>(r.hwm_kb); });
     const double step99 = median_of(*runs, [](const RunResult& r) { return r.step_p99_ms; });
     for (const RunResult& r : *runs) ok = ok && r.error.empty() && r.failed == 0;
-    std::printf("RESULT fanout run=%s clients=%u sim_cpu=%.4f net_cpu=%.4f bytes_per_client_s=%.0f "
-                "lag_p99_ms=%.3f step_p99_ms=%.3f peak_rss_kib=%.0f\n",
-                label, o.clients, sim, net, rate, p99, step99, rss);
+    std::printf(
+        "RESULT fanout run=%s clients=%u sim_cpu=%.4f net_cpu=%.4f bytes_per_client_s=%.0f "
+        "lag_p99_ms=%.3f step_p99_ms=%.3f peak_rss_kib=%.0f\n",
+        label, o.clients, sim, net, rate, p99, step99, rss);
     figures()["runs"][label] = {
         {"clients", o.clients},
         {"sim_cpu", sim},

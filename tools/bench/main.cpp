@@ -96,8 +96,12 @@ void* operator new(std::size_t size) {
 }
 // Not inlined: GCC's -Wmismatched-new-delete would otherwise pair the inlined
 // free() with the builtin operator new at the call site.
-[[gnu::noinline]] void operator delete(void* p) noexcept { std::free(p); }
-[[gnu::noinline]] void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+[[gnu::noinline]] void operator delete(void* p) noexcept {
+  std::free(p);
+}
+[[gnu::noinline]] void operator delete(void* p, std::size_t) noexcept {
+  std::free(p);
+}
 
 namespace {
 
@@ -126,7 +130,9 @@ bustle::core::Scenario scenario_for(std::uint32_t agents) {
   return s;
 }
 
-double ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+double ms(Clock::duration d) {
+  return std::chrono::duration<double, std::milli>(d).count();
+}
 
 // CPU time of the calling thread in ms: unlike wall time it does not grow
 // while other processes hold the cores, so on a loaded machine it is the
@@ -139,7 +145,9 @@ double thread_cpu_ms() {
 
 using bustle::bench::percentile;
 
-long peak_rss_kb() { return bustle::bench::proc_status_kb("self", "VmHWM:"); }
+long peak_rss_kb() {
+  return bustle::bench::proc_status_kb("self", "VmHWM:");
+}
 
 // A scenario built in code and its world (null after printing every
 // validation error), with the time both took.
@@ -154,7 +162,8 @@ BuiltWorld build_world(MakeScenario&& make_scenario, std::uint64_t seed) {
   const auto t0 = Clock::now();
   BuiltWorld b{make_scenario(), nullptr, 0.0};
   auto created = bustle::core::World::create(b.scenario, seed);
-  for (const auto& e : created.errors) std::fprintf(stderr, "bustle-bench: %s: %s\n", e.path.c_str(), e.message.c_str());
+  for (const auto& e : created.errors)
+    std::fprintf(stderr, "bustle-bench: %s: %s\n", e.path.c_str(), e.message.c_str());
   b.world = std::move(created.world);
   b.build_s = ms(Clock::now() - t0) / 1000.0;
   return b;
@@ -170,9 +179,9 @@ std::unique_ptr<bustle::core::World> populated(const Args& a, const bustle::core
 // Wall time of `steps` calls of World::step, one by one; `before` runs before
 // each step, outside the timing.
 struct StepTimes {
-  std::vector<double> ms;  // per step
+  std::vector<double> ms;      // per step
   std::vector<double> cpu_ms;  // per step, this thread's CPU time
-  double total_s = 0.0;    // sum of the steps' times
+  double total_s = 0.0;        // sum of the steps' times
   double p50() const { return percentile(ms, 0.5); }
   double p99() const { return percentile(ms, 0.99); }
   double max() const { return *std::max_element(ms.begin(), ms.end()); }
@@ -219,9 +228,10 @@ int bench_step(const Args& a) {
   bustle::app::ThreadPhaseExecutor pool(a.threads);
   w->set_phase_executor(&pool);
   const StepTimes t = time_steps(*w, a.steps, [] {});
-  const double updates = static_cast<double>(w->pedestrians().size()) * static_cast<double>(a.steps);
-  std::printf("step: %u agents, %" PRIu64 " steps, %u thread%s (digest included)\n", w->pedestrians().size(), a.steps,
-              a.threads, a.threads == 1 ? "" : "s");
+  const double updates =
+      static_cast<double>(w->pedestrians().size()) * static_cast<double>(a.steps);
+  std::printf("step: %u agents, %" PRIu64 " steps, %u thread%s (digest included)\n",
+              w->pedestrians().size(), a.steps, a.threads, a.threads == 1 ? "" : "s");
   print_step_times(t);
   std::printf("  agent updates/s  %.1f M\n", updates / t.total_s / 1e6);
   std::printf("  peak RSS  %.1f MiB\n", static_cast<double>(peak_rss_kb()) / 1024.0);
@@ -267,19 +277,22 @@ void add_communities(bustle::core::Scenario& s, const std::string& zone, std::ui
   }
 }
 
-bustle::core::Scenario population_city(std::uint32_t active, std::uint32_t dormant, std::uint32_t residents) {
+bustle::core::Scenario population_city(std::uint32_t active, std::uint32_t dormant,
+                                       std::uint32_t residents) {
   using namespace bustle::core;
   Scenario s = scenario_for(active);
   s.id = "bustle.bench.population." + std::to_string(active) + "." + std::to_string(dormant);
   s.entity_capacity += dormant;
-  const auto sidewalk = std::find_if(s.lanes.begin(), s.lanes.end(),
-                                     [](const LaneSpec& l) { return l.kind == LaneKind::Sidewalk; });
+  const auto sidewalk = std::find_if(s.lanes.begin(), s.lanes.end(), [](const LaneSpec& l) {
+    return l.kind == LaneKind::Sidewalk;
+  });
   if (sidewalk == s.lanes.end()) {
     std::fprintf(stderr, "bustle-bench: the default city has no sidewalk\n");
     std::exit(1);
   }
   s.zones = {{"dormant", {sidewalk->id}, 1}};
-  add_communities(s, "dormant", dormant, {0.0, 24.0, SchedulePhase::Home, "asleep", "dormant", "", 0.0});
+  add_communities(s, "dormant", dormant,
+                  {0.0, 24.0, SchedulePhase::Home, "asleep", "dormant", "", 0.0});
   // --residents R: R of the N active pedestrians are community members, all
   // awake all day in a zone spanning every sidewalk, so the coordinator has
   // R active residents to keep (quotas high enough to wake them in warm-up).
@@ -289,7 +302,8 @@ bustle::core::Scenario population_city(std::uint32_t active, std::uint32_t dorma
       if (l.kind == LaneKind::Sidewalk) awake.lanes.push_back(l.id);
     }
     s.zones.push_back(std::move(awake));
-    add_communities(s, "awake", residents, {0.0, 24.0, SchedulePhase::Leisure, "strolling", "awake", "", 1.0});
+    add_communities(s, "awake", residents,
+                    {0.0, 24.0, SchedulePhase::Leisure, "strolling", "awake", "", 1.0});
     s.pedestrians.count = active - residents;
     s.entity_capacity += residents;
     s.population.growth_quota = std::max<std::uint32_t>(2, residents / 100);
@@ -310,7 +324,7 @@ bustle::core::Scenario population_city(std::uint32_t active, std::uint32_t dorma
 // store's vectors and the bench refuses to report when a column is missing.
 struct Column {
   const char* name;
-  std::size_t bytes;  // sizeof one element
+  std::size_t bytes;     // sizeof one element
   std::size_t reserved;  // elements reserved (capacity())
 };
 
@@ -320,9 +334,9 @@ Column column(const char* name, const std::vector<T>& v) {
 }
 
 std::vector<Column> pedestrian_columns(const bustle::core::PedestrianStore& p) {
-  return {column("id", p.id),         column("lane", p.lane),     column("s_m", p.s_m),
-          column("hops", p.hops),     column("tier", p.tier),     column("priority", p.priority),
-          column("origin", p.origin), column("phase", p.phase),   column("route", p.route)};
+  return {column("id", p.id),         column("lane", p.lane),   column("s_m", p.s_m),
+          column("hops", p.hops),     column("tier", p.tier),   column("priority", p.priority),
+          column("origin", p.origin), column("phase", p.phase), column("route", p.route)};
 }
 
 bool column_list_complete(const bustle::core::PedestrianStore& p) {
@@ -331,7 +345,8 @@ bool column_list_complete(const bustle::core::PedestrianStore& p) {
   const std::size_t listed = pedestrian_columns(p).size() + 1;  // + dense_of
   if (sizeof(Store) % kVector == 0 && sizeof(Store) / kVector == listed) return true;
   std::fprintf(stderr,
-               "bustle-bench: PedestrianStore is %zu bytes, %zu vectors would be %zu: a column was added or changed; "
+               "bustle-bench: PedestrianStore is %zu bytes, %zu vectors would be %zu: a column was "
+               "added or changed; "
                "update pedestrian_columns() in tools/bench/main.cpp\n",
                sizeof(Store), listed, listed * kVector);
   return false;
@@ -339,7 +354,8 @@ bool column_list_complete(const bustle::core::PedestrianStore& p) {
 
 int bench_population(const Args& a) {
   using namespace bustle::core;
-  const BuiltWorld built = build_world([&] { return population_city(a.active, a.dormant, a.residents); }, a.seed);
+  const BuiltWorld built =
+      build_world([&] { return population_city(a.active, a.dormant, a.residents); }, a.seed);
   if (!built.world) return 1;
   const Scenario& s = built.scenario;
   World& w = *built.world;
@@ -355,16 +371,19 @@ int bench_population(const Args& a) {
   const std::uint64_t warmup_max = std::max<std::uint64_t>(a.warmup, 20'000);
   const auto warm0 = Clock::now();
   std::uint64_t warmup = 0;
-  const auto resolved_now = [&] { return w.step_index() % s.tiers.pedestrian_resolve_every_steps == 0; };
-  while (warmup < warmup_max &&
-         (warmup < a.warmup || p.size() < a.active || !resolved_now() || w.pedestrian_tiers().deferred > 0)) {
+  const auto resolved_now = [&] {
+    return w.step_index() % s.tiers.pedestrian_resolve_every_steps == 0;
+  };
+  while (warmup < warmup_max && (warmup < a.warmup || p.size() < a.active || !resolved_now() ||
+                                 w.pedestrian_tiers().deferred > 0)) {
     w.step();
     ++warmup;
   }
   const double warm_s = ms(Clock::now() - warm0) / 1000.0;
   if (p.size() < a.active) {
-    std::fprintf(stderr, "bustle-bench: only %u of %u pedestrians after %" PRIu64 " warm-up steps\n", p.size(),
-                 a.active, warmup);
+    std::fprintf(stderr,
+                 "bustle-bench: only %u of %u pedestrians after %" PRIu64 " warm-up steps\n",
+                 p.size(), a.active, warmup);
     return 1;
   }
 
@@ -378,7 +397,8 @@ int bench_population(const Args& a) {
   const StepTimes t = time_steps(w, a.steps, [&] {
     if (allocs0 == UINT64_MAX) allocs0 = g_allocations.load(std::memory_order_relaxed);
     const std::uint64_t next = w.step_index() + 1;
-    for (std::uint32_t i = 0; i < p.size(); ++i) moved += tier_due(next, p.id[i], static_cast<SimTier>(p.tier[i]));
+    for (std::uint32_t i = 0; i < p.size(); ++i)
+      moved += tier_due(next, p.id[i], static_cast<SimTier>(p.tier[i]));
     present += p.size();
   });
   const std::uint64_t allocs = g_allocations.load(std::memory_order_relaxed) - allocs0;
@@ -409,34 +429,48 @@ int bench_population(const Args& a) {
   const double ups = static_cast<double>(moved) / t.total_s;
   const double stepped = static_cast<double>(present) / t.total_s;
   const double rss_mib = static_cast<double>(peak_rss_kb()) / 1024.0;
-  std::printf("population: %u active pedestrians, %u dormant residents in %zu communities, entity capacity %u, "
-              "%" PRIu64 " timed steps of %u us, seed %" PRIu64 ", %u thread%s (digest included)\n",
-              p.size(), w.population().residents().size() - w.population().active_count(), s.communities.size(),
-              s.entity_capacity, a.steps, s.step_us, a.seed, a.threads, a.threads == 1 ? "" : "s");
-  std::printf("  build %.2f s, warm-up %" PRIu64 " steps in %.2f s\n", built.build_s, warmup, warm_s);
+  std::printf(
+      "population: %u active pedestrians, %u dormant residents in %zu communities, entity capacity "
+      "%u, "
+      "%" PRIu64 " timed steps of %u us, seed %" PRIu64 ", %u thread%s (digest included)\n",
+      p.size(), w.population().residents().size() - w.population().active_count(),
+      s.communities.size(), s.entity_capacity, a.steps, s.step_us, a.seed, a.threads,
+      a.threads == 1 ? "" : "s");
+  std::printf("  build %.2f s, warm-up %" PRIu64 " steps in %.2f s\n", built.build_s, warmup,
+              warm_s);
   print_step_times(t);
-  std::printf("  step cpu ms  p50 %.3f  p99 %.3f  max %.3f  (this thread's CPU time: wall minus time the machine "
-              "gave to others)\n",
-              percentile(t.cpu_ms, 0.5), percentile(t.cpu_ms, 0.99), *std::max_element(t.cpu_ms.begin(), t.cpu_ms.end()));
+  std::printf(
+      "  step cpu ms  p50 %.3f  p99 %.3f  max %.3f  (this thread's CPU time: wall minus time the "
+      "machine "
+      "gave to others)\n",
+      percentile(t.cpu_ms, 0.5), percentile(t.cpu_ms, 0.99),
+      *std::max_element(t.cpu_ms.begin(), t.cpu_ms.end()));
   std::printf("  heap allocations in the timed steps  %" PRIu64 " (%.2f per step)\n", allocs,
               static_cast<double>(allocs) / static_cast<double>(a.steps));
-  std::printf("  agent updates/s  %.2f M  (%.0f moved per step: Full every step, Simulated every 2nd, Coarse "
-              "every 8th)\n",
-              ups / 1e6, static_cast<double>(moved) / steps);
-  std::printf("  agents stepped/s  %.2f M  (every pedestrian, due or not, as bustle-bench step counts)\n", stepped / 1e6);
+  std::printf(
+      "  agent updates/s  %.2f M  (%.0f moved per step: Full every step, Simulated every 2nd, "
+      "Coarse "
+      "every 8th)\n",
+      ups / 1e6, static_cast<double>(moved) / steps);
+  std::printf(
+      "  agents stepped/s  %.2f M  (every pedestrian, due or not, as bustle-bench step counts)\n",
+      stepped / 1e6);
   // Hot state is what the step reads or writes per agent: the dense columns.
   // The id -> slot index (dense_of) has one entry per identity slot, dormant
   // ones included, and is touched only when a pedestrian leaves; it is
   // reported apart, and in the total.
   std::printf("  hot state per active agent  %zu B  (columns: %s)\n", row_bytes, row.c_str());
-  std::printf("  id index per identity slot  %zu B  (dense_of: %zu slots = %.1f B per active agent; with it %.1f B)\n",
-              sizeof(p.dense_of[0]), p.dense_of.size(), dense_of_bytes, bytes_per_agent);
+  std::printf(
+      "  id index per identity slot  %zu B  (dense_of: %zu slots = %.1f B per active agent; with "
+      "it %.1f B)\n",
+      sizeof(p.dense_of[0]), p.dense_of.size(), dense_of_bytes, bytes_per_agent);
   std::printf("  columns reserved for entity capacity  %.1f MiB (touched only as far as used)\n",
               static_cast<double>(reserved_bytes) / (1024.0 * 1024.0));
-  std::printf("  tiers at end  full %u (%.1f%%)  simulated %u (%.1f%%)  coarse %u (%.1f%%); caps %u / %u; "
-              "by distance alone %.1f%% would be full\n",
-              tiers[0], share(tiers[0]), tiers[1], share(tiers[1]), tiers[2], share(tiers[2]), s.tiers.full_cap,
-              s.tiers.simulated_cap, share(full_by_distance));
+  std::printf(
+      "  tiers at end  full %u (%.1f%%)  simulated %u (%.1f%%)  coarse %u (%.1f%%); caps %u / %u; "
+      "by distance alone %.1f%% would be full\n",
+      tiers[0], share(tiers[0]), tiers[1], share(tiers[1]), tiers[2], share(tiers[2]),
+      s.tiers.full_cap, s.tiers.simulated_cap, share(full_by_distance));
   std::printf("  peak RSS  %.1f MiB\n", rss_mib);
   std::printf("  final digest %016" PRIx64 "\n", w.digest());
   // Issue 17's targets, each with the figure it was judged on. The step
@@ -447,21 +481,28 @@ int bench_population(const Args& a) {
                                 : a.active == 100'000 && a.dormant == 1'000'000 ? 1.5
                                                                                 : 0.0;
   if (step_target_ms > 0.0) {
-    std::printf("  target: step p99 <= %.1f ms at %u active + %u dormant: %s (p99 %.3f ms wall, %.3f ms cpu; judge on "
-                "a quiet machine)\n",
-                step_target_ms, a.active, a.dormant, verdict(t.p99() <= step_target_ms), t.p99(),
-                percentile(t.cpu_ms, 0.99));
+    std::printf(
+        "  target: step p99 <= %.1f ms at %u active + %u dormant: %s (p99 %.3f ms wall, %.3f ms "
+        "cpu; judge on "
+        "a quiet machine)\n",
+        step_target_ms, a.active, a.dormant, verdict(t.p99() <= step_target_ms), t.p99(),
+        percentile(t.cpu_ms, 0.99));
   } else {
-    std::printf("  target: step p99: none stated for this size (issue 17 states 100000 + 1000000 and 1000000 + "
-                "1000000)\n");
+    std::printf(
+        "  target: step p99: none stated for this size (issue 17 states 100000 + 1000000 and "
+        "1000000 + "
+        "1000000)\n");
   }
-  std::printf("  target: hot state <= 32 B per active agent: %s (%zu B)\n", verdict(row_bytes <= 32), row_bytes);
-  std::printf("  target: no heap allocation in the step after warm-up: %s (%" PRIu64 " in %" PRIu64 " steps)\n",
+  std::printf("  target: hot state <= 32 B per active agent: %s (%zu B)\n",
+              verdict(row_bytes <= 32), row_bytes);
+  std::printf("  target: no heap allocation in the step after warm-up: %s (%" PRIu64 " in %" PRIu64
+              " steps)\n",
               verdict(allocs == 0), allocs, a.steps);
   const bool at_caps = tiers[0] == std::min(s.tiers.full_cap, p.size()) &&
                        tiers[1] == std::min(s.tiers.simulated_cap, p.size() - tiers[0]);
-  std::printf("  target: tiers exactly at their caps: %s (full %u of cap %u, simulated %u of cap %u)\n",
-              verdict(at_caps), tiers[0], s.tiers.full_cap, tiers[1], s.tiers.simulated_cap);
+  std::printf(
+      "  target: tiers exactly at their caps: %s (full %u of cap %u, simulated %u of cap %u)\n",
+      verdict(at_caps), tiers[0], s.tiers.full_cap, tiers[1], s.tiers.simulated_cap);
   bustle::bench::figures() = {
       {"active", p.size()},
       {"threads", a.threads},
@@ -555,7 +596,9 @@ int bench_snapshot(const Args& a) {
   const std::string path = a.dir + "/bustle-bench-" + std::to_string(::getpid()) + ".db";
   std::filesystem::remove(path);
   bustle::persist::SnapshotStore store;
-  if (auto e = bustle::persist::SnapshotStore::open(path, bustle::persist::FileKind::Snapshots, true, store); !e.ok()) {
+  if (auto e = bustle::persist::SnapshotStore::open(path, bustle::persist::FileKind::Snapshots,
+                                                    true, store);
+      !e.ok()) {
     std::fprintf(stderr, "bustle-bench: %s\n", e.to_string().c_str());
     return 1;
   }
@@ -680,12 +723,15 @@ bustle::core::Scenario grid_city(std::uint32_t n, std::uint32_t vehicles) {
   using namespace bustle::core;
   Scenario s;
   s.id = "bustle.bench.grid." + std::to_string(n) + "." + std::to_string(vehicles);
-  s.name = "bench grid " + std::to_string(n) + "x" + std::to_string(n) + ", " + std::to_string(vehicles) + " vehicles";
+  s.name = "bench grid " + std::to_string(n) + "x" + std::to_string(n) + ", " +
+           std::to_string(vehicles) + " vehicles";
   s.entity_capacity = capacity_for(vehicles);
   s.pedestrians.count = 0;
   s.pedestrians.spawn_per_step_max = 1;
 
-  const auto inside = [n](long i, long j) { return i >= 0 && j >= 0 && i < long{n} && j < long{n}; };
+  const auto inside = [n](long i, long j) {
+    return i >= 0 && j >= 0 && i < long{n} && j < long{n};
+  };
   constexpr std::uint32_t kCycleMs = 10'000;
   for (std::uint32_t i = 0; i < n; ++i) {
     for (std::uint32_t j = 0; j < n; ++j) {
@@ -753,7 +799,8 @@ bustle::core::Scenario grid_city(std::uint32_t n, std::uint32_t vehicles) {
   s.tiers.simulated_enter_m = beyond;
   s.tiers.simulated_exit_m = beyond;
   s.tiers.full_cap = vehicles;
-  s.tiers.hard_full_cap = std::max(s.tiers.hard_full_cap, vehicles);  // the safety cap must not bind either
+  s.tiers.hard_full_cap =
+      std::max(s.tiers.hard_full_cap, vehicles);  // the safety cap must not bind either
   s.tiers.simulated_cap = vehicles;
   s.tiers.transitions_per_step = std::max<std::uint32_t>(vehicles, 1);
   return s;
@@ -778,7 +825,8 @@ int bench_vehicles(const Args& a) {
   }
   const double warm_s = ms(Clock::now() - warm0) / 1000.0;
   if (w.vehicles().store().size() < a.vehicles) {
-    std::fprintf(stderr, "bustle-bench: only %u of %u vehicles managed after %" PRIu64 " warm-up steps\n",
+    std::fprintf(stderr,
+                 "bustle-bench: only %u of %u vehicles managed after %" PRIu64 " warm-up steps\n",
                  w.vehicles().store().size(), a.vehicles, warmup);
     return 1;
   }
@@ -806,31 +854,38 @@ int bench_vehicles(const Args& a) {
 
   const double steps = static_cast<double>(a.steps);
   const TierCounts& tiers = w.vehicles().last_tiers();
-  std::printf("vehicles: grid %ux%u (%zu road lanes, %zu signals, %zu garages), %u vehicles, %" PRIu64
-              " timed steps of %u us, seed %" PRIu64 "\n",
-              a.grid, a.grid, s.lanes.size(), s.signals.size(), s.garages.size(), w.vehicles().store().size(),
-              a.steps, s.step_us, a.seed);
-  std::printf("  build %.2f s, warm-up %" PRIu64 " steps in %.2f s\n", built.build_s, warmup, warm_s);
-  std::printf("  tiers at end  full %u  simulated %u  coarse %u\n", tiers.per_tier[0], tiers.per_tier[1],
-              tiers.per_tier[2]);
-  std::printf("  step ms  p50 %.3f  p99 %.3f  max %.3f  mean %.3f\n", percentile(t, 0.5), percentile(t, 0.99),
-              *std::max_element(t.begin(), t.end()), total_s * 1000.0 / steps);
-  std::printf("  vehicle updates/s  %.2f M  (%.0f vehicles x %" PRIu64 " steps in %.3f s, digest included)\n",
-              static_cast<double>(managed) / total_s / 1e6, static_cast<double>(managed) / steps, a.steps, total_s);
+  std::printf(
+      "vehicles: grid %ux%u (%zu road lanes, %zu signals, %zu garages), %u vehicles, %" PRIu64
+      " timed steps of %u us, seed %" PRIu64 "\n",
+      a.grid, a.grid, s.lanes.size(), s.signals.size(), s.garages.size(),
+      w.vehicles().store().size(), a.steps, s.step_us, a.seed);
+  std::printf("  build %.2f s, warm-up %" PRIu64 " steps in %.2f s\n", built.build_s, warmup,
+              warm_s);
+  std::printf("  tiers at end  full %u  simulated %u  coarse %u\n", tiers.per_tier[0],
+              tiers.per_tier[1], tiers.per_tier[2]);
+  std::printf("  step ms  p50 %.3f  p99 %.3f  max %.3f  mean %.3f\n", percentile(t, 0.5),
+              percentile(t, 0.99), *std::max_element(t.begin(), t.end()), total_s * 1000.0 / steps);
+  std::printf("  vehicle updates/s  %.2f M  (%.0f vehicles x %" PRIu64
+              " steps in %.3f s, digest included)\n",
+              static_cast<double>(managed) / total_s / 1e6, static_cast<double>(managed) / steps,
+              a.steps, total_s);
   std::printf("  moving per step  %.1f (%.1f%%)\n", static_cast<double>(moving) / steps,
-              100.0 * static_cast<double>(moving) / static_cast<double>(std::max<std::uint64_t>(managed, 1)));
+              100.0 * static_cast<double>(moving) /
+                  static_cast<double>(std::max<std::uint64_t>(managed, 1)));
   std::printf("  policy mix per step ");
   for (std::size_t p = 0; p < kControlPolicyCount; ++p) {
     if (policy[p] == 0) continue;
-    std::printf(" %s %.1f", to_string(static_cast<ControlPolicy>(p)), static_cast<double>(policy[p]) / steps);
+    std::printf(" %s %.1f", to_string(static_cast<ControlPolicy>(p)),
+                static_cast<double>(policy[p]) / steps);
   }
   std::printf("\n");
-  std::printf("  heap allocations per step  mean %.2f  max %" PRIu64 "\n", static_cast<double>(allocs) / steps,
-              allocs_max);
+  std::printf("  heap allocations per step  mean %.2f  max %" PRIu64 "\n",
+              static_cast<double>(allocs) / steps, allocs_max);
   std::printf("  peak RSS  %.1f MiB\n", static_cast<double>(peak_rss_kb()) / 1024.0);
   std::printf("  final digest %016" PRIx64 "\n", w.digest());
   // One machine-readable line for compare_sumo.sh.
-  std::printf("RESULT bustle vehicles=%u steps=%" PRIu64 " seconds=%.6f ups=%.1f p50_ms=%.4f p99_ms=%.4f\n",
+  std::printf("RESULT bustle vehicles=%u steps=%" PRIu64
+              " seconds=%.6f ups=%.1f p50_ms=%.4f p99_ms=%.4f\n",
               w.vehicles().store().size(), a.steps, total_s, static_cast<double>(managed) / total_s,
               percentile(t, 0.5), percentile(t, 0.99));
   bustle::bench::figures() = {
@@ -875,7 +930,8 @@ void stream_city(const char* name, bustle::core::World& w, std::uint64_t steps) 
     auto frame = pool.make(w, welcome.archetypes, 0);
     frame_us.push_back(ms(Clock::now() - f0) * 1000.0);
     const auto b = Clock::now();
-    const net::StreamTracker::Counts c = tracker.encode(*frame, nullptr, welcome.stream, fbb, false);
+    const net::StreamTracker::Counts c =
+        tracker.encode(*frame, nullptr, welcome.stream, fbb, false);
     encode_us.push_back(ms(Clock::now() - b) * 1000.0);
     bytes += fbb.GetSize() + proto::kLengthPrefixBytes;
     records += c.motion;
@@ -892,18 +948,23 @@ void stream_city(const char* name, bustle::core::World& w, std::uint64_t steps) 
     entities += frame->entities.size();
     previous = std::move(frame);
   }
-  const double per_moving = static_cast<double>(bytes) / static_cast<double>(std::max<std::uint64_t>(moving, 1));
-  std::printf("stream %s: %.0f entities (%.0f moving) per step, %" PRIu64 " steps, baseline %zu B\n", name,
-              static_cast<double>(entities) / static_cast<double>(steps),
+  const double per_moving =
+      static_cast<double>(bytes) / static_cast<double>(std::max<std::uint64_t>(moving, 1));
+  std::printf("stream %s: %.0f entities (%.0f moving) per step, %" PRIu64
+              " steps, baseline %zu B\n",
+              name, static_cast<double>(entities) / static_cast<double>(steps),
               static_cast<double>(moving) / static_cast<double>(steps), steps, baseline_bytes);
-  std::printf("  bytes per moving entity per step  %.3f  (%.1f B per delta, %.1f motion records per step, "
-              "%.0f%% of deltas with motion)\n",
-              per_moving, static_cast<double>(bytes) / static_cast<double>(steps),
-              static_cast<double>(records) / static_cast<double>(steps),
-              100.0 * static_cast<double>(with_motion) / static_cast<double>(steps));
-  std::printf("  encode per client per step  p50 %.1f us  p99 %.1f us;  frame build (sim thread) p50 %.1f us  p99 %.1f us\n",
-              percentile(encode_us, 0.5), percentile(encode_us, 0.99), percentile(frame_us, 0.5),
-              percentile(frame_us, 0.99));
+  std::printf(
+      "  bytes per moving entity per step  %.3f  (%.1f B per delta, %.1f motion records per step, "
+      "%.0f%% of deltas with motion)\n",
+      per_moving, static_cast<double>(bytes) / static_cast<double>(steps),
+      static_cast<double>(records) / static_cast<double>(steps),
+      100.0 * static_cast<double>(with_motion) / static_cast<double>(steps));
+  std::printf(
+      "  encode per client per step  p50 %.1f us  p99 %.1f us;  frame build (sim thread) p50 %.1f "
+      "us  p99 %.1f us\n",
+      percentile(encode_us, 0.5), percentile(encode_us, 0.99), percentile(frame_us, 0.5),
+      percentile(frame_us, 0.99));
   std::printf("RESULT stream city=%s entities=%.0f bytes_per_moving=%.4f\n", name,
               static_cast<double>(entities) / static_cast<double>(steps), per_moving);
   bustle::bench::figures()["cities"].push_back(
@@ -933,7 +994,8 @@ int bench_stream(const Args& a) {
     const BuiltWorld built = build_world([&] { return grid_city(a.grid, a.vehicles); }, a.seed);
     if (!built.world) return 1;
     std::uint64_t warmup = 0;
-    while (built.world->vehicles().store().size() < a.vehicles && warmup++ < 100'000) built.world->step();
+    while (built.world->vehicles().store().size() < a.vehicles && warmup++ < 100'000)
+      built.world->step();
     stream_city(("vehicle-grid-" + std::to_string(a.grid)).c_str(), *built.world, a.steps);
   }
   return 0;
@@ -947,7 +1009,9 @@ int bench_fanout(const Args& a, const char* argv0) {
   if (o.server.empty()) {
     std::error_code ec;
     const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
-    o.server = ec ? std::string(argv0) : (self.parent_path() / "../../server/app/bustle-server").lexically_normal().string();
+    o.server =
+        ec ? std::string(argv0)
+           : (self.parent_path() / "../../server/app/bustle-server").lexically_normal().string();
   }
   return bustle::bench::run_fanout(o);
 }

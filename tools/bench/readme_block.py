@@ -115,20 +115,29 @@ def bench_rows(results):
         rows.append((text, command_of(docs[0]), describe(docs), load_cell(loads)))
 
     def population_label(f):
-        return "population, %s active + %s dormant" % (thousands(f["active"]), thousands(f["dormant"]))
+        threads = f.get("threads", 1)
+        return "population, %s active + %s dormant%s" % (
+            thousands(f["active"]), thousands(f["dormant"]), ", %d threads" % threads if threads > 1 else "")
 
     def col(docs, path):
         return [get(d["figures"], path) for d in docs]
 
-    bustle_bench("population-100k", population_label, lambda d: (
-        "step p50 %s, p99 %s, max %s; agent updates/s %s; hot state %d B per agent; peak RSS %s" % (
+    def population_100k(d):
+        return "step p50 %s, p99 %s, max %s; agent updates/s %s; hot state %d B per agent; peak RSS %s" % (
             fmt(col(d, "step_ms.p50"), " ms"), fmt(col(d, "step_ms.p99"), " ms"), fmt(col(d, "step_ms.max"), " ms"),
             fmt([v / 1e6 for v in col(d, "agent_updates_per_s")], " M", 2), col(d, "hot_bytes_per_agent")[0],
-            fmt(col(d, "peak_rss_mib"), " MiB", 0))))
-    bustle_bench("population-1m", population_label, lambda d: (
-        "step p50 %s, p99 %s, max %s; agent updates/s %s; peak RSS %s" % (
+            fmt(col(d, "peak_rss_mib"), " MiB", 0))
+
+    def population_1m(d):
+        return "step p50 %s, p99 %s, max %s; agent updates/s %s; peak RSS %s" % (
             fmt(col(d, "step_ms.p50"), " ms"), fmt(col(d, "step_ms.p99"), " ms"), fmt(col(d, "step_ms.max"), " ms"),
-            fmt([v / 1e6 for v in col(d, "agent_updates_per_s")], " M", 2), fmt(col(d, "peak_rss_mib"), " MiB", 0))))
+            fmt([v / 1e6 for v in col(d, "agent_updates_per_s")], " M", 2), fmt(col(d, "peak_rss_mib"), " MiB", 0))
+
+    # One thread and two (--threads 2, the step's parallel parts), interleaved.
+    bustle_bench("population-100k", population_label, population_100k)
+    bustle_bench("population-100k-2t", population_label, population_100k)
+    bustle_bench("population-1m", population_label, population_1m)
+    bustle_bench("population-1m-2t", population_label, population_1m)
     bustle_bench("step", lambda f: "pedestrian step, %s agents" % thousands(f["agents"]), lambda d: (
         "step p50 %s, p99 %s, max %s; agents stepped/s %s; peak RSS %s" % (
             fmt(col(d, "step_ms.p50"), " ms"), fmt(col(d, "step_ms.p99"), " ms"), fmt(col(d, "step_ms.max"), " ms"),

@@ -122,7 +122,9 @@ run() {
 
 for ((r = 1; r <= repeat; ++r)); do
   run "population-100k.$r" "$bench" "${population_100k[@]}" --json
+  run "population-100k-2t.$r" "$bench" "${population_100k[@]}" --threads 2 --json
   run "population-1m.$r" "$bench" "${population_1m[@]}" --json
+  run "population-1m-2t.$r" "$bench" "${population_1m[@]}" --threads 2 --json
   run "step.$r" "$bench" "${step[@]}" --json
   run "snapshot.$r" "$bench" "${snapshot[@]}" --dir "$work" --json
   run "stream.$r" "$bench" "${stream[@]}" --json

@@ -92,7 +92,8 @@ c::WelcomeInfo world() {
   return w;
 }
 
-std::vector<std::uint8_t> frame_of(flatbuffers::FlatBufferBuilder& fbb, flatbuffers::Offset<wire::Delta> delta) {
+std::vector<std::uint8_t> frame_of(flatbuffers::FlatBufferBuilder& fbb,
+                                   flatbuffers::Offset<wire::Delta> delta) {
   const auto root = wire::CreateServerFrame(fbb, wire::ServerMessage::Delta, delta.Union());
   wire::FinishServerFrameBuffer(fbb, root);
   std::vector<std::uint8_t> out;
@@ -110,35 +111,42 @@ std::vector<std::uint8_t> baseline(const Args& a) {
   std::vector<wire::EntityEnter> entered;
   for (std::uint32_t i = 0; i < a.entities; ++i) {
     const wire::RepresentationHint hint = hint_for(i);
-    const wire::SimTier tier = hint == wire::RepresentationHint::Actor      ? wire::SimTier::Full
-                               : hint == wire::RepresentationHint::Marker ? wire::SimTier::Coarse
-                                                                          : wire::SimTier::Simulated;
-    entered.emplace_back(wire::EntityId(i, 1), i % kLanes, (i * 7919u) % 100'000u, 1000u + i % 1500u,
-                         static_cast<std::uint16_t>(i % 4), wire::EntityKind::Pedestrian, tier, hint,
+    const wire::SimTier tier = hint == wire::RepresentationHint::Actor ? wire::SimTier::Full
+                               : hint == wire::RepresentationHint::Marker
+                                   ? wire::SimTier::Coarse
+                                   : wire::SimTier::Simulated;
+    entered.emplace_back(wire::EntityId(i, 1), i % kLanes, (i * 7919u) % 100'000u,
+                         1000u + i % 1500u, static_cast<std::uint16_t>(i % 4),
+                         wire::EntityKind::Pedestrian, tier, hint,
                          wire::ControlPolicy::RouteFollow);
   }
-  const auto delta = wire::CreateDelta(fbb, 1, kStepUs, 0, true, fbb.CreateVectorOfStructs(entered));
+  const auto delta =
+      wire::CreateDelta(fbb, 1, kStepUs, 0, true, fbb.CreateVectorOfStructs(entered));
   return frame_of(fbb, delta);
 }
 
 std::vector<std::uint8_t> step_frame(const Args& a, std::uint64_t step) {
   flatbuffers::FlatBufferBuilder fbb(1024);
   bustle::proto::MotionWriter writer;
-  const std::uint32_t every = a.corrections_percent == 0 ? 0 : std::max(1u, 100u / a.corrections_percent);
+  const std::uint32_t every =
+      a.corrections_percent == 0 ? 0 : std::max(1u, 100u / a.corrections_percent);
   for (std::uint32_t i = 0; every != 0 && i < a.entities; ++i) {
     if ((i + step) % every != 0) continue;
     const std::uint32_t speed = 1000u + i % 1500u;
-    const auto s = static_cast<std::uint32_t>(((i * 7919u) % 100'000u + speed * (step - 1) / 10) % 390'000u);
+    const auto s =
+        static_cast<std::uint32_t>(((i * 7919u) % 100'000u + speed * (step - 1) / 10) % 390'000u);
     writer.add(bustle::proto::MotionRecord{i, false, 0, s, speed});
   }
   // A few hint changes per frame, moving entities between Instanced and Marker.
   std::vector<wire::EntityChange> changes;
   for (std::uint32_t k = 0; k < 4 && a.entities > 200; ++k) {
-    const std::uint32_t i = 200 + static_cast<std::uint32_t>((step * 37 + k * 101) % (a.entities - 200));
+    const std::uint32_t i =
+        200 + static_cast<std::uint32_t>((step * 37 + k * 101) % (a.entities - 200));
     const bool to_marker = (step + k) % 2 == 0;
-    changes.emplace_back(i, wire::EntityField::Representation,
-                         static_cast<std::uint8_t>(to_marker ? wire::RepresentationHint::Marker
-                                                             : wire::RepresentationHint::Instanced));
+    changes.emplace_back(
+        i, wire::EntityField::Representation,
+        static_cast<std::uint8_t>(to_marker ? wire::RepresentationHint::Marker
+                                            : wire::RepresentationHint::Instanced));
   }
   const auto motion = fbb.CreateVector(writer.bytes());
   const auto delta = wire::CreateDelta(fbb, step, step * kStepUs, 0, false, 0, 0, motion,
@@ -159,7 +167,8 @@ double median(std::vector<double> v) {
 }
 
 double ns_since(Clock::time_point t0) {
-  return static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
+  return static_cast<double>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
 }
 
 }  // namespace
@@ -189,8 +198,10 @@ int main(int argc, char** argv) {
   const auto decode = [&](const std::vector<std::uint8_t>& bytes) {
     reader.feed(bytes);
     const c::ReadResult r = reader.next();
-    if (r.status != c::ReadStatus::Frame || r.frame->message_as_Delta() == nullptr) usage("bench frame did not verify");
-    if (!c::decode_delta(*r.frame->message_as_Delta(), delta).empty()) usage("bench frame did not decode");
+    if (r.status != c::ReadStatus::Frame || r.frame->message_as_Delta() == nullptr)
+      usage("bench frame did not verify");
+    if (!c::decode_delta(*r.frame->message_as_Delta(), delta).empty())
+      usage("bench frame did not decode");
   };
   decode(baseline(a));
   layer.apply(delta, 0);
@@ -218,19 +229,25 @@ int main(int argc, char** argv) {
     layer.take_leases();
   }
   const double n = a.entities;
-  std::printf("entities %u, frames %u, corrections %.1f%% per frame (%.0f records), %.0f bytes per frame\n",
-              a.entities, a.frames, 100.0 * static_cast<double>(motion_records) / (n * a.frames),
-              static_cast<double>(motion_records) / a.frames, static_cast<double>(bytes) / a.frames);
-  std::printf("drawn: actors %u (pooled, %u actors made), instances %zu, markers %zu\n", factory.shown(),
-              static_cast<unsigned>(factory.actors().size()), instances.active_count(), markers.active_count());
+  std::printf(
+      "entities %u, frames %u, corrections %.1f%% per frame (%.0f records), %.0f bytes per frame\n",
+      a.entities, a.frames, 100.0 * static_cast<double>(motion_records) / (n * a.frames),
+      static_cast<double>(motion_records) / a.frames, static_cast<double>(bytes) / a.frames);
+  std::printf("drawn: actors %u (pooled, %u actors made), instances %zu, markers %zu\n",
+              factory.shown(), static_cast<unsigned>(factory.actors().size()),
+              instances.active_count(), markers.active_count());
   std::printf("per frame (median): decode %.0f us, apply %.0f us, render %.0f us, total %.0f us\n",
-              median(decode_ns) / 1e3, median(apply_ns) / 1e3, median(render_ns) / 1e3, median(total_ns) / 1e3);
+              median(decode_ns) / 1e3, median(apply_ns) / 1e3, median(render_ns) / 1e3,
+              median(total_ns) / 1e3);
   std::printf("per entity (median): decode %.1f ns, apply %.1f ns, render %.1f ns, total %.1f ns\n",
-              median(decode_ns) / n, median(apply_ns) / n, median(render_ns) / n, median(total_ns) / n);
-  std::printf("memory: layer %zu bytes per slot (record + %u-sample ring + mirror entry); process RSS growth "
-              "%.0f bytes per entity (mirror, layer, backends, pools)\n",
-              layer.bytes_per_slot(), layer.config().interpolation.ring_capacity,
-              static_cast<double>(rss_after - rss_before) / n);
+              median(decode_ns) / n, median(apply_ns) / n, median(render_ns) / n,
+              median(total_ns) / n);
+  std::printf(
+      "memory: layer %zu bytes per slot (record + %u-sample ring + mirror entry); process RSS "
+      "growth "
+      "%.0f bytes per entity (mirror, layer, backends, pools)\n",
+      layer.bytes_per_slot(), layer.config().interpolation.ring_capacity,
+      static_cast<double>(rss_after - rss_before) / n);
   bustle::bench::figures() = {
       {"entities", a.entities},
       {"frames", a.frames},

@@ -20,7 +20,8 @@ std::uint32_t ActorPoolBackend::up_front_size(std::uint16_t archetype) const {
 
 std::uint32_t ActorPoolBackend::cap(std::uint16_t archetype) const {
   const auto it = config_.max_pool_size_by_archetype.find(archetype);
-  const std::uint32_t configured = it != config_.max_pool_size_by_archetype.end() ? it->second : config_.max_pool_size;
+  const std::uint32_t configured =
+      it != config_.max_pool_size_by_archetype.end() ? it->second : config_.max_pool_size;
   return std::max(configured, up_front_size(archetype));
 }
 
@@ -59,8 +60,9 @@ ActorPoolBackend::Pool& ActorPoolBackend::pool_for(std::uint16_t archetype) {
   pool.up_front = up_front_size(archetype);
   pool.free.reserve(pool.up_front);
   prewarm(archetype, pool);
-  trace("archetype " + std::to_string(archetype) + ": pool created with " + std::to_string(pool.size) + " of " +
-        std::to_string(pool.up_front) + " up-front actors (cap " + std::to_string(cap(archetype)) + ")");
+  trace("archetype " + std::to_string(archetype) + ": pool created with " +
+        std::to_string(pool.size) + " of " + std::to_string(pool.up_front) +
+        " up-front actors (cap " + std::to_string(cap(archetype)) + ")");
   return pool;
 }
 
@@ -101,19 +103,22 @@ void ActorPoolBackend::give(Pool& pool, ActorHandle actor, SlotId slot, SlotEntr
 }
 
 ActivationResult ActorPoolBackend::activate(SlotId slot, EntityId id, std::uint16_t archetype,
-                                            RepresentationHint /*hint*/, const EntityState& initial) {
+                                            RepresentationHint /*hint*/,
+                                            const EntityState& initial) {
   SlotEntry& e = entry(slot);
   if (e.actor != 0 || e.waiting) {
     // A retry (invariant 4): the slot already holds an actor or waits.
     assert(e.id == id);
     if (e.waiting) e.latest = initial;
-    return e.actor != 0 ? ActivationResult::active() : ActivationResult::pending(UnassignedReason::PoolAtCap);
+    return e.actor != 0 ? ActivationResult::active()
+                        : ActivationResult::pending(UnassignedReason::PoolAtCap);
   }
   e.id = id;
   e.archetype = archetype;
   e.latest = initial;
   Pool& pool = pool_for(archetype);
-  const std::string what = "archetype " + std::to_string(archetype) + ", slot " + std::to_string(slot.value);
+  const std::string what =
+      "archetype " + std::to_string(archetype) + ", slot " + std::to_string(slot.value);
   if (!pool.free.empty()) {
     const ActorHandle actor = pool.free.back();
     pool.free.pop_back();
@@ -140,7 +145,8 @@ ActivationResult ActorPoolBackend::activate(SlotId slot, EntityId id, std::uint1
     if (!up_front) ++pool.grown;
     give(pool, actor, slot, e);
     if (config_.trace) {
-      trace(what + (up_front ? ": up-front actor spawned for it, pool at " : ": pool grew by one to ") +
+      trace(what +
+            (up_front ? ": up-front actor spawned for it, pool at " : ": pool grew by one to ") +
             std::to_string(pool.size));
     }
     return ActivationResult::active();
@@ -150,10 +156,13 @@ ActivationResult ActorPoolBackend::activate(SlotId slot, EntityId id, std::uint1
   if (!pool.warned_at_cap) {
     pool.warned_at_cap = true;
     log_to(log_, LogLevel::Warning, "pool",
-           "archetype " + std::to_string(archetype) + ": pool at its cap of " + std::to_string(limit) +
-               " actors; further entities wait until one leaves (raise max_pool_size to draw more at once)");
+           "archetype " + std::to_string(archetype) + ": pool at its cap of " +
+               std::to_string(limit) +
+               " actors; further entities wait until one leaves (raise max_pool_size to draw more "
+               "at once)");
   }
-  if (config_.trace) trace(what + ": waiting at the cap (" + std::to_string(pool.waiting.size()) + " waiting)");
+  if (config_.trace)
+    trace(what + ": waiting at the cap (" + std::to_string(pool.waiting.size()) + " waiting)");
   return ActivationResult::pending(UnassignedReason::PoolAtCap);
 }
 
@@ -178,7 +187,8 @@ void ActorPoolBackend::deactivate(SlotId slot, EntityId /*id*/) {
   --pool.in_use;
   e = SlotEntry{};
   if (config_.trace) {
-    trace("archetype " + std::to_string(it->first) + ", slot " + std::to_string(slot.value) + ": actor released");
+    trace("archetype " + std::to_string(it->first) + ", slot " + std::to_string(slot.value) +
+          ": actor released");
   }
   if (!pool.waiting.empty()) {
     // Invariant 3: the first entity waiting for this archetype takes it.
@@ -195,14 +205,16 @@ void ActorPoolBackend::deactivate(SlotId slot, EntityId /*id*/) {
   pool.free.push_back(actor);
 }
 
-bool ActorPoolBackend::extract_update(const EntityState& state, std::int64_t /*server_time_us*/, SlotId slot) {
+bool ActorPoolBackend::extract_update(const EntityState& state, std::int64_t /*server_time_us*/,
+                                      SlotId slot) {
   if (!slot.valid() || slot.value >= slots_.size()) return false;
   SlotEntry& e = slots_[slot.value];
   if (e.waiting) e.latest = state;  // activated with the newest state when an actor frees
   return true;
 }
 
-void ActorPoolBackend::apply_interpolation(SlotId slot, std::int64_t render_time_us, const RenderPose& pose) {
+void ActorPoolBackend::apply_interpolation(SlotId slot, std::int64_t render_time_us,
+                                           const RenderPose& pose) {
   if (!slot.valid() || slot.value >= slots_.size()) return;
   const SlotEntry& e = slots_[slot.value];
   if (e.actor != 0) factory_.set_actor_pose(e.actor, render_time_us, pose);

@@ -4,9 +4,12 @@ namespace bustle::client {
 
 const char* to_string(ActivationStatus v) {
   switch (v) {
-    case ActivationStatus::Active: return "Active";
-    case ActivationStatus::Pending: return "Pending";
-    case ActivationStatus::Refused: return "Refused";
+    case ActivationStatus::Active:
+      return "Active";
+    case ActivationStatus::Pending:
+      return "Pending";
+    case ActivationStatus::Refused:
+      return "Refused";
   }
   return "?";
 }

@@ -31,9 +31,9 @@ Result<T> with(Status status) {
 // consumed either way). Messages: "<subject> <finished> <state>" or
 // "<subject> <unfinished> within T ms (last state: ...)".
 template <class T, class Next, class Done, class StateName>
-Result<std::vector<T>> collect_until(Next next, Done done, StateName state_name, const std::string& subject,
-                                     const std::string& unfinished, const char* finished,
-                                     std::chrono::milliseconds timeout) {
+Result<std::vector<T>> collect_until(Next next, Done done, StateName state_name,
+                                     const std::string& subject, const std::string& unfinished,
+                                     const char* finished, std::chrono::milliseconds timeout) {
   const auto deadline = Clock::now() + timeout;
   Result<std::vector<T>> r;
   for (;;) {
@@ -96,7 +96,6 @@ const char* to_string(ClientStatus s) {
   }
   return "?";
 }
-
 
 Client::Client(ClientOptions options) : options_(std::move(options)) {
   assert(options_.max_buffered_deltas >= 1);
@@ -216,8 +215,9 @@ Result<WelcomeInfo> Client::connect() {
   return r;
 }
 
-Result<CommandReply> Client::interest_request(const char* name, const std::function<Frame(std::uint32_t)>& build,
-                                             std::chrono::milliseconds timeout) {
+Result<CommandReply> Client::interest_request(const char* name,
+                                              const std::function<Frame(std::uint32_t)>& build,
+                                              std::chrono::milliseconds timeout) {
   const auto sent = send_request(name, build);
   if (!sent.ok()) return with<CommandReply>(sent);
   auto r = wait_result(sent.value, timeout);
@@ -227,23 +227,27 @@ Result<CommandReply> Client::interest_request(const char* name, const std::funct
   }
   if (!r.value.accepted()) {
     r.status = ClientStatus::Rejected;
-    r.message = std::string(name) + " rejected (" + wire::EnumNameRejectReason(r.value.reason) + ")" +
-                (r.value.message.empty() ? "" : ": " + r.value.message);
+    r.message = std::string(name) + " rejected (" + wire::EnumNameRejectReason(r.value.reason) +
+                ")" + (r.value.message.empty() ? "" : ": " + r.value.message);
   }
   return r;
 }
 
-Result<CommandReply> Client::subscribe(const SubscribeParams& params, std::chrono::milliseconds timeout) {
+Result<CommandReply> Client::subscribe(const SubscribeParams& params,
+                                       std::chrono::milliseconds timeout) {
   return interest_request(
       "subscribe", [&](std::uint32_t id) { return build_subscribe(id, params); }, timeout);
 }
 
-Result<CommandReply> Client::update_interest(const UpdateInterestParams& params, std::chrono::milliseconds timeout) {
+Result<CommandReply> Client::update_interest(const UpdateInterestParams& params,
+                                             std::chrono::milliseconds timeout) {
   return interest_request(
-      "update_interest", [&](std::uint32_t id) { return build_update_interest(id, params); }, timeout);
+      "update_interest", [&](std::uint32_t id) { return build_update_interest(id, params); },
+      timeout);
 }
 
-Result<CommandReply> Client::report_leases(std::span<const Lease> leases, std::chrono::milliseconds timeout) {
+Result<CommandReply> Client::report_leases(std::span<const Lease> leases,
+                                           std::chrono::milliseconds timeout) {
   return interest_request(
       "report_leases", [&](std::uint32_t id) { return build_lease_report(id, leases); }, timeout);
 }
@@ -298,8 +302,9 @@ Status Client::check_room(bool delta_wanted, const char* waiting_for) {
   }
   if (spawn_updates_.size() >= options_.max_buffered_spawn_updates) {
     return fail(ClientStatus::BacklogFull,
-                std::to_string(spawn_updates_.size()) + " SpawnUpdates buffered while waiting for " +
-                    waiting_for + "; take them with next_spawn_update() or discard_spawn_updates()");
+                std::to_string(spawn_updates_.size()) +
+                    " SpawnUpdates buffered while waiting for " + waiting_for +
+                    "; take them with next_spawn_update() or discard_spawn_updates()");
   }
   Status ok;
   ok.status = ClientStatus::Ok;
@@ -344,7 +349,8 @@ Status Client::stash(const ReceiveResult& frame, std::uint32_t wanted, const cha
   return ok;
 }
 
-Result<std::uint32_t> Client::send_request(const char* name, const std::function<Frame(std::uint32_t)>& build) {
+Result<std::uint32_t> Client::send_request(const char* name,
+                                           const std::function<Frame(std::uint32_t)>& build) {
   if (!connected()) return with<std::uint32_t>(fail(ClientStatus::NotConnected, "not connected"));
   if (outstanding_.size() >= options_.max_outstanding_commands) {
     return with<std::uint32_t>(fail(
@@ -362,7 +368,8 @@ Result<std::uint32_t> Client::send_request(const char* name, const std::function
 }
 
 Result<std::uint32_t> Client::send_command(const CommandSpec& spec) {
-  return send_request(command_name(spec), [&](std::uint32_t id) { return build_command(id, spec); });
+  return send_request(command_name(spec),
+                      [&](std::uint32_t id) { return build_command(id, spec); });
 }
 
 Result<CommandReply> Client::wait_result(std::uint32_t request_id,
@@ -440,44 +447,52 @@ Result<JobInfo> Client::next_job_update(std::uint64_t job_id, std::chrono::milli
       job_updates_, [](const JobInfo& j) { return j.job_id; }, job_id,
       "update of job " + std::to_string(job_id), timeout);
   if (r.ok()) {
-    r.message = std::string("job ") + std::to_string(job_id) + " " + wire::EnumNameJobState(r.value.state);
+    r.message =
+        std::string("job ") + std::to_string(job_id) + " " + wire::EnumNameJobState(r.value.state);
   }
   return r;
 }
 
-Result<SpawnStatusInfo> Client::next_spawn_update(std::uint64_t handle, std::chrono::milliseconds timeout) {
+Result<SpawnStatusInfo> Client::next_spawn_update(std::uint64_t handle,
+                                                  std::chrono::milliseconds timeout) {
   auto r = next_buffered(
       spawn_updates_, [](const SpawnStatusInfo& s) { return s.handle; }, handle,
       "update of spawn handle " + std::to_string(handle), timeout);
   if (r.ok()) {
-    r.message =
-        std::string("spawn handle ") + std::to_string(handle) + " " + wire::EnumNameSpawnState(r.value.state);
+    r.message = std::string("spawn handle ") + std::to_string(handle) + " " +
+                wire::EnumNameSpawnState(r.value.state);
   }
   return r;
 }
 
-Result<std::vector<SpawnStatusInfo>> Client::wait_spawn(std::uint64_t handle, wire::SpawnState until,
+Result<std::vector<SpawnStatusInfo>> Client::wait_spawn(std::uint64_t handle,
+                                                        wire::SpawnState until,
                                                         std::chrono::milliseconds timeout) {
   return collect_until<SpawnStatusInfo>(
       [&](std::chrono::milliseconds left) { return next_spawn_update(handle, left); },
       [&](const SpawnStatusInfo& s) { return s.terminal || s.state == until; },
-      [](wire::SpawnState s) { return wire::EnumNameSpawnState(s); }, "spawn handle " + std::to_string(handle),
+      [](wire::SpawnState s) { return wire::EnumNameSpawnState(s); },
+      "spawn handle " + std::to_string(handle),
       std::string("did not reach ") + wire::EnumNameSpawnState(until), "reached", timeout);
 }
 
 std::size_t Client::discard_spawn_updates(std::uint64_t handle) {
-  return discard_matching(spawn_updates_, [](const SpawnStatusInfo& s) { return s.handle; }, handle);
+  return discard_matching(
+      spawn_updates_, [](const SpawnStatusInfo& s) { return s.handle; }, handle);
 }
 
-Result<std::vector<JobInfo>> Client::wait_job(std::uint64_t job_id, std::chrono::milliseconds timeout) {
+Result<std::vector<JobInfo>> Client::wait_job(std::uint64_t job_id,
+                                              std::chrono::milliseconds timeout) {
   return collect_until<JobInfo>(
       [&](std::chrono::milliseconds left) { return next_job_update(job_id, left); },
-      [](const JobInfo& j) { return j.terminal; }, [](wire::JobState s) { return wire::EnumNameJobState(s); },
-      "job " + std::to_string(job_id), "did not finish", "ended", timeout);
+      [](const JobInfo& j) { return j.terminal; },
+      [](wire::JobState s) { return wire::EnumNameJobState(s); }, "job " + std::to_string(job_id),
+      "did not finish", "ended", timeout);
 }
 
 std::size_t Client::discard_job_updates(std::uint64_t job_id) {
-  return discard_matching(job_updates_, [](const JobInfo& j) { return j.job_id; }, job_id);
+  return discard_matching(
+      job_updates_, [](const JobInfo& j) { return j.job_id; }, job_id);
 }
 
 Result<CommandReply> Client::command(const CommandSpec& spec, std::chrono::milliseconds timeout) {

@@ -26,9 +26,11 @@ bool InterestPacer::due(const InterestObserver& observer, std::int64_t now_us) c
                                   observer.z_m - last_->z_m);
   bool turned = observer.heading_rad.has_value() != last_->heading_rad.has_value();
   if (!turned && observer.heading_rad && last_->heading_rad) {
-    turned = std::abs(heading_delta_rad(*last_->heading_rad, *observer.heading_rad)) > config_.turn_threshold_rad;
+    turned = std::abs(heading_delta_rad(*last_->heading_rad, *observer.heading_rad)) >
+             config_.turn_threshold_rad;
   }
-  if (moved > config_.move_threshold_m || turned || observer.radius_m != last_->radius_m) return true;
+  if (moved > config_.move_threshold_m || turned || observer.radius_m != last_->radius_m)
+    return true;
   return since >= config_.max_interval_us;
 }
 

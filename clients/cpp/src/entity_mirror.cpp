@@ -8,7 +8,9 @@ namespace wire = bustle::wire;
 
 namespace {
 
-std::string id_text(EntityId id) { return std::to_string(id.index) + ":" + std::to_string(id.generation); }
+std::string id_text(EntityId id) {
+  return std::to_string(id.index) + ":" + std::to_string(id.generation);
+}
 
 }  // namespace
 
@@ -16,7 +18,9 @@ EntityMirror::EntityMirror(std::uint32_t max_entities) : max_entities_(max_entit
   assert(max_entities >= 1);
 }
 
-void EntityMirror::set_world(const WelcomeInfo& welcome) { set_world(lane_polylines(welcome), welcome.step_us); }
+void EntityMirror::set_world(const WelcomeInfo& welcome) {
+  set_world(lane_polylines(welcome), welcome.step_us);
+}
 
 void EntityMirror::set_world(std::vector<proto::LanePolyline> lanes, std::uint32_t step_us) {
   lanes_ = std::move(lanes);
@@ -80,8 +84,8 @@ void EntityMirror::problem(ApplySummary& summary, std::string what) const {
 void EntityMirror::check_lane(std::uint32_t lane, ApplySummary& summary, const char* what) {
   if (lanes_.empty() || lane < lanes_.size()) return;  // no world: nothing to check against
   ++summary.unknown_lanes;
-  problem(summary, std::string(what) + ": lane " + std::to_string(lane) + " is not in the Welcome (" +
-                       std::to_string(lanes_.size()) + " lanes)");
+  problem(summary, std::string(what) + ": lane " + std::to_string(lane) +
+                       " is not in the Welcome (" + std::to_string(lanes_.size()) + " lanes)");
 }
 
 void EntityMirror::remove_slot(std::uint32_t slot, MirrorListener* listener) {
@@ -119,7 +123,8 @@ bool EntityMirror::insert(const EnteredEntity& e, std::uint64_t step, MirrorList
     live_.push_back(0);
   } else {
     ++summary.rejected_full;
-    problem(summary, "entered " + id_text(e.id) + ": the mirror is full (" + std::to_string(max_entities_) + ")");
+    problem(summary, "entered " + id_text(e.id) + ": the mirror is full (" +
+                         std::to_string(max_entities_) + ")");
     return false;
   }
   assert(!live_[slot]);

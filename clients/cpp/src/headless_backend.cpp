@@ -19,7 +19,8 @@ bool HeadlessBackend::initialize(LogSink* log) {
   return true;
 }
 
-void HeadlessBackend::record(HeadlessEventKind kind, SlotId slot, EntityId id, RepresentationHint hint) {
+void HeadlessBackend::record(HeadlessEventKind kind, SlotId slot, EntityId id,
+                             RepresentationHint hint) {
   if (options_.record_events) events_.push_back(HeadlessEvent{kind, slot, id, hint, frames_});
 }
 
@@ -30,7 +31,8 @@ HeadlessBackend::SlotState& HeadlessBackend::state(SlotId slot) {
 }
 
 ActivationResult HeadlessBackend::activate(SlotId slot, EntityId id, std::uint16_t /*archetype*/,
-                                           RepresentationHint hint, const EntityState& /*initial*/) {
+                                           RepresentationHint hint,
+                                           const EntityState& /*initial*/) {
   SlotState& st = state(slot);
   if (st.active) return ActivationResult::active();
   if (active_count_ >= options_.capacity) {
@@ -62,12 +64,14 @@ void HeadlessBackend::deactivate(SlotId slot, EntityId id) {
   record(HeadlessEventKind::Deactivated, slot, id, RepresentationHint::None);
 }
 
-bool HeadlessBackend::extract_update(const EntityState& /*state*/, std::int64_t /*server_time_us*/, SlotId /*slot*/) {
+bool HeadlessBackend::extract_update(const EntityState& /*state*/, std::int64_t /*server_time_us*/,
+                                     SlotId /*slot*/) {
   ++updates_;
   return true;
 }
 
-void HeadlessBackend::apply_interpolation(SlotId slot, std::int64_t /*render_time_us*/, const RenderPose& pose) {
+void HeadlessBackend::apply_interpolation(SlotId slot, std::int64_t /*render_time_us*/,
+                                          const RenderPose& pose) {
   assert(slot.valid() && slot.value < slots_.size());
   SlotState& st = slots_[slot.value];
   assert(st.active);
@@ -107,7 +111,8 @@ ActorHandle HeadlessActorFactory::spawn_actor(std::uint16_t archetype) {
   return actors_.size();
 }
 
-void HeadlessActorFactory::activate_actor(ActorHandle actor, SlotId /*slot*/, EntityId id, const EntityState& initial) {
+void HeadlessActorFactory::activate_actor(ActorHandle actor, SlotId /*slot*/, EntityId id,
+                                          const EntityState& initial) {
   Actor& a = actors_.at(actor - 1);
   assert(!a.shown);
   a.shown = true;
@@ -121,22 +126,26 @@ void HeadlessActorFactory::park_actor(ActorHandle actor) {
   a.id = EntityId{};
 }
 
-void HeadlessActorFactory::set_actor_pose(ActorHandle actor, std::int64_t render_time_us, const RenderPose& pose) {
+void HeadlessActorFactory::set_actor_pose(ActorHandle actor, std::int64_t render_time_us,
+                                          const RenderPose& pose) {
   Actor& a = actors_.at(actor - 1);
   assert(a.shown);
   a.pose = pose;
   a.render_time_us = render_time_us;
 }
 
-void HeadlessActorFactory::destroy_actor(ActorHandle actor) { actors_.at(actor - 1).destroyed = true; }
+void HeadlessActorFactory::destroy_actor(ActorHandle actor) {
+  actors_.at(actor - 1).destroyed = true;
+}
 
 std::uint32_t HeadlessActorFactory::spawned(std::uint16_t archetype) const {
-  return static_cast<std::uint32_t>(
-      std::count_if(actors_.begin(), actors_.end(), [&](const Actor& a) { return a.archetype == archetype; }));
+  return static_cast<std::uint32_t>(std::count_if(
+      actors_.begin(), actors_.end(), [&](const Actor& a) { return a.archetype == archetype; }));
 }
 
 std::uint32_t HeadlessActorFactory::shown() const {
-  return static_cast<std::uint32_t>(std::count_if(actors_.begin(), actors_.end(), [](const Actor& a) { return a.shown; }));
+  return static_cast<std::uint32_t>(
+      std::count_if(actors_.begin(), actors_.end(), [](const Actor& a) { return a.shown; }));
 }
 
 }  // namespace bustle::client

@@ -4,11 +4,16 @@ namespace bustle::client {
 
 const char* to_string(LogLevel level) {
   switch (level) {
-    case LogLevel::Trace: return "trace";
-    case LogLevel::Debug: return "debug";
-    case LogLevel::Info: return "info";
-    case LogLevel::Warning: return "warning";
-    case LogLevel::Error: return "error";
+    case LogLevel::Trace:
+      return "trace";
+    case LogLevel::Debug:
+      return "debug";
+    case LogLevel::Info:
+      return "info";
+    case LogLevel::Warning:
+      return "warning";
+    case LogLevel::Error:
+      return "error";
   }
   return "?";
 }

@@ -38,7 +38,7 @@ Frame finish(flatbuffers::FlatBufferBuilder& fbb, wire::ClientMessage type,
 }
 
 flatbuffers::Offset<wire::SpawnPedestrian> spawn_pedestrian(flatbuffers::FlatBufferBuilder& fbb,
-                                                          const SpawnPedestrianCmd& c) {
+                                                            const SpawnPedestrianCmd& c) {
   const auto zone = c.zone.empty() ? 0 : name_string(fbb, c.zone);
   const auto lane = c.lane.empty() ? 0 : name_string(fbb, c.lane);
   flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>>> route = 0;
@@ -73,7 +73,8 @@ namespace {
 
 using ObserverList = flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::Observer>>>;
 
-ObserverList observers(flatbuffers::FlatBufferBuilder& fbb, const std::vector<InterestObserver>& list) {
+ObserverList observers(flatbuffers::FlatBufferBuilder& fbb,
+                       const std::vector<InterestObserver>& list) {
   if (list.empty()) return 0;
   std::vector<flatbuffers::Offset<wire::Observer>> items;
   const std::size_t n = std::min(list.size(), kMaxInterestObservers);
@@ -86,8 +87,8 @@ ObserverList observers(flatbuffers::FlatBufferBuilder& fbb, const std::vector<In
   return fbb.CreateVector(items);
 }
 
-flatbuffers::Offset<wire::RepresentationBudgets> budgets(flatbuffers::FlatBufferBuilder& fbb,
-                                                         const std::optional<RepresentationBudgets>& b) {
+flatbuffers::Offset<wire::RepresentationBudgets> budgets(
+    flatbuffers::FlatBufferBuilder& fbb, const std::optional<RepresentationBudgets>& b) {
   if (!b) return 0;
   return wire::CreateRepresentationBudgets(fbb, b->actors, b->instances, b->markers);
 }
@@ -105,7 +106,8 @@ Frame build_subscribe(std::uint32_t request_id, const SubscribeParams& params) {
   }
   const auto obs = observers(fbb, params.observers);
   const auto bud = budgets(fbb, params.budgets);
-  const auto sub = wire::CreateSubscribe(fbb, request_id, kinds_off, obs, bud, params.motion_tolerance_mm);
+  const auto sub =
+      wire::CreateSubscribe(fbb, request_id, kinds_off, obs, bud, params.motion_tolerance_mm);
   return finish(fbb, wire::ClientMessage::Subscribe, sub.Union());
 }
 
@@ -117,7 +119,9 @@ Frame build_update_interest(std::uint32_t request_id, const UpdateInterestParams
   return finish(fbb, wire::ClientMessage::UpdateInterest, msg.Union());
 }
 
-const char* to_string(LeaseState v) { return wire::EnumNameLeaseState(static_cast<wire::LeaseState>(v)); }
+const char* to_string(LeaseState v) {
+  return wire::EnumNameLeaseState(static_cast<wire::LeaseState>(v));
+}
 const char* to_string(UnassignedReason v) {
   return wire::EnumNameUnassignedReason(static_cast<wire::UnassignedReason>(v));
 }
@@ -126,8 +130,9 @@ Frame build_lease_report(std::uint32_t request_id, std::span<const Lease> leases
   std::vector<wire::LeaseEntry> entries;
   entries.reserve(std::min(leases.size(), kLeaseEntriesMax));
   for (const Lease& l : leases.first(std::min(leases.size(), kLeaseEntriesMax))) {
-    entries.emplace_back(wire::EntityId(l.id.index, l.id.generation), static_cast<wire::LeaseState>(l.state),
-                         static_cast<std::uint8_t>(l.representation), static_cast<wire::UnassignedReason>(l.reason));
+    entries.emplace_back(
+        wire::EntityId(l.id.index, l.id.generation), static_cast<wire::LeaseState>(l.state),
+        static_cast<std::uint8_t>(l.representation), static_cast<wire::UnassignedReason>(l.reason));
   }
   flatbuffers::FlatBufferBuilder fbb(64 + 12 * entries.size());
   const auto msg = wire::CreateLeaseReport(fbb, request_id, fbb.CreateVectorOfStructs(entries));
@@ -193,188 +198,187 @@ Frame build_command(std::uint32_t request_id, const CommandSpec& command) {
   flatbuffers::FlatBufferBuilder fbb(64);
   wire::CommandBody body_type = wire::CommandBody::NONE;
   flatbuffers::Offset<void> body = 0;
-  std::visit(Overloaded{
-                 [&](const PauseCmd&) {
-                   body_type = wire::CommandBody::Pause;
-                   body = wire::CreatePause(fbb).Union();
-                 },
-                 [&](const ResumeCmd&) {
-                   body_type = wire::CommandBody::Resume;
-                   body = wire::CreateResume(fbb).Union();
-                 },
-                 [&](const StepCmd& c) {
-                   body_type = wire::CommandBody::Step;
-                   body = wire::CreateStep(fbb, c.count).Union();
-                 },
-                 [&](const QueryStatsCmd&) {
-                   body_type = wire::CommandBody::QueryStats;
-                   body = wire::CreateQueryStats(fbb).Union();
-                 },
-                 [&](const SetPedestrianTargetCmd& c) {
-                   body_type = wire::CommandBody::SetPedestrianTarget;
-                   body = wire::CreateSetPedestrianTarget(fbb, c.count).Union();
-                 },
-                 [&](const DespawnEntityCmd& c) {
-                   body_type = wire::CommandBody::DespawnEntity;
-                   const wire::EntityId id = c.id.to_wire();
-                   body = wire::CreateDespawnEntity(fbb, &id).Union();
-                 },
-                 [&](const CheckpointCmd& c) {
-                   body_type = wire::CommandBody::Checkpoint;
-                   body = wire::CreateCheckpoint(fbb, name_string(fbb, c.name)).Union();
-                 },
-                 [&](const RestoreCmd& c) {
-                   body_type = wire::CommandBody::Restore;
-                   body = wire::CreateRestore(fbb, name_string(fbb, c.name)).Union();
-                 },
-                 [&](const SaveCmd& c) {
-                   body_type = wire::CommandBody::Save;
-                   body = wire::CreateSave(fbb, name_string(fbb, c.name)).Union();
-                 },
-                 [&](const LoadCmd& c) {
-                   body_type = wire::CommandBody::Load;
-                   body = wire::CreateLoad(fbb, name_string(fbb, c.name)).Union();
-                 },
-                 [&](const ListSnapshotsCmd&) {
-                   body_type = wire::CommandBody::ListSnapshots;
-                   body = wire::CreateListSnapshots(fbb).Union();
-                 },
-                 [&](const DeleteSnapshotCmd& c) {
-                   body_type = wire::CommandBody::DeleteSnapshot;
-                   body = wire::CreateDeleteSnapshot(fbb, name_string(fbb, c.name)).Union();
-                 },
-                 [&](const QueryJobCmd& c) {
-                   body_type = wire::CommandBody::QueryJob;
-                   body = wire::CreateQueryJob(fbb, c.job_id).Union();
-                 },
-                 [&](const GarageRequestCmd& c) {
-                   body_type = wire::CommandBody::GarageRequest;
-                   const auto garage = name_string(fbb, c.garage);
-                   const auto request = name_string(fbb, c.request_id);
-                   const auto prototype = name_string(fbb, c.prototype);
-                   const auto lane = name_string(fbb, c.lane);
-                   body = wire::CreateGarageRequest(fbb, garage, request, prototype, lane,
-                                                    c.priority)
-                              .Union();
-                 },
-                 [&](const CancelGarageRequestCmd& c) {
-                   body_type = wire::CommandBody::CancelGarageRequest;
-                   const auto garage = name_string(fbb, c.garage);
-                   const auto request = name_string(fbb, c.request_id);
-                   body = wire::CreateCancelGarageRequest(fbb, garage, request).Union();
-                 },
-                 [&](const SetVehicleStrategyCmd& c) {
-                   body_type = wire::CommandBody::SetVehicleStrategy;
-                   const wire::EntityId id = c.id.to_wire();
-                   body = wire::CreateSetVehicleStrategy(fbb, &id, c.strategy).Union();
-                 },
-                 [&](const SetObserversCmd& c) {
-                   body_type = wire::CommandBody::SetObservers;
-                   std::vector<wire::Vec2> points;
-                   const std::size_t n = std::min(c.points.size(), kMaxObserverPoints);
-                   points.reserve(n);
-                   for (std::size_t i = 0; i < n; ++i) {
-                     points.emplace_back(c.points[i].x_m, c.points[i].y_m);
-                   }
-                   const auto vec = fbb.CreateVectorOfStructs(points);
-                   flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::ObserverView>>>
-                       views = 0;
-                   if (!c.views.empty()) {
-                     std::vector<flatbuffers::Offset<wire::ObserverView>> items;
-                     const std::size_t m = std::min(c.views.size(), kMaxObserverViews);
-                     items.reserve(m);
-                     for (std::size_t i = 0; i < m; ++i) {
-                       const ObserverView& v = c.views[i];
-                       items.push_back(
-                           wire::CreateObserverView(fbb, v.z_m, v.has_heading, v.heading_rad));
-                     }
-                     views = fbb.CreateVector(items);
-                   }
-                   body = wire::CreateSetObservers(fbb, vec, views).Union();
-                 },
-                 [&](const QueryGaragesCmd&) {
-                   body_type = wire::CommandBody::QueryGarages;
-                   body = wire::CreateQueryGarages(fbb).Union();
-                 },
-                 [&](const QuerySignalsCmd&) {
-                   body_type = wire::CommandBody::QuerySignals;
-                   body = wire::CreateQuerySignals(fbb).Union();
-                 },
-                 [&](const QueryVehicleCmd& c) {
-                   body_type = wire::CommandBody::QueryVehicle;
-                   const wire::EntityId id = c.id.to_wire();
-                   body = wire::CreateQueryVehicle(fbb, &id).Union();
-                 },
-                 [&](const SetHourCmd& c) {
-                   body_type = wire::CommandBody::SetHour;
-                   body = wire::CreateSetHour(fbb, c.hour).Union();
-                 },
-                 [&](const SetTimeScaleCmd& c) {
-                   body_type = wire::CommandBody::SetTimeScale;
-                   body = wire::CreateSetTimeScale(fbb, c.scale).Union();
-                 },
-                 [&](const QueryZonesCmd&) {
-                   body_type = wire::CommandBody::QueryZones;
-                   body = wire::CreateQueryZones(fbb).Union();
-                 },
-                 [&](const ForceFullCmd& c) {
-                   body_type = wire::CommandBody::ForceFull;
-                   const wire::EntityId id = c.id.to_wire();
-                   body = wire::CreateForceFull(fbb, &id, c.on).Union();
-                 },
-                 [&](const SpawnPedestrianCmd& c) {
-                   body_type = wire::CommandBody::SpawnPedestrian;
-                   body = spawn_pedestrian(fbb, c).Union();
-                 },
-                 [&](const CancelSpawnCmd& c) {
-                   body_type = wire::CommandBody::CancelSpawn;
-                   body = wire::CreateCancelSpawn(fbb, c.handle).Union();
-                 },
-                 [&](const ReportAttachedCmd& c) {
-                   body_type = wire::CommandBody::ReportAttached;
-                   const wire::EntityId id = c.id.to_wire();
-                   body = wire::CreateReportAttached(fbb, &id).Union();
-                 },
-                 [&](const SetLifecycleCmd& c) {
-                   body_type = wire::CommandBody::SetLifecycle;
-                   body = wire::CreateSetLifecycle(fbb, c.growth_quota, c.recycle_quota,
-                                                   c.interval_ms, c.migration_budget)
-                              .Union();
-                 },
-                 [&](const LifecycleBatchCmd& c) {
-                   body_type = wire::CommandBody::LifecycleBatch;
-                   std::vector<flatbuffers::Offset<wire::LifecycleOp>> ops;
-                   const std::size_t n = std::min(c.ops.size(), kMaxLifecycleOps);
-                   ops.reserve(n);
-                   for (std::size_t i = 0; i < n; ++i) {
-                     const LifecycleOpSpec& op = c.ops[i];
-                     const bool spawn = op.kind == wire::LifecycleOpKind::Spawn;
-                     const auto spawn_off = spawn ? spawn_pedestrian(fbb, op.spawn) : 0;
-                     const wire::EntityId id = op.id.to_wire();
-                     ops.push_back(
-                         wire::CreateLifecycleOp(fbb, op.kind, spawn_off, spawn ? nullptr : &id));
-                   }
-                   body = wire::CreateLifecycleBatch(fbb, fbb.CreateVector(ops)).Union();
-                 },
-                 [&](const QueryEntityCmd& c) {
-                   body_type = wire::CommandBody::QueryEntity;
-                   const wire::EntityId id = c.id.to_wire();
-                   body = wire::CreateQueryEntity(fbb, &id).Union();
-                 },
-                 [&](const QueryPopulationCmd&) {
-                   body_type = wire::CommandBody::QueryPopulation;
-                   body = wire::CreateQueryPopulation(fbb).Union();
-                 },
-                 [&](const QuerySpawnCmd& c) {
-                   body_type = wire::CommandBody::QuerySpawn;
-                   body = wire::CreateQuerySpawn(fbb, c.handle).Union();
-                 },
-                 [&](const QueryLeasesCmd&) {
-                   body_type = wire::CommandBody::QueryLeases;
-                   body = wire::CreateQueryLeases(fbb).Union();
-                 },
-             },
-             command);
+  std::visit(
+      Overloaded{
+          [&](const PauseCmd&) {
+            body_type = wire::CommandBody::Pause;
+            body = wire::CreatePause(fbb).Union();
+          },
+          [&](const ResumeCmd&) {
+            body_type = wire::CommandBody::Resume;
+            body = wire::CreateResume(fbb).Union();
+          },
+          [&](const StepCmd& c) {
+            body_type = wire::CommandBody::Step;
+            body = wire::CreateStep(fbb, c.count).Union();
+          },
+          [&](const QueryStatsCmd&) {
+            body_type = wire::CommandBody::QueryStats;
+            body = wire::CreateQueryStats(fbb).Union();
+          },
+          [&](const SetPedestrianTargetCmd& c) {
+            body_type = wire::CommandBody::SetPedestrianTarget;
+            body = wire::CreateSetPedestrianTarget(fbb, c.count).Union();
+          },
+          [&](const DespawnEntityCmd& c) {
+            body_type = wire::CommandBody::DespawnEntity;
+            const wire::EntityId id = c.id.to_wire();
+            body = wire::CreateDespawnEntity(fbb, &id).Union();
+          },
+          [&](const CheckpointCmd& c) {
+            body_type = wire::CommandBody::Checkpoint;
+            body = wire::CreateCheckpoint(fbb, name_string(fbb, c.name)).Union();
+          },
+          [&](const RestoreCmd& c) {
+            body_type = wire::CommandBody::Restore;
+            body = wire::CreateRestore(fbb, name_string(fbb, c.name)).Union();
+          },
+          [&](const SaveCmd& c) {
+            body_type = wire::CommandBody::Save;
+            body = wire::CreateSave(fbb, name_string(fbb, c.name)).Union();
+          },
+          [&](const LoadCmd& c) {
+            body_type = wire::CommandBody::Load;
+            body = wire::CreateLoad(fbb, name_string(fbb, c.name)).Union();
+          },
+          [&](const ListSnapshotsCmd&) {
+            body_type = wire::CommandBody::ListSnapshots;
+            body = wire::CreateListSnapshots(fbb).Union();
+          },
+          [&](const DeleteSnapshotCmd& c) {
+            body_type = wire::CommandBody::DeleteSnapshot;
+            body = wire::CreateDeleteSnapshot(fbb, name_string(fbb, c.name)).Union();
+          },
+          [&](const QueryJobCmd& c) {
+            body_type = wire::CommandBody::QueryJob;
+            body = wire::CreateQueryJob(fbb, c.job_id).Union();
+          },
+          [&](const GarageRequestCmd& c) {
+            body_type = wire::CommandBody::GarageRequest;
+            const auto garage = name_string(fbb, c.garage);
+            const auto request = name_string(fbb, c.request_id);
+            const auto prototype = name_string(fbb, c.prototype);
+            const auto lane = name_string(fbb, c.lane);
+            body = wire::CreateGarageRequest(fbb, garage, request, prototype, lane, c.priority)
+                       .Union();
+          },
+          [&](const CancelGarageRequestCmd& c) {
+            body_type = wire::CommandBody::CancelGarageRequest;
+            const auto garage = name_string(fbb, c.garage);
+            const auto request = name_string(fbb, c.request_id);
+            body = wire::CreateCancelGarageRequest(fbb, garage, request).Union();
+          },
+          [&](const SetVehicleStrategyCmd& c) {
+            body_type = wire::CommandBody::SetVehicleStrategy;
+            const wire::EntityId id = c.id.to_wire();
+            body = wire::CreateSetVehicleStrategy(fbb, &id, c.strategy).Union();
+          },
+          [&](const SetObserversCmd& c) {
+            body_type = wire::CommandBody::SetObservers;
+            std::vector<wire::Vec2> points;
+            const std::size_t n = std::min(c.points.size(), kMaxObserverPoints);
+            points.reserve(n);
+            for (std::size_t i = 0; i < n; ++i) {
+              points.emplace_back(c.points[i].x_m, c.points[i].y_m);
+            }
+            const auto vec = fbb.CreateVectorOfStructs(points);
+            flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::ObserverView>>>
+                views = 0;
+            if (!c.views.empty()) {
+              std::vector<flatbuffers::Offset<wire::ObserverView>> items;
+              const std::size_t m = std::min(c.views.size(), kMaxObserverViews);
+              items.reserve(m);
+              for (std::size_t i = 0; i < m; ++i) {
+                const ObserverView& v = c.views[i];
+                items.push_back(wire::CreateObserverView(fbb, v.z_m, v.has_heading, v.heading_rad));
+              }
+              views = fbb.CreateVector(items);
+            }
+            body = wire::CreateSetObservers(fbb, vec, views).Union();
+          },
+          [&](const QueryGaragesCmd&) {
+            body_type = wire::CommandBody::QueryGarages;
+            body = wire::CreateQueryGarages(fbb).Union();
+          },
+          [&](const QuerySignalsCmd&) {
+            body_type = wire::CommandBody::QuerySignals;
+            body = wire::CreateQuerySignals(fbb).Union();
+          },
+          [&](const QueryVehicleCmd& c) {
+            body_type = wire::CommandBody::QueryVehicle;
+            const wire::EntityId id = c.id.to_wire();
+            body = wire::CreateQueryVehicle(fbb, &id).Union();
+          },
+          [&](const SetHourCmd& c) {
+            body_type = wire::CommandBody::SetHour;
+            body = wire::CreateSetHour(fbb, c.hour).Union();
+          },
+          [&](const SetTimeScaleCmd& c) {
+            body_type = wire::CommandBody::SetTimeScale;
+            body = wire::CreateSetTimeScale(fbb, c.scale).Union();
+          },
+          [&](const QueryZonesCmd&) {
+            body_type = wire::CommandBody::QueryZones;
+            body = wire::CreateQueryZones(fbb).Union();
+          },
+          [&](const ForceFullCmd& c) {
+            body_type = wire::CommandBody::ForceFull;
+            const wire::EntityId id = c.id.to_wire();
+            body = wire::CreateForceFull(fbb, &id, c.on).Union();
+          },
+          [&](const SpawnPedestrianCmd& c) {
+            body_type = wire::CommandBody::SpawnPedestrian;
+            body = spawn_pedestrian(fbb, c).Union();
+          },
+          [&](const CancelSpawnCmd& c) {
+            body_type = wire::CommandBody::CancelSpawn;
+            body = wire::CreateCancelSpawn(fbb, c.handle).Union();
+          },
+          [&](const ReportAttachedCmd& c) {
+            body_type = wire::CommandBody::ReportAttached;
+            const wire::EntityId id = c.id.to_wire();
+            body = wire::CreateReportAttached(fbb, &id).Union();
+          },
+          [&](const SetLifecycleCmd& c) {
+            body_type = wire::CommandBody::SetLifecycle;
+            body = wire::CreateSetLifecycle(fbb, c.growth_quota, c.recycle_quota, c.interval_ms,
+                                            c.migration_budget)
+                       .Union();
+          },
+          [&](const LifecycleBatchCmd& c) {
+            body_type = wire::CommandBody::LifecycleBatch;
+            std::vector<flatbuffers::Offset<wire::LifecycleOp>> ops;
+            const std::size_t n = std::min(c.ops.size(), kMaxLifecycleOps);
+            ops.reserve(n);
+            for (std::size_t i = 0; i < n; ++i) {
+              const LifecycleOpSpec& op = c.ops[i];
+              const bool spawn = op.kind == wire::LifecycleOpKind::Spawn;
+              const auto spawn_off = spawn ? spawn_pedestrian(fbb, op.spawn) : 0;
+              const wire::EntityId id = op.id.to_wire();
+              ops.push_back(
+                  wire::CreateLifecycleOp(fbb, op.kind, spawn_off, spawn ? nullptr : &id));
+            }
+            body = wire::CreateLifecycleBatch(fbb, fbb.CreateVector(ops)).Union();
+          },
+          [&](const QueryEntityCmd& c) {
+            body_type = wire::CommandBody::QueryEntity;
+            const wire::EntityId id = c.id.to_wire();
+            body = wire::CreateQueryEntity(fbb, &id).Union();
+          },
+          [&](const QueryPopulationCmd&) {
+            body_type = wire::CommandBody::QueryPopulation;
+            body = wire::CreateQueryPopulation(fbb).Union();
+          },
+          [&](const QuerySpawnCmd& c) {
+            body_type = wire::CommandBody::QuerySpawn;
+            body = wire::CreateQuerySpawn(fbb, c.handle).Union();
+          },
+          [&](const QueryLeasesCmd&) {
+            body_type = wire::CommandBody::QueryLeases;
+            body = wire::CreateQueryLeases(fbb).Union();
+          },
+      },
+      command);
   assert(body_type != wire::CommandBody::NONE);
   const auto cmd = wire::CreateCommand(fbb, request_id, body_type, body);
   return finish(fbb, wire::ClientMessage::Command, cmd.Union());

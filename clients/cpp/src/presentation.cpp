@@ -35,12 +35,18 @@ void PolicyDisplay::reset() {
 Rgb policy_colour(ControlPolicy policy) {
   switch (policy) {
     case ControlPolicy::RouteFollow:
-    case ControlPolicy::LaneFollow: return Rgb{40, 180, 60};
-    case ControlPolicy::Yielding: return Rgb{255, 150, 0};
-    case ControlPolicy::WaitingAtSignal: return Rgb{220, 30, 30};
-    case ControlPolicy::Parked: return Rgb{140, 140, 140};
-    case ControlPolicy::Manual: return Rgb{40, 110, 230};
-    case ControlPolicy::DespawnPending: return Rgb{70, 70, 70};
+    case ControlPolicy::LaneFollow:
+      return Rgb{40, 180, 60};
+    case ControlPolicy::Yielding:
+      return Rgb{255, 150, 0};
+    case ControlPolicy::WaitingAtSignal:
+      return Rgb{220, 30, 30};
+    case ControlPolicy::Parked:
+      return Rgb{140, 140, 140};
+    case ControlPolicy::Manual:
+      return Rgb{40, 110, 230};
+    case ControlPolicy::DespawnPending:
+      return Rgb{70, 70, 70};
   }
   return Rgb{255, 0, 255};
 }

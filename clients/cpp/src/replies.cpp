@@ -10,17 +10,25 @@ using detail::to_vector;
 using detail::unpack;
 using detail::unpack_into;
 
-StatsInfo to_stats_info(const wire::Stats& s) { return unpack(s); }
+StatsInfo to_stats_info(const wire::Stats& s) {
+  return unpack(s);
+}
 
-GarageReport to_garage_report(const wire::GarageInfo& g) { return unpack(g); }
+GarageReport to_garage_report(const wire::GarageInfo& g) {
+  return unpack(g);
+}
 
-SignalReport to_signal_report(const wire::SignalInfo& s) { return unpack(s); }
+SignalReport to_signal_report(const wire::SignalInfo& s) {
+  return unpack(s);
+}
 
 VehicleReport to_vehicle_report(const wire::VehicleInfo& v) {
   return unpack_into<VehicleReport>(v);
 }
 
-ZoneReport to_zone_report(const wire::ZoneInfo& z) { return unpack(z); }
+ZoneReport to_zone_report(const wire::ZoneInfo& z) {
+  return unpack(z);
+}
 
 SpawnStatusInfo to_spawn_status(const wire::SpawnStatus& s) {
   return unpack_into<SpawnStatusInfo>(s);
@@ -30,15 +38,21 @@ EntityReport to_entity_report(const wire::EntityInfo& e) {
   return unpack_into<EntityReport>(e);
 }
 
-PopulationReport to_population_report(const wire::PopulationInfo& p) { return unpack(p); }
+PopulationReport to_population_report(const wire::PopulationInfo& p) {
+  return unpack(p);
+}
 
 JobInfo to_job_info(const wire::JobStatus& j) {
   return unpack_into<JobInfo>(j);
 }
 
-SnapshotEntry to_snapshot_entry(const wire::SnapshotInfo& i) { return unpack(i); }
+SnapshotEntry to_snapshot_entry(const wire::SnapshotInfo& i) {
+  return unpack(i);
+}
 
-LeaseSummaryReport to_lease_summary(const wire::LeaseSummary& l) { return unpack(l); }
+LeaseSummaryReport to_lease_summary(const wire::LeaseSummary& l) {
+  return unpack(l);
+}
 
 CommandReply to_command_reply(const wire::CommandResult& r) {
   CommandReply out;

@@ -81,12 +81,15 @@ RepresentationLayer::~RepresentationLayer() {
   for (std::uint32_t s = 0; s < slots_.size(); ++s) {
     if (slots_[s].live) release(s);
   }
-  for (RepresentationHint h : {RepresentationHint::Actor, RepresentationHint::Instanced, RepresentationHint::Marker}) {
+  for (RepresentationHint h :
+       {RepresentationHint::Actor, RepresentationHint::Instanced, RepresentationHint::Marker}) {
     set_backend(h, nullptr);
   }
 }
 
-void RepresentationLayer::set_world(const WelcomeInfo& welcome) { mirror_.set_world(welcome); }
+void RepresentationLayer::set_world(const WelcomeInfo& welcome) {
+  mirror_.set_world(welcome);
+}
 
 std::size_t RepresentationLayer::hint_index(RepresentationHint hint) {
   assert(hint != RepresentationHint::None);
@@ -98,13 +101,16 @@ RenderBackend* RepresentationLayer::route(RepresentationHint hint) const {
 }
 
 RepresentationHint RepresentationLayer::hint_of(const RenderBackend* backend) const {
-  for (RepresentationHint h : {RepresentationHint::Actor, RepresentationHint::Instanced, RepresentationHint::Marker}) {
+  for (RepresentationHint h :
+       {RepresentationHint::Actor, RepresentationHint::Instanced, RepresentationHint::Marker}) {
     if (backend != nullptr && backends_[hint_index(h)] == backend) return h;
   }
   return RepresentationHint::None;
 }
 
-RenderBackend* RepresentationLayer::backend(RepresentationHint hint) const { return route(hint); }
+RenderBackend* RepresentationLayer::backend(RepresentationHint hint) const {
+  return route(hint);
+}
 
 InstallStatus RepresentationLayer::set_backend(RepresentationHint hint, RenderBackend* backend) {
   if (hint == RepresentationHint::None) {
@@ -119,7 +125,8 @@ InstallStatus RepresentationLayer::set_backend(RepresentationHint hint, RenderBa
   if (backend != nullptr && !already_installed && !backend->initialize(log_)) {
     ++counters_.refused_installs;
     log_to(log_, LogLevel::Error, "representation",
-           std::string(backend->name()) + " could not initialize for " + to_string(hint) + "; keeping " +
+           std::string(backend->name()) + " could not initialize for " + to_string(hint) +
+               "; keeping " +
                (old != nullptr ? std::string(old->name()) : std::string("no backend")));
     return InstallStatus::Refused;
   }
@@ -146,7 +153,8 @@ InstallStatus RepresentationLayer::set_backend(RepresentationHint hint, RenderBa
   }
   if (old != nullptr && hint_of(old) == RepresentationHint::None) old->deinitialize();
   log_to(log_, LogLevel::Info, "representation",
-         std::string(to_string(hint)) + " drawn by " + (backend != nullptr ? std::string(backend->name()) : "nothing"));
+         std::string(to_string(hint)) + " drawn by " +
+             (backend != nullptr ? std::string(backend->name()) : "nothing"));
   return InstallStatus::Installed;
 }
 
@@ -259,8 +267,10 @@ void RepresentationLayer::reconcile(std::uint32_t slot) {
       r.drawn = nullptr;
     }
     set_lease(slot, r.hint == RepresentationHint::None
-                        ? Lease{r.id, LeaseState::Released, RepresentationHint::None, UnassignedReason::None}
-                        : Lease{r.id, LeaseState::Unassigned, RepresentationHint::None, UnassignedReason::Other});
+                        ? Lease{r.id, LeaseState::Released, RepresentationHint::None,
+                                UnassignedReason::None}
+                        : Lease{r.id, LeaseState::Unassigned, RepresentationHint::None,
+                                UnassignedReason::Other});
     return;
   }
   if (r.drawn != want && r.pending == nullptr) {
@@ -273,7 +283,8 @@ void RepresentationLayer::reconcile(std::uint32_t slot) {
   } else if (r.drawn != nullptr) {
     set_lease(slot, Lease{r.id, LeaseState::Preserved, hint_of(r.drawn), UnassignedReason::None});
   } else {
-    set_lease(slot, Lease{r.id, LeaseState::Unassigned, RepresentationHint::None, r.pending_reason});
+    set_lease(slot,
+              Lease{r.id, LeaseState::Unassigned, RepresentationHint::None, r.pending_reason});
   }
 }
 
@@ -328,7 +339,8 @@ ApplySummary RepresentationLayer::apply(const Delta& delta, std::int64_t local_r
     if (r.drawn == nullptr && r.pending == nullptr) return;
     const EntityState state = state_of(view, r);
     for (RenderBackend* b : {r.drawn, r.pending}) {
-      if (b != nullptr && !b->extract_update(state, server_time_us, view.slot)) ++counters_.updates_skipped;
+      if (b != nullptr && !b->extract_update(state, server_time_us, view.slot))
+        ++counters_.updates_skipped;
     }
   });
   return summary;
@@ -341,7 +353,8 @@ void RepresentationLayer::render(std::int64_t local_now_us) {
 }
 
 void RepresentationLayer::render_at(std::int64_t render_time_us) {
-  if (last_render_time_us_ && render_time_us < *last_render_time_us_) render_time_us = *last_render_time_us_;
+  if (last_render_time_us_ && render_time_us < *last_render_time_us_)
+    render_time_us = *last_render_time_us_;
   last_render_time_us_ = render_time_us;
   ++counters_.frames;
   // Retry activations that are not complete, oldest first, bounded. The
@@ -370,8 +383,8 @@ void RepresentationLayer::render_at(std::int64_t render_time_us) {
   std::array<RenderBackend*, 3> unique{};
   std::size_t n = 0;
   for (RenderBackend* b : backends_) {
-    if (b != nullptr && std::find(unique.begin(), unique.begin() + static_cast<std::ptrdiff_t>(n), b) ==
-                            unique.begin() + static_cast<std::ptrdiff_t>(n)) {
+    if (b != nullptr && std::find(unique.begin(), unique.begin() + static_cast<std::ptrdiff_t>(n),
+                                  b) == unique.begin() + static_cast<std::ptrdiff_t>(n)) {
       unique[n++] = b;
     }
   }
@@ -396,11 +409,13 @@ std::vector<Lease> RepresentationLayer::take_leases(std::size_t max) {
     r.lease_queued = false;
     if (r.live && r.lease_known) out.push_back(r.lease);
   }
-  lease_queue_.erase(lease_queue_.begin(), lease_queue_.begin() + static_cast<std::ptrdiff_t>(used));
+  lease_queue_.erase(lease_queue_.begin(),
+                     lease_queue_.begin() + static_cast<std::ptrdiff_t>(used));
   return out;
 }
 
-std::optional<Sampled<RenderPose>> RepresentationLayer::sample(SlotId slot, std::int64_t render_time_us) const {
+std::optional<Sampled<RenderPose>> RepresentationLayer::sample(SlotId slot,
+                                                               std::int64_t render_time_us) const {
   if (!slot.valid() || slot.value >= slots_.size() || !slots_[slot.value].live) return std::nullopt;
   return slots_[slot.value].track.sample(render_time_us, config_.interpolation);
 }
@@ -411,11 +426,14 @@ std::optional<SlotRepresentation> RepresentationLayer::slot(SlotId slot) const {
   return SlotRepresentation{r.hint, hint_of(r.drawn), r.pending != nullptr, r.lease};
 }
 
-std::optional<std::int64_t> RepresentationLayer::last_render_time_us() const { return last_render_time_us_; }
+std::optional<std::int64_t> RepresentationLayer::last_render_time_us() const {
+  return last_render_time_us_;
+}
 
 std::size_t RepresentationLayer::bytes_per_slot() const {
   // The record, its ring of samples (time + pose), and the mirror's entry.
-  return sizeof(SlotRecord) + config_.interpolation.ring_capacity * (sizeof(std::int64_t) + sizeof(RenderPose)) +
+  return sizeof(SlotRecord) +
+         config_.interpolation.ring_capacity * (sizeof(std::int64_t) + sizeof(RenderPose)) +
          sizeof(EntityView) + sizeof(std::uint8_t);
 }
 

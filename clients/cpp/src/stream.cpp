@@ -13,8 +13,10 @@ using detail::unpack;
 
 // The SDK enums mirror the schema's values.
 static_assert(static_cast<int>(SimTier::Coarse) == static_cast<int>(wire::SimTier::MAX));
-static_assert(static_cast<int>(RepresentationHint::None) == static_cast<int>(wire::RepresentationHint::MAX));
-static_assert(static_cast<int>(ControlPolicy::DespawnPending) == static_cast<int>(wire::ControlPolicy::MAX));
+static_assert(static_cast<int>(RepresentationHint::None) ==
+              static_cast<int>(wire::RepresentationHint::MAX));
+static_assert(static_cast<int>(ControlPolicy::DespawnPending) ==
+              static_cast<int>(wire::ControlPolicy::MAX));
 static_assert(static_cast<int>(EntityField::Policy) == static_cast<int>(wire::EntityField::MAX));
 
 namespace {
@@ -25,20 +27,29 @@ bool in_range(std::uint8_t value) {
   return value <= static_cast<std::uint8_t>(WireEnum::MAX);
 }
 
-std::string not_a(const char* list, std::size_t i, const char* field, unsigned value, const char* type) {
+std::string not_a(const char* list, std::size_t i, const char* field, unsigned value,
+                  const char* type) {
   return std::string(list) + "[" + std::to_string(i) + "]." + field + ": " + std::to_string(value) +
          " is not a valid " + type;
 }
 
 }  // namespace
 
-const char* to_string(EntityKind v) { return wire::EnumNameEntityKind(static_cast<wire::EntityKind>(v)); }
-const char* to_string(SimTier v) { return wire::EnumNameSimTier(static_cast<wire::SimTier>(v)); }
+const char* to_string(EntityKind v) {
+  return wire::EnumNameEntityKind(static_cast<wire::EntityKind>(v));
+}
+const char* to_string(SimTier v) {
+  return wire::EnumNameSimTier(static_cast<wire::SimTier>(v));
+}
 const char* to_string(RepresentationHint v) {
   return wire::EnumNameRepresentationHint(static_cast<wire::RepresentationHint>(v));
 }
-const char* to_string(ControlPolicy v) { return wire::EnumNameControlPolicy(static_cast<wire::ControlPolicy>(v)); }
-const char* to_string(EntityField v) { return wire::EnumNameEntityField(static_cast<wire::EntityField>(v)); }
+const char* to_string(ControlPolicy v) {
+  return wire::EnumNameControlPolicy(static_cast<wire::ControlPolicy>(v));
+}
+const char* to_string(EntityField v) {
+  return wire::EnumNameEntityField(static_cast<wire::EntityField>(v));
+}
 
 LaneGeometry to_lane_geometry(const wire::LaneInfo& l) {
   LaneGeometry out;
@@ -46,7 +57,8 @@ LaneGeometry to_lane_geometry(const wire::LaneInfo& l) {
   out.id = str(l.id());
   out.kind = l.kind();
   // Copied before reading: a verified [Vec2d] need not be 8-byte aligned.
-  for (const wire::Vec2d& p : proto::copy_struct_vector(l.points())) out.points.push_back({p.x(), p.y()});
+  for (const wire::Vec2d& p : proto::copy_struct_vector(l.points()))
+    out.points.push_back({p.x(), p.y()});
   out.length_m = l.length_m();
   out.speed_mps_limit = l.speed_mps_limit();
   out.successors = to_vector(l.successors());
@@ -106,7 +118,8 @@ proto::LanePolyline lane_polyline(const LaneGeometry& lane) {
     xs.push_back(p.x_m);
     ys.push_back(p.y_m);
   }
-  return proto::LanePolyline::from_points(xs, ys, static_cast<double>(lane.elevation_m), lane.length_mm);
+  return proto::LanePolyline::from_points(xs, ys, static_cast<double>(lane.elevation_m),
+                                          lane.length_mm);
 }
 
 std::vector<proto::LanePolyline> lane_polylines(const WelcomeInfo& welcome) {
@@ -135,10 +148,12 @@ std::string decode_delta(const wire::Delta& d, Delta& out) {
       if (!in_range<wire::RepresentationHint>(rep)) {
         return not_a("entered", i, "representation", rep, "RepresentationHint");
       }
-      if (!in_range<wire::ControlPolicy>(policy)) return not_a("entered", i, "policy", policy, "ControlPolicy");
-      out.entered.push_back(EnteredEntity{EntityId::from_wire(e.id()), e.lane(), e.s_mm(), e.speed_mmps(),
-                                          e.archetype(), static_cast<EntityKind>(kind), static_cast<SimTier>(tier),
-                                          static_cast<RepresentationHint>(rep), static_cast<ControlPolicy>(policy)});
+      if (!in_range<wire::ControlPolicy>(policy))
+        return not_a("entered", i, "policy", policy, "ControlPolicy");
+      out.entered.push_back(
+          EnteredEntity{EntityId::from_wire(e.id()), e.lane(), e.s_mm(), e.speed_mmps(),
+                        e.archetype(), static_cast<EntityKind>(kind), static_cast<SimTier>(tier),
+                        static_cast<RepresentationHint>(rep), static_cast<ControlPolicy>(policy)});
     }
   }
   if (const auto* labels = d.labels()) {
@@ -147,8 +162,8 @@ std::string decode_delta(const wire::Delta& d, Delta& out) {
   }
   if (const auto* motion = d.motion()) {
     out.motion_bytes = motion->size();
-    if (std::string error = proto::read_motion(std::span<const std::uint8_t>(motion->data(), motion->size()),
-                                               out.motion);
+    if (std::string error = proto::read_motion(
+            std::span<const std::uint8_t>(motion->data(), motion->size()), out.motion);
         !error.empty()) {
       return error;
     }
@@ -158,11 +173,13 @@ std::string decode_delta(const wire::Delta& d, Delta& out) {
     for (std::size_t i = 0; i < changes->size(); ++i) {
       const wire::EntityChange& c = *changes->Get(static_cast<flatbuffers::uoffset_t>(i));
       const auto field = static_cast<std::uint8_t>(c.field());
-      if (!in_range<wire::EntityField>(field)) return not_a("changes", i, "field", field, "EntityField");
+      if (!in_range<wire::EntityField>(field))
+        return not_a("changes", i, "field", field, "EntityField");
       const auto f = static_cast<EntityField>(field);
-      const bool ok = f == EntityField::SimTier          ? in_range<wire::SimTier>(c.value())
-                      : f == EntityField::Representation ? in_range<wire::RepresentationHint>(c.value())
-                                                         : in_range<wire::ControlPolicy>(c.value());
+      const bool ok = f == EntityField::SimTier ? in_range<wire::SimTier>(c.value())
+                      : f == EntityField::Representation
+                          ? in_range<wire::RepresentationHint>(c.value())
+                          : in_range<wire::ControlPolicy>(c.value());
       if (!ok) {
         const char* type = f == EntityField::SimTier          ? "SimTier"
                            : f == EntityField::Representation ? "RepresentationHint"
@@ -178,7 +195,8 @@ std::string decode_delta(const wire::Delta& d, Delta& out) {
   }
   if (const auto* signals = d.signals()) {
     out.signals.reserve(signals->size());
-    for (const wire::SignalPhaseState* p : *signals) out.signals.push_back({p->index(), p->phase()});
+    for (const wire::SignalPhaseState* p : *signals)
+      out.signals.push_back({p->index(), p->phase()});
   }
   if (const auto* dots = d.dots()) {
     std::vector<ChainDotsEntry> v;

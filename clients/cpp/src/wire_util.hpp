@@ -10,7 +10,9 @@
 
 namespace bustle::client::detail {
 
-inline std::string str(const flatbuffers::String* s) { return s == nullptr ? std::string() : s->str(); }
+inline std::string str(const flatbuffers::String* s) {
+  return s == nullptr ? std::string() : s->str();
+}
 
 // Scalar vectors are copied bytewise (proto::copy_scalar_vector): a verified
 // vector's elements need not be aligned for their type.

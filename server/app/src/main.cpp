@@ -57,7 +57,8 @@ void discard_new_recording(std::unique_ptr<bustle::persist::Recorder>& recorder)
   const std::string path = recorder->path();
   recorder.reset();
   std::error_code ec;
-  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) std::filesystem::remove(path + suffix, ec);
+  for (const char* suffix : {"", "-wal", "-shm", "-journal"})
+    std::filesystem::remove(path + suffix, ec);
 }
 
 // Flushes the recording; false (printed) when its writer failed.
@@ -68,7 +69,8 @@ bool finish_recording(bustle::persist::Recorder& recorder) {
     spdlog::error("recording {} failed: {}", recorder.path(), rs.error);
     return false;
   }
-  spdlog::info("recording_finished: recording {}: {} ticks, {} keyframes", recorder.path(), rs.ticks_written, rs.keyframes_written);
+  spdlog::info("recording_finished: recording {}: {} ticks, {} keyframes", recorder.path(),
+               rs.ticks_written, rs.keyframes_written);
   return true;
 }
 
@@ -80,19 +82,21 @@ constexpr std::uint64_t kBatchRecordFlushTicks = 4096;
 // --record is set (ticks, digests and keyframes as the sim thread would; there
 // are no commands), and exits. Options that need a listener, a clock or the
 // snapshot store were refused by parse_options.
-int run_batch(bustle::core::World& world, const bustle::app::AppOptions& opt, const std::string& scenario_id,
-              bustle::persist::Recorder* recorder) {
+int run_batch(bustle::core::World& world, const bustle::app::AppOptions& opt,
+              const std::string& scenario_id, bustle::persist::Recorder* recorder) {
   for (std::uint64_t tick = 1; tick <= *opt.batch_steps; ++tick) {
     bool keyframed = false;
     if (recorder != nullptr) {
-      if (const auto reason = bustle::persist::keyframe_due(tick, false, opt.record_keyframe_steps)) {
+      if (const auto reason =
+              bustle::persist::keyframe_due(tick, false, opt.record_keyframe_steps)) {
         recorder->record_keyframe(tick, *reason, world.capture());
         keyframed = true;
       }
     }
     world.step();
     if (recorder != nullptr) {
-      recorder->record_tick(bustle::persist::RecordedTick{tick, world.step_index(), world.digest(), {}});
+      recorder->record_tick(
+          bustle::persist::RecordedTick{tick, world.step_index(), world.digest(), {}});
       if (keyframed || tick % kBatchRecordFlushTicks == 0) recorder->flush();
     }
     if (opt.check_invariants && !bustle::app::check_world_invariants(world).empty()) {
@@ -110,8 +114,8 @@ int run_batch(bustle::core::World& world, const bustle::app::AppOptions& opt, co
   // A batch run exists to produce its output: a recording that failed is a
   // failed run (the live server logs it and carries on instead).
   if (recorder != nullptr && !finish_recording(*recorder)) {
-    std::fprintf(stderr, "bustle-server: --record: recording %s failed: %s\n", recorder->path().c_str(),
-                 recorder->status().error.c_str());
+    std::fprintf(stderr, "bustle-server: --record: recording %s failed: %s\n",
+                 recorder->path().c_str(), recorder->status().error.c_str());
     return 1;
   }
   return 0;
@@ -268,10 +272,11 @@ bool load_city(const bustle::app::AppOptions& opt, bustle::core::LogSink* core_l
 
 int run(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
-  const auto parsed = bustle::app::parse_options(args, [](const char* name) -> std::optional<std::string> {
-    const char* v = std::getenv(name);
-    return v != nullptr ? std::optional<std::string>(v) : std::nullopt;
-  });
+  const auto parsed =
+      bustle::app::parse_options(args, [](const char* name) -> std::optional<std::string> {
+        const char* v = std::getenv(name);
+        return v != nullptr ? std::optional<std::string>(v) : std::nullopt;
+      });
   if (!parsed.error.empty()) {
     std::fprintf(stderr, "bustle-server: %s\n", parsed.error.c_str());
     return 2;
@@ -335,10 +340,10 @@ int run(int argc, char** argv) {
 
   if (!open_recording(opt, scenario_json, recorder)) return 1;
 
-  bustle::app::SimDriver driver(std::move(world_owner), server, commands,
-                                {opt.clock, opt.catchup_steps_max, 100'000, opt.autosave_steps,
-                                 opt.record_keyframe_steps, opt.check_invariants, opt.debug_stall_at_step,
-                                 opt.debug_stall_ms});
+  bustle::app::SimDriver driver(
+      std::move(world_owner), server, commands,
+      {opt.clock, opt.catchup_steps_max, 100'000, opt.autosave_steps, opt.record_keyframe_steps,
+       opt.check_invariants, opt.debug_stall_at_step, opt.debug_stall_ms});
 
   // Declared after the server and the driver, so it is destroyed (queue
   // finished, thread joined) before the objects its callbacks reach.
@@ -351,15 +356,16 @@ int run(int argc, char** argv) {
   std::unique_ptr<bustle::persist::PersistWorker> persist;
   bustle::persist::PersistWorker::Callbacks callbacks =
       persist_callbacks(server, job_telemetry, driver);
-  if (auto e = bustle::persist::PersistWorker::start(opt.snapshot_db, scenario, scenario_json, std::move(callbacks),
-                                                     persist);
+  if (auto e = bustle::persist::PersistWorker::start(opt.snapshot_db, scenario, scenario_json,
+                                                     std::move(callbacks), persist);
       !e.ok()) {
     std::fprintf(stderr, "bustle-server: --snapshot-db: %s\n", e.to_string().c_str());
     discard_new_recording(recorder);
     return 1;
   }
   if (opt.snapshot_db_max_pages > 0) persist->set_max_page_count(opt.snapshot_db_max_pages);
-  if (opt.debug_restore_delay_ms > 0) persist->set_debug_restore_delay_ms(opt.debug_restore_delay_ms);
+  if (opt.debug_restore_delay_ms > 0)
+    persist->set_debug_restore_delay_ms(opt.debug_restore_delay_ms);
   if (spdlog::should_log(spdlog::level::debug)) persist->set_core_log(&core_log);
 
   // Operations: metrics, probes, Agones. Declared after everything they read,
@@ -388,7 +394,8 @@ int run(int argc, char** argv) {
   if (opt.agones) {
     bustle::ops::AgonesSettings settings;
     settings.health_period = std::chrono::milliseconds(opt.agones_health_ms);
-    if (std::string why = bustle::ops::agones_base_url(std::getenv("AGONES_SDK_HTTP_PORT"), settings.base_url);
+    if (std::string why =
+            bustle::ops::agones_base_url(std::getenv("AGONES_SDK_HTTP_PORT"), settings.base_url);
         !why.empty()) {
       std::fprintf(stderr, "bustle-server: --agones: %s\n", why.c_str());
       return 2;
@@ -416,15 +423,18 @@ int run(int argc, char** argv) {
   std::printf("bustle-server listening on %s:%u\n", listening.address.c_str(), listening.port);
   if (metrics) {
     const std::string& bind = *opt.metrics_bind;
-    std::printf("bustle-server metrics on %s:%u\n", bind.substr(0, bind.rfind(':')).c_str(), metrics->port());
+    std::printf("bustle-server metrics on %s:%u\n", bind.substr(0, bind.rfind(':')).c_str(),
+                metrics->port());
   }
   std::fflush(stdout);
-  spdlog::info("bustle-server {} serving '{}' ({} lanes, {} pedestrians) at {} Hz, clock {}, seed {}", kVersion,
-               scenario.id, driver.world().lanes().size(), scenario.pedestrians.count, 1e6 / scenario.step_us,
-               opt.clock == bustle::net::ClockMode::Realtime ? "realtime"
-               : opt.clock == bustle::net::ClockMode::Fast   ? "fast"
-                                                             : "manual",
-               opt.seed);
+  spdlog::info(
+      "bustle-server {} serving '{}' ({} lanes, {} pedestrians) at {} Hz, clock {}, seed {}",
+      kVersion, scenario.id, driver.world().lanes().size(), scenario.pedestrians.count,
+      1e6 / scenario.step_us,
+      opt.clock == bustle::net::ClockMode::Realtime ? "realtime"
+      : opt.clock == bustle::net::ClockMode::Fast   ? "fast"
+                                                    : "manual",
+      opt.seed);
 
   if (recorder) spdlog::info("recording_started: recording to {}", recorder->path());
   spdlog::info("snapshot store {}", opt.snapshot_db);
@@ -438,9 +448,11 @@ int run(int argc, char** argv) {
   int status = driver.invariant_failure().empty() ? 0 : bustle::app::kExitInvariantBroken;
   std::uint64_t exit_job = 0;
   if (opt.checkpoint_on_exit) {
-    exit_job = persist->submit_checkpoint(*opt.checkpoint_on_exit, bustle::persist::JobKind::Checkpoint,
-                                          driver.world().capture(), bustle::persist::JobOrigin{})
-                   .job_id;
+    exit_job =
+        persist
+            ->submit_checkpoint(*opt.checkpoint_on_exit, bustle::persist::JobKind::Checkpoint,
+                                driver.world().capture(), bustle::persist::JobOrigin{})
+            .job_id;
   }
   net_thread.join();
   persist->drain();
@@ -448,9 +460,11 @@ int run(int argc, char** argv) {
       status == 0) {
     status = 1;
   }
-  if (recorder) finish_recording(*recorder);  // a failed recording is logged; the session itself ran
-  if (agones) agones->stop();                 // POST /shutdown
-  spdlog::info("stopped: stopped at step {} (digest {:016x})", driver.world().step_index(), driver.world().digest());
+  if (recorder)
+    finish_recording(*recorder);  // a failed recording is logged; the session itself ran
+  if (agones) agones->stop();     // POST /shutdown
+  spdlog::info("stopped: stopped at step {} (digest {:016x})", driver.world().step_index(),
+               driver.world().digest());
   return status;
 }
 

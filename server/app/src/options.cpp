@@ -17,9 +17,11 @@ using args::store_whole;
 // silently ignored, because batch mode steps the world back to back in this
 // process and exits, with no listener, clock or snapshot store.
 constexpr const char* kNoListener = "batch mode opens no listener";
-constexpr const char* kNoSnapshotStore = "batch mode opens no snapshot store (use --record for a replayable file)";
+constexpr const char* kNoSnapshotStore =
+    "batch mode opens no snapshot store (use --record for a replayable file)";
 // Only for --clock realtime and manual: --clock fast is what batch mode does.
-constexpr const char* kClockInBatch = "batch mode always runs its steps back to back (as --clock fast)";
+constexpr const char* kClockInBatch =
+    "batch mode always runs its steps back to back (as --clock fast)";
 
 // One setting: its flag, its environment variable, and how to apply a value.
 struct Setting {
@@ -188,7 +190,8 @@ std::vector<Setting> settings() {
        }},
       {"--log-level", "BUSTLE_LOG_LEVEL", true,
        [](O& o, const std::string& v) {
-         if (v != "trace" && v != "debug" && v != "info" && v != "warn" && v != "error" && v != "off") {
+         if (v != "trace" && v != "debug" && v != "info" && v != "warn" && v != "error" &&
+             v != "off") {
            return "expected trace, debug, info, warn, error or off, got '" + v + "'";
          }
          o.log_level = v;
@@ -258,7 +261,8 @@ std::vector<Setting> settings() {
 
 // Settings that would have no effect together are refused, naming both,
 // instead of being silently ignored.
-std::string check_combinations(const AppOptions& o, const std::map<const Setting*, std::string>& given) {
+std::string check_combinations(const AppOptions& o,
+                               const std::map<const Setting*, std::string>& given) {
   if (o.print_digest && !o.batch_steps) return "--print-digest needs --steps N";
   if (o.batch_steps) {
     for (const auto& [setting, source] : given) {
@@ -272,7 +276,8 @@ std::string check_combinations(const AppOptions& o, const std::map<const Setting
     if (flag == "--record-keyframe-steps" && !o.record_path) {
       return source + " has no effect without --record FILE";
     }
-    if (flag == "--agones-health-ms" && !o.agones) return source + " has no effect without --agones";
+    if (flag == "--agones-health-ms" && !o.agones)
+      return source + " has no effect without --agones";
     if (flag == "--health-max-lag-steps" && !o.metrics_bind) {
       return source + " has no effect without --metrics-bind ADDR:PORT";
     }

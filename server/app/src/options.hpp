@@ -15,20 +15,20 @@ namespace bustle::app {
 struct AppOptions {
   std::optional<std::string> config_path;  // empty: the embedded default city
   std::uint64_t seed = 1;
-  std::optional<double> rate_hz;           // overrides the scenario's step_us
-  std::uint32_t sim_threads = 1;           // threads for the step's parallel parts
+  std::optional<double> rate_hz;  // overrides the scenario's step_us
+  std::uint32_t sim_threads = 1;  // threads for the step's parallel parts
   net::ClockMode clock = net::ClockMode::Realtime;
   std::optional<std::uint64_t> batch_steps;  // --steps N: headless batch run
   bool print_digest = false;
   bool check_invariants = false;  // --check-invariants: World::check_invariants() after every step
-  std::uint32_t catchup_steps_max = 5;     // realtime: steps run per wake at most
+  std::uint32_t catchup_steps_max = 5;  // realtime: steps run per wake at most
   std::string log_level = "info";
-  std::string log_format = "text";                  // text | json
-  std::optional<std::string> metrics_bind;          // --metrics-bind ADDR:PORT; unset = no endpoint
-  std::uint32_t health_max_lag_steps = 50;          // /healthz: sim heartbeat older than this many steps
-  std::optional<std::string> checkpoint_on_exit;    // checkpoint NAME on SIGTERM/SIGINT
-  bool agones = false;                              // report to the Agones SDK sidecar
-  std::uint32_t agones_health_ms = 2000;            // POST /health period
+  std::string log_format = "text";          // text | json
+  std::optional<std::string> metrics_bind;  // --metrics-bind ADDR:PORT; unset = no endpoint
+  std::uint32_t health_max_lag_steps = 50;  // /healthz: sim heartbeat older than this many steps
+  std::optional<std::string> checkpoint_on_exit;  // checkpoint NAME on SIGTERM/SIGINT
+  bool agones = false;                            // report to the Agones SDK sidecar
+  std::uint32_t agones_health_ms = 2000;          // POST /health period
   // Test hooks (not in --help; README "Operations"): stall the sim thread
   // after a step, slow restores down.
   std::uint64_t debug_stall_at_step = 0;
@@ -38,7 +38,7 @@ struct AppOptions {
   std::int64_t snapshot_db_max_pages = 0;           // 0 = no cap (fault injection, quotas)
   std::uint64_t autosave_steps = 0;                 // 0 = off
   std::optional<std::string> record_path;           // --record FILE
-  std::uint64_t record_keyframe_steps = 300;  // README: file size vs parallel verify
+  std::uint64_t record_keyframe_steps = 300;        // README: file size vs parallel verify
   net::ServerOptions server;
   bool show_help = false;
   bool show_version = false;

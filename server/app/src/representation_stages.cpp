@@ -33,7 +33,8 @@ void RepresentationStages::set(core::SpawnHandleState& h, core::SpawnState s, st
   if (changed != nullptr) changed->push_back(h);
 }
 
-void RepresentationStages::after_step(const core::World& world, std::vector<core::SpawnHandleState>& changed) {
+void RepresentationStages::after_step(const core::World& world,
+                                      std::vector<core::SpawnHandleState>& changed) {
   const std::uint64_t step = world.step_index();
   // 1. Waiting handles: one stage per step.
   for (core::SpawnHandleState& h : live_) {
@@ -62,13 +63,15 @@ void RepresentationStages::after_step(const core::World& world, std::vector<core
   }
   std::erase_if(live_, [](const core::SpawnHandleState& h) { return core::is_terminal(h.state); });
   if (recent_.size() > core::kSpawnHistory) {
-    recent_.erase(recent_.begin(), recent_.begin() + static_cast<std::ptrdiff_t>(recent_.size() - core::kSpawnHistory));
+    recent_.erase(recent_.begin(), recent_.begin() + static_cast<std::ptrdiff_t>(
+                                                         recent_.size() - core::kSpawnHistory));
   }
   // 4. Remembered leases only while their handle is still Registered.
   std::erase_if(held_, [&](core::EntityId id) { return !registered_in_core(world, id); });
 }
 
-RepresentationStages::Attach RepresentationStages::attach(const core::World& world, core::EntityId id, bool remember,
+RepresentationStages::Attach RepresentationStages::attach(const core::World& world,
+                                                          core::EntityId id, bool remember,
                                                           core::SpawnHandleState* changed) {
   for (core::SpawnHandleState& h : live_) {
     if (h.entity != id) continue;
@@ -89,10 +92,13 @@ void RepresentationStages::reset(const core::World& world) {
   recent_.clear();
   held_.clear();
   for (const core::SpawnHandleState& h : world.spawn_pipeline().recent) {
-    if (h.state == core::SpawnState::RepresentationRequested && walking(world, h.entity)) live_.push_back(h);
+    if (h.state == core::SpawnState::RepresentationRequested && walking(world, h.entity))
+      live_.push_back(h);
   }
   std::sort(live_.begin(), live_.end(),
-            [](const core::SpawnHandleState& a, const core::SpawnHandleState& b) { return a.handle < b.handle; });
+            [](const core::SpawnHandleState& a, const core::SpawnHandleState& b) {
+              return a.handle < b.handle;
+            });
 }
 
 std::optional<core::SpawnHandleState> RepresentationStages::find(std::uint64_t handle) const {
@@ -111,7 +117,8 @@ const core::SpawnHandleState* RepresentationStages::waiting_for(core::EntityId i
   return nullptr;
 }
 
-void RepresentationStages::awaiting(const core::World& world, std::vector<core::EntityId>& out) const {
+void RepresentationStages::awaiting(const core::World& world,
+                                    std::vector<core::EntityId>& out) const {
   out.clear();
   for (const core::SpawnHandleState& h : world.spawn_pipeline().live) {
     if (h.state == core::SpawnState::Registered) out.push_back(h.entity);
@@ -119,7 +126,8 @@ void RepresentationStages::awaiting(const core::World& world, std::vector<core::
   for (const core::SpawnHandleState& h : live_) {
     if (h.state == core::SpawnState::RepresentationRequested) out.push_back(h.entity);
   }
-  std::sort(out.begin(), out.end(), [](core::EntityId a, core::EntityId b) { return a.packed() < b.packed(); });
+  std::sort(out.begin(), out.end(),
+            [](core::EntityId a, core::EntityId b) { return a.packed() < b.packed(); });
 }
 
 }  // namespace bustle::app

@@ -33,7 +33,13 @@ class RepresentationStages {
     std::uint64_t ready_total = 0;
     std::uint64_t failed_total = 0;  // Failed(EntityGone) on this axis
   };
-  enum class Attach : std::uint8_t { Attached, AlreadyAttached, Remembered, NotRequested, NoHandle };
+  enum class Attach : std::uint8_t {
+    Attached,
+    AlreadyAttached,
+    Remembered,
+    NotRequested,
+    NoHandle
+  };
 
   // After each step: advances waiting handles and takes the handles the step
   // ended at RepresentationRequested. Appends every state change to `changed`.
@@ -41,7 +47,8 @@ class RepresentationStages {
 
   // A client holds a representation of `id` (lease) or says so
   // (ReportAttached, `remember` false). On Attached, `changed` gets the handle.
-  Attach attach(const core::World& world, core::EntityId id, bool remember, core::SpawnHandleState* changed);
+  Attach attach(const core::World& world, core::EntityId id, bool remember,
+                core::SpawnHandleState* changed);
 
   // A new world (restore / load): forget everything, wait again for the
   // entities that still walk.
@@ -61,11 +68,13 @@ class RepresentationStages {
 
  private:
   void set(core::SpawnHandleState& h, core::SpawnState s, std::uint64_t step,
-           std::vector<core::SpawnHandleState>* changed, core::SpawnFailure f = core::SpawnFailure::None);
+           std::vector<core::SpawnHandleState>* changed,
+           core::SpawnFailure f = core::SpawnFailure::None);
 
-  std::vector<core::SpawnHandleState> live_;    // RepresentationRequested or Attached, by handle
-  std::vector<core::SpawnHandleState> recent_;  // terminal here, last core::kSpawnHistory, oldest first
-  std::vector<core::EntityId> held_;            // leases seen while the handle was Registered
+  std::vector<core::SpawnHandleState> live_;  // RepresentationRequested or Attached, by handle
+  std::vector<core::SpawnHandleState>
+      recent_;                        // terminal here, last core::kSpawnHistory, oldest first
+  std::vector<core::EntityId> held_;  // leases seen while the handle was Registered
   Counters counters_;
 };
 

@@ -26,8 +26,8 @@ net::JobInfo to_job_info(const persist::JobStatus& job) {
   return j;
 }
 
-SimDriver::SimDriver(std::unique_ptr<core::World> world, net::Server& server, net::CommandQueue& commands,
-                     SimDriverOptions options)
+SimDriver::SimDriver(std::unique_ptr<core::World> world, net::Server& server,
+                     net::CommandQueue& commands, SimDriverOptions options)
     : world_(std::move(world)),
       server_(server),
       commands_(commands),
@@ -54,7 +54,8 @@ void fill_step_timing(const ops::StepTimingSummary& t, net::StatsSnapshot& s) {
 
 std::string check_world_invariants(const core::World& world) {
   std::string broken = world.check_invariants();
-  if (!broken.empty()) spdlog::error("invariant broken after step {}: {}", world.step_index(), broken);
+  if (!broken.empty())
+    spdlog::error("invariant broken after step {}: {}", world.step_index(), broken);
   return broken;
 }
 
@@ -83,8 +84,8 @@ void SimDriver::run(const std::atomic<bool>& stop) {
     if (due.dropped > 0) {
       dropped_steps_ += due.dropped;
       if (telemetry_ != nullptr) telemetry_->on_dropped(due.dropped);
-      spdlog::warn("sim thread fell behind: dropped {} steps of wall-clock debt (total {})", due.dropped,
-                   dropped_steps_);
+      spdlog::warn("sim thread fell behind: dropped {} steps of wall-clock debt (total {})",
+                   due.dropped, dropped_steps_);
     }
     if (due.steps == 0) {
       commands_.wait_until(due.wake_at);
@@ -121,8 +122,8 @@ void SimDriver::apply_candidates() {
       r.request_id = env.origin.request_id;
       r.status = core::CommandStatus::Rejected;
       r.reason = core::RejectReason::WorldReplaced;
-      r.message = "the world was replaced by " + std::string(persist::to_string(c.job.kind)) + " '" + c.job.name +
-                  "' before this command applied";
+      r.message = "the world was replaced by " + std::string(persist::to_string(c.job.kind)) +
+                  " '" + c.job.name + "' before this command applied";
       r.applied_step = world_->step_index();
       server_.deliver_result(std::move(r));
     }
@@ -130,7 +131,8 @@ void SimDriver::apply_candidates() {
     awaiting_result_.clear();
     spawn_sessions_.clear();
     const std::uint64_t from = world_->step_index();
-    c.world->set_phase_executor(world_->lent_phase_executor());  // the same threads step the new world
+    c.world->set_phase_executor(
+        world_->lent_phase_executor());  // the same threads step the new world
     world_ = std::move(c.world);
     ++world_epoch_;
     restore_keyframe_due_ = recorder_ != nullptr;
@@ -141,14 +143,16 @@ void SimDriver::apply_candidates() {
     world_client_observers_.clear();
     for (std::size_t k = 0; k < world_->client_observers().size(); ++k) {
       const core::ObserverView& v = world_->client_observer_views()[k];
-      world_client_observers_.push_back(
-          {world_->client_observers()[k].x_m, world_->client_observers()[k].y_m, v.z_m, v.has_heading, v.heading_rad});
+      world_client_observers_.push_back({world_->client_observers()[k].x_m,
+                                         world_->client_observers()[k].y_m, v.z_m, v.has_heading,
+                                         v.heading_rad});
     }
     client_observers_dirty_ = true;
     stages_.awaiting(*world_, awaiting_);
     server_.publish(frames_.make(*world_, archetypes_, world_epoch_, awaiting_));
-    spdlog::info("world_replaced: {} '{}' applied: step {} -> {} (digest {:016x})", persist::to_string(c.job.kind), c.job.name, from,
-                 world_->step_index(), world_->digest());
+    spdlog::info("world_replaced: {} '{}' applied: step {} -> {} (digest {:016x})",
+                 persist::to_string(c.job.kind), c.job.name, from, world_->step_index(),
+                 world_->digest());
     if (persist_ == nullptr) continue;
     if (c.job.kind == persist::JobKind::Restore) {
       persist_->advance(c.job, persist::JobState::Applied, c.origin, world_->step_index());
@@ -158,7 +162,8 @@ void SimDriver::apply_candidates() {
       // ...and so is the saved active set: World::load_save placed it in one
       // reconciling step (a save of schema < 4 has none; its lifecycle regrows
       // within the quotas).
-      persist_->advance(c.job, persist::JobState::ScheduleReconciled, c.origin, world_->step_index());
+      persist_->advance(c.job, persist::JobState::ScheduleReconciled, c.origin,
+                        world_->step_index());
       // RepresentationRebuilt once every subscribed client has been sent its
       // baseline of this world (advance_rebuilt_loads).
       rebuilding_.push_back({c.job, c.origin, world_epoch_});
@@ -170,7 +175,8 @@ void SimDriver::advance_rebuilt_loads() {
   if (rebuilding_.empty() || persist_ == nullptr) return;
   if (server_.epoch_handed_out() < world_epoch_ || server_.baselines_owed() != 0) return;
   for (const RebuildingLoad& l : rebuilding_) {
-    persist_->advance(l.job, persist::JobState::RepresentationRebuilt, l.origin, world_->step_index());
+    persist_->advance(l.job, persist::JobState::RepresentationRebuilt, l.origin,
+                      world_->step_index());
   }
   rebuilding_.clear();
 }
@@ -186,7 +192,8 @@ void SimDriver::handle(net::InboundCommand cmd) {
   r.applied_step = world_->step_index();
 
   if (auto* world_cmd = std::get_if<core::WorldCommand>(&cmd.body)) {
-    const core::CommandEnvelope env{core::CommandOrigin{cmd.session_id, cmd.request_id}, *world_cmd};
+    const core::CommandEnvelope env{core::CommandOrigin{cmd.session_id, cmd.request_id},
+                                    *world_cmd};
     if (world_->submit(env) == core::SubmitStatus::Queued) {
       if (recorder_ != nullptr) submitted_since_step_.push_back(env);
       awaiting_result_.insert({cmd.session_id, cmd.request_id});
@@ -221,7 +228,8 @@ void SimDriver::handle(net::InboundCommand cmd) {
       spdlog::info("paused at step {} by client {}", world_->step_index(), cmd.session_id);
       break;
     case Kind::Resume:
-      if (paused_) spdlog::info("resumed at step {} by client {}", world_->step_index(), cmd.session_id);
+      if (paused_)
+        spdlog::info("resumed at step {} by client {}", world_->step_index(), cmd.session_id);
       paused_ = false;
       clock_.request_resync();  // no catch-up burst for the time spent paused
       break;
@@ -274,7 +282,8 @@ bool SimDriver::answer_query(const net::ControlCommand& ctl, net::OutboundResult
       std::vector<net::ZoneReport> zones;
       const core::PopulationSystem& pop = world_->population();
       for (std::size_t z = 0; z < pop.zones().size(); ++z) {
-        zones.push_back({world_->scenario().zones[z].id, pop.zones()[z], world_->scenario().zones[z].capacity});
+        zones.push_back(
+            {world_->scenario().zones[z].id, pop.zones()[z], world_->scenario().zones[z].capacity});
       }
       r.zones = std::move(zones);
       return true;
@@ -310,21 +319,24 @@ bool SimDriver::answer_query(const net::ControlCommand& ctl, net::OutboundResult
   }
 }
 
-bool SimDriver::handle_snapshot_command(const net::InboundCommand& cmd, const net::ControlCommand& ctl,
-                                        net::OutboundResult& r) {
+bool SimDriver::handle_snapshot_command(const net::InboundCommand& cmd,
+                                        const net::ControlCommand& ctl, net::OutboundResult& r) {
   auto reject = [&](core::RejectReason reason, std::string message) {
     r.status = core::CommandStatus::Rejected;
     r.reason = reason;
     r.message = std::move(message);
     return false;
   };
-  if (persist_ == nullptr) return reject(core::RejectReason::StorageError, "snapshots are disabled on this server");
+  if (persist_ == nullptr)
+    return reject(core::RejectReason::StorageError, "snapshots are disabled on this server");
   const persist::JobOrigin origin{cmd.session_id, cmd.request_id};
-  const bool named = ctl.kind == Kind::Checkpoint || ctl.kind == Kind::Restore || ctl.kind == Kind::Save ||
-                     ctl.kind == Kind::Load || ctl.kind == Kind::DeleteSnapshot;
+  const bool named = ctl.kind == Kind::Checkpoint || ctl.kind == Kind::Restore ||
+                     ctl.kind == Kind::Save || ctl.kind == Kind::Load ||
+                     ctl.kind == Kind::DeleteSnapshot;
   if (named) {
     if (std::string why = persist::validate_snapshot_name(ctl.name); !why.empty()) {
-      return reject(core::RejectReason::InvalidArgument, "snapshot name " + net::client_text(ctl.name) + ": " + why);
+      return reject(core::RejectReason::InvalidArgument,
+                    "snapshot name " + net::client_text(ctl.name) + ": " + why);
     }
   }
   std::optional<persist::JobStatus> job;
@@ -385,7 +397,8 @@ void SimDriver::run_step() {
   const std::uint64_t tick = tick_ + 1;
   if (recorder_ != nullptr) {
     // Keyframes are the state just before this tick's step, queued commands included.
-    if (const auto reason = persist::keyframe_due(tick, restore_keyframe_due_, options_.record_keyframe_steps)) {
+    if (const auto reason =
+            persist::keyframe_due(tick, restore_keyframe_due_, options_.record_keyframe_steps)) {
       recorder_->record_keyframe(tick, *reason, world_->capture());
     }
   }
@@ -407,15 +420,18 @@ void SimDriver::run_step() {
                                                  std::move(submitted_since_step_)});
     submitted_since_step_.clear();
   }
-  if (persist_ != nullptr && options_.autosave_steps > 0 && world_->step_index() % options_.autosave_steps == 0) {
+  if (persist_ != nullptr && options_.autosave_steps > 0 &&
+      world_->step_index() % options_.autosave_steps == 0) {
     // One autosave in flight at a time: a store slower than the interval skips
     // (and counts) autosaves instead of flooding the persistence queue.
     const auto previous = autosave_job_ != 0 ? persist_->query(autosave_job_) : std::nullopt;
     if (previous && !previous->terminal) {
       ++autosaves_skipped_;
     } else {
-      autosave_job_ =
-          persist_->submit_checkpoint("autosave", persist::JobKind::Autosave, capture(), persist::JobOrigin{}).job_id;
+      autosave_job_ = persist_
+                          ->submit_checkpoint("autosave", persist::JobKind::Autosave, capture(),
+                                              persist::JobOrigin{})
+                          .job_id;
     }
   }
   if (telemetry_ != nullptr) {
@@ -424,8 +440,8 @@ void SimDriver::run_step() {
     telemetry_->heartbeat(finished);
   }
   if (options_.debug_stall_ms > 0 && world_->step_index() == options_.debug_stall_at_step) {
-    spdlog::warn("debug_stall: sim thread sleeps {} ms after step {} (--debug-stall-at-step)", options_.debug_stall_ms,
-                 world_->step_index());
+    spdlog::warn("debug_stall: sim thread sleeps {} ms after step {} (--debug-stall-at-step)",
+                 options_.debug_stall_ms, world_->step_index());
     std::this_thread::sleep_for(std::chrono::milliseconds(options_.debug_stall_ms));
   }
 }
@@ -503,7 +519,8 @@ std::optional<core::SpawnHandleState> SimDriver::find_handle(std::uint64_t handl
 
 void SimDriver::report_attached(core::EntityId id, net::OutboundResult& r) {
   core::SpawnHandleState h;
-  const std::string name = "entity " + std::to_string(id.index) + ":" + std::to_string(id.generation);
+  const std::string name =
+      "entity " + std::to_string(id.index) + ":" + std::to_string(id.generation);
   switch (stages_.attach(*world_, id, false, &h)) {
     case RepresentationStages::Attach::Attached:
       r.handle = h.handle;
@@ -513,7 +530,8 @@ void SimDriver::report_attached(core::EntityId id, net::OutboundResult& r) {
       r.handle = stages_.waiting_for(id)->handle;
       r.status = core::CommandStatus::Rejected;
       r.reason = core::RejectReason::InvalidArgument;
-      r.message = "spawn " + std::to_string(r.handle) + " is attached, not representation_requested";
+      r.message =
+          "spawn " + std::to_string(r.handle) + " is attached, not representation_requested";
       return;
     case RepresentationStages::Attach::NotRequested:
     case RepresentationStages::Attach::Remembered:
@@ -532,7 +550,8 @@ void SimDriver::report_attached(core::EntityId id, net::OutboundResult& r) {
 void SimDriver::leases_held(const std::vector<core::EntityId>& ids) {
   for (const core::EntityId id : ids) {
     core::SpawnHandleState h;
-    if (stages_.attach(*world_, id, true, &h) == RepresentationStages::Attach::Attached) deliver_stage_update(h);
+    if (stages_.attach(*world_, id, true, &h) == RepresentationStages::Attach::Attached)
+      deliver_stage_update(h);
   }
 }
 
@@ -555,7 +574,8 @@ void SimDriver::submit_client_observers() {
     return;
   }
   const core::CommandEnvelope env{core::CommandOrigin{}, core::SetClientObservers{all}};
-  if (world_->submit(env) != core::SubmitStatus::Queued) return;  // inbox full: retried before the next step
+  if (world_->submit(env) != core::SubmitStatus::Queued)
+    return;  // inbox full: retried before the next step
   if (recorder_ != nullptr) submitted_since_step_.push_back(env);
   world_client_observers_ = std::move(all);
   client_observers_dirty_ = false;
@@ -565,7 +585,8 @@ net::SpawnReport SimDriver::spawn_report(const core::SpawnHandleState& handle) c
   net::SpawnReport r;
   r.handle = handle;
   const auto& zones = world_->scenario().zones;
-  if (handle.zone >= 0 && static_cast<std::size_t>(handle.zone) < zones.size()) r.zone = zones[handle.zone].id;
+  if (handle.zone >= 0 && static_cast<std::size_t>(handle.zone) < zones.size())
+    r.zone = zones[handle.zone].id;
   return r;
 }
 
@@ -615,14 +636,18 @@ net::PopulationReport SimDriver::population_report() const {
   }
   p.pedestrian_target = w.pedestrian_target();
   p.handoffs_pending = static_cast<std::uint32_t>(pop.handoffs().size());
-  for (const core::SpawnHandleState& h : w.spawn_pipeline().live) ++p.spawn_live[static_cast<std::size_t>(h.state)];
-  for (const core::SpawnHandleState& h : stages_.waiting()) ++p.spawn_live[static_cast<std::size_t>(h.state)];
+  for (const core::SpawnHandleState& h : w.spawn_pipeline().live)
+    ++p.spawn_live[static_cast<std::size_t>(h.state)];
+  for (const core::SpawnHandleState& h : stages_.waiting())
+    ++p.spawn_live[static_cast<std::size_t>(h.state)];
   p.spawn = w.spawn_pipeline().counters;
   // The representation axis adds its entries (counted by this process since
   // it started; the core's part ended at RepresentationRequested).
   const RepresentationStages::Counters& rc = stages_.counters();
-  p.spawn.per_state_total[static_cast<std::size_t>(core::SpawnState::Attached)] += rc.attached_total;
-  p.spawn.per_state_total[static_cast<std::size_t>(core::SpawnState::ReadyForGameplay)] += rc.ready_total;
+  p.spawn.per_state_total[static_cast<std::size_t>(core::SpawnState::Attached)] +=
+      rc.attached_total;
+  p.spawn.per_state_total[static_cast<std::size_t>(core::SpawnState::ReadyForGameplay)] +=
+      rc.ready_total;
   p.spawn.per_state_total[static_cast<std::size_t>(core::SpawnState::Failed)] += rc.failed_total;
   p.retiring = static_cast<std::uint32_t>(w.orphans().size());
   const core::WorldCounters& counters = w.counters();
@@ -742,12 +767,14 @@ net::StatsSnapshot SimDriver::stats() const {
   const core::VehicleSystem& vs = world_->vehicles();
   s.vehicles = vs.store().size();
   std::uint32_t per_tier[core::kSimTierCount] = {};
-  for (std::uint32_t i = 0; i < vs.store().size(); ++i) ++per_tier[vs.store().tier[i] % core::kSimTierCount];
+  for (std::uint32_t i = 0; i < vs.store().size(); ++i)
+    ++per_tier[vs.store().tier[i] % core::kSimTierCount];
   s.vehicles_full = per_tier[static_cast<int>(core::SimTier::Full)];
   s.vehicles_simulated = per_tier[static_cast<int>(core::SimTier::Simulated)];
   s.vehicles_coarse = per_tier[static_cast<int>(core::SimTier::Coarse)];
   s.vehicles_moving = vs.last_step().moving;
-  s.vehicles_waiting = vs.last_step().per_policy[static_cast<int>(core::ControlPolicy::WaitingAtSignal)];
+  s.vehicles_waiting =
+      vs.last_step().per_policy[static_cast<int>(core::ControlPolicy::WaitingAtSignal)];
   s.vehicles_yielding = vs.last_step().per_policy[static_cast<int>(core::ControlPolicy::Yielding)];
   s.tier_transitions_deferred = vs.last_tiers().deferred;
   s.hour = world_->population().hour();
@@ -761,7 +788,8 @@ net::StatsSnapshot SimDriver::stats() const {
   s.spawn_ready_total = stages_.counters().ready_total;
   s.client_observers = static_cast<std::uint32_t>(world_->client_observers().size());
   s.client_observers_dropped = client_observers_dropped_;
-  if (telemetry_ != nullptr) fill_step_timing(telemetry_->step_timing(ops::SimTelemetry::kStepTimingWindow), s);
+  if (telemetry_ != nullptr)
+    fill_step_timing(telemetry_->step_timing(ops::SimTelemetry::kStepTimingWindow), s);
   if (recorder_ != nullptr) {
     const persist::RecorderStatus rs = recorder_->status();
     s.recording = !rs.failed;

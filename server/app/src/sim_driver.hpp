@@ -60,10 +60,11 @@ namespace bustle::app {
 struct SimDriverOptions {
   net::ClockMode clock = net::ClockMode::Realtime;
   std::uint32_t catchup_steps_max = 5;
-  std::uint32_t manual_step_max = 100'000;  // per Step command
-  std::uint64_t autosave_steps = 0;         // 0 = off; else checkpoint "autosave" every N steps
+  std::uint32_t manual_step_max = 100'000;    // per Step command
+  std::uint64_t autosave_steps = 0;           // 0 = off; else checkpoint "autosave" every N steps
   std::uint64_t record_keyframe_steps = 300;  // 0 = only the initial (and restore) keyframes
-  bool check_invariants = false;  // World::check_invariants() after every step; the first failure stops run()
+  bool check_invariants =
+      false;  // World::check_invariants() after every step; the first failure stops run()
   // Test hook: after step debug_stall_at_step, the sim thread sleeps
   // debug_stall_ms (no heartbeat), so /healthz can be seen going unhealthy.
   std::uint64_t debug_stall_at_step = 0;
@@ -163,8 +164,9 @@ class SimDriver {
   std::string invariant_failure_;
   std::uint64_t dropped_steps_ = 0;
   std::uint64_t world_epoch_ = 0;
-  net::ArchetypeTable archetypes_;  // Welcome.archetypes: same scenario for every world this driver runs
-  net::FramePool frames_;           // published frames, reused once the network side lets go
+  net::ArchetypeTable
+      archetypes_;          // Welcome.archetypes: same scenario for every world this driver runs
+  net::FramePool frames_;   // published frames, reused once the network side lets go
   std::uint64_t tick_ = 0;  // steps executed by this process (recording ticks)
   bool restore_keyframe_due_ = false;
   std::vector<core::CommandEnvelope> submitted_since_step_;  // for the recording
@@ -178,9 +180,10 @@ class SimDriver {
   std::map<std::uint64_t, std::uint32_t> spawn_sessions_;
   RepresentationStages stages_;
   std::vector<core::SpawnHandleState> stage_changes_;  // scratch
-  std::vector<core::EntityId> awaiting_;               // scratch: PublishedFrame.awaiting_representation
+  std::vector<core::EntityId> awaiting_;  // scratch: PublishedFrame.awaiting_representation
   std::map<std::uint32_t, std::vector<core::ObserverPoint>> session_observers_;  // non-empty only
-  std::vector<core::ObserverPoint> world_client_observers_;  // what the world's set is (or will be once applied)
+  std::vector<core::ObserverPoint>
+      world_client_observers_;  // what the world's set is (or will be once applied)
   bool client_observers_dirty_ = false;
   std::uint32_t client_observers_dropped_ = 0;
   std::uint64_t autosave_job_ = 0;

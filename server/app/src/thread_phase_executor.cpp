@@ -7,8 +7,8 @@ namespace bustle::app {
 
 ThreadPhaseExecutor::ThreadPhaseExecutor(std::uint32_t threads) {
   if (threads < 1 || threads > kMaxThreads) {
-    throw std::invalid_argument("phase executor: threads must be in [1, " + std::to_string(kMaxThreads) +
-                                "], got " + std::to_string(threads));
+    throw std::invalid_argument("phase executor: threads must be in [1, " +
+                                std::to_string(kMaxThreads) + "], got " + std::to_string(threads));
   }
   workers_.reserve(threads - 1);
   for (std::uint32_t t = 1; t < threads; ++t) workers_.emplace_back([this] { worker_loop(); });

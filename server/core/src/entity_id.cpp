@@ -17,7 +17,9 @@ std::uint64_t fifo_term(std::uint64_t seq, std::uint32_t index) {
 
 }  // namespace
 
-std::string id_text(EntityId id) { return std::to_string(id.index) + ":" + std::to_string(id.generation); }
+std::string id_text(EntityId id) {
+  return std::to_string(id.index) + ":" + std::to_string(id.generation);
+}
 
 EntityRegistry::EntityRegistry(std::uint32_t capacity)
     : generation_(capacity, 1), alive_(capacity, 0), free_ring_(capacity), free_count_(capacity) {
@@ -30,7 +32,8 @@ EntityRegistry::EntityRegistry(std::uint32_t capacity)
 
 std::uint64_t EntityRegistry::recompute_state_digest() const {
   std::uint64_t sum = 0;
-  for (std::uint32_t i = 0; i < capacity(); ++i) sum += slot_term(i, generation_[i], alive_[i] != 0);
+  for (std::uint32_t i = 0; i < capacity(); ++i)
+    sum += slot_term(i, generation_[i], alive_[i] != 0);
   for (std::uint32_t k = 0; k < free_count_; ++k) {
     sum += fifo_term(pop_seq_ + k, free_ring_[(free_head_ + k) % capacity()]);
   }
@@ -48,7 +51,8 @@ AllocateResult EntityRegistry::allocate() {
   // and its generation was never 0.
   assert(alive_[index] == 0);
   assert(generation_[index] != 0);
-  digest_sum_ += slot_term(index, generation_[index], true) - slot_term(index, generation_[index], false);
+  digest_sum_ +=
+      slot_term(index, generation_[index], true) - slot_term(index, generation_[index], false);
   alive_[index] = 1;
   ++alive_count_;
   assert(free_count_ + alive_count_ == capacity());
@@ -80,31 +84,38 @@ bool EntityRegistry::is_alive(EntityId id) const {
 
 std::string EntityRegistry::check_invariants() const {
   const std::uint32_t cap = capacity();
-  if (alive_.size() != cap || free_ring_.size() != cap) return "registry: column lengths differ from the capacity";
+  if (alive_.size() != cap || free_ring_.size() != cap)
+    return "registry: column lengths differ from the capacity";
   std::uint32_t alive = 0;
   for (std::uint32_t i = 0; i < cap; ++i) {
-    if (generation_[i] == 0) return "registry: invariant 1: slot " + std::to_string(i) + " has generation 0";
-    if (alive_[i] > 1) return "registry: slot " + std::to_string(i) + " liveness " + std::to_string(alive_[i]);
+    if (generation_[i] == 0)
+      return "registry: invariant 1: slot " + std::to_string(i) + " has generation 0";
+    if (alive_[i] > 1)
+      return "registry: slot " + std::to_string(i) + " liveness " + std::to_string(alive_[i]);
     alive += alive_[i];
   }
   if (alive != alive_count_) {
-    return "registry: alive_count " + std::to_string(alive_count_) + " but " + std::to_string(alive) +
-           " slots are alive";
+    return "registry: alive_count " + std::to_string(alive_count_) + " but " +
+           std::to_string(alive) + " slots are alive";
   }
   if (alive_count_ + free_count_ != cap) {
-    return "registry: invariant 3: " + std::to_string(alive_count_) + " alive + " + std::to_string(free_count_) +
-           " free != capacity " + std::to_string(cap);
+    return "registry: invariant 3: " + std::to_string(alive_count_) + " alive + " +
+           std::to_string(free_count_) + " free != capacity " + std::to_string(cap);
   }
   // Every free slot is queued exactly once, and no live one is.
   std::vector<std::uint8_t> queued(cap, 0);
   for (std::uint32_t k = 0; k < free_count_; ++k) {
     const std::uint32_t i = free_ring_[(free_head_ + k) % cap];
-    if (i >= cap) return "registry: invariant 3: free FIFO holds index " + std::to_string(i) + " out of range";
-    if (alive_[i] != 0) return "registry: invariant 3: free FIFO holds live index " + std::to_string(i);
-    if (queued[i] != 0) return "registry: invariant 3: free FIFO holds index " + std::to_string(i) + " twice";
+    if (i >= cap)
+      return "registry: invariant 3: free FIFO holds index " + std::to_string(i) + " out of range";
+    if (alive_[i] != 0)
+      return "registry: invariant 3: free FIFO holds live index " + std::to_string(i);
+    if (queued[i] != 0)
+      return "registry: invariant 3: free FIFO holds index " + std::to_string(i) + " twice";
     queued[i] = 1;
   }
-  if (digest_sum_ != recompute_state_digest()) return "registry: incremental state digest differs from a recount";
+  if (digest_sum_ != recompute_state_digest())
+    return "registry: incremental state digest differs from a recount";
   return {};
 }
 
@@ -123,7 +134,8 @@ void EntityRegistry::export_state(std::vector<std::uint32_t>& generation,
   generation.assign(generation_.begin(), generation_.end());
   alive.assign(alive_.begin(), alive_.end());
   free_fifo.resize(free_count_);
-  for (std::uint32_t k = 0; k < free_count_; ++k) free_fifo[k] = free_ring_[(free_head_ + k) % capacity()];
+  for (std::uint32_t k = 0; k < free_count_; ++k)
+    free_fifo[k] = free_ring_[(free_head_ + k) % capacity()];
   pop_seq = pop_seq_;
 }
 
@@ -133,10 +145,12 @@ std::string EntityRegistry::import_state(const std::vector<std::uint32_t>& gener
                                          std::uint64_t pop_seq) {
   const std::uint32_t cap = capacity();
   if (generation.size() != cap) {
-    return "generation: has " + std::to_string(generation.size()) + " slots, capacity is " + std::to_string(cap);
+    return "generation: has " + std::to_string(generation.size()) + " slots, capacity is " +
+           std::to_string(cap);
   }
   if (alive.size() != cap) {
-    return "alive: has " + std::to_string(alive.size()) + " slots, capacity is " + std::to_string(cap);
+    return "alive: has " + std::to_string(alive.size()) + " slots, capacity is " +
+           std::to_string(cap);
   }
   std::uint32_t alive_count = 0;
   for (std::uint32_t i = 0; i < cap; ++i) {

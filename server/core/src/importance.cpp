@@ -8,10 +8,14 @@ namespace bustle::core {
 
 const char* to_string(PriorityClass c) {
   switch (c) {
-    case PriorityClass::Story: return "story";
-    case PriorityClass::Quest: return "quest";
-    case PriorityClass::Community: return "community";
-    case PriorityClass::Background: return "background";
+    case PriorityClass::Story:
+      return "story";
+    case PriorityClass::Quest:
+      return "quest";
+    case PriorityClass::Community:
+      return "community";
+    case PriorityClass::Background:
+      return "background";
   }
   return "?";
 }

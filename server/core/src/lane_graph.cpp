@@ -58,8 +58,9 @@ void LaneGraph::build_segments() {
     for (std::size_t k = 1; k < lane.points.size(); ++k) {
       const Vec2& a = lane.points[k - 1];
       const Vec2& b = lane.points[k];
-      segments_.push_back({lane.cumulative_m[k - 1], lane.cumulative_m[k], lane.cumulative_m[k] - lane.cumulative_m[k - 1],
-                           a.x_m, a.y_m, b.x_m - a.x_m, b.y_m - a.y_m});
+      segments_.push_back({lane.cumulative_m[k - 1], lane.cumulative_m[k],
+                           lane.cumulative_m[k] - lane.cumulative_m[k - 1], a.x_m, a.y_m,
+                           b.x_m - a.x_m, b.y_m - a.y_m});
     }
     ls.count = static_cast<std::uint32_t>(segments_.size()) - ls.first;
     assert(ls.count >= 1);  // validation: every lane has at least two points
@@ -84,7 +85,9 @@ void LaneGraph::build_chains() {
   }
   // A link i -> s continues a chain when it is the only way out of i and the
   // only way into s.
-  auto linked = [&](LaneIndex i) { return out_degree[i] == 1 && in_degree[only_successor[i]] == 1; };
+  auto linked = [&](LaneIndex i) {
+    return out_degree[i] == 1 && in_degree[only_successor[i]] == 1;
+  };
   std::vector<std::uint8_t> has_chain_predecessor(n, 0);
   for (LaneIndex i = 0; i < n; ++i) {
     if (linked(i)) has_chain_predecessor[only_successor[i]] = 1;
@@ -172,8 +175,8 @@ Pose LaneGraph::sample(LaneIndex li, double s_m) const {
   locate(lane, s_m, k, t);
   const Vec2& a = lane.points[k - 1];
   const Vec2& b = lane.points[k];
-  return Pose{a.x_m + (b.x_m - a.x_m) * t, a.y_m + (b.y_m - a.y_m) * t, std::atan2(b.y_m - a.y_m, b.x_m - a.x_m)};
+  return Pose{a.x_m + (b.x_m - a.x_m) * t, a.y_m + (b.y_m - a.y_m) * t,
+              std::atan2(b.y_m - a.y_m, b.x_m - a.x_m)};
 }
-
 
 }  // namespace bustle::core

@@ -37,7 +37,8 @@ PopulationSystem::PopulationSystem(const Scenario& scenario) : scenario_(&scenar
     work_points_.push_back(std::move(st));
   }
   std::map<std::string, std::uint32_t> zone_index;
-  for (std::uint32_t z = 0; z < scenario.zones.size(); ++z) zone_index.emplace(scenario.zones[z].id, z);
+  for (std::uint32_t z = 0; z < scenario.zones.size(); ++z)
+    zone_index.emplace(scenario.zones[z].id, z);
   std::map<std::string, std::int32_t> wp_index;
   for (std::size_t w = 0; w < scenario.work_points.size(); ++w) {
     wp_index.emplace(scenario.work_points[w].id, static_cast<std::int32_t>(w));
@@ -57,7 +58,8 @@ PopulationSystem::PopulationSystem(const Scenario& scenario) : scenario_(&scenar
     first += cs.base_population;
   }
   community_first_.push_back(first);
-  day_us_ = static_cast<std::uint64_t>(std::llround(scenario.population.start_hour * 3.6e9)) % kDayUs;
+  day_us_ =
+      static_cast<std::uint64_t>(std::llround(scenario.population.start_hour * 3.6e9)) % kDayUs;
   time_scale_ = scenario.population.time_scale;
   settings_ = {scenario.population.growth_quota, scenario.population.recycle_quota,
                scenario.population.lifecycle_interval_ms, scenario.population.migration_budget};
@@ -66,7 +68,8 @@ PopulationSystem::PopulationSystem(const Scenario& scenario) : scenario_(&scenar
 
 bool PopulationSystem::create_identities(EntityRegistry& registry) {
   std::map<std::string, std::uint32_t> zone_index;
-  for (std::uint32_t z = 0; z < scenario_->zones.size(); ++z) zone_index.emplace(scenario_->zones[z].id, z);
+  for (std::uint32_t z = 0; z < scenario_->zones.size(); ++z)
+    zone_index.emplace(scenario_->zones[z].id, z);
   for (std::uint32_t c = 0; c < scenario_->communities.size(); ++c) {
     const CommunitySpec& cs = scenario_->communities[c];
     const std::uint32_t home = zone_index.at(cs.home_zone);
@@ -90,9 +93,15 @@ bool PopulationSystem::create_identities(EntityRegistry& registry) {
 
 std::uint64_t PopulationSystem::row_hash(std::uint32_t i) const {
   Digest e;
-  e.u64(residents_.id[i].packed()).u32(residents_.community[i]).u32(residents_.profession[i]).u32(residents_.zone[i]).u32(residents_.active[i]);
-  e.u64(static_cast<std::uint64_t>(residents_.work_point[i])).u64(static_cast<std::uint64_t>(residents_.work_slot[i]));
-  return e.value() * (2 * static_cast<std::uint64_t>(i) + 1);  // position-bound: rows are ordered by index
+  e.u64(residents_.id[i].packed())
+      .u32(residents_.community[i])
+      .u32(residents_.profession[i])
+      .u32(residents_.zone[i])
+      .u32(residents_.active[i]);
+  e.u64(static_cast<std::uint64_t>(residents_.work_point[i]))
+      .u64(static_cast<std::uint64_t>(residents_.work_slot[i]));
+  return e.value() *
+         (2 * static_cast<std::uint64_t>(i) + 1);  // position-bound: rows are ordered by index
 }
 
 void PopulationSystem::refresh(std::uint32_t i) {
@@ -169,7 +178,8 @@ bool PopulationSystem::advance_clock(std::uint64_t sim_time_us, std::uint32_t st
   if (scenario_->communities.empty()) return false;
   // Interval numbers start at 1 so the first step (and the first step after
   // a settings change) runs the coordinator.
-  const std::uint64_t since = sim_time_us >= interval_origin_us_ ? sim_time_us - interval_origin_us_ : 0;
+  const std::uint64_t since =
+      sim_time_us >= interval_origin_us_ ? sim_time_us - interval_origin_us_ : 0;
   const std::uint64_t interval = since / (std::uint64_t{settings_.interval_ms} * 1000) + 1;
   if (interval == last_interval_) return false;
   last_interval_ = interval;
@@ -191,7 +201,9 @@ void PopulationSystem::set_hour(double hour) {
 std::int32_t PopulationSystem::resident_of(EntityId id) const {
   if (id.index >= resident_by_entity_.size()) return ResidentStore::kNone;
   const std::int32_t r = resident_by_entity_[id.index];
-  return r != ResidentStore::kNone && residents_.id[static_cast<std::size_t>(r)] == id ? r : ResidentStore::kNone;
+  return r != ResidentStore::kNone && residents_.id[static_cast<std::size_t>(r)] == id
+             ? r
+             : ResidentStore::kNone;
 }
 
 int PopulationSystem::entry_index(std::uint32_t community) const {
@@ -202,7 +214,8 @@ std::uint32_t PopulationSystem::community_target(std::uint32_t c) const {
   const CommunitySpec& cs = scenario_->communities[c];
   const int e = entry_index(c);
   if (e < 0) return 0;
-  const double want = std::round(static_cast<double>(cs.base_population) * cs.schedule[static_cast<std::size_t>(e)].density);
+  const double want = std::round(static_cast<double>(cs.base_population) *
+                                 cs.schedule[static_cast<std::size_t>(e)].density);
   return static_cast<std::uint32_t>(std::clamp(want, 0.0, static_cast<double>(cs.base_population)));
 }
 
@@ -230,10 +243,12 @@ void PopulationSystem::resolve_handoffs(const std::vector<std::int64_t>& desired
   for (const ZoneHandoff& h : handoffs_) {
     const std::uint32_t i = h.resident;
     std::uint32_t active_to = 0;
-    for (std::size_t c = 0; c < scenario_->communities.size(); ++c) active_to += active_cz_[c * zones_.size() + h.to];
-    const bool still_wanted = desired_zone[residents_.community[i]] == static_cast<std::int64_t>(h.to);
-    if (residents_.active[i] == ResidentStore::kActive && residents_.zone[i] == h.from && still_wanted &&
-        active_to < scenario_->zones[h.to].capacity) {
+    for (std::size_t c = 0; c < scenario_->communities.size(); ++c)
+      active_to += active_cz_[c * zones_.size() + h.to];
+    const bool still_wanted =
+        desired_zone[residents_.community[i]] == static_cast<std::int64_t>(h.to);
+    if (residents_.active[i] == ResidentStore::kActive && residents_.zone[i] == h.from &&
+        still_wanted && active_to < scenario_->zones[h.to].capacity) {
       move_zone(i, h.to);
       release_work_point(i);
       residents_.work_point[i] = ResidentStore::kNone;
@@ -248,7 +263,8 @@ void PopulationSystem::resolve_handoffs(const std::vector<std::int64_t>& desired
 }
 
 void PopulationSystem::start_handoffs(const std::vector<std::int64_t>& desired_zone,
-                                      const std::vector<std::uint32_t>& desired_n, std::uint32_t& migrations_left) {
+                                      const std::vector<std::uint32_t>& desired_n,
+                                      std::uint32_t& migrations_left) {
   const std::size_t nz = zones_.size();
   for (std::uint32_t z = 0; z < nz && migrations_left > 0; ++z) {
     for (std::uint32_t c = 0; c < scenario_->communities.size() && migrations_left > 0; ++c) {
@@ -260,7 +276,9 @@ void PopulationSystem::start_handoffs(const std::vector<std::int64_t>& desired_z
       // residents are contiguous: its active members are one range of it.
       for (const std::uint32_t i : active_members(c)) {
         if (need == 0 || migrations_left == 0) break;
-        if (residents_.community[i] != c || residents_.zone[i] == z || residents_.active[i] != ResidentStore::kActive) continue;
+        if (residents_.community[i] != c || residents_.zone[i] == z ||
+            residents_.active[i] != ResidentStore::kActive)
+          continue;
         handoffs_.push_back({i, residents_.zone[i], z});
         ++zones_[z].handoffs_started;
         --need;
@@ -274,7 +292,8 @@ void PopulationSystem::start_handoffs(const std::vector<std::int64_t>& desired_z
 
 void PopulationSystem::lifecycle(const std::function<double(std::uint32_t)>& distance_m,
                                  std::vector<std::uint32_t>& activate,
-                                 std::vector<std::uint32_t>& deactivate, std::vector<std::uint32_t>& moved) {
+                                 std::vector<std::uint32_t>& deactivate,
+                                 std::vector<std::uint32_t>& moved) {
   const std::size_t nz = zones_.size();
   const std::size_t nc = scenario_->communities.size();
   // Scratch members, not locals: the coordinator runs every interval and
@@ -305,9 +324,10 @@ void PopulationSystem::lifecycle(const std::function<double(std::uint32_t)>& dis
   // Work-points follow the schedule for residents already active.
   for (const std::uint32_t i : active_list_) {
     if (residents_.active[i] != ResidentStore::kActive) continue;
-    const std::int32_t want = static_cast<std::int64_t>(residents_.zone[i]) == desired_zone[residents_.community[i]]
-                                  ? desired_wp[residents_.community[i]]
-                                  : ResidentStore::kNone;
+    const std::int32_t want =
+        static_cast<std::int64_t>(residents_.zone[i]) == desired_zone[residents_.community[i]]
+            ? desired_wp[residents_.community[i]]
+            : ResidentStore::kNone;
     if (want != residents_.work_point[i]) {
       release_work_point(i);
       residents_.work_point[i] = want;
@@ -338,7 +358,8 @@ void PopulationSystem::lifecycle(const std::function<double(std::uint32_t)>& dis
     // 1. Recycle: per community, its excess in this zone (members leaving by
     //    handoff excepted), farthest first; retiring members are already going.
     // Farthest first, ties by EntityId; distances are asked for candidates only.
-    auto farthest_first = [&](const std::pair<double, std::uint32_t>& a, const std::pair<double, std::uint32_t>& b) {
+    auto farthest_first = [&](const std::pair<double, std::uint32_t>& a,
+                              const std::pair<double, std::uint32_t>& b) {
       if (a.first != b.first) return a.first > b.first;
       return residents_.id[a.second] < residents_.id[b.second];
     };
@@ -352,17 +373,20 @@ void PopulationSystem::lifecycle(const std::function<double(std::uint32_t)>& dis
       auto& mine = scratch_b_;
       mine.clear();
       for (const std::uint32_t i : active_members(c)) {
-        if (residents_.zone[i] == z && residents_.active[i] == ResidentStore::kActive && !in_handoff(i)) {
+        if (residents_.zone[i] == z && residents_.active[i] == ResidentStore::kActive &&
+            !in_handoff(i)) {
           mine.emplace_back(distance_m(i), i);
         }
       }
-      const std::uint32_t excess = std::min<std::uint32_t>(have - want, static_cast<std::uint32_t>(mine.size()));
+      const std::uint32_t excess =
+          std::min<std::uint32_t>(have - want, static_cast<std::uint32_t>(mine.size()));
       excess_total += excess;
       std::partial_sort(mine.begin(), mine.begin() + excess, mine.end(), farthest_first);
       recyc.insert(recyc.end(), mine.begin(), mine.begin() + excess);
     }
     std::sort(recyc.begin(), recyc.end(), farthest_first);
-    const std::uint32_t recycle = std::min<std::uint32_t>(settings_.recycle_quota, static_cast<std::uint32_t>(recyc.size()));
+    const std::uint32_t recycle =
+        std::min<std::uint32_t>(settings_.recycle_quota, static_cast<std::uint32_t>(recyc.size()));
     for (std::uint32_t k = 0; k < recycle; ++k) deactivate.push_back(recyc[k].second);
     st.recycled = recycle;
     st.recycled_total += recycle;
@@ -387,8 +411,11 @@ void PopulationSystem::lifecycle(const std::function<double(std::uint32_t)>& dis
       // stop as soon as enough are found.
       const std::size_t before = cand.size();
       for (int pass = 0; pass < 2 && cand.size() - before < need; ++pass) {
-        for (std::uint32_t i = community_first_[c]; i < community_first_[c + 1] && cand.size() - before < need; ++i) {
-          if (residents_.active[i] != ResidentStore::kDormant || (residents_.zone[i] == z) != (pass == 0)) continue;
+        for (std::uint32_t i = community_first_[c];
+             i < community_first_[c + 1] && cand.size() - before < need; ++i) {
+          if (residents_.active[i] != ResidentStore::kDormant ||
+              (residents_.zone[i] == z) != (pass == 0))
+            continue;
           cand.push_back(i);
         }
       }
@@ -406,8 +433,10 @@ void PopulationSystem::lifecycle(const std::function<double(std::uint32_t)>& dis
     const std::uint32_t capacity = scenario_->zones[z].capacity;
     const std::uint32_t active_after_recycle = active_z - recycle;
     const std::uint32_t active_after_all_excess = active_z - excess_total;
-    const std::uint32_t room = capacity > active_after_recycle ? capacity - active_after_recycle : 0;
-    const std::uint32_t room_final = capacity > active_after_all_excess ? capacity - active_after_all_excess : 0;
+    const std::uint32_t room =
+        capacity > active_after_recycle ? capacity - active_after_recycle : 0;
+    const std::uint32_t room_final =
+        capacity > active_after_all_excess ? capacity - active_after_all_excess : 0;
     if (need_total > room_final) st.rejected_by_capacity = need_total - room_final;
     const std::uint32_t allowed = std::min(need_total, room);
     deferred += std::min(need_total, room_final) - allowed;  // waits for the recycle quota
@@ -496,7 +525,7 @@ void PopulationSystem::claim_work_point(std::uint32_t i) {
     }
   }
   assert(residents_.active[i] == ResidentStore::kActive);  // invariant 4: only active members wait
-  wp.waiting.push_back(i);  // full: wait in FIFO order
+  wp.waiting.push_back(i);                                 // full: wait in FIFO order
 }
 
 void PopulationSystem::release_work_point(std::uint32_t i) {
@@ -528,7 +557,12 @@ void PopulationSystem::digest_into(Digest& d) const {
   for (const ZoneHandoff& h : handoffs_) d.u32(h.resident).u32(h.from).u32(h.to);
   d.tag(31);
   for (const ZoneStatus& z : zones_) {
-    d.u32(z.target).u32(z.active).u32(z.dormant).u32(z.pending_spawn).u32(z.pending_recycle).u32(z.activated);
+    d.u32(z.target)
+        .u32(z.active)
+        .u32(z.dormant)
+        .u32(z.pending_spawn)
+        .u32(z.pending_recycle)
+        .u32(z.activated);
     d.u32(z.recycled).u32(z.deferred_by_quota).u32(z.rejected_by_capacity).u32(z.migrated_in);
     d.u32(z.deferred_by_migration).u64(z.activated_total).u64(z.recycled_total);
     d.u32(z.handoffs_started).u32(z.handoffs_accepted).u32(z.handoffs_returned).u32(z.retiring);
@@ -545,23 +579,33 @@ std::string PopulationSystem::check_invariants(const EntityRegistry& registry) c
   const std::string area = "population: ";
   const std::uint32_t n = residents_.size();
   const std::size_t nz = zones_.size();
-  auto resident = [&](std::uint32_t i) { return "resident " + std::to_string(i) + " (" + id_text(residents_.id[i]) + ")"; };
-  if (residents_.community.size() != n || residents_.profession.size() != n || residents_.zone.size() != n || residents_.active.size() != n ||
-      residents_.work_point.size() != n || residents_.work_slot.size() != n || row_hash_.size() != n) {
+  auto resident = [&](std::uint32_t i) {
+    return "resident " + std::to_string(i) + " (" + id_text(residents_.id[i]) + ")";
+  };
+  if (residents_.community.size() != n || residents_.profession.size() != n ||
+      residents_.zone.size() != n || residents_.active.size() != n ||
+      residents_.work_point.size() != n || residents_.work_slot.size() != n ||
+      row_hash_.size() != n) {
     return area + "column lengths differ";
   }
-  std::vector<std::uint32_t> active_cz(active_cz_.size(), 0), dormant(nz, 0), active(nz, 0), retiring(nz, 0);
+  std::vector<std::uint32_t> active_cz(active_cz_.size(), 0), dormant(nz, 0), active(nz, 0),
+      retiring(nz, 0);
   std::uint32_t active_total = 0, retiring_total = 0;
   std::uint64_t row_sum = 0;
   std::size_t listed = 0;
   for (std::uint32_t i = 0; i < n; ++i) {
     // 1. Identities.
-    if (!registry.is_alive(residents_.id[i])) return area + "invariant 1: " + resident(i) + " is not alive in the registry";
+    if (!registry.is_alive(residents_.id[i]))
+      return area + "invariant 1: " + resident(i) + " is not alive in the registry";
     if (resident_of(residents_.id[i]) != static_cast<std::int32_t>(i)) {
-      return area + "invariant 1: " + resident(i) + " maps back to resident " + std::to_string(resident_of(residents_.id[i]));
+      return area + "invariant 1: " + resident(i) + " maps back to resident " +
+             std::to_string(resident_of(residents_.id[i]));
     }
-    if (residents_.active[i] > ResidentStore::kRetiring) return area + "invariant 1: " + resident(i) + " has lifecycle " + std::to_string(residents_.active[i]);
-    if (residents_.zone[i] >= nz) return area + resident(i) + " is in unknown zone " + std::to_string(residents_.zone[i]);
+    if (residents_.active[i] > ResidentStore::kRetiring)
+      return area + "invariant 1: " + resident(i) + " has lifecycle " +
+             std::to_string(residents_.active[i]);
+    if (residents_.zone[i] >= nz)
+      return area + resident(i) + " is in unknown zone " + std::to_string(residents_.zone[i]);
     row_sum += row_hash(i);
     if (residents_.active[i] == ResidentStore::kDormant) {
       ++dormant[residents_.zone[i]];
@@ -574,66 +618,74 @@ std::string PopulationSystem::check_invariants(const EntityRegistry& registry) c
         ++retiring_total;
       }
       if (listed >= active_list_.size() || active_list_[listed] != i) {
-        return area + "invariant 2: " + resident(i) + " is active but not next in the sorted active list";
+        return area + "invariant 2: " + resident(i) +
+               " is active but not next in the sorted active list";
       }
       ++listed;
     }
     // 4. Work-points: the resident's side.
     if (residents_.work_point[i] != ResidentStore::kNone) {
-      if (residents_.active[i] != ResidentStore::kActive) return area + "invariant 4: " + resident(i) + " is not active but holds or awaits a work-point";
-      if (residents_.work_point[i] < 0 || static_cast<std::size_t>(residents_.work_point[i]) >= work_points_.size()) {
-        return area + "invariant 4: " + resident(i) + " names unknown work-point " + std::to_string(residents_.work_point[i]);
+      if (residents_.active[i] != ResidentStore::kActive)
+        return area + "invariant 4: " + resident(i) +
+               " is not active but holds or awaits a work-point";
+      if (residents_.work_point[i] < 0 ||
+          static_cast<std::size_t>(residents_.work_point[i]) >= work_points_.size()) {
+        return area + "invariant 4: " + resident(i) + " names unknown work-point " +
+               std::to_string(residents_.work_point[i]);
       }
       const WorkPointState& wp = work_points_[static_cast<std::size_t>(residents_.work_point[i])];
       if (residents_.work_slot[i] != ResidentStore::kNone) {
         const auto slot = static_cast<std::size_t>(residents_.work_slot[i]);
         if (slot >= wp.occupant.size() || wp.occupant[slot] != static_cast<std::int32_t>(i)) {
-          return area + "invariant 4: " + resident(i) + " holds slot " + std::to_string(slot) + " of work-point " +
-                 std::to_string(residents_.work_point[i]) + ", which does not name it";
+          return area + "invariant 4: " + resident(i) + " holds slot " + std::to_string(slot) +
+                 " of work-point " + std::to_string(residents_.work_point[i]) +
+                 ", which does not name it";
         }
       } else if (std::count(wp.waiting.begin(), wp.waiting.end(), i) != 1) {
-        return area + "invariant 5: " + resident(i) + " awaits work-point " + std::to_string(residents_.work_point[i]) +
-               " but is not in its FIFO exactly once";
+        return area + "invariant 5: " + resident(i) + " awaits work-point " +
+               std::to_string(residents_.work_point[i]) + " but is not in its FIFO exactly once";
       }
     } else if (residents_.work_slot[i] != ResidentStore::kNone) {
-      return area + "invariant 4: " + resident(i) + " holds slot " + std::to_string(residents_.work_slot[i]) + " of no work-point";
+      return area + "invariant 4: " + resident(i) + " holds slot " +
+             std::to_string(residents_.work_slot[i]) + " of no work-point";
     }
   }
-  if (listed != active_list_.size()) return area + "invariant 2: the active list holds dormant residents";
+  if (listed != active_list_.size())
+    return area + "invariant 2: the active list holds dormant residents";
   if (row_sum != row_sum_) return area + "incremental row digest differs from a recount";
   // 2. Counts; 3. capacity.
   std::uint32_t dormant_total = 0;
   for (std::size_t z = 0; z < nz; ++z) {
     const std::string zone = "zone " + scenario_->zones[z].id;
     if (zones_[z].dormant != dormant[z]) {
-      return area + "invariant 2: " + zone + " counts " + std::to_string(zones_[z].dormant) + " dormant, " +
-             std::to_string(dormant[z]) + " members are";
+      return area + "invariant 2: " + zone + " counts " + std::to_string(zones_[z].dormant) +
+             " dormant, " + std::to_string(dormant[z]) + " members are";
     }
     if (zones_[z].retiring != retiring[z]) {
-      return area + "invariant 2: " + zone + " counts " + std::to_string(zones_[z].retiring) + " retiring, " +
-             std::to_string(retiring[z]) + " members are";
+      return area + "invariant 2: " + zone + " counts " + std::to_string(zones_[z].retiring) +
+             " retiring, " + std::to_string(retiring[z]) + " members are";
     }
     if (active[z] > scenario_->zones[z].capacity) {
-      return area + "invariant 3: " + zone + " has " + std::to_string(active[z]) + " active members, capacity " +
-             std::to_string(scenario_->zones[z].capacity);
+      return area + "invariant 3: " + zone + " has " + std::to_string(active[z]) +
+             " active members, capacity " + std::to_string(scenario_->zones[z].capacity);
     }
     dormant_total += dormant[z];
   }
   for (std::size_t cell = 0; cell < active_cz.size(); ++cell) {
     if (active_cz[cell] != active_cz_[cell]) {
       return area + "invariant 2: community " + scenario_->communities[cell / nz].id + " in zone " +
-             scenario_->zones[cell % nz].id + " counts " + std::to_string(active_cz_[cell]) + " active, " +
-             std::to_string(active_cz[cell]) + " members are";
+             scenario_->zones[cell % nz].id + " counts " + std::to_string(active_cz_[cell]) +
+             " active, " + std::to_string(active_cz[cell]) + " members are";
     }
   }
   if (active_total != active_total_ || retiring_total != retiring_total_) {
     return area + "invariant 2: totals count " + std::to_string(active_total_) + " active / " +
-           std::to_string(retiring_total_) + " retiring, the residents hold " + std::to_string(active_total) + " / " +
-           std::to_string(retiring_total);
+           std::to_string(retiring_total_) + " retiring, the residents hold " +
+           std::to_string(active_total) + " / " + std::to_string(retiring_total);
   }
   if (active_total + dormant_total != n) {
-    return area + "invariant 2: active " + std::to_string(active_total) + " + dormant " + std::to_string(dormant_total) +
-           " != identities " + std::to_string(n);
+    return area + "invariant 2: active " + std::to_string(active_total) + " + dormant " +
+           std::to_string(dormant_total) + " != identities " + std::to_string(n);
   }
   // 4, 5. Work-points: the slots' side and the FIFOs.
   for (std::size_t w = 0; w < work_points_.size(); ++w) {
@@ -646,48 +698,55 @@ std::string PopulationSystem::check_invariants(const EntityRegistry& registry) c
         full = false;
         continue;
       }
-      if (o < 0 || static_cast<std::uint32_t>(o) >= n || residents_.work_point[static_cast<std::size_t>(o)] != static_cast<std::int32_t>(w) ||
+      if (o < 0 || static_cast<std::uint32_t>(o) >= n ||
+          residents_.work_point[static_cast<std::size_t>(o)] != static_cast<std::int32_t>(w) ||
           residents_.work_slot[static_cast<std::size_t>(o)] != static_cast<std::int32_t>(slot)) {
-        return area + "invariant 4: " + point + " slot " + std::to_string(slot) + " holds resident " + std::to_string(o) +
-               ", which does not hold that slot";
+        return area + "invariant 4: " + point + " slot " + std::to_string(slot) +
+               " holds resident " + std::to_string(o) + ", which does not hold that slot";
       }
     }
-    if (!wp.waiting.empty() && !full) return area + "invariant 5: " + point + " has a free slot and a waiting resident";
+    if (!wp.waiting.empty() && !full)
+      return area + "invariant 5: " + point + " has a free slot and a waiting resident";
     for (const std::uint32_t q : wp.waiting) {
-      if (q >= n || residents_.work_point[q] != static_cast<std::int32_t>(w) || residents_.work_slot[q] != ResidentStore::kNone) {
-        return area + "invariant 5: " + point + " FIFO holds resident " + std::to_string(q) + ", which does not await it";
+      if (q >= n || residents_.work_point[q] != static_cast<std::int32_t>(w) ||
+          residents_.work_slot[q] != ResidentStore::kNone) {
+        return area + "invariant 5: " + point + " FIFO holds resident " + std::to_string(q) +
+               ", which does not await it";
       }
     }
   }
   // 6. Handoffs.
   for (std::size_t k = 0; k < handoffs_.size(); ++k) {
     const ZoneHandoff& h = handoffs_[k];
-    if (k > 0 && !(handoffs_[k - 1].resident < h.resident)) return area + "invariant 6: handoffs are not sorted by resident";
-    if (h.resident >= n || residents_.active[h.resident] != ResidentStore::kActive || residents_.zone[h.resident] != h.from || h.to >= nz) {
-      return area + "invariant 6: handoff of resident " + std::to_string(h.resident) + " from zone " +
-             std::to_string(h.from) + ": it is not active there";
+    if (k > 0 && !(handoffs_[k - 1].resident < h.resident))
+      return area + "invariant 6: handoffs are not sorted by resident";
+    if (h.resident >= n || residents_.active[h.resident] != ResidentStore::kActive ||
+        residents_.zone[h.resident] != h.from || h.to >= nz) {
+      return area + "invariant 6: handoff of resident " + std::to_string(h.resident) +
+             " from zone " + std::to_string(h.from) + ": it is not active there";
     }
   }
   return {};
 }
 
 PopulationCheckpoint PopulationSystem::capture() const {
-  PopulationCheckpoint cp{residents_, {}, zones_, work_points_, day_us_, time_scale_, last_interval_,
-                          settings_, handoffs_, interval_origin_us_};
+  PopulationCheckpoint cp{
+      residents_,     {},        zones_,    work_points_,       day_us_, time_scale_,
+      last_interval_, settings_, handoffs_, interval_origin_us_};
   for (const ZoneSpec& z : scenario_->zones) cp.zone_ids.push_back(z.id);
   return cp;
 }
 
-std::vector<std::pair<std::string, std::string>> PopulationSystem::restore(const PopulationCheckpoint& cp,
-                                                                            const EntityRegistry& registry) {
+std::vector<std::pair<std::string, std::string>> PopulationSystem::restore(
+    const PopulationCheckpoint& cp, const EntityRegistry& registry) {
   std::vector<std::pair<std::string, std::string>> errors;
   auto fail = [&](std::string p, std::string m) {
     if (errors.size() < 32) errors.emplace_back(std::move(p), std::move(m));
   };
   const ResidentStore& r = cp.residents;
   const std::size_t n = r.id.size();
-  if (r.community.size() != n || r.profession.size() != n || r.zone.size() != n || r.active.size() != n ||
-      r.work_point.size() != n || r.work_slot.size() != n) {
+  if (r.community.size() != n || r.profession.size() != n || r.zone.size() != n ||
+      r.active.size() != n || r.work_point.size() != n || r.work_slot.size() != n) {
     fail("residents", "column lengths differ");
     return errors;
   }
@@ -695,11 +754,14 @@ std::vector<std::pair<std::string, std::string>> PopulationSystem::restore(const
     fail("residents", std::to_string(n) + " identities, the scenario's communities have " +
                           std::to_string(community_first_.back()));
   }
-  if (cp.zones.size() != scenario_->zones.size()) fail("zones", "zone count differs from the scenario");
-  if (cp.work_points.size() != scenario_->work_points.size()) fail("work_points", "work-point count differs");
+  if (cp.zones.size() != scenario_->zones.size())
+    fail("zones", "zone count differs from the scenario");
+  if (cp.work_points.size() != scenario_->work_points.size())
+    fail("work_points", "work-point count differs");
   if (cp.day_us >= kDayUs) fail("day_us", "time of day must be in [0, 24) h");
   if (cp.time_scale < 1 || cp.time_scale > 3600) fail("time_scale", "must be in [1, 3600]");
-  if (std::string why = validate_lifecycle_settings(cp.settings); !why.empty()) fail("settings", why);
+  if (std::string why = validate_lifecycle_settings(cp.settings); !why.empty())
+    fail("settings", why);
   if (!errors.empty()) return errors;
   std::vector<std::int32_t> by_entity(resident_by_entity_.size(), ResidentStore::kNone);
   for (std::size_t i = 0; i < n; ++i) {
@@ -720,24 +782,31 @@ std::vector<std::pair<std::string, std::string>> PopulationSystem::restore(const
     // Identities are laid out community by community, base_population each.
     if (i >= community_first_.back() || i < community_first_[r.community[i]] ||
         i >= community_first_[r.community[i] + 1]) {
-      fail(row + ".community", "does not match the scenario's community sizes (each community has base_population identities, in order)");
+      fail(row + ".community",
+           "does not match the scenario's community sizes (each community has base_population "
+           "identities, in order)");
       continue;
     }
-    if (r.profession[i] >= scenario_->communities[r.community[i]].professions.size()) fail(row + ".profession", "unknown");
+    if (r.profession[i] >= scenario_->communities[r.community[i]].professions.size())
+      fail(row + ".profession", "unknown");
     if (r.zone[i] >= scenario_->zones.size()) fail(row + ".zone", "unknown zone");
-    if (r.active[i] > ResidentStore::kRetiring) fail(row + ".active", "must be 0 (dormant), 1 (active) or 2 (retiring)");
+    if (r.active[i] > ResidentStore::kRetiring)
+      fail(row + ".active", "must be 0 (dormant), 1 (active) or 2 (retiring)");
     if (r.work_point[i] != ResidentStore::kNone &&
-        (r.work_point[i] < 0 || static_cast<std::size_t>(r.work_point[i]) >= cp.work_points.size())) {
+        (r.work_point[i] < 0 ||
+         static_cast<std::size_t>(r.work_point[i]) >= cp.work_points.size())) {
       fail(row + ".work_point", "unknown work-point");
     }
   }
   for (std::size_t w = 0; w < cp.work_points.size(); ++w) {
     const WorkPointState& st = cp.work_points[w];
-    if (st.occupant.size() != scenario_->work_points[w].slots) fail("work_points[" + std::to_string(w) + "]", "slot count differs");
+    if (st.occupant.size() != scenario_->work_points[w].slots)
+      fail("work_points[" + std::to_string(w) + "]", "slot count differs");
     for (std::size_t s = 0; s < st.occupant.size(); ++s) {
       const std::int32_t o = st.occupant[s];
       if (o == ResidentStore::kNone) continue;
-      if (o < 0 || static_cast<std::size_t>(o) >= n || r.work_point[static_cast<std::size_t>(o)] != static_cast<std::int32_t>(w) ||
+      if (o < 0 || static_cast<std::size_t>(o) >= n ||
+          r.work_point[static_cast<std::size_t>(o)] != static_cast<std::int32_t>(w) ||
           r.work_slot[static_cast<std::size_t>(o)] != static_cast<std::int32_t>(s)) {
         fail("work_points[" + std::to_string(w) + "].occupant[" + std::to_string(s) + "]",
              "does not match the resident's slot (slots must be uniquely occupied)");
@@ -751,7 +820,8 @@ std::vector<std::pair<std::string, std::string>> PopulationSystem::restore(const
       fail(row + ".resident", "unknown resident");
       continue;
     }
-    if (k > 0 && cp.handoffs[k - 1].resident >= h.resident) fail(row + ".resident", "must be sorted and unique");
+    if (k > 0 && cp.handoffs[k - 1].resident >= h.resident)
+      fail(row + ".resident", "must be sorted and unique");
     if (h.from >= scenario_->zones.size() || h.to >= scenario_->zones.size() || h.from == h.to) {
       fail(row + ".to", "zones must be known and differ");
     } else if (r.active[h.resident] != ResidentStore::kActive || r.zone[h.resident] != h.from) {

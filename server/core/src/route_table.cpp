@@ -74,7 +74,8 @@ std::string RouteTable::validate(const RouteTableState& s, std::uint32_t lane_co
       if (!is_free[slot]) return at + ".count: an empty route must be on the free list";
       continue;
     }
-    if (std::uint64_t{s.offset[slot]} + s.count[slot] > s.lanes.size()) return at + ".offset: outside the buffer";
+    if (std::uint64_t{s.offset[slot]} + s.count[slot] > s.lanes.size())
+      return at + ".offset: outside the buffer";
     if (s.target[slot] > s.count[slot]) return at + ".target: beyond the route";
   }
   for (std::size_t k = 0; k < s.lanes.size(); ++k) {

@@ -48,13 +48,14 @@ std::string check_vehicle_id_format(const std::string& format) {
         }
       });
   if (!why.empty()) return why;
-  if (!bad_field.empty()) return "unknown field {" + bad_field + "}; use {garage}, {scenario} or {ordinal}";
+  if (!bad_field.empty())
+    return "unknown field {" + bad_field + "}; use {garage}, {scenario} or {ordinal}";
   if (ordinals != 1) return "must contain {ordinal} exactly once (VehicleIds must never repeat)";
   return {};
 }
 
-std::string format_vehicle_id(const std::string& format, const std::string& garage, const std::string& scenario,
-                              std::uint64_t ordinal) {
+std::string format_vehicle_id(const std::string& format, const std::string& garage,
+                              const std::string& scenario, std::uint64_t ordinal) {
   std::string out;
   walk_vehicle_id_format(
       format, [&](const std::string& t) { out += t; },
@@ -72,7 +73,8 @@ std::string format_vehicle_id(const std::string& format, const std::string& gara
   return out;
 }
 
-std::pair<std::string, std::string> vehicle_id_affixes(const std::string& format, const std::string& garage,
+std::pair<std::string, std::string> vehicle_id_affixes(const std::string& format,
+                                                       const std::string& garage,
                                                        const std::string& scenario) {
   const std::size_t at = format.find("{ordinal}");
   return {format_vehicle_id(format.substr(0, at), garage, scenario, 0),
@@ -81,7 +83,9 @@ std::pair<std::string, std::string> vehicle_id_affixes(const std::string& format
 
 namespace {
 
-std::string lane_path(std::size_t i) { return "lanes[" + std::to_string(i) + "]"; }
+std::string lane_path(std::size_t i) {
+  return "lanes[" + std::to_string(i) + "]";
+}
 
 // Shortest round-trip text of a double ("1.7e+308", "12.5"): std::to_string
 // would print a huge coordinate as 309 digits.
@@ -92,7 +96,9 @@ std::string number_text(double v) {
 }
 
 // The extent as written in the schema and README ("100000", not "1e+05").
-std::string extent_text() { return std::to_string(static_cast<std::int64_t>(kWorldExtentM)); }
+std::string extent_text() {
+  return std::to_string(static_cast<std::int64_t>(kWorldExtentM));
+}
 
 // A scenario coordinate: non-finite values are reported for the point as a
 // whole ("lanes[3].points[1]"), finite ones outside the world extent per axis
@@ -106,8 +112,8 @@ void check_coordinates(const Vec2& p, const std::string& path, Fail&& fail) {
   const std::pair<double, const char*> axes[] = {{p.x_m, ".x"}, {p.y_m, ".y"}};
   for (const auto& [v, axis] : axes) {
     if (std::fabs(v) > kWorldExtentM) {
-      fail(path + axis, "is " + number_text(v) + " m, outside the world extent [-" + extent_text() + ", " +
-                            extent_text() + "] m");
+      fail(path + axis, "is " + number_text(v) + " m, outside the world extent [-" + extent_text() +
+                            ", " + extent_text() + "] m");
     }
   }
 }
@@ -121,7 +127,8 @@ double polyline_length(const std::vector<Vec2>& pts) {
 }
 
 template <class Fail>
-void validate_vehicles(const Scenario& s, const std::map<std::string, std::size_t>& lane_index, Fail&& fail) {
+void validate_vehicles(const Scenario& s, const std::map<std::string, std::size_t>& lane_index,
+                       Fail&& fail) {
   auto road = [&](const std::string& path, const std::string& id) -> const LaneSpec* {
     auto it = lane_index.find(id);
     if (it == lane_index.end()) {
@@ -140,7 +147,8 @@ void validate_vehicles(const Scenario& s, const std::map<std::string, std::size_
     const GarageSpec& gs = s.garages[g];
     const std::string p = "garages[" + std::to_string(g) + "]";
     if (gs.id.empty()) fail(p + ".id", "must be a non-empty string");
-    if (!garage_index.emplace(gs.id, g).second) fail(p + ".id", "duplicate garage id '" + gs.id + "'");
+    if (!garage_index.emplace(gs.id, g).second)
+      fail(p + ".id", "duplicate garage id '" + gs.id + "'");
     const LaneSpec* entrance = road(p + ".lane", gs.lane);
     if (gs.route.empty()) {
       fail(p + ".route", "must list at least one lane");
@@ -159,17 +167,20 @@ void validate_vehicles(const Scenario& s, const std::map<std::string, std::size_
     }
     if (gs.prototypes.empty()) fail(p + ".prototypes", "must list at least one prototype");
     for (std::size_t k = 0; k < gs.prototypes.size(); ++k) {
-      if (gs.prototypes[k].empty()) fail(p + ".prototypes[" + std::to_string(k) + "]", "must be non-empty");
+      if (gs.prototypes[k].empty())
+        fail(p + ".prototypes[" + std::to_string(k) + "]", "must be non-empty");
       for (std::size_t j = 0; j < k; ++j) {
         if (gs.prototypes[j] == gs.prototypes[k]) {
-          fail(p + ".prototypes[" + std::to_string(k) + "]", "duplicate prototype '" + gs.prototypes[k] + "'");
+          fail(p + ".prototypes[" + std::to_string(k) + "]",
+               "duplicate prototype '" + gs.prototypes[k] + "'");
         }
       }
     }
     if (gs.capacity < 1) fail(p + ".capacity", "must be at least 1");
     if (gs.queue_depth < 1) fail(p + ".queue_depth", "must be at least 1");
     if (gs.dispatch_per_step_max < 1) fail(p + ".dispatch_per_step_max", "must be at least 1");
-    if (!(gs.entrance_clear_m >= 0.0) || (entrance != nullptr && gs.entrance_clear_m > polyline_length(entrance->points))) {
+    if (!(gs.entrance_clear_m >= 0.0) ||
+        (entrance != nullptr && gs.entrance_clear_m > polyline_length(entrance->points))) {
       fail(p + ".entrance_clear_m", "must be in [0, entrance lane length]");
     }
     if (std::string why = check_vehicle_id_format(gs.vehicle_id_format); !why.empty()) {
@@ -185,12 +196,15 @@ void validate_vehicles(const Scenario& s, const std::map<std::string, std::size_
           !check_vehicle_id_format(s.garages[b].vehicle_id_format).empty()) {
         continue;
       }
-      const auto [pa, sa] = vehicle_id_affixes(s.garages[a].vehicle_id_format, s.garages[a].id, s.id);
-      const auto [pb, sb] = vehicle_id_affixes(s.garages[b].vehicle_id_format, s.garages[b].id, s.id);
+      const auto [pa, sa] =
+          vehicle_id_affixes(s.garages[a].vehicle_id_format, s.garages[a].id, s.id);
+      const auto [pb, sb] =
+          vehicle_id_affixes(s.garages[b].vehicle_id_format, s.garages[b].id, s.id);
       const std::string& longer = pa.size() >= pb.size() ? pa : pb;
       const std::string& shorter = pa.size() >= pb.size() ? pb : pa;
-      const bool digits_only = std::all_of(longer.begin() + static_cast<std::ptrdiff_t>(shorter.size()), longer.end(),
-                                           [](char c) { return c >= '0' && c <= '9'; });
+      const bool digits_only =
+          std::all_of(longer.begin() + static_cast<std::ptrdiff_t>(shorter.size()), longer.end(),
+                      [](char c) { return c >= '0' && c <= '9'; });
       if (sa == sb && longer.compare(0, shorter.size(), shorter) == 0 && digits_only) {
         fail("garages[" + std::to_string(a) + "].vehicle_id_format",
              "can give the same VehicleIds as garages[" + std::to_string(b) + "] ('" +
@@ -204,9 +218,11 @@ void validate_vehicles(const Scenario& s, const std::map<std::string, std::size_
     const SignalSpec& sg = s.signals[i];
     const std::string p = "signals[" + std::to_string(i) + "]";
     if (sg.id.empty()) fail(p + ".id", "must be a non-empty string");
-    if (!signal_index.emplace(sg.id, i).second) fail(p + ".id", "duplicate signal id '" + sg.id + "'");
+    if (!signal_index.emplace(sg.id, i).second)
+      fail(p + ".id", "duplicate signal id '" + sg.id + "'");
     road(p + ".lane", sg.lane);
-    if (!(sg.stop_alpha >= 0.0 && sg.stop_alpha <= 1.0)) fail(p + ".stop_alpha", "must be in [0, 1]");
+    if (!(sg.stop_alpha >= 0.0 && sg.stop_alpha <= 1.0))
+      fail(p + ".stop_alpha", "must be in [0, 1]");
     if (!(sg.yield_alpha >= 0.0 && sg.yield_alpha <= sg.stop_alpha)) {
       fail(p + ".yield_alpha", "must be in [0, stop_alpha]");
     }
@@ -217,19 +233,22 @@ void validate_vehicles(const Scenario& s, const std::map<std::string, std::size_
       fail(p + ".offset_ms", "must be shorter than one cycle");
     }
     for (std::size_t j = 0; j < i; ++j) {
-      if (s.signals[j].lane == sg.lane) fail(p + ".lane", "lane '" + sg.lane + "' already has a signal");
+      if (s.signals[j].lane == sg.lane)
+        fail(p + ".lane", "lane '" + sg.lane + "' already has a signal");
     }
   }
   const VehiclePlanSpec& plan = s.vehicle_plan;
   if (plan.batch_size < 1) fail("vehicle_plan.batch_size", "must be at least 1");
-  if (plan.batch_interval_steps < 1) fail("vehicle_plan.batch_interval_steps", "must be at least 1");
+  if (plan.batch_interval_steps < 1)
+    fail("vehicle_plan.batch_interval_steps", "must be at least 1");
   std::map<std::pair<std::string, std::string>, std::size_t> seen_requests;
   for (std::size_t i = 0; i < plan.requests.size(); ++i) {
     const PlannedRequest& r = plan.requests[i];
     const std::string p = "vehicle_plan.requests[" + std::to_string(i) + "]";
     if (r.request_id.empty()) fail(p + ".request_id", "must be a non-empty string");
     if (!seen_requests.emplace(std::make_pair(r.garage, r.request_id), i).second) {
-      fail(p + ".request_id", "duplicate request id '" + r.request_id + "' for garage '" + r.garage + "'");
+      fail(p + ".request_id",
+           "duplicate request id '" + r.request_id + "' for garage '" + r.garage + "'");
     }
     auto g = garage_index.find(r.garage);
     if (g == garage_index.end()) {
@@ -240,7 +259,8 @@ void validate_vehicles(const Scenario& s, const std::map<std::string, std::size_
     if (std::find(gs.prototypes.begin(), gs.prototypes.end(), r.prototype) == gs.prototypes.end()) {
       fail(p + ".prototype", "garage '" + gs.id + "' has no prototype '" + r.prototype + "'");
     }
-    if (r.lane != gs.lane) fail(p + ".lane", "garage '" + gs.id + "' dispatches onto lane '" + gs.lane + "' only");
+    if (r.lane != gs.lane)
+      fail(p + ".lane", "garage '" + gs.id + "' dispatches onto lane '" + gs.lane + "' only");
   }
   const VehicleRules& vr = s.vehicle_rules;
   // JSON cannot spell an infinity (an overflowing number is a syntax error),
@@ -294,7 +314,8 @@ std::string hours(double h) {
 }
 
 template <class Fail>
-void validate_population(const Scenario& s, const std::map<std::string, std::size_t>& lane_index, Fail&& fail) {
+void validate_population(const Scenario& s, const std::map<std::string, std::size_t>& lane_index,
+                         Fail&& fail) {
   std::map<std::string, std::size_t> zone_index;
   for (std::size_t z = 0; z < s.zones.size(); ++z) {
     const ZoneSpec& zs = s.zones[z];
@@ -318,7 +339,8 @@ void validate_population(const Scenario& s, const std::map<std::string, std::siz
     const WorkPointSpec& wp = s.work_points[w];
     const std::string p = "work_points[" + std::to_string(w) + "]";
     if (wp.id.empty()) fail(p + ".id", "must be a non-empty string");
-    if (!wp_index.emplace(wp.id, w).second) fail(p + ".id", "duplicate work-point id '" + wp.id + "'");
+    if (!wp_index.emplace(wp.id, w).second)
+      fail(p + ".id", "duplicate work-point id '" + wp.id + "'");
     if (!zone_index.count(wp.zone)) fail(p + ".zone", "unknown zone id '" + wp.zone + "'");
     if (wp.profession.empty()) fail(p + ".profession", "must be a non-empty string");
     if (wp.slots < 1) fail(p + ".slots", "must be at least 1");
@@ -329,10 +351,12 @@ void validate_population(const Scenario& s, const std::map<std::string, std::siz
     const CommunitySpec& cs = s.communities[c];
     const std::string p = "communities[" + std::to_string(c) + "]";
     if (cs.id.empty()) fail(p + ".id", "must be a non-empty string");
-    if (!community_index.emplace(cs.id, c).second) fail(p + ".id", "duplicate community id '" + cs.id + "'");
+    if (!community_index.emplace(cs.id, c).second)
+      fail(p + ".id", "duplicate community id '" + cs.id + "'");
     residents += cs.base_population;
     if (cs.professions.empty()) fail(p + ".professions", "must list at least one profession");
-    if (!zone_index.count(cs.home_zone)) fail(p + ".home_zone", "unknown zone id '" + cs.home_zone + "'");
+    if (!zone_index.count(cs.home_zone))
+      fail(p + ".home_zone", "unknown zone id '" + cs.home_zone + "'");
     if (cs.schedule.empty()) {
       fail(p + ".schedule", "must cover [0, 24) exactly once");
       continue;
@@ -369,9 +393,13 @@ void validate_population(const Scenario& s, const std::map<std::string, std::siz
           fail(ep + ".work_point", "unknown work-point id '" + e.work_point + "'");
         } else {
           const WorkPointSpec& wp = s.work_points[w->second];
-          if (wp.zone != e.zone) fail(ep + ".work_point", "work-point '" + wp.id + "' is in zone '" + wp.zone + "', not '" + e.zone + "'");
-          if (std::find(cs.professions.begin(), cs.professions.end(), wp.profession) == cs.professions.end()) {
-            fail(ep + ".work_point", "work-point '" + wp.id + "' needs profession '" + wp.profession + "', which this community lacks");
+          if (wp.zone != e.zone)
+            fail(ep + ".work_point",
+                 "work-point '" + wp.id + "' is in zone '" + wp.zone + "', not '" + e.zone + "'");
+          if (std::find(cs.professions.begin(), cs.professions.end(), wp.profession) ==
+              cs.professions.end()) {
+            fail(ep + ".work_point", "work-point '" + wp.id + "' needs profession '" +
+                                         wp.profession + "', which this community lacks");
           }
         }
       }
@@ -391,11 +419,12 @@ void validate_population(const Scenario& s, const std::map<std::string, std::siz
     std::size_t last_entry = pieces.front().entry;
     for (const Piece& pc : pieces) {
       if (pc.start > covered) {
-        fail(p + ".schedule", "gap from " + hours(covered) + " h to " + hours(pc.start) + " h (entry [" +
-                                  std::to_string(pc.entry) + "] starts late)");
+        fail(p + ".schedule", "gap from " + hours(covered) + " h to " + hours(pc.start) +
+                                  " h (entry [" + std::to_string(pc.entry) + "] starts late)");
       } else if (pc.start < covered) {
-        fail(p + ".schedule", "entries [" + std::to_string(last_entry) + "] and [" + std::to_string(pc.entry) +
-                                  "] overlap from " + hours(pc.start) + " h to " + hours(std::min(covered, pc.end)) + " h");
+        fail(p + ".schedule", "entries [" + std::to_string(last_entry) + "] and [" +
+                                  std::to_string(pc.entry) + "] overlap from " + hours(pc.start) +
+                                  " h to " + hours(std::min(covered, pc.end)) + " h");
       }
       if (pc.end > covered) {
         covered = pc.end;
@@ -409,10 +438,13 @@ void validate_population(const Scenario& s, const std::map<std::string, std::siz
                             std::to_string(s.entity_capacity));
   }
   const PopulationSettings& ps = s.population;
-  if (!(ps.start_hour >= 0.0 && ps.start_hour < 24.0)) fail("population.start_hour", "must be in [0, 24)");
-  if (ps.time_scale < 1 || ps.time_scale > 3600) fail("population.time_scale", "must be in [1, 3600]");
+  if (!(ps.start_hour >= 0.0 && ps.start_hour < 24.0))
+    fail("population.start_hour", "must be in [0, 24)");
+  if (ps.time_scale < 1 || ps.time_scale > 3600)
+    fail("population.time_scale", "must be in [1, 3600]");
   if (ps.lifecycle_interval_ms < 1) fail("population.lifecycle_interval_ms", "must be at least 1");
-  if (ps.migration_budget > 1'000'000) fail("population.migration_budget", "must be at most 1000000");
+  if (ps.migration_budget > 1'000'000)
+    fail("population.migration_budget", "must be at most 1000000");
 }
 
 // Limits of the importance, spawn and despawn settings (schema/scenario.schema.json).
@@ -431,11 +463,14 @@ constexpr double kBehindFactorMax = 100.0;
 constexpr double kAreaWeightMax = 100.0;
 
 // False for NaN and, with finite bounds, for infinities.
-bool within(double v, double lo, double hi) { return v >= lo && v <= hi; }
+bool within(double v, double lo, double hi) {
+  return v >= lo && v <= hi;
+}
 
 template <class Fail>
 void validate_importance(const ImportanceSpec& imp, Fail&& fail) {
-  static constexpr const char* kClassNames[kPriorityClassCount] = {"story", "quest", "community", "background"};
+  static constexpr const char* kClassNames[kPriorityClassCount] = {"story", "quest", "community",
+                                                                   "background"};
   const std::string p = "tiers.importance";
   for (std::size_t k = 0; k < kPriorityClassCount; ++k) {
     const std::string cp = p + ".class_weight." + kClassNames[k];
@@ -447,10 +482,14 @@ void validate_importance(const ImportanceSpec& imp, Fail&& fail) {
                    " (the order is story > quest > community > background)");
     }
   }
-  if (!within(imp.pedestrian_weight, kWeightMin, kWeightMax)) fail(p + ".pedestrian_weight", "must be in [0.01, 100]");
-  if (!within(imp.vehicle_weight, kWeightMin, kWeightMax)) fail(p + ".vehicle_weight", "must be in [0.01, 100]");
-  if (!within(imp.height_weight, 0.0, kHeightWeightMax)) fail(p + ".height_weight", "must be in [0, 1000]");
-  if (!within(imp.behind_factor, 1.0, kBehindFactorMax)) fail(p + ".behind_factor", "must be in [1, 100]");
+  if (!within(imp.pedestrian_weight, kWeightMin, kWeightMax))
+    fail(p + ".pedestrian_weight", "must be in [0.01, 100]");
+  if (!within(imp.vehicle_weight, kWeightMin, kWeightMax))
+    fail(p + ".vehicle_weight", "must be in [0.01, 100]");
+  if (!within(imp.height_weight, 0.0, kHeightWeightMax))
+    fail(p + ".height_weight", "must be in [0, 1000]");
+  if (!within(imp.behind_factor, 1.0, kBehindFactorMax))
+    fail(p + ".behind_factor", "must be in [1, 100]");
   std::map<std::string, std::size_t> area_index;
   for (std::size_t i = 0; i < imp.areas.size(); ++i) {
     const AreaOfInterest& a = imp.areas[i];
@@ -462,7 +501,8 @@ void validate_importance(const ImportanceSpec& imp, Fail&& fail) {
                            std::to_string(it->second) + "])");
     }
     check_coordinates(a.center, ap + ".center", fail);
-    if (!(std::isfinite(a.radius_m) && a.radius_m > 0.0)) fail(ap + ".radius_m", "must be positive and finite");
+    if (!(std::isfinite(a.radius_m) && a.radius_m > 0.0))
+      fail(ap + ".radius_m", "must be positive and finite");
     if (!within(a.weight, 1.0, kAreaWeightMax)) fail(ap + ".weight", "must be in [1, 100]");
   }
 }
@@ -477,22 +517,25 @@ void validate_lifecycle(const Scenario& s, Fail&& fail) {
     fail("pedestrians.dots_every_steps", "must be in [1, 600]");
   }
   const SpawnSettings& sp = s.spawn;
-  if (sp.per_step_cap < 1 || sp.per_step_cap > kSpawnPerStepCapMax) fail("spawn.per_step_cap", "must be in [1, 4096]");
+  if (sp.per_step_cap < 1 || sp.per_step_cap > kSpawnPerStepCapMax)
+    fail("spawn.per_step_cap", "must be in [1, 4096]");
   if (sp.queue_depth < 1 || sp.queue_depth > kSpawnQueueDepthMax) {
     fail("spawn.queue_depth", "must be in [1, " + std::to_string(kSpawnQueueDepthMax) + "]");
   }
   // At least one step: a handle must be able to survive the step it was queued in.
   const std::uint32_t step_ms = (s.step_us + 999) / 1000;
   if (sp.timeout_ms < step_ms || sp.timeout_ms > kSpawnTimeoutMsMax) {
-    fail("spawn.timeout_ms", "must be in [" + std::to_string(step_ms) + ", " + std::to_string(kSpawnTimeoutMsMax) +
-                                 "] (at least one step of " + std::to_string(s.step_us) + " us), got " +
+    fail("spawn.timeout_ms", "must be in [" + std::to_string(step_ms) + ", " +
+                                 std::to_string(kSpawnTimeoutMsMax) + "] (at least one step of " +
+                                 std::to_string(s.step_us) + " us), got " +
                                  std::to_string(sp.timeout_ms));
   }
   if (s.despawn.fade_ms > kFadeMsMax) fail("despawn.fade_ms", "must be at most 60000");
   if (!(std::isfinite(s.despawn.out_of_range_m) && s.despawn.out_of_range_m >= 0.0)) {
     fail("despawn.out_of_range_m", "must be finite and non-negative (0 = off)");
   }
-  if (s.despawn.stuck_ms > kSpawnTimeoutMsMax) fail("despawn.stuck_ms", "must be at most 3600000 (0 = off)");
+  if (s.despawn.stuck_ms > kSpawnTimeoutMsMax)
+    fail("despawn.stuck_ms", "must be at most 3600000 (0 = off)");
 }
 
 }  // namespace
@@ -536,8 +579,8 @@ std::vector<ScenarioError> validate_scenario(const Scenario& s) {
     if (lane.id.empty()) {
       fail(p + ".id", "must be a non-empty string");
     } else if (auto [it, inserted] = first_index.emplace(lane.id, i); !inserted) {
-      fail(p + ".id", "duplicate lane id '" + lane.id + "' (first used by " +
-                          lane_path(it->second) + ")");
+      fail(p + ".id",
+           "duplicate lane id '" + lane.id + "' (first used by " + lane_path(it->second) + ")");
     }
     if (lane.points.size() < 2) {
       fail(p + ".points", "must have at least 2 points, got " + std::to_string(lane.points.size()));
@@ -572,10 +615,12 @@ std::vector<ScenarioError> validate_scenario(const Scenario& s) {
   if (s.pedestrians.count > 0) {
     bool any_sidewalk = false;
     for (const LaneSpec& lane : s.lanes) any_sidewalk |= lane.kind == LaneKind::Sidewalk;
-    if (!any_sidewalk) fail("pedestrians.count", "is positive but the scenario has no sidewalk lane");
+    if (!any_sidewalk)
+      fail("pedestrians.count", "is positive but the scenario has no sidewalk lane");
   }
   if (s.pedestrians.count > s.entity_capacity) {
-    fail("pedestrians.count", "exceeds entity_capacity (" + std::to_string(s.entity_capacity) + ")");
+    fail("pedestrians.count",
+         "exceeds entity_capacity (" + std::to_string(s.entity_capacity) + ")");
   }
   if (s.pedestrians.spawn_per_step_max < 1) {
     fail("pedestrians.spawn_per_step_max", "must be at least 1");

@@ -10,9 +10,12 @@ namespace bustle::core {
 
 const char* to_string(SimTier t) {
   switch (t) {
-    case SimTier::Full: return "full";
-    case SimTier::Simulated: return "simulated";
-    case SimTier::Coarse: return "coarse";
+    case SimTier::Full:
+      return "full";
+    case SimTier::Simulated:
+      return "simulated";
+    case SimTier::Coarse:
+      return "coarse";
   }
   return "?";
 }
@@ -37,13 +40,15 @@ namespace {
 // "incumbent, then distance, then id" of stage 2 below.
 std::uint64_t preference_key(bool incumbent, double distance_m) {
   assert(distance_m >= 0.0);  // effective distances are never negative or NaN
-  const std::uint64_t bits = distance_m == 0.0 ? 0 : std::bit_cast<std::uint64_t>(distance_m);  // -0.0 as +0.0
+  const std::uint64_t bits =
+      distance_m == 0.0 ? 0 : std::bit_cast<std::uint64_t>(distance_m);  // -0.0 as +0.0
   return (incumbent ? 0 : 1ull << 63) | bits;
 }
 
 }  // namespace
 
-TierSpec slice_caps(const TierSpec& spec, const std::uint32_t (&others)[kSimTierCount], std::uint32_t others_forced) {
+TierSpec slice_caps(const TierSpec& spec, const std::uint32_t (&others)[kSimTierCount],
+                    std::uint32_t others_forced) {
   constexpr auto kFull = static_cast<std::size_t>(SimTier::Full);
   constexpr auto kSim = static_cast<std::size_t>(SimTier::Simulated);
   auto left = [](std::uint32_t cap, std::uint32_t used) { return cap > used ? cap - used : 0u; };
@@ -84,7 +89,9 @@ void TierResolver::select_first(std::size_t keep, std::span<const EntityId> ids)
   while (live_.size() > 1 && differ != 0) {
     const int top = 63 - std::countl_zero(differ);
     const int shift = std::max(0, top - 11);
-    const auto digit = [&](std::uint32_t c) { return static_cast<std::uint32_t>((cand_key_[c] >> shift) & 0xFFFu); };
+    const auto digit = [&](std::uint32_t c) {
+      return static_cast<std::uint32_t>((cand_key_[c] >> shift) & 0xFFFu);
+    };
     std::fill(std::begin(histogram_), std::end(histogram_), 0u);
     for (const std::uint32_t c : live_) ++histogram_[digit(c)];
     std::uint32_t bucket = 0;
@@ -102,8 +109,9 @@ void TierResolver::select_first(std::size_t keep, std::span<const EntityId> ids)
     differ = all_and ^ all_or;
   }
   // Every live candidate now has the same key: the rank picks among their ids.
-  std::nth_element(live_.begin(), live_.begin() + static_cast<std::ptrdiff_t>(rank), live_.end(),
-                   [&](std::uint32_t a, std::uint32_t b) { return ids[cand_index_[a]] < ids[cand_index_[b]]; });
+  std::nth_element(
+      live_.begin(), live_.begin() + static_cast<std::ptrdiff_t>(rank), live_.end(),
+      [&](std::uint32_t a, std::uint32_t b) { return ids[cand_index_[a]] < ids[cand_index_[b]]; });
   threshold_key_ = cand_key_[live_[rank]];
   threshold_id_ = ids[cand_index_[live_[rank]]];
 }
@@ -120,7 +128,8 @@ TierCounts TierResolver::resolve(const TierSpec& spec, std::span<const EntityId>
     for (std::size_t i = 0; i < n; ++i) {
       if (force_full[i]) forced_idx_.push_back(static_cast<std::uint32_t>(i));
     }
-    std::sort(forced_idx_.begin(), forced_idx_.end(), [&](std::uint32_t a, std::uint32_t b) { return ids[a] < ids[b]; });
+    std::sort(forced_idx_.begin(), forced_idx_.end(),
+              [&](std::uint32_t a, std::uint32_t b) { return ids[a] < ids[b]; });
     const std::size_t keep = std::min<std::size_t>(forced_idx_.size(), spec.hard_full_cap);
     for (std::size_t k = 0; k < keep; ++k) {
       forced_now_[forced_idx_[k]] = 1;
@@ -130,8 +139,8 @@ TierCounts TierResolver::resolve(const TierSpec& spec, std::span<const EntityId>
     counts.forced = static_cast<std::uint32_t>(keep);
     counts.forced_overflow = static_cast<std::uint32_t>(forced_idx_.size() - keep);
   }
-  const std::uint32_t full_cap =
-      std::min(spec.full_cap, spec.hard_full_cap > counts.forced ? spec.hard_full_cap - counts.forced : 0u);
+  const std::uint32_t full_cap = std::min(
+      spec.full_cap, spec.hard_full_cap > counts.forced ? spec.hard_full_cap - counts.forced : 0u);
   target_.resize(n);
   changes_.clear();
   constexpr auto kFull = static_cast<std::uint8_t>(SimTier::Full);
@@ -170,7 +179,8 @@ TierCounts TierResolver::resolve(const TierSpec& spec, std::span<const EntityId>
     select_first(cap, ids);
     for (std::size_t c = 0; c < cand_key_.size(); ++c) {
       const std::uint64_t k = cand_key_[c];
-      if (k > threshold_key_ || (k == threshold_key_ && threshold_id_ < ids[cand_index_[c]])) target_[cand_index_[c]] = down;
+      if (k > threshold_key_ || (k == threshold_key_ && threshold_id_ < ids[cand_index_[c]]))
+        target_[cand_index_[c]] = down;
     }
   };
   cap_to(full_cap, kSim);
@@ -184,19 +194,22 @@ TierCounts TierResolver::resolve(const TierSpec& spec, std::span<const EntityId>
   cap_to(spec.simulated_cap, kCoarse);
   // 3. Budget: demotions (farthest first), then promotions (nearest first).
   for (std::size_t i = 0; i < n; ++i) {
-    if (target_[i] != tier[i]) changes_.push_back({distance_m[i], ids[i], static_cast<std::uint32_t>(i), tier[i], target_[i]});
+    if (target_[i] != tier[i])
+      changes_.push_back(
+          {distance_m[i], ids[i], static_cast<std::uint32_t>(i), tier[i], target_[i]});
   }
   if (!changes_.empty()) {
     const std::size_t budget = std::min<std::size_t>(spec.transitions_per_step, changes_.size());
     // Only the first `budget` changes are applied: partial_sort, O(n log budget).
-    std::partial_sort(changes_.begin(), changes_.begin() + static_cast<std::ptrdiff_t>(budget), changes_.end(),
-                      [](const Candidate& a, const Candidate& b) {
-      const bool ad = a.target > a.current;  // demotion: towards Coarse
-      const bool bd = b.target > b.current;
-      if (ad != bd) return ad;
-      if (a.distance_m != b.distance_m) return ad ? a.distance_m > b.distance_m : a.distance_m < b.distance_m;
-      return a.id < b.id;
-    });
+    std::partial_sort(changes_.begin(), changes_.begin() + static_cast<std::ptrdiff_t>(budget),
+                      changes_.end(), [](const Candidate& a, const Candidate& b) {
+                        const bool ad = a.target > a.current;  // demotion: towards Coarse
+                        const bool bd = b.target > b.current;
+                        if (ad != bd) return ad;
+                        if (a.distance_m != b.distance_m)
+                          return ad ? a.distance_m > b.distance_m : a.distance_m < b.distance_m;
+                        return a.id < b.id;
+                      });
     for (std::size_t k = 0; k < budget; ++k) {
       const Candidate& c = changes_[k];
       tier[c.index] = c.target;

@@ -29,7 +29,8 @@ constexpr double kEps = 1e-9;
 constexpr std::size_t kLeaderLookaheadLanes = 8;
 
 // Intersection of segments p1p2 and q1q2; returns the fraction along p.
-bool segment_intersection(const Vec2& p1, const Vec2& p2, const Vec2& q1, const Vec2& q2, double& t_out) {
+bool segment_intersection(const Vec2& p1, const Vec2& p2, const Vec2& q1, const Vec2& q2,
+                          double& t_out) {
   const double rx = p2.x_m - p1.x_m, ry = p2.y_m - p1.y_m;
   const double sx = q2.x_m - q1.x_m, sy = q2.y_m - q1.y_m;
   const double denom = rx * sy - ry * sx;
@@ -59,26 +60,29 @@ __extension__ using U128 = unsigned __int128;
   return static_cast<std::uint64_t>(r) ^ static_cast<std::uint64_t>(r >> 64);
 }
 constexpr std::uint64_t kFoldKey = 0x9E3779B97F4A7C15ull;
-[[gnu::always_inline]] inline std::uint64_t fold_pair(std::uint64_t a, std::uint64_t b, std::uint64_t k) {
+[[gnu::always_inline]] inline std::uint64_t fold_pair(std::uint64_t a, std::uint64_t b,
+                                                      std::uint64_t k) {
   return mum(a ^ (kFoldKey * (2 * k + 1)), b ^ (0xD6E8FEB86659FD93ull * (2 * k + 1)));
 }
 
 // One vehicle's digest word: its fields in pairs through fold_pair (four
 // independent multiplies, not a chain), summed, mixed with the hash of the
 // fields that never change after dispatch.
-[[gnu::always_inline]] inline std::uint64_t vehicle_flags(std::uint8_t strategy, std::uint8_t policy,
-                                                          std::uint8_t reason, std::uint8_t tier, std::uint8_t despawn) {
+[[gnu::always_inline]] inline std::uint64_t vehicle_flags(std::uint8_t strategy,
+                                                          std::uint8_t policy, std::uint8_t reason,
+                                                          std::uint8_t tier, std::uint8_t despawn) {
   return std::uint64_t{strategy} | std::uint64_t{policy} << 8 | std::uint64_t{reason} << 16 |
          std::uint64_t{tier} << 24 | std::uint64_t{despawn} << 32;
 }
-[[gnu::always_inline]] inline std::uint64_t fold_vehicle(std::uint64_t cold, std::uint32_t route_index, LaneIndex lane,
-                                                         double s_m, double speed_mps, std::uint64_t flags,
-                                                         EntityId leader, std::uint64_t steps_advanced,
-                                                         std::uint64_t waiting_since, std::uint64_t last_advance_step) {
-  const std::uint64_t acc = fold_pair((std::uint64_t{route_index} << 32) | lane, std::bit_cast<std::uint64_t>(s_m), 1) +
-                            fold_pair(std::bit_cast<std::uint64_t>(speed_mps), flags, 2) +
-                            fold_pair(leader.packed(), steps_advanced, 3) +
-                            fold_pair(waiting_since, last_advance_step, 4);
+[[gnu::always_inline]] inline std::uint64_t fold_vehicle(
+    std::uint64_t cold, std::uint32_t route_index, LaneIndex lane, double s_m, double speed_mps,
+    std::uint64_t flags, EntityId leader, std::uint64_t steps_advanced, std::uint64_t waiting_since,
+    std::uint64_t last_advance_step) {
+  const std::uint64_t acc =
+      fold_pair((std::uint64_t{route_index} << 32) | lane, std::bit_cast<std::uint64_t>(s_m), 1) +
+      fold_pair(std::bit_cast<std::uint64_t>(speed_mps), flags, 2) +
+      fold_pair(leader.packed(), steps_advanced, 3) +
+      fold_pair(waiting_since, last_advance_step, 4);
   return mix64(acc ^ cold);
 }
 
@@ -98,83 +102,122 @@ void add_restore_error(std::vector<std::pair<std::string, std::string>>& errors,
 
 const char* to_string(VehicleStrategy s) {
   switch (s) {
-    case VehicleStrategy::RouteFollow: return "route_follow";
-    case VehicleStrategy::LaneFollow: return "lane_follow";
-    case VehicleStrategy::Parked: return "parked";
-    case VehicleStrategy::Manual: return "manual";
+    case VehicleStrategy::RouteFollow:
+      return "route_follow";
+    case VehicleStrategy::LaneFollow:
+      return "lane_follow";
+    case VehicleStrategy::Parked:
+      return "parked";
+    case VehicleStrategy::Manual:
+      return "manual";
   }
   return "?";
 }
 
 const char* to_string(ControlPolicy p) {
   switch (p) {
-    case ControlPolicy::RouteFollow: return "route_follow";
-    case ControlPolicy::LaneFollow: return "lane_follow";
-    case ControlPolicy::Yielding: return "yielding";
-    case ControlPolicy::WaitingAtSignal: return "waiting_at_signal";
-    case ControlPolicy::Parked: return "parked";
-    case ControlPolicy::Manual: return "manual";
-    case ControlPolicy::DespawnPending: return "despawn_pending";
+    case ControlPolicy::RouteFollow:
+      return "route_follow";
+    case ControlPolicy::LaneFollow:
+      return "lane_follow";
+    case ControlPolicy::Yielding:
+      return "yielding";
+    case ControlPolicy::WaitingAtSignal:
+      return "waiting_at_signal";
+    case ControlPolicy::Parked:
+      return "parked";
+    case ControlPolicy::Manual:
+      return "manual";
+    case ControlPolicy::DespawnPending:
+      return "despawn_pending";
   }
   return "?";
 }
 
 const char* to_string(PolicyReason r) {
   switch (r) {
-    case PolicyReason::Clear: return "clear";
-    case PolicyReason::DespawnRequested: return "despawn_requested";
-    case PolicyReason::ManualControl: return "manual_control";
-    case PolicyReason::ParkedStrategy: return "parked_strategy";
-    case PolicyReason::SignalClosed: return "signal_closed";
-    case PolicyReason::SignalYield: return "signal_yield";
-    case PolicyReason::PedestrianHazard: return "pedestrian_hazard";
-    case PolicyReason::LeaderBlocked: return "leader_blocked";
-    case PolicyReason::LeaderCaution: return "leader_caution";
-    case PolicyReason::AwaitingTurnaround: return "awaiting_turnaround";
-    case PolicyReason::NotDue: return "not_due";
+    case PolicyReason::Clear:
+      return "clear";
+    case PolicyReason::DespawnRequested:
+      return "despawn_requested";
+    case PolicyReason::ManualControl:
+      return "manual_control";
+    case PolicyReason::ParkedStrategy:
+      return "parked_strategy";
+    case PolicyReason::SignalClosed:
+      return "signal_closed";
+    case PolicyReason::SignalYield:
+      return "signal_yield";
+    case PolicyReason::PedestrianHazard:
+      return "pedestrian_hazard";
+    case PolicyReason::LeaderBlocked:
+      return "leader_blocked";
+    case PolicyReason::LeaderCaution:
+      return "leader_caution";
+    case PolicyReason::AwaitingTurnaround:
+      return "awaiting_turnaround";
+    case PolicyReason::NotDue:
+      return "not_due";
   }
   return "?";
 }
 
 const char* to_string(SignalPhase p) {
   switch (p) {
-    case SignalPhase::Open: return "open";
-    case SignalPhase::Yield: return "yield";
-    case SignalPhase::Closed: return "closed";
+    case SignalPhase::Open:
+      return "open";
+    case SignalPhase::Yield:
+      return "yield";
+    case SignalPhase::Closed:
+      return "closed";
   }
   return "?";
 }
 
 const char* to_string(DispatchGate g) {
   switch (g) {
-    case DispatchGate::Dispatched: return "dispatched";
-    case DispatchGate::QueueEmpty: return "queue_empty";
-    case DispatchGate::Cooldown: return "cooldown";
-    case DispatchGate::Capacity: return "capacity";
-    case DispatchGate::EntranceBlocked: return "entrance_blocked";
-    case DispatchGate::PerStepMax: return "per_step_max";
+    case DispatchGate::Dispatched:
+      return "dispatched";
+    case DispatchGate::QueueEmpty:
+      return "queue_empty";
+    case DispatchGate::Cooldown:
+      return "cooldown";
+    case DispatchGate::Capacity:
+      return "capacity";
+    case DispatchGate::EntranceBlocked:
+      return "entrance_blocked";
+    case DispatchGate::PerStepMax:
+      return "per_step_max";
   }
   return "?";
 }
 
 namespace {
 // The arbitration itself, inlined into the vehicle kernel.
-[[gnu::always_inline]] inline PolicyDecision arbitrate(const PolicyInputs& in, const VehicleRules& rules) {
+[[gnu::always_inline]] inline PolicyDecision arbitrate(const PolicyInputs& in,
+                                                       const VehicleRules& rules) {
   PolicyDecision d;
-  if (in.despawn_requested) return {ControlPolicy::DespawnPending, PolicyReason::DespawnRequested, false, 0.0, false};
-  if (in.strategy == VehicleStrategy::Manual) return {ControlPolicy::Manual, PolicyReason::ManualControl, true, 1.0, false};
-  if (in.strategy == VehicleStrategy::Parked) return {ControlPolicy::Parked, PolicyReason::ParkedStrategy, false, 0.0, false};
-  if (in.signal_closed) return {ControlPolicy::WaitingAtSignal, PolicyReason::SignalClosed, false, 0.0, false};
+  if (in.despawn_requested)
+    return {ControlPolicy::DespawnPending, PolicyReason::DespawnRequested, false, 0.0, false};
+  if (in.strategy == VehicleStrategy::Manual)
+    return {ControlPolicy::Manual, PolicyReason::ManualControl, true, 1.0, false};
+  if (in.strategy == VehicleStrategy::Parked)
+    return {ControlPolicy::Parked, PolicyReason::ParkedStrategy, false, 0.0, false};
+  if (in.signal_closed)
+    return {ControlPolicy::WaitingAtSignal, PolicyReason::SignalClosed, false, 0.0, false};
   if (in.signal_yield) {
-    return {ControlPolicy::Yielding, PolicyReason::SignalYield, true, rules.yield_multiplier, false};
+    return {ControlPolicy::Yielding, PolicyReason::SignalYield, true, rules.yield_multiplier,
+            false};
   }
-  if (in.pedestrian_hazard) return {ControlPolicy::Yielding, PolicyReason::PedestrianHazard, false, 0.0, false};
+  if (in.pedestrian_hazard)
+    return {ControlPolicy::Yielding, PolicyReason::PedestrianHazard, false, 0.0, false};
   // The emergency guard (<= block headway) is part of the same model.
   if (in.leader_gap_m <= rules.headway_block_m) {
     return {ControlPolicy::Yielding, PolicyReason::LeaderBlocked, false, 0.0, true};
   }
   if (in.leader_gap_m < rules.headway_caution_m) {
-    return {ControlPolicy::Yielding, PolicyReason::LeaderCaution, true, rules.yield_multiplier, true};
+    return {ControlPolicy::Yielding, PolicyReason::LeaderCaution, true, rules.yield_multiplier,
+            true};
   }
   const bool route = in.has_route && in.strategy == VehicleStrategy::RouteFollow;
   d.policy = route ? ControlPolicy::RouteFollow : ControlPolicy::LaneFollow;
@@ -182,9 +225,12 @@ namespace {
 }
 }  // namespace
 
-PolicyDecision arbitrate_policy(const PolicyInputs& in, const VehicleRules& rules) { return arbitrate(in, rules); }
+PolicyDecision arbitrate_policy(const PolicyInputs& in, const VehicleRules& rules) {
+  return arbitrate(in, rules);
+}
 
-VehicleSystem::VehicleSystem(const Scenario& scenario, const LaneGraph& lanes, std::uint32_t entity_capacity)
+VehicleSystem::VehicleSystem(const Scenario& scenario, const LaneGraph& lanes,
+                             std::uint32_t entity_capacity)
     : scenario_(&scenario), lanes_(&lanes) {
   for (const GarageSpec& g : scenario.garages) {
     std::vector<LaneIndex> route;
@@ -201,7 +247,8 @@ VehicleSystem::VehicleSystem(const Scenario& scenario, const LaneGraph& lanes, s
     SignalState st;
     st.phase_elapsed_us = std::uint64_t{sg.offset_ms} * 1000;
     // Apply the offset through the normal phase machine.
-    const std::uint64_t durations[3] = {std::uint64_t{sg.open_ms} * 1000, std::uint64_t{sg.yield_ms} * 1000,
+    const std::uint64_t durations[3] = {std::uint64_t{sg.open_ms} * 1000,
+                                        std::uint64_t{sg.yield_ms} * 1000,
                                         std::uint64_t{sg.closed_ms} * 1000};
     while (st.phase_elapsed_us >= durations[static_cast<int>(st.phase)]) {
       st.phase_elapsed_us -= durations[static_cast<int>(st.phase)];
@@ -220,15 +267,18 @@ VehicleSystem::VehicleSystem(const Scenario& scenario, const LaneGraph& lanes, s
       for (std::size_t a = 1; a < road.points.size(); ++a) {
         for (std::size_t b = 1; b < cross.points.size(); ++b) {
           double t = 0.0;
-          if (segment_intersection(road.points[a - 1], road.points[a], cross.points[b - 1], cross.points[b], t)) {
-            const double s = road.cumulative_m[a - 1] + t * (road.cumulative_m[a] - road.cumulative_m[a - 1]);
+          if (segment_intersection(road.points[a - 1], road.points[a], cross.points[b - 1],
+                                   cross.points[b], t)) {
+            const double s =
+                road.cumulative_m[a - 1] + t * (road.cumulative_m[a] - road.cumulative_m[a - 1]);
             conflicts_[r].push_back({s, c});
           }
         }
       }
     }
     std::sort(conflicts_[r].begin(), conflicts_[r].end(), [](const Conflict& x, const Conflict& y) {
-      return x.s_on_road_m != y.s_on_road_m ? x.s_on_road_m < y.s_on_road_m : x.crossing < y.crossing;
+      return x.s_on_road_m != y.s_on_road_m ? x.s_on_road_m < y.s_on_road_m
+                                            : x.crossing < y.crossing;
     });
   }
   store_.dense_of.assign(entity_capacity, VehicleStore::kNoSlot);
@@ -250,7 +300,8 @@ VehicleSystem::VehicleSystem(const Scenario& scenario, const LaneGraph& lanes, s
     }
     h.conflicts = static_cast<std::uint32_t>(conflicts_[l].size());
   }
-  for (const GarageSpec& g : scenario.garages) route_loops_.push_back(g.route_end == RouteEnd::Loop ? 1 : 0);
+  for (const GarageSpec& g : scenario.garages)
+    route_loops_.push_back(g.route_end == RouteEnd::Loop ? 1 : 0);
   route_begin_.push_back(0);
   for (const auto& r : routes_) {
     route_lanes_.insert(route_lanes_.end(), r.begin(), r.end());
@@ -258,7 +309,8 @@ VehicleSystem::VehicleSystem(const Scenario& scenario, const LaneGraph& lanes, s
   }
   waiting_.resize(scenario.garages.size());
   // A garage's waiting list never outgrows its capacity: no allocation per step.
-  for (std::size_t g = 0; g < scenario.garages.size(); ++g) waiting_[g].reserve(scenario.garages[g].capacity);
+  for (std::size_t g = 0; g < scenario.garages.size(); ++g)
+    waiting_[g].reserve(scenario.garages[g].capacity);
   // Straight (two-point) lanes, for the tier distance without the lane walk:
   // the same arithmetic as LaneGraph::position.
   lane_geo_.resize(lanes.size());
@@ -294,7 +346,8 @@ std::optional<std::uint32_t> VehicleSystem::garage_index(const std::string& id) 
 }
 
 EnqueueResult VehicleSystem::enqueue(const std::string& garage, const std::string& request_id,
-                                     const std::string& prototype, const std::string& lane, std::int32_t priority) {
+                                     const std::string& prototype, const std::string& lane,
+                                     std::int32_t priority) {
   EnqueueResult r;
   const auto g = garage_index(garage);
   if (!g) {
@@ -311,14 +364,18 @@ EnqueueResult VehicleSystem::enqueue(const std::string& garage, const std::strin
     r.message = std::move(msg);
     return r;
   };
-  if (request_id.empty() || request_id.size() > 128) return invalid("request_id", "must be 1-128 characters");
+  if (request_id.empty() || request_id.size() > 128)
+    return invalid("request_id", "must be 1-128 characters");
   const auto proto = std::find(spec.prototypes.begin(), spec.prototypes.end(), prototype);
   if (proto == spec.prototypes.end()) {
     return invalid("prototype", "garage '" + spec.id + "' has no prototype '" + prototype + "'");
   }
-  if (lane != spec.lane) return invalid("lane", "garage '" + spec.id + "' dispatches onto lane '" + spec.lane + "' only");
-  const bool queued = std::any_of(gs.queue.begin(), gs.queue.end(),
-                                  [&](const QueuedRequest& q) { return q.request_id == request_id; });
+  if (lane != spec.lane)
+    return invalid("lane",
+                   "garage '" + spec.id + "' dispatches onto lane '" + spec.lane + "' only");
+  const bool queued = std::any_of(gs.queue.begin(), gs.queue.end(), [&](const QueuedRequest& q) {
+    return q.request_id == request_id;
+  });
   if (queued || std::binary_search(gs.dispatched.begin(), gs.dispatched.end(), request_id)) {
     ++gs.rejected_duplicate;
     r.status = EnqueueStatus::Duplicate;
@@ -329,7 +386,8 @@ EnqueueResult VehicleSystem::enqueue(const std::string& garage, const std::strin
   if (gs.queue.size() >= spec.queue_depth) {
     ++gs.rejected_queue_full;
     r.status = EnqueueStatus::QueueFull;
-    r.message = "garage '" + spec.id + "' queue holds " + std::to_string(spec.queue_depth) + " requests (max)";
+    r.message = "garage '" + spec.id + "' queue holds " + std::to_string(spec.queue_depth) +
+                " requests (max)";
     return r;
   }
   QueuedRequest q{request_id, static_cast<std::uint32_t>(proto - spec.prototypes.begin()), priority,
@@ -354,8 +412,9 @@ CancelStatus VehicleSystem::cancel(const std::string& garage, const std::string&
   auto it = std::find_if(gs.queue.begin(), gs.queue.end(),
                          [&](const QueuedRequest& q) { return q.request_id == request_id; });
   if (it == gs.queue.end()) {
-    return std::binary_search(gs.dispatched.begin(), gs.dispatched.end(), request_id) ? CancelStatus::AlreadyDispatched
-                                                                                      : CancelStatus::NotQueued;
+    return std::binary_search(gs.dispatched.begin(), gs.dispatched.end(), request_id)
+               ? CancelStatus::AlreadyDispatched
+               : CancelStatus::NotQueued;
   }
   gs.queue.erase(it);  // erase keeps the remaining order
   ++gs.canceled;
@@ -398,8 +457,9 @@ void VehicleSystem::stop_waiting(std::uint32_t i) {
   store_.waiting_since[i] = 0;
 }
 
-void VehicleSystem::push_vehicle(std::uint64_t step_index, EntityId id, std::uint32_t garage, std::uint64_t ordinal,
-                                 std::uint32_t prototype, const std::string& request_id, SimTier tier) {
+void VehicleSystem::push_vehicle(std::uint64_t step_index, EntityId id, std::uint32_t garage,
+                                 std::uint64_t ordinal, std::uint32_t prototype,
+                                 const std::string& request_id, SimTier tier) {
   assert(store_.dense_of[id.index] == VehicleStore::kNoSlot);  // read back by is_vehicle()/remove()
   assert(managed_[garage] < scenario_->garages[garage].capacity);
   store_.dense_of[id.index] = store_.size();
@@ -475,7 +535,8 @@ std::string VehicleSystem::vehicle_id(std::uint32_t dense) const {
 // Phase 5 ------------------------------------------------------------------
 
 void VehicleSystem::step(std::uint64_t step_index, std::uint32_t step_us, EntityRegistry& registry,
-                         const std::vector<std::uint8_t>& crossing_occupied, const std::vector<Vec2>& observers,
+                         const std::vector<std::uint8_t>& crossing_occupied,
+                         const std::vector<Vec2>& observers,
                          std::vector<DespawnRequest>& despawns) {
   last_step_ = {};
   inject_plan(step_index);
@@ -528,7 +589,8 @@ void VehicleSystem::inject_plan(std::uint64_t step_index) {
 void VehicleSystem::advance_signals(std::uint32_t step_us) {
   for (std::size_t i = 0; i < signals_.size(); ++i) {
     const SignalSpec& sg = scenario_->signals[i];
-    const std::uint64_t durations[3] = {std::uint64_t{sg.open_ms} * 1000, std::uint64_t{sg.yield_ms} * 1000,
+    const std::uint64_t durations[3] = {std::uint64_t{sg.open_ms} * 1000,
+                                        std::uint64_t{sg.yield_ms} * 1000,
                                         std::uint64_t{sg.closed_ms} * 1000};
     SignalState& st = signals_[i];
     st.phase_elapsed_us += step_us;
@@ -550,7 +612,8 @@ bool VehicleSystem::entrance_clear(std::uint32_t garage) {
   return !(lane_min_s_[routes_[garage][0]] < scenario_->garages[garage].entrance_clear_m);
 }
 
-void VehicleSystem::dispatch(std::uint64_t step_index, EntityRegistry& registry, const std::vector<Vec2>& observers) {
+void VehicleSystem::dispatch(std::uint64_t step_index, EntityRegistry& registry,
+                             const std::vector<Vec2>& observers) {
   (void)step_index;
   lane_min_valid_ = false;
   for (std::uint32_t g = 0; g < garages_.size(); ++g) {
@@ -560,37 +623,46 @@ void VehicleSystem::dispatch(std::uint64_t step_index, EntityRegistry& registry,
     DispatchGate gate;
     if (gs.queue.empty()) {
       gate = DispatchGate::QueueEmpty;
-    } else if (gs.has_dispatched && gs.frame_index - gs.last_dispatch_frame <= spec.cooldown_frames) {
+    } else if (gs.has_dispatched &&
+               gs.frame_index - gs.last_dispatch_frame <= spec.cooldown_frames) {
       gate = DispatchGate::Cooldown;
     } else if (managed_[g] >= spec.capacity) {
       gate = DispatchGate::Capacity;
     } else if (!entrance_clear(g)) {
       gate = DispatchGate::EntranceBlocked;
     } else {
-      const std::size_t n = std::min<std::size_t>(
-          {static_cast<std::size_t>(spec.capacity - managed_[g]), spec.dispatch_per_step_max, gs.queue.size()});
+      const std::size_t n =
+          std::min<std::size_t>({static_cast<std::size_t>(spec.capacity - managed_[g]),
+                                 spec.dispatch_per_step_max, gs.queue.size()});
       std::size_t done = 0;
       for (; done < n; ++done) {
         const AllocateResult a = registry.allocate();
-        if (a.status != AllocateStatus::Allocated) break;  // entity capacity: the request stays queued
+        if (a.status != AllocateStatus::Allocated)
+          break;  // entity capacity: the request stays queued
         // Invariant 2 where it is read: the front goes first.
         assert(gs.queue.size() < 2 || queue_in_order(gs.queue[0], gs.queue[1]));
         QueuedRequest q = std::move(gs.queue.front());
         gs.queue.erase(gs.queue.begin());
-        gs.dispatched.insert(std::upper_bound(gs.dispatched.begin(), gs.dispatched.end(), q.request_id), q.request_id);
+        gs.dispatched.insert(
+            std::upper_bound(gs.dispatched.begin(), gs.dispatched.end(), q.request_id),
+            q.request_id);
         dispatched_hash_[g] += Digest{}.str(q.request_id).value();
         const Pose start = lanes_->sample(routes_[g][0], 0.0);
         const double d = nearest_observer_m(observers, start.x_m, start.y_m);
         const TierSpec& t = scenario_->tiers;
-        const SimTier tier = d <= t.full_enter_m ? SimTier::Full : d <= t.simulated_enter_m ? SimTier::Simulated : SimTier::Coarse;
-        push_vehicle(step_index, a.id, g, gs.next_vehicle_ordinal++, q.prototype, q.request_id, tier);
+        const SimTier tier = d <= t.full_enter_m        ? SimTier::Full
+                             : d <= t.simulated_enter_m ? SimTier::Simulated
+                                                        : SimTier::Coarse;
+        push_vehicle(step_index, a.id, g, gs.next_vehicle_ordinal++, q.prototype, q.request_id,
+                     tier);
         if (lane_min_valid_) lane_min_s_[routes_[g][0]] = std::min(lane_min_s_[routes_[g][0]], 0.0);
         ++last_step_.dispatched;
       }
       if (done > 0) {
         gs.has_dispatched = true;
         gs.last_dispatch_frame = gs.frame_index;
-        gate = (done == spec.dispatch_per_step_max && !gs.queue.empty()) ? DispatchGate::PerStepMax : DispatchGate::Dispatched;
+        gate = (done == spec.dispatch_per_step_max && !gs.queue.empty()) ? DispatchGate::PerStepMax
+                                                                         : DispatchGate::Dispatched;
       } else {
         gate = DispatchGate::Capacity;  // the world's entity capacity held it
       }
@@ -610,13 +682,16 @@ void VehicleSystem::build_snapshot() {
   snap_s_.resize(n);
   pos_in_order_.resize(n);
   std::vector<std::uint32_t>& fill = pos_in_order_;  // reused as a cursor first
-  cursor_.assign(lane_start_.begin(), lane_start_.end() - 1);  // reused: no allocation after warm-up
+  cursor_.assign(lane_start_.begin(),
+                 lane_start_.end() - 1);  // reused: no allocation after warm-up
   for (std::uint32_t i = 0; i < n; ++i) order_[cursor_[store_.lane[i]]++] = i;
   // Per lane by (s, EntityId): a handful of vehicles per lane, so an
   // insertion sort (no call per lane), std::sort for long queues.
   const double* const s = store_.s_m.data();
   const EntityId* const id = store_.id.data();
-  const auto before = [s, id](std::uint32_t a, std::uint32_t b) { return s[a] != s[b] ? s[a] < s[b] : id[a] < id[b]; };
+  const auto before = [s, id](std::uint32_t a, std::uint32_t b) {
+    return s[a] != s[b] ? s[a] < s[b] : id[a] < id[b];
+  };
   std::uint32_t* const o = order_.data();
   for (std::uint32_t l = 0; l < lanes; ++l) {
     const std::uint32_t b = lane_start_[l], e = lane_start_[l + 1];
@@ -689,7 +764,8 @@ void VehicleSystem::evaluate_and_advance(std::uint64_t step_index, std::uint32_t
     const LaneIndex next = has_next ? route[ri + 1] : route[0];
     const bool loops = route_loops_[garage] != 0;
     const bool next_on_route = has_next || loops;
-    const double travel_m = L.speed_mps * dt_s * stride + kEps;  // this evaluation's full-speed reach
+    const double travel_m =
+        L.speed_mps * dt_s * stride + kEps;  // this evaluation's full-speed reach
     const double s0 = snap[i];
     const double to_end = L.length_m - s0;
 
@@ -719,7 +795,8 @@ void VehicleSystem::evaluate_and_advance(std::uint64_t step_index, std::uint32_t
       }
     };
     if (L.conflicts != 0) check_crossings(lane, -s0);
-    if (next_on_route && N.conflicts != 0 && to_end < rules.pedestrian_hazard_m) check_crossings(next, to_end);
+    if (next_on_route && N.conflicts != 0 && to_end < rules.pedestrian_hazard_m)
+      check_crossings(next, to_end);
 
     // Leader: the next vehicle on this lane in the snapshot, else the first
     // one along the route within the caution headway (across the loop seam).
@@ -771,8 +848,9 @@ void VehicleSystem::evaluate_and_advance(std::uint64_t step_index, std::uint32_t
       // speed limit, never closer than the block headway to the leader's
       // pre-step position (invariant 5).
       double time_s = dt_s * stride * dec.speed_multiplier;
-      double cap_m = std::isfinite(in.leader_gap_m) ? std::max(0.0, in.leader_gap_m - rules.headway_block_m)
-                                                    : std::numeric_limits<double>::infinity();
+      double cap_m = std::isfinite(in.leader_gap_m)
+                         ? std::max(0.0, in.leader_gap_m - rules.headway_block_m)
+                         : std::numeric_limits<double>::infinity();
       double moved_m = 0.0;
       LaneIndex cur = lane;
       double s = s_c[i];
@@ -818,9 +896,10 @@ void VehicleSystem::evaluate_and_advance(std::uint64_t step_index, std::uint32_t
       }
     }
     // Fold this vehicle's new digest word (vehicle_word(i), from the values at hand).
-    const std::uint64_t h = fold_vehicle(cold[i], ri_c[i], lane_c[i], s_c[i], speed_c[i],
-                                         vehicle_flags(strategy_c[i], policy_c[i], reason_c[i], tier_c[i], despawn_c[i]),
-                                         leader_c[i], steps_c[i], waiting_c[i], last_c[i]);
+    const std::uint64_t h = fold_vehicle(
+        cold[i], ri_c[i], lane_c[i], s_c[i], speed_c[i],
+        vehicle_flags(strategy_c[i], policy_c[i], reason_c[i], tier_c[i], despawn_c[i]),
+        leader_c[i], steps_c[i], waiting_c[i], last_c[i]);
     sum += h - hash[i];
     hash[i] = h;
   }
@@ -866,7 +945,8 @@ void VehicleSystem::turnarounds(std::uint64_t step_index) {
 
 // Phase 7 ------------------------------------------------------------------
 
-void VehicleSystem::resolve_tiers(std::uint64_t step_index, const TierSpec& spec, const ImportanceField& importance,
+void VehicleSystem::resolve_tiers(std::uint64_t step_index, const TierSpec& spec,
+                                  const ImportanceField& importance,
                                   std::span<const EntityId> forced_full) {
   // The slice whose id phase matches this step: each vehicle is re-resolved
   // every `every` steps and each step does 1/every of the work (as for
@@ -906,7 +986,8 @@ void VehicleSystem::resolve_tiers(std::uint64_t step_index, const TierSpec& spec
   if (!forced_full.empty()) {
     slice_force_.assign(m, 0);
     for (std::uint32_t k = 0; k < m; ++k) {
-      slice_force_[k] = std::binary_search(forced_full.begin(), forced_full.end(), slice_ids_[k]) ? 1 : 0;
+      slice_force_[k] =
+          std::binary_search(forced_full.begin(), forced_full.end(), slice_ids_[k]) ? 1 : 0;
     }
     for (const EntityId f : forced_full) {
       if (!is_vehicle(f)) continue;
@@ -985,10 +1066,15 @@ void VehicleSystem::digest_into(Digest& d) const {
     const GarageState& g = garages_[gi];
     if (!g.queue.empty()) {
       d.u32(gi).u64(g.queue.size());
-      for (const QueuedRequest& q : g.queue) d.str(q.request_id).u32(q.prototype).u64(static_cast<std::uint64_t>(q.priority)).u64(q.enqueue_ordinal);
+      for (const QueuedRequest& q : g.queue)
+        d.str(q.request_id)
+            .u32(q.prototype)
+            .u64(static_cast<std::uint64_t>(q.priority))
+            .u64(q.enqueue_ordinal);
     }
     const std::uint64_t salt = std::uint64_t{gi} << 8;
-    const std::uint64_t small = (std::uint64_t{g.has_dispatched} << 8) | static_cast<std::uint64_t>(g.last_gate);
+    const std::uint64_t small =
+        (std::uint64_t{g.has_dispatched} << 8) | static_cast<std::uint64_t>(g.last_gate);
     std::uint64_t w = fold_pair(g.dispatched.size(), dispatched_hash_[gi], salt | 1) +
                       fold_pair(g.frame_index, g.last_dispatch_frame, salt | 2) +
                       fold_pair(g.next_enqueue_ordinal, g.next_vehicle_ordinal, salt | 3) +
@@ -1007,7 +1093,8 @@ void VehicleSystem::digest_into(Digest& d) const {
   for (std::uint32_t si = 0; si < signals_.size(); ++si) {
     const SignalState& s = signals_[si];
     // cycles < 2^62 (one per cycle of at least 3 ms of phases), so the phase fits below it.
-    signals += fold_pair(s.phase_elapsed_us, (s.cycles << 2) | static_cast<std::uint64_t>(s.phase), si);
+    signals +=
+        fold_pair(s.phase_elapsed_us, (s.cycles << 2) | static_cast<std::uint64_t>(s.phase), si);
   }
   d.u64(signals);
   d.tag(23).u64(plan_.cursor).u64(plan_.accepted).u64(plan_.rejected);
@@ -1072,7 +1159,9 @@ std::string VehicleSystem::check_store_rows(const EntityRegistry& registry,
   }
   std::uint32_t mapped = 0;
   for (const std::uint32_t d : store_.dense_of) mapped += d != VehicleStore::kNoSlot;
-  if (mapped != n) return area + std::to_string(mapped) + " dense_of entries for " + std::to_string(n) + " vehicles";
+  if (mapped != n)
+    return area + std::to_string(mapped) + " dense_of entries for " + std::to_string(n) +
+           " vehicles";
   return {};
 }
 
@@ -1086,33 +1175,38 @@ std::string VehicleSystem::check_garages(const std::vector<std::uint32_t>& manag
       return area + garage + " counts " + std::to_string(managed_[g]) + " managed vehicles, " +
              std::to_string(managed[g]) + " are in the store";
     }
-    if (managed[g] > scenario_->garages[g].capacity) return area + garage + " manages more vehicles than its capacity";
+    if (managed[g] > scenario_->garages[g].capacity)
+      return area + garage + " manages more vehicles than its capacity";
     // 1. A request id is in at most one of {queue, dispatched}, once.
     for (std::size_t k = 1; k < gs.dispatched.size(); ++k) {
-      if (!(gs.dispatched[k - 1] < gs.dispatched[k])) return area + "invariant 1: " + garage + " dispatched ids are not a sorted set";
+      if (!(gs.dispatched[k - 1] < gs.dispatched[k]))
+        return area + "invariant 1: " + garage + " dispatched ids are not a sorted set";
     }
     std::vector<std::string_view> queued;
     for (const QueuedRequest& q : gs.queue) {
       if (std::binary_search(gs.dispatched.begin(), gs.dispatched.end(), q.request_id)) {
-        return area + "invariant 1: " + garage + " request '" + q.request_id + "' is both queued and dispatched";
+        return area + "invariant 1: " + garage + " request '" + q.request_id +
+               "' is both queued and dispatched";
       }
       queued.push_back(q.request_id);
     }
     std::sort(queued.begin(), queued.end());
     if (auto twice = std::adjacent_find(queued.begin(), queued.end()); twice != queued.end()) {
-      return area + "invariant 1: " + garage + " request '" + std::string(*twice) + "' is queued twice";
+      return area + "invariant 1: " + garage + " request '" + std::string(*twice) +
+             "' is queued twice";
     }
     // 2. Priority (desc), then EnqueueOrdinal (asc).
     for (std::size_t k = 1; k < gs.queue.size(); ++k) {
       if (!queue_in_order(gs.queue[k - 1], gs.queue[k])) {
-        return area + "invariant 2: " + garage + " queue[" + std::to_string(k) + "] ('" + gs.queue[k].request_id +
-               "') is out of priority, then ordinal order";
+        return area + "invariant 2: " + garage + " queue[" + std::to_string(k) + "] ('" +
+               gs.queue[k].request_id + "') is out of priority, then ordinal order";
       }
     }
     // 3. Ordinals below next_vehicle_ordinal (a load continues the numbering, so >= dispatches).
     if (gs.next_vehicle_ordinal < gs.dispatched.size()) {
-      return area + "invariant 3: " + garage + " next_vehicle_ordinal " + std::to_string(gs.next_vehicle_ordinal) +
-             " is below its " + std::to_string(gs.dispatched.size()) + " dispatches";
+      return area + "invariant 3: " + garage + " next_vehicle_ordinal " +
+             std::to_string(gs.next_vehicle_ordinal) + " is below its " +
+             std::to_string(gs.dispatched.size()) + " dispatches";
     }
   }
   return {};
@@ -1134,11 +1228,13 @@ std::string VehicleSystem::check_vehicle_ids_and_headways() const {
   for (std::uint32_t k = 0; k < n; ++k) {
     const std::uint32_t i = order[k];
     if (store_.ordinal[i] >= garages_[store_.garage[i]].next_vehicle_ordinal) {
-      return area + "invariant 3: " + vehicle(i) + " has VehicleId " + vehicle_id(i) + ", not yet issued";
+      return area + "invariant 3: " + vehicle(i) + " has VehicleId " + vehicle_id(i) +
+             ", not yet issued";
     }
     if (k > 0 && store_.garage[order[k - 1]] == store_.garage[i] &&
         store_.ordinal[order[k - 1]] == store_.ordinal[i]) {
-      return area + "invariant 3: " + vehicle(order[k - 1]) + " and " + vehicle(i) + " share VehicleId " + vehicle_id(i);
+      return area + "invariant 3: " + vehicle(order[k - 1]) + " and " + vehicle(i) +
+             " share VehicleId " + vehicle_id(i);
     }
   }
   // 5. Per lane, by (s, EntityId): each vehicle at least headway_block_m behind the next one.
@@ -1173,7 +1269,8 @@ std::string VehicleSystem::check_derived() const {
   std::array<std::uint32_t, kSimTierCount> tiers{};
   std::size_t waiting = 0;
   for (std::uint32_t i = 0; i < n; ++i) {
-    if (hash_[i] != vehicle_word(i)) return area + vehicle(i) + " changed without its digest word being refolded";
+    if (hash_[i] != vehicle_word(i))
+      return area + vehicle(i) + " changed without its digest word being refolded";
     sum += hash_[i];
     ++policies[store_.policy[i]];
     ++tiers[store_.tier[i]];
@@ -1192,7 +1289,8 @@ std::string VehicleSystem::check_derived() const {
     return area + "the maintained per-tier counts differ from the store";
   std::size_t listed = 0;
   for (const auto& w : waiting_) listed += w.size();
-  if (listed != waiting) return area + "the turnaround waiting lists hold vehicles that are not waiting";
+  if (listed != waiting)
+    return area + "the turnaround waiting lists hold vehicles that are not waiting";
   return {};
 }
 
@@ -1221,8 +1319,8 @@ void VehicleSystem::capture_into(VehicleCheckpoint& cp) const {
   cp.last_step = last_step_;
 }
 
-std::vector<std::pair<std::string, std::string>> VehicleSystem::restore(const VehicleCheckpoint& cp,
-                                                                         const EntityRegistry& registry) {
+std::vector<std::pair<std::string, std::string>> VehicleSystem::restore(
+    const VehicleCheckpoint& cp, const EntityRegistry& registry) {
   RestoreErrors errors;
   if (!restore_check_shape(cp, errors)) return errors;
   std::vector<std::uint32_t> dense_of(store_.dense_of.size(), VehicleStore::kNoSlot);
@@ -1262,13 +1360,13 @@ bool VehicleSystem::restore_check_shape(const VehicleCheckpoint& cp, RestoreErro
   };
   const VehicleStore& s = cp.store;
   const std::size_t n = s.id.size();
-  const bool columns_ok = s.garage.size() == n && s.ordinal.size() == n && s.prototype.size() == n &&
-                          s.route_index.size() == n && s.lane.size() == n && s.s_m.size() == n &&
-                          s.speed_mps.size() == n && s.strategy.size() == n && s.policy.size() == n &&
-                          s.reason.size() == n && s.tier.size() == n && s.leader.size() == n &&
-                          s.steps_advanced.size() == n && s.last_advance_step.size() == n &&
-                          s.waiting_since.size() == n &&
-                          s.despawn_requested.size() == n && s.request_id.size() == n;
+  const bool columns_ok =
+      s.garage.size() == n && s.ordinal.size() == n && s.prototype.size() == n &&
+      s.route_index.size() == n && s.lane.size() == n && s.s_m.size() == n &&
+      s.speed_mps.size() == n && s.strategy.size() == n && s.policy.size() == n &&
+      s.reason.size() == n && s.tier.size() == n && s.leader.size() == n &&
+      s.steps_advanced.size() == n && s.last_advance_step.size() == n &&
+      s.waiting_since.size() == n && s.despawn_requested.size() == n && s.request_id.size() == n;
   if (!columns_ok) {
     fail("vehicles", "column lengths differ");
     return false;
@@ -1285,8 +1383,9 @@ bool VehicleSystem::restore_check_shape(const VehicleCheckpoint& cp, RestoreErro
   }
   for (std::size_t g = 0; g < cp.garage_ids.size() && g < scenario_->garages.size(); ++g) {
     if (cp.garage_ids[g] != scenario_->garages[g].id) {
-      fail("garages[" + std::to_string(g) + "].garage_id",
-           "'" + cp.garage_ids[g] + "' does not match the scenario's '" + scenario_->garages[g].id + "'");
+      fail("garages[" + std::to_string(g) + "].garage_id", "'" + cp.garage_ids[g] +
+                                                               "' does not match the scenario's '" +
+                                                               scenario_->garages[g].id + "'");
     }
   }
   for (std::size_t i = 0; i < cp.signal_ids.size() && i < scenario_->signals.size(); ++i) {
@@ -1311,12 +1410,13 @@ void VehicleSystem::restore_check_rows(const VehicleCheckpoint& cp, const Entity
   for (std::size_t i = 0; i < n; ++i) {
     const std::string row = "vehicles[" + std::to_string(i) + "]";
     if (!registry.is_alive(s.id[i])) {
-      fail(row + ".id", "entity " + std::to_string(s.id[i].index) + ":" + std::to_string(s.id[i].generation) +
-                            " is not alive in the registry");
+      fail(row + ".id", "entity " + std::to_string(s.id[i].index) + ":" +
+                            std::to_string(s.id[i].generation) + " is not alive in the registry");
       continue;
     }
     if (dense_of[s.id[i].index] != VehicleStore::kNoSlot) {
-      fail(row + ".id", "duplicate entity (also row " + std::to_string(dense_of[s.id[i].index]) + ")");
+      fail(row + ".id",
+           "duplicate entity (also row " + std::to_string(dense_of[s.id[i].index]) + ")");
       continue;
     }
     dense_of[s.id[i].index] = static_cast<std::uint32_t>(i);
@@ -1336,11 +1436,14 @@ void VehicleSystem::restore_check_rows(const VehicleCheckpoint& cp, const Entity
     }
     const double len = lanes_->lane(s.lane[i]).length_m;
     if (!std::isfinite(s.s_m[i]) || s.s_m[i] < 0.0 || s.s_m[i] > len) {
-      fail(row + ".s_m", "distance " + std::to_string(s.s_m[i]) + " outside the lane (alpha must be in [0, 1])");
+      fail(row + ".s_m",
+           "distance " + std::to_string(s.s_m[i]) + " outside the lane (alpha must be in [0, 1])");
       continue;
     }
-    if (s.prototype[i] >= scenario_->garages[s.garage[i]].prototypes.size()) fail(row + ".prototype", "unknown");
-    if (s.strategy[i] > 3) fail(row + ".strategy", "unknown strategy " + std::to_string(s.strategy[i]));
+    if (s.prototype[i] >= scenario_->garages[s.garage[i]].prototypes.size())
+      fail(row + ".prototype", "unknown");
+    if (s.strategy[i] > 3)
+      fail(row + ".strategy", "unknown strategy " + std::to_string(s.strategy[i]));
     if (s.policy[i] >= kControlPolicyCount) fail(row + ".policy", "unknown policy");
     if (s.tier[i] >= kSimTierCount) fail(row + ".tier", "unknown tier");
     if (s.leader[i] == s.id[i]) fail(row + ".leader", "a vehicle cannot lead itself");
@@ -1370,7 +1473,8 @@ void VehicleSystem::restore_check_garages(const VehicleCheckpoint& cp,
         fail(qp + ".request_id", "request '" + q.request_id + "' is both queued and dispatched");
       }
       if (q.prototype >= spec.prototypes.size()) fail(qp + ".prototype", "unknown prototype");
-      if (q.enqueue_ordinal >= gs.next_enqueue_ordinal) fail(qp + ".enqueue_ordinal", "not below next_enqueue_ordinal");
+      if (q.enqueue_ordinal >= gs.next_enqueue_ordinal)
+        fail(qp + ".enqueue_ordinal", "not below next_enqueue_ordinal");
       if (k > 0) {
         if (!queue_in_order(gs.queue[k - 1], q)) {
           fail(qp, "queue is not in priority, then ordinal order");
@@ -1382,15 +1486,18 @@ void VehicleSystem::restore_check_garages(const VehicleCheckpoint& cp,
       fail(p + ".dispatched", "not a sorted set");
     }
     if (gs.next_vehicle_ordinal < gs.dispatched.size()) {
-      fail(p + ".next_vehicle_ordinal", std::to_string(gs.next_vehicle_ordinal) + " is below the dispatched count " +
+      fail(p + ".next_vehicle_ordinal", std::to_string(gs.next_vehicle_ordinal) +
+                                            " is below the dispatched count " +
                                             std::to_string(gs.dispatched.size()));
     }
     for (const std::uint64_t o : ordinals[g]) {
-      if (o >= gs.next_vehicle_ordinal) fail(p + ".next_vehicle_ordinal", "a managed vehicle has ordinal " + std::to_string(o));
+      if (o >= gs.next_vehicle_ordinal)
+        fail(p + ".next_vehicle_ordinal", "a managed vehicle has ordinal " + std::to_string(o));
     }
     auto& os = ordinals[g];
     std::sort(os.begin(), os.end());
-    if (std::adjacent_find(os.begin(), os.end()) != os.end()) fail(p, "two vehicles share a VehicleId ordinal");
+    if (std::adjacent_find(os.begin(), os.end()) != os.end())
+      fail(p, "two vehicles share a VehicleId ordinal");
     if (managed[g] > spec.capacity) fail(p, "more managed vehicles than capacity");
     if (gs.has_dispatched && gs.last_dispatch_frame > gs.frame_index) {
       fail(p + ".last_dispatch_frame", "after the current queue frame");
@@ -1409,7 +1516,8 @@ void VehicleSystem::restore_check_signals_and_leaders(const VehicleCheckpoint& c
   for (std::size_t i = 0; i < cp.signals.size(); ++i) {
     const SignalSpec& sg = scenario_->signals[i];
     const SignalState& st = cp.signals[i];
-    const std::uint64_t durations[3] = {std::uint64_t{sg.open_ms} * 1000, std::uint64_t{sg.yield_ms} * 1000,
+    const std::uint64_t durations[3] = {std::uint64_t{sg.open_ms} * 1000,
+                                        std::uint64_t{sg.yield_ms} * 1000,
                                         std::uint64_t{sg.closed_ms} * 1000};
     if (static_cast<int>(st.phase) > 2) {
       fail("signals[" + std::to_string(i) + "].phase", "unknown phase");
@@ -1417,7 +1525,8 @@ void VehicleSystem::restore_check_signals_and_leaders(const VehicleCheckpoint& c
       fail("signals[" + std::to_string(i) + "].phase_elapsed_us", "not inside the phase duration");
     }
   }
-  if (cp.plan.cursor > scenario_->vehicle_plan.requests.size()) fail("plan.cursor", "beyond the planned requests");
+  if (cp.plan.cursor > scenario_->vehicle_plan.requests.size())
+    fail("plan.cursor", "beyond the planned requests");
   for (std::size_t i = 0; i < n; ++i) {
     if (!cp.store.leader[i].is_null() && !registry.is_alive(cp.store.leader[i])) {
       fail("vehicles[" + std::to_string(i) + "].leader", "leader is not alive");

@@ -28,16 +28,17 @@ constexpr std::uint64_t kPurposeRoutes = 0x524F555445530001ull;  // "ROUTES"
 // step exposes; never changes state.
 void log_lifecycle_events(const World& w, LogSink& log) {
   for (const SpawnEvent& ev : w.spawn_events()) {
-    std::string line = "spawn_state: step " + std::to_string(w.step_index()) + " handle " + std::to_string(ev.handle) +
-                       " -> " + to_string(ev.state);
+    std::string line = "spawn_state: step " + std::to_string(w.step_index()) + " handle " +
+                       std::to_string(ev.handle) + " -> " + to_string(ev.state);
     if (!ev.entity.is_null()) line += " (entity " + id_text(ev.entity) + ")";
     if (ev.failure != SpawnFailure::None) line += std::string(" failure ") + to_string(ev.failure);
     log.log(LogLevel::Debug, line);
   }
   for (const DespawnNotice& n : w.despawn_notices()) {
     log.log(LogLevel::Debug, "despawn: step " + std::to_string(w.step_index()) + " " +
-                                 (n.kind == EntityKind::Vehicle ? "vehicle " : "pedestrian ") + id_text(n.id) + " " +
-                                 to_string(n.reason) + (n.stage == DespawnStage::Retiring ? " (retiring)" : " (gone)"));
+                                 (n.kind == EntityKind::Vehicle ? "vehicle " : "pedestrian ") +
+                                 id_text(n.id) + " " + to_string(n.reason) +
+                                 (n.stage == DespawnStage::Retiring ? " (retiring)" : " (gone)"));
   }
 }
 

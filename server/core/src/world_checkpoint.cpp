@@ -43,18 +43,22 @@ void World::restore_check_observers(const WorldCheckpoint& cp, RestoreFailures& 
   }
   for (std::size_t i = 0; i < cp.observer_views.size(); ++i) {
     const ObserverView& v = cp.observer_views[i];
-    if (!std::isfinite(v.z_m) || !std::isfinite(v.heading_rad)) fail("observer_views[" + std::to_string(i) + "]", "must be finite");
+    if (!std::isfinite(v.z_m) || !std::isfinite(v.heading_rad))
+      fail("observer_views[" + std::to_string(i) + "]", "must be finite");
   }
   if (cp.client_observers.size() > kClientObserversMax) {
-    fail("client_observers", "more than " + std::to_string(kClientObserversMax) + " client observers");
+    fail("client_observers",
+         "more than " + std::to_string(kClientObserversMax) + " client observers");
   }
   if (cp.client_observer_views.size() != cp.client_observers.size()) {
     fail("client_observer_views", "one view per client observer is required");
   }
   for (std::size_t i = 0; i < cp.client_observers.size(); ++i) {
     const Vec2 o = cp.client_observers[i];
-    const ObserverView v = i < cp.client_observer_views.size() ? cp.client_observer_views[i] : ObserverView{};
-    if (!std::isfinite(o.x_m) || !std::isfinite(o.y_m) || !std::isfinite(v.z_m) || !std::isfinite(v.heading_rad)) {
+    const ObserverView v =
+        i < cp.client_observer_views.size() ? cp.client_observer_views[i] : ObserverView{};
+    if (!std::isfinite(o.x_m) || !std::isfinite(o.y_m) || !std::isfinite(v.z_m) ||
+        !std::isfinite(v.heading_rad)) {
       fail("client_observers[" + std::to_string(i) + "]", "must be finite");
     }
   }
@@ -65,29 +69,40 @@ void World::restore_spawn_handles(World& w, const WorldCheckpoint& cp, RestoreFa
   const std::size_t nlanes = w.lanes_.size();
   const SpawnPipelineState& sp = cp.spawn;
   auto check_handle = [&](const SpawnHandleState& h, const std::string& row, bool live) {
-    if (h.handle == 0 || h.handle >= sp.next_handle) fail(row + ".handle", "must be in [1, next_handle)");
-    if (static_cast<std::size_t>(h.state) >= kSpawnStateCount) fail(row + ".state", "unknown spawn state");
+    if (h.handle == 0 || h.handle >= sp.next_handle)
+      fail(row + ".handle", "must be in [1, next_handle)");
+    if (static_cast<std::size_t>(h.state) >= kSpawnStateCount)
+      fail(row + ".state", "unknown spawn state");
     // Since schema 3 the core's part of a handle ends at RepresentationRequested
     // (spawn_pipeline.hpp); a checkpoint holding a live handle in a
     // representation stage, or Attached / ReadyForGameplay at all, predates
     // that and cannot be continued exactly.
     if (h.state == SpawnState::Attached || h.state == SpawnState::ReadyForGameplay) {
-      fail(row + ".state", std::string(to_string(h.state)) +
-                               " is a representation stage, not core state (a checkpoint from before schema 3)");
+      fail(row + ".state",
+           std::string(to_string(h.state)) +
+               " is a representation stage, not core state (a checkpoint from before schema 3)");
     } else if (live == is_core_terminal(h.state)) {
-      fail(row + ".state", live ? "a live handle cannot be core-terminal (representation_requested ends the core's part)"
+      fail(row + ".state", live ? "a live handle cannot be core-terminal (representation_requested "
+                                  "ends the core's part)"
                                 : "must be core-terminal");
     }
-    if (static_cast<std::uint8_t>(h.failure) > static_cast<std::uint8_t>(SpawnFailure::WorldReplaced)) fail(row + ".failure", "unknown");
-    if (h.zone != kAnyZone && (h.zone < 0 || static_cast<std::size_t>(h.zone) >= w.scenario_.zones.size())) fail(row + ".zone", "unknown zone");
+    if (static_cast<std::uint8_t>(h.failure) >
+        static_cast<std::uint8_t>(SpawnFailure::WorldReplaced))
+      fail(row + ".failure", "unknown");
+    if (h.zone != kAnyZone &&
+        (h.zone < 0 || static_cast<std::size_t>(h.zone) >= w.scenario_.zones.size()))
+      fail(row + ".zone", "unknown zone");
     if (h.lane != kAnyLane && h.lane >= nlanes) fail(row + ".lane", "unknown lane");
-    if (static_cast<std::size_t>(h.priority) >= kPriorityClassCount) fail(row + ".priority", "unknown priority class");
-    if (live && h.state != SpawnState::Queued && !w.registry_.is_alive(h.entity)) fail(row + ".entity", "identity is not alive");
+    if (static_cast<std::size_t>(h.priority) >= kPriorityClassCount)
+      fail(row + ".priority", "unknown priority class");
+    if (live && h.state != SpawnState::Queued && !w.registry_.is_alive(h.entity))
+      fail(row + ".entity", "identity is not alive");
   };
   for (std::size_t k = 0; k < sp.live.size(); ++k) {
     const std::string row = "spawn.live[" + std::to_string(k) + "]";
     check_handle(sp.live[k], row, true);
-    if (k > 0 && sp.live[k - 1].handle >= sp.live[k].handle) fail(row + ".handle", "not sorted or duplicated");
+    if (k > 0 && sp.live[k - 1].handle >= sp.live[k].handle)
+      fail(row + ".handle", "not sorted or duplicated");
     const SpawnState st = sp.live[k].state;
     const bool registered = st >= SpawnState::Registered;
     const EntityId id = sp.live[k].entity;
@@ -98,9 +113,12 @@ void World::restore_spawn_handles(World& w, const WorldCheckpoint& cp, RestoreFa
       fail(row + ".entity", "a registered spawn must be an active spawned pedestrian");
     }
   }
-  if (sp.recent.size() > kSpawnHistory) fail("spawn.recent", "more than " + std::to_string(kSpawnHistory) + " entries");
-  for (std::size_t k = 0; k < sp.recent.size(); ++k) check_handle(sp.recent[k], "spawn.recent[" + std::to_string(k) + "]", false);
-  if (sp.live.size() > w.scenario_.spawn.queue_depth) fail("spawn.live", "more live handles than spawn.queue_depth");
+  if (sp.recent.size() > kSpawnHistory)
+    fail("spawn.recent", "more than " + std::to_string(kSpawnHistory) + " entries");
+  for (std::size_t k = 0; k < sp.recent.size(); ++k)
+    check_handle(sp.recent[k], "spawn.recent[" + std::to_string(k) + "]", false);
+  if (sp.live.size() > w.scenario_.spawn.queue_depth)
+    fail("spawn.live", "more live handles than spawn.queue_depth");
   w.spawn_ = sp;
 }
 
@@ -109,7 +127,8 @@ void World::restore_spawn_handles(World& w, const WorldCheckpoint& cp, RestoreFa
 bool World::restore_routes(World& w, const WorldCheckpoint& cp, RestoreFailures& fail) {
   const std::size_t nlanes = w.lanes_.size();
   const SpawnPipelineState& sp = cp.spawn;
-  if (std::string why = RouteTable::validate(cp.routes, static_cast<std::uint32_t>(nlanes)); !why.empty()) {
+  if (std::string why = RouteTable::validate(cp.routes, static_cast<std::uint32_t>(nlanes));
+      !why.empty()) {
     fail(why.substr(0, why.find(':')), why.substr(why.find(':') + 2));
     return false;
   }
@@ -124,12 +143,15 @@ bool World::restore_routes(World& w, const WorldCheckpoint& cp, RestoreFailures&
   };
   for (std::size_t i = 0; i < w.pedestrians_.size(); ++i)
     hold(w.pedestrians_.route[i], "pedestrians[" + std::to_string(i) + "].route");
-  for (std::size_t k = 0; k < sp.live.size(); ++k) hold(sp.live[k].route, "spawn.live[" + std::to_string(k) + "].route");
+  for (std::size_t k = 0; k < sp.live.size(); ++k)
+    hold(sp.live[k].route, "spawn.live[" + std::to_string(k) + "].route");
   for (std::size_t k = 0; k < sp.recent.size(); ++k) {
-    if (sp.recent[k].route != kNoRoute) fail("spawn.recent[" + std::to_string(k) + "].route", "an ended handle holds no route");
+    if (sp.recent[k].route != kNoRoute)
+      fail("spawn.recent[" + std::to_string(k) + "].route", "an ended handle holds no route");
   }
   for (std::size_t slot = 0; slot < held.size(); ++slot) {
-    if (cp.routes.count[slot] != 0 && held[slot] == 0) fail("routes[" + std::to_string(slot) + "]", "live route held by nobody");
+    if (cp.routes.count[slot] != 0 && held[slot] == 0)
+      fail("routes[" + std::to_string(slot) + "]", "live route held by nobody");
   }
   w.routes_.set_state(cp.routes);
   return true;
@@ -142,23 +164,27 @@ void World::restore_orphans(World& w, const WorldCheckpoint& cp, RestoreFailures
   for (std::size_t k = 0; k < cp.orphans.size(); ++k) {
     const OrphanState& o = cp.orphans[k];
     const std::string row = "orphans[" + std::to_string(k) + "]";
-    if (!w.registry_.is_alive(o.id)) fail(row + ".id", "identity is not alive");
+    if (!w.registry_.is_alive(o.id))
+      fail(row + ".id", "identity is not alive");
     else if (w.pedestrians_.dense_of[o.id.index] != PedestrianStore::kNoSlot)
       fail(row + ".id", "also an active pedestrian");
-    if (k > 0 && !(cp.orphans[k - 1].id < o.id)) fail(row + ".id", "not sorted by id or duplicated");
+    if (k > 0 && !(cp.orphans[k - 1].id < o.id))
+      fail(row + ".id", "not sorted by id or duplicated");
     if (o.reason >= kDespawnReasonCount) fail(row + ".reason", "unknown despawn reason");
     if (o.lane >= nlanes) {
       fail(row + ".lane", "unknown lane");
     } else if (!std::isfinite(o.s_m) || o.s_m < 0.0 || o.s_m > w.lanes_.lane(o.lane).length_m) {
       fail(row + ".s_m", "outside the lane");
     }
-    if (o.resident != UINT32_MAX &&
-        (o.resident >= rs.size() || !(rs.id[o.resident] == o.id) || rs.active[o.resident] != ResidentStore::kRetiring)) {
+    if (o.resident != UINT32_MAX && (o.resident >= rs.size() || !(rs.id[o.resident] == o.id) ||
+                                     rs.active[o.resident] != ResidentStore::kRetiring)) {
       fail(row + ".resident", "does not match a retiring resident with this identity");
     }
-    w.orphans_.push_back({o.id, static_cast<DespawnReason>(o.reason), o.lane, o.s_m, o.resident, o.release_step});
+    w.orphans_.push_back(
+        {o.id, static_cast<DespawnReason>(o.reason), o.lane, o.s_m, o.resident, o.release_step});
   }
-  if (cp.retiring_fifo.size() != cp.orphans.size()) fail("retiring_fifo", "must list every orphan once");
+  if (cp.retiring_fifo.size() != cp.orphans.size())
+    fail("retiring_fifo", "must list every orphan once");
   for (std::size_t k = 0; k < cp.retiring_fifo.size(); ++k) {
     const std::string row = "retiring_fifo[" + std::to_string(k) + "]";
     auto o = std::lower_bound(w.orphans_.begin(), w.orphans_.end(), cp.retiring_fifo[k],
@@ -167,10 +193,12 @@ void World::restore_orphans(World& w, const WorldCheckpoint& cp, RestoreFailures
       fail(row, "not in the orphan set");
       continue;
     }
-    auto prev = k == 0 ? w.orphans_.end()
-                       : std::lower_bound(w.orphans_.begin(), w.orphans_.end(), cp.retiring_fifo[k - 1],
-                                          [](const OrphanRecord& r, EntityId v) { return r.id < v; });
-    if (prev != w.orphans_.end() && prev->id == cp.retiring_fifo[k - 1] && prev->release_step > o->release_step) {
+    auto prev =
+        k == 0 ? w.orphans_.end()
+               : std::lower_bound(w.orphans_.begin(), w.orphans_.end(), cp.retiring_fifo[k - 1],
+                                  [](const OrphanRecord& r, EntityId v) { return r.id < v; });
+    if (prev != w.orphans_.end() && prev->id == cp.retiring_fifo[k - 1] &&
+        prev->release_step > o->release_step) {
       fail(row, "release steps must not decrease along the FIFO");
     }
   }
@@ -240,7 +268,8 @@ void World::capture_into(WorldCheckpoint& c) const {
         pedestrians_.origin[i] == static_cast<std::uint8_t>(PedestrianOrigin::Resident)
             ? population_.resident_of(pedestrians_.id[i])
             : ResidentStore::kNone;
-    c.pedestrians.resident[i] = r == ResidentStore::kNone ? PedestrianStore::kNoResident : static_cast<std::uint32_t>(r);
+    c.pedestrians.resident[i] =
+        r == ResidentStore::kNone ? PedestrianStore::kNoResident : static_cast<std::uint32_t>(r);
   }
   c.pedestrians.tier.assign(pedestrians_.tier.begin(), pedestrians_.tier.end());
   c.pedestrians.priority.assign(pedestrians_.priority.begin(), pedestrians_.priority.end());
@@ -269,11 +298,13 @@ void World::capture_into(WorldCheckpoint& c) const {
   c.spawn = spawn_;
   c.orphans.clear();
   for (const OrphanRecord& o : orphans_) {
-    c.orphans.push_back({o.id, static_cast<std::uint8_t>(o.reason), o.lane, o.s_m, o.resident, o.release_step});
+    c.orphans.push_back(
+        {o.id, static_cast<std::uint8_t>(o.reason), o.lane, o.s_m, o.resident, o.release_step});
   }
   c.retiring_fifo = retiring_fifo_;
   c.inbox.clear();
-  for (std::size_t k = 0; k < inbox_count_; ++k) c.inbox.push_back(inbox_[(inbox_head_ + k) % inbox_.size()]);
+  for (std::size_t k = 0; k < inbox_count_; ++k)
+    c.inbox.push_back(inbox_[(inbox_head_ + k) % inbox_.size()]);
   // The digest of exactly this state, so restore can prove it rebuilt it.
   // Between steps only submit() and take_inbox() change the state, and the
   // inbox is empty after every step, so with an empty inbox the post-step
@@ -289,7 +320,8 @@ World::RestoreResult World::restore(const Scenario& scenario, const WorldCheckpo
   for (ScenarioError& e : validate_scenario(scenario)) fail("scenario." + e.path, e.message);
   if (fail.any()) return result;
   if (cp.scenario_id != scenario.id) {
-    fail("scenario_id", "checkpoint is of scenario '" + cp.scenario_id + "', not '" + scenario.id + "'");
+    fail("scenario_id",
+         "checkpoint is of scenario '" + cp.scenario_id + "', not '" + scenario.id + "'");
   }
   if (cp.step_us != scenario.step_us) {
     fail("step_us", "checkpoint steps " + std::to_string(cp.step_us) + " us, scenario " +
@@ -347,12 +379,13 @@ bool World::restore_pedestrians(World& w, const WorldCheckpoint& cp, RestoreFail
   const std::size_t n = p.id.size();
   if (p.lane.size() != n || p.s_m.size() != n || p.hops.size() != n || p.resident.size() != n ||
       p.tier.size() != n || p.priority.size() != n || p.origin.size() != n || p.route.size() != n) {
-    fail("pedestrians", "column lengths differ (id " + std::to_string(n) + ", lane " +
-                            std::to_string(p.lane.size()) + ", s_m " + std::to_string(p.s_m.size()) +
-                            ", hops " + std::to_string(p.hops.size()) + ", resident " +
-                            std::to_string(p.resident.size()) + ", tier " + std::to_string(p.tier.size()) +
-                            ", priority " + std::to_string(p.priority.size()) + ", origin " +
-                            std::to_string(p.origin.size()) + ")");
+    fail("pedestrians",
+         "column lengths differ (id " + std::to_string(n) + ", lane " +
+             std::to_string(p.lane.size()) + ", s_m " + std::to_string(p.s_m.size()) + ", hops " +
+             std::to_string(p.hops.size()) + ", resident " + std::to_string(p.resident.size()) +
+             ", tier " + std::to_string(p.tier.size()) + ", priority " +
+             std::to_string(p.priority.size()) + ", origin " + std::to_string(p.origin.size()) +
+             ")");
     return false;
   }
   for (auto& [path, message] : w.population_.restore(cp.population, w.registry_))
@@ -530,9 +563,22 @@ void World::restore_clock_and_counters(const WorldCheckpoint& cp) {
 }
 
 SaveState World::capture_save() const {  // NOLINT
-  SaveState s{scenario_.id, scenario_.step_us, seed_, step_index_, pedestrian_target_,
-              population_.day_us(), population_.time_scale(), {}, {}, {}, population_.settings(), {}, false, {}};
-  for (const GarageState& g : vehicles_.garages()) s.garage_vehicle_ordinals.push_back(g.next_vehicle_ordinal);
+  SaveState s{scenario_.id,
+              scenario_.step_us,
+              seed_,
+              step_index_,
+              pedestrian_target_,
+              population_.day_us(),
+              population_.time_scale(),
+              {},
+              {},
+              {},
+              population_.settings(),
+              {},
+              false,
+              {}};
+  for (const GarageState& g : vehicles_.garages())
+    s.garage_vehicle_ordinals.push_back(g.next_vehicle_ordinal);
   const ResidentStore& rs = population_.residents();
   for (std::uint32_t i = 0; i < rs.size(); ++i) {
     if (!scenario_.communities[rs.community[i]].saveable) continue;
@@ -549,7 +595,8 @@ SaveState World::capture_save() const {  // NOLINT
   s.has_observers = true;
   for (std::size_t k = 0; k < observers_.size(); ++k) {
     const ObserverView& v = observer_views_[k];
-    s.observers.push_back({observers_[k].x_m, observers_[k].y_m, v.z_m, v.has_heading, v.heading_rad});
+    s.observers.push_back(
+        {observers_[k].x_m, observers_[k].y_m, v.z_m, v.has_heading, v.heading_rad});
   }
   return s;
 }
@@ -562,11 +609,13 @@ std::vector<RestoreError> World::place_saved_active_set(const SaveState& save) {
   const ResidentStore& rs = population_.residents();
   std::map<std::uint64_t, std::uint32_t> resident_of;
   for (std::uint32_t i = 0; i < rs.size(); ++i) resident_of.emplace(rs.id[i].packed(), i);
-  std::vector<std::uint32_t> resident(save.active_residents.size()), zone(save.active_residents.size());
+  std::vector<std::uint32_t> resident(save.active_residents.size()),
+      zone(save.active_residents.size());
   std::vector<LaneIndex> lane(save.active_residents.size());
   std::vector<std::uint32_t> per_zone(scenario_.zones.size(), 0);
   std::vector<std::uint8_t> seen(rs.size(), 0);
-  for (std::size_t k = 0; k < save.active_residents.size() && errors.size() < kMaxReportedErrors; ++k) {
+  for (std::size_t k = 0; k < save.active_residents.size() && errors.size() < kMaxReportedErrors;
+       ++k) {
     const SaveState::ActiveResident& a = save.active_residents[k];
     const std::string row = "active_residents[" + std::to_string(k) + "]";
     const auto r = resident_of.find(a.id.packed());
@@ -589,8 +638,10 @@ std::vector<RestoreError> World::place_saved_active_set(const SaveState& save) {
     }
     const std::uint32_t community = rs.community[r->second];
     if (scenario_.communities[community].saveable && rs.zone[r->second] != zone[k]) {
-      errors.push_back({row + ".zone", "'" + a.zone + "', but the saved zone of saveable resident " + id_text(a.id) +
-                                           " is '" + scenario_.zones[rs.zone[r->second]].id + "'"});
+      errors.push_back({row + ".zone", "'" + a.zone +
+                                           "', but the saved zone of saveable resident " +
+                                           id_text(a.id) + " is '" +
+                                           scenario_.zones[rs.zone[r->second]].id + "'"});
       continue;
     }
     if (++per_zone[zone[k]] > scenario_.zones[zone[k]].capacity) {
@@ -599,23 +650,25 @@ std::vector<RestoreError> World::place_saved_active_set(const SaveState& save) {
       continue;
     }
     // Anywhere a pedestrian walks: residents cross to other zones' lanes.
-    const auto walkable = std::find_if(lanes_.lanes().begin(), lanes_.lanes().end(), [&](const auto& l) {
-      return l.id == a.lane && l.kind != LaneKind::Road;
-    });
+    const auto walkable =
+        std::find_if(lanes_.lanes().begin(), lanes_.lanes().end(),
+                     [&](const auto& l) { return l.id == a.lane && l.kind != LaneKind::Road; });
     if (walkable == lanes_.lanes().end()) {
-      errors.push_back({row + ".lane", "'" + a.lane + "' is not a sidewalk or crossing of this scenario"});
+      errors.push_back(
+          {row + ".lane", "'" + a.lane + "' is not a sidewalk or crossing of this scenario"});
       continue;
     }
     lane[k] = static_cast<LaneIndex>(walkable - lanes_.lanes().begin());
     if (!(a.s_m >= 0.0 && a.s_m <= lanes_.lane(lane[k]).length_m)) {
-      errors.push_back({row + ".s_m", "must be in [0, lane length " + std::to_string(lanes_.lane(lane[k]).length_m) + "]"});
+      errors.push_back({row + ".s_m", "must be in [0, lane length " +
+                                          std::to_string(lanes_.lane(lane[k]).length_m) + "]"});
     }
   }
   if (!errors.empty()) return errors;
   for (std::size_t k = 0; k < save.active_residents.size(); ++k) {
     if (rs.zone[resident[k]] != zone[k]) population_.assign_zone(resident[k], zone[k]);
-    push_pedestrian(rs.id[resident[k]], lane[k], save.active_residents[k].s_m, resident[k], PriorityClass::Community,
-                    PedestrianOrigin::Resident);
+    push_pedestrian(rs.id[resident[k]], lane[k], save.active_residents[k].s_m, resident[k],
+                    PriorityClass::Community, PedestrianOrigin::Resident);
     population_.on_activated(resident[k]);
   }
   return errors;
@@ -684,7 +737,8 @@ World::RestoreResult World::load_save(const Scenario& scenario, const SaveState&
         break;
       }
       if (!(save.saveable_ids[k] == rs.id[i])) {
-        result.errors.push_back({row + ".id", "saved " + id_text(save.saveable_ids[k]) + " but the scenario's resident is " +
+        result.errors.push_back({row + ".id", "saved " + id_text(save.saveable_ids[k]) +
+                                                  " but the scenario's resident is " +
                                                   id_text(rs.id[i])});
       }
       std::uint32_t zone = UINT32_MAX;
@@ -699,7 +753,8 @@ World::RestoreResult World::load_save(const Scenario& scenario, const SaveState&
       ++k;
     }
     if (result.errors.empty() && k != save.saveable_ids.size()) {
-      result.errors.push_back({"saveable", std::to_string(save.saveable_ids.size()) + " saved identities, the scenario has " +
+      result.errors.push_back({"saveable", std::to_string(save.saveable_ids.size()) +
+                                               " saved identities, the scenario has " +
                                                std::to_string(k) + " saveable residents"});
     }
     if (!result.errors.empty()) return result;
@@ -715,8 +770,10 @@ World::RestoreResult World::load_save(const Scenario& scenario, const SaveState&
   w->pedestrian_target_ = save.pedestrian_target;
   if (save.has_observers) {
     CommandResult ignored;
-    if (save.observers.size() > 64 || !w->set_observer_points(save.observers, w->observers_, w->observer_views_, ignored)) {
-      result.errors.push_back({"observers", "at most 64 observers, with finite coordinates, height and heading"});
+    if (save.observers.size() > 64 ||
+        !w->set_observer_points(save.observers, w->observers_, w->observer_views_, ignored)) {
+      result.errors.push_back(
+          {"observers", "at most 64 observers, with finite coordinates, height and heading"});
       return result;
     }
   }

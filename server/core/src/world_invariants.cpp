@@ -27,22 +27,28 @@ std::string World::check_lifecycle_counts() const {
              std::to_string(pedestrians_.dense_of[id.index]) + ", pedestrian " + id_text(id) +
              " is in slot " + std::to_string(i);
     }
-    if (!registry_.is_alive(id)) return "pedestrians: invariant 2: pedestrian " + id_text(id) + " is not alive";
+    if (!registry_.is_alive(id))
+      return "pedestrians: invariant 2: pedestrian " + id_text(id) + " is not alive";
     switch (static_cast<PedestrianOrigin>(pedestrians_.origin[i])) {
-      case PedestrianOrigin::Background: ++background; break;
-      case PedestrianOrigin::Resident: ++residents; break;
-      case PedestrianOrigin::Spawned: break;
+      case PedestrianOrigin::Background:
+        ++background;
+        break;
+      case PedestrianOrigin::Resident:
+        ++residents;
+        break;
+      case PedestrianOrigin::Spawned:
+        break;
     }
   }
   if (background != background_count_) {
-    return "pedestrians: invariant 3: background count is " + std::to_string(background_count_) + ", " +
-           std::to_string(background) + " pedestrians have origin background";
+    return "pedestrians: invariant 3: background count is " + std::to_string(background_count_) +
+           ", " + std::to_string(background) + " pedestrians have origin background";
   }
   const PopulationSystem& pop = population_;
   if (residents + pop.retiring_count() != pop.active_count()) {
     return "population: invariant 2: " + std::to_string(residents) + " walking + " +
-           std::to_string(pop.retiring_count()) + " retiring residents != " + std::to_string(pop.active_count()) +
-           " active";
+           std::to_string(pop.retiring_count()) +
+           " retiring residents != " + std::to_string(pop.active_count()) + " active";
   }
   std::uint32_t dormant = 0;
   for (const ZoneStatus& z : pop.zones()) dormant += z.dormant;
@@ -52,11 +58,13 @@ std::string World::check_lifecycle_counts() const {
   }
   for (std::size_t k = 1; k < orphans_.size(); ++k) {
     if (!(orphans_[k - 1].id < orphans_[k].id)) {
-      return "orphans: invariant 1: orphan " + id_text(orphans_[k].id) + " is not after " + id_text(orphans_[k - 1].id);
+      return "orphans: invariant 1: orphan " + id_text(orphans_[k].id) + " is not after " +
+             id_text(orphans_[k - 1].id);
     }
   }
   if (retiring_fifo_.size() != orphans_.size()) {
-    return "orphans: invariant 1: the retiring FIFO holds " + std::to_string(retiring_fifo_.size()) + " ids, the orphan set " +
+    return "orphans: invariant 1: the retiring FIFO holds " +
+           std::to_string(retiring_fifo_.size()) + " ids, the orphan set " +
            std::to_string(orphans_.size());
   }
   return {};
@@ -73,8 +81,8 @@ std::string World::check_pedestrians() const {
   std::uint32_t mapped = 0;
   for (const std::uint32_t d : pedestrians_.dense_of) mapped += d != PedestrianStore::kNoSlot;
   if (mapped != n) {
-    return "pedestrians: invariant 1: " + std::to_string(mapped) + " dense_of entries for " + std::to_string(n) +
-           " pedestrians";
+    return "pedestrians: invariant 1: " + std::to_string(mapped) + " dense_of entries for " +
+           std::to_string(n) + " pedestrians";
   }
   const ResidentStore& rs = population_.residents();
   for (std::uint32_t i = 0; i < n; ++i) {
@@ -83,9 +91,11 @@ std::string World::check_pedestrians() const {
     if (vehicles_.is_vehicle(id)) return "pedestrians: invariant 2: " + ped + " is also a vehicle";
     const auto origin = static_cast<PedestrianOrigin>(pedestrians_.origin[i]);
     const std::int32_t of = population_.resident_of(id);
-    const std::uint32_t r = of == ResidentStore::kNone ? PedestrianStore::kNoResident : static_cast<std::uint32_t>(of);
+    const std::uint32_t r =
+        of == ResidentStore::kNone ? PedestrianStore::kNoResident : static_cast<std::uint32_t>(of);
     if ((origin == PedestrianOrigin::Resident) != (r != PedestrianStore::kNoResident)) {
-      return "pedestrians: invariant 3: " + ped + " has origin " + to_string(origin) + " and resident " +
+      return "pedestrians: invariant 3: " + ped + " has origin " + to_string(origin) +
+             " and resident " +
              (r == PedestrianStore::kNoResident ? std::string("none") : std::to_string(r));
     }
     if (r != PedestrianStore::kNoResident &&
@@ -110,8 +120,10 @@ std::string World::check_pedestrians() const {
     if (pedestrians_.phase[i] != id_phase(id))
       return "pedestrians: invariant 4: " + ped + " has a phase not derived from its id";
     const std::uint32_t route = pedestrians_.route[i];
-    if (route != kNoRoute && (route >= routes_.state().count.size() || routes_.state().count[route] == 0)) {
-      return "pedestrians: invariant 5: " + ped + " holds route slot " + std::to_string(route) + ", which is free";
+    if (route != kNoRoute &&
+        (route >= routes_.state().count.size() || routes_.state().count[route] == 0)) {
+      return "pedestrians: invariant 5: " + ped + " holds route slot " + std::to_string(route) +
+             ", which is free";
     }
   }
   if (pedestrian_digest_sum_recount() != pedestrian_digest_sum_)
@@ -129,11 +141,14 @@ std::string World::check_spawn_pipeline() const {
     if (k > 0 && !(sp.live[k - 1].handle < h.handle)) {
       return area + "invariant 1: live " + handle(h) + " is not after " + handle(sp.live[k - 1]);
     }
-    if (h.state > SpawnState::Registered) return area + "invariant 2: live " + handle(h) + " is " + to_string(h.state);
+    if (h.state > SpawnState::Registered)
+      return area + "invariant 2: live " + handle(h) + " is " + to_string(h.state);
   }
-  if (sp.recent.size() > kSpawnHistory) return area + "invariant 2: recent holds more than kSpawnHistory handles";
+  if (sp.recent.size() > kSpawnHistory)
+    return area + "invariant 2: recent holds more than kSpawnHistory handles";
   for (const SpawnHandleState& h : sp.recent) {
-    if (!is_core_terminal(h.state)) return area + "invariant 2: recent " + handle(h) + " is " + to_string(h.state);
+    if (!is_core_terminal(h.state))
+      return area + "invariant 2: recent " + handle(h) + " is " + to_string(h.state);
   }
   // The representation stages are not core state (spawn_pipeline.hpp).
   for (const SpawnState s : {SpawnState::Attached, SpawnState::ReadyForGameplay}) {
@@ -144,17 +159,20 @@ std::string World::check_spawn_pipeline() const {
   for (const auto* list : {&sp.live, &sp.recent}) {
     for (const SpawnHandleState& h : *list) {
       if (h.handle == 0 || h.handle >= sp.next_handle) {
-        return area + "invariant 1: " + handle(h) + " was not issued (next_handle " + std::to_string(sp.next_handle) + ")";
+        return area + "invariant 1: " + handle(h) + " was not issued (next_handle " +
+               std::to_string(sp.next_handle) + ")";
       }
       if ((h.state == SpawnState::Failed) != (h.failure != SpawnFailure::None)) {
-        return area + "invariant 2: " + handle(h) + " is " + to_string(h.state) + " with failure " + to_string(h.failure);
+        return area + "invariant 2: " + handle(h) + " is " + to_string(h.state) + " with failure " +
+               to_string(h.failure);
       }
       seen.push_back(h.handle);
     }
   }
   std::sort(seen.begin(), seen.end());
   if (auto twice = std::adjacent_find(seen.begin(), seen.end()); twice != seen.end()) {
-    return area + "invariant 1: handle " + std::to_string(*twice) + " is both live and recent (or recent twice)";
+    return area + "invariant 1: handle " + std::to_string(*twice) +
+           " is both live and recent (or recent twice)";
   }
   // 3. Each handle ends exactly once.
   const SpawnCounters& c = sp.counters;
@@ -174,16 +192,20 @@ std::string World::check_spawn_pipeline() const {
                          pedestrians_.dense_of[h.entity.index] != PedestrianStore::kNoSlot;
     switch (h.state) {
       case SpawnState::Queued:
-        if (!null) return area + "invariant 4: queued " + handle(h) + " already holds entity " + id_text(h.entity);
+        if (!null)
+          return area + "invariant 4: queued " + handle(h) + " already holds entity " +
+                 id_text(h.entity);
         break;
       case SpawnState::IdentityCreated:
         if (null || !registry_.is_alive(h.entity) || walking || vehicles_.is_vehicle(h.entity)) {
-          return area + "invariant 4: identity_created " + handle(h) + " entity " + id_text(h.entity) +
-                 " is not a live id off every lane";
+          return area + "invariant 4: identity_created " + handle(h) + " entity " +
+                 id_text(h.entity) + " is not a live id off every lane";
         }
         break;
       default:
-        if (null) return area + "invariant 4: " + std::string(to_string(h.state)) + " " + handle(h) + " has no entity";
+        if (null)
+          return area + "invariant 4: " + std::string(to_string(h.state)) + " " + handle(h) +
+                 " has no entity";
         if (walking && pedestrians_.origin[pedestrians_.dense_of[h.entity.index]] !=
                            static_cast<std::uint8_t>(PedestrianOrigin::Spawned)) {
           return area + "invariant 4: " + handle(h) + " entity " + id_text(h.entity) +
@@ -191,7 +213,9 @@ std::string World::check_spawn_pipeline() const {
                  to_string(static_cast<PedestrianOrigin>(
                      pedestrians_.origin[pedestrians_.dense_of[h.entity.index]]));
         }
-        if (h.route != kNoRoute) return area + "invariant 4: " + handle(h) + " still holds route slot " + std::to_string(h.route);
+        if (h.route != kNoRoute)
+          return area + "invariant 4: " + handle(h) + " still holds route slot " +
+                 std::to_string(h.route);
         break;
     }
   }
@@ -204,15 +228,17 @@ std::string World::check_orphans() const {
   std::sort(fifo.begin(), fifo.end());
   for (std::size_t k = 0; k < fifo.size(); ++k) {
     if (!(fifo[k] == orphans_[k].id)) {
-      return "orphans: invariant 1: the retiring FIFO and the orphan set differ at " + id_text(orphans_[k].id);
+      return "orphans: invariant 1: the retiring FIFO and the orphan set differ at " +
+             id_text(orphans_[k].id);
     }
   }
   const OrphanRecord* previous = nullptr;
   for (const EntityId id : retiring_fifo_) {
     const OrphanRecord* o = find_orphan(orphans_, id);
     if (previous != nullptr && o->release_step < previous->release_step) {
-      return "orphans: invariant 1: " + id_text(id) + " is released at step " + std::to_string(o->release_step) +
-             ", before " + id_text(previous->id) + " ahead of it in the FIFO";
+      return "orphans: invariant 1: " + id_text(id) + " is released at step " +
+             std::to_string(o->release_step) + ", before " + id_text(previous->id) +
+             " ahead of it in the FIFO";
     }
     previous = o;
   }
@@ -225,9 +251,11 @@ std::string World::check_orphans() const {
         vehicles_.is_vehicle(o.id)) {
       return "orphans: invariant 2: " + orphan + " is still on a lane";
     }
-    if (o.lane >= lanes_.size()) return "orphans: invariant 2: " + orphan + " faded on unknown lane " + std::to_string(o.lane);
+    if (o.lane >= lanes_.size())
+      return "orphans: invariant 2: " + orphan + " faded on unknown lane " + std::to_string(o.lane);
     if (o.resident != UINT32_MAX) {
-      if (o.resident >= rs.size() || rs.id[o.resident] != o.id || rs.active[o.resident] != ResidentStore::kRetiring) {
+      if (o.resident >= rs.size() || rs.id[o.resident] != o.id ||
+          rs.active[o.resident] != ResidentStore::kRetiring) {
         return "orphans: invariant 2: " + orphan + " names resident " + std::to_string(o.resident) +
                ", which is not this retiring identity";
       }
@@ -235,7 +263,8 @@ std::string World::check_orphans() const {
     }
   }
   if (resident_orphans != population_.retiring_count()) {
-    return "orphans: invariant 2: " + std::to_string(resident_orphans) + " resident orphans, the population counts " +
+    return "orphans: invariant 2: " + std::to_string(resident_orphans) +
+           " resident orphans, the population counts " +
            std::to_string(population_.retiring_count()) + " retiring";
   }
   return {};
@@ -253,14 +282,17 @@ std::string World::check_holders() const {
     routes_held += h.route != kNoRoute;
   }
   if (held != registry_.alive_count()) {
-    return "lifecycle: " + std::to_string(registry_.alive_count()) + " live ids but " + std::to_string(held) +
-           " holders (residents, non-resident pedestrians, vehicles, non-resident orphans, identity_created handles)";
+    return "lifecycle: " + std::to_string(registry_.alive_count()) + " live ids but " +
+           std::to_string(held) +
+           " holders (residents, non-resident pedestrians, vehicles, non-resident orphans, "
+           "identity_created handles)";
   }
   for (const std::uint32_t r : pedestrians_.route) routes_held += r != kNoRoute;
-  if (std::string why = RouteTable::validate(routes_.state(), lanes_.size()); !why.empty()) return "routes: " + why;
+  if (std::string why = RouteTable::validate(routes_.state(), lanes_.size()); !why.empty())
+    return "routes: " + why;
   if (routes_held != routes_.live()) {
-    return "routes: " + std::to_string(routes_.live()) + " live route slots but " + std::to_string(routes_held) +
-           " holders (pedestrians and waiting spawn handles)";
+    return "routes: " + std::to_string(routes_.live()) + " live route slots but " +
+           std::to_string(routes_held) + " holders (pedestrians and waiting spawn handles)";
   }
   return {};
 }
@@ -282,19 +314,23 @@ std::string World::check_invariants() const {
 // point, and the tier resolver's set is exactly the scenario / operator
 // observers followed by the clients'.
 std::string World::check_observers() const {
-  if (client_observers_.size() > kClientObserversMax || client_observer_views_.size() != client_observers_.size()) {
-    return "observers: invariant 1: " + std::to_string(client_observers_.size()) + " client observers with " +
-           std::to_string(client_observer_views_.size()) + " views (at most " + std::to_string(kClientObserversMax) +
-           ", one view each)";
+  if (client_observers_.size() > kClientObserversMax ||
+      client_observer_views_.size() != client_observers_.size()) {
+    return "observers: invariant 1: " + std::to_string(client_observers_.size()) +
+           " client observers with " + std::to_string(client_observer_views_.size()) +
+           " views (at most " + std::to_string(kClientObserversMax) + ", one view each)";
   }
   if (tier_observers_.size() != observers_.size() + client_observers_.size() ||
       tier_views_.size() != tier_observers_.size()) {
-    return "observers: invariant 2: the tier resolver's set is not the scenario's plus the clients'";
+    return "observers: invariant 2: the tier resolver's set is not the scenario's plus the "
+           "clients'";
   }
   for (std::size_t k = 0; k < tier_observers_.size(); ++k) {
-    const Vec2 want = k < observers_.size() ? observers_[k] : client_observers_[k - observers_.size()];
+    const Vec2 want =
+        k < observers_.size() ? observers_[k] : client_observers_[k - observers_.size()];
     if (tier_observers_[k].x_m != want.x_m || tier_observers_[k].y_m != want.y_m) {
-      return "observers: invariant 2: tier observer " + std::to_string(k) + " differs from its source";
+      return "observers: invariant 2: tier observer " + std::to_string(k) +
+             " differs from its source";
     }
   }
   return {};

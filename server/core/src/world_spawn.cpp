@@ -14,24 +14,36 @@ namespace bustle::core {
 
 const char* to_string(SpawnState s) {
   switch (s) {
-    case SpawnState::Queued: return "queued";
-    case SpawnState::IdentityCreated: return "identity_created";
-    case SpawnState::Registered: return "registered";
-    case SpawnState::RepresentationRequested: return "representation_requested";
-    case SpawnState::Attached: return "attached";
-    case SpawnState::ReadyForGameplay: return "ready_for_gameplay";
-    case SpawnState::Failed: return "failed";
-    case SpawnState::Canceled: return "canceled";
-    case SpawnState::TimedOut: return "timed_out";
+    case SpawnState::Queued:
+      return "queued";
+    case SpawnState::IdentityCreated:
+      return "identity_created";
+    case SpawnState::Registered:
+      return "registered";
+    case SpawnState::RepresentationRequested:
+      return "representation_requested";
+    case SpawnState::Attached:
+      return "attached";
+    case SpawnState::ReadyForGameplay:
+      return "ready_for_gameplay";
+    case SpawnState::Failed:
+      return "failed";
+    case SpawnState::Canceled:
+      return "canceled";
+    case SpawnState::TimedOut:
+      return "timed_out";
   }
   return "?";
 }
 
 const char* to_string(SpawnFailure f) {
   switch (f) {
-    case SpawnFailure::None: return "none";
-    case SpawnFailure::EntityGone: return "entity_gone";
-    case SpawnFailure::WorldReplaced: return "world_replaced";
+    case SpawnFailure::None:
+      return "none";
+    case SpawnFailure::EntityGone:
+      return "entity_gone";
+    case SpawnFailure::WorldReplaced:
+      return "world_replaced";
   }
   return "?";
 }
@@ -47,7 +59,8 @@ std::string World::validate_spawn(const SpawnPedestrian& c, std::int32_t& zone, 
     const std::optional<LaneIndex> found = lanes_.find(c.route[k]);
     if (!found) return at + "unknown lane '" + c.route[k] + "'";
     const LaneIndex l = *found;
-    if (!is_pedestrian_lane(lanes_.lane(l).kind)) return at + "'" + c.route[k] + "' is not a pedestrian lane";
+    if (!is_pedestrian_lane(lanes_.lane(l).kind))
+      return at + "'" + c.route[k] + "' is not a pedestrian lane";
     if (k > 0) {
       const auto& succ = lanes_.lane(walk.back()).pedestrian_successors;
       if (std::find(succ.begin(), succ.end(), l) == succ.end()) {
@@ -56,7 +69,8 @@ std::string World::validate_spawn(const SpawnPedestrian& c, std::int32_t& zone, 
     }
     walk.push_back(l);
   }
-  if (!walk.empty() && !c.lane.empty() && c.lane != c.route[0]) return "lane: must be route[0] when a route is given";
+  if (!walk.empty() && !c.lane.empty() && c.lane != c.route[0])
+    return "lane: must be route[0] when a route is given";
   if (route != nullptr) *route = walk;
   const SpawnPedestrian* req = &c;
   SpawnPedestrian with_lane;
@@ -68,9 +82,12 @@ std::string World::validate_spawn(const SpawnPedestrian& c, std::int32_t& zone, 
   return validate_spawn_place(*req, zone, lane);
 }
 
-std::string World::validate_spawn_place(const SpawnPedestrian& c, std::int32_t& zone, std::uint32_t& lane) const {
-  if (c.priority >= kPriorityClassCount) return "priority: must be 0 (story), 1 (quest), 2 (community) or 3 (background)";
-  if (c.timeout_ms > 3'600'000) return "timeout_ms: must be at most 3600000 (0 = the scenario's spawn.timeout_ms)";
+std::string World::validate_spawn_place(const SpawnPedestrian& c, std::int32_t& zone,
+                                        std::uint32_t& lane) const {
+  if (c.priority >= kPriorityClassCount)
+    return "priority: must be 0 (story), 1 (quest), 2 (community) or 3 (background)";
+  if (c.timeout_ms > 3'600'000)
+    return "timeout_ms: must be at most 3600000 (0 = the scenario's spawn.timeout_ms)";
   if (!c.zone.empty()) {
     for (std::size_t z = 0; z < scenario_.zones.size(); ++z) {
       if (scenario_.zones[z].id == c.zone) zone = static_cast<std::int32_t>(z);
@@ -81,7 +98,8 @@ std::string World::validate_spawn_place(const SpawnPedestrian& c, std::int32_t& 
     const std::optional<LaneIndex> found = lanes_.find(c.lane);
     if (!found) return "lane: unknown lane '" + c.lane + "'";
     lane = *found;
-    if (!is_pedestrian_lane(lanes_.lane(lane).kind)) return "lane: '" + c.lane + "' is not a pedestrian lane";
+    if (!is_pedestrian_lane(lanes_.lane(lane).kind))
+      return "lane: '" + c.lane + "' is not a pedestrian lane";
     if (zone != kAnyZone) {
       const auto& zl = population_.zone_lanes()[static_cast<std::size_t>(zone)];
       if (std::find(zl.begin(), zl.end(), lane) == zl.end()) {
@@ -89,7 +107,8 @@ std::string World::validate_spawn_place(const SpawnPedestrian& c, std::int32_t& 
       }
     }
   }
-  if (zone == kAnyZone && lane == kAnyLane && lanes_.sidewalks().empty()) return "zone: the city has no sidewalk to spawn on";
+  if (zone == kAnyZone && lane == kAnyLane && lanes_.sidewalks().empty())
+    return "zone: the city has no sidewalk to spawn on";
   return {};
 }
 
@@ -103,14 +122,16 @@ std::uint64_t World::accept_spawn(const SpawnPedestrian& c, std::int32_t zone, s
   h.lane = lane;
   h.priority = static_cast<PriorityClass>(c.priority);
   h.requested_step = step_index_;
-  const std::uint64_t timeout_us = std::uint64_t{c.timeout_ms != 0 ? c.timeout_ms : scenario_.spawn.timeout_ms} * 1000;
+  const std::uint64_t timeout_us =
+      std::uint64_t{c.timeout_ms != 0 ? c.timeout_ms : scenario_.spawn.timeout_ms} * 1000;
   h.deadline_step = step_index_ + (timeout_us + scenario_.step_us - 1) / scenario_.step_us;
   h.state_step = step_index_;
   ++spawn_.counters.requested;
   ++spawn_.counters.per_state_total[static_cast<std::size_t>(SpawnState::Queued)];
   spawn_events_.push_back({h.handle, h.state, h.failure, h.entity, h.origin});
-  assert(spawn_.live.empty() || spawn_.live.back().handle < h.handle);  // invariant 1, read by find_spawn()
-  spawn_.live.push_back(h);  // handles increase: the vector stays sorted
+  assert(spawn_.live.empty() ||
+         spawn_.live.back().handle < h.handle);  // invariant 1, read by find_spawn()
+  spawn_.live.push_back(h);                      // handles increase: the vector stays sorted
   return h.handle;
 }
 
@@ -136,10 +157,12 @@ void World::retire_terminal_spawns() {
     if (terminal(h)) spawn_.recent.push_back(h);
   }
   assert(spawn_.recent.empty() || is_core_terminal(spawn_.recent.back().state));
-  spawn_.live.erase(std::remove_if(spawn_.live.begin(), spawn_.live.end(), terminal), spawn_.live.end());
+  spawn_.live.erase(std::remove_if(spawn_.live.begin(), spawn_.live.end(), terminal),
+                    spawn_.live.end());
   if (spawn_.recent.size() > kSpawnHistory) {
-    spawn_.recent.erase(spawn_.recent.begin(),
-                        spawn_.recent.begin() + static_cast<std::ptrdiff_t>(spawn_.recent.size() - kSpawnHistory));
+    spawn_.recent.erase(
+        spawn_.recent.begin(),
+        spawn_.recent.begin() + static_cast<std::ptrdiff_t>(spawn_.recent.size() - kSpawnHistory));
   }
 }
 
@@ -156,8 +179,9 @@ SpawnHandleState* World::live_spawn_of(EntityId id) {
 }
 
 std::optional<SpawnHandleState> World::find_spawn(std::uint64_t handle) const {
-  auto it = std::lower_bound(spawn_.live.begin(), spawn_.live.end(), handle,
-                             [](const SpawnHandleState& h, std::uint64_t v) { return h.handle < v; });
+  auto it =
+      std::lower_bound(spawn_.live.begin(), spawn_.live.end(), handle,
+                       [](const SpawnHandleState& h, std::uint64_t v) { return h.handle < v; });
   if (it != spawn_.live.end() && it->handle == handle) return *it;
   for (const SpawnHandleState& h : spawn_.recent) {
     if (h.handle == handle) return h;

@@ -20,9 +20,13 @@ ControlCommand named(Kind kind, const flatbuffers::String* name) {
   return c;
 }
 
-std::string str(const flatbuffers::String* s) { return s != nullptr ? s->str() : std::string(); }
+std::string str(const flatbuffers::String* s) {
+  return s != nullptr ? s->str() : std::string();
+}
 
-core::EntityId to_core(const wire::EntityId& id) { return core::EntityId{id.index(), id.generation()}; }
+core::EntityId to_core(const wire::EntityId& id) {
+  return core::EntityId{id.index(), id.generation()};
+}
 
 ParsedCommand reject(core::RejectReason reason, std::string message) {
   ParsedCommand p;
@@ -31,7 +35,9 @@ ParsedCommand reject(core::RejectReason reason, std::string message) {
   return p;
 }
 
-ParsedCommand invalid(std::string message) { return reject(core::RejectReason::InvalidArgument, std::move(message)); }
+ParsedCommand invalid(std::string message) {
+  return reject(core::RejectReason::InvalidArgument, std::move(message));
+}
 
 ParsedCommand accept(std::variant<ControlCommand, core::WorldCommand> body) {
   ParsedCommand p;
@@ -81,8 +87,8 @@ ParsedCommand parse_set_observers(const wire::SetObservers& c) {
   core::SetObservers obs;
   const std::size_t points = c.points() != nullptr ? c.points()->size() : 0;
   if (c.views() != nullptr && c.views()->size() != points) {
-    return invalid("views: " + std::to_string(c.views()->size()) + " entries for " + std::to_string(points) +
-                   " points (send one view per point, or no views)");
+    return invalid("views: " + std::to_string(c.views()->size()) + " entries for " +
+                   std::to_string(points) + " points (send one view per point, or no views)");
   }
   obs.points.reserve(points);
   for (flatbuffers::uoffset_t i = 0; i < points; ++i) {
@@ -105,8 +111,8 @@ ParsedCommand parse_lifecycle_batch(const wire::LifecycleBatch& b) {
   core::LifecycleBatch batch;
   const std::size_t n = b.ops() != nullptr ? b.ops()->size() : 0;
   if (n > kLifecycleBatchOpsMax) {
-    return invalid("ops: " + std::to_string(n) + " operations, at most " + std::to_string(kLifecycleBatchOpsMax) +
-                   " per batch (nothing was applied)");
+    return invalid("ops: " + std::to_string(n) + " operations, at most " +
+                   std::to_string(kLifecycleBatchOpsMax) + " per batch (nothing was applied)");
   }
   batch.ops.reserve(n);
   for (flatbuffers::uoffset_t i = 0; i < n; ++i) {
@@ -117,7 +123,8 @@ ParsedCommand parse_lifecycle_batch(const wire::LifecycleBatch& b) {
       case wire::LifecycleOpKind::Spawn:
         op.kind = core::LifecycleOp::Kind::Spawn;
         if (w->spawn() == nullptr) return invalid(field + "spawn is required for a Spawn op");
-        if (auto why = to_spawn(*w->spawn(), field + "spawn.", op.spawn)) return invalid(std::move(*why));
+        if (auto why = to_spawn(*w->spawn(), field + "spawn.", op.spawn))
+          return invalid(std::move(*why));
         break;
       case wire::LifecycleOpKind::Despawn:
         op.kind = core::LifecycleOp::Kind::Despawn;
@@ -148,7 +155,8 @@ ParsedCommand parse_body(const wire::Command& cmd) {
     case wire::CommandBody::QueryStats:
       return accept(control(Kind::QueryStats));
     case wire::CommandBody::SetPedestrianTarget:
-      return accept(core::WorldCommand{core::SetPedestrianTarget{cmd.body_as_SetPedestrianTarget()->count()}});
+      return accept(core::WorldCommand{
+          core::SetPedestrianTarget{cmd.body_as_SetPedestrianTarget()->count()}});
     case wire::CommandBody::DespawnEntity:
       return with_id(cmd.body_as_DespawnEntity()->id(),
                      [](core::EntityId id) { return core::WorldCommand{core::DespawnEntity{id}}; });
@@ -171,12 +179,14 @@ ParsedCommand parse_body(const wire::Command& cmd) {
     }
     case wire::CommandBody::GarageRequest: {
       const wire::GarageRequest* g = cmd.body_as_GarageRequest();
-      return accept(core::WorldCommand{
-          core::GarageRequest{str(g->garage()), str(g->request_id()), str(g->prototype()), str(g->lane()), g->priority()}});
+      return accept(core::WorldCommand{core::GarageRequest{str(g->garage()), str(g->request_id()),
+                                                           str(g->prototype()), str(g->lane()),
+                                                           g->priority()}});
     }
     case wire::CommandBody::CancelGarageRequest: {
       const wire::CancelGarageRequest* c = cmd.body_as_CancelGarageRequest();
-      return accept(core::WorldCommand{core::CancelGarageRequest{str(c->garage()), str(c->request_id())}});
+      return accept(
+          core::WorldCommand{core::CancelGarageRequest{str(c->garage()), str(c->request_id())}});
     }
     case wire::CommandBody::SetVehicleStrategy: {
       const auto strategy = static_cast<std::uint8_t>(cmd.body_as_SetVehicleStrategy()->strategy());
@@ -201,12 +211,14 @@ ParsedCommand parse_body(const wire::Command& cmd) {
       return accept(control(Kind::QueryZones));
     case wire::CommandBody::ForceFull: {
       const bool on = cmd.body_as_ForceFull()->on();
-      return with_id(cmd.body_as_ForceFull()->id(),
-                     [&](core::EntityId id) { return core::WorldCommand{core::ForceFull{id, on}}; });
+      return with_id(cmd.body_as_ForceFull()->id(), [&](core::EntityId id) {
+        return core::WorldCommand{core::ForceFull{id, on}};
+      });
     }
     case wire::CommandBody::SpawnPedestrian: {
       core::SpawnPedestrian spawn;
-      if (auto why = to_spawn(*cmd.body_as_SpawnPedestrian(), "", spawn)) return invalid(std::move(*why));
+      if (auto why = to_spawn(*cmd.body_as_SpawnPedestrian(), "", spawn))
+        return invalid(std::move(*why));
       return accept(core::WorldCommand{std::move(spawn)});
     }
     case wire::CommandBody::CancelSpawn:
@@ -217,8 +229,8 @@ ParsedCommand parse_body(const wire::Command& cmd) {
                      [](core::EntityId id) { return entity_query(Kind::ReportAttached, id); });
     case wire::CommandBody::SetLifecycle: {
       const wire::SetLifecycle* l = cmd.body_as_SetLifecycle();
-      return accept(core::WorldCommand{
-          core::SetLifecycle{l->growth_quota(), l->recycle_quota(), l->interval_ms(), l->migration_budget()}});
+      return accept(core::WorldCommand{core::SetLifecycle{
+          l->growth_quota(), l->recycle_quota(), l->interval_ms(), l->migration_budget()}});
     }
     case wire::CommandBody::LifecycleBatch:
       return parse_lifecycle_batch(*cmd.body_as_LifecycleBatch());
@@ -268,8 +280,9 @@ ParsedCommand parse_command(const wire::Command& cmd, Role role) {
   ParsedCommand p = parse_body(cmd);
   if (!p.ok()) return p;
   if (role != Role::Operator && !allowed_for_viewer(cmd.body_type())) {
-    return reject(core::RejectReason::NotAuthorized,
-                  std::string(wire::EnumNameCommandBody(cmd.body_type())) + " requires the operator role");
+    return reject(
+        core::RejectReason::NotAuthorized,
+        std::string(wire::EnumNameCommandBody(cmd.body_type())) + " requires the operator role");
   }
   return p;
 }

@@ -20,9 +20,12 @@ void finish(FlatBufferBuilder& fbb, wire::ServerMessage type, Offset<void> messa
 static_assert(static_cast<int>(wire::DespawnReason::MAX) + 1 == core::kDespawnReasonCount);
 static_assert(static_cast<int>(wire::DespawnReason::RouteCompleted) ==
               static_cast<int>(core::DespawnReason::RouteCompleted));
-static_assert(static_cast<int>(wire::PriorityClass::Background) == static_cast<int>(core::PriorityClass::Background));
+static_assert(static_cast<int>(wire::PriorityClass::Background) ==
+              static_cast<int>(core::PriorityClass::Background));
 
-wire::EntityId to_wire(core::EntityId id) { return wire::EntityId(id.index, id.generation); }
+wire::EntityId to_wire(core::EntityId id) {
+  return wire::EntityId(id.index, id.generation);
+}
 
 // Null for an empty string, so absent and empty read the same on the client.
 Offset<flatbuffers::String> maybe_string(FlatBufferBuilder& fbb, const std::string& s) {
@@ -66,7 +69,8 @@ wire::ZoneInfoT zone_info(const ZoneReport& z) {
   return o;
 }
 
-Offset<Vector<Offset<wire::ZoneInfo>>> make_zones(FlatBufferBuilder& fbb, const std::vector<ZoneReport>& list) {
+Offset<Vector<Offset<wire::ZoneInfo>>> make_zones(FlatBufferBuilder& fbb,
+                                                  const std::vector<ZoneReport>& list) {
   std::vector<wire::ZoneInfoT> zones;
   zones.reserve(list.size());
   for (const ZoneReport& z : list) zones.push_back(zone_info(z));
@@ -198,8 +202,8 @@ void encode_error(wire::ErrorCode code, const std::string& message, FlatBufferBu
   finish(fbb, wire::ServerMessage::Error, err.Union());
 }
 
-void encode_welcome(const WelcomeInfo& w, std::uint32_t session_id, Role role, std::uint64_t current_step,
-                    FlatBufferBuilder& fbb) {
+void encode_welcome(const WelcomeInfo& w, std::uint32_t session_id, Role role,
+                    std::uint64_t current_step, FlatBufferBuilder& fbb) {
   fbb.Clear();
   std::vector<Offset<wire::LaneInfo>> lanes;
   lanes.reserve(w.lanes.size());
@@ -208,18 +212,20 @@ void encode_welcome(const WelcomeInfo& w, std::uint32_t session_id, Role role, s
     const core::Lane& lane = w.lanes[i];
     pts.clear();
     for (const core::Vec2& p : lane.points) pts.emplace_back(p.x_m, p.y_m);
-    lanes.push_back(wire::CreateLaneInfoDirect(fbb, static_cast<std::uint32_t>(i), lane.id.c_str(),
-                                               static_cast<wire::LaneKind>(lane.kind), &pts, lane.length_m,
-                                               static_cast<float>(lane.speed_mps_limit), &lane.successors,
-                                               proto::to_mm(lane.length_m), static_cast<float>(lane.elevation_m)));
+    lanes.push_back(wire::CreateLaneInfoDirect(
+        fbb, static_cast<std::uint32_t>(i), lane.id.c_str(), static_cast<wire::LaneKind>(lane.kind),
+        &pts, lane.length_m, static_cast<float>(lane.speed_mps_limit), &lane.successors,
+        proto::to_mm(lane.length_m), static_cast<float>(lane.elevation_m)));
   }
   std::vector<Offset<wire::GarageGeometry>> garages;
   for (const GarageGeometry& g : w.garages) {
-    garages.push_back(wire::CreateGarageGeometryDirect(fbb, g.id.c_str(), g.entrance_lane, &g.route));
+    garages.push_back(
+        wire::CreateGarageGeometryDirect(fbb, g.id.c_str(), g.entrance_lane, &g.route));
   }
   std::vector<Offset<wire::SignalGeometry>> signals;
   for (const SignalGeometry& sg : w.signals) {
-    signals.push_back(wire::CreateSignalGeometryDirect(fbb, sg.id.c_str(), sg.lane, sg.stop_alpha, sg.yield_alpha));
+    signals.push_back(wire::CreateSignalGeometryDirect(fbb, sg.id.c_str(), sg.lane, sg.stop_alpha,
+                                                       sg.yield_alpha));
   }
   std::vector<Offset<wire::LaneChainInfo>> chains;
   chains.reserve(w.chains.size());
@@ -232,8 +238,8 @@ void encode_welcome(const WelcomeInfo& w, std::uint32_t session_id, Role role, s
   const auto welcome = wire::CreateWelcomeDirect(
       fbb, w.server_version.c_str(), proto::kProtocolVersion, session_id,
       role == Role::Operator ? wire::Role::Operator : wire::Role::Viewer, w.step_us,
-      static_cast<wire::ClockMode>(w.clock_mode), w.scenario_id.c_str(), current_step, &lanes, &garages, &signals,
-      &chains, w.dots_every_steps, &archetypes);
+      static_cast<wire::ClockMode>(w.clock_mode), w.scenario_id.c_str(), current_step, &lanes,
+      &garages, &signals, &chains, w.dots_every_steps, &archetypes);
   finish(fbb, wire::ServerMessage::Welcome, welcome.Union());
 }
 

@@ -60,8 +60,9 @@ struct FrameBuilder {
     e.id = id;
     e.lane = lane;
     e.speed_mmps = proto::to_mmps(speed_mps);
-    const proto::MotionAnchor simulated{lane, std::min(proto::to_mm(s_m), length_mm), e.speed_mmps,
-                                        frame.step - std::min<std::uint64_t>(since_steps, frame.step)};
+    const proto::MotionAnchor simulated{
+        lane, std::min(proto::to_mm(s_m), length_mm), e.speed_mmps,
+        frame.step - std::min<std::uint64_t>(since_steps, frame.step)};
     e.s_mm = proto::predict_s_mm(simulated, frame.step, step_us, length_mm);
     const core::Vec2 p = world.lanes().position(lane, static_cast<double>(e.s_mm) / 1000.0);
     e.x_m = p.x_m;
@@ -75,19 +76,21 @@ struct FrameBuilder {
     const core::ResidentStore& residents = world.population().residents();
     for (std::uint32_t i = 0; i < peds.size(); ++i) {
       const auto tier = static_cast<core::SimTier>(peds.tier[i]);
-      PublishedEntity e = lane_pose(peds.id[i], peds.lane[i], peds.s_m[i], world.pedestrian_speed_mps(i),
-                                    steps_since_simulated(frame.step, peds.phase[i], tier));
+      PublishedEntity e =
+          lane_pose(peds.id[i], peds.lane[i], peds.s_m[i], world.pedestrian_speed_mps(i),
+                    steps_since_simulated(frame.step, peds.phase[i], tier));
       e.kind = core::EntityKind::Pedestrian;
       e.sim_tier = peds.tier[i];
       e.weight = static_cast<float>(
           weights.weight(static_cast<core::PriorityClass>(peds.priority[i]), false, e.x_m, e.y_m));
-      const std::int32_t of = peds.origin[i] == static_cast<std::uint8_t>(core::PedestrianOrigin::Resident)
-                                  ? world.population().resident_of(peds.id[i])
-                                  : core::ResidentStore::kNone;
+      const std::int32_t of =
+          peds.origin[i] == static_cast<std::uint8_t>(core::PedestrianOrigin::Resident)
+              ? world.population().resident_of(peds.id[i])
+              : core::ResidentStore::kNone;
       const auto r = static_cast<std::uint32_t>(of);
       if (of != core::ResidentStore::kNone && r < residents.community.size()) {
-        e.archetype = static_cast<std::uint16_t>(archetypes.community_first[residents.community[r]] +
-                                                 residents.profession[r]);
+        e.archetype = static_cast<std::uint16_t>(
+            archetypes.community_first[residents.community[r]] + residents.profession[r]);
         e.label = kLabelResident | r;
       }
       frame.entities.push_back(e);
@@ -100,17 +103,20 @@ struct FrameBuilder {
     for (std::uint32_t i = 0; i < v.size(); ++i) {
       const auto tier = static_cast<core::SimTier>(v.tier[i]);
       const std::uint32_t since =
-          v.despawn_requested[i] ? 0 : steps_since_simulated(frame.step, core::id_phase(v.id[i]), tier);
+          v.despawn_requested[i] ? 0
+                                 : steps_since_simulated(frame.step, core::id_phase(v.id[i]), tier);
       PublishedEntity e = lane_pose(v.id[i], v.lane[i], v.s_m[i], v.speed_mps[i], since);
       e.kind = core::EntityKind::Vehicle;
       e.sim_tier = v.tier[i];
       e.policy = v.policy[i];
-      e.weight = static_cast<float>(weights.weight(core::PriorityClass::Background, true, e.x_m, e.y_m));
+      e.weight =
+          static_cast<float>(weights.weight(core::PriorityClass::Background, true, e.x_m, e.y_m));
       if (v.garage[i] < archetypes.garage_prototype.size() &&
           v.prototype[i] < archetypes.garage_prototype[v.garage[i]].size()) {
         e.archetype = archetypes.garage_prototype[v.garage[i]][v.prototype[i]];
       }
-      e.label = kLabelVehicle | std::uint64_t{v.garage[i]} << 40 | (v.ordinal[i] & ((1ull << 40) - 1));
+      e.label =
+          kLabelVehicle | std::uint64_t{v.garage[i]} << 40 | (v.ordinal[i] & ((1ull << 40) - 1));
       frame.entities.push_back(e);
     }
   }
@@ -120,7 +126,9 @@ struct FrameBuilder {
   // still held by its store (a vehicle the world keeps until it is deleted)
   // is only marked. `entities` is sorted by index and stays so.
   void orphans() {
-    const auto by_index = [](const PublishedEntity& a, const PublishedEntity& b) { return a.id.index < b.id.index; };
+    const auto by_index = [](const PublishedEntity& a, const PublishedEntity& b) {
+      return a.id.index < b.id.index;
+    };
     std::vector<PublishedEntity>& entities = frame.entities;
     const auto live = static_cast<std::ptrdiff_t>(entities.size());
     const core::ResidentStore& residents = world.population().residents();
@@ -141,14 +149,15 @@ struct FrameBuilder {
       PublishedEntity e = lane_pose(o.id, o.lane, o.s_m, 0.0, 0);
       // Pedestrians never walk roads: an orphan on a road is a vehicle even
       // once the vehicle store has let it go.
-      const bool vehicle =
-          world.vehicles().is_vehicle(o.id) || !core::is_pedestrian_lane(world.lanes().lane(o.lane).kind);
+      const bool vehicle = world.vehicles().is_vehicle(o.id) ||
+                           !core::is_pedestrian_lane(world.lanes().lane(o.lane).kind);
       e.kind = vehicle ? core::EntityKind::Vehicle : core::EntityKind::Pedestrian;
       e.sim_tier = static_cast<std::uint8_t>(core::SimTier::Coarse);
       e.retiring = true;
       if (!vehicle && o.resident < residents.community.size()) {
-        e.archetype = static_cast<std::uint16_t>(archetypes.community_first[residents.community[o.resident]] +
-                                                 residents.profession[o.resident]);
+        e.archetype =
+            static_cast<std::uint16_t>(archetypes.community_first[residents.community[o.resident]] +
+                                       residents.profession[o.resident]);
         e.label = kLabelResident | o.resident;
       }
       entities.push_back(e);
@@ -158,20 +167,23 @@ struct FrameBuilder {
   }
 };
 
-void build_frame(const core::World& world, const ArchetypeTable& archetypes, std::uint64_t world_epoch,
-                 PublishedFrame* frame) {
+void build_frame(const core::World& world, const ArchetypeTable& archetypes,
+                 std::uint64_t world_epoch, PublishedFrame* frame) {
   frame->entities.clear();
   frame->signal_phases.clear();
   frame->world_epoch = world_epoch;
   frame->step = world.step_index();
   frame->sim_time_us = world.sim_time_us();
   frame->digest = world.digest();
-  frame->entities.reserve(world.pedestrians().size() + world.vehicles().store().size() + world.orphans().size());
+  frame->entities.reserve(world.pedestrians().size() + world.vehicles().store().size() +
+                          world.orphans().size());
   FrameBuilder b{world, archetypes, *frame, {}, world.scenario().step_us};
   b.weights.prepare(world.scenario().tiers.importance, {}, {});
   b.pedestrians();
   b.vehicles();
-  const auto by_index = [](const PublishedEntity& x, const PublishedEntity& y) { return x.id.index < y.id.index; };
+  const auto by_index = [](const PublishedEntity& x, const PublishedEntity& y) {
+    return x.id.index < y.id.index;
+  };
   std::sort(frame->entities.begin(), frame->entities.end(), by_index);
   b.orphans();
   for (const core::SignalState& sg : world.vehicles().signals()) {
@@ -185,16 +197,17 @@ void build_frame(const core::World& world, const ArchetypeTable& archetypes, std
 
 }  // namespace
 
-std::shared_ptr<const PublishedFrame> make_published_frame(const core::World& world, const ArchetypeTable& archetypes,
+std::shared_ptr<const PublishedFrame> make_published_frame(const core::World& world,
+                                                           const ArchetypeTable& archetypes,
                                                            std::uint64_t world_epoch) {
   auto frame = std::make_shared<PublishedFrame>();
   build_frame(world, archetypes, world_epoch, frame.get());
   return frame;
 }
 
-std::shared_ptr<const PublishedFrame> FramePool::make(const core::World& world, const ArchetypeTable& archetypes,
-                                                      std::uint64_t world_epoch,
-                                                      std::span<const core::EntityId> awaiting_representation) {
+std::shared_ptr<const PublishedFrame> FramePool::make(
+    const core::World& world, const ArchetypeTable& archetypes, std::uint64_t world_epoch,
+    std::span<const core::EntityId> awaiting_representation) {
   // use_count() == 1: only the pool holds it, so no other thread can read it
   // (the count only grows through a copy of a pointer someone else holds).
   std::shared_ptr<PublishedFrame> frame;
@@ -213,7 +226,8 @@ std::shared_ptr<const PublishedFrame> FramePool::make(const core::World& world, 
     if (frames_.size() < kFramePoolSize) frames_.push_back(frame);
   }
   build_frame(world, archetypes, world_epoch, frame.get());
-  frame->awaiting_representation.assign(awaiting_representation.begin(), awaiting_representation.end());
+  frame->awaiting_representation.assign(awaiting_representation.begin(),
+                                        awaiting_representation.end());
   return frame;
 }
 

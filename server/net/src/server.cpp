@@ -2,20 +2,20 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <array>
 #include <asio.hpp>
 #include <chrono>
 #include <csignal>
-#include <algorithm>
 #include <deque>
 
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
 
+#include "bustle/net/client_text.hpp"
 #include "bustle/net/command_parser.hpp"
 #include "bustle/net/encode.hpp"
-#include "bustle/net/client_text.hpp"
 #include "bustle/proto/framing.hpp"
 
 namespace bustle::net {
@@ -38,7 +38,8 @@ SharedBytes make_error_frame(wire::ErrorCode code, const std::string& message) {
 
 }  // namespace
 
-WelcomeInfo make_welcome_info(const core::World& world, std::string server_version, ClockMode clock_mode) {
+WelcomeInfo make_welcome_info(const core::World& world, std::string server_version,
+                              ClockMode clock_mode) {
   const core::Scenario& scenario = world.scenario();
   WelcomeInfo w;
   w.server_version = std::move(server_version);
@@ -60,7 +61,8 @@ WelcomeInfo make_welcome_info(const core::World& world, std::string server_versi
     w.garages.push_back(std::move(geo));
   }
   for (const core::SignalSpec& sg : scenario.signals) {
-    w.signals.push_back({sg.id, lane_index(sg.lane), static_cast<float>(sg.stop_alpha), static_cast<float>(sg.yield_alpha)});
+    w.signals.push_back({sg.id, lane_index(sg.lane), static_cast<float>(sg.stop_alpha),
+                         static_cast<float>(sg.yield_alpha)});
   }
   w.archetypes = make_archetypes(scenario);
   StreamContext& ctx = w.stream;
@@ -178,12 +180,13 @@ class Session : public std::enable_shared_from_this<Session> {
   void start() {
     asio::error_code ec;
     socket_.set_option(tcp::no_delay(true), ec);
-    handshake_timer_.expires_after(std::chrono::milliseconds(server_.options_.handshake_timeout_ms));
+    handshake_timer_.expires_after(
+        std::chrono::milliseconds(server_.options_.handshake_timeout_ms));
     handshake_timer_.async_wait([self = shared_from_this()](const asio::error_code& e) {
       if (!e && self->phase_ == Phase::AwaitHello) {
         self->fail(wire::ErrorCode::HandshakeTimeout,
-                   "no Hello within " + std::to_string(self->server_.options_.handshake_timeout_ms) +
-                       " ms");
+                   "no Hello within " +
+                       std::to_string(self->server_.options_.handshake_timeout_ms) + " ms");
       }
     });
     read_more();
@@ -204,9 +207,11 @@ class Session : public std::enable_shared_from_this<Session> {
         server_.baselines_owed().fetch_add(1);
       }
       baseline_queued_ = false;
-      for (Queued& q : outq_) q.first_of_epoch = false;  // an older world's baseline settles nothing
+      for (Queued& q : outq_)
+        q.first_of_epoch = false;  // an older world's baseline settles nothing
     }
-    if (frame->step <= last_sent_step_ && !tracker_.baseline_pending() && !interest_changed_) return;
+    if (frame->step <= last_sent_step_ && !tracker_.baseline_pending() && !interest_changed_)
+      return;
     if (over_soft_cap()) {
       // Behind: skip this step. When the backlog drains below the cap,
       // on_backlog_changed() sends one delta that coalesces everything missed
@@ -221,8 +226,10 @@ class Session : public std::enable_shared_from_this<Session> {
     // coalesced delta carries them once), and with every baseline; they are
     // this client's own (what it does not receive with identity) at this step.
     const std::uint32_t every = server_.welcome_.dots_every_steps;
-    const bool send_dots = every > 0 && (tracker_.baseline_pending() || frame->step / every > last_sent_step_ / every);
-    const SpatialIndex* index = tracker_.interest().observers.empty() ? nullptr : &server_.index_for(frame);
+    const bool send_dots =
+        every > 0 && (tracker_.baseline_pending() || frame->step / every > last_sent_step_ / every);
+    const SpatialIndex* index =
+        tracker_.interest().observers.empty() ? nullptr : &server_.index_for(frame);
     tracker_.encode(*frame, index, server_.welcome_.stream, fbb_, send_dots);
     last_sent_step_ = frame->step;
     interest_changed_ = false;
@@ -243,8 +250,8 @@ class Session : public std::enable_shared_from_this<Session> {
     if (r.status == core::CommandStatus::Accepted) {
       c.commands_accepted.fetch_add(1, std::memory_order_relaxed);
     } else {
-      c.commands_rejected[static_cast<std::size_t>(r.reason) % c.commands_rejected.size()].fetch_add(
-          1, std::memory_order_relaxed);
+      c.commands_rejected[static_cast<std::size_t>(r.reason) % c.commands_rejected.size()]
+          .fetch_add(1, std::memory_order_relaxed);
       spdlog::debug("command_rejected: client {} request {}: {}: {}", id_, r.request_id,
                     core::to_string(r.reason), client_text(r.message));
     }
@@ -273,12 +280,11 @@ class Session : public std::enable_shared_from_this<Session> {
     enqueue(finish_frame(fbb_), Frame::Push);
   }
 
-
   // Sends an Error frame, then closes this connection only.
   void fail(wire::ErrorCode code, const std::string& message) {
     if (phase_ == Phase::Closing || phase_ == Phase::Closed) return;
-    spdlog::info("client_disconnect: client {} ({}): closing: {}: {}", id_, peer_, wire::EnumNameErrorCode(code),
-                 message);
+    spdlog::info("client_disconnect: client {} ({}): closing: {}: {}", id_, peer_,
+                 wire::EnumNameErrorCode(code), message);
     leave_joined();
     count_disconnect(static_cast<std::size_t>(code));
     phase_ = Phase::Closing;
@@ -344,10 +350,10 @@ class Session : public std::enable_shared_from_this<Session> {
   enum class Phase { AwaitHello, Ready, Closing, Closed };
 
   void read_more() {
-    socket_.async_read_some(asio::buffer(read_buf_), [self = shared_from_this()](
-                                                         const asio::error_code& ec, std::size_t n) {
-      self->on_read(ec, n);
-    });
+    socket_.async_read_some(asio::buffer(read_buf_),
+                            [self = shared_from_this()](const asio::error_code& ec, std::size_t n) {
+                              self->on_read(ec, n);
+                            });
   }
 
   void on_read(const asio::error_code& ec, std::size_t n) {
@@ -425,10 +431,12 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     switch (type) {
       case wire::ClientMessage::Subscribe:
-        if (frame->message_as_Subscribe() != nullptr) return handle_subscribe(*frame->message_as_Subscribe());
+        if (frame->message_as_Subscribe() != nullptr)
+          return handle_subscribe(*frame->message_as_Subscribe());
         break;
       case wire::ClientMessage::Command:
-        if (frame->message_as_Command() != nullptr) return handle_command(*frame->message_as_Command());
+        if (frame->message_as_Command() != nullptr)
+          return handle_command(*frame->message_as_Command());
         break;
       case wire::ClientMessage::UpdateInterest:
         if (frame->message_as_UpdateInterest() != nullptr) {
@@ -436,7 +444,8 @@ class Session : public std::enable_shared_from_this<Session> {
         }
         break;
       case wire::ClientMessage::LeaseReport:
-        if (frame->message_as_LeaseReport() != nullptr) return handle_lease_report(*frame->message_as_LeaseReport());
+        if (frame->message_as_LeaseReport() != nullptr)
+          return handle_lease_report(*frame->message_as_LeaseReport());
         break;
       case wire::ClientMessage::Hello:
         fail(wire::ErrorCode::UnknownMessage, "Hello is only valid as the first frame");
@@ -450,11 +459,13 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void handle_hello(const wire::Hello& hello) {
     if (hello.protocol_version() != proto::kProtocolVersion) {
-      std::string why = "server speaks protocol " + std::to_string(proto::kProtocolVersion) + ", client sent " +
-                        std::to_string(hello.protocol_version());
+      std::string why = "server speaks protocol " + std::to_string(proto::kProtocolVersion) +
+                        ", client sent " + std::to_string(hello.protocol_version());
       if (hello.protocol_version() < proto::kProtocolVersion) {
-        why += " (protocol 2 streams per-client interest, representation hints and lane-relative motion: "
-               "update the client library)";
+        why +=
+            " (protocol 2 streams per-client interest, representation hints and lane-relative "
+            "motion: "
+            "update the client library)";
       }
       fail(wire::ErrorCode::ProtocolVersionMismatch, why);
       return;
@@ -470,9 +481,9 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     if (hello.client_name() != nullptr) {
       if (hello.client_name()->size() > kClientNameMaxBytes) {
-        fail(wire::ErrorCode::MalformedFrame, "Hello.client_name: " + std::to_string(hello.client_name()->size()) +
-                                                  " bytes exceeds the " + std::to_string(kClientNameMaxBytes) +
-                                                  "-byte limit");
+        fail(wire::ErrorCode::MalformedFrame,
+             "Hello.client_name: " + std::to_string(hello.client_name()->size()) +
+                 " bytes exceeds the " + std::to_string(kClientNameMaxBytes) + "-byte limit");
         return;
       }
       // Kept only for logs: printable and short whatever the client sent.
@@ -543,7 +554,8 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     if (!subscribed_) {
       if (request_id != 0) {
-        reject(request_id, core::RejectReason::InvalidArgument, "LeaseReport: not subscribed (send Subscribe first)");
+        reject(request_id, core::RejectReason::InvalidArgument,
+               "LeaseReport: not subscribed (send Subscribe first)");
       }
       return;
     }
@@ -564,14 +576,16 @@ class Session : public std::enable_shared_from_this<Session> {
     if (!frame) return;
     const auto& awaiting = frame->awaiting_representation;
     const auto awaited = [&](core::EntityId id) {
-      return std::binary_search(awaiting.begin(), awaiting.end(), id,
-                                [](core::EntityId a, core::EntityId b) { return a.packed() < b.packed(); });
+      return std::binary_search(
+          awaiting.begin(), awaiting.end(), id,
+          [](core::EntityId a, core::EntityId b) { return a.packed() < b.packed(); });
     };
     std::erase_if(forwarded_, [&](core::EntityId id) { return !awaited(id); });
     ControlCommand notice;
     notice.kind = ControlCommand::Kind::LeasesHeld;
     for (const core::EntityId id : held_) {
-      if (!awaited(id) || std::find(forwarded_.begin(), forwarded_.end(), id) != forwarded_.end()) continue;
+      if (!awaited(id) || std::find(forwarded_.begin(), forwarded_.end(), id) != forwarded_.end())
+        continue;
       forwarded_.push_back(id);
       notice.entities.push_back(id);
     }
@@ -591,7 +605,8 @@ class Session : public std::enable_shared_from_this<Session> {
     if (obs.empty() && !observers_announced_) return;
     ControlCommand notice;
     notice.kind = ControlCommand::Kind::ClientObservers;
-    for (const ClientObserver& o : obs) notice.observers.push_back({o.x_m, o.y_m, o.z_m, o.has_heading, o.heading_rad});
+    for (const ClientObserver& o : obs)
+      notice.observers.push_back({o.x_m, o.y_m, o.z_m, o.has_heading, o.heading_rad});
     observers_announced_ = !obs.empty();
     InboundCommand in;
     in.session_id = id_;
@@ -614,7 +629,9 @@ class Session : public std::enable_shared_from_this<Session> {
   bool take_rate_token(std::uint32_t request_id) {
     const double rate = server_.options_.commands_per_second_max;
     const auto now = std::chrono::steady_clock::now();
-    rate_tokens_ = std::min(2.0 * rate, rate_tokens_ + rate * std::chrono::duration<double>(now - rate_refilled_).count());
+    rate_tokens_ =
+        std::min(2.0 * rate,
+                 rate_tokens_ + rate * std::chrono::duration<double>(now - rate_refilled_).count());
     rate_refilled_ = now;
     if (rate_tokens_ >= 1.0) {
       rate_tokens_ -= 1.0;
@@ -642,7 +659,9 @@ class Session : public std::enable_shared_from_this<Session> {
     send_result(r);
   }
 
-  void answer(std::uint32_t request_id) { send_network_answer(network_answer(request_id, core::CommandStatus::Accepted)); }
+  void answer(std::uint32_t request_id) {
+    send_network_answer(network_answer(request_id, core::CommandStatus::Accepted));
+  }
 
   // Idle: nothing received from the client and nothing written to it for
   // idle_timeout_ms (a peer that vanished, or one that neither reads nor
@@ -673,7 +692,8 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void handle_command(const wire::Command& cmd) {
     if (!take_rate_token(cmd.request_id())) return;
-    if (cmd.body_type() == wire::CommandBody::QueryLeases) return answer_lease_query(cmd.request_id());
+    if (cmd.body_type() == wire::CommandBody::QueryLeases)
+      return answer_lease_query(cmd.request_id());
     ParsedCommand parsed = parse_command(cmd, role_);
     if (!parsed.ok()) return reject(cmd.request_id(), parsed.reason, std::move(parsed.message));
     InboundCommand in;
@@ -687,9 +707,11 @@ class Session : public std::enable_shared_from_this<Session> {
                         " commands in flight for this client");
     }
     if (!server_.commands_.try_push(std::move(in))) {
-      return reject(cmd.request_id(),
-                    server_.commands_.closed() ? core::RejectReason::ShuttingDown : core::RejectReason::InboxFull,
-                    server_.commands_.closed() ? "server is shutting down" : "server command queue is full");
+      return reject(
+          cmd.request_id(),
+          server_.commands_.closed() ? core::RejectReason::ShuttingDown
+                                     : core::RejectReason::InboxFull,
+          server_.commands_.closed() ? "server is shutting down" : "server command queue is full");
     }
     ++inflight_;
   }
@@ -729,8 +751,8 @@ class Session : public std::enable_shared_from_this<Session> {
     if (frame != Frame::Error && frame != Frame::Delta && out_bytes_ + cost > hard_cap()) {
       if (frame == Frame::Answer) release_inflight();
       fail(wire::ErrorCode::OutboundOverflow,
-           "client is not reading: " + std::to_string(out_bytes_ + cost) + " bytes queued would exceed the " +
-               std::to_string(hard_cap()) + "-byte hard limit");
+           "client is not reading: " + std::to_string(out_bytes_ + cost) +
+               " bytes queued would exceed the " + std::to_string(hard_cap()) + "-byte hard limit");
       return;
     }
     out_bytes_ += cost;
@@ -753,7 +775,8 @@ class Session : public std::enable_shared_from_this<Session> {
       out_bytes_ -= charge(*outq_.back().bytes);
       outq_.pop_back();
     }
-    std::deque<Queued>(std::make_move_iterator(outq_.begin()), std::make_move_iterator(outq_.end())).swap(outq_);
+    std::deque<Queued>(std::make_move_iterator(outq_.begin()), std::make_move_iterator(outq_.end()))
+        .swap(outq_);
   }
 
   // Called whenever the backlog grows or shrinks. Over the soft cap: deltas
@@ -771,7 +794,8 @@ class Session : public std::enable_shared_from_this<Session> {
           if (e || !self->over_cap_) return;
           self->fail(wire::ErrorCode::OutboundOverflow,
                      "client did not read for " + std::to_string(ms) + " ms with more than " +
-                         std::to_string(self->server_.options_.outbound_bytes_max) + " bytes queued");
+                         std::to_string(self->server_.options_.outbound_bytes_max) +
+                         " bytes queued");
         });
       }
       return;
@@ -812,13 +836,15 @@ class Session : public std::enable_shared_from_this<Session> {
                         if (!ec) {
                           NetCounters& c = self->server_.counters();
                           c.bytes_sent.fetch_add(done.bytes->size(), std::memory_order_relaxed);
-                          c.frames_sent[static_cast<std::size_t>(done.frame)].fetch_add(1, std::memory_order_relaxed);
+                          c.frames_sent[static_cast<std::size_t>(done.frame)].fetch_add(
+                              1, std::memory_order_relaxed);
                           if (done.first_of_epoch) self->settle_baseline();
                         }
                         self->out_bytes_ -= charge(*done.bytes);
                         self->outq_.pop_front();
                         if (ec) {
-                          spdlog::debug("client {} ({}): write error: {}", self->id_, self->peer_, ec.message());
+                          spdlog::debug("client {} ({}): write error: {}", self->id_, self->peer_,
+                                        ec.message());
                           // Closed first, then counted: a scrape that sees the
                           // disconnect no longer counts the client as joined.
                           self->close_now();
@@ -847,13 +873,14 @@ class Session : public std::enable_shared_from_this<Session> {
   std::string address_;
   std::uint64_t last_sent_step_ = 0;
   std::uint64_t epoch_ = 0;
-  bool owes_baseline_ = false;   // counted in Server::baselines_owed()
-  bool baseline_queued_ = false;  // its baseline delta is in outq_
-  bool interest_changed_ = false;   // UpdateInterest: re-encode even at the same step
+  bool owes_baseline_ = false;     // counted in Server::baselines_owed()
+  bool baseline_queued_ = false;   // its baseline delta is in outq_
+  bool interest_changed_ = false;  // UpdateInterest: re-encode even at the same step
   StreamTracker tracker_;
-  bool observers_announced_ = false;       // the sim thread has non-empty observers of this session
-  std::vector<core::EntityId> held_;       // scratch: entities a lease report says are held
-  std::vector<core::EntityId> forwarded_;  // held entities already sent to the sim thread (awaited ones)
+  bool observers_announced_ = false;  // the sim thread has non-empty observers of this session
+  std::vector<core::EntityId> held_;  // scratch: entities a lease report says are held
+  std::vector<core::EntityId>
+      forwarded_;  // held entities already sent to the sim thread (awaited ones)
   std::chrono::steady_clock::time_point last_activity_;
 
  public:
@@ -867,25 +894,35 @@ class Session : public std::enable_shared_from_this<Session> {
   std::chrono::steady_clock::time_point rate_refilled_;
   flatbuffers::FlatBufferBuilder fbb_{1 << 16};
   std::deque<Queued> outq_;
-  std::size_t out_bytes_ = 0;       // charged bytes queued (see charge())
+  std::size_t out_bytes_ = 0;  // charged bytes queued (see charge())
   std::size_t peak_out_bytes_ = 0;
   bool writing_ = false;
-  bool over_cap_ = false;           // out_bytes_ over the soft cap; overflow_timer_ armed
-  bool read_paused_ = false;        // reading stopped until the backlog drains
-  bool delta_pending_ = false;      // a delta was skipped over the cap
+  bool over_cap_ = false;       // out_bytes_ over the soft cap; overflow_timer_ armed
+  bool read_paused_ = false;    // reading stopped until the backlog drains
+  bool delta_pending_ = false;  // a delta was skipped over the cap
   asio::steady_timer overflow_timer_{socket_.get_executor()};
   std::uint64_t deltas_coalesced_ = 0;
-  bool joined_ = false;             // counted in NetCounters::joined_by_role
+  bool joined_ = false;  // counted in NetCounters::joined_by_role
   bool disconnect_counted_ = false;
-  std::uint32_t inflight_ = 0;      // commands answered or to be answered, answer not yet written
+  std::uint32_t inflight_ = 0;  // commands answered or to be answered, answer not yet written
 };
 
 const char* disconnect_reason_name(std::size_t reason) {
-  static constexpr const char* kNames[kDisconnectReasonCount] = {
-      "unknown",          "protocol_version_mismatch", "handshake_timeout", "handshake_required",
-      "unauthorized",     "malformed_frame",           "frame_too_large",   "unknown_message",
-      "outbound_overflow", "server_shutting_down",     "server_full",       "idle_timeout",
-      "too_many_connections", "peer_closed",           "write_error"};
+  static constexpr const char* kNames[kDisconnectReasonCount] = {"unknown",
+                                                                 "protocol_version_mismatch",
+                                                                 "handshake_timeout",
+                                                                 "handshake_required",
+                                                                 "unauthorized",
+                                                                 "malformed_frame",
+                                                                 "frame_too_large",
+                                                                 "unknown_message",
+                                                                 "outbound_overflow",
+                                                                 "server_shutting_down",
+                                                                 "server_full",
+                                                                 "idle_timeout",
+                                                                 "too_many_connections",
+                                                                 "peer_closed",
+                                                                 "write_error"};
   static_assert(static_cast<std::size_t>(wire::ErrorCode::MAX) + 1 == kErrorCodeCount,
                 "a new wire ErrorCode needs its disconnect reason name");
   return reason < kDisconnectReasonCount ? kNames[reason] : "unknown";
@@ -896,7 +933,8 @@ std::string check_bind_policy(const ServerOptions& options) {
   const auto addr = asio::ip::make_address(options.bind_address, ec);
   if (ec) return "invalid bind address '" + options.bind_address + "': " + ec.message();
   if (!addr.is_loopback() && options.token.empty()) {
-    return "refusing to bind non-loopback address " + options.bind_address + " without a token (set --token or BUSTLE_TOKEN)";
+    return "refusing to bind non-loopback address " + options.bind_address +
+           " without a token (set --token or BUSTLE_TOKEN)";
   }
   return {};
 }
@@ -952,7 +990,8 @@ void Server::Impl::start_accept() {
     owner_.counters_.connections_accepted.fetch_add(1, std::memory_order_relaxed);
     auto session = std::make_shared<Session>(*this, std::move(socket), id);
     const bool full = sessions_.size() >= options_.max_clients;
-    const bool crowded = !full && connections_from(session->address()) >= options_.clients_per_address_max;
+    const bool crowded =
+        !full && connections_from(session->address()) >= options_.clients_per_address_max;
     if (full || crowded) {
       // Tell the client why before closing; it never joins. A refused
       // connection lives apart from the sessions (bounded by its close timer)
@@ -967,7 +1006,8 @@ void Server::Impl::start_accept() {
         } else {
           session->fail(wire::ErrorCode::TooManyConnections,
                         "address " + session->address() + " already has " +
-                            std::to_string(options_.clients_per_address_max) + " connections (max per address)");
+                            std::to_string(options_.clients_per_address_max) +
+                            " connections (max per address)");
         }
       }
     } else {
@@ -983,7 +1023,8 @@ void Server::Impl::start_accept() {
 void Server::Impl::add_lease_totals(StatsSnapshot& s) const {
   // One entry per UnassignedReason, also when no client is subscribed.
   constexpr std::size_t reasons = std::size(StreamTracker::LeaseSummary{}.past_grace_by_reason);
-  if (s.leases_past_grace_by_reason.size() < reasons) s.leases_past_grace_by_reason.resize(reasons, 0);
+  if (s.leases_past_grace_by_reason.size() < reasons)
+    s.leases_past_grace_by_reason.resize(reasons, 0);
   for (const auto& [id, session] : sessions_) {
     if (!session->subscribed()) continue;
     const StreamTracker::LeaseSummary sum =
@@ -991,9 +1032,12 @@ void Server::Impl::add_lease_totals(StatsSnapshot& s) const {
     for (const std::uint32_t a : sum.applied) s.leases_assigned += a;
     s.leases_unassigned += sum.waiting;
     s.leases_unassigned_past_grace += sum.waiting_past_grace;
-    for (std::size_t r = 0; r < reasons; ++r) s.leases_past_grace_by_reason[r] += sum.past_grace_by_reason[r];
-    s.leases_released_total += sum.entries_by_state[static_cast<std::size_t>(wire::LeaseState::Released)];
-    s.leases_preserved_total += sum.entries_by_state[static_cast<std::size_t>(wire::LeaseState::Preserved)];
+    for (std::size_t r = 0; r < reasons; ++r)
+      s.leases_past_grace_by_reason[r] += sum.past_grace_by_reason[r];
+    s.leases_released_total +=
+        sum.entries_by_state[static_cast<std::size_t>(wire::LeaseState::Released)];
+    s.leases_preserved_total +=
+        sum.entries_by_state[static_cast<std::size_t>(wire::LeaseState::Preserved)];
     s.lease_reports_total += sum.reports;
   }
 }
@@ -1105,17 +1149,27 @@ Server::Server(ServerOptions options, WelcomeInfo welcome, CommandQueue& command
 
 Server::~Server() = default;
 
-Server::ListenResult Server::listen() { return impl_->listen(); }
-void Server::run() { impl_->io_.run(); }
-void Server::publish(std::shared_ptr<const PublishedFrame> frame) { impl_->publish(std::move(frame)); }
-void Server::deliver_result(OutboundResult result) { impl_->deliver_result(std::move(result)); }
+Server::ListenResult Server::listen() {
+  return impl_->listen();
+}
+void Server::run() {
+  impl_->io_.run();
+}
+void Server::publish(std::shared_ptr<const PublishedFrame> frame) {
+  impl_->publish(std::move(frame));
+}
+void Server::deliver_result(OutboundResult result) {
+  impl_->deliver_result(std::move(result));
+}
 void Server::deliver_job_update(std::uint32_t session_id, JobInfo job) {
   impl_->deliver_job_update(session_id, std::move(job));
 }
 void Server::deliver_spawn_update(std::uint32_t session_id, SpawnReport spawn) {
   impl_->deliver_spawn_update(session_id, std::move(spawn));
 }
-void Server::stop() { impl_->stop(); }
+void Server::stop() {
+  impl_->stop();
+}
 void Server::on_signal(std::function<void(int)> fn) {
   asio::post(impl_->io_, [this, f = std::move(fn)]() mutable { impl_->signal_fn_ = std::move(f); });
 }

@@ -1,10 +1,10 @@
 #include "bustle/net/stream_tracker.hpp"
 
 #include <algorithm>
-#include <iterator>
 #include <cassert>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 #include <limits>
 
 namespace bustle::net {
@@ -17,7 +17,9 @@ constexpr std::uint8_t kNone = static_cast<std::uint8_t>(wire::RepresentationHin
 constexpr std::uint8_t kFull = static_cast<std::uint8_t>(core::SimTier::Full);
 constexpr std::uint8_t kSimulated = static_cast<std::uint8_t>(core::SimTier::Simulated);
 
-std::string at(const std::string& field, const std::string& what) { return field + ": " + what; }
+std::string at(const std::string& field, const std::string& what) {
+  return field + ": " + what;
+}
 
 std::string read_observers(const flatbuffers::Vector<flatbuffers::Offset<wire::Observer>>* list,
                            std::vector<ClientObserver>& out) {
@@ -37,10 +39,12 @@ std::string read_observers(const flatbuffers::Vector<flatbuffers::Offset<wire::O
       if (!std::isfinite(values[f])) return at(field + names[f], "must be a finite number");
     }
     if (!(o->radius_m() > 0.0) || !(o->radius_m() <= kObserverRadiusMaxM)) {
-      return at(field + ".radius_m", "must be in (0, " + std::to_string(static_cast<int>(kObserverRadiusMaxM)) +
+      return at(field + ".radius_m", "must be in (0, " +
+                                         std::to_string(static_cast<int>(kObserverRadiusMaxM)) +
                                          "] metres, got " + std::to_string(o->radius_m()));
     }
-    out.push_back({o->x_m(), o->y_m(), o->z_m(), o->has_heading(), o->heading_rad(), o->radius_m()});
+    out.push_back(
+        {o->x_m(), o->y_m(), o->z_m(), o->has_heading(), o->heading_rad(), o->radius_m()});
   }
   return {};
 }
@@ -50,7 +54,8 @@ std::string read_budgets(const wire::RepresentationBudgets* b, RepresentationBud
   if (b == nullptr) return {};
   const auto check = [](const char* field, std::uint32_t v, std::uint32_t max) -> std::string {
     if (v <= max) return {};
-    return std::string("budgets.") + field + ": " + std::to_string(v) + " exceeds the limit of " + std::to_string(max);
+    return std::string("budgets.") + field + ": " + std::to_string(v) + " exceeds the limit of " +
+           std::to_string(max);
   };
   if (auto e = check("actors", b->actors(), kActorBudgetMax); !e.empty()) return e;
   if (auto e = check("instances", b->instances(), kInstanceBudgetMax); !e.empty()) return e;
@@ -59,7 +64,9 @@ std::string read_budgets(const wire::RepresentationBudgets* b, RepresentationBud
   return {};
 }
 
-bool better(std::uint8_t hint, std::uint8_t than) { return hint < than; }  // Actor < Instanced < Marker < None
+bool better(std::uint8_t hint, std::uint8_t than) {
+  return hint < than;
+}  // Actor < Instanced < Marker < None
 
 }  // namespace
 
@@ -70,7 +77,8 @@ std::string read_subscribe(const wire::Subscribe& sub, ClientInterest& out) {
     for (flatbuffers::uoffset_t k = 0; k < sub.kinds()->size(); ++k) {
       const auto kind = static_cast<std::uint32_t>(sub.kinds()->Get(k));
       if (kind > static_cast<std::uint32_t>(wire::EntityKind::MAX)) {
-        return at("kinds[" + std::to_string(k) + "]", "unknown entity kind " + std::to_string(kind));
+        return at("kinds[" + std::to_string(k) + "]",
+                  "unknown entity kind " + std::to_string(kind));
       }
       in.kind_mask |= 1u << kind;
     }
@@ -78,7 +86,8 @@ std::string read_subscribe(const wire::Subscribe& sub, ClientInterest& out) {
   if (auto e = read_observers(sub.observers(), in.observers); !e.empty()) return e;
   if (auto e = read_budgets(sub.budgets(), in.budgets); !e.empty()) return e;
   if (sub.motion_tolerance_mm() > kMotionToleranceMmMax) {
-    return at("motion_tolerance_mm", std::to_string(sub.motion_tolerance_mm()) + " exceeds the limit of " +
+    return at("motion_tolerance_mm", std::to_string(sub.motion_tolerance_mm()) +
+                                         " exceeds the limit of " +
                                          std::to_string(kMotionToleranceMmMax));
   }
   in.motion_tolerance_mm = sub.motion_tolerance_mm();
@@ -107,11 +116,13 @@ std::string StreamContext::label(std::uint64_t ref) const {
     const std::uint64_t ordinal = ref & ((1ull << 40) - 1);
     char digits[24];
     std::snprintf(digits, sizeof digits, "%06llu", static_cast<unsigned long long>(ordinal));
-    return "vehicle." + (garage < garage_ids.size() ? garage_ids[garage] : std::string("?")) + "." + digits;
+    return "vehicle." + (garage < garage_ids.size() ? garage_ids[garage] : std::string("?")) + "." +
+           digits;
   }
   if (kind == kLabelResident) {
     const auto r = static_cast<std::uint32_t>(ref & 0xffffffffu);
-    const auto it = std::upper_bound(community_first_resident.begin(), community_first_resident.end(), r);
+    const auto it =
+        std::upper_bound(community_first_resident.begin(), community_first_resident.end(), r);
     if (it == community_first_resident.begin()) return {};
     const auto c = static_cast<std::size_t>(it - community_first_resident.begin() - 1);
     char digits[16];
@@ -153,7 +164,8 @@ void SpatialIndex::build(const PublishedFrame& frame, double cell_m) {
   for (std::size_t c = 0; c < cells; ++c) cell_start_[c + 1] += cell_start_[c];
   by_cell_.resize(frame.entities.size());
   std::vector<std::uint32_t> fill(cell_start_.begin(), cell_start_.end() - 1);
-  for (std::size_t k = 0; k < frame.entities.size(); ++k) by_cell_[fill[cell_of[k]]++] = static_cast<std::uint32_t>(k);
+  for (std::size_t k = 0; k < frame.entities.size(); ++k)
+    by_cell_[fill[cell_of[k]]++] = static_cast<std::uint32_t>(k);
 }
 
 void StreamTracker::set_interest(const ClientInterest& interest, bool baseline) {
@@ -204,7 +216,8 @@ void StreamTracker::select(const PublishedFrame& frame, const SpatialIndex* inde
         }
       });
     }
-    std::sort(cand_.begin(), cand_.end(), [](const Candidate& a, const Candidate& b) { return a.pos < b.pos; });
+    std::sort(cand_.begin(), cand_.end(),
+              [](const Candidate& a, const Candidate& b) { return a.pos < b.pos; });
   }
   // Merge with what was sent: the current hint, and the interest hysteresis
   // (an entity not yet received enters only inside the radius proper).
@@ -266,9 +279,11 @@ void StreamTracker::rank(const PublishedFrame& frame, const StreamContext& ctx) 
     }
     for (const std::uint32_t k : pool_) cand_[k].hint = level;
   };
-  assign(kActor, interest_.budgets.actors, [](const PublishedEntity& e) { return e.sim_tier == kFull || e.retiring; });
-  assign(kInstanced, interest_.budgets.instances,
-         [](const PublishedEntity& e) { return e.sim_tier == kFull || e.sim_tier == kSimulated || e.retiring; });
+  assign(kActor, interest_.budgets.actors,
+         [](const PublishedEntity& e) { return e.sim_tier == kFull || e.retiring; });
+  assign(kInstanced, interest_.budgets.instances, [](const PublishedEntity& e) {
+    return e.sim_tier == kFull || e.sim_tier == kSimulated || e.retiring;
+  });
   assign(kMarker, interest_.budgets.markers, [](const PublishedEntity&) { return true; });
   // Entries per step: a new entity costs the client an actor or instance, so
   // at most entries_per_step_max enter per step, nearest first; the others
@@ -285,7 +300,8 @@ void StreamTracker::rank(const PublishedFrame& frame, const StreamContext& ctx) 
     if (cand_[a].distance != cand_[b].distance) return cand_[a].distance < cand_[b].distance;
     return cand_[a].pos < cand_[b].pos;
   };
-  std::nth_element(pool_.begin(), pool_.begin() + ctx.entries_per_step_max, pool_.end(), by_distance);
+  std::nth_element(pool_.begin(), pool_.begin() + ctx.entries_per_step_max, pool_.end(),
+                   by_distance);
   for (std::size_t k = ctx.entries_per_step_max; k < pool_.size(); ++k) {
     cand_[pool_[k]].hint = kNone;
     ++truncated_;
@@ -293,8 +309,8 @@ void StreamTracker::rank(const PublishedFrame& frame, const StreamContext& ctx) 
 }
 
 StreamTracker::Counts StreamTracker::encode(const PublishedFrame& frame, const SpatialIndex* index,
-                                            const StreamContext& ctx, flatbuffers::FlatBufferBuilder& fbb,
-                                            bool send_dots) {
+                                            const StreamContext& ctx,
+                                            flatbuffers::FlatBufferBuilder& fbb, bool send_dots) {
   select(frame, index);
   rank(frame, ctx);
 
@@ -315,8 +331,11 @@ StreamTracker::Counts StreamTracker::encode(const PublishedFrame& frame, const S
     if (c.hint == kNone) continue;
     const PublishedEntity& cur = frame.entities[c.pos];
     while (a < sent_.size() && sent_[a].id.index < cur.id.index) leave(sent_[a++]);
-    Sent next{cur.id, {cur.lane, cur.s_mm, cur.speed_mmps, frame.step}, c.hint, cur.sim_tier, cur.policy,
-              cur.retiring, kNotReported, 0, frame.step};
+    Sent next{cur.id,       {cur.lane, cur.s_mm, cur.speed_mmps, frame.step},
+              c.hint,       cur.sim_tier,
+              cur.policy,   cur.retiring,
+              kNotReported, 0,
+              frame.step};
     bool enter = true;
     if (a < sent_.size() && sent_[a].id.index == cur.id.index) {
       const Sent& prev = sent_[a++];
@@ -329,11 +348,14 @@ StreamTracker::Counts StreamTracker::encode(const PublishedFrame& frame, const S
         // Motion: a record only when the client's prediction leaves the
         // tolerance, or the lane or speed changed.
         const std::uint32_t length_mm = ctx.lane_length_mm[prev.anchor.lane];
-        const std::uint32_t predicted = proto::predict_s_mm(prev.anchor, frame.step, ctx.step_us, length_mm);
-        const std::uint32_t error_mm = predicted > cur.s_mm ? predicted - cur.s_mm : cur.s_mm - predicted;
+        const std::uint32_t predicted =
+            proto::predict_s_mm(prev.anchor, frame.step, ctx.step_us, length_mm);
+        const std::uint32_t error_mm =
+            predicted > cur.s_mm ? predicted - cur.s_mm : cur.s_mm - predicted;
         if (prev.anchor.lane != cur.lane || prev.anchor.speed_mmps != cur.speed_mmps ||
             error_mm > interest_.motion_tolerance_mm) {
-          motion_.add({cur.id.index, prev.anchor.lane != cur.lane, cur.lane, cur.s_mm, cur.speed_mmps});
+          motion_.add(
+              {cur.id.index, prev.anchor.lane != cur.lane, cur.lane, cur.s_mm, cur.speed_mmps});
         } else {
           next.anchor = prev.anchor;
         }
@@ -352,9 +374,10 @@ StreamTracker::Counts StreamTracker::encode(const PublishedFrame& frame, const S
       }
     }
     if (enter) {
-      entered_.emplace_back(wire::EntityId(cur.id.index, cur.id.generation), cur.lane, cur.s_mm, cur.speed_mmps,
-                            cur.archetype, static_cast<wire::EntityKind>(cur.kind),
-                            static_cast<wire::SimTier>(cur.sim_tier), static_cast<wire::RepresentationHint>(c.hint),
+      entered_.emplace_back(wire::EntityId(cur.id.index, cur.id.generation), cur.lane, cur.s_mm,
+                            cur.speed_mmps, cur.archetype, static_cast<wire::EntityKind>(cur.kind),
+                            static_cast<wire::SimTier>(cur.sim_tier),
+                            static_cast<wire::RepresentationHint>(c.hint),
                             static_cast<wire::ControlPolicy>(cur.policy));
       if (cur.label != 0) {
         label_index_.push_back(cur.id.index);
@@ -371,7 +394,8 @@ StreamTracker::Counts StreamTracker::encode(const PublishedFrame& frame, const S
   fbb.Clear();
   labels_.clear();
   for (std::size_t k = 0; k < label_index_.size(); ++k) {
-    labels_.push_back(wire::CreateEntityLabel(fbb, label_index_[k], fbb.CreateString(ctx.label(label_ref_[k]))));
+    labels_.push_back(
+        wire::CreateEntityLabel(fbb, label_index_[k], fbb.CreateString(ctx.label(label_ref_[k]))));
   }
   const auto labels = labels_.empty() ? 0 : fbb.CreateVector(labels_);
   // Empty vectors are left out (absent reads as empty): a quiet step costs
@@ -389,7 +413,8 @@ StreamTracker::Counts StreamTracker::encode(const PublishedFrame& frame, const S
   for (std::size_t i = 0; i < frame.signal_phases.size(); ++i) {
     if (signals_sent_[i] == frame.signal_phases[i]) continue;
     signals_sent_[i] = frame.signal_phases[i];
-    signals_.emplace_back(static_cast<std::uint16_t>(i), static_cast<wire::SignalPhase>(frame.signal_phases[i]));
+    signals_.emplace_back(static_cast<std::uint16_t>(i),
+                          static_cast<wire::SignalPhase>(frame.signal_phases[i]));
   }
   const auto signals = signals_.empty() ? 0 : fbb.CreateVectorOfStructs(signals_);
   flatbuffers::Offset<flatbuffers::Vector<const wire::ChainDots*>> dots = 0;
@@ -401,20 +426,24 @@ StreamTracker::Counts StreamTracker::encode(const PublishedFrame& frame, const S
     for (const PublishedEntity& e : frame.entities) {
       while (r < sent_.size() && sent_[r].id.index < e.id.index) ++r;
       const bool received = r < sent_.size() && sent_[r].id == e.id;
-      if (received || e.kind != core::EntityKind::Pedestrian || e.lane >= ctx.lane_chain.size()) continue;
+      if (received || e.kind != core::EntityKind::Pedestrian || e.lane >= ctx.lane_chain.size())
+        continue;
       const std::uint32_t chain = ctx.lane_chain[e.lane];
       if (chain < dot_counts_.size()) ++dot_counts_[chain];
     }
     dots_.clear();
     for (std::size_t c = 0; c < dot_counts_.size(); ++c) {
-      dots_.emplace_back(static_cast<std::uint32_t>(c), static_cast<std::uint16_t>(std::min(dot_counts_[c], 65535u)));
+      dots_.emplace_back(static_cast<std::uint32_t>(c),
+                         static_cast<std::uint16_t>(std::min(dot_counts_[c], 65535u)));
     }
     dots = fbb.CreateVectorOfStructs(dots_);
   }
   const auto retiring = retiring_.empty() ? 0 : fbb.CreateVectorOfStructs(retiring_);
-  const auto delta = wire::CreateDelta(fbb, frame.step, frame.sim_time_us, frame.digest, baseline_pending_, entered,
-                                       labels, motion, changes, left, signals, dots, retiring, truncated_);
-  fbb.Finish(wire::CreateServerFrame(fbb, wire::ServerMessage::Delta, delta.Union()), wire::ServerFrameIdentifier());
+  const auto delta = wire::CreateDelta(fbb, frame.step, frame.sim_time_us, frame.digest,
+                                       baseline_pending_, entered, labels, motion, changes, left,
+                                       signals, dots, retiring, truncated_);
+  fbb.Finish(wire::CreateServerFrame(fbb, wire::ServerMessage::Delta, delta.Union()),
+             wire::ServerFrameIdentifier());
   baseline_pending_ = false;
   counts.entered = static_cast<std::uint32_t>(entered_.size());
   counts.motion = static_cast<std::uint32_t>(motion_.count());
@@ -426,19 +455,22 @@ StreamTracker::Counts StreamTracker::encode(const PublishedFrame& frame, const S
   return counts;
 }
 
-void StreamTracker::apply_leases(const flatbuffers::Vector<const wire::LeaseEntry*>& entries, std::uint64_t step,
-                                 std::vector<core::EntityId>* held) {
+void StreamTracker::apply_leases(const flatbuffers::Vector<const wire::LeaseEntry*>& entries,
+                                 std::uint64_t step, std::vector<core::EntityId>* held) {
   ++lease_reports_;
   for (const wire::LeaseEntry* e : entries) {
     ++lease_entries_;
-    const auto it = std::lower_bound(sent_.begin(), sent_.end(), e->id().index(),
-                                     [](const Sent& s, std::uint32_t index) { return s.id.index < index; });
-    if (it == sent_.end() || it->id.index != e->id().index() || it->id.generation != e->id().generation()) {
+    const auto it =
+        std::lower_bound(sent_.begin(), sent_.end(), e->id().index(),
+                         [](const Sent& s, std::uint32_t index) { return s.id.index < index; });
+    if (it == sent_.end() || it->id.index != e->id().index() ||
+        it->id.generation != e->id().generation()) {
       ++lease_unknown_;
       continue;
     }
     const bool was_applied = it->applied == it->hint;
-    if (static_cast<std::size_t>(e->state()) < 4) ++lease_by_state_[static_cast<std::size_t>(e->state())];
+    if (static_cast<std::size_t>(e->state()) < 4)
+      ++lease_by_state_[static_cast<std::size_t>(e->state())];
     switch (e->state()) {
       case wire::LeaseState::Assigned:
       case wire::LeaseState::Preserved:
@@ -451,21 +483,25 @@ void StreamTracker::apply_leases(const flatbuffers::Vector<const wire::LeaseEntr
         break;
       case wire::LeaseState::Unassigned:
         it->applied = kNone;
-        it->unassigned_reason = static_cast<std::uint8_t>(e->reason()) < 5 ? static_cast<std::uint8_t>(e->reason()) : 4;
+        it->unassigned_reason =
+            static_cast<std::uint8_t>(e->reason()) < 5 ? static_cast<std::uint8_t>(e->reason()) : 4;
         break;
     }
     if (was_applied && it->applied != it->hint) it->waiting_since = step;  // the wait starts now
-    const bool holds = e->state() == wire::LeaseState::Assigned || e->state() == wire::LeaseState::Preserved;
+    const bool holds =
+        e->state() == wire::LeaseState::Assigned || e->state() == wire::LeaseState::Preserved;
     if (held != nullptr && holds && it->applied < kNone) held->push_back(it->id);
   }
 }
 
-StreamTracker::LeaseSummary StreamTracker::lease_summary(std::uint64_t step, std::uint32_t grace_steps) const {
+StreamTracker::LeaseSummary StreamTracker::lease_summary(std::uint64_t step,
+                                                         std::uint32_t grace_steps) const {
   LeaseSummary sum;
   sum.reports = lease_reports_;
   sum.entries = lease_entries_;
   sum.unknown_entries = lease_unknown_;
-  std::copy(std::begin(lease_by_state_), std::end(lease_by_state_), std::begin(sum.entries_by_state));
+  std::copy(std::begin(lease_by_state_), std::end(lease_by_state_),
+            std::begin(sum.entries_by_state));
   for (const Sent& s : sent_) {
     if (s.hint < kNone) ++sum.requested[s.hint];
     if (s.applied < kNone) ++sum.applied[s.applied];

@@ -17,7 +17,9 @@ void curl_global_once() {
   (void)done;
 }
 
-std::size_t discard_body(char*, std::size_t size, std::size_t n, void*) { return size * n; }
+std::size_t discard_body(char*, std::size_t size, std::size_t n, void*) {
+  return size * n;
+}
 
 }  // namespace
 
@@ -34,13 +36,16 @@ std::string agones_base_url(const char* env_port, std::string& url) {
   return {};
 }
 
-AgonesClient::AgonesClient(AgonesSettings settings, std::function<bool()> ready, std::function<bool()> healthy)
+AgonesClient::AgonesClient(AgonesSettings settings, std::function<bool()> ready,
+                           std::function<bool()> healthy)
     : settings_(std::move(settings)), ready_(std::move(ready)), healthy_(std::move(healthy)) {
   curl_global_once();
   thread_ = std::thread([this] { run(); });
 }
 
-AgonesClient::~AgonesClient() { stop(); }
+AgonesClient::~AgonesClient() {
+  stop();
+}
 
 bool AgonesClient::post(const std::string& path, std::string* error) const {
   CURL* curl = curl_easy_init();

@@ -13,8 +13,8 @@ void split_event(std::string_view message, std::string_view& event, std::string_
   rest = message;
   std::size_t i = 0;
   if (message.empty() || message[0] < 'a' || message[0] > 'z') return;
-  while (i < message.size() &&
-         ((message[i] >= 'a' && message[i] <= 'z') || (message[i] >= '0' && message[i] <= '9') || message[i] == '_')) {
+  while (i < message.size() && ((message[i] >= 'a' && message[i] <= 'z') ||
+                                (message[i] >= '0' && message[i] <= '9') || message[i] == '_')) {
     ++i;
   }
   if (i + 1 < message.size() && message[i] == ':' && message[i + 1] == ' ') {
@@ -27,11 +27,21 @@ void append_json_escaped(std::string_view text, std::string& out) {
   for (const char ch : text) {
     const auto c = static_cast<unsigned char>(ch);
     switch (ch) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (c < 0x20 || c == 0x7f) {
           char buf[8];
@@ -49,7 +59,8 @@ namespace {
 // %* in the JSON pattern: "event":"...","msg":"..." (or just "msg").
 class JsonPayload final : public spdlog::custom_flag_formatter {
  public:
-  void format(const spdlog::details::log_msg& msg, const std::tm&, spdlog::memory_buf_t& dest) override {
+  void format(const spdlog::details::log_msg& msg, const std::tm&,
+              spdlog::memory_buf_t& dest) override {
     std::string_view event;
     std::string_view rest;
     split_event(std::string_view(msg.payload.data(), msg.payload.size()), event, rest);
@@ -65,7 +76,9 @@ class JsonPayload final : public spdlog::custom_flag_formatter {
     out += '"';
     dest.append(out.data(), out.data() + out.size());
   }
-  std::unique_ptr<custom_flag_formatter> clone() const override { return std::make_unique<JsonPayload>(); }
+  std::unique_ptr<custom_flag_formatter> clone() const override {
+    return std::make_unique<JsonPayload>();
+  }
 };
 
 }  // namespace
@@ -76,7 +89,8 @@ void setup_logging(const std::string& format, const std::string& level) {
   if (format == "json") {
     logger->set_formatter([] {
       auto f = std::make_unique<spdlog::pattern_formatter>(spdlog::pattern_time_type::utc);
-      f->add_flag<JsonPayload>('*').set_pattern(R"({"ts":"%Y-%m-%dT%H:%M:%S.%e+00:00","level":"%l",%*})");
+      f->add_flag<JsonPayload>('*').set_pattern(
+          R"({"ts":"%Y-%m-%dT%H:%M:%S.%e+00:00","level":"%l",%*})");
       return f;
     }());
   } else {

@@ -53,16 +53,23 @@ class Families {
     ClientMetric m;
     m.label = std::move(labels);
     switch (f.type) {
-      case MetricType::Counter: m.counter.value = value; break;
-      case MetricType::Gauge: m.gauge.value = value; break;
-      default: m.untyped.value = value; break;
+      case MetricType::Counter:
+        m.counter.value = value;
+        break;
+      case MetricType::Gauge:
+        m.gauge.value = value;
+        break;
+      default:
+        m.untyped.value = value;
+        break;
     }
     f.metric.push_back(std::move(m));
   }
   void scalar(const std::string& name, const std::string& help, MetricType type, double value) {
     add(family(name, help, type), {}, value);
   }
-  void histogram(const std::string& name, const std::string& help, const AtomicHistogram::Snapshot& s) {
+  void histogram(const std::string& name, const std::string& help,
+                 const AtomicHistogram::Snapshot& s) {
     MetricFamily& f = family(name, help, MetricType::Histogram);
     ClientMetric m;
     m.histogram.sample_count = s.count;
@@ -74,12 +81,14 @@ class Families {
     f.metric.push_back(std::move(m));
   }
   std::vector<MetricFamily> take() {
-    return std::vector<MetricFamily>(std::make_move_iterator(out.begin()), std::make_move_iterator(out.end()));
+    return std::vector<MetricFamily>(std::make_move_iterator(out.begin()),
+                                     std::make_move_iterator(out.end()));
   }
   std::deque<MetricFamily> out;
 };
 
-constexpr const char* kLifecycleLabels[kLifecycles] = {"requested", "active", "dormant", "retiring"};
+constexpr const char* kLifecycleLabels[kLifecycles] = {"requested", "active", "dormant",
+                                                       "retiring"};
 constexpr const char* kTierLabels[kTiersOrNone] = {"full", "simulated", "coarse", "none"};
 constexpr const char* kHintLabels[kHints] = {"actor", "instanced", "marker", "none"};
 constexpr const char* kEntityKindLabels[kEntityKinds] = {"pedestrian", "vehicle"};
@@ -96,37 +105,46 @@ class Collector final : public prometheus::Collectable {
     const auto C = MetricType::Counter;
     const auto G = MetricType::Gauge;
     {
-      MetricFamily& info = f.family("bustle_build_info", "Server version and scenario (value 1)", G);
+      MetricFamily& info =
+          f.family("bustle_build_info", "Server version and scenario (value 1)", G);
       Families::add(info, {{"version", src_.version}, {"scenario", src_.scenario_id}}, 1);
     }
     const SimTelemetry& sim = *src_.sim;
-    f.histogram("bustle_step_duration_seconds", "Wall time of one executed step (world step, frame build, publish)",
+    f.histogram("bustle_step_duration_seconds",
+                "Wall time of one executed step (world step, frame build, publish)",
                 sim.step_seconds());
     {
       std::vector<double> recent = sim.recent_step_seconds();
       std::sort(recent.begin(), recent.end());
-      MetricFamily& m = f.family("bustle_step_duration_recent_seconds",
-                                 "Exact step wall time over the last 8192 steps (quantiles of the recorded times)",
-                                 MetricType::Summary);
+      MetricFamily& m = f.family(
+          "bustle_step_duration_recent_seconds",
+          "Exact step wall time over the last 8192 steps (quantiles of the recorded times)",
+          MetricType::Summary);
       ClientMetric c;
       c.summary.sample_count = recent.size();
       for (const double v : recent) c.summary.sample_sum += v;
       for (const double q : {0.5, 0.9, 0.99, 1.0}) {
         // Nearest rank: the smallest recorded time with at least q of them at or below it.
-        const auto rank = static_cast<std::size_t>(std::ceil(q * static_cast<double>(recent.size())));
-        c.summary.quantile.push_back({q, recent.empty() ? 0.0 : recent[std::max<std::size_t>(rank, 1) - 1]});
+        const auto rank =
+            static_cast<std::size_t>(std::ceil(q * static_cast<double>(recent.size())));
+        c.summary.quantile.push_back(
+            {q, recent.empty() ? 0.0 : recent[std::max<std::size_t>(rank, 1) - 1]});
       }
       m.metric.push_back(std::move(c));
     }
-    f.scalar("bustle_steps_total", "Steps executed by this process", C, static_cast<double>(sim.steps()));
-    f.scalar("bustle_steps_late_total", "Steps run as catch-up after the realtime clock fell behind", C,
+    f.scalar("bustle_steps_total", "Steps executed by this process", C,
+             static_cast<double>(sim.steps()));
+    f.scalar("bustle_steps_late_total",
+             "Steps run as catch-up after the realtime clock fell behind", C,
              static_cast<double>(sim.late_steps()));
-    f.scalar("bustle_steps_dropped_total", "Steps of wall-clock debt dropped by the realtime clock", C,
-             static_cast<double>(sim.dropped_steps()));
+    f.scalar("bustle_steps_dropped_total", "Steps of wall-clock debt dropped by the realtime clock",
+             C, static_cast<double>(sim.dropped_steps()));
     const auto now = std::chrono::steady_clock::now();
-    f.scalar("bustle_sim_heartbeat_age_seconds", "Seconds since the sim thread last stepped or woke idle", G,
+    f.scalar("bustle_sim_heartbeat_age_seconds",
+             "Seconds since the sim thread last stepped or woke idle", G,
              sim.heartbeat_age_seconds(now));
-    f.scalar("bustle_healthy", "1 when /healthz answers 200", G, check_health(src_, health_).ok ? 1 : 0);
+    f.scalar("bustle_healthy", "1 when /healthz answers 200", G,
+             check_health(src_, health_).ok ? 1 : 0);
     f.scalar("bustle_ready", "1 when /readyz answers 200", G, check_ready(src_).ok ? 1 : 0);
 
     const SimSample s = sim.last_sample();
@@ -137,28 +155,35 @@ class Collector final : public prometheus::Collectable {
   }
 
  private:
-  static void collect_sample(Families& f, const SimSample& s, const std::vector<std::string>& garage_ids) {
+  static void collect_sample(Families& f, const SimSample& s,
+                             const std::vector<std::string>& garage_ids) {
     const auto C = MetricType::Counter;
     const auto G = MetricType::Gauge;
-    f.scalar("bustle_sim_step", "Current world step (sampled once a second)", G, static_cast<double>(s.step));
-    f.scalar("bustle_sim_time_seconds", "Simulated time of the current world", G, s.sim_time_seconds);
+    f.scalar("bustle_sim_step", "Current world step (sampled once a second)", G,
+             static_cast<double>(s.step));
+    f.scalar("bustle_sim_time_seconds", "Simulated time of the current world", G,
+             s.sim_time_seconds);
     f.scalar("bustle_step_period_seconds", "Fixed step length", G, s.step_us / 1e6);
-    f.scalar("bustle_world_epoch", "Worlds replaced by restore or load since start", G, static_cast<double>(s.world_epoch));
+    f.scalar("bustle_world_epoch", "Worlds replaced by restore or load since start", G,
+             static_cast<double>(s.world_epoch));
     f.scalar("bustle_paused", "1 while the clock is paused", G, s.paused ? 1 : 0);
     {
       MetricFamily& m = f.family("bustle_clock_mode", "Clock mode (1 for the active one)", G);
-      for (std::size_t i = 0; i < 3; ++i) Families::add(m, {{"mode", kClockLabels[i]}}, s.clock_mode == i ? 1 : 0);
+      for (std::size_t i = 0; i < 3; ++i)
+        Families::add(m, {{"mode", kClockLabels[i]}}, s.clock_mode == i ? 1 : 0);
     }
     {
-      MetricFamily& m = f.family("bustle_entities",
-                                 "Entities by kind, lifecycle, simulation tier and the server's representation hint "
-                                 "(derived from the tier; per-client budgets are not applied)",
-                                 G);
+      MetricFamily& m = f.family(
+          "bustle_entities",
+          "Entities by kind, lifecycle, simulation tier and the server's representation hint "
+          "(derived from the tier; per-client budgets are not applied)",
+          G);
       for (std::size_t k = 0; k < kEntityKinds; ++k)
         for (std::size_t l = 0; l < kLifecycles; ++l)
           for (std::size_t t = 0; t < kTiersOrNone; ++t)
             for (std::size_t h = 0; h < kHints; ++h) {
-              const std::uint32_t n = s.entities[((k * kLifecycles + l) * kTiersOrNone + t) * kHints + h];
+              const std::uint32_t n =
+                  s.entities[((k * kLifecycles + l) * kTiersOrNone + t) * kHints + h];
               if (n == 0) continue;  // only combinations that exist
               Families::add(m,
                             {{"kind", kEntityKindLabels[k]},
@@ -178,8 +203,10 @@ class Collector final : public prometheus::Collectable {
         Families::add(live, {{"state", st}}, s.spawn_live[i]);
         Families::add(entered, {{"state", st}}, static_cast<double>(s.spawn_entered[i]));
       }
-      f.scalar("bustle_spawn_requests_total", "Spawn requests (this world)", C, static_cast<double>(s.spawn_requested));
-      MetricFamily& deferred = f.family("bustle_spawn_deferred", "Queued spawns held back in the last step, by cause", G);
+      f.scalar("bustle_spawn_requests_total", "Spawn requests (this world)", C,
+               static_cast<double>(s.spawn_requested));
+      MetricFamily& deferred = f.family("bustle_spawn_deferred",
+                                        "Queued spawns held back in the last step, by cause", G);
       Families::add(deferred, {{"cause", "per_step_cap"}}, s.spawn_deferred_by_cap);
       Families::add(deferred, {{"cause", "registry_capacity"}}, s.spawn_deferred_by_capacity);
       Families::add(deferred, {{"cause", "zone_capacity"}}, s.spawn_deferred_by_zone);
@@ -195,25 +222,31 @@ class Collector final : public prometheus::Collectable {
     }
     {
       f.scalar("bustle_zones", "Zones in the scenario", G, s.zones);
-      MetricFamily& members = f.family("bustle_zone_members", "Zone members by state, over all zones", G);
+      MetricFamily& members =
+          f.family("bustle_zone_members", "Zone members by state, over all zones", G);
       Families::add(members, {{"state", "active"}}, s.zone_members_active);
       Families::add(members, {{"state", "dormant"}}, s.zone_members_dormant);
-      MetricFamily& held = f.family("bustle_zone_lifecycle_held",
-                                    "Zone lifecycle work held back in the last interval, by cause (all zones)", G);
+      MetricFamily& held =
+          f.family("bustle_zone_lifecycle_held",
+                   "Zone lifecycle work held back in the last interval, by cause (all zones)", G);
       Families::add(held, {{"cause", "deferred_by_quota"}}, s.zone_deferred_by_quota);
       Families::add(held, {{"cause", "deferred_by_migration"}}, s.zone_deferred_by_migration);
       Families::add(held, {{"cause", "rejected_by_capacity"}}, s.zone_rejected_by_capacity);
-      f.scalar("bustle_zone_handoffs_pending", "Active members on their way between zones", G, s.zone_handoffs_pending);
+      f.scalar("bustle_zone_handoffs_pending", "Active members on their way between zones", G,
+               s.zone_handoffs_pending);
     }
     {
-      MetricFamily& queued = f.family("bustle_garage_queued", "Vehicle requests queued per garage", G);
-      MetricFamily& out = f.family("bustle_garage_dispatched", "Vehicles out of each garage now", G);
+      MetricFamily& queued =
+          f.family("bustle_garage_queued", "Vehicle requests queued per garage", G);
+      MetricFamily& out =
+          f.family("bustle_garage_dispatched", "Vehicles out of each garage now", G);
       MetricFamily& cap = f.family("bustle_garage_capacity", "Garage capacity", G);
       MetricFamily& gates = f.family("bustle_garage_gate_steps_total",
                                      "Steps that ended at each dispatch gate, per garage", C);
       MetricFamily& rejected = f.family("bustle_garage_requests_rejected_total",
                                         "Vehicle requests rejected per garage and reason", C);
-      MetricFamily& canceled = f.family("bustle_garage_requests_canceled_total", "Vehicle requests canceled", C);
+      MetricFamily& canceled =
+          f.family("bustle_garage_requests_canceled_total", "Vehicle requests canceled", C);
       MetricFamily& turn = f.family("bustle_garage_turnarounds_total", "Turnarounds per garage", C);
       for (std::size_t g = 0; g < s.garages.size(); ++g) {
         const GarageSample& gs = s.garages[g];
@@ -222,32 +255,43 @@ class Collector final : public prometheus::Collectable {
         Families::add(out, {{"garage", id}}, gs.dispatched);
         Families::add(cap, {{"garage", id}}, gs.capacity);
         for (std::size_t k = 0; k < core::kDispatchGateCount; ++k) {
-          Families::add(gates, {{"garage", id}, {"gate", label(core::to_string(static_cast<core::DispatchGate>(k)))}},
+          Families::add(gates,
+                        {{"garage", id},
+                         {"gate", label(core::to_string(static_cast<core::DispatchGate>(k)))}},
                         static_cast<double>(gs.gate_steps[k]));
         }
-        Families::add(rejected, {{"garage", id}, {"reason", "invalid"}}, static_cast<double>(gs.rejected_invalid));
-        Families::add(rejected, {{"garage", id}, {"reason", "duplicate"}}, static_cast<double>(gs.rejected_duplicate));
-        Families::add(rejected, {{"garage", id}, {"reason", "queue_full"}}, static_cast<double>(gs.rejected_queue_full));
+        Families::add(rejected, {{"garage", id}, {"reason", "invalid"}},
+                      static_cast<double>(gs.rejected_invalid));
+        Families::add(rejected, {{"garage", id}, {"reason", "duplicate"}},
+                      static_cast<double>(gs.rejected_duplicate));
+        Families::add(rejected, {{"garage", id}, {"reason", "queue_full"}},
+                      static_cast<double>(gs.rejected_queue_full));
         Families::add(canceled, {{"garage", id}}, static_cast<double>(gs.canceled));
         Families::add(turn, {{"garage", id}}, static_cast<double>(gs.turnarounds));
       }
     }
     {
-      MetricFamily& m = f.family("bustle_vehicle_policies", "Vehicles per control policy after the last step", G);
+      MetricFamily& m =
+          f.family("bustle_vehicle_policies", "Vehicles per control policy after the last step", G);
       for (std::size_t i = 0; i < core::kControlPolicyCount; ++i) {
-        Families::add(m, {{"policy", label(core::to_string(static_cast<core::ControlPolicy>(i)))}}, s.vehicle_policies[i]);
+        Families::add(m, {{"policy", label(core::to_string(static_cast<core::ControlPolicy>(i)))}},
+                      s.vehicle_policies[i]);
       }
-      f.scalar("bustle_tier_transitions_deferred", "Tier transitions held back by the budget in the last step", G,
+      f.scalar("bustle_tier_transitions_deferred",
+               "Tier transitions held back by the budget in the last step", G,
                s.tier_transitions_deferred);
     }
-    f.scalar("bustle_autosaves_skipped_total", "Autosaves skipped because the previous one was still committing", C,
+    f.scalar("bustle_autosaves_skipped_total",
+             "Autosaves skipped because the previous one was still committing", C,
              static_cast<double>(s.autosaves_skipped));
     {
-      MetricFamily& m = f.family("bustle_recording_state", "Session recording state (1 for the current one)", G);
+      MetricFamily& m =
+          f.family("bustle_recording_state", "Session recording state (1 for the current one)", G);
       Families::add(m, {{"state", "off"}}, s.recording == 0 ? 1 : 0);
       Families::add(m, {{"state", "recording"}}, s.recording == 1 ? 1 : 0);
       Families::add(m, {{"state", "failed"}}, s.recording == 2 ? 1 : 0);
-      f.scalar("bustle_recorded_ticks_total", "Ticks written to the recording", C, static_cast<double>(s.recorded_ticks));
+      f.scalar("bustle_recorded_ticks_total", "Ticks written to the recording", C,
+               static_cast<double>(s.recorded_ticks));
     }
   }
 
@@ -260,32 +304,39 @@ class Collector final : public prometheus::Collectable {
     // opposite order, one scrape never shows a disconnect for a client it
     // still counts as joined.
     std::array<std::uint64_t, net::kDisconnectReasonCount> disconnects{};
-    for (std::size_t r = 0; r < net::kDisconnectReasonCount; ++r) disconnects[r] = n.disconnects[r].load();
+    for (std::size_t r = 0; r < net::kDisconnectReasonCount; ++r)
+      disconnects[r] = n.disconnects[r].load();
     {
       MetricFamily& m = f.family("bustle_clients", "Joined clients by role", G);
-      for (std::size_t r = 0; r < 2; ++r) Families::add(m, {{"role", kRoleLabels[r]}}, n.joined_by_role[r].load());
+      for (std::size_t r = 0; r < 2; ++r)
+        Families::add(m, {{"role", kRoleLabels[r]}}, n.joined_by_role[r].load());
     }
     f.scalar("bustle_connections_accepted_total", "TCP connections accepted (joined or refused)", C,
              static_cast<double>(n.connections_accepted.load()));
-    f.scalar("bustle_sent_bytes_total", "Bytes written to client sockets", C, static_cast<double>(n.bytes_sent.load()));
+    f.scalar("bustle_sent_bytes_total", "Bytes written to client sockets", C,
+             static_cast<double>(n.bytes_sent.load()));
     {
-      MetricFamily& m = f.family("bustle_frames_sent_total", "Frames written to client sockets, by type", C);
+      MetricFamily& m =
+          f.family("bustle_frames_sent_total", "Frames written to client sockets, by type", C);
       for (std::size_t k = 0; k < net::kFrameKindCount; ++k) {
         Families::add(m, {{"type", kFrameLabels[k]}}, static_cast<double>(n.frames_sent[k].load()));
       }
     }
-    f.scalar("bustle_deltas_coalesced_total", "Deltas skipped for clients over their backlog cap (sent later as one)", C,
+    f.scalar("bustle_deltas_coalesced_total",
+             "Deltas skipped for clients over their backlog cap (sent later as one)", C,
              static_cast<double>(n.deltas_coalesced.load()));
     {
       MetricFamily& m = f.family("bustle_disconnects_total", "Connections closed, by reason", C);
       for (std::size_t r = 0; r < net::kDisconnectReasonCount; ++r) {
-        Families::add(m, {{"reason", net::disconnect_reason_name(r)}}, static_cast<double>(disconnects[r]));
+        Families::add(m, {{"reason", net::disconnect_reason_name(r)}},
+                      static_cast<double>(disconnects[r]));
       }
     }
     {
       f.scalar("bustle_commands_accepted_total", "Command answers sent with status Accepted", C,
                static_cast<double>(n.commands_accepted.load()));
-      MetricFamily& m = f.family("bustle_commands_rejected_total", "Command answers sent with status Rejected, by reason", C);
+      MetricFamily& m = f.family("bustle_commands_rejected_total",
+                                 "Command answers sent with status Rejected, by reason", C);
       for (std::size_t r = 1; r <= static_cast<std::size_t>(core::RejectReason::RateLimited); ++r) {
         Families::add(m, {{"reason", label(core::to_string(static_cast<core::RejectReason>(r)))}},
                       static_cast<double>(n.commands_rejected[r].load()));
@@ -295,7 +346,9 @@ class Collector final : public prometheus::Collectable {
 
   void collect_jobs(Families& f) const {
     const JobTelemetry& j = *src_.jobs;
-    MetricFamily& m = f.family("bustle_snapshot_jobs_total", "Snapshot jobs that entered each state, by kind", MetricType::Counter);
+    MetricFamily& m =
+        f.family("bustle_snapshot_jobs_total", "Snapshot jobs that entered each state, by kind",
+                 MetricType::Counter);
     for (std::size_t k = 0; k < kJobKinds; ++k) {
       for (std::size_t s = 0; s < kJobStates; ++s) {
         const std::uint64_t v = j.transitions(k, s);
@@ -307,11 +360,13 @@ class Collector final : public prometheus::Collectable {
       }
     }
     f.histogram("bustle_snapshot_commit_duration_seconds",
-                "Checkpoint, save and autosave jobs: submission (state copied) to committed", j.commit_seconds());
+                "Checkpoint, save and autosave jobs: submission (state copied) to committed",
+                j.commit_seconds());
     f.histogram("bustle_snapshot_restore_duration_seconds",
-                "Restore and load jobs: submission to applied in the sim thread", j.restore_seconds());
-    f.scalar("bustle_restores_in_flight", "Restore and load jobs submitted and not finished", MetricType::Gauge,
-             src_.restores_in_flight ? src_.restores_in_flight() : 0);
+                "Restore and load jobs: submission to applied in the sim thread",
+                j.restore_seconds());
+    f.scalar("bustle_restores_in_flight", "Restore and load jobs submitted and not finished",
+             MetricType::Gauge, src_.restores_in_flight ? src_.restores_in_flight() : 0);
   }
 
   MetricsSources src_;
@@ -357,7 +412,8 @@ HealthStatus check_health(const MetricsSources& src, const HealthSettings& setti
   const double age = src.sim->heartbeat_age_seconds(std::chrono::steady_clock::now());
   char buf[160];
   if (age > limit) {
-    std::snprintf(buf, sizeof buf, "unhealthy: sim thread stalled for %.1f s (limit %.1f s = %u steps)", age, limit,
+    std::snprintf(buf, sizeof buf,
+                  "unhealthy: sim thread stalled for %.1f s (limit %.1f s = %u steps)", age, limit,
                   settings.max_lag_steps);
     return {false, buf};
   }
@@ -367,17 +423,21 @@ HealthStatus check_health(const MetricsSources& src, const HealthSettings& setti
 }
 
 HealthStatus check_ready(const MetricsSources& src) {
-  if (src.shutting_down != nullptr && src.shutting_down->load()) return {false, "not ready: shutting down"};
-  if (!src.server->counters().listening.load()) return {false, "not ready: game port not listening"};
+  if (src.shutting_down != nullptr && src.shutting_down->load())
+    return {false, "not ready: shutting down"};
+  if (!src.server->counters().listening.load())
+    return {false, "not ready: game port not listening"};
   if (src.restores_in_flight && src.restores_in_flight() > 0) {
-    return {false, "not ready: restore or load in flight (" + std::to_string(src.restores_in_flight()) + ")"};
+    return {false, "not ready: restore or load in flight (" +
+                       std::to_string(src.restores_in_flight()) + ")"};
   }
   return {true, "ready: scenario '" + src.scenario_id + "' loaded, listening"};
 }
 
 std::string check_metrics_bind(const std::string& bind) {
   const auto colon = bind.rfind(':');
-  if (colon == std::string::npos || colon == 0) return "expected ADDR:PORT (e.g. 127.0.0.1:9464), got '" + bind + "'";
+  if (colon == std::string::npos || colon == 0)
+    return "expected ADDR:PORT (e.g. 127.0.0.1:9464), got '" + bind + "'";
   std::string host = bind.substr(0, colon);
   const std::string port = bind.substr(colon + 1);
   unsigned value = 0;
@@ -385,11 +445,13 @@ std::string check_metrics_bind(const std::string& bind) {
   if (ec != std::errc() || p != port.data() + port.size() || port.empty() || value > 65535) {
     return "expected a port in [0, 65535] after ':', got '" + bind + "'";
   }
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
   asio::error_code aec;
   const auto addr = asio::ip::make_address(host, aec);
   if (aec) return "invalid address '" + host + "' in '" + bind + "'";
-  if (addr.is_v6() && bind.front() != '[') return "write an IPv6 address in brackets: [" + host + "]:" + port;
+  if (addr.is_v6() && bind.front() != '[')
+    return "write an IPv6 address in brackets: [" + host + "]:" + port;
   return {};
 }
 
@@ -404,11 +466,14 @@ std::unique_ptr<MetricsServer> MetricsServer::start(const std::string& bind, Met
   impl.readyz.check = [sources] { return check_ready(sources); };
 
   CivetCallbacks callbacks;
-  callbacks.init_context = [](const mg_context* ctx) { g_starting_context = const_cast<mg_context*>(ctx); };
+  callbacks.init_context = [](const mg_context* ctx) {
+    g_starting_context = const_cast<mg_context*>(ctx);
+  };
   g_starting_context = nullptr;
   try {
     impl.exposer = std::make_unique<prometheus::Exposer>(
-        std::vector<std::string>{"listening_ports", bind, "num_threads", "2", "request_timeout_ms", "5000"},
+        std::vector<std::string>{"listening_ports", bind, "num_threads", "2", "request_timeout_ms",
+                                 "5000"},
         &callbacks);
   } catch (const std::exception& e) {
     error = "cannot serve metrics on " + bind + ": " + e.what();

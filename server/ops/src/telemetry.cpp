@@ -7,13 +7,15 @@
 namespace bustle::ops {
 
 AtomicHistogram::AtomicHistogram(std::vector<double> upper_bounds)
-    : bounds_(std::move(upper_bounds)), counts_(new std::atomic<std::uint64_t>[bounds_.size() + 1]) {
+    : bounds_(std::move(upper_bounds)),
+      counts_(new std::atomic<std::uint64_t>[bounds_.size() + 1]) {
   std::sort(bounds_.begin(), bounds_.end());
   for (std::size_t i = 0; i <= bounds_.size(); ++i) counts_[i].store(0, std::memory_order_relaxed);
 }
 
 void AtomicHistogram::observe(double value) noexcept {
-  const auto it = std::lower_bound(bounds_.begin(), bounds_.end(), value);  // first bound >= value ("le")
+  const auto it =
+      std::lower_bound(bounds_.begin(), bounds_.end(), value);  // first bound >= value ("le")
   counts_[static_cast<std::size_t>(it - bounds_.begin())].fetch_add(1, std::memory_order_relaxed);
   const double nanos = std::max(0.0, value) * 1e9;
   sum_nanos_.fetch_add(static_cast<std::uint64_t>(std::llround(nanos)), std::memory_order_relaxed);
@@ -45,16 +47,20 @@ double AtomicHistogram::quantile(const Snapshot& s, double q) {
 }
 
 std::vector<double> step_seconds_buckets() {
-  return {50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3, 100e-3, 250e-3, 500e-3, 1.0};
+  return {50e-6, 100e-6, 250e-6, 500e-6, 1e-3,   2.5e-3, 5e-3,
+          10e-3, 25e-3,  50e-3,  100e-3, 250e-3, 500e-3, 1.0};
 }
 
 std::vector<double> job_seconds_buckets() {
-  return {1e-3, 5e-3, 10e-3, 25e-3, 50e-3, 100e-3, 250e-3, 500e-3, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0};
+  return {1e-3, 5e-3, 10e-3, 25e-3, 50e-3, 100e-3, 250e-3, 500e-3,
+          1.0,  2.5,  5.0,   10.0,  30.0,  60.0,   120.0};
 }
 
 namespace {
-std::size_t entity_slot(core::EntityKind kind, std::size_t lifecycle, std::size_t tier, core::RepresentationHint hint) {
-  return ((static_cast<std::size_t>(kind) * kLifecycles + lifecycle) * kTiersOrNone + tier) * kHints +
+std::size_t entity_slot(core::EntityKind kind, std::size_t lifecycle, std::size_t tier,
+                        core::RepresentationHint hint) {
+  return ((static_cast<std::size_t>(kind) * kLifecycles + lifecycle) * kTiersOrNone + tier) *
+             kHints +
          static_cast<std::size_t>(hint);
 }
 // Lifecycle label index in SimSample::entities (core::LifecycleState without Gone).
@@ -63,9 +69,12 @@ constexpr std::size_t kNoTier = 3;
 
 core::RepresentationHint hint_of(std::uint8_t tier) {
   switch (static_cast<core::SimTier>(tier)) {
-    case core::SimTier::Full: return core::RepresentationHint::Actor;
-    case core::SimTier::Simulated: return core::RepresentationHint::Instanced;
-    case core::SimTier::Coarse: return core::RepresentationHint::Marker;
+    case core::SimTier::Full:
+      return core::RepresentationHint::Actor;
+    case core::SimTier::Simulated:
+      return core::RepresentationHint::Instanced;
+    case core::SimTier::Coarse:
+      return core::RepresentationHint::Marker;
   }
   return core::RepresentationHint::None;
 }
@@ -80,23 +89,29 @@ void sample_world(const core::World& w, SimSample& s) {
   const core::PedestrianStore& peds = w.pedestrians();
   for (std::uint32_t i = 0; i < peds.size(); ++i) {
     const std::uint8_t t = peds.tier[i];
-    ++s.entities[entity_slot(core::EntityKind::Pedestrian, kActive, std::min<std::size_t>(t, kNoTier), hint_of(t))];
+    ++s.entities[entity_slot(core::EntityKind::Pedestrian, kActive,
+                             std::min<std::size_t>(t, kNoTier), hint_of(t))];
   }
   const core::VehicleStore& vs = w.vehicles().store();
   for (std::uint32_t i = 0; i < vs.size(); ++i) {
     const std::uint8_t t = vs.tier[i];
-    ++s.entities[entity_slot(core::EntityKind::Vehicle, kActive, std::min<std::size_t>(t, kNoTier), hint_of(t))];
+    ++s.entities[entity_slot(core::EntityKind::Vehicle, kActive, std::min<std::size_t>(t, kNoTier),
+                             hint_of(t))];
   }
   // Orphans fade as Coarse markers (World::describe); vehicles never retire.
-  s.entities[entity_slot(core::EntityKind::Pedestrian, kRetiring, static_cast<std::size_t>(core::SimTier::Coarse),
-                         core::RepresentationHint::Marker)] = static_cast<std::uint32_t>(w.orphans().size());
+  s.entities[entity_slot(
+      core::EntityKind::Pedestrian, kRetiring, static_cast<std::size_t>(core::SimTier::Coarse),
+      core::RepresentationHint::Marker)] = static_cast<std::uint32_t>(w.orphans().size());
   const core::PopulationSystem& pop = w.population();
   const auto residents = static_cast<std::uint32_t>(pop.residents().size());
-  s.entities[entity_slot(core::EntityKind::Pedestrian, kDormant, kNoTier, core::RepresentationHint::None)] =
+  s.entities[entity_slot(core::EntityKind::Pedestrian, kDormant, kNoTier,
+                         core::RepresentationHint::None)] =
       residents > pop.active_count() ? residents - pop.active_count() : 0;
   s.spawn_live.fill(0);
-  for (const core::SpawnHandleState& h : w.spawn_pipeline().live) ++s.spawn_live[static_cast<std::size_t>(h.state)];
-  s.entities[entity_slot(core::EntityKind::Pedestrian, kRequested, kNoTier, core::RepresentationHint::None)] =
+  for (const core::SpawnHandleState& h : w.spawn_pipeline().live)
+    ++s.spawn_live[static_cast<std::size_t>(h.state)];
+  s.entities[entity_slot(core::EntityKind::Pedestrian, kRequested, kNoTier,
+                         core::RepresentationHint::None)] =
       s.spawn_live[static_cast<std::size_t>(core::SpawnState::IdentityCreated)];
   s.entity_capacity = w.registry().capacity();
 
@@ -107,7 +122,8 @@ void sample_world(const core::World& w, SimSample& s) {
   s.spawn_deferred_by_capacity = sc.deferred_by_capacity;
   s.spawn_deferred_by_zone = sc.deferred_by_zone;
   const core::WorldCounters& wc = w.counters();
-  std::copy(std::begin(wc.despawned_by_reason), std::end(wc.despawned_by_reason), s.despawned.begin());
+  std::copy(std::begin(wc.despawned_by_reason), std::end(wc.despawned_by_reason),
+            s.despawned.begin());
   s.spawned_total = wc.spawned_total;
   s.world_commands_accepted = wc.commands_accepted;
   s.world_commands_rejected = wc.commands_rejected;
@@ -134,14 +150,16 @@ void sample_world(const core::World& w, SimSample& s) {
     out.managed = veh.managed(g);
     out.capacity = w.scenario().garages[g].capacity;
     out.gate_steps.fill(0);
-    for (std::size_t k = 0; k < gs.gate_steps.size() && k < out.gate_steps.size(); ++k) out.gate_steps[k] = gs.gate_steps[k];
+    for (std::size_t k = 0; k < gs.gate_steps.size() && k < out.gate_steps.size(); ++k)
+      out.gate_steps[k] = gs.gate_steps[k];
     out.rejected_invalid = gs.rejected_invalid;
     out.rejected_duplicate = gs.rejected_duplicate;
     out.rejected_queue_full = gs.rejected_queue_full;
     out.canceled = gs.canceled;
     out.turnarounds = gs.turnarounds;
   }
-  std::copy(std::begin(veh.last_step().per_policy), std::end(veh.last_step().per_policy), s.vehicle_policies.begin());
+  std::copy(std::begin(veh.last_step().per_policy), std::end(veh.last_step().per_policy),
+            s.vehicle_policies.begin());
   s.tier_transitions_deferred = veh.last_tiers().deferred + w.pedestrian_tiers().deferred;
 }
 
@@ -156,14 +174,16 @@ void SimTelemetry::on_step(std::chrono::steady_clock::duration wall, bool late) 
   step_seconds_.observe(std::chrono::duration<double>(wall).count());
   const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(wall).count();
   const std::uint64_t n = steps_.fetch_add(1, std::memory_order_relaxed);
-  recent_ns_[n % kRecentSteps].store(static_cast<std::uint32_t>(std::clamp<std::int64_t>(ns, 0, UINT32_MAX)),
-                                     std::memory_order_relaxed);
+  recent_ns_[n % kRecentSteps].store(
+      static_cast<std::uint32_t>(std::clamp<std::int64_t>(ns, 0, UINT32_MAX)),
+      std::memory_order_relaxed);
   if (late) late_steps_.fetch_add(1, std::memory_order_relaxed);
 }
 
 void SimTelemetry::heartbeat(std::chrono::steady_clock::time_point now) noexcept {
-  heartbeat_ns_.store(std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count(),
-                      std::memory_order_relaxed);
+  heartbeat_ns_.store(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count(),
+      std::memory_order_relaxed);
 }
 
 void SimTelemetry::publish_sample(std::chrono::steady_clock::time_point now) {
@@ -177,7 +197,8 @@ void SimTelemetry::publish_sample(std::chrono::steady_clock::time_point now) {
 }
 
 std::vector<double> SimTelemetry::recent_step_seconds() const {
-  const std::uint64_t n = std::min<std::uint64_t>(steps_.load(std::memory_order_relaxed), kRecentSteps);
+  const std::uint64_t n =
+      std::min<std::uint64_t>(steps_.load(std::memory_order_relaxed), kRecentSteps);
   std::vector<double> out(n);
   for (std::size_t i = 0; i < n; ++i) out[i] = recent_ns_[i].load(std::memory_order_relaxed) / 1e9;
   return out;
@@ -190,7 +211,8 @@ StepTimingSummary SimTelemetry::step_timing(std::size_t window) const {
   const std::uint64_t n = std::min<std::uint64_t>({out.steps_total, kRecentSteps, window});
   std::vector<std::uint32_t> ns(n);
   for (std::uint64_t i = 0; i < n; ++i) {
-    ns[i] = recent_ns_[(out.steps_total - 1 - i) % kRecentSteps].load(std::memory_order_relaxed);  // newest first
+    ns[i] = recent_ns_[(out.steps_total - 1 - i) % kRecentSteps].load(
+        std::memory_order_relaxed);  // newest first
   }
   const std::vector<double> bounds = step_seconds_buckets();
   out.window = static_cast<std::uint32_t>(n);
@@ -199,7 +221,8 @@ StepTimingSummary SimTelemetry::step_timing(std::size_t window) const {
   out.bucket_counts.assign(bounds.size() + 1, 0);
   for (const std::uint32_t v : ns) {
     const double seconds = v / 1e9;
-    const auto it = std::lower_bound(bounds.begin(), bounds.end(), seconds);  // "le", as AtomicHistogram
+    const auto it =
+        std::lower_bound(bounds.begin(), bounds.end(), seconds);  // "le", as AtomicHistogram
     ++out.bucket_counts[static_cast<std::size_t>(it - bounds.begin())];
   }
   if (n == 0) return out;
@@ -224,15 +247,18 @@ SimSample SimTelemetry::last_sample() const {
 double SimTelemetry::heartbeat_age_seconds(std::chrono::steady_clock::time_point now) const {
   const std::int64_t beat = heartbeat_ns_.load(std::memory_order_relaxed);
   if (beat == 0) return 0.0;
-  const std::int64_t now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
+  const std::int64_t now_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
   return static_cast<double>(std::max<std::int64_t>(0, now_ns - beat)) / 1e9;
 }
 
-JobTelemetry::JobTelemetry() : commit_seconds_(job_seconds_buckets()), restore_seconds_(job_seconds_buckets()) {}
+JobTelemetry::JobTelemetry()
+    : commit_seconds_(job_seconds_buckets()), restore_seconds_(job_seconds_buckets()) {}
 
-void JobTelemetry::on_update(std::size_t kind, std::size_t state, bool terminal, bool failed, bool is_restore,
-                             double seconds_since_submit) noexcept {
-  if (kind < kJobKinds && state < kJobStates) transitions_[kind * kJobStates + state].fetch_add(1, std::memory_order_relaxed);
+void JobTelemetry::on_update(std::size_t kind, std::size_t state, bool terminal, bool failed,
+                             bool is_restore, double seconds_since_submit) noexcept {
+  if (kind < kJobKinds && state < kJobStates)
+    transitions_[kind * kJobStates + state].fetch_add(1, std::memory_order_relaxed);
   if (!terminal || failed) return;
   (is_restore ? restore_seconds_ : commit_seconds_).observe(seconds_since_submit);
 }

@@ -15,7 +15,9 @@ struct Overloaded : Ts... {
 template <class... Ts>
 Overloaded(Ts...) -> Overloaded<Ts...>;
 
-json id_json(core::EntityId id) { return json::array({id.index, id.generation}); }
+json id_json(core::EntityId id) {
+  return json::array({id.index, id.generation});
+}
 
 bool get_u32(const json& j, const char* key, std::uint32_t& out, std::string& error) {
   auto it = j.find(key);
@@ -73,13 +75,15 @@ bool get_id(const json& j, const char* key, core::EntityId& out, std::string& er
 // The route (lane ids) is written only when there is one, so a spawn recorded
 // before routes existed and a spawn without one encode alike.
 json spawn_json(const core::SpawnPedestrian& c) {
-  json j{{"zone", c.zone}, {"lane", c.lane}, {"priority", c.priority}, {"timeout_ms", c.timeout_ms}};
+  json j{
+      {"zone", c.zone}, {"lane", c.lane}, {"priority", c.priority}, {"timeout_ms", c.timeout_ms}};
   if (!c.route.empty()) j["route"] = c.route;
   return j;
 }
 
 // An optional array of strings; absent means empty.
-bool get_strings(const json& j, const char* key, std::vector<std::string>& out, std::string& error) {
+bool get_strings(const json& j, const char* key, std::vector<std::string>& out,
+                 std::string& error) {
   auto it = j.find(key);
   if (it == j.end()) return true;
   if (!it->is_array()) {
@@ -98,14 +102,15 @@ bool get_strings(const json& j, const char* key, std::vector<std::string>& out, 
 
 bool get_spawn(const json& j, core::SpawnPedestrian& c, std::string& error) {
   return get_string(j, "zone", c.zone, error) && get_string(j, "lane", c.lane, error) &&
-         get_u8(j, "priority", c.priority, error) && get_u32(j, "timeout_ms", c.timeout_ms, error) &&
-         get_strings(j, "route", c.route, error);
+         get_u8(j, "priority", c.priority, error) &&
+         get_u32(j, "timeout_ms", c.timeout_ms, error) && get_strings(j, "route", c.route, error);
 }
 
 // An observer point: [x, y] (recorded before observer views existed) or
 // [x, y, z, has_heading, heading_rad].
 bool get_point(const json& p, core::ObserverPoint& out) {
-  if (!p.is_array() || (p.size() != 2 && p.size() != 5) || !p[0].is_number() || !p[1].is_number()) return false;
+  if (!p.is_array() || (p.size() != 2 && p.size() != 5) || !p[0].is_number() || !p[1].is_number())
+    return false;
   out = core::ObserverPoint{p[0].get<double>(), p[1].get<double>()};
   if (p.size() == 2) return true;
   if (!p[2].is_number() || !p[3].is_boolean() || !p[4].is_number()) return false;
@@ -117,7 +122,8 @@ bool get_point(const json& p, core::ObserverPoint& out) {
 
 bool get_points(const json& j, std::vector<core::ObserverPoint>& out, std::string& error) {
   auto it = j.find("points");
-  const char* expected = "points: expected an array of [x, y] or [x, y, z, has_heading, heading_rad]";
+  const char* expected =
+      "points: expected an array of [x, y] or [x, y, z, has_heading, heading_rad]";
   if (it == j.end() || !it->is_array()) {
     error = expected;
     return false;
@@ -133,7 +139,8 @@ bool get_points(const json& j, std::vector<core::ObserverPoint>& out, std::strin
 
 json points_json(const std::vector<core::ObserverPoint>& points) {
   json pts = json::array();
-  for (const auto& p : points) pts.push_back(json::array({p.x_m, p.y_m, p.z_m, p.has_heading, p.heading_rad}));
+  for (const auto& p : points)
+    pts.push_back(json::array({p.x_m, p.y_m, p.z_m, p.has_heading, p.heading_rad}));
   return pts;
 }
 
@@ -153,7 +160,8 @@ json op_json(const core::LifecycleOp& op) {
 
 bool get_op(const json& j, core::LifecycleOp& op, std::string& error) {
   auto kind = j.find("kind");
-  if (!j.is_object() || kind == j.end() || !kind->is_string() || (*kind != "spawn" && *kind != "despawn")) {
+  if (!j.is_object() || kind == j.end() || !kind->is_string() ||
+      (*kind != "spawn" && *kind != "despawn")) {
     error = "kind: expected \"spawn\" or \"despawn\"";
     return false;
   }
@@ -177,38 +185,62 @@ bool get_op(const json& j, core::LifecycleOp& op, std::string& error) {
 }  // namespace
 
 std::string command_args_json(const core::WorldCommand& command) {
-  json j = std::visit(
-      Overloaded{
-          [](const core::SetPedestrianTarget& c) { return json{{"count", c.count}}; },
-          [](const core::DespawnEntity& c) { return json{{"id", id_json(c.id)}}; },
-          [](const core::GarageRequest& c) {
-            return json{{"garage", c.garage}, {"request_id", c.request_id}, {"prototype", c.prototype},
-                        {"lane", c.lane}, {"priority", c.priority}};
-          },
-          [](const core::CancelGarageRequest& c) { return json{{"garage", c.garage}, {"request_id", c.request_id}}; },
-          [](const core::SetVehicleStrategy& c) { return json{{"id", id_json(c.id)}, {"strategy", c.strategy}}; },
-          [](const core::SetObservers& c) { return json{{"points", points_json(c.points)}}; },
-          [](const core::SetClientObservers& c) { return json{{"points", points_json(c.points)}}; },
-          [](const core::SetHour& c) { return json{{"hour", c.hour}}; },
-          [](const core::SetTimeScale& c) { return json{{"scale", c.scale}}; },
-          [](const core::ForceFull& c) { return json{{"id", id_json(c.id)}, {"on", c.on}}; },
-          [](const core::SpawnPedestrian& c) { return spawn_json(c); },
-          [](const core::CancelSpawn& c) { return json{{"handle", c.handle}}; },
-          [](const core::SetLifecycle& c) {
-            return json{{"growth_quota", c.growth_quota}, {"recycle_quota", c.recycle_quota},
-                        {"interval_ms", c.interval_ms}, {"migration_budget", c.migration_budget}};
-          },
-          [](const core::LifecycleBatch& c) {
-            json ops = json::array();
-            for (const core::LifecycleOp& op : c.ops) ops.push_back(op_json(op));
-            return json{{"ops", ops}};
-          }},
-      command);
+  json j = std::visit(Overloaded{[](const core::SetPedestrianTarget& c) {
+                                   return json{{"count", c.count}};
+                                 },
+                                 [](const core::DespawnEntity& c) {
+                                   return json{{"id", id_json(c.id)}};
+                                 },
+                                 [](const core::GarageRequest& c) {
+                                   return json{{"garage", c.garage},
+                                               {"request_id", c.request_id},
+                                               {"prototype", c.prototype},
+                                               {"lane", c.lane},
+                                               {"priority", c.priority}};
+                                 },
+                                 [](const core::CancelGarageRequest& c) {
+                                   return json{{"garage", c.garage}, {"request_id", c.request_id}};
+                                 },
+                                 [](const core::SetVehicleStrategy& c) {
+                                   return json{{"id", id_json(c.id)}, {"strategy", c.strategy}};
+                                 },
+                                 [](const core::SetObservers& c) {
+                                   return json{{"points", points_json(c.points)}};
+                                 },
+                                 [](const core::SetClientObservers& c) {
+                                   return json{{"points", points_json(c.points)}};
+                                 },
+                                 [](const core::SetHour& c) {
+                                   return json{{"hour", c.hour}};
+                                 },
+                                 [](const core::SetTimeScale& c) {
+                                   return json{{"scale", c.scale}};
+                                 },
+                                 [](const core::ForceFull& c) {
+                                   return json{{"id", id_json(c.id)}, {"on", c.on}};
+                                 },
+                                 [](const core::SpawnPedestrian& c) { return spawn_json(c); },
+                                 [](const core::CancelSpawn& c) {
+                                   return json{{"handle", c.handle}};
+                                 },
+                                 [](const core::SetLifecycle& c) {
+                                   return json{{"growth_quota", c.growth_quota},
+                                               {"recycle_quota", c.recycle_quota},
+                                               {"interval_ms", c.interval_ms},
+                                               {"migration_budget", c.migration_budget}};
+                                 },
+                                 [](const core::LifecycleBatch& c) {
+                                   json ops = json::array();
+                                   for (const core::LifecycleOp& op : c.ops)
+                                     ops.push_back(op_json(op));
+                                   return json{{"ops", ops}};
+                                 }},
+                      command);
   return j.dump();
 }
 
-std::optional<core::WorldCommand> decode_command(const std::string& kind, const std::string& args_json,
-                                                 std::string& error) {
+std::optional<core::WorldCommand> decode_command(const std::string& kind,
+                                                 const std::string& args_json, std::string& error) {
   const json j = json::parse(args_json, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) {
     error = "args: not a JSON object";
@@ -226,7 +258,8 @@ std::optional<core::WorldCommand> decode_command(const std::string& kind, const 
   }
   if (kind == "garage_request") {
     core::GarageRequest c;
-    if (!get_string(j, "garage", c.garage, error) || !get_string(j, "request_id", c.request_id, error) ||
+    if (!get_string(j, "garage", c.garage, error) ||
+        !get_string(j, "request_id", c.request_id, error) ||
         !get_string(j, "prototype", c.prototype, error) || !get_string(j, "lane", c.lane, error)) {
       return std::nullopt;
     }
@@ -241,7 +274,8 @@ std::optional<core::WorldCommand> decode_command(const std::string& kind, const 
   }
   if (kind == "cancel_garage_request") {
     core::CancelGarageRequest c;
-    if (!get_string(j, "garage", c.garage, error) || !get_string(j, "request_id", c.request_id, error)) {
+    if (!get_string(j, "garage", c.garage, error) ||
+        !get_string(j, "request_id", c.request_id, error)) {
       return std::nullopt;
     }
     return c;
@@ -307,13 +341,15 @@ std::optional<core::WorldCommand> decode_command(const std::string& kind, const 
     // recording (or checkpoint inbox) holding one was made by an older build
     // whose spawn handles went through Attached inside the digest, so it
     // cannot be re-simulated bit for bit; saying so beats a divergence later.
-    error = "kind: report_attached is no longer a world command (spawn representation stages left the "
-            "simulation); this was recorded by an older build and cannot be re-simulated exactly";
+    error =
+        "kind: report_attached is no longer a world command (spawn representation stages left the "
+        "simulation); this was recorded by an older build and cannot be re-simulated exactly";
     return std::nullopt;
   }
   if (kind == "set_lifecycle") {
     core::SetLifecycle c;
-    if (!get_u32(j, "growth_quota", c.growth_quota, error) || !get_u32(j, "recycle_quota", c.recycle_quota, error) ||
+    if (!get_u32(j, "growth_quota", c.growth_quota, error) ||
+        !get_u32(j, "recycle_quota", c.recycle_quota, error) ||
         !get_u32(j, "interval_ms", c.interval_ms, error) ||
         !get_u32(j, "migration_budget", c.migration_budget, error)) {
       return std::nullopt;

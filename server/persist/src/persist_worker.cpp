@@ -13,7 +13,8 @@ constexpr std::size_t kQueueMax = 64;
 constexpr std::size_t kJobHistory = 1024;
 
 std::int64_t now_unix_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
 
@@ -22,9 +23,12 @@ bool is_terminal(JobKind kind, JobState s) {
   switch (kind) {
     case JobKind::Checkpoint:
     case JobKind::Save:
-    case JobKind::Autosave: return s == JobState::Committed;
-    case JobKind::Restore: return s == JobState::Applied;
-    case JobKind::Load: return s == JobState::RepresentationRebuilt;
+    case JobKind::Autosave:
+      return s == JobState::Committed;
+    case JobKind::Restore:
+      return s == JobState::Applied;
+    case JobKind::Load:
+      return s == JobState::RepresentationRebuilt;
   }
   return false;
 }
@@ -33,26 +37,40 @@ bool is_terminal(JobKind kind, JobState s) {
 
 const char* to_string(JobKind k) {
   switch (k) {
-    case JobKind::Checkpoint: return "checkpoint";
-    case JobKind::Save: return "save";
-    case JobKind::Restore: return "restore";
-    case JobKind::Load: return "load";
-    case JobKind::Autosave: return "autosave";
+    case JobKind::Checkpoint:
+      return "checkpoint";
+    case JobKind::Save:
+      return "save";
+    case JobKind::Restore:
+      return "restore";
+    case JobKind::Load:
+      return "load";
+    case JobKind::Autosave:
+      return "autosave";
   }
   return "?";
 }
 
 const char* to_string(JobState s) {
   switch (s) {
-    case JobState::Queued: return "queued";
-    case JobState::Copied: return "copied";
-    case JobState::Committed: return "committed";
-    case JobState::Validated: return "validated";
-    case JobState::Applied: return "applied";
-    case JobState::SnapshotApplied: return "snapshot_applied";
-    case JobState::ScheduleReconciled: return "schedule_reconciled";
-    case JobState::RepresentationRebuilt: return "representation_rebuilt";
-    case JobState::Failed: return "failed";
+    case JobState::Queued:
+      return "queued";
+    case JobState::Copied:
+      return "copied";
+    case JobState::Committed:
+      return "committed";
+    case JobState::Validated:
+      return "validated";
+    case JobState::Applied:
+      return "applied";
+    case JobState::SnapshotApplied:
+      return "snapshot_applied";
+    case JobState::ScheduleReconciled:
+      return "schedule_reconciled";
+    case JobState::RepresentationRebuilt:
+      return "representation_rebuilt";
+    case JobState::Failed:
+      return "failed";
   }
   return "?";
 }
@@ -60,18 +78,21 @@ const char* to_string(JobState s) {
 std::string validate_snapshot_name(const std::string& name) {
   if (name.empty() || name.size() > 64) return "name must be 1 to 64 characters";
   for (const char c : name) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-                    c == '_' || c == '-';
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '_' || c == '-';
     if (!ok) return "name may only contain letters, digits, '.', '_' and '-'";
   }
-  if (name.rfind("keyframe.", 0) == 0) return "names starting with 'keyframe.' are reserved for recordings";
+  if (name.rfind("keyframe.", 0) == 0)
+    return "names starting with 'keyframe.' are reserved for recordings";
   return {};
 }
 
-StoreError PersistWorker::start(const std::string& path, core::Scenario scenario, std::string scenario_json,
-                                Callbacks callbacks, std::unique_ptr<PersistWorker>& out) {
+StoreError PersistWorker::start(const std::string& path, core::Scenario scenario,
+                                std::string scenario_json, Callbacks callbacks,
+                                std::unique_ptr<PersistWorker>& out) {
   std::unique_ptr<PersistWorker> w(new PersistWorker());
-  if (StoreError e = SnapshotStore::open(path, FileKind::Snapshots, true, w->store_); !e.ok()) return e;
+  if (StoreError e = SnapshotStore::open(path, FileKind::Snapshots, true, w->store_); !e.ok())
+    return e;
   // WAL checkpoints run after a job is reported, not inside its commit (see wal_checkpoint()).
   if (StoreError e = w->store_.defer_wal_checkpoints(); !e.ok()) return e;
   w->scenario_ = std::move(scenario);
@@ -94,7 +115,8 @@ PersistWorker::~PersistWorker() {
   if (thread_.joinable()) thread_.join();
 }
 
-JobStatus PersistWorker::new_job(JobKind kind, const std::string& name, JobState state, std::uint64_t step) {
+JobStatus PersistWorker::new_job(JobKind kind, const std::string& name, JobState state,
+                                 std::uint64_t step) {
   std::lock_guard lock(mu_);
   JobStatus j;
   j.created = std::chrono::steady_clock::now();
@@ -111,7 +133,8 @@ JobStatus PersistWorker::new_job(JobKind kind, const std::string& name, JobState
 
 void PersistWorker::update(JobStatus job, const JobOrigin& origin) {
   job.terminal = is_terminal(job.kind, job.state);
-  if (job.terminal && (job.kind == JobKind::Restore || job.kind == JobKind::Load)) candidates_in_flight_.fetch_sub(1);
+  if (job.terminal && (job.kind == JobKind::Restore || job.kind == JobKind::Load))
+    candidates_in_flight_.fetch_sub(1);
   {
     std::lock_guard lock(mu_);
     jobs_[job.job_id] = job;
@@ -169,9 +192,11 @@ void PersistWorker::drain() {
   idle_cv_.wait(lock, [&] { return tasks_.empty() && !busy_; });
 }
 
-JobStatus PersistWorker::submit_checkpoint(const std::string& name, JobKind kind, core::WorldCheckpoint checkpoint,
+JobStatus PersistWorker::submit_checkpoint(const std::string& name, JobKind kind,
+                                           core::WorldCheckpoint checkpoint,
                                            const JobOrigin& origin) {
-  return submit_checkpoint(name, kind, std::make_unique<core::WorldCheckpoint>(std::move(checkpoint)), origin);
+  return submit_checkpoint(name, kind,
+                           std::make_unique<core::WorldCheckpoint>(std::move(checkpoint)), origin);
 }
 
 std::unique_ptr<core::WorldCheckpoint> PersistWorker::take_spare_checkpoint() {
@@ -183,11 +208,13 @@ std::unique_ptr<core::WorldCheckpoint> PersistWorker::take_spare_checkpoint() {
 }
 
 JobStatus PersistWorker::submit_checkpoint(const std::string& name, JobKind kind,
-                                           std::unique_ptr<core::WorldCheckpoint> checkpoint, const JobOrigin& origin) {
+                                           std::unique_ptr<core::WorldCheckpoint> checkpoint,
+                                           const JobOrigin& origin) {
   JobStatus job = new_job(kind, name, JobState::Copied, checkpoint->step_index);
   std::shared_ptr<core::WorldCheckpoint> cp(std::move(checkpoint));
   const bool queued = enqueue([this, job, cp, origin]() mutable {
-    const StoreError e = store_.write_checkpoint(job.name, "checkpoint", *cp, scenario_json_, now_unix_ms());
+    const StoreError e =
+        store_.write_checkpoint(job.name, "checkpoint", *cp, scenario_json_, now_unix_ms());
     job.state = e.ok() ? JobState::Committed : JobState::Failed;
     job.message = e.ok() ? "" : e.to_string();
     {
@@ -208,7 +235,8 @@ JobStatus PersistWorker::submit_checkpoint(const std::string& name, JobKind kind
   return job;
 }
 
-JobStatus PersistWorker::submit_save(const std::string& name, core::SaveState save, const JobOrigin& origin) {
+JobStatus PersistWorker::submit_save(const std::string& name, core::SaveState save,
+                                     const JobOrigin& origin) {
   JobStatus job = new_job(JobKind::Save, name, JobState::Copied, save.step_index);
   const bool queued = enqueue([this, job, save, origin]() mutable {
     const StoreError e = store_.write_save(job.name, save, scenario_json_, now_unix_ms());
@@ -232,7 +260,7 @@ namespace {
 struct StateTable {
   const char* prefix;
   const char* table;
-  const char* row_key;            // followed by the element index
+  const char* row_key;           // followed by the element index
   const char* column = nullptr;  // the field a bare element ("routes.lanes[3]") stands for
 };
 // Longer prefixes first ("routes.lanes" before "routes").
@@ -259,7 +287,8 @@ constexpr StateTable kStateTables[] = {
 
 }  // namespace
 
-std::string PersistWorker::restore_error_text(const std::string& snapshot, const core::RestoreError& e) const {
+std::string PersistWorker::restore_error_text(const std::string& snapshot,
+                                              const core::RestoreError& e) const {
   // Map the core's state paths onto the tables they were read from.
   std::string table = "snapshots";
   std::string row_key = "element ";
@@ -286,7 +315,8 @@ std::string PersistWorker::restore_error_text(const std::string& snapshot, const
     const auto rb = rest.find(']', lb);
     row += " " + row_key + rest.substr(lb + 1, rb - lb - 1);
     const bool bare = rb + 1 >= rest.size();
-    field = bare && column != nullptr ? column : rest.substr(0, lb) + (bare ? "" : rest.substr(rb + 1));
+    field =
+        bare && column != nullptr ? column : rest.substr(0, lb) + (bare ? "" : rest.substr(rb + 1));
   }
   // "pedestrians.lane" -> "lane": the table already names the collection.
   if (auto dot = field.rfind('.'); dot != std::string::npos) field = field.substr(dot + 1);
@@ -296,8 +326,9 @@ std::string PersistWorker::restore_error_text(const std::string& snapshot, const
 // Restore and load share one shape: read and check on this thread, build a
 // validated candidate World, hand it to the sim thread. `build` returns the
 // candidate (or sets job.message and returns null).
-JobStatus PersistWorker::submit_candidate(JobKind kind, const std::string& name, const JobOrigin& origin,
-                                          std::function<std::unique_ptr<core::World>(JobStatus&)> build) {
+JobStatus PersistWorker::submit_candidate(
+    JobKind kind, const std::string& name, const JobOrigin& origin,
+    std::function<std::unique_ptr<core::World>(JobStatus&)> build) {
   JobStatus job = new_job(kind, name, JobState::Queued, 0);
   candidates_in_flight_.fetch_add(1);  // until the job is terminal (update())
   const bool queued = enqueue([this, job, origin, build = std::move(build)]() mutable {
@@ -323,45 +354,55 @@ JobStatus PersistWorker::submit_candidate(JobKind kind, const std::string& name,
 }
 
 JobStatus PersistWorker::submit_restore(const std::string& name, const JobOrigin& origin) {
-  return submit_candidate(JobKind::Restore, name, origin, [this](JobStatus& job) -> std::unique_ptr<core::World> {
-    LoadedCheckpoint lc;
-    if (StoreError e = store_.read_checkpoint(job.name, lc); !e.ok()) {
-      job.message = e.to_string();
-      return nullptr;
-    }
-    if (lc.scenario_json != scenario_json_) {
-      job.message = StoreError{store_.path(), "snapshots", "name='" + job.name + "'", "scenario_json",
-                               "snapshot was taken with a different scenario: " +
-                                   describe_scenario_difference(lc.scenario_json, scenario_json_),
-                               0}
-                        .to_string();
-      return nullptr;
-    }
-    auto restored = core::World::restore(scenario_, lc.checkpoint, core_log_.load());
-    if (!restored.world) job.message = restore_error_text(job.name, restored.errors.front());
-    return std::move(restored.world);
-  });
+  return submit_candidate(
+      JobKind::Restore, name, origin, [this](JobStatus& job) -> std::unique_ptr<core::World> {
+        LoadedCheckpoint lc;
+        if (StoreError e = store_.read_checkpoint(job.name, lc); !e.ok()) {
+          job.message = e.to_string();
+          return nullptr;
+        }
+        if (lc.scenario_json != scenario_json_) {
+          job.message =
+              StoreError{store_.path(),
+                         "snapshots",
+                         "name='" + job.name + "'",
+                         "scenario_json",
+                         "snapshot was taken with a different scenario: " +
+                             describe_scenario_difference(lc.scenario_json, scenario_json_),
+                         0}
+                  .to_string();
+          return nullptr;
+        }
+        auto restored = core::World::restore(scenario_, lc.checkpoint, core_log_.load());
+        if (!restored.world) job.message = restore_error_text(job.name, restored.errors.front());
+        return std::move(restored.world);
+      });
 }
 
 JobStatus PersistWorker::submit_load(const std::string& name, const JobOrigin& origin) {
-  return submit_candidate(JobKind::Load, name, origin, [this](JobStatus& job) -> std::unique_ptr<core::World> {
-    LoadedSave ls;
-    if (StoreError e = store_.read_save(job.name, ls); !e.ok()) {
-      job.message = e.to_string();
-      return nullptr;
-    }
-    complete_schema1_save(ls, scenario_);
-    if (ls.info.scenario_id != scenario_.id) {
-      job.message = StoreError{store_.path(), "snapshots", "name='" + job.name + "'", "scenario_id",
-                               "save is of scenario '" + ls.info.scenario_id + "', the server runs '" + scenario_.id + "'",
-                               0}
-                        .to_string();
-      return nullptr;
-    }
-    auto loaded = core::World::load_save(scenario_, ls.save, core_log_.load());
-    if (!loaded.world) job.message = restore_error_text(job.name, loaded.errors.front());
-    return std::move(loaded.world);
-  });
+  return submit_candidate(
+      JobKind::Load, name, origin, [this](JobStatus& job) -> std::unique_ptr<core::World> {
+        LoadedSave ls;
+        if (StoreError e = store_.read_save(job.name, ls); !e.ok()) {
+          job.message = e.to_string();
+          return nullptr;
+        }
+        complete_schema1_save(ls, scenario_);
+        if (ls.info.scenario_id != scenario_.id) {
+          job.message = StoreError{store_.path(),
+                                   "snapshots",
+                                   "name='" + job.name + "'",
+                                   "scenario_id",
+                                   "save is of scenario '" + ls.info.scenario_id +
+                                       "', the server runs '" + scenario_.id + "'",
+                                   0}
+                            .to_string();
+          return nullptr;
+        }
+        auto loaded = core::World::load_save(scenario_, ls.save, core_log_.load());
+        if (!loaded.world) job.message = restore_error_text(job.name, loaded.errors.front());
+        return std::move(loaded.world);
+      });
 }
 
 void PersistWorker::submit_list(const JobOrigin& origin) {
@@ -370,7 +411,8 @@ void PersistWorker::submit_list(const JobOrigin& origin) {
     const StoreError e = store_.list(infos);
     if (cb_.on_list) cb_.on_list(origin, e, std::move(infos));
   });
-  if (!queued && cb_.on_list) cb_.on_list(origin, StoreError{store_.path(), "", "", "", "persistence queue is full", 0}, {});
+  if (!queued && cb_.on_list)
+    cb_.on_list(origin, StoreError{store_.path(), "", "", "", "persistence queue is full", 0}, {});
 }
 
 void PersistWorker::submit_delete(const std::string& name, const JobOrigin& origin) {
@@ -381,11 +423,13 @@ void PersistWorker::submit_delete(const std::string& name, const JobOrigin& orig
     wal_checkpoint();
   });
   if (!queued && cb_.on_delete) {
-    cb_.on_delete(origin, StoreError{store_.path(), "", "", "", "persistence queue is full", 0}, false);
+    cb_.on_delete(origin, StoreError{store_.path(), "", "", "", "persistence queue is full", 0},
+                  false);
   }
 }
 
-void PersistWorker::advance(const JobStatus& job, JobState state, const JobOrigin& origin, std::uint64_t step) {
+void PersistWorker::advance(const JobStatus& job, JobState state, const JobOrigin& origin,
+                            std::uint64_t step) {
   JobStatus next = job;
   next.state = state;
   next.step = step;

@@ -1,11 +1,11 @@
 #include "bustle/persist/recorder.hpp"
 
-#include "bustle/persist/command_codec.hpp"
-
 #include <pthread.h>
 
 #include <chrono>
 #include <filesystem>
+
+#include "bustle/persist/command_codec.hpp"
 
 namespace bustle::persist {
 namespace {
@@ -13,7 +13,8 @@ namespace {
 constexpr std::size_t kBatchMax = 4096;
 
 std::int64_t now_unix_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
 
@@ -21,14 +22,18 @@ std::int64_t now_unix_ms() {
 
 const char* to_string(KeyframeReason r) {
   switch (r) {
-    case KeyframeReason::Initial: return "initial";
-    case KeyframeReason::Periodic: return "periodic";
-    case KeyframeReason::Restore: return "restore";
+    case KeyframeReason::Initial:
+      return "initial";
+    case KeyframeReason::Periodic:
+      return "periodic";
+    case KeyframeReason::Restore:
+      return "restore";
   }
   return "?";
 }
 
-std::optional<KeyframeReason> keyframe_due(std::uint64_t tick, bool restore_due, std::uint64_t keyframe_steps) {
+std::optional<KeyframeReason> keyframe_due(std::uint64_t tick, bool restore_due,
+                                           std::uint64_t keyframe_steps) {
   if (tick == 1) return KeyframeReason::Initial;
   if (restore_due) return KeyframeReason::Restore;
   if (keyframe_steps > 0 && (tick - 1) % keyframe_steps == 0) return KeyframeReason::Periodic;
@@ -39,17 +44,21 @@ StoreError Recorder::create(const std::string& path, const std::string& scenario
                             std::unique_ptr<Recorder>& out) {
   std::error_code ec;
   if (std::filesystem::exists(path, ec)) {
-    return StoreError{path, "", "", "", "recording file already exists (refusing to overwrite it)", 0};
+    return StoreError{path, "", "", "", "recording file already exists (refusing to overwrite it)",
+                      0};
   }
   std::unique_ptr<Recorder> r(new Recorder());
   r->path_ = path;
   r->scenario_json_ = scenario_json;
-  if (StoreError e = SnapshotStore::open(path, FileKind::Recording, true, r->store_); !e.ok()) return e;
+  if (StoreError e = SnapshotStore::open(path, FileKind::Recording, true, r->store_); !e.ok())
+    return e;
   SqlError err;
-  Statement st = r->store_.db().prepare("INSERT INTO meta(key, value) VALUES ('scenario_json', ?1)", err);
+  Statement st =
+      r->store_.db().prepare("INSERT INTO meta(key, value) VALUES ('scenario_json', ?1)", err);
   if (!err.ok()) return StoreError{path, "meta", "", "", err.message, err.code};
   st.bind_text(1, scenario_json);
-  if (SqlError e = st.run(); !e.ok()) return StoreError{path, "meta", "key='scenario_json'", "", e.message, e.code};
+  if (SqlError e = st.run(); !e.ok())
+    return StoreError{path, "meta", "key='scenario_json'", "", e.message, e.code};
   r->thread_ = std::thread([p = r.get()] {
     pthread_setname_np(pthread_self(), "bustle-record");
     p->run();
@@ -67,7 +76,8 @@ Recorder::~Recorder() {
   if (thread_.joinable()) thread_.join();
 }
 
-void Recorder::record_keyframe(std::uint64_t tick, KeyframeReason reason, core::WorldCheckpoint checkpoint) {
+void Recorder::record_keyframe(std::uint64_t tick, KeyframeReason reason,
+                               core::WorldCheckpoint checkpoint) {
   {
     std::lock_guard lock(mu_);
     if (status_.failed) return;
@@ -107,7 +117,8 @@ void Recorder::run() {
     {
       std::unique_lock lock(mu_);
       // Batch: wait briefly so one transaction carries many ticks.
-      cv_.wait_for(lock, std::chrono::milliseconds(100), [&] { return stop_ || queue_.size() >= 256; });
+      cv_.wait_for(lock, std::chrono::milliseconds(100),
+                   [&] { return stop_ || queue_.size() >= 256; });
       if (queue_.empty()) {
         if (stop_) return;
         continue;
@@ -135,15 +146,19 @@ void Recorder::run() {
 StoreError Recorder::write_batch(std::vector<Item>& batch) {
   Database& db = store_.db();
   Transaction tx(db);
-  if (!tx.begin_error().ok()) return StoreError{path_, "", "", "", tx.begin_error().message, tx.begin_error().code};
+  if (!tx.begin_error().ok())
+    return StoreError{path_, "", "", "", tx.begin_error().message, tx.begin_error().code};
   SqlError err;
-  Statement tick_st = db.prepare("INSERT INTO recording_ticks(tick, step, digest) VALUES (?1, ?2, ?3)", err);
+  Statement tick_st =
+      db.prepare("INSERT INTO recording_ticks(tick, step, digest) VALUES (?1, ?2, ?3)", err);
   if (!err.ok()) return StoreError{path_, "recording_ticks", "", "", err.message, err.code};
   Statement cmd_st = db.prepare(
-      "INSERT INTO recording_commands(tick, seq, client_id, request_id, kind, args) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+      "INSERT INTO recording_commands(tick, seq, client_id, request_id, kind, args) VALUES (?1, "
+      "?2, ?3, ?4, ?5, ?6)",
       err);
   if (!err.ok()) return StoreError{path_, "recording_commands", "", "", err.message, err.code};
-  Statement kf_st = db.prepare("INSERT INTO recording_keyframes(tick, snapshot_id, reason) VALUES (?1, ?2, ?3)", err);
+  Statement kf_st = db.prepare(
+      "INSERT INTO recording_keyframes(tick, snapshot_id, reason) VALUES (?1, ?2, ?3)", err);
   if (!err.ok()) return StoreError{path_, "recording_keyframes", "", "", err.message, err.code};
 
   std::uint64_t ticks = 0;
@@ -153,16 +168,23 @@ StoreError Recorder::write_batch(std::vector<Item>& batch) {
       tick_st.reset();
       tick_st.bind_u64(1, t->tick).bind_u64(2, t->step).bind_u64(3, t->digest);
       if (SqlError e = tick_st.run(); !e.ok()) {
-        return StoreError{path_, "recording_ticks", "tick=" + std::to_string(t->tick), "", e.message, e.code};
+        return StoreError{path_, "recording_ticks", "tick=" + std::to_string(t->tick),
+                          "",    e.message,         e.code};
       }
       for (std::size_t k = 0; k < t->commands.size(); ++k) {
         const core::CommandEnvelope& env = t->commands[k];
         cmd_st.reset();
-        cmd_st.bind_u64(1, t->tick).bind_i64(2, static_cast<std::int64_t>(k)).bind_i64(3, env.origin.client_id);
+        cmd_st.bind_u64(1, t->tick)
+            .bind_i64(2, static_cast<std::int64_t>(k))
+            .bind_i64(3, env.origin.client_id);
         const std::string args = command_args_json(env.command);
-        cmd_st.bind_i64(4, env.origin.request_id).bind_text(5, core::command_name(env.command)).bind_text(6, args);
+        cmd_st.bind_i64(4, env.origin.request_id)
+            .bind_text(5, core::command_name(env.command))
+            .bind_text(6, args);
         if (SqlError e = cmd_st.run(); !e.ok()) {
-          return StoreError{path_, "recording_commands", "tick=" + std::to_string(t->tick), "", e.message, e.code};
+          return StoreError{
+              path_, "recording_commands", "tick=" + std::to_string(t->tick), "", e.message,
+              e.code};
         }
       }
       ++ticks;
@@ -170,15 +192,16 @@ StoreError Recorder::write_batch(std::vector<Item>& batch) {
       auto& kf = std::get<Keyframe>(item);
       std::int64_t id = 0;
       const std::string name = "keyframe." + std::to_string(kf.tick);
-      if (StoreError e = store_.write_checkpoint_in_transaction(name, "keyframe", kf.checkpoint, scenario_json_,
-                                                                now_unix_ms(), &id);
+      if (StoreError e = store_.write_checkpoint_in_transaction(name, "keyframe", kf.checkpoint,
+                                                                scenario_json_, now_unix_ms(), &id);
           !e.ok()) {
         return e;
       }
       kf_st.reset();
       kf_st.bind_u64(1, kf.tick).bind_i64(2, id).bind_text(3, to_string(kf.reason));
       if (SqlError e = kf_st.run(); !e.ok()) {
-        return StoreError{path_, "recording_keyframes", "tick=" + std::to_string(kf.tick), "", e.message, e.code};
+        return StoreError{
+            path_, "recording_keyframes", "tick=" + std::to_string(kf.tick), "", e.message, e.code};
       }
       ++keyframes;
     }
@@ -193,7 +216,9 @@ StoreError Recorder::write_batch(std::vector<Item>& batch) {
 StoreError RecordingReader::open(const std::string& path, RecordingReader& out) {
   RecordingReader r;
   // Read-only: verifying a recording never changes it (and works on read-only media).
-  if (StoreError e = SnapshotStore::open(path, FileKind::Recording, false, r.store_, /*read_only=*/true); !e.ok()) {
+  if (StoreError e =
+          SnapshotStore::open(path, FileKind::Recording, false, r.store_, /*read_only=*/true);
+      !e.ok()) {
     return e;
   }
   Database& db = r.store_.db();
@@ -205,28 +230,36 @@ StoreError RecordingReader::open(const std::string& path, RecordingReader& out) 
   r.store_.skip_quick_check_on_read();
   SqlError err;
   Statement meta = db.prepare("SELECT value FROM meta WHERE key = 'scenario_json'", err);
-  if (!err.ok() || !meta.step()) return StoreError{path, "meta", "key='scenario_json'", "value", "missing", err.code};
+  if (!err.ok() || !meta.step())
+    return StoreError{path, "meta", "key='scenario_json'", "value", "missing", err.code};
   r.scenario_json_ = meta.column_text(0);
   Statement last = db.prepare("SELECT coalesce(max(tick), 0), count(*) FROM recording_ticks", err);
-  if (!err.ok() || !last.step()) return StoreError{path, "recording_ticks", "", "", "cannot read", err.code};
+  if (!err.ok() || !last.step())
+    return StoreError{path, "recording_ticks", "", "", "cannot read", err.code};
   r.last_tick_ = last.column_u64(0);
   if (last.column_u64(1) != r.last_tick_) {
-    return StoreError{path, "recording_ticks", "", "tick",
-                      "ticks are not contiguous from 1 (" + std::to_string(last.column_u64(1)) + " rows, last tick " +
-                          std::to_string(r.last_tick_) + ")",
+    return StoreError{path,
+                      "recording_ticks",
+                      "",
+                      "tick",
+                      "ticks are not contiguous from 1 (" + std::to_string(last.column_u64(1)) +
+                          " rows, last tick " + std::to_string(r.last_tick_) + ")",
                       0};
   }
   Statement kf = db.prepare(
-      "SELECT k.tick, k.snapshot_id, k.reason, s.step, s.digest FROM recording_keyframes k JOIN snapshots s ON s.id = k.snapshot_id "
+      "SELECT k.tick, k.snapshot_id, k.reason, s.step, s.digest FROM recording_keyframes k JOIN "
+      "snapshots s ON s.id = k.snapshot_id "
       "ORDER BY k.tick",
       err);
   if (!err.ok()) return StoreError{path, "recording_keyframes", "", "", err.message, err.code};
   while (kf.step()) {
-    r.keyframes_.push_back(
-        {kf.column_u64(0), kf.column_i64(1), kf.column_text(2), kf.column_u64(3), kf.column_u64(4)});
+    r.keyframes_.push_back({kf.column_u64(0), kf.column_i64(1), kf.column_text(2), kf.column_u64(3),
+                            kf.column_u64(4)});
   }
-  if (r.keyframes_.empty() || r.keyframes_.front().tick != 1 || r.keyframes_.front().reason != "initial") {
-    return StoreError{path, "recording_keyframes", "tick=1", "reason", "the initial keyframe is missing", 0};
+  if (r.keyframes_.empty() || r.keyframes_.front().tick != 1 ||
+      r.keyframes_.front().reason != "initial") {
+    return StoreError{
+        path, "recording_keyframes", "tick=1", "reason", "the initial keyframe is missing", 0};
   }
   out = std::move(r);
   return {};
@@ -236,37 +269,48 @@ StoreError RecordingReader::read_keyframe(const RecordingKeyframe& kf, LoadedChe
   return store_.read_checkpoint_by_id(kf.snapshot_id, out);
 }
 
-StoreError RecordingReader::read_ticks(std::uint64_t from, std::uint64_t to, std::vector<RecordedTick>& out) {
+StoreError RecordingReader::read_ticks(std::uint64_t from, std::uint64_t to,
+                                       std::vector<RecordedTick>& out) {
   Database& db = store_.db();
   const std::string& path = store_.path();
   SqlError err;
-  Statement ticks = db.prepare("SELECT tick, step, digest FROM recording_ticks WHERE tick BETWEEN ?1 AND ?2 ORDER BY tick", err);
+  Statement ticks = db.prepare(
+      "SELECT tick, step, digest FROM recording_ticks WHERE tick BETWEEN ?1 AND ?2 ORDER BY tick",
+      err);
   if (!err.ok()) return StoreError{path, "recording_ticks", "", "", err.message, err.code};
   ticks.bind_u64(1, from).bind_u64(2, to);
   out.clear();
-  while (ticks.step()) out.push_back(RecordedTick{ticks.column_u64(0), ticks.column_u64(1), ticks.column_u64(2), {}});
-  if (!ticks.error().ok()) return StoreError{path, "recording_ticks", "", "", ticks.error().message, ticks.error().code};
+  while (ticks.step())
+    out.push_back(RecordedTick{ticks.column_u64(0), ticks.column_u64(1), ticks.column_u64(2), {}});
+  if (!ticks.error().ok())
+    return StoreError{path, "recording_ticks", "", "", ticks.error().message, ticks.error().code};
   Statement cmds = db.prepare(
-      "SELECT tick, seq, client_id, request_id, kind, args FROM recording_commands WHERE tick BETWEEN ?1 AND ?2 "
+      "SELECT tick, seq, client_id, request_id, kind, args FROM recording_commands WHERE tick "
+      "BETWEEN ?1 AND ?2 "
       "ORDER BY tick, seq",
       err);
   if (!err.ok()) return StoreError{path, "recording_commands", "", "", err.message, err.code};
   cmds.bind_u64(1, from).bind_u64(2, to);
   while (cmds.step()) {
     const std::uint64_t tick = cmds.column_u64(0);
-    const std::string row = "tick=" + std::to_string(tick) + " seq=" + std::to_string(cmds.column_i64(1));
+    const std::string row =
+        "tick=" + std::to_string(tick) + " seq=" + std::to_string(cmds.column_i64(1));
     if (tick < from || tick - from >= out.size()) {
-      return StoreError{path, "recording_commands", row, "tick", "refers to a tick with no digest row", 0};
+      return StoreError{
+          path, "recording_commands", row, "tick", "refers to a tick with no digest row", 0};
     }
     core::CommandEnvelope env;
-    env.origin = {static_cast<std::uint32_t>(cmds.column_i64(2)), static_cast<std::uint32_t>(cmds.column_i64(3))};
+    env.origin = {static_cast<std::uint32_t>(cmds.column_i64(2)),
+                  static_cast<std::uint32_t>(cmds.column_i64(3))};
     std::string why;
     auto decoded = decode_command(cmds.column_text(4), cmds.column_text(5), why);
-    if (!decoded) return StoreError{path, "recording_commands", row, why.substr(0, why.find(':')), why, 0};
+    if (!decoded)
+      return StoreError{path, "recording_commands", row, why.substr(0, why.find(':')), why, 0};
     env.command = std::move(*decoded);
     out[tick - from].commands.push_back(std::move(env));
   }
-  if (!cmds.error().ok()) return StoreError{path, "recording_commands", "", "", cmds.error().message, cmds.error().code};
+  if (!cmds.error().ok())
+    return StoreError{path, "recording_commands", "", "", cmds.error().message, cmds.error().code};
   return {};
 }
 

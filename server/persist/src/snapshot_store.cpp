@@ -108,7 +108,8 @@ std::vector<const TableColumns*> all_tables() {
 void complete_schema1_save(LoadedSave& ls, const core::Scenario& scenario) {
   if (ls.info.schema_version >= 2) return;
   const core::PopulationSettings& p = scenario.population;
-  ls.save.lifecycle = {p.growth_quota, p.recycle_quota, p.lifecycle_interval_ms, p.migration_budget};
+  ls.save.lifecycle = {p.growth_quota, p.recycle_quota, p.lifecycle_interval_ms,
+                       p.migration_budget};
 }
 
 void set_server_version(std::string version) {
@@ -116,7 +117,9 @@ void set_server_version(std::string version) {
   g_server_version = std::move(version);
 }
 
-const char* to_string(FileKind k) { return k == FileKind::Snapshots ? "snapshots" : "recording"; }
+const char* to_string(FileKind k) {
+  return k == FileKind::Snapshots ? "snapshots" : "recording";
+}
 
 std::string StoreError::to_string() const {
   std::string s = file;
@@ -126,17 +129,18 @@ std::string StoreError::to_string() const {
   return s + ": " + message;
 }
 
-StoreError SnapshotStore::error(std::string table, std::string row, std::string field, std::string message,
-                                int code) const {
-  return StoreError{path_, std::move(table), std::move(row), std::move(field), std::move(message), code};
+StoreError SnapshotStore::error(std::string table, std::string row, std::string field,
+                                std::string message, int code) const {
+  return StoreError{path_, std::move(table), std::move(row), std::move(field), std::move(message),
+                    code};
 }
 
 StoreError SnapshotStore::sql_error(const SqlError& e, std::string table, std::string row) const {
   return error(std::move(table), std::move(row), "", e.message, e.code);
 }
 
-StoreError SnapshotStore::open(const std::string& path, FileKind kind, bool create, SnapshotStore& out,
-                               bool read_only) {
+StoreError SnapshotStore::open(const std::string& path, FileKind kind, bool create,
+                               SnapshotStore& out, bool read_only) {
   SnapshotStore s;
   s.path_ = path;
   s.kind_ = kind;
@@ -157,17 +161,19 @@ StoreError SnapshotStore::open(const std::string& path, FileKind kind, bool crea
   uv = Statement();
   if (version > kSchemaVersion) {
     return s.error("meta", "", "schema_version",
-                   "file has schema version " + std::to_string(version) + ", this build supports up to " +
-                       std::to_string(kSchemaVersion));
+                   "file has schema version " + std::to_string(version) +
+                       ", this build supports up to " + std::to_string(kSchemaVersion));
   }
   if (read_only && version < kReadOnlyMinSchemaVersion) {
     return s.error("meta", "", "schema_version",
-                   "file has schema version " + std::to_string(version) + "; opening read-only cannot migrate it to " +
+                   "file has schema version " + std::to_string(version) +
+                       "; opening read-only cannot migrate it to " +
                        std::to_string(kSchemaVersion));
   }
   s.file_version_ = read_only ? static_cast<int>(version) : kSchemaVersion;
   if (!read_only) {
-    if (SqlError e = s.db_.exec("PRAGMA journal_mode=WAL", "enable WAL"); !e.ok()) return s.sql_error(e, "");
+    if (SqlError e = s.db_.exec("PRAGMA journal_mode=WAL", "enable WAL"); !e.ok())
+      return s.sql_error(e, "");
     s.db_.exec("PRAGMA synchronous=NORMAL");
   }
   // Page cache up to kCacheMiB (grows only as used): the default 2 MiB is
@@ -181,9 +187,11 @@ StoreError SnapshotStore::open(const std::string& path, FileKind kind, bool crea
     // Empty file (just created) or a foreign SQLite file without our version.
     SqlError e2;
     Statement tables = s.db_.prepare("SELECT count(*) FROM sqlite_master", e2);
-    if (!e2.ok() || !tables.step()) return s.sql_error(e2.ok() ? tables.error() : e2, "sqlite_master");
+    if (!e2.ok() || !tables.step())
+      return s.sql_error(e2.ok() ? tables.error() : e2, "sqlite_master");
     if (tables.column_i64(0) != 0) {
-      return s.error("meta", "", "magic", "not a Bustle file (tables present but no Bustle schema version)");
+      return s.error("meta", "", "magic",
+                     "not a Bustle file (tables present but no Bustle schema version)");
     }
     if (!create) return s.error("", "", "", "file is empty (no Bustle schema)");
   }
@@ -208,17 +216,21 @@ StoreError SnapshotStore::checkpoint_wal() {
 }
 
 StoreError SnapshotStore::set_max_page_count(std::int64_t pages) {
-  if (SqlError e = db_.exec("PRAGMA max_page_count=" + std::to_string(pages)); !e.ok()) return sql_error(e, "");
+  if (SqlError e = db_.exec("PRAGMA max_page_count=" + std::to_string(pages)); !e.ok())
+    return sql_error(e, "");
   return {};
 }
 
 StoreError SnapshotStore::write_checkpoint(const std::string& name, const std::string& kind,
-                                           const core::WorldCheckpoint& cp, const std::string& scenario_json,
+                                           const core::WorldCheckpoint& cp,
+                                           const std::string& scenario_json,
                                            std::int64_t created_unix_ms, std::int64_t* id_out) {
   Transaction tx(db_);
   if (!tx.begin_error().ok()) return sql_error(tx.begin_error(), "snapshots");
   std::int64_t id = 0;
-  if (StoreError e = write_checkpoint_in_transaction(name, kind, cp, scenario_json, created_unix_ms, &id); !e.ok()) {
+  if (StoreError e =
+          write_checkpoint_in_transaction(name, kind, cp, scenario_json, created_unix_ms, &id);
+      !e.ok()) {
     return e;
   }
   if (SqlError e = tx.commit(); !e.ok()) return sql_error(e, "snapshots", "name='" + name + "'");
@@ -227,12 +239,14 @@ StoreError SnapshotStore::write_checkpoint(const std::string& name, const std::s
 }
 
 StoreError SnapshotStore::replace_snapshot_row(const std::string& name, const std::string& kind,
-                                               const std::string& scenario_id, const std::string& scenario_json,
-                                               std::uint64_t step, std::uint32_t step_us, std::uint64_t seed,
+                                               const std::string& scenario_id,
+                                               const std::string& scenario_json, std::uint64_t step,
+                                               std::uint32_t step_us, std::uint64_t seed,
                                                std::uint64_t digest, std::size_t entities,
                                                std::int64_t created_unix_ms, std::int64_t& id) {
   SqlError err;
-  Statement del = db_.prepare("DELETE FROM snapshots WHERE name = ?1", err);  // cascades to its state rows
+  Statement del =
+      db_.prepare("DELETE FROM snapshots WHERE name = ?1", err);  // cascades to its state rows
   if (!err.ok()) return sql_error(err, "snapshots");
   del.bind_text(1, name);
   if (SqlError e = del.run(); !e.ok()) return sql_error(e, "snapshots", "name='" + name + "'");
@@ -259,8 +273,9 @@ StoreError SnapshotStore::write_checkpoint_in_transaction(
     const std::string& name, const std::string& kind, const core::WorldCheckpoint& cp,
     const std::string& scenario_json, std::int64_t created_unix_ms, std::int64_t* id_out) {
   std::int64_t id = 0;
-  if (StoreError e = replace_snapshot_row(name, kind, cp.scenario_id, scenario_json, cp.step_index, cp.step_us,
-                                          cp.seed, cp.digest, cp.pedestrians.id.size(), created_unix_ms, id);
+  if (StoreError e =
+          replace_snapshot_row(name, kind, cp.scenario_id, scenario_json, cp.step_index, cp.step_us,
+                               cp.seed, cp.digest, cp.pedestrians.id.size(), created_unix_ms, id);
       !e.ok()) {
     return e;
   }
@@ -277,13 +292,15 @@ StoreError SnapshotStore::write_checkpoint_in_transaction(
 }
 
 StoreError SnapshotStore::write_save(const std::string& name, const core::SaveState& save,
-                                     const std::string& scenario_json, std::int64_t created_unix_ms) {
+                                     const std::string& scenario_json,
+                                     std::int64_t created_unix_ms) {
   Transaction tx(db_);
   if (!tx.begin_error().ok()) return sql_error(tx.begin_error(), "snapshots");
   std::int64_t id = 0;
   // A save has no digest (it is not a state the world can be in) and no entities.
-  if (StoreError e = replace_snapshot_row(name, "save", save.scenario_id, scenario_json, save.step_index, save.step_us,
-                                          save.seed, 0, 0, created_unix_ms, id);
+  if (StoreError e =
+          replace_snapshot_row(name, "save", save.scenario_id, scenario_json, save.step_index,
+                               save.step_us, save.seed, 0, 0, created_unix_ms, id);
       !e.ok()) {
     return e;
   }
@@ -349,12 +366,15 @@ StoreError SnapshotStore::read_checkpoint_summary(std::int64_t id, LoadedCheckpo
     return e;
   const std::string named = "name='" + lc.info.name + "'";
   if (lc.info.kind != "checkpoint" && lc.info.kind != "keyframe") {
-    return error("snapshots", named, "kind", "is a " + lc.info.kind + ", not a checkpoint (use load for saves)");
+    return error("snapshots", named, "kind",
+                 "is a " + lc.info.kind + ", not a checkpoint (use load for saves)");
   }
   if (lc.info.schema_version < 2) {
     return error("snapshots", named, "schema_version",
-                 "checkpoint written with schema version " + std::to_string(lc.info.schema_version) +
-                     ", before the population pipeline (spawn handles, orphans, zone handoffs, lifecycle settings): "
+                 "checkpoint written with schema version " +
+                     std::to_string(lc.info.schema_version) +
+                     ", before the population pipeline (spawn handles, orphans, zone handoffs, "
+                     "lifecycle settings): "
                      "it cannot be restored exactly; take a new checkpoint (saves still load)");
   }
   cp.scenario_id = lc.info.scenario_id;

@@ -65,12 +65,17 @@ void Statement::reset() {
   error_ = {};
 }
 
-std::int64_t Statement::column_i64(int i) const { return sqlite3_column_int64(stmt_, i); }
-double Statement::column_double(int i) const { return sqlite3_column_double(stmt_, i); }
+std::int64_t Statement::column_i64(int i) const {
+  return sqlite3_column_int64(stmt_, i);
+}
+double Statement::column_double(int i) const {
+  return sqlite3_column_double(stmt_, i);
+}
 std::string Statement::column_text(int i) const {
   const auto* p = sqlite3_column_text(stmt_, i);
   const int n = sqlite3_column_bytes(stmt_, i);
-  return p == nullptr ? std::string() : std::string(reinterpret_cast<const char*>(p), static_cast<std::size_t>(n));
+  return p == nullptr ? std::string()
+                      : std::string(reinterpret_cast<const char*>(p), static_cast<std::size_t>(n));
 }
 std::size_t Statement::column_bytes(int i) const {
   return static_cast<std::size_t>(sqlite3_column_bytes(stmt_, i));
@@ -80,8 +85,12 @@ std::vector<std::uint8_t> Statement::column_blob(int i) const {
   const int n = sqlite3_column_bytes(stmt_, i);
   return p == nullptr ? std::vector<std::uint8_t>() : std::vector<std::uint8_t>(p, p + n);
 }
-bool Statement::column_is_null(int i) const { return sqlite3_column_type(stmt_, i) == SQLITE_NULL; }
-int Statement::column_type(int i) const { return sqlite3_column_type(stmt_, i); }
+bool Statement::column_is_null(int i) const {
+  return sqlite3_column_type(stmt_, i) == SQLITE_NULL;
+}
+int Statement::column_type(int i) const {
+  return sqlite3_column_type(stmt_, i);
+}
 
 Database& Database::operator=(Database&& o) noexcept {
   if (this != &o) {
@@ -108,9 +117,15 @@ SqlError Database::make_error(int code, std::string_view context) const {
 SqlError Database::open(const std::string& path, Mode mode, Database& out) {
   int flags = SQLITE_OPEN_NOMUTEX;
   switch (mode) {
-    case Mode::ReadWriteCreate: flags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE; break;
-    case Mode::ReadWrite: flags |= SQLITE_OPEN_READWRITE; break;
-    case Mode::ReadOnly: flags |= SQLITE_OPEN_READONLY; break;
+    case Mode::ReadWriteCreate:
+      flags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+      break;
+    case Mode::ReadWrite:
+      flags |= SQLITE_OPEN_READWRITE;
+      break;
+    case Mode::ReadOnly:
+      flags |= SQLITE_OPEN_READONLY;
+      break;
   }
   Database db;
   db.path_ = path;
@@ -149,7 +164,9 @@ Statement Database::prepare(std::string_view sql, SqlError& err) {
   return Statement(db_, stmt);
 }
 
-std::int64_t Database::last_insert_rowid() const { return sqlite3_last_insert_rowid(db_); }
+std::int64_t Database::last_insert_rowid() const {
+  return sqlite3_last_insert_rowid(db_);
+}
 
 namespace {
 SqlError run_check(Database& db, const char* pragma) {
@@ -167,10 +184,16 @@ SqlError run_check(Database& db, const char* pragma) {
 }
 }  // namespace
 
-SqlError Database::quick_check() { return run_check(*this, "PRAGMA quick_check"); }
-SqlError Database::integrity_check() { return run_check(*this, "PRAGMA integrity_check"); }
+SqlError Database::quick_check() {
+  return run_check(*this, "PRAGMA quick_check");
+}
+SqlError Database::integrity_check() {
+  return run_check(*this, "PRAGMA integrity_check");
+}
 
-Transaction::Transaction(Database& db) : db_(db) { begin_error_ = db_.exec("BEGIN IMMEDIATE", "begin"); }
+Transaction::Transaction(Database& db) : db_(db) {
+  begin_error_ = db_.exec("BEGIN IMMEDIATE", "begin");
+}
 
 Transaction::~Transaction() {
   if (!done_ && begin_error_.ok()) db_.exec("ROLLBACK");

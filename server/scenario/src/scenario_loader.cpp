@@ -16,15 +16,23 @@ using nlohmann::json;
 
 const char* type_name(const json& j) {
   switch (j.type()) {
-    case json::value_t::null: return "null";
-    case json::value_t::boolean: return "a boolean";
-    case json::value_t::string: return "a string";
-    case json::value_t::array: return "an array";
-    case json::value_t::object: return "an object";
-    case json::value_t::number_float: return "a non-integer number";
+    case json::value_t::null:
+      return "null";
+    case json::value_t::boolean:
+      return "a boolean";
+    case json::value_t::string:
+      return "a string";
+    case json::value_t::array:
+      return "an array";
+    case json::value_t::object:
+      return "an object";
+    case json::value_t::number_float:
+      return "a non-integer number";
     case json::value_t::number_integer:
-    case json::value_t::number_unsigned: return "an integer";
-    default: return "an unsupported value";
+    case json::value_t::number_unsigned:
+      return "an integer";
+    default:
+      return "an unsupported value";
   }
 }
 
@@ -197,7 +205,9 @@ class Reader {
 };
 
 void read_lane(Reader& r, const json& j, const std::string& path, core::LaneSpec& lane) {
-  if (!r.expect_object(j, path, {"id", "kind", "points", "speed_mps_limit", "successors", "elevation_m"})) return;
+  if (!r.expect_object(j, path,
+                       {"id", "kind", "points", "speed_mps_limit", "successors", "elevation_m"}))
+    return;
   r.read_string(j, path, "id", lane.id, true);
 
   std::string kind;
@@ -247,8 +257,8 @@ void read_lane(Reader& r, const json& j, const std::string& path, core::LaneSpec
 // tiers.importance: class and type weights, height and view-direction terms,
 // areas of interest.
 void read_importance(Reader& r, const json& j, const std::string& path, core::ImportanceSpec& imp) {
-  static constexpr const char* kClassNames[core::kPriorityClassCount] = {"story", "quest", "community",
-                                                                          "background"};
+  static constexpr const char* kClassNames[core::kPriorityClassCount] = {"story", "quest",
+                                                                         "community", "background"};
   r.optional_object(j, path, "class_weight", {"story", "quest", "community", "background"},
                     [&](const json& cw, const std::string& cp) {
                       for (std::size_t k = 0; k < core::kPriorityClassCount; ++k) {
@@ -278,9 +288,10 @@ void read_importance(Reader& r, const json& j, const std::string& path, core::Im
 void read_vehicles(Reader& r, const json& root, core::Scenario& s) {
   r.each_object(root, "", "garages", [&](const json& j, const std::string& p) {
     core::GarageSpec g;
-    if (r.expect_object(j, p, {"id", "lane", "route", "route_end", "prototypes", "capacity", "queue_depth",
-                               "dispatch_per_step_max", "cooldown_frames", "entrance_clear_m",
-                               "vehicle_id_format"})) {
+    if (r.expect_object(j, p,
+                        {"id", "lane", "route", "route_end", "prototypes", "capacity",
+                         "queue_depth", "dispatch_per_step_max", "cooldown_frames",
+                         "entrance_clear_m", "vehicle_id_format"})) {
       r.read_string(j, p, "id", g.id, true);
       r.read_string(j, p, "lane", g.lane, true);
       r.read_string_array(j, p, "route", g.route, true);
@@ -305,8 +316,9 @@ void read_vehicles(Reader& r, const json& root, core::Scenario& s) {
   });
   r.each_object(root, "", "signals", [&](const json& j, const std::string& p) {
     core::SignalSpec sg;
-    if (r.expect_object(j, p, {"id", "lane", "stop_alpha", "yield_alpha", "open_ms", "yield_ms", "closed_ms",
-                               "offset_ms"})) {
+    if (r.expect_object(j, p,
+                        {"id", "lane", "stop_alpha", "yield_alpha", "open_ms", "yield_ms",
+                         "closed_ms", "offset_ms"})) {
       r.read_string(j, p, "id", sg.id, true);
       r.read_string(j, p, "lane", sg.lane, true);
       r.read_number(j, p, "stop_alpha", sg.stop_alpha);
@@ -336,19 +348,22 @@ void read_vehicles(Reader& r, const json& root, core::Scenario& s) {
     }
   }
   if (auto it = root.find("vehicle_rules"); it != root.end()) {
-    if (r.expect_object(*it, "vehicle_rules",
-                        {"headway_block_m", "headway_caution_m", "yield_multiplier", "pedestrian_hazard_m"})) {
+    if (r.expect_object(
+            *it, "vehicle_rules",
+            {"headway_block_m", "headway_caution_m", "yield_multiplier", "pedestrian_hazard_m"})) {
       r.read_number(*it, "vehicle_rules", "headway_block_m", s.vehicle_rules.headway_block_m);
       r.read_number(*it, "vehicle_rules", "headway_caution_m", s.vehicle_rules.headway_caution_m);
       r.read_number(*it, "vehicle_rules", "yield_multiplier", s.vehicle_rules.yield_multiplier);
-      r.read_number(*it, "vehicle_rules", "pedestrian_hazard_m", s.vehicle_rules.pedestrian_hazard_m);
+      r.read_number(*it, "vehicle_rules", "pedestrian_hazard_m",
+                    s.vehicle_rules.pedestrian_hazard_m);
     }
   }
   if (auto it = root.find("tiers"); it != root.end()) {
-    if (r.expect_object(*it, "tiers", {"full_enter_m", "full_exit_m", "simulated_enter_m", "simulated_exit_m",
-                                       "full_cap", "simulated_cap", "transitions_per_step",
-                                       "pedestrian_resolve_every_steps", "vehicle_resolve_every_steps", "hard_full_cap",
-                                       "importance"})) {
+    if (r.expect_object(
+            *it, "tiers",
+            {"full_enter_m", "full_exit_m", "simulated_enter_m", "simulated_exit_m", "full_cap",
+             "simulated_cap", "transitions_per_step", "pedestrian_resolve_every_steps",
+             "vehicle_resolve_every_steps", "hard_full_cap", "importance"})) {
       r.read_number(*it, "tiers", "full_enter_m", s.tiers.full_enter_m);
       r.read_number(*it, "tiers", "full_exit_m", s.tiers.full_exit_m);
       r.read_number(*it, "tiers", "simulated_enter_m", s.tiers.simulated_enter_m);
@@ -356,13 +371,16 @@ void read_vehicles(Reader& r, const json& root, core::Scenario& s) {
       r.read_uint(*it, "tiers", "full_cap", s.tiers.full_cap);
       r.read_uint(*it, "tiers", "simulated_cap", s.tiers.simulated_cap);
       r.read_uint(*it, "tiers", "transitions_per_step", s.tiers.transitions_per_step);
-      r.read_uint(*it, "tiers", "pedestrian_resolve_every_steps", s.tiers.pedestrian_resolve_every_steps);
+      r.read_uint(*it, "tiers", "pedestrian_resolve_every_steps",
+                  s.tiers.pedestrian_resolve_every_steps);
       r.read_uint(*it, "tiers", "vehicle_resolve_every_steps", s.tiers.vehicle_resolve_every_steps);
       r.read_uint(*it, "tiers", "hard_full_cap", s.tiers.hard_full_cap);
       r.optional_object(*it, "tiers", "importance",
-                        {"class_weight", "pedestrian_weight", "vehicle_weight", "height_weight", "behind_factor",
-                         "areas"},
-                        [&](const json& j, const std::string& p) { read_importance(r, j, p, s.tiers.importance); });
+                        {"class_weight", "pedestrian_weight", "vehicle_weight", "height_weight",
+                         "behind_factor", "areas"},
+                        [&](const json& j, const std::string& p) {
+                          read_importance(r, j, p, s.tiers.importance);
+                        });
     }
   }
   if (auto it = root.find("observers"); it != root.end()) {
@@ -399,7 +417,8 @@ void read_population(Reader& r, const json& root, core::Scenario& s) {
   });
   r.each_object(root, "", "communities", [&](const json& j, const std::string& p) {
     core::CommunitySpec c;
-    if (r.expect_object(j, p, {"id", "base_population", "professions", "saveable", "home_zone", "schedule"})) {
+    if (r.expect_object(
+            j, p, {"id", "base_population", "professions", "saveable", "home_zone", "schedule"})) {
       r.read_string(j, p, "id", c.id, true);
       r.read_uint(j, p, "base_population", c.base_population, true);
       r.read_string_array(j, p, "professions", c.professions, true);
@@ -407,20 +426,25 @@ void read_population(Reader& r, const json& root, core::Scenario& s) {
         if (it->is_boolean()) {
           c.saveable = it->get<bool>();
         } else {
-          r.error(Reader::join(p, "saveable"), std::string("must be a boolean, got ") + type_name(*it));
+          r.error(Reader::join(p, "saveable"),
+                  std::string("must be a boolean, got ") + type_name(*it));
         }
       }
       r.read_string(j, p, "home_zone", c.home_zone, true);
       r.each_object(j, p, "schedule", [&](const json& e, const std::string& ep) {
         core::ScheduleEntry entry;
-        if (r.expect_object(e, ep, {"start_hour", "end_hour", "phase", "activity", "zone", "work_point", "density"})) {
+        if (r.expect_object(
+                e, ep,
+                {"start_hour", "end_hour", "phase", "activity", "zone", "work_point", "density"})) {
           r.read_number(e, ep, "start_hour", entry.start_hour, true);
           r.read_number(e, ep, "end_hour", entry.end_hour, true);
           std::string phase;
           r.read_string(e, ep, "phase", phase, true);
           static const std::pair<const char*, core::SchedulePhase> kPhases[] = {
-              {"Home", core::SchedulePhase::Home}, {"CommuteToWork", core::SchedulePhase::CommuteToWork},
-              {"Work", core::SchedulePhase::Work}, {"Leisure", core::SchedulePhase::Leisure},
+              {"Home", core::SchedulePhase::Home},
+              {"CommuteToWork", core::SchedulePhase::CommuteToWork},
+              {"Work", core::SchedulePhase::Work},
+              {"Leisure", core::SchedulePhase::Leisure},
               {"CommuteHome", core::SchedulePhase::CommuteHome}};
           bool known = false;
           for (const auto& [name, value] : kPhases) {
@@ -431,7 +455,8 @@ void read_population(Reader& r, const json& root, core::Scenario& s) {
           }
           if (!known && e.contains("phase") && e["phase"].is_string()) {
             r.error(Reader::join(ep, "phase"),
-                    "unknown phase '" + phase + "' (expected Home, CommuteToWork, Work, Leisure or CommuteHome)");
+                    "unknown phase '" + phase +
+                        "' (expected Home, CommuteToWork, Work, Leisure or CommuteHome)");
           }
           r.read_string(e, ep, "activity", entry.activity);
           r.read_string(e, ep, "zone", entry.zone, true);
@@ -445,8 +470,8 @@ void read_population(Reader& r, const json& root, core::Scenario& s) {
   });
   if (auto it = root.find("population"); it != root.end()) {
     if (r.expect_object(*it, "population",
-                        {"start_hour", "time_scale", "lifecycle_interval_ms", "growth_quota", "recycle_quota",
-                         "migration_budget"})) {
+                        {"start_hour", "time_scale", "lifecycle_interval_ms", "growth_quota",
+                         "recycle_quota", "migration_budget"})) {
       r.read_number(*it, "population", "start_hour", s.population.start_hour);
       r.read_uint(*it, "population", "time_scale", s.population.time_scale);
       r.read_uint(*it, "population", "lifecycle_interval_ms", s.population.lifecycle_interval_ms);
@@ -463,10 +488,10 @@ void read_population(Reader& r, const json& root, core::Scenario& s) {
                     });
   r.optional_object(root, "", "despawn", {"fade_ms", "out_of_range_m", "stuck_ms"},
                     [&](const json& j, const std::string& p) {
-    r.read_uint(j, p, "fade_ms", s.despawn.fade_ms);
-    r.read_number(j, p, "out_of_range_m", s.despawn.out_of_range_m);
-    r.read_uint(j, p, "stuck_ms", s.despawn.stuck_ms);
-  });
+                      r.read_uint(j, p, "fade_ms", s.despawn.fade_ms);
+                      r.read_number(j, p, "out_of_range_m", s.despawn.out_of_range_m);
+                      r.read_uint(j, p, "stuck_ms", s.despawn.stuck_ms);
+                    });
 }
 
 // Finds where and why a document that json::parse refused fails, and the JSON
@@ -507,7 +532,8 @@ class JsonFaultLocator final : public nlohmann::json_sax<json> {
     fault_.byte = position >= back ? position - back : 0;
     fault_.path = path_of_next_value();
     fault_.message = ex.what();
-    if (auto tag = fault_.message.find("] "); fault_.message.rfind("[json.exception.", 0) == 0 && tag != std::string::npos) {
+    if (auto tag = fault_.message.find("] ");
+        fault_.message.rfind("[json.exception.", 0) == 0 && tag != std::string::npos) {
       fault_.message = fault_.message.substr(tag + 2);
     }
     return false;
@@ -605,24 +631,42 @@ LoadResult load_scenario_text(std::string_view text, std::string_view source) {
     }
     // A syntax error is about the file's structure and keeps an empty path; an
     // overflowing number names the field it was meant for.
-    result.errors.push_back({src, f.number_overflow ? f.path : "", invalid_json_at(text, f.byte) + what});
+    result.errors.push_back(
+        {src, f.number_overflow ? f.path : "", invalid_json_at(text, f.byte) + what});
     return result;
   }
 
   Reader r(src);
   core::Scenario s;
-  if (r.expect_object(root, "", {"$schema", "id", "name", "step_us", "entity_capacity",
-                                 "command_inbox_capacity", "pedestrians", "lanes", "garages", "signals",
-                                 "vehicle_plan", "vehicle_rules", "tiers", "observers", "zones",
-                                 "communities", "work_points", "population", "spawn", "despawn"})) {
+  if (r.expect_object(root, "", {"$schema",
+                                 "id",
+                                 "name",
+                                 "step_us",
+                                 "entity_capacity",
+                                 "command_inbox_capacity",
+                                 "pedestrians",
+                                 "lanes",
+                                 "garages",
+                                 "signals",
+                                 "vehicle_plan",
+                                 "vehicle_rules",
+                                 "tiers",
+                                 "observers",
+                                 "zones",
+                                 "communities",
+                                 "work_points",
+                                 "population",
+                                 "spawn",
+                                 "despawn"})) {
     r.read_string(root, "", "id", s.id, true);
     r.read_string(root, "", "name", s.name);
     r.read_uint(root, "", "step_us", s.step_us);
     r.read_uint(root, "", "entity_capacity", s.entity_capacity);
     r.read_uint(root, "", "command_inbox_capacity", s.command_inbox_capacity);
     if (auto it = root.find("pedestrians"); it != root.end()) {
-      if (r.expect_object(*it, "pedestrians",
-                          {"count", "spawn_per_step_max", "fragment_length_m", "dots_every_steps"})) {
+      if (r.expect_object(
+              *it, "pedestrians",
+              {"count", "spawn_per_step_max", "fragment_length_m", "dots_every_steps"})) {
         r.read_uint(*it, "pedestrians", "count", s.pedestrians.count);
         r.read_uint(*it, "pedestrians", "spawn_per_step_max", s.pedestrians.spawn_per_step_max);
         r.read_number(*it, "pedestrians", "fragment_length_m", s.pedestrians.fragment_length_m);
@@ -662,7 +706,8 @@ LoadResult load_scenario_file(const std::string& path) {
     result.errors.push_back({path, "", std::move(message)});
     return result;
   };
-  const std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
+  const std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"),
+                                                             &std::fclose);
   if (!file) return fail(std::string("cannot open scenario file: ") + std::strerror(errno));
   // At most one byte more than the limit, so /dev/zero, a FIFO or a growing
   // file stops here instead of filling memory.
@@ -676,8 +721,8 @@ LoadResult load_scenario_file(const std::string& path) {
   }
   if (std::ferror(file.get())) return fail(std::string("read error: ") + std::strerror(errno));
   if (text.size() > kScenarioFileBytesMax) {
-    return fail("scenario file is larger than the limit of " + std::to_string(kScenarioFileBytesMax) +
-                " bytes (16 MiB)");
+    return fail("scenario file is larger than the limit of " +
+                std::to_string(kScenarioFileBytesMax) + " bytes (16 MiB)");
   }
   return load_scenario_text(text, path);
 }

@@ -19,7 +19,8 @@ c::EntityState state(std::uint32_t slot, std::uint16_t archetype) {
   return s;
 }
 
-c::ActivationResult activate(c::ActorPoolBackend& pool, std::uint32_t slot, std::uint16_t archetype) {
+c::ActivationResult activate(c::ActorPoolBackend& pool, std::uint32_t slot,
+                             std::uint16_t archetype) {
   const c::EntityState s = state(slot, archetype);
   return pool.activate(s.slot, s.id, archetype, c::RepresentationHint::Actor, s);
 }
@@ -51,7 +52,9 @@ TEST_CASE("A pool makes its up-front actors on the first entity of an archetype"
   CHECK(pool.stats(3).in_use == 1);
 }
 
-TEST_CASE("A full pool grows one actor at a time up to its cap, then entities wait and none is dropped", "[pool]") {
+TEST_CASE(
+    "A full pool grows one actor at a time up to its cap, then entities wait and none is dropped",
+    "[pool]") {
   c::HeadlessActorFactory factory;
   c::MemoryLogSink log;
   c::ActorPoolConfig config;
@@ -60,7 +63,8 @@ TEST_CASE("A full pool grows one actor at a time up to its cap, then entities wa
   config.trace = true;
   c::ActorPoolBackend pool(factory, config);
   REQUIRE(pool.initialize(&log));
-  for (std::uint32_t s = 0; s < 2; ++s) CHECK(activate(pool, s, 0).status == c::ActivationStatus::Active);
+  for (std::uint32_t s = 0; s < 2; ++s)
+    CHECK(activate(pool, s, 0).status == c::ActivationStatus::Active);
   CHECK(pool.stats(0).size == 2);
   CHECK(activate(pool, 2, 0).status == c::ActivationStatus::Active);
   CHECK(pool.stats(0).size == 3);  // grew by exactly one
@@ -115,12 +119,15 @@ TEST_CASE("Per-archetype overrides: up-front size (pre-warmed) and cap", "[pool]
   CHECK(pool.cap(5) == 3);
   CHECK(pool.cap(6) == 8);  // a cap below the up-front size is raised to it
   CHECK(pool.cap(7) == 256);
-  for (std::uint32_t s = 0; s < 3; ++s) CHECK(activate(pool, s, 5).status == c::ActivationStatus::Active);
+  for (std::uint32_t s = 0; s < 3; ++s)
+    CHECK(activate(pool, s, 5).status == c::ActivationStatus::Active);
   CHECK(activate(pool, 3, 5).status == c::ActivationStatus::Pending);
   CHECK(factory.spawned(5) == 3);
 }
 
-TEST_CASE("A spawn budget per frame spreads pre-warm over frames and defers activations, dropping none", "[pool]") {
+TEST_CASE(
+    "A spawn budget per frame spreads pre-warm over frames and defers activations, dropping none",
+    "[pool]") {
   c::HeadlessActorFactory factory;
   c::ActorPoolConfig config;
   config.max_spawns_per_frame = 3;
@@ -142,7 +149,8 @@ TEST_CASE("A spawn budget per frame spreads pre-warm over frames and defers acti
   // Archetype 2 (default 8 up front): the first entity creates the pool
   // with 3 actors this frame; entities 4 and 5 are deferred, not waiting.
   pool.begin_frame(3);
-  for (std::uint32_t slot = 0; slot < 3; ++slot) CHECK(activate(pool, slot, 2).status == c::ActivationStatus::Active);
+  for (std::uint32_t slot = 0; slot < 3; ++slot)
+    CHECK(activate(pool, slot, 2).status == c::ActivationStatus::Active);
   CHECK(pool.stats(2).size == 3);
   const c::ActivationResult deferred = activate(pool, 3, 2);
   CHECK(deferred.status == c::ActivationStatus::Pending);
@@ -157,8 +165,10 @@ TEST_CASE("A spawn budget per frame spreads pre-warm over frames and defers acti
   // A deferred entity that leaves before its retry holds nothing.
   pool.begin_frame(5);  // 2 more up-front: 8
   CHECK(pool.stats(2).size == 8);
-  for (std::uint32_t slot = 4; slot < 8; ++slot) CHECK(activate(pool, slot, 2).status == c::ActivationStatus::Active);
-  CHECK(activate(pool, 8, 2).status == c::ActivationStatus::Active);  // grows by one (budget: 1 left)
+  for (std::uint32_t slot = 4; slot < 8; ++slot)
+    CHECK(activate(pool, slot, 2).status == c::ActivationStatus::Active);
+  CHECK(activate(pool, 8, 2).status ==
+        c::ActivationStatus::Active);  // grows by one (budget: 1 left)
   CHECK(pool.stats(2).grown == 1);
   CHECK(activate(pool, 9, 2).status == c::ActivationStatus::Pending);  // budget spent
   deactivate(pool, 9);
@@ -172,7 +182,8 @@ TEST_CASE("Without a spawn budget (the default) every needed actor is spawned at
   c::ActorPoolBackend pool(factory);
   REQUIRE(pool.initialize(nullptr));
   CHECK(pool.config().max_spawns_per_frame == 0);
-  for (std::uint32_t slot = 0; slot < 20; ++slot) CHECK(activate(pool, slot, 0).status == c::ActivationStatus::Active);
+  for (std::uint32_t slot = 0; slot < 20; ++slot)
+    CHECK(activate(pool, slot, 0).status == c::ActivationStatus::Active);
   CHECK(pool.stats(0).size == 20);
   CHECK(pool.stats(0).grown == 12);
 }
@@ -191,7 +202,10 @@ class FlakyFactory final : public c::ActorFactory {
 };
 }  // namespace
 
-TEST_CASE("A spawn the engine cannot make leaves the entity pending, and it is activated once spawns work", "[pool]") {
+TEST_CASE(
+    "A spawn the engine cannot make leaves the entity pending, and it is activated once spawns "
+    "work",
+    "[pool]") {
   FlakyFactory factory;
   c::ActorPoolBackend pool(factory);
   REQUIRE(pool.initialize(nullptr));

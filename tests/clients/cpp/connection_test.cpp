@@ -67,7 +67,8 @@ bool accept_subscribe(t::FakePeer& peer, t::FakeServer& server,
                       wire::CommandStatus status = wire::CommandStatus::Accepted,
                       wire::RejectReason reason = wire::RejectReason::None) {
   const auto sub = read_subscribe(peer, server);
-  return sub && peer.write(t::framed(t::command_result_payload(t::as_subscribe(*sub)->request_id(), status, reason)));
+  return sub && peer.write(t::framed(t::command_result_payload(t::as_subscribe(*sub)->request_id(),
+                                                               status, reason)));
 }
 
 const wire::Command* as_command(const std::vector<std::uint8_t>& payload) {
@@ -647,7 +648,8 @@ TEST_CASE("Client keeps SpawnUpdates per handle and waits for a state", "[client
     wire::CommandResultBuilder rb(fbb);
     rb.add_request_id(ca->request_id());
     rb.add_handle(3);
-    const auto result = t::finish_server(fbb, wire::ServerMessage::CommandResult, rb.Finish().Union());
+    const auto result =
+        t::finish_server(fbb, wire::ServerMessage::CommandResult, rb.Finish().Union());
     peer.write(t::framed(result));
     peer.write(spawn_update_frame(9, wire::SpawnState::TimedOut, true));
     peer.write(delta_frame(1));
@@ -676,9 +678,9 @@ TEST_CASE("Client keeps SpawnUpdates per handle and waits for a state", "[client
   REQUIRE(states.ok());
   std::vector<wire::SpawnState> seen;
   for (const auto& st : states.value) seen.push_back(st.state);
-  CHECK(seen == std::vector<wire::SpawnState>{wire::SpawnState::Queued, wire::SpawnState::IdentityCreated,
-                                              wire::SpawnState::Registered,
-                                              wire::SpawnState::RepresentationRequested});
+  CHECK(seen == std::vector<wire::SpawnState>{
+                    wire::SpawnState::Queued, wire::SpawnState::IdentityCreated,
+                    wire::SpawnState::Registered, wire::SpawnState::RepresentationRequested});
   CHECK(states.value.back().entity_id() == c::EntityId{4, 1});
 
   // The other handle's terminal update waited in the buffer; the Delta too.
@@ -708,22 +710,24 @@ TEST_CASE("Client keeps SpawnUpdates per handle and waits for a state", "[client
   check_no_failures(server);
 }
 
-TEST_CASE("Client subscribe waits for its result and keeps a Delta that arrives first", "[client][v2]") {
+TEST_CASE("Client subscribe waits for its result and keeps a Delta that arrives first",
+          "[client][v2]") {
   t::FakeServer server([](t::FakePeer& peer, t::FakeServer& s) {
     if (!accept_hello(peer, s)) return;
     const auto sub = read_subscribe(peer, s);
     if (!sub) return;
     const wire::Subscribe* subscribe = t::as_subscribe(*sub);
     if (subscribe->observers() == nullptr || subscribe->observers()->size() != 1 ||
-        subscribe->observers()->Get(0)->radius_m() != 40.0 || subscribe->motion_tolerance_mm() != 0) {
+        subscribe->observers()->Get(0)->radius_m() != 40.0 ||
+        subscribe->motion_tolerance_mm() != 0) {
       s.fail("the Subscribe lost its observers or tolerance");
     }
     // The server's baseline overtakes the answer (different threads), and a
     // stray result for another id comes in between.
     peer.write(delta_frame(30, true));
     peer.write(t::framed(t::command_result_payload(subscribe->request_id() + 7)));
-    peer.write(t::framed(t::command_result_payload(subscribe->request_id(), wire::CommandStatus::Accepted,
-                                                   wire::RejectReason::None, 30)));
+    peer.write(t::framed(t::command_result_payload(
+        subscribe->request_id(), wire::CommandStatus::Accepted, wire::RejectReason::None, 30)));
     peer.write(delta_frame(31));
     // UpdateInterest: rejected, naming the field.
     const auto upd = peer.read_frame(3000ms);
@@ -773,7 +777,9 @@ TEST_CASE("Client subscribe waits for its result and keeps a Delta that arrives 
   CHECK(rejected.status == c::ClientStatus::Rejected);
   CHECK_FALSE(rejected.ok());
   CHECK(rejected.value.reason == wire::RejectReason::InvalidArgument);
-  CHECK(rejected.message == "update_interest rejected (InvalidArgument): observers[0].radius_m: 0 is not in (0, 100000]");
+  CHECK(
+      rejected.message ==
+      "update_interest rejected (InvalidArgument): observers[0].radius_m: 0 is not in (0, 100000]");
   CHECK(client.connected());  // a rejection leaves the stream alone
   client.close();
   check_no_failures(server);
@@ -799,14 +805,16 @@ TEST_CASE("Client subscribe times out without a result and forgets the request",
   check_no_failures(server);
 }
 
-TEST_CASE("Client reports a Delta with malformed motion bytes as a protocol error", "[client][v2]") {
+TEST_CASE("Client reports a Delta with malformed motion bytes as a protocol error",
+          "[client][v2]") {
   t::FakeServer server([](t::FakePeer& peer, t::FakeServer& s) {
     if (!accept_hello(peer, s)) return;
     if (!accept_subscribe(peer, s)) return;
     peer.write(delta_frame(1, true));
     t::DeltaSpec bad;
     bad.step = 2;
-    bad.motion_bytes = std::vector<std::uint8_t>{1, 0, 5, 5, 0x80};  // the second record is cut short
+    bad.motion_bytes =
+        std::vector<std::uint8_t>{1, 0, 5, 5, 0x80};  // the second record is cut short
     peer.write(t::framed(t::delta_payload(bad)));
     peer.wait_for_eof(3000ms);
   });
@@ -818,7 +826,8 @@ TEST_CASE("Client reports a Delta with malformed motion bytes as a protocol erro
   REQUIRE(client.next_delta(3000ms).ok());
   const auto r = client.next_delta(3000ms);
   CHECK(r.status == c::ClientStatus::ProtocolError);
-  CHECK(r.message == "undecodable Delta: motion[byte 4]: truncated or over-long varint (index delta)");
+  CHECK(r.message ==
+        "undecodable Delta: motion[byte 4]: truncated or over-long varint (index delta)");
   CHECK_FALSE(client.connected());
   check_no_failures(server);
 }

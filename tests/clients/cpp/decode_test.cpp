@@ -178,7 +178,8 @@ TEST_CASE("A v2 Delta decodes every field into SDK types", "[decode][v2]") {
                            wire::RepresentationHint::Marker, wire::ControlPolicy::Parked),
                   t::enter(9, 1, 0, 0)};
   spec.labels = {{3, "vehicle.g.000003"}};
-  spec.motion = {t::motion(1, 10, 20), t::motion(300, 5, 0, 7), t::motion(100000, 4000000000u, 1u << 20)};
+  spec.motion = {t::motion(1, 10, 20), t::motion(300, 5, 0, 7),
+                 t::motion(100000, 4000000000u, 1u << 20)};
   spec.changes = {wire::EntityChange(1, wire::EntityField::Representation, 1)};
   spec.left = {wire::EntityId(4, 4)};
   spec.signals = {wire::SignalPhaseState(1, wire::SignalPhase::Closed)};
@@ -192,8 +193,15 @@ TEST_CASE("A v2 Delta decodes every field into SDK types", "[decode][v2]") {
   CHECK(d.digest == 0xfeed);
   CHECK(d.baseline);
   REQUIRE(d.entered.size() == 2);
-  CHECK(d.entered[0] == c::EnteredEntity{{3, 2}, 5, 1234, 1400, 4, c::EntityKind::Vehicle, c::SimTier::Coarse,
-                                         c::RepresentationHint::Marker, c::ControlPolicy::Parked});
+  CHECK(d.entered[0] == c::EnteredEntity{{3, 2},
+                                         5,
+                                         1234,
+                                         1400,
+                                         4,
+                                         c::EntityKind::Vehicle,
+                                         c::SimTier::Coarse,
+                                         c::RepresentationHint::Marker,
+                                         c::ControlPolicy::Parked});
   CHECK(d.entered[1].id == c::EntityId{9, 1});
   CHECK(d.entered[1].representation == c::RepresentationHint::Actor);
   CHECK(d.labels == std::vector<c::EntityLabel>{{3, "vehicle.g.000003"}});
@@ -241,13 +249,15 @@ TEST_CASE("A malformed motion vector is a decode error naming the byte", "[decod
   const std::string over = with_motion({5, 0, 0x80, 0x80, 0x80, 0x80, 0x10, 0});
   CHECK(over.find("motion[byte 2]: s_mm 4294967296 exceeds 32 bits") == 0);
   // A second record with index delta 0: indices must increase.
-  CHECK(with_motion({5, 0, 1, 2, 0, 0, 1, 2}) == "motion[byte 4]: index delta 0 (indices must increase)");
+  CHECK(with_motion({5, 0, 1, 2, 0, 0, 1, 2}) ==
+        "motion[byte 4]: index delta 0 (indices must increase)");
   // The lane code may be one more than the largest lane index, no more.
   CHECK(with_motion({5, 0x80, 0x80, 0x80, 0x80, 0x10, 0, 0}).empty());
   CHECK_FALSE(with_motion({5, 0x81, 0x80, 0x80, 0x80, 0x10, 0, 0}).empty());
 }
 
-TEST_CASE("Out-of-range enums in entered and changes are decode errors naming the entry", "[decode][v2]") {
+TEST_CASE("Out-of-range enums in entered and changes are decode errors naming the entry",
+          "[decode][v2]") {
   t::DeltaSpec tier;
   tier.entered = {t::enter(1, 1, 0, 0), t::enter(2, 1, 0, 0, 0, wire::EntityKind::Pedestrian, 0,
                                                  static_cast<wire::SimTier>(9))};
@@ -268,7 +278,8 @@ TEST_CASE("Out-of-range enums in entered and changes are decode errors naming th
   CHECK(decode_error(value) == "changes[1].value: 7 is not a valid ControlPolicy");
 }
 
-TEST_CASE("Welcome lanes decode in doubles with length_mm, elevation and archetypes", "[decode][v2]") {
+TEST_CASE("Welcome lanes decode in doubles with length_mm, elevation and archetypes",
+          "[decode][v2]") {
   t::WelcomeSpec spec;
   spec.step_us = 50000;
   spec.lanes = {{"a", {{0.125, 0.5}, {3.125, 4.5}}, 1.5f, wire::LaneKind::Road, {1}},

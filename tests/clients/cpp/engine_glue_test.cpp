@@ -3,28 +3,30 @@
 #include "bustle/client/engine_glue.hpp"
 
 #include <catch2/catch.hpp>
-
 #include <cmath>
 
 namespace c = bustle::client;
 
-TEST_CASE("The lookup chain goes from the full archetype name to its first component", "[engine_glue]") {
+TEST_CASE("The lookup chain goes from the full archetype name to its first component",
+          "[engine_glue]") {
   using V = std::vector<std::string_view>;
-  CHECK(c::archetype_lookup_chain("pedestrian.harbour.baker") == V{"pedestrian.harbour.baker", "pedestrian.harbour", "pedestrian"});
+  CHECK(c::archetype_lookup_chain("pedestrian.harbour.baker") ==
+        V{"pedestrian.harbour.baker", "pedestrian.harbour", "pedestrian"});
   CHECK(c::archetype_lookup_chain("vehicle") == V{"vehicle"});
   CHECK(c::archetype_lookup_chain("").empty());
 }
 
 TEST_CASE("The most specific configured prefix wins, per Welcome index", "[engine_glue]") {
-  const std::vector<std::string> archetypes = {"pedestrian", "pedestrian.harbour.baker", "pedestrian.hill.smith",
-                                               "vehicle.sedan", "tram"};
+  const std::vector<std::string> archetypes = {"pedestrian", "pedestrian.harbour.baker",
+                                               "pedestrian.hill.smith", "vehicle.sedan", "tram"};
   const std::map<std::string, int, std::less<>> by_name = {
       {"pedestrian", 1}, {"pedestrian.harbour", 2}, {"vehicle", 3}, {"vehicle.sedan", 4}};
   const auto resolved = c::resolve_by_archetype(archetypes, by_name);
   CHECK(resolved == std::map<std::uint16_t, int>{{0, 1}, {1, 2}, {2, 1}, {3, 4}});  // "tram": none
 }
 
-TEST_CASE("The first observer is due at once; later ones wait for the minimum interval", "[engine_glue]") {
+TEST_CASE("The first observer is due at once; later ones wait for the minimum interval",
+          "[engine_glue]") {
   c::InterestPacer pacer;  // 0.25 s min, 2 s max, 5 m, 0.26 rad
   c::InterestObserver o{10.0, 20.0, 2.0, 0.0, 150.0};
   CHECK(pacer.due(o, 0));
@@ -35,7 +37,8 @@ TEST_CASE("The first observer is due at once; later ones wait for the minimum in
   CHECK(pacer.due(far, 250'000));
 }
 
-TEST_CASE("Small moves wait for the maximum interval; an unchanged observer is never sent again", "[engine_glue]") {
+TEST_CASE("Small moves wait for the maximum interval; an unchanged observer is never sent again",
+          "[engine_glue]") {
   c::InterestPacer pacer;
   c::InterestObserver o{0.0, 0.0, 0.0, 1.0, 150.0};
   pacer.sent(o, 1'000'000);

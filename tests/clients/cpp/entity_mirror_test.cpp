@@ -76,8 +76,8 @@ struct Recorder : MirrorListener {
   std::vector<std::string> events;
   void on_reset() override { events.push_back("reset"); }
   void on_entered(const EntityView& v) override {
-    events.push_back("enter " + std::to_string(v.id.index) + "/" + std::to_string(v.id.generation) + "@" +
-                     std::to_string(v.slot.value));
+    events.push_back("enter " + std::to_string(v.id.index) + "/" + std::to_string(v.id.generation) +
+                     "@" + std::to_string(v.slot.value));
   }
   void on_moved(const EntityView& v) override {
     events.push_back("move " + std::to_string(v.id.index) + "@" + std::to_string(v.slot.value));
@@ -86,18 +86,21 @@ struct Recorder : MirrorListener {
     events.push_back("change " + std::to_string(v.id.index) + " " + bustle::client::to_string(f));
   }
   void on_left(const EntityView& v) override {
-    events.push_back("left " + std::to_string(v.id.index) + "/" + std::to_string(v.id.generation) + "@" +
-                     std::to_string(v.slot.value));
+    events.push_back("left " + std::to_string(v.id.index) + "/" + std::to_string(v.id.generation) +
+                     "@" + std::to_string(v.slot.value));
   }
-  void on_retiring(const EntityView& v) override { events.push_back("retiring " + std::to_string(v.id.index)); }
+  void on_retiring(const EntityView& v) override {
+    events.push_back("retiring " + std::to_string(v.id.index));
+  }
 };
 
 }  // namespace
 
 TEST_CASE("EntityMirror keeps what entered says, and the anchor at the Delta's step", "[mirror]") {
   EntityMirror m = world_mirror();
-  t::DeltaSpec b = baseline(5, {t::enter(3, 1, 1, 2500, 1400, wire::EntityKind::Vehicle, 1, wire::SimTier::Simulated,
-                                         wire::RepresentationHint::Instanced, wire::ControlPolicy::Yielding)});
+  t::DeltaSpec b = baseline(
+      5, {t::enter(3, 1, 1, 2500, 1400, wire::EntityKind::Vehicle, 1, wire::SimTier::Simulated,
+                   wire::RepresentationHint::Instanced, wire::ControlPolicy::Yielding)});
   b.labels = {{3, "vehicle.depot.000001"}};
   b.interest_truncated = 42;
   const auto s = apply(m, b);
@@ -130,7 +133,7 @@ TEST_CASE("EntityMirror keeps what entered says, and the anchor at the Delta's s
   CHECK(later->s_mm == 2500 + 1400);
   CHECK(later->y_m == Approx(3.9));
   CHECK_FALSE(m.pose(EntityId{3, 2}, 5).has_value());  // stale generation
-  CHECK_FALSE(m.pose(SlotId{7}, 5).has_value());        // free slot
+  CHECK_FALSE(m.pose(SlotId{7}, 5).has_value());       // free slot
 }
 
 TEST_CASE("EntityMirror applies entered, motion and left with stable slots", "[mirror]") {
@@ -274,9 +277,9 @@ TEST_CASE("EntityMirror poses a coalesced Delta after a gap of many steps", "[mi
   CHECK(p5->s_mm == 300000 + 100);  // anchored at 1010, one step later
   // The prediction's integer arithmetic rounds down per evaluation, not per step.
   apply(m, baseline(0, {t::enter(9, 1, 3, 0, 7)}));
-  CHECK(m.pose(EntityId{9, 1}, 1)->s_mm == 0);     // 0.7 mm
-  CHECK(m.pose(EntityId{9, 1}, 10)->s_mm == 7);    // 7 mm, not 10 x 0
-  CHECK(m.pose(EntityId{9, 1}, 3)->s_mm == 2);     // 2.1 mm
+  CHECK(m.pose(EntityId{9, 1}, 1)->s_mm == 0);   // 0.7 mm
+  CHECK(m.pose(EntityId{9, 1}, 10)->s_mm == 7);  // 7 mm, not 10 x 0
+  CHECK(m.pose(EntityId{9, 1}, 3)->s_mm == 2);   // 2.1 mm
 }
 
 TEST_CASE("EntityMirror applies changes and retiring marks", "[mirror]") {
@@ -284,7 +287,8 @@ TEST_CASE("EntityMirror applies changes and retiring marks", "[mirror]") {
   apply(m, baseline(1, {t::enter(1, 1, 0, 0, 1000, wire::EntityKind::Vehicle), standing(2, 1)}));
   Recorder rec;
   t::DeltaSpec d = at_step(2);
-  d.changes = {wire::EntityChange(1, wire::EntityField::SimTier, static_cast<std::uint8_t>(wire::SimTier::Coarse)),
+  d.changes = {wire::EntityChange(1, wire::EntityField::SimTier,
+                                  static_cast<std::uint8_t>(wire::SimTier::Coarse)),
                wire::EntityChange(1, wire::EntityField::Representation,
                                   static_cast<std::uint8_t>(wire::RepresentationHint::Marker)),
                wire::EntityChange(1, wire::EntityField::Policy,
@@ -302,8 +306,9 @@ TEST_CASE("EntityMirror applies changes and retiring marks", "[mirror]") {
   CHECK(m.pose(EntityId{1, 1}, 50)->s_mm == 1000);
   CHECK(m.find(EntityId{2, 1})->retiring);
   CHECK_FALSE(v->retiring);
-  CHECK(rec.events == std::vector<std::string>{"move 1@0", "change 1 SimTier", "change 1 Representation",
-                                               "change 1 Policy", "retiring 2"});
+  CHECK(rec.events == std::vector<std::string>{"move 1@0", "change 1 SimTier",
+                                               "change 1 Representation", "change 1 Policy",
+                                               "retiring 2"});
   // A repeated mark is nothing new; the entity leaves later.
   t::DeltaSpec again = at_step(3);
   again.retiring = {wire::EntityId(2, 1)};
@@ -428,7 +433,8 @@ TEST_CASE("EntityMirror accepts a restore's baseline at a lower step and continu
   CHECK(m.counters().steps_not_increasing == 1);
 }
 
-TEST_CASE("EntityMirror replaces an entry when its index comes back with a new generation", "[mirror]") {
+TEST_CASE("EntityMirror replaces an entry when its index comes back with a new generation",
+          "[mirror]") {
   EntityMirror m = world_mirror();
   apply(m, baseline(1, {standing(4, 1), standing(5, 1)}));
   Recorder rec;
@@ -497,7 +503,8 @@ TEST_CASE("EntityMirror without a world keeps anchors but has no poses", "[mirro
   CHECK_FALSE(m.pose(EntityId{0, 1}, 1).has_value());
 }
 
-TEST_CASE("EntityMirror slots and poses stay consistent through a seeded random history", "[mirror][motion]") {
+TEST_CASE("EntityMirror slots and poses stay consistent through a seeded random history",
+          "[mirror][motion]") {
   // A model of live ids and their anchors against the mirror, over many
   // random Deltas with enters, motion records (with lane changes), leaves,
   // index reuse and gaps of several steps.
@@ -543,10 +550,12 @@ TEST_CASE("EntityMirror slots and poses stay consistent through a seeded random 
         const std::uint32_t to = change_lane ? lane : it->second.anchor.lane;
         const std::uint32_t s = next(lanes[to].length_mm + 1);
         it->second.anchor = {to, s, speed, step};
-        d.motion.push_back(t::motion(index, s, speed, change_lane ? std::optional<std::uint32_t>(lane) : std::nullopt));
+        d.motion.push_back(t::motion(
+            index, s, speed, change_lane ? std::optional<std::uint32_t>(lane) : std::nullopt));
       }
     }
-    std::sort(d.motion.begin(), d.motion.end(), [](const auto& a, const auto& b) { return a.index < b.index; });
+    std::sort(d.motion.begin(), d.motion.end(),
+              [](const auto& a, const auto& b) { return a.index < b.index; });
     const auto s = apply(m, d);
     INFO(s.error);
     REQUIRE(s.ok());
@@ -557,7 +566,8 @@ TEST_CASE("EntityMirror slots and poses stay consistent through a seeded random 
       REQUIRE(v != nullptr);
       REQUIRE(v->anchor == e.anchor);
       const auto& lane = lanes[e.anchor.lane];
-      const std::uint32_t expect_s = bustle::proto::predict_s_mm(e.anchor, when, kStepUs, lane.length_mm);
+      const std::uint32_t expect_s =
+          bustle::proto::predict_s_mm(e.anchor, when, kStepUs, lane.length_mm);
       const auto expect = bustle::proto::sample_lane(lane, expect_s / 1000.0);
       const auto p = m.pose(v->slot, when);
       REQUIRE(p.has_value());

@@ -160,8 +160,14 @@ TEST_CASE("FrameReader rejects every single-byte corruption cleanly or verifies 
           "[frame_reader]") {
   // Flipping any payload byte must give Frame (a still-valid buffer) or
   // Malformed, never a crash: the verifier runs before anything is read.
-  const auto payload = t::delta_payload(
-      t::DeltaSpec{7, 700, 99, true, {t::enter(1, 1, 0, 1, 2), t::enter(2, 1, 3, 4, 5)}, {{1, "a"}}, {t::motion(2, 9, 9)}});
+  const auto payload =
+      t::delta_payload(t::DeltaSpec{7,
+                                    700,
+                                    99,
+                                    true,
+                                    {t::enter(1, 1, 0, 1, 2), t::enter(2, 1, 3, 4, 5)},
+                                    {{1, "a"}},
+                                    {t::motion(2, 9, 9)}});
   for (std::size_t i = 0; i < payload.size(); ++i) {
     auto corrupted = payload;
     corrupted[i] ^= 0xa5;

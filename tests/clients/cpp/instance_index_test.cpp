@@ -2,16 +2,17 @@
 // swap-remove, the bookkeeping of an instanced-mesh backend.
 #include "bustle/client/instance_index.hpp"
 
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <random>
 #include <vector>
 
 namespace c = bustle::client;
 
 namespace {
-c::SlotId slot(std::uint32_t v) { return c::SlotId{v}; }
+c::SlotId slot(std::uint32_t v) {
+  return c::SlotId{v};
+}
 
 // Invariant 1 over the whole index.
 void check_consistent(const c::DenseInstanceIndex& index) {
@@ -52,7 +53,8 @@ TEST_CASE("Removing a middle slot moves the last instance into its index", "[ins
   check_consistent(index);
 }
 
-TEST_CASE("Removing the last slot moves nothing; removing an absent slot changes nothing", "[instance_index]") {
+TEST_CASE("Removing the last slot moves nothing; removing an absent slot changes nothing",
+          "[instance_index]") {
   c::DenseInstanceIndex index;
   index.add(slot(1));
   index.add(slot(2));
@@ -71,7 +73,8 @@ TEST_CASE("Removing the last slot moves nothing; removing an absent slot changes
   CHECK_FALSE(index.contains(slot(1)));
 }
 
-TEST_CASE("Replaying removals on a mirror array keeps every slot at its own instance", "[instance_index]") {
+TEST_CASE("Replaying removals on a mirror array keeps every slot at its own instance",
+          "[instance_index]") {
   // The engine side of the contract: an array of per-instance values (the
   // slot each instance draws) updated only by "copy last into removed, delete
   // last" must always agree with the index.
@@ -100,6 +103,7 @@ TEST_CASE("Replaying removals on a mirror array keeps every slot at its own inst
     }
     REQUIRE(index.size() == instances.size());
   }
-  for (std::uint32_t i = 0; i < instances.size(); ++i) REQUIRE(index.slot_at(i) == slot(instances[i]));
+  for (std::uint32_t i = 0; i < instances.size(); ++i)
+    REQUIRE(index.slot_at(i) == slot(instances[i]));
   check_consistent(index);
 }

@@ -169,7 +169,8 @@ TEST_CASE("Viewer handshakes, subscribes, mirrors moving entities and queries st
   stop(*server);
 }
 
-TEST_CASE("Budgets bound what a whole-city subscriber receives and the rest is truncated", "[integration][v2]") {
+TEST_CASE("Budgets bound what a whole-city subscriber receives and the rest is truncated",
+          "[integration][v2]") {
   auto server = start({"--clock", "manual"});
   {
     c::Client op(options(*server, wire::Role::Operator));
@@ -211,7 +212,8 @@ TEST_CASE("Budgets bound what a whole-city subscriber receives and the rest is t
   stop(*server);
 }
 
-TEST_CASE("An observer limits the stream to its area and a bad radius is rejected", "[integration][v2]") {
+TEST_CASE("An observer limits the stream to its area and a bad radius is rejected",
+          "[integration][v2]") {
   auto server = start({"--clock", "manual"});
   {
     c::Client op(options(*server, wire::Role::Operator));

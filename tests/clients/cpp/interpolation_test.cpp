@@ -14,9 +14,12 @@ namespace {
 
 constexpr std::int64_t kMs = 1000;
 
-double lerp(double a, double b, double alpha) { return a + (b - a) * alpha; }
+double lerp(double a, double b, double alpha) {
+  return a + (b - a) * alpha;
+}
 
-c::Sampled<double> at(const c::SampleRing<double>& ring, std::int64_t t_us, const c::InterpolationConfig& config = {}) {
+c::Sampled<double> at(const c::SampleRing<double>& ring, std::int64_t t_us,
+                      const c::InterpolationConfig& config = {}) {
   return ring.sample(t_us, config, lerp, -1.0);
 }
 
@@ -32,7 +35,8 @@ TEST_CASE("Defaults are the contract's numbers", "[interpolation]") {
   CHECK(config.rotation_alpha_max == 1.2);
 }
 
-TEST_CASE("Bracketing: binary search finds the two samples around the render time", "[interpolation]") {
+TEST_CASE("Bracketing: binary search finds the two samples around the render time",
+          "[interpolation]") {
   c::SampleRing<double> ring(32);
   for (int k = 0; k < 4; ++k) ring.push(k * 100 * kMs, 10.0 * k);
   CHECK(at(ring, 150 * kMs).value == Approx(15.0).margin(1e-12));
@@ -63,7 +67,8 @@ TEST_CASE("Samples only go forward; an equal time replaces the newest", "[interp
   CHECK(ring.newest() == 2.0);
 }
 
-TEST_CASE("Extrapolation runs at most 0.2 s past the newest sample, then holds", "[interpolation]") {
+TEST_CASE("Extrapolation runs at most 0.2 s past the newest sample, then holds",
+          "[interpolation]") {
   c::SampleRing<double> ring(32);
   for (int k = 0; k < 4; ++k) ring.push(k * 50 * kMs, static_cast<double>(k));  // 1 per 50 ms
   CHECK(ring.step_us(c::InterpolationConfig{}) == 50 * kMs);
@@ -85,7 +90,8 @@ TEST_CASE("Extrapolation runs at most 0.2 s past the newest sample, then holds",
   }
 }
 
-TEST_CASE("The step is the average of the last four gaps under jitter (at least the last gap)", "[interpolation]") {
+TEST_CASE("The step is the average of the last four gaps under jitter (at least the last gap)",
+          "[interpolation]") {
   // 20 m/s sent with jitter, then a hitch: the last two samples 10 ms apart.
   c::SampleRing<double> ring(32);
   const std::int64_t times_ms[] = {0, 40, 100, 140, 200, 210};
@@ -121,8 +127,9 @@ TEST_CASE("With two samples the step is at least 50 ms", "[interpolation]") {
   CHECK(at(wide, 150 * kMs).value == Approx(1.5).margin(1e-12));
 }
 
-TEST_CASE("Before the oldest sample the oldest is held; one sample is returned; none gives the fallback",
-          "[interpolation]") {
+TEST_CASE(
+    "Before the oldest sample the oldest is held; one sample is returned; none gives the fallback",
+    "[interpolation]") {
   c::SampleRing<double> ring(32);
   CHECK(at(ring, 0).value == -1.0);
   CHECK(at(ring, 0).mode == c::SampleMode::Empty);
@@ -137,7 +144,8 @@ TEST_CASE("Before the oldest sample the oldest is held; one sample is returned; 
   CHECK(at(ring, 150 * kMs).mode == c::SampleMode::Empty);
 }
 
-TEST_CASE("Rotation extrapolation is clamped to 1.2 x the last step's turn; position is not", "[interpolation]") {
+TEST_CASE("Rotation extrapolation is clamped to 1.2 x the last step's turn; position is not",
+          "[interpolation]") {
   const c::InterpolationConfig config;
   c::PoseTrack track(config);
   track.push(0, c::RenderPose{0.0, 0.0, 0.0, 0.0});
@@ -160,7 +168,8 @@ TEST_CASE("Rotation extrapolation is clamped to 1.2 x the last step's turn; posi
   }
 }
 
-TEST_CASE("ServerClock: the first Delta sets the estimate, jitter is smoothed, a jump snaps", "[interpolation][clock]") {
+TEST_CASE("ServerClock: the first Delta sets the estimate, jitter is smoothed, a jump snaps",
+          "[interpolation][clock]") {
   c::ServerClock clock;
   CHECK_FALSE(clock.server_time_at(0).has_value());
   clock.observe(1'000'000, 50'000);  // server 1 s when local 50 ms

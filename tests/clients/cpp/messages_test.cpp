@@ -80,7 +80,8 @@ TEST_CASE("Subscribe carries its request id and the kinds, or none for every kin
 
 TEST_CASE("Subscribe and UpdateInterest carry observers, budgets and the tolerance", "[messages]") {
   c::SubscribeParams p;
-  p.observers = {c::InterestObserver{10.5, -3.0, 1.75, 0.5, 80.0}, c::InterestObserver{1.0, 2.0, 0.0, std::nullopt, 150.0}};
+  p.observers = {c::InterestObserver{10.5, -3.0, 1.75, 0.5, 80.0},
+                 c::InterestObserver{1.0, 2.0, 0.0, std::nullopt, 150.0}};
   p.budgets = c::RepresentationBudgets{12, 0, 99};
   p.motion_tolerance_mm = 0;
   const c::Frame frame = c::build_subscribe(9, p);
@@ -227,7 +228,10 @@ TEST_CASE("command_name names the snapshot commands", "[messages][snapshots]") {
 TEST_CASE("LeaseReport carries every lease, capped at the protocol's limit", "[messages]") {
   std::vector<c::Lease> leases = {
       {{7, 1}, c::LeaseState::Assigned, c::RepresentationHint::Actor, c::UnassignedReason::None},
-      {{9, 2}, c::LeaseState::Unassigned, c::RepresentationHint::None, c::UnassignedReason::PoolAtCap},
+      {{9, 2},
+       c::LeaseState::Unassigned,
+       c::RepresentationHint::None,
+       c::UnassignedReason::PoolAtCap},
       {{11, 1}, c::LeaseState::Released, c::RepresentationHint::None, c::UnassignedReason::None},
   };
   // The frame is kept: the verified root points into it.
@@ -240,7 +244,8 @@ TEST_CASE("LeaseReport carries every lease, capped at the protocol's limit", "[m
   CHECK(report->entries()->Get(1)->id().generation() == 2);
   CHECK(report->entries()->Get(1)->state() == wire::LeaseState::Unassigned);
   CHECK(report->entries()->Get(1)->reason() == wire::UnassignedReason::PoolAtCap);
-  CHECK(report->entries()->Get(0)->representation() == static_cast<std::uint8_t>(wire::RepresentationHint::Actor));
+  CHECK(report->entries()->Get(0)->representation() ==
+        static_cast<std::uint8_t>(wire::RepresentationHint::Actor));
   leases.assign(c::kLeaseEntriesMax + 10, leases[0]);
   const c::Frame capped_frame = c::build_lease_report(0, leases);
   const auto* capped = verified(capped_frame)->message_as_LeaseReport();

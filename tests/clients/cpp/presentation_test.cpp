@@ -7,16 +7,18 @@
 namespace c = bustle::client;
 using P = c::ControlPolicy;
 
-TEST_CASE("WaitingAtSignal is shown at once; leaving it needs 0.3 s of the same policy", "[presentation]") {
+TEST_CASE("WaitingAtSignal is shown at once; leaving it needs 0.3 s of the same policy",
+          "[presentation]") {
   c::PolicyDisplay d;
   CHECK(d.update(P::RouteFollow, 0) == P::RouteFollow);
   CHECK(d.update(P::WaitingAtSignal, 100'000) == P::WaitingAtSignal);  // at once
   CHECK(d.update(P::RouteFollow, 200'000) == P::WaitingAtSignal);
-  CHECK(d.update(P::RouteFollow, 499'999) == P::WaitingAtSignal);      // 0.3 s - 1 µs
-  CHECK(d.update(P::RouteFollow, 500'000) == P::RouteFollow);          // 0.3 s of evidence
+  CHECK(d.update(P::RouteFollow, 499'999) == P::WaitingAtSignal);  // 0.3 s - 1 µs
+  CHECK(d.update(P::RouteFollow, 500'000) == P::RouteFollow);      // 0.3 s of evidence
 }
 
-TEST_CASE("Other changes need 0.5 s of stable evidence, so alternating policies do not flicker", "[presentation]") {
+TEST_CASE("Other changes need 0.5 s of stable evidence, so alternating policies do not flicker",
+          "[presentation]") {
   c::PolicyDisplay d;
   d.update(P::RouteFollow, 0);
   // Yielding and RouteFollow alternating every fixed step (0.1 s): no change shown.

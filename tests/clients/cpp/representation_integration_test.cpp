@@ -10,8 +10,8 @@
 
 // client.hpp first: with -Wshadow, ReadStatus::Frame declared after the
 // Frame alias of messages.hpp is reported as shadowing it.
-#include "bustle/client/client.hpp"
 #include "bustle/client/actor_pool.hpp"
+#include "bustle/client/client.hpp"
 #include "bustle/client/headless_backend.hpp"
 #include "bustle/client/representation.hpp"
 #include "support/process.hpp"
@@ -63,12 +63,14 @@ Session connect(const std::string& config, std::uint16_t motion_tolerance_mm,
 }
 
 // Steps once and applies every Delta up to that step to the layer.
-c::Delta step_and_apply(c::Client& client, c::RepresentationLayer& layer, std::uint64_t& last_step) {
+c::Delta step_and_apply(c::Client& client, c::RepresentationLayer& layer,
+                        std::uint64_t& last_step) {
   const auto r = client.command(c::StepCmd{1}, 5000ms);
   INFO(r.message);
   REQUIRE(r.ok());
   REQUIRE(r.value.accepted());
-  const std::uint64_t want = r.value.applied_step > last_step ? r.value.applied_step : last_step + 1;
+  const std::uint64_t want =
+      r.value.applied_step > last_step ? r.value.applied_step : last_step + 1;
   for (;;) {
     auto d = client.next_delta(5000ms);
     INFO(d.message);
@@ -108,11 +110,13 @@ std::set<std::uint64_t> keys(const std::vector<c::EntityId>& ids) {
 
 }  // namespace
 
-TEST_CASE("Headless backends draw exactly the server's hinted set, and lease reports reach the server",
-          "[integration][representation]") {
+TEST_CASE(
+    "Headless backends draw exactly the server's hinted set, and lease reports reach the server",
+    "[integration][representation]") {
   // 1000 steps each of the large block and the corridor (100 ms steps: 100 s
   // of city); manual clock, one Step command per step.
-  const auto [config, steps] = GENERATE(std::make_pair(kLargeBlock, 1000), std::make_pair(kCorridor, 1000));
+  const auto [config, steps] =
+      GENERATE(std::make_pair(kLargeBlock, 1000), std::make_pair(kCorridor, 1000));
   INFO(config);
   Session s = connect(config, 10);
   c::HeadlessActorFactory factory;
@@ -136,7 +140,8 @@ TEST_CASE("Headless backends draw exactly the server's hinted set, and lease rep
   std::uint64_t reported_steps = 0;
   for (int k = 1; k < steps; ++k) {
     const c::Delta d = step_and_apply(*s.client, layer, last_step);
-    layer.render_at(static_cast<std::int64_t>(d.sim_time_us) - layer.config().interpolation.interpolation_delay_us);
+    layer.render_at(static_cast<std::int64_t>(d.sim_time_us) -
+                    layer.config().interpolation.interpolation_delay_us);
     if (layer.queued_leases() > 0) ++reported_steps;
     report(*s.client, layer);
   }
@@ -157,7 +162,7 @@ TEST_CASE("Headless backends draw exactly the server's hinted set, and lease rep
   CHECK(keys(instances.active_ids()) == keys(hinted_instanced));
   CHECK(keys(markers.active_ids()) == keys(hinted_marker));
   INFO("moves between backends " << layer.counters().moves << ", activation retries "
-                                  << layer.counters().activation_retries);
+                                 << layer.counters().activation_retries);
 
   // The server's lease counters: every hinted entity applied as hinted.
   const c::LeaseSummaryReport after = query_leases(*s.client);
@@ -204,11 +209,15 @@ TEST_CASE("Rendered poses stay within 1 cm of the server's pose at the interpola
   // Server truth (QueryEntity) of a few entities at the previous step.
   // (id, ((x, y), Full tier)) of a few entities.
   std::vector<std::pair<c::EntityId, std::pair<std::pair<double, double>, bool>>> truth_prev;
-  std::map<std::uint64_t, c::EntityPose> pose_prev;               // id -> mirror pose at the previous step
-  const auto key = [](const c::EntityId& id) { return (std::uint64_t{id.generation} << 32) | id.index; };
-  double worst_sample_m = 0.0, worst_between_m = 0.0, worst_strided_excess_m = 0.0, worst_jump_excess_m = 0.0;
+  std::map<std::uint64_t, c::EntityPose> pose_prev;  // id -> mirror pose at the previous step
+  const auto key = [](const c::EntityId& id) {
+    return (std::uint64_t{id.generation} << 32) | id.index;
+  };
+  double worst_sample_m = 0.0, worst_between_m = 0.0, worst_strided_excess_m = 0.0,
+         worst_jump_excess_m = 0.0;
   std::uint64_t checked_samples = 0, checked_between = 0, checked_strided = 0, checked_jumps = 0;
-  std::map<std::uint64_t, std::pair<std::uint32_t, c::RenderPose>> drawn_prev;  // id -> (lane, pose), last frame
+  std::map<std::uint64_t, std::pair<std::uint32_t, c::RenderPose>>
+      drawn_prev;  // id -> (lane, pose), last frame
   for (int k = 0; k < 150; ++k) {
     const c::Delta d = step_and_apply(*s.client, layer, last_step);
     const auto now = static_cast<std::int64_t>(d.sim_time_us);
@@ -228,8 +237,8 @@ TEST_CASE("Rendered poses stay within 1 cm of the server's pose at the interpola
         // A strided tier (Simulated every 2nd step, Coarse every 8th) is
         // advanced by the server in jumps that the stream smooths: within
         // the travel of the steps it skipped.
-        const double skipped_m = static_cast<double>(v->anchor.speed_mmps) / 1e6 *
-                                 static_cast<double>(step_us) * 7.0;
+        const double skipped_m =
+            static_cast<double>(v->anchor.speed_mmps) / 1e6 * static_cast<double>(step_us) * 7.0;
         worst_strided_excess_m = std::max(worst_strided_excess_m, err - skipped_m);
         ++checked_strided;
       }
@@ -249,8 +258,10 @@ TEST_CASE("Rendered poses stay within 1 cm of the server's pose at the interpola
       if (const c::RenderPose* drawn = pose_of(v.slot.value)) {
         const auto last = drawn_prev.find(key(v.id));
         if (last != drawn_prev.end() && last->second.first == at_now->lane) {
-          const double moved = std::hypot(drawn->x_m - last->second.second.x_m, drawn->y_m - last->second.second.y_m);
-          const double allowed = static_cast<double>(v.anchor.speed_mmps) / 1e6 * static_cast<double>(step_us);
+          const double moved = std::hypot(drawn->x_m - last->second.second.x_m,
+                                          drawn->y_m - last->second.second.y_m);
+          const double allowed =
+              static_cast<double>(v.anchor.speed_mmps) / 1e6 * static_cast<double>(step_us);
           worst_jump_excess_m = std::max(worst_jump_excess_m, moved - allowed);
           ++checked_jumps;
         }
@@ -259,11 +270,16 @@ TEST_CASE("Rendered poses stay within 1 cm of the server's pose at the interpola
       const auto prev = pose_prev.find(key(v.id));
       const c::RenderPose* p = pose_of(v.slot.value);
       if (prev == pose_prev.end() || p == nullptr || v.anchor.speed_mmps == 0) return;
-      if (prev->second.lane != at_now->lane || std::abs(prev->second.heading_rad - at_now->heading_rad) > 1e-9) return;
+      if (prev->second.lane != at_now->lane ||
+          std::abs(prev->second.heading_rad - at_now->heading_rad) > 1e-9)
+        return;
       if (at_now->s_mm <= prev->second.s_mm) return;
-      const double s_mid_m = (static_cast<double>(prev->second.s_mm) + static_cast<double>(at_now->s_mm)) / 2000.0;
-      const bustle::proto::LanePose truth = bustle::proto::sample_lane(lanes[at_now->lane], s_mid_m);
-      worst_between_m = std::max(worst_between_m, std::hypot(p->x_m - truth.x_m, p->y_m - truth.y_m));
+      const double s_mid_m =
+          (static_cast<double>(prev->second.s_mm) + static_cast<double>(at_now->s_mm)) / 2000.0;
+      const bustle::proto::LanePose truth =
+          bustle::proto::sample_lane(lanes[at_now->lane], s_mid_m);
+      worst_between_m =
+          std::max(worst_between_m, std::hypot(p->x_m - truth.x_m, p->y_m - truth.y_m));
       ++checked_between;
     });
     pose_prev = std::move(pose_now);
@@ -273,7 +289,8 @@ TEST_CASE("Rendered poses stay within 1 cm of the server's pose at the interpola
     int queried = 0;
     layer.mirror().for_each([&](const c::EntityView& v) {
       // Every Full-tier entity (up to 8), and a rotating few of the others.
-      const bool pick = v.sim_tier == c::SimTier::Full || (v.id.index % 7) == static_cast<std::uint32_t>(k % 7);
+      const bool pick =
+          v.sim_tier == c::SimTier::Full || (v.id.index % 7) == static_cast<std::uint32_t>(k % 7);
       if (queried >= 8 || !pick) return;
       ++queried;
       const auto r = s.client->command(c::QueryEntityCmd{v.id}, 5000ms);
@@ -283,11 +300,11 @@ TEST_CASE("Rendered poses stay within 1 cm of the server's pose at the interpola
       }
     });
   }
-  INFO("Full-tier samples checked " << checked_samples << " (worst " << worst_sample_m << " m), strided "
-                                    << checked_strided << " (worst excess " << worst_strided_excess_m
-                                    << " m), between samples " << checked_between << " (worst " << worst_between_m
-                                    << " m), frame-to-frame " << checked_jumps << " (worst excess "
-                                    << worst_jump_excess_m << " m)");
+  INFO("Full-tier samples checked "
+       << checked_samples << " (worst " << worst_sample_m << " m), strided " << checked_strided
+       << " (worst excess " << worst_strided_excess_m << " m), between samples " << checked_between
+       << " (worst " << worst_between_m << " m), frame-to-frame " << checked_jumps
+       << " (worst excess " << worst_jump_excess_m << " m)");
   CHECK(checked_samples > 50);
   CHECK(checked_between > 1000);
   CHECK(checked_jumps > 1000);

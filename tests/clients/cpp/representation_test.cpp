@@ -44,18 +44,20 @@ t::DeltaSpec baseline(std::vector<wire::EntityEnter> entered) {
   return d;
 }
 
-wire::EntityEnter walker(std::uint32_t index, std::uint32_t s_mm, std::uint32_t speed_mmps, H hint = H::Actor,
-                         std::uint16_t archetype = 0) {
-  return t::enter(index, 1, 0, s_mm, speed_mmps, wire::EntityKind::Pedestrian, archetype, wire::SimTier::Full,
-                  static_cast<wire::RepresentationHint>(hint));
+wire::EntityEnter walker(std::uint32_t index, std::uint32_t s_mm, std::uint32_t speed_mmps,
+                         H hint = H::Actor, std::uint16_t archetype = 0) {
+  return t::enter(index, 1, 0, s_mm, speed_mmps, wire::EntityKind::Pedestrian, archetype,
+                  wire::SimTier::Full, static_cast<wire::RepresentationHint>(hint));
 }
 
 wire::EntityChange hint_change(std::uint32_t index, H hint) {
-  return wire::EntityChange(index, wire::EntityField::Representation, static_cast<std::uint8_t>(hint));
+  return wire::EntityChange(index, wire::EntityField::Representation,
+                            static_cast<std::uint8_t>(hint));
 }
 
 void apply(c::RepresentationLayer& layer, const t::DeltaSpec& spec) {
-  const c::ApplySummary s = layer.apply(t::decoded(spec), static_cast<std::int64_t>(spec.sim_time_us));
+  const c::ApplySummary s =
+      layer.apply(t::decoded(spec), static_cast<std::int64_t>(spec.sim_time_us));
   REQUIRE(s.ok());
 }
 
@@ -65,7 +67,8 @@ c::SlotId slot_of(const c::RepresentationLayer& layer, std::uint32_t index) {
   return v->slot;
 }
 
-std::size_t event_index(const c::HeadlessBackend& b, c::HeadlessEventKind kind, std::uint32_t slot) {
+std::size_t event_index(const c::HeadlessBackend& b, c::HeadlessEventKind kind,
+                        std::uint32_t slot) {
   const auto& ev = b.events();
   const auto it = std::find_if(ev.begin(), ev.end(), [&](const c::HeadlessEvent& e) {
     return e.kind == kind && e.slot.value == slot;
@@ -75,8 +78,9 @@ std::size_t event_index(const c::HeadlessBackend& b, c::HeadlessEventKind kind, 
 
 }  // namespace
 
-TEST_CASE("Every Delta gives each entity a sample from lane-relative motion; frames render between them",
-          "[representation]") {
+TEST_CASE(
+    "Every Delta gives each entity a sample from lane-relative motion; frames render between them",
+    "[representation]") {
   c::HeadlessBackend actors;
   c::RepresentationLayer layer;
   layer.set_world(world());
@@ -106,7 +110,8 @@ TEST_CASE("Every Delta gives each entity a sample from lane-relative motion; fra
   }
 }
 
-TEST_CASE("An instance a backend could not complete is retried until it is active", "[representation]") {
+TEST_CASE("An instance a backend could not complete is retried until it is active",
+          "[representation]") {
   c::HeadlessBackendOptions options;
   options.activation_attempts = 3;  // the resource "loads" for two more calls
   c::HeadlessBackend actors(options);
@@ -131,7 +136,8 @@ TEST_CASE("An instance a backend could not complete is retried until it is activ
   CHECK(layer.counters().activation_retries == 2);
   leases = layer.take_leases();
   REQUIRE(leases.size() == 1);
-  CHECK(leases[0] == (c::Lease{{1, 1}, c::LeaseState::Assigned, H::Actor, c::UnassignedReason::None}));
+  CHECK(leases[0] ==
+        (c::Lease{{1, 1}, c::LeaseState::Assigned, H::Actor, c::UnassignedReason::None}));
   CHECK_FALSE(layer.slot(slot)->pending);
 }
 
@@ -163,10 +169,13 @@ TEST_CASE("A hint change moves an entity between backends without a gap", "[repr
     CHECK(actors.frame_pose(one) == nullptr);
     const auto leases = layer.take_leases();
     REQUIRE(leases.size() == 1);
-    CHECK(leases[0] == (c::Lease{{1, 1}, c::LeaseState::Assigned, H::Instanced, c::UnassignedReason::None}));
+    CHECK(leases[0] ==
+          (c::Lease{{1, 1}, c::LeaseState::Assigned, H::Instanced, c::UnassignedReason::None}));
   }
 
-  SECTION("the new backend is full: the old one keeps drawing (Preserved) until the new one is active") {
+  SECTION(
+      "the new backend is full: the old one keeps drawing (Preserved) until the new one is "
+      "active") {
     instances.set_capacity(0);
     t::DeltaSpec change = step(2);
     change.changes = {hint_change(2, H::Instanced)};
@@ -175,7 +184,8 @@ TEST_CASE("A hint change moves an entity between backends without a gap", "[repr
     CHECK_FALSE(instances.is_instance_active(two));
     auto leases = layer.take_leases();
     REQUIRE(leases.size() == 1);
-    CHECK(leases[0] == (c::Lease{{2, 1}, c::LeaseState::Preserved, H::Actor, c::UnassignedReason::None}));
+    CHECK(leases[0] ==
+          (c::Lease{{2, 1}, c::LeaseState::Preserved, H::Actor, c::UnassignedReason::None}));
     for (int frame = 0; frame < 3; ++frame) {
       layer.render_at(150'000 + frame * 10'000);
       CHECK(actors.frame_pose(two) != nullptr);  // drawn every frame meanwhile
@@ -197,7 +207,8 @@ TEST_CASE("A hint change moves an entity between backends without a gap", "[repr
     CHECK(instances.frame_pose(two) != nullptr);
     leases = layer.take_leases();
     REQUIRE(leases.size() == 1);
-    CHECK(leases[0] == (c::Lease{{2, 1}, c::LeaseState::Assigned, H::Instanced, c::UnassignedReason::None}));
+    CHECK(leases[0] ==
+          (c::Lease{{2, 1}, c::LeaseState::Assigned, H::Instanced, c::UnassignedReason::None}));
   }
 
   SECTION("hint None releases the representation") {
@@ -211,8 +222,10 @@ TEST_CASE("A hint change moves an entity between backends without a gap", "[repr
   }
 }
 
-TEST_CASE("Through the layer: at the pool's cap an entity waits (PoolAtCap) and is drawn when another leaves",
-          "[representation][pool]") {
+TEST_CASE(
+    "Through the layer: at the pool's cap an entity waits (PoolAtCap) and is drawn when another "
+    "leaves",
+    "[representation][pool]") {
   c::MemoryLogSink log;
   c::HeadlessActorFactory factory;
   c::ActorPoolConfig config;
@@ -228,7 +241,8 @@ TEST_CASE("Through the layer: at the pool's cap an entity waits (PoolAtCap) and 
   CHECK_FALSE(pool.is_instance_active(third));
   auto leases = layer.take_leases();
   REQUIRE(leases.size() == 3);
-  CHECK(leases[2] == (c::Lease{{3, 1}, c::LeaseState::Unassigned, H::None, c::UnassignedReason::PoolAtCap}));
+  CHECK(leases[2] ==
+        (c::Lease{{3, 1}, c::LeaseState::Unassigned, H::None, c::UnassignedReason::PoolAtCap}));
   CHECK(log.count("pool", "cap of 2") == 1);
 
   t::DeltaSpec gone = step(2);
@@ -239,7 +253,8 @@ TEST_CASE("Through the layer: at the pool's cap an entity waits (PoolAtCap) and 
   CHECK(factory.actor(pool.actor_of(third)).pose.x_m == Approx(5.05).margin(1e-9));
   leases = layer.take_leases();
   REQUIRE(leases.size() == 1);
-  CHECK(leases[0] == (c::Lease{{3, 1}, c::LeaseState::Assigned, H::Actor, c::UnassignedReason::None}));
+  CHECK(leases[0] ==
+        (c::Lease{{3, 1}, c::LeaseState::Assigned, H::Actor, c::UnassignedReason::None}));
   CHECK(factory.actors().size() == 2);  // never beyond the cap, nothing dropped
 }
 
@@ -264,7 +279,8 @@ TEST_CASE("A reused slot starts with an empty history", "[representation]") {
   CHECK(s->value.x_m == Approx(900.0).margin(1e-9));
 }
 
-TEST_CASE("A backend that refuses to initialize is not installed; a swap moves every entity", "[representation]") {
+TEST_CASE("A backend that refuses to initialize is not installed; a swap moves every entity",
+          "[representation]") {
   c::MemoryLogSink log;
   c::HeadlessBackend first({.name = "first"});
   c::HeadlessBackend refusing({.name = "refusing", .refuse_initialize = true});
@@ -310,5 +326,6 @@ TEST_CASE("Leases are handed out in batches, one per slot and change", "[represe
   apply(layer, change);
   const auto leases = layer.take_leases();
   REQUIRE(leases.size() == 1);
-  CHECK(leases[0] == (c::Lease{{3, 1}, c::LeaseState::Unassigned, H::None, c::UnassignedReason::Other}));
+  CHECK(leases[0] ==
+        (c::Lease{{3, 1}, c::LeaseState::Unassigned, H::None, c::UnassignedReason::Other}));
 }

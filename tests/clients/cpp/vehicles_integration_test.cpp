@@ -45,7 +45,8 @@ c::ClientOptions options(const t::ServerUnderTest& server, wire::Role role) {
 
 // Sends a world command, then one Step (from `stepper`, an operator, when the
 // sender may not step), and returns the command's result.
-c::CommandReply apply_with_step(c::Client& client, const c::CommandSpec& spec, c::Client* stepper = nullptr) {
+c::CommandReply apply_with_step(c::Client& client, const c::CommandSpec& spec,
+                                c::Client* stepper = nullptr) {
   const auto sent = client.send_command(spec);
   INFO(sent.message);
   REQUIRE(sent.ok());
@@ -321,7 +322,8 @@ TEST_CASE("a spawn handle reports every stage to its requester and a viewer's ac
   CHECK(last.priority == wire::PriorityClass::Story);
   // States arrive in pipeline order, each once.
   for (std::size_t i = 1; i < requested.value.size(); ++i) {
-    CHECK(static_cast<int>(requested.value[i - 1].state) < static_cast<int>(requested.value[i].state));
+    CHECK(static_cast<int>(requested.value[i - 1].state) <
+          static_cast<int>(requested.value[i].state));
   }
   const c::EntityId entity = last.entity_id();
   REQUIRE(entity.generation != 0);
@@ -432,9 +434,9 @@ TEST_CASE("viewers cannot change the population and bad input is answered, not f
   c::Client viewer(options(*server, wire::Role::Viewer));
   REQUIRE(viewer.connect().ok());
 
-  for (const c::CommandSpec& spec : {c::CommandSpec{c::SpawnPedestrianCmd{}}, c::CommandSpec{c::CancelSpawnCmd{1}},
-                                     c::CommandSpec{c::SetLifecycleCmd{}},
-                                     c::CommandSpec{c::LifecycleBatchCmd{}}}) {
+  for (const c::CommandSpec& spec :
+       {c::CommandSpec{c::SpawnPedestrianCmd{}}, c::CommandSpec{c::CancelSpawnCmd{1}},
+        c::CommandSpec{c::SetLifecycleCmd{}}, c::CommandSpec{c::LifecycleBatchCmd{}}}) {
     const c::CommandReply r = query(viewer, spec);
     CHECK(r.reason == wire::RejectReason::NotAuthorized);
     CHECK_THAT(r.message, Catch::EndsWith("requires the operator role"));
@@ -533,7 +535,8 @@ TEST_CASE("Welcome names the lane chains and the stream carries dots and retirin
   // A visible pedestrian (an observer right on it) fades before it leaves. A
   // spawned one, not a resident: a resident's identity goes dormant after the
   // fade and may come back with the same id at the next lifecycle interval.
-  const c::CommandReply spawned = apply_with_step(op, c::SpawnPedestrianCmd{"market", "", wire::PriorityClass::Quest, 0});
+  const c::CommandReply spawned =
+      apply_with_step(op, c::SpawnPedestrianCmd{"market", "", wire::PriorityClass::Quest, 0});
   REQUIRE(spawned.accepted());
   step(op, 3);
   const auto registered = op.wait_spawn(spawned.handle, wire::SpawnState::Registered, 5000ms);
@@ -546,7 +549,8 @@ TEST_CASE("Welcome names the lane chains and the stream carries dots and retirin
   const c::EntityView* target = &target_view;
   const auto at = mirror.pose(*found, *last_step);
   REQUIRE(at.has_value());
-  apply_with_step(op, c::SetObserversCmd{{{static_cast<float>(at->x_m), static_cast<float>(at->y_m)}}});
+  apply_with_step(op,
+                  c::SetObserversCmd{{{static_cast<float>(at->x_m), static_cast<float>(at->y_m)}}});
   step(op, 8);  // tiers settle (transition budget)
   read_until(*last_step + 9);
   const c::CommandReply before = query(op, c::QueryEntityCmd{target->id});

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "bustle/client/replies.hpp"
 #include "bustle/client/entity_mirror.hpp"
 #include "bustle/client/messages.hpp"
+#include "bustle/client/replies.hpp"
 #include "bustle/proto/framing.hpp"
 #include "support/sdk_frames.hpp"
 
@@ -42,7 +42,8 @@ const wire::ServerFrame* verified(const std::vector<std::uint8_t>& payload) {
 
 c::LifecycleBatchCmd spawn_batch(std::size_t n) {
   c::LifecycleBatchCmd b;
-  for (std::size_t i = 0; i < n; ++i) b.ops.push_back(c::LifecycleOpSpec::spawn_op({"market", "", {}, 0}));
+  for (std::size_t i = 0; i < n; ++i)
+    b.ops.push_back(c::LifecycleOpSpec::spawn_op({"market", "", {}, 0}));
   return b;
 }
 
@@ -118,8 +119,7 @@ TEST_CASE("Population commands round-trip with their arguments", "[messages][pop
   REQUIRE(hour != nullptr);
   CHECK(hour->hour() == 12.5);
   // Out-of-range values are sent as given: the server judges them.
-  CHECK(command_of(c::build_command(2, c::SetHourCmd{25.0}), 2)->body_as_SetHour()->hour() ==
-        25.0);
+  CHECK(command_of(c::build_command(2, c::SetHourCmd{25.0}), 2)->body_as_SetHour()->hour() == 25.0);
 
   const c::Frame scale_frame = c::build_command(3, c::SetTimeScaleCmd{60});
   const auto* scale = command_of(scale_frame, 3)->body_as_SetTimeScale();
@@ -182,15 +182,15 @@ TEST_CASE("A CommandResult decodes garages and signals and zones and a vehicle",
   const std::vector<std::uint64_t> gates = {5, 1, 2, 3, 0, 4};
   std::vector<flatbuffers::Offset<flatbuffers::String>> queued_off;
   for (const auto& q : queued) queued_off.push_back(fbb.CreateString(q));
-  const auto garage = wire::CreateGarageInfoDirect(
-      fbb, "g0", &queued_off, 16, 15, 18, 130, 16, wire::DispatchGate::Cooldown, &gates, 2, 1, 3, 4,
-      5, 18, 18);
+  const auto garage =
+      wire::CreateGarageInfoDirect(fbb, "g0", &queued_off, 16, 15, 18, 130, 16,
+                                   wire::DispatchGate::Cooldown, &gates, 2, 1, 3, 4, 5, 18, 18);
   const std::vector<flatbuffers::Offset<wire::GarageInfo>> garages = {garage};
   const auto signal =
       wire::CreateSignalInfoDirect(fbb, "s1", 1, wire::SignalPhase::Yield, 1500000, 7);
   const std::vector<flatbuffers::Offset<wire::SignalInfo>> signals = {signal};
-  const auto zone =
-      wire::CreateZoneInfoDirect(fbb, "market", 24, 20, 52, 2, 1, 2, 1, 14, 3, 40, 12, 30, 4, 5, 6, 7, 8, 9);
+  const auto zone = wire::CreateZoneInfoDirect(fbb, "market", 24, 20, 52, 2, 1, 2, 1, 14, 3, 40, 12,
+                                               30, 4, 5, 6, 7, 8, 9);
   const std::vector<flatbuffers::Offset<wire::ZoneInfo>> zones = {zone};
   const wire::EntityId vid(12, 1);
   const wire::EntityId leader(13, 2);
@@ -198,9 +198,9 @@ TEST_CASE("A CommandResult decodes garages and signals and zones and a vehicle",
       fbb, &vid, "vehicle.g0.000003", "g0", "r03", "sedan", 2, 2, 12.5, 0.25, 37.5, 50.0, 7.75,
       wire::VehicleStrategyState::Parked, wire::ControlPolicy::Parked,
       wire::PolicyReason::ParkedStrategy, wire::SimTier::Simulated, &leader, 321, true, false);
-  const auto result = wire::CreateCommandResultDirect(
-      fbb, 77, wire::CommandStatus::Accepted, wire::RejectReason::None, "", 99, 0, 0, nullptr,
-      &garages, &signals, vehicle, &zones);
+  const auto result = wire::CreateCommandResultDirect(fbb, 77, wire::CommandStatus::Accepted,
+                                                      wire::RejectReason::None, "", 99, 0, 0,
+                                                      nullptr, &garages, &signals, vehicle, &zones);
   const auto payload = t::finish_server(fbb, wire::ServerMessage::CommandResult, result.Union());
   const auto* r = verified(payload)->message_as_CommandResult();
   REQUIRE(r != nullptr);
@@ -290,12 +290,11 @@ TEST_CASE("A CommandResult decodes garages and signals and zones and a vehicle",
 TEST_CASE("Empty lists stay present and absent fields stay absent", "[decode][vehicles]") {
   flatbuffers::FlatBufferBuilder fbb;
   const std::vector<flatbuffers::Offset<wire::GarageInfo>> none;
-  const auto result = wire::CreateCommandResultDirect(
-      fbb, 1, wire::CommandStatus::Rejected, wire::RejectReason::Duplicate, "dup", 5, 0, 0,
-      nullptr, &none);
+  const auto result = wire::CreateCommandResultDirect(fbb, 1, wire::CommandStatus::Rejected,
+                                                      wire::RejectReason::Duplicate, "dup", 5, 0, 0,
+                                                      nullptr, &none);
   const auto payload = t::finish_server(fbb, wire::ServerMessage::CommandResult, result.Union());
-  const c::CommandReply reply =
-      c::to_command_reply(*verified(payload)->message_as_CommandResult());
+  const c::CommandReply reply = c::to_command_reply(*verified(payload)->message_as_CommandResult());
   CHECK_FALSE(reply.accepted());
   CHECK(reply.reason == wire::RejectReason::Duplicate);
   REQUIRE(reply.garages.has_value());
@@ -308,7 +307,8 @@ TEST_CASE("Empty lists stay present and absent fields stay absent", "[decode][ve
 namespace {
 
 // A CommandResult carrying `stats`, decoded as the SDK does.
-c::CommandReply stats_reply(flatbuffers::FlatBufferBuilder& fbb, flatbuffers::Offset<wire::Stats> stats) {
+c::CommandReply stats_reply(flatbuffers::FlatBufferBuilder& fbb,
+                            flatbuffers::Offset<wire::Stats> stats) {
   wire::CommandResultBuilder rb(fbb);
   rb.add_request_id(3);
   rb.add_stats(stats);
@@ -412,7 +412,8 @@ TEST_CASE("Welcome geometry and Delta signal phases decode", "[decode][vehicles]
   CHECK(s.yield_alpha == 0.35f);
 
   // Delta signals: the decoded Delta and the mirror's phase table.
-  auto delta_with = [](std::uint64_t step, bool baseline, const std::vector<wire::SignalPhaseState>& phases) {
+  auto delta_with = [](std::uint64_t step, bool baseline,
+                       const std::vector<wire::SignalPhaseState>& phases) {
     t::DeltaSpec d;
     d.step = step;
     d.baseline = baseline;
@@ -444,8 +445,8 @@ TEST_CASE("Welcome geometry and Delta signal phases decode", "[decode][vehicles]
 }
 
 TEST_CASE("Spawn pipeline commands round-trip with their arguments", "[messages][population]") {
-  const c::Frame spawn_frame = c::build_command(
-      1, c::SpawnPedestrianCmd{"market", "sw2", wire::PriorityClass::Story, 2500});
+  const c::Frame spawn_frame =
+      c::build_command(1, c::SpawnPedestrianCmd{"market", "sw2", wire::PriorityClass::Story, 2500});
   const auto* spawn = command_of(spawn_frame, 1)->body_as_SpawnPedestrian();
   REQUIRE(spawn != nullptr);
   CHECK(spawn->zone()->str() == "market");
@@ -569,7 +570,8 @@ TEST_CASE("SetObservers sends views only when given", "[messages][population]") 
   const c::Frame plain = c::build_command(1, c::SetObserversCmd{{{1.0f, 2.0f}}});
   CHECK(command_of(plain, 1)->body_as_SetObservers()->views() == nullptr);
 
-  c::SetObserversCmd with_views{{{1.0f, 2.0f}, {3.0f, 4.0f}}, {{5.0, true, 1.25}, {0.0, false, 0.0}}};
+  c::SetObserversCmd with_views{{{1.0f, 2.0f}, {3.0f, 4.0f}},
+                                {{5.0, true, 1.25}, {0.0, false, 0.0}}};
   const c::Frame framed = c::build_command(2, with_views);
   const auto* obs = command_of(framed, 2)->body_as_SetObservers();
   REQUIRE(obs->views() != nullptr);
@@ -588,12 +590,15 @@ TEST_CASE("SetObservers sends views only when given", "[messages][population]") 
   CHECK(command_of(many_frame, 3)->body_as_SetObservers()->views()->size() == c::kMaxObserverViews);
 }
 
-TEST_CASE("CommandReply decodes spawn, batch, entity and population answers", "[decode][population]") {
+TEST_CASE("CommandReply decodes spawn, batch, entity and population answers",
+          "[decode][population]") {
   flatbuffers::FlatBufferBuilder fbb;
-  const auto spawn = t::spawn_status(fbb, {7, wire::SpawnState::Attached, false, wire::EntityId(3, 1), "market"});
+  const auto spawn =
+      t::spawn_status(fbb, {7, wire::SpawnState::Attached, false, wire::EntityId(3, 1), "market"});
   const auto info = wire::CreateEntityInfoDirect(
-      fbb, nullptr, false, wire::EntityKind::Pedestrian, wire::LifecycleState::Gone, wire::SimTier::Coarse,
-      wire::RepresentationHint::None, wire::PriorityClass::Background, wire::PedestrianOrigin::Spawned, false, false, nullptr, "office");
+      fbb, nullptr, false, wire::EntityKind::Pedestrian, wire::LifecycleState::Gone,
+      wire::SimTier::Coarse, wire::RepresentationHint::None, wire::PriorityClass::Background,
+      wire::PedestrianOrigin::Spawned, false, false, nullptr, "office");
   std::vector<flatbuffers::Offset<wire::CommunityInfo>> communities{
       wire::CreateCommunityInfoDirect(fbb, "vendors", 24, 12, "market", 10, 14, true)};
   const std::vector<std::uint32_t> live{1, 0, 2};
@@ -623,7 +628,8 @@ TEST_CASE("CommandReply decodes spawn, batch, entity and population answers", "[
   rb.add_entity_info(info);
   rb.add_population(population);
   rb.add_spawn(spawn);
-  const auto payload = t::finish_server(fbb, wire::ServerMessage::CommandResult, rb.Finish().Union());
+  const auto payload =
+      t::finish_server(fbb, wire::ServerMessage::CommandResult, rb.Finish().Union());
 
   const c::CommandReply r = c::to_command_reply(*verified(payload)->message_as_CommandResult());
   CHECK(r.reason == wire::RejectReason::UnknownEntity);
@@ -672,7 +678,8 @@ TEST_CASE("CommandReply decodes spawn, batch, entity and population answers", "[
   CHECK_FALSE(none.spawn.has_value());
 }
 
-TEST_CASE("Delta dots and retiring decode, and the mirror keeps them", "[decode][mirror][population]") {
+TEST_CASE("Delta dots and retiring decode, and the mirror keeps them",
+          "[decode][mirror][population]") {
   t::DeltaSpec base;
   base.step = 10;
   base.baseline = true;
@@ -742,7 +749,8 @@ TEST_CASE("lane chains decode from Welcome", "[decode][population]") {
   const std::vector<std::uint32_t> lanes{4, 5, 6};
   const auto chain = wire::CreateLaneChainInfoDirect(fbb, &lanes, true, false, 42.5f);
   fbb.Finish(chain);
-  const c::LaneChain lc = c::to_lane_chain(*flatbuffers::GetRoot<wire::LaneChainInfo>(fbb.GetBufferPointer()));
+  const c::LaneChain lc =
+      c::to_lane_chain(*flatbuffers::GetRoot<wire::LaneChainInfo>(fbb.GetBufferPointer()));
   CHECK(lc.lanes == lanes);
   CHECK(lc.cyclic);
   CHECK_FALSE(lc.pedestrian);

@@ -22,12 +22,14 @@ int main(int argc, char** argv) {
   // Wide and small values alike: shifting by a random amount spreads magnitudes.
   auto wide = [&](unsigned max_shift) { return rng() >> (rng() % max_shift); };
   for (int i = 0; i < n_cases; ++i) {
-    MotionAnchor a{0, static_cast<std::uint32_t>(rng()), static_cast<std::uint32_t>(wide(40)), rng() % 1000};
+    MotionAnchor a{0, static_cast<std::uint32_t>(rng()), static_cast<std::uint32_t>(wide(40)),
+                   rng() % 1000};
     const std::uint64_t step = rng() % 8 == 0 ? a.step - rng() % 3 : a.step + wide(64);
     const auto us = static_cast<std::uint32_t>(wide(40));
     const auto len = static_cast<std::uint32_t>(rng());
-    std::printf("P %u %u %llu %llu %u %u %u\n", a.s_mm, a.speed_mmps, static_cast<unsigned long long>(a.step),
-                static_cast<unsigned long long>(step), us, len, predict_s_mm(a, step, us, len));
+    std::printf("P %u %u %llu %llu %u %u %u\n", a.s_mm, a.speed_mmps,
+                static_cast<unsigned long long>(a.step), static_cast<unsigned long long>(step), us,
+                len, predict_s_mm(a, step, us, len));
   }
   for (int i = 0; i < n_cases; ++i) {
     const int n = static_cast<int>(rng() % 7);
@@ -53,14 +55,17 @@ int main(int argc, char** argv) {
   for (int i = 0; i < n_cases; ++i) {
     const int n = static_cast<int>(rng() % 16);
     std::vector<std::uint8_t> bytes;
-    for (int k = 0; k < n; ++k) bytes.push_back(static_cast<std::uint8_t>(rng() % 3 ? rng() & 0x7f : rng() & 0xff));
+    for (int k = 0; k < n; ++k)
+      bytes.push_back(static_cast<std::uint8_t>(rng() % 3 ? rng() & 0x7f : rng() & 0xff));
     std::vector<MotionRecord> out;
     const std::string err = read_motion(bytes, out);
     std::printf("R ");
     for (auto b : bytes) std::printf("%02x", b);
     std::printf(" |%s|", err.c_str());
     if (err.empty()) {
-      for (const auto& r : out) std::printf(" %u,%d,%u,%u,%u", r.index, r.lane_changed ? 1 : 0, r.lane, r.s_mm, r.speed_mmps);
+      for (const auto& r : out)
+        std::printf(" %u,%d,%u,%u,%u", r.index, r.lane_changed ? 1 : 0, r.lane, r.s_mm,
+                    r.speed_mmps);
     }
     std::printf("\n");
   }

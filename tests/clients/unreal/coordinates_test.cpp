@@ -2,12 +2,10 @@
 // Private/BustleCoordinates.h), compiled here exactly as the plugin includes
 // it. It is included first, so this file also proves that the header
 // compiles on its own (it includes what it uses).
-#include "BustleCoordinates.h"
-
 #include <catch2/catch.hpp>
-
 #include <cmath>
 
+#include "BustleCoordinates.h"
 #include "bustle/client/interpolation.hpp"
 
 namespace u = bustle::unreal;
@@ -23,7 +21,8 @@ TEST_CASE("Metres become centimetres and the y axis is mirrored", "[unreal][coor
   CHECK(back.z_m == Approx(1.25));
 }
 
-TEST_CASE("The origin offset is the Unreal location of Bustle's origin, in centimetres", "[unreal][coordinates]") {
+TEST_CASE("The origin offset is the Unreal location of Bustle's origin, in centimetres",
+          "[unreal][coordinates]") {
   const u::UnrealVector origin{1000.0, -2000.0, 50.0};
   const u::UnrealVector at_origin = u::to_unreal_location({0.0, 0.0, 0.0}, origin);
   CHECK(at_origin.x == Approx(1000.0));
@@ -38,13 +37,14 @@ TEST_CASE("The origin offset is the Unreal location of Bustle's origin, in centi
   CHECK(back.z_m == Approx(0.0).margin(1e-12));
 }
 
-TEST_CASE("Counter-clockwise heading in radians becomes clockwise yaw in degrees", "[unreal][coordinates]") {
+TEST_CASE("Counter-clockwise heading in radians becomes clockwise yaw in degrees",
+          "[unreal][coordinates]") {
   CHECK(u::to_unreal_yaw_degrees(0.0) == Approx(0.0).margin(1e-12));  // +x is +X
   CHECK(u::to_unreal_yaw_degrees(u::kPi / 2) == Approx(-90.0));       // north (+y) is -Y
   CHECK(u::to_unreal_yaw_degrees(-u::kPi / 2) == Approx(90.0));
-  CHECK(u::to_unreal_yaw_degrees(u::kPi) == Approx(180.0));           // (-180, 180]
+  CHECK(u::to_unreal_yaw_degrees(u::kPi) == Approx(180.0));  // (-180, 180]
   CHECK(u::to_unreal_yaw_degrees(-u::kPi) == Approx(180.0));
-  CHECK(u::to_unreal_yaw_degrees(5 * u::kPi / 2) == Approx(-90.0));   // wrapped
+  CHECK(u::to_unreal_yaw_degrees(5 * u::kPi / 2) == Approx(-90.0));  // wrapped
   CHECK(u::to_bustle_heading_rad(-90.0) == Approx(u::kPi / 2));
   CHECK(u::to_bustle_heading_rad(270.0) == Approx(u::kPi / 2));
   CHECK(u::to_bustle_heading_rad(180.0) == Approx(u::kPi));

@@ -402,7 +402,8 @@ TEST_CASE("bustle-replay --version and per-command help", "[replay][cli]") {
   CHECK(r.err.find("diff: B is required") != std::string::npos);
 }
 
-TEST_CASE("bustle-replay diff finds the first divergence of two recordings", "[replay][cli][diff]") {
+TEST_CASE("bustle-replay diff finds the first divergence of two recordings",
+          "[replay][cli][diff]") {
   t::TempDir dir;
   t::RecordingPlan plan;
   plan.ticks = 150;
@@ -474,7 +475,8 @@ TEST_CASE("bustle-replay diff finds the first divergence of two recordings", "[r
     CHECK(lifecycle);
     bool counted = false;
     for (const auto& d : j["state"]) {
-      if (d["field"] == "despawned_by_reason.requested" && d["a"] == "1" && d["b"] == "0") counted = true;
+      if (d["field"] == "despawned_by_reason.requested" && d["a"] == "1" && d["b"] == "0")
+        counted = true;
     }
     CHECK(counted);
   }

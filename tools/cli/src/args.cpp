@@ -201,13 +201,12 @@ void Declared::global() {
       "  3 the server rejected the command, or a job or spawn failed (reason printed)\n"
       "\n"
       "'bustle COMMAND --help' shows a command's operands and options.");
-  app.fallthrough();           // the global options work after the command too
+  app.fallthrough();             // the global options work after the command too
   app.require_subcommand(0, 1);  // none: worded by check_extras
   app.allow_extras();
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  app.set_version_flag("--version",
-                       std::string("bustle ") + BUSTLE_VERSION + " (protocol " +
-                           std::to_string(proto::kProtocolVersion) + ")");
+  app.set_version_flag("--version", std::string("bustle ") + BUSTLE_VERSION + " (protocol " +
+                                        std::to_string(proto::kProtocolVersion) + ")");
   app.add_option("--host", "server address or name (default: BUSTLE_HOST, else 127.0.0.1)")
       ->type_name("ADDR")
       ->check(args::non_empty(o.host, "a non-empty address"));
@@ -235,11 +234,11 @@ void Declared::stream_and_clock() {
   command("status",
           "handshake, query the server's stats and print them (exit 0 when the server "
           "answers: usable as a health check)");
-  CLI::App* watch = command(
-      "watch",
-      "subscribe and print one line per interval: step, entities in the local mirror, "
-      "entered/moved/left per second (moved: motion corrections), entities left out by the "
-      "budgets, digest");
+  CLI::App* watch =
+      command("watch",
+              "subscribe and print one line per interval: step, entities in the local mirror, "
+              "entered/moved/left per second (moved: motion corrections), entities left out by the "
+              "budgets, digest");
   watch->add_option("--count", "stop after N lines (default 0: until interrupted)")
       ->type_name("N")
       ->check(whole<std::uint32_t>(o.count, 0, kU32Max, "a line count"));
@@ -297,10 +296,10 @@ void Declared::vehicles() {
   command("signals", "table of signals: id, lane, phase, time in phase, cycles");
   operand(command("vehicle", "every field of one vehicle (exit 3 if it is not a vehicle)"),
           "INDEX:GEN", entity_id(o), "an entity id");
-  CLI::App* request = command(
-      "garage-request",
-      "queue a vehicle request at GARAGE; LANE is the garage's entrance lane id (operator; "
-      "exit 3 when rejected: InvalidArgument, Duplicate, QueueFull)");
+  CLI::App* request =
+      command("garage-request",
+              "queue a vehicle request at GARAGE; LANE is the garage's entrance lane id (operator; "
+              "exit 3 when rejected: InvalidArgument, Duplicate, QueueFull)");
   // The server judges the strings (and names the field it refuses).
   operand(request, "GARAGE", args::non_empty(o.garage, "a garage id"), "a garage id");
   operand(request, "REQUEST_ID", args::non_empty(o.request_id, "a request id"), "a request id");
@@ -311,8 +310,8 @@ void Declared::vehicles() {
       ->check(whole<std::int32_t>(o.priority, std::numeric_limits<std::int32_t>::min(),
                                   std::numeric_limits<std::int32_t>::max(), "an integer"));
   step_flag(request);
-  CLI::App* cancel = command("cancel-request",
-                             "remove a queued request (operator; exit 3 if not queued)");
+  CLI::App* cancel =
+      command("cancel-request", "remove a queued request (operator; exit 3 if not queued)");
   operand(cancel, "GARAGE", args::non_empty(o.garage, "a garage id"), "a garage id");
   operand(cancel, "REQUEST_ID", args::non_empty(o.request_id, "a request id"), "a request id");
   step_flag(cancel);
@@ -323,10 +322,10 @@ void Declared::vehicles() {
                  "route_follow, lane_follow, parked or manual"),
           "route_follow|lane_follow|parked|manual");
   step_flag(strategy);
-  CLI::App* observers = command(
-      "observers",
-      "replace the observers that drive simulation tiers (metres, at most 64); none clears "
-      "them (operator)");
+  CLI::App* observers =
+      command("observers",
+              "replace the observers that drive simulation tiers (metres, at most 64); none clears "
+              "them (operator)");
   observers->add_option("POINTS", points, "observer points X,Y (metres)")->check(point(o));
   step_flag(observers);
 }
@@ -352,22 +351,24 @@ void Declared::population() {
   // The server checks the ranges.
   auto setting = [&](const char* flag, std::optional<std::uint32_t>& out, const char* help,
                      std::uint32_t most) {
-    life->add_option(flag, CLI::callback_t{}, help)->type_name("N")->check(storing([&out, most](const std::string& t) {
-      std::uint32_t n = 0;
-      const std::string why = args::store_whole<std::uint32_t>(t, 0, most, n, "an integer");
-      if (why.empty()) out = n;
-      return why;
-    }));
+    life->add_option(flag, CLI::callback_t{}, help)
+        ->type_name("N")
+        ->check(storing([&out, most](const std::string& t) {
+          std::uint32_t n = 0;
+          const std::string why = args::store_whole<std::uint32_t>(t, 0, most, n, "an integer");
+          if (why.empty()) out = n;
+          return why;
+        }));
   };
   setting("--growth", o.growth_quota, "growth quota per interval", kU32Max);
   setting("--recycle", o.recycle_quota, "recycle quota per interval", kU32Max);
   setting("--interval-ms", o.lifecycle_interval_ms, "the lifecycle interval", 3'600'000);
   setting("--migration-budget", o.migration_budget, "migration budget per interval", kU32Max);
   step_flag(life);
-  CLI::App* cancel = command(
-      "cancel-spawn",
-      "cancel a spawn not yet registered (operator; exit 3 if it is not live or already "
-      "registered); prints the id given back");
+  CLI::App* cancel =
+      command("cancel-spawn",
+              "cancel a spawn not yet registered (operator; exit 3 if it is not live or already "
+              "registered); prints the id given back");
   operand(cancel, "HANDLE", whole<std::uint64_t>(o.handle, 1, kU64Max, "a spawn handle"),
           "a spawn handle");
   step_flag(cancel);
@@ -492,8 +493,8 @@ std::string worded(const Declared& d, const CLI::App* sub, const CLI::ParseError
 // Rules between options that CLI11 does not express.
 std::string check_combinations(const Declared& d) {
   const CliOptions& o = d.o;
-  if (o.command == "lifecycle" && !o.growth_quota && !o.recycle_quota &&
-      !o.lifecycle_interval_ms && !o.migration_budget) {
+  if (o.command == "lifecycle" && !o.growth_quota && !o.recycle_quota && !o.lifecycle_interval_ms &&
+      !o.migration_budget) {
     return "lifecycle needs at least one setting: bustle lifecycle [--growth N] [--recycle N] "
            "[--interval-ms N] [--migration-budget N]";
   }
@@ -523,8 +524,7 @@ ParseResult parse_args(std::span<const std::string_view> arguments, const char* 
     r.error = std::move(why);
     return r;
   };
-  if (std::string why = apply_environment(r.options, env_token, env_host, env_port);
-      !why.empty()) {
+  if (std::string why = apply_environment(r.options, env_token, env_host, env_port); !why.empty()) {
     return fail(why);
   }
   Declared d(r.options);

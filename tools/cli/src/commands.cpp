@@ -1,6 +1,6 @@
 #include <algorithm>
-#include <chrono>
 #include <cctype>
+#include <chrono>
 #include <cinttypes>
 #include <cstdlib>
 #include <ctime>
@@ -109,9 +109,9 @@ int run_status(const CliOptions& o, std::FILE* out, std::FILE* err) {
                : s.recording      ? "yes"
                                   : "no");
   std::fprintf(out, "  %-18s %" PRIu64 "\n", "recorded ticks", s.recorded_ticks);
-  std::fprintf(out, "  %-18s %" PRIu32 " (full %" PRIu32 ", simulated %" PRIu32 ", coarse %" PRIu32
-               ")\n",
-               "vehicles", s.vehicles, s.vehicles_full, s.vehicles_simulated, s.vehicles_coarse);
+  std::fprintf(
+      out, "  %-18s %" PRIu32 " (full %" PRIu32 ", simulated %" PRIu32 ", coarse %" PRIu32 ")\n",
+      "vehicles", s.vehicles, s.vehicles_full, s.vehicles_simulated, s.vehicles_coarse);
   std::fprintf(out,
                "  %-18s moving %" PRIu32 ", waiting at signal %" PRIu32 ", yielding %" PRIu32 "\n",
                "vehicle motion", s.vehicles_moving, s.vehicles_waiting, s.vehicles_yielding);
@@ -122,23 +122,26 @@ int run_status(const CliOptions& o, std::FILE* out, std::FILE* err) {
                s.residents, s.residents_active,
                s.residents >= s.residents_active ? s.residents - s.residents_active : 0u);
   std::fprintf(out,
-               "  %-18s assigned %" PRIu32 ", unassigned %" PRIu32 " (%" PRIu32 " past grace), released %" PRIu64
-               ", preserved %" PRIu64 "\n",
+               "  %-18s assigned %" PRIu32 ", unassigned %" PRIu32 " (%" PRIu32
+               " past grace), released %" PRIu64 ", preserved %" PRIu64 "\n",
                "leases", s.leases_assigned, s.leases_unassigned, s.leases_unassigned_past_grace,
                s.leases_released_total, s.leases_preserved_total);
-  std::fprintf(out, "  %-18s attached %" PRIu64 ", ready %" PRIu64 ", awaiting %" PRIu32 "\n", "spawn stages",
-               s.spawn_attached_total, s.spawn_ready_total, s.spawn_awaiting_representation);
+  std::fprintf(out, "  %-18s attached %" PRIu64 ", ready %" PRIu64 ", awaiting %" PRIu32 "\n",
+               "spawn stages", s.spawn_attached_total, s.spawn_ready_total,
+               s.spawn_awaiting_representation);
   std::fprintf(out, "  %-18s %" PRIu32 " (dropped over the cap %" PRIu32 ")\n", "client observers",
                s.client_observers, s.client_observers_dropped);
-  std::fprintf(out, "  %-18s p50 %.1f us, p99 %.1f us, max %.1f us (last %" PRIu32 " steps; %" PRIu64
+  std::fprintf(out,
+               "  %-18s p50 %.1f us, p99 %.1f us, max %.1f us (last %" PRIu32 " steps; %" PRIu64
                " timed)\n",
-               "step time", s.step_time_p50_us, s.step_time_p99_us, s.step_time_max_us, s.step_time_window,
-               s.steps_timed_total);
+               "step time", s.step_time_p50_us, s.step_time_p99_us, s.step_time_max_us,
+               s.step_time_window, s.steps_timed_total);
   std::fprintf(out, "  %-18s", "step histogram");
   for (std::size_t i = 0; i < s.step_time_bucket_counts.size(); ++i) {
     if (s.step_time_bucket_counts[i] == 0) continue;  // only the buckets the window has
     if (i < s.step_time_bucket_le_us.size()) {
-      std::fprintf(out, " <=%gus:%" PRIu32, s.step_time_bucket_le_us[i], s.step_time_bucket_counts[i]);
+      std::fprintf(out, " <=%gus:%" PRIu32, s.step_time_bucket_le_us[i],
+                   s.step_time_bucket_counts[i]);
     } else {
       std::fprintf(out, " +Inf:%" PRIu32, s.step_time_bucket_counts[i]);
     }
@@ -149,7 +152,8 @@ int run_status(const CliOptions& o, std::FILE* out, std::FILE* err) {
   return kExitOk;
 }
 
-int rejected(const CliOptions& o, const client::CommandReply& r, std::FILE* err, const std::string& subject = "");
+int rejected(const CliOptions& o, const client::CommandReply& r, std::FILE* err,
+             const std::string& subject = "");
 
 int run_watch(const CliOptions& o, std::FILE* out, std::FILE* err) {
   Client c(client_options(o, wire::Role::Viewer));
@@ -198,7 +202,8 @@ int run_watch(const CliOptions& o, std::FILE* out, std::FILE* err) {
         return seconds > 0 ? static_cast<double>(total - before) / seconds : 0.0;
       };
       // Step time (Stats, the server's last 1024 steps): one QueryStats per line.
-      const auto stats = c.command(client::QueryStatsCmd{}, std::chrono::milliseconds(o.timeout_ms));
+      const auto stats =
+          c.command(client::QueryStatsCmd{}, std::chrono::milliseconds(o.timeout_ms));
       const client::StatsInfo* st = stats.ok() && stats.value.stats ? &*stats.value.stats : nullptr;
       if (o.json) {
         json::print(out, {{"step", mirror.last_step()},
@@ -219,8 +224,9 @@ int run_watch(const CliOptions& o, std::FILE* out, std::FILE* err) {
                      " step_us p50 %.1f p99 %.1f max %.1f\n",
                      mirror.last_step(), mirror.size(), per_s(k.entered, at_window_start.entered),
                      per_s(k.moved, at_window_start.moved), per_s(k.left, at_window_start.left),
-                     mirror.interest_truncated(), mirror.last_digest(), st ? st->step_time_p50_us : 0.0,
-                     st ? st->step_time_p99_us : 0.0, st ? st->step_time_max_us : 0.0);
+                     mirror.interest_truncated(), mirror.last_digest(),
+                     st ? st->step_time_p50_us : 0.0, st ? st->step_time_p99_us : 0.0,
+                     st ? st->step_time_max_us : 0.0);
       }
       std::fflush(out);
       ++lines;
@@ -238,7 +244,8 @@ int run_watch(const CliOptions& o, std::FILE* out, std::FILE* err) {
     mirror.apply(d.value);
   }
   const client::MirrorCounters& k = mirror.counters();
-  const std::uint64_t unknown = k.unknown_motion + k.unknown_changes + k.unknown_lefts + k.unknown_retiring;
+  const std::uint64_t unknown =
+      k.unknown_motion + k.unknown_changes + k.unknown_lefts + k.unknown_retiring;
   if (unknown + k.duplicate_enters > 0) {
     std::fprintf(err,
                  "bustle watch: %" PRIu64 " updates or leaves for entities not received, %" PRIu64
@@ -289,8 +296,8 @@ std::string kind_name(wire::JobKind k) {
 // One line per job state: "restore 'noon' job 4: Validated (step 10)".
 void print_job(std::FILE* out, const CliOptions& o, const client::JobInfo& j) {
   if (o.json) return json::print(out, json::job(j));
-  std::fprintf(out, "%s '%s' job %" PRIu64 ": %s", kind_name(j.kind).c_str(), j.name.c_str(), j.job_id,
-               wire::EnumNameJobState(j.state));
+  std::fprintf(out, "%s '%s' job %" PRIu64 ": %s", kind_name(j.kind).c_str(), j.name.c_str(),
+               j.job_id, wire::EnumNameJobState(j.state));
   if (j.state != wire::JobState::Queued && !j.failed())
     std::fprintf(out, " (step %" PRIu64 ")", j.step);
   if (!j.message.empty()) std::fprintf(out, ": %s", j.message.c_str());
@@ -487,8 +494,8 @@ int run_garages(const CliOptions& o, std::FILE* out, std::FILE* err) {
     const std::string rejected_counts = std::to_string(g.rejected_invalid) + "/" +
                                         std::to_string(g.rejected_duplicate) + "/" +
                                         std::to_string(g.rejected_queue_full);
-    std::fprintf(out, "%-*s  %6zu  %10" PRIu32 "  %11s  %-15s  %11" PRIu64 "  %8" PRIu64 "  %s\n", w,
-                 g.id.c_str(), g.queued.size(), g.dispatched, managed.c_str(),
+    std::fprintf(out, "%-*s  %6zu  %10" PRIu32 "  %11s  %-15s  %11" PRIu64 "  %8" PRIu64 "  %s\n",
+                 w, g.id.c_str(), g.queued.size(), g.dispatched, managed.c_str(),
                  wire::EnumNameDispatchGate(g.last_gate), g.turnarounds, g.canceled,
                  rejected_counts.c_str());
   }
@@ -534,15 +541,15 @@ int run_zones(const CliOptions& o, std::FILE* out, std::FILE* err) {
   const auto& list = *r.zones;
   if (o.json) return print_list(out, "zones", list, json::zone, r.applied_step);
   const int w = id_width(list);
-  std::fprintf(out, "%-*s  %6s  %6s  %7s  %13s  %15s  %8s  %20s  %8s\n", w, "ID", "TARGET", "ACTIVE",
-               "DORMANT", "PENDING SPAWN", "PENDING RECYCLE", "DEFERRED", "REJECTED BY CAPACITY",
-               "CAPACITY");
+  std::fprintf(out, "%-*s  %6s  %6s  %7s  %13s  %15s  %8s  %20s  %8s\n", w, "ID", "TARGET",
+               "ACTIVE", "DORMANT", "PENDING SPAWN", "PENDING RECYCLE", "DEFERRED",
+               "REJECTED BY CAPACITY", "CAPACITY");
   for (const auto& z : list) {
     std::fprintf(out,
                  "%-*s  %6" PRIu32 "  %6" PRIu32 "  %7" PRIu32 "  %13" PRIu32 "  %15" PRIu32
                  "  %8" PRIu32 "  %20" PRIu32 "  %8" PRIu32 "\n",
-                 w, z.id.c_str(), z.target, z.active, z.dormant, z.pending_spawn,
-                 z.pending_recycle, z.deferred_by_quota, z.rejected_by_capacity, z.capacity);
+                 w, z.id.c_str(), z.target, z.active, z.dormant, z.pending_spawn, z.pending_recycle,
+                 z.deferred_by_quota, z.rejected_by_capacity, z.capacity);
   }
   std::fprintf(out, "%zu zone%s at step %" PRIu64 " (deferred and rejected: last interval)\n",
                list.size(), list.size() == 1 ? "" : "s", r.applied_step);
@@ -699,8 +706,12 @@ int run_world(const CliOptions& o, const client::CommandSpec& spec, std::FILE* o
   return rc;
 }
 
-std::string priority_name(wire::PriorityClass p) { return enum_name(p, wire::EnumNamePriorityClass); }
-std::string despawn_reason_name(wire::DespawnReason r) { return enum_name(r, wire::EnumNameDespawnReason); }
+std::string priority_name(wire::PriorityClass p) {
+  return enum_name(p, wire::EnumNamePriorityClass);
+}
+std::string despawn_reason_name(wire::DespawnReason r) {
+  return enum_name(r, wire::EnumNameDespawnReason);
+}
 
 // One line per spawn state: "spawn 3: Registered (step 14) entity 40:1 zone
 // market lane 7 priority Story".
@@ -952,7 +963,8 @@ int run_population(const CliOptions& o, std::FILE* out, std::FILE* err) {
       "retiring", p.retiring, p.faded_total, p.fade_skipped_total);
   std::fprintf(out, "  %-20s", "despawns by reason");
   for (std::size_t i = 0; i < p.despawned_by_reason.size(); ++i) {
-    std::fprintf(out, "%s %s %" PRIu64, i == 0 ? "" : ",", despawn_reason_name(static_cast<wire::DespawnReason>(i)).c_str(),
+    std::fprintf(out, "%s %s %" PRIu64, i == 0 ? "" : ",",
+                 despawn_reason_name(static_cast<wire::DespawnReason>(i)).c_str(),
                  p.despawned_by_reason[i]);
   }
   std::fprintf(out, "%s\n", p.despawned_by_reason.empty() ? " none" : "");
@@ -1108,7 +1120,8 @@ int run(const CliOptions& options, std::FILE* out, std::FILE* err) {
 int main_entry(int argc, char** argv) {
   std::vector<std::string_view> args;
   for (int i = 1; i < argc; ++i) args.emplace_back(argv[i]);
-  const ParseResult parsed = parse_args(args, std::getenv("BUSTLE_TOKEN"), std::getenv("BUSTLE_HOST"), std::getenv("BUSTLE_PORT"));
+  const ParseResult parsed = parse_args(args, std::getenv("BUSTLE_TOKEN"),
+                                        std::getenv("BUSTLE_HOST"), std::getenv("BUSTLE_PORT"));
   switch (parsed.status) {
     case ParseStatus::Help:
     case ParseStatus::Version:

@@ -231,7 +231,8 @@ ReplayError Replayer::submit_commands(const persist::RecordedTick& rec) {
   for (std::size_t k = 0; k < rec.commands.size(); ++k) {
     if (world_->submit(rec.commands[k]) != core::SubmitStatus::Queued) {
       return ReplayError{where("recording_commands",
-                               "tick=" + std::to_string(rec.tick) + " seq=" + std::to_string(k), "") +
+                               "tick=" + std::to_string(rec.tick) + " seq=" + std::to_string(k),
+                               "") +
                          ": the world's command inbox is full (capacity " +
                          std::to_string(world_->scenario().command_inbox_capacity) +
                          "); the live world could not have queued it"};
@@ -244,7 +245,8 @@ ReplayError Replayer::recorded_digests(std::vector<persist::RecordedTick>& out) 
   out.clear();
   persist::Database& db = reader_.store().db();
   persist::SqlError err;
-  persist::Statement st = db.prepare("SELECT tick, step, digest FROM recording_ticks ORDER BY tick", err);
+  persist::Statement st =
+      db.prepare("SELECT tick, step, digest FROM recording_ticks ORDER BY tick", err);
   if (!err.ok()) return ReplayError{where("recording_ticks", "", "digest") + ": " + err.message};
   out.reserve(last_tick());
   while (st.step()) {
@@ -259,7 +261,8 @@ ReplayError Replayer::recorded_tick(std::uint64_t tick, persist::RecordedTick& o
   std::vector<persist::RecordedTick> rows;
   if (persist::StoreError e = reader_.read_ticks(tick, tick, rows); !e.ok()) return from_store(e);
   if (rows.size() != 1)
-    return ReplayError{where("recording_ticks", "tick=" + std::to_string(tick), "tick") + ": missing"};
+    return ReplayError{where("recording_ticks", "tick=" + std::to_string(tick), "tick") +
+                       ": missing"};
   out = std::move(rows.front());
   return {};
 }

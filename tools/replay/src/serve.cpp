@@ -77,8 +77,8 @@ class ReplayDriver {
       const app::FixedStepClock::Due due = step_clock_.poll(Clock::now());
       if (due.dropped > 0) {
         dropped_steps_ += due.dropped;
-        spdlog::warn("replay fell behind: dropped {} steps of wall-clock debt (total {})", due.dropped,
-                     dropped_steps_);
+        spdlog::warn("replay fell behind: dropped {} steps of wall-clock debt (total {})",
+                     due.dropped, dropped_steps_);
       }
       if (due.steps == 0) {
         commands_.wait_until(due.wake_at);
@@ -149,7 +149,8 @@ class ReplayDriver {
     using Kind = net::ControlCommand::Kind;
     // The network side's own notices (a viewer's observers, leases held):
     // nothing to answer, and a recording's tiers never follow its viewers.
-    if (ctl != nullptr && (ctl->kind == Kind::ClientObservers || ctl->kind == Kind::LeasesHeld)) return;
+    if (ctl != nullptr && (ctl->kind == Kind::ClientObservers || ctl->kind == Kind::LeasesHeld))
+      return;
     if (ctl != nullptr && ctl->kind == Kind::Pause) {
       if (!paused_)
         spdlog::info("paused at step {} by client {}", rep_.world().step_index(), cmd.session_id);

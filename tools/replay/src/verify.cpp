@@ -102,12 +102,22 @@ class SegmentRunner {
       }
       if (ReplayError e = rep_->next_tick(oc); !e.ok()) return error(tick, e.message);
       if (oc.keyframe_diverged()) {
-        return stop({Event::Kind::Keyframe, tick, oc.keyframe_step, oc.keyframe_step, oc.keyframe_digest,
-                     oc.keyframe_replayed_digest, {}});
+        return stop({Event::Kind::Keyframe,
+                     tick,
+                     oc.keyframe_step,
+                     oc.keyframe_step,
+                     oc.keyframe_digest,
+                     oc.keyframe_replayed_digest,
+                     {}});
       }
       if (oc.diverged()) {
-        return stop({Event::Kind::Tick, tick, oc.recorded_step, oc.replayed_step, oc.recorded_digest,
-                     oc.replayed_digest, {}});
+        return stop({Event::Kind::Tick,
+                     tick,
+                     oc.recorded_step,
+                     oc.replayed_step,
+                     oc.recorded_digest,
+                     oc.replayed_digest,
+                     {}});
       }
       if (options_.check_invariants) {
         if (std::string broken = rep_->world().check_invariants(); !broken.empty()) {

@@ -24,7 +24,8 @@ int main() {
   c::HeadlessBackend backend;  // before the layer: a backend outlives its installation
   c::RepresentationLayer layer;
   layer.set_world(welcome);
-  if (layer.set_backend(c::RepresentationHint::Actor, &backend) != c::InstallStatus::Installed) return 1;
+  if (layer.set_backend(c::RepresentationHint::Actor, &backend) != c::InstallStatus::Installed)
+    return 1;
 
   c::Delta first;
   first.step = 1;

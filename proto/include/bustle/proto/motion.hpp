@@ -27,7 +27,7 @@ struct MotionAnchor {
 // never sends larger values.
 inline constexpr std::uint64_t kMotionSpeedMmpsMax = 1u << 20;  // ~1 km/s
 inline constexpr std::uint64_t kMotionGapStepsMax = 1u << 22;
-inline constexpr std::uint64_t kMotionStepUsMax = 1u << 20;     // steps of at most ~1.05 s
+inline constexpr std::uint64_t kMotionStepUsMax = 1u << 20;  // steps of at most ~1.05 s
 
 // The predicted distance along the anchor's lane at `step` (>= anchor.step;
 // an earlier step gives the anchor itself):
@@ -44,9 +44,9 @@ std::uint32_t to_mmps(double metres_per_second);
 
 // One record of Delta.motion.
 struct MotionRecord {
-  std::uint32_t index = 0;     // EntityId.index
-  bool lane_changed = false;   // false: the lane of the client's anchor
-  std::uint32_t lane = 0;      // when lane_changed
+  std::uint32_t index = 0;    // EntityId.index
+  bool lane_changed = false;  // false: the lane of the client's anchor
+  std::uint32_t lane = 0;     // when lane_changed
   std::uint32_t s_mm = 0;
   std::uint32_t speed_mmps = 0;
   friend bool operator==(const MotionRecord&, const MotionRecord&) = default;
@@ -82,8 +82,8 @@ struct LanePolyline {
   double elevation_m = 0.0;
   std::uint32_t length_mm = 0;  // Welcome's length_mm: where prediction stops
 
-  static LanePolyline from_points(std::span<const double> xs, std::span<const double> ys, double elevation_m,
-                                  std::uint32_t length_mm);
+  static LanePolyline from_points(std::span<const double> xs, std::span<const double> ys,
+                                  double elevation_m, std::uint32_t length_mm);
 };
 
 struct LanePose {

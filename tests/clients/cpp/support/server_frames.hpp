@@ -22,15 +22,17 @@ namespace wire = bustle::wire;
 inline wire::EntityEnter enter(std::uint32_t index, std::uint32_t generation, std::uint32_t lane,
                                std::uint32_t s_mm, std::uint32_t speed_mmps = 0,
                                wire::EntityKind kind = wire::EntityKind::Pedestrian,
-                               std::uint16_t archetype = 0, wire::SimTier tier = wire::SimTier::Full,
+                               std::uint16_t archetype = 0,
+                               wire::SimTier tier = wire::SimTier::Full,
                                wire::RepresentationHint rep = wire::RepresentationHint::Actor,
                                wire::ControlPolicy policy = wire::ControlPolicy::RouteFollow) {
-  return wire::EntityEnter(wire::EntityId(index, generation), lane, s_mm, speed_mmps, archetype, kind, tier,
-                           rep, policy);
+  return wire::EntityEnter(wire::EntityId(index, generation), lane, s_mm, speed_mmps, archetype,
+                           kind, tier, rep, policy);
 }
 
 // A motion record keeping the anchor's lane, or moving it to `lane`.
-inline bustle::proto::MotionRecord motion(std::uint32_t index, std::uint32_t s_mm, std::uint32_t speed_mmps,
+inline bustle::proto::MotionRecord motion(std::uint32_t index, std::uint32_t s_mm,
+                                          std::uint32_t speed_mmps,
                                           std::optional<std::uint32_t> lane = std::nullopt) {
   return bustle::proto::MotionRecord{index, lane.has_value(), lane.value_or(0), s_mm, speed_mmps};
 }
@@ -42,7 +44,7 @@ struct DeltaSpec {
   bool baseline = false;
   std::vector<wire::EntityEnter> entered = {};
   std::vector<std::pair<std::uint32_t, std::string>> labels = {};
-  std::vector<bustle::proto::MotionRecord> motion = {};  // packed with proto::MotionWriter
+  std::vector<bustle::proto::MotionRecord> motion = {};        // packed with proto::MotionWriter
   std::optional<std::vector<std::uint8_t>> motion_bytes = {};  // sent instead of `motion` when set
   std::vector<wire::EntityChange> changes = {};
   std::vector<wire::EntityId> left = {};
@@ -68,7 +70,8 @@ inline std::vector<std::uint8_t> delta_payload(const DeltaSpec& d) {
   flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::EntityLabel>>> labels = 0;
   if (!d.labels.empty()) {
     std::vector<flatbuffers::Offset<wire::EntityLabel>> items;
-    for (const auto& [index, label] : d.labels) items.push_back(wire::CreateEntityLabelDirect(fbb, index, label.c_str()));
+    for (const auto& [index, label] : d.labels)
+      items.push_back(wire::CreateEntityLabelDirect(fbb, index, label.c_str()));
     labels = fbb.CreateVector(items);
   }
   flatbuffers::Offset<flatbuffers::Vector<std::uint8_t>> motion = 0;
@@ -84,8 +87,9 @@ inline std::vector<std::uint8_t> delta_payload(const DeltaSpec& d) {
   const auto signals = d.signals.empty() ? 0 : fbb.CreateVectorOfStructs(d.signals);
   const auto dots = d.with_dots ? fbb.CreateVectorOfStructs(d.dots) : 0;
   const auto retiring = d.retiring.empty() ? 0 : fbb.CreateVectorOfStructs(d.retiring);
-  const auto delta = wire::CreateDelta(fbb, d.step, d.sim_time_us, d.digest, d.baseline, entered, labels, motion,
-                                       changes, left, signals, dots, retiring, d.interest_truncated);
+  const auto delta =
+      wire::CreateDelta(fbb, d.step, d.sim_time_us, d.digest, d.baseline, entered, labels, motion,
+                        changes, left, signals, dots, retiring, d.interest_truncated);
   return finish_server(fbb, wire::ServerMessage::Delta, delta.Union());
 }
 
@@ -119,18 +123,20 @@ inline std::vector<std::uint8_t> welcome_payload(const WelcomeSpec& w) {
     for (std::size_t k = 0; k < l.points.size(); ++k) {
       points.emplace_back(l.points[k].first, l.points[k].second);
       if (k > 0) {
-        length += std::hypot(l.points[k].first - l.points[k - 1].first, l.points[k].second - l.points[k - 1].second);
+        length += std::hypot(l.points[k].first - l.points[k - 1].first,
+                             l.points[k].second - l.points[k - 1].second);
       }
     }
     const std::uint32_t length_mm = l.length_mm.value_or(bustle::proto::to_mm(length));
-    lanes.push_back(wire::CreateLaneInfoDirect(fbb, static_cast<std::uint32_t>(i), l.id.c_str(), l.kind, &points,
-                                               length, 1.5f, &l.successors, length_mm, l.elevation_m));
+    lanes.push_back(wire::CreateLaneInfoDirect(fbb, static_cast<std::uint32_t>(i), l.id.c_str(),
+                                               l.kind, &points, length, 1.5f, &l.successors,
+                                               length_mm, l.elevation_m));
   }
   std::vector<flatbuffers::Offset<flatbuffers::String>> archetypes;
   for (const std::string& a : w.archetypes) archetypes.push_back(fbb.CreateString(a));
-  const auto welcome = wire::CreateWelcomeDirect(fbb, "test-server 0", w.protocol_version, 7, w.role, w.step_us,
-                                                 wire::ClockMode::Manual, "test", w.current_step, &lanes, nullptr,
-                                                 nullptr, nullptr, 0, &archetypes);
+  const auto welcome = wire::CreateWelcomeDirect(
+      fbb, "test-server 0", w.protocol_version, 7, w.role, w.step_us, wire::ClockMode::Manual,
+      "test", w.current_step, &lanes, nullptr, nullptr, nullptr, 0, &archetypes);
   return finish_server(fbb, wire::ServerMessage::Welcome, welcome.Union());
 }
 
@@ -154,9 +160,8 @@ struct SpawnSpec {
 
 inline flatbuffers::Offset<wire::SpawnStatus> spawn_status(flatbuffers::FlatBufferBuilder& fbb,
                                                            const SpawnSpec& s) {
-  return wire::CreateSpawnStatusDirect(fbb, s.handle, s.state, wire::SpawnFailure::None,
-                                       s.terminal, &s.entity,
-                                       s.zone.empty() ? nullptr : s.zone.c_str());
+  return wire::CreateSpawnStatusDirect(fbb, s.handle, s.state, wire::SpawnFailure::None, s.terminal,
+                                       &s.entity, s.zone.empty() ? nullptr : s.zone.c_str());
 }
 
 inline std::vector<std::uint8_t> spawn_update_payload(const SpawnSpec& s) {

@@ -3,11 +3,9 @@
 #pragma once
 
 #include <catch2/catch.hpp>
-
+#include <chrono>
 #include <cstdint>
 #include <utility>
-
-#include <chrono>
 
 #include "bustle/client/client.hpp"
 #include "bustle/client/entity_mirror.hpp"
@@ -28,14 +26,16 @@ inline void check_hints(const bustle::client::EntityMirror& mirror, std::uint64_
     actors += v.representation == RepresentationHint::Actor ? 1 : 0;
     instances += v.representation == RepresentationHint::Instanced ? 1 : 0;
     markers += v.representation == RepresentationHint::Marker ? 1 : 0;
-    const bool tier_ok = v.retiring ||
-                         ((v.sim_tier != SimTier::Coarse || v.representation == RepresentationHint::Marker) &&
-                          (v.representation != RepresentationHint::Actor || v.sim_tier == SimTier::Full));
+    const bool tier_ok =
+        v.retiring ||
+        ((v.sim_tier != SimTier::Coarse || v.representation == RepresentationHint::Marker) &&
+         (v.representation != RepresentationHint::Actor || v.sim_tier == SimTier::Full));
     const bool ok = v.representation != RepresentationHint::None && tier_ok;
     wrong += ok ? 0 : 1;
     unplaced += mirror.pose(v, step).has_value() ? 0 : 1;
   });
-  INFO("step " << step << ": actors " << actors << ", instances " << instances << ", markers " << markers);
+  INFO("step " << step << ": actors " << actors << ", instances " << instances << ", markers "
+               << markers);
   CHECK(wrong == 0);
   CHECK(unplaced == 0);
   CHECK(actors <= budgets.actors);
@@ -45,8 +45,9 @@ inline void check_hints(const bustle::client::EntityMirror& mirror, std::uint64_
 
 // Reads the next Delta (failing the test when none comes), applies it to the
 // mirror (strict mode: any problem fails the test) and returns it.
-inline bustle::client::Delta next_applied(bustle::client::Client& client, bustle::client::EntityMirror& mirror,
-                                          std::chrono::milliseconds timeout = std::chrono::milliseconds(5000)) {
+inline bustle::client::Delta next_applied(
+    bustle::client::Client& client, bustle::client::EntityMirror& mirror,
+    std::chrono::milliseconds timeout = std::chrono::milliseconds(5000)) {
   auto d = client.next_delta(timeout);
   INFO(d.message);
   REQUIRE(d.ok());

@@ -71,21 +71,23 @@ class ActorFactory {
   // counted as made.
   virtual ActorHandle spawn_actor(std::uint16_t archetype) = 0;
   // Show it for `id` at the initial state.
-  virtual void activate_actor(ActorHandle actor, SlotId slot, EntityId id, const EntityState& initial) = 0;
+  virtual void activate_actor(ActorHandle actor, SlotId slot, EntityId id,
+                              const EntityState& initial) = 0;
   // Hide it again (back in the pool).
   virtual void park_actor(ActorHandle actor) = 0;
-  virtual void set_actor_pose(ActorHandle actor, std::int64_t render_time_us, const RenderPose& pose) = 0;
+  virtual void set_actor_pose(ActorHandle actor, std::int64_t render_time_us,
+                              const RenderPose& pose) = 0;
   // deinitialize(): the pool ends.
   virtual void destroy_actor(ActorHandle actor) = 0;
 };
 
 struct ArchetypePoolStats {
-  std::uint32_t size = 0;     // actors made
+  std::uint32_t size = 0;  // actors made
   std::uint32_t in_use = 0;
   std::uint32_t waiting = 0;  // entities waiting at the cap
   std::uint32_t cap = 0;
-  std::uint64_t grown = 0;    // actors made beyond the up-front size
-  std::uint64_t reused = 0;   // actors handed to a waiting entity on release
+  std::uint64_t grown = 0;   // actors made beyond the up-front size
+  std::uint64_t reused = 0;  // actors handed to a waiting entity on release
 };
 
 class ActorPoolBackend final : public RenderBackend {
@@ -97,11 +99,12 @@ class ActorPoolBackend final : public RenderBackend {
   std::string_view name() const override { return "actor-pool"; }
   bool initialize(LogSink* log) override;
   void deinitialize() override;
-  ActivationResult activate(SlotId slot, EntityId id, std::uint16_t archetype, RepresentationHint hint,
-                            const EntityState& initial) override;
+  ActivationResult activate(SlotId slot, EntityId id, std::uint16_t archetype,
+                            RepresentationHint hint, const EntityState& initial) override;
   void deactivate(SlotId slot, EntityId id) override;
   bool extract_update(const EntityState& state, std::int64_t server_time_us, SlotId slot) override;
-  void apply_interpolation(SlotId slot, std::int64_t render_time_us, const RenderPose& pose) override;
+  void apply_interpolation(SlotId slot, std::int64_t render_time_us,
+                           const RenderPose& pose) override;
   bool is_instance_active(SlotId slot) const override;
   void begin_frame(std::int64_t render_time_us) override;
 
@@ -140,7 +143,9 @@ class ActorPoolBackend final : public RenderBackend {
   SlotEntry& entry(SlotId slot);
   void give(Pool& pool, ActorHandle actor, SlotId slot, SlotEntry& e);
   void trace(const std::string& message) const;
-  bool can_spawn() const { return config_.max_spawns_per_frame == 0 || spawns_this_frame_ < config_.max_spawns_per_frame; }
+  bool can_spawn() const {
+    return config_.max_spawns_per_frame == 0 || spawns_this_frame_ < config_.max_spawns_per_frame;
+  }
   // Spawns parked actors until the pool has its up-front size or the frame's budget is spent.
   void prewarm(std::uint16_t archetype, Pool& pool);
 

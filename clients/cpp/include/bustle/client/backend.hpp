@@ -34,8 +34,8 @@
 
 #include "bustle/client/ids.hpp"
 #include "bustle/client/interpolation.hpp"
-#include "bustle/client/log.hpp"
 #include "bustle/client/lease.hpp"
+#include "bustle/client/log.hpp"
 #include "bustle/client/stream.hpp"
 
 namespace bustle::client {
@@ -64,9 +64,15 @@ struct ActivationResult {
   ActivationStatus status = ActivationStatus::Active;
   UnassignedReason reason = UnassignedReason::None;  // Pending / Refused: why (reported in leases)
 
-  static constexpr ActivationResult active() { return {ActivationStatus::Active, UnassignedReason::None}; }
-  static constexpr ActivationResult pending(UnassignedReason why) { return {ActivationStatus::Pending, why}; }
-  static constexpr ActivationResult refused(UnassignedReason why) { return {ActivationStatus::Refused, why}; }
+  static constexpr ActivationResult active() {
+    return {ActivationStatus::Active, UnassignedReason::None};
+  }
+  static constexpr ActivationResult pending(UnassignedReason why) {
+    return {ActivationStatus::Pending, why};
+  }
+  static constexpr ActivationResult refused(UnassignedReason why) {
+    return {ActivationStatus::Refused, why};
+  }
 };
 
 class RenderBackend {
@@ -86,19 +92,21 @@ class RenderBackend {
   // A remote entity is to be drawn by this backend (its hint, the archetype
   // and `initial` name what). May be called again for a slot that is not
   // active yet (a retry); must then not acquire a second resource.
-  virtual ActivationResult activate(SlotId slot, EntityId id, std::uint16_t archetype, RepresentationHint hint,
-                                    const EntityState& initial) = 0;
+  virtual ActivationResult activate(SlotId slot, EntityId id, std::uint16_t archetype,
+                                    RepresentationHint hint, const EntityState& initial) = 0;
   // It left this backend (entity gone, hint changed, backend swapped).
   // Called for Active and for Pending instances alike.
   virtual void deactivate(SlotId slot, EntityId id) = 0;
   // A new sample of an entity this backend holds (active or pending). Return
   // false when the state is of no use to this backend (counted, not an error).
-  virtual bool extract_update(const EntityState& /*state*/, std::int64_t /*server_time_us*/, SlotId /*slot*/) {
+  virtual bool extract_update(const EntityState& /*state*/, std::int64_t /*server_time_us*/,
+                              SlotId /*slot*/) {
     return true;
   }
   // Draw the slot at `render_time_us` (already behind by the interpolation
   // delay) at `pose`, interpolated by the layer.
-  virtual void apply_interpolation(SlotId slot, std::int64_t render_time_us, const RenderPose& pose) = 0;
+  virtual void apply_interpolation(SlotId slot, std::int64_t render_time_us,
+                                   const RenderPose& pose) = 0;
   // Whether the slot holds something drawn. False after activate() makes
   // the layer retry; the default (true) never retries.
   virtual bool is_instance_active(SlotId /*slot*/) const { return true; }

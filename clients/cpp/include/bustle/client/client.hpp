@@ -121,16 +121,19 @@ class Client {
   // them out). Ok: accepted; the first Delta after it is a baseline.
   // Rejected: the server refused (value holds the reply, message names the
   // reason and field); the previous subscription, if any, is unchanged.
-  Result<CommandReply> subscribe(const SubscribeParams& params = {},
-                                 std::chrono::milliseconds timeout = std::chrono::milliseconds(3000));
+  Result<CommandReply> subscribe(
+      const SubscribeParams& params = {},
+      std::chrono::milliseconds timeout = std::chrono::milliseconds(3000));
   // Changes observers and budgets of a subscribed client, like subscribe()
   // (no new baseline). Rejected when not subscribed.
-  Result<CommandReply> update_interest(const UpdateInterestParams& params,
-                                       std::chrono::milliseconds timeout = std::chrono::milliseconds(3000));
+  Result<CommandReply> update_interest(
+      const UpdateInterestParams& params,
+      std::chrono::milliseconds timeout = std::chrono::milliseconds(3000));
   // Sends a LeaseReport and waits for its CommandResult (Rejected when not
   // subscribed). Lease reports change nothing in the simulation.
-  Result<CommandReply> report_leases(std::span<const Lease> leases,
-                                     std::chrono::milliseconds timeout = std::chrono::milliseconds(3000));
+  Result<CommandReply> report_leases(
+      std::span<const Lease> leases,
+      std::chrono::milliseconds timeout = std::chrono::milliseconds(3000));
 
   // The next Delta (buffered ones first), decoded, waiting up to `timeout`.
   // A Delta that does not decode (e.g. a malformed motion vector) is a
@@ -176,13 +179,15 @@ class Client {
   // LifecycleBatch) names the handle, and every state change arrives as a
   // SpawnUpdate pushed to this client, buffered whatever call is reading.
   // The next SpawnUpdate of `handle` (oldest first), waiting up to `timeout`.
-  Result<SpawnStatusInfo> next_spawn_update(std::uint64_t handle, std::chrono::milliseconds timeout);
+  Result<SpawnStatusInfo> next_spawn_update(std::uint64_t handle,
+                                            std::chrono::milliseconds timeout);
   // The states of `handle` as they arrive, up to and including the first one
   // that is `until` or terminal, within `timeout` overall. On Timeout `value`
   // holds the states taken so far. (ReadyForGameplay needs some client to
   // hold the entity first: a lease Assigned from any subscribed client, or a
   // ReportAttached once the handle is RepresentationRequested.)
-  Result<std::vector<SpawnStatusInfo>> wait_spawn(std::uint64_t handle, bustle::wire::SpawnState until,
+  Result<std::vector<SpawnStatusInfo>> wait_spawn(std::uint64_t handle,
+                                                  bustle::wire::SpawnState until,
                                                   std::chrono::milliseconds timeout);
   // Drops the buffered SpawnUpdates of `handle`; returns how many there were.
   std::size_t discard_spawn_updates(std::uint64_t handle);
@@ -215,15 +220,17 @@ class Client {
   // Decodes a Delta frame; a ProtocolError (connection closed) when it does not decode.
   Status decode(const ReceiveResult& frame, Delta& out);
   // Sends the frame build(fresh request id) and tracks the request as outstanding.
-  Result<std::uint32_t> send_request(const char* name, const std::function<Frame(std::uint32_t)>& build);
+  Result<std::uint32_t> send_request(const char* name,
+                                     const std::function<Frame(std::uint32_t)>& build);
   // send_request(), then waits for its result; Rejected when not accepted.
-  Result<CommandReply> interest_request(const char* name, const std::function<Frame(std::uint32_t)>& build,
+  Result<CommandReply> interest_request(const char* name,
+                                        const std::function<Frame(std::uint32_t)>& build,
                                         std::chrono::milliseconds timeout);
   // Takes the oldest update in `buffer` whose key(update) == key, reading
   // (and stashing) frames until one arrives or `timeout` passes.
   template <class T, class Key>
-  Result<T> next_buffered(std::deque<T>& buffer, Key key_of, std::uint64_t key, const std::string& waiting_for,
-                          std::chrono::milliseconds timeout);
+  Result<T> next_buffered(std::deque<T>& buffer, Key key_of, std::uint64_t key,
+                          const std::string& waiting_for, std::chrono::milliseconds timeout);
 
   struct Pending {
     const char* name = "";

@@ -37,8 +37,9 @@ std::vector<std::string_view> archetype_lookup_chain(std::string_view name);
 // For each archetype index of `archetypes` whose lookup chain hits a key of
 // `by_name`, the value of the most specific key.
 template <class T>
-std::map<std::uint16_t, T> resolve_by_archetype(const std::vector<std::string>& archetypes,
-                                                const std::map<std::string, T, std::less<>>& by_name) {
+std::map<std::uint16_t, T> resolve_by_archetype(
+    const std::vector<std::string>& archetypes,
+    const std::map<std::string, T, std::less<>>& by_name) {
   std::map<std::uint16_t, T> out;
   for (std::size_t i = 0; i < archetypes.size() && i <= 0xFFFF; ++i) {
     for (std::string_view prefix : archetype_lookup_chain(archetypes[i])) {

@@ -82,7 +82,7 @@ struct EntityPose {
   double z_m = 0.0;          // the lane's elevation
   double heading_rad = 0.0;  // the lane segment's direction, 0 = +x, counter-clockwise
   std::uint32_t lane = 0;
-  std::uint32_t s_mm = 0;    // predicted distance along the lane
+  std::uint32_t s_mm = 0;  // predicted distance along the lane
 };
 
 struct MirrorCounters {
@@ -225,7 +225,8 @@ class EntityMirror {
   EntityView* live_by_id(EntityId id);
   void remove_slot(std::uint32_t slot, MirrorListener* listener);
   // Returns false (and counts) when the mirror is full.
-  bool insert(const EnteredEntity& e, std::uint64_t step, MirrorListener* listener, ApplySummary& summary);
+  bool insert(const EnteredEntity& e, std::uint64_t step, MirrorListener* listener,
+              ApplySummary& summary);
   void check_lane(std::uint32_t lane, ApplySummary& summary, const char* what);
   void problem(ApplySummary& summary, std::string what) const;
 

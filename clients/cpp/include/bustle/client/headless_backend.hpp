@@ -35,9 +35,10 @@ struct HeadlessEvent {
 struct HeadlessBackendOptions {
   std::string name = "headless";
   bool refuse_initialize = false;
-  std::uint32_t capacity = 0xFFFFFFFFu;          // instances held at once; beyond: Pending(PoolAtCap)
-  std::uint32_t activation_attempts = 1;          // activate() calls before an instance is active [Limit: >= 1]
-  bool record_events = true;                      // keep events() (off for benchmarks)
+  std::uint32_t capacity = 0xFFFFFFFFu;  // instances held at once; beyond: Pending(PoolAtCap)
+  std::uint32_t activation_attempts =
+      1;                      // activate() calls before an instance is active [Limit: >= 1]
+  bool record_events = true;  // keep events() (off for benchmarks)
 };
 
 class HeadlessBackend final : public RenderBackend {
@@ -47,11 +48,12 @@ class HeadlessBackend final : public RenderBackend {
   std::string_view name() const override { return options_.name; }
   bool initialize(LogSink* log) override;
   void deinitialize() override { initialized_ = false; }
-  ActivationResult activate(SlotId slot, EntityId id, std::uint16_t archetype, RepresentationHint hint,
-                            const EntityState& initial) override;
+  ActivationResult activate(SlotId slot, EntityId id, std::uint16_t archetype,
+                            RepresentationHint hint, const EntityState& initial) override;
   void deactivate(SlotId slot, EntityId id) override;
   bool extract_update(const EntityState& state, std::int64_t server_time_us, SlotId slot) override;
-  void apply_interpolation(SlotId slot, std::int64_t render_time_us, const RenderPose& pose) override;
+  void apply_interpolation(SlotId slot, std::int64_t render_time_us,
+                           const RenderPose& pose) override;
   bool is_instance_active(SlotId slot) const override;
   void begin_frame(std::int64_t render_time_us) override;
 
@@ -79,8 +81,8 @@ class HeadlessBackend final : public RenderBackend {
   struct SlotState {
     EntityId id;
     bool active = false;
-    std::uint32_t attempts = 0;     // activate() calls while loading
-    std::uint64_t pose_frame = 0;   // frames_ when `pose` was applied (0: never)
+    std::uint32_t attempts = 0;    // activate() calls while loading
+    std::uint64_t pose_frame = 0;  // frames_ when `pose` was applied (0: never)
     RenderPose pose;
   };
   SlotState& state(SlotId slot);
@@ -108,9 +110,11 @@ class HeadlessActorFactory final : public ActorFactory {
     std::int64_t render_time_us = 0;
   };
   ActorHandle spawn_actor(std::uint16_t archetype) override;
-  void activate_actor(ActorHandle actor, SlotId slot, EntityId id, const EntityState& initial) override;
+  void activate_actor(ActorHandle actor, SlotId slot, EntityId id,
+                      const EntityState& initial) override;
   void park_actor(ActorHandle actor) override;
-  void set_actor_pose(ActorHandle actor, std::int64_t render_time_us, const RenderPose& pose) override;
+  void set_actor_pose(ActorHandle actor, std::int64_t render_time_us,
+                      const RenderPose& pose) override;
   void destroy_actor(ActorHandle actor) override;
 
   // Handles are 1-based indices into actors().

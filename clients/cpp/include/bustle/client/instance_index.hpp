@@ -37,8 +37,8 @@ class DenseInstanceIndex {
   struct Removal {
     std::uint32_t removed_index = 0;  // the index the removed slot held
     std::uint32_t last_index = 0;     // the last index before the removal (deleted now)
-    SlotId moved;                     // the slot moved from last_index to removed_index; invalid when
-                                      // the removed slot was the last one
+    SlotId moved;  // the slot moved from last_index to removed_index; invalid when
+                   // the removed slot was the last one
   };
 
   // The dense index of `slot`: a new one (== size() before the call) or,

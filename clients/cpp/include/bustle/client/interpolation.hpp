@@ -128,15 +128,17 @@ class SampleRing {
       if (b.time_us == render_time_us || lo == 0) return {b.value, SampleMode::Interpolated};
       const Entry& a = at(lo - 1);
       assert(a.time_us < render_time_us && render_time_us < b.time_us);
-      const double alpha = static_cast<double>(render_time_us - a.time_us) / static_cast<double>(b.time_us - a.time_us);
+      const double alpha = static_cast<double>(render_time_us - a.time_us) /
+                           static_cast<double>(b.time_us - a.time_us);
       return {lerp(a.value, b.value, alpha), SampleMode::Interpolated};
     }
     const Entry& previous = at(count_ - 2);
     const std::int64_t beyond_us = render_time_us - newest.time_us;
     const std::int64_t dt_us = std::min(beyond_us, config.extrapolation_max_us);
     const double alpha = 1.0 + static_cast<double>(dt_us) / static_cast<double>(step_us(config));
-    return {lerp(previous.value, newest.value, alpha),
-            beyond_us > config.extrapolation_max_us ? SampleMode::HeldAtCap : SampleMode::Extrapolated};
+    return {lerp(previous.value, newest.value, alpha), beyond_us > config.extrapolation_max_us
+                                                           ? SampleMode::HeldAtCap
+                                                           : SampleMode::Extrapolated};
   }
 
   // The extrapolation step (rule 4); 0 with fewer than two samples.
@@ -145,7 +147,8 @@ class SampleRing {
     const std::int64_t last_gap = at(count_ - 1).time_us - at(count_ - 2).time_us;
     std::int64_t reference = config.two_sample_step_us;
     if (count_ > 2) {
-      const std::uint32_t gaps = std::min(std::max<std::uint32_t>(config.step_gap_count, 1), count_ - 1);
+      const std::uint32_t gaps =
+          std::min(std::max<std::uint32_t>(config.step_gap_count, 1), count_ - 1);
       reference = (at(count_ - 1).time_us - at(count_ - 1 - gaps).time_us) / gaps;
     }
     return std::max<std::int64_t>(std::max(last_gap, reference), 1);
@@ -189,13 +192,16 @@ double wrap_heading_rad(double a_rad);
 
 // The pose blend of rules 2, 3 and 5: position linear in alpha, heading
 // along the shortest arc with alpha clamped to [0, rotation_alpha_max].
-RenderPose lerp_pose(const RenderPose& a, const RenderPose& b, double alpha, double rotation_alpha_max);
+RenderPose lerp_pose(const RenderPose& a, const RenderPose& b, double alpha,
+                     double rotation_alpha_max);
 
 // The ring of one slot's poses.
 class PoseTrack {
  public:
   explicit PoseTrack(const InterpolationConfig& config = {}) : ring_(config.ring_capacity) {}
-  PushStatus push(std::int64_t server_time_us, const RenderPose& pose) { return ring_.push(server_time_us, pose); }
+  PushStatus push(std::int64_t server_time_us, const RenderPose& pose) {
+    return ring_.push(server_time_us, pose);
+  }
   Sampled<RenderPose> sample(std::int64_t render_time_us, const InterpolationConfig& config) const;
   void reset() { ring_.reset(); }
   const SampleRing<RenderPose>& ring() const { return ring_; }

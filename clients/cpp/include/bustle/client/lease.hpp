@@ -20,7 +20,13 @@ namespace bustle::client {
 //   Unassigned the hinted representation could not be applied (reason)
 // Same values as the schema's LeaseState / UnassignedReason.
 enum class LeaseState : std::uint8_t { Assigned = 0, Unassigned = 1, Released = 2, Preserved = 3 };
-enum class UnassignedReason : std::uint8_t { None = 0, PoolAtCap = 1, ClassNotLoaded = 2, Loading = 3, Other = 4 };
+enum class UnassignedReason : std::uint8_t {
+  None = 0,
+  PoolAtCap = 1,
+  ClassNotLoaded = 2,
+  Loading = 3,
+  Other = 4
+};
 const char* to_string(LeaseState v);
 const char* to_string(UnassignedReason v);
 struct Lease {

@@ -57,16 +57,17 @@ struct RepresentationBudgets {
   std::uint32_t actors = 256;
   std::uint32_t instances = 4096;
   std::uint32_t markers = 16384;
-  friend constexpr bool operator==(const RepresentationBudgets&, const RepresentationBudgets&) = default;
+  friend constexpr bool operator==(const RepresentationBudgets&,
+                                   const RepresentationBudgets&) = default;
 };
 // [Limit: the builders send at most kMaxInterestObservers observers so that
 //  the frame passes the verifier's table budget; the server accepts 16.]
 inline constexpr std::size_t kMaxInterestObservers = 1000;
 struct SubscribeParams {
-  std::vector<EntityKind> kinds = {};                // empty: every kind
-  std::vector<InterestObserver> observers = {};      // empty: the whole city
-  std::optional<RepresentationBudgets> budgets = {}; // none: the server's defaults
-  std::uint16_t motion_tolerance_mm = 10;            // 0: exact poses at every step
+  std::vector<EntityKind> kinds = {};                 // empty: every kind
+  std::vector<InterestObserver> observers = {};       // empty: the whole city
+  std::optional<RepresentationBudgets> budgets = {};  // none: the server's defaults
+  std::uint16_t motion_tolerance_mm = 10;             // 0: exact poses at every step
 };
 struct UpdateInterestParams {
   std::vector<InterestObserver> observers = {};
@@ -132,7 +133,7 @@ struct GarageRequestCmd {
   std::string garage;
   std::string request_id;
   std::string prototype;
-  std::string lane;        // must be the garage's entrance lane (lane id)
+  std::string lane;            // must be the garage's entrance lane (lane id)
   std::int32_t priority = 10;  // higher first; equal priorities keep arrival order
 };
 struct CancelGarageRequestCmd {
@@ -217,7 +218,8 @@ struct SpawnPedestrianCmd {
 struct CancelSpawnCmd {  // only before the entity is registered
   std::uint64_t handle = 0;
 };
-struct ReportAttachedCmd {  // this client holds an actor for the entity (RepresentationRequested -> Attached)
+struct ReportAttachedCmd {  // this client holds an actor for the entity (RepresentationRequested ->
+                            // Attached)
   EntityId id;
 };
 struct SetLifecycleCmd {  // runtime lifecycle settings (the schema's defaults)
@@ -255,15 +257,13 @@ struct QuerySpawnCmd {
 // once: CommandReply::leases).
 struct QueryLeasesCmd {};
 
-using CommandSpec =
-    std::variant<PauseCmd, ResumeCmd, StepCmd, QueryStatsCmd, SetPedestrianTargetCmd,
-                 DespawnEntityCmd, CheckpointCmd, RestoreCmd, SaveCmd, LoadCmd, ListSnapshotsCmd,
-                 DeleteSnapshotCmd, QueryJobCmd, GarageRequestCmd, CancelGarageRequestCmd,
-                 SetVehicleStrategyCmd, SetObserversCmd, QueryGaragesCmd, QuerySignalsCmd,
-                 QueryVehicleCmd, SetHourCmd, SetTimeScaleCmd, QueryZonesCmd, ForceFullCmd,
-                 SpawnPedestrianCmd, CancelSpawnCmd, ReportAttachedCmd, SetLifecycleCmd,
-                 LifecycleBatchCmd, QueryEntityCmd, QueryPopulationCmd, QuerySpawnCmd,
-                 QueryLeasesCmd>;
+using CommandSpec = std::variant<
+    PauseCmd, ResumeCmd, StepCmd, QueryStatsCmd, SetPedestrianTargetCmd, DespawnEntityCmd,
+    CheckpointCmd, RestoreCmd, SaveCmd, LoadCmd, ListSnapshotsCmd, DeleteSnapshotCmd, QueryJobCmd,
+    GarageRequestCmd, CancelGarageRequestCmd, SetVehicleStrategyCmd, SetObserversCmd,
+    QueryGaragesCmd, QuerySignalsCmd, QueryVehicleCmd, SetHourCmd, SetTimeScaleCmd, QueryZonesCmd,
+    ForceFullCmd, SpawnPedestrianCmd, CancelSpawnCmd, ReportAttachedCmd, SetLifecycleCmd,
+    LifecycleBatchCmd, QueryEntityCmd, QueryPopulationCmd, QuerySpawnCmd, QueryLeasesCmd>;
 
 // Short lowercase name of the command ("pause", "step", "checkpoint",
 // "list_snapshots", "garage_request", "query_leases", ...), for logs.

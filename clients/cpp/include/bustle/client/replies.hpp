@@ -129,8 +129,9 @@ struct CommandReply {
   std::optional<std::vector<SignalReport>> signals;
   std::optional<std::vector<ZoneReport>> zones;
   std::optional<VehicleReport> vehicle;  // present for an accepted QueryVehicle
-  std::uint64_t handle = 0;  // SpawnPedestrian: the spawn handle (0: none)
-  std::optional<EntityId> entity;  // CancelSpawn / DespawnEntity of an unregistered spawn: the id given back
+  std::uint64_t handle = 0;              // SpawnPedestrian: the spawn handle (0: none)
+  std::optional<EntityId>
+      entity;  // CancelSpawn / DespawnEntity of an unregistered spawn: the id given back
   bustle::wire::BatchStatus batch = bustle::wire::BatchStatus::None;  // LifecycleBatch
   std::vector<std::uint64_t> handles;  // LifecycleBatch: one per Spawn op, in op order
   // QueryEntity: present also when rejected UnknownEntity (lifecycle Gone).

@@ -54,8 +54,8 @@
 #include "bustle/client/backend.hpp"
 #include "bustle/client/entity_mirror.hpp"
 #include "bustle/client/interpolation.hpp"
-#include "bustle/client/log.hpp"
 #include "bustle/client/lease.hpp"
+#include "bustle/client/log.hpp"
 #include "bustle/client/server_clock.hpp"
 #include "bustle/client/stream.hpp"
 
@@ -76,22 +76,23 @@ enum class InstallStatus : std::uint8_t {
 struct RepresentationCounters {
   std::uint64_t deltas = 0;
   std::uint64_t frames = 0;
-  std::uint64_t samples = 0;           // pose samples pushed
-  std::uint64_t activations = 0;       // activate() calls, first attempts
+  std::uint64_t samples = 0;      // pose samples pushed
+  std::uint64_t activations = 0;  // activate() calls, first attempts
   std::uint64_t activation_retries = 0;
   std::uint64_t deactivations = 0;
-  std::uint64_t moves = 0;             // completed moves between backends
+  std::uint64_t moves = 0;  // completed moves between backends
   std::uint64_t leases_queued = 0;
-  std::uint64_t updates_skipped = 0;   // extract_update() returned false
+  std::uint64_t updates_skipped = 0;  // extract_update() returned false
   std::uint64_t refused_installs = 0;
 };
 
 // Where one slot stands (for HUDs, tests, tools).
 struct SlotRepresentation {
-  RepresentationHint hint = RepresentationHint::None;       // the server's hint
-  RepresentationHint drawn_as = RepresentationHint::None;   // the backend that draws it (None: nothing)
-  bool pending = false;                                     // an activation not complete yet
-  Lease lease;                                              // as last queued
+  RepresentationHint hint = RepresentationHint::None;  // the server's hint
+  RepresentationHint drawn_as =
+      RepresentationHint::None;  // the backend that draws it (None: nothing)
+  bool pending = false;          // an activation not complete yet
+  Lease lease;                   // as last queued
 };
 
 class RepresentationLayer {

@@ -22,8 +22,8 @@
 namespace bustle::client {
 
 struct ServerClockConfig {
-  double smoothing = 0.05;                   // EMA weight of an observation below the estimate (0, 1]
-  double rise_smoothing = 0.25;              // EMA weight of an observation above the estimate (0, 1]
+  double smoothing = 0.05;       // EMA weight of an observation below the estimate (0, 1]
+  double rise_smoothing = 0.25;  // EMA weight of an observation above the estimate (0, 1]
   std::int64_t snap_threshold_us = 500'000;  // |observation - estimate| beyond this: jump
 };
 

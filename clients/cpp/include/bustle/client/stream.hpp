@@ -74,7 +74,7 @@ struct WelcomeInfo {
   bustle::wire::ClockMode clock_mode = bustle::wire::ClockMode::Realtime;
   std::string scenario_id;
   std::uint64_t current_step = 0;
-  std::vector<LaneGeometry> lanes;      // Welcome.lanes, by index (EntityEnter.lane, motion records)
+  std::vector<LaneGeometry> lanes;  // Welcome.lanes, by index (EntityEnter.lane, motion records)
   std::vector<GarageGeometry> garages;  // Welcome.garages, in the server's order
   std::vector<SignalGeometry> signals;  // Welcome.signals; Delta phases index this
   std::vector<LaneChain> chains;        // Welcome.chains; Delta.dots index this
@@ -116,7 +116,7 @@ struct EntityLabel {
 struct EntityChange {
   std::uint32_t index = 0;  // EntityId.index
   EntityField field = EntityField::SimTier;
-  std::uint8_t value = 0;   // SimTier / RepresentationHint / ControlPolicy
+  std::uint8_t value = 0;  // SimTier / RepresentationHint / ControlPolicy
   SimTier sim_tier() const { return static_cast<SimTier>(value); }
   RepresentationHint representation() const { return static_cast<RepresentationHint>(value); }
   ControlPolicy policy() const { return static_cast<ControlPolicy>(value); }

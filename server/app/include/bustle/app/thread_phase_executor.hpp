@@ -40,10 +40,10 @@ class ThreadPhaseExecutor final : public core::PhaseExecutor {
 
   std::vector<std::thread> workers_;
   std::mutex mutex_;
-  std::condition_variable wake_;   // workers: a new batch, or stop
-  std::condition_variable done_;   // run(): every worker left the batch
-  std::uint64_t batch_ = 0;        // generation, guarded by mutex_
-  std::uint32_t busy_workers_ = 0; // workers inside the current batch
+  std::condition_variable wake_;    // workers: a new batch, or stop
+  std::condition_variable done_;    // run(): every worker left the batch
+  std::uint64_t batch_ = 0;         // generation, guarded by mutex_
+  std::uint32_t busy_workers_ = 0;  // workers inside the current batch
   bool stop_ = false;
   // The current batch (written under mutex_ before batch_ moves on).
   PartFn fn_ = nullptr;

@@ -19,8 +19,8 @@
 
 #include "bustle/core/command.hpp"
 #include "bustle/core/entity_id.hpp"
-#include "bustle/core/lane_graph.hpp"
 #include "bustle/core/importance.hpp"
+#include "bustle/core/lane_graph.hpp"
 #include "bustle/core/population.hpp"
 #include "bustle/core/spawn_pipeline.hpp"
 #include "bustle/core/vehicles.hpp"
@@ -82,7 +82,7 @@ struct WorldCheckpoint {
   std::vector<CommandEnvelope> inbox;  // pending commands, arrival order
   VehicleCheckpoint vehicles;
   PopulationCheckpoint population;
-  TierCounts pedestrian_tiers;  // last resolution's counts
+  TierCounts pedestrian_tiers;        // last resolution's counts
   std::vector<EntityId> forced_full;  // ForceFull entities, sorted by EntityId
   std::uint64_t force_full_refused = 0;
   std::vector<Vec2> observers;
@@ -92,9 +92,9 @@ struct WorldCheckpoint {
   std::vector<ObserverView> client_observer_views;  // parallel to client_observers
   SpawnPipelineState spawn;
   RouteTableState routes;
-  std::vector<OrphanState> orphans;          // sorted by id
-  std::vector<EntityId> retiring_fifo;       // front first
-  std::uint64_t digest = 0;            // digest of this state (checked on restore)
+  std::vector<OrphanState> orphans;     // sorted by id
+  std::vector<EntityId> retiring_fifo;  // front first
+  std::uint64_t digest = 0;             // digest of this state (checked on restore)
 };
 
 // Makes `cp` ready to be captured into without growing: the per-pedestrian
@@ -114,7 +114,7 @@ struct SaveState {
   std::uint64_t seed = 0;
   std::uint64_t step_index = 0;  // the clock: sim time = step_index * step_us
   std::uint32_t pedestrian_target = 0;
-  std::uint64_t day_us = 0;       // time of day
+  std::uint64_t day_us = 0;  // time of day
   std::uint32_t time_scale = 1;
   // Per garage: the next VehicleId ordinal, so a loaded city never reissues
   // a VehicleId (garage counters are persistent facts).

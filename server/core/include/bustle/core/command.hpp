@@ -52,8 +52,8 @@ struct SetVehicleStrategy {
 struct ObserverPoint {
   double x_m = 0.0;
   double y_m = 0.0;
-  double z_m = 0.0;            // height (importance: height difference)
-  bool has_heading = false;    // view direction given (importance: behind the observer)
+  double z_m = 0.0;          // height (importance: height difference)
+  bool has_heading = false;  // view direction given (importance: behind the observer)
   double heading_rad = 0.0;
   friend bool operator==(const ObserverPoint&, const ObserverPoint&) = default;
 };
@@ -134,9 +134,10 @@ struct LifecycleBatch {
   std::vector<LifecycleOp> ops;
 };
 
-using WorldCommand = std::variant<SetPedestrianTarget, DespawnEntity, GarageRequest, CancelGarageRequest,
-                                  SetVehicleStrategy, SetObservers, SetHour, SetTimeScale, ForceFull,
-                                  SpawnPedestrian, CancelSpawn, SetLifecycle, LifecycleBatch, SetClientObservers>;
+using WorldCommand =
+    std::variant<SetPedestrianTarget, DespawnEntity, GarageRequest, CancelGarageRequest,
+                 SetVehicleStrategy, SetObservers, SetHour, SetTimeScale, ForceFull,
+                 SpawnPedestrian, CancelSpawn, SetLifecycle, LifecycleBatch, SetClientObservers>;
 
 const char* command_name(const WorldCommand& c);
 
@@ -167,19 +168,20 @@ enum class RejectReason : std::uint8_t {
   WrongClockMode = 5,
   UnknownCommand = 6,
   ShuttingDown = 7,
-  NotFound = 8,       // no snapshot or job with that name or id
-  StorageError = 9,   // the snapshot store failed; the message names the cause
-  WorldReplaced = 10, // the world was replaced (restore/load) before this command applied
-  Duplicate = 11,     // a garage request id already queued or dispatched
-  QueueFull = 12,     // the garage queue is at its depth
-  InvariantFailure = 13,  // a lifecycle batch broke an invariant after commit (a bug; reported, never silent)
-  RateLimited = 14,   // over the client's command rate (network side); nothing changed
+  NotFound = 8,        // no snapshot or job with that name or id
+  StorageError = 9,    // the snapshot store failed; the message names the cause
+  WorldReplaced = 10,  // the world was replaced (restore/load) before this command applied
+  Duplicate = 11,      // a garage request id already queued or dispatched
+  QueueFull = 12,      // the garage queue is at its depth
+  InvariantFailure =
+      13,  // a lifecycle batch broke an invariant after commit (a bug; reported, never silent)
+  RateLimited = 14,  // over the client's command rate (network side); nothing changed
 };
 
 // Outcome of a lifecycle batch. PartiallyCommitted exists so a caller can tell
 // it apart, but validate-then-commit means it is never produced.
 enum class BatchStatus : std::uint8_t {
-  None = 0,              // not a batch
+  None = 0,  // not a batch
   RejectedNoChange = 1,
   Committed = 2,
   PartiallyCommitted = 3,
@@ -194,10 +196,10 @@ struct CommandResult {
   CommandOrigin origin;
   CommandStatus status = CommandStatus::Rejected;
   RejectReason reason = RejectReason::None;
-  std::uint64_t step = 0;  // the step whose phase 1 applied (or rejected) it
-  std::string message;     // human-readable detail, empty when accepted
+  std::uint64_t step = 0;    // the step whose phase 1 applied (or rejected) it
+  std::string message;       // human-readable detail, empty when accepted
   std::uint64_t handle = 0;  // SpawnPedestrian: the spawn handle
-  EntityId entity;           // CancelSpawn / DespawnEntity of an unregistered spawn: the id given back
+  EntityId entity;  // CancelSpawn / DespawnEntity of an unregistered spawn: the id given back
   BatchStatus batch = BatchStatus::None;
   std::vector<std::uint64_t> handles;  // LifecycleBatch: one spawn handle per Spawn op, in op order
 };

@@ -93,7 +93,8 @@ class EntityRegistry {
                            const std::vector<std::uint32_t>& free_fifo, std::uint64_t pop_seq);
 
  private:
-  friend struct InvariantProbe;  // tests only: corrupts state to prove check_invariants() catches it
+  friend struct InvariantProbe;  // tests only: corrupts state to prove check_invariants() catches
+                                 // it
   std::vector<std::uint32_t> generation_;
   std::vector<std::uint8_t> alive_;
   std::vector<std::uint32_t> free_ring_;  // ring buffer of free slot indices

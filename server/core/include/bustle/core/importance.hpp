@@ -41,7 +41,8 @@ struct ObserverView {
 // query costs a few multiplications per observer and no trigonometry.
 class ImportanceField {
  public:
-  void prepare(const ImportanceSpec& spec, std::span<const Vec2> observers, std::span<const ObserverView> views);
+  void prepare(const ImportanceSpec& spec, std::span<const Vec2> observers,
+               std::span<const ObserverView> views);
 
   // Weight of an entity of this class and type at (x, y): class x type x area.
   double weight(PriorityClass cls, bool vehicle, double x_m, double y_m) const;
@@ -63,7 +64,8 @@ class ImportanceField {
 };
 
 // Defined here so the per-entity loops of tier resolution inline them.
-inline double ImportanceField::weight(PriorityClass cls, bool vehicle, double x_m, double y_m) const {
+inline double ImportanceField::weight(PriorityClass cls, bool vehicle, double x_m,
+                                      double y_m) const {
   const ImportanceSpec& s = *spec_;
   double area = 1.0;
   for (const AreaOfInterest& a : s.areas) {
@@ -71,10 +73,12 @@ inline double ImportanceField::weight(PriorityClass cls, bool vehicle, double x_
     const double dy = y_m - a.center.y_m;
     if (dx * dx + dy * dy <= a.radius_m * a.radius_m) area = std::max(area, a.weight);
   }
-  return s.class_weight[static_cast<std::size_t>(cls)] * (vehicle ? s.vehicle_weight : s.pedestrian_weight) * area;
+  return s.class_weight[static_cast<std::size_t>(cls)] *
+         (vehicle ? s.vehicle_weight : s.pedestrian_weight) * area;
 }
 
-inline double ImportanceField::effective_distance_m(double x_m, double y_m, double z_m, double weight) const {
+inline double ImportanceField::effective_distance_m(double x_m, double y_m, double z_m,
+                                                    double weight) const {
   double best = std::numeric_limits<double>::infinity();
   const double hw = spec_->height_weight;
   if (flat_) {

@@ -94,9 +94,9 @@ class LaneGraph {
   // them instead of the Lane's separate point and length vectors): the
   // same values sample() computes from, so both give the same bits.
   struct Segment {
-    double start_m;  // cumulative length at the segment's first point
-    double end_m;    // ... at its last point
-    double length_m; // end_m - start_m (0 for a repeated point)
+    double start_m;                 // cumulative length at the segment's first point
+    double end_m;                   // ... at its last point
+    double length_m;                // end_m - start_m (0 for a repeated point)
     double ax_m, ay_m, dx_m, dy_m;  // first point and (last - first)
   };
   struct LaneSegments {

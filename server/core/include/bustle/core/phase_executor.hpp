@@ -59,7 +59,8 @@ template <class F>
 void run_parts(PhaseExecutor& executor, std::uint32_t parts, F&& f) {
   using Callable = std::remove_reference_t<F>;
   void* context = const_cast<void*>(static_cast<const void*>(std::addressof(f)));
-  executor.run(parts, [](void* c, std::uint32_t part) { (*static_cast<Callable*>(c))(part); }, context);
+  executor.run(
+      parts, [](void* c, std::uint32_t part) { (*static_cast<Callable*>(c))(part); }, context);
 }
 
 }  // namespace bustle::core

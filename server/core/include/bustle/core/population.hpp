@@ -7,8 +7,8 @@
 //
 //   Dormant --activate (zone growth, within quota)--> Active (walks as a pedestrian)
 //   Active  --recycle (zone shrink, farthest first)--> Dormant
-//   Active  --despawn reason (dead end, request)-----> Retiring (fading) --> Dormant (identity kept)
-//   Active  --handoff to another zone (two-phase)-----> Active in the target zone
+//   Active  --despawn reason (dead end, request)-----> Retiring (fading) --> Dormant (identity
+//   kept) Active  --handoff to another zone (two-phase)-----> Active in the target zone
 //
 // Every lifecycle interval (default 0.25 s) the coordinator reads each
 // community's schedule entry at the current hour, sets per-zone targets
@@ -79,10 +79,10 @@ struct ResidentStore {
   std::vector<EntityId> id;
   std::vector<std::uint32_t> community;
   std::vector<std::uint32_t> profession;
-  std::vector<std::uint32_t> zone;        // zone it belongs to now
+  std::vector<std::uint32_t> zone;  // zone it belongs to now
   std::vector<std::uint8_t> active;
-  std::vector<std::int32_t> work_point;   // held or awaited work-point, or kNone
-  std::vector<std::int32_t> work_slot;    // slot held, or kNone (waiting when work_point set)
+  std::vector<std::int32_t> work_point;  // held or awaited work-point, or kNone
+  std::vector<std::int32_t> work_slot;   // slot held, or kNone (waiting when work_point set)
 
   std::uint32_t size() const { return static_cast<std::uint32_t>(id.size()); }
 };
@@ -90,7 +90,7 @@ struct ResidentStore {
 struct ZoneStatus {
   std::uint32_t target = 0;
   std::uint32_t active = 0;
-  std::uint32_t dormant = 0;           // dormant members assigned to this zone
+  std::uint32_t dormant = 0;  // dormant members assigned to this zone
   // Counts below are per community, summed over the zone (gross): a
   // community short by 3 and another in excess by 3 give pending_spawn 3 and
   // pending_recycle 3, never a net 0. After the last interval the shortfall
@@ -98,10 +98,10 @@ struct ZoneStatus {
   // deferred_by_quota, or by the migration budget); the excess left is the
   // recycle part of deferred_by_quota. Handoffs on their way count as
   // arrived / gone.
-  std::uint32_t pending_spawn = 0;     // shortfall still to activate
-  std::uint32_t pending_recycle = 0;   // excess still to recycle
-  std::uint32_t activated = 0;         // done in the last interval
-  std::uint32_t recycled = 0;          // done in the last interval
+  std::uint32_t pending_spawn = 0;    // shortfall still to activate
+  std::uint32_t pending_recycle = 0;  // excess still to recycle
+  std::uint32_t activated = 0;        // done in the last interval
+  std::uint32_t recycled = 0;         // done in the last interval
   // Held back by the growth or recycle quota in the last interval (a
   // deferral, retried next interval; includes arrivals waiting for members
   // the recycle quota keeps in the zone).
@@ -151,7 +151,7 @@ struct PopulationCheckpoint {
   std::uint32_t time_scale = 1;
   std::uint64_t last_interval = 0;
   LifecycleSettings settings;
-  std::vector<ZoneHandoff> handoffs;  // pending, sorted by resident
+  std::vector<ZoneHandoff> handoffs;     // pending, sorted by resident
   std::uint64_t interval_origin_us = 0;  // sim time the current interval grid starts at
 };
 
@@ -182,8 +182,9 @@ class PopulationSystem {
   // Appends residents to activate (the World places them on a lane of their
   // zone), to deactivate, and those whose handoff completed (the World moves
   // them to a lane of their new zone).
-  void lifecycle(const std::function<double(std::uint32_t)>& distance_m, std::vector<std::uint32_t>& activate,
-                 std::vector<std::uint32_t>& deactivate, std::vector<std::uint32_t>& moved);
+  void lifecycle(const std::function<double(std::uint32_t)>& distance_m,
+                 std::vector<std::uint32_t>& activate, std::vector<std::uint32_t>& deactivate,
+                 std::vector<std::uint32_t>& moved);
 
   // Called by the World when a resident leaves the pedestrian arrays for any
   // reason (recycle, dead end, request): it becomes dormant, keeps its id.
@@ -202,10 +203,13 @@ class PopulationSystem {
   // Zone statuses' `active` from the per-community counts (a load placed
   // residents outside a lifecycle interval).
   void refresh_zone_counts();
-  // Target of each community at the current hour (round(base x density)) and its zone index (-1: none).
+  // Target of each community at the current hour (round(base x density)) and its zone index (-1:
+  // none).
   std::uint32_t community_target(std::uint32_t community) const;
   std::int64_t community_zone(std::uint32_t community) const;
-  std::uint32_t community_first(std::uint32_t community) const { return community_first_[community]; }
+  std::uint32_t community_first(std::uint32_t community) const {
+    return community_first_[community];
+  }
 
   const ResidentStore& residents() const { return residents_; }
   const std::vector<ZoneStatus>& zones() const { return zones_; }
@@ -217,7 +221,9 @@ class PopulationSystem {
   std::uint32_t active_count() const { return active_total_; }  // walking + retiring
   std::uint32_t retiring_count() const { return retiring_total_; }
   // Active members of community c in zone z (walking + retiring).
-  std::uint32_t active_in(std::uint32_t c, std::uint32_t z) const { return active_cz_[c * zones_.size() + z]; }
+  std::uint32_t active_in(std::uint32_t c, std::uint32_t z) const {
+    return active_cz_[c * zones_.size() + z];
+  }
 
   // Invariants 1-6 above over every resident, zone and work-point slot
   // (O(residents + slots)): empty when they hold, else the first violation as
@@ -230,7 +236,8 @@ class PopulationSystem {
                                                            const EntityRegistry& registry);
 
  private:
-  friend struct InvariantProbe;  // tests only: corrupts state to prove check_invariants() catches it
+  friend struct InvariantProbe;  // tests only: corrupts state to prove check_invariants() catches
+                                 // it
   int entry_index(std::uint32_t community) const;
   void claim_work_point(std::uint32_t resident);
   void release_work_point(std::uint32_t resident);
@@ -246,9 +253,10 @@ class PopulationSystem {
   // Active members of community c (walking or retiring), in EntityId order;
   // valid during lifecycle().
   std::span<const std::uint32_t> active_members(std::uint32_t c) const;
-  void resolve_handoffs(const std::vector<std::int64_t>& desired_zone, std::vector<std::uint32_t>& moved);
-  void start_handoffs(const std::vector<std::int64_t>& desired_zone, const std::vector<std::uint32_t>& desired_n,
-                      std::uint32_t& migrations_left);
+  void resolve_handoffs(const std::vector<std::int64_t>& desired_zone,
+                        std::vector<std::uint32_t>& moved);
+  void start_handoffs(const std::vector<std::int64_t>& desired_zone,
+                      const std::vector<std::uint32_t>& desired_n, std::uint32_t& migrations_left);
 
   const Scenario* scenario_;
   // Resolved once from the scenario's ids, so the coordinator compares
@@ -272,8 +280,9 @@ class PopulationSystem {
   // Derived indexes (rebuilt on restore, never in checkpoints).
   std::vector<std::uint64_t> row_hash_;
   std::uint64_t row_sum_ = 0;
-  std::vector<std::uint32_t> active_cz_;   // community x zone: walking + retiring
-  std::vector<std::uint32_t> active_list_; // residents with active != 0, ascending (EntityId order)
+  std::vector<std::uint32_t> active_cz_;  // community x zone: walking + retiring
+  std::vector<std::uint32_t>
+      active_list_;  // residents with active != 0, ascending (EntityId order)
   std::uint32_t active_total_ = 0;
   std::uint32_t retiring_total_ = 0;
   // Scratch (reused every interval).

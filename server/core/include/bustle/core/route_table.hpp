@@ -20,10 +20,10 @@ namespace bustle::core {
 inline constexpr std::uint32_t kNoRoute = UINT32_MAX;
 
 struct RouteTableState {
-  std::vector<LaneIndex> lanes;        // the shared buffer
-  std::vector<std::uint32_t> offset;   // per slot
-  std::vector<std::uint32_t> count;    // per slot; 0 = free slot
-  std::vector<std::uint32_t> target;   // per slot: next lane to take, in [0, count]
+  std::vector<LaneIndex> lanes;           // the shared buffer
+  std::vector<std::uint32_t> offset;      // per slot
+  std::vector<std::uint32_t> count;       // per slot; 0 = free slot
+  std::vector<std::uint32_t> target;      // per slot: next lane to take, in [0, count]
   std::vector<std::uint32_t> free_slots;  // LIFO
   friend bool operator==(const RouteTableState&, const RouteTableState&) = default;
 };

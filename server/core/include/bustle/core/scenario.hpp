@@ -32,7 +32,7 @@ struct LaneSpec {
   std::vector<Vec2> points;  // polyline, at least two points
   double speed_mps_limit = 1.4;
   std::vector<std::string> successors;  // lane ids
-  double elevation_m = 0.0;  // height of the lane (bridges, decks): an importance input
+  double elevation_m = 0.0;             // height of the lane (bridges, decks): an importance input
 };
 
 struct PedestrianSpec {
@@ -50,16 +50,18 @@ struct PedestrianSpec {
 // graded stages; at most per_step_cap identities are created per step.
 struct SpawnSettings {
   std::uint32_t per_step_cap = 8;
-  std::uint32_t queue_depth = 1024;     // live (non-terminal) handles at most
-  std::uint32_t timeout_ms = 10'000;    // Queued/IdentityCreated longer than this -> TimedOut
+  std::uint32_t queue_depth = 1024;   // live (non-terminal) handles at most
+  std::uint32_t timeout_ms = 10'000;  // Queued/IdentityCreated longer than this -> TimedOut
 };
 
 // Despawn phase: entities that may still be on screen fade for fade_ms before
 // their id is released; Coarse (far, off-screen) ones are deleted at once.
 struct DespawnSettings {
   std::uint32_t fade_ms = 1'000;
-  double out_of_range_m = 0.0;  // background pedestrians farther than this from every observer leave; 0 = off
-  std::uint32_t stuck_ms = 0;   // an off-screen (Coarse) vehicle that has not moved for this long leaves; 0 = off
+  double out_of_range_m =
+      0.0;  // background pedestrians farther than this from every observer leave; 0 = off
+  std::uint32_t stuck_ms =
+      0;  // an off-screen (Coarse) vehicle that has not moved for this long leaves; 0 = off
 };
 
 // Vehicles (DESIGN §4). Defaults are seed 003's.
@@ -67,15 +69,15 @@ enum class RouteEnd : std::uint8_t { Loop = 0, Garage = 1 };
 
 struct GarageSpec {
   std::string id;
-  std::string lane;                 // entrance lane (must be route[0])
-  std::vector<std::string> route;   // lane ids, each a successor of the previous
+  std::string lane;                // entrance lane (must be route[0])
+  std::vector<std::string> route;  // lane ids, each a successor of the previous
   RouteEnd route_end = RouteEnd::Loop;
   std::vector<std::string> prototypes;  // vehicle prototypes this garage can dispatch
   std::uint32_t capacity = 18;          // managed vehicles at most
   std::uint32_t queue_depth = 26;
   std::uint32_t dispatch_per_step_max = 1;
-  std::uint32_t cooldown_frames = 8;    // queue frames suppressed after a dispatch
-  double entrance_clear_m = 8.0;        // no vehicle in the first N m of the entrance lane
+  std::uint32_t cooldown_frames = 8;  // queue frames suppressed after a dispatch
+  double entrance_clear_m = 8.0;      // no vehicle in the first N m of the entrance lane
   // How this garage's VehicleIds read: literal text with {garage} (the
   // garage id), {scenario} (the scenario id) and {ordinal} (the garage's
   // dispatch ordinal, 6 digits zero-padded; required, so ids never repeat).
@@ -83,19 +85,20 @@ struct GarageSpec {
 };
 
 // A garage's VehicleId for dispatch ordinal `ordinal` (GarageSpec::vehicle_id_format).
-std::string format_vehicle_id(const std::string& format, const std::string& garage, const std::string& scenario,
-                              std::uint64_t ordinal);
+std::string format_vehicle_id(const std::string& format, const std::string& garage,
+                              const std::string& scenario, std::uint64_t ordinal);
 // "" when `format` is a valid vehicle_id_format, else why not.
 std::string check_vehicle_id_format(const std::string& format);
 // The expanded texts before and after {ordinal} of a valid format.
-std::pair<std::string, std::string> vehicle_id_affixes(const std::string& format, const std::string& garage,
+std::pair<std::string, std::string> vehicle_id_affixes(const std::string& format,
+                                                       const std::string& garage,
                                                        const std::string& scenario);
 
 struct SignalSpec {
   std::string id;
-  std::string lane;          // the controlled lane
-  double stop_alpha = 0.82;  // stop line as a fraction of the lane length
-  double yield_alpha = 0.35; // yield approach starts here
+  std::string lane;           // the controlled lane
+  double stop_alpha = 0.82;   // stop line as a fraction of the lane length
+  double yield_alpha = 0.35;  // yield approach starts here
   std::uint32_t open_ms = 4000;
   std::uint32_t yield_ms = 2000;
   std::uint32_t closed_ms = 4000;
@@ -139,11 +142,12 @@ struct AreaOfInterest {
 };
 
 struct ImportanceSpec {
-  double class_weight[kPriorityClassCount] = {4.0, 2.0, 1.25, 1.0};  // story > quest > community > background
-  double pedestrian_weight = 1.0;  // type weight
+  double class_weight[kPriorityClassCount] = {4.0, 2.0, 1.25,
+                                              1.0};  // story > quest > community > background
+  double pedestrian_weight = 1.0;                    // type weight
   double vehicle_weight = 1.0;
-  double height_weight = 2.0;      // metres of d_eff per metre of height difference
-  double behind_factor = 1.5;      // behind an observer with a view direction
+  double height_weight = 2.0;  // metres of d_eff per metre of height difference
+  double behind_factor = 1.5;  // behind an observer with a view direction
   std::vector<AreaOfInterest> areas;
 };
 
@@ -170,7 +174,13 @@ struct TierSpec {
 
 // Population orchestration (DESIGN §3): zones, communities with day
 // schedules, work-points, and the lifecycle coordinator's settings.
-enum class SchedulePhase : std::uint8_t { Home = 0, CommuteToWork = 1, Work = 2, Leisure = 3, CommuteHome = 4 };
+enum class SchedulePhase : std::uint8_t {
+  Home = 0,
+  CommuteToWork = 1,
+  Work = 2,
+  Leisure = 3,
+  CommuteHome = 4
+};
 
 struct ZoneSpec {
   std::string id;
@@ -194,7 +204,7 @@ struct CommunitySpec {
   std::vector<std::string> professions;  // members take them in turn
   bool saveable = false;                 // identities persist in saves
   std::string home_zone;
-  std::vector<ScheduleEntry> schedule;   // must cover [0, 24) exactly once
+  std::vector<ScheduleEntry> schedule;  // must cover [0, 24) exactly once
 };
 
 struct WorkPointSpec {
@@ -205,18 +215,19 @@ struct WorkPointSpec {
 };
 
 struct PopulationSettings {
-  double start_hour = 6.0;                 // time of day at step 0
-  std::uint32_t time_scale = 1;            // game seconds per simulated second
+  double start_hour = 6.0;       // time of day at step 0
+  std::uint32_t time_scale = 1;  // game seconds per simulated second
   std::uint32_t lifecycle_interval_ms = 250;
-  std::uint32_t growth_quota = 2;          // per zone per interval
-  std::uint32_t recycle_quota = 2;         // per zone per interval
-  std::uint32_t migration_budget = 4;      // dormant records moved between zones, per interval (all zones)
+  std::uint32_t growth_quota = 2;   // per zone per interval
+  std::uint32_t recycle_quota = 2;  // per zone per interval
+  std::uint32_t migration_budget =
+      4;  // dormant records moved between zones, per interval (all zones)
 };
 
 struct Scenario {
-  std::string id;    // stable identifier, sent in Welcome and saved in snapshots
-  std::string name;  // human-readable
-  std::uint32_t step_us = 100'000;         // fixed step; 100 ms = 10 Hz
+  std::string id;                   // stable identifier, sent in Welcome and saved in snapshots
+  std::string name;                 // human-readable
+  std::uint32_t step_us = 100'000;  // fixed step; 100 ms = 10 Hz
   std::uint32_t entity_capacity = 65'536;  // fixed at world creation
   std::uint32_t command_inbox_capacity = 1'024;
   std::vector<LaneSpec> lanes;
@@ -245,8 +256,8 @@ struct ScenarioError {
 };
 
 // Limits enforced by validation; documented in schema/scenario.schema.json.
-inline constexpr std::uint32_t kStepUsMin = 1'000;          // 1000 Hz
-inline constexpr std::uint32_t kStepUsMax = 1'000'000;      // 1 Hz
+inline constexpr std::uint32_t kStepUsMin = 1'000;      // 1000 Hz
+inline constexpr std::uint32_t kStepUsMax = 1'000'000;  // 1 Hz
 inline constexpr std::uint32_t kEntityCapacityMax = 1u << 24;
 inline constexpr std::uint32_t kInboxCapacityMax = 1u << 20;
 inline constexpr double kLaneLengthMinM = 0.01;

@@ -41,7 +41,9 @@ constexpr std::uint32_t tier_stride(SimTier t) {
 // An entity's phase: the low 6 bits of mix64(id), a pure function of the
 // identity. Strides (1, 2, 8) divide 64, so phase % stride equals
 // mix64(id) % stride; hot loops keep it in a column instead of re-mixing.
-constexpr std::uint8_t id_phase(EntityId id) { return static_cast<std::uint8_t>(mix64(id.packed()) & 63u); }
+constexpr std::uint8_t id_phase(EntityId id) {
+  return static_cast<std::uint8_t>(mix64(id.packed()) & 63u);
+}
 
 // True when an entity of this tier runs its logic on `step`: when
 // (step + phase % stride) % stride == 0. Strides are powers of two, so that
@@ -51,21 +53,24 @@ constexpr bool tier_due_phase(std::uint64_t step, std::uint8_t phase, SimTier t)
                 (tier_stride(SimTier::Coarse) & (tier_stride(SimTier::Coarse) - 1)) == 0);
   return ((step + phase) & (tier_stride(t) - 1)) == 0;
 }
-constexpr bool tier_due(std::uint64_t step, EntityId id, SimTier t) { return tier_due_phase(step, id_phase(id), t); }
+constexpr bool tier_due(std::uint64_t step, EntityId id, SimTier t) {
+  return tier_due_phase(step, id_phase(id), t);
+}
 
 struct TierCounts {
   std::uint32_t per_tier[kSimTierCount] = {};
   std::uint32_t promoted = 0;
   std::uint32_t demoted = 0;
-  std::uint32_t deferred = 0;  // transitions held back by the budget this step
-  std::uint32_t forced = 0;    // ForceFull entities held in Full
+  std::uint32_t deferred = 0;         // transitions held back by the budget this step
+  std::uint32_t forced = 0;           // ForceFull entities held in Full
   std::uint32_t forced_overflow = 0;  // ForceFull entities beyond the hard cap (resolved normally)
 };
 
 // The caps left for one resolve slice when the rest of the kind keeps its
 // tiers: `others[t]` entities outside the slice hold tier t, `others_forced`
 // of the Full ones are ForceFull (they count against the hard cap only).
-TierSpec slice_caps(const TierSpec& spec, const std::uint32_t (&others)[kSimTierCount], std::uint32_t others_forced);
+TierSpec slice_caps(const TierSpec& spec, const std::uint32_t (&others)[kSimTierCount],
+                    std::uint32_t others_forced);
 
 // Resolves tiers in place. `distance_m[i]` is entity i's distance to the
 // nearest observer (infinity when there is none). Scratch vectors are reused
@@ -75,8 +80,9 @@ class TierResolver {
   // `force_full` (empty, or one flag per entity): ForceFull entities go to Full
   // at once, outside full_cap and the transition budget, up to hard_full_cap
   // (lowest ids first); the rest are resolved normally and counted as overflow.
-  TierCounts resolve(const TierSpec& spec, std::span<const EntityId> ids, std::span<const double> distance_m,
-                     std::span<std::uint8_t> tier, std::span<const std::uint8_t> force_full = {});
+  TierCounts resolve(const TierSpec& spec, std::span<const EntityId> ids,
+                     std::span<const double> distance_m, std::span<std::uint8_t> tier,
+                     std::span<const std::uint8_t> force_full = {});
   // Sizes the scratch for up to `entities` per call, so no call allocates
   // (otherwise it grows to the largest call seen, now and then allocating).
   void reserve(std::size_t entities);

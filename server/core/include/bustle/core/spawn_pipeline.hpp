@@ -4,9 +4,10 @@
 //
 // A handle advances at most one stage per step, so every stage is observable
 // (SpawnEvent / SpawnUpdate on the wire, including Queued):
-//   Queued --(phase 4 of a later step, within spawn.per_step_cap, FIFO by handle)--> IdentityCreated
-//   IdentityCreated --(next step's phase 4; zone has room)--> Registered (walks, visible in deltas)
-//   Registered --(next step's phase 8)--> RepresentationRequested   (clients are asked for a representation)
+//   Queued --(phase 4 of a later step, within spawn.per_step_cap, FIFO by handle)-->
+//   IdentityCreated IdentityCreated --(next step's phase 4; zone has room)--> Registered (walks,
+//   visible in deltas) Registered --(next step's phase 8)--> RepresentationRequested   (clients are
+//   asked for a representation)
 // The core's part of a handle ends there: RepresentationRequested is the
 // core's terminal success (is_core_terminal), the handle moves to `recent`
 // in the same phase 8, and nothing a client does can change the simulation
@@ -78,7 +79,9 @@ enum class SpawnState : std::uint8_t {
 inline constexpr std::size_t kSpawnStateCount = 9;
 const char* to_string(SpawnState s);
 // The handle's end, on every axis (what SpawnStatus.terminal says on the wire).
-constexpr bool is_terminal(SpawnState s) { return s >= SpawnState::ReadyForGameplay; }
+constexpr bool is_terminal(SpawnState s) {
+  return s >= SpawnState::ReadyForGameplay;
+}
 // The end of the core's part of a handle: RepresentationRequested (success;
 // the representation stages follow outside the core) or a terminal failure.
 constexpr bool is_core_terminal(SpawnState s) {
@@ -87,8 +90,8 @@ constexpr bool is_core_terminal(SpawnState s) {
 
 enum class SpawnFailure : std::uint8_t {
   None = 0,
-  EntityGone = 1,       // the entity was despawned before it became ready
-  WorldReplaced = 2,    // reserved for restore/load (handles of the old world)
+  EntityGone = 1,     // the entity was despawned before it became ready
+  WorldReplaced = 2,  // reserved for restore/load (handles of the old world)
 };
 const char* to_string(SpawnFailure f);
 
@@ -96,13 +99,13 @@ inline constexpr std::int32_t kAnyZone = -1;
 inline constexpr std::uint32_t kAnyLane = UINT32_MAX;
 
 struct SpawnHandleState {
-  std::uint64_t handle = 0;     // 1, 2, ... in request order; never reused
+  std::uint64_t handle = 0;  // 1, 2, ... in request order; never reused
   SpawnState state = SpawnState::Queued;
   SpawnFailure failure = SpawnFailure::None;
-  EntityId entity;              // null until IdentityCreated
-  CommandOrigin origin;         // who asked (updates go to that client)
-  std::int32_t zone = kAnyZone;     // zone index, or any sidewalk
-  std::uint32_t lane = kAnyLane;    // lane index, or any lane of the zone
+  EntityId entity;                // null until IdentityCreated
+  CommandOrigin origin;           // who asked (updates go to that client)
+  std::int32_t zone = kAnyZone;   // zone index, or any sidewalk
+  std::uint32_t lane = kAnyLane;  // lane index, or any lane of the zone
   PriorityClass priority = PriorityClass::Quest;
   std::uint64_t requested_step = 0;
   std::uint64_t deadline_step = 0;  // TimedOut when still waiting after it
@@ -123,17 +126,17 @@ struct SpawnEvent {
 struct SpawnCounters {
   std::uint64_t requested = 0;
   std::uint64_t per_state_total[kSpawnStateCount] = {};  // entries into each state
-  std::uint32_t deferred_by_cap = 0;      // last step: Queued held back by per_step_cap
-  std::uint32_t deferred_by_capacity = 0; // last step: registry full
-  std::uint32_t deferred_by_zone = 0;     // last step: zone at capacity
+  std::uint32_t deferred_by_cap = 0;       // last step: Queued held back by per_step_cap
+  std::uint32_t deferred_by_capacity = 0;  // last step: registry full
+  std::uint32_t deferred_by_zone = 0;      // last step: zone at capacity
   friend bool operator==(const SpawnCounters&, const SpawnCounters&) = default;
 };
 
 // Plain state of the pipeline; the World drives the transitions because they
 // touch the registry and the pedestrian arrays.
 struct SpawnPipelineState {
-  std::vector<SpawnHandleState> live;     // non-terminal, sorted by handle
-  std::vector<SpawnHandleState> recent;   // the last kSpawnHistory terminal handles, oldest first
+  std::vector<SpawnHandleState> live;    // non-terminal, sorted by handle
+  std::vector<SpawnHandleState> recent;  // the last kSpawnHistory terminal handles, oldest first
   std::uint64_t next_handle = 1;
   SpawnCounters counters;
   friend bool operator==(const SpawnPipelineState&, const SpawnPipelineState&) = default;

@@ -51,7 +51,12 @@
 
 namespace bustle::core {
 
-enum class VehicleStrategy : std::uint8_t { RouteFollow = 0, LaneFollow = 1, Parked = 2, Manual = 3 };
+enum class VehicleStrategy : std::uint8_t {
+  RouteFollow = 0,
+  LaneFollow = 1,
+  Parked = 2,
+  Manual = 3
+};
 enum class ControlPolicy : std::uint8_t {
   RouteFollow = 0,
   LaneFollow = 1,
@@ -69,10 +74,10 @@ enum class PolicyReason : std::uint8_t {
   SignalClosed = 4,
   SignalYield = 5,
   PedestrianHazard = 6,
-  LeaderBlocked = 7,   // leader at or within headway_block_m: no movement
-  LeaderCaution = 8,   // leader within headway_caution_m: reduced speed
+  LeaderBlocked = 7,  // leader at or within headway_block_m: no movement
+  LeaderCaution = 8,  // leader within headway_caution_m: reduced speed
   AwaitingTurnaround = 9,
-  NotDue = 10,         // reserved: not emitted (a vehicle keeps its last reason between evaluations)
+  NotDue = 10,  // reserved: not emitted (a vehicle keeps its last reason between evaluations)
 };
 inline constexpr std::size_t kControlPolicyCount = 7;
 const char* to_string(VehicleStrategy s);
@@ -83,8 +88,8 @@ const char* to_string(PolicyReason r);
 struct PolicyInputs {
   bool despawn_requested = false;
   VehicleStrategy strategy = VehicleStrategy::RouteFollow;
-  bool signal_closed = false;   // a closed stop line within this step's travel
-  bool signal_yield = false;    // inside a yielding approach
+  bool signal_closed = false;  // a closed stop line within this step's travel
+  bool signal_yield = false;   // inside a yielding approach
   bool pedestrian_hazard = false;
   double leader_gap_m = std::numeric_limits<double>::infinity();
   bool has_route = true;
@@ -113,12 +118,12 @@ struct SignalState {
 };
 
 enum class DispatchGate : std::uint8_t {
-  Dispatched = 0,       // at least one vehicle left the garage this step
+  Dispatched = 0,  // at least one vehicle left the garage this step
   QueueEmpty = 1,
   Cooldown = 2,
   Capacity = 3,
   EntranceBlocked = 4,
-  PerStepMax = 5,       // dispatched the per-step maximum and more are waiting
+  PerStepMax = 5,  // dispatched the per-step maximum and more are waiting
 };
 inline constexpr std::size_t kDispatchGateCount = 6;
 const char* to_string(DispatchGate g);
@@ -161,36 +166,42 @@ struct EnqueueResult {
   std::string message;
 };
 
-enum class CancelStatus : std::uint8_t { Canceled = 0, NotQueued = 1, AlreadyDispatched = 2, UnknownGarage = 3 };
+enum class CancelStatus : std::uint8_t {
+  Canceled = 0,
+  NotQueued = 1,
+  AlreadyDispatched = 2,
+  UnknownGarage = 3
+};
 
 // Hot vehicle state, structure-of-arrays, dense; swap-remove with dense_of.
 struct VehicleStore {
   static constexpr std::uint32_t kNoSlot = UINT32_MAX;
   std::vector<EntityId> id;
   std::vector<std::uint32_t> garage;
-  std::vector<std::uint64_t> ordinal;     // VehicleId ordinal
+  std::vector<std::uint64_t> ordinal;  // VehicleId ordinal
   std::vector<std::uint32_t> prototype;
   std::vector<std::uint32_t> route_index;
   std::vector<LaneIndex> lane;
   std::vector<double> s_m;
-  std::vector<double> speed_mps;          // speed actually driven on the last evaluated step
+  std::vector<double> speed_mps;  // speed actually driven on the last evaluated step
   std::vector<std::uint8_t> strategy;
   std::vector<std::uint8_t> policy;
   std::vector<std::uint8_t> reason;
   std::vector<std::uint8_t> tier;
-  std::vector<EntityId> leader;           // null when none
+  std::vector<EntityId> leader;  // null when none
   std::vector<std::uint64_t> steps_advanced;
-  std::vector<std::uint64_t> last_advance_step;  // step it last moved (its dispatch step before that)
+  std::vector<std::uint64_t>
+      last_advance_step;                     // step it last moved (its dispatch step before that)
   std::vector<std::uint64_t> waiting_since;  // step it began awaiting turnaround (0 = not)
   std::vector<std::uint8_t> despawn_requested;
-  std::vector<std::string> request_id;    // cold: the request it was dispatched for
-  std::vector<std::uint32_t> dense_of;    // by entity index
+  std::vector<std::string> request_id;  // cold: the request it was dispatched for
+  std::vector<std::uint32_t> dense_of;  // by entity index
 
   std::uint32_t size() const { return static_cast<std::uint32_t>(id.size()); }
 };
 
 struct VehicleStepCounts {
-  std::uint32_t moving = 0;  // advanced this step
+  std::uint32_t moving = 0;                            // advanced this step
   std::uint32_t per_policy[kControlPolicyCount] = {};  // over all vehicles after the step
   std::uint32_t turnarounds = 0;
   std::uint32_t dispatched = 0;
@@ -198,7 +209,7 @@ struct VehicleStepCounts {
 
 // Everything a checkpoint needs from the vehicle system.
 struct VehicleCheckpoint {
-  VehicleStore store;  // dense_of is rebuilt, not stored
+  VehicleStore store;                   // dense_of is rebuilt, not stored
   std::vector<std::string> garage_ids;  // scenario garage ids, in index order (checked on restore)
   std::vector<std::string> signal_ids;
   std::vector<GarageState> garages;
@@ -213,8 +224,9 @@ class VehicleSystem {
   VehicleSystem(const Scenario& scenario, const LaneGraph& lanes, std::uint32_t entity_capacity);
 
   // Validates everything before changing anything (invariant 2).
-  EnqueueResult enqueue(const std::string& garage, const std::string& request_id, const std::string& prototype,
-                        const std::string& lane, std::int32_t priority);
+  EnqueueResult enqueue(const std::string& garage, const std::string& request_id,
+                        const std::string& prototype, const std::string& lane,
+                        std::int32_t priority);
   CancelStatus cancel(const std::string& garage, const std::string& request_id);
 
   // Despawn bookkeeping (the World owns the single despawn phase).
@@ -245,8 +257,8 @@ class VehicleSystem {
   // step (every tiers.vehicle_resolve_every_steps steps each), against the
   // caps the other slices' current tiers leave. `forced_full` is the world's
   // ForceFull list, sorted by EntityId (pedestrians in it are ignored).
-  void resolve_tiers(std::uint64_t step_index, const TierSpec& spec, const ImportanceField& importance,
-                     std::span<const EntityId> forced_full = {});
+  void resolve_tiers(std::uint64_t step_index, const TierSpec& spec,
+                     const ImportanceField& importance, std::span<const EntityId> forced_full = {});
 
   const VehicleStore& store() const { return store_; }
   const std::vector<GarageState>& garages() const { return garages_; }
@@ -279,10 +291,12 @@ class VehicleSystem {
                                                            const EntityRegistry& registry);
 
  private:
-  friend struct InvariantProbe;  // tests only: corrupts state to prove check_invariants() catches it
+  friend struct InvariantProbe;  // tests only: corrupts state to prove check_invariants() catches
+                                 // it
   void advance_signals(std::uint32_t step_us);
   void inject_plan(std::uint64_t step_index);
-  void dispatch(std::uint64_t step_index, EntityRegistry& registry, const std::vector<Vec2>& observers);
+  void dispatch(std::uint64_t step_index, EntityRegistry& registry,
+                const std::vector<Vec2>& observers);
   bool entrance_clear(std::uint32_t garage);
   void build_snapshot();
   void evaluate_and_advance(std::uint64_t step_index, std::uint32_t step_us,
@@ -325,10 +339,11 @@ class VehicleSystem {
                                          RestoreErrors& errors) const;
   void start_waiting(std::uint32_t i, std::uint64_t step_index);
   void stop_waiting(std::uint32_t i);
-  void find_stuck(std::uint64_t step_index, std::uint32_t step_us, std::vector<DespawnRequest>& despawns);
-  void push_vehicle(std::uint64_t step_index, EntityId id, std::uint32_t garage, std::uint64_t ordinal,
-                    std::uint32_t prototype,
-                    const std::string& request_id, SimTier tier);
+  void find_stuck(std::uint64_t step_index, std::uint32_t step_us,
+                  std::vector<DespawnRequest>& despawns);
+  void push_vehicle(std::uint64_t step_index, EntityId id, std::uint32_t garage,
+                    std::uint64_t ordinal, std::uint32_t prototype, const std::string& request_id,
+                    SimTier tier);
 
   struct Conflict {
     double s_on_road_m;
@@ -337,9 +352,9 @@ class VehicleSystem {
 
   const Scenario* scenario_;
   const LaneGraph* lanes_;
-  std::vector<std::vector<LaneIndex>> routes_;   // per garage, lane indices
-  std::vector<std::int32_t> signal_of_lane_;     // signal index or -1
-  std::vector<std::vector<Conflict>> conflicts_; // per road lane, sorted by s
+  std::vector<std::vector<LaneIndex>> routes_;    // per garage, lane indices
+  std::vector<std::int32_t> signal_of_lane_;      // signal index or -1
+  std::vector<std::vector<Conflict>> conflicts_;  // per road lane, sorted by s
 
   VehicleStore store_;
   std::vector<GarageState> garages_;
@@ -357,7 +372,7 @@ class VehicleSystem {
   std::vector<std::uint32_t> pos_in_order_;
   std::vector<double> distances_;
   TierResolver tier_resolver_;
-  std::vector<double> lane_min_s_;   // per lane: smallest s of any vehicle (lazy)
+  std::vector<double> lane_min_s_;  // per lane: smallest s of any vehicle (lazy)
   bool lane_min_valid_ = false;
   std::vector<std::uint32_t> cursor_;
   // Digest caches (derived, rebuilt on restore): the hash of each vehicle's
@@ -369,7 +384,7 @@ class VehicleSystem {
   std::vector<std::uint64_t> hash_;             // per dense slot: vehicle_word() as last folded
   std::uint64_t hash_sum_ = 0;
   // Derived per dense slot / per lane / per garage (rebuilt on restore).
-  std::vector<std::uint8_t> phase_;             // id_phase(id): stride and resolve slice
+  std::vector<std::uint8_t> phase_;  // id_phase(id): stride and resolve slice
   std::array<std::uint32_t, kControlPolicyCount> control_policy_count_{};  // vehicles per policy
   std::array<std::uint32_t, kSimTierCount> sim_tier_count_{};              // vehicles per tier
   struct Waiter {
@@ -377,16 +392,16 @@ class VehicleSystem {
     EntityId id;
     bool operator<(const Waiter& o) const { return since != o.since ? since < o.since : id < o.id; }
   };
-  std::vector<std::vector<Waiter>> waiting_;    // per garage: vehicles awaiting turnaround, sorted
-  std::vector<std::uint8_t> route_loops_;       // per garage: route_end == Loop
-  std::vector<LaneIndex> route_lanes_;          // every garage route, concatenated
-  std::vector<std::uint32_t> route_begin_;      // per garage + 1: its route in route_lanes_
+  std::vector<std::vector<Waiter>> waiting_;  // per garage: vehicles awaiting turnaround, sorted
+  std::vector<std::uint8_t> route_loops_;     // per garage: route_end == Loop
+  std::vector<LaneIndex> route_lanes_;        // every garage route, concatenated
+  std::vector<std::uint32_t> route_begin_;    // per garage + 1: its route in route_lanes_
   struct LaneHot {
     double length_m;
     double speed_mps;
-    double stop_m;      // signal stop line from the lane start (stop_alpha x length)
-    double yield_m;     // yield approach from the lane start
-    std::int32_t signal;  // index or -1
+    double stop_m;            // signal stop line from the lane start (stop_alpha x length)
+    double yield_m;           // yield approach from the lane start
+    std::int32_t signal;      // index or -1
     std::uint32_t conflicts;  // number of crossing conflicts
   };
   std::vector<LaneHot> lane_hot_;

@@ -50,8 +50,8 @@
 #include "bustle/core/entity_id.hpp"
 #include "bustle/core/importance.hpp"
 #include "bustle/core/lane_graph.hpp"
-#include "bustle/core/phase_executor.hpp"
 #include "bustle/core/log_sink.hpp"
+#include "bustle/core/phase_executor.hpp"
 #include "bustle/core/population.hpp"
 #include "bustle/core/prng.hpp"
 #include "bustle/core/scenario.hpp"
@@ -93,7 +93,7 @@ struct DespawnNotice {
 struct OrphanRecord {
   EntityId id;
   DespawnReason reason = DespawnReason::Requested;
-  LaneIndex lane = 0;          // where it stopped (clients fade it there)
+  LaneIndex lane = 0;  // where it stopped (clients fade it there)
   double s_m = 0.0;
   std::uint32_t resident = UINT32_MAX;  // resident index, or none
   std::uint64_t release_step = 0;       // final deletion at or after this step
@@ -102,11 +102,11 @@ struct OrphanRecord {
 
 // Lifecycle state of one entity, as reported by World::describe.
 enum class LifecycleState : std::uint8_t {
-  Requested = 0,        // a spawn handle holds the id (IdentityCreated)
+  Requested = 0,  // a spawn handle holds the id (IdentityCreated)
   Active = 1,
-  Dormant = 2,          // a resident without representation
-  Retiring = 3,         // in the orphan set, fading
-  Gone = 4,             // not alive (stale or never issued)
+  Dormant = 2,   // a resident without representation
+  Retiring = 3,  // in the orphan set, fading
+  Gone = 4,      // not alive (stale or never issued)
 };
 const char* to_string(LifecycleState s);
 
@@ -121,32 +121,32 @@ struct EntityReport {
   bool alive = false;
   EntityKind kind = EntityKind::Pedestrian;
   LifecycleState lifecycle = LifecycleState::Gone;
-  SimTier tier = SimTier::Coarse;         // meaningful when active or retiring
+  SimTier tier = SimTier::Coarse;  // meaningful when active or retiring
   RepresentationHint representation = RepresentationHint::None;
   PriorityClass priority = PriorityClass::Background;
   PedestrianOrigin origin = PedestrianOrigin::Background;
   bool saveable = false;
   bool forced_full = false;
-  std::int32_t resident = -1;      // resident index, or -1
-  std::int32_t community = -1;     // community index, or -1
-  std::int32_t zone = -1;          // zone index, or -1
+  std::int32_t resident = -1;   // resident index, or -1
+  std::int32_t community = -1;  // community index, or -1
+  std::int32_t zone = -1;       // zone index, or -1
   std::int32_t work_point = -1;
   std::int32_t work_slot = -1;
-  std::int32_t lane = -1;          // lane index, or -1 when not on a lane
+  std::int32_t lane = -1;  // lane index, or -1 when not on a lane
   double s_m = 0.0;
   Pose pose;
   double effective_distance_m = 0.0;  // importance-weighted distance at the last query
   std::uint64_t spawn_handle = 0;     // 0 when it did not come from a live or recent spawn handle
   SpawnState spawn_state = SpawnState::Queued;
   DespawnReason retiring_reason = DespawnReason::Requested;  // when Retiring
-  std::uint64_t release_step = 0;                              // when Retiring
+  std::uint64_t release_step = 0;                            // when Retiring
 };
 
 // Lane density ledger summary (derived, not authoritative).
 struct LedgerSummary {
   std::uint32_t fragments = 0;
-  double deficit = 0.0;    // sum over fragments of max(0, target - actual)
-  double surplus = 0.0;    // sum over fragments of max(0, actual - target)
+  double deficit = 0.0;  // sum over fragments of max(0, target - actual)
+  double surplus = 0.0;  // sum over fragments of max(0, actual - target)
   double max_deficit = 0.0;
 };
 
@@ -173,13 +173,13 @@ struct PedestrianStore {
   static constexpr std::uint32_t kNoSlot = UINT32_MAX;
   std::vector<EntityId> id;
   std::vector<LaneIndex> lane;
-  std::vector<double> s_m;           // distance along the lane
-  std::vector<std::uint32_t> hops;   // lanes entered so far; seeds route choice
-  std::vector<std::uint8_t> tier;       // SimTier: how often this pedestrian's logic runs
-  std::vector<std::uint8_t> priority;   // PriorityClass (importance)
-  std::vector<std::uint8_t> origin;     // PedestrianOrigin
-  std::vector<std::uint8_t> phase;      // id_phase(id): derived from the id, never stored
-  std::vector<std::uint32_t> route;     // slot in the shared route table, or kNoRoute
+  std::vector<double> s_m;             // distance along the lane
+  std::vector<std::uint32_t> hops;     // lanes entered so far; seeds route choice
+  std::vector<std::uint8_t> tier;      // SimTier: how often this pedestrian's logic runs
+  std::vector<std::uint8_t> priority;  // PriorityClass (importance)
+  std::vector<std::uint8_t> origin;    // PedestrianOrigin
+  std::vector<std::uint8_t> phase;     // id_phase(id): derived from the id, never stored
+  std::vector<std::uint32_t> route;    // slot in the shared route table, or kNoRoute
   std::vector<std::uint32_t> dense_of;
   static constexpr std::uint32_t kNoResident = UINT32_MAX;
 
@@ -193,19 +193,18 @@ struct WorldCounters {
   std::uint64_t spawn_failed_capacity = 0;
   std::uint64_t commands_accepted = 0;
   std::uint64_t commands_rejected = 0;
-  std::uint64_t faded_total = 0;      // despawns that went through the fade
+  std::uint64_t faded_total = 0;         // despawns that went through the fade
   std::uint64_t fade_skipped_total = 0;  // off-screen despawns deleted at once
 };
 
 class World {
  public:
   struct CreateResult {
-    std::unique_ptr<World> world;         // null when errors is non-empty
+    std::unique_ptr<World> world;  // null when errors is non-empty
     std::vector<ScenarioError> errors;
   };
   // Validates the scenario first; never throws for bad input.
-  static CreateResult create(const Scenario& scenario, std::uint64_t seed,
-                             LogSink* log = nullptr);
+  static CreateResult create(const Scenario& scenario, std::uint64_t seed, LogSink* log = nullptr);
 
   struct RestoreResult {
     std::unique_ptr<World> world;  // the candidate; null when errors is non-empty
@@ -363,8 +362,8 @@ class World {
   void place_resident(std::uint32_t resident);
   void move_resident(std::uint32_t resident);
   SimTier initial_sim_tier(LaneIndex lane, double s_m, PriorityClass cls) const;
-  void push_pedestrian(EntityId id, LaneIndex lane, double s_m, std::uint32_t resident, PriorityClass cls,
-                       PedestrianOrigin origin);
+  void push_pedestrian(EntityId id, LaneIndex lane, double s_m, std::uint32_t resident,
+                       PriorityClass cls, PedestrianOrigin origin);
   void remove_pedestrian(EntityId id);
   // The pedestrian section of the digest is a sum over pedestrians of two
   // hashes, kept current as rows change (like the resident rows in
@@ -398,7 +397,8 @@ class World {
   // Validates a spawn request; empty when valid, else "field: message".
   std::string validate_spawn(const SpawnPedestrian& c, std::int32_t& zone, std::uint32_t& lane,
                              std::vector<LaneIndex>* route = nullptr) const;
-  std::string validate_spawn_place(const SpawnPedestrian& c, std::int32_t& zone, std::uint32_t& lane) const;
+  std::string validate_spawn_place(const SpawnPedestrian& c, std::int32_t& zone,
+                                   std::uint32_t& lane) const;
   std::uint64_t accept_spawn(const SpawnPedestrian& c, std::int32_t zone, std::uint32_t lane,
                              std::span<const LaneIndex> route, CommandOrigin origin);
   void set_spawn_state(SpawnHandleState& h, SpawnState s, SpawnFailure f = SpawnFailure::None);
@@ -464,8 +464,8 @@ class World {
   std::uint32_t background_count_ = 0;  // pedestrians without a resident identity
   // Sum of pedestrian_row_hash + pedestrian_motion_hash (derived; rebuilt on restore).
   std::uint64_t pedestrian_digest_sum_ = 0;
-  std::vector<double> slice_distance_;         // per slice member (scratch)
-  std::vector<std::uint32_t> slice_;           // dense slots resolved this step (scratch)
+  std::vector<double> slice_distance_;  // per slice member (scratch)
+  std::vector<std::uint32_t> slice_;    // dense slots resolved this step (scratch)
   std::vector<EntityId> slice_ids_;
   std::vector<std::uint8_t> slice_sim_tier_;
   TierResolver pedestrian_tier_resolver_;
@@ -478,30 +478,31 @@ class World {
   std::vector<Vec2> observers_;
   std::vector<std::uint8_t> crossing_occupied_;  // per lane, pre-step (phase 5 input)
   std::vector<VehicleSystem::DespawnRequest> vehicle_despawns_;
-  std::vector<std::uint8_t> despawn_pending_;  // by entity index; cleared in phase 9
-  std::vector<ObserverView> observer_views_;   // parallel to observers_
-  std::vector<Vec2> client_observers_;          // SetClientObservers (authoritative, digested)
+  std::vector<std::uint8_t> despawn_pending_;        // by entity index; cleared in phase 9
+  std::vector<ObserverView> observer_views_;         // parallel to observers_
+  std::vector<Vec2> client_observers_;               // SetClientObservers (authoritative, digested)
   std::vector<ObserverView> client_observer_views_;  // parallel to client_observers_
   // Invariants (check_observers): 1. client_observers_ holds at most
   // kClientObserversMax points, one view each; 2. tier_observers_ /
   // tier_views_ are observers_ then client_observers_ (with their views).
-  std::vector<Vec2> tier_observers_;            // derived: observers_ then client_observers_
-  std::vector<ObserverView> tier_views_;        // parallel to tier_observers_
+  std::vector<Vec2> tier_observers_;      // derived: observers_ then client_observers_
+  std::vector<ObserverView> tier_views_;  // parallel to tier_observers_
   ImportanceField importance_;
   SpawnPipelineState spawn_;
   RouteTable routes_;
   std::vector<SpawnEvent> spawn_events_;
-  std::vector<OrphanRecord> orphans_;          // sorted by id
-  std::vector<EntityId> retiring_fifo_;        // front first
+  std::vector<OrphanRecord> orphans_;    // sorted by id
+  std::vector<EntityId> retiring_fifo_;  // front first
   std::vector<DespawnNotice> despawn_notices_;
   std::vector<std::uint32_t> to_move_;
-  std::vector<std::uint32_t> ledger_actual_;   // scratch: background pedestrians per fragment
-  std::vector<double> ledger_target_;          // per fragment, for the current target
+  std::vector<std::uint32_t> ledger_actual_;  // scratch: background pedestrians per fragment
+  std::vector<double> ledger_target_;         // per fragment, for the current target
   std::uint32_t ledger_target_for_ = UINT32_MAX;
   void refresh_ledger_target();
-  void ledger_targets(std::vector<double>& out) const;        // per fragment, for pedestrian_target_
+  void ledger_targets(std::vector<double>& out) const;  // per fragment, for pedestrian_target_
   // Background pedestrians per fragment; optionally each one's fragment by dense slot.
-  void ledger_counts(std::vector<std::uint32_t>& out, std::vector<std::uint32_t>* fragment_of_slot = nullptr) const;
+  void ledger_counts(std::vector<std::uint32_t>& out,
+                     std::vector<std::uint32_t>* fragment_of_slot = nullptr) const;
   std::vector<std::uint32_t> fragment_of_slot_;  // scratch for trimming
 
   // Parallel parts (phase_executor.hpp). One MovePart per kRowsPerPart
@@ -512,8 +513,9 @@ class World {
     std::vector<DespawnRequest> despawns;        // LaneDeadEnd, in row order
     std::vector<std::uint32_t> released_routes;  // route slots used up, in row order
   };
-  void move_pedestrian_rows(std::uint32_t begin, std::uint32_t end, const std::uint8_t (&due)[kSimTierCount][64],
-                            double dt_s, MovePart& out);
+  void move_pedestrian_rows(std::uint32_t begin, std::uint32_t end,
+                            const std::uint8_t (&due)[kSimTierCount][64], double dt_s,
+                            MovePart& out);
   std::vector<MovePart> move_parts_;
   // Phase 7's parts: slice members and the other tiers per part, where the
   // part's members start in the slice, and the digest sum's change.
@@ -524,11 +526,14 @@ class World {
     std::uint64_t sum_delta = 0;
   };
   std::vector<TierPart> tier_parts_;
-  std::uint32_t build_tier_slice(const std::uint8_t (&in_slice)[64], std::uint32_t (&others)[kSimTierCount]);
+  std::uint32_t build_tier_slice(const std::uint8_t (&in_slice)[64],
+                                 std::uint32_t (&others)[kSimTierCount]);
   void write_slice_tiers(std::uint32_t slice_size);
   InlineExecutor inline_executor_;
   PhaseExecutor* lent_executor_ = nullptr;  // the app's threads, if it lent some
-  PhaseExecutor& executor() { return lent_executor_ != nullptr ? *lent_executor_ : inline_executor_; }
+  PhaseExecutor& executor() {
+    return lent_executor_ != nullptr ? *lent_executor_ : inline_executor_;
+  }
 };
 
 }  // namespace bustle::core

@@ -56,11 +56,11 @@ struct ControlCommand {
     ClientObservers,
   };
   Kind kind = Kind::QueryStats;
-  std::uint32_t step_count = 0;  // Step
-  std::string name;              // snapshot commands
-  std::uint64_t job_id = 0;      // QueryJob
-  core::EntityId entity;         // QueryVehicle, QueryEntity
-  std::uint64_t spawn_handle = 0;  // QuerySpawn
+  std::uint32_t step_count = 0;                  // Step
+  std::string name;                              // snapshot commands
+  std::uint64_t job_id = 0;                      // QueryJob
+  core::EntityId entity;                         // QueryVehicle, QueryEntity
+  std::uint64_t spawn_handle = 0;                // QuerySpawn
   std::vector<core::EntityId> entities{};        // LeasesHeld
   std::vector<core::ObserverPoint> observers{};  // ClientObservers
 };

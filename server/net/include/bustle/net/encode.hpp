@@ -6,10 +6,10 @@
 // client can tell "not part of this answer" from "empty".
 #pragma once
 
+#include <flatbuffers/flatbuffers.h>
+
 #include <cstdint>
 #include <string>
-
-#include <flatbuffers/flatbuffers.h>
 
 #include "bustle/net/command_queue.hpp"
 #include "bustle/net/server.hpp"
@@ -17,9 +17,10 @@
 
 namespace bustle::net {
 
-void encode_error(wire::ErrorCode code, const std::string& message, flatbuffers::FlatBufferBuilder& fbb);
-void encode_welcome(const WelcomeInfo& welcome, std::uint32_t session_id, Role role, std::uint64_t current_step,
-                    flatbuffers::FlatBufferBuilder& fbb);
+void encode_error(wire::ErrorCode code, const std::string& message,
+                  flatbuffers::FlatBufferBuilder& fbb);
+void encode_welcome(const WelcomeInfo& welcome, std::uint32_t session_id, Role role,
+                    std::uint64_t current_step, flatbuffers::FlatBufferBuilder& fbb);
 void encode_command_result(const OutboundResult& result, flatbuffers::FlatBufferBuilder& fbb);
 void encode_job_update(const JobInfo& job, flatbuffers::FlatBufferBuilder& fbb);
 void encode_spawn_update(const SpawnReport& spawn, flatbuffers::FlatBufferBuilder& fbb);

@@ -10,8 +10,8 @@
 
 #include <cstdint>
 #include <memory>
-#include <string>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "bustle/core/entity_id.hpp"
@@ -54,7 +54,7 @@ struct PublishedFrame {
   // Bumped whenever the world is replaced (restore, load): sessions then send
   // a baseline, because ids of the old and new world must not be diffed.
   std::uint64_t world_epoch = 0;
-  std::vector<PublishedEntity> entities;  // sorted by id.index, unique indices
+  std::vector<PublishedEntity> entities;    // sorted by id.index, unique indices
   std::vector<std::uint8_t> signal_phases;  // per scenario signal (core::SignalPhase)
   // The world's observers (scenario + SetObservers): clients without
   // observers of their own are ranked from these, like the tier resolver.
@@ -75,7 +75,7 @@ struct PublishedFrame {
 // "vehicle.<prototype>" (one entry per distinct prototype name).
 struct ArchetypeTable {
   std::vector<std::string> names;
-  std::vector<std::uint16_t> community_first;             // per community: its first profession's entry
+  std::vector<std::uint16_t> community_first;  // per community: its first profession's entry
   std::vector<std::vector<std::uint16_t>> garage_prototype;  // per garage, per prototype index
 };
 ArchetypeTable make_archetypes(const core::Scenario& scenario);
@@ -83,7 +83,8 @@ ArchetypeTable make_archetypes(const core::Scenario& scenario);
 // Builds the frame for the world's current step (sim thread): pedestrians,
 // vehicles and the orphans still fading (retiring), sorted by index; signal
 // phases; observers. Pass the world's archetype table (built once).
-std::shared_ptr<const PublishedFrame> make_published_frame(const core::World& world, const ArchetypeTable& archetypes,
+std::shared_ptr<const PublishedFrame> make_published_frame(const core::World& world,
+                                                           const ArchetypeTable& archetypes,
                                                            std::uint64_t world_epoch = 0);
 
 // Frames for one publisher (the sim thread), reused once nobody else holds
@@ -91,9 +92,9 @@ std::shared_ptr<const PublishedFrame> make_published_frame(const core::World& wo
 // is already mapped saves the page faults of a fresh allocation every step.
 class FramePool {
  public:
-  std::shared_ptr<const PublishedFrame> make(const core::World& world, const ArchetypeTable& archetypes,
-                                             std::uint64_t world_epoch,
-                                             std::span<const core::EntityId> awaiting_representation = {});
+  std::shared_ptr<const PublishedFrame> make(
+      const core::World& world, const ArchetypeTable& archetypes, std::uint64_t world_epoch,
+      std::span<const core::EntityId> awaiting_representation = {});
 
  private:
   std::vector<std::shared_ptr<PublishedFrame>> frames_;  // at most kFramePoolSize

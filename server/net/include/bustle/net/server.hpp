@@ -52,18 +52,20 @@ enum class ClockMode : std::uint8_t { Realtime = 0, Fast = 1, Manual = 2 };
 // inflight_commands_max also bounds the answers waiting in the queue.
 struct ServerOptions {
   std::string bind_address = "127.0.0.1";
-  std::uint16_t port = 7777;                  // 0 = ephemeral
-  std::string token;                          // empty = no token (loopback only)
+  std::uint16_t port = 7777;  // 0 = ephemeral
+  std::string token;          // empty = no token (loopback only)
   std::uint32_t handshake_timeout_ms = 5000;
-  std::uint32_t max_clients = 64;             // joined clients; refused connections never count
-  std::size_t outbound_bytes_max = 8u << 20;  // per client soft cap (see above)
+  std::uint32_t max_clients = 64;                 // joined clients; refused connections never count
+  std::size_t outbound_bytes_max = 8u << 20;      // per client soft cap (see above)
   std::uint32_t overflow_disconnect_ms = 10'000;  // over the soft cap this long -> closed
-  std::uint32_t inflight_commands_max = 64;   // per client: commands whose answer is not yet written
+  std::uint32_t inflight_commands_max = 64;  // per client: commands whose answer is not yet written
   std::uint32_t commands_per_second_max = 200;  // per client, sustained; bursts up to twice that
   std::uint32_t clients_per_address_max = 64;   // connections from one address (joined or joining)
-  std::uint32_t idle_timeout_ms = 300'000;      // nothing received and nothing written this long -> closed
-  std::uint32_t entries_per_step_max = 1024;    // per client: entities entering its stream per step
-  std::uint32_t lease_grace_steps = 30;         // a hint not applied this long counts as waiting past grace
+  std::uint32_t idle_timeout_ms =
+      300'000;  // nothing received and nothing written this long -> closed
+  std::uint32_t entries_per_step_max = 1024;  // per client: entities entering its stream per step
+  std::uint32_t lease_grace_steps =
+      30;  // a hint not applied this long counts as waiting past grace
 };
 
 // Lease reports carry at most this many entries.
@@ -84,7 +86,8 @@ inline constexpr std::size_t kTrimAfterSessionBytes = 1u << 20;
 // The hard outbound limit: twice the soft cap, and at least the soft cap plus
 // 1 MiB (room for one large answer).
 inline std::size_t outbound_hard_max_bytes(const ServerOptions& o) {
-  return o.outbound_bytes_max + (o.outbound_bytes_max > (1u << 20) ? o.outbound_bytes_max : std::size_t{1} << 20);
+  return o.outbound_bytes_max +
+         (o.outbound_bytes_max > (1u << 20) ? o.outbound_bytes_max : std::size_t{1} << 20);
 }
 
 struct GarageGeometry {
@@ -109,10 +112,10 @@ struct WelcomeInfo {
   std::vector<core::Lane> lanes;
   std::vector<GarageGeometry> garages;
   std::vector<SignalGeometry> signals;
-  std::vector<core::LaneChain> chains;   // Welcome.chains: Delta.dots index these
-  std::uint32_t dots_every_steps = 0;    // scenario pedestrians.dots_every_steps
-  ArchetypeTable archetypes;             // Welcome.archetypes and the entity mapping
-  StreamContext stream;                  // what every client's stream tracker needs
+  std::vector<core::LaneChain> chains;  // Welcome.chains: Delta.dots index these
+  std::uint32_t dots_every_steps = 0;   // scenario pedestrians.dots_every_steps
+  ArchetypeTable archetypes;            // Welcome.archetypes and the entity mapping
+  StreamContext stream;                 // what every client's stream tracker needs
 };
 
 // The bind policy (DESIGN §6): a non-loopback address needs an operator
@@ -121,7 +124,8 @@ struct WelcomeInfo {
 std::string check_bind_policy(const ServerOptions& options);
 
 // The Welcome facts of a world: lanes, garages, signals and lane chains.
-WelcomeInfo make_welcome_info(const core::World& world, std::string server_version, ClockMode clock_mode);
+WelcomeInfo make_welcome_info(const core::World& world, std::string server_version,
+                              ClockMode clock_mode);
 
 // QueryStats: the generated object-API type of the wire's Stats table, so a
 // field added to proto/schema/server.fbs is here (and packed, and decoded by
@@ -207,7 +211,7 @@ struct OutboundResult {
   std::optional<VehicleReport> vehicle;
   std::optional<std::vector<ZoneReport>> zones;
   std::uint64_t handle = 0;  // SpawnPedestrian: the spawn handle (0: none)
-  core::EntityId entity;     // CancelSpawn / DespawnEntity of an unregistered spawn: the id given back
+  core::EntityId entity;  // CancelSpawn / DespawnEntity of an unregistered spawn: the id given back
   core::BatchStatus batch = core::BatchStatus::None;  // LifecycleBatch
   std::vector<std::uint64_t> handles;                 // LifecycleBatch: one per Spawn op
   std::optional<EntityInfoReport> entity_info;        // QueryEntity
@@ -222,7 +226,7 @@ struct OutboundResult {
 // Disconnect reasons are the wire ErrorCode values (0..kErrorCodeCount-1)
 // plus the two ways a peer ends a connection without an Error frame.
 inline constexpr std::size_t kErrorCodeCount = 13;
-inline constexpr std::size_t kDisconnectPeerClosed = kErrorCodeCount;      // EOF or reset from the peer
+inline constexpr std::size_t kDisconnectPeerClosed = kErrorCodeCount;  // EOF or reset from the peer
 inline constexpr std::size_t kDisconnectWriteError = kErrorCodeCount + 1;  // a write failed
 inline constexpr std::size_t kDisconnectReasonCount = kErrorCodeCount + 2;
 // The metric label of a disconnect reason ("server_full", "peer_closed", ...).
@@ -237,12 +241,13 @@ struct NetCounters {
   template <std::size_t N>
   using Counts = std::array<std::atomic<std::uint64_t>, N>;
   std::atomic<std::uint64_t> connections_accepted{0};
-  std::atomic<std::uint64_t> bytes_sent{0};          // written to sockets
-  Counts<kFrameKindCount> frames_sent{};             // written to sockets, per FrameKind
-  std::atomic<std::uint64_t> deltas_coalesced{0};    // deltas skipped over the soft cap, sent later as one
+  std::atomic<std::uint64_t> bytes_sent{0};  // written to sockets
+  Counts<kFrameKindCount> frames_sent{};     // written to sockets, per FrameKind
+  std::atomic<std::uint64_t> deltas_coalesced{
+      0};  // deltas skipped over the soft cap, sent later as one
   Counts<kDisconnectReasonCount> disconnects{};
-  std::atomic<std::uint64_t> commands_accepted{0};   // answers sent to clients (sim or network side)
-  Counts<16> commands_rejected{};                    // answers sent, per core::RejectReason
+  std::atomic<std::uint64_t> commands_accepted{0};  // answers sent to clients (sim or network side)
+  Counts<16> commands_rejected{};                   // answers sent, per core::RejectReason
   std::array<std::atomic<std::uint32_t>, 2> joined_by_role{};  // 0 viewer, 1 operator
   std::atomic<bool> listening{false};
 };
@@ -256,9 +261,9 @@ class Server {
 
   struct ListenResult {
     bool ok = false;
-    std::string error;        // e.g. "bind 127.0.0.1:7777: Address already in use"
-    std::string address;      // bound address
-    std::uint16_t port = 0;   // bound port (the ephemeral one when port was 0)
+    std::string error;       // e.g. "bind 127.0.0.1:7777: Address already in use"
+    std::string address;     // bound address
+    std::uint16_t port = 0;  // bound port (the ephemeral one when port was 0)
   };
   // Binds and listens. Call before run().
   ListenResult listen();

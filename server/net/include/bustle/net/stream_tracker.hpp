@@ -25,11 +25,11 @@
 // the digest.
 #pragma once
 
+#include <flatbuffers/flatbuffers.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
-
-#include <flatbuffers/flatbuffers.h>
 
 #include "bustle/core/importance.hpp"
 #include "bustle/net/published_frame.hpp"
@@ -120,8 +120,8 @@ class StreamTracker {
     std::uint32_t changes = 0;
     std::uint32_t left = 0;
     std::uint32_t retiring = 0;
-    std::uint32_t received = 0;   // entities this client has after the delta
-    std::uint32_t truncated = 0;  // in interest but over the budgets
+    std::uint32_t received = 0;      // entities this client has after the delta
+    std::uint32_t truncated = 0;     // in interest but over the budgets
     std::uint32_t per_hint[4] = {};  // by RepresentationHint
   };
 
@@ -154,13 +154,14 @@ class StreamTracker {
   struct LeaseSummary {
     std::uint32_t requested[3] = {};  // by hint: Actor, Instanced, Marker
     std::uint32_t applied[3] = {};
-    std::uint32_t waiting = 0;        // applied != requested
+    std::uint32_t waiting = 0;  // applied != requested
     std::uint32_t waiting_past_grace = 0;
     std::uint32_t past_grace_by_reason[5] = {};  // UnassignedReason; None = never reported
     std::uint64_t reports = 0;
     std::uint64_t entries = 0;
     std::uint64_t unknown_entries = 0;
-    std::uint64_t entries_by_state[4] = {};  // known entries by LeaseState (Assigned, Unassigned, Released, Preserved)
+    std::uint64_t entries_by_state[4] =
+        {};  // known entries by LeaseState (Assigned, Unassigned, Released, Preserved)
   };
   // Requested against applied now; "past grace" = waiting since more than
   // `grace_steps` before `step`.
@@ -183,11 +184,11 @@ class StreamTracker {
     std::uint64_t waiting_since = 0;
   };
   struct Candidate {
-    std::uint32_t pos = 0;          // in frame.entities
-    double key = 0.0;               // effective distance, scaled when the hint is held
-    double distance = 0.0;          // effective distance
-    std::uint8_t current = 3;       // hint last sent (3 = None: not received)
-    std::uint8_t hint = 3;          // chosen this step
+    std::uint32_t pos = 0;     // in frame.entities
+    double key = 0.0;          // effective distance, scaled when the hint is held
+    double distance = 0.0;     // effective distance
+    std::uint8_t current = 3;  // hint last sent (3 = None: not received)
+    std::uint8_t hint = 3;     // chosen this step
   };
 
   void select(const PublishedFrame& frame, const SpatialIndex* index);
@@ -195,13 +196,13 @@ class StreamTracker {
 
   ClientInterest interest_;
   bool baseline_pending_ = true;
-  std::vector<Sent> sent_;       // sorted by id.index
+  std::vector<Sent> sent_;  // sorted by id.index
   std::vector<Sent> next_sent_;
   std::vector<Candidate> cand_;
   std::vector<std::uint32_t> stamp_;  // per frame position: last selection stamp
   std::vector<std::uint32_t> slot_;   // per frame position: its candidate (valid when stamped)
   std::uint32_t stamp_value_ = 0;
-  std::vector<std::uint32_t> pool_;   // candidate positions being ranked
+  std::vector<std::uint32_t> pool_;  // candidate positions being ranked
   core::ImportanceField field_;
   std::vector<core::Vec2> obs_points_;
   std::vector<core::ObserverView> obs_views_;
@@ -227,10 +228,12 @@ template <class F>
 void SpatialIndex::for_each_within(double x_m, double y_m, double radius_m, F&& fn) const {
   if (frame_ == nullptr || cols_ == 0) return;
   const auto clamp_col = [&](double v) {
-    return std::max<std::int64_t>(0, std::min<std::int64_t>(cols_ - 1, static_cast<std::int64_t>((v - min_x_) / cell_m_)));
+    return std::max<std::int64_t>(
+        0, std::min<std::int64_t>(cols_ - 1, static_cast<std::int64_t>((v - min_x_) / cell_m_)));
   };
   const auto clamp_row = [&](double v) {
-    return std::max<std::int64_t>(0, std::min<std::int64_t>(rows_ - 1, static_cast<std::int64_t>((v - min_y_) / cell_m_)));
+    return std::max<std::int64_t>(
+        0, std::min<std::int64_t>(rows_ - 1, static_cast<std::int64_t>((v - min_y_) / cell_m_)));
   };
   const std::int64_t c0 = clamp_col(x_m - radius_m), c1 = clamp_col(x_m + radius_m);
   const std::int64_t r0 = clamp_row(y_m - radius_m), r1 = clamp_row(y_m + radius_m);

@@ -26,7 +26,8 @@
 namespace bustle::ops {
 
 struct HealthSettings {
-  std::uint32_t max_lag_steps = 50;  // /healthz: heartbeat older than this many step periods (>= 1 s) is unhealthy
+  std::uint32_t max_lag_steps =
+      50;  // /healthz: heartbeat older than this many step periods (>= 1 s) is unhealthy
 };
 
 // What the endpoint reads. Everything must outlive the MetricsServer.
@@ -51,8 +52,8 @@ class MetricsServer {
  public:
   // Starts serving on `bind` ("ADDR:PORT", port 0 = ephemeral). Null, with
   // `error` set, when it cannot (bad address, port in use).
-  static std::unique_ptr<MetricsServer> start(const std::string& bind, MetricsSources sources, HealthSettings health,
-                                              std::string& error);
+  static std::unique_ptr<MetricsServer> start(const std::string& bind, MetricsSources sources,
+                                              HealthSettings health, std::string& error);
   ~MetricsServer();
   MetricsServer(const MetricsServer&) = delete;
   MetricsServer& operator=(const MetricsServer&) = delete;

@@ -40,7 +40,7 @@ class AtomicHistogram {
   void observe(double value) noexcept;
 
   struct Snapshot {
-    std::vector<double> upper_bounds;      // without +Inf
+    std::vector<double> upper_bounds;       // without +Inf
     std::vector<std::uint64_t> cumulative;  // one per bound, then +Inf (= count)
     std::uint64_t count = 0;
     double sum = 0.0;
@@ -53,7 +53,7 @@ class AtomicHistogram {
  private:
   std::vector<double> bounds_;
   std::unique_ptr<std::atomic<std::uint64_t>[]> counts_;  // per bucket (not cumulative), +Inf last
-  std::atomic<std::uint64_t> sum_nanos_{0};               // sum of observed values x 1e9 (values >= 0)
+  std::atomic<std::uint64_t> sum_nanos_{0};  // sum of observed values x 1e9 (values >= 0)
 };
 
 // Step wall time buckets: 50 us .. 1 s.
@@ -61,17 +61,18 @@ std::vector<double> step_seconds_buckets();
 // Snapshot commit and restore buckets: 1 ms .. 120 s.
 std::vector<double> job_seconds_buckets();
 
-inline constexpr std::size_t kEntityKinds = 2;       // core::EntityKind
-inline constexpr std::size_t kLifecycles = 4;        // Requested, Active, Dormant, Retiring
-inline constexpr std::size_t kTiersOrNone = 4;       // Full, Simulated, Coarse, none
-inline constexpr std::size_t kHints = 4;             // core::RepresentationHint (None last)
+inline constexpr std::size_t kEntityKinds = 2;  // core::EntityKind
+inline constexpr std::size_t kLifecycles = 4;   // Requested, Active, Dormant, Retiring
+inline constexpr std::size_t kTiersOrNone = 4;  // Full, Simulated, Coarse, none
+inline constexpr std::size_t kHints = 4;        // core::RepresentationHint (None last)
 
 struct GarageSample {
   std::uint32_t queued = 0;
   std::uint32_t dispatched = 0;  // vehicles out of this garage now
   std::uint32_t managed = 0;
   std::uint32_t capacity = 0;
-  std::array<std::uint64_t, core::kDispatchGateCount> gate_steps{};  // steps that ended at each gate
+  std::array<std::uint64_t, core::kDispatchGateCount>
+      gate_steps{};  // steps that ended at each gate
   std::uint64_t rejected_invalid = 0;
   std::uint64_t rejected_duplicate = 0;
   std::uint64_t rejected_queue_full = 0;
@@ -93,11 +94,12 @@ struct SimSample {
   std::array<std::uint32_t, kEntityKinds * kLifecycles * kTiersOrNone * kHints> entities{};
   std::uint32_t entity_capacity = 0;
   std::array<std::uint32_t, core::kSpawnStateCount> spawn_live{};
-  std::array<std::uint64_t, core::kSpawnStateCount> spawn_entered{};  // entries into each state, this world
+  std::array<std::uint64_t, core::kSpawnStateCount>
+      spawn_entered{};  // entries into each state, this world
   std::uint64_t spawn_requested = 0;
-  std::uint32_t spawn_deferred_by_cap = 0;       // last step
-  std::uint32_t spawn_deferred_by_capacity = 0;  // last step
-  std::uint32_t spawn_deferred_by_zone = 0;      // last step
+  std::uint32_t spawn_deferred_by_cap = 0;                           // last step
+  std::uint32_t spawn_deferred_by_capacity = 0;                      // last step
+  std::uint32_t spawn_deferred_by_zone = 0;                          // last step
   std::array<std::uint64_t, core::kDespawnReasonCount> despawned{};  // this world
   std::uint64_t spawned_total = 0;
   std::uint32_t zones = 0;
@@ -140,12 +142,16 @@ class SimTelemetry {
   // Sim thread. One executed step that took `wall` (frame build and publish
   // included); `late` when it ran as catch-up after the clock fell behind.
   void on_step(std::chrono::steady_clock::duration wall, bool late) noexcept;
-  void on_dropped(std::uint64_t steps) noexcept { dropped_steps_.fetch_add(steps, std::memory_order_relaxed); }
+  void on_dropped(std::uint64_t steps) noexcept {
+    dropped_steps_.fetch_add(steps, std::memory_order_relaxed);
+  }
   // Sim thread: it is alive and within its clock (idle waits count).
   void heartbeat(std::chrono::steady_clock::time_point now) noexcept;
   // Sim thread: whether a new sample is due; the caller then fills and
   // publishes one.
-  bool sample_due(std::chrono::steady_clock::time_point now) const noexcept { return now >= next_sample_; }
+  bool sample_due(std::chrono::steady_clock::time_point now) const noexcept {
+    return now >= next_sample_;
+  }
   SimSample& sample_buffer() { return staging_; }
   void publish_sample(std::chrono::steady_clock::time_point now);
 
@@ -174,7 +180,8 @@ class SimTelemetry {
   std::vector<std::string> garage_ids_;
   AtomicHistogram step_seconds_;
   std::atomic<std::uint64_t> steps_{0};
-  std::unique_ptr<std::atomic<std::uint32_t>[]> recent_ns_;  // ring of kRecentSteps, indexed by steps_
+  std::unique_ptr<std::atomic<std::uint32_t>[]>
+      recent_ns_;  // ring of kRecentSteps, indexed by steps_
   std::atomic<std::uint64_t> late_steps_{0};
   std::atomic<std::uint64_t> dropped_steps_{0};
   std::atomic<std::int64_t> heartbeat_ns_{0};  // steady_clock, since its epoch

@@ -13,7 +13,7 @@ namespace bustle::persist {
 std::string command_args_json(const core::WorldCommand& command);
 
 // Returns the command, or nullopt with `error` naming the bad field.
-std::optional<core::WorldCommand> decode_command(const std::string& kind, const std::string& args_json,
-                                                 std::string& error);
+std::optional<core::WorldCommand> decode_command(const std::string& kind,
+                                                 const std::string& args_json, std::string& error);
 
 }  // namespace bustle::persist

@@ -66,7 +66,8 @@ struct JobStatus {
   std::string name;
   std::uint64_t step = 0;
   std::string message;
-  std::chrono::steady_clock::time_point created{};  // when the job was submitted (metrics: durations)
+  std::chrono::steady_clock::time_point
+      created{};  // when the job was submitted (metrics: durations)
 };
 
 // Snapshot names: 1-64 characters of [A-Za-z0-9._-], not starting with
@@ -82,22 +83,24 @@ class PersistWorker {
   };
   struct Callbacks {
     std::function<void(const JobStatus&, const JobOrigin&)> on_update;  // every state change
-    std::function<void(Candidate)> on_candidate;                         // restore/load ready to swap
+    std::function<void(Candidate)> on_candidate;  // restore/load ready to swap
     std::function<void(const JobOrigin&, const StoreError&, std::vector<SnapshotInfo>)> on_list;
     std::function<void(const JobOrigin&, const StoreError&, bool found)> on_delete;
   };
 
   // Opens (creating) the store at `path` on the calling thread, so start-up
   // fails early with a clear error, then starts the worker thread.
-  static StoreError start(const std::string& path, core::Scenario scenario, std::string scenario_json,
-                          Callbacks callbacks, std::unique_ptr<PersistWorker>& out);
+  static StoreError start(const std::string& path, core::Scenario scenario,
+                          std::string scenario_json, Callbacks callbacks,
+                          std::unique_ptr<PersistWorker>& out);
   ~PersistWorker();  // finishes queued jobs, then joins
 
   // Sim thread. The state is already copied; returns the job in state Copied
   // (or Failed when the queue is full).
-  JobStatus submit_checkpoint(const std::string& name, JobKind kind, core::WorldCheckpoint checkpoint,
-                              const JobOrigin& origin);
-  JobStatus submit_checkpoint(const std::string& name, JobKind kind, std::unique_ptr<core::WorldCheckpoint> checkpoint,
+  JobStatus submit_checkpoint(const std::string& name, JobKind kind,
+                              core::WorldCheckpoint checkpoint, const JobOrigin& origin);
+  JobStatus submit_checkpoint(const std::string& name, JobKind kind,
+                              std::unique_ptr<core::WorldCheckpoint> checkpoint,
                               const JobOrigin& origin);
   // A checkpoint buffer the writer has finished with (or a new one): capturing
   // into a recycled buffer costs the sim thread no allocation or page faults.

@@ -36,8 +36,8 @@ namespace bustle::persist {
 
 struct RecordedTick {
   std::uint64_t tick = 0;
-  std::uint64_t step = 0;    // world step after the tick
-  std::uint64_t digest = 0;  // world digest after the tick
+  std::uint64_t step = 0;                       // world step after the tick
+  std::uint64_t digest = 0;                     // world digest after the tick
   std::vector<core::CommandEnvelope> commands;  // submitted for this tick, arrival order
 };
 
@@ -48,7 +48,8 @@ const char* to_string(KeyframeReason r);
 // tick after the world was replaced (restore_due), otherwise Periodic every
 // keyframe_steps ticks (ticks 1 + k x keyframe_steps; 0 = none). One rule for
 // every program that records (the server's sim thread and its batch mode).
-std::optional<KeyframeReason> keyframe_due(std::uint64_t tick, bool restore_due, std::uint64_t keyframe_steps);
+std::optional<KeyframeReason> keyframe_due(std::uint64_t tick, bool restore_due,
+                                           std::uint64_t keyframe_steps);
 
 struct RecorderStatus {
   std::uint64_t ticks_written = 0;

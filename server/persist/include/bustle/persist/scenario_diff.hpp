@@ -12,11 +12,11 @@
 namespace bustle::persist {
 
 // One phrase, e.g. "step length 100000 us in the snapshot vs 50000 us running
-// (a different --rate, or step_us in the file)" or "lanes[2].speed_mps_limit is 1.4 in the snapshot vs
-// 1.2 running". The id is compared first, then the step length (absent =
-// the scenario default), then every other field in the snapshot's document
-// order. Texts that parse to the same JSON are reported as differing only in
-// formatting.
-std::string describe_scenario_difference(const std::string& snapshot_json, const std::string& running_json);
+// (a different --rate, or step_us in the file)" or "lanes[2].speed_mps_limit is 1.4 in the snapshot
+// vs 1.2 running". The id is compared first, then the step length (absent = the scenario default),
+// then every other field in the snapshot's document order. Texts that parse to the same JSON are
+// reported as differing only in formatting.
+std::string describe_scenario_difference(const std::string& snapshot_json,
+                                         const std::string& running_json);
 
 }  // namespace bustle::persist

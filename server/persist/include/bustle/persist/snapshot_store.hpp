@@ -35,11 +35,11 @@ const char* to_string(FileKind k);
 
 struct StoreError {
   std::string file;
-  std::string table;    // may be empty (file-level errors)
-  std::string row;      // e.g. "name='nightly'" or "pedestrians[12]"
+  std::string table;  // may be empty (file-level errors)
+  std::string row;    // e.g. "name='nightly'" or "pedestrians[12]"
   std::string field;
   std::string message;
-  int sql_code = 0;     // SQLite result code when SQLite reported it (SQLITE_FULL=13, ...)
+  int sql_code = 0;  // SQLite result code when SQLite reported it (SQLITE_FULL=13, ...)
 
   bool ok() const { return message.empty(); }
   std::string to_string() const;
@@ -93,7 +93,8 @@ class SnapshotStore {
   // The same, inside a transaction the caller owns (the recorder batches a
   // keyframe with the ticks around it).
   StoreError write_checkpoint_in_transaction(const std::string& name, const std::string& kind,
-                                             const core::WorldCheckpoint& cp, const std::string& scenario_json,
+                                             const core::WorldCheckpoint& cp,
+                                             const std::string& scenario_json,
                                              std::int64_t created_unix_ms, std::int64_t* id_out);
   StoreError write_save(const std::string& name, const core::SaveState& save,
                         const std::string& scenario_json, std::int64_t created_unix_ms);

@@ -17,8 +17,8 @@ struct sqlite3_stmt;
 namespace bustle::persist {
 
 struct SqlError {
-  int code = 0;          // SQLite primary result code (SQLITE_FULL, SQLITE_CORRUPT, ...)
-  std::string message;   // "<context>: <sqlite message>"
+  int code = 0;         // SQLite primary result code (SQLITE_FULL, SQLITE_CORRUPT, ...)
+  std::string message;  // "<context>: <sqlite message>"
   bool ok() const { return code == 0; }
 };
 

@@ -61,8 +61,8 @@ inline CLI::Validator storing(Store store) {
 template <class T>
 std::string store_whole(const std::string& text, T lo, T hi, T& out, std::string_view what) {
   if (parse_whole(text, lo, hi, out)) return {};
-  return expected(std::string(what) + " in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]",
-                  text);
+  return expected(
+      std::string(what) + " in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]", text);
 }
 
 template <class T>

@@ -28,8 +28,8 @@ struct CliOptions {
   std::uint16_t port = 7777;
   std::string token;  // --token, else the BUSTLE_TOKEN environment variable
   std::uint32_t timeout_ms = 3000;
-  bool json = false;  // --json: print JSON objects instead of text (README "CLI reference")
-  std::uint32_t count = 0;           // watch: lines to print, 0 = until interrupted
+  bool json = false;        // --json: print JSON objects instead of text (README "CLI reference")
+  std::uint32_t count = 0;  // watch: lines to print, 0 = until interrupted
   std::uint32_t interval_ms = 1000;  // watch: time between lines
   // watch --observer X,Y[,R] (repeatable): where the subscription looks from
   // (metres; radius R, default 150). None: the whole city.
@@ -51,26 +51,26 @@ struct CliOptions {
   std::uint64_t job_id = 0;    // job ID
   bool no_wait = false;        // --no-wait: snapshot jobs return after the first result
   // Vehicles and population.
-  std::string garage;          // garage-request / cancel-request GARAGE
-  std::string request_id;      // garage-request / cancel-request REQUEST_ID
-  std::string prototype;       // garage-request PROTOTYPE
-  std::string lane;            // garage-request LANE (lane id)
-  std::int32_t priority = 10;  // --priority P (garage-request)
+  std::string garage;              // garage-request / cancel-request GARAGE
+  std::string request_id;          // garage-request / cancel-request REQUEST_ID
+  std::string prototype;           // garage-request PROTOTYPE
+  std::string lane;                // garage-request LANE (lane id)
+  std::int32_t priority = 10;      // --priority P (garage-request)
   std::uint32_t entity_index = 0;  // vehicle / strategy / entity INDEX:GEN
   std::uint32_t entity_generation = 0;
-  std::uint8_t strategy = 0;   // strategy: 0 route_follow, 1 lane_follow, 2 parked, 3 manual
+  std::uint8_t strategy = 0;  // strategy: 0 route_follow, 1 lane_follow, 2 parked, 3 manual
   std::vector<std::pair<float, float>> observers;  // observers X,Y ... (empty: clear)
-  double hour = 0.0;           // hour H
-  std::uint32_t time_scale = 1;  // time-scale S
+  double hour = 0.0;                               // hour H
+  std::uint32_t time_scale = 1;                    // time-scale S
   // Spawn pipeline.
-  std::string zone;        // spawn --zone Z (empty: any sidewalk)
-  std::string spawn_lane;  // spawn --lane L (empty: any lane of the zone)
-  std::vector<std::string> route;  // spawn --route A,B,C: lane ids in walking order (empty: none)
-  std::uint8_t spawn_priority = 1;      // spawn --priority: wire PriorityClass (1 quest)
-  std::uint32_t spawn_timeout_ms = 0;  // spawn --spawn-timeout-ms (0: the scenario's)
+  std::string zone;                 // spawn --zone Z (empty: any sidewalk)
+  std::string spawn_lane;           // spawn --lane L (empty: any lane of the zone)
+  std::vector<std::string> route;   // spawn --route A,B,C: lane ids in walking order (empty: none)
+  std::uint8_t spawn_priority = 1;  // spawn --priority: wire PriorityClass (1 quest)
+  std::uint32_t spawn_timeout_ms = 0;      // spawn --spawn-timeout-ms (0: the scenario's)
   std::optional<std::uint8_t> wait_state;  // spawn --wait STATE (wire SpawnState value)
-  bool attach = false;       // spawn --attach: report the actor attached when asked
-  std::uint64_t handle = 0;  // cancel-spawn / spawn-status HANDLE
+  bool attach = false;                     // spawn --attach: report the actor attached when asked
+  std::uint64_t handle = 0;                // cancel-spawn / spawn-status HANDLE
   // lifecycle: the settings to change; unset ones keep their current value.
   std::optional<std::uint32_t> growth_quota;           // --growth
   std::optional<std::uint32_t> recycle_quota;          // --recycle

@@ -31,7 +31,7 @@ struct ReplayOptions {
   // the start keyframe to the end (the sequential reference).
   std::uint32_t jobs = 0;
   ProgressMode progress = ProgressMode::Auto;
-  bool json = false;                 // verify, diff: one JSON object on stdout instead of text
+  bool json = false;                     // verify, diff: one JSON object on stdout instead of text
   std::uint32_t diff_entities_max = 20;  // diff: differing entities listed (all are counted)
   // serve
   std::string bind_address = "127.0.0.1";

@@ -18,57 +18,70 @@
 
 #include <cmath>
 
-namespace bustle::unreal {
+namespace bustle::unreal
+{
 
-inline constexpr double kCentimetresPerMetre = 100.0;
-inline constexpr double kPi = 3.14159265358979323846;
+	inline constexpr double kCentimetresPerMetre = 100.0;
+	inline constexpr double kPi = 3.14159265358979323846;
 
-struct UnrealVector {  // centimetres
-  double x = 0.0;
-  double y = 0.0;
-  double z = 0.0;
-};
+	struct UnrealVector
+	{  // centimetres
+		double x = 0.0;
+		double y = 0.0;
+		double z = 0.0;
+	};
 
-struct BustlePoint {  // metres
-  double x_m = 0.0;
-  double y_m = 0.0;
-  double z_m = 0.0;
-};
+	struct BustlePoint
+	{  // metres
+		double x_m = 0.0;
+		double y_m = 0.0;
+		double z_m = 0.0;
+	};
 
-// a wrapped into (-180, 180].
-inline double wrap_degrees(double a) {
-  double r = std::fmod(a, 360.0);
-  if (r <= -180.0) r += 360.0;
-  if (r > 180.0) r -= 360.0;
-  return r;
-}
+	// a wrapped into (-180, 180].
+	inline double wrap_degrees(double a)
+	{
+		double r = std::fmod(a, 360.0);
+		if (r <= -180.0)
+			r += 360.0;
+		if (r > 180.0)
+			r -= 360.0;
+		return r;
+	}
 
-// a wrapped into (-pi, pi].
-inline double wrap_radians(double a) {
-  double r = std::fmod(a, 2.0 * kPi);
-  if (r <= -kPi) r += 2.0 * kPi;
-  if (r > kPi) r -= 2.0 * kPi;
-  return r;
-}
+	// a wrapped into (-pi, pi].
+	inline double wrap_radians(double a)
+	{
+		double r = std::fmod(a, 2.0 * kPi);
+		if (r <= -kPi)
+			r += 2.0 * kPi;
+		if (r > kPi)
+			r -= 2.0 * kPi;
+		return r;
+	}
 
-inline UnrealVector to_unreal_location(const BustlePoint& p, const UnrealVector& origin_cm = {}) {
-  return UnrealVector{origin_cm.x + p.x_m * kCentimetresPerMetre, origin_cm.y - p.y_m * kCentimetresPerMetre,
-                      origin_cm.z + p.z_m * kCentimetresPerMetre};
-}
+	inline UnrealVector to_unreal_location(const BustlePoint& p, const UnrealVector& origin_cm = {})
+	{
+		return UnrealVector{origin_cm.x + p.x_m * kCentimetresPerMetre, origin_cm.y - p.y_m * kCentimetresPerMetre,
+			origin_cm.z + p.z_m * kCentimetresPerMetre};
+	}
 
-inline BustlePoint to_bustle_point(const UnrealVector& v, const UnrealVector& origin_cm = {}) {
-  return BustlePoint{(v.x - origin_cm.x) / kCentimetresPerMetre, -(v.y - origin_cm.y) / kCentimetresPerMetre,
-                     (v.z - origin_cm.z) / kCentimetresPerMetre};
-}
+	inline BustlePoint to_bustle_point(const UnrealVector& v, const UnrealVector& origin_cm = {})
+	{
+		return BustlePoint{(v.x - origin_cm.x) / kCentimetresPerMetre, -(v.y - origin_cm.y) / kCentimetresPerMetre,
+			(v.z - origin_cm.z) / kCentimetresPerMetre};
+	}
 
-// Bustle heading (radians, counter-clockwise from +x) -> Unreal yaw (degrees).
-inline double to_unreal_yaw_degrees(double heading_rad) {
-  return wrap_degrees(-heading_rad * 180.0 / kPi);
-}
+	// Bustle heading (radians, counter-clockwise from +x) -> Unreal yaw (degrees).
+	inline double to_unreal_yaw_degrees(double heading_rad)
+	{
+		return wrap_degrees(-heading_rad * 180.0 / kPi);
+	}
 
-// Unreal yaw (degrees) -> Bustle heading (radians, counter-clockwise from +x).
-inline double to_bustle_heading_rad(double yaw_degrees) {
-  return wrap_radians(-yaw_degrees * kPi / 180.0);
-}
+	// Unreal yaw (degrees) -> Bustle heading (radians, counter-clockwise from +x).
+	inline double to_bustle_heading_rad(double yaw_degrees)
+	{
+		return wrap_radians(-yaw_degrees * kPi / 180.0);
+	}
 
 }  // namespace bustle::unreal

@@ -104,7 +104,10 @@ int32 FBustleInstancedBackend::EntryFor(std::uint16_t Archetype)
 	int32 Found = -1;
 	if (!Mesh.IsNull())
 	{
-		const auto It = std::find_if(Entries.begin(), Entries.end(), [&Mesh](const FMeshEntry& E) { return E.Mesh == Mesh; });
+		const auto It = std::find_if(Entries.begin(), Entries.end(), [&Mesh](const FMeshEntry& E)
+			{
+			return E.Mesh == Mesh;
+		});
 		if (It != Entries.end())
 		{
 			Found = static_cast<int32>(It - Entries.begin());

@@ -76,8 +76,8 @@ private:
 	// One per distinct mesh; a std::vector because entries hold std::vector
 	// members, which TArray's bitwise relocation does not promise to keep valid.
 	std::vector<FMeshEntry> Entries;
-	TMap<uint16, int32> EntryByArchetype;          // resolved once per archetype
-	std::vector<int32> EntryBySlot;                // by SlotId::value, -1: none
+	TMap<uint16, int32> EntryByArchetype;  // resolved once per archetype
+	std::vector<int32> EntryBySlot;        // by SlotId::value, -1: none
 	FVector OriginCm = FVector::ZeroVector;
 	FStreamableManager Streamable;
 };

@@ -40,13 +40,14 @@ FBustleRepresentation::FBustleRepresentation(UBustleWorldSubsystem& Owner, const
 	// to the next coarser one that is installed (Actor -> Instanced -> Marker).
 	const bool bMarkers = Layer.set_backend(bc::RepresentationHint::Marker, &Markers) == bc::InstallStatus::Installed;
 	const bool bInstances = FBustleInstancedBackend::HasAnyMesh() &&
-		Layer.set_backend(bc::RepresentationHint::Instanced, &Instances) == bc::InstallStatus::Installed;
+							Layer.set_backend(bc::RepresentationHint::Instanced, &Instances) == bc::InstallStatus::Installed;
 	if (!bInstances && bMarkers)
 	{
 		Layer.set_backend(bc::RepresentationHint::Instanced, &Markers);
 	}
 	bc::RenderBackend* ActorFallback = bInstances ? static_cast<bc::RenderBackend*>(&Instances)
-		: bMarkers ? static_cast<bc::RenderBackend*>(&Markers) : nullptr;
+									   : bMarkers ? static_cast<bc::RenderBackend*>(&Markers)
+												  : nullptr;
 	if (Pool == nullptr || Layer.set_backend(bc::RepresentationHint::Actor, Pool.get()) != bc::InstallStatus::Installed)
 	{
 		if (ActorFallback != nullptr)

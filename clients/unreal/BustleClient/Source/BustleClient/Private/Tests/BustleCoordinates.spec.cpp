@@ -13,9 +13,9 @@ END_DEFINE_SPEC(FBustleCoordinatesSpec)
 void FBustleCoordinatesSpec::Define()
 {
 	Describe("ToLocation", [this]()
-	{
-		It("converts metres to centimetres, mirrors y and adds the origin", [this]()
 		{
+		It("converts metres to centimetres, mirrors y and adds the origin", [this]()
+			{
 			bustle::client::RenderPose Pose;
 			Pose.x_m = 2.0;
 			Pose.y_m = 3.0;
@@ -28,9 +28,9 @@ void FBustleCoordinatesSpec::Define()
 	});
 
 	Describe("ToRotation", [this]()
-	{
-		It("turns a counter-clockwise heading into a clockwise yaw", [this]()
 		{
+		It("turns a counter-clockwise heading into a clockwise yaw", [this]()
+			{
 			bustle::client::RenderPose Pose;
 			Pose.heading_rad = UE_DOUBLE_PI / 2.0;
 			const FRotator R = BustleUnreal::ToRotation(Pose);
@@ -41,9 +41,9 @@ void FBustleCoordinatesSpec::Define()
 	});
 
 	Describe("ToObserver", [this]()
-	{
-		It("is the inverse of ToLocation / ToRotation for a camera view", [this]()
 		{
+		It("is the inverse of ToLocation / ToRotation for a camera view", [this]()
+			{
 			const FVector Origin(500.0, -250.0, 0.0);
 			const FVector Camera(1500.0, -1250.0, 300.0);
 			const FRotator View(-20.0, 135.0, 0.0);

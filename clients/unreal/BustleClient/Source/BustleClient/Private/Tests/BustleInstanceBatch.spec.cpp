@@ -9,14 +9,20 @@
 
 BEGIN_DEFINE_SPEC(FBustleInstanceBatchSpec, "Bustle.Unit.Instances", BUSTLE_SPEC_FLAGS)
 	FBustleInstanceBatch Batch;
-	static FTransform At(double X) { return FTransform(FVector(X, 0.0, 0.0)); }
-	static bustle::client::SlotId Slot(uint32 V) { return bustle::client::SlotId{V}; }
+	static FTransform At(double X)
+	{
+		return FTransform(FVector(X, 0.0, 0.0));
+	}
+	static bustle::client::SlotId Slot(uint32 V)
+	{
+		return bustle::client::SlotId{V};
+	}
 END_DEFINE_SPEC(FBustleInstanceBatchSpec)
 
 void FBustleInstanceBatchSpec::Define()
 {
 	BeforeEach([this]()
-	{
+		{
 		Batch = FBustleInstanceBatch();
 		for (uint32 S : {10u, 11u, 12u, 13u})
 		{
@@ -25,14 +31,14 @@ void FBustleInstanceBatchSpec::Define()
 	});
 
 	It("gives dense indices in arrival order, and the same index on a retry", [this]()
-	{
+		{
 		TestEqual(TEXT("index of 12"), Batch.Add(Slot(12), At(99.0)), 2);
 		TestEqual(TEXT("instances"), Batch.Transforms.Num(), 4);
 		TestEqual(TEXT("retry keeps the transform"), Batch.Transforms[2].GetLocation().X, 12.0);
 	});
 
 	It("moves the last instance into a removed middle index", [this]()
-	{
+		{
 		Batch.Remove(Slot(11));
 		TestEqual(TEXT("instances"), Batch.Transforms.Num(), 3);
 		TestEqual(TEXT("13 took index 1"), static_cast<int32>(Batch.Index.index_of(Slot(13))), 1);
@@ -42,7 +48,7 @@ void FBustleInstanceBatchSpec::Define()
 	});
 
 	It("writes poses to the slot's current index after removals", [this]()
-	{
+		{
 		Batch.Remove(Slot(10));
 		Batch.Remove(Slot(12));
 		Batch.Set(Slot(13), At(130.0));

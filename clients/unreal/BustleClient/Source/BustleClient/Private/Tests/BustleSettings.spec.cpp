@@ -14,16 +14,16 @@ END_DEFINE_SPEC(FBustleSettingsSpec)
 void FBustleSettingsSpec::Define()
 {
 	BeforeEach([this]()
-	{
+		{
 		Settings = NewObject<UBustleSettings>(GetTransientPackage(), NAME_None, RF_Transient);
 	});
 	AfterEach([this]()
-	{
+		{
 		Settings = nullptr;
 	});
 
 	It("defaults to the SDK's defaults (unless the project's config overrides them)", [this]()
-	{
+		{
 		if (GConfig->DoesSectionExist(TEXT("/Script/BustleClient.BustleSettings"), GGameIni))
 		{
 			AddInfo(TEXT("the project configures Bustle settings; defaults not compared"));
@@ -46,7 +46,7 @@ void FBustleSettingsSpec::Define()
 	});
 
 	It("converts milliseconds to microseconds and clamps what the SDK cannot take", [this]()
-	{
+		{
 		Settings->InterpolationDelayMs = 150.5f;
 		Settings->ExtrapolationMaxMs = -3.0f;
 		Settings->SamplesPerSlot = 1;
@@ -59,7 +59,7 @@ void FBustleSettingsSpec::Define()
 	});
 
 	It("resolves pool sizes by archetype name and prefix to Welcome indices", [this]()
-	{
+		{
 		Settings->PoolSizeByArchetype.Add(TEXT("pedestrian"), 4);
 		Settings->PoolSizeByArchetype.Add(TEXT("pedestrian.harbour"), 16);
 		Settings->MaxPoolSizeByArchetype.Add(TEXT("vehicle"), 32);
