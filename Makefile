@@ -50,7 +50,7 @@ soak: build
 	done
 
 # Benchmarks (README "Performance"): `make bench` runs every bench the
-# section quotes at its documented size (tens of minutes; run it on a quiet
+# section quotes at its documented size (about ten minutes here; run it on a quiet
 # machine) and rewrites the section's generated block with date, commit,
 # machine, load and figures. BENCH_QUICK=1: toy sizes in seconds, a pipeline
 # check only, printed instead of written to README.md (toy figures never
