@@ -49,8 +49,8 @@ std::uint64_t preference_key(bool incumbent, double distance_m) {
 
 TierSpec slice_caps(const TierSpec& spec, const std::uint32_t (&others)[kSimTierCount],
                     std::uint32_t others_forced) {
-  constexpr auto kFull = static_cast<std::size_t>(SimTier::Full);
-  constexpr auto kSim = static_cast<std::size_t>(SimTier::Simulated);
+  constexpr std::size_t kFull = tier_index(SimTier::Full);
+  constexpr std::size_t kSim = tier_index(SimTier::Simulated);
   auto left = [](std::uint32_t cap, std::uint32_t used) { return cap > used ? cap - used : 0u; };
   TierSpec s = spec;
   s.full_cap = left(s.full_cap, others[kFull] - std::min(others[kFull], others_forced));
@@ -132,7 +132,7 @@ void TierResolver::select_first(std::size_t keep, std::span<const EntityId> ids)
 }
 
 TierCounts TierResolver::resolve(const TierSpec& spec, std::span<const EntityId> ids,
-                                 std::span<const double> distance_m, std::span<std::uint8_t> tier,
+                                 std::span<const double> distance_m, std::span<SimTier> tier,
                                  std::span<const std::uint8_t> force_full) {
   const std::size_t n = ids.size();
   TierCounts counts;
@@ -142,9 +142,9 @@ TierCounts TierResolver::resolve(const TierSpec& spec, std::span<const EntityId>
   const std::uint32_t full_cap = std::min(
       spec.full_cap, spec.hard_full_cap > counts.forced ? spec.hard_full_cap - counts.forced : 0u);
   target_.resize(n);
-  constexpr auto kFull = static_cast<std::uint8_t>(SimTier::Full);
-  constexpr auto kSim = static_cast<std::uint8_t>(SimTier::Simulated);
-  constexpr auto kCoarse = static_cast<std::uint8_t>(SimTier::Coarse);
+  constexpr auto kFull = SimTier::Full;
+  constexpr auto kSim = SimTier::Simulated;
+  constexpr auto kCoarse = SimTier::Coarse;
 
   // 1. Distance request with hysteresis: staying needs only the exit radius.
   // The same pass lists the candidates of both capacities (the Simulated
@@ -157,7 +157,7 @@ TierCounts TierResolver::resolve(const TierSpec& spec, std::span<const EntityId>
   sim_index_.clear();
   std::uint32_t now_full = 0, now_sim = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    const std::uint8_t cur = tier[i];
+    const SimTier cur = tier[i];
     now_full += cur == kFull;
     now_sim += cur == kSim;
     if (any_force && forced_now_[i]) {
@@ -167,7 +167,7 @@ TierCounts TierResolver::resolve(const TierSpec& spec, std::span<const EntityId>
     const double d = distance_m[i];
     const double full_r = cur == kFull ? spec.full_exit_m : spec.full_enter_m;
     const double sim_r = cur <= kSim ? spec.simulated_exit_m : spec.simulated_enter_m;
-    const std::uint8_t want = d <= full_r ? kFull : d <= sim_r ? kSim : kCoarse;
+    const SimTier want = d <= full_r ? kFull : d <= sim_r ? kSim : kCoarse;
     target_[i] = want;
     if (want == kFull) {
       cand_key_.push_back(preference_key(cur == kFull, d));
@@ -181,7 +181,7 @@ TierCounts TierResolver::resolve(const TierSpec& spec, std::span<const EntityId>
   // the set of the first `cap` matters, and with a strict total order (ties
   // end on EntityId) that set is unique: select_first finds its last member,
   // and everything after it in that order moves down one tier.
-  const auto cap_to = [&](std::size_t cap, std::uint8_t down) {
+  const auto cap_to = [&](std::size_t cap, SimTier down) {
     if (cand_key_.size() <= cap) return;
     const auto move_down = [&](std::uint32_t i) {
       target_[i] = down;
@@ -204,15 +204,15 @@ TierCounts TierResolver::resolve(const TierSpec& spec, std::span<const EntityId>
   cand_key_.swap(sim_key_);
   cand_index_.swap(sim_index_);
   cap_to(spec.simulated_cap, kCoarse);
-  counts.per_tier[kFull] = now_full;
-  counts.per_tier[kSim] = now_sim;
-  counts.per_tier[kCoarse] = static_cast<std::uint32_t>(n) - now_full - now_sim;
+  counts.per_tier[tier_index(kFull)] = now_full;
+  counts.per_tier[tier_index(kSim)] = now_sim;
+  counts.per_tier[tier_index(kCoarse)] = static_cast<std::uint32_t>(n) - now_full - now_sim;
   apply_budget(spec, ids, distance_m, tier, counts);
   return counts;
 }
 
 void TierResolver::apply_force_full(const TierSpec& spec, std::span<const EntityId> ids,
-                                    std::span<std::uint8_t> tier,
+                                    std::span<SimTier> tier,
                                     std::span<const std::uint8_t> force_full, TierCounts& counts) {
   const std::size_t n = ids.size();
   forced_now_.assign(n, 0);
@@ -225,15 +225,15 @@ void TierResolver::apply_force_full(const TierSpec& spec, std::span<const Entity
   const std::size_t keep = std::min<std::size_t>(forced_idx_.size(), spec.hard_full_cap);
   for (std::size_t k = 0; k < keep; ++k) {
     forced_now_[forced_idx_[k]] = 1;
-    if (tier[forced_idx_[k]] != static_cast<std::uint8_t>(SimTier::Full)) ++counts.promoted;
-    tier[forced_idx_[k]] = static_cast<std::uint8_t>(SimTier::Full);
+    if (tier[forced_idx_[k]] != SimTier::Full) ++counts.promoted;
+    tier[forced_idx_[k]] = SimTier::Full;
   }
   counts.forced = static_cast<std::uint32_t>(keep);
   counts.forced_overflow = static_cast<std::uint32_t>(forced_idx_.size() - keep);
 }
 
 void TierResolver::apply_budget(const TierSpec& spec, std::span<const EntityId> ids,
-                                std::span<const double> distance_m, std::span<std::uint8_t> tier,
+                                std::span<const double> distance_m, std::span<SimTier> tier,
                                 TierCounts& counts) {
   // 3. Budget: demotions (farthest first), then promotions (nearest first).
   // Only which changes are applied matters (applying one touches its own row
@@ -263,8 +263,8 @@ void TierResolver::apply_budget(const TierSpec& spec, std::span<const EntityId> 
   for (std::size_t k = 0; k < budget; ++k) {
     const Candidate& c = changes_[k];
     tier[c.index] = c.target;
-    --counts.per_tier[c.current];
-    ++counts.per_tier[c.target];
+    --counts.per_tier[tier_index(c.current)];
+    ++counts.per_tier[tier_index(c.target)];
     if (c.target > c.current) {
       ++counts.demoted;
     } else {

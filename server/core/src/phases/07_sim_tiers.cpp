@@ -29,7 +29,6 @@ void World::phase_sim_tiers() {
   // leave after the other slices' current tiers.
   const std::uint32_t every = scenario_.tiers.pedestrian_resolve_every_steps;
   const auto phase = static_cast<std::uint32_t>(step_index_ % every);
-  constexpr auto kFull = static_cast<std::uint8_t>(SimTier::Full);
   std::uint8_t in_slice[64];  // by id phase (< 64): no division per pedestrian
   for (std::uint32_t ph = 0; ph < 64; ++ph) in_slice[ph] = ph % every == phase;
   std::uint32_t others[kSimTierCount] = {};
@@ -53,7 +52,7 @@ void World::phase_sim_tiers() {
                                    ? pedestrians_.dense_of[f.index]
                                    : PedestrianStore::kNoSlot;
     if (slot != PedestrianStore::kNoSlot && pedestrians_.id[slot] == f &&
-        pedestrians_.tier[slot] == kFull && id_phase(f) % every != phase) {
+        pedestrians_.tier[slot] == SimTier::Full && id_phase(f) % every != phase) {
       ++others_forced;
     }
   }
@@ -85,7 +84,7 @@ std::uint32_t World::build_tier_slice(const std::uint8_t (&in_slice)[64],
     for (std::uint32_t i = first; i < last; ++i) {
       rows[count] = i;
       const std::uint32_t member = in_slice[pedestrians_.phase[i]];
-      const std::uint32_t t = pedestrians_.tier[i];
+      const std::size_t t = tier_index(pedestrians_.tier[i]);
       count += member;
       other[0] += (member ^ 1u) & (t == 0);
       other[1] += (member ^ 1u) & (t == 1);
