@@ -62,6 +62,8 @@ TierSpec slice_caps(const TierSpec& spec, const std::uint32_t (&others)[kSimTier
 void TierResolver::reserve(std::size_t entities) {
   cand_key_.reserve(entities);
   cand_index_.reserve(entities);
+  sim_key_.reserve(entities);
+  sim_index_.reserve(entities);
   live_.reserve(entities);
   changes_.reserve(entities);
   target_.reserve(entities);
@@ -74,7 +76,9 @@ void TierResolver::select_first(std::size_t keep, std::span<const EntityId> ids)
   // cand_index_: digits of 12 bits from the highest bit where the keys
   // differ, each pass keeping only the bucket that holds the wanted rank.
   // O(candidates), the same set nth_element would give (the order is strict,
-  // so the first `keep` form one set), without moving the candidates.
+  // so the first `keep` form one set), without moving the candidates. The
+  // first pass reads the candidates themselves, later ones the survivors
+  // listed in live_ (never shrunk, so it is not refilled per call).
   const std::size_t n = cand_key_.size();
   assert(keep > 0 && keep < n);
   std::size_t rank = keep - 1;  // 0-based rank of the last one kept
@@ -83,34 +87,45 @@ void TierResolver::select_first(std::size_t keep, std::span<const EntityId> ids)
     all_and &= k;
     all_or |= k;
   }
-  live_.resize(n);
-  for (std::size_t c = 0; c < n; ++c) live_[c] = static_cast<std::uint32_t>(c);
+  if (live_.size() < n) live_.resize(n);
+  bool every = true;  // the live set is every candidate (live_ not written yet)
+  std::size_t live = n;
   std::uint64_t differ = all_and ^ all_or;  // bits not shared by every live key
-  while (live_.size() > 1 && differ != 0) {
+  while (live > 1 && differ != 0) {
     const int top = 63 - std::countl_zero(differ);
     const int shift = std::max(0, top - 11);
     const auto digit = [&](std::uint32_t c) {
       return static_cast<std::uint32_t>((cand_key_[c] >> shift) & 0xFFFu);
     };
     std::fill(std::begin(histogram_), std::end(histogram_), 0u);
-    for (const std::uint32_t c : live_) ++histogram_[digit(c)];
+    if (every) {
+      for (const std::uint64_t k : cand_key_) ++histogram_[(k >> shift) & 0xFFFu];
+    } else {
+      for (std::size_t j = 0; j < live; ++j) ++histogram_[digit(live_[j])];
+    }
     std::uint32_t bucket = 0;
     while (rank >= histogram_[bucket]) rank -= histogram_[bucket++];
     std::size_t out = 0;
     all_and = ~0ull;
     all_or = 0;
-    for (const std::uint32_t c : live_) {
+    for (std::size_t j = 0; j < live; ++j) {
+      const auto c = every ? static_cast<std::uint32_t>(j) : live_[j];
       if (digit(c) != bucket) continue;
       live_[out++] = c;
       all_and &= cand_key_[c];
       all_or |= cand_key_[c];
     }
-    live_.resize(out);
+    every = false;
+    live = out;
     differ = all_and ^ all_or;
   }
+  if (every) {
+    for (std::size_t c = 0; c < n; ++c) live_[c] = static_cast<std::uint32_t>(c);
+  }
   // Every live candidate now has the same key: the rank picks among their ids.
+  const auto live_end = live_.begin() + static_cast<std::ptrdiff_t>(live);
   std::nth_element(
-      live_.begin(), live_.begin() + static_cast<std::ptrdiff_t>(rank), live_.end(),
+      live_.begin(), live_.begin() + static_cast<std::ptrdiff_t>(rank), live_end,
       [&](std::uint32_t a, std::uint32_t b) { return ids[cand_index_[a]] < ids[cand_index_[b]]; });
   threshold_key_ = cand_key_[live_[rank]];
   threshold_id_ = ids[cand_index_[live_[rank]]];
@@ -122,41 +137,34 @@ TierCounts TierResolver::resolve(const TierSpec& spec, std::span<const EntityId>
   const std::size_t n = ids.size();
   TierCounts counts;
   // 0. ForceFull: lowest ids first, up to the hard cap; applied at once.
-  forced_now_.assign(n, 0);
-  forced_idx_.clear();
-  if (!force_full.empty()) {
-    for (std::size_t i = 0; i < n; ++i) {
-      if (force_full[i]) forced_idx_.push_back(static_cast<std::uint32_t>(i));
-    }
-    std::sort(forced_idx_.begin(), forced_idx_.end(),
-              [&](std::uint32_t a, std::uint32_t b) { return ids[a] < ids[b]; });
-    const std::size_t keep = std::min<std::size_t>(forced_idx_.size(), spec.hard_full_cap);
-    for (std::size_t k = 0; k < keep; ++k) {
-      forced_now_[forced_idx_[k]] = 1;
-      if (tier[forced_idx_[k]] != SimTier::Full) ++counts.promoted;
-      tier[forced_idx_[k]] = SimTier::Full;
-    }
-    counts.forced = static_cast<std::uint32_t>(keep);
-    counts.forced_overflow = static_cast<std::uint32_t>(forced_idx_.size() - keep);
-  }
+  const bool any_force = !force_full.empty();
+  if (any_force) apply_force_full(spec, ids, tier, force_full, counts);
   const std::uint32_t full_cap = std::min(
       spec.full_cap, spec.hard_full_cap > counts.forced ? spec.hard_full_cap - counts.forced : 0u);
   target_.resize(n);
-  changes_.clear();
   constexpr auto kFull = SimTier::Full;
   constexpr auto kSim = SimTier::Simulated;
   constexpr auto kCoarse = SimTier::Coarse;
 
   // 1. Distance request with hysteresis: staying needs only the exit radius.
+  // The same pass lists the candidates of both capacities (the Simulated
+  // ones that Full's cap moves down join them in stage 2: a candidate
+  // list's order does not matter, its (key, id) order is total) and counts
+  // the tiers as they are, which stage 3 then adjusts per change.
   cand_key_.clear();
   cand_index_.clear();
+  sim_key_.clear();
+  sim_index_.clear();
+  std::uint32_t now_full = 0, now_sim = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    if (forced_now_[i]) {
+    const SimTier cur = tier[i];
+    now_full += cur == kFull;
+    now_sim += cur == kSim;
+    if (any_force && forced_now_[i]) {
       target_[i] = kFull;
       continue;
     }
     const double d = distance_m[i];
-    const SimTier cur = tier[i];
     const double full_r = cur == kFull ? spec.full_exit_m : spec.full_enter_m;
     const double sim_r = cur <= kSim ? spec.simulated_exit_m : spec.simulated_enter_m;
     const SimTier want = d <= full_r ? kFull : d <= sim_r ? kSim : kCoarse;
@@ -164,6 +172,9 @@ TierCounts TierResolver::resolve(const TierSpec& spec, std::span<const EntityId>
     if (want == kFull) {
       cand_key_.push_back(preference_key(cur == kFull, d));
       cand_index_.push_back(static_cast<std::uint32_t>(i));
+    } else if (want == kSim) {
+      sim_key_.push_back(preference_key(cur == kSim, d));
+      sim_index_.push_back(static_cast<std::uint32_t>(i));
     }
   }
   // 2. Capacity: keep incumbents first, then nearest, then lowest id. Only
@@ -172,57 +183,95 @@ TierCounts TierResolver::resolve(const TierSpec& spec, std::span<const EntityId>
   // and everything after it in that order moves down one tier.
   const auto cap_to = [&](std::size_t cap, SimTier down) {
     if (cand_key_.size() <= cap) return;
+    const auto move_down = [&](std::uint32_t i) {
+      target_[i] = down;
+      if (down != kSim) return;
+      sim_key_.push_back(preference_key(tier[i] == kSim, distance_m[i]));
+      sim_index_.push_back(i);
+    };
     if (cap == 0) {
-      for (const std::uint32_t i : cand_index_) target_[i] = down;
+      for (const std::uint32_t i : cand_index_) move_down(i);
       return;
     }
     select_first(cap, ids);
     for (std::size_t c = 0; c < cand_key_.size(); ++c) {
       const std::uint64_t k = cand_key_[c];
       if (k > threshold_key_ || (k == threshold_key_ && threshold_id_ < ids[cand_index_[c]]))
-        target_[cand_index_[c]] = down;
+        move_down(cand_index_[c]);
     }
   };
   cap_to(full_cap, kSim);
-  cand_key_.clear();
-  cand_index_.clear();
-  for (std::size_t i = 0; i < n; ++i) {
-    if (target_[i] != kSim) continue;
-    cand_key_.push_back(preference_key(tier[i] == kSim, distance_m[i]));
-    cand_index_.push_back(static_cast<std::uint32_t>(i));
-  }
+  cand_key_.swap(sim_key_);
+  cand_index_.swap(sim_index_);
   cap_to(spec.simulated_cap, kCoarse);
+  counts.per_tier[tier_index(kFull)] = now_full;
+  counts.per_tier[tier_index(kSim)] = now_sim;
+  counts.per_tier[tier_index(kCoarse)] = static_cast<std::uint32_t>(n) - now_full - now_sim;
+  apply_budget(spec, ids, distance_m, tier, counts);
+  return counts;
+}
+
+void TierResolver::apply_force_full(const TierSpec& spec, std::span<const EntityId> ids,
+                                    std::span<SimTier> tier,
+                                    std::span<const std::uint8_t> force_full, TierCounts& counts) {
+  const std::size_t n = ids.size();
+  forced_now_.assign(n, 0);
+  forced_idx_.clear();
+  for (std::size_t i = 0; i < n; ++i) {
+    if (force_full[i]) forced_idx_.push_back(static_cast<std::uint32_t>(i));
+  }
+  std::sort(forced_idx_.begin(), forced_idx_.end(),
+            [&](std::uint32_t a, std::uint32_t b) { return ids[a] < ids[b]; });
+  const std::size_t keep = std::min<std::size_t>(forced_idx_.size(), spec.hard_full_cap);
+  for (std::size_t k = 0; k < keep; ++k) {
+    forced_now_[forced_idx_[k]] = 1;
+    if (tier[forced_idx_[k]] != SimTier::Full) ++counts.promoted;
+    tier[forced_idx_[k]] = SimTier::Full;
+  }
+  counts.forced = static_cast<std::uint32_t>(keep);
+  counts.forced_overflow = static_cast<std::uint32_t>(forced_idx_.size() - keep);
+}
+
+void TierResolver::apply_budget(const TierSpec& spec, std::span<const EntityId> ids,
+                                std::span<const double> distance_m, std::span<SimTier> tier,
+                                TierCounts& counts) {
   // 3. Budget: demotions (farthest first), then promotions (nearest first).
+  // Only which changes are applied matters (applying one touches its own row
+  // alone), and under this strict order the first `budget` are one set:
+  // nth_element finds it in O(changes), and when every change fits there is
+  // nothing to choose.
+  const std::size_t n = ids.size();
+  changes_.clear();
   for (std::size_t i = 0; i < n; ++i) {
     if (target_[i] != tier[i])
       changes_.push_back(
           {distance_m[i], ids[i], static_cast<std::uint32_t>(i), tier[i], target_[i]});
   }
-  if (!changes_.empty()) {
-    const std::size_t budget = std::min<std::size_t>(spec.transitions_per_step, changes_.size());
-    // Only the first `budget` changes are applied: partial_sort, O(n log budget).
-    std::partial_sort(changes_.begin(), changes_.begin() + static_cast<std::ptrdiff_t>(budget),
-                      changes_.end(), [](const Candidate& a, const Candidate& b) {
-                        const bool ad = a.target > a.current;  // demotion: towards Coarse
-                        const bool bd = b.target > b.current;
-                        if (ad != bd) return ad;
-                        if (a.distance_m != b.distance_m)
-                          return ad ? a.distance_m > b.distance_m : a.distance_m < b.distance_m;
-                        return a.id < b.id;
-                      });
-    for (std::size_t k = 0; k < budget; ++k) {
-      const Candidate& c = changes_[k];
-      tier[c.index] = c.target;
-      if (c.target > c.current) {
-        ++counts.demoted;
-      } else {
-        ++counts.promoted;
-      }
-    }
-    counts.deferred = static_cast<std::uint32_t>(changes_.size() - budget);
+  if (changes_.empty()) return;
+  const std::size_t budget = std::min<std::size_t>(spec.transitions_per_step, changes_.size());
+  if (budget < changes_.size()) {
+    std::nth_element(changes_.begin(), changes_.begin() + static_cast<std::ptrdiff_t>(budget),
+                     changes_.end(), [](const Candidate& a, const Candidate& b) {
+                       const bool ad = a.target > a.current;  // demotion: towards Coarse
+                       const bool bd = b.target > b.current;
+                       if (ad != bd) return ad;
+                       if (a.distance_m != b.distance_m)
+                         return ad ? a.distance_m > b.distance_m : a.distance_m < b.distance_m;
+                       return a.id < b.id;
+                     });
   }
-  for (std::size_t i = 0; i < n; ++i) ++counts.per_tier[tier_index(tier[i])];
-  return counts;
+  for (std::size_t k = 0; k < budget; ++k) {
+    const Candidate& c = changes_[k];
+    tier[c.index] = c.target;
+    --counts.per_tier[tier_index(c.current)];
+    ++counts.per_tier[tier_index(c.target)];
+    if (c.target > c.current) {
+      ++counts.demoted;
+    } else {
+      ++counts.promoted;
+    }
+  }
+  counts.deferred = static_cast<std::uint32_t>(changes_.size() - budget);
 }
 
 }  // namespace bustle::core

@@ -53,62 +53,77 @@ void World::phase_move_pedestrians() {
 void World::move_pedestrian_rows(std::uint32_t begin, std::uint32_t end,
                                  const std::uint8_t (&due)[kSimTierCount][64], double dt_s,
                                  MovePart& out) {
-  for (std::uint32_t i = begin; i < end; ++i) {
-    // Not due this step: the next due step moves by the whole stride's time,
-    // so progress over time is the same in every tier.
-    const SimTier sim_tier = pedestrians_.tier[i];
-    if (!due[tier_index(sim_tier)][pedestrians_.phase[i]]) continue;
-    LaneIndex lane = pedestrians_.lane[i];
-    const double s_before = pedestrians_.s_m[i];
-    double s = s_before;
-    double time_left_s = dt_s * tier_stride(sim_tier);
-    bool hopped = false;
-    for (std::uint32_t hop = 0; hop < kMaxHopsPerStep; ++hop) {
-      const Lane& L = lanes_.lane(lane);
-      const double travel_m = L.speed_mps_limit * time_left_s;
-      if (s + travel_m < L.length_m) {
-        s += travel_m;
-        break;
-      }
-      // Reached the lane end: keep the unused time and spend it on the next
-      // lane at that lane's speed, so no progress is lost at corners.
-      time_left_s -= (L.length_m - s) / L.speed_mps_limit;
-      if (time_left_s < 0.0) time_left_s = 0.0;
-      const auto& next = L.pedestrian_successors;
-      if (next.empty()) {
-        s = L.length_m;
-        out.despawns.push_back({pedestrians_.id[i], DespawnReason::LaneDeadEnd});
-        break;
-      }
-      // The row (lane, hops, route) is about to change: take its old hash
-      // out of the digest sum while the columns still hold the old values.
-      if (!hopped) out.sum_delta -= pedestrian_row_hash(i);
-      hopped = true;
-      // A pedestrian with a route takes its next lane (validated as a
-      // successor when the route was accepted); afterwards it wanders.
-      std::optional<LaneIndex> routed;
-      if (pedestrians_.route[i] != kNoRoute) {
-        routed = routes_.next(pedestrians_.route[i]);
-        if (!routed) {
-          out.released_routes.push_back(pedestrians_.route[i]);
-          pedestrians_.route[i] = kNoRoute;
-        }
-      }
-      // Route choice is a pure function of (world seed stream, id, hop count):
-      // it does not depend on the order agents are processed in.
-      const std::uint64_t h = mix64(
-          route_salt_ ^ pedestrians_.id[i].packed() * 0x9E3779B97F4A7C15ull ^ pedestrians_.hops[i]);
-      lane = routed ? *routed : next[static_cast<std::size_t>(h % next.size())];
-      s = 0.0;
-      ++pedestrians_.hops[i];
+  // Rows not due this step are skipped (the next due step moves by the whole
+  // stride's time, so progress over time is the same in every tier). Which
+  // rows are due follows the ids' phases, which branch prediction cannot
+  // guess: the due rows of a chunk are listed first without a branch, then
+  // moved in row order, as the one loop did.
+  constexpr std::uint32_t kChunkRows = 512;
+  std::uint32_t rows[kChunkRows];
+  for (std::uint32_t first = begin; first < end; first += kChunkRows) {
+    const std::uint32_t last = std::min(end, first + kChunkRows);
+    std::uint32_t count = 0;
+    for (std::uint32_t i = first; i < last; ++i) {
+      rows[count] = i;
+      count += due[tier_index(pedestrians_.tier[i])][pedestrians_.phase[i]];
     }
-    pedestrians_.lane[i] = lane;
-    pedestrians_.s_m[i] = s;
-    if (hopped) out.sum_delta += pedestrian_row_hash(i);
-    if (s != s_before)
-      out.sum_delta += pedestrian_motion_hash(pedestrians_.id[i], s) -
-                       pedestrian_motion_hash(pedestrians_.id[i], s_before);
+    for (std::uint32_t k = 0; k < count; ++k) move_pedestrian_row(rows[k], dt_s, out);
   }
+}
+
+// One due row of phase 6: its lane walk, and its digest terms into `out`.
+void World::move_pedestrian_row(std::uint32_t i, double dt_s, MovePart& out) {
+  const SimTier sim_tier = pedestrians_.tier[i];
+  LaneIndex lane = pedestrians_.lane[i];
+  const double s_before = pedestrians_.s_m[i];
+  double s = s_before;
+  double time_left_s = dt_s * tier_stride(sim_tier);
+  bool hopped = false;
+  for (std::uint32_t hop = 0; hop < kMaxHopsPerStep; ++hop) {
+    const Lane& L = lanes_.lane(lane);
+    const double travel_m = L.speed_mps_limit * time_left_s;
+    if (s + travel_m < L.length_m) {
+      s += travel_m;
+      break;
+    }
+    // Reached the lane end: keep the unused time and spend it on the next
+    // lane at that lane's speed, so no progress is lost at corners.
+    time_left_s -= (L.length_m - s) / L.speed_mps_limit;
+    if (time_left_s < 0.0) time_left_s = 0.0;
+    const auto& next = L.pedestrian_successors;
+    if (next.empty()) {
+      s = L.length_m;
+      out.despawns.push_back({pedestrians_.id[i], DespawnReason::LaneDeadEnd});
+      break;
+    }
+    // The row (lane, hops, route) is about to change: take its old hash
+    // out of the digest sum while the columns still hold the old values.
+    if (!hopped) out.sum_delta -= pedestrian_row_hash(i);
+    hopped = true;
+    // A pedestrian with a route takes its next lane (validated as a
+    // successor when the route was accepted); afterwards it wanders.
+    std::optional<LaneIndex> routed;
+    if (pedestrians_.route[i] != kNoRoute) {
+      routed = routes_.next(pedestrians_.route[i]);
+      if (!routed) {
+        out.released_routes.push_back(pedestrians_.route[i]);
+        pedestrians_.route[i] = kNoRoute;
+      }
+    }
+    // Route choice is a pure function of (world seed stream, id, hop count):
+    // it does not depend on the order agents are processed in.
+    const std::uint64_t h = mix64(
+        route_salt_ ^ pedestrians_.id[i].packed() * 0x9E3779B97F4A7C15ull ^ pedestrians_.hops[i]);
+    lane = routed ? *routed : next[static_cast<std::size_t>(h % next.size())];
+    s = 0.0;
+    ++pedestrians_.hops[i];
+  }
+  pedestrians_.lane[i] = lane;
+  pedestrians_.s_m[i] = s;
+  if (hopped) out.sum_delta += pedestrian_row_hash(i);
+  if (s != s_before)
+    out.sum_delta += pedestrian_motion_hash(pedestrians_.id[i], s) -
+                     pedestrian_motion_hash(pedestrians_.id[i], s_before);
 }
 
 }  // namespace bustle::core

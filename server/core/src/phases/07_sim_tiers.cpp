@@ -10,8 +10,9 @@
 namespace bustle::core {
 
 void World::fill_force(std::span<const EntityId> ids) {
+  force_scratch_.clear();
+  if (forced_full_.empty()) return;  // no flags: the resolver skips stage 0
   force_scratch_.assign(ids.size(), 0);
-  if (forced_full_.empty()) return;
   for (std::size_t i = 0; i < ids.size(); ++i) {
     force_scratch_[i] =
         std::binary_search(forced_full_.begin(), forced_full_.end(), ids[i]) ? 1 : 0;
@@ -74,6 +75,25 @@ std::uint32_t World::build_tier_slice(const std::uint8_t (&in_slice)[64],
                                       std::uint32_t (&others)[kSimTierCount]) {
   const std::uint32_t n = pedestrians_.size();
   const std::uint32_t parts = parts_for_rows(n);
+  // Membership follows the ids' phases, which branch prediction cannot
+  // guess: each chunk of rows lists its members first, without a branch.
+  constexpr std::uint32_t kChunkRows = 512;
+  const auto members_of = [&](std::uint32_t first, std::uint32_t last, std::uint32_t* rows,
+                              std::uint32_t(&other)[kSimTierCount]) {
+    std::uint32_t count = 0;
+    for (std::uint32_t i = first; i < last; ++i) {
+      rows[count] = i;
+      const std::uint32_t member = in_slice[pedestrians_.phase[i]];
+      const std::size_t t = tier_index(pedestrians_.tier[i]);
+      count += member;
+      other[0] += (member ^ 1u) & (t == 0);
+      other[1] += (member ^ 1u) & (t == 1);
+      other[2] += (member ^ 1u) & (t == 2);
+    }
+    return count;
+  };
+  static_assert(kSimTierCount == 3);
+  std::uint32_t rows[kChunkRows];
   if (executor().threads() == 1 || parts <= 1) {
     // One thread: one pass, appending in row order (the counting pass below
     // only pays when the parts can be filled at once; alone it cost ~8 % of
@@ -82,14 +102,14 @@ std::uint32_t World::build_tier_slice(const std::uint8_t (&in_slice)[64],
     slice_ids_.clear();
     slice_sim_tier_.clear();
     slice_distance_.clear();
-    for (std::uint32_t i = 0; i < n; ++i) {
-      if (in_slice[pedestrians_.phase[i]]) {
+    for (std::uint32_t first = 0; first < n; first += kChunkRows) {
+      const std::uint32_t count = members_of(first, std::min(n, first + kChunkRows), rows, others);
+      for (std::uint32_t k = 0; k < count; ++k) {
+        const std::uint32_t i = rows[k];
         slice_.push_back(i);
         slice_ids_.push_back(pedestrians_.id[i]);
         slice_sim_tier_.push_back(pedestrians_.tier[i]);
         slice_distance_.push_back(pedestrian_effective_distance(i));
-      } else {
-        ++others[tier_index(pedestrians_.tier[i])];
       }
     }
     return static_cast<std::uint32_t>(slice_.size());
@@ -98,14 +118,10 @@ std::uint32_t World::build_tier_slice(const std::uint8_t (&in_slice)[64],
   run_parts(executor(), parts, [&](std::uint32_t p) {
     TierPart& t = tier_parts_[p];
     t = TierPart{};
+    std::uint32_t part_rows[kChunkRows];
     const std::uint32_t end = std::min(n, (p + 1) * kRowsPerPart);
-    for (std::uint32_t i = p * kRowsPerPart; i < end; ++i) {
-      if (in_slice[pedestrians_.phase[i]]) {
-        ++t.members;
-      } else {
-        ++t.others[tier_index(pedestrians_.tier[i])];
-      }
-    }
+    for (std::uint32_t first = p * kRowsPerPart; first < end; first += kChunkRows)
+      t.members += members_of(first, std::min(end, first + kChunkRows), part_rows, t.others);
   });
   std::uint32_t m = 0;
   for (std::uint32_t p = 0; p < parts; ++p) {
@@ -120,14 +136,19 @@ std::uint32_t World::build_tier_slice(const std::uint8_t (&in_slice)[64],
   slice_distance_.resize(m);
   run_parts(executor(), parts, [&](std::uint32_t p) {
     std::uint32_t k = tier_parts_[p].first;
+    std::uint32_t part_rows[kChunkRows];
+    std::uint32_t ignored[kSimTierCount] = {};
     const std::uint32_t end = std::min(n, (p + 1) * kRowsPerPart);
-    for (std::uint32_t i = p * kRowsPerPart; i < end; ++i) {
-      if (!in_slice[pedestrians_.phase[i]]) continue;
-      slice_[k] = i;
-      slice_ids_[k] = pedestrians_.id[i];
-      slice_sim_tier_[k] = pedestrians_.tier[i];
-      slice_distance_[k] = pedestrian_effective_distance(i);
-      ++k;
+    for (std::uint32_t first = p * kRowsPerPart; first < end; first += kChunkRows) {
+      const std::uint32_t count =
+          members_of(first, std::min(end, first + kChunkRows), part_rows, ignored);
+      for (std::uint32_t c = 0; c < count; ++c, ++k) {
+        const std::uint32_t i = part_rows[c];
+        slice_[k] = i;
+        slice_ids_[k] = pedestrians_.id[i];
+        slice_sim_tier_[k] = pedestrians_.tier[i];
+        slice_distance_[k] = pedestrian_effective_distance(i);
+      }
     }
   });
   return m;
@@ -155,9 +176,14 @@ void World::write_slice_tiers(std::uint32_t m) {
 }
 
 double World::pedestrian_effective_distance(std::uint32_t i) const {
-  const Vec2 p = lanes_.position(pedestrians_.lane[i], pedestrians_.s_m[i]);
-  return effective_distance_at(p, pedestrians_.lane[i],
-                               static_cast<PriorityClass>(pedestrians_.priority[i]), false);
+  // effective_distance_at's arithmetic, spelt out so that the slice loops
+  // inline all of it (as a call it passed the position through memory, a
+  // store-forwarding stall per member): the same operations, the same bits.
+  const LaneIndex lane = pedestrians_.lane[i];
+  const Vec2 p = lanes_.position(lane, pedestrians_.s_m[i]);
+  const double w =
+      importance_.weight(static_cast<PriorityClass>(pedestrians_.priority[i]), false, p.x_m, p.y_m);
+  return importance_.effective_distance_m(p.x_m, p.y_m, lanes_.lane(lane).elevation_m, w);
 }
 
 double World::effective_distance_at(Vec2 p, LaneIndex lane, PriorityClass cls, bool vehicle) const {

@@ -102,8 +102,18 @@ class TierResolver {
   // Stage 2: the candidates of one capacity (preference key, index), and the
   // last one kept under the cap, found by select_first.
   void select_first(std::size_t keep, std::span<const EntityId> ids);
+  // Stage 0 (ForceFull) and stage 3 (transition budget) of resolve.
+  void apply_force_full(const TierSpec& spec, std::span<const EntityId> ids,
+                        std::span<SimTier> tier, std::span<const std::uint8_t> force_full,
+                        TierCounts& counts);
+  void apply_budget(const TierSpec& spec, std::span<const EntityId> ids,
+                    std::span<const double> distance_m, std::span<SimTier> tier,
+                    TierCounts& counts);
   std::vector<std::uint64_t> cand_key_;
   std::vector<std::uint32_t> cand_index_;
+  // Simulated's candidates, gathered while Full's are capped.
+  std::vector<std::uint64_t> sim_key_;
+  std::vector<std::uint32_t> sim_index_;
   std::vector<std::uint32_t> live_;
   std::uint32_t histogram_[4096] = {};
   std::uint64_t threshold_key_ = 0;

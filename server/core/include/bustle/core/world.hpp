@@ -516,6 +516,7 @@ class World {
   void move_pedestrian_rows(std::uint32_t begin, std::uint32_t end,
                             const std::uint8_t (&due)[kSimTierCount][64], double dt_s,
                             MovePart& out);
+  void move_pedestrian_row(std::uint32_t row, double dt_s, MovePart& out);
   std::vector<MovePart> move_parts_;
   // Phase 7's parts: slice members and the other tiers per part, where the
   // part's members start in the slice, and the digest sum's change.
