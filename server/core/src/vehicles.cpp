@@ -329,7 +329,8 @@ VehicleSystem::VehicleSystem(const Scenario& scenario, const LaneGraph& lanes,
   }
 }
 
-Vec2 VehicleSystem::position_of(std::uint32_t i) const {
+// Inlined into resolve_tiers (its only caller): no call per slice member.
+[[gnu::always_inline]] inline Vec2 VehicleSystem::position_of(std::uint32_t i) const {
   const LaneGeo& g = lane_geo_[store_.lane[i]];
   if (!g.straight) return lanes_->position(store_.lane[i], store_.s_m[i]);
   const double s = std::clamp(store_.s_m[i], 0.0, g.length_m);
