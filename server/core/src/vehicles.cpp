@@ -8,7 +8,7 @@
 //   construction (lane tables, routes, conflicts), queries, garage requests
 //     (enqueue, cancel), strategy, the store's rows (push_vehicle, remove)
 //   Phase 5: step -> find_stuck, inject_plan, advance_signals, dispatch,
-//     build_snapshot, evaluate_and_advance (the kernel), turnarounds
+//     regroup_store, build_snapshot, evaluate_and_advance (the kernel), turnarounds
 //   Phase 7: resolve_tiers
 //   digest and checkpoint: vehicle_word, rebuild_derived, digest_into,
 //     check_invariants, capture, restore
@@ -244,6 +244,7 @@ VehicleSystem::VehicleSystem(const Scenario& scenario, const LaneGraph& lanes,
   for (std::size_t i = 0; i < scenario.signals.size(); ++i) {
     const SignalSpec& sg = scenario.signals[i];
     signal_of_lane_[*lanes.find(sg.lane)] = static_cast<std::int32_t>(i);
+    signal_lane_.push_back(*lanes.find(sg.lane));  // its LaneHot.phase: Open until step 1
     SignalState st;
     st.phase_elapsed_us = std::uint64_t{sg.offset_ms} * 1000;
     // Apply the offset through the normal phase machine.
@@ -284,15 +285,13 @@ VehicleSystem::VehicleSystem(const Scenario& scenario, const LaneGraph& lanes,
   store_.dense_of.assign(entity_capacity, VehicleStore::kNoSlot);
   lane_start_.assign(lanes.size() + 1, 0);
   // The per-lane facts the kernel reads, in one dense table.
-  lane_hot_.resize(lanes.size());
+  lane_hot_.resize(lanes.size());  // value-initialized: no signal fields, phase Open
   for (LaneIndex l = 0; l < lanes.size(); ++l) {
     const Lane& L = lanes.lane(l);
     LaneHot& h = lane_hot_[l];
     h.length_m = L.length_m;
     h.speed_mps = L.speed_mps_limit;
     h.signal = signal_of_lane_[l];
-    h.stop_m = 0.0;
-    h.yield_m = 0.0;
     if (h.signal >= 0) {
       const SignalSpec& sg = scenario.signals[static_cast<std::size_t>(h.signal)];
       h.stop_m = sg.stop_alpha * L.length_m;
@@ -330,7 +329,8 @@ VehicleSystem::VehicleSystem(const Scenario& scenario, const LaneGraph& lanes,
   }
 }
 
-Vec2 VehicleSystem::position_of(std::uint32_t i) const {
+// Inlined into resolve_tiers (its only caller): no call per slice member.
+[[gnu::always_inline]] inline Vec2 VehicleSystem::position_of(std::uint32_t i) const {
   const LaneGeo& g = lane_geo_[store_.lane[i]];
   if (!g.straight) return lanes_->position(store_.lane[i], store_.s_m[i]);
   const double s = std::clamp(store_.s_m[i], 0.0, g.length_m);
@@ -542,6 +542,7 @@ void VehicleSystem::step(std::uint64_t step_index, std::uint32_t step_us, Entity
   inject_plan(step_index);
   advance_signals(step_us);
   dispatch(step_index, registry, observers);
+  regroup_store();
   build_snapshot();
   evaluate_and_advance(step_index, step_us, crossing_occupied, despawns);
   turnarounds(step_index);
@@ -598,6 +599,10 @@ void VehicleSystem::advance_signals(std::uint32_t step_us) {
       st.phase = static_cast<SignalPhase>((static_cast<int>(st.phase) + 1) % 3);
       if (st.phase == SignalPhase::Open) ++st.cycles;
     }
+    // The kernel reads the phase beside the lane's other facts (one line per
+    // lane, no second lookup); written every step, so restore needs no sync.
+    LaneHot& h = lane_hot_[signal_lane_[i]];
+    if (h.signal == static_cast<std::int32_t>(i)) h.phase = st.phase;
   }
 }
 
@@ -671,6 +676,85 @@ void VehicleSystem::dispatch(std::uint64_t step_index, EntityRegistry& registry,
   }
 }
 
+namespace {
+// Applies `order` (new row k = old row order[k]) to one column in place, by
+// cycles; `seen` is all zero on entry and on return.
+template <class T>
+void permute_column(std::vector<T>& v, const std::vector<std::uint32_t>& order,
+                    std::vector<std::uint8_t>& seen) {
+  const auto n = static_cast<std::uint32_t>(order.size());
+  for (std::uint32_t start = 0; start < n; ++start) {
+    if (seen[start] || order[start] == start) continue;
+    T carried = std::move(v[start]);
+    std::uint32_t k = start;
+    while (order[k] != start) {
+      v[k] = std::move(v[order[k]]);
+      seen[k] = 1;
+      k = order[k];
+    }
+    v[k] = std::move(carried);
+    seen[k] = 1;
+  }
+  std::fill(seen.begin(), seen.end(), 0);
+}
+}  // namespace
+
+// Keeps the rows grouped by garage, then by place along the route: dispatch
+// appends and remove() swaps the last row in, so the groups fray; once the
+// garage changes between neighbouring rows more than n/16 times beyond the
+// grouped minimum (one run per garage with vehicles), the rows are sorted by
+// (garage, route index, s, EntityId) again. The kernel then
+// reads a route's lanes, signals and leaders from a few cache lines instead
+// of one random line per vehicle. The decision is a function of the store
+// alone (a restored world regroups exactly when the original did), and the
+// order never changes an outcome (invariant 4).
+void VehicleSystem::regroup_store() {
+  const std::uint32_t n = store_.size();
+  const std::uint32_t* const g = store_.garage.data();
+  std::uint32_t runs = n > 0 ? 1 : 0;
+  for (std::uint32_t i = 1; i < n; ++i) runs += g[i] != g[i - 1] ? 1 : 0;
+  std::uint32_t grouped = 0;  // runs when grouped: garages with vehicles
+  for (const std::uint32_t m : managed_) grouped += m > 0 ? 1 : 0;
+  if (runs <= grouped + n / 16) return;
+  regroup_order_.resize(n);
+  for (std::uint32_t i = 0; i < n; ++i) regroup_order_[i] = i;
+  const VehicleStore& st = store_;
+  std::sort(regroup_order_.begin(), regroup_order_.end(), [&st](std::uint32_t a, std::uint32_t b) {
+    if (st.garage[a] != st.garage[b]) return st.garage[a] < st.garage[b];
+    if (st.route_index[a] != st.route_index[b]) return st.route_index[a] < st.route_index[b];
+    if (st.s_m[a] != st.s_m[b]) return st.s_m[a] < st.s_m[b];
+    return st.id[a] < st.id[b];
+  });
+  regroup_seen_.assign(n, 0);
+  // Every column below: a new column must be added here too.
+  static_assert(sizeof(VehicleStore) == 19 * sizeof(std::vector<std::uint32_t>));
+  const auto apply = [this](auto& column) {
+    permute_column(column, regroup_order_, regroup_seen_);
+  };
+  apply(store_.id);
+  apply(store_.garage);
+  apply(store_.ordinal);
+  apply(store_.prototype);
+  apply(store_.route_index);
+  apply(store_.lane);
+  apply(store_.s_m);
+  apply(store_.speed_mps);
+  apply(store_.strategy);
+  apply(store_.policy);
+  apply(store_.reason);
+  apply(store_.tier);
+  apply(store_.leader);
+  apply(store_.steps_advanced);
+  apply(store_.last_advance_step);
+  apply(store_.waiting_since);
+  apply(store_.despawn_requested);
+  apply(store_.request_id);
+  apply(cold_hash_);
+  apply(hash_);
+  apply(phase_);
+  for (std::uint32_t i = 0; i < n; ++i) store_.dense_of[store_.id[i].index] = i;
+}
+
 void VehicleSystem::build_snapshot() {
   const std::uint32_t n = store_.size();
   const std::uint32_t lanes = lanes_->size();
@@ -740,7 +824,6 @@ void VehicleSystem::evaluate_and_advance(std::uint64_t step_index, std::uint32_t
   const std::uint32_t* const lane_start = lane_start_.data();
   const std::uint32_t* const pos = pos_in_order_.data();
   const LaneHot* const lanes = lane_hot_.data();
-  const SignalState* const signals = signals_.data();
   const std::uint64_t* const cold = cold_hash_.data();
   std::uint64_t* const hash = hash_.data();
   const double caution = rules.headway_caution_m;
@@ -776,10 +859,9 @@ void VehicleSystem::evaluate_and_advance(std::uint64_t step_index, std::uint32_t
       if (h.signal < 0) return;
       const double to_stop = dist_to_lane_start + h.stop_m;
       const double to_yield = dist_to_lane_start + h.yield_m;
-      const SignalPhase ph = signals[static_cast<std::size_t>(h.signal)].phase;
       if (to_stop < -kEps) return;  // already past the stop line
-      if (ph == SignalPhase::Closed && to_stop <= travel_m) in.signal_closed = true;
-      if (ph == SignalPhase::Yield && to_yield <= travel_m) in.signal_yield = true;
+      if (h.phase == SignalPhase::Closed && to_stop <= travel_m) in.signal_closed = true;
+      if (h.phase == SignalPhase::Yield && to_yield <= travel_m) in.signal_yield = true;
     };
     check_signal(L, -s0);
     const LaneHot& N = lanes[next];
@@ -958,8 +1040,10 @@ void VehicleSystem::resolve_tiers(std::uint64_t step_index, const TierSpec& spec
   slice_ids_.clear();
   slice_sim_tier_.clear();
   std::array<std::uint32_t, kSimTierCount> in_slice{};
+  std::uint8_t member[64];  // by id phase (< 64): no division per vehicle
+  for (std::uint32_t p = 0; p < 64; ++p) member[p] = p % every == ph ? 1 : 0;
   for (std::uint32_t i = 0; i < n; ++i) {
-    if (phase_[i] % every != ph) continue;
+    if (!member[phase_[i]]) continue;
     slice_.push_back(i);
     slice_ids_.push_back(store_.id[i]);
     slice_sim_tier_.push_back(store_.tier[i]);

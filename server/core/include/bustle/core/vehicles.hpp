@@ -174,6 +174,9 @@ enum class CancelStatus : std::uint8_t {
 };
 
 // Hot vehicle state, structure-of-arrays, dense; swap-remove with dense_of.
+// Rows are kept grouped by garage (VehicleSystem::regroup_store), so the
+// vehicles of one route, its lanes and their leaders sit next to each other
+// in memory; the row order never changes an outcome (invariant 4).
 struct VehicleStore {
   static constexpr std::uint32_t kNoSlot = UINT32_MAX;
   std::vector<EntityId> id;
@@ -298,6 +301,7 @@ class VehicleSystem {
   void dispatch(std::uint64_t step_index, EntityRegistry& registry,
                 const std::vector<Vec2>& observers);
   bool entrance_clear(std::uint32_t garage);
+  void regroup_store();
   void build_snapshot();
   void evaluate_and_advance(std::uint64_t step_index, std::uint32_t step_us,
                             const std::vector<std::uint8_t>& crossing_occupied,
@@ -375,6 +379,9 @@ class VehicleSystem {
   std::vector<double> lane_min_s_;  // per lane: smallest s of any vehicle (lazy)
   bool lane_min_valid_ = false;
   std::vector<std::uint32_t> cursor_;
+  // regroup_store(): the new row order and which rows a permutation cycle visited.
+  std::vector<std::uint32_t> regroup_order_;
+  std::vector<std::uint8_t> regroup_seen_;
   // Digest caches (derived, rebuilt on restore): the hash of each vehicle's
   // fields that never change after dispatch, and per garage the sum of the
   // hashes of its dispatched request ids, so the per-step digest does not
@@ -403,8 +410,10 @@ class VehicleSystem {
     double yield_m;           // yield approach from the lane start
     std::int32_t signal;      // index or -1
     std::uint32_t conflicts;  // number of crossing conflicts
+    SignalPhase phase;        // the signal's phase this step (advance_signals); Open without one
   };
   std::vector<LaneHot> lane_hot_;
+  std::vector<LaneIndex> signal_lane_;  // per signal: the lane whose LaneHot shows its phase
   struct LaneGeo {
     bool straight = false;  // two points: position by the fields below
     double ax = 0, ay = 0, dx = 0, dy = 0, s0 = 0, seg = 0, length_m = 0;
