@@ -1,7 +1,8 @@
 // SimDriver, the sim thread, driven through its command queue with a real
 // net::Server that never listens (no socket): in manual mode steps run only
 // on Step commands and the result is the digest of the same world stepped
-// directly; in fast mode Pause and Resume stop and restart the steps. Progress
+// directly; in fast mode Pause and Resume stop and restart the steps; in
+// realtime mode steps follow the wall clock and a pause is not caught up. Progress
 // is read from the thread-safe telemetry counter, never from the world while
 // the driver runs.
 #include "sim_driver.hpp"
@@ -123,4 +124,43 @@ TEST_CASE("fast clock: Pause stops the steps and Resume restarts them") {
   REQUIRE(eventually([&] { return d.telemetry.steps() > paused_at + 10; }));
   d.finish();
   CHECK(d.driver->world().step_index() >= paused_at + 10);
+}
+
+TEST_CASE("realtime clock: steps follow the wall clock and a pause is not caught up") {
+  RunningDriver d(net::ClockMode::Realtime, 3);
+  const double step_s = static_cast<double>(d.scenario.step_us) / 1e6;
+  REQUIRE(eventually([&] { return d.telemetry.steps() >= 2; }));
+  // Paced: over ~1.5 s the count follows elapsed / step_us, never ahead of
+  // it (a fast loop would run thousands) and not far behind (the default
+  // city's step costs well under a millisecond, even on a loaded machine).
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::uint64_t s0 = d.telemetry.steps();
+  std::this_thread::sleep_for(1500ms);
+  const std::uint64_t s1 = d.telemetry.steps();
+  const double elapsed_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double expected = elapsed_s / step_s;
+  CHECK(static_cast<double>(s1 - s0) <= expected + 2.0);
+  CHECK(static_cast<double>(s1 - s0) >= expected * 0.5);
+
+  // Paused for a second: resuming resynchronises the clock, so the ten steps
+  // that "fell due" while paused are not run in a burst (catch-up would run
+  // up to catchup_steps_max per wake).
+  REQUIRE(d.commands.try_push(control(net::ControlCommand::Kind::Pause)));
+  std::uint64_t paused_at = 0;
+  REQUIRE(eventually([&] {
+    const std::uint64_t before = d.telemetry.steps();
+    std::this_thread::sleep_for(300ms);
+    paused_at = d.telemetry.steps();
+    return paused_at == before;
+  }));
+  std::this_thread::sleep_for(1000ms);
+  REQUIRE(d.telemetry.steps() == paused_at);
+  REQUIRE(d.commands.try_push(control(net::ControlCommand::Kind::Resume)));
+  std::this_thread::sleep_for(250ms);
+  const std::uint64_t after = d.telemetry.steps();
+  CHECK(after - paused_at <= 4);  // 250 ms of 100 ms steps, plus the one at resume
+  REQUIRE(eventually([&] { return d.telemetry.steps() > after; }));  // and it goes on
+  d.finish();
+  CHECK(d.driver->dropped_steps() == 0);
 }

@@ -173,10 +173,10 @@ class InvariantChecker {
       }
       if (seen_[id.index]++ != 0) fail(who() + " appears twice among pedestrians");
       if (p.dense_of[id.index] != i) fail(who() + ": dense_of does not point at its slot");
-      if (p.tier[i] >= kSimTierCount) {
-        fail(who() + " has tier " + std::to_string(p.tier[i]));
+      if (tier_index(p.tier[i]) >= kSimTierCount) {
+        fail(who() + " has tier " + std::to_string(tier_index(p.tier[i])));
       } else {
-        ++tier_count_[p.tier[i]];
+        ++tier_count_[tier_index(p.tier[i])];
       }
       // The resident index is derived from the id (PedestrianStore invariant 3).
       const std::int32_t res = w.population().resident_of(id);

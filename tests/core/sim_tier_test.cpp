@@ -7,9 +7,9 @@
 using namespace bustle::core;
 
 namespace {
-constexpr auto F = static_cast<std::uint8_t>(SimTier::Full);
-constexpr auto S = static_cast<std::uint8_t>(SimTier::Simulated);
-constexpr auto C = static_cast<std::uint8_t>(SimTier::Coarse);
+constexpr auto F = SimTier::Full;
+constexpr auto S = SimTier::Simulated;
+constexpr auto C = SimTier::Coarse;
 }  // namespace
 
 TEST_CASE(
@@ -18,12 +18,12 @@ TEST_CASE(
   TierResolver r;
   std::vector<EntityId> ids = {{0, 1}, {1, 1}, {2, 1}, {3, 1}};
   std::vector<double> d = {27.0, 27.0, 520.0, 520.0};
-  std::vector<std::uint8_t> tier = {F, S, S, C};
+  std::vector<SimTier> tier = {F, S, S, C};
   r.resolve(spec, ids, d, tier);
-  CHECK(tier == std::vector<std::uint8_t>{F, S, S, C});
+  CHECK(tier == std::vector<SimTier>{F, S, S, C});
   d = {31.0, 20.0, 560.0, 400.0};
   r.resolve(spec, ids, d, tier);
-  CHECK(tier == std::vector<std::uint8_t>{S, F, C, S});
+  CHECK(tier == std::vector<SimTier>{S, F, C, S});
 }
 
 TEST_CASE(
@@ -34,7 +34,7 @@ TEST_CASE(
   TierResolver r;
   std::vector<EntityId> ids = {{0, 1}, {1, 1}, {2, 1}, {3, 1}, {4, 1}};
   std::vector<double> d = {10.0, 5.0, 5.0, 1.0, 10.0};
-  std::vector<std::uint8_t> tier = {F, C, C, C, C};
+  std::vector<SimTier> tier = {F, C, C, C, C};
   const TierCounts c = r.resolve(spec, ids, d, tier);
   // Incumbent 0 keeps Full; one more Full slot goes to the nearest (3).
   // Wanted: 0 F (no change), 3 C->F, 1,2,4 C->S: four changes, budget 2.
@@ -54,11 +54,11 @@ TEST_CASE("equal distances resolve identically whatever the array order") {
   std::vector<EntityId> ids;
   for (std::uint32_t i = 0; i < 10; ++i) ids.push_back({i, 1});
   std::vector<double> d(10, 12.0);
-  std::vector<std::uint8_t> tier(10, C);
+  std::vector<SimTier> tier(10, C);
   TierResolver r1;
   r1.resolve(spec, ids, d, tier);
   std::vector<EntityId> rev_ids(ids.rbegin(), ids.rend());
-  std::vector<std::uint8_t> rev_tier(10, C);
+  std::vector<SimTier> rev_tier(10, C);
   TierResolver r2;
   r2.resolve(spec, rev_ids, d, rev_tier);
   for (std::uint32_t i = 0; i < 10; ++i) CHECK(tier[i] == rev_tier[9 - i]);
@@ -97,7 +97,7 @@ TEST_CASE("ForceFull bypasses full_cap and the budget but never the hard safety 
   TierResolver r;
   std::vector<EntityId> ids = {{0, 1}, {1, 1}, {2, 1}, {3, 1}};
   std::vector<double> d = {1.0, 1.0, 1.0, 1.0};
-  std::vector<std::uint8_t> tier = {C, C, C, C};
+  std::vector<SimTier> tier = {C, C, C, C};
   const std::vector<std::uint8_t> force = {0, 1, 1, 1};  // three forced, hard cap two
   const TierCounts c = r.resolve(spec, ids, d, tier, force);
   CHECK(tier[1] == F);
@@ -113,18 +113,16 @@ namespace {
 // Stage 2 as its definition says: sort each tier's candidates by
 // (incumbent first, nearer, lower id) and keep the first `cap`. With an
 // unlimited budget the resolver's result must equal this.
-std::vector<std::uint8_t> capacity_by_sorting(const TierSpec& spec,
-                                              const std::vector<EntityId>& ids,
-                                              const std::vector<double>& d,
-                                              std::vector<std::uint8_t> tier) {
+std::vector<SimTier> capacity_by_sorting(const TierSpec& spec, const std::vector<EntityId>& ids,
+                                         const std::vector<double>& d, std::vector<SimTier> tier) {
   const std::size_t n = ids.size();
-  std::vector<std::uint8_t> want(n);
+  std::vector<SimTier> want(n);
   for (std::size_t i = 0; i < n; ++i) {
     const double full_r = tier[i] == F ? spec.full_exit_m : spec.full_enter_m;
     const double sim_r = tier[i] <= S ? spec.simulated_exit_m : spec.simulated_enter_m;
     want[i] = d[i] <= full_r ? F : d[i] <= sim_r ? S : C;
   }
-  const auto keep = [&](std::uint8_t level, std::uint32_t cap, std::uint8_t down) {
+  const auto keep = [&](SimTier level, std::uint32_t cap, SimTier down) {
     std::vector<std::size_t> c;
     for (std::size_t i = 0; i < n; ++i) {
       if (want[i] == level) c.push_back(i);
@@ -159,7 +157,7 @@ TEST_CASE("capacity selection equals sorting by preference, ties and all, at eve
     spec.hard_full_cap = n + 1;
     std::vector<EntityId> ids(n);
     std::vector<double> d(n);
-    std::vector<std::uint8_t> tier(n);
+    std::vector<SimTier> tier(n);
     for (std::uint32_t i = 0; i < n; ++i) {
       ids[i] = EntityId{(i * 7919u + static_cast<std::uint32_t>(round)) % 100'003u,
                         1 + rng.next_below(3)};
@@ -169,9 +167,9 @@ TEST_CASE("capacity selection equals sorting by preference, ties and all, at eve
       } else {
         d[i] = rng.next_unit() * 700.0;
       }
-      tier[i] = static_cast<std::uint8_t>(rng.next_below(3));
+      tier[i] = static_cast<SimTier>(rng.next_below(3));
     }
-    const std::vector<std::uint8_t> expected = capacity_by_sorting(spec, ids, d, tier);
+    const std::vector<SimTier> expected = capacity_by_sorting(spec, ids, d, tier);
     r.resolve(spec, ids, d, tier);
     INFO("round " << round << ", n " << n << ", caps " << spec.full_cap << " / "
                   << spec.simulated_cap);

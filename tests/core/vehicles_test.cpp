@@ -114,7 +114,7 @@ TEST_CASE(
   for (int k = 0; k < 5; ++k) w->step();
   const VehicleSystem& vs = w->vehicles();
   for (std::uint32_t i = 0; i < vs.store().size(); ++i)
-    REQUIRE(vs.store().tier[i] == static_cast<std::uint8_t>(SimTier::Coarse));
+    REQUIRE(vs.store().tier[i] == SimTier::Coarse);
   CHECK(vehicle_ids(*w) == before);
   std::map<std::string, std::uint64_t> advanced;
   for (std::uint32_t i = 0; i < vs.store().size(); ++i)
@@ -128,7 +128,7 @@ TEST_CASE(
   for (int k = 0; k < 5; ++k) w->step();
   int non_coarse = 0;
   for (std::uint32_t i = 0; i < vs.store().size(); ++i)
-    non_coarse += vs.store().tier[i] != static_cast<std::uint8_t>(SimTier::Coarse);
+    non_coarse += vs.store().tier[i] != SimTier::Coarse;
   CHECK(non_coarse == 18);
   CHECK(vehicle_ids(*w) == before);
 }
@@ -142,7 +142,7 @@ TEST_CASE("corridor: leftover distance and the next lane's speed limit apply at 
     LaneIndex lane;
     double s_m;
     std::uint64_t advanced;
-    std::uint8_t tier;
+    SimTier tier;
   };
   for (int k = 0; k < 600; ++k) {
     std::map<std::uint64_t, Before> before;
@@ -157,7 +157,7 @@ TEST_CASE("corridor: leftover distance and the next lane's speed limit apply at 
         continue;  // lane0 (12) -> lane1 (8)
       if (vs.store().reason[i] != static_cast<std::uint8_t>(PolicyReason::Clear)) continue;
       REQUIRE(vs.store().steps_advanced[i] == it->second.advanced + 1);
-      const double stride = tier_stride(static_cast<SimTier>(it->second.tier));
+      const double stride = tier_stride(it->second.tier);
       const double t_left = 0.1 * stride - (50.0 - it->second.s_m) / 12.0;
       CHECK(vs.store().s_m[i] == Approx(t_left * 8.0).margin(1e-9));
       ++checked;

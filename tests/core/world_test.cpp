@@ -277,8 +277,8 @@ TEST_CASE("progress over time is the same in every tier, across lane ends and co
   auto wc = make(s, 4);  // same seed: same spawn lane and distance
   wf->step();
   wc->step();
-  REQUIRE(wf->pedestrians().tier[0] == static_cast<std::uint8_t>(SimTier::Full));
-  REQUIRE(wc->pedestrians().tier[0] == static_cast<std::uint8_t>(SimTier::Coarse));
+  REQUIRE(wf->pedestrians().tier[0] == SimTier::Full);
+  REQUIRE(wc->pedestrians().tier[0] == SimTier::Coarse);
   // Travel time along the loop from the spawn point, from lane, distance, hops.
   auto time_on_loop = [](const World& w) {
     const double len_a = 5.0, len_b = 5.0, v_a = 1.5, v_b = 1.0;
@@ -337,15 +337,14 @@ TEST_CASE(
   auto tier_of = [&](EntityId id) {
     return w->pedestrians().tier[w->pedestrians().dense_of[id.index]];
   };
-  CHECK(tier_of(a) == static_cast<std::uint8_t>(SimTier::Full));
-  CHECK(tier_of(b) == static_cast<std::uint8_t>(SimTier::Full));
-  CHECK(tier_of(c) != static_cast<std::uint8_t>(SimTier::Full));
+  CHECK(tier_of(a) == SimTier::Full);
+  CHECK(tier_of(b) == SimTier::Full);
+  CHECK(tier_of(c) != SimTier::Full);
   CHECK(w->pedestrian_tiers().forced == 2);
   REQUIRE(w->submit(env(4, ForceFull{a, false})) == SubmitStatus::Queued);
   w->step();
   w->step();
-  CHECK(tier_of(a) !=
-        static_cast<std::uint8_t>(SimTier::Full));  // full_cap 0: demoted once released
+  CHECK(tier_of(a) != SimTier::Full);  // full_cap 0: demoted once released
   // A checkpoint carries the forced set and the refusal count.
   auto r = World::restore(s, w->capture());
   REQUIRE(r.world);

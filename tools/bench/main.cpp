@@ -397,8 +397,7 @@ int bench_population(const Args& a) {
   const StepTimes t = time_steps(w, a.steps, [&] {
     if (allocs0 == UINT64_MAX) allocs0 = g_allocations.load(std::memory_order_relaxed);
     const std::uint64_t next = w.step_index() + 1;
-    for (std::uint32_t i = 0; i < p.size(); ++i)
-      moved += tier_due(next, p.id[i], static_cast<SimTier>(p.tier[i]));
+    for (std::uint32_t i = 0; i < p.size(); ++i) moved += tier_due(next, p.id[i], p.tier[i]);
     present += p.size();
   });
   const std::uint64_t allocs = g_allocations.load(std::memory_order_relaxed) - allocs0;
@@ -407,7 +406,7 @@ int bench_population(const Args& a) {
   std::array<std::uint32_t, kSimTierCount> tiers{};
   std::uint32_t full_by_distance = 0;
   for (std::uint32_t i = 0; i < p.size(); ++i) {
-    ++tiers[p.tier[i]];
+    ++tiers[tier_index(p.tier[i])];
     const Vec2 at = w.lanes().position(p.lane[i], p.s_m[i]);
     full_by_distance += nearest_observer_m(w.observers(), at.x_m, at.y_m) <= s.tiers.full_enter_m;
   }

@@ -141,17 +141,9 @@ bool EntityMirror::insert(const EnteredEntity& e, std::uint64_t step, MirrorList
   return true;
 }
 
-ApplySummary EntityMirror::apply(const Delta& delta, MirrorListener* listener) {
-  ApplySummary summary;
+void EntityMirror::apply_membership(const Delta& delta, MirrorListener* listener,
+                                    ApplySummary& summary) {
   const std::uint64_t step = delta.step;
-  summary.baseline = delta.baseline;
-  if (summary.baseline) {
-    clear();
-    if (listener != nullptr) listener->on_reset();
-  } else if (has_step() && step <= last_step_) {
-    summary.step_not_increasing = true;
-  }
-
   for (const EntityId id : delta.left) {
     const EntityView* view = find(id);
     if (view == nullptr) {
@@ -190,7 +182,11 @@ ApplySummary EntityMirror::apply(const Delta& delta, MirrorListener* listener) {
     }
     view->label = l.label;
   }
+}
 
+void EntityMirror::apply_updates(const Delta& delta, MirrorListener* listener,
+                                 ApplySummary& summary) {
+  const std::uint64_t step = delta.step;
   for (const proto::MotionRecord& r : delta.motion) {
     EntityView* view = live_by_index(r.index);
     if (view == nullptr) {
@@ -239,7 +235,9 @@ ApplySummary EntityMirror::apply(const Delta& delta, MirrorListener* listener) {
     ++summary.retiring;
     if (listener != nullptr) listener->on_retiring(*view);
   }
+}
 
+void EntityMirror::apply_city(const Delta& delta, ApplySummary& summary) {
   if (summary.baseline) {
     chain_dots_.clear();
     has_dots_ = false;
@@ -252,7 +250,7 @@ ApplySummary EntityMirror::apply(const Delta& delta, MirrorListener* listener) {
       chain_dots_[d.chain] = d.count;
     }
     has_dots_ = true;
-    dots_step_ = step;
+    dots_step_ = delta.step;
     summary.dots = true;
   }
   for (const SignalPhaseEntry& p : delta.signals) {
@@ -261,7 +259,9 @@ ApplySummary EntityMirror::apply(const Delta& delta, MirrorListener* listener) {
     }
     signal_phases_[p.index] = p.phase;
   }
+}
 
+void EntityMirror::count(const ApplySummary& summary) {
   ++counters_.deltas;
   counters_.baselines += summary.baseline ? 1 : 0;
   counters_.steps_not_increasing += summary.step_not_increasing ? 1 : 0;
@@ -281,6 +281,23 @@ ApplySummary EntityMirror::apply(const Delta& delta, MirrorListener* listener) {
   counters_.unknown_retiring += summary.unknown_retiring;
   counters_.dots += summary.dots ? 1 : 0;
   counters_.errors += summary.error.empty() ? 0 : 1;
+}
+
+ApplySummary EntityMirror::apply(const Delta& delta, MirrorListener* listener) {
+  ApplySummary summary;
+  const std::uint64_t step = delta.step;
+  summary.baseline = delta.baseline;
+  if (summary.baseline) {
+    clear();
+    if (listener != nullptr) listener->on_reset();
+  } else if (has_step() && step <= last_step_) {
+    summary.step_not_increasing = true;
+  }
+
+  apply_membership(delta, listener, summary);
+  apply_updates(delta, listener, summary);
+  apply_city(delta, summary);
+  count(summary);
   last_step_ = step;
   last_sim_time_us_ = delta.sim_time_us;
   last_digest_ = delta.digest;

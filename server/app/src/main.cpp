@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <thread>
 
 #include "bustle/app/process_startup.hpp"
@@ -270,6 +271,130 @@ bool load_city(const bustle::app::AppOptions& opt, bustle::core::LogSink* core_l
   return true;
 }
 
+// --help and --version: printed without starting anything. nullopt when
+// neither was asked for.
+std::optional<int> print_info(const bustle::app::AppOptions& opt) {
+  if (opt.show_help) {
+    std::fputs(bustle::app::usage_text().c_str(), stdout);
+    return 0;
+  }
+  if (opt.show_version) {
+    std::printf("bustle-server %s (protocol %u)\n", kVersion,
+                unsigned{bustle::proto::kProtocolVersion});
+    return 0;
+  }
+  return std::nullopt;
+}
+
+// The persist worker with the options that tune it. False, with the reason
+// printed, when the snapshot store cannot be opened.
+bool start_persistence(const bustle::app::AppOptions& opt, const City& city,
+                       bustle::persist::PersistWorker::Callbacks callbacks, SpdlogSink& core_log,
+                       std::unique_ptr<bustle::persist::PersistWorker>& persist) {
+  if (auto e = bustle::persist::PersistWorker::start(
+          opt.snapshot_db, city.scenario, city.scenario_json, std::move(callbacks), persist);
+      !e.ok()) {
+    std::fprintf(stderr, "bustle-server: --snapshot-db: %s\n", e.to_string().c_str());
+    return false;
+  }
+  if (opt.snapshot_db_max_pages > 0) persist->set_max_page_count(opt.snapshot_db_max_pages);
+  if (opt.debug_restore_delay_ms > 0)
+    persist->set_debug_restore_delay_ms(opt.debug_restore_delay_ms);
+  if (spdlog::should_log(spdlog::level::debug)) persist->set_core_log(&core_log);
+  return true;
+}
+
+// Operations: the metrics/probe endpoint (--metrics-bind) and the Agones SDK
+// client (--agones). Returns 0, or the exit status of a start that failed
+// (the reason printed).
+int start_operations(const bustle::app::AppOptions& opt, const bustle::ops::MetricsSources& sources,
+                     const bustle::ops::HealthSettings& health,
+                     std::unique_ptr<bustle::ops::MetricsServer>& metrics,
+                     std::unique_ptr<bustle::ops::AgonesClient>& agones) {
+  if (opt.metrics_bind) {
+    std::string error;
+    metrics = bustle::ops::MetricsServer::start(*opt.metrics_bind, sources, health, error);
+    if (!metrics) {
+      std::fprintf(stderr, "bustle-server: --metrics-bind: %s\n", error.c_str());
+      return 1;
+    }
+  }
+  if (opt.agones) {
+    bustle::ops::AgonesSettings settings;
+    settings.health_period = std::chrono::milliseconds(opt.agones_health_ms);
+    if (std::string why =
+            bustle::ops::agones_base_url(std::getenv("AGONES_SDK_HTTP_PORT"), settings.base_url);
+        !why.empty()) {
+      std::fprintf(stderr, "bustle-server: --agones: %s\n", why.c_str());
+      return 2;
+    }
+    agones = std::make_unique<bustle::ops::AgonesClient>(
+        settings, [sources] { return bustle::ops::check_ready(sources).ok; },
+        [sources, health] { return bustle::ops::check_health(sources, health).ok; });
+  }
+  return 0;
+}
+
+// The lines scripts wait for (stdout: where to connect) and the start-up
+// summary (log).
+void announce(const bustle::app::AppOptions& opt,
+              const bustle::net::Server::ListenResult& listening,
+              const bustle::ops::MetricsServer* metrics, const bustle::core::Scenario& scenario,
+              const bustle::app::SimDriver& driver, const bustle::persist::Recorder* recorder) {
+  std::printf("bustle-server listening on %s:%u\n", listening.address.c_str(), listening.port);
+  if (metrics) {
+    const std::string& bind = *opt.metrics_bind;
+    std::printf("bustle-server metrics on %s:%u\n", bind.substr(0, bind.rfind(':')).c_str(),
+                metrics->port());
+  }
+  std::fflush(stdout);
+  spdlog::info(
+      "bustle-server {} serving '{}' ({} lanes, {} pedestrians) at {} Hz, clock {}, seed {}",
+      kVersion, scenario.id, driver.world().lanes().size(), scenario.pedestrians.count,
+      1e6 / scenario.step_us,
+      opt.clock == bustle::net::ClockMode::Realtime ? "realtime"
+      : opt.clock == bustle::net::ClockMode::Fast   ? "fast"
+                                                    : "manual",
+      opt.seed);
+  if (recorder) spdlog::info("recording_started: recording to {}", recorder->path());
+  spdlog::info("snapshot store {}", opt.snapshot_db);
+}
+
+// Graceful shutdown once the sim loop returned: not ready any more, no new
+// clients; every client gets ServerShuttingDown (bounded: 1.5 s at most)
+// while the final checkpoint (--checkpoint-on-exit) commits and the
+// recording is finished. Returns the exit status.
+int shut_down(const bustle::app::AppOptions& opt, std::atomic<bool>& shutting_down,
+              bustle::net::Server& server, std::thread& net_thread, bustle::app::SimDriver& driver,
+              bustle::persist::PersistWorker& persist, bustle::persist::Recorder* recorder,
+              bustle::ops::AgonesClient* agones) {
+  shutting_down.store(true);
+  server.stop();
+  int status = driver.invariant_failure().empty() ? 0 : bustle::app::kExitInvariantBroken;
+  std::uint64_t exit_job = 0;
+  if (opt.checkpoint_on_exit) {
+    exit_job = persist
+                   .submit_checkpoint(*opt.checkpoint_on_exit, bustle::persist::JobKind::Checkpoint,
+                                      driver.world().capture(), bustle::persist::JobOrigin{})
+                   .job_id;
+  }
+  net_thread.join();
+  persist.drain();
+  if (exit_job != 0 && !exit_checkpoint_committed(opt, persist, exit_job, driver.world()) &&
+      status == 0) {
+    status = 1;
+  }
+  if (recorder)
+    finish_recording(*recorder);  // a failed recording is logged; the session itself ran
+  if (agones) agones->stop();     // POST /shutdown
+  spdlog::info("stopped: stopped at step {} (digest {:016x})", driver.world().step_index(),
+               driver.world().digest());
+  return status;
+}
+
+// Start-up in the order that leaves nothing behind when a step fails (port
+// first, then files), objects declared so that they are destroyed in reverse
+// dependency order, then the sim loop on this thread and the shutdown.
 int run(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   const auto parsed =
@@ -282,15 +407,7 @@ int run(int argc, char** argv) {
     return 2;
   }
   const bustle::app::AppOptions& opt = parsed.options;
-  if (opt.show_help) {
-    std::fputs(bustle::app::usage_text().c_str(), stdout);
-    return 0;
-  }
-  if (opt.show_version) {
-    std::printf("bustle-server %s (protocol %u)\n", kVersion,
-                unsigned{bustle::proto::kProtocolVersion});
-    return 0;
-  }
+  if (const auto info = print_info(opt)) return *info;
 
   // SIGHUP (a closed terminal, or an operator's "reload"): logs go to
   // stderr, so there is nothing to reopen; it is logged and ignored once the
@@ -305,19 +422,17 @@ int run(int argc, char** argv) {
   if (!load_city(opt, spdlog::should_log(spdlog::level::debug) ? &core_log : nullptr, city))
     return 1;
   const bustle::core::Scenario& scenario = city.scenario;
-  const std::string& scenario_json = city.scenario_json;
   // Threads for the step's parallel parts (--sim-threads); declared before
   // the world is handed on, so that they outlive it (the driver and the
   // worlds it restores keep using them). Any count gives the same digests.
   bustle::app::ThreadPhaseExecutor sim_threads(opt.sim_threads);
   std::unique_ptr<bustle::core::World> world_owner = std::move(city.world);
-  bustle::core::World& world = *world_owner;
-  if (opt.sim_threads > 1) world.set_phase_executor(&sim_threads);
+  if (opt.sim_threads > 1) world_owner->set_phase_executor(&sim_threads);
 
   std::unique_ptr<bustle::persist::Recorder> recorder;
   if (opt.batch_steps) {
-    if (!open_recording(opt, scenario_json, recorder)) return 1;
-    return run_batch(world, opt, scenario.id, recorder.get());
+    if (!open_recording(opt, city.scenario_json, recorder)) return 1;
+    return run_batch(*world_owner, opt, scenario.id, recorder.get());
   }
 
   if (std::string why = bustle::net::check_bind_policy(opt.server); !why.empty()) {
@@ -326,8 +441,8 @@ int run(int argc, char** argv) {
   }
 
   bustle::net::CommandQueue commands(4096);
-  bustle::net::WelcomeInfo welcome = bustle::net::make_welcome_info(world, kVersion, opt.clock);
-  bustle::net::Server server(opt.server, std::move(welcome), commands);
+  bustle::net::Server server(
+      opt.server, bustle::net::make_welcome_info(*world_owner, kVersion, opt.clock), commands);
 
   // Listen before creating any file (recording, snapshot store): a start that
   // fails on its port leaves nothing behind. Connections wait in the backlog
@@ -338,7 +453,7 @@ int run(int argc, char** argv) {
     return 1;
   }
 
-  if (!open_recording(opt, scenario_json, recorder)) return 1;
+  if (!open_recording(opt, city.scenario_json, recorder)) return 1;
 
   bustle::app::SimDriver driver(
       std::move(world_owner), server, commands,
@@ -354,19 +469,11 @@ int run(int argc, char** argv) {
   driver.attach_telemetry(&sim_telemetry);
 
   std::unique_ptr<bustle::persist::PersistWorker> persist;
-  bustle::persist::PersistWorker::Callbacks callbacks =
-      persist_callbacks(server, job_telemetry, driver);
-  if (auto e = bustle::persist::PersistWorker::start(opt.snapshot_db, scenario, scenario_json,
-                                                     std::move(callbacks), persist);
-      !e.ok()) {
-    std::fprintf(stderr, "bustle-server: --snapshot-db: %s\n", e.to_string().c_str());
+  if (!start_persistence(opt, city, persist_callbacks(server, job_telemetry, driver), core_log,
+                         persist)) {
     discard_new_recording(recorder);
     return 1;
   }
-  if (opt.snapshot_db_max_pages > 0) persist->set_max_page_count(opt.snapshot_db_max_pages);
-  if (opt.debug_restore_delay_ms > 0)
-    persist->set_debug_restore_delay_ms(opt.debug_restore_delay_ms);
-  if (spdlog::should_log(spdlog::level::debug)) persist->set_core_log(&core_log);
 
   // Operations: metrics, probes, Agones. Declared after everything they read,
   // so they are destroyed (threads stopped) first.
@@ -381,28 +488,10 @@ int run(int argc, char** argv) {
   sources.scenario_id = scenario.id;
   const bustle::ops::HealthSettings health{opt.health_max_lag_steps};
   std::unique_ptr<bustle::ops::MetricsServer> metrics;
-  if (opt.metrics_bind) {
-    std::string error;
-    metrics = bustle::ops::MetricsServer::start(*opt.metrics_bind, sources, health, error);
-    if (!metrics) {
-      std::fprintf(stderr, "bustle-server: --metrics-bind: %s\n", error.c_str());
-      discard_new_recording(recorder);
-      return 1;
-    }
-  }
   std::unique_ptr<bustle::ops::AgonesClient> agones;
-  if (opt.agones) {
-    bustle::ops::AgonesSettings settings;
-    settings.health_period = std::chrono::milliseconds(opt.agones_health_ms);
-    if (std::string why =
-            bustle::ops::agones_base_url(std::getenv("AGONES_SDK_HTTP_PORT"), settings.base_url);
-        !why.empty()) {
-      std::fprintf(stderr, "bustle-server: --agones: %s\n", why.c_str());
-      return 2;
-    }
-    agones = std::make_unique<bustle::ops::AgonesClient>(
-        settings, [sources] { return bustle::ops::check_ready(sources).ok; },
-        [sources, health] { return bustle::ops::check_health(sources, health).ok; });
+  if (const int failed = start_operations(opt, sources, health, metrics, agones); failed != 0) {
+    discard_new_recording(recorder);
+    return failed;
   }
   driver.attach_persistence(persist.get());
   driver.attach_recorder(recorder.get());
@@ -420,52 +509,10 @@ int run(int argc, char** argv) {
     server.run();
   });
 
-  std::printf("bustle-server listening on %s:%u\n", listening.address.c_str(), listening.port);
-  if (metrics) {
-    const std::string& bind = *opt.metrics_bind;
-    std::printf("bustle-server metrics on %s:%u\n", bind.substr(0, bind.rfind(':')).c_str(),
-                metrics->port());
-  }
-  std::fflush(stdout);
-  spdlog::info(
-      "bustle-server {} serving '{}' ({} lanes, {} pedestrians) at {} Hz, clock {}, seed {}",
-      kVersion, scenario.id, driver.world().lanes().size(), scenario.pedestrians.count,
-      1e6 / scenario.step_us,
-      opt.clock == bustle::net::ClockMode::Realtime ? "realtime"
-      : opt.clock == bustle::net::ClockMode::Fast   ? "fast"
-                                                    : "manual",
-      opt.seed);
-
-  if (recorder) spdlog::info("recording_started: recording to {}", recorder->path());
-  spdlog::info("snapshot store {}", opt.snapshot_db);
+  announce(opt, listening, metrics.get(), scenario, driver, recorder.get());
   driver.run(stop);
-
-  // Graceful shutdown: not ready any more, no new clients; every client gets
-  // ServerShuttingDown (bounded: 1.5 s at most) while the final checkpoint
-  // (--checkpoint-on-exit) commits and the recording is finished.
-  shutting_down.store(true);
-  server.stop();
-  int status = driver.invariant_failure().empty() ? 0 : bustle::app::kExitInvariantBroken;
-  std::uint64_t exit_job = 0;
-  if (opt.checkpoint_on_exit) {
-    exit_job =
-        persist
-            ->submit_checkpoint(*opt.checkpoint_on_exit, bustle::persist::JobKind::Checkpoint,
-                                driver.world().capture(), bustle::persist::JobOrigin{})
-            .job_id;
-  }
-  net_thread.join();
-  persist->drain();
-  if (exit_job != 0 && !exit_checkpoint_committed(opt, *persist, exit_job, driver.world()) &&
-      status == 0) {
-    status = 1;
-  }
-  if (recorder)
-    finish_recording(*recorder);  // a failed recording is logged; the session itself ran
-  if (agones) agones->stop();     // POST /shutdown
-  spdlog::info("stopped: stopped at step {} (digest {:016x})", driver.world().step_index(),
-               driver.world().digest());
-  return status;
+  return shut_down(opt, shutting_down, server, net_thread, driver, *persist, recorder.get(),
+                   agones.get());
 }
 
 }  // namespace

@@ -797,10 +797,10 @@ net::StatsSnapshot SimDriver::stats() const {
   s.vehicles = vs.store().size();
   std::uint32_t per_tier[core::kSimTierCount] = {};
   for (std::uint32_t i = 0; i < vs.store().size(); ++i)
-    ++per_tier[vs.store().tier[i] % core::kSimTierCount];
-  s.vehicles_full = per_tier[static_cast<int>(core::SimTier::Full)];
-  s.vehicles_simulated = per_tier[static_cast<int>(core::SimTier::Simulated)];
-  s.vehicles_coarse = per_tier[static_cast<int>(core::SimTier::Coarse)];
+    ++per_tier[core::tier_index(vs.store().tier[i]) % core::kSimTierCount];
+  s.vehicles_full = per_tier[core::tier_index(core::SimTier::Full)];
+  s.vehicles_simulated = per_tier[core::tier_index(core::SimTier::Simulated)];
+  s.vehicles_coarse = per_tier[core::tier_index(core::SimTier::Coarse)];
   s.vehicles_moving = vs.last_step().moving;
   s.vehicles_waiting =
       vs.last_step().per_policy[static_cast<int>(core::ControlPolicy::WaitingAtSignal)];

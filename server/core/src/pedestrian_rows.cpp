@@ -22,7 +22,7 @@ void World::push_pedestrian(EntityId id, LaneIndex lane, double s_m, std::uint32
   pedestrians_.lane.push_back(lane);
   pedestrians_.s_m.push_back(s_m);
   pedestrians_.hops.push_back(0);
-  pedestrians_.tier.push_back(static_cast<std::uint8_t>(initial_sim_tier(lane, s_m, cls)));
+  pedestrians_.tier.push_back(initial_sim_tier(lane, s_m, cls));
   pedestrians_.priority.push_back(static_cast<std::uint8_t>(cls));
   pedestrians_.origin.push_back(static_cast<std::uint8_t>(origin));
   pedestrians_.phase.push_back(id_phase(id));

@@ -49,8 +49,8 @@ std::uint64_t preference_key(bool incumbent, double distance_m) {
 
 TierSpec slice_caps(const TierSpec& spec, const std::uint32_t (&others)[kSimTierCount],
                     std::uint32_t others_forced) {
-  constexpr auto kFull = static_cast<std::size_t>(SimTier::Full);
-  constexpr auto kSim = static_cast<std::size_t>(SimTier::Simulated);
+  constexpr std::size_t kFull = tier_index(SimTier::Full);
+  constexpr std::size_t kSim = tier_index(SimTier::Simulated);
   auto left = [](std::uint32_t cap, std::uint32_t used) { return cap > used ? cap - used : 0u; };
   TierSpec s = spec;
   s.full_cap = left(s.full_cap, others[kFull] - std::min(others[kFull], others_forced));
@@ -117,7 +117,7 @@ void TierResolver::select_first(std::size_t keep, std::span<const EntityId> ids)
 }
 
 TierCounts TierResolver::resolve(const TierSpec& spec, std::span<const EntityId> ids,
-                                 std::span<const double> distance_m, std::span<std::uint8_t> tier,
+                                 std::span<const double> distance_m, std::span<SimTier> tier,
                                  std::span<const std::uint8_t> force_full) {
   const std::size_t n = ids.size();
   TierCounts counts;
@@ -133,8 +133,8 @@ TierCounts TierResolver::resolve(const TierSpec& spec, std::span<const EntityId>
     const std::size_t keep = std::min<std::size_t>(forced_idx_.size(), spec.hard_full_cap);
     for (std::size_t k = 0; k < keep; ++k) {
       forced_now_[forced_idx_[k]] = 1;
-      if (tier[forced_idx_[k]] != static_cast<std::uint8_t>(SimTier::Full)) ++counts.promoted;
-      tier[forced_idx_[k]] = static_cast<std::uint8_t>(SimTier::Full);
+      if (tier[forced_idx_[k]] != SimTier::Full) ++counts.promoted;
+      tier[forced_idx_[k]] = SimTier::Full;
     }
     counts.forced = static_cast<std::uint32_t>(keep);
     counts.forced_overflow = static_cast<std::uint32_t>(forced_idx_.size() - keep);
@@ -143,9 +143,9 @@ TierCounts TierResolver::resolve(const TierSpec& spec, std::span<const EntityId>
       spec.full_cap, spec.hard_full_cap > counts.forced ? spec.hard_full_cap - counts.forced : 0u);
   target_.resize(n);
   changes_.clear();
-  constexpr auto kFull = static_cast<std::uint8_t>(SimTier::Full);
-  constexpr auto kSim = static_cast<std::uint8_t>(SimTier::Simulated);
-  constexpr auto kCoarse = static_cast<std::uint8_t>(SimTier::Coarse);
+  constexpr auto kFull = SimTier::Full;
+  constexpr auto kSim = SimTier::Simulated;
+  constexpr auto kCoarse = SimTier::Coarse;
 
   // 1. Distance request with hysteresis: staying needs only the exit radius.
   cand_key_.clear();
@@ -156,10 +156,10 @@ TierCounts TierResolver::resolve(const TierSpec& spec, std::span<const EntityId>
       continue;
     }
     const double d = distance_m[i];
-    const std::uint8_t cur = tier[i];
+    const SimTier cur = tier[i];
     const double full_r = cur == kFull ? spec.full_exit_m : spec.full_enter_m;
     const double sim_r = cur <= kSim ? spec.simulated_exit_m : spec.simulated_enter_m;
-    const std::uint8_t want = d <= full_r ? kFull : d <= sim_r ? kSim : kCoarse;
+    const SimTier want = d <= full_r ? kFull : d <= sim_r ? kSim : kCoarse;
     target_[i] = want;
     if (want == kFull) {
       cand_key_.push_back(preference_key(cur == kFull, d));
@@ -170,7 +170,7 @@ TierCounts TierResolver::resolve(const TierSpec& spec, std::span<const EntityId>
   // the set of the first `cap` matters, and with a strict total order (ties
   // end on EntityId) that set is unique: select_first finds its last member,
   // and everything after it in that order moves down one tier.
-  const auto cap_to = [&](std::size_t cap, std::uint8_t down) {
+  const auto cap_to = [&](std::size_t cap, SimTier down) {
     if (cand_key_.size() <= cap) return;
     if (cap == 0) {
       for (const std::uint32_t i : cand_index_) target_[i] = down;
@@ -221,7 +221,7 @@ TierCounts TierResolver::resolve(const TierSpec& spec, std::span<const EntityId>
     }
     counts.deferred = static_cast<std::uint32_t>(changes_.size() - budget);
   }
-  for (std::size_t i = 0; i < n; ++i) ++counts.per_tier[tier[i]];
+  for (std::size_t i = 0; i < n; ++i) ++counts.per_tier[tier_index(tier[i])];
   return counts;
 }
 

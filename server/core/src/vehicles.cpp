@@ -70,9 +70,9 @@ constexpr std::uint64_t kFoldKey = 0x9E3779B97F4A7C15ull;
 // fields that never change after dispatch.
 [[gnu::always_inline]] inline std::uint64_t vehicle_flags(std::uint8_t strategy,
                                                           std::uint8_t policy, std::uint8_t reason,
-                                                          std::uint8_t tier, std::uint8_t despawn) {
+                                                          SimTier tier, std::uint8_t despawn) {
   return std::uint64_t{strategy} | std::uint64_t{policy} << 8 | std::uint64_t{reason} << 16 |
-         std::uint64_t{tier} << 24 | std::uint64_t{despawn} << 32;
+         std::uint64_t{tier_index(tier)} << 24 | std::uint64_t{despawn} << 32;
 }
 [[gnu::always_inline]] inline std::uint64_t fold_vehicle(
     std::uint64_t cold, std::uint32_t route_index, LaneIndex lane, double s_m, double speed_mps,
@@ -474,7 +474,7 @@ void VehicleSystem::push_vehicle(std::uint64_t step_index, EntityId id, std::uin
   store_.strategy.push_back(static_cast<std::uint8_t>(VehicleStrategy::RouteFollow));
   store_.policy.push_back(static_cast<std::uint8_t>(ControlPolicy::RouteFollow));
   store_.reason.push_back(static_cast<std::uint8_t>(PolicyReason::Clear));
-  store_.tier.push_back(static_cast<std::uint8_t>(tier));
+  store_.tier.push_back(tier);
   store_.leader.push_back(EntityId{});
   store_.steps_advanced.push_back(0);
   store_.last_advance_step.push_back(step_index);
@@ -487,7 +487,7 @@ void VehicleSystem::push_vehicle(std::uint64_t step_index, EntityId id, std::uin
   phase_.push_back(id_phase(id));
   hash_.push_back(0);
   ++control_policy_count_[static_cast<std::size_t>(ControlPolicy::RouteFollow)];
-  ++sim_tier_count_[static_cast<std::size_t>(tier)];
+  ++sim_tier_count_[tier_index(tier)];
   refold(store_.size() - 1);
   ++managed_[garage];
 }
@@ -501,7 +501,7 @@ void VehicleSystem::remove(EntityId id) {
   if (store_.waiting_since[slot] != 0) stop_waiting(slot);
   hash_sum_ -= hash_[slot];
   --control_policy_count_[store_.policy[slot]];
-  --sim_tier_count_[store_.tier[slot]];
+  --sim_tier_count_[tier_index(store_.tier[slot])];
   erase_at(hash_, slot);
   erase_at(phase_, slot);
   erase_at(store_.id, slot);
@@ -557,8 +557,7 @@ void VehicleSystem::find_stuck(std::uint64_t step_index, std::uint32_t step_us,
   const std::uint64_t stuck_us = std::uint64_t{scenario_->despawn.stuck_ms} * 1000;
   if (stuck_us == 0) return;
   for (std::uint32_t i = 0; i < store_.size(); ++i) {
-    if (store_.despawn_requested[i] || store_.tier[i] != static_cast<std::uint8_t>(SimTier::Coarse))
-      continue;
+    if (store_.despawn_requested[i] || store_.tier[i] != SimTier::Coarse) continue;
     // Parked and manually driven vehicles stand still on purpose.
     const auto strategy = static_cast<VehicleStrategy>(store_.strategy[i]);
     if (strategy == VehicleStrategy::Parked || strategy == VehicleStrategy::Manual) continue;
@@ -720,7 +719,7 @@ void VehicleSystem::evaluate_and_advance(std::uint64_t step_index, std::uint32_t
   // The columns as local pointers: stores through the byte columns may alias
   // anything, so member vectors would be reloaded after each; locals stay in
   // registers. Every vehicle reads the pre-step snapshot (snap_s_, order_).
-  const std::uint8_t* const tier_c = store_.tier.data();
+  const SimTier* const tier_c = store_.tier.data();
   const std::uint8_t* const despawn_c = store_.despawn_requested.data();
   const std::uint8_t* const phase_c = phase_.data();
   const std::uint8_t* const strategy_c = store_.strategy.data();
@@ -749,7 +748,7 @@ void VehicleSystem::evaluate_and_advance(std::uint64_t step_index, std::uint32_t
   std::uint32_t moving = 0;
   std::array<std::uint32_t, kControlPolicyCount> policies = control_policy_count_;
   for (std::uint32_t i = 0; i < n; ++i) {
-    const auto tier = static_cast<SimTier>(tier_c[i]);
+    const SimTier tier = tier_c[i];
     if (!despawn_c[i] && !tier_due_phase(step_index, phase_c[i], tier)) {
       continue;  // policy and reason keep their last decision; progress catches up when due
     }
@@ -955,7 +954,6 @@ void VehicleSystem::resolve_tiers(std::uint64_t step_index, const TierSpec& spec
   const std::uint32_t every = spec.vehicle_resolve_every_steps;
   const auto ph = static_cast<std::uint32_t>(step_index % every);
   const std::uint32_t n = store_.size();
-  constexpr auto kFull = static_cast<std::uint8_t>(SimTier::Full);
   slice_.clear();
   slice_ids_.clear();
   slice_sim_tier_.clear();
@@ -965,7 +963,7 @@ void VehicleSystem::resolve_tiers(std::uint64_t step_index, const TierSpec& spec
     slice_.push_back(i);
     slice_ids_.push_back(store_.id[i]);
     slice_sim_tier_.push_back(store_.tier[i]);
-    ++in_slice[store_.tier[i]];
+    ++in_slice[tier_index(store_.tier[i])];
   }
   const auto m = static_cast<std::uint32_t>(slice_.size());
   distances_.resize(m);
@@ -992,7 +990,7 @@ void VehicleSystem::resolve_tiers(std::uint64_t step_index, const TierSpec& spec
     for (const EntityId f : forced_full) {
       if (!is_vehicle(f)) continue;
       const std::uint32_t i = store_.dense_of[f.index];
-      if (store_.tier[i] == kFull && phase_[i] % every != ph) ++others_forced;
+      if (store_.tier[i] == SimTier::Full && phase_[i] % every != ph) ++others_forced;
     }
   }
   std::uint32_t others[kSimTierCount] = {};
@@ -1003,8 +1001,8 @@ void VehicleSystem::resolve_tiers(std::uint64_t step_index, const TierSpec& spec
   for (std::uint32_t k = 0; k < m; ++k) {
     const std::uint32_t i = slice_[k];
     if (store_.tier[i] == slice_sim_tier_[k]) continue;
-    --sim_tier_count_[store_.tier[i]];
-    ++sim_tier_count_[slice_sim_tier_[k]];
+    --sim_tier_count_[tier_index(store_.tier[i])];
+    ++sim_tier_count_[tier_index(slice_sim_tier_[k])];
     store_.tier[i] = slice_sim_tier_[k];
     refold(i);
   }
@@ -1046,7 +1044,7 @@ void VehicleSystem::rebuild_derived() {
   for (auto& w : waiting_) w.clear();
   for (std::uint32_t i = 0; i < n; ++i) {
     ++control_policy_count_[store_.policy[i]];
-    ++sim_tier_count_[store_.tier[i]];
+    ++sim_tier_count_[tier_index(store_.tier[i])];
     if (store_.waiting_since[i] != 0)
       waiting_[store_.garage[i]].push_back({store_.waiting_since[i], store_.id[i]});
   }
@@ -1153,7 +1151,7 @@ std::string VehicleSystem::check_store_rows(const EntityRegistry& registry,
       return area + vehicle(i) + " at s " + std::to_string(store_.s_m[i]) + " m is off lane " +
              std::to_string(store_.lane[i]);
     }
-    if (store_.tier[i] >= kSimTierCount || store_.policy[i] >= kControlPolicyCount)
+    if (tier_index(store_.tier[i]) >= kSimTierCount || store_.policy[i] >= kControlPolicyCount)
       return area + vehicle(i) + " has an unknown tier or policy";
     ++managed[store_.garage[i]];
   }
@@ -1273,7 +1271,7 @@ std::string VehicleSystem::check_derived() const {
       return area + vehicle(i) + " changed without its digest word being refolded";
     sum += hash_[i];
     ++policies[store_.policy[i]];
-    ++tiers[store_.tier[i]];
+    ++tiers[tier_index(store_.tier[i])];
     if (store_.waiting_since[i] != 0) {
       const auto& w = waiting_[store_.garage[i]];
       if (!std::binary_search(w.begin(), w.end(), Waiter{store_.waiting_since[i], store_.id[i]})) {
@@ -1445,7 +1443,7 @@ void VehicleSystem::restore_check_rows(const VehicleCheckpoint& cp, const Entity
     if (s.strategy[i] > 3)
       fail(row + ".strategy", "unknown strategy " + std::to_string(s.strategy[i]));
     if (s.policy[i] >= kControlPolicyCount) fail(row + ".policy", "unknown policy");
-    if (s.tier[i] >= kSimTierCount) fail(row + ".tier", "unknown tier");
+    if (tier_index(s.tier[i]) >= kSimTierCount) fail(row + ".tier", "unknown tier");
     if (s.leader[i] == s.id[i]) fail(row + ".leader", "a vehicle cannot lead itself");
     ++managed[s.garage[i]];
     ordinals[s.garage[i]].push_back(s.ordinal[i]);

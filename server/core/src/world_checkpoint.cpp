@@ -469,8 +469,8 @@ void World::restore_pedestrian_row(World& w, const PedestrianState& p, std::size
   peds.lane.push_back(p.lane[i]);
   peds.s_m.push_back(p.s_m[i]);
   peds.hops.push_back(p.hops[i]);
-  if (p.tier[i] >= kSimTierCount) {
-    fail(row + ".tier", "unknown simulation tier " + std::to_string(p.tier[i]));
+  if (tier_index(p.tier[i]) >= kSimTierCount) {
+    fail(row + ".tier", "unknown simulation tier " + std::to_string(tier_index(p.tier[i])));
     return;
   }
   peds.tier.push_back(p.tier[i]);

@@ -113,8 +113,8 @@ std::string World::check_pedestrians() const {
       return "pedestrians: invariant 4: " + ped + " at s " + std::to_string(pedestrians_.s_m[i]) +
              " m is off lane " + std::to_string(pedestrians_.lane[i]);
     }
-    if (pedestrians_.tier[i] >= kSimTierCount || pedestrians_.priority[i] >= kPriorityClassCount ||
-        pedestrians_.origin[i] > 2) {
+    if (tier_index(pedestrians_.tier[i]) >= kSimTierCount ||
+        pedestrians_.priority[i] >= kPriorityClassCount || pedestrians_.origin[i] > 2) {
       return "pedestrians: invariant 4: " + ped + " has an unknown tier, priority or origin";
     }
     if (pedestrians_.phase[i] != id_phase(id))

@@ -75,12 +75,12 @@ struct FrameBuilder {
     const core::PedestrianStore& peds = world.pedestrians();
     const core::ResidentStore& residents = world.population().residents();
     for (std::uint32_t i = 0; i < peds.size(); ++i) {
-      const auto tier = static_cast<core::SimTier>(peds.tier[i]);
+      const core::SimTier tier = peds.tier[i];
       PublishedEntity e =
           lane_pose(peds.id[i], peds.lane[i], peds.s_m[i], world.pedestrian_speed_mps(i),
                     steps_since_simulated(frame.step, peds.phase[i], tier));
       e.kind = core::EntityKind::Pedestrian;
-      e.sim_tier = peds.tier[i];
+      e.sim_tier = static_cast<std::uint8_t>(tier);
       e.weight = static_cast<float>(
           weights.weight(static_cast<core::PriorityClass>(peds.priority[i]), false, e.x_m, e.y_m));
       const std::int32_t of =
@@ -101,13 +101,13 @@ struct FrameBuilder {
     const core::VehicleSystem& vs = world.vehicles();
     const core::VehicleStore& v = vs.store();
     for (std::uint32_t i = 0; i < v.size(); ++i) {
-      const auto tier = static_cast<core::SimTier>(v.tier[i]);
+      const core::SimTier tier = v.tier[i];
       const std::uint32_t since =
           v.despawn_requested[i] ? 0
                                  : steps_since_simulated(frame.step, core::id_phase(v.id[i]), tier);
       PublishedEntity e = lane_pose(v.id[i], v.lane[i], v.s_m[i], v.speed_mps[i], since);
       e.kind = core::EntityKind::Vehicle;
-      e.sim_tier = v.tier[i];
+      e.sim_tier = static_cast<std::uint8_t>(tier);
       e.policy = v.policy[i];
       e.weight =
           static_cast<float>(weights.weight(core::PriorityClass::Background, true, e.x_m, e.y_m));

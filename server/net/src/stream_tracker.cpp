@@ -308,12 +308,35 @@ void StreamTracker::rank(const PublishedFrame& frame, const StreamContext& ctx) 
   }
 }
 
-StreamTracker::Counts StreamTracker::encode(const PublishedFrame& frame, const SpatialIndex* index,
-                                            const StreamContext& ctx,
-                                            flatbuffers::FlatBufferBuilder& fbb, bool send_dots) {
-  select(frame, index);
-  rank(frame, ctx);
+void StreamTracker::update_received(const Sent& prev, const PublishedEntity& cur, std::uint8_t hint,
+                                    std::uint64_t step, const StreamContext& ctx, Sent& next) {
+  // The lease carries over; a new hint restarts the wait for it.
+  next.applied = prev.applied;
+  next.unassigned_reason = prev.unassigned_reason;
+  next.waiting_since = prev.hint == hint ? prev.waiting_since : step;
+  // Motion: a record only when the client's prediction leaves the
+  // tolerance, or the lane or speed changed.
+  const std::uint32_t length_mm = ctx.lane_length_mm[prev.anchor.lane];
+  const std::uint32_t predicted = proto::predict_s_mm(prev.anchor, step, ctx.step_us, length_mm);
+  const std::uint32_t error_mm = predicted > cur.s_mm ? predicted - cur.s_mm : cur.s_mm - predicted;
+  if (prev.anchor.lane != cur.lane || prev.anchor.speed_mmps != cur.speed_mmps ||
+      error_mm > interest_.motion_tolerance_mm) {
+    motion_.add({cur.id.index, prev.anchor.lane != cur.lane, cur.lane, cur.s_mm, cur.speed_mmps});
+  } else {
+    next.anchor = prev.anchor;
+  }
+  const auto change = [&](wire::EntityField field, std::uint8_t before, std::uint8_t after) {
+    if (before != after) changes_.emplace_back(cur.id.index, field, after);
+  };
+  change(wire::EntityField::SimTier, prev.sim_tier, cur.sim_tier);
+  change(wire::EntityField::Representation, prev.hint, hint);
+  change(wire::EntityField::Policy, prev.policy, cur.policy);
+  if (cur.retiring && !prev.retiring) retiring_.emplace_back(cur.id.index, cur.id.generation);
+}
 
+// Step 3: merge-walk the received set against what was sent.
+void StreamTracker::diff_against_sent(const PublishedFrame& frame, const StreamContext& ctx,
+                                      Counts& counts) {
   entered_.clear();
   label_index_.clear();
   label_ref_.clear();
@@ -322,9 +345,6 @@ StreamTracker::Counts StreamTracker::encode(const PublishedFrame& frame, const S
   left_.clear();
   retiring_.clear();
   next_sent_.clear();
-  Counts counts;
-
-  // Step 3: merge-walk the received set against what was sent.
   std::size_t a = 0;  // cursor in sent_
   const auto leave = [&](const Sent& s) { left_.emplace_back(s.id.index, s.id.generation); };
   for (const Candidate& c : cand_) {
@@ -341,31 +361,7 @@ StreamTracker::Counts StreamTracker::encode(const PublishedFrame& frame, const S
       const Sent& prev = sent_[a++];
       if (prev.id.generation == cur.id.generation && !(prev.retiring && !cur.retiring)) {
         enter = false;
-        // The lease carries over; a new hint restarts the wait for it.
-        next.applied = prev.applied;
-        next.unassigned_reason = prev.unassigned_reason;
-        next.waiting_since = prev.hint == c.hint ? prev.waiting_since : frame.step;
-        // Motion: a record only when the client's prediction leaves the
-        // tolerance, or the lane or speed changed.
-        const std::uint32_t length_mm = ctx.lane_length_mm[prev.anchor.lane];
-        const std::uint32_t predicted =
-            proto::predict_s_mm(prev.anchor, frame.step, ctx.step_us, length_mm);
-        const std::uint32_t error_mm =
-            predicted > cur.s_mm ? predicted - cur.s_mm : cur.s_mm - predicted;
-        if (prev.anchor.lane != cur.lane || prev.anchor.speed_mmps != cur.speed_mmps ||
-            error_mm > interest_.motion_tolerance_mm) {
-          motion_.add(
-              {cur.id.index, prev.anchor.lane != cur.lane, cur.lane, cur.s_mm, cur.speed_mmps});
-        } else {
-          next.anchor = prev.anchor;
-        }
-        const auto change = [&](wire::EntityField field, std::uint8_t before, std::uint8_t after) {
-          if (before != after) changes_.emplace_back(cur.id.index, field, after);
-        };
-        change(wire::EntityField::SimTier, prev.sim_tier, cur.sim_tier);
-        change(wire::EntityField::Representation, prev.hint, c.hint);
-        change(wire::EntityField::Policy, prev.policy, cur.policy);
-        if (cur.retiring && !prev.retiring) retiring_.emplace_back(cur.id.index, cur.id.generation);
+        update_received(prev, cur, c.hint, frame.step, ctx, next);
       } else {
         // Slot reused by a new identity, or a retiring entity that came back
         // (dormant and active again, unseen by this client): the old one
@@ -390,6 +386,54 @@ StreamTracker::Counts StreamTracker::encode(const PublishedFrame& frame, const S
   }
   for (; a < sent_.size(); ++a) leave(sent_[a]);
   sent_.swap(next_sent_);
+}
+
+// Signals: every phase in a baseline, then only those that changed since
+// what this client last received.
+flatbuffers::Offset<flatbuffers::Vector<const wire::SignalPhaseState*>>
+StreamTracker::encode_signals(const PublishedFrame& frame, flatbuffers::FlatBufferBuilder& fbb) {
+  signals_.clear();
+  if (baseline_pending_ || signals_sent_.size() != frame.signal_phases.size()) {
+    signals_sent_.assign(frame.signal_phases.size(), 0xff);
+  }
+  for (std::size_t i = 0; i < frame.signal_phases.size(); ++i) {
+    if (signals_sent_[i] == frame.signal_phases[i]) continue;
+    signals_sent_[i] = frame.signal_phases[i];
+    signals_.emplace_back(static_cast<std::uint16_t>(i),
+                          static_cast<wire::SignalPhase>(frame.signal_phases[i]));
+  }
+  return signals_.empty() ? 0 : fbb.CreateVectorOfStructs(signals_);
+}
+
+// Pedestrians this client does not receive with identity, per chain: a
+// person is either an entity or a dot for a client, never both.
+flatbuffers::Offset<flatbuffers::Vector<const wire::ChainDots*>> StreamTracker::encode_dots(
+    const PublishedFrame& frame, const StreamContext& ctx, flatbuffers::FlatBufferBuilder& fbb) {
+  dot_counts_.assign(ctx.chain_count, 0);
+  std::size_t r = 0;
+  for (const PublishedEntity& e : frame.entities) {
+    while (r < sent_.size() && sent_[r].id.index < e.id.index) ++r;
+    const bool received = r < sent_.size() && sent_[r].id == e.id;
+    if (received || e.kind != core::EntityKind::Pedestrian || e.lane >= ctx.lane_chain.size())
+      continue;
+    const std::uint32_t chain = ctx.lane_chain[e.lane];
+    if (chain < dot_counts_.size()) ++dot_counts_[chain];
+  }
+  dots_.clear();
+  for (std::size_t c = 0; c < dot_counts_.size(); ++c) {
+    dots_.emplace_back(static_cast<std::uint32_t>(c),
+                       static_cast<std::uint16_t>(std::min(dot_counts_[c], 65535u)));
+  }
+  return fbb.CreateVectorOfStructs(dots_);
+}
+
+StreamTracker::Counts StreamTracker::encode(const PublishedFrame& frame, const SpatialIndex* index,
+                                            const StreamContext& ctx,
+                                            flatbuffers::FlatBufferBuilder& fbb, bool send_dots) {
+  select(frame, index);
+  rank(frame, ctx);
+  Counts counts;
+  diff_against_sent(frame, ctx, counts);
 
   fbb.Clear();
   labels_.clear();
@@ -404,40 +448,9 @@ StreamTracker::Counts StreamTracker::encode(const PublishedFrame& frame, const S
   const auto motion = motion_.bytes().empty() ? 0 : fbb.CreateVector(motion_.bytes());
   const auto changes = changes_.empty() ? 0 : fbb.CreateVectorOfStructs(changes_);
   const auto left = left_.empty() ? 0 : fbb.CreateVectorOfStructs(left_);
-  // Signals: every phase in a baseline, then only those that changed since
-  // what this client last received.
-  signals_.clear();
-  if (baseline_pending_ || signals_sent_.size() != frame.signal_phases.size()) {
-    signals_sent_.assign(frame.signal_phases.size(), 0xff);
-  }
-  for (std::size_t i = 0; i < frame.signal_phases.size(); ++i) {
-    if (signals_sent_[i] == frame.signal_phases[i]) continue;
-    signals_sent_[i] = frame.signal_phases[i];
-    signals_.emplace_back(static_cast<std::uint16_t>(i),
-                          static_cast<wire::SignalPhase>(frame.signal_phases[i]));
-  }
-  const auto signals = signals_.empty() ? 0 : fbb.CreateVectorOfStructs(signals_);
-  flatbuffers::Offset<flatbuffers::Vector<const wire::ChainDots*>> dots = 0;
-  if (send_dots) {
-    // Pedestrians this client does not receive with identity, per chain: a
-    // person is either an entity or a dot for a client, never both.
-    dot_counts_.assign(ctx.chain_count, 0);
-    std::size_t r = 0;
-    for (const PublishedEntity& e : frame.entities) {
-      while (r < sent_.size() && sent_[r].id.index < e.id.index) ++r;
-      const bool received = r < sent_.size() && sent_[r].id == e.id;
-      if (received || e.kind != core::EntityKind::Pedestrian || e.lane >= ctx.lane_chain.size())
-        continue;
-      const std::uint32_t chain = ctx.lane_chain[e.lane];
-      if (chain < dot_counts_.size()) ++dot_counts_[chain];
-    }
-    dots_.clear();
-    for (std::size_t c = 0; c < dot_counts_.size(); ++c) {
-      dots_.emplace_back(static_cast<std::uint32_t>(c),
-                         static_cast<std::uint16_t>(std::min(dot_counts_[c], 65535u)));
-    }
-    dots = fbb.CreateVectorOfStructs(dots_);
-  }
+  const auto signals = encode_signals(frame, fbb);
+  const auto dots = send_dots ? encode_dots(frame, ctx, fbb)
+                              : flatbuffers::Offset<flatbuffers::Vector<const wire::ChainDots*>>(0);
   const auto retiring = retiring_.empty() ? 0 : fbb.CreateVectorOfStructs(retiring_);
   const auto delta = wire::CreateDelta(fbb, frame.step, frame.sim_time_us, frame.digest,
                                        baseline_pending_, entered, labels, motion, changes, left,

@@ -67,8 +67,8 @@ std::size_t entity_slot(core::EntityKind kind, std::size_t lifecycle, std::size_
 constexpr std::size_t kRequested = 0, kActive = 1, kDormant = 2, kRetiring = 3;
 constexpr std::size_t kNoTier = 3;
 
-core::RepresentationHint hint_of(std::uint8_t tier) {
-  switch (static_cast<core::SimTier>(tier)) {
+core::RepresentationHint hint_of(core::SimTier tier) {
+  switch (tier) {
     case core::SimTier::Full:
       return core::RepresentationHint::Actor;
     case core::SimTier::Simulated:
@@ -88,15 +88,15 @@ void sample_world(const core::World& w, SimSample& s) {
   s.entities.fill(0);
   const core::PedestrianStore& peds = w.pedestrians();
   for (std::uint32_t i = 0; i < peds.size(); ++i) {
-    const std::uint8_t t = peds.tier[i];
+    const core::SimTier t = peds.tier[i];
     ++s.entities[entity_slot(core::EntityKind::Pedestrian, kActive,
-                             std::min<std::size_t>(t, kNoTier), hint_of(t))];
+                             std::min(core::tier_index(t), kNoTier), hint_of(t))];
   }
   const core::VehicleStore& vs = w.vehicles().store();
   for (std::uint32_t i = 0; i < vs.size(); ++i) {
-    const std::uint8_t t = vs.tier[i];
-    ++s.entities[entity_slot(core::EntityKind::Vehicle, kActive, std::min<std::size_t>(t, kNoTier),
-                             hint_of(t))];
+    const core::SimTier t = vs.tier[i];
+    ++s.entities[entity_slot(core::EntityKind::Vehicle, kActive,
+                             std::min(core::tier_index(t), kNoTier), hint_of(t))];
   }
   // Orphans fade as Coarse markers (World::describe); vehicles never retire.
   s.entities[entity_slot(

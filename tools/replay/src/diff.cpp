@@ -421,131 +421,124 @@ ReplayError replay_through(Side& s, std::uint64_t tick) {
   return s.rep->recorded_tick(tick, s.tick);
 }
 
-}  // namespace
+// What run_diff found at the first differing tick of two recordings.
+struct FirstDifference {
+  std::uint64_t tick = 0;
+  std::size_t index = 0;             // position of the tick in both digest lists
+  std::vector<Difference> commands;  // the tick's commands, pairwise, where they differ
+  StateDiff state;                   // the replayed worlds after the tick
+  bool a_replays = true;             // A replays to its own recorded digest there
+  bool b_replays = true;
+  bool same_scenario = true;
+};
 
-int run_diff(const ReplayOptions& options, std::FILE* out, std::FILE* err) {
-  const auto fail = [&](const std::string& message) {
-    std::fprintf(err, "bustle-replay: %s\n", message.c_str());
-    return 2;
-  };
-  Side a, b;
-  if (ReplayError e = Replayer::open(options.file, a.rep); !e.ok()) return fail(e.message);
-  if (ReplayError e = Replayer::open(options.file_b, b.rep); !e.ok()) return fail(e.message);
-  if (ReplayError e = a.rep->recorded_digests(a.digests); !e.ok()) return fail(e.message);
-  if (ReplayError e = b.rep->recorded_digests(b.digests); !e.ok()) return fail(e.message);
-
-  const bool same_scenario = a.rep->scenario_json() == b.rep->scenario_json();
-  const std::size_t common = std::min(a.digests.size(), b.digests.size());
-  std::size_t k = 0;
-  while (k < common && a.digests[k].step == b.digests[k].step &&
-         a.digests[k].digest == b.digests[k].digest)
-    ++k;
-
-  nlohmann::ordered_json j;
-  j["a"] = options.file;
-  j["b"] = options.file_b;
-  j["ticks"] = {a.digests.size(), b.digests.size()};
-  j["same_scenario"] = same_scenario;
-  if (k == common) {
-    const bool same = a.digests.size() == b.digests.size();
-    j["verdict"] = same ? "same" : "prefix";
-    if (options.json) {
-      std::fprintf(out, "%s\n", j.dump().c_str());
-    } else if (same) {
-      std::fprintf(out, "SAME: %zu ticks, every recorded step and digest equal\n", common);
-    } else {
-      std::fprintf(
-          out,
-          "DIFFER only in length: the first %zu ticks are equal; %s has %zu ticks, %s has %zu\n",
-          common, options.file.c_str(), a.digests.size(), options.file_b.c_str(), b.digests.size());
-    }
-    std::fflush(out);
-    return same ? 0 : 1;
-  }
-
-  const std::uint64_t tick = a.digests[k].tick;
-  if (ReplayError e = replay_through(a, tick); !e.ok()) return fail(e.message);
-  if (ReplayError e = replay_through(b, tick); !e.ok()) return fail(e.message);
-  const StateDiff state = compare_worlds(a.rep->world(), b.rep->world(), options.diff_entities_max);
-
-  // The tick's commands, pairwise in arrival order.
+// The tick's commands, pairwise in arrival order.
+std::vector<Difference> differing_commands(const persist::RecordedTick& ta,
+                                           const persist::RecordedTick& tb) {
   std::vector<Difference> commands;
-  const auto& ca = a.tick.commands;
-  const auto& cb = b.tick.commands;
+  const auto& ca = ta.commands;
+  const auto& cb = tb.commands;
   for (std::size_t c = 0; c < std::max(ca.size(), cb.size()); ++c) {
     const bool in_a = c < ca.size(), in_b = c < cb.size();
     if (in_a && in_b && same_command(ca[c], cb[c])) continue;
     commands.push_back({"commands", "#" + std::to_string(c), in_a ? command_text(ca[c]) : "(none)",
                         in_b ? command_text(cb[c]) : "(none)"});
   }
-  // Whether each side replays to its own recorded digest there (verify's question).
-  const bool a_replays = !a.outcome.diverged();
-  const bool b_replays = !b.outcome.diverged();
+  return commands;
+}
 
-  j["verdict"] = "differ";
-  j["first_difference"] = {{"tick", tick},
-                           {"step", {a.digests[k].step, b.digests[k].step}},
-                           {"digest", {hex16(a.digests[k].digest), hex16(b.digests[k].digest)}},
-                           {"replays_to_recorded", {a_replays, b_replays}}};
-  auto diffs_json = [](const std::vector<Difference>& v) {
-    nlohmann::ordered_json arr = nlohmann::ordered_json::array();
-    for (const Difference& d : v) {
-      nlohmann::ordered_json x;
-      if (!d.section.empty()) x["section"] = d.section;
-      x["field"] = d.field;
-      x["a"] = d.a;
-      x["b"] = d.b;
-      arr.push_back(std::move(x));
-    }
-    return arr;
-  };
-  j["commands"] = diffs_json(commands);
-  j["state"] = diffs_json(state.fields);
-  nlohmann::ordered_json ents = nlohmann::ordered_json::array();
-  for (const EntityDifference& e : state.entities)
-    ents.push_back({{"id", e.id}, {"kind", e.kind}, {"fields", diffs_json(e.fields)}});
-  j["entities"] = {{"alive", {state.alive_a, state.alive_b}},
-                   {"differing", state.entities_differing},
-                   {"listed", ents}};
-
+// Equal recordings, or one a prefix of the other: the verdict line (or JSON)
+// and exit status 0 (same) or 1 (lengths differ).
+int report_no_difference(const ReplayOptions& options, const Side& a, const Side& b,
+                         nlohmann::ordered_json& j, std::FILE* out) {
+  const std::size_t common = std::min(a.digests.size(), b.digests.size());
+  const bool same = a.digests.size() == b.digests.size();
+  j["verdict"] = same ? "same" : "prefix";
   if (options.json) {
     std::fprintf(out, "%s\n", j.dump().c_str());
-    std::fflush(out);
-    return 1;
+  } else if (same) {
+    std::fprintf(out, "SAME: %zu ticks, every recorded step and digest equal\n", common);
+  } else {
+    std::fprintf(
+        out, "DIFFER only in length: the first %zu ticks are equal; %s has %zu ticks, %s has %zu\n",
+        common, options.file.c_str(), a.digests.size(), options.file_b.c_str(), b.digests.size());
   }
+  std::fflush(out);
+  return same ? 0 : 1;
+}
+
+nlohmann::ordered_json differences_json(const std::vector<Difference>& v) {
+  nlohmann::ordered_json arr = nlohmann::ordered_json::array();
+  for (const Difference& d : v) {
+    nlohmann::ordered_json x;
+    if (!d.section.empty()) x["section"] = d.section;
+    x["field"] = d.field;
+    x["a"] = d.a;
+    x["b"] = d.b;
+    arr.push_back(std::move(x));
+  }
+  return arr;
+}
+
+void add_difference_json(const Side& a, const Side& b, const FirstDifference& d,
+                         nlohmann::ordered_json& j) {
+  const std::size_t k = d.index;
+  j["verdict"] = "differ";
+  j["first_difference"] = {{"tick", d.tick},
+                           {"step", {a.digests[k].step, b.digests[k].step}},
+                           {"digest", {hex16(a.digests[k].digest), hex16(b.digests[k].digest)}},
+                           {"replays_to_recorded", {d.a_replays, d.b_replays}}};
+  j["commands"] = differences_json(d.commands);
+  j["state"] = differences_json(d.state.fields);
+  nlohmann::ordered_json ents = nlohmann::ordered_json::array();
+  for (const EntityDifference& e : d.state.entities)
+    ents.push_back({{"id", e.id}, {"kind", e.kind}, {"fields", differences_json(e.fields)}});
+  j["entities"] = {{"alive", {d.state.alive_a, d.state.alive_b}},
+                   {"differing", d.state.entities_differing},
+                   {"listed", ents}};
+}
+
+// The human-readable report: the tick, both files, the commands that differ,
+// then the replayed state section by section and the first differing entities.
+std::string difference_text(const ReplayOptions& options, const Side& a, const Side& b,
+                            const FirstDifference& d) {
+  const std::size_t k = d.index;
+  const std::string tick = std::to_string(d.tick);
   std::string s;
-  s += "DIFFER at tick " + std::to_string(tick) + ": A step " + std::to_string(a.digests[k].step) +
-       " digest " + hex16(a.digests[k].digest) + ", B step " + std::to_string(b.digests[k].step) +
-       " digest " + hex16(b.digests[k].digest) + "\n";
+  s += "DIFFER at tick " + tick + ": A step " + std::to_string(a.digests[k].step) + " digest " +
+       hex16(a.digests[k].digest) + ", B step " + std::to_string(b.digests[k].step) + " digest " +
+       hex16(b.digests[k].digest) + "\n";
   s += "  A = " + options.file + " (" + std::to_string(a.digests.size()) + " ticks)\n";
   s += "  B = " + options.file_b + " (" + std::to_string(b.digests.size()) + " ticks)\n";
-  if (!same_scenario) s += "  the recordings' scenarios differ\n";
-  if (!a_replays || !b_replays) {
+  if (!d.same_scenario) s += "  the recordings' scenarios differ\n";
+  if (!d.a_replays || !d.b_replays) {
     s += "  note: at this tick ";
-    s += !a_replays && !b_replays ? "neither A nor B replays"
-         : !a_replays             ? "A does not replay"
-                                  : "B does not replay";
+    s += !d.a_replays && !d.b_replays ? "neither A nor B replays"
+         : !d.a_replays               ? "A does not replay"
+                                      : "B does not replay";
     s += " to its own recorded digest (bustle-replay verify it)\n";
   }
-  if (commands.empty()) {
-    s += "tick " + std::to_string(tick) + " commands: the same " + std::to_string(ca.size()) + "\n";
+  const std::size_t na = a.tick.commands.size(), nb = b.tick.commands.size();
+  if (d.commands.empty()) {
+    s += "tick " + tick + " commands: the same " + std::to_string(na) + "\n";
   } else {
-    s += "tick " + std::to_string(tick) + " commands (A " + std::to_string(ca.size()) + ", B " +
-         std::to_string(cb.size()) + "), differing:\n";
-    for (const Difference& d : commands)
-      s += "  " + d.field + "  A: " + d.a + "\n  " + std::string(d.field.size(), ' ') +
-           "  B: " + d.b + "\n";
+    s += "tick " + tick + " commands (A " + std::to_string(na) + ", B " + std::to_string(nb) +
+         "), differing:\n";
+    for (const Difference& c : d.commands)
+      s += "  " + c.field + "  A: " + c.a + "\n  " + std::string(c.field.size(), ' ') +
+           "  B: " + c.b + "\n";
   }
-  s += "state after tick " + std::to_string(tick) + " (replayed):\n";
+  const StateDiff& state = d.state;
+  s += "state after tick " + tick + " (replayed):\n";
   if (state.fields.empty() && state.entities_differing == 0)
     s += "  no difference in the replayed state\n";
   std::string section;
-  for (const Difference& d : state.fields) {
-    if (d.section != section) {
-      section = d.section;
+  for (const Difference& f : state.fields) {
+    if (f.section != section) {
+      section = f.section;
       s += "  " + section + ":\n";
     }
-    s += "    " + d.field + "  A=" + d.a + "  B=" + d.b + "\n";
+    s += "    " + f.field + "  A=" + f.a + "  B=" + f.b + "\n";
   }
   s += "  entities: " + std::to_string(state.entities_differing) + " differ (alive: A " +
        std::to_string(state.alive_a) + ", B " + std::to_string(state.alive_b) + ")";
@@ -560,7 +553,51 @@ int run_diff(const ReplayOptions& options, std::FILE* out, std::FILE* err) {
     }
     s += "\n";
   }
-  std::fputs(s.c_str(), out);
+  return s;
+}
+
+}  // namespace
+
+int run_diff(const ReplayOptions& options, std::FILE* out, std::FILE* err) {
+  const auto fail = [&](const std::string& message) {
+    std::fprintf(err, "bustle-replay: %s\n", message.c_str());
+    return 2;
+  };
+  Side a, b;
+  if (ReplayError e = Replayer::open(options.file, a.rep); !e.ok()) return fail(e.message);
+  if (ReplayError e = Replayer::open(options.file_b, b.rep); !e.ok()) return fail(e.message);
+  if (ReplayError e = a.rep->recorded_digests(a.digests); !e.ok()) return fail(e.message);
+  if (ReplayError e = b.rep->recorded_digests(b.digests); !e.ok()) return fail(e.message);
+
+  FirstDifference d;
+  d.same_scenario = a.rep->scenario_json() == b.rep->scenario_json();
+  const std::size_t common = std::min(a.digests.size(), b.digests.size());
+  while (d.index < common && a.digests[d.index].step == b.digests[d.index].step &&
+         a.digests[d.index].digest == b.digests[d.index].digest)
+    ++d.index;
+
+  nlohmann::ordered_json j;
+  j["a"] = options.file;
+  j["b"] = options.file_b;
+  j["ticks"] = {a.digests.size(), b.digests.size()};
+  j["same_scenario"] = d.same_scenario;
+  if (d.index == common) return report_no_difference(options, a, b, j, out);
+
+  // Both sides replayed to the first differing tick, then compared.
+  d.tick = a.digests[d.index].tick;
+  if (ReplayError e = replay_through(a, d.tick); !e.ok()) return fail(e.message);
+  if (ReplayError e = replay_through(b, d.tick); !e.ok()) return fail(e.message);
+  d.state = compare_worlds(a.rep->world(), b.rep->world(), options.diff_entities_max);
+  d.commands = differing_commands(a.tick, b.tick);
+  d.a_replays = !a.outcome.diverged();
+  d.b_replays = !b.outcome.diverged();
+
+  if (options.json) {
+    add_difference_json(a, b, d, j);
+    std::fprintf(out, "%s\n", j.dump().c_str());
+  } else {
+    std::fputs(difference_text(options, a, b, d).c_str(), out);
+  }
   std::fflush(out);
   return 1;
 }

@@ -195,69 +195,70 @@ std::string format_progress(std::uint64_t done, std::uint64_t total, double seco
   return buf;
 }
 
-VerifyReport verify_recording(const ReplayOptions& options, const VerifyProgress& progress) {
-  VerifyReport report;
-  const auto fail = [&](std::string message) {
-    report.verdict = VerifyVerdict::Error;
-    report.error = std::move(message);
-    return report;
-  };
-  std::unique_ptr<Replayer> rep;
-  if (ReplayError e = Replayer::open(options.file, rep); !e.ok()) return fail(e.message);
-  if (rep->last_tick() == 0)
-    return fail(options.file + ": table recording_ticks: no ticks recorded, nothing to verify");
+namespace {
 
-  std::uint64_t first = 1;
+// The ticks to verify, [first, last], from --from-step / --to-step. Empty
+// string or the reason it cannot (naming the file and table).
+std::string tick_range(const ReplayOptions& options, Replayer& rep, std::uint64_t& first,
+                       std::uint64_t& last) {
+  if (rep.last_tick() == 0)
+    return options.file + ": table recording_ticks: no ticks recorded, nothing to verify";
+  first = 1;
   if (options.from_step) {
     std::optional<std::uint64_t> t;
-    if (ReplayError e = rep->first_tick_at_step(*options.from_step, t); !e.ok())
-      return fail(e.message);
+    if (ReplayError e = rep.first_tick_at_step(*options.from_step, t); !e.ok()) return e.message;
     if (!t) {
-      return fail(options.file + ": table recording_ticks: no tick reaches step " +
-                  std::to_string(*options.from_step) + " (--from-step)");
+      return options.file + ": table recording_ticks: no tick reaches step " +
+             std::to_string(*options.from_step) + " (--from-step)";
     }
     first = *t;
   }
-  std::uint64_t last = rep->last_tick();
+  last = rep.last_tick();
   if (options.to_step) {
     std::optional<std::uint64_t> t;
-    if (ReplayError e = rep->first_tick_at_step(*options.to_step, t, first); !e.ok())
-      return fail(e.message);
+    if (ReplayError e = rep.first_tick_at_step(*options.to_step, t, first); !e.ok())
+      return e.message;
     if (t) last = *t;
   }
+  return {};
+}
 
-  // Segments: from the keyframe at or before `first`, cut at every later
-  // keyframe up to `last` (jobs == 1: one segment, keyframes checked inside).
-  const auto& kfs = rep->keyframes();
+// Segments: from the keyframe at or before `first`, cut at every later
+// keyframe up to `last` (jobs_wanted == 1: one segment, keyframes checked
+// inside). A segment that ends at a periodic keyframe carries a copy of it,
+// so its end state is checked against that keyframe's digest.
+std::vector<Segment> plan_segments(const Replayer& rep, std::uint64_t first, std::uint64_t last,
+                                   std::uint32_t jobs_wanted) {
+  const auto& kfs = rep.keyframes();
   auto start_kf = std::upper_bound(
       kfs.begin(), kfs.end(), first,
       [](std::uint64_t t, const persist::RecordingKeyframe& k) { return t < k.tick; });
   assert(start_kf != kfs.begin());
   --start_kf;
-  first = start_kf->tick;
-  const std::uint32_t jobs_wanted =
-      options.jobs != 0 ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
   std::vector<Segment> segments;
-  segments.push_back(Segment{first, last, std::nullopt});
+  segments.push_back(Segment{start_kf->tick, last, std::nullopt});
   if (jobs_wanted > 1) {
     for (auto it = start_kf + 1; it != kfs.end() && it->tick <= last; ++it) {
       Segment& prev = segments.back();
       prev.last = it->tick - 1;
-      if (it->reason == "periodic") prev.end_keyframe = *it;  // a copy: rep goes away below
+      if (it->reason == "periodic") prev.end_keyframe = *it;
       segments.push_back(Segment{it->tick, last, std::nullopt});
     }
   }
-  const auto jobs = static_cast<std::uint32_t>(std::min<std::size_t>(jobs_wanted, segments.size()));
-  report.jobs = jobs;
-  report.segments = static_cast<std::uint32_t>(segments.size());
-  report.ticks_total = last - first + 1;
-  rep.reset();  // workers open their own
+  return segments;
+}
 
+// Runs the segments on `jobs` threads, each with its own Replayer, calling
+// `progress` at once and then four times a second. Fills `results` (one per
+// segment); returns the first worker's open error, or empty.
+std::string run_segments(const ReplayOptions& options, const std::vector<Segment>& segments,
+                         std::uint32_t jobs, std::uint64_t ticks_total,
+                         const VerifyProgress& progress, std::vector<SegmentResult>& results) {
   const auto began = SteadyClock::now();
   std::atomic<std::uint64_t> ticks_done{0};
   std::atomic<std::uint64_t> cutoff{kNoTick};
   std::atomic<std::size_t> next_segment{0};
-  std::vector<SegmentResult> results(segments.size());
+  results.assign(segments.size(), SegmentResult{});
   std::vector<std::string> open_errors(jobs);
   std::mutex mu;
   std::condition_variable cv;
@@ -288,7 +289,7 @@ VerifyReport verify_recording(const ReplayOptions& options, const VerifyProgress
     do {
       if (progress) {
         lock.unlock();
-        progress(ticks_done.load(), report.ticks_total,
+        progress(ticks_done.load(), ticks_total,
                  std::chrono::duration<double>(SteadyClock::now() - began).count(), jobs);
         lock.lock();
       }
@@ -296,11 +297,16 @@ VerifyReport verify_recording(const ReplayOptions& options, const VerifyProgress
     } while (running > 0);
   }
   for (std::thread& t : workers) t.join();
-  report.seconds = std::chrono::duration<double>(SteadyClock::now() - began).count();
   for (const std::string& e : open_errors) {
-    if (!e.empty()) return fail(e);
+    if (!e.empty()) return e;
   }
+  return {};
+}
 
+// The verdict from the segments' results: the earliest event of any segment
+// (the first divergence is the earliest step whichever job found it), else
+// the totals of a clean run.
+void merge_results(const std::vector<SegmentResult>& results, VerifyReport& report) {
   const Event* earliest = nullptr;
   for (const SegmentResult& r : results) {
     if (r.event && (earliest == nullptr || r.event->before(*earliest))) earliest = &*r.event;
@@ -313,7 +319,9 @@ VerifyReport verify_recording(const ReplayOptions& options, const VerifyProgress
     report.replayed_digest = earliest->replayed_digest;
     switch (earliest->kind) {
       case Event::Kind::Error:
-        return fail(earliest->message);
+        report.verdict = VerifyVerdict::Error;
+        report.error = earliest->message;
+        break;
       case Event::Kind::Keyframe:
         report.verdict = VerifyVerdict::Diverged;
         report.kind = DivergenceKind::Keyframe;
@@ -327,7 +335,7 @@ VerifyReport verify_recording(const ReplayOptions& options, const VerifyProgress
         report.invariant = earliest->message;
         break;
     }
-    return report;
+    return;
   }
   for (const SegmentResult& r : results) {
     assert(r.finished);
@@ -337,6 +345,38 @@ VerifyReport verify_recording(const ReplayOptions& options, const VerifyProgress
     report.ticks += r.ticks;
     report.sim_us += r.sim_us;
   }
+}
+
+}  // namespace
+
+VerifyReport verify_recording(const ReplayOptions& options, const VerifyProgress& progress) {
+  VerifyReport report;
+  const auto fail = [&](std::string message) {
+    report.verdict = VerifyVerdict::Error;
+    report.error = std::move(message);
+    return report;
+  };
+  std::vector<Segment> segments;
+  {
+    std::unique_ptr<Replayer> rep;  // closed before the workers open their own
+    if (ReplayError e = Replayer::open(options.file, rep); !e.ok()) return fail(e.message);
+    std::uint64_t first = 0, last = 0;
+    if (std::string why = tick_range(options, *rep, first, last); !why.empty())
+      return fail(std::move(why));
+    const std::uint32_t jobs_wanted =
+        options.jobs != 0 ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
+    segments = plan_segments(*rep, first, last, jobs_wanted);
+    report.jobs = static_cast<std::uint32_t>(std::min<std::size_t>(jobs_wanted, segments.size()));
+    report.ticks_total = last - segments.front().first + 1;
+  }
+  report.segments = static_cast<std::uint32_t>(segments.size());
+  const auto began = SteadyClock::now();
+  std::vector<SegmentResult> results;
+  std::string open_error =
+      run_segments(options, segments, report.jobs, report.ticks_total, progress, results);
+  report.seconds = std::chrono::duration<double>(SteadyClock::now() - began).count();
+  if (!open_error.empty()) return fail(std::move(open_error));
+  merge_results(results, report);
   return report;
 }
 

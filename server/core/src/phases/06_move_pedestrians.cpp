@@ -56,8 +56,8 @@ void World::move_pedestrian_rows(std::uint32_t begin, std::uint32_t end,
   for (std::uint32_t i = begin; i < end; ++i) {
     // Not due this step: the next due step moves by the whole stride's time,
     // so progress over time is the same in every tier.
-    if (!due[pedestrians_.tier[i]][pedestrians_.phase[i]]) continue;
-    const auto sim_tier = static_cast<SimTier>(pedestrians_.tier[i]);
+    const SimTier sim_tier = pedestrians_.tier[i];
+    if (!due[tier_index(sim_tier)][pedestrians_.phase[i]]) continue;
     LaneIndex lane = pedestrians_.lane[i];
     const double s_before = pedestrians_.s_m[i];
     double s = s_before;

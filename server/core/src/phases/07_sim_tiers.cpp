@@ -28,7 +28,6 @@ void World::phase_sim_tiers() {
   // leave after the other slices' current tiers.
   const std::uint32_t every = scenario_.tiers.pedestrian_resolve_every_steps;
   const auto phase = static_cast<std::uint32_t>(step_index_ % every);
-  constexpr auto kFull = static_cast<std::uint8_t>(SimTier::Full);
   std::uint8_t in_slice[64];  // by id phase (< 64): no division per pedestrian
   for (std::uint32_t ph = 0; ph < 64; ++ph) in_slice[ph] = ph % every == phase;
   std::uint32_t others[kSimTierCount] = {};
@@ -52,7 +51,7 @@ void World::phase_sim_tiers() {
                                    ? pedestrians_.dense_of[f.index]
                                    : PedestrianStore::kNoSlot;
     if (slot != PedestrianStore::kNoSlot && pedestrians_.id[slot] == f &&
-        pedestrians_.tier[slot] == kFull && id_phase(f) % every != phase) {
+        pedestrians_.tier[slot] == SimTier::Full && id_phase(f) % every != phase) {
       ++others_forced;
     }
   }
@@ -90,7 +89,7 @@ std::uint32_t World::build_tier_slice(const std::uint8_t (&in_slice)[64],
         slice_sim_tier_.push_back(pedestrians_.tier[i]);
         slice_distance_.push_back(pedestrian_effective_distance(i));
       } else {
-        ++others[pedestrians_.tier[i]];
+        ++others[tier_index(pedestrians_.tier[i])];
       }
     }
     return static_cast<std::uint32_t>(slice_.size());
@@ -104,7 +103,7 @@ std::uint32_t World::build_tier_slice(const std::uint8_t (&in_slice)[64],
       if (in_slice[pedestrians_.phase[i]]) {
         ++t.members;
       } else {
-        ++t.others[pedestrians_.tier[i]];
+        ++t.others[tier_index(pedestrians_.tier[i])];
       }
     }
   });

@@ -229,6 +229,13 @@ class EntityMirror {
               ApplySummary& summary);
   void check_lane(std::uint32_t lane, ApplySummary& summary, const char* what);
   void problem(ApplySummary& summary, std::string what) const;
+  // The parts of apply(), in the order a Delta must be applied: who left,
+  // entered (and their labels); then motion, field changes and fades of
+  // those held; then the city-wide parts (dots, signals); then the counters.
+  void apply_membership(const Delta& delta, MirrorListener* listener, ApplySummary& summary);
+  void apply_updates(const Delta& delta, MirrorListener* listener, ApplySummary& summary);
+  void apply_city(const Delta& delta, ApplySummary& summary);
+  void count(const ApplySummary& summary);
 
   std::uint32_t max_entities_;
   bool strict_ = false;

@@ -41,10 +41,10 @@ struct PedestrianState {
   std::vector<double> s_m;
   std::vector<std::uint32_t> hops;
   std::vector<std::uint32_t> resident;  // resident index or PedestrianStore::kNoResident
-  std::vector<std::uint8_t> tier;       // SimTier
-  std::vector<std::uint8_t> priority;   // PriorityClass
-  std::vector<std::uint8_t> origin;     // PedestrianOrigin
-  std::vector<std::uint32_t> route;     // route slot or kNoRoute
+  std::vector<SimTier> tier;
+  std::vector<std::uint8_t> priority;  // PriorityClass
+  std::vector<std::uint8_t> origin;    // PedestrianOrigin
+  std::vector<std::uint32_t> route;    // route slot or kNoRoute
 };
 
 // An orphan (retiring entity) as stored; see world.hpp OrphanRecord.

@@ -33,6 +33,10 @@ namespace bustle::core {
 enum class SimTier : std::uint8_t { Full = 0, Simulated = 1, Coarse = 2 };
 inline constexpr std::size_t kSimTierCount = 3;
 const char* to_string(SimTier t);
+// Position of a tier in per-tier arrays (counts, caps, due tables).
+constexpr std::size_t tier_index(SimTier t) {
+  return static_cast<std::size_t>(t);
+}
 
 constexpr std::uint32_t tier_stride(SimTier t) {
   return t == SimTier::Full ? 1u : t == SimTier::Simulated ? 2u : 8u;
@@ -81,7 +85,7 @@ class TierResolver {
   // at once, outside full_cap and the transition budget, up to hard_full_cap
   // (lowest ids first); the rest are resolved normally and counted as overflow.
   TierCounts resolve(const TierSpec& spec, std::span<const EntityId> ids,
-                     std::span<const double> distance_m, std::span<std::uint8_t> tier,
+                     std::span<const double> distance_m, std::span<SimTier> tier,
                      std::span<const std::uint8_t> force_full = {});
   // Sizes the scratch for up to `entities` per call, so no call allocates
   // (otherwise it grows to the largest call seen, now and then allocating).
@@ -92,8 +96,8 @@ class TierResolver {
     double distance_m;
     EntityId id;
     std::uint32_t index;
-    std::uint8_t current;
-    std::uint8_t target;
+    SimTier current;
+    SimTier target;
   };
   // Stage 2: the candidates of one capacity (preference key, index), and the
   // last one kept under the cap, found by select_first.
@@ -105,7 +109,7 @@ class TierResolver {
   std::uint64_t threshold_key_ = 0;
   EntityId threshold_id_;
   std::vector<Candidate> changes_;
-  std::vector<std::uint8_t> target_;
+  std::vector<SimTier> target_;
   std::vector<std::uint32_t> forced_idx_;
   std::vector<std::uint8_t> forced_now_;
 };

@@ -187,7 +187,7 @@ struct VehicleStore {
   std::vector<std::uint8_t> strategy;
   std::vector<std::uint8_t> policy;
   std::vector<std::uint8_t> reason;
-  std::vector<std::uint8_t> tier;
+  std::vector<SimTier> tier;
   std::vector<EntityId> leader;  // null when none
   std::vector<std::uint64_t> steps_advanced;
   std::vector<std::uint64_t>
@@ -415,7 +415,7 @@ class VehicleSystem {
   // Tier resolution slice (reused buffers).
   std::vector<std::uint32_t> slice_;
   std::vector<EntityId> slice_ids_;
-  std::vector<std::uint8_t> slice_sim_tier_;
+  std::vector<SimTier> slice_sim_tier_;
   std::vector<std::uint8_t> slice_force_;
 };
 

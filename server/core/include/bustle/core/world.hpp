@@ -175,7 +175,7 @@ struct PedestrianStore {
   std::vector<LaneIndex> lane;
   std::vector<double> s_m;             // distance along the lane
   std::vector<std::uint32_t> hops;     // lanes entered so far; seeds route choice
-  std::vector<std::uint8_t> tier;      // SimTier: how often this pedestrian's logic runs
+  std::vector<SimTier> tier;           // how often this pedestrian's logic runs
   std::vector<std::uint8_t> priority;  // PriorityClass (importance)
   std::vector<std::uint8_t> origin;    // PedestrianOrigin
   std::vector<std::uint8_t> phase;     // id_phase(id): derived from the id, never stored
@@ -475,7 +475,7 @@ class World {
   std::vector<double> slice_distance_;  // per slice member (scratch)
   std::vector<std::uint32_t> slice_;    // dense slots resolved this step (scratch)
   std::vector<EntityId> slice_ids_;
-  std::vector<std::uint8_t> slice_sim_tier_;
+  std::vector<SimTier> slice_sim_tier_;
   TierResolver pedestrian_tier_resolver_;
   TierCounts pedestrian_tier_counts_;
   std::vector<EntityId> forced_full_;  // sorted by EntityId; bounded by 2 x hard_full_cap

@@ -191,8 +191,22 @@ class StreamTracker {
     std::uint8_t hint = 3;     // chosen this step
   };
 
+  // The three steps of encode(): which entities this client may receive
+  // (select), their hints within the budgets (rank), and the records that
+  // bring the client from what it was sent to this frame (diff_against_sent).
   void select(const PublishedFrame& frame, const SpatialIndex* index);
   void rank(const PublishedFrame& frame, const StreamContext& ctx);
+  void diff_against_sent(const PublishedFrame& frame, const StreamContext& ctx, Counts& counts);
+  // One entity the client already holds: its motion record (only when the
+  // prediction leaves the tolerance), field changes and the lease carried over.
+  void update_received(const Sent& prev, const PublishedEntity& cur, std::uint8_t hint,
+                       std::uint64_t step, const StreamContext& ctx, Sent& next);
+  // The Delta's optional parts: signal phases changed since what this client
+  // received, and per-chain counts of the pedestrians it sees only as dots.
+  flatbuffers::Offset<flatbuffers::Vector<const wire::SignalPhaseState*>> encode_signals(
+      const PublishedFrame& frame, flatbuffers::FlatBufferBuilder& fbb);
+  flatbuffers::Offset<flatbuffers::Vector<const wire::ChainDots*>> encode_dots(
+      const PublishedFrame& frame, const StreamContext& ctx, flatbuffers::FlatBufferBuilder& fbb);
 
   ClientInterest interest_;
   bool baseline_pending_ = true;
