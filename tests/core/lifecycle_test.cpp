@@ -226,6 +226,19 @@ TEST_CASE(
   CHECK(rep.lifecycle == LifecycleState::Retiring);
   CHECK(rep.release_step == at + 5);
   CHECK(rep.retiring_reason == DespawnReason::Requested);
+  {
+    // Value 2 (once SpawnError) is retired: no placement fails after
+    // validation, so a checkpoint naming it is refused, field named.
+    WorldCheckpoint cp = w->capture();
+    REQUIRE(cp.orphans.size() == 1);
+    REQUIRE(World::restore(s, cp).world);
+    cp.orphans[0].reason = 2;
+    const auto r = World::restore(s, cp);
+    CHECK_FALSE(r.world);
+    REQUIRE_FALSE(r.errors.empty());
+    CHECK(r.errors[0].path == "orphans[0].reason");
+    CHECK(r.errors[0].message == "unknown despawn reason");
+  }
   std::vector<std::pair<EntityId, DespawnStage>> notices;
   for (const DespawnNotice& n : w->despawn_notices()) notices.emplace_back(n.id, n.stage);
   // In EntityId order, whatever the order of the requests.

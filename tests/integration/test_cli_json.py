@@ -240,3 +240,32 @@ def test_exit_codes(start_server):
     srv.stop()
     gone = bustle(srv, "status", "--json", "--timeout-ms", "500", expect=1)
     assert gone.stdout == "" and "unreachable" in gone.stderr
+
+
+def test_largeblock_demo_mix_through_the_cli(start_server):
+    """The README's command sequence for seed 001's demo mix (manual clock):
+    bustle hour 12, 300 steps, bustle population: 72 active, tiers 24/32/16.
+    Then the observer follows the first walking resident (--follow) and
+    population names it; an unknown id is refused with exit 3."""
+    srv = start_server("--clock", "manual", "--config", str(LARGE_BLOCK))
+    assert one(srv, "hour", "12", "--step")["accepted"]
+    bustle(srv, "step", "300")
+    pop = one(srv, "population")["population"]
+    assert pop["residents"] == 72 and pop["residents_active"] == 72
+    assert pop["tiers"] == {"Full": 24, "Simulated": 32, "Coarse": 16}
+    text = bustle(srv, "population").stdout
+    assert "Full 24, Simulated 32, Coarse 16" in text, text
+    assert "observers            (80.0, 60.0)" in text, text
+
+    walker = None
+    for index in range(0, 200):
+        e = objects(srv, "entity", f"{index}:1", expect=None)
+        if e and e[0].get("entity", {}).get("lifecycle") == "Active" and e[0]["entity"].get("community"):
+            walker = f"{index}:1"
+            break
+    assert walker, "no walking resident found"
+    assert one(srv, "observers", "--follow", walker, "--step")["accepted"]
+    bustle(srv, "step", "2")
+    assert f"following {walker}" in bustle(srv, "population").stdout
+    bad = bustle(srv, "observers", "--follow", "999:7", "--step", expect=3)
+    assert "follow: entity 999:7 is not alive" in bad.stdout + bad.stderr

@@ -59,3 +59,23 @@ def test_viewers_may_query_zones_but_not_set_the_hour(start_server):
         assert len(viewer.zones()) == 3
         r = viewer.command("SetHour", hour=12.0)
         assert r.status == CommandStatus.Rejected and r.reason == RejectReason.NotAuthorized
+
+
+def test_largeblock_shows_the_seed_tier_mix_at_noon(start_server):
+    """Seed 001's demo mix on the acceptance city: at 12:00 all 72 identities
+    are active, 24 Full / 32 Simulated / 16 Coarse with the scenario's
+    observer at the block's centre (tiers caps 24 and 32); moving the
+    observer away takes them all to Coarse."""
+    srv = start_server("--clock", "manual", "--config", LARGEBLOCK)
+    with _operator(srv.port) as op:
+        rid = op.send_command("SetHour", hour=12.0)
+        assert op.step(300).status == CommandStatus.Accepted
+        assert op.wait_result(rid).status == CommandStatus.Accepted
+        p = op.population()
+        st = op.stats()
+        assert st.residents == 72 and st.residents_active == 72
+        assert list(p.tiers) == [24, 32, 16], p.tiers
+        rid = op.send_command("SetObservers", points=[(80.0, 1000.0)])
+        assert op.step(60).status == CommandStatus.Accepted  # 8 transitions a step, sliced cadence
+        assert op.wait_result(rid).status == CommandStatus.Accepted
+        assert list(op.population().tiers) == [0, 0, 72]

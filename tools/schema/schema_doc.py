@@ -29,6 +29,7 @@ OWNERS = {
     "zone_handoffs": "store/population_tables.cpp",
     "observer_views": "store/pipeline_tables.cpp",
     "client_observers": "store/pipeline_tables.cpp",
+    "observer_follow": "store/pipeline_tables.cpp",
     "spawn_pipeline": "store/pipeline_tables.cpp",
     "spawn_handles": "store/pipeline_tables.cpp",
     "orphans": "store/pipeline_tables.cpp",

@@ -294,7 +294,10 @@ Frame build_command(std::uint32_t request_id, const CommandSpec& command) {
               }
               views = fbb.CreateVector(items);
             }
-            body = wire::CreateSetObservers(fbb, vec, views).Union();
+            const wire::EntityId follow = c.follow.to_wire();
+            body = wire::CreateSetObservers(fbb, vec, views,
+                                            c.follow.generation != 0 ? &follow : nullptr)
+                       .Union();
           },
           [&](const QueryGaragesCmd&) {
             body_type = wire::CommandBody::QueryGarages;

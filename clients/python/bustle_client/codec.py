@@ -488,9 +488,10 @@ def split_observers(points):
     return xy, (views if extra else None)
 
 
-def _set_observers(b, points, views=None):
+def _set_observers(b, points, views=None, follow=None):
     """``views`` (optional) is sent as given, one per point normally; a length
-    that differs from the points' is the server's to reject."""
+    that differs from the points' is the server's to reject. ``follow``
+    (optional, (index, generation)): the observer follows that entity."""
     pts, derived = split_observers(points)
     if views is not None and derived is not None:
         raise ValueError("give heights/headings either in the points or as views, not both")
@@ -513,6 +514,8 @@ def _set_observers(b, points, views=None):
     w.SetObservers.AddPoints(b, vec)
     if views_off is not None:
         w.SetObservers.AddViews(b, views_off)
+    if follow is not None:
+        w.SetObservers.AddFollow(b, w.EntityId.CreateEntityId(b, int(follow[0]), int(follow[1])))
     return w.SetObservers.End(b)
 
 

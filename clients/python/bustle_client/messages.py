@@ -478,6 +478,7 @@ class JobUpdate:
 SnapshotInfo = wire_dataclass("SnapshotInfo", doc="ListSnapshots: one snapshot (kind: checkpoint | save).")
 
 
+WorkPointInfo = wire_dataclass("WorkPointInfo", doc="ZoneInfo.work_points: a work-point's slots, how many are held, how many wait.")
 ZoneInfo = wire_dataclass("ZoneInfo", doc="QueryZones: one zone's lifecycle coordinator state (last interval).")
 
 
@@ -733,6 +734,7 @@ __all__ = [
     "JobUpdate",
     "SnapshotInfo",
     "GarageInfo",
+    "WorkPointInfo",
     "ZoneInfo",
     "SignalInfo",
     "VehicleInfo",

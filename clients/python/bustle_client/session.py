@@ -456,6 +456,13 @@ class Session:
         or (z_m, heading_rad or None) each), sent as given."""
         return self.command("SetObservers", timeout, points=list(points), views=views)
 
+    def follow(self, id: EntityRef, timeout: Optional[float] = None) -> CommandResult:
+        """The operator observer follows entity ``id`` (a walking pedestrian or
+        a vehicle) instead of fixed points; when it leaves, the observer stays
+        at its last position (``set_observers`` ends a follow too)."""
+        index, generation = EntityId(*id)
+        return self.command("SetObservers", timeout, points=[], follow=(index, generation))
+
     def force_full(self, index: int, generation: int, on: bool = True,
                    timeout: Optional[float] = None) -> CommandResult:
         """Hold an entity in the Full tier (operator; refused at the hard safety cap)."""

@@ -281,9 +281,22 @@ bool SimDriver::answer_query(const net::ControlCommand& ctl, net::OutboundResult
     case Kind::QueryZones: {
       std::vector<net::ZoneReport> zones;
       const core::PopulationSystem& pop = world_->population();
+      const core::Scenario& sc = world_->scenario();
       for (std::size_t z = 0; z < pop.zones().size(); ++z) {
-        zones.push_back(
-            {world_->scenario().zones[z].id, pop.zones()[z], world_->scenario().zones[z].capacity});
+        zones.push_back({sc.zones[z].id, pop.zones()[z], sc.zones[z].capacity, {}});
+        for (std::size_t k = 0; k < sc.work_points.size(); ++k) {
+          if (sc.work_points[k].zone != sc.zones[z].id) continue;
+          const core::WorkPointState& wp = pop.work_points()[k];
+          wire::WorkPointInfoT w;
+          w.id = sc.work_points[k].id;
+          w.profession = sc.work_points[k].profession;
+          w.slots = static_cast<std::uint32_t>(wp.occupant.size());
+          w.occupied = static_cast<std::uint32_t>(
+              std::count_if(wp.occupant.begin(), wp.occupant.end(),
+                            [](std::int32_t o) { return o != core::ResidentStore::kNone; }));
+          w.waiting = static_cast<std::uint32_t>(wp.waiting.size());
+          zones.back().work_points.push_back(std::move(w));
+        }
       }
       r.zones = std::move(zones);
       return true;
@@ -603,6 +616,20 @@ net::EntityInfoReport SimDriver::entity_info(core::EntityId id) const {
   r.community = id_of(sc.communities, r.report.community);
   r.zone = id_of(sc.zones, r.report.zone);
   r.work_point = id_of(sc.work_points, r.report.work_point);
+  if (r.report.resident >= 0) {
+    static constexpr const char* kPhases[] = {"Home", "CommuteToWork", "Work", "Leisure",
+                                              "CommuteHome"};
+    const auto res = static_cast<std::size_t>(r.report.resident);
+    const core::ResidentStore& rs = world_->population().residents();
+    const core::CommunitySpec& cs = sc.communities[rs.community[res]];
+    r.profession = cs.professions[rs.profession[res]];
+    const int e = core::schedule_entry_at(cs.schedule, world_->population().hour());
+    if (e >= 0) {
+      const core::ScheduleEntry& entry = cs.schedule[static_cast<std::size_t>(e)];
+      r.schedule_phase = kPhases[static_cast<std::size_t>(entry.phase)];
+      r.activity = entry.activity;
+    }
+  }
   return r;
 }
 
@@ -657,6 +684,8 @@ net::PopulationReport SimDriver::population_report() const {
             p.despawned_by_reason.begin());
   p.tiers = w.pedestrian_tiers();
   p.force_full_refused = w.force_full_refused();
+  p.observers = w.observers();
+  p.followed = w.followed();
   p.ledger = w.ledger_summary();
   return p;
 }

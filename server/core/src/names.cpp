@@ -134,8 +134,6 @@ const char* to_string(DespawnReason r) {
       return "out_of_range";
     case DespawnReason::Stuck:
       return "stuck";
-    case DespawnReason::SpawnError:
-      return "spawn_error";
     case DespawnReason::LaneDeadEnd:
       return "lane_dead_end";
     case DespawnReason::Requested:

@@ -206,6 +206,12 @@ std::int32_t PopulationSystem::resident_of(EntityId id) const {
              : ResidentStore::kNone;
 }
 
+namespace {
+std::uint32_t room_left(std::uint32_t capacity, std::uint32_t active) {
+  return capacity > active ? capacity - active : 0;
+}
+}  // namespace
+
 int PopulationSystem::entry_index(std::uint32_t community) const {
   return schedule_entry_at(scenario_->communities[community].schedule, hour());
 }
@@ -426,27 +432,25 @@ void PopulationSystem::lifecycle(const std::function<double(std::uint32_t)>& dis
       if (ah != bh) return ah;
       return residents_.id[a] < residents_.id[b];
     });
-    // Capacity rejects only what would not fit even after every member in
-    // excess has left; what waits for members the recycle quota keeps here
-    // this interval is deferred, not rejected (seed 001: a deferral reported
-    // as a failure makes callers ask again and overshoot).
+    // Capacity rejects only what would not fit once every member on its way
+    // out (excess, handoffs, fades) has left; what waits for them is deferred
+    // (seed 001: a deferral reported as a failure makes callers overshoot).
+    std::uint32_t leaving = st.retiring;  // retiring members are never in a handoff
+    for (std::uint32_t c = 0; c < nc; ++c) leaving += pending_out[c * nz + z];
     const std::uint32_t capacity = scenario_->zones[z].capacity;
-    const std::uint32_t active_after_recycle = active_z - recycle;
-    const std::uint32_t active_after_all_excess = active_z - excess_total;
-    const std::uint32_t room =
-        capacity > active_after_recycle ? capacity - active_after_recycle : 0;
-    const std::uint32_t room_final =
-        capacity > active_after_all_excess ? capacity - active_after_all_excess : 0;
+    const std::uint32_t room = room_left(capacity, active_z - recycle);
+    const std::uint32_t room_final = room_left(capacity, active_z - excess_total - leaving);
     if (need_total > room_final) st.rejected_by_capacity = need_total - room_final;
     const std::uint32_t allowed = std::min(need_total, room);
     deferred += std::min(need_total, room_final) - allowed;  // waits for the recycle quota
     const std::uint32_t want = std::min(settings_.growth_quota, allowed);
     std::uint32_t grow = 0;
-    for (std::size_t k = 0; k < cand.size() && grow < want; ++k) {
+    std::uint32_t held_by_migration = 0;
+    for (std::size_t k = 0; k < cand.size() && grow + held_by_migration < want; ++k) {
       const std::uint32_t i = cand[k];
       if (residents_.zone[i] != z) {
         if (migrations_left == 0) {
-          ++st.deferred_by_migration;  // stays in its source zone for now
+          ++held_by_migration;  // stays in its source zone for now
           continue;
         }
         --migrations_left;
@@ -458,8 +462,9 @@ void PopulationSystem::lifecycle(const std::function<double(std::uint32_t)>& dis
     }
     st.activated = grow;
     st.activated_total += grow;
-    // What the quota (not the migration budget) held back.
-    deferred += allowed - grow - std::min(allowed - grow, st.deferred_by_migration);
+    // Places the quota gave whose record could not move: deferred by migration.
+    st.deferred_by_migration = held_by_migration;
+    deferred += allowed - grow - held_by_migration;
     st.deferred_by_quota = deferred;
     st.active = active_z - recycle + grow;
     // Gross per community, like deferred_by_quota: one community's excess

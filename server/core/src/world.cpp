@@ -132,6 +132,7 @@ void World::step() {
   spawn_events_.clear();
   despawn_notices_.clear();
   phase_apply_commands();           // 1  phases/01_apply_commands.cpp
+  update_follow_observer();         //    commands/set_observers.cpp (SetObservers.follow)
   prepare_importance();             //    observers may have changed in phase 1
   phase_time_and_zones();           // 2  phases/02_time_and_zones.cpp
   phase_background_upkeep();        // 3  phases/03_background_upkeep.cpp

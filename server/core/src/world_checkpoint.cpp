@@ -170,7 +170,7 @@ void World::restore_orphans(World& w, const WorldCheckpoint& cp, RestoreFailures
       fail(row + ".id", "also an active pedestrian");
     if (k > 0 && !(cp.orphans[k - 1].id < o.id))
       fail(row + ".id", "not sorted by id or duplicated");
-    if (o.reason >= kDespawnReasonCount) fail(row + ".reason", "unknown despawn reason");
+    if (!is_despawn_reason(o.reason)) fail(row + ".reason", "unknown despawn reason");
     if (o.lane >= nlanes) {
       fail(row + ".lane", "unknown lane");
     } else if (!std::isfinite(o.s_m) || o.s_m < 0.0 || o.s_m > w.lanes_.lane(o.lane).length_m) {
@@ -293,6 +293,7 @@ void World::capture_into(WorldCheckpoint& c) const {
   vehicles_.capture_into(c.vehicles);
   c.observers = observers_;
   c.observer_views = observer_views_;
+  c.follow = follow_;
   c.client_observers = client_observers_;
   c.client_observer_views = client_observer_views_;
   c.spawn = spawn_;
@@ -522,6 +523,19 @@ bool World::restore_observers_and_forced(World& w, const WorldCheckpoint& cp,
                                          RestoreFailures& fail) {
   w.observers_ = cp.observers;
   w.observer_views_ = cp.observer_views;
+  if (!cp.follow.is_null()) {
+    Vec2 at;
+    if (cp.observers.size() != 1) {
+      fail("follow", "an entity is followed but " + std::to_string(cp.observers.size()) +
+                         " observers are set (exactly 1 follows it)");
+      return false;
+    }
+    if (!w.entity_position(cp.follow, at)) {
+      fail("follow", "followed entity " + id_text(cp.follow) + " is not alive on a lane");
+      return false;
+    }
+  }
+  w.follow_ = cp.follow;
   w.client_observers_ = cp.client_observers;
   w.client_observer_views_ = cp.client_observer_views;
   w.refresh_tier_observers();

@@ -104,6 +104,7 @@ ParsedCommand parse_set_observers(const wire::SetObservers& c) {
     }
     obs.points.push_back(o);
   }
+  if (c.follow() != nullptr) obs.follow = to_core(*c.follow());
   return accept(core::WorldCommand{std::move(obs)});
 }
 

@@ -66,6 +66,8 @@ wire::ZoneInfoT zone_info(const ZoneReport& z) {
   o.handoffs_accepted = st.handoffs_accepted;
   o.handoffs_returned = st.handoffs_returned;
   o.retiring = st.retiring;
+  for (const wire::WorkPointInfoT& w : z.work_points)
+    o.work_points.push_back(std::make_unique<wire::WorkPointInfoT>(w));
   return o;
 }
 
@@ -115,6 +117,9 @@ wire::EntityInfoT entity_info(const EntityInfoReport& e) {
   o.zone = e.zone;
   o.work_point = e.work_point;
   o.work_slot = r.work_slot;
+  o.profession = e.profession;
+  o.schedule_phase = e.schedule_phase;
+  o.activity = e.activity;
   o.lane = r.lane;
   o.s_m = r.s_m;
   o.x_m = r.pose.x_m;
@@ -170,6 +175,12 @@ wire::PopulationInfoT population_info(const PopulationReport& p) {
   o.faded_total = p.faded_total;
   o.fade_skipped_total = p.fade_skipped_total;
   o.force_full_refused = p.force_full_refused;
+  for (const core::Vec2& v : p.observers) {
+    o.observers_x_m.push_back(v.x_m);
+    o.observers_y_m.push_back(v.y_m);
+  }
+  if (!p.followed.is_null())
+    o.followed = std::make_unique<wire::EntityId>(p.followed.index, p.followed.generation);
   fill_population_counters(p, o);
   return o;
 }

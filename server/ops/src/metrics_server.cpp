@@ -214,6 +214,7 @@ class Collector final : public prometheus::Collectable {
     {
       MetricFamily& m = f.family("bustle_despawns_total", "Despawns by reason (this world)", C);
       for (std::size_t i = 0; i < core::kDespawnReasonCount; ++i) {
+        if (!core::is_despawn_reason(i)) continue;  // retired value (despawn_reason.hpp)
         Families::add(m, {{"reason", label(core::to_string(static_cast<core::DespawnReason>(i)))}},
                       static_cast<double>(s.despawned[i]));
       }

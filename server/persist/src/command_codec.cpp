@@ -205,7 +205,9 @@ std::string command_args_json(const core::WorldCommand& command) {
                                    return json{{"id", id_json(c.id)}, {"strategy", c.strategy}};
                                  },
                                  [](const core::SetObservers& c) {
-                                   return json{{"points", points_json(c.points)}};
+                                   json o{{"points", points_json(c.points)}};
+                                   if (!c.follow.is_null()) o["follow"] = id_json(c.follow);
+                                   return o;
                                  },
                                  [](const core::SetClientObservers& c) {
                                    return json{{"points", points_json(c.points)}};
@@ -294,6 +296,7 @@ std::optional<core::WorldCommand> decode_command(const std::string& kind,
   if (kind == "set_observers") {
     core::SetObservers c;
     if (!get_points(j, c.points, error)) return std::nullopt;
+    if (j.contains("follow") && !get_id(j, "follow", c.follow, error)) return std::nullopt;
     return c;
   }
   if (kind == "set_client_observers") {

@@ -327,6 +327,14 @@ void Declared::vehicles() {
               "replace the observers that drive simulation tiers (metres, at most 64); none clears "
               "them (operator)");
   observers->add_option("POINTS", points, "observer points X,Y (metres)")->check(point(o));
+  observers
+      ->add_option_function<std::string>(
+          "--follow", [this](const std::string&) { o.follow = true; },
+          "follow entity INDEX:GEN (a walking pedestrian or a vehicle) instead of points; when it "
+          "leaves, the observer stays at its last position")
+      ->type_name("INDEX:GEN")
+      ->check(entity_id(o))
+      ->excludes(observers->get_option("POINTS"));
   step_flag(observers);
 }
 

@@ -550,6 +550,12 @@ int run_zones(const CliOptions& o, std::FILE* out, std::FILE* err) {
                  "  %8" PRIu32 "  %20" PRIu32 "  %8" PRIu32 "\n",
                  w, z.id.c_str(), z.target, z.active, z.dormant, z.pending_spawn, z.pending_recycle,
                  z.deferred_by_quota, z.rejected_by_capacity, z.capacity);
+    for (const auto& wp : z.work_points) {
+      std::fprintf(
+          out,
+          "%-*s  work point %s (%s): %" PRIu32 " of %" PRIu32 " slots held, %" PRIu32 " waiting\n",
+          w, "", wp->id.c_str(), wp->profession.c_str(), wp->occupied, wp->slots, wp->waiting);
+    }
   }
   std::fprintf(out, "%zu zone%s at step %" PRIu64 " (deferred and rejected: last interval)\n",
                list.size(), list.size() == 1 ? "" : "s", r.applied_step);
@@ -891,6 +897,10 @@ int run_entity(const CliOptions& o, std::FILE* out, std::FILE* err) {
   std::fprintf(out, "  %-20s community %s, zone %s, work point %s, slot %s\n", "community/zone",
                name_or_dash(e.community).c_str(), name_or_dash(e.zone).c_str(),
                name_or_dash(e.work_point).c_str(), slot.c_str());
+  if (!e.profession.empty()) {
+    std::fprintf(out, "  %-20s %s, %s: %s\n", "profession/phase", e.profession.c_str(),
+                 e.schedule_phase.c_str(), name_or_dash(e.activity).c_str());
+  }
   if (e.lane >= 0) {
     std::fprintf(out, "  %-20s lane %" PRId32 ", s %.3f m, position %.3f, %.3f m\n",
                  "lane/position", e.lane, e.s_m, e.x_m, e.y_m);
@@ -963,6 +973,8 @@ int run_population(const CliOptions& o, std::FILE* out, std::FILE* err) {
       "retiring", p.retiring, p.faded_total, p.fade_skipped_total);
   std::fprintf(out, "  %-20s", "despawns by reason");
   for (std::size_t i = 0; i < p.despawned_by_reason.size(); ++i) {
+    // A retired value (2, common.fbs) has no name and is always 0.
+    if (*wire::EnumNameDespawnReason(static_cast<wire::DespawnReason>(i)) == '\0') continue;
     std::fprintf(out, "%s %s %" PRIu64, i == 0 ? "" : ",",
                  despawn_reason_name(static_cast<wire::DespawnReason>(i)).c_str(),
                  p.despawned_by_reason[i]);
@@ -978,6 +990,14 @@ int run_population(const CliOptions& o, std::FILE* out, std::FILE* err) {
                p.tiers.empty() ? " none" : "", p.tier_promoted, p.tier_demoted, p.tier_deferred);
   std::fprintf(out, "  %-20s %" PRIu32 " (overflow %" PRIu32 ", refused total %" PRIu64 ")\n",
                "forced full", p.forced_full, p.forced_overflow, p.force_full_refused);
+  std::fprintf(out, "  %-20s", "observers");
+  for (std::size_t i = 0; i < p.observers_x_m.size() && i < p.observers_y_m.size(); ++i)
+    std::fprintf(out, "%s (%.1f, %.1f)", i == 0 ? "" : ",", p.observers_x_m[i], p.observers_y_m[i]);
+  if (p.followed != nullptr) {
+    std::fprintf(out, " following %" PRIu32 ":%" PRIu32, p.followed->index(),
+                 p.followed->generation());
+  }
+  std::fprintf(out, "%s\n", p.observers_x_m.empty() ? " none" : "");
   std::fprintf(out, "  %-20s fragments %" PRIu32 ", deficit %.3f, surplus %.3f, max deficit %.3f\n",
                "ledger", p.ledger_fragments, p.ledger_deficit, p.ledger_surplus,
                p.ledger_max_deficit);
@@ -1057,6 +1077,7 @@ client::CommandSpec world_spec(const CliOptions& o) {
   if (o.command == "observers") {
     client::SetObserversCmd cmd;
     for (const auto& [x, y] : o.observers) cmd.points.push_back({x, y});
+    if (o.follow) cmd.follow = client::EntityId{o.entity_index, o.entity_generation};
     return cmd;
   }
   if (o.command == "hour") return client::SetHourCmd{o.hour};

@@ -1,6 +1,7 @@
 // Command SetObservers: the scenario / operator observers (at most 64) that
 // sim tiers and out-of-range despawns measure from; and the shared part of
 // SetClientObservers (set_observer_points, refresh_tier_observers).
+#include <algorithm>
 #include <cmath>
 
 #include "../world_internal.hpp"
@@ -13,8 +14,57 @@ void World::apply_command(const SetObservers& c, CommandResult& r) {
     reject(r, RejectReason::InvalidArgument, "at most 64 observers");
     return;
   }
+  if (!c.follow.is_null()) {
+    Vec2 at;
+    if (!c.points.empty()) {
+      reject(r, RejectReason::InvalidArgument,
+             "follow: give either points or an entity to follow, not both");
+    } else if (!registry_.is_alive(c.follow)) {
+      reject(r, RejectReason::UnknownEntity,
+             "follow: entity " + id_text(c.follow) + " is not alive");
+    } else if (!entity_position(c.follow, at)) {
+      reject(r, RejectReason::InvalidArgument,
+             "follow: entity " + id_text(c.follow) +
+                 " is not on a lane (a dormant resident or a fading entity)");
+    } else {
+      follow_ = c.follow;
+      observers_.assign(1, at);
+      observer_views_.assign(1, ObserverView{});
+      refresh_tier_observers();
+      accept(r);
+    }
+    return;
+  }
   if (!set_observer_points(c.points, observers_, observer_views_, r)) return;
+  follow_ = EntityId{};
   accept(r);
+}
+
+bool World::entity_position(EntityId id, Vec2& out) const {
+  if (!registry_.is_alive(id)) return false;
+  if (vehicles_.is_vehicle(id)) {
+    const Pose p = vehicles_.pose(vehicles_.store().dense_of[id.index]);
+    out = {p.x_m, p.y_m};
+    return true;
+  }
+  if (id.index >= pedestrians_.dense_of.size()) return false;
+  const std::uint32_t slot = pedestrians_.dense_of[id.index];
+  if (slot == PedestrianStore::kNoSlot) return false;
+  out = lanes_.position(pedestrians_.lane[slot], pedestrians_.s_m[slot]);
+  return true;
+}
+
+void World::update_follow_observer() {
+  if (follow_.is_null()) return;
+  Vec2 at;
+  if (!entity_position(follow_, at)) {
+    follow_ = EntityId{};  // the observer stays where the entity was last seen
+    return;
+  }
+  if (observers_.size() == 1 && observers_[0].x_m == at.x_m && observers_[0].y_m == at.y_m) return;
+  observers_.assign(1, at);
+  observer_views_.assign(1, ObserverView{});
+  refresh_tier_observers();
 }
 
 bool World::set_observer_points(std::span<const ObserverPoint> points, std::vector<Vec2>& out,

@@ -10,6 +10,7 @@ const TableColumns kObserverViews{
 const TableColumns kClientObservers{
     "client_observers",
     {"snapshot_id", "observer_index", "x_m", "y_m", "z_m", "has_heading", "heading_rad"}};
+const TableColumns kObserverFollow{"observer_follow", {"snapshot_id", "id_index", "id_generation"}};
 const TableColumns kSpawnPipeline{"spawn_pipeline",
                                   {"snapshot_id", "next_handle", "requested", "per_state_total",
                                    "deferred_by_cap", "deferred_by_capacity", "deferred_by_zone"}};
@@ -84,6 +85,16 @@ StoreError read_observer_views(Tables& t, std::int64_t id, core::WorldCheckpoint
                    std::to_string(cp.observer_views.size()) + " rows for " +
                        std::to_string(cp.observers.size()) +
                        " observers in world_state.observers (none, or one per observer)");
+  }
+  // Schema 5: the followed entity (no table before, no row when none).
+  if (t.file_version() >= 5) {
+    if (StoreError e = t.read_rows(kObserverFollow, "id_index", "", id, row,
+                                   [&](RowReader& rr, const std::string&) {
+                                     const std::uint32_t index = rr.u32("id_index");
+                                     cp.follow = {index, rr.u32("id_generation")};
+                                   });
+        !e.ok())
+      return e;
   }
   // A checkpoint written before schema 3 has no rows here: an empty set (and
   // a schema-2 file opened read-only has no such table).
@@ -256,8 +267,8 @@ StoreError read_u32_rows(Tables& t, const TableColumns& cols, const char* column
 }  // namespace
 
 std::vector<const TableColumns*> pipeline_tables() {
-  return {&kObserverViews, &kClientObservers, &kSpawnPipeline, &kSpawnHandles,  &kOrphans,
-          &kRetiringFifo,  &kRouteSlots,      &kRouteLanes,    &kRouteFreeSlots};
+  return {&kObserverViews, &kClientObservers, &kObserverFollow, &kSpawnPipeline, &kSpawnHandles,
+          &kOrphans,       &kRetiringFifo,    &kRouteSlots,     &kRouteLanes,    &kRouteFreeSlots};
 }
 
 StoreError write_observer_rows(Tables& t, const TableColumns& cols, std::int64_t id,
@@ -296,6 +307,14 @@ StoreError read_observer_rows(Tables& t, const TableColumns& cols, std::int64_t 
 
 StoreError write_pipeline(Tables& t, std::int64_t id, const core::WorldCheckpoint& cp) {
   if (StoreError e = write_observer_views(t, id, cp); !e.ok()) return e;
+  if (!cp.follow.is_null()) {
+    Insert f;
+    if (StoreError e = t.prepare(kObserverFollow, f); !e.ok()) return e;
+    f.i64("snapshot_id", id)
+        .i64("id_index", cp.follow.index)
+        .i64("id_generation", cp.follow.generation);
+    if (StoreError e = t.run(f, kObserverFollow, snapshot_row(id)); !e.ok()) return e;
+  }
   if (StoreError e = write_spawn_pipeline(t, id, cp.spawn); !e.ok()) return e;
   return write_orphans(t, id, cp);
 }

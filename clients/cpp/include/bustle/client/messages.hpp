@@ -167,6 +167,9 @@ struct SetObserversCmd {  // replaces every observer; empty: none
   // Empty: no views sent (flat ground, no view direction). Otherwise one per
   // point; the server rejects any other count as InvalidArgument.
   std::vector<ObserverView> views = {};
+  // Set (generation != 0): the observer follows this entity instead of
+  // points (points must be empty).
+  EntityId follow = {};
 };
 struct QueryGaragesCmd {};
 struct QuerySignalsCmd {};

@@ -87,6 +87,9 @@ struct WorldCheckpoint {
   std::uint64_t force_full_refused = 0;
   std::vector<Vec2> observers;
   std::vector<ObserverView> observer_views;  // parallel to observers
+  // SetObservers.follow: the entity observers[0] follows (null: none; then
+  // observers are fixed). Set only with exactly one observer.
+  EntityId follow{};
   // SetClientObservers (schema 3; empty in older snapshots).
   std::vector<Vec2> client_observers;
   std::vector<ObserverView> client_observer_views;  // parallel to client_observers

@@ -59,8 +59,15 @@ struct ObserverPoint {
 };
 
 // Replaces the observers that drive simulation tiers. [Limit: <= 64 points]
+// With `follow` set (not null) the operator observer follows that entity
+// instead: one observer at its position, moved at the start of every step
+// (phase 2) from the positions the previous step left; `points` must then be
+// empty. The entity must be alive and on a lane (a walking pedestrian or a
+// vehicle). When it leaves (despawned, dormant) the observer stays fixed at
+// its last position and the follow ends (World::followed()).
 struct SetObservers {
   std::vector<ObserverPoint> points;
+  EntityId follow{};
 };
 
 // The observers of the connected clients (Subscribe / UpdateInterest), as one

@@ -93,24 +93,28 @@ struct ZoneStatus {
   std::uint32_t dormant = 0;  // dormant members assigned to this zone
   // Counts below are per community, summed over the zone (gross): a
   // community short by 3 and another in excess by 3 give pending_spawn 3 and
-  // pending_recycle 3, never a net 0. After the last interval the shortfall
-  // left is either rejected_by_capacity or deferred (by a quota, counted in
-  // deferred_by_quota, or by the migration budget); the excess left is the
-  // recycle part of deferred_by_quota. Handoffs on their way count as
-  // arrived / gone.
-  std::uint32_t pending_spawn = 0;    // shortfall still to activate
-  std::uint32_t pending_recycle = 0;  // excess still to recycle
+  // pending_recycle 3, never a net 0. After each interval they add up:
+  //   pending_spawn + pending_recycle
+  //     == rejected_by_capacity + deferred_by_quota + deferred_by_migration
+  // (the excess left is the recycle part of deferred_by_quota; the shortfall
+  // left is rejected, deferred by a quota, or deferred by the migration
+  // budget). Handoffs on their way count as arrived / gone.
+  std::uint32_t pending_spawn = 0;    // shortfall still to activate (gross)
+  std::uint32_t pending_recycle = 0;  // excess still to recycle (gross)
   std::uint32_t activated = 0;        // done in the last interval
   std::uint32_t recycled = 0;         // done in the last interval
   // Held back by the growth or recycle quota in the last interval (a
   // deferral, retried next interval; includes arrivals waiting for members
-  // the recycle quota keeps in the zone).
+  // on their way out: the excess the recycle quota keeps, members handed
+  // over to another zone, members fading out).
   std::uint32_t deferred_by_quota = 0;
   // Shortfall that would not fit the zone's capacity even after every member
-  // in excess has left (a real refusal).
+  // on its way out has left (a real refusal).
   std::uint32_t rejected_by_capacity = 0;
-  std::uint32_t migrated_in = 0;            // records handed over from other zones, last interval
-  std::uint32_t deferred_by_migration = 0;  // held back by the migration budget, last interval
+  std::uint32_t migrated_in = 0;  // records handed over from other zones, last interval
+  // Places the growth quota gave whose dormant record (assigned to another
+  // zone) could not move for lack of migration budget, last interval.
+  std::uint32_t deferred_by_migration = 0;
   std::uint64_t activated_total = 0;
   std::uint64_t recycled_total = 0;
   std::uint32_t handoffs_started = 0;   // active members offered to this zone, last interval

@@ -268,6 +268,8 @@ class World {
   std::uint64_t force_full_refused() const { return force_full_refused_; }
   std::uint32_t background_pedestrians() const { return background_count_; }
   const std::vector<Vec2>& observers() const { return observers_; }
+  // The entity the operator observer follows (SetObservers.follow), or null.
+  EntityId followed() const { return follow_; }
   const std::vector<ObserverView>& observer_views() const { return observer_views_; }
   // The connected clients' observers (SetClientObservers), kept apart from
   // the scenario / operator ones above; tiers rank by the nearest of both.
@@ -392,6 +394,12 @@ class World {
                            std::vector<ObserverView>& views, CommandResult& r);
   // tier_observers_ = observers_ followed by client_observers_ (derived).
   void refresh_tier_observers();
+  // Position of an entity on a lane (walking pedestrian or vehicle); false
+  // when it is gone, dormant or retiring off its lane.
+  bool entity_position(EntityId id, Vec2& out) const;
+  // Start of phase 2: the following observer moves to the followed entity,
+  // or stays at its last position and the follow ends when it left.
+  void update_follow_observer();
 
   // Spawn handles (world_spawn.cpp).
   // Validates a spawn request; empty when valid, else "field: message".
@@ -478,8 +486,11 @@ class World {
   std::vector<Vec2> observers_;
   std::vector<std::uint8_t> crossing_occupied_;  // per lane, pre-step (phase 5 input)
   std::vector<VehicleSystem::DespawnRequest> vehicle_despawns_;
-  std::vector<std::uint8_t> despawn_pending_;        // by entity index; cleared in phase 9
-  std::vector<ObserverView> observer_views_;         // parallel to observers_
+  std::vector<std::uint8_t> despawn_pending_;  // by entity index; cleared in phase 9
+  std::vector<ObserverView> observer_views_;   // parallel to observers_
+  // Followed entity (SetObservers.follow; null: observers_ fixed). While set,
+  // observers_ is exactly its position (digested, checkpointed).
+  EntityId follow_{};
   std::vector<Vec2> client_observers_;               // SetClientObservers (authoritative, digested)
   std::vector<ObserverView> client_observer_views_;  // parallel to client_observers_
   // Invariants (check_observers): 1. client_observers_ holds at most

@@ -137,6 +137,7 @@ struct ZoneReport {
   std::string id;
   core::ZoneStatus status;
   std::uint32_t capacity = 0;
+  std::vector<wire::WorkPointInfoT> work_points;  // in this zone, scenario order
 };
 
 // QueryGarages / QuerySignals / QueryVehicle answers: the generated
@@ -160,6 +161,9 @@ struct EntityInfoReport {
   std::string community;
   std::string zone;
   std::string work_point;
+  std::string profession;      // residents only
+  std::string schedule_phase;  // the community's entry at the current hour
+  std::string activity;
 };
 
 // One community of QueryPopulation (generated wire type).
@@ -187,6 +191,8 @@ struct PopulationReport {
   std::array<std::uint64_t, core::kDespawnReasonCount> despawned_by_reason{};
   core::TierCounts tiers;  // pedestrians, last resolution
   std::uint64_t force_full_refused = 0;
+  std::vector<core::Vec2> observers;  // operator/scenario observers
+  core::EntityId followed{};          // SetObservers.follow (null: none)
   core::LedgerSummary ledger;
 };
 

@@ -60,6 +60,7 @@ struct CliOptions {
   std::uint32_t entity_generation = 0;
   std::uint8_t strategy = 0;  // strategy: 0 route_follow, 1 lane_follow, 2 parked, 3 manual
   std::vector<std::pair<float, float>> observers;  // observers X,Y ... (empty: clear)
+  bool follow = false;                             // observers --follow INDEX:GEN (entity_*)
   double hour = 0.0;                               // hour H
   std::uint32_t time_scale = 1;                    // time-scale S
   // Spawn pipeline.
