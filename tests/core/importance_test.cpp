@@ -120,7 +120,7 @@ TEST_CASE("vehicle_weight pulls vehicles nearer in their tier resolution") {
     for (int k = 0; k < 300; ++k) w.step();
     REQUIRE(w.vehicles().store().size() > 0);
     std::uint32_t full = 0;
-    for (const SimTier t : w.vehicles().store().tier) full += t == SimTier::Full;
+    for (const SimTier t : w.vehicles().store().sim_tier) full += t == SimTier::Full;
     return full;
   };
   CHECK(full_count(1.0) == 0);  // 1 km+ away: nothing is Full

@@ -156,7 +156,7 @@ class InvariantChecker {
     const PedestrianStore& p = w.pedestrians();
     const EntityRegistry& reg = w.registry();
     const std::uint32_t n = p.size();
-    if (p.lane.size() != n || p.s_m.size() != n || p.hops.size() != n || p.tier.size() != n) {
+    if (p.lane.size() != n || p.s_m.size() != n || p.hops.size() != n || p.sim_tier.size() != n) {
       fail("pedestrian columns differ in length");
       return v;
     }
@@ -173,10 +173,10 @@ class InvariantChecker {
       }
       if (seen_[id.index]++ != 0) fail(who() + " appears twice among pedestrians");
       if (p.dense_of[id.index] != i) fail(who() + ": dense_of does not point at its slot");
-      if (tier_index(p.tier[i]) >= kSimTierCount) {
-        fail(who() + " has tier " + std::to_string(tier_index(p.tier[i])));
+      if (tier_index(p.sim_tier[i]) >= kSimTierCount) {
+        fail(who() + " has tier " + std::to_string(tier_index(p.sim_tier[i])));
       } else {
-        ++tier_count_[tier_index(p.tier[i])];
+        ++tier_count_[tier_index(p.sim_tier[i])];
       }
       // The resident index is derived from the id (PedestrianStore invariant 3).
       const std::int32_t res = w.population().resident_of(id);

@@ -67,7 +67,7 @@ TEST_CASE("corridor: 600 steps of 0.1 s meet the seed-003 acceptance") {
         dispatched_at[rid] = w->step_index();
         if (rid == "r01") r01_step = w->step_index();
       }
-      const auto pol = static_cast<ControlPolicy>(vs.store().policy[i]);
+      const auto pol = static_cast<ControlPolicy>(vs.store().control_policy[i]);
       saw_waiting |= pol == ControlPolicy::WaitingAtSignal;
       saw_yielding |= pol == ControlPolicy::Yielding;
       for (std::uint32_t j = i + 1; j < vs.store().size(); ++j) {
@@ -114,7 +114,7 @@ TEST_CASE(
   for (int k = 0; k < 5; ++k) w->step();
   const VehicleSystem& vs = w->vehicles();
   for (std::uint32_t i = 0; i < vs.store().size(); ++i)
-    REQUIRE(vs.store().tier[i] == SimTier::Coarse);
+    REQUIRE(vs.store().sim_tier[i] == SimTier::Coarse);
   CHECK(vehicle_ids(*w) == before);
   std::map<std::string, std::uint64_t> advanced;
   for (std::uint32_t i = 0; i < vs.store().size(); ++i)
@@ -128,7 +128,7 @@ TEST_CASE(
   for (int k = 0; k < 5; ++k) w->step();
   int non_coarse = 0;
   for (std::uint32_t i = 0; i < vs.store().size(); ++i)
-    non_coarse += vs.store().tier[i] != SimTier::Coarse;
+    non_coarse += vs.store().sim_tier[i] != SimTier::Coarse;
   CHECK(non_coarse == 18);
   CHECK(vehicle_ids(*w) == before);
 }
@@ -148,7 +148,7 @@ TEST_CASE("corridor: leftover distance and the next lane's speed limit apply at 
     std::map<std::uint64_t, Before> before;
     for (std::uint32_t i = 0; i < vs.store().size(); ++i) {
       before[vs.store().id[i].packed()] = {vs.store().lane[i], vs.store().s_m[i],
-                                           vs.store().steps_advanced[i], vs.store().tier[i]};
+                                           vs.store().steps_advanced[i], vs.store().sim_tier[i]};
     }
     w->step();
     for (std::uint32_t i = 0; i < vs.store().size(); ++i) {
@@ -342,7 +342,8 @@ TEST_CASE("shuffling the vehicle arrays changes no outcome (one pre-step snapsho
   auto rev = [](auto& col) { std::reverse(col.begin(), col.end()); };
   rev(v.id), rev(v.garage), rev(v.ordinal), rev(v.prototype), rev(v.route_index), rev(v.lane),
       rev(v.s_m);
-  rev(v.speed_mps), rev(v.strategy), rev(v.policy), rev(v.reason), rev(v.tier), rev(v.leader);
+  rev(v.speed_mps), rev(v.strategy), rev(v.control_policy), rev(v.reason), rev(v.sim_tier),
+      rev(v.leader);
   rev(v.steps_advanced), rev(v.last_advance_step), rev(v.waiting_since), rev(v.despawn_requested),
       rev(v.request_id);
   auto shuffled = World::restore(s, cp);

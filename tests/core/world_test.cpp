@@ -277,8 +277,8 @@ TEST_CASE("progress over time is the same in every tier, across lane ends and co
   auto wc = make(s, 4);  // same seed: same spawn lane and distance
   wf->step();
   wc->step();
-  REQUIRE(wf->pedestrians().tier[0] == SimTier::Full);
-  REQUIRE(wc->pedestrians().tier[0] == SimTier::Coarse);
+  REQUIRE(wf->pedestrians().sim_tier[0] == SimTier::Full);
+  REQUIRE(wc->pedestrians().sim_tier[0] == SimTier::Coarse);
   // Travel time along the loop from the spawn point, from lane, distance, hops.
   auto time_on_loop = [](const World& w) {
     const double len_a = 5.0, len_b = 5.0, v_a = 1.5, v_b = 1.0;
@@ -335,7 +335,7 @@ TEST_CASE(
   CHECK(res[2].message.find("hard safety cap") != std::string::npos);
   CHECK(w->force_full_refused() == 1);
   auto tier_of = [&](EntityId id) {
-    return w->pedestrians().tier[w->pedestrians().dense_of[id.index]];
+    return w->pedestrians().sim_tier[w->pedestrians().dense_of[id.index]];
   };
   CHECK(tier_of(a) == SimTier::Full);
   CHECK(tier_of(b) == SimTier::Full);

@@ -115,7 +115,7 @@ TEST_CASE("dot steps are marked; Full pedestrians sit at their simulated pose") 
     CHECK(f->dot_step == (f->step % 4 == 0));
     const core::PedestrianStore& peds = w->pedestrians();
     for (std::uint32_t k = 0; k < peds.size(); ++k) {
-      if (peds.tier[k] != core::SimTier::Full) continue;
+      if (peds.sim_tier[k] != core::SimTier::Full) continue;
       const net::PublishedEntity* e = find(*f, peds.id[k]);
       REQUIRE(e != nullptr);
       CHECK(e->lane == peds.lane[k]);

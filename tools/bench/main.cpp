@@ -334,9 +334,9 @@ Column column(const char* name, const std::vector<T>& v) {
 }
 
 std::vector<Column> pedestrian_columns(const bustle::core::PedestrianStore& p) {
-  return {column("id", p.id),         column("lane", p.lane),   column("s_m", p.s_m),
-          column("hops", p.hops),     column("tier", p.tier),   column("priority", p.priority),
-          column("origin", p.origin), column("phase", p.phase), column("route", p.route)};
+  return {column("id", p.id),         column("lane", p.lane),     column("s_m", p.s_m),
+          column("hops", p.hops),     column("tier", p.sim_tier), column("priority", p.priority),
+          column("origin", p.origin), column("phase", p.phase),   column("route", p.route)};
 }
 
 bool column_list_complete(const bustle::core::PedestrianStore& p) {
@@ -397,7 +397,7 @@ int bench_population(const Args& a) {
   const StepTimes t = time_steps(w, a.steps, [&] {
     if (allocs0 == UINT64_MAX) allocs0 = g_allocations.load(std::memory_order_relaxed);
     const std::uint64_t next = w.step_index() + 1;
-    for (std::uint32_t i = 0; i < p.size(); ++i) moved += tier_due(next, p.id[i], p.tier[i]);
+    for (std::uint32_t i = 0; i < p.size(); ++i) moved += tier_due(next, p.id[i], p.sim_tier[i]);
     present += p.size();
   });
   const std::uint64_t allocs = g_allocations.load(std::memory_order_relaxed) - allocs0;
@@ -406,7 +406,7 @@ int bench_population(const Args& a) {
   std::array<std::uint32_t, kSimTierCount> tiers{};
   std::uint32_t full_by_distance = 0;
   for (std::uint32_t i = 0; i < p.size(); ++i) {
-    ++tiers[tier_index(p.tier[i])];
+    ++tiers[tier_index(p.sim_tier[i])];
     const Vec2 at = w.lanes().position(p.lane[i], p.s_m[i]);
     full_by_distance += nearest_observer_m(w.observers(), at.x_m, at.y_m) <= s.tiers.full_enter_m;
   }

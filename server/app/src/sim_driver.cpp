@@ -760,9 +760,9 @@ std::optional<net::VehicleReport> SimDriver::vehicle_report(core::EntityId id) c
   r.y_m = p.y_m;
   r.speed_mps = v.speed_mps[i];
   r.strategy = static_cast<wire::VehicleStrategyState>(v.strategy[i]);
-  r.policy = static_cast<wire::ControlPolicy>(v.policy[i]);
+  r.policy = static_cast<wire::ControlPolicy>(v.control_policy[i]);
   r.reason = static_cast<wire::PolicyReason>(v.reason[i]);
-  r.tier = static_cast<wire::SimTier>(v.tier[i]);
+  r.tier = static_cast<wire::SimTier>(v.sim_tier[i]);
   r.leader = wire::EntityId(v.leader[i].index, v.leader[i].generation);
   r.steps_advanced = v.steps_advanced[i];
   r.awaiting_turnaround = v.waiting_since[i] != 0;
@@ -797,7 +797,7 @@ net::StatsSnapshot SimDriver::stats() const {
   s.vehicles = vs.store().size();
   std::uint32_t per_tier[core::kSimTierCount] = {};
   for (std::uint32_t i = 0; i < vs.store().size(); ++i)
-    ++per_tier[core::tier_index(vs.store().tier[i]) % core::kSimTierCount];
+    ++per_tier[core::tier_index(vs.store().sim_tier[i]) % core::kSimTierCount];
   s.vehicles_full = per_tier[core::tier_index(core::SimTier::Full)];
   s.vehicles_simulated = per_tier[core::tier_index(core::SimTier::Simulated)];
   s.vehicles_coarse = per_tier[core::tier_index(core::SimTier::Coarse)];

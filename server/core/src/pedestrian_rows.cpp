@@ -22,7 +22,7 @@ void World::push_pedestrian(EntityId id, LaneIndex lane, double s_m, std::uint32
   pedestrians_.lane.push_back(lane);
   pedestrians_.s_m.push_back(s_m);
   pedestrians_.hops.push_back(0);
-  pedestrians_.tier.push_back(initial_sim_tier(lane, s_m, cls));
+  pedestrians_.sim_tier.push_back(initial_sim_tier(lane, s_m, cls));
   pedestrians_.priority.push_back(static_cast<std::uint8_t>(cls));
   pedestrians_.origin.push_back(static_cast<std::uint8_t>(origin));
   pedestrians_.phase.push_back(id_phase(id));
@@ -53,7 +53,7 @@ void World::remove_pedestrian(EntityId id) {
     pedestrians_.lane[slot] = pedestrians_.lane[last];
     pedestrians_.s_m[slot] = pedestrians_.s_m[last];
     pedestrians_.hops[slot] = pedestrians_.hops[last];
-    pedestrians_.tier[slot] = pedestrians_.tier[last];
+    pedestrians_.sim_tier[slot] = pedestrians_.sim_tier[last];
     pedestrians_.priority[slot] = pedestrians_.priority[last];
     pedestrians_.origin[slot] = pedestrians_.origin[last];
     pedestrians_.phase[slot] = pedestrians_.phase[last];
@@ -64,7 +64,7 @@ void World::remove_pedestrian(EntityId id) {
   pedestrians_.lane.pop_back();
   pedestrians_.s_m.pop_back();
   pedestrians_.hops.pop_back();
-  pedestrians_.tier.pop_back();
+  pedestrians_.sim_tier.pop_back();
   pedestrians_.priority.pop_back();
   pedestrians_.origin.pop_back();
   pedestrians_.phase.pop_back();

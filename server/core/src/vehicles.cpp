@@ -472,9 +472,9 @@ void VehicleSystem::push_vehicle(std::uint64_t step_index, EntityId id, std::uin
   store_.s_m.push_back(0.0);
   store_.speed_mps.push_back(0.0);
   store_.strategy.push_back(static_cast<std::uint8_t>(VehicleStrategy::RouteFollow));
-  store_.policy.push_back(static_cast<std::uint8_t>(ControlPolicy::RouteFollow));
+  store_.control_policy.push_back(static_cast<std::uint8_t>(ControlPolicy::RouteFollow));
   store_.reason.push_back(static_cast<std::uint8_t>(PolicyReason::Clear));
-  store_.tier.push_back(tier);
+  store_.sim_tier.push_back(tier);
   store_.leader.push_back(EntityId{});
   store_.steps_advanced.push_back(0);
   store_.last_advance_step.push_back(step_index);
@@ -500,8 +500,8 @@ void VehicleSystem::remove(EntityId id) {
   --managed_[store_.garage[slot]];
   if (store_.waiting_since[slot] != 0) stop_waiting(slot);
   hash_sum_ -= hash_[slot];
-  --control_policy_count_[store_.policy[slot]];
-  --sim_tier_count_[tier_index(store_.tier[slot])];
+  --control_policy_count_[store_.control_policy[slot]];
+  --sim_tier_count_[tier_index(store_.sim_tier[slot])];
   erase_at(hash_, slot);
   erase_at(phase_, slot);
   erase_at(store_.id, slot);
@@ -513,9 +513,9 @@ void VehicleSystem::remove(EntityId id) {
   erase_at(store_.s_m, slot);
   erase_at(store_.speed_mps, slot);
   erase_at(store_.strategy, slot);
-  erase_at(store_.policy, slot);
+  erase_at(store_.control_policy, slot);
   erase_at(store_.reason, slot);
-  erase_at(store_.tier, slot);
+  erase_at(store_.sim_tier, slot);
   erase_at(store_.leader, slot);
   erase_at(store_.steps_advanced, slot);
   erase_at(store_.last_advance_step, slot);
@@ -558,7 +558,7 @@ void VehicleSystem::find_stuck(std::uint64_t step_index, std::uint32_t step_us,
   const std::uint64_t stuck_us = std::uint64_t{scenario_->despawn.stuck_ms} * 1000;
   if (stuck_us == 0) return;
   for (std::uint32_t i = 0; i < store_.size(); ++i) {
-    if (store_.despawn_requested[i] || store_.tier[i] != SimTier::Coarse) continue;
+    if (store_.despawn_requested[i] || store_.sim_tier[i] != SimTier::Coarse) continue;
     // Parked and manually driven vehicles stand still on purpose.
     const auto strategy = static_cast<VehicleStrategy>(store_.strategy[i]);
     if (strategy == VehicleStrategy::Parked || strategy == VehicleStrategy::Manual) continue;
@@ -740,9 +740,9 @@ void VehicleSystem::regroup_store() {
   apply(store_.s_m);
   apply(store_.speed_mps);
   apply(store_.strategy);
-  apply(store_.policy);
+  apply(store_.control_policy);
   apply(store_.reason);
-  apply(store_.tier);
+  apply(store_.sim_tier);
   apply(store_.leader);
   apply(store_.steps_advanced);
   apply(store_.last_advance_step);
@@ -803,7 +803,7 @@ void VehicleSystem::evaluate_and_advance(std::uint64_t step_index, std::uint32_t
   // The columns as local pointers: stores through the byte columns may alias
   // anything, so member vectors would be reloaded after each; locals stay in
   // registers. Every vehicle reads the pre-step snapshot (snap_s_, order_).
-  const SimTier* const tier_c = store_.tier.data();
+  const SimTier* const tier_c = store_.sim_tier.data();
   const std::uint8_t* const despawn_c = store_.despawn_requested.data();
   const std::uint8_t* const phase_c = phase_.data();
   const std::uint8_t* const strategy_c = store_.strategy.data();
@@ -813,7 +813,7 @@ void VehicleSystem::evaluate_and_advance(std::uint64_t step_index, std::uint32_t
   std::uint32_t* const ri_c = store_.route_index.data();
   double* const s_c = store_.s_m.data();
   double* const speed_c = store_.speed_mps.data();
-  std::uint8_t* const policy_c = store_.policy.data();
+  std::uint8_t* const policy_c = store_.control_policy.data();
   std::uint8_t* const reason_c = store_.reason.data();
   EntityId* const leader_c = store_.leader.data();
   std::uint64_t* const steps_c = store_.steps_advanced.data();
@@ -1046,8 +1046,8 @@ void VehicleSystem::resolve_tiers(std::uint64_t step_index, const TierSpec& spec
     if (!member[phase_[i]]) continue;
     slice_.push_back(i);
     slice_ids_.push_back(store_.id[i]);
-    slice_sim_tier_.push_back(store_.tier[i]);
-    ++in_slice[tier_index(store_.tier[i])];
+    slice_sim_tier_.push_back(store_.sim_tier[i]);
+    ++in_slice[tier_index(store_.sim_tier[i])];
   }
   const auto m = static_cast<std::uint32_t>(slice_.size());
   distances_.resize(m);
@@ -1074,7 +1074,7 @@ void VehicleSystem::resolve_tiers(std::uint64_t step_index, const TierSpec& spec
     for (const EntityId f : forced_full) {
       if (!is_vehicle(f)) continue;
       const std::uint32_t i = store_.dense_of[f.index];
-      if (store_.tier[i] == SimTier::Full && phase_[i] % every != ph) ++others_forced;
+      if (store_.sim_tier[i] == SimTier::Full && phase_[i] % every != ph) ++others_forced;
     }
   }
   std::uint32_t others[kSimTierCount] = {};
@@ -1084,10 +1084,10 @@ void VehicleSystem::resolve_tiers(std::uint64_t step_index, const TierSpec& spec
       tier_resolver_.resolve(s, slice_ids_, distances_, slice_sim_tier_, slice_force_);
   for (std::uint32_t k = 0; k < m; ++k) {
     const std::uint32_t i = slice_[k];
-    if (store_.tier[i] == slice_sim_tier_[k]) continue;
-    --sim_tier_count_[tier_index(store_.tier[i])];
+    if (store_.sim_tier[i] == slice_sim_tier_[k]) continue;
+    --sim_tier_count_[tier_index(store_.sim_tier[i])];
     ++sim_tier_count_[tier_index(slice_sim_tier_[k])];
-    store_.tier[i] = slice_sim_tier_[k];
+    store_.sim_tier[i] = slice_sim_tier_[k];
     refold(i);
   }
   last_tiers_ = sc;
@@ -1100,8 +1100,8 @@ void VehicleSystem::resolve_tiers(std::uint64_t step_index, const TierSpec& spec
 std::uint64_t VehicleSystem::vehicle_word(std::uint32_t i) const {
   return fold_vehicle(cold_hash_[i], store_.route_index[i], store_.lane[i], store_.s_m[i],
                       store_.speed_mps[i],
-                      vehicle_flags(store_.strategy[i], store_.policy[i], store_.reason[i],
-                                    store_.tier[i], store_.despawn_requested[i]),
+                      vehicle_flags(store_.strategy[i], store_.control_policy[i], store_.reason[i],
+                                    store_.sim_tier[i], store_.despawn_requested[i]),
                       store_.leader[i], store_.steps_advanced[i], store_.waiting_since[i],
                       store_.last_advance_step[i]);
 }
@@ -1127,8 +1127,8 @@ void VehicleSystem::rebuild_derived() {
   sim_tier_count_.fill(0);
   for (auto& w : waiting_) w.clear();
   for (std::uint32_t i = 0; i < n; ++i) {
-    ++control_policy_count_[store_.policy[i]];
-    ++sim_tier_count_[tier_index(store_.tier[i])];
+    ++control_policy_count_[store_.control_policy[i]];
+    ++sim_tier_count_[tier_index(store_.sim_tier[i])];
     if (store_.waiting_since[i] != 0)
       waiting_[store_.garage[i]].push_back({store_.waiting_since[i], store_.id[i]});
   }
@@ -1208,8 +1208,9 @@ std::string VehicleSystem::check_store_rows(const EntityRegistry& registry,
   const bool columns_ok =
       store_.garage.size() == n && store_.ordinal.size() == n && store_.prototype.size() == n &&
       store_.route_index.size() == n && store_.lane.size() == n && store_.s_m.size() == n &&
-      store_.speed_mps.size() == n && store_.strategy.size() == n && store_.policy.size() == n &&
-      store_.reason.size() == n && store_.tier.size() == n && store_.leader.size() == n &&
+      store_.speed_mps.size() == n && store_.strategy.size() == n &&
+      store_.control_policy.size() == n && store_.reason.size() == n &&
+      store_.sim_tier.size() == n && store_.leader.size() == n &&
       store_.steps_advanced.size() == n && store_.last_advance_step.size() == n &&
       store_.waiting_since.size() == n && store_.despawn_requested.size() == n &&
       store_.request_id.size() == n && cold_hash_.size() == n;
@@ -1235,7 +1236,8 @@ std::string VehicleSystem::check_store_rows(const EntityRegistry& registry,
       return area + vehicle(i) + " at s " + std::to_string(store_.s_m[i]) + " m is off lane " +
              std::to_string(store_.lane[i]);
     }
-    if (tier_index(store_.tier[i]) >= kSimTierCount || store_.policy[i] >= kControlPolicyCount)
+    if (tier_index(store_.sim_tier[i]) >= kSimTierCount ||
+        store_.control_policy[i] >= kControlPolicyCount)
       return area + vehicle(i) + " has an unknown tier or policy";
     ++managed[store_.garage[i]];
   }
@@ -1354,8 +1356,8 @@ std::string VehicleSystem::check_derived() const {
     if (hash_[i] != vehicle_word(i))
       return area + vehicle(i) + " changed without its digest word being refolded";
     sum += hash_[i];
-    ++policies[store_.policy[i]];
-    ++tiers[tier_index(store_.tier[i])];
+    ++policies[store_.control_policy[i]];
+    ++tiers[tier_index(store_.sim_tier[i])];
     if (store_.waiting_since[i] != 0) {
       const auto& w = waiting_[store_.garage[i]];
       if (!std::binary_search(w.begin(), w.end(), Waiter{store_.waiting_since[i], store_.id[i]})) {
@@ -1445,8 +1447,8 @@ bool VehicleSystem::restore_check_shape(const VehicleCheckpoint& cp, RestoreErro
   const bool columns_ok =
       s.garage.size() == n && s.ordinal.size() == n && s.prototype.size() == n &&
       s.route_index.size() == n && s.lane.size() == n && s.s_m.size() == n &&
-      s.speed_mps.size() == n && s.strategy.size() == n && s.policy.size() == n &&
-      s.reason.size() == n && s.tier.size() == n && s.leader.size() == n &&
+      s.speed_mps.size() == n && s.strategy.size() == n && s.control_policy.size() == n &&
+      s.reason.size() == n && s.sim_tier.size() == n && s.leader.size() == n &&
       s.steps_advanced.size() == n && s.last_advance_step.size() == n &&
       s.waiting_since.size() == n && s.despawn_requested.size() == n && s.request_id.size() == n;
   if (!columns_ok) {
@@ -1526,8 +1528,8 @@ void VehicleSystem::restore_check_rows(const VehicleCheckpoint& cp, const Entity
       fail(row + ".prototype", "unknown");
     if (s.strategy[i] > 3)
       fail(row + ".strategy", "unknown strategy " + std::to_string(s.strategy[i]));
-    if (s.policy[i] >= kControlPolicyCount) fail(row + ".policy", "unknown policy");
-    if (tier_index(s.tier[i]) >= kSimTierCount) fail(row + ".tier", "unknown tier");
+    if (s.control_policy[i] >= kControlPolicyCount) fail(row + ".policy", "unknown policy");
+    if (tier_index(s.sim_tier[i]) >= kSimTierCount) fail(row + ".tier", "unknown tier");
     if (s.leader[i] == s.id[i]) fail(row + ".leader", "a vehicle cannot lead itself");
     ++managed[s.garage[i]];
     ordinals[s.garage[i]].push_back(s.ordinal[i]);

@@ -70,7 +70,7 @@ World::World(const Scenario& scenario, std::uint64_t seed, LogSink* log)
   pedestrians_.lane.reserve(cap);
   pedestrians_.s_m.reserve(cap);
   pedestrians_.hops.reserve(cap);
-  pedestrians_.tier.reserve(cap);
+  pedestrians_.sim_tier.reserve(cap);
   pedestrians_.priority.reserve(cap);
   pedestrians_.origin.reserve(cap);
   pedestrians_.phase.reserve(cap);

@@ -230,7 +230,7 @@ void reserve_for_capture(WorldCheckpoint& cp, std::uint32_t entity_capacity) {
   reserve_touched(p.s_m, entity_capacity);
   reserve_touched(p.hops, entity_capacity);
   reserve_touched(p.resident, entity_capacity);
-  reserve_touched(p.tier, entity_capacity);
+  reserve_touched(p.sim_tier, entity_capacity);
   reserve_touched(p.priority, entity_capacity);
   reserve_touched(p.origin, entity_capacity);
   reserve_touched(p.route, entity_capacity);
@@ -271,7 +271,7 @@ void World::capture_into(WorldCheckpoint& c) const {
     c.pedestrians.resident[i] =
         r == ResidentStore::kNone ? PedestrianStore::kNoResident : static_cast<std::uint32_t>(r);
   }
-  c.pedestrians.tier.assign(pedestrians_.tier.begin(), pedestrians_.tier.end());
+  c.pedestrians.sim_tier.assign(pedestrians_.sim_tier.begin(), pedestrians_.sim_tier.end());
   c.pedestrians.priority.assign(pedestrians_.priority.begin(), pedestrians_.priority.end());
   c.pedestrians.origin.assign(pedestrians_.origin.begin(), pedestrians_.origin.end());
   c.pedestrians.route.assign(pedestrians_.route.begin(), pedestrians_.route.end());
@@ -379,12 +379,13 @@ bool World::restore_pedestrians(World& w, const WorldCheckpoint& cp, RestoreFail
   const PedestrianState& p = cp.pedestrians;
   const std::size_t n = p.id.size();
   if (p.lane.size() != n || p.s_m.size() != n || p.hops.size() != n || p.resident.size() != n ||
-      p.tier.size() != n || p.priority.size() != n || p.origin.size() != n || p.route.size() != n) {
+      p.sim_tier.size() != n || p.priority.size() != n || p.origin.size() != n ||
+      p.route.size() != n) {
     fail("pedestrians",
          "column lengths differ (id " + std::to_string(n) + ", lane " +
              std::to_string(p.lane.size()) + ", s_m " + std::to_string(p.s_m.size()) + ", hops " +
              std::to_string(p.hops.size()) + ", resident " + std::to_string(p.resident.size()) +
-             ", tier " + std::to_string(p.tier.size()) + ", priority " +
+             ", tier " + std::to_string(p.sim_tier.size()) + ", priority " +
              std::to_string(p.priority.size()) + ", origin " + std::to_string(p.origin.size()) +
              ")");
     return false;
@@ -469,11 +470,11 @@ void World::restore_pedestrian_row(World& w, const PedestrianState& p, std::size
   peds.lane.push_back(p.lane[i]);
   peds.s_m.push_back(p.s_m[i]);
   peds.hops.push_back(p.hops[i]);
-  if (tier_index(p.tier[i]) >= kSimTierCount) {
-    fail(row + ".tier", "unknown simulation tier " + std::to_string(tier_index(p.tier[i])));
+  if (tier_index(p.sim_tier[i]) >= kSimTierCount) {
+    fail(row + ".tier", "unknown simulation tier " + std::to_string(tier_index(p.sim_tier[i])));
     return;
   }
-  peds.tier.push_back(p.tier[i]);
+  peds.sim_tier.push_back(p.sim_tier[i]);
   peds.priority.push_back(p.priority[i]);
   peds.phase.push_back(id_phase(id));
   peds.route.push_back(p.route[i]);

@@ -73,7 +73,7 @@ std::string World::check_lifecycle_counts() const {
 std::string World::check_pedestrians() const {
   const std::uint32_t n = pedestrians_.size();
   if (pedestrians_.lane.size() != n || pedestrians_.s_m.size() != n ||
-      pedestrians_.hops.size() != n || pedestrians_.tier.size() != n ||
+      pedestrians_.hops.size() != n || pedestrians_.sim_tier.size() != n ||
       pedestrians_.priority.size() != n || pedestrians_.origin.size() != n ||
       pedestrians_.phase.size() != n || pedestrians_.route.size() != n) {
     return "pedestrians: invariant 1: column lengths differ";
@@ -113,7 +113,7 @@ std::string World::check_pedestrians() const {
       return "pedestrians: invariant 4: " + ped + " at s " + std::to_string(pedestrians_.s_m[i]) +
              " m is off lane " + std::to_string(pedestrians_.lane[i]);
     }
-    if (tier_index(pedestrians_.tier[i]) >= kSimTierCount ||
+    if (tier_index(pedestrians_.sim_tier[i]) >= kSimTierCount ||
         pedestrians_.priority[i] >= kPriorityClassCount || pedestrians_.origin[i] > 2) {
       return "pedestrians: invariant 4: " + ped + " has an unknown tier, priority or origin";
     }

@@ -8,7 +8,7 @@ namespace bustle::core {
 void World::chain_dots(std::vector<std::uint32_t>& out) const {
   out.assign(lanes_.chains().size(), 0);
   for (std::uint32_t i = 0; i < pedestrians_.size(); ++i) {
-    if (pedestrians_.tier[i] == SimTier::Coarse) ++out[lanes_.chain_of(pedestrians_.lane[i])];
+    if (pedestrians_.sim_tier[i] == SimTier::Coarse) ++out[lanes_.chain_of(pedestrians_.lane[i])];
   }
   for (const OrphanRecord& o : orphans_) ++out[lanes_.chain_of(o.lane)];
 }
@@ -38,7 +38,7 @@ EntityReport World::describe(EntityId id) const {
     const std::uint32_t k = v.dense_of[id.index];
     e.kind = EntityKind::Vehicle;
     e.lifecycle = LifecycleState::Active;
-    e.tier = v.tier[k];
+    e.tier = v.sim_tier[k];
     e.representation = hint_for(e.tier);
     e.lane = static_cast<std::int32_t>(v.lane[k]);
     e.s_m = v.s_m[k];
@@ -76,7 +76,7 @@ EntityReport World::describe(EntityId id) const {
   if (const std::uint32_t slot = pedestrians_.dense_of[id.index];
       slot != PedestrianStore::kNoSlot) {
     e.lifecycle = LifecycleState::Active;
-    e.tier = pedestrians_.tier[slot];
+    e.tier = pedestrians_.sim_tier[slot];
     e.representation = hint_for(e.tier);
     e.priority = static_cast<PriorityClass>(pedestrians_.priority[slot]);
     e.origin = static_cast<PedestrianOrigin>(pedestrians_.origin[slot]);

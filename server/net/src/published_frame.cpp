@@ -75,7 +75,7 @@ struct FrameBuilder {
     const core::PedestrianStore& peds = world.pedestrians();
     const core::ResidentStore& residents = world.population().residents();
     for (std::uint32_t i = 0; i < peds.size(); ++i) {
-      const core::SimTier tier = peds.tier[i];
+      const core::SimTier tier = peds.sim_tier[i];
       PublishedEntity e =
           lane_pose(peds.id[i], peds.lane[i], peds.s_m[i], world.pedestrian_speed_mps(i),
                     steps_since_simulated(frame.step, peds.phase[i], tier));
@@ -101,14 +101,14 @@ struct FrameBuilder {
     const core::VehicleSystem& vs = world.vehicles();
     const core::VehicleStore& v = vs.store();
     for (std::uint32_t i = 0; i < v.size(); ++i) {
-      const core::SimTier tier = v.tier[i];
+      const core::SimTier tier = v.sim_tier[i];
       const std::uint32_t since =
           v.despawn_requested[i] ? 0
                                  : steps_since_simulated(frame.step, core::id_phase(v.id[i]), tier);
       PublishedEntity e = lane_pose(v.id[i], v.lane[i], v.s_m[i], v.speed_mps[i], since);
       e.kind = core::EntityKind::Vehicle;
       e.sim_tier = static_cast<std::uint8_t>(tier);
-      e.policy = v.policy[i];
+      e.policy = v.control_policy[i];
       e.weight =
           static_cast<float>(weights.weight(core::PriorityClass::Background, true, e.x_m, e.y_m));
       if (v.garage[i] < archetypes.garage_prototype.size() &&

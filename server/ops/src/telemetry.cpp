@@ -88,13 +88,13 @@ void sample_world(const core::World& w, SimSample& s) {
   s.entities.fill(0);
   const core::PedestrianStore& peds = w.pedestrians();
   for (std::uint32_t i = 0; i < peds.size(); ++i) {
-    const core::SimTier t = peds.tier[i];
+    const core::SimTier t = peds.sim_tier[i];
     ++s.entities[entity_slot(core::EntityKind::Pedestrian, kActive,
                              std::min(core::tier_index(t), kNoTier), hint_of(t))];
   }
   const core::VehicleStore& vs = w.vehicles().store();
   for (std::uint32_t i = 0; i < vs.size(); ++i) {
-    const core::SimTier t = vs.tier[i];
+    const core::SimTier t = vs.sim_tier[i];
     ++s.entities[entity_slot(core::EntityKind::Vehicle, kActive,
                              std::min(core::tier_index(t), kNoTier), hint_of(t))];
   }

@@ -172,7 +172,7 @@ void compare_entity(const core::World& wa, const core::World& wb, core::EntityId
     };
     cmp(f, s, "vehicle_id", wa.vehicles().vehicle_id(xa), wb.vehicles().vehicle_id(xb));
     cmp(f, s, "strategy", strategy(va.strategy[xa]), strategy(vb.strategy[xb]));
-    cmp(f, s, "control_policy", policy(va.policy[xa]), policy(vb.policy[xb]));
+    cmp(f, s, "control_policy", policy(va.control_policy[xa]), policy(vb.control_policy[xb]));
     cmp(f, s, "policy_reason", reason(va.reason[xa]), reason(vb.reason[xb]));
     cmp(f, s, "speed_mps", va.speed_mps[xa], vb.speed_mps[xb]);
     cmp(f, s, "route_index", va.route_index[xa], vb.route_index[xb]);

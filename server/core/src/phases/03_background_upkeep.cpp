@@ -100,8 +100,8 @@ void World::phase_background_upkeep() {
           pick = i;
           continue;
         }
-        const bool ci = pedestrians_.tier[i] == SimTier::Coarse;
-        const bool cp = pedestrians_.tier[pick] == SimTier::Coarse;
+        const bool ci = pedestrians_.sim_tier[i] == SimTier::Coarse;
+        const bool cp = pedestrians_.sim_tier[pick] == SimTier::Coarse;
         if (ci != cp ? ci : pedestrians_.id[pick] < pedestrians_.id[i]) pick = i;
       }
       if (pick == PedestrianStore::kNoSlot) break;

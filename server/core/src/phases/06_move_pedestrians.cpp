@@ -65,7 +65,7 @@ void World::move_pedestrian_rows(std::uint32_t begin, std::uint32_t end,
     std::uint32_t count = 0;
     for (std::uint32_t i = first; i < last; ++i) {
       rows[count] = i;
-      count += due[tier_index(pedestrians_.tier[i])][pedestrians_.phase[i]];
+      count += due[tier_index(pedestrians_.sim_tier[i])][pedestrians_.phase[i]];
     }
     for (std::uint32_t k = 0; k < count; ++k) move_pedestrian_row(rows[k], dt_s, out);
   }
@@ -73,7 +73,7 @@ void World::move_pedestrian_rows(std::uint32_t begin, std::uint32_t end,
 
 // One due row of phase 6: its lane walk, and its digest terms into `out`.
 void World::move_pedestrian_row(std::uint32_t i, double dt_s, MovePart& out) {
-  const SimTier sim_tier = pedestrians_.tier[i];
+  const SimTier sim_tier = pedestrians_.sim_tier[i];
   LaneIndex lane = pedestrians_.lane[i];
   const double s_before = pedestrians_.s_m[i];
   double s = s_before;

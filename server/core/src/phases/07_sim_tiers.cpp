@@ -52,7 +52,7 @@ void World::phase_sim_tiers() {
                                    ? pedestrians_.dense_of[f.index]
                                    : PedestrianStore::kNoSlot;
     if (slot != PedestrianStore::kNoSlot && pedestrians_.id[slot] == f &&
-        pedestrians_.tier[slot] == SimTier::Full && id_phase(f) % every != phase) {
+        pedestrians_.sim_tier[slot] == SimTier::Full && id_phase(f) % every != phase) {
       ++others_forced;
     }
   }
@@ -84,7 +84,7 @@ std::uint32_t World::build_tier_slice(const std::uint8_t (&in_slice)[64],
     for (std::uint32_t i = first; i < last; ++i) {
       rows[count] = i;
       const std::uint32_t member = in_slice[pedestrians_.phase[i]];
-      const std::size_t t = tier_index(pedestrians_.tier[i]);
+      const std::size_t t = tier_index(pedestrians_.sim_tier[i]);
       count += member;
       other[0] += (member ^ 1u) & (t == 0);
       other[1] += (member ^ 1u) & (t == 1);
@@ -108,7 +108,7 @@ std::uint32_t World::build_tier_slice(const std::uint8_t (&in_slice)[64],
         const std::uint32_t i = rows[k];
         slice_.push_back(i);
         slice_ids_.push_back(pedestrians_.id[i]);
-        slice_sim_tier_.push_back(pedestrians_.tier[i]);
+        slice_sim_tier_.push_back(pedestrians_.sim_tier[i]);
         slice_distance_.push_back(pedestrian_effective_distance(i));
       }
     }
@@ -146,7 +146,7 @@ std::uint32_t World::build_tier_slice(const std::uint8_t (&in_slice)[64],
         const std::uint32_t i = part_rows[c];
         slice_[k] = i;
         slice_ids_[k] = pedestrians_.id[i];
-        slice_sim_tier_[k] = pedestrians_.tier[i];
+        slice_sim_tier_[k] = pedestrians_.sim_tier[i];
         slice_distance_[k] = pedestrian_effective_distance(i);
       }
     }
@@ -165,9 +165,9 @@ void World::write_slice_tiers(std::uint32_t m) {
     const std::uint32_t end = std::min(m, (p + 1) * kRowsPerPart);
     for (std::uint32_t k = p * kRowsPerPart; k < end; ++k) {
       const std::uint32_t i = slice_[k];
-      if (pedestrians_.tier[i] == slice_sim_tier_[k]) continue;
+      if (pedestrians_.sim_tier[i] == slice_sim_tier_[k]) continue;
       delta -= pedestrian_row_hash(i);
-      pedestrians_.tier[i] = slice_sim_tier_[k];
+      pedestrians_.sim_tier[i] = slice_sim_tier_[k];
       delta += pedestrian_row_hash(i);
     }
     tier_parts_[p].sum_delta = delta;

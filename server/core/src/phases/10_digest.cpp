@@ -172,7 +172,7 @@ std::uint64_t World::pedestrian_row_hash(std::uint32_t slot) const {
   Digest e;
   e.u64(pedestrians_.id[slot].packed());
   e.u64(std::uint64_t{pedestrians_.lane[slot]} << 32 |
-        std::uint64_t{tier_index(pedestrians_.tier[slot])} << 16 |
+        std::uint64_t{tier_index(pedestrians_.sim_tier[slot])} << 16 |
         std::uint64_t{pedestrians_.priority[slot]} << 8 | pedestrians_.origin[slot]);
   e.u64(pedestrians_.hops[slot]);
   if (pedestrians_.route[slot] != kNoRoute) e.u64(pedestrians_.route[slot]);

@@ -70,9 +70,9 @@ StoreError write_vehicle_columns(Tables& t, std::int64_t id, const core::Vehicle
       .blob("s_m", st.s_m)
       .blob("speed_mps", st.speed_mps);
   vc.blob("strategy", st.strategy)
-      .blob("policy", st.policy)
+      .blob("policy", st.control_policy)
       .blob("reason", st.reason)
-      .blob("tier", st.tier);
+      .blob("tier", st.sim_tier);
   vc.blob("leader_index", leaders.index).blob("leader_generation", leaders.generation);
   vc.blob("steps_advanced", st.steps_advanced).blob("waiting_since", st.waiting_since);
   vc.blob("despawn_requested", st.despawn_requested)
@@ -96,9 +96,9 @@ StoreError read_vehicle_columns(Tables& t, std::int64_t id, core::VehicleStore& 
   rr.blob("s_m", n, st.s_m);
   rr.blob("speed_mps", n, st.speed_mps);
   rr.blob("strategy", n, st.strategy);
-  rr.blob("policy", n, st.policy);
+  rr.blob("policy", n, st.control_policy);
   rr.blob("reason", n, st.reason);
-  rr.blob("tier", n, st.tier);
+  rr.blob("tier", n, st.sim_tier);
   rr.ids("leader_index", "leader_generation", n, st.leader);
   rr.blob("steps_advanced", n, st.steps_advanced);
   rr.blob("waiting_since", n, st.waiting_since);

@@ -218,7 +218,7 @@ StoreError write_pedestrians(Tables& t, std::int64_t id, const core::WorldCheckp
       .blob("s_m", p.s_m)
       .blob("hops", p.hops)
       .blob("resident", p.resident)
-      .blob("tier", p.tier);
+      .blob("tier", p.sim_tier);
   pc.text("tier_stats", encode_counts(tier_stats));
   pc.blob("priority", p.priority).blob("origin", p.origin).blob("route", p.route);
   return t.run(pc, kPedestrianColumns, snapshot_row(id));
@@ -245,7 +245,7 @@ StoreError read_pedestrians(Tables& t, std::int64_t id, std::uint32_t expected,
   rr.blob("s_m", n, p.s_m);
   rr.blob("hops", n, p.hops);
   rr.blob("resident", n, p.resident);
-  rr.blob("tier", n, p.tier);
+  rr.blob("tier", n, p.sim_tier);
   rr.blob("priority", n, p.priority);
   rr.blob("origin", n, p.origin);
   rr.blob("route", n, p.route);

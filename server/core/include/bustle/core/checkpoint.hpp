@@ -41,7 +41,7 @@ struct PedestrianState {
   std::vector<double> s_m;
   std::vector<std::uint32_t> hops;
   std::vector<std::uint32_t> resident;  // resident index or PedestrianStore::kNoResident
-  std::vector<SimTier> tier;
+  std::vector<SimTier> sim_tier;
   std::vector<std::uint8_t> priority;  // PriorityClass
   std::vector<std::uint8_t> origin;    // PedestrianOrigin
   std::vector<std::uint32_t> route;    // route slot or kNoRoute

@@ -188,9 +188,9 @@ struct VehicleStore {
   std::vector<double> s_m;
   std::vector<double> speed_mps;  // speed actually driven on the last evaluated step
   std::vector<std::uint8_t> strategy;
-  std::vector<std::uint8_t> policy;
+  std::vector<std::uint8_t> control_policy;  // ControlPolicy
   std::vector<std::uint8_t> reason;
-  std::vector<SimTier> tier;
+  std::vector<SimTier> sim_tier;
   std::vector<EntityId> leader;  // null when none
   std::vector<std::uint64_t> steps_advanced;
   std::vector<std::uint64_t>
@@ -318,9 +318,9 @@ class VehicleSystem {
     hash_[i] = h;
   }
   void set_policy(std::uint32_t i, std::uint8_t p) {
-    --control_policy_count_[store_.policy[i]];
+    --control_policy_count_[store_.control_policy[i]];
     ++control_policy_count_[p];
-    store_.policy[i] = p;
+    store_.control_policy[i] = p;
   }
   void rebuild_derived();
   // check_invariants() and restore() by section (vehicles.cpp).

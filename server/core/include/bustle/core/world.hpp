@@ -175,7 +175,7 @@ struct PedestrianStore {
   std::vector<LaneIndex> lane;
   std::vector<double> s_m;             // distance along the lane
   std::vector<std::uint32_t> hops;     // lanes entered so far; seeds route choice
-  std::vector<SimTier> tier;           // how often this pedestrian's logic runs
+  std::vector<SimTier> sim_tier;       // how often this pedestrian's logic runs
   std::vector<std::uint8_t> priority;  // PriorityClass (importance)
   std::vector<std::uint8_t> origin;    // PedestrianOrigin
   std::vector<std::uint8_t> phase;     // id_phase(id): derived from the id, never stored
