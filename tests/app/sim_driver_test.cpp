@@ -82,6 +82,19 @@ struct RunningDriver {
     thread.join();
   }
   ~RunningDriver() { finish(); }
+  // Sends Pause and waits until the step count holds still over `still`;
+  // returns the count it stopped at.
+  std::uint64_t pause(std::chrono::milliseconds still) {
+    REQUIRE(commands.try_push(control(net::ControlCommand::Kind::Pause)));
+    std::uint64_t paused_at = 0;
+    REQUIRE(eventually([&] {
+      const std::uint64_t before = telemetry.steps();
+      std::this_thread::sleep_for(still);
+      paused_at = telemetry.steps();
+      return paused_at == before;
+    }));
+    return paused_at;
+  }
 };
 
 }  // namespace
@@ -109,15 +122,7 @@ TEST_CASE(
 TEST_CASE("fast clock: Pause stops the steps and Resume restarts them") {
   RunningDriver d(net::ClockMode::Fast, 7);
   REQUIRE(eventually([&] { return d.telemetry.steps() >= 20; }));
-  REQUIRE(d.commands.try_push(control(net::ControlCommand::Kind::Pause)));
-  // Paused once the count holds still over a quarter second.
-  std::uint64_t paused_at = 0;
-  REQUIRE(eventually([&] {
-    const std::uint64_t before = d.telemetry.steps();
-    std::this_thread::sleep_for(250ms);
-    paused_at = d.telemetry.steps();
-    return paused_at == before;
-  }));
+  const std::uint64_t paused_at = d.pause(250ms);  // holds still over a quarter second
   std::this_thread::sleep_for(200ms);
   CHECK(d.telemetry.steps() == paused_at);
   REQUIRE(d.commands.try_push(control(net::ControlCommand::Kind::Resume)));
@@ -146,14 +151,7 @@ TEST_CASE("realtime clock: steps follow the wall clock and a pause is not caught
   // Paused for a second: resuming resynchronises the clock, so the ten steps
   // that "fell due" while paused are not run in a burst (catch-up would run
   // up to catchup_steps_max per wake).
-  REQUIRE(d.commands.try_push(control(net::ControlCommand::Kind::Pause)));
-  std::uint64_t paused_at = 0;
-  REQUIRE(eventually([&] {
-    const std::uint64_t before = d.telemetry.steps();
-    std::this_thread::sleep_for(300ms);
-    paused_at = d.telemetry.steps();
-    return paused_at == before;
-  }));
+  const std::uint64_t paused_at = d.pause(300ms);
   std::this_thread::sleep_for(1000ms);
   REQUIRE(d.telemetry.steps() == paused_at);
   REQUIRE(d.commands.try_push(control(net::ControlCommand::Kind::Resume)));

@@ -795,9 +795,7 @@ net::StatsSnapshot SimDriver::stats() const {
   s.dropped_steps = dropped_steps_;
   const core::VehicleSystem& vs = world_->vehicles();
   s.vehicles = vs.store().size();
-  std::uint32_t per_tier[core::kSimTierCount] = {};
-  for (std::uint32_t i = 0; i < vs.store().size(); ++i)
-    ++per_tier[core::tier_index(vs.store().sim_tier[i]) % core::kSimTierCount];
+  const auto& per_tier = vs.sim_tier_counts();
   s.vehicles_full = per_tier[core::tier_index(core::SimTier::Full)];
   s.vehicles_simulated = per_tier[core::tier_index(core::SimTier::Simulated)];
   s.vehicles_coarse = per_tier[core::tier_index(core::SimTier::Coarse)];

@@ -264,6 +264,11 @@ class VehicleSystem {
                      const ImportanceField& importance, std::span<const EntityId> forced_full = {});
 
   const VehicleStore& store() const { return store_; }
+  // Vehicles per simulation tier, maintained as tiers change (checked by
+  // check_invariants against the store).
+  const std::array<std::uint32_t, kSimTierCount>& sim_tier_counts() const {
+    return sim_tier_count_;
+  }
   const std::vector<GarageState>& garages() const { return garages_; }
   const std::vector<SignalState>& signals() const { return signals_; }
   const PlanState& plan() const { return plan_; }
