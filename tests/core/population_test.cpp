@@ -160,16 +160,14 @@ TEST_CASE("lifecycle 8 -> 24 with quota 2 reports 2 done and 14 deferred, then c
   CHECK(ids_after == ids_before);  // reactivation, not creation
 }
 
-// Two communities share a zone of capacity 24: "day" fills it before noon,
-// "night" after. At the switch the zone is full of members in excess, so
-// arrivals wait for the recycle quota: a deferral, never a capacity refusal,
-// and pending counts are per community (24 + 24, not a net 0).
-TEST_CASE("a zone waiting on its recycle quota defers arrivals instead of rejecting them") {
-  Scenario s = one_zone();
-  s.zones[0].capacity = 24;
+namespace {
+
+// Two communities over zone z: "day" works there before noon and spends the
+// afternoon as `day_afternoon` says, "night" works there after noon. Returns
+// the world with z full of the day shift and the switch to 12:00 queued.
+std::unique_ptr<World> noon_shift_change(Scenario s, const ScheduleEntry& day_afternoon) {
   CommunitySpec night = s.communities[0];
-  s.communities[0].schedule = {{0.0, 12.0, SchedulePhase::Work, "", "z", "", 1.0},
-                               {12.0, 24.0, SchedulePhase::Home, "", "z", "", 0.0}};
+  s.communities[0].schedule = {{0.0, 12.0, SchedulePhase::Work, "", "z", "", 1.0}, day_afternoon};
   night.id = "night";
   night.schedule = {{0.0, 12.0, SchedulePhase::Home, "", "z", "", 0.0},
                     {12.0, 24.0, SchedulePhase::Work, "", "z", "", 1.0}};
@@ -178,6 +176,19 @@ TEST_CASE("a zone waiting on its recycle quota defers arrivals instead of reject
   for (int k = 0; k < 200; ++k) w->step();
   REQUIRE(w->population().zones()[0].active == 24);
   REQUIRE(w->submit({{1, 1}, SetHour{12.0}}) == SubmitStatus::Queued);
+  return w;
+}
+
+}  // namespace
+
+// Two communities share a zone of capacity 24: "day" fills it before noon,
+// "night" after. At the switch the zone is full of members in excess, so
+// arrivals wait for the recycle quota: a deferral, never a capacity refusal,
+// and pending counts are per community (24 + 24, not a net 0).
+TEST_CASE("a zone waiting on its recycle quota defers arrivals instead of rejecting them") {
+  Scenario s = one_zone();
+  s.zones[0].capacity = 24;
+  auto w = noon_shift_change(s, {12.0, 24.0, SchedulePhase::Home, "", "z", "", 0.0});
   int guard = 0;
   while (w->population().zones()[0].recycled == 0 && guard++ < 10) w->step();
   const ZoneStatus& z = w->population().zones()[0];
@@ -238,17 +249,7 @@ TEST_CASE("arrivals waiting for members handed over to another zone are deferred
   s.zones[0].capacity = 24;
   s.zones.push_back({"y", {"yloop"}, 100});
   s.population.migration_budget = 64;
-  CommunitySpec night = s.communities[0];
-  s.communities[0].schedule = {{0.0, 12.0, SchedulePhase::Work, "", "z", "", 1.0},
-                               {12.0, 24.0, SchedulePhase::Work, "", "y", "", 1.0}};
-  night.id = "night";
-  night.schedule = {{0.0, 12.0, SchedulePhase::Home, "", "z", "", 0.0},
-                    {12.0, 24.0, SchedulePhase::Work, "", "z", "", 1.0}};
-  s.communities.push_back(night);
-  auto w = make(s);
-  for (int k = 0; k < 200; ++k) w->step();
-  REQUIRE(w->population().zones()[0].active == 24);
-  REQUIRE(w->submit({{1, 1}, SetHour{12.0}}) == SubmitStatus::Queued);
+  auto w = noon_shift_change(s, {12.0, 24.0, SchedulePhase::Work, "", "y", "", 1.0});
   bool saw_handoffs = false;
   for (int k = 0; k < 300; ++k) {
     w->step();
