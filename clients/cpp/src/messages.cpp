@@ -174,6 +174,7 @@ const char* command_name(const CommandSpec& command) {
                         [](const QueryPopulationCmd&) { return "query_population"; },
                         [](const QuerySpawnCmd&) { return "query_spawn"; },
                         [](const QueryLeasesCmd&) { return "query_leases"; },
+                        [](const SetAdmissionMaskCmd&) { return "set_admission_mask"; },
                     },
                     command);
 }
@@ -191,8 +192,84 @@ bool is_world_command(const CommandSpec& command) {
          std::holds_alternative<SpawnPedestrianCmd>(command) ||
          std::holds_alternative<CancelSpawnCmd>(command) ||
          std::holds_alternative<SetLifecycleCmd>(command) ||
-         std::holds_alternative<LifecycleBatchCmd>(command);
+         std::holds_alternative<LifecycleBatchCmd>(command) ||
+         std::holds_alternative<SetAdmissionMaskCmd>(command);
 }
+
+namespace {
+
+// The bodies of ForceFull, the admission mask and the spawn, population and
+// representation commands; build_command builds the rest.
+void population_body(flatbuffers::FlatBufferBuilder& fbb, const CommandSpec& command,
+                     wire::CommandBody& body_type, flatbuffers::Offset<void>& body) {
+  std::visit(Overloaded{
+                 [&](const ForceFullCmd& c) {
+                   body_type = wire::CommandBody::ForceFull;
+                   const wire::EntityId id = c.id.to_wire();
+                   body = wire::CreateForceFull(fbb, &id, c.on).Union();
+                 },
+                 [&](const SpawnPedestrianCmd& c) {
+                   body_type = wire::CommandBody::SpawnPedestrian;
+                   body = spawn_pedestrian(fbb, c).Union();
+                 },
+                 [&](const CancelSpawnCmd& c) {
+                   body_type = wire::CommandBody::CancelSpawn;
+                   body = wire::CreateCancelSpawn(fbb, c.handle).Union();
+                 },
+                 [&](const ReportAttachedCmd& c) {
+                   body_type = wire::CommandBody::ReportAttached;
+                   const wire::EntityId id = c.id.to_wire();
+                   body = wire::CreateReportAttached(fbb, &id).Union();
+                 },
+                 [&](const SetLifecycleCmd& c) {
+                   body_type = wire::CommandBody::SetLifecycle;
+                   body = wire::CreateSetLifecycle(fbb, c.growth_quota, c.recycle_quota,
+                                                   c.interval_ms, c.migration_budget)
+                              .Union();
+                 },
+                 [&](const LifecycleBatchCmd& c) {
+                   body_type = wire::CommandBody::LifecycleBatch;
+                   std::vector<flatbuffers::Offset<wire::LifecycleOp>> ops;
+                   const std::size_t n = std::min(c.ops.size(), kMaxLifecycleOps);
+                   ops.reserve(n);
+                   for (std::size_t i = 0; i < n; ++i) {
+                     const LifecycleOpSpec& op = c.ops[i];
+                     const bool spawn = op.kind == wire::LifecycleOpKind::Spawn;
+                     const auto spawn_off = spawn ? spawn_pedestrian(fbb, op.spawn) : 0;
+                     const wire::EntityId id = op.id.to_wire();
+                     ops.push_back(
+                         wire::CreateLifecycleOp(fbb, op.kind, spawn_off, spawn ? nullptr : &id));
+                   }
+                   body = wire::CreateLifecycleBatch(fbb, fbb.CreateVector(ops)).Union();
+                 },
+                 [&](const QueryEntityCmd& c) {
+                   body_type = wire::CommandBody::QueryEntity;
+                   const wire::EntityId id = c.id.to_wire();
+                   body = wire::CreateQueryEntity(fbb, &id).Union();
+                 },
+                 [&](const QueryPopulationCmd&) {
+                   body_type = wire::CommandBody::QueryPopulation;
+                   body = wire::CreateQueryPopulation(fbb).Union();
+                 },
+                 [&](const QuerySpawnCmd& c) {
+                   body_type = wire::CommandBody::QuerySpawn;
+                   body = wire::CreateQuerySpawn(fbb, c.handle).Union();
+                 },
+                 [&](const QueryLeasesCmd&) {
+                   body_type = wire::CommandBody::QueryLeases;
+                   body = wire::CreateQueryLeases(fbb).Union();
+                 },
+                 [&](const SetAdmissionMaskCmd& c) {
+                   body_type = wire::CommandBody::SetAdmissionMask;
+                   const wire::EntityId id = c.id.to_wire();
+                   body = wire::CreateSetAdmissionMask(fbb, &id, c.masked).Union();
+                 },
+                 [](const auto&) {},  // the other commands: build_command
+             },
+             command);
+}
+
+}  // namespace
 
 Frame build_command(std::uint32_t request_id, const CommandSpec& command) {
   flatbuffers::FlatBufferBuilder fbb(64);
@@ -324,62 +401,7 @@ Frame build_command(std::uint32_t request_id, const CommandSpec& command) {
             body_type = wire::CommandBody::QueryZones;
             body = wire::CreateQueryZones(fbb).Union();
           },
-          [&](const ForceFullCmd& c) {
-            body_type = wire::CommandBody::ForceFull;
-            const wire::EntityId id = c.id.to_wire();
-            body = wire::CreateForceFull(fbb, &id, c.on).Union();
-          },
-          [&](const SpawnPedestrianCmd& c) {
-            body_type = wire::CommandBody::SpawnPedestrian;
-            body = spawn_pedestrian(fbb, c).Union();
-          },
-          [&](const CancelSpawnCmd& c) {
-            body_type = wire::CommandBody::CancelSpawn;
-            body = wire::CreateCancelSpawn(fbb, c.handle).Union();
-          },
-          [&](const ReportAttachedCmd& c) {
-            body_type = wire::CommandBody::ReportAttached;
-            const wire::EntityId id = c.id.to_wire();
-            body = wire::CreateReportAttached(fbb, &id).Union();
-          },
-          [&](const SetLifecycleCmd& c) {
-            body_type = wire::CommandBody::SetLifecycle;
-            body = wire::CreateSetLifecycle(fbb, c.growth_quota, c.recycle_quota, c.interval_ms,
-                                            c.migration_budget)
-                       .Union();
-          },
-          [&](const LifecycleBatchCmd& c) {
-            body_type = wire::CommandBody::LifecycleBatch;
-            std::vector<flatbuffers::Offset<wire::LifecycleOp>> ops;
-            const std::size_t n = std::min(c.ops.size(), kMaxLifecycleOps);
-            ops.reserve(n);
-            for (std::size_t i = 0; i < n; ++i) {
-              const LifecycleOpSpec& op = c.ops[i];
-              const bool spawn = op.kind == wire::LifecycleOpKind::Spawn;
-              const auto spawn_off = spawn ? spawn_pedestrian(fbb, op.spawn) : 0;
-              const wire::EntityId id = op.id.to_wire();
-              ops.push_back(
-                  wire::CreateLifecycleOp(fbb, op.kind, spawn_off, spawn ? nullptr : &id));
-            }
-            body = wire::CreateLifecycleBatch(fbb, fbb.CreateVector(ops)).Union();
-          },
-          [&](const QueryEntityCmd& c) {
-            body_type = wire::CommandBody::QueryEntity;
-            const wire::EntityId id = c.id.to_wire();
-            body = wire::CreateQueryEntity(fbb, &id).Union();
-          },
-          [&](const QueryPopulationCmd&) {
-            body_type = wire::CommandBody::QueryPopulation;
-            body = wire::CreateQueryPopulation(fbb).Union();
-          },
-          [&](const QuerySpawnCmd& c) {
-            body_type = wire::CommandBody::QuerySpawn;
-            body = wire::CreateQuerySpawn(fbb, c.handle).Union();
-          },
-          [&](const QueryLeasesCmd&) {
-            body_type = wire::CommandBody::QueryLeases;
-            body = wire::CreateQueryLeases(fbb).Union();
-          },
+          [&](const auto&) { population_body(fbb, command, body_type, body); },
       },
       command);
   assert(body_type != wire::CommandBody::NONE);

@@ -391,6 +391,13 @@ def _force_full(b, index: int, generation: int, on: bool = True):
     return w.ForceFull.End(b)
 
 
+def _set_admission_mask(b, index: int, generation: int, masked: bool = True):
+    w.SetAdmissionMask.Start(b)
+    w.SetAdmissionMask.AddId(b, w.EntityId.CreateEntityId(b, index, generation))
+    w.SetAdmissionMask.AddMasked(b, bool(masked))
+    return w.SetAdmissionMask.End(b)
+
+
 def _set_hour(b, hour: float):
     w.SetHour.Start(b)
     w.SetHour.AddHour(b, float(hour))
@@ -659,6 +666,7 @@ COMMANDS = {
     "QueryPopulation": (_CB.QueryPopulation, _empty(w.QueryPopulation)),
     "QuerySpawn": (_CB.QuerySpawn, _handle_only(w.QuerySpawn)),
     "QueryLeases": (_CB.QueryLeases, _empty(w.QueryLeases)),
+    "SetAdmissionMask": (_CB.SetAdmissionMask, _set_admission_mask),
 }
 
 

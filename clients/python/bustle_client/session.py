@@ -468,6 +468,14 @@ class Session:
         """Hold an entity in the Full tier (operator; refused at the hard safety cap)."""
         return self.command("ForceFull", timeout, index=index, generation=generation, on=on)
 
+    def set_admission_mask(self, index: int, generation: int, masked: bool = True,
+                           timeout: Optional[float] = None) -> CommandResult:
+        """Hold a walking pedestrian's movement (``masked``) or release it
+        (operator). Its tier and lifecycle are left as they are; QueryEntity's
+        ``admission_masked`` and PopulationInfo's count show the mask."""
+        return self.command("SetAdmissionMask", timeout, index=index, generation=generation,
+                            masked=masked)
+
     def set_hour(self, hour: float, timeout: Optional[float] = None) -> CommandResult:
         """Set the time of day [0, 24) (operator; applied at the next step)."""
         return self.command("SetHour", timeout, hour=hour)

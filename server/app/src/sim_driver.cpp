@@ -684,6 +684,7 @@ net::PopulationReport SimDriver::population_report() const {
             p.despawned_by_reason.begin());
   p.tiers = w.pedestrian_tiers();
   p.force_full_refused = w.force_full_refused();
+  p.admission_masked = static_cast<std::uint32_t>(w.admission_masked().size());
   p.observers = w.observers();
   p.followed = w.followed();
   p.ledger = w.ledger_summary();

@@ -124,7 +124,8 @@ const char* command_name(const WorldCommand& c) {
                                [](const CancelSpawn&) { return "cancel_spawn"; },
                                [](const SetLifecycle&) { return "set_lifecycle"; },
                                [](const LifecycleBatch&) { return "lifecycle_batch"; },
-                               [](const SetClientObservers&) { return "set_client_observers"; }},
+                               [](const SetClientObservers&) { return "set_client_observers"; },
+                               [](const SetAdmissionMask&) { return "set_admission_mask"; }},
                     c);
 }
 

@@ -1,6 +1,7 @@
 // The pedestrian rows (PedestrianStore in world.hpp): push, swap-remove and
 // route changes, each keeping the digest's pedestrian sum current; and the
 // derived per-row views (pose, speed).
+#include <algorithm>
 #include <cassert>
 
 #include "bustle/core/world.hpp"
@@ -46,6 +47,13 @@ void World::remove_pedestrian(EntityId id) {
   pedestrian_digest_sum_ -=
       pedestrian_row_hash(slot) + pedestrian_motion_hash(id, pedestrians_.s_m[slot]);
   if (pedestrians_.route[slot] != kNoRoute) routes_.release(pedestrians_.route[slot]);
+  // The admission mask holds walking pedestrians only: leaving the lane (by
+  // any path) ends it.
+  if (pedestrians_.phase[slot] & PedestrianStore::kAdmissionMaskedBit) {
+    auto m = std::lower_bound(admission_masked_.begin(), admission_masked_.end(), id);
+    assert(m != admission_masked_.end() && *m == id);
+    admission_masked_.erase(m);
+  }
   if (pedestrians_.origin[slot] == static_cast<std::uint8_t>(PedestrianOrigin::Background))
     --background_count_;
   if (slot != last) {

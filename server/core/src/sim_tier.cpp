@@ -165,9 +165,7 @@ TierCounts TierResolver::resolve(const TierSpec& spec, std::span<const EntityId>
       continue;
     }
     const double d = distance_m[i];
-    const double full_r = cur == kFull ? spec.full_exit_m : spec.full_enter_m;
-    const double sim_r = cur <= kSim ? spec.simulated_exit_m : spec.simulated_enter_m;
-    const SimTier want = d <= full_r ? kFull : d <= sim_r ? kSim : kCoarse;
+    const SimTier want = distance_tier(spec, cur, d);
     target_[i] = want;
     if (want == kFull) {
       cand_key_.push_back(preference_key(cur == kFull, d));

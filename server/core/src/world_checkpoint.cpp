@@ -278,6 +278,7 @@ void World::capture_into(WorldCheckpoint& c) const {
   c.routes = routes_.state();
   c.pedestrian_tiers = pedestrian_tier_counts_;
   c.forced_full = forced_full_;
+  c.admission_masked = admission_masked_;
   c.force_full_refused = force_full_refused_;
   c.population = population_.capture();
   c.counters.spawned_total = counters_.spawned_total;
@@ -519,7 +520,8 @@ bool World::restore_identities_and_vehicles(World& w, const WorldCheckpoint& cp,
   return !fail.any();
 }
 
-// Observers (both sets), the pedestrian tier counts and the ForceFull list.
+// Observers (both sets), the pedestrian tier counts, the ForceFull list and
+// the admission mask.
 bool World::restore_observers_and_forced(World& w, const WorldCheckpoint& cp,
                                          RestoreFailures& fail) {
   w.observers_ = cp.observers;
@@ -554,6 +556,28 @@ bool World::restore_observers_and_forced(World& w, const WorldCheckpoint& cp,
   }
   w.forced_full_ = cp.forced_full;
   w.force_full_refused_ = cp.force_full_refused;
+  if (cp.admission_masked.size() > kMaxAdmissionMasked) {
+    fail("admission_masked", std::to_string(cp.admission_masked.size()) +
+                                 " masked pedestrians, more than the limit of " +
+                                 std::to_string(kMaxAdmissionMasked));
+    return false;
+  }
+  for (std::size_t k = 0; k < cp.admission_masked.size(); ++k) {
+    const EntityId id = cp.admission_masked[k];
+    const std::string at = "admission_masked[" + std::to_string(k) + "]";
+    if (k > 0 && !(cp.admission_masked[k - 1] < id)) {
+      fail(at, "not sorted or duplicated");
+      return false;
+    }
+    if (!w.registry_.is_alive(id) || id.index >= w.pedestrians_.dense_of.size() ||
+        w.pedestrians_.dense_of[id.index] == PedestrianStore::kNoSlot) {
+      fail(at, id_text(id) + " is not a walking pedestrian");
+      return false;
+    }
+    // The row bit; the digest sum is recounted after this.
+    w.pedestrians_.phase[w.pedestrians_.dense_of[id.index]] |= PedestrianStore::kAdmissionMaskedBit;
+  }
+  w.admission_masked_ = cp.admission_masked;
   return true;
 }
 

@@ -117,13 +117,28 @@ std::string World::check_pedestrians() const {
         pedestrians_.priority[i] >= kPriorityClassCount || pedestrians_.origin[i] > 2) {
       return "pedestrians: invariant 4: " + ped + " has an unknown tier, priority or origin";
     }
-    if (pedestrians_.phase[i] != id_phase(id))
+    if ((pedestrians_.phase[i] & PedestrianStore::kIdPhaseMask) != id_phase(id) ||
+        (pedestrians_.phase[i] &
+         ~(PedestrianStore::kIdPhaseMask | PedestrianStore::kAdmissionMaskedBit)) != 0)
       return "pedestrians: invariant 4: " + ped + " has a phase not derived from its id";
+    if (((pedestrians_.phase[i] & PedestrianStore::kAdmissionMaskedBit) != 0) !=
+        is_admission_masked(id))
+      return "pedestrians: invariant 4: " + ped +
+             "'s admission-mask bit disagrees with the mask list";
     const std::uint32_t route = pedestrians_.route[i];
     if (route != kNoRoute &&
         (route >= routes_.state().count.size() || routes_.state().count[route] == 0)) {
       return "pedestrians: invariant 5: " + ped + " holds route slot " + std::to_string(route) +
              ", which is free";
+    }
+  }
+  for (std::size_t k = 0; k < admission_masked_.size(); ++k) {
+    const EntityId id = admission_masked_[k];
+    if ((k > 0 && !(admission_masked_[k - 1] < id)) || !registry_.is_alive(id) ||
+        id.index >= pedestrians_.dense_of.size() ||
+        pedestrians_.dense_of[id.index] == PedestrianStore::kNoSlot) {
+      return "pedestrians: invariant 4: admission mask entry " + std::to_string(k) +
+             " is unsorted, duplicated or not a walking pedestrian";
     }
   }
   if (pedestrian_digest_sum_recount() != pedestrian_digest_sum_)

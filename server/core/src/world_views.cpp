@@ -33,6 +33,7 @@ EntityReport World::describe(EntityId id) const {
   e.alive = registry_.is_alive(id);
   if (!e.alive) return e;  // Gone
   e.forced_full = std::binary_search(forced_full_.begin(), forced_full_.end(), id);
+  e.admission_masked = is_admission_masked(id);
   if (vehicles_.is_vehicle(id)) {
     const VehicleStore& v = vehicles_.store();
     const std::uint32_t k = v.dense_of[id.index];
@@ -45,6 +46,7 @@ EntityReport World::describe(EntityId id) const {
     e.pose = vehicles_.pose(k);
     e.effective_distance_m =
         effective_distance_at({e.pose.x_m, e.pose.y_m}, v.lane[k], PriorityClass::Background, true);
+    e.requested_tier = distance_tier(scenario_.tiers, e.tier, e.effective_distance_m);
     return e;
   }
   if (const std::int32_t r = population_.resident_of(id); r != ResidentStore::kNone) {
@@ -85,6 +87,7 @@ EntityReport World::describe(EntityId id) const {
     e.pose = pedestrian_pose(slot);
     e.effective_distance_m =
         effective_distance_at({e.pose.x_m, e.pose.y_m}, pedestrians_.lane[slot], e.priority, false);
+    e.requested_tier = distance_tier(scenario_.tiers, e.tier, e.effective_distance_m);
     return e;
   }
   auto o = std::lower_bound(orphans_.begin(), orphans_.end(), id,

@@ -141,6 +141,46 @@ ParsedCommand parse_lifecycle_batch(const wire::LifecycleBatch& b) {
   return accept(core::WorldCommand{std::move(batch)});
 }
 
+// The vehicle commands, ForceFull and the admission mask (the rest of
+// parse_body's world commands); anything else is an unknown command.
+ParsedCommand parse_entity_command(const wire::Command& cmd) {
+  switch (cmd.body_type()) {
+    case wire::CommandBody::GarageRequest: {
+      const wire::GarageRequest* g = cmd.body_as_GarageRequest();
+      return accept(core::WorldCommand{core::GarageRequest{str(g->garage()), str(g->request_id()),
+                                                           str(g->prototype()), str(g->lane()),
+                                                           g->priority()}});
+    }
+    case wire::CommandBody::CancelGarageRequest: {
+      const wire::CancelGarageRequest* c = cmd.body_as_CancelGarageRequest();
+      return accept(
+          core::WorldCommand{core::CancelGarageRequest{str(c->garage()), str(c->request_id())}});
+    }
+    case wire::CommandBody::SetVehicleStrategy: {
+      const auto strategy = static_cast<std::uint8_t>(cmd.body_as_SetVehicleStrategy()->strategy());
+      return with_id(cmd.body_as_SetVehicleStrategy()->id(), [&](core::EntityId id) {
+        return core::WorldCommand{core::SetVehicleStrategy{id, strategy}};
+      });
+    }
+    case wire::CommandBody::ForceFull: {
+      const bool on = cmd.body_as_ForceFull()->on();
+      return with_id(cmd.body_as_ForceFull()->id(), [&](core::EntityId id) {
+        return core::WorldCommand{core::ForceFull{id, on}};
+      });
+    }
+    case wire::CommandBody::SetAdmissionMask: {
+      const bool masked = cmd.body_as_SetAdmissionMask()->masked();
+      return with_id(cmd.body_as_SetAdmissionMask()->id(), [&](core::EntityId id) {
+        return core::WorldCommand{core::SetAdmissionMask{id, masked}};
+      });
+    }
+    default:
+      break;
+  }
+  return reject(core::RejectReason::UnknownCommand,
+                "unknown command type " + std::to_string(static_cast<int>(cmd.body_type())));
+}
+
 // Structure only; the role is checked by parse_command.
 ParsedCommand parse_body(const wire::Command& cmd) {
   switch (cmd.body_type()) {
@@ -178,23 +218,6 @@ ParsedCommand parse_body(const wire::Command& cmd) {
       c.job_id = cmd.body_as_QueryJob()->job_id();
       return accept(std::move(c));
     }
-    case wire::CommandBody::GarageRequest: {
-      const wire::GarageRequest* g = cmd.body_as_GarageRequest();
-      return accept(core::WorldCommand{core::GarageRequest{str(g->garage()), str(g->request_id()),
-                                                           str(g->prototype()), str(g->lane()),
-                                                           g->priority()}});
-    }
-    case wire::CommandBody::CancelGarageRequest: {
-      const wire::CancelGarageRequest* c = cmd.body_as_CancelGarageRequest();
-      return accept(
-          core::WorldCommand{core::CancelGarageRequest{str(c->garage()), str(c->request_id())}});
-    }
-    case wire::CommandBody::SetVehicleStrategy: {
-      const auto strategy = static_cast<std::uint8_t>(cmd.body_as_SetVehicleStrategy()->strategy());
-      return with_id(cmd.body_as_SetVehicleStrategy()->id(), [&](core::EntityId id) {
-        return core::WorldCommand{core::SetVehicleStrategy{id, strategy}};
-      });
-    }
     case wire::CommandBody::SetObservers:
       return parse_set_observers(*cmd.body_as_SetObservers());
     case wire::CommandBody::QueryGarages:
@@ -210,12 +233,6 @@ ParsedCommand parse_body(const wire::Command& cmd) {
       return accept(core::WorldCommand{core::SetTimeScale{cmd.body_as_SetTimeScale()->scale()}});
     case wire::CommandBody::QueryZones:
       return accept(control(Kind::QueryZones));
-    case wire::CommandBody::ForceFull: {
-      const bool on = cmd.body_as_ForceFull()->on();
-      return with_id(cmd.body_as_ForceFull()->id(), [&](core::EntityId id) {
-        return core::WorldCommand{core::ForceFull{id, on}};
-      });
-    }
     case wire::CommandBody::SpawnPedestrian: {
       core::SpawnPedestrian spawn;
       if (auto why = to_spawn(*cmd.body_as_SpawnPedestrian(), "", spawn))
@@ -248,8 +265,7 @@ ParsedCommand parse_body(const wire::Command& cmd) {
     default:
       break;
   }
-  return reject(core::RejectReason::UnknownCommand,
-                "unknown command type " + std::to_string(static_cast<int>(cmd.body_type())));
+  return parse_entity_command(cmd);
 }
 
 }  // namespace

@@ -129,6 +129,8 @@ wire::EntityInfoT entity_info(const EntityInfoReport& e) {
   o.spawn_state = static_cast<wire::SpawnState>(r.spawn_state);
   o.retiring_reason = static_cast<wire::DespawnReason>(r.retiring_reason);
   o.release_step = r.release_step;
+  o.admission_masked = r.admission_masked;
+  o.requested_tier = static_cast<wire::SimTier>(r.requested_tier);
   return o;
 }
 
@@ -175,6 +177,7 @@ wire::PopulationInfoT population_info(const PopulationReport& p) {
   o.faded_total = p.faded_total;
   o.fade_skipped_total = p.fade_skipped_total;
   o.force_full_refused = p.force_full_refused;
+  o.admission_masked = p.admission_masked;
   for (const core::Vec2& v : p.observers) {
     o.observers_x_m.push_back(v.x_m);
     o.observers_y_m.push_back(v.y_m);

@@ -221,6 +221,9 @@ std::string command_args_json(const core::WorldCommand& command) {
                                  [](const core::ForceFull& c) {
                                    return json{{"id", id_json(c.id)}, {"on", c.on}};
                                  },
+                                 [](const core::SetAdmissionMask& c) {
+                                   return json{{"id", id_json(c.id)}, {"masked", c.masked}};
+                                 },
                                  [](const core::SpawnPedestrian& c) { return spawn_json(c); },
                                  [](const core::CancelSpawn& c) {
                                    return json{{"handle", c.handle}};
@@ -240,6 +243,26 @@ std::string command_args_json(const core::WorldCommand& command) {
                       command);
   return j.dump();
 }
+
+namespace {
+
+// The commands that name one entity and one flag: force_full {id, on} and
+// set_admission_mask {id, masked}.
+std::optional<core::WorldCommand> decode_entity_flag(const std::string& kind, const json& j,
+                                                     std::string& error) {
+  const std::string flag = kind == "force_full" ? "on" : "masked";
+  core::EntityId id;
+  if (!get_id(j, "id", id, error)) return std::nullopt;
+  auto it = j.find(flag);
+  if (it == j.end() || !it->is_boolean()) {
+    error = flag + ": expected a boolean";
+    return std::nullopt;
+  }
+  if (kind == "force_full") return core::ForceFull{id, it->get<bool>()};
+  return core::SetAdmissionMask{id, it->get<bool>()};
+}
+
+}  // namespace
 
 std::optional<core::WorldCommand> decode_command(const std::string& kind,
                                                  const std::string& args_json, std::string& error) {
@@ -317,17 +340,8 @@ std::optional<core::WorldCommand> decode_command(const std::string& kind,
     if (!get_u32(j, "scale", c.scale, error)) return std::nullopt;
     return c;
   }
-  if (kind == "force_full") {
-    core::ForceFull c;
-    if (!get_id(j, "id", c.id, error)) return std::nullopt;
-    auto it = j.find("on");
-    if (it == j.end() || !it->is_boolean()) {
-      error = "on: expected a boolean";
-      return std::nullopt;
-    }
-    c.on = it->get<bool>();
-    return c;
-  }
+  if (kind == "force_full" || kind == "set_admission_mask")
+    return decode_entity_flag(kind, j, error);
   if (kind == "spawn_pedestrian") {
     core::SpawnPedestrian c;
     if (!get_spawn(j, c, error)) return std::nullopt;

@@ -5,33 +5,15 @@
 #include <cmath>
 
 #include "bustle/core/world.hpp"
-#include "bustle/scenario/scenario_loader.hpp"
+#include "command_test_support.hpp"
 
 using namespace bustle::core;
 
 namespace {
 
-Scenario load(const char* name) {
-  auto r =
-      bustle::scenario::load_scenario_file(std::string(BUSTLE_SOURCE_DIR) + "/configs/" + name);
-  INFO((r.errors.empty() ? std::string() : r.errors[0].to_string()));
-  REQUIRE(r.ok());
-  return *r.scenario;
-}
-
-std::unique_ptr<World> make(const Scenario& s) {
-  auto c = World::create(s, 1);
-  REQUIRE(c.world);
-  return std::move(c.world);
-}
-
-CommandResult apply_one(World& w, WorldCommand c) {
-  static std::uint32_t request = 0;
-  REQUIRE(w.submit({CommandOrigin{7, ++request}, std::move(c)}) == SubmitStatus::Queued);
-  w.step();
-  REQUIRE(w.last_command_results().size() == 1);
-  return w.last_command_results()[0];
-}
+using test::apply_one;
+using test::load;
+using test::make;
 
 // The first walking resident (lowest EntityId).
 EntityId first_walker(const World& w) {

@@ -182,7 +182,7 @@ struct Declared {
 void Declared::global() {
   app.footer(
       "World commands (target, garage-request, cancel-request, strategy, observers, hour,\n"
-      "time-scale, lifecycle, spawn, cancel-spawn) are answered when the next step applies\n"
+      "time-scale, mask, lifecycle, spawn, cancel-spawn) are answered when the next step applies\n"
       "them: at once under a realtime or fast clock. Under the manual clock (or while\n"
       "paused) pass --step to send a Step right after the command; without it the command\n"
       "is only queued (\"queued\" is printed, exit 0).\n"
@@ -388,6 +388,12 @@ void Declared::population() {
                   "priority/origin, community/zone/work point, lane/position, effective "
                   "distance, spawn, retiring (exit 3 if it is not alive)"),
           "INDEX:GEN", entity_id(o), "an entity id");
+  CLI::App* mask = command("mask",
+                           "hold a walking pedestrian's movement: the admission mask (operator); "
+                           "its tier and lifecycle are left as they are");
+  operand(mask, "INDEX:GEN", entity_id(o), "an entity id");
+  mask->add_flag("--off", o.unmask, "release the pedestrian instead (it moves again)");
+  step_flag(mask);
 }
 
 void Declared::spawn() {

@@ -887,8 +887,12 @@ int run_entity(const CliOptions& o, std::FILE* out, std::FILE* err) {
                wire::EnumNameEntityKind(e.kind), e.alive ? "alive" : "not alive",
                e.saveable ? ", saveable" : "");
   std::fprintf(out, "  %-20s %s\n", "lifecycle", wire::EnumNameLifecycleState(e.lifecycle));
-  std::fprintf(out, "  %-20s %s%s\n", "tier", wire::EnumNameSimTier(e.tier),
+  std::fprintf(out, "  %-20s %s%s", "tier", wire::EnumNameSimTier(e.tier),
                e.forced_full ? " (forced full)" : "");
+  if (e.lifecycle == wire::LifecycleState::Active && e.requested_tier != e.tier)
+    std::fprintf(out, " (distance asks %s)", wire::EnumNameSimTier(e.requested_tier));
+  std::fputc('\n', out);
+  if (e.admission_masked) std::fprintf(out, "  %-20s %s\n", "admission mask", "movement held");
   std::fprintf(out, "  %-20s %s\n", "representation",
                wire::EnumNameRepresentationHint(e.representation));
   std::fprintf(out, "  %-20s priority %s, origin %s\n", "priority/origin",
@@ -990,6 +994,7 @@ int run_population(const CliOptions& o, std::FILE* out, std::FILE* err) {
                p.tiers.empty() ? " none" : "", p.tier_promoted, p.tier_demoted, p.tier_deferred);
   std::fprintf(out, "  %-20s %" PRIu32 " (overflow %" PRIu32 ", refused total %" PRIu64 ")\n",
                "forced full", p.forced_full, p.forced_overflow, p.force_full_refused);
+  std::fprintf(out, "  %-20s %" PRIu32 "\n", "admission masked", p.admission_masked);
   std::fprintf(out, "  %-20s", "observers");
   for (std::size_t i = 0; i < p.observers_x_m.size() && i < p.observers_y_m.size(); ++i)
     std::fprintf(out, "%s (%.1f, %.1f)", i == 0 ? "" : ",", p.observers_x_m[i], p.observers_y_m[i]);
@@ -1081,13 +1086,17 @@ client::CommandSpec world_spec(const CliOptions& o) {
     return cmd;
   }
   if (o.command == "hour") return client::SetHourCmd{o.hour};
+  if (o.command == "mask") {
+    return client::SetAdmissionMaskCmd{client::EntityId{o.entity_index, o.entity_generation},
+                                       !o.unmask};
+  }
   return client::SetTimeScaleCmd{o.time_scale};
 }
 
 bool is_world(const std::string& command) {
   return command == "target" || command == "garage-request" || command == "cancel-request" ||
          command == "strategy" || command == "observers" || command == "hour" ||
-         command == "time-scale";
+         command == "time-scale" || command == "mask";
 }
 
 int run_operator(const CliOptions& o, std::FILE* out, std::FILE* err) {

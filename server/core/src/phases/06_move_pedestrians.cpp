@@ -20,12 +20,18 @@ constexpr std::uint32_t kMaxHopsPerStep = 64;
 void World::phase_move_pedestrians() {
   const double dt_s = static_cast<double>(scenario_.step_us) * 1e-6;
   const std::uint32_t n = pedestrians_.size();
-  // Due this step, by tier and id phase (a table per step, so the loop over
-  // every pedestrian does one load instead of the stride arithmetic).
-  std::uint8_t due[kSimTierCount][64];
+  // Due this step, by tier and phase byte (a table per step, so the loop over
+  // every pedestrian does one load instead of the stride arithmetic). A phase
+  // byte with the admission-mask bit set is never due: masked rows stay put
+  // at no cost to the others.
+  std::uint8_t due[kSimTierCount][PedestrianStore::kPhaseBytes];
   for (std::size_t t = 0; t < kSimTierCount; ++t) {
-    for (std::uint8_t ph = 0; ph < 64; ++ph)
-      due[t][ph] = tier_due_phase(step_index_, ph, static_cast<SimTier>(t));
+    for (std::uint32_t ph = 0; ph < PedestrianStore::kPhaseBytes; ++ph) {
+      due[t][ph] =
+          (ph & PedestrianStore::kAdmissionMaskedBit)
+              ? 0
+              : tier_due_phase(step_index_, static_cast<std::uint8_t>(ph), static_cast<SimTier>(t));
+    }
   }
   // Parts of kRowsPerPart rows, run by the executor in any order and on any
   // threads (phase_executor.hpp); their queued effects are applied below in
@@ -50,9 +56,10 @@ void World::phase_move_pedestrians() {
 // Rows [begin, end) of phase 6. Writes only those rows and `out`; reads the
 // lane graph and the routes (a route's cursor belongs to its one pedestrian;
 // releasing a route may compact the table, so it is queued).
-void World::move_pedestrian_rows(std::uint32_t begin, std::uint32_t end,
-                                 const std::uint8_t (&due)[kSimTierCount][64], double dt_s,
-                                 MovePart& out) {
+void World::move_pedestrian_rows(
+    std::uint32_t begin, std::uint32_t end,
+    const std::uint8_t (&due)[kSimTierCount][PedestrianStore::kPhaseBytes], double dt_s,
+    MovePart& out) {
   // Rows not due this step are skipped (the next due step moves by the whole
   // stride's time, so progress over time is the same in every tier). Which
   // rows are due follows the ids' phases, which branch prediction cannot

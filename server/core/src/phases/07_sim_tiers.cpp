@@ -83,7 +83,9 @@ std::uint32_t World::build_tier_slice(const std::uint8_t (&in_slice)[64],
     std::uint32_t count = 0;
     for (std::uint32_t i = first; i < last; ++i) {
       rows[count] = i;
-      const std::uint32_t member = in_slice[pedestrians_.phase[i]];
+      // The id phase without the admission-mask bit: a masked pedestrian's
+      // tier is resolved as before.
+      const std::uint32_t member = in_slice[pedestrians_.phase[i] & PedestrianStore::kIdPhaseMask];
       const std::size_t t = tier_index(pedestrians_.sim_tier[i]);
       count += member;
       other[0] += (member ^ 1u) & (t == 0);

@@ -52,7 +52,8 @@ void digest_command(Digest& d, const WorldCommand& command) {
             for (const ObserverPoint& p : c.points) {
               d.f64(p.x_m).f64(p.y_m).f64(p.z_m).boolean(p.has_heading).f64(p.heading_rad);
             }
-          }},
+          },
+          [&](const SetAdmissionMask& c) { d.u64(c.id.packed()).boolean(c.masked); }},
       command);
 }
 
@@ -167,8 +168,8 @@ void World::digest_lifecycle_into(Digest& d) const {
 
 std::uint64_t World::pedestrian_row_hash(std::uint32_t slot) const {
   // Every column but s_m (pedestrian_motion_hash) and the two derived from others:
-  // phase (from the id) and resident (the population maps the id to it, and
-  // its rows are digested there).
+  // phase (from the id; only its admission-mask bit is state) and resident (the
+  // population maps the id to it, and its rows are digested there).
   Digest e;
   e.u64(pedestrians_.id[slot].packed());
   e.u64(std::uint64_t{pedestrians_.lane[slot]} << 32 |
@@ -176,6 +177,9 @@ std::uint64_t World::pedestrian_row_hash(std::uint32_t slot) const {
         std::uint64_t{pedestrians_.priority[slot]} << 8 | pedestrians_.origin[slot]);
   e.u64(pedestrians_.hops[slot]);
   if (pedestrians_.route[slot] != kNoRoute) e.u64(pedestrians_.route[slot]);
+  // Only masked rows add a term, so an unmasked row hashes as it always did.
+  if (pedestrians_.phase[slot] & PedestrianStore::kAdmissionMaskedBit)
+    e.u64(0xAD31'5510'4A5C'0001ull);
   return e.value();
 }
 

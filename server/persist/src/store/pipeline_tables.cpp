@@ -11,6 +11,8 @@ const TableColumns kClientObservers{
     "client_observers",
     {"snapshot_id", "observer_index", "x_m", "y_m", "z_m", "has_heading", "heading_rad"}};
 const TableColumns kObserverFollow{"observer_follow", {"snapshot_id", "id_index", "id_generation"}};
+const TableColumns kAdmissionMask{"admission_mask",
+                                  {"snapshot_id", "position", "id_index", "id_generation"}};
 const TableColumns kSpawnPipeline{"spawn_pipeline",
                                   {"snapshot_id", "next_handle", "requested", "per_state_total",
                                    "deferred_by_cap", "deferred_by_capacity", "deferred_by_zone"}};
@@ -267,8 +269,9 @@ StoreError read_u32_rows(Tables& t, const TableColumns& cols, const char* column
 }  // namespace
 
 std::vector<const TableColumns*> pipeline_tables() {
-  return {&kObserverViews, &kClientObservers, &kObserverFollow, &kSpawnPipeline, &kSpawnHandles,
-          &kOrphans,       &kRetiringFifo,    &kRouteSlots,     &kRouteLanes,    &kRouteFreeSlots};
+  return {&kObserverViews, &kClientObservers, &kObserverFollow, &kAdmissionMask,
+          &kSpawnPipeline, &kSpawnHandles,    &kOrphans,        &kRetiringFifo,
+          &kRouteSlots,    &kRouteLanes,      &kRouteFreeSlots};
 }
 
 StoreError write_observer_rows(Tables& t, const TableColumns& cols, std::int64_t id,
@@ -315,12 +318,37 @@ StoreError write_pipeline(Tables& t, std::int64_t id, const core::WorldCheckpoin
         .i64("id_generation", cp.follow.generation);
     if (StoreError e = t.run(f, kObserverFollow, snapshot_row(id)); !e.ok()) return e;
   }
+  if (!cp.admission_masked.empty()) {
+    Insert m;
+    if (StoreError e = t.prepare(kAdmissionMask, m); !e.ok()) return e;
+    for (std::size_t k = 0; k < cp.admission_masked.size(); ++k) {
+      m.i64("snapshot_id", id)
+          .i64("position", static_cast<std::int64_t>(k))
+          .i64("id_index", cp.admission_masked[k].index)
+          .i64("id_generation", cp.admission_masked[k].generation);
+      if (StoreError e =
+              t.run(m, kAdmissionMask, snapshot_row(id) + " position=" + std::to_string(k));
+          !e.ok())
+        return e;
+    }
+  }
   if (StoreError e = write_spawn_pipeline(t, id, cp.spawn); !e.ok()) return e;
   return write_orphans(t, id, cp);
 }
 
 StoreError read_pipeline(Tables& t, std::int64_t id, core::WorldCheckpoint& cp) {
   if (StoreError e = read_observer_views(t, id, cp); !e.ok()) return e;
+  // Schema 6: the admission mask (no table before: nobody masked).
+  if (t.file_version() >= 6) {
+    if (StoreError e =
+            t.read_rows(kAdmissionMask, "position", "", id, snapshot_row(id),
+                        [&](RowReader& rr, const std::string&) {
+                          const std::uint32_t index = rr.u32("id_index");
+                          cp.admission_masked.push_back({index, rr.u32("id_generation")});
+                        });
+        !e.ok())
+      return e;
+  }
   if (StoreError e = read_spawn_pipeline(t, id, cp.spawn); !e.ok()) return e;
   return read_orphans(t, id, cp);
 }

@@ -191,6 +191,12 @@ struct ForceFullCmd {
   EntityId id;
   bool on = true;
 };
+// The admission mask (operator): a walking pedestrian's movement held
+// (masked) or released; its tier and lifecycle are left as they are.
+struct SetAdmissionMaskCmd {
+  EntityId id;
+  bool masked = true;
+};
 
 // Spawn pipeline (DESIGN §3). SpawnPedestrian, CancelSpawn, SetLifecycle and
 // LifecycleBatch are operator world commands. ReportAttached is not: it is
@@ -260,13 +266,15 @@ struct QuerySpawnCmd {
 // once: CommandReply::leases).
 struct QueryLeasesCmd {};
 
-using CommandSpec = std::variant<
-    PauseCmd, ResumeCmd, StepCmd, QueryStatsCmd, SetPedestrianTargetCmd, DespawnEntityCmd,
-    CheckpointCmd, RestoreCmd, SaveCmd, LoadCmd, ListSnapshotsCmd, DeleteSnapshotCmd, QueryJobCmd,
-    GarageRequestCmd, CancelGarageRequestCmd, SetVehicleStrategyCmd, SetObserversCmd,
-    QueryGaragesCmd, QuerySignalsCmd, QueryVehicleCmd, SetHourCmd, SetTimeScaleCmd, QueryZonesCmd,
-    ForceFullCmd, SpawnPedestrianCmd, CancelSpawnCmd, ReportAttachedCmd, SetLifecycleCmd,
-    LifecycleBatchCmd, QueryEntityCmd, QueryPopulationCmd, QuerySpawnCmd, QueryLeasesCmd>;
+using CommandSpec =
+    std::variant<PauseCmd, ResumeCmd, StepCmd, QueryStatsCmd, SetPedestrianTargetCmd,
+                 DespawnEntityCmd, CheckpointCmd, RestoreCmd, SaveCmd, LoadCmd, ListSnapshotsCmd,
+                 DeleteSnapshotCmd, QueryJobCmd, GarageRequestCmd, CancelGarageRequestCmd,
+                 SetVehicleStrategyCmd, SetObserversCmd, QueryGaragesCmd, QuerySignalsCmd,
+                 QueryVehicleCmd, SetHourCmd, SetTimeScaleCmd, QueryZonesCmd, ForceFullCmd,
+                 SpawnPedestrianCmd, CancelSpawnCmd, ReportAttachedCmd, SetLifecycleCmd,
+                 LifecycleBatchCmd, QueryEntityCmd, QueryPopulationCmd, QuerySpawnCmd,
+                 QueryLeasesCmd, SetAdmissionMaskCmd>;
 
 // Short lowercase name of the command ("pause", "step", "checkpoint",
 // "list_snapshots", "garage_request", "query_leases", ...), for logs.
@@ -277,7 +285,7 @@ const char* command_name(const CommandSpec& command);
 // after a Step): SetPedestrianTarget, DespawnEntity, GarageRequest,
 // CancelGarageRequest, SetVehicleStrategy, SetObservers, SetHour,
 // SetTimeScale, ForceFull, SpawnPedestrian, CancelSpawn, ReportAttached,
-// SetLifecycle, LifecycleBatch. Everything else is answered without waiting
+// SetLifecycle, LifecycleBatch, SetAdmissionMask. Everything else is answered without waiting
 // for a step.
 bool is_world_command(const CommandSpec& command);
 

@@ -84,6 +84,9 @@ struct WorldCheckpoint {
   PopulationCheckpoint population;
   TierCounts pedestrian_tiers;        // last resolution's counts
   std::vector<EntityId> forced_full;  // ForceFull entities, sorted by EntityId
+  // SetAdmissionMask: walking pedestrians held by the admission mask, sorted
+  // by EntityId (at most kMaxAdmissionMasked).
+  std::vector<EntityId> admission_masked;
   std::uint64_t force_full_refused = 0;
   std::vector<Vec2> observers;
   std::vector<ObserverView> observer_views;  // parallel to observers

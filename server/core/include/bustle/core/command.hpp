@@ -97,6 +97,19 @@ struct ForceFull {
   bool on = true;
 };
 
+// The admission mask (seed 001): holds one walking pedestrian's movement
+// (masked) or lets it move again (not masked). A masked pedestrian keeps its
+// lane position, route cursor and hop count; its sim tier is still resolved
+// as before and its lifecycle follows the same rules as everyone's, so the
+// mask only decides whether the movement phase advances it. Refused for
+// vehicles, dormant residents and fading entities; at most kMaxAdmissionMasked
+// pedestrians are masked at once.
+struct SetAdmissionMask {
+  EntityId id;
+  bool masked = true;
+};
+inline constexpr std::uint32_t kMaxAdmissionMasked = 4096;
+
 // Asks for one pedestrian with a spawn handle (spawn_pipeline.hpp). Zone and
 // lane are optional (empty: any sidewalk / any lane of the zone); the lane must
 // be a pedestrian lane and, with a zone, one of the zone's lanes.
@@ -144,7 +157,8 @@ struct LifecycleBatch {
 using WorldCommand =
     std::variant<SetPedestrianTarget, DespawnEntity, GarageRequest, CancelGarageRequest,
                  SetVehicleStrategy, SetObservers, SetHour, SetTimeScale, ForceFull,
-                 SpawnPedestrian, CancelSpawn, SetLifecycle, LifecycleBatch, SetClientObservers>;
+                 SpawnPedestrian, CancelSpawn, SetLifecycle, LifecycleBatch, SetClientObservers,
+                 SetAdmissionMask>;
 
 const char* command_name(const WorldCommand& c);
 

@@ -61,6 +61,17 @@ constexpr bool tier_due(std::uint64_t step, EntityId id, SimTier t) {
   return tier_due_phase(step, id_phase(id), t);
 }
 
+// The tier distance alone asks for (stage 1 of TierResolver::resolve, before
+// the caps and the transition budget): the enter radii to move up, the exit
+// radii to stay, so a tier does not flicker at a boundary.
+inline SimTier distance_tier(const TierSpec& spec, SimTier current, double distance_m) {
+  const double full_r = current == SimTier::Full ? spec.full_exit_m : spec.full_enter_m;
+  const double sim_r = current != SimTier::Coarse ? spec.simulated_exit_m : spec.simulated_enter_m;
+  return distance_m <= full_r  ? SimTier::Full
+         : distance_m <= sim_r ? SimTier::Simulated
+                               : SimTier::Coarse;
+}
+
 struct TierCounts {
   std::uint32_t per_tier[kSimTierCount] = {};
   std::uint32_t promoted = 0;

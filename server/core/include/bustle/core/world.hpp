@@ -122,14 +122,19 @@ struct EntityReport {
   EntityKind kind = EntityKind::Pedestrian;
   LifecycleState lifecycle = LifecycleState::Gone;
   SimTier tier = SimTier::Coarse;  // meaningful when active or retiring
+  // The tier the effective distance alone asks for now (distance_tier): it
+  // differs from `tier` while the caps, the transition budget, ForceFull or
+  // the resolve cadence hold the entity elsewhere. Active entities only.
+  SimTier requested_tier = SimTier::Coarse;
   RepresentationHint representation = RepresentationHint::None;
   PriorityClass priority = PriorityClass::Background;
   PedestrianOrigin origin = PedestrianOrigin::Background;
   bool saveable = false;
   bool forced_full = false;
-  std::int32_t resident = -1;   // resident index, or -1
-  std::int32_t community = -1;  // community index, or -1
-  std::int32_t zone = -1;       // zone index, or -1
+  bool admission_masked = false;  // held in place by SetAdmissionMask
+  std::int32_t resident = -1;     // resident index, or -1
+  std::int32_t community = -1;    // community index, or -1
+  std::int32_t zone = -1;         // zone index, or -1
   std::int32_t work_point = -1;
   std::int32_t work_slot = -1;
   std::int32_t lane = -1;  // lane index, or -1 when not on a lane
@@ -164,7 +169,8 @@ struct LedgerSummary {
 //      The resident index is not a column: resident_of(id) gives it, so the
 //      hot row stays at 32 bytes.
 //   4. lane is a pedestrian lane and 0 <= s_m <= its length; tier, priority
-//      and origin are known values; phase == id_phase(id).
+//      and origin are known values; phase == id_phase(id), with
+//      kAdmissionMaskedBit set exactly when the id is in admission_masked_.
 //   5. route is kNoRoute or a live route-table slot that no one else holds.
 //   6. The digest's pedestrian sum (World::pedestrian_digest_sum_) equals a recount of
 //      pedestrian_row_hash + pedestrian_motion_hash over all rows.
@@ -178,8 +184,14 @@ struct PedestrianStore {
   std::vector<SimTier> sim_tier;       // how often this pedestrian's logic runs
   std::vector<std::uint8_t> priority;  // PriorityClass (importance)
   std::vector<std::uint8_t> origin;    // PedestrianOrigin
-  std::vector<std::uint8_t> phase;     // id_phase(id): derived from the id, never stored
-  std::vector<std::uint32_t> route;    // slot in the shared route table, or kNoRoute
+  // id_phase(id) (derived from the id, never stored), plus kAdmissionMaskedBit
+  // while the admission mask holds the pedestrian (World::admission_masked_
+  // is the list; this bit lets the movement loop skip it without a search).
+  std::vector<std::uint8_t> phase;
+  static constexpr std::uint8_t kAdmissionMaskedBit = 0x40;
+  static constexpr std::uint8_t kIdPhaseMask = 0x3F;
+  static constexpr std::uint32_t kPhaseBytes = 128;  // values a phase byte can hold
+  std::vector<std::uint32_t> route;                  // slot in the shared route table, or kNoRoute
   std::vector<std::uint32_t> dense_of;
   static constexpr std::uint32_t kNoResident = UINT32_MAX;
 
@@ -266,6 +278,9 @@ class World {
   const TierCounts& pedestrian_tiers() const { return pedestrian_tier_counts_; }
   const std::vector<EntityId>& forced_full() const { return forced_full_; }
   std::uint64_t force_full_refused() const { return force_full_refused_; }
+  // Pedestrians the admission mask holds (SetAdmissionMask), sorted by id.
+  const std::vector<EntityId>& admission_masked() const { return admission_masked_; }
+  bool is_admission_masked(EntityId id) const;
   std::uint32_t background_pedestrians() const { return background_count_; }
   const std::vector<Vec2>& observers() const { return observers_; }
   // The entity the operator observer follows (SetObservers.follow), or null.
@@ -359,6 +374,9 @@ class World {
   void apply_command(const SetLifecycle& c, CommandResult& r);
   void apply_command(const LifecycleBatch& c, CommandResult& r);
   void apply_command(const SetClientObservers& c, CommandResult& r);
+  void apply_command(const SetAdmissionMask& c, CommandResult& r);
+  // Sets or clears a row's kAdmissionMaskedBit, keeping the digest sum current.
+  void set_admission_mask_bit(std::uint32_t slot, bool masked);
   void request_despawn(EntityId id, DespawnReason reason);
   bool spawn_pedestrian(std::uint32_t fragment);
   void place_resident(std::uint32_t resident);
@@ -480,6 +498,7 @@ class World {
   TierCounts pedestrian_tier_counts_;
   std::vector<EntityId> forced_full_;  // sorted by EntityId; bounded by 2 x hard_full_cap
   std::uint64_t force_full_refused_ = 0;
+  std::vector<EntityId> admission_masked_;  // sorted; each a walking pedestrian
   std::vector<std::uint8_t> force_scratch_;
   void fill_force(std::span<const EntityId> ids);
   std::vector<std::uint32_t> to_activate_, to_deactivate_;
@@ -525,8 +544,8 @@ class World {
     std::vector<std::uint32_t> released_routes;  // route slots used up, in row order
   };
   void move_pedestrian_rows(std::uint32_t begin, std::uint32_t end,
-                            const std::uint8_t (&due)[kSimTierCount][64], double dt_s,
-                            MovePart& out);
+                            const std::uint8_t (&due)[kSimTierCount][PedestrianStore::kPhaseBytes],
+                            double dt_s, MovePart& out);
   void move_pedestrian_row(std::uint32_t row, double dt_s, MovePart& out);
   std::vector<MovePart> move_parts_;
   // Phase 7's parts: slice members and the other tiers per part, where the

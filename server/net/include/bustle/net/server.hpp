@@ -191,8 +191,9 @@ struct PopulationReport {
   std::array<std::uint64_t, core::kDespawnReasonCount> despawned_by_reason{};
   core::TierCounts tiers;  // pedestrians, last resolution
   std::uint64_t force_full_refused = 0;
-  std::vector<core::Vec2> observers;  // operator/scenario observers
-  core::EntityId followed{};          // SetObservers.follow (null: none)
+  std::uint32_t admission_masked = 0;  // SetAdmissionMask
+  std::vector<core::Vec2> observers;   // operator/scenario observers
+  core::EntityId followed{};           // SetObservers.follow (null: none)
   core::LedgerSummary ledger;
 };
 

@@ -61,6 +61,7 @@ struct CliOptions {
   std::uint8_t strategy = 0;  // strategy: 0 route_follow, 1 lane_follow, 2 parked, 3 manual
   std::vector<std::pair<float, float>> observers;  // observers X,Y ... (empty: clear)
   bool follow = false;                             // observers --follow INDEX:GEN (entity_*)
+  bool unmask = false;                             // mask INDEX:GEN --off
   double hour = 0.0;                               // hour H
   std::uint32_t time_scale = 1;                    // time-scale S
   // Spawn pipeline.

@@ -1,0 +1,57 @@
+// Command SetAdmissionMask: the admission mask of seed 001. A masked
+// pedestrian is skipped by the movement phase (phase 6) and nothing else: it
+// keeps its tier resolution, its lifecycle and its representation, so a
+// renderer can tell "not advanced this step" from "gone". The list is
+// bounded (kMaxAdmissionMasked) and sorted by id; the row bit mirrors it.
+#include <algorithm>
+
+#include "../world_internal.hpp"
+#include "bustle/core/world.hpp"
+
+namespace bustle::core {
+
+void World::apply_command(const SetAdmissionMask& c, CommandResult& r) {
+  const bool walking = registry_.is_alive(c.id) && c.id.index < pedestrians_.dense_of.size() &&
+                       pedestrians_.dense_of[c.id.index] != PedestrianStore::kNoSlot;
+  if (!walking) {
+    reject(r, vehicles_.is_vehicle(c.id) ? RejectReason::InvalidArgument
+                                         : RejectReason::UnknownEntity,
+           entity_text(c.id) +
+               " is not a walking pedestrian (the admission mask holds pedestrians on a lane; "
+               "vehicles, dormant residents and fading entities cannot be masked)");
+    return;
+  }
+  auto it = std::lower_bound(admission_masked_.begin(), admission_masked_.end(), c.id);
+  const bool present = it != admission_masked_.end() && *it == c.id;
+  if (present == c.masked) {
+    accept(r);  // already so: idempotent
+    return;
+  }
+  if (c.masked && admission_masked_.size() >= kMaxAdmissionMasked) {
+    reject(r, RejectReason::InvalidArgument,
+           "admission mask refused: " + std::to_string(kMaxAdmissionMasked) +
+               " pedestrians are masked already (unmask some first)");
+    return;
+  }
+  if (c.masked) {
+    admission_masked_.insert(it, c.id);
+  } else {
+    admission_masked_.erase(it);
+  }
+  set_admission_mask_bit(pedestrians_.dense_of[c.id.index], c.masked);
+  accept(r);
+}
+
+void World::set_admission_mask_bit(std::uint32_t slot, bool masked) {
+  pedestrian_digest_sum_ -= pedestrian_row_hash(slot);
+  pedestrians_.phase[slot] = static_cast<std::uint8_t>(
+      (pedestrians_.phase[slot] & PedestrianStore::kIdPhaseMask) |
+      (masked ? PedestrianStore::kAdmissionMaskedBit : 0));
+  pedestrian_digest_sum_ += pedestrian_row_hash(slot);
+}
+
+bool World::is_admission_masked(EntityId id) const {
+  return std::binary_search(admission_masked_.begin(), admission_masked_.end(), id);
+}
+
+}  // namespace bustle::core
