@@ -523,7 +523,8 @@ TEST_CASE(
   const auto* lanes = buffer.pedestrians.lane.data();
   const auto* generations = buffer.registry.generation.data();
   REQUIRE(buffer.pedestrians.id.capacity() >= s.entity_capacity);
-  REQUIRE(buffer.pedestrians.id.empty());
+  // Left sized (zeros), so the first capture shrinks it instead of zero-filling it.
+  REQUIRE(buffer.pedestrians.id.size() == s.entity_capacity);
   std::uint32_t vehicles_seen = 0;
   for (int round = 0; round < 4; ++round) {
     for (int k = 0; k < 150; ++k) w->step();

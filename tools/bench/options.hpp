@@ -34,7 +34,7 @@ struct Args {
   std::uint32_t dormant = 1'000'000;  // population: dormant resident identities
   std::uint32_t residents = 0;        // population: how many of the active are community residents
   std::uint64_t warmup = 40;  // population: untimed steps at least (more until tiers settle)
-  std::uint32_t threads = 1;  // population, step: threads for the step's parallel parts
+  std::uint32_t threads = 1;  // population, step, snapshot: threads for the parallel parts
   bool json = false;          // every bench: also print one JSON line (see report.hpp)
   FanoutOptions fanout;       // fanout: its own flags (agents, repeat, dir and warmup included)
 };

@@ -71,6 +71,7 @@ if [[ $quick -eq 1 ]]; then
   population_1m=(population --active 5000 --dormant 0 --steps 20)
   step=(step --agents 2000 --steps 50)
   snapshot=(snapshot --agents 2000 --repeat 5)
+  snapshot_1m=(snapshot --agents 5000 --repeat 3 --threads 2)
   stream=(stream --agents 2000 --grid 3 --vehicles 40 --steps 50)
   fanout=(fanout --clients 4 --stalled-percent 25 --agents 200 --seconds 1 --warmup 1 --repeat 1)
   vehicles=(--grid 3 --vehicles 40 --steps 50)
@@ -86,6 +87,8 @@ else
   population_1m=(population --active 1000000 --dormant 1000000 --steps 200)
   step=(step --agents 100000 --steps 400)
   snapshot=(snapshot --agents 100000 --repeat 100)
+  # Issue 17: a checkpoint at 1 M active (~12 s a run).
+  snapshot_1m=(snapshot --agents 1000000 --repeat 10 --threads 2)
   stream=(stream --agents 20000 --grid 32 --vehicles 10000 --steps 300)
   fanout=(fanout)
   vehicles=(--grid 32 --vehicles 10000 --steps 1000)
@@ -127,6 +130,7 @@ for ((r = 1; r <= repeat; ++r)); do
   run "population-1m-2t.$r" "$bench" "${population_1m[@]}" --threads 2 --json
   run "step.$r" "$bench" "${step[@]}" --json
   run "snapshot.$r" "$bench" "${snapshot[@]}" --dir "$work" --json
+  run "snapshot-1m.$r" "$bench" "${snapshot_1m[@]}" --dir "$work" --json
   run "stream.$r" "$bench" "${stream[@]}" --json
   for n in "${sdk_sizes[@]}"; do
     run "sdk-$n.$r" "$sdk_bench" --entities "$n" --frames "$sdk_frames" --json

@@ -1,7 +1,9 @@
 #include "bustle/core/entity_id.hpp"
 
+#include <algorithm>
 #include <cassert>
 
+#include "bustle/core/column_copies.hpp"
 #include "bustle/core/prng.hpp"
 
 namespace bustle::core {
@@ -129,13 +131,17 @@ namespace bustle::core {
 
 void EntityRegistry::export_state(std::vector<std::uint32_t>& generation,
                                   std::vector<std::uint8_t>& alive,
-                                  std::vector<std::uint32_t>& free_fifo,
-                                  std::uint64_t& pop_seq) const {
-  generation.assign(generation_.begin(), generation_.end());
-  alive.assign(alive_.begin(), alive_.end());
+                                  std::vector<std::uint32_t>& free_fifo, std::uint64_t& pop_seq,
+                                  ColumnCopies& copies) const {
+  copies.add_column(generation, generation_);
+  copies.add_column(alive, alive_);
   free_fifo.resize(free_count_);
-  for (std::uint32_t k = 0; k < free_count_; ++k)
-    free_fifo[k] = free_ring_[(free_head_ + k) % capacity()];
+  // The FIFO from the ring's head: up to the ring's end, then from its start.
+  assert(free_head_ < capacity() || free_count_ == 0);
+  const std::uint32_t head = free_head_;
+  const std::uint32_t to_end = std::min(free_count_, capacity() - head);
+  copies.add(free_fifo.data(), free_ring_.data() + head, to_end);
+  copies.add(free_fifo.data() + to_end, free_ring_.data(), free_count_ - to_end);
   pop_seq = pop_seq_;
 }
 

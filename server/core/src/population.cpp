@@ -14,6 +14,7 @@
 #include <cmath>
 #include <map>
 
+#include "bustle/core/column_copies.hpp"
 #include "bustle/core/digest.hpp"
 
 namespace bustle::core {
@@ -734,12 +735,28 @@ std::string PopulationSystem::check_invariants(const EntityRegistry& registry) c
   return {};
 }
 
-PopulationCheckpoint PopulationSystem::capture() const {
-  PopulationCheckpoint cp{
-      residents_,     {},        zones_,    work_points_,       day_us_, time_scale_,
-      last_interval_, settings_, handoffs_, interval_origin_us_};
-  for (const ZoneSpec& z : scenario_->zones) cp.zone_ids.push_back(z.id);
-  return cp;
+void PopulationSystem::capture_into(PopulationCheckpoint& cp, ColumnCopies& copies) const {
+  static_assert(sizeof(ResidentStore) == 7 * sizeof(std::vector<std::uint32_t>),
+                "a new resident column must be captured here");
+  // Copy-assignment keeps the destination's capacity (strings and nested
+  // vectors included), so a recycled checkpoint allocates nothing here.
+  copies.add_column(cp.residents.id, residents_.id);
+  copies.add_column(cp.residents.community, residents_.community);
+  copies.add_column(cp.residents.profession, residents_.profession);
+  copies.add_column(cp.residents.zone, residents_.zone);
+  copies.add_column(cp.residents.active, residents_.active);
+  copies.add_column(cp.residents.work_point, residents_.work_point);
+  copies.add_column(cp.residents.work_slot, residents_.work_slot);
+  cp.zone_ids.resize(scenario_->zones.size());
+  for (std::size_t z = 0; z < scenario_->zones.size(); ++z) cp.zone_ids[z] = scenario_->zones[z].id;
+  cp.zones = zones_;
+  cp.work_points = work_points_;
+  cp.day_us = day_us_;
+  cp.time_scale = time_scale_;
+  cp.last_interval = last_interval_;
+  cp.settings = settings_;
+  cp.handoffs = handoffs_;
+  cp.interval_origin_us = interval_origin_us_;
 }
 
 std::vector<std::pair<std::string, std::string>> PopulationSystem::restore(

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <map>
 
+#include "bustle/core/column_copies.hpp"
 #include "bustle/core/world.hpp"
 
 namespace bustle::core {
@@ -215,11 +216,12 @@ void World::restore_lifecycle(World& w, const WorldCheckpoint& cp, RestoreFailur
 }
 
 namespace {
-// Capacity for n elements with every page written once; the vector is left empty.
+// Capacity for n elements with every page written once. The vector is left
+// holding n zeros, so the capture that fills it shrinks it (free) rather
+// than growing it (a zero-fill of every element on the sim thread).
 template <class T>
 void reserve_touched(std::vector<T>& v, std::size_t n) {
   v.resize(std::max(n, v.size()));
-  v.clear();
 }
 }  // namespace
 
@@ -246,6 +248,9 @@ WorldCheckpoint World::capture() const {
   return c;
 }
 
+// The large columns (pedestrians, registry slots, residents) are queued on a
+// ColumnCopies and copied in fixed parts on the lent executor, together with
+// the derived resident column; everything else is small and copied here.
 void World::capture_into(WorldCheckpoint& c) const {
   c.scenario_id = scenario_.id;
   c.step_us = scenario_.step_us;
@@ -254,33 +259,42 @@ void World::capture_into(WorldCheckpoint& c) const {
   c.rng_state = rng_.state();
   c.route_salt = route_salt_;
   c.pedestrian_target = pedestrian_target_;
+  ColumnCopies copies;
   registry_.export_state(c.registry.generation, c.registry.alive, c.registry.free_fifo,
-                         c.registry.pop_seq);
-  // assign() keeps the destination's capacity: no reallocation when recycled.
-  c.pedestrians.id.assign(pedestrians_.id.begin(), pedestrians_.id.end());
-  c.pedestrians.lane.assign(pedestrians_.lane.begin(), pedestrians_.lane.end());
-  c.pedestrians.s_m.assign(pedestrians_.s_m.begin(), pedestrians_.s_m.end());
-  c.pedestrians.hops.assign(pedestrians_.hops.begin(), pedestrians_.hops.end());
-  // The resident index is derived (population_.resident_of), but checkpoints keep the column.
-  c.pedestrians.resident.resize(pedestrians_.size());
-  for (std::uint32_t i = 0; i < pedestrians_.size(); ++i) {
-    const std::int32_t r =
-        pedestrians_.origin[i] == static_cast<std::uint8_t>(PedestrianOrigin::Resident)
-            ? population_.resident_of(pedestrians_.id[i])
-            : ResidentStore::kNone;
-    c.pedestrians.resident[i] =
-        r == ResidentStore::kNone ? PedestrianStore::kNoResident : static_cast<std::uint32_t>(r);
-  }
-  c.pedestrians.sim_tier.assign(pedestrians_.sim_tier.begin(), pedestrians_.sim_tier.end());
-  c.pedestrians.priority.assign(pedestrians_.priority.begin(), pedestrians_.priority.end());
-  c.pedestrians.origin.assign(pedestrians_.origin.begin(), pedestrians_.origin.end());
-  c.pedestrians.route.assign(pedestrians_.route.begin(), pedestrians_.route.end());
+                         c.registry.pop_seq, copies);
+  PedestrianState& p = c.pedestrians;
+  copies.add_column(p.id, pedestrians_.id);
+  copies.add_column(p.lane, pedestrians_.lane);
+  copies.add_column(p.s_m, pedestrians_.s_m);
+  copies.add_column(p.hops, pedestrians_.hops);
+  copies.add_column(p.sim_tier, pedestrians_.sim_tier);
+  copies.add_column(p.priority, pedestrians_.priority);
+  copies.add_column(p.origin, pedestrians_.origin);
+  copies.add_column(p.route, pedestrians_.route);
+  population_.capture_into(c.population, copies);
+  InlineExecutor inline_parts;
+  PhaseExecutor& parts = lent_executor_ != nullptr ? *lent_executor_ : inline_parts;
+  copies.run(parts);
+  // The resident index is derived (population_.resident_of), but checkpoints
+  // keep the column; it is filled in row parts too.
+  const std::uint32_t n = pedestrians_.size();
+  p.resident.resize(n);
+  run_parts(parts, parts_for_rows(n), [&](std::uint32_t part) {
+    const std::uint32_t end = std::min(n, (part + 1) * kRowsPerPart);
+    for (std::uint32_t i = part * kRowsPerPart; i < end; ++i) {
+      const std::int32_t r =
+          pedestrians_.origin[i] == static_cast<std::uint8_t>(PedestrianOrigin::Resident)
+              ? population_.resident_of(pedestrians_.id[i])
+              : ResidentStore::kNone;
+      p.resident[i] =
+          r == ResidentStore::kNone ? PedestrianStore::kNoResident : static_cast<std::uint32_t>(r);
+    }
+  });
   c.routes = routes_.state();
   c.pedestrian_tiers = pedestrian_tier_counts_;
   c.forced_full = forced_full_;
   c.admission_masked = admission_masked_;
   c.force_full_refused = force_full_refused_;
-  c.population = population_.capture();
   c.counters.spawned_total = counters_.spawned_total;
   c.counters.despawned_total = counters_.despawned_total;
   for (std::size_t r = 0; r < kDespawnReasonCount; ++r) {

@@ -23,7 +23,8 @@ if ! diff <(outside "$src/README.md") <(outside "$tmp/README.md") >/dev/null; th
 fi
 grep -q 'QUICK toy sizes' "$tmp/README.md" || { echo "FAIL: a quick block does not say so"; exit 1; }
 sed -n '/^<!-- BEGIN GENERATED BENCH/,/^<!-- END GENERATED BENCH -->$/p' "$tmp/README.md" >"$tmp/block.md"
-for row in 'population, 2 000 active' 'pedestrian step' 'checkpoint, 2 000 agents' 'stream bytes' 'clients over sockets' \
+for row in 'population, 2 000 active' 'pedestrian step' 'checkpoint, 2 000 agents' 'checkpoint, 5 000 agents, 2 threads' \
+           'stream bytes' 'clients over sockets' \
            'C++ SDK per frame' 'vehicles against SUMO' 'replay verify'; do
   grep -q "^| $row" "$tmp/block.md" || { echo "FAIL: no '$row' row in the generated block"; exit 1; }
 done

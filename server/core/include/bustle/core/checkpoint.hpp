@@ -106,7 +106,9 @@ struct WorldCheckpoint {
 // Makes `cp` ready to be captured into without growing: the per-pedestrian
 // columns and the registry blobs get capacity for `entity_capacity` entries,
 // and their pages are written once (so the capture that first fills them does
-// not page-fault them in on the sim thread). The persistence worker prepares
+// not page-fault them in on the sim thread). They are left holding
+// `entity_capacity` zeros (not a valid checkpoint until captured into), so
+// that first capture only shrinks them. The persistence worker prepares
 // its spare checkpoints with this on its own thread. Costs about 50 bytes per
 // entity slot of memory per prepared checkpoint.
 void reserve_for_capture(WorldCheckpoint& cp, std::uint32_t entity_capacity);

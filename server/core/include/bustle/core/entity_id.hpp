@@ -43,6 +43,8 @@ std::string id_text(EntityId id);
 
 enum class AllocateStatus : std::uint8_t { Allocated, CapacityExhausted };
 
+class ColumnCopies;  // column_copies.hpp
+
 struct AllocateResult {
   AllocateStatus status = AllocateStatus::CapacityExhausted;
   EntityId id{};
@@ -83,11 +85,14 @@ class EntityRegistry {
   // empty when they hold, else the first violation as "registry: ...".
   std::string check_invariants() const;
 
-  // Raw state for checkpoints. export_state() copies; import_state() replaces
+  // Raw state for checkpoints. export_state() sizes the vectors and queues
+  // their copies on `copies` (the caller runs them; the free ring as at most
+  // two contiguous pieces); import_state() replaces
   // this registry's state after checking every invariant above, and returns an
   // empty string or the first violation (as "field[i]: message").
   void export_state(std::vector<std::uint32_t>& generation, std::vector<std::uint8_t>& alive,
-                    std::vector<std::uint32_t>& free_fifo, std::uint64_t& pop_seq) const;
+                    std::vector<std::uint32_t>& free_fifo, std::uint64_t& pop_seq,
+                    ColumnCopies& copies) const;
   std::string import_state(const std::vector<std::uint32_t>& generation,
                            const std::vector<std::uint8_t>& alive,
                            const std::vector<std::uint32_t>& free_fifo, std::uint64_t pop_seq);

@@ -71,6 +71,8 @@ namespace bustle::core {
 
 class Digest;
 
+class ColumnCopies;  // column_copies.hpp
+
 struct ResidentStore {
   static constexpr std::int32_t kNone = -1;
   // Values of `active`: dormant, walking, or fading out after a despawn (its
@@ -235,7 +237,10 @@ class PopulationSystem {
   std::string check_invariants(const EntityRegistry& registry) const;
 
   void digest_into(Digest& d) const;
-  PopulationCheckpoint capture() const;
+  // Copies this system's state into `cp`, reusing its vectors' capacity:
+  // the resident columns are sized and queued on `copies` (the caller runs
+  // them, World::capture_into), the rest is copied here.
+  void capture_into(PopulationCheckpoint& cp, ColumnCopies& copies) const;
   std::vector<std::pair<std::string, std::string>> restore(const PopulationCheckpoint& cp,
                                                            const EntityRegistry& registry);
 
