@@ -137,6 +137,26 @@ TEST_CASE("broken vehicle state is named") {
                                   std::to_string(v.lane[0]) + " is 2.000000 m behind vehicle " +
                                   id_text(v.id[0])));
   }
+  SECTION("invariant 5: across the loop seam, a vehicle at the end of the last lane") {
+    // Vehicle 1 0.12 m before the end of the route's last lane, vehicle 0 at
+    // s = 0 of the entrance lane: 0.12 m apart along the route.
+    const auto& route = w->scenario().garages[0].route;
+    const LaneIndex first = *w->lanes().find(route.front());
+    const LaneIndex last = *w->lanes().find(route.back());
+    v.lane[0] = first;
+    v.route_index[0] = 0;
+    v.s_m[0] = 0.0;
+    v.lane[1] = last;
+    v.route_index[1] = static_cast<std::uint32_t>(route.size() - 1);
+    v.s_m[1] = w->lanes().lane(last).length_m - 0.12;
+    v.lane[2] = first;  // out of the way: 30 m down the entrance lane
+    v.route_index[2] = 0;
+    v.s_m[2] = 30.0;
+    const std::string broken = w->check_invariants();
+    CHECK(starts_with(broken, "vehicles: invariant 5: vehicle " + id_text(v.id[1]) + " on lane " +
+                                  std::to_string(last) + " is 0.120000 m behind vehicle " +
+                                  id_text(v.id[0]) + " on lane " + std::to_string(first)));
+  }
   SECTION("invariant 3: a repeated VehicleId") {
     v.ordinal[2] = v.ordinal[1];
     CHECK(starts_with(w->check_invariants(), "vehicles: invariant 3: "));

@@ -203,13 +203,7 @@ def test_garage_requests_graded_results_and_queue_untouched_by_rejections(start_
         assert c.garage().queued == ["x2", "x3", "x1"]
 
         # free one place: the queue head gets the next VehicleId, never a reused one
-        victim = c.vehicle_entities()[0].id
-        assert c.apply("DespawnEntity", index=victim.index, generation=victim.generation).accepted
-        for _ in range(300):
-            if c.garage().dispatched == 19:
-                break
-            c.step(1)
-        g = c.garage()
+        g = c.free_place_and_wait(19)
         assert (g.dispatched, g.next_vehicle_ordinal, g.queued, g.managed) == (19, 19, ["x3", "x1"], 18), g
         new = [i for i in c.infos().values() if i.request_id == "x2"]
         assert len(new) == 1 and new[0].vehicle_id == "vehicle.g0.000018", new

@@ -96,6 +96,18 @@ class Corridor:
         (g,) = self.op.garages()
         return g
 
+    def free_place_and_wait(self, dispatched, steps=300):
+        """Despawns the mirror's first vehicle (a place in the garage frees)
+        and steps until the garage has dispatched ``dispatched`` requests (at
+        most ``steps`` steps); returns the garage."""
+        victim = self.vehicle_entities()[0].id
+        assert self.apply("DespawnEntity", index=victim.index, generation=victim.generation).accepted
+        for _ in range(steps):
+            if self.garage().dispatched == dispatched:
+                break
+            self.step(1)
+        return self.garage()
+
     def vehicle_entities(self):
         return self.mirror.vehicles()
 

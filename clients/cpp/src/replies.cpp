@@ -1,5 +1,7 @@
 #include "bustle/client/replies.hpp"
 
+#include <limits>
+
 #include "wire_util.hpp"
 
 namespace bustle::client {
@@ -96,6 +98,9 @@ CommandReply to_command_reply(const wire::CommandResult& r) {
   if (r.population() != nullptr) out.population = to_population_report(*r.population());
   if (r.spawn() != nullptr) out.spawn = to_spawn_status(*r.spawn());
   if (r.leases() != nullptr) out.leases = to_lease_summary(*r.leases());
+  // The schema's default (UINT64_MAX) means none.
+  if (r.enqueue_ordinal() != std::numeric_limits<std::uint64_t>::max())
+    out.enqueue_ordinal = r.enqueue_ordinal();
   return out;
 }
 

@@ -482,6 +482,9 @@ WorkPointInfo = wire_dataclass("WorkPointInfo", doc="ZoneInfo.work_points: a wor
 ZoneInfo = wire_dataclass("ZoneInfo", doc="QueryZones: one zone's lifecycle coordinator state (last interval).")
 
 
+QueuedRequestInfo = wire_dataclass("QueuedRequestInfo", doc="GarageInfo.queue: one queued request in dispatch order, with its EnqueueOrdinal.")
+
+
 class _GarageInfoMethods:
     """QueryGarages: one garage's queue, dispatch counters and gate history."""
 
@@ -735,6 +738,7 @@ __all__ = [
     "SnapshotInfo",
     "GarageInfo",
     "WorkPointInfo",
+    "QueuedRequestInfo",
     "ZoneInfo",
     "SignalInfo",
     "VehicleInfo",

@@ -429,8 +429,10 @@ class Session:
 
     def garage_request(self, garage: str, request_id: str, prototype: str, lane: str,
                        priority: int = 10, timeout: Optional[float] = None) -> CommandResult:
-        """Queue a vehicle request. Accepted ("enqueue ordinal N"), or Rejected
-        with InvalidArgument (message starts with the field), Duplicate, QueueFull."""
+        """Queue a vehicle request. Accepted (``enqueue_ordinal`` is its
+        EnqueueOrdinal; the message says "enqueue ordinal N" too), or Rejected
+        with InvalidArgument (message starts with the field), Duplicate, QueueFull
+        (``enqueue_ordinal`` None)."""
         return self.command("GarageRequest", timeout, garage=garage, request_id=request_id,
                             prototype=prototype, lane=lane, priority=priority)
 

@@ -476,6 +476,7 @@ void SimDriver::deliver_step_results() {
     r.entity = cr.entity;
     r.batch = cr.batch;
     r.handles = cr.handles;
+    r.enqueue_ordinal = cr.enqueue_ordinal;
     // Results come before this step's spawn events, so a handle's first
     // states (Queued, IdentityCreated in the same step) are routed too. The
     // first result naming a handle is its spawn request's; later ones
@@ -699,7 +700,17 @@ std::vector<net::GarageReport> SimDriver::garage_reports() const {
     const core::GarageSpec& spec = world_->scenario().garages[g];
     net::GarageReport r;
     r.id = spec.id;
-    for (const core::QueuedRequest& q : gs.queue) r.queued.push_back(q.request_id);
+    for (const core::QueuedRequest& q : gs.queue) {
+      r.queued.push_back(q.request_id);
+      auto entry = std::make_unique<wire::QueuedRequestInfoT>();
+      entry->request_id = q.request_id;
+      entry->prototype = spec.prototypes[q.prototype];
+      entry->priority = q.priority;
+      entry->enqueue_ordinal = q.enqueue_ordinal;
+      r.queue.push_back(std::move(entry));
+    }
+    r.dispatched_ids = gs.dispatched;
+    r.next_enqueue_ordinal = gs.next_enqueue_ordinal;
     r.dispatched = static_cast<std::uint32_t>(gs.dispatched.size());
     r.managed = vs.managed(g);
     r.capacity = spec.capacity;

@@ -306,6 +306,7 @@ VehicleSystem::VehicleSystem(const Scenario& scenario, const LaneGraph& lanes,
     route_lanes_.insert(route_lanes_.end(), r.begin(), r.end());
     route_begin_.push_back(static_cast<std::uint32_t>(route_lanes_.size()));
   }
+  build_feeders();
   waiting_.resize(scenario.garages.size());
   // A garage's waiting list never outgrows its capacity: no allocation per step.
   for (std::size_t g = 0; g < scenario.garages.size(); ++g)
@@ -326,6 +327,56 @@ VehicleSystem::VehicleSystem(const Scenario& scenario, const LaneGraph& lanes,
     g.s0 = L.cumulative_m[0];
     g.seg = L.cumulative_m[1] - L.cumulative_m[0];
     g.length_m = L.length_m;
+  }
+}
+
+// Invariant 5 at the entrance: per garage, its clearance and the lanes that
+// lead onto its entrance lane within it, walked back along every route that
+// enters the entrance lane (the loop seam included) and kept once per lane at
+// the shortest distance.
+void VehicleSystem::build_feeders() {
+  const std::size_t garages = scenario_->garages.size();
+  entrance_clear_m_.assign(garages, 0.0);
+  feeders_.assign(garages, {});
+  route_max_speed_.assign(garages, 0.0);
+  for (std::size_t g = 0; g < garages; ++g) {
+    for (const LaneIndex l : routes_[g])
+      route_max_speed_[g] = std::max(route_max_speed_[g], lane_hot_[l].speed_mps);
+    const double clear =
+        std::max(scenario_->garages[g].entrance_clear_m, scenario_->vehicle_rules.headway_block_m);
+    entrance_clear_m_[g] = clear;
+    const LaneIndex entrance = routes_[g][0];
+    std::vector<Feeder>& out = feeders_[g];
+    for (std::size_t h = 0; h < garages; ++h) {
+      const auto& route = routes_[h];
+      const auto size = static_cast<std::uint32_t>(route.size());
+      const bool loops = route_loops_[h] != 0;
+      for (std::uint32_t k = 0; k < size; ++k) {
+        if (route[k] != entrance || (k == 0 && !loops)) continue;
+        const bool own = h == g && k == 0;
+        std::uint32_t idx = k == 0 ? size - 1 : k - 1;
+        double acc = 0.0;
+        for (std::uint32_t hop = 0; hop < 64 && acc < clear; ++hop) {
+          const LaneIndex lane = route[idx];
+          auto it = std::find_if(out.begin(), out.end(),
+                                 [lane](const Feeder& f) { return f.lane == lane; });
+          if (it == out.end()) {
+            out.push_back({lane, acc, own});
+          } else {
+            it->to_entrance_m = std::min(it->to_entrance_m, acc);
+            it->own = it->own || own;
+          }
+          acc += lane_hot_[lane].length_m;
+          if (idx > 0) {
+            --idx;
+          } else if (loops) {
+            idx = size - 1;
+          } else {
+            break;
+          }
+        }
+      }
+    }
   }
 }
 
@@ -606,14 +657,26 @@ void VehicleSystem::advance_signals(std::uint32_t step_us) {
   }
 }
 
-bool VehicleSystem::entrance_clear(std::uint32_t garage) {
-  if (!lane_min_valid_) {
-    lane_min_s_.assign(lanes_->size(), std::numeric_limits<double>::infinity());
-    for (std::uint32_t i = 0; i < store_.size(); ++i)
-      lane_min_s_[store_.lane[i]] = std::min(lane_min_s_[store_.lane[i]], store_.s_m[i]);
-    lane_min_valid_ = true;
+void VehicleSystem::refresh_lane_extents() {
+  lane_min_s_.assign(lanes_->size(), std::numeric_limits<double>::infinity());
+  lane_max_s_.assign(lanes_->size(), -std::numeric_limits<double>::infinity());
+  for (std::uint32_t i = 0; i < store_.size(); ++i) {
+    const LaneIndex l = store_.lane[i];
+    lane_min_s_[l] = std::min(lane_min_s_[l], store_.s_m[i]);
+    lane_max_s_[l] = std::max(lane_max_s_[l], store_.s_m[i]);
   }
-  return !(lane_min_s_[routes_[garage][0]] < scenario_->garages[garage].entrance_clear_m);
+  lane_min_valid_ = true;
+}
+
+bool VehicleSystem::entrance_clear(std::uint32_t garage, bool turnaround) {
+  if (!lane_min_valid_) refresh_lane_extents();
+  const double clear = entrance_clear_m_[garage];
+  if (lane_min_s_[routes_[garage][0]] < clear) return false;
+  for (const Feeder& f : feeders_[garage]) {
+    if (turnaround && f.own) continue;
+    if (f.to_entrance_m + lane_hot_[f.lane].length_m - lane_max_s_[f.lane] < clear) return false;
+  }
+  return true;
 }
 
 void VehicleSystem::dispatch(std::uint64_t step_index, EntityRegistry& registry,
@@ -640,6 +703,8 @@ void VehicleSystem::dispatch(std::uint64_t step_index, EntityRegistry& registry,
                                  spec.dispatch_per_step_max, gs.queue.size()});
       std::size_t done = 0;
       for (; done < n; ++done) {
+        // The vehicle just placed at s = 0 holds the entrance for the next.
+        if (done > 0 && !entrance_clear(g)) break;
         const AllocateResult a = registry.allocate();
         if (a.status != AllocateStatus::Allocated)
           break;  // entity capacity: the request stays queued
@@ -659,7 +724,8 @@ void VehicleSystem::dispatch(std::uint64_t step_index, EntityRegistry& registry,
                                                         : SimTier::Coarse;
         push_vehicle(step_index, a.id, g, gs.next_vehicle_ordinal++, q.prototype, q.request_id,
                      tier);
-        if (lane_min_valid_) lane_min_s_[routes_[g][0]] = std::min(lane_min_s_[routes_[g][0]], 0.0);
+        lane_min_s_[routes_[g][0]] = 0.0;  // valid: entrance_clear() ran above
+        lane_max_s_[routes_[g][0]] = std::max(lane_max_s_[routes_[g][0]], 0.0);
         ++last_step_.dispatched;
       }
       if (done > 0) {
@@ -879,8 +945,9 @@ void VehicleSystem::evaluate_and_advance(std::uint64_t step_index, std::uint32_t
     if (next_on_route && N.conflicts != 0 && to_end < rules.pedestrian_hazard_m)
       check_crossings(next, to_end);
 
-    // Leader: the next vehicle on this lane in the snapshot, else the first
-    // one along the route within the caution headway (across the loop seam).
+    // Leader: the next vehicle on this lane in the snapshot, else the rear-most one
+    // along the route across lane joins and the loop seam, as far as the caution
+    // headway or this evaluation's reach plus the block headway (invariant 5).
     EntityId leader;
     double gap = std::numeric_limits<double>::infinity();
     if (const std::uint32_t k = pos[i]; k + 1 < lane_start[lane + 1]) {
@@ -888,16 +955,13 @@ void VehicleSystem::evaluate_and_advance(std::uint64_t step_index, std::uint32_t
       leader = id_c[j];
       gap = snap[j] - s0;
     } else {
+      const double look_m =
+          std::max(caution, route_max_speed_[garage] * dt_s * stride + rules.headway_block_m);
       double acc = to_end;
       std::uint32_t hri = ri;
-      for (std::size_t hop = 0; hop < kLeaderLookaheadLanes && acc < caution; ++hop) {
-        if (hri + 1 < route_size) {
-          ++hri;
-        } else if (loops) {
-          hri = 0;
-        } else {
-          break;
-        }
+      for (std::size_t hop = 0; hop < kLeaderLookaheadLanes && acc < look_m; ++hop) {
+        hri = hri + 1 < route_size ? hri + 1 : 0;  // 0: across the seam, if the route loops
+        if (hri == 0 && !loops) break;
         const LaneIndex ahead = route[hri];
         if (lane_start[ahead] < lane_start[ahead + 1]) {
           const std::uint32_t j = order[lane_start[ahead]];
@@ -1012,13 +1076,14 @@ void VehicleSystem::turnarounds(std::uint64_t step_index) {
         break;
       }
     }
-    if (best == VehicleStore::kNoSlot || !entrance_clear(g)) continue;
+    if (best == VehicleStore::kNoSlot || !entrance_clear(g, /*turnaround=*/true)) continue;
     stop_waiting(best);
     store_.route_index[best] = 0;
     store_.lane[best] = routes_[g][0];
     store_.s_m[best] = 0.0;
     refold(best);
     lane_min_s_[routes_[g][0]] = 0.0;
+    lane_max_s_[routes_[g][0]] = std::max(lane_max_s_[routes_[g][0]], 0.0);
     ++garages_[g].turnarounds;
     ++last_step_.turnarounds;
   }
@@ -1321,21 +1386,58 @@ std::string VehicleSystem::check_vehicle_ids_and_headways() const {
              " share VehicleId " + vehicle_id(i);
     }
   }
-  // 5. Per lane, by (s, EntityId): each vehicle at least headway_block_m behind the next one.
+  return check_headways(order);
+}
+
+// 5. Each vehicle at least headway_block_m behind the next one along its
+// route: the next on its lane by (s, EntityId), else the rear-most vehicle
+// on the lanes its route continues onto (lane joins and the loop seam),
+// walked while the distance is below the headway. O(n log n).
+std::string VehicleSystem::check_headways(std::vector<std::uint32_t>& order) const {
+  const std::uint32_t n = store_.size();
+  auto vehicle = [&](std::uint32_t i) { return "vehicle " + id_text(store_.id[i]); };
   std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
     if (store_.lane[a] != store_.lane[b]) return store_.lane[a] < store_.lane[b];
     return store_.s_m[a] != store_.s_m[b] ? store_.s_m[a] < store_.s_m[b]
                                           : store_.id[a] < store_.id[b];
   });
+  std::vector<std::uint32_t> rear(lanes_->size(), VehicleStore::kNoSlot);  // per lane: smallest s
+  for (std::uint32_t k = n; k-- > 0;) rear[store_.lane[order[k]]] = order[k];
   const double block = scenario_->vehicle_rules.headway_block_m;
-  for (std::uint32_t k = 1; k < n; ++k) {
-    const std::uint32_t behind = order[k - 1], ahead = order[k];
-    if (store_.lane[behind] != store_.lane[ahead] || store_.s_m[behind] == 0.0) continue;
-    const double gap = store_.s_m[ahead] - store_.s_m[behind];
-    if (gap < block - kEps) {
-      return area + "invariant 5: " + vehicle(behind) + " on lane " +
+  for (std::uint32_t k = 0; k < n; ++k) {
+    const std::uint32_t behind = order[k];
+    std::uint32_t ahead = VehicleStore::kNoSlot;
+    double gap = 0.0;
+    if (k + 1 < n && store_.lane[order[k + 1]] == store_.lane[behind]) {
+      ahead = order[k + 1];
+      gap = store_.s_m[ahead] - store_.s_m[behind];
+    } else {
+      const std::uint32_t garage = store_.garage[behind];
+      const auto& route = routes_[garage];
+      std::uint32_t ri = store_.route_index[behind];
+      gap = lanes_->lane(store_.lane[behind]).length_m - store_.s_m[behind];
+      for (std::uint32_t hop = 0; hop < 64 && gap < block - kEps; ++hop) {
+        if (ri + 1 < route.size()) {
+          ++ri;
+        } else if (route_loops_[garage] != 0) {
+          ri = 0;
+        } else {
+          break;
+        }
+        if (const std::uint32_t j = rear[route[ri]]; j != VehicleStore::kNoSlot) {
+          if (j != behind) ahead = j;
+          gap += store_.s_m[j];
+          break;
+        }
+        gap += lanes_->lane(route[ri]).length_m;
+      }
+    }
+    if (ahead != VehicleStore::kNoSlot && gap < block - kEps) {
+      return "vehicles: invariant 5: " + vehicle(behind) + " on lane " +
              std::to_string(store_.lane[behind]) + " is " + std::to_string(gap) + " m behind " +
-             vehicle(ahead) + " (headway_block_m " + std::to_string(block) + ")";
+             vehicle(ahead) + " on lane " + std::to_string(store_.lane[ahead]) +
+             " along its route (at s " + std::to_string(store_.s_m[behind]) +
+             " m; headway_block_m " + std::to_string(block) + ")";
     }
   }
   return {};

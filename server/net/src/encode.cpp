@@ -298,6 +298,7 @@ void encode_command_result(const OutboundResult& r, FlatBufferBuilder& fbb) {
   b.add_population(population);
   b.add_spawn(spawn);
   b.add_leases(leases);
+  if (r.enqueue_ordinal) b.add_enqueue_ordinal(*r.enqueue_ordinal);
   finish(fbb, wire::ServerMessage::CommandResult, b.Finish().Union());
 }
 

@@ -73,7 +73,11 @@ WelcomeInfo make_welcome_info(const core::World& world, std::string server_versi
   }
   ctx.chain_count = w.chains.size();
   ctx.importance = scenario.tiers.importance;
-  for (const core::GarageSpec& g : scenario.garages) ctx.garage_ids.push_back(g.id);
+  for (const core::GarageSpec& g : scenario.garages) {
+    ctx.garage_ids.push_back(g.id);
+    ctx.vehicle_id_formats.push_back(g.vehicle_id_format);
+  }
+  ctx.scenario_id = scenario.id;
   for (std::uint32_t c = 0; c < scenario.communities.size(); ++c) {
     ctx.community_first_resident.push_back(world.population().community_first(c));
     ctx.community_ids.push_back(scenario.communities[c].id);

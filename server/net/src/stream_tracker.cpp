@@ -7,6 +7,8 @@
 #include <iterator>
 #include <limits>
 
+#include "bustle/core/scenario.hpp"
+
 namespace bustle::net {
 namespace {
 
@@ -114,6 +116,10 @@ std::string StreamContext::label(std::uint64_t ref) const {
   if (kind == kLabelVehicle) {
     const auto garage = static_cast<std::size_t>((ref >> 40) & 0xffff);
     const std::uint64_t ordinal = ref & ((1ull << 40) - 1);
+    // The garage's VehicleId format, as VehicleSystem::vehicle_id() names it.
+    if (garage < garage_ids.size() && garage < vehicle_id_formats.size())
+      return core::format_vehicle_id(vehicle_id_formats[garage], garage_ids[garage], scenario_id,
+                                     ordinal);
     char digits[24];
     std::snprintf(digits, sizeof digits, "%06llu", static_cast<unsigned long long>(ordinal));
     return "vehicle." + (garage < garage_ids.size() ? garage_ids[garage] : std::string("?")) + "." +

@@ -3,6 +3,7 @@
 // are answered at the next step: send, Step, then wait for the result): the
 // spawn pipeline with its SpawnUpdates, entity/population/spawn queries, role
 // checks and bad input, distant dots and retiring entities in the stream.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <optional>
@@ -139,6 +140,20 @@ TEST_CASE("Corridor: Welcome geometry plus garage signal and vehicle queries aft
   CHECK(g.plan_total == 18);
   CHECK(g.plan_injected > 0);
   CHECK(g.gate_steps.size() == 6);  // one count per DispatchGate value
+  // The queue with its EnqueueOrdinals and the dispatched request-id set, as fields.
+  CHECK(g.dispatched_ids.size() == g.dispatched);
+  CHECK(std::is_sorted(g.dispatched_ids.begin(), g.dispatched_ids.end()));
+  CHECK(std::find(g.dispatched_ids.begin(), g.dispatched_ids.end(), "r00") !=
+        g.dispatched_ids.end());
+  CHECK(g.next_enqueue_ordinal == g.plan_injected);  // every planned request was accepted
+  REQUIRE(g.queue.size() == g.queued.size());
+  CHECK(!g.queue.empty());
+  for (std::size_t k = 0; k < g.queue.size(); ++k) {
+    CHECK(g.queue[k]->request_id == g.queued[k]);
+    CHECK(g.queue[k]->prototype == "sedan");
+    CHECK(g.queue[k]->enqueue_ordinal < g.next_enqueue_ordinal);
+    if (k > 0) CHECK(g.queue[k - 1]->enqueue_ordinal < g.queue[k]->enqueue_ordinal);  // all p10
+  }
 
   const auto signals = query(client, c::QuerySignalsCmd{});
   CHECK(signals.accepted());

@@ -177,6 +177,10 @@ std::map<std::string, Check> reply_checks() {
       one_check(&c::CommandReply::population, &wire::CommandResult::population, "PopulationInfo");
   m["spawn"] = one_check(&c::CommandReply::spawn, &wire::CommandResult::spawn, "SpawnStatus");
   m["leases"] = one_check(&c::CommandReply::leases, &wire::CommandResult::leases, "LeaseSummary");
+  m["enqueue_ordinal"] = [](F, R r, W w) {
+    REQUIRE(r.enqueue_ordinal.has_value());
+    CHECK(*r.enqueue_ordinal == w.enqueue_ordinal());
+  };
   return m;
 }
 
@@ -239,4 +243,5 @@ TEST_CASE("the SDK helpers read the schema's none defaults", "[wire][mapping]") 
   CHECK_FALSE(reply.stats.has_value());
   CHECK_FALSE(reply.snapshots.has_value());
   CHECK_FALSE(reply.entity.has_value());
+  CHECK_FALSE(reply.enqueue_ordinal.has_value());  // the schema default: none
 }

@@ -292,7 +292,8 @@ void Declared::snapshots() {
 void Declared::vehicles() {
   command("garages",
           "table of garages: id, queued, dispatched, managed/capacity, last dispatch gate, "
-          "turnarounds, rejected invalid/duplicate/full");
+          "turnarounds, rejected invalid/duplicate/full; then each queued request (ordinal, "
+          "priority, prototype) and the dispatched request ids");
   command("signals", "table of signals: id, lane, phase, time in phase, cycles");
   operand(command("vehicle", "every field of one vehicle (exit 3 if it is not a vehicle)"),
           "INDEX:GEN", entity_id(o), "an entity id");

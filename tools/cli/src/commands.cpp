@@ -499,10 +499,17 @@ int run_garages(const CliOptions& o, std::FILE* out, std::FILE* err) {
                  wire::EnumNameDispatchGate(g.last_gate), g.turnarounds, g.canceled,
                  rejected_counts.c_str());
   }
+  // Per garage: each queued request in dispatch order with its EnqueueOrdinal,
+  // priority and prototype, then the dispatched request ids.
   for (const auto& g : list) {
-    if (g.queued.empty()) continue;
-    std::fprintf(out, "queue %s:", g.id.c_str());
-    for (const auto& q : g.queued) std::fprintf(out, " %s", q.c_str());
+    for (const auto& q : g.queue) {
+      std::fprintf(out, "queued %s: %s ordinal %" PRIu64 " priority %" PRId32 " prototype %s\n",
+                   g.id.c_str(), q->request_id.c_str(), q->enqueue_ordinal, q->priority,
+                   q->prototype.c_str());
+    }
+    if (g.dispatched_ids.empty()) continue;
+    std::fprintf(out, "dispatched %s:", g.id.c_str());
+    for (const auto& id : g.dispatched_ids) std::fprintf(out, " %s", id.c_str());
     std::fputc('\n', out);
   }
   if (!list.empty()) {
@@ -600,13 +607,16 @@ int run_vehicle(const CliOptions& o, std::FILE* out, std::FILE* err) {
 // "accepted at step N[: message]", the line every answered command prints.
 void print_accepted(std::FILE* out, const CliOptions& o, const client::CommandReply& r) {
   if (o.json) {
-    return json::print(out, {{"command", o.command},
-                             {"accepted", true},
-                             {"applied_step", r.applied_step},
-                             {"message", r.message}});
+    json::Json j = {{"command", o.command},
+                    {"accepted", true},
+                    {"applied_step", r.applied_step},
+                    {"message", r.message}};
+    if (r.enqueue_ordinal) j["enqueue_ordinal"] = *r.enqueue_ordinal;
+    return json::print(out, j);
   }
   std::fprintf(out, "%s accepted at step %" PRIu64 "%s%s\n", o.command.c_str(), r.applied_step,
                r.message.empty() ? "" : ": ", r.message.c_str());
+  if (r.enqueue_ordinal) std::fprintf(out, "enqueue_ordinal %" PRIu64 "\n", *r.enqueue_ordinal);
   std::fflush(out);
 }
 

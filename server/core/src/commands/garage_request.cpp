@@ -12,6 +12,7 @@ void World::apply_command(const GarageRequest& c, CommandResult& r) {
     case EnqueueStatus::Accepted:
       r.status = CommandStatus::Accepted;
       r.message = "enqueue ordinal " + std::to_string(e.ordinal);
+      r.enqueue_ordinal = e.ordinal;
       return;
     case EnqueueStatus::Invalid:
       reject(r, RejectReason::InvalidArgument, e.field + ": " + e.message);

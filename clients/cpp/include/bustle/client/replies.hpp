@@ -136,9 +136,10 @@ struct CommandReply {
   std::vector<std::uint64_t> handles;  // LifecycleBatch: one per Spawn op, in op order
   // QueryEntity: present also when rejected UnknownEntity (lifecycle Gone).
   std::optional<EntityReport> entity_info;
-  std::optional<PopulationReport> population;  // QueryPopulation
-  std::optional<SpawnStatusInfo> spawn;        // an accepted QuerySpawn
-  std::optional<LeaseSummaryReport> leases;    // QueryLeases
+  std::optional<PopulationReport> population;    // QueryPopulation
+  std::optional<SpawnStatusInfo> spawn;          // an accepted QuerySpawn
+  std::optional<LeaseSummaryReport> leases;      // QueryLeases
+  std::optional<std::uint64_t> enqueue_ordinal;  // an accepted GarageRequest: its EnqueueOrdinal
   bool accepted() const { return status == bustle::wire::CommandStatus::Accepted; }
 };
 CommandReply to_command_reply(const bustle::wire::CommandResult& result);

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -223,6 +224,7 @@ struct CommandResult {
   EntityId entity;  // CancelSpawn / DespawnEntity of an unregistered spawn: the id given back
   BatchStatus batch = BatchStatus::None;
   std::vector<std::uint64_t> handles;  // LifecycleBatch: one spawn handle per Spawn op, in op order
+  std::optional<std::uint64_t> enqueue_ordinal;  // GarageRequest accepted: its EnqueueOrdinal
 };
 
 }  // namespace bustle::core

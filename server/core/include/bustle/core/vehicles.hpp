@@ -20,10 +20,14 @@
 //   4. Every step, every vehicle reads the same pre-step snapshot, so the
 //      order of the vehicle arrays never changes an outcome.
 //   5. A vehicle never advances to within headway_block_m of its leader's
-//      pre-step position (stronger than the seed's 7 m observation). Between
-//      steps this leaves, on every lane, consecutive vehicles at least
-//      headway_block_m apart, except a vehicle still at s = 0 (dispatch and
-//      turnaround place vehicles there, gated by entrance_clear_m instead).
+//      pre-step position (stronger than the seed's 7 m observation), the
+//      leader looked for along its route across lane joins as far as it can
+//      reach; dispatch and turnaround place a vehicle at s = 0 of the
+//      entrance lane only when nothing is within max(entrance_clear_m,
+//      headway_block_m) ahead on that lane or behind it on a lane leading
+//      onto it (the loop seam). Between steps this leaves every vehicle at
+//      least headway_block_m behind the next one along its route, on its lane
+//      or across lane joins.
 //
 // Which function performs each transition, and where each invariant is
 // asserted (written / read back):
@@ -305,7 +309,12 @@ class VehicleSystem {
   void inject_plan(std::uint64_t step_index);
   void dispatch(std::uint64_t step_index, EntityRegistry& registry,
                 const std::vector<Vec2>& observers);
-  bool entrance_clear(std::uint32_t garage);
+  // Invariant 5 at the entrance: nothing within entrance_clear_m_[garage]
+  // ahead on the entrance lane or behind it on a feeder lane (a turnaround
+  // skips the lanes behind on its own route: those vehicles follow it).
+  bool entrance_clear(std::uint32_t garage, bool turnaround = false);
+  void refresh_lane_extents();
+  void build_feeders();
   void regroup_store();
   void build_snapshot();
   void evaluate_and_advance(std::uint64_t step_index, std::uint32_t step_us,
@@ -333,6 +342,7 @@ class VehicleSystem {
                                std::vector<std::uint32_t>& managed) const;
   std::string check_garages(const std::vector<std::uint32_t>& managed) const;
   std::string check_vehicle_ids_and_headways() const;
+  std::string check_headways(std::vector<std::uint32_t>& order) const;
   std::string check_derived() const;
   using RestoreErrors = std::vector<std::pair<std::string, std::string>>;
   bool restore_check_shape(const VehicleCheckpoint& cp, RestoreErrors& errors) const;
@@ -382,7 +392,20 @@ class VehicleSystem {
   std::vector<double> distances_;
   TierResolver tier_resolver_;
   std::vector<double> lane_min_s_;  // per lane: smallest s of any vehicle (lazy)
+  std::vector<double> lane_max_s_;  // per lane: largest s of any vehicle (with lane_min_s_)
   bool lane_min_valid_ = false;
+  // Per garage: the clearance its entrance needs, max(entrance_clear_m,
+  // headway_block_m), and the lanes leading onto its entrance lane within that
+  // distance (from every route), each with the distance from its end to the
+  // entrance; `own` when it is on this garage's own loop back from the seam.
+  struct Feeder {
+    LaneIndex lane;
+    double to_entrance_m;
+    bool own;
+  };
+  std::vector<double> entrance_clear_m_;
+  std::vector<std::vector<Feeder>> feeders_;
+  std::vector<double> route_max_speed_;  // per garage: the fastest lane of its route
   std::vector<std::uint32_t> cursor_;
   // regroup_store(): the new row order and which rows a permutation cycle visited.
   std::vector<std::uint32_t> regroup_order_;

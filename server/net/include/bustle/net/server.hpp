@@ -221,6 +221,7 @@ struct OutboundResult {
   core::EntityId entity;  // CancelSpawn / DespawnEntity of an unregistered spawn: the id given back
   core::BatchStatus batch = core::BatchStatus::None;  // LifecycleBatch
   std::vector<std::uint64_t> handles;                 // LifecycleBatch: one per Spawn op
+  std::optional<std::uint64_t> enqueue_ordinal;       // GarageRequest accepted
   std::optional<EntityInfoReport> entity_info;        // QueryEntity
   std::optional<PopulationReport> population;         // QueryPopulation
   std::optional<SpawnReport> spawn;                   // QuerySpawn

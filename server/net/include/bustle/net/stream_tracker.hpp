@@ -85,6 +85,8 @@ struct StreamContext {
   std::size_t chain_count = 0;
   core::ImportanceSpec importance;
   std::vector<std::string> garage_ids;
+  std::vector<std::string> vehicle_id_formats;  // per garage (GarageSpec::vehicle_id_format)
+  std::string scenario_id;                      // for {scenario} in those formats
   std::vector<std::uint32_t> community_first_resident;  // ascending
   std::vector<std::string> community_ids;
   std::uint32_t entries_per_step_max = 1024;
