@@ -626,6 +626,11 @@ double thread_share(const RunResult& r, const char* name) {
   return r.cpu_share.count(name) ? r.cpu_share.at(name) : 0.0;
 }
 
+// A thread's CPU ms per executed step of the window.
+double thread_ms_per_step(const RunResult& r, const char* name) {
+  return r.steps_per_s > 0 ? thread_share(r, name) * 1e3 / r.steps_per_s : 0.0;
+}
+
 // Every district client of every run must hold about its share: at least
 // 0.8 x what its radius covers, at most 1.2 x what 1.1 x its radius covers
 // (where received entities may stay). Prints each miss; false if any.
@@ -666,6 +671,10 @@ void print_summary(const char* label, const std::vector<RunResult>& runs) {
       spread(
           runs, [](const RunResult& r) { return thread_share(r, "bustle-net") * 100; }, "%.1f%%")
           .c_str());
+  std::printf(
+      "%s: CPU ms per step: sim thread %s, network thread %s\n", label,
+      spread(runs, [](const RunResult& r) { return thread_ms_per_step(r, "sim"); }).c_str(),
+      spread(runs, [](const RunResult& r) { return thread_ms_per_step(r, "bustle-net"); }).c_str());
   std::printf(
       "%s: step mean %s ms in the window, p50 %s ms, p99 %s ms (run); %s steps per s; bytes per "
       "client per s %s\n",
