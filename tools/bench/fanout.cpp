@@ -21,6 +21,16 @@
 // Hello and Subscribe and then never reads; the server's per-client soft cap
 // (--outbound-max-bytes, 256 KiB by default here so that the cap is reached
 // within a run) makes it coalesce, stop reading and finally close it.
+//
+// --city-scale N (district mode, issue 17): the city is the generated
+// district city of fanout_city.hpp with N pedestrians; the pairs are a run
+// without any client and a run with every client (at most 8) subscribed to
+// its own district (one observer, a radius holding --share pedestrians,
+// generous budgets). Besides the figures above it reports CPU per executed
+// step, the window's steps per second, dropped / late / over-100-ms steps,
+// start-up time and RSS once every pedestrian is spawned, and the entities
+// each client holds; it fails when a client holds far more or fewer than its
+// share (interest not applied).
 #include "fanout.hpp"
 
 #include <arpa/inet.h>
@@ -427,6 +437,25 @@ std::optional<client::StatsInfo> query_stats(client::Client& c) {
   return *r.value.stats;
 }
 
+// The server's step figures of the run (scrape q, at its end) and of the
+// window since the scrape m0.
+void read_step_metrics(const std::map<std::string, double>& m0,
+                       const std::map<std::string, double>& q, RunResult& out) {
+  if (!(q.count("0.5") && q.count("0.99") && q.count("1") && q.count("sum") && m0.count("sum"))) {
+    out.error = "could not read the step quantiles from the metrics endpoint";
+    return;
+  }
+  out.step_p50_ms = q.at("0.5");
+  out.step_p99_ms = q.at("0.99");
+  out.step_max_ms = q.at("1");
+  const double n = q.at("count") - m0.at("count");
+  out.step_mean_ms = n > 0 ? (q.at("sum") - m0.at("sum")) / n : 0.0;
+  out.window_late = q.count("late") && m0.count("late") ? q.at("late") - m0.at("late") : -1;
+  out.window_over_100ms = q.count("over_100ms") && m0.count("over_100ms")
+                              ? q.at("over_100ms") - m0.at("over_100ms")
+                              : -1;
+}
+
 // Waits (at most 120 s) until the server has spawned every pedestrian of the
 // city; false on time-out.
 bool wait_populated(const FanoutOptions& o, client::Client& stats) {
@@ -523,20 +552,7 @@ RunResult run_once(const FanoutOptions& o, const std::string& city, std::uint32_
   const auto s1 = query_stats(stats);
   out.rss_kb = proc_status_kb(std::to_string(server.pid), "VmRSS:");
   out.hwm_kb = proc_status_kb(std::to_string(server.pid), "VmHWM:");
-  const auto q = step_quantiles_ms(server.metrics_port);
-  if (q.count("0.5") && q.count("0.99") && q.count("1") && q.count("sum") && m0.count("sum")) {
-    out.step_p50_ms = q.at("0.5");
-    out.step_p99_ms = q.at("0.99");
-    out.step_max_ms = q.at("1");
-    const double n = q.at("count") - m0.at("count");
-    out.step_mean_ms = n > 0 ? (q.at("sum") - m0.at("sum")) / n : 0.0;
-    out.window_late = q.count("late") && m0.count("late") ? q.at("late") - m0.at("late") : -1;
-    out.window_over_100ms = q.count("over_100ms") && m0.count("over_100ms")
-                                ? q.at("over_100ms") - m0.at("over_100ms")
-                                : -1;
-  } else {
-    out.error = "could not read the step quantiles from the metrics endpoint";
-  }
+  read_step_metrics(m0, step_quantiles_ms(server.metrics_port), out);
   if (s0 && s1) {
     out.window_steps = s1->step - s0->step;
     out.window_dropped = s1->dropped_steps - s0->dropped_steps;

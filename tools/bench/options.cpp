@@ -232,6 +232,34 @@ void add_fanout(CLI::App& app, Args& a) {
   add_json(*sub, a);
 }
 
+// Fanout checks across flags; "" or the message. With --city-scale N,
+// --clients and --warmup default to 8 clients and 5 s (the district city's
+// tiers settle after spawning).
+std::string check_fanout(const CLI::App& sub, FanoutOptions& f) {
+  if (f.district_pedestrians == 0) {
+    return sub.count("--share") > 0 ? "--share needs --city-scale N" : "";
+  }
+  if (sub.count("--clients") == 0) f.clients = 8;
+  if (sub.count("--warmup") == 0) f.warmup_seconds = 5;
+  for (const char* flag : {"--agents", "--stalled-percent"}) {
+    if (sub.count(flag) > 0) {
+      return std::string(flag) +
+             " does not apply with --city-scale N (the district city has N pedestrians and no "
+             "stalled runs)";
+    }
+  }
+  if (f.clients > kMaxDistricts) {
+    return "--clients (" + std::to_string(f.clients) + ") must be at most " +
+           std::to_string(kMaxDistricts) + " with --city-scale N (one district each)";
+  }
+  if (f.district_share > f.district_pedestrians / 25) {
+    return "--share (" + std::to_string(f.district_share) +
+           ") must be at most 1/25 of --city-scale (" + std::to_string(f.district_pedestrians) +
+           ")";
+  }
+  return "";
+}
+
 std::string subcommand_names(const CLI::App& app) {
   std::string names;
   for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
@@ -327,31 +355,13 @@ ParsedArgs parse_args(int argc, char** argv) {
     return fail(" " + sub->get_name(), "unexpected argument '" + first + "'");
   }
   a.mode = app.get_subcommands().front()->get_name();
-  // Checks across flags. With --city-scale N, --clients and --warmup default
-  // to 8 clients and 5 s (the district city's tiers settle after spawning).
-  if (a.mode == "fanout" && a.fanout.district_pedestrians > 0) {
-    if (sub->count("--clients") == 0) a.fanout.clients = 8;
-    if (sub->count("--warmup") == 0) a.fanout.warmup_seconds = 5;
-    if (a.fanout.clients > kMaxDistricts) {
-      std::fprintf(stderr,
-                   "bustle-bench fanout: --clients (%u) must be at most %u with --city-scale N "
-                   "(one district each)\n",
-                   a.fanout.clients, kMaxDistricts);
+  // Checks across flags.
+  if (a.mode == "fanout") {
+    if (const std::string error = check_fanout(*sub, a.fanout); !error.empty()) {
+      std::fprintf(stderr, "bustle-bench fanout: %s\n", error.c_str());
       out.exit_code = 2;
       return out;
     }
-    if (a.fanout.district_share > a.fanout.district_pedestrians / 25) {
-      std::fprintf(stderr,
-                   "bustle-bench fanout: --share (%u) must be at most 1/25 of --city-scale "
-                   "(%u)\n",
-                   a.fanout.district_share, a.fanout.district_pedestrians);
-      out.exit_code = 2;
-      return out;
-    }
-  } else if (a.mode == "fanout" && sub->count("--share") > 0) {
-    std::fprintf(stderr, "bustle-bench fanout: --share needs --city-scale N\n");
-    out.exit_code = 2;
-    return out;
   }
   if (a.mode == "population" && a.residents > a.active) {
     std::fprintf(stderr,

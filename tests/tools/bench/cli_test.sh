@@ -42,6 +42,8 @@ expect 2 "--city-scale: expected two-blocks .* got '999'" fanout --city-scale 99
 expect 2 "--clients \(9\) must be at most 8 with --city-scale N" fanout --city-scale 1m --clients 9
 expect 2 "--share \(50000\) must be at most 1/25 of --city-scale \(1000000\)" fanout --city-scale 1m --share 50000
 expect 2 "--share needs --city-scale N" fanout --share 100
+expect 2 "--agents does not apply with --city-scale N" fanout --city-scale 50k --agents 10
+expect 2 "--stalled-percent does not apply with --city-scale N" fanout --city-scale 50k --stalled-percent 5
 expect 0 "--city-scale" fanout --help
 expect 2 "--dir: Directory does not exist: /nonexistent" snapshot --dir /nonexistent
 # A run states the machine and the load before and after, and --json ends
