@@ -15,7 +15,7 @@ FUZZ_SMOKE_SECONDS ?= 5
 SOAK_SECONDS ?= 3600
 SOAK_SCENARIOS ?= default-city
 
-.PHONY: all deps configure build test run bench clean format fuzz-build fuzz fuzz-smoke soak image image-test container-deps schema-doc
+.PHONY: all deps configure build test run bench bench-fanout-1m clean format fuzz-build fuzz fuzz-smoke soak image image-test container-deps schema-doc
 
 all: build
 
@@ -61,6 +61,14 @@ BENCH_README ?= $(if $(BENCH_QUICK),,README.md)
 bench: build
 	@tools/bench/run-all.sh --build $(BUILD_DIR) $(if $(BENCH_QUICK),--quick) \
 	  $(if $(BENCH_README),--readme $(BENCH_README),--no-readme)
+
+# Issue 17's streaming figure, too long for `make bench` (about 4 minutes):
+# 8 clients each subscribed to its own district of 20 000 pedestrians in a
+# generated city of 1 000 000, in 3 interleaved pairs of runs without and
+# with the clients (README "Performance").
+bench-fanout-1m: build
+	@$(BUILD_DIR)/tools/bench/bustle-bench fanout --city-scale 1m --repeat 3 --seconds 15 \
+	  --server $(BUILD_DIR)/server/app/bustle-server
 
 # Starts the server on the embedded default city (127.0.0.1:7777, realtime).
 # Extra flags: make run ARGS="--port 0 --clock fast"

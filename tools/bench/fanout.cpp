@@ -21,6 +21,16 @@
 // Hello and Subscribe and then never reads; the server's per-client soft cap
 // (--outbound-max-bytes, 256 KiB by default here so that the cap is reached
 // within a run) makes it coalesce, stop reading and finally close it.
+//
+// --city-scale N (district mode, issue 17): the city is the generated
+// district city of fanout_city.hpp with N pedestrians; the pairs are a run
+// without any client and a run with every client (at most 8) subscribed to
+// its own district (one observer, a radius holding --share pedestrians,
+// generous budgets). Besides the figures above it reports CPU per executed
+// step, the window's steps per second, dropped / late / over-100-ms steps,
+// start-up time and RSS once every pedestrian is spawned, and the entities
+// each client holds; it fails when a client holds far more or fewer than its
+// share (interest not applied).
 #include "fanout.hpp"
 
 #include <arpa/inet.h>
@@ -45,6 +55,8 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -52,6 +64,7 @@
 #include "bustle/client/client.hpp"
 #include "bustle/client/messages.hpp"
 #include "bustle/scenario/scenario_loader.hpp"
+#include "fanout_city.hpp"
 #include "measure.hpp"
 #include "report.hpp"
 
@@ -67,8 +80,24 @@ double seconds_since(Clock::time_point t0, Clock::time_point t) {
   return std::chrono::duration<double>(t - t0).count();
 }
 
-// The city: the embedded default city with `agents` pedestrians.
+bool district_mode(const FanoutOptions& o) {
+  return o.district_pedestrians > 0;
+}
+
+// The district city's geometry and districts (district mode only).
+DistrictCity& district_city() {
+  static DistrictCity city;
+  return city;
+}
+
+// The city: the embedded default city with `agents` pedestrians, or the
+// generated district city (district mode).
 std::string write_city(const FanoutOptions& o) {
+  const std::string path = o.dir + "/bustle-fanout-city.json";
+  if (district_mode(o)) {
+    std::ofstream(path) << district_city().scenario_json;
+    return path;
+  }
   nlohmann::json city = nlohmann::json::parse(scenario::embedded_default_scenario_text());
   city["id"] = "bustle.bench.fanout." + std::to_string(o.agents);
   city["pedestrians"]["count"] = o.agents;
@@ -76,7 +105,6 @@ std::string write_city(const FanoutOptions& o) {
   std::uint32_t capacity = 1024;
   while (capacity < o.agents + o.agents / 4) capacity *= 2;
   city["entity_capacity"] = std::max<std::uint32_t>(capacity, city.value("entity_capacity", 1024u));
-  const std::string path = o.dir + "/bustle-fanout-city.json";
   std::ofstream(path) << city.dump(2);
   return path;
 }
@@ -86,6 +114,7 @@ struct ServerProcess {
   pid_t pid = -1;
   std::uint16_t port = 0;
   std::uint16_t metrics_port = 0;
+  double listening_s = 0;  // from spawn to the metrics port line
   std::string error;
 
   ServerProcess(const FanoutOptions& o, const std::string& city) {
@@ -109,6 +138,11 @@ struct ServerProcess {
         "127.0.0.1:0",
         "--client-outbound-max-bytes",
         std::to_string(o.outbound_max_bytes ? o.outbound_max_bytes : 262144)};
+    if (o.sim_threads > 0) {
+      args.push_back("--sim-threads");
+      args.push_back(std::to_string(o.sim_threads));
+    }
+    const auto started = Clock::now();
     int out[2];
     if (pipe(out) != 0) {
       error = "pipe: " + std::string(std::strerror(errno));
@@ -136,7 +170,7 @@ struct ServerProcess {
     // "bustle-server listening on <address>:<port>", then
     // "bustle-server metrics on <address>:<port>"
     std::string line;
-    const auto deadline = Clock::now() + 20s;
+    const auto deadline = Clock::now() + 60s;
     while (Clock::now() < deadline) {
       pollfd p{out[0], POLLIN, 0};
       if (poll(&p, 1, 200) <= 0) continue;
@@ -151,13 +185,14 @@ struct ServerProcess {
         port = static_cast<std::uint16_t>(std::stoi(line.substr(colon + 1)));
       } else if (colon != std::string::npos && line.rfind("bustle-server metrics on ", 0) == 0) {
         metrics_port = static_cast<std::uint16_t>(std::stoi(line.substr(colon + 1)));
+        listening_s = seconds_since(started, Clock::now());
         break;
       }
       line.clear();
     }
     close(out[0]);
     if (port == 0 || metrics_port == 0) {
-      error = "the server did not report its ports within 20 s (see " + log + ")";
+      error = "the server did not report its ports within 60 s (see " + log + ")";
     }
   }
   ~ServerProcess() {
@@ -205,7 +240,10 @@ std::size_t append_body(char* data, std::size_t size, std::size_t n, void* out) 
 }
 
 // The server's exact step-time quantiles (bustle_step_duration_recent_seconds:
-// every step of this run, up to 8192), in ms; empty on failure.
+// every step of this run, up to 8192), in ms, and that summary's "sum" (ms)
+// and "count"; "late" (bustle_steps_late_total) and "over_100ms" (steps of
+// the bustle_step_duration_seconds histogram above its 0.1 s bound); empty on
+// failure.
 std::map<std::string, double> step_quantiles_ms(std::uint16_t metrics_port) {
   std::map<std::string, double> out;
   std::string body;
@@ -223,6 +261,17 @@ std::map<std::string, double> step_quantiles_ms(std::uint16_t metrics_port) {
   std::string line;
   const std::string prefix = "bustle_step_duration_recent_seconds{quantile=\"";
   while (std::getline(lines, line)) {
+    for (const char* total : {"sum", "count"}) {
+      const std::string name = std::string("bustle_step_duration_recent_seconds_") + total + " ";
+      if (line.rfind(name, 0) == 0)
+        out[total] = std::stod(line.substr(name.size())) * (total[0] == 's' ? 1e3 : 1.0);
+    }
+    const auto value = [&] { return std::stod(line.substr(line.rfind(' ') + 1)); };
+    if (line.rfind("bustle_steps_late_total ", 0) == 0) out["late"] = value();
+    if (line.rfind("bustle_step_duration_seconds_bucket{le=\"+Inf\"}", 0) == 0)
+      out["over_100ms"] += value();
+    if (line.rfind("bustle_step_duration_seconds_bucket{le=\"0.1\"}", 0) == 0)
+      out["over_100ms"] -= value();
     if (line.rfind(prefix, 0) != 0) continue;
     const auto end = line.find('"', prefix.size());
     const auto space = line.rfind(' ');
@@ -242,12 +291,41 @@ struct ReaderResult {
   std::uint64_t deltas = 0;
   std::uint64_t step_gaps = 0;  // Deltas whose step is not the previous + 1 (coalesced)
   std::vector<double> lag_ms;   // raw (receive - sim) offsets in the window, ms
+  // Entities this client holds (entered and not left) at the end of the
+  // window, and the most Delta.interest_truncated said in the window.
+  std::uint64_t held = 0;
+  std::uint32_t truncated_max = 0;
 };
 
-client::SubscribeParams subscription(const FanoutOptions& o) {
+// Budgets of a district client: generous enough that its interest radius,
+// not a budget, decides what it receives (a client whose interest the server
+// ignored would receive up to their sum, several times its share).
+constexpr client::RepresentationBudgets kDistrictBudgets{4096, 65536, 65536};
+
+client::SubscribeParams subscription(const FanoutOptions& o, std::uint32_t index) {
   client::SubscribeParams p;
   p.motion_tolerance_mm = o.motion_tolerance_mm;
+  if (district_mode(o)) {
+    const District& d = district_city().districts.at(index);
+    client::InterestObserver observer;
+    observer.x_m = d.x_m;
+    observer.y_m = d.y_m;
+    observer.radius_m = d.radius_m;
+    p.observers = {observer};
+    p.budgets = kDistrictBudgets;
+  }
   return p;
+}
+
+std::uint64_t id_key(const client::EntityId& id) {
+  return (static_cast<std::uint64_t>(id.generation) << 32) | id.index;
+}
+
+// What a Delta does to the set of entities a client holds.
+void apply_to_held(const client::Delta& d, std::set<std::uint64_t>& held) {
+  if (d.baseline) held.clear();
+  for (const client::EnteredEntity& e : d.entered) held.insert(id_key(e.id));
+  for (const client::EntityId& id : d.left) held.erase(id_key(id));
 }
 
 void run_reader(const FanoutOptions& o, std::uint16_t port, std::uint32_t index,
@@ -261,7 +339,7 @@ void run_reader(const FanoutOptions& o, std::uint16_t port, std::uint32_t index,
     ready.fetch_add(1);
     return;
   }
-  if (auto s = c.subscribe(subscription(o)); !s.ok()) {
+  if (auto s = c.subscribe(subscription(o, index)); !s.ok()) {
     r.error = "subscribe: " + s.message;
     ready.fetch_add(1);
     return;
@@ -272,6 +350,7 @@ void run_reader(const FanoutOptions& o, std::uint16_t port, std::uint32_t index,
   Clock::time_point t0;
   const Clock::time_point epoch = Clock::now();
   bool measuring = false;
+  std::set<std::uint64_t> held;
   while (phase.load() != static_cast<int>(Phase::Done)) {
     auto d = c.next_delta(100ms);
     const bool now_measuring = phase.load() == static_cast<int>(Phase::Measuring);
@@ -285,7 +364,10 @@ void run_reader(const FanoutOptions& o, std::uint16_t port, std::uint32_t index,
       r.error = std::string(client::to_string(d.status)) + ": " + d.message;
       break;
     }
+    apply_to_held(d.value, held);
     if (measuring && now_measuring) {
+      r.held = held.size();
+      r.truncated_max = std::max(r.truncated_max, d.value.interest_truncated);
       ++r.deltas;
       if (last_step != 0 && d.value.step != last_step + 1) ++r.step_gaps;
       r.lag_ms.push_back(seconds_since(epoch, Clock::now()) * 1e3 -
@@ -317,7 +399,7 @@ int open_stalled(const FanoutOptions& o, std::uint16_t port, std::uint32_t index
   client::HelloParams hello;
   hello.client_name = "fanout-stalled-" + std::to_string(index);
   client::Frame frames = client::build_hello(hello);
-  const client::Frame subscribe = client::build_subscribe(1, subscription(o));
+  const client::Frame subscribe = client::build_subscribe(1, subscription(o, index));
   frames.insert(frames.end(), subscribe.begin(), subscribe.end());
   if (write(fd, frames.data(), frames.size()) != static_cast<ssize_t>(frames.size())) {
     close(fd);
@@ -330,24 +412,113 @@ struct RunResult {
   std::string label;
   std::uint32_t readers = 0, stalled = 0, failed = 0, stalled_closed = 0;
   std::map<std::string, double> cpu_share;  // per server thread, share of one core
+  double cpu_total_share = 0;               // every server thread, share of one core
+  double cpu_ms_per_step = 0;               // every server thread, CPU ms per executed step
+  double steps_per_s = 0;                   // steps executed in the window per second
+  double step_mean_ms = 0;                  // server side, mean over the window's steps
   double bytes_per_client_s = 0;            // median over reading clients
   double lag_p50_ms = 0, lag_p99_ms = 0;
   double step_p50_ms = 0, step_p99_ms = 0, step_max_ms = 0;  // server side, every step of the run
   std::uint64_t step_gaps = 0, deltas = 0, dropped_steps = 0;
+  std::uint64_t window_steps = 0, window_dropped = 0;
+  double window_late = 0, window_over_100ms = 0;  // catch-up steps; steps over the 100 ms period
+  double startup_s = 0, populated_s = 0;  // server start to its ports; to every pedestrian spawned
+  long populated_rss_kb = 0;              // VmRSS once every pedestrian is spawned
   long rss_kb = 0, hwm_kb = 0;
+  std::vector<std::uint64_t> held;  // per reading client, entities held at the end
+  std::uint32_t truncated_max = 0;  // the most interest_truncated any client was told
   std::string error;
 };
 
-RunResult run_once(const FanoutOptions& o, const std::string& city, std::uint32_t stalled,
-                   const char* label) {
+// QueryStats over `c`; nullopt on failure.
+std::optional<client::StatsInfo> query_stats(client::Client& c) {
+  auto r = c.command(client::QueryStatsCmd{}, 3s);
+  if (!r.ok() || !r.value.stats) return std::nullopt;
+  return *r.value.stats;
+}
+
+// The server's step figures of the run (scrape q, at its end) and of the
+// window since the scrape m0.
+void read_step_metrics(const std::map<std::string, double>& m0,
+                       const std::map<std::string, double>& q, RunResult& out) {
+  if (!(q.count("0.5") && q.count("0.99") && q.count("1") && q.count("sum") && m0.count("sum"))) {
+    out.error = "could not read the step quantiles from the metrics endpoint";
+    return;
+  }
+  out.step_p50_ms = q.at("0.5");
+  out.step_p99_ms = q.at("0.99");
+  out.step_max_ms = q.at("1");
+  const double n = q.at("count") - m0.at("count");
+  out.step_mean_ms = n > 0 ? (q.at("sum") - m0.at("sum")) / n : 0.0;
+  out.window_late = q.count("late") && m0.count("late") ? q.at("late") - m0.at("late") : -1;
+  out.window_over_100ms = q.count("over_100ms") && m0.count("over_100ms")
+                              ? q.at("over_100ms") - m0.at("over_100ms")
+                              : -1;
+}
+
+// Waits (at most 120 s) until the server has spawned every pedestrian of the
+// city; false on time-out.
+bool wait_populated(const FanoutOptions& o, client::Client& stats) {
+  const std::uint32_t want = district_mode(o) ? o.district_pedestrians : o.agents;
+  const auto deadline = Clock::now() + 120s;
+  while (Clock::now() < deadline) {
+    const auto s = query_stats(stats);
+    if (s && s->pedestrians >= want) return true;
+    std::this_thread::sleep_for(50ms);
+  }
+  return false;
+}
+
+// The readers' figures, summed into `out`.
+void collect_readers(const std::vector<ReaderResult>& results, RunResult& out) {
+  std::vector<double> rates, lags;
+  for (const ReaderResult& r : results) {
+    if (!r.subscribed || !r.error.empty()) {
+      ++out.failed;
+      if (out.error.empty()) out.error = r.error;
+      continue;
+    }
+    if (r.window_s > 0) rates.push_back(static_cast<double>(r.window_bytes) / r.window_s);
+    out.step_gaps += r.step_gaps;
+    out.deltas += r.deltas;
+    out.held.push_back(r.held);
+    out.truncated_max = std::max(out.truncated_max, r.truncated_max);
+    // Each client's offsets relative to its own best case (clock offsets cancel).
+    if (!r.lag_ms.empty()) {
+      const double best = *std::min_element(r.lag_ms.begin(), r.lag_ms.end());
+      for (const double l : r.lag_ms) lags.push_back(l - best);
+    }
+  }
+  out.bytes_per_client_s = percentile(rates, 0.5);
+  out.lag_p50_ms = percentile(lags, 0.5);
+  out.lag_p99_ms = percentile(lags, 0.99);
+}
+
+RunResult run_once(const FanoutOptions& o, const std::string& city, std::uint32_t readers,
+                   std::uint32_t stalled, const char* label) {
   RunResult out;
   out.label = label;
+  const auto started = Clock::now();
   ServerProcess server(o, city);
   if (!server.error.empty()) {
     out.error = server.error;
     return out;
   }
-  const std::uint32_t readers = o.clients - stalled;
+  out.startup_s = server.listening_s;
+  client::ClientOptions stats_opts;
+  stats_opts.port = server.port;
+  stats_opts.client_name = "fanout-stats";
+  client::Client stats(stats_opts);
+  if (!stats.connect().ok()) {
+    out.error = "the stats client could not connect";
+    return out;
+  }
+  if (!wait_populated(o, stats)) {
+    out.error = "the server did not spawn every pedestrian within 120 s";
+    return out;
+  }
+  out.populated_s = seconds_since(started, Clock::now());
+  out.populated_rss_kb = proc_status_kb(std::to_string(server.pid), "VmRSS:");
   out.readers = readers;
   out.stalled = stalled;
   std::atomic<int> phase{static_cast<int>(Phase::Connecting)};
@@ -370,67 +541,47 @@ RunResult run_once(const FanoutOptions& o, const std::string& city, std::uint32_
     std::this_thread::sleep_for(20ms);
   phase.store(static_cast<int>(Phase::Warmup));
   std::this_thread::sleep_for(std::chrono::seconds(o.warmup_seconds));
+  const auto s0 = query_stats(stats);
+  const auto m0 = step_quantiles_ms(server.metrics_port);
   const auto cpu0 = thread_cpu_seconds(server.pid);
   const auto t0 = Clock::now();
   phase.store(static_cast<int>(Phase::Measuring));
   std::this_thread::sleep_for(std::chrono::seconds(o.seconds));
   const auto cpu1 = thread_cpu_seconds(server.pid);
   const double window = seconds_since(t0, Clock::now());
+  const auto s1 = query_stats(stats);
   out.rss_kb = proc_status_kb(std::to_string(server.pid), "VmRSS:");
   out.hwm_kb = proc_status_kb(std::to_string(server.pid), "VmHWM:");
-  const auto q = step_quantiles_ms(server.metrics_port);
-  if (q.count("0.5") && q.count("0.99") && q.count("1")) {
-    out.step_p50_ms = q.at("0.5");
-    out.step_p99_ms = q.at("0.99");
-    out.step_max_ms = q.at("1");
-  } else {
-    out.error = "could not read the step quantiles from the metrics endpoint";
-  }
-  {
-    client::ClientOptions opts;
-    opts.port = server.port;
-    opts.client_name = "fanout-stats";
-    client::Client stats(opts);
-    if (stats.connect().ok()) {
-      if (auto r = stats.command(client::QueryStatsCmd{}, 3s); r.ok() && r.value.stats) {
-        out.dropped_steps = r.value.stats->dropped_steps;
-        // The server's FIN to a stalled client cannot pass its full receive
-        // window, so the socket cannot tell; the server's client count can
-        // (readers and this stats client are connected).
-        const std::uint32_t expected = readers + 1 + stalled - out.failed;
-        out.stalled_closed =
-            expected > r.value.stats->clients ? expected - r.value.stats->clients : 0;
-      }
-    }
+  read_step_metrics(m0, step_quantiles_ms(server.metrics_port), out);
+  if (s0 && s1) {
+    out.window_steps = s1->step - s0->step;
+    out.window_dropped = s1->dropped_steps - s0->dropped_steps;
+    out.dropped_steps = s1->dropped_steps;
+    // The server's FIN to a stalled client cannot pass its full receive
+    // window, so the socket cannot tell; the server's client count can
+    // (readers and the stats client are connected).
+    const std::uint32_t expected = readers + 1 + stalled - out.failed;
+    out.stalled_closed = expected > s1->clients ? expected - s1->clients : 0;
+  } else if (out.error.empty()) {
+    out.error = "QueryStats failed around the measured window";
   }
   phase.store(static_cast<int>(Phase::Done));
   for (std::thread& t : threads) t.join();
   for (const int fd : stalled_fds) {
     if (fd >= 0) close(fd);
   }
+  double total = 0;
   for (const auto& [name, seconds] : cpu1) {
     const auto before = cpu0.find(name);
-    out.cpu_share[name] = (seconds - (before != cpu0.end() ? before->second : 0.0)) / window;
+    const double used = seconds - (before != cpu0.end() ? before->second : 0.0);
+    out.cpu_share[name] = used / window;
+    total += used;
   }
-  std::vector<double> rates, lags;
-  for (const ReaderResult& r : results) {
-    if (!r.subscribed || !r.error.empty()) {
-      ++out.failed;
-      if (out.error.empty()) out.error = r.error;
-      continue;
-    }
-    if (r.window_s > 0) rates.push_back(static_cast<double>(r.window_bytes) / r.window_s);
-    out.step_gaps += r.step_gaps;
-    out.deltas += r.deltas;
-    // Each client's offsets relative to its own best case (clock offsets cancel).
-    if (!r.lag_ms.empty()) {
-      const double best = *std::min_element(r.lag_ms.begin(), r.lag_ms.end());
-      for (const double l : r.lag_ms) lags.push_back(l - best);
-    }
-  }
-  out.bytes_per_client_s = percentile(rates, 0.5);
-  out.lag_p50_ms = percentile(lags, 0.5);
-  out.lag_p99_ms = percentile(lags, 0.99);
+  out.cpu_total_share = total / window;
+  out.steps_per_s = static_cast<double>(out.window_steps) / window;
+  out.cpu_ms_per_step =
+      out.window_steps > 0 ? total * 1e3 / static_cast<double>(out.window_steps) : 0.0;
+  collect_readers(results, out);
   return out;
 }
 
@@ -442,15 +593,28 @@ void print_run(const RunResult& r) {
   for (const auto& [name, share] : r.cpu_share) {
     std::printf(" %s %.2f%%", name.c_str(), share * 100.0);
   }
+  std::printf(" (all %.2f%%, %.2f ms per step)", r.cpu_total_share * 100.0, r.cpu_ms_per_step);
   std::printf(
-      "\n           server step p50 %.3f ms p99 %.3f ms max %.3f ms (every step of the run)",
-      r.step_p50_ms, r.step_p99_ms, r.step_max_ms);
+      "\n           server step p50 %.3f ms p99 %.3f ms max %.3f ms (every step of the run), mean "
+      "%.3f ms in the window; %" PRIu64 " steps in the window (%.2f per s, %" PRIu64
+      " dropped, %.0f late, %.0f over 100 ms)",
+      r.step_p50_ms, r.step_p99_ms, r.step_max_ms, r.step_mean_ms, r.window_steps, r.steps_per_s,
+      r.window_dropped, r.window_late, r.window_over_100ms);
   std::printf(
       "\n           bytes per client per second %.0f; delivery lag p50 %.2f ms p99 %.2f ms; "
       "%" PRIu64 " deltas (%" PRIu64 " coalesced), %" PRIu64
       " dropped steps; RSS %ld KiB (peak %ld KiB)\n",
       r.bytes_per_client_s, r.lag_p50_ms, r.lag_p99_ms, r.deltas, r.step_gaps, r.dropped_steps,
       r.rss_kb, r.hwm_kb);
+  std::printf(
+      "           start-up: ports after %.2f s, every pedestrian spawned after %.2f s, RSS then "
+      "%ld KiB\n",
+      r.startup_s, r.populated_s, r.populated_rss_kb);
+  if (!r.held.empty()) {
+    std::printf("           entities held per client:");
+    for (const std::uint64_t h : r.held) std::printf(" %" PRIu64, h);
+    std::printf(" (interest_truncated at most %u)\n", r.truncated_max);
+  }
 }
 
 std::vector<double> runs_of(const std::vector<RunResult>& runs, double (*get)(const RunResult&)) {
@@ -463,9 +627,178 @@ double median_of(const std::vector<RunResult>& runs, double (*get)(const RunResu
   return percentile(runs_of(runs, get), 0.5);
 }
 
+// "median [min-max]" of a figure over runs.
+std::string spread(const std::vector<RunResult>& runs, double (*get)(const RunResult&),
+                   const char* format = "%.3f") {
+  const std::vector<double> v = runs_of(runs, get);
+  char m[32], lo[32], hi[32];
+  std::snprintf(m, sizeof m, format, percentile(v, 0.5));
+  std::snprintf(lo, sizeof lo, format, *std::min_element(v.begin(), v.end()));
+  std::snprintf(hi, sizeof hi, format, *std::max_element(v.begin(), v.end()));
+  return std::string(m) + " [" + lo + "-" + hi + "]";
+}
+
+double thread_share(const RunResult& r, const char* name) {
+  return r.cpu_share.count(name) ? r.cpu_share.at(name) : 0.0;
+}
+
+// A thread's CPU ms per executed step of the window.
+double thread_ms_per_step(const RunResult& r, const char* name) {
+  return r.steps_per_s > 0 ? thread_share(r, name) * 1e3 / r.steps_per_s : 0.0;
+}
+
+// Every district client of every run must hold about its share: at least
+// 0.8 x what its radius covers, at most 1.2 x what 1.1 x its radius covers
+// (where received entities may stay). Prints each miss; false if any.
+bool check_shares(const FanoutOptions& o, const std::vector<RunResult>& runs) {
+  bool ok = true;
+  for (const RunResult& r : runs) {
+    if (r.held.size() != o.clients) {
+      std::printf("INTEREST CHECK FAILED: %s run: %zu of %u clients reported\n", r.label.c_str(),
+                  r.held.size(), o.clients);
+      ok = false;
+    }
+    for (std::size_t k = 0; k < r.held.size(); ++k) {
+      const District& d = district_city().districts.at(k);
+      const double held = static_cast<double>(r.held[k]);
+      if (held < 0.8 * d.expected || held > 1.2 * d.expected_hold) {
+        std::printf(
+            "INTEREST CHECK FAILED: client %zu (district at %.0f, %.0f, radius %.1f m) holds %.0f "
+            "entities, expected %.0f to %.0f (its share %.0f): interest not applied\n",
+            k, d.x_m, d.y_m, d.radius_m, held, 0.8 * d.expected, 1.2 * d.expected_hold, d.expected);
+        ok = false;
+      }
+    }
+  }
+  return ok;
+}
+
+// Medians [min-max] over the runs of one kind, and its RESULT line.
+void print_summary(const char* label, const std::vector<RunResult>& runs) {
+  std::printf(
+      "%s: server CPU per step %s ms (all threads), %s of one core; sim %s, net %s\n", label,
+      spread(runs, [](const RunResult& r) { return r.cpu_ms_per_step; }).c_str(),
+      spread(
+          runs, [](const RunResult& r) { return r.cpu_total_share * 100; }, "%.1f%%")
+          .c_str(),
+      spread(
+          runs, [](const RunResult& r) { return thread_share(r, "sim") * 100; }, "%.1f%%")
+          .c_str(),
+      spread(
+          runs, [](const RunResult& r) { return thread_share(r, "bustle-net") * 100; }, "%.1f%%")
+          .c_str());
+  std::printf(
+      "%s: CPU ms per step: sim thread %s, network thread %s\n", label,
+      spread(runs, [](const RunResult& r) { return thread_ms_per_step(r, "sim"); }).c_str(),
+      spread(runs, [](const RunResult& r) { return thread_ms_per_step(r, "bustle-net"); }).c_str());
+  std::printf(
+      "%s: step mean %s ms in the window, p50 %s ms, p99 %s ms (run); %s steps per s; bytes per "
+      "client per s %s\n",
+      label, spread(runs, [](const RunResult& r) { return r.step_mean_ms; }).c_str(),
+      spread(runs, [](const RunResult& r) { return r.step_p50_ms; }).c_str(),
+      spread(runs, [](const RunResult& r) { return r.step_p99_ms; }).c_str(),
+      spread(
+          runs, [](const RunResult& r) { return r.steps_per_s; }, "%.2f")
+          .c_str(),
+      spread(
+          runs, [](const RunResult& r) { return r.bytes_per_client_s; }, "%.0f")
+          .c_str());
+}
+
+int run_districts(const FanoutOptions& o, const std::string& city) {
+  const DistrictCity& dc = district_city();
+  std::printf(
+      "fanout: district city %u x %u loops (%.0f m of sidewalk), %u pedestrians; %u clients each "
+      "subscribed to its own district holding %u; %u s measured after %u s, %u pairs of runs "
+      "(no client, %u district clients), server %s\n",
+      kGrid, kGrid, dc.sidewalk_m, o.district_pedestrians, o.clients, o.district_share, o.seconds,
+      o.warmup_seconds, o.repeat, o.clients, o.server.c_str());
+  for (std::size_t k = 0; k < o.clients; ++k) {
+    const District& d = dc.districts[k];
+    std::printf(
+        "  district %zu: centre (%.0f, %.0f) radius %.1f m: %.0f expected (%.0f within "
+        "1.1 x radius)\n",
+        k, d.x_m, d.y_m, d.radius_m, d.expected, d.expected_hold);
+  }
+  std::vector<RunResult> idle, clients;
+  for (std::uint32_t k = 0; k < o.repeat; ++k) {
+    std::printf("pair %u\n", k + 1);
+    idle.push_back(run_once(o, city, 0, 0, "idle"));
+    print_run(idle.back());
+    clients.push_back(run_once(o, city, o.clients, 0, "clients"));
+    print_run(clients.back());
+  }
+  bool ok = true;
+  for (const auto* runs : {&idle, &clients}) {
+    for (const RunResult& r : *runs) ok = ok && r.error.empty() && r.failed == 0;
+  }
+  print_summary("idle", idle);
+  print_summary("clients", clients);
+  const auto cpu = [](const RunResult& r) { return r.cpu_ms_per_step; };
+  std::vector<double> cost;
+  for (std::size_t k = 0; k < idle.size(); ++k) cost.push_back(cpu(clients[k]) - cpu(idle[k]));
+  const double cost_median = percentile(cost, 0.5);
+  std::vector<double> held;
+  for (const RunResult& r : clients) {
+    for (const std::uint64_t h : r.held) held.push_back(static_cast<double>(h));
+  }
+  std::printf(
+      "streaming cost: %+.3f ms of server CPU per step for %u clients (per pair: clients - idle, "
+      "median [min-max] %.3f [%.3f-%.3f]); entities held per client median %.0f [%.0f-%.0f]\n",
+      cost_median, o.clients, cost_median, *std::min_element(cost.begin(), cost.end()),
+      *std::max_element(cost.begin(), cost.end()), percentile(held, 0.5),
+      held.empty() ? 0.0 : *std::min_element(held.begin(), held.end()),
+      held.empty() ? 0.0 : *std::max_element(held.begin(), held.end()));
+  const bool shares = check_shares(o, clients);
+  bool schedule = true;
+  for (const auto* runs : {&idle, &clients}) {
+    for (const RunResult& r : *runs)
+      schedule = schedule && r.window_dropped == 0 && r.window_late == 0 &&
+                 r.window_over_100ms == 0 && std::abs(r.steps_per_s - 10.0) <= 0.5;
+  }
+  std::printf(
+      "  10 Hz schedule kept in every run's window (no step dropped, late or over 100 ms; 9.5-10.5 "
+      "steps per s): %s\n",
+      schedule ? "yes" : "NO");
+  std::printf(
+      "  interest applied (every client holds 0.8 x its share to 1.2 x what 1.1 x its radius "
+      "covers): %s\n",
+      shares ? "yes" : "NO");
+  const auto med = [](const std::vector<RunResult>& runs, double (*get)(const RunResult&)) {
+    return median_of(runs, get);
+  };
+  std::printf(
+      "RESULT fanout city=districts pedestrians=%u clients=%u held_per_client=%.0f "
+      "idle_cpu_ms_per_step=%.3f clients_cpu_ms_per_step=%.3f streaming_cpu_ms_per_step=%.3f "
+      "clients_cpu_share=%.4f bytes_per_client_s=%.0f step_p99_ms=%.3f schedule_kept=%d\n",
+      o.district_pedestrians, o.clients, percentile(held, 0.5), med(idle, cpu), med(clients, cpu),
+      cost_median, med(clients, [](const RunResult& r) { return r.cpu_total_share; }),
+      med(clients, [](const RunResult& r) { return r.bytes_per_client_s; }),
+      med(clients, [](const RunResult& r) { return r.step_p99_ms; }), schedule ? 1 : 0);
+  figures()["districts"] = {
+      {"pedestrians", o.district_pedestrians},
+      {"clients", o.clients},
+      {"held_per_client", percentile(held, 0.5)},
+      {"idle_cpu_ms_per_step", runs_of(idle, cpu)},
+      {"clients_cpu_ms_per_step", runs_of(clients, cpu)},
+      {"streaming_cpu_ms_per_step", cost},
+      {"clients_cpu_share", runs_of(clients, [](const RunResult& r) { return r.cpu_total_share; })},
+      {"bytes_per_client_s",
+       runs_of(clients, [](const RunResult& r) { return r.bytes_per_client_s; })},
+      {"step_p99_ms", runs_of(clients, [](const RunResult& r) { return r.step_p99_ms; })},
+      {"startup_s", runs_of(clients, [](const RunResult& r) { return r.populated_s; })},
+      {"populated_rss_kib",
+       runs_of(clients,
+               [](const RunResult& r) { return static_cast<double>(r.populated_rss_kb); })},
+      {"schedule_kept", schedule},
+      {"interest_applied", shares}};
+  return ok && shares ? 0 : 1;
+}
+
 }  // namespace
 
-int run_fanout(const FanoutOptions& o) {
+int run_fanout(const FanoutOptions& given) {
+  FanoutOptions o = given;
   if (o.clients < 1 || o.clients > 1000) {
     std::fprintf(stderr, "bustle-bench: --clients must be in [1, 1000]\n");
     return 2;
@@ -480,6 +813,12 @@ int run_fanout(const FanoutOptions& o) {
     return 2;
   }
   signal(SIGPIPE, SIG_IGN);
+  if (district_mode(o)) {
+    if (o.district_share == 0)
+      o.district_share = std::max<std::uint32_t>(1, o.district_pedestrians / 50);
+    district_city() = make_district_city(o.district_pedestrians, o.clients, o.district_share);
+    return run_districts(o, write_city(o));
+  }
   const std::string city = write_city(o);
   const std::uint32_t stalled = (o.clients * o.stalled_percent + 50) / 100;
   std::printf(
@@ -491,9 +830,9 @@ int run_fanout(const FanoutOptions& o) {
   std::vector<RunResult> plain, with_stalled;
   for (std::uint32_t k = 0; k < o.repeat; ++k) {
     std::printf("pair %u\n", k + 1);
-    plain.push_back(run_once(o, city, 0, "no-stall"));
+    plain.push_back(run_once(o, city, o.clients, 0, "no-stall"));
     print_run(plain.back());
-    with_stalled.push_back(run_once(o, city, stalled, "stalled"));
+    with_stalled.push_back(run_once(o, city, o.clients - stalled, stalled, "stalled"));
     print_run(with_stalled.back());
   }
   bool ok = true;

@@ -19,6 +19,13 @@ struct FanoutOptions {
   std::uint64_t outbound_max_bytes = 0;  // 0: 256 KiB (so that stalled clients reach it)
   std::uint16_t motion_tolerance_mm =
       10;  // every client's Subscribe; 0: exact poses (the heaviest stream)
+  // --city-scale: 0 = the default two-block city above; otherwise the district
+  // city (fanout_city.hpp) with this many pedestrians, and each client
+  // subscribes to its own district holding district_share of them; runs are
+  // pairs (no client, every client reading its district).
+  std::uint32_t district_pedestrians = 0;
+  std::uint32_t district_share = 0;  // 0: district_pedestrians / 50 (20 000 of 1 M)
+  std::uint32_t sim_threads = 0;     // the server's --sim-threads; 0: its default
 };
 
 // Runs `repeat` pairs of runs and prints a table per run, the medians and

@@ -9,6 +9,7 @@
 //   bustle-bench fanout     [--clients N] [--stalled-percent P] [--agents N] [--seconds S]
 //                           [--warmup W] [--repeat R] [--server PATH] [--dir DIR]
 //                           [--outbound-max-bytes B] [--motion-tolerance-mm T]
+//                           [--city-scale two-blocks|N[k|m]] [--share S] [--sim-threads T]
 //   every subcommand: [--json] [--help]; bustle-bench --version
 //
 // The command line (flags, ranges, exit codes) is options.cpp; this file is

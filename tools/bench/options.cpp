@@ -8,6 +8,8 @@
 #include <sstream>
 #include <string>
 
+#include "fanout_city.hpp"
+
 #ifndef BUSTLE_VERSION
 #define BUSTLE_VERSION "unknown"
 #endif
@@ -52,6 +54,28 @@ void add_int_no_default(CLI::App& sub, const char* name, T& field, const char* w
 constexpr std::uint64_t kU64Max = std::numeric_limits<std::uint64_t>::max();
 constexpr std::uint64_t kStepsMax = 100'000'000;
 constexpr std::uint32_t kAgentsMax = 4'000'000;
+
+// --city-scale: "two-blocks" (0) or a pedestrian count with an optional k or
+// m suffix ("1m" = 1 000 000, "50k"), in [1000, kAgentsMax].
+bool parse_city_scale(const std::string& input, std::uint32_t& out) {
+  if (input == "two-blocks") {
+    out = 0;
+    return true;
+  }
+  std::string digits = input;
+  std::uint64_t scale = 1;
+  if (!digits.empty() && (digits.back() == 'k' || digits.back() == 'm')) {
+    scale = digits.back() == 'k' ? 1000 : 1'000'000;
+    digits.pop_back();
+  }
+  if (digits.empty() || digits.size() > 7 ||
+      digits.find_first_not_of("0123456789") != std::string::npos)
+    return false;
+  const std::uint64_t n = std::stoull(digits) * scale;
+  if (n < 1000 || n > kAgentsMax) return false;
+  out = static_cast<std::uint32_t>(n);
+  return true;
+}
 
 // A subcommand keeps unknown arguments (allow_extras) so parse_args can name
 // them in the order given.
@@ -186,7 +210,59 @@ void add_fanout(CLI::App& app, Args& a) {
                                     kU64Max);
   add_int<std::uint16_t>(*sub, "--motion-tolerance-mm", f.motion_tolerance_mm,
                          "every client's Subscribe tolerance", 0, 1000);
+  sub->add_option_function<std::string>(
+         "--city-scale",
+         [&f](const std::string& v) { parse_city_scale(v, f.district_pedestrians); },
+         "two-blocks (the default city, every client receives all), or a pedestrian count such as "
+         "1m or 50k: a generated 20 x 20 grid of sidewalk loops (2 km square) where each client "
+         "(--clients at most 8, default 8) subscribes to its own district holding --share "
+         "pedestrians, in pairs of runs without and with the clients; fails when a client holds "
+         "far more or less than its share")
+      ->check(CLI::Validator(
+          [](std::string& input) -> std::string {
+            std::uint32_t n = 0;
+            return parse_city_scale(input, n) ? std::string()
+                                              : "expected two-blocks or a pedestrian count in "
+                                                "[1000, 4000000] such as 1m or 50k, got '" +
+                                                    input + "'";
+          },
+          "two-blocks|N[k|m]"));
+  add_int_no_default<std::uint32_t>(*sub, "--share", f.district_share,
+                                    "with --city-scale N: pedestrians per client district "
+                                    "(default N / 50: 20000 of 1m)",
+                                    1, kAgentsMax);
+  add_int_no_default<std::uint32_t>(*sub, "--sim-threads", f.sim_threads,
+                                    "the server's --sim-threads (default: the server's own)", 1,
+                                    64);
   add_json(*sub, a);
+}
+
+// Fanout checks across flags; "" or the message. With --city-scale N,
+// --clients and --warmup default to 8 clients and 5 s (the district city's
+// tiers settle after spawning).
+std::string check_fanout(const CLI::App& sub, FanoutOptions& f) {
+  if (f.district_pedestrians == 0) {
+    return sub.count("--share") > 0 ? "--share needs --city-scale N" : "";
+  }
+  if (sub.count("--clients") == 0) f.clients = 8;
+  if (sub.count("--warmup") == 0) f.warmup_seconds = 5;
+  for (const char* flag : {"--agents", "--stalled-percent"}) {
+    if (sub.count(flag) > 0) {
+      return std::string(flag) +
+             " does not apply with --city-scale N (the district city has N pedestrians and no "
+             "stalled runs)";
+    }
+  }
+  if (f.clients > kMaxDistricts) {
+    return "--clients (" + std::to_string(f.clients) + ") must be at most " +
+           std::to_string(kMaxDistricts) + " with --city-scale N (one district each)";
+  }
+  if (f.district_share > f.district_pedestrians / 25) {
+    return "--share (" + std::to_string(f.district_share) +
+           ") must be at most 1/25 of --city-scale (" + std::to_string(f.district_pedestrians) +
+           ")";
+  }
+  return "";
 }
 
 std::string subcommand_names(const CLI::App& app) {
@@ -285,6 +361,13 @@ ParsedArgs parse_args(int argc, char** argv) {
   }
   a.mode = app.get_subcommands().front()->get_name();
   // Checks across flags.
+  if (a.mode == "fanout") {
+    if (const std::string error = check_fanout(*sub, a.fanout); !error.empty()) {
+      std::fprintf(stderr, "bustle-bench fanout: %s\n", error.c_str());
+      out.exit_code = 2;
+      return out;
+    }
+  }
   if (a.mode == "population" && a.residents > a.active) {
     std::fprintf(stderr,
                  "bustle-bench population: --residents (%u) must be at most --active (%u)\n",

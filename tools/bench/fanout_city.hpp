@@ -1,0 +1,44 @@
+// The district city of `bustle-bench fanout --city-scale`: a generated grid
+// of sidewalk loops written as a scenario file for the real server, and one
+// interest district per client, sized so that each district holds a given
+// share of the pedestrians.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace bustle::bench {
+
+struct District {
+  double x_m = 0, y_m = 0;   // centre (also a scenario observer)
+  double radius_m = 0;       // the client's interest radius
+  double expected = 0;       // pedestrians expected within radius_m (uniform by sidewalk length)
+  double expected_hold = 0;  // ... within 1.1 x radius_m (where a received entity may stay)
+};
+
+struct DistrictCity {
+  std::string scenario_json;        // the scenario file's text
+  std::vector<District> districts;  // one per client
+  double sidewalk_m = 0;            // total sidewalk length
+};
+
+// kGrid x kGrid blocks, each one closed sidewalk loop (its own successor) of
+// kBlock m a side on a kPitch m pitch, `pedestrians` background pedestrians
+// spread over them by length (the density ledger), all spawned on step 1;
+// tier caps as in `bustle-bench population` (Full 10 %, Simulated 30 %).
+// `districts` (1 to 8) centres on a 4 x 2 layout far enough apart not to
+// overlap; each radius is found by bisection so that the sidewalk inside it
+// carries `share` pedestrians.
+DistrictCity make_district_city(std::uint32_t pedestrians, std::uint32_t districts,
+                                std::uint32_t share);
+
+// Sidewalk length of the city within `radius_m` of (x, y), exact per segment.
+double sidewalk_within(double x_m, double y_m, double radius_m);
+
+inline constexpr std::uint32_t kGrid = 20;
+inline constexpr double kBlock = 80.0;
+inline constexpr double kPitch = 100.0;
+inline constexpr std::uint32_t kMaxDistricts = 8;
+
+}  // namespace bustle::bench
