@@ -27,7 +27,9 @@ struct Place {
   double s_m;
   bool operator==(const Place&) const = default;
 };
-Place place(const World& w, EntityId id) { return {w.describe(id).lane, w.describe(id).s_m}; }
+Place place(const World& w, EntityId id) {
+  return {w.describe(id).lane, w.describe(id).s_m};
+}
 
 }  // namespace
 
@@ -55,7 +57,7 @@ TEST_CASE("a masked pedestrian stays put while the others walk; digested and che
     w->step();
     REQUIRE(w->check_invariants().empty());
   }
-  CHECK(place(*w, held) == at);             // not advanced in 30 steps, in any tier
+  CHECK(place(*w, held) == at);               // not advanced in 30 steps, in any tier
   CHECK_FALSE(place(*w, other) == other_at);  // the neighbour walked on
   CHECK(w->describe(held).lifecycle == LifecycleState::Active);
 
@@ -93,10 +95,11 @@ TEST_CASE("the mask leaves the tier to the resolver: a far observer demotes a ma
   auto w = make(s);
   for (int k = 0; k < 40; ++k) w->step();
   const EntityId held = walkers(*w)[0];
-  REQUIRE(apply_one(*w, SetObservers{{ObserverPoint{w->describe(held).pose.x_m,
-                                                    w->describe(held).pose.y_m}},
-                                     {}})
-              .status == CommandStatus::Accepted);
+  REQUIRE(
+      apply_one(
+          *w,
+          SetObservers{{ObserverPoint{w->describe(held).pose.x_m, w->describe(held).pose.y_m}}, {}})
+          .status == CommandStatus::Accepted);
   for (int k = 0; k < 20; ++k) w->step();
   REQUIRE(w->describe(held).tier == SimTier::Full);
   REQUIRE(apply_one(*w, SetAdmissionMask{held, true}).status == CommandStatus::Accepted);

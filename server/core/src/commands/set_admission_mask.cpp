@@ -14,8 +14,8 @@ void World::apply_command(const SetAdmissionMask& c, CommandResult& r) {
   const bool walking = registry_.is_alive(c.id) && c.id.index < pedestrians_.dense_of.size() &&
                        pedestrians_.dense_of[c.id.index] != PedestrianStore::kNoSlot;
   if (!walking) {
-    reject(r, vehicles_.is_vehicle(c.id) ? RejectReason::InvalidArgument
-                                         : RejectReason::UnknownEntity,
+    reject(r,
+           vehicles_.is_vehicle(c.id) ? RejectReason::InvalidArgument : RejectReason::UnknownEntity,
            entity_text(c.id) +
                " is not a walking pedestrian (the admission mask holds pedestrians on a lane; "
                "vehicles, dormant residents and fading entities cannot be masked)");
@@ -44,9 +44,9 @@ void World::apply_command(const SetAdmissionMask& c, CommandResult& r) {
 
 void World::set_admission_mask_bit(std::uint32_t slot, bool masked) {
   pedestrian_digest_sum_ -= pedestrian_row_hash(slot);
-  pedestrians_.phase[slot] = static_cast<std::uint8_t>(
-      (pedestrians_.phase[slot] & PedestrianStore::kIdPhaseMask) |
-      (masked ? PedestrianStore::kAdmissionMaskedBit : 0));
+  pedestrians_.phase[slot] =
+      static_cast<std::uint8_t>((pedestrians_.phase[slot] & PedestrianStore::kIdPhaseMask) |
+                                (masked ? PedestrianStore::kAdmissionMaskedBit : 0));
   pedestrian_digest_sum_ += pedestrian_row_hash(slot);
 }
 
