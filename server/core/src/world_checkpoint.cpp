@@ -12,6 +12,7 @@
 
 #include "bustle/core/column_copies.hpp"
 #include "bustle/core/world.hpp"
+#include "world_internal.hpp"
 
 namespace bustle::core {
 namespace {
@@ -583,13 +584,13 @@ bool World::restore_observers_and_forced(World& w, const WorldCheckpoint& cp,
       fail(at, "not sorted or duplicated");
       return false;
     }
-    if (!w.registry_.is_alive(id) || id.index >= w.pedestrians_.dense_of.size() ||
-        w.pedestrians_.dense_of[id.index] == PedestrianStore::kNoSlot) {
+    const std::uint32_t slot = walking_slot(w.registry_, w.pedestrians_, id);
+    if (slot == PedestrianStore::kNoSlot) {
       fail(at, id_text(id) + " is not a walking pedestrian");
       return false;
     }
     // The row bit; the digest sum is recounted after this.
-    w.pedestrians_.phase[w.pedestrians_.dense_of[id.index]] |= PedestrianStore::kAdmissionMaskedBit;
+    w.pedestrians_.phase[slot] |= PedestrianStore::kAdmissionMaskedBit;
   }
   w.admission_masked_ = cp.admission_masked;
   return true;

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "bustle/core/command.hpp"
+#include "bustle/core/world.hpp"
 
 namespace bustle::core {
 
@@ -31,6 +32,15 @@ inline void accept(CommandResult& r) {
 // "entity <index>:<generation>", as command messages name an id.
 inline std::string entity_text(EntityId id) {
   return "entity " + std::to_string(id.index) + ":" + std::to_string(id.generation);
+}
+
+// The pedestrian row of `id` when it is alive and walking (on a lane), else
+// PedestrianStore::kNoSlot: dormant residents, fading entities, vehicles and
+// unknown or stale ids (an id read from a checkpoint may be out of range).
+inline std::uint32_t walking_slot(const EntityRegistry& registry, const PedestrianStore& peds,
+                                  EntityId id) {
+  if (!registry.is_alive(id) || id.index >= peds.dense_of.size()) return PedestrianStore::kNoSlot;
+  return peds.dense_of[id.index];
 }
 
 }  // namespace bustle::core

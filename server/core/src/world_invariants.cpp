@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "bustle/core/world.hpp"
+#include "world_internal.hpp"
 
 namespace bustle::core {
 namespace {
@@ -85,6 +86,7 @@ std::string World::check_pedestrians() const {
            std::to_string(n) + " pedestrians";
   }
   const ResidentStore& rs = population_.residents();
+  std::size_t masked_rows = 0;
   for (std::uint32_t i = 0; i < n; ++i) {
     const EntityId id = pedestrians_.id[i];
     const std::string ped = "pedestrian " + id_text(id);
@@ -121,10 +123,7 @@ std::string World::check_pedestrians() const {
         (pedestrians_.phase[i] &
          ~(PedestrianStore::kIdPhaseMask | PedestrianStore::kAdmissionMaskedBit)) != 0)
       return "pedestrians: invariant 4: " + ped + " has a phase not derived from its id";
-    if (((pedestrians_.phase[i] & PedestrianStore::kAdmissionMaskedBit) != 0) !=
-        is_admission_masked(id))
-      return "pedestrians: invariant 4: " + ped +
-             "'s admission-mask bit disagrees with the mask list";
+    masked_rows += (pedestrians_.phase[i] & PedestrianStore::kAdmissionMaskedBit) != 0;
     const std::uint32_t route = pedestrians_.route[i];
     if (route != kNoRoute &&
         (route >= routes_.state().count.size() || routes_.state().count[route] == 0)) {
@@ -132,15 +131,21 @@ std::string World::check_pedestrians() const {
              ", which is free";
     }
   }
+  // The mask bit and the list agree: every entry (strictly sorted, so no
+  // duplicates) is a walking row with the bit, and no other row has it.
   for (std::size_t k = 0; k < admission_masked_.size(); ++k) {
     const EntityId id = admission_masked_[k];
-    if ((k > 0 && !(admission_masked_[k - 1] < id)) || !registry_.is_alive(id) ||
-        id.index >= pedestrians_.dense_of.size() ||
-        pedestrians_.dense_of[id.index] == PedestrianStore::kNoSlot) {
+    const std::uint32_t slot = walking_slot(registry_, pedestrians_, id);
+    if ((k > 0 && !(admission_masked_[k - 1] < id)) || slot == PedestrianStore::kNoSlot ||
+        (pedestrians_.phase[slot] & PedestrianStore::kAdmissionMaskedBit) == 0) {
       return "pedestrians: invariant 4: admission mask entry " + std::to_string(k) +
-             " is unsorted, duplicated or not a walking pedestrian";
+             " is unsorted, duplicated, not a walking pedestrian or its row lacks the mask bit";
     }
   }
+  if (masked_rows != admission_masked_.size())
+    return "pedestrians: invariant 4: " + std::to_string(masked_rows) +
+           " rows carry the admission-mask bit but " + std::to_string(admission_masked_.size()) +
+           " pedestrians are masked";
   if (pedestrian_digest_sum_recount() != pedestrian_digest_sum_)
     return "pedestrians: invariant 6: the maintained digest sum differs from a recount";
   return {};

@@ -8,8 +8,7 @@
 namespace bustle::core {
 
 void World::apply_command(const ForceFull& c, CommandResult& r) {
-  const bool pedestrian =
-      registry_.is_alive(c.id) && pedestrians_.dense_of[c.id.index] != PedestrianStore::kNoSlot;
+  const bool pedestrian = walking_slot(registry_, pedestrians_, c.id) != PedestrianStore::kNoSlot;
   if (!pedestrian && !vehicles_.is_vehicle(c.id)) {
     reject(r, RejectReason::UnknownEntity,
            entity_text(c.id) + " is not an active pedestrian or vehicle");

@@ -11,9 +11,8 @@
 namespace bustle::core {
 
 void World::apply_command(const SetAdmissionMask& c, CommandResult& r) {
-  const bool walking = registry_.is_alive(c.id) && c.id.index < pedestrians_.dense_of.size() &&
-                       pedestrians_.dense_of[c.id.index] != PedestrianStore::kNoSlot;
-  if (!walking) {
+  const std::uint32_t slot = walking_slot(registry_, pedestrians_, c.id);
+  if (slot == PedestrianStore::kNoSlot) {
     reject(r,
            vehicles_.is_vehicle(c.id) ? RejectReason::InvalidArgument : RejectReason::UnknownEntity,
            entity_text(c.id) +
@@ -38,7 +37,7 @@ void World::apply_command(const SetAdmissionMask& c, CommandResult& r) {
   } else {
     admission_masked_.erase(it);
   }
-  set_admission_mask_bit(pedestrians_.dense_of[c.id.index], c.masked);
+  set_admission_mask_bit(slot, c.masked);
   accept(r);
 }
 

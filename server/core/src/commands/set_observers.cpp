@@ -47,8 +47,7 @@ bool World::entity_position(EntityId id, Vec2& out) const {
     out = {p.x_m, p.y_m};
     return true;
   }
-  if (id.index >= pedestrians_.dense_of.size()) return false;
-  const std::uint32_t slot = pedestrians_.dense_of[id.index];
+  const std::uint32_t slot = walking_slot(registry_, pedestrians_, id);
   if (slot == PedestrianStore::kNoSlot) return false;
   out = lanes_.position(pedestrians_.lane[slot], pedestrians_.s_m[slot]);
   return true;

@@ -21,17 +21,16 @@ void World::phase_move_pedestrians() {
   const double dt_s = static_cast<double>(scenario_.step_us) * 1e-6;
   const std::uint32_t n = pedestrians_.size();
   // Due this step, by tier and phase byte (a table per step, so the loop over
-  // every pedestrian does one load instead of the stride arithmetic). A phase
-  // byte with the admission-mask bit set is never due: masked rows stay put
-  // at no cost to the others.
-  std::uint8_t due[kSimTierCount][PedestrianStore::kPhaseBytes];
+  // every pedestrian does one load instead of the stride arithmetic). Only
+  // the 64 id phases are filled: a phase byte with the admission-mask bit set
+  // indexes the zeroed upper half, so masked rows stay put at no cost to the
+  // others.
+  static_assert(PedestrianStore::kAdmissionMaskedBit == 64 &&
+                PedestrianStore::kPhaseBytes == 2 * PedestrianStore::kAdmissionMaskedBit);
+  std::uint8_t due[kSimTierCount][PedestrianStore::kPhaseBytes] = {};
   for (std::size_t t = 0; t < kSimTierCount; ++t) {
-    for (std::uint32_t ph = 0; ph < PedestrianStore::kPhaseBytes; ++ph) {
-      due[t][ph] =
-          (ph & PedestrianStore::kAdmissionMaskedBit)
-              ? 0
-              : tier_due_phase(step_index_, static_cast<std::uint8_t>(ph), static_cast<SimTier>(t));
-    }
+    for (std::uint8_t ph = 0; ph < PedestrianStore::kAdmissionMaskedBit; ++ph)
+      due[t][ph] = tier_due_phase(step_index_, ph, static_cast<SimTier>(t));
   }
   // Parts of kRowsPerPart rows, run by the executor in any order and on any
   // threads (phase_executor.hpp); their queued effects are applied below in
