@@ -354,9 +354,13 @@ TEST_CASE("completeness guard on the vehicle corridor through SQLite, including 
       {41, core::CancelGarageRequest{"g0", "r17"}},
       {90, core::SetObservers{{{25.0, 25.0}}}},
       {150, core::SetVehicleStrategy{core::EntityId{8, 1}, 2}},
+      // A followed entity whose index is not 0 (its observer_follow row was
+      // once refused on read as "not contiguous from 0").
+      {160, core::SetObservers{{}, core::EntityId{8, 1}}},
   };
+  // Step 0: the scenario's observer_follow still waits for its first vehicle.
   bustle::test::check_checkpoint_completeness(corridor, 3, script, 300,
-                                              {0, 12, 35, 41, 90, 151, 280},
+                                              {0, 12, 35, 41, 90, 151, 200, 280},
                                               through_sqlite(store, "c", loaded.text));
 }
 

@@ -147,6 +147,13 @@ TEST_CASE("each kind of bad file gives its own clear error") {
         R"({"id":"t","entity_capacity":99999999999,"lanes":[{"id":"a","kind":"sidewalk","points":[[0,0],[5,0]],"speed_mps_limit":1}]})";
     require_single_error(load_scenario_text(j, "test.json"), "entity_capacity", "too large");
   }
+  SECTION("observer_follow: an unknown mode, and first_vehicle without a garage") {
+    require_single_error(load_scenario_text(city(R"(,"observer_follow":"car")"), "test.json"),
+                         "observer_follow", "must be \"none\" or \"first_vehicle\", got 'car'");
+    require_single_error(
+        load_scenario_text(city(R"(,"observer_follow":"first_vehicle")"), "test.json"),
+        "observer_follow", "needs at least one garage");
+  }
 }
 
 TEST_CASE("several errors in one file are all reported") {

@@ -688,6 +688,7 @@ net::PopulationReport SimDriver::population_report() const {
   p.admission_masked = static_cast<std::uint32_t>(w.admission_masked().size());
   p.observers = w.observers();
   p.followed = w.followed();
+  p.follow_first_vehicle = w.follow_first_vehicle_pending();
   p.ledger = w.ledger_summary();
   return p;
 }

@@ -627,6 +627,9 @@ std::vector<ScenarioError> validate_scenario(const Scenario& s) {
   }
   validate_lifecycle(s, fail);
   validate_vehicles(s, first_index, fail);
+  if (s.observer_follow == ObserverFollow::FirstVehicle && s.garages.empty()) {
+    fail("observer_follow", "'first_vehicle' needs at least one garage (no vehicle would come)");
+  }
   validate_importance(s.tiers.importance, fail);
   validate_population(s, first_index, fail);
   return errors;

@@ -64,7 +64,8 @@ World::World(const Scenario& scenario, std::uint64_t seed, LogSink* log)
       inbox_(scenario.command_inbox_capacity),
       vehicles_(scenario_, lanes_, scenario.entity_capacity),
       population_(scenario_),
-      observers_(scenario.observers) {
+      observers_(scenario.observers),
+      follow_first_vehicle_(scenario.observer_follow == ObserverFollow::FirstVehicle) {
   const std::uint32_t cap = scenario.entity_capacity;
   pedestrians_.id.reserve(cap);
   pedestrians_.lane.reserve(cap);

@@ -310,6 +310,7 @@ void World::capture_into(WorldCheckpoint& c) const {
   c.observers = observers_;
   c.observer_views = observer_views_;
   c.follow = follow_;
+  c.follow_first_vehicle = follow_first_vehicle_;
   c.client_observers = client_observers_;
   c.client_observer_views = client_observer_views_;
   c.spawn = spawn_;
@@ -553,7 +554,18 @@ bool World::restore_observers_and_forced(World& w, const WorldCheckpoint& cp,
       return false;
     }
   }
+  if (cp.follow_first_vehicle &&
+      (!cp.follow.is_null() || w.scenario_.observer_follow != ObserverFollow::FirstVehicle)) {
+    fail("follow_first_vehicle",
+         cp.follow.is_null()
+             ? "waiting to follow the first vehicle, but the scenario's observer_follow is not "
+               "'first_vehicle'"
+             : "waiting to follow the first vehicle while entity " + id_text(cp.follow) +
+                   " is already followed");
+    return false;
+  }
   w.follow_ = cp.follow;
+  w.follow_first_vehicle_ = cp.follow_first_vehicle;
   w.client_observers_ = cp.client_observers;
   w.client_observer_views_ = cp.client_observer_views;
   w.refresh_tier_observers();

@@ -178,6 +178,7 @@ wire::PopulationInfoT population_info(const PopulationReport& p) {
   o.fade_skipped_total = p.fade_skipped_total;
   o.force_full_refused = p.force_full_refused;
   o.admission_masked = p.admission_masked;
+  o.follow_first_vehicle = p.follow_first_vehicle;
   for (const core::Vec2& v : p.observers) {
     o.observers_x_m.push_back(v.x_m);
     o.observers_y_m.push_back(v.y_m);

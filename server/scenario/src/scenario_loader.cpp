@@ -395,6 +395,17 @@ void read_vehicles(Reader& r, const json& root, core::Scenario& s) {
   }
 }
 
+// "observer_follow": "none" (default) or "first_vehicle".
+void read_observer_follow(Reader& r, const json& root, core::Scenario& s) {
+  std::string follow;
+  r.read_string(root, "", "observer_follow", follow);
+  if (follow == "first_vehicle") {
+    s.observer_follow = core::ObserverFollow::FirstVehicle;
+  } else if (!follow.empty() && follow != "none") {
+    r.error("observer_follow", "must be \"none\" or \"first_vehicle\", got '" + follow + "'");
+  }
+}
+
 void read_population(Reader& r, const json& root, core::Scenario& s) {
   r.each_object(root, "", "zones", [&](const json& j, const std::string& p) {
     core::ZoneSpec z;
@@ -638,26 +649,28 @@ LoadResult load_scenario_text(std::string_view text, std::string_view source) {
 
   Reader r(src);
   core::Scenario s;
-  if (r.expect_object(root, "", {"$schema",
-                                 "id",
-                                 "name",
-                                 "step_us",
-                                 "entity_capacity",
-                                 "command_inbox_capacity",
-                                 "pedestrians",
-                                 "lanes",
-                                 "garages",
-                                 "signals",
-                                 "vehicle_plan",
-                                 "vehicle_rules",
-                                 "tiers",
-                                 "observers",
-                                 "zones",
-                                 "communities",
-                                 "work_points",
-                                 "population",
-                                 "spawn",
-                                 "despawn"})) {
+  if (r.expect_object(root, "",
+                      {"$schema",
+                       "id",
+                       "name",
+                       "step_us",
+                       "entity_capacity",
+                       "command_inbox_capacity",
+                       "pedestrians",
+                       "lanes",
+                       "garages",
+                       "signals",
+                       "vehicle_plan",
+                       "vehicle_rules",
+                       "tiers",
+                       "observers",
+                       "observer_follow",
+                       "zones",
+                       "communities",
+                       "work_points",
+                       "population",
+                       "spawn",
+                       "despawn"})) {
     r.read_string(root, "", "id", s.id, true);
     r.read_string(root, "", "name", s.name);
     r.read_uint(root, "", "step_us", s.step_us);
@@ -687,6 +700,7 @@ LoadResult load_scenario_text(std::string_view text, std::string_view source) {
   }
   if (root.is_object()) {
     read_vehicles(r, root, s);
+    read_observer_follow(r, root, s);
     read_population(r, root, s);
   }
   result.errors = r.take_errors();

@@ -142,3 +142,96 @@ TEST_CASE("on the corridor the observer follows the first vehicle and its tier c
   const Pose p = w->describe(first).pose;
   CHECK(std::hypot(w->observers()[0].x_m - p.x_m, w->observers()[0].y_m - p.y_m) < 15.0);
 }
+
+TEST_CASE(
+    "scenario observer_follow = first_vehicle: the observer waits, then follows the first vehicle "
+    "on the road; digested, checkpointed, cancelled by an operator SetObservers") {
+  Scenario s = load("corridor.city.json");
+  s.observer_follow = ObserverFollow::FirstVehicle;
+  Scenario fixed = s;
+  fixed.observer_follow = ObserverFollow::None;
+  auto w = make(s);
+  auto plain = make(fixed);
+  CHECK(w->follow_first_vehicle_pending());
+  CHECK_FALSE(plain->follow_first_vehicle_pending());
+  // Waiting is state: the digests differ before any vehicle moves.
+  CHECK(w->digest() != plain->digest());
+
+  // A checkpoint taken while waiting continues with the same digest chain,
+  // and the restored world latches onto the same vehicle.
+  auto waiting = World::restore(s, w->capture());
+  REQUIRE(waiting.world);
+  CHECK(waiting.world->follow_first_vehicle_pending());
+
+  int steps = 0;
+  while (w->vehicles().store().size() == 0 && steps < 200) {
+    w->step();
+    waiting.world->step();
+    ++steps;
+  }
+  REQUIRE(w->vehicles().store().size() > 0);
+  const EntityId first = w->vehicles().store().id[0];
+  CHECK(w->follow_first_vehicle_pending());  // it is seen at the start of the next step
+  w->step();
+  waiting.world->step();
+  CHECK_FALSE(w->follow_first_vehicle_pending());
+  CHECK(w->followed() == first);
+  CHECK(waiting.world->followed() == first);
+  CHECK(waiting.world->digest() == w->digest());
+
+  // The observer rides with it: the followed vehicle is Full, and over the
+  // loop the other vehicles cross the Full / Simulated boundary.
+  bool some_full = false, some_simulated = false;
+  for (int k = 0; k < 300; ++k) {
+    w->step();
+    REQUIRE(w->followed() == first);
+    const Pose p = w->describe(first).pose;
+    REQUIRE(std::hypot(w->observers()[0].x_m - p.x_m, w->observers()[0].y_m - p.y_m) < 15.0);
+    const VehicleStore& vs = w->vehicles().store();
+    for (std::uint32_t i = 0; i < vs.size(); ++i) {
+      if (vs.id[i] == first) continue;
+      some_full |= vs.sim_tier[i] == SimTier::Full;
+      some_simulated |= vs.sim_tier[i] == SimTier::Simulated;
+    }
+  }
+  CHECK(w->describe(first).tier == SimTier::Full);
+  CHECK(some_full);
+  CHECK(some_simulated);
+
+  // A checkpoint that waits while it already follows, or waits on a scenario
+  // without the field, is refused by its path.
+  {
+    WorldCheckpoint cp = w->capture();
+    cp.follow_first_vehicle = true;
+    const auto r = World::restore(s, cp);
+    CHECK_FALSE(r.world);
+    REQUIRE_FALSE(r.errors.empty());
+    CHECK(r.errors[0].path == "follow_first_vehicle");
+  }
+  {
+    WorldCheckpoint cp = make(s)->capture();
+    const auto r = World::restore(fixed, cp);
+    CHECK_FALSE(r.world);
+    REQUIRE_FALSE(r.errors.empty());
+    CHECK(r.errors[0].path == "follow_first_vehicle");
+  }
+
+  // An operator SetObservers before the first vehicle cancels the wait.
+  auto early = make(s);
+  REQUIRE(apply_one(*early, SetObservers{{ObserverPoint{500, 500}}, {}}).status ==
+          CommandStatus::Accepted);
+  CHECK_FALSE(early->follow_first_vehicle_pending());
+  for (int k = 0; k < steps + 5; ++k) early->step();
+  CHECK(early->followed().is_null());
+  REQUIRE(early->observers().size() == 1);
+  CHECK(early->observers()[0].x_m == 500.0);
+}
+
+TEST_CASE("observer_follow = first_vehicle without a garage is refused by its field") {
+  Scenario s = load("largeblock.city.json");
+  REQUIRE(s.garages.empty());
+  s.observer_follow = ObserverFollow::FirstVehicle;
+  const auto errors = validate_scenario(s);
+  REQUIRE_FALSE(errors.empty());
+  CHECK(errors[0].path == "observer_follow");
+}

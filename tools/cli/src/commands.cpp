@@ -1012,6 +1012,7 @@ int run_population(const CliOptions& o, std::FILE* out, std::FILE* err) {
     std::fprintf(out, " following %" PRIu32 ":%" PRIu32, p.followed->index(),
                  p.followed->generation());
   }
+  if (p.follow_first_vehicle) std::fprintf(out, " (waiting to follow the first vehicle)");
   std::fprintf(out, "%s\n", p.observers_x_m.empty() ? " none" : "");
   std::fprintf(out, "  %-20s fragments %" PRIu32 ", deficit %.3f, surplus %.3f, max deficit %.3f\n",
                "ledger", p.ledger_fragments, p.ledger_deficit, p.ledger_surplus,

@@ -217,6 +217,9 @@ Json population(const client::PopulationReport& p) {
         {"live", i < p.spawn_live.size() ? p.spawn_live[i] : 0u},
         {"total", i < p.spawn_totals.size() ? p.spawn_totals[i] : std::uint64_t{0}}};
   }
+  Json observers = Json::array();
+  for (std::size_t i = 0; i < p.observers_x_m.size() && i < p.observers_y_m.size(); ++i)
+    observers.push_back({p.observers_x_m[i], p.observers_y_m[i]});
   Json tiers = Json::object();
   for (std::size_t i = 0; i < p.tiers.size(); ++i) {
     tiers[wire::EnumNameSimTier(static_cast<wire::SimTier>(i))] = p.tiers[i];
@@ -253,6 +256,11 @@ Json population(const client::PopulationReport& p) {
           {"forced_overflow", p.forced_overflow},
           {"force_full_refused", p.force_full_refused},
           {"admission_masked", p.admission_masked},
+          {"observers", observers},
+          {"followed", p.followed != nullptr ? Json(ident(client::EntityId{
+                                                   p.followed->index(), p.followed->generation()}))
+                                             : Json(nullptr)},
+          {"follow_first_vehicle", p.follow_first_vehicle},
           {"ledger",
            {{"fragments", p.ledger_fragments},
             {"deficit", p.ledger_deficit},

@@ -1,5 +1,7 @@
 // Command SetObservers: the scenario / operator observers (at most 64) that
-// sim tiers and out-of-range despawns measure from; and the shared part of
+// sim tiers and out-of-range despawns measure from; the follow that moves
+// observers[0] with an entity (the command's, or the scenario's
+// observer_follow = first_vehicle); and the shared part of
 // SetClientObservers (set_observer_points, refresh_tier_observers).
 #include <algorithm>
 #include <cmath>
@@ -28,6 +30,7 @@ void World::apply_command(const SetObservers& c, CommandResult& r) {
                  " is not on a lane (a dormant resident or a fading entity)");
     } else {
       follow_ = c.follow;
+      follow_first_vehicle_ = false;  // the operator's choice replaces the scenario's
       observers_.assign(1, at);
       observer_views_.assign(1, ObserverView{});
       refresh_tier_observers();
@@ -37,6 +40,7 @@ void World::apply_command(const SetObservers& c, CommandResult& r) {
   }
   if (!set_observer_points(c.points, observers_, observer_views_, r)) return;
   follow_ = EntityId{};
+  follow_first_vehicle_ = false;
   accept(r);
 }
 
@@ -54,6 +58,10 @@ bool World::entity_position(EntityId id, Vec2& out) const {
 }
 
 void World::update_follow_observer() {
+  if (follow_first_vehicle_ && vehicles_.store().size() > 0) {
+    follow_ = vehicles_.store().id[0];  // dispatch order: the first on the road
+    follow_first_vehicle_ = false;
+  }
   if (follow_.is_null()) return;
   Vec2 at;
   if (!entity_position(follow_, at)) {

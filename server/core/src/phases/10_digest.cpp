@@ -99,6 +99,7 @@ std::uint64_t World::compute_digest() const {
 
   vehicles_.digest_into(d);
   if (!follow_.is_null()) d.tag(13).u64(follow_.packed());  // SetObservers.follow
+  if (follow_first_vehicle_) d.tag(12);                     // observer_follow still waiting
   d.tag(7).u64(observers_.size());
   for (const Vec2& o : observers_) d.f64(o.x_m).f64(o.y_m);
   for (const ObserverView& v : observer_views_)

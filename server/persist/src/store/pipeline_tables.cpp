@@ -11,6 +11,11 @@ const TableColumns kClientObservers{
     "client_observers",
     {"snapshot_id", "observer_index", "x_m", "y_m", "z_m", "has_heading", "heading_rad"}};
 const TableColumns kObserverFollow{"observer_follow", {"snapshot_id", "id_index", "id_generation"}};
+// The observer_follow row of a world still waiting to follow its first
+// vehicle (scenario observer_follow = first_vehicle): no entity has this
+// index (capacities stop at 2^24) and generation 0 is never issued, so the
+// row cannot be mistaken for a followed entity; schema 5 needs no new table.
+constexpr std::uint32_t kFollowFirstVehicleIndex = UINT32_MAX;
 const TableColumns kAdmissionMask{"admission_mask",
                                   {"snapshot_id", "position", "id_index", "id_generation"}};
 const TableColumns kSpawnPipeline{"spawn_pipeline",
@@ -90,11 +95,21 @@ StoreError read_observer_views(Tables& t, std::int64_t id, core::WorldCheckpoint
   }
   // Schema 5: the followed entity (no table before, no row when none).
   if (t.file_version() >= 5) {
-    if (StoreError e = t.read_rows(kObserverFollow, "id_index", "", id, row,
-                                   [&](RowReader& rr, const std::string&) {
-                                     const std::uint32_t index = rr.u32("id_index");
-                                     cp.follow = {index, rr.u32("id_generation")};
-                                   });
+    // One row at most (its key is the snapshot), read as it is: the entity's
+    // index is not a row position (read_rows' 0, 1, 2 ... check refused any
+    // followed entity but index 0).
+    if (StoreError e = t.each_row(kObserverFollow, "id_index", id, row,
+                                  [&](RowReader& rr, const Statement&) -> StoreError {
+                                    const std::uint32_t index = rr.u32("id_index");
+                                    const std::uint32_t generation = rr.u32("id_generation");
+                                    if (!rr.ok()) return t.row_error(kObserverFollow, row, rr);
+                                    if (index == kFollowFirstVehicleIndex && generation == 0) {
+                                      cp.follow_first_vehicle = true;
+                                    } else {
+                                      cp.follow = {index, generation};
+                                    }
+                                    return {};
+                                  });
         !e.ok())
       return e;
   }
@@ -310,12 +325,12 @@ StoreError read_observer_rows(Tables& t, const TableColumns& cols, std::int64_t 
 
 StoreError write_pipeline(Tables& t, std::int64_t id, const core::WorldCheckpoint& cp) {
   if (StoreError e = write_observer_views(t, id, cp); !e.ok()) return e;
-  if (!cp.follow.is_null()) {
+  if (!cp.follow.is_null() || cp.follow_first_vehicle) {
     Insert f;
     if (StoreError e = t.prepare(kObserverFollow, f); !e.ok()) return e;
-    f.i64("snapshot_id", id)
-        .i64("id_index", cp.follow.index)
-        .i64("id_generation", cp.follow.generation);
+    const core::EntityId row_id =
+        cp.follow_first_vehicle ? core::EntityId{kFollowFirstVehicleIndex, 0} : cp.follow;
+    f.i64("snapshot_id", id).i64("id_index", row_id.index).i64("id_generation", row_id.generation);
     if (StoreError e = t.run(f, kObserverFollow, snapshot_row(id)); !e.ok()) return e;
   }
   if (!cp.admission_masked.empty()) {

@@ -93,6 +93,9 @@ struct WorldCheckpoint {
   // SetObservers.follow: the entity observers[0] follows (null: none; then
   // observers are fixed). Set only with exactly one observer.
   EntityId follow{};
+  // Scenario observer_follow = first_vehicle, still waiting for a vehicle
+  // (never together with `follow`).
+  bool follow_first_vehicle = false;
   // SetClientObservers (schema 3; empty in older snapshots).
   std::vector<Vec2> client_observers;
   std::vector<ObserverView> client_observer_views;  // parallel to client_observers

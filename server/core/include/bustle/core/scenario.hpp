@@ -224,6 +224,12 @@ struct PopulationSettings {
       4;  // dormant records moved between zones, per interval (all zones)
 };
 
+// What the first observer does from start-up (seed 003's observer follows the
+// first vehicle). FirstVehicle: it stands at observers[0] (or nowhere) until a
+// vehicle is on the road, then follows the first one as SetObservers.follow
+// does; an operator SetObservers before that cancels the wait.
+enum class ObserverFollow : std::uint8_t { None = 0, FirstVehicle = 1 };
+
 struct Scenario {
   std::string id;                   // stable identifier, sent in Welcome and saved in snapshots
   std::string name;                 // human-readable
@@ -238,6 +244,7 @@ struct Scenario {
   VehicleRules vehicle_rules;
   TierSpec tiers;
   std::vector<Vec2> observers;  // initial observers (replaced by SetObservers)
+  ObserverFollow observer_follow = ObserverFollow::None;
   std::vector<ZoneSpec> zones;
   std::vector<CommunitySpec> communities;
   std::vector<WorkPointSpec> work_points;

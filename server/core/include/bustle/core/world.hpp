@@ -285,6 +285,9 @@ class World {
   const std::vector<Vec2>& observers() const { return observers_; }
   // The entity the operator observer follows (SetObservers.follow), or null.
   EntityId followed() const { return follow_; }
+  // Scenario observer_follow = first_vehicle, and no vehicle has been on the
+  // road yet (nor has an operator SetObservers cancelled the wait).
+  bool follow_first_vehicle_pending() const { return follow_first_vehicle_; }
   const std::vector<ObserverView>& observer_views() const { return observer_views_; }
   // The connected clients' observers (SetClientObservers), kept apart from
   // the scenario / operator ones above; tiers rank by the nearest of both.
@@ -510,6 +513,10 @@ class World {
   // Followed entity (SetObservers.follow; null: observers_ fixed). While set,
   // observers_ is exactly its position (digested, checkpointed).
   EntityId follow_{};
+  // Scenario observer_follow = first_vehicle still waiting for its vehicle:
+  // phase 2 of the first step that finds one on the road follows the first
+  // of them (the store keeps dispatch order). Digested, checkpointed.
+  bool follow_first_vehicle_ = false;
   std::vector<Vec2> client_observers_;               // SetClientObservers (authoritative, digested)
   std::vector<ObserverView> client_observer_views_;  // parallel to client_observers_
   // Invariants (check_observers): 1. client_observers_ holds at most

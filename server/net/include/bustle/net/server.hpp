@@ -194,6 +194,7 @@ struct PopulationReport {
   std::uint32_t admission_masked = 0;  // SetAdmissionMask
   std::vector<core::Vec2> observers;   // operator/scenario observers
   core::EntityId followed{};           // SetObservers.follow (null: none)
+  bool follow_first_vehicle = false;   // scenario observer_follow, still waiting
   core::LedgerSummary ledger;
 };
 
