@@ -29,7 +29,9 @@
 // step's CPU time (p50/p99/max: what a loaded machine cannot inflate by
 // descheduling), the heap allocations over the timed steps, and one line per
 // target of issue 17 (step p99 at 100 000 / 1 000 000 active with 1 000 000
-// dormant, hot bytes, allocations, tiers at their caps), met or NOT met.
+// dormant, hot bytes, allocations, tiers at their caps), met or NOT met,
+// and per step phase p50/p99/max and its mean over the slowest 1 % of steps
+// (World::set_phase_hook; PhaseClock below).
 // `snapshot` times what a checkpoint costs each thread: the sim-thread copy
 // (World::capture), the writer-thread commit (SnapshotStore::write_checkpoint),
 // and a restore (read + validate + build the candidate world), and reports
