@@ -177,6 +177,48 @@ TEST_CASE("capacity selection equals sorting by preference, ties and all, at eve
   }
 }
 
+TEST_CASE(
+    "capacity selection equals sorting when the caps sit at, just above or below the incumbents") {
+  // The resolver ranks incumbents and newcomers apart (incumbents first):
+  // caps near the number of incumbents that still want their tier cover
+  // the cut falling among the newcomers, exactly at the boundary, and among
+  // the incumbents.
+  Prng rng(29);
+  TierResolver r;
+  for (int round = 0; round < 200; ++round) {
+    const std::uint32_t n = 50 + rng.next_below(3000);
+    TierSpec spec;
+    spec.transitions_per_step = n;
+    spec.hard_full_cap = n + 1;
+    std::vector<EntityId> ids(n);
+    std::vector<double> d(n);
+    std::vector<SimTier> tier(n);
+    for (std::uint32_t i = 0; i < n; ++i) {
+      ids[i] = EntityId{(i * 104'729u + static_cast<std::uint32_t>(round)) % 200'003u, 1};
+      d[i] = round % 2 == 0 ? static_cast<double>(rng.next_below(40)) : rng.next_unit() * 60.0;
+      tier[i] = static_cast<SimTier>(rng.next_below(3));
+    }
+    std::uint32_t full_incumbents = 0, sim_incumbents = 0;
+    for (std::uint32_t i = 0; i < n; ++i) {
+      const SimTier want = distance_tier(spec, tier[i], d[i]);
+      full_incumbents += want == F && tier[i] == F;
+      sim_incumbents += want == S && tier[i] == S;
+    }
+    const auto near = [&](std::uint32_t incumbents) {
+      const std::int64_t cap = static_cast<std::int64_t>(incumbents) + rng.next_below(5) - 2;
+      return static_cast<std::uint32_t>(std::max<std::int64_t>(0, cap));
+    };
+    spec.full_cap = near(full_incumbents);
+    spec.simulated_cap = near(sim_incumbents);
+    const std::vector<SimTier> expected = capacity_by_sorting(spec, ids, d, tier);
+    r.resolve(spec, ids, d, tier);
+    INFO("round " << round << ", n " << n << ", caps " << spec.full_cap << " / "
+                  << spec.simulated_cap << ", incumbents " << full_incumbents << " / "
+                  << sim_incumbents);
+    REQUIRE(tier == expected);
+  }
+}
+
 TEST_CASE("the mask form of tier_due_phase equals (step + phase % stride) % stride == 0") {
   for (std::uint64_t step = 0; step < 256; ++step) {
     for (std::uint32_t phase = 0; phase < 64; ++phase) {

@@ -448,3 +448,30 @@ TEST_CASE(
   CHECK(w->client_observers().empty());
   CHECK(full_count(*w) == 0);
 }
+
+TEST_CASE("a step phase hook hears each phase once per step, in order, and changes no digest") {
+  struct Recorder final : StepPhaseHook {
+    std::vector<StepPhase> heard;
+    void phase_end(StepPhase phase) override { heard.push_back(phase); }
+  };
+  const Scenario s = two_loops(40);
+  auto plain = make(s, 7);
+  auto hooked = make(s, 7);
+  Recorder rec;
+  hooked->set_phase_hook(&rec);
+  for (int k = 0; k < 30; ++k) {
+    rec.heard.clear();
+    plain->step();
+    hooked->step();
+    REQUIRE(hooked->digest() == plain->digest());
+    REQUIRE(rec.heard.size() == kStepPhaseCount);
+    for (std::size_t p = 0; p < kStepPhaseCount; ++p) {
+      CHECK(rec.heard[p] == static_cast<StepPhase>(p));
+      CHECK(std::string(to_string(rec.heard[p])) != "?");
+    }
+  }
+  hooked->set_phase_hook(nullptr);
+  rec.heard.clear();
+  hooked->step();
+  CHECK(rec.heard.empty());
+}

@@ -29,7 +29,9 @@
 // step's CPU time (p50/p99/max: what a loaded machine cannot inflate by
 // descheduling), the heap allocations over the timed steps, and one line per
 // target of issue 17 (step p99 at 100 000 / 1 000 000 active with 1 000 000
-// dormant, hot bytes, allocations, tiers at their caps), met or NOT met.
+// dormant, hot bytes, allocations, tiers at their caps), met or NOT met,
+// and per step phase p50/p99/max and its mean over the slowest 1 % of steps
+// (World::set_phase_hook; PhaseClock below).
 // `snapshot` times what a checkpoint costs each thread: the sim-thread copy
 // (World::capture), the writer-thread commit (SnapshotStore::write_checkpoint),
 // and a restore (read + validate + build the candidate world), and reports
@@ -355,6 +357,55 @@ bool column_list_complete(const bustle::core::PedestrianStore& p) {
   return false;
 }
 
+// Per-phase wall time of every timed step, through the world's phase hook
+// (the core reads no clock; the bench does): which phases the step's p50 and
+// its tail are made of.
+class PhaseClock final : public bustle::core::StepPhaseHook {
+ public:
+  explicit PhaseClock(std::uint64_t steps) {
+    for (auto& v : ms_) v.reserve(steps);
+  }
+  // Just before a timed step (outside its timing, like the step's own clock).
+  void start() { last_ = Clock::now(); }
+  void phase_end(bustle::core::StepPhase phase) override {
+    const auto now = Clock::now();
+    ms_[static_cast<std::size_t>(phase)].push_back(ms(now - last_));
+    last_ = now;
+  }
+  // p50 / p99 / max per phase, and the mean of each phase over the slowest
+  // 1 % of steps by `step_ms` (what the tail is made of).
+  nlohmann::json report(const std::vector<double>& step_ms) const {
+    std::vector<std::size_t> order(step_ms.size());
+    for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
+    std::sort(order.begin(), order.end(),
+              [&](std::size_t x, std::size_t y) { return step_ms[x] > step_ms[y]; });
+    const std::size_t tail = std::max<std::size_t>(1, order.size() / 100);
+    std::printf("  per phase (ms)  p50 / p99 / max  | mean in the slowest %zu step%s\n", tail,
+                tail == 1 ? "" : "s");
+    nlohmann::json out = nlohmann::json::object();
+    for (std::size_t ph = 0; ph < bustle::core::kStepPhaseCount; ++ph) {
+      const std::vector<double>& v = ms_[ph];
+      if (v.size() != step_ms.size()) continue;  // a step left without this phase
+      double tail_sum = 0.0;
+      for (std::size_t k = 0; k < tail; ++k) tail_sum += v[order[k]];
+      const double p50 = percentile(v, 0.5), p99 = percentile(v, 0.99);
+      const double mx = *std::max_element(v.begin(), v.end());
+      const char* name = to_string(static_cast<bustle::core::StepPhase>(ph));
+      std::printf("    %-2zu %-24s %7.3f / %7.3f / %7.3f  | %7.3f\n", ph + 1, name, p50, p99, mx,
+                  tail_sum / static_cast<double>(tail));
+      out[name] = {{"p50", p50},
+                   {"p99", p99},
+                   {"max", mx},
+                   {"tail_mean", tail_sum / static_cast<double>(tail)}};
+    }
+    return out;
+  }
+
+ private:
+  Clock::time_point last_{};
+  std::array<std::vector<double>, bustle::core::kStepPhaseCount> ms_;
+};
+
 int bench_population(const Args& a) {
   using namespace bustle::core;
   const BuiltWorld built =
@@ -397,13 +448,17 @@ int bench_population(const Args& a) {
   // lambda allocates nothing) to the end.
   std::uint64_t moved = 0, present = 0;
   std::uint64_t allocs0 = UINT64_MAX;
+  PhaseClock phase_clock(a.steps);
+  w.set_phase_hook(&phase_clock);
   const StepTimes t = time_steps(w, a.steps, [&] {
     if (allocs0 == UINT64_MAX) allocs0 = g_allocations.load(std::memory_order_relaxed);
     const std::uint64_t next = w.step_index() + 1;
     for (std::uint32_t i = 0; i < p.size(); ++i) moved += tier_due(next, p.id[i], p.sim_tier[i]);
     present += p.size();
+    phase_clock.start();
   });
   const std::uint64_t allocs = g_allocations.load(std::memory_order_relaxed) - allocs0;
+  w.set_phase_hook(nullptr);
 
   // Tier mix at the end, from the tier column, and what distance alone wants.
   std::array<std::uint32_t, kSimTierCount> tiers{};
@@ -447,6 +502,7 @@ int bench_population(const Args& a) {
       "gave to others)\n",
       percentile(t.cpu_ms, 0.5), percentile(t.cpu_ms, 0.99),
       *std::max_element(t.cpu_ms.begin(), t.cpu_ms.end()));
+  const nlohmann::json phases = phase_clock.report(t.ms);
   std::printf("  heap allocations in the timed steps  %" PRIu64 " (%.2f per step)\n", allocs,
               static_cast<double>(allocs) / static_cast<double>(a.steps));
   std::printf(
@@ -515,6 +571,7 @@ int bench_population(const Args& a) {
       {"seed", a.seed},
       {"step_ms", step_times_json(t)},
       {"step_cpu_ms_p99", percentile(t.cpu_ms, 0.99)},
+      {"phase_ms", phases},
       {"allocations_in_steps", allocs},
       {"agent_updates_per_s", ups},
       {"agents_stepped_per_s", stepped},

@@ -38,4 +38,19 @@ void ImportanceField::prepare(const ImportanceSpec& spec, std::span<const Vec2> 
   }
 }
 
+double ImportanceField::effective_distance_directed_m(double x_m, double y_m, double z_m,
+                                                      double weight) const {
+  double best = std::numeric_limits<double>::infinity();
+  const double hw = spec_->height_weight;
+  for (const Obs& o : obs_) {
+    const double dx = x_m - o.x;
+    const double dy = y_m - o.y;
+    double d = std::sqrt(dx * dx + dy * dy) + hw * std::abs(z_m - o.z);
+    // Behind: the entity lies in the half-plane opposite the view direction.
+    if (o.directed && dx * o.dx + dy * o.dy < 0.0) d *= spec_->behind_factor;
+    best = std::min(best, d);
+  }
+  return weight == 1.0 ? best : best / weight;
+}
+
 }  // namespace bustle::core

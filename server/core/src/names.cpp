@@ -80,6 +80,32 @@ const char* to_string(PedestrianOrigin o) {
   return "?";
 }
 
+const char* to_string(StepPhase p) {
+  switch (p) {
+    case StepPhase::ApplyCommands:
+      return "apply_commands";
+    case StepPhase::TimeAndZones:
+      return "time_and_zones";
+    case StepPhase::BackgroundUpkeep:
+      return "background_upkeep";
+    case StepPhase::SpawnPipeline:
+      return "spawn_pipeline";
+    case StepPhase::Vehicles:
+      return "vehicles";
+    case StepPhase::MovePedestrians:
+      return "move_pedestrians";
+    case StepPhase::SimTiers:
+      return "sim_tiers";
+    case StepPhase::RepresentationRequests:
+      return "representation_requests";
+    case StepPhase::Despawn:
+      return "despawn";
+    case StepPhase::Digest:
+      return "digest";
+  }
+  return "?";
+}
+
 const char* to_string(LifecycleState s) {
   switch (s) {
     case LifecycleState::Requested:

@@ -60,10 +60,10 @@ TierSpec slice_caps(const TierSpec& spec, const std::uint32_t (&others)[kSimTier
 }
 
 void TierResolver::reserve(std::size_t entities) {
-  cand_key_.reserve(entities);
-  cand_index_.reserve(entities);
-  sim_key_.reserve(entities);
-  sim_index_.reserve(entities);
+  full_incumbents_.reserve(entities);
+  full_newcomers_.reserve(entities);
+  sim_incumbents_.reserve(entities);
+  sim_newcomers_.reserve(entities);
   live_.reserve(entities);
   changes_.reserve(entities);
   target_.reserve(entities);
@@ -71,19 +71,21 @@ void TierResolver::reserve(std::size_t entities) {
   forced_now_.reserve(entities);
 }
 
-void TierResolver::select_first(std::size_t keep, std::span<const EntityId> ids) {
-  // Radix selection of the keep-th smallest (key, id) among cand_key_ /
-  // cand_index_: digits of 12 bits from the highest bit where the keys
-  // differ, each pass keeping only the bucket that holds the wanted rank.
-  // O(candidates), the same set nth_element would give (the order is strict,
-  // so the first `keep` form one set), without moving the candidates. The
-  // first pass reads the candidates themselves, later ones the survivors
-  // listed in live_ (never shrunk, so it is not refilled per call).
-  const std::size_t n = cand_key_.size();
+void TierResolver::select_first(const CandidateList& list, std::size_t keep,
+                                std::span<const EntityId> ids) {
+  // Radix selection of the keep-th smallest (key, id) in `list`: digits of
+  // 12 bits from the highest bit where the keys differ, each pass keeping
+  // only the bucket that holds the wanted rank. O(candidates), the same set
+  // nth_element would give (the order is strict, so the first `keep` form
+  // one set), without moving the candidates. The first pass reads the
+  // candidates themselves, later ones the survivors listed in live_ (never
+  // shrunk, so it is not refilled per call).
+  const std::vector<std::uint64_t>& cand_key = list.key;
+  const std::size_t n = cand_key.size();
   assert(keep > 0 && keep < n);
   std::size_t rank = keep - 1;  // 0-based rank of the last one kept
   std::uint64_t all_and = ~0ull, all_or = 0;
-  for (const std::uint64_t k : cand_key_) {
+  for (const std::uint64_t k : cand_key) {
     all_and &= k;
     all_or |= k;
   }
@@ -95,11 +97,11 @@ void TierResolver::select_first(std::size_t keep, std::span<const EntityId> ids)
     const int top = 63 - std::countl_zero(differ);
     const int shift = std::max(0, top - 11);
     const auto digit = [&](std::uint32_t c) {
-      return static_cast<std::uint32_t>((cand_key_[c] >> shift) & 0xFFFu);
+      return static_cast<std::uint32_t>((cand_key[c] >> shift) & 0xFFFu);
     };
     std::fill(std::begin(histogram_), std::end(histogram_), 0u);
     if (every) {
-      for (const std::uint64_t k : cand_key_) ++histogram_[(k >> shift) & 0xFFFu];
+      for (const std::uint64_t k : cand_key) ++histogram_[(k >> shift) & 0xFFFu];
     } else {
       for (std::size_t j = 0; j < live; ++j) ++histogram_[digit(live_[j])];
     }
@@ -112,8 +114,8 @@ void TierResolver::select_first(std::size_t keep, std::span<const EntityId> ids)
       const auto c = every ? static_cast<std::uint32_t>(j) : live_[j];
       if (digit(c) != bucket) continue;
       live_[out++] = c;
-      all_and &= cand_key_[c];
-      all_or |= cand_key_[c];
+      all_and &= cand_key[c];
+      all_or |= cand_key[c];
     }
     every = false;
     live = out;
@@ -123,12 +125,45 @@ void TierResolver::select_first(std::size_t keep, std::span<const EntityId> ids)
     for (std::size_t c = 0; c < n; ++c) live_[c] = static_cast<std::uint32_t>(c);
   }
   // Every live candidate now has the same key: the rank picks among their ids.
+  const std::vector<std::uint32_t>& cand_index = list.index;
   const auto live_end = live_.begin() + static_cast<std::ptrdiff_t>(live);
   std::nth_element(
       live_.begin(), live_.begin() + static_cast<std::ptrdiff_t>(rank), live_end,
-      [&](std::uint32_t a, std::uint32_t b) { return ids[cand_index_[a]] < ids[cand_index_[b]]; });
-  threshold_key_ = cand_key_[live_[rank]];
-  threshold_id_ = ids[cand_index_[live_[rank]]];
+      [&](std::uint32_t a, std::uint32_t b) { return ids[cand_index[a]] < ids[cand_index[b]]; });
+  threshold_key_ = cand_key[live_[rank]];
+  threshold_id_ = ids[cand_index[live_[rank]]];
+}
+
+template <class Down>
+void TierResolver::cap_candidates(std::size_t cap, const CandidateList& incumbents,
+                                  const CandidateList& newcomers, std::span<const EntityId> ids,
+                                  Down&& down) {
+  // Keep incumbents first, then nearest, then lowest id. Only the set of the
+  // first `cap` matters, and with a strict total order (ties end on
+  // EntityId) that set is unique. Every incumbent precedes every newcomer,
+  // so the cut falls among the newcomers when the incumbents fit and among
+  // the incumbents otherwise: select_first finds the last one kept there,
+  // and everything after it moves down one tier.
+  if (incumbents.size() + newcomers.size() <= cap) return;
+  const auto cut = [&](const CandidateList& list, std::size_t keep) {
+    if (keep == 0) {
+      for (const std::uint32_t i : list.index) down(i);
+      return;
+    }
+    if (list.size() <= keep) return;
+    select_first(list, keep, ids);
+    for (std::size_t c = 0; c < list.size(); ++c) {
+      const std::uint64_t k = list.key[c];
+      if (k > threshold_key_ || (k == threshold_key_ && threshold_id_ < ids[list.index[c]]))
+        down(list.index[c]);
+    }
+  };
+  if (incumbents.size() <= cap) {
+    cut(newcomers, cap - incumbents.size());
+    return;
+  }
+  cut(newcomers, 0);
+  cut(incumbents, cap);
 }
 
 TierCounts TierResolver::resolve(const TierSpec& spec, std::span<const EntityId> ids,
@@ -147,14 +182,14 @@ TierCounts TierResolver::resolve(const TierSpec& spec, std::span<const EntityId>
   constexpr auto kCoarse = SimTier::Coarse;
 
   // 1. Distance request with hysteresis: staying needs only the exit radius.
-  // The same pass lists the candidates of both capacities (the Simulated
-  // ones that Full's cap moves down join them in stage 2: a candidate
-  // list's order does not matter, its (key, id) order is total) and counts
-  // the tiers as they are, which stage 3 then adjusts per change.
-  cand_key_.clear();
-  cand_index_.clear();
-  sim_key_.clear();
-  sim_index_.clear();
+  // The same pass lists the candidates of both capacities, incumbents apart
+  // (the Simulated ones that Full's cap moves down join them in stage 2: a
+  // candidate list's order does not matter, its (key, id) order is total)
+  // and counts the tiers as they are, which stage 3 then adjusts per change.
+  full_incumbents_.clear();
+  full_newcomers_.clear();
+  sim_incumbents_.clear();
+  sim_newcomers_.clear();
   std::uint32_t now_full = 0, now_sim = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const SimTier cur = tier[i];
@@ -167,41 +202,22 @@ TierCounts TierResolver::resolve(const TierSpec& spec, std::span<const EntityId>
     const double d = distance_m[i];
     const SimTier want = distance_tier(spec, cur, d);
     target_[i] = want;
-    if (want == kFull) {
-      cand_key_.push_back(preference_key(cur == kFull, d));
-      cand_index_.push_back(static_cast<std::uint32_t>(i));
-    } else if (want == kSim) {
-      sim_key_.push_back(preference_key(cur == kSim, d));
-      sim_index_.push_back(static_cast<std::uint32_t>(i));
-    }
+    if (want == kCoarse) continue;
+    const bool incumbent = cur == want;
+    CandidateList& list = want == kFull ? (incumbent ? full_incumbents_ : full_newcomers_)
+                                        : (incumbent ? sim_incumbents_ : sim_newcomers_);
+    list.push(preference_key(incumbent, d), static_cast<std::uint32_t>(i));
   }
-  // 2. Capacity: keep incumbents first, then nearest, then lowest id. Only
-  // the set of the first `cap` matters, and with a strict total order (ties
-  // end on EntityId) that set is unique: select_first finds its last member,
-  // and everything after it in that order moves down one tier.
-  const auto cap_to = [&](std::size_t cap, SimTier down) {
-    if (cand_key_.size() <= cap) return;
-    const auto move_down = [&](std::uint32_t i) {
-      target_[i] = down;
-      if (down != kSim) return;
-      sim_key_.push_back(preference_key(tier[i] == kSim, distance_m[i]));
-      sim_index_.push_back(i);
-    };
-    if (cap == 0) {
-      for (const std::uint32_t i : cand_index_) move_down(i);
-      return;
-    }
-    select_first(cap, ids);
-    for (std::size_t c = 0; c < cand_key_.size(); ++c) {
-      const std::uint64_t k = cand_key_[c];
-      if (k > threshold_key_ || (k == threshold_key_ && threshold_id_ < ids[cand_index_[c]]))
-        move_down(cand_index_[c]);
-    }
-  };
-  cap_to(full_cap, kSim);
-  cand_key_.swap(sim_key_);
-  cand_index_.swap(sim_index_);
-  cap_to(spec.simulated_cap, kCoarse);
+  // 2. Capacity: at most full_cap Full, then at most simulated_cap
+  // Simulated; those Full's cap moves down compete for Simulated.
+  cap_candidates(full_cap, full_incumbents_, full_newcomers_, ids, [&](std::uint32_t i) {
+    target_[i] = kSim;
+    const bool incumbent = tier[i] == kSim;
+    (incumbent ? sim_incumbents_ : sim_newcomers_)
+        .push(preference_key(incumbent, distance_m[i]), i);
+  });
+  cap_candidates(spec.simulated_cap, sim_incumbents_, sim_newcomers_, ids,
+                 [&](std::uint32_t i) { target_[i] = kCoarse; });
   counts.per_tier[tier_index(kFull)] = now_full;
   counts.per_tier[tier_index(kSim)] = now_sim;
   counts.per_tier[tier_index(kCoarse)] = static_cast<std::uint32_t>(n) - now_full - now_sim;

@@ -132,18 +132,28 @@ void World::step() {
   results_.clear();
   spawn_events_.clear();
   despawn_notices_.clear();
-  phase_apply_commands();           // 1  phases/01_apply_commands.cpp
-  update_follow_observer();         //    commands/set_observers.cpp (SetObservers.follow)
-  prepare_importance();             //    observers may have changed in phase 1
-  phase_time_and_zones();           // 2  phases/02_time_and_zones.cpp
-  phase_background_upkeep();        // 3  phases/03_background_upkeep.cpp
-  phase_spawn_pipeline();           // 4  phases/04_spawn_pipeline.cpp
-  phase_vehicles();                 // 5  phases/05_vehicles.cpp
-  phase_move_pedestrians();         // 6  phases/06_move_pedestrians.cpp
-  phase_sim_tiers();                // 7  phases/07_sim_tiers.cpp
+  phase_apply_commands();    // 1  phases/01_apply_commands.cpp
+  update_follow_observer();  //    commands/set_observers.cpp (SetObservers.follow)
+  prepare_importance();      //    observers may have changed in phase 1
+  phase_ended(StepPhase::ApplyCommands);
+  phase_time_and_zones();  // 2  phases/02_time_and_zones.cpp
+  phase_ended(StepPhase::TimeAndZones);
+  phase_background_upkeep();  // 3  phases/03_background_upkeep.cpp
+  phase_ended(StepPhase::BackgroundUpkeep);
+  phase_spawn_pipeline();  // 4  phases/04_spawn_pipeline.cpp
+  phase_ended(StepPhase::SpawnPipeline);
+  phase_vehicles();  // 5  phases/05_vehicles.cpp
+  phase_ended(StepPhase::Vehicles);
+  phase_move_pedestrians();  // 6  phases/06_move_pedestrians.cpp
+  phase_ended(StepPhase::MovePedestrians);
+  phase_sim_tiers();  // 7  phases/07_sim_tiers.cpp
+  phase_ended(StepPhase::SimTiers);
   phase_representation_requests();  // 8  phases/08_representation_requests.cpp
-  phase_despawn();                  // 9  phases/09_despawn.cpp
-  digest_ = compute_digest();       // 10 phases/10_digest.cpp
+  phase_ended(StepPhase::RepresentationRequests);
+  phase_despawn();  // 9  phases/09_despawn.cpp
+  phase_ended(StepPhase::Despawn);
+  digest_ = compute_digest();  // 10 phases/10_digest.cpp
+  phase_ended(StepPhase::Digest);
   if (log_ != &null_log_) log_lifecycle_events(*this, *log_);  // only when a sink was injected
 }
 

@@ -37,12 +37,17 @@ void World::phase_move_pedestrians() {
   // part (= row) order, exactly as a sequential loop applies them.
   const std::uint32_t parts = parts_for_rows(n);
   if (move_parts_.size() < parts) move_parts_.resize(parts);
+  if (tier_parts_.size() < parts) tier_parts_.resize(parts);
+  std::uint8_t in_slice[64];
+  tier_slice_phases(in_slice);
   run_parts(executor(), parts, [&](std::uint32_t p) {
     MovePart& out = move_parts_[p];
     out.sum_delta = 0;
     out.despawns.clear();
     out.released_routes.clear();
-    move_pedestrian_rows(p * kRowsPerPart, std::min(n, (p + 1) * kRowsPerPart), due, dt_s, out);
+    tier_parts_[p] = TierPart{};
+    move_pedestrian_rows(p * kRowsPerPart, std::min(n, (p + 1) * kRowsPerPart), due, in_slice, dt_s,
+                         out, tier_parts_[p]);
   });
   for (std::uint32_t p = 0; p < parts; ++p) {
     const MovePart& part = move_parts_[p];
@@ -57,24 +62,37 @@ void World::phase_move_pedestrians() {
 // releasing a route may compact the table, so it is queued).
 void World::move_pedestrian_rows(
     std::uint32_t begin, std::uint32_t end,
-    const std::uint8_t (&due)[kSimTierCount][PedestrianStore::kPhaseBytes], double dt_s,
-    MovePart& out) {
+    const std::uint8_t (&due)[kSimTierCount][PedestrianStore::kPhaseBytes],
+    const std::uint8_t (&in_slice)[64], double dt_s, MovePart& out, TierPart& slice) {
   // Rows not due this step are skipped (the next due step moves by the whole
   // stride's time, so progress over time is the same in every tier). Which
   // rows are due follows the ids' phases, which branch prediction cannot
   // guess: the due rows of a chunk are listed first without a branch, then
   // moved in row order, as the one loop did.
+  static_assert(kSimTierCount == 3);
   constexpr std::uint32_t kChunkRows = 512;
   std::uint32_t rows[kChunkRows];
+  std::uint32_t members = 0, others[kSimTierCount] = {};
   for (std::uint32_t first = begin; first < end; first += kChunkRows) {
     const std::uint32_t last = std::min(end, first + kChunkRows);
     std::uint32_t count = 0;
     for (std::uint32_t i = first; i < last; ++i) {
       rows[count] = i;
-      count += due[tier_index(pedestrians_.sim_tier[i])][pedestrians_.phase[i]];
+      const std::uint8_t phase = pedestrians_.phase[i];
+      const std::size_t t = tier_index(pedestrians_.sim_tier[i]);
+      count += due[t][phase];
+      // Phase 7's slice, by the id phase without the admission-mask bit (a
+      // masked pedestrian's tier is resolved as before).
+      const std::uint32_t member = in_slice[phase & PedestrianStore::kIdPhaseMask];
+      members += member;
+      others[0] += (member ^ 1u) & (t == 0);
+      others[1] += (member ^ 1u) & (t == 1);
+      others[2] += (member ^ 1u) & (t == 2);
     }
     for (std::uint32_t k = 0; k < count; ++k) move_pedestrian_row(rows[k], dt_s, out);
   }
+  slice.members = members;
+  for (std::size_t t = 0; t < kSimTierCount; ++t) slice.others[t] = others[t];
 }
 
 // One due row of phase 6: its lane walk, and its digest terms into `out`.

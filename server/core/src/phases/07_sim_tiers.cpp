@@ -4,6 +4,7 @@
 // Sections: the phase; importance-weighted distance (also used for a new
 // pedestrian's first tier, initial_sim_tier).
 #include <algorithm>
+#include <cassert>
 
 #include "bustle/core/world.hpp"
 
@@ -29,8 +30,8 @@ void World::phase_sim_tiers() {
   // leave after the other slices' current tiers.
   const std::uint32_t every = scenario_.tiers.pedestrian_resolve_every_steps;
   const auto phase = static_cast<std::uint32_t>(step_index_ % every);
-  std::uint8_t in_slice[64];  // by id phase (< 64): no division per pedestrian
-  for (std::uint32_t ph = 0; ph < 64; ++ph) in_slice[ph] = ph % every == phase;
+  std::uint8_t in_slice[64];
+  tier_slice_phases(in_slice);
   std::uint32_t others[kSimTierCount] = {};
   const std::uint32_t m = build_tier_slice(in_slice, others);
   const double out_of_range = scenario_.despawn.out_of_range_m;
@@ -66,65 +67,22 @@ void World::phase_sim_tiers() {
   pedestrian_tier_counts_.forced = sc.forced + others_forced;
 }
 
+void World::tier_slice_phases(std::uint8_t (&in_slice)[64]) const {
+  const std::uint32_t every = scenario_.tiers.pedestrian_resolve_every_steps;
+  const auto phase = static_cast<std::uint32_t>(step_index_ % every);
+  for (std::uint32_t ph = 0; ph < 64; ++ph) in_slice[ph] = ph % every == phase;
+}
+
 // The slice in row order, with every member's effective distance (a pure
-// function of it) and the tiers of the rest added into `others`. With
-// several threads it is built in parts (phase_executor.hpp): count each
-// part's members, then fill each part at its prefix offset. Returns the
-// slice size.
+// function of it) and the tiers of the rest added into `others`. Phase 6
+// counted each part's members and other tiers (tier_parts_, the same rows,
+// tiers and phases as now); the parts are filled at their prefix offsets,
+// in parallel when the executor has threads. Returns the slice size.
 std::uint32_t World::build_tier_slice(const std::uint8_t (&in_slice)[64],
                                       std::uint32_t (&others)[kSimTierCount]) {
   const std::uint32_t n = pedestrians_.size();
   const std::uint32_t parts = parts_for_rows(n);
-  // Membership follows the ids' phases, which branch prediction cannot
-  // guess: each chunk of rows lists its members first, without a branch.
-  constexpr std::uint32_t kChunkRows = 512;
-  const auto members_of = [&](std::uint32_t first, std::uint32_t last, std::uint32_t* rows,
-                              std::uint32_t(&other)[kSimTierCount]) {
-    std::uint32_t count = 0;
-    for (std::uint32_t i = first; i < last; ++i) {
-      rows[count] = i;
-      // The id phase without the admission-mask bit: a masked pedestrian's
-      // tier is resolved as before.
-      const std::uint32_t member = in_slice[pedestrians_.phase[i] & PedestrianStore::kIdPhaseMask];
-      const std::size_t t = tier_index(pedestrians_.sim_tier[i]);
-      count += member;
-      other[0] += (member ^ 1u) & (t == 0);
-      other[1] += (member ^ 1u) & (t == 1);
-      other[2] += (member ^ 1u) & (t == 2);
-    }
-    return count;
-  };
-  static_assert(kSimTierCount == 3);
-  std::uint32_t rows[kChunkRows];
-  if (executor().threads() == 1 || parts <= 1) {
-    // One thread: one pass, appending in row order (the counting pass below
-    // only pays when the parts can be filled at once; alone it cost ~8 % of
-    // a 1 M step). The same slice, so the same digest.
-    slice_.clear();
-    slice_ids_.clear();
-    slice_sim_tier_.clear();
-    slice_distance_.clear();
-    for (std::uint32_t first = 0; first < n; first += kChunkRows) {
-      const std::uint32_t count = members_of(first, std::min(n, first + kChunkRows), rows, others);
-      for (std::uint32_t k = 0; k < count; ++k) {
-        const std::uint32_t i = rows[k];
-        slice_.push_back(i);
-        slice_ids_.push_back(pedestrians_.id[i]);
-        slice_sim_tier_.push_back(pedestrians_.sim_tier[i]);
-        slice_distance_.push_back(pedestrian_effective_distance(i));
-      }
-    }
-    return static_cast<std::uint32_t>(slice_.size());
-  }
-  if (tier_parts_.size() < parts) tier_parts_.resize(parts);
-  run_parts(executor(), parts, [&](std::uint32_t p) {
-    TierPart& t = tier_parts_[p];
-    t = TierPart{};
-    std::uint32_t part_rows[kChunkRows];
-    const std::uint32_t end = std::min(n, (p + 1) * kRowsPerPart);
-    for (std::uint32_t first = p * kRowsPerPart; first < end; first += kChunkRows)
-      t.members += members_of(first, std::min(end, first + kChunkRows), part_rows, t.others);
-  });
+  assert(tier_parts_.size() >= parts);
   std::uint32_t m = 0;
   for (std::uint32_t p = 0; p < parts; ++p) {
     TierPart& t = tier_parts_[p];
@@ -137,21 +95,28 @@ std::uint32_t World::build_tier_slice(const std::uint8_t (&in_slice)[64],
   slice_sim_tier_.resize(m);
   slice_distance_.resize(m);
   run_parts(executor(), parts, [&](std::uint32_t p) {
+    // Membership follows the ids' phases, which branch prediction cannot
+    // guess: each chunk of rows lists its members first, without a branch.
+    constexpr std::uint32_t kChunkRows = 512;
+    std::uint32_t rows[kChunkRows];
     std::uint32_t k = tier_parts_[p].first;
-    std::uint32_t part_rows[kChunkRows];
-    std::uint32_t ignored[kSimTierCount] = {};
     const std::uint32_t end = std::min(n, (p + 1) * kRowsPerPart);
     for (std::uint32_t first = p * kRowsPerPart; first < end; first += kChunkRows) {
-      const std::uint32_t count =
-          members_of(first, std::min(end, first + kChunkRows), part_rows, ignored);
+      const std::uint32_t last = std::min(end, first + kChunkRows);
+      std::uint32_t count = 0;
+      for (std::uint32_t i = first; i < last; ++i) {
+        rows[count] = i;
+        count += in_slice[pedestrians_.phase[i] & PedestrianStore::kIdPhaseMask];
+      }
       for (std::uint32_t c = 0; c < count; ++c, ++k) {
-        const std::uint32_t i = part_rows[c];
+        const std::uint32_t i = rows[c];
         slice_[k] = i;
         slice_ids_[k] = pedestrians_.id[i];
         slice_sim_tier_[k] = pedestrians_.sim_tier[i];
         slice_distance_[k] = pedestrian_effective_distance(i);
       }
     }
+    assert(k == tier_parts_[p].first + tier_parts_[p].members);  // as phase 6 counted
   });
   return m;
 }
@@ -160,8 +125,6 @@ std::uint32_t World::build_tier_slice(const std::uint8_t (&in_slice)[64],
 // the digest sum's change added up in part order.
 void World::write_slice_tiers(std::uint32_t m) {
   const std::uint32_t parts = parts_for_rows(m);
-  if (tier_parts_.size() < parts)
-    tier_parts_.resize(parts);  // the one-thread slice did not size it
   run_parts(executor(), parts, [&](std::uint32_t p) {
     std::uint64_t delta = 0;
     const std::uint32_t end = std::min(m, (p + 1) * kRowsPerPart);

@@ -55,6 +55,9 @@ class ImportanceField {
     bool directed;
     double dx, dy;  // unit view direction
   };
+  // effective_distance_m when some observer has a view direction or its own
+  // height (out of line, so the flat case inlines small).
+  double effective_distance_directed_m(double x_m, double y_m, double z_m, double weight) const;
   const ImportanceSpec* spec_ = nullptr;
   std::vector<Obs> obs_;
   // When no observer has a view direction and all stand at one height, the
@@ -79,28 +82,17 @@ inline double ImportanceField::weight(PriorityClass cls, bool vehicle, double x_
 
 inline double ImportanceField::effective_distance_m(double x_m, double y_m, double z_m,
                                                     double weight) const {
+  if (!flat_) return effective_distance_directed_m(x_m, y_m, z_m, weight);
   double best = std::numeric_limits<double>::infinity();
-  const double hw = spec_->height_weight;
-  if (flat_) {
-    for (const Obs& o : obs_) {
-      const double dx = x_m - o.x;
-      const double dy = y_m - o.y;
-      best = std::min(best, dx * dx + dy * dy);
-    }
-    const double d = std::sqrt(best) + hw * std::abs(z_m - flat_z_);
-    // Most entities weigh exactly 1; x / 1.0 == x, so skipping the divide
-    // (a long-latency instruction on this hot path) changes no result.
-    return weight == 1.0 ? d : d / weight;
-  }
   for (const Obs& o : obs_) {
     const double dx = x_m - o.x;
     const double dy = y_m - o.y;
-    double d = std::sqrt(dx * dx + dy * dy) + hw * std::abs(z_m - o.z);
-    // Behind: the entity lies in the half-plane opposite the view direction.
-    if (o.directed && dx * o.dx + dy * o.dy < 0.0) d *= spec_->behind_factor;
-    best = std::min(best, d);
+    best = std::min(best, dx * dx + dy * dy);
   }
-  return weight == 1.0 ? best : best / weight;
+  const double d = std::sqrt(best) + spec_->height_weight * std::abs(z_m - flat_z_);
+  // Most entities weigh exactly 1; x / 1.0 == x, so skipping the divide
+  // (a long-latency instruction on this hot path) changes no result.
+  return weight == 1.0 ? d : d / weight;
 }
 
 }  // namespace bustle::core

@@ -110,9 +110,34 @@ class TierResolver {
     SimTier current;
     SimTier target;
   };
-  // Stage 2: the candidates of one capacity (preference key, index), and the
-  // last one kept under the cap, found by select_first.
-  void select_first(std::size_t keep, std::span<const EntityId> ids);
+  // Stage 2: the candidates of one capacity (preference key, index), kept
+  // apart by incumbency: incumbents come first in the preference order, so
+  // when they fit under the cap all of them stay and only the others
+  // compete for what is left (select_first then ranks the smaller list).
+  struct CandidateList {
+    std::vector<std::uint64_t> key;
+    std::vector<std::uint32_t> index;
+    void clear() {
+      key.clear();
+      index.clear();
+    }
+    void reserve(std::size_t n) {
+      key.reserve(n);
+      index.reserve(n);
+    }
+    void push(std::uint64_t k, std::uint32_t i) {
+      key.push_back(k);
+      index.push_back(i);
+    }
+    std::size_t size() const { return key.size(); }
+  };
+  // Cuts (incumbents, newcomers) of one tier to `cap`; calls down(index)
+  // for each one cut.
+  template <class Down>
+  void cap_candidates(std::size_t cap, const CandidateList& incumbents,
+                      const CandidateList& newcomers, std::span<const EntityId> ids, Down&& down);
+  // The keep-th smallest (key, id) of `list` into threshold_key_ / threshold_id_.
+  void select_first(const CandidateList& list, std::size_t keep, std::span<const EntityId> ids);
   // Stage 0 (ForceFull) and stage 3 (transition budget) of resolve.
   void apply_force_full(const TierSpec& spec, std::span<const EntityId> ids,
                         std::span<SimTier> tier, std::span<const std::uint8_t> force_full,
@@ -120,11 +145,9 @@ class TierResolver {
   void apply_budget(const TierSpec& spec, std::span<const EntityId> ids,
                     std::span<const double> distance_m, std::span<SimTier> tier,
                     TierCounts& counts);
-  std::vector<std::uint64_t> cand_key_;
-  std::vector<std::uint32_t> cand_index_;
-  // Simulated's candidates, gathered while Full's are capped.
-  std::vector<std::uint64_t> sim_key_;
-  std::vector<std::uint32_t> sim_index_;
+  CandidateList full_incumbents_, full_newcomers_;
+  // Simulated's candidates (with those Full's cap moves down).
+  CandidateList sim_incumbents_, sim_newcomers_;
   std::vector<std::uint32_t> live_;
   std::uint32_t histogram_[4096] = {};
   std::uint64_t threshold_key_ = 0;

@@ -72,6 +72,32 @@ const char* to_string(PedestrianOrigin o);
 
 enum class DespawnStage : std::uint8_t { Retiring = 0, Gone = 1 };
 
+// The phases of World::step(), numbered as at the top of this file, for a
+// StepPhaseHook.
+enum class StepPhase : std::uint8_t {
+  ApplyCommands = 0,
+  TimeAndZones,
+  BackgroundUpkeep,
+  SpawnPipeline,
+  Vehicles,
+  MovePedestrians,
+  SimTiers,
+  RepresentationRequests,
+  Despawn,
+  Digest,
+};
+inline constexpr std::size_t kStepPhaseCount = 10;
+const char* to_string(StepPhase p);
+
+// Told as each phase of a step ends, on the thread that runs step(): the
+// application times phases with it (the core reads no clock). It must not
+// touch the world. Never changes what a step computes.
+class StepPhaseHook {
+ public:
+  virtual ~StepPhaseHook() = default;
+  virtual void phase_end(StepPhase phase) = 0;
+};
+
 // Collected in the despawn phase and exposed after it (World::despawn_notices).
 struct DespawnNotice {
   EntityId id;
@@ -233,6 +259,8 @@ class World {
   // inline. Never changes what a step computes (phase_executor.hpp).
   void set_phase_executor(PhaseExecutor* executor) { lent_executor_ = executor; }
   PhaseExecutor* lent_phase_executor() const { return lent_executor_; }
+  // Called at the end of every phase (nullptr = none); not owned.
+  void set_phase_hook(StepPhaseHook* hook) { phase_hook_ = hook; }
 
   // Copies the complete authoritative state (call between steps).
   WorldCheckpoint capture() const;
@@ -550,13 +578,20 @@ class World {
     std::vector<DespawnRequest> despawns;        // LaneDeadEnd, in row order
     std::vector<std::uint32_t> released_routes;  // route slots used up, in row order
   };
+  // Phase 6's rows [begin, end) also count phase 7's slice members and the
+  // other rows' tiers into `slice` (TierPart below): neither the rows nor
+  // their tiers and phases change between the two phases, and the rows are
+  // read here anyway.
+  struct TierPart;
   void move_pedestrian_rows(std::uint32_t begin, std::uint32_t end,
                             const std::uint8_t (&due)[kSimTierCount][PedestrianStore::kPhaseBytes],
-                            double dt_s, MovePart& out);
+                            const std::uint8_t (&in_slice)[64], double dt_s, MovePart& out,
+                            TierPart& slice);
   void move_pedestrian_row(std::uint32_t row, double dt_s, MovePart& out);
   std::vector<MovePart> move_parts_;
-  // Phase 7's parts: slice members and the other tiers per part, where the
-  // part's members start in the slice, and the digest sum's change.
+  // Phase 7's parts: slice members and the other tiers per part (counted
+  // by phase 6), where the part's members start in the slice, and the
+  // digest sum's change.
   struct alignas(64) TierPart {
     std::uint32_t members = 0;
     std::uint32_t first = 0;
@@ -564,11 +599,18 @@ class World {
     std::uint64_t sum_delta = 0;
   };
   std::vector<TierPart> tier_parts_;
+  // Phase 7's slice this step, by id phase (< 64): 1 for the phases it
+  // resolves (no division per pedestrian).
+  void tier_slice_phases(std::uint8_t (&in_slice)[64]) const;
   std::uint32_t build_tier_slice(const std::uint8_t (&in_slice)[64],
                                  std::uint32_t (&others)[kSimTierCount]);
   void write_slice_tiers(std::uint32_t slice_size);
   InlineExecutor inline_executor_;
   PhaseExecutor* lent_executor_ = nullptr;  // the app's threads, if it lent some
+  StepPhaseHook* phase_hook_ = nullptr;
+  void phase_ended(StepPhase phase) {
+    if (phase_hook_ != nullptr) phase_hook_->phase_end(phase);
+  }
   PhaseExecutor& executor() {
     return lent_executor_ != nullptr ? *lent_executor_ : inline_executor_;
   }
