@@ -513,6 +513,7 @@ core::WorldCheckpoint extreme_checkpoint() {
   sp.counters.deferred_by_cap = 1;
   sp.counters.deferred_by_capacity = 2;
   sp.counters.deferred_by_zone = UINT32_MAX;
+  sp.counters.displaced_total = UINT64_MAX - 3;
   sp.live = {handle_state(1, core::SpawnState::Queued, core::SpawnFailure::None, {}, {0, 0},
                           core::kAnyZone, core::kAnyLane, core::PriorityClass::Background, 0),
              handle_state(2, core::SpawnState::Registered, core::SpawnFailure::None, {7, 3},
@@ -522,7 +523,9 @@ core::WorldCheckpoint extreme_checkpoint() {
                    {UINT32_MAX, UINT32_MAX}, {9, UINT32_MAX}, INT32_MAX, 4,
                    core::PriorityClass::Community, 5, UINT32_MAX - 7),
       handle_state(4, core::SpawnState::TimedOut, core::SpawnFailure::WorldReplaced, {}, {1, 1}, 0,
-                   core::kAnyLane, core::PriorityClass::Quest, 6)};
+                   core::kAnyLane, core::PriorityClass::Quest, 6),
+      handle_state(5, core::SpawnState::Canceled, core::SpawnFailure::Displaced, {}, {2, 1}, 0,
+                   core::kAnyLane, core::PriorityClass::Background, 7)};
   cp.orphans = {{{3, 2}, 4, 1, -0.0, UINT32_MAX, UINT64_MAX},
                 {{9, 1}, 255, UINT32_MAX, 17.25, 12, 40}};
   cp.retiring_fifo = {{9, 1}, {3, 2}, {UINT32_MAX, 0}};
@@ -708,7 +711,7 @@ TEST_CASE("the population pipeline is readable with the sqlite3 shell") {
   CHECK(scalar("SELECT group_concat(kind, ' ') FROM pending_commands") ==
         "spawn_pedestrian cancel_spawn set_client_observers set_lifecycle lifecycle_batch "
         "set_observers");
-  CHECK(scalar("SELECT schema_version FROM snapshots") == "6");
+  CHECK(scalar("SELECT schema_version FROM snapshots") == "9");
   CHECK(
       scalar(
           "SELECT group_concat(observer_index || ':' || has_heading, ' ') FROM client_observers") ==
@@ -746,7 +749,7 @@ TEST_CASE("a save keeps saveable residents with their zones and the lifecycle se
   const auto e = store.read_save("s", ls);
   INFO(e.to_string());
   REQUIRE(e.ok());
-  CHECK(ls.info.schema_version == 6);
+  CHECK(ls.info.schema_version == 9);
   persist::complete_schema1_save(ls, block);  // a current save is left alone
   CHECK(ls.save.saveable_ids == save.saveable_ids);
   CHECK(ls.save.saveable_zones == save.saveable_zones);

@@ -15,7 +15,8 @@ const TableColumns kAdmissionMask{"admission_mask",
                                   {"snapshot_id", "position", "id_index", "id_generation"}};
 const TableColumns kSpawnPipeline{"spawn_pipeline",
                                   {"snapshot_id", "next_handle", "requested", "per_state_total",
-                                   "deferred_by_cap", "deferred_by_capacity", "deferred_by_zone"}};
+                                   "deferred_by_cap", "deferred_by_capacity", "deferred_by_zone",
+                                   "displaced_total"}};  // displaced_total: migration 0009
 const TableColumns kSpawnHandles{
     "spawn_handles",
     {"snapshot_id", "list", "position", "handle", "state", "failure", "entity_index",
@@ -139,7 +140,7 @@ void read_spawn_handle(RowReader& rr, std::vector<core::SpawnHandleState>& list)
   h.handle = rr.u64("handle");
   h.state = static_cast<core::SpawnState>(rr.u8("state", core::kSpawnStateCount - 1));
   h.failure = static_cast<core::SpawnFailure>(
-      rr.u8("failure", static_cast<std::int64_t>(core::SpawnFailure::WorldReplaced)));
+      rr.u8("failure", static_cast<std::int64_t>(core::kSpawnFailureLast)));
   h.entity = read_id(rr, "entity_index", "entity_generation");
   h.origin.client_id = rr.u32("client_id");
   h.origin.request_id = rr.u32("request_id");
@@ -163,6 +164,7 @@ StoreError write_spawn_pipeline(Tables& t, std::int64_t id, const core::SpawnPip
   ps.i64("deferred_by_cap", sp.counters.deferred_by_cap)
       .i64("deferred_by_capacity", sp.counters.deferred_by_capacity);
   ps.i64("deferred_by_zone", sp.counters.deferred_by_zone);
+  ps.u64("displaced_total", sp.counters.displaced_total);
   if (StoreError e = t.run(ps, kSpawnPipeline, snapshot_row(id)); !e.ok()) return e;
   return write_spawn_handles(t, id, sp);
 }
@@ -177,6 +179,7 @@ StoreError read_spawn_pipeline(Tables& t, std::int64_t id, core::SpawnPipelineSt
   sp.counters.deferred_by_cap = rr.u32("deferred_by_cap");
   sp.counters.deferred_by_capacity = rr.u32("deferred_by_capacity");
   sp.counters.deferred_by_zone = rr.u32("deferred_by_zone");
+  sp.counters.displaced_total = rr.u64("displaced_total");
   if (rr.ok() && !decode_counts(rr.text("per_state_total"), sp.counters.per_state_total)) {
     rr.fail("per_state_total",
             "expected a JSON array of " + std::to_string(core::kSpawnStateCount) + " counts");
