@@ -88,8 +88,8 @@ TEST_CASE("importance: class weight, zone lanes' nearest midpoint, and placeless
   auto w = make(s);
   // Story at 2 km (d_eff 2000 / 8 = 250 m) beats quest in zone "mid" (nearest
   // lane at 500 m), which beats any sidewalk (no place: last).
-  const auto r = in_one_step(
-      *w, {SpawnPedestrian{"", "", 1, 0, {}}, at("", 1, "mid"), at("far", 0)});
+  const auto r =
+      in_one_step(*w, {SpawnPedestrian{"", "", 1, 0, {}}, at("", 1, "mid"), at("far", 0)});
   for (const CommandResult& c : r) REQUIRE(c.status == CommandStatus::Accepted);
   w->step();
   CHECK(state_of(*w, r[2].handle) == SpawnState::IdentityCreated);
@@ -124,8 +124,7 @@ TEST_CASE("at queue_depth a more important request displaces the weakest queued 
   REQUIRE(r[2].status == CommandStatus::Accepted);
   CHECK(r[3].status == CommandStatus::Rejected);
   CHECK(r[3].reason == RejectReason::QueueFull);
-  CHECK(r[3].message ==
-        "spawn queue is at its depth (2) and no queued request is less important");
+  CHECK(r[3].message == "spawn queue is at its depth (2) and no queued request is less important");
   REQUIRE(r[4].status == CommandStatus::Accepted);
   const auto displaced = w->find_spawn(r[1].handle);
   REQUIRE(displaced);
