@@ -220,8 +220,9 @@ TEST_CASE("a version-2 checkpoint restores after migration 0003, with no client 
     exec(db, "DROP TABLE client_observers");
     exec(db, "DROP TABLE save_active_residents");  // 0004's tables: a version-2 file has none
     exec(db, "DROP TABLE save_observers");
-    exec(db, "DROP TABLE observer_follow");  // 0005's table
-    exec(db, "DROP TABLE admission_mask");   // 0006's table
+    exec(db, "DROP TABLE observer_follow");                              // 0005's table
+    exec(db, "DROP TABLE admission_mask");                               // 0006's table
+    exec(db, "ALTER TABLE spawn_pipeline DROP COLUMN displaced_total");  // 0009's column
     exec(db, "UPDATE meta SET value = '2' WHERE key = 'schema_version'");
     exec(db, "UPDATE snapshots SET schema_version = 2");
     exec(db, "PRAGMA user_version=2");
@@ -325,8 +326,9 @@ TEST_CASE("a version-3 save and checkpoint load after migration 0004, with no sa
     REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
     exec(db, "DROP TABLE save_active_residents");
     exec(db, "DROP TABLE save_observers");
-    exec(db, "DROP TABLE observer_follow");  // 0005's table
-    exec(db, "DROP TABLE admission_mask");   // 0006's table
+    exec(db, "DROP TABLE observer_follow");                              // 0005's table
+    exec(db, "DROP TABLE admission_mask");                               // 0006's table
+    exec(db, "ALTER TABLE spawn_pipeline DROP COLUMN displaced_total");  // 0009's column
     exec(db, "UPDATE meta SET value = '3' WHERE key = 'schema_version'");
     exec(db, "UPDATE snapshots SET schema_version = 3");
     exec(db, "PRAGMA user_version=3");

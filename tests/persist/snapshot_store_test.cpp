@@ -697,7 +697,7 @@ TEST_CASE("the population pipeline is readable with the sqlite3 shell") {
   };
   CHECK(scalar("SELECT group_concat(handle || ':' || state, ' ') FROM spawn_handles WHERE list = "
                "'live'") == "1:0 2:2");
-  CHECK(scalar("SELECT count(*) FROM spawn_handles WHERE list = 'recent'") == "2");
+  CHECK(scalar("SELECT count(*) FROM spawn_handles WHERE list = 'recent'") == "3");
   CHECK(scalar("SELECT zone || ',' || lane FROM spawn_handles WHERE handle = 1") ==
         "-1,4294967295");
   CHECK(scalar("SELECT group_concat(id_index || '.' || id_generation, ' ') FROM retiring_fifo") ==
@@ -796,8 +796,8 @@ TEST_CASE("bad rows in the population-pipeline tables are refused, naming table,
   const Case cases[] = {
       {"UPDATE spawn_handles SET state = 9 WHERE handle = 2", "spawn_handles",
        "list='live' position=1", "state", "9 is out of range [0, 8]"},
-      {"UPDATE spawn_handles SET failure = 3 WHERE list = 'recent' AND position = 0",
-       "spawn_handles", "list='recent' position=0", "failure", "out of range [0, 2]"},
+      {"UPDATE spawn_handles SET failure = 5 WHERE list = 'recent' AND position = 0",
+       "spawn_handles", "list='recent' position=0", "failure", "out of range [0, 4]"},
       {"UPDATE spawn_handles SET priority = 4 WHERE handle = 1", "spawn_handles", "position=0",
        "priority", "out of range [0, 3]"},
       {"UPDATE spawn_handles SET zone = -2 WHERE handle = 1", "spawn_handles", "position=0", "zone",
@@ -874,8 +874,8 @@ TEST_CASE("bad rows in the population-pipeline tables are refused, naming table,
        "position=1", "slot", "expected an integer"},
       {"UPDATE route_free_slots SET position = 2 WHERE position = 1", "route_free_slots",
        "position=2", "position", "not contiguous"},
-      {"UPDATE snapshots SET schema_version = 7", "snapshots", "name='x'", "schema_version",
-       "out of range [1, 6]"},
+      {"UPDATE snapshots SET schema_version = 10", "snapshots", "name='x'", "schema_version",
+       "out of range [1, 9]"},
   };
   for (const Case& c : cases) {
     DYNAMIC_SECTION(c.sql) {

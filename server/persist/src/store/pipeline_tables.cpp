@@ -17,6 +17,12 @@ const TableColumns kSpawnPipeline{"spawn_pipeline",
                                   {"snapshot_id", "next_handle", "requested", "per_state_total",
                                    "deferred_by_cap", "deferred_by_capacity", "deferred_by_zone",
                                    "displaced_total"}};  // displaced_total: migration 0009
+// A file read without migrating (read-only) from before schema 9 has no
+// displaced_total column: nothing was displaced.
+const TableColumns kSpawnPipelineBefore9{
+    "spawn_pipeline",
+    {"snapshot_id", "next_handle", "requested", "per_state_total", "deferred_by_cap",
+     "deferred_by_capacity", "deferred_by_zone"}};
 const TableColumns kSpawnHandles{
     "spawn_handles",
     {"snapshot_id", "list", "position", "handle", "state", "failure", "entity_index",
@@ -171,20 +177,21 @@ StoreError write_spawn_pipeline(Tables& t, std::int64_t id, const core::SpawnPip
 
 StoreError read_spawn_pipeline(Tables& t, std::int64_t id, core::SpawnPipelineState& sp) {
   const std::string row = snapshot_row(id);
+  const TableColumns& columns = t.file_version() >= 9 ? kSpawnPipeline : kSpawnPipelineBefore9;
   Statement st;
-  if (StoreError e = t.one_row(kSpawnPipeline, id, row, st); !e.ok()) return e;
-  RowReader rr(st, kSpawnPipeline);
+  if (StoreError e = t.one_row(columns, id, row, st); !e.ok()) return e;
+  RowReader rr(st, columns);
   sp.next_handle = rr.u64("next_handle");
   sp.counters.requested = rr.u64("requested");
   sp.counters.deferred_by_cap = rr.u32("deferred_by_cap");
   sp.counters.deferred_by_capacity = rr.u32("deferred_by_capacity");
   sp.counters.deferred_by_zone = rr.u32("deferred_by_zone");
-  sp.counters.displaced_total = rr.u64("displaced_total");
+  sp.counters.displaced_total = t.file_version() >= 9 ? rr.u64("displaced_total") : 0;
   if (rr.ok() && !decode_counts(rr.text("per_state_total"), sp.counters.per_state_total)) {
     rr.fail("per_state_total",
             "expected a JSON array of " + std::to_string(core::kSpawnStateCount) + " counts");
   }
-  if (!rr.ok()) return t.row_error(kSpawnPipeline, row, rr);
+  if (!rr.ok()) return t.row_error(columns, row, rr);
   std::vector<core::SpawnHandleState>* lists[] = {&sp.live, &sp.recent};
   for (std::size_t l = 0; l < 2; ++l) {
     if (StoreError e = t.read_rows(
