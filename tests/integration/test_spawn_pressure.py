@@ -73,7 +73,8 @@ def _requested(rig, count):
 
 
 def test_low_quality_attaches_16_then_waits_in_32_unattached_slots_then_fails(start_server):
-    srv = start_city(start_server, "--quality", "low")
+    # Many QuerySpawn and ReportAttached: above the default per-client rate.
+    srv = start_city(start_server, "--quality", "low", "--client-commands-per-second", "100000")
     rig = Rig(srv, "budgets")
     pop = rig.op.population()
     assert pop.quality == "low"
@@ -110,7 +111,8 @@ def test_low_quality_attaches_16_then_waits_in_32_unattached_slots_then_fails(st
     rids = [rig.op.send_command("DespawnEntity", index=e.index, generation=e.generation)
             for _, e in attached[:3]]
     rig.step()
-    assert all(rig.op.wait_result(rid, timeout=3.0).accepted for rid in rids)
+    despawned = [rig.op.wait_result(rid, timeout=3.0) for rid in rids]
+    assert all(r.accepted for r in despawned), despawned
     for _ in range(20):  # the fade (despawn.fade_ms) ends before the entity stops walking
         rig.step()
         if rig.op.population().attached_in_use == 16 and rig.op.population().unattached_in_use == 29:
@@ -146,7 +148,8 @@ def _script(rig, attach):
 def test_quality_and_budgets_never_change_the_digest_chain(start_server):
     chains = []
     for quality, attach in (("low", True), ("epic", True), ("high", False)):
-        rig = Rig(start_city(start_server, "--quality", quality), f"digest-{quality}")
+        rig = Rig(start_city(start_server, "--quality", quality, "--client-commands-per-second",
+                             "100000"), f"digest-{quality}")
         chains.append(_script(rig, attach))
         rig.close()
     assert chains[0] == chains[1] == chains[2]
