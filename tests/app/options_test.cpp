@@ -173,3 +173,28 @@ TEST_CASE("help, version, flags that take no value, and the last of a repeated f
   // A flag overrides its variable.
   CHECK(parse({"--agones"}, {{"BUSTLE_AGONES", "0"}}).options.agones);
 }
+
+TEST_CASE("--quality picks a row of the quality table and the default client budgets") {
+  const auto high = parse({});
+  REQUIRE(high.error.empty());
+  CHECK(high.options.quality == bustle::app::Quality::High);
+  CHECK(high.options.server.default_budgets.actors == 256);  // the stream's defaults of before
+  const auto low = parse({"--quality", "low"});
+  REQUIRE(low.error.empty());
+  CHECK(low.options.quality == bustle::app::Quality::Low);
+  CHECK(low.options.server.default_budgets.actors == 64);
+  CHECK(low.options.server.default_budgets.instances == 1024);
+  CHECK(low.options.server.default_budgets.markers == 4096);
+  CHECK(bustle::app::quality_budgets(bustle::app::Quality::Low).attached == 16);
+  CHECK(bustle::app::quality_budgets(bustle::app::Quality::Low).unattached == 32);
+  const auto epic = parse({}, {{"BUSTLE_QUALITY", "epic"}});
+  REQUIRE(epic.error.empty());
+  CHECK(epic.options.server.default_budgets.actors == 512);
+  const std::string bad = parse({"--quality", "ultra"}).error;
+  CHECK(bad.find("--quality") != std::string::npos);
+  CHECK(bad.find("expected low, medium, high or epic, got 'ultra'") != std::string::npos);
+  CHECK(parse({}, {{"BUSTLE_QUALITY", "x"}}).error.find("environment BUSTLE_QUALITY") !=
+        std::string::npos);
+  CHECK(parse({"--steps", "10", "--quality", "low"}).error.rfind("--quality has no effect", 0) ==
+        0);
+}

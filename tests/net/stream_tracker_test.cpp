@@ -359,6 +359,29 @@ TEST_CASE("Subscribe validation names the field and changes nothing") {
         "observers: 17 entries exceed the limit of 16 per client");
 }
 
+TEST_CASE("a Subscribe without budgets gets the server's defaults; with budgets, its own") {
+  const net::RepresentationBudgets low{64, 1024, 4096};  // --quality low
+  flatbuffers::FlatBufferBuilder fbb;
+  fbb.Finish(wire::CreateSubscribeDirect(fbb, 1, nullptr, nullptr, 0, 10));
+  const auto* none = flatbuffers::GetRoot<wire::Subscribe>(fbb.GetBufferPointer());
+  net::ClientInterest out;
+  REQUIRE(net::read_subscribe(*none, out, low).empty());
+  CHECK(out.budgets.actors == 64);
+  CHECK(out.budgets.instances == 1024);
+  CHECK(out.budgets.markers == 4096);
+  REQUIRE(net::read_subscribe(*none, out).empty());  // no server defaults: the schema's
+  CHECK(out.budgets.actors == 256);
+  flatbuffers::FlatBufferBuilder fbb2;
+  const auto own = wire::CreateRepresentationBudgets(fbb2, 3, 4, 5);
+  fbb2.Finish(wire::CreateSubscribeDirect(fbb2, 2, nullptr, nullptr, own, 10));
+  REQUIRE(
+      net::read_subscribe(*flatbuffers::GetRoot<wire::Subscribe>(fbb2.GetBufferPointer()), out, low)
+          .empty());
+  CHECK(out.budgets.actors == 3);
+  CHECK(out.budgets.instances == 4);
+  CHECK(out.budgets.markers == 5);
+}
+
 TEST_CASE("vehicles on the corridor are streamed with prototypes, labels and policies") {
   auto loaded =
       scenario::load_scenario_file(std::string(BUSTLE_SOURCE_DIR) + "/configs/corridor.city.json");

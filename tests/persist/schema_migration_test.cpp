@@ -96,7 +96,7 @@ core::Scenario city() {
 }  // namespace
 
 TEST_CASE("a version-1 file is migrated to the current schema when opened") {
-  REQUIRE(persist::kSchemaVersion == 6);
+  REQUIRE(persist::kSchemaVersion == 9);
   const std::string path = temp_path("v1.db");
   write_version1_file(path);
   REQUIRE(scalar(path, "PRAGMA user_version") == "1");
@@ -106,8 +106,8 @@ TEST_CASE("a version-1 file is migrated to the current schema when opened") {
     INFO(e.to_string());
     REQUIRE(e.ok());
   }
-  CHECK(scalar(path, "PRAGMA user_version") == "6");
-  CHECK(scalar(path, "SELECT value FROM meta WHERE key = 'schema_version'") == "6");
+  CHECK(scalar(path, "PRAGMA user_version") == "9");
+  CHECK(scalar(path, "SELECT value FROM meta WHERE key = 'schema_version'") == "9");
   CHECK(scalar(path, "SELECT value FROM meta WHERE key = 'created_by'") == "0.1.0");  // kept
   for (const char* table :
        {"lifecycle_settings", "zone_handoffs", "observer_views", "spawn_pipeline", "spawn_handles",
@@ -130,6 +130,9 @@ TEST_CASE("a version-1 file is migrated to the current schema when opened") {
   CHECK(scalar(path,
                "SELECT count(*) FROM pragma_table_info('spawn_handles') WHERE name = 'route'") ==
         "1");
+  CHECK(scalar(path,
+               "SELECT count(*) FROM pragma_table_info('spawn_pipeline') WHERE name = "
+               "'displaced_total'") == "1");  // migration 0009
 
   persist::SnapshotStore store;
   REQUIRE(persist::SnapshotStore::open(path, persist::FileKind::Snapshots, false, store)
@@ -186,7 +189,7 @@ TEST_CASE("a version-1 file is migrated to the current schema when opened") {
     REQUIRE(store.write_save("new-save", w->capture_save(), "{}", 0).ok());
     persist::LoadedCheckpoint lc;
     REQUIRE(store.read_checkpoint("new", lc).ok());
-    CHECK(lc.info.schema_version == 6);
+    CHECK(lc.info.schema_version == 9);
     auto r = core::World::restore(city(), lc.checkpoint);
     if (!r.errors.empty()) FAIL(r.errors[0].path << ": " << r.errors[0].message);
     CHECK(r.world->digest() == w->digest());
@@ -217,8 +220,9 @@ TEST_CASE("a version-2 checkpoint restores after migration 0003, with no client 
     exec(db, "DROP TABLE client_observers");
     exec(db, "DROP TABLE save_active_residents");  // 0004's tables: a version-2 file has none
     exec(db, "DROP TABLE save_observers");
-    exec(db, "DROP TABLE observer_follow");  // 0005's table
-    exec(db, "DROP TABLE admission_mask");   // 0006's table
+    exec(db, "DROP TABLE observer_follow");                              // 0005's table
+    exec(db, "DROP TABLE admission_mask");                               // 0006's table
+    exec(db, "ALTER TABLE spawn_pipeline DROP COLUMN displaced_total");  // 0009's column
     exec(db, "UPDATE meta SET value = '2' WHERE key = 'schema_version'");
     exec(db, "UPDATE snapshots SET schema_version = 2");
     exec(db, "PRAGMA user_version=2");
@@ -247,7 +251,7 @@ TEST_CASE("a version-2 checkpoint restores after migration 0003, with no client 
   const auto e = persist::SnapshotStore::open(path, persist::FileKind::Snapshots, false, store);
   INFO(e.to_string());
   REQUIRE(e.ok());
-  CHECK(scalar(path, "PRAGMA user_version") == "6");
+  CHECK(scalar(path, "PRAGMA user_version") == "9");
   persist::LoadedCheckpoint lc;
   const auto re = store.read_checkpoint("v2", lc);
   INFO(re.to_string());
@@ -322,8 +326,9 @@ TEST_CASE("a version-3 save and checkpoint load after migration 0004, with no sa
     REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
     exec(db, "DROP TABLE save_active_residents");
     exec(db, "DROP TABLE save_observers");
-    exec(db, "DROP TABLE observer_follow");  // 0005's table
-    exec(db, "DROP TABLE admission_mask");   // 0006's table
+    exec(db, "DROP TABLE observer_follow");                              // 0005's table
+    exec(db, "DROP TABLE admission_mask");                               // 0006's table
+    exec(db, "ALTER TABLE spawn_pipeline DROP COLUMN displaced_total");  // 0009's column
     exec(db, "UPDATE meta SET value = '3' WHERE key = 'schema_version'");
     exec(db, "UPDATE snapshots SET schema_version = 3");
     exec(db, "PRAGMA user_version=3");
@@ -361,7 +366,7 @@ TEST_CASE("a version-3 save and checkpoint load after migration 0004, with no sa
   const auto e = persist::SnapshotStore::open(path, persist::FileKind::Snapshots, false, store);
   INFO(e.to_string());
   REQUIRE(e.ok());
-  CHECK(scalar(path, "PRAGMA user_version") == "6");
+  CHECK(scalar(path, "PRAGMA user_version") == "9");
   check_file(store);
   store = persist::SnapshotStore();
   for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(path + suffix);

@@ -517,6 +517,7 @@ core::WorldCheckpoint extreme_checkpoint() {
   sp.counters.deferred_by_cap = 1;
   sp.counters.deferred_by_capacity = 2;
   sp.counters.deferred_by_zone = UINT32_MAX;
+  sp.counters.displaced_total = UINT64_MAX - 3;
   sp.live = {handle_state(1, core::SpawnState::Queued, core::SpawnFailure::None, {}, {0, 0},
                           core::kAnyZone, core::kAnyLane, core::PriorityClass::Background, 0),
              handle_state(2, core::SpawnState::Registered, core::SpawnFailure::None, {7, 3},
@@ -526,7 +527,9 @@ core::WorldCheckpoint extreme_checkpoint() {
                    {UINT32_MAX, UINT32_MAX}, {9, UINT32_MAX}, INT32_MAX, 4,
                    core::PriorityClass::Community, 5, UINT32_MAX - 7),
       handle_state(4, core::SpawnState::TimedOut, core::SpawnFailure::WorldReplaced, {}, {1, 1}, 0,
-                   core::kAnyLane, core::PriorityClass::Quest, 6)};
+                   core::kAnyLane, core::PriorityClass::Quest, 6),
+      handle_state(5, core::SpawnState::Canceled, core::SpawnFailure::Displaced, {}, {2, 1}, 0,
+                   core::kAnyLane, core::PriorityClass::Background, 7)};
   cp.orphans = {{{3, 2}, 4, 1, -0.0, UINT32_MAX, UINT64_MAX},
                 {{9, 1}, 255, UINT32_MAX, 17.25, 12, 40}};
   cp.retiring_fifo = {{9, 1}, {3, 2}, {UINT32_MAX, 0}};
@@ -698,7 +701,7 @@ TEST_CASE("the population pipeline is readable with the sqlite3 shell") {
   };
   CHECK(scalar("SELECT group_concat(handle || ':' || state, ' ') FROM spawn_handles WHERE list = "
                "'live'") == "1:0 2:2");
-  CHECK(scalar("SELECT count(*) FROM spawn_handles WHERE list = 'recent'") == "2");
+  CHECK(scalar("SELECT count(*) FROM spawn_handles WHERE list = 'recent'") == "3");
   CHECK(scalar("SELECT zone || ',' || lane FROM spawn_handles WHERE handle = 1") ==
         "-1,4294967295");
   CHECK(scalar("SELECT group_concat(id_index || '.' || id_generation, ' ') FROM retiring_fifo") ==
@@ -712,7 +715,7 @@ TEST_CASE("the population pipeline is readable with the sqlite3 shell") {
   CHECK(scalar("SELECT group_concat(kind, ' ') FROM pending_commands") ==
         "spawn_pedestrian cancel_spawn set_client_observers set_lifecycle lifecycle_batch "
         "set_observers");
-  CHECK(scalar("SELECT schema_version FROM snapshots") == "6");
+  CHECK(scalar("SELECT schema_version FROM snapshots") == "9");
   CHECK(
       scalar(
           "SELECT group_concat(observer_index || ':' || has_heading, ' ') FROM client_observers") ==
@@ -750,7 +753,7 @@ TEST_CASE("a save keeps saveable residents with their zones and the lifecycle se
   const auto e = store.read_save("s", ls);
   INFO(e.to_string());
   REQUIRE(e.ok());
-  CHECK(ls.info.schema_version == 6);
+  CHECK(ls.info.schema_version == 9);
   persist::complete_schema1_save(ls, block);  // a current save is left alone
   CHECK(ls.save.saveable_ids == save.saveable_ids);
   CHECK(ls.save.saveable_zones == save.saveable_zones);
@@ -797,8 +800,8 @@ TEST_CASE("bad rows in the population-pipeline tables are refused, naming table,
   const Case cases[] = {
       {"UPDATE spawn_handles SET state = 9 WHERE handle = 2", "spawn_handles",
        "list='live' position=1", "state", "9 is out of range [0, 8]"},
-      {"UPDATE spawn_handles SET failure = 3 WHERE list = 'recent' AND position = 0",
-       "spawn_handles", "list='recent' position=0", "failure", "out of range [0, 2]"},
+      {"UPDATE spawn_handles SET failure = 5 WHERE list = 'recent' AND position = 0",
+       "spawn_handles", "list='recent' position=0", "failure", "out of range [0, 4]"},
       {"UPDATE spawn_handles SET priority = 4 WHERE handle = 1", "spawn_handles", "position=0",
        "priority", "out of range [0, 3]"},
       {"UPDATE spawn_handles SET zone = -2 WHERE handle = 1", "spawn_handles", "position=0", "zone",
@@ -875,8 +878,8 @@ TEST_CASE("bad rows in the population-pipeline tables are refused, naming table,
        "position=1", "slot", "expected an integer"},
       {"UPDATE route_free_slots SET position = 2 WHERE position = 1", "route_free_slots",
        "position=2", "position", "not contiguous"},
-      {"UPDATE snapshots SET schema_version = 7", "snapshots", "name='x'", "schema_version",
-       "out of range [1, 6]"},
+      {"UPDATE snapshots SET schema_version = 10", "snapshots", "name='x'", "schema_version",
+       "out of range [1, 9]"},
   };
   for (const Case& c : cases) {
     DYNAMIC_SECTION(c.sql) {

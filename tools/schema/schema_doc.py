@@ -110,7 +110,7 @@ def main():
         "every column list the store's code names against that file, so neither can",
         "drift. Do not edit by hand. Notes are the migrations' comments.",
         "",
-        f"Schema version {len(MIGRATIONS)}. Integers that hold unsigned 64-bit values",
+        f"Schema version {int(MIGRATIONS[-1].name.split('_')[0])}. Integers that hold unsigned 64-bit values",
         "store their signed bit pattern; blobs are little-endian arrays, one element",
         "per entity; columns without a declared type hold f64 values bit-exactly.",
         "",

@@ -458,7 +458,7 @@ int run(int argc, char** argv) {
   bustle::app::SimDriver driver(
       std::move(world_owner), server, commands,
       {opt.clock, opt.catchup_steps_max, 100'000, opt.autosave_steps, opt.record_keyframe_steps,
-       opt.check_invariants, opt.debug_stall_at_step, opt.debug_stall_ms});
+       opt.check_invariants, opt.debug_stall_at_step, opt.debug_stall_ms, opt.quality});
 
   // Declared after the server and the driver, so it is destroyed (queue
   // finished, thread joined) before the objects its callbacks reach.

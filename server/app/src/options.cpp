@@ -334,6 +334,7 @@ Flags override BUSTLE_* environment variables (shown in brackets).
   --lease-grace-steps N  a hint a client has not applied (leases) for this many
                          steps counts as waiting past grace (default 30)
                                                        [BUSTLE_LEASE_GRACE_STEPS]
+  --quality Q            low|medium|high|epic budgets (default high) [BUSTLE_QUALITY]
   --log-level L          trace|debug|info|warn|error|off (default info) [BUSTLE_LOG_LEVEL]
   --log-format F         text | json: one JSON object per line (default text);
                          UTC timestamps with offset either way   [BUSTLE_LOG_FORMAT]
@@ -405,11 +406,27 @@ std::string worded(const CLI::ParseError& e) {
   return what;  // ValidationError: "--port: expected ..., got '...'"
 }
 
+// Representation budgets (quality.hpp), kept out of settings() so the option
+// table does not grow past its listed length.
+Setting quality_setting() {
+  using O = AppOptions;
+  return {"--quality", "BUSTLE_QUALITY", true,
+          [](O& o, const std::string& v) {
+            const std::optional<Quality> q = parse_quality(v);
+            if (!q) return "expected low, medium, high or epic, got '" + v + "'";
+            o.quality = *q;
+            o.server.default_budgets = quality_budgets(*q).client;
+            return std::string();
+          },
+          kNoListener};
+}
+
 }  // namespace
 
 ParseResult parse_options(const std::vector<std::string>& args, const EnvLookup& env) {
   ParseResult result;
-  const std::vector<Setting> all = settings();
+  std::vector<Setting> all = settings();
+  all.push_back(quality_setting());
   // Where each setting that was given came from ("--port", or "environment
   // BUSTLE_PORT (--port)"), for refusing combinations that would do nothing.
   std::map<const Setting*, std::string> given;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "bustle/net/server.hpp"
+#include "quality.hpp"
 
 namespace bustle::app {
 
@@ -39,6 +40,8 @@ struct AppOptions {
   std::uint64_t autosave_steps = 0;                 // 0 = off
   std::optional<std::string> record_path;           // --record FILE
   std::uint64_t record_keyframe_steps = 300;        // README: file size vs parallel verify
+  // --quality: representation budgets (quality.hpp); sets server.default_budgets.
+  Quality quality = Quality::High;
   net::ServerOptions server;
   bool show_help = false;
   bool show_version = false;

@@ -30,18 +30,60 @@ void RepresentationStages::set(core::SpawnHandleState& h, core::SpawnState s, st
   if (s == core::SpawnState::Attached) ++counters_.attached_total;
   if (s == core::SpawnState::ReadyForGameplay) ++counters_.ready_total;
   if (s == core::SpawnState::Failed) ++counters_.failed_total;
+  if (f == core::SpawnFailure::NoRepresentationSlot) ++counters_.no_slot_total;
   if (changed != nullptr) changed->push_back(h);
+}
+
+RepresentationStages::Attach RepresentationStages::take_slot(
+    core::SpawnHandleState& h, std::uint64_t step, std::vector<core::SpawnHandleState>* changed) {
+  if (attached_slots_.size() < attached_limit_) {
+    std::erase(unattached_, h.entity);
+    attached_slots_.push_back(h.entity);
+    set(h, core::SpawnState::Attached, step, changed);
+    return Attach::Attached;
+  }
+  if (std::find(unattached_.begin(), unattached_.end(), h.entity) != unattached_.end())
+    return Attach::Unattached;
+  if (unattached_.size() < unattached_limit_) {
+    unattached_.push_back(h.entity);
+    return Attach::Unattached;
+  }
+  set(h, core::SpawnState::Failed, step, changed, core::SpawnFailure::NoRepresentationSlot);
+  return Attach::NoSlot;
+}
+
+void RepresentationStages::set_budgets(std::uint32_t attached_limit,
+                                       std::uint32_t unattached_limit) {
+  attached_limit_ = attached_limit;
+  unattached_limit_ = unattached_limit;
+}
+
+RepresentationStages::Budgets RepresentationStages::budgets() const {
+  return {static_cast<std::uint32_t>(attached_slots_.size()), attached_limit_,
+          static_cast<std::uint32_t>(unattached_.size()), unattached_limit_};
 }
 
 void RepresentationStages::after_step(const core::World& world,
                                       std::vector<core::SpawnHandleState>& changed) {
   const std::uint64_t step = world.step_index();
+  // 0. Entities that stopped walking give their attached or unattached slot back.
+  std::erase_if(attached_slots_, [&](core::EntityId id) { return !walking(world, id); });
+  std::erase_if(unattached_, [&](core::EntityId id) { return !walking(world, id); });
   // 1. Waiting handles: one stage per step.
   for (core::SpawnHandleState& h : live_) {
     if (!walking(world, h.entity)) {
       set(h, core::SpawnState::Failed, step, &changed, core::SpawnFailure::EntityGone);
     } else if (h.state == core::SpawnState::Attached && h.state_step < step) {
       set(h, core::SpawnState::ReadyForGameplay, step, &changed);
+    }
+  }
+  // 1b. Unattached handles take freed attached slots, first come first served.
+  while (!unattached_.empty() && attached_slots_.size() < attached_limit_) {
+    const core::EntityId id = unattached_.front();
+    unattached_.erase(unattached_.begin());
+    for (core::SpawnHandleState& h : live_) {
+      if (h.entity == id && h.state == core::SpawnState::RepresentationRequested)
+        take_slot(h, step, &changed);
     }
   }
   // 2. Handles whose core part ended this step at RepresentationRequested
@@ -54,7 +96,7 @@ void RepresentationStages::after_step(const core::World& world,
     const auto held = std::find(held_.begin(), held_.end(), h->entity);
     if (held != held_.end()) {
       held_.erase(held);
-      set(live_.back(), core::SpawnState::Attached, step, &changed);
+      take_slot(live_.back(), step, &changed);
     }
   }
   // 3. Ended handles move to recent.
@@ -74,12 +116,13 @@ RepresentationStages::Attach RepresentationStages::attach(const core::World& wor
                                                           core::EntityId id, bool remember,
                                                           core::SpawnHandleState* changed) {
   for (core::SpawnHandleState& h : live_) {
-    if (h.entity != id) continue;
+    if (h.entity != id || core::is_terminal(h.state)) continue;
     if (h.state == core::SpawnState::Attached) return Attach::AlreadyAttached;
     std::vector<core::SpawnHandleState> one;
-    set(h, core::SpawnState::Attached, world.step_index(), &one);
-    if (changed != nullptr) *changed = one.front();
-    return Attach::Attached;
+    const Attach a = take_slot(h, world.step_index(), &one);
+    if (changed != nullptr && !one.empty()) *changed = one.front();
+    if (changed != nullptr && one.empty()) *changed = h;
+    return a;
   }
   if (!registered_in_core(world, id)) return Attach::NoHandle;
   if (!remember) return Attach::NotRequested;
@@ -91,6 +134,8 @@ void RepresentationStages::reset(const core::World& world) {
   live_.clear();
   recent_.clear();
   held_.clear();
+  attached_slots_.clear();
+  unattached_.clear();
   for (const core::SpawnHandleState& h : world.spawn_pipeline().recent) {
     if (h.state == core::SpawnState::RepresentationRequested && walking(world, h.entity))
       live_.push_back(h);

@@ -13,6 +13,18 @@
 // draw the entity as soon as it walks) is remembered and attaches the handle
 // when it reaches RepresentationRequested.
 //
+// Attached and unattached budgets (seed: two entity budgets; limits from the
+// quality table, quality.hpp): an attached slot is held by a spawned entity
+// from Attached until it stops walking (ReadyForGameplay keeps it). A lease
+// for a RepresentationRequested handle when every attached slot is taken puts
+// the handle in an unattached slot: still RepresentationRequested, its
+// representation constructed on the client, waiting; after each step the
+// unattached handles take freed attached slots in the order they arrived.
+// When both budgets are full the lease fails the handle:
+//   RepresentationRequested --(lease, no attached or unattached slot)-->
+//       Failed(NoRepresentationSlot)   (the entity keeps walking)
+// A ReportAttached shorthand obeys the same budgets.
+//
 // After a restore or load, reset() starts over from the new world: handles
 // whose core part ended at RepresentationRequested and whose entity still
 // walks wait again; clients get a baseline and re-report their leases.
@@ -31,10 +43,19 @@ class RepresentationStages {
   struct Counters {
     std::uint64_t attached_total = 0;
     std::uint64_t ready_total = 0;
-    std::uint64_t failed_total = 0;  // Failed(EntityGone) on this axis
+    std::uint64_t failed_total = 0;   // Failed(EntityGone) on this axis
+    std::uint64_t no_slot_total = 0;  // Failed(NoRepresentationSlot): both budgets full
+  };
+  struct Budgets {
+    std::uint32_t attached_in_use = 0;
+    std::uint32_t attached_limit = 0;
+    std::uint32_t unattached_in_use = 0;
+    std::uint32_t unattached_limit = 0;
   };
   enum class Attach : std::uint8_t {
     Attached,
+    Unattached,  // waits in an unattached slot for an attached one
+    NoSlot,      // both budgets full: the handle Failed(NoRepresentationSlot)
     AlreadyAttached,
     Remembered,
     NotRequested,
@@ -51,8 +72,13 @@ class RepresentationStages {
                 core::SpawnHandleState* changed);
 
   // A new world (restore / load): forget everything, wait again for the
-  // entities that still walk.
+  // entities that still walk. Attached slots are given back (clients
+  // re-report their leases).
   void reset(const core::World& world);
+
+  // The limits (quality.hpp); set before the first step.
+  void set_budgets(std::uint32_t attached_limit, std::uint32_t unattached_limit);
+  Budgets budgets() const;
 
   // The handle on this axis (waiting or recently ended), if it reached
   // RepresentationRequested; nullopt otherwise (the core has it).
@@ -70,11 +96,18 @@ class RepresentationStages {
   void set(core::SpawnHandleState& h, core::SpawnState s, std::uint64_t step,
            std::vector<core::SpawnHandleState>* changed,
            core::SpawnFailure f = core::SpawnFailure::None);
+  // A lease for a RepresentationRequested handle: Attached, Unattached or NoSlot.
+  Attach take_slot(core::SpawnHandleState& h, std::uint64_t step,
+                   std::vector<core::SpawnHandleState>* changed);
 
   std::vector<core::SpawnHandleState> live_;  // RepresentationRequested or Attached, by handle
   std::vector<core::SpawnHandleState>
       recent_;                        // terminal here, last core::kSpawnHistory, oldest first
   std::vector<core::EntityId> held_;  // leases seen while the handle was Registered
+  std::vector<core::EntityId> attached_slots_;  // entities holding an attached slot
+  std::vector<core::EntityId> unattached_;      // leased, waiting for a slot; arrival order
+  std::uint32_t attached_limit_ = 256;
+  std::uint32_t unattached_limit_ = 512;
   Counters counters_;
 };
 

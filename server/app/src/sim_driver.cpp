@@ -34,6 +34,8 @@ SimDriver::SimDriver(std::unique_ptr<core::World> world, net::Server& server,
       options_(options),
       clock_(std::chrono::microseconds(world_->step_us()), options.catchup_steps_max),
       archetypes_(net::make_archetypes(world_->scenario())) {
+  const QualityBudgets& q = quality_budgets(options.quality);
+  stages_.set_budgets(q.attached, q.unattached);
   // Clients that join before the first step get a baseline of the initial state.
   server_.publish(frames_.make(*world_, archetypes_, world_epoch_));
 }
@@ -396,6 +398,11 @@ void SimDriver::publish_telemetry(Clock::time_point now) {
   s.paused = paused_;
   s.clock_mode = static_cast<std::uint8_t>(options_.clock);
   s.autosaves_skipped = autosaves_skipped_;
+  const RepresentationStages::Budgets slots = stages_.budgets();
+  s.attached_in_use = slots.attached_in_use;
+  s.attached_limit = slots.attached_limit;
+  s.unattached_in_use = slots.unattached_in_use;
+  s.unattached_limit = slots.unattached_limit;
   if (recorder_ != nullptr) {
     const persist::RecorderStatus rs = recorder_->status();
     s.recording = rs.failed ? 2 : 1;
@@ -540,6 +547,27 @@ void SimDriver::report_attached(core::EntityId id, net::OutboundResult& r) {
       r.handle = h.handle;
       deliver_stage_update(h);
       return;
+    case RepresentationStages::Attach::Unattached: {
+      const RepresentationStages::Budgets b = stages_.budgets();
+      r.handle = h.handle;
+      r.message = "spawn " + std::to_string(h.handle) +
+                  " waits in an unattached slot: attached budget full (" +
+                  std::to_string(b.attached_in_use) + "/" + std::to_string(b.attached_limit) + ")";
+      return;
+    }
+    case RepresentationStages::Attach::NoSlot: {
+      const RepresentationStages::Budgets b = stages_.budgets();
+      r.handle = h.handle;
+      r.status = core::CommandStatus::Rejected;
+      r.reason = core::RejectReason::QueueFull;
+      r.message = "spawn " + std::to_string(h.handle) +
+                  " failed (no_representation_slot): " + "attached budget full (" +
+                  std::to_string(b.attached_in_use) + "/" + std::to_string(b.attached_limit) +
+                  ") and unattached budget full (" + std::to_string(b.unattached_in_use) + "/" +
+                  std::to_string(b.unattached_limit) + ")";
+      deliver_stage_update(h);
+      return;
+    }
     case RepresentationStages::Attach::AlreadyAttached:
       r.handle = stages_.waiting_for(id)->handle;
       r.status = core::CommandStatus::Rejected;
@@ -564,7 +592,8 @@ void SimDriver::report_attached(core::EntityId id, net::OutboundResult& r) {
 void SimDriver::leases_held(const std::vector<core::EntityId>& ids) {
   for (const core::EntityId id : ids) {
     core::SpawnHandleState h;
-    if (stages_.attach(*world_, id, true, &h) == RepresentationStages::Attach::Attached)
+    const RepresentationStages::Attach a = stages_.attach(*world_, id, true, &h);
+    if (a == RepresentationStages::Attach::Attached || a == RepresentationStages::Attach::NoSlot)
       deliver_stage_update(h);
   }
 }
@@ -677,6 +706,13 @@ net::PopulationReport SimDriver::population_report() const {
   p.spawn.per_state_total[static_cast<std::size_t>(core::SpawnState::ReadyForGameplay)] +=
       rc.ready_total;
   p.spawn.per_state_total[static_cast<std::size_t>(core::SpawnState::Failed)] += rc.failed_total;
+  const RepresentationStages::Budgets budgets = stages_.budgets();
+  p.quality = std::string(quality_budgets(options_.quality).name);
+  p.attached_in_use = budgets.attached_in_use;
+  p.attached_limit = budgets.attached_limit;
+  p.unattached_in_use = budgets.unattached_in_use;
+  p.unattached_limit = budgets.unattached_limit;
+  p.no_slot_total = rc.no_slot_total;
   p.retiring = static_cast<std::uint32_t>(w.orphans().size());
   const core::WorldCounters& counters = w.counters();
   p.faded_total = counters.faded_total;

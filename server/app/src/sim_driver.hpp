@@ -53,6 +53,7 @@
 #include "bustle/ops/telemetry.hpp"
 #include "bustle/persist/persist_worker.hpp"
 #include "bustle/persist/recorder.hpp"
+#include "quality.hpp"
 #include "representation_stages.hpp"
 
 namespace bustle::app {
@@ -69,6 +70,7 @@ struct SimDriverOptions {
   // debug_stall_ms (no heartbeat), so /healthz can be seen going unhealthy.
   std::uint64_t debug_stall_at_step = 0;
   std::uint32_t debug_stall_ms = 0;
+  Quality quality = Quality::High;  // attached / unattached budgets (quality.hpp)
 };
 
 // Exit status of bustle-server when --check-invariants found a broken invariant.

@@ -102,6 +102,7 @@ World::World(const Scenario& scenario, std::uint64_t seed, LogSink* log)
     (void)ok;
   }
   despawn_requests_.reserve(cap);
+  spawn_order_.reserve(scenario.spawn.queue_depth);
   results_.reserve(scenario.command_inbox_capacity);
   despawn_pending_.assign(cap, 0);
   crossing_occupied_.assign(lanes_.size(), 0);

@@ -88,8 +88,7 @@ void World::restore_spawn_handles(World& w, const WorldCheckpoint& cp, RestoreFa
                                   "ends the core's part)"
                                 : "must be core-terminal");
     }
-    if (static_cast<std::uint8_t>(h.failure) >
-        static_cast<std::uint8_t>(SpawnFailure::WorldReplaced))
+    if (static_cast<std::uint8_t>(h.failure) > static_cast<std::uint8_t>(kSpawnFailureLast))
       fail(row + ".failure", "unknown");
     if (h.zone != kAnyZone &&
         (h.zone < 0 || static_cast<std::size_t>(h.zone) >= w.scenario_.zones.size()))

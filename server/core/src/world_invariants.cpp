@@ -182,7 +182,7 @@ std::string World::check_spawn_pipeline() const {
         return area + "invariant 1: " + handle(h) + " was not issued (next_handle " +
                std::to_string(sp.next_handle) + ")";
       }
-      if ((h.state == SpawnState::Failed) != (h.failure != SpawnFailure::None)) {
+      if (!spawn_failure_fits(h.state, h.failure)) {
         return area + "invariant 2: " + handle(h) + " is " + to_string(h.state) + " with failure " +
                to_string(h.failure);
       }

@@ -2,10 +2,12 @@
 // (SpawnPedestrian, CancelSpawn, LifecycleBatch) and of phases 4 and 8.
 //
 // Sections: names of the states and failures; validation of a request;
-// accepting it (a new handle); state changes and retiring terminal handles;
+// accepting it (a new handle); importance (SpawnRank); state changes and retiring terminal handles;
 // look-ups by entity and by handle.
 #include <algorithm>
 #include <cassert>
+#include <cmath>
+#include <limits>
 
 #include "bustle/core/digest.hpp"
 #include "bustle/core/world.hpp"
@@ -44,6 +46,10 @@ const char* to_string(SpawnFailure f) {
       return "entity_gone";
     case SpawnFailure::WorldReplaced:
       return "world_replaced";
+    case SpawnFailure::Displaced:
+      return "displaced";
+    case SpawnFailure::NoRepresentationSlot:
+      return "no_representation_slot";
   }
   return "?";
 }
@@ -135,10 +141,42 @@ std::uint64_t World::accept_spawn(const SpawnPedestrian& c, std::int32_t zone, s
   return h.handle;
 }
 
+double World::spawn_effective_distance(std::int32_t zone, std::uint32_t lane,
+                                       PriorityClass cls) const {
+  const auto at_midpoint = [&](LaneIndex l) {
+    const Vec2 p = lanes_.position(l, 0.5 * lanes_.lane(l).length_m);
+    return effective_distance_at(p, l, cls, false);
+  };
+  if (lane != kAnyLane) return at_midpoint(lane);
+  double best = std::numeric_limits<double>::infinity();
+  if (zone != kAnyZone) {
+    for (const LaneIndex l : population_.zone_lanes()[static_cast<std::size_t>(zone)])
+      best = std::min(best, at_midpoint(l));
+  }
+  return best;  // any sidewalk: no place to measure, after every placed request
+}
+
+SpawnRank World::spawn_rank(const SpawnHandleState& h, std::uint32_t live_index) const {
+  const double d = spawn_effective_distance(h.zone, h.lane, h.priority);
+  assert(!std::isnan(d));
+  return {d, static_cast<std::uint8_t>(h.priority), h.handle, live_index};
+}
+
+std::optional<SpawnRank> World::weakest_queued_spawn() const {
+  std::optional<SpawnRank> weakest;
+  for (std::uint32_t k = 0; k < spawn_.live.size(); ++k) {
+    if (spawn_.live[k].state != SpawnState::Queued) continue;
+    const SpawnRank r = spawn_rank(spawn_.live[k], k);
+    if (!weakest || *weakest < r) weakest = r;
+  }
+  return weakest;
+}
+
 void World::set_spawn_state(SpawnHandleState& h, SpawnState s, SpawnFailure f) {
-  // Invariants 2 and 3: a terminal handle never changes again, and only Failed carries a reason.
+  // Invariants 2 and 3: a terminal handle never changes again, and only
+  // Failed (or a displaced Canceled) carries a reason.
   assert(!is_core_terminal(h.state));
-  assert((s == SpawnState::Failed) == (f != SpawnFailure::None));
+  assert(spawn_failure_fits(s, f));
   // A handle that ends before its walker holds the route gives the route back.
   if (is_core_terminal(s) && h.route != kNoRoute) {
     routes_.release(h.route);

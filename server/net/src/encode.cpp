@@ -147,6 +147,13 @@ void fill_population_counters(const PopulationReport& p, wire::PopulationInfoT& 
   o.spawn_deferred_by_cap = p.spawn.deferred_by_cap;
   o.spawn_deferred_by_capacity = p.spawn.deferred_by_capacity;
   o.spawn_deferred_by_zone = p.spawn.deferred_by_zone;
+  o.spawn_displaced_total = p.spawn.displaced_total;
+  o.quality = p.quality;
+  o.attached_in_use = p.attached_in_use;
+  o.attached_limit = p.attached_limit;
+  o.unattached_in_use = p.unattached_in_use;
+  o.unattached_limit = p.unattached_limit;
+  o.no_slot_total = p.no_slot_total;
   o.despawned_by_reason.assign(p.despawned_by_reason.begin(), p.despawned_by_reason.end());
   o.tiers.assign(std::begin(p.tiers.per_tier), std::end(p.tiers.per_tier));
   o.tier_promoted = p.tiers.promoted;

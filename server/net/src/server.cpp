@@ -510,7 +510,8 @@ class Session : public std::enable_shared_from_this<Session> {
   void handle_subscribe(const wire::Subscribe& sub) {
     if (!take_rate_token(sub.request_id())) return;
     ClientInterest interest;
-    if (std::string why = read_subscribe(sub, interest); !why.empty()) {
+    if (std::string why = read_subscribe(sub, interest, server_.options_.default_budgets);
+        !why.empty()) {
       return reject(sub.request_id(), core::RejectReason::InvalidArgument, "Subscribe." + why);
     }
     tracker_.set_interest(interest, true);

@@ -51,8 +51,9 @@ std::string read_observers(const flatbuffers::Vector<flatbuffers::Offset<wire::O
   return {};
 }
 
-std::string read_budgets(const wire::RepresentationBudgets* b, RepresentationBudgets& out) {
-  out = RepresentationBudgets{};
+std::string read_budgets(const wire::RepresentationBudgets* b, RepresentationBudgets& out,
+                         const RepresentationBudgets& defaults = {}) {
+  out = defaults;
   if (b == nullptr) return {};
   const auto check = [](const char* field, std::uint32_t v, std::uint32_t max) -> std::string {
     if (v <= max) return {};
@@ -72,7 +73,8 @@ bool better(std::uint8_t hint, std::uint8_t than) {
 
 }  // namespace
 
-std::string read_subscribe(const wire::Subscribe& sub, ClientInterest& out) {
+std::string read_subscribe(const wire::Subscribe& sub, ClientInterest& out,
+                           const RepresentationBudgets& default_budgets) {
   ClientInterest in;
   if (sub.kinds() != nullptr && sub.kinds()->size() > 0) {
     in.kind_mask = 0;
@@ -86,7 +88,7 @@ std::string read_subscribe(const wire::Subscribe& sub, ClientInterest& out) {
     }
   }
   if (auto e = read_observers(sub.observers(), in.observers); !e.empty()) return e;
-  if (auto e = read_budgets(sub.budgets(), in.budgets); !e.empty()) return e;
+  if (auto e = read_budgets(sub.budgets(), in.budgets, default_budgets); !e.empty()) return e;
   if (sub.motion_tolerance_mm() > kMotionToleranceMmMax) {
     return at("motion_tolerance_mm", std::to_string(sub.motion_tolerance_mm()) +
                                          " exceeds the limit of " +

@@ -149,12 +149,29 @@ class Collector final : public prometheus::Collectable {
 
     const SimSample s = sim.last_sample();
     if (s.valid) collect_sample(f, s, sim.garage_ids());
+    if (s.valid) collect_spawn_pressure(f, s);
     collect_net(f);
     collect_jobs(f);
     return f.take();
   }
 
  private:
+  // Spawn pressure (issue 12): displaced requests and the attached /
+  // unattached slots of spawned handles.
+  static void collect_spawn_pressure(Families& f, const SimSample& s) {
+    f.scalar("bustle_spawn_displaced_total",
+             "Queued spawns displaced by more important requests (this world)", MetricType::Counter,
+             static_cast<double>(s.spawn_displaced_total));
+    MetricFamily& slots =
+        f.family("bustle_representation_slots",
+                 "Attached / unattached slots of spawned handles, in use and limit (--quality)",
+                 MetricType::Gauge);
+    Families::add(slots, {{"budget", "attached"}, {"of", "in_use"}}, s.attached_in_use);
+    Families::add(slots, {{"budget", "attached"}, {"of", "limit"}}, s.attached_limit);
+    Families::add(slots, {{"budget", "unattached"}, {"of", "in_use"}}, s.unattached_in_use);
+    Families::add(slots, {{"budget", "unattached"}, {"of", "limit"}}, s.unattached_limit);
+  }
+
   static void collect_sample(Families& f, const SimSample& s,
                              const std::vector<std::string>& garage_ids) {
     const auto C = MetricType::Counter;

@@ -121,6 +121,7 @@ void sample_world(const core::World& w, SimSample& s) {
   s.spawn_deferred_by_cap = sc.deferred_by_cap;
   s.spawn_deferred_by_capacity = sc.deferred_by_capacity;
   s.spawn_deferred_by_zone = sc.deferred_by_zone;
+  s.spawn_displaced_total = sc.displaced_total;
   const core::WorldCounters& wc = w.counters();
   std::copy(std::begin(wc.despawned_by_reason), std::end(wc.despawned_by_reason),
             s.despawned.begin());

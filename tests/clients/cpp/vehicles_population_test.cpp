@@ -606,7 +606,15 @@ TEST_CASE("CommandReply decodes spawn, batch, entity and population answers",
   const auto communities_vec = fbb.CreateVector(communities);
   const auto live_vec = fbb.CreateVector(live);
   const auto reasons_vec = fbb.CreateVector(reasons);
+  const auto quality = fbb.CreateString("low");
   wire::PopulationInfoBuilder p(fbb);
+  p.add_spawn_displaced_total(3);
+  p.add_quality(quality);
+  p.add_attached_in_use(16);
+  p.add_attached_limit(16);
+  p.add_unattached_in_use(5);
+  p.add_unattached_limit(32);
+  p.add_no_slot_total(2);
   p.add_hour(12.5);
   p.add_communities(communities_vec);
   p.add_spawn_live(live_vec);
@@ -658,6 +666,11 @@ TEST_CASE("CommandReply decodes spawn, batch, entity and population answers",
   CHECK(r.population->spawned == 4);
   CHECK(r.population->ledger_deficit == 3.5);
   CHECK(r.population->spawn_live == live);
+  CHECK(r.population->spawn_displaced_total == 3);  // spawn pressure (issue 12)
+  CHECK(r.population->quality == "low");
+  CHECK(r.population->attached_in_use == 16);
+  CHECK(r.population->unattached_limit == 32);
+  CHECK(r.population->no_slot_total == 2);
   CHECK(r.population->despawned_by_reason == reasons);
   CHECK(r.population->tiers.empty());
   REQUIRE(r.population->communities.size() == 1);

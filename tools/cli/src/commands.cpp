@@ -982,6 +982,14 @@ int run_population(const CliOptions& o, std::FILE* out, std::FILE* err) {
       out, "  %-20s by cap %" PRIu32 ", by capacity %" PRIu32 ", by zone %" PRIu32 " (last step)\n",
       "spawn deferred", p.spawn_deferred_by_cap, p.spawn_deferred_by_capacity,
       p.spawn_deferred_by_zone);
+  std::fprintf(out,
+               "  %-20s displaced %" PRIu64 " (queued requests canceled for more important ones)\n",
+               "spawn pressure", p.spawn_displaced_total);
+  std::fprintf(out,
+               "  %-20s quality %s: attached %" PRIu32 "/%" PRIu32 ", unattached %" PRIu32
+               "/%" PRIu32 ", no slot %" PRIu64 "\n",
+               "representation", p.quality.empty() ? "-" : p.quality.c_str(), p.attached_in_use,
+               p.attached_limit, p.unattached_in_use, p.unattached_limit, p.no_slot_total);
   std::fprintf(
       out, "  %-20s orphans %" PRIu32 ", faded total %" PRIu64 ", fade skipped total %" PRIu64 "\n",
       "retiring", p.retiring, p.faded_total, p.fade_skipped_total);

@@ -148,6 +148,8 @@ void World::digest_lifecycle_into(Digest& d) const {
   const SpawnCounters& c = spawn_.counters;
   d.u64(c.requested).u32(c.deferred_by_cap).u32(c.deferred_by_capacity).u32(c.deferred_by_zone);
   for (const std::uint64_t t : c.per_state_total) d.u64(t);
+  // Only when something was displaced, so worlds without spawn pressure keep their digests.
+  if (c.displaced_total != 0) d.tag(49).u64(c.displaced_total);
   d.tag(41).u64(orphans_.size());
   for (const OrphanRecord& o : orphans_) {
     d.u64(o.id.packed())

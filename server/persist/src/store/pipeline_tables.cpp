@@ -20,7 +20,14 @@ const TableColumns kAdmissionMask{"admission_mask",
                                   {"snapshot_id", "position", "id_index", "id_generation"}};
 const TableColumns kSpawnPipeline{"spawn_pipeline",
                                   {"snapshot_id", "next_handle", "requested", "per_state_total",
-                                   "deferred_by_cap", "deferred_by_capacity", "deferred_by_zone"}};
+                                   "deferred_by_cap", "deferred_by_capacity", "deferred_by_zone",
+                                   "displaced_total"}};  // displaced_total: migration 0009
+// A file read without migrating (read-only) from before schema 9 has no
+// displaced_total column: nothing was displaced.
+const TableColumns kSpawnPipelineBefore9{
+    "spawn_pipeline",
+    {"snapshot_id", "next_handle", "requested", "per_state_total", "deferred_by_cap",
+     "deferred_by_capacity", "deferred_by_zone"}};
 const TableColumns kSpawnHandles{
     "spawn_handles",
     {"snapshot_id", "list", "position", "handle", "state", "failure", "entity_index",
@@ -154,7 +161,7 @@ void read_spawn_handle(RowReader& rr, std::vector<core::SpawnHandleState>& list)
   h.handle = rr.u64("handle");
   h.state = static_cast<core::SpawnState>(rr.u8("state", core::kSpawnStateCount - 1));
   h.failure = static_cast<core::SpawnFailure>(
-      rr.u8("failure", static_cast<std::int64_t>(core::SpawnFailure::WorldReplaced)));
+      rr.u8("failure", static_cast<std::int64_t>(core::kSpawnFailureLast)));
   h.entity = read_id(rr, "entity_index", "entity_generation");
   h.origin.client_id = rr.u32("client_id");
   h.origin.request_id = rr.u32("request_id");
@@ -178,25 +185,28 @@ StoreError write_spawn_pipeline(Tables& t, std::int64_t id, const core::SpawnPip
   ps.i64("deferred_by_cap", sp.counters.deferred_by_cap)
       .i64("deferred_by_capacity", sp.counters.deferred_by_capacity);
   ps.i64("deferred_by_zone", sp.counters.deferred_by_zone);
+  ps.u64("displaced_total", sp.counters.displaced_total);
   if (StoreError e = t.run(ps, kSpawnPipeline, snapshot_row(id)); !e.ok()) return e;
   return write_spawn_handles(t, id, sp);
 }
 
 StoreError read_spawn_pipeline(Tables& t, std::int64_t id, core::SpawnPipelineState& sp) {
   const std::string row = snapshot_row(id);
+  const TableColumns& columns = t.file_version() >= 9 ? kSpawnPipeline : kSpawnPipelineBefore9;
   Statement st;
-  if (StoreError e = t.one_row(kSpawnPipeline, id, row, st); !e.ok()) return e;
-  RowReader rr(st, kSpawnPipeline);
+  if (StoreError e = t.one_row(columns, id, row, st); !e.ok()) return e;
+  RowReader rr(st, columns);
   sp.next_handle = rr.u64("next_handle");
   sp.counters.requested = rr.u64("requested");
   sp.counters.deferred_by_cap = rr.u32("deferred_by_cap");
   sp.counters.deferred_by_capacity = rr.u32("deferred_by_capacity");
   sp.counters.deferred_by_zone = rr.u32("deferred_by_zone");
+  sp.counters.displaced_total = t.file_version() >= 9 ? rr.u64("displaced_total") : 0;
   if (rr.ok() && !decode_counts(rr.text("per_state_total"), sp.counters.per_state_total)) {
     rr.fail("per_state_total",
             "expected a JSON array of " + std::to_string(core::kSpawnStateCount) + " counts");
   }
-  if (!rr.ok()) return t.row_error(kSpawnPipeline, row, rr);
+  if (!rr.ok()) return t.row_error(columns, row, rr);
   std::vector<core::SpawnHandleState>* lists[] = {&sp.live, &sp.recent};
   for (std::size_t l = 0; l < 2; ++l) {
     if (StoreError e = t.read_rows(

@@ -4,7 +4,7 @@
 //
 // A handle advances at most one stage per step, so every stage is observable
 // (SpawnEvent / SpawnUpdate on the wire, including Queued):
-//   Queued --(phase 4 of a later step, within spawn.per_step_cap, FIFO by handle)-->
+//   Queued --(phase 4 of a later step, within spawn.per_step_cap, most important first)-->
 //   IdentityCreated IdentityCreated --(next step's phase 4; zone has room)--> Registered (walks,
 //   visible in deltas) Registered --(next step's phase 8)--> RepresentationRequested   (clients are
 //   asked for a representation)
@@ -24,9 +24,29 @@
 // for handles whose entity still walks: clients re-receive baselines and
 // re-report their leases.
 //
+// Importance order (spawn pressure): phase 4 creates identities for Queued
+// handles most important first, by SpawnRank (below): the effective distance
+// (importance.hpp, the function tiers use, with the request's priority class)
+// of the requested place to the observers, then the priority class, then the
+// handle. The place is the lane's midpoint; for a zone without a lane, the
+// zone lane whose midpoint is nearest in effective distance; a request for
+// any sidewalk has no place and ranks after every placed one (infinite
+// distance), as every request does with no observers. The rank is computed
+// from the state when it is needed (nothing is cached), so a restored world
+// orders identically.
+//
+// Displacement: a SpawnPedestrian that finds spawn.queue_depth live handles
+// displaces the weakest Queued handle (largest SpawnRank) when it ranks
+// strictly before it: that handle becomes Canceled with failure Displaced
+// (counted in SpawnCounters::displaced_total) and the new request is
+// accepted. A request that ranks after every Queued handle (or finds none
+// Queued) is refused with QueueFull as before. LifecycleBatch never
+// displaces (a batch is accepted whole or refused).
+//
 // Terminal failures: Canceled (CancelSpawn, or DespawnEntity of an identity
 // not yet registered: the id goes back instead of being created and then
-// deleted), TimedOut (still Queued/IdentityCreated after spawn.timeout_ms;
+// deleted; failure Displaced when a more important request took its place),
+// TimedOut (still Queued/IdentityCreated after spawn.timeout_ms;
 // capacity or zone room never came), Failed(reason) (a dependency became
 // invalid between stages, e.g. the entity left before it was ready).
 // Dependencies (registry capacity, zone room, the entity itself) are
@@ -39,7 +59,8 @@
 //   2. live holds states before RepresentationRequested only (Queued,
 //      IdentityCreated, Registered), recent core-terminal states only
 //      (RepresentationRequested, Failed, Canceled, TimedOut; at most
-//      kSpawnHistory); failure is set exactly when the state is Failed; the
+//      kSpawnHistory); failure is set when the state is Failed, and
+//      otherwise None except Displaced on Canceled; the
 //      core never counts an entry into Attached or ReadyForGameplay.
 //   3. Exactly one core-terminal state per handle: requested = next_handle - 1
 //      = live handles + entries into core-terminal states.
@@ -92,7 +113,17 @@ enum class SpawnFailure : std::uint8_t {
   None = 0,
   EntityGone = 1,     // the entity was despawned before it became ready
   WorldReplaced = 2,  // reserved for restore/load (handles of the old world)
+  Displaced = 3,      // Canceled: a more important request took its queue slot
+  // Failed on the representation axis only (server/app representation_stages):
+  // the attached and unattached budgets were both full. The core never sets it.
+  NoRepresentationSlot = 4,
 };
+inline constexpr SpawnFailure kSpawnFailureLast = SpawnFailure::NoRepresentationSlot;
+// The reasons a handle in state s may carry (invariant 2).
+constexpr bool spawn_failure_fits(SpawnState s, SpawnFailure f) {
+  if (s == SpawnState::Failed) return f != SpawnFailure::None && f != SpawnFailure::Displaced;
+  return f == SpawnFailure::None || (s == SpawnState::Canceled && f == SpawnFailure::Displaced);
+}
 const char* to_string(SpawnFailure f);
 
 inline constexpr std::int32_t kAnyZone = -1;
@@ -129,6 +160,7 @@ struct SpawnCounters {
   std::uint32_t deferred_by_cap = 0;       // last step: Queued held back by per_step_cap
   std::uint32_t deferred_by_capacity = 0;  // last step: registry full
   std::uint32_t deferred_by_zone = 0;      // last step: zone at capacity
+  std::uint64_t displaced_total = 0;       // Queued handles Canceled(Displaced) under pressure
   friend bool operator==(const SpawnCounters&, const SpawnCounters&) = default;
 };
 
@@ -142,5 +174,20 @@ struct SpawnPipelineState {
   friend bool operator==(const SpawnPipelineState&, const SpawnPipelineState&) = default;
 };
 inline constexpr std::size_t kSpawnHistory = 256;
+
+// Importance of a Queued handle (the order of phase 4 and of displacement):
+// smaller ranks first. Handles are unique, so the order is total.
+struct SpawnRank {
+  double effective_distance_m = 0.0;
+  std::uint8_t priority = 0;
+  std::uint64_t handle = 0;
+  std::uint32_t live_index = 0;  // position in SpawnPipelineState::live (not compared)
+  friend bool operator<(const SpawnRank& a, const SpawnRank& b) {
+    if (a.effective_distance_m != b.effective_distance_m)
+      return a.effective_distance_m < b.effective_distance_m;
+    if (a.priority != b.priority) return a.priority < b.priority;
+    return a.handle < b.handle;
+  }
+};
 
 }  // namespace bustle::core

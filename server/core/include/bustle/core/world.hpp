@@ -459,6 +459,13 @@ class World {
   std::uint64_t accept_spawn(const SpawnPedestrian& c, std::int32_t zone, std::uint32_t lane,
                              std::span<const LaneIndex> route, CommandOrigin origin);
   void set_spawn_state(SpawnHandleState& h, SpawnState s, SpawnFailure f = SpawnFailure::None);
+  // Importance of a request for this place and class (SpawnRank, spawn_pipeline.hpp).
+  double spawn_effective_distance(std::int32_t zone, std::uint32_t lane, PriorityClass cls) const;
+  SpawnRank spawn_rank(const SpawnHandleState& h, std::uint32_t live_index) const;
+  // The weakest Queued handle (largest rank), if any: what a request displaces.
+  std::optional<SpawnRank> weakest_queued_spawn() const;
+  // Phase 4's IdentityCreated -> Registered (zone room re-validated).
+  void register_spawn(SpawnHandleState& h);
   void retire_terminal_spawns();
   SpawnHandleState* live_spawn_of(EntityId id);
   std::string validate_despawn(EntityId id) const;
@@ -556,6 +563,7 @@ class World {
   SpawnPipelineState spawn_;
   RouteTable routes_;
   std::vector<SpawnEvent> spawn_events_;
+  std::vector<SpawnRank> spawn_order_;   // scratch: phase 4's Queued handles by importance
   std::vector<OrphanRecord> orphans_;    // sorted by id
   std::vector<EntityId> retiring_fifo_;  // front first
   std::vector<DespawnNotice> despawn_notices_;

@@ -66,6 +66,8 @@ struct ServerOptions {
   std::uint32_t entries_per_step_max = 1024;  // per client: entities entering its stream per step
   std::uint32_t lease_grace_steps =
       30;  // a hint not applied this long counts as waiting past grace
+  // Budgets of a client whose Subscribe names none (scaled by --quality).
+  RepresentationBudgets default_budgets;
 };
 
 // Lease reports carry at most this many entries.
@@ -196,6 +198,13 @@ struct PopulationReport {
   core::EntityId followed{};           // SetObservers.follow (null: none)
   bool follow_first_vehicle = false;   // scenario observer_follow, still waiting
   core::LedgerSummary ledger;
+  // Representation budgets of spawned handles (server/app quality.hpp).
+  std::string quality;
+  std::uint32_t attached_in_use = 0;
+  std::uint32_t attached_limit = 0;
+  std::uint32_t unattached_in_use = 0;
+  std::uint32_t unattached_limit = 0;
+  std::uint64_t no_slot_total = 0;
 };
 
 // A snapshot job's state and one row of ListSnapshots: generated wire types

@@ -72,8 +72,10 @@ struct ClientInterest {
 
 // Reads and validates a Subscribe (kinds, observers, budgets, tolerance).
 // Returns "" or the first problem naming the field ("observers[2].radius_m:
-// ..."); `out` is only written when valid.
-std::string read_subscribe(const wire::Subscribe& sub, ClientInterest& out);
+// ..."); `out` is only written when valid. Without budgets the client gets
+// `default_budgets` (the server's, scaled by its quality setting).
+std::string read_subscribe(const wire::Subscribe& sub, ClientInterest& out,
+                           const RepresentationBudgets& default_budgets = {});
 // Same for UpdateInterest: observers and budgets replace those of `out`.
 std::string read_update_interest(const wire::UpdateInterest& upd, ClientInterest& out);
 

@@ -102,6 +102,13 @@ struct SimSample {
   std::uint32_t spawn_deferred_by_zone = 0;                          // last step
   std::array<std::uint64_t, core::kDespawnReasonCount> despawned{};  // this world
   std::uint64_t spawned_total = 0;
+  // Queued handles displaced (this world), and the representation budgets of
+  // spawned handles (server/app quality.hpp).
+  std::uint64_t spawn_displaced_total = 0;
+  std::uint32_t attached_in_use = 0;
+  std::uint32_t attached_limit = 0;
+  std::uint32_t unattached_in_use = 0;
+  std::uint32_t unattached_limit = 0;
   std::uint32_t zones = 0;
   std::uint32_t zone_members_active = 0;
   std::uint32_t zone_members_dormant = 0;
