@@ -137,6 +137,7 @@ void World::step() {
   phase_time_and_zones();           // 2  phases/02_time_and_zones.cpp
   phase_background_upkeep();        // 3  phases/03_background_upkeep.cpp
   phase_spawn_pipeline();           // 4  phases/04_spawn_pipeline.cpp
+  phase_prevention();               // 4b phases/04b_prevention.cpp
   phase_vehicles();                 // 5  phases/05_vehicles.cpp
   phase_move_pedestrians();         // 6  phases/06_move_pedestrians.cpp
   phase_sim_tiers();                // 7  phases/07_sim_tiers.cpp

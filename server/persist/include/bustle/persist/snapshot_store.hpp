@@ -22,7 +22,7 @@
 namespace bustle::persist {
 
 inline constexpr const char* kMagic = "bustle";
-inline constexpr int kSchemaVersion = 6;
+inline constexpr int kSchemaVersion = 7;
 // Read-only opening (which cannot migrate) also accepts files of this schema
 // or later: migration 0003 only added a table (client_observers), which reads
 // as empty for them.
