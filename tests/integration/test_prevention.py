@@ -78,21 +78,24 @@ def test_a_killed_pedestrian_stops_and_far_corpses_are_deleted(start_server, tmp
         victim = peds[0]
         r = city.apply("KillPedestrian", index=victim.id.index, generation=victim.id.generation)
         assert r.accepted, r
-        info = city.op.entity(victim.id)
+        q = city.op.query_entity(victim.id)
         p = city.op.population()
+        assert p.corpses_killed == 1
         # Killed on a cleanup step or just before one: either still a corpse
         # that does not move, or already deleted (it is > 2 m from the observer).
-        if info.corpse:
+        if q.accepted:
+            info = q.entity_info
+            assert info.corpse and p.corpses == 1
             at = (info.lane, info.s_m)
-            assert p.corpses == 1 and p.corpses_killed == 1
             city.step(1)
-            info = city.op.entity(victim.id)
-            assert not info.corpse or (info.lane, info.s_m) == at
+            q = city.op.query_entity(victim.id)
+            assert not q.accepted or (q.entity_info.lane, q.entity_info.s_m) == at
         city.step(3)
         p = city.op.population()
         assert p.corpses == 0 and p.corpses_killed == 1 and p.corpses_force_deleted == 1
         assert p.despawned_by_reason[9] == 1  # CorpseForced, at once
-        assert city.op.entity(victim.id).lifecycle.name == "Gone"
+        gone = city.op.query_entity(victim.id)
+        assert not gone.accepted and "is not alive" in gone.message
 
         r = city.apply("KillPedestrian", index=victim.id.index, generation=victim.id.generation)
         assert r.status == CommandStatus.Rejected and "is not a walking pedestrian" in r.message
