@@ -109,7 +109,7 @@ TEST_CASE("raising the level queues units that spawn within their own budget") {
   CHECK(p.per_level[0].spawned == 3);
   CHECK(p.per_level[1].spawned == 4);
   // Their own demand source: the background population grows as without them.
-  for (int k = 0; k < 6; ++k) without->step();
+  for (int k = 0; k < 5; ++k) without->step();  // both at step 10
   CHECK(w->background_pedestrians() == without->background_pedestrians());
   for (const ResponseUnit& u : p.units) {
     const EntityReport e = w->describe(u.entity);
