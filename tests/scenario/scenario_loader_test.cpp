@@ -261,6 +261,18 @@ TEST_CASE("bad importance, spawn, despawn and ledger fields name their path") {
     one(R"(,"spawn":{"cap":1})", "spawn.cap", "unknown field");
     one(R"(,"spawn":8)", "spawn", "must be an object");
   }
+  SECTION("prevention") {
+    one(R"(,"prevention":{"ring_min_m":50,"ring_max_m":40})", "prevention.ring_max_m",
+        "above ring_min_m");
+    one(R"(,"prevention":{"units_per_level":[1,-2]})", "prevention.units_per_level[1]",
+        "non-negative 32-bit integer");
+    one(R"(,"prevention":{"units_per_level":[40]})", "prevention.units_per_level[0]",
+        "at most prevention.max_units");
+    one(R"(,"prevention":{"corpse_keep_m":50,"corpse_force_m":10})", "prevention.corpse_force_m",
+        "not below corpse_keep_m");
+    one(R"(,"prevention":{"cleanup_every_steps":0})", "prevention.cleanup_every_steps", "[1, 600]");
+    one(R"(,"prevention":{"levels":2})", "prevention.levels", "unknown field");
+  }
   SECTION("despawn") {
     one(R"(,"despawn":{"fade_ms":60001})", "despawn.fade_ms", "at most 60000");
     one(R"(,"despawn":{"out_of_range_m":-1})", "despawn.out_of_range_m", "non-negative");

@@ -175,6 +175,8 @@ const char* command_name(const CommandSpec& command) {
                         [](const QuerySpawnCmd&) { return "query_spawn"; },
                         [](const QueryLeasesCmd&) { return "query_leases"; },
                         [](const SetAdmissionMaskCmd&) { return "set_admission_mask"; },
+                        [](const SetPreventionLevelCmd&) { return "set_prevention_level"; },
+                        [](const KillPedestrianCmd&) { return "kill_pedestrian"; },
                     },
                     command);
 }
@@ -193,7 +195,9 @@ bool is_world_command(const CommandSpec& command) {
          std::holds_alternative<CancelSpawnCmd>(command) ||
          std::holds_alternative<SetLifecycleCmd>(command) ||
          std::holds_alternative<LifecycleBatchCmd>(command) ||
-         std::holds_alternative<SetAdmissionMaskCmd>(command);
+         std::holds_alternative<SetAdmissionMaskCmd>(command) ||
+         std::holds_alternative<SetPreventionLevelCmd>(command) ||
+         std::holds_alternative<KillPedestrianCmd>(command);
 }
 
 namespace {
@@ -263,6 +267,15 @@ void population_body(flatbuffers::FlatBufferBuilder& fbb, const CommandSpec& com
                    body_type = wire::CommandBody::SetAdmissionMask;
                    const wire::EntityId id = c.id.to_wire();
                    body = wire::CreateSetAdmissionMask(fbb, &id, c.masked).Union();
+                 },
+                 [&](const SetPreventionLevelCmd& c) {
+                   body_type = wire::CommandBody::SetPreventionLevel;
+                   body = wire::CreateSetPreventionLevel(fbb, c.level).Union();
+                 },
+                 [&](const KillPedestrianCmd& c) {
+                   body_type = wire::CommandBody::KillPedestrian;
+                   const wire::EntityId id = c.id.to_wire();
+                   body = wire::CreateKillPedestrian(fbb, &id).Union();
                  },
                  [](const auto&) {},  // the other commands: build_command
              },

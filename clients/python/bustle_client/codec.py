@@ -398,6 +398,18 @@ def _set_admission_mask(b, index: int, generation: int, masked: bool = True):
     return w.SetAdmissionMask.End(b)
 
 
+def _set_prevention_level(b, level: int):
+    w.SetPreventionLevel.Start(b)
+    w.SetPreventionLevel.AddLevel(b, int(level))
+    return w.SetPreventionLevel.End(b)
+
+
+def _kill_pedestrian(b, index: int, generation: int):
+    w.KillPedestrian.Start(b)
+    w.KillPedestrian.AddId(b, w.EntityId.CreateEntityId(b, index, generation))
+    return w.KillPedestrian.End(b)
+
+
 def _set_hour(b, hour: float):
     w.SetHour.Start(b)
     w.SetHour.AddHour(b, float(hour))
@@ -667,6 +679,8 @@ COMMANDS = {
     "QuerySpawn": (_CB.QuerySpawn, _handle_only(w.QuerySpawn)),
     "QueryLeases": (_CB.QueryLeases, _empty(w.QueryLeases)),
     "SetAdmissionMask": (_CB.SetAdmissionMask, _set_admission_mask),
+    "SetPreventionLevel": (_CB.SetPreventionLevel, _set_prevention_level),
+    "KillPedestrian": (_CB.KillPedestrian, _kill_pedestrian),
 }
 
 

@@ -478,6 +478,20 @@ class Session:
         return self.command("SetAdmissionMask", timeout, index=index, generation=generation,
                             masked=masked)
 
+    def set_prevention_level(self, level: int,
+                             timeout: Optional[float] = None) -> CommandResult:
+        """Move the prevention (response) level (operator): raising it queues
+        response units, lowering it cancels the queued ones of the levels
+        above and despawns the active ones. PopulationInfo counts them."""
+        return self.command("SetPreventionLevel", timeout, level=level)
+
+    def kill_pedestrian(self, index: int, generation: int,
+                        timeout: Optional[float] = None) -> CommandResult:
+        """A pedestrian death event (operator): a walking, non-resident
+        pedestrian becomes a corpse (QueryEntity ``corpse``) until corpse
+        cleanup removes it."""
+        return self.command("KillPedestrian", timeout, index=index, generation=generation)
+
     def set_hour(self, hour: float, timeout: Optional[float] = None) -> CommandResult:
         """Set the time of day [0, 24) (operator; applied at the next step)."""
         return self.command("SetHour", timeout, hour=hour)

@@ -722,6 +722,7 @@ net::PopulationReport SimDriver::population_report() const {
   p.tiers = w.pedestrian_tiers();
   p.force_full_refused = w.force_full_refused();
   p.admission_masked = static_cast<std::uint32_t>(w.admission_masked().size());
+  p.prevention = w.prevention();
   p.observers = w.observers();
   p.followed = w.followed();
   p.follow_first_vehicle = w.follow_first_vehicle_pending();

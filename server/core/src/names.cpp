@@ -151,7 +151,9 @@ const char* command_name(const WorldCommand& c) {
                                [](const SetLifecycle&) { return "set_lifecycle"; },
                                [](const LifecycleBatch&) { return "lifecycle_batch"; },
                                [](const SetClientObservers&) { return "set_client_observers"; },
-                               [](const SetAdmissionMask&) { return "set_admission_mask"; }},
+                               [](const SetAdmissionMask&) { return "set_admission_mask"; },
+                               [](const SetPreventionLevel&) { return "set_prevention_level"; },
+                               [](const KillPedestrian&) { return "kill_pedestrian"; }},
                     c);
 }
 
@@ -169,6 +171,32 @@ const char* to_string(DespawnReason r) {
       return "overpopulated";
     case DespawnReason::RouteCompleted:
       return "route_completed";
+    case DespawnReason::PreventionLowered:
+      return "prevention_lowered";
+    case DespawnReason::CorpseCleanup:
+      return "corpse_cleanup";
+    case DespawnReason::CorpseForced:
+      return "corpse_forced";
+    case DespawnReason::CorpsePressure:
+      return "corpse_pressure";
+  }
+  return "?";
+}
+
+const char* to_string(ResponseUnitState s) {
+  switch (s) {
+    case ResponseUnitState::Queued:
+      return "queued";
+    case ResponseUnitState::Active:
+      return "active";
+    case ResponseUnitState::Retiring:
+      return "retiring";
+    case ResponseUnitState::Canceled:
+      return "canceled";
+    case ResponseUnitState::Despawned:
+      return "despawned";
+    case ResponseUnitState::Lost:
+      return "lost";
   }
   return "?";
 }

@@ -49,10 +49,18 @@ void World::remove_pedestrian(EntityId id) {
   if (pedestrians_.route[slot] != kNoRoute) routes_.release(pedestrians_.route[slot]);
   // The admission mask holds walking pedestrians only: leaving the lane (by
   // any path) ends it.
+  // The same for a corpse (the held bit marks both; never both lists).
   if (pedestrians_.phase[slot] & PedestrianStore::kAdmissionMaskedBit) {
     auto m = std::lower_bound(admission_masked_.begin(), admission_masked_.end(), id);
-    assert(m != admission_masked_.end() && *m == id);
-    admission_masked_.erase(m);
+    if (m != admission_masked_.end() && *m == id) {
+      admission_masked_.erase(m);
+    } else {
+      std::vector<CorpseRecord>& corpses = prevention_.corpses;
+      auto k = std::lower_bound(corpses.begin(), corpses.end(), id,
+                                [](const CorpseRecord& c, EntityId v) { return c.id < v; });
+      assert(k != corpses.end() && k->id == id);
+      corpses.erase(k);
+    }
   }
   if (pedestrians_.origin[slot] == static_cast<std::uint8_t>(PedestrianOrigin::Background))
     --background_count_;

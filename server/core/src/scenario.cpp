@@ -5,6 +5,8 @@
 #include <cmath>
 #include <map>
 
+#include "bustle/core/prevention.hpp"
+
 namespace bustle::core {
 
 // VehicleId formats (GarageSpec::vehicle_id_format) ------------------------
@@ -538,6 +540,37 @@ void validate_lifecycle(const Scenario& s, Fail&& fail) {
     fail("despawn.stuck_ms", "must be at most 3600000 (0 = off)");
 }
 
+// Response units and corpse cleanup (prevention.hpp).
+template <class Fail>
+void validate_prevention(const Scenario& s, Fail&& fail) {
+  const PreventionSpec& p = s.prevention;
+  if (p.units_per_level.size() > kMaxPreventionLevels)
+    fail("prevention.units_per_level", "at most 8 levels");
+  for (std::size_t k = 0; k < p.units_per_level.size(); ++k) {
+    if (p.units_per_level[k] > p.max_units) {
+      fail("prevention.units_per_level[" + std::to_string(k) + "]",
+           "must be at most prevention.max_units (" + std::to_string(p.max_units) + ")");
+    }
+  }
+  if (p.spawn_per_step < 1 || p.spawn_per_step > 256)
+    fail("prevention.spawn_per_step", "must be in [1, 256]");
+  if (p.max_units < 1 || p.max_units > 4096) fail("prevention.max_units", "must be in [1, 4096]");
+  if (!within(p.ring_min_m, 0.0, kWorldExtentM))
+    fail("prevention.ring_min_m", "must be finite and in [0, 100000]");
+  if (!within(p.ring_max_m, 0.0, kWorldExtentM) || !(p.ring_max_m > p.ring_min_m))
+    fail("prevention.ring_max_m", "must be finite, at most 100000 and above ring_min_m");
+  if (p.cleanup_every_steps < 1 || p.cleanup_every_steps > 600)
+    fail("prevention.cleanup_every_steps", "must be in [1, 600]");
+  if (!within(p.corpse_keep_m, 0.0, 2 * kWorldExtentM))
+    fail("prevention.corpse_keep_m", "must be finite and in [0, 200000]");
+  if (!within(p.corpse_force_m, 0.0, 2 * kWorldExtentM) || p.corpse_force_m < p.corpse_keep_m)
+    fail("prevention.corpse_force_m", "must be finite, at most 200000 and not below corpse_keep_m");
+  if (p.corpse_pressure_count > kMaxCorpses)
+    fail("prevention.corpse_pressure_count", "must be at most 4096");
+  if (p.pressure_entities > s.entity_capacity)
+    fail("prevention.pressure_entities", "must be at most entity_capacity (0 = entity_capacity)");
+}
+
 }  // namespace
 
 int schedule_entry_at(const std::vector<ScheduleEntry>& schedule, double hour) {
@@ -626,6 +659,7 @@ std::vector<ScenarioError> validate_scenario(const Scenario& s) {
     fail("pedestrians.spawn_per_step_max", "must be at least 1");
   }
   validate_lifecycle(s, fail);
+  validate_prevention(s, fail);
   validate_vehicles(s, first_index, fail);
   if (s.observer_follow == ObserverFollow::FirstVehicle && s.garages.empty()) {
     fail("observer_follow", "'first_vehicle' needs at least one garage (no vehicle would come)");

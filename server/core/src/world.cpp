@@ -142,6 +142,7 @@ void World::step() {
   phase_background_upkeep();  // 3  phases/03_background_upkeep.cpp
   phase_ended(StepPhase::BackgroundUpkeep);
   phase_spawn_pipeline();  // 4  phases/04_spawn_pipeline.cpp
+  phase_prevention();      // 4b phases/04b_prevention.cpp (timed with phase 4)
   phase_ended(StepPhase::SpawnPipeline);
   phase_vehicles();  // 5  phases/05_vehicles.cpp
   phase_ended(StepPhase::Vehicles);

@@ -294,6 +294,7 @@ void World::capture_into(WorldCheckpoint& c) const {
   c.pedestrian_tiers = pedestrian_tier_counts_;
   c.forced_full = forced_full_;
   c.admission_masked = admission_masked_;
+  c.prevention = prevention_;
   c.force_full_refused = force_full_refused_;
   c.counters.spawned_total = counters_.spawned_total;
   c.counters.despawned_total = counters_.despawned_total;
@@ -372,6 +373,8 @@ World::RestoreResult World::restore(const Scenario& scenario, const WorldCheckpo
   if (fail.any()) return result;
   if (!restore_identities_and_vehicles(*w, cp, spawned_pedestrians, fail)) return result;
   if (!restore_observers_and_forced(*w, cp, fail)) return result;
+  restore_prevention(*w, cp, fail);
+  if (fail.any()) return result;
   w->restore_clock_and_counters(cp);
 
   // Last line of defence: a value that passed every range check but differs
@@ -605,6 +608,62 @@ bool World::restore_observers_and_forced(World& w, const WorldCheckpoint& cp,
   }
   w.admission_masked_ = cp.admission_masked;
   return true;
+}
+
+// Response units and corpses (prevention.hpp's invariants, named by path).
+void World::restore_prevention(World& w, const WorldCheckpoint& cp, RestoreFailures& fail) {
+  const PreventionState& p = cp.prevention;
+  const auto levels = static_cast<std::uint32_t>(w.scenario_.prevention.units_per_level.size());
+  if (p.level > levels) {
+    fail("prevention.level", std::to_string(p.level) + " is above the scenario's " +
+                                 std::to_string(levels) + " levels");
+  }
+  if (p.units.size() > w.scenario_.prevention.max_units)
+    fail("prevention.units", "more live units than prevention.max_units");
+  for (std::size_t k = 0; k < p.units.size(); ++k) {
+    const ResponseUnit& u = p.units[k];
+    const std::string at = "prevention.units[" + std::to_string(k) + "]";
+    if ((k > 0 && p.units[k - 1].handle >= u.handle) || u.handle == 0 || u.handle >= p.next_handle)
+      fail(at + ".handle", "not sorted, duplicated or not below next_handle");
+    if (u.level < 1 || u.level > levels)
+      fail(at + ".level", "must be in [1, " + std::to_string(levels) + "]");
+    if (u.state > ResponseUnitState::Retiring) {
+      fail(at + ".state", std::string(to_string(u.state)) + " is terminal (live units only)");
+    } else if ((u.state == ResponseUnitState::Queued) != u.entity.is_null()) {
+      fail(at + ".entity", "a queued unit has no entity, an active or retiring one has one");
+    } else if (u.level > p.level && u.state != ResponseUnitState::Retiring) {
+      fail(at + ".level", "above the current level but not retiring");
+    }
+    if (const std::uint32_t slot = walking_slot(w.registry_, w.pedestrians_, u.entity);
+        !u.entity.is_null() && slot != PedestrianStore::kNoSlot &&
+        w.pedestrians_.origin[slot] != static_cast<std::uint8_t>(PedestrianOrigin::Spawned)) {
+      fail(at + ".entity", id_text(u.entity) + " walks but is not a spawned pedestrian");
+    }
+  }
+  if (p.corpses.size() > kMaxCorpses) fail("prevention.corpses", "more than 4096 corpses");
+  if (fail.any()) return;
+  for (std::size_t k = 0; k < p.corpses.size(); ++k) {
+    const EntityId id = p.corpses[k].id;
+    const std::string at = "prevention.corpses[" + std::to_string(k) + "]";
+    const std::uint32_t slot = walking_slot(w.registry_, w.pedestrians_, id);
+    if (k > 0 && !(p.corpses[k - 1].id < id)) {
+      fail(at, "not sorted or duplicated");
+    } else if (slot == PedestrianStore::kNoSlot ||
+               w.pedestrians_.origin[slot] ==
+                   static_cast<std::uint8_t>(PedestrianOrigin::Resident)) {
+      fail(at, id_text(id) + " is not a walking non-resident pedestrian");
+    } else if (w.is_admission_masked(id)) {
+      fail(at, id_text(id) + " is also in admission_masked");
+    } else if (p.corpses[k].death_step > cp.step_index) {
+      fail(at + ".death_step", "after the checkpoint's step");
+    } else {
+      // The held bit; the digest sum is recounted after this.
+      w.pedestrians_.phase[slot] |= PedestrianStore::kAdmissionMaskedBit;
+      continue;
+    }
+    return;
+  }
+  w.prevention_ = p;
 }
 
 // The pending commands, the clock, the PRNG and the counters (nothing here

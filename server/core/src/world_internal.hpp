@@ -43,4 +43,18 @@ inline std::uint32_t walking_slot(const EntityRegistry& registry, const Pedestri
   return peds.dense_of[id.index];
 }
 
+// walking_slot for a command that needs a walking pedestrian: on kNoSlot, `r`
+// is the refusal ("<entity> is not a walking pedestrian (<detail>)"; a vehicle
+// is an invalid argument, anything else an unknown entity).
+inline std::uint32_t walking_slot_or_reject(const EntityRegistry& registry,
+                                            const PedestrianStore& peds, bool is_vehicle,
+                                            EntityId id, const char* detail, CommandResult& r) {
+  const std::uint32_t slot = walking_slot(registry, peds, id);
+  if (slot == PedestrianStore::kNoSlot) {
+    reject(r, is_vehicle ? RejectReason::InvalidArgument : RejectReason::UnknownEntity,
+           entity_text(id) + " is not a walking pedestrian (" + detail + ")");
+  }
+  return slot;
+}
+
 }  // namespace bustle::core

@@ -142,10 +142,12 @@ std::string World::check_pedestrians() const {
              " is unsorted, duplicated, not a walking pedestrian or its row lacks the mask bit";
     }
   }
-  if (masked_rows != admission_masked_.size())
+  // Corpses carry the same bit (check_prevention checks each entry).
+  if (masked_rows != admission_masked_.size() + prevention_.corpses.size())
     return "pedestrians: invariant 4: " + std::to_string(masked_rows) +
            " rows carry the admission-mask bit but " + std::to_string(admission_masked_.size()) +
-           " pedestrians are masked";
+           " pedestrians are masked and " + std::to_string(prevention_.corpses.size()) +
+           " are corpses";
   if (pedestrian_digest_sum_recount() != pedestrian_digest_sum_)
     return "pedestrians: invariant 6: the maintained digest sum differs from a recount";
   return {};
@@ -327,7 +329,42 @@ std::string World::check_invariants() const {
   if (broken.empty()) broken = check_orphans();
   if (broken.empty()) broken = check_holders();
   if (broken.empty()) broken = check_observers();
+  if (broken.empty()) broken = check_prevention();
   return broken;
+}
+
+// prevention.hpp's invariants.
+std::string World::check_prevention() const {
+  const PreventionState& p = prevention_;
+  const auto levels = static_cast<std::uint32_t>(scenario_.prevention.units_per_level.size());
+  if (p.level > levels)
+    return "prevention: invariant 1: level " + std::to_string(p.level) + " is above " +
+           std::to_string(levels);
+  for (std::size_t k = 0; k < p.units.size(); ++k) {
+    const ResponseUnit& u = p.units[k];
+    const std::string unit = "prevention: invariant 1: unit " + std::to_string(u.handle);
+    if ((k > 0 && p.units[k - 1].handle >= u.handle) || u.handle >= p.next_handle)
+      return unit + " is unsorted, duplicated or not below next_handle";
+    if (u.level < 1 || u.level > levels) return unit + " has level " + std::to_string(u.level);
+    if ((u.state == ResponseUnitState::Queued) != u.entity.is_null() ||
+        u.state > ResponseUnitState::Retiring)
+      return unit + " is " + to_string(u.state) + " with entity " + id_text(u.entity);
+    if (u.level > p.level && u.state != ResponseUnitState::Retiring)
+      return unit + " of level " + std::to_string(u.level) + " outlived the level's drop";
+  }
+  for (std::size_t k = 0; k < p.corpses.size(); ++k) {
+    const EntityId id = p.corpses[k].id;
+    const std::uint32_t slot = walking_slot(registry_, pedestrians_, id);
+    if ((k > 0 && !(p.corpses[k - 1].id < id)) || slot == PedestrianStore::kNoSlot ||
+        (pedestrians_.phase[slot] & PedestrianStore::kAdmissionMaskedBit) == 0 ||
+        pedestrians_.origin[slot] == static_cast<std::uint8_t>(PedestrianOrigin::Resident) ||
+        is_admission_masked(id)) {
+      return "prevention: invariant 2: corpse entry " + std::to_string(k) + " (" + id_text(id) +
+             ") is unsorted, duplicated, not a walking non-resident pedestrian with the held "
+             "bit, or also masked";
+    }
+  }
+  return {};
 }
 
 // Observers (world.hpp): the clients' set is bounded and has one view per

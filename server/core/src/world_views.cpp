@@ -34,6 +34,10 @@ EntityReport World::describe(EntityId id) const {
   if (!e.alive) return e;  // Gone
   e.forced_full = std::binary_search(forced_full_.begin(), forced_full_.end(), id);
   e.admission_masked = is_admission_masked(id);
+  e.corpse = is_corpse(id);
+  for (const ResponseUnit& u : prevention_.units) {
+    if (u.entity == id) e.response_level = u.level;
+  }
   if (vehicles_.is_vehicle(id)) {
     const VehicleStore& v = vehicles_.store();
     const std::uint32_t k = v.dense_of[id.index];

@@ -174,6 +174,13 @@ ParsedCommand parse_entity_command(const wire::Command& cmd) {
         return core::WorldCommand{core::SetAdmissionMask{id, masked}};
       });
     }
+    case wire::CommandBody::SetPreventionLevel:
+      return accept(
+          core::WorldCommand{core::SetPreventionLevel{cmd.body_as_SetPreventionLevel()->level()}});
+    case wire::CommandBody::KillPedestrian:
+      return with_id(cmd.body_as_KillPedestrian()->id(), [&](core::EntityId id) {
+        return core::WorldCommand{core::KillPedestrian{id}};
+      });
     default:
       break;
   }

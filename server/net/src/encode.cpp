@@ -130,6 +130,8 @@ wire::EntityInfoT entity_info(const EntityInfoReport& e) {
   o.retiring_reason = static_cast<wire::DespawnReason>(r.retiring_reason);
   o.release_step = r.release_step;
   o.admission_masked = r.admission_masked;
+  o.corpse = r.corpse;
+  o.response_level = r.response_level;
   o.requested_tier = static_cast<wire::SimTier>(r.requested_tier);
   return o;
 }
@@ -167,6 +169,30 @@ void fill_population_counters(const PopulationReport& p, wire::PopulationInfoT& 
   o.ledger_max_deficit = p.ledger.max_deficit;
 }
 
+// The prevention fields of PopulationInfo: live units by state, per-level
+// totals and the corpse counters.
+void prevention_info(const core::PreventionState& pv, wire::PopulationInfoT& o) {
+  o.prevention_level = pv.level;
+  for (const core::ResponseUnit& u : pv.units) {
+    o.units_queued += u.state == core::ResponseUnitState::Queued;
+    o.units_active += u.state == core::ResponseUnitState::Active;
+    o.units_retiring += u.state == core::ResponseUnitState::Retiring;
+  }
+  for (const core::PreventionLevelCounts& c : pv.per_level) {
+    o.level_queued.push_back(c.queued);
+    o.level_spawned.push_back(c.spawned);
+    o.level_canceled.push_back(c.canceled);
+    o.level_despawned.push_back(c.despawned);
+    o.level_lost.push_back(c.lost);
+    o.level_capped.push_back(c.capped);
+  }
+  o.corpses = static_cast<std::uint32_t>(pv.corpses.size());
+  o.corpses_killed = pv.corpse.killed;
+  o.corpses_soft_deleted = pv.corpse.soft_deleted;
+  o.corpses_force_deleted = pv.corpse.force_deleted;
+  o.corpses_pressure_deleted = pv.corpse.pressure_deleted;
+}
+
 wire::PopulationInfoT population_info(const PopulationReport& p) {
   wire::PopulationInfoT o;
   o.hour = p.hour;
@@ -186,6 +212,7 @@ wire::PopulationInfoT population_info(const PopulationReport& p) {
   o.force_full_refused = p.force_full_refused;
   o.admission_masked = p.admission_masked;
   o.follow_first_vehicle = p.follow_first_vehicle;
+  prevention_info(p.prevention, o);
   for (const core::Vec2& v : p.observers) {
     o.observers_x_m.push_back(v.x_m);
     o.observers_y_m.push_back(v.y_m);

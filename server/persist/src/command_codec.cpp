@@ -224,6 +224,12 @@ std::string command_args_json(const core::WorldCommand& command) {
                                  [](const core::SetAdmissionMask& c) {
                                    return json{{"id", id_json(c.id)}, {"masked", c.masked}};
                                  },
+                                 [](const core::SetPreventionLevel& c) {
+                                   return json{{"level", c.level}};
+                                 },
+                                 [](const core::KillPedestrian& c) {
+                                   return json{{"id", id_json(c.id)}};
+                                 },
                                  [](const core::SpawnPedestrian& c) { return spawn_json(c); },
                                  [](const core::CancelSpawn& c) {
                                    return json{{"handle", c.handle}};
@@ -246,13 +252,25 @@ std::string command_args_json(const core::WorldCommand& command) {
 
 namespace {
 
+bool is_small_command(const std::string& kind) {
+  return kind == "force_full" || kind == "set_admission_mask" || kind == "kill_pedestrian" ||
+         kind == "set_prevention_level";
+}
+
 // The commands that name one entity and one flag: force_full {id, on} and
-// set_admission_mask {id, masked}.
-std::optional<core::WorldCommand> decode_entity_flag(const std::string& kind, const json& j,
-                                                     std::string& error) {
+// set_admission_mask {id, masked}; and the prevention commands,
+// kill_pedestrian {id} and set_prevention_level {level}.
+std::optional<core::WorldCommand> decode_small_command(const std::string& kind, const json& j,
+                                                       std::string& error) {
+  if (kind == "set_prevention_level") {
+    core::SetPreventionLevel c;
+    if (!get_u32(j, "level", c.level, error)) return std::nullopt;
+    return c;
+  }
   const std::string flag = kind == "force_full" ? "on" : "masked";
   core::EntityId id;
   if (!get_id(j, "id", id, error)) return std::nullopt;
+  if (kind == "kill_pedestrian") return core::KillPedestrian{id};
   auto it = j.find(flag);
   if (it == j.end() || !it->is_boolean()) {
     error = flag + ": expected a boolean";
@@ -340,8 +358,7 @@ std::optional<core::WorldCommand> decode_command(const std::string& kind,
     if (!get_u32(j, "scale", c.scale, error)) return std::nullopt;
     return c;
   }
-  if (kind == "force_full" || kind == "set_admission_mask")
-    return decode_entity_flag(kind, j, error);
+  if (is_small_command(kind)) return decode_small_command(kind, j, error);
   if (kind == "spawn_pedestrian") {
     core::SpawnPedestrian c;
     if (!get_spawn(j, c, error)) return std::nullopt;

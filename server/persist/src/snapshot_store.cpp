@@ -97,8 +97,8 @@ StoreError check_meta(store::Tables& t, int file_version, FileKind kind) {
 namespace store {
 std::vector<const TableColumns*> all_tables() {
   std::vector<const TableColumns*> out{&kSnapshots};
-  for (const auto& part :
-       {world_tables(), population_tables(), pipeline_tables(), vehicle_tables(), save_tables()}) {
+  for (const auto& part : {world_tables(), population_tables(), pipeline_tables(), vehicle_tables(),
+                           save_tables(), prevention_tables()}) {
     out.insert(out.end(), part.begin(), part.end());
   }
   return out;
@@ -284,6 +284,7 @@ StoreError SnapshotStore::write_checkpoint_in_transaction(
   if (StoreError e = store::write_vehicles(t, id, cp.vehicles); !e.ok()) return e;
   if (StoreError e = store::write_population(t, id, cp.population); !e.ok()) return e;
   if (StoreError e = store::write_pipeline(t, id, cp); !e.ok()) return e;
+  if (StoreError e = store::write_prevention(t, id, cp.prevention); !e.ok()) return e;
   if (StoreError e = store::write_routes(t, id, cp.routes); !e.ok()) return e;
   if (StoreError e = store::write_pedestrians(t, id, cp); !e.ok()) return e;
   if (StoreError e = store::write_pending_commands(t, id, cp.inbox); !e.ok()) return e;
@@ -395,6 +396,7 @@ StoreError SnapshotStore::read_checkpoint_by_id(std::int64_t id, LoadedCheckpoin
   if (StoreError e = store::read_vehicles(t, id, cp.vehicles); !e.ok()) return e;
   if (StoreError e = store::read_population(t, id, cp.population); !e.ok()) return e;
   if (StoreError e = store::read_pipeline(t, id, cp); !e.ok()) return e;
+  if (StoreError e = store::read_prevention(t, id, cp.prevention); !e.ok()) return e;
   if (StoreError e = store::read_routes(t, id, cp.routes); !e.ok()) return e;
   if (StoreError e = store::read_pedestrians(t, id, lc.info.pedestrians, cp); !e.ok()) return e;
   if (StoreError e = store::read_pending_commands(t, id, cp.inbox); !e.ok()) return e;

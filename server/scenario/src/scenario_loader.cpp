@@ -406,6 +406,43 @@ void read_observer_follow(Reader& r, const json& root, core::Scenario& s) {
   }
 }
 
+// The prevention block (response units by level, corpse cleanup).
+void read_prevention(Reader& r, const json& root, core::Scenario& s) {
+  core::PreventionSpec& pv = s.prevention;
+  r.optional_object(root, "", "prevention",
+                    {"units_per_level", "spawn_per_step", "max_units", "ring_min_m", "ring_max_m",
+                     "cleanup_every_steps", "corpse_keep_m", "corpse_force_m",
+                     "corpse_pressure_count", "pressure_entities"},
+                    [&](const json& j, const std::string& p) {
+                      if (auto it = j.find("units_per_level"); it != j.end()) {
+                        if (!it->is_array()) {
+                          r.error(p + ".units_per_level",
+                                  std::string("must be an array of non-negative integers, got ") +
+                                      type_name(*it));
+                        } else {
+                          for (std::size_t k = 0; k < it->size(); ++k) {
+                            const json& v = (*it)[k];
+                            if (!v.is_number_unsigned() || v.get<std::uint64_t>() > UINT32_MAX) {
+                              r.error(p + ".units_per_level[" + std::to_string(k) + "]",
+                                      "must be a non-negative 32-bit integer");
+                              continue;
+                            }
+                            pv.units_per_level.push_back(v.get<std::uint32_t>());
+                          }
+                        }
+                      }
+                      r.read_uint(j, p, "spawn_per_step", pv.spawn_per_step);
+                      r.read_uint(j, p, "max_units", pv.max_units);
+                      r.read_number(j, p, "ring_min_m", pv.ring_min_m);
+                      r.read_number(j, p, "ring_max_m", pv.ring_max_m);
+                      r.read_uint(j, p, "cleanup_every_steps", pv.cleanup_every_steps);
+                      r.read_number(j, p, "corpse_keep_m", pv.corpse_keep_m);
+                      r.read_number(j, p, "corpse_force_m", pv.corpse_force_m);
+                      r.read_uint(j, p, "corpse_pressure_count", pv.corpse_pressure_count);
+                      r.read_uint(j, p, "pressure_entities", pv.pressure_entities);
+                    });
+}
+
 void read_population(Reader& r, const json& root, core::Scenario& s) {
   r.each_object(root, "", "zones", [&](const json& j, const std::string& p) {
     core::ZoneSpec z;
@@ -503,6 +540,7 @@ void read_population(Reader& r, const json& root, core::Scenario& s) {
                       r.read_number(j, p, "out_of_range_m", s.despawn.out_of_range_m);
                       r.read_uint(j, p, "stuck_ms", s.despawn.stuck_ms);
                     });
+  read_prevention(r, root, s);
 }
 
 // Finds where and why a document that json::parse refused fails, and the JSON
@@ -670,7 +708,8 @@ LoadResult load_scenario_text(std::string_view text, std::string_view source) {
                        "work_points",
                        "population",
                        "spawn",
-                       "despawn"})) {
+                       "despawn",
+                       "prevention"})) {
     r.read_string(root, "", "id", s.id, true);
     r.read_string(root, "", "name", s.name);
     r.read_uint(root, "", "step_us", s.step_us);

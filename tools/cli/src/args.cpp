@@ -182,7 +182,8 @@ struct Declared {
 void Declared::global() {
   app.footer(
       "World commands (target, garage-request, cancel-request, strategy, observers, hour,\n"
-      "time-scale, mask, lifecycle, spawn, cancel-spawn) are answered when the next step applies\n"
+      "time-scale, mask, prevention, kill, lifecycle, spawn, cancel-spawn) are answered when the\n"
+      "next step applies"
       "them: at once under a realtime or fast clock. Under the manual clock (or while\n"
       "paused) pass --step to send a Step right after the command; without it the command\n"
       "is only queued (\"queued\" is printed, exit 0).\n"
@@ -395,6 +396,16 @@ void Declared::population() {
   operand(mask, "INDEX:GEN", entity_id(o), "an entity id");
   mask->add_flag("--off", o.unmask, "release the pedestrian instead (it moves again)");
   step_flag(mask);
+  CLI::App* level = command("prevention",
+                            "set the prevention (response) level (operator): raising queues "
+                            "response units, lowering cancels and despawns them");
+  operand(level, "LEVEL", whole<std::uint32_t>(o.argument, 0, kU32Max, "a level"), "a level");
+  step_flag(level);
+  CLI::App* kill = command("kill",
+                           "a pedestrian death event (operator): a walking, non-resident "
+                           "pedestrian becomes a corpse until corpse cleanup removes it");
+  operand(kill, "INDEX:GEN", entity_id(o), "an entity id");
+  step_flag(kill);
 }
 
 void Declared::spawn() {

@@ -903,6 +903,9 @@ int run_entity(const CliOptions& o, std::FILE* out, std::FILE* err) {
     std::fprintf(out, " (distance asks %s)", wire::EnumNameSimTier(e.requested_tier));
   std::fputc('\n', out);
   if (e.admission_masked) std::fprintf(out, "  %-20s %s\n", "admission mask", "movement held");
+  if (e.corpse) std::fprintf(out, "  %-20s %s\n", "corpse", "killed, awaiting cleanup");
+  if (e.response_level != 0)
+    std::fprintf(out, "  %-20s level %" PRIu32 "\n", "response unit", e.response_level);
   std::fprintf(out, "  %-20s %s\n", "representation",
                wire::EnumNameRepresentationHint(e.representation));
   std::fprintf(out, "  %-20s priority %s, origin %s\n", "priority/origin",
@@ -936,6 +939,29 @@ int run_entity(const CliOptions& o, std::FILE* out, std::FILE* err) {
   }
   std::fflush(out);
   return kExitOk;
+}
+
+// The prevention lines of `bustle population`: level, units by state, the
+// per-level totals of the levels that saw units, corpses.
+void print_prevention(const client::PopulationReport& p, std::FILE* out) {
+  std::fprintf(out,
+               "  %-20s level %" PRIu32 ", units queued %" PRIu32 ", active %" PRIu32
+               ", retiring %" PRIu32 "\n",
+               "prevention", p.prevention_level, p.units_queued, p.units_active, p.units_retiring);
+  for (std::size_t l = 0; l < p.level_queued.size(); ++l) {
+    const auto at = [&](const std::vector<std::uint64_t>& v) { return l < v.size() ? v[l] : 0; };
+    if (at(p.level_queued) == 0 && at(p.level_capped) == 0) continue;
+    std::fprintf(out,
+                 "    level %zu: queued %" PRIu64 ", spawned %" PRIu64 ", canceled %" PRIu64
+                 ", despawned %" PRIu64 ", lost %" PRIu64 ", capped %" PRIu64 "\n",
+                 l + 1, at(p.level_queued), at(p.level_spawned), at(p.level_canceled),
+                 at(p.level_despawned), at(p.level_lost), at(p.level_capped));
+  }
+  std::fprintf(out,
+               "  %-20s %" PRIu32 " (killed %" PRIu64 ", soft-deleted %" PRIu64
+               ", force-deleted %" PRIu64 ", pressure-deleted %" PRIu64 ")\n",
+               "corpses", p.corpses, p.corpses_killed, p.corpses_soft_deleted,
+               p.corpses_force_deleted, p.corpses_pressure_deleted);
 }
 
 int run_population(const CliOptions& o, std::FILE* out, std::FILE* err) {
@@ -1013,6 +1039,7 @@ int run_population(const CliOptions& o, std::FILE* out, std::FILE* err) {
   std::fprintf(out, "  %-20s %" PRIu32 " (overflow %" PRIu32 ", refused total %" PRIu64 ")\n",
                "forced full", p.forced_full, p.forced_overflow, p.force_full_refused);
   std::fprintf(out, "  %-20s %" PRIu32 "\n", "admission masked", p.admission_masked);
+  print_prevention(p, out);
   std::fprintf(out, "  %-20s", "observers");
   for (std::size_t i = 0; i < p.observers_x_m.size() && i < p.observers_y_m.size(); ++i)
     std::fprintf(out, "%s (%.1f, %.1f)", i == 0 ? "" : ",", p.observers_x_m[i], p.observers_y_m[i]);
@@ -1109,13 +1136,17 @@ client::CommandSpec world_spec(const CliOptions& o) {
     return client::SetAdmissionMaskCmd{client::EntityId{o.entity_index, o.entity_generation},
                                        !o.unmask};
   }
+  if (o.command == "prevention") return client::SetPreventionLevelCmd{o.argument};
+  if (o.command == "kill")
+    return client::KillPedestrianCmd{client::EntityId{o.entity_index, o.entity_generation}};
   return client::SetTimeScaleCmd{o.time_scale};
 }
 
 bool is_world(const std::string& command) {
   return command == "target" || command == "garage-request" || command == "cancel-request" ||
          command == "strategy" || command == "observers" || command == "hour" ||
-         command == "time-scale" || command == "mask";
+         command == "time-scale" || command == "mask" || command == "prevention" ||
+         command == "kill";
 }
 
 int run_operator(const CliOptions& o, std::FILE* out, std::FILE* err) {

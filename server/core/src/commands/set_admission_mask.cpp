@@ -11,13 +11,15 @@
 namespace bustle::core {
 
 void World::apply_command(const SetAdmissionMask& c, CommandResult& r) {
-  const std::uint32_t slot = walking_slot(registry_, pedestrians_, c.id);
-  if (slot == PedestrianStore::kNoSlot) {
-    reject(r,
-           vehicles_.is_vehicle(c.id) ? RejectReason::InvalidArgument : RejectReason::UnknownEntity,
-           entity_text(c.id) +
-               " is not a walking pedestrian (the admission mask holds pedestrians on a lane; "
-               "vehicles, dormant residents and fading entities cannot be masked)");
+  const std::uint32_t slot = walking_slot_or_reject(
+      registry_, pedestrians_, vehicles_.is_vehicle(c.id), c.id,
+      "the admission mask holds pedestrians on a lane; vehicles, dormant residents and fading "
+      "entities cannot be masked",
+      r);
+  if (slot == PedestrianStore::kNoSlot) return;
+  if (is_corpse(c.id)) {
+    reject(r, RejectReason::InvalidArgument,
+           entity_text(c.id) + " is a corpse (it does not move; corpse cleanup removes it)");
     return;
   }
   auto it = std::lower_bound(admission_masked_.begin(), admission_masked_.end(), c.id);

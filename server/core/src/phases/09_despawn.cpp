@@ -65,7 +65,10 @@ void World::phase_despawn() {
         pedestrians_.s_m[slot],
         resident == ResidentStore::kNone ? UINT32_MAX : static_cast<std::uint32_t>(resident),
         step_index_ + fade_steps};
-    const bool off_screen = pedestrians_.sim_tier[slot] == SimTier::Coarse;
+    // Corpses removed at once (far range, resource pressure) skip the fade.
+    const bool off_screen = pedestrians_.sim_tier[slot] == SimTier::Coarse ||
+                            req.reason == DespawnReason::CorpseForced ||
+                            req.reason == DespawnReason::CorpsePressure;
     // Only spawned pedestrians can hold a live handle (a linear search).
     if (pedestrians_.origin[slot] == static_cast<std::uint8_t>(PedestrianOrigin::Spawned)) {
       if (SpawnHandleState* h = live_spawn_of(req.id); h != nullptr) {

@@ -53,7 +53,9 @@ void digest_command(Digest& d, const WorldCommand& command) {
               d.f64(p.x_m).f64(p.y_m).f64(p.z_m).boolean(p.has_heading).f64(p.heading_rad);
             }
           },
-          [&](const SetAdmissionMask& c) { d.u64(c.id.packed()).boolean(c.masked); }},
+          [&](const SetAdmissionMask& c) { d.u64(c.id.packed()).boolean(c.masked); },
+          [&](const SetPreventionLevel& c) { d.u32(c.level); },
+          [&](const KillPedestrian& c) { d.u64(c.id.packed()); }},
       command);
 }
 
@@ -120,12 +122,33 @@ std::uint64_t World::compute_digest() const {
   digest_lifecycle_into(d);
 
   d.tag(6).u64(counters_.spawned_total).u64(counters_.despawned_total);
-  for (const std::uint64_t c : counters_.despawned_by_reason) d.u64(c);
+  for (std::size_t r = 0; r < kDespawnReasonCountBeforePrevention; ++r)
+    d.u64(counters_.despawned_by_reason[r]);
   d.u64(counters_.spawn_failed_capacity)
       .u64(counters_.commands_accepted)
       .u64(counters_.commands_rejected);
   d.u64(counters_.faded_total).u64(counters_.fade_skipped_total);
+  // Prevention adds terms only once used, so earlier runs keep their digests.
+  if (!prevention_.unused()) digest_prevention_into(d);
   return d.value();
+}
+
+void World::digest_prevention_into(Digest& d) const {
+  const PreventionState& p = prevention_;
+  d.tag(14).u32(p.level).u64(p.next_handle).u64(p.units.size());
+  for (const ResponseUnit& u : p.units) {
+    d.u64(u.handle).u32(u.level).u32(static_cast<std::uint32_t>(u.state));
+    d.u64(u.entity.packed()).u64(u.state_step);
+  }
+  for (const PreventionLevelCounts& c : p.per_level) {
+    d.u64(c.queued).u64(c.spawned).u64(c.canceled).u64(c.despawned).u64(c.lost).u64(c.capped);
+  }
+  d.u32(p.deferred_last_step).u64(p.corpses.size());
+  for (const CorpseRecord& c : p.corpses) d.u64(c.id.packed()).u64(c.death_step);
+  d.u64(p.corpse.killed).u64(p.corpse.soft_deleted).u64(p.corpse.force_deleted);
+  d.u64(p.corpse.pressure_deleted).u64(p.corpse.cleanup_passes);
+  for (std::size_t r = kDespawnReasonCountBeforePrevention; r < kDespawnReasonCount; ++r)
+    d.u64(counters_.despawned_by_reason[r]);
 }
 
 void World::digest_lifecycle_into(Digest& d) const {

@@ -77,6 +77,7 @@ std::vector<const TableColumns*> population_tables();
 std::vector<const TableColumns*> pipeline_tables();
 std::vector<const TableColumns*> vehicle_tables();
 std::vector<const TableColumns*> save_tables();
+std::vector<const TableColumns*> prevention_tables();
 
 // world_tables.cpp
 StoreError write_world_state(Tables& t, std::int64_t id, const core::WorldCheckpoint& cp);
@@ -103,6 +104,10 @@ StoreError read_lifecycle(Tables& t, std::int64_t id, const std::string& row,
 // pipeline_tables.cpp
 StoreError write_pipeline(Tables& t, std::int64_t id, const core::WorldCheckpoint& cp);
 StoreError read_pipeline(Tables& t, std::int64_t id, core::WorldCheckpoint& cp);
+
+// prevention_tables.cpp (migration 0007)
+StoreError write_prevention(Tables& t, std::int64_t id, const core::PreventionState& p);
+StoreError read_prevention(Tables& t, std::int64_t id, core::PreventionState& p);
 StoreError write_routes(Tables& t, std::int64_t id, const core::RouteTableState& r);
 StoreError read_routes(Tables& t, std::int64_t id, core::RouteTableState& r);
 // Observer tables (client_observers, save_observers) share one row shape.

@@ -118,7 +118,10 @@ std::string forced_full_text(const std::vector<core::EntityId>& forced) {
 // The JSON columns of world_state.
 void read_world_json(RowReader& rr, core::WorldCheckpoint& cp) {
   const std::string by_reason = rr.text("despawned_by_reason");
-  if (!decode_counts(by_reason, cp.counters.despawned_by_reason)) {
+  // Before schema 7 the array had the 7 reasons before prevention.
+  const std::span<std::uint64_t> all(cp.counters.despawned_by_reason);
+  if (!decode_counts(by_reason, all) &&
+      !decode_counts(by_reason, all.first(core::kDespawnReasonCountBeforePrevention))) {
     rr.fail("despawned_by_reason", "expected a JSON array of " +
                                        std::to_string(cp.counters.despawned_by_reason.size()) +
                                        " counts, got '" + by_reason + "'");

@@ -197,6 +197,14 @@ struct SetAdmissionMaskCmd {
   EntityId id;
   bool masked = true;
 };
+// Prevention (operator): the response level (raising queues response units,
+// lowering cancels and despawns them), and a pedestrian death event.
+struct SetPreventionLevelCmd {
+  std::uint32_t level = 0;
+};
+struct KillPedestrianCmd {
+  EntityId id;
+};
 
 // Spawn pipeline (DESIGN §3). SpawnPedestrian, CancelSpawn, SetLifecycle and
 // LifecycleBatch are operator world commands. ReportAttached is not: it is
@@ -274,7 +282,7 @@ using CommandSpec =
                  QueryVehicleCmd, SetHourCmd, SetTimeScaleCmd, QueryZonesCmd, ForceFullCmd,
                  SpawnPedestrianCmd, CancelSpawnCmd, ReportAttachedCmd, SetLifecycleCmd,
                  LifecycleBatchCmd, QueryEntityCmd, QueryPopulationCmd, QuerySpawnCmd,
-                 QueryLeasesCmd, SetAdmissionMaskCmd>;
+                 QueryLeasesCmd, SetAdmissionMaskCmd, SetPreventionLevelCmd, KillPedestrianCmd>;
 
 // Short lowercase name of the command ("pause", "step", "checkpoint",
 // "list_snapshots", "garage_request", "query_leases", ...), for logs.
@@ -285,7 +293,8 @@ const char* command_name(const CommandSpec& command);
 // after a Step): SetPedestrianTarget, DespawnEntity, GarageRequest,
 // CancelGarageRequest, SetVehicleStrategy, SetObservers, SetHour,
 // SetTimeScale, ForceFull, SpawnPedestrian, CancelSpawn, ReportAttached,
-// SetLifecycle, LifecycleBatch, SetAdmissionMask. Everything else is answered without waiting
+// SetLifecycle, LifecycleBatch, SetAdmissionMask, SetPreventionLevel,
+// KillPedestrian. Everything else is answered without waiting
 // for a step.
 bool is_world_command(const CommandSpec& command);
 

@@ -18,10 +18,12 @@
 #include <vector>
 
 #include "bustle/core/command.hpp"
+#include "bustle/core/despawn_reason.hpp"
 #include "bustle/core/entity_id.hpp"
 #include "bustle/core/importance.hpp"
 #include "bustle/core/lane_graph.hpp"
 #include "bustle/core/population.hpp"
+#include "bustle/core/prevention.hpp"
 #include "bustle/core/spawn_pipeline.hpp"
 #include "bustle/core/vehicles.hpp"
 
@@ -60,7 +62,7 @@ struct OrphanState {
 struct CounterState {
   std::uint64_t spawned_total = 0;
   std::uint64_t despawned_total = 0;
-  std::array<std::uint64_t, 7> despawned_by_reason{};  // DespawnReason order
+  std::array<std::uint64_t, kDespawnReasonCount> despawned_by_reason{};  // DespawnReason order
   std::uint64_t spawn_failed_capacity = 0;
   std::uint64_t commands_accepted = 0;
   std::uint64_t commands_rejected = 0;
@@ -87,6 +89,8 @@ struct WorldCheckpoint {
   // SetAdmissionMask: walking pedestrians held by the admission mask, sorted
   // by EntityId (at most kMaxAdmissionMasked).
   std::vector<EntityId> admission_masked;
+  // Response units and corpses (prevention.hpp; schema 7, migration 0007).
+  PreventionState prevention;
   std::uint64_t force_full_refused = 0;
   std::vector<Vec2> observers;
   std::vector<ObserverView> observer_views;  // parallel to observers

@@ -111,6 +111,20 @@ struct SetAdmissionMask {
 };
 inline constexpr std::uint32_t kMaxAdmissionMasked = 4096;
 
+// Prevention (prevention.hpp): moves the response level to `level` (0 ..
+// prevention.units_per_level size). Raising queues the units of each level
+// gained; lowering cancels the queued units above it and despawns the active
+// ones (DespawnReason::PreventionLowered).
+struct SetPreventionLevel {
+  std::uint32_t level = 0;
+};
+
+// A pedestrian death event (prevention.hpp): a walking, non-resident
+// pedestrian stops and becomes a corpse until corpse cleanup removes it.
+struct KillPedestrian {
+  EntityId id;
+};
+
 // Asks for one pedestrian with a spawn handle (spawn_pipeline.hpp). Zone and
 // lane are optional (empty: any sidewalk / any lane of the zone); the lane must
 // be a pedestrian lane and, with a zone, one of the zone's lanes.
@@ -159,7 +173,7 @@ using WorldCommand =
     std::variant<SetPedestrianTarget, DespawnEntity, GarageRequest, CancelGarageRequest,
                  SetVehicleStrategy, SetObservers, SetHour, SetTimeScale, ForceFull,
                  SpawnPedestrian, CancelSpawn, SetLifecycle, LifecycleBatch, SetClientObservers,
-                 SetAdmissionMask>;
+                 SetAdmissionMask, SetPreventionLevel, KillPedestrian>;
 
 const char* command_name(const WorldCommand& c);
 

@@ -22,8 +22,18 @@ enum class DespawnReason : std::uint8_t {
   Requested = 4,
   Overpopulated = 5,
   RouteCompleted = 6,  // a vehicle reached the end of a garage-ending route
+  // Prevention (prevention.hpp): a response unit of a level above the new
+  // one; a corpse in the middle range (soft: the fade rules apply), beyond
+  // corpse_force_m (at once) or chosen by the resource-pressure path (at once).
+  PreventionLowered = 7,
+  CorpseCleanup = 8,
+  CorpseForced = 9,
+  CorpsePressure = 10,
 };
-inline constexpr std::size_t kDespawnReasonCount = 7;  // counter slots, value 2 unused
+inline constexpr std::size_t kDespawnReasonCount = 11;  // counter slots, value 2 unused
+// The reasons before prevention: the digest hashes the later slots only when
+// one is non-zero, so runs without prevention keep their digests.
+inline constexpr std::size_t kDespawnReasonCountBeforePrevention = 7;
 inline constexpr bool is_despawn_reason(std::size_t v) {
   return v < kDespawnReasonCount && v != 2;
 }

@@ -64,6 +64,22 @@ struct DespawnSettings {
       0;  // an off-screen (Coarse) vehicle that has not moved for this long leaves; 0 = off
 };
 
+// Prevention (prevention.hpp): response units by level and corpse cleanup.
+struct PreventionSpec {
+  // units_per_level[L - 1] units are queued when level L is reached (levels
+  // 1..size(); empty: only level 0 exists). [Limit: at most 8 levels]
+  std::vector<std::uint32_t> units_per_level;
+  std::uint32_t spawn_per_step = 1;          // Queued units placed per step
+  std::uint32_t max_units = 32;              // live units at most (hard cap)
+  double ring_min_m = 20.0;                  // units appear on sidewalks this far
+  double ring_max_m = 80.0;                  // ... up to this far from the first observer
+  std::uint32_t cleanup_every_steps = 10;    // corpse cleanup cadence
+  double corpse_keep_m = 40.0;               // nearer: kept
+  double corpse_force_m = 150.0;             // farther: deleted at once; between: soft delete
+  std::uint32_t corpse_pressure_count = 16;  // more corpses than this may trigger pressure
+  std::uint32_t pressure_entities = 0;       // live-entity limit (0 = entity_capacity)
+};
+
 // Vehicles (DESIGN §4). Defaults are seed 003's.
 enum class RouteEnd : std::uint8_t { Loop = 0, Garage = 1 };
 
@@ -251,6 +267,7 @@ struct Scenario {
   PopulationSettings population;
   SpawnSettings spawn;
   DespawnSettings despawn;
+  PreventionSpec prevention;
 };
 
 // The schedule entry in force at `hour` ([0, 24)), or -1. Entries must have

@@ -20,6 +20,8 @@
 //   3. background upkeep: grow or trim anonymous pedestrians towards the
 //      target, guided by the lane density ledger
 //   4. spawn pipeline: advance handles within the per-step creation cap
+//   4b. prevention (prevention.hpp): response units by level within their own
+//      budget; corpse cleanup every few steps (three ranges, resource pressure)
 //   5. vehicles: content plan, signals, garage dispatch gates, pre-step
 //      snapshot, policy arbitration, route advance, turnaround gate
 //   6. pedestrian movement: advance along lanes at lane speed, carrying the
@@ -53,6 +55,7 @@
 #include "bustle/core/log_sink.hpp"
 #include "bustle/core/phase_executor.hpp"
 #include "bustle/core/population.hpp"
+#include "bustle/core/prevention.hpp"
 #include "bustle/core/prng.hpp"
 #include "bustle/core/scenario.hpp"
 #include "bustle/core/spawn_pipeline.hpp"
@@ -157,10 +160,12 @@ struct EntityReport {
   PedestrianOrigin origin = PedestrianOrigin::Background;
   bool saveable = false;
   bool forced_full = false;
-  bool admission_masked = false;  // held in place by SetAdmissionMask
-  std::int32_t resident = -1;     // resident index, or -1
-  std::int32_t community = -1;    // community index, or -1
-  std::int32_t zone = -1;         // zone index, or -1
+  bool admission_masked = false;     // held in place by SetAdmissionMask
+  bool corpse = false;               // killed (KillPedestrian), awaiting corpse cleanup
+  std::uint32_t response_level = 0;  // a response unit's level, or 0
+  std::int32_t resident = -1;        // resident index, or -1
+  std::int32_t community = -1;       // community index, or -1
+  std::int32_t zone = -1;            // zone index, or -1
   std::int32_t work_point = -1;
   std::int32_t work_slot = -1;
   std::int32_t lane = -1;  // lane index, or -1 when not on a lane
@@ -196,7 +201,8 @@ struct LedgerSummary {
 //      hot row stays at 32 bytes.
 //   4. lane is a pedestrian lane and 0 <= s_m <= its length; tier, priority
 //      and origin are known values; phase == id_phase(id), with
-//      kAdmissionMaskedBit set exactly when the id is in admission_masked_.
+//      kAdmissionMaskedBit set exactly when the id is in admission_masked_
+//      or is a corpse (prevention_.corpses; never both).
 //   5. route is kNoRoute or a live route-table slot that no one else holds.
 //   6. The digest's pedestrian sum (World::pedestrian_digest_sum_) equals a recount of
 //      pedestrian_row_hash + pedestrian_motion_hash over all rows.
@@ -309,6 +315,9 @@ class World {
   // Pedestrians the admission mask holds (SetAdmissionMask), sorted by id.
   const std::vector<EntityId>& admission_masked() const { return admission_masked_; }
   bool is_admission_masked(EntityId id) const;
+  // Response units and corpses (prevention.hpp).
+  const PreventionState& prevention() const { return prevention_; }
+  bool is_corpse(EntityId id) const;
   std::uint32_t background_pedestrians() const { return background_count_; }
   const std::vector<Vec2>& observers() const { return observers_; }
   // The entity the operator observer follows (SetObservers.follow), or null.
@@ -406,6 +415,14 @@ class World {
   void apply_command(const LifecycleBatch& c, CommandResult& r);
   void apply_command(const SetClientObservers& c, CommandResult& r);
   void apply_command(const SetAdmissionMask& c, CommandResult& r);
+  void apply_command(const SetPreventionLevel& c, CommandResult& r);
+  void apply_command(const KillPedestrian& c, CommandResult& r);
+  // Phase 4b (phases/04b_prevention.cpp): response units, then corpse cleanup.
+  void phase_prevention();
+  void advance_response_units();
+  bool place_response_unit(ResponseUnit& u);
+  void clean_up_corpses();
+  std::string check_prevention() const;
   // Sets or clears a row's kAdmissionMaskedBit, keeping the digest sum current.
   void set_admission_mask_bit(std::uint32_t slot, bool masked);
   void request_despawn(EntityId id, DespawnReason reason);
@@ -481,6 +498,7 @@ class World {
   const SpawnHandleState* find_live_spawn(EntityId id) const;
   void finalize_orphan(const OrphanRecord& o, EntityKind kind);
   void digest_lifecycle_into(class Digest& d) const;
+  void digest_prevention_into(class Digest& d) const;
   // restore()'s sections (world_checkpoint.cpp), in the order it runs them.
   struct RestoreFailures;
   static bool restore_pedestrians(World& w, const WorldCheckpoint& cp, RestoreFailures& fail,
@@ -497,6 +515,7 @@ class World {
                                               RestoreFailures& fail);
   static bool restore_observers_and_forced(World& w, const WorldCheckpoint& cp,
                                            RestoreFailures& fail);
+  static void restore_prevention(World& w, const WorldCheckpoint& cp, RestoreFailures& fail);
   void restore_clock_and_counters(const WorldCheckpoint& cp);
 
   Scenario scenario_;
@@ -537,6 +556,7 @@ class World {
   std::vector<EntityId> forced_full_;  // sorted by EntityId; bounded by 2 x hard_full_cap
   std::uint64_t force_full_refused_ = 0;
   std::vector<EntityId> admission_masked_;  // sorted; each a walking pedestrian
+  PreventionState prevention_;              // response units and corpses
   std::vector<std::uint8_t> force_scratch_;
   void fill_force(std::span<const EntityId> ids);
   std::vector<std::uint32_t> to_activate_, to_deactivate_;

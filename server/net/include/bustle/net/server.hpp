@@ -194,6 +194,7 @@ struct PopulationReport {
   core::TierCounts tiers;  // pedestrians, last resolution
   std::uint64_t force_full_refused = 0;
   std::uint32_t admission_masked = 0;  // SetAdmissionMask
+  core::PreventionState prevention;    // response units and corpses
   std::vector<core::Vec2> observers;   // operator/scenario observers
   core::EntityId followed{};           // SetObservers.follow (null: none)
   bool follow_first_vehicle = false;   // scenario observer_follow, still waiting
