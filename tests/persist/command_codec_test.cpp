@@ -63,6 +63,8 @@ TEST_CASE("every world command round-trips through its JSON form") {
       core::ForceFull{{5, 2}, false},
       core::SetAdmissionMask{{6, 3}, true},
       core::SetAdmissionMask{{UINT32_MAX, 1}, false},
+      core::SetLaneClosed{"market.loop", UINT32_MAX, true},
+      core::SetLaneClosed{"", 7, false},
       core::SpawnPedestrian{"market", "", 3, 0, {}},
       core::SpawnPedestrian{"", "office.loop", 255, UINT32_MAX, {}},
       core::SpawnPedestrian{"", "", 1, 0, {"a", "", "a", "\"quoted\" \u00e9"}},

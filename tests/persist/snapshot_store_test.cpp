@@ -708,7 +708,7 @@ TEST_CASE("the population pipeline is readable with the sqlite3 shell") {
   CHECK(scalar("SELECT group_concat(kind, ' ') FROM pending_commands") ==
         "spawn_pedestrian cancel_spawn set_client_observers set_lifecycle lifecycle_batch "
         "set_observers");
-  CHECK(scalar("SELECT schema_version FROM snapshots") == "6");
+  CHECK(scalar("SELECT schema_version FROM snapshots") == "8");
   CHECK(
       scalar(
           "SELECT group_concat(observer_index || ':' || has_heading, ' ') FROM client_observers") ==
@@ -746,7 +746,7 @@ TEST_CASE("a save keeps saveable residents with their zones and the lifecycle se
   const auto e = store.read_save("s", ls);
   INFO(e.to_string());
   REQUIRE(e.ok());
-  CHECK(ls.info.schema_version == 6);
+  CHECK(ls.info.schema_version == 8);
   persist::complete_schema1_save(ls, block);  // a current save is left alone
   CHECK(ls.save.saveable_ids == save.saveable_ids);
   CHECK(ls.save.saveable_zones == save.saveable_zones);

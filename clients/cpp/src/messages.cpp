@@ -140,43 +140,45 @@ Frame build_lease_report(std::uint32_t request_id, std::span<const Lease> leases
 }
 
 const char* command_name(const CommandSpec& command) {
-  return std::visit(Overloaded{
-                        [](const PauseCmd&) { return "pause"; },
-                        [](const ResumeCmd&) { return "resume"; },
-                        [](const StepCmd&) { return "step"; },
-                        [](const QueryStatsCmd&) { return "query_stats"; },
-                        [](const SetPedestrianTargetCmd&) { return "set_pedestrian_target"; },
-                        [](const DespawnEntityCmd&) { return "despawn_entity"; },
-                        [](const CheckpointCmd&) { return "checkpoint"; },
-                        [](const RestoreCmd&) { return "restore"; },
-                        [](const SaveCmd&) { return "save"; },
-                        [](const LoadCmd&) { return "load"; },
-                        [](const ListSnapshotsCmd&) { return "list_snapshots"; },
-                        [](const DeleteSnapshotCmd&) { return "delete_snapshot"; },
-                        [](const QueryJobCmd&) { return "query_job"; },
-                        [](const GarageRequestCmd&) { return "garage_request"; },
-                        [](const CancelGarageRequestCmd&) { return "cancel_garage_request"; },
-                        [](const SetVehicleStrategyCmd&) { return "set_vehicle_strategy"; },
-                        [](const SetObserversCmd&) { return "set_observers"; },
-                        [](const QueryGaragesCmd&) { return "query_garages"; },
-                        [](const QuerySignalsCmd&) { return "query_signals"; },
-                        [](const QueryVehicleCmd&) { return "query_vehicle"; },
-                        [](const SetHourCmd&) { return "set_hour"; },
-                        [](const SetTimeScaleCmd&) { return "set_time_scale"; },
-                        [](const QueryZonesCmd&) { return "query_zones"; },
-                        [](const ForceFullCmd&) { return "force_full"; },
-                        [](const SpawnPedestrianCmd&) { return "spawn_pedestrian"; },
-                        [](const CancelSpawnCmd&) { return "cancel_spawn"; },
-                        [](const ReportAttachedCmd&) { return "report_attached"; },
-                        [](const SetLifecycleCmd&) { return "set_lifecycle"; },
-                        [](const LifecycleBatchCmd&) { return "lifecycle_batch"; },
-                        [](const QueryEntityCmd&) { return "query_entity"; },
-                        [](const QueryPopulationCmd&) { return "query_population"; },
-                        [](const QuerySpawnCmd&) { return "query_spawn"; },
-                        [](const QueryLeasesCmd&) { return "query_leases"; },
-                        [](const SetAdmissionMaskCmd&) { return "set_admission_mask"; },
-                    },
-                    command);
+  return std::visit(
+      Overloaded{
+          [](const PauseCmd&) { return "pause"; },
+          [](const ResumeCmd&) { return "resume"; },
+          [](const StepCmd&) { return "step"; },
+          [](const QueryStatsCmd&) { return "query_stats"; },
+          [](const SetPedestrianTargetCmd&) { return "set_pedestrian_target"; },
+          [](const DespawnEntityCmd&) { return "despawn_entity"; },
+          [](const CheckpointCmd&) { return "checkpoint"; },
+          [](const RestoreCmd&) { return "restore"; },
+          [](const SaveCmd&) { return "save"; },
+          [](const LoadCmd&) { return "load"; },
+          [](const ListSnapshotsCmd&) { return "list_snapshots"; },
+          [](const DeleteSnapshotCmd&) { return "delete_snapshot"; },
+          [](const QueryJobCmd&) { return "query_job"; },
+          [](const GarageRequestCmd&) { return "garage_request"; },
+          [](const CancelGarageRequestCmd&) { return "cancel_garage_request"; },
+          [](const SetVehicleStrategyCmd&) { return "set_vehicle_strategy"; },
+          [](const SetObserversCmd&) { return "set_observers"; },
+          [](const QueryGaragesCmd&) { return "query_garages"; },
+          [](const QuerySignalsCmd&) { return "query_signals"; },
+          [](const QueryVehicleCmd&) { return "query_vehicle"; },
+          [](const SetHourCmd&) { return "set_hour"; },
+          [](const SetTimeScaleCmd&) { return "set_time_scale"; },
+          [](const QueryZonesCmd&) { return "query_zones"; },
+          [](const ForceFullCmd&) { return "force_full"; },
+          [](const SpawnPedestrianCmd&) { return "spawn_pedestrian"; },
+          [](const CancelSpawnCmd&) { return "cancel_spawn"; },
+          [](const ReportAttachedCmd&) { return "report_attached"; },
+          [](const SetLifecycleCmd&) { return "set_lifecycle"; },
+          [](const LifecycleBatchCmd&) { return "lifecycle_batch"; },
+          [](const QueryEntityCmd&) { return "query_entity"; },
+          [](const QueryPopulationCmd&) { return "query_population"; },
+          [](const QuerySpawnCmd&) { return "query_spawn"; },
+          [](const QueryLeasesCmd&) { return "query_leases"; },
+          [](const SetAdmissionMaskCmd&) { return "set_admission_mask"; },
+          [](const SetLaneClosedCmd& c) { return c.closed ? "close_lane" : "open_lane"; },
+      },
+      command);
 }
 
 bool is_world_command(const CommandSpec& command) {
@@ -193,13 +195,14 @@ bool is_world_command(const CommandSpec& command) {
          std::holds_alternative<CancelSpawnCmd>(command) ||
          std::holds_alternative<SetLifecycleCmd>(command) ||
          std::holds_alternative<LifecycleBatchCmd>(command) ||
-         std::holds_alternative<SetAdmissionMaskCmd>(command);
+         std::holds_alternative<SetAdmissionMaskCmd>(command) ||
+         std::holds_alternative<SetLaneClosedCmd>(command);
 }
 
 namespace {
 
-// The bodies of ForceFull, the admission mask and the spawn, population and
-// representation commands; build_command builds the rest.
+// The bodies of ForceFull, the admission mask, the lane closures and the
+// spawn, population and representation commands; build_command builds the rest.
 void population_body(flatbuffers::FlatBufferBuilder& fbb, const CommandSpec& command,
                      wire::CommandBody& body_type, flatbuffers::Offset<void>& body) {
   std::visit(Overloaded{
@@ -263,6 +266,13 @@ void population_body(flatbuffers::FlatBufferBuilder& fbb, const CommandSpec& com
                    body_type = wire::CommandBody::SetAdmissionMask;
                    const wire::EntityId id = c.id.to_wire();
                    body = wire::CreateSetAdmissionMask(fbb, &id, c.masked).Union();
+                 },
+                 [&](const SetLaneClosedCmd& c) {
+                   const auto lane = c.lane.empty() ? 0 : fbb.CreateString(c.lane);
+                   body_type =
+                       c.closed ? wire::CommandBody::CloseLane : wire::CommandBody::OpenLane;
+                   body = c.closed ? wire::CreateCloseLane(fbb, lane, c.lane_index).Union()
+                                   : wire::CreateOpenLane(fbb, lane, c.lane_index).Union();
                  },
                  [](const auto&) {},  // the other commands: build_command
              },

@@ -54,6 +54,7 @@ void World::remove_pedestrian(EntityId id) {
     assert(m != admission_masked_.end() && *m == id);
     admission_masked_.erase(m);
   }
+  if (!lane_waiters_.empty()) drop_lane_waiter(id);  // a closure's wait ends with the row
   if (pedestrians_.origin[slot] == static_cast<std::uint8_t>(PedestrianOrigin::Background))
     --background_count_;
   if (slot != last) {

@@ -22,7 +22,8 @@
 namespace bustle::persist {
 
 inline constexpr const char* kMagic = "bustle";
-inline constexpr int kSchemaVersion = 6;
+// 8: lane closures (migration 0008); 7 is reserved for another change.
+inline constexpr int kSchemaVersion = 8;
 // Read-only opening (which cannot migrate) also accepts files of this schema
 // or later: migration 0003 only added a table (client_observers), which reads
 // as empty for them.
