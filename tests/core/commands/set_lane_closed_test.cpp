@@ -81,8 +81,8 @@ TEST_CASE("a closed crossing is never entered: pedestrians take the open success
   std::set<EntityId> allowed = pedestrians_on(*w, crossing);
   step_checking(*w, 400, crossing, allowed);
   CHECK(w->lane_closure_counters().reroutes_total > 0);  // market.loop walkers went round again
-  CHECK(w->lane_waiters().empty());  // market.loop itself is open: nobody waits
-  CHECK(pedestrians_on(*w, crossing).empty());  // those on it at the closure walked off
+  CHECK(w->lane_waiters().empty());                      // market.loop itself is open: nobody waits
+  CHECK(pedestrians_on(*w, crossing).empty());           // those on it at the closure walked off
 
   // Opened: the crossing is used again.
   REQUIRE(apply_one(*w, SetLaneClosed{"", crossing, false}).status == CommandStatus::Accepted);

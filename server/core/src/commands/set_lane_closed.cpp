@@ -68,10 +68,10 @@ void World::apply_command(const SetLaneClosed& c, CommandResult& r) {
     lane = *found;
   } else if (lane == UINT32_MAX || lane >= lanes_.size()) {
     reject(r, RejectReason::InvalidArgument,
-           lane == UINT32_MAX ? std::string("lane: give a lane id or a lane_index")
-                              : "lane_index: " + std::to_string(lane) +
-                                    " is out of range (the city has " +
-                                    std::to_string(lanes_.size()) + " lanes)");
+           lane == UINT32_MAX
+               ? std::string("lane: give a lane id or a lane_index")
+               : "lane_index: " + std::to_string(lane) + " is out of range (the city has " +
+                     std::to_string(lanes_.size()) + " lanes)");
     return;
   }
   auto it = std::lower_bound(closed_lanes_.begin(), closed_lanes_.end(), lane);
@@ -149,7 +149,8 @@ void World::merge_lane_waits() {
 }
 
 void World::request_lane_dead_ends() {
-  const std::uint64_t wait_steps = (kLaneDeadEndWait_us + scenario_.step_us - 1) / scenario_.step_us;
+  const std::uint64_t wait_steps =
+      (kLaneDeadEndWait_us + scenario_.step_us - 1) / scenario_.step_us;
   for (const LaneWaiter& w : lane_waiters_) {
     if (step_index_ - w.since_step < wait_steps) continue;
     const std::uint32_t slot = pedestrians_.dense_of[w.id.index];
@@ -178,7 +179,8 @@ std::optional<RestoreError> World::restore_lane_closures(const WorldCheckpoint& 
     const std::uint32_t l = cp.closed_lanes[n];
     const std::string at = "closed_lanes[" + std::to_string(n) + "]";
     if (l >= lanes_.size())
-      return RestoreError{at, "lane index " + std::to_string(l) + " is out of range (the city has " +
+      return RestoreError{at, "lane index " + std::to_string(l) +
+                                  " is out of range (the city has " +
                                   std::to_string(lanes_.size()) + " lanes)"};
     if (n > 0 && !(cp.closed_lanes[n - 1] < l)) return RestoreError{at, "not sorted or duplicated"};
   }
