@@ -66,6 +66,8 @@ TEST_CASE("every world command round-trips through its JSON form") {
       core::SetPreventionLevel{0},
       core::SetPreventionLevel{UINT32_MAX},
       core::KillPedestrian{{7, 2}},
+      core::SetLaneClosed{"market.loop", UINT32_MAX, true},
+      core::SetLaneClosed{"", 7, false},
       core::SpawnPedestrian{"market", "", 3, 0, {}},
       core::SpawnPedestrian{"", "office.loop", 255, UINT32_MAX, {}},
       core::SpawnPedestrian{"", "", 1, 0, {"a", "", "a", "\"quoted\" \u00e9"}},

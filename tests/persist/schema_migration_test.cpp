@@ -113,7 +113,8 @@ TEST_CASE("a version-1 file is migrated to the current schema when opened") {
        {"lifecycle_settings", "zone_handoffs", "observer_views", "spawn_pipeline", "spawn_handles",
         "orphans", "retiring_fifo", "save_residents", "route_slots", "route_lanes",
         "route_free_slots", "client_observers", "save_active_residents", "save_observers",
-        "observer_follow", "admission_mask", "prevention", "prevention_units", "corpses"}) {
+        "observer_follow", "admission_mask", "prevention", "prevention_units", "corpses",
+        "closed_lanes", "lane_waiters", "lane_closure_counters"}) {
     INFO(table);
     CHECK(scalar(path, std::string(
                            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '") +
@@ -225,6 +226,9 @@ TEST_CASE("a version-2 checkpoint restores after migration 0003, with no client 
     exec(db, "DROP TABLE prevention");       // 0007's tables
     exec(db, "DROP TABLE prevention_units");
     exec(db, "DROP TABLE corpses");
+    exec(db, "DROP TABLE closed_lanes");     // 0008's tables
+    exec(db, "DROP TABLE lane_waiters");
+    exec(db, "DROP TABLE lane_closure_counters");
     exec(db, "ALTER TABLE spawn_pipeline DROP COLUMN displaced_total");  // 0009's column
     exec(db, "UPDATE meta SET value = '2' WHERE key = 'schema_version'");
     exec(db, "UPDATE snapshots SET schema_version = 2");
@@ -334,6 +338,9 @@ TEST_CASE("a version-3 save and checkpoint load after migration 0004, with no sa
     exec(db, "DROP TABLE prevention");       // 0007's tables
     exec(db, "DROP TABLE prevention_units");
     exec(db, "DROP TABLE corpses");
+    exec(db, "DROP TABLE closed_lanes");     // 0008's tables
+    exec(db, "DROP TABLE lane_waiters");
+    exec(db, "DROP TABLE lane_closure_counters");
     exec(db, "ALTER TABLE spawn_pipeline DROP COLUMN displaced_total");  // 0009's column
     exec(db, "UPDATE meta SET value = '3' WHERE key = 'schema_version'");
     exec(db, "UPDATE snapshots SET schema_version = 3");

@@ -1236,3 +1236,34 @@ TEST_CASE("completeness guard on the large block through SQLite with the populat
   CHECK(seen.free_route_slots > 0);
   CHECK(seen.routed_commands > 0);
 }
+
+TEST_CASE("lane closures round-trip through SQLite and the restored world continues alike") {
+  const core::Scenario block = largeblock();
+  auto w = std::move(core::World::create(block, 3).world);
+  for (int k = 0; k < 40; ++k) w->step();
+  std::uint32_t rid = 0;
+  for (const char* lane : {"market.loop", "x.market.office"}) {
+    REQUIRE(w->submit({core::CommandOrigin{1, ++rid},
+                       core::SetLaneClosed{lane, UINT32_MAX, true}}) == core::SubmitStatus::Queued);
+  }
+  for (int k = 0; k < 300 && w->lane_waiters().empty(); ++k) w->step();
+  REQUIRE_FALSE(w->lane_waiters().empty());
+  TempDir dir;
+  const std::string path = dir.file("lanes.db");
+  auto store = open_store(path);
+  REQUIRE(store.write_checkpoint("c", "checkpoint", w->capture(), "{}", 0).ok());
+  persist::LoadedCheckpoint lc;
+  const auto re = store.read_checkpoint("c", lc);
+  INFO(re.to_string());
+  REQUIRE(re.ok());
+  CHECK(lc.checkpoint.closed_lanes == w->closed_lanes());
+  CHECK(lc.checkpoint.lane_waiters == w->lane_waiters());
+  CHECK(lc.checkpoint.lane_closure == w->lane_closure_counters());
+  auto r = core::World::restore(block, lc.checkpoint);
+  REQUIRE(r.world);
+  for (int k = 0; k < 20; ++k) {
+    w->step();
+    r.world->step();
+    REQUIRE(r.world->digest() == w->digest());
+  }
+}

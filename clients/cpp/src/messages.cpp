@@ -177,6 +177,7 @@ const char* command_name(const CommandSpec& command) {
                         [](const SetAdmissionMaskCmd&) { return "set_admission_mask"; },
                         [](const SetPreventionLevelCmd&) { return "set_prevention_level"; },
                         [](const KillPedestrianCmd&) { return "kill_pedestrian"; },
+                        [](const SetLaneClosedCmd& c) { return c.closed ? "close_lane" : "open_lane"; },
                     },
                     command);
 }
@@ -197,13 +198,14 @@ bool is_world_command(const CommandSpec& command) {
          std::holds_alternative<LifecycleBatchCmd>(command) ||
          std::holds_alternative<SetAdmissionMaskCmd>(command) ||
          std::holds_alternative<SetPreventionLevelCmd>(command) ||
-         std::holds_alternative<KillPedestrianCmd>(command);
+         std::holds_alternative<KillPedestrianCmd>(command) ||
+         std::holds_alternative<SetLaneClosedCmd>(command);
 }
 
 namespace {
 
-// The bodies of ForceFull, the admission mask and the spawn, population and
-// representation commands; build_command builds the rest.
+// The bodies of ForceFull, the admission mask, the lane closures and the
+// spawn, population and representation commands; build_command builds the rest.
 void population_body(flatbuffers::FlatBufferBuilder& fbb, const CommandSpec& command,
                      wire::CommandBody& body_type, flatbuffers::Offset<void>& body) {
   std::visit(Overloaded{
@@ -276,6 +278,13 @@ void population_body(flatbuffers::FlatBufferBuilder& fbb, const CommandSpec& com
                    body_type = wire::CommandBody::KillPedestrian;
                    const wire::EntityId id = c.id.to_wire();
                    body = wire::CreateKillPedestrian(fbb, &id).Union();
+                 },
+                 [&](const SetLaneClosedCmd& c) {
+                   const auto lane = c.lane.empty() ? 0 : fbb.CreateString(c.lane);
+                   body_type =
+                       c.closed ? wire::CommandBody::CloseLane : wire::CommandBody::OpenLane;
+                   body = c.closed ? wire::CreateCloseLane(fbb, lane, c.lane_index).Union()
+                                   : wire::CreateOpenLane(fbb, lane, c.lane_index).Union();
                  },
                  [](const auto&) {},  // the other commands: build_command
              },

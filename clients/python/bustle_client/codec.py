@@ -410,6 +410,21 @@ def _kill_pedestrian(b, index: int, generation: int):
     return w.KillPedestrian.End(b)
 
 
+def _lane_closure(module):
+    # CloseLane / OpenLane: the lane by id (str) and/or index (int).
+    def build(b, lane: Optional[str] = None, lane_index: Optional[int] = None):
+        if lane is None and lane_index is None:
+            raise ValueError("lane closure: give lane (an id) or lane_index")
+        off = b.CreateString(_text("lane", lane)) if lane is not None else None
+        module.Start(b)
+        if off is not None:
+            module.AddLane(b, off)
+        if lane_index is not None:
+            module.AddLaneIndex(b, int(lane_index))
+        return module.End(b)
+    return build
+
+
 def _set_hour(b, hour: float):
     w.SetHour.Start(b)
     w.SetHour.AddHour(b, float(hour))
@@ -681,6 +696,8 @@ COMMANDS = {
     "SetAdmissionMask": (_CB.SetAdmissionMask, _set_admission_mask),
     "SetPreventionLevel": (_CB.SetPreventionLevel, _set_prevention_level),
     "KillPedestrian": (_CB.KillPedestrian, _kill_pedestrian),
+    "CloseLane": (_CB.CloseLane, _lane_closure(w.CloseLane)),
+    "OpenLane": (_CB.OpenLane, _lane_closure(w.OpenLane)),
 }
 
 

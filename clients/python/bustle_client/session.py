@@ -492,6 +492,19 @@ class Session:
         cleanup removes it."""
         return self.command("KillPedestrian", timeout, index=index, generation=generation)
 
+    def close_lane(self, lane: Optional[str] = None, lane_index: Optional[int] = None,
+                   timeout: Optional[float] = None) -> CommandResult:
+        """Close a lane by id and/or index (operator): nobody enters it;
+        pedestrians and vehicles reaching it take an open successor or wait
+        at their lane end; spawns avoid it. PopulationInfo shows the closed
+        lanes, who waits and the counters."""
+        return self.command("CloseLane", timeout, lane=lane, lane_index=lane_index)
+
+    def open_lane(self, lane: Optional[str] = None, lane_index: Optional[int] = None,
+                  timeout: Optional[float] = None) -> CommandResult:
+        """Open a closed lane again (operator); waiters move on when next due."""
+        return self.command("OpenLane", timeout, lane=lane, lane_index=lane_index)
+
     def set_hour(self, hour: float, timeout: Optional[float] = None) -> CommandResult:
         """Set the time of day [0, 24) (operator; applied at the next step)."""
         return self.command("SetHour", timeout, hour=hour)

@@ -723,6 +723,13 @@ net::PopulationReport SimDriver::population_report() const {
   p.force_full_refused = w.force_full_refused();
   p.admission_masked = static_cast<std::uint32_t>(w.admission_masked().size());
   p.prevention = w.prevention();
+  for (const core::LaneIndex l : w.closed_lanes()) {
+    p.closed_lanes.push_back(w.lanes().lane(l).id);
+    p.closed_lane_indices.push_back(l);
+  }
+  p.lane_waiting_pedestrians = static_cast<std::uint32_t>(w.lane_waiters().size());
+  p.lane_waiting_vehicles = w.vehicles().held_at_closures();
+  p.lane_closure = w.lane_closure_counters();
   p.observers = w.observers();
   p.followed = w.followed();
   p.follow_first_vehicle = w.follow_first_vehicle_pending();

@@ -153,7 +153,8 @@ const char* command_name(const WorldCommand& c) {
                                [](const SetClientObservers&) { return "set_client_observers"; },
                                [](const SetAdmissionMask&) { return "set_admission_mask"; },
                                [](const SetPreventionLevel&) { return "set_prevention_level"; },
-                               [](const KillPedestrian&) { return "kill_pedestrian"; }},
+                               [](const KillPedestrian&) { return "kill_pedestrian"; },
+                               [](const SetLaneClosed& l) { return l.closed ? "close_lane" : "open_lane"; }},
                     c);
 }
 

@@ -62,6 +62,7 @@ void World::remove_pedestrian(EntityId id) {
       corpses.erase(k);
     }
   }
+  if (!lane_waiters_.empty()) drop_lane_waiter(id);  // a closure's wait ends with the row
   if (pedestrians_.origin[slot] == static_cast<std::uint8_t>(PedestrianOrigin::Background))
     --background_count_;
   if (slot != last) {

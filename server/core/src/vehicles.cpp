@@ -158,6 +158,8 @@ const char* to_string(PolicyReason r) {
       return "awaiting_turnaround";
     case PolicyReason::NotDue:
       return "not_due";
+    case PolicyReason::LaneClosed:
+      return "lane_closed";
   }
   return "?";
 }
@@ -668,7 +670,35 @@ void VehicleSystem::refresh_lane_extents() {
   lane_min_valid_ = true;
 }
 
+void VehicleSystem::hold(PolicyDecision& dec, bool awaiting, LaneIndex next_in_reach) const {
+  if (awaiting && dec.advance) {
+    dec.advance = false;
+    dec.reason = PolicyReason::AwaitingTurnaround;
+  }
+  // A closed next lane within this evaluation's reach: drive up to this
+  // lane's end and wait there (the advance stops at it).
+  if (closures_active_ && dec.advance && next_in_reach != kNoLaneAhead &&
+      lane_closed_[next_in_reach] != 0) {
+    dec.policy = ControlPolicy::Yielding;
+    dec.reason = PolicyReason::LaneClosed;
+  }
+}
+
+void VehicleSystem::set_closed_lanes(std::span<const LaneIndex> closed) {
+  lane_closed_.assign(lanes_->size(), 0);
+  for (const LaneIndex l : closed) lane_closed_[l] = 1;
+  closures_active_ = !closed.empty();
+}
+
+std::uint32_t VehicleSystem::held_at_closures() const {
+  std::uint32_t n = 0;
+  for (const std::uint8_t r : store_.reason)
+    n += r == static_cast<std::uint8_t>(PolicyReason::LaneClosed);
+  return n;
+}
+
 bool VehicleSystem::entrance_clear(std::uint32_t garage, bool turnaround) {
+  if (closures_active_ && lane_closed_[routes_[garage][0]] != 0) return false;  // closed entrance
   if (!lane_min_valid_) refresh_lane_extents();
   const double clear = entrance_clear_m_[garage];
   if (lane_min_s_[routes_[garage][0]] < clear) return false;
@@ -975,12 +1005,8 @@ void VehicleSystem::evaluate_and_advance(std::uint64_t step_index, std::uint32_t
     }
     in.leader_gap_m = gap;
 
-    const bool awaiting = waiting_c[i] != 0;
     PolicyDecision dec = arbitrate(in, rules);
-    if (awaiting && dec.advance) {
-      dec.advance = false;
-      dec.reason = PolicyReason::AwaitingTurnaround;
-    }
+    hold(dec, waiting_c[i] != 0, has_next && to_end <= travel_m ? next : kNoLaneAhead);
     --policies[policy_c[i]];
     ++policies[static_cast<std::size_t>(dec.policy)];
     policy_c[i] = static_cast<std::uint8_t>(dec.policy);
@@ -1014,6 +1040,7 @@ void VehicleSystem::evaluate_and_advance(std::uint64_t step_index, std::uint32_t
         time_s -= part / C.speed_mps;
         s = C.length_m;
         if (cur_ri + 1 < route_size) {
+          if (closures_active_ && lane_closed_[route[cur_ri + 1]] != 0) break;  // nobody enters
           ++cur_ri;
           cur = route[cur_ri];
           s = 0.0;  // leftover time carries onto the next lane at its speed limit

@@ -106,6 +106,7 @@ World::World(const Scenario& scenario, std::uint64_t seed, LogSink* log)
   results_.reserve(scenario.command_inbox_capacity);
   despawn_pending_.assign(cap, 0);
   crossing_occupied_.assign(lanes_.size(), 0);
+  lane_closed_.assign(lanes_.size(), 0);
   prepare_importance();
   digest_ = compute_digest();
 }

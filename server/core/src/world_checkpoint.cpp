@@ -295,6 +295,9 @@ void World::capture_into(WorldCheckpoint& c) const {
   c.forced_full = forced_full_;
   c.admission_masked = admission_masked_;
   c.prevention = prevention_;
+  c.closed_lanes = closed_lanes_;
+  c.lane_waiters = lane_waiters_;
+  c.lane_closure = lane_closure_;
   c.force_full_refused = force_full_refused_;
   c.counters.spawned_total = counters_.spawned_total;
   c.counters.despawned_total = counters_.despawned_total;
@@ -375,6 +378,10 @@ World::RestoreResult World::restore(const Scenario& scenario, const WorldCheckpo
   if (!restore_observers_and_forced(*w, cp, fail)) return result;
   restore_prevention(*w, cp, fail);
   if (fail.any()) return result;
+  if (std::optional<RestoreError> e = w->restore_lane_closures(cp)) {
+    fail(std::move(e->path), std::move(e->message));
+    return result;
+  }
   w->restore_clock_and_counters(cp);
 
   // Last line of defence: a value that passed every range check but differs

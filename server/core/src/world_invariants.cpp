@@ -330,6 +330,7 @@ std::string World::check_invariants() const {
   if (broken.empty()) broken = check_holders();
   if (broken.empty()) broken = check_observers();
   if (broken.empty()) broken = check_prevention();
+  if (broken.empty()) broken = check_lane_closures();
   return broken;
 }
 

@@ -141,8 +141,9 @@ ParsedCommand parse_lifecycle_batch(const wire::LifecycleBatch& b) {
   return accept(core::WorldCommand{std::move(batch)});
 }
 
-// The vehicle commands, ForceFull and the admission mask (the rest of
-// parse_body's world commands); anything else is an unknown command.
+// The vehicle commands, ForceFull, the admission mask and the lane closures
+// (the rest of parse_body's world commands); anything else is an unknown
+// command.
 ParsedCommand parse_entity_command(const wire::Command& cmd) {
   switch (cmd.body_type()) {
     case wire::CommandBody::GarageRequest: {
@@ -181,6 +182,15 @@ ParsedCommand parse_entity_command(const wire::Command& cmd) {
       return with_id(cmd.body_as_KillPedestrian()->id(), [&](core::EntityId id) {
         return core::WorldCommand{core::KillPedestrian{id}};
       });
+    case wire::CommandBody::CloseLane: {
+      const wire::CloseLane* c = cmd.body_as_CloseLane();
+      return accept(core::WorldCommand{core::SetLaneClosed{str(c->lane()), c->lane_index(), true}});
+    }
+    case wire::CommandBody::OpenLane: {
+      const wire::OpenLane* o = cmd.body_as_OpenLane();
+      return accept(
+          core::WorldCommand{core::SetLaneClosed{str(o->lane()), o->lane_index(), false}});
+    }
     default:
       break;
   }

@@ -213,6 +213,15 @@ wire::PopulationInfoT population_info(const PopulationReport& p) {
   o.admission_masked = p.admission_masked;
   o.follow_first_vehicle = p.follow_first_vehicle;
   prevention_info(p.prevention, o);
+  o.closed_lanes = p.closed_lanes;
+  o.closed_lane_indices = p.closed_lane_indices;
+  o.lane_waiting_pedestrians = p.lane_waiting_pedestrians;
+  o.lane_waiting_vehicles = p.lane_waiting_vehicles;
+  o.lane_closures_total = p.lane_closure.closures_total;
+  o.lane_openings_total = p.lane_closure.openings_total;
+  o.lane_reroutes_total = p.lane_closure.reroutes_total;
+  o.lane_dead_ends_total = p.lane_closure.dead_ends_total;
+  o.lane_spawns_deferred_total = p.lane_closure.spawns_deferred_total;
   for (const core::Vec2& v : p.observers) {
     o.observers_x_m.push_back(v.x_m);
     o.observers_y_m.push_back(v.y_m);

@@ -230,6 +230,10 @@ std::string command_args_json(const core::WorldCommand& command) {
                                  [](const core::KillPedestrian& c) {
                                    return json{{"id", id_json(c.id)}};
                                  },
+                                 [](const core::SetLaneClosed& c) {
+                                   // close_lane / open_lane (the kind holds the flag)
+                                   return json{{"lane", c.lane}, {"lane_index", c.lane_index}};
+                                 },
                                  [](const core::SpawnPedestrian& c) { return spawn_json(c); },
                                  [](const core::CancelSpawn& c) {
                                    return json{{"handle", c.handle}};
@@ -359,6 +363,13 @@ std::optional<core::WorldCommand> decode_command(const std::string& kind,
     return c;
   }
   if (is_small_command(kind)) return decode_small_command(kind, j, error);
+  if (kind == "close_lane" || kind == "open_lane") {
+    core::SetLaneClosed c;
+    c.closed = kind == "close_lane";
+    if (!get_string(j, "lane", c.lane, error) || !get_u32(j, "lane_index", c.lane_index, error))
+      return std::nullopt;
+    return c;
+  }
   if (kind == "spawn_pedestrian") {
     core::SpawnPedestrian c;
     if (!get_spawn(j, c, error)) return std::nullopt;

@@ -182,11 +182,11 @@ struct Declared {
 void Declared::global() {
   app.footer(
       "World commands (target, garage-request, cancel-request, strategy, observers, hour,\n"
-      "time-scale, mask, prevention, kill, lifecycle, spawn, cancel-spawn) are answered when the\n"
-      "next step applies"
-      "them: at once under a realtime or fast clock. Under the manual clock (or while\n"
-      "paused) pass --step to send a Step right after the command; without it the command\n"
-      "is only queued (\"queued\" is printed, exit 0).\n"
+      "time-scale, mask, prevention, kill, close-lane, open-lane, lifecycle, spawn,\n"
+      "cancel-spawn) are answered when the next step applies them: at once under a\n"
+      "realtime or fast clock. Under the manual clock (or while paused) pass --step to\n"
+      "send a Step right after the command; without it the command is only queued\n"
+      "(\"queued\" is printed, exit 0).\n"
       "\n"
       "--json: every command prints JSON instead of text: one object (watch, the jobs of\n"
       "checkpoint/restore/save/load and spawn --wait: one object per line). Errors stay\n"
@@ -406,6 +406,14 @@ void Declared::population() {
                            "pedestrian becomes a corpse until corpse cleanup removes it");
   operand(kill, "INDEX:GEN", entity_id(o), "an entity id");
   step_flag(kill);
+  for (const char* name : {"close-lane", "open-lane"}) {
+    const bool close = name[0] == 'c';
+    CLI::App* sub = command(name, close ? "close lane LANE (operator): nobody enters it; who "
+                                          "reaches it takes another lane or waits; spawns avoid it"
+                                        : "open closed lane LANE again (operator)");
+    operand(sub, "LANE", args::non_empty(o.lane, "a lane id"), "a lane id");
+    step_flag(sub);
+  }
 }
 
 void Declared::spawn() {

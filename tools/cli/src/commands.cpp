@@ -1040,6 +1040,17 @@ int run_population(const CliOptions& o, std::FILE* out, std::FILE* err) {
                "forced full", p.forced_full, p.forced_overflow, p.force_full_refused);
   std::fprintf(out, "  %-20s %" PRIu32 "\n", "admission masked", p.admission_masked);
   print_prevention(p, out);
+  std::fprintf(out, "  %-20s", "closed lanes");
+  for (std::size_t i = 0; i < p.closed_lanes.size(); ++i)
+    std::fprintf(out, "%s %s", i == 0 ? "" : ",", p.closed_lanes[i].c_str());
+  std::fprintf(out, "%s\n", p.closed_lanes.empty() ? " none" : "");
+  std::fprintf(out,
+               "  %-20s %" PRIu32 " pedestrians, %" PRIu32 " vehicles (closed %" PRIu64
+               ", opened %" PRIu64 ", rerouted %" PRIu64 ", dead ends %" PRIu64
+               ", spawns deferred %" PRIu64 ")\n",
+               "waiting at closures", p.lane_waiting_pedestrians, p.lane_waiting_vehicles,
+               p.lane_closures_total, p.lane_openings_total, p.lane_reroutes_total,
+               p.lane_dead_ends_total, p.lane_spawns_deferred_total);
   std::fprintf(out, "  %-20s", "observers");
   for (std::size_t i = 0; i < p.observers_x_m.size() && i < p.observers_y_m.size(); ++i)
     std::fprintf(out, "%s (%.1f, %.1f)", i == 0 ? "" : ",", p.observers_x_m[i], p.observers_y_m[i]);
@@ -1139,6 +1150,8 @@ client::CommandSpec world_spec(const CliOptions& o) {
   if (o.command == "prevention") return client::SetPreventionLevelCmd{o.argument};
   if (o.command == "kill")
     return client::KillPedestrianCmd{client::EntityId{o.entity_index, o.entity_generation}};
+  if (o.command == "close-lane" || o.command == "open-lane")
+    return client::SetLaneClosedCmd{o.lane, UINT32_MAX, o.command == "close-lane"};
   return client::SetTimeScaleCmd{o.time_scale};
 }
 
@@ -1146,7 +1159,8 @@ bool is_world(const std::string& command) {
   return command == "target" || command == "garage-request" || command == "cancel-request" ||
          command == "strategy" || command == "observers" || command == "hour" ||
          command == "time-scale" || command == "mask" || command == "prevention" ||
-         command == "kill";
+         command == "kill" || command == "close-lane" ||
+         command == "open-lane";
 }
 
 int run_operator(const CliOptions& o, std::FILE* out, std::FILE* err) {

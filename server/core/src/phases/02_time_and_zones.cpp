@@ -34,7 +34,10 @@ void World::phase_time_and_zones() {
 void World::place_resident(std::uint32_t r) {
   const ResidentStore& rs = population_.residents();
   const auto& lanes = population_.zone_lanes()[rs.zone[r]];
-  const LaneIndex lane = lanes[rng_.next_below(static_cast<std::uint32_t>(lanes.size()))];
+  // An open lane of the zone; a zone with every lane closed still places
+  // its residents (on one of them: they walk off it).
+  LaneIndex lane = pick_open_lane(lanes);
+  if (lane == kAnyLane) lane = lanes[rng_.next_below(static_cast<std::uint32_t>(lanes.size()))];
   const double s = rng_.next_unit() * lanes_.lane(lane).length_m;
   push_pedestrian(rs.id[r], lane, s, r, PriorityClass::Community, PedestrianOrigin::Resident);
   population_.on_activated(r);
@@ -47,7 +50,9 @@ void World::move_resident(std::uint32_t r) {
   const std::uint32_t slot = pedestrians_.dense_of[rs.id[r].index];
   if (slot == PedestrianStore::kNoSlot) return;
   const auto& lanes = population_.zone_lanes()[rs.zone[r]];
-  const LaneIndex lane = lanes[rng_.next_below(static_cast<std::uint32_t>(lanes.size()))];
+  LaneIndex lane = pick_open_lane(lanes);  // as place_resident
+  if (lane == kAnyLane) lane = lanes[rng_.next_below(static_cast<std::uint32_t>(lanes.size()))];
+  if (!lane_waiters_.empty()) drop_lane_waiter(rs.id[r]);  // off the lane end it waited at
   pedestrian_digest_sum_ -= pedestrian_row_hash(slot) +
                             pedestrian_motion_hash(pedestrians_.id[slot], pedestrians_.s_m[slot]);
   pedestrians_.lane[slot] = lane;

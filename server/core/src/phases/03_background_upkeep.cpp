@@ -115,14 +115,22 @@ void World::phase_background_upkeep() {
   for (std::uint32_t k = 0; k < n; ++k) {
     std::uint32_t best = 0;
     double best_gap = -std::numeric_limits<double>::infinity();
+    bool found = false;
     for (std::uint32_t f = 0; f < nf; ++f) {
+      // Spawns avoid closed lanes (commands/set_lane_closed.cpp).
+      if (!closed_lanes_.empty() && lane_closed_[lanes_.fragments()[f].lane] != 0) continue;
       const double gap = ledger_target_[f] - ledger_actual_[f];
-      if (gap > best_gap) {
+      if (!found || gap > best_gap) {
         best = f;
         best_gap = gap;
+        found = true;
       }
     }
-    if (nf == 0 || !spawn_pedestrian(best)) break;
+    if (!found) {
+      if (nf != 0) ++lane_closure_.spawns_deferred_total;  // every sidewalk closed
+      break;
+    }
+    if (!spawn_pedestrian(best)) break;
     ++ledger_actual_[best];
   }
 }

@@ -8,6 +8,18 @@
 
 namespace bustle::core {
 
+// A registered-to-be spawn that cannot join the city this step: past its
+// deadline it times out (its id released), else it waits, counted.
+template <class Count>
+void World::defer_or_time_out(SpawnHandleState& h, Count& deferred) {
+  if (step_index_ > h.deadline_step) {
+    registry_.release(h.entity);
+    set_spawn_state(h, SpawnState::TimedOut);
+  } else {
+    ++deferred;
+  }
+}
+
 void World::phase_spawn_pipeline() {
   SpawnCounters& c = spawn_.counters;
   c.deferred_by_cap = c.deferred_by_capacity = c.deferred_by_zone = 0;
@@ -71,12 +83,7 @@ void World::register_spawn(SpawnHandleState& h) {
       active += population_.active_in(cc, static_cast<std::uint32_t>(h.zone));
     }
     if (active >= scenario_.zones[static_cast<std::size_t>(h.zone)].capacity) {
-      if (step_index_ > h.deadline_step) {
-        registry_.release(h.entity);
-        set_spawn_state(h, SpawnState::TimedOut);
-      } else {
-        ++spawn_.counters.deferred_by_zone;
-      }
+      defer_or_time_out(h, spawn_.counters.deferred_by_zone);
       return;
     }
   }
@@ -85,7 +92,15 @@ void World::register_spawn(SpawnHandleState& h) {
     const auto& pool = h.zone != kAnyZone
                            ? population_.zone_lanes()[static_cast<std::size_t>(h.zone)]
                            : lanes_.sidewalks();
-    lane = pool[rng_.next_below(static_cast<std::uint32_t>(pool.size()))];
+    lane = pick_open_lane(pool);
+  } else if (!closed_lanes_.empty() && lane_closed_[lane] != 0) {
+    lane = kAnyLane;
+  }
+  if (lane == kAnyLane) {
+    // Its lane (or every lane it may use) is closed: it waits, like a full
+    // zone, until a lane opens or the deadline passes.
+    defer_or_time_out(h, lane_closure_.spawns_deferred_total);
+    return;
   }
   // A routed walker starts at the beginning of its first lane.
   const double s = h.route != kNoRoute ? 0.0 : rng_.next_unit() * lanes_.lane(lane).length_m;

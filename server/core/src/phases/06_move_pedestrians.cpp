@@ -2,7 +2,8 @@
 // step (by its sim tier and id phase) advances along its lanes at lane
 // speed, carrying the remaining time across lane ends; a route gives the next
 // lane, otherwise a seeded choice among the successors; dead ends request a
-// despawn.
+// despawn. Closed lanes are never entered: the choice skips them, or the
+// pedestrian waits at its lane end (commands/set_lane_closed.cpp).
 #include <algorithm>
 #include <optional>
 
@@ -45,6 +46,9 @@ void World::phase_move_pedestrians() {
     out.sum_delta = 0;
     out.despawns.clear();
     out.released_routes.clear();
+    out.waits.clear();
+    out.departures.clear();
+    out.reroutes = 0;
     tier_parts_[p] = TierPart{};
     move_pedestrian_rows(p * kRowsPerPart, std::min(n, (p + 1) * kRowsPerPart), due, in_slice, dt_s,
                          out, tier_parts_[p]);
@@ -55,6 +59,7 @@ void World::phase_move_pedestrians() {
     for (const DespawnRequest& d : part.despawns) request_despawn(d.id, d.reason);
     for (const std::uint32_t route : part.released_routes) routes_.release(route);
   }
+  if (!closed_lanes_.empty() || !lane_waiters_.empty()) merge_lane_waits();
 }
 
 // Rows [begin, end) of phase 6. Writes only those rows and `out`; reads the
@@ -103,6 +108,7 @@ void World::move_pedestrian_row(std::uint32_t i, double dt_s, MovePart& out) {
   double s = s_before;
   double time_left_s = dt_s * tier_stride(sim_tier);
   bool hopped = false;
+  bool waited = false;
   for (std::uint32_t hop = 0; hop < kMaxHopsPerStep; ++hop) {
     const Lane& L = lanes_.lane(lane);
     const double travel_m = L.speed_mps_limit * time_left_s;
@@ -120,6 +126,24 @@ void World::move_pedestrian_row(std::uint32_t i, double dt_s, MovePart& out) {
       out.despawns.push_back({pedestrians_.id[i], DespawnReason::LaneDeadEnd});
       break;
     }
+    // Route choice is a pure function of (world seed stream, id, hop count):
+    // it does not depend on the order agents are processed in.
+    const std::uint64_t h = mix64(
+        route_salt_ ^ pedestrians_.id[i].packed() * 0x9E3779B97F4A7C15ull ^ pedestrians_.hops[i]);
+    // Lane closures (commands/set_lane_closed.cpp): nobody enters a closed
+    // lane; with no open way on the pedestrian waits at this lane end.
+    LaneIndex open_pick = kAnyLane;
+    if (!closed_lanes_.empty()) {
+      bool rerouted = false;
+      open_pick = open_successor(i, next, h, rerouted);
+      if (open_pick == kAnyLane) {
+        s = L.length_m;
+        out.waits.push_back(pedestrians_.id[i]);
+        waited = true;
+        break;
+      }
+      out.reroutes += rerouted;
+    }
     // The row (lane, hops, route) is about to change: take its old hash
     // out of the digest sum while the columns still hold the old values.
     if (!hopped) out.sum_delta -= pedestrian_row_hash(i);
@@ -134,14 +158,15 @@ void World::move_pedestrian_row(std::uint32_t i, double dt_s, MovePart& out) {
         pedestrians_.route[i] = kNoRoute;
       }
     }
-    // Route choice is a pure function of (world seed stream, id, hop count):
-    // it does not depend on the order agents are processed in.
-    const std::uint64_t h = mix64(
-        route_salt_ ^ pedestrians_.id[i].packed() * 0x9E3779B97F4A7C15ull ^ pedestrians_.hops[i]);
-    lane = routed ? *routed : next[static_cast<std::size_t>(h % next.size())];
+    lane = routed                  ? *routed
+           : open_pick != kAnyLane ? open_pick
+                                   : next[static_cast<std::size_t>(h % next.size())];
     s = 0.0;
     ++pedestrians_.hops[i];
   }
+  // A row that waited at a closure (standing at its lane end) and moved on.
+  if (!waited && !lane_waiters_.empty() && s_before == lanes_.lane(pedestrians_.lane[i]).length_m)
+    out.departures.push_back(pedestrians_.id[i]);
   pedestrians_.lane[i] = lane;
   pedestrians_.s_m[i] = s;
   if (hopped) out.sum_delta += pedestrian_row_hash(i);

@@ -38,6 +38,9 @@ void World::finalize_orphan(const OrphanRecord& o, EntityKind kind) {
 }
 
 void World::phase_despawn() {
+  // Lane closures: cleanup of background pedestrians stuck at a closure is
+  // deferred to here, like every other reason.
+  if (!lane_waiters_.empty()) request_lane_dead_ends();
   std::sort(despawn_requests_.begin(), despawn_requests_.end(),
             [](const DespawnRequest& a, const DespawnRequest& b) { return a.id < b.id; });
   const std::uint64_t fade_steps =

@@ -55,7 +55,8 @@ void digest_command(Digest& d, const WorldCommand& command) {
           },
           [&](const SetAdmissionMask& c) { d.u64(c.id.packed()).boolean(c.masked); },
           [&](const SetPreventionLevel& c) { d.u32(c.level); },
-          [&](const KillPedestrian& c) { d.u64(c.id.packed()); }},
+          [&](const KillPedestrian& c) { d.u64(c.id.packed()); },
+          [&](const SetLaneClosed& c) { d.str(c.lane).u32(c.lane_index).boolean(c.closed); }},
       command);
 }
 
@@ -102,6 +103,19 @@ std::uint64_t World::compute_digest() const {
   vehicles_.digest_into(d);
   if (!follow_.is_null()) d.tag(13).u64(follow_.packed());  // SetObservers.follow
   if (follow_first_vehicle_) d.tag(12);                     // observer_follow still waiting
+  // Lane closures: a term only once a lane was ever closed, so runs without
+  // closures keep the digests of earlier builds.
+  if (lane_closure_.closures_total != 0) {
+    d.tag(15).u64(closed_lanes_.size());
+    for (const LaneIndex l : closed_lanes_) d.u32(l);
+    d.u64(lane_waiters_.size());
+    for (const LaneWaiter& w : lane_waiters_) d.u64(w.id.packed()).u64(w.since_step);
+    d.u64(lane_closure_.closures_total)
+        .u64(lane_closure_.openings_total)
+        .u64(lane_closure_.reroutes_total)
+        .u64(lane_closure_.dead_ends_total)
+        .u64(lane_closure_.spawns_deferred_total);
+  }
   d.tag(7).u64(observers_.size());
   for (const Vec2& o : observers_) d.f64(o.x_m).f64(o.y_m);
   for (const ObserverView& v : observer_views_)

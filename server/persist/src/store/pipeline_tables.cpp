@@ -18,6 +18,13 @@ const TableColumns kObserverFollow{"observer_follow", {"snapshot_id", "id_index"
 constexpr std::uint32_t kFollowFirstVehicleIndex = UINT32_MAX;
 const TableColumns kAdmissionMask{"admission_mask",
                                   {"snapshot_id", "position", "id_index", "id_generation"}};
+const TableColumns kClosedLanes{"closed_lanes", {"snapshot_id", "position", "lane_index"}};
+const TableColumns kLaneWaiters{
+    "lane_waiters", {"snapshot_id", "position", "id_index", "id_generation", "since_step"}};
+const TableColumns kLaneClosureCounters{
+    "lane_closure_counters",
+    {"snapshot_id", "closures_total", "openings_total", "reroutes_total", "dead_ends_total",
+     "spawns_deferred_total"}};
 const TableColumns kSpawnPipeline{"spawn_pipeline",
                                   {"snapshot_id", "next_handle", "requested", "per_state_total",
                                    "deferred_by_cap", "deferred_by_capacity", "deferred_by_zone",
@@ -294,9 +301,10 @@ StoreError read_u32_rows(Tables& t, const TableColumns& cols, const char* column
 }  // namespace
 
 std::vector<const TableColumns*> pipeline_tables() {
-  return {&kObserverViews, &kClientObservers, &kObserverFollow, &kAdmissionMask,
-          &kSpawnPipeline, &kSpawnHandles,    &kOrphans,        &kRetiringFifo,
-          &kRouteSlots,    &kRouteLanes,      &kRouteFreeSlots};
+  return {&kObserverViews, &kClientObservers,    &kObserverFollow, &kAdmissionMask,
+          &kSpawnPipeline, &kSpawnHandles,       &kOrphans,        &kRetiringFifo,
+          &kRouteSlots,    &kRouteLanes,         &kRouteFreeSlots, &kClosedLanes,
+          &kLaneWaiters,   &kLaneClosureCounters};
 }
 
 StoreError write_observer_rows(Tables& t, const TableColumns& cols, std::int64_t id,
@@ -333,6 +341,73 @@ StoreError read_observer_rows(Tables& t, const TableColumns& cols, std::int64_t 
   });
 }
 
+// Schema 8: lane closures. Nothing is written until a lane was ever closed.
+StoreError write_lane_closures(Tables& t, std::int64_t id, const core::WorldCheckpoint& cp) {
+  const core::LaneClosureCounters& k = cp.lane_closure;
+  if (k.closures_total == 0) return {};
+  Insert c;
+  if (StoreError e = t.prepare(kLaneClosureCounters, c); !e.ok()) return e;
+  c.i64("snapshot_id", id)
+      .u64("closures_total", k.closures_total)
+      .u64("openings_total", k.openings_total)
+      .u64("reroutes_total", k.reroutes_total);
+  c.u64("dead_ends_total", k.dead_ends_total).u64("spawns_deferred_total", k.spawns_deferred_total);
+  if (StoreError e = t.run(c, kLaneClosureCounters, snapshot_row(id)); !e.ok()) return e;
+  Insert l;
+  if (StoreError e = t.prepare(kClosedLanes, l); !e.ok()) return e;
+  for (std::size_t n = 0; n < cp.closed_lanes.size(); ++n) {
+    l.i64("snapshot_id", id)
+        .i64("position", static_cast<std::int64_t>(n))
+        .i64("lane_index", cp.closed_lanes[n]);
+    if (StoreError e = t.run(l, kClosedLanes, snapshot_row(id) + " position=" + std::to_string(n));
+        !e.ok())
+      return e;
+  }
+  Insert w;
+  if (StoreError e = t.prepare(kLaneWaiters, w); !e.ok()) return e;
+  for (std::size_t n = 0; n < cp.lane_waiters.size(); ++n) {
+    const core::LaneWaiter& lw = cp.lane_waiters[n];
+    w.i64("snapshot_id", id)
+        .i64("position", static_cast<std::int64_t>(n))
+        .i64("id_index", lw.id.index)
+        .i64("id_generation", lw.id.generation)
+        .u64("since_step", lw.since_step);
+    if (StoreError e = t.run(w, kLaneWaiters, snapshot_row(id) + " position=" + std::to_string(n));
+        !e.ok())
+      return e;
+  }
+  return {};
+}
+
+StoreError read_lane_closures(Tables& t, std::int64_t id, core::WorldCheckpoint& cp) {
+  if (t.file_version() < 8) return {};  // no closures before schema 8
+  const std::string row = snapshot_row(id);
+  if (StoreError e = t.each_row(kLaneClosureCounters, "snapshot_id", id, row,
+                                [&](RowReader& rr, const Statement&) {
+                                  core::LaneClosureCounters& k = cp.lane_closure;
+                                  k.closures_total = rr.u64("closures_total");
+                                  k.openings_total = rr.u64("openings_total");
+                                  k.reroutes_total = rr.u64("reroutes_total");
+                                  k.dead_ends_total = rr.u64("dead_ends_total");
+                                  k.spawns_deferred_total = rr.u64("spawns_deferred_total");
+                                  return rr.ok() ? StoreError{}
+                                                 : t.row_error(kLaneClosureCounters, row, rr);
+                                });
+      !e.ok())
+    return e;
+  if (StoreError e = t.read_rows(kClosedLanes, "position", "", id, row,
+                                 [&](RowReader& rr, const std::string&) {
+                                   cp.closed_lanes.push_back(rr.u32("lane_index"));
+                                 });
+      !e.ok())
+    return e;
+  return t.read_rows(kLaneWaiters, "position", "", id, row, [&](RowReader& rr, const std::string&) {
+    const std::uint32_t index = rr.u32("id_index");
+    const std::uint32_t generation = rr.u32("id_generation");
+    cp.lane_waiters.push_back({{index, generation}, rr.u64("since_step")});
+  });
+}
+
 StoreError write_pipeline(Tables& t, std::int64_t id, const core::WorldCheckpoint& cp) {
   if (StoreError e = write_observer_views(t, id, cp); !e.ok()) return e;
   if (!cp.follow.is_null() || cp.follow_first_vehicle) {
@@ -358,6 +433,7 @@ StoreError write_pipeline(Tables& t, std::int64_t id, const core::WorldCheckpoin
     }
   }
   if (StoreError e = write_spawn_pipeline(t, id, cp.spawn); !e.ok()) return e;
+  if (StoreError e = write_lane_closures(t, id, cp); !e.ok()) return e;
   return write_orphans(t, id, cp);
 }
 
@@ -375,6 +451,7 @@ StoreError read_pipeline(Tables& t, std::int64_t id, core::WorldCheckpoint& cp) 
       return e;
   }
   if (StoreError e = read_spawn_pipeline(t, id, cp.spawn); !e.ok()) return e;
+  if (StoreError e = read_lane_closures(t, id, cp); !e.ok()) return e;
   return read_orphans(t, id, cp);
 }
 

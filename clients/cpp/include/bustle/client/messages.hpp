@@ -205,6 +205,13 @@ struct SetPreventionLevelCmd {
 struct KillPedestrianCmd {
   EntityId id;
 };
+// Lane closure (operator): close or open a lane, named by id and/or index
+// (lane_index UINT32_MAX: not given). Nobody enters a closed lane.
+struct SetLaneClosedCmd {
+  std::string lane;
+  std::uint32_t lane_index = UINT32_MAX;
+  bool closed = true;  // false: OpenLane
+};
 
 // Spawn pipeline (DESIGN §3). SpawnPedestrian, CancelSpawn, SetLifecycle and
 // LifecycleBatch are operator world commands. ReportAttached is not: it is
@@ -282,7 +289,8 @@ using CommandSpec =
                  QueryVehicleCmd, SetHourCmd, SetTimeScaleCmd, QueryZonesCmd, ForceFullCmd,
                  SpawnPedestrianCmd, CancelSpawnCmd, ReportAttachedCmd, SetLifecycleCmd,
                  LifecycleBatchCmd, QueryEntityCmd, QueryPopulationCmd, QuerySpawnCmd,
-                 QueryLeasesCmd, SetAdmissionMaskCmd, SetPreventionLevelCmd, KillPedestrianCmd>;
+                 QueryLeasesCmd, SetAdmissionMaskCmd, SetPreventionLevelCmd, KillPedestrianCmd,
+                 SetLaneClosedCmd>;
 
 // Short lowercase name of the command ("pause", "step", "checkpoint",
 // "list_snapshots", "garage_request", "query_leases", ...), for logs.
@@ -294,8 +302,8 @@ const char* command_name(const CommandSpec& command);
 // CancelGarageRequest, SetVehicleStrategy, SetObservers, SetHour,
 // SetTimeScale, ForceFull, SpawnPedestrian, CancelSpawn, ReportAttached,
 // SetLifecycle, LifecycleBatch, SetAdmissionMask, SetPreventionLevel,
-// KillPedestrian. Everything else is answered without waiting
-// for a step.
+// KillPedestrian, CloseLane / OpenLane. Everything else is answered without
+// waiting for a step.
 bool is_world_command(const CommandSpec& command);
 
 // The request id is echoed by the server in the CommandResult; the caller

@@ -70,6 +70,22 @@ struct CounterState {
   std::uint64_t fade_skipped_total = 0;
 };
 
+// Lane closures (SetLaneClosed): a pedestrian waiting at the end of its lane
+// because the way on is closed, and since which step.
+struct LaneWaiter {
+  EntityId id;
+  std::uint64_t since_step = 0;
+  friend bool operator==(const LaneWaiter&, const LaneWaiter&) = default;
+};
+struct LaneClosureCounters {
+  std::uint64_t closures_total = 0;         // lanes closed (a transition from open)
+  std::uint64_t openings_total = 0;         // lanes opened again
+  std::uint64_t reroutes_total = 0;         // pedestrians that took another successor
+  std::uint64_t dead_ends_total = 0;        // background waiters despawned (LaneDeadEnd)
+  std::uint64_t spawns_deferred_total = 0;  // spawn steps deferred: every lane closed
+  friend bool operator==(const LaneClosureCounters&, const LaneClosureCounters&) = default;
+};
+
 struct WorldCheckpoint {
   std::string scenario_id;
   std::uint32_t step_us = 0;
@@ -91,6 +107,11 @@ struct WorldCheckpoint {
   std::vector<EntityId> admission_masked;
   // Response units and corpses (prevention.hpp; schema 7, migration 0007).
   PreventionState prevention;
+  // SetLaneClosed (schema 8; none in older snapshots): closed lanes by index,
+  // sorted; the pedestrians waiting at a closure, sorted by id; counters.
+  std::vector<std::uint32_t> closed_lanes;
+  std::vector<LaneWaiter> lane_waiters;
+  LaneClosureCounters lane_closure;
   std::uint64_t force_full_refused = 0;
   std::vector<Vec2> observers;
   std::vector<ObserverView> observer_views;  // parallel to observers

@@ -125,6 +125,20 @@ struct KillPedestrian {
   EntityId id;
 };
 
+// Lane closure (seed 000 §6): closes a lane (closed) or opens it again (not
+// closed). Nobody enters a closed lane: a pedestrian or vehicle reaching the
+// end of its lane takes an open successor instead or waits there; entities
+// already on it walk or drive off; spawns avoid it. The lane is named by id
+// (lane) and/or by index (lane_index, UINT32_MAX when not given); when
+// both are given they must name the same lane. At most kMaxClosedLanes lanes
+// are closed at once.
+struct SetLaneClosed {
+  std::string lane;
+  std::uint32_t lane_index = UINT32_MAX;
+  bool closed = true;
+};
+inline constexpr std::uint32_t kMaxClosedLanes = 1024;
+
 // Asks for one pedestrian with a spawn handle (spawn_pipeline.hpp). Zone and
 // lane are optional (empty: any sidewalk / any lane of the zone); the lane must
 // be a pedestrian lane and, with a zone, one of the zone's lanes.
@@ -173,7 +187,7 @@ using WorldCommand =
     std::variant<SetPedestrianTarget, DespawnEntity, GarageRequest, CancelGarageRequest,
                  SetVehicleStrategy, SetObservers, SetHour, SetTimeScale, ForceFull,
                  SpawnPedestrian, CancelSpawn, SetLifecycle, LifecycleBatch, SetClientObservers,
-                 SetAdmissionMask, SetPreventionLevel, KillPedestrian>;
+                 SetAdmissionMask, SetPreventionLevel, KillPedestrian, SetLaneClosed>;
 
 const char* command_name(const WorldCommand& c);
 

@@ -11,8 +11,11 @@ namespace bustle::core {
 // Value 2 is retired (it was SpawnError and no path ever produced it): a
 // spawn's placement cannot fail once its stage runs. The zone's room and the
 // registry's capacity are re-validated at each stage and what does not fit
-// waits (deferred, then TimedOut); lanes never close; the only failure after
-// validation is the entity leaving first (SpawnFailure::EntityGone). Its slot
+// waits (deferred, then TimedOut), and so does a spawn whose lanes are all
+// closed (SetLaneClosed); the only failure after validation is the entity
+// leaving first (SpawnFailure::EntityGone). LaneDeadEnd covers a lane with no
+// pedestrian successor and a background pedestrian waiting too long at a
+// closed lane (World::kLaneDeadEndWait_us). Its slot
 // in the per-reason counters stays and is always 0, so counters keep their
 // index and the wire value is never reused.
 enum class DespawnReason : std::uint8_t {

@@ -36,6 +36,11 @@ class RouteTable {
   // The lane after the current one, advancing the target; nullopt when the
   // route is used up.
   std::optional<LaneIndex> next(std::uint32_t slot);
+  // The lane next() would return, without advancing.
+  std::optional<LaneIndex> peek(std::uint32_t slot) const {
+    if (state_.target[slot] >= state_.count[slot]) return std::nullopt;
+    return state_.lanes[state_.offset[slot] + state_.target[slot]];
+  }
   LaneIndex first(std::uint32_t slot) const { return state_.lanes[state_.offset[slot]]; }
   std::uint32_t live() const {
     return static_cast<std::uint32_t>(state_.count.size() - state_.free_slots.size());

@@ -81,7 +81,8 @@ enum class PolicyReason : std::uint8_t {
   LeaderBlocked = 7,  // leader at or within headway_block_m: no movement
   LeaderCaution = 8,  // leader within headway_caution_m: reduced speed
   AwaitingTurnaround = 9,
-  NotDue = 10,  // reserved: not emitted (a vehicle keeps its last reason between evaluations)
+  NotDue = 10,      // reserved: not emitted (a vehicle keeps its last reason between evaluations)
+  LaneClosed = 11,  // its route's next lane is closed: it stops at this lane's end (Yielding)
 };
 inline constexpr std::size_t kControlPolicyCount = 7;
 const char* to_string(VehicleStrategy s);
@@ -241,6 +242,14 @@ class VehicleSystem {
   void mark_despawn(EntityId id);
   void remove(EntityId id);
   bool set_strategy(EntityId id, VehicleStrategy s);
+  // Lane closures (the World's SetLaneClosed): a vehicle never drives onto
+  // a closed lane; it stops at the end of its lane (PolicyReason::LaneClosed)
+  // and drives on once the lane opens. A closed entrance lane holds
+  // dispatch and turnarounds (EntranceBlocked). Derived from the World's
+  // closed set (not checkpointed here; the World sets it after a restore).
+  void set_closed_lanes(std::span<const LaneIndex> closed);
+  // Vehicles whose last decision was LaneClosed (O(vehicles)).
+  std::uint32_t held_at_closures() const;
   // Loading a save: continue VehicleId numbering where the saved city was.
   void set_next_vehicle_ordinal(std::uint32_t garage, std::uint64_t ordinal) {
     garages_[garage].next_vehicle_ordinal = ordinal;
@@ -441,7 +450,14 @@ class VehicleSystem {
     SignalPhase phase;        // the signal's phase this step (advance_signals); Open without one
   };
   std::vector<LaneHot> lane_hot_;
-  std::vector<LaneIndex> signal_lane_;  // per signal: the lane whose LaneHot shows its phase
+  // After arbitration: a vehicle awaiting its turnaround does not advance; one
+  // whose next lane (within reach; kNoLaneAhead: none) is closed is held at
+  // its lane end (Yielding, LaneClosed).
+  static constexpr LaneIndex kNoLaneAhead = UINT32_MAX;
+  void hold(PolicyDecision& dec, bool awaiting, LaneIndex next_in_reach) const;
+  std::vector<std::uint8_t> lane_closed_;  // per lane, 1 when closed (set_closed_lanes)
+  bool closures_active_ = false;           // any lane closed
+  std::vector<LaneIndex> signal_lane_;     // per signal: the lane whose LaneHot shows its phase
   struct LaneGeo {
     bool straight = false;  // two points: position by the fields below
     double ax = 0, ay = 0, dx = 0, dy = 0, s0 = 0, seg = 0, length_m = 0;

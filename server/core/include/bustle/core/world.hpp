@@ -318,6 +318,16 @@ class World {
   // Response units and corpses (prevention.hpp).
   const PreventionState& prevention() const { return prevention_; }
   bool is_corpse(EntityId id) const;
+  // Lane closures (SetLaneClosed; commands/set_lane_closed.cpp): the closed
+  // lanes (sorted by index), the pedestrians waiting at one (sorted by id,
+  // each at the end of its lane), and the counters.
+  const std::vector<LaneIndex>& closed_lanes() const { return closed_lanes_; }
+  bool lane_closed(LaneIndex lane) const { return lane_closed_[lane] != 0; }
+  const std::vector<LaneWaiter>& lane_waiters() const { return lane_waiters_; }
+  const LaneClosureCounters& lane_closure_counters() const { return lane_closure_; }
+  // A background pedestrian waiting at a closure this long is despawned with
+  // LaneDeadEnd by the despawn phase (residents and spawned ones wait on).
+  static constexpr std::uint64_t kLaneDeadEndWait_us = 30'000'000;
   std::uint32_t background_pedestrians() const { return background_count_; }
   const std::vector<Vec2>& observers() const { return observers_; }
   // The entity the operator observer follows (SetObservers.follow), or null.
@@ -425,6 +435,21 @@ class World {
   std::string check_prevention() const;
   // Sets or clears a row's kAdmissionMaskedBit, keeping the digest sum current.
   void set_admission_mask_bit(std::uint32_t slot, bool masked);
+  void apply_command(const SetLaneClosed& c, CommandResult& r);
+  // Lane closures: a lane of `pool` chosen with the world PRNG, skipping
+  // closed ones (the one draw of before when nothing is closed); kAnyLane
+  // when every lane of the pool is closed.
+  LaneIndex pick_open_lane(std::span<const LaneIndex> pool);
+  // Phase 6 with closures: the lane a pedestrian at the end of its lane
+  // takes next, or kAnyLane to wait there (its route's next lane or every
+  // successor closed). `rerouted`: its seeded choice was closed.
+  LaneIndex open_successor(std::uint32_t row, std::span<const LaneIndex> next, std::uint64_t h,
+                           bool& rerouted) const;
+  // After phase 6: the parts' waits, departures and reroutes into lane_waiters_.
+  void merge_lane_waits();
+  void drop_lane_waiter(EntityId id);  // no-op when not waiting
+  // Phase 9: background waiters past kLaneDeadEndWait_us request LaneDeadEnd.
+  void request_lane_dead_ends();
   void request_despawn(EntityId id, DespawnReason reason);
   bool spawn_pedestrian(std::uint32_t fragment);
   void place_resident(std::uint32_t resident);
@@ -483,6 +508,8 @@ class World {
   std::optional<SpawnRank> weakest_queued_spawn() const;
   // Phase 4's IdentityCreated -> Registered (zone room re-validated).
   void register_spawn(SpawnHandleState& h);
+  template <class Count>
+  void defer_or_time_out(SpawnHandleState& h, Count& deferred);  // phase 4
   void retire_terminal_spawns();
   SpawnHandleState* live_spawn_of(EntityId id);
   std::string validate_despawn(EntityId id) const;
@@ -517,6 +544,10 @@ class World {
                                            RestoreFailures& fail);
   static void restore_prevention(World& w, const WorldCheckpoint& cp, RestoreFailures& fail);
   void restore_clock_and_counters(const WorldCheckpoint& cp);
+  // The closed lanes, waiters and counters (commands/set_lane_closed.cpp),
+  // after the pedestrians; the first failure, naming its checkpoint path.
+  std::optional<RestoreError> restore_lane_closures(const WorldCheckpoint& cp);
+  std::string check_lane_closures() const;
 
   Scenario scenario_;
   LaneGraph lanes_;
@@ -557,6 +588,11 @@ class World {
   std::uint64_t force_full_refused_ = 0;
   std::vector<EntityId> admission_masked_;  // sorted; each a walking pedestrian
   PreventionState prevention_;              // response units and corpses
+  std::vector<LaneIndex> closed_lanes_;     // sorted; at most kMaxClosedLanes
+  std::vector<std::uint8_t> lane_closed_;   // per lane: 1 when closed (derived)
+  std::vector<LaneWaiter> lane_waiters_;    // sorted by id; each walking, at its lane end
+  LaneClosureCounters lane_closure_;
+  std::vector<EntityId> wait_scratch_;
   std::vector<std::uint8_t> force_scratch_;
   void fill_force(std::span<const EntityId> ids);
   std::vector<std::uint32_t> to_activate_, to_deactivate_;
@@ -605,6 +641,11 @@ class World {
     std::uint64_t sum_delta = 0;                 // wrapping change of ped_sum_
     std::vector<DespawnRequest> despawns;        // LaneDeadEnd, in row order
     std::vector<std::uint32_t> released_routes;  // route slots used up, in row order
+    // Lane closures: rows waiting at a closed way on, rows that left a lane
+    // end they waited at, and reroutes (all empty / 0 when nothing is closed).
+    std::vector<EntityId> waits;
+    std::vector<EntityId> departures;
+    std::uint64_t reroutes = 0;
   };
   // Phase 6's rows [begin, end) also count phase 7's slice members and the
   // other rows' tiers into `slice` (TierPart below): neither the rows nor

@@ -194,6 +194,13 @@ struct PopulationReport {
   core::TierCounts tiers;  // pedestrians, last resolution
   std::uint64_t force_full_refused = 0;
   std::uint32_t admission_masked = 0;  // SetAdmissionMask
+  // Lane closures (CloseLane / OpenLane): closed lane ids and indices, who
+  // waits at one now, the counters.
+  std::vector<std::string> closed_lanes;
+  std::vector<std::uint32_t> closed_lane_indices;
+  std::uint32_t lane_waiting_pedestrians = 0;
+  std::uint32_t lane_waiting_vehicles = 0;
+  core::LaneClosureCounters lane_closure;
   core::PreventionState prevention;    // response units and corpses
   std::vector<core::Vec2> observers;   // operator/scenario observers
   core::EntityId followed{};           // SetObservers.follow (null: none)
