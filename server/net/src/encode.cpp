@@ -131,6 +131,8 @@ wire::EntityInfoT entity_info(const EntityInfoReport& e) {
   o.release_step = r.release_step;
   o.admission_masked = r.admission_masked;
   o.requested_tier = static_cast<wire::SimTier>(r.requested_tier);
+  o.migrations = r.migrations;
+  o.last_portal = e.last_portal;
   return o;
 }
 
