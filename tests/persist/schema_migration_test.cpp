@@ -96,7 +96,7 @@ core::Scenario city() {
 }  // namespace
 
 TEST_CASE("a version-1 file is migrated to the current schema when opened") {
-  REQUIRE(persist::kSchemaVersion == 9);
+  REQUIRE(persist::kSchemaVersion == 10);
   const std::string path = temp_path("v1.db");
   write_version1_file(path);
   REQUIRE(scalar(path, "PRAGMA user_version") == "1");
@@ -106,15 +106,15 @@ TEST_CASE("a version-1 file is migrated to the current schema when opened") {
     INFO(e.to_string());
     REQUIRE(e.ok());
   }
-  CHECK(scalar(path, "PRAGMA user_version") == "9");
-  CHECK(scalar(path, "SELECT value FROM meta WHERE key = 'schema_version'") == "9");
+  CHECK(scalar(path, "PRAGMA user_version") == "10");
+  CHECK(scalar(path, "SELECT value FROM meta WHERE key = 'schema_version'") == "10");
   CHECK(scalar(path, "SELECT value FROM meta WHERE key = 'created_by'") == "0.1.0");  // kept
   for (const char* table :
        {"lifecycle_settings", "zone_handoffs", "observer_views", "spawn_pipeline", "spawn_handles",
         "orphans", "retiring_fifo", "save_residents", "route_slots", "route_lanes",
         "route_free_slots", "client_observers", "save_active_residents", "save_observers",
         "observer_follow", "admission_mask", "prevention", "prevention_units", "corpses",
-        "closed_lanes", "lane_waiters", "lane_closure_counters"}) {
+        "closed_lanes", "lane_waiters", "lane_closure_counters", "resident_migrations"}) {
     INFO(table);
     CHECK(scalar(path, std::string(
                            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '") +
@@ -190,7 +190,7 @@ TEST_CASE("a version-1 file is migrated to the current schema when opened") {
     REQUIRE(store.write_save("new-save", w->capture_save(), "{}", 0).ok());
     persist::LoadedCheckpoint lc;
     REQUIRE(store.read_checkpoint("new", lc).ok());
-    CHECK(lc.info.schema_version == 9);
+    CHECK(lc.info.schema_version == 10);
     auto r = core::World::restore(city(), lc.checkpoint);
     if (!r.errors.empty()) FAIL(r.errors[0].path << ": " << r.errors[0].message);
     CHECK(r.world->digest() == w->digest());
@@ -230,6 +230,7 @@ TEST_CASE("a version-2 checkpoint restores after migration 0003, with no client 
     exec(db, "DROP TABLE lane_waiters");
     exec(db, "DROP TABLE lane_closure_counters");
     exec(db, "ALTER TABLE spawn_pipeline DROP COLUMN displaced_total");  // 0009's column
+    exec(db, "DROP TABLE resident_migrations");  // 0010's table
     exec(db, "UPDATE meta SET value = '2' WHERE key = 'schema_version'");
     exec(db, "UPDATE snapshots SET schema_version = 2");
     exec(db, "PRAGMA user_version=2");
@@ -258,7 +259,7 @@ TEST_CASE("a version-2 checkpoint restores after migration 0003, with no client 
   const auto e = persist::SnapshotStore::open(path, persist::FileKind::Snapshots, false, store);
   INFO(e.to_string());
   REQUIRE(e.ok());
-  CHECK(scalar(path, "PRAGMA user_version") == "9");
+  CHECK(scalar(path, "PRAGMA user_version") == "10");
   persist::LoadedCheckpoint lc;
   const auto re = store.read_checkpoint("v2", lc);
   INFO(re.to_string());
@@ -342,6 +343,7 @@ TEST_CASE("a version-3 save and checkpoint load after migration 0004, with no sa
     exec(db, "DROP TABLE lane_waiters");
     exec(db, "DROP TABLE lane_closure_counters");
     exec(db, "ALTER TABLE spawn_pipeline DROP COLUMN displaced_total");  // 0009's column
+    exec(db, "DROP TABLE resident_migrations");  // 0010's table
     exec(db, "UPDATE meta SET value = '3' WHERE key = 'schema_version'");
     exec(db, "UPDATE snapshots SET schema_version = 3");
     exec(db, "PRAGMA user_version=3");
@@ -379,7 +381,7 @@ TEST_CASE("a version-3 save and checkpoint load after migration 0004, with no sa
   const auto e = persist::SnapshotStore::open(path, persist::FileKind::Snapshots, false, store);
   INFO(e.to_string());
   REQUIRE(e.ok());
-  CHECK(scalar(path, "PRAGMA user_version") == "9");
+  CHECK(scalar(path, "PRAGMA user_version") == "10");
   check_file(store);
   store = persist::SnapshotStore();
   for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(path + suffix);

@@ -27,6 +27,7 @@ OWNERS = {
     "work_points": "store/population_tables.cpp",
     "lifecycle_settings": "store/population_tables.cpp",
     "zone_handoffs": "store/population_tables.cpp",
+    "resident_migrations": "store/population_tables.cpp",
     "observer_views": "store/pipeline_tables.cpp",
     "client_observers": "store/pipeline_tables.cpp",
     "observer_follow": "store/pipeline_tables.cpp",

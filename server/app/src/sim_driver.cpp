@@ -646,6 +646,7 @@ net::EntityInfoReport SimDriver::entity_info(core::EntityId id) const {
   r.community = id_of(sc.communities, r.report.community);
   r.zone = id_of(sc.zones, r.report.zone);
   r.work_point = id_of(sc.work_points, r.report.work_point);
+  r.last_portal = id_of(sc.zones, r.report.last_portal);
   if (r.report.resident >= 0) {
     static constexpr const char* kPhases[] = {"Home", "CommuteToWork", "Work", "Leisure",
                                               "CommuteHome"};

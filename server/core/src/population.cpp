@@ -101,6 +101,10 @@ std::uint64_t PopulationSystem::row_hash(std::uint32_t i) const {
       .u32(residents_.active[i]);
   e.u64(static_cast<std::uint64_t>(residents_.work_point[i]))
       .u64(static_cast<std::uint64_t>(residents_.work_slot[i]));
+  // A term only for residents that migrated, so the digest of a city whose
+  // residents stay home is what it was before migrations were recorded.
+  if (const ResidentMigration* m = migration_of(i); m != nullptr)
+    e.u32(m->count).u32(m->last_portal);
   return e.value() *
          (2 * static_cast<std::uint64_t>(i) + 1);  // position-bound: rows are ordered by index
 }
@@ -170,8 +174,31 @@ void PopulationSystem::move_zone(std::uint32_t i, std::uint32_t z) {
     --zones_[residents_.zone[i]].dormant;
     ++zones_[z].dormant;
   }
+  record_migration(i, residents_.zone[i]);
   residents_.zone[i] = z;
   refresh(i);
+}
+
+void PopulationSystem::record_migration(std::uint32_t i, std::uint32_t from_zone) {
+  const auto at = std::lower_bound(
+      migrations_.begin(), migrations_.end(), i,
+      [](const ResidentMigration& m, std::uint32_t r) { return m.resident < r; });
+  if (at != migrations_.end() && at->resident == i) {
+    ++at->count;
+    at->last_portal = from_zone;
+  } else {
+    // An insert per first migration: bounded by the migration budget per
+    // interval, like the activations' inserts into active_list_.
+    migrations_.insert(at, {i, 1, from_zone});
+  }
+}
+
+const ResidentMigration* PopulationSystem::migration_of(std::uint32_t resident) const {
+  if (migrations_.empty()) return nullptr;
+  const auto at = std::lower_bound(
+      migrations_.begin(), migrations_.end(), resident,
+      [](const ResidentMigration& m, std::uint32_t r) { return m.resident < r; });
+  return at != migrations_.end() && at->resident == resident ? &*at : nullptr;
 }
 
 bool PopulationSystem::advance_clock(std::uint64_t sim_time_us, std::uint32_t step_us) {
@@ -756,7 +783,39 @@ void PopulationSystem::capture_into(PopulationCheckpoint& cp, ColumnCopies& copi
   cp.last_interval = last_interval_;
   cp.settings = settings_;
   cp.handoffs = handoffs_;
+  cp.migrations = migrations_;
   cp.interval_origin_us = interval_origin_us_;
+}
+
+// Part of restore(): the handoffs in flight and the migration records.
+void PopulationSystem::check_handoffs_and_migrations(
+    const PopulationCheckpoint& cp,
+    const std::function<void(std::string, std::string)>& fail) const {
+  const ResidentStore& r = cp.residents;
+  for (std::size_t k = 0; k < cp.handoffs.size(); ++k) {
+    const ZoneHandoff& h = cp.handoffs[k];
+    const std::string row = "handoffs[" + std::to_string(k) + "]";
+    if (h.resident >= r.id.size()) {
+      fail(row + ".resident", "unknown resident");
+      continue;
+    }
+    if (k > 0 && cp.handoffs[k - 1].resident >= h.resident)
+      fail(row + ".resident", "must be sorted and unique");
+    if (h.from >= scenario_->zones.size() || h.to >= scenario_->zones.size() || h.from == h.to) {
+      fail(row + ".to", "zones must be known and differ");
+    } else if (r.active[h.resident] != ResidentStore::kActive || r.zone[h.resident] != h.from) {
+      fail(row + ".from", "the resident is not active in its source zone");
+    }
+  }
+  for (std::size_t k = 0; k < cp.migrations.size(); ++k) {
+    const ResidentMigration& m = cp.migrations[k];
+    const std::string row = "migrations[" + std::to_string(k) + "]";
+    if (m.resident >= cp.residents.id.size()) fail(row + ".resident", "unknown resident");
+    if (k > 0 && cp.migrations[k - 1].resident >= m.resident)
+      fail(row + ".resident", "must be sorted and unique");
+    if (m.count < 1) fail(row + ".count", "must be at least 1 (residents that never migrated have no entry)");
+    if (m.last_portal >= scenario_->zones.size()) fail(row + ".last_portal", "unknown zone");
+  }
 }
 
 std::vector<std::pair<std::string, std::string>> PopulationSystem::restore(
@@ -835,23 +894,10 @@ std::vector<std::pair<std::string, std::string>> PopulationSystem::restore(
       }
     }
   }
-  for (std::size_t k = 0; k < cp.handoffs.size(); ++k) {
-    const ZoneHandoff& h = cp.handoffs[k];
-    const std::string row = "handoffs[" + std::to_string(k) + "]";
-    if (h.resident >= n) {
-      fail(row + ".resident", "unknown resident");
-      continue;
-    }
-    if (k > 0 && cp.handoffs[k - 1].resident >= h.resident)
-      fail(row + ".resident", "must be sorted and unique");
-    if (h.from >= scenario_->zones.size() || h.to >= scenario_->zones.size() || h.from == h.to) {
-      fail(row + ".to", "zones must be known and differ");
-    } else if (r.active[h.resident] != ResidentStore::kActive || r.zone[h.resident] != h.from) {
-      fail(row + ".from", "the resident is not active in its source zone");
-    }
-  }
+  check_handoffs_and_migrations(cp, fail);
   if (!errors.empty()) return errors;
   residents_ = r;
+  migrations_ = cp.migrations;  // before rebuild_indexes: the row hashes read it
   resident_by_entity_ = std::move(by_entity);
   zones_ = cp.zones;
   work_points_ = cp.work_points;

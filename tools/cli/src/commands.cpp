@@ -917,6 +917,8 @@ int run_entity(const CliOptions& o, std::FILE* out, std::FILE* err) {
   if (!e.profession.empty()) {
     std::fprintf(out, "  %-20s %s, %s: %s\n", "profession/phase", e.profession.c_str(),
                  e.schedule_phase.c_str(), name_or_dash(e.activity).c_str());
+    std::fprintf(out, "  %-20s %" PRIu32 ", last portal %s\n", "migrations", e.migrations,
+                 name_or_dash(e.last_portal).c_str());
   }
   if (e.lane >= 0) {
     std::fprintf(out, "  %-20s lane %" PRId32 ", s %.3f m, position %.3f, %.3f m\n",

@@ -188,6 +188,8 @@ Json entity(const client::EntityReport& e) {
           {"zone", e.zone},
           {"work_point", e.work_point},
           {"work_slot", e.work_slot},
+          {"migrations", e.migrations},
+          {"last_portal", e.last_portal.empty() ? Json(nullptr) : Json(e.last_portal)},
           {"lane", e.lane},
           {"s_m", e.s_m},
           {"x_m", e.x_m},

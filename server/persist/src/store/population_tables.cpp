@@ -10,6 +10,10 @@ const TableColumns kResidentColumns{
     {"snapshot_id", "count", "id_index", "id_generation", "community", "profession", "zone",
      "active", "work_point", "work_slot"}};
 
+// Schema 10: sparse, only residents that ever migrated (ResidentMigration).
+const TableColumns kResidentMigrations{
+    "resident_migrations", {"snapshot_id", "count", "resident", "migrations", "last_portal"}};
+
 const TableColumns kZones{"zones",
                           {"snapshot_id",
                            "zone_index",
@@ -98,6 +102,38 @@ StoreError read_residents(Tables& t, std::int64_t id, core::ResidentStore& r) {
   return {};
 }
 
+StoreError write_migrations(Tables& t, std::int64_t id,
+                            const std::vector<core::ResidentMigration>& m) {
+  std::vector<std::uint32_t> resident(m.size()), count(m.size()), portal(m.size());
+  for (std::size_t k = 0; k < m.size(); ++k) {
+    resident[k] = m[k].resident;
+    count[k] = m[k].count;
+    portal[k] = m[k].last_portal;
+  }
+  Insert st;
+  if (StoreError e = t.prepare(kResidentMigrations, st); !e.ok()) return e;
+  st.i64("snapshot_id", id).i64("count", static_cast<std::int64_t>(m.size()));
+  st.blob("resident", resident).blob("migrations", count).blob("last_portal", portal);
+  return t.run(st, kResidentMigrations, snapshot_row(id));
+}
+
+StoreError read_migrations(Tables& t, std::int64_t id, std::vector<core::ResidentMigration>& m) {
+  if (t.file_version() < 10) return {};  // no table before: nobody migrated
+  const std::string row = snapshot_row(id);
+  Statement st;
+  std::size_t n = 0;
+  if (StoreError e = t.blob_row(kResidentMigrations, id, row, st, n); !e.ok()) return e;
+  RowReader rr(st, kResidentMigrations);
+  std::vector<std::uint32_t> resident, count, portal;
+  rr.blob("resident", n, resident);
+  rr.blob("migrations", n, count);
+  rr.blob("last_portal", n, portal);
+  if (!rr.ok()) return t.row_error(kResidentMigrations, row, rr);
+  m.resize(n);
+  for (std::size_t k = 0; k < n; ++k) m[k] = {resident[k], count[k], portal[k]};
+  return {};
+}
+
 StoreError write_zones(Tables& t, std::int64_t id, const core::PopulationCheckpoint& p) {
   Insert z;
   if (StoreError e = t.prepare(kZones, z); !e.ok()) return e;
@@ -169,11 +205,13 @@ StoreError write_handoffs(Tables& t, std::int64_t id,
 }  // namespace
 
 std::vector<const TableColumns*> population_tables() {
-  return {&kResidentColumns, &kZones, &kWorkPoints, &kLifecycleSettings, &kZoneHandoffs};
+  return {&kResidentColumns, &kZones,         &kWorkPoints,
+          &kLifecycleSettings, &kZoneHandoffs, &kResidentMigrations};
 }
 
 StoreError write_population(Tables& t, std::int64_t id, const core::PopulationCheckpoint& p) {
   if (StoreError e = write_residents(t, id, p.residents); !e.ok()) return e;
+  if (StoreError e = write_migrations(t, id, p.migrations); !e.ok()) return e;
   if (StoreError e = write_zones(t, id, p); !e.ok()) return e;
   if (StoreError e = write_work_points(t, id, p.work_points); !e.ok()) return e;
   if (StoreError e = write_lifecycle(t, id, p.settings); !e.ok()) return e;
@@ -182,6 +220,7 @@ StoreError write_population(Tables& t, std::int64_t id, const core::PopulationCh
 
 StoreError read_population(Tables& t, std::int64_t id, core::PopulationCheckpoint& p) {
   if (StoreError e = read_residents(t, id, p.residents); !e.ok()) return e;
+  if (StoreError e = read_migrations(t, id, p.migrations); !e.ok()) return e;
   if (StoreError e = read_zones(t, id, p); !e.ok()) return e;
   if (StoreError e = read_work_points(t, id, p.work_points); !e.ok()) return e;
   if (StoreError e = read_lifecycle(t, id, snapshot_row(id), p.settings); !e.ok()) return e;

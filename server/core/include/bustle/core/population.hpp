@@ -148,8 +148,21 @@ struct WorkPointState {
   std::vector<std::uint32_t> waiting;  // resident indices, FIFO
 };
 
+// A resident's migrations (seed 001's HUD: migration count and last portal):
+// every change of its zone, by a dormant record's handover or an active
+// member's handoff. Sparse, sorted by resident: only residents that ever
+// migrated have an entry, so a city whose residents stay home pays nothing
+// (a dense column would add 8 B per resident to every checkpoint copy).
+struct ResidentMigration {
+  std::uint32_t resident = 0;     // resident index
+  std::uint32_t count = 0;        // zone changes so far (>= 1)
+  std::uint32_t last_portal = 0;  // the zone it left at its last migration
+  friend bool operator==(const ResidentMigration&, const ResidentMigration&) = default;
+};
+
 struct PopulationCheckpoint {
   ResidentStore residents;
+  std::vector<ResidentMigration> migrations;  // sorted by resident
   std::vector<std::string> zone_ids;  // scenario zone ids, in index order (readable tables)
   std::vector<ZoneStatus> zones;
   std::vector<WorkPointState> work_points;
@@ -223,6 +236,9 @@ class PopulationSystem {
   const std::vector<std::vector<LaneIndex>>& zone_lanes() const { return zone_lanes_; }
   void set_zone_lanes(std::vector<std::vector<LaneIndex>> lanes) { zone_lanes_ = std::move(lanes); }
   // Index of a resident by entity index (kNone when not a resident).
+  // The resident's migrations, or null when it never left its first zone.
+  const ResidentMigration* migration_of(std::uint32_t resident) const;
+  const std::vector<ResidentMigration>& migrations() const { return migrations_; }
   std::int32_t resident_of(EntityId id) const;
   std::uint32_t active_count() const { return active_total_; }  // walking + retiring
   std::uint32_t retiring_count() const { return retiring_total_; }
@@ -257,6 +273,12 @@ class PopulationSystem {
   void refresh(std::uint32_t resident);
   void set_active(std::uint32_t resident, std::uint8_t value);
   void move_zone(std::uint32_t resident, std::uint32_t zone);
+  // Counts a zone change of resident i away from `from_zone` (move_zone).
+  void record_migration(std::uint32_t i, std::uint32_t from_zone);
+  // restore()'s checks of the handoffs and migration records.
+  void check_handoffs_and_migrations(
+      const PopulationCheckpoint& cp,
+      const std::function<void(std::string, std::string)>& fail) const;
   void rebuild_indexes();
   bool in_handoff(std::uint32_t resident) const;
   // Active members of community c (walking or retiring), in EntityId order;
@@ -285,6 +307,7 @@ class PopulationSystem {
   std::uint64_t last_interval_ = 0;
   std::uint64_t interval_origin_us_ = 0;
   LifecycleSettings settings_;
+  std::vector<ResidentMigration> migrations_;  // sorted by resident (ResidentMigration)
   std::vector<ZoneHandoff> handoffs_;  // sorted by resident
   // Derived indexes (rebuilt on restore, never in checkpoints).
   std::vector<std::uint64_t> row_hash_;

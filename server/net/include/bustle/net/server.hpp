@@ -163,6 +163,7 @@ struct EntityInfoReport {
   std::string community;
   std::string zone;
   std::string work_point;
+  std::string last_portal;     // zone a resident left at its last migration ("" if none)
   std::string profession;      // residents only
   std::string schedule_phase;  // the community's entry at the current hour
   std::string activity;
