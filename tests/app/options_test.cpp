@@ -174,7 +174,7 @@ TEST_CASE("help, version, flags that take no value, and the last of a repeated f
   CHECK(parse({"--agones"}, {{"BUSTLE_AGONES", "0"}}).options.agones);
 }
 
-TEST_CASE("--quality picks a row of the quality table and the default client budgets") {
+TEST_CASE("the --quality flag picks a row of the quality table and the default client budgets") {
   const auto high = parse({});
   REQUIRE(high.error.empty());
   CHECK(high.options.quality == bustle::app::Quality::High);

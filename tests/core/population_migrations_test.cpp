@@ -125,12 +125,24 @@ TEST_CASE("bad migration records in a checkpoint are refused by their path") {
     INFO(r.errors[0].path << ": " << r.errors[0].message);
     CHECK(named);
   };
-  refused([](WorldCheckpoint& cp) { cp.population.migrations = {{5, 1, 0}, {3, 1, 0}}; },
-          "migrations[1].resident");
-  refused([](WorldCheckpoint& cp) { cp.population.migrations = {{5, 0, 0}}; },
-          "migrations[0].count");
-  refused([](WorldCheckpoint& cp) { cp.population.migrations = {{5, 1, 999}}; },
-          "migrations[0].last_portal");
-  refused([](WorldCheckpoint& cp) { cp.population.migrations = {{99999, 1, 0}}; },
-          "migrations[0].resident");
+  refused(
+      [](WorldCheckpoint& cp) {
+        cp.population.migrations = {{5, 1, 0}, {3, 1, 0}};
+      },
+      "migrations[1].resident");
+  refused(
+      [](WorldCheckpoint& cp) {
+        cp.population.migrations = {{5, 0, 0}};
+      },
+      "migrations[0].count");
+  refused(
+      [](WorldCheckpoint& cp) {
+        cp.population.migrations = {{5, 1, 999}};
+      },
+      "migrations[0].last_portal");
+  refused(
+      [](WorldCheckpoint& cp) {
+        cp.population.migrations = {{99999, 1, 0}};
+      },
+      "migrations[0].resident");
 }

@@ -109,12 +109,29 @@ TEST_CASE("a version-1 file is migrated to the current schema when opened") {
   CHECK(scalar(path, "PRAGMA user_version") == "10");
   CHECK(scalar(path, "SELECT value FROM meta WHERE key = 'schema_version'") == "10");
   CHECK(scalar(path, "SELECT value FROM meta WHERE key = 'created_by'") == "0.1.0");  // kept
-  for (const char* table :
-       {"lifecycle_settings", "zone_handoffs", "observer_views", "spawn_pipeline", "spawn_handles",
-        "orphans", "retiring_fifo", "save_residents", "route_slots", "route_lanes",
-        "route_free_slots", "client_observers", "save_active_residents", "save_observers",
-        "observer_follow", "admission_mask", "prevention", "prevention_units", "corpses",
-        "closed_lanes", "lane_waiters", "lane_closure_counters", "resident_migrations"}) {
+  for (const char* table : {"lifecycle_settings",
+                            "zone_handoffs",
+                            "observer_views",
+                            "spawn_pipeline",
+                            "spawn_handles",
+                            "orphans",
+                            "retiring_fifo",
+                            "save_residents",
+                            "route_slots",
+                            "route_lanes",
+                            "route_free_slots",
+                            "client_observers",
+                            "save_active_residents",
+                            "save_observers",
+                            "observer_follow",
+                            "admission_mask",
+                            "prevention",
+                            "prevention_units",
+                            "corpses",
+                            "closed_lanes",
+                            "lane_waiters",
+                            "lane_closure_counters",
+                            "resident_migrations"}) {
     INFO(table);
     CHECK(scalar(path, std::string(
                            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '") +
@@ -221,16 +238,16 @@ TEST_CASE("a version-2 checkpoint restores after migration 0003, with no client 
     exec(db, "DROP TABLE client_observers");
     exec(db, "DROP TABLE save_active_residents");  // 0004's tables: a version-2 file has none
     exec(db, "DROP TABLE save_observers");
-    exec(db, "DROP TABLE observer_follow");                              // 0005's table
-    exec(db, "DROP TABLE admission_mask");                               // 0006's table
+    exec(db, "DROP TABLE observer_follow");  // 0005's table
+    exec(db, "DROP TABLE admission_mask");   // 0006's table
     exec(db, "DROP TABLE prevention");       // 0007's tables
     exec(db, "DROP TABLE prevention_units");
     exec(db, "DROP TABLE corpses");
-    exec(db, "DROP TABLE closed_lanes");     // 0008's tables
+    exec(db, "DROP TABLE closed_lanes");  // 0008's tables
     exec(db, "DROP TABLE lane_waiters");
     exec(db, "DROP TABLE lane_closure_counters");
     exec(db, "ALTER TABLE spawn_pipeline DROP COLUMN displaced_total");  // 0009's column
-    exec(db, "DROP TABLE resident_migrations");  // 0010's table
+    exec(db, "DROP TABLE resident_migrations");                          // 0010's table
     exec(db, "UPDATE meta SET value = '2' WHERE key = 'schema_version'");
     exec(db, "UPDATE snapshots SET schema_version = 2");
     exec(db, "PRAGMA user_version=2");
@@ -334,16 +351,16 @@ TEST_CASE("a version-3 save and checkpoint load after migration 0004, with no sa
     REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
     exec(db, "DROP TABLE save_active_residents");
     exec(db, "DROP TABLE save_observers");
-    exec(db, "DROP TABLE observer_follow");                              // 0005's table
-    exec(db, "DROP TABLE admission_mask");                               // 0006's table
+    exec(db, "DROP TABLE observer_follow");  // 0005's table
+    exec(db, "DROP TABLE admission_mask");   // 0006's table
     exec(db, "DROP TABLE prevention");       // 0007's tables
     exec(db, "DROP TABLE prevention_units");
     exec(db, "DROP TABLE corpses");
-    exec(db, "DROP TABLE closed_lanes");     // 0008's tables
+    exec(db, "DROP TABLE closed_lanes");  // 0008's tables
     exec(db, "DROP TABLE lane_waiters");
     exec(db, "DROP TABLE lane_closure_counters");
     exec(db, "ALTER TABLE spawn_pipeline DROP COLUMN displaced_total");  // 0009's column
-    exec(db, "DROP TABLE resident_migrations");  // 0010's table
+    exec(db, "DROP TABLE resident_migrations");                          // 0010's table
     exec(db, "UPDATE meta SET value = '3' WHERE key = 'schema_version'");
     exec(db, "UPDATE snapshots SET schema_version = 3");
     exec(db, "PRAGMA user_version=3");

@@ -406,6 +406,42 @@ class PhaseClock final : public bustle::core::StepPhaseHook {
   std::array<std::vector<double>, bustle::core::kStepPhaseCount> ms_;
 };
 
+// Issue 17's targets for bench_population, each with the figure it was judged on.
+void print_population_targets(const Args& a, const bustle::core::Scenario& s, std::uint32_t active,
+                              const StepTimes& t, std::size_t row_bytes, std::uint64_t allocs,
+                              const std::array<std::uint32_t, bustle::core::kSimTierCount>& tiers) {
+  // The step
+  // targets are stated for two sizes (and a quiet machine); other sizes get
+  // the size-independent ones only.
+  const auto verdict = [](bool met) { return met ? "met" : "NOT met"; };
+  const double step_target_ms = a.active == 1'000'000 && a.dormant == 1'000'000 ? 15.0
+                                : a.active == 100'000 && a.dormant == 1'000'000 ? 1.5
+                                                                                : 0.0;
+  if (step_target_ms > 0.0) {
+    std::printf(
+        "  target: step p99 <= %.1f ms at %u active + %u dormant: %s (p99 %.3f ms wall, %.3f ms "
+        "cpu; judge on "
+        "a quiet machine)\n",
+        step_target_ms, a.active, a.dormant, verdict(t.p99() <= step_target_ms), t.p99(),
+        percentile(t.cpu_ms, 0.99));
+  } else {
+    std::printf(
+        "  target: step p99: none stated for this size (issue 17 states 100000 + 1000000 and "
+        "1000000 + "
+        "1000000)\n");
+  }
+  std::printf("  target: hot state <= 32 B per active agent: %s (%zu B)\n",
+              verdict(row_bytes <= 32), row_bytes);
+  std::printf("  target: no heap allocation in the step after warm-up: %s (%" PRIu64 " in %" PRIu64
+              " steps)\n",
+              verdict(allocs == 0), allocs, a.steps);
+  const bool at_caps = tiers[0] == std::min(s.tiers.full_cap, active) &&
+                       tiers[1] == std::min(s.tiers.simulated_cap, active - tiers[0]);
+  std::printf(
+      "  target: tiers exactly at their caps: %s (full %u of cap %u, simulated %u of cap %u)\n",
+      verdict(at_caps), tiers[0], s.tiers.full_cap, tiers[1], s.tiers.simulated_cap);
+}
+
 int bench_population(const Args& a) {
   using namespace bustle::core;
   const BuiltWorld built =
@@ -531,36 +567,7 @@ int bench_population(const Args& a) {
       s.tiers.full_cap, s.tiers.simulated_cap, share(full_by_distance));
   std::printf("  peak RSS  %.1f MiB\n", rss_mib);
   std::printf("  final digest %016" PRIx64 "\n", w.digest());
-  // Issue 17's targets, each with the figure it was judged on. The step
-  // targets are stated for two sizes (and a quiet machine); other sizes get
-  // the size-independent ones only.
-  const auto verdict = [](bool met) { return met ? "met" : "NOT met"; };
-  const double step_target_ms = a.active == 1'000'000 && a.dormant == 1'000'000 ? 15.0
-                                : a.active == 100'000 && a.dormant == 1'000'000 ? 1.5
-                                                                                : 0.0;
-  if (step_target_ms > 0.0) {
-    std::printf(
-        "  target: step p99 <= %.1f ms at %u active + %u dormant: %s (p99 %.3f ms wall, %.3f ms "
-        "cpu; judge on "
-        "a quiet machine)\n",
-        step_target_ms, a.active, a.dormant, verdict(t.p99() <= step_target_ms), t.p99(),
-        percentile(t.cpu_ms, 0.99));
-  } else {
-    std::printf(
-        "  target: step p99: none stated for this size (issue 17 states 100000 + 1000000 and "
-        "1000000 + "
-        "1000000)\n");
-  }
-  std::printf("  target: hot state <= 32 B per active agent: %s (%zu B)\n",
-              verdict(row_bytes <= 32), row_bytes);
-  std::printf("  target: no heap allocation in the step after warm-up: %s (%" PRIu64 " in %" PRIu64
-              " steps)\n",
-              verdict(allocs == 0), allocs, a.steps);
-  const bool at_caps = tiers[0] == std::min(s.tiers.full_cap, p.size()) &&
-                       tiers[1] == std::min(s.tiers.simulated_cap, p.size() - tiers[0]);
-  std::printf(
-      "  target: tiers exactly at their caps: %s (full %u of cap %u, simulated %u of cap %u)\n",
-      verdict(at_caps), tiers[0], s.tiers.full_cap, tiers[1], s.tiers.simulated_cap);
+  print_population_targets(a, s, p.size(), t, row_bytes, allocs, tiers);
   bustle::bench::figures() = {
       {"active", p.size()},
       {"threads", a.threads},

@@ -137,25 +137,26 @@ const char* to_string(RepresentationHint h) {
 }
 
 const char* command_name(const WorldCommand& c) {
-  return std::visit(Overloaded{[](const SetPedestrianTarget&) { return "set_pedestrian_target"; },
-                               [](const DespawnEntity&) { return "despawn_entity"; },
-                               [](const GarageRequest&) { return "garage_request"; },
-                               [](const CancelGarageRequest&) { return "cancel_garage_request"; },
-                               [](const SetVehicleStrategy&) { return "set_vehicle_strategy"; },
-                               [](const SetObservers&) { return "set_observers"; },
-                               [](const SetHour&) { return "set_hour"; },
-                               [](const SetTimeScale&) { return "set_time_scale"; },
-                               [](const ForceFull&) { return "force_full"; },
-                               [](const SpawnPedestrian&) { return "spawn_pedestrian"; },
-                               [](const CancelSpawn&) { return "cancel_spawn"; },
-                               [](const SetLifecycle&) { return "set_lifecycle"; },
-                               [](const LifecycleBatch&) { return "lifecycle_batch"; },
-                               [](const SetClientObservers&) { return "set_client_observers"; },
-                               [](const SetAdmissionMask&) { return "set_admission_mask"; },
-                               [](const SetPreventionLevel&) { return "set_prevention_level"; },
-                               [](const KillPedestrian&) { return "kill_pedestrian"; },
-                               [](const SetLaneClosed& l) { return l.closed ? "close_lane" : "open_lane"; }},
-                    c);
+  return std::visit(
+      Overloaded{[](const SetPedestrianTarget&) { return "set_pedestrian_target"; },
+                 [](const DespawnEntity&) { return "despawn_entity"; },
+                 [](const GarageRequest&) { return "garage_request"; },
+                 [](const CancelGarageRequest&) { return "cancel_garage_request"; },
+                 [](const SetVehicleStrategy&) { return "set_vehicle_strategy"; },
+                 [](const SetObservers&) { return "set_observers"; },
+                 [](const SetHour&) { return "set_hour"; },
+                 [](const SetTimeScale&) { return "set_time_scale"; },
+                 [](const ForceFull&) { return "force_full"; },
+                 [](const SpawnPedestrian&) { return "spawn_pedestrian"; },
+                 [](const CancelSpawn&) { return "cancel_spawn"; },
+                 [](const SetLifecycle&) { return "set_lifecycle"; },
+                 [](const LifecycleBatch&) { return "lifecycle_batch"; },
+                 [](const SetClientObservers&) { return "set_client_observers"; },
+                 [](const SetAdmissionMask&) { return "set_admission_mask"; },
+                 [](const SetPreventionLevel&) { return "set_prevention_level"; },
+                 [](const KillPedestrian&) { return "kill_pedestrian"; },
+                 [](const SetLaneClosed& l) { return l.closed ? "close_lane" : "open_lane"; }},
+      c);
 }
 
 const char* to_string(DespawnReason r) {

@@ -180,9 +180,9 @@ void PopulationSystem::move_zone(std::uint32_t i, std::uint32_t z) {
 }
 
 void PopulationSystem::record_migration(std::uint32_t i, std::uint32_t from_zone) {
-  const auto at = std::lower_bound(
-      migrations_.begin(), migrations_.end(), i,
-      [](const ResidentMigration& m, std::uint32_t r) { return m.resident < r; });
+  const auto at =
+      std::lower_bound(migrations_.begin(), migrations_.end(), i,
+                       [](const ResidentMigration& m, std::uint32_t r) { return m.resident < r; });
   if (at != migrations_.end() && at->resident == i) {
     ++at->count;
     at->last_portal = from_zone;
@@ -195,9 +195,9 @@ void PopulationSystem::record_migration(std::uint32_t i, std::uint32_t from_zone
 
 const ResidentMigration* PopulationSystem::migration_of(std::uint32_t resident) const {
   if (migrations_.empty()) return nullptr;
-  const auto at = std::lower_bound(
-      migrations_.begin(), migrations_.end(), resident,
-      [](const ResidentMigration& m, std::uint32_t r) { return m.resident < r; });
+  const auto at =
+      std::lower_bound(migrations_.begin(), migrations_.end(), resident,
+                       [](const ResidentMigration& m, std::uint32_t r) { return m.resident < r; });
   return at != migrations_.end() && at->resident == resident ? &*at : nullptr;
 }
 
@@ -813,7 +813,8 @@ void PopulationSystem::check_handoffs_and_migrations(
     if (m.resident >= cp.residents.id.size()) fail(row + ".resident", "unknown resident");
     if (k > 0 && cp.migrations[k - 1].resident >= m.resident)
       fail(row + ".resident", "must be sorted and unique");
-    if (m.count < 1) fail(row + ".count", "must be at least 1 (residents that never migrated have no entry)");
+    if (m.count < 1)
+      fail(row + ".count", "must be at least 1 (residents that never migrated have no entry)");
     if (m.last_portal >= scenario_->zones.size()) fail(row + ".last_portal", "unknown zone");
   }
 }

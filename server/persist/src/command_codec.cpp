@@ -258,14 +258,22 @@ namespace {
 
 bool is_small_command(const std::string& kind) {
   return kind == "force_full" || kind == "set_admission_mask" || kind == "kill_pedestrian" ||
-         kind == "set_prevention_level";
+         kind == "set_prevention_level" || kind == "close_lane" || kind == "open_lane";
 }
 
 // The commands that name one entity and one flag: force_full {id, on} and
 // set_admission_mask {id, masked}; and the prevention commands,
-// kill_pedestrian {id} and set_prevention_level {level}.
+// kill_pedestrian {id} and set_prevention_level {level}; close_lane and
+// open_lane {lane, lane_index}.
 std::optional<core::WorldCommand> decode_small_command(const std::string& kind, const json& j,
                                                        std::string& error) {
+  if (kind == "close_lane" || kind == "open_lane") {
+    core::SetLaneClosed c;
+    c.closed = kind == "close_lane";
+    if (!get_string(j, "lane", c.lane, error) || !get_u32(j, "lane_index", c.lane_index, error))
+      return std::nullopt;
+    return c;
+  }
   if (kind == "set_prevention_level") {
     core::SetPreventionLevel c;
     if (!get_u32(j, "level", c.level, error)) return std::nullopt;
@@ -363,13 +371,6 @@ std::optional<core::WorldCommand> decode_command(const std::string& kind,
     return c;
   }
   if (is_small_command(kind)) return decode_small_command(kind, j, error);
-  if (kind == "close_lane" || kind == "open_lane") {
-    core::SetLaneClosed c;
-    c.closed = kind == "close_lane";
-    if (!get_string(j, "lane", c.lane, error) || !get_u32(j, "lane_index", c.lane_index, error))
-      return std::nullopt;
-    return c;
-  }
   if (kind == "spawn_pedestrian") {
     core::SpawnPedestrian c;
     if (!get_spawn(j, c, error)) return std::nullopt;

@@ -384,7 +384,7 @@ TEST_CASE("a spawn handle reports every stage to its requester and a viewer's ac
   CHECK(pop.population->spawn_requested >= 1);
   CHECK(pop.population->spawn_live.size() == 9);
   CHECK(pop.population->tiers.size() == 3);
-  CHECK(pop.population->despawned_by_reason.size() == 7);
+  CHECK(pop.population->despawned_by_reason.size() == 11);
   CHECK(pop.population->interval_ms == 250);
   for (const auto& community : pop.population->communities) {
     const c::CommunityReport& cr = *community;

@@ -966,6 +966,34 @@ void print_prevention(const client::PopulationReport& p, std::FILE* out) {
                p.corpses_force_deleted, p.corpses_pressure_deleted);
 }
 
+// The observers line of bustle population: points, the follow or its wait.
+void print_observers(const client::PopulationReport& p, std::FILE* out) {
+  std::fprintf(out, "  %-20s", "observers");
+  for (std::size_t i = 0; i < p.observers_x_m.size() && i < p.observers_y_m.size(); ++i)
+    std::fprintf(out, "%s (%.1f, %.1f)", i == 0 ? "" : ",", p.observers_x_m[i], p.observers_y_m[i]);
+  if (p.followed != nullptr) {
+    std::fprintf(out, " following %" PRIu32 ":%" PRIu32, p.followed->index(),
+                 p.followed->generation());
+  }
+  if (p.follow_first_vehicle) std::fprintf(out, " (waiting to follow the first vehicle)");
+  std::fprintf(out, "%s\n", p.observers_x_m.empty() ? " none" : "");
+}
+
+// The lane-closure lines of bustle population.
+void print_lane_closures(const client::PopulationReport& p, std::FILE* out) {
+  std::fprintf(out, "  %-20s", "closed lanes");
+  for (std::size_t i = 0; i < p.closed_lanes.size(); ++i)
+    std::fprintf(out, "%s %s", i == 0 ? "" : ",", p.closed_lanes[i].c_str());
+  std::fprintf(out, "%s\n", p.closed_lanes.empty() ? " none" : "");
+  std::fprintf(out,
+               "  %-20s %" PRIu32 " pedestrians, %" PRIu32 " vehicles (closed %" PRIu64
+               ", opened %" PRIu64 ", rerouted %" PRIu64 ", dead ends %" PRIu64
+               ", spawns deferred %" PRIu64 ")\n",
+               "waiting at closures", p.lane_waiting_pedestrians, p.lane_waiting_vehicles,
+               p.lane_closures_total, p.lane_openings_total, p.lane_reroutes_total,
+               p.lane_dead_ends_total, p.lane_spawns_deferred_total);
+}
+
 int run_population(const CliOptions& o, std::FILE* out, std::FILE* err) {
   client::CommandReply r;
   if (const int rc = run_query(o, client::QueryPopulationCmd{}, r, err); rc != kExitOk) return rc;
@@ -1042,26 +1070,8 @@ int run_population(const CliOptions& o, std::FILE* out, std::FILE* err) {
                "forced full", p.forced_full, p.forced_overflow, p.force_full_refused);
   std::fprintf(out, "  %-20s %" PRIu32 "\n", "admission masked", p.admission_masked);
   print_prevention(p, out);
-  std::fprintf(out, "  %-20s", "closed lanes");
-  for (std::size_t i = 0; i < p.closed_lanes.size(); ++i)
-    std::fprintf(out, "%s %s", i == 0 ? "" : ",", p.closed_lanes[i].c_str());
-  std::fprintf(out, "%s\n", p.closed_lanes.empty() ? " none" : "");
-  std::fprintf(out,
-               "  %-20s %" PRIu32 " pedestrians, %" PRIu32 " vehicles (closed %" PRIu64
-               ", opened %" PRIu64 ", rerouted %" PRIu64 ", dead ends %" PRIu64
-               ", spawns deferred %" PRIu64 ")\n",
-               "waiting at closures", p.lane_waiting_pedestrians, p.lane_waiting_vehicles,
-               p.lane_closures_total, p.lane_openings_total, p.lane_reroutes_total,
-               p.lane_dead_ends_total, p.lane_spawns_deferred_total);
-  std::fprintf(out, "  %-20s", "observers");
-  for (std::size_t i = 0; i < p.observers_x_m.size() && i < p.observers_y_m.size(); ++i)
-    std::fprintf(out, "%s (%.1f, %.1f)", i == 0 ? "" : ",", p.observers_x_m[i], p.observers_y_m[i]);
-  if (p.followed != nullptr) {
-    std::fprintf(out, " following %" PRIu32 ":%" PRIu32, p.followed->index(),
-                 p.followed->generation());
-  }
-  if (p.follow_first_vehicle) std::fprintf(out, " (waiting to follow the first vehicle)");
-  std::fprintf(out, "%s\n", p.observers_x_m.empty() ? " none" : "");
+  print_lane_closures(p, out);
+  print_observers(p, out);
   std::fprintf(out, "  %-20s fragments %" PRIu32 ", deficit %.3f, surplus %.3f, max deficit %.3f\n",
                "ledger", p.ledger_fragments, p.ledger_deficit, p.ledger_surplus,
                p.ledger_max_deficit);
@@ -1161,8 +1171,7 @@ bool is_world(const std::string& command) {
   return command == "target" || command == "garage-request" || command == "cancel-request" ||
          command == "strategy" || command == "observers" || command == "hour" ||
          command == "time-scale" || command == "mask" || command == "prevention" ||
-         command == "kill" || command == "close-lane" ||
-         command == "open-lane";
+         command == "kill" || command == "close-lane" || command == "open-lane";
 }
 
 int run_operator(const CliOptions& o, std::FILE* out, std::FILE* err) {

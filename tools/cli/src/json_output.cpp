@@ -202,6 +202,23 @@ Json entity(const client::EntityReport& e) {
           {"release_step", retiring ? Json(e.release_step) : Json(nullptr)}};
 }
 
+namespace {
+
+// population()'s lane_closures object.
+Json lane_closures(const client::PopulationReport& p) {
+  return {{"closed_lanes", p.closed_lanes},
+          {"closed_lane_indices", p.closed_lane_indices},
+          {"waiting_pedestrians", p.lane_waiting_pedestrians},
+          {"waiting_vehicles", p.lane_waiting_vehicles},
+          {"closures_total", p.lane_closures_total},
+          {"openings_total", p.lane_openings_total},
+          {"reroutes_total", p.lane_reroutes_total},
+          {"dead_ends_total", p.lane_dead_ends_total},
+          {"spawns_deferred_total", p.lane_spawns_deferred_total}};
+}
+
+}  // namespace
+
 Json population(const client::PopulationReport& p) {
   Json communities = Json::array();
   for (const auto& c : p.communities) {
@@ -289,16 +306,7 @@ Json population(const client::PopulationReport& p) {
             {"corpses_soft_deleted", p.corpses_soft_deleted},
             {"corpses_force_deleted", p.corpses_force_deleted},
             {"corpses_pressure_deleted", p.corpses_pressure_deleted}}},
-          {"lane_closures",
-           {{"closed_lanes", p.closed_lanes},
-            {"closed_lane_indices", p.closed_lane_indices},
-            {"waiting_pedestrians", p.lane_waiting_pedestrians},
-            {"waiting_vehicles", p.lane_waiting_vehicles},
-            {"closures_total", p.lane_closures_total},
-            {"openings_total", p.lane_openings_total},
-            {"reroutes_total", p.lane_reroutes_total},
-            {"dead_ends_total", p.lane_dead_ends_total},
-            {"spawns_deferred_total", p.lane_spawns_deferred_total}}},
+          {"lane_closures", lane_closures(p)},
           {"ledger",
            {{"fragments", p.ledger_fragments},
             {"deficit", p.ledger_deficit},

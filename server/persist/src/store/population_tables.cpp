@@ -119,19 +119,25 @@ StoreError write_migrations(Tables& t, std::int64_t id,
 
 StoreError read_migrations(Tables& t, std::int64_t id, std::vector<core::ResidentMigration>& m) {
   if (t.file_version() < 10) return {};  // no table before: nobody migrated
+  // A snapshot written before the file was migrated to 10 has no row: nobody
+  // migrated. Otherwise one row of bulk columns.
   const std::string row = snapshot_row(id);
-  Statement st;
-  std::size_t n = 0;
-  if (StoreError e = t.blob_row(kResidentMigrations, id, row, st, n); !e.ok()) return e;
-  RowReader rr(st, kResidentMigrations);
-  std::vector<std::uint32_t> resident, count, portal;
-  rr.blob("resident", n, resident);
-  rr.blob("migrations", n, count);
-  rr.blob("last_portal", n, portal);
-  if (!rr.ok()) return t.row_error(kResidentMigrations, row, rr);
-  m.resize(n);
-  for (std::size_t k = 0; k < n; ++k) m[k] = {resident[k], count[k], portal[k]};
-  return {};
+  return t.each_row(kResidentMigrations, "snapshot_id", id, row,
+                    [&](RowReader& rr, const Statement&) -> StoreError {
+                      const std::int64_t count = rr.integer("count", 0, 1 << 24);
+                      if (!rr.ok())
+                        return t.error("resident_migrations", row, "count", "out of range");
+                      const auto n = static_cast<std::size_t>(count);
+                      std::vector<std::uint32_t> resident, migrations, portal;
+                      rr.blob("resident", n, resident);
+                      rr.blob("migrations", n, migrations);
+                      rr.blob("last_portal", n, portal);
+                      if (!rr.ok()) return t.row_error(kResidentMigrations, row, rr);
+                      m.resize(n);
+                      for (std::size_t k = 0; k < n; ++k)
+                        m[k] = {resident[k], migrations[k], portal[k]};
+                      return {};
+                    });
 }
 
 StoreError write_zones(Tables& t, std::int64_t id, const core::PopulationCheckpoint& p) {
@@ -205,7 +211,7 @@ StoreError write_handoffs(Tables& t, std::int64_t id,
 }  // namespace
 
 std::vector<const TableColumns*> population_tables() {
-  return {&kResidentColumns, &kZones,         &kWorkPoints,
+  return {&kResidentColumns,   &kZones,        &kWorkPoints,
           &kLifecycleSettings, &kZoneHandoffs, &kResidentMigrations};
 }
 

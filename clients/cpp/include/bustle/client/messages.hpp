@@ -281,16 +281,14 @@ struct QuerySpawnCmd {
 // once: CommandReply::leases).
 struct QueryLeasesCmd {};
 
-using CommandSpec =
-    std::variant<PauseCmd, ResumeCmd, StepCmd, QueryStatsCmd, SetPedestrianTargetCmd,
-                 DespawnEntityCmd, CheckpointCmd, RestoreCmd, SaveCmd, LoadCmd, ListSnapshotsCmd,
-                 DeleteSnapshotCmd, QueryJobCmd, GarageRequestCmd, CancelGarageRequestCmd,
-                 SetVehicleStrategyCmd, SetObserversCmd, QueryGaragesCmd, QuerySignalsCmd,
-                 QueryVehicleCmd, SetHourCmd, SetTimeScaleCmd, QueryZonesCmd, ForceFullCmd,
-                 SpawnPedestrianCmd, CancelSpawnCmd, ReportAttachedCmd, SetLifecycleCmd,
-                 LifecycleBatchCmd, QueryEntityCmd, QueryPopulationCmd, QuerySpawnCmd,
-                 QueryLeasesCmd, SetAdmissionMaskCmd, SetPreventionLevelCmd, KillPedestrianCmd,
-                 SetLaneClosedCmd>;
+using CommandSpec = std::variant<
+    PauseCmd, ResumeCmd, StepCmd, QueryStatsCmd, SetPedestrianTargetCmd, DespawnEntityCmd,
+    CheckpointCmd, RestoreCmd, SaveCmd, LoadCmd, ListSnapshotsCmd, DeleteSnapshotCmd, QueryJobCmd,
+    GarageRequestCmd, CancelGarageRequestCmd, SetVehicleStrategyCmd, SetObserversCmd,
+    QueryGaragesCmd, QuerySignalsCmd, QueryVehicleCmd, SetHourCmd, SetTimeScaleCmd, QueryZonesCmd,
+    ForceFullCmd, SpawnPedestrianCmd, CancelSpawnCmd, ReportAttachedCmd, SetLifecycleCmd,
+    LifecycleBatchCmd, QueryEntityCmd, QueryPopulationCmd, QuerySpawnCmd, QueryLeasesCmd,
+    SetAdmissionMaskCmd, SetPreventionLevelCmd, KillPedestrianCmd, SetLaneClosedCmd>;
 
 // Short lowercase name of the command ("pause", "step", "checkpoint",
 // "list_snapshots", "garage_request", "query_leases", ...), for logs.

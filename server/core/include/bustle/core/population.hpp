@@ -163,7 +163,7 @@ struct ResidentMigration {
 struct PopulationCheckpoint {
   ResidentStore residents;
   std::vector<ResidentMigration> migrations;  // sorted by resident
-  std::vector<std::string> zone_ids;  // scenario zone ids, in index order (readable tables)
+  std::vector<std::string> zone_ids;          // scenario zone ids, in index order (readable tables)
   std::vector<ZoneStatus> zones;
   std::vector<WorkPointState> work_points;
   std::uint64_t day_us = 0;
@@ -308,7 +308,7 @@ class PopulationSystem {
   std::uint64_t interval_origin_us_ = 0;
   LifecycleSettings settings_;
   std::vector<ResidentMigration> migrations_;  // sorted by resident (ResidentMigration)
-  std::vector<ZoneHandoff> handoffs_;  // sorted by resident
+  std::vector<ZoneHandoff> handoffs_;          // sorted by resident
   // Derived indexes (rebuilt on restore, never in checkpoints).
   std::vector<std::uint64_t> row_hash_;
   std::uint64_t row_sum_ = 0;

@@ -168,9 +168,9 @@ struct EntityReport {
   std::int32_t zone = -1;            // zone index, or -1
   std::int32_t work_point = -1;
   std::int32_t work_slot = -1;
-  std::uint32_t migrations = 0;     // a resident's zone changes so far
-  std::int32_t last_portal = -1;    // zone index it left last, or -1
-  std::int32_t lane = -1;  // lane index, or -1 when not on a lane
+  std::uint32_t migrations = 0;   // a resident's zone changes so far
+  std::int32_t last_portal = -1;  // zone index it left last, or -1
+  std::int32_t lane = -1;         // lane index, or -1 when not on a lane
   double s_m = 0.0;
   Pose pose;
   double effective_distance_m = 0.0;  // importance-weighted distance at the last query

@@ -202,10 +202,10 @@ struct PopulationReport {
   std::uint32_t lane_waiting_pedestrians = 0;
   std::uint32_t lane_waiting_vehicles = 0;
   core::LaneClosureCounters lane_closure;
-  core::PreventionState prevention;    // response units and corpses
-  std::vector<core::Vec2> observers;   // operator/scenario observers
-  core::EntityId followed{};           // SetObservers.follow (null: none)
-  bool follow_first_vehicle = false;   // scenario observer_follow, still waiting
+  core::PreventionState prevention;   // response units and corpses
+  std::vector<core::Vec2> observers;  // operator/scenario observers
+  core::EntityId followed{};          // SetObservers.follow (null: none)
+  bool follow_first_vehicle = false;  // scenario observer_follow, still waiting
   core::LedgerSummary ledger;
   // Representation budgets of spawned handles (server/app quality.hpp).
   std::string quality;
