@@ -6,24 +6,16 @@
 #include <map>
 
 #include "bustle/core/world.hpp"
-#include "bustle/scenario/scenario_loader.hpp"
+#include "commands/command_test_support.hpp"
 
 using namespace bustle::core;
 
 namespace {
 
-Scenario largeblock() {
-  auto r = bustle::scenario::load_scenario_file(std::string(BUSTLE_SOURCE_DIR) +
-                                                "/configs/largeblock.city.json");
-  INFO((r.errors.empty() ? std::string() : r.errors[0].to_string()));
-  REQUIRE(r.ok());
-  return *r.scenario;
-}
+using test::make;
 
-std::unique_ptr<World> make(const Scenario& s) {
-  auto c = World::create(s, 1);
-  REQUIRE(c.world);
-  return std::move(c.world);
+Scenario largeblock() {
+  return test::load("largeblock.city.json");
 }
 
 // What an observer outside the core sees: each resident's zone after every

@@ -40,6 +40,21 @@ void exec(sqlite3* db, const std::string& sql) {
   REQUIRE(rc == SQLITE_OK);
 }
 
+// Undoes what migrations 0005 onwards added, so a file can be turned back
+// into an older version; one list, so a new migration is added once.
+void drop_migrations_after_0004(sqlite3* db) {
+  exec(db, "DROP TABLE observer_follow");  // 0005's table
+  exec(db, "DROP TABLE admission_mask");   // 0006's table
+  exec(db, "DROP TABLE prevention");       // 0007's tables
+  exec(db, "DROP TABLE prevention_units");
+  exec(db, "DROP TABLE corpses");
+  exec(db, "DROP TABLE closed_lanes");  // 0008's tables
+  exec(db, "DROP TABLE lane_waiters");
+  exec(db, "DROP TABLE lane_closure_counters");
+  exec(db, "ALTER TABLE spawn_pipeline DROP COLUMN displaced_total");  // 0009's column
+  exec(db, "DROP TABLE resident_migrations");                          // 0010's table
+}
+
 std::string scalar(const std::string& path, const std::string& sql) {
   sqlite3* db = nullptr;
   REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
@@ -238,16 +253,7 @@ TEST_CASE("a version-2 checkpoint restores after migration 0003, with no client 
     exec(db, "DROP TABLE client_observers");
     exec(db, "DROP TABLE save_active_residents");  // 0004's tables: a version-2 file has none
     exec(db, "DROP TABLE save_observers");
-    exec(db, "DROP TABLE observer_follow");  // 0005's table
-    exec(db, "DROP TABLE admission_mask");   // 0006's table
-    exec(db, "DROP TABLE prevention");       // 0007's tables
-    exec(db, "DROP TABLE prevention_units");
-    exec(db, "DROP TABLE corpses");
-    exec(db, "DROP TABLE closed_lanes");  // 0008's tables
-    exec(db, "DROP TABLE lane_waiters");
-    exec(db, "DROP TABLE lane_closure_counters");
-    exec(db, "ALTER TABLE spawn_pipeline DROP COLUMN displaced_total");  // 0009's column
-    exec(db, "DROP TABLE resident_migrations");                          // 0010's table
+    drop_migrations_after_0004(db);
     exec(db, "UPDATE meta SET value = '2' WHERE key = 'schema_version'");
     exec(db, "UPDATE snapshots SET schema_version = 2");
     exec(db, "PRAGMA user_version=2");
@@ -351,16 +357,7 @@ TEST_CASE("a version-3 save and checkpoint load after migration 0004, with no sa
     REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
     exec(db, "DROP TABLE save_active_residents");
     exec(db, "DROP TABLE save_observers");
-    exec(db, "DROP TABLE observer_follow");  // 0005's table
-    exec(db, "DROP TABLE admission_mask");   // 0006's table
-    exec(db, "DROP TABLE prevention");       // 0007's tables
-    exec(db, "DROP TABLE prevention_units");
-    exec(db, "DROP TABLE corpses");
-    exec(db, "DROP TABLE closed_lanes");  // 0008's tables
-    exec(db, "DROP TABLE lane_waiters");
-    exec(db, "DROP TABLE lane_closure_counters");
-    exec(db, "ALTER TABLE spawn_pipeline DROP COLUMN displaced_total");  // 0009's column
-    exec(db, "DROP TABLE resident_migrations");                          // 0010's table
+    drop_migrations_after_0004(db);
     exec(db, "UPDATE meta SET value = '3' WHERE key = 'schema_version'");
     exec(db, "UPDATE snapshots SET schema_version = 3");
     exec(db, "PRAGMA user_version=3");

@@ -179,10 +179,18 @@ void PopulationSystem::move_zone(std::uint32_t i, std::uint32_t z) {
   refresh(i);
 }
 
+namespace {
+// The first record at or after `resident` (the records are sorted by resident).
+template <class It>
+It migration_at(It first, It last, std::uint32_t resident) {
+  return std::lower_bound(first, last, resident, [](const ResidentMigration& m, std::uint32_t r) {
+    return m.resident < r;
+  });
+}
+}  // namespace
+
 void PopulationSystem::record_migration(std::uint32_t i, std::uint32_t from_zone) {
-  const auto at =
-      std::lower_bound(migrations_.begin(), migrations_.end(), i,
-                       [](const ResidentMigration& m, std::uint32_t r) { return m.resident < r; });
+  const auto at = migration_at(migrations_.begin(), migrations_.end(), i);
   if (at != migrations_.end() && at->resident == i) {
     ++at->count;
     at->last_portal = from_zone;
@@ -195,9 +203,7 @@ void PopulationSystem::record_migration(std::uint32_t i, std::uint32_t from_zone
 
 const ResidentMigration* PopulationSystem::migration_of(std::uint32_t resident) const {
   if (migrations_.empty()) return nullptr;
-  const auto at =
-      std::lower_bound(migrations_.begin(), migrations_.end(), resident,
-                       [](const ResidentMigration& m, std::uint32_t r) { return m.resident < r; });
+  const auto at = migration_at(migrations_.cbegin(), migrations_.cend(), resident);
   return at != migrations_.end() && at->resident == resident ? &*at : nullptr;
 }
 
