@@ -160,6 +160,8 @@ const char* to_string(PolicyReason r) {
       return "not_due";
     case PolicyReason::LaneClosed:
       return "lane_closed";
+    case PolicyReason::MergeYield:
+      return "merge_yield";
   }
   return "?";
 }
@@ -213,6 +215,15 @@ namespace {
   }
   if (in.pedestrian_hazard)
     return {ControlPolicy::Yielding, PolicyReason::PedestrianHazard, false, 0.0, false};
+  // A merge winner nearer than the leader is this step's leader (invariant 6).
+  if (in.merge_gap_m < in.leader_gap_m) {
+    if (in.merge_gap_m <= rules.headway_block_m)
+      return {ControlPolicy::Yielding, PolicyReason::MergeYield, false, 0.0, true};
+    if (in.merge_gap_m < rules.headway_caution_m) {
+      return {ControlPolicy::Yielding, PolicyReason::MergeYield, true, rules.yield_multiplier,
+              true};
+    }
+  }
   // The emergency guard (<= block headway) is part of the same model.
   if (in.leader_gap_m <= rules.headway_block_m) {
     return {ControlPolicy::Yielding, PolicyReason::LeaderBlocked, false, 0.0, true};
@@ -301,14 +312,7 @@ VehicleSystem::VehicleSystem(const Scenario& scenario, const LaneGraph& lanes,
     }
     h.conflicts = static_cast<std::uint32_t>(conflicts_[l].size());
   }
-  for (const GarageSpec& g : scenario.garages)
-    route_loops_.push_back(g.route_end == RouteEnd::Loop ? 1 : 0);
-  route_begin_.push_back(0);
-  for (const auto& r : routes_) {
-    route_lanes_.insert(route_lanes_.end(), r.begin(), r.end());
-    route_begin_.push_back(static_cast<std::uint32_t>(route_lanes_.size()));
-  }
-  build_feeders();
+  build_route_tables();
   waiting_.resize(scenario.garages.size());
   // A garage's waiting list never outgrows its capacity: no allocation per step.
   for (std::size_t g = 0; g < scenario.garages.size(); ++g)
@@ -330,6 +334,20 @@ VehicleSystem::VehicleSystem(const Scenario& scenario, const LaneGraph& lanes,
     g.seg = L.cumulative_m[1] - L.cumulative_m[0];
     g.length_m = L.length_m;
   }
+}
+
+// The routes as the kernel reads them (concatenated, loop flags), then the
+// lanes that lead onto entrances (build_feeders) and onto merges (build_merges).
+void VehicleSystem::build_route_tables() {
+  for (const GarageSpec& g : scenario_->garages)
+    route_loops_.push_back(g.route_end == RouteEnd::Loop ? 1 : 0);
+  route_begin_.push_back(0);
+  for (const auto& r : routes_) {
+    route_lanes_.insert(route_lanes_.end(), r.begin(), r.end());
+    route_begin_.push_back(static_cast<std::uint32_t>(route_lanes_.size()));
+  }
+  build_feeders();
+  build_merges();
 }
 
 // Invariant 5 at the entrance: per garage, its clearance and the lanes that
@@ -379,6 +397,71 @@ void VehicleSystem::build_feeders() {
         }
       }
     }
+  }
+}
+
+// Invariant 6: the merge lanes, each with its distinct feeder lanes (route
+// predecessors, the loop seam included), in lane order.
+void VehicleSystem::build_merges() {
+  const std::uint32_t lanes = lanes_->size();
+  std::vector<std::vector<LaneIndex>> feeders(lanes);
+  for (std::size_t g = 0; g < routes_.size(); ++g) {
+    const auto& route = routes_[g];
+    for (std::size_t k = 0; k < route.size(); ++k) {
+      if (k + 1 == route.size() && route_loops_[g] == 0) break;
+      const LaneIndex from = route[k];
+      const LaneIndex onto = route[k + 1 < route.size() ? k + 1 : 0];
+      if (from == onto) continue;  // a one-lane loop is not a merge
+      feeders[onto].push_back(from);
+    }
+  }
+  merge_lane_.clear();
+  merge_feeders_.clear();
+  merge_feeder_begin_.assign(1, 0);
+  for (LaneIndex l = 0; l < lanes; ++l) {
+    auto& f = feeders[l];
+    std::sort(f.begin(), f.end());
+    f.erase(std::unique(f.begin(), f.end()), f.end());
+    lane_hot_[l].merge = -1;
+    if (f.size() < 2) continue;
+    lane_hot_[l].merge = static_cast<std::int32_t>(merge_lane_.size());
+    merge_lane_.push_back(l);
+    merge_feeders_.insert(merge_feeders_.end(), f.begin(), f.end());
+    merge_feeder_begin_.push_back(static_cast<std::uint32_t>(merge_feeders_.size()));
+  }
+  merge_winner_.assign(merge_lane_.size(), VehicleStore::kNoSlot);
+  merge_winner_d_m_.assign(merge_lane_.size(), 0.0);
+}
+
+LaneIndex VehicleSystem::next_on_route(std::uint32_t i) const {
+  const std::uint32_t g = store_.garage[i];
+  const std::uint32_t ri = store_.route_index[i] + 1;
+  if (ri < route_begin_[g + 1] - route_begin_[g]) return route_lanes_[route_begin_[g] + ri];
+  return route_loops_[g] != 0 ? route_lanes_[route_begin_[g]] : kNoLaneAhead;
+}
+
+// Invariant 6, per step from the pre-step snapshot (build_snapshot): per
+// merge, the front-most vehicle of each feeder whose route continues onto
+// the merge lane; the one nearest the merge point wins, ties by EntityId.
+// O(merges x feeders), independent of the row order.
+void VehicleSystem::find_merge_winners() {
+  for (std::uint32_t m = 0; m < merge_lane_.size(); ++m) {
+    std::uint32_t best = VehicleStore::kNoSlot;
+    double best_d = 0.0;
+    for (std::uint32_t k = merge_feeder_begin_[m]; k < merge_feeder_begin_[m + 1]; ++k) {
+      const LaneIndex f = merge_feeders_[k];
+      if (lane_start_[f] == lane_start_[f + 1]) continue;
+      const std::uint32_t j = order_[lane_start_[f + 1] - 1];
+      if (next_on_route(j) != merge_lane_[m]) continue;
+      const double d = lane_hot_[f].length_m - snap_s_[j];
+      if (best == VehicleStore::kNoSlot || d < best_d ||
+          (d == best_d && store_.id[j] < store_.id[best])) {
+        best = j;
+        best_d = d;
+      }
+    }
+    merge_winner_[m] = best;
+    merge_winner_d_m_[m] = best_d;
   }
 }
 
@@ -702,9 +785,13 @@ bool VehicleSystem::entrance_clear(std::uint32_t garage, bool turnaround) {
   if (!lane_min_valid_) refresh_lane_extents();
   const double clear = entrance_clear_m_[garage];
   if (lane_min_s_[routes_[garage][0]] < clear) return false;
+  // A turnaround leaves the vehicle at the merge point where it waited, and
+  // the other feeders' vehicles yield to it there (invariant 6) and stop
+  // headway_block_m short of it: asking them for more would hold both forever.
+  const double behind = turnaround ? scenario_->vehicle_rules.headway_block_m : clear;
   for (const Feeder& f : feeders_[garage]) {
     if (turnaround && f.own) continue;
-    if (f.to_entrance_m + lane_hot_[f.lane].length_m - lane_max_s_[f.lane] < clear) return false;
+    if (f.to_entrance_m + lane_hot_[f.lane].length_m - lane_max_s_[f.lane] < behind) return false;
   }
   return true;
 }
@@ -888,6 +975,45 @@ void VehicleSystem::build_snapshot() {
   }
   for (std::uint32_t k = 0; k < n; ++k) fill[order_[k]] = k;
   for (std::uint32_t i = 0; i < n; ++i) snap_s_[i] = store_.s_m[i];
+  if (!merge_lane_.empty()) find_merge_winners();
+}
+
+// The kernel's look-ahead for a vehicle with nobody ahead on its own lane
+// (inlined into it): the rear-most vehicle along the route across lane joins
+// and the loop seam, as far as `look_m` (the caution headway or this
+// evaluation's reach plus the block headway, invariant 5); a merge lane on
+// the way takes its winner as a virtual leader (invariant 6).
+[[gnu::always_inline]] inline VehicleSystem::Ahead VehicleSystem::look_ahead(
+    std::uint32_t i, const LaneIndex* route, std::uint32_t route_size, std::uint32_t ri, bool loops,
+    double to_end, double look_m) const {
+  const std::uint32_t* const order = order_.data();
+  const std::uint32_t* const lane_start = lane_start_.data();
+  Ahead out;
+  double acc = to_end;
+  std::uint32_t hri = ri;
+  for (std::size_t hop = 0; hop < kLeaderLookaheadLanes && acc < look_m; ++hop) {
+    hri = hri + 1 < route_size ? hri + 1 : 0;  // 0: across the seam, if the route loops
+    if (hri == 0 && !loops) break;
+    const LaneIndex lane = route[hri];
+    const LaneHot& h = lane_hot_[lane];
+    if (h.merge >= 0) {
+      const std::uint32_t w = merge_winner_[static_cast<std::uint32_t>(h.merge)];
+      const double gap = acc - merge_winner_d_m_[static_cast<std::uint32_t>(h.merge)];
+      if (w != VehicleStore::kNoSlot && w != i && gap < out.merge_gap_m) {
+        out.merge_gap_m = gap;
+        out.merge_peer = store_.id[w];
+      }
+    }
+    if (lane_start[lane] < lane_start[lane + 1]) {
+      const std::uint32_t j = order[lane_start[lane]];
+      if (j == i) break;  // only this vehicle on a one-lane loop
+      out.leader = store_.id[j];
+      out.gap_m = acc + snap_s_[j];
+      break;
+    }
+    acc += h.length_m;
+  }
+  return out;
 }
 
 void VehicleSystem::evaluate_and_advance(std::uint64_t step_index, std::uint32_t step_us,
@@ -975,35 +1101,20 @@ void VehicleSystem::evaluate_and_advance(std::uint64_t step_index, std::uint32_t
     if (next_on_route && N.conflicts != 0 && to_end < rules.pedestrian_hazard_m)
       check_crossings(next, to_end);
 
-    // Leader: the next vehicle on this lane in the snapshot, else the rear-most one
-    // along the route across lane joins and the loop seam, as far as the caution
-    // headway or this evaluation's reach plus the block headway (invariant 5).
-    EntityId leader;
-    double gap = std::numeric_limits<double>::infinity();
+    // Leader: the next vehicle on this lane in the snapshot, else look_ahead()
+    // along the route (invariants 5 and 6).
+    Ahead ahead;
     if (const std::uint32_t k = pos[i]; k + 1 < lane_start[lane + 1]) {
       const std::uint32_t j = order[k + 1];
-      leader = id_c[j];
-      gap = snap[j] - s0;
+      ahead.leader = id_c[j];
+      ahead.gap_m = snap[j] - s0;
     } else {
       const double look_m =
           std::max(caution, route_max_speed_[garage] * dt_s * stride + rules.headway_block_m);
-      double acc = to_end;
-      std::uint32_t hri = ri;
-      for (std::size_t hop = 0; hop < kLeaderLookaheadLanes && acc < look_m; ++hop) {
-        hri = hri + 1 < route_size ? hri + 1 : 0;  // 0: across the seam, if the route loops
-        if (hri == 0 && !loops) break;
-        const LaneIndex ahead = route[hri];
-        if (lane_start[ahead] < lane_start[ahead + 1]) {
-          const std::uint32_t j = order[lane_start[ahead]];
-          if (j == i) break;  // only this vehicle on a one-lane loop
-          leader = id_c[j];
-          gap = acc + snap[j];
-          break;
-        }
-        acc += lanes[ahead].length_m;
-      }
+      ahead = look_ahead(i, route, route_size, ri, loops, to_end, look_m);
     }
-    in.leader_gap_m = gap;
+    in.leader_gap_m = ahead.gap_m;
+    in.merge_gap_m = ahead.merge_gap_m;
 
     PolicyDecision dec = arbitrate(in, rules);
     hold(dec, waiting_c[i] != 0, has_next && to_end <= travel_m ? next : kNoLaneAhead);
@@ -1011,17 +1122,20 @@ void VehicleSystem::evaluate_and_advance(std::uint64_t step_index, std::uint32_t
     ++policies[static_cast<std::size_t>(dec.policy)];
     policy_c[i] = static_cast<std::uint8_t>(dec.policy);
     reason_c[i] = static_cast<std::uint8_t>(dec.reason);
-    leader_c[i] = dec.leader_recorded ? leader : EntityId{};
+    leader_c[i] = !dec.leader_recorded                     ? EntityId{}
+                  : dec.reason == PolicyReason::MergeYield ? ahead.merge_peer
+                                                           : ahead.leader;
     if (!dec.advance) {
       speed_c[i] = 0.0;
     } else {
       // Advance: spend this evaluation's time along the route at each lane's
       // speed limit, never closer than the block headway to the leader's
-      // pre-step position (invariant 5).
+      // pre-step position (invariant 5) nor to the merge winner's on the
+      // merge axis (invariant 6).
       double time_s = dt_s * stride * dec.speed_multiplier;
-      double cap_m = std::isfinite(in.leader_gap_m)
-                         ? std::max(0.0, in.leader_gap_m - rules.headway_block_m)
-                         : std::numeric_limits<double>::infinity();
+      const double bound_m = std::min(in.leader_gap_m, in.merge_gap_m);
+      double cap_m = std::isfinite(bound_m) ? std::max(0.0, bound_m - rules.headway_block_m)
+                                            : std::numeric_limits<double>::infinity();
       double moved_m = 0.0;
       LaneIndex cur = lane;
       double s = s_c[i];
@@ -1055,8 +1169,8 @@ void VehicleSystem::evaluate_and_advance(std::uint64_t step_index, std::uint32_t
         break;
       }
       // Invariant 5 where it is written: never closer than the block headway.
-      assert(!std::isfinite(in.leader_gap_m) ||
-             moved_m <= std::max(0.0, in.leader_gap_m - rules.headway_block_m) + kEps);
+      assert(!std::isfinite(bound_m) ||
+             moved_m <= std::max(0.0, bound_m - rules.headway_block_m) + kEps);
       lane_c[i] = cur;
       s_c[i] = s;
       ri_c[i] = cur_ri;
@@ -1413,7 +1527,8 @@ std::string VehicleSystem::check_vehicle_ids_and_headways() const {
              " share VehicleId " + vehicle_id(i);
     }
   }
-  return check_headways(order);
+  if (std::string why = check_headways(order); !why.empty()) return why;
+  return check_merges(order);
 }
 
 // 5. Each vehicle at least headway_block_m behind the next one along its
@@ -1465,6 +1580,57 @@ std::string VehicleSystem::check_headways(std::vector<std::uint32_t>& order) con
              vehicle(ahead) + " on lane " + std::to_string(store_.lane[ahead]) +
              " along its route (at s " + std::to_string(store_.s_m[behind]) +
              " m; headway_block_m " + std::to_string(block) + ")";
+    }
+  }
+  return {};
+}
+
+// 6. At each merge, the vehicles within headway_block_m of the merge point
+// (on the merge lane, or on a feeder with their route continuing onto it)
+// are at least headway_block_m apart on the merge axis when on different
+// lanes (pairs on one lane are invariant 5's). `order` is sorted by (lane,
+// s, EntityId) (check_headways). O(merges x feeders x log n + near pairs).
+std::string VehicleSystem::check_merges(const std::vector<std::uint32_t>& order) const {
+  const double block = scenario_->vehicle_rules.headway_block_m;
+  const auto on_lane = [&](LaneIndex l) {
+    const auto b =
+        std::lower_bound(order.begin(), order.end(), l,
+                         [&](std::uint32_t i, LaneIndex x) { return store_.lane[i] < x; });
+    const auto e = std::upper_bound(
+        b, order.end(), l, [&](LaneIndex x, std::uint32_t i) { return x < store_.lane[i]; });
+    return std::pair{b, e};
+  };
+  struct Near {
+    double x_m;
+    LaneIndex lane;
+    std::uint32_t i;
+  };
+  std::vector<Near> near;
+  for (std::uint32_t m = 0; m < merge_lane_.size(); ++m) {
+    near.clear();
+    const auto [mb, me] = on_lane(merge_lane_[m]);
+    for (auto it = mb; it != me && store_.s_m[*it] < block - kEps; ++it)
+      near.push_back({store_.s_m[*it], merge_lane_[m], *it});
+    for (std::uint32_t k = merge_feeder_begin_[m]; k < merge_feeder_begin_[m + 1]; ++k) {
+      const LaneIndex f = merge_feeders_[k];
+      const double length_m = lanes_->lane(f).length_m;
+      const auto [fb, fe] = on_lane(f);
+      for (auto it = fe; it != fb;) {
+        const std::uint32_t i = *--it;
+        if (length_m - store_.s_m[i] >= block - kEps) break;
+        if (next_on_route(i) == merge_lane_[m]) near.push_back({store_.s_m[i] - length_m, f, i});
+      }
+    }
+    std::sort(near.begin(), near.end(), [](const Near& a, const Near& b) { return a.x_m < b.x_m; });
+    for (std::size_t a = 0; a < near.size(); ++a) {
+      for (std::size_t b = a + 1; b < near.size(); ++b) {
+        if (near[a].lane == near[b].lane || near[b].x_m - near[a].x_m >= block - kEps) continue;
+        return "vehicles: invariant 6: vehicle " + id_text(store_.id[near[a].i]) + " on lane " +
+               std::to_string(near[a].lane) + " and vehicle " + id_text(store_.id[near[b].i]) +
+               " on lane " + std::to_string(near[b].lane) + " are " +
+               std::to_string(near[b].x_m - near[a].x_m) + " m apart at the merge onto lane " +
+               std::to_string(merge_lane_[m]) + " (headway_block_m " + std::to_string(block) + ")";
+      }
     }
   }
   return {};

@@ -28,13 +28,28 @@
 //      onto it (the loop seam). Between steps this leaves every vehicle at
 //      least headway_block_m behind the next one along its route, on its lane
 //      or across lane joins.
+//   6. Merges: a merge lane is one that two or more lanes lead onto along
+//      the routes (its feeders). Per step, among the front-most vehicle of
+//      each feeder whose route continues onto it (pre-step snapshot), the one
+//      nearest the merge point (ties by EntityId) is the merge winner; every
+//      other vehicle whose look-ahead reaches the merge lane takes the winner
+//      as a virtual leader at the winner's distance to the merge point
+//      (Yielding, MergeYield) and so ends the step at least headway_block_m
+//      further from it. Only the winner can enter the merge lane in a step;
+//      the winner never yields at its own merge, so two vehicles never yield
+//      to each other there. Between steps: on the merge axis (s on the merge
+//      lane, minus the distance to its start on a feeder), two vehicles on
+//      different lanes within headway_block_m of the merge point (on the
+//      merge lane, or on a feeder with their route continuing onto it) are
+//      at least headway_block_m apart.
 //
 // Which function performs each transition, and where each invariant is
 // asserted (written / read back):
 //   enqueue       planned -> queued          2 (insert position) / dispatch (front)
 //   dispatch      queued -> dispatched       1, 3 (ordinal) / push_vehicle
 //   cancel        queued -> canceled         1
-//   evaluate_and_advance  moves a vehicle    5 (advance cap) / check_invariants
+//   evaluate_and_advance  moves a vehicle    5, 6 (advance cap) / check_invariants
+//   find_merge_winners    per-step winners   6 (from the snapshot) / the kernel
 //   remove        managed -> despawned       store maps / check_invariants
 // check_invariants() checks all of them, and the store's maps, between steps.
 #pragma once
@@ -83,6 +98,7 @@ enum class PolicyReason : std::uint8_t {
   AwaitingTurnaround = 9,
   NotDue = 10,      // reserved: not emitted (a vehicle keeps its last reason between evaluations)
   LaneClosed = 11,  // its route's next lane is closed: it stops at this lane's end (Yielding)
+  MergeYield = 12,  // another feeder's vehicle has the merge ahead: no movement or reduced speed
 };
 inline constexpr std::size_t kControlPolicyCount = 7;
 const char* to_string(VehicleStrategy s);
@@ -97,6 +113,10 @@ struct PolicyInputs {
   bool signal_yield = false;   // inside a yielding approach
   bool pedestrian_hazard = false;
   double leader_gap_m = std::numeric_limits<double>::infinity();
+  // Distance to the merge point ahead minus the merge winner's distance to it
+  // (the winner taken as a virtual leader; may be negative); infinity when
+  // no merge within reach or this vehicle is the winner.
+  double merge_gap_m = std::numeric_limits<double>::infinity();
   bool has_route = true;
 };
 
@@ -109,7 +129,8 @@ struct PolicyDecision {
 };
 
 // The fixed arbitration order (DESIGN §4): despawn -> Manual -> Parked ->
-// signal closed -> signal yield -> pedestrian hazard -> leader -> follow.
+// signal closed -> signal yield -> pedestrian hazard -> leader or merge
+// (whichever gap is smaller; a tie goes to the leader) -> follow.
 // Pure: the same inputs always give the same decision.
 PolicyDecision arbitrate_policy(const PolicyInputs& in, const VehicleRules& rules);
 
@@ -297,7 +318,7 @@ class VehicleSystem {
     return lanes_->sample(store_.lane[dense], store_.s_m[dense]);
   }
 
-  // Invariants 1, 2, 3 and 5 and the store's consistency (dense_of, managed
+  // Invariants 1, 2, 3, 5 and 6 and the store's consistency (dense_of, managed
   // counts, lanes on the route, live ids), O(vehicles log vehicles + queued
   // requests): empty when they hold, else the first violation as
   // "vehicles: invariant N: ..." or "vehicles: ...".
@@ -323,7 +344,13 @@ class VehicleSystem {
   // skips the lanes behind on its own route: those vehicles follow it).
   bool entrance_clear(std::uint32_t garage, bool turnaround = false);
   void refresh_lane_extents();
+  void build_route_tables();
   void build_feeders();
+  void build_merges();
+  void find_merge_winners();
+  // The lane a vehicle's route continues onto after its current lane
+  // (route[0] across the seam of a loop), or kNoLaneAhead at a route's end.
+  LaneIndex next_on_route(std::uint32_t i) const;
   void regroup_store();
   void build_snapshot();
   void evaluate_and_advance(std::uint64_t step_index, std::uint32_t step_us,
@@ -352,6 +379,7 @@ class VehicleSystem {
   std::string check_garages(const std::vector<std::uint32_t>& managed) const;
   std::string check_vehicle_ids_and_headways() const;
   std::string check_headways(std::vector<std::uint32_t>& order) const;
+  std::string check_merges(const std::vector<std::uint32_t>& order) const;
   std::string check_derived() const;
   using RestoreErrors = std::vector<std::pair<std::string, std::string>>;
   bool restore_check_shape(const VehicleCheckpoint& cp, RestoreErrors& errors) const;
@@ -448,13 +476,33 @@ class VehicleSystem {
     std::int32_t signal;      // index or -1
     std::uint32_t conflicts;  // number of crossing conflicts
     SignalPhase phase;        // the signal's phase this step (advance_signals); Open without one
+    std::int32_t merge;       // index into the merge tables (invariant 6) or -1
   };
   std::vector<LaneHot> lane_hot_;
+  // Merges (invariant 6), built once from the routes: per merge its lane and
+  // its feeder lanes (merge_feeders_[merge_feeder_begin_[m] ..
+  // merge_feeder_begin_[m + 1]]); per step (find_merge_winners) its winner's
+  // dense slot (kNoSlot: none) and the winner's distance to the merge point.
+  std::vector<LaneIndex> merge_lane_;
+  std::vector<std::uint32_t> merge_feeder_begin_;
+  std::vector<LaneIndex> merge_feeders_;
+  std::vector<std::uint32_t> merge_winner_;
+  std::vector<double> merge_winner_d_m_;
   // After arbitration: a vehicle awaiting its turnaround does not advance; one
   // whose next lane (within reach; kNoLaneAhead: none) is closed is held at
   // its lane end (Yielding, LaneClosed).
   static constexpr LaneIndex kNoLaneAhead = UINT32_MAX;
   void hold(PolicyDecision& dec, bool awaiting, LaneIndex next_in_reach) const;
+  // What a vehicle follows this step: its leader (invariant 5) and the merge
+  // winner it yields to (invariant 6), each with its gap (infinity: none).
+  struct Ahead {
+    EntityId leader;
+    EntityId merge_peer;
+    double gap_m = std::numeric_limits<double>::infinity();
+    double merge_gap_m = std::numeric_limits<double>::infinity();
+  };
+  Ahead look_ahead(std::uint32_t i, const LaneIndex* route, std::uint32_t route_size,
+                   std::uint32_t ri, bool loops, double to_end, double look_m) const;
   std::vector<std::uint8_t> lane_closed_;  // per lane, 1 when closed (set_closed_lanes)
   bool closures_active_ = false;           // any lane closed
   std::vector<LaneIndex> signal_lane_;     // per signal: the lane whose LaneHot shows its phase
