@@ -455,11 +455,18 @@ void read_population(Reader& r, const json& root, core::Scenario& s) {
   });
   r.each_object(root, "", "work_points", [&](const json& j, const std::string& p) {
     core::WorkPointSpec w;
-    if (r.expect_object(j, p, {"id", "zone", "profession", "slots"})) {
+    if (r.expect_object(j, p, {"id", "zone", "profession", "slots", "anchor"})) {
       r.read_string(j, p, "id", w.id, true);
       r.read_string(j, p, "zone", w.zone, true);
       r.read_string(j, p, "profession", w.profession, true);
       r.read_uint(j, p, "slots", w.slots);
+      r.optional_object(j, p, "anchor", {"lane", "s_m", "slot_spacing_m"},
+                        [&](const json& a, const std::string& ap) {
+                          w.has_anchor = true;
+                          r.read_string(a, ap, "lane", w.anchor.lane, true);
+                          r.read_number(a, ap, "s_m", w.anchor.s_m, true);
+                          r.read_number(a, ap, "slot_spacing_m", w.anchor.slot_spacing_m);
+                        });
     }
     s.work_points.push_back(std::move(w));
   });
