@@ -237,7 +237,8 @@ TEST_CASE("anchor errors name the file and the field") {
   }();
   const auto with_anchor = [&](const std::string& anchor) {
     std::string t = text;
-    const std::string from = R"("anchor": {"lane": "office.loop", "s_m": 30, "slot_spacing_m": 1.5})";
+    const std::string from =
+        R"("anchor": {"lane": "office.loop", "s_m": 30, "slot_spacing_m": 1.5})";
     const std::size_t at = t.find(from);
     REQUIRE(at != std::string::npos);
     t.replace(at, from.size(), anchor);

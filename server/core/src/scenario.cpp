@@ -336,7 +336,7 @@ void validate_anchor(const Scenario& s, const WorkPointSpec& wp,
   if (lane.kind != LaneKind::Sidewalk) {
     fail(p + ".lane", "lane '" + a.lane + "' is not a sidewalk");
   } else if (zone != nullptr &&
-      std::find(zone->lanes.begin(), zone->lanes.end(), a.lane) == zone->lanes.end()) {
+             std::find(zone->lanes.begin(), zone->lanes.end(), a.lane) == zone->lanes.end()) {
     fail(p + ".lane", "lane '" + a.lane + "' is not a lane of zone '" + zone->id + "'");
   }
   const double length_m = polyline_length(lane.points);
