@@ -52,6 +52,29 @@ void fill_step_timing(const ops::StepTimingSummary& t, net::StatsSnapshot& s) {
   s.step_time_bucket_counts = t.bucket_counts;
   s.steps_timed_total = t.steps_total;
 }
+
+// QueryZones: work-point k's anchor and which occupants stand at their slots.
+void fill_work_point_anchor(const core::World& world, std::size_t k, wire::WorkPointInfoT& w) {
+  core::LaneIndex lane = 0;
+  double s_m = 0.0;
+  if (!world.slot_anchor(k, 0, lane, s_m)) return;
+  const core::WorkPointSpec& spec = world.scenario().work_points[k];
+  w.anchor_lane = spec.anchor.lane;
+  w.anchor_lane_index = static_cast<std::int32_t>(lane);
+  w.anchor_s_m = s_m;
+  const core::Vec2 p = world.lanes().position(lane, s_m);
+  w.anchor_x_m = p.x_m;
+  w.anchor_y_m = p.y_m;
+  w.slot_spacing_m = spec.anchor.slot_spacing_m;
+  const core::WorkPointState& wp = world.population().work_points()[k];
+  w.arrived.assign(wp.occupant.size(), false);
+  for (std::size_t s = 0; s < wp.occupant.size(); ++s) {
+    const std::int32_t o = wp.occupant[s];
+    if (o == core::ResidentStore::kNone) continue;
+    w.arrived[s] = world.resident_at_anchor(static_cast<std::uint32_t>(o));
+    w.arrived_count += w.arrived[s] ? 1 : 0;
+  }
+}
 }  // namespace
 
 std::string check_world_invariants(const core::World& world) {
@@ -297,6 +320,7 @@ bool SimDriver::answer_query(const net::ControlCommand& ctl, net::OutboundResult
               std::count_if(wp.occupant.begin(), wp.occupant.end(),
                             [](std::int32_t o) { return o != core::ResidentStore::kNone; }));
           w.waiting = static_cast<std::uint32_t>(wp.waiting.size());
+          fill_work_point_anchor(*world_, k, w);
           zones.back().work_points.push_back(std::move(w));
         }
       }

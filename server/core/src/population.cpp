@@ -477,7 +477,7 @@ void PopulationSystem::lifecycle(const std::function<double(std::uint32_t)>& dis
     if (need_total > room_final) st.rejected_by_capacity = need_total - room_final;
     const std::uint32_t allowed = std::min(need_total, room);
     deferred += std::min(need_total, room_final) - allowed;  // waits for the recycle quota
-    const std::uint32_t want = std::min(settings_.growth_quota, allowed);
+    const std::uint32_t want = std::min(growth_quota_in(z), allowed);
     std::uint32_t grow = 0;
     std::uint32_t held_by_migration = 0;
     for (std::size_t k = 0; k < cand.size() && grow + held_by_migration < want; ++k) {

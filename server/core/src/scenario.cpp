@@ -315,6 +315,54 @@ std::string hours(double h) {
   return s;
 }
 
+// A work-point's anchor (WorkPointAnchorSpec): a sidewalk of its zone, every
+// slot on the lane.
+template <class Fail>
+void validate_anchor(const Scenario& s, const WorkPointSpec& wp,
+                     const std::map<std::string, std::size_t>& lane_index, const ZoneSpec* zone,
+                     const std::string& p, Fail&& fail) {
+  const WorkPointAnchorSpec& a = wp.anchor;
+  if (!(std::isfinite(a.s_m) && a.s_m >= 0.0)) fail(p + ".s_m", "must be finite and >= 0");
+  if (!(std::isfinite(a.slot_spacing_m) && a.slot_spacing_m > 0.0 &&
+        a.slot_spacing_m <= kLaneLengthMaxM)) {
+    fail(p + ".slot_spacing_m", "must be finite and > 0 (slots stand apart)");
+  }
+  auto it = lane_index.find(a.lane);
+  if (it == lane_index.end()) {
+    fail(p + ".lane", "unknown lane '" + a.lane + "'");
+    return;
+  }
+  const LaneSpec& lane = s.lanes[it->second];
+  if (lane.kind != LaneKind::Sidewalk) {
+    fail(p + ".lane", "lane '" + a.lane + "' is not a sidewalk");
+  } else if (zone != nullptr &&
+             std::find(zone->lanes.begin(), zone->lanes.end(), a.lane) == zone->lanes.end()) {
+    fail(p + ".lane", "lane '" + a.lane + "' is not a lane of zone '" + zone->id + "'");
+  }
+  const double length_m = polyline_length(lane.points);
+  if (std::isfinite(a.s_m) && a.s_m >= length_m) {
+    fail(p + ".s_m", "beyond the end of lane '" + a.lane + "' (" + hours(length_m) + " m)");
+  } else if (wp.slots >= 1 && std::isfinite(a.slot_spacing_m) &&
+             !(wp.slot_s_m(wp.slots - 1) < length_m)) {
+    fail(p + ".slot_spacing_m",
+         "slot " + std::to_string(wp.slots - 1) + " at " + hours(wp.slot_s_m(wp.slots - 1)) +
+             " m lies beyond the end of lane '" + a.lane + "' (" + hours(length_m) + " m)");
+  }
+}
+
+template <class Fail>
+void validate_anchors(const Scenario& s, const std::map<std::string, std::size_t>& lane_index,
+                      Fail&& fail) {
+  for (std::size_t w = 0; w < s.work_points.size(); ++w) {
+    const WorkPointSpec& wp = s.work_points[w];
+    if (!wp.has_anchor) continue;
+    auto zone = std::find_if(s.zones.begin(), s.zones.end(),
+                             [&](const ZoneSpec& z) { return z.id == wp.zone; });
+    validate_anchor(s, wp, lane_index, zone == s.zones.end() ? nullptr : &*zone,
+                    "work_points[" + std::to_string(w) + "].anchor", fail);
+  }
+}
+
 template <class Fail>
 void validate_population(const Scenario& s, const std::map<std::string, std::size_t>& lane_index,
                          Fail&& fail) {
@@ -666,6 +714,7 @@ std::vector<ScenarioError> validate_scenario(const Scenario& s) {
   }
   validate_importance(s.tiers.importance, fail);
   validate_population(s, first_index, fail);
+  validate_anchors(s, first_index, fail);
   return errors;
 }
 

@@ -107,6 +107,7 @@ World::World(const Scenario& scenario, std::uint64_t seed, LogSink* log)
   despawn_pending_.assign(cap, 0);
   crossing_occupied_.assign(lanes_.size(), 0);
   lane_closed_.assign(lanes_.size(), 0);
+  build_anchor_routes();
   prepare_importance();
   digest_ = compute_digest();
 }

@@ -61,6 +61,7 @@ EntityReport World::describe(EntityId id) const {
     e.zone = static_cast<std::int32_t>(rs.zone[ri]);
     e.work_point = rs.work_point[ri];
     e.work_slot = rs.work_slot[ri];
+    e.at_work_anchor = resident_at_anchor(static_cast<std::uint32_t>(r));
     if (const ResidentMigration* m = population_.migration_of(static_cast<std::uint32_t>(r))) {
       e.migrations = m->count;
       e.last_portal = static_cast<std::int32_t>(m->last_portal);

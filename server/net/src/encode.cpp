@@ -135,6 +135,7 @@ wire::EntityInfoT entity_info(const EntityInfoReport& e) {
   o.requested_tier = static_cast<wire::SimTier>(r.requested_tier);
   o.migrations = r.migrations;
   o.last_portal = e.last_portal;
+  o.at_work_anchor = r.at_work_anchor;
   return o;
 }
 

@@ -443,6 +443,25 @@ void read_prevention(Reader& r, const json& root, core::Scenario& s) {
                     });
 }
 
+// One work_points[] entry, with its optional anchor.
+core::WorkPointSpec read_work_point(Reader& r, const json& j, const std::string& p) {
+  core::WorkPointSpec w;
+  if (r.expect_object(j, p, {"id", "zone", "profession", "slots", "anchor"})) {
+    r.read_string(j, p, "id", w.id, true);
+    r.read_string(j, p, "zone", w.zone, true);
+    r.read_string(j, p, "profession", w.profession, true);
+    r.read_uint(j, p, "slots", w.slots);
+    r.optional_object(j, p, "anchor", {"lane", "s_m", "slot_spacing_m"},
+                      [&](const json& a, const std::string& ap) {
+                        w.has_anchor = true;
+                        r.read_string(a, ap, "lane", w.anchor.lane, true);
+                        r.read_number(a, ap, "s_m", w.anchor.s_m, true);
+                        r.read_number(a, ap, "slot_spacing_m", w.anchor.slot_spacing_m);
+                      });
+  }
+  return w;
+}
+
 void read_population(Reader& r, const json& root, core::Scenario& s) {
   r.each_object(root, "", "zones", [&](const json& j, const std::string& p) {
     core::ZoneSpec z;
@@ -454,14 +473,7 @@ void read_population(Reader& r, const json& root, core::Scenario& s) {
     s.zones.push_back(std::move(z));
   });
   r.each_object(root, "", "work_points", [&](const json& j, const std::string& p) {
-    core::WorkPointSpec w;
-    if (r.expect_object(j, p, {"id", "zone", "profession", "slots"})) {
-      r.read_string(j, p, "id", w.id, true);
-      r.read_string(j, p, "zone", w.zone, true);
-      r.read_string(j, p, "profession", w.profession, true);
-      r.read_uint(j, p, "slots", w.slots);
-    }
-    s.work_points.push_back(std::move(w));
+    s.work_points.push_back(read_work_point(r, j, p));
   });
   r.each_object(root, "", "communities", [&](const json& j, const std::string& p) {
     core::CommunitySpec c;

@@ -408,10 +408,17 @@ void Declared::population() {
   step_flag(kill);
   for (const char* name : {"close-lane", "open-lane"}) {
     const bool close = name[0] == 'c';
-    CLI::App* sub = command(name, close ? "close lane LANE (operator): nobody enters it; who "
-                                          "reaches it takes another lane or waits; spawns avoid it"
-                                        : "open closed lane LANE again (operator)");
-    operand(sub, "LANE", args::non_empty(o.lane, "a lane id"), "a lane id");
+    CLI::App* sub = command(name, close ? "close lane LANE or --index N (operator): nobody enters "
+                                          "it; who reaches it takes another lane or waits; spawns "
+                                          "avoid it"
+                                        : "open closed lane LANE or --index N again (operator)");
+    // LANE or --index: exactly one (check_combinations).
+    CLI::Option* lane = sub->add_option("LANE", CLI::callback_t{}, "a lane id")
+                            ->check(args::non_empty(o.lane, "a lane id"));
+    sub->add_option("--index", "the lane by index (as QueryPopulation's closed_lane_indices)")
+        ->type_name("N")
+        ->check(whole<std::uint32_t>(o.lane_index, 0, kU32Max - 1, "a lane index"))
+        ->excludes(lane);
     step_flag(sub);
   }
 }
@@ -531,6 +538,10 @@ std::string check_combinations(const Declared& d) {
       !o.migration_budget) {
     return "lifecycle needs at least one setting: bustle lifecycle [--growth N] [--recycle N] "
            "[--interval-ms N] [--migration-budget N]";
+  }
+  if ((o.command == "close-lane" || o.command == "open-lane") && o.lane.empty() &&
+      o.lane_index == CliOptions::kNoLaneIndex) {
+    return o.command + " needs a lane: bustle " + o.command + " LANE | --index N";
   }
   if (o.attach && !(o.wait_state && *o.wait_state >= kAttachedState)) {
     return "--attach needs --wait attached or --wait ready_for_gameplay";

@@ -562,6 +562,15 @@ int run_zones(const CliOptions& o, std::FILE* out, std::FILE* err) {
           out,
           "%-*s  work point %s (%s): %" PRIu32 " of %" PRIu32 " slots held, %" PRIu32 " waiting\n",
           w, "", wp->id.c_str(), wp->profession.c_str(), wp->occupied, wp->slots, wp->waiting);
+      if (!wp->anchor_lane.empty()) {
+        std::fprintf(out,
+                     "%-*s    anchor lane %s (%" PRId32
+                     ") s %.3f m at %.3f, %.3f m, slots every "
+                     "%.3f m: %" PRIu32 " of %" PRIu32 " holders at their slot\n",
+                     w, "", wp->anchor_lane.c_str(), wp->anchor_lane_index, wp->anchor_s_m,
+                     wp->anchor_x_m, wp->anchor_y_m, wp->slot_spacing_m, wp->arrived_count,
+                     wp->occupied);
+      }
     }
   }
   std::fprintf(out, "%zu zone%s at step %" PRIu64 " (deferred and rejected: last interval)\n",
@@ -914,6 +923,10 @@ int run_entity(const CliOptions& o, std::FILE* out, std::FILE* err) {
   std::fprintf(out, "  %-20s community %s, zone %s, work point %s, slot %s\n", "community/zone",
                name_or_dash(e.community).c_str(), name_or_dash(e.zone).c_str(),
                name_or_dash(e.work_point).c_str(), slot.c_str());
+  if (e.work_slot >= 0) {
+    std::fprintf(out, "  %-20s %s\n", "work anchor",
+                 e.at_work_anchor ? "at its slot" : "not at its slot (walking, or no anchor)");
+  }
   if (!e.profession.empty()) {
     std::fprintf(out, "  %-20s %s, %s: %s\n", "profession/phase", e.profession.c_str(),
                  e.schedule_phase.c_str(), name_or_dash(e.activity).c_str());
@@ -1163,7 +1176,7 @@ client::CommandSpec world_spec(const CliOptions& o) {
   if (o.command == "kill")
     return client::KillPedestrianCmd{client::EntityId{o.entity_index, o.entity_generation}};
   if (o.command == "close-lane" || o.command == "open-lane")
-    return client::SetLaneClosedCmd{o.lane, UINT32_MAX, o.command == "close-lane"};
+    return client::SetLaneClosedCmd{o.lane, o.lane_index, o.command == "close-lane"};
   return client::SetTimeScaleCmd{o.time_scale};
 }
 

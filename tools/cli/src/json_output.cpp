@@ -188,6 +188,7 @@ Json entity(const client::EntityReport& e) {
           {"zone", e.zone},
           {"work_point", e.work_point},
           {"work_slot", e.work_slot},
+          {"at_work_anchor", e.at_work_anchor},
           {"migrations", e.migrations},
           {"last_portal", e.last_portal.empty() ? Json(nullptr) : Json(e.last_portal)},
           {"lane", e.lane},

@@ -5,6 +5,8 @@
 // migrations re-place their representation in the new zone
 // (move_resident), residents recycled within quota go dormant, and those
 // activated get a lane position in their zone (place_resident).
+#include <algorithm>
+
 #include "bustle/core/world.hpp"
 
 namespace bustle::core {
@@ -22,6 +24,16 @@ void World::phase_time_and_zones() {
   to_activate_.clear();
   to_deactivate_.clear();
   to_move_.clear();
+  // Zones whose every lane is closed defer their growth (population.hpp).
+  zone_closed_scratch_.clear();
+  if (!closed_lanes_.empty()) {
+    for (const std::vector<LaneIndex>& lanes : population_.zone_lanes()) {
+      const bool all_closed = std::all_of(lanes.begin(), lanes.end(),
+                                          [&](LaneIndex l) { return lane_closed_[l] != 0; });
+      zone_closed_scratch_.push_back(all_closed ? 1 : 0);
+    }
+  }
+  population_.set_zones_closed(zone_closed_scratch_);
   population_.lifecycle(distance, to_activate_, to_deactivate_, to_move_);
   for (const std::uint32_t r : to_move_) move_resident(r);
   for (const std::uint32_t r : to_deactivate_) {
@@ -34,8 +46,9 @@ void World::phase_time_and_zones() {
 void World::place_resident(std::uint32_t r) {
   const ResidentStore& rs = population_.residents();
   const auto& lanes = population_.zone_lanes()[rs.zone[r]];
-  // An open lane of the zone; a zone with every lane closed still places
-  // its residents (on one of them: they walk off it).
+  // An open lane of the zone. Growth of a zone with every lane closed is
+  // deferred by the coordinator (set_zones_closed), so the fallback below
+  // is a safety net only.
   LaneIndex lane = pick_open_lane(lanes);
   if (lane == kAnyLane) lane = lanes[rng_.next_below(static_cast<std::uint32_t>(lanes.size()))];
   const double s = rng_.next_unit() * lanes_.lane(lane).length_m;

@@ -3,7 +3,9 @@
 // speed, carrying the remaining time across lane ends; a route gives the next
 // lane, otherwise a seeded choice among the successors; dead ends request a
 // despawn. Closed lanes are never entered: the choice skips them, or the
-// pedestrian waits at its lane end (commands/set_lane_closed.cpp).
+// pedestrian waits at its lane end (commands/set_lane_closed.cpp). A resident
+// holding an anchored work-point slot steers to its slot and stands there
+// (work_point_anchors.cpp).
 #include <algorithm>
 #include <optional>
 
@@ -109,9 +111,19 @@ void World::move_pedestrian_row(std::uint32_t i, double dt_s, MovePart& out) {
   double time_left_s = dt_s * tier_stride(sim_tier);
   bool hopped = false;
   bool waited = false;
+  // A resident holding an anchored work-point slot heads for it and stands
+  // there (work_point_anchors.cpp); nobody else pays more than this test.
+  RowAnchor anchor;
+  if (has_anchors_ &&
+      pedestrians_.origin[i] == static_cast<std::uint8_t>(PedestrianOrigin::Resident))
+    row_anchor(i, anchor);
   for (std::uint32_t hop = 0; hop < kMaxHopsPerStep; ++hop) {
     const Lane& L = lanes_.lane(lane);
     const double travel_m = L.speed_mps_limit * time_left_s;
+    if (lane == anchor.lane && s <= anchor.s_m && s + travel_m >= anchor.s_m) {
+      s = anchor.s_m;  // arrived (or still there)
+      break;
+    }
     if (s + travel_m < L.length_m) {
       s += travel_m;
       break;
@@ -133,6 +145,9 @@ void World::move_pedestrian_row(std::uint32_t i, double dt_s, MovePart& out) {
     // Lane closures (commands/set_lane_closed.cpp): nobody enters a closed
     // lane; with no open way on the pedestrian waits at this lane end.
     LaneIndex open_pick = kAnyLane;
+    // On the way to an anchor: the next lane of a shortest way there, unless closed.
+    LaneIndex steer = anchor.next_hop != nullptr ? anchor.next_hop[lane] : kAnyLane;
+    if (steer != kAnyLane && lane_closed_[steer] != 0) steer = kAnyLane;
     if (!closed_lanes_.empty()) {
       bool rerouted = false;
       open_pick = open_successor(i, next, h, rerouted);
@@ -142,7 +157,7 @@ void World::move_pedestrian_row(std::uint32_t i, double dt_s, MovePart& out) {
         waited = true;
         break;
       }
-      out.reroutes += rerouted;
+      out.reroutes += rerouted && steer == kAnyLane;
     }
     // The row (lane, hops, route) is about to change: take its old hash
     // out of the digest sum while the columns still hold the old values.
@@ -159,6 +174,7 @@ void World::move_pedestrian_row(std::uint32_t i, double dt_s, MovePart& out) {
       }
     }
     lane = routed                  ? *routed
+           : steer != kAnyLane     ? steer
            : open_pick != kAnyLane ? open_pick
                                    : next[static_cast<std::size_t>(h % next.size())];
     s = 0.0;

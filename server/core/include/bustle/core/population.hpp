@@ -235,6 +235,13 @@ class PopulationSystem {
   const std::vector<WorkPointState>& work_points() const { return work_points_; }
   const std::vector<std::vector<LaneIndex>>& zone_lanes() const { return zone_lanes_; }
   void set_zone_lanes(std::vector<std::vector<LaneIndex>> lanes) { zone_lanes_ = std::move(lanes); }
+  // Per zone, 1 while every lane of it is closed (empty: none). Set by the
+  // World from its closed lanes before each lifecycle(): growth of such a
+  // zone is deferred (counted in deferred_by_quota), never placed on a
+  // closed lane. Derived from the closed lanes, so neither digested nor saved.
+  void set_zones_closed(std::span<const std::uint8_t> closed) {
+    zone_closed_.assign(closed.begin(), closed.end());
+  }
   // Index of a resident by entity index (kNone when not a resident).
   // The resident's migrations, or null when it never left its first zone.
   const ResidentMigration* migration_of(std::uint32_t resident) const;
@@ -264,6 +271,11 @@ class PopulationSystem {
   friend struct InvariantProbe;  // tests only: corrupts state to prove check_invariants() catches
                                  // it
   int entry_index(std::uint32_t community) const;
+  // The growth quota of zone z this interval: 0 while every lane of it is
+  // closed (nowhere to place anyone: growth is deferred, never rejected).
+  std::uint32_t growth_quota_in(std::uint32_t z) const {
+    return !zone_closed_.empty() && zone_closed_[z] != 0 ? 0u : settings_.growth_quota;
+  }
   void claim_work_point(std::uint32_t resident);
   void release_work_point(std::uint32_t resident);
   // Incremental bookkeeping: every change to a resident's row goes through
@@ -302,6 +314,7 @@ class PopulationSystem {
   std::vector<ZoneStatus> zones_;
   std::vector<WorkPointState> work_points_;
   std::vector<std::vector<LaneIndex>> zone_lanes_;
+  std::vector<std::uint8_t> zone_closed_;  // per zone, or empty (set_zones_closed)
   std::uint64_t day_us_ = 0;
   std::uint32_t time_scale_ = 1;
   std::uint64_t last_interval_ = 0;

@@ -223,11 +223,28 @@ struct CommunitySpec {
   std::vector<ScheduleEntry> schedule;  // must cover [0, 24) exactly once
 };
 
+// Where a work-point's slots are (seed 000 §6: work-points are spatial
+// anchors). Optional: without one the slots have no place and residents who
+// take a slot keep walking. Slot k stands on `lane` at s_m + k x
+// slot_spacing_m; the lane is a sidewalk of the work-point's zone and every
+// slot lies in [0, length) of it.
+struct WorkPointAnchorSpec {
+  std::string lane;
+  double s_m = 0.0;
+  double slot_spacing_m = 1.0;
+};
+
 struct WorkPointSpec {
   std::string id;
   std::string zone;
   std::string profession;
   std::uint32_t slots = 1;
+  bool has_anchor = false;
+  WorkPointAnchorSpec anchor{};  // meaningful when has_anchor
+  // Distance along anchor.lane of slot k (has_anchor only).
+  double slot_s_m(std::uint32_t k) const {
+    return anchor.s_m + static_cast<double>(k) * anchor.slot_spacing_m;
+  }
 };
 
 struct PopulationSettings {

@@ -168,6 +168,7 @@ struct EntityReport {
   std::int32_t zone = -1;            // zone index, or -1
   std::int32_t work_point = -1;
   std::int32_t work_slot = -1;
+  bool at_work_anchor = false;    // holds an anchored slot and stands at it
   std::uint32_t migrations = 0;   // a resident's zone changes so far
   std::int32_t last_portal = -1;  // zone index it left last, or -1
   std::int32_t lane = -1;         // lane index, or -1 when not on a lane
@@ -309,6 +310,11 @@ class World {
   const PedestrianStore& pedestrians() const { return pedestrians_; }
   std::uint32_t pedestrian_target() const { return pedestrian_target_; }
   const WorldCounters& counters() const { return counters_; }
+  // Work-point anchors (work_point_anchors.cpp): the place of a slot (false
+  // when the work-point has no anchor), and whether a resident holding an
+  // anchored slot stands at it now.
+  bool slot_anchor(std::size_t work_point, std::uint32_t slot, LaneIndex& lane, double& s_m) const;
+  bool resident_at_anchor(std::uint32_t resident) const;
   const VehicleSystem& vehicles() const { return vehicles_; }
   const PopulationSystem& population() const { return population_; }
   const TierCounts& pedestrian_tiers() const { return pedestrian_tier_counts_; }
@@ -438,6 +444,20 @@ class World {
   // Sets or clears a row's kAdmissionMaskedBit, keeping the digest sum current.
   void set_admission_mask_bit(std::uint32_t slot, bool masked);
   void apply_command(const SetLaneClosed& c, CommandResult& r);
+  // Work-point anchors (work_point_anchors.cpp), derived from the scenario
+  // at creation: per work-point its anchor lane (kAnyLane: none) and, per
+  // lane, the pedestrian successor on a shortest way there (kAnyLane: none).
+  void build_anchor_routes();
+  struct RowAnchor {
+    LaneIndex lane = kAnyLane;
+    double s_m = 0.0;
+    const LaneIndex* next_hop = nullptr;  // per lane
+  };
+  // The anchored slot pedestrian row `row` holds, if any (phase 6).
+  bool row_anchor(std::uint32_t row, RowAnchor& out) const;
+  std::vector<LaneIndex> anchor_lane_;
+  std::vector<std::vector<LaneIndex>> anchor_next_hop_;
+  bool has_anchors_ = false;
   // Lane closures: a lane of `pool` chosen with the world PRNG, skipping
   // closed ones (the one draw of before when nothing is closed); kAnyLane
   // when every lane of the pool is closed.
@@ -595,6 +615,7 @@ class World {
   std::vector<LaneWaiter> lane_waiters_;    // sorted by id; each walking, at its lane end
   LaneClosureCounters lane_closure_;
   std::vector<EntityId> wait_scratch_;
+  std::vector<std::uint8_t> zone_closed_scratch_;  // phase 2: per zone, all lanes closed
   std::vector<std::uint8_t> force_scratch_;
   void fill_force(std::span<const EntityId> ids);
   std::vector<std::uint32_t> to_activate_, to_deactivate_;

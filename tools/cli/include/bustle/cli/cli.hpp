@@ -51,12 +51,14 @@ struct CliOptions {
   std::uint64_t job_id = 0;    // job ID
   bool no_wait = false;        // --no-wait: snapshot jobs return after the first result
   // Vehicles and population.
-  std::string garage;              // garage-request / cancel-request GARAGE
-  std::string request_id;          // garage-request / cancel-request REQUEST_ID
-  std::string prototype;           // garage-request PROTOTYPE
-  std::string lane;                // garage-request LANE (lane id)
-  std::int32_t priority = 10;      // --priority P (garage-request)
-  std::uint32_t entity_index = 0;  // vehicle / strategy / entity INDEX:GEN
+  std::string garage;      // garage-request / cancel-request GARAGE
+  std::string request_id;  // garage-request / cancel-request REQUEST_ID
+  std::string prototype;   // garage-request PROTOTYPE
+  std::string lane;        // garage-request / close-lane / open-lane LANE (lane id)
+  static constexpr std::uint32_t kNoLaneIndex = UINT32_MAX;
+  std::uint32_t lane_index = kNoLaneIndex;  // close-lane / open-lane --index N
+  std::int32_t priority = 10;               // --priority P (garage-request)
+  std::uint32_t entity_index = 0;           // vehicle / strategy / entity INDEX:GEN
   std::uint32_t entity_generation = 0;
   std::uint8_t strategy = 0;  // strategy: 0 route_follow, 1 lane_follow, 2 parked, 3 manual
   std::vector<std::pair<float, float>> observers;  // observers X,Y ... (empty: clear)
