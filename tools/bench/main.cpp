@@ -685,6 +685,61 @@ nlohmann::json print_snapshot_verdict(std::uint32_t agents, const PhaseTimes& st
   return nullptr;
 }
 
+// Opens the bench's snapshot store as the persistence worker does: no WAL
+// checkpoint inside a commit; one after each, on the writer thread (timed
+// apart). False after printing why it could not.
+bool open_bench_store(const std::string& path, bustle::persist::SnapshotStore& store) {
+  auto e =
+      bustle::persist::SnapshotStore::open(path, bustle::persist::FileKind::Snapshots, true, store);
+  if (e.ok()) e = store.defer_wal_checkpoints();
+  if (!e.ok()) std::fprintf(stderr, "bustle-bench: %s\n", e.to_string().c_str());
+  return e.ok();
+}
+
+// The persistence worker's spares (PersistWorker::kSpareCheckpoints = 2):
+// prepared with reserve_for_capture, taken in turn for each checkpoint and
+// handed back after its commit. A recycled spare holds the capture before
+// last, so a capture into it copies only the rows written since
+// (row_write_stamps.hpp). Each spare is filled once here, before timing, as
+// by a running server's first two checkpoints; the bench's fresh-allocation
+// line times full copies.
+void prepare_spares(const bustle::core::World& w, std::uint32_t entity_capacity,
+                    std::array<bustle::core::WorldCheckpoint, 2>& spares) {
+  for (bustle::core::WorldCheckpoint& spare : spares) {
+    bustle::core::reserve_for_capture(spare, entity_capacity);
+    w.capture_into(spare);
+  }
+}
+
+double copied_mib_of(const std::vector<bustle::core::CaptureColumnBytes>& columns) {
+  double copied = 0;
+  for (const auto& c : columns) copied += static_cast<double>(c.copied);
+  return copied / (1024.0 * 1024.0);
+}
+
+// The capture's large columns: bytes, and what the last recycled capture
+// copied of them (rows written since that spare's previous capture).
+void print_capture_columns(const std::vector<bustle::core::CaptureColumnBytes>& columns,
+                           const std::vector<double>& copied_mib, std::uint32_t steps_between) {
+  double total = 0, copied = 0;
+  for (const auto& c : columns) {
+    total += static_cast<double>(c.bytes);
+    copied += static_cast<double>(c.copied);
+  }
+  std::printf(
+      "  recycled-buffer capture (2 spares in turn, %u step%s between checkpoints): copied p50 "
+      "%.1f MiB of %.1f MiB, last one by column:\n",
+      steps_between, steps_between == 1 ? "" : "s", percentile(copied_mib, 0.5),
+      total / (1024.0 * 1024.0));
+  for (const auto& c : columns) {
+    std::printf(
+        "    %-22s %7.2f MiB  copied %7.2f MiB (%5.1f %%)\n", c.name,
+        static_cast<double>(c.bytes) / (1024.0 * 1024.0),
+        static_cast<double>(c.copied) / (1024.0 * 1024.0),
+        c.bytes == 0 ? 0.0 : 100.0 * static_cast<double>(c.copied) / static_cast<double>(c.bytes));
+  }
+}
+
 int bench_snapshot(const Args& a) {
   const auto s = scenario_for(a.agents);
   auto w = populated(a, s);
@@ -695,33 +750,25 @@ int bench_snapshot(const Args& a) {
   const std::string path = a.dir + "/bustle-bench-" + std::to_string(::getpid()) + ".db";
   std::filesystem::remove(path);
   bustle::persist::SnapshotStore store;
-  if (auto e = bustle::persist::SnapshotStore::open(path, bustle::persist::FileKind::Snapshots,
-                                                    true, store);
-      !e.ok()) {
-    std::fprintf(stderr, "bustle-bench: %s\n", e.to_string().c_str());
-    return 1;
-  }
-  // As the persistence worker does: no WAL checkpoint inside a commit; one
-  // after each, on the writer thread (timed apart below).
-  if (auto e = store.defer_wal_checkpoints(); !e.ok()) {
-    std::fprintf(stderr, "bustle-bench: %s\n", e.to_string().c_str());
-    return 1;
-  }
+  if (!open_bench_store(path, store)) return 1;
   PhaseTimes fresh{"sim-thread copy, fresh allocation", {}, {}, {}};
   PhaseTimes stall{"sim-thread stall (recycled buffer)", {}, {}, {}};
   PhaseTimes commit{"writer commit (one txn, WAL)", {}, {}, {}};
   PhaseTimes wal{"writer WAL checkpoint, after commit", {}, {}, {}};
   PhaseTimes restore{"restore (read+check+validate)", {}, {}, {}};
   bustle::core::WorldCheckpoint cp;
-  // A spare as the persistence worker prepares it; after the first commit,
-  // the buffer the writer hands back.
-  bustle::core::WorldCheckpoint recycled;
-  bustle::core::reserve_for_capture(recycled, s.entity_capacity);
+  std::array<bustle::core::WorldCheckpoint, 2> spares;
+  prepare_spares(*w, s.entity_capacity, spares);
+  std::vector<bustle::core::CaptureColumnBytes> columns;
+  std::vector<double> copied_mib;
   for (std::uint32_t r = 0; r < a.repeat; ++r) {
-    w->step();
+    for (std::uint32_t k = 0; k < a.steps_between; ++k) w->step();
     PhaseTimer b(fresh);
     cp = w->capture();
     b.stop();
+    bustle::core::WorldCheckpoint& recycled = spares[r % spares.size()];
+    columns = w->capture_bytes(recycled);
+    copied_mib.push_back(copied_mib_of(columns));
     PhaseTimer b2(stall);
     w->capture_into(recycled);
     b2.stop();
@@ -764,6 +811,7 @@ int bench_snapshot(const Args& a) {
   const bool judged_1m = a.agents == kIssue17Agents;
   print_phase(stall, judged ? kStallTargetMs : judged_1m ? kStallTarget1MMs : 0);
   print_phase(fresh, 0);
+  print_capture_columns(columns, copied_mib, a.steps_between);
   print_phase(commit, judged ? kCommitTargetMs : 0);
   print_phase(wal, 0);
   print_phase(restore, judged ? kRestoreTargetMs : 0);
@@ -777,6 +825,8 @@ int bench_snapshot(const Args& a) {
                               {"commit_ms", commit.json()},
                               {"wal_checkpoint_ms", wal.json()},
                               {"restore_ms", restore.json()},
+                              {"recycled_copied_mib_p50", percentile(copied_mib, 0.5)},
+                              {"steps_between", a.steps_between},
                               {"file_mib", mib},
                               {"threads", a.threads},
                               {"targets_met", targets_met}};

@@ -146,6 +146,10 @@ void add_snapshot(CLI::App& app, Args& a) {
   add_int<std::uint32_t>(*sub, "--agents", a.agents, "pedestrians", 1, kAgentsMax);
   add_int<std::uint32_t>(*sub, "--repeat", a.repeat,
                          "checkpoints taken (with 51 or fewer, p99 is the max)", 1, 100'000);
+  add_int<std::uint32_t>(*sub, "--steps-between", a.steps_between,
+                         "steps between checkpoints (a server's --autosave-steps; more steps "
+                         "leave more rows written since the recycled buffer's last capture)",
+                         1, 100'000);
   sub->add_option("--dir", a.dir, "directory for the snapshot file")
       ->check(CLI::ExistingDirectory)
       ->capture_default_str();

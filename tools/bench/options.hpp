@@ -23,9 +23,10 @@ namespace bustle::bench {
 
 struct Args {
   std::string mode;  // the subcommand: step, population, snapshot, vehicles, stream, fanout
-  std::uint32_t agents = 100'000;  // step, snapshot, stream: pedestrians
-  std::uint64_t steps = 1000;      // timed steps
-  std::uint32_t repeat = 100;      // snapshot: checkpoints taken (a p99 below the max needs > 51)
+  std::uint32_t agents = 100'000;   // step, snapshot, stream: pedestrians
+  std::uint64_t steps = 1000;       // timed steps
+  std::uint32_t repeat = 100;       // snapshot: checkpoints taken (a p99 below the max needs > 51)
+  std::uint32_t steps_between = 1;  // snapshot: steps between checkpoints
   std::uint64_t seed = 1;
   std::string dir = "/tmp";           // snapshot, fanout: where files go
   std::uint32_t grid = 32;            // vehicles, stream: intersections per side

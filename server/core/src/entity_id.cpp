@@ -26,6 +26,7 @@ std::string id_text(EntityId id) {
 EntityRegistry::EntityRegistry(std::uint32_t capacity)
     : generation_(capacity, 1), alive_(capacity, 0), free_ring_(capacity), free_count_(capacity) {
   assert(capacity >= 1);
+  slots_written_.reserve(capacity);
   for (std::uint32_t i = 0; i < capacity; ++i) {
     free_ring_[i] = i;
     digest_sum_ += slot_term(i, 1, false) + fifo_term(i, i);
@@ -56,6 +57,7 @@ AllocateResult EntityRegistry::allocate() {
   digest_sum_ +=
       slot_term(index, generation_[index], true) - slot_term(index, generation_[index], false);
   alive_[index] = 1;
+  slots_written_.mark(index);
   ++alive_count_;
   assert(free_count_ + alive_count_ == capacity());
   return {AllocateStatus::Allocated, EntityId{index, generation_[index]}};
@@ -65,6 +67,7 @@ ReleaseStatus EntityRegistry::release(EntityId id) {
   if (id.index >= capacity()) return ReleaseStatus::OutOfRange;
   if (!is_alive(id)) return ReleaseStatus::StaleHandle;
   alive_[id.index] = 0;
+  slots_written_.mark(id.index);
   --alive_count_;
   digest_sum_ -= slot_term(id.index, generation_[id.index], true);
   // Skip 0 on wrap-around so the null handle is never issued (invariant 1).
@@ -132,9 +135,9 @@ namespace bustle::core {
 void EntityRegistry::export_state(std::vector<std::uint32_t>& generation,
                                   std::vector<std::uint8_t>& alive,
                                   std::vector<std::uint32_t>& free_fifo, std::uint64_t& pop_seq,
-                                  ColumnCopies& copies) const {
-  copies.add_column(generation, generation_);
-  copies.add_column(alive, alive_);
+                                  ColumnCopies& copies, std::uint64_t held_epoch) const {
+  copies.add_written(generation, generation_, slots_written_, held_epoch);
+  copies.add_written(alive, alive_, slots_written_, held_epoch);
   free_fifo.resize(free_count_);
   // The FIFO from the ring's head: up to the ring's end, then from its start.
   assert(free_head_ < capacity() || free_count_ == 0);
@@ -179,6 +182,7 @@ std::string EntityRegistry::import_state(const std::vector<std::uint32_t>& gener
   }
   generation_ = generation;
   alive_ = alive;
+  slots_written_.mark_all();
   for (std::uint32_t k = 0; k < free_fifo.size(); ++k) free_ring_[k] = free_fifo[k];
   free_head_ = 0;
   free_count_ = static_cast<std::uint32_t>(free_fifo.size());

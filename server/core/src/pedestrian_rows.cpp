@@ -28,6 +28,7 @@ void World::push_pedestrian(EntityId id, LaneIndex lane, double s_m, std::uint32
   pedestrians_.origin.push_back(static_cast<std::uint8_t>(origin));
   pedestrians_.phase.push_back(id_phase(id));
   pedestrians_.route.push_back(kNoRoute);
+  mark_pedestrian_row_written(pedestrians_.size() - 1);
   if (origin == PedestrianOrigin::Background) ++background_count_;
   pedestrian_digest_sum_ +=
       pedestrian_row_hash(pedestrians_.size() - 1) + pedestrian_motion_hash(id, s_m);
@@ -36,6 +37,7 @@ void World::push_pedestrian(EntityId id, LaneIndex lane, double s_m, std::uint32
 void World::set_pedestrian_route(std::uint32_t slot, std::uint32_t route) {
   pedestrian_digest_sum_ -= pedestrian_row_hash(slot);
   pedestrians_.route[slot] = route;
+  pedestrian_lanes_written_.mark(slot);
   pedestrian_digest_sum_ += pedestrian_row_hash(slot);
 }
 
@@ -76,6 +78,7 @@ void World::remove_pedestrian(EntityId id) {
     pedestrians_.phase[slot] = pedestrians_.phase[last];
     pedestrians_.route[slot] = pedestrians_.route[last];
     pedestrians_.dense_of[pedestrians_.id[slot].index] = slot;
+    mark_pedestrian_row_written(slot);
   }
   pedestrians_.id.pop_back();
   pedestrians_.lane.pop_back();

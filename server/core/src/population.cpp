@@ -110,6 +110,9 @@ std::uint64_t PopulationSystem::row_hash(std::uint32_t i) const {
 }
 
 void PopulationSystem::refresh(std::uint32_t i) {
+  // Every write to a resident row ends here (the digest needs it), so this
+  // is also where the row is marked for the next checkpoint capture.
+  resident_rows_written_.mark(i);
   row_sum_ -= row_hash_[i];
   row_hash_[i] = row_hash(i);
   row_sum_ += row_hash_[i];
@@ -119,6 +122,7 @@ void PopulationSystem::rebuild_indexes() {
   const std::size_t nz = zones_.size();
   row_hash_.assign(residents_.size(), 0);
   row_sum_ = 0;
+  resident_rows_written_.reserve(residents_.size());  // every row (re)written
   active_cz_.assign(scenario_->communities.size() * nz, 0);
   active_list_.clear();
   active_total_ = retiring_total_ = 0;
@@ -768,18 +772,22 @@ std::string PopulationSystem::check_invariants(const EntityRegistry& registry) c
   return {};
 }
 
-void PopulationSystem::capture_into(PopulationCheckpoint& cp, ColumnCopies& copies) const {
+void PopulationSystem::capture_into(PopulationCheckpoint& cp, ColumnCopies& copies,
+                                    std::uint64_t held_epoch) const {
   static_assert(sizeof(ResidentStore) == 7 * sizeof(std::vector<std::uint32_t>),
                 "a new resident column must be captured here");
   // Copy-assignment keeps the destination's capacity (strings and nested
   // vectors included), so a recycled checkpoint allocates nothing here.
-  copies.add_column(cp.residents.id, residents_.id);
-  copies.add_column(cp.residents.community, residents_.community);
-  copies.add_column(cp.residents.profession, residents_.profession);
-  copies.add_column(cp.residents.zone, residents_.zone);
-  copies.add_column(cp.residents.active, residents_.active);
-  copies.add_column(cp.residents.work_point, residents_.work_point);
-  copies.add_column(cp.residents.work_slot, residents_.work_slot);
+  // Of the resident rows only those refresh()ed since the epoch the
+  // destination holds (resident_rows_written_).
+  const RowWriteStamps& written = resident_rows_written_;
+  copies.add_written(cp.residents.id, residents_.id, written, held_epoch);
+  copies.add_written(cp.residents.community, residents_.community, written, held_epoch);
+  copies.add_written(cp.residents.profession, residents_.profession, written, held_epoch);
+  copies.add_written(cp.residents.zone, residents_.zone, written, held_epoch);
+  copies.add_written(cp.residents.active, residents_.active, written, held_epoch);
+  copies.add_written(cp.residents.work_point, residents_.work_point, written, held_epoch);
+  copies.add_written(cp.residents.work_slot, residents_.work_slot, written, held_epoch);
   cp.zone_ids.resize(scenario_->zones.size());
   for (std::size_t z = 0; z < scenario_->zones.size(); ++z) cp.zone_ids[z] = scenario_->zones[z].id;
   cp.zones = zones_;

@@ -9,6 +9,7 @@
 #include "bustle/core/world.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cassert>
 #include <cmath>
@@ -44,6 +45,17 @@ void log_lifecycle_events(const World& w, LogSink& log) {
 
 }  // namespace
 
+namespace {
+// A number no other World of this process has (CaptureStamp::lineage): a
+// checkpoint captured from one world is never taken as holding another's
+// rows. Worlds are built on any thread (restore candidates), hence atomic;
+// it decides no outcome.
+std::uint64_t next_capture_lineage() {
+  static std::atomic<std::uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+}  // namespace
+
 World::CreateResult World::create(const Scenario& scenario, std::uint64_t seed, LogSink* log) {
   CreateResult result;
   result.errors = validate_scenario(scenario);
@@ -60,6 +72,7 @@ World::World(const Scenario& scenario, std::uint64_t seed, LogSink* log)
       rng_(seed),
       route_salt_(rng_.derive(kPurposeRoutes).next_u64()),
       registry_(scenario.entity_capacity),
+      capture_lineage_(next_capture_lineage()),
       pedestrian_target_(scenario.pedestrians.count),
       inbox_(scenario.command_inbox_capacity),
       vehicles_(scenario_, lanes_, scenario.entity_capacity),
@@ -77,6 +90,9 @@ World::World(const Scenario& scenario, std::uint64_t seed, LogSink* log)
   pedestrians_.phase.reserve(cap);
   pedestrians_.route.reserve(cap);
   pedestrians_.dense_of.assign(cap, PedestrianStore::kNoSlot);
+  pedestrian_rows_written_.reserve(cap);
+  pedestrian_lanes_written_.reserve(cap);
+  pedestrian_tiers_written_.reserve(cap);
   // Tier-resolution scratch for a slice of up to every pedestrian: the step
   // allocates nothing after warm-up, however the slices' sizes wander.
   slice_.reserve(cap);

@@ -70,6 +70,7 @@ void World::move_resident(std::uint32_t r) {
                             pedestrian_motion_hash(pedestrians_.id[slot], pedestrians_.s_m[slot]);
   pedestrians_.lane[slot] = lane;
   pedestrians_.s_m[slot] = rng_.next_unit() * lanes_.lane(lane).length_m;
+  pedestrian_lanes_written_.mark(slot);
   pedestrian_digest_sum_ += pedestrian_row_hash(slot) +
                             pedestrian_motion_hash(pedestrians_.id[slot], pedestrians_.s_m[slot]);
 }

@@ -39,6 +39,8 @@ void World::phase_move_pedestrians() {
   // threads (phase_executor.hpp); their queued effects are applied below in
   // part (= row) order, exactly as a sequential loop applies them.
   const std::uint32_t parts = parts_for_rows(n);
+  static_assert(kRowsPerPart % RowWriteStamps::kRowsPerChunk == 0,
+                "a movement part must own the write-stamp chunks of its rows");
   if (move_parts_.size() < parts) move_parts_.resize(parts);
   if (tier_parts_.size() < parts) tier_parts_.resize(parts);
   std::uint8_t in_slice[64];
@@ -185,7 +187,12 @@ void World::move_pedestrian_row(std::uint32_t i, double dt_s, MovePart& out) {
     out.departures.push_back(pedestrians_.id[i]);
   pedestrians_.lane[i] = lane;
   pedestrians_.s_m[i] = s;
-  if (hopped) out.sum_delta += pedestrian_row_hash(i);
+  if (hopped) {
+    out.sum_delta += pedestrian_row_hash(i);
+    // Lane, hops and maybe route changed. This part owns the row's chunk
+    // (parts are whole chunks), so a plain store.
+    pedestrian_lanes_written_.mark(i);
+  }
   if (s != s_before)
     out.sum_delta += pedestrian_motion_hash(pedestrians_.id[i], s) -
                      pedestrian_motion_hash(pedestrians_.id[i], s_before);

@@ -133,6 +133,7 @@ void World::write_slice_tiers(std::uint32_t m) {
       if (pedestrians_.sim_tier[i] == slice_sim_tier_[k]) continue;
       delta -= pedestrian_row_hash(i);
       pedestrians_.sim_tier[i] = slice_sim_tier_[k];
+      pedestrian_tiers_written_.mark_from_part(i);  // slice rows of two parts may share a chunk
       delta += pedestrian_row_hash(i);
     }
     tier_parts_[p].sum_delta = delta;

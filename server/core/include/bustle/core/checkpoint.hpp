@@ -13,6 +13,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -86,6 +87,41 @@ struct LaneClosureCounters {
   friend bool operator==(const LaneClosureCounters&, const LaneClosureCounters&) = default;
 };
 
+// Which capture a WorldCheckpoint's columns hold (issue 17): World::capture_into
+// copies into a checkpoint stamped by the same world only the rows written
+// since that epoch. Not state: never saved, restored or digested. Copying a
+// checkpoint copies the stamp (the columns are the same); moving one leaves
+// the source unstamped (its columns are gone). Code that edits a captured
+// checkpoint's columns and then captures into it again must reset the stamp.
+struct CaptureStamp {
+  std::uint64_t lineage = 0;  // the capturing World's; 0: holds no capture
+  std::uint64_t epoch = 0;    // that world's capture epoch when captured
+  CaptureStamp() = default;
+  CaptureStamp(std::uint64_t l, std::uint64_t e) : lineage(l), epoch(e) {}
+  CaptureStamp(const CaptureStamp&) = default;
+  CaptureStamp& operator=(const CaptureStamp&) = default;
+  CaptureStamp(CaptureStamp&& o) noexcept : lineage(o.lineage), epoch(o.epoch) { o.reset(); }
+  CaptureStamp& operator=(CaptureStamp&& o) noexcept {
+    if (this != &o) {
+      lineage = o.lineage;
+      epoch = o.epoch;
+      o.reset();
+    }
+    return *this;
+  }
+  void reset() {
+    lineage = 0;
+    epoch = 0;
+  }
+};
+
+// One large column of a capture: its size and what a capture copies of it.
+struct CaptureColumnBytes {
+  const char* name = "";
+  std::size_t bytes = 0;   // the column's bytes
+  std::size_t copied = 0;  // bytes a capture into the given checkpoint copies
+};
+
 struct WorldCheckpoint {
   std::string scenario_id;
   std::uint32_t step_us = 0;
@@ -129,6 +165,7 @@ struct WorldCheckpoint {
   std::vector<OrphanState> orphans;     // sorted by id
   std::vector<EntityId> retiring_fifo;  // front first
   std::uint64_t digest = 0;             // digest of this state (checked on restore)
+  CaptureStamp capture_stamp;           // not state (see CaptureStamp)
 };
 
 // Makes `cp` ready to be captured into without growing: the per-pedestrian

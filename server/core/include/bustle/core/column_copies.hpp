@@ -11,6 +11,11 @@
 // run, so the captured bytes are the same for every executor and any number
 // of threads (tests/app/thread_phase_executor_test.cpp).
 //
+// A column added with add_written() copies only the chunks of rows its
+// RowWriteStamps say were written after the epoch the destination holds
+// (row_write_stamps.hpp); its parts are cut at chunk boundaries, so a part
+// still owns its own destination bytes.
+//
 // Invariants:
 //   1. At most kMaxColumns columns (asserted in add(); the capture adds a
 //      fixed set, so this is a programmer error, never an input).
@@ -26,12 +31,13 @@
 #include <vector>
 
 #include "bustle/core/phase_executor.hpp"
+#include "bustle/core/row_write_stamps.hpp"
 
 namespace bustle::core {
 
 class ColumnCopies {
  public:
-  static constexpr std::size_t kMaxColumns = 24;
+  static constexpr std::size_t kMaxColumns = 32;
   // Large enough that a part (~0.1 ms of memcpy) dwarfs handing it to a
   // thread; small enough that 1 M pedestrians give ~50 parts to share.
   static constexpr std::size_t kBytesPerPart = std::size_t{1} << 20;
@@ -43,9 +49,47 @@ class ColumnCopies {
     assert(count_ < kMaxColumns);
     if (n == 0) return;
     const std::size_t bytes = n * sizeof(T);
-    columns_[count_] = {reinterpret_cast<std::byte*>(dst), reinterpret_cast<const std::byte*>(src),
-                        bytes, parts_};
+    columns_[count_] = {reinterpret_cast<std::byte*>(dst),
+                        reinterpret_cast<const std::byte*>(src),
+                        bytes,
+                        parts_,
+                        kBytesPerPart,
+                        nullptr,
+                        0,
+                        0};
     parts_ += static_cast<std::uint32_t>((bytes + kBytesPerPart - 1) / kBytesPerPart);
+    ++count_;
+  }
+
+  // Queues the copy of the rows of src that `written` says changed after
+  // `held_epoch`, the epoch dst holds (0: dst holds nothing, copy it all).
+  // Sizes dst like src; rows added since are stamped by whoever pushed them.
+  template <class T>
+  void add_written(std::vector<T>& dst, const std::vector<T>& src, const RowWriteStamps& written,
+                   std::uint64_t held_epoch) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    if (held_epoch == 0) {
+      add_column(dst, src);
+      return;
+    }
+    assert(count_ < kMaxColumns);
+    assert(((src.size() + RowWriteStamps::kRowsPerChunk - 1) >>
+            RowWriteStamps::kRowsPerChunkLog2) <= written.chunks());
+    dst.resize(src.size());
+    if (src.empty()) return;
+    const std::size_t bytes = src.size() * sizeof(T);
+    const std::size_t chunk_bytes = std::size_t{RowWriteStamps::kRowsPerChunk} * sizeof(T);
+    const std::size_t part_bytes =
+        kBytesPerPart > chunk_bytes ? kBytesPerPart / chunk_bytes * chunk_bytes : chunk_bytes;
+    columns_[count_] = {reinterpret_cast<std::byte*>(dst.data()),
+                        reinterpret_cast<const std::byte*>(src.data()),
+                        bytes,
+                        parts_,
+                        part_bytes,
+                        &written,
+                        held_epoch,
+                        chunk_bytes};
+    parts_ += static_cast<std::uint32_t>((bytes + part_bytes - 1) / part_bytes);
     ++count_;
   }
 
@@ -72,6 +116,10 @@ class ColumnCopies {
     const std::byte* src = nullptr;
     std::size_t bytes = 0;
     std::uint32_t first_part = 0;
+    std::size_t part_bytes = kBytesPerPart;
+    const RowWriteStamps* written = nullptr;  // null: copy every byte
+    std::uint64_t held_epoch = 0;
+    std::size_t chunk_bytes = 0;
   };
 
   void copy_part(std::uint32_t part) const {
@@ -79,10 +127,25 @@ class ColumnCopies {
     while (c + 1 < count_ && columns_[c + 1].first_part <= part) ++c;
     const Column& col = columns_[c];
     assert(part >= col.first_part);
-    const std::size_t begin = std::size_t{part - col.first_part} * kBytesPerPart;
+    const std::size_t begin = std::size_t{part - col.first_part} * col.part_bytes;
     assert(begin < col.bytes);
-    const std::size_t len = col.bytes - begin < kBytesPerPart ? col.bytes - begin : kBytesPerPart;
-    std::memcpy(col.dst + begin, col.src + begin, len);
+    const std::size_t end = col.bytes - begin < col.part_bytes ? col.bytes : begin + col.part_bytes;
+    if (col.written == nullptr) {
+      std::memcpy(col.dst + begin, col.src + begin, end - begin);
+      return;
+    }
+    // Runs of written chunks, each one memcpy.
+    assert(begin % col.chunk_bytes == 0);
+    std::size_t run = end;  // start of the current run of written chunks, or none
+    for (std::size_t at = begin; at < end; at += col.chunk_bytes) {
+      const bool written = col.written->written_after(at / col.chunk_bytes, col.held_epoch);
+      if (written && run == end) run = at;
+      if (!written && run != end) {
+        std::memcpy(col.dst + run, col.src + run, at - run);
+        run = end;
+      }
+    }
+    if (run != end) std::memcpy(col.dst + run, col.src + run, end - run);
   }
 
   std::array<Column, kMaxColumns> columns_{};

@@ -21,6 +21,8 @@
 #include <string>
 #include <vector>
 
+#include "bustle/core/row_write_stamps.hpp"
+
 namespace bustle::core {
 
 struct EntityId {
@@ -90,9 +92,15 @@ class EntityRegistry {
   // two contiguous pieces); import_state() replaces
   // this registry's state after checking every invariant above, and returns an
   // empty string or the first violation (as "field[i]: message").
+  // `held_epoch` is the capture epoch the destination columns hold (0: none):
+  // of generation and alive only the slots allocated or released since are
+  // copied (slots_written()); the free FIFO is copied whole (its front moves
+  // with every allocation, so each entry shifts).
   void export_state(std::vector<std::uint32_t>& generation, std::vector<std::uint8_t>& alive,
                     std::vector<std::uint32_t>& free_fifo, std::uint64_t& pop_seq,
-                    ColumnCopies& copies) const;
+                    ColumnCopies& copies, std::uint64_t held_epoch = 0) const;
+  // Per chunk of slots, the capture epoch of its last allocate/release/import.
+  const RowWriteStamps& slots_written() const { return slots_written_; }
   std::string import_state(const std::vector<std::uint32_t>& generation,
                            const std::vector<std::uint8_t>& alive,
                            const std::vector<std::uint32_t>& free_fifo, std::uint64_t pop_seq);
@@ -108,6 +116,7 @@ class EntityRegistry {
   std::uint32_t alive_count_ = 0;
   std::uint64_t pop_seq_ = 0;  // sequence number of the FIFO front
   std::uint64_t digest_sum_ = 0;
+  RowWriteStamps slots_written_;  // generation_ and alive_ rows (not state)
 };
 
 }  // namespace bustle::core

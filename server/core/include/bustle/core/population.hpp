@@ -65,6 +65,7 @@
 
 #include "bustle/core/entity_id.hpp"
 #include "bustle/core/lane_graph.hpp"
+#include "bustle/core/row_write_stamps.hpp"
 #include "bustle/core/scenario.hpp"
 
 namespace bustle::core {
@@ -263,7 +264,12 @@ class PopulationSystem {
   // Copies this system's state into `cp`, reusing its vectors' capacity:
   // the resident columns are sized and queued on `copies` (the caller runs
   // them, World::capture_into), the rest is copied here.
-  void capture_into(PopulationCheckpoint& cp, ColumnCopies& copies) const;
+  // `held_epoch`: the capture epoch cp's resident columns hold (0: none);
+  // only rows written since are copied (resident_rows_written()).
+  void capture_into(PopulationCheckpoint& cp, ColumnCopies& copies,
+                    std::uint64_t held_epoch = 0) const;
+  // Per chunk of resident rows, the capture epoch of its last write.
+  const RowWriteStamps& resident_rows_written() const { return resident_rows_written_; }
   std::vector<std::pair<std::string, std::string>> restore(const PopulationCheckpoint& cp,
                                                            const EntityRegistry& registry);
 
@@ -325,6 +331,7 @@ class PopulationSystem {
   // Derived indexes (rebuilt on restore, never in checkpoints).
   std::vector<std::uint64_t> row_hash_;
   std::uint64_t row_sum_ = 0;
+  RowWriteStamps resident_rows_written_;  // marked by refresh() (not state)
   std::vector<std::uint32_t> active_cz_;  // community x zone: walking + retiring
   std::vector<std::uint32_t>
       active_list_;  // residents with active != 0, ascending (EntityId order)

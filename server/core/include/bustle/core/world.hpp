@@ -57,6 +57,7 @@
 #include "bustle/core/population.hpp"
 #include "bustle/core/prevention.hpp"
 #include "bustle/core/prng.hpp"
+#include "bustle/core/row_write_stamps.hpp"
 #include "bustle/core/scenario.hpp"
 #include "bustle/core/spawn_pipeline.hpp"
 #include "bustle/core/vehicles.hpp"
@@ -275,7 +276,13 @@ class World {
   WorldCheckpoint capture() const;
   // The same into an existing checkpoint, reusing its buffers: a caller that
   // recycles checkpoints pays no allocation or page faults on the sim thread.
+  // When `out` holds an earlier capture of this world (out.capture_stamp),
+  // the large row columns copy only the chunks of rows written since
+  // (row_write_stamps.hpp); the result is byte for byte a full capture.
   void capture_into(WorldCheckpoint& out) const;
+  // Per large column: its bytes, and how many of them capture_into(into)
+  // would copy now (what a delta capture saves; for reports and benches).
+  std::vector<CaptureColumnBytes> capture_bytes(const WorldCheckpoint& into) const;
 
   // Persistent facts only; see SaveState.
   SaveState capture_save() const;
@@ -580,6 +587,28 @@ class World {
   std::uint64_t route_salt_;  // derived stream key for per-entity route choices
   EntityRegistry registry_;
   PedestrianStore pedestrians_;
+  // Checkpoint capture bookkeeping (issue 17), not state: per chunk of
+  // pedestrian rows, the capture epoch of the last write to
+  //   - rows_written: id, priority, origin (and the derived resident
+  //     column): push_pedestrian, remove_pedestrian's swap;
+  //   - lanes_written: lane, hops, route: lane hops, set_pedestrian_route,
+  //     move_resident (and push/swap);
+  //   - tiers_written: sim_tier: write_slice_tiers (and push/swap).
+  // s_m changes for every moving row every step and is always copied.
+  RowWriteStamps pedestrian_rows_written_;
+  RowWriteStamps pedestrian_lanes_written_;
+  RowWriteStamps pedestrian_tiers_written_;
+  // This world's captures (never another world's) are what a stamped
+  // checkpoint may hold; the epoch advances at each capture.
+  std::uint64_t capture_lineage_;
+  mutable std::uint64_t capture_epoch_ = 1;
+  void capture_resident_column(PedestrianState& p, PhaseExecutor& parts, std::uint64_t held) const;
+  void start_next_capture_epoch() const;
+  void mark_pedestrian_row_written(std::uint32_t slot) {
+    pedestrian_rows_written_.mark(slot);
+    pedestrian_lanes_written_.mark(slot);
+    pedestrian_tiers_written_.mark(slot);
+  }
   std::uint32_t pedestrian_target_;
   std::uint64_t step_index_ = 0;
   std::uint64_t digest_ = 0;
