@@ -1,9 +1,28 @@
 #include "bustle/app/thread_phase_executor.hpp"
 
+#include <cassert>
 #include <stdexcept>
 #include <string>
 
 namespace bustle::app {
+namespace {
+
+// A spin-wait hint to the core (the other hyperthread, or the hypervisor,
+// gets the pipeline while we poll).
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+// Polls before sleeping: a step's phases follow each other within a
+// fraction of a millisecond, and a futex wake-up costs about as much as a
+// small part. Bounded, so an idle server sleeps after a few microseconds.
+constexpr int kSpinsBeforeSleep = 2000;
+
+}  // namespace
 
 ThreadPhaseExecutor::ThreadPhaseExecutor(std::uint32_t threads) {
   if (threads < 1 || threads > kMaxThreads) {
@@ -15,19 +34,27 @@ ThreadPhaseExecutor::ThreadPhaseExecutor(std::uint32_t threads) {
 }
 
 ThreadPhaseExecutor::~ThreadPhaseExecutor() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stop_ = true;
-  }
-  wake_.notify_all();
+  stop_.store(true, std::memory_order_release);
+  batch_.fetch_add(1, std::memory_order_release);
+  batch_.notify_all();
   for (std::thread& w : workers_) w.join();
 }
 
-void ThreadPhaseExecutor::drain_parts() {
+void ThreadPhaseExecutor::drain_parts(std::uint32_t batch) {
+  const std::uint64_t tag = static_cast<std::uint64_t>(batch) << 32;
+  std::uint64_t word = claim_.load(std::memory_order_acquire);
   for (;;) {
-    const std::uint32_t p = next_part_.fetch_add(1, std::memory_order_relaxed);
-    if (p >= parts_) return;
-    fn_(context_, p);
+    if ((word & ~0xFFFF'FFFFull) != tag) return;  // a newer batch (invariant 1)
+    const auto part = static_cast<std::uint32_t>(word);
+    if (part >= parts_.load(std::memory_order_relaxed)) return;
+    if (!claim_.compare_exchange_weak(word, word + 1, std::memory_order_acquire,
+                                      std::memory_order_acquire)) {
+      continue;  // `word` now holds the current value
+    }
+    fn_.load(std::memory_order_relaxed)(context_.load(std::memory_order_relaxed), part);
+    const std::uint32_t finished = finished_parts_.fetch_add(1, std::memory_order_acq_rel) + 1;
+    if (finished == parts_.load(std::memory_order_relaxed)) finished_parts_.notify_one();
+    word = claim_.load(std::memory_order_acquire);
   }
 }
 
@@ -37,34 +64,43 @@ void ThreadPhaseExecutor::run(std::uint32_t parts, PartFn fn, void* context) {
     for (std::uint32_t p = 0; p < parts; ++p) fn(context, p);
     return;
   }
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    fn_ = fn;
-    context_ = context;
-    parts_ = parts;
-    next_part_.store(0, std::memory_order_relaxed);
-    busy_workers_ = static_cast<std::uint32_t>(workers_.size());
-    ++batch_;
+  const std::uint32_t batch = batch_.load(std::memory_order_relaxed) + 1;
+  fn_.store(fn, std::memory_order_relaxed);
+  context_.store(context, std::memory_order_relaxed);
+  parts_.store(parts, std::memory_order_relaxed);
+  finished_parts_.store(0, std::memory_order_relaxed);
+  claim_.store(static_cast<std::uint64_t>(batch) << 32, std::memory_order_release);
+  batch_.store(batch, std::memory_order_release);
+  batch_.notify_all();
+  drain_parts(batch);
+  // Every part is claimed; wait only for those a worker is still running.
+  std::uint32_t finished = finished_parts_.load(std::memory_order_acquire);
+  for (int spin = 0; finished != parts && spin < kSpinsBeforeSleep; ++spin) {
+    cpu_relax();
+    finished = finished_parts_.load(std::memory_order_acquire);
   }
-  wake_.notify_all();
-  drain_parts();
-  // The parts are all claimed; wait until the workers finished theirs (the
-  // mutex also publishes their writes to this thread).
-  std::unique_lock<std::mutex> lock(mutex_);
-  done_.wait(lock, [this] { return busy_workers_ == 0; });
+  while (finished != parts) {
+    finished_parts_.wait(finished, std::memory_order_acquire);
+    finished = finished_parts_.load(std::memory_order_acquire);
+  }
+  assert(static_cast<std::uint32_t>(claim_.load(std::memory_order_relaxed)) >= parts);
 }
 
 void ThreadPhaseExecutor::worker_loop() {
-  std::uint64_t seen = 0;
-  std::unique_lock<std::mutex> lock(mutex_);
+  std::uint32_t seen = 0;
   for (;;) {
-    wake_.wait(lock, [&] { return stop_ || batch_ != seen; });
-    if (stop_) return;
-    seen = batch_;
-    lock.unlock();
-    drain_parts();
-    lock.lock();
-    if (--busy_workers_ == 0) done_.notify_one();
+    std::uint32_t now = batch_.load(std::memory_order_acquire);
+    for (int spin = 0; now == seen && spin < kSpinsBeforeSleep; ++spin) {
+      cpu_relax();
+      now = batch_.load(std::memory_order_acquire);
+    }
+    while (now == seen) {
+      batch_.wait(seen, std::memory_order_acquire);
+      now = batch_.load(std::memory_order_acquire);
+    }
+    if (stop_.load(std::memory_order_acquire)) return;
+    seen = now;
+    drain_parts(now);
   }
 }
 

@@ -5,14 +5,30 @@
 // which thread runs which part (first come, first served).
 //
 // A pool of N threads starts N - 1 workers; the caller of run() is the Nth.
-// Between phases the workers sleep on a condition variable, so an idle
-// server costs nothing. One run() at a time (the sim thread's).
+// Between phases the workers sleep (a futex wait on the batch number), so an
+// idle server costs nothing. One run() at a time (the sim thread's).
+//
+// run() never waits for a worker that has not started a part: the caller
+// claims parts itself from the same counter and then waits only for parts
+// that a worker has claimed and not finished. On a machine where a worker
+// can be descheduled for milliseconds (two shared cores), a sleeping or
+// late worker costs the step nothing; it finds the batch drained and sleeps
+// again.
+//
+// Invariants:
+//   1. Each part of a batch is claimed exactly once: a claim is a CAS on one
+//      word holding (batch << 32 | next part), so a worker that woke for an
+//      older batch can never claim a part of a newer one.
+//   2. A batch's function, context and part count are written before its
+//      claim word is published (release) and rewritten only after every part
+//      of it has finished (run() returns), so whoever claims a part of batch
+//      b reads batch b's function.
+//   3. run() returns only when finished parts == parts (acquire), which also
+//      publishes the parts' writes to the caller.
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
-#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -35,21 +51,23 @@ class ThreadPhaseExecutor final : public core::PhaseExecutor {
 
  private:
   void worker_loop();
-  // Claims and runs parts of the current batch until none is left.
-  void drain_parts();
+  // Claims and runs parts of `batch` until none is left (or a newer batch
+  // replaced it).
+  void drain_parts(std::uint32_t batch);
 
   std::vector<std::thread> workers_;
-  std::mutex mutex_;
-  std::condition_variable wake_;    // workers: a new batch, or stop
-  std::condition_variable done_;    // run(): every worker left the batch
-  std::uint64_t batch_ = 0;         // generation, guarded by mutex_
-  std::uint32_t busy_workers_ = 0;  // workers inside the current batch
-  bool stop_ = false;
-  // The current batch (written under mutex_ before batch_ moves on).
-  PartFn fn_ = nullptr;
-  void* context_ = nullptr;
-  std::uint32_t parts_ = 0;
-  std::atomic<std::uint32_t> next_part_{0};
+  // The batch number workers wait on (0: none yet); moves on once per run().
+  std::atomic<std::uint32_t> batch_{0};
+  std::atomic<bool> stop_{false};
+  // (batch << 32) | next unclaimed part of that batch.
+  std::atomic<std::uint64_t> claim_{0};
+  std::atomic<std::uint32_t> finished_parts_{0};
+  // The current batch (invariant 2); atomics only so that a late worker's
+  // read of a newer batch's values is not a data race (it cannot act on it:
+  // its claim fails).
+  std::atomic<PartFn> fn_{nullptr};
+  std::atomic<void*> context_{nullptr};
+  std::atomic<std::uint32_t> parts_{0};
 };
 
 }  // namespace bustle::app
