@@ -76,6 +76,7 @@ World::World(const Scenario& scenario, std::uint64_t seed, LogSink* log)
   pedestrians_.origin.reserve(cap);
   pedestrians_.phase.reserve(cap);
   pedestrians_.route.reserve(cap);
+  pedestrians_.capacity_tier.reserve(cap);
   pedestrians_.dense_of.assign(cap, PedestrianStore::kNoSlot);
   // Tier-resolution scratch for a slice of up to every pedestrian: the step
   // allocates nothing after warm-up, however the slices' sizes wander.
