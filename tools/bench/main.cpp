@@ -562,8 +562,7 @@ int bench_population(const Args& a) {
       sizeof(p.dense_of[0]), p.dense_of.size(), dense_of_bytes, bytes_per_agent);
   std::printf(
       "  cold per active agent  %zu B  (capacity_tier: the tier caps' target at the last "
-      "resolution, for QueryEntity)
-      ",
+      "resolution, for QueryEntity)\n",
       sizeof(p.capacity_tier[0]));
   std::printf("  columns reserved for entity capacity  %.1f MiB (touched only as far as used)\n",
               static_cast<double>(reserved_bytes) / (1024.0 * 1024.0));
