@@ -47,6 +47,29 @@ TEST_CASE(
   CHECK(c.per_tier[0] + c.per_tier[1] + c.per_tier[2] == 5);
 }
 
+TEST_CASE("capacity_targets: stage 2 per entity, before the transition budget") {
+  TierSpec spec;
+  spec.full_cap = 1;
+  spec.simulated_cap = 2;
+  spec.transitions_per_step = 1;
+  TierResolver r;
+  std::vector<EntityId> ids = {{0, 1}, {1, 1}, {2, 1}, {3, 1}};
+  // All four ask for Full (stage 1); the caps allow 1 Full (the nearest, 3)
+  // and 2 Simulated (1 and 2, nearer than 0), 0 goes to Coarse.
+  std::vector<double> d = {20.0, 10.0, 15.0, 5.0};
+  std::vector<SimTier> tier = {C, C, C, C};
+  const TierCounts c = r.resolve(spec, ids, d, tier);
+  CHECK(std::vector<SimTier>(r.capacity_targets().begin(), r.capacity_targets().end()) ==
+        std::vector<SimTier>{C, S, S, F});
+  // The budget applied one change (the nearest promotion); the other two
+  // targets are still recorded although their tiers stayed.
+  CHECK(tier == std::vector<SimTier>{C, C, C, F});
+  CHECK(c.deferred == 2);
+  // One target per entity of the last call, whatever its size.
+  r.resolve(spec, std::span(ids).first(2), std::span(d).first(2), std::span(tier).first(2));
+  CHECK(r.capacity_targets().size() == 2);
+}
+
 TEST_CASE("equal distances resolve identically whatever the array order") {
   TierSpec spec;
   spec.full_cap = 3;

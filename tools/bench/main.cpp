@@ -347,7 +347,9 @@ std::vector<Column> pedestrian_columns(const bustle::core::PedestrianStore& p) {
 bool column_list_complete(const bustle::core::PedestrianStore& p) {
   using Store = bustle::core::PedestrianStore;
   constexpr std::size_t kVector = sizeof(std::vector<std::uint8_t>);
-  const std::size_t listed = pedestrian_columns(p).size() + 1;  // + dense_of
+  // + dense_of and the cold capacity_tier (a derived observation written
+  // only for each step's resolved slice; not hot state).
+  const std::size_t listed = pedestrian_columns(p).size() + 2;
   if (sizeof(Store) % kVector == 0 && sizeof(Store) / kVector == listed) return true;
   std::fprintf(stderr,
                "bustle-bench: PedestrianStore is %zu bytes, %zu vectors would be %zu: a column was "
@@ -558,6 +560,10 @@ int bench_population(const Args& a) {
       "  id index per identity slot  %zu B  (dense_of: %zu slots = %.1f B per active agent; with "
       "it %.1f B)\n",
       sizeof(p.dense_of[0]), p.dense_of.size(), dense_of_bytes, bytes_per_agent);
+  std::printf(
+      "  cold per active agent  %zu B  (capacity_tier: the tier caps' target at the last "
+      "resolution, for QueryEntity)\n",
+      sizeof(p.capacity_tier[0]));
   std::printf("  columns reserved for entity capacity  %.1f MiB (touched only as far as used)\n",
               static_cast<double>(reserved_bytes) / (1024.0 * 1024.0));
   std::printf(

@@ -117,8 +117,8 @@ std::vector<std::uint8_t> baseline(const Args& a) {
                                    : wire::SimTier::Simulated;
     entered.emplace_back(wire::EntityId(i, 1), i % kLanes, (i * 7919u) % 100'000u,
                          1000u + i % 1500u, static_cast<std::uint16_t>(i % 4),
-                         wire::EntityKind::Pedestrian, tier, hint,
-                         wire::ControlPolicy::RouteFollow);
+                         wire::EntityKind::Pedestrian, tier, hint, wire::ControlPolicy::RouteFollow,
+                         false);
   }
   const auto delta =
       wire::CreateDelta(fbb, 1, kStepUs, 0, true, fbb.CreateVectorOfStructs(entered));

@@ -105,6 +105,7 @@ void write_entered(EntityView& view, const EnteredEntity& e, std::uint64_t step)
   view.sim_tier = e.sim_tier;
   view.representation = e.representation;
   view.policy = e.policy;
+  view.corpse = e.corpse;
   view.anchor = proto::MotionAnchor{e.lane, e.s_mm, e.speed_mmps, step};
 }
 
@@ -218,6 +219,11 @@ void EntityMirror::apply_updates(const Delta& delta, MirrorListener* listener,
       case EntityField::Policy:
         view->policy = c.policy();
         break;
+      case EntityField::Corpse:
+        if (view->corpse) continue;  // already known: nothing new
+        view->corpse = true;
+        ++summary.corpses;
+        break;
     }
     ++summary.changed;
     if (listener != nullptr) listener->on_changed(*view, c.field);
@@ -278,6 +284,7 @@ void EntityMirror::count(const ApplySummary& summary) {
   counters_.unknown_lanes += summary.unknown_lanes;
   counters_.rejected_full += summary.rejected_full;
   counters_.retiring += summary.retiring;
+  counters_.corpses += summary.corpses;
   counters_.unknown_retiring += summary.unknown_retiring;
   counters_.dots += summary.dots ? 1 : 0;
   counters_.errors += summary.error.empty() ? 0 : 1;

@@ -43,8 +43,10 @@ class RepresentationLayer::Listener final : public MirrorListener {
     r.hint = view.representation;
     r.track.reset();
     entered_.push_back(view.slot.value);
+    if (view.corpse) layer_.corpses_learned_.push_back(view.id);
   }
   void on_changed(const EntityView& view, EntityField field) override {
+    if (field == EntityField::Corpse) layer_.corpses_learned_.push_back(view.id);
     if (field != EntityField::Representation) return;
     SlotRecord& r = layer_.slots_[view.slot.value];
     assert(r.live);
@@ -176,6 +178,7 @@ EntityState RepresentationLayer::state_of(const EntityView& view, const SlotReco
   s.representation = view.representation;
   s.policy = view.policy;
   s.retiring = view.retiring;
+  s.corpse = view.corpse;
   s.lane = view.anchor.lane;
   s.s_mm = view.anchor.s_mm;
   s.speed_mmps = view.anchor.speed_mmps;
@@ -308,6 +311,7 @@ void RepresentationLayer::release(std::uint32_t slot) {
 ApplySummary RepresentationLayer::apply(const Delta& delta, std::int64_t local_receive_us) {
   listener_->entered_.clear();
   listener_->changed_.clear();
+  corpses_learned_.clear();
   ApplySummary summary = mirror_.apply(delta, listener_.get());
   ++counters_.deltas;
   const auto server_time_us = static_cast<std::int64_t>(delta.sim_time_us);

@@ -17,7 +17,7 @@ static_assert(static_cast<int>(RepresentationHint::None) ==
               static_cast<int>(wire::RepresentationHint::MAX));
 static_assert(static_cast<int>(ControlPolicy::DespawnPending) ==
               static_cast<int>(wire::ControlPolicy::MAX));
-static_assert(static_cast<int>(EntityField::Policy) == static_cast<int>(wire::EntityField::MAX));
+static_assert(static_cast<int>(EntityField::Corpse) == static_cast<int>(wire::EntityField::MAX));
 
 namespace {
 
@@ -150,10 +150,10 @@ std::string decode_delta(const wire::Delta& d, Delta& out) {
       }
       if (!in_range<wire::ControlPolicy>(policy))
         return not_a("entered", i, "policy", policy, "ControlPolicy");
-      out.entered.push_back(
-          EnteredEntity{EntityId::from_wire(e.id()), e.lane(), e.s_mm(), e.speed_mmps(),
-                        e.archetype(), static_cast<EntityKind>(kind), static_cast<SimTier>(tier),
-                        static_cast<RepresentationHint>(rep), static_cast<ControlPolicy>(policy)});
+      out.entered.push_back(EnteredEntity{
+          EntityId::from_wire(e.id()), e.lane(), e.s_mm(), e.speed_mmps(), e.archetype(),
+          static_cast<EntityKind>(kind), static_cast<SimTier>(tier),
+          static_cast<RepresentationHint>(rep), static_cast<ControlPolicy>(policy), e.corpse()});
     }
   }
   if (const auto* labels = d.labels()) {
@@ -176,14 +176,17 @@ std::string decode_delta(const wire::Delta& d, Delta& out) {
       if (!in_range<wire::EntityField>(field))
         return not_a("changes", i, "field", field, "EntityField");
       const auto f = static_cast<EntityField>(field);
+      // A corpse never comes back to life: its change carries 1 only.
       const bool ok = f == EntityField::SimTier ? in_range<wire::SimTier>(c.value())
                       : f == EntityField::Representation
                           ? in_range<wire::RepresentationHint>(c.value())
-                          : in_range<wire::ControlPolicy>(c.value());
+                      : f == EntityField::Policy ? in_range<wire::ControlPolicy>(c.value())
+                                                 : c.value() == 1;
       if (!ok) {
         const char* type = f == EntityField::SimTier          ? "SimTier"
                            : f == EntityField::Representation ? "RepresentationHint"
-                                                              : "ControlPolicy";
+                           : f == EntityField::Policy         ? "ControlPolicy"
+                                                              : "Corpse (only 1)";
         return not_a("changes", i, "value", c.value(), type);
       }
       out.changes.push_back({c.index(), f, c.value()});

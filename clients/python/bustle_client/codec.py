@@ -102,8 +102,8 @@ SERVER_MAX_INBOUND_FRAME_BYTES = 1 << 20
 _PREFIX = struct.Struct("<I")
 # EntityEnter struct: id {index u32, generation u32}, lane u32, s_mm u32,
 # speed_mmps u32, archetype u16, kind u8, sim_tier u8, representation u8,
-# policy u8, 2 bytes padding.
-_ENTITY_ENTER = struct.Struct("<IIIIIHBBBB2x")
+# policy u8, corpse bool, 1 byte padding.
+_ENTITY_ENTER = struct.Struct("<IIIIIHBBBB?x")
 # EntityChange struct: index u32, field u8, value u8, 2 bytes padding.
 _ENTITY_CHANGE = struct.Struct("<IBB2x")
 _ENTITY_ID = struct.Struct("<II")
@@ -810,8 +810,8 @@ def _entered(buf, length: int, at) -> list:
     rows = _struct_vector(buf, at(0) if length else None, length, _ENTITY_ENTER)
     kinds, tiers, hints, policies = _KINDS, _TIERS, _HINTS, _POLICIES
     return [EntityEnter(EntityId(i, g), lane, s_mm, speed, archetype, kinds.get(k, k),
-                        tiers.get(t, t), hints.get(r, r), policies.get(p, p))
-            for i, g, lane, s_mm, speed, archetype, k, t, r, p in rows]
+                        tiers.get(t, t), hints.get(r, r), policies.get(p, p), corpse)
+            for i, g, lane, s_mm, speed, archetype, k, t, r, p, corpse in rows]
 
 
 def _changes(buf, length: int, at) -> list:

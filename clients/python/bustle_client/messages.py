@@ -282,6 +282,7 @@ class EntityEnter(NamedTuple):
     sim_tier: SimTier
     representation: RepresentationHint  # never None_ (a None entity is not sent)
     policy: ControlPolicy  # vehicles; RouteFollow for pedestrians
+    corpse: bool = False  # a corpse (KillPedestrian), lying where it died
 
 
 class MotionRecord(NamedTuple):
@@ -296,8 +297,9 @@ class MotionRecord(NamedTuple):
 
 class EntityChange(NamedTuple):
     """One axis of an entity the client already has changed (Delta.changes);
-    ``value`` is a SimTier, RepresentationHint or ControlPolicy per ``field``
-    (the raw int for a value from a newer schema)."""
+    ``value`` is a SimTier, RepresentationHint or ControlPolicy per ``field``,
+    1 for ``Corpse`` (the entity died while received; sent once), the raw int
+    for a value from a newer schema."""
 
     index: int  # EntityId.index
     field: EntityField

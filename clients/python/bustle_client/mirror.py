@@ -64,6 +64,7 @@ class MirroredEntity(NamedTuple):
     speed_mmps: int
     anchor_step: int
     retiring: bool
+    corpse: bool  # a corpse (entered as one, or a Corpse change): lies still until it leaves
     archetype_name: Optional[str]  # Welcome.archetypes[archetype], None when out of range
     step: int  # the step this pose is for
     predicted_s_mm: int
@@ -115,7 +116,8 @@ class EntityMirror(Mapping):
     not present, a lane the Welcome does not have.
 
     ``retiring`` is the set of entities fading out (Delta.retiring) that have
-    not left yet. ``signals`` maps a signal's index to its phase after the
+    not left yet; ``corpses`` the set of corpses present (EntityEnter.corpse,
+    or a ``Corpse`` change when one died while received). ``signals`` maps a signal's index to its phase after the
     last delta; ``dots`` maps a lane chain to its anonymous dot count from the
     last delta that carried dots (``dots_step``); ``interest_truncated`` is the
     last delta's count of entities not sent because the budgets are full.
@@ -136,6 +138,7 @@ class EntityMirror(Mapping):
         self.baselines = 0
         self.signals: dict = {}  # signal index -> SignalPhase
         self.retiring: set = set()  # EntityIds fading out, still present
+        self.corpses: set = set()  # EntityIds that are corpses, still present
         self.dots: dict = {}  # chain index -> count (last delta with dots)
         self.dots_step: Optional[int] = None
         self.interest_truncated = 0
@@ -195,7 +198,7 @@ class EntityMirror(Mapping):
     def _view(self, r: EntityRecord, step: Optional[int]) -> MirroredEntity:
         s_mm, pose = self._place(r, step)
         name = self._archetypes[r.archetype] if r.archetype < len(self._archetypes) else None
-        return MirroredEntity(*r, r.id in self.retiring, name,
+        return MirroredEntity(*r, r.id in self.retiring, r.id in self.corpses, name,
                               self.step if step is None else step, s_mm, *pose)
 
     def at(self, step: int) -> Dict[EntityId, MirroredEntity]:
@@ -225,12 +228,14 @@ class EntityMirror(Mapping):
         if self._by_index.get(eid.index) == eid:
             del self._by_index[eid.index]
         self.retiring.discard(eid)
+        self.corpses.discard(eid)
 
     def apply(self, delta: Delta) -> "EntityMirror":
         if delta.baseline:
             self._records.clear()
             self._by_index.clear()
             self.retiring.clear()
+            self.corpses.clear()
             self.signals = {}
             self.baselines += 1
         elif self.strict:
@@ -258,6 +263,8 @@ class EntityMirror(Mapping):
                 e.id, e.kind, e.archetype, delta.labels.get(e.id.index), e.sim_tier,
                 e.representation, e.policy, e.lane, e.s_mm, e.speed_mmps, step)
             self._by_index[e.id.index] = e.id
+            if getattr(e, "corpse", False):
+                self.corpses.add(e.id)
             entered_now.add(e.id.index)
         for index in delta.labels:
             if index not in entered_now:
@@ -280,7 +287,9 @@ class EntityMirror(Mapping):
                 self._fail(delta, f"change of {getattr(c.field, 'name', c.field)} for unknown "
                                   f"entity index {c.index}")
                 continue
-            if attr is not None:  # a field from a newer schema is ignored
+            if c.field == EntityField.Corpse:
+                self.corpses.add(eid)  # died while received; never undone
+            elif attr is not None:  # a field from a newer schema is ignored
                 self._records[eid] = self._records[eid]._replace(**{attr: c.value})
         left_now = {EntityId(*eid) for eid in delta.left} if delta.retiring else ()
         for eid in delta.retiring:

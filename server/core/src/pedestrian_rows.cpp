@@ -28,6 +28,7 @@ void World::push_pedestrian(EntityId id, LaneIndex lane, double s_m, std::uint32
   pedestrians_.origin.push_back(static_cast<std::uint8_t>(origin));
   pedestrians_.phase.push_back(id_phase(id));
   pedestrians_.route.push_back(kNoRoute);
+  pedestrians_.capacity_tier.push_back(pedestrians_.sim_tier.back());  // not resolved yet
   mark_pedestrian_row_written(pedestrians_.size() - 1);
   if (origin == PedestrianOrigin::Background) ++background_count_;
   pedestrian_digest_sum_ +=
@@ -77,6 +78,7 @@ void World::remove_pedestrian(EntityId id) {
     pedestrians_.origin[slot] = pedestrians_.origin[last];
     pedestrians_.phase[slot] = pedestrians_.phase[last];
     pedestrians_.route[slot] = pedestrians_.route[last];
+    pedestrians_.capacity_tier[slot] = pedestrians_.capacity_tier[last];
     pedestrians_.dense_of[pedestrians_.id[slot].index] = slot;
     mark_pedestrian_row_written(slot);
   }
@@ -89,6 +91,7 @@ void World::remove_pedestrian(EntityId id) {
   pedestrians_.origin.pop_back();
   pedestrians_.phase.pop_back();
   pedestrians_.route.pop_back();
+  pedestrians_.capacity_tier.pop_back();
   pedestrians_.dense_of[id.index] = PedestrianStore::kNoSlot;
 }
 

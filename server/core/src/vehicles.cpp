@@ -621,6 +621,7 @@ void VehicleSystem::push_vehicle(std::uint64_t step_index, EntityId id, std::uin
   c.u64(id.packed()).u32(garage).u64(ordinal).u32(prototype).str(request_id);
   cold_hash_.push_back(c.value());
   phase_.push_back(id_phase(id));
+  capacity_tier_.push_back(tier);  // not resolved yet
   hash_.push_back(0);
   ++control_policy_count_[static_cast<std::size_t>(ControlPolicy::RouteFollow)];
   ++sim_tier_count_[tier_index(tier)];
@@ -640,6 +641,7 @@ void VehicleSystem::remove(EntityId id) {
   --sim_tier_count_[tier_index(store_.sim_tier[slot])];
   erase_at(hash_, slot);
   erase_at(phase_, slot);
+  erase_at(capacity_tier_, slot);
   erase_at(store_.id, slot);
   erase_at(store_.garage, slot);
   erase_at(store_.ordinal, slot);
@@ -935,6 +937,7 @@ void VehicleSystem::regroup_store() {
   apply(cold_hash_);
   apply(hash_);
   apply(phase_);
+  apply(capacity_tier_);
   for (std::uint32_t i = 0; i < n; ++i) store_.dense_of[store_.id[i].index] = i;
 }
 
@@ -1288,8 +1291,11 @@ void VehicleSystem::resolve_tiers(std::uint64_t step_index, const TierSpec& spec
   const TierSpec s = slice_caps(spec, others, others_forced);
   const TierCounts sc =
       tier_resolver_.resolve(s, slice_ids_, distances_, slice_sim_tier_, slice_force_);
+  const std::span<const SimTier> capacity = tier_resolver_.capacity_targets();
+  assert(capacity.size() == m);
   for (std::uint32_t k = 0; k < m; ++k) {
     const std::uint32_t i = slice_[k];
+    capacity_tier_[i] = capacity[k];
     if (store_.sim_tier[i] == slice_sim_tier_[k]) continue;
     --sim_tier_count_[tier_index(store_.sim_tier[i])];
     ++sim_tier_count_[tier_index(slice_sim_tier_[k])];
@@ -1316,6 +1322,7 @@ void VehicleSystem::rebuild_derived() {
   const std::uint32_t n = store_.size();
   cold_hash_.clear();
   phase_.clear();
+  capacity_tier_ = store_.sim_tier;  // derived, not saved: the applied tier until resolved
   for (std::uint32_t i = 0; i < n; ++i) {
     Digest c;
     c.u64(store_.id[i].packed())

@@ -89,6 +89,7 @@ World::World(const Scenario& scenario, std::uint64_t seed, LogSink* log)
   pedestrians_.origin.reserve(cap);
   pedestrians_.phase.reserve(cap);
   pedestrians_.route.reserve(cap);
+  pedestrians_.capacity_tier.reserve(cap);
   pedestrians_.dense_of.assign(cap, PedestrianStore::kNoSlot);
   pedestrian_rows_written_.reserve(cap);
   pedestrian_lanes_written_.reserve(cap);

@@ -576,6 +576,7 @@ void World::restore_pedestrian_row(World& w, const PedestrianState& p, std::size
   peds.priority.push_back(p.priority[i]);
   peds.phase.push_back(id_phase(id));
   peds.route.push_back(p.route[i]);
+  peds.capacity_tier.push_back(p.sim_tier[i]);  // derived, not saved (sim_tier.hpp)
   peds.origin.push_back(p.origin[i]);
   if (p.origin[i] == static_cast<std::uint8_t>(PedestrianOrigin::Background)) ++w.background_count_;
 }

@@ -76,7 +76,8 @@ std::string World::check_pedestrians() const {
   if (pedestrians_.lane.size() != n || pedestrians_.s_m.size() != n ||
       pedestrians_.hops.size() != n || pedestrians_.sim_tier.size() != n ||
       pedestrians_.priority.size() != n || pedestrians_.origin.size() != n ||
-      pedestrians_.phase.size() != n || pedestrians_.route.size() != n) {
+      pedestrians_.phase.size() != n || pedestrians_.route.size() != n ||
+      pedestrians_.capacity_tier.size() != n) {
     return "pedestrians: invariant 1: column lengths differ";
   }
   std::uint32_t mapped = 0;

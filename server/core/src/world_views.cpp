@@ -51,6 +51,7 @@ EntityReport World::describe(EntityId id) const {
     e.effective_distance_m =
         effective_distance_at({e.pose.x_m, e.pose.y_m}, v.lane[k], PriorityClass::Background, true);
     e.requested_tier = distance_tier(scenario_.tiers, e.tier, e.effective_distance_m);
+    e.capacity_tier = vehicles_.capacity_tier(k);
     return e;
   }
   if (const std::int32_t r = population_.resident_of(id); r != ResidentStore::kNone) {
@@ -97,6 +98,7 @@ EntityReport World::describe(EntityId id) const {
     e.effective_distance_m =
         effective_distance_at({e.pose.x_m, e.pose.y_m}, pedestrians_.lane[slot], e.priority, false);
     e.requested_tier = distance_tier(scenario_.tiers, e.tier, e.effective_distance_m);
+    e.capacity_tier = pedestrians_.capacity_tier[slot];
     return e;
   }
   auto o = std::lower_bound(orphans_.begin(), orphans_.end(), id,

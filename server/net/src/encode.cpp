@@ -133,6 +133,7 @@ wire::EntityInfoT entity_info(const EntityInfoReport& e) {
   o.corpse = r.corpse;
   o.response_level = r.response_level;
   o.requested_tier = static_cast<wire::SimTier>(r.requested_tier);
+  o.capacity_tier = static_cast<wire::SimTier>(r.capacity_tier);
   o.migrations = r.migrations;
   o.last_portal = e.last_portal;
   o.at_work_anchor = r.at_work_anchor;

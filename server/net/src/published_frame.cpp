@@ -84,6 +84,10 @@ struct FrameBuilder {
       e.sim_tier = static_cast<std::uint8_t>(tier);
       e.weight = static_cast<float>(
           weights.weight(static_cast<core::PriorityClass>(peds.priority[i]), false, e.x_m, e.y_m));
+      // The held bit marks masked pedestrians and corpses: only those search
+      // the (sorted, small) corpse list.
+      if (peds.phase[i] & core::PedestrianStore::kAdmissionMaskedBit)
+        e.corpse = world.is_corpse(peds.id[i]);
       const std::int32_t of =
           peds.origin[i] == static_cast<std::uint8_t>(core::PedestrianOrigin::Resident)
               ? world.population().resident_of(peds.id[i])
@@ -155,6 +159,7 @@ struct FrameBuilder {
       e.kind = vehicle ? core::EntityKind::Vehicle : core::EntityKind::Pedestrian;
       e.sim_tier = static_cast<std::uint8_t>(core::SimTier::Coarse);
       e.retiring = true;
+      e.corpse = core::is_corpse_reason(o.reason);  // a corpse fading out stays one
       if (!vehicle && o.resident < residents.community.size()) {
         e.archetype =
             static_cast<std::uint16_t>(archetypes.community_first[residents.community[o.resident]] +

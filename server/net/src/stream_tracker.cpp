@@ -339,6 +339,8 @@ void StreamTracker::update_received(const Sent& prev, const PublishedEntity& cur
   change(wire::EntityField::SimTier, prev.sim_tier, cur.sim_tier);
   change(wire::EntityField::Representation, prev.hint, hint);
   change(wire::EntityField::Policy, prev.policy, cur.policy);
+  if (cur.corpse && !prev.corpse) changes_.emplace_back(cur.id.index, wire::EntityField::Corpse, 1);
+  next.corpse = prev.corpse || cur.corpse;  // once a corpse, always one
   if (cur.retiring && !prev.retiring) retiring_.emplace_back(cur.id.index, cur.id.generation);
 }
 
@@ -359,11 +361,11 @@ void StreamTracker::diff_against_sent(const PublishedFrame& frame, const StreamC
     if (c.hint == kNone) continue;
     const PublishedEntity& cur = frame.entities[c.pos];
     while (a < sent_.size() && sent_[a].id.index < cur.id.index) leave(sent_[a++]);
-    Sent next{cur.id,       {cur.lane, cur.s_mm, cur.speed_mmps, frame.step},
-              c.hint,       cur.sim_tier,
-              cur.policy,   cur.retiring,
-              kNotReported, 0,
-              frame.step};
+    Sent next{cur.id,     {cur.lane, cur.s_mm, cur.speed_mmps, frame.step},
+              c.hint,     cur.sim_tier,
+              cur.policy, cur.retiring,
+              cur.corpse, kNotReported,
+              0,          frame.step};
     bool enter = true;
     if (a < sent_.size() && sent_[a].id.index == cur.id.index) {
       const Sent& prev = sent_[a++];
@@ -382,7 +384,7 @@ void StreamTracker::diff_against_sent(const PublishedFrame& frame, const StreamC
                             cur.speed_mmps, cur.archetype, static_cast<wire::EntityKind>(cur.kind),
                             static_cast<wire::SimTier>(cur.sim_tier),
                             static_cast<wire::RepresentationHint>(c.hint),
-                            static_cast<wire::ControlPolicy>(cur.policy));
+                            static_cast<wire::ControlPolicy>(cur.policy), cur.corpse);
       if (cur.label != 0) {
         label_index_.push_back(cur.id.index);
         label_ref_.push_back(cur.label);

@@ -270,8 +270,12 @@ TEST_CASE("Out-of-range enums in entered and changes are decode errors naming th
   kind.entered = {t::enter(1, 1, 0, 0, 0, static_cast<wire::EntityKind>(2))};
   CHECK(decode_error(kind) == "entered[0].kind: 2 is not a valid EntityKind");
   t::DeltaSpec field;
-  field.changes = {wire::EntityChange(1, static_cast<wire::EntityField>(3), 0)};
-  CHECK(decode_error(field) == "changes[0].field: 3 is not a valid EntityField");
+  field.changes = {wire::EntityChange(1, static_cast<wire::EntityField>(4), 0)};
+  CHECK(decode_error(field) == "changes[0].field: 4 is not a valid EntityField");
+  t::DeltaSpec alive;  // a corpse never comes back: its change carries 1 only
+  alive.changes = {wire::EntityChange(1, wire::EntityField::Corpse, 1),
+                   wire::EntityChange(2, wire::EntityField::Corpse, 0)};
+  CHECK(decode_error(alive) == "changes[1].value: 0 is not a valid Corpse (only 1)");
   t::DeltaSpec value;
   value.changes = {wire::EntityChange(1, wire::EntityField::Policy, 6),
                    wire::EntityChange(1, wire::EntityField::Policy, 7)};

@@ -581,3 +581,38 @@ TEST_CASE("EntityMirror slots and poses stay consistent through a seeded random 
   CHECK(m.slot_count() <= 32);
   CHECK(m.counters().errors == 0);
 }
+
+TEST_CASE("EntityMirror keeps the corpse flag from entered and from a Corpse change, once",
+          "[mirror]") {
+  EntityMirror m = world_mirror();
+  // A late join: one entity enters already dead.
+  apply(m, baseline(1, {t::enter(1, 1, 0, 0, 0, wire::EntityKind::Pedestrian, 0,
+                                 wire::SimTier::Full, wire::RepresentationHint::Actor,
+                                 wire::ControlPolicy::RouteFollow, true),
+                        standing(2, 1)}));
+  CHECK(m.find(EntityId{1, 1})->corpse);
+  CHECK_FALSE(m.find(EntityId{2, 1})->corpse);
+  // The other dies while received: one change, announced to the listener.
+  Recorder rec;
+  t::DeltaSpec d = at_step(2);
+  d.changes = {wire::EntityChange(2, wire::EntityField::Corpse, 1)};
+  const auto s = apply(m, d, &rec);
+  CHECK(s.ok());
+  CHECK(s.corpses == 1);
+  CHECK(s.changed == 1);
+  CHECK(m.find(EntityId{2, 1})->corpse);
+  CHECK(rec.events == std::vector<std::string>{"change 2 Corpse"});
+  // A repeated change is nothing new; the flag is never cleared while it lives.
+  t::DeltaSpec again = at_step(3);
+  again.changes = {wire::EntityChange(2, wire::EntityField::Corpse, 1)};
+  Recorder quiet;
+  CHECK(apply(m, again, &quiet).corpses == 0);
+  CHECK(quiet.events.empty());
+  CHECK(m.counters().corpses == 1);
+  // Leaving and a new identity on the index start alive.
+  t::DeltaSpec gone = at_step(4);
+  gone.left = {wire::EntityId(2, 1)};
+  gone.entered = {standing(2, 2)};
+  apply(m, gone);
+  CHECK_FALSE(m.find(EntityId{2, 2})->corpse);
+}

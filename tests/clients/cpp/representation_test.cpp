@@ -329,3 +329,47 @@ TEST_CASE("Leases are handed out in batches, one per slot and change", "[represe
   CHECK(leases[0] ==
         (c::Lease{{3, 1}, c::LeaseState::Unassigned, H::None, c::UnassignedReason::Other}));
 }
+
+namespace {
+// Keeps the last EntityState each slot was given (extract_update).
+struct StateRecorder final : c::RenderBackend {
+  std::vector<c::EntityState> last;
+  std::string_view name() const override { return "state-recorder"; }
+  c::ActivationResult activate(c::SlotId, c::EntityId, std::uint16_t, c::RepresentationHint,
+                               const c::EntityState&) override {
+    return c::ActivationResult::active();
+  }
+  void deactivate(c::SlotId, c::EntityId) override {}
+  bool extract_update(const c::EntityState& state, std::int64_t, c::SlotId slot) override {
+    if (last.size() <= slot.value) last.resize(slot.value + 1);
+    last[slot.value] = state;
+    return true;
+  }
+  void apply_interpolation(c::SlotId, std::int64_t, const c::RenderPose&) override {}
+};
+}  // namespace
+
+TEST_CASE("Corpses reach the backend's state and corpses_learned, entered dead or dying",
+          "[representation]") {
+  StateRecorder actors;
+  c::RepresentationLayer layer;
+  layer.set_world(world());
+  REQUIRE(layer.set_backend(H::Actor, &actors) == c::InstallStatus::Installed);
+  const wire::EntityEnter dead =
+      t::enter(1, 1, 0, 0, 0, wire::EntityKind::Pedestrian, 0, wire::SimTier::Full,
+               wire::RepresentationHint::Actor, wire::ControlPolicy::RouteFollow, true);
+  apply(layer, baseline({dead, walker(2, 5'000, 0)}));
+  CHECK(layer.corpses_learned() == std::vector<c::EntityId>{{1, 1}});
+  CHECK(actors.last.at(slot_of(layer, 1).value).corpse);
+  CHECK_FALSE(actors.last.at(slot_of(layer, 2).value).corpse);
+
+  t::DeltaSpec kill = step(2);
+  kill.changes = {wire::EntityChange(2, wire::EntityField::Corpse, 1)};
+  apply(layer, kill);
+  CHECK(layer.corpses_learned() == std::vector<c::EntityId>{{2, 1}});
+  CHECK(actors.last.at(slot_of(layer, 2).value).corpse);
+
+  apply(layer, step(3));  // nothing new
+  CHECK(layer.corpses_learned().empty());
+  CHECK(actors.last.at(slot_of(layer, 1).value).corpse);  // still one
+}

@@ -197,9 +197,10 @@ def welcome(session_id=7, role=0, step_us=100_000, clock_mode=0, current_step=0,
     return _finish(b, SM.Welcome, Welcome.End(b))
 
 
-def enter(index, gen=1, lane=0, s_mm=0, speed_mmps=0, archetype=0, kind=0, tier=0, rep=0, policy=0):
+def enter(index, gen=1, lane=0, s_mm=0, speed_mmps=0, archetype=0, kind=0, tier=0, rep=0, policy=0,
+          corpse=False):
     """One EntityEnter tuple for delta(entered=...)."""
-    return (index, gen, lane, s_mm, speed_mmps, archetype, kind, tier, rep, policy)
+    return (index, gen, lane, s_mm, speed_mmps, archetype, kind, tier, rep, policy, corpse)
 
 
 def _entered(b, start_vector, entered):

@@ -394,7 +394,7 @@ def test_welcome_lane_points_keep_double_precision():
 def test_v2_enum_values():
     assert ErrorCode.IdleTimeout == 11 and ErrorCode.TooManyConnections == 12
     assert RejectReason.RateLimited == 14
-    assert [f.name for f in EntityField] == ["SimTier", "Representation", "Policy"]
+    assert [f.name for f in EntityField] == ["SimTier", "Representation", "Policy", "Corpse"]
     assert RepresentationHint.None_ == 3
 
 

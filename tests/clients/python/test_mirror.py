@@ -139,6 +139,21 @@ def test_retiring_entities_stay_until_they_leave():
     assert (1, 1) not in m and not m.retiring and sorted(m) == [(2, 1)]
 
 
+def test_corpses_enter_dead_or_die_while_received_and_stay_until_they_leave():
+    m = mirror()
+    m.apply(D(1, baseline=True, entered=[ped(1, corpse=True), ped(2), ped(3)]))
+    assert m.corpses == {EntityId(1, 1)} and m[(1, 1)].corpse and not m[(2, 1)].corpse
+    d = D(2, changes=[(2, EntityField.Corpse, 1)])
+    assert [(c.index, c.field, c.value) for c in d.changes] == [(2, EntityField.Corpse, 1)]
+    m.apply(d)
+    assert m.corpses == {EntityId(1, 1), EntityId(2, 1)} and m[(2, 1)].corpse
+    assert not m[(3, 1)].corpse
+    m.apply(D(3, left=[(2, 1)]))
+    assert m.corpses == {EntityId(1, 1)}
+    m.apply(D(4, baseline=True, entered=[ped(3)]))
+    assert not m.corpses
+
+
 def test_baseline_replaces_everything_at_any_step():
     """After a restore to an older checkpoint the server sends a baseline whose
     step is lower than the last one; the stream continues from there."""

@@ -908,9 +908,11 @@ int run_entity(const CliOptions& o, std::FILE* out, std::FILE* err) {
   std::fprintf(out, "  %-20s %s\n", "lifecycle", wire::EnumNameLifecycleState(e.lifecycle));
   std::fprintf(out, "  %-20s %s%s", "tier", wire::EnumNameSimTier(e.tier),
                e.forced_full ? " (forced full)" : "");
-  if (e.lifecycle == wire::LifecycleState::Active && e.requested_tier != e.tier)
-    std::fprintf(out, " (distance asks %s)", wire::EnumNameSimTier(e.requested_tier));
   std::fputc('\n', out);
+  if (e.lifecycle == wire::LifecycleState::Active)
+    std::fprintf(out, "  %-20s distance asks %s, capacity target %s, applied %s\n", "tier stages",
+                 wire::EnumNameSimTier(e.requested_tier), wire::EnumNameSimTier(e.capacity_tier),
+                 wire::EnumNameSimTier(e.tier));
   if (e.admission_masked) std::fprintf(out, "  %-20s %s\n", "admission mask", "movement held");
   if (e.corpse) std::fprintf(out, "  %-20s %s\n", "corpse", "killed, awaiting cleanup");
   if (e.response_level != 0)

@@ -181,6 +181,7 @@ Json entity(const client::EntityReport& e) {
           {"corpse", e.corpse},
           {"response_level", e.response_level},
           {"requested_tier", wire::EnumNameSimTier(e.requested_tier)},
+          {"capacity_tier", wire::EnumNameSimTier(e.capacity_tier)},
           {"representation", wire::EnumNameRepresentationHint(e.representation)},
           {"priority", wire::EnumNamePriorityClass(static_cast<wire::PriorityClass>(e.priority))},
           {"origin", wire::EnumNamePedestrianOrigin(e.origin)},

@@ -122,14 +122,18 @@ std::uint32_t World::build_tier_slice(const std::uint8_t (&in_slice)[64],
 }
 
 // The resolved tiers into the rows (each slice member is one row), in parts;
-// the digest sum's change added up in part order.
+// the digest sum's change added up in part order. The capacity targets go
+// into their cold column as they are (derived, never digested: sim_tier.hpp).
 void World::write_slice_tiers(std::uint32_t m) {
   const std::uint32_t parts = parts_for_rows(m);
+  const std::span<const SimTier> capacity = pedestrian_tier_resolver_.capacity_targets();
+  assert(capacity.size() == m);
   run_parts(executor(), parts, [&](std::uint32_t p) {
     std::uint64_t delta = 0;
     const std::uint32_t end = std::min(m, (p + 1) * kRowsPerPart);
     for (std::uint32_t k = p * kRowsPerPart; k < end; ++k) {
       const std::uint32_t i = slice_[k];
+      pedestrians_.capacity_tier[i] = capacity[k];
       if (pedestrians_.sim_tier[i] == slice_sim_tier_[k]) continue;
       delta -= pedestrian_row_hash(i);
       pedestrians_.sim_tier[i] = slice_sim_tier_[k];

@@ -25,9 +25,10 @@ inline wire::EntityEnter enter(std::uint32_t index, std::uint32_t generation, st
                                std::uint16_t archetype = 0,
                                wire::SimTier tier = wire::SimTier::Full,
                                wire::RepresentationHint rep = wire::RepresentationHint::Actor,
-                               wire::ControlPolicy policy = wire::ControlPolicy::RouteFollow) {
+                               wire::ControlPolicy policy = wire::ControlPolicy::RouteFollow,
+                               bool corpse = false) {
   return wire::EntityEnter(wire::EntityId(index, generation), lane, s_mm, speed_mmps, archetype,
-                           kind, tier, rep, policy);
+                           kind, tier, rep, policy, corpse);
 }
 
 // A motion record keeping the anchor's lane, or moving it to `lane`.

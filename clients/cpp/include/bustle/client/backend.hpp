@@ -50,6 +50,7 @@ struct EntityState {
   RepresentationHint representation = RepresentationHint::Actor;  // the server's hint
   ControlPolicy policy = ControlPolicy::RouteFollow;
   bool retiring = false;  // fading out; leaves later
+  bool corpse = false;    // a corpse (KillPedestrian): lies still until it leaves
   std::uint32_t lane = 0;
   std::uint32_t s_mm = 0;
   std::uint32_t speed_mmps = 0;

@@ -19,7 +19,8 @@
 // Transitions (all in apply()):
 //   absent --entered--> live          (slot taken from the free list; anchor set)
 //   live   --motion---> live          (same slot, anchor replaced at Delta.step)
-//   live   --changes--> live          (sim tier / representation / policy)
+//   live   --changes--> live          (sim tier / representation / policy /
+//                                      corpse: on_changed(view, Corpse), once)
 //   live   --left-----> absent        (slot freed)
 //   live   --entered with same index, other generation--> replaced: the old
 //          entry leaves (slot freed, counted as `replaced`), the new one enters
@@ -73,6 +74,10 @@ struct EntityView {
   proto::MotionAnchor anchor;      // anchor.step: the Delta that set it
   std::uint64_t entered_step = 0;  // step of the Delta that entered it
   bool retiring = false;           // fading out (Delta.retiring); leaves later
+  // A corpse (EntityEnter.corpse, or a Corpse change when it died while
+  // received): it lies still where it died until it leaves. Never cleared
+  // while it lives.
+  bool corpse = false;
 };
 
 // Where an entity is at one step.
@@ -102,6 +107,7 @@ struct MirrorCounters {
   std::uint64_t rejected_full = 0;         // entered while the mirror was at capacity
   std::uint64_t steps_not_increasing = 0;  // non-baseline Delta whose step <= the last one
   std::uint64_t retiring = 0;              // entities marked retiring
+  std::uint64_t corpses = 0;               // entities that died while received (Corpse changes)
   std::uint64_t unknown_retiring = 0;      // retiring id not live (or stale generation)
   std::uint64_t dots = 0;                  // Deltas that carried dots
   std::uint64_t errors = 0;                // strict mode: Deltas with an error
@@ -123,6 +129,7 @@ struct ApplySummary {
   std::uint32_t rejected_full = 0;
   std::uint32_t retiring = 0;
   std::uint32_t unknown_retiring = 0;
+  std::uint32_t corpses = 0;  // Corpse changes applied (died while received)
   bool baseline = false;
   bool step_not_increasing = false;
   bool dots = false;  // this Delta carried dots
@@ -142,7 +149,8 @@ class MirrorListener {
   virtual void on_entered(const EntityView& /*view*/) {}
   // A motion record replaced the anchor (also a duplicate enter).
   virtual void on_moved(const EntityView& /*view*/) {}
-  // One axis changed (view holds the new value).
+  // One axis changed (view holds the new value). EntityField::Corpse: the
+  // entity died while received (view.corpse is set), at most once per entity.
   virtual void on_changed(const EntityView& /*view*/, EntityField /*field*/) {}
   // `view` holds the last state; its slot is free again after the call.
   virtual void on_left(const EntityView& /*view*/) {}

@@ -139,6 +139,11 @@ class RepresentationLayer {
   std::optional<std::int64_t> last_render_time_us() const;
 
   const EntityMirror& mirror() const { return mirror_; }
+  // The corpses the last apply() made known, in Delta order: those that
+  // entered already dead (a baseline, a late join, entering the interest)
+  // and those that died while received (a Corpse change). Each entity at
+  // most once per life here; EntityState::corpse carries the flag after.
+  const std::vector<EntityId>& corpses_learned() const { return corpses_learned_; }
   const ServerClock& clock() const { return clock_; }
   const RepresentationConfig& config() const { return config_; }
   const RepresentationCounters& counters() const { return counters_; }
@@ -164,6 +169,7 @@ class RepresentationLayer {
   RepresentationConfig config_;
   LogSink* log_ = nullptr;
   EntityMirror mirror_;
+  std::vector<EntityId> corpses_learned_;  // by the last apply()
   ServerClock clock_;
   std::array<RenderBackend*, 3> backends_{};  // by hint: Actor, Instanced, Marker
   std::vector<SlotRecord> slots_;             // by SlotId::value

@@ -32,7 +32,7 @@ enum class ControlPolicy : std::uint8_t {
 };
 enum class EntityKind : std::uint8_t { Pedestrian = 0, Vehicle = 1 };
 // Which axis an EntityChange names.
-enum class EntityField : std::uint8_t { SimTier = 0, Representation = 1, Policy = 2 };
+enum class EntityField : std::uint8_t { SimTier = 0, Representation = 1, Policy = 2, Corpse = 3 };
 
 const char* to_string(EntityKind v);
 const char* to_string(SimTier v);
@@ -103,6 +103,7 @@ struct EnteredEntity {
   SimTier sim_tier = SimTier::Full;
   RepresentationHint representation = RepresentationHint::Actor;
   ControlPolicy policy = ControlPolicy::RouteFollow;
+  bool corpse = false;  // a corpse (KillPedestrian) lying where it died
   friend bool operator==(const EnteredEntity&, const EnteredEntity&) = default;
 };
 // Delta.labels: a name for an entity entered in the same Delta.
@@ -116,8 +117,9 @@ struct EntityLabel {
 struct EntityChange {
   std::uint32_t index = 0;  // EntityId.index
   EntityField field = EntityField::SimTier;
-  std::uint8_t value = 0;  // SimTier / RepresentationHint / ControlPolicy
+  std::uint8_t value = 0;  // SimTier / RepresentationHint / ControlPolicy / 1 (Corpse)
   SimTier sim_tier() const { return static_cast<SimTier>(value); }
+  bool corpse() const { return value != 0; }
   RepresentationHint representation() const { return static_cast<RepresentationHint>(value); }
   ControlPolicy policy() const { return static_cast<ControlPolicy>(value); }
   friend bool operator==(const EntityChange&, const EntityChange&) = default;

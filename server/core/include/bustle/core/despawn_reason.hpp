@@ -41,5 +41,10 @@ inline constexpr bool is_despawn_reason(std::size_t v) {
   return v < kDespawnReasonCount && v != 2;
 }
 const char* to_string(DespawnReason r);
+// The reasons corpse cleanup removes a corpse with (a fading corpse is still one).
+inline constexpr bool is_corpse_reason(DespawnReason r) {
+  return r == DespawnReason::CorpseCleanup || r == DespawnReason::CorpseForced ||
+         r == DespawnReason::CorpsePressure;
+}
 
 }  // namespace bustle::core

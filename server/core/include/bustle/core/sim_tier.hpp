@@ -18,6 +18,15 @@
 //      first (farthest first, so capacity frees before it is taken), then
 //      promotions (nearest first); ties by EntityId;
 //   4. apply; what the budget held back is counted as deferred (not failed).
+//
+// The stage-2 result of the last resolution (capacity_targets(), recorded per
+// pedestrian and per vehicle for QueryEntity: PedestrianStore::capacity_tier,
+// VehicleSystem::capacity_tier) is a derived observation, not state: every
+// resolution recomputes it from the current tiers, distances and caps and
+// nothing reads it back, so it enters neither the digest nor a checkpoint.
+// An entity that has not been resolved since it appeared or since a restore
+// reports its applied tier there (as if its last resolution had kept it)
+// until its slice is next resolved (at most *_resolve_every_steps steps).
 #pragma once
 
 #include <cstdint>
@@ -101,6 +110,10 @@ class TierResolver {
   // Sizes the scratch for up to `entities` per call, so no call allocates
   // (otherwise it grows to the largest call seen, now and then allocating).
   void reserve(std::size_t entities);
+  // Stage 2's capacity target of each entity of the last resolve() call (one
+  // per id, in its order): the tier the caps allow before the transition
+  // budget. Valid until the next call.
+  std::span<const SimTier> capacity_targets() const { return target_; }
 
  private:
   struct Candidate {

@@ -298,6 +298,9 @@ class VehicleSystem {
                      const ImportanceField& importance, std::span<const EntityId> forced_full = {});
 
   const VehicleStore& store() const { return store_; }
+  // The capacity target of the vehicle in dense slot `dense` at its last
+  // tier resolution (derived; see capacity_tier_).
+  SimTier capacity_tier(std::uint32_t dense) const { return capacity_tier_[dense]; }
   // Vehicles per simulation tier, maintained as tiers change (checked by
   // check_invariants against the store).
   const std::array<std::uint32_t, kSimTierCount>& sim_tier_counts() const {
@@ -457,6 +460,10 @@ class VehicleSystem {
   std::uint64_t hash_sum_ = 0;
   // Derived per dense slot / per lane / per garage (rebuilt on restore).
   std::vector<std::uint8_t> phase_;  // id_phase(id): stride and resolve slice
+  // Stage 2's capacity target at the vehicle's last tier resolution
+  // (sim_tier.hpp): a derived observation for QueryEntity, never digested or
+  // checkpointed; its applied tier until it is first resolved.
+  std::vector<SimTier> capacity_tier_;
   std::array<std::uint32_t, kControlPolicyCount> control_policy_count_{};  // vehicles per policy
   std::array<std::uint32_t, kSimTierCount> sim_tier_count_{};              // vehicles per tier
   struct Waiter {

@@ -156,6 +156,11 @@ struct EntityReport {
   // differs from `tier` while the caps, the transition budget, ForceFull or
   // the resolve cadence hold the entity elsewhere. Active entities only.
   SimTier requested_tier = SimTier::Coarse;
+  // Stage 2 of its last tier resolution: the tier the Full / Simulated caps
+  // allowed (before the transition budget). Derived, not state (sim_tier.hpp):
+  // the applied tier until its slice is resolved after it appeared or after a
+  // restore. Active entities only.
+  SimTier capacity_tier = SimTier::Coarse;
   RepresentationHint representation = RepresentationHint::None;
   PriorityClass priority = PriorityClass::Background;
   PedestrianOrigin origin = PedestrianOrigin::Background;
@@ -229,6 +234,12 @@ struct PedestrianStore {
   static constexpr std::uint32_t kPhaseBytes = 128;  // values a phase byte can hold
   std::vector<std::uint32_t> route;                  // slot in the shared route table, or kNoRoute
   std::vector<std::uint32_t> dense_of;
+  // Cold (outside the 32-byte hot row): the capacity target of the row's last
+  // tier resolution (TierResolver::capacity_targets), written only for the
+  // resolved slice's members; the applied tier when a row is pushed or
+  // restored. A derived observation for QueryEntity: never digested, never
+  // checkpointed, never read by the step (sim_tier.hpp).
+  std::vector<SimTier> capacity_tier;
   static constexpr std::uint32_t kNoResident = UINT32_MAX;
 
   std::uint32_t size() const { return static_cast<std::uint32_t>(id.size()); }

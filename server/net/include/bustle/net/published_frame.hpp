@@ -44,6 +44,11 @@ struct PublishedEntity {
   // In the orphan set, fading out (lifecycle Retiring): still streamed,
   // standing still, until final deletion; announced once (Delta.retiring).
   bool retiring = false;
+  // A corpse (KillPedestrian, awaiting corpse cleanup), and still one while
+  // its cleanup fades it out: EntityEnter.corpse on entering, an EntityChange
+  // (field Corpse) when it dies while received. Derived from the corpse list
+  // (or the orphan's corpse despawn reason), never digested on its own.
+  bool corpse = false;
   std::uint64_t label = 0;  // kLabel* reference, 0 = none
 };
 

@@ -180,6 +180,7 @@ class StreamTracker {
     std::uint8_t sim_tier = 0;
     std::uint8_t policy = 0;
     bool retiring = false;
+    bool corpse = false;
     // Lease: what the client applied (RepresentationHint; kNotReported until
     // a report names it; None after Released or Unassigned), its reason, and
     // the step since which applied has differed from the hint.

@@ -129,6 +129,17 @@ int32 UBustleWorldSubsystem::GetLiveEntityCount() const
 	return Representation.IsValid() ? static_cast<int32>(Representation->Layer.mirror().size()) : 0;
 }
 
+bool UBustleWorldSubsystem::IsEntityCorpse(int32 EntityIndex, int32 EntityGeneration) const
+{
+	if (!Representation.IsValid() || EntityIndex < 0 || EntityGeneration < 0)
+	{
+		return false;
+	}
+	const bustle::client::EntityView* View = Representation->Layer.mirror().find(
+		bustle::client::EntityId{static_cast<uint32>(EntityIndex), static_cast<uint32>(EntityGeneration)});
+	return View != nullptr && View->corpse;
+}
+
 uint64 UBustleWorldSubsystem::RegisterPoolActor(AActor* Actor)
 {
 	return static_cast<uint64>(PoolActors.Add(Actor)) + 1;
@@ -310,6 +321,12 @@ void UBustleWorldSubsystem::Tick(float DeltaTime)
 					{
 						UE_LOG(LogBustle, Warning, TEXT("delta %llu: %s"), static_cast<uint64>(Event->Delta.step),
 							*BustleUnreal::ToFString(Summary.error));
+					}
+					for (const bustle::client::EntityId& Dead : Representation->Layer.corpses_learned())
+					{
+						const bustle::client::EntityView* View = Representation->Layer.mirror().find(Dead);
+						OnEntityCorpse.Broadcast(static_cast<int32>(Dead.index), static_cast<int32>(Dead.generation),
+							View != nullptr && View->entered_step == Event->Delta.step);
 					}
 				}
 				break;

@@ -21,6 +21,12 @@ class UInstancedStaticMeshComponent;
 class UBustleClientSubsystem;
 class FBustleRepresentation;
 
+/** A streamed pedestrian is a corpse (KillPedestrian): EntityIndex/EntityGeneration name its
+ *  EntityId; bEnteredDead is true when it arrived already dead (a baseline, a late join, entering
+ *  the interest) and false when it died while received. */
+DECLARE_DYNAMIC_MULTICAST_DELEGATE_ThreeParams(FBustleCorpseSignature, int32, EntityIndex, int32, EntityGeneration,
+	bool, bEnteredDead);
+
 UCLASS(Transient)
 class BUSTLECLIENT_API UBustleWorldSubsystem : public UTickableWorldSubsystem
 {
@@ -41,6 +47,16 @@ public:
 	/** Whether a baseline was applied since the last (re)subscription. */
 	UFUNCTION(BlueprintPure, Category = "Bustle")
 	bool IsStreaming() const { return bHaveBaseline; }
+
+	/** Whether the received entity (EntityId index and generation) is a corpse: the SDK's
+	 *  EntityView::corpse. False for an entity not received. */
+	UFUNCTION(BlueprintPure, Category = "Bustle")
+	bool IsEntityCorpse(int32 EntityIndex, int32 EntityGeneration) const;
+
+	/** Fired once per corpse learned from the stream (the SDK's RepresentationLayer::corpses_learned),
+	 *  after the Delta that told it was applied. */
+	UPROPERTY(BlueprintAssignable, Category = "Bustle")
+	FBustleCorpseSignature OnEntityCorpse;
 
 	// --- Plugin-internal: the backends' engine objects -------------------------
 	/** Keeps a pooled actor referenced; returns its handle (>= 1). */
