@@ -11,6 +11,7 @@
 
 #include "bustle/core/world.hpp"
 #include "invariant_probe.hpp"
+#include "vehicle_test_support.hpp"
 
 using namespace bustle::core;
 
@@ -204,14 +205,7 @@ TEST_CASE("merge: array order never changes who yields (one pre-step snapshot)")
   WorldCheckpoint cp = w->capture();
   auto reference = std::move(World::restore(s, cp).world);
   REQUIRE(reference);
-  VehicleStore& v = cp.vehicles.store;
-  auto rev = [](auto& col) { std::reverse(col.begin(), col.end()); };
-  rev(v.id), rev(v.garage), rev(v.ordinal), rev(v.prototype), rev(v.route_index), rev(v.lane),
-      rev(v.s_m);
-  rev(v.speed_mps), rev(v.strategy), rev(v.control_policy), rev(v.reason), rev(v.sim_tier),
-      rev(v.leader);
-  rev(v.steps_advanced), rev(v.last_advance_step), rev(v.waiting_since), rev(v.despawn_requested),
-      rev(v.request_id);
+  bustle::core::test::reverse_vehicle_rows(cp.vehicles.store);
   auto shuffled = World::restore(s, cp);
   REQUIRE(shuffled.world);
   for (int k = 0; k < 200; ++k) {

@@ -8,6 +8,7 @@
 
 #include "bustle/core/world.hpp"
 #include "bustle/scenario/scenario_loader.hpp"
+#include "vehicle_test_support.hpp"
 
 using namespace bustle::core;
 
@@ -421,14 +422,7 @@ TEST_CASE("shuffling the vehicle arrays changes no outcome (one pre-step snapsho
   auto reference = std::move(World::restore(s, cp).world);
   REQUIRE(reference);
   // Reverse the dense vehicle order (every column the same way).
-  VehicleStore& v = cp.vehicles.store;
-  auto rev = [](auto& col) { std::reverse(col.begin(), col.end()); };
-  rev(v.id), rev(v.garage), rev(v.ordinal), rev(v.prototype), rev(v.route_index), rev(v.lane),
-      rev(v.s_m);
-  rev(v.speed_mps), rev(v.strategy), rev(v.control_policy), rev(v.reason), rev(v.sim_tier),
-      rev(v.leader);
-  rev(v.steps_advanced), rev(v.last_advance_step), rev(v.waiting_since), rev(v.despawn_requested),
-      rev(v.request_id);
+  bustle::core::test::reverse_vehicle_rows(cp.vehicles.store);
   auto shuffled = World::restore(s, cp);
   INFO((shuffled.errors.empty() ? std::string()
                                 : shuffled.errors[0].path + ": " + shuffled.errors[0].message));

@@ -124,7 +124,7 @@ def test_version_help_and_usage_exit_codes():
     errors exit 2 naming the flag and the value; a scenario error exits 1."""
     v = run_cli("--version")
     assert v.returncode == 0, v.stderr
-    assert re.fullmatch(r"bustle-server \d+\.\d+\.\d+ \(protocol 2\)\n", v.stdout), v.stdout
+    assert re.fullmatch(r"bustle-server \d+\.\d+\.\d+ \(protocol 3\)\n", v.stdout), v.stdout
     h = run_cli("--help")
     assert h.returncode == 0 and "--config FILE" in h.stdout and "BUSTLE_PORT" in h.stdout
     for args, message in [

@@ -53,7 +53,7 @@ def one(srv, *args, **kw):
 def test_status_step_and_world_commands_under_the_manual_clock(start_server):
     srv = start_server("--clock", "manual", "--seed", "5")
     first = one(srv, "status")
-    assert first["server"]["protocol_version"] == 2
+    assert first["server"]["protocol_version"] == 3
     assert first["server"]["address"] == f"127.0.0.1:{srv.port}"
     assert first["stats"]["step"] == 0
     assert first["stats"]["clock_mode"] == "Manual"

@@ -28,14 +28,20 @@ def expect_error_then_close(session, code):
     assert errors[0].message, "Error frames should say what was wrong"
 
 
-@pytest.mark.parametrize("version", [1, PROTOCOL_VERSION + 1], ids=["v1-client", "newer"])
+@pytest.mark.parametrize(
+    "version", [1, 2, PROTOCOL_VERSION + 1], ids=["v1-client", "v2-client", "newer"]
+)
 def test_wrong_protocol_version_is_rejected_and_closed(server, version):
-    """A protocol v1 client (or a newer one) is refused at the handshake."""
-    assert PROTOCOL_VERSION == 2
+    """A protocol v1 or v2 client (or a newer one) is refused at the handshake;
+    an older one is told what changed (a v2 decoder would refuse a corpse
+    change mid-stream, so it is stopped here instead)."""
+    assert PROTOCOL_VERSION == 3
     with server.connect() as s:
         with pytest.raises(ServerError) as info:
             s.hello("it-version", protocol_version=version)
         assert info.value.code == ErrorCode.ProtocolVersionMismatch
+        if version < PROTOCOL_VERSION:
+            assert "corpses" in info.value.message, info.value.message
         assert s.wait_closed(timeout=CLOSE_TIMEOUT) == []
 
 

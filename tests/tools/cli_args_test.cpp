@@ -107,7 +107,7 @@ TEST_CASE("CLI help and version", "[cli]") {
   CHECK(parse({"help", "nonsense"}).status == ParseStatus::Error);
   const auto v = parse({"--version"});
   REQUIRE(v.status == ParseStatus::Version);
-  CHECK(v.text.find("(protocol 2)") != std::string::npos);
+  CHECK(v.text.find("(protocol 3)") != std::string::npos);
 }
 
 TEST_CASE("CLI --json is a global option, before or after the command", "[cli]") {

@@ -81,7 +81,7 @@ TEST_CASE("bustle --version names the version and the protocol", "[cli]") {
   const auto r = t::run_process({BUSTLE_CLI_PATH, "--version"}, 5000ms);
   CHECK(r.exit.exit_code == 0);
   CHECK(r.out.rfind(std::string("bustle ") + BUSTLE_VERSION + " ", 0) == 0);
-  CHECK(r.out.find("(protocol 2)") != std::string::npos);
+  CHECK(r.out.find("(protocol 3)") != std::string::npos);
 }
 
 TEST_CASE("bustle with bad arguments exits 2 with a message", "[cli]") {

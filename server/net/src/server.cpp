@@ -466,10 +466,12 @@ class Session : public std::enable_shared_from_this<Session> {
       std::string why = "server speaks protocol " + std::to_string(proto::kProtocolVersion) +
                         ", client sent " + std::to_string(hello.protocol_version());
       if (hello.protocol_version() < proto::kProtocolVersion) {
-        why +=
-            " (protocol 2 streams per-client interest, representation hints and lane-relative "
-            "motion: "
-            "update the client library)";
+        why += hello.protocol_version() < 2
+                   ? " (protocol 2 streams per-client interest, representation hints and "
+                     "lane-relative motion; protocol 3 adds corpses to the stream: update the "
+                     "client library)"
+                   : " (protocol 3 adds corpses to the stream, a change field a protocol-2 "
+                     "decoder refuses: update the client library)";
       }
       fail(wire::ErrorCode::ProtocolVersionMismatch, why);
       return;

@@ -103,7 +103,7 @@ STRAIGHT_LANE = (0, "straight", 0, [(0.0, 0.0), (100.0, 0.0)], 100.0, 1.5, [])
 
 def welcome(session_id=7, role=0, step_us=100_000, clock_mode=0, current_step=0, lanes=(),
             garages=None, signals=None, chains=None, dots_every_steps=0, archetypes=None,
-            protocol_version=2):
+            protocol_version=3):
     """lanes: iterable of (index, id, kind, [(x, y), ...], length_m, speed,
     [successors][, length_mm[, elevation_m]]); length_mm defaults to
     round(length_m * 1000). archetypes: list of names.

@@ -176,7 +176,7 @@ def test_hello_encodes_all_fields():
 
 def test_hello_defaults_to_schema_version_viewer_and_no_token():
     t, hello = sf.parse_client_frame(codec.build_hello("v"))
-    assert hello.ProtocolVersion() == 2 == PROTOCOL_VERSION
+    assert hello.ProtocolVersion() == 3 == PROTOCOL_VERSION
     assert hello.Role() == Role.Viewer
     assert hello.Token() is None
 
@@ -382,7 +382,7 @@ def test_welcome_decodes_lanes():
     assert w.lanes[0].length_m == 10.012492197250394
     assert (w.lanes[0].length_mm, w.lanes[0].elevation_m) == (10012, 2.5)
     assert (w.lanes[1].length_mm, w.lanes[1].elevation_m) == (0, 0.0)
-    assert w.protocol_version == 2 and w.archetypes == ["pedestrian", "vehicle.sedan"]
+    assert w.protocol_version == 3 and w.archetypes == ["pedestrian", "vehicle.sedan"]
 
 
 def test_welcome_lane_points_keep_double_precision():

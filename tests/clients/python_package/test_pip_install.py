@@ -68,7 +68,7 @@ def test_installed_into_the_venv_with_typing_marker(venv):
     assert (site / "bustle_client" / "py.typed").is_file()
     r = run_python(venv, "import bustle_client, flatbuffers, bustle.wire.Delta; print(bustle_client.PROTOCOL_VERSION)")
     assert r.returncode == 0, r.stderr
-    assert r.stdout.strip() == "2"
+    assert r.stdout.strip() == "3"
 
 
 def test_wire_modules_are_what_flatc_generates_from_the_schema(venv, tmp_path):
