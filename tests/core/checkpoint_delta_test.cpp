@@ -14,6 +14,7 @@
 #include "bustle/core/prng.hpp"
 #include "bustle/core/world.hpp"
 #include "bustle/scenario/scenario_loader.hpp"
+#include "commands/command_test_support.hpp"
 
 using namespace bustle::core;
 
@@ -23,11 +24,7 @@ namespace {
 // 256-row chunks), 2 400 residents on a fast clock (the schedule's zones and
 // work-points change within the run), tight tier caps, response units.
 Scenario churning_city() {
-  auto r = bustle::scenario::load_scenario_file(std::string(BUSTLE_SOURCE_DIR) +
-                                                "/configs/largeblock.city.json");
-  INFO((r.errors.empty() ? std::string() : r.errors[0].to_string()));
-  REQUIRE(r.ok());
-  Scenario s = *r.scenario;
+  Scenario s = test::load("largeblock.city.json");
   s.id = "test.capture-delta";
   s.entity_capacity = 8192;
   s.pedestrians.count = 3000;
@@ -41,11 +38,7 @@ Scenario churning_city() {
   s.tiers.simulated_cap = 1000;
   s.tiers.hard_full_cap = std::max(s.tiers.hard_full_cap, s.tiers.full_cap);
   s.tiers.transitions_per_step = 40;
-  s.prevention.units_per_level = {3, 4};
-  s.prevention.spawn_per_step = 2;
-  s.prevention.max_units = 10;
-  s.prevention.ring_min_m = 0.0;
-  s.prevention.ring_max_m = 100'000.0;
+  test::enable_response_units(s);
   return s;
 }
 

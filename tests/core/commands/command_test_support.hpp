@@ -19,6 +19,17 @@ inline Scenario load(const char* name) {
   return *r.scenario;
 }
 
+// Response units on (3 at level 1, 4 more at level 2, at most 10, 2 placed
+// per step anywhere around the first observer): the prevention tests' city
+// and the capture test's churn both use these.
+inline void enable_response_units(Scenario& s) {
+  s.prevention.units_per_level = {3, 4};
+  s.prevention.spawn_per_step = 2;
+  s.prevention.max_units = 10;
+  s.prevention.ring_min_m = 0.0;
+  s.prevention.ring_max_m = 100'000.0;
+}
+
 inline std::unique_ptr<World> make(const Scenario& s) {
   auto c = World::create(s, 1);
   REQUIRE(c.world);

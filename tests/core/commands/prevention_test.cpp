@@ -21,11 +21,7 @@ using test::make;
 
 Scenario units_city() {
   Scenario s = load("default.city.json");
-  s.prevention.units_per_level = {3, 4};
-  s.prevention.spawn_per_step = 2;
-  s.prevention.max_units = 10;
-  s.prevention.ring_min_m = 0.0;
-  s.prevention.ring_max_m = 100'000.0;
+  test::enable_response_units(s);
   return s;
 }
 
