@@ -1,11 +1,16 @@
 // Importance inputs of the simulation-tier axis (importance.hpp): priority
 // class, type weight, height difference, view direction and areas of
 // interest, and their effect on tier resolution.
+#include <bit>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <numbers>
+#include <string>
+#include <vector>
 
 #include "bustle/core/world.hpp"
+#include "bustle/scenario/scenario_loader.hpp"
+#include "invariant_probe.hpp"
 
 using namespace bustle::core;
 
@@ -125,4 +130,89 @@ TEST_CASE("vehicle_weight pulls vehicles nearer in their tier resolution") {
   };
   CHECK(full_count(1.0) == 0);  // 1 km+ away: nothing is Full
   CHECK(full_count(100.0) > 0);
+}
+
+TEST_CASE("effective_distances_m gives effective_distance_m's bits for every point") {
+  // The batch form runs its loops several points at a time: the same
+  // operations must give the same bits, flat or with heights and views,
+  // for weights of 1 (whose division is skipped one at a time) and others.
+  ImportanceSpec spec;
+  spec.height_weight = 1.5;
+  spec.behind_factor = 1.75;
+  const std::vector<std::vector<ObserverView>> view_sets = {
+      {},  // flat, all at z 0
+      {ObserverView{3.0, false, 0.0}, ObserverView{3.0, false, 0.0},
+       ObserverView{3.0, false, 0.0}},  // flat, all at z 3
+      {ObserverView{0.0, true, 0.7}, ObserverView{4.0, false, 0.0}, ObserverView{}}};  // directed
+  Prng rng(5);
+  for (const auto& views : view_sets) {
+    const ImportanceField f = field(spec, {{0, 0}, {120.5, -3.25}, {-40, 77}}, views);
+    constexpr std::size_t kPoints = 257;  // not a multiple of any vector width
+    std::vector<double> x(kPoints), y(kPoints), z(kPoints), w(kPoints), out(kPoints);
+    for (std::size_t j = 0; j < kPoints; ++j) {
+      x[j] = (rng.next_unit() - 0.5) * 2000.0;
+      y[j] = (rng.next_unit() - 0.5) * 2000.0;
+      z[j] = j % 3 == 0 ? 0.0 : rng.next_unit() * 12.0;
+      w[j] = j % 4 == 0 ? 1.0 : j % 4 == 1 ? 0.25 : 1.0 + rng.next_unit() * 7.0;
+    }
+    x[0] = 0.0;  // on an observer: distance 0
+    y[0] = 0.0;
+    f.effective_distances_m(x.data(), y.data(), z.data(), w.data(), kPoints, out.data());
+    for (std::size_t j = 0; j < kPoints; ++j) {
+      INFO("views " << views.size() << ", point " << j);
+      REQUIRE(std::bit_cast<std::uint64_t>(out[j]) ==
+              std::bit_cast<std::uint64_t>(f.effective_distance_m(x[j], y[j], z[j], w[j])));
+    }
+  }
+}
+
+TEST_CASE("phase 7's batch of pedestrian distances equals effective_distance_at row by row") {
+  // The default city with everything the distance depends on switched on:
+  // lanes at several heights, an area of interest, observers at their own
+  // heights (one with a view direction), pedestrians of every class on
+  // every lane, each at many points along it (polyline corners included).
+  auto loaded = bustle::scenario::load_scenario_file(std::string(BUSTLE_SOURCE_DIR) +
+                                                     "/configs/default.city.json");
+  REQUIRE(loaded.ok());
+  Scenario s = *loaded.scenario;
+  for (std::size_t l = 0; l < s.lanes.size(); ++l)
+    s.lanes[l].elevation_m = 1.5 * static_cast<double>(l);
+  s.tiers.importance.areas = {{"plaza", {60.0, 20.0}, 35.0, 3.0}};
+  s.entity_capacity = 4096;
+  s.spawn.per_step_cap = 256;
+  auto created = World::create(s, 3);
+  REQUIRE(created.world);
+  World& w = *created.world;
+  std::uint32_t request = 0;
+  for (const LaneIndex lane : w.lanes().sidewalks()) {
+    for (std::uint8_t cls = 0; cls < 4; ++cls) {
+      for (int k = 0; k < 16; ++k) {
+        (void)w.submit({{1, ++request}, SpawnPedestrian{"", w.lanes().lane(lane).id, cls, 0, {}}});
+      }
+    }
+  }
+  for (const bool directed : {false, true}) {
+    SetObservers obs;
+    obs.points = {{40.0, 30.0, 2.0, false, 0.0},
+                  {140.0, 30.0, directed ? 6.0 : 2.0, directed, 2.5}};
+    REQUIRE(w.submit({{2, ++request}, obs}) == SubmitStatus::Queued);
+    for (int k = 0; k < 40; ++k) w.step();
+    const PedestrianStore& p = w.pedestrians();
+    REQUIRE(p.size() > 100);
+    std::vector<std::uint32_t> rows(p.size());
+    for (std::uint32_t i = 0; i < p.size(); ++i) rows[i] = i;
+    std::vector<double> batch(p.size());
+    InvariantProbe::pedestrian_effective_distances(w, rows.data(), p.size(), batch.data());
+    std::uint32_t weighted = 0;
+    for (std::uint32_t i = 0; i < p.size(); ++i) {
+      const Vec2 at = w.lanes().position(p.lane[i], p.s_m[i]);
+      const double one = InvariantProbe::effective_distance_at(
+          w, at, p.lane[i], static_cast<PriorityClass>(p.priority[i]));
+      weighted += p.priority[i] != static_cast<std::uint8_t>(PriorityClass::Background);
+      INFO("directed " << directed << ", row " << i << ", lane " << p.lane[i] << ", s "
+                       << p.s_m[i]);
+      REQUIRE(std::bit_cast<std::uint64_t>(batch[i]) == std::bit_cast<std::uint64_t>(one));
+    }
+    CHECK(weighted > 0);
+  }
 }

@@ -28,6 +28,15 @@ struct InvariantProbe {
     return w.client_observer_views_;
   }
   static std::vector<Vec2>& tier_observers(World& w) { return w.tier_observers_; }
+  // Phase 7's batch of effective distances, and the one-point definition
+  // each of them must equal (tests/core/importance_test.cpp).
+  static void pedestrian_effective_distances(const World& w, const std::uint32_t* rows,
+                                             std::uint32_t count, double* out_m) {
+    w.pedestrian_effective_distances(rows, count, out_m);
+  }
+  static double effective_distance_at(const World& w, Vec2 p, LaneIndex lane, PriorityClass cls) {
+    return w.effective_distance_at(p, lane, cls, false);
+  }
 };
 
 }  // namespace bustle::core

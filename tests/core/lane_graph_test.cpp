@@ -114,6 +114,21 @@ TEST_CASE(
   repeated.lanes[0].points = {{0, 0},  {10, 0}, {10, 0},
                               {10, 0}, {10, 5}, {10, 5}};  // zero-length segments
   scenarios.push_back(repeated);
+  // segment_at() counts segments over a fixed window for lanes of up to
+  // nine segments and walks longer ones: lanes of 9 and 10 segments sit on
+  // either side of that, and a 24-segment curve with repeated points.
+  Scenario polylines = l_shaped();
+  for (const std::size_t segments : {9u, 10u, 24u}) {
+    std::vector<Vec2> points;
+    for (std::size_t k = 0; k <= segments; ++k) {
+      const double a = 0.3 * static_cast<double>(k);
+      points.push_back({20.0 * std::cos(a) + static_cast<double>(k), 20.0 * std::sin(a)});
+      if (segments == 24 && k % 5 == 2) points.push_back(points.back());  // zero-length
+    }
+    polylines.lanes.push_back(
+        {"p" + std::to_string(segments), LaneKind::Sidewalk, points, 1.0, {}});
+  }
+  scenarios.push_back(polylines);
   for (const Scenario& s : scenarios) {
     const LaneGraph g(s);
     for (LaneIndex l = 0; l < g.size(); ++l) {

@@ -253,3 +253,61 @@ TEST_CASE("the mask form of tier_due_phase equals (step + phase % stride) % stri
     }
   }
 }
+
+TEST_CASE("the split form (start, force, classify in parts, finish) equals resolve at any cut") {
+  // Random cities, with a tight budget (stage 3 chooses), ForceFull flags on
+  // some rounds, and the entities cut into 1 to 9 parts at random points,
+  // empty parts included: tiers, capacity targets and counts are the ones
+  // resolve() gives in one part.
+  Prng rng(43);
+  TierResolver whole, split;
+  InlineExecutor inline_executor;
+  for (int round = 0; round < 200; ++round) {
+    const std::uint32_t n = 1 + rng.next_below(round < 50 ? 30 : 4000);
+    TierSpec spec;
+    spec.full_cap = rng.next_below(n / 4 + 2);
+    spec.simulated_cap = rng.next_below(n / 2 + 2);
+    spec.hard_full_cap = spec.full_cap + rng.next_below(4);
+    spec.transitions_per_step = 1 + rng.next_below(n);
+    std::vector<EntityId> ids(n);
+    std::vector<double> d(n);
+    std::vector<SimTier> tier(n);
+    std::vector<std::uint8_t> force;
+    for (std::uint32_t i = 0; i < n; ++i) {
+      ids[i] = EntityId{(i * 7919u + static_cast<std::uint32_t>(round)) % 100'003u, 1};
+      d[i] =
+          round % 3 == 0 ? static_cast<double>(rng.next_below(60)) * 10.0 : rng.next_unit() * 700.0;
+      tier[i] = static_cast<SimTier>(rng.next_below(3));
+    }
+    if (round % 4 == 1) {
+      force.resize(n);
+      for (std::uint32_t i = 0; i < n; ++i) force[i] = rng.next_below(10) == 0;
+    }
+    std::vector<SimTier> expected = tier;
+    const TierCounts want = whole.resolve(spec, ids, d, expected, force);
+    const std::vector<SimTier> want_targets(whole.capacity_targets().begin(),
+                                            whole.capacity_targets().end());
+
+    const std::uint32_t parts = 1 + rng.next_below(9);
+    std::vector<std::size_t> cuts = {0, n};
+    for (std::uint32_t p = 1; p < parts; ++p) cuts.push_back(rng.next_below(n + 1));
+    std::sort(cuts.begin(), cuts.end());
+    split.start(spec, n, parts);
+    if (!force.empty()) split.force(ids, tier, force);
+    // Parts in reverse order: a part's outcome must not depend on which ran first.
+    for (std::uint32_t p = parts; p-- > 0;) split.classify(p, cuts[p], cuts[p + 1], d, tier);
+    const TierCounts got = split.finish(ids, d, tier, inline_executor);
+    INFO("round " << round << ", n " << n << ", parts " << parts);
+    REQUIRE(tier == expected);
+    REQUIRE(std::equal(want_targets.begin(), want_targets.end(), split.capacity_targets().begin(),
+                       split.capacity_targets().end()));
+    CHECK(got.per_tier[0] == want.per_tier[0]);
+    CHECK(got.per_tier[1] == want.per_tier[1]);
+    CHECK(got.per_tier[2] == want.per_tier[2]);
+    CHECK(got.promoted == want.promoted);
+    CHECK(got.demoted == want.demoted);
+    CHECK(got.deferred == want.deferred);
+    CHECK(got.forced == want.forced);
+    CHECK(got.forced_overflow == want.forced_overflow);
+  }
+}

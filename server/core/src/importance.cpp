@@ -53,4 +53,35 @@ double ImportanceField::effective_distance_directed_m(double x_m, double y_m, do
   return weight == 1.0 ? best : best / weight;
 }
 
+void ImportanceField::effective_distances_m(const double* __restrict x_m,
+                                            const double* __restrict y_m,
+                                            const double* __restrict z_m,
+                                            const double* __restrict weight, std::size_t count,
+                                            double* __restrict out_m) const {
+  if (!flat_) {
+    for (std::size_t j = 0; j < count; ++j)
+      out_m[j] = effective_distance_directed_m(x_m[j], y_m[j], z_m[j], weight[j]);
+    return;
+  }
+  // effective_distance_m's flat case, observer by observer over all points:
+  // out_m holds each point's smallest squared distance so far.
+  for (std::size_t j = 0; j < count; ++j) out_m[j] = std::numeric_limits<double>::infinity();
+  for (const Obs& o : obs_) {
+    const double ox = o.x, oy = o.y;
+    for (std::size_t j = 0; j < count; ++j) {
+      const double dx = x_m[j] - ox;
+      const double dy = y_m[j] - oy;
+      out_m[j] = std::min(out_m[j], dx * dx + dy * dy);
+    }
+  }
+  const double hw = spec_->height_weight;
+  const double z0 = flat_z_;
+  for (std::size_t j = 0; j < count; ++j) {
+    const double d = std::sqrt(out_m[j]) + hw * std::abs(z_m[j] - z0);
+    // d / 1.0 == d, so this is effective_distance_m's skipped division as
+    // one that always runs (a conditional one would keep the loop scalar).
+    out_m[j] = d / weight[j];
+  }
+}
+
 }  // namespace bustle::core

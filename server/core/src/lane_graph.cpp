@@ -66,6 +66,9 @@ void LaneGraph::build_segments() {
     assert(ls.count >= 1);  // validation: every lane has at least two points
     lane_segments_.push_back(ls);
   }
+  // segment_at's window may read up to kSegmentWindow entries past a lane's
+  // first segment (it never uses them).
+  segments_.resize(segments_.size() + kSegmentWindow, Segment{});
 }
 
 void LaneGraph::build_chains() {

@@ -59,6 +59,17 @@ TierSpec slice_caps(const TierSpec& spec, const std::uint32_t (&others)[kSimTier
   return s;
 }
 
+void TierResolver::CandidateList::reserve(std::size_t n) {
+  if (n <= capacity) return;
+  auto k = std::make_unique_for_overwrite<std::uint64_t[]>(n);
+  auto i = std::make_unique_for_overwrite<std::uint32_t[]>(n);
+  std::copy(key.get(), key.get() + count, k.get());
+  std::copy(index.get(), index.get() + count, i.get());
+  key = std::move(k);
+  index = std::move(i);
+  capacity = n;
+}
+
 void TierResolver::reserve(std::size_t entities) {
   full_incumbents_.reserve(entities);
   full_newcomers_.reserve(entities);
@@ -80,7 +91,7 @@ void TierResolver::select_first(const CandidateList& list, std::size_t keep,
   // one set), without moving the candidates. The first pass reads the
   // candidates themselves, later ones the survivors listed in live_ (never
   // shrunk, so it is not refilled per call).
-  const std::vector<std::uint64_t>& cand_key = list.key;
+  const std::span<const std::uint64_t> cand_key = list.keys();
   const std::size_t n = cand_key.size();
   assert(keep > 0 && keep < n);
   std::size_t rank = keep - 1;  // 0-based rank of the last one kept
@@ -125,7 +136,7 @@ void TierResolver::select_first(const CandidateList& list, std::size_t keep,
     for (std::size_t c = 0; c < n; ++c) live_[c] = static_cast<std::uint32_t>(c);
   }
   // Every live candidate now has the same key: the rank picks among their ids.
-  const std::vector<std::uint32_t>& cand_index = list.index;
+  const std::span<const std::uint32_t> cand_index = list.indices();
   const auto live_end = live_.begin() + static_cast<std::ptrdiff_t>(live);
   std::nth_element(
       live_.begin(), live_.begin() + static_cast<std::ptrdiff_t>(rank), live_end,
@@ -147,7 +158,7 @@ void TierResolver::cap_candidates(std::size_t cap, const CandidateList& incumben
   if (incumbents.size() + newcomers.size() <= cap) return;
   const auto cut = [&](const CandidateList& list, std::size_t keep) {
     if (keep == 0) {
-      for (const std::uint32_t i : list.index) down(i);
+      for (const std::uint32_t i : list.indices()) down(i);
       return;
     }
     if (list.size() <= keep) return;
@@ -170,44 +181,138 @@ TierCounts TierResolver::resolve(const TierSpec& spec, std::span<const EntityId>
                                  std::span<const double> distance_m, std::span<SimTier> tier,
                                  std::span<const std::uint8_t> force_full) {
   const std::size_t n = ids.size();
-  TierCounts counts;
-  // 0. ForceFull: lowest ids first, up to the hard cap; applied at once.
-  const bool any_force = !force_full.empty();
-  if (any_force) apply_force_full(spec, ids, tier, force_full, counts);
-  const std::uint32_t full_cap = std::min(
-      spec.full_cap, spec.hard_full_cap > counts.forced ? spec.hard_full_cap - counts.forced : 0u);
-  target_.resize(n);
-  constexpr auto kFull = SimTier::Full;
-  constexpr auto kSim = SimTier::Simulated;
-  constexpr auto kCoarse = SimTier::Coarse;
+  start(spec, n, 1);
+  if (!force_full.empty()) force(ids, tier, force_full);
+  classify(0, 0, n, distance_m, tier);
+  InlineExecutor inline_executor;
+  return finish(ids, distance_m, tier, inline_executor);
+}
 
+void TierResolver::start(const TierSpec& spec, std::size_t n, std::uint32_t parts) {
+  assert(parts > 0 || n == 0);
+  spec_ = &spec;
+  n_ = n;
+  parts_used_ = std::max<std::uint32_t>(parts, 1);
+  any_force_ = false;
+  counts_ = TierCounts{};
+  target_.resize(n);
+  if (part_out_.size() < parts_used_) part_out_.resize(parts_used_);
+  for (std::uint32_t p = 0; p < parts_used_; ++p) {
+    PartOutput& out = part_out_[p];
+    for (CandidateList& l : out.lists) l.clear();
+    out.now_full = out.now_sim = 0;
+    out.begin = out.end = 0;
+  }
+}
+
+void TierResolver::force(std::span<const EntityId> ids, std::span<SimTier> tier,
+                         std::span<const std::uint8_t> force_full) {
+  // 0. ForceFull: lowest ids first, up to the hard cap; applied at once.
+  assert(spec_ != nullptr && ids.size() == n_ && force_full.size() == n_);
+  any_force_ = true;
+  apply_force_full(*spec_, ids, tier, force_full, counts_);
+}
+
+void TierResolver::classify(std::uint32_t part, std::size_t begin, std::size_t end,
+                            std::span<const double> distance_m, std::span<const SimTier> tier) {
   // 1. Distance request with hysteresis: staying needs only the exit radius.
   // The same pass lists the candidates of both capacities, incumbents apart
   // (the Simulated ones that Full's cap moves down join them in stage 2: a
   // candidate list's order does not matter, its (key, id) order is total)
   // and counts the tiers as they are, which stage 3 then adjusts per change.
-  full_incumbents_.clear();
-  full_newcomers_.clear();
-  sim_incumbents_.clear();
-  sim_newcomers_.clear();
+  assert(part < parts_used_ && begin <= end && end <= n_);
+  const TierSpec& spec = *spec_;
+  constexpr auto kFull = SimTier::Full;
+  constexpr auto kSim = SimTier::Simulated;
+  constexpr auto kCoarse = SimTier::Coarse;
+  PartOutput& out = part_out_[part];
+  out.begin = begin;
+  out.end = end;
+  // At most every member of the range is a candidate of one list: reserved
+  // here, so the writes below stay inside (after warm-up, none allocates).
+  std::uint64_t* key[4];
+  std::uint32_t* index[4];
+  std::size_t size[4];
+  for (std::size_t l = 0; l < 4; ++l) {
+    out.lists[l].reserve(out.lists[l].size() + (end - begin));
+    key[l] = out.lists[l].key.get();
+    index[l] = out.lists[l].index.get();
+    size[l] = out.lists[l].size();
+  }
+  const double full_enter = spec.full_enter_m, full_exit = spec.full_exit_m;
+  const double sim_enter = spec.simulated_enter_m, sim_exit = spec.simulated_exit_m;
   std::uint32_t now_full = 0, now_sim = 0;
-  for (std::size_t i = 0; i < n; ++i) {
+  for (std::size_t i = begin; i < end; ++i) {
+    // distance_tier(spec, cur, d) and the list of the candidate, as
+    // arithmetic: both depend on distances, which branch prediction cannot
+    // guess. Every entity writes a slot of some list; only a candidate
+    // counts it.
     const SimTier cur = tier[i];
     now_full += cur == kFull;
     now_sim += cur == kSim;
-    if (any_force && forced_now_[i]) {
-      target_[i] = kFull;
-      continue;
-    }
     const double d = distance_m[i];
-    const SimTier want = distance_tier(spec, cur, d);
-    target_[i] = want;
-    if (want == kCoarse) continue;
-    const bool incumbent = cur == want;
-    CandidateList& list = want == kFull ? (incumbent ? full_incumbents_ : full_newcomers_)
-                                        : (incumbent ? sim_incumbents_ : sim_newcomers_);
-    list.push(preference_key(incumbent, d), static_cast<std::uint32_t>(i));
+    const double full_r = cur == kFull ? full_exit : full_enter;
+    const double sim_r = cur != kCoarse ? sim_exit : sim_enter;
+    const std::uint32_t beyond_full = !(d <= full_r);
+    const std::uint32_t beyond_sim = !(d <= sim_r);
+    const std::uint32_t want = beyond_full * (1u + beyond_sim);  // Full, Simulated, Coarse
+    const bool forced = any_force_ && forced_now_[i] != 0;
+    target_[i] = forced ? kFull : static_cast<SimTier>(want);
+    const bool incumbent = static_cast<std::uint32_t>(cur) == want;
+    const bool candidate = !forced && want != static_cast<std::uint32_t>(kCoarse);
+    const std::size_t list = candidate ? 2 * want + !incumbent : std::size_t{kFullIncumbents};
+    key[list][size[list]] = preference_key(incumbent, d);
+    index[list][size[list]] = static_cast<std::uint32_t>(i);
+    size[list] += candidate;
   }
+  for (std::size_t l = 0; l < 4; ++l) out.lists[l].count = size[l];
+  out.now_full += now_full;
+  out.now_sim += now_sim;
+}
+
+void TierResolver::join_parts(PhaseExecutor& executor) {
+  // The parts' lists one after the other, in part order (stage 2 does not
+  // depend on a list's order, but a fixed one keeps every run alike); each
+  // part copies its own lists to their offsets.
+  CandidateList* joined[4] = {&full_incumbents_, &full_newcomers_, &sim_incumbents_,
+                              &sim_newcomers_};
+  now_full_ = now_sim_ = 0;
+  for (std::size_t l = 0; l < 4; ++l) {
+    std::size_t total = 0;
+    for (std::uint32_t p = 0; p < parts_used_; ++p) {
+      part_out_[p].at[l] = total;
+      total += part_out_[p].lists[l].size();
+    }
+    joined[l]->clear();
+    joined[l]->reserve(total);
+    joined[l]->count = total;
+  }
+  for (std::uint32_t p = 0; p < parts_used_; ++p) {
+    now_full_ += part_out_[p].now_full;
+    now_sim_ += part_out_[p].now_sim;
+  }
+  run_parts(executor, parts_used_, [&](std::uint32_t p) {
+    const PartOutput& out = part_out_[p];
+    for (std::size_t l = 0; l < 4; ++l) {
+      const CandidateList& from = out.lists[l];
+      std::copy(from.key.get(), from.key.get() + from.count, joined[l]->key.get() + out.at[l]);
+      std::copy(from.index.get(), from.index.get() + from.count,
+                joined[l]->index.get() + out.at[l]);
+    }
+  });
+}
+
+TierCounts TierResolver::finish(std::span<const EntityId> ids, std::span<const double> distance_m,
+                                std::span<SimTier> tier, PhaseExecutor& executor) {
+  assert(spec_ != nullptr && ids.size() == n_);
+  const TierSpec& spec = *spec_;
+  const std::size_t n = n_;
+  TierCounts counts = counts_;
+  join_parts(executor);
+  const std::uint32_t full_cap = std::min(
+      spec.full_cap, spec.hard_full_cap > counts.forced ? spec.hard_full_cap - counts.forced : 0u);
+  constexpr auto kSim = SimTier::Simulated;
+  constexpr auto kCoarse = SimTier::Coarse;
   // 2. Capacity: at most full_cap Full, then at most simulated_cap
   // Simulated; those Full's cap moves down compete for Simulated.
   cap_candidates(full_cap, full_incumbents_, full_newcomers_, ids, [&](std::uint32_t i) {
@@ -218,10 +323,12 @@ TierCounts TierResolver::resolve(const TierSpec& spec, std::span<const EntityId>
   });
   cap_candidates(spec.simulated_cap, sim_incumbents_, sim_newcomers_, ids,
                  [&](std::uint32_t i) { target_[i] = kCoarse; });
-  counts.per_tier[tier_index(kFull)] = now_full;
-  counts.per_tier[tier_index(kSim)] = now_sim;
-  counts.per_tier[tier_index(kCoarse)] = static_cast<std::uint32_t>(n) - now_full - now_sim;
-  apply_budget(spec, ids, distance_m, tier, counts);
+  counts.per_tier[tier_index(SimTier::Full)] = now_full_;
+  counts.per_tier[tier_index(kSim)] = now_sim_;
+  counts.per_tier[tier_index(kCoarse)] = static_cast<std::uint32_t>(n) - now_full_ - now_sim_;
+  list_changes(ids, distance_m, tier, executor);
+  apply_budget(spec, tier, counts);
+  spec_ = nullptr;
   return counts;
 }
 
@@ -246,21 +353,31 @@ void TierResolver::apply_force_full(const TierSpec& spec, std::span<const Entity
   counts.forced_overflow = static_cast<std::uint32_t>(forced_idx_.size() - keep);
 }
 
-void TierResolver::apply_budget(const TierSpec& spec, std::span<const EntityId> ids,
-                                std::span<const double> distance_m, std::span<SimTier> tier,
-                                TierCounts& counts) {
+void TierResolver::list_changes(std::span<const EntityId> ids, std::span<const double> distance_m,
+                                std::span<const SimTier> tier, PhaseExecutor& executor) {
+  // Every entity whose capacity target differs from its tier, listed part
+  // by part (each over the range it classified) and joined in part order.
+  run_parts(executor, parts_used_, [&](std::uint32_t p) {
+    PartOutput& out = part_out_[p];
+    out.changes.clear();
+    out.changes.reserve(out.end - out.begin);  // at most one each: never grows after warm-up
+    for (std::size_t i = out.begin; i < out.end; ++i) {
+      if (target_[i] != tier[i])
+        out.changes.push_back(
+            {distance_m[i], ids[i], static_cast<std::uint32_t>(i), tier[i], target_[i]});
+    }
+  });
+  changes_.clear();
+  for (std::uint32_t p = 0; p < parts_used_; ++p)
+    changes_.insert(changes_.end(), part_out_[p].changes.begin(), part_out_[p].changes.end());
+}
+
+void TierResolver::apply_budget(const TierSpec& spec, std::span<SimTier> tier, TierCounts& counts) {
   // 3. Budget: demotions (farthest first), then promotions (nearest first).
   // Only which changes are applied matters (applying one touches its own row
   // alone), and under this strict order the first `budget` are one set:
   // nth_element finds it in O(changes), and when every change fits there is
   // nothing to choose.
-  const std::size_t n = ids.size();
-  changes_.clear();
-  for (std::size_t i = 0; i < n; ++i) {
-    if (target_[i] != tier[i])
-      changes_.push_back(
-          {distance_m[i], ids[i], static_cast<std::uint32_t>(i), tier[i], target_[i]});
-  }
   if (changes_.empty()) return;
   const std::size_t budget = std::min<std::size_t>(spec.transitions_per_step, changes_.size());
   if (budget < changes_.size()) {

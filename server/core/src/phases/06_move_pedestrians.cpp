@@ -82,6 +82,12 @@ void World::move_pedestrian_rows(
   constexpr std::uint32_t kChunkRows = 512;
   std::uint32_t rows[kChunkRows];
   std::uint32_t members = 0, others[kSimTierCount] = {};
+  // A row's time this step by tier: dt_s x stride, as move_pedestrian_row computes it.
+  const double step_s[kSimTierCount] = {dt_s * tier_stride(SimTier::Full),
+                                        dt_s * tier_stride(SimTier::Simulated),
+                                        dt_s * tier_stride(SimTier::Coarse)};
+  const bool plain = lane_waiters_.empty();
+  constexpr auto resident = static_cast<std::uint8_t>(PedestrianOrigin::Resident);
   for (std::uint32_t first = begin; first < end; first += kChunkRows) {
     const std::uint32_t last = std::min(end, first + kChunkRows);
     std::uint32_t count = 0;
@@ -98,7 +104,29 @@ void World::move_pedestrian_rows(
       others[1] += (member ^ 1u) & (t == 1);
       others[2] += (member ^ 1u) & (t == 2);
     }
-    for (std::uint32_t k = 0; k < count; ++k) move_pedestrian_row(rows[k], dt_s, out);
+    for (std::uint32_t k = 0; k < count; ++k) {
+      // Most due rows stay on their lane: that walk is done here, with the
+      // same operations as move_pedestrian_row's first hop (so the same
+      // bits), without its call, anchor and lane-end bookkeeping. Anchored
+      // residents and rows that may be leaving a closure's wait take the
+      // full walk.
+      const std::uint32_t i = rows[k];
+      if (plain && !(has_anchors_ && pedestrians_.origin[i] == resident)) {
+        const Lane& L = lanes_.lane(pedestrians_.lane[i]);
+        const double s_before = pedestrians_.s_m[i];
+        const double s =
+            s_before + L.speed_mps_limit * step_s[tier_index(pedestrians_.sim_tier[i])];
+        if (s < L.length_m) {
+          pedestrians_.s_m[i] = s;
+          if (s != s_before) {
+            const EntityId id = pedestrians_.id[i];
+            out.sum_delta += pedestrian_motion_hash(id, s) - pedestrian_motion_hash(id, s_before);
+          }
+          continue;
+        }
+      }
+      move_pedestrian_row(i, dt_s, out);
+    }
   }
   slice.members = members;
   for (std::size_t t = 0; t < kSimTierCount; ++t) slice.others[t] = others[t];

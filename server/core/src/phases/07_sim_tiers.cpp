@@ -33,18 +33,8 @@ void World::phase_sim_tiers() {
   std::uint8_t in_slice[64];
   tier_slice_phases(in_slice);
   std::uint32_t others[kSimTierCount] = {};
-  const std::uint32_t m = build_tier_slice(in_slice, others);
-  const double out_of_range = scenario_.despawn.out_of_range_m;
-  if (out_of_range > 0.0 && !tier_observers_.empty()) {
-    for (std::uint32_t k = 0; k < m; ++k) {
-      const std::uint32_t i = slice_[k];
-      if (pedestrians_.origin[i] == static_cast<std::uint8_t>(PedestrianOrigin::Background) &&
-          slice_distance_[k] > out_of_range) {
-        request_despawn(pedestrians_.id[i], DespawnReason::OutOfRange);
-      }
-    }
-  }
-  fill_force(slice_ids_);
+  const std::uint32_t parts = parts_for_rows(pedestrians_.size());
+  const std::uint32_t m = lay_out_tier_slice(parts, others);
   // ForceFull entities of other slices hold Full outside full_cap but inside
   // the hard cap.
   std::uint32_t others_forced = 0;
@@ -58,8 +48,31 @@ void World::phase_sim_tiers() {
     }
   }
   const TierSpec spec = slice_caps(scenario_.tiers, others, others_forced);
-  const TierCounts sc = pedestrian_tier_resolver_.resolve(spec, slice_ids_, slice_distance_,
-                                                          slice_sim_tier_, force_scratch_);
+  // Stage 1 of the resolution runs in the slice's parts as each is built,
+  // unless ForceFull flags exist: stage 0 needs the whole slice first.
+  TierResolver& resolver = pedestrian_tier_resolver_;
+  const bool classify_in_build = forced_full_.empty();
+  resolver.start(spec, m, parts);
+  build_tier_slice(in_slice, parts, classify_in_build);
+  const double out_of_range = scenario_.despawn.out_of_range_m;
+  if (out_of_range > 0.0 && !tier_observers_.empty()) {
+    for (std::uint32_t k = 0; k < m; ++k) {
+      const std::uint32_t i = slice_[k];
+      if (pedestrians_.origin[i] == static_cast<std::uint8_t>(PedestrianOrigin::Background) &&
+          slice_distance_[k] > out_of_range) {
+        request_despawn(pedestrians_.id[i], DespawnReason::OutOfRange);
+      }
+    }
+  }
+  if (!classify_in_build) {
+    fill_force(slice_ids_);
+    resolver.force(slice_ids_, slice_sim_tier_, force_scratch_);
+    run_parts(executor(), parts, [&](std::uint32_t p) {
+      const TierPart& t = tier_parts_[p];
+      resolver.classify(p, t.first, t.first + t.members, slice_distance_, slice_sim_tier_);
+    });
+  }
+  const TierCounts sc = resolver.finish(slice_ids_, slice_distance_, slice_sim_tier_, executor());
   write_slice_tiers(m);
   pedestrian_tier_counts_ = sc;
   for (std::size_t t = 0; t < kSimTierCount; ++t)
@@ -73,15 +86,12 @@ void World::tier_slice_phases(std::uint8_t (&in_slice)[64]) const {
   for (std::uint32_t ph = 0; ph < 64; ++ph) in_slice[ph] = ph % every == phase;
 }
 
-// The slice in row order, with every member's effective distance (a pure
-// function of it) and the tiers of the rest added into `others`. Phase 6
-// counted each part's members and other tiers (tier_parts_, the same rows,
-// tiers and phases as now); the parts are filled at their prefix offsets,
-// in parallel when the executor has threads. Returns the slice size.
-std::uint32_t World::build_tier_slice(const std::uint8_t (&in_slice)[64],
-                                      std::uint32_t (&others)[kSimTierCount]) {
-  const std::uint32_t n = pedestrians_.size();
-  const std::uint32_t parts = parts_for_rows(n);
+// Where each part's slice members start (phase 6 counted each part's
+// members and other tiers: tier_parts_, the same rows, tiers and phases as
+// now), the other tiers added into `others`, and the slice's scratch sized.
+// Returns the slice size.
+std::uint32_t World::lay_out_tier_slice(std::uint32_t parts,
+                                        std::uint32_t (&others)[kSimTierCount]) {
   assert(tier_parts_.size() >= parts);
   std::uint32_t m = 0;
   for (std::uint32_t p = 0; p < parts; ++p) {
@@ -94,12 +104,23 @@ std::uint32_t World::build_tier_slice(const std::uint8_t (&in_slice)[64],
   slice_ids_.resize(m);
   slice_sim_tier_.resize(m);
   slice_distance_.resize(m);
+  return m;
+}
+
+// The slice in row order, with every member's effective distance (a pure
+// function of it), filled part by part at the parts' offsets, in parallel
+// when the executor has threads; with `classify`, each part then runs
+// stage 1 of the tier resolution over its members (TierResolver::classify).
+void World::build_tier_slice(const std::uint8_t (&in_slice)[64], std::uint32_t parts,
+                             bool classify) {
+  const std::uint32_t n = pedestrians_.size();
   run_parts(executor(), parts, [&](std::uint32_t p) {
     // Membership follows the ids' phases, which branch prediction cannot
     // guess: each chunk of rows lists its members first, without a branch.
     constexpr std::uint32_t kChunkRows = 512;
     std::uint32_t rows[kChunkRows];
-    std::uint32_t k = tier_parts_[p].first;
+    const TierPart& part = tier_parts_[p];
+    std::uint32_t k = part.first;
     const std::uint32_t end = std::min(n, (p + 1) * kRowsPerPart);
     for (std::uint32_t first = p * kRowsPerPart; first < end; first += kChunkRows) {
       const std::uint32_t last = std::min(end, first + kChunkRows);
@@ -108,17 +129,21 @@ std::uint32_t World::build_tier_slice(const std::uint8_t (&in_slice)[64],
         rows[count] = i;
         count += in_slice[pedestrians_.phase[i] & PedestrianStore::kIdPhaseMask];
       }
-      for (std::uint32_t c = 0; c < count; ++c, ++k) {
+      for (std::uint32_t c = 0; c < count; ++c) {
         const std::uint32_t i = rows[c];
-        slice_[k] = i;
-        slice_ids_[k] = pedestrians_.id[i];
-        slice_sim_tier_[k] = pedestrians_.sim_tier[i];
-        slice_distance_[k] = pedestrian_effective_distance(i);
+        slice_[k + c] = i;
+        slice_ids_[k + c] = pedestrians_.id[i];
+        slice_sim_tier_[k + c] = pedestrians_.sim_tier[i];
       }
+      pedestrian_effective_distances(rows, count, slice_distance_.data() + k);
+      k += count;
     }
-    assert(k == tier_parts_[p].first + tier_parts_[p].members);  // as phase 6 counted
+    assert(k == part.first + part.members);  // as phase 6 counted
+    if (classify) {
+      pedestrian_tier_resolver_.classify(p, part.first, part.first + part.members, slice_distance_,
+                                         slice_sim_tier_);
+    }
   });
-  return m;
 }
 
 // The resolved tiers into the rows (each slice member is one row), in parts;
@@ -145,15 +170,39 @@ void World::write_slice_tiers(std::uint32_t m) {
   for (std::uint32_t p = 0; p < parts; ++p) pedestrian_digest_sum_ += tier_parts_[p].sum_delta;
 }
 
-double World::pedestrian_effective_distance(std::uint32_t i) const {
-  // effective_distance_at's arithmetic, spelt out so that the slice loops
-  // inline all of it (as a call it passed the position through memory, a
-  // store-forwarding stall per member): the same operations, the same bits.
-  const LaneIndex lane = pedestrians_.lane[i];
-  const Vec2 p = lanes_.position(lane, pedestrians_.s_m[i]);
-  const double w =
-      importance_.weight(static_cast<PriorityClass>(pedestrians_.priority[i]), false, p.x_m, p.y_m);
-  return importance_.effective_distance_m(p.x_m, p.y_m, lanes_.lane(lane).elevation_m, w);
+void World::pedestrian_effective_distances(const std::uint32_t* rows, std::uint32_t count,
+                                           double* out_m) const {
+  // effective_distance_at of each row's position, in passes over the rows:
+  // the lane lookups first (branches per lane), then the arithmetic, which
+  // has none and runs several rows at a time. The same operations, the same
+  // bits (the tier tests compare them with effective_distance_at).
+  constexpr std::uint32_t kBatch = 128;
+  LaneGraph::SegmentAt seg[kBatch];
+  double x[kBatch], y[kBatch], z[kBatch], w[kBatch];
+  for (std::uint32_t first = 0; first < count; first += kBatch) {
+    const std::uint32_t n = std::min(kBatch, count - first);
+    const std::uint32_t* r = rows + first;
+    for (std::uint32_t j = 0; j < n; ++j) {
+      const LaneIndex lane = pedestrians_.lane[r[j]];
+      seg[j] = lanes_.segment_at(lane, pedestrians_.s_m[r[j]]);
+      z[j] = lanes_.lane(lane).elevation_m;
+    }
+    for (std::uint32_t j = 0; j < n; ++j) {
+      // LaneGraph::interpolate with its division always run (by 1 for a
+      // zero-length segment, whose t is then 0 anyway): no branch, the same bits.
+      const LaneGraph::SegmentAt& g = seg[j];
+      const bool has_length = g.length_m > 0.0;
+      const double q = g.along_m / (has_length ? g.length_m : 1.0);
+      const double t = has_length ? q : 0.0;
+      x[j] = g.ax_m + g.dx_m * t;
+      y[j] = g.ay_m + g.dy_m * t;
+    }
+    for (std::uint32_t j = 0; j < n; ++j) {
+      w[j] = importance_.weight(static_cast<PriorityClass>(pedestrians_.priority[r[j]]), false,
+                                x[j], y[j]);
+    }
+    importance_.effective_distances_m(x, y, z, w, n, out_m + first);
+  }
 }
 
 double World::effective_distance_at(Vec2 p, LaneIndex lane, PriorityClass cls, bool vehicle) const {

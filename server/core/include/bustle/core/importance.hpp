@@ -48,6 +48,11 @@ class ImportanceField {
   double weight(PriorityClass cls, bool vehicle, double x_m, double y_m) const;
   // The effective distance defined above.
   double effective_distance_m(double x_m, double y_m, double z_m, double weight) const;
+  // effective_distance_m of `count` points (x, y, z, weight each): the same
+  // operations on the same values, so the same bits, in loops over the
+  // points without branches, which the compiler runs several points at a time.
+  void effective_distances_m(const double* x_m, const double* y_m, const double* z_m,
+                             const double* weight, std::size_t count, double* out_m) const;
 
  private:
   struct Obs {

@@ -72,6 +72,19 @@ class LaneGraph {
   Pose sample(LaneIndex lane, double s_m) const;
   // Position only (no heading: skips atan2 on hot paths such as tiering).
   Vec2 position(LaneIndex lane, double s_m) const;
+  // position() in two halves, for loops over many points: the segment's
+  // values it interpolates, then interpolate(), the same operations (so the
+  // same bits) in a loop without branches.
+  struct SegmentAt {
+    double along_m;   // s - the segment's start
+    double length_m;  // the segment's length (0: its first point)
+    double ax_m, ay_m, dx_m, dy_m;
+  };
+  SegmentAt segment_at(LaneIndex lane, double s_m) const;
+  static Vec2 interpolate(const SegmentAt& g) {
+    const double t = g.length_m > 0.0 ? g.along_m / g.length_m : 0.0;
+    return {g.ax_m + g.dx_m * t, g.ay_m + g.dy_m * t};
+  }
 
   // Lane index of a scenario lane id (ids are unique after validation).
   std::optional<LaneIndex> find(std::string_view id) const;
@@ -104,7 +117,8 @@ class LaneGraph {
     std::uint32_t count = 0;
     double length_m = 0.0;
   };
-  std::vector<Segment> segments_;
+  static constexpr std::uint32_t kSegmentWindow = 8;
+  std::vector<Segment> segments_;  // and kSegmentWindow padding entries at the end
   std::vector<LaneSegments> lane_segments_;
 
   std::vector<Lane> lanes_;
@@ -118,19 +132,34 @@ class LaneGraph {
 };
 
 // Defined here so the per-pedestrian loops of tier resolution inline it.
-inline Vec2 LaneGraph::position(LaneIndex li, double s_m) const {
+inline LaneGraph::SegmentAt LaneGraph::segment_at(LaneIndex li, double s_m) const {
   // locate() over the flat segments: the first segment ending after s (or
   // the last), back over zero-length ones; then the same arithmetic as
   // sample(), on the same values, so the same bits.
   const LaneSegments& ls = lane_segments_[li];
   const double s = std::clamp(s_m, 0.0, ls.length_m);
   const Segment* seg = segments_.data() + ls.first;
+  // The segments' ends never decrease, so "the first segment ending after
+  // s" is the count of those before the last that end at or before s. For a
+  // lane of at most kSegmentWindow + 1 segments that count is taken over a
+  // fixed window without a branch (which segment holds s is data a branch
+  // predictor cannot guess); segments_ ends with kSegmentWindow padding
+  // entries, so the window never reads past it.
+  const std::uint32_t last = ls.count - 1;
   std::uint32_t k = 0;
-  while (k + 1 < ls.count && seg[k].end_m <= s) ++k;
+  if (last <= kSegmentWindow) {
+    for (std::uint32_t j = 0; j < kSegmentWindow; ++j)
+      k += static_cast<std::uint32_t>(j < last) & static_cast<std::uint32_t>(seg[j].end_m <= s);
+  } else {
+    while (k < last && seg[k].end_m <= s) ++k;
+  }
   while (k > 0 && seg[k].length_m == 0.0) --k;
   const Segment& g = seg[k];
-  const double t = g.length_m > 0.0 ? (s - g.start_m) / g.length_m : 0.0;
-  return {g.ax_m + g.dx_m * t, g.ay_m + g.dy_m * t};
+  return {s - g.start_m, g.length_m, g.ax_m, g.ay_m, g.dx_m, g.dy_m};
+}
+
+inline Vec2 LaneGraph::position(LaneIndex li, double s_m) const {
+  return interpolate(segment_at(li, s_m));
 }
 
 }  // namespace bustle::core

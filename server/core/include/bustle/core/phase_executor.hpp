@@ -48,7 +48,7 @@ class InlineExecutor final : public PhaseExecutor {
 // Rows per part of a parallel phase: large enough that a part's work
 // (≈ 16 k pedestrians ≈ 0.2 ms) dwarfs the cost of handing it to a thread,
 // small enough that a 100 k city still has 7 parts for 2–4 threads.
-inline constexpr std::uint32_t kRowsPerPart = 16384;
+inline constexpr std::uint32_t kRowsPerPart = 8192;
 
 inline constexpr std::uint32_t parts_for_rows(std::uint32_t rows) {
   return (rows + kRowsPerPart - 1) / kRowsPerPart;

@@ -29,11 +29,14 @@
 // until its slice is next resolved (at most *_resolve_every_steps steps).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
 #include "bustle/core/entity_id.hpp"
+#include "bustle/core/phase_executor.hpp"
 #include "bustle/core/prng.hpp"
 #include "bustle/core/scenario.hpp"
 
@@ -107,6 +110,28 @@ class TierResolver {
   TierCounts resolve(const TierSpec& spec, std::span<const EntityId> ids,
                      std::span<const double> distance_m, std::span<SimTier> tier,
                      std::span<const std::uint8_t> force_full = {});
+
+  // resolve() split so that a caller can run stage 1 in parts on several
+  // threads (phase_executor.hpp): start(), force() when there are ForceFull
+  // flags, classify() once per part, then finish(). The parts' ranges are
+  // consecutive and cover [0, n) in part order; each part writes only its
+  // range of the targets and its own candidate lists, which finish() joins
+  // in part order. The same arguments give the same tiers and counts as
+  // resolve() for every part count and thread count.
+  //
+  // Sizes the call for n entities in `parts` parts (0 < parts, or n == 0).
+  void start(const TierSpec& spec, std::size_t n, std::uint32_t parts);
+  // Stage 0 (ForceFull) over all n entities, before any classify().
+  void force(std::span<const EntityId> ids, std::span<SimTier> tier,
+             std::span<const std::uint8_t> force_full);
+  // Stage 1 for entities [begin, end): tier[i] and distance_m[i] are read
+  // for those i only. Parts may run concurrently; each part once.
+  void classify(std::uint32_t part, std::size_t begin, std::size_t end,
+                std::span<const double> distance_m, std::span<const SimTier> tier);
+  // Stages 2 to 4 over all n entities; tier is updated in place.
+  // Its passes over the entities run in the classified parts on `executor`.
+  TierCounts finish(std::span<const EntityId> ids, std::span<const double> distance_m,
+                    std::span<SimTier> tier, PhaseExecutor& executor);
   // Sizes the scratch for up to `entities` per call, so no call allocates
   // (otherwise it grows to the largest call seen, now and then allocating).
   void reserve(std::size_t entities);
@@ -128,21 +153,24 @@ class TierResolver {
   // when they fit under the cap all of them stay and only the others
   // compete for what is left (select_first then ranks the smaller list).
   struct CandidateList {
-    std::vector<std::uint64_t> key;
-    std::vector<std::uint32_t> index;
-    void clear() {
-      key.clear();
-      index.clear();
-    }
-    void reserve(std::size_t n) {
-      key.reserve(n);
-      index.reserve(n);
-    }
+    // Plain arrays rather than vectors: stage 1 writes a candidate's slot
+    // before it knows whether the candidate counts (no branch per entity),
+    // which needs writable capacity beyond the size without initialising it.
+    std::unique_ptr<std::uint64_t[]> key;
+    std::unique_ptr<std::uint32_t[]> index;
+    std::size_t count = 0;
+    std::size_t capacity = 0;
+    void clear() { count = 0; }
+    void reserve(std::size_t n);  // keeps the candidates
     void push(std::uint64_t k, std::uint32_t i) {
-      key.push_back(k);
-      index.push_back(i);
+      if (count == capacity) reserve(std::max<std::size_t>(64, 2 * capacity));
+      key[count] = k;
+      index[count] = i;
+      ++count;
     }
-    std::size_t size() const { return key.size(); }
+    std::size_t size() const { return count; }
+    std::span<const std::uint64_t> keys() const { return {key.get(), count}; }
+    std::span<const std::uint32_t> indices() const { return {index.get(), count}; }
   };
   // Cuts (incumbents, newcomers) of one tier to `cap`; calls down(index)
   // for each one cut.
@@ -155,9 +183,27 @@ class TierResolver {
   void apply_force_full(const TierSpec& spec, std::span<const EntityId> ids,
                         std::span<SimTier> tier, std::span<const std::uint8_t> force_full,
                         TierCounts& counts);
-  void apply_budget(const TierSpec& spec, std::span<const EntityId> ids,
-                    std::span<const double> distance_m, std::span<SimTier> tier,
-                    TierCounts& counts);
+  void list_changes(std::span<const EntityId> ids, std::span<const double> distance_m,
+                    std::span<const SimTier> tier, PhaseExecutor& executor);
+  void apply_budget(const TierSpec& spec, std::span<SimTier> tier, TierCounts& counts);
+  // Stage 1's output of one part: its candidates in the four lists of
+  // stage 2 (in the order of the members below) and the tiers it counted.
+  enum ListIndex : std::size_t { kFullIncumbents, kFullNewcomers, kSimIncumbents, kSimNewcomers };
+  struct PartOutput {
+    std::size_t begin = 0, end = 0;  // the entities it classified
+    CandidateList lists[4];
+    std::size_t at[4] = {};  // where its lists start in the joined ones
+    std::uint32_t now_full = 0, now_sim = 0;
+    std::vector<Candidate> changes;  // stage 3's, in its range
+  };
+  void join_parts(PhaseExecutor& executor);
+  const TierSpec* spec_ = nullptr;  // of the call in progress (start to finish)
+  std::size_t n_ = 0;
+  std::uint32_t parts_used_ = 0;
+  bool any_force_ = false;
+  TierCounts counts_;
+  std::uint32_t now_full_ = 0, now_sim_ = 0;
+  std::vector<PartOutput> part_out_;
   CandidateList full_incumbents_, full_newcomers_;
   // Simulated's candidates (with those Full's cap moves down).
   CandidateList sim_incumbents_, sim_newcomers_;

@@ -515,7 +515,10 @@ class World {
   std::uint64_t pedestrian_row_hash(std::uint32_t slot) const;
   std::uint64_t pedestrian_digest_sum_recount() const;
   void set_pedestrian_route(std::uint32_t slot, std::uint32_t route);
-  double pedestrian_effective_distance(std::uint32_t dense) const;
+  // The importance-weighted distance (effective_distance_at) of `count`
+  // pedestrian rows into out_m.
+  void pedestrian_effective_distances(const std::uint32_t* rows, std::uint32_t count,
+                                      double* out_m) const;
   // Importance-weighted distance (importance.hpp) from the prepared observers.
   double effective_distance_at(Vec2 p, LaneIndex lane, PriorityClass cls, bool vehicle) const;
   void prepare_importance();
@@ -734,8 +737,8 @@ class World {
   // Phase 7's slice this step, by id phase (< 64): 1 for the phases it
   // resolves (no division per pedestrian).
   void tier_slice_phases(std::uint8_t (&in_slice)[64]) const;
-  std::uint32_t build_tier_slice(const std::uint8_t (&in_slice)[64],
-                                 std::uint32_t (&others)[kSimTierCount]);
+  std::uint32_t lay_out_tier_slice(std::uint32_t parts, std::uint32_t (&others)[kSimTierCount]);
+  void build_tier_slice(const std::uint8_t (&in_slice)[64], std::uint32_t parts, bool classify);
   void write_slice_tiers(std::uint32_t slice_size);
   InlineExecutor inline_executor_;
   PhaseExecutor* lent_executor_ = nullptr;  // the app's threads, if it lent some
