@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
@@ -187,6 +188,31 @@ TEST_CASE("back-to-back batches: each part once, none late, writes visible to th
   UNSCOPED_INFO("parts run by workers: " << on_workers.load());
 }
 
+TEST_CASE("prepare() between batches wakes workers without running or losing a part") {
+  // prepare() takes a batch number of its own with no parts: workers woken
+  // by it must find nothing to claim, and the next run() must still run
+  // each of its parts once. A spin window of 0 makes the workers sleep
+  // between calls, so the wake-ups really happen; some rounds call
+  // prepare() twice, some not at all.
+  ThreadPhaseExecutor pool(3, std::chrono::microseconds(0));
+  std::atomic<int> on_workers{0};
+  const std::thread::id caller = std::this_thread::get_id();
+  for (std::uint32_t round = 0; round < 2000; ++round) {
+    for (std::uint32_t k = 0; k < round % 3; ++k) pool.prepare();
+    if (round % 7 == 0) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    const std::uint32_t parts = 1 + round % 6;
+    std::atomic<int> runs[6] = {};
+    bustle::core::run_parts(pool, parts, [&](std::uint32_t p) {
+      volatile std::uint32_t x = 0;
+      for (std::uint32_t k = 0; k < 3000; ++k) x = x + k;
+      runs[p].fetch_add(1);
+      on_workers.fetch_add(std::this_thread::get_id() != caller);
+    });
+    for (std::uint32_t p = 0; p < parts; ++p) REQUIRE(runs[p].load() == 1);
+  }
+  CHECK(on_workers.load() > 0);
+}
+
 TEST_CASE("thread counts outside [1, 64] are refused, naming the range") {
   CHECK_THROWS_AS(ThreadPhaseExecutor(0), std::invalid_argument);
   CHECK_THROWS_AS(ThreadPhaseExecutor(65), std::invalid_argument);
@@ -196,7 +222,7 @@ TEST_CASE("thread counts outside [1, 64] are refused, naming the range") {
 TEST_CASE(
     "a city's digest is the same at every step for 1, 2 and 4 threads and for parts run "
     "backwards") {
-  // 40 000 pedestrians = 3 parts of 16 384 rows; long enough for routed
+  // 40 000 pedestrians = 5 parts of 8 192 rows; long enough for routed
   // walkers on the 20 m crossings to finish their walks.
   constexpr int kSteps = 250;
   const auto s = crowd(40000);

@@ -14,6 +14,12 @@ namespace bustle::app {
 using Clock = std::chrono::steady_clock;
 using Kind = net::ControlCommand::Kind;
 
+// How long before a realtime tick the step's threads are woken: more than
+// a sleeping thread's wake-up (about 0.1 ms on a virtual machine), less
+// than their spin window (ThreadPhaseExecutor), so they are polling when
+// the step begins.
+constexpr std::chrono::microseconds kWakeThreadsAhead{300};
+
 net::JobInfo to_job_info(const persist::JobStatus& job) {
   net::JobInfo j;
   j.job_id = job.job_id;
@@ -113,6 +119,14 @@ void SimDriver::run(const std::atomic<bool>& stop) {
                    due.dropped, dropped_steps_);
     }
     if (due.steps == 0) {
+      // The step's threads wake a little ahead of the tick (they sleep
+      // between steps), so its first phase does not wait for their wake-up.
+      const Clock::time_point wake_threads_at = due.wake_at - kWakeThreadsAhead;
+      if (Clock::now() < wake_threads_at) {
+        commands_.wait_until(wake_threads_at);
+        continue;
+      }
+      if (core::PhaseExecutor* threads = world_->lent_phase_executor()) threads->prepare();
       commands_.wait_until(due.wake_at);
       continue;
     }

@@ -17,14 +17,17 @@ inline void cpu_relax() {
 #endif
 }
 
-// Polls before sleeping: a step's phases follow each other within a
-// fraction of a millisecond, and a futex wake-up costs about as much as a
-// small part. Bounded, so an idle server sleeps after a few microseconds.
+// run()'s wait for parts a worker still runs polls this often before it
+// sleeps (a part takes a few tens of microseconds).
 constexpr int kSpinsBeforeSleep = 2000;
+// A worker reads the clock once per this many polls while it spins.
+constexpr int kPollsPerClockRead = 64;
 
 }  // namespace
 
-ThreadPhaseExecutor::ThreadPhaseExecutor(std::uint32_t threads) {
+ThreadPhaseExecutor::ThreadPhaseExecutor(std::uint32_t threads,
+                                         std::chrono::microseconds spin_window)
+    : spin_window_(spin_window) {
   if (threads < 1 || threads > kMaxThreads) {
     throw std::invalid_argument("phase executor: threads must be in [1, " +
                                 std::to_string(kMaxThreads) + "], got " + std::to_string(threads));
@@ -86,13 +89,25 @@ void ThreadPhaseExecutor::run(std::uint32_t parts, PartFn fn, void* context) {
   assert(static_cast<std::uint32_t>(claim_.load(std::memory_order_relaxed)) >= parts);
 }
 
+void ThreadPhaseExecutor::prepare() {
+  if (workers_.empty()) return;
+  // A batch number of its own with no parts (claim_ still carries the last
+  // batch's tag, so nothing can be claimed under it: invariant 1): sleeping
+  // workers wake, find nothing, and poll for the next batch.
+  batch_.fetch_add(1, std::memory_order_release);
+  batch_.notify_all();
+}
+
 void ThreadPhaseExecutor::worker_loop() {
+  using Clock = std::chrono::steady_clock;
   std::uint32_t seen = 0;
   for (;;) {
     std::uint32_t now = batch_.load(std::memory_order_acquire);
-    for (int spin = 0; now == seen && spin < kSpinsBeforeSleep; ++spin) {
+    const Clock::time_point spin_until = Clock::now() + spin_window_;
+    for (int poll = 1; now == seen; ++poll) {
       cpu_relax();
       now = batch_.load(std::memory_order_acquire);
+      if (poll % kPollsPerClockRead == 0 && Clock::now() >= spin_until) break;
     }
     while (now == seen) {
       batch_.wait(seen, std::memory_order_acquire);

@@ -69,6 +69,8 @@ void LaneGraph::build_segments() {
   // segment_at's window may read up to kSegmentWindow entries past a lane's
   // first segment (it never uses them).
   segments_.resize(segments_.size() + kSegmentWindow, Segment{});
+  segment_end_m_.clear();
+  for (const Segment& g : segments_) segment_end_m_.push_back(g.end_m);
 }
 
 void LaneGraph::build_chains() {

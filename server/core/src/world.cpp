@@ -148,6 +148,7 @@ SubmitStatus World::submit(CommandEnvelope envelope) {
 }
 
 void World::step() {
+  executor().prepare();  // the lent threads wake while the first phases run
   ++step_index_;
   results_.clear();
   spawn_events_.clear();

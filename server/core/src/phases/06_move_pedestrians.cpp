@@ -43,6 +43,7 @@ void World::phase_move_pedestrians() {
                 "a movement part must own the write-stamp chunks of its rows");
   if (move_parts_.size() < parts) move_parts_.resize(parts);
   if (tier_parts_.size() < parts) tier_parts_.resize(parts);
+  if (slice_rows_.size() < parts * kRowsPerPart) slice_rows_.resize(parts * kRowsPerPart);
   std::uint8_t in_slice[64];
   tier_slice_phases(in_slice);
   run_parts(executor(), parts, [&](std::uint32_t p) {
@@ -55,7 +56,7 @@ void World::phase_move_pedestrians() {
     out.reroutes = 0;
     tier_parts_[p] = TierPart{};
     move_pedestrian_rows(p * kRowsPerPart, std::min(n, (p + 1) * kRowsPerPart), due, in_slice, dt_s,
-                         out, tier_parts_[p]);
+                         out, tier_parts_[p], slice_rows_.data() + p * kRowsPerPart);
   });
   for (std::uint32_t p = 0; p < parts; ++p) {
     const MovePart& part = move_parts_[p];
@@ -72,7 +73,8 @@ void World::phase_move_pedestrians() {
 void World::move_pedestrian_rows(
     std::uint32_t begin, std::uint32_t end,
     const std::uint8_t (&due)[kSimTierCount][PedestrianStore::kPhaseBytes],
-    const std::uint8_t (&in_slice)[64], double dt_s, MovePart& out, TierPart& slice) {
+    const std::uint8_t (&in_slice)[64], double dt_s, MovePart& out, TierPart& slice,
+    std::uint32_t* slice_rows) {
   // Rows not due this step are skipped (the next due step moves by the whole
   // stride's time, so progress over time is the same in every tier). Which
   // rows are due follows the ids' phases, which branch prediction cannot
@@ -99,6 +101,7 @@ void World::move_pedestrian_rows(
       // Phase 7's slice, by the id phase without the admission-mask bit (a
       // masked pedestrian's tier is resolved as before).
       const std::uint32_t member = in_slice[phase & PedestrianStore::kIdPhaseMask];
+      slice_rows[members] = i;
       members += member;
       others[0] += (member ^ 1u) & (t == 0);
       others[1] += (member ^ 1u) & (t == 1);

@@ -30,8 +30,6 @@ void World::phase_sim_tiers() {
   // leave after the other slices' current tiers.
   const std::uint32_t every = scenario_.tiers.pedestrian_resolve_every_steps;
   const auto phase = static_cast<std::uint32_t>(step_index_ % every);
-  std::uint8_t in_slice[64];
-  tier_slice_phases(in_slice);
   std::uint32_t others[kSimTierCount] = {};
   const std::uint32_t parts = parts_for_rows(pedestrians_.size());
   const std::uint32_t m = lay_out_tier_slice(parts, others);
@@ -53,7 +51,7 @@ void World::phase_sim_tiers() {
   TierResolver& resolver = pedestrian_tier_resolver_;
   const bool classify_in_build = forced_full_.empty();
   resolver.start(spec, m, parts);
-  build_tier_slice(in_slice, parts, classify_in_build);
+  build_tier_slice(parts, classify_in_build);
   const double out_of_range = scenario_.despawn.out_of_range_m;
   if (out_of_range > 0.0 && !tier_observers_.empty()) {
     for (std::uint32_t k = 0; k < m; ++k) {
@@ -107,38 +105,23 @@ std::uint32_t World::lay_out_tier_slice(std::uint32_t parts,
   return m;
 }
 
-// The slice in row order, with every member's effective distance (a pure
-// function of it), filled part by part at the parts' offsets, in parallel
-// when the executor has threads; with `classify`, each part then runs
-// stage 1 of the tier resolution over its members (TierResolver::classify).
-void World::build_tier_slice(const std::uint8_t (&in_slice)[64], std::uint32_t parts,
-                             bool classify) {
-  const std::uint32_t n = pedestrians_.size();
+// The slice in row order (the rows phase 6 listed per part), with every
+// member's effective distance (a pure function of it), filled part by part
+// at the parts' offsets, in parallel when the executor has threads; with
+// `classify`, each part then runs stage 1 of the tier resolution over its
+// members (TierResolver::classify).
+void World::build_tier_slice(std::uint32_t parts, bool classify) {
   run_parts(executor(), parts, [&](std::uint32_t p) {
-    // Membership follows the ids' phases, which branch prediction cannot
-    // guess: each chunk of rows lists its members first, without a branch.
-    constexpr std::uint32_t kChunkRows = 512;
-    std::uint32_t rows[kChunkRows];
     const TierPart& part = tier_parts_[p];
-    std::uint32_t k = part.first;
-    const std::uint32_t end = std::min(n, (p + 1) * kRowsPerPart);
-    for (std::uint32_t first = p * kRowsPerPart; first < end; first += kChunkRows) {
-      const std::uint32_t last = std::min(end, first + kChunkRows);
-      std::uint32_t count = 0;
-      for (std::uint32_t i = first; i < last; ++i) {
-        rows[count] = i;
-        count += in_slice[pedestrians_.phase[i] & PedestrianStore::kIdPhaseMask];
-      }
-      for (std::uint32_t c = 0; c < count; ++c) {
-        const std::uint32_t i = rows[c];
-        slice_[k + c] = i;
-        slice_ids_[k + c] = pedestrians_.id[i];
-        slice_sim_tier_[k + c] = pedestrians_.sim_tier[i];
-      }
-      pedestrian_effective_distances(rows, count, slice_distance_.data() + k);
-      k += count;
+    const std::uint32_t* rows = slice_rows_.data() + p * kRowsPerPart;  // phase 6 listed them
+    const std::uint32_t k = part.first;
+    for (std::uint32_t c = 0; c < part.members; ++c) {
+      const std::uint32_t i = rows[c];
+      slice_[k + c] = i;
+      slice_ids_[k + c] = pedestrians_.id[i];
+      slice_sim_tier_[k + c] = pedestrians_.sim_tier[i];
     }
-    assert(k == part.first + part.members);  // as phase 6 counted
+    pedestrian_effective_distances(rows, part.members, slice_distance_.data() + k);
     if (classify) {
       pedestrian_tier_resolver_.classify(p, part.first, part.first + part.members, slice_distance_,
                                          slice_sim_tier_);

@@ -5,8 +5,13 @@
 // which thread runs which part (first come, first served).
 //
 // A pool of N threads starts N - 1 workers; the caller of run() is the Nth.
-// Between phases the workers sleep (a futex wait on the batch number), so an
-// idle server costs nothing. One run() at a time (the sim thread's).
+// After a batch a worker polls for the next one for spin_window (a step's
+// phases follow each other within a fraction of a millisecond, and waking
+// a sleeping thread costs about 0.1 ms on a virtual machine), then sleeps
+// (a futex wait on the batch number), so an idle server costs nothing.
+// prepare() wakes sleeping workers ahead of a step (World::step calls it;
+// the server's fixed-step loop calls it shortly before each tick). One
+// run() or prepare() at a time (the sim thread's).
 //
 // run() never waits for a worker that has not started a part: the caller
 // claims parts itself from the same counter and then waits only for parts
@@ -28,6 +33,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <thread>
 #include <vector>
@@ -39,12 +45,17 @@ namespace bustle::app {
 class ThreadPhaseExecutor final : public core::PhaseExecutor {
  public:
   // threads in [1, kMaxThreads]; 1 runs everything on the caller.
-  explicit ThreadPhaseExecutor(std::uint32_t threads);
+  static constexpr std::chrono::microseconds kDefaultSpinWindow{1000};
+  explicit ThreadPhaseExecutor(std::uint32_t threads,
+                               std::chrono::microseconds spin_window = kDefaultSpinWindow);
   ~ThreadPhaseExecutor() override;
   ThreadPhaseExecutor(const ThreadPhaseExecutor&) = delete;
   ThreadPhaseExecutor& operator=(const ThreadPhaseExecutor&) = delete;
 
   void run(std::uint32_t parts, PartFn fn, void* context) override;
+  // Wakes sleeping workers; they poll for spin_window (a batch number with
+  // no parts: they find nothing to claim).
+  void prepare() override;
   std::uint32_t threads() const override { return static_cast<std::uint32_t>(workers_.size()) + 1; }
 
   static constexpr std::uint32_t kMaxThreads = 64;
@@ -55,6 +66,7 @@ class ThreadPhaseExecutor final : public core::PhaseExecutor {
   // replaced it).
   void drain_parts(std::uint32_t batch);
 
+  std::chrono::microseconds spin_window_;
   std::vector<std::thread> workers_;
   // The batch number workers wait on (0: none yet); moves on once per run().
   std::atomic<std::uint32_t> batch_{0};

@@ -118,7 +118,8 @@ class LaneGraph {
     double length_m = 0.0;
   };
   static constexpr std::uint32_t kSegmentWindow = 8;
-  std::vector<Segment> segments_;  // and kSegmentWindow padding entries at the end
+  std::vector<Segment> segments_;      // and kSegmentWindow padding entries at the end
+  std::vector<double> segment_end_m_;  // segments_[k].end_m, padding included
   std::vector<LaneSegments> lane_segments_;
 
   std::vector<Lane> lanes_;
@@ -148,8 +149,9 @@ inline LaneGraph::SegmentAt LaneGraph::segment_at(LaneIndex li, double s_m) cons
   const std::uint32_t last = ls.count - 1;
   std::uint32_t k = 0;
   if (last <= kSegmentWindow) {
+    const double* end = segment_end_m_.data() + ls.first;  // one cache line, not eight
     for (std::uint32_t j = 0; j < kSegmentWindow; ++j)
-      k += static_cast<std::uint32_t>(j < last) & static_cast<std::uint32_t>(seg[j].end_m <= s);
+      k += static_cast<std::uint32_t>(j < last) & static_cast<std::uint32_t>(end[j] <= s);
   } else {
     while (k < last && seg[k].end_m <= s) ++k;
   }

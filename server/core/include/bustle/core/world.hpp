@@ -721,7 +721,7 @@ class World {
   void move_pedestrian_rows(std::uint32_t begin, std::uint32_t end,
                             const std::uint8_t (&due)[kSimTierCount][PedestrianStore::kPhaseBytes],
                             const std::uint8_t (&in_slice)[64], double dt_s, MovePart& out,
-                            TierPart& slice);
+                            TierPart& slice, std::uint32_t* slice_rows);
   void move_pedestrian_row(std::uint32_t row, double dt_s, MovePart& out);
   std::vector<MovePart> move_parts_;
   // Phase 7's parts: slice members and the other tiers per part (counted
@@ -734,11 +734,14 @@ class World {
     std::uint64_t sum_delta = 0;
   };
   std::vector<TierPart> tier_parts_;
+  // Phase 7's slice members as phase 6 found them: part p's rows, in row
+  // order, from p * kRowsPerPart (each part has at most that many).
+  std::vector<std::uint32_t> slice_rows_;
   // Phase 7's slice this step, by id phase (< 64): 1 for the phases it
   // resolves (no division per pedestrian).
   void tier_slice_phases(std::uint8_t (&in_slice)[64]) const;
   std::uint32_t lay_out_tier_slice(std::uint32_t parts, std::uint32_t (&others)[kSimTierCount]);
-  void build_tier_slice(const std::uint8_t (&in_slice)[64], std::uint32_t parts, bool classify);
+  void build_tier_slice(std::uint32_t parts, bool classify);
   void write_slice_tiers(std::uint32_t slice_size);
   InlineExecutor inline_executor_;
   PhaseExecutor* lent_executor_ = nullptr;  // the app's threads, if it lent some
