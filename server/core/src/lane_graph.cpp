@@ -66,11 +66,11 @@ void LaneGraph::build_segments() {
     assert(ls.count >= 1);  // validation: every lane has at least two points
     lane_segments_.push_back(ls);
   }
-  // segment_at's window may read up to kSegmentWindow entries past a lane's
-  // first segment (it never uses them).
-  segments_.resize(segments_.size() + kSegmentWindow, Segment{});
+  // segment_at's window may read up to kSegmentWindow ends past a lane's
+  // first segment (it never uses them): padding after the last lane's.
   segment_end_m_.clear();
   for (const Segment& g : segments_) segment_end_m_.push_back(g.end_m);
+  segment_end_m_.resize(segment_end_m_.size() + kSegmentWindow, 0.0);
 }
 
 void LaneGraph::build_chains() {

@@ -171,14 +171,9 @@ void World::pedestrian_effective_distances(const std::uint32_t* rows, std::uint3
       z[j] = lanes_.lane(lane).elevation_m;
     }
     for (std::uint32_t j = 0; j < n; ++j) {
-      // LaneGraph::interpolate with its division always run (by 1 for a
-      // zero-length segment, whose t is then 0 anyway): no branch, the same bits.
-      const LaneGraph::SegmentAt& g = seg[j];
-      const bool has_length = g.length_m > 0.0;
-      const double q = g.along_m / (has_length ? g.length_m : 1.0);
-      const double t = has_length ? q : 0.0;
-      x[j] = g.ax_m + g.dx_m * t;
-      y[j] = g.ay_m + g.dy_m * t;
+      const Vec2 p = LaneGraph::interpolate(seg[j]);  // no branch
+      x[j] = p.x_m;
+      y[j] = p.y_m;
     }
     for (std::uint32_t j = 0; j < n; ++j) {
       w[j] = importance_.weight(static_cast<PriorityClass>(pedestrians_.priority[r[j]]), false,

@@ -73,8 +73,8 @@ class LaneGraph {
   // Position only (no heading: skips atan2 on hot paths such as tiering).
   Vec2 position(LaneIndex lane, double s_m) const;
   // position() in two halves, for loops over many points: the segment's
-  // values it interpolates, then interpolate(), the same operations (so the
-  // same bits) in a loop without branches.
+  // values it interpolates, then interpolate(), which has no branch (so a
+  // loop of it runs several points at a time).
   struct SegmentAt {
     double along_m;   // s - the segment's start
     double length_m;  // the segment's length (0: its first point)
@@ -82,7 +82,12 @@ class LaneGraph {
   };
   SegmentAt segment_at(LaneIndex lane, double s_m) const;
   static Vec2 interpolate(const SegmentAt& g) {
-    const double t = g.length_m > 0.0 ? g.along_m / g.length_m : 0.0;
+    // t = along / length, 0 on a zero-length segment: the division always
+    // runs (by 1 there) and the choice is a select, the same bits as the
+    // conditional division sample() does.
+    const bool has_length = g.length_m > 0.0;
+    const double q = g.along_m / (has_length ? g.length_m : 1.0);
+    const double t = has_length ? q : 0.0;
     return {g.ax_m + g.dx_m * t, g.ay_m + g.dy_m * t};
   }
 
@@ -118,8 +123,10 @@ class LaneGraph {
     double length_m = 0.0;
   };
   static constexpr std::uint32_t kSegmentWindow = 8;
-  std::vector<Segment> segments_;      // and kSegmentWindow padding entries at the end
-  std::vector<double> segment_end_m_;  // segments_[k].end_m, padding included
+  std::vector<Segment> segments_;
+  // segments_[k].end_m, then kSegmentWindow padding entries (segment_at's
+  // window reads that many from a lane's first segment).
+  std::vector<double> segment_end_m_;
   std::vector<LaneSegments> lane_segments_;
 
   std::vector<Lane> lanes_;
@@ -144,8 +151,8 @@ inline LaneGraph::SegmentAt LaneGraph::segment_at(LaneIndex li, double s_m) cons
   // s" is the count of those before the last that end at or before s. For a
   // lane of at most kSegmentWindow + 1 segments that count is taken over a
   // fixed window without a branch (which segment holds s is data a branch
-  // predictor cannot guess); segments_ ends with kSegmentWindow padding
-  // entries, so the window never reads past it.
+  // predictor cannot guess); segment_end_m_ ends with kSegmentWindow
+  // padding entries, so the window never reads past it.
   const std::uint32_t last = ls.count - 1;
   std::uint32_t k = 0;
   if (last <= kSegmentWindow) {
