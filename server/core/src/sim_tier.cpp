@@ -239,23 +239,16 @@ void TierResolver::classify(std::uint32_t part, std::size_t begin, std::size_t e
     index[l] = out.lists[l].index.get();
     size[l] = out.lists[l].size();
   }
-  const double full_enter = spec.full_enter_m, full_exit = spec.full_exit_m;
-  const double sim_enter = spec.simulated_enter_m, sim_exit = spec.simulated_exit_m;
   std::uint32_t now_full = 0, now_sim = 0;
   for (std::size_t i = begin; i < end; ++i) {
-    // distance_tier(spec, cur, d) and the list of the candidate, as
-    // arithmetic: both depend on distances, which branch prediction cannot
-    // guess. Every entity writes a slot of some list; only a candidate
-    // counts it.
+    // The candidate's list as arithmetic too (distance_tier has no branch):
+    // both depend on distances, which branch prediction cannot guess. Every
+    // entity writes a slot of some list; only a candidate counts it.
     const SimTier cur = tier[i];
     now_full += cur == kFull;
     now_sim += cur == kSim;
     const double d = distance_m[i];
-    const double full_r = cur == kFull ? full_exit : full_enter;
-    const double sim_r = cur != kCoarse ? sim_exit : sim_enter;
-    const std::uint32_t beyond_full = !(d <= full_r);
-    const std::uint32_t beyond_sim = !(d <= sim_r);
-    const std::uint32_t want = beyond_full * (1u + beyond_sim);  // Full, Simulated, Coarse
+    const auto want = static_cast<std::uint32_t>(distance_tier(spec, cur, d));
     const bool forced = any_force_ && forced_now_[i] != 0;
     target_[i] = forced ? kFull : static_cast<SimTier>(want);
     const bool incumbent = static_cast<std::uint32_t>(cur) == want;

@@ -76,12 +76,17 @@ constexpr bool tier_due(std::uint64_t step, EntityId id, SimTier t) {
 // The tier distance alone asks for (stage 1 of TierResolver::resolve, before
 // the caps and the transition budget): the enter radii to move up, the exit
 // radii to stay, so a tier does not flicker at a boundary.
+// Within the full radius Full, else within the simulated radius Simulated,
+// else Coarse; written as arithmetic (the outcome depends on distances,
+// which branch prediction cannot guess, and stage 1 asks it of every entity).
 inline SimTier distance_tier(const TierSpec& spec, SimTier current, double distance_m) {
   const double full_r = current == SimTier::Full ? spec.full_exit_m : spec.full_enter_m;
   const double sim_r = current != SimTier::Coarse ? spec.simulated_exit_m : spec.simulated_enter_m;
-  return distance_m <= full_r  ? SimTier::Full
-         : distance_m <= sim_r ? SimTier::Simulated
-                               : SimTier::Coarse;
+  const std::uint32_t beyond_full = !(distance_m <= full_r);
+  const std::uint32_t beyond_sim = !(distance_m <= sim_r);
+  static_assert(static_cast<int>(SimTier::Full) == 0 && static_cast<int>(SimTier::Simulated) == 1 &&
+                static_cast<int>(SimTier::Coarse) == 2);
+  return static_cast<SimTier>(beyond_full * (1u + beyond_sim));
 }
 
 struct TierCounts {
