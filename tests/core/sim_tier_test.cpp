@@ -242,6 +242,76 @@ TEST_CASE(
   }
 }
 
+TEST_CASE(
+    "the transition budget equals sorting the changes: demotions farthest first, then "
+    "promotions nearest first, ties by id") {
+  // Stage 3 by its definition: every entity whose capacity target differs
+  // from its tier, sorted (demotion first; farther first among demotions,
+  // nearer first among promotions; then lower id), the first
+  // transitions_per_step applied. Distances with many exact ties, zeros of
+  // both signs and infinity, or spread; budgets from 0 to above the changes.
+  Prng rng(61);
+  TierResolver r;
+  for (int round = 0; round < 300; ++round) {
+    const std::uint32_t n = round < 100 ? 1 + rng.next_below(40) : 1 + rng.next_below(5000);
+    TierSpec spec;
+    spec.full_cap = rng.next_below(n / 3 + 2);
+    spec.simulated_cap = rng.next_below(n / 2 + 2);
+    spec.hard_full_cap = n + 1;
+    std::vector<EntityId> ids(n);
+    std::vector<double> d(n);
+    std::vector<SimTier> tier(n);
+    for (std::uint32_t i = 0; i < n; ++i) {
+      ids[i] = EntityId{(i * 7919u + static_cast<std::uint32_t>(round)) % 100'003u,
+                        1 + rng.next_below(3)};
+      if (round % 2 == 0) {
+        const std::uint32_t v = rng.next_below(7);
+        d[i] = v == 5   ? std::numeric_limits<double>::infinity()
+               : v == 6 ? -0.0
+                        : static_cast<double>(v) * 150.0;
+      } else {
+        d[i] = rng.next_unit() * 700.0;
+      }
+      tier[i] = static_cast<SimTier>(rng.next_below(3));
+    }
+    const std::vector<SimTier> targets = capacity_by_sorting(spec, ids, d, tier);
+    std::vector<std::size_t> changes;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (targets[i] != tier[i]) changes.push_back(i);
+    }
+    const auto budget_choices = {std::size_t{0},     std::size_t{1},
+                                 changes.size() / 2, changes.size() > 0 ? changes.size() - 1 : 0,
+                                 changes.size(),     changes.size() + 3};
+    const std::size_t budget = *(budget_choices.begin() +
+                                 rng.next_below(static_cast<std::uint32_t>(budget_choices.size())));
+    spec.transitions_per_step = static_cast<std::uint32_t>(budget);
+    std::sort(changes.begin(), changes.end(), [&](std::size_t a, std::size_t b) {
+      const bool ad = targets[a] > tier[a], bd = targets[b] > tier[b];
+      if (ad != bd) return ad;
+      if (d[a] != d[b]) return ad ? d[a] > d[b] : d[a] < d[b];
+      return ids[a] < ids[b];
+    });
+    std::vector<SimTier> expected = tier;
+    std::uint32_t promoted = 0, demoted = 0;
+    for (std::size_t k = 0; k < std::min(budget, changes.size()); ++k) {
+      const std::size_t i = changes[k];
+      expected[i] = targets[i];
+      (targets[i] > tier[i] ? demoted : promoted) += 1;
+    }
+    const TierCounts c = r.resolve(spec, ids, d, tier);
+    INFO("round " << round << ", n " << n << ", changes " << changes.size() << ", budget "
+                  << budget);
+    REQUIRE(tier == expected);
+    CHECK(c.promoted == promoted);
+    CHECK(c.demoted == demoted);
+    CHECK(c.deferred == changes.size() - std::min(budget, changes.size()));
+    for (const SimTier t : {F, S, C}) {
+      CHECK(c.per_tier[tier_index(t)] ==
+            static_cast<std::uint32_t>(std::count(tier.begin(), tier.end(), t)));
+    }
+  }
+}
+
 TEST_CASE("the mask form of tier_due_phase equals (step + phase % stride) % stride == 0") {
   for (std::uint64_t step = 0; step < 256; ++step) {
     for (std::uint32_t phase = 0; phase < 64; ++phase) {

@@ -301,6 +301,8 @@ TEST_CASE("progress over time is the same in every tier, across lane ends and co
     const std::uint64_t after = wc->pedestrians().hops[0] * 1000000ull +
                                 static_cast<std::uint64_t>(wc->pedestrians().s_m[0] * 1000);
     if (after != before) ++due_steps;
+    CHECK(wf->pedestrians_due_last_step() == 1);
+    CHECK(wc->pedestrians_due_last_step() == (after != before ? 1u : 0u));
     // Full: exactly 0.1 s of travel per step.
     REQUIRE(time_on_loop(*wf) - t0_full == Approx(0.1 * (k + 1)).margin(1e-6));
     // Coarse: exactly 0.8 s per due step, and never more than 0.8 s from Full.

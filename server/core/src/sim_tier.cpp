@@ -40,9 +40,22 @@ namespace {
 // "incumbent, then distance, then id" of stage 2 below.
 std::uint64_t preference_key(bool incumbent, double distance_m) {
   assert(distance_m >= 0.0);  // effective distances are never negative or NaN
-  const std::uint64_t bits =
-      distance_m == 0.0 ? 0 : std::bit_cast<std::uint64_t>(distance_m);  // -0.0 as +0.0
+  // Without the sign bit: -0.0 as +0.0 (no other distance has it).
+  const std::uint64_t bits = std::bit_cast<std::uint64_t>(distance_m) & ~(1ull << 63);
   return (incumbent ? 0 : 1ull << 63) | bits;
+}
+
+// Key of a change in stage 3's order: demotions (towards Coarse) before
+// promotions, demotions farthest first, promotions nearest first. A
+// non-negative double's bits are below 2^63 and order like its value, so
+// (key, EntityId) orders exactly like "demotion, then distance that way,
+// then id".
+std::uint64_t budget_key(SimTier current, SimTier target, double distance_m) {
+  assert(distance_m >= 0.0);
+  const std::uint64_t bits =
+      std::bit_cast<std::uint64_t>(distance_m) & ~(1ull << 63);  // -0.0 as +0.0
+  constexpr std::uint64_t kPromotion = 1ull << 63;
+  return target > current ? (kPromotion - 1) - bits : kPromotion | bits;
 }
 
 }  // namespace
@@ -319,8 +332,8 @@ TierCounts TierResolver::finish(std::span<const EntityId> ids, std::span<const d
   counts.per_tier[tier_index(SimTier::Full)] = now_full_;
   counts.per_tier[tier_index(kSim)] = now_sim_;
   counts.per_tier[tier_index(kCoarse)] = static_cast<std::uint32_t>(n) - now_full_ - now_sim_;
-  list_changes(ids, distance_m, tier, executor);
-  apply_budget(spec, tier, counts);
+  list_changes(distance_m, tier, executor);
+  apply_budget(spec, ids, tier, counts, executor);
   spec_ = nullptr;
   return counts;
 }
@@ -346,56 +359,87 @@ void TierResolver::apply_force_full(const TierSpec& spec, std::span<const Entity
   counts.forced_overflow = static_cast<std::uint32_t>(forced_idx_.size() - keep);
 }
 
-void TierResolver::list_changes(std::span<const EntityId> ids, std::span<const double> distance_m,
-                                std::span<const SimTier> tier, PhaseExecutor& executor) {
+void TierResolver::list_changes(std::span<const double> distance_m, std::span<const SimTier> tier,
+                                PhaseExecutor& executor) {
   // Every entity whose capacity target differs from its tier, listed part
   // by part (each over the range it classified) and joined in part order.
   run_parts(executor, parts_used_, [&](std::uint32_t p) {
     PartOutput& out = part_out_[p];
-    out.changes.clear();
-    out.changes.reserve(out.end - out.begin);  // at most one each: never grows after warm-up
+    CandidateList& changes = out.changes;
+    changes.clear();
+    changes.reserve(out.end - out.begin);  // at most one each: never grows after warm-up
     for (std::size_t i = out.begin; i < out.end; ++i) {
       if (target_[i] != tier[i])
-        out.changes.push_back(
-            {distance_m[i], ids[i], static_cast<std::uint32_t>(i), tier[i], target_[i]});
+        changes.push(budget_key(tier[i], target_[i], distance_m[i]), static_cast<std::uint32_t>(i));
     }
   });
+  std::size_t total = 0;
+  for (std::uint32_t p = 0; p < parts_used_; ++p) {
+    part_out_[p].changes_at = total;
+    total += part_out_[p].changes.size();
+  }
   changes_.clear();
-  for (std::uint32_t p = 0; p < parts_used_; ++p)
-    changes_.insert(changes_.end(), part_out_[p].changes.begin(), part_out_[p].changes.end());
+  changes_.reserve(total);
+  changes_.count = total;
+  run_parts(executor, parts_used_, [&](std::uint32_t p) {
+    const CandidateList& from = part_out_[p].changes;
+    const std::size_t at = part_out_[p].changes_at;
+    std::copy(from.key.get(), from.key.get() + from.count, changes_.key.get() + at);
+    std::copy(from.index.get(), from.index.get() + from.count, changes_.index.get() + at);
+  });
 }
 
-void TierResolver::apply_budget(const TierSpec& spec, std::span<SimTier> tier, TierCounts& counts) {
+void TierResolver::apply_budget(const TierSpec& spec, std::span<const EntityId> ids,
+                                std::span<SimTier> tier, TierCounts& counts,
+                                PhaseExecutor& executor) {
   // 3. Budget: demotions (farthest first), then promotions (nearest first).
   // Only which changes are applied matters (applying one touches its own row
-  // alone), and under this strict order the first `budget` are one set:
-  // nth_element finds it in O(changes), and when every change fits there is
-  // nothing to choose.
-  if (changes_.empty()) return;
-  const std::size_t budget = std::min<std::size_t>(spec.transitions_per_step, changes_.size());
-  if (budget < changes_.size()) {
-    std::nth_element(changes_.begin(), changes_.begin() + static_cast<std::ptrdiff_t>(budget),
-                     changes_.end(), [](const Candidate& a, const Candidate& b) {
-                       const bool ad = a.target > a.current;  // demotion: towards Coarse
-                       const bool bd = b.target > b.current;
-                       if (ad != bd) return ad;
-                       if (a.distance_m != b.distance_m)
-                         return ad ? a.distance_m > b.distance_m : a.distance_m < b.distance_m;
-                       return a.id < b.id;
-                     });
-  }
-  for (std::size_t k = 0; k < budget; ++k) {
-    const Candidate& c = changes_[k];
-    tier[c.index] = c.target;
-    --counts.per_tier[tier_index(c.current)];
-    ++counts.per_tier[tier_index(c.target)];
-    if (c.target > c.current) {
-      ++counts.demoted;
-    } else {
-      ++counts.promoted;
+  // alone), and under this strict order (budget_key, then EntityId) the first
+  // `budget` are one set: select_first finds the last of them, and when every
+  // change fits there is nothing to choose. Each part applies its own
+  // changes and counts them; the counts are added in part order.
+  const std::size_t n = changes_.size();
+  if (n == 0) return;
+  const std::size_t budget = std::min<std::size_t>(spec.transitions_per_step, n);
+  const bool all = budget == n;
+  if (!all && budget > 0) select_first(changes_, budget, ids);
+  run_parts(executor, parts_used_, [&](std::uint32_t p) {
+    PartOutput& out = part_out_[p];
+    std::uint32_t from[kSimTierCount] = {}, to[kSimTierCount] = {};
+    std::uint32_t promoted = 0, demoted = 0;
+    if (all || budget > 0) {
+      const CandidateList& changes = out.changes;
+      for (std::size_t c = 0; c < changes.size(); ++c) {
+        const std::uint64_t k = changes.key[c];
+        const std::uint32_t i = changes.index[c];
+        if (!all && (k > threshold_key_ || (k == threshold_key_ && threshold_id_ < ids[i])))
+          continue;  // beyond the budget: deferred
+        const SimTier current = tier[i], target = target_[i];
+        tier[i] = target;
+        ++from[tier_index(current)];
+        ++to[tier_index(target)];
+        if (target > current) {
+          ++demoted;
+        } else {
+          ++promoted;
+        }
+      }
     }
+    std::copy(std::begin(from), std::end(from), std::begin(out.applied_from));
+    std::copy(std::begin(to), std::end(to), std::begin(out.applied_to));
+    out.promoted = promoted;
+    out.demoted = demoted;
+  });
+  for (std::uint32_t p = 0; p < parts_used_; ++p) {
+    const PartOutput& out = part_out_[p];
+    for (std::size_t t = 0; t < kSimTierCount; ++t) {
+      counts.per_tier[t] -= out.applied_from[t];
+      counts.per_tier[t] += out.applied_to[t];
+    }
+    counts.promoted += out.promoted;
+    counts.demoted += out.demoted;
   }
-  counts.deferred = static_cast<std::uint32_t>(changes_.size() - budget);
+  counts.deferred = static_cast<std::uint32_t>(n - budget);
 }
 
 }  // namespace bustle::core

@@ -53,10 +53,30 @@ TEST_CASE("a masked pedestrian stays put while the others walk; digested and che
   CHECK_FALSE(w->describe(other).admission_masked);
 
   const Place at = place(*w, held), other_at = place(*w, other);
+  // The movement phase's own count of the rows it ran must be those due by
+  // tier and id phase less the masked one, counted here just before it runs.
+  struct DueCounter final : StepPhaseHook {
+    const World* w = nullptr;
+    EntityId held;
+    std::uint32_t due = 0;
+    void phase_end(StepPhase phase) override {
+      if (phase != StepPhase::Vehicles) return;  // phase 6 comes next
+      const PedestrianStore& p = w->pedestrians();
+      due = 0;
+      for (std::uint32_t i = 0; i < p.size(); ++i)
+        due += tier_due(w->step_index(), p.id[i], p.sim_tier[i]) && p.id[i] != held;
+    }
+  } counter;
+  counter.w = w.get();
+  counter.held = held;
+  w->set_phase_hook(&counter);
   for (int k = 0; k < 30; ++k) {
     w->step();
     REQUIRE(w->check_invariants().empty());
+    CHECK(w->pedestrians_due_last_step() == counter.due);
+    CHECK(counter.due > 0);
   }
+  w->set_phase_hook(nullptr);
   CHECK(place(*w, held) == at);               // not advanced in 30 steps, in any tier
   CHECK_FALSE(place(*w, other) == other_at);  // the neighbour walked on
   CHECK(w->describe(held).lifecycle == LifecycleState::Active);

@@ -54,13 +54,16 @@ void World::phase_move_pedestrians() {
     out.waits.clear();
     out.departures.clear();
     out.reroutes = 0;
+    out.due_rows = 0;
     tier_parts_[p] = TierPart{};
     move_pedestrian_rows(p * kRowsPerPart, std::min(n, (p + 1) * kRowsPerPart), due, in_slice, dt_s,
                          out, tier_parts_[p], slice_rows_.data() + p * kRowsPerPart);
   });
+  pedestrians_due_ = 0;
   for (std::uint32_t p = 0; p < parts; ++p) {
     const MovePart& part = move_parts_[p];
     pedestrian_digest_sum_ += part.sum_delta;
+    pedestrians_due_ += part.due_rows;
     for (const DespawnRequest& d : part.despawns) request_despawn(d.id, d.reason);
     for (const std::uint32_t route : part.released_routes) routes_.release(route);
   }
@@ -107,6 +110,7 @@ void World::move_pedestrian_rows(
       others[1] += (member ^ 1u) & (t == 1);
       others[2] += (member ^ 1u) & (t == 2);
     }
+    out.due_rows += count;
     for (std::uint32_t k = 0; k < count; ++k) {
       // Most due rows stay on their lane: that walk is done here, with the
       // same operations as move_pedestrian_row's first hop (so the same

@@ -146,13 +146,6 @@ class TierResolver {
   std::span<const SimTier> capacity_targets() const { return target_; }
 
  private:
-  struct Candidate {
-    double distance_m;
-    EntityId id;
-    std::uint32_t index;
-    SimTier current;
-    SimTier target;
-  };
   // Stage 2: the candidates of one capacity (preference key, index), kept
   // apart by incumbency: incumbents come first in the preference order, so
   // when they fit under the cap all of them stay and only the others
@@ -188,9 +181,12 @@ class TierResolver {
   void apply_force_full(const TierSpec& spec, std::span<const EntityId> ids,
                         std::span<SimTier> tier, std::span<const std::uint8_t> force_full,
                         TierCounts& counts);
-  void list_changes(std::span<const EntityId> ids, std::span<const double> distance_m,
-                    std::span<const SimTier> tier, PhaseExecutor& executor);
-  void apply_budget(const TierSpec& spec, std::span<SimTier> tier, TierCounts& counts);
+  // Stage 3: every change (capacity target != tier) listed per part with a
+  // key in the budget's order, then the first transitions_per_step applied.
+  void list_changes(std::span<const double> distance_m, std::span<const SimTier> tier,
+                    PhaseExecutor& executor);
+  void apply_budget(const TierSpec& spec, std::span<const EntityId> ids, std::span<SimTier> tier,
+                    TierCounts& counts, PhaseExecutor& executor);
   // Stage 1's output of one part: its candidates in the four lists of
   // stage 2 (in the order of the members below) and the tiers it counted.
   enum ListIndex : std::size_t { kFullIncumbents, kFullNewcomers, kSimIncumbents, kSimNewcomers };
@@ -199,7 +195,11 @@ class TierResolver {
     CandidateList lists[4];
     std::size_t at[4] = {};  // where its lists start in the joined ones
     std::uint32_t now_full = 0, now_sim = 0;
-    std::vector<Candidate> changes;  // stage 3's, in its range
+    CandidateList changes;       // stage 3's, in its range (budget_key, index)
+    std::size_t changes_at = 0;  // where they start in changes_
+    // What applying its share of the budget did.
+    std::uint32_t applied_from[kSimTierCount] = {}, applied_to[kSimTierCount] = {};
+    std::uint32_t promoted = 0, demoted = 0;
   };
   void join_parts(PhaseExecutor& executor);
   const TierSpec* spec_ = nullptr;  // of the call in progress (start to finish)
@@ -216,7 +216,7 @@ class TierResolver {
   std::uint32_t histogram_[4096] = {};
   std::uint64_t threshold_key_ = 0;
   EntityId threshold_id_;
-  std::vector<Candidate> changes_;
+  CandidateList changes_;  // every part's changes, joined in part order
   std::vector<SimTier> target_;
   std::vector<std::uint32_t> forced_idx_;
   std::vector<std::uint8_t> forced_now_;

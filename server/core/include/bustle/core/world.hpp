@@ -336,6 +336,10 @@ class World {
   const VehicleSystem& vehicles() const { return vehicles_; }
   const PopulationSystem& population() const { return population_; }
   const TierCounts& pedestrian_tiers() const { return pedestrian_tier_counts_; }
+  // Pedestrians the last step's movement phase ran (due by tier and id
+  // phase, not held by the admission mask). An observation for benchmarks
+  // and metrics, recomputed every step: not state (no digest, no checkpoint).
+  std::uint32_t pedestrians_due_last_step() const { return pedestrians_due_; }
   const std::vector<EntityId>& forced_full() const { return forced_full_; }
   std::uint64_t force_full_refused() const { return force_full_refused_; }
   // Pedestrians the admission mask holds (SetAdmissionMask), sorted by id.
@@ -649,6 +653,7 @@ class World {
   std::vector<SimTier> slice_sim_tier_;
   TierResolver pedestrian_tier_resolver_;
   TierCounts pedestrian_tier_counts_;
+  std::uint32_t pedestrians_due_ = 0;  // pedestrians_due_last_step()
   std::vector<EntityId> forced_full_;  // sorted by EntityId; bounded by 2 x hard_full_cap
   std::uint64_t force_full_refused_ = 0;
   std::vector<EntityId> admission_masked_;  // sorted; each a walking pedestrian
@@ -712,6 +717,7 @@ class World {
     std::vector<EntityId> waits;
     std::vector<EntityId> departures;
     std::uint64_t reroutes = 0;
+    std::uint32_t due_rows = 0;  // rows due this step (moved, waited or held at an anchor)
   };
   // Phase 6's rows [begin, end) also count phase 7's slice members and the
   // other rows' tiers into `slice` (TierPart below): neither the rows nor
