@@ -362,7 +362,8 @@ void TierResolver::apply_force_full(const TierSpec& spec, std::span<const Entity
 void TierResolver::list_changes(std::span<const double> distance_m, std::span<const SimTier> tier,
                                 PhaseExecutor& executor) {
   // Every entity whose capacity target differs from its tier, listed part
-  // by part (each over the range it classified) and joined in part order.
+  // by part (each over the range it classified), with where each part's
+  // list starts in the joined one (join_changes, part order).
   run_parts(executor, parts_used_, [&](std::uint32_t p) {
     PartOutput& out = part_out_[p];
     CandidateList& changes = out.changes;
@@ -373,14 +374,17 @@ void TierResolver::list_changes(std::span<const double> distance_m, std::span<co
         changes.push(budget_key(tier[i], target_[i], distance_m[i]), static_cast<std::uint32_t>(i));
     }
   });
-  std::size_t total = 0;
+  changes_total_ = 0;
   for (std::uint32_t p = 0; p < parts_used_; ++p) {
-    part_out_[p].changes_at = total;
-    total += part_out_[p].changes.size();
+    part_out_[p].changes_at = changes_total_;
+    changes_total_ += part_out_[p].changes.size();
   }
+}
+
+void TierResolver::join_changes(PhaseExecutor& executor) {
   changes_.clear();
-  changes_.reserve(total);
-  changes_.count = total;
+  changes_.reserve(changes_total_);
+  changes_.count = changes_total_;
   run_parts(executor, parts_used_, [&](std::uint32_t p) {
     const CandidateList& from = part_out_[p].changes;
     const std::size_t at = part_out_[p].changes_at;
@@ -396,13 +400,17 @@ void TierResolver::apply_budget(const TierSpec& spec, std::span<const EntityId> 
   // Only which changes are applied matters (applying one touches its own row
   // alone), and under this strict order (budget_key, then EntityId) the first
   // `budget` are one set: select_first finds the last of them, and when every
-  // change fits there is nothing to choose. Each part applies its own
-  // changes and counts them; the counts are added in part order.
-  const std::size_t n = changes_.size();
+  // change fits there is nothing to choose (nor any need to join the
+  // parts' lists). Each part applies its own changes and counts them; the
+  // counts are added in part order.
+  const std::size_t n = changes_total_;
   if (n == 0) return;
   const std::size_t budget = std::min<std::size_t>(spec.transitions_per_step, n);
   const bool all = budget == n;
-  if (!all && budget > 0) select_first(changes_, budget, ids);
+  if (!all && budget > 0) {
+    join_changes(executor);
+    select_first(changes_, budget, ids);
+  }
   run_parts(executor, parts_used_, [&](std::uint32_t p) {
     PartOutput& out = part_out_[p];
     std::uint32_t from[kSimTierCount] = {}, to[kSimTierCount] = {};

@@ -111,6 +111,7 @@ void World::move_pedestrian_rows(
       others[2] += (member ^ 1u) & (t == 2);
     }
     out.due_rows += count;
+    std::uint64_t delta = 0;  // the inline walks' digest terms (out.sum_delta once per chunk)
     for (std::uint32_t k = 0; k < count; ++k) {
       // Most due rows stay on their lane: that walk is done here, with the
       // same operations as move_pedestrian_row's first hop (so the same
@@ -127,13 +128,14 @@ void World::move_pedestrian_rows(
           pedestrians_.s_m[i] = s;
           if (s != s_before) {
             const EntityId id = pedestrians_.id[i];
-            out.sum_delta += pedestrian_motion_hash(id, s) - pedestrian_motion_hash(id, s_before);
+            delta += pedestrian_motion_hash(id, s) - pedestrian_motion_hash(id, s_before);
           }
           continue;
         }
       }
       move_pedestrian_row(i, dt_s, out);
     }
+    out.sum_delta += delta;
   }
   slice.members = members;
   for (std::size_t t = 0; t < kSimTierCount; ++t) slice.others[t] = others[t];

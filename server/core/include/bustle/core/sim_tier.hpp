@@ -187,6 +187,7 @@ class TierResolver {
                     PhaseExecutor& executor);
   void apply_budget(const TierSpec& spec, std::span<const EntityId> ids, std::span<SimTier> tier,
                     TierCounts& counts, PhaseExecutor& executor);
+  void join_changes(PhaseExecutor& executor);  // the parts' changes into changes_
   // Stage 1's output of one part: its candidates in the four lists of
   // stage 2 (in the order of the members below) and the tiers it counted.
   enum ListIndex : std::size_t { kFullIncumbents, kFullNewcomers, kSimIncumbents, kSimNewcomers };
@@ -216,7 +217,8 @@ class TierResolver {
   std::uint32_t histogram_[4096] = {};
   std::uint64_t threshold_key_ = 0;
   EntityId threshold_id_;
-  CandidateList changes_;  // every part's changes, joined in part order
+  CandidateList changes_;  // every part's changes, joined in part order when the budget chooses
+  std::size_t changes_total_ = 0;
   std::vector<SimTier> target_;
   std::vector<std::uint32_t> forced_idx_;
   std::vector<std::uint8_t> forced_now_;
