@@ -34,27 +34,28 @@ double nearest_observer_m(const std::vector<Vec2>& observers, double x_m, double
 
 namespace {
 
-// Preference key of a capacity candidate: incumbents (already in the tier
-// they want) first, then nearer. A non-negative double's bit pattern orders
-// like its value, so (key, EntityId) orders exactly like the comparator
-// "incumbent, then distance, then id" of stage 2 below.
-std::uint64_t preference_key(bool incumbent, double distance_m) {
+// A distance's bits without the sign bit: -0.0 as +0.0 (no other distance
+// has it). A non-negative double's bit pattern is below 2^63 and orders
+// like its value.
+std::uint64_t distance_bits(double distance_m) {
   assert(distance_m >= 0.0);  // effective distances are never negative or NaN
-  // Without the sign bit: -0.0 as +0.0 (no other distance has it).
-  const std::uint64_t bits = std::bit_cast<std::uint64_t>(distance_m) & ~(1ull << 63);
-  return (incumbent ? 0 : 1ull << 63) | bits;
+  return std::bit_cast<std::uint64_t>(distance_m) & ~(1ull << 63);
+}
+
+// Preference key of a capacity candidate: incumbents (already in the tier
+// they want) first, then nearer, so (key, EntityId) orders exactly like the
+// comparator "incumbent, then distance, then id" of stage 2 below.
+std::uint64_t preference_key(bool incumbent, double distance_m) {
+  return (incumbent ? 0 : 1ull << 63) | distance_bits(distance_m);
 }
 
 // Key of a change in stage 3's order: demotions (towards Coarse) before
-// promotions, demotions farthest first, promotions nearest first. A
-// non-negative double's bits are below 2^63 and order like its value, so
+// promotions, demotions farthest first, promotions nearest first, so
 // (key, EntityId) orders exactly like "demotion, then distance that way,
 // then id".
 std::uint64_t budget_key(SimTier current, SimTier target, double distance_m) {
-  assert(distance_m >= 0.0);
-  const std::uint64_t bits =
-      std::bit_cast<std::uint64_t>(distance_m) & ~(1ull << 63);  // -0.0 as +0.0
   constexpr std::uint64_t kPromotion = 1ull << 63;
+  const std::uint64_t bits = distance_bits(distance_m);
   return target > current ? (kPromotion - 1) - bits : kPromotion | bits;
 }
 
@@ -404,10 +405,11 @@ void TierResolver::apply_budget(const TierSpec& spec, std::span<const EntityId> 
   // parts' lists). Each part applies its own changes and counts them; the
   // counts are added in part order.
   const std::size_t n = changes_total_;
-  if (n == 0) return;
   const std::size_t budget = std::min<std::size_t>(spec.transitions_per_step, n);
+  counts.deferred = static_cast<std::uint32_t>(n - budget);
+  if (budget == 0) return;
   const bool all = budget == n;
-  if (!all && budget > 0) {
+  if (!all) {
     join_changes(executor);
     select_first(changes_, budget, ids);
   }
@@ -415,22 +417,20 @@ void TierResolver::apply_budget(const TierSpec& spec, std::span<const EntityId> 
     PartOutput& out = part_out_[p];
     std::uint32_t from[kSimTierCount] = {}, to[kSimTierCount] = {};
     std::uint32_t promoted = 0, demoted = 0;
-    if (all || budget > 0) {
-      const CandidateList& changes = out.changes;
-      for (std::size_t c = 0; c < changes.size(); ++c) {
-        const std::uint64_t k = changes.key[c];
-        const std::uint32_t i = changes.index[c];
-        if (!all && (k > threshold_key_ || (k == threshold_key_ && threshold_id_ < ids[i])))
-          continue;  // beyond the budget: deferred
-        const SimTier current = tier[i], target = target_[i];
-        tier[i] = target;
-        ++from[tier_index(current)];
-        ++to[tier_index(target)];
-        if (target > current) {
-          ++demoted;
-        } else {
-          ++promoted;
-        }
+    const CandidateList& changes = out.changes;
+    for (std::size_t c = 0; c < changes.size(); ++c) {
+      const std::uint64_t k = changes.key[c];
+      const std::uint32_t i = changes.index[c];
+      if (!all && (k > threshold_key_ || (k == threshold_key_ && threshold_id_ < ids[i])))
+        continue;  // beyond the budget: deferred
+      const SimTier current = tier[i], target = target_[i];
+      tier[i] = target;
+      ++from[tier_index(current)];
+      ++to[tier_index(target)];
+      if (target > current) {
+        ++demoted;
+      } else {
+        ++promoted;
       }
     }
     std::copy(std::begin(from), std::end(from), std::begin(out.applied_from));
@@ -447,7 +447,6 @@ void TierResolver::apply_budget(const TierSpec& spec, std::span<const EntityId> 
     counts.promoted += out.promoted;
     counts.demoted += out.demoted;
   }
-  counts.deferred = static_cast<std::uint32_t>(n - budget);
 }
 
 }  // namespace bustle::core
