@@ -163,6 +163,34 @@ std::vector<SimTier> capacity_by_sorting(const TierSpec& spec, const std::vector
   return want;
 }
 
+// n entities for the selection tests: ids spread over the indices with
+// random generations, random tiers, and distances either from a few values
+// `tie_step_m` apart (many exact ties, zeros, infinity for "no observer";
+// with `negative_zero`, -0.0 among them too) or spread over 0-700 m.
+struct RandomSlice {
+  std::vector<EntityId> ids;
+  std::vector<double> d;
+  std::vector<SimTier> tier;
+};
+RandomSlice random_slice(Prng& rng, std::uint32_t n, int round, bool ties, double tie_step_m,
+                         bool negative_zero) {
+  RandomSlice r{std::vector<EntityId>(n), std::vector<double>(n), std::vector<SimTier>(n)};
+  for (std::uint32_t i = 0; i < n; ++i) {
+    r.ids[i] =
+        EntityId{(i * 7919u + static_cast<std::uint32_t>(round)) % 100'003u, 1 + rng.next_below(3)};
+    if (ties) {
+      const std::uint32_t v = rng.next_below(negative_zero ? 7 : 6);
+      r.d[i] = v == 5   ? std::numeric_limits<double>::infinity()
+               : v == 6 ? -0.0
+                        : static_cast<double>(v) * tie_step_m;
+    } else {
+      r.d[i] = rng.next_unit() * 700.0;
+    }
+    r.tier[i] = static_cast<SimTier>(rng.next_below(3));
+  }
+  return r;
+}
+
 }  // namespace
 
 TEST_CASE("capacity selection equals sorting by preference, ties and all, at every size") {
@@ -178,20 +206,10 @@ TEST_CASE("capacity selection equals sorting by preference, ties and all, at eve
     spec.full_cap = rng.next_below(n + 2);
     spec.simulated_cap = rng.next_below(n + 2);
     spec.hard_full_cap = n + 1;
-    std::vector<EntityId> ids(n);
-    std::vector<double> d(n);
-    std::vector<SimTier> tier(n);
-    for (std::uint32_t i = 0; i < n; ++i) {
-      ids[i] = EntityId{(i * 7919u + static_cast<std::uint32_t>(round)) % 100'003u,
-                        1 + rng.next_below(3)};
-      if (ties) {
-        const std::uint32_t v = rng.next_below(6);
-        d[i] = v == 5 ? std::numeric_limits<double>::infinity() : static_cast<double>(v) * 9.0;
-      } else {
-        d[i] = rng.next_unit() * 700.0;
-      }
-      tier[i] = static_cast<SimTier>(rng.next_below(3));
-    }
+    RandomSlice slice = random_slice(rng, n, round, ties, 9.0, false);
+    const std::vector<EntityId>& ids = slice.ids;
+    const std::vector<double>& d = slice.d;
+    std::vector<SimTier>& tier = slice.tier;
     const std::vector<SimTier> expected = capacity_by_sorting(spec, ids, d, tier);
     r.resolve(spec, ids, d, tier);
     INFO("round " << round << ", n " << n << ", caps " << spec.full_cap << " / "
@@ -258,22 +276,10 @@ TEST_CASE(
     spec.full_cap = rng.next_below(n / 3 + 2);
     spec.simulated_cap = rng.next_below(n / 2 + 2);
     spec.hard_full_cap = n + 1;
-    std::vector<EntityId> ids(n);
-    std::vector<double> d(n);
-    std::vector<SimTier> tier(n);
-    for (std::uint32_t i = 0; i < n; ++i) {
-      ids[i] = EntityId{(i * 7919u + static_cast<std::uint32_t>(round)) % 100'003u,
-                        1 + rng.next_below(3)};
-      if (round % 2 == 0) {
-        const std::uint32_t v = rng.next_below(7);
-        d[i] = v == 5   ? std::numeric_limits<double>::infinity()
-               : v == 6 ? -0.0
-                        : static_cast<double>(v) * 150.0;
-      } else {
-        d[i] = rng.next_unit() * 700.0;
-      }
-      tier[i] = static_cast<SimTier>(rng.next_below(3));
-    }
+    RandomSlice slice = random_slice(rng, n, round, round % 2 == 0, 150.0, true);
+    const std::vector<EntityId>& ids = slice.ids;
+    const std::vector<double>& d = slice.d;
+    std::vector<SimTier>& tier = slice.tier;
     const std::vector<SimTier> targets = capacity_by_sorting(spec, ids, d, tier);
     std::vector<std::size_t> changes;
     for (std::size_t i = 0; i < n; ++i) {
