@@ -479,10 +479,10 @@ int bench_population(const Args& a) {
     return 1;
   }
 
-  // Timed steps, back to back as a loaded server runs them (the server wakes
-  // its step threads shortly before each tick; here they are still polling
-  // from the last step). The pedestrians each step's movement phase ran come
-  // from the world's own count, read between steps.
+  // Timed steps, back to back (the server wakes its step threads shortly
+  // before each tick; here they are still polling from the last step). The
+  // pedestrians each step's movement phase ran come from the world's own
+  // count, read between steps: no pass over the rows between steps.
   // Heap allocations are counted over the timed steps only: from the first
   // call of the counting lambda (after time_steps reserved its buffers; the
   // lambda allocates nothing) to the end.

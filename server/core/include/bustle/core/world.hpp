@@ -337,8 +337,8 @@ class World {
   const PopulationSystem& population() const { return population_; }
   const TierCounts& pedestrian_tiers() const { return pedestrian_tier_counts_; }
   // Pedestrians the last step's movement phase ran (due by tier and id
-  // phase, not held by the admission mask). An observation for benchmarks
-  // and metrics, recomputed every step: not state (no digest, no checkpoint).
+  // phase, not held by the admission mask). An observation (bustle-bench
+  // reads it), recomputed every step: not state (no digest, no checkpoint).
   std::uint32_t pedestrians_due_last_step() const { return pedestrians_due_; }
   const std::vector<EntityId>& forced_full() const { return forced_full_; }
   std::uint64_t force_full_refused() const { return force_full_refused_; }
