@@ -484,8 +484,8 @@ int bench_population(const Args& a) {
   // pedestrians each step's movement phase ran come from the world's own
   // count, read between steps: no pass over the rows between steps.
   // Heap allocations are counted over the timed steps only: from the first
-  // call of the counting lambda (after time_steps reserved its buffers; the
-  // lambda allocates nothing) to the end.
+  // call of the between-steps lambda (after time_steps reserved its
+  // buffers; the lambda allocates nothing) to the end.
   std::uint64_t moved = 0, present = 0;
   std::uint64_t allocs0 = UINT64_MAX;
   PhaseClock phase_clock(a.steps);

@@ -178,9 +178,7 @@ void TierResolver::cap_candidates(std::size_t cap, const CandidateList& incumben
     if (list.size() <= keep) return;
     select_first(list, keep, ids);
     for (std::size_t c = 0; c < list.size(); ++c) {
-      const std::uint64_t k = list.key[c];
-      if (k > threshold_key_ || (k == threshold_key_ && threshold_id_ < ids[list.index[c]]))
-        down(list.index[c]);
+      if (beyond_kept(list.key[c], ids, list.index[c])) down(list.index[c]);
     }
   };
   if (incumbents.size() <= cap) {
@@ -290,9 +288,7 @@ void TierResolver::join_parts(PhaseExecutor& executor) {
       part_out_[p].at[l] = total;
       total += part_out_[p].lists[l].size();
     }
-    joined[l]->clear();
-    joined[l]->reserve(total);
-    joined[l]->count = total;
+    joined[l]->resize_for_overwrite(total);
   }
   for (std::uint32_t p = 0; p < parts_used_; ++p) {
     now_full_ += part_out_[p].now_full;
@@ -300,12 +296,7 @@ void TierResolver::join_parts(PhaseExecutor& executor) {
   }
   run_parts(executor, parts_used_, [&](std::uint32_t p) {
     const PartOutput& out = part_out_[p];
-    for (std::size_t l = 0; l < 4; ++l) {
-      const CandidateList& from = out.lists[l];
-      std::copy(from.key.get(), from.key.get() + from.count, joined[l]->key.get() + out.at[l]);
-      std::copy(from.index.get(), from.index.get() + from.count,
-                joined[l]->index.get() + out.at[l]);
-    }
+    for (std::size_t l = 0; l < 4; ++l) out.lists[l].copy_to(*joined[l], out.at[l]);
   });
 }
 
@@ -383,14 +374,9 @@ void TierResolver::list_changes(std::span<const double> distance_m, std::span<co
 }
 
 void TierResolver::join_changes(PhaseExecutor& executor) {
-  changes_.clear();
-  changes_.reserve(changes_total_);
-  changes_.count = changes_total_;
+  changes_.resize_for_overwrite(changes_total_);
   run_parts(executor, parts_used_, [&](std::uint32_t p) {
-    const CandidateList& from = part_out_[p].changes;
-    const std::size_t at = part_out_[p].changes_at;
-    std::copy(from.key.get(), from.key.get() + from.count, changes_.key.get() + at);
-    std::copy(from.index.get(), from.index.get() + from.count, changes_.index.get() + at);
+    part_out_[p].changes.copy_to(changes_, part_out_[p].changes_at);
   });
 }
 
@@ -419,10 +405,8 @@ void TierResolver::apply_budget(const TierSpec& spec, std::span<const EntityId> 
     std::uint32_t promoted = 0, demoted = 0;
     const CandidateList& changes = out.changes;
     for (std::size_t c = 0; c < changes.size(); ++c) {
-      const std::uint64_t k = changes.key[c];
       const std::uint32_t i = changes.index[c];
-      if (!all && (k > threshold_key_ || (k == threshold_key_ && threshold_id_ < ids[i])))
-        continue;  // beyond the budget: deferred
+      if (!all && beyond_kept(changes.key[c], ids, i)) continue;  // beyond the budget: deferred
       const SimTier current = tier[i], target = target_[i];
       tier[i] = target;
       ++from[tier_index(current)];

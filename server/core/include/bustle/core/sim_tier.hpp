@@ -169,6 +169,16 @@ class TierResolver {
     std::size_t size() const { return count; }
     std::span<const std::uint64_t> keys() const { return {key.get(), count}; }
     std::span<const std::uint32_t> indices() const { return {index.get(), count}; }
+    // Joining parts' lists: `total` slots to be filled by copy_to (not kept).
+    void resize_for_overwrite(std::size_t total) {
+      clear();
+      reserve(total);
+      count = total;
+    }
+    void copy_to(CandidateList& joined, std::size_t at) const {
+      std::copy(key.get(), key.get() + count, joined.key.get() + at);
+      std::copy(index.get(), index.get() + count, joined.index.get() + at);
+    }
   };
   // Cuts (incumbents, newcomers) of one tier to `cap`; calls down(index)
   // for each one cut.
@@ -177,6 +187,10 @@ class TierResolver {
                       const CandidateList& newcomers, std::span<const EntityId> ids, Down&& down);
   // The keep-th smallest (key, id) of `list` into threshold_key_ / threshold_id_.
   void select_first(const CandidateList& list, std::size_t keep, std::span<const EntityId> ids);
+  // After select_first: whether (key, ids[i]) comes after the last one kept.
+  bool beyond_kept(std::uint64_t key, std::span<const EntityId> ids, std::uint32_t i) const {
+    return key > threshold_key_ || (key == threshold_key_ && threshold_id_ < ids[i]);
+  }
   // Stage 0 (ForceFull) and stage 3 (transition budget) of resolve.
   void apply_force_full(const TierSpec& spec, std::span<const EntityId> ids,
                         std::span<SimTier> tier, std::span<const std::uint8_t> force_full,
