@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <mutex>
@@ -133,6 +134,35 @@ TEST_CASE("every part runs exactly once, on more than one thread") {
   CHECK(std::all_of(runs.begin(), runs.end(),
                     [](const std::atomic<int>& r) { return r.load() == 1; }));
   CHECK(threads.size() >= 2);
+}
+
+TEST_CASE("the caller runs a prefix of the parts and the workers the rest, every part once") {
+  // Claims from both ends (the caller from the front, workers from the
+  // back), so each thread keeps the same rows from phase to phase.
+  for (const std::uint32_t threads : {2u, 4u}) {
+    ThreadPhaseExecutor pool(threads);
+    for (int round = 0; round < 50; ++round) {
+      const std::thread::id caller = std::this_thread::get_id();
+      std::vector<int> by_caller(64, -1);  // 1 the caller ran it, 0 a worker
+      bustle::core::run_parts(pool, 64, [&](std::uint32_t p) {
+        by_caller[p] = std::this_thread::get_id() == caller ? 1 : 0;
+        volatile std::uint64_t x = 0;
+        for (int k = 0; k < 2000; ++k) x = x + static_cast<std::uint64_t>(k);
+      });
+      INFO("threads " << threads << ", round " << round);
+      REQUIRE(std::none_of(by_caller.begin(), by_caller.end(), [](int v) { return v < 0; }));
+      // 1 ... 1 0 ... 0: is_sorted in descending order.
+      CHECK(std::is_sorted(by_caller.begin(), by_caller.end(), std::greater<int>()));
+    }
+  }
+}
+
+TEST_CASE("more parts than one claim word holds run as several batches, each part once") {
+  ThreadPhaseExecutor pool(2);
+  constexpr std::uint32_t kParts = 0xFFFF * 2 + 7;
+  std::vector<std::uint8_t> runs(kParts, 0);
+  bustle::core::run_parts(pool, kParts, [&](std::uint32_t p) { ++runs[p]; });
+  CHECK(std::all_of(runs.begin(), runs.end(), [](std::uint8_t r) { return r == 1; }));
 }
 
 TEST_CASE("the pool is reusable, handles zero and one part, and stops cleanly") {

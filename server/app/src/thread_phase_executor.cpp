@@ -1,5 +1,6 @@
 #include "bustle/app/thread_phase_executor.hpp"
 
+#include <algorithm>
 #include <cassert>
 #include <stdexcept>
 #include <string>
@@ -43,17 +44,21 @@ ThreadPhaseExecutor::~ThreadPhaseExecutor() {
   for (std::thread& w : workers_) w.join();
 }
 
-void ThreadPhaseExecutor::drain_parts(std::uint32_t batch) {
+void ThreadPhaseExecutor::drain_parts(std::uint32_t batch, bool from_front) {
   const std::uint64_t tag = static_cast<std::uint64_t>(batch) << 32;
   std::uint64_t word = claim_.load(std::memory_order_acquire);
   for (;;) {
     if ((word & ~0xFFFF'FFFFull) != tag) return;  // a newer batch (invariant 1)
-    const auto part = static_cast<std::uint32_t>(word);
-    if (part >= parts_.load(std::memory_order_relaxed)) return;
-    if (!claim_.compare_exchange_weak(word, word + 1, std::memory_order_acquire,
+    const auto front = static_cast<std::uint32_t>(word & 0xFFFFu);
+    const auto back = static_cast<std::uint32_t>((word >> 16) & 0xFFFFu);
+    if (front >= back) return;  // every part of the batch is claimed
+    const std::uint64_t next = from_front ? word + 1 : word - (std::uint64_t{1} << 16);
+    if (!claim_.compare_exchange_weak(word, next, std::memory_order_acquire,
                                       std::memory_order_acquire)) {
       continue;  // `word` now holds the current value
     }
+    const std::uint32_t part =
+        offset_.load(std::memory_order_relaxed) + (from_front ? front : back - 1);
     fn_.load(std::memory_order_relaxed)(context_.load(std::memory_order_relaxed), part);
     const std::uint32_t finished = finished_parts_.fetch_add(1, std::memory_order_acq_rel) + 1;
     if (finished == parts_.load(std::memory_order_relaxed)) finished_parts_.notify_one();
@@ -67,15 +72,23 @@ void ThreadPhaseExecutor::run(std::uint32_t parts, PartFn fn, void* context) {
     for (std::uint32_t p = 0; p < parts; ++p) fn(context, p);
     return;
   }
+  for (std::uint32_t offset = 0; offset < parts; offset += kMaxBatchParts)
+    run_batch(offset, std::min(parts - offset, kMaxBatchParts), fn, context);  // invariant 1
+}
+
+void ThreadPhaseExecutor::run_batch(std::uint32_t offset, std::uint32_t parts, PartFn fn,
+                                    void* context) {
   const std::uint32_t batch = batch_.load(std::memory_order_relaxed) + 1;
   fn_.store(fn, std::memory_order_relaxed);
   context_.store(context, std::memory_order_relaxed);
+  offset_.store(offset, std::memory_order_relaxed);
   parts_.store(parts, std::memory_order_relaxed);
   finished_parts_.store(0, std::memory_order_relaxed);
-  claim_.store(static_cast<std::uint64_t>(batch) << 32, std::memory_order_release);
+  claim_.store(static_cast<std::uint64_t>(batch) << 32 | std::uint64_t{parts} << 16,
+               std::memory_order_release);  // front 0, back `parts`
   batch_.store(batch, std::memory_order_release);
   batch_.notify_all();
-  drain_parts(batch);
+  drain_parts(batch, true);
   // Every part is claimed; wait only for those a worker is still running.
   std::uint32_t finished = finished_parts_.load(std::memory_order_acquire);
   for (int spin = 0; finished != parts && spin < kSpinsBeforeSleep; ++spin) {
@@ -86,7 +99,8 @@ void ThreadPhaseExecutor::run(std::uint32_t parts, PartFn fn, void* context) {
     finished_parts_.wait(finished, std::memory_order_acquire);
     finished = finished_parts_.load(std::memory_order_acquire);
   }
-  assert(static_cast<std::uint32_t>(claim_.load(std::memory_order_relaxed)) >= parts);
+  [[maybe_unused]] const std::uint64_t word = claim_.load(std::memory_order_relaxed);
+  assert((word & 0xFFFFu) == ((word >> 16) & 0xFFFFu));  // the two ends met
 }
 
 void ThreadPhaseExecutor::prepare() {
@@ -115,7 +129,7 @@ void ThreadPhaseExecutor::worker_loop() {
     }
     if (stop_.load(std::memory_order_acquire)) return;
     seen = now;
-    drain_parts(now);
+    drain_parts(now, false);
   }
 }
 

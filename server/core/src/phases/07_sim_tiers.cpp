@@ -71,7 +71,7 @@ void World::phase_sim_tiers() {
     });
   }
   const TierCounts sc = resolver.finish(slice_ids_, slice_distance_, slice_sim_tier_, executor());
-  write_slice_tiers(m);
+  write_slice_tiers(parts, m);
   pedestrian_tier_counts_ = sc;
   for (std::size_t t = 0; t < kSimTierCount; ++t)
     pedestrian_tier_counts_.per_tier[t] = sc.per_tier[t] + others[t];
@@ -129,26 +129,29 @@ void World::build_tier_slice(std::uint32_t parts, bool classify) {
   });
 }
 
-// The resolved tiers into the rows (each slice member is one row), in parts;
-// the digest sum's change added up in part order. The capacity targets go
-// into their cold column as they are (derived, never digested: sim_tier.hpp).
-void World::write_slice_tiers(std::uint32_t m) {
-  const std::uint32_t parts = parts_for_rows(m);
+// The resolved tiers into the rows (each slice member is one row), part by
+// part over the same parts as phase 6 and build_tier_slice (a part's members
+// are rows of its own, so a thread that keeps its parts keeps their rows in
+// its cache); the digest sum's change added up in part order. The capacity
+// targets go into their cold column as they are (derived, never digested:
+// sim_tier.hpp).
+void World::write_slice_tiers(std::uint32_t parts, std::uint32_t m) {
   const std::span<const SimTier> capacity = pedestrian_tier_resolver_.capacity_targets();
   assert(capacity.size() == m);
+  (void)m;
   run_parts(executor(), parts, [&](std::uint32_t p) {
+    TierPart& part = tier_parts_[p];
     std::uint64_t delta = 0;
-    const std::uint32_t end = std::min(m, (p + 1) * kRowsPerPart);
-    for (std::uint32_t k = p * kRowsPerPart; k < end; ++k) {
+    for (std::uint32_t k = part.first; k < part.first + part.members; ++k) {
       const std::uint32_t i = slice_[k];
       pedestrians_.capacity_tier[i] = capacity[k];
       if (pedestrians_.sim_tier[i] == slice_sim_tier_[k]) continue;
       delta -= pedestrian_row_hash(i);
       pedestrians_.sim_tier[i] = slice_sim_tier_[k];
-      pedestrian_tiers_written_.mark_from_part(i);  // slice rows of two parts may share a chunk
+      pedestrian_tiers_written_.mark(i);  // the part owns its rows' chunks (phase 6)
       delta += pedestrian_row_hash(i);
     }
-    tier_parts_[p].sum_delta = delta;
+    part.sum_delta = delta;
   });
   for (std::uint32_t p = 0; p < parts; ++p) pedestrian_digest_sum_ += tier_parts_[p].sum_delta;
 }

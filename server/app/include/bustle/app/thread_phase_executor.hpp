@@ -2,7 +2,17 @@
 // run a step phase's parts together with the calling (sim) thread. The core
 // decides what a part is and merges the parts in order, so any thread count
 // gives the same digest (core/phase_executor.hpp); this class only decides
-// which thread runs which part (first come, first served).
+// which thread runs which part.
+//
+// Which thread: the caller claims parts from the front (0, 1, 2, ...), the
+// workers from the back (last, last - 1, ...), until the two ends meet.
+// Every phase of a step cuts its rows into the same parts, so with two
+// threads each keeps roughly the same rows from phase to phase and step to
+// step, and finds them in its own core's cache (with first come, first
+// served claims, a part's rows moved between the two cores' caches about
+// every other phase: 15-30 % more CPU time for the same work on this
+// kind of machine). A late thread still costs nothing: the other end takes
+// its share.
 //
 // A pool of N threads starts N - 1 workers; the caller of run() is the Nth.
 // After a batch a worker polls for the next one for spin_window (a step's
@@ -22,8 +32,10 @@
 //
 // Invariants:
 //   1. Each part of a batch is claimed exactly once: a claim is a CAS on one
-//      word holding (batch << 32 | next part), so a worker that woke for an
-//      older batch can never claim a part of a newer one.
+//      word holding (batch << 32 | back << 16 | front), the unclaimed parts
+//      being [front, back), so a worker that woke for an older batch can
+//      never claim a part of a newer one. A run() of more than
+//      kMaxBatchParts parts runs as several batches, one after the other.
 //   2. A batch's function, context and part count are written before its
 //      claim word is published (release) and rewritten only after every part
 //      of it has finished (run() returns), so whoever claims a part of batch
@@ -62,16 +74,21 @@ class ThreadPhaseExecutor final : public core::PhaseExecutor {
 
  private:
   void worker_loop();
-  // Claims and runs parts of `batch` until none is left (or a newer batch
-  // replaced it).
-  void drain_parts(std::uint32_t batch);
+  // Claims and runs parts of `batch` from its front (the caller) or its
+  // back (a worker) until none is left (or a newer batch replaced it).
+  void drain_parts(std::uint32_t batch, bool from_front);
+  // Parts [offset, offset + parts) as one batch; parts <= kMaxBatchParts.
+  void run_batch(std::uint32_t offset, std::uint32_t parts, PartFn fn, void* context);
+  // The most parts one claim word holds (16 bits each for front and back).
+  static constexpr std::uint32_t kMaxBatchParts = 0xFFFF;
 
   std::chrono::microseconds spin_window_;
   std::vector<std::thread> workers_;
   // The batch number workers wait on (0: none yet); moves on once per run().
   std::atomic<std::uint32_t> batch_{0};
   std::atomic<bool> stop_{false};
-  // (batch << 32) | next unclaimed part of that batch.
+  // (batch << 32) | (back << 16) | front: that batch's unclaimed parts are
+  // [front, back), counted from offset_.
   std::atomic<std::uint64_t> claim_{0};
   std::atomic<std::uint32_t> finished_parts_{0};
   // The current batch (invariant 2); atomics only so that a late worker's
@@ -80,6 +97,7 @@ class ThreadPhaseExecutor final : public core::PhaseExecutor {
   std::atomic<PartFn> fn_{nullptr};
   std::atomic<void*> context_{nullptr};
   std::atomic<std::uint32_t> parts_{0};
+  std::atomic<std::uint32_t> offset_{0};  // the batch's first part in run()'s numbering
 };
 
 }  // namespace bustle::app

@@ -18,7 +18,6 @@
 //      copies, never their values.
 #pragma once
 
-#include <atomic>
 #include <cassert>
 #include <cstdint>
 #include <vector>
@@ -39,14 +38,6 @@ class RowWriteStamps {
   void mark(std::uint32_t row) {
     assert((row >> kRowsPerChunkLog2) < stamps_.size());
     stamps_[row >> kRowsPerChunkLog2] = epoch_;
-  }
-  // The same from a phase part whose rows may share a chunk with another
-  // part's (phase_executor.hpp): a relaxed atomic store (a plain store on
-  // x86-64), so two parts marking one chunk is not a data race.
-  void mark_from_part(std::uint32_t row) {
-    assert((row >> kRowsPerChunkLog2) < stamps_.size());
-    std::atomic_ref<std::uint64_t>(stamps_[row >> kRowsPerChunkLog2])
-        .store(epoch_, std::memory_order_relaxed);
   }
   // Every row (a wholesale replacement such as a restore's import).
   void mark_all() { stamps_.assign(stamps_.size(), epoch_); }
