@@ -71,7 +71,7 @@ void World::phase_sim_tiers() {
     });
   }
   const TierCounts sc = resolver.finish(slice_ids_, slice_distance_, slice_sim_tier_, executor());
-  write_slice_tiers(parts, m);
+  write_slice_tiers(parts);
   pedestrian_tier_counts_ = sc;
   for (std::size_t t = 0; t < kSimTierCount; ++t)
     pedestrian_tier_counts_.per_tier[t] = sc.per_tier[t] + others[t];
@@ -135,10 +135,9 @@ void World::build_tier_slice(std::uint32_t parts, bool classify) {
 // its cache); the digest sum's change added up in part order. The capacity
 // targets go into their cold column as they are (derived, never digested:
 // sim_tier.hpp).
-void World::write_slice_tiers(std::uint32_t parts, std::uint32_t m) {
+void World::write_slice_tiers(std::uint32_t parts) {
   const std::span<const SimTier> capacity = pedestrian_tier_resolver_.capacity_targets();
-  assert(capacity.size() == m);
-  (void)m;
+  assert(capacity.size() == slice_.size());
   run_parts(executor(), parts, [&](std::uint32_t p) {
     TierPart& part = tier_parts_[p];
     std::uint64_t delta = 0;

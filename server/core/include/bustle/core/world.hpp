@@ -748,7 +748,7 @@ class World {
   void tier_slice_phases(std::uint8_t (&in_slice)[64]) const;
   std::uint32_t lay_out_tier_slice(std::uint32_t parts, std::uint32_t (&others)[kSimTierCount]);
   void build_tier_slice(std::uint32_t parts, bool classify);
-  void write_slice_tiers(std::uint32_t parts, std::uint32_t slice_size);
+  void write_slice_tiers(std::uint32_t parts);
   InlineExecutor inline_executor_;
   PhaseExecutor* lent_executor_ = nullptr;  // the app's threads, if it lent some
   StepPhaseHook* phase_hook_ = nullptr;
