@@ -140,8 +140,9 @@ void World::write_slice_tiers(std::uint32_t parts) {
   assert(capacity.size() == slice_.size());
   run_parts(executor(), parts, [&](std::uint32_t p) {
     TierPart& part = tier_parts_[p];
+    const std::uint32_t end = part.first + part.members;
     std::uint64_t delta = 0;
-    for (std::uint32_t k = part.first; k < part.first + part.members; ++k) {
+    for (std::uint32_t k = part.first; k < end; ++k) {
       const std::uint32_t i = slice_[k];
       pedestrians_.capacity_tier[i] = capacity[k];
       if (pedestrians_.sim_tier[i] == slice_sim_tier_[k]) continue;
