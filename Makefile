@@ -49,14 +49,14 @@ soak: build
 	    --duration $(SOAK_SECONDS) --report-dir $(BUILD_DIR)/soak/$$s; \
 	done
 
-# Benchmarks (README "Performance"): `make bench` runs every bench the
-# section quotes at its documented size (about ten minutes here; run it on a quiet
-# machine) and rewrites the section's generated block with date, commit,
+# Benchmarks (docs/performance.md): `make bench` runs every bench that page
+# quotes at its documented size (about ten minutes here; run it on a quiet
+# machine) and rewrites the page's generated block with date, commit,
 # machine, load and figures. BENCH_QUICK=1: toy sizes in seconds, a pipeline
-# check only, printed instead of written to README.md (toy figures never
-# belong there). BENCH_README=FILE: rewrite another file; BENCH_README= none.
+# check only, printed instead of written to docs/performance.md (toy figures
+# never belong there). BENCH_README=FILE: rewrite another file; BENCH_README= none.
 BENCH_QUICK ?=
-BENCH_README ?= $(if $(BENCH_QUICK),,README.md)
+BENCH_README ?= $(if $(BENCH_QUICK),,docs/performance.md)
 
 bench: build
 	@tools/bench/run-all.sh --build $(BUILD_DIR) $(if $(BENCH_QUICK),--quick) \
