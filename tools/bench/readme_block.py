@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""The README's generated Performance block (tools/bench/run-all.sh).
+"""The generated benchmark block of docs/performance.md (tools/bench/run-all.sh).
 
     readme_block.py render RESULTS_DIR     prints the block for a results directory
-    readme_block.py splice README BLOCK    replaces README's block with the file BLOCK
-    readme_block.py check README           exits 1 (naming the line) unless the block parses
+    readme_block.py splice FILE BLOCK      replaces FILE's block with the file BLOCK
+    readme_block.py check FILE             exits 1 (naming the line) unless the block parses
+
+FILE is docs/performance.md unless `make bench BENCH_README=...` names another.
 
 The block sits between BEGIN and END marker lines; everything outside it is
 prose kept by hand. Each bench's figures are the median over its runs, with

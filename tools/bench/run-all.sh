@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
-# `make bench`: every benchmark the README's Performance section quotes, with
-# its documented arguments, in one run; then the generated block of that
-# section is rewritten from the results (tools/bench/readme_block.py), with
-# date, commit, machine and load before/after.
+# `make bench`: every benchmark docs/performance.md quotes, with its
+# documented arguments, in one run; then the generated block of that page is
+# rewritten from the results (tools/bench/readme_block.py), with date,
+# commit, machine and load before/after.
 #
 #   tools/bench/run-all.sh [--quick] [--readme FILE] [--results DIR] [--build DIR]
 #                          [--repeat N] [--no-readme]
 #
 #   --quick      toy sizes (seconds, not minutes): checks the pipeline, not the
 #                figures; the block says "quick" and is never meant for main
-#   --readme     the file whose generated block is rewritten (default README.md)
+#   --readme     the file whose generated block is rewritten (default
+#                docs/performance.md)
 #   --results    where the raw outputs go (default BUILD/bench-results)
 #   --build      the build tree (default build/release)
 #   --repeat N   runs of each bench without a peer (default 3, quick 1); the
@@ -27,7 +28,7 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 quick=0
-readme="$root/README.md"
+readme="$root/docs/performance.md"
 build="$root/build/release"
 results=""
 repeat=""
@@ -41,7 +42,7 @@ while [[ $# -gt 0 ]]; do
     --build) build="$2"; shift 2 ;;
     --repeat) repeat="$2"; shift 2 ;;
     --no-readme) write_readme=0; shift ;;
-    -h|--help) sed -n '2,27p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    -h|--help) sed -n '2,25p' "${BASH_SOURCE[0]}"; exit 0 ;;
     *) echo "run-all: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -65,7 +66,7 @@ mkdir -p "$results"
 work="$(mktemp -d /tmp/bustle-bench-all-XXXXXX)"
 trap 'rm -rf "$work"' EXIT
 
-# Sizes: full (the README's documented commands) or quick (toys).
+# Sizes: full (the commands docs/performance.md documents) or quick (toys).
 if [[ $quick -eq 1 ]]; then
   population_100k=(population --active 2000 --dormant 20000 --steps 50)
   population_1m=(population --active 5000 --dormant 0 --steps 20)
@@ -117,7 +118,7 @@ run() {
 {
   echo "date=$(date -u '+%Y-%m-%d %H:%M UTC')"
   echo "commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
-  echo "dirty=$(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null | grep -qv 'README.md$' && echo yes || echo no)"
+  echo "dirty=$(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null | grep -qv 'docs/performance.md$' && echo yes || echo no)"
   echo "quick=$quick"
   echo "repeat=$repeat"
   echo "load_before=$(load)"
