@@ -81,8 +81,8 @@ def server_env_names():
     if binary:
         out = subprocess.run([binary, "--help"], capture_output=True, text=True, timeout=10)
         text = out.stdout + out.stderr
-    else:  # running the file alone: the README's configuration table
-        text = (REPO / "README.md").read_text()
+    else:  # running the file alone: the configuration table of docs/operations.md
+        text = (REPO / "docs" / "operations.md").read_text()
     names = set(re.findall(r"\b(BUSTLE_[A-Z0-9_]+)\b", text))
     assert "BUSTLE_BIND" in names and "BUSTLE_PORT" in names, "server --help lists no BUSTLE_* variables"
     return names
