@@ -1,5 +1,5 @@
 # Bustle server image: multi-stage on Debian bookworm, using the same
-# tools/install-deps.sh as the README and CI. README "Operations" / "Container".
+# tools/install-deps.sh as the README and CI. docs/operations.md, "Container".
 #
 #   make image                      # podman or docker; makes the base if it cannot be pulled
 #   docker run --rm -p 7777:7777 -p 9100:9100 -e BUSTLE_TOKEN=change-me \
@@ -68,4 +68,4 @@ LABEL org.opencontainers.image.title="bustle" \
       org.opencontainers.image.description="Bustle: headless deterministic fixed-step city population server" \
       org.opencontainers.image.version="${VERSION}" \
       org.opencontainers.image.base.name="docker.io/library/debian:bookworm" \
-      org.opencontainers.image.documentation="README.md, section Operations / Container"
+      org.opencontainers.image.documentation="docs/operations.md, section Container"

@@ -243,7 +243,7 @@ def test_exit_codes(start_server):
 
 
 def test_largeblock_demo_mix_through_the_cli(start_server):
-    """The README's command sequence for seed 001's demo mix (manual clock):
+    """docs/population.md's command sequence for seed 001's demo mix (manual clock):
     bustle hour 12, 300 steps, bustle population: 72 active, tiers 24/32/16.
     Then the observer follows the first walking resident (--follow) and
     population names it; an unknown id is refused with exit 3."""

@@ -1,7 +1,7 @@
 """Protocol v2's per-client limits against the real server: the command rate
 (RateLimited, connection kept), connections per address (TooManyConnections)
 and the idle timeout (IdleTimeout). Each is configured small here; the
-defaults are in the README's Limits table."""
+defaults are in the Limits table of docs/protocol.md."""
 
 import time
 

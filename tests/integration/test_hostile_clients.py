@@ -14,7 +14,7 @@ import pytest
 
 from bustle_client import ErrorCode, ErrorMessage, ServerError, Session, codec
 
-# The README's bound: one hostile client never grows the server by more than
+# The bound docs/protocol.md states: one hostile client never grows the server by more than
 # its outbound budget (8 MiB soft, 16 MiB hard) plus buffers; 64 MB leaves
 # room for the allocator and the test's own connections.
 RSS_GROWTH_MAX = 64 << 20

@@ -55,7 +55,7 @@
 // thread) and the time to build the published frame (sim thread, per step).
 // `fanout` runs N real clients against a real bustle-server process over
 // loopback, with and without a share of stalled clients (fanout.cpp).
-// Figures go to the README's Performance section with machine and command.
+// Figures go to docs/performance.md with machine and command.
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>

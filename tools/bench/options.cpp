@@ -294,7 +294,7 @@ const char* version_text() {
 ParsedArgs parse_args(int argc, char** argv) {
   ParsedArgs out;
   Args& a = out.args;
-  CLI::App app("bustle-bench: scale measurements that are not unit tests (README \"Performance\")",
+  CLI::App app("bustle-bench: scale measurements that are not unit tests (docs/performance.md)",
                "bustle-bench");
   app.set_version_flag("--version", std::string(version_text()));
   app.require_subcommand(1);

@@ -339,7 +339,7 @@ Flags override BUSTLE_* environment variables (shown in brackets).
   --log-format F         text | json: one JSON object per line (default text);
                          UTC timestamps with offset either way   [BUSTLE_LOG_FORMAT]
 
-Operations (README "Operations"):
+Operations (docs/operations.md):
   --metrics-bind ADDR:PORT  serve /metrics (Prometheus text), /healthz and
                          /readyz over HTTP; IPv6 as [ADDR]:PORT; port 0 picks
                          a free one (default: off)            [BUSTLE_METRICS_BIND]

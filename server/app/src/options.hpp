@@ -30,7 +30,7 @@ struct AppOptions {
   std::optional<std::string> checkpoint_on_exit;  // checkpoint NAME on SIGTERM/SIGINT
   bool agones = false;                            // report to the Agones SDK sidecar
   std::uint32_t agones_health_ms = 2000;          // POST /health period
-  // Test hooks (not in --help; README "Operations"): stall the sim thread
+  // Test hooks (not in --help; docs/operations.md): stall the sim thread
   // after a step, slow restores down.
   std::uint64_t debug_stall_at_step = 0;
   std::uint32_t debug_stall_ms = 0;
@@ -39,7 +39,7 @@ struct AppOptions {
   std::int64_t snapshot_db_max_pages = 0;           // 0 = no cap (fault injection, quotas)
   std::uint64_t autosave_steps = 0;                 // 0 = off
   std::optional<std::string> record_path;           // --record FILE
-  std::uint64_t record_keyframe_steps = 300;        // README: file size vs parallel verify
+  std::uint64_t record_keyframe_steps = 300;        // docs/snapshots-and-replay.md
   // --quality: representation budgets (quality.hpp); sets server.default_budgets.
   Quality quality = Quality::High;
   net::ServerOptions server;

@@ -97,7 +97,7 @@ std::string number_text(double v) {
   return ec == std::errc() ? std::string(buf, end) : std::string("?");
 }
 
-// The extent as written in the schema and README ("100000", not "1e+05").
+// The extent as written in the schema and the docs ("100000", not "1e+05").
 std::string extent_text() {
   return std::to_string(static_cast<std::int64_t>(kWorldExtentM));
 }

@@ -190,7 +190,7 @@ void Declared::global() {
       "\n"
       "--json: every command prints JSON instead of text: one object (watch, the jobs of\n"
       "checkpoint/restore/save/load and spawn --wait: one object per line). Errors stay\n"
-      "text on stderr. See README \"CLI reference\".\n"
+      "text on stderr. See docs/cli.md.\n"
       "\n"
       "Environment: BUSTLE_HOST, BUSTLE_PORT, BUSTLE_TOKEN give the defaults of --host,\n"
       "--port, --token (flags win; an empty variable counts as unset).\n"
@@ -220,7 +220,7 @@ void Declared::global() {
                  "states of a job or spawn (default 3000)")
       ->type_name("N")
       ->check(whole<std::uint32_t>(o.timeout_ms, 1, 3'600'000, "milliseconds"));
-  app.add_flag("--json", o.json, "print JSON instead of text (README \"CLI reference\")");
+  app.add_flag("--json", o.json, "print JSON instead of text (docs/cli.md)");
 }
 
 // Declared last: it knows every other command.

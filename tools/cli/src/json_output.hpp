@@ -1,5 +1,5 @@
-// bustle --json: the replies as JSON objects with stable keys (README "CLI
-// reference"). Keys are the reply fields' names (snake_case); ids are
+// bustle --json: the replies as JSON objects with stable keys (docs/cli.md,
+// "JSON output"). Keys are the reply fields' names (snake_case); ids are
 // "INDEX:GEN" strings, digests 16 hex digits (a 64-bit value does not fit a
 // JSON number exactly), enums their wire names, times in the unit the key
 // names (_us, _ms, _s).

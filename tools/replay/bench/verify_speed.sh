@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Replay verify speed on the 100 000-pedestrian city (README, Performance).
+# Replay verify speed on the 100 000-pedestrian city (docs/performance.md).
 #
 #   tools/replay/bench/verify_speed.sh [--ticks N] [--keyframe-steps K]
 #       [--repeat R] [--jobs "1 2"] [--dir DIR] [--replay BIN] [--server BIN]

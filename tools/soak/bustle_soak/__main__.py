@@ -32,7 +32,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(
         prog="bustle-soak",
         description="Drive a Bustle server with scripted clients for a bounded time and check "
-                    "invariants continuously (see README, Tools: soak driver).",
+                    "invariants continuously (see docs/testing.md, Soak driver).",
         epilog="invariants: " + ", ".join(INVARIANTS) +
                ". Exit status: 0 passed, 1 violation, 2 bad scenario or arguments, 3 could not start.")
     ap.add_argument("scenario", help="scenario file (.toml or .json)")

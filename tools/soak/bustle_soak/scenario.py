@@ -2,7 +2,7 @@
 plain dataclasses. Every error names the field (``clients[1].budgets.actors:
 must be an integer in [0, 4096], got 5000``) and the file.
 
-The format is documented in the README (Tools: soak driver) and in
+The format is documented in docs/testing.md (Soak driver) and in
 ``tools/soak/scenarios/*.toml``, which use every section.
 """
 

@@ -1,5 +1,5 @@
-// The snapshot store's tables, one file per subsystem (see the README's
-// Architecture section and docs/snapshot-schema.md):
+// The snapshot store's tables, one file per subsystem (see docs/architecture.md
+// and docs/snapshot-schema.md):
 //   world_tables.cpp       world_state, pedestrian_columns, pending_commands
 //   registry_columns.cpp   the entity registry's columns of world_state
 //   population_tables.cpp  residents, zones, work points, lifecycle, handoffs

@@ -38,7 +38,7 @@ namespace bustle::net {
 
 enum class ClockMode : std::uint8_t { Realtime = 0, Fast = 1, Manual = 2 };
 
-// Per-client limits (README "Limits"). Everything the server queues for one
+// Per-client limits (docs/protocol.md, "Limits"). Everything the server queues for one
 // client counts against one outbound budget, charged on every enqueue as the
 // frame's bytes plus kQueuedFrameOverheadBytes of bookkeeping:
 //   - over outbound_bytes_max (the soft cap): deltas are skipped and later

@@ -1,7 +1,7 @@
 // The `bustle` command-line tool: argument parsing and the subcommands, kept
 // in a library so that tests can parse arguments without starting a process.
 //
-// Exit codes (documented in --help and README "CLI reference"):
+// Exit codes (documented in --help and docs/cli.md, "Exit codes"):
 //   0 success, 1 the server could not be reached or misbehaved (unreachable,
 //   timeout, protocol or server error), 2 usage error, 3 the server rejected
 //   the command, or a job or spawn ended Failed.
@@ -28,7 +28,7 @@ struct CliOptions {
   std::uint16_t port = 7777;
   std::string token;  // --token, else the BUSTLE_TOKEN environment variable
   std::uint32_t timeout_ms = 3000;
-  bool json = false;        // --json: print JSON objects instead of text (README "CLI reference")
+  bool json = false;        // --json: print JSON objects instead of text (docs/cli.md, JSON output)
   std::uint32_t count = 0;  // watch: lines to print, 0 = until interrupted
   std::uint32_t interval_ms = 1000;  // watch: time between lines
   // watch --observer X,Y[,R] (repeatable): where the subscription looks from
