@@ -1,5 +1,5 @@
 # Bustle server image: multi-stage on Debian bookworm, using the same
-# tools/install-deps.sh as the README and CI. docs/operations.md, "Container".
+# tools/install-deps.sh as the README and CI. See docs/operations.md, "Container".
 #
 #   make image                      # podman or docker; makes the base if it cannot be pulled
 #   docker run --rm -p 7777:7777 -p 9100:9100 -e BUSTLE_TOKEN=change-me \
