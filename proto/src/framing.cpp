@@ -26,7 +26,7 @@ const Root* verify_root(std::span<const std::uint8_t> payload, const char* ident
   }
   flatbuffers::Verifier verifier(payload.data(), payload.size(), max_depth, max_tables);
   if (!verifier.VerifyBuffer<Root>(identifier)) {
-    error = "FlatBuffers verification failed (bad offsets, depth or table count)";
+    error = "FlatBuffers verification failed (bad offsets, alignment, depth or table count)";
     return nullptr;
   }
   const Root* root = flatbuffers::GetRoot<Root>(payload.data());
@@ -110,48 +110,10 @@ const bustle::wire::ClientFrame* verify_client_frame(std::span<const std::uint8_
                                                 kClientMaxDepth, kClientMaxTables, error);
 }
 
-namespace {
-// The FlatBuffers 2.0 Verifier checks a vector's length field, not the
-// alignment of its elements; the SDKs decode the reply tables with the
-// generated object API (UnPackTo), which reads elements in place. A vector
-// of 8-byte scalars in those tables that a builder could not have written
-// (not 8-byte aligned) is refused here, naming the field, so no decoder
-// reads it misaligned. (A new 8-byte vector in a reply table belongs here.)
-template <class T>
-bool wide_aligned(const flatbuffers::Vector<T>* v) {
-  return v == nullptr || reinterpret_cast<std::uintptr_t>(v->data()) % alignof(T) == 0;
-}
-
-std::string misaligned_reply_vector(const bustle::wire::ServerFrame& frame) {
-  const auto* r = frame.message_as_CommandResult();
-  if (r == nullptr) return "";
-  if (r->stats() && !wide_aligned(r->stats()->step_time_bucket_le_us()))
-    return "stats.step_time_bucket_le_us";
-  if (r->handles() && !wide_aligned(r->handles())) return "handles";
-  if (const auto* p = r->population()) {
-    if (!wide_aligned(p->spawn_totals())) return "population.spawn_totals";
-    if (!wide_aligned(p->despawned_by_reason())) return "population.despawned_by_reason";
-  }
-  if (const auto* garages = r->garages()) {
-    for (flatbuffers::uoffset_t i = 0; i < garages->size(); ++i) {
-      if (!wide_aligned(garages->Get(i)->gate_steps()))
-        return "garages[" + std::to_string(i) + "].gate_steps";
-    }
-  }
-  return "";
-}
-}  // namespace
-
 const bustle::wire::ServerFrame* verify_server_frame(std::span<const std::uint8_t> payload,
                                                      std::string& error) {
-  const auto* root = verify_root<bustle::wire::ServerFrame>(
-      payload, bustle::wire::ServerFrameIdentifier(), kServerMaxDepth, kServerMaxTables, error);
-  if (root == nullptr) return nullptr;
-  if (const std::string field = misaligned_reply_vector(*root); !field.empty()) {
-    error = "CommandResult." + field + ": vector of 8-byte scalars not 8-byte aligned";
-    return nullptr;
-  }
-  return root;
+  return verify_root<bustle::wire::ServerFrame>(payload, bustle::wire::ServerFrameIdentifier(),
+                                                kServerMaxDepth, kServerMaxTables, error);
 }
 
 }  // namespace bustle::proto
