@@ -4,18 +4,21 @@
 PRESET ?= release
 BUILD_DIR := build/$(PRESET)
 ARGS ?=
-# Fuzzing (tests/fuzz, README "Fuzzing"): `make fuzz` runs every target for
-# FUZZ_SECONDS each; `make test` runs each for FUZZ_SMOKE_SECONDS over its
-# seed corpus. Both fail on any finding.
+# ctest runs this many tests at once (default: one per core). Tests that need
+# the whole machine say so themselves (RUN_SERIAL / RESOURCE_LOCK).
+TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+# Fuzzing (tests/fuzz, docs/testing.md): `make fuzz` runs a random campaign of
+# FUZZ_SECONDS per target; `make fuzz-replay` runs every checked-in input once
+# under ASan + UBSan. `make test` replays the same inputs in the release build
+# (ctest fuzz-replay:*), never a random campaign. All fail on any finding.
 FUZZ_SECONDS ?= 300
-FUZZ_SMOKE_SECONDS ?= 5
-# Soak (tools/soak, README "Soak driver"): `make soak` runs each scenario of
+# Soak (tools/soak, docs/testing.md): `make soak` runs each scenario of
 # SOAK_SCENARIOS (tools/soak/scenarios/NAME.toml) for SOAK_SECONDS; reports go
-# to $(BUILD_DIR)/soak/NAME. `make test` runs the default city for 60 s.
+# to $(BUILD_DIR)/soak/NAME. `make check-all` runs the default city for 60 s.
 SOAK_SECONDS ?= 3600
 SOAK_SCENARIOS ?= default-city
 
-.PHONY: all deps configure build test run bench bench-fanout-1m clean format fuzz-build fuzz fuzz-smoke soak image image-test container-deps schema-doc
+.PHONY: all deps configure build test check-all run bench bench-fanout-1m clean format fuzz-build fuzz fuzz-replay soak image image-test container-deps schema-doc
 
 all: build
 
@@ -28,8 +31,15 @@ configure: deps
 build: configure
 	@cmake --build --preset $(PRESET)
 
-test: build fuzz-smoke
-	@ctest --preset $(PRESET)
+# Every test but those labelled slow, TEST_JOBS at a time. Deterministic: no
+# random inputs, no sleeps standing in for events (docs/testing.md).
+test: build
+	@ctest --preset $(PRESET) --label-exclude slow -j $(TEST_JOBS)
+
+# `make test`, then what is too slow for it: the tests labelled slow (the
+# 60 s soak, ...) and the sanitized replay of every fuzz input (a Clang build).
+check-all: test fuzz-replay
+	@ctest --preset $(PRESET) --label-regex slow -j $(TEST_JOBS)
 
 # The fuzz preset (clang, ASan + UBSan + libFuzzer) builds only the fuzz
 # targets and the libraries they link, in build/fuzz.
@@ -37,11 +47,16 @@ fuzz-build: deps
 	@cmake --preset fuzz >/dev/null
 	@cmake --build --preset fuzz
 
-fuzz: fuzz-build
+# The campaign also mutates the SDK-frame inputs through the Python client's
+# decoder (tests/fuzz/python_client_frames.py), with the generated wire code.
+fuzz: fuzz-build configure
+	@cmake --build --preset $(PRESET) --target bustle_python_wire
 	@tests/fuzz/run.sh $(FUZZ_SECONDS)
+	@PYTHONPATH=clients/python:$(BUILD_DIR)/python /usr/bin/python3 tests/fuzz/python_client_frames.py \
+	  --seconds $(FUZZ_SECONDS) --work build/fuzz/fuzz-work/python_client_frames
 
-fuzz-smoke: fuzz-build
-	@tests/fuzz/run.sh $(FUZZ_SMOKE_SECONDS)
+fuzz-replay: fuzz-build
+	@tests/fuzz/run.sh --replay
 
 soak: build
 	@set -e; for s in $(SOAK_SCENARIOS); do \
@@ -65,7 +80,7 @@ bench: build
 # Issue 17's streaming figure, too long for `make bench` (about 4 minutes):
 # 8 clients each subscribed to its own district of 20 000 pedestrians in a
 # generated city of 1 000 000, in 3 interleaved pairs of runs without and
-# with the clients (README "Performance").
+# with the clients (docs/performance.md).
 bench-fanout-1m: build
 	@$(BUILD_DIR)/tools/bench/bustle-bench fanout --city-scale 1m --repeat 3 --seconds 15 \
 	  --server $(BUILD_DIR)/server/app/bustle-server
@@ -75,7 +90,7 @@ bench-fanout-1m: build
 run: build
 	@$(BUILD_DIR)/server/app/bustle-server $(ARGS)
 
-# Container (README "Operations" / "Container"); never part of `make test`.
+# Container (docs/operations.md); never part of `make test`.
 # `make image` builds IMAGE with podman or docker (ENGINE=... to choose),
 # making the debian:bookworm base with debootstrap when it cannot be pulled.
 # `make image-test` starts it, checkpoints to its volume, stops it with

@@ -1,8 +1,17 @@
 #!/usr/bin/env bash
-# Runs the fuzz targets built by the `fuzz` preset, each for a bounded time,
-# over its seed corpus (tests/fuzz/corpus/<target>/), and fails on any finding.
+# Runs the fuzz targets built by the `fuzz` preset (ASan + UBSan + libFuzzer)
+# and fails on any finding. Two modes:
 #
-#   tests/fuzz/run.sh SECONDS [TARGET...]   default: every target, one after another
+#   tests/fuzz/run.sh SECONDS [TARGET...]   a campaign: random mutations for
+#                                           SECONDS per target, starting from its
+#                                           seed corpus and regression inputs
+#   tests/fuzz/run.sh --replay [TARGET...]  every checked-in input once, no
+#                                           mutation (deterministic)
+#
+# Default: every target, one after another. Inputs: tests/fuzz/corpus/<target>/
+# (seeds from real sessions) and tests/fuzz/regressions/<target>/ (inputs that
+# once found a defect: a campaign's finding goes there in the commit that
+# fixes it).
 #
 # Environment: FUZZ_BUILD_DIR (build/fuzz), FUZZ_WORK_DIR ($FUZZ_BUILD_DIR/fuzz-work;
 # give a long campaign its own, so a `make test` meanwhile does not share its
@@ -17,11 +26,13 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 
-if [[ $# -lt 1 || ! "$1" =~ ^[0-9]+$ ]]; then
-  echo "usage: tests/fuzz/run.sh SECONDS [TARGET...]" >&2
+if [[ $# -lt 1 || ! "$1" =~ ^([0-9]+|--replay)$ ]]; then
+  echo "usage: tests/fuzz/run.sh SECONDS [TARGET...] | tests/fuzz/run.sh --replay [TARGET...]" >&2
   exit 2
 fi
-seconds=$1
+replay=0
+seconds=0
+if [[ "$1" == --replay ]]; then replay=1; else seconds=$1; fi
 shift
 build=${FUZZ_BUILD_DIR:-build/fuzz}
 work_root=${FUZZ_WORK_DIR:-$build/fuzz-work}
@@ -43,12 +54,21 @@ for t in "${targets[@]}"; do
   log="$work/last-run.log"
   # Options: -max_total_time bounds the run; -print_final_stats gives the
   # execution count; -timeout/-rss_limit_mb make a slow or huge input a finding.
+  inputs=("tests/fuzz/corpus/$t")
+  [[ -d "tests/fuzz/regressions/$t" ]] && inputs+=("tests/fuzz/regressions/$t")
   began=$SECONDS
-  # shellcheck disable=SC2086
-  nice -n "${FUZZ_NICE:-0}" "$bin" "$work/corpus" "tests/fuzz/corpus/$t" \
-    -max_total_time="$seconds" -print_final_stats=1 \
-    -timeout="${FUZZ_TIMEOUT_S:-25}" -rss_limit_mb="${FUZZ_RSS_MB:-2048}" \
-    -artifact_prefix="$work/artifacts/" ${FUZZ_ARGS:-} >"$log" 2>&1
+  if [[ $replay -eq 1 ]]; then
+    # -runs=0: libFuzzer runs every input of the directories once, then stops.
+    "$bin" -runs=0 -print_final_stats=1 -timeout="${FUZZ_TIMEOUT_S:-25}" \
+      -rss_limit_mb="${FUZZ_RSS_MB:-2048}" -artifact_prefix="$work/artifacts/" \
+      "${inputs[@]}" >"$log" 2>&1
+  else
+    # shellcheck disable=SC2086
+    nice -n "${FUZZ_NICE:-0}" "$bin" "$work/corpus" "${inputs[@]}" \
+      -max_total_time="$seconds" -print_final_stats=1 \
+      -timeout="${FUZZ_TIMEOUT_S:-25}" -rss_limit_mb="${FUZZ_RSS_MB:-2048}" \
+      -artifact_prefix="$work/artifacts/" ${FUZZ_ARGS:-} >"$log" 2>&1
+  fi
   rc=$?
   took=$((SECONDS - began))
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
