@@ -19,6 +19,8 @@ set -euo pipefail
 
 BUILD_PACKAGES=(
   build-essential cmake ninja-build pkg-config git
+  # a compiler cache: rebuilds of unchanged sources cost nothing (CMake uses it when present)
+  ccache
   libasio-dev libspdlog-dev libfmt-dev
   libflatbuffers-dev flatbuffers-compiler
   libsqlite3-dev sqlite3
@@ -35,7 +37,8 @@ BUILD_PACKAGES=(
   python3-matplotlib python3-numpy python3-aiohttp chromium
   # pip install clients/python into a venv, offline (tests/clients/python_package)
   python3-venv python3-setuptools python3-wheel
-  # the fuzz preset (tests/fuzz, part of make test): Clang 14, libFuzzer and sanitizer runtimes
+  # the fuzz preset (tests/fuzz: make fuzz, make fuzz-replay, make check-all): Clang 14,
+  # libFuzzer and sanitizer runtimes
   clang libclang-rt-14-dev
   # the format check (tools/check/format.sh, part of make test) pins clang-format 14
   clang-format-14
@@ -44,9 +47,10 @@ BUILD_PACKAGES=(
 )
 RUNTIME_PACKAGES=(libspdlog1.10 libfmt9 libsqlite3-0 libprometheus-cpp-pull1.0 libprometheus-cpp-core1.0 libcivetweb1 libcurl4)
 BENCH_PACKAGES=(sumo sumo-tools python3)
-# In BUILD_PACKAGES but needed only by the tests, the fuzzers and the viewer
-# (left out by --build, which builds bustle-server, bustle and bustle-replay).
-TEST_ONLY_PACKAGES=(catch2 python3-pytest python3-jsonschema clang libclang-rt-14-dev clang-format-14 python3-yaml
+# In BUILD_PACKAGES but needed only by the tests, the fuzzers, the viewer and
+# repeated builds (left out by --build, which builds bustle-server, bustle and
+# bustle-replay once).
+TEST_ONLY_PACKAGES=(ccache catch2 python3-pytest python3-jsonschema clang libclang-rt-14-dev clang-format-14 python3-yaml
                     python3-matplotlib python3-numpy python3-aiohttp chromium)
 IMAGE_PACKAGES=(curl)
 # Debian 12's podman with runc (crun fails on hybrid cgroups), netavark for
