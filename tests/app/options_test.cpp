@@ -161,6 +161,15 @@ TEST_CASE("help, version, flags that take no value, and the last of a repeated f
   CHECK_FALSE(parse({}).options.show_version);
   CHECK(parse({"--print-digest=1", "--steps", "1"}).error == "--print-digest: takes no value");
   CHECK(parse({"--agones=0"}).error == "--agones: takes no value");
+  // --help=no once started a server and --help=yes printed help.
+  for (const char* arg : {"--help=no", "--help=yes", "--help=true", "-h=0"}) {
+    INFO(arg);
+    const auto r = parse({arg});
+    const std::string name = std::string(arg).substr(0, std::string(arg).find('='));
+    CHECK(r.error == name + ": takes no value");
+    CHECK_FALSE(r.options.show_help);
+  }
+  CHECK(parse({"--version=no"}).error == "--version: takes no value");
   CHECK(parse({"--seed=9"}).options.seed == 9);
   CHECK(parse({"--seed", "3", "--seed", "4"}).options.seed == 4);
   CHECK(parse({"--seed", "3", "--seed", "x"}).error ==

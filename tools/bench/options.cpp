@@ -3,11 +3,13 @@
 #include "options.hpp"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <limits>
 #include <sstream>
 #include <string>
 
+#include "bustle/args/checks.hpp"
 #include "fanout_city.hpp"
 
 #ifndef BUSTLE_VERSION
@@ -313,6 +315,8 @@ ParsedArgs parse_args(int argc, char** argv) {
     out.exit_code = 2;
     return out;
   };
+  const std::vector<std::string> given(argv + std::min(argc, 1), argv + argc);
+  if (std::string why = args::flag_given_a_value(app, given); !why.empty()) return fail("", why);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -456,6 +456,11 @@ ParseResult parse_options(const std::vector<std::string>& args, const EnvLookup&
                                     : app.add_flag(s.flag)->disable_flag_override();
     declared.emplace_back(&s, op);
   }
+  // Like every flag: `--help=no` is an error, never a help page or a server.
+  if (std::string err = args::flag_given_a_value(app, args); !err.empty()) {
+    result.error = err;
+    return result;
+  }
   std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11's order
   try {
     app.parse(reversed);

@@ -29,6 +29,8 @@ expect 2 "^bustle-bench: unknown option '--agents' \(before the subcommand" --ag
 expect 2 "^bustle-bench vehicles: --grid: expected an integer in \[2, 1000\], got '1'" vehicles --grid 1
 expect 2 "--grid: expected an integer in \[2, 1000\], got 'abc'" vehicles --grid abc
 expect 2 "^bustle-bench vehicles: --grid: missing value" vehicles --grid
+expect 2 "^bustle-bench: --help: takes no value" --help=no
+expect 2 "^bustle-bench: --json: takes no value" step --json=yes
 expect 2 "unknown option '--steps' \(allowed here: .*--agents" snapshot --steps 3
 expect 2 "unexpected argument '7'" step 7
 expect 2 "--agents: expected an integer in \[1, 4000000\], got '-1'" step --agents -1

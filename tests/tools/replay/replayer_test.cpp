@@ -310,6 +310,12 @@ TEST_CASE("bustle-replay options", "[replay][options]") {
   using bustle::replay::parse_options;
   using bustle::replay::ReplayClock;
   using bustle::replay::ReplayCommand;
+  // A flag takes no value, not even "true" (CLI11 would take one).
+  for (const char* flag : {"--help=no", "--version=yes", "--json=true"}) {
+    INFO(flag);
+    CHECK(parse_options({"verify", "f.db", flag}).error.find(": takes no value") !=
+          std::string::npos);
+  }
   auto p = parse_options({"verify", "f.db", "--from-step", "10", "--to-step", "20"});
   REQUIRE(p.error.empty());
   CHECK(p.options.command == ReplayCommand::Verify);

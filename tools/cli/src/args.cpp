@@ -515,15 +515,6 @@ std::string worded(const Declared& d, const CLI::App* sub, const CLI::ParseError
   if (dynamic_cast<const CLI::ArgumentMismatch*>(&e) != nullptr && name.rfind("--", 0) == 0) {
     return "option " + name + " needs a value";
   }
-  if (const auto* bad = dynamic_cast<const CLI::ConversionError*>(&e); bad != nullptr) {
-    // Only flags convert ("--no-wait=maybe"): every value is checked as text.
-    const auto eq = what.find(" = ");
-    const auto colon = what.find(": ");
-    if (eq != std::string::npos && colon != std::string::npos) {
-      return what.substr(colon + 2, eq - colon - 2) + ": " +
-             expected("no value (or true/false)", what.substr(eq + 3));
-    }
-  }
   if (dynamic_cast<const CLI::ValidationError*>(&e) != nullptr && sub != nullptr &&
       name.rfind("-", 0) != 0) {
     return sub->get_name() + " " + what;  // an operand: "step N: expected ..."
@@ -575,6 +566,8 @@ ParseResult parse_args(std::span<const std::string_view> arguments, const char* 
   Declared d(r.options);
   d.declare();
   std::vector<std::string> reversed(arguments.rbegin(), arguments.rend());  // CLI11's order
+  const std::vector<std::string> given(arguments.begin(), arguments.end());
+  if (std::string why = args::flag_given_a_value(d.app, given); !why.empty()) return fail(why);
   const CLI::App* sub = nullptr;
   try {
     d.app.parse(reversed);

@@ -7,6 +7,8 @@
 #include <memory>
 #include <system_error>
 
+#include "bustle/args/checks.hpp"
+
 #ifndef BUSTLE_VERSION
 #define BUSTLE_VERSION "unknown"
 #endif
@@ -191,6 +193,10 @@ ParsedOptions parse_options(const std::vector<std::string>& args) {
     return r;
   }
   Cli cli;
+  if (std::string why = args::flag_given_a_value(cli.app, args); !why.empty()) {
+    r.error = why;
+    return r;
+  }
   std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes them back to front
   try {
     cli.app.parse(reversed);

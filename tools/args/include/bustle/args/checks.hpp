@@ -19,6 +19,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 namespace bustle::args {
 
@@ -79,6 +80,29 @@ inline CLI::Validator non_empty(std::string& out, std::string what) {
     out = text;
     return std::string();
   });
+}
+
+// The first argument that gives a flag (an option that takes no value) of
+// APP or of one of its subcommands a value, worded "--json: takes no value",
+// or "" when there is none. CLI11 accepts `--flag=value` by default (so
+// `--help=no` printed help, and `--json=no` printed JSON) and, with flag
+// overrides disabled, still `--flag=true`; a flag takes no value, and saying
+// one is an error. Call it before parsing, on the arguments as given.
+inline std::string flag_given_a_value(const CLI::App& app, const std::vector<std::string>& args) {
+  for (const std::string& arg : args) {
+    if (arg == "--") break;  // operands follow
+    const auto eq = arg.find('=');
+    if (arg.size() < 2 || arg[0] != '-' || eq == std::string::npos) continue;
+    const std::string name = arg.substr(0, eq);
+    std::vector<const CLI::App*> apps{&app};
+    for (std::size_t i = 0; i < apps.size(); ++i) {
+      const CLI::Option* option = apps[i]->get_option_no_throw(name);
+      if (option != nullptr && option->get_expected_max() == 0) return name + ": takes no value";
+      for (const CLI::App* sub : apps[i]->get_subcommands([](const CLI::App*) { return true; }))
+        apps.push_back(sub);
+    }
+  }
+  return {};
 }
 
 }  // namespace bustle::args
