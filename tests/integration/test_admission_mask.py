@@ -76,3 +76,35 @@ def test_bustle_mask_through_the_cli(start_server):
     assert one(srv, "entity", ident)["entity"]["admission_masked"] is False
     bad = bustle(srv, "mask", "999:7", "--step", expect=3)
     assert "is not a walking pedestrian" in bad.stdout + bad.stderr
+
+
+def test_a_standing_pedestrian_is_streamed_standing_at_every_step(start_server):
+    """A masked pedestrian stands, so the stream carries speed 0 for it: a
+    client with motion tolerance 0 has it exactly where the server has it at
+    every step, whatever its tier. (It was streamed at its lane's limit, so
+    clients slid it ahead and snapped it back at each correction: s_mm
+    alternated 40005 / 40145 for a Simulated one.)"""
+    srv = start_city(start_server, config=DEFAULT_CITY)
+    with City(srv, "mask-still", motion_tolerance_mm=0) as city:
+        _walkers(city)
+        city.step(20)  # tiers resolved: some walkers are Simulated or Coarse
+        by_tier = {}
+        for p in city.mirror.pedestrians():
+            by_tier.setdefault(city.op.entity(p.id).tier, []).append(p)
+        held = [p for tier in sorted(by_tier) for p in by_tier[tier][:3]]
+        assert len(by_tier) >= 2, f"every walker has one tier: {list(by_tier)}"
+        results = city.apply_all([
+            ("SetAdmissionMask", dict(index=p.id.index, generation=p.id.generation, masked=True))
+            for p in held])
+        assert all(r.accepted for r in results), results
+        tiers = set()
+        for _ in range(17):  # more than the longest stride (8), twice
+            city.step(1)
+            for p in held:
+                info = city.op.entity(p.id)
+                e = city.mirror[p.id]
+                tiers.add(info.tier)
+                assert e.speed_mmps == 0, (p.id, info.tier, e)
+                assert e.lane == info.lane, (p.id, info, e)
+                assert abs(e.predicted_s_mm - info.s_m * 1000) <= 1, (p.id, info.tier, info.s_m, e)
+        assert tiers, "no tier observed"

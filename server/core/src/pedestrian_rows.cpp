@@ -100,7 +100,26 @@ Pose World::pedestrian_pose(std::uint32_t dense) const {
 }
 
 double World::pedestrian_speed_mps(std::uint32_t dense) const {
-  return lanes_.lane(pedestrians_.lane[dense]).speed_mps_limit;
+  // The speed a client extrapolates with (dead reckoning): the lane's limit
+  // while the pedestrian walks, 0 while it stands, else a standing client's
+  // copy would slide ahead and snap back at every correction.
+  if (pedestrians_.phase[dense] & PedestrianStore::kAdmissionMaskedBit)
+    return 0.0;  // masked, corpse
+  const LaneIndex lane = pedestrians_.lane[dense];
+  const double s_m = pedestrians_.s_m[dense];
+  const Lane& L = lanes_.lane(lane);
+  if (!lane_waiters_.empty() && s_m == L.length_m) {  // waiting at a closed lane's end?
+    const EntityId id = pedestrians_.id[dense];
+    const auto it = std::lower_bound(lane_waiters_.begin(), lane_waiters_.end(), id,
+                                     [](const LaneWaiter& w, EntityId x) { return w.id < x; });
+    if (it != lane_waiters_.end() && it->id == id) return 0.0;
+  }
+  if (has_anchors_ &&
+      pedestrians_.origin[dense] == static_cast<std::uint8_t>(PedestrianOrigin::Resident)) {
+    RowAnchor anchor;  // standing at its work-point slot?
+    if (row_anchor(dense, anchor) && lane == anchor.lane && s_m == anchor.s_m) return 0.0;
+  }
+  return L.speed_mps_limit;
 }
 
 }  // namespace bustle::core

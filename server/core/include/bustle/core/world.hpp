@@ -401,6 +401,9 @@ class World {
   std::span<const CommandResult> last_command_results() const { return results_; }
 
   // Derived, not authoritative: pose and speed of a pedestrian by dense slot.
+  // The speed is the lane's limit while it walks and 0 while it stands
+  // (admission-masked or a corpse, waiting at a closed lane's end, at its
+  // work-point anchor): what a client's dead reckoning may extrapolate.
   Pose pedestrian_pose(std::uint32_t dense) const;
   double pedestrian_speed_mps(std::uint32_t dense) const;
 
