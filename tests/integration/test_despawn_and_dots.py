@@ -20,6 +20,7 @@ from bustle_client import (
     RejectReason,
     RepresentationBudgets,
     RepresentationHint,
+    Session,
     SimTier,
 )
 
@@ -206,3 +207,29 @@ def test_set_observers_views_must_match_points_and_feed_effective_distance(start
             d_eff = city.op.entity(target).effective_distance_m
             # the pedestrian walks (< 0.3 m per step at stride 2), which may shift d by that much x 1.5
             assert abs(d_eff - expected) < 0.6, (dx, dy, z, heading, d_eff, expected)
+
+
+def test_a_late_joiner_receives_the_entities_already_fading(start_server):
+    """server.fbs: a baseline lists every received entity already fading. A
+    client that subscribes while entities fade mirrors the same entities,
+    with the same retiring set, as a client that saw the fades begin. (The
+    fading ones were left out: a fading entity may not improve its hint, and
+    a new client's hints start at None.)"""
+    with populated_city(start_server, "fade-late") as city:
+        first = city.mirror.pedestrians()[0]
+        at = city.op.entity(first.id)
+        put_observers(city, [(at.x_m, at.y_m)])
+        near = [p for p in city.mirror.pedestrians() if city.op.entity(p.id).tier == SimTier.Full][:4]
+        assert near, "no Full pedestrian near the observer"
+        results = city.apply_all([
+            ("DespawnEntity", dict(index=p.id.index, generation=p.id.generation)) for p in near])
+        assert all(r.accepted for r in results), results
+        assert {p.id for p in near} <= city.mirror.retiring, "the fades did not begin"
+        with Session.connect("127.0.0.1", city.srv.port, timeout=5.0) as late:
+            late.hello("fade-late-joiner", role="viewer")
+            late.subscribe()
+            mirror = late.mirror(strict=True)
+            mirror.apply(late.next_delta(timeout=5.0))
+            assert mirror.step == city.mirror.step
+            assert mirror.retiring == city.mirror.retiring
+            assert set(mirror) == set(city.mirror)

@@ -266,14 +266,17 @@ void StreamTracker::rank(const PublishedFrame& frame, const StreamContext& ctx) 
   // unassigned candidates take `level`. Holding this level or a better one
   // scales the key by kHintKeepFactor. Ties break by entity index.
   // A fading (retiring) entity never improves its hint: it keeps what it has
-  // or drops, so a client does not swap representations during a fade.
+  // or drops, so a client does not swap representations during a fade. A
+  // baseline is the exception: it lists what the client receives, fading
+  // entities included (server.fbs), so a late joiner or a client after a
+  // Restore mirrors what a client that saw the fade begin does.
   const auto assign = [&](std::uint8_t level, std::uint32_t budget, auto eligible) {
     pool_.clear();
     for (std::uint32_t k = 0; k < cand_.size(); ++k) {
       Candidate& c = cand_[k];
       const PublishedEntity& e = frame.entities[c.pos];
       if (c.hint != kNone || !eligible(e)) continue;
-      if (e.retiring && better(level, c.current)) continue;
+      if (e.retiring && !baseline_pending_ && better(level, c.current)) continue;
       c.key = c.distance * (c.current <= level ? kHintKeepFactor : 1.0);
       pool_.push_back(k);
     }
