@@ -278,3 +278,32 @@ def test_slow_client_gets_coalesced_deltas(server):
             gaps += mirror.step > prev + 1
         assert gaps, f"{deltas_read} deltas from step {start_step}, none coalesced"
         assert len(mirror) == population
+
+
+def test_a_manual_step_of_n_ends_in_a_delta_at_its_last_step(start_server):
+    """Step(n) under a manual clock: the subscriber's deltas go strictly up and
+    end exactly at the step the command left the world in, never beyond it;
+    the steps in between may be coalesced (at most n deltas, at least one),
+    as for any client that did not see every step (docs/protocol.md,
+    streaming). Another Step(1) is then exactly one more delta."""
+    srv = start_server(*DEFAULT_CITY_ARGS)
+    with srv.connect() as op, srv.connect() as v:
+        op.hello("it-step-n-op", role="operator")
+        v.hello("it-step-n-viewer")
+        op.step(5)
+        v.subscribe()
+        mirror = v.mirror(strict=True)
+        mirror.apply(v.next_delta(timeout=5.0))
+        for n in (1, 7, 40, 1):
+            start = mirror.step
+            target = op.step(n, timeout=5.0).applied_step
+            assert target == start + n
+            steps = []
+            while mirror.step != target:
+                d = v.next_delta(timeout=5.0)
+                assert d.step > mirror.step, (steps, d.step)
+                assert d.step <= target, (steps, d.step, target)
+                mirror.apply(d)
+                steps.append(d.step)
+            assert 1 <= len(steps) <= n and steps[-1] == target, (n, steps)
+            assert mirror.digest == op.stats().digest
