@@ -410,6 +410,40 @@ TEST_CASE("a handoff the target cannot take returns to its source") {
   CHECK(at_work <= 1);  // the others returned to their source zone
 }
 
+TEST_CASE("a handoff into a zone whose every lane is closed returns until a lane opens") {
+  // move_resident used to fall back to a random lane of the target zone, so
+  // the member appeared on a closed lane.
+  Scenario s = two_zones();
+  s.population.start_hour = 11.9;
+  auto w = make(s);
+  for (int k = 0; k < 40; ++k) w->step();
+  REQUIRE(apply_one(*w, SetLaneClosed{"work", UINT32_MAX, true}).status == CommandStatus::Accepted);
+  const LaneIndex work = *w->lanes().find("work");
+  REQUIRE(apply_one(*w, SetHour{12.5}).status == CommandStatus::Accepted);
+  std::uint32_t returned = 0;
+  for (int k = 0; k < 60; ++k) {
+    w->step();
+    returned += w->population().zones()[1].handoffs_returned;
+    CHECK(w->population().zones()[1].handoffs_accepted == 0);
+    for (std::uint32_t i = 0; i < w->pedestrians().size(); ++i)
+      REQUIRE(w->pedestrians().lane[i] != work);
+    REQUIRE(w->check_invariants().empty());
+  }
+  CHECK(returned > 0);
+  CHECK(w->population().zones()[1].active == 0);
+  // Opened: the handoffs offered from then on are taken.
+  REQUIRE(apply_one(*w, SetLaneClosed{"work", UINT32_MAX, false}).status ==
+          CommandStatus::Accepted);
+  std::uint32_t accepted = 0;
+  for (int k = 0; k < 200; ++k) {
+    w->step();
+    accepted += w->population().zones()[1].handoffs_accepted;
+    REQUIRE(w->check_invariants().empty());
+  }
+  CHECK(accepted > 0);
+  CHECK(w->population().zones()[1].active == 12);
+}
+
 TEST_CASE("describe reports every axis of a resident, dormant or active") {
   Scenario s = two_zones();
   s.communities[0].schedule[0].density = 0.5;

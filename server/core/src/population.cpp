@@ -283,7 +283,10 @@ bool PopulationSystem::in_handoff(std::uint32_t resident) const {
 void PopulationSystem::resolve_handoffs(const std::vector<std::int64_t>& desired_zone,
                                         std::vector<std::uint32_t>& moved) {
   // Second phase of the handoffs offered last interval: the target accepts if
-  // it still wants the member and has room; otherwise the member stays home.
+  // it still wants the member, has room and an open lane to place it on;
+  // otherwise the member stays home. (A zone whose every lane is closed
+  // takes nobody in, as its growth waits: World::move_resident would have
+  // had only a closed lane to put the member on.)
   for (const ZoneHandoff& h : handoffs_) {
     const std::uint32_t i = h.resident;
     std::uint32_t active_to = 0;
@@ -291,8 +294,9 @@ void PopulationSystem::resolve_handoffs(const std::vector<std::int64_t>& desired
       active_to += active_cz_[c * zones_.size() + h.to];
     const bool still_wanted =
         desired_zone[residents_.community[i]] == static_cast<std::int64_t>(h.to);
+    const bool target_closed = h.to < zone_closed_.size() && zone_closed_[h.to] != 0;
     if (residents_.active[i] == ResidentStore::kActive && residents_.zone[i] == h.from &&
-        still_wanted && active_to < scenario_->zones[h.to].capacity) {
+        still_wanted && active_to < scenario_->zones[h.to].capacity && !target_closed) {
       move_zone(i, h.to);
       release_work_point(i);
       residents_.work_point[i] = ResidentStore::kNone;

@@ -238,7 +238,8 @@ class PopulationSystem {
   void set_zone_lanes(std::vector<std::vector<LaneIndex>> lanes) { zone_lanes_ = std::move(lanes); }
   // Per zone, 1 while every lane of it is closed (empty: none). Set by the
   // World from its closed lanes before each lifecycle(): growth of such a
-  // zone is deferred (counted in deferred_by_quota), never placed on a
+  // zone is deferred (counted in deferred_by_quota) and a handoff into it
+  // returns to its source (handoffs_returned), so nobody is placed on a
   // closed lane. Derived from the closed lanes, so neither digested nor saved.
   void set_zones_closed(std::span<const std::uint8_t> closed) {
     zone_closed_.assign(closed.begin(), closed.end());
