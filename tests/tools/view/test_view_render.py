@@ -217,3 +217,46 @@ def test_elevated_lane_and_retiring_agent(tmp_path):
     assert near(img, solid["px"], solid["py"], TIER["Full"])
     assert not near(img, fading["px"], fading["py"], TIER["Full"])
     assert near(img, fading["px"], fading["py"], blend(TIER["Full"], 0.45, ROAD), tol=4)
+
+
+def test_axes_in_metres_a_scale_bar_and_the_observers(tmp_path):
+    """Axes labelled in metres, a round scale bar, and each observer drawn as
+    a cross with a dashed circle of its interest radius (when known), where
+    the picture says it is."""
+    geometry = {
+        "scenario_id": "made.up", "scenario_name": "", "step_us": 100000,
+        "lanes": [{"index": 0, "id": "walk", "kind": "Sidewalk", "points": [[0, 0], [200, 0]],
+                   "elevation": 0.0, "length": 200.0}],
+        "zones": [], "signals": [], "garages": [], "chains": [], "bounds": [0, -60, 200, 60],
+    }
+    frame = {"step": 3, "sim_time_us": 300000, "digest": None, "tiers": {}, "kinds": {},
+             "signals": {}, "dots": {}, "dots_total": 0, "interest_truncated": 0, "entities": [],
+             "observers": [[50.0, 20.0, 30.0], [150.0, -20.0, None]]}
+    png, svg = tmp_path / "obs.png", tmp_path / "obs.svg"
+    placed = render(geometry, frame, [png, svg])
+    text = svg.read_text()
+    assert "x (m)" in text and "y (m)" in text
+    assert placed["scale_bar_m"] == 20.0  # 1, 2 or 5 x 10^k, at most a fifth of 200 + 2 x 12 m
+    assert f"{placed['scale_bar_m']:g} m" in text
+    img = load_png(png)
+    assert [o["radius_m"] for o in placed["observers"]] == [30.0, None]
+    for o in placed["observers"]:
+        assert near(img, o["px"], o["py"], "#111111", tol=8), o
+    # The interest circle passes 30 m left of the first observer, not around the second.
+    first, second = placed["observers"]
+    metres_per_px = (second["x"] - first["x"]) / (second["px"] - first["px"])
+    r_px = 30.0 / metres_per_px
+    assert near(img, first["px"] - r_px, first["py"], "#111111", radius=3, tol=60)
+    assert not near(img, second["px"] - r_px, second["py"], "#111111", radius=3, tol=60)
+
+
+def test_a_live_picture_draws_the_client_observer_or_the_citys(server, tmp_path):
+    meta = tmp_path / "o.json"
+    r = run_view("--port", server.port, "--step", 5, "--observer", "25,25,80",
+                 "-o", tmp_path / "o.png", "--meta", meta)
+    assert r.returncode == 0, r.stderr
+    assert load_meta(meta)["frame"]["observers"] == [[25.0, 25.0, 80.0]]
+    r = run_view("--port", server.port, "--step", 5, "-o", tmp_path / "c.png", "--meta", meta)
+    assert r.returncode == 0, r.stderr
+    city = load_meta(meta)["frame"]["observers"]
+    assert city and all(radius is None for _x, _y, radius in city), city

@@ -5,9 +5,12 @@ an elevated lane gets a dark casing and its height written beside it),
 zones (the hull of their lanes), signals coloured by phase, garages,
 entities coloured by simulation tier, representation hint or control policy
 (pedestrians as discs, vehicles as squares; fading ones half transparent),
-and distant crowd dots spread along their lane chains; a legend and a title
-(scenario, step, counts). It returns where every entity landed in the
-picture (pixel coordinates of the PNG), which the tests use.
+and distant crowd dots spread along their lane chains; the observers
+(``frame["observers"]``: a cross each, and a dashed circle of its interest
+radius when it has one, so a picture shows why an entity is only a dot);
+axes in metres with a scale bar; a legend and a title (scenario, step,
+counts). It returns where every entity and observer landed in the picture
+(pixel coordinates of the PNG), which the tests use.
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ matplotlib.use("Agg")
 matplotlib.rcParams["svg.fonttype"] = "none"  # SVG text stays text (searchable, small)
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
-from matplotlib.patches import Patch, Polygon  # noqa: E402
+from matplotlib.patches import Circle, Patch, Polygon  # noqa: E402
+from mpl_toolkits.axes_grid1.anchored_artists import AnchoredSizeBar  # noqa: E402
 
 from .scene import chain_polyline, entity_dicts, spread_along  # noqa: E402
 
@@ -44,6 +48,15 @@ GARAGE_COLOR = "#1f1f7a"
 COLOR_BY = {"tier": ("tier", TIER_COLORS), "hint": ("hint", HINT_COLORS),
             "policy": ("policy", POLICY_COLORS)}
 MAX_DOTS_PER_CHAIN = 400
+OBSERVER_COLOR = "#111111"
+
+
+def scale_bar_m(extent_m: float) -> float:
+    """A round length for the scale bar: 1, 2 or 5 times a power of ten, at
+    most a fifth of the drawn extent."""
+    target = max(extent_m / 5.0, 1e-3)
+    power = 10.0 ** math.floor(math.log10(target))
+    return max(m * power for m in (1.0, 2.0, 5.0) if m * power <= target)
 
 
 def page_style() -> dict:
@@ -75,14 +88,20 @@ def render(geometry: dict, frame: dict, outputs, color_by: str = "tier",
     field, colors = COLOR_BY[color_by]
     w, h = size
     fig = plt.figure(figsize=(w / dpi, h / dpi), dpi=dpi)
-    ax = fig.add_axes([0.03, 0.04, 0.70, 0.82])
+    ax = fig.add_axes([0.055, 0.075, 0.675, 0.785])  # room for the axis labels
     ax.set_aspect("equal", adjustable="datalim")
     ax.set_facecolor("#f7f7f2")
     ax.tick_params(labelsize=7)
+    ax.set_xlabel("x (m)", fontsize=7, labelpad=1)
+    ax.set_ylabel("y (m)", fontsize=7, labelpad=1)
     x0, y0, x1, y1 = geometry["bounds"]
     pad = max(8.0, 0.06 * max(x1 - x0, y1 - y0))
     ax.set_xlim(x0 - pad, x1 + pad)
     ax.set_ylim(y0 - pad, y1 + pad)
+    bar_m = scale_bar_m(x1 - x0 + 2 * pad)
+    ax.add_artist(AnchoredSizeBar(ax.transData, bar_m, f"{bar_m:g} m", "lower right", pad=0.4,
+                                  color="#202020", frameon=False, size_vertical=0,
+                                  fontproperties={"size": 7}))
 
     lanes = geometry["lanes"]
     legend = []
@@ -181,6 +200,17 @@ def render(geometry: dict, frame: dict, outputs, color_by: str = "tier",
                 used[e[field]] = c
             ax.scatter([e["x"] for e in sub], [e["y"] for e in sub], s=area, c=cs, marker=marker,
                        linewidths=0, alpha=0.45 if retiring else 1.0, zorder=8)
+    # Observers over everything: a cross, and the interest radius if known.
+    observers = frame.get("observers") or []
+    for x, y, radius in observers:
+        ax.scatter([x], [y], s=90, marker="P", c=OBSERVER_COLOR, linewidths=0, zorder=10)
+        if radius:
+            ax.add_patch(Circle((x, y), radius, fill=False, edgecolor=OBSERVER_COLOR,
+                                linestyle=(0, (4, 3)), linewidth=1.0, zorder=10))
+    if observers:
+        legend.append(Line2D([], [], marker="P", linestyle="", markersize=8, color=OBSERVER_COLOR,
+                             label="observer (circle: interest)"
+                             if any(r for _x, _y, r in observers) else "observer"))
     for name, c in colors.items():
         if name in used:
             legend.append(Line2D([], [], marker="o", linestyle="", markersize=7, color=c,
@@ -201,6 +231,11 @@ def render(geometry: dict, frame: dict, outputs, color_by: str = "tier",
         px, py = ax.transData.transform((e["x"], e["y"]))
         placed.append({**e, "px": float(px), "py": float(h - py),
                        "color": colors.get(e[field], "#000000")})
+    observers_placed = []
+    for x, y, radius in observers:
+        px, py = ax.transData.transform((x, y))
+        observers_placed.append({"x": x, "y": y, "radius_m": radius, "px": float(px),
+                                 "py": float(h - py)})
     signals = []
     for sg in geometry["signals"]:
         px, py = ax.transData.transform((sg["x"], sg["y"]))
@@ -215,4 +250,5 @@ def render(geometry: dict, frame: dict, outputs, color_by: str = "tier",
             raise ValueError(f"{out}: expected a .png or .svg file name")
         fig.savefig(out, format=fmt, dpi=dpi)
     plt.close(fig)
-    return {"size": [w, h], "color_by": color_by, "entities": placed, "signals": signals}
+    return {"size": [w, h], "color_by": color_by, "entities": placed, "signals": signals,
+            "observers": observers_placed, "scale_bar_m": bar_m}

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Optional
 
-from bustle_client import BustleTimeout, Observer, RepresentationBudgets, Session
+from bustle_client import BustleError, BustleTimeout, Observer, RepresentationBudgets, Session
 
 from .scene import (find_shipped_scenario, frame_from_mirror, geometry_from_welcome,
                     load_scenario, scenario_from_recording)
@@ -140,6 +140,10 @@ class Source:
         self.geometry = geometry_from_welcome(self.welcome, scenario)
         self.session.subscribe(observers=observers or None, budgets=budgets)
         self.mirror = self.session.mirror(strict=True)
+        # What a picture draws as observers: this client's own, with their
+        # interest radius; without them the whole city is received, and
+        # the city's observers (which the tiers follow) are asked for.
+        self.client_observers = [[o.x_m, o.y_m, o.radius_m] for o in (observers or [])]
 
     @property
     def bytes_received(self) -> int:
@@ -167,8 +171,21 @@ class Source:
             raise ViewError(f"no delta within {timeout:g} s {at} (is the server paused?)") from None
         return self
 
+    def observers(self) -> list:
+        """[x, y, interest radius or None] of each observer to draw: this
+        client's, else the city's (QueryPopulation; none if not answered)."""
+        if self.client_observers:
+            return self.client_observers
+        try:
+            pop = self.session.population(timeout=self.timeout)
+        except BustleError:
+            return []
+        return [[x, y, None] for x, y in zip(pop.observers_x_m or [], pop.observers_y_m or [])]
+
     def frame(self) -> dict:
-        return frame_from_mirror(self.mirror)
+        frame = frame_from_mirror(self.mirror)
+        frame["observers"] = self.observers()
+        return frame
 
     def close(self):
         try:
