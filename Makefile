@@ -18,7 +18,7 @@ FUZZ_SECONDS ?= 300
 SOAK_SECONDS ?= 3600
 SOAK_SCENARIOS ?= default-city
 
-.PHONY: all deps configure build test check-all run bench bench-fanout-1m clean format fuzz-build fuzz fuzz-replay soak image image-test container-deps schema-doc
+.PHONY: all deps configure build test check-all wheel run bench bench-fanout-1m clean format fuzz-build fuzz fuzz-replay soak image image-test container-deps schema-doc
 
 all: build
 
@@ -40,6 +40,12 @@ test: build
 # 60 s soak, ...) and the sanitized replay of every fuzz input (a Clang build).
 check-all: test fuzz-replay
 	@ctest --preset $(PRESET) --label-regex slow -j $(TEST_JOBS)
+
+# The Python client as a wheel and an sdist in $(BUILD_DIR)/dist, both with
+# the generated wire modules inside: `pip install FILE` needs no flatc, no
+# schemas and no compiler (docs/python-client.md).
+wheel: deps
+	@clients/python/make-dist.sh $(BUILD_DIR)/dist
 
 # The fuzz preset (clang, ASan + UBSan + libFuzzer) builds only the fuzz
 # targets and the libraries they link, in build/fuzz.

@@ -6,6 +6,10 @@ the wheel carries ``bustle/wire`` generated from exactly the schemas of this
 checkout. An editable install (``pip install -e``) generates them into
 ``build/wire-python`` here (ignored by git), where ``bustle_client._wire``
 finds them. Metadata is in pyproject.toml.
+
+An sdist (``make wheel``, make-dist.sh) carries the generated modules
+in ``generated/``: built from it, ``build_py`` copies them and needs neither
+flatc nor the schemas, so the sdist and the wheel install with no compiler.
 """
 
 import os
@@ -15,6 +19,7 @@ from pathlib import Path
 
 from setuptools import setup
 from setuptools.command.build_py import build_py as _build_py
+from setuptools.command.sdist import sdist as _sdist
 
 HERE = Path(__file__).resolve().parent
 SCHEMAS = ("common.fbs", "client.fbs", "server.fbs")
@@ -29,7 +34,15 @@ def schema_dir() -> Path:
     return d
 
 
+#: In an sdist only: the wire modules generated when the sdist was made.
+PREGENERATED = HERE / "generated"
+
+
 def generate(out: Path) -> None:
+    if (PREGENERATED / "bustle" / "wire" / "Delta.py").is_file():
+        shutil.rmtree(out / "bustle", ignore_errors=True)
+        shutil.copytree(PREGENERATED / "bustle", out / "bustle")
+        return
     flatc = os.environ.get("FLATC") or shutil.which("flatc")
     if not flatc:
         raise SystemExit("bustle-client: flatc not found (Debian: apt-get install flatbuffers-compiler, "
@@ -64,4 +77,13 @@ class build_py(_build_py):
         return outputs + [str(p) for p in wire.rglob("*") if p.suffix in (".py", ".json")] if wire.is_dir() else outputs
 
 
-setup(cmdclass={"build_py": build_py})
+class sdist(_sdist):
+    """The sdist carries the generated wire modules in generated/, so it
+    builds without flatc or the schemas (see generate())."""
+
+    def make_release_tree(self, base_dir, files):
+        super().make_release_tree(base_dir, files)
+        generate(Path(base_dir) / "generated")
+
+
+setup(cmdclass={"build_py": build_py, "sdist": sdist})
