@@ -109,6 +109,45 @@ TEST_CASE("largeblock at work hours: every slot holder walks to its slot and sta
   CHECK(e.at_work_anchor);
 }
 
+TEST_CASE("those waiting for a slot line up before the first slot and stand there") {
+  // They kept walking the block (issue 30, item 9); now they gather in a line
+  // before slot 0, 1.5 m apart, the first in line nearest.
+  Scenario s = load("largeblock.city.json");
+  s.work_points[0].slots = 4;  // the market's 24 vendors: 4 hold a slot, 20 wait
+  auto w = make(s);
+  REQUIRE(apply_one(*w, SetHour{8.5}).status == CommandStatus::Accepted);
+  const ResidentStore& rs = w->population().residents();
+  const PedestrianStore& p = w->pedestrians();
+  const LaneIndex anchor_lane = *w->lanes().find("market.loop");
+  const auto in_line = [&] {
+    const std::vector<std::uint32_t>& waiting = w->population().work_points()[0].waiting;
+    std::uint32_t placed = 0;
+    for (std::size_t k = 0; k < waiting.size(); ++k) {
+      const std::uint32_t row = p.dense_of[rs.id[waiting[k]].index];
+      if (row == PedestrianStore::kNoSlot) continue;
+      const double place = std::max(0.0, 30.0 - 1.5 * static_cast<double>(k + 1));
+      placed += p.lane[row] == anchor_lane && p.s_m[row] == place;
+    }
+    return placed;
+  };
+  int steps = 0;
+  while (steps < 3000 && !(in_line() == 20 && count_arrivals(*w).arrived == 52)) {
+    w->step();
+    ++steps;
+  }
+  REQUIRE(w->population().work_points()[0].waiting.size() == 20);
+  CHECK(in_line() == 20);
+  CHECK(count_arrivals(*w).arrived == 52);  // 4 + the other two points' 24 each
+  REQUIRE(w->check_invariants().empty());
+  // Waiting is not holding: QueryEntity does not say they are at their slot.
+  CHECK_FALSE(w->describe(rs.id[w->population().work_points()[0].waiting[0]]).at_work_anchor);
+  // They stand while they wait.
+  const std::vector<double> before = p.s_m;
+  for (int k = 0; k < 50; ++k) w->step();
+  CHECK(in_line() == 20);
+  CHECK(p.s_m == before);
+}
+
 TEST_CASE("releasing the slot lets the resident walk on") {
   const Scenario s = load("largeblock.city.json");
   auto w = make(s);

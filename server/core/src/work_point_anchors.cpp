@@ -7,7 +7,10 @@
 // on the anchor lane it stops at its slot and stands there while its
 // schedule keeps the slot. Releasing the slot (the schedule moves on, the
 // resident goes dormant or leaves) lets it walk on. Residents waiting in a
-// work-point's FIFO keep walking as before.
+// work-point's FIFO gather the same way in a line before the first slot
+// (place k of the line at s_m - (k + 1) x slot_spacing_m, not before the
+// lane's start) and move up as the line does; given a slot, they walk on
+// to it.
 //
 // No new state: "at its anchor" is (lane, s_m) of the resident's row equal
 // to its slot's place, and the slot, lane and distance are digested and
@@ -75,12 +78,24 @@ bool World::row_anchor(std::uint32_t row, RowAnchor& out) const {
   if (r == ResidentStore::kNone) return false;
   const ResidentStore& rs = population_.residents();
   const auto ri = static_cast<std::size_t>(r);
-  if (rs.work_slot[ri] == ResidentStore::kNone) return false;
+  if (rs.work_point[ri] == ResidentStore::kNone) return false;
   const auto w = static_cast<std::size_t>(rs.work_point[ri]);
   if (anchor_lane_[w] == kAnyLane) return false;
+  const WorkPointSpec& wp = scenario_.work_points[w];
   out.lane = anchor_lane_[w];
-  out.s_m = scenario_.work_points[w].slot_s_m(static_cast<std::uint32_t>(rs.work_slot[ri]));
   out.next_hop = anchor_next_hop_[w].data();
+  if (rs.work_slot[ri] != ResidentStore::kNone) {
+    out.s_m = wp.slot_s_m(static_cast<std::uint32_t>(rs.work_slot[ri]));
+    return true;
+  }
+  // Waiting in the work-point's FIFO: in line before the first slot, one
+  // spacing apart, the first in line nearest, so a waiter given a slot
+  // walks forward to it (at the lane's start when the line is longer).
+  const std::vector<std::uint32_t>& waiting = population_.work_points()[w].waiting;
+  const auto it = std::find(waiting.begin(), waiting.end(), static_cast<std::uint32_t>(ri));
+  if (it == waiting.end()) return false;
+  const auto place = static_cast<double>(it - waiting.begin() + 1);
+  out.s_m = std::max(0.0, wp.anchor.s_m - place * wp.anchor.slot_spacing_m);
   return true;
 }
 

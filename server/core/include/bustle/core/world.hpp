@@ -478,7 +478,8 @@ class World {
     double s_m = 0.0;
     const LaneIndex* next_hop = nullptr;  // per lane
   };
-  // The anchored slot pedestrian row `row` holds, if any (phase 6).
+  // Where pedestrian row `row` heads on a work-point anchor lane, if anywhere
+  // (phase 6): its slot, or its place in the line of those waiting for one.
   bool row_anchor(std::uint32_t row, RowAnchor& out) const;
   std::vector<LaneIndex> anchor_lane_;
   std::vector<std::vector<LaneIndex>> anchor_next_hop_;
