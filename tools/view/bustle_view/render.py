@@ -200,13 +200,14 @@ def render(geometry: dict, frame: dict, outputs, color_by: str = "tier",
                 used[e[field]] = c
             ax.scatter([e["x"] for e in sub], [e["y"] for e in sub], s=area, c=cs, marker=marker,
                        linewidths=0, alpha=0.45 if retiring else 1.0, zorder=8)
-    # Observers over everything: a cross, and the interest radius if known.
+    # Observers under the agents (an observer that follows an entity must not
+    # hide it): a cross, and the interest radius if known.
     observers = frame.get("observers") or []
     for x, y, radius in observers:
-        ax.scatter([x], [y], s=90, marker="P", c=OBSERVER_COLOR, linewidths=0, zorder=10)
+        ax.scatter([x], [y], s=90, marker="P", c=OBSERVER_COLOR, linewidths=0, zorder=7.5)
         if radius:
             ax.add_patch(Circle((x, y), radius, fill=False, edgecolor=OBSERVER_COLOR,
-                                linestyle=(0, (4, 3)), linewidth=1.0, zorder=10))
+                                linestyle=(0, (4, 3)), linewidth=1.0, zorder=7.5))
     if observers:
         legend.append(Line2D([], [], marker="P", linestyle="", markersize=8, color=OBSERVER_COLOR,
                              label="observer (circle: interest)"
