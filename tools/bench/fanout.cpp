@@ -58,6 +58,7 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -90,10 +91,31 @@ DistrictCity& district_city() {
   return city;
 }
 
+// A file of this run in --dir, named by the bench's process id (as the
+// snapshot bench names its file), so two benches sharing a folder never
+// overwrite each other's city, snapshot store or server log.
+std::string run_file(const FanoutOptions& o, const char* name) {
+  return o.dir + "/bustle-fanout-" + std::to_string(::getpid()) + "-" + name;
+}
+
+// Removes this run's files when the bench ends: the city and the snapshot
+// store always, the server log only when the server wrote nothing to it.
+struct RunFiles {
+  const FanoutOptions& o;
+  ~RunFiles() {
+    std::error_code ec;
+    for (const char* name : {"city.json", "snapshots.db", "snapshots.db-wal", "snapshots.db-shm"})
+      std::filesystem::remove(run_file(o, name), ec);
+    const std::string log = run_file(o, "server.log");
+    if (std::filesystem::exists(log, ec) && std::filesystem::file_size(log, ec) == 0)
+      std::filesystem::remove(log, ec);
+  }
+};
+
 // The city: the embedded default city with `agents` pedestrians, or the
 // generated district city (district mode).
 std::string write_city(const FanoutOptions& o) {
-  const std::string path = o.dir + "/bustle-fanout-city.json";
+  const std::string path = run_file(o, "city.json");
   if (district_mode(o)) {
     std::ofstream(path) << district_city().scenario_json;
     return path;
@@ -131,7 +153,7 @@ struct ServerProcess {
         "--max-clients-per-address",
         std::to_string(o.clients + 8),
         "--snapshot-db",
-        o.dir + "/bustle-fanout-snapshots.db",
+        run_file(o, "snapshots.db"),
         "--log-level",
         "warn",
         "--metrics-bind",
@@ -152,7 +174,7 @@ struct ServerProcess {
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, out[1], STDOUT_FILENO);
     posix_spawn_file_actions_addclose(&fa, out[0]);
-    const std::string log = o.dir + "/bustle-fanout-server.log";
+    const std::string log = run_file(o, "server.log");
     posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_APPEND,
                                      0644);
     std::vector<char*> argv;
@@ -813,6 +835,7 @@ int run_fanout(const FanoutOptions& given) {
     return 2;
   }
   signal(SIGPIPE, SIG_IGN);
+  const RunFiles files{o};
   if (district_mode(o)) {
     if (o.district_share == 0)
       o.district_share = std::max<std::uint32_t>(1, o.district_pedestrians / 50);
