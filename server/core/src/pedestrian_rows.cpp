@@ -108,15 +108,13 @@ double World::pedestrian_speed_mps(std::uint32_t dense) const {
   const LaneIndex lane = pedestrians_.lane[dense];
   const double s_m = pedestrians_.s_m[dense];
   const Lane& L = lanes_.lane(lane);
-  if (!lane_waiters_.empty() && s_m == L.length_m) {  // waiting at a closed lane's end?
-    const EntityId id = pedestrians_.id[dense];
-    const auto it = std::lower_bound(lane_waiters_.begin(), lane_waiters_.end(), id,
-                                     [](const LaneWaiter& w, EntityId x) { return w.id < x; });
-    if (it != lane_waiters_.end() && it->id == id) return 0.0;
-  }
-  if (has_anchors_ &&
+  if (!lane_waiters_.empty() && s_m == L.length_m && is_lane_waiter(pedestrians_.id[dense]))
+    return 0.0;
+  // Only a row on an anchor lane can stand at its slot or place in line, so
+  // other rows skip the resident look-up (the frame build asks every row).
+  if (has_anchors_ && lane_is_anchor_[lane] != 0 &&
       pedestrians_.origin[dense] == static_cast<std::uint8_t>(PedestrianOrigin::Resident)) {
-    RowAnchor anchor;  // standing at its work-point slot?
+    RowAnchor anchor;  // standing at its work-point slot or place in line?
     if (row_anchor(dense, anchor) && lane == anchor.lane && s_m == anchor.s_m) return 0.0;
   }
   return L.speed_mps_limit;

@@ -28,6 +28,7 @@ namespace bustle::core {
 void World::build_anchor_routes() {
   const std::uint32_t lane_count = lanes_.size();
   anchor_lane_.assign(scenario_.work_points.size(), kAnyLane);
+  lane_is_anchor_.assign(lane_count, 0);
   anchor_next_hop_.assign(scenario_.work_points.size(), {});
   // Predecessors over pedestrian links, for a breadth-first search backwards
   // from each anchor lane.
@@ -46,6 +47,7 @@ void World::build_anchor_routes() {
     if (!anchor) continue;
     has_anchors_ = true;
     anchor_lane_[w] = *anchor;
+    lane_is_anchor_[*anchor] = 1;
     // Lanes (hops) from each lane's end to the anchor lane's start.
     std::fill(hops.begin(), hops.end(), kFar);
     hops[*anchor] = 0;

@@ -27,7 +27,9 @@
 namespace bustle::core {
 namespace {
 
-std::vector<LaneWaiter>::iterator find_waiter(std::vector<LaneWaiter>& waiters, EntityId id) {
+// Where `id` is or would go in a waiter list sorted by id (const or not).
+template <class Waiters>
+auto find_waiter(Waiters& waiters, EntityId id) {
   return std::lower_bound(waiters.begin(), waiters.end(), id,
                           [](const LaneWaiter& w, EntityId x) { return w.id < x; });
 }
@@ -121,6 +123,11 @@ LaneIndex World::open_successor(std::uint32_t i, std::span<const LaneIndex> next
   // A second mix of the same seeded hash: still a pure function of the id
   // and its hop count, independent of the order rows are processed in.
   return kth_open(next, lane_closed_, mix64(h ^ 0x1A7E'C105'ED00'0001ull) % open);
+}
+
+bool World::is_lane_waiter(EntityId id) const {
+  const auto it = find_waiter(lane_waiters_, id);
+  return it != lane_waiters_.end() && it->id == id;
 }
 
 void World::drop_lane_waiter(EntityId id) {

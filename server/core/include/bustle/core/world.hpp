@@ -482,6 +482,7 @@ class World {
   // (phase 6): its slot, or its place in the line of those waiting for one.
   bool row_anchor(std::uint32_t row, RowAnchor& out) const;
   std::vector<LaneIndex> anchor_lane_;
+  std::vector<std::uint8_t> lane_is_anchor_;  // per lane: 1 when some work-point anchors on it
   std::vector<std::vector<LaneIndex>> anchor_next_hop_;
   bool has_anchors_ = false;
   // Lane closures: a lane of `pool` chosen with the world PRNG, skipping
@@ -495,7 +496,8 @@ class World {
                            bool& rerouted) const;
   // After phase 6: the parts' waits, departures and reroutes into lane_waiters_.
   void merge_lane_waits();
-  void drop_lane_waiter(EntityId id);  // no-op when not waiting
+  void drop_lane_waiter(EntityId id);      // no-op when not waiting
+  bool is_lane_waiter(EntityId id) const;  // waiting at a closed lane's end
   // Phase 9: background waiters past kLaneDeadEndWait_us request LaneDeadEnd.
   void request_lane_dead_ends();
   void request_despawn(EntityId id, DespawnReason reason);
