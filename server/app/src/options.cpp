@@ -394,15 +394,12 @@ exits at once with 128 + the signal number). SIGHUP is logged and ignored.
 namespace {
 
 // CLI11's complaint in the words the old parser used (tests and scripts
-// match them): "--seed: missing value", "--agones: takes no value".
+// match them): "--seed: missing value". A flag given a value ("--agones:
+// takes no value") is refused before CLI11 parses (args::flag_given_a_value).
 std::string worded(const CLI::ParseError& e) {
   const std::string what = e.what();
-  std::string name = what.substr(0, what.find_first_of(": "));
-  if (name.rfind("-", 0) != 0) name = "--" + name;  // a flag override names the flag bare
-  if (dynamic_cast<const CLI::ArgumentMismatch*>(&e) != nullptr) {
-    const bool valued = what.find("flag override") == std::string::npos;
-    return name + (valued ? ": missing value" : ": takes no value");
-  }
+  if (dynamic_cast<const CLI::ArgumentMismatch*>(&e) != nullptr)
+    return what.substr(0, what.find_first_of(": ")) + ": missing value";
   return what;  // ValidationError: "--port: expected ..., got '...'"
 }
 
@@ -453,7 +450,7 @@ ParseResult parse_options(const std::vector<std::string>& args, const EnvLookup&
     AppOptions& o = result.options;
     CLI::Option* op = s.takes_value ? app.add_option(s.flag)->check(args::storing(
                                           [&s, &o](const std::string& v) { return s.apply(o, v); }))
-                                    : app.add_flag(s.flag)->disable_flag_override();
+                                    : app.add_flag(s.flag);
     declared.emplace_back(&s, op);
   }
   // Like every flag: `--help=no` is an error, never a help page or a server.
