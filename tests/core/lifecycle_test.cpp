@@ -65,6 +65,27 @@ CommandResult apply_one(World& w, WorldCommand c) {
   return w.last_command_results()[0];
 }
 
+// The two-zone city (or a variant of it) just before noon, when the clerks'
+// schedule sends them to work: 40 steps in, every clerk active at home.
+std::unique_ptr<World> clerks_home_before_noon(Scenario s) {
+  s.population.start_hour = 11.9;
+  auto w = make(s);
+  for (int k = 0; k < 40; ++k) w->step();
+  return w;
+}
+
+// Steps n times, checking the invariants after each, and sums the work
+// zone's handoffs returned to their source.
+std::uint32_t step_counting_returned_handoffs(World& w, int n) {
+  std::uint32_t returned = 0;
+  for (int k = 0; k < n; ++k) {
+    w.step();
+    returned += w.population().zones()[1].handoffs_returned;
+    REQUIRE(w.check_invariants().empty());
+  }
+  return returned;
+}
+
 std::vector<SpawnState> states_of(const World& w, std::uint64_t handle) {
   std::vector<SpawnState> out;
   for (const SpawnEvent& e : w.spawn_events()) {
@@ -356,9 +377,7 @@ TEST_CASE("lifecycle batches never end partially committed") {
 TEST_CASE("active members hand off to their new zone with a budget, identity unchanged") {
   Scenario s = two_zones();
   s.population.migration_budget = 3;
-  s.population.start_hour = 11.9;
-  auto w = make(s);
-  for (int k = 0; k < 40; ++k) w->step();  // all 12 active at home
+  auto w = clerks_home_before_noon(s);
   REQUIRE(w->population().zones()[0].active == 12);
   std::set<EntityId> ids(w->population().residents().id.begin(),
                          w->population().residents().id.end());
@@ -391,17 +410,9 @@ TEST_CASE("active members hand off to their new zone with a budget, identity unc
 TEST_CASE("a handoff the target cannot take returns to its source") {
   Scenario s = two_zones();
   s.zones[1].capacity = 1;  // work zone has room for one
-  s.population.start_hour = 11.9;
-  auto w = make(s);
-  for (int k = 0; k < 40; ++k) w->step();
+  auto w = clerks_home_before_noon(s);
   REQUIRE(apply_one(*w, SetHour{12.5}).status == CommandStatus::Accepted);
-  std::uint32_t returned = 0;
-  for (int k = 0; k < 30; ++k) {
-    w->step();
-    returned += w->population().zones()[1].handoffs_returned;
-    REQUIRE(w->check_invariants().empty());
-  }
-  CHECK(returned > 0);
+  CHECK(step_counting_returned_handoffs(*w, 30) > 0);
   std::uint32_t at_work = 0;
   for (std::uint32_t i = 0; i < w->population().residents().size(); ++i) {
     at_work +=
@@ -413,21 +424,16 @@ TEST_CASE("a handoff the target cannot take returns to its source") {
 TEST_CASE("a handoff into a zone whose every lane is closed returns until a lane opens") {
   // move_resident used to fall back to a random lane of the target zone, so
   // the member appeared on a closed lane.
-  Scenario s = two_zones();
-  s.population.start_hour = 11.9;
-  auto w = make(s);
-  for (int k = 0; k < 40; ++k) w->step();
+  auto w = clerks_home_before_noon(two_zones());
   REQUIRE(apply_one(*w, SetLaneClosed{"work", UINT32_MAX, true}).status == CommandStatus::Accepted);
   const LaneIndex work = *w->lanes().find("work");
   REQUIRE(apply_one(*w, SetHour{12.5}).status == CommandStatus::Accepted);
   std::uint32_t returned = 0;
   for (int k = 0; k < 60; ++k) {
-    w->step();
-    returned += w->population().zones()[1].handoffs_returned;
+    returned += step_counting_returned_handoffs(*w, 1);
     CHECK(w->population().zones()[1].handoffs_accepted == 0);
     for (std::uint32_t i = 0; i < w->pedestrians().size(); ++i)
       REQUIRE(w->pedestrians().lane[i] != work);
-    REQUIRE(w->check_invariants().empty());
   }
   CHECK(returned > 0);
   CHECK(w->population().zones()[1].active == 0);
