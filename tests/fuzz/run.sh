@@ -52,22 +52,21 @@ for t in "${targets[@]}"; do
   work="$work_root/$t"
   mkdir -p "$work/corpus" "$work/artifacts"
   log="$work/last-run.log"
-  # Options: -max_total_time bounds the run; -print_final_stats gives the
-  # execution count; -timeout/-rss_limit_mb make a slow or huge input a finding.
+  # Options: -print_final_stats gives the execution count; -timeout and
+  # -rss_limit_mb make a slow or huge input a finding. A replay adds -runs=0
+  # (every input of the directories once, then stop); a campaign starts from
+  # its work corpus too and runs for -max_total_time.
+  options=(-print_final_stats=1 -timeout="${FUZZ_TIMEOUT_S:-25}"
+           -rss_limit_mb="${FUZZ_RSS_MB:-2048}" -artifact_prefix="$work/artifacts/")
   inputs=("tests/fuzz/corpus/$t")
   [[ -d "tests/fuzz/regressions/$t" ]] && inputs+=("tests/fuzz/regressions/$t")
   began=$SECONDS
   if [[ $replay -eq 1 ]]; then
-    # -runs=0: libFuzzer runs every input of the directories once, then stops.
-    "$bin" -runs=0 -print_final_stats=1 -timeout="${FUZZ_TIMEOUT_S:-25}" \
-      -rss_limit_mb="${FUZZ_RSS_MB:-2048}" -artifact_prefix="$work/artifacts/" \
-      "${inputs[@]}" >"$log" 2>&1
+    "$bin" -runs=0 "${options[@]}" "${inputs[@]}" >"$log" 2>&1
   else
     # shellcheck disable=SC2086
-    nice -n "${FUZZ_NICE:-0}" "$bin" "$work/corpus" "${inputs[@]}" \
-      -max_total_time="$seconds" -print_final_stats=1 \
-      -timeout="${FUZZ_TIMEOUT_S:-25}" -rss_limit_mb="${FUZZ_RSS_MB:-2048}" \
-      -artifact_prefix="$work/artifacts/" ${FUZZ_ARGS:-} >"$log" 2>&1
+    nice -n "${FUZZ_NICE:-0}" "$bin" "$work/corpus" "${inputs[@]}" -max_total_time="$seconds" \
+      "${options[@]}" ${FUZZ_ARGS:-} >"$log" 2>&1
   fi
   rc=$?
   took=$((SECONDS - began))
