@@ -285,6 +285,7 @@ void check_same_columns(const bustle::core::WorldCheckpoint& a,
   CHECK(p.hops == q.hops);
   CHECK(p.resident == q.resident);
   CHECK(p.sim_tier == q.sim_tier);
+  CHECK(p.catch_up_steps == q.catch_up_steps);
   CHECK(p.priority == q.priority);
   CHECK(p.origin == q.origin);
   CHECK(p.route == q.route);

@@ -62,6 +62,7 @@ std::string first_difference(const WorldCheckpoint& a, const WorldCheckpoint& b)
       {"pedestrians.hops", p.hops == q.hops},
       {"pedestrians.resident", p.resident == q.resident},
       {"pedestrians.sim_tier", p.sim_tier == q.sim_tier},
+      {"pedestrians.catch_up_steps", p.catch_up_steps == q.catch_up_steps},
       {"pedestrians.priority", p.priority == q.priority},
       {"pedestrians.origin", p.origin == q.origin},
       {"pedestrians.route", p.route == q.route},

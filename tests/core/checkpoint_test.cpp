@@ -117,6 +117,21 @@ TEST_CASE("restore validates and names the failing field and builds nothing on f
     cp.pedestrians.hops.pop_back();
     expect(cp, "pedestrians", "column lengths differ");
   }
+  SECTION("a catch-up out of range, or one that puts a row ahead of the step") {
+    WorldCheckpoint cp = good;
+    cp.pedestrians.catch_up_steps[0] = kMaxCatchUpSteps + 1;
+    expect(cp, "pedestrians[0].catch_up_steps", "8 is outside [-7, 7]");
+    // A row steps_since_due after its last due step cannot stand further back.
+    cp = good;
+    std::size_t i = 0;
+    auto since = [&](std::size_t row) {
+      return static_cast<int>(steps_since_due(cp.step_index, id_phase(cp.pedestrians.id[row]),
+                                              cp.pedestrians.sim_tier[row]));
+    };
+    while (since(i) >= kMaxCatchUpSteps) ++i;
+    cp.pedestrians.catch_up_steps[i] = static_cast<std::int8_t>(-since(i) - 1);
+    expect(cp, "pedestrians[" + std::to_string(i) + "].catch_up_steps", "ahead of the step");
+  }
   SECTION("a value altered within range is caught by the digest") {
     WorldCheckpoint cp = good;
     cp.pedestrians.s_m[0] = cp.pedestrians.s_m[0] * 0.5;

@@ -36,6 +36,31 @@ CommandEnvelope env(std::uint32_t request, WorldCommand c) {
   return CommandEnvelope{CommandOrigin{1, request}, c};
 }
 
+// A loop of two lanes with corners and different speeds (a: 5 m at 1.5 m/s,
+// b: 5 m at 1.0 m/s, each the other's only successor).
+Scenario two_lane_loop(const char* id, std::uint32_t peds) {
+  Scenario s;
+  s.id = id;
+  s.lanes = {
+      {"a", LaneKind::Sidewalk, {{0, 0}, {3, 0}, {3, 2}}, 1.5, {"b"}},
+      {"b", LaneKind::Sidewalk, {{3, 2}, {0, 2}, {0, 0}}, 1.0, {"a"}},
+  };
+  s.pedestrians.count = peds;
+  return s;
+}
+
+// Travel time along two_lane_loop of pedestrian row `i` from lane a's start,
+// from its lane, distance and hops.
+double time_on_loop(const World& w, std::uint32_t i) {
+  const double len_a = 5.0, len_b = 5.0, v_a = 1.5, v_b = 1.0;
+  const LaneIndex lane = w.pedestrians().lane[i];
+  const std::uint32_t hops = w.pedestrians().hops[i];
+  // Each full loop is len_a / v_a + len_b / v_b seconds; hops count lane entries.
+  double t = (hops / 2) * (len_a / v_a + len_b / v_b);
+  if (hops % 2 == 1) t += lane == 1 ? len_a / v_a : len_b / v_b;
+  return t + w.pedestrians().s_m[i] / (lane == 0 ? v_a : v_b);
+}
+
 }  // namespace
 
 TEST_CASE("same scenario and seed give the same digest at every step and another seed differs") {
@@ -260,16 +285,10 @@ TEST_CASE("an invalid scenario creates no world and reports every error") {
 }
 
 TEST_CASE("progress over time is the same in every tier, across lane ends and corners") {
-  // A loop of two lanes with corners and different speeds. Full moves every
-  // step; Coarse (no observer) moves every 8th step by 8 steps' worth of time,
-  // carrying what is left over across lane ends and corners.
-  Scenario s;
-  s.id = "test.tiers";
-  s.lanes = {
-      {"a", LaneKind::Sidewalk, {{0, 0}, {3, 0}, {3, 2}}, 1.5, {"b"}},
-      {"b", LaneKind::Sidewalk, {{3, 2}, {0, 2}, {0, 0}}, 1.0, {"a"}},
-  };
-  s.pedestrians.count = 1;
+  // Full moves every step; Coarse (no observer) moves every 8th step by 8
+  // steps' worth of time, carrying what is left over across lane ends and
+  // corners.
+  Scenario s = two_lane_loop("test.tiers", 1);
   s.entity_capacity = 4;
   Scenario full = s;
   full.observers = {{1.0, 1.0}};
@@ -279,19 +298,8 @@ TEST_CASE("progress over time is the same in every tier, across lane ends and co
   wc->step();
   REQUIRE(wf->pedestrians().sim_tier[0] == SimTier::Full);
   REQUIRE(wc->pedestrians().sim_tier[0] == SimTier::Coarse);
-  // Travel time along the loop from the spawn point, from lane, distance, hops.
-  auto time_on_loop = [](const World& w) {
-    const double len_a = 5.0, len_b = 5.0, v_a = 1.5, v_b = 1.0;
-    const LaneIndex lane = w.pedestrians().lane[0];
-    const std::uint32_t hops = w.pedestrians().hops[0];
-    const double into = w.pedestrians().s_m[0] / (lane == 0 ? v_a : v_b);
-    // Each full loop is len_a / v_a + len_b / v_b seconds; hops count lane entries.
-    double t = (hops / 2) * (len_a / v_a + len_b / v_b);
-    if (hops % 2 == 1) t += lane == 1 ? len_a / v_a : len_b / v_b;
-    return t + into;
-  };
-  const double t0_full = time_on_loop(*wf);
-  const double t0_coarse = time_on_loop(*wc);
+  const double t0_full = time_on_loop(*wf, 0);
+  const double t0_coarse = time_on_loop(*wc, 0);
   int due_steps = 0;
   for (int k = 0; k < 800; ++k) {
     const std::uint64_t before = wc->pedestrians().hops[0] * 1000000ull +
@@ -304,14 +312,75 @@ TEST_CASE("progress over time is the same in every tier, across lane ends and co
     CHECK(wf->pedestrians_due_last_step() == 1);
     CHECK(wc->pedestrians_due_last_step() == (after != before ? 1u : 0u));
     // Full: exactly 0.1 s of travel per step.
-    REQUIRE(time_on_loop(*wf) - t0_full == Approx(0.1 * (k + 1)).margin(1e-6));
+    REQUIRE(time_on_loop(*wf, 0) - t0_full == Approx(0.1 * (k + 1)).margin(1e-6));
     // Coarse: exactly 0.8 s per due step, and never more than 0.8 s from Full.
-    REQUIRE(time_on_loop(*wc) - t0_coarse == Approx(0.8 * due_steps).margin(1e-6));
-    REQUIRE(std::abs((time_on_loop(*wc) - t0_coarse) - (time_on_loop(*wf) - t0_full)) <=
+    REQUIRE(time_on_loop(*wc, 0) - t0_coarse == Approx(0.8 * due_steps).margin(1e-6));
+    REQUIRE(std::abs((time_on_loop(*wc, 0) - t0_coarse) - (time_on_loop(*wf, 0) - t0_full)) <=
             0.8 + 1e-6);
   }
   CHECK(due_steps == 100);
   CHECK(wc->pedestrians().hops[0] > 15);  // many lane ends and corners crossed
+}
+
+TEST_CASE("equal progress: through tier changes a row has walked the steps since it was placed") {
+  // Seed 001's invariant, checked every step for every row: travel time since
+  // a row was placed = dt x (steps its pose stands at now - when placed), and
+  // a client that extrapolates a row by its steps since it moved puts it
+  // where an all-Full world has the same row. An observer walks between Full,
+  // Simulated and Coarse range, so rows change tier between due steps.
+  Scenario s = two_lane_loop("test.equal-progress", 48);
+  s.pedestrians.spawn_per_step_max = 48;
+  s.entity_capacity = 64;
+  s.despawn.out_of_range_m = 0.0;  // far rows stay
+  s.tiers.pedestrian_resolve_every_steps = 1;
+  Scenario full = s;
+  full.observers = {{1.0, 1.0}};
+  auto wt = make(s, 9);
+  auto wf = make(full, 9);  // same seed: the same rows placed at the same points
+  const double dt_s = s.step_us * 1e-6;
+  // Where each row stands (in steps) and its time on the loop when first seen.
+  std::map<EntityId, std::pair<std::int64_t, double>> placed;
+  const double observer_y_m[] = {0.0, 200.0, 2000.0, 200.0, 0.0, 2000.0};
+  std::uint32_t request = 0, tier_changes = 0, lagging_changes = 0;
+  std::map<EntityId, SimTier> last_tier;
+  for (int k = 1; k <= 600; ++k) {
+    if (k % 7 == 1) {  // a new observer place every 7 steps (not a stride's multiple)
+      const double y = observer_y_m[(k / 7) % 6];
+      REQUIRE(wt->submit(env(++request, SetObservers{{{1.0, y}}})) == SubmitStatus::Queued);
+    }
+    if (k == 301) {  // the catch-ups are in a checkpoint: a restored world walks on the same
+      auto restored = World::restore(s, wt->capture());
+      REQUIRE(restored.world);
+      wt = std::move(restored.world);
+    }
+    wt->step();
+    wf->step();
+    REQUIRE(wt->check_invariants().empty());
+    const PedestrianStore& p = wt->pedestrians();
+    REQUIRE(p.size() == 48);
+    REQUIRE(wf->pedestrians().size() == 48);
+    for (std::uint32_t i = 0; i < p.size(); ++i) {
+      const EntityId id = p.id[i];
+      const std::uint32_t since = wt->pedestrian_steps_since_moved(i);
+      const std::int64_t stands_at = k - static_cast<std::int64_t>(since);
+      const double t = time_on_loop(*wt, i);
+      auto [it, first] = placed.try_emplace(id, stands_at, t);
+      CHECK(t - it->second.second ==
+            Approx(dt_s * static_cast<double>(stands_at - it->second.first)).margin(1e-9));
+      // The row extrapolated by its steps since it moved is the all-Full row.
+      const std::uint32_t f = wf->pedestrians().dense_of[id.index];
+      REQUIRE(f != PedestrianStore::kNoSlot);
+      CHECK(t + dt_s * since == Approx(time_on_loop(*wf, f)).margin(1e-9));
+      auto [lt, seen] = last_tier.try_emplace(id, p.sim_tier[i]);
+      if (!seen && lt->second != p.sim_tier[i]) {
+        ++tier_changes;
+        lagging_changes += since > 0;
+        lt->second = p.sim_tier[i];
+      }
+    }
+  }
+  CHECK(tier_changes > 500);     // every row changed tier many times
+  CHECK(lagging_changes > 100);  // and often between two of its due steps
 }
 
 TEST_CASE(

@@ -53,6 +53,7 @@ void drop_migrations_after_0004(sqlite3* db) {
   exec(db, "DROP TABLE lane_closure_counters");
   exec(db, "ALTER TABLE spawn_pipeline DROP COLUMN displaced_total");  // 0009's column
   exec(db, "DROP TABLE resident_migrations");                          // 0010's table
+  exec(db, "ALTER TABLE pedestrian_columns DROP COLUMN catch_up");     // 0011's column
 }
 
 std::string scalar(const std::string& path, const std::string& sql) {
@@ -111,7 +112,7 @@ core::Scenario city() {
 }  // namespace
 
 TEST_CASE("a version-1 file is migrated to the current schema when opened") {
-  REQUIRE(persist::kSchemaVersion == 10);
+  REQUIRE(persist::kSchemaVersion == 11);
   const std::string path = temp_path("v1.db");
   write_version1_file(path);
   REQUIRE(scalar(path, "PRAGMA user_version") == "1");
@@ -121,8 +122,8 @@ TEST_CASE("a version-1 file is migrated to the current schema when opened") {
     INFO(e.to_string());
     REQUIRE(e.ok());
   }
-  CHECK(scalar(path, "PRAGMA user_version") == "10");
-  CHECK(scalar(path, "SELECT value FROM meta WHERE key = 'schema_version'") == "10");
+  CHECK(scalar(path, "PRAGMA user_version") == "11");
+  CHECK(scalar(path, "SELECT value FROM meta WHERE key = 'schema_version'") == "11");
   CHECK(scalar(path, "SELECT value FROM meta WHERE key = 'created_by'") == "0.1.0");  // kept
   for (const char* table : {"lifecycle_settings",
                             "zone_handoffs",
@@ -222,7 +223,7 @@ TEST_CASE("a version-1 file is migrated to the current schema when opened") {
     REQUIRE(store.write_save("new-save", w->capture_save(), "{}", 0).ok());
     persist::LoadedCheckpoint lc;
     REQUIRE(store.read_checkpoint("new", lc).ok());
-    CHECK(lc.info.schema_version == 10);
+    CHECK(lc.info.schema_version == 11);
     auto r = core::World::restore(city(), lc.checkpoint);
     if (!r.errors.empty()) FAIL(r.errors[0].path << ": " << r.errors[0].message);
     CHECK(r.world->digest() == w->digest());
@@ -282,7 +283,7 @@ TEST_CASE("a version-2 checkpoint restores after migration 0003, with no client 
   const auto e = persist::SnapshotStore::open(path, persist::FileKind::Snapshots, false, store);
   INFO(e.to_string());
   REQUIRE(e.ok());
-  CHECK(scalar(path, "PRAGMA user_version") == "10");
+  CHECK(scalar(path, "PRAGMA user_version") == "11");
   persist::LoadedCheckpoint lc;
   const auto re = store.read_checkpoint("v2", lc);
   INFO(re.to_string());
@@ -395,7 +396,7 @@ TEST_CASE("a version-3 save and checkpoint load after migration 0004, with no sa
   const auto e = persist::SnapshotStore::open(path, persist::FileKind::Snapshots, false, store);
   INFO(e.to_string());
   REQUIRE(e.ok());
-  CHECK(scalar(path, "PRAGMA user_version") == "10");
+  CHECK(scalar(path, "PRAGMA user_version") == "11");
   check_file(store);
   store = persist::SnapshotStore();
   for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(path + suffix);

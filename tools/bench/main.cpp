@@ -339,9 +339,16 @@ Column column(const char* name, const std::vector<T>& v) {
 }
 
 std::vector<Column> pedestrian_columns(const bustle::core::PedestrianStore& p) {
-  return {column("id", p.id),         column("lane", p.lane),     column("s_m", p.s_m),
-          column("hops", p.hops),     column("tier", p.sim_tier), column("priority", p.priority),
-          column("origin", p.origin), column("phase", p.phase),   column("route", p.route)};
+  return {column("id", p.id),
+          column("lane", p.lane),
+          column("s_m", p.s_m),
+          column("hops", p.hops),
+          column("tier", p.sim_tier),
+          column("catch_up", p.catch_up_steps),
+          column("priority", p.priority),
+          column("origin", p.origin),
+          column("phase", p.phase),
+          column("route", p.route)};
 }
 
 bool column_list_complete(const bustle::core::PedestrianStore& p) {

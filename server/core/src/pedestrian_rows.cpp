@@ -23,7 +23,10 @@ void World::push_pedestrian(EntityId id, LaneIndex lane, double s_m, std::uint32
   pedestrians_.lane.push_back(lane);
   pedestrians_.s_m.push_back(s_m);
   pedestrians_.hops.push_back(0);
-  pedestrians_.sim_tier.push_back(initial_sim_tier(lane, s_m, cls));
+  const SimTier sim_tier = initial_sim_tier(lane, s_m, cls);
+  pedestrians_.sim_tier.push_back(sim_tier);
+  pedestrians_.catch_up_steps.push_back(static_cast<std::int8_t>(
+      catch_up_for_placement(placed_as_of_step(), id_phase(id), sim_tier)));
   pedestrians_.priority.push_back(static_cast<std::uint8_t>(cls));
   pedestrians_.origin.push_back(static_cast<std::uint8_t>(origin));
   pedestrians_.phase.push_back(id_phase(id));
@@ -74,6 +77,7 @@ void World::remove_pedestrian(EntityId id) {
     pedestrians_.s_m[slot] = pedestrians_.s_m[last];
     pedestrians_.hops[slot] = pedestrians_.hops[last];
     pedestrians_.sim_tier[slot] = pedestrians_.sim_tier[last];
+    pedestrians_.catch_up_steps[slot] = pedestrians_.catch_up_steps[last];
     pedestrians_.priority[slot] = pedestrians_.priority[last];
     pedestrians_.origin[slot] = pedestrians_.origin[last];
     pedestrians_.phase[slot] = pedestrians_.phase[last];
@@ -87,6 +91,7 @@ void World::remove_pedestrian(EntityId id) {
   pedestrians_.s_m.pop_back();
   pedestrians_.hops.pop_back();
   pedestrians_.sim_tier.pop_back();
+  pedestrians_.catch_up_steps.pop_back();
   pedestrians_.priority.pop_back();
   pedestrians_.origin.pop_back();
   pedestrians_.phase.pop_back();
@@ -97,6 +102,14 @@ void World::remove_pedestrian(EntityId id) {
 
 Pose World::pedestrian_pose(std::uint32_t dense) const {
   return lanes_.sample(pedestrians_.lane[dense], pedestrians_.s_m[dense]);
+}
+
+std::uint32_t World::pedestrian_steps_since_moved(std::uint32_t dense) const {
+  const int since = static_cast<int>(steps_since_due(step_index_, pedestrians_.phase[dense],
+                                                     pedestrians_.sim_tier[dense])) +
+                    pedestrians_.catch_up_steps[dense];
+  assert(since >= 0);  // pedestrian invariant 5b: no row is ahead of the step
+  return static_cast<std::uint32_t>(std::max(since, 0));
 }
 
 double World::pedestrian_speed_mps(std::uint32_t dense) const {

@@ -85,6 +85,7 @@ World::World(const Scenario& scenario, std::uint64_t seed, LogSink* log)
   pedestrians_.s_m.reserve(cap);
   pedestrians_.hops.reserve(cap);
   pedestrians_.sim_tier.reserve(cap);
+  pedestrians_.catch_up_steps.reserve(cap);
   pedestrians_.priority.reserve(cap);
   pedestrians_.origin.reserve(cap);
   pedestrians_.phase.reserve(cap);
@@ -150,6 +151,7 @@ SubmitStatus World::submit(CommandEnvelope envelope) {
 void World::step() {
   executor().prepare();  // the lent threads wake while the first phases run
   ++step_index_;
+  movement_pending_ = true;
   results_.clear();
   spawn_events_.clear();
   despawn_notices_.clear();
@@ -167,6 +169,7 @@ void World::step() {
   phase_vehicles();  // 5  phases/05_vehicles.cpp
   phase_ended(StepPhase::Vehicles);
   phase_move_pedestrians();  // 6  phases/06_move_pedestrians.cpp
+  movement_pending_ = false;
   phase_ended(StepPhase::MovePedestrians);
   phase_sim_tiers();  // 7  phases/07_sim_tiers.cpp
   phase_ended(StepPhase::SimTiers);

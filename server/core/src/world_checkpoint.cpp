@@ -235,6 +235,7 @@ void reserve_for_capture(WorldCheckpoint& cp, std::uint32_t entity_capacity) {
   reserve_touched(p.hops, entity_capacity);
   reserve_touched(p.resident, entity_capacity);
   reserve_touched(p.sim_tier, entity_capacity);
+  reserve_touched(p.catch_up_steps, entity_capacity);
   reserve_touched(p.priority, entity_capacity);
   reserve_touched(p.origin, entity_capacity);
   reserve_touched(p.route, entity_capacity);
@@ -269,6 +270,7 @@ std::vector<CaptureColumnBytes> World::capture_bytes(const WorldCheckpoint& into
   add("pedestrians.hops", n, sizeof(std::uint32_t), &pedestrian_lanes_written_);
   add("pedestrians.resident", n, sizeof(std::uint32_t), &pedestrian_rows_written_);
   add("pedestrians.sim_tier", n, sizeof(SimTier), &pedestrian_tiers_written_);
+  add("pedestrians.catch_up_steps", n, sizeof(std::int8_t), &pedestrian_tiers_written_);
   add("pedestrians.priority", n, sizeof(std::uint8_t), &pedestrian_rows_written_);
   add("pedestrians.origin", n, sizeof(std::uint8_t), &pedestrian_rows_written_);
   add("pedestrians.route", n, sizeof(std::uint32_t), &pedestrian_lanes_written_);
@@ -351,6 +353,8 @@ void World::capture_into(WorldCheckpoint& c) const {
   copies.add_column(p.s_m, pedestrians_.s_m);  // every moving row, every step
   copies.add_written(p.hops, pedestrians_.hops, pedestrian_lanes_written_, held);
   copies.add_written(p.sim_tier, pedestrians_.sim_tier, pedestrian_tiers_written_, held);
+  copies.add_written(p.catch_up_steps, pedestrians_.catch_up_steps, pedestrian_tiers_written_,
+                     held);
   copies.add_written(p.priority, pedestrians_.priority, pedestrian_rows_written_, held);
   copies.add_written(p.origin, pedestrians_.origin, pedestrian_rows_written_, held);
   copies.add_written(p.route, pedestrians_.route, pedestrian_lanes_written_, held);
@@ -477,13 +481,14 @@ bool World::restore_pedestrians(World& w, const WorldCheckpoint& cp, RestoreFail
   const PedestrianState& p = cp.pedestrians;
   const std::size_t n = p.id.size();
   if (p.lane.size() != n || p.s_m.size() != n || p.hops.size() != n || p.resident.size() != n ||
-      p.sim_tier.size() != n || p.priority.size() != n || p.origin.size() != n ||
-      p.route.size() != n) {
+      p.sim_tier.size() != n || p.catch_up_steps.size() != n || p.priority.size() != n ||
+      p.origin.size() != n || p.route.size() != n) {
     fail("pedestrians",
          "column lengths differ (id " + std::to_string(n) + ", lane " +
              std::to_string(p.lane.size()) + ", s_m " + std::to_string(p.s_m.size()) + ", hops " +
              std::to_string(p.hops.size()) + ", resident " + std::to_string(p.resident.size()) +
-             ", tier " + std::to_string(p.sim_tier.size()) + ", priority " +
+             ", tier " + std::to_string(p.sim_tier.size()) + ", catch_up_steps " +
+             std::to_string(p.catch_up_steps.size()) + ", priority " +
              std::to_string(p.priority.size()) + ", origin " + std::to_string(p.origin.size()) +
              ")");
     return false;
@@ -491,7 +496,7 @@ bool World::restore_pedestrians(World& w, const WorldCheckpoint& cp, RestoreFail
   for (auto& [path, message] : w.population_.restore(cp.population, w.registry_))
     fail(path, message);
   if (fail.any()) return false;
-  for (std::size_t i = 0; i < n; ++i) restore_pedestrian_row(w, p, i, fail);
+  for (std::size_t i = 0; i < n; ++i) restore_pedestrian_row(w, p, i, cp.step_index, fail);
   std::size_t resident_pedestrians = 0;
   spawned_pedestrians = 0;
   for (const std::uint8_t o : w.pedestrians_.origin) {
@@ -512,7 +517,7 @@ bool World::restore_pedestrians(World& w, const WorldCheckpoint& cp, RestoreFail
 // One checkpoint row, validated and appended (a row failing after its
 // position was appended leaves the store partial; restore then fails).
 void World::restore_pedestrian_row(World& w, const PedestrianState& p, std::size_t i,
-                                   RestoreFailures& fail) {
+                                   std::uint64_t step, RestoreFailures& fail) {
   const std::string row = "pedestrians[" + std::to_string(i) + "]";
   const EntityId id = p.id[i];
   PedestrianStore& peds = w.pedestrians_;
@@ -573,6 +578,22 @@ void World::restore_pedestrian_row(World& w, const PedestrianState& p, std::size
     return;
   }
   peds.sim_tier.push_back(p.sim_tier[i]);
+  // Between steps no row stands ahead of the step (pedestrian invariant 5b).
+  const int catch_up = p.catch_up_steps[i];
+  if (catch_up < -kMaxCatchUpSteps || catch_up > kMaxCatchUpSteps) {
+    fail(row + ".catch_up_steps", std::to_string(catch_up) + " is outside [" +
+                                      std::to_string(-kMaxCatchUpSteps) + ", " +
+                                      std::to_string(kMaxCatchUpSteps) + "]");
+    return;
+  }
+  if (const std::uint32_t since = steps_since_due(step, id_phase(id), p.sim_tier[i]);
+      static_cast<int>(since) + catch_up < 0) {
+    fail(row + ".catch_up_steps", std::to_string(catch_up) +
+                                      " puts the row ahead of the step (its last due step was " +
+                                      std::to_string(since) + " steps ago)");
+    return;
+  }
+  peds.catch_up_steps.push_back(static_cast<std::int8_t>(catch_up));
   peds.priority.push_back(p.priority[i]);
   peds.phase.push_back(id_phase(id));
   peds.route.push_back(p.route[i]);
@@ -683,6 +704,10 @@ bool World::restore_observers_and_forced(World& w, const WorldCheckpoint& cp,
       fail(at, id_text(id) + " is not a walking pedestrian");
       return false;
     }
+    if (w.pedestrians_.catch_up_steps[slot] != 0) {  // a held row stands (sim_tier.hpp)
+      fail(at, id_text(id) + " is masked but its row keeps a catch-up");
+      return false;
+    }
     // The row bit; the digest sum is recounted after this.
     w.pedestrians_.phase[slot] |= PedestrianStore::kAdmissionMaskedBit;
   }
@@ -736,6 +761,8 @@ void World::restore_prevention(World& w, const WorldCheckpoint& cp, RestoreFailu
       fail(at, id_text(id) + " is also in admission_masked");
     } else if (p.corpses[k].death_step > cp.step_index) {
       fail(at + ".death_step", "after the checkpoint's step");
+    } else if (w.pedestrians_.catch_up_steps[slot] != 0) {
+      fail(at, id_text(id) + " is a corpse but its row keeps a catch-up");
     } else {
       // The held bit; the digest sum is recounted after this.
       w.pedestrians_.phase[slot] |= PedestrianStore::kAdmissionMaskedBit;

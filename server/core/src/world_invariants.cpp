@@ -75,9 +75,9 @@ std::string World::check_pedestrians() const {
   const std::uint32_t n = pedestrians_.size();
   if (pedestrians_.lane.size() != n || pedestrians_.s_m.size() != n ||
       pedestrians_.hops.size() != n || pedestrians_.sim_tier.size() != n ||
-      pedestrians_.priority.size() != n || pedestrians_.origin.size() != n ||
-      pedestrians_.phase.size() != n || pedestrians_.route.size() != n ||
-      pedestrians_.capacity_tier.size() != n) {
+      pedestrians_.catch_up_steps.size() != n || pedestrians_.priority.size() != n ||
+      pedestrians_.origin.size() != n || pedestrians_.phase.size() != n ||
+      pedestrians_.route.size() != n || pedestrians_.capacity_tier.size() != n) {
     return "pedestrians: invariant 1: column lengths differ";
   }
   std::uint32_t mapped = 0;
@@ -124,7 +124,18 @@ std::string World::check_pedestrians() const {
         (pedestrians_.phase[i] &
          ~(PedestrianStore::kIdPhaseMask | PedestrianStore::kAdmissionMaskedBit)) != 0)
       return "pedestrians: invariant 4: " + ped + " has a phase not derived from its id";
-    masked_rows += (pedestrians_.phase[i] & PedestrianStore::kAdmissionMaskedBit) != 0;
+    const bool held = (pedestrians_.phase[i] & PedestrianStore::kAdmissionMaskedBit) != 0;
+    masked_rows += held;
+    const int catch_up = pedestrians_.catch_up_steps[i];
+    if (catch_up < -kMaxCatchUpSteps || catch_up > kMaxCatchUpSteps || (held && catch_up != 0) ||
+        static_cast<int>(
+            steps_since_due(step_index_, pedestrians_.phase[i], pedestrians_.sim_tier[i])) +
+                catch_up <
+            0) {
+      return "pedestrians: invariant 5b: " + ped + " keeps a catch-up of " +
+             std::to_string(catch_up) + " steps in tier " + to_string(pedestrians_.sim_tier[i]) +
+             (held ? " while held" : "");
+    }
     const std::uint32_t route = pedestrians_.route[i];
     if (route != kNoRoute &&
         (route >= routes_.state().count.size() || routes_.state().count[route] == 0)) {

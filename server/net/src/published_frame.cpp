@@ -36,14 +36,6 @@ ArchetypeTable make_archetypes(const core::Scenario& scenario) {
 
 namespace {
 
-// Steps since the entity's logic last ran: 0 for Full (every step); for a
-// strided tier the steps since its last due step (sim_tier.hpp).
-std::uint32_t steps_since_simulated(std::uint64_t step, std::uint8_t phase, core::SimTier tier) {
-  const std::uint32_t stride = core::tier_stride(tier);
-  if (stride == 1) return 0;
-  return static_cast<std::uint32_t>((step + phase % stride) % stride);
-}
-
 struct FrameBuilder {
   const core::World& world;
   const ArchetypeTable& archetypes;
@@ -79,7 +71,7 @@ struct FrameBuilder {
       const core::SimTier tier = peds.sim_tier[i];
       PublishedEntity e =
           lane_pose(peds.id[i], peds.lane[i], peds.s_m[i], world.pedestrian_speed_mps(i),
-                    steps_since_simulated(frame.step, peds.phase[i], tier));
+                    world.pedestrian_steps_since_moved(i));
       e.kind = core::EntityKind::Pedestrian;
       e.sim_tier = static_cast<std::uint8_t>(tier);
       e.weight = static_cast<float>(
@@ -109,7 +101,7 @@ struct FrameBuilder {
       const core::SimTier tier = v.sim_tier[i];
       const std::uint32_t since =
           v.despawn_requested[i] ? 0
-                                 : steps_since_simulated(frame.step, core::id_phase(v.id[i]), tier);
+                                 : core::steps_since_due(frame.step, core::id_phase(v.id[i]), tier);
       PublishedEntity e = lane_pose(v.id[i], v.lane[i], v.s_m[i], v.speed_mps[i], since);
       e.kind = core::EntityKind::Vehicle;
       e.sim_tier = static_cast<std::uint8_t>(tier);

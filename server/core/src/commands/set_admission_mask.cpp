@@ -45,9 +45,16 @@ void World::apply_command(const SetAdmissionMask& c, CommandResult& r) {
 
 void World::set_admission_mask_bit(std::uint32_t slot, bool masked) {
   pedestrian_digest_sum_ -= pedestrian_row_hash(slot);
+  const std::uint8_t id_phase = pedestrians_.phase[slot] & PedestrianStore::kIdPhaseMask;
   pedestrians_.phase[slot] =
-      static_cast<std::uint8_t>((pedestrians_.phase[slot] & PedestrianStore::kIdPhaseMask) |
-                                (masked ? PedestrianStore::kAdmissionMaskedBit : 0));
+      static_cast<std::uint8_t>(id_phase | (masked ? PedestrianStore::kAdmissionMaskedBit : 0));
+  // A held row stands, so it keeps no catch-up; released, it walks on like a
+  // row just placed (sim_tier.hpp).
+  pedestrians_.catch_up_steps[slot] =
+      masked ? std::int8_t{0}
+             : static_cast<std::int8_t>(catch_up_for_placement(placed_as_of_step(), id_phase,
+                                                               pedestrians_.sim_tier[slot]));
+  pedestrian_tiers_written_.mark(slot);
   pedestrian_digest_sum_ += pedestrian_row_hash(slot);
 }
 

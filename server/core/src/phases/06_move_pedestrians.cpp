@@ -116,10 +116,12 @@ void World::move_pedestrian_rows(
       // Most due rows stay on their lane: that walk is done here, with the
       // same operations as move_pedestrian_row's first hop (so the same
       // bits), without its call, anchor and lane-end bookkeeping. Anchored
-      // residents and rows that may be leaving a closure's wait take the
-      // full walk.
+      // residents, rows that may be leaving a closure's wait and rows with a
+      // catch-up (placed or re-tiered since they last moved) take the full
+      // walk.
       const std::uint32_t i = rows[k];
-      if (plain && !(has_anchors_ && pedestrians_.origin[i] == resident)) {
+      if (plain && pedestrians_.catch_up_steps[i] == 0 &&
+          !(has_anchors_ && pedestrians_.origin[i] == resident)) {
         const Lane& L = lanes_.lane(pedestrians_.lane[i]);
         const double s_before = pedestrians_.s_m[i];
         const double s =
@@ -147,7 +149,20 @@ void World::move_pedestrian_row(std::uint32_t i, double dt_s, MovePart& out) {
   LaneIndex lane = pedestrians_.lane[i];
   const double s_before = pedestrians_.s_m[i];
   double s = s_before;
-  double time_left_s = dt_s * tier_stride(sim_tier);
+  // The steps since the row last moved: its stride, and its catch-up if it
+  // was placed or re-tiered since (sim_tier.hpp); the catch-up is spent now.
+  const int catch_up = pedestrians_.catch_up_steps[i];
+  double time_left_s =
+      dt_s * static_cast<double>(static_cast<int>(tier_stride(sim_tier)) + catch_up);
+  // The row hash is taken out (once) while the columns still hold the old
+  // values, before the first write to one of them.
+  bool rehashed = false;
+  if (catch_up != 0) {
+    out.sum_delta -= pedestrian_row_hash(i);
+    rehashed = true;
+    pedestrians_.catch_up_steps[i] = 0;
+    pedestrian_tiers_written_.mark(i);  // the part owns the row's chunk (phase 7 writes it too)
+  }
   bool hopped = false;
   bool waited = false;
   // A resident holding an anchored work-point slot heads for it and stands
@@ -200,22 +215,10 @@ void World::move_pedestrian_row(std::uint32_t i, double dt_s, MovePart& out) {
     }
     // The row (lane, hops, route) is about to change: take its old hash
     // out of the digest sum while the columns still hold the old values.
-    if (!hopped) out.sum_delta -= pedestrian_row_hash(i);
+    if (!rehashed) out.sum_delta -= pedestrian_row_hash(i);
+    rehashed = true;
     hopped = true;
-    // A pedestrian with a route takes its next lane (validated as a
-    // successor when the route was accepted); afterwards it wanders.
-    std::optional<LaneIndex> routed;
-    if (pedestrians_.route[i] != kNoRoute) {
-      routed = routes_.next(pedestrians_.route[i]);
-      if (!routed) {
-        out.released_routes.push_back(pedestrians_.route[i]);
-        pedestrians_.route[i] = kNoRoute;
-      }
-    }
-    lane = routed                  ? *routed
-           : steer != kAnyLane     ? steer
-           : open_pick != kAnyLane ? open_pick
-                                   : next[static_cast<std::size_t>(h % next.size())];
+    lane = next_pedestrian_lane(i, next, h, steer, open_pick, out);
     s = 0.0;
     ++pedestrians_.hops[i];
   }
@@ -224,15 +227,31 @@ void World::move_pedestrian_row(std::uint32_t i, double dt_s, MovePart& out) {
     out.departures.push_back(pedestrians_.id[i]);
   pedestrians_.lane[i] = lane;
   pedestrians_.s_m[i] = s;
-  if (hopped) {
-    out.sum_delta += pedestrian_row_hash(i);
-    // Lane, hops and maybe route changed. This part owns the row's chunk
-    // (parts are whole chunks), so a plain store.
-    pedestrian_lanes_written_.mark(i);
-  }
+  if (rehashed) out.sum_delta += pedestrian_row_hash(i);
+  // Lane, hops and maybe route changed. This part owns the row's chunk
+  // (parts are whole chunks), so a plain store.
+  if (hopped) pedestrian_lanes_written_.mark(i);
   if (s != s_before)
     out.sum_delta += pedestrian_motion_hash(pedestrians_.id[i], s) -
                      pedestrian_motion_hash(pedestrians_.id[i], s_before);
+}
+
+// The lane row `i` takes at its lane end. A pedestrian with a route takes its
+// next lane (validated as a successor when the route was accepted; a route
+// used up is released, queued in `out`); afterwards it wanders: the way to
+// its anchor (`steer`), else the open successor (`open_pick`, closures),
+// else the seeded choice `h` among `next`.
+LaneIndex World::next_pedestrian_lane(std::uint32_t i, const std::vector<LaneIndex>& next,
+                                      std::uint64_t h, LaneIndex steer, LaneIndex open_pick,
+                                      MovePart& out) {
+  if (pedestrians_.route[i] != kNoRoute) {
+    if (const std::optional<LaneIndex> routed = routes_.next(pedestrians_.route[i])) return *routed;
+    out.released_routes.push_back(pedestrians_.route[i]);
+    pedestrians_.route[i] = kNoRoute;
+  }
+  return steer != kAnyLane       ? steer
+         : open_pick != kAnyLane ? open_pick
+                                 : next[static_cast<std::size_t>(h % next.size())];
 }
 
 }  // namespace bustle::core

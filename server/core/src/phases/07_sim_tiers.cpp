@@ -132,7 +132,9 @@ void World::build_tier_slice(std::uint32_t parts, bool classify) {
 // The resolved tiers into the rows (each slice member is one row), part by
 // part over the same parts as phase 6 and build_tier_slice (a part's members
 // are rows of its own, so a thread that keeps its parts keeps their rows in
-// its cache); the digest sum's change added up in part order. The capacity
+// its cache); the digest sum's change added up in part order. A row whose
+// tier changes keeps the steps since it last moved in its catch-up
+// (sim_tier.hpp), so the change neither adds progress nor takes it. The capacity
 // targets go into their cold column as they are (derived, never digested:
 // sim_tier.hpp).
 void World::write_slice_tiers(std::uint32_t parts) {
@@ -145,9 +147,18 @@ void World::write_slice_tiers(std::uint32_t parts) {
     for (std::uint32_t k = part.first; k < end; ++k) {
       const std::uint32_t i = slice_[k];
       pedestrians_.capacity_tier[i] = capacity[k];
-      if (pedestrians_.sim_tier[i] == slice_sim_tier_[k]) continue;
+      const SimTier from = pedestrians_.sim_tier[i], to = slice_sim_tier_[k];
+      if (from == to) continue;
       delta -= pedestrian_row_hash(i);
-      pedestrians_.sim_tier[i] = slice_sim_tier_[k];
+      // A held row (masked, a corpse) stands and keeps none (set_admission_mask_bit).
+      const std::uint8_t phase = pedestrians_.phase[i];
+      const int catch_up = phase & PedestrianStore::kAdmissionMaskedBit
+                               ? 0
+                               : catch_up_after_tier_change(step_index_, phase, from, to,
+                                                            pedestrians_.catch_up_steps[i]);
+      assert(catch_up >= -kMaxCatchUpSteps && catch_up <= kMaxCatchUpSteps);
+      pedestrians_.catch_up_steps[i] = static_cast<std::int8_t>(catch_up);
+      pedestrians_.sim_tier[i] = to;
       pedestrian_tiers_written_.mark(i);  // the part owns its rows' chunks (phase 6)
       delta += pedestrian_row_hash(i);
     }

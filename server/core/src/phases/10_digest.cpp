@@ -220,6 +220,9 @@ std::uint64_t World::pedestrian_row_hash(std::uint32_t slot) const {
   // Only masked rows add a term, so an unmasked row hashes as it always did.
   if (pedestrians_.phase[slot] & PedestrianStore::kAdmissionMaskedBit)
     e.u64(0xAD31'5510'4A5C'0001ull);
+  // Likewise only a row with a catch-up (sim_tier.hpp) adds one.
+  if (const std::int8_t c = pedestrians_.catch_up_steps[slot]; c != 0)
+    e.u64(0xCA7C'4000'0000'0000ull | static_cast<std::uint8_t>(c));
   return e.value();
 }
 

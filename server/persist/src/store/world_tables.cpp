@@ -43,6 +43,12 @@ const TableColumns kWorldState{"world_state",
 const TableColumns kPedestrianColumns{
     "pedestrian_columns",
     {"snapshot_id", "count", "id_index", "id_generation", "lane", "s_m", "hops", "resident", "tier",
+     "tier_stats", "priority", "origin", "route", "catch_up"}};  // catch_up: migration 0011
+// A file read without migrating (read-only) from before schema 11 has no
+// catch_up column: no row kept one.
+const TableColumns kPedestrianColumnsBefore11{
+    "pedestrian_columns",
+    {"snapshot_id", "count", "id_index", "id_generation", "lane", "s_m", "hops", "resident", "tier",
      "tier_stats", "priority", "origin", "route"}};
 
 const TableColumns kPendingCommands{
@@ -224,17 +230,19 @@ StoreError write_pedestrians(Tables& t, std::int64_t id, const core::WorldCheckp
       .blob("tier", p.sim_tier);
   pc.text("tier_stats", encode_counts(tier_stats));
   pc.blob("priority", p.priority).blob("origin", p.origin).blob("route", p.route);
+  pc.blob("catch_up", p.catch_up_steps);
   return t.run(pc, kPedestrianColumns, snapshot_row(id));
 }
 
 StoreError read_pedestrians(Tables& t, std::int64_t id, std::uint32_t expected,
                             core::WorldCheckpoint& cp) {
   const std::string row = snapshot_row(id);
+  const bool has_catch_up = t.file_version() >= 11;
+  const TableColumns& columns = has_catch_up ? kPedestrianColumns : kPedestrianColumnsBefore11;
   Statement st;
-  if (StoreError e = t.one_row(kPedestrianColumns, id, row, st, "missing (checkpoint incomplete)");
-      !e.ok())
+  if (StoreError e = t.one_row(columns, id, row, st, "missing (checkpoint incomplete)"); !e.ok())
     return e;
-  RowReader rr(st, kPedestrianColumns);
+  RowReader rr(st, columns);
   const std::int64_t count = rr.integer("count", 0, INT64_MAX);
   if (!rr.ok() || count != expected) {
     return t.error("pedestrian_columns", row, "count",
@@ -252,10 +260,15 @@ StoreError read_pedestrians(Tables& t, std::int64_t id, std::uint32_t expected,
   rr.blob("priority", n, p.priority);
   rr.blob("origin", n, p.origin);
   rr.blob("route", n, p.route);
+  if (has_catch_up) {
+    rr.blob("catch_up", n, p.catch_up_steps);
+  } else {
+    p.catch_up_steps.assign(n, 0);
+  }
   std::array<std::uint64_t, 8> ts{};
   if (!decode_counts(rr.text("tier_stats"), ts, UINT32_MAX))
     rr.fail("tier_stats", "expected a JSON array of 8 counts");
-  if (!rr.ok()) return t.row_error(kPedestrianColumns, row, rr);
+  if (!rr.ok()) return t.row_error(columns, row, rr);
   core::TierCounts& pt = cp.pedestrian_tiers;
   for (std::size_t k = 0; k < 3; ++k) pt.per_tier[k] = static_cast<std::uint32_t>(ts[k]);
   pt.promoted = static_cast<std::uint32_t>(ts[3]);

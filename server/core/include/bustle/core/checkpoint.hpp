@@ -45,9 +45,10 @@ struct PedestrianState {
   std::vector<std::uint32_t> hops;
   std::vector<std::uint32_t> resident;  // resident index or PedestrianStore::kNoResident
   std::vector<SimTier> sim_tier;
-  std::vector<std::uint8_t> priority;  // PriorityClass
-  std::vector<std::uint8_t> origin;    // PedestrianOrigin
-  std::vector<std::uint32_t> route;    // route slot or kNoRoute
+  std::vector<std::int8_t> catch_up_steps;  // PedestrianStore::catch_up_steps
+  std::vector<std::uint8_t> priority;       // PriorityClass
+  std::vector<std::uint8_t> origin;         // PedestrianOrigin
+  std::vector<std::uint32_t> route;         // route slot or kNoRoute
 };
 
 // An orphan (retiring entity) as stored; see world.hpp OrphanRecord.

@@ -8,7 +8,10 @@
 //
 // The stride phase is spread by EntityId so each step does about the same
 // work. An entity due on a step advances by speed x dt x stride, so progress
-// over time is the same in every tier.
+// over time is the same in every tier. A pedestrian whose tier changed, or
+// that was placed, between two due steps keeps a catch-up (steps added to or
+// taken from its next stride, PedestrianStore::catch_up_steps): its progress
+// is then always the steps since it last moved, whatever its tier history.
 //
 // Resolution (resolve_tiers) in four stages:
 //   1. distance request: nearest observer distance with enter/exit hysteresis;
@@ -71,6 +74,37 @@ constexpr bool tier_due_phase(std::uint64_t step, std::uint8_t phase, SimTier t)
 }
 constexpr bool tier_due(std::uint64_t step, EntityId id, SimTier t) {
   return tier_due_phase(step, id_phase(id), t);
+}
+
+// Steps since an entity of this tier was last due, counted after `step`'s
+// movement: 0 on a due step, at most stride - 1. (The admission-mask bit of a
+// phase byte, 64, is a multiple of every stride and changes nothing.)
+constexpr std::uint32_t steps_since_due(std::uint64_t step, std::uint8_t phase, SimTier t) {
+  return static_cast<std::uint32_t>((step + phase) & (tier_stride(t) - 1));
+}
+
+// The largest catch-up (either sign) a pedestrian row can hold: every row is
+// due on the steps due in Coarse, so it never stands more than 7 steps
+// behind its last due step, nor ahead of it.
+inline constexpr int kMaxCatchUpSteps = 7;
+
+// Equal progress across tier changes and placements. A pedestrian row stands
+// where it is as of (its last due step - catch_up): its next due step moves it
+// by stride + catch_up steps' time, which is the steps since then.
+//
+// A tier change after `step`'s movement keeps the steps since the row last
+// moved (steps_since_due + catch_up) as they are.
+constexpr int catch_up_after_tier_change(std::uint64_t step, std::uint8_t phase, SimTier from,
+                                         SimTier to, int catch_up) {
+  return static_cast<int>(steps_since_due(step, phase, from)) + catch_up -
+         static_cast<int>(steps_since_due(step, phase, to));
+}
+// A row placed (a spawn, a resident taking the lane, a mask lifted) stands
+// as of `as_of_step`: the step before, when a step's movement is still to
+// come, else the last step. Its first due step after that moves it by the
+// steps since then (one for Full, as before).
+constexpr int catch_up_for_placement(std::uint64_t as_of_step, std::uint8_t phase, SimTier t) {
+  return -static_cast<int>(steps_since_due(as_of_step, phase, t));
 }
 
 // The tier distance alone asks for (stage 1 of TierResolver::resolve, before

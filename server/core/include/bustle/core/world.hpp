@@ -207,12 +207,15 @@ struct LedgerSummary {
 //      resident (PopulationSystem::resident_of), and then that resident is
 //      active (walking); background_pedestrians() counts origin Background.
 //      The resident index is not a column: resident_of(id) gives it, so the
-//      hot row stays at 32 bytes.
+//      hot row stays at 33 bytes.
 //   4. lane is a pedestrian lane and 0 <= s_m <= its length; tier, priority
 //      and origin are known values; phase == id_phase(id), with
 //      kAdmissionMaskedBit set exactly when the id is in admission_masked_
 //      or is a corpse (prevention_.corpses; never both).
 //   5. route is kNoRoute or a live route-table slot that no one else holds.
+//   5b. |catch_up_steps| <= kMaxCatchUpSteps; between steps no row stands
+//      ahead of the step (steps_since_due + catch_up_steps >= 0); a held row
+//      (masked, a corpse) keeps none.
 //   6. The digest's pedestrian sum (World::pedestrian_digest_sum_) equals a recount of
 //      pedestrian_row_hash + pedestrian_motion_hash over all rows.
 // Written by push_pedestrian / remove_pedestrian (which assert 1 and 2).
@@ -220,9 +223,14 @@ struct PedestrianStore {
   static constexpr std::uint32_t kNoSlot = UINT32_MAX;
   std::vector<EntityId> id;
   std::vector<LaneIndex> lane;
-  std::vector<double> s_m;             // distance along the lane
-  std::vector<std::uint32_t> hops;     // lanes entered so far; seeds route choice
-  std::vector<SimTier> sim_tier;       // how often this pedestrian's logic runs
+  std::vector<double> s_m;          // distance along the lane
+  std::vector<std::uint32_t> hops;  // lanes entered so far; seeds route choice
+  std::vector<SimTier> sim_tier;    // how often this pedestrian's logic runs
+  // Steps the next due step adds to its stride's time (negative: takes off),
+  // so the row's progress is the steps since it last moved whatever its tier
+  // history (sim_tier.hpp, catch_up_after_tier_change): set when the row is
+  // placed or its tier changes, 0 again once it moves. |value| < 16.
+  std::vector<std::int8_t> catch_up_steps;
   std::vector<std::uint8_t> priority;  // PriorityClass (importance)
   std::vector<std::uint8_t> origin;    // PedestrianOrigin
   // id_phase(id) (derived from the id, never stored), plus kAdmissionMaskedBit
@@ -234,7 +242,7 @@ struct PedestrianStore {
   static constexpr std::uint32_t kPhaseBytes = 128;  // values a phase byte can hold
   std::vector<std::uint32_t> route;                  // slot in the shared route table, or kNoRoute
   std::vector<std::uint32_t> dense_of;
-  // Cold (outside the 32-byte hot row): the capacity target of the row's last
+  // Cold (outside the 33-byte hot row): the capacity target of the row's last
   // tier resolution (TierResolver::capacity_targets), written only for the
   // resolved slice's members; the applied tier when a row is pushed or
   // restored. A derived observation for QueryEntity: never digested, never
@@ -406,6 +414,10 @@ class World {
   // work-point anchor): what a client's dead reckoning may extrapolate.
   Pose pedestrian_pose(std::uint32_t dense) const;
   double pedestrian_speed_mps(std::uint32_t dense) const;
+  // Steps since the row's pose was last advanced, between steps: where a
+  // client extrapolates it from (its last due step less its catch-up,
+  // sim_tier.hpp). 0 for Full rows that moved this step.
+  std::uint32_t pedestrian_steps_since_moved(std::uint32_t dense) const;
 
   // Recomputes the digest from scratch over the canonical state.
   std::uint64_t compute_digest() const;
@@ -584,7 +596,7 @@ class World {
   static bool restore_pedestrians(World& w, const WorldCheckpoint& cp, RestoreFailures& fail,
                                   std::size_t& spawned_pedestrians);
   static void restore_pedestrian_row(World& w, const PedestrianState& p, std::size_t i,
-                                     RestoreFailures& fail);
+                                     std::uint64_t step, RestoreFailures& fail);
   static void restore_lifecycle(World& w, const WorldCheckpoint& cp, RestoreFailures& fail);
   static void restore_check_observers(const WorldCheckpoint& cp, RestoreFailures& fail);
   static void restore_spawn_handles(World& w, const WorldCheckpoint& cp, RestoreFailures& fail);
@@ -635,6 +647,12 @@ class World {
   }
   std::uint32_t pedestrian_target_;
   std::uint64_t step_index_ = 0;
+  // Within step(), until phase 6 has moved the pedestrians: a row placed now
+  // stands as of the step before (placed_as_of_step, sim_tier.hpp).
+  bool movement_pending_ = false;
+  std::uint64_t placed_as_of_step() const {
+    return movement_pending_ ? step_index_ - 1 : step_index_;
+  }
   std::uint64_t digest_ = 0;
   WorldCounters counters_;
 
@@ -735,6 +753,9 @@ class World {
                             const std::uint8_t (&in_slice)[64], double dt_s, MovePart& out,
                             TierPart& slice, std::uint32_t* slice_rows);
   void move_pedestrian_row(std::uint32_t row, double dt_s, MovePart& out);
+  LaneIndex next_pedestrian_lane(std::uint32_t row, const std::vector<LaneIndex>& next,
+                                 std::uint64_t h, LaneIndex steer, LaneIndex open_pick,
+                                 MovePart& out);
   std::vector<MovePart> move_parts_;
   // Phase 7's parts: slice members and the other tiers per part (counted
   // by phase 6), where the part's members start in the slice, and the

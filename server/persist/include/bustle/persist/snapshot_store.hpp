@@ -22,7 +22,7 @@
 namespace bustle::persist {
 
 inline constexpr const char* kMagic = "bustle";
-inline constexpr int kSchemaVersion = 10;  // the last migration (0010: resident migrations)
+inline constexpr int kSchemaVersion = 11;  // the last migration (0011: pedestrian catch-up)
 // Read-only opening (which cannot migrate) also accepts files of this schema
 // or later: migration 0003 only added a table (client_observers), which reads
 // as empty for them.
