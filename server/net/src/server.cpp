@@ -175,6 +175,8 @@ class Session : public std::enable_shared_from_this<Session> {
     last_activity_ = std::chrono::steady_clock::now();
     rate_tokens_ = 2.0 * server_.options_.commands_per_second_max;
     rate_refilled_ = last_activity_;
+    // Stats and QueryLeases ask for this grace: the tracker keeps that summary.
+    tracker_.set_lease_grace_steps(server_.options_.lease_grace_steps);
   }
 
   std::uint32_t id() const { return id_; }
@@ -392,9 +394,22 @@ class Session : public std::enable_shared_from_this<Session> {
   // pushes back on the client) and resumes when the backlog drains
   // (on_backlog_changed). A client that sends without reading can therefore
   // never make the server queue more than a bounded amount for it.
+  //
+  // At most kFramesPerTurn frames are handled per turn; the rest wait for a
+  // turn posted behind what the network thread already has queued (other
+  // clients' reads, the next frame's deltas), so a client that pipelines
+  // requests gets its share of the thread and no more.
+  static constexpr int kFramesPerTurn = 16;
   void pump() {
     std::span<const std::uint8_t> payload;
+    int handled = 0;
     while ((phase_ == Phase::AwaitHello || phase_ == Phase::Ready) && !over_soft_cap()) {
+      if (handled++ == kFramesPerTurn) {
+        asio::post(socket_.get_executor(), [self = shared_from_this()] {
+          if (self->phase_ != Phase::Closed) self->pump();
+        });
+        return;
+      }
       const proto::DecodeStatus st = decoder_.next(payload);
       if (st == proto::DecodeStatus::NeedMore) break;
       if (st == proto::DecodeStatus::FrameTooLarge) {

@@ -184,6 +184,13 @@ void StreamTracker::set_interest(const ClientInterest& interest, bool baseline) 
 void StreamTracker::reset() {
   baseline_pending_ = true;
   sent_.clear();
+  leases_kept_ = LeaseSummary{};
+}
+
+void StreamTracker::set_lease_grace_steps(std::uint32_t grace_steps) {
+  lease_grace_steps_ = grace_steps;
+  leases_kept_ = LeaseSummary{};
+  for (const Sent& s : sent_) count_lease(s, 1);
 }
 
 // Step 1: the candidates, sorted by frame position (= entity index), each
@@ -358,6 +365,8 @@ void StreamTracker::diff_against_sent(const PublishedFrame& frame, const StreamC
   left_.clear();
   retiring_.clear();
   next_sent_.clear();
+  leases_kept_ = LeaseSummary{};  // counted again as the entities are sent
+  lease_step_ = frame.step;
   std::size_t a = 0;  // cursor in sent_
   const auto leave = [&](const Sent& s) { left_.emplace_back(s.id.index, s.id.generation); };
   for (const Candidate& c : cand_) {
@@ -395,6 +404,7 @@ void StreamTracker::diff_against_sent(const PublishedFrame& frame, const StreamC
       if (cur.retiring) retiring_.emplace_back(cur.id.index, cur.id.generation);
     }
     ++counts.per_hint[c.hint];
+    count_lease(next, 1);
     next_sent_.push_back(next);
   }
   for (; a < sent_.size(); ++a) leave(sent_[a]);
@@ -495,6 +505,7 @@ void StreamTracker::apply_leases(const flatbuffers::Vector<const wire::LeaseEntr
       continue;
     }
     const bool was_applied = it->applied == it->hint;
+    count_lease(*it, -1);  // counted again below, as the report leaves it
     if (static_cast<std::size_t>(e->state()) < 4)
       ++lease_by_state_[static_cast<std::size_t>(e->state())];
     switch (e->state()) {
@@ -514,30 +525,53 @@ void StreamTracker::apply_leases(const flatbuffers::Vector<const wire::LeaseEntr
         break;
     }
     if (was_applied && it->applied != it->hint) it->waiting_since = step;  // the wait starts now
+    count_lease(*it, 1);
     const bool holds =
         e->state() == wire::LeaseState::Assigned || e->state() == wire::LeaseState::Preserved;
     if (held != nullptr && holds && it->applied < kNone) held->push_back(it->id);
   }
 }
 
+void StreamTracker::count_sent_lease(LeaseSummary& sum, const Sent& s, std::uint64_t step,
+                                     std::uint32_t grace_steps, std::uint32_t d) {
+  if (s.hint < kNone) sum.requested[s.hint] += d;
+  if (s.applied < kNone) sum.applied[s.applied] += d;
+  if (s.applied == s.hint) return;
+  sum.waiting += d;
+  if (step > s.waiting_since + grace_steps) {
+    sum.waiting_past_grace += d;
+    sum.past_grace_by_reason[s.applied == kNotReported ? 0 : s.unassigned_reason] += d;
+  }
+}
+
+void StreamTracker::count_lease(const Sent& s, int sign) {
+  // Unsigned wrap-around: a -1 undoes exactly the +1 counted before.
+  count_sent_lease(leases_kept_, s, lease_step_, lease_grace_steps_,
+                   static_cast<std::uint32_t>(sign));
+}
+
 StreamTracker::LeaseSummary StreamTracker::lease_summary(std::uint64_t step,
                                                          std::uint32_t grace_steps) const {
+  if (step != lease_step_ || grace_steps != lease_grace_steps_)
+    return recount_lease_summary(step, grace_steps);
+  LeaseSummary sum = leases_kept_;
+  sum.reports = lease_reports_;
+  sum.entries = lease_entries_;
+  sum.unknown_entries = lease_unknown_;
+  std::copy(std::begin(lease_by_state_), std::end(lease_by_state_),
+            std::begin(sum.entries_by_state));
+  return sum;
+}
+
+StreamTracker::LeaseSummary StreamTracker::recount_lease_summary(std::uint64_t step,
+                                                                 std::uint32_t grace_steps) const {
   LeaseSummary sum;
   sum.reports = lease_reports_;
   sum.entries = lease_entries_;
   sum.unknown_entries = lease_unknown_;
   std::copy(std::begin(lease_by_state_), std::end(lease_by_state_),
             std::begin(sum.entries_by_state));
-  for (const Sent& s : sent_) {
-    if (s.hint < kNone) ++sum.requested[s.hint];
-    if (s.applied < kNone) ++sum.applied[s.applied];
-    if (s.applied == s.hint) continue;
-    ++sum.waiting;
-    if (step > s.waiting_since + grace_steps) {
-      ++sum.waiting_past_grace;
-      ++sum.past_grace_by_reason[s.applied == kNotReported ? 0 : s.unassigned_reason];
-    }
-  }
+  for (const Sent& s : sent_) count_sent_lease(sum, s, step, grace_steps, 1);
   return sum;
 }
 

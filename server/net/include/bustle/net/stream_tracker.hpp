@@ -168,8 +168,15 @@ class StreamTracker {
         {};  // known entries by LeaseState (Assigned, Unassigned, Released, Preserved)
   };
   // Requested against applied now; "past grace" = waiting since more than
-  // `grace_steps` before `step`.
+  // `grace_steps` before `step`. For the last encoded step and the grace set
+  // here (what Stats and QueryLeases ask) it is kept up to date as entities
+  // are sent and leases reported, so asking costs O(1), however many
+  // entities the client holds; any other (step, grace) recounts.
   LeaseSummary lease_summary(std::uint64_t step, std::uint32_t grace_steps) const;
+  // The same by walking every received entity (the reference the kept
+  // summary is tested against).
+  LeaseSummary recount_lease_summary(std::uint64_t step, std::uint32_t grace_steps) const;
+  void set_lease_grace_steps(std::uint32_t grace_steps);
 
  private:
   static constexpr std::uint8_t kNotReported = 0xff;
@@ -202,6 +209,11 @@ class StreamTracker {
   void select(const PublishedFrame& frame, const SpatialIndex* index);
   void rank(const PublishedFrame& frame, const StreamContext& ctx);
   void diff_against_sent(const PublishedFrame& frame, const StreamContext& ctx, Counts& counts);
+  // Adds (sign 1) or takes out (sign -1) one received entity's part of the
+  // kept lease summary (lease_step_, lease_grace_steps_).
+  void count_lease(const Sent& s, int sign);
+  static void count_sent_lease(LeaseSummary& sum, const Sent& s, std::uint64_t step,
+                               std::uint32_t grace_steps, std::uint32_t d);
   // One entity the client already holds: its motion record (only when the
   // prediction leaves the tolerance), field changes and the lease carried over.
   void update_received(const Sent& prev, const PublishedEntity& cur, std::uint8_t hint,
@@ -228,6 +240,11 @@ class StreamTracker {
   std::uint32_t truncated_ = 0;
   std::uint64_t lease_reports_ = 0, lease_entries_ = 0, lease_unknown_ = 0;
   std::uint64_t lease_by_state_[4] = {};
+  // The received entities' part of lease_summary(lease_step_, lease_grace_steps_):
+  // requested, applied, waiting and past grace (the other fields stay 0).
+  LeaseSummary leases_kept_;
+  std::uint64_t lease_step_ = 0;  // the step of the last encode
+  std::uint32_t lease_grace_steps_ = 0;
   // Encoding scratch.
   std::vector<wire::EntityEnter> entered_;
   std::vector<flatbuffers::Offset<wire::EntityLabel>> labels_;
