@@ -749,3 +749,70 @@ TEST_CASE("the digest does not depend on which connection sent a command") {
     CHECK(b.event_origins[k].request_id == a.event_origins[k].request_id + 1000);
   }
 }
+
+TEST_CASE("a killed resident lies as a corpse, then stays deceased: never walks again") {
+  // Seed 000's corpse and persistence rules for a community member: the
+  // corpse follows corpse cleanup; the member's record keeps its identity,
+  // is deceased in checkpoints and saves, and is never activated or handed
+  // over again.
+  Scenario s = two_zones();
+  auto w = make(s);
+  for (int k = 0; k < 40; ++k) w->step();
+  const PedestrianStore& p = w->pedestrians();
+  EntityId victim{};
+  for (std::uint32_t i = 0; i < p.size() && victim.is_null(); ++i)
+    if (p.origin[i] == static_cast<std::uint8_t>(PedestrianOrigin::Resident)) victim = p.id[i];
+  REQUIRE_FALSE(victim.is_null());
+  const auto r = static_cast<std::uint32_t>(w->population().resident_of(victim));
+  const std::uint32_t active_before = w->population().active_count();
+  REQUIRE(apply_one(*w, KillPedestrian{victim}).status == CommandStatus::Accepted);
+  const auto deceased = [&](const World& world) {
+    return world.population().residents().active[r] == ResidentStore::kDeceased;
+  };
+  CHECK(deceased(*w));
+  CHECK(w->is_corpse(victim));
+  CHECK(w->describe(victim).lifecycle == LifecycleState::Deceased);
+  CHECK(w->population().residents().work_point[r] == ResidentStore::kNone);
+  INFO(w->check_invariants());
+  REQUIRE(w->check_invariants().empty());
+  // A checkpoint with the corpse lying continues the same digests.
+  auto restored = World::restore(s, w->capture());
+  INFO((restored.errors.empty() ? std::string()
+                                : restored.errors[0].path + ": " + restored.errors[0].message));
+  REQUIRE(restored.world);
+  for (int k = 0; k < 5; ++k) {
+    w->step();
+    restored.world->step();
+    REQUIRE(restored.world->digest() == w->digest());
+  }
+  // Observers far away: corpse cleanup removes the row; the record stays.
+  REQUIRE(apply_one(*w, SetObservers{{{2000.0, 0.0}}}).status == CommandStatus::Accepted);
+  for (int k = 0; k < 30; ++k) w->step();
+  CHECK(w->pedestrians().dense_of[victim.index] == PedestrianStore::kNoSlot);
+  CHECK(deceased(*w));
+  CHECK(w->registry().is_alive(victim));
+  CHECK(w->describe(victim).lifecycle == LifecycleState::Deceased);
+  // A day passes (home, work, home): the others walk, the deceased never does.
+  REQUIRE(apply_one(*w, SetObservers{{{10.0, 10.0}}}).status == CommandStatus::Accepted);
+  REQUIRE(apply_one(*w, SetHour{11.95}).status == CommandStatus::Accepted);
+  bool others_walked = false;
+  for (int k = 0; k < 600; ++k) {
+    w->step();
+    CHECK(w->pedestrians().dense_of[victim.index] == PedestrianStore::kNoSlot);
+    others_walked |= w->population().active_count() >= active_before - 1;
+    REQUIRE(w->check_invariants().empty());
+  }
+  CHECK(others_walked);
+  CHECK(deceased(*w));
+  // A save names it; a load recreates it deceased, and it stays so.
+  const SaveState save = w->capture_save();
+  REQUIRE(save.saveable_deceased.size() == save.saveable_ids.size());
+  CHECK(std::count(save.saveable_deceased.begin(), save.saveable_deceased.end(), 1) == 1);
+  auto loaded = World::load_save(s, save);
+  REQUIRE(loaded.errors.empty());
+  CHECK(deceased(*loaded.world));
+  for (int k = 0; k < 200; ++k) loaded.world->step();
+  CHECK(loaded.world->pedestrians().dense_of[victim.index] == PedestrianStore::kNoSlot);
+  CHECK(deceased(*loaded.world));
+  REQUIRE(loaded.world->check_invariants().empty());
+}

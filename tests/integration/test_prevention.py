@@ -118,3 +118,32 @@ def test_bustle_prevention_and_kill_through_the_cli(start_server, tmp_path):
     assert one(srv, "population")["population"]["prevention"]["corpses_killed"] == 1
     bad = bustle(srv, "prevention", "9", "--step", expect=3)
     assert "level: 9" in bad.stdout + bad.stderr
+
+
+def test_a_killed_resident_is_deceased_for_good(start_server, tmp_path):
+    """A community member can die too (seed 000): its corpse follows corpse
+    cleanup, and its record stays deceased, never walking again, with its
+    identity kept (QueryEntity answers lifecycle Deceased)."""
+    from bustle_client import LifecycleState, PedestrianOrigin
+    from population_helpers import LARGEBLOCK
+    city_json = json.loads(LARGEBLOCK.read_text())
+    city_json["prevention"] = PREVENTION
+    path = tmp_path / "residents.city.json"
+    path.write_text(json.dumps(city_json))
+    srv = start_city(start_server, config=path)
+    with City(srv, "resident-corpse") as city:
+        city.step(30)
+        residents = [p for p in sorted(city.mirror.pedestrians(), key=lambda p: p.id.index)
+                     if city.op.entity(p.id).origin == PedestrianOrigin.Resident]
+        assert residents, "no resident walks in the large block"
+        victim = residents[0].id
+        r = city.apply("KillPedestrian", index=victim.index, generation=victim.generation)
+        assert r.accepted, r
+        assert city.op.entity(victim).lifecycle == LifecycleState.Deceased
+        for _ in range(30):  # corpse cleanup (every 2 steps) deletes the far corpse
+            city.step(10)
+            info = city.op.entity(victim)
+            assert info.lifecycle == LifecycleState.Deceased, info
+            assert victim not in city.mirror or city.mirror[victim].corpse
+        assert victim not in city.mirror
+        assert city.op.population().corpses_killed == 1

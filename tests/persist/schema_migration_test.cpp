@@ -53,7 +53,8 @@ void drop_migrations_after_0004(sqlite3* db) {
   exec(db, "DROP TABLE lane_closure_counters");
   exec(db, "ALTER TABLE spawn_pipeline DROP COLUMN displaced_total");  // 0009's column
   exec(db, "DROP TABLE resident_migrations");                          // 0010's table
-  exec(db, "ALTER TABLE pedestrian_columns DROP COLUMN catch_up");     // 0011's column
+  exec(db, "ALTER TABLE pedestrian_columns DROP COLUMN catch_up");     // 0011's columns
+  exec(db, "ALTER TABLE save_residents DROP COLUMN deceased");
 }
 
 std::string scalar(const std::string& path, const std::string& sql) {

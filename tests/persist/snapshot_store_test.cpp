@@ -744,8 +744,9 @@ TEST_CASE("a save keeps saveable residents with their zones and the lifecycle se
   save.saveable_zones[0] = "office";  // zone ownership moved, as a handoff would
   // ...and not walking there yet (an active resident's zone must be its saved one).
   std::erase_if(save.active_residents, [&](const core::SaveState::ActiveResident& a) {
-    return a.id == save.saveable_ids[0];
+    return a.id == save.saveable_ids[0] || a.id == save.saveable_ids[1];
   });
+  save.saveable_deceased[1] = 1;  // killed (schema 11): a load keeps it deceased
   TempDir dir;
   auto store = open_store(dir.file("save.db"));
   REQUIRE(store.write_save("s", save, "{}", 0).ok());
@@ -757,6 +758,7 @@ TEST_CASE("a save keeps saveable residents with their zones and the lifecycle se
   persist::complete_schema1_save(ls, block);  // a current save is left alone
   CHECK(ls.save.saveable_ids == save.saveable_ids);
   CHECK(ls.save.saveable_zones == save.saveable_zones);
+  CHECK(ls.save.saveable_deceased == save.saveable_deceased);
   CHECK(ls.save.lifecycle == save.lifecycle);
 
   auto r = core::World::load_save(block, ls.save);
@@ -767,6 +769,10 @@ TEST_CASE("a save keeps saveable residents with their zones and the lifecycle se
   CHECK(
       block.zones[r.world->population().residents().zone[static_cast<std::size_t>(resident)]].id ==
       "office");
+  const std::int32_t dead = r.world->population().resident_of(save.saveable_ids[1]);
+  REQUIRE(dead >= 0);
+  CHECK(r.world->population().residents().active[static_cast<std::size_t>(dead)] ==
+        core::ResidentStore::kDeceased);
 
   SECTION("saveable ids and zones that are not parallel are refused when written") {
     save.saveable_zones.pop_back();

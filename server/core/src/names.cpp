@@ -118,6 +118,8 @@ const char* to_string(LifecycleState s) {
       return "retiring";
     case LifecycleState::Gone:
       return "gone";
+    case LifecycleState::Deceased:
+      return "deceased";
   }
   return "?";
 }

@@ -125,11 +125,14 @@ void PopulationSystem::rebuild_indexes() {
   resident_rows_written_.reserve(residents_.size());  // every row (re)written
   active_cz_.assign(scenario_->communities.size() * nz, 0);
   active_list_.clear();
-  active_total_ = retiring_total_ = 0;
+  active_total_ = retiring_total_ = deceased_total_ = 0;
   for (std::uint32_t i = 0; i < residents_.size(); ++i) {
     row_hash_[i] = row_hash(i);
     row_sum_ += row_hash_[i];
-    if (residents_.active[i] == ResidentStore::kDormant) continue;
+    deceased_total_ += residents_.active[i] == ResidentStore::kDeceased;
+    if (residents_.active[i] == ResidentStore::kDormant ||
+        residents_.active[i] == ResidentStore::kDeceased)
+      continue;
     ++active_cz_[residents_.community[i] * nz + residents_.zone[i]];
     active_list_.push_back(i);  // ascending: i grows
     ++active_total_;
@@ -142,19 +145,25 @@ void PopulationSystem::set_active(std::uint32_t i, std::uint8_t value) {
   if (was == value) return;
   const std::size_t cell = residents_.community[i] * zones_.size() + residents_.zone[i];
   ZoneStatus& zs = zones_[residents_.zone[i]];
+  // Active and retiring members count as active; deceased ones nowhere.
+  const auto counts_active = [](std::uint8_t v) {
+    return v == ResidentStore::kActive || v == ResidentStore::kRetiring;
+  };
   if (was == ResidentStore::kDormant) {
     assert(zs.dormant > 0);  // invariant 2: the recount check_invariants() reads
+    --zs.dormant;
+  }
+  if (value == ResidentStore::kDormant) ++zs.dormant;
+  if (!counts_active(was) && counts_active(value)) {
     ++active_cz_[cell];
     ++active_total_;
-    --zs.dormant;
     // Kept sorted (EntityId order): activations are bounded by the quotas,
     // so an insert per activation is cheaper than sorting every interval.
     active_list_.insert(std::lower_bound(active_list_.begin(), active_list_.end(), i), i);
-  } else if (value == ResidentStore::kDormant) {
+  } else if (counts_active(was) && !counts_active(value)) {
     assert(active_cz_[cell] > 0 && active_total_ > 0);
     --active_cz_[cell];
     --active_total_;
-    ++zs.dormant;
     active_list_.erase(std::lower_bound(active_list_.begin(), active_list_.end(), i));
   }
   if (was == ResidentStore::kRetiring) {
@@ -165,6 +174,7 @@ void PopulationSystem::set_active(std::uint32_t i, std::uint8_t value) {
     ++retiring_total_;
     ++zs.retiring;
   }
+  deceased_total_ += (value == ResidentStore::kDeceased) - (was == ResidentStore::kDeceased);
   residents_.active[i] = value;
   refresh(i);
 }
@@ -550,8 +560,39 @@ void PopulationSystem::on_retiring(std::uint32_t i) {
   if (it != handoffs_.end() && it->resident == i) handoffs_.erase(it);  // nothing left to hand over
 }
 
+void PopulationSystem::on_died(std::uint32_t i) {
+  assert(residents_.active[i] == ResidentStore::kActive);  // only a walking member is killed
+  on_deactivated(i);  // work-point and handoff let go, as a member that leaves
+  set_active(i, ResidentStore::kDeceased);
+}
+
+// Invariant 2's last part: every member is active, dormant or deceased, and
+// the deceased count agrees with a recount.
+std::string PopulationSystem::check_member_total(std::uint32_t active_total,
+                                                 std::uint32_t dormant_total) const {
+  std::uint32_t deceased_total = 0;
+  for (const std::uint8_t a : residents_.active) deceased_total += a == ResidentStore::kDeceased;
+  if (deceased_total != deceased_total_)
+    return "invariant 2: " + std::to_string(deceased_total_) + " deceased counted, " +
+           std::to_string(deceased_total) + " members are";
+  if (active_total + dormant_total + deceased_total != residents_.size()) {
+    return "invariant 2: active " + std::to_string(active_total) + " + dormant " +
+           std::to_string(dormant_total) + " + deceased " + std::to_string(deceased_total) +
+           " != identities " + std::to_string(residents_.size());
+  }
+  return {};
+}
+
+void PopulationSystem::load_deceased(std::uint32_t i) {
+  assert(residents_.active[i] == ResidentStore::kDormant);  // a fresh world's member
+  set_active(i, ResidentStore::kDeceased);
+}
+
 void PopulationSystem::on_deactivated(std::uint32_t i) {
-  if (residents_.active[i] == ResidentStore::kDormant) return;
+  // A dormant member has nothing to let go; a deceased one let go when it died.
+  if (residents_.active[i] == ResidentStore::kDormant ||
+      residents_.active[i] == ResidentStore::kDeceased)
+    return;
   release_work_point(i);
   residents_.work_point[i] = ResidentStore::kNone;
   auto it = std::lower_bound(handoffs_.begin(), handoffs_.end(), i,
@@ -648,7 +689,7 @@ std::string PopulationSystem::check_invariants(const EntityRegistry& registry) c
       return area + "invariant 1: " + resident(i) + " maps back to resident " +
              std::to_string(resident_of(residents_.id[i]));
     }
-    if (residents_.active[i] > ResidentStore::kRetiring)
+    if (residents_.active[i] > ResidentStore::kDeceased)
       return area + "invariant 1: " + resident(i) + " has lifecycle " +
              std::to_string(residents_.active[i]);
     if (residents_.zone[i] >= nz)
@@ -656,7 +697,7 @@ std::string PopulationSystem::check_invariants(const EntityRegistry& registry) c
     row_sum += row_hash(i);
     if (residents_.active[i] == ResidentStore::kDormant) {
       ++dormant[residents_.zone[i]];
-    } else {
+    } else if (residents_.active[i] != ResidentStore::kDeceased) {
       ++active[residents_.zone[i]];
       ++active_cz[residents_.community[i] * nz + residents_.zone[i]];
       ++active_total;
@@ -730,10 +771,8 @@ std::string PopulationSystem::check_invariants(const EntityRegistry& registry) c
            std::to_string(retiring_total_) + " retiring, the residents hold " +
            std::to_string(active_total) + " / " + std::to_string(retiring_total);
   }
-  if (active_total + dormant_total != n) {
-    return area + "invariant 2: active " + std::to_string(active_total) + " + dormant " +
-           std::to_string(dormant_total) + " != identities " + std::to_string(n);
-  }
+  if (std::string why = check_member_total(active_total, dormant_total); !why.empty())
+    return area + why;
   // 4, 5. Work-points: the slots' side and the FIFOs.
   for (std::size_t w = 0; w < work_points_.size(); ++w) {
     const WorkPointState& wp = work_points_[w];
@@ -890,8 +929,8 @@ std::vector<std::pair<std::string, std::string>> PopulationSystem::restore(
     if (r.profession[i] >= scenario_->communities[r.community[i]].professions.size())
       fail(row + ".profession", "unknown");
     if (r.zone[i] >= scenario_->zones.size()) fail(row + ".zone", "unknown zone");
-    if (r.active[i] > ResidentStore::kRetiring)
-      fail(row + ".active", "must be 0 (dormant), 1 (active) or 2 (retiring)");
+    if (r.active[i] > ResidentStore::kDeceased)
+      fail(row + ".active", "must be 0 (dormant), 1 (active), 2 (retiring) or 3 (deceased)");
     if (r.work_point[i] != ResidentStore::kNone &&
         (r.work_point[i] < 0 ||
          static_cast<std::size_t>(r.work_point[i]) >= cp.work_points.size())) {

@@ -179,8 +179,9 @@ void World::restore_orphans(World& w, const WorldCheckpoint& cp, RestoreFailures
       fail(row + ".s_m", "outside the lane");
     }
     if (o.resident != UINT32_MAX && (o.resident >= rs.size() || !(rs.id[o.resident] == o.id) ||
-                                     rs.active[o.resident] != ResidentStore::kRetiring)) {
-      fail(row + ".resident", "does not match a retiring resident with this identity");
+                                     (rs.active[o.resident] != ResidentStore::kRetiring &&
+                                      rs.active[o.resident] != ResidentStore::kDeceased))) {
+      fail(row + ".resident", "does not match a retiring or deceased resident with this identity");
     }
     w.orphans_.push_back(
         {o.id, static_cast<DespawnReason>(o.reason), o.lane, o.s_m, o.resident, o.release_step});
@@ -499,11 +500,17 @@ bool World::restore_pedestrians(World& w, const WorldCheckpoint& cp, RestoreFail
   for (std::size_t i = 0; i < n; ++i) restore_pedestrian_row(w, p, i, cp.step_index, fail);
   std::size_t resident_pedestrians = 0;
   spawned_pedestrians = 0;
-  for (const std::uint8_t o : w.pedestrians_.origin) {
-    resident_pedestrians += o == static_cast<std::uint8_t>(PedestrianOrigin::Resident);
+  const PopulationSystem& population = w.population_;
+  for (std::uint32_t i = 0; i < w.pedestrians_.size(); ++i) {
+    const std::uint8_t o = w.pedestrians_.origin[i];
+    // A deceased resident's corpse is not one of the active members.
+    resident_pedestrians +=
+        o == static_cast<std::uint8_t>(PedestrianOrigin::Resident) &&
+        population.residents()
+                .active[static_cast<std::uint32_t>(population.resident_of(w.pedestrians_.id[i]))] !=
+            ResidentStore::kDeceased;
     spawned_pedestrians += o == static_cast<std::uint8_t>(PedestrianOrigin::Spawned);
   }
-  const PopulationSystem& population = w.population_;
   if (!fail.any() &&
       resident_pedestrians + population.retiring_count() != population.active_count()) {
     fail("residents.active", std::to_string(population.active_count()) + " active residents but " +
@@ -559,9 +566,11 @@ void World::restore_pedestrian_row(World& w, const PedestrianState& p, std::size
   }
   const ResidentStore& residents = w.population_.residents();
   if (has_resident) {
+    // A deceased one's row is its corpse (checked with the corpses).
     if (resident >= residents.size() || residents.id[resident] != id ||
-        residents.active[resident] != ResidentStore::kActive) {
-      fail(row + ".resident", "does not match an active resident with this identity");
+        (residents.active[resident] != ResidentStore::kActive &&
+         residents.active[resident] != ResidentStore::kDeceased)) {
+      fail(row + ".resident", "does not match an active or deceased resident with this identity");
       return;
     }
   } else if (w.population_.resident_of(id) != ResidentStore::kNone) {
@@ -753,10 +762,14 @@ void World::restore_prevention(World& w, const WorldCheckpoint& cp, RestoreFailu
     const std::uint32_t slot = walking_slot(w.registry_, w.pedestrians_, id);
     if (k > 0 && !(p.corpses[k - 1].id < id)) {
       fail(at, "not sorted or duplicated");
-    } else if (slot == PedestrianStore::kNoSlot ||
-               w.pedestrians_.origin[slot] ==
-                   static_cast<std::uint8_t>(PedestrianOrigin::Resident)) {
-      fail(at, id_text(id) + " is not a walking non-resident pedestrian");
+    } else if (slot == PedestrianStore::kNoSlot) {
+      fail(at, id_text(id) + " is not a walking pedestrian");
+    } else if (w.pedestrians_.origin[slot] ==
+                   static_cast<std::uint8_t>(PedestrianOrigin::Resident) &&
+               w.population_.residents()
+                       .active[static_cast<std::uint32_t>(w.population_.resident_of(id))] !=
+                   ResidentStore::kDeceased) {
+      fail(at, id_text(id) + " is a resident that is not deceased");
     } else if (w.is_admission_masked(id)) {
       fail(at, id_text(id) + " is also in admission_masked");
     } else if (p.corpses[k].death_step > cp.step_index) {
@@ -769,6 +782,20 @@ void World::restore_prevention(World& w, const WorldCheckpoint& cp, RestoreFailu
       continue;
     }
     return;
+  }
+  // And the other way: a deceased resident's row is its corpse.
+  const ResidentStore& rs = w.population_.residents();
+  for (std::uint32_t i = 0; i < w.pedestrians_.size(); ++i) {
+    const std::int32_t r = w.population_.resident_of(w.pedestrians_.id[i]);
+    if (w.pedestrians_.origin[i] == static_cast<std::uint8_t>(PedestrianOrigin::Resident) &&
+        rs.active[static_cast<std::uint32_t>(r)] == ResidentStore::kDeceased &&
+        !std::binary_search(
+            p.corpses.begin(), p.corpses.end(), CorpseRecord{w.pedestrians_.id[i], 0},
+            [](const CorpseRecord& a, const CorpseRecord& b) { return a.id < b.id; })) {
+      fail("pedestrians[" + std::to_string(i) + "]",
+           "resident " + std::to_string(r) + " is deceased but its row is not a corpse");
+      return;
+    }
   }
   w.prevention_ = p;
 }
@@ -804,6 +831,7 @@ SaveState World::capture_save() const {  // NOLINT
               {},
               {},
               {},
+              {},
               population_.settings(),
               {},
               false,
@@ -815,6 +843,7 @@ SaveState World::capture_save() const {  // NOLINT
     if (!scenario_.communities[rs.community[i]].saveable) continue;
     s.saveable_ids.push_back(rs.id[i]);
     s.saveable_zones.push_back(scenario_.zones[rs.zone[i]].id);
+    s.saveable_deceased.push_back(rs.active[i] == ResidentStore::kDeceased ? 1 : 0);
   }
   for (std::uint32_t i = 0; i < rs.size(); ++i) {
     if (rs.active[i] != ResidentStore::kActive) continue;  // dormant, or retiring (fading out)
@@ -856,6 +885,10 @@ std::vector<RestoreError> World::place_saved_active_set(const SaveState& save) {
     }
     if (seen[r->second]++ != 0) {
       errors.push_back({row + ".id", id_text(a.id) + " is listed twice"});
+      continue;
+    }
+    if (rs.active[r->second] == ResidentStore::kDeceased) {
+      errors.push_back({row + ".id", id_text(a.id) + " is deceased in this save"});
       continue;
     }
     resident[k] = r->second;
@@ -942,6 +975,14 @@ std::vector<RestoreError> check_save(const Scenario& scenario, const SaveState& 
   if (save.saveable_ids.size() != save.saveable_zones.size()) {
     errors.push_back({"saveable_zones", "one zone per saveable identity is required"});
   }
+  if (!save.saveable_deceased.empty() &&
+      save.saveable_deceased.size() != save.saveable_ids.size()) {
+    errors.push_back({"saveable_deceased", "one flag per saveable identity, or none"});
+  }
+  for (std::size_t k = 0; k < save.saveable_deceased.size(); ++k) {
+    if (save.saveable_deceased[k] > 1)
+      errors.push_back({"saveable[" + std::to_string(k) + "].deceased", "must be 0 or 1"});
+  }
   return errors;
 }
 
@@ -981,6 +1022,8 @@ World::RestoreResult World::load_save(const Scenario& scenario, const SaveState&
       } else {
         w->population_.assign_zone(i, zone);
       }
+      if (k < save.saveable_deceased.size() && save.saveable_deceased[k] != 0)
+        w->population_.load_deceased(i);
       ++k;
     }
     if (result.errors.empty() && k != save.saveable_ids.size()) {

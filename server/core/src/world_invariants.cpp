@@ -35,7 +35,10 @@ std::string World::check_lifecycle_counts() const {
         ++background;
         break;
       case PedestrianOrigin::Resident:
-        ++residents;
+        // A deceased resident's corpse is not one of the active members.
+        residents += population_.residents()
+                         .active[static_cast<std::uint32_t>(population_.resident_of(id))] !=
+                     ResidentStore::kDeceased;
         break;
       case PedestrianOrigin::Spawned:
         break;
@@ -53,9 +56,10 @@ std::string World::check_lifecycle_counts() const {
   }
   std::uint32_t dormant = 0;
   for (const ZoneStatus& z : pop.zones()) dormant += z.dormant;
-  if (pop.active_count() + dormant != pop.residents().size()) {
+  if (pop.active_count() + dormant + pop.deceased_count() != pop.residents().size()) {
     return "population: invariant 2: active " + std::to_string(pop.active_count()) + " + dormant " +
-           std::to_string(dormant) + " != identities " + std::to_string(pop.residents().size());
+           std::to_string(dormant) + " + deceased " + std::to_string(pop.deceased_count()) +
+           " != identities " + std::to_string(pop.residents().size());
   }
   for (std::size_t k = 1; k < orphans_.size(); ++k) {
     if (!(orphans_[k - 1].id < orphans_[k].id)) {
@@ -101,10 +105,14 @@ std::string World::check_pedestrians() const {
              " and resident " +
              (r == PedestrianStore::kNoResident ? std::string("none") : std::to_string(r));
     }
+    // A deceased resident's row is its corpse (invariant 4: held bit, and
+    // prevention_.corpses lists it).
     if (r != PedestrianStore::kNoResident &&
-        (r >= rs.size() || rs.id[r] != id || rs.active[r] != ResidentStore::kActive)) {
+        (r >= rs.size() || rs.id[r] != id ||
+         (rs.active[r] != ResidentStore::kActive &&
+          !(rs.active[r] == ResidentStore::kDeceased && is_corpse(id))))) {
       return "pedestrians: invariant 3: " + ped + " walks for resident " + std::to_string(r) +
-             ", which is not this active identity";
+             ", which is not this active identity (nor its corpse)";
     }
     if (pedestrians_.lane[i] >= lanes_.size() ||
         !is_pedestrian_lane(lanes_.lane(pedestrians_.lane[i]).kind)) {
@@ -289,11 +297,12 @@ std::string World::check_orphans() const {
       return "orphans: invariant 2: " + orphan + " faded on unknown lane " + std::to_string(o.lane);
     if (o.resident != UINT32_MAX) {
       if (o.resident >= rs.size() || rs.id[o.resident] != o.id ||
-          rs.active[o.resident] != ResidentStore::kRetiring) {
+          (rs.active[o.resident] != ResidentStore::kRetiring &&
+           rs.active[o.resident] != ResidentStore::kDeceased)) {
         return "orphans: invariant 2: " + orphan + " names resident " + std::to_string(o.resident) +
-               ", which is not this retiring identity";
+               ", which is not this retiring (or deceased) identity";
       }
-      ++resident_orphans;
+      resident_orphans += rs.active[o.resident] == ResidentStore::kRetiring;
     }
   }
   if (resident_orphans != population_.retiring_count()) {
@@ -309,6 +318,9 @@ std::string World::check_holders() const {
   // the sum), and every live route slot has exactly one holder.
   std::uint64_t held = population_.residents().size() + vehicles_.store().size();
   held += pedestrians_.size() - (population_.active_count() - population_.retiring_count());
+  // Deceased residents' corpses are rows too, held by their resident.
+  for (const CorpseRecord& c : prevention_.corpses)
+    held -= population_.resident_of(c.id) != ResidentStore::kNone;
   for (const OrphanRecord& o : orphans_) held += o.resident == UINT32_MAX;
   std::uint32_t routes_held = 0;
   for (const SpawnHandleState& h : spawn_.live) {
@@ -370,11 +382,13 @@ std::string World::check_prevention() const {
     const std::uint32_t slot = walking_slot(registry_, pedestrians_, id);
     if ((k > 0 && !(p.corpses[k - 1].id < id)) || slot == PedestrianStore::kNoSlot ||
         (pedestrians_.phase[slot] & PedestrianStore::kAdmissionMaskedBit) == 0 ||
-        pedestrians_.origin[slot] == static_cast<std::uint8_t>(PedestrianOrigin::Resident) ||
+        (pedestrians_.origin[slot] == static_cast<std::uint8_t>(PedestrianOrigin::Resident) &&
+         population_.residents().active[static_cast<std::uint32_t>(population_.resident_of(id))] !=
+             ResidentStore::kDeceased) ||
         is_admission_masked(id)) {
       return "prevention: invariant 2: corpse entry " + std::to_string(k) + " (" + id_text(id) +
-             ") is unsorted, duplicated, not a walking non-resident pedestrian with the held "
-             "bit, or also masked";
+             ") is unsorted, duplicated, not a walking pedestrian (a resident one deceased) with "
+             "the held bit, or also masked";
     }
   }
   return {};

@@ -70,8 +70,9 @@ EntityReport World::describe(EntityId id) const {
     e.saveable = scenario_.communities[rs.community[ri]].saveable;
     e.priority = PriorityClass::Community;
     e.origin = PedestrianOrigin::Resident;
-    e.lifecycle =
-        rs.active[ri] == ResidentStore::kDormant ? LifecycleState::Dormant : LifecycleState::Active;
+    e.lifecycle = rs.active[ri] == ResidentStore::kDormant    ? LifecycleState::Dormant
+                  : rs.active[ri] == ResidentStore::kDeceased ? LifecycleState::Deceased
+                                                              : LifecycleState::Active;
   }
   const SpawnHandleState* h = find_live_spawn(id);
   for (auto it = spawn_.recent.rbegin(); h == nullptr && it != spawn_.recent.rend(); ++it) {
@@ -87,7 +88,8 @@ EntityReport World::describe(EntityId id) const {
   }
   if (const std::uint32_t slot = pedestrians_.dense_of[id.index];
       slot != PedestrianStore::kNoSlot) {
-    e.lifecycle = LifecycleState::Active;
+    // A deceased resident's corpse still lies here: its lifecycle says so.
+    if (e.lifecycle != LifecycleState::Deceased) e.lifecycle = LifecycleState::Active;
     e.tier = pedestrians_.sim_tier[slot];
     e.representation = hint_for(e.tier);
     e.priority = static_cast<PriorityClass>(pedestrians_.priority[slot]);

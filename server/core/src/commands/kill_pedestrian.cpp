@@ -1,9 +1,10 @@
 // Command KillPedestrian (prevention.hpp): a pedestrian death event. A
-// walking, non-resident pedestrian becomes a corpse: the row's held bit stops
-// its movement (as the admission mask does; a masked pedestrian leaves the
-// mask list for the corpse list), its identity, lane position and tier stay,
-// and corpse cleanup (phase 4b) removes it later. Residents are refused: their
-// community record would bring them back.
+// walking pedestrian becomes a corpse: the row's held bit stops its movement
+// (as the admission mask does; a masked pedestrian leaves the mask list for
+// the corpse list), its identity, lane position and tier stay, and corpse
+// cleanup (phase 4b) removes it later. A resident's record is deceased from
+// now on (population.hpp): it lets its work-point go, is never activated or
+// handed over again, keeps its identity, and a save names it.
 #include <algorithm>
 
 #include "../world_internal.hpp"
@@ -16,11 +17,6 @@ void World::apply_command(const KillPedestrian& c, CommandResult& r) {
       walking_slot_or_reject(registry_, pedestrians_, vehicles_.is_vehicle(c.id), c.id,
                              "vehicles, dormant residents and fading entities cannot be killed", r);
   if (slot == PedestrianStore::kNoSlot) return;
-  if (pedestrians_.origin[slot] == static_cast<std::uint8_t>(PedestrianOrigin::Resident)) {
-    reject(r, RejectReason::InvalidArgument,
-           entity_text(c.id) + " is a community resident (residents cannot die yet)");
-    return;
-  }
   std::vector<CorpseRecord>& corpses = prevention_.corpses;
   auto it = std::lower_bound(corpses.begin(), corpses.end(), c.id,
                              [](const CorpseRecord& k, EntityId v) { return k.id < v; });
@@ -35,6 +31,10 @@ void World::apply_command(const KillPedestrian& c, CommandResult& r) {
   }
   corpses.insert(it, {c.id, step_index_});
   ++prevention_.corpse.killed;
+  if (pedestrians_.origin[slot] == static_cast<std::uint8_t>(PedestrianOrigin::Resident)) {
+    if (!lane_waiters_.empty()) drop_lane_waiter(c.id);  // a corpse waits for nothing
+    population_.on_died(static_cast<std::uint32_t>(population_.resident_of(c.id)));
+  }
   if (auto m = std::lower_bound(admission_masked_.begin(), admission_masked_.end(), c.id);
       m != admission_masked_.end() && *m == c.id) {
     admission_masked_.erase(m);  // the bit stays: it holds the corpse now

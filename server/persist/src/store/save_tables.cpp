@@ -9,6 +9,10 @@ namespace {
 const TableColumns kSaveState{
     "save_state", {"snapshot_id", "pedestrian_target", "day_us", "time_scale", "garage_ordinals"}};
 const TableColumns kSaveResidents{
+    "save_residents",
+    {"snapshot_id", "position", "id_index", "id_generation", "zone_id", "deceased"}};  // 0011
+// A file read without migrating (read-only) from before schema 11: no deaths.
+const TableColumns kSaveResidentsBefore11{
     "save_residents", {"snapshot_id", "position", "id_index", "id_generation", "zone_id"}};
 const TableColumns kSaveActiveResidents{
     "save_active_residents",
@@ -34,6 +38,7 @@ StoreError write_save_residents(Tables& t, std::int64_t id, const core::SaveStat
     st.i64("id_index", save.saveable_ids[k].index)
         .i64("id_generation", save.saveable_ids[k].generation);
     st.text("zone_id", save.saveable_zones[k]);
+    st.i64("deceased", k < save.saveable_deceased.size() ? save.saveable_deceased[k] : 0);
     if (StoreError e = t.run(st, kSaveResidents, row + " position=" + std::to_string(k)); !e.ok())
       return e;
   }
@@ -115,11 +120,15 @@ StoreError read_save_lists(Tables& t, std::int64_t id, int schema_version, const
   // Version-1 saves have neither (complete_schema1_save fills the settings).
   if (schema_version < 2) return {};
   if (StoreError e = read_lifecycle(t, id, named, save.lifecycle); !e.ok()) return e;
-  if (StoreError e = t.read_rows(kSaveResidents, "position", "", id, named,
-                                 [&](RowReader& rr, const std::string&) {
-                                   save.saveable_ids.push_back(read_id(rr));
-                                   save.saveable_zones.push_back(rr.text("zone_id"));
-                                 });
+  const bool has_deceased = t.file_version() >= 11;
+  if (StoreError e = t.read_rows(
+          has_deceased ? kSaveResidents : kSaveResidentsBefore11, "position", "", id, named,
+          [&](RowReader& rr, const std::string&) {
+            save.saveable_ids.push_back(read_id(rr));
+            save.saveable_zones.push_back(rr.text("zone_id"));
+            save.saveable_deceased.push_back(
+                has_deceased ? static_cast<std::uint8_t>(rr.integer("deceased", 0, 1)) : 0);
+          });
       !e.ok()) {
     return e;
   }

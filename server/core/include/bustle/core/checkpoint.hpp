@@ -198,6 +198,9 @@ struct SaveState {
   // on load and keep their zone.
   std::vector<EntityId> saveable_ids;
   std::vector<std::string> saveable_zones;  // zone id per saveable resident
+  // Per saveable resident, 1 when it is deceased (killed): a load recreates
+  // it deceased. Empty (saves of schema < 11): nobody died.
+  std::vector<std::uint8_t> saveable_deceased;
   LifecycleSettings lifecycle;
   // What the load's reconciliation needs (seed 001): every resident walking
   // when the save was taken, with its zone and lane position, in resident

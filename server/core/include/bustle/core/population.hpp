@@ -77,8 +77,12 @@ class ColumnCopies;  // column_copies.hpp
 struct ResidentStore {
   static constexpr std::int32_t kNone = -1;
   // Values of `active`: dormant, walking, or fading out after a despawn (its
-  // zone still counts it until the despawn phase lets it go).
-  static constexpr std::uint8_t kDormant = 0, kActive = 1, kRetiring = 2;
+  // zone still counts it until the despawn phase lets it go); or deceased:
+  // killed (KillPedestrian), lying as a corpse until cleanup removes the row,
+  // then a record only. A deceased member is neither active nor dormant,
+  // holds no work-point, is never activated or handed over again, and keeps
+  // its identity (saves name the saveable ones: seed 000's persistence).
+  static constexpr std::uint8_t kDormant = 0, kActive = 1, kRetiring = 2, kDeceased = 3;
   std::vector<EntityId> id;
   std::vector<std::uint32_t> community;
   std::vector<std::uint32_t> profession;
@@ -210,6 +214,11 @@ class PopulationSystem {
   // reason (recycle, dead end, request): it becomes dormant, keeps its id.
   void on_deactivated(std::uint32_t resident);
   void on_activated(std::uint32_t resident);
+  // A walking member was killed: it lets its work-point and any handoff go
+  // and is deceased from now on (its corpse row stays until cleanup).
+  void on_died(std::uint32_t resident);
+  // A save's deceased member (World::load_save): dormant -> deceased.
+  void load_deceased(std::uint32_t resident);
   // A despawn moved the resident's representation into the retiring FIFO.
   void on_retiring(std::uint32_t resident);
 
@@ -251,6 +260,7 @@ class PopulationSystem {
   std::int32_t resident_of(EntityId id) const;
   std::uint32_t active_count() const { return active_total_; }  // walking + retiring
   std::uint32_t retiring_count() const { return retiring_total_; }
+  std::uint32_t deceased_count() const { return deceased_total_; }
   // Active members of community c in zone z (walking + retiring).
   std::uint32_t active_in(std::uint32_t c, std::uint32_t z) const {
     return active_cz_[c * zones_.size() + z];
@@ -260,6 +270,7 @@ class PopulationSystem {
   // (O(residents + slots)): empty when they hold, else the first violation as
   // "population: invariant N: ...".
   std::string check_invariants(const EntityRegistry& registry) const;
+  std::string check_member_total(std::uint32_t active_total, std::uint32_t dormant_total) const;
 
   void digest_into(Digest& d) const;
   // Copies this system's state into `cp`, reusing its vectors' capacity:
@@ -338,6 +349,7 @@ class PopulationSystem {
       active_list_;  // residents with active != 0, ascending (EntityId order)
   std::uint32_t active_total_ = 0;
   std::uint32_t retiring_total_ = 0;
+  std::uint32_t deceased_total_ = 0;
   // Scratch (reused every interval).
   std::vector<std::pair<double, std::uint32_t>> scratch_a_, scratch_b_;  // (distance, resident)
   std::vector<std::uint32_t> grow_;

@@ -37,8 +37,9 @@
 //   1. units is sorted by handle, every handle below next_handle; level in
 //      [1, levels]; a Queued unit has no entity, Active and Retiring ones have one;
 //      no unit's level is above `level` unless it is Retiring.
-//   2. corpses is sorted by id; each is a walking, non-resident pedestrian
-//      whose held bit is set and which is not in the admission mask.
+//   2. corpses is sorted by id; each is a walking pedestrian (a resident one
+//      only when deceased) whose held bit is set and which is not in the
+//      admission mask.
 #pragma once
 
 #include <array>

@@ -137,6 +137,7 @@ enum class LifecycleState : std::uint8_t {
   Dormant = 2,   // a resident without representation
   Retiring = 3,  // in the orphan set, fading
   Gone = 4,      // not alive (stale or never issued)
+  Deceased = 5,  // a killed resident: its corpse, then its record only
 };
 const char* to_string(LifecycleState s);
 
