@@ -13,6 +13,9 @@
 ARG BASE_IMAGE=debian:bookworm
 
 FROM ${BASE_IMAGE} AS build
+# Every image of this stage carries the label (set before its first layer),
+# so tools/container/build-image.sh can remove them after a build.
+LABEL io.bustle.stage=build
 ARG BUILD_JOBS=2
 WORKDIR /src
 COPY tools/install-deps.sh tools/install-deps.sh

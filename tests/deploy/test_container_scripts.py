@@ -177,3 +177,22 @@ def test_probe_falls_back_to_status_with_the_metrics_endpoint_off(box):
     assert started["argv"] == ["status", "--host", "127.0.0.1", "--port", "7788", "--timeout-ms", "2000"]
     p, _ = box(PROBE, "bogus")
     assert p.returncode == 2
+
+
+def test_build_image_removes_only_the_labelled_build_stage():
+    """make image removes the build stage's images afterwards: the label the
+    script prunes is the one the Dockerfile's build stage (and only that
+    stage) carries, set before the stage's first layer."""
+    dockerfile = (REPO / "Dockerfile").read_text().splitlines()
+    script = (REPO / "tools" / "container" / "build-image.sh").read_text()
+    stages = [i for i, line in enumerate(dockerfile) if line.startswith("FROM ")]
+    assert len(stages) == 2, stages
+    build = dockerfile[stages[0]:stages[1]]
+    runtime = dockerfile[stages[1]:]
+    labels = [line.split(None, 1)[1] for line in build if line.startswith("LABEL ")]
+    assert labels == ["io.bustle.stage=build"], labels
+    first_layer = next(i for i, line in enumerate(build) if line.startswith(("RUN ", "COPY ")))
+    assert build.index("LABEL io.bustle.stage=build") < first_layer
+    assert not any("io.bustle.stage" in line for line in runtime)
+    assert "image prune --force --filter label=io.bustle.stage=build" in script
+    assert 'KEEP_BUILD_STAGE:-0' in script

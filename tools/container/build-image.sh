@@ -4,6 +4,10 @@
 #
 #   tools/container/build-image.sh            IMAGE (default bustle:latest)
 #   IMAGE=bustle:dev BUILD_JOBS=2 ENGINE=podman tools/container/build-image.sh
+#
+# Afterwards the build stage's images (about 1.9 GB, labelled
+# io.bustle.stage=build) are removed; KEEP_BUILD_STAGE=1 keeps them as a
+# cache that makes the next build faster.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -30,3 +34,9 @@ start=$SECONDS
 "${ENGINE_RUN[@]}" "${args[@]}" "$root"
 size="$("${ENGINE_RUN[@]}" image inspect --format '{{.Size}}' "$IMAGE")"
 echo "image: built $IMAGE with $ENGINE in $((SECONDS - start)) s, $((size / 1000000)) MB"
+if [[ "${KEEP_BUILD_STAGE:-0}" != 1 ]]; then
+  # Untagged images of the build stage only: the runtime image, the base and
+  # any other image stay.
+  "${ENGINE_RUN[@]}" image prune --force --filter label=io.bustle.stage=build >/dev/null
+  echo "image: removed the build stage's images (KEEP_BUILD_STAGE=1 keeps them)"
+fi
