@@ -132,6 +132,13 @@ TEST_CASE("restore validates and names the failing field and builds nothing on f
     cp.pedestrians.catch_up_steps[i] = static_cast<std::int8_t>(-since(i) - 1);
     expect(cp, "pedestrians[" + std::to_string(i) + "].catch_up_steps", "ahead of the step");
   }
+  SECTION("a row that fails after its first columns were appended") {
+    // Found by the SQLite-aware fuzzer: the resident count after the rows
+    // read the partial row's missing columns.
+    WorldCheckpoint cp = good;
+    cp.pedestrians.sim_tier[5] = static_cast<SimTier>(7);
+    expect(cp, "pedestrians[5].tier", "unknown simulation tier 7");
+  }
   SECTION("a value altered within range is caught by the digest") {
     WorldCheckpoint cp = good;
     cp.pedestrians.s_m[0] = cp.pedestrians.s_m[0] * 0.5;

@@ -6,7 +6,8 @@
 // Bad input must come back as a ReplayError, never a crash; a digest mismatch
 // is an outcome, not an error.
 //
-// The input is a whole SQLite file, written to a temporary file per execution.
+// The input is a whole SQLite file, written to a temporary file per execution;
+// campaigns mutate it through SQL as well as byte by byte (sqlite_mutator.hpp).
 // At most kTicksMax ticks are replayed, then the last tick is sought (the
 // keyframe search a `--from-step` run does).
 #include <cstddef>
@@ -17,6 +18,7 @@
 
 #include "bustle/replay/replayer.hpp"
 #include "fuzz_support.hpp"
+#include "sqlite_mutator.hpp"
 
 namespace {
 
@@ -57,3 +59,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   file.remove();
   return 0;
 }
+
+// Mutants that stay well-formed SQLite files (sqlite_mutator.hpp).
+BUSTLE_SQLITE_CUSTOM_MUTATOR

@@ -6,7 +6,8 @@
 // every reference, range and the stored digest. Bad input must come back as
 // an error naming the place, never a crash; a candidate that passes must step.
 //
-// The input is a whole SQLite file, written to a temporary file per execution.
+// The input is a whole SQLite file, written to a temporary file per execution;
+// campaigns mutate it through SQL as well as byte by byte (sqlite_mutator.hpp).
 // The server restores against the scenario it runs and refuses a snapshot of
 // another; here each snapshot is restored against the scenario stored with it,
 // so a mutated scenario text still reaches restore validation.
@@ -19,6 +20,7 @@
 #include "bustle/persist/snapshot_store.hpp"
 #include "bustle/scenario/scenario_loader.hpp"
 #include "fuzz_support.hpp"
+#include "sqlite_mutator.hpp"
 
 namespace {
 
@@ -92,3 +94,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   file.remove();
   return 0;
 }
+
+// Mutants that stay well-formed SQLite files (sqlite_mutator.hpp).
+BUSTLE_SQLITE_CUSTOM_MUTATOR

@@ -498,6 +498,8 @@ bool World::restore_pedestrians(World& w, const WorldCheckpoint& cp, RestoreFail
     fail(path, message);
   if (fail.any()) return false;
   for (std::size_t i = 0; i < n; ++i) restore_pedestrian_row(w, p, i, cp.step_index, fail);
+  // A failed row leaves the store partial (its columns of unequal length).
+  if (fail.any()) return true;
   std::size_t resident_pedestrians = 0;
   spawned_pedestrians = 0;
   const PopulationSystem& population = w.population_;
@@ -511,8 +513,7 @@ bool World::restore_pedestrians(World& w, const WorldCheckpoint& cp, RestoreFail
             ResidentStore::kDeceased;
     spawned_pedestrians += o == static_cast<std::uint8_t>(PedestrianOrigin::Spawned);
   }
-  if (!fail.any() &&
-      resident_pedestrians + population.retiring_count() != population.active_count()) {
+  if (resident_pedestrians + population.retiring_count() != population.active_count()) {
     fail("residents.active", std::to_string(population.active_count()) + " active residents but " +
                                  std::to_string(resident_pedestrians) +
                                  " resident pedestrians and " +
