@@ -11,6 +11,7 @@
 
 #include "bustle/core/world.hpp"
 #include "invariant_probe.hpp"
+#include "make_world.hpp"
 #include "vehicle_test_support.hpp"
 
 using namespace bustle::core;
@@ -78,10 +79,7 @@ Scenario merge_city(std::uint32_t per_garage, bool all_full = true) {
 }
 
 std::unique_ptr<World> make(const Scenario& s) {
-  auto c = World::create(s, 1);
-  INFO((c.errors.empty() ? std::string() : c.errors[0].path + ": " + c.errors[0].message));
-  REQUIRE(c.world);
-  return std::move(c.world);
+  return bustle::core::test::make_world(s, 1);
 }
 
 // The closest two vehicles come on the merge axis (s on "m", minus the

@@ -715,7 +715,7 @@ TEST_CASE("the population pipeline is readable with the sqlite3 shell") {
   CHECK(scalar("SELECT group_concat(kind, ' ') FROM pending_commands") ==
         "spawn_pedestrian cancel_spawn set_client_observers set_lifecycle lifecycle_batch "
         "set_observers");
-  CHECK(scalar("SELECT schema_version FROM snapshots") == "11");
+  CHECK(scalar("SELECT schema_version FROM snapshots") == "12");
   CHECK(
       scalar(
           "SELECT group_concat(observer_index || ':' || has_heading, ' ') FROM client_observers") ==
@@ -754,7 +754,7 @@ TEST_CASE("a save keeps saveable residents with their zones and the lifecycle se
   const auto e = store.read_save("s", ls);
   INFO(e.to_string());
   REQUIRE(e.ok());
-  CHECK(ls.info.schema_version == 11);
+  CHECK(ls.info.schema_version == 12);
   persist::complete_schema1_save(ls, block);  // a current save is left alone
   CHECK(ls.save.saveable_ids == save.saveable_ids);
   CHECK(ls.save.saveable_zones == save.saveable_zones);
@@ -884,8 +884,8 @@ TEST_CASE("bad rows in the population-pipeline tables are refused, naming table,
        "position=1", "slot", "expected an integer"},
       {"UPDATE route_free_slots SET position = 2 WHERE position = 1", "route_free_slots",
        "position=2", "position", "not contiguous"},
-      {"UPDATE snapshots SET schema_version = 12", "snapshots", "name='x'", "schema_version",
-       "out of range [1, 11]"},
+      {"UPDATE snapshots SET schema_version = 13", "snapshots", "name='x'", "schema_version",
+       "out of range [1, 12]"},
   };
   for (const Case& c : cases) {
     DYNAMIC_SECTION(c.sql) {
@@ -1271,5 +1271,126 @@ TEST_CASE("lane closures round-trip through SQLite and the restored world contin
     w->step();
     r.world->step();
     REQUIRE(r.world->digest() == w->digest());
+  }
+}
+
+namespace {
+
+// The corridor with a garage mouth of 16, 16 dispatches per step, no
+// cooldown and 40 requests due before step 1: a batch fills the mouth in the
+// first step, which then drains one vehicle per clearance, competing with
+// the loop's turnarounds (capacity 18).
+core::Scenario mouth_corridor() {
+  auto loaded = bustle::scenario::load_scenario_file(std::string(BUSTLE_SOURCE_DIR) +
+                                                     "/configs/corridor.city.json");
+  REQUIRE(loaded.ok());
+  core::Scenario s = *loaded.scenario;
+  s.vehicle_plan.requests.clear();
+  core::GarageSpec& g = s.garages[0];
+  g.queue_depth = 40;
+  g.dispatch_per_step_max = 16;
+  g.cooldown_frames = 0;
+  g.mouth_capacity = 16;
+  return s;
+}
+
+std::vector<bustle::test::ScriptedCommand> mouth_requests() {
+  std::vector<bustle::test::ScriptedCommand> script;
+  for (int r = 0; r < 40; ++r)
+    script.push_back({0, core::GarageRequest{"g0", "m" + std::to_string(r), "sedan", "lane0", r}});
+  return script;
+}
+
+bool same_mouth(const core::GarageState& a, const core::GarageState& b) {
+  return std::equal(a.mouth.begin(), a.mouth.end(), b.mouth.begin(), b.mouth.end(),
+                    [](const core::MouthVehicle& x, const core::MouthVehicle& y) {
+                      return x.id == y.id && x.ordinal == y.ordinal && x.prototype == y.prototype &&
+                             x.request_id == y.request_id;
+                    });
+}
+
+}  // namespace
+
+TEST_CASE("completeness guard through SQLite with vehicles waiting in a garage mouth") {
+  const core::Scenario corridor = mouth_corridor();
+  TempDir dir;
+  auto store = open_store(dir.file("mouth.db"));
+  std::size_t with_mouth = 0;
+  const RoundTripCheck check = [&](const core::WorldCheckpoint& sent,
+                                   const core::WorldCheckpoint& back) {
+    REQUIRE(back.vehicles.garages.size() == 1);
+    CHECK(same_mouth(back.vehicles.garages[0], sent.vehicles.garages[0]));
+    with_mouth += sent.vehicles.garages[0].mouth.empty() ? 0 : 1;
+  };
+  bustle::test::check_checkpoint_completeness(corridor, 4, mouth_requests(), 160,
+                                              {0, 1, 2, 3, 9, 40, 100},
+                                              through_sqlite(store, "m", "{}", check));
+  CHECK(with_mouth >= 5);  // steps 1, 2, 3, 9 and 40 hold vehicles in the mouth
+}
+
+TEST_CASE("a bad garage_mouth row is refused, naming the table, row and field") {
+  const core::Scenario corridor = mouth_corridor();
+  auto w = std::move(core::World::create(corridor, 4).world);
+  std::uint32_t request = 0;
+  for (const auto& c : mouth_requests())
+    REQUIRE(w->submit({{1, ++request}, c.command}) == core::SubmitStatus::Queued);
+  for (int k = 0; k < 3; ++k) w->step();
+  REQUIRE(w->vehicles().garages()[0].mouth.size() == 16);
+  TempDir dir;
+  const std::string path = dir.file("mouth.db");
+  {
+    auto store = open_store(path);
+    REQUIRE(store.write_checkpoint("x", "checkpoint", w->capture(), "{}", 0).ok());
+  }
+  const auto read = [&](persist::LoadedCheckpoint& lc) {
+    persist::SnapshotStore store;
+    REQUIRE(persist::SnapshotStore::open(path, persist::FileKind::Snapshots, false, store).ok());
+    return store.read_checkpoint("x", lc);
+  };
+  SECTION("the file as written restores to the same digest") {
+    persist::LoadedCheckpoint lc;
+    REQUIRE(read(lc).ok());
+    CHECK(same_mouth(lc.checkpoint.vehicles.garages[0], w->vehicles().garages()[0]));
+    auto r = core::World::restore(corridor, lc.checkpoint);
+    if (!r.errors.empty()) FAIL(r.errors[0].path << ": " << r.errors[0].message);
+    CHECK(r.world->digest() == w->digest());
+  }
+  struct Case {
+    const char* sql;
+    const char* row;
+    const char* field;
+    const char* message;
+  };
+  const std::vector<Case> cases = {
+      {"UPDATE garage_mouth SET position = 20 WHERE position = 3",
+       "snapshot_id=1 garage_index=0 position=4", "position", "not contiguous"},
+      {"UPDATE garage_mouth SET id_index = -1 WHERE position = 2",
+       "snapshot_id=1 garage_index=0 position=2", "id_index", "out of range"},
+      {"UPDATE garage_mouth SET id_generation = 0 WHERE position = 5",
+       "snapshot_id=1 garage_index=0 position=5", "id_generation", "null entity"},
+      {"UPDATE garage_mouth SET garage_index = 1 WHERE position = 15", "snapshot_id=1",
+       "garage_index", "unknown garage"},
+      {"UPDATE garage_mouth SET prototype = 'sedan' WHERE position = 1",
+       "snapshot_id=1 garage_index=0 position=1", "prototype", "expected an integer"},
+  };
+  for (const Case& c : cases) {
+    DYNAMIC_SECTION(c.sql) {
+      exec_sql(path, c.sql);
+      persist::LoadedCheckpoint lc;
+      const persist::StoreError e = read(lc);
+      INFO(e.to_string());
+      CHECK(e.table == "garage_mouth");
+      CHECK(e.row == c.row);
+      CHECK(e.field == c.field);
+      CHECK(e.message.find(c.message) != std::string::npos);
+    }
+  }
+  SECTION("a row that reads but breaks the state is refused by restore, naming its path") {
+    exec_sql(path, "UPDATE garage_mouth SET prototype = 3 WHERE position = 4");
+    persist::LoadedCheckpoint lc;
+    REQUIRE(read(lc).ok());
+    auto r = core::World::restore(corridor, lc.checkpoint);
+    REQUIRE_FALSE(r.world);
+    CHECK(r.errors[0].path == "garages[0].mouth[4].prototype");
   }
 }

@@ -412,3 +412,23 @@ TEST_CASE(
       load_scenario_text(garage_city(R"(,"vehicle_id_format":"car.{garage}")"), "test.json"),
       "garages[0].vehicle_id_format", "must contain {ordinal}");
 }
+
+TEST_CASE(
+    "a garage's mouth_capacity loads, defaults to 0 (no mouth), and a bad one names its path") {
+  const auto garage_city = [](const std::string& garage_fields) {
+    return R"({"id":"t","lanes":[{"id":"r","kind":"road","points":[[0,0],[50,0]],"speed_mps_limit":10,"successors":["r"]}],)"
+           R"("garages":[{"id":"g","lane":"r","route":["r"],"prototypes":["sedan"],"capacity":4)" +
+           garage_fields + "}]}";
+  };
+  const LoadResult plain = load_scenario_text(garage_city(""), "test.json");
+  INFO((plain.errors.empty() ? std::string() : plain.errors[0].to_string()));
+  REQUIRE(plain.ok());
+  CHECK(plain.scenario->garages[0].mouth_capacity == 0);
+  const LoadResult four = load_scenario_text(garage_city(R"(,"mouth_capacity":4)"), "test.json");
+  REQUIRE(four.ok());
+  CHECK(four.scenario->garages[0].mouth_capacity == 4);
+  require_single_error(load_scenario_text(garage_city(R"(,"mouth_capacity":5)"), "test.json"),
+                       "garages[0].mouth_capacity", "must be at most capacity (4)");
+  require_single_error(load_scenario_text(garage_city(R"(,"mouth_capacity":-1)"), "test.json"),
+                       "garages[0].mouth_capacity", "must be a non-negative integer");
+}

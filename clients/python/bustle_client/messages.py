@@ -485,6 +485,7 @@ ZoneInfo = wire_dataclass("ZoneInfo", doc="QueryZones: one zone's lifecycle coor
 
 
 QueuedRequestInfo = wire_dataclass("QueuedRequestInfo", doc="GarageInfo.queue: one queued request in dispatch order, with its EnqueueOrdinal.")
+MouthVehicleInfo = wire_dataclass("MouthVehicleInfo", doc="GarageInfo.mouth: a dispatched vehicle waiting for the entrance, front (next onto the road) first.")
 
 
 class _GarageInfoMethods:
@@ -741,6 +742,7 @@ __all__ = [
     "GarageInfo",
     "WorkPointInfo",
     "QueuedRequestInfo",
+    "MouthVehicleInfo",
     "ZoneInfo",
     "SignalInfo",
     "VehicleInfo",

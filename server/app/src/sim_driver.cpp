@@ -363,6 +363,13 @@ bool SimDriver::answer_query(const net::ControlCommand& ctl, net::OutboundResult
     case Kind::QueryVehicle:
       if (auto v = vehicle_report(ctl.entity)) {
         r.vehicle = std::move(*v);
+      } else if (std::string mouth = world_->vehicles().mouth_text(ctl.entity); !mouth.empty()) {
+        // Dispatched but on no lane yet: QueryGarages lists it in its garage's mouth.
+        r.status = core::CommandStatus::Rejected;
+        r.reason = core::RejectReason::InvalidArgument;
+        r.message = "entity " + std::to_string(ctl.entity.index) + ":" +
+                    std::to_string(ctl.entity.generation) + " is " + mouth +
+                    " (QueryGarages lists the mouth)";
       } else {
         not_alive(" is not a vehicle");
       }
@@ -795,6 +802,16 @@ std::vector<net::GarageReport> SimDriver::garage_reports() const {
     }
     r.dispatched_ids = gs.dispatched;
     r.next_enqueue_ordinal = gs.next_enqueue_ordinal;
+    r.mouth_capacity = spec.mouth_capacity;
+    for (const core::MouthVehicle& m : gs.mouth) {
+      auto entry = std::make_unique<wire::MouthVehicleInfoT>();
+      entry->id = wire::EntityId(m.id.index, m.id.generation);
+      entry->vehicle_id = core::format_vehicle_id(spec.vehicle_id_format, spec.id,
+                                                  world_->scenario().id, m.ordinal);
+      entry->request_id = m.request_id;
+      entry->prototype = spec.prototypes[m.prototype];
+      r.mouth.push_back(std::move(entry));
+    }
     r.dispatched = static_cast<std::uint32_t>(gs.dispatched.size());
     r.managed = vs.managed(g);
     r.capacity = spec.capacity;

@@ -128,6 +128,38 @@ double polyline_length(const std::vector<Vec2>& pts) {
   return total;
 }
 
+// One garage's prototypes, limits (capacity, queue, per-step maximum, mouth),
+// entrance clearance and VehicleId format; `p` is its path ("garages[i]").
+template <class Fail>
+void validate_garage_fields(const GarageSpec& gs, const std::string& p, const LaneSpec* entrance,
+                            Fail&& fail) {
+  if (gs.prototypes.empty()) fail(p + ".prototypes", "must list at least one prototype");
+  for (std::size_t k = 0; k < gs.prototypes.size(); ++k) {
+    if (gs.prototypes[k].empty())
+      fail(p + ".prototypes[" + std::to_string(k) + "]", "must be non-empty");
+    for (std::size_t j = 0; j < k; ++j) {
+      if (gs.prototypes[j] == gs.prototypes[k]) {
+        fail(p + ".prototypes[" + std::to_string(k) + "]",
+             "duplicate prototype '" + gs.prototypes[k] + "'");
+      }
+    }
+  }
+  if (gs.capacity < 1) fail(p + ".capacity", "must be at least 1");
+  if (gs.queue_depth < 1) fail(p + ".queue_depth", "must be at least 1");
+  if (gs.dispatch_per_step_max < 1) fail(p + ".dispatch_per_step_max", "must be at least 1");
+  if (gs.mouth_capacity > gs.capacity) {
+    fail(p + ".mouth_capacity", "must be at most capacity (" + std::to_string(gs.capacity) +
+                                    "): its vehicles count against it");
+  }
+  if (!(gs.entrance_clear_m >= 0.0) ||
+      (entrance != nullptr && gs.entrance_clear_m > polyline_length(entrance->points))) {
+    fail(p + ".entrance_clear_m", "must be in [0, entrance lane length]");
+  }
+  if (std::string why = check_vehicle_id_format(gs.vehicle_id_format); !why.empty()) {
+    fail(p + ".vehicle_id_format", why);
+  }
+}
+
 template <class Fail>
 void validate_vehicles(const Scenario& s, const std::map<std::string, std::size_t>& lane_index,
                        Fail&& fail) {
@@ -167,27 +199,7 @@ void validate_vehicles(const Scenario& s, const std::map<std::string, std::size_
         fail(rp, "lane '" + gs.route[k] + "' is not a successor of '" + gs.route[k - 1] + "'");
       }
     }
-    if (gs.prototypes.empty()) fail(p + ".prototypes", "must list at least one prototype");
-    for (std::size_t k = 0; k < gs.prototypes.size(); ++k) {
-      if (gs.prototypes[k].empty())
-        fail(p + ".prototypes[" + std::to_string(k) + "]", "must be non-empty");
-      for (std::size_t j = 0; j < k; ++j) {
-        if (gs.prototypes[j] == gs.prototypes[k]) {
-          fail(p + ".prototypes[" + std::to_string(k) + "]",
-               "duplicate prototype '" + gs.prototypes[k] + "'");
-        }
-      }
-    }
-    if (gs.capacity < 1) fail(p + ".capacity", "must be at least 1");
-    if (gs.queue_depth < 1) fail(p + ".queue_depth", "must be at least 1");
-    if (gs.dispatch_per_step_max < 1) fail(p + ".dispatch_per_step_max", "must be at least 1");
-    if (!(gs.entrance_clear_m >= 0.0) ||
-        (entrance != nullptr && gs.entrance_clear_m > polyline_length(entrance->points))) {
-      fail(p + ".entrance_clear_m", "must be in [0, entrance lane length]");
-    }
-    if (std::string why = check_vehicle_id_format(gs.vehicle_id_format); !why.empty()) {
-      fail(p + ".vehicle_id_format", why);
-    }
+    validate_garage_fields(gs, p, entrance, fail);
   }
   // VehicleIds are unique across garages too: with A's ids reading
   // pA + digits + sA and B's pB + digits + sB, they can meet only when the

@@ -597,7 +597,7 @@ void VehicleSystem::push_vehicle(std::uint64_t step_index, EntityId id, std::uin
                                  std::uint64_t ordinal, std::uint32_t prototype,
                                  const std::string& request_id, SimTier tier) {
   assert(store_.dense_of[id.index] == VehicleStore::kNoSlot);  // read back by is_vehicle()/remove()
-  assert(managed_[garage] < scenario_->garages[garage].capacity);
+  assert(managed(garage) < scenario_->garages[garage].capacity);  // the mouth's front left it
   store_.dense_of[id.index] = store_.size();
   store_.id.push_back(id);
   store_.garage.push_back(garage);
@@ -668,6 +668,32 @@ void VehicleSystem::remove(EntityId id) {
 std::string VehicleSystem::vehicle_id(std::uint32_t dense) const {
   const GarageSpec& g = scenario_->garages[store_.garage[dense]];
   return format_vehicle_id(g.vehicle_id_format, g.id, scenario_->id, store_.ordinal[dense]);
+}
+
+std::size_t VehicleSystem::mouth_count() const {
+  std::size_t n = 0;
+  for (const GarageState& gs : garages_) n += gs.mouth.size();
+  return n;
+}
+
+std::optional<VehicleSystem::MouthPlace> VehicleSystem::mouth_place(EntityId id) const {
+  for (std::uint32_t g = 0; g < garages_.size(); ++g) {
+    const auto& mouth = garages_[g].mouth;
+    for (std::uint32_t k = 0; k < mouth.size(); ++k) {
+      if (mouth[k].id == id) return MouthPlace{g, k};
+    }
+  }
+  return std::nullopt;
+}
+
+std::string VehicleSystem::mouth_text(EntityId id) const {
+  const auto at = mouth_place(id);
+  if (!at) return {};
+  const GarageSpec& g = scenario_->garages[at->garage];
+  const MouthVehicle& m = garages_[at->garage].mouth[at->position];
+  return format_vehicle_id(g.vehicle_id_format, g.id, scenario_->id, m.ordinal) +
+         " waits in garage '" + g.id + "' mouth (place " + std::to_string(at->position + 1) +
+         " of " + std::to_string(garages_[at->garage].mouth.size()) + "): not on the road yet";
 }
 
 // Phase 5 ------------------------------------------------------------------
@@ -800,53 +826,29 @@ bool VehicleSystem::entrance_clear(std::uint32_t garage, bool turnaround) {
 
 void VehicleSystem::dispatch(std::uint64_t step_index, EntityRegistry& registry,
                              const std::vector<Vec2>& observers) {
-  (void)step_index;
   lane_min_valid_ = false;
   for (std::uint32_t g = 0; g < garages_.size(); ++g) {
     GarageState& gs = garages_[g];
     const GarageSpec& spec = scenario_->garages[g];
     ++gs.frame_index;
+    // The mouth's front was dispatched before anything queued: it takes the
+    // entrance first. Cooldown and the per-step maximum gate the queue only.
+    enter_from_mouth(step_index, g, observers);
     DispatchGate gate;
     if (gs.queue.empty()) {
       gate = DispatchGate::QueueEmpty;
     } else if (gs.has_dispatched &&
                gs.frame_index - gs.last_dispatch_frame <= spec.cooldown_frames) {
       gate = DispatchGate::Cooldown;
-    } else if (managed_[g] >= spec.capacity) {
+    } else if (managed(g) >= spec.capacity) {
       gate = DispatchGate::Capacity;
-    } else if (!entrance_clear(g)) {
-      gate = DispatchGate::EntranceBlocked;
+    } else if (gs.mouth.size() >= spec.mouth_capacity && !entrance_clear(g)) {
+      gate = DispatchGate::EntranceBlocked;  // no place in the mouth, and the entrance is not clear
     } else {
       const std::size_t n =
-          std::min<std::size_t>({static_cast<std::size_t>(spec.capacity - managed_[g]),
+          std::min<std::size_t>({static_cast<std::size_t>(spec.capacity - managed(g)),
                                  spec.dispatch_per_step_max, gs.queue.size()});
-      std::size_t done = 0;
-      for (; done < n; ++done) {
-        // The vehicle just placed at s = 0 holds the entrance for the next.
-        if (done > 0 && !entrance_clear(g)) break;
-        const AllocateResult a = registry.allocate();
-        if (a.status != AllocateStatus::Allocated)
-          break;  // entity capacity: the request stays queued
-        // Invariant 2 where it is read: the front goes first.
-        assert(gs.queue.size() < 2 || queue_in_order(gs.queue[0], gs.queue[1]));
-        QueuedRequest q = std::move(gs.queue.front());
-        gs.queue.erase(gs.queue.begin());
-        gs.dispatched.insert(
-            std::upper_bound(gs.dispatched.begin(), gs.dispatched.end(), q.request_id),
-            q.request_id);
-        dispatched_hash_[g] += Digest{}.str(q.request_id).value();
-        const Pose start = lanes_->sample(routes_[g][0], 0.0);
-        const double d = nearest_observer_m(observers, start.x_m, start.y_m);
-        const TierSpec& t = scenario_->tiers;
-        const SimTier tier = d <= t.full_enter_m        ? SimTier::Full
-                             : d <= t.simulated_enter_m ? SimTier::Simulated
-                                                        : SimTier::Coarse;
-        push_vehicle(step_index, a.id, g, gs.next_vehicle_ordinal++, q.prototype, q.request_id,
-                     tier);
-        lane_min_s_[routes_[g][0]] = 0.0;  // valid: entrance_clear() ran above
-        lane_max_s_[routes_[g][0]] = std::max(lane_max_s_[routes_[g][0]], 0.0);
-        ++last_step_.dispatched;
-      }
+      const std::size_t done = dispatch_batch(step_index, g, n, registry, observers);
       if (done > 0) {
         gs.has_dispatched = true;
         gs.last_dispatch_frame = gs.frame_index;
@@ -859,6 +861,55 @@ void VehicleSystem::dispatch(std::uint64_t step_index, EntityRegistry& registry,
     gs.last_gate = gate;
     ++gs.gate_steps[static_cast<std::size_t>(gate)];
   }
+}
+
+std::size_t VehicleSystem::dispatch_batch(std::uint64_t step_index, std::uint32_t g, std::size_t n,
+                                          EntityRegistry& registry,
+                                          const std::vector<Vec2>& observers) {
+  GarageState& gs = garages_[g];
+  const std::uint32_t mouth_capacity = scenario_->garages[g].mouth_capacity;
+  std::size_t done = 0;
+  for (; done < n; ++done) {
+    // A free place in the mouth, or else a clear entrance (without a mouth
+    // the vehicle just placed at s = 0 holds the entrance for the next).
+    if (done > 0 && gs.mouth.size() >= mouth_capacity && !entrance_clear(g)) break;
+    const AllocateResult a = registry.allocate();
+    if (a.status != AllocateStatus::Allocated) break;  // entity capacity: the request stays queued
+    // Invariant 2 where it is read: the front goes first.
+    assert(gs.queue.size() < 2 || queue_in_order(gs.queue[0], gs.queue[1]));
+    QueuedRequest q = std::move(gs.queue.front());
+    gs.queue.erase(gs.queue.begin());
+    gs.dispatched.insert(std::upper_bound(gs.dispatched.begin(), gs.dispatched.end(), q.request_id),
+                         q.request_id);
+    dispatched_hash_[g] += Digest{}.str(q.request_id).value();
+    gs.mouth.push_back({a.id, gs.next_vehicle_ordinal++, q.prototype, std::move(q.request_id)});
+    ++last_step_.dispatched;
+    enter_from_mouth(step_index, g, observers);  // the front, when the entrance is clear
+  }
+  return done;
+}
+
+bool VehicleSystem::enter_from_mouth(std::uint64_t step_index, std::uint32_t g,
+                                     const std::vector<Vec2>& observers) {
+  GarageState& gs = garages_[g];
+  if (gs.mouth.empty() || !entrance_clear(g)) return false;
+  const MouthVehicle m = std::move(gs.mouth.front());
+  gs.mouth.erase(gs.mouth.begin());
+  const Pose start = lanes_->sample(routes_[g][0], 0.0);
+  const double d = nearest_observer_m(observers, start.x_m, start.y_m);
+  const TierSpec& t = scenario_->tiers;
+  const SimTier tier = d <= t.full_enter_m        ? SimTier::Full
+                       : d <= t.simulated_enter_m ? SimTier::Simulated
+                                                  : SimTier::Coarse;
+  push_vehicle(step_index, m.id, g, m.ordinal, m.prototype, m.request_id, tier);
+  occupy_entrance(g);
+  return true;
+}
+
+void VehicleSystem::occupy_entrance(std::uint32_t g) {
+  const LaneIndex entrance = routes_[g][0];
+  lane_min_s_[entrance] = 0.0;  // valid: entrance_clear() ran before
+  lane_max_s_[entrance] = std::max(lane_max_s_[entrance], 0.0);
 }
 
 namespace {
@@ -1226,8 +1277,7 @@ void VehicleSystem::turnarounds(std::uint64_t step_index) {
     store_.lane[best] = routes_[g][0];
     store_.s_m[best] = 0.0;
     refold(best);
-    lane_min_s_[routes_[g][0]] = 0.0;
-    lane_max_s_[routes_[g][0]] = std::max(lane_max_s_[routes_[g][0]], 0.0);
+    occupy_entrance(g);
     ++garages_[g].turnarounds;
     ++last_step_.turnarounds;
   }
@@ -1367,6 +1417,11 @@ void VehicleSystem::digest_into(Digest& d) const {
             .u64(static_cast<std::uint64_t>(q.priority))
             .u64(q.enqueue_ordinal);
     }
+    if (!g.mouth.empty()) {  // vehicles dispatched into the mouth (empty without one)
+      d.tag(25).u32(gi).u64(g.mouth.size());
+      for (const MouthVehicle& m : g.mouth)
+        d.u64(m.id.packed()).u64(m.ordinal).u32(m.prototype).str(m.request_id);
+    }
     const std::uint64_t salt = std::uint64_t{gi} << 8;
     const std::uint64_t small =
         (std::uint64_t{g.has_dispatched} << 8) | static_cast<std::uint64_t>(g.last_gate);
@@ -1407,6 +1462,7 @@ std::string VehicleSystem::check_invariants(const EntityRegistry& registry) cons
   std::vector<std::uint32_t> managed;
   if (std::string why = check_store_rows(registry, managed); !why.empty()) return why;
   if (std::string why = check_garages(managed); !why.empty()) return why;
+  if (std::string why = check_mouths(registry); !why.empty()) return why;
   if (std::string why = check_vehicle_ids_and_headways(); !why.empty()) return why;
   return check_derived();
 }
@@ -1472,8 +1528,9 @@ std::string VehicleSystem::check_garages(const std::vector<std::uint32_t>& manag
       return area + garage + " counts " + std::to_string(managed_[g]) + " managed vehicles, " +
              std::to_string(managed[g]) + " are in the store";
     }
-    if (managed[g] > scenario_->garages[g].capacity)
-      return area + garage + " manages more vehicles than its capacity";
+    if (managed[g] + gs.mouth.size() > scenario_->garages[g].capacity)
+      return area + garage +
+             " manages more vehicles (on the road and in its mouth) than its capacity";
     // 1. A request id is in at most one of {queue, dispatched}, once.
     for (std::size_t k = 1; k < gs.dispatched.size(); ++k) {
       if (!(gs.dispatched[k - 1] < gs.dispatched[k]))
@@ -1506,6 +1563,52 @@ std::string VehicleSystem::check_garages(const std::vector<std::uint32_t>& manag
              std::to_string(gs.dispatched.size()) + " dispatches";
     }
   }
+  return {};
+}
+
+// The garage mouths: within mouth_capacity; each vehicle alive, not on the
+// road, in no other mouth, its request dispatched (invariant 1); front first
+// in dispatch order: ordinals increasing from the front, above every ordinal
+// of its garage on the road and below next_vehicle_ordinal (invariant 3).
+std::string VehicleSystem::check_mouths(const EntityRegistry& registry) const {
+  const std::string area = "vehicles: ";
+  std::vector<std::uint64_t> road_max(garages_.size(), 0);
+  std::vector<std::uint8_t> on_road(garages_.size(), 0);
+  for (std::uint32_t i = 0; i < store_.size(); ++i) {
+    road_max[store_.garage[i]] = std::max(road_max[store_.garage[i]], store_.ordinal[i]);
+    on_road[store_.garage[i]] = 1;
+  }
+  std::vector<EntityId> ids;
+  for (std::uint32_t g = 0; g < garages_.size(); ++g) {
+    const GarageState& gs = garages_[g];
+    const GarageSpec& spec = scenario_->garages[g];
+    const std::string garage = "garage " + spec.id + " mouth";
+    if (gs.mouth.size() > spec.mouth_capacity) {
+      return area + garage + " holds " + std::to_string(gs.mouth.size()) +
+             " vehicles, its mouth_capacity is " + std::to_string(spec.mouth_capacity);
+    }
+    for (std::size_t k = 0; k < gs.mouth.size(); ++k) {
+      const MouthVehicle& m = gs.mouth[k];
+      const std::string at = garage + "[" + std::to_string(k) + "] (" + id_text(m.id) + ")";
+      if (!registry.is_alive(m.id)) return area + at + " is not alive in the registry";
+      if (is_vehicle(m.id)) return area + at + " is also on the road";
+      if (m.prototype >= spec.prototypes.size()) return area + at + " has an unknown prototype";
+      if (!std::binary_search(gs.dispatched.begin(), gs.dispatched.end(), m.request_id)) {
+        return area + "invariant 1: " + at + " request '" + m.request_id +
+               "' is not in the dispatched set";
+      }
+      const bool after_previous =
+          k > 0 ? m.ordinal > gs.mouth[k - 1].ordinal : on_road[g] == 0 || m.ordinal > road_max[g];
+      if (!after_previous || m.ordinal >= gs.next_vehicle_ordinal) {
+        return area + "invariant 3: " + at + " has ordinal " + std::to_string(m.ordinal) +
+               ": not after the vehicles ahead of it and below next_vehicle_ordinal";
+      }
+      ids.push_back(m.id);
+    }
+  }
+  std::sort(ids.begin(), ids.end());
+  if (auto twice = std::adjacent_find(ids.begin(), ids.end()); twice != ids.end())
+    return area + "vehicle " + id_text(*twice) + " is in a mouth twice";
   return {};
 }
 
@@ -1740,6 +1843,7 @@ std::vector<std::pair<std::string, std::string>> VehicleSystem::restore(
   std::vector<std::uint32_t> managed(garages_.size(), 0);
   std::vector<std::vector<std::uint64_t>> ordinals(garages_.size());
   restore_check_rows(cp, registry, errors, dense_of, managed, ordinals);
+  restore_check_mouths(cp, registry, dense_of, ordinals, errors);
   restore_check_garages(cp, managed, ordinals, errors);
   restore_check_signals_and_leaders(cp, registry, errors);
   if (!errors.empty()) return errors;
@@ -1865,6 +1969,56 @@ void VehicleSystem::restore_check_rows(const VehicleCheckpoint& cp, const Entity
   }
 }
 
+// Each garage's mouth (check_mouths): within mouth_capacity, each vehicle
+// alive, on no lane and in no other mouth, its request dispatched, ordinals
+// increasing from the front above its garage's ordinals on the road (added
+// to `ordinals`, so restore_check_garages checks them against the rest).
+void VehicleSystem::restore_check_mouths(const VehicleCheckpoint& cp,
+                                         const EntityRegistry& registry,
+                                         const std::vector<std::uint32_t>& dense_of,
+                                         std::vector<std::vector<std::uint64_t>>& ordinals,
+                                         RestoreErrors& errors) const {
+  auto fail = [&](std::string path, std::string msg) {
+    add_restore_error(errors, std::move(path), std::move(msg));
+  };
+  std::vector<EntityId> ids;
+  for (std::size_t g = 0; g < cp.garages.size(); ++g) {
+    const GarageState& gs = cp.garages[g];
+    const GarageSpec& spec = scenario_->garages[g];
+    const std::string p = "garages[" + std::to_string(g) + "].mouth";
+    if (gs.mouth.size() > spec.mouth_capacity) {
+      fail(p, std::to_string(gs.mouth.size()) + " vehicles, mouth_capacity is " +
+                  std::to_string(spec.mouth_capacity));
+    }
+    std::uint64_t after = 0;  // the smallest ordinal the next mouth vehicle may have
+    for (const std::uint64_t o : ordinals[g]) after = std::max(after, o + 1);
+    for (std::size_t k = 0; k < gs.mouth.size(); ++k) {
+      const MouthVehicle& m = gs.mouth[k];
+      const std::string row = p + "[" + std::to_string(k) + "]";
+      if (!registry.is_alive(m.id)) {
+        fail(row + ".id", "entity " + id_text(m.id) + " is not alive in the registry");
+      } else if (dense_of[m.id.index] != VehicleStore::kNoSlot) {
+        fail(row + ".id", "entity " + id_text(m.id) + " is also on the road (vehicles[" +
+                              std::to_string(dense_of[m.id.index]) + "])");
+      }
+      if (m.prototype >= spec.prototypes.size()) fail(row + ".prototype", "unknown prototype");
+      if (!std::binary_search(gs.dispatched.begin(), gs.dispatched.end(), m.request_id))
+        fail(row + ".request_id", "request '" + m.request_id + "' is not dispatched");
+      if (m.ordinal < after) {
+        fail(row + ".ordinal", std::to_string(m.ordinal) +
+                                   " is not after the vehicles ahead of it (front first, in "
+                                   "dispatch order)");
+      }
+      after = m.ordinal + 1;
+      ordinals[g].push_back(m.ordinal);
+      ids.push_back(m.id);
+    }
+  }
+  std::sort(ids.begin(), ids.end());
+  if (auto twice = std::adjacent_find(ids.begin(), ids.end()); twice != ids.end())
+    fail("garages", "entity " + id_text(*twice) + " is in a mouth twice");
+}
+
 // Each garage: queue (depth, order, prototypes, ordinals), dispatched set,
 // VehicleId ordinals, capacity.
 void VehicleSystem::restore_check_garages(const VehicleCheckpoint& cp,
@@ -1911,7 +2065,8 @@ void VehicleSystem::restore_check_garages(const VehicleCheckpoint& cp,
     std::sort(os.begin(), os.end());
     if (std::adjacent_find(os.begin(), os.end()) != os.end())
       fail(p, "two vehicles share a VehicleId ordinal");
-    if (managed[g] > spec.capacity) fail(p, "more managed vehicles than capacity");
+    if (managed[g] + gs.mouth.size() > spec.capacity)
+      fail(p, "more managed vehicles (on the road and in the mouth) than capacity");
     if (gs.has_dispatched && gs.last_dispatch_frame > gs.frame_index) {
       fail(p + ".last_dispatch_frame", "after the current queue frame");
     }

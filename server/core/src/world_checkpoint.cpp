@@ -623,14 +623,17 @@ bool World::restore_identities_and_vehicles(World& w, const WorldCheckpoint& cp,
     pending_identities += h.state == SpawnState::IdentityCreated;
   for (const OrphanRecord& o : w.orphans_) non_resident_orphans += o.resident == UINT32_MAX;
   const std::size_t vehicles = cp.vehicles.store.id.size();
+  std::size_t in_mouths = 0;  // dispatched, waiting in a garage mouth: identities, on no lane
+  for (const GarageState& g : cp.vehicles.garages) in_mouths += g.mouth.size();
   const std::size_t residents = w.population_.residents().size();
-  const std::size_t expected_alive = w.background_count_ + vehicles + residents +
+  const std::size_t expected_alive = w.background_count_ + vehicles + in_mouths + residents +
                                      spawned_pedestrians + pending_identities +
                                      non_resident_orphans;
   if (expected_alive != w.registry_.alive_count()) {
     fail("registry.alive", std::to_string(w.registry_.alive_count()) + " alive identities but " +
                                std::to_string(w.background_count_) + " background pedestrians, " +
                                std::to_string(vehicles) + " vehicles, " +
+                               std::to_string(in_mouths) + " in garage mouths, " +
                                std::to_string(residents) + " residents, " +
                                std::to_string(spawned_pedestrians) + " spawned pedestrians, " +
                                std::to_string(pending_identities) + " spawn identities and " +
@@ -643,6 +646,18 @@ bool World::restore_identities_and_vehicles(World& w, const WorldCheckpoint& cp,
         w.pedestrians_.dense_of[id.index] != PedestrianStore::kNoSlot) {
       fail("vehicles[" + std::to_string(i) + "].id", "entity is also a pedestrian");
       return false;
+    }
+  }
+  for (std::size_t g = 0; g < cp.vehicles.garages.size(); ++g) {
+    const auto& mouth = cp.vehicles.garages[g].mouth;
+    for (std::size_t k = 0; k < mouth.size(); ++k) {
+      const EntityId id = mouth[k].id;
+      if (id.index < w.pedestrians_.dense_of.size() &&
+          w.pedestrians_.dense_of[id.index] != PedestrianStore::kNoSlot) {
+        fail("garages[" + std::to_string(g) + "].mouth[" + std::to_string(k) + "].id",
+             "entity is also a pedestrian");
+        return false;
+      }
     }
   }
   for (auto& [path, message] : w.vehicles_.restore(cp.vehicles, w.registry_)) fail(path, message);

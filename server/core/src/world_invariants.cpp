@@ -316,7 +316,8 @@ std::string World::check_orphans() const {
 std::string World::check_holders() const {
   // Every live id has exactly one holder (a leak or a double release breaks
   // the sum), and every live route slot has exactly one holder.
-  std::uint64_t held = population_.residents().size() + vehicles_.store().size();
+  std::uint64_t held =
+      population_.residents().size() + vehicles_.store().size() + vehicles_.mouth_count();
   held += pedestrians_.size() - (population_.active_count() - population_.retiring_count());
   // Deceased residents' corpses are rows too, held by their resident.
   for (const CorpseRecord& c : prevention_.corpses)
@@ -330,8 +331,8 @@ std::string World::check_holders() const {
   if (held != registry_.alive_count()) {
     return "lifecycle: " + std::to_string(registry_.alive_count()) + " live ids but " +
            std::to_string(held) +
-           " holders (residents, non-resident pedestrians, vehicles, non-resident orphans, "
-           "identity_created handles)";
+           " holders (residents, non-resident pedestrians, vehicles on the road and in garage "
+           "mouths, non-resident orphans, identity_created handles)";
   }
   for (const std::uint32_t r : pedestrians_.route) routes_held += r != kNoRoute;
   if (std::string why = RouteTable::validate(routes_.state(), lanes_.size()); !why.empty())

@@ -54,6 +54,13 @@ EntityReport World::describe(EntityId id) const {
     e.capacity_tier = vehicles_.capacity_tier(k);
     return e;
   }
+  if (vehicles_.mouth_place(id)) {
+    // Dispatched into its garage's mouth: an identity, not on a lane yet
+    // (lane -1, no tier or representation until it enters the road).
+    e.kind = EntityKind::Vehicle;
+    e.lifecycle = LifecycleState::Requested;
+    return e;
+  }
   if (const std::int32_t r = population_.resident_of(id); r != ResidentStore::kNone) {
     const ResidentStore& rs = population_.residents();
     const auto ri = static_cast<std::size_t>(r);

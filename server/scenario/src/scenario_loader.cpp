@@ -285,34 +285,40 @@ void read_importance(Reader& r, const json& j, const std::string& path, core::Im
   });
 }
 
+// One entry of "garages" at path `p`.
+core::GarageSpec read_garage(Reader& r, const json& j, const std::string& p) {
+  core::GarageSpec g;
+  if (r.expect_object(j, p,
+                      {"id", "lane", "route", "route_end", "prototypes", "capacity", "queue_depth",
+                       "dispatch_per_step_max", "cooldown_frames", "entrance_clear_m",
+                       "mouth_capacity", "vehicle_id_format"})) {
+    r.read_string(j, p, "id", g.id, true);
+    r.read_string(j, p, "lane", g.lane, true);
+    r.read_string_array(j, p, "route", g.route, true);
+    std::string end = "loop";
+    r.read_string(j, p, "route_end", end);
+    if (end == "loop") {
+      g.route_end = core::RouteEnd::Loop;
+    } else if (end == "garage") {
+      g.route_end = core::RouteEnd::Garage;
+    } else {
+      r.error(Reader::join(p, "route_end"), "must be \"loop\" or \"garage\", got '" + end + "'");
+    }
+    r.read_string_array(j, p, "prototypes", g.prototypes, true);
+    r.read_uint(j, p, "capacity", g.capacity);
+    r.read_uint(j, p, "queue_depth", g.queue_depth);
+    r.read_uint(j, p, "dispatch_per_step_max", g.dispatch_per_step_max);
+    r.read_uint(j, p, "cooldown_frames", g.cooldown_frames);
+    r.read_number(j, p, "entrance_clear_m", g.entrance_clear_m);
+    r.read_uint(j, p, "mouth_capacity", g.mouth_capacity);
+    r.read_string(j, p, "vehicle_id_format", g.vehicle_id_format);
+  }
+  return g;
+}
+
 void read_vehicles(Reader& r, const json& root, core::Scenario& s) {
   r.each_object(root, "", "garages", [&](const json& j, const std::string& p) {
-    core::GarageSpec g;
-    if (r.expect_object(j, p,
-                        {"id", "lane", "route", "route_end", "prototypes", "capacity",
-                         "queue_depth", "dispatch_per_step_max", "cooldown_frames",
-                         "entrance_clear_m", "vehicle_id_format"})) {
-      r.read_string(j, p, "id", g.id, true);
-      r.read_string(j, p, "lane", g.lane, true);
-      r.read_string_array(j, p, "route", g.route, true);
-      std::string end = "loop";
-      r.read_string(j, p, "route_end", end);
-      if (end == "loop") {
-        g.route_end = core::RouteEnd::Loop;
-      } else if (end == "garage") {
-        g.route_end = core::RouteEnd::Garage;
-      } else {
-        r.error(Reader::join(p, "route_end"), "must be \"loop\" or \"garage\", got '" + end + "'");
-      }
-      r.read_string_array(j, p, "prototypes", g.prototypes, true);
-      r.read_uint(j, p, "capacity", g.capacity);
-      r.read_uint(j, p, "queue_depth", g.queue_depth);
-      r.read_uint(j, p, "dispatch_per_step_max", g.dispatch_per_step_max);
-      r.read_uint(j, p, "cooldown_frames", g.cooldown_frames);
-      r.read_number(j, p, "entrance_clear_m", g.entrance_clear_m);
-      r.read_string(j, p, "vehicle_id_format", g.vehicle_id_format);
-    }
-    s.garages.push_back(std::move(g));
+    s.garages.push_back(read_garage(r, j, p));
   });
   r.each_object(root, "", "signals", [&](const json& j, const std::string& p) {
     core::SignalSpec sg;

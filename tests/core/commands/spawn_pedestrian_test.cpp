@@ -5,6 +5,7 @@
 // one is refused; all of it deterministic and checkpointed.
 #include <catch2/catch.hpp>
 
+#include "../make_world.hpp"
 #include "bustle/core/world.hpp"
 
 using namespace bustle::core;
@@ -31,10 +32,7 @@ Scenario city() {
 }
 
 std::unique_ptr<World> make(const Scenario& s) {
-  auto c = World::create(s, 3);
-  INFO((c.errors.empty() ? std::string() : c.errors[0].path + ": " + c.errors[0].message));
-  REQUIRE(c.world);
-  return std::move(c.world);
+  return bustle::core::test::make_world(s, 3);
 }
 
 SpawnPedestrian at(const char* lane, std::uint8_t priority = 1, const char* zone = "") {

@@ -500,12 +500,19 @@ int run_garages(const CliOptions& o, std::FILE* out, std::FILE* err) {
                  rejected_counts.c_str());
   }
   // Per garage: each queued request in dispatch order with its EnqueueOrdinal,
-  // priority and prototype, then the dispatched request ids.
+  // priority and prototype, the vehicles in its mouth, then the dispatched
+  // request ids.
   for (const auto& g : list) {
     for (const auto& q : g.queue) {
       std::fprintf(out, "queued %s: %s ordinal %" PRIu64 " priority %" PRId32 " prototype %s\n",
                    g.id.c_str(), q->request_id.c_str(), q->enqueue_ordinal, q->priority,
                    q->prototype.c_str());
+    }
+    if (!g.mouth.empty()) {  // dispatched, waiting for the entrance, front first
+      std::fprintf(out, "mouth %s (%zu of %" PRIu32 "):", g.id.c_str(), g.mouth.size(),
+                   g.mouth_capacity);
+      for (const auto& m : g.mouth) std::fprintf(out, " %s", m->vehicle_id.c_str());
+      std::fputc('\n', out);
     }
     if (g.dispatched_ids.empty()) continue;
     std::fprintf(out, "dispatched %s:", g.id.c_str());

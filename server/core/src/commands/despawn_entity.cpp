@@ -33,6 +33,8 @@ std::string World::validate_despawn(EntityId id) const {
   const std::string name = entity_text(id);
   if (!registry_.is_alive(id)) return name + " is not alive";
   if (vehicles_.is_vehicle(id)) return {};
+  // Dispatched, not on the road yet: it enters and can leave from there.
+  if (std::string mouth = vehicles_.mouth_text(id); !mouth.empty()) return name + ": " + mouth;
   if (pedestrians_.dense_of[id.index] != PedestrianStore::kNoSlot) return {};
   auto o = std::lower_bound(orphans_.begin(), orphans_.end(), id,
                             [](const OrphanRecord& rec, EntityId v) { return rec.id < v; });

@@ -12,6 +12,10 @@ void World::apply_command(const SetVehicleStrategy& c, CommandResult& r) {
     return;
   }
   if (!vehicles_.set_strategy(c.id, static_cast<VehicleStrategy>(c.strategy))) {
+    if (std::string mouth = vehicles_.mouth_text(c.id); !mouth.empty()) {
+      reject(r, RejectReason::InvalidArgument, entity_text(c.id) + ": " + mouth);
+      return;
+    }
     reject(r, RejectReason::UnknownEntity, entity_text(c.id) + " is not a vehicle");
     return;
   }

@@ -1,5 +1,5 @@
 // The vehicles' tables: the bulk vehicle columns, garages with their request
-// queues and dispatched ids, and the signals.
+// queues, dispatched ids and mouths (schema 12), and the signals.
 #include "tables.hpp"
 
 namespace bustle::persist::store {
@@ -39,6 +39,9 @@ const TableColumns kGarageQueue{"garage_queue",
                                  "prototype", "priority", "enqueue_ordinal"}};
 const TableColumns kGarageDispatched{"garage_dispatched",
                                      {"snapshot_id", "garage_index", "request_id"}};
+const TableColumns kGarageMouth{"garage_mouth",
+                                {"snapshot_id", "garage_index", "position", "id_index",
+                                 "id_generation", "ordinal", "prototype", "request_id"}};
 const TableColumns kSignals{
     "signals", {"snapshot_id", "signal_index", "signal_id", "phase", "phase_elapsed_us", "cycles"}};
 
@@ -112,18 +115,34 @@ StoreError read_vehicle_columns(Tables& t, std::int64_t id, core::VehicleStore& 
   return {};
 }
 
+// The three list tables of the garages, prepared once per snapshot.
+struct GarageListInserts {
+  Insert queue, dispatched, mouth;
+};
+
 StoreError write_garage_lists(Tables& t, std::int64_t id, std::size_t gi,
-                              const core::GarageState& gs, Insert& q, Insert& d) {
+                              const core::GarageState& gs, GarageListInserts& ins) {
   const std::string row = snapshot_row(id) + " garage_index=" + std::to_string(gi);
-  for (std::size_t k = 0; k < gs.queue.size(); ++k) {
-    const core::QueuedRequest& r = gs.queue[k];
-    q.i64("snapshot_id", id)
+  const auto key = [&](Insert& i, std::size_t k) -> Insert& {
+    return i.i64("snapshot_id", id)
         .i64("garage_index", static_cast<std::int64_t>(gi))
         .i64("position", static_cast<std::int64_t>(k));
+  };
+  for (std::size_t k = 0; k < gs.queue.size(); ++k) {
+    const core::QueuedRequest& r = gs.queue[k];
+    Insert& q = key(ins.queue, k);
     q.text("request_id", r.request_id).i64("prototype", r.prototype).i64("priority", r.priority);
     q.u64("enqueue_ordinal", r.enqueue_ordinal);
     if (StoreError e = t.run(q, kGarageQueue, row); !e.ok()) return e;
   }
+  for (std::size_t k = 0; k < gs.mouth.size(); ++k) {
+    const core::MouthVehicle& m = gs.mouth[k];
+    Insert& q = key(ins.mouth, k);
+    q.i64("id_index", m.id.index).i64("id_generation", m.id.generation);
+    q.u64("ordinal", m.ordinal).i64("prototype", m.prototype).text("request_id", m.request_id);
+    if (StoreError e = t.run(q, kGarageMouth, row); !e.ok()) return e;
+  }
+  Insert& d = ins.dispatched;
   for (const std::string& r : gs.dispatched) {
     d.i64("snapshot_id", id)
         .i64("garage_index", static_cast<std::int64_t>(gi))
@@ -134,10 +153,12 @@ StoreError write_garage_lists(Tables& t, std::int64_t id, std::size_t gi,
 }
 
 StoreError write_garages(Tables& t, std::int64_t id, const core::VehicleCheckpoint& v) {
-  Insert g, q, d;
+  Insert g;
+  GarageListInserts lists;
   if (StoreError e = t.prepare(kGarages, g); !e.ok()) return e;
-  if (StoreError e = t.prepare(kGarageQueue, q); !e.ok()) return e;
-  if (StoreError e = t.prepare(kGarageDispatched, d); !e.ok()) return e;
+  if (StoreError e = t.prepare(kGarageQueue, lists.queue); !e.ok()) return e;
+  if (StoreError e = t.prepare(kGarageDispatched, lists.dispatched); !e.ok()) return e;
+  if (StoreError e = t.prepare(kGarageMouth, lists.mouth); !e.ok()) return e;
   for (std::size_t gi = 0; gi < v.garages.size(); ++gi) {
     const core::GarageState& gs = v.garages[gi];
     g.i64("snapshot_id", id).i64("garage_index", static_cast<std::int64_t>(gi));
@@ -149,7 +170,7 @@ StoreError write_garages(Tables& t, std::int64_t id, const core::VehicleCheckpoi
     if (StoreError e = t.run(g, kGarages, snapshot_row(id) + " garage_index=" + std::to_string(gi));
         !e.ok())
       return e;
-    if (StoreError e = write_garage_lists(t, id, gi, gs, q, d); !e.ok()) return e;
+    if (StoreError e = write_garage_lists(t, id, gi, gs, lists); !e.ok()) return e;
   }
   return {};
 }
@@ -171,41 +192,85 @@ StoreError read_garages(Tables& t, std::int64_t id, core::VehicleCheckpoint& v) 
       });
 }
 
-StoreError read_garage_lists(Tables& t, std::int64_t id, core::VehicleCheckpoint& v) {
-  const std::string row = snapshot_row(id);
-  const auto garage = [&](RowReader& rr) -> core::GarageState* {
-    const std::int64_t gi =
-        rr.integer("garage_index", 0, static_cast<std::int64_t>(v.garages.size()) - 1);
-    return rr.ok() ? &v.garages[static_cast<std::size_t>(gi)] : nullptr;
-  };
-  if (StoreError e =
-          t.each_row(kGarageQueue, "garage_index, position", id, row,
-                     [&](RowReader& rr, const Statement&) -> StoreError {
-                       core::GarageState* gs = garage(rr);
-                       if (gs == nullptr)
-                         return t.error("garage_queue", row, "garage_index", "unknown garage");
-                       const std::string qrow = row + " garage_index=" + rr.text("garage_index") +
-                                                " position=" + rr.text("position");
-                       if (rr.integer("position", 0, INT64_MAX) !=
-                           static_cast<std::int64_t>(gs->queue.size())) {
-                         return t.error("garage_queue", qrow, "position", "not contiguous");
-                       }
-                       gs->queue.push_back({rr.text("request_id"), rr.u32("prototype"),
-                                            rr.i32("priority"), rr.u64("enqueue_ordinal")});
-                       if (!rr.ok()) return t.row_error(kGarageQueue, qrow, rr);
-                       return {};
-                     });
-      !e.ok()) {
-    return e;
+// A row of a garage list kept by position (garage_queue, garage_mouth): its
+// garage and its label; its position must be the next of that garage's
+// `list` (rows run 0, 1, 2, ...). Null with `e` set when not.
+template <class T>
+core::GarageState* positioned_row(Tables& t, const TableColumns& cols, RowReader& rr,
+                                  const std::string& row, core::VehicleCheckpoint& v,
+                                  std::vector<T> core::GarageState::*list, std::string& label,
+                                  StoreError& e) {
+  const std::int64_t gi =
+      rr.integer("garage_index", 0, static_cast<std::int64_t>(v.garages.size()) - 1);
+  if (!rr.ok()) {
+    e = t.error(cols.table(), row, "garage_index", "unknown garage");
+    return nullptr;
   }
-  return t.each_row(kGarageDispatched, "garage_index, request_id", id, row,
+  core::GarageState& gs = v.garages[static_cast<std::size_t>(gi)];
+  label = row + " garage_index=" + rr.text("garage_index") + " position=" + rr.text("position");
+  if (rr.integer("position", 0, INT64_MAX) != static_cast<std::int64_t>((gs.*list).size())) {
+    e = t.error(cols.table(), label, "position", "not contiguous");
+    return nullptr;
+  }
+  return &gs;
+}
+
+StoreError read_garage_queue(Tables& t, std::int64_t id, core::VehicleCheckpoint& v) {
+  const std::string row = snapshot_row(id);
+  return t.each_row(kGarageQueue, "garage_index, position", id, row,
                     [&](RowReader& rr, const Statement&) -> StoreError {
-                      core::GarageState* gs = garage(rr);
-                      if (gs == nullptr)
-                        return t.error("garage_dispatched", row, "garage_index", "unknown garage");
-                      gs->dispatched.push_back(rr.text("request_id"));
+                      std::string label;
+                      StoreError e;
+                      core::GarageState* gs = positioned_row(t, kGarageQueue, rr, row, v,
+                                                             &core::GarageState::queue, label, e);
+                      if (gs == nullptr) return e;
+                      gs->queue.push_back({rr.text("request_id"), rr.u32("prototype"),
+                                           rr.i32("priority"), rr.u64("enqueue_ordinal")});
+                      if (!rr.ok()) return t.row_error(kGarageQueue, label, rr);
                       return {};
                     });
+}
+
+// The mouths (schema 12; a file from before held no vehicle in a mouth).
+// World::restore checks what the rows say against the rest of the state.
+StoreError read_garage_mouths(Tables& t, std::int64_t id, core::VehicleCheckpoint& v) {
+  if (t.file_version() < 12) return {};
+  const std::string row = snapshot_row(id);
+  return t.each_row(
+      kGarageMouth, "garage_index, position", id, row,
+      [&](RowReader& rr, const Statement&) -> StoreError {
+        std::string label;
+        StoreError e;
+        core::GarageState* gs =
+            positioned_row(t, kGarageMouth, rr, row, v, &core::GarageState::mouth, label, e);
+        if (gs == nullptr) return e;
+        core::MouthVehicle m;
+        m.id = {rr.u32("id_index"), rr.u32("id_generation")};
+        m.ordinal = rr.u64("ordinal");
+        m.prototype = rr.u32("prototype");
+        m.request_id = rr.text("request_id");
+        if (!rr.ok()) return t.row_error(kGarageMouth, label, rr);
+        if (m.id.is_null()) {
+          return t.error(kGarageMouth.table(), label, "id_generation", "0 is the null entity");
+        }
+        gs->mouth.push_back(std::move(m));
+        return {};
+      });
+}
+
+StoreError read_garage_lists(Tables& t, std::int64_t id, core::VehicleCheckpoint& v) {
+  const std::string row = snapshot_row(id);
+  if (StoreError e = read_garage_queue(t, id, v); !e.ok()) return e;
+  if (StoreError e = read_garage_mouths(t, id, v); !e.ok()) return e;
+  return t.each_row(
+      kGarageDispatched, "garage_index, request_id", id, row,
+      [&](RowReader& rr, const Statement&) -> StoreError {
+        const std::int64_t gi =
+            rr.integer("garage_index", 0, static_cast<std::int64_t>(v.garages.size()) - 1);
+        if (!rr.ok()) return t.error("garage_dispatched", row, "garage_index", "unknown garage");
+        v.garages[static_cast<std::size_t>(gi)].dispatched.push_back(rr.text("request_id"));
+        return {};
+      });
 }
 
 StoreError write_signals(Tables& t, std::int64_t id, const core::VehicleCheckpoint& v) {
@@ -236,7 +301,7 @@ StoreError read_signals(Tables& t, std::int64_t id, core::VehicleCheckpoint& v) 
 }  // namespace
 
 std::vector<const TableColumns*> vehicle_tables() {
-  return {&kVehicleColumns, &kGarages, &kGarageQueue, &kGarageDispatched, &kSignals};
+  return {&kVehicleColumns, &kGarages, &kGarageQueue, &kGarageDispatched, &kGarageMouth, &kSignals};
 }
 
 StoreError write_vehicles(Tables& t, std::int64_t id, const core::VehicleCheckpoint& v) {

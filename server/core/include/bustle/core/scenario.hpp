@@ -94,6 +94,10 @@ struct GarageSpec {
   std::uint32_t dispatch_per_step_max = 1;
   std::uint32_t cooldown_frames = 8;  // queue frames suppressed after a dispatch
   double entrance_clear_m = 8.0;      // no vehicle in the first N m of the entrance lane
+  // The garage mouth (vehicles.hpp): dispatched vehicles that wait, front
+  // first, for the entrance, at most this many (counted against capacity).
+  // 0: no mouth, a request is dispatched only onto a clear entrance.
+  std::uint32_t mouth_capacity = 0;
   // How this garage's VehicleIds read: literal text with {garage} (the
   // garage id), {scenario} (the scenario id) and {ordinal} (the garage's
   // dispatch ordinal, 6 digits zero-padded; required, so ids never repeat).

@@ -12,8 +12,17 @@
 //      |                       |  \--cancel--> canceled
 //      \--enqueue rejected--> invalid | duplicate | (queue full: retried later)
 //
+// A dispatched vehicle is managed from dispatch on: it has its EntityId and
+// VehicleId and counts against the garage's capacity. With a garage mouth
+// (GarageSpec::mouth_capacity > 0) a batch is dispatched into the mouth and
+// its vehicles enter the road one at a time, front first, each when the
+// entrance is clear (enter_from_mouth); until then a vehicle is in
+// GarageState::mouth, not in the store: on no lane, not streamed, no tier.
+// Without a mouth a request is dispatched only onto a clear entrance.
+//
 // Invariants:
-//   1. A request id is in at most one of {queue, dispatched} per garage.
+//   1. A request id is in at most one of {queue, dispatched} per garage; the
+//      request of every vehicle in a mouth is dispatched.
 //   2. The queue is sorted by priority (desc), then EnqueueOrdinal (asc); a
 //      rejected enqueue or a held dispatch never reorders it.
 //   3. next_vehicle_ordinal == number of dispatches; VehicleIds never repeat.
@@ -22,7 +31,8 @@
 //   5. A vehicle never advances to within headway_block_m of its leader's
 //      pre-step position (stronger than the seed's 7 m observation), the
 //      leader looked for along its route across lane joins as far as it can
-//      reach; dispatch and turnaround place a vehicle at s = 0 of the
+//      reach; a vehicle entering from the mouth (or, with no mouth, dispatched)
+//      and a turnaround are placed at s = 0 of the
 //      entrance lane only when nothing is within max(entrance_clear_m,
 //      headway_block_m) ahead on that lane or behind it on a lane leading
 //      onto it (the loop seam). Between steps this leaves every vehicle at
@@ -47,6 +57,7 @@
 // asserted (written / read back):
 //   enqueue       planned -> queued          2 (insert position) / dispatch (front)
 //   dispatch      queued -> dispatched       1, 3 (ordinal) / push_vehicle
+//   enter_from_mouth  mouth -> on the road   5 (entrance clear) / check_invariants
 //   cancel        queued -> canceled         1
 //   evaluate_and_advance  moves a vehicle    5, 6 (advance cap) / check_invariants
 //   find_merge_winners    per-step winners   6 (from the snapshot) / the kernel
@@ -161,9 +172,20 @@ struct QueuedRequest {
   std::uint64_t enqueue_ordinal = 0;
 };
 
+// A dispatched vehicle waiting in its garage's mouth for the entrance: it
+// has its identity and VehicleId and counts against capacity, and is not on
+// the road yet (no lane, no tier, not streamed).
+struct MouthVehicle {
+  EntityId id;
+  std::uint64_t ordinal = 0;  // VehicleId ordinal
+  std::uint32_t prototype = 0;
+  std::string request_id;
+};
+
 struct GarageState {
   std::vector<QueuedRequest> queue;     // invariant 2
   std::vector<std::string> dispatched;  // request ids that received a vehicle, sorted
+  std::vector<MouthVehicle> mouth;      // dispatched, waiting for the entrance; front first
   std::uint64_t frame_index = 0;        // queue frames (one per step)
   bool has_dispatched = false;
   std::uint64_t last_dispatch_frame = 0;
@@ -311,7 +333,23 @@ class VehicleSystem {
   const PlanState& plan() const { return plan_; }
   const TierCounts& last_tiers() const { return last_tiers_; }
   const VehicleStepCounts& last_step() const { return last_step_; }
-  std::uint32_t managed(std::uint32_t garage) const { return managed_[garage]; }
+  // Vehicles out of `garage`'s queue that count against its capacity: on
+  // the road plus waiting in its mouth.
+  std::uint32_t managed(std::uint32_t garage) const {
+    return managed_[garage] + static_cast<std::uint32_t>(garages_[garage].mouth.size());
+  }
+  // Vehicles waiting in garage mouths (every garage): alive identities the
+  // store does not hold (World::check_holders, restore).
+  std::size_t mouth_count() const;
+  // Where `id` waits in a mouth, or nullopt (not in any: on the road or not a vehicle).
+  struct MouthPlace {
+    std::uint32_t garage = 0;
+    std::uint32_t position = 0;  // 0: the front, next onto the road
+  };
+  std::optional<MouthPlace> mouth_place(EntityId id) const;
+  // "" when `id` is not in a mouth, else what a command on it is told:
+  // "vehicle.g0.000003 waits in garage 'g0' mouth (place 2 of 3): not on the road yet".
+  std::string mouth_text(EntityId id) const;
   std::optional<std::uint32_t> garage_index(const std::string& id) const;
   const Scenario& scenario() const { return *scenario_; }
 
@@ -342,6 +380,17 @@ class VehicleSystem {
   void inject_plan(std::uint64_t step_index);
   void dispatch(std::uint64_t step_index, EntityRegistry& registry,
                 const std::vector<Vec2>& observers);
+  // Dispatches up to `n` queued requests of `garage` (into its mouth, each
+  // entering the road when the entrance is clear); returns how many.
+  std::size_t dispatch_batch(std::uint64_t step_index, std::uint32_t garage, std::size_t n,
+                             EntityRegistry& registry, const std::vector<Vec2>& observers);
+  // The mouth's front vehicle enters the road when the entrance is clear
+  // (one per clearance: it then holds the entrance); true when one entered.
+  bool enter_from_mouth(std::uint64_t step_index, std::uint32_t garage,
+                        const std::vector<Vec2>& observers);
+  // A vehicle was just placed at s = 0 of `garage`'s entrance lane: the
+  // lane extents entrance_clear() reads (valid: it ran before) include it.
+  void occupy_entrance(std::uint32_t garage);
   // Invariant 5 at the entrance: nothing within entrance_clear_m_[garage]
   // ahead on the entrance lane or behind it on a feeder lane (a turnaround
   // skips the lanes behind on its own route: those vehicles follow it).
@@ -380,6 +429,7 @@ class VehicleSystem {
   std::string check_store_rows(const EntityRegistry& registry,
                                std::vector<std::uint32_t>& managed) const;
   std::string check_garages(const std::vector<std::uint32_t>& managed) const;
+  std::string check_mouths(const EntityRegistry& registry) const;
   std::string check_vehicle_ids_and_headways() const;
   std::string check_headways(std::vector<std::uint32_t>& order) const;
   std::string check_merges(const std::vector<std::uint32_t>& order) const;
@@ -390,6 +440,10 @@ class VehicleSystem {
                           RestoreErrors& errors, std::vector<std::uint32_t>& dense_of,
                           std::vector<std::uint32_t>& managed,
                           std::vector<std::vector<std::uint64_t>>& ordinals) const;
+  void restore_check_mouths(const VehicleCheckpoint& cp, const EntityRegistry& registry,
+                            const std::vector<std::uint32_t>& dense_of,
+                            std::vector<std::vector<std::uint64_t>>& ordinals,
+                            RestoreErrors& errors) const;
   void restore_check_garages(const VehicleCheckpoint& cp, const std::vector<std::uint32_t>& managed,
                              std::vector<std::vector<std::uint64_t>>& ordinals,
                              RestoreErrors& errors) const;
@@ -417,7 +471,7 @@ class VehicleSystem {
 
   VehicleStore store_;
   std::vector<GarageState> garages_;
-  std::vector<std::uint32_t> managed_;  // derived: vehicles per garage
+  std::vector<std::uint32_t> managed_;  // derived: vehicles per garage on the road (store rows)
   std::vector<SignalState> signals_;
   PlanState plan_;
   TierCounts last_tiers_;

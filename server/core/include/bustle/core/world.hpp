@@ -132,7 +132,7 @@ struct OrphanRecord {
 
 // Lifecycle state of one entity, as reported by World::describe.
 enum class LifecycleState : std::uint8_t {
-  Requested = 0,  // a spawn handle holds the id (IdentityCreated)
+  Requested = 0,  // a spawn handle holds the id (IdentityCreated), or a garage mouth does
   Active = 1,
   Dormant = 2,   // a resident without representation
   Retiring = 3,  // in the orphan set, fading

@@ -22,8 +22,7 @@
 namespace bustle::persist {
 
 inline constexpr const char* kMagic = "bustle";
-inline constexpr int kSchemaVersion =
-    11;  // the last migration (0011: catch-up, deceased residents)
+inline constexpr int kSchemaVersion = 12;  // the last migration (0012: garage mouth)
 // Read-only opening (which cannot migrate) also accepts files of this schema
 // or later: migration 0003 only added a table (client_observers), which reads
 // as empty for them.
