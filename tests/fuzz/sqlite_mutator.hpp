@@ -30,8 +30,7 @@
 #include <string>
 #include <vector>
 
-extern "C" std::size_t LLVMFuzzerMutate(std::uint8_t* data, std::size_t size,
-                                        std::size_t max_size);
+extern "C" std::size_t LLVMFuzzerMutate(std::uint8_t* data, std::size_t size, std::size_t max_size);
 
 namespace bustle::fuzz {
 
@@ -101,8 +100,8 @@ class SqliteMutator {
     if (rows == 0) return false;
     std::vector<Column> columns;
     sqlite3_stmt* info = nullptr;
-    if (sqlite3_prepare_v2(db_, ("PRAGMA table_info(" + table + ")").c_str(), -1, &info,
-                           nullptr) != SQLITE_OK)
+    if (sqlite3_prepare_v2(db_, ("PRAGMA table_info(" + table + ")").c_str(), -1, &info, nullptr) !=
+        SQLITE_OK)
       return false;
     while (sqlite3_step(info) == SQLITE_ROW) {
       columns.push_back({reinterpret_cast<const char*>(sqlite3_column_text(info, 1)),
@@ -117,8 +116,8 @@ class SqliteMutator {
       if (c.key) key += (key.empty() ? "" : ", ") + quoted(c.name);
     if (key.empty()) key = "rowid";
     const auto pick = [&] { return std::to_string(rng_() % static_cast<unsigned long>(rows)); };
-    const std::string row = "(" + key + ") = (SELECT " + key + " FROM " + table +
-                            " LIMIT 1 OFFSET " + pick() + ")";
+    const std::string row =
+        "(" + key + ") = (SELECT " + key + " FROM " + table + " LIMIT 1 OFFSET " + pick() + ")";
     switch (rng_() % 8) {
       case 0:
         return exec("DELETE FROM " + table + " WHERE " + row);
@@ -223,10 +222,10 @@ class SqliteMutator {
 }  // namespace bustle::fuzz
 
 // The targets that read SQLite files define their custom mutator with this.
-#define BUSTLE_SQLITE_CUSTOM_MUTATOR                                                     \
-  extern "C" std::size_t LLVMFuzzerCustomMutator(std::uint8_t* data, std::size_t size,   \
-                                                 std::size_t max_size, unsigned seed) {  \
-    return bustle::fuzz::SqliteMutator::mutate(data, size, max_size, seed);              \
+#define BUSTLE_SQLITE_CUSTOM_MUTATOR                                                    \
+  extern "C" std::size_t LLVMFuzzerCustomMutator(std::uint8_t* data, std::size_t size,  \
+                                                 std::size_t max_size, unsigned seed) { \
+    return bustle::fuzz::SqliteMutator::mutate(data, size, max_size, seed);             \
   }
 
 #else
