@@ -32,7 +32,6 @@ void World::apply_command(const KillPedestrian& c, CommandResult& r) {
   corpses.insert(it, {c.id, step_index_});
   ++prevention_.corpse.killed;
   if (pedestrians_.origin[slot] == static_cast<std::uint8_t>(PedestrianOrigin::Resident)) {
-    if (!lane_waiters_.empty()) drop_lane_waiter(c.id);  // a corpse waits for nothing
     population_.on_died(static_cast<std::uint32_t>(population_.resident_of(c.id)));
   }
   if (auto m = std::lower_bound(admission_masked_.begin(), admission_masked_.end(), c.id);
