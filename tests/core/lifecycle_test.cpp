@@ -8,6 +8,7 @@
 
 #include "../support/completeness_guard.hpp"
 #include "bustle/core/world.hpp"
+#include "make_world.hpp"
 
 using namespace bustle::core;
 using bustle::test::ScriptedCommand;
@@ -776,14 +777,11 @@ TEST_CASE("a killed resident lies as a corpse, then stays deceased: never walks 
   INFO(w->check_invariants());
   REQUIRE(w->check_invariants().empty());
   // A checkpoint with the corpse lying continues the same digests.
-  auto restored = World::restore(s, w->capture());
-  INFO((restored.errors.empty() ? std::string()
-                                : restored.errors[0].path + ": " + restored.errors[0].message));
-  REQUIRE(restored.world);
+  auto restored = bustle::core::test::restore_world(s, w->capture());
   for (int k = 0; k < 5; ++k) {
     w->step();
-    restored.world->step();
-    REQUIRE(restored.world->digest() == w->digest());
+    restored->step();
+    REQUIRE(restored->digest() == w->digest());
   }
   // Observers far away: corpse cleanup removes the row; the record stays.
   REQUIRE(apply_one(*w, SetObservers{{{2000.0, 0.0}}}).status == CommandStatus::Accepted);
