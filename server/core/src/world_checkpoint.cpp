@@ -506,11 +506,8 @@ bool World::restore_pedestrians(World& w, const WorldCheckpoint& cp, RestoreFail
   for (std::uint32_t i = 0; i < w.pedestrians_.size(); ++i) {
     const std::uint8_t o = w.pedestrians_.origin[i];
     // A deceased resident's corpse is not one of the active members.
-    resident_pedestrians +=
-        o == static_cast<std::uint8_t>(PedestrianOrigin::Resident) &&
-        population.residents()
-                .active[static_cast<std::uint32_t>(population.resident_of(w.pedestrians_.id[i]))] !=
-            ResidentStore::kDeceased;
+    resident_pedestrians += o == static_cast<std::uint8_t>(PedestrianOrigin::Resident) &&
+                            !population.is_deceased(w.pedestrians_.id[i]);
     spawned_pedestrians += o == static_cast<std::uint8_t>(PedestrianOrigin::Spawned);
   }
   if (resident_pedestrians + population.retiring_count() != population.active_count()) {
@@ -782,9 +779,7 @@ void World::restore_prevention(World& w, const WorldCheckpoint& cp, RestoreFailu
       fail(at, id_text(id) + " is not a walking pedestrian");
     } else if (w.pedestrians_.origin[slot] ==
                    static_cast<std::uint8_t>(PedestrianOrigin::Resident) &&
-               w.population_.residents()
-                       .active[static_cast<std::uint32_t>(w.population_.resident_of(id))] !=
-                   ResidentStore::kDeceased) {
+               !w.population_.is_deceased(id)) {
       fail(at, id_text(id) + " is a resident that is not deceased");
     } else if (w.is_admission_masked(id)) {
       fail(at, id_text(id) + " is also in admission_masked");
@@ -800,11 +795,9 @@ void World::restore_prevention(World& w, const WorldCheckpoint& cp, RestoreFailu
     return;
   }
   // And the other way: a deceased resident's row is its corpse.
-  const ResidentStore& rs = w.population_.residents();
   for (std::uint32_t i = 0; i < w.pedestrians_.size(); ++i) {
     const std::int32_t r = w.population_.resident_of(w.pedestrians_.id[i]);
-    if (w.pedestrians_.origin[i] == static_cast<std::uint8_t>(PedestrianOrigin::Resident) &&
-        rs.active[static_cast<std::uint32_t>(r)] == ResidentStore::kDeceased &&
+    if (w.population_.is_deceased(w.pedestrians_.id[i]) &&
         !std::binary_search(
             p.corpses.begin(), p.corpses.end(), CorpseRecord{w.pedestrians_.id[i], 0},
             [](const CorpseRecord& a, const CorpseRecord& b) { return a.id < b.id; })) {

@@ -36,9 +36,7 @@ std::string World::check_lifecycle_counts() const {
         break;
       case PedestrianOrigin::Resident:
         // A deceased resident's corpse is not one of the active members.
-        residents += population_.residents()
-                         .active[static_cast<std::uint32_t>(population_.resident_of(id))] !=
-                     ResidentStore::kDeceased;
+        residents += !population_.is_deceased(id);
         break;
       case PedestrianOrigin::Spawned:
         break;
@@ -384,8 +382,7 @@ std::string World::check_prevention() const {
     if ((k > 0 && !(p.corpses[k - 1].id < id)) || slot == PedestrianStore::kNoSlot ||
         (pedestrians_.phase[slot] & PedestrianStore::kAdmissionMaskedBit) == 0 ||
         (pedestrians_.origin[slot] == static_cast<std::uint8_t>(PedestrianOrigin::Resident) &&
-         population_.residents().active[static_cast<std::uint32_t>(population_.resident_of(id))] !=
-             ResidentStore::kDeceased) ||
+         !population_.is_deceased(id)) ||
         is_admission_masked(id)) {
       return "prevention: invariant 2: corpse entry " + std::to_string(k) + " (" + id_text(id) +
              ") is unsorted, duplicated, not a walking pedestrian (a resident one deceased) with "

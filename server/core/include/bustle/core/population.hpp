@@ -261,6 +261,12 @@ class PopulationSystem {
   std::uint32_t active_count() const { return active_total_; }  // walking + retiring
   std::uint32_t retiring_count() const { return retiring_total_; }
   std::uint32_t deceased_count() const { return deceased_total_; }
+  // True when `id` is a resident whose record is deceased (killed).
+  bool is_deceased(EntityId id) const {
+    const std::int32_t r = resident_of(id);
+    return r != ResidentStore::kNone &&
+           residents_.active[static_cast<std::uint32_t>(r)] == ResidentStore::kDeceased;
+  }
   // Active members of community c in zone z (walking + retiring).
   std::uint32_t active_in(std::uint32_t c, std::uint32_t z) const {
     return active_cz_[c * zones_.size() + z];
