@@ -307,3 +307,30 @@ def test_a_manual_step_of_n_ends_in_a_delta_at_its_last_step(start_server):
                 steps.append(d.step)
             assert 1 <= len(steps) <= n and steps[-1] == target, (n, steps)
             assert mirror.digest == op.stats().digest
+
+
+def test_frames_nobody_reads_carry_no_entities_and_a_subscriber_still_gets_all(start_server):
+    """With no client subscribed the sim thread publishes frames without
+    entities (nobody reads them); a Subscribe wakes it to publish the current
+    step in full, also under a manual clock where no step comes by itself.
+    Each baseline lists every entity at the step the world is at, and after
+    the last subscriber left, the next one's baseline is again the current
+    step's whole city."""
+    srv = start_server(*DEFAULT_CITY_ARGS)
+    with srv.connect() as op:
+        op.hello("it-unwatched-op", role="operator")
+        for steps in (40, 25):
+            target = op.step(steps, timeout=10.0).applied_step  # nobody subscribed
+            stats = op.stats()
+            assert stats.step == target
+            with srv.connect() as v:
+                v.hello("it-unwatched-viewer")
+                v.subscribe()
+                first = v.next_delta(timeout=5.0)
+                assert first.baseline and first.step == target, (first.step, target)
+                assert first.digest == stats.digest
+                assert len(first.entered) == stats.pedestrians + stats.vehicles > 0, (
+                    len(first.entered), stats.pedestrians, stats.vehicles)
+                # Subscribed: the next step's delta follows at once.
+                op.step(1, timeout=5.0)
+                assert v.next_delta(timeout=5.0).step == target + 1

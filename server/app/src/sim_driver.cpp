@@ -43,7 +43,7 @@ SimDriver::SimDriver(std::unique_ptr<core::World> world, net::Server& server,
   const QualityBudgets& q = quality_budgets(options.quality);
   stages_.set_budgets(q.attached, q.unattached);
   // Clients that join before the first step get a baseline of the initial state.
-  server_.publish(frames_.make(*world_, archetypes_, world_epoch_));
+  publish_frame();
 }
 
 namespace {
@@ -98,6 +98,13 @@ void SimDriver::run(const std::atomic<bool>& stop) {
     drain_commands();
     advance_rebuilt_loads();
     if (stop.load()) break;
+    if (frame_without_entities_ && server_.subscriber_count() > 0) {
+      // A client subscribed since the last frame, built without entities
+      // while nobody was: publish this step's state in full for it now
+      // (also when paused or in manual mode, where no step may come).
+      stages_.awaiting(*world_, awaiting_);
+      publish_frame();
+    }
 
     if (options_.clock == net::ClockMode::Manual || paused_) {
       // Nothing runs until a command arrives (Step, Resume), a restore is
@@ -188,7 +195,7 @@ void SimDriver::apply_candidates() {
     }
     client_observers_dirty_ = true;
     stages_.awaiting(*world_, awaiting_);
-    server_.publish(frames_.make(*world_, archetypes_, world_epoch_, awaiting_));
+    publish_frame();
     spdlog::info("world_replaced: {} '{}' applied: step {} -> {} (digest {:016x})",
                  persist::to_string(c.job.kind), c.job.name, from, world_->step_index(),
                  world_->digest());
@@ -456,6 +463,14 @@ void SimDriver::publish_telemetry(Clock::time_point now) {
   telemetry_->publish_sample(now);
 }
 
+void SimDriver::publish_frame() {
+  // Nobody subscribed: nobody reads the entities, whose build is most of a
+  // large city's step (a pose for every entity).
+  const bool with_entities = server_.subscriber_count() > 0;
+  server_.publish(frames_.make(*world_, archetypes_, world_epoch_, awaiting_, with_entities));
+  frame_without_entities_ = !with_entities;
+}
+
 void SimDriver::run_step() {
   submit_client_observers();
   const auto started = Clock::now();
@@ -475,7 +490,7 @@ void SimDriver::run_step() {
   stage_changes_.clear();
   stages_.after_step(*world_, stage_changes_);
   stages_.awaiting(*world_, awaiting_);
-  server_.publish(frames_.make(*world_, archetypes_, world_epoch_, awaiting_));
+  publish_frame();
   deliver_step_results();
   deliver_spawn_events();
   for (const core::SpawnHandleState& h : stage_changes_) deliver_stage_update(h);

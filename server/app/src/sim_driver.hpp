@@ -115,6 +115,8 @@ class SimDriver {
   // Fills r, or returns true when the persistence thread will answer instead.
   bool handle_snapshot_command(const net::InboundCommand& cmd, const net::ControlCommand& ctl,
                                net::OutboundResult& r);
+  // Publishes the current state (entities only when a client is subscribed).
+  void publish_frame();
   void run_step();
   // The heartbeat, and a new telemetry sample when one is due (between steps).
   void publish_telemetry(std::chrono::steady_clock::time_point now);
@@ -167,9 +169,10 @@ class SimDriver {
   std::uint64_t dropped_steps_ = 0;
   std::uint64_t world_epoch_ = 0;
   net::ArchetypeTable
-      archetypes_;          // Welcome.archetypes: same scenario for every world this driver runs
-  net::FramePool frames_;   // published frames, reused once the network side lets go
-  std::uint64_t tick_ = 0;  // steps executed by this process (recording ticks)
+      archetypes_;         // Welcome.archetypes: same scenario for every world this driver runs
+  net::FramePool frames_;  // published frames, reused once the network side lets go
+  bool frame_without_entities_ = false;  // the last frame was published without entities
+  std::uint64_t tick_ = 0;               // steps executed by this process (recording ticks)
   bool restore_keyframe_due_ = false;
   std::vector<core::CommandEnvelope> submitted_since_step_;  // for the recording
   // (session, request) of world commands submitted to the current world and

@@ -211,22 +211,25 @@ void sort_by_index(std::vector<PublishedEntity>& entities, SortScratch& scratch)
 }
 
 void build_frame(const core::World& world, const ArchetypeTable& archetypes,
-                 std::uint64_t world_epoch, PublishedFrame* frame) {
+                 std::uint64_t world_epoch, bool with_entities, PublishedFrame* frame) {
   frame->entities.clear();
+  frame->entities_built = with_entities;
   frame->signal_phases.clear();
   frame->world_epoch = world_epoch;
   frame->step = world.step_index();
   frame->sim_time_us = world.sim_time_us();
   frame->digest = world.digest();
-  frame->entities.reserve(world.pedestrians().size() + world.vehicles().store().size() +
-                          world.orphans().size());
-  FrameBuilder b{world, archetypes, *frame, {}, world.scenario().step_us};
-  b.weights.prepare(world.scenario().tiers.importance, {}, {});
-  b.pedestrians();
-  b.vehicles();
-  thread_local SortScratch scratch;
-  sort_by_index(frame->entities, scratch);
-  b.orphans();
+  if (with_entities) {
+    frame->entities.reserve(world.pedestrians().size() + world.vehicles().store().size() +
+                            world.orphans().size());
+    FrameBuilder b{world, archetypes, *frame, {}, world.scenario().step_us};
+    b.weights.prepare(world.scenario().tiers.importance, {}, {});
+    b.pedestrians();
+    b.vehicles();
+    thread_local SortScratch scratch;
+    sort_by_index(frame->entities, scratch);
+    b.orphans();
+  }
   for (const core::SignalState& sg : world.vehicles().signals()) {
     frame->signal_phases.push_back(static_cast<std::uint8_t>(sg.phase));
   }
@@ -242,13 +245,13 @@ std::shared_ptr<const PublishedFrame> make_published_frame(const core::World& wo
                                                            const ArchetypeTable& archetypes,
                                                            std::uint64_t world_epoch) {
   auto frame = std::make_shared<PublishedFrame>();
-  build_frame(world, archetypes, world_epoch, frame.get());
+  build_frame(world, archetypes, world_epoch, true, frame.get());
   return frame;
 }
 
 std::shared_ptr<const PublishedFrame> FramePool::make(
     const core::World& world, const ArchetypeTable& archetypes, std::uint64_t world_epoch,
-    std::span<const core::EntityId> awaiting_representation) {
+    std::span<const core::EntityId> awaiting_representation, bool with_entities) {
   // use_count() == 1: only the pool holds it, so no other thread can read it
   // (the count only grows through a copy of a pointer someone else holds).
   std::shared_ptr<PublishedFrame> frame;
@@ -266,7 +269,7 @@ std::shared_ptr<const PublishedFrame> FramePool::make(
     frame = std::make_shared<PublishedFrame>();
     if (frames_.size() < kFramePoolSize) frames_.push_back(frame);
   }
-  build_frame(world, archetypes, world_epoch, frame.get());
+  build_frame(world, archetypes, world_epoch, with_entities, frame.get());
   frame->awaiting_representation.assign(awaiting_representation.begin(),
                                         awaiting_representation.end());
   return frame;

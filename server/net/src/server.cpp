@@ -119,6 +119,7 @@ class Server::Impl {
   void schedule_trim();
   NetCounters& counters() { return owner_.counters_; }
   std::atomic<std::uint32_t>& baselines_owed() { return owner_.baselines_owed_; }
+  std::atomic<std::uint32_t>& subscriber_count() { return owner_.subscriber_count_; }
 
   Server& owner_;
   ServerOptions options_;
@@ -216,6 +217,9 @@ class Session : public std::enable_shared_from_this<Session> {
       for (Queued& q : outq_)
         q.first_of_epoch = false;  // an older world's baseline settles nothing
     }
+    // A frame without entities (nobody was subscribed when it was built):
+    // the sim thread publishes this step in full once it sees this session.
+    if (!frame->entities_built) return;
     if (frame->step <= last_sent_step_ && !tracker_.baseline_pending() && !interest_changed_)
       return;
     if (over_soft_cap()) {
@@ -316,6 +320,8 @@ class Session : public std::enable_shared_from_this<Session> {
     if (phase_ == Phase::Closed) return;
     phase_ = Phase::Closed;
     settle_baseline();  // a client that is gone owes nothing
+    if (subscribed_) server_.subscriber_count().fetch_sub(1);
+    subscribed_ = false;
     if (observers_announced_) {
       // Its observers stop counting for the tiers.
       tracker_.set_interest(ClientInterest{}, false);
@@ -533,6 +539,11 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     tracker_.set_interest(interest, true);
     if (server_.latest_seen_) epoch_ = server_.latest_seen_->world_epoch;
+    if (!subscribed_) {
+      server_.subscriber_count().fetch_add(1);
+      // Wake the sim thread (paused or between steps) to publish in full.
+      if (server_.latest_seen_ && !server_.latest_seen_->entities_built) server_.commands_.notify();
+    }
     subscribed_ = true;
     announce_observers();
     answer(sub.request_id());

@@ -59,6 +59,10 @@ struct PublishedFrame {
   // Bumped whenever the world is replaced (restore, load): sessions then send
   // a baseline, because ids of the old and new world must not be diffed.
   std::uint64_t world_epoch = 0;
+  // False when the frame was built while no client was subscribed: then
+  // `entities` is empty whatever the world holds (nobody would read it) and
+  // sessions wait for a frame built in full. Everything else is filled.
+  bool entities_built = true;
   std::vector<PublishedEntity> entities;    // sorted by id.index, unique indices
   std::vector<std::uint8_t> signal_phases;  // per scenario signal (core::SignalPhase)
   // The world's observers (scenario + SetObservers): clients without
@@ -95,11 +99,14 @@ std::shared_ptr<const PublishedFrame> make_published_frame(const core::World& wo
 // Frames for one publisher (the sim thread), reused once nobody else holds
 // them: a frame of 100 000 entities is 6 MB, and building it into memory that
 // is already mapped saves the page faults of a fresh allocation every step.
+// With `with_entities` false the frame carries everything but the entities
+// (PublishedFrame::entities_built): what the sim thread publishes while no
+// client is subscribed.
 class FramePool {
  public:
   std::shared_ptr<const PublishedFrame> make(
       const core::World& world, const ArchetypeTable& archetypes, std::uint64_t world_epoch,
-      std::span<const core::EntityId> awaiting_representation = {});
+      std::span<const core::EntityId> awaiting_representation = {}, bool with_entities = true);
 
  private:
   std::vector<std::shared_ptr<PublishedFrame>> frames_;  // at most kFramePoolSize

@@ -314,6 +314,12 @@ class Server {
   void on_signal(std::function<void(int)> fn);
 
   std::uint32_t client_count() const { return client_count_.load(); }
+  // Thread-safe: sessions subscribed to the stream. With none, nobody reads a
+  // frame's entities, so the sim thread publishes frames without them
+  // (PublishedFrame::entities_built); a Subscribe that finds such a frame
+  // wakes the sim thread through the command queue, which then publishes the
+  // current step's frame in full before anything else.
+  std::uint32_t subscriber_count() const { return subscriber_count_.load(); }
   // Thread-safe. After a world replacement (a frame with a new world_epoch):
   // the newest epoch the network thread has handed to its sessions, and how
   // many subscribed clients have not yet had their baseline of it written to
@@ -330,6 +336,7 @@ class Server {
  private:
   std::unique_ptr<Impl> impl_;
   std::atomic<std::uint32_t> client_count_{0};
+  std::atomic<std::uint32_t> subscriber_count_{0};
   std::atomic<std::uint64_t> epoch_handed_out_{0};
   std::atomic<std::uint32_t> baselines_owed_{0};
   NetCounters counters_;
