@@ -6,29 +6,6 @@
 
 namespace bustle::proto {
 
-std::uint32_t predict_s_mm(const MotionAnchor& anchor, std::uint64_t step, std::uint32_t step_us,
-                           std::uint32_t lane_length_mm) {
-  if (step <= anchor.step || anchor.speed_mmps == 0) return std::min(anchor.s_mm, lane_length_mm);
-  // Bounded operands keep the product in 64 bits: speed <= 2^20 mm/s (over a
-  // km/s), gap <= 2^22 steps, step_us <= 2^20 (a step of at most ~1 s).
-  const std::uint64_t gap = std::min<std::uint64_t>(step - anchor.step, kMotionGapStepsMax);
-  const std::uint64_t speed = std::min<std::uint64_t>(anchor.speed_mmps, kMotionSpeedMmpsMax);
-  const std::uint64_t us = std::min<std::uint64_t>(step_us, kMotionStepUsMax);
-  const std::uint64_t advance_mm = speed * gap * us / 1'000'000u;
-  const std::uint64_t s = static_cast<std::uint64_t>(anchor.s_mm) + advance_mm;
-  return static_cast<std::uint32_t>(std::min<std::uint64_t>(s, lane_length_mm));
-}
-
-std::uint32_t to_mm(double metres) {
-  const double mm = std::round(metres * 1000.0);
-  if (!(mm > 0.0)) return 0;  // also NaN
-  return mm >= 4294967295.0 ? UINT32_MAX : static_cast<std::uint32_t>(mm);
-}
-
-std::uint32_t to_mmps(double metres_per_second) {
-  return to_mm(metres_per_second);
-}
-
 void MotionWriter::clear() {
   bytes_.clear();
   last_index_ = 0;

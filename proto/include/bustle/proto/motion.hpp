@@ -35,12 +35,38 @@ inline constexpr std::uint64_t kMotionStepUsMax = 1u << 20;  // steps of at most
 // with speed = min(speed_mmps, 2^20), gap = min(step - anchor.step, 2^22),
 // step_us = min(step_us, 2^20), in unsigned 64-bit arithmetic, division
 // rounding down.
-std::uint32_t predict_s_mm(const MotionAnchor& anchor, std::uint64_t step, std::uint32_t step_us,
-                           std::uint32_t lane_length_mm);
+// Inline (as are to_mm and to_mmps): the server calls them for every entity
+// of every frame it builds.
+inline std::uint32_t predict_s_mm(const MotionAnchor& anchor, std::uint64_t step,
+                                  std::uint32_t step_us, std::uint32_t lane_length_mm) {
+  if (step <= anchor.step || anchor.speed_mmps == 0)
+    return anchor.s_mm < lane_length_mm ? anchor.s_mm : lane_length_mm;
+  // Bounded operands keep the product in 64 bits: speed <= 2^20 mm/s (over a
+  // km/s), gap <= 2^22 steps, step_us <= 2^20 (a step of at most ~1 s).
+  const std::uint64_t gap =
+      step - anchor.step < kMotionGapStepsMax ? step - anchor.step : kMotionGapStepsMax;
+  const std::uint64_t speed =
+      anchor.speed_mmps < kMotionSpeedMmpsMax ? anchor.speed_mmps : kMotionSpeedMmpsMax;
+  const std::uint64_t us = step_us < kMotionStepUsMax ? step_us : kMotionStepUsMax;
+  const std::uint64_t advance_mm = speed * gap * us / 1'000'000u;
+  const std::uint64_t s = static_cast<std::uint64_t>(anchor.s_mm) + advance_mm;
+  return static_cast<std::uint32_t>(s < lane_length_mm ? s : lane_length_mm);
+}
 
-// Metres <-> the wire's millimetres (rounded, clamped to [0, 2^32 - 1]).
-std::uint32_t to_mm(double metres);
-std::uint32_t to_mmps(double metres_per_second);
+// Metres <-> the wire's millimetres: rounded half away from zero (as
+// std::round), clamped to [0, 2^32 - 1], NaN to 0. Written without
+// std::round, which is a library call on the baseline x86-64 target: below
+// 2^32 the integer part converts exactly and x - trunc(x) is exact.
+inline std::uint32_t to_mm(double metres) {
+  const double mm = metres * 1000.0;
+  if (!(mm >= 0.5)) return 0;                         // rounds to 0 or less; also NaN
+  if (mm >= 4294967294.5) return 4294967295u;         // rounds to 2^32 - 1 or more
+  const auto whole = static_cast<std::uint32_t>(mm);  // truncation
+  return whole + (mm - static_cast<double>(whole) >= 0.5 ? 1u : 0u);
+}
+inline std::uint32_t to_mmps(double metres_per_second) {
+  return to_mm(metres_per_second);
+}
 
 // One record of Delta.motion.
 struct MotionRecord {
