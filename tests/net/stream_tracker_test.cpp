@@ -491,3 +491,39 @@ TEST_CASE("the kept lease summary equals a recount after every delta and report"
   // Another step or grace than the kept one is answered by a recount.
   CHECK(same(c.tracker.lease_summary(5, 0), c.tracker.recount_lease_summary(5, 0)));
 }
+
+TEST_CASE("sort_by_pos orders like std::sort, short and long, any position width") {
+  struct Item {
+    std::uint32_t pos = 0;
+    std::uint32_t payload = 0;
+  };
+  std::uint64_t state = 31;
+  const auto next = [&state] {  // splitmix64, fixed seed
+    std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  };
+  std::vector<Item> scratch;
+  for (const std::size_t n : {0u, 1u, 511u, 512u, 24000u}) {
+    for (const unsigned width : {8u, 21u, 22u, 24u, 32u}) {
+      std::set<std::uint32_t> used;  // positions are unique
+      std::vector<Item> items;
+      while (items.size() < n && used.size() < (std::size_t{1} << std::min(width, 20u))) {
+        const auto pos = static_cast<std::uint32_t>(next() >> (64 - width));
+        if (used.insert(pos).second)
+          items.push_back({pos, static_cast<std::uint32_t>(items.size())});
+      }
+      std::vector<Item> expected = items;
+      std::sort(expected.begin(), expected.end(),
+                [](const Item& a, const Item& b) { return a.pos < b.pos; });
+      net::sort_by_pos(items, scratch);
+      INFO("n " << n << " width " << width);
+      REQUIRE(items.size() == expected.size());
+      for (std::size_t k = 0; k < items.size(); ++k) {
+        REQUIRE(items[k].pos == expected[k].pos);
+        REQUIRE(items[k].payload == expected[k].payload);
+      }
+    }
+  }
+}

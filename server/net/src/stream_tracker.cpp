@@ -204,6 +204,18 @@ void StreamTracker::select(const PublishedFrame& frame, const SpatialIndex* inde
     for (std::uint32_t k = 0; k < frame.entities.size(); ++k) {
       if (wanted(frame.entities[k])) cand_.push_back(Candidate{k});
     }
+  } else if (interest_.observers.size() == 1) {
+    // One observer: the index yields each entity at most once, so no
+    // de-duplication is needed (the stamps are a random access per entity
+    // into arrays as long as the frame).
+    assert(index != nullptr && index->frame() == &frame);
+    const ClientObserver& o = interest_.observers.front();
+    index->for_each_within(o.x_m, o.y_m, o.radius_m * kInterestExitFactor, [&](std::uint32_t k) {
+      const PublishedEntity& e = frame.entities[k];
+      if (!wanted(e)) return;
+      cand_.push_back(Candidate{k, 0.0, std::hypot(e.x_m - o.x_m, e.y_m - o.y_m) / o.radius_m});
+    });
+    sort_by_pos(cand_, scratch_);
   } else {
     assert(index != nullptr && index->frame() == &frame);
     if (stamp_.size() < frame.entities.size()) {
@@ -231,8 +243,7 @@ void StreamTracker::select(const PublishedFrame& frame, const SpatialIndex* inde
         }
       });
     }
-    std::sort(cand_.begin(), cand_.end(),
-              [](const Candidate& a, const Candidate& b) { return a.pos < b.pos; });
+    sort_by_pos(cand_, scratch_);
   }
   // Merge with what was sent: the current hint, and the interest hysteresis
   // (an entity not yet received enters only inside the radius proper).

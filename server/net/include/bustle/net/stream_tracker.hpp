@@ -27,6 +27,8 @@
 
 #include <flatbuffers/flatbuffers.h>
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -230,6 +232,7 @@ class StreamTracker {
   std::vector<Sent> sent_;  // sorted by id.index
   std::vector<Sent> next_sent_;
   std::vector<Candidate> cand_;
+  std::vector<Candidate> scratch_;    // sort_by_pos
   std::vector<std::uint32_t> stamp_;  // per frame position: last selection stamp
   std::vector<std::uint32_t> slot_;   // per frame position: its candidate (valid when stamped)
   std::uint32_t stamp_value_ = 0;
@@ -259,6 +262,30 @@ class StreamTracker {
   std::vector<wire::ChainDots> dots_;
   std::vector<std::uint32_t> dot_counts_;
 };
+
+// Sorts items by their unique 32-bit `pos`: a radix sort, 11 bits a pass
+// (two passes below 2^22), a comparison sort for short lists. Same order as
+// std::sort by pos, in linear time: a client's candidates (frame positions)
+// arrive cell by cell, 20 000 of them for a district.
+template <class T>
+void sort_by_pos(std::vector<T>& items, std::vector<T>& scratch) {
+  if (items.size() < 512) {
+    std::sort(items.begin(), items.end(), [](const T& a, const T& b) { return a.pos < b.pos; });
+    return;
+  }
+  constexpr unsigned kBits = 11;
+  constexpr std::uint32_t kMask = (1u << kBits) - 1;
+  std::uint32_t top = 0;
+  for (const T& t : items) top |= t.pos;
+  scratch.resize(items.size());
+  for (unsigned shift = 0; shift < 32 && (top >> shift) != 0; shift += kBits) {
+    std::array<std::uint32_t, kMask + 2> start{};
+    for (const T& t : items) ++start[((t.pos >> shift) & kMask) + 1];
+    for (std::uint32_t b = 0; b <= kMask; ++b) start[b + 1] += start[b];
+    for (const T& t : items) scratch[start[(t.pos >> shift) & kMask]++] = t;
+    items.swap(scratch);
+  }
+}
 
 template <class F>
 void SpatialIndex::for_each_within(double x_m, double y_m, double radius_m, F&& fn) const {
