@@ -2,7 +2,8 @@
 // threads, reusable; and the point of it — a city stepped with 1, 2 and 4
 // threads (and with parts run backwards) has the same digest at every step
 // as the inline executor (core/phase_executor.hpp, issue 17); and a
-// checkpoint captured on 1, 2 or 4 threads is the same bytes as inline.
+// checkpoint captured on 1, 2 or 4 threads is the same bytes as inline; and a
+// published frame built on 1, 2 or 4 threads is the frame built inline.
 #include "bustle/app/thread_phase_executor.hpp"
 
 #include <algorithm>
@@ -23,6 +24,7 @@
 #include "bustle/core/checkpoint.hpp"
 #include "bustle/core/column_copies.hpp"
 #include "bustle/core/world.hpp"
+#include "bustle/net/published_frame.hpp"
 #include "bustle/scenario/scenario_loader.hpp"
 
 using bustle::app::ThreadPhaseExecutor;
@@ -396,4 +398,57 @@ TEST_CASE(
   REQUIRE(restored.world);
   CHECK(restored.world->digest() == w.digest());
   CHECK(restored.world->compute_digest() == w.compute_digest());
+}
+
+TEST_CASE("a published frame built on 1, 2 and 4 threads is the frame built inline") {
+  // 40 000 pedestrians = 5 parts of 8 192 rows; frames compared at every
+  // step while the crowd arrives and walks (tiers, lanes and speeds change).
+  auto created = bustle::core::World::create(crowd(40000), 7);
+  REQUIRE(created.world);
+  bustle::core::World& w = *created.world;
+  const bustle::net::ArchetypeTable archetypes = bustle::net::make_archetypes(w.scenario());
+  std::vector<std::unique_ptr<ThreadPhaseExecutor>> pools;
+  for (const std::uint32_t threads : {1u, 2u, 4u})
+    pools.push_back(std::make_unique<ThreadPhaseExecutor>(threads));
+  const auto same = [](const bustle::net::PublishedEntity& a,
+                       const bustle::net::PublishedEntity& b) {
+    return a.id == b.id && a.lane == b.lane && a.s_mm == b.s_mm && a.speed_mmps == b.speed_mmps &&
+           a.x_m == b.x_m && a.y_m == b.y_m && a.z_m == b.z_m && a.weight == b.weight &&
+           a.archetype == b.archetype && a.kind == b.kind && a.sim_tier == b.sim_tier &&
+           a.policy == b.policy && a.retiring == b.retiring && a.corpse == b.corpse &&
+           a.label == b.label;
+  };
+  std::size_t compared = 0;
+  for (int step = 0; step < 40; ++step) {
+    w.step();
+    w.set_phase_executor(nullptr);
+    const auto inline_frame = bustle::net::make_published_frame(w, archetypes);
+    // The reference itself has every pedestrian row once, on its lane.
+    const bustle::core::PedestrianStore& peds = w.pedestrians();
+    REQUIRE(inline_frame->entities.size() == peds.size() + w.orphans().size());
+    for (std::uint32_t i = 0; i < peds.size(); ++i) {
+      const auto it = std::lower_bound(inline_frame->entities.begin(), inline_frame->entities.end(),
+                                       peds.id[i].index,
+                                       [](const bustle::net::PublishedEntity& e,
+                                          std::uint32_t index) { return e.id.index < index; });
+      REQUIRE(it != inline_frame->entities.end());
+      REQUIRE(it->id == peds.id[i]);
+      REQUIRE(it->lane == peds.lane[i]);
+    }
+    for (const auto& pool : pools) {
+      w.set_phase_executor(pool.get());
+      const auto frame = bustle::net::make_published_frame(w, archetypes);
+      INFO("step " << step << " threads " << pool->threads());
+      REQUIRE(frame->entities.size() == inline_frame->entities.size());
+      for (std::size_t k = 0; k < frame->entities.size(); ++k) {
+        if (!same(frame->entities[k], inline_frame->entities[k])) {
+          FAIL("entity " << k << " differs");
+        }
+      }
+      compared += frame->entities.size();
+    }
+    w.set_phase_executor(nullptr);
+  }
+  CHECK(w.pedestrians().size() > 2 * bustle::core::kRowsPerPart);
+  CHECK(compared > 0);
 }

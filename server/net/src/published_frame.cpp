@@ -6,6 +6,7 @@
 #include <map>
 
 #include "bustle/core/importance.hpp"
+#include "bustle/core/phase_executor.hpp"
 #include "bustle/core/sim_tier.hpp"
 #include "bustle/proto/motion.hpp"
 
@@ -64,10 +65,12 @@ struct FrameBuilder {
     return e;
   }
 
-  void pedestrians() {
+  // Rows [begin, end) of each store into out[row]: parts of the frame that
+  // different threads may build at once (they only read the world).
+  void pedestrians(std::uint32_t begin, std::uint32_t end, PublishedEntity* out) const {
     const core::PedestrianStore& peds = world.pedestrians();
     const core::ResidentStore& residents = world.population().residents();
-    for (std::uint32_t i = 0; i < peds.size(); ++i) {
+    for (std::uint32_t i = begin; i < end; ++i) {
       const core::SimTier tier = peds.sim_tier[i];
       PublishedEntity e =
           lane_pose(peds.id[i], peds.lane[i], peds.s_m[i], world.pedestrian_speed_mps(i),
@@ -90,14 +93,14 @@ struct FrameBuilder {
             archetypes.community_first[residents.community[r]] + residents.profession[r]);
         e.label = kLabelResident | r;
       }
-      frame.entities.push_back(e);
+      out[i] = e;
     }
   }
 
-  void vehicles() {
+  void vehicles(std::uint32_t begin, std::uint32_t end, PublishedEntity* out) const {
     const core::VehicleSystem& vs = world.vehicles();
     const core::VehicleStore& v = vs.store();
-    for (std::uint32_t i = 0; i < v.size(); ++i) {
+    for (std::uint32_t i = begin; i < end; ++i) {
       const core::SimTier tier = v.sim_tier[i];
       const std::uint32_t since =
           v.despawn_requested[i] ? 0
@@ -114,7 +117,42 @@ struct FrameBuilder {
       }
       e.label =
           kLabelVehicle | std::uint64_t{v.garage[i]} << 40 | (v.ordinal[i] & ((1ull << 40) - 1));
-      frame.entities.push_back(e);
+      out[i] = e;
+    }
+  }
+
+  // Every pedestrian, then every vehicle, at frame.entities[row] and
+  // [pedestrians + row]: in parts of core::kRowsPerPart rows on the world's
+  // phase executor (the step's threads, idle between steps), or inline.
+  // Each entry depends on its row alone, so the frame is the same for any
+  // number of threads.
+  void live_entities() {
+    const std::uint32_t peds = world.pedestrians().size();
+    const std::uint32_t vehicles_n = world.vehicles().store().size();
+    frame.entities.resize(std::size_t{peds} + vehicles_n);
+    const std::uint32_t ped_parts = (peds + core::kRowsPerPart - 1) / core::kRowsPerPart;
+    const std::uint32_t parts =
+        ped_parts + (vehicles_n + core::kRowsPerPart - 1) / core::kRowsPerPart;
+    struct Job {
+      const FrameBuilder* b;
+      std::uint32_t peds, vehicles, ped_parts;
+      PublishedEntity* out;
+    } job{this, peds, vehicles_n, ped_parts, frame.entities.data()};
+    const auto part = [](void* context, std::uint32_t p) {
+      const Job& j = *static_cast<const Job*>(context);
+      if (p < j.ped_parts) {
+        const std::uint32_t begin = p * core::kRowsPerPart;
+        j.b->pedestrians(begin, std::min(j.peds, begin + core::kRowsPerPart), j.out);
+      } else {
+        const std::uint32_t begin = (p - j.ped_parts) * core::kRowsPerPart;
+        j.b->vehicles(begin, std::min(j.vehicles, begin + core::kRowsPerPart), j.out + j.peds);
+      }
+    };
+    core::PhaseExecutor* threads = world.lent_phase_executor();
+    if (threads != nullptr && threads->threads() > 1 && parts > 1) {
+      threads->run(parts, part, &job);
+    } else {
+      for (std::uint32_t p = 0; p < parts; ++p) part(&job, p);
     }
   }
 
@@ -224,8 +262,7 @@ void build_frame(const core::World& world, const ArchetypeTable& archetypes,
                             world.orphans().size());
     FrameBuilder b{world, archetypes, *frame, {}, world.scenario().step_us};
     b.weights.prepare(world.scenario().tiers.importance, {}, {});
-    b.pedestrians();
-    b.vehicles();
+    b.live_entities();
     thread_local SortScratch scratch;
     sort_by_index(frame->entities, scratch);
     b.orphans();
