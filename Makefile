@@ -90,6 +90,8 @@ bench: build
 bench-fanout-1m: build
 	@$(BUILD_DIR)/tools/bench/bustle-bench fanout --city-scale 1m --repeat 3 --seconds 15 \
 	  --server $(BUILD_DIR)/server/app/bustle-server
+	@$(BUILD_DIR)/tools/bench/bustle-bench fanout --city-scale 1m --clients 64 --repeat 3 \
+	  --seconds 15 --server $(BUILD_DIR)/server/app/bustle-server
 
 # Starts the server on the embedded default city (127.0.0.1:7777, realtime).
 # Extra flags: make run ARGS="--port 0 --clock fast"

@@ -727,6 +727,28 @@ void print_summary(const char* label, const std::vector<RunResult>& runs) {
           .c_str());
 }
 
+// Per client: the streaming cost (every thread, clients - idle) and the
+// network thread's CPU, each divided by the clients (issue 31's target: at
+// most 1 ms per client per step at 20 000 held entities); printed.
+struct PerClient {
+  std::vector<double> streaming, network;  // per pair / per clients run
+};
+PerClient per_client_figures(const FanoutOptions& o, const std::vector<double>& cost,
+                             const std::vector<RunResult>& clients, double held_median) {
+  PerClient pc;
+  for (const double c : cost) pc.streaming.push_back(c / o.clients);
+  for (const RunResult& r : clients)
+    pc.network.push_back(thread_ms_per_step(r, "bustle-net") / o.clients);
+  const double median = percentile(pc.streaming, 0.5);
+  std::printf(
+      "per client: %.3f ms of server CPU per step (streaming cost / clients; runs %.3f-%.3f), "
+      "network thread %.3f ms; %.0f ns per held entity\n",
+      median, *std::min_element(pc.streaming.begin(), pc.streaming.end()),
+      *std::max_element(pc.streaming.begin(), pc.streaming.end()), percentile(pc.network, 0.5),
+      held_median > 0 ? median * 1e6 / held_median : 0.0);
+  return pc;
+}
+
 int run_districts(const FanoutOptions& o, const std::string& city) {
   const DistrictCity& dc = district_city();
   std::printf(
@@ -771,6 +793,10 @@ int run_districts(const FanoutOptions& o, const std::string& city) {
       *std::max_element(cost.begin(), cost.end()), percentile(held, 0.5),
       held.empty() ? 0.0 : *std::min_element(held.begin(), held.end()),
       held.empty() ? 0.0 : *std::max_element(held.begin(), held.end()));
+  const PerClient pc = per_client_figures(o, cost, clients, percentile(held, 0.5));
+  const std::vector<double>& per_client = pc.streaming;
+  const std::vector<double>& net_per_client = pc.network;
+  const double per_client_median = percentile(per_client, 0.5);
   const bool shares = check_shares(o, clients);
   bool schedule = true;
   for (const auto* runs : {&idle, &clients}) {
@@ -792,9 +818,11 @@ int run_districts(const FanoutOptions& o, const std::string& city) {
   std::printf(
       "RESULT fanout city=districts pedestrians=%u clients=%u held_per_client=%.0f "
       "idle_cpu_ms_per_step=%.3f clients_cpu_ms_per_step=%.3f streaming_cpu_ms_per_step=%.3f "
-      "clients_cpu_share=%.4f bytes_per_client_s=%.0f step_p99_ms=%.3f schedule_kept=%d\n",
+      "streaming_cpu_ms_per_client=%.3f clients_cpu_share=%.4f bytes_per_client_s=%.0f "
+      "step_p99_ms=%.3f schedule_kept=%d\n",
       o.district_pedestrians, o.clients, percentile(held, 0.5), med(idle, cpu), med(clients, cpu),
-      cost_median, med(clients, [](const RunResult& r) { return r.cpu_total_share; }),
+      cost_median, per_client_median,
+      med(clients, [](const RunResult& r) { return r.cpu_total_share; }),
       med(clients, [](const RunResult& r) { return r.bytes_per_client_s; }),
       med(clients, [](const RunResult& r) { return r.step_p99_ms; }), schedule ? 1 : 0);
   figures()["districts"] = {
@@ -804,6 +832,8 @@ int run_districts(const FanoutOptions& o, const std::string& city) {
       {"idle_cpu_ms_per_step", runs_of(idle, cpu)},
       {"clients_cpu_ms_per_step", runs_of(clients, cpu)},
       {"streaming_cpu_ms_per_step", cost},
+      {"streaming_cpu_ms_per_client", per_client},
+      {"network_cpu_ms_per_client", net_per_client},
       {"clients_cpu_share", runs_of(clients, [](const RunResult& r) { return r.cpu_total_share; })},
       {"bytes_per_client_s",
        runs_of(clients, [](const RunResult& r) { return r.bytes_per_client_s; })},

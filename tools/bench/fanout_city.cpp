@@ -65,9 +65,14 @@ DistrictCity make_district_city(std::uint32_t pedestrians, std::uint32_t distric
   nlohmann::json observers = nlohmann::json::array();
   for (std::uint32_t d = 0; d < std::min(districts, kMaxDistricts); ++d) {
     District district;
-    district.x_m = side * (0.125 + 0.25 * (d % 4));
-    district.y_m = side * (d < 4 ? 0.25 : 0.75);
-    double lo = 0.0, hi = side / 8;  // districts 500 m apart at most this wide stay disjoint
+    if (districts <= 8) {
+      district.x_m = side * (0.125 + 0.25 * (d % 4));
+      district.y_m = side * (d < 4 ? 0.25 : 0.75);
+    } else {
+      district.x_m = side * (0.0625 + 0.125 * (d % 8));
+      district.y_m = side * (0.0625 + 0.125 * (d / 8));
+    }
+    double lo = 0.0, hi = side / 8;  // 4 x 2 districts (500 m apart) this wide stay disjoint
     for (int k = 0; k < 60; ++k) {
       const double mid = (lo + hi) / 2;
       (sidewalk_within(district.x_m, district.y_m, mid) * per_m < share ? lo : hi) = mid;

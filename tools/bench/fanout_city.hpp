@@ -27,9 +27,11 @@ struct DistrictCity {
 // kBlock m a side on a kPitch m pitch, `pedestrians` background pedestrians
 // spread over them by length (the density ledger), all spawned on step 1;
 // tier caps as in `bustle-bench population` (Full 10 %, Simulated 30 %).
-// `districts` (1 to 8) centres on a 4 x 2 layout far enough apart not to
-// overlap; each radius is found by bisection so that the sidewalk inside it
-// carries `share` pedestrians.
+// `districts` centres: up to 8 on a 4 x 2 layout 500 m apart (they do not
+// overlap at the default share), 9 to 64 on an 8 x 8 layout 250 m apart
+// (neighbours overlap: a city of a million cannot give 64 clients 20 000
+// pedestrians each without sharing); each radius is found by bisection so
+// that the sidewalk inside it carries `share` pedestrians.
 DistrictCity make_district_city(std::uint32_t pedestrians, std::uint32_t districts,
                                 std::uint32_t share);
 
@@ -39,6 +41,6 @@ double sidewalk_within(double x_m, double y_m, double radius_m);
 inline constexpr std::uint32_t kGrid = 20;
 inline constexpr double kBlock = 80.0;
 inline constexpr double kPitch = 100.0;
-inline constexpr std::uint32_t kMaxDistricts = 8;
+inline constexpr std::uint32_t kMaxDistricts = 64;
 
 }  // namespace bustle::bench

@@ -221,8 +221,9 @@ void add_fanout(CLI::App& app, Args& a) {
          [&f](const std::string& v) { parse_city_scale(v, f.district_pedestrians); },
          "two-blocks (the default city, every client receives all), or a pedestrian count such as "
          "1m or 50k: a generated 20 x 20 grid of sidewalk loops (2 km square) where each client "
-         "(--clients at most 8, default 8) subscribes to its own district holding --share "
-         "pedestrians, in pairs of runs without and with the clients; fails when a client holds "
+         "(--clients at most 64, default 8) subscribes to its own district holding --share "
+         "pedestrians (up to 8 districts 500 m apart, more on an 8 x 8 layout 250 m apart, "
+         "overlapping), in pairs of runs without and with the clients; fails when a client holds "
          "far more or less than its share")
       ->check(CLI::Validator(
           [](std::string& input) -> std::string {

@@ -41,7 +41,7 @@ expect 2 "--outbound-max-bytes: expected an integer in \[4096, " fanout --outbou
 expect 2 "--server: File does not exist: /nonexistent/bustle-server" fanout --server /nonexistent/bustle-server
 expect 2 "--city-scale: expected two-blocks or a pedestrian count in \[1000, 4000000\] such as 1m or 50k, got '5g'" fanout --city-scale 5g
 expect 2 "--city-scale: expected two-blocks .* got '999'" fanout --city-scale 999
-expect 2 "--clients \(9\) must be at most 8 with --city-scale N" fanout --city-scale 1m --clients 9
+expect 2 "--clients \(65\) must be at most 64 with --city-scale N" fanout --city-scale 1m --clients 65
 expect 2 "--share \(50000\) must be at most 1/25 of --city-scale \(1000000\)" fanout --city-scale 1m --share 50000
 expect 2 "--share needs --city-scale N" fanout --share 100
 expect 2 "--agents does not apply with --city-scale N" fanout --city-scale 50k --agents 10
