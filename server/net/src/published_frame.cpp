@@ -187,6 +187,7 @@ struct FrameBuilder {
       const bool vehicle = world.vehicles().is_vehicle(o.id) ||
                            !core::is_pedestrian_lane(world.lanes().lane(o.lane).kind);
       e.kind = vehicle ? core::EntityKind::Vehicle : core::EntityKind::Pedestrian;
+      if (!vehicle) ++frame.chain_pedestrians[world.lanes().chain_of(o.lane)];
       e.sim_tier = static_cast<std::uint8_t>(core::SimTier::Coarse);
       e.retiring = true;
       e.corpse = core::is_corpse_reason(o.reason);  // a corpse fading out stays one
@@ -251,6 +252,7 @@ void sort_by_index(std::vector<PublishedEntity>& entities, SortScratch& scratch)
 void build_frame(const core::World& world, const ArchetypeTable& archetypes,
                  std::uint64_t world_epoch, bool with_entities, PublishedFrame* frame) {
   frame->entities.clear();
+  frame->chain_pedestrians.clear();
   frame->entities_built = with_entities;
   frame->signal_phases.clear();
   frame->world_epoch = world_epoch;
@@ -263,6 +265,10 @@ void build_frame(const core::World& world, const ArchetypeTable& archetypes,
     FrameBuilder b{world, archetypes, *frame, {}, world.scenario().step_us};
     b.weights.prepare(world.scenario().tiers.importance, {}, {});
     b.live_entities();
+    // Every pedestrian row is a pedestrian entity (the orphans add theirs).
+    frame->chain_pedestrians.assign(world.lanes().chains().size(), 0);
+    for (const core::LaneIndex lane : world.pedestrians().lane)
+      ++frame->chain_pedestrians[world.lanes().chain_of(lane)];
     thread_local SortScratch scratch;
     sort_by_index(frame->entities, scratch);
     b.orphans();

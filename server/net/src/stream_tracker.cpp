@@ -384,11 +384,12 @@ void StreamTracker::diff_against_sent(const PublishedFrame& frame, const StreamC
     if (c.hint == kNone) continue;
     const PublishedEntity& cur = frame.entities[c.pos];
     while (a < sent_.size() && sent_[a].id.index < cur.id.index) leave(sent_[a++]);
-    Sent next{cur.id,     {cur.lane, cur.s_mm, cur.speed_mmps, frame.step},
-              c.hint,     cur.sim_tier,
-              cur.policy, cur.retiring,
-              cur.corpse, kNotReported,
-              0,          frame.step};
+    Sent next{cur.id,       {cur.lane, cur.s_mm, cur.speed_mmps, frame.step},
+              c.hint,       cur.sim_tier,
+              cur.policy,   cur.retiring,
+              cur.corpse,   cur.kind == core::EntityKind::Pedestrian,
+              kNotReported, 0,
+              frame.step};
     bool enter = true;
     if (a < sent_.size() && sent_[a].id.index == cur.id.index) {
       const Sent& prev = sent_[a++];
@@ -443,6 +444,30 @@ StreamTracker::encode_signals(const PublishedFrame& frame, flatbuffers::FlatBuff
 // person is either an entity or a dot for a client, never both.
 flatbuffers::Offset<flatbuffers::Vector<const wire::ChainDots*>> StreamTracker::encode_dots(
     const PublishedFrame& frame, const StreamContext& ctx, flatbuffers::FlatBufferBuilder& fbb) {
+  if (frame.chain_pedestrians.size() == ctx.chain_count) {
+    // Every received entity is one of this frame's, on the lane of its
+    // anchor (a lane change always sends a motion record): the frame's
+    // pedestrians per chain minus the received ones.
+    dot_counts_ = frame.chain_pedestrians;
+    for (const Sent& s : sent_) {
+      if (s.pedestrian && s.anchor.lane < ctx.lane_chain.size()) {
+        const std::uint32_t chain = ctx.lane_chain[s.anchor.lane];
+        if (chain < dot_counts_.size()) --dot_counts_[chain];
+      }
+    }
+  } else {
+    walk_dots(frame, ctx);
+  }
+  dots_.clear();
+  for (std::size_t c = 0; c < dot_counts_.size(); ++c) {
+    dots_.emplace_back(static_cast<std::uint32_t>(c),
+                       static_cast<std::uint16_t>(std::min(dot_counts_[c], 65535u)));
+  }
+  return fbb.CreateVectorOfStructs(dots_);
+}
+
+// The dots by a walk over the frame: for a frame without per-chain totals.
+void StreamTracker::walk_dots(const PublishedFrame& frame, const StreamContext& ctx) {
   dot_counts_.assign(ctx.chain_count, 0);
   std::size_t r = 0;
   for (const PublishedEntity& e : frame.entities) {
@@ -453,12 +478,6 @@ flatbuffers::Offset<flatbuffers::Vector<const wire::ChainDots*>> StreamTracker::
     const std::uint32_t chain = ctx.lane_chain[e.lane];
     if (chain < dot_counts_.size()) ++dot_counts_[chain];
   }
-  dots_.clear();
-  for (std::size_t c = 0; c < dot_counts_.size(); ++c) {
-    dots_.emplace_back(static_cast<std::uint32_t>(c),
-                       static_cast<std::uint16_t>(std::min(dot_counts_[c], 65535u)));
-  }
-  return fbb.CreateVectorOfStructs(dots_);
 }
 
 StreamTracker::Counts StreamTracker::encode(const PublishedFrame& frame, const SpatialIndex* index,

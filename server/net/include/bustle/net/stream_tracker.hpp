@@ -190,6 +190,7 @@ class StreamTracker {
     std::uint8_t policy = 0;
     bool retiring = false;
     bool corpse = false;
+    bool pedestrian = false;  // kind Pedestrian (Delta.dots)
     // Lease: what the client applied (RepresentationHint; kNotReported until
     // a report names it; None after Released or Unassigned), its reason, and
     // the step since which applied has differed from the hint.
@@ -226,6 +227,8 @@ class StreamTracker {
       const PublishedFrame& frame, flatbuffers::FlatBufferBuilder& fbb);
   flatbuffers::Offset<flatbuffers::Vector<const wire::ChainDots*>> encode_dots(
       const PublishedFrame& frame, const StreamContext& ctx, flatbuffers::FlatBufferBuilder& fbb);
+  // dot_counts_ by walking the frame (a frame without chain_pedestrians).
+  void walk_dots(const PublishedFrame& frame, const StreamContext& ctx);
 
   ClientInterest interest_;
   bool baseline_pending_ = true;
