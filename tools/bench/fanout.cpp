@@ -164,6 +164,10 @@ struct ServerProcess {
       args.push_back("--sim-threads");
       args.push_back(std::to_string(o.sim_threads));
     }
+    if (o.net_threads > 0) {
+      args.push_back("--net-threads");
+      args.push_back(std::to_string(o.net_threads));
+    }
     const auto started = Clock::now();
     int out[2];
     if (pipe(out) != 0) {

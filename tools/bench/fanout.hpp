@@ -26,6 +26,7 @@ struct FanoutOptions {
   std::uint32_t district_pedestrians = 0;
   std::uint32_t district_share = 0;  // 0: district_pedestrians / 50 (20 000 of 1 M)
   std::uint32_t sim_threads = 0;     // the server's --sim-threads; 0: its default
+  std::uint32_t net_threads = 0;     // the server's --net-threads; 0: its default
 };
 
 // Runs `repeat` pairs of runs and prints a table per run, the medians and

@@ -241,6 +241,9 @@ void add_fanout(CLI::App& app, Args& a) {
   add_int_no_default<std::uint32_t>(*sub, "--sim-threads", f.sim_threads,
                                     "the server's --sim-threads (default: the server's own)", 1,
                                     64);
+  add_int_no_default<std::uint32_t>(*sub, "--net-threads", f.net_threads,
+                                    "the server's --net-threads (default: the server's own)", 1,
+                                    64);
   add_json(*sub, a);
 }
 

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cinttypes>
 #include <cmath>
 #include <csignal>
@@ -288,6 +289,17 @@ std::optional<int> print_info(const bustle::app::AppOptions& opt) {
 
 // The persist worker with the options that tune it. False, with the reason
 // printed, when the snapshot store cannot be opened.
+// The server's options with --net-threads: the encode threads it borrows
+// (run() declares them before the server, so that they outlive it). They
+// poll briefly after each step's batch: the next one is a step away.
+constexpr std::chrono::microseconds kEncodeSpinWindow{200};
+bustle::net::ServerOptions server_options(const bustle::app::AppOptions& opt,
+                                          bustle::app::ThreadPhaseExecutor& net_threads) {
+  bustle::net::ServerOptions o = opt.server;
+  if (opt.net_threads > 1) o.encode_threads = &net_threads;
+  return o;
+}
+
 bool start_persistence(const bustle::app::AppOptions& opt, const City& city,
                        bustle::persist::PersistWorker::Callbacks callbacks, SpdlogSink& core_log,
                        std::unique_ptr<bustle::persist::PersistWorker>& persist) {
@@ -440,9 +452,11 @@ int run(int argc, char** argv) {
     return 2;
   }
 
+  bustle::app::ThreadPhaseExecutor net_threads(opt.net_threads, kEncodeSpinWindow);  // outlives
   bustle::net::CommandQueue commands(4096);
-  bustle::net::Server server(
-      opt.server, bustle::net::make_welcome_info(*world_owner, kVersion, opt.clock), commands);
+  bustle::net::Server server(server_options(opt, net_threads),
+                             bustle::net::make_welcome_info(*world_owner, kVersion, opt.clock),
+                             commands);
 
   // Listen before creating any file (recording, snapshot store): a start that
   // fails on its port leaves nothing behind. Connections wait in the backlog
@@ -478,14 +492,11 @@ int run(int argc, char** argv) {
   // Operations: metrics, probes, Agones. Declared after everything they read,
   // so they are destroyed (threads stopped) first.
   std::atomic<bool> shutting_down{false};
-  bustle::ops::MetricsSources sources;
-  sources.sim = &sim_telemetry;
-  sources.jobs = &job_telemetry;
-  sources.server = &server;
-  sources.restores_in_flight = [&persist] { return persist->candidates_in_flight(); };
-  sources.shutting_down = &shutting_down;
-  sources.version = kVersion;
-  sources.scenario_id = scenario.id;
+  const bustle::ops::MetricsSources sources{
+      &sim_telemetry, &job_telemetry,
+      &server,        [p = persist.get()] { return p->candidates_in_flight(); },
+      &shutting_down, kVersion,
+      scenario.id};
   const bustle::ops::HealthSettings health{opt.health_max_lag_steps};
   std::unique_ptr<bustle::ops::MetricsServer> metrics;
   std::unique_ptr<bustle::ops::AgonesClient> agones;

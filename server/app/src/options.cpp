@@ -32,75 +32,11 @@ struct Setting {
   const char* not_in_batch = nullptr;  // set: refused with --steps, for this reason
 };
 
-std::vector<Setting> settings() {
+// The listener's and each client's limits (--token to --client-entries-per-step),
+// kept out of settings() so that no function holds the whole table.
+std::vector<Setting> client_settings() {
   using O = AppOptions;
   return {
-      {"--port", "BUSTLE_PORT", true,
-       [=](O& o, const std::string& v) {
-         return store_whole<std::uint16_t>(v, 0, 65535, o.server.port, "an integer");
-       },
-       kNoListener},
-      {"--bind", "BUSTLE_BIND", true,
-       [](O& o, const std::string& v) {
-         o.server.bind_address = v;
-         return std::string();
-       },
-       kNoListener},
-      {"--config", "BUSTLE_CONFIG", true,
-       [](O& o, const std::string& v) {
-         o.config_path = v;
-         return std::string();
-       }},
-      {"--seed", "BUSTLE_SEED", true,
-       [=](O& o, const std::string& v) {
-         const auto most = std::numeric_limits<std::uint64_t>::max();
-         return args::parse_whole<std::uint64_t>(v, 0, most, o.seed)
-                    ? ""
-                    : args::expected("an unsigned 64-bit integer", v);
-       }},
-      {"--rate", "BUSTLE_RATE", true,
-       [](O& o, const std::string& v) {
-         double hz = 0;
-         if (!args::parse_finite(v, hz) || hz < 1.0 || hz > 1000.0) {
-           return args::expected("steps per second in [1, 1000]", v);
-         }
-         o.rate_hz = hz;
-         return std::string();
-       }},
-      {"--sim-threads", "BUSTLE_SIM_THREADS", true,
-       [=](O& o, const std::string& v) {
-         return store_whole<std::uint32_t>(v, 1, 64, o.sim_threads, "a thread count");
-       }},
-      {"--clock", "BUSTLE_CLOCK", true,
-       [](O& o, const std::string& v) {
-         static const std::map<std::string, net::ClockMode> modes = {
-             {"realtime", net::ClockMode::Realtime},
-             {"fast", net::ClockMode::Fast},
-             {"manual", net::ClockMode::Manual}};
-         auto it = modes.find(v);
-         if (it == modes.end()) return "expected realtime, fast or manual, got '" + v + "'";
-         o.clock = it->second;
-         return std::string();
-       },
-       kClockInBatch},
-      {"--steps", nullptr, true,
-       [=](O& o, const std::string& v) {
-         std::uint64_t n = 0;
-         std::string why =
-             store_whole<std::uint64_t>(v, 0, 1'000'000'000'000ull, n, "a step count");
-         if (why.empty()) o.batch_steps = n;
-         return why;
-       }},
-      {"--check-invariants", nullptr, false,
-       [](O& o, const std::string&) {
-         o.check_invariants = true;
-         return std::string();
-       }},
-      {"--print-digest", nullptr, false,
-       [](O& o, const std::string&) {
-         o.print_digest = true;
-         return std::string();
-       }},
       {"--token", "BUSTLE_TOKEN", true,
        [](O& o, const std::string& v) {
          o.server.token = v;
@@ -159,6 +95,86 @@ std::vector<Setting> settings() {
                                            "a count");
        },
        kNoListener},
+  };
+}
+
+std::vector<Setting> settings() {
+  using O = AppOptions;
+  std::vector<Setting> all = {
+      {"--port", "BUSTLE_PORT", true,
+       [=](O& o, const std::string& v) {
+         return store_whole<std::uint16_t>(v, 0, 65535, o.server.port, "an integer");
+       },
+       kNoListener},
+      {"--bind", "BUSTLE_BIND", true,
+       [](O& o, const std::string& v) {
+         o.server.bind_address = v;
+         return std::string();
+       },
+       kNoListener},
+      {"--config", "BUSTLE_CONFIG", true,
+       [](O& o, const std::string& v) {
+         o.config_path = v;
+         return std::string();
+       }},
+      {"--seed", "BUSTLE_SEED", true,
+       [=](O& o, const std::string& v) {
+         const auto most = std::numeric_limits<std::uint64_t>::max();
+         return args::parse_whole<std::uint64_t>(v, 0, most, o.seed)
+                    ? ""
+                    : args::expected("an unsigned 64-bit integer", v);
+       }},
+      {"--rate", "BUSTLE_RATE", true,
+       [](O& o, const std::string& v) {
+         double hz = 0;
+         if (!args::parse_finite(v, hz) || hz < 1.0 || hz > 1000.0) {
+           return args::expected("steps per second in [1, 1000]", v);
+         }
+         o.rate_hz = hz;
+         return std::string();
+       }},
+      {"--sim-threads", "BUSTLE_SIM_THREADS", true,
+       [=](O& o, const std::string& v) {
+         return store_whole<std::uint32_t>(v, 1, 64, o.sim_threads, "a thread count");
+       }},
+      {"--net-threads", "BUSTLE_NET_THREADS", true,
+       [=](O& o, const std::string& v) {
+         return store_whole<std::uint32_t>(v, 1, 64, o.net_threads, "a thread count");
+       },
+       kNoListener},
+      {"--clock", "BUSTLE_CLOCK", true,
+       [](O& o, const std::string& v) {
+         static const std::map<std::string, net::ClockMode> modes = {
+             {"realtime", net::ClockMode::Realtime},
+             {"fast", net::ClockMode::Fast},
+             {"manual", net::ClockMode::Manual}};
+         auto it = modes.find(v);
+         if (it == modes.end()) return "expected realtime, fast or manual, got '" + v + "'";
+         o.clock = it->second;
+         return std::string();
+       },
+       kClockInBatch},
+      {"--steps", nullptr, true,
+       [=](O& o, const std::string& v) {
+         std::uint64_t n = 0;
+         std::string why =
+             store_whole<std::uint64_t>(v, 0, 1'000'000'000'000ull, n, "a step count");
+         if (why.empty()) o.batch_steps = n;
+         return why;
+       }},
+      {"--check-invariants", nullptr, false,
+       [](O& o, const std::string&) {
+         o.check_invariants = true;
+         return std::string();
+       }},
+      {"--print-digest", nullptr, false,
+       [](O& o, const std::string&) {
+         o.print_digest = true;
+         return std::string();
+       }},
+  };
+  for (Setting& s : client_settings()) all.push_back(std::move(s));
+  std::vector<Setting> rest = {
       {"--snapshot-db", "BUSTLE_SNAPSHOT_DB", true,
        [](O& o, const std::string& v) {
          if (v.empty()) return std::string("expected a file path");
@@ -257,6 +273,8 @@ std::vector<Setting> settings() {
        },
        kNoSnapshotStore},
   };
+  for (Setting& s : rest) all.push_back(std::move(s));
+  return all;
 }
 
 // Settings that would have no effect together are refused, naming both,
@@ -290,8 +308,11 @@ std::string check_combinations(const AppOptions& o,
 
 }  // namespace
 
-std::string usage_text() {
-  return R"(Usage: bustle-server [options]
+namespace {
+
+// bustle-server --help, in two parts (the server, then operations, snapshots
+// and batch mode).
+constexpr const char* kUsageServer = R"(Usage: bustle-server [options]
 
 Runs the Bustle city simulation. With no options: the embedded default city,
 realtime clock at the scenario's rate (10 Hz), listening on 127.0.0.1:7777.
@@ -305,6 +326,10 @@ Flags override BUSTLE_* environment variables (shown in brackets).
   --sim-threads N        threads that step the city's parallel parts (pedestrian
                          movement, tier distances), 1..64 (default 1); every
                          count gives the same digests           [BUSTLE_SIM_THREADS]
+  --net-threads N        threads that encode a step's deltas for several clients
+                         at once (the network thread and N - 1 helpers), 1..64
+                         (default 1); every count gives every client the same
+                         bytes                                  [BUSTLE_NET_THREADS]
   --clock MODE           realtime | fast | manual (default realtime)     [BUSTLE_CLOCK]
                          fast: as fast as possible; manual: only on Step commands
   --port N               TCP port, 0 = ephemeral (default 7777)          [BUSTLE_PORT]
@@ -339,7 +364,9 @@ Flags override BUSTLE_* environment variables (shown in brackets).
   --log-format F         text | json: one JSON object per line (default text);
                          UTC timestamps with offset either way   [BUSTLE_LOG_FORMAT]
 
-Operations (docs/operations.md):
+)";
+
+constexpr const char* kUsageMore = R"(Operations (docs/operations.md):
   --metrics-bind ADDR:PORT  serve /metrics (Prometheus text), /healthz and
                          /readyz over HTTP; IPv6 as [ADDR]:PORT; port 0 picks
                          a free one (default: off)            [BUSTLE_METRICS_BIND]
@@ -375,7 +402,7 @@ Snapshots and recording:
 
 Combinations that would do nothing are refused (exit 2), naming both:
   with --steps: --port, --bind, --token, --handshake-timeout-ms, --max-clients,
-    --client-outbound-max-bytes (no listener), --snapshot-db,
+    --client-outbound-max-bytes, --net-threads (no listener), --snapshot-db,
     --snapshot-db-max-pages, --autosave-steps (no snapshot store), and --clock
     other than fast (batch steps run back to back); also when set through
     their BUSTLE_* variables. Batch mode uses --config, --seed, --rate,
@@ -389,6 +416,11 @@ On start the server prints one line to stdout:
 Logs go to stderr. SIGINT/SIGTERM shut down cleanly (exit 0; a second one
 exits at once with 128 + the signal number). SIGHUP is logged and ignored.
 )";
+
+}  // namespace
+
+std::string usage_text() {
+  return std::string(kUsageServer) + kUsageMore;
 }
 
 namespace {

@@ -18,6 +18,7 @@ struct AppOptions {
   std::uint64_t seed = 1;
   std::optional<double> rate_hz;  // overrides the scenario's step_us
   std::uint32_t sim_threads = 1;  // threads for the step's parallel parts
+  std::uint32_t net_threads = 1;  // threads that encode several clients' deltas at once
   net::ClockMode clock = net::ClockMode::Realtime;
   std::optional<std::uint64_t> batch_steps;  // --steps N: headless batch run
   bool print_digest = false;

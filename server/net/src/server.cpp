@@ -109,6 +109,10 @@ class Server::Impl {
     });
   }
   void publish(std::shared_ptr<const PublishedFrame> frame);
+  // Every session's delta of `frame`: encoded on options_.encode_threads
+  // when there are several, queued in session order.
+  void deliver_frame(const std::vector<std::shared_ptr<Session>>& sessions,
+                     const std::shared_ptr<const PublishedFrame>& frame);
   void deliver_result(OutboundResult result);
   void deliver_job_update(std::uint32_t session_id, JobInfo job);
   void deliver_spawn_update(std::uint32_t session_id, SpawnReport spawn);
@@ -199,8 +203,25 @@ class Session : public std::enable_shared_from_this<Session> {
     read_more();
   }
 
+  // A published frame's delta in three parts, so that several sessions'
+  // deltas can be encoded at once (Impl::deliver_frame): whether and how to
+  // send one (network thread), the encode (any encode thread: it touches
+  // this session's tracker and builder and the shared, immutable frame and
+  // index only), and the queueing (network thread).
+  struct DeltaPlan {
+    bool encode = false;
+    bool send_dots = false;
+    const SpatialIndex* index = nullptr;
+  };
   void on_frame_published(const std::shared_ptr<const PublishedFrame>& frame) {
-    if (phase_ != Phase::Ready || !subscribed_) return;
+    const DeltaPlan plan = plan_delta(frame);
+    if (!plan.encode) return;
+    encode_delta(*frame, plan);
+    queue_delta(*frame);
+  }
+
+  DeltaPlan plan_delta(const std::shared_ptr<const PublishedFrame>& frame) {
+    if (phase_ != Phase::Ready || !subscribed_) return {};
     if (frame->world_epoch != epoch_) {
       // The world was replaced: never diff ids across worlds. The client
       // re-reports its leases from the baseline on, and every one of them
@@ -219,9 +240,9 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     // A frame without entities (nobody was subscribed when it was built):
     // the sim thread publishes this step in full once it sees this session.
-    if (!frame->entities_built) return;
+    if (!frame->entities_built) return {};
     if (frame->step <= last_sent_step_ && !tracker_.baseline_pending() && !interest_changed_)
-      return;
+      return {};
     if (over_soft_cap()) {
       // Behind: skip this step. When the backlog drains below the cap,
       // on_backlog_changed() sends one delta that coalesces everything missed
@@ -229,19 +250,28 @@ class Session : public std::enable_shared_from_this<Session> {
       delta_pending_ = true;
       ++deltas_coalesced_;
       server_.counters().deltas_coalesced.fetch_add(1, std::memory_order_relaxed);
-      return;
+      return {};
     }
     delta_pending_ = false;
     // Dots go out with the first delta at or after each dot step (so a
     // coalesced delta carries them once), and with every baseline; they are
     // this client's own (what it does not receive with identity) at this step.
     const std::uint32_t every = server_.welcome_.dots_every_steps;
-    const bool send_dots =
+    DeltaPlan plan;
+    plan.encode = true;
+    plan.send_dots =
         every > 0 && (tracker_.baseline_pending() || frame->step / every > last_sent_step_ / every);
-    const SpatialIndex* index =
-        tracker_.interest().observers.empty() ? nullptr : &server_.index_for(frame);
-    tracker_.encode(*frame, index, server_.welcome_.stream, fbb_, send_dots);
-    last_sent_step_ = frame->step;
+    // Built here, on the network thread, before any encode reads it.
+    plan.index = tracker_.interest().observers.empty() ? nullptr : &server_.index_for(frame);
+    return plan;
+  }
+
+  void encode_delta(const PublishedFrame& frame, const DeltaPlan& plan) {
+    tracker_.encode(frame, plan.index, server_.welcome_.stream, fbb_, plan.send_dots);
+  }
+
+  void queue_delta(const PublishedFrame& frame) {
+    last_sent_step_ = frame.step;
     interest_changed_ = false;
     // Deltas are only built under the soft cap, so they never meet the hard one.
     const bool first_of_epoch = owes_baseline_ && !baseline_queued_;
@@ -1124,10 +1154,40 @@ void Server::Impl::publish(std::shared_ptr<const PublishedFrame> frame) {
     std::vector<std::shared_ptr<Session>> targets;
     targets.reserve(sessions_.size());
     for (auto& [id, s] : sessions_) targets.push_back(s);
-    for (auto& s : targets) s->on_frame_published(latest_seen_);
+    deliver_frame(targets, latest_seen_);
     // After the sessions: whoever owes a baseline of this epoch is counted.
     if (latest_seen_) owner_.epoch_handed_out_.store(latest_seen_->world_epoch);
   });
+}
+
+void Server::Impl::deliver_frame(const std::vector<std::shared_ptr<Session>>& sessions,
+                                 const std::shared_ptr<const PublishedFrame>& frame) {
+  core::PhaseExecutor* threads = options_.encode_threads;
+  if (threads == nullptr || threads->threads() < 2) {
+    for (const auto& s : sessions) s->on_frame_published(frame);
+    return;
+  }
+  // Plans and queueing on this thread, in session order; the encodes, each
+  // touching its own session only, on the encode threads.
+  struct Encodes {
+    const PublishedFrame* frame;
+    std::vector<std::pair<Session*, Session::DeltaPlan>> plans;
+  } job{frame.get(), {}};
+  for (const auto& s : sessions) {
+    const Session::DeltaPlan plan = s->plan_delta(frame);
+    if (plan.encode) job.plans.emplace_back(s.get(), plan);
+  }
+  const auto encode = [](void* context, std::uint32_t k) {
+    const Encodes& j = *static_cast<const Encodes*>(context);
+    j.plans[k].first->encode_delta(*j.frame, j.plans[k].second);
+  };
+  const auto n = static_cast<std::uint32_t>(job.plans.size());
+  if (n >= 2) {
+    threads->run(n, encode, &job);
+  } else {
+    for (std::uint32_t k = 0; k < n; ++k) encode(&job, k);
+  }
+  for (const auto& [session, plan] : job.plans) session->queue_delta(*frame);
 }
 
 template <class F>

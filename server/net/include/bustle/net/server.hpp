@@ -29,6 +29,7 @@
 
 #include "bustle/core/command.hpp"
 #include "bustle/core/lane_graph.hpp"
+#include "bustle/core/phase_executor.hpp"
 #include "bustle/core/world.hpp"
 #include "bustle/net/command_queue.hpp"
 #include "bustle/net/published_frame.hpp"
@@ -68,6 +69,12 @@ struct ServerOptions {
       30;  // a hint not applied this long counts as waiting past grace
   // Budgets of a client whose Subscribe names none (scaled by --quality).
   RepresentationBudgets default_budgets;
+  // Threads that encode a published step's deltas for several clients at
+  // once (--net-threads; lent by the app, which owns them; null or one
+  // thread: the network thread encodes them one after the other). Every
+  // client gets the same bytes whatever the count: a delta depends on its
+  // own client's state and the shared frame only.
+  core::PhaseExecutor* encode_threads = nullptr;
 };
 
 // Lease reports carry at most this many entries.
