@@ -67,6 +67,19 @@ std::string read_budgets(const wire::RepresentationBudgets* b, RepresentationBud
   return {};
 }
 
+// The distance / radius ratio where only "above 1" matters (one observer:
+// the hysteresis check; rank() measures its own distances): 0 or 2 when the
+// squares decide it with a margin far above their rounding, the exact
+// std::hypot ratio within 1e-9 of the boundary. hypot is a library call,
+// and every candidate of every client needed one.
+double inside_ratio(double dx, double dy, double radius_m) {
+  const double d2 = dx * dx + dy * dy;
+  const double r2 = radius_m * radius_m;
+  if (d2 < r2 * (1.0 - 1e-9)) return 0.0;
+  if (d2 > r2 * (1.0 + 1e-9)) return 2.0;
+  return std::hypot(dx, dy) / radius_m;
+}
+
 bool better(std::uint8_t hint, std::uint8_t than) {
   return hint < than;
 }  // Actor < Instanced < Marker < None
@@ -213,7 +226,7 @@ void StreamTracker::select(const PublishedFrame& frame, const SpatialIndex* inde
     index->for_each_within(o.x_m, o.y_m, o.radius_m * kInterestExitFactor, [&](std::uint32_t k) {
       const PublishedEntity& e = frame.entities[k];
       if (!wanted(e)) return;
-      cand_.push_back(Candidate{k, 0.0, std::hypot(e.x_m - o.x_m, e.y_m - o.y_m) / o.radius_m});
+      cand_.push_back(Candidate{k, 0.0, inside_ratio(e.x_m - o.x_m, e.y_m - o.y_m, o.radius_m)});
     });
     sort_by_pos(cand_, scratch_);
   } else {

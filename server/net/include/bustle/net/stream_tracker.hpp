@@ -278,17 +278,25 @@ void sort_by_pos(std::vector<T>& items, std::vector<T>& scratch) {
   }
   constexpr unsigned kBits = 11;
   constexpr std::uint32_t kMask = (1u << kBits) - 1;
+  const std::size_t n = items.size();
   std::uint32_t top = 0;
   for (const T& t : items) top |= t.pos;
-  scratch.resize(items.size());
+  // Grown only: the buffers swap each pass, so either may be the longer;
+  // the first n entries are the ones being sorted.
+  if (scratch.size() < n) scratch.resize(n);
   for (unsigned shift = 0; shift < 32 && (top >> shift) != 0; shift += kBits) {
     std::array<std::uint32_t, kMask + 2> start{};
-    for (const T& t : items) ++start[((t.pos >> shift) & kMask) + 1];
+    for (std::size_t k = 0; k < n; ++k) ++start[((items[k].pos >> shift) & kMask) + 1];
     for (std::uint32_t b = 0; b <= kMask; ++b) start[b + 1] += start[b];
-    for (const T& t : items) scratch[start[(t.pos >> shift) & kMask]++] = t;
+    for (std::size_t k = 0; k < n; ++k)
+      scratch[start[(items[k].pos >> shift) & kMask]++] = items[k];
     items.swap(scratch);
   }
+  items.resize(n);  // only ever shrinks here
 }
+
+// How far ahead SpatialIndex::for_each_within prefetches frame entries.
+inline constexpr std::uint32_t kPrefetchAhead = 8;
 
 template <class F>
 void SpatialIndex::for_each_within(double x_m, double y_m, double radius_m, F&& fn) const {
@@ -307,7 +315,11 @@ void SpatialIndex::for_each_within(double x_m, double y_m, double radius_m, F&& 
   for (std::int64_t r = r0; r <= r1; ++r) {
     for (std::int64_t c = c0; c <= c1; ++c) {
       const std::size_t cell = static_cast<std::size_t>(r * cols_ + c);
-      for (std::uint32_t k = cell_start_[cell]; k < cell_start_[cell + 1]; ++k) {
+      const std::uint32_t end = cell_start_[cell + 1];
+      for (std::uint32_t k = cell_start_[cell]; k < end; ++k) {
+        // The entries of a cell lie anywhere in the frame: fetch ahead.
+        if (k + kPrefetchAhead < end)
+          __builtin_prefetch(&frame_->entities[by_cell_[k + kPrefetchAhead]]);
         const PublishedEntity& e = frame_->entities[by_cell_[k]];
         const double dx = e.x_m - x_m, dy = e.y_m - y_m;
         if (dx * dx + dy * dy <= r2) fn(by_cell_[k]);
