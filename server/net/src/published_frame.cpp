@@ -129,7 +129,7 @@ struct FrameBuilder {
   void live_entities() {
     const std::uint32_t peds = world.pedestrians().size();
     const std::uint32_t vehicles_n = world.vehicles().store().size();
-    frame.entities.resize(std::size_t{peds} + vehicles_n);
+    frame.entities.resize(std::size_t{peds} + vehicles_n);  // every entry written below
     const std::uint32_t ped_parts = (peds + core::kRowsPerPart - 1) / core::kRowsPerPart;
     const std::uint32_t parts =
         ped_parts + (vehicles_n + core::kRowsPerPart - 1) / core::kRowsPerPart;
@@ -187,7 +187,8 @@ struct FrameBuilder {
       const bool vehicle = world.vehicles().is_vehicle(o.id) ||
                            !core::is_pedestrian_lane(world.lanes().lane(o.lane).kind);
       e.kind = vehicle ? core::EntityKind::Vehicle : core::EntityKind::Pedestrian;
-      if (!vehicle) ++frame.chain_pedestrians[world.lanes().chain_of(o.lane)];
+      if (!vehicle && !frame.chain_pedestrians.empty())
+        ++frame.chain_pedestrians[world.lanes().chain_of(o.lane)];
       e.sim_tier = static_cast<std::uint8_t>(core::SimTier::Coarse);
       e.retiring = true;
       e.corpse = core::is_corpse_reason(o.reason);  // a corpse fading out stays one
@@ -251,7 +252,10 @@ void sort_by_index(std::vector<PublishedEntity>& entities, SortScratch& scratch)
 
 void build_frame(const core::World& world, const ArchetypeTable& archetypes,
                  std::uint64_t world_epoch, bool with_entities, PublishedFrame* frame) {
-  frame->entities.clear();
+  // A pooled frame keeps its entries: live_entities() overwrites them and
+  // resizes, so a steady city neither frees nor value-initialises 64 bytes
+  // per entity every step.
+  if (!with_entities) frame->entities.clear();
   frame->chain_pedestrians.clear();
   frame->entities_built = with_entities;
   frame->signal_phases.clear();
@@ -259,6 +263,8 @@ void build_frame(const core::World& world, const ArchetypeTable& archetypes,
   frame->step = world.step_index();
   frame->sim_time_us = world.sim_time_us();
   frame->digest = world.digest();
+  const std::uint32_t dots_every = world.scenario().pedestrians.dots_every_steps;
+  frame->dot_step = dots_every > 0 && world.step_index() % dots_every == 0;
   if (with_entities) {
     frame->entities.reserve(world.pedestrians().size() + world.vehicles().store().size() +
                             world.orphans().size());
@@ -266,9 +272,14 @@ void build_frame(const core::World& world, const ArchetypeTable& archetypes,
     b.weights.prepare(world.scenario().tiers.importance, {}, {});
     b.live_entities();
     // Every pedestrian row is a pedestrian entity (the orphans add theirs).
-    frame->chain_pedestrians.assign(world.lanes().chains().size(), 0);
-    for (const core::LaneIndex lane : world.pedestrians().lane)
-      ++frame->chain_pedestrians[world.lanes().chain_of(lane)];
+    // Only on dot steps, when every client with dots wants them; a delta at
+    // another step with dots (a baseline, or one coalescing a dot step)
+    // counts them by walking the frame.
+    if (frame->dot_step) {
+      frame->chain_pedestrians.assign(world.lanes().chains().size(), 0);
+      for (const core::LaneIndex lane : world.pedestrians().lane)
+        ++frame->chain_pedestrians[world.lanes().chain_of(lane)];
+    }
     thread_local SortScratch scratch;
     sort_by_index(frame->entities, scratch);
     b.orphans();
@@ -278,8 +289,6 @@ void build_frame(const core::World& world, const ArchetypeTable& archetypes,
   }
   frame->observers = world.observers();
   frame->observer_views = world.observer_views();
-  const std::uint32_t dots_every = world.scenario().pedestrians.dots_every_steps;
-  frame->dot_step = dots_every > 0 && world.step_index() % dots_every == 0;
 }
 
 }  // namespace

@@ -67,7 +67,8 @@ struct PublishedFrame {
   std::vector<std::uint8_t> signal_phases;  // per scenario signal (core::SignalPhase)
   // Per lane chain: the pedestrian entities of `entities` on it. A client's
   // dots are this minus the pedestrians it receives, so they cost it what it
-  // receives, not a walk over the whole frame. Empty without entities.
+  // receives, not a walk over the whole frame. Filled on dot steps only
+  // (empty otherwise: a client's dots are then counted by a walk).
   std::vector<std::uint32_t> chain_pedestrians;
   // The world's observers (scenario + SetObservers): clients without
   // observers of their own are ranked from these, like the tier resolver.
