@@ -42,7 +42,11 @@ def cmake_client_sources():
 def test_descriptor():
     desc = json.loads((PLUGIN / "BustleClient.uplugin").read_text())
     assert desc["FileVersion"] == 3
-    assert desc["EngineVersion"].startswith("5.")
+    # No "EngineVersion": a plugin that names one is reported incompatible by
+    # every other engine version (Epic's own plugins leave it out); the
+    # versions it is written for are in the description.
+    assert "EngineVersion" not in desc
+    assert "Unreal Engine 5.3 to 5.5" in desc["Description"]
     assert desc["SupportedTargetPlatforms"]
     assert desc["CanContainContent"] is False
     names = []
@@ -60,7 +64,8 @@ def test_module_rules():
     assert "public BustleClient(ReadOnlyTargetRules Target)" in rules
     assert "PCHUsage = PCHUsageMode.UseExplicitOrSharedPCHs" in rules
     assert "CppStandard = CppStandardVersion.Cpp20" in rules
-    assert "IncludeOrderVersion" in rules
+    # Unreal5_3 is deprecated after 5.4 and unsupported later: the engine's own.
+    assert "IncludeOrderVersion = EngineIncludeOrderVersion.Latest;" in rules
     assert '"ThirdParty", "BustleSDK"' in rules
     public = re.search(r"PublicDependencyModuleNames\.AddRange\((.*?)\);", rules, re.S).group(1)
     private = re.search(r"PrivateDependencyModuleNames\.AddRange\((.*?)\);", rules, re.S).group(1)
@@ -109,6 +114,33 @@ def test_include_discipline():
         assert not any(i.startswith("bustle/") for i in includes(f)), f"{f}: includes SDK headers directly"
     sdk_h = (MODULE / "Private" / "BustleSdk.h").read_text()
     assert sdk_h.index("THIRD_PARTY_INCLUDES_START") < sdk_h.index('#include "bustle/') < sdk_h.index("THIRD_PARTY_INCLUDES_END")
+
+
+def test_log_category_members_only_where_logging_is_compiled():
+    """Under NO_LOGGING (Test and Shipping builds by default) a log category
+    is an empty FNoLoggingCategory: a member call on it (IsSuppressed,
+    GetVerbosity, ...) compiles only inside `#if !NO_LOGGING` or the `#else`
+    of `#if NO_LOGGING`."""
+    member = re.compile(r"\bLogBustle\s*(\.|->)")
+    for f in plugin_files(".cpp") + plugin_files(".h"):
+        stack = []  # per open #if: True while its current branch has logging compiled
+        for number, line in enumerate(f.read_text().splitlines(), 1):
+            directive = line.strip()
+            if re.match(r"#\s*if\s+NO_LOGGING\b", directive):
+                stack.append(False)
+            elif re.match(r"#\s*if\s+!\s*NO_LOGGING\b", directive):
+                stack.append(True)
+            elif re.match(r"#\s*if", directive):
+                stack.append(None)  # unrelated condition: inherits
+            elif re.match(r"#\s*else", directive) and stack:
+                stack[-1] = None if stack[-1] is None else not stack[-1]
+            elif re.match(r"#\s*endif", directive) and stack:
+                stack.pop()
+            elif member.search(line):
+                logging = [s for s in stack if s is not None]
+                assert logging and logging[-1], (
+                    f"{f.relative_to(REPO)}:{number}: a LogBustle member outside a NO_LOGGING guard "
+                    "does not compile in Test and Shipping builds")
 
 
 def test_one_log_category_definition():

@@ -15,7 +15,9 @@ public class BustleClient : ModuleRules
 	public BustleClient(ReadOnlyTargetRules Target) : base(Target)
 	{
 		PCHUsage = PCHUsageMode.UseExplicitOrSharedPCHs;
-		IncludeOrderVersion = EngineIncludeOrderVersion.Unreal5_3;
+		// The engine's own include order (Unreal5_3 is deprecated after 5.4 and
+		// no longer supported by later engines); the sources include what they use.
+		IncludeOrderVersion = EngineIncludeOrderVersion.Latest;
 		// The SDK uses C++20 (defaulted comparisons, std::span).
 		CppStandard = CppStandardVersion.Cpp20;
 		// The SDK never throws; FlatBuffers is used without exceptions.

@@ -21,7 +21,14 @@ namespace
 
 bool FBustleLogSink::enabled(bustle::client::LogLevel Level) const
 {
+#if NO_LOGGING
+	// Test and Shipping builds (by default): LogBustle is then an empty
+	// FNoLoggingCategory with no IsSuppressed, and UE_LOG reports only Fatal,
+	// which the SDK never asks for.
+	return false;
+#else
 	return !LogBustle.IsSuppressed(ToVerbosity(Level));
+#endif
 }
 
 void FBustleLogSink::write(bustle::client::LogLevel Level, std::string_view Category, std::string_view Message)
