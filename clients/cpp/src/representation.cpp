@@ -91,6 +91,13 @@ RepresentationLayer::~RepresentationLayer() {
 
 void RepresentationLayer::set_world(const WelcomeInfo& welcome) {
   mirror_.set_world(welcome);
+  step_us_ = welcome.step_us;
+}
+
+std::int64_t RepresentationLayer::render_delay_us() const {
+  // One step behind, every Delta that arrives a little late is extrapolated;
+  // half a step more keeps the render time between two samples.
+  return std::max(config_.interpolation.interpolation_delay_us, step_us_ * 3 / 2);
 }
 
 std::size_t RepresentationLayer::hint_index(RepresentationHint hint) {
@@ -353,7 +360,7 @@ ApplySummary RepresentationLayer::apply(const Delta& delta, std::int64_t local_r
 void RepresentationLayer::render(std::int64_t local_now_us) {
   const auto server_now = clock_.server_time_at(local_now_us);
   if (!server_now) return;
-  render_at(*server_now - config_.interpolation.interpolation_delay_us);
+  render_at(*server_now - render_delay_us());
 }
 
 void RepresentationLayer::render_at(std::int64_t render_time_us) {

@@ -100,14 +100,36 @@ TEST_CASE(
   CHECK(actors.frame_render_time_us() == 1'150'000);
 
   SECTION("render() runs the delay behind the estimated server time") {
-    // Deltas were "received" at local = sim time: 1.3 s now renders 1.2 s.
-    layer.render(1'300'000);
+    // Deltas were "received" at local = sim time. The configured 100 ms is
+    // one step: the delay is 1.5 steps, so 1.35 s now renders 1.2 s.
+    CHECK(layer.render_delay_us() == 150'000);
+    layer.render(1'350'000);
     CHECK(*layer.last_render_time_us() == 1'200'000);
     CHECK(actors.frame_pose(slot)->x_m == Approx(2.0).margin(1e-9));
     // Render time never goes back.
-    layer.render(1'250'000);
+    layer.render(1'300'000);
     CHECK(*layer.last_render_time_us() == 1'200'000);
   }
+}
+
+TEST_CASE("The render delay is the configured one, but at least 1.5 server steps",
+          "[representation]") {
+  const auto delay = [](std::int64_t configured_us, std::uint32_t step_us) {
+    c::RepresentationConfig config;
+    config.interpolation.interpolation_delay_us = configured_us;
+    c::RepresentationLayer layer(config);
+    c::WelcomeInfo w = world();
+    w.step_us = step_us;
+    layer.set_world(w);
+    return layer.render_delay_us();
+  };
+  CHECK(delay(100'000, 100'000) == 150'000);  // one step configured: 1.5 steps
+  CHECK(delay(250'000, 100'000) == 250'000);  // more than 1.5 steps: kept
+  CHECK(delay(100'000, 20'000) == 100'000);   // 50 Hz: the configured delay is 5 steps
+  CHECK(delay(0, 33'333) == 49'999);          // none configured: 1.5 steps, rounded down
+  c::RepresentationLayer before_welcome;
+  CHECK(before_welcome.render_delay_us() ==
+        c::RepresentationConfig{}.interpolation.interpolation_delay_us);
 }
 
 TEST_CASE("An instance a backend could not complete is retried until it is active",

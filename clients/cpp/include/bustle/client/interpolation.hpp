@@ -33,12 +33,15 @@
 namespace bustle::client {
 
 struct InterpolationConfig {
-  std::uint32_t ring_capacity = 32;               // samples per slot [Limit: >= 2]
-  std::int64_t interpolation_delay_us = 100'000;  // render time behind the estimated server time
-  std::int64_t extrapolation_max_us = 200'000;    // beyond the newest sample, then hold
-  std::uint32_t step_gap_count = 4;               // gaps averaged for the step [Limit: >= 1]
-  std::int64_t two_sample_step_us = 50'000;       // the step's floor with only two samples
-  double rotation_alpha_max = 1.2;                // heading extrapolation clamp [Limit: >= 1]
+  std::uint32_t ring_capacity = 32;  // samples per slot [Limit: >= 2]
+  // Render time behind the estimated server time; RepresentationLayer uses at
+  // least 1.5 of the server's steps (Welcome.step_us), so a Delta a little
+  // late is still interpolated rather than extrapolated.
+  std::int64_t interpolation_delay_us = 100'000;
+  std::int64_t extrapolation_max_us = 200'000;  // beyond the newest sample, then hold
+  std::uint32_t step_gap_count = 4;             // gaps averaged for the step [Limit: >= 1]
+  std::int64_t two_sample_step_us = 50'000;     // the step's floor with only two samples
+  double rotation_alpha_max = 1.2;              // heading extrapolation clamp [Limit: >= 1]
 };
 
 // Where an entity is drawn (metres, radians; heading 0 = +x, counter-clockwise).

@@ -121,9 +121,12 @@ class RepresentationLayer {
   // monotonic clock, same as render()).
   ApplySummary apply(const Delta& delta, std::int64_t local_receive_us);
 
-  // Renders at the estimated server time at `local_now_us` minus the delay;
-  // nothing before the first Delta.
+  // Renders at the estimated server time at `local_now_us` minus the delay
+  // (render_delay_us()); nothing before the first Delta.
   void render(std::int64_t local_now_us);
+  // The delay render() uses: the configured interpolation delay, but at
+  // least 1.5 server steps (Welcome.step_us) once set_world() told them.
+  std::int64_t render_delay_us() const;
   // Renders at an explicit render time (tests, tools, a manual clock).
   void render_at(std::int64_t render_time_us);
 
@@ -178,6 +181,7 @@ class RepresentationLayer {
   std::unique_ptr<Listener> listener_;
   std::optional<std::int64_t> last_render_time_us_;
   std::int64_t last_sample_time_us_ = 0;
+  std::int64_t step_us_ = 0;  // Welcome.step_us (0 before set_world)
   RepresentationCounters counters_;
 };
 

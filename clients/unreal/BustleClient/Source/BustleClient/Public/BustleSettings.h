@@ -84,7 +84,7 @@ public:
 
 	// --- Interpolation -----------------------------------------------------
 	UPROPERTY(Config, EditAnywhere, Category = "Interpolation", meta = (ClampMin = "0"))
-	float InterpolationDelayMs;  // SDK default (constructor)
+	float InterpolationDelayMs;  // SDK default (constructor); the SDK uses at least 1.5 server steps
 
 	UPROPERTY(Config, EditAnywhere, Category = "Interpolation", meta = (ClampMin = "0"))
 	float ExtrapolationMaxMs;  // SDK default (constructor)
