@@ -67,10 +67,11 @@ std::string read_budgets(const wire::RepresentationBudgets* b, RepresentationBud
   return {};
 }
 
-// The distance / radius ratio where only "above 1" matters (one observer:
-// the hysteresis check; rank() measures its own distances): 0 or 2 when the
-// squares decide it with a margin far above their rounding, the exact
-// std::hypot ratio within 1e-9 of the boundary. hypot is a library call,
+// The distance / radius ratio where only "above 1" matters (select()'s
+// hysteresis check, over the smallest of an entity's ratios; rank() measures
+// its own distances): 0 or 2 when the squares decide it with a margin far
+// above their rounding, the exact std::hypot ratio within 1e-9 of the
+// boundary, so "above 1" is exactly hypot's answer. hypot is a library call,
 // and every candidate of every client needed one.
 double inside_ratio(double dx, double dy, double radius_m) {
   const double d2 = dx * dx + dy * dy;
@@ -217,38 +218,32 @@ void StreamTracker::select(const PublishedFrame& frame, const SpatialIndex* inde
     for (std::uint32_t k = 0; k < frame.entities.size(); ++k) {
       if (wanted(frame.entities[k])) cand_.push_back(Candidate{k});
     }
-  } else if (interest_.observers.size() == 1) {
-    // One observer: the index yields each entity at most once, so no
-    // de-duplication is needed (the stamps are a random access per entity
-    // into arrays as long as the frame).
-    assert(index != nullptr && index->frame() == &frame);
-    const ClientObserver& o = interest_.observers.front();
-    index->for_each_within(o.x_m, o.y_m, o.radius_m * kInterestExitFactor, [&](std::uint32_t k) {
-      const PublishedEntity& e = frame.entities[k];
-      if (!wanted(e)) return;
-      cand_.push_back(Candidate{k, 0.0, inside_ratio(e.x_m - o.x_m, e.y_m - o.y_m, o.radius_m)});
-    });
-    sort_by_pos(cand_, scratch_);
   } else {
     assert(index != nullptr && index->frame() == &frame);
-    if (stamp_.size() < frame.entities.size()) {
+    // With one observer the index yields each entity at most once: no
+    // de-duplication (the stamps are a random access per entity into arrays
+    // as long as the frame).
+    const bool dedupe = interest_.observers.size() > 1;
+    if (dedupe && stamp_.size() < frame.entities.size()) {
       stamp_.resize(frame.entities.size(), 0);
       slot_.resize(frame.entities.size(), 0);
     }
-    if (++stamp_value_ == 0) {
+    if (dedupe && ++stamp_value_ == 0) {
       std::fill(stamp_.begin(), stamp_.end(), 0);
       stamp_value_ = 1;
     }
     // Inside the exit radius of some observer; `distance` holds the smallest
-    // distance / radius ratio for the hysteresis check below.
+    // inside_ratio for the hysteresis check below.
     for (const ClientObserver& o : interest_.observers) {
       index->for_each_within(o.x_m, o.y_m, o.radius_m * kInterestExitFactor, [&](std::uint32_t k) {
         const PublishedEntity& e = frame.entities[k];
         if (!wanted(e)) return;
-        const double ratio = std::hypot(e.x_m - o.x_m, e.y_m - o.y_m) / o.radius_m;
-        if (stamp_[k] != stamp_value_) {
-          stamp_[k] = stamp_value_;
-          slot_[k] = static_cast<std::uint32_t>(cand_.size());
+        const double ratio = inside_ratio(e.x_m - o.x_m, e.y_m - o.y_m, o.radius_m);
+        if (!dedupe || stamp_[k] != stamp_value_) {
+          if (dedupe) {
+            stamp_[k] = stamp_value_;
+            slot_[k] = static_cast<std::uint32_t>(cand_.size());
+          }
           cand_.push_back(Candidate{k, 0.0, ratio});
         } else {
           Candidate& c = cand_[slot_[k]];  // seen by an earlier observer

@@ -201,7 +201,7 @@ class StreamTracker {
   struct Candidate {
     std::uint32_t pos = 0;     // in frame.entities
     double key = 0.0;          // effective distance, scaled when the hint is held
-    double distance = 0.0;     // effective distance
+    double distance = 0.0;     // effective distance (in select(): inside_ratio)
     std::uint8_t current = 3;  // hint last sent (3 = None: not received)
     std::uint8_t hint = 3;     // chosen this step
   };
