@@ -1164,6 +1164,8 @@ void Server::Impl::deliver_frame(const std::vector<std::shared_ptr<Session>>& se
                                  const std::shared_ptr<const PublishedFrame>& frame) {
   core::PhaseExecutor* threads = options_.encode_threads;
   if (threads == nullptr || threads->threads() < 2) {
+    // Session by session: each delta is queued as soon as it is encoded,
+    // not after every other client's encode.
     for (const auto& s : sessions) s->on_frame_published(frame);
     return;
   }
