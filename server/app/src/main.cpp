@@ -287,8 +287,6 @@ std::optional<int> print_info(const bustle::app::AppOptions& opt) {
   return std::nullopt;
 }
 
-// The persist worker with the options that tune it. False, with the reason
-// printed, when the snapshot store cannot be opened.
 // The server's options with --net-threads: the encode threads it borrows
 // (run() declares them before the server, so that they outlive it). They
 // poll briefly after each step's batch: the next one is a step away.
@@ -300,6 +298,8 @@ bustle::net::ServerOptions server_options(const bustle::app::AppOptions& opt,
   return o;
 }
 
+// The persist worker with the options that tune it. False, with the reason
+// printed, when the snapshot store cannot be opened.
 bool start_persistence(const bustle::app::AppOptions& opt, const City& city,
                        bustle::persist::PersistWorker::Callbacks callbacks, SpdlogSink& core_log,
                        std::unique_ptr<bustle::persist::PersistWorker>& persist) {
@@ -452,7 +452,7 @@ int run(int argc, char** argv) {
     return 2;
   }
 
-  bustle::app::ThreadPhaseExecutor net_threads(opt.net_threads, kEncodeSpinWindow);  // outlives
+  bustle::app::ThreadPhaseExecutor net_threads(opt.net_threads, kEncodeSpinWindow);
   bustle::net::CommandQueue commands(4096);
   bustle::net::Server server(server_options(opt, net_threads),
                              bustle::net::make_welcome_info(*world_owner, kVersion, opt.clock),
