@@ -736,6 +736,7 @@ void print_summary(const char* label, const std::vector<RunResult>& runs) {
 // most 1 ms per client per step at 20 000 held entities); printed.
 struct PerClient {
   std::vector<double> streaming, network;  // per pair / per clients run
+  double streaming_median = 0;
 };
 PerClient per_client_figures(const FanoutOptions& o, const std::vector<double>& cost,
                              const std::vector<RunResult>& clients, double held_median) {
@@ -743,7 +744,8 @@ PerClient per_client_figures(const FanoutOptions& o, const std::vector<double>& 
   for (const double c : cost) pc.streaming.push_back(c / o.clients);
   for (const RunResult& r : clients)
     pc.network.push_back(thread_ms_per_step(r, "bustle-net") / o.clients);
-  const double median = percentile(pc.streaming, 0.5);
+  pc.streaming_median = percentile(pc.streaming, 0.5);
+  const double median = pc.streaming_median;
   std::printf(
       "per client: %.3f ms of server CPU per step (streaming cost / clients; runs %.3f-%.3f), "
       "network thread %.3f ms; %.0f ns per held entity\n",
@@ -798,9 +800,6 @@ int run_districts(const FanoutOptions& o, const std::string& city) {
       held.empty() ? 0.0 : *std::min_element(held.begin(), held.end()),
       held.empty() ? 0.0 : *std::max_element(held.begin(), held.end()));
   const PerClient pc = per_client_figures(o, cost, clients, percentile(held, 0.5));
-  const std::vector<double>& per_client = pc.streaming;
-  const std::vector<double>& net_per_client = pc.network;
-  const double per_client_median = percentile(per_client, 0.5);
   const bool shares = check_shares(o, clients);
   bool schedule = true;
   for (const auto* runs : {&idle, &clients}) {
@@ -825,7 +824,7 @@ int run_districts(const FanoutOptions& o, const std::string& city) {
       "streaming_cpu_ms_per_client=%.3f clients_cpu_share=%.4f bytes_per_client_s=%.0f "
       "step_p99_ms=%.3f schedule_kept=%d\n",
       o.district_pedestrians, o.clients, percentile(held, 0.5), med(idle, cpu), med(clients, cpu),
-      cost_median, per_client_median,
+      cost_median, pc.streaming_median,
       med(clients, [](const RunResult& r) { return r.cpu_total_share; }),
       med(clients, [](const RunResult& r) { return r.bytes_per_client_s; }),
       med(clients, [](const RunResult& r) { return r.step_p99_ms; }), schedule ? 1 : 0);
@@ -836,8 +835,8 @@ int run_districts(const FanoutOptions& o, const std::string& city) {
       {"idle_cpu_ms_per_step", runs_of(idle, cpu)},
       {"clients_cpu_ms_per_step", runs_of(clients, cpu)},
       {"streaming_cpu_ms_per_step", cost},
-      {"streaming_cpu_ms_per_client", per_client},
-      {"network_cpu_ms_per_client", net_per_client},
+      {"streaming_cpu_ms_per_client", pc.streaming},
+      {"network_cpu_ms_per_client", pc.network},
       {"clients_cpu_share", runs_of(clients, [](const RunResult& r) { return r.cpu_total_share; })},
       {"bytes_per_client_s",
        runs_of(clients, [](const RunResult& r) { return r.bytes_per_client_s; })},
