@@ -311,8 +311,7 @@ bool SimDriver::answer_query(const net::ControlCommand& ctl, net::OutboundResult
   const auto not_alive = [&](const char* what) {
     r.status = core::CommandStatus::Rejected;
     r.reason = core::RejectReason::UnknownEntity;
-    r.message = "entity " + std::to_string(ctl.entity.index) + ":" +
-                std::to_string(ctl.entity.generation) + what;
+    r.message = "entity " + core::id_text(ctl.entity) + what;
   };
   switch (ctl.kind) {
     case Kind::QueryStats:
@@ -374,8 +373,7 @@ bool SimDriver::answer_query(const net::ControlCommand& ctl, net::OutboundResult
         // Dispatched but on no lane yet: QueryGarages lists it in its garage's mouth.
         r.status = core::CommandStatus::Rejected;
         r.reason = core::RejectReason::InvalidArgument;
-        r.message = "entity " + std::to_string(ctl.entity.index) + ":" +
-                    std::to_string(ctl.entity.generation) + " is " + mouth +
+        r.message = "entity " + core::id_text(ctl.entity) + " is " + mouth +
                     " (QueryGarages lists the mouth)";
       } else {
         not_alive(" is not a vehicle");
@@ -600,8 +598,7 @@ std::optional<core::SpawnHandleState> SimDriver::find_handle(std::uint64_t handl
 
 void SimDriver::report_attached(core::EntityId id, net::OutboundResult& r) {
   core::SpawnHandleState h;
-  const std::string name =
-      "entity " + std::to_string(id.index) + ":" + std::to_string(id.generation);
+  const std::string name = "entity " + core::id_text(id);
   switch (stages_.attach(*world_, id, false, &h)) {
     case RepresentationStages::Attach::Attached:
       r.handle = h.handle;
