@@ -48,13 +48,15 @@ TEST_CASE("wait_until returns on push from another thread and on deadline") {
 TEST_CASE("bind policy: loopback is always allowed, anything else needs a token") {
   net::ServerOptions o;
   o.bind_address = "127.0.0.1";
-  CHECK(net::check_bind_policy(o).empty());
+  CHECK(net::check_bind_policy(o).ok());
   o.bind_address = "::1";
-  CHECK(net::check_bind_policy(o).empty());
+  CHECK(net::check_bind_policy(o).ok());
   o.bind_address = "0.0.0.0";
-  CHECK(net::check_bind_policy(o).find("without a token") != std::string::npos);
+  CHECK(net::check_bind_policy(o).code() == core::StatusCode::FailedPrecondition);
+  CHECK(net::check_bind_policy(o).message().find("without a token") != std::string::npos);
   o.token = "secret";
-  CHECK(net::check_bind_policy(o).empty());
+  CHECK(net::check_bind_policy(o).ok());
   o.bind_address = "not-an-address";
-  CHECK(net::check_bind_policy(o).find("invalid bind address") != std::string::npos);
+  CHECK(net::check_bind_policy(o).code() == core::StatusCode::InvalidArgument);
+  CHECK(net::check_bind_policy(o).message().find("invalid bind address") != std::string::npos);
 }

@@ -341,22 +341,23 @@ TEST_CASE("Subscribe validation names the field and changes nothing") {
   const auto* s = flatbuffers::GetRoot<wire::Subscribe>(fbb.GetBufferPointer());
   net::ClientInterest out;
   out.motion_tolerance_mm = 77;
-  const std::string why = net::read_subscribe(*s, out);
-  CHECK(why.rfind("observers[1].radius_m:", 0) == 0);
+  const core::Status why = net::read_subscribe(*s, out);
+  CHECK(why.code() == core::StatusCode::InvalidArgument);
+  CHECK(why.message().rfind("observers[1].radius_m:", 0) == 0);
   CHECK(out.motion_tolerance_mm == 77);  // untouched
 
   flatbuffers::FlatBufferBuilder fbb2;
   const auto budgets = wire::CreateRepresentationBudgets(fbb2, 5000, 1, 1);
   fbb2.Finish(wire::CreateSubscribeDirect(fbb2, 8, nullptr, nullptr, budgets, 10));
-  CHECK(net::read_subscribe(*flatbuffers::GetRoot<wire::Subscribe>(fbb2.GetBufferPointer()), out) ==
-        "budgets.actors: 5000 exceeds the limit of 4096");
+  CHECK(net::read_subscribe(*flatbuffers::GetRoot<wire::Subscribe>(fbb2.GetBufferPointer()), out)
+            .message() == "budgets.actors: 5000 exceeds the limit of 4096");
 
   flatbuffers::FlatBufferBuilder fbb3;
   std::vector<flatbuffers::Offset<wire::Observer>> many;
   for (int k = 0; k < 17; ++k) many.push_back(wire::CreateObserver(fbb3, 0, 0, 0, false, 0, 10));
   fbb3.Finish(wire::CreateSubscribeDirect(fbb3, 9, nullptr, &many, 0, 10));
-  CHECK(net::read_subscribe(*flatbuffers::GetRoot<wire::Subscribe>(fbb3.GetBufferPointer()), out) ==
-        "observers: 17 entries exceed the limit of 16 per client");
+  CHECK(net::read_subscribe(*flatbuffers::GetRoot<wire::Subscribe>(fbb3.GetBufferPointer()), out)
+            .message() == "observers: 17 entries exceed the limit of 16 per client");
 }
 
 TEST_CASE("a Subscribe without budgets gets the server's defaults; with budgets, its own") {
@@ -365,18 +366,18 @@ TEST_CASE("a Subscribe without budgets gets the server's defaults; with budgets,
   fbb.Finish(wire::CreateSubscribeDirect(fbb, 1, nullptr, nullptr, 0, 10));
   const auto* none = flatbuffers::GetRoot<wire::Subscribe>(fbb.GetBufferPointer());
   net::ClientInterest out;
-  REQUIRE(net::read_subscribe(*none, out, low).empty());
+  REQUIRE(net::read_subscribe(*none, out, low).ok());
   CHECK(out.budgets.actors == 64);
   CHECK(out.budgets.instances == 1024);
   CHECK(out.budgets.markers == 4096);
-  REQUIRE(net::read_subscribe(*none, out).empty());  // no server defaults: the schema's
+  REQUIRE(net::read_subscribe(*none, out).ok());  // no server defaults: the schema's
   CHECK(out.budgets.actors == 256);
   flatbuffers::FlatBufferBuilder fbb2;
   const auto own = wire::CreateRepresentationBudgets(fbb2, 3, 4, 5);
   fbb2.Finish(wire::CreateSubscribeDirect(fbb2, 2, nullptr, nullptr, own, 10));
   REQUIRE(
       net::read_subscribe(*flatbuffers::GetRoot<wire::Subscribe>(fbb2.GetBufferPointer()), out, low)
-          .empty());
+          .ok());
   CHECK(out.budgets.actors == 3);
   CHECK(out.budgets.instances == 4);
   CHECK(out.budgets.markers == 5);

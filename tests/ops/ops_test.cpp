@@ -67,12 +67,17 @@ TEST_CASE("JSON escaping of log messages") {
 }
 
 TEST_CASE("metrics bind addresses") {
-  CHECK(bustle::ops::check_metrics_bind("127.0.0.1:9464").empty());
-  CHECK(bustle::ops::check_metrics_bind("0.0.0.0:0").empty());
-  CHECK(bustle::ops::check_metrics_bind("[::1]:9464").empty());
-  CHECK_FALSE(bustle::ops::check_metrics_bind("9464").empty());
-  CHECK_FALSE(bustle::ops::check_metrics_bind(":9464").empty());
-  CHECK_FALSE(bustle::ops::check_metrics_bind("localhost:9464").empty());
-  CHECK_FALSE(bustle::ops::check_metrics_bind("127.0.0.1:65536").empty());
-  CHECK_FALSE(bustle::ops::check_metrics_bind("::1:9464").empty());
+  CHECK(bustle::ops::check_metrics_bind("127.0.0.1:9464").ok());
+  CHECK(bustle::ops::check_metrics_bind("0.0.0.0:0").ok());
+  CHECK(bustle::ops::check_metrics_bind("[::1]:9464").ok());
+  CHECK(bustle::ops::check_metrics_bind("9464").code() ==
+        bustle::core::StatusCode::InvalidArgument);
+  CHECK(bustle::ops::check_metrics_bind(":9464").code() ==
+        bustle::core::StatusCode::InvalidArgument);
+  CHECK(bustle::ops::check_metrics_bind("localhost:9464").code() ==
+        bustle::core::StatusCode::InvalidArgument);
+  CHECK(bustle::ops::check_metrics_bind("127.0.0.1:65536").code() ==
+        bustle::core::StatusCode::InvalidArgument);
+  CHECK(bustle::ops::check_metrics_bind("::1:9464").code() ==
+        bustle::core::StatusCode::InvalidArgument);
 }

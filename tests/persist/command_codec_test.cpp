@@ -15,20 +15,19 @@ namespace {
 core::WorldCommand round_trip(const core::WorldCommand& c) {
   const std::string kind = core::command_name(c);
   const std::string args = persist::command_args_json(c);
-  std::string why;
-  auto back = persist::decode_command(kind, args, why);
-  INFO(kind << " " << args << " -> " << why);
-  REQUIRE(back);
+  auto back = persist::decode_command(kind, args);
+  INFO(kind << " " << args << " -> " << back.status().message());
+  REQUIRE(back.ok());
   CHECK(back->index() == c.index());
   CHECK(persist::command_args_json(*back) == args);
   return *back;
 }
 
 std::string decode_error(const std::string& kind, const std::string& args) {
-  std::string why;
-  auto c = persist::decode_command(kind, args, why);
-  CHECK_FALSE(c);
-  return why;
+  auto c = persist::decode_command(kind, args);
+  CHECK_FALSE(c.ok());
+  CHECK(c.status().code() == core::StatusCode::DataLoss);
+  return c.status().message();
 }
 
 bool same_bits(double a, double b) {
@@ -175,34 +174,31 @@ TEST_CASE("a spawn's route round-trips as an array of lane ids, written only whe
 }
 
 TEST_CASE("spawns recorded before routes (no \"route\" key) decode with an empty route") {
-  std::string why;
-  auto c = persist::decode_command(
-      "spawn_pedestrian", R"({"zone":"market","lane":"","priority":1,"timeout_ms":0})", why);
-  INFO(why);
-  REQUIRE(c);
+  auto c = persist::decode_command("spawn_pedestrian",
+                                   R"({"zone":"market","lane":"","priority":1,"timeout_ms":0})");
+  INFO(c.status().message());
+  REQUIRE(c.ok());
   CHECK(std::get<core::SpawnPedestrian>(*c).route.empty());
   auto b = persist::decode_command(
       "lifecycle_batch",
-      R"({"ops":[{"kind":"spawn","spawn":{"zone":"","lane":"office.loop","priority":3,"timeout_ms":9}}]})",
-      why);
-  INFO(why);
-  REQUIRE(b);
+      R"({"ops":[{"kind":"spawn","spawn":{"zone":"","lane":"office.loop","priority":3,"timeout_ms":9}}]})");
+  INFO(b.status().message());
+  REQUIRE(b.ok());
   const auto& ops = std::get<core::LifecycleBatch>(*b).ops;
   REQUIRE(ops.size() == 1);
   CHECK(ops[0].spawn.lane == "office.loop");
   CHECK(ops[0].spawn.route.empty());
   // An explicit empty array is the same as no route.
-  c = persist::decode_command(
-      "spawn_pedestrian", R"({"zone":"","lane":"","priority":1,"timeout_ms":0,"route":[]})", why);
-  REQUIRE(c);
+  c = persist::decode_command("spawn_pedestrian",
+                              R"({"zone":"","lane":"","priority":1,"timeout_ms":0,"route":[]})");
+  REQUIRE(c.ok());
   CHECK(std::get<core::SpawnPedestrian>(*c).route.empty());
 }
 
 TEST_CASE("observer points recorded before observer views (plain [x, y]) still decode") {
-  std::string why;
-  auto c = persist::decode_command("set_observers", R"({"points":[[25.0,-4.5],[0,0]]})", why);
-  INFO(why);
-  REQUIRE(c);
+  auto c = persist::decode_command("set_observers", R"({"points":[[25.0,-4.5],[0,0]]})");
+  INFO(c.status().message());
+  REQUIRE(c.ok());
   const auto& pts = std::get<core::SetObservers>(*c).points;
   REQUIRE(pts.size() == 2);
   CHECK(pts[0].x_m == 25.0);

@@ -101,7 +101,7 @@ int run_batch(bustle::core::World& world, const bustle::app::AppOptions& opt,
           bustle::persist::RecordedTick{tick, world.step_index(), world.digest(), {}});
       if (keyframed || tick % kBatchRecordFlushTicks == 0) recorder->flush();
     }
-    if (opt.check_invariants && !bustle::app::check_world_invariants(world).empty()) {
+    if (opt.check_invariants && !bustle::app::check_world_invariants(world).ok()) {
       // The recording so far is kept: it replays to the broken step.
       if (recorder != nullptr) finish_recording(*recorder);
       return bustle::app::kExitInvariantBroken;
@@ -324,22 +324,23 @@ int start_operations(const bustle::app::AppOptions& opt, const bustle::ops::Metr
                      std::unique_ptr<bustle::ops::MetricsServer>& metrics,
                      std::unique_ptr<bustle::ops::AgonesClient>& agones) {
   if (opt.metrics_bind) {
-    std::string error;
-    metrics = bustle::ops::MetricsServer::start(*opt.metrics_bind, sources, health, error);
-    if (!metrics) {
-      std::fprintf(stderr, "bustle-server: --metrics-bind: %s\n", error.c_str());
+    auto started = bustle::ops::MetricsServer::start(*opt.metrics_bind, sources, health);
+    if (!started.ok()) {
+      std::fprintf(stderr, "bustle-server: --metrics-bind: %s\n",
+                   started.status().message().c_str());
       return 1;
     }
+    metrics = std::move(*started);
   }
   if (opt.agones) {
     bustle::ops::AgonesSettings settings;
     settings.health_period = std::chrono::milliseconds(opt.agones_health_ms);
-    if (std::string why =
-            bustle::ops::agones_base_url(std::getenv("AGONES_SDK_HTTP_PORT"), settings.base_url);
-        !why.empty()) {
-      std::fprintf(stderr, "bustle-server: --agones: %s\n", why.c_str());
+    auto base_url = bustle::ops::agones_base_url(std::getenv("AGONES_SDK_HTTP_PORT"));
+    if (!base_url.ok()) {
+      std::fprintf(stderr, "bustle-server: --agones: %s\n", base_url.status().message().c_str());
       return 2;
     }
+    settings.base_url = *base_url;
     agones = std::make_unique<bustle::ops::AgonesClient>(
         settings, [sources] { return bustle::ops::check_ready(sources).ok; },
         [sources, health] { return bustle::ops::check_health(sources, health).ok; });
@@ -382,7 +383,7 @@ int shut_down(const bustle::app::AppOptions& opt, std::atomic<bool>& shutting_do
               bustle::ops::AgonesClient* agones) {
   shutting_down.store(true);
   server.stop();
-  int status = driver.invariant_failure().empty() ? 0 : bustle::app::kExitInvariantBroken;
+  int status = driver.invariant_failure().ok() ? 0 : bustle::app::kExitInvariantBroken;
   std::uint64_t exit_job = 0;
   if (opt.checkpoint_on_exit) {
     exit_job = persist
@@ -447,8 +448,8 @@ int run(int argc, char** argv) {
     return run_batch(*world_owner, opt, scenario.id, recorder.get());
   }
 
-  if (std::string why = bustle::net::check_bind_policy(opt.server); !why.empty()) {
-    std::fprintf(stderr, "bustle-server: %s\n", why.c_str());
+  if (const bustle::core::Status s = bustle::net::check_bind_policy(opt.server); !s.ok()) {
+    std::fprintf(stderr, "bustle-server: %s\n", s.message().c_str());
     return 2;
   }
 
@@ -462,8 +463,8 @@ int run(int argc, char** argv) {
   // fails on its port leaves nothing behind. Connections wait in the backlog
   // until the network thread runs.
   const auto listening = server.listen();
-  if (!listening.ok) {
-    std::fprintf(stderr, "bustle-server: %s\n", listening.error.c_str());
+  if (!listening.status.ok()) {
+    std::fprintf(stderr, "bustle-server: %s\n", listening.status.message().c_str());
     return 1;
   }
 

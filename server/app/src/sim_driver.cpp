@@ -83,16 +83,17 @@ void fill_work_point_anchor(const core::World& world, std::size_t k, wire::WorkP
 }
 }  // namespace
 
-std::string check_world_invariants(const core::World& world) {
-  std::string broken = world.check_invariants();
-  if (!broken.empty())
-    spdlog::error("invariant broken after step {}: {}", world.step_index(), broken);
-  return broken;
+core::Status check_world_invariants(const core::World& world) {
+  const std::string broken = world.check_invariants();
+  if (broken.empty()) return {};
+  spdlog::error("invariant broken after step {}: {}", world.step_index(), broken);
+  return core::Status::internal("invariant broken after step " +
+                                std::to_string(world.step_index()) + ": " + broken);
 }
 
 void SimDriver::run(const std::atomic<bool>& stop) {
   // A broken invariant ends the run: no step runs on a world known to be wrong.
-  while (!stop.load() && invariant_failure_.empty()) {
+  while (!stop.load() && invariant_failure_.ok()) {
     if (telemetry_ != nullptr) publish_telemetry(Clock::now());
     apply_candidates();
     drain_commands();
@@ -137,7 +138,7 @@ void SimDriver::run(const std::atomic<bool>& stop) {
       commands_.wait_until(due.wake_at);
       continue;
     }
-    for (std::uint64_t k = 0; k < due.steps && !stop.load() && invariant_failure_.empty(); ++k) {
+    for (std::uint64_t k = 0; k < due.steps && !stop.load() && invariant_failure_.ok(); ++k) {
       catching_up_ = k > 0;
       run_step();
       clock_.stepped();
@@ -303,7 +304,7 @@ void SimDriver::step_command(const net::ControlCommand& ctl, net::OutboundResult
     r.message = "count must be in [1, " + std::to_string(options_.manual_step_max) + "]";
     return;
   }
-  for (std::uint32_t k = 0; k < ctl.step_count && invariant_failure_.empty(); ++k) run_step();
+  for (std::uint32_t k = 0; k < ctl.step_count && invariant_failure_.ok(); ++k) run_step();
   r.applied_step = world_->step_index();
 }
 

@@ -47,6 +47,7 @@
 #include <vector>
 
 #include "bustle/app/fixed_step_clock.hpp"
+#include "bustle/core/status.hpp"
 #include "bustle/core/world.hpp"
 #include "bustle/net/command_queue.hpp"
 #include "bustle/net/server.hpp"
@@ -76,9 +77,9 @@ struct SimDriverOptions {
 // Exit status of bustle-server when --check-invariants found a broken invariant.
 inline constexpr int kExitInvariantBroken = 3;
 
-// World::check_invariants() after a step; a violation is logged at error
-// (with the step) and returned, empty when everything holds.
-std::string check_world_invariants(const core::World& world);
+// World::check_invariants() after a step: Ok, or Internal naming the broken
+// invariant and the step (also logged at error).
+core::Status check_world_invariants(const core::World& world);
 
 class SimDriver {
  public:
@@ -101,7 +102,7 @@ class SimDriver {
   std::uint64_t dropped_steps() const { return dropped_steps_; }
   // With check_invariants: the first broken invariant; run() returned at it
   // and no further step ran. Empty otherwise.
-  const std::string& invariant_failure() const { return invariant_failure_; }
+  const core::Status& invariant_failure() const { return invariant_failure_; }
 
  private:
   void apply_candidates();
@@ -165,7 +166,7 @@ class SimDriver {
   bool catching_up_ = false;  // realtime: the steps after the first of one wake are late
 
   bool paused_ = false;
-  std::string invariant_failure_;
+  core::Status invariant_failure_;
   std::uint64_t dropped_steps_ = 0;
   std::uint64_t world_epoch_ = 0;
   net::ArchetypeTable

@@ -37,46 +37,47 @@ const char* disconnect_reason_name(std::size_t reason) {
   return reason < kDisconnectReasonCount ? kNames[reason] : "unknown";
 }
 
-std::string check_bind_policy(const ServerOptions& options) {
+core::Status check_bind_policy(const ServerOptions& options) {
   asio::error_code ec;
   const auto addr = asio::ip::make_address(options.bind_address, ec);
-  if (ec) return "invalid bind address '" + options.bind_address + "': " + ec.message();
+  if (ec) {
+    return core::Status::invalid_argument("invalid bind address '" + options.bind_address +
+                                          "': " + ec.message());
+  }
   if (!addr.is_loopback() && options.token.empty()) {
-    return "refusing to bind non-loopback address " + options.bind_address +
-           " without a token (set --token or BUSTLE_TOKEN)";
+    return core::Status::failed_precondition("refusing to bind non-loopback address " +
+                                             options.bind_address +
+                                             " without a token (set --token or BUSTLE_TOKEN)");
   }
   return {};
 }
 
 Server::ListenResult Server::Impl::listen() {
   ListenResult r;
-  if (std::string why = check_bind_policy(options_); !why.empty()) {
-    r.error = why;
-    return r;
-  }
+  if (r.status = check_bind_policy(options_); !r.status.ok()) return r;
   asio::error_code ec;
   const auto addr = asio::ip::make_address(options_.bind_address, ec);
-  if (ec) {
-    r.error = "invalid bind address '" + options_.bind_address + "': " + ec.message();
+  if (ec) {  // never: check_bind_policy parsed it
+    r.status = core::Status::invalid_argument("invalid bind address '" + options_.bind_address +
+                                              "': " + ec.message());
     return r;
   }
   const tcp::endpoint ep(addr, options_.port);
   const std::string where = options_.bind_address + ":" + std::to_string(options_.port);
   if (acceptor_.open(ep.protocol(), ec); ec) {
-    r.error = "open " + where + ": " + ec.message();
+    r.status = core::Status::unavailable("open " + where + ": " + ec.message());
     return r;
   }
   acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
   if (acceptor_.bind(ep, ec); ec) {
-    r.error = "bind " + where + ": " + ec.message();
+    r.status = core::Status::unavailable("bind " + where + ": " + ec.message());
     return r;
   }
   if (acceptor_.listen(asio::socket_base::max_listen_connections, ec); ec) {
-    r.error = "listen " + where + ": " + ec.message();
+    r.status = core::Status::unavailable("listen " + where + ": " + ec.message());
     return r;
   }
   const auto local = acceptor_.local_endpoint(ec);
-  r.ok = true;
   owner_.counters_.listening.store(true);
   r.address = local.address().to_string();
   r.port = local.port();

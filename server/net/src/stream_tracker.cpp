@@ -19,12 +19,12 @@ constexpr std::uint8_t kNone = static_cast<std::uint8_t>(wire::RepresentationHin
 constexpr std::uint8_t kFull = static_cast<std::uint8_t>(core::SimTier::Full);
 constexpr std::uint8_t kSimulated = static_cast<std::uint8_t>(core::SimTier::Simulated);
 
-std::string at(const std::string& field, const std::string& what) {
-  return field + ": " + what;
+core::Status at(const std::string& field, const std::string& what) {
+  return core::Status::invalid_argument(field + ": " + what);
 }
 
-std::string read_observers(const flatbuffers::Vector<flatbuffers::Offset<wire::Observer>>* list,
-                           std::vector<ClientObserver>& out) {
+core::Status read_observers(const flatbuffers::Vector<flatbuffers::Offset<wire::Observer>>* list,
+                            std::vector<ClientObserver>& out) {
   out.clear();
   if (list == nullptr) return {};
   if (list->size() > kObserversPerClientMax) {
@@ -51,18 +51,18 @@ std::string read_observers(const flatbuffers::Vector<flatbuffers::Offset<wire::O
   return {};
 }
 
-std::string read_budgets(const wire::RepresentationBudgets* b, RepresentationBudgets& out,
-                         const RepresentationBudgets& defaults = {}) {
+core::Status read_budgets(const wire::RepresentationBudgets* b, RepresentationBudgets& out,
+                          const RepresentationBudgets& defaults = {}) {
   out = defaults;
   if (b == nullptr) return {};
-  const auto check = [](const char* field, std::uint32_t v, std::uint32_t max) -> std::string {
+  const auto check = [](const char* field, std::uint32_t v, std::uint32_t max) -> core::Status {
     if (v <= max) return {};
-    return std::string("budgets.") + field + ": " + std::to_string(v) + " exceeds the limit of " +
-           std::to_string(max);
+    return at(std::string("budgets.") + field,
+              std::to_string(v) + " exceeds the limit of " + std::to_string(max));
   };
-  if (auto e = check("actors", b->actors(), kActorBudgetMax); !e.empty()) return e;
-  if (auto e = check("instances", b->instances(), kInstanceBudgetMax); !e.empty()) return e;
-  if (auto e = check("markers", b->markers(), kMarkerBudgetMax); !e.empty()) return e;
+  if (core::Status s = check("actors", b->actors(), kActorBudgetMax); !s.ok()) return s;
+  if (core::Status s = check("instances", b->instances(), kInstanceBudgetMax); !s.ok()) return s;
+  if (core::Status s = check("markers", b->markers(), kMarkerBudgetMax); !s.ok()) return s;
   out = {b->actors(), b->instances(), b->markers()};
   return {};
 }
@@ -87,8 +87,8 @@ bool better(std::uint8_t hint, std::uint8_t than) {
 
 }  // namespace
 
-std::string read_subscribe(const wire::Subscribe& sub, ClientInterest& out,
-                           const RepresentationBudgets& default_budgets) {
+core::Status read_subscribe(const wire::Subscribe& sub, ClientInterest& out,
+                            const RepresentationBudgets& default_budgets) {
   ClientInterest in;
   if (sub.kinds() != nullptr && sub.kinds()->size() > 0) {
     in.kind_mask = 0;
@@ -101,8 +101,8 @@ std::string read_subscribe(const wire::Subscribe& sub, ClientInterest& out,
       in.kind_mask |= 1u << kind;
     }
   }
-  if (auto e = read_observers(sub.observers(), in.observers); !e.empty()) return e;
-  if (auto e = read_budgets(sub.budgets(), in.budgets, default_budgets); !e.empty()) return e;
+  if (core::Status s = read_observers(sub.observers(), in.observers); !s.ok()) return s;
+  if (core::Status s = read_budgets(sub.budgets(), in.budgets, default_budgets); !s.ok()) return s;
   if (sub.motion_tolerance_mm() > kMotionToleranceMmMax) {
     return at("motion_tolerance_mm", std::to_string(sub.motion_tolerance_mm()) +
                                          " exceeds the limit of " +
@@ -113,15 +113,15 @@ std::string read_subscribe(const wire::Subscribe& sub, ClientInterest& out,
   return {};
 }
 
-std::string read_update_interest(const wire::UpdateInterest& upd, ClientInterest& out) {
+core::Status read_update_interest(const wire::UpdateInterest& upd, ClientInterest& out) {
   // An absent field keeps its value; an empty observers list means the
   // whole city.
   ClientInterest in = out;
   if (upd.observers() != nullptr) {
-    if (auto e = read_observers(upd.observers(), in.observers); !e.empty()) return e;
+    if (core::Status s = read_observers(upd.observers(), in.observers); !s.ok()) return s;
   }
   if (upd.budgets() != nullptr) {
-    if (auto e = read_budgets(upd.budgets(), in.budgets); !e.empty()) return e;
+    if (core::Status s = read_budgets(upd.budgets(), in.budgets); !s.ok()) return s;
   }
   out = std::move(in);
   return {};

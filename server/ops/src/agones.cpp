@@ -23,17 +23,17 @@ std::size_t discard_body(char*, std::size_t size, std::size_t n, void*) {
 
 }  // namespace
 
-std::string agones_base_url(const char* env_port, std::string& url) {
+core::StatusOr<std::string> agones_base_url(const char* env_port) {
   unsigned port = 9358;
   if (env_port != nullptr && *env_port != '\0') {
     const std::string text(env_port);
     const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), port);
     if (ec != std::errc() || p != text.data() + text.size() || port == 0 || port > 65535) {
-      return "AGONES_SDK_HTTP_PORT: expected a port in [1, 65535], got '" + text + "'";
+      return core::Status::invalid_argument(
+          "AGONES_SDK_HTTP_PORT: expected a port in [1, 65535], got '" + text + "'");
     }
   }
-  url = "http://127.0.0.1:" + std::to_string(port);
-  return {};
+  return "http://127.0.0.1:" + std::to_string(port);
 }
 
 AgonesClient::AgonesClient(AgonesSettings settings, std::function<bool()> ready,
@@ -47,12 +47,9 @@ AgonesClient::~AgonesClient() {
   stop();
 }
 
-bool AgonesClient::post(const std::string& path, std::string* error) const {
+core::Status AgonesClient::post(const std::string& path) const {
   CURL* curl = curl_easy_init();
-  if (curl == nullptr) {
-    if (error != nullptr) *error = "curl_easy_init failed";
-    return false;
-  }
+  if (curl == nullptr) return core::Status::internal("curl_easy_init failed");
   const std::string url = settings_.base_url + path;
   curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");
   curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
@@ -69,15 +66,11 @@ bool AgonesClient::post(const std::string& path, std::string* error) const {
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
   curl_slist_free_all(headers);
   curl_easy_cleanup(curl);
-  if (rc != CURLE_OK) {
-    if (error != nullptr) *error = std::string("POST ") + url + ": " + curl_easy_strerror(rc);
-    return false;
-  }
-  if (status < 200 || status >= 300) {
-    if (error != nullptr) *error = "POST " + url + ": HTTP " + std::to_string(status);
-    return false;
-  }
-  return true;
+  if (rc != CURLE_OK)
+    return core::Status::unavailable(std::string("POST ") + url + ": " + curl_easy_strerror(rc));
+  if (status < 200 || status >= 300)
+    return core::Status::unavailable("POST " + url + ": HTTP " + std::to_string(status));
+  return {};
 }
 
 void AgonesClient::run() {
@@ -86,21 +79,20 @@ void AgonesClient::run() {
   std::unique_lock lock(mu_);
   while (!stopping_) {
     lock.unlock();
-    std::string error;
+    core::Status sent;
     if (!ready_sent) {
       if (ready_()) {
-        ready_sent = post("/ready", &error);
+        sent = post("/ready");
+        ready_sent = sent.ok();
         if (ready_sent) spdlog::info("agones: Ready sent to {}", settings_.base_url);
       }
     } else if (healthy_()) {
-      if (!post("/health", &error)) {
-        // retried next period
-      } else {
-        warned = false;
-      }
+      sent = post("/health");  // a failure is retried next period
+      if (sent.ok()) warned = false;
     }
-    if (!error.empty() && !warned) {
-      spdlog::warn("agones: {} (retrying every {} ms)", error, settings_.health_period.count());
+    if (!sent.ok() && !warned) {
+      spdlog::warn("agones: {} (retrying every {} ms)", sent.message(),
+                   settings_.health_period.count());
       warned = true;
     }
     lock.lock();
@@ -119,11 +111,10 @@ void AgonesClient::stop() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
-  std::string error;
-  if (post("/shutdown", &error)) {
+  if (const core::Status s = post("/shutdown"); s.ok()) {
     spdlog::info("agones: Shutdown sent");
   } else {
-    spdlog::warn("agones: {}", error);
+    spdlog::warn("agones: {}", s.message());
   }
 }
 

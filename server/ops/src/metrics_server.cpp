@@ -452,30 +452,35 @@ HealthStatus check_ready(const MetricsSources& src) {
   return {true, "ready: scenario '" + src.scenario_id + "' loaded, listening"};
 }
 
-std::string check_metrics_bind(const std::string& bind) {
+core::Status check_metrics_bind(const std::string& bind) {
   const auto colon = bind.rfind(':');
   if (colon == std::string::npos || colon == 0)
-    return "expected ADDR:PORT (e.g. 127.0.0.1:9464), got '" + bind + "'";
+    return core::Status::invalid_argument("expected ADDR:PORT (e.g. 127.0.0.1:9464), got '" + bind +
+                                          "'");
   std::string host = bind.substr(0, colon);
   const std::string port = bind.substr(colon + 1);
   unsigned value = 0;
   const auto [p, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
   if (ec != std::errc() || p != port.data() + port.size() || port.empty() || value > 65535) {
-    return "expected a port in [0, 65535] after ':', got '" + bind + "'";
+    return core::Status::invalid_argument("expected a port in [0, 65535] after ':', got '" + bind +
+                                          "'");
   }
   if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
     host = host.substr(1, host.size() - 2);
   asio::error_code aec;
   const auto addr = asio::ip::make_address(host, aec);
-  if (aec) return "invalid address '" + host + "' in '" + bind + "'";
+  if (aec)
+    return core::Status::invalid_argument("invalid address '" + host + "' in '" + bind + "'");
   if (addr.is_v6() && bind.front() != '[')
-    return "write an IPv6 address in brackets: [" + host + "]:" + port;
+    return core::Status::invalid_argument("write an IPv6 address in brackets: [" + host +
+                                          "]:" + port);
   return {};
 }
 
-std::unique_ptr<MetricsServer> MetricsServer::start(const std::string& bind, MetricsSources sources,
-                                                    HealthSettings health, std::string& error) {
-  if (error = check_metrics_bind(bind); !error.empty()) return nullptr;
+core::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::start(const std::string& bind,
+                                                                    MetricsSources sources,
+                                                                    HealthSettings health) {
+  if (core::Status s = check_metrics_bind(bind); !s.ok()) return s;
   std::unique_ptr<MetricsServer> out(new MetricsServer());
   out->impl_ = std::make_unique<Impl>();
   Impl& impl = *out->impl_;
@@ -494,14 +499,13 @@ std::unique_ptr<MetricsServer> MetricsServer::start(const std::string& bind, Met
                                  "5000"},
         &callbacks);
   } catch (const std::exception& e) {
-    error = "cannot serve metrics on " + bind + ": " + e.what();
-    return nullptr;
+    return core::Status::unavailable("cannot serve metrics on " + bind + ": " + e.what());
   }
   impl.context = g_starting_context;
   g_starting_context = nullptr;
   if (impl.context == nullptr) {
-    error = "cannot serve metrics on " + bind + ": the HTTP server did not start";
-    return nullptr;
+    return core::Status::unavailable("cannot serve metrics on " + bind +
+                                     ": the HTTP server did not start");
   }
   impl.exposer->RegisterCollectable(impl.collector);
   mg_set_request_handler(impl.context, "/healthz", probe_handler, &impl.healthz);

@@ -292,10 +292,10 @@ std::optional<core::WorldCommand> decode_small_command(const std::string& kind, 
   return core::SetAdmissionMask{id, it->get<bool>()};
 }
 
-}  // namespace
-
-std::optional<core::WorldCommand> decode_command(const std::string& kind,
-                                                 const std::string& args_json, std::string& error) {
+// The codec's helpers report the first bad field through `error` (each
+// `get_*` names its key); decode_command turns it into the Status.
+std::optional<core::WorldCommand> decode_fields(const std::string& kind,
+                                                const std::string& args_json, std::string& error) {
   const json j = json::parse(args_json, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) {
     error = "args: not a JSON object";
@@ -419,6 +419,16 @@ std::optional<core::WorldCommand> decode_command(const std::string& kind,
   }
   error = "kind: unknown command kind '" + kind + "'";
   return std::nullopt;
+}
+
+}  // namespace
+
+core::StatusOr<core::WorldCommand> decode_command(const std::string& kind,
+                                                  const std::string& args_json) {
+  std::string error;
+  std::optional<core::WorldCommand> decoded = decode_fields(kind, args_json, error);
+  if (!decoded) return core::Status::data_loss(error.empty() ? "args: not decodable" : error);
+  return std::move(*decoded);
 }
 
 }  // namespace bustle::persist

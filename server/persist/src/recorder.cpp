@@ -302,10 +302,11 @@ StoreError RecordingReader::read_ticks(std::uint64_t from, std::uint64_t to,
     core::CommandEnvelope env;
     env.origin = {static_cast<std::uint32_t>(cmds.column_i64(2)),
                   static_cast<std::uint32_t>(cmds.column_i64(3))};
-    std::string why;
-    auto decoded = decode_command(cmds.column_text(4), cmds.column_text(5), why);
-    if (!decoded)
+    auto decoded = decode_command(cmds.column_text(4), cmds.column_text(5));
+    if (!decoded.ok()) {
+      const std::string& why = decoded.status().message();
       return StoreError{path, "recording_commands", row, why.substr(0, why.find(':')), why, 0};
+    }
     env.command = std::move(*decoded);
     out[tick - from].commands.push_back(std::move(env));
   }

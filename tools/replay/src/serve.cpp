@@ -258,14 +258,14 @@ int run_serve(const ReplayOptions& options) {
   net::CommandQueue commands(4096);
   // The same Welcome facts (lanes, garages, signals) the live server sends.
   net::WelcomeInfo welcome = net::make_welcome_info(world, BUSTLE_VERSION, clock);
-  if (std::string why = net::check_bind_policy(server_options); !why.empty()) {
-    std::fprintf(stderr, "bustle-replay: %s\n", why.c_str());
+  if (const bustle::core::Status s = net::check_bind_policy(server_options); !s.ok()) {
+    std::fprintf(stderr, "bustle-replay: %s\n", s.message().c_str());
     return 2;
   }
   net::Server server(server_options, std::move(welcome), commands);
   const auto listening = server.listen();
-  if (!listening.ok) {
-    std::fprintf(stderr, "bustle-replay: %s\n", listening.error.c_str());
+  if (!listening.status.ok()) {
+    std::fprintf(stderr, "bustle-replay: %s\n", listening.status.message().c_str());
     return 1;
   }
   std::atomic<bool> stop{false};

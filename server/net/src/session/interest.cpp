@@ -7,9 +7,9 @@ namespace bustle::net {
 void Session::handle_subscribe(const wire::Subscribe& sub) {
   if (!take_rate_token(sub.request_id())) return;
   ClientInterest interest;
-  if (std::string why = read_subscribe(sub, interest, server_.options_.default_budgets);
-      !why.empty()) {
-    return reject(sub.request_id(), core::RejectReason::InvalidArgument, "Subscribe." + why);
+  if (core::Status s = read_subscribe(sub, interest, server_.options_.default_budgets); !s.ok()) {
+    return reject(sub.request_id(), core::RejectReason::InvalidArgument,
+                  s.within("Subscribe.").message());
   }
   tracker_.set_interest(interest, true);
   if (server_.latest_seen_) epoch_ = server_.latest_seen_->world_epoch;
@@ -33,8 +33,9 @@ void Session::handle_update_interest(const wire::UpdateInterest& upd) {
                   "UpdateInterest: not subscribed (send Subscribe first)");
   }
   ClientInterest interest = tracker_.interest();
-  if (std::string why = read_update_interest(upd, interest); !why.empty()) {
-    return reject(upd.request_id(), core::RejectReason::InvalidArgument, "UpdateInterest." + why);
+  if (core::Status s = read_update_interest(upd, interest); !s.ok()) {
+    return reject(upd.request_id(), core::RejectReason::InvalidArgument,
+                  s.within("UpdateInterest.").message());
   }
   tracker_.set_interest(interest, false);
   announce_observers();

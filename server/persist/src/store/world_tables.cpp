@@ -303,11 +303,11 @@ StoreError read_pending_commands(Tables& t, std::int64_t id,
         core::CommandEnvelope env;
         env.origin.client_id = rr.u32("client_id");
         env.origin.request_id = rr.u32("request_id");
-        std::string why;
-        auto decoded = decode_command(rr.text("kind"), rr.text("args"), why);
-        if (!decoded) {
-          rr.fail(why.substr(0, why.find(':')),
-                  why);  // the codec's reason starts with the field it names
+        auto decoded = decode_command(rr.text("kind"), rr.text("args"));
+        if (!decoded.ok()) {
+          // The codec's reason starts with the field it names.
+          const std::string& why = decoded.status().message();
+          rr.fail(why.substr(0, why.find(':')), why);
           return;
         }
         env.command = std::move(*decoded);

@@ -30,6 +30,7 @@
 #include "bustle/core/command.hpp"
 #include "bustle/core/lane_graph.hpp"
 #include "bustle/core/phase_executor.hpp"
+#include "bustle/core/status.hpp"
 #include "bustle/core/world.hpp"
 #include "bustle/net/command_queue.hpp"
 #include "bustle/net/published_frame.hpp"
@@ -128,9 +129,10 @@ struct WelcomeInfo {
 };
 
 // The bind policy (DESIGN §6): a non-loopback address needs an operator
-// token. Returns "" when allowed, else the reason. Server::listen enforces it;
+// token. Returns Ok when allowed, else the reason (InvalidArgument: not an
+// address; FailedPrecondition: no token). Server::listen enforces it;
 // applications call it first to refuse before any other side effect.
-std::string check_bind_policy(const ServerOptions& options);
+core::Status check_bind_policy(const ServerOptions& options);
 
 // The Welcome facts of a world: lanes, garages, signals and lane chains.
 WelcomeInfo make_welcome_info(const core::World& world, std::string server_version,
@@ -294,8 +296,8 @@ class Server {
   Server& operator=(const Server&) = delete;
 
   struct ListenResult {
-    bool ok = false;
-    std::string error;       // e.g. "bind 127.0.0.1:7777: Address already in use"
+    // Ok, or why not: e.g. Unavailable "bind 127.0.0.1:7777: Address already in use".
+    core::Status status;
     std::string address;     // bound address
     std::uint16_t port = 0;  // bound port (the ephemeral one when port was 0)
   };

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "bustle/core/importance.hpp"
+#include "bustle/core/status.hpp"
 #include "bustle/net/published_frame.hpp"
 #include "bustle/proto/motion.hpp"
 #include "bustle/proto/wire.hpp"
@@ -73,13 +74,13 @@ struct ClientInterest {
 };
 
 // Reads and validates a Subscribe (kinds, observers, budgets, tolerance).
-// Returns "" or the first problem naming the field ("observers[2].radius_m:
-// ..."); `out` is only written when valid. Without budgets the client gets
+// Returns Ok or the first problem, InvalidArgument naming the field
+// ("observers[2].radius_m: ..."); `out` is only written when valid. Without budgets the client gets
 // `default_budgets` (the server's, scaled by its quality setting).
-std::string read_subscribe(const wire::Subscribe& sub, ClientInterest& out,
-                           const RepresentationBudgets& default_budgets = {});
+core::Status read_subscribe(const wire::Subscribe& sub, ClientInterest& out,
+                            const RepresentationBudgets& default_budgets = {});
 // Same for UpdateInterest: observers and budgets replace those of `out`.
-std::string read_update_interest(const wire::UpdateInterest& upd, ClientInterest& out);
+core::Status read_update_interest(const wire::UpdateInterest& upd, ClientInterest& out);
 
 // Static facts every tracker needs, taken from the Welcome.
 struct StreamContext {

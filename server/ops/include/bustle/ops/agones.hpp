@@ -22,6 +22,8 @@
 #include <string>
 #include <thread>
 
+#include "bustle/core/status.hpp"
+
 namespace bustle::ops {
 
 struct AgonesSettings {
@@ -30,8 +32,8 @@ struct AgonesSettings {
 };
 
 // The sidecar's address from AGONES_SDK_HTTP_PORT (value of `env_port`, null
-// when unset). "" error when fine.
-std::string agones_base_url(const char* env_port, std::string& url);
+// when unset: the SDK's default port), or InvalidArgument naming the variable.
+core::StatusOr<std::string> agones_base_url(const char* env_port);
 
 class AgonesClient {
  public:
@@ -43,8 +45,9 @@ class AgonesClient {
   // Sends /shutdown (once) and joins the thread. Bounded by the request timeout.
   void stop();
 
-  // One POST to base_url + path; true on a 2xx answer. Thread-safe.
-  bool post(const std::string& path, std::string* error = nullptr) const;
+  // One POST to base_url + path: Ok on a 2xx answer, else Unavailable saying
+  // what the sidecar answered. Thread-safe.
+  core::Status post(const std::string& path) const;
 
  private:
   void run();

@@ -20,6 +20,7 @@
 #include <memory>
 #include <string>
 
+#include "bustle/core/status.hpp"
 #include "bustle/net/server.hpp"
 #include "bustle/ops/telemetry.hpp"
 
@@ -50,10 +51,11 @@ HealthStatus check_ready(const MetricsSources& src);
 
 class MetricsServer {
  public:
-  // Starts serving on `bind` ("ADDR:PORT", port 0 = ephemeral). Null, with
-  // `error` set, when it cannot (bad address, port in use).
-  static std::unique_ptr<MetricsServer> start(const std::string& bind, MetricsSources sources,
-                                              HealthSettings health, std::string& error);
+  // Starts serving on `bind` ("ADDR:PORT", port 0 = ephemeral), or says why
+  // it cannot: InvalidArgument (a bad address), Unavailable (port in use).
+  static core::StatusOr<std::unique_ptr<MetricsServer>> start(const std::string& bind,
+                                                              MetricsSources sources,
+                                                              HealthSettings health);
   ~MetricsServer();
   MetricsServer(const MetricsServer&) = delete;
   MetricsServer& operator=(const MetricsServer&) = delete;
@@ -68,7 +70,7 @@ class MetricsServer {
   std::uint16_t port_ = 0;
 };
 
-// Checks "ADDR:PORT" (IPv4, or [IPv6]:PORT); "" when valid, else why not.
-std::string check_metrics_bind(const std::string& bind);
+// Checks "ADDR:PORT" (IPv4, or [IPv6]:PORT): Ok, or InvalidArgument saying why not.
+core::Status check_metrics_bind(const std::string& bind);
 
 }  // namespace bustle::ops

@@ -7,13 +7,15 @@
 #include <string>
 
 #include "bustle/core/command.hpp"
+#include "bustle/core/status.hpp"
 
 namespace bustle::persist {
 
 std::string command_args_json(const core::WorldCommand& command);
 
-// Returns the command, or nullopt with `error` naming the bad field.
-std::optional<core::WorldCommand> decode_command(const std::string& kind,
-                                                 const std::string& args_json, std::string& error);
+// Returns the command, or DataLoss whose message starts with the bad field
+// ("count: expected an unsigned integer").
+core::StatusOr<core::WorldCommand> decode_command(const std::string& kind,
+                                                  const std::string& args_json);
 
 }  // namespace bustle::persist
