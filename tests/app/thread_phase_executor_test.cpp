@@ -440,6 +440,10 @@ TEST_CASE("a published frame built on 1, 2 and 4 threads is the frame built inli
       const auto frame = bustle::net::make_published_frame(w, archetypes);
       INFO("step " << step << " threads " << pool->threads());
       REQUIRE(frame->entities.size() == inline_frame->entities.size());
+      CHECK(frame->bounds.min_x_m == inline_frame->bounds.min_x_m);
+      CHECK(frame->bounds.min_y_m == inline_frame->bounds.min_y_m);
+      CHECK(frame->bounds.max_x_m == inline_frame->bounds.max_x_m);
+      CHECK(frame->bounds.max_y_m == inline_frame->bounds.max_y_m);
       for (std::size_t k = 0; k < frame->entities.size(); ++k) {
         if (!same(frame->entities[k], inline_frame->entities[k])) {
           FAIL("entity " << k << " differs");

@@ -48,10 +48,17 @@ const net::PublishedEntity* find(const net::PublishedFrame& f, core::EntityId id
 }
 
 // Sorted by index with unique indices; retiring exactly for orphans, which
-// sit at their lane pose with speed 0.
+// sit at their lane pose with speed 0; the bounds exactly those of every
+// entity's position (the spatial index's grid).
 void check_frame(const core::World& w, const net::PublishedFrame& f) {
   for (std::size_t i = 1; i < f.entities.size(); ++i)
     REQUIRE(f.entities[i - 1].id.index < f.entities[i].id.index);
+  net::Bounds walked;
+  for (const net::PublishedEntity& e : f.entities) walked.add(e.x_m, e.y_m);
+  CHECK(f.bounds.min_x_m == walked.min_x_m);
+  CHECK(f.bounds.min_y_m == walked.min_y_m);
+  CHECK(f.bounds.max_x_m == walked.max_x_m);
+  CHECK(f.bounds.max_y_m == walked.max_y_m);
   CHECK(f.entities.size() ==
         w.pedestrians().size() + w.vehicles().store().size() + w.orphans().size());
   std::set<std::uint32_t> orphan_indices;
@@ -189,4 +196,23 @@ TEST_CASE("a frame built from stores out of index order is sorted by index, each
     CHECK(again->entities[k].id == frame->entities[k].id);
     CHECK(again->entities[k].s_mm == frame->entities[k].s_mm);
   }
+}
+
+TEST_CASE("the frame's bounds hold orphans the stores no longer hold") {
+  auto w = make(ring());
+  for (int i = 0; i < 3; ++i) w->step();
+  // Every pedestrian despawned and none spawned again: what fades is all
+  // the frame holds, so its bounds come from the orphans alone.
+  REQUIRE(w->submit({{1, 1}, core::WorldCommand{core::SetPedestrianTarget{0}}}) ==
+          core::SubmitStatus::Queued);
+  for (const core::EntityId id : w->pedestrians().id) {
+    REQUIRE(w->submit({{1, 2}, core::WorldCommand{core::DespawnEntity{id}}}) ==
+            core::SubmitStatus::Queued);
+  }
+  w->step();
+  REQUIRE(w->pedestrians().size() == 0);
+  REQUIRE(w->orphans().size() > 0);
+  const auto frame = net::make_published_frame(*w, net::make_archetypes(w->scenario()));
+  check_frame(*w, *frame);
+  CHECK(frame->bounds.min_x_m <= frame->bounds.max_x_m);  // not empty
 }

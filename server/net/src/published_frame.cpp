@@ -43,6 +43,7 @@ struct FrameBuilder {
   PublishedFrame& frame;
   core::ImportanceField weights;  // areas and class/type weights only
   std::uint32_t step_us;
+  std::vector<Bounds> part_bounds;  // live_entities(): one per part
 
   // The pose the clients will reproduce: the simulated distance along the
   // lane, extrapolated by the steps since it was simulated, on the mm grid.
@@ -67,7 +68,9 @@ struct FrameBuilder {
 
   // Rows [begin, end) of each store into out[row]: parts of the frame that
   // different threads may build at once (they only read the world).
-  void pedestrians(std::uint32_t begin, std::uint32_t end, PublishedEntity* out) const {
+  void pedestrians(std::uint32_t begin, std::uint32_t end, PublishedEntity* out,
+                   Bounds& bounds) const {
+    Bounds local;  // written once: parts on other threads write their neighbours
     const core::PedestrianStore& peds = world.pedestrians();
     const core::ResidentStore& residents = world.population().residents();
     for (std::uint32_t i = begin; i < end; ++i) {
@@ -93,11 +96,15 @@ struct FrameBuilder {
             archetypes.community_first[residents.community[r]] + residents.profession[r]);
         e.label = kLabelResident | r;
       }
+      local.add(e.x_m, e.y_m);
       out[i] = e;
     }
+    bounds = local;
   }
 
-  void vehicles(std::uint32_t begin, std::uint32_t end, PublishedEntity* out) const {
+  void vehicles(std::uint32_t begin, std::uint32_t end, PublishedEntity* out,
+                Bounds& bounds) const {
+    Bounds local;
     const core::VehicleSystem& vs = world.vehicles();
     const core::VehicleStore& v = vs.store();
     for (std::uint32_t i = begin; i < end; ++i) {
@@ -117,8 +124,10 @@ struct FrameBuilder {
       }
       e.label =
           kLabelVehicle | std::uint64_t{v.garage[i]} << 40 | (v.ordinal[i] & ((1ull << 40) - 1));
+      local.add(e.x_m, e.y_m);
       out[i] = e;
     }
+    bounds = local;
   }
 
   // Every pedestrian, then every vehicle, at frame.entities[row] and
@@ -133,19 +142,22 @@ struct FrameBuilder {
     const std::uint32_t ped_parts = (peds + core::kRowsPerPart - 1) / core::kRowsPerPart;
     const std::uint32_t parts =
         ped_parts + (vehicles_n + core::kRowsPerPart - 1) / core::kRowsPerPart;
+    part_bounds.assign(parts, Bounds{});
     struct Job {
       const FrameBuilder* b;
       std::uint32_t peds, vehicles, ped_parts;
       PublishedEntity* out;
-    } job{this, peds, vehicles_n, ped_parts, frame.entities.data()};
+      Bounds* bounds;  // one per part
+    } job{this, peds, vehicles_n, ped_parts, frame.entities.data(), part_bounds.data()};
     const auto part = [](void* context, std::uint32_t p) {
       const Job& j = *static_cast<const Job*>(context);
       if (p < j.ped_parts) {
         const std::uint32_t begin = p * core::kRowsPerPart;
-        j.b->pedestrians(begin, std::min(j.peds, begin + core::kRowsPerPart), j.out);
+        j.b->pedestrians(begin, std::min(j.peds, begin + core::kRowsPerPart), j.out, j.bounds[p]);
       } else {
         const std::uint32_t begin = (p - j.ped_parts) * core::kRowsPerPart;
-        j.b->vehicles(begin, std::min(j.vehicles, begin + core::kRowsPerPart), j.out + j.peds);
+        j.b->vehicles(begin, std::min(j.vehicles, begin + core::kRowsPerPart), j.out + j.peds,
+                      j.bounds[p]);
       }
     };
     core::PhaseExecutor* threads = world.lent_phase_executor();
@@ -154,6 +166,7 @@ struct FrameBuilder {
     } else {
       for (std::uint32_t p = 0; p < parts; ++p) part(&job, p);
     }
+    for (const Bounds& b : part_bounds) frame.bounds.add(b);
   }
 
   // Orphans (retiring, fading out) stay in the stream until final deletion,
@@ -198,6 +211,7 @@ struct FrameBuilder {
                                        residents.profession[o.resident]);
         e.label = kLabelResident | o.resident;
       }
+      frame.bounds.add(e.x_m, e.y_m);
       entities.push_back(e);
     }
     // The orphan set is sorted by id, hence by index: merge the two runs.
@@ -258,6 +272,7 @@ void build_frame(const core::World& world, const ArchetypeTable& archetypes,
   if (!with_entities) frame->entities.clear();
   frame->chain_pedestrians.clear();
   frame->entities_built = with_entities;
+  frame->bounds = Bounds{};
   frame->signal_phases.clear();
   frame->world_epoch = world_epoch;
   frame->step = world.step_index();
@@ -268,7 +283,7 @@ void build_frame(const core::World& world, const ArchetypeTable& archetypes,
   if (with_entities) {
     frame->entities.reserve(world.pedestrians().size() + world.vehicles().store().size() +
                             world.orphans().size());
-    FrameBuilder b{world, archetypes, *frame, {}, world.scenario().step_us};
+    FrameBuilder b{world, archetypes, *frame, {}, world.scenario().step_us, {}};
     b.weights.prepare(world.scenario().tiers.importance, {}, {});
     b.live_entities();
     // Every pedestrian row is a pedestrian entity (the orphans add theirs).

@@ -161,33 +161,30 @@ void SpatialIndex::build(const PublishedFrame& frame, double cell_m) {
   cell_start_.clear();
   by_cell_.clear();
   if (frame.entities.empty()) return;
-  double max_x = -std::numeric_limits<double>::infinity(), max_y = max_x;
-  min_x_ = min_y_ = std::numeric_limits<double>::infinity();
-  for (const PublishedEntity& e : frame.entities) {
-    min_x_ = std::min(min_x_, e.x_m);
-    min_y_ = std::min(min_y_, e.y_m);
-    max_x = std::max(max_x, e.x_m);
-    max_y = std::max(max_y, e.y_m);
-  }
+  // The frame's bounds: gathered as its entities were built.
+  min_x_ = frame.bounds.min_x_m;
+  min_y_ = frame.bounds.min_y_m;
+  const double max_x = frame.bounds.max_x_m, max_y = frame.bounds.max_y_m;
   // At most ~1M cells whatever the extent: grow the cell for huge worlds.
   while ((max_x - min_x_) / cell_m_ * (max_y - min_y_) / cell_m_ > double{1 << 20}) cell_m_ *= 2.0;
   cols_ = static_cast<std::int64_t>((max_x - min_x_) / cell_m_) + 1;
   rows_ = static_cast<std::int64_t>((max_y - min_y_) / cell_m_) + 1;
   const auto cells = static_cast<std::size_t>(cols_ * rows_);
   cell_start_.assign(cells + 1, 0);
-  std::vector<std::uint32_t> cell_of(frame.entities.size());
+  // Kept between builds, like by_cell_: a steady city allocates nothing here.
+  cell_of_.resize(frame.entities.size());
   for (std::size_t k = 0; k < frame.entities.size(); ++k) {
     const PublishedEntity& e = frame.entities[k];
     const auto c = static_cast<std::int64_t>((e.x_m - min_x_) / cell_m_);
     const auto r = static_cast<std::int64_t>((e.y_m - min_y_) / cell_m_);
-    cell_of[k] = static_cast<std::uint32_t>(r * cols_ + c);
-    ++cell_start_[cell_of[k] + 1];
+    cell_of_[k] = static_cast<std::uint32_t>(r * cols_ + c);
+    ++cell_start_[cell_of_[k] + 1];
   }
   for (std::size_t c = 0; c < cells; ++c) cell_start_[c + 1] += cell_start_[c];
   by_cell_.resize(frame.entities.size());
-  std::vector<std::uint32_t> fill(cell_start_.begin(), cell_start_.end() - 1);
+  fill_.assign(cell_start_.begin(), cell_start_.end() - 1);
   for (std::size_t k = 0; k < frame.entities.size(); ++k)
-    by_cell_[fill[cell_of[k]]++] = static_cast<std::uint32_t>(k);
+    by_cell_[fill_[cell_of_[k]]++] = static_cast<std::uint32_t>(k);
 }
 
 void StreamTracker::set_interest(const ClientInterest& interest, bool baseline) {

@@ -8,7 +8,9 @@
 // network thread never touches simulation state.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <span>
 #include <string>
@@ -52,6 +54,26 @@ struct PublishedEntity {
   std::uint64_t label = 0;  // kLabel* reference, 0 = none
 };
 
+// The smallest box holding a set of positions (empty: min > max).
+struct Bounds {
+  double min_x_m = std::numeric_limits<double>::infinity();
+  double min_y_m = std::numeric_limits<double>::infinity();
+  double max_x_m = -std::numeric_limits<double>::infinity();
+  double max_y_m = -std::numeric_limits<double>::infinity();
+  void add(double x_m, double y_m) {
+    min_x_m = std::min(min_x_m, x_m);
+    min_y_m = std::min(min_y_m, y_m);
+    max_x_m = std::max(max_x_m, x_m);
+    max_y_m = std::max(max_y_m, y_m);
+  }
+  void add(const Bounds& b) {
+    min_x_m = std::min(min_x_m, b.min_x_m);
+    min_y_m = std::min(min_y_m, b.min_y_m);
+    max_x_m = std::max(max_x_m, b.max_x_m);
+    max_y_m = std::max(max_y_m, b.max_y_m);
+  }
+};
+
 struct PublishedFrame {
   std::uint64_t step = 0;
   std::uint64_t sim_time_us = 0;
@@ -63,7 +85,11 @@ struct PublishedFrame {
   // `entities` is empty whatever the world holds (nobody would read it) and
   // sessions wait for a frame built in full. Everything else is filled.
   bool entities_built = true;
-  std::vector<PublishedEntity> entities;    // sorted by id.index, unique indices
+  std::vector<PublishedEntity> entities;  // sorted by id.index, unique indices
+  // Of every entity's (x_m, y_m): the spatial index's grid. Gathered while
+  // the entities are built (in their parts), so the network thread does not
+  // walk the frame once more for it.
+  Bounds bounds;
   std::vector<std::uint8_t> signal_phases;  // per scenario signal (core::SignalPhase)
   // Per lane chain: the pedestrian entities of `entities` on it. A client's
   // dots are this minus the pedestrians it receives, so they cost it what it

@@ -117,6 +117,8 @@ class SpatialIndex {
   std::int64_t cols_ = 0, rows_ = 0;
   std::vector<std::uint32_t> cell_start_;  // per cell + 1: prefix sums into by_cell_
   std::vector<std::uint32_t> by_cell_;     // frame positions, grouped by cell
+  std::vector<std::uint32_t> cell_of_;     // build scratch: each entity's cell
+  std::vector<std::uint32_t> fill_;        // build scratch: next free slot per cell
 };
 
 class StreamTracker {
