@@ -33,7 +33,7 @@ bool ActorPoolBackend::initialize(LogSink* log) {
   log_ = log;
   for (const auto& [archetype, size] : config_.pool_size_by_archetype) {
     (void)size;
-    pool_for(archetype);  // pre-warm the overridden archetypes
+    if (factory_.has_actor_class(archetype)) pool_for(archetype);  // pre-warm the overrides
   }
   return true;
 }
@@ -112,6 +112,12 @@ ActivationResult ActorPoolBackend::activate(SlotId slot, EntityId id, std::uint1
     if (e.waiting) e.latest = initial;
     return e.actor != 0 ? ActivationResult::active()
                         : ActivationResult::pending(UnassignedReason::PoolAtCap);
+  }
+  if (!factory_.has_actor_class(archetype)) {
+    // Invariant 7: no class, no actor; the layer falls back to a coarser backend.
+    if (config_.trace)
+      trace("archetype " + std::to_string(archetype) + ": no actor class, refused");
+    return ActivationResult::refused(UnassignedReason::ClassNotLoaded);
   }
   e.id = id;
   e.archetype = archetype;
@@ -221,7 +227,9 @@ void ActorPoolBackend::apply_interpolation(SlotId slot, std::int64_t render_time
 }
 
 bool ActorPoolBackend::is_instance_active(SlotId slot) const {
-  return slot.valid() && slot.value < slots_.size() && slots_[slot.value].actor != 0;
+  // Invariant 8: an actor not ready yet is not drawn; whatever covers it stays.
+  const ActorHandle actor = actor_of(slot);
+  return actor != 0 && factory_.is_actor_ready(actor);
 }
 
 ActorHandle ActorPoolBackend::actor_of(SlotId slot) const {

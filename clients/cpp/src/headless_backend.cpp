@@ -30,9 +30,13 @@ HeadlessBackend::SlotState& HeadlessBackend::state(SlotId slot) {
   return slots_[slot.value];
 }
 
-ActivationResult HeadlessBackend::activate(SlotId slot, EntityId id, std::uint16_t /*archetype*/,
+ActivationResult HeadlessBackend::activate(SlotId slot, EntityId id, std::uint16_t archetype,
                                            RepresentationHint hint,
                                            const EntityState& /*initial*/) {
+  const auto& refused = options_.refuse_archetypes;
+  if (std::find(refused.begin(), refused.end(), archetype) != refused.end()) {
+    return ActivationResult::refused(UnassignedReason::ClassNotLoaded);
+  }
   SlotState& st = state(slot);
   if (st.active) return ActivationResult::active();
   if (active_count_ >= options_.capacity) {
@@ -107,8 +111,12 @@ std::vector<EntityId> HeadlessBackend::active_ids() const {
 }
 
 ActorHandle HeadlessActorFactory::spawn_actor(std::uint16_t archetype) {
-  actors_.push_back(Actor{archetype, false, false, EntityId{}, RenderPose{}, 0});
+  actors_.push_back(Actor{archetype, false, false, spawn_ready_, EntityId{}, RenderPose{}, 0});
   return actors_.size();
+}
+
+bool HeadlessActorFactory::has_actor_class(std::uint16_t archetype) const {
+  return std::find(no_class_.begin(), no_class_.end(), archetype) == no_class_.end();
 }
 
 void HeadlessActorFactory::activate_actor(ActorHandle actor, SlotId /*slot*/, EntityId id,

@@ -17,7 +17,9 @@ struct RepresentationLayer::SlotRecord {
   RepresentationHint hint = RepresentationHint::None;
   RenderBackend* drawn = nullptr;
   RenderBackend* pending = nullptr;
-  bool refused = false;  // the pending backend refused: not retried until the route changes
+  // Levels (hint_index) whose backend refused this entity: skipped by the
+  // fallback until the hint changes or a backend is installed.
+  std::uint8_t refused_levels = 0;
   UnassignedReason pending_reason = UnassignedReason::None;
   bool in_pending_list = false;
   bool lease_queued = false;
@@ -144,10 +146,12 @@ InstallStatus RepresentationLayer::set_backend(RepresentationHint hint, RenderBa
   // one first, then release the old one).
   for (std::uint32_t s = 0; s < slots_.size(); ++s) {
     SlotRecord& r = slots_[s];
-    if (!r.live || (r.hint != hint && r.drawn != old && r.pending != old)) continue;
-    r.refused = false;
+    if (!r.live) continue;
+    r.refused_levels = 0;  // a new backend anywhere may change any slot's fallback
     reconcile(s);
-    if (old != nullptr && old != route(r.hint)) {
+    if (old != nullptr && hint_of(old) == RepresentationHint::None) {
+      // The old backend is gone from every hint: release it now, even where
+      // the new one is not active yet (the caller may destroy it).
       if (r.pending == old) {
         old->deactivate(SlotId{s}, r.id);
         r.pending = nullptr;
@@ -208,7 +212,7 @@ void RepresentationLayer::set_lease(std::uint32_t slot, const Lease& lease) {
   }
 }
 
-bool RepresentationLayer::try_activate(std::uint32_t slot, bool retry) {
+RepresentationLayer::Attempt RepresentationLayer::try_activate(std::uint32_t slot, bool retry) {
   SlotRecord& r = slots_[slot];
   assert(r.pending != nullptr);
   const EntityView* view = mirror_.at(SlotId{slot});
@@ -222,19 +226,64 @@ bool RepresentationLayer::try_activate(std::uint32_t slot, bool retry) {
   }
   r.pending_reason = result.reason;
   if (result.status == ActivationStatus::Refused) {
-    r.refused = true;
     if (r.pending_reason == UnassignedReason::None) r.pending_reason = UnassignedReason::Other;
     log_to(log_, LogLevel::Debug, "representation",
            std::string(r.pending->name()) + " refused slot " + std::to_string(slot) + " (" +
                to_string(r.pending_reason) + ")");
-    return false;
+    // Released at once (it may hold a place in a queue); the fallback goes on
+    // with the next coarser backend.
+    mark_refused(r, r.pending);
+    r.pending->deactivate(SlotId{slot}, r.id);
+    r.pending = nullptr;
+    return Attempt::Refused;
   }
   if (r.pending->is_instance_active(SlotId{slot})) {
     finish_move(slot);
-    return false;
+    return Attempt::Done;
   }
   if (r.pending_reason == UnassignedReason::None) r.pending_reason = UnassignedReason::Loading;
-  return true;
+  return Attempt::Waiting;
+}
+
+void RepresentationLayer::mark_refused(SlotRecord& r, const RenderBackend* backend) const {
+  for (std::size_t level = 0; level < backends_.size(); ++level) {
+    if (backends_[level] == backend) r.refused_levels |= static_cast<std::uint8_t>(1U << level);
+  }
+}
+
+std::optional<std::size_t> RepresentationLayer::target_level(const SlotRecord& r) const {
+  if (r.hint == RepresentationHint::None) return std::nullopt;
+  const std::size_t first = hint_index(r.hint);
+  const std::size_t last = config_.fallback_to_coarser ? backends_.size() - 1 : first;
+  for (std::size_t level = first; level <= last; ++level) {
+    if (backends_[level] != nullptr && (r.refused_levels & (1U << level)) == 0) return level;
+  }
+  return std::nullopt;
+}
+
+void RepresentationLayer::cover(std::uint32_t slot) {
+  SlotRecord& r = slots_[slot];
+  if (!config_.cover_while_pending || r.drawn != nullptr || r.pending == nullptr) return;
+  const EntityView* view = mirror_.at(SlotId{slot});
+  assert(view != nullptr);
+  // Only backends coarser than the pending one stand in, the first that
+  // draws at once; one that is not active at once is released again.
+  std::size_t level = hint_index(r.hint);
+  while (level < backends_.size() && backends_[level] != r.pending) ++level;
+  for (++level; level < backends_.size(); ++level) {
+    RenderBackend* b = backends_[level];
+    if (b == nullptr || b == r.pending || (r.refused_levels & (1U << level)) != 0) continue;
+    const ActivationResult result =
+        b->activate(SlotId{slot}, r.id, view->archetype, r.hint, state_of(*view, r));
+    ++counters_.activations;
+    if (result.status == ActivationStatus::Active && b->is_instance_active(SlotId{slot})) {
+      r.drawn = b;
+      ++counters_.covers;
+      return;
+    }
+    if (result.status == ActivationStatus::Refused) mark_refused(r, b);
+    b->deactivate(SlotId{slot}, r.id);
+  }
 }
 
 void RepresentationLayer::add_pending(std::uint32_t slot) {
@@ -251,7 +300,6 @@ void RepresentationLayer::finish_move(std::uint32_t slot) {
   RenderBackend* old = r.drawn;
   r.drawn = r.pending;
   r.pending = nullptr;
-  r.refused = false;
   r.pending_reason = UnassignedReason::None;
   if (old != nullptr) {
     // The new instance is active: only now does the old one go (no gap).
@@ -264,13 +312,19 @@ void RepresentationLayer::finish_move(std::uint32_t slot) {
 void RepresentationLayer::reconcile(std::uint32_t slot) {
   SlotRecord& r = slots_[slot];
   assert(r.live);
-  RenderBackend* want = route(r.hint);
+  const std::optional<std::size_t> level = target_level(r);
+  RenderBackend* want = level ? backends_[*level] : nullptr;
   if (r.pending != nullptr && r.pending != want) {
     r.pending->deactivate(SlotId{slot}, r.id);  // cancels a wait, frees its place in a queue
     r.pending = nullptr;
-    r.refused = false;
   }
   if (want == nullptr) {
+    const bool refused = r.hint != RepresentationHint::None && r.refused_levels != 0;
+    if (refused && r.drawn != nullptr) {
+      // Every backend that could take it refused: what draws it stays.
+      set_lease(slot, Lease{r.id, LeaseState::Preserved, hint_of(r.drawn), UnassignedReason::None});
+      return;
+    }
     if (r.drawn != nullptr) {
       r.drawn->deactivate(SlotId{slot}, r.id);
       ++counters_.deactivations;
@@ -280,16 +334,27 @@ void RepresentationLayer::reconcile(std::uint32_t slot) {
                         ? Lease{r.id, LeaseState::Released, RepresentationHint::None,
                                 UnassignedReason::None}
                         : Lease{r.id, LeaseState::Unassigned, RepresentationHint::None,
-                                UnassignedReason::Other});
+                                refused ? r.pending_reason : UnassignedReason::Other});
     return;
   }
   if (r.drawn != want && r.pending == nullptr) {
     r.pending = want;
-    if (try_activate(slot, false)) add_pending(slot);
+    switch (try_activate(slot, false)) {
+      case Attempt::Refused:
+        reconcile(slot);  // the next coarser backend (at most three levels deep)
+        return;
+      case Attempt::Waiting:
+        add_pending(slot);
+        break;
+      case Attempt::Done:
+        break;
+    }
   }
+  cover(slot);
   assert(r.drawn != r.pending || r.drawn == nullptr);
   if (r.drawn == want) {
-    set_lease(slot, Lease{r.id, LeaseState::Assigned, r.hint, UnassignedReason::None});
+    set_lease(slot, Lease{r.id, LeaseState::Assigned, static_cast<RepresentationHint>(*level),
+                          UnassignedReason::None});
   } else if (r.drawn != nullptr) {
     set_lease(slot, Lease{r.id, LeaseState::Preserved, hint_of(r.drawn), UnassignedReason::None});
   } else {
@@ -308,7 +373,7 @@ void RepresentationLayer::release(std::uint32_t slot) {
   }
   r.drawn = nullptr;
   r.pending = nullptr;
-  r.refused = false;
+  r.refused_levels = 0;
   r.live = false;
   r.lease_known = false;
   r.track.reset();  // a reused slot never starts from a departed entity's history
@@ -341,7 +406,7 @@ ApplySummary RepresentationLayer::apply(const Delta& delta, std::int64_t local_r
   }
   for (std::uint32_t s : listener_->changed_) {
     if (slots_[s].live) {
-      slots_[s].refused = false;
+      slots_[s].refused_levels = 0;
       reconcile(s);
     }
   }
@@ -378,7 +443,7 @@ void RepresentationLayer::render_at(std::int64_t render_time_us) {
       SlotRecord& r = slots_[s];
       assert(r.in_pending_list);
       r.in_pending_list = false;
-      if (!r.live || r.pending == nullptr || r.refused) continue;
+      if (!r.live || r.pending == nullptr) continue;
       if (r.pending->is_instance_active(SlotId{s})) {
         finish_move(s);
       } else if (budget == 0) {
@@ -386,7 +451,7 @@ void RepresentationLayer::render_at(std::int64_t render_time_us) {
         continue;
       } else {
         --budget;
-        if (try_activate(s, true)) add_pending(s);
+        if (try_activate(s, true) == Attempt::Waiting) add_pending(s);
       }
       reconcile(s);
     }

@@ -395,3 +395,162 @@ TEST_CASE("Corpses reach the backend's state and corpses_learned, entered dead o
   CHECK(layer.corpses_learned().empty());
   CHECK(actors.last.at(slot_of(layer, 1).value).corpse);  // still one
 }
+
+TEST_CASE("An entity a backend refuses falls back per entity: Actor -> Instanced -> Marker",
+          "[representation][fallback]") {
+  c::HeadlessActorFactory factory;
+  factory.set_no_class(1);  // archetypes 1 and 2 have no actor class
+  factory.set_no_class(2);
+  c::ActorPoolBackend pool(factory, {.default_pool_size = 1});
+  c::HeadlessBackend instances({.name = "instances", .refuse_archetypes = {2}});  // no mesh for 2
+  c::HeadlessBackend markers({.name = "markers"});
+  c::RepresentationConfig config;
+  SECTION("with the fallback (the default)") {}
+  SECTION("without it") {
+    config.fallback_to_coarser = false;
+  }
+  c::RepresentationLayer layer(config);
+  layer.set_world(world());
+  layer.set_backend(H::Actor, &pool);
+  layer.set_backend(H::Instanced, &instances);
+  layer.set_backend(H::Marker, &markers);
+  apply(layer, baseline({walker(1, 0, 1000, H::Actor, 0), walker(2, 0, 1000, H::Actor, 1),
+                         walker(3, 0, 1000, H::Actor, 2), walker(4, 0, 1000, H::Instanced, 2)}));
+  const c::SlotId one = slot_of(layer, 1), two = slot_of(layer, 2);
+  const c::SlotId three = slot_of(layer, 3), four = slot_of(layer, 4);
+  // Never a stand-in actor for an archetype without a class.
+  CHECK(factory.spawned(1) == 0);
+  CHECK(factory.spawned(2) == 0);
+  CHECK_FALSE(pool.has_pool(1));
+  CHECK(pool.is_instance_active(one));
+  auto leases = layer.take_leases();
+  REQUIRE(leases.size() == 4);
+  const auto lease = [](std::uint32_t index, c::LeaseState state, H hint, c::UnassignedReason why) {
+    return c::Lease{{index, 1}, state, hint, why};
+  };
+  CHECK(leases[0] == lease(1, c::LeaseState::Assigned, H::Actor, c::UnassignedReason::None));
+  layer.render_at(150'000);
+  if (config.fallback_to_coarser) {
+    CHECK(leases[1] == lease(2, c::LeaseState::Assigned, H::Instanced, c::UnassignedReason::None));
+    CHECK(leases[2] == lease(3, c::LeaseState::Assigned, H::Marker, c::UnassignedReason::None));
+    CHECK(leases[3] == lease(4, c::LeaseState::Assigned, H::Marker, c::UnassignedReason::None));
+    CHECK(layer.slot(two)->drawn_as == H::Instanced);
+    CHECK(instances.frame_pose(two) != nullptr);
+    CHECK(markers.frame_pose(three) != nullptr);
+    CHECK(markers.frame_pose(four) != nullptr);
+    CHECK(instances.frame_pose(three) == nullptr);
+
+    // A hint change retries the finer backends: Marker, then back to Actor
+    // (the pool refuses again: Instanced draws it).
+    t::DeltaSpec change = step(2);
+    change.changes = {hint_change(2, H::Marker)};
+    apply(layer, change);
+    CHECK(layer.slot(two)->drawn_as == H::Marker);
+    CHECK_FALSE(instances.is_instance_active(two));
+    change = step(3);
+    change.changes = {hint_change(2, H::Actor)};
+    apply(layer, change);
+    CHECK(layer.slot(two)->drawn_as == H::Instanced);
+    CHECK_FALSE(markers.is_instance_active(two));
+    leases = layer.take_leases();
+    REQUIRE(leases.size() == 1);
+    CHECK(leases[0] == lease(2, c::LeaseState::Assigned, H::Instanced, c::UnassignedReason::None));
+
+    // Without the instanced backend, its entities move on to markers.
+    layer.set_backend(H::Instanced, nullptr);
+    CHECK(layer.slot(two)->drawn_as == H::Marker);
+    CHECK(instances.active_count() == 0);
+  } else {
+    CHECK(leases[1] ==
+          lease(2, c::LeaseState::Unassigned, H::None, c::UnassignedReason::ClassNotLoaded));
+    CHECK(leases[2] ==
+          lease(3, c::LeaseState::Unassigned, H::None, c::UnassignedReason::ClassNotLoaded));
+    CHECK(layer.slot(two)->drawn_as == H::None);
+    CHECK(instances.frame_pose(two) == nullptr);
+    CHECK(markers.frame_pose(three) == nullptr);
+  }
+}
+
+TEST_CASE("A hint with no backend installed is drawn by the next coarser one",
+          "[representation][fallback]") {
+  c::HeadlessBackend markers({.name = "markers"});
+  c::HeadlessBackend actors({.name = "actors"});
+  c::RepresentationLayer layer;
+  layer.set_world(world());
+  layer.set_backend(H::Marker, &markers);
+  apply(layer, baseline({walker(1, 0, 1000, H::Actor), walker(2, 0, 1000, H::Instanced)}));
+  CHECK(markers.active_count() == 2);
+  // An actor backend installed later takes its entities; markers keep the other.
+  layer.set_backend(H::Actor, &actors);
+  CHECK(actors.active_count() == 1);
+  CHECK(markers.active_count() == 1);
+  CHECK(layer.slot(slot_of(layer, 1))->drawn_as == H::Actor);
+}
+
+TEST_CASE("Pop-in cover: an instance stands in until the actor is ready, never a gap",
+          "[representation][cover]") {
+  c::HeadlessActorFactory factory;
+  factory.set_spawn_ready(false);  // actors stream their meshes in
+  c::ActorPoolBackend pool(factory, {.default_pool_size = 1, .max_spawns_per_frame = 1});
+  c::HeadlessBackend instances({.name = "instances"});
+  c::RepresentationLayer layer;
+  layer.set_world(world());
+  layer.set_backend(H::Actor, &pool);
+  layer.set_backend(H::Instanced, &instances);
+  apply(layer, baseline({walker(1, 0, 1000), walker(2, 0, 1000), walker(3, 0, 1000)}));
+  const std::vector<c::SlotId> slots = {slot_of(layer, 1), slot_of(layer, 2), slot_of(layer, 3)};
+  for (const c::SlotId s : slots) {
+    CHECK(layer.slot(s)->drawn_as == H::Instanced);
+    CHECK(layer.slot(s)->pending);
+  }
+  for (const c::Lease& l : layer.take_leases()) {
+    CHECK(l.state == c::LeaseState::Preserved);
+    CHECK(l.representation == H::Instanced);
+  }
+  CHECK(layer.counters().covers == 3);
+
+  // Frames: one spawn each; an actor is made ready two frames after its
+  // spawn. Every frame, every entity is drawn by exactly one backend.
+  std::int64_t t_us = 150'000;
+  std::vector<int> age(1, 0);
+  for (int frame = 0; frame < 12; ++frame, t_us += 16'000) {
+    layer.render_at(t_us);
+    for (c::ActorHandle h = 1; h <= factory.actors().size(); ++h) {
+      if (age.size() < h + 1) age.resize(h + 1, 0);
+      if (++age[h] >= 2) factory.set_ready(h, true);
+    }
+    for (const c::SlotId s : slots) {
+      const bool by_instance = instances.frame_pose(s) != nullptr;
+      const c::ActorHandle a = pool.actor_of(s);
+      const bool by_actor =
+          a != 0 && factory.actor(a).ready && factory.actor(a).render_time_us == t_us;
+      INFO("frame " << frame << " slot " << s.value);
+      CHECK(by_instance != by_actor);
+      CHECK(layer.slot(s)->drawn_as != H::None);
+    }
+  }
+  for (const c::SlotId s : slots) {
+    CHECK(layer.slot(s)->drawn_as == H::Actor);
+    CHECK_FALSE(instances.is_instance_active(s));
+  }
+  CHECK(factory.actors().size() == 3);
+  const auto leases = layer.take_leases();
+  REQUIRE(leases.size() == 3);
+  for (const c::Lease& l : leases) CHECK(l.state == c::LeaseState::Assigned);
+
+  SECTION("without cover the entity is undrawn while its actor is pending") {
+    c::HeadlessActorFactory f2;
+    f2.set_spawn_ready(false);
+    c::ActorPoolBackend p2(f2, {.default_pool_size = 1});
+    c::HeadlessBackend i2({.name = "instances"});
+    c::RepresentationConfig config;
+    config.cover_while_pending = false;
+    c::RepresentationLayer l2(config);
+    l2.set_world(world());
+    l2.set_backend(H::Actor, &p2);
+    l2.set_backend(H::Instanced, &i2);
+    apply(l2, baseline({walker(1, 0, 1000)}));
+    CHECK(l2.slot(slot_of(l2, 1))->drawn_as == H::None);
+    CHECK(i2.active_count() == 0);
+  }
+}

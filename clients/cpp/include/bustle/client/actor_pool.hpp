@@ -21,6 +21,9 @@
 //      it next frame. Up-front actors not spawned yet are spawned by later
 //      begin_frame() calls within the same bound (pre-warm spread over
 //      frames) and count as up-front, not as growth.
+//   7. An archetype the factory has no class for (has_actor_class) is
+//      refused, never drawn with a stand-in actor; no pool is made for it.
+//   8. A slot is active only once its actor is ready (is_actor_ready).
 //
 // Transitions (per slot):
 //   free   --activate(), actor free or pool below cap--> active   (take / grow)
@@ -79,6 +82,15 @@ class ActorFactory {
                               const RenderPose& pose) = 0;
   // deinitialize(): the pool ends.
   virtual void destroy_actor(ActorHandle actor) = 0;
+  // Whether this engine has an actor class for `archetype` at all. False:
+  // the pool refuses the entity (Refused(ClassNotLoaded)) and the layer
+  // draws it with the next coarser backend, instead of an actor that shows
+  // nothing.
+  virtual bool has_actor_class(std::uint16_t /*archetype*/) const { return true; }
+  // Whether an activated actor is ready to be seen (spawned, begun play,
+  // meshes streamed in). Until then the pool reports the slot not active,
+  // so the layer keeps the cover (an instance or marker) that stands in.
+  virtual bool is_actor_ready(ActorHandle /*actor*/) const { return true; }
 };
 
 struct ArchetypePoolStats {

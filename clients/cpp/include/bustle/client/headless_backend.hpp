@@ -7,7 +7,7 @@
 //                         told to refuse initialize(), to hold only N instances
 //                         (the rest Pending, PoolAtCap) or to need K activate()
 //                         calls before an instance becomes active (a resource
-//                         that loads).
+//                         that loads), or to refuse given archetypes.
 //   HeadlessActorFactory  an ActorFactory for ActorPoolBackend that records
 //                         spawned, shown, parked actors and their poses.
 #pragma once
@@ -39,6 +39,8 @@ struct HeadlessBackendOptions {
   std::uint32_t activation_attempts =
       1;                      // activate() calls before an instance is active [Limit: >= 1]
   bool record_events = true;  // keep events() (off for benchmarks)
+  // Archetypes it cannot draw (no mesh): activate() is Refused(ClassNotLoaded).
+  std::vector<std::uint16_t> refuse_archetypes = {};
 };
 
 class HeadlessBackend final : public RenderBackend {
@@ -105,6 +107,7 @@ class HeadlessActorFactory final : public ActorFactory {
     std::uint16_t archetype = 0;
     bool shown = false;
     bool destroyed = false;
+    bool ready = true;  // is_actor_ready()
     EntityId id;
     RenderPose pose;
     std::int64_t render_time_us = 0;
@@ -116,6 +119,15 @@ class HeadlessActorFactory final : public ActorFactory {
   void set_actor_pose(ActorHandle actor, std::int64_t render_time_us,
                       const RenderPose& pose) override;
   void destroy_actor(ActorHandle actor) override;
+  bool has_actor_class(std::uint16_t archetype) const override;
+  bool is_actor_ready(ActorHandle handle) const override { return actors_.at(handle - 1).ready; }
+
+  // Archetypes without an actor class (has_actor_class false).
+  void set_no_class(std::uint16_t archetype) { no_class_.push_back(archetype); }
+  // Whether actors spawned from now on start ready (an engine actor that
+  // streams its meshes in is not).
+  void set_spawn_ready(bool ready) { spawn_ready_ = ready; }
+  void set_ready(ActorHandle handle, bool ready) { actors_.at(handle - 1).ready = ready; }
 
   // Handles are 1-based indices into actors().
   const std::vector<Actor>& actors() const { return actors_; }
@@ -125,6 +137,8 @@ class HeadlessActorFactory final : public ActorFactory {
 
  private:
   std::vector<Actor> actors_;
+  std::vector<std::uint16_t> no_class_;
+  bool spawn_ready_ = true;
 };
 
 }  // namespace bustle::client

@@ -13,7 +13,9 @@
 //      extract_update() sees the state.
 // Per rendered frame, render() / render_at():
 //   1. render time = estimated server time - interpolation delay (render_at
-//      takes it directly), never earlier than the previous frame's;
+//      takes it directly), never earlier than the previous frame's, except
+//      once after a Delta earlier than the last one (a restore or load
+//      started a new timeline: clock and render time start again there);
 //   2. activations that are not complete are retried (at most
 //      activation_retries_per_frame per frame, oldest first);
 //   3. begin_frame(), apply_interpolation(slot, render time, sampled pose)
@@ -28,6 +30,13 @@
 //   hint changed ------------------> pending = route(new hint); drawn kept
 //   hint None / no backend --------> everything deactivated
 //   left / baseline reset ---------> everything deactivated, track reset
+// route(hint) is the hint's backend or, with fallback_to_coarser, the next
+// coarser installed one (Actor -> Instanced -> Marker) that has not refused
+// this entity; a refusal moves on down the chain at once. With
+// cover_while_pending, an entity nothing draws while its pending backend is
+// not active (an actor still spawning or not ready) is drawn meanwhile by the
+// first coarser backend that activates at once (drawn = cover, pending = the
+// actor): the cover goes when the actor is active, as in any move.
 // A backend swap (set_backend) moves every slot of the old backend: activate
 // in the new one, then deactivate in the old; a slot the new backend cannot
 // activate at once is deactivated in the old anyway (the old backend is
@@ -66,6 +75,13 @@ struct RepresentationConfig {
   ServerClockConfig clock = {};
   std::uint32_t max_entities = EntityMirror::kDefaultMaxEntities;
   std::uint32_t activation_retries_per_frame = 1024;  // bound of render() step 2 [Limit: >= 1]
+  // A hint without a backend, or whose backend refuses the entity, is drawn
+  // by the next coarser installed backend (Actor -> Instanced -> Marker).
+  bool fallback_to_coarser = true;
+  // While the backend that should draw an entity is pending (an actor that
+  // spawns or is not ready) and nothing draws it, the first coarser backend
+  // that draws at once stands in until the pending one is active.
+  bool cover_while_pending = true;
 };
 
 enum class InstallStatus : std::uint8_t {
@@ -84,6 +100,8 @@ struct RepresentationCounters {
   std::uint64_t leases_queued = 0;
   std::uint64_t updates_skipped = 0;  // extract_update() returned false
   std::uint64_t refused_installs = 0;
+  std::uint64_t covers = 0;   // a coarser backend stood in for a pending one
+  std::uint64_t rewinds = 0;  // Deltas that went back in server time (restore, load)
 };
 
 // Where one slot stands (for HUDs, tests, tools).
@@ -161,8 +179,15 @@ class RepresentationLayer {
   RepresentationHint hint_of(const RenderBackend* backend) const;
   EntityState state_of(const EntityView& view, const SlotRecord& record) const;
   void reconcile(std::uint32_t slot);
-  // Calls activate() on the slot's pending backend; true while it stays pending.
-  bool try_activate(std::uint32_t slot, bool retry);
+  enum class Attempt : std::uint8_t { Done, Waiting, Refused };
+  // Calls activate() on the slot's pending backend: Done (active, moved),
+  // Waiting (still pending) or Refused (released; pending cleared).
+  Attempt try_activate(std::uint32_t slot, bool retry);
+  void mark_refused(SlotRecord& r, const RenderBackend* backend) const;
+  // The level (hint_index) of the backend that should draw the slot.
+  std::optional<std::size_t> target_level(const SlotRecord& r) const;
+  // Lets a coarser backend stand in while the pending one is not active.
+  void cover(std::uint32_t slot);
   void add_pending(std::uint32_t slot);
   void finish_move(std::uint32_t slot);
   void release(std::uint32_t slot);
