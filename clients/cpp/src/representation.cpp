@@ -387,9 +387,19 @@ ApplySummary RepresentationLayer::apply(const Delta& delta, std::int64_t local_r
   ApplySummary summary = mirror_.apply(delta, listener_.get());
   ++counters_.deltas;
   const auto server_time_us = static_cast<std::int64_t>(delta.sim_time_us);
+  const bool rewound = counters_.deltas > 1 && server_time_us < last_sample_time_us_;
+  if (rewound) {
+    // Time went back (restore, load): a new timeline. Its clock starts
+    // afresh (an offset learnt on the old one would read the new frames as
+    // late) and render time may go back once, to the new timeline; held at
+    // the old time, every entity would freeze until the new one caught up.
+    clock_.reset();
+    last_render_time_us_.reset();
+    ++counters_.rewinds;
+  }
   clock_.observe(server_time_us, local_receive_us);
-  if (delta.baseline || server_time_us < last_sample_time_us_) {
-    // Time went back (restore, load): history of another timeline is no use.
+  if (delta.baseline || rewound) {
+    // History of another timeline (or of before the baseline) is no use.
     for (SlotRecord& r : slots_) r.track.reset();
   }
   last_sample_time_us_ = server_time_us;
