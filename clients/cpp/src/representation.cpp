@@ -25,6 +25,7 @@ struct RepresentationLayer::SlotRecord {
   bool lease_queued = false;
   Lease lease;  // last computed
   bool lease_known = false;
+  RepresentationHint told = RepresentationHint::None;  // drawn_as as last told to the observer
   PoseTrack track;
 };
 
@@ -310,6 +311,19 @@ void RepresentationLayer::finish_move(std::uint32_t slot) {
 }
 
 void RepresentationLayer::reconcile(std::uint32_t slot) {
+  reconcile_routes(slot);
+  notify(slot);
+}
+
+void RepresentationLayer::notify(std::uint32_t slot) {
+  SlotRecord& r = slots_[slot];
+  const RepresentationHint now = r.live ? hint_of(r.drawn) : RepresentationHint::None;
+  if (now == r.told) return;
+  r.told = now;
+  if (observer_ != nullptr) observer_->on_drawn(r.id, SlotId{slot}, now);
+}
+
+void RepresentationLayer::reconcile_routes(std::uint32_t slot) {
   SlotRecord& r = slots_[slot];
   assert(r.live);
   const std::optional<std::size_t> level = target_level(r);
@@ -341,7 +355,7 @@ void RepresentationLayer::reconcile(std::uint32_t slot) {
     r.pending = want;
     switch (try_activate(slot, false)) {
       case Attempt::Refused:
-        reconcile(slot);  // the next coarser backend (at most three levels deep)
+        reconcile_routes(slot);  // the next coarser backend (at most three levels deep)
         return;
       case Attempt::Waiting:
         add_pending(slot);
@@ -376,6 +390,7 @@ void RepresentationLayer::release(std::uint32_t slot) {
   r.refused_levels = 0;
   r.live = false;
   r.lease_known = false;
+  notify(slot);
   r.track.reset();  // a reused slot never starts from a departed entity's history
   // Its queued lease (if any) is dropped in take_leases(); pending_ likewise.
 }

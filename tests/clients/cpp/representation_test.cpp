@@ -23,10 +23,7 @@ constexpr std::uint32_t kStepUs = 100'000;
 
 // One lane, 1 km along +x.
 c::WelcomeInfo world() {
-  t::WelcomeSpec w;
-  w.step_us = kStepUs;
-  w.lanes = {{"east", {{0.0, 0.0}, {1000.0, 0.0}}, 0.0f}};
-  return t::decoded(w);
+  return t::one_lane_world(kStepUs);
 }
 
 t::DeltaSpec step(std::uint64_t n) {

@@ -35,4 +35,15 @@ inline bustle::client::WelcomeInfo decoded(const WelcomeSpec& spec) {
   return bustle::client::to_welcome_info(*root->message_as_Welcome());
 }
 
+// One lane, 1 km along +x, with `step_us` and `archetypes`: the smallest
+// world the representation layer and the session draw in.
+inline bustle::client::WelcomeInfo one_lane_world(std::uint32_t step_us,
+                                                  std::vector<std::string> archetypes = {}) {
+  WelcomeSpec w;
+  w.step_us = step_us;
+  w.lanes = {{"east", {{0.0, 0.0}, {1000.0, 0.0}}, 0.0f}};
+  w.archetypes = std::move(archetypes);
+  return decoded(w);
+}
+
 }  // namespace bustle::test

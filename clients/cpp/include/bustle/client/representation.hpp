@@ -113,6 +113,15 @@ struct SlotRepresentation {
   Lease lease;                   // as last queued
 };
 
+// Told when what draws an entity changes: an engine's "entity represented"
+// and "entity released" events. drawn_as None: nothing draws it any more
+// (it left, its hint is None, or every backend refused it).
+class RepresentationObserver {
+ public:
+  virtual ~RepresentationObserver() = default;
+  virtual void on_drawn(EntityId id, SlotId slot, RepresentationHint drawn_as) = 0;
+};
+
 class RepresentationLayer {
  public:
   // `log` (may be null) must outlive the layer.
@@ -134,6 +143,8 @@ class RepresentationLayer {
   // (nothing changes) when initialize() fails or `hint` is None.
   InstallStatus set_backend(RepresentationHint hint, RenderBackend* backend);
   RenderBackend* backend(RepresentationHint hint) const;
+  // `observer` (may be null) must outlive the layer or be unset first.
+  void set_observer(RepresentationObserver* observer) { observer_ = observer; }
 
   // Applies one decoded Delta received at `local_receive_us` (the caller's
   // monotonic clock, same as render()).
@@ -178,7 +189,10 @@ class RepresentationLayer {
   RenderBackend* route(RepresentationHint hint) const;
   RepresentationHint hint_of(const RenderBackend* backend) const;
   EntityState state_of(const EntityView& view, const SlotRecord& record) const;
+  // Routes the slot (reconcile_routes), then tells the observer.
   void reconcile(std::uint32_t slot);
+  void reconcile_routes(std::uint32_t slot);
+  void notify(std::uint32_t slot);
   enum class Attempt : std::uint8_t { Done, Waiting, Refused };
   // Calls activate() on the slot's pending backend: Done (active, moved),
   // Waiting (still pending) or Refused (released; pending cleared).
@@ -204,6 +218,7 @@ class RepresentationLayer {
   std::vector<std::uint32_t> pending_;        // slots with an activation to retry
   std::vector<std::uint32_t> lease_queue_;    // slots whose lease changed
   std::unique_ptr<Listener> listener_;
+  RepresentationObserver* observer_ = nullptr;
   std::optional<std::int64_t> last_render_time_us_;
   std::int64_t last_sample_time_us_ = 0;
   std::int64_t step_us_ = 0;  // Welcome.step_us (0 before set_world)

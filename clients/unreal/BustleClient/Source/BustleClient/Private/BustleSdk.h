@@ -18,5 +18,6 @@ THIRD_PARTY_INCLUDES_START
 #include "bustle/client/presentation.hpp"
 #include "bustle/client/replies.hpp"
 #include "bustle/client/representation.hpp"
+#include "bustle/client/session.hpp"
 #include "bustle/client/stream.hpp"
 THIRD_PARTY_INCLUDES_END

@@ -1,0 +1,7 @@
+// Compiles the Bustle SDK's src/session.cpp inside this module, from the copy
+// that clients/unreal/sync-sdk.sh makes (Source/ThirdParty/BustleSDK).
+#include "CoreTypes.h"
+
+THIRD_PARTY_INCLUDES_START
+#include "src/session.cpp"
+THIRD_PARTY_INCLUDES_END
