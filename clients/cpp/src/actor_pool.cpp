@@ -97,6 +97,8 @@ void ActorPoolBackend::give(Pool& pool, ActorHandle actor, SlotId slot, SlotEntr
   assert(e.actor == 0);
   e.actor = actor;
   e.waiting = false;
+  e.hint = e.latest.representation;
+  e.has_pose = false;
   ++pool.in_use;
   assert(pool.in_use <= pool.size);
   factory_.activate_actor(actor, slot, e.id, e.latest);
@@ -216,14 +218,30 @@ bool ActorPoolBackend::extract_update(const EntityState& state, std::int64_t /*s
   if (!slot.valid() || slot.value >= slots_.size()) return false;
   SlotEntry& e = slots_[slot.value];
   if (e.waiting) e.latest = state;  // activated with the newest state when an actor frees
+  if (e.actor != 0 && state.representation != e.hint) {
+    e.hint = state.representation;
+    factory_.set_actor_hint(e.actor, e.hint);
+  }
   return true;
 }
 
 void ActorPoolBackend::apply_interpolation(SlotId slot, std::int64_t render_time_us,
                                            const RenderPose& pose) {
   if (!slot.valid() || slot.value >= slots_.size()) return;
-  const SlotEntry& e = slots_[slot.value];
-  if (e.actor != 0) factory_.set_actor_pose(e.actor, render_time_us, pose);
+  SlotEntry& e = slots_[slot.value];
+  if (e.actor == 0) return;
+  factory_.set_actor_pose(e.actor, render_time_us, pose);
+  if (e.has_pose && render_time_us == e.pose_time_us) return;  // the velocity told still holds
+  RenderVelocity v;  // zero on the first pose, and after render time went back (a rewind)
+  if (e.has_pose && render_time_us > e.pose_time_us) {
+    const double dt_s = static_cast<double>(render_time_us - e.pose_time_us) / 1e6;
+    v = RenderVelocity{(pose.x_m - e.pose.x_m) / dt_s, (pose.y_m - e.pose.y_m) / dt_s,
+                       (pose.z_m - e.pose.z_m) / dt_s};
+  }
+  e.has_pose = true;
+  e.pose = pose;
+  e.pose_time_us = render_time_us;
+  factory_.set_actor_velocity(e.actor, v);
 }
 
 bool ActorPoolBackend::is_instance_active(SlotId slot) const {

@@ -111,7 +111,10 @@ std::vector<EntityId> HeadlessBackend::active_ids() const {
 }
 
 ActorHandle HeadlessActorFactory::spawn_actor(std::uint16_t archetype) {
-  actors_.push_back(Actor{archetype, false, false, spawn_ready_, EntityId{}, RenderPose{}, 0});
+  Actor a;
+  a.archetype = archetype;
+  a.ready = spawn_ready_;
+  actors_.push_back(a);
   return actors_.size();
 }
 
@@ -126,6 +129,8 @@ void HeadlessActorFactory::activate_actor(ActorHandle actor, SlotId /*slot*/, En
   a.shown = true;
   a.id = id;
   a.pose = initial.pose;
+  a.hint = initial.representation;
+  a.velocity = RenderVelocity{};
 }
 
 void HeadlessActorFactory::park_actor(ActorHandle actor) {

@@ -221,3 +221,49 @@ TEST_CASE(
   CHECK(pool.actor_of(c::SlotId{0}) != 0);
   CHECK(pool.stats(5).grown == 0);
 }
+
+TEST_CASE("An actor is told its velocity on screen and its entity's hint changes", "[pool]") {
+  c::HeadlessActorFactory factory;
+  c::ActorPoolBackend pool(factory, {.default_pool_size = 1});
+  REQUIRE(pool.initialize(nullptr));
+  REQUIRE(activate(pool, 0, 0).status == c::ActivationStatus::Active);
+  const c::ActorHandle a = pool.actor_of(c::SlotId{0});
+  pool.apply_interpolation(c::SlotId{0}, 1'000'000, {0.0, 0.0, 0.0, 0.0});
+  CHECK(factory.actor(a).velocity == c::RenderVelocity{});  // first pose: no motion known
+  pool.apply_interpolation(c::SlotId{0}, 1'500'000, {1.0, -0.5, 0.0, 0.0});
+  CHECK(factory.actor(a).velocity.x_mps == Approx(2.0));
+  CHECK(factory.actor(a).velocity.y_mps == Approx(-1.0));
+  pool.apply_interpolation(c::SlotId{0}, 1'500'000, {1.0, -0.5, 0.0, 0.0});  // same frame time
+  CHECK(factory.actor(a).velocity.x_mps == Approx(2.0));
+  pool.apply_interpolation(c::SlotId{0}, 2'000'000, {1.0, -0.5, 0.0, 0.0});  // holds
+  CHECK(factory.actor(a).velocity == c::RenderVelocity{});
+
+  c::EntityState s = state(0, 0);
+  CHECK(factory.actor(a).hint == c::RepresentationHint::Actor);
+  s.representation = c::RepresentationHint::Instanced;
+  pool.extract_update(s, 0, c::SlotId{0});
+  CHECK(factory.actor(a).hint == c::RepresentationHint::Instanced);
+}
+
+TEST_CASE("An archetype without an actor class is refused, and no actor is made for it", "[pool]") {
+  c::HeadlessActorFactory factory;
+  factory.set_no_class(5);
+  c::ActorPoolBackend pool(factory, {.pool_size_by_archetype = {{5, 3}}});
+  REQUIRE(pool.initialize(nullptr));  // no pre-warm for it either
+  const c::ActivationResult r = activate(pool, 0, 5);
+  CHECK(r.status == c::ActivationStatus::Refused);
+  CHECK(r.reason == c::UnassignedReason::ClassNotLoaded);
+  CHECK(factory.actors().empty());
+  CHECK_FALSE(pool.has_pool(5));
+}
+
+TEST_CASE("A slot whose actor is not ready yet is not active", "[pool]") {
+  c::HeadlessActorFactory factory;
+  factory.set_spawn_ready(false);
+  c::ActorPoolBackend pool(factory, {.default_pool_size = 1});
+  REQUIRE(pool.initialize(nullptr));
+  CHECK(activate(pool, 0, 0).status == c::ActivationStatus::Active);
+  CHECK_FALSE(pool.is_instance_active(c::SlotId{0}));
+  factory.set_ready(pool.actor_of(c::SlotId{0}), true);
+  CHECK(pool.is_instance_active(c::SlotId{0}));
+}

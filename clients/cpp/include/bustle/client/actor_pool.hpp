@@ -64,6 +64,16 @@ struct ActorPoolConfig {
 // An engine-side actor, opaque to the SDK (an index, a pointer cast, an id).
 using ActorHandle = std::uint64_t;
 
+// How fast a drawn actor moves, metres per second in Bustle's frame: the
+// change of its interpolated pose over render time, so it is exactly the
+// motion on screen (an animation blueprint's speed), zero while it holds.
+struct RenderVelocity {
+  double x_mps = 0.0;
+  double y_mps = 0.0;
+  double z_mps = 0.0;
+  friend bool operator==(const RenderVelocity&, const RenderVelocity&) = default;
+};
+
 // What the engine does for the pool. Called only from the pool's methods.
 class ActorFactory {
  public:
@@ -80,6 +90,11 @@ class ActorFactory {
   virtual void park_actor(ActorHandle actor) = 0;
   virtual void set_actor_pose(ActorHandle actor, std::int64_t render_time_us,
                               const RenderPose& pose) = 0;
+  // After set_actor_pose: its velocity (zero on the first pose after activation).
+  virtual void set_actor_velocity(ActorHandle /*actor*/, const RenderVelocity& /*velocity*/) {}
+  // The server's hint for the entity an actor draws changed while it draws
+  // it (e.g. to Instanced: the actor goes once the instance is drawn).
+  virtual void set_actor_hint(ActorHandle /*actor*/, RepresentationHint /*hint*/) {}
   // deinitialize(): the pool ends.
   virtual void destroy_actor(ActorHandle actor) = 0;
   // Whether this engine has an actor class for `archetype` at all. False:
@@ -150,6 +165,10 @@ class ActorPoolBackend final : public RenderBackend {
     std::uint16_t archetype = 0;
     bool waiting = false;
     EntityState latest;  // the state a waiting slot is activated with
+    RepresentationHint hint = RepresentationHint::Actor;  // as last told to the actor
+    bool has_pose = false;                                // since activation
+    std::int64_t pose_time_us = 0;
+    RenderPose pose;  // the last, for the velocity
   };
   Pool& pool_for(std::uint16_t archetype);
   SlotEntry& entry(SlotId slot);

@@ -111,6 +111,8 @@ class HeadlessActorFactory final : public ActorFactory {
     EntityId id;
     RenderPose pose;
     std::int64_t render_time_us = 0;
+    RenderVelocity velocity;
+    RepresentationHint hint = RepresentationHint::Actor;  // set_actor_hint
   };
   ActorHandle spawn_actor(std::uint16_t archetype) override;
   void activate_actor(ActorHandle actor, SlotId slot, EntityId id,
@@ -119,6 +121,12 @@ class HeadlessActorFactory final : public ActorFactory {
   void set_actor_pose(ActorHandle actor, std::int64_t render_time_us,
                       const RenderPose& pose) override;
   void destroy_actor(ActorHandle actor) override;
+  void set_actor_velocity(ActorHandle handle, const RenderVelocity& v) override {
+    actors_.at(handle - 1).velocity = v;
+  }
+  void set_actor_hint(ActorHandle handle, RepresentationHint hint) override {
+    actors_.at(handle - 1).hint = hint;
+  }
   bool has_actor_class(std::uint16_t archetype) const override;
   bool is_actor_ready(ActorHandle handle) const override { return actors_.at(handle - 1).ready; }
 
