@@ -84,3 +84,11 @@ TEST_CASE("Wrapping stays in the half-open ranges", "[unreal][coordinates]") {
   CHECK(u::wrap_radians(-u::kPi) == Approx(u::kPi));
   CHECK(u::wrap_radians(3 * u::kPi) == Approx(u::kPi));
 }
+
+TEST_CASE("A velocity maps like a location without the origin", "[unreal][coordinates]") {
+  // Walking north-east at 1 m/s each way: Unreal +X, -Y (y is mirrored), cm/s.
+  const u::UnrealVector v = u::to_unreal_velocity({1.0, 1.0, -0.5});
+  CHECK(v.x == Approx(100.0));
+  CHECK(v.y == Approx(-100.0));
+  CHECK(v.z == Approx(-50.0));
+}

@@ -69,7 +69,8 @@ def test_module_rules():
     assert '"ThirdParty", "BustleSDK"' in rules
     public = re.search(r"PublicDependencyModuleNames\.AddRange\((.*?)\);", rules, re.S).group(1)
     private = re.search(r"PrivateDependencyModuleNames\.AddRange\((.*?)\);", rules, re.S).group(1)
-    assert '"Core"' in public and '"Sockets"' in private and '"Networking"' in private
+    assert '"Core"' in public and '"Sockets"' in private
+    assert '"Networking"' not in rules  # listed before but unused
     assert '"Sockets"' not in public
     assert "PublicIncludePaths" not in rules  # SDK headers stay private
     assert not re.search(r'"[^"]*asio[^"]*"', rules, re.I)  # no Asio path or module

@@ -45,8 +45,8 @@ public class BustleClient : ModuleRules
 		});
 		PrivateDependencyModuleNames.AddRange(new string[]
 		{
+			// FSocket, ISocketSubsystem (the worker thread's connection).
 			"Sockets",
-			"Networking",
 		});
 
 		// SDK include paths are private: Public/ never includes SDK headers.

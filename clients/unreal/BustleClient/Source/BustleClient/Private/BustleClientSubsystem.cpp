@@ -2,9 +2,28 @@
 
 #include "BustleInbound.h"
 #include "BustleLog.h"
+#include "BustleSdk.h"
 #include "BustleSettings.h"
 #include "BustleSocketWorker.h"
 #include "BustleUnrealTypes.h"
+#include "Containers/Ticker.h"
+#include "HAL/PlatformProcess.h"
+#include "HAL/PlatformTime.h"
+#include "Misc/CoreMisc.h"
+#include "ProfilingDebugging/CpuProfilerTrace.h"
+
+namespace
+{
+	// Deinitialize waits at most this long for stopped workers (each notices a
+	// stop within its 20 ms poll interval).
+	constexpr double kShutdownWaitSeconds = 2.0;
+
+	bool ShouldConnectInThisProcess()
+	{
+		return bustle::client::should_connect(IsRunningDedicatedServer() ? bustle::client::NetMode::DedicatedServer
+																		 : bustle::client::NetMode::Standalone);
+	}
+}
 
 void UBustleClientSubsystem::Initialize(FSubsystemCollectionBase& Collection)
 {
@@ -22,40 +41,54 @@ void UBustleClientSubsystem::Deinitialize()
 	FTSTicker::GetCoreTicker().RemoveTicker(TickHandle);
 	TickHandle.Reset();
 	bWantConnection = false;
-	StopWorker();
+	StopWorker(TEXT("the game instance ends"));
+	ReapRetired(/*bWait=*/true);
 	Pending.Reset();
 	Welcome.Reset();
 	Consumer.Reset();
 	Super::Deinitialize();
 }
 
-void UBustleClientSubsystem::Connect()
+void UBustleClientSubsystem::Connect(const FString& Host, int32 Port)
 {
+	if (!ShouldConnectInThisProcess())
+	{
+		UE_LOG(LogBustle, Log, TEXT("a dedicated server does not connect to Bustle"));
+		return;
+	}
+	const UBustleSettings* Settings = GetDefault<UBustleSettings>();
+	TargetHost = Host.IsEmpty() ? Settings->Host : Host;
+	TargetPort = Port > 0 ? Port : Settings->Port;
 	bWantConnection = true;
-	StopWorker();
+	// The consumer hears that the old connection ended before the new one
+	// starts, so it never sends on the new one what belonged to the old.
+	StopWorker(TEXT("disconnected by the client (Connect)"));
 	StartWorker();
 }
 
 void UBustleClientSubsystem::Disconnect()
 {
 	bWantConnection = false;
-	StopWorker();
-	State = EBustleConnectionState::Disconnected;
+	StopWorker(TEXT("disconnected by the client"));
 }
 
 void UBustleClientSubsystem::StartWorker()
 {
 	const UBustleSettings* Settings = GetDefault<UBustleSettings>();
 	FBustleSocketWorker::FOptions Options;
-	Options.Host = Settings->Host;
-	Options.Port = Settings->Port;
+	Options.Host = TargetHost;
+	Options.Port = TargetPort;
 	Options.Token = BustleUnreal::ToStd(Settings->Token);
 	Options.ClientName = BustleUnreal::ToStd(Settings->ClientName);
 	Options.MaxQueuedFrames = FMath::Max(16, Settings->MaxQueuedFrames);
-	UE_LOG(LogBustle, Log, TEXT("connecting to %s:%d"), *Settings->Host, Settings->Port);
+	UE_LOG(LogBustle, Log, TEXT("connecting to %s:%d"), *TargetHost, TargetPort);
 	Worker = new FBustleSocketWorker(MoveTemp(Options));
 	State = EBustleConnectionState::Connecting;
 	LastError.Reset();
+	TSharedPtr<FBustleInboundEvent> Connecting = MakeShared<FBustleInboundEvent>();
+	Connecting->Kind = FBustleInboundEvent::EKind::Connecting;
+	Connecting->ReceiveUs = BustleTime::NowUs();
+	Deliver(Connecting);
 	if (!Worker->Start())
 	{
 		LastError = TEXT("could not start the socket thread");
@@ -66,16 +99,57 @@ void UBustleClientSubsystem::StartWorker()
 	}
 }
 
-void UBustleClientSubsystem::StopWorker()
+void UBustleClientSubsystem::StopWorker(const FString& Why)
 {
 	if (Worker != nullptr)
 	{
-		Worker->StopAndJoin();
-		delete Worker;
+		Worker->RequestStop();
+		Retired.Add(Worker);  // deleted by ReapRetired once its thread has ended
 		Worker = nullptr;
 	}
-	Welcome.Reset();
-	Pending.Reset();
+	if (State != EBustleConnectionState::Disconnected)
+	{
+		// The retired worker's own events are dropped: this one stands for them.
+		TSharedPtr<FBustleInboundEvent> Event = MakeShared<FBustleInboundEvent>();
+		Event->Kind = FBustleInboundEvent::EKind::Disconnected;
+		Event->Message = Why;
+		Event->ReceiveUs = BustleTime::NowUs();
+		State = EBustleConnectionState::Disconnected;
+		Welcome.Reset();
+		Deliver(Event);
+		OnDisconnected.Broadcast(Why);
+	}
+}
+
+void UBustleClientSubsystem::ReapRetired(bool bWait)
+{
+	const double Deadline = FPlatformTime::Seconds() + (bWait ? kShutdownWaitSeconds : 0.0);
+	while (Retired.Num() > 0)
+	{
+		for (int32 I = Retired.Num() - 1; I >= 0; --I)
+		{
+			if (Retired[I]->TryJoin())
+			{
+				delete Retired[I];
+				Retired.RemoveAtSwap(I);
+			}
+		}
+		if (!bWait || Retired.Num() == 0)
+		{
+			return;
+		}
+		if (FPlatformTime::Seconds() > Deadline)
+		{
+			// Deleting a worker whose thread still runs would block (the
+			// thread's destructor waits for it) or free what it uses: it is
+			// left to end on its own; its memory is not reclaimed.
+			UE_LOG(LogBustle, Error, TEXT("%d socket worker(s) did not stop within %.1f s; left to end on their own"),
+				Retired.Num(), kShutdownWaitSeconds);
+			Retired.Reset();
+			return;
+		}
+		FPlatformProcess::Sleep(0.005f);
+	}
 }
 
 void UBustleClientSubsystem::SetConsumer(UObject* InConsumer)
@@ -110,6 +184,16 @@ void UBustleClientSubsystem::SendFrame(TArray<uint8>&& Frame)
 	}
 }
 
+void UBustleClientSubsystem::Deliver(const TSharedPtr<FBustleInboundEvent>& Event)
+{
+	// Only a registered consumer gets the stream; without one, Deltas are
+	// dropped (the next consumer subscribes again and gets a baseline).
+	if (Consumer.IsValid())
+	{
+		Pending.Add(Event);
+	}
+}
+
 void UBustleClientSubsystem::Pump()
 {
 	if (Worker == nullptr)
@@ -117,7 +201,7 @@ void UBustleClientSubsystem::Pump()
 		return;
 	}
 	TUniquePtr<FBustleInboundEvent> Received;
-	while (Worker->Dequeue(Received))
+	while (Worker != nullptr && Worker->Dequeue(Received))
 	{
 		TSharedPtr<FBustleInboundEvent> Event(Received.Release());
 		switch (Event->Kind)
@@ -129,10 +213,14 @@ void UBustleClientSubsystem::Pump()
 				*BustleUnreal::ToFString(Event->Welcome.scenario_id),
 				static_cast<int32>(Event->Welcome.lanes.size()), static_cast<int32>(Event->Welcome.archetypes.size()));
 			Welcome = Event;  // shared with the consumer; nobody mutates events
+			Deliver(Event);
+			OnConnected.Broadcast(BustleUnreal::ToFString(Event->Welcome.server_version),
+				BustleUnreal::ToFString(Event->Welcome.scenario_id));
 			break;
 		case FBustleInboundEvent::EKind::ServerError:
 			LastError = Event->Message;
 			UE_LOG(LogBustle, Error, TEXT("%s"), *LastError);
+			Deliver(Event);
 			break;
 		case FBustleInboundEvent::EKind::Disconnected:
 			if (LastError.IsEmpty())
@@ -143,22 +231,17 @@ void UBustleClientSubsystem::Pump()
 			State = EBustleConnectionState::Disconnected;
 			Welcome.Reset();
 			ReconnectAtSeconds = FPlatformTime::Seconds() + GetDefault<UBustleSettings>()->ReconnectDelaySeconds;
+			Deliver(Event);
+			// The worker has ended: it is retired (never joined here).
+			Worker->RequestStop();
+			Retired.Add(Worker);
+			Worker = nullptr;
+			OnDisconnected.Broadcast(Event->Message);
 			break;
 		default:
+			Deliver(Event);
 			break;
 		}
-		// Only a registered consumer gets the stream; without one, Deltas are
-		// dropped (the next consumer subscribes again and gets a baseline).
-		if (Consumer.IsValid())
-		{
-			Pending.Add(Event);
-		}
-	}
-	if (State == EBustleConnectionState::Disconnected && Worker != nullptr && Worker->IsFinished())
-	{
-		Worker->StopAndJoin();
-		delete Worker;
-		Worker = nullptr;
 	}
 }
 
@@ -176,6 +259,7 @@ bool UBustleClientSubsystem::Tick(float /*DeltaSeconds*/)
 	{
 		Pump();  // keep the queue short and notice disconnects without a world
 	}
+	ReapRetired(/*bWait=*/false);
 	if (bWantConnection && Worker == nullptr && State == EBustleConnectionState::Disconnected &&
 		FPlatformTime::Seconds() >= ReconnectAtSeconds)
 	{

@@ -84,4 +84,11 @@ namespace bustle::unreal
 		return wrap_radians(-yaw_degrees * kPi / 180.0);
 	}
 
+	// A velocity (metres per second, Bustle's frame) in centimetres per
+	// second, Unreal's frame: the location mapping without the origin.
+	inline UnrealVector to_unreal_velocity(const BustlePoint& v_mps)
+	{
+		return to_unreal_location(v_mps);
+	}
+
 }  // namespace bustle::unreal

@@ -4,11 +4,14 @@
 
 #include "CoreMinimal.h"
 #include "BustleSdk.h"
+#include "Containers/UnrealString.h"
+#include "HAL/PlatformTime.h"
 
 struct FBustleInboundEvent
 {
 	enum class EKind : uint8
 	{
+		Connecting,    // a new connection is being opened (made by the game thread, not the worker)
 		Welcome,       // handshake done: Welcome is set
 		Delta,         // Delta is set; ReceiveUs is when its bytes were read
 		Reply,         // a CommandResult (Subscribe, UpdateInterest, LeaseReport with an id)

@@ -6,8 +6,10 @@
 #include "BustleUnrealTypes.h"
 #include "BustleWorldSubsystem.h"
 #include "Components/InstancedStaticMeshComponent.h"
+#include "Engine/EngineTypes.h"
 #include "Engine/StaticMesh.h"
 #include "GameFramework/Actor.h"
+#include "ProfilingDebugging/CpuProfilerTrace.h"
 
 #include <algorithm>
 
@@ -31,6 +33,7 @@ void FBustleInstanceBatch::Remove(bustle::client::SlotId Slot)
 		if (Removal->moved.valid())
 		{
 			Transforms[Removal->removed_index] = Transforms[Removal->last_index];
+			Teleported.AddUnique(static_cast<int32>(Removal->removed_index));
 		}
 		Transforms.Pop();
 		bDirty = true;
@@ -85,6 +88,25 @@ void FBustleInstancedBackend::deinitialize()
 		if (Entry.Loading.IsValid())
 		{
 			Entry.Loading->CancelHandle();
+		}
+	}
+	// Components stay (emptied) for the next installation; DestroyComponents() ends them.
+	for (FMeshEntry& Entry : Entries)
+	{
+		Entry.Batch = FBustleInstanceBatch();
+		Entry.Loading.Reset();
+	}
+	EntryBySlot.clear();
+}
+
+void FBustleInstancedBackend::DestroyComponents()
+{
+	for (FMeshEntry& Entry : Entries)
+	{
+		if (UInstancedStaticMeshComponent* Component = Entry.Component.Get())
+		{
+			Owner.ForgetInstanceComponent(Component);
+			Component->DestroyComponent();
 		}
 	}
 	Entries.clear();
@@ -234,9 +256,19 @@ void FBustleInstancedBackend::end_frame()
 		Batch.EngineCount = Wanted;
 		if (Wanted > 0)
 		{
+			// No teleport: the previous transforms stay, so motion vectors do.
 			Component->BatchUpdateInstancesTransforms(0, Batch.Transforms, /*bWorldSpace=*/true,
-				/*bMarkRenderStateDirty=*/true, /*bTeleport=*/true);
+				/*bMarkRenderStateDirty=*/true, /*bTeleport=*/false);
+			for (const int32 I : Batch.Teleported)
+			{
+				if (I < Wanted)
+				{
+					Component->UpdateInstanceTransform(I, Batch.Transforms[I], /*bWorldSpace=*/true,
+						/*bMarkRenderStateDirty=*/true, /*bTeleport=*/true);
+				}
+			}
 		}
+		Batch.Teleported.Reset();
 		Batch.bDirty = false;
 	}
 }

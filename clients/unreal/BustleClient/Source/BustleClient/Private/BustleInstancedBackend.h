@@ -7,14 +7,27 @@
 // in end_frame(), in one batch per component.
 //
 // activate(): Refused(ClassNotLoaded) when no mesh is configured for the
-// archetype (nor a default); Pending(Loading) while its mesh streams in
-// (the layer retries; the previous representation stays visible).
+// archetype (nor a default): the SDK draws the entity with a marker instead;
+// Pending(Loading) while its mesh streams in (the layer retries; the
+// previous representation, or a marker as cover, stays visible).
+//
+// Instances move with bTeleport = false, so the renderer keeps each
+// instance's previous transform (motion vectors: no temporal AA ghosting).
+// Components live as long as this backend: deinitialize() empties them,
+// DestroyComponents() (when the SDK session rebuilds the backends for a new
+// archetype table, or the world ends) destroys them, so reconnecting never
+// adds components.
 #pragma once
 
 #include "CoreMinimal.h"
 #include "BustleSdk.h"
+#include "Containers/Array.h"
+#include "Containers/Map.h"
 #include "Engine/StreamableManager.h"
+#include "Math/Transform.h"
+#include "Templates/SharedPointer.h"
 #include "UObject/SoftObjectPtr.h"
+#include "UObject/WeakObjectPtrTemplates.h"
 
 #include <string>
 #include <vector>
@@ -30,6 +43,9 @@ struct FBustleInstanceBatch
 	TArray<FTransform> Transforms;  // by dense index, what the component should hold
 	int32 EngineCount = 0;          // instances the component holds now
 	bool bDirty = false;
+	// Indices that took another entity's instance this frame (swap-remove):
+	// written with teleport, so no motion vector spans two entities.
+	TArray<int32> Teleported;
 
 	// The slot's instance index (a retry returns the same one).
 	int32 Add(bustle::client::SlotId Slot, const FTransform& Initial);
@@ -58,6 +74,9 @@ public:
 		const bustle::client::RenderPose& pose) override;
 	virtual bool is_instance_active(bustle::client::SlotId slot) const override;
 	virtual void end_frame() override;
+
+	// Destroys every instance component this backend made (the backend ends).
+	void DestroyComponents();
 
 private:
 	struct FMeshEntry

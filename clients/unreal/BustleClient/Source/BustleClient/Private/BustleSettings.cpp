@@ -1,6 +1,7 @@
 #include "BustleSettings.h"
 
 #include "BustleSettingsSdk.h"
+#include "Math/UnrealMathUtility.h"
 
 UBustleSettings::UBustleSettings()
 {
@@ -55,6 +56,17 @@ namespace BustleSettingsSdk
 		Config.max_interval_us = FMath::RoundToInt64(Settings.InterestMaxIntervalSeconds * 1e6);
 		Config.move_threshold_m = Settings.InterestMoveThresholdMetres;
 		Config.turn_threshold_rad = FMath::DegreesToRadians(static_cast<double>(Settings.InterestTurnThresholdDegrees));
+		return Config;
+	}
+
+	bustle::client::SessionConfig MakeSessionConfig(const UBustleSettings& Settings)
+	{
+		bustle::client::SessionConfig Config;
+		Config.representation = MakeRepresentationConfig(Settings);
+		Config.pacer = MakeInterestPacerConfig(Settings);
+		Config.budgets = MakeBudgets(Settings);
+		Config.motion_tolerance_mm = static_cast<uint16>(FMath::Clamp(Settings.MotionToleranceMm, 0, 1000));
+		Config.lease_interval_us = FMath::Max<int64>(0, FMath::RoundToInt64(Settings.LeaseReportIntervalSeconds * 1e6));
 		return Config;
 	}
 

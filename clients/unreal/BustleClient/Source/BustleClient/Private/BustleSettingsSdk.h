@@ -17,6 +17,8 @@ namespace BustleSettingsSdk
 	bustle::client::RepresentationConfig MakeRepresentationConfig(const UBustleSettings& Settings);
 	bustle::client::RepresentationBudgets MakeBudgets(const UBustleSettings& Settings);
 	bustle::client::InterestPacerConfig MakeInterestPacerConfig(const UBustleSettings& Settings);
+	// Everything the SDK's StreamSession takes: representation, pacing, budgets, leases.
+	bustle::client::SessionConfig MakeSessionConfig(const UBustleSettings& Settings);
 	// Pool sizes by name resolved against the Welcome's archetype names.
 	bustle::client::ActorPoolConfig MakeActorPoolConfig(const UBustleSettings& Settings,
 		const std::vector<std::string>& Archetypes);

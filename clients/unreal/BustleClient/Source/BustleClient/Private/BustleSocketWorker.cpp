@@ -1,11 +1,19 @@
 #include "BustleSocketWorker.h"
 
+#include "AddressInfoTypes.h"
 #include "BustleLog.h"
 #include "BustleUnrealTypes.h"
+#include "HAL/PlatformProcess.h"
+#include "HAL/PlatformTime.h"
 #include "HAL/RunnableThread.h"
 #include "IPAddress.h"
+#include "Misc/Optional.h"
+#include "Misc/ScopeLock.h"
+#include "Misc/Timespan.h"
 #include "Sockets.h"
 #include "SocketSubsystem.h"
+
+#include <span>
 
 namespace
 {
@@ -20,9 +28,24 @@ FBustleSocketWorker::FBustleSocketWorker(FOptions InOptions)
 {
 }
 
+// What GetAddressInfoAsync answers into: shared with its callback, which may
+// run after the worker is gone.
+struct FBustleSocketWorker::FResolveState
+{
+	FCriticalSection Lock;
+	TOptional<FAddressInfoResult> Result;
+};
+
 FBustleSocketWorker::~FBustleSocketWorker()
 {
-	StopAndJoin();
+	// The owner deletes a worker only after TryJoin() said its thread ended.
+	check(Thread == nullptr || bFinished.load());
+	if (Thread != nullptr)
+	{
+		Thread->WaitForCompletion();  // Run() has returned: only the thread's exit is left
+		delete Thread;
+		Thread = nullptr;
+	}
 }
 
 bool FBustleSocketWorker::Start()
@@ -36,16 +59,25 @@ bool FBustleSocketWorker::Start()
 	return Thread != nullptr;
 }
 
-void FBustleSocketWorker::StopAndJoin()
+void FBustleSocketWorker::RequestStop()
 {
 	Stop();
-	if (Thread != nullptr)
+}
+
+bool FBustleSocketWorker::TryJoin()
+{
+	if (Thread == nullptr)
 	{
-		// Kill(true) waits for Run() to return; Run() polls bStopping.
-		Thread->Kill(true);
-		delete Thread;
-		Thread = nullptr;
+		return true;
 	}
+	if (!bFinished.load())
+	{
+		return false;
+	}
+	Thread->WaitForCompletion();  // Run() has returned: only the thread's exit is left
+	delete Thread;
+	Thread = nullptr;
+	return true;
 }
 
 void FBustleSocketWorker::Stop()
@@ -83,6 +115,45 @@ void FBustleSocketWorker::PushDisconnected(const FString& Why)
 	Push(MoveTemp(Event));
 }
 
+TSharedPtr<FInternetAddr> FBustleSocketWorker::Resolve(ISocketSubsystem& Sockets, FString& Error)
+{
+	// Asynchronous, so a stop is noticed while a name server does not answer.
+	TSharedRef<FResolveState> State = MakeShared<FResolveState>();
+	Sockets.GetAddressInfoAsync(
+		[State](FAddressInfoResult Result)
+		{
+		FScopeLock Guard(&State->Lock);
+		State->Result.Emplace(MoveTemp(Result));
+		},
+		*Options.Host, nullptr, EAddressInfoFlags::Default, NAME_None, ESocketType::SOCKTYPE_Streaming);
+	const double Deadline = FPlatformTime::Seconds() + Options.ResolveTimeoutSeconds;
+	while (!bStopping.load())
+	{
+		{
+			FScopeLock Guard(&State->Lock);
+			if (State->Result.IsSet())
+			{
+				const FAddressInfoResult& Result = State->Result.GetValue();
+				if (Result.ReturnCode != SE_NO_ERROR || Result.Results.Num() == 0)
+				{
+					Error = FString::Printf(TEXT("cannot resolve host '%s'"), *Options.Host);
+					return nullptr;
+				}
+				return Result.Results[0].Address->Clone();
+			}
+		}
+		if (FPlatformTime::Seconds() > Deadline)
+		{
+			Error = FString::Printf(TEXT("no answer resolving '%s' within %.1f s"), *Options.Host,
+				Options.ResolveTimeoutSeconds);
+			return nullptr;
+		}
+		FPlatformProcess::Sleep(static_cast<float>(kPollInterval.GetTotalSeconds()));
+	}
+	Error = TEXT("stopped while resolving the host");
+	return nullptr;
+}
+
 bool FBustleSocketWorker::Open(FString& Error)
 {
 	ISocketSubsystem* Sockets = ISocketSubsystem::Get(PLATFORM_SOCKETSUBSYSTEM);
@@ -91,14 +162,11 @@ bool FBustleSocketWorker::Open(FString& Error)
 		Error = TEXT("no socket subsystem on this platform");
 		return false;
 	}
-	const FAddressInfoResult Resolved = Sockets->GetAddressInfo(*Options.Host, nullptr,
-		EAddressInfoFlags::Default, NAME_None, ESocketType::SOCKTYPE_Streaming);
-	if (Resolved.ReturnCode != SE_NO_ERROR || Resolved.Results.Num() == 0)
+	const TSharedPtr<FInternetAddr> Address = Resolve(*Sockets, Error);
+	if (!Address.IsValid())
 	{
-		Error = FString::Printf(TEXT("cannot resolve host '%s'"), *Options.Host);
 		return false;
 	}
-	TSharedRef<FInternetAddr> Address = Resolved.Results[0].Address;
 	Address->SetPort(Options.Port);
 
 	Socket = Sockets->CreateSocket(NAME_Stream, TEXT("Bustle client"), Address->GetProtocolType());
@@ -108,7 +176,9 @@ bool FBustleSocketWorker::Open(FString& Error)
 		return false;
 	}
 	Socket->SetNoDelay(true);
-	// Connect without blocking so that Stop() is noticed while connecting.
+	// Non-blocking for the socket's whole life: every wait below is a Wait()
+	// of at most kPollInterval, so Stop() is noticed while connecting,
+	// sending and receiving alike.
 	Socket->SetNonBlocking(true);
 	Socket->Connect(*Address);
 	const double Deadline = FPlatformTime::Seconds() + Options.ConnectTimeoutSeconds;
@@ -135,7 +205,6 @@ bool FBustleSocketWorker::Open(FString& Error)
 		Error = FString::Printf(TEXT("connection to %s:%d refused or failed"), *Options.Host, Options.Port);
 		return false;
 	}
-	Socket->SetNonBlocking(false);
 	return true;
 }
 
@@ -151,15 +220,28 @@ void FBustleSocketWorker::Close()
 
 bool FBustleSocketWorker::SendAll(const uint8* Data, int32 Size)
 {
+	ISocketSubsystem* Sockets = ISocketSubsystem::Get(PLATFORM_SOCKETSUBSYSTEM);
+	const double Deadline = FPlatformTime::Seconds() + Options.SendTimeoutSeconds;
 	int32 Offset = 0;
 	while (Offset < Size)
 	{
-		int32 Sent = 0;
-		if (!Socket->Send(Data + Offset, Size - Offset, Sent) || Sent <= 0)
+		if (bStopping.load() || FPlatformTime::Seconds() > Deadline)
 		{
 			return false;
 		}
-		Offset += Sent;
+		int32 Sent = 0;
+		if (Socket->Send(Data + Offset, Size - Offset, Sent) && Sent > 0)
+		{
+			Offset += Sent;
+			continue;
+		}
+		// A non-blocking socket whose send buffer is full says "would block":
+		// wait until it can take more (the server reads slower than we send).
+		if (Sockets == nullptr || Sockets->GetLastErrorCode() != SE_EWOULDBLOCK)
+		{
+			return false;
+		}
+		Socket->Wait(ESocketWaitConditions::WaitForWrite, kPollInterval);
 	}
 	return true;
 }
@@ -290,10 +372,16 @@ uint32 FBustleSocketWorker::Run()
 			continue;
 		}
 		int32 Read = 0;
-		if (!Socket->Recv(Buffer.GetData(), Buffer.Num(), Read) || Read <= 0)
+		// Non-blocking: true with 0 bytes is "nothing yet"; false is a closed
+		// or failed connection.
+		if (!Socket->Recv(Buffer.GetData(), Buffer.Num(), Read))
 		{
 			Why = TEXT("the server closed the connection");
 			break;
+		}
+		if (Read <= 0)
+		{
+			continue;
 		}
 		const int64 ReceiveUs = BustleTime::NowUs();
 		Reader.feed(std::span<const uint8>(Buffer.GetData(), static_cast<std::size_t>(Read)));

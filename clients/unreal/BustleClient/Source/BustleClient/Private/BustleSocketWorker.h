@@ -5,23 +5,29 @@
 // SDK's messages.hpp) go through an MPSC queue and are written here.
 //
 // Threading: the worker touches no UObject; it reads only its FOptions copy.
-// Stop() sets an atomic flag; every blocking call waits at most
-// kPollInterval, so the thread notices within that. StopAndJoin() (game
-// thread) is called before the owner goes away and returns once the thread
-// has ended.
+// RequestStop() / Stop() set an atomic flag. Nothing the worker does blocks
+// longer than kPollInterval: the socket stays non-blocking for its whole
+// life (connect, Hello, receive, send all poll with Wait), and the host name
+// is resolved asynchronously (GetAddressInfoAsync; its answer after a stop
+// goes to a shared state nobody reads). The game thread never waits for it:
+// the owner retires a stopped worker and deletes it once TryJoin() says the
+// thread has ended (deleting an FRunnableThread whose thread runs blocks).
 //
 // Back-pressure: with MaxQueuedFrames events waiting for the game thread,
 // the worker stops reading; the server then coalesces this client's deltas.
 #pragma once
 
 #include "CoreMinimal.h"
+#include "BustleInbound.h"
 #include "Containers/Queue.h"
 #include "HAL/Runnable.h"
-#include "BustleInbound.h"
+#include "Templates/SharedPointer.h"
+#include "Templates/UniquePtr.h"
 
 #include <atomic>
 #include <string>
 
+class FInternetAddr;
 class FRunnableThread;
 class FSocket;
 
@@ -35,8 +41,10 @@ public:
 		std::string Token;
 		std::string ClientName;
 		int32 MaxQueuedFrames = 1024;
+		double ResolveTimeoutSeconds = 5.0;
 		double ConnectTimeoutSeconds = 3.0;
 		double HandshakeTimeoutSeconds = 3.0;
+		double SendTimeoutSeconds = 5.0;  // a frame the server does not take within this ends the connection
 	};
 
 	explicit FBustleSocketWorker(FOptions InOptions);
@@ -44,7 +52,10 @@ public:
 
 	// Game thread.
 	bool Start();
-	void StopAndJoin();
+	// Asks the thread to end; returns at once.
+	void RequestStop();
+	// True once the thread has ended (then safe to delete); never waits for a running one.
+	bool TryJoin();
 	void Send(TArray<uint8>&& Frame);
 	bool Dequeue(TUniquePtr<FBustleInboundEvent>& Out);
 	bool IsFinished() const { return bFinished.load(); }
@@ -54,8 +65,13 @@ public:
 	virtual void Stop() override;
 
 private:
+	struct FResolveState;
+	// The resolved address; nullptr (Error set) when resolution failed or the worker stops.
+	TSharedPtr<FInternetAddr> Resolve(class ISocketSubsystem& Sockets, FString& Error);
 	bool Open(FString& Error);
 	void Close();
+	// Writes all of Data, waiting for the socket in kPollInterval steps; false
+	// when the connection failed, the send timed out or the worker stops.
 	bool SendAll(const uint8* Data, int32 Size);
 	bool FlushOutbound();
 	// False when the connection must end (Message set).

@@ -1,11 +1,20 @@
 // Engine-type wrappers around the engine-free conversion in
 // BustleCoordinates.h: SDK poses to FVector / FRotator / FTransform, camera
-// views to SDK observers.
+// views to SDK observers; SDK ids and hints to the plugin's Blueprint types.
 #pragma once
 
 #include "CoreMinimal.h"
 #include "BustleCoordinates.h"
 #include "BustleSdk.h"
+#include "BustleTypes.h"
+#include "Containers/StringConv.h"
+#include "Containers/UnrealString.h"
+#include "Math/Rotator.h"
+#include "Math/Transform.h"
+#include "Math/Vector.h"
+
+#include <string>
+#include <string_view>
 
 namespace BustleUnreal
 {
@@ -19,6 +28,37 @@ namespace BustleUnreal
 	inline FRotator ToRotation(const bustle::client::RenderPose& Pose)
 	{
 		return FRotator(0.0, bustle::unreal::to_unreal_yaw_degrees(Pose.heading_rad), 0.0);
+	}
+
+	// Metres per second (Bustle) -> centimetres per second (Unreal).
+	inline FVector ToVelocity(const bustle::client::RenderVelocity& V)
+	{
+		const bustle::unreal::UnrealVector U = bustle::unreal::to_unreal_velocity({V.x_mps, V.y_mps, V.z_mps});
+		return FVector(U.x, U.y, U.z);
+	}
+
+	// Same values on both sides (EBustleRepresentation mirrors the schema's RepresentationHint).
+	inline EBustleRepresentation ToRepresentation(bustle::client::RepresentationHint Hint)
+	{
+		return static_cast<EBustleRepresentation>(static_cast<uint8>(Hint));
+	}
+
+	inline bustle::client::RepresentationHint ToHint(EBustleRepresentation Representation)
+	{
+		return static_cast<bustle::client::RepresentationHint>(static_cast<uint8>(Representation));
+	}
+
+	inline FBustleEntityId ToEntityId(const bustle::client::EntityId& Id)
+	{
+		FBustleEntityId Out;
+		Out.Index = static_cast<int32>(Id.index);
+		Out.Generation = static_cast<int32>(Id.generation);
+		return Out;
+	}
+
+	inline bustle::client::EntityId ToSdkEntityId(const FBustleEntityId& Id)
+	{
+		return bustle::client::EntityId{static_cast<uint32>(Id.Index), static_cast<uint32>(Id.Generation)};
 	}
 
 	inline FTransform ToTransform(const bustle::client::RenderPose& Pose, const FVector& OriginCm)

@@ -3,6 +3,7 @@
 #include "BustleClientSubsystem.h"
 #include "BustleInbound.h"
 #include "BustleLog.h"
+#include "BustleRenderBackend.h"
 #include "BustleRepresentation.h"
 #include "BustleSettings.h"
 #include "BustleSettingsSdk.h"
@@ -10,11 +11,18 @@
 #include "Camera/PlayerCameraManager.h"
 #include "Components/InstancedStaticMeshComponent.h"
 #include "Components/SceneComponent.h"
+#include "Engine/EngineBaseTypes.h"
+#include "Engine/EngineTypes.h"
 #include "Engine/GameInstance.h"
 #include "Engine/World.h"
 #include "GameFramework/Actor.h"
 #include "GameFramework/PlayerController.h"
+#include "Misc/CoreMisc.h"
+#include "ProfilingDebugging/CpuProfilerTrace.h"
 #include "ProfilingDebugging/CsvProfiler.h"
+#include "Stats/Stats.h"
+#include "UObject/Package.h"
+#include "UObject/UObjectGlobals.h"
 
 CSV_DEFINE_CATEGORY(Bustle, true);
 
@@ -22,40 +30,188 @@ DECLARE_STATS_GROUP(TEXT("Bustle"), STATGROUP_Bustle, STATCAT_Advanced);
 DECLARE_CYCLE_STAT(TEXT("Bustle apply"), STAT_BustleApply, STATGROUP_Bustle);
 DECLARE_CYCLE_STAT(TEXT("Bustle render"), STAT_BustleRender, STATGROUP_Bustle);
 
-FBustleRepresentation::FBustleRepresentation(UBustleWorldSubsystem& Owner, const bustle::client::WelcomeInfo& Welcome)
-	: Factory(Owner, Welcome.archetypes)
-	, Instances(Owner, Welcome.archetypes)
-	, Markers(Owner)
-	, Pacer(BustleSettingsSdk::MakeInterestPacerConfig(*GetDefault<UBustleSettings>()))
-	, Layer(BustleSettingsSdk::MakeRepresentationConfig(*GetDefault<UBustleSettings>()), &Log)
+namespace bc = bustle::client;
+
+// EBustleRepresentation mirrors the SDK's RepresentationHint value for value.
+static_assert(static_cast<uint8>(EBustleRepresentation::Actor) == static_cast<uint8>(bc::RepresentationHint::Actor));
+static_assert(static_cast<uint8>(EBustleRepresentation::Instanced) ==
+			  static_cast<uint8>(bc::RepresentationHint::Instanced));
+static_assert(static_cast<uint8>(EBustleRepresentation::Marker) == static_cast<uint8>(bc::RepresentationHint::Marker));
+static_assert(static_cast<uint8>(EBustleRepresentation::None) == static_cast<uint8>(bc::RepresentationHint::None));
+
+namespace
 {
-	namespace bc = bustle::client;
-	Layer.set_world(Welcome);
-	if (FBustleActorFactory::HasAnyActorClass())
+	constexpr EBustleRepresentation kDrawn[] = {
+		EBustleRepresentation::Actor, EBustleRepresentation::Instanced, EBustleRepresentation::Marker};
+
+	bc::NetMode ToNetMode(const UWorld& World)
 	{
-		Pool = std::make_unique<bc::ActorPoolBackend>(
-			Factory, BustleSettingsSdk::MakeActorPoolConfig(*GetDefault<UBustleSettings>(), Welcome.archetypes));
-	}
-	// Routing by hint; a hint whose backend is missing or refuses falls back
-	// to the next coarser one that is installed (Actor -> Instanced -> Marker).
-	const bool bMarkers = Layer.set_backend(bc::RepresentationHint::Marker, &Markers) == bc::InstallStatus::Installed;
-	const bool bInstances = FBustleInstancedBackend::HasAnyMesh() &&
-							Layer.set_backend(bc::RepresentationHint::Instanced, &Instances) == bc::InstallStatus::Installed;
-	if (!bInstances && bMarkers)
-	{
-		Layer.set_backend(bc::RepresentationHint::Instanced, &Markers);
-	}
-	bc::RenderBackend* ActorFallback = bInstances ? static_cast<bc::RenderBackend*>(&Instances)
-									   : bMarkers ? static_cast<bc::RenderBackend*>(&Markers)
-												  : nullptr;
-	if (Pool == nullptr || Layer.set_backend(bc::RepresentationHint::Actor, Pool.get()) != bc::InstallStatus::Installed)
-	{
-		if (ActorFallback != nullptr)
+		if (IsRunningDedicatedServer())
 		{
-			Layer.set_backend(bc::RepresentationHint::Actor, ActorFallback);
+			return bc::NetMode::DedicatedServer;
+		}
+		switch (World.GetNetMode())
+		{
+		case NM_DedicatedServer:
+			return bc::NetMode::DedicatedServer;
+		case NM_ListenServer:
+			return bc::NetMode::ListenServer;
+		case NM_Client:
+			return bc::NetMode::Client;
+		default:
+			return bc::NetMode::Standalone;
 		}
 	}
 }
+
+// --- FBustleRepresentation: the SDK session and its engine glue --------------
+
+FBustleEntityInfo BustleDescribeEntity(const UBustleWorldSubsystem& Owner, bc::EntityId Id, bc::SlotId Slot,
+	std::uint16_t Archetype, bc::RepresentationHint Hint, bc::RepresentationHint DrawnAs)
+{
+	FBustleEntityInfo Info;
+	Info.Id = BustleUnreal::ToEntityId(Id);
+	Info.Slot = Slot.valid() ? static_cast<int32>(Slot.value) : -1;
+	Info.Hint = BustleUnreal::ToRepresentation(Hint);
+	Info.DrawnAs = BustleUnreal::ToRepresentation(DrawnAs);
+	if (const FBustleRepresentation* Rep = Owner.GetRepresentation())
+	{
+		if (Archetype < Rep->GetArchetypes().size())
+		{
+			Info.Archetype = FName(*BustleUnreal::ToFString(Rep->GetArchetypes()[Archetype]));
+		}
+		if (const bc::RepresentationLayer* Layer = Rep->GetSession().layer())
+		{
+			if (const bc::EntityView* View = Layer->mirror().find(Id))
+			{
+				Info.Label = BustleUnreal::ToFString(View->label);
+			}
+		}
+	}
+	return Info;
+}
+
+FBustleRepresentation::FBuilt::FBuilt(UBustleWorldSubsystem& Owner, const std::vector<std::string>& Archetypes)
+	: Factory(Owner, Archetypes)
+	, Instances(Owner, Archetypes)
+	, Markers(Owner)
+{
+	if (FBustleActorFactory::HasAnyActorClass())
+	{
+		Pool = std::make_unique<bc::ActorPoolBackend>(
+			Factory, BustleSettingsSdk::MakeActorPoolConfig(*GetDefault<UBustleSettings>(), Archetypes));
+	}
+}
+
+FBustleRepresentation::FBustleRepresentation(UBustleWorldSubsystem& InOwner)
+	: Owner(InOwner)
+	, Session(BustleSettingsSdk::MakeSessionConfig(*GetDefault<UBustleSettings>()), *this, &Log)
+{
+}
+
+bc::ActorHandle FBustleRepresentation::ActorOf(bc::SlotId Slot) const
+{
+	return Built != nullptr && Built->Pool != nullptr ? Built->Pool->actor_of(Slot) : 0;
+}
+
+std::optional<bc::InterestObserver> FBustleRepresentation::observer()
+{
+	FVector Location;
+	FRotator Rotation;
+	if (!Owner.GetCameraView(Location, Rotation))
+	{
+		return std::nullopt;
+	}
+	const UBustleSettings* Settings = GetDefault<UBustleSettings>();
+	return BustleUnreal::ToObserver(Location, Rotation, Settings->WorldOriginCm, Settings->ObserverRadiusMetres);
+}
+
+void FBustleRepresentation::send(bc::SessionMessage /*kind*/, bc::Frame frame)
+{
+	if (UBustleClientSubsystem* Client = Owner.GetClient())
+	{
+		Client->SendFrame(TArray<uint8>(frame.data(), static_cast<int32>(frame.size())));
+	}
+}
+
+void FBustleRepresentation::make_backends(bc::RepresentationLayer& /*layer*/, const bc::WelcomeInfo& welcome)
+{
+	Archetypes = welcome.archetypes;
+	Built = std::make_unique<FBuilt>(Owner, Archetypes);
+	InstallBackends();
+}
+
+void FBustleRepresentation::destroy_backends()
+{
+	// No layer holds them any more (the session destroyed it first).
+	if (Built != nullptr)
+	{
+		Built->Instances.DestroyComponents();
+		Built.reset();
+	}
+}
+
+void FBustleRepresentation::on_event(const bc::SessionEvent& event)
+{
+	QueuedEvents.Add(event);
+}
+
+bc::RenderBackend* FBustleRepresentation::BackendFor(EBustleRepresentation Representation)
+{
+	switch (Representation)
+	{
+	case EBustleRepresentation::Actor:
+		return Built->Pool.get();
+	case EBustleRepresentation::Instanced:
+		return FBustleInstancedBackend::HasAnyMesh() ? &Built->Instances : nullptr;
+	case EBustleRepresentation::Marker:
+		return &Built->Markers;
+	default:
+		return nullptr;
+	}
+}
+
+void FBustleRepresentation::InstallBackends()
+{
+	bc::RepresentationLayer* Layer = Session.layer();
+	if (Layer == nullptr || Built == nullptr)
+	{
+		return;
+	}
+	// A representation without a backend (or whose backend refuses) is drawn
+	// by the next coarser one: the SDK's fallback, per entity.
+	for (const EBustleRepresentation Representation : kDrawn)
+	{
+		const int32 I = static_cast<int32>(Representation);
+		std::unique_ptr<FBustleCustomBackend> Replaced;  // destroyed after the layer released it
+		bc::RenderBackend* Backend = nullptr;
+		if (Owner.IsBackendEnabled(Representation))
+		{
+			const TSharedPtr<IBustleRenderBackend> Custom = Owner.GetCustomBackend(Representation);
+			if (Custom.IsValid())
+			{
+				if (Built->Custom[I] == nullptr || &Built->Custom[I]->Get().Get() != Custom.Get())
+				{
+					Replaced = std::move(Built->Custom[I]);
+					Built->Custom[I] = std::make_unique<FBustleCustomBackend>(Owner, Custom.ToSharedRef());
+				}
+				Backend = Built->Custom[I].get();
+			}
+			else
+			{
+				Replaced = std::move(Built->Custom[I]);
+				Backend = BackendFor(Representation);
+			}
+		}
+		const bc::RepresentationHint Hint = BustleUnreal::ToHint(Representation);
+		if (Layer->set_backend(Hint, Backend) == bc::InstallStatus::Refused && Backend != nullptr)
+		{
+			Layer->set_backend(Hint, nullptr);  // refused (logged): the coarser ones draw its entities
+		}
+	}
+}
+
+// --- UBustleWorldSubsystem ----------------------------------------------------
 
 bool UBustleWorldSubsystem::ShouldCreateSubsystem(UObject* Outer) const
 {
@@ -63,14 +219,18 @@ bool UBustleWorldSubsystem::ShouldCreateSubsystem(UObject* Outer) const
 	{
 		return false;
 	}
-	// Game and PIE worlds only: no editor preview, inactive or thumbnail worlds.
+	// Game and PIE worlds only (no editor preview, inactive or thumbnail
+	// worlds), and never a dedicated server: it has nothing to draw.
 	const UWorld* World = Cast<UWorld>(Outer);
-	return World != nullptr && (World->WorldType == EWorldType::Game || World->WorldType == EWorldType::PIE);
+	return World != nullptr && (World->WorldType == EWorldType::Game || World->WorldType == EWorldType::PIE) &&
+		   bc::should_connect(ToNetMode(*World));
 }
 
 void UBustleWorldSubsystem::Initialize(FSubsystemCollectionBase& Collection)
 {
 	Super::Initialize(Collection);
+	CustomBackends.SetNum(UE_ARRAY_COUNT(kDrawn));
+	EnabledBackends.Init(true, UE_ARRAY_COUNT(kDrawn));
 }
 
 void UBustleWorldSubsystem::OnWorldBeginPlay(UWorld& InWorld)
@@ -84,9 +244,11 @@ void UBustleWorldSubsystem::OnWorldBeginPlay(UWorld& InWorld)
 	if (UBustleClientSubsystem* C = Client.Get())
 	{
 		C->SetConsumer(this);
-		if (C->GetWelcome() != nullptr)
+		Sdk = MakeShared<FBustleRepresentation>(*this);
+		if (const FBustleInboundEvent* Welcome = C->GetWelcome())
 		{
-			HandleWelcome();  // connected before this world: subscribe again for a baseline
+			// Connected before this world: subscribe again for a baseline.
+			Sdk->GetSession().on_welcome(Welcome->Welcome);
 		}
 	}
 }
@@ -98,7 +260,9 @@ void UBustleWorldSubsystem::Deinitialize()
 		C->ReleaseConsumer(this);
 	}
 	Client.Reset();
-	DestroyRepresentation();
+	// The session releases every instance, then its backends destroy their
+	// actors and components.
+	Sdk.Reset();
 	const UWorld* World = GetWorld();
 	if (IsValid(InstanceHost) && World != nullptr && !World->bIsTearingDown)
 	{
@@ -111,14 +275,6 @@ void UBustleWorldSubsystem::Deinitialize()
 	Super::Deinitialize();
 }
 
-void UBustleWorldSubsystem::DestroyRepresentation()
-{
-	// The layer deactivates every instance and the pool destroys its actors.
-	Representation.Reset();
-	bSubscribed = false;
-	bHaveBaseline = false;
-}
-
 TStatId UBustleWorldSubsystem::GetStatId() const
 {
 	RETURN_QUICK_DECLARE_CYCLE_STAT(UBustleWorldSubsystem, STATGROUP_Tickables);
@@ -126,18 +282,119 @@ TStatId UBustleWorldSubsystem::GetStatId() const
 
 int32 UBustleWorldSubsystem::GetLiveEntityCount() const
 {
-	return Representation.IsValid() ? static_cast<int32>(Representation->Layer.mirror().size()) : 0;
+	const bc::RepresentationLayer* Layer = Sdk.IsValid() ? Sdk->GetSession().layer() : nullptr;
+	return Layer != nullptr ? static_cast<int32>(Layer->mirror().size()) : 0;
+}
+
+bool UBustleWorldSubsystem::IsStreaming() const
+{
+	return Sdk.IsValid() && Sdk->GetSession().state() == bc::SessionState::Streaming;
 }
 
 bool UBustleWorldSubsystem::IsEntityCorpse(int32 EntityIndex, int32 EntityGeneration) const
 {
-	if (!Representation.IsValid() || EntityIndex < 0 || EntityGeneration < 0)
+	const bc::RepresentationLayer* Layer = Sdk.IsValid() ? Sdk->GetSession().layer() : nullptr;
+	if (Layer == nullptr || EntityIndex < 0 || EntityGeneration < 0)
 	{
 		return false;
 	}
-	const bustle::client::EntityView* View = Representation->Layer.mirror().find(
-		bustle::client::EntityId{static_cast<uint32>(EntityIndex), static_cast<uint32>(EntityGeneration)});
+	const bc::EntityView* View =
+		Layer->mirror().find(bc::EntityId{static_cast<uint32>(EntityIndex), static_cast<uint32>(EntityGeneration)});
 	return View != nullptr && View->corpse;
+}
+
+AActor* UBustleWorldSubsystem::GetActorForEntity(const FBustleEntityId& Entity) const
+{
+	const bc::RepresentationLayer* Layer = Sdk.IsValid() ? Sdk->GetSession().layer() : nullptr;
+	const bc::EntityView* View = Layer != nullptr && Entity.IsValid()
+									 ? Layer->mirror().find(BustleUnreal::ToSdkEntityId(Entity))
+									 : nullptr;
+	if (View == nullptr)
+	{
+		return nullptr;
+	}
+	const std::optional<bc::SlotRepresentation> Slot = Layer->slot(View->slot);
+	if (!Slot || Slot->drawn_as != bc::RepresentationHint::Actor)
+	{
+		return nullptr;
+	}
+	return GetPoolActor(Sdk->ActorOf(View->slot));
+}
+
+bool UBustleWorldSubsystem::GetEntityForActor(const AActor* Actor, FBustleEntityId& OutEntity) const
+{
+	const FBustleActorFactory* Factory = Sdk.IsValid() ? Sdk->GetFactory() : nullptr;
+	if (Actor == nullptr || Factory == nullptr)
+	{
+		return false;
+	}
+	const int32 Index = PoolActors.IndexOfByKey(Actor);
+	const FBustleEntityInfo* Info = Index != INDEX_NONE ? Factory->EntityOf(static_cast<uint64>(Index) + 1) : nullptr;
+	if (Info == nullptr)
+	{
+		return false;
+	}
+	OutEntity = Info->Id;
+	return true;
+}
+
+bool UBustleWorldSubsystem::GetEntityInfo(const FBustleEntityId& Entity, FBustleEntityInfo& OutInfo) const
+{
+	const bc::RepresentationLayer* Layer = Sdk.IsValid() ? Sdk->GetSession().layer() : nullptr;
+	const bc::EntityView* View = Layer != nullptr && Entity.IsValid()
+									 ? Layer->mirror().find(BustleUnreal::ToSdkEntityId(Entity))
+									 : nullptr;
+	if (View == nullptr)
+	{
+		return false;
+	}
+	const std::optional<bc::SlotRepresentation> Slot = Layer->slot(View->slot);
+	OutInfo = BustleDescribeEntity(*this, View->id, View->slot, View->archetype, View->representation,
+		Slot ? Slot->drawn_as : bc::RepresentationHint::None);
+	return true;
+}
+
+void UBustleWorldSubsystem::SetBackendEnabled(EBustleRepresentation Representation, bool bEnabled)
+{
+	const int32 I = static_cast<int32>(Representation);
+	if (!EnabledBackends.IsValidIndex(I))
+	{
+		return;
+	}
+	EnabledBackends[I] = bEnabled;
+	if (Sdk.IsValid())
+	{
+		Sdk->InstallBackends();
+		BroadcastQueuedEvents();
+	}
+}
+
+void UBustleWorldSubsystem::SetCustomBackend(EBustleRepresentation Representation,
+	TSharedPtr<IBustleRenderBackend> Backend)
+{
+	const int32 I = static_cast<int32>(Representation);
+	if (!CustomBackends.IsValidIndex(I))
+	{
+		return;
+	}
+	CustomBackends[I] = MoveTemp(Backend);
+	if (Sdk.IsValid())
+	{
+		Sdk->InstallBackends();
+		BroadcastQueuedEvents();
+	}
+}
+
+TSharedPtr<IBustleRenderBackend> UBustleWorldSubsystem::GetCustomBackend(EBustleRepresentation Representation) const
+{
+	const int32 I = static_cast<int32>(Representation);
+	return CustomBackends.IsValidIndex(I) ? CustomBackends[I] : nullptr;
+}
+
+bool UBustleWorldSubsystem::IsBackendEnabled(EBustleRepresentation Representation) const
+{
+	const int32 I = static_cast<int32>(Representation);
+	return EnabledBackends.IsValidIndex(I) && EnabledBackends[I];
 }
 
 uint64 UBustleWorldSubsystem::RegisterPoolActor(AActor* Actor)
@@ -188,20 +445,14 @@ void UBustleWorldSubsystem::RegisterInstanceComponent(UInstancedStaticMeshCompon
 	InstanceComponents.Add(Component);
 }
 
+void UBustleWorldSubsystem::ForgetInstanceComponent(UInstancedStaticMeshComponent* Component)
+{
+	InstanceComponents.RemoveSingleSwap(Component);
+}
+
 void UBustleWorldSubsystem::KeepLoaded(UObject* Asset)
 {
 	LoadedAssets.AddUnique(Asset);
-}
-
-void UBustleWorldSubsystem::HandleWelcome()
-{
-	const FBustleInboundEvent* Welcome = Client.IsValid() ? Client->GetWelcome() : nullptr;
-	if (Welcome == nullptr)
-	{
-		return;
-	}
-	DestroyRepresentation();
-	Representation = MakeShared<FBustleRepresentation>(*this, Welcome->Welcome);
 }
 
 bool UBustleWorldSubsystem::GetCameraView(FVector& Location, FRotator& Rotation) const
@@ -217,67 +468,34 @@ bool UBustleWorldSubsystem::GetCameraView(FVector& Location, FRotator& Rotation)
 	return true;
 }
 
-void UBustleWorldSubsystem::Subscribe(int64 NowUs)
+void UBustleWorldSubsystem::BroadcastQueuedEvents()
 {
-	FVector Location;
-	FRotator Rotation;
-	if (!Representation.IsValid() || !GetCameraView(Location, Rotation))
+	// Broadcast after the SDK call returned: a handler may call back into
+	// this subsystem (SetBackendEnabled, Disconnect) without re-entering the layer.
+	TArray<bc::SessionEvent> Events = MoveTemp(Sdk->QueuedEvents);
+	Sdk->QueuedEvents.Reset();
+	for (const bc::SessionEvent& Event : Events)
 	{
-		return;  // no camera yet: subscribing without observers would ask for the whole city
-	}
-	const UBustleSettings* Settings = GetDefault<UBustleSettings>();
-	bustle::client::SubscribeParams Params;
-	Params.observers.push_back(BustleUnreal::ToObserver(Location, Rotation, Settings->WorldOriginCm,
-		Settings->ObserverRadiusMetres));
-	Params.budgets = BustleSettingsSdk::MakeBudgets(*Settings);
-	Params.motion_tolerance_mm = static_cast<uint16>(FMath::Clamp(Settings->MotionToleranceMm, 0, 1000));
-	SubscribeRequestId = Client->NextRequestId();
-	const bustle::client::Frame Frame = bustle::client::build_subscribe(SubscribeRequestId, Params);
-	Client->SendFrame(TArray<uint8>(Frame.data(), static_cast<int32>(Frame.size())));
-	Representation->Pacer.sent(Params.observers.front(), NowUs);
-	bSubscribed = true;
-	bHaveBaseline = false;
-}
-
-void UBustleWorldSubsystem::UpdateInterest(int64 NowUs)
-{
-	FVector Location;
-	FRotator Rotation;
-	if (!GetCameraView(Location, Rotation))
-	{
-		return;
-	}
-	const UBustleSettings* Settings = GetDefault<UBustleSettings>();
-	const bustle::client::InterestObserver Observer =
-		BustleUnreal::ToObserver(Location, Rotation, Settings->WorldOriginCm, Settings->ObserverRadiusMetres);
-	if (!Representation->Pacer.due(Observer, NowUs))
-	{
-		return;
-	}
-	bustle::client::UpdateInterestParams Params;
-	Params.observers.push_back(Observer);
-	Params.budgets = BustleSettingsSdk::MakeBudgets(*Settings);
-	// The answer carries nothing the client needs; request id 0 is not
-	// possible for UpdateInterest, so a fresh id is sent and its reply ignored.
-	const bustle::client::Frame Frame = bustle::client::build_update_interest(Client->NextRequestId(), Params);
-	Client->SendFrame(TArray<uint8>(Frame.data(), static_cast<int32>(Frame.size())));
-	Representation->Pacer.sent(Observer, NowUs);
-}
-
-void UBustleWorldSubsystem::ReportLeases(int64 NowUs)
-{
-	const double Interval = GetDefault<UBustleSettings>()->LeaseReportIntervalSeconds;
-	if (Representation->Layer.queued_leases() == 0 || NowUs - LastLeaseReportUs < static_cast<int64>(Interval * 1e6))
-	{
-		return;
-	}
-	LastLeaseReportUs = NowUs;
-	// Batches of at most kLeaseEntriesMax; request id 0: no answer wanted.
-	while (Representation->Layer.queued_leases() > 0)
-	{
-		const std::vector<bustle::client::Lease> Leases = Representation->Layer.take_leases();
-		const bustle::client::Frame Frame = bustle::client::build_lease_report(0, Leases);
-		Client->SendFrame(TArray<uint8>(Frame.data(), static_cast<int32>(Frame.size())));
+		if (Event.kind == bc::SessionEventKind::EntityRepresented)
+		{
+			FBustleEntityInfo Info;
+			if (!GetEntityInfo(BustleUnreal::ToEntityId(Event.id), Info))
+			{
+				continue;  // gone again within the same call
+			}
+			AActor* Actor = Event.drawn_as == bc::RepresentationHint::Actor
+								? GetPoolActor(Sdk->ActorOf(Event.slot))
+								: nullptr;
+			OnEntityRepresented.Broadcast(Info, Actor);
+		}
+		else if (Event.kind == bc::SessionEventKind::EntityReleased)
+		{
+			OnEntityReleased.Broadcast(BustleUnreal::ToEntityId(Event.id));
+		}
+		if (!Sdk.IsValid())
+		{
+			return;  // a handler ended this world's drawing
+		}
 	}
 }
 
@@ -286,11 +504,11 @@ void UBustleWorldSubsystem::Tick(float DeltaTime)
 	Super::Tick(DeltaTime);
 	TRACE_CPUPROFILER_EVENT_SCOPE(Bustle_WorldTick);
 	UBustleClientSubsystem* C = Client.Get();
-	if (C == nullptr || !bBegunPlay)
+	if (C == nullptr || !bBegunPlay || !Sdk.IsValid())
 	{
 		return;
 	}
-
+	bc::StreamSession& Session = Sdk->GetSession();
 	TArray<TSharedPtr<FBustleInboundEvent>> Events;
 	C->TakeEvents(Events);
 	{
@@ -301,78 +519,51 @@ void UBustleWorldSubsystem::Tick(float DeltaTime)
 		{
 			switch (Event->Kind)
 			{
+			case FBustleInboundEvent::EKind::Connecting:
+				Session.on_connecting();
+				break;
 			case FBustleInboundEvent::EKind::Welcome:
-				HandleWelcome();
+				Session.on_welcome(Event->Welcome);
 				break;
 			case FBustleInboundEvent::EKind::Delta:
-				if (!Representation.IsValid() || !bSubscribed)
+				if (const std::optional<bc::ApplySummary> Summary = Session.on_delta(Event->Delta, Event->ReceiveUs))
 				{
-					break;
-				}
-				// After (re)subscribing, everything before the baseline is stale.
-				if (!bHaveBaseline && !Event->Delta.baseline)
-				{
-					break;
-				}
-				bHaveBaseline = true;
-				{
-					const bustle::client::ApplySummary Summary = Representation->Layer.apply(Event->Delta, Event->ReceiveUs);
-					if (!Summary.ok())
+					if (!Summary->ok())
 					{
 						UE_LOG(LogBustle, Warning, TEXT("delta %llu: %s"), static_cast<uint64>(Event->Delta.step),
-							*BustleUnreal::ToFString(Summary.error));
+							*BustleUnreal::ToFString(Summary->error));
 					}
-					for (const bustle::client::EntityId& Dead : Representation->Layer.corpses_learned())
+					const bc::RepresentationLayer& Layer = *Session.layer();
+					for (const bc::EntityId& Dead : Layer.corpses_learned())
 					{
-						const bustle::client::EntityView* View = Representation->Layer.mirror().find(Dead);
+						const bc::EntityView* View = Layer.mirror().find(Dead);
 						OnEntityCorpse.Broadcast(static_cast<int32>(Dead.index), static_cast<int32>(Dead.generation),
 							View != nullptr && View->entered_step == Event->Delta.step);
 					}
 				}
 				break;
 			case FBustleInboundEvent::EKind::Reply:
-				if (Event->Reply.request_id == SubscribeRequestId && !Event->Reply.accepted())
-				{
-					UE_LOG(LogBustle, Error, TEXT("Subscribe rejected: %s"), *BustleUnreal::ToFString(Event->Reply.message));
-				}
-				else if (!Event->Reply.accepted())
-				{
-					UE_LOG(LogBustle, Warning, TEXT("request %u rejected: %s"), Event->Reply.request_id,
-						*BustleUnreal::ToFString(Event->Reply.message));
-				}
+				Session.on_reply(Event->Reply);
 				break;
 			case FBustleInboundEvent::EKind::ServerError:
+				break;  // a Disconnected event follows
 			case FBustleInboundEvent::EKind::Disconnected:
-				// Keep what is drawn until the next Welcome rebuilds it.
-				bSubscribed = false;
-				bHaveBaseline = false;
+				// What is drawn stays until the next baseline replaces it.
+				Session.on_disconnected(BustleUnreal::ToStd(Event->Message));
 				break;
 			}
+			if (!Sdk.IsValid())
+			{
+				return;  // a corpse handler ended this world's drawing
+			}
 		}
-	}
-
-	if (!Representation.IsValid())
-	{
-		return;
-	}
-	const int64 NowUs = BustleTime::NowUs();
-	if (!bSubscribed)
-	{
-		Subscribe(NowUs);
-	}
-	else
-	{
-		UpdateInterest(NowUs);
 	}
 	{
 		SCOPE_CYCLE_COUNTER(STAT_BustleRender);
 		CSV_SCOPED_TIMING_STAT(Bustle, Render);
 		TRACE_CPUPROFILER_EVENT_SCOPE(Bustle_Render);
-		Representation->Layer.render(NowUs);
+		Session.tick(BustleTime::NowUs());
 	}
-	if (bHaveBaseline)
-	{
-		ReportLeases(NowUs);
-	}
+	BroadcastQueuedEvents();
 	CSV_CUSTOM_STAT(Bustle, LiveEntities, GetLiveEntityCount(), ECsvCustomStatOp::Set);
 }

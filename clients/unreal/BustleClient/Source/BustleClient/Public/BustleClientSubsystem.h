@@ -7,10 +7,18 @@
 // SDK types stay out of this header (FBustleInboundEvent is private; it is
 // held through TSharedPtr, which needs no complete type here, and the worker
 // through a raw pointer owned and deleted by this class).
+//
+// Never blocks the game thread: a stopped worker is retired and deleted by
+// a later tick once its thread has ended (every wait of the worker is at most
+// 20 ms; name resolution is asynchronous). Only Deinitialize waits, bounded.
+// A dedicated server never connects (the SDK's should_connect).
 #pragma once
 
 #include "CoreMinimal.h"
 #include "Containers/Ticker.h"
+#include "Containers/Array.h"
+#include "Containers/UnrealString.h"
+#include "Delegates/DelegateCombinations.h"
 #include "Subsystems/GameInstanceSubsystem.h"
 #include "Templates/SharedPointer.h"
 #include "UObject/WeakObjectPtrTemplates.h"
@@ -27,6 +35,12 @@ enum class EBustleConnectionState : uint8
 	Connected,   // Welcome received
 };
 
+/** A Welcome arrived: the server's version and scenario. */
+DECLARE_DYNAMIC_MULTICAST_DELEGATE_TwoParams(FBustleConnectedSignature, const FString&, ServerVersion, const FString&,
+	ScenarioId);
+/** The connection ended (Reason says why); a reconnect follows unless Disconnect() was called. */
+DECLARE_DYNAMIC_MULTICAST_DELEGATE_OneParam(FBustleDisconnectedSignature, const FString&, Reason);
+
 UCLASS(Transient)
 class BUSTLECLIENT_API UBustleClientSubsystem : public UGameInstanceSubsystem
 {
@@ -36,13 +50,21 @@ public:
 	virtual void Initialize(FSubsystemCollectionBase& Collection) override;
 	virtual void Deinitialize() override;
 
-	/** Connects with the project settings (Project Settings > Plugins > Bustle Client). */
+	/** Connects to Host:Port (empty Host or Port 0: the project settings, Project Settings > Plugins >
+	 *  Bustle Client). A connection already open is closed first (OnDisconnected fires for it). Does
+	 *  nothing on a dedicated server. */
 	UFUNCTION(BlueprintCallable, Category = "Bustle")
-	void Connect();
+	void Connect(const FString& Host = TEXT(""), int32 Port = 0);
 
 	/** Closes the connection and stops reconnecting until Connect() is called again. */
 	UFUNCTION(BlueprintCallable, Category = "Bustle")
 	void Disconnect();
+
+	UPROPERTY(BlueprintAssignable, Category = "Bustle")
+	FBustleConnectedSignature OnConnected;
+
+	UPROPERTY(BlueprintAssignable, Category = "Bustle")
+	FBustleDisconnectedSignature OnDisconnected;
 
 	UFUNCTION(BlueprintPure, Category = "Bustle")
 	EBustleConnectionState GetConnectionState() const { return State; }
@@ -68,10 +90,16 @@ public:
 private:
 	bool Tick(float DeltaSeconds);
 	void Pump();
-	void StopWorker();
+	// Stops the worker without waiting: it is retired and deleted once its thread ended.
+	void StopWorker(const FString& Why);
 	void StartWorker();
+	void ReapRetired(bool bWait);
+	void Deliver(const TSharedPtr<FBustleInboundEvent>& Event);
 
-	FBustleSocketWorker* Worker = nullptr;  // owned: created in StartWorker, deleted in StopWorker
+	FBustleSocketWorker* Worker = nullptr;  // owned: created in StartWorker, retired in StopWorker
+	TArray<FBustleSocketWorker*> Retired;   // owned: stopped, thread not ended yet
+	FString TargetHost;                     // of the connection wanted (Connect's or the settings')
+	int32 TargetPort = 0;
 	TSharedPtr<FBustleInboundEvent> Welcome;
 	TArray<TSharedPtr<FBustleInboundEvent>> Pending;
 	TWeakObjectPtr<UObject> Consumer;
