@@ -4,7 +4,7 @@ No Unreal toolchain exists here, so these checks do not claim that the
 plugin compiles in an engine. They check what can be checked without one:
 the descriptor and module rules, the include discipline of every file, that
 the module's SDK wrappers cover exactly the portable SDK's sources, and that
-the SDK copy made by sync-sdk.sh is complete (every copied source compiles
+the SDK copy made by sync_sdk.py is complete (every copied source compiles
 with only the include paths Build.cs gives the module).
 """
 import concurrent.futures
@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -185,7 +186,8 @@ def synced_sdk():
         pytest.skip("flatc is not installed")
     dest = Path(tempfile.mkdtemp(prefix="bustle-ue-sdk-"))
     try:
-        subprocess.run([str(UNREAL / "sync-sdk.sh"), "--dest", str(dest)], check=True, capture_output=True)
+        subprocess.run([sys.executable, str(UNREAL / "sync_sdk.py"), "--dest", str(dest)], check=True,
+                       capture_output=True)
         yield dest
     finally:
         shutil.rmtree(dest, ignore_errors=True)

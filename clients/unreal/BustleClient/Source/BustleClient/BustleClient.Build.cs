@@ -2,7 +2,7 @@
 //
 // The portable Bustle C++ SDK (bustle::client + bustle::proto, FlatBuffers
 // headers, flatc output) is compiled inside this module, from the copy that
-// clients/unreal/sync-sdk.sh puts in Source/ThirdParty/BustleSDK. Each SDK
+// clients/unreal/sync_sdk.py puts in Source/ThirdParty/BustleSDK. Each SDK
 // source is compiled through one wrapper in Private/Sdk/ so that it sits
 // between THIRD_PARTY_INCLUDES_START/END. No Asio and no prebuilt binaries:
 // the socket is the engine's (FSocket on a worker thread).
@@ -31,7 +31,7 @@ public class BustleClient : ModuleRules
 		{
 			throw new BuildException(
 				"BustleClient: the Bustle SDK copy is missing at " + SdkRoot +
-				". Run clients/unreal/sync-sdk.sh in the Bustle repository, then copy the plugin again.");
+				". Run clients/unreal/sync_sdk.py in the Bustle repository, then copy the plugin again.");
 		}
 
 		// Public: only engine modules; no SDK type appears in a public header.
