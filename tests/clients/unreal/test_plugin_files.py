@@ -240,3 +240,100 @@ def test_uobject_members_are_uproperty_object_pointers_or_weak():
             assert not re.search(r"T(Array|Map|Set)<[^;]*T(Array|Map|Set)<", decl), f"{h}: nested container: {decl}"
             if "*" in decl:
                 assert "TObjectPtr<" in decl, f"{h}: UPROPERTY raw pointer: {decl}"
+
+
+# --- The engine-API ledger (clients/unreal/ENGINE_API.md) -------------------
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import engine_symbols  # noqa: E402
+
+LEDGER = UNREAL / "ENGINE_API.md"
+
+
+def ledger_rows():
+    """{name: (kind, [include alternatives])}; a member is keyed by its own name."""
+    rows = {}
+    for line in LEDGER.read_text().splitlines():
+        m = re.match(r"\|\s*`([^`]+)`\s*\|\s*([\w/ ]+?)\s*\|\s*(.*?)\s*\|", line)
+        if not m or m.group(1) == "Symbol":
+            continue
+        name = re.sub(r"\s*\(.*\)$", "", m.group(1)).split("::")[-1].strip()
+        rows[name] = (m.group(2), re.findall(r"`([^`]+)`", m.group(3)))
+    return rows
+
+
+def own_header_includes(f):
+    h = f.with_suffix(".h")
+    if f.suffix == ".cpp":
+        matches = [p for p in plugin_files(".h") if p.stem == f.name.split(".")[0]]
+        h = matches[0] if matches else None
+    return includes(h) if h is not None and h != f and h.is_file() else []
+
+
+def test_ledger_lists_every_engine_symbol_the_plugin_uses():
+    ledger = ledger_rows()
+    assert len(ledger) > 200
+    used = {}
+    for f, names in engine_symbols.engine_symbols_by_file(MODULE).items():
+        for name in names:
+            used.setdefault(name, f)
+    missing = sorted(f"{n} ({used[n].relative_to(MODULE)})" for n in used if n not in ledger)
+    assert not missing, f"engine symbols missing from ENGINE_API.md: {missing}"
+    modules = engine_symbols.build_cs_modules(MODULE / "BustleClient.Build.cs")
+    assert modules and all(ledger.get(m, ("",))[0] == "module" for m in modules), modules
+    stale = sorted(n for n, (kind, _) in ledger.items() if kind != "module" and n not in used)
+    assert not stale, f"ENGINE_API.md lists symbols the plugin no longer uses: {stale}"
+
+
+def test_every_file_includes_the_headers_of_the_engine_symbols_it_uses():
+    """IWYU against the ledger: a file relies on no PCH and on no other plugin
+    header for an engine declaration; only its own header may bring it."""
+    ledger = ledger_rows()
+    problems = []
+    for f, names in engine_symbols.engine_symbols_by_file(MODULE).items():
+        have = set(includes(f)) | set(own_header_includes(f))
+        if any(i.endswith(".generated.h") for i in have):
+            have |= {"UObject/ObjectMacros.h"}
+        # A forward declaration is enough for a type used by pointer or reference.
+        declared = set(re.findall(r"^\s*(?:class|struct)\s+(\w+)\s*;", f.read_text(), re.M))
+        for name, kind in names.items():
+            if kind == "specifier" or name not in ledger or name in declared:
+                continue
+            wanted = [h for h in ledger[name][1] if h.endswith(".h") and ":" not in h]
+            if wanted and not have.intersection(wanted):
+                problems.append(f"{f.relative_to(MODULE)}: {name} needs {' or '.join(wanted)}")
+    assert not problems, "\n".join(sorted(problems))
+
+
+def test_public_api_is_reflected_for_blueprint():
+    client = (MODULE / "Public" / "BustleClientSubsystem.h").read_text()
+    world = (MODULE / "Public" / "BustleWorldSubsystem.h").read_text()
+    proxy = (MODULE / "Public" / "BustleProxy.h").read_text()
+
+    def specifiers_of(text, declaration):
+        m = re.search(r"(U(?:FUNCTION|PROPERTY))\(([^\n]*)\)\s*\n\s*[^\n]*\b" + re.escape(declaration), text)
+        assert m, f"{declaration} is not reflected"
+        return m.group(2)
+
+    assert "BlueprintCallable" in specifiers_of(client, "Connect(const FString& Host")
+    assert "BlueprintCallable" in specifiers_of(client, "Disconnect()")
+    for delegate in ("OnConnected;", "OnDisconnected;"):
+        assert "BlueprintAssignable" in specifiers_of(client, delegate)
+    for delegate in ("OnEntityRepresented;", "OnEntityReleased;", "OnEntityCorpse;"):
+        assert "BlueprintAssignable" in specifiers_of(world, delegate)
+    for query in ("GetActorForEntity(", "GetEntityForActor(", "GetEntityInfo("):
+        assert "BlueprintPure" in specifiers_of(world, query)
+    assert "BlueprintCallable" in specifiers_of(world, "SetBackendEnabled(")
+    assert re.search(r"UINTERFACE\([^)]*Blueprintable", proxy)
+    for event in ("OnBustlePooled", "OnBustleActivated", "OnBustleDeactivated", "OnBustleVelocity",
+                  "OnBustleHintChanged", "IsBustleProxyReady"):
+        assert "BlueprintNativeEvent" in specifiers_of(proxy, event + "("), event
+
+
+def test_no_std_types_cross_uobject_boundaries():
+    """Public headers (UObjects, reflected structs, the proxy and backend
+    interfaces) carry engine types only; the SDK's std:: types stay private."""
+    for h in (MODULE / "Public").glob("*.h"):
+        code = engine_symbols.strip_comments_and_strings(h.read_text())
+        assert "std::" not in code, f"{h.name}: a std:: type in a public header"
+        assert not re.search(r"#\s*include\s*<", h.read_text()), f"{h.name}: a standard header in a public header"

@@ -8,6 +8,7 @@
 #include "BustleRepresentation.h"
 #include "BustleWorldSubsystem.h"
 #include "Components/ActorComponent.h"
+#include "Engine/EngineBaseTypes.h"
 #include "Engine/EngineTypes.h"
 #include "Engine/World.h"
 #include "GameFramework/Actor.h"
@@ -16,6 +17,11 @@
 #include "GameFramework/MovementComponent.h"
 #include "GameFramework/Pawn.h"
 #include "ProfilingDebugging/CpuProfilerTrace.h"
+#include "Templates/Casts.h"
+#include "UObject/Class.h"
+#include "UObject/Object.h"
+#include "UObject/ObjectMacros.h"
+#include "UObject/UObjectBaseUtility.h"
 #include "UObject/SoftObjectPtr.h"
 
 FBustleActorFactory::FBustleActorFactory(UBustleWorldSubsystem& InOwner, std::vector<std::string> InArchetypes)

@@ -7,6 +7,8 @@
 #include "BustleSocketWorker.h"
 #include "BustleUnrealTypes.h"
 #include "Containers/Ticker.h"
+#include "UObject/Class.h"
+#include "UObject/Object.h"
 #include "HAL/PlatformProcess.h"
 #include "HAL/PlatformTime.h"
 #include "Misc/CoreMisc.h"
@@ -29,7 +31,7 @@ void UBustleClientSubsystem::Initialize(FSubsystemCollectionBase& Collection)
 {
 	Super::Initialize(Collection);
 	TickHandle = FTSTicker::GetCoreTicker().AddTicker(
-		FTickerDelegate::CreateUObject(this, &UBustleClientSubsystem::Tick));
+		FTickerDelegate::CreateUObject(this, &UBustleClientSubsystem::TickConnection));
 	if (GetDefault<UBustleSettings>()->bAutoConnect)
 	{
 		Connect();
@@ -252,7 +254,7 @@ void UBustleClientSubsystem::TakeEvents(TArray<TSharedPtr<FBustleInboundEvent>>&
 	Pending.Reset();
 }
 
-bool UBustleClientSubsystem::Tick(float /*DeltaSeconds*/)
+bool UBustleClientSubsystem::TickConnection(float /*DeltaSeconds*/)
 {
 	TRACE_CPUPROFILER_EVENT_SCOPE(Bustle_ClientTick);
 	if (!Consumer.IsValid())

@@ -5,6 +5,8 @@
 #include "BustleRepresentation.h"
 #include "BustleWorldSubsystem.h"
 #include "Engine/World.h"
+#include "UObject/Class.h"
+#include "UObject/Object.h"
 
 FBustleCustomBackend::FBustleCustomBackend(UBustleWorldSubsystem& InOwner, TSharedRef<IBustleRenderBackend> InBackend)
 	: Owner(InOwner)
@@ -22,12 +24,12 @@ bool FBustleCustomBackend::initialize(bustle::client::LogSink* log)
 		bustle::client::log_to(log, bustle::client::LogLevel::Error, name(), "no world to draw in");
 		return false;
 	}
-	return Backend->Initialize(*World);
+	return Backend->InitializeBackend(*World);
 }
 
 void FBustleCustomBackend::deinitialize()
 {
-	Backend->Deinitialize();
+	Backend->DeinitializeBackend();
 }
 
 bustle::client::ActivationResult FBustleCustomBackend::activate(bustle::client::SlotId slot,

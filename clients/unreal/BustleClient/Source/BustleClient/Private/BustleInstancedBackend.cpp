@@ -5,11 +5,18 @@
 #include "BustleSettingsSdk.h"
 #include "BustleUnrealTypes.h"
 #include "BustleWorldSubsystem.h"
+#include "Components/ActorComponent.h"
 #include "Components/InstancedStaticMeshComponent.h"
+#include "Components/PrimitiveComponent.h"
+#include "Components/SceneComponent.h"
+#include "Components/StaticMeshComponent.h"
 #include "Engine/EngineTypes.h"
 #include "Engine/StaticMesh.h"
 #include "GameFramework/Actor.h"
 #include "ProfilingDebugging/CpuProfilerTrace.h"
+#include "UObject/Class.h"
+#include "UObject/ObjectMacros.h"
+#include "UObject/UObjectGlobals.h"
 
 #include <algorithm>
 
@@ -126,13 +133,13 @@ int32 FBustleInstancedBackend::EntryFor(std::uint16_t Archetype)
 	int32 Found = -1;
 	if (!Mesh.IsNull())
 	{
-		const auto It = std::find_if(Entries.begin(), Entries.end(), [&Mesh](const FMeshEntry& E)
+		const auto Same = std::find_if(Entries.begin(), Entries.end(), [&Mesh](const FMeshEntry& E)
 			{
 			return E.Mesh == Mesh;
 		});
-		if (It != Entries.end())
+		if (Same != Entries.end())
 		{
-			Found = static_cast<int32>(It - Entries.begin());
+			Found = static_cast<int32>(Same - Entries.begin());
 		}
 		else
 		{

@@ -4,6 +4,10 @@
 #include "BustleUnrealTypes.h"
 #include "BustleWorldSubsystem.h"
 #include "DrawDebugHelpers.h"
+#include "Engine/World.h"
+#include "ProfilingDebugging/CpuProfilerTrace.h"
+#include "UObject/Class.h"
+#include "UObject/Object.h"
 
 FBustleMarkerBackend::FBustleMarkerBackend(UBustleWorldSubsystem& InOwner)
 	: Owner(InOwner)

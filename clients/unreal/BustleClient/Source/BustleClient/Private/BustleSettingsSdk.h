@@ -42,7 +42,7 @@ namespace BustleSettingsSdk
 		const std::vector<std::string>& Archetypes, std::uint16_t Archetype)
 	{
 		const auto Resolved = bustle::client::resolve_by_archetype(Archetypes, ToNameMap(ByName));
-		const auto It = Resolved.find(Archetype);
-		return It != Resolved.end() ? It->second : Default;
+		const auto Match = Resolved.find(Archetype);
+		return Match != Resolved.end() ? Match->second : Default;
 	}
 }

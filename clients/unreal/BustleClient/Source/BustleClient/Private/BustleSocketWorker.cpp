@@ -11,6 +11,7 @@
 #include "Misc/ScopeLock.h"
 #include "Misc/Timespan.h"
 #include "Sockets.h"
+#include "SocketTypes.h"
 #include "SocketSubsystem.h"
 
 #include <span>

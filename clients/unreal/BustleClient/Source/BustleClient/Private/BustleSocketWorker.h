@@ -28,6 +28,7 @@
 #include <string>
 
 class FInternetAddr;
+class ISocketSubsystem;
 class FRunnableThread;
 class FSocket;
 
@@ -67,7 +68,7 @@ public:
 private:
 	struct FResolveState;
 	// The resolved address; nullptr (Error set) when resolution failed or the worker stops.
-	TSharedPtr<FInternetAddr> Resolve(class ISocketSubsystem& Sockets, FString& Error);
+	TSharedPtr<FInternetAddr> Resolve(ISocketSubsystem& Sockets, FString& Error);
 	bool Open(FString& Error);
 	void Close();
 	// Writes all of Data, waiting for the socket in kPollInterval steps; false

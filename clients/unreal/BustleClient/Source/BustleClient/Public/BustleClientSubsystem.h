@@ -20,11 +20,13 @@
 #include "Containers/UnrealString.h"
 #include "Delegates/DelegateCombinations.h"
 #include "Subsystems/GameInstanceSubsystem.h"
+#include "Subsystems/SubsystemCollection.h"
 #include "Templates/SharedPointer.h"
 #include "UObject/WeakObjectPtrTemplates.h"
 #include "BustleClientSubsystem.generated.h"
 
 class FBustleSocketWorker;
+class UObject;
 struct FBustleInboundEvent;
 
 UENUM(BlueprintType)
@@ -88,7 +90,7 @@ public:
 	uint32 NextRequestId();
 
 private:
-	bool Tick(float DeltaSeconds);
+	bool TickConnection(float DeltaSeconds);
 	void Pump();
 	// Stops the worker without waiting: it is retired and deleted once its thread ended.
 	void StopWorker(const FString& Why);

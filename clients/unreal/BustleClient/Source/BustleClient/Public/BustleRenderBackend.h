@@ -27,9 +27,9 @@ public:
 	/** Short name for logs. */
 	virtual FName GetBackendName() const = 0;
 	/** Installed in World; false (after logging why) refuses the installation. */
-	virtual bool Initialize(UWorld& World) { return true; }
+	virtual bool InitializeBackend(UWorld& World) { return true; }
 	/** Removed, after every entity it drew was deactivated. */
-	virtual void Deinitialize() {}
+	virtual void DeinitializeBackend() {}
 	/** Entity is to be drawn, starting at Initial (world space). */
 	virtual EBustleActivation Activate(const FBustleEntityInfo& Entity, const FTransform& Initial) = 0;
 	/** Entity (Slot) is no longer drawn here. */

@@ -14,6 +14,8 @@
 #include "BustleTypes.h"
 #include "Containers/Array.h"
 #include "Delegates/DelegateCombinations.h"
+#include "Stats/Stats.h"
+#include "Subsystems/SubsystemCollection.h"
 #include "Subsystems/WorldSubsystem.h"
 #include "Templates/SharedPointer.h"
 #include "UObject/ObjectPtr.h"
@@ -21,6 +23,8 @@
 #include "BustleWorldSubsystem.generated.h"
 
 class AActor;
+class UObject;
+class UWorld;
 class IBustleRenderBackend;
 class UBustleClientSubsystem;
 class UInstancedStaticMeshComponent;

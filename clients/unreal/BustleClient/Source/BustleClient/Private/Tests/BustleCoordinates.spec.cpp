@@ -4,6 +4,8 @@
 // FRotator glue.
 #include "BustleUnrealTypes.h"
 #include "BustleSpecFlags.h"
+#include "CoreMinimal.h"
+#include "Misc/AutomationTest.h"
 
 #if WITH_DEV_AUTOMATION_TESTS
 

@@ -4,6 +4,8 @@
 // deleting. (The index itself is tested in the SDK's ctest suite.)
 #include "BustleInstancedBackend.h"
 #include "BustleSpecFlags.h"
+#include "CoreMinimal.h"
+#include "Misc/AutomationTest.h"
 
 #if WITH_DEV_AUTOMATION_TESTS
 

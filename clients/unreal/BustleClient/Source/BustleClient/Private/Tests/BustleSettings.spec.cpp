@@ -3,7 +3,10 @@
 #include "BustleSettings.h"
 #include "BustleSettingsSdk.h"
 #include "BustleSpecFlags.h"
+#include "Misc/AutomationTest.h"
 #include "Misc/ConfigCacheIni.h"
+#include "UObject/Package.h"
+#include "UObject/UObjectGlobals.h"
 
 #if WITH_DEV_AUTOMATION_TESTS
 
