@@ -12,9 +12,11 @@
 #include "Components/StaticMeshComponent.h"
 #include "Engine/EngineTypes.h"
 #include "Engine/StaticMesh.h"
+#include "Engine/World.h"
 #include "GameFramework/Actor.h"
 #include "ProfilingDebugging/CpuProfilerTrace.h"
 #include "UObject/Class.h"
+#include "UObject/Object.h"
 #include "UObject/ObjectMacros.h"
 #include "UObject/UObjectGlobals.h"
 
@@ -108,12 +110,18 @@ void FBustleInstancedBackend::deinitialize()
 
 void FBustleInstancedBackend::DestroyComponents()
 {
+	// While the world tears down its components go with it.
+	const UWorld* World = Owner.GetWorld();
+	const bool bTearingDown = World == nullptr || World->bIsTearingDown;
 	for (FMeshEntry& Entry : Entries)
 	{
 		if (UInstancedStaticMeshComponent* Component = Entry.Component.Get())
 		{
 			Owner.ForgetInstanceComponent(Component);
-			Component->DestroyComponent();
+			if (!bTearingDown)
+			{
+				Component->DestroyComponent();
+			}
 		}
 	}
 	Entries.clear();
