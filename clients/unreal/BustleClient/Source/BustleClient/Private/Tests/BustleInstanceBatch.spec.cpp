@@ -47,6 +47,15 @@ void FBustleInstanceBatchSpec::Define()
 		TestEqual(TEXT("its transform moved with it"), Batch.Transforms[1].GetLocation().X, 13.0);
 		TestEqual(TEXT("10 untouched"), Batch.Transforms[0].GetLocation().X, 10.0);
 		TestEqual(TEXT("12 untouched"), Batch.Transforms[2].GetLocation().X, 12.0);
+		// Index 1 now draws another entity: written with teleport, so no motion vector joins them.
+		TestEqual(TEXT("teleported indices"), Batch.Teleported.Num(), 1);
+		TestEqual(TEXT("index 1 teleports"), Batch.Teleported[0], 1);
+	});
+
+	It("teleports nothing when the last instance itself is removed", [this]()
+		{
+		Batch.Remove(Slot(13));
+		TestEqual(TEXT("teleported indices"), Batch.Teleported.Num(), 0);
 	});
 
 	It("writes poses to the slot's current index after removals", [this]()
