@@ -1,3 +1,5 @@
+// The actor pool: pre-made actors per archetype handed out and parked,
+// spawns spread over frames, waits and refusals graded (actor_pool.hpp).
 #include "bustle/client/actor_pool.hpp"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// The names of a backend activation's outcomes (backend.hpp).
 #include "bustle/client/backend.hpp"
 
 namespace bustle::client {

@@ -1,3 +1,6 @@
+// The blocking Client over Connection: handshake, subscribe, commands and
+// their results, and the Deltas, jobs and spawn updates kept meanwhile
+// (client.hpp).
 #include "bustle/client/client.hpp"
 
 #include <cassert>

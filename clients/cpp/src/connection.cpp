@@ -1,3 +1,5 @@
+// The blocking Asio transport: connect, send and receive whole frames, each
+// with a timeout and a status saying what went wrong (connection.hpp).
 #include "bustle/client/connection.hpp"
 
 #include <asio.hpp>

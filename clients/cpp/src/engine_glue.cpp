@@ -1,3 +1,5 @@
+// Plugin decisions kept out of the engine: archetype lookup by dotted
+// prefix and the pacing of interest updates (engine_glue.hpp).
 #include "bustle/client/engine_glue.hpp"
 
 #include <cmath>

@@ -1,3 +1,5 @@
+// The client's copy of the streamed entities: Deltas applied in order,
+// each entity at a stable slot (entity_mirror.hpp).
 #include "bustle/client/entity_mirror.hpp"
 
 #include <cassert>

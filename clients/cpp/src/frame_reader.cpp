@@ -1,3 +1,5 @@
+// Bytes from the server into verified ServerFrames, with the size cap and
+// the first bad frame reported (frame_reader.hpp).
 #include "bustle/client/frame_reader.hpp"
 
 #include <cassert>

@@ -1,3 +1,5 @@
+// Backends that draw nothing and record everything: the reference for the
+// SDK's tests, tools and benchmarks (headless_backend.hpp).
 #include "bustle/client/headless_backend.hpp"
 
 #include <algorithm>

@@ -1,3 +1,5 @@
+// Slot <-> instance index of an instanced backend, dense with
+// swap-remove (instance_index.hpp).
 #include "bustle/client/instance_index.hpp"
 
 #include <cassert>

@@ -1,3 +1,5 @@
+// Poses between the stream's samples: per slot a ring of samples by server
+// time, interpolated or briefly extrapolated (interpolation.hpp).
 #include "bustle/client/interpolation.hpp"
 
 #include <cmath>

@@ -1,3 +1,5 @@
+// Log level names, the in-memory sink tests read, and log_to(), which skips
+// a null or disabled sink (log.hpp).
 #include "bustle/client/log.hpp"
 
 namespace bustle::client {

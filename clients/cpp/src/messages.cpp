@@ -1,3 +1,5 @@
+// Every client-to-server message as one complete frame ready to send
+// (messages.hpp).
 #include "bustle/client/messages.hpp"
 
 #include <algorithm>

@@ -1,3 +1,6 @@
+// Display helpers for HUDs: the control policy a HUD shows, changed only
+// once the new one has held for a while (waiting at a signal at once), and
+// its colour (presentation.hpp).
 #include "bustle/client/presentation.hpp"
 
 namespace bustle::client {

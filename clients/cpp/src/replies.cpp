@@ -1,3 +1,4 @@
+// The server's answers decoded into owned SDK types (replies.hpp).
 #include "bustle/client/replies.hpp"
 
 #include <limits>

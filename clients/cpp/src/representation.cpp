@@ -1,3 +1,6 @@
+// The representation layer's frame: mirror, pose tracks and clock brought
+// up to date, each entity routed to its backend, falling back to a coarser
+// one when refused (representation.hpp).
 #include "bustle/client/representation.hpp"
 
 #include <algorithm>

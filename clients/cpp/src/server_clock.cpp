@@ -1,3 +1,5 @@
+// The estimate of the server's simulation time from the Deltas received
+// (server_clock.hpp).
 #include "bustle/client/server_clock.hpp"
 
 #include <cassert>

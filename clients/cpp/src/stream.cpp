@@ -1,3 +1,5 @@
+// Welcome and Delta decoded from wire tables into the SDK's own types
+// (stream.hpp).
 #include "bustle/client/stream.hpp"
 
 #include <span>

@@ -1,3 +1,6 @@
+// How many steps are due at a given time: the catch-up cap (steps beyond it
+// dropped and counted) and the resync after a pause or a world swap
+// (fixed_step_clock.hpp).
 #include "bustle/app/fixed_step_clock.hpp"
 
 #include <algorithm>

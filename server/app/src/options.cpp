@@ -1,3 +1,5 @@
+// bustle-server's flags and BUSTLE_* variables: the option table, its
+// validation and the usage text (options.hpp).
 #include "options.hpp"
 
 #include <CLI/CLI.hpp>

@@ -1,3 +1,5 @@
+// Logging, the core's log sink and signal handling, shared by bustle-server
+// and bustle-replay serve (process_startup.hpp).
 #include "bustle/app/process_startup.hpp"
 
 #include <spdlog/spdlog.h>

@@ -1,3 +1,6 @@
+// Spawn handles' representation stages (Attached, ReadyForGameplay) from
+// client leases, kept beside the sim thread, outside the World
+// (representation_stages.hpp).
 #include "representation_stages.hpp"
 
 #include <algorithm>

@@ -1,3 +1,6 @@
+// The sim thread's loop: commands in, steps on the clock, frames and
+// answers out, snapshots and recordings handed to the persist worker
+// (sim_driver.hpp).
 #include "sim_driver.hpp"
 
 #include <spdlog/spdlog.h>

@@ -1,3 +1,5 @@
+// The worker threads that run a step's parts beside the sim thread, and
+// how they wait between steps (thread_phase_executor.hpp).
 #include "bustle/app/thread_phase_executor.hpp"
 
 #include <algorithm>

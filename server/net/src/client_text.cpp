@@ -1,3 +1,5 @@
+// Client-supplied text cut short and stripped of control bytes before it
+// reaches a log line or an echoed message (client_text.hpp).
 #include "bustle/net/client_text.hpp"
 
 #include <algorithm>

@@ -1,3 +1,6 @@
+// Wire Commands into what the sim thread executes, with the role check and
+// every field validated, or a graded rejection naming the field
+// (command_parser.hpp). Network thread only.
 #include "bustle/net/command_parser.hpp"
 
 #include <optional>

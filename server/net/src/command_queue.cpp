@@ -1,3 +1,5 @@
+// The bounded hand-off from the network thread to the sim thread, and the
+// wake-up of a sim thread waiting for work (command_queue.hpp).
 #include "bustle/net/command_queue.hpp"
 
 namespace bustle::net {

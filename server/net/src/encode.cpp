@@ -1,3 +1,5 @@
+// Server-to-client frames other than Delta: Welcome, CommandResult and its
+// replies, JobUpdate, SpawnUpdate and Error (encode.hpp).
 #include "bustle/net/encode.hpp"
 
 #include <memory>

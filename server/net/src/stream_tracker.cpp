@@ -1,3 +1,6 @@
+// One client's stream: interest through the spatial index, hints within
+// budgets, the diff against what it was sent, and its leases
+// (stream_tracker.hpp).
 #include "bustle/net/stream_tracker.hpp"
 
 #include <algorithm>
