@@ -2,6 +2,7 @@
 
 #include <sqlite3.h>
 
+#include <cassert>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
@@ -249,6 +250,7 @@ void RowReader::ids(const char* index_field, const char* generation_field, std::
   blob(index_field, count, index);
   blob(generation_field, count, generation);
   if (!ok()) return;
+  assert(index.size() == count && generation.size() == count);
   out.resize(count);
   for (std::size_t i = 0; i < count; ++i) out[i] = {index[i], generation[i]};
 }

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <bit>
+#include <cassert>
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
@@ -138,6 +139,14 @@ class Insert {
   std::uint64_t bound_ = 0;
 };
 
+// True when every column holds n entries: the shape of a store's columns.
+// Writers assert it of what they are given (a store with a short column
+// would save a snapshot that can never load); readers of what they read.
+template <class... Columns>
+bool all_sized(std::size_t n, const Columns&... columns) {
+  return ((columns.size() == n) && ...);
+}
+
 // Reads the columns of one SELECTed row by name, with type and range checks,
 // remembering the first bad field so the caller can name it in its error.
 class RowReader {
@@ -167,7 +176,9 @@ class RowReader {
             const char* count_field = "count") {
     if (!decode_blob(st_.column_blob(cols_.index(field)), count, out)) {
       fail(field, std::string("blob size does not match ") + count_field);
+      return;
     }
+    assert(out.size() == count);  // Postcondition: decoded means all of it.
   }
   // Two u32 blobs of `count` elements joined into EntityIds.
   void ids(const char* index_field, const char* generation_field, std::size_t count,

@@ -70,6 +70,8 @@ auto zone_counters(Z& s) {
 }
 
 StoreError write_residents(Tables& t, std::int64_t id, const core::ResidentStore& r) {
+  assert(all_sized(r.id.size(), r.community, r.profession, r.zone, r.active, r.work_point,
+                   r.work_slot));
   const IdBlobs ids(r.id);
   Insert rc;
   if (StoreError e = t.prepare(kResidentColumns, rc); !e.ok()) return e;
@@ -99,6 +101,8 @@ StoreError read_residents(Tables& t, std::int64_t id, core::ResidentStore& r) {
   rr.blob("work_point", n, r.work_point);
   rr.blob("work_slot", n, r.work_slot);
   if (!rr.ok()) return t.row_error(kResidentColumns, row, rr);
+  assert(
+      all_sized(n, r.id, r.community, r.profession, r.zone, r.active, r.work_point, r.work_slot));
   return {};
 }
 

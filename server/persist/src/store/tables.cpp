@@ -1,5 +1,7 @@
 #include "tables.hpp"
 
+#include <cassert>
+
 namespace bustle::persist::store {
 
 std::string snapshot_row(std::int64_t id) {
@@ -53,6 +55,7 @@ StoreError Tables::blob_row(const TableColumns& cols, std::int64_t id, const std
   const std::int64_t count = rr.integer("count", 0, 1 << 24);
   if (!rr.ok()) return error(cols.table(), row, "count", "out of range");
   n = static_cast<std::size_t>(count);
+  assert(n <= std::size_t{1} << 24);  // Postcondition: the range just checked.
   return {};
 }
 

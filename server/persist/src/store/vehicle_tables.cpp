@@ -64,6 +64,10 @@ auto garage_counters(G& g) {
 StoreError write_vehicle_columns(Tables& t, std::int64_t id, const core::VehicleStore& st) {
   Insert vc;
   if (StoreError e = t.prepare(kVehicleColumns, vc); !e.ok()) return e;
+  assert(all_sized(st.id.size(), st.garage, st.ordinal, st.prototype, st.route_index, st.lane,
+                   st.s_m, st.speed_mps, st.strategy, st.control_policy, st.reason, st.sim_tier,
+                   st.leader, st.steps_advanced, st.waiting_since, st.despawn_requested,
+                   st.request_id, st.last_advance_step));
   const IdBlobs ids(st.id), leaders(st.leader);
   vc.i64("snapshot_id", id).i64("count", static_cast<std::int64_t>(st.id.size()));
   vc.blob("id_index", ids.index).blob("id_generation", ids.generation);
@@ -112,6 +116,10 @@ StoreError read_vehicle_columns(Tables& t, std::int64_t id, core::VehicleStore& 
     rr.fail("request_ids", "expected a JSON array of count strings");
   }
   if (!rr.ok()) return t.row_error(kVehicleColumns, row, rr);
+  assert(all_sized(n, st.id, st.garage, st.ordinal, st.prototype, st.route_index, st.lane, st.s_m,
+                   st.speed_mps, st.strategy, st.control_policy, st.reason, st.sim_tier, st.leader,
+                   st.steps_advanced, st.waiting_since, st.despawn_requested, st.request_id,
+                   st.last_advance_step));
   return {};
 }
 

@@ -214,6 +214,8 @@ StoreError read_world_state(Tables& t, std::int64_t id, core::WorldCheckpoint& c
 StoreError write_pedestrians(Tables& t, std::int64_t id, const core::WorldCheckpoint& cp) {
   const core::PedestrianState& p = cp.pedestrians;
   const std::size_t n = p.id.size();
+  assert(all_sized(n, p.lane, p.s_m, p.hops, p.resident, p.sim_tier, p.priority, p.origin, p.route,
+                   p.catch_up_steps));
   const IdBlobs ids(p.id);
   const core::TierCounts& pt = cp.pedestrian_tiers;
   const std::uint64_t tier_stats[] = {pt.per_tier[0], pt.per_tier[1],    pt.per_tier[2],
@@ -269,6 +271,8 @@ StoreError read_pedestrians(Tables& t, std::int64_t id, std::uint32_t expected,
   if (!decode_counts(rr.text("tier_stats"), ts, UINT32_MAX))
     rr.fail("tier_stats", "expected a JSON array of 8 counts");
   if (!rr.ok()) return t.row_error(columns, row, rr);
+  assert(all_sized(n, p.id, p.lane, p.s_m, p.hops, p.resident, p.sim_tier, p.priority, p.origin,
+                   p.route, p.catch_up_steps));
   core::TierCounts& pt = cp.pedestrian_tiers;
   for (std::size_t k = 0; k < 3; ++k) pt.per_tier[k] = static_cast<std::uint32_t>(ts[k]);
   pt.promoted = static_cast<std::uint32_t>(ts[3]);
