@@ -1,4 +1,4 @@
-// Phase 5 of World::step(): vehicles (VehicleSystem::step in vehicles.cpp),
+// Phase 5 of World::step(): vehicles (VehicleSystem::step in vehicles/kernel.cpp),
 // fed the pre-step crossing occupancy; their despawn requests join the
 // world's single despawn phase (phase 9).
 #include <algorithm>

@@ -425,7 +425,8 @@ class VehicleSystem {
     store_.control_policy[i] = p;
   }
   void rebuild_derived();
-  // check_invariants() and restore() by section (vehicles.cpp).
+  // check_invariants() and restore() by section (vehicles/invariants.cpp,
+  // vehicles/checkpoint.cpp).
   std::string check_store_rows(const EntityRegistry& registry,
                                std::vector<std::uint32_t>& managed) const;
   std::string check_garages(const std::vector<std::uint32_t>& managed) const;

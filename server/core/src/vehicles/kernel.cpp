@@ -1,0 +1,349 @@
+// Phase 5's order (step) and its kernel: the pre-step snapshot (vehicles by
+// lane, merge winners), then per vehicle the leader, the arbitration and the
+// advance along the route, each folding its digest word; stuck vehicles and
+// the per-policy counts after it.
+#include <algorithm>
+#include <array>
+#include <cassert>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "arbitration.hpp"
+#include "bustle/core/vehicles.hpp"
+#include "internal.hpp"
+
+namespace bustle::core {
+
+namespace {
+
+constexpr std::size_t kLeaderLookaheadLanes = 8;
+
+}  // namespace
+
+void VehicleSystem::step(std::uint64_t step_index, std::uint32_t step_us, EntityRegistry& registry,
+                         const std::vector<std::uint8_t>& crossing_occupied,
+                         const std::vector<Vec2>& observers,
+                         std::vector<DespawnRequest>& despawns) {
+  last_step_ = {};
+  inject_plan(step_index);
+  advance_signals(step_us);
+  dispatch(step_index, registry, observers);
+  regroup_store();
+  build_snapshot();
+  evaluate_and_advance(step_index, step_us, crossing_occupied, despawns);
+  turnarounds(step_index);
+  find_stuck(step_index, step_us, despawns);
+  count_policies();
+}
+
+void VehicleSystem::find_stuck(std::uint64_t step_index, std::uint32_t step_us,
+                               std::vector<DespawnRequest>& despawns) {
+  // A blocked vehicle leaves only when it is off-screen (Coarse: far from
+  // every observer) and has not moved for despawn.stuck_ms; a visible one
+  // keeps waiting, so nobody sees a car vanish from a queue.
+  const std::uint64_t stuck_us = std::uint64_t{scenario_->despawn.stuck_ms} * 1000;
+  if (stuck_us == 0) return;
+  for (std::uint32_t i = 0; i < store_.size(); ++i) {
+    if (store_.despawn_requested[i] || store_.sim_tier[i] != SimTier::Coarse) continue;
+    // Parked and manually driven vehicles stand still on purpose.
+    const auto strategy = static_cast<VehicleStrategy>(store_.strategy[i]);
+    if (strategy == VehicleStrategy::Parked || strategy == VehicleStrategy::Manual) continue;
+    if ((step_index - store_.last_advance_step[i]) * step_us < stuck_us) continue;
+    store_.despawn_requested[i] = 1;
+    set_policy(i, static_cast<std::uint8_t>(ControlPolicy::DespawnPending));
+    refold(i);
+    despawns.push_back({store_.id[i], DespawnReason::Stuck});
+  }
+}
+
+void VehicleSystem::build_snapshot() {
+  const std::uint32_t n = store_.size();
+  const std::uint32_t lanes = lanes_->size();
+  std::fill(lane_start_.begin(), lane_start_.end(), 0);
+  for (std::uint32_t i = 0; i < n; ++i) ++lane_start_[store_.lane[i] + 1];
+  for (std::uint32_t l = 0; l < lanes; ++l) lane_start_[l + 1] += lane_start_[l];
+  order_.resize(n);
+  snap_s_.resize(n);
+  pos_in_order_.resize(n);
+  std::vector<std::uint32_t>& fill = pos_in_order_;  // reused as a cursor first
+  cursor_.assign(lane_start_.begin(),
+                 lane_start_.end() - 1);  // reused: no allocation after warm-up
+  for (std::uint32_t i = 0; i < n; ++i) order_[cursor_[store_.lane[i]]++] = i;
+  // Per lane by (s, EntityId): a handful of vehicles per lane, so an
+  // insertion sort (no call per lane), std::sort for long queues.
+  const double* const s = store_.s_m.data();
+  const EntityId* const id = store_.id.data();
+  const auto before = [s, id](std::uint32_t a, std::uint32_t b) {
+    return s[a] != s[b] ? s[a] < s[b] : id[a] < id[b];
+  };
+  std::uint32_t* const o = order_.data();
+  for (std::uint32_t l = 0; l < lanes; ++l) {
+    const std::uint32_t b = lane_start_[l], e = lane_start_[l + 1];
+    if (e - b < 2) continue;
+    if (e - b > 24) {
+      std::sort(o + b, o + e, before);
+      continue;
+    }
+    for (std::uint32_t k = b + 1; k < e; ++k) {
+      const std::uint32_t x = o[k];
+      std::uint32_t m = k;
+      for (; m > b && before(x, o[m - 1]); --m) o[m] = o[m - 1];
+      o[m] = x;
+    }
+  }
+  for (std::uint32_t k = 0; k < n; ++k) fill[order_[k]] = k;
+  for (std::uint32_t i = 0; i < n; ++i) snap_s_[i] = store_.s_m[i];
+  if (!merge_lane_.empty()) find_merge_winners();
+}
+
+// Invariant 6, per step from the pre-step snapshot (build_snapshot): per
+// merge, the front-most vehicle of each feeder whose route continues onto
+// the merge lane; the one nearest the merge point wins, ties by EntityId.
+// O(merges x feeders), independent of the row order.
+void VehicleSystem::find_merge_winners() {
+  for (std::uint32_t m = 0; m < merge_lane_.size(); ++m) {
+    std::uint32_t best = VehicleStore::kNoSlot;
+    double best_d = 0.0;
+    for (std::uint32_t k = merge_feeder_begin_[m]; k < merge_feeder_begin_[m + 1]; ++k) {
+      const LaneIndex f = merge_feeders_[k];
+      if (lane_start_[f] == lane_start_[f + 1]) continue;
+      const std::uint32_t j = order_[lane_start_[f + 1] - 1];
+      if (next_on_route(j) != merge_lane_[m]) continue;
+      const double d = lane_hot_[f].length_m - snap_s_[j];
+      if (best == VehicleStore::kNoSlot || d < best_d ||
+          (d == best_d && store_.id[j] < store_.id[best])) {
+        best = j;
+        best_d = d;
+      }
+    }
+    merge_winner_[m] = best;
+    merge_winner_d_m_[m] = best_d;
+  }
+}
+
+// The kernel's look-ahead for a vehicle with nobody ahead on its own lane
+// (inlined into it): the rear-most vehicle along the route across lane joins
+// and the loop seam, as far as `look_m` (the caution headway or this
+// evaluation's reach plus the block headway, invariant 5); a merge lane on
+// the way takes its winner as a virtual leader (invariant 6).
+[[gnu::always_inline]] inline VehicleSystem::Ahead VehicleSystem::look_ahead(
+    std::uint32_t i, const LaneIndex* route, std::uint32_t route_size, std::uint32_t ri, bool loops,
+    double to_end, double look_m) const {
+  const std::uint32_t* const order = order_.data();
+  const std::uint32_t* const lane_start = lane_start_.data();
+  Ahead out;
+  double acc = to_end;
+  std::uint32_t hri = ri;
+  for (std::size_t hop = 0; hop < kLeaderLookaheadLanes && acc < look_m; ++hop) {
+    hri = hri + 1 < route_size ? hri + 1 : 0;  // 0: across the seam, if the route loops
+    if (hri == 0 && !loops) break;
+    const LaneIndex lane = route[hri];
+    const LaneHot& h = lane_hot_[lane];
+    if (h.merge >= 0) {
+      const std::uint32_t w = merge_winner_[static_cast<std::uint32_t>(h.merge)];
+      const double gap = acc - merge_winner_d_m_[static_cast<std::uint32_t>(h.merge)];
+      if (w != VehicleStore::kNoSlot && w != i && gap < out.merge_gap_m) {
+        out.merge_gap_m = gap;
+        out.merge_peer = store_.id[w];
+      }
+    }
+    if (lane_start[lane] < lane_start[lane + 1]) {
+      const std::uint32_t j = order[lane_start[lane]];
+      if (j == i) break;  // only this vehicle on a one-lane loop
+      out.leader = store_.id[j];
+      out.gap_m = acc + snap_s_[j];
+      break;
+    }
+    acc += h.length_m;
+  }
+  return out;
+}
+
+void VehicleSystem::evaluate_and_advance(std::uint64_t step_index, std::uint32_t step_us,
+                                         const std::vector<std::uint8_t>& crossing_occupied,
+                                         std::vector<DespawnRequest>& despawns) {
+  const double dt_s = static_cast<double>(step_us) * 1e-6;
+  const VehicleRules& rules = scenario_->vehicle_rules;
+  const std::uint32_t n = store_.size();
+  // The columns as local pointers: stores through the byte columns may alias
+  // anything, so member vectors would be reloaded after each; locals stay in
+  // registers. Every vehicle reads the pre-step snapshot (snap_s_, order_).
+  const SimTier* const tier_c = store_.sim_tier.data();
+  const std::uint8_t* const despawn_c = store_.despawn_requested.data();
+  const std::uint8_t* const phase_c = phase_.data();
+  const std::uint8_t* const strategy_c = store_.strategy.data();
+  const std::uint32_t* const garage_c = store_.garage.data();
+  const std::uint64_t* const waiting_c = store_.waiting_since.data();
+  LaneIndex* const lane_c = store_.lane.data();
+  std::uint32_t* const ri_c = store_.route_index.data();
+  double* const s_c = store_.s_m.data();
+  double* const speed_c = store_.speed_mps.data();
+  std::uint8_t* const policy_c = store_.control_policy.data();
+  std::uint8_t* const reason_c = store_.reason.data();
+  EntityId* const leader_c = store_.leader.data();
+  std::uint64_t* const steps_c = store_.steps_advanced.data();
+  std::uint64_t* const last_c = store_.last_advance_step.data();
+  const EntityId* const id_c = store_.id.data();
+  const double* const snap = snap_s_.data();
+  const std::uint32_t* const order = order_.data();
+  const std::uint32_t* const lane_start = lane_start_.data();
+  const std::uint32_t* const pos = pos_in_order_.data();
+  const LaneHot* const lanes = lane_hot_.data();
+  const std::uint64_t* const cold = cold_hash_.data();
+  std::uint64_t* const hash = hash_.data();
+  const double caution = rules.headway_caution_m;
+  std::uint64_t sum = hash_sum_;
+  std::uint32_t moving = 0;
+  std::array<std::uint32_t, kControlPolicyCount> policies = control_policy_count_;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    const SimTier tier = tier_c[i];
+    if (!despawn_c[i] && !tier_due_phase(step_index, phase_c[i], tier)) {
+      continue;  // policy and reason keep their last decision; progress catches up when due
+    }
+    const std::uint32_t stride = tier_stride(tier);
+    const LaneIndex lane = lane_c[i];
+    const LaneHot& L = lanes[lane];
+    const std::uint32_t garage = garage_c[i];
+    const LaneIndex* const route = route_lanes_.data() + route_begin_[garage];
+    const std::uint32_t route_size = route_begin_[garage + 1] - route_begin_[garage];
+    const std::uint32_t ri = ri_c[i];
+    const bool has_next = ri + 1 < route_size;
+    const LaneIndex next = has_next ? route[ri + 1] : route[0];
+    const bool loops = route_loops_[garage] != 0;
+    const bool next_on_route = has_next || loops;
+    const double travel_m =
+        L.speed_mps * dt_s * stride + kEps;  // this evaluation's full-speed reach
+    const double s0 = snap[i];
+    const double to_end = L.length_m - s0;
+
+    PolicyInputs in;
+    in.despawn_requested = despawn_c[i] != 0;
+    in.strategy = static_cast<VehicleStrategy>(strategy_c[i]);
+    // Signals: the stop line on this lane, or on the next one within reach.
+    auto check_signal = [&](const LaneHot& h, double dist_to_lane_start) {
+      if (h.signal < 0) return;
+      const double to_stop = dist_to_lane_start + h.stop_m;
+      const double to_yield = dist_to_lane_start + h.yield_m;
+      if (to_stop < -kEps) return;  // already past the stop line
+      if (h.phase == SignalPhase::Closed && to_stop <= travel_m) in.signal_closed = true;
+      if (h.phase == SignalPhase::Yield && to_yield <= travel_m) in.signal_yield = true;
+    };
+    check_signal(L, -s0);
+    const LaneHot& N = lanes[next];
+    if (next_on_route) check_signal(N, to_end);
+    // Pedestrians on a crossing ahead (pre-step occupancy).
+    auto check_crossings = [&](LaneIndex rl, double dist_to_lane_start) {
+      for (const Conflict& c : conflicts_[rl]) {
+        const double ahead = dist_to_lane_start + c.s_on_road_m;
+        if (ahead <= 0.0) continue;  // on or past it: clear the crossing
+        if (ahead > rules.pedestrian_hazard_m) break;
+        if (crossing_occupied[c.crossing] != 0) in.pedestrian_hazard = true;
+      }
+    };
+    if (L.conflicts != 0) check_crossings(lane, -s0);
+    if (next_on_route && N.conflicts != 0 && to_end < rules.pedestrian_hazard_m)
+      check_crossings(next, to_end);
+
+    // Leader: the next vehicle on this lane in the snapshot, else look_ahead()
+    // along the route (invariants 5 and 6).
+    Ahead ahead;
+    if (const std::uint32_t k = pos[i]; k + 1 < lane_start[lane + 1]) {
+      const std::uint32_t j = order[k + 1];
+      ahead.leader = id_c[j];
+      ahead.gap_m = snap[j] - s0;
+    } else {
+      const double look_m =
+          std::max(caution, route_max_speed_[garage] * dt_s * stride + rules.headway_block_m);
+      ahead = look_ahead(i, route, route_size, ri, loops, to_end, look_m);
+    }
+    in.leader_gap_m = ahead.gap_m;
+    in.merge_gap_m = ahead.merge_gap_m;
+
+    PolicyDecision dec = arbitrate(in, rules);
+    hold(dec, waiting_c[i] != 0, has_next && to_end <= travel_m ? next : kNoLaneAhead);
+    --policies[policy_c[i]];
+    ++policies[static_cast<std::size_t>(dec.policy)];
+    policy_c[i] = static_cast<std::uint8_t>(dec.policy);
+    reason_c[i] = static_cast<std::uint8_t>(dec.reason);
+    leader_c[i] = !dec.leader_recorded                     ? EntityId{}
+                  : dec.reason == PolicyReason::MergeYield ? ahead.merge_peer
+                                                           : ahead.leader;
+    if (!dec.advance) {
+      speed_c[i] = 0.0;
+    } else {
+      // Advance: spend this evaluation's time along the route at each lane's
+      // speed limit, never closer than the block headway to the leader's
+      // pre-step position (invariant 5) nor to the merge winner's on the
+      // merge axis (invariant 6).
+      double time_s = dt_s * stride * dec.speed_multiplier;
+      const double bound_m = std::min(in.leader_gap_m, in.merge_gap_m);
+      double cap_m = std::isfinite(bound_m) ? std::max(0.0, bound_m - rules.headway_block_m)
+                                            : std::numeric_limits<double>::infinity();
+      double moved_m = 0.0;
+      LaneIndex cur = lane;
+      double s = s_c[i];
+      std::uint32_t cur_ri = ri;
+      for (std::size_t hop = 0; hop < 64 && time_s > 0.0 && cap_m > 0.0; ++hop) {
+        const LaneHot& C = lanes[cur];
+        const double reach = std::min(C.speed_mps * time_s, cap_m);
+        if (s + reach < C.length_m) {
+          s += reach;
+          moved_m += reach;
+          break;
+        }
+        const double part = C.length_m - s;
+        moved_m += part;
+        cap_m -= part;
+        time_s -= part / C.speed_mps;
+        s = C.length_m;
+        if (cur_ri + 1 < route_size) {
+          if (closures_active_ && lane_closed_[route[cur_ri + 1]] != 0) break;  // nobody enters
+          ++cur_ri;
+          cur = route[cur_ri];
+          s = 0.0;  // leftover time carries onto the next lane at its speed limit
+          continue;
+        }
+        // End of the route.
+        if (loops) {
+          start_waiting(i, step_index);  // competes for the entrance (turnarounds())
+        } else {
+          despawns.push_back({id_c[i], DespawnReason::RouteCompleted});
+        }
+        break;
+      }
+      // Invariant 5 where it is written: never closer than the block headway.
+      assert(!std::isfinite(bound_m) ||
+             moved_m <= std::max(0.0, bound_m - rules.headway_block_m) + kEps);
+      lane_c[i] = cur;
+      s_c[i] = s;
+      ri_c[i] = cur_ri;
+      speed_c[i] = moved_m / (dt_s * stride);
+      if (moved_m > 0.0) {
+        ++steps_c[i];
+        last_c[i] = step_index;
+        ++moving;
+      }
+    }
+    // Fold this vehicle's new digest word (vehicle_word(i), from the values at hand).
+    const std::uint64_t h = fold_vehicle(
+        cold[i], ri_c[i], lane_c[i], s_c[i], speed_c[i],
+        vehicle_flags(strategy_c[i], policy_c[i], reason_c[i], tier_c[i], despawn_c[i]),
+        leader_c[i], steps_c[i], waiting_c[i], last_c[i]);
+    sum += h - hash[i];
+    hash[i] = h;
+  }
+  hash_sum_ = sum;
+  control_policy_count_ = policies;
+  last_step_.moving += moving;
+}
+
+void VehicleSystem::count_policies() {
+  // Over every vehicle, not only those evaluated this step: a Coarse vehicle
+  // waiting at a signal is still waiting between its evaluations.
+  // Maintained where policies are written (set_policy), not recounted.
+  for (std::size_t p = 0; p < kControlPolicyCount; ++p)
+    last_step_.per_policy[p] = control_policy_count_[p];
+}
+
+}  // namespace bustle::core
