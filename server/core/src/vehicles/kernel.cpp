@@ -160,182 +160,270 @@ void VehicleSystem::find_merge_winners() {
   return out;
 }
 
+// What the kernel reads and writes for the vehicles of one step. The columns
+// are plain pointers: stores through the byte columns may alias anything, so
+// member vectors would be reloaded after each, while these stay local (the
+// parts below are inlined into evaluate_and_advance's loop and never take
+// its address). Every vehicle reads the pre-step snapshot (snap, order).
+struct VehicleSystem::Kernel {
+  std::uint64_t step_index;
+  double dt_s;
+  const VehicleRules& rules;
+  const std::vector<std::uint8_t>& crossing_occupied;
+  std::vector<DespawnRequest>& despawns;
+  const SimTier* tier_c;
+  const std::uint8_t* despawn_c;
+  const std::uint8_t* phase_c;
+  const std::uint8_t* strategy_c;
+  const std::uint32_t* garage_c;
+  const std::uint64_t* waiting_c;
+  LaneIndex* lane_c;
+  std::uint32_t* ri_c;
+  double* s_c;
+  double* speed_c;
+  std::uint8_t* policy_c;
+  std::uint8_t* reason_c;
+  EntityId* leader_c;
+  std::uint64_t* steps_c;
+  std::uint64_t* last_c;
+  const EntityId* id_c;
+  const double* snap;
+  const std::uint32_t* order;
+  const std::uint32_t* lane_start;
+  const std::uint32_t* pos;
+  const LaneHot* lanes;
+  const std::uint64_t* cold;
+  std::uint64_t* hash;
+  // The step's running totals, stored back once after the loop.
+  std::uint64_t sum;
+  std::uint32_t moving = 0;
+  std::array<std::uint32_t, kControlPolicyCount> policies;
+};
+
+// One due vehicle's place before it decides: its lane, its route and where
+// it is on both, and how far this evaluation could take it at full speed.
+struct VehicleSystem::Evaluation {
+  std::uint32_t i;
+  std::uint32_t stride;  // steps this evaluation stands for (tier_stride)
+  LaneIndex lane;
+  const LaneHot* here;
+  std::uint32_t garage;
+  const LaneIndex* route;
+  std::uint32_t route_size;
+  std::uint32_t ri;
+  bool has_next;
+  LaneIndex next;  // route[ri + 1], or route[0] at the route's end
+  bool loops;
+  bool next_on_route;  // has_next, or across the seam of a loop
+  double travel_m;     // this evaluation's full-speed reach
+  double s0;           // pre-step position on its lane
+  double to_end;       // from s0 to its lane's end
+};
+
+[[gnu::always_inline]] inline VehicleSystem::Evaluation VehicleSystem::evaluation(
+    const Kernel& k, std::uint32_t i) const {
+  Evaluation e;
+  e.i = i;
+  e.stride = tier_stride(k.tier_c[i]);
+  e.lane = k.lane_c[i];
+  e.here = &k.lanes[e.lane];
+  e.garage = k.garage_c[i];
+  e.route = route_lanes_.data() + route_begin_[e.garage];
+  e.route_size = route_begin_[e.garage + 1] - route_begin_[e.garage];
+  e.ri = k.ri_c[i];
+  e.has_next = e.ri + 1 < e.route_size;
+  e.next = e.has_next ? e.route[e.ri + 1] : e.route[0];
+  e.loops = route_loops_[e.garage] != 0;
+  e.next_on_route = e.has_next || e.loops;
+  e.travel_m = e.here->speed_mps * k.dt_s * e.stride + kEps;
+  e.s0 = k.snap[i];
+  e.to_end = e.here->length_m - e.s0;
+  return e;
+}
+
+// Leader: the next vehicle on this lane in the snapshot, else look_ahead()
+// along the route (invariants 5 and 6).
+[[gnu::always_inline]] inline VehicleSystem::Ahead VehicleSystem::find_leader(
+    const Kernel& k, const Evaluation& e) const {
+  Ahead ahead;
+  if (const std::uint32_t p = k.pos[e.i]; p + 1 < k.lane_start[e.lane + 1]) {
+    const std::uint32_t j = k.order[p + 1];
+    ahead.leader = k.id_c[j];
+    ahead.gap_m = k.snap[j] - e.s0;
+  } else {
+    const double look_m =
+        std::max(k.rules.headway_caution_m,
+                 route_max_speed_[e.garage] * k.dt_s * e.stride + k.rules.headway_block_m);
+    ahead = look_ahead(e.i, e.route, e.route_size, e.ri, e.loops, e.to_end, look_m);
+  }
+  return ahead;
+}
+
+// The arbitration's inputs from the pre-step state (signals and crossings
+// ahead within reach, the leader's and the merge winner's gaps), the
+// arbitration itself and the holds after it.
+[[gnu::always_inline]] inline PolicyDecision VehicleSystem::arbitrate_vehicle(
+    const Kernel& k, const Evaluation& e, const Ahead& ahead) const {
+  PolicyInputs in;
+  in.despawn_requested = k.despawn_c[e.i] != 0;
+  in.strategy = static_cast<VehicleStrategy>(k.strategy_c[e.i]);
+  // Signals: the stop line on this lane, or on the next one within reach.
+  auto check_signal = [&](const LaneHot& h, double dist_to_lane_start) {
+    if (h.signal < 0) return;
+    const double to_stop = dist_to_lane_start + h.stop_m;
+    const double to_yield = dist_to_lane_start + h.yield_m;
+    if (to_stop < -kEps) return;  // already past the stop line
+    if (h.phase == SignalPhase::Closed && to_stop <= e.travel_m) in.signal_closed = true;
+    if (h.phase == SignalPhase::Yield && to_yield <= e.travel_m) in.signal_yield = true;
+  };
+  check_signal(*e.here, -e.s0);
+  const LaneHot& next = k.lanes[e.next];
+  if (e.next_on_route) check_signal(next, e.to_end);
+  // Pedestrians on a crossing ahead (pre-step occupancy).
+  const double hazard_m = k.rules.pedestrian_hazard_m;
+  auto check_crossings = [&](LaneIndex rl, double dist_to_lane_start) {
+    for (const Conflict& c : conflicts_[rl]) {
+      const double to_crossing = dist_to_lane_start + c.s_on_road_m;
+      if (to_crossing <= 0.0) continue;  // on or past it: clear the crossing
+      if (to_crossing > hazard_m) break;
+      if (k.crossing_occupied[c.crossing] != 0) in.pedestrian_hazard = true;
+    }
+  };
+  if (e.here->conflicts != 0) check_crossings(e.lane, -e.s0);
+  if (e.next_on_route && next.conflicts != 0 && e.to_end < hazard_m)
+    check_crossings(e.next, e.to_end);
+  in.leader_gap_m = ahead.gap_m;
+  in.merge_gap_m = ahead.merge_gap_m;
+  PolicyDecision dec = arbitrate(in, k.rules);
+  hold(dec, k.waiting_c[e.i] != 0, e.has_next && e.to_end <= e.travel_m ? e.next : kNoLaneAhead);
+  return dec;
+}
+
+// Advance: spend this evaluation's time along the route at each lane's speed
+// limit, never closer than the block headway to the leader's pre-step
+// position (invariant 5) nor to the merge winner's on the merge axis
+// (invariant 6). At the route's end a looping vehicle waits for its
+// turnaround; any other asks to leave.
+[[gnu::always_inline]] inline void VehicleSystem::advance_vehicle(Kernel& k, const Evaluation& e,
+                                                                  double speed_multiplier,
+                                                                  const Ahead& ahead) {
+  const std::uint32_t i = e.i;
+  const double dt_s = k.dt_s;
+  double time_s = dt_s * e.stride * speed_multiplier;
+  const double bound_m = std::min(ahead.gap_m, ahead.merge_gap_m);
+  double cap_m = std::isfinite(bound_m) ? std::max(0.0, bound_m - k.rules.headway_block_m)
+                                        : std::numeric_limits<double>::infinity();
+  double moved_m = 0.0;
+  LaneIndex cur = e.lane;
+  double s = k.s_c[i];
+  std::uint32_t cur_ri = e.ri;
+  for (std::size_t hop = 0; hop < 64 && time_s > 0.0 && cap_m > 0.0; ++hop) {
+    const LaneHot& C = k.lanes[cur];
+    const double reach = std::min(C.speed_mps * time_s, cap_m);
+    if (s + reach < C.length_m) {
+      s += reach;
+      moved_m += reach;
+      break;
+    }
+    const double part = C.length_m - s;
+    moved_m += part;
+    cap_m -= part;
+    time_s -= part / C.speed_mps;
+    s = C.length_m;
+    if (cur_ri + 1 < e.route_size) {
+      if (closures_active_ && lane_closed_[e.route[cur_ri + 1]] != 0) break;  // nobody enters
+      ++cur_ri;
+      cur = e.route[cur_ri];
+      s = 0.0;  // leftover time carries onto the next lane at its speed limit
+      continue;
+    }
+    // End of the route.
+    if (e.loops) {
+      start_waiting(i, k.step_index);  // competes for the entrance (turnarounds())
+    } else {
+      k.despawns.push_back({k.id_c[i], DespawnReason::RouteCompleted});
+    }
+    break;
+  }
+  // Invariant 5 where it is written: never closer than the block headway.
+  assert(!std::isfinite(bound_m) ||
+         moved_m <= std::max(0.0, bound_m - k.rules.headway_block_m) + kEps);
+  k.lane_c[i] = cur;
+  k.s_c[i] = s;
+  k.ri_c[i] = cur_ri;
+  k.speed_c[i] = moved_m / (dt_s * e.stride);
+  if (moved_m > 0.0) {
+    ++k.steps_c[i];
+    k.last_c[i] = k.step_index;
+    ++k.moving;
+  }
+}
+
 void VehicleSystem::evaluate_and_advance(std::uint64_t step_index, std::uint32_t step_us,
                                          const std::vector<std::uint8_t>& crossing_occupied,
                                          std::vector<DespawnRequest>& despawns) {
-  const double dt_s = static_cast<double>(step_us) * 1e-6;
-  const VehicleRules& rules = scenario_->vehicle_rules;
+  Kernel k{.step_index = step_index,
+           .dt_s = static_cast<double>(step_us) * 1e-6,
+           .rules = scenario_->vehicle_rules,
+           .crossing_occupied = crossing_occupied,
+           .despawns = despawns,
+           .tier_c = store_.sim_tier.data(),
+           .despawn_c = store_.despawn_requested.data(),
+           .phase_c = phase_.data(),
+           .strategy_c = store_.strategy.data(),
+           .garage_c = store_.garage.data(),
+           .waiting_c = store_.waiting_since.data(),
+           .lane_c = store_.lane.data(),
+           .ri_c = store_.route_index.data(),
+           .s_c = store_.s_m.data(),
+           .speed_c = store_.speed_mps.data(),
+           .policy_c = store_.control_policy.data(),
+           .reason_c = store_.reason.data(),
+           .leader_c = store_.leader.data(),
+           .steps_c = store_.steps_advanced.data(),
+           .last_c = store_.last_advance_step.data(),
+           .id_c = store_.id.data(),
+           .snap = snap_s_.data(),
+           .order = order_.data(),
+           .lane_start = lane_start_.data(),
+           .pos = pos_in_order_.data(),
+           .lanes = lane_hot_.data(),
+           .cold = cold_hash_.data(),
+           .hash = hash_.data(),
+           .sum = hash_sum_,
+           .moving = 0,
+           .policies = control_policy_count_};
   const std::uint32_t n = store_.size();
-  // The columns as local pointers: stores through the byte columns may alias
-  // anything, so member vectors would be reloaded after each; locals stay in
-  // registers. Every vehicle reads the pre-step snapshot (snap_s_, order_).
-  const SimTier* const tier_c = store_.sim_tier.data();
-  const std::uint8_t* const despawn_c = store_.despawn_requested.data();
-  const std::uint8_t* const phase_c = phase_.data();
-  const std::uint8_t* const strategy_c = store_.strategy.data();
-  const std::uint32_t* const garage_c = store_.garage.data();
-  const std::uint64_t* const waiting_c = store_.waiting_since.data();
-  LaneIndex* const lane_c = store_.lane.data();
-  std::uint32_t* const ri_c = store_.route_index.data();
-  double* const s_c = store_.s_m.data();
-  double* const speed_c = store_.speed_mps.data();
-  std::uint8_t* const policy_c = store_.control_policy.data();
-  std::uint8_t* const reason_c = store_.reason.data();
-  EntityId* const leader_c = store_.leader.data();
-  std::uint64_t* const steps_c = store_.steps_advanced.data();
-  std::uint64_t* const last_c = store_.last_advance_step.data();
-  const EntityId* const id_c = store_.id.data();
-  const double* const snap = snap_s_.data();
-  const std::uint32_t* const order = order_.data();
-  const std::uint32_t* const lane_start = lane_start_.data();
-  const std::uint32_t* const pos = pos_in_order_.data();
-  const LaneHot* const lanes = lane_hot_.data();
-  const std::uint64_t* const cold = cold_hash_.data();
-  std::uint64_t* const hash = hash_.data();
-  const double caution = rules.headway_caution_m;
-  std::uint64_t sum = hash_sum_;
-  std::uint32_t moving = 0;
-  std::array<std::uint32_t, kControlPolicyCount> policies = control_policy_count_;
   for (std::uint32_t i = 0; i < n; ++i) {
-    const SimTier tier = tier_c[i];
-    if (!despawn_c[i] && !tier_due_phase(step_index, phase_c[i], tier)) {
+    if (!k.despawn_c[i] && !tier_due_phase(step_index, k.phase_c[i], k.tier_c[i])) {
       continue;  // policy and reason keep their last decision; progress catches up when due
     }
-    const std::uint32_t stride = tier_stride(tier);
-    const LaneIndex lane = lane_c[i];
-    const LaneHot& L = lanes[lane];
-    const std::uint32_t garage = garage_c[i];
-    const LaneIndex* const route = route_lanes_.data() + route_begin_[garage];
-    const std::uint32_t route_size = route_begin_[garage + 1] - route_begin_[garage];
-    const std::uint32_t ri = ri_c[i];
-    const bool has_next = ri + 1 < route_size;
-    const LaneIndex next = has_next ? route[ri + 1] : route[0];
-    const bool loops = route_loops_[garage] != 0;
-    const bool next_on_route = has_next || loops;
-    const double travel_m =
-        L.speed_mps * dt_s * stride + kEps;  // this evaluation's full-speed reach
-    const double s0 = snap[i];
-    const double to_end = L.length_m - s0;
-
-    PolicyInputs in;
-    in.despawn_requested = despawn_c[i] != 0;
-    in.strategy = static_cast<VehicleStrategy>(strategy_c[i]);
-    // Signals: the stop line on this lane, or on the next one within reach.
-    auto check_signal = [&](const LaneHot& h, double dist_to_lane_start) {
-      if (h.signal < 0) return;
-      const double to_stop = dist_to_lane_start + h.stop_m;
-      const double to_yield = dist_to_lane_start + h.yield_m;
-      if (to_stop < -kEps) return;  // already past the stop line
-      if (h.phase == SignalPhase::Closed && to_stop <= travel_m) in.signal_closed = true;
-      if (h.phase == SignalPhase::Yield && to_yield <= travel_m) in.signal_yield = true;
-    };
-    check_signal(L, -s0);
-    const LaneHot& N = lanes[next];
-    if (next_on_route) check_signal(N, to_end);
-    // Pedestrians on a crossing ahead (pre-step occupancy).
-    auto check_crossings = [&](LaneIndex rl, double dist_to_lane_start) {
-      for (const Conflict& c : conflicts_[rl]) {
-        const double ahead = dist_to_lane_start + c.s_on_road_m;
-        if (ahead <= 0.0) continue;  // on or past it: clear the crossing
-        if (ahead > rules.pedestrian_hazard_m) break;
-        if (crossing_occupied[c.crossing] != 0) in.pedestrian_hazard = true;
-      }
-    };
-    if (L.conflicts != 0) check_crossings(lane, -s0);
-    if (next_on_route && N.conflicts != 0 && to_end < rules.pedestrian_hazard_m)
-      check_crossings(next, to_end);
-
-    // Leader: the next vehicle on this lane in the snapshot, else look_ahead()
-    // along the route (invariants 5 and 6).
-    Ahead ahead;
-    if (const std::uint32_t k = pos[i]; k + 1 < lane_start[lane + 1]) {
-      const std::uint32_t j = order[k + 1];
-      ahead.leader = id_c[j];
-      ahead.gap_m = snap[j] - s0;
+    const Evaluation e = evaluation(k, i);
+    const Ahead ahead = find_leader(k, e);
+    const PolicyDecision dec = arbitrate_vehicle(k, e, ahead);
+    --k.policies[k.policy_c[i]];
+    ++k.policies[static_cast<std::size_t>(dec.policy)];
+    k.policy_c[i] = static_cast<std::uint8_t>(dec.policy);
+    k.reason_c[i] = static_cast<std::uint8_t>(dec.reason);
+    k.leader_c[i] = !dec.leader_recorded                     ? EntityId{}
+                    : dec.reason == PolicyReason::MergeYield ? ahead.merge_peer
+                                                             : ahead.leader;
+    if (dec.advance) {
+      advance_vehicle(k, e, dec.speed_multiplier, ahead);
     } else {
-      const double look_m =
-          std::max(caution, route_max_speed_[garage] * dt_s * stride + rules.headway_block_m);
-      ahead = look_ahead(i, route, route_size, ri, loops, to_end, look_m);
-    }
-    in.leader_gap_m = ahead.gap_m;
-    in.merge_gap_m = ahead.merge_gap_m;
-
-    PolicyDecision dec = arbitrate(in, rules);
-    hold(dec, waiting_c[i] != 0, has_next && to_end <= travel_m ? next : kNoLaneAhead);
-    --policies[policy_c[i]];
-    ++policies[static_cast<std::size_t>(dec.policy)];
-    policy_c[i] = static_cast<std::uint8_t>(dec.policy);
-    reason_c[i] = static_cast<std::uint8_t>(dec.reason);
-    leader_c[i] = !dec.leader_recorded                     ? EntityId{}
-                  : dec.reason == PolicyReason::MergeYield ? ahead.merge_peer
-                                                           : ahead.leader;
-    if (!dec.advance) {
-      speed_c[i] = 0.0;
-    } else {
-      // Advance: spend this evaluation's time along the route at each lane's
-      // speed limit, never closer than the block headway to the leader's
-      // pre-step position (invariant 5) nor to the merge winner's on the
-      // merge axis (invariant 6).
-      double time_s = dt_s * stride * dec.speed_multiplier;
-      const double bound_m = std::min(in.leader_gap_m, in.merge_gap_m);
-      double cap_m = std::isfinite(bound_m) ? std::max(0.0, bound_m - rules.headway_block_m)
-                                            : std::numeric_limits<double>::infinity();
-      double moved_m = 0.0;
-      LaneIndex cur = lane;
-      double s = s_c[i];
-      std::uint32_t cur_ri = ri;
-      for (std::size_t hop = 0; hop < 64 && time_s > 0.0 && cap_m > 0.0; ++hop) {
-        const LaneHot& C = lanes[cur];
-        const double reach = std::min(C.speed_mps * time_s, cap_m);
-        if (s + reach < C.length_m) {
-          s += reach;
-          moved_m += reach;
-          break;
-        }
-        const double part = C.length_m - s;
-        moved_m += part;
-        cap_m -= part;
-        time_s -= part / C.speed_mps;
-        s = C.length_m;
-        if (cur_ri + 1 < route_size) {
-          if (closures_active_ && lane_closed_[route[cur_ri + 1]] != 0) break;  // nobody enters
-          ++cur_ri;
-          cur = route[cur_ri];
-          s = 0.0;  // leftover time carries onto the next lane at its speed limit
-          continue;
-        }
-        // End of the route.
-        if (loops) {
-          start_waiting(i, step_index);  // competes for the entrance (turnarounds())
-        } else {
-          despawns.push_back({id_c[i], DespawnReason::RouteCompleted});
-        }
-        break;
-      }
-      // Invariant 5 where it is written: never closer than the block headway.
-      assert(!std::isfinite(bound_m) ||
-             moved_m <= std::max(0.0, bound_m - rules.headway_block_m) + kEps);
-      lane_c[i] = cur;
-      s_c[i] = s;
-      ri_c[i] = cur_ri;
-      speed_c[i] = moved_m / (dt_s * stride);
-      if (moved_m > 0.0) {
-        ++steps_c[i];
-        last_c[i] = step_index;
-        ++moving;
-      }
+      k.speed_c[i] = 0.0;
     }
     // Fold this vehicle's new digest word (vehicle_word(i), from the values at hand).
     const std::uint64_t h = fold_vehicle(
-        cold[i], ri_c[i], lane_c[i], s_c[i], speed_c[i],
-        vehicle_flags(strategy_c[i], policy_c[i], reason_c[i], tier_c[i], despawn_c[i]),
-        leader_c[i], steps_c[i], waiting_c[i], last_c[i]);
-    sum += h - hash[i];
-    hash[i] = h;
+        k.cold[i], k.ri_c[i], k.lane_c[i], k.s_c[i], k.speed_c[i],
+        vehicle_flags(k.strategy_c[i], k.policy_c[i], k.reason_c[i], k.tier_c[i], k.despawn_c[i]),
+        k.leader_c[i], k.steps_c[i], k.waiting_c[i], k.last_c[i]);
+    k.sum += h - k.hash[i];
+    k.hash[i] = h;
   }
-  hash_sum_ = sum;
-  control_policy_count_ = policies;
-  last_step_.moving += moving;
+  hash_sum_ = k.sum;
+  control_policy_count_ = k.policies;
+  last_step_.moving += k.moving;
 }
 
 void VehicleSystem::count_policies() {

@@ -565,6 +565,14 @@ class VehicleSystem {
   };
   Ahead look_ahead(std::uint32_t i, const LaneIndex* route, std::uint32_t route_size,
                    std::uint32_t ri, bool loops, double to_end, double look_m) const;
+  // evaluate_and_advance's parts, per due vehicle in this order (vehicles/kernel.cpp):
+  // its place on its route, its leader, its decision, its advance.
+  struct Kernel;
+  struct Evaluation;
+  Evaluation evaluation(const Kernel& k, std::uint32_t i) const;
+  Ahead find_leader(const Kernel& k, const Evaluation& e) const;
+  PolicyDecision arbitrate_vehicle(const Kernel& k, const Evaluation& e, const Ahead& ahead) const;
+  void advance_vehicle(Kernel& k, const Evaluation& e, double speed_multiplier, const Ahead& ahead);
   std::vector<std::uint8_t> lane_closed_;  // per lane, 1 when closed (set_closed_lanes)
   bool closures_active_ = false;           // any lane closed
   std::vector<LaneIndex> signal_lane_;     // per signal: the lane whose LaneHot shows its phase
