@@ -315,6 +315,13 @@ class PopulationSystem {
   void check_handoffs_and_migrations(
       const PopulationCheckpoint& cp,
       const std::function<void(std::string, std::string)>& fail) const;
+  // check_invariants()'s sections, in its order (population/invariants.cpp).
+  struct Recount;
+  std::string check_resident_rows(const EntityRegistry& registry, Recount& r) const;
+  std::string check_resident_work_point(std::uint32_t resident) const;
+  std::string check_counts(const Recount& r) const;
+  std::string check_work_point_slots() const;
+  std::string check_handoffs() const;
   void rebuild_indexes();
   bool in_handoff(std::uint32_t resident) const;
   // Active members of community c (walking or retiring), in EntityId order;
@@ -324,6 +331,24 @@ class PopulationSystem {
                         std::vector<std::uint32_t>& moved);
   void start_handoffs(const std::vector<std::int64_t>& desired_zone,
                       const std::vector<std::uint32_t>& desired_n, std::uint32_t& migrations_left);
+  // lifecycle()'s parts, in the order it runs them: the schedule's wish per
+  // community (desired_zone_, desired_n_, desired_wp_; zone counters reset),
+  // work points following it, the handoffs per zone pair (pending_in_,
+  // pending_out_), then per zone the recycle and the growth.
+  void plan_schedule();
+  void follow_work_points();
+  void count_pending_handoffs();
+  // Queues zone z's excess for deactivation (at most the recycle quota);
+  // returns how many, adds the whole excess to `excess_total`.
+  std::uint32_t recycle_zone(std::uint32_t z,
+                             const std::function<double(std::uint32_t)>& distance_m,
+                             std::vector<std::uint32_t>& deactivate, std::uint32_t& excess_total);
+  // Dormant members to activate in zone z, in order, into grow_; adds the
+  // communities' shortfall there to `need_total`.
+  void grow_candidates(std::uint32_t z, std::uint32_t& need_total);
+  void grow_zone(std::uint32_t z, std::uint32_t active_z, std::uint32_t recycle,
+                 std::uint32_t excess_total, std::uint32_t& migrations_left,
+                 std::vector<std::uint32_t>& activate);
 
   const Scenario* scenario_;
   // Resolved once from the scenario's ids, so the coordinator compares

@@ -523,7 +523,7 @@ class World {
   void remove_pedestrian(EntityId id);
   // The pedestrian section of the digest is a sum over pedestrians of two
   // hashes, kept current as rows change (like the resident rows in
-  // population.cpp), so compute_digest() does not visit every pedestrian:
+  // population/residents.cpp), so compute_digest() does not visit every pedestrian:
   // pedestrian_motion_hash covers the distance along the lane, which changes
   // whenever a pedestrian moves; pedestrian_row_hash every other field, which
   // changes only at a lane end, a tier change, a route or a handoff. Every
