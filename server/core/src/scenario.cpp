@@ -1,3 +1,6 @@
+// A Scenario's rules, checked before a World is built from it (validate_scenario:
+// every failure named by its path, sections for lanes, vehicles, population,
+// importance, lifecycle and prevention), and VehicleId formats.
 #include "bustle/core/scenario.hpp"
 
 #include <algorithm>
@@ -160,30 +163,35 @@ void validate_garage_fields(const GarageSpec& gs, const std::string& p, const La
   }
 }
 
+// The road lane `id` names (at `path`), or nullptr after a failure.
 template <class Fail>
-void validate_vehicles(const Scenario& s, const std::map<std::string, std::size_t>& lane_index,
-                       Fail&& fail) {
-  auto road = [&](const std::string& path, const std::string& id) -> const LaneSpec* {
-    auto it = lane_index.find(id);
-    if (it == lane_index.end()) {
-      fail(path, "unknown lane id '" + id + "'");
-      return nullptr;
-    }
-    const LaneSpec& lane = s.lanes[it->second];
-    if (lane.kind != LaneKind::Road) {
-      fail(path, "lane '" + id + "' is not a road");
-      return nullptr;
-    }
-    return &lane;
-  };
-  std::map<std::string, std::size_t> garage_index;
+const LaneSpec* road_lane(const Scenario& s, const std::map<std::string, std::size_t>& lane_index,
+                          const std::string& path, const std::string& id, Fail&& fail) {
+  auto it = lane_index.find(id);
+  if (it == lane_index.end()) {
+    fail(path, "unknown lane id '" + id + "'");
+    return nullptr;
+  }
+  const LaneSpec& lane = s.lanes[it->second];
+  if (lane.kind != LaneKind::Road) {
+    fail(path, "lane '" + id + "' is not a road");
+    return nullptr;
+  }
+  return &lane;
+}
+
+// Garages: ids, entrance lanes, routes along successors and their fields;
+// fills `garage_index` (id -> index).
+template <class Fail>
+void validate_garages(const Scenario& s, const std::map<std::string, std::size_t>& lane_index,
+                      std::map<std::string, std::size_t>& garage_index, Fail&& fail) {
   for (std::size_t g = 0; g < s.garages.size(); ++g) {
     const GarageSpec& gs = s.garages[g];
     const std::string p = "garages[" + std::to_string(g) + "]";
     if (gs.id.empty()) fail(p + ".id", "must be a non-empty string");
     if (!garage_index.emplace(gs.id, g).second)
       fail(p + ".id", "duplicate garage id '" + gs.id + "'");
-    const LaneSpec* entrance = road(p + ".lane", gs.lane);
+    const LaneSpec* entrance = road_lane(s, lane_index, p + ".lane", gs.lane, fail);
     if (gs.route.empty()) {
       fail(p + ".route", "must list at least one lane");
     } else if (gs.route.front() != gs.lane) {
@@ -191,7 +199,7 @@ void validate_vehicles(const Scenario& s, const std::map<std::string, std::size_
     }
     for (std::size_t k = 0; k < gs.route.size(); ++k) {
       const std::string rp = p + ".route[" + std::to_string(k) + "]";
-      if (road(rp, gs.route[k]) == nullptr || k == 0) continue;
+      if (road_lane(s, lane_index, rp, gs.route[k], fail) == nullptr || k == 0) continue;
       auto prev = lane_index.find(gs.route[k - 1]);
       if (prev == lane_index.end()) continue;
       const auto& succ = s.lanes[prev->second].successors;
@@ -201,6 +209,10 @@ void validate_vehicles(const Scenario& s, const std::map<std::string, std::size_
     }
     validate_garage_fields(gs, p, entrance, fail);
   }
+}
+
+template <class Fail>
+void validate_vehicle_id_overlap(const Scenario& s, Fail&& fail) {
   // VehicleIds are unique across garages too: with A's ids reading
   // pA + digits + sA and B's pB + digits + sB, they can meet only when the
   // suffixes are equal and one prefix is the other followed by digits.
@@ -227,6 +239,11 @@ void validate_vehicles(const Scenario& s, const std::map<std::string, std::size_
       }
     }
   }
+}
+
+template <class Fail>
+void validate_signals(const Scenario& s, const std::map<std::string, std::size_t>& lane_index,
+                      Fail&& fail) {
   std::map<std::string, std::size_t> signal_index;
   for (std::size_t i = 0; i < s.signals.size(); ++i) {
     const SignalSpec& sg = s.signals[i];
@@ -234,7 +251,7 @@ void validate_vehicles(const Scenario& s, const std::map<std::string, std::size_
     if (sg.id.empty()) fail(p + ".id", "must be a non-empty string");
     if (!signal_index.emplace(sg.id, i).second)
       fail(p + ".id", "duplicate signal id '" + sg.id + "'");
-    road(p + ".lane", sg.lane);
+    road_lane(s, lane_index, p + ".lane", sg.lane, fail);
     if (!(sg.stop_alpha >= 0.0 && sg.stop_alpha <= 1.0))
       fail(p + ".stop_alpha", "must be in [0, 1]");
     if (!(sg.yield_alpha >= 0.0 && sg.yield_alpha <= sg.stop_alpha)) {
@@ -251,6 +268,11 @@ void validate_vehicles(const Scenario& s, const std::map<std::string, std::size_
         fail(p + ".lane", "lane '" + sg.lane + "' already has a signal");
     }
   }
+}
+
+template <class Fail>
+void validate_vehicle_plan(const Scenario& s,
+                           const std::map<std::string, std::size_t>& garage_index, Fail&& fail) {
   const VehiclePlanSpec& plan = s.vehicle_plan;
   if (plan.batch_size < 1) fail("vehicle_plan.batch_size", "must be at least 1");
   if (plan.batch_interval_steps < 1)
@@ -276,6 +298,12 @@ void validate_vehicles(const Scenario& s, const std::map<std::string, std::size_
     if (r.lane != gs.lane)
       fail(p + ".lane", "garage '" + gs.id + "' dispatches onto lane '" + gs.lane + "' only");
   }
+}
+
+// The vehicle rules' distances and the tier radii, caps and strides; the
+// observers' coordinates.
+template <class Fail>
+void validate_rules_and_tiers(const Scenario& s, Fail&& fail) {
   const VehicleRules& vr = s.vehicle_rules;
   // JSON cannot spell an infinity (an overflowing number is a syntax error),
   // but scenarios built in code can: every distance here must be finite.
@@ -318,6 +346,17 @@ void validate_vehicles(const Scenario& s, const std::map<std::string, std::size_
   for (std::size_t i = 0; i < s.observers.size(); ++i) {
     check_coordinates(s.observers[i], "observers[" + std::to_string(i) + "]", fail);
   }
+}
+
+template <class Fail>
+void validate_vehicles(const Scenario& s, const std::map<std::string, std::size_t>& lane_index,
+                       Fail&& fail) {
+  std::map<std::string, std::size_t> garage_index;
+  validate_garages(s, lane_index, garage_index, fail);
+  validate_vehicle_id_overlap(s, fail);
+  validate_signals(s, lane_index, fail);
+  validate_vehicle_plan(s, garage_index, fail);
+  validate_rules_and_tiers(s, fail);
 }
 
 std::string hours(double h) {
@@ -376,9 +415,8 @@ void validate_anchors(const Scenario& s, const std::map<std::string, std::size_t
 }
 
 template <class Fail>
-void validate_population(const Scenario& s, const std::map<std::string, std::size_t>& lane_index,
-                         Fail&& fail) {
-  std::map<std::string, std::size_t> zone_index;
+void validate_zones(const Scenario& s, const std::map<std::string, std::size_t>& lane_index,
+                    std::map<std::string, std::size_t>& zone_index, Fail&& fail) {
   for (std::size_t z = 0; z < s.zones.size(); ++z) {
     const ZoneSpec& zs = s.zones[z];
     const std::string p = "zones[" + std::to_string(z) + "]";
@@ -396,7 +434,11 @@ void validate_population(const Scenario& s, const std::map<std::string, std::siz
     }
     if (zs.capacity < 1) fail(p + ".capacity", "must be at least 1");
   }
-  std::map<std::string, std::size_t> wp_index;
+}
+
+template <class Fail>
+void validate_work_points(const Scenario& s, const std::map<std::string, std::size_t>& zone_index,
+                          std::map<std::string, std::size_t>& wp_index, Fail&& fail) {
   for (std::size_t w = 0; w < s.work_points.size(); ++w) {
     const WorkPointSpec& wp = s.work_points[w];
     const std::string p = "work_points[" + std::to_string(w) + "]";
@@ -407,6 +449,88 @@ void validate_population(const Scenario& s, const std::map<std::string, std::siz
     if (wp.profession.empty()) fail(p + ".profession", "must be a non-empty string");
     if (wp.slots < 1) fail(p + ".slots", "must be at least 1");
   }
+}
+
+// One schedule entry of community `cs` (at path `ep`); false when its hours
+// are out of range, so the cover cannot be checked.
+template <class Fail>
+bool validate_schedule_entry(const Scenario& s, const CommunitySpec& cs, const ScheduleEntry& e,
+                             const std::string& ep,
+                             const std::map<std::string, std::size_t>& zone_index,
+                             const std::map<std::string, std::size_t>& wp_index, Fail&& fail) {
+  bool ok = true;
+  if (!(e.start_hour >= 0.0 && e.start_hour < 24.0)) {
+    fail(ep + ".start_hour", "must be in [0, 24)");
+    ok = false;
+  }
+  if (!(e.end_hour > 0.0 && e.end_hour <= 24.0)) {
+    fail(ep + ".end_hour", "must be in (0, 24]");
+    ok = false;
+  }
+  if (e.start_hour == e.end_hour) {
+    fail(ep + ".end_hour", "equals start_hour (an empty interval)");
+    ok = false;
+  }
+  if (!(e.density >= 0.0 && e.density <= 1.0)) fail(ep + ".density", "must be in [0, 1]");
+  if (!zone_index.count(e.zone)) fail(ep + ".zone", "unknown zone id '" + e.zone + "'");
+  if (!e.work_point.empty()) {
+    auto w = wp_index.find(e.work_point);
+    if (w == wp_index.end()) {
+      fail(ep + ".work_point", "unknown work-point id '" + e.work_point + "'");
+    } else {
+      const WorkPointSpec& wp = s.work_points[w->second];
+      if (wp.zone != e.zone)
+        fail(ep + ".work_point",
+             "work-point '" + wp.id + "' is in zone '" + wp.zone + "', not '" + e.zone + "'");
+      if (std::find(cs.professions.begin(), cs.professions.end(), wp.profession) ==
+          cs.professions.end()) {
+        fail(ep + ".work_point", "work-point '" + wp.id + "' needs profession '" + wp.profession +
+                                     "', which this community lacks");
+      }
+    }
+  }
+  return ok;
+}
+
+// A piece of a schedule entry within one day: [start, end) hours.
+struct SchedulePiece {
+  double start;
+  double end;
+  std::size_t entry;
+};
+
+// Exact cover of [0, 24) by the pieces (across-midnight entries already
+// split): sorted by start, every start must equal the previous end (no
+// sampling).
+template <class Fail>
+void validate_schedule_cover(std::vector<SchedulePiece>& pieces, const std::string& p,
+                             Fail&& fail) {
+  using Piece = SchedulePiece;
+  std::sort(pieces.begin(), pieces.end(), [](const Piece& a, const Piece& b) {
+    return a.start != b.start ? a.start < b.start : a.entry < b.entry;
+  });
+  double covered = 0.0;
+  std::size_t last_entry = pieces.front().entry;
+  for (const Piece& pc : pieces) {
+    if (pc.start > covered) {
+      fail(p + ".schedule", "gap from " + hours(covered) + " h to " + hours(pc.start) +
+                                " h (entry [" + std::to_string(pc.entry) + "] starts late)");
+    } else if (pc.start < covered) {
+      fail(p + ".schedule", "entries [" + std::to_string(last_entry) + "] and [" +
+                                std::to_string(pc.entry) + "] overlap from " + hours(pc.start) +
+                                " h to " + hours(std::min(covered, pc.end)) + " h");
+    }
+    if (pc.end > covered) {
+      covered = pc.end;
+      last_entry = pc.entry;
+    }
+  }
+  if (covered < 24.0) fail(p + ".schedule", "gap from " + hours(covered) + " h to 24 h");
+}
+
+template <class Fail>
+void validate_communities(const Scenario& s, const std::map<std::string, std::size_t>& zone_index,
+                          const std::map<std::string, std::size_t>& wp_index, Fail&& fail) {
   std::uint64_t residents = 0;
   std::map<std::string, std::size_t> community_index;
   for (std::size_t c = 0; c < s.communities.size(); ++c) {
@@ -423,48 +547,12 @@ void validate_population(const Scenario& s, const std::map<std::string, std::siz
       fail(p + ".schedule", "must cover [0, 24) exactly once");
       continue;
     }
-    // Exact cover of [0, 24): split across-midnight entries, sort by start,
-    // then every start must equal the previous end (no sampling).
-    struct Piece {
-      double start;
-      double end;
-      std::size_t entry;
-    };
-    std::vector<Piece> pieces;
+    std::vector<SchedulePiece> pieces;
     bool ranges_ok = true;
     for (std::size_t k = 0; k < cs.schedule.size(); ++k) {
       const ScheduleEntry& e = cs.schedule[k];
       const std::string ep = p + ".schedule[" + std::to_string(k) + "]";
-      if (!(e.start_hour >= 0.0 && e.start_hour < 24.0)) {
-        fail(ep + ".start_hour", "must be in [0, 24)");
-        ranges_ok = false;
-      }
-      if (!(e.end_hour > 0.0 && e.end_hour <= 24.0)) {
-        fail(ep + ".end_hour", "must be in (0, 24]");
-        ranges_ok = false;
-      }
-      if (e.start_hour == e.end_hour) {
-        fail(ep + ".end_hour", "equals start_hour (an empty interval)");
-        ranges_ok = false;
-      }
-      if (!(e.density >= 0.0 && e.density <= 1.0)) fail(ep + ".density", "must be in [0, 1]");
-      if (!zone_index.count(e.zone)) fail(ep + ".zone", "unknown zone id '" + e.zone + "'");
-      if (!e.work_point.empty()) {
-        auto w = wp_index.find(e.work_point);
-        if (w == wp_index.end()) {
-          fail(ep + ".work_point", "unknown work-point id '" + e.work_point + "'");
-        } else {
-          const WorkPointSpec& wp = s.work_points[w->second];
-          if (wp.zone != e.zone)
-            fail(ep + ".work_point",
-                 "work-point '" + wp.id + "' is in zone '" + wp.zone + "', not '" + e.zone + "'");
-          if (std::find(cs.professions.begin(), cs.professions.end(), wp.profession) ==
-              cs.professions.end()) {
-            fail(ep + ".work_point", "work-point '" + wp.id + "' needs profession '" +
-                                         wp.profession + "', which this community lacks");
-          }
-        }
-      }
+      if (!validate_schedule_entry(s, cs, e, ep, zone_index, wp_index, fail)) ranges_ok = false;
       if (!ranges_ok) continue;
       if (e.start_hour < e.end_hour) {
         pieces.push_back({e.start_hour, e.end_hour, k});
@@ -474,31 +562,22 @@ void validate_population(const Scenario& s, const std::map<std::string, std::siz
       }
     }
     if (!ranges_ok) continue;
-    std::sort(pieces.begin(), pieces.end(), [](const Piece& a, const Piece& b) {
-      return a.start != b.start ? a.start < b.start : a.entry < b.entry;
-    });
-    double covered = 0.0;
-    std::size_t last_entry = pieces.front().entry;
-    for (const Piece& pc : pieces) {
-      if (pc.start > covered) {
-        fail(p + ".schedule", "gap from " + hours(covered) + " h to " + hours(pc.start) +
-                                  " h (entry [" + std::to_string(pc.entry) + "] starts late)");
-      } else if (pc.start < covered) {
-        fail(p + ".schedule", "entries [" + std::to_string(last_entry) + "] and [" +
-                                  std::to_string(pc.entry) + "] overlap from " + hours(pc.start) +
-                                  " h to " + hours(std::min(covered, pc.end)) + " h");
-      }
-      if (pc.end > covered) {
-        covered = pc.end;
-        last_entry = pc.entry;
-      }
-    }
-    if (covered < 24.0) fail(p + ".schedule", "gap from " + hours(covered) + " h to 24 h");
+    validate_schedule_cover(pieces, p, fail);
   }
   if (residents > s.entity_capacity) {
     fail("communities", std::to_string(residents) + " identities exceed entity_capacity " +
                             std::to_string(s.entity_capacity));
   }
+}
+
+template <class Fail>
+void validate_population(const Scenario& s, const std::map<std::string, std::size_t>& lane_index,
+                         Fail&& fail) {
+  std::map<std::string, std::size_t> zone_index;
+  validate_zones(s, lane_index, zone_index, fail);
+  std::map<std::string, std::size_t> wp_index;
+  validate_work_points(s, zone_index, wp_index, fail);
+  validate_communities(s, zone_index, wp_index, fail);
   const PopulationSettings& ps = s.population;
   if (!(ps.start_hour >= 0.0 && ps.start_hour < 24.0))
     fail("population.start_hour", "must be in [0, 24)");
