@@ -4,8 +4,8 @@
 //
 // Elsewhere: pedestrian rows (pedestrian_rows.cpp), spawn handles
 // (world_spawn.cpp), read-only views (world_views.cpp), checkpoints and saves
-// (world_checkpoint.cpp), invariants (world_invariants.cpp), enum names
-// (names.cpp).
+// (checkpoint/), invariants (world_invariants.cpp), enum names (names.cpp),
+// the vehicle and population systems (vehicles/, population/).
 #include "bustle/core/world.hpp"
 
 #include <algorithm>

@@ -592,7 +592,8 @@ class World {
   void finalize_orphan(const OrphanRecord& o, EntityKind kind);
   void digest_lifecycle_into(class Digest& d) const;
   void digest_prevention_into(class Digest& d) const;
-  // restore()'s sections (world_checkpoint.cpp), in the order it runs them.
+  // restore()'s sections (checkpoint/restore.cpp, restore_lifecycle.cpp), in
+  // the order it runs them.
   struct RestoreFailures;
   static bool restore_pedestrians(World& w, const WorldCheckpoint& cp, RestoreFailures& fail,
                                   std::size_t& spawned_pedestrians);
