@@ -90,6 +90,8 @@ const char* to_string(StepPhase p) {
       return "background_upkeep";
     case StepPhase::SpawnPipeline:
       return "spawn_pipeline";
+    case StepPhase::Prevention:
+      return "prevention";
     case StepPhase::Vehicles:
       return "vehicles";
     case StepPhase::MovePedestrians:

@@ -164,14 +164,17 @@ void World::step() {
   phase_background_upkeep();  // 3  phases/03_background_upkeep.cpp
   phase_ended(StepPhase::BackgroundUpkeep);
   phase_spawn_pipeline();  // 4  phases/04_spawn_pipeline.cpp
-  phase_prevention();      // 4b phases/04b_prevention.cpp (timed with phase 4)
   phase_ended(StepPhase::SpawnPipeline);
+  phase_prevention();  // 4b phases/04b_prevention.cpp
+  phase_ended(StepPhase::Prevention);
   phase_vehicles();  // 5  phases/05_vehicles.cpp
   phase_ended(StepPhase::Vehicles);
-  phase_move_pedestrians();  // 6  phases/06_move_pedestrians.cpp
+  const Moved moved = phase_move_pedestrians();  // 6  phases/06_move_pedestrians.cpp
   movement_pending_ = false;
+  pedestrians_due_ = moved.due_rows;
+  fold_pedestrian_terms(moved.digest_terms);
   phase_ended(StepPhase::MovePedestrians);
-  phase_sim_tiers();  // 7  phases/07_sim_tiers.cpp
+  fold_pedestrian_terms(phase_sim_tiers(moved.tier_slice));  // 7  phases/07_sim_tiers.cpp
   phase_ended(StepPhase::SimTiers);
   phase_representation_requests();  // 8  phases/08_representation_requests.cpp
   phase_ended(StepPhase::RepresentationRequests);

@@ -18,9 +18,24 @@ namespace {
 // (many tiny lanes) can never turn a step into an unbounded loop.
 constexpr std::uint32_t kMaxHopsPerStep = 64;
 
+// A walk within one lane: `time_s` at the lane's speed limit from `s_m`.
+// Phase 6's inline fast path and move_pedestrian_row both walk with it, so
+// the two give the same bits.
+struct LaneWalk {
+  double travel_m;  // the distance the time is worth on this lane
+  double s_m;       // where it ends, if the lane were long enough
+  bool within;      // it ends before the lane's end
+};
+[[gnu::always_inline]] inline LaneWalk walk_within_lane(const Lane& lane, double s_m,
+                                                        double time_s) {
+  const double travel_m = lane.speed_mps_limit * time_s;
+  const double end_m = s_m + travel_m;
+  return {travel_m, end_m, end_m < lane.length_m};
+}
+
 }  // namespace
 
-void World::phase_move_pedestrians() {
+World::Moved World::phase_move_pedestrians() {
   const double dt_s = static_cast<double>(scenario_.step_us) * 1e-6;
   const std::uint32_t n = pedestrians_.size();
   // Due this step, by tier and phase byte (a table per step, so the loop over
@@ -59,15 +74,17 @@ void World::phase_move_pedestrians() {
     move_pedestrian_rows(p * kRowsPerPart, std::min(n, (p + 1) * kRowsPerPart), due, in_slice, dt_s,
                          out, tier_parts_[p], slice_rows_.data() + p * kRowsPerPart);
   });
-  pedestrians_due_ = 0;
+  Moved moved;
+  moved.tier_slice = {std::span<TierPart>(tier_parts_.data(), parts), slice_rows_.data()};
   for (std::uint32_t p = 0; p < parts; ++p) {
     const MovePart& part = move_parts_[p];
-    pedestrian_digest_sum_ += part.sum_delta;
-    pedestrians_due_ += part.due_rows;
+    moved.digest_terms += part.sum_delta;
+    moved.due_rows += part.due_rows;
     for (const DespawnRequest& d : part.despawns) request_despawn(d.id, d.reason);
     for (const std::uint32_t route : part.released_routes) routes_.release(route);
   }
   if (!closed_lanes_.empty() || !lane_waiters_.empty()) merge_lane_waits();
+  return moved;
 }
 
 // Rows [begin, end) of phase 6. Writes only those rows and `out`; reads the
@@ -113,20 +130,20 @@ void World::move_pedestrian_rows(
     out.due_rows += count;
     std::uint64_t delta = 0;  // the inline walks' digest terms (out.sum_delta once per chunk)
     for (std::uint32_t k = 0; k < count; ++k) {
-      // Most due rows stay on their lane: that walk is done here, with the
-      // same operations as move_pedestrian_row's first hop (so the same
-      // bits), without its call, anchor and lane-end bookkeeping. Anchored
+      // Most due rows stay on their lane: that walk is done here, by the
+      // same walk_within_lane as move_pedestrian_row's first hop (so the
+      // same bits), without its call, anchor and lane-end bookkeeping. Anchored
       // residents, rows that may be leaving a closure's wait and rows with a
       // catch-up (placed or re-tiered since they last moved) take the full
       // walk.
       const std::uint32_t i = rows[k];
       if (plain && pedestrians_.catch_up_steps[i] == 0 &&
           !(has_anchors_ && pedestrians_.origin[i] == resident)) {
-        const Lane& L = lanes_.lane(pedestrians_.lane[i]);
         const double s_before = pedestrians_.s_m[i];
-        const double s =
-            s_before + L.speed_mps_limit * step_s[tier_index(pedestrians_.sim_tier[i])];
-        if (s < L.length_m) {
+        const LaneWalk walk = walk_within_lane(lanes_.lane(pedestrians_.lane[i]), s_before,
+                                               step_s[tier_index(pedestrians_.sim_tier[i])]);
+        if (walk.within) {
+          const double s = walk.s_m;
           pedestrians_.s_m[i] = s;
           if (s != s_before) {
             const EntityId id = pedestrians_.id[i];
@@ -173,13 +190,13 @@ void World::move_pedestrian_row(std::uint32_t i, double dt_s, MovePart& out) {
     row_anchor(i, anchor);
   for (std::uint32_t hop = 0; hop < kMaxHopsPerStep; ++hop) {
     const Lane& L = lanes_.lane(lane);
-    const double travel_m = L.speed_mps_limit * time_left_s;
-    if (lane == anchor.lane && s <= anchor.s_m && s + travel_m >= anchor.s_m) {
+    const LaneWalk walk = walk_within_lane(L, s, time_left_s);
+    if (lane == anchor.lane && s <= anchor.s_m && walk.s_m >= anchor.s_m) {
       s = anchor.s_m;  // arrived (or still there)
       break;
     }
-    if (s + travel_m < L.length_m) {
-      s += travel_m;
+    if (walk.within) {
+      s = walk.s_m;
       break;
     }
     // Reached the lane end: keep the unused time and spend it on the next

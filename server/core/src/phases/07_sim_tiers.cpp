@@ -20,7 +20,7 @@ void World::fill_force(std::span<const EntityId> ids) {
   }
 }
 
-void World::phase_sim_tiers() {
+std::uint64_t World::phase_sim_tiers(const TierSlice& slice) {
   if (vehicles_.store().size() > 0)
     vehicles_.resolve_tiers(step_index_, scenario_.tiers, importance_, forced_full_);
   // Pedestrians are resolved a slice at a time: each step takes those whose
@@ -31,8 +31,11 @@ void World::phase_sim_tiers() {
   const std::uint32_t every = scenario_.tiers.pedestrian_resolve_every_steps;
   const auto phase = static_cast<std::uint32_t>(step_index_ % every);
   std::uint32_t others[kSimTierCount] = {};
-  const std::uint32_t parts = parts_for_rows(pedestrians_.size());
-  const std::uint32_t m = lay_out_tier_slice(parts, others);
+  // Phase 6 listed the slice over the same rows: nothing in between adds or
+  // removes one.
+  const auto parts = static_cast<std::uint32_t>(slice.parts.size());
+  assert(parts == parts_for_rows(pedestrians_.size()));
+  const std::uint32_t m = lay_out_tier_slice(slice, others);
   // ForceFull entities of other slices hold Full outside full_cap but inside
   // the hard cap.
   std::uint32_t others_forced = 0;
@@ -51,7 +54,7 @@ void World::phase_sim_tiers() {
   TierResolver& resolver = pedestrian_tier_resolver_;
   const bool classify_in_build = forced_full_.empty();
   resolver.start(spec, m, parts);
-  build_tier_slice(parts, classify_in_build);
+  build_tier_slice(slice, classify_in_build);
   const double out_of_range = scenario_.despawn.out_of_range_m;
   if (out_of_range > 0.0 && !tier_observers_.empty()) {
     for (std::uint32_t k = 0; k < m; ++k) {
@@ -66,16 +69,17 @@ void World::phase_sim_tiers() {
     fill_force(slice_ids_);
     resolver.force(slice_ids_, slice_sim_tier_, force_scratch_);
     run_parts(executor(), parts, [&](std::uint32_t p) {
-      const TierPart& t = tier_parts_[p];
+      const TierPart& t = slice.parts[p];
       resolver.classify(p, t.first, t.first + t.members, slice_distance_, slice_sim_tier_);
     });
   }
   const TierCounts sc = resolver.finish(slice_ids_, slice_distance_, slice_sim_tier_, executor());
-  write_slice_tiers(parts);
+  const std::uint64_t digest_terms = write_slice_tiers(slice);
   pedestrian_tier_counts_ = sc;
   for (std::size_t t = 0; t < kSimTierCount; ++t)
     pedestrian_tier_counts_.per_tier[t] = sc.per_tier[t] + others[t];
   pedestrian_tier_counts_.forced = sc.forced + others_forced;
+  return digest_terms;
 }
 
 void World::tier_slice_phases(std::uint8_t (&in_slice)[64]) const {
@@ -85,15 +89,13 @@ void World::tier_slice_phases(std::uint8_t (&in_slice)[64]) const {
 }
 
 // Where each part's slice members start (phase 6 counted each part's
-// members and other tiers: tier_parts_, the same rows, tiers and phases as
+// members and other tiers into `slice`, the same rows, tiers and phases as
 // now), the other tiers added into `others`, and the slice's scratch sized.
 // Returns the slice size.
-std::uint32_t World::lay_out_tier_slice(std::uint32_t parts,
+std::uint32_t World::lay_out_tier_slice(const TierSlice& slice,
                                         std::uint32_t (&others)[kSimTierCount]) {
-  assert(tier_parts_.size() >= parts);
   std::uint32_t m = 0;
-  for (std::uint32_t p = 0; p < parts; ++p) {
-    TierPart& t = tier_parts_[p];
+  for (TierPart& t : slice.parts) {
     t.first = m;
     m += t.members;
     for (std::size_t tier = 0; tier < kSimTierCount; ++tier) others[tier] += t.others[tier];
@@ -110,10 +112,10 @@ std::uint32_t World::lay_out_tier_slice(std::uint32_t parts,
 // at the parts' offsets, in parallel when the executor has threads; with
 // `classify`, each part then runs stage 1 of the tier resolution over its
 // members (TierResolver::classify).
-void World::build_tier_slice(std::uint32_t parts, bool classify) {
-  run_parts(executor(), parts, [&](std::uint32_t p) {
-    const TierPart& part = tier_parts_[p];
-    const std::uint32_t* rows = slice_rows_.data() + p * kRowsPerPart;  // phase 6 listed them
+void World::build_tier_slice(const TierSlice& slice, bool classify) {
+  run_parts(executor(), static_cast<std::uint32_t>(slice.parts.size()), [&](std::uint32_t p) {
+    const TierPart& part = slice.parts[p];
+    const std::uint32_t* rows = slice.rows + p * kRowsPerPart;  // phase 6 listed them
     const std::uint32_t k = part.first;
     for (std::uint32_t c = 0; c < part.members; ++c) {
       const std::uint32_t i = rows[c];
@@ -132,16 +134,16 @@ void World::build_tier_slice(std::uint32_t parts, bool classify) {
 // The resolved tiers into the rows (each slice member is one row), part by
 // part over the same parts as phase 6 and build_tier_slice (a part's members
 // are rows of its own, so a thread that keeps its parts keeps their rows in
-// its cache); the digest sum's change added up in part order. A row whose
+// its cache); returns the digest sum's change, added up in part order. A row whose
 // tier changes keeps the steps since it last moved in its catch-up
 // (sim_tier.hpp), so the change neither adds progress nor takes it. The capacity
 // targets go into their cold column as they are (derived, never digested:
 // sim_tier.hpp).
-void World::write_slice_tiers(std::uint32_t parts) {
+std::uint64_t World::write_slice_tiers(const TierSlice& slice) {
   const std::span<const SimTier> capacity = pedestrian_tier_resolver_.capacity_targets();
   assert(capacity.size() == slice_.size());
-  run_parts(executor(), parts, [&](std::uint32_t p) {
-    TierPart& part = tier_parts_[p];
+  run_parts(executor(), static_cast<std::uint32_t>(slice.parts.size()), [&](std::uint32_t p) {
+    TierPart& part = slice.parts[p];
     const std::uint32_t end = part.first + part.members;
     std::uint64_t delta = 0;
     for (std::uint32_t k = part.first; k < end; ++k) {
@@ -164,7 +166,9 @@ void World::write_slice_tiers(std::uint32_t parts) {
     }
     part.sum_delta = delta;
   });
-  for (std::uint32_t p = 0; p < parts; ++p) pedestrian_digest_sum_ += tier_parts_[p].sum_delta;
+  std::uint64_t digest_terms = 0;
+  for (const TierPart& part : slice.parts) digest_terms += part.sum_delta;
+  return digest_terms;
 }
 
 void World::pedestrian_effective_distances(const std::uint32_t* rows, std::uint32_t count,

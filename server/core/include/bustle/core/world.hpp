@@ -83,6 +83,7 @@ enum class StepPhase : std::uint8_t {
   TimeAndZones,
   BackgroundUpkeep,
   SpawnPipeline,
+  Prevention,  // 4b
   Vehicles,
   MovePedestrians,
   SimTiers,
@@ -90,7 +91,7 @@ enum class StepPhase : std::uint8_t {
   Despawn,
   Digest,
 };
-inline constexpr std::size_t kStepPhaseCount = 10;
+inline constexpr std::size_t kStepPhaseCount = 11;
 const char* to_string(StepPhase p);
 
 // Told as each phase of a step ends, on the thread that runs step(): the
@@ -443,13 +444,21 @@ class World {
   World(const Scenario& scenario, std::uint64_t seed, LogSink* log);
 
   // The phases, numbered as in the list at the top (phases/NN_<phase>.cpp).
-  void phase_apply_commands();           // 1
-  void phase_time_and_zones();           // 2
-  void phase_background_upkeep();        // 3
-  void phase_spawn_pipeline();           // 4
-  void phase_vehicles();                 // 5
-  void phase_move_pedestrians();         // 6
-  void phase_sim_tiers();                // 7
+  void phase_apply_commands();     // 1
+  void phase_time_and_zones();     // 2
+  void phase_background_upkeep();  // 3
+  void phase_spawn_pipeline();     // 4
+  void phase_vehicles();           // 5
+  // What phases 6 and 7 hand on, named in step() (defined below with the
+  // parts they point into).
+  struct TierSlice;
+  struct Moved;
+  Moved phase_move_pedestrians();                         // 6
+  std::uint64_t phase_sim_tiers(const TierSlice& slice);  // 7: returns its digest terms
+  // Digest terms (a phase's change of the pedestrian digest sum, row hashes
+  // taken out and put back) folded into the sum phase 10 digests. The sum is
+  // modulo 2^64, so when a phase's terms are folded never changes it.
+  void fold_pedestrian_terms(std::uint64_t terms) { pedestrian_digest_sum_ += terms; }
   void phase_representation_requests();  // 8
   void phase_despawn();                  // 9
   // 10 is compute_digest() (public).
@@ -772,12 +781,27 @@ class World {
   // Phase 7's slice members as phase 6 found them: part p's rows, in row
   // order, from p * kRowsPerPart (each part has at most that many).
   std::vector<std::uint32_t> slice_rows_;
+  // Phase 7's slice as phase 6 found it: per part its members and the other
+  // rows' tiers (phase 7 adds where its members start and its digest terms),
+  // and part p's member rows from rows + p * kRowsPerPart. Views of
+  // tier_parts_ and slice_rows_, valid until the next step.
+  struct TierSlice {
+    std::span<TierPart> parts;
+    const std::uint32_t* rows = nullptr;
+  };
+  // What phase 6 hands on: phase 7's slice, the digest terms of the rows it
+  // moved, and how many rows were due.
+  struct Moved {
+    TierSlice tier_slice;
+    std::uint64_t digest_terms = 0;
+    std::uint32_t due_rows = 0;
+  };
   // Phase 7's slice this step, by id phase (< 64): 1 for the phases it
   // resolves (no division per pedestrian).
   void tier_slice_phases(std::uint8_t (&in_slice)[64]) const;
-  std::uint32_t lay_out_tier_slice(std::uint32_t parts, std::uint32_t (&others)[kSimTierCount]);
-  void build_tier_slice(std::uint32_t parts, bool classify);
-  void write_slice_tiers(std::uint32_t parts);
+  std::uint32_t lay_out_tier_slice(const TierSlice& slice, std::uint32_t (&others)[kSimTierCount]);
+  void build_tier_slice(const TierSlice& slice, bool classify);
+  std::uint64_t write_slice_tiers(const TierSlice& slice);
   InlineExecutor inline_executor_;
   PhaseExecutor* lent_executor_ = nullptr;  // the app's threads, if it lent some
   StepPhaseHook* phase_hook_ = nullptr;
