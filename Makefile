@@ -124,7 +124,7 @@ clean:
 
 # docs/snapshot-schema.md from schema/migrations (persist_tests checks it).
 schema-doc:
-	@python3 tools/schema/schema_doc.py
+	@python3 tools/docgen/schema_doc.py
 
 # clang-format-14 over every tracked C++ file (ctest's format:clang-format
 # fails on what this would change).

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds bustle-client's wheel and sdist into OUT, both carrying the wire
-# modules flatc generates from proto/schema (so neither needs flatc, the
+# modules flatc generates from proto/fbs (so neither needs flatc, the
 # schemas or a compiler to install):
 #
 #   clients/python/make-dist.sh OUT     (make wheel: OUT = build/<preset>/dist)
@@ -21,7 +21,7 @@ mkdir -p "$work/clients"
 cp -r "$here" "$work/clients/python"
 rm -rf "$work/clients/python/build" "$work/clients/python"/*.egg-info "$work/clients/python/generated"
 mkdir -p "$work/proto"
-cp -r "$root/proto/schema" "$work/proto/schema"
+cp -r "$root/proto/fbs" "$work/proto/fbs"
 rm -f "$out"/bustle_client-*.whl "$out"/bustle_client-*.tar.gz "$out"/bustle-client-*.tar.gz
 
 cd "$work/clients/python"

@@ -1,7 +1,7 @@
 """Build hook of bustle-client: generate the wire modules with flatc.
 
 ``build_py`` runs ``flatc --python`` on the schemas (``BUSTLE_SCHEMA_DIR``,
-default ``../../proto/schema`` beside this file) into the build directory, so
+default ``../../proto/fbs`` beside this file) into the build directory, so
 the wheel carries ``bustle/wire`` generated from exactly the schemas of this
 checkout. An editable install (``pip install -e``) generates them into
 ``build/wire-python`` here (ignored by git), where ``bustle_client._wire``
@@ -26,11 +26,11 @@ SCHEMAS = ("common.fbs", "client.fbs", "server.fbs")
 
 
 def schema_dir() -> Path:
-    d = Path(os.environ.get("BUSTLE_SCHEMA_DIR", HERE.parent.parent / "proto" / "schema"))
+    d = Path(os.environ.get("BUSTLE_SCHEMA_DIR", HERE.parent.parent / "proto" / "fbs"))
     missing = [s for s in SCHEMAS if not (d / s).is_file()]
     if missing:
         raise SystemExit(f"bustle-client: no {', '.join(missing)} in {d}; build from a Bustle checkout "
-                         "or set BUSTLE_SCHEMA_DIR to proto/schema")
+                         "or set BUSTLE_SCHEMA_DIR to proto/fbs")
     return d
 
 

@@ -36,7 +36,7 @@ from pathlib import Path
 
 # The wire schemas (*.fbs), relative to the repository root. One constant:
 # the folder may be renamed.
-SCHEMA_DIR = Path("proto") / "schema"
+SCHEMA_DIR = Path("proto") / "fbs"
 # flatc and the FlatBuffers runtime headers must both be this version.
 FLATBUFFERS_VERSION = "2.0.8"
 # The same flags as cmake/Flatc.cmake.

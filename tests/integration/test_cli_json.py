@@ -59,7 +59,7 @@ def test_status_step_and_world_commands_under_the_manual_clock(start_server):
     assert first["stats"]["clock_mode"] == "Manual"
     assert HEX16.match(first["stats"]["digest"])
     # The stats object is driven by the schema (mini-reflection): exactly the
-    # fields of proto/schema/server.fbs's Stats, in schema order.
+    # fields of proto/fbs/server.fbs's Stats, in schema order.
     assert list(first["stats"]) == list(SCHEMA["Stats"]["properties"])
 
     stepped = one(srv, "step", "7")

@@ -16,7 +16,7 @@ from typing import NamedTuple, Optional, Tuple
 from ._wire import ENUMS, PROTOCOL_VERSION, SCHEMA, is_struct, none_sentinels
 
 # Enums mirror the generated schema enums (names and values come from flatc's
-# output, so they cannot drift from proto/schema/*.fbs).
+# output, so they cannot drift from proto/fbs/*.fbs).
 ClockMode = enum.IntEnum("ClockMode", ENUMS["ClockMode"])
 CommandStatus = enum.IntEnum("CommandStatus", ENUMS["CommandStatus"])
 EntityKind = enum.IntEnum("EntityKind", ENUMS["EntityKind"])
@@ -77,7 +77,7 @@ def _enum_or_int(enum_cls, value):
 # JobStatus, VehicleInfo, SpawnStatus, EntityInfo, CommandResult) and of the
 # Welcome's GarageGeometry, SignalGeometry and LaneChain are
 # not written out here: wire_dataclass() builds each from the schema
-# (flatc --jsonschema of proto/schema/server.fbs), one field per schema field,
+# (flatc --jsonschema of proto/fbs/server.fbs), one field per schema field,
 # same name, same order, and codec.decode_table() fills every one of them.
 # Adding a field to one of these tables in the schema adds it here.
 
@@ -450,7 +450,7 @@ class Delta:
 
 
 Stats = wire_dataclass("Stats", doc="""QueryStats: counts, clock, leases and step timing (every field of
-the schema's Stats table; see proto/schema/server.fbs for each field).""")
+the schema's Stats table; see proto/fbs/server.fbs for each field).""")
 
 
 class _JobStatusMethods:

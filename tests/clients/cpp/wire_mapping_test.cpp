@@ -1,7 +1,7 @@
 // Every schema field of the reply tables reaches the C++ SDK.
 //
 // The schema is parsed at run time (flatbuffers::Parser, the real
-// proto/schema/*.fbs); a CommandResult is written as JSON with every one of
+// proto/fbs/*.fbs); a CommandResult is written as JSON with every one of
 // its fields set, and every field of every table it carries set to a value
 // other than its default (field lists from the parsed schema), parsed into a
 // FlatBuffer, decoded with client::to_command_reply, packed back from the
@@ -73,7 +73,7 @@ struct Fixture {
   flatbuffers::Parser parser;
   std::string frame_json;
   Fixture() {
-    const std::string dir = std::string(BUSTLE_SOURCE_DIR) + "/proto/schema/";
+    const std::string dir = std::string(BUSTLE_SOURCE_DIR) + "/proto/fbs/";
     std::string schema;
     REQUIRE(flatbuffers::LoadFile((dir + "server.fbs").c_str(), false, &schema));
     const char* include_paths[] = {dir.c_str(), nullptr};

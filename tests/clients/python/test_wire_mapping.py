@@ -19,7 +19,7 @@ import pytest
 from bustle_client import codec
 from bustle_client.messages import ENUM_CLASSES, SCHEMA, WIRE_DATACLASSES, EntityId, wire_fields
 
-SCHEMA_DIR = Path(__file__).resolve().parents[3] / "proto" / "schema"
+SCHEMA_DIR = Path(__file__).resolve().parents[3] / "proto" / "fbs"
 # Every field of CommandResult, from the schema (none listed by hand).
 REPLY_FIELDS = list(SCHEMA["CommandResult"]["properties"])
 # The Welcome geometry decoded through generated dataclasses.

@@ -1,10 +1,10 @@
 """`pip install clients/python` into a fresh venv works offline with only
 Debian's flatbuffers, installs the generated wire modules (the same bytes
-flatc makes from proto/schema) and py.typed, and the installed package talks
+flatc makes from proto/fbs) and py.typed, and the installed package talks
 to a real server: the README's ten-line script, and a manual-clock script
 that steps the world.
 
-The source is copied first (clients/python and proto/schema, in the
+The source is copied first (clients/python and proto/fbs, in the
 checkout's layout) so the in-place build leaves nothing in the work tree.
 """
 
@@ -21,7 +21,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
 PACKAGE = ROOT / "clients" / "python"
-SCHEMA = ROOT / "proto" / "schema"
+SCHEMA = ROOT / "proto" / "fbs"
 
 
 def pip_install(tmp: Path, *options: str):
@@ -30,7 +30,7 @@ def pip_install(tmp: Path, *options: str):
     src = tmp / "src"
     shutil.copytree(PACKAGE, src / "clients" / "python",
                     ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
-    shutil.copytree(SCHEMA, src / "proto" / "schema")
+    shutil.copytree(SCHEMA, src / "proto" / "fbs")
     env_dir = tmp / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(env_dir)], check=True)
     python = env_dir / "bin" / "python"

@@ -55,8 +55,8 @@ def headers_with_version(tmp_path, version):
 
 def test_the_schema_folder_is_one_constant():
     text = SCRIPT.read_text()
-    assert len(re.findall(r'SCHEMA_DIR = Path\("proto"\) / "schema"', text)) == 1
-    assert "proto/schema" not in text.replace('SCHEMA_DIR = Path("proto") / "schema"', "")
+    assert len(re.findall(r'SCHEMA_DIR = Path\("proto"\) / "fbs"', text)) == 1
+    assert "proto/fbs" not in text.replace('SCHEMA_DIR = Path("proto") / "fbs"', "")
 
 
 def test_copies_sources_generated_headers_and_versions(tmp_path):

@@ -15,7 +15,7 @@
 
 namespace bustle::client {
 
-// Generated tables (flatc object API, proto/schema/server.fbs): the SDK's
+// Generated tables (flatc object API, proto/fbs/server.fbs): the SDK's
 // reply types below are the schema's own *T types, so every field the schema
 // has is decoded (UnPack) and nothing is copied by hand. Field names, types
 // and comments: see the schema. Vectors the server left out decode empty.

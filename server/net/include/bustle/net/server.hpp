@@ -139,7 +139,7 @@ WelcomeInfo make_welcome_info(const core::World& world, std::string server_versi
                               ClockMode clock_mode);
 
 // QueryStats: the generated object-API type of the wire's Stats table, so a
-// field added to proto/schema/server.fbs is here (and packed, and decoded by
+// field added to proto/fbs/server.fbs is here (and packed, and decoded by
 // the SDKs) without another copy. The sim driver fills it; the network side
 // adds the lease totals (add_lease_totals) when it writes the answer.
 using StatsSnapshot = wire::StatsT;
