@@ -1,4 +1,4 @@
-// Small measuring helpers shared by the bench modes (main.cpp, fanout.cpp).
+// Small measuring helpers shared by the bench modes (bench_*.cpp, fanout.cpp).
 #pragma once
 
 #include <algorithm>

@@ -1,6 +1,6 @@
 // bustle-bench's command line: one subcommand per bench, parsed with CLI11.
 //
-// The parser lives apart from the bench logic (main.cpp) so that adding a
+// The parser lives apart from the bench logic (bench_*.cpp) so that adding a
 // bench or a flag touches this file and its bench function only. Every flag
 // is range-checked here; a bench function receives only valid values.
 //

@@ -1,0 +1,135 @@
+// What the benches of bustle-bench share (one bench per bench_<name>.cpp):
+// the default city at a given size, timing World::step one step at a time
+// (wall and this thread's CPU time), peak RSS, the heap allocation count
+// (allocations.cpp) and the vehicle grid city (grid_city.cpp).
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "bustle/core/scenario.hpp"
+#include "bustle/core/world.hpp"
+#include "measure.hpp"
+#include "options.hpp"
+
+namespace bustle::bench {
+
+using Clock = std::chrono::steady_clock;
+
+// Heap allocations made by this process so far (operator new, allocations.cpp).
+std::uint64_t heap_allocations();
+
+// The benches, one file each; main.cpp runs the one named on the command line.
+int bench_step(const Args& a);        // bench_step.cpp
+int bench_population(const Args& a);  // bench_population.cpp
+int bench_snapshot(const Args& a);    // bench_snapshot.cpp
+int bench_vehicles(const Args& a);    // bench_vehicles.cpp
+int bench_stream(const Args& a);      // bench_stream.cpp
+
+// Entity capacity for n entities: a power of two, at least 1024, with 25 % headroom.
+std::uint32_t capacity_for(std::uint32_t n);
+
+// The default city with `agents` background pedestrians, all spawned on step 1.
+bustle::core::Scenario scenario_for(std::uint32_t agents);
+
+// Milliseconds of a steady-clock duration.
+double ms(Clock::duration d);
+
+// CPU time of the calling thread in ms: unlike wall time it does not grow
+// while other processes hold the cores, so on a loaded machine it is the
+// better witness of what a change did (it still feels shared caches).
+double thread_cpu_ms();
+
+// Peak resident set of this process (VmHWM), KiB.
+long peak_rss_kb();
+
+// A world of scenario `s` after 10 steps (everyone spawned).
+std::unique_ptr<bustle::core::World> populated(const Args& a, const bustle::core::Scenario& s);
+
+// A digest as 16 hex digits.
+std::string hex_digest(std::uint64_t d);
+
+// A scenario built in code and its world (null after printing every
+// validation error), with the time both took.
+struct BuiltWorld {
+  bustle::core::Scenario scenario;
+  std::unique_ptr<bustle::core::World> world;
+  double build_s = 0.0;
+};
+
+template <class MakeScenario>
+BuiltWorld build_world(MakeScenario&& make_scenario, std::uint64_t seed) {
+  const auto t0 = Clock::now();
+  BuiltWorld b{make_scenario(), nullptr, 0.0};
+  auto created = bustle::core::World::create(b.scenario, seed);
+  for (const auto& e : created.errors)
+    std::fprintf(stderr, "bustle-bench: %s: %s\n", e.path.c_str(), e.message.c_str());
+  b.world = std::move(created.world);
+  b.build_s = ms(Clock::now() - t0) / 1000.0;
+  return b;
+}
+
+// Wall time of `steps` calls of World::step, one by one; `before` runs before
+// each step, outside the timing.
+struct StepTimes {
+  std::vector<double> ms;      // per step
+  std::vector<double> cpu_ms;  // per step, this thread's CPU time
+  double total_s = 0.0;        // sum of the steps' times
+  double p50() const { return percentile(ms, 0.5); }
+  double p99() const { return percentile(ms, 0.99); }
+  double max() const { return *std::max_element(ms.begin(), ms.end()); }
+};
+
+template <class Before>
+StepTimes time_steps(bustle::core::World& w, std::uint64_t steps, Before&& before) {
+  StepTimes t;
+  t.ms.reserve(steps);
+  t.cpu_ms.reserve(steps);
+  for (std::uint64_t k = 0; k < steps; ++k) {
+    before();
+    const double c = thread_cpu_ms();
+    const auto b = Clock::now();
+    w.step();
+    t.ms.push_back(ms(Clock::now() - b));
+    t.cpu_ms.push_back(thread_cpu_ms() - c);
+    t.total_s += t.ms.back() / 1000.0;
+  }
+  return t;
+}
+
+// p50 / p99 / max / mean of a StepTimes, for --json.
+nlohmann::json step_times_json(const StepTimes& t);
+
+// "  step ms  p50 ... p99 ... max ... mean ...".
+void print_step_times(const StepTimes& t);
+
+// The vehicles-mode city (issue 4; the SUMO peer in sumo_grid.sh builds the
+// same shape with netgenerate):
+//   - N x N intersections 100 m apart; node (i, j) at (100 i, 100 j) m;
+//   - between neighbours one road lane per direction, 100 m, 13.9 m/s, drawn
+//     1.75 m right of the centre line; successors: every lane leaving the end
+//     node except the U-turn;
+//   - every lane ends at an intersection and carries a signal there: 10 s
+//     cycle (4 s open, 1 s yield, 5 s closed); east/west approaches of a node
+//     are half a cycle apart from its north/south approaches, and nodes are
+//     staggered by ((3 i + 7 j) mod 10) s;
+//   - one garage per block, entrance = the block's south edge eastbound,
+//     route = the block counter-clockwise (east, north, west, south) with
+//     route_end loop, so its vehicles circulate forever; counter-clockwise
+//     loops use every directed lane at most once (the block on its left);
+//   - V requests spread evenly over the garages by the content plan (all
+//     offered on step 1); capacity = queue depth = that garage's share,
+//     dispatch_per_step_max 1, cooldown 0, entrance_clear_m 1;
+//   - one observer at the centre, Full radius beyond the city, full_cap = V:
+//     every vehicle is Full (stride 1); no pedestrians.
+// (grid_city.cpp)
+bustle::core::Scenario grid_city(std::uint32_t n, std::uint32_t vehicles);
+
+}  // namespace bustle::bench
