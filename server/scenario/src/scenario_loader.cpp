@@ -156,12 +156,17 @@ class Reader {
     return true;
   }
 
-  // Calls fn(element, path) for each element of an optional array of objects.
+  // Calls fn(element, path) for each element of an array of objects; an
+  // absent array is an error only when `required` (as in the JSON schema).
   template <class Fn>
-  void each_object(const json& obj, const std::string& parent, const char* key, Fn&& fn) {
+  void each_object(const json& obj, const std::string& parent, const char* key, Fn&& fn,
+                   bool required = false) {
     const std::string path = join(parent, key);
     auto it = obj.find(key);
-    if (it == obj.end()) return;
+    if (it == obj.end()) {
+      if (required) error(path, "is required");
+      return;
+    }
     if (!it->is_array()) {
       error(path, std::string("must be an array, got ") + type_name(*it));
       return;
@@ -468,6 +473,42 @@ core::WorkPointSpec read_work_point(Reader& r, const json& j, const std::string&
   return w;
 }
 
+// One entry of a community's schedule (communities[i].schedule[k]).
+core::ScheduleEntry read_schedule_entry(Reader& r, const json& e, const std::string& ep) {
+  core::ScheduleEntry entry;
+  if (r.expect_object(
+          e, ep,
+          {"start_hour", "end_hour", "phase", "activity", "zone", "work_point", "density"})) {
+    r.read_number(e, ep, "start_hour", entry.start_hour, true);
+    r.read_number(e, ep, "end_hour", entry.end_hour, true);
+    std::string phase;
+    r.read_string(e, ep, "phase", phase, true);
+    static const std::pair<const char*, core::SchedulePhase> kPhases[] = {
+        {"Home", core::SchedulePhase::Home},
+        {"CommuteToWork", core::SchedulePhase::CommuteToWork},
+        {"Work", core::SchedulePhase::Work},
+        {"Leisure", core::SchedulePhase::Leisure},
+        {"CommuteHome", core::SchedulePhase::CommuteHome}};
+    bool known = false;
+    for (const auto& [name, value] : kPhases) {
+      if (phase == name) {
+        entry.phase = value;
+        known = true;
+      }
+    }
+    if (!known && e.contains("phase") && e["phase"].is_string()) {
+      r.error(Reader::join(ep, "phase"),
+              "unknown phase '" + phase +
+                  "' (expected Home, CommuteToWork, Work, Leisure or CommuteHome)");
+    }
+    r.read_string(e, ep, "activity", entry.activity);
+    r.read_string(e, ep, "zone", entry.zone, true);
+    r.read_string(e, ep, "work_point", entry.work_point);
+    r.read_number(e, ep, "density", entry.density);
+  }
+  return entry;
+}
+
 void read_population(Reader& r, const json& root, core::Scenario& s) {
   r.each_object(root, "", "zones", [&](const json& j, const std::string& p) {
     core::ZoneSpec z;
@@ -497,40 +538,12 @@ void read_population(Reader& r, const json& root, core::Scenario& s) {
         }
       }
       r.read_string(j, p, "home_zone", c.home_zone, true);
-      r.each_object(j, p, "schedule", [&](const json& e, const std::string& ep) {
-        core::ScheduleEntry entry;
-        if (r.expect_object(
-                e, ep,
-                {"start_hour", "end_hour", "phase", "activity", "zone", "work_point", "density"})) {
-          r.read_number(e, ep, "start_hour", entry.start_hour, true);
-          r.read_number(e, ep, "end_hour", entry.end_hour, true);
-          std::string phase;
-          r.read_string(e, ep, "phase", phase, true);
-          static const std::pair<const char*, core::SchedulePhase> kPhases[] = {
-              {"Home", core::SchedulePhase::Home},
-              {"CommuteToWork", core::SchedulePhase::CommuteToWork},
-              {"Work", core::SchedulePhase::Work},
-              {"Leisure", core::SchedulePhase::Leisure},
-              {"CommuteHome", core::SchedulePhase::CommuteHome}};
-          bool known = false;
-          for (const auto& [name, value] : kPhases) {
-            if (phase == name) {
-              entry.phase = value;
-              known = true;
-            }
-          }
-          if (!known && e.contains("phase") && e["phase"].is_string()) {
-            r.error(Reader::join(ep, "phase"),
-                    "unknown phase '" + phase +
-                        "' (expected Home, CommuteToWork, Work, Leisure or CommuteHome)");
-          }
-          r.read_string(e, ep, "activity", entry.activity);
-          r.read_string(e, ep, "zone", entry.zone, true);
-          r.read_string(e, ep, "work_point", entry.work_point);
-          r.read_number(e, ep, "density", entry.density);
-        }
-        c.schedule.push_back(std::move(entry));
-      });
+      r.each_object(
+          j, p, "schedule",
+          [&](const json& e, const std::string& ep) {
+            c.schedule.push_back(read_schedule_entry(r, e, ep));
+          },
+          /*required=*/true);
     }
     s.communities.push_back(std::move(c));
   });
