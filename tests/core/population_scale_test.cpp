@@ -136,10 +136,6 @@ void submit_script(World& w, std::uint32_t background, std::uint32_t& request) {
     send(ForceFull{p.id[static_cast<std::size_t>(k * 104729 % p.size())], k < 2000});
 }
 
-std::string name(EntityId id) {
-  return std::to_string(id.index) + ":" + std::to_string(id.generation);
-}
-
 // Checks the invariants after a step; returns the first violation, or "".
 // Per-entity checks accumulate into one message so a passing step costs one
 // REQUIRE per invariant, not one per entity.
@@ -165,7 +161,7 @@ class InvariantChecker {
     const ResidentStore& r = w.population().residents();
     for (std::uint32_t i = 0; i < n; ++i) {
       const EntityId id = p.id[i];
-      const auto who = [id] { return "pedestrian " + name(id); };
+      const auto who = [id] { return "pedestrian " + id_text(id); };
       if (!reg.is_alive(id)) fail(who() + " is not alive in the registry");
       if (id.index >= seen_.size()) {
         fail(who() + " has an index beyond entity_capacity");
@@ -197,7 +193,7 @@ class InvariantChecker {
     }
     const VehicleStore& vs = w.vehicles().store();
     for (const EntityId id : vs.id) {
-      const auto who = [id] { return "vehicle " + name(id); };
+      const auto who = [id] { return "vehicle " + id_text(id); };
       if (!reg.is_alive(id)) fail(who() + " is not alive in the registry");
       if (id.index < seen_.size() && seen_[id.index]++ != 0)
         fail(who() + " is also a pedestrian or another vehicle");

@@ -8,7 +8,7 @@ the CLI's ``bustle mask`` against the same server."""
 from population_helpers import DEFAULT_CITY, City, start_city
 from test_cli_json import bustle, one
 
-from bustle_client import CommandStatus, RejectReason, Session
+from bustle_client import CommandStatus, RejectReason, Session, id_text
 
 
 def _walkers(city):
@@ -67,7 +67,7 @@ def test_bustle_mask_through_the_cli(start_server):
     srv = start_city(start_server, config=DEFAULT_CITY)
     with City(srv, "mask-cli") as city:
         held = _walkers(city)[0]
-        ident = f"{held.id.index}:{held.id.generation}"
+        ident = id_text(held.id)
     assert one(srv, "mask", ident, "--step")["accepted"]
     assert one(srv, "entity", ident)["entity"]["admission_masked"] is True
     assert "movement held" in bustle(srv, "entity", ident).stdout

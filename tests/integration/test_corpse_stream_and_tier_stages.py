@@ -11,7 +11,7 @@ import json
 from population_helpers import DEFAULT_CITY, LARGEBLOCK, City, start_city
 from test_cli_json import bustle, one
 
-from bustle_client import EntityField, SimTier
+from bustle_client import EntityField, SimTier, id_text
 
 # Corpses are kept while within 100 km of an observer: cleanup never removes
 # the one this test watches.
@@ -85,7 +85,7 @@ def test_query_entity_shows_distance_capacity_and_applied_tiers(start_server, tm
         assert all(i.capacity_tier == SimTier.Coarse for i in infos)
         held = [i for i in infos if i.tier != SimTier.Coarse]
         assert held, "the transition budget should still hold some above Coarse"
-        ident = f"{held[0].id.index}:{held[0].id.generation}"
+        ident = id_text(held[0].id)
     e = one(srv, "entity", ident)["entity"]
     assert e["capacity_tier"] == "Coarse" and e["requested_tier"] == "Coarse"
     assert e["tier"] != "Coarse"

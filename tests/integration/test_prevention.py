@@ -13,7 +13,7 @@ import json
 from population_helpers import DEFAULT_CITY, City, start_city
 from test_cli_json import bustle, one
 
-from bustle_client import CommandStatus, RejectReason, Session
+from bustle_client import CommandStatus, RejectReason, Session, id_text
 
 PREVENTION = {"units_per_level": [2, 3], "spawn_per_step": 1, "max_units": 8,
               "ring_min_m": 0, "ring_max_m": 100000, "cleanup_every_steps": 2,
@@ -113,7 +113,7 @@ def test_bustle_prevention_and_kill_through_the_cli(start_server, tmp_path):
         city.step(2)
         victim = sorted(city.mirror.pedestrians(),
                         key=lambda p: (p.id.index, p.id.generation))[0]
-        ident = f"{victim.id.index}:{victim.id.generation}"
+        ident = id_text(victim.id)
     assert one(srv, "kill", ident, "--step")["accepted"]
     assert one(srv, "population")["population"]["prevention"]["corpses_killed"] == 1
     bad = bustle(srv, "prevention", "9", "--step", expect=3)

@@ -6,7 +6,7 @@ Yielding / MergeYield with the other as its leader (QueryVehicle and the CLI's
 from test_cli_json import bustle, one
 from vehicle_helpers import Corridor, start_corridor, write_config
 
-from bustle_client import ControlPolicy, PolicyReason
+from bustle_client import ControlPolicy, PolicyReason, id_text
 
 
 def _road(lane_id, a, b, successors):
@@ -59,7 +59,7 @@ def test_merge_yield_is_reported_and_the_headway_holds(start_server, tmp_path):
                     assert me.policy == ControlPolicy.Yielding, me
                     assert me.leader == other.id, (me, other)
                     if yielded is None:  # the CLI says the same, as JSON and as text
-                        ident = f"{me.id.index}:{me.id.generation}"
+                        ident = id_text(me.id)
                         cli = one(srv, "vehicle", ident)["vehicle"]
                         assert (cli["policy"], cli["reason"]) == ("Yielding", "MergeYield"), cli
                         lines = bustle(srv, "vehicle", ident).stdout.splitlines()

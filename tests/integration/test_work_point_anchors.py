@@ -5,6 +5,7 @@ QueryEntity (slot, at its anchor) show through the real server, the Python
 client and the CLI (text and --json). Also ``bustle close-lane`` /
 ``open-lane`` by ``--index``."""
 
+from bustle_client import id_text
 from population_helpers import City, start_city
 from test_cli_json import bustle, one
 
@@ -76,7 +77,7 @@ def test_slot_holders_reach_their_anchors_at_work_hours(start_server):
         stalls = [w for z in zones for w in z["work_points"] if w["id"] == "stalls"][0]
         assert stalls["anchor_lane"] == "market.loop" and stalls["arrived_count"] == 24
         some = next(iter(s_before))
-        ident = f"{some.index}:{some.generation}"
+        ident = id_text(some)
         assert "at its slot" in bustle(srv, "entity", ident).stdout
         assert one(srv, "entity", ident)["entity"]["at_work_anchor"] is True
 

@@ -8,14 +8,6 @@ namespace bustle::client {
 
 namespace wire = bustle::wire;
 
-namespace {
-
-std::string id_text(EntityId id) {
-  return std::to_string(id.index) + ":" + std::to_string(id.generation);
-}
-
-}  // namespace
-
 EntityMirror::EntityMirror(std::uint32_t max_entities) : max_entities_(max_entities) {
   assert(max_entities >= 1);
 }

@@ -269,6 +269,15 @@ class EntityId(NamedTuple):
     generation: int
 
 
+def id_text(entity_id) -> str:
+    """``"index:generation"``: the one text form of an entity id (the server's
+    core::id_text, the C++ SDK's client::id_text), as ``bustle entity``,
+    ``bustle mask`` and the other CLI commands take it. Accepts an EntityId
+    or any (index, generation) pair."""
+    index, generation = entity_id
+    return f"{index}:{generation}"
+
+
 class EntityEnter(NamedTuple):
     """An entity this client starts to receive (Delta.entered). Its motion
     anchor is (lane, s_mm, speed_mmps) at the Delta's step."""
@@ -679,6 +688,7 @@ CommandResult = wire_dataclass("CommandResult", _CommandResultMethods, envelope=
 
 __all__ = [
     "PROTOCOL_VERSION",
+    "id_text",
     "ClockMode",
     "CommandStatus",
     "EntityKind",

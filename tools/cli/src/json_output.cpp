@@ -18,10 +18,6 @@ std::string hex(std::uint64_t value) {
   return buf;
 }
 
-std::string ident(client::EntityId id) {
-  return std::to_string(id.index) + ":" + std::to_string(id.generation);
-}
-
 namespace {
 
 // Builds a Json value from a FlatBuffer through the generated mini-reflection
@@ -146,7 +142,7 @@ Json zone(const client::ZoneReport& z) {
 }
 
 Json vehicle(const client::VehicleReport& v) {
-  return {{"id", ident(v.entity())},
+  return {{"id", client::id_text(v.entity())},
           {"vehicle_id", v.vehicle_id},
           {"garage", v.garage},
           {"request_id", v.request_id},
@@ -162,7 +158,7 @@ Json vehicle(const client::VehicleReport& v) {
           {"policy", wire::EnumNameControlPolicy(v.policy)},
           {"reason", wire::EnumNamePolicyReason(v.reason)},
           {"tier", wire::EnumNameSimTier(v.tier)},
-          {"leader", v.has_leader() ? Json(ident(v.leader_entity())) : Json(nullptr)},
+          {"leader", v.has_leader() ? Json(client::id_text(v.leader_entity())) : Json(nullptr)},
           {"steps_advanced", v.steps_advanced},
           {"awaiting_turnaround", v.awaiting_turnaround},
           {"despawn_requested", v.despawn_requested}};
@@ -170,7 +166,7 @@ Json vehicle(const client::VehicleReport& v) {
 
 Json entity(const client::EntityReport& e) {
   const bool retiring = e.lifecycle == wire::LifecycleState::Retiring;
-  return {{"id", ident(e.entity_id())},
+  return {{"id", client::id_text(e.entity_id())},
           {"kind", wire::EnumNameEntityKind(e.kind)},
           {"alive", e.alive},
           {"saveable", e.saveable},
@@ -288,9 +284,9 @@ Json population(const client::PopulationReport& p) {
           {"force_full_refused", p.force_full_refused},
           {"admission_masked", p.admission_masked},
           {"observers", observers},
-          {"followed", p.followed != nullptr ? Json(ident(client::EntityId{
-                                                   p.followed->index(), p.followed->generation()}))
-                                             : Json(nullptr)},
+          {"followed", p.followed != nullptr
+                           ? Json(client::id_text(client::EntityId::from_wire(*p.followed)))
+                           : Json(nullptr)},
           {"follow_first_vehicle", p.follow_first_vehicle},
           {"prevention",
            {{"level", p.prevention_level},
@@ -318,17 +314,17 @@ Json population(const client::PopulationReport& p) {
 
 Json spawn(const client::SpawnStatusInfo& s) {
   const bool any_lane = s.lane == client::SpawnStatusInfo::kNoLane;
-  return {
-      {"handle", s.handle},
-      {"state", wire::EnumNameSpawnState(s.state)},
-      {"failure", wire::EnumNameSpawnFailure(s.failure)},
-      {"terminal", s.terminal},
-      {"entity", s.entity_id() == client::EntityId{} ? Json(nullptr) : Json(ident(s.entity_id()))},
-      {"zone", s.zone.empty() ? Json(nullptr) : Json(s.zone)},
-      {"lane", any_lane ? Json(nullptr) : Json(s.lane)},
-      {"priority", wire::EnumNamePriorityClass(static_cast<wire::PriorityClass>(s.priority))},
-      {"requested_step", s.requested_step},
-      {"state_step", s.state_step}};
+  return {{"handle", s.handle},
+          {"state", wire::EnumNameSpawnState(s.state)},
+          {"failure", wire::EnumNameSpawnFailure(s.failure)},
+          {"terminal", s.terminal},
+          {"entity", s.entity_id() == client::EntityId{} ? Json(nullptr)
+                                                         : Json(client::id_text(s.entity_id()))},
+          {"zone", s.zone.empty() ? Json(nullptr) : Json(s.zone)},
+          {"lane", any_lane ? Json(nullptr) : Json(s.lane)},
+          {"priority", wire::EnumNamePriorityClass(static_cast<wire::PriorityClass>(s.priority))},
+          {"requested_step", s.requested_step},
+          {"state_step", s.state_step}};
 }
 
 void print(std::FILE* out, const Json& value) {

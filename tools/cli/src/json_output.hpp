@@ -16,7 +16,6 @@ namespace bustle::cli::json {
 using Json = nlohmann::ordered_json;
 
 std::string hex(std::uint64_t value);
-std::string ident(client::EntityId id);
 
 Json stats(const client::StatsInfo& s);
 Json job(const client::JobInfo& j);

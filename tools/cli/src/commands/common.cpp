@@ -97,10 +97,6 @@ int missing(const CliOptions& o, const char* what, std::FILE* err) {
   return kExitServer;
 }
 
-std::string ident(client::EntityId e) {
-  return std::to_string(e.index) + ":" + std::to_string(e.generation);
-}
-
 std::string priority_name(wire::PriorityClass p) {
   return enum_name(p, wire::EnumNamePriorityClass);
 }

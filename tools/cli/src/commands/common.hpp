@@ -54,9 +54,6 @@ int run_query(const CliOptions& o, const client::CommandSpec& spec, client::Comm
 // The server answered without `what`: says so, returns kExitServer.
 int missing(const CliOptions& o, const char* what, std::FILE* err);
 
-// "index:generation", as the command line takes an entity.
-std::string ident(client::EntityId e);
-
 // Schema enum names, or the number for a value this build does not know.
 std::string priority_name(wire::PriorityClass p);
 std::string despawn_reason_name(wire::DespawnReason r);

@@ -16,9 +16,9 @@ int run_entity(const CliOptions& o, std::FILE* out, std::FILE* err) {
   const client::EntityReport& e = *r.entity_info;
   if (o.json) return print_object(out, "entity", json::entity(e), r.applied_step);
   auto name_or_dash = [](const std::string& s) { return s.empty() ? std::string("-") : s; };
-  std::fprintf(out, "entity %s at step %" PRIu64 "\n", ident(e.entity_id()).c_str(),
+  std::fprintf(out, "entity %s at step %" PRIu64 "\n", client::id_text(e.entity_id()).c_str(),
                r.applied_step);
-  std::fprintf(out, "  %-20s %s %s, %s%s\n", "identity", ident(e.entity_id()).c_str(),
+  std::fprintf(out, "  %-20s %s %s, %s%s\n", "identity", client::id_text(e.entity_id()).c_str(),
                wire::EnumNameEntityKind(e.kind), e.alive ? "alive" : "not alive",
                e.saveable ? ", saveable" : "");
   std::fprintf(out, "  %-20s %s\n", "lifecycle", wire::EnumNameLifecycleState(e.lifecycle));

@@ -39,8 +39,8 @@ void print_observers(const client::PopulationReport& p, std::FILE* out) {
   for (std::size_t i = 0; i < p.observers_x_m.size() && i < p.observers_y_m.size(); ++i)
     std::fprintf(out, "%s (%.1f, %.1f)", i == 0 ? "" : ",", p.observers_x_m[i], p.observers_y_m[i]);
   if (p.followed != nullptr) {
-    std::fprintf(out, " following %" PRIu32 ":%" PRIu32, p.followed->index(),
-                 p.followed->generation());
+    std::fprintf(out, " following %s",
+                 client::id_text(client::EntityId::from_wire(*p.followed)).c_str());
   }
   if (p.follow_first_vehicle) std::fprintf(out, " (waiting to follow the first vehicle)");
   std::fprintf(out, "%s\n", p.observers_x_m.empty() ? " none" : "");

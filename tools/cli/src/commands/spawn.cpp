@@ -23,7 +23,7 @@ void print_spawn(std::FILE* out, const CliOptions& o, const client::SpawnStatusI
   const std::string lane =
       s.lane == client::SpawnStatusInfo::kNoLane ? std::string("any") : std::to_string(s.lane);
   std::fprintf(out, " (step %" PRIu64 ") entity %s zone %s lane %s priority %s\n", s.state_step,
-               s.entity_id() == client::EntityId{} ? "-" : ident(s.entity_id()).c_str(),
+               s.entity_id() == client::EntityId{} ? "-" : client::id_text(s.entity_id()).c_str(),
                s.zone.empty() ? "any" : s.zone.c_str(), lane.c_str(),
                priority_name(s.priority).c_str());
   std::fflush(out);
@@ -85,12 +85,12 @@ int wait_spawn(Client& c, const CliOptions& o, const ClockView& clock, std::uint
       if (!attached.ok()) return report(err, o, "report_attached", attached);
       if (!attached.value.accepted()) return rejected(o, attached.value, err);
       if (o.json) {
-        json::print(out, {{"reported_attached", ident(s.entity_id())},
+        json::print(out, {{"reported_attached", client::id_text(s.entity_id())},
                           {"applied_step", attached.value.applied_step}});
         continue;
       }
       std::fprintf(out, "reported entity %s attached at step %" PRIu64 "\n",
-                   ident(s.entity_id()).c_str(), attached.value.applied_step);
+                   client::id_text(s.entity_id()).c_str(), attached.value.applied_step);
       std::fflush(out);
     }
   }
@@ -135,17 +135,18 @@ int run_cancel_spawn(const CliOptions& o, std::FILE* out, std::FILE* err) {
   if (rc != kExitOk || !reply) return rc;
   const bool given_back = reply->entity && !(*reply->entity == client::EntityId{});
   if (o.json) {
-    json::print(out, {{"command", o.command},
-                      {"accepted", true},
-                      {"applied_step", reply->applied_step},
-                      {"handle", o.handle},
-                      {"entity", given_back ? json::Json(ident(*reply->entity)) : nullptr}});
+    json::print(out,
+                {{"command", o.command},
+                 {"accepted", true},
+                 {"applied_step", reply->applied_step},
+                 {"handle", o.handle},
+                 {"entity", given_back ? json::Json(client::id_text(*reply->entity)) : nullptr}});
     return kExitOk;
   }
   print_accepted(out, o, *reply);
   if (given_back) {
     std::fprintf(out, "spawn %" PRIu64 " canceled; entity %s given back\n", o.handle,
-                 ident(*reply->entity).c_str());
+                 client::id_text(*reply->entity).c_str());
   } else {
     std::fprintf(out, "spawn %" PRIu64 " canceled; no entity given back (none was created yet)\n",
                  o.handle);

@@ -84,7 +84,8 @@ int run_vehicle(const CliOptions& o, std::FILE* out, std::FILE* err) {
   if (!r.vehicle) return missing(o, "the vehicle", err);
   const client::VehicleReport& v = *r.vehicle;
   if (o.json) return print_object(out, "vehicle", json::vehicle(v), r.applied_step);
-  std::fprintf(out, "vehicle %s at step %" PRIu64 "\n", ident(v.entity()).c_str(), r.applied_step);
+  std::fprintf(out, "vehicle %s at step %" PRIu64 "\n", client::id_text(v.entity()).c_str(),
+               r.applied_step);
   std::fprintf(out, "  %-20s %s\n", "vehicle id", v.vehicle_id.c_str());
   std::fprintf(out, "  %-20s %s\n", "garage", v.garage.c_str());
   std::fprintf(out, "  %-20s %s\n", "request", v.request_id.c_str());
@@ -99,7 +100,7 @@ int run_vehicle(const CliOptions& o, std::FILE* out, std::FILE* err) {
   std::fprintf(out, "  %-20s %s\n", "reason", wire::EnumNamePolicyReason(v.reason));
   std::fprintf(out, "  %-20s %s\n", "tier", wire::EnumNameSimTier(v.tier));
   std::fprintf(out, "  %-20s %s\n", "leader",
-               v.has_leader() ? ident(v.leader_entity()).c_str() : "none");
+               v.has_leader() ? client::id_text(v.leader_entity()).c_str() : "none");
   std::fprintf(out, "  %-20s %" PRIu64 "\n", "steps advanced", v.steps_advanced);
   std::fprintf(out, "  %-20s %s\n", "awaiting turnaround", v.awaiting_turnaround ? "yes" : "no");
   std::fprintf(out, "  %-20s %s\n", "despawn requested", v.despawn_requested ? "yes" : "no");

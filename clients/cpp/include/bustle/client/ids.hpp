@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <string>
 
 #include "bustle/proto/wire.hpp"
 
@@ -26,6 +27,13 @@ struct EntityId {
   }
   bustle::wire::EntityId to_wire() const { return bustle::wire::EntityId(index, generation); }
 };
+
+// "index:generation", the one text form of an entity id on the client side
+// (the server's is core::id_text, the Python client's bustle_client.id_text):
+// what the CLI prints and takes, and what the SDK's messages name.
+inline std::string id_text(EntityId id) {
+  return std::to_string(id.index) + ":" + std::to_string(id.generation);
+}
 
 struct SlotId {
   static constexpr std::uint32_t kInvalidValue = std::numeric_limits<std::uint32_t>::max();
