@@ -1,3 +1,6 @@
+// Framing and verification (framing.hpp): the length-prefixed frame decoder
+// with its size cap, frame encoding with payloads aligned for FlatBuffers, and
+// the tightened Verifier runs every payload passes before a field is read.
 #include "bustle/proto/framing.hpp"
 
 #include <cassert>

@@ -1,3 +1,6 @@
+// Lane-relative motion shared by server and clients (motion.hpp): the motion
+// record writer and reader, and the integer dead-reckoning both sides use so
+// their predictions agree to the millimetre.
 #include "bustle/proto/motion.hpp"
 
 #include <algorithm>

@@ -1,3 +1,6 @@
+// bustle-server's settings (server/app/src/options.cpp): defaults, flags over
+// the environment, bad values naming the flag or variable, batch mode and
+// what it refuses, the operations and quality settings.
 #include "options.hpp"
 
 #include <catch2/catch.hpp>

@@ -1,3 +1,5 @@
+// bustle::ops without a server: the step-time histogram, the sim telemetry's
+// samples, log event names and JSON escaping, metrics bind addresses.
 #include <catch2/catch.hpp>
 #include <limits>
 #include <string>

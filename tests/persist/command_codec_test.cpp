@@ -1,3 +1,6 @@
+// The command codec (server/persist): every world command round-trips through
+// its JSON form, older recorded forms still decode, malformed arguments are
+// refused naming the field.
 #include "bustle/persist/command_codec.hpp"
 
 #include <bit>

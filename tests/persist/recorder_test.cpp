@@ -1,3 +1,5 @@
+// The session recorder under failure: a recording that cannot be written
+// stops, reports why, and never blocks the caller.
 #include "bustle/persist/recorder.hpp"
 
 #include <unistd.h>

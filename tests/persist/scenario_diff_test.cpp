@@ -1,3 +1,5 @@
+// scenario_diff: a different --rate named as the step length, the first
+// differing field named with both values, formatting alone no difference.
 #include "bustle/persist/scenario_diff.hpp"
 
 #include <catch2/catch.hpp>

@@ -1,3 +1,6 @@
+// The SQLite snapshot store: every field of a checkpoint and a save
+// round-trips exactly (completeness guards on the shipped cities), bad and
+// corrupted files are refused with their own error and the live world kept.
 #include "bustle/persist/snapshot_store.hpp"
 
 #include <sqlite3.h>

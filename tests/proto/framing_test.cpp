@@ -1,3 +1,6 @@
+// Framing and verification (proto/): frames split at every byte, size caps,
+// the verifier against garbage and misaligned vectors, payload alignment,
+// and recorded server sessions verified frame by frame.
 #include "bustle/proto/framing.hpp"
 
 #include <catch2/catch.hpp>

@@ -1,3 +1,6 @@
+// The scenario loader: defaults, the shipped configs and the embedded default
+// city, one clear error per kind of bad file (all of them reported), field
+// groups, the world extent and the file size limit.
 #include "bustle/scenario/scenario_loader.hpp"
 
 #include <catch2/catch.hpp>

@@ -1,3 +1,6 @@
+// The `bustle` command line parsed in-process (tools/cli/src/args.cpp): global
+// options anywhere, every command's operands and flags, help and version, and
+// usage errors worded with their reason.
 #include <catch2/catch.hpp>
 #include <optional>
 #include <string>

@@ -1,6 +1,6 @@
-// How many steps are due at a given time: the catch-up cap (steps beyond it
-// dropped and counted) and the resync after a pause or a world swap
-// (fixed_step_clock.hpp).
+// FixedStepClock (fixed_step_clock.hpp): how many steps are due at a given
+// time, with the catch-up cap, dropped debt and rate changes of its contract.
+// It reads no clock; the caller passes the time.
 #include "bustle/app/fixed_step_clock.hpp"
 
 #include <algorithm>

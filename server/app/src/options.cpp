@@ -1,5 +1,6 @@
-// bustle-server's flags and BUSTLE_* variables: the option table, its
-// validation and the usage text (options.hpp).
+// bustle-server's settings (options.hpp): the CLI11 option table, the
+// BUSTLE_* environment variables under the flags, the checks that name the
+// flag or variable at fault, and the combinations batch mode refuses.
 #include "options.hpp"
 
 #include <CLI/CLI.hpp>
@@ -223,7 +224,7 @@ std::vector<Setting> settings() {
        }},
       {"--metrics-bind", "BUSTLE_METRICS_BIND", true,
        [](O& o, const std::string& v) {
-         if (core::Status s = ops::check_metrics_bind(v); !s.ok()) return s.message();
+         if (std::string why = ops::check_metrics_bind(v); !why.empty()) return why;
          o.metrics_bind = v;
          return std::string();
        },

@@ -1,5 +1,6 @@
-// Logging, the core's log sink and signal handling, shared by bustle-server
-// and bustle-replay serve (process_startup.hpp).
+// Process start-up shared by bustle-server and bustle-replay serve
+// (process_startup.hpp): log set-up, the core's log sink, and the SIGHUP /
+// SIGTERM / SIGINT handling in the order that header describes.
 #include "bustle/app/process_startup.hpp"
 
 #include <spdlog/spdlog.h>

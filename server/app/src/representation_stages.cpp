@@ -1,6 +1,6 @@
-// Spawn handles' representation stages (Attached, ReadyForGameplay) from
-// client leases, kept beside the sim thread, outside the World
-// (representation_stages.hpp).
+// The representation stages of spawn handles (representation_stages.hpp):
+// RepresentationRequested -> Attached -> ReadyForGameplay from client leases
+// or ReportAttached, kept on the sim thread beside the World, never in it.
 #include "representation_stages.hpp"
 
 #include <algorithm>

@@ -1,5 +1,6 @@
-// The worker threads that run a step's parts beside the sim thread, and
-// how they wait between steps (thread_phase_executor.hpp).
+// ThreadPhaseExecutor (thread_phase_executor.hpp): the worker threads that
+// run a step phase's parts with the sim thread, claiming parts from opposite
+// ends so each thread keeps the same rows (and cache) from phase to phase.
 #include "bustle/app/thread_phase_executor.hpp"
 
 #include <algorithm>

@@ -1,3 +1,6 @@
+// The Agones SDK client (agones.hpp): Ready, periodic Health and Shutdown
+// posted to the local sidecar with libcurl on a thread of its own; failures
+// are logged once per kind and retried, never fatal.
 #include "bustle/ops/agones.hpp"
 
 #include <curl/curl.h>

@@ -1,3 +1,6 @@
+// Log set-up for bustle-server (logging.hpp): spdlog to stderr with UTC
+// timestamps, as text or one JSON object per line, the leading event name of
+// a lifecycle message split into its own field.
 #include "bustle/ops/logging.hpp"
 
 #include <spdlog/pattern_formatter.h>

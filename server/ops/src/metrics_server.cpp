@@ -1,3 +1,6 @@
+// The operations endpoint (metrics_server.hpp): /metrics from the latest
+// SimSample and the counters, /healthz from the sim thread's heartbeat,
+// /readyz from the readiness reasons, on prometheus-cpp's civetweb server.
 #include "bustle/ops/metrics_server.hpp"
 
 #include <CivetServer.h>

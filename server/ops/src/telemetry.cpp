@@ -1,3 +1,6 @@
+// Telemetry written by the server's threads and read by the metrics endpoint
+// (telemetry.hpp): the lock-free step-time histogram, the heartbeat, and the
+// per-second SimSample the sim thread publishes without ever waiting.
 #include "bustle/ops/telemetry.hpp"
 
 #include <algorithm>

@@ -1,3 +1,6 @@
+// World commands to and from their (kind, JSON arguments) text form
+// (command_codec.hpp), as pending_commands and recordings store them: every
+// field checked on the way back in, unknown kinds refused.
 #include "bustle/persist/command_codec.hpp"
 
 #include <limits>

@@ -1,3 +1,6 @@
+// The persistence thread (persist_worker.hpp): commits the snapshots the sim
+// thread copied, prepares restores and loads off the sim thread, and moves
+// each job through its graded states to exactly one terminal state.
 #include "bustle/persist/persist_worker.hpp"
 
 #include <pthread.h>

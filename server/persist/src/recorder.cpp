@@ -1,3 +1,6 @@
+// Session recording (recorder.hpp): keyframes, every tick's commands and
+// digest written in batches by a writer thread; a failing recording stops and
+// says why without ever blocking the sim thread. Also the reader replay uses.
 #include "bustle/persist/recorder.hpp"
 
 #include <pthread.h>

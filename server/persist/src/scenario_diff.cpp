@@ -1,3 +1,5 @@
+// Why a snapshot's scenario is not the running one (scenario_diff.hpp): the
+// first JSON field that differs, named with both values.
 #include "bustle/persist/scenario_diff.hpp"
 
 #include <algorithm>

@@ -1,3 +1,6 @@
+// The SQLite snapshot store (snapshot_store.hpp): opening and migrating a
+// file, listing and removing snapshots, and one transaction per snapshot
+// written; the tables themselves are in store/.
 #include "bustle/persist/snapshot_store.hpp"
 
 #include <sqlite3.h>

@@ -1,3 +1,5 @@
+// The thin RAII layer over the SQLite C API (sqlite.hpp): connections,
+// prepared statements and transactions whose errors are values (SqlError).
 #include "bustle/persist/sqlite.hpp"
 
 #include <sqlite3.h>

@@ -1,3 +1,7 @@
+// Scenario JSON to core::Scenario (scenario_loader.hpp): a strict reader that
+// reports every structural problem with its JSON path (types, missing and
+// unknown fields, as schema/scenario.schema.json documents them), then
+// core::validate_scenario for the semantic rules.
 #include "bustle/scenario/scenario_loader.hpp"
 
 #include <algorithm>

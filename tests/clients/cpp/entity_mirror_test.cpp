@@ -1,3 +1,6 @@
+// The SDK's EntityMirror: entered / motion / left with stable slots, poses
+// reconstructed across lane changes and gaps, baselines and restores, reused
+// indices with new generations, strict mode and capacity.
 #include "bustle/client/entity_mirror.hpp"
 
 #include <catch2/catch.hpp>

@@ -1,3 +1,5 @@
+// The SDK's FrameReader against split, concatenated, oversize, truncated and
+// corrupted input: it returns every good frame and fails cleanly otherwise.
 #include "bustle/client/frame_reader.hpp"
 
 #include <catch2/catch.hpp>

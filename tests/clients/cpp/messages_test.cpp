@@ -1,3 +1,5 @@
+// The SDK's message builders: Hello, Subscribe, every command and the lease
+// report round-trip through the server's verifier with their arguments.
 #include "bustle/client/messages.hpp"
 
 #include <catch2/catch.hpp>

@@ -1,3 +1,5 @@
+// Session recordings built in tests as the live server builds them, and
+// edited with SQL (recording_fixture.hpp).
 #include "recording_fixture.hpp"
 
 #include <sqlite3.h>

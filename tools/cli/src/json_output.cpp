@@ -1,3 +1,5 @@
+// bustle --json (json_output.hpp): each reply as a JSON object with stable
+// snake_case keys, ids as index:generation, digests as 16 hex digits.
 #include "json_output.hpp"
 
 #include <flatbuffers/minireflect.h>

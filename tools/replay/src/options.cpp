@@ -1,3 +1,5 @@
+// bustle-replay's command line (options.hpp): verify, diff and serve with
+// their flags, parsed with CLI11, every value checked as it is parsed.
 #include "bustle/replay/options.hpp"
 
 #include <CLI/CLI.hpp>

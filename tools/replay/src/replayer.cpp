@@ -1,3 +1,6 @@
+// The Replayer (replayer.hpp): one World rebuilt from a recording's keyframe
+// and stepped tick by tick with the recorded commands, returning the
+// recorded and replayed step and digest of each tick.
 #include "bustle/replay/replayer.hpp"
 
 #include <algorithm>

@@ -1,3 +1,6 @@
+// Named columns and value codecs of the snapshot store (columns.hpp): INSERT
+// and SELECT built from one column list, little-endian blobs and JSON text
+// decoded with size checks that name the table, row and field.
 #include "columns.hpp"
 
 #include <sqlite3.h>

@@ -1,3 +1,6 @@
+// The snapshot store's shared table helpers (tables.hpp): errors naming the
+// file, table, row and field, and the row keys the per-subsystem table files
+// use.
 #include "tables.hpp"
 
 #include <cassert>

@@ -1,3 +1,5 @@
+// The scripted one-connection TCP server of fake_server.hpp, for transport
+// tests: every read has a deadline, so its thread always ends.
 #include "fake_server.hpp"
 
 #include <arpa/inet.h>

@@ -1,3 +1,6 @@
+// Child processes for tests (process.hpp): start with stdout on a pipe, read
+// lines with a deadline, stop with SIGTERM and a bounded wait, or run to
+// completion capturing stdout and stderr. POSIX only.
 #include "process.hpp"
 
 #include <fcntl.h>
