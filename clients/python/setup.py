@@ -49,11 +49,13 @@ def generate(out: Path) -> None:
                          "or set FLATC)")
     d = schema_dir()
     shutil.rmtree(out / "bustle", ignore_errors=True)
-    subprocess.run([flatc, "--python", "-o", str(out), "-I", str(d), *(str(d / s) for s in SCHEMAS)],
-                   check=True)
-    # The reply tables' fields, read by bustle_client.messages.wire_dataclass.
+    # --gen-object-api: the <Table>T classes bustle_client.codec builds commands with.
+    subprocess.run([flatc, "--python", "--gen-object-api", "-o", str(out), "-I", str(d),
+                    *(str(d / s) for s in SCHEMAS)], check=True)
+    # The tables' fields: replies (bustle_client.messages.wire_dataclass) and
+    # command bodies (bustle_client.codec).
     subprocess.run([flatc, "--jsonschema", "-o", str(out / "bustle" / "wire"), "-I", str(d),
-                    str(d / "server.fbs")], check=True)
+                    str(d / "server.fbs"), str(d / "client.fbs")], check=True)
     if not (out / "bustle" / "wire" / "Delta.py").is_file():
         raise SystemExit(f"bustle-client: flatc wrote no bustle/wire/Delta.py into {out}")
 

@@ -271,14 +271,14 @@ ENUMS = {
 PROTOCOL_VERSION = _Protocol.Protocol.Version
 
 
-def _load_schema():
-    """The reply tables of server.fbs as flatc --jsonschema describes them:
-    field names in schema order with their types (generated beside the
-    modules at build time; what bustle_client.messages builds its reply
-    dataclasses from)."""
+def _load_schema(name: str = "server"):
+    """The tables of <name>.fbs as flatc --jsonschema describes them: field
+    names in schema order with their types (generated beside the modules at
+    build time; what bustle_client.messages builds its reply dataclasses
+    from, and bustle_client.codec its command bodies)."""
     import json
     import bustle.wire as _pkg
-    path = os.path.join(os.path.dirname(_pkg.__file__), "server.schema.json")
+    path = os.path.join(os.path.dirname(_pkg.__file__), f"{name}.schema.json")
     try:
         with open(path, encoding="utf-8") as f:
             definitions = json.load(f)["definitions"]
@@ -290,6 +290,8 @@ def _load_schema():
 
 #: Table name -> its JSON Schema definition (``properties`` in schema order).
 SCHEMA = _load_schema()
+#: The same for client.fbs: the tables a client sends (command bodies).
+CLIENT_SCHEMA = _load_schema("client")
 
 
 def is_struct(name: str) -> bool:

@@ -15,6 +15,8 @@ records raise :class:`MotionError`, a MalformedFrameError naming the byte.
 
 from __future__ import annotations
 
+import importlib
+import re
 import struct
 from typing import Iterator, Optional, Union
 
@@ -356,113 +358,10 @@ def build_lease_report(leases, *, request_id: int = 0) -> bytes:
 
 
 
-def _empty(module):
-    def build(b):
-        module.Start(b)
-        return module.End(b)
-    return build
-
-
-def _step(b, count: int = 1):
-    w.Step.Start(b)
-    w.Step.AddCount(b, count)
-    return w.Step.End(b)
-
-
-def _set_pedestrian_target(b, count: int):
-    w.SetPedestrianTarget.Start(b)
-    w.SetPedestrianTarget.AddCount(b, count)
-    return w.SetPedestrianTarget.End(b)
-
-
-def _with_id(module):
-    """Body builder for the commands that carry only an EntityId (index, generation)."""
-    def build(b, index: int, generation: int):
-        module.Start(b)
-        module.AddId(b, w.EntityId.CreateEntityId(b, index, generation))
-        return module.End(b)
-    return build
-
-
-def _force_full(b, index: int, generation: int, on: bool = True):
-    w.ForceFull.Start(b)
-    w.ForceFull.AddId(b, w.EntityId.CreateEntityId(b, index, generation))
-    w.ForceFull.AddOn(b, bool(on))
-    return w.ForceFull.End(b)
-
-
-def _set_admission_mask(b, index: int, generation: int, masked: bool = True):
-    w.SetAdmissionMask.Start(b)
-    w.SetAdmissionMask.AddId(b, w.EntityId.CreateEntityId(b, index, generation))
-    w.SetAdmissionMask.AddMasked(b, bool(masked))
-    return w.SetAdmissionMask.End(b)
-
-
-def _set_prevention_level(b, level: int):
-    w.SetPreventionLevel.Start(b)
-    w.SetPreventionLevel.AddLevel(b, int(level))
-    return w.SetPreventionLevel.End(b)
-
-
-def _kill_pedestrian(b, index: int, generation: int):
-    w.KillPedestrian.Start(b)
-    w.KillPedestrian.AddId(b, w.EntityId.CreateEntityId(b, index, generation))
-    return w.KillPedestrian.End(b)
-
-
-def _lane_closure(module):
-    # CloseLane / OpenLane: the lane by id (str) and/or index (int).
-    def build(b, lane: Optional[str] = None, lane_index: Optional[int] = None):
-        if lane is None and lane_index is None:
-            raise ValueError("lane closure: give lane (an id) or lane_index")
-        off = b.CreateString(_text("lane", lane)) if lane is not None else None
-        module.Start(b)
-        if off is not None:
-            module.AddLane(b, off)
-        if lane_index is not None:
-            module.AddLaneIndex(b, int(lane_index))
-        return module.End(b)
-    return build
-
-
-def _set_hour(b, hour: float):
-    w.SetHour.Start(b)
-    w.SetHour.AddHour(b, float(hour))
-    return w.SetHour.End(b)
-
-
-def _set_time_scale(b, scale: int):
-    w.SetTimeScale.Start(b)
-    w.SetTimeScale.AddScale(b, int(scale))
-    return w.SetTimeScale.End(b)
-
-
 def _text(field: str, value) -> str:
     if not isinstance(value, str):
         raise TypeError(f"{field} must be a str, not {type(value).__name__}")
     return value
-
-
-def _garage_request(b, garage: str, request_id: str, prototype: str, lane: str,
-                    priority: int = 10):
-    offs = [b.CreateString(_text(f, v)) for f, v in (
-        ("garage", garage), ("request_id", request_id), ("prototype", prototype), ("lane", lane))]
-    w.GarageRequest.Start(b)
-    w.GarageRequest.AddGarage(b, offs[0])
-    w.GarageRequest.AddRequestId(b, offs[1])
-    w.GarageRequest.AddPrototype(b, offs[2])
-    w.GarageRequest.AddLane(b, offs[3])
-    w.GarageRequest.AddPriority(b, int(priority))  # schema default 10 (omitted when equal)
-    return w.GarageRequest.End(b)
-
-
-def _cancel_garage_request(b, garage: str, request_id: str):
-    g = b.CreateString(_text("garage", garage))
-    r = b.CreateString(_text("request_id", request_id))
-    w.CancelGarageRequest.Start(b)
-    w.CancelGarageRequest.AddGarage(b, g)
-    w.CancelGarageRequest.AddRequestId(b, r)
-    return w.CancelGarageRequest.End(b)
 
 
 def _ubyte_enum(enum_cls, what: str, value) -> int:
@@ -487,14 +386,6 @@ def vehicle_strategy(strategy) -> int:
 def priority_class(priority) -> int:
     """A PriorityClass member, its name ('quest', case-insensitive) or its value."""
     return _ubyte_enum(PriorityClass, "priority class", priority)
-
-
-def _set_vehicle_strategy(b, index: int, generation: int, strategy):
-    value = vehicle_strategy(strategy)
-    w.SetVehicleStrategy.Start(b)
-    w.SetVehicleStrategy.AddId(b, w.EntityId.CreateEntityId(b, index, generation))
-    w.SetVehicleStrategy.AddStrategy(b, value)
-    return w.SetVehicleStrategy.End(b)
 
 
 def observer_view(view) -> ObserverView:
@@ -522,88 +413,11 @@ def split_observers(points):
     return xy, (views if extra else None)
 
 
-def _set_observers(b, points, views=None, follow=None):
-    """``views`` (optional) is sent as given, one per point normally; a length
-    that differs from the points' is the server's to reject. ``follow``
-    (optional, (index, generation)): the observer follows that entity."""
-    pts, derived = split_observers(points)
-    if views is not None and derived is not None:
-        raise ValueError("give heights/headings either in the points or as views, not both")
-    views = derived if views is None else [observer_view(v) for v in views]
-    views_off = None
-    if views is not None:
-        offs = []
-        for v in views:
-            w.ObserverView.Start(b)
-            w.ObserverView.AddZM(b, v.z_m)
-            w.ObserverView.AddHasHeading(b, v.heading_rad is not None)
-            w.ObserverView.AddHeadingRad(b, v.heading_rad or 0.0)
-            offs.append(w.ObserverView.End(b))
-        views_off = _offsets_vector(b, w.SetObservers.StartViewsVector, offs)
-    w.SetObservers.StartPointsVector(b, len(pts))
-    for x, y in reversed(pts):
-        w.Vec2.CreateVec2(b, x, y)
-    vec = b.EndVector()
-    w.SetObservers.Start(b)
-    w.SetObservers.AddPoints(b, vec)
-    if views_off is not None:
-        w.SetObservers.AddViews(b, views_off)
-    if follow is not None:
-        w.SetObservers.AddFollow(b, w.EntityId.CreateEntityId(b, int(follow[0]), int(follow[1])))
-    return w.SetObservers.End(b)
-
-
 def _offsets_vector(b, start_vector, offs):
     start_vector(b, len(offs))
     for off in reversed(offs):
         b.PrependUOffsetTRelative(off)
     return b.EndVector()
-
-
-def _spawn_pedestrian(b, zone: Optional[str] = None, lane: Optional[str] = None,
-                      priority="quest", timeout_ms: int = 0, route=None):
-    """SpawnPedestrian table; absent zone/lane mean any sidewalk / any lane.
-    ``route`` (lane ids) is sent as given when not empty: the server judges
-    the ids, their succession and their number (at most 256)."""
-    zone_off = b.CreateString(_text("zone", zone)) if zone is not None else None
-    lane_off = b.CreateString(_text("lane", lane)) if lane is not None else None
-    lanes = route_lanes(route)
-    route_off = None
-    if lanes:
-        route_off = _offsets_vector(b, w.SpawnPedestrian.StartRouteVector,
-                                    [b.CreateString(lane_id) for lane_id in lanes])
-    prio = priority_class(priority)
-    w.SpawnPedestrian.Start(b)
-    if zone_off is not None:
-        w.SpawnPedestrian.AddZone(b, zone_off)
-    if lane_off is not None:
-        w.SpawnPedestrian.AddLane(b, lane_off)
-    w.SpawnPedestrian.AddPriority(b, prio)
-    w.SpawnPedestrian.AddTimeoutMs(b, int(timeout_ms))
-    if route_off is not None:
-        w.SpawnPedestrian.AddRoute(b, route_off)
-    return w.SpawnPedestrian.End(b)
-
-
-def _handle_only(module):
-    """Body builder for CancelSpawn / QuerySpawn (a spawn handle)."""
-    def build(b, handle: int):
-        module.Start(b)
-        module.AddHandle(b, int(handle))
-        return module.End(b)
-    return build
-
-
-def _set_lifecycle(b, growth_quota: int = 2, recycle_quota: int = 2, interval_ms: int = 250,
-                   migration_budget: int = 4):
-    """Every field is sent (absent fields would mean the schema defaults, not
-    'unchanged')."""
-    w.SetLifecycle.Start(b)
-    w.SetLifecycle.AddGrowthQuota(b, int(growth_quota))
-    w.SetLifecycle.AddRecycleQuota(b, int(recycle_quota))
-    w.SetLifecycle.AddIntervalMs(b, int(interval_ms))
-    w.SetLifecycle.AddMigrationBudget(b, int(migration_budget))
-    return w.SetLifecycle.End(b)
 
 
 def lifecycle_op(op) -> LifecycleOp:
@@ -617,88 +431,209 @@ def lifecycle_op(op) -> LifecycleOp:
     return LifecycleOp(kind, id=EntityId(*arg))
 
 
-def _lifecycle_batch(b, ops):
-    offs = []
-    for op in map(lifecycle_op, ops):
-        spawn_off = None
+# Command bodies, from the schema. flatc's Python object API
+# (--gen-object-api) gives every table of client.fbs a class <Table>T whose
+# attributes start at the schema's defaults and whose Pack() writes the
+# table; flatc --jsonschema (client.schema.json) gives each field's type.
+# So a command is built from keyword arguments named as its schema fields
+# (snake_case), each converted by its schema type, and a field added to a
+# command in client.fbs is accepted here without a line of this module.
+# What the schema cannot say is below: the argument conventions of this
+# client (an entity as index=, generation=; enum members by name; which
+# fields a script must give; observer points as tuples).
+
+#: Fields a script must give, per command (the schema leaves most fields
+#: optional on the wire, so a forgotten one would silently mean its default).
+_REQUIRED = {
+    "GarageRequest": ("garage", "request_id", "prototype", "lane"),
+    "CancelGarageRequest": ("garage", "request_id"),
+    "SetVehicleStrategy": ("id", "strategy"),
+    "SetPedestrianTarget": ("count",),
+    "SetHour": ("hour",),
+    "SetTimeScale": ("scale",),
+    "SetPreventionLevel": ("level",),
+    "QueryJob": ("job_id",),
+    "CancelSpawn": ("handle",),
+    "QuerySpawn": ("handle",),
+    "SetObservers": ("points",),
+    "LifecycleBatch": ("ops",),
+    **{name: ("name",) for name in ("Checkpoint", "Restore", "Save", "Load", "DeleteSnapshot")},
+}
+
+
+def _camel(field_name: str) -> str:
+    """The object API's attribute of a schema field: timeout_ms -> timeoutMs."""
+    head, *rest = field_name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def _schema_ref(spec: dict) -> Optional[str]:
+    ref = spec.get("$ref", "")
+    return ref.rsplit("_", 1)[-1] if ref else None
+
+
+def _entity_id_t(value):
+    """An EntityIdT from an EntityId or an (index, generation) pair."""
+    index, generation = value
+    t = w.EntityId.EntityIdT()
+    t.index, t.generation = int(index), int(generation)
+    return t
+
+
+def _field_value(table: str, field: str, spec: dict, value):
+    """A keyword argument as the object API holds the schema field `spec`."""
+    ref = _schema_ref(spec)
+    if ref == "EntityId":
+        return _entity_id_t(value)
+    if ref in ENUM_CLASSES:
+        return _ubyte_enum(ENUM_CLASSES[ref], _words(ref), value)
+    kind = spec.get("type")
+    if kind == "string":
+        return _text(field, value)
+    if kind == "integer":
+        return int(value)
+    if kind == "number":
+        return float(value)
+    if kind == "boolean":
+        return bool(value)
+    if kind == "array" and spec["items"].get("type") == "string":
+        return [_text(f"{field}[{k}]", v) for k, v in enumerate(value)]
+    # Vectors of structs or tables have their own argument forms (_ADAPTERS).
+    raise TypeError(f"{table}.{field}: no conversion for schema type {spec}")
+
+
+def _words(name: str) -> str:
+    """PriorityClass -> 'priority class' (how errors name an enum)."""
+    return re.sub(r"(?<!^)(?=[A-Z])", " ", name).lower()
+
+
+def _fill(table: str, fields: dict):
+    """The object API instance of `table` with `fields` (schema names) set."""
+    spec = w.CLIENT_SCHEMA[table]["properties"]
+    unknown = [f for f in fields if f not in spec]
+    if unknown:
+        raise TypeError(f"{table} has no field {', '.join(unknown)} (fields: {', '.join(spec)})")
+    obj = getattr(importlib.import_module(f"bustle.wire.{table}"), f"{table}T")()
+    for field, value in fields.items():
+        if value is None:
+            continue  # absent: the schema's default
+        if not _is_object_api(value):
+            value = _field_value(table, field, spec[field], value)
+        setattr(obj, _camel(field), value)
+    return obj
+
+
+def _is_object_api(value) -> bool:
+    """Already in the object API's form (an adapter built it)."""
+    if isinstance(value, list):
+        return all(hasattr(v, "Pack") for v in value)
+    return hasattr(value, "Pack")
+
+
+def _entity_fields(fields: dict) -> dict:
+    """This client's form of an entity id, index= and generation=, as the
+    schema's ``id`` field."""
+    if "index" in fields or "generation" in fields:
+        if "id" in fields:
+            raise TypeError("give the entity as id= or as index= and generation=, not both")
+        index, generation = fields.pop("index", None), fields.pop("generation", None)
+        if index is None or generation is None:
+            raise TypeError("an entity needs both index= and generation=")
+        fields["id"] = (index, generation)
+    return fields
+
+
+def _lane_closure(fields: dict) -> dict:
+    if fields.get("lane") is None and fields.get("lane_index") is None:
+        raise ValueError("lane closure: give lane (an id) or lane_index")
+    return fields
+
+
+def _spawn_fields(fields: dict) -> dict:
+    """SpawnPedestrian: ``route`` (lane ids) is checked and sent when not
+    empty; the server judges the ids, their succession and their number."""
+    if "route" in fields:
+        fields["route"] = route_lanes(fields["route"]) or None
+    return fields
+
+
+def _observer_fields(fields: dict) -> dict:
+    """SetObservers: ``points`` as (x, y[, z[, heading_rad]]); ``views``
+    (optional) sent as given, one per point normally (a length that differs
+    is the server's to reject); ``follow`` (optional, (index, generation)):
+    the observer follows that entity."""
+    points, derived = split_observers(fields.get("points", ()))
+    views = fields.get("views")
+    if views is not None and derived is not None:
+        raise ValueError("give heights/headings either in the points or as views, not both")
+    views = derived if views is None else [observer_view(v) for v in views]
+    fields["points"] = [_vec2_t(x, y) for x, y in points]
+    if views is not None:
+        fields["views"] = [_observer_view_t(v) for v in views]
+    return fields
+
+
+def _vec2_t(x: float, y: float):
+    t = w.Vec2.Vec2T()
+    t.x, t.y = x, y
+    return t
+
+
+def _observer_view_t(view: ObserverView):
+    t = w.ObserverView.ObserverViewT()
+    t.zM, t.hasHeading, t.headingRad = view.z_m, view.heading_rad is not None, view.heading_rad or 0.0
+    return t
+
+
+def _lifecycle_fields(fields: dict) -> dict:
+    """LifecycleBatch: ``ops`` as LifecycleOps or (kind, argument) pairs."""
+    ops = []
+    for op in map(lifecycle_op, fields.get("ops", ())):
+        t = w.LifecycleOp.LifecycleOpT()
+        t.kind = int(op.kind)
         if op.spawn is not None:
             r = op.spawn
-            spawn_off = _spawn_pedestrian(b, r.zone, r.lane, r.priority, r.timeout_ms, r.route)
-        w.LifecycleOp.Start(b)
-        w.LifecycleOp.AddKind(b, int(op.kind))
-        if spawn_off is not None:
-            w.LifecycleOp.AddSpawn(b, spawn_off)
+            t.spawn = _fill("SpawnPedestrian", _spawn_fields(
+                {"zone": r.zone, "lane": r.lane, "priority": r.priority, "timeout_ms": r.timeout_ms,
+                 "route": r.route}))
         if op.id is not None:
-            w.LifecycleOp.AddId(b, w.EntityId.CreateEntityId(b, *op.id))
-        offs.append(w.LifecycleOp.End(b))
-    vec = _offsets_vector(b, w.LifecycleBatch.StartOpsVector, offs)
-    w.LifecycleBatch.Start(b)
-    w.LifecycleBatch.AddOps(b, vec)
-    return w.LifecycleBatch.End(b)
+            t.id = _entity_id_t(op.id)
+        ops.append(t)
+    fields["ops"] = ops
+    return fields
 
 
+#: Argument conventions per command, applied before the schema's fields are
+#: filled in (every command with an ``id`` field also takes index=, generation=).
+_ADAPTERS = {
+    "CloseLane": _lane_closure,
+    "OpenLane": _lane_closure,
+    "SpawnPedestrian": _spawn_fields,
+    "SetObservers": _observer_fields,
+    "LifecycleBatch": _lifecycle_fields,
+}
 
 
-def _named(module):
-    """Body builder for the snapshot commands that carry only a name."""
-    def build(b, name: str):
-        if not isinstance(name, str):
-            raise TypeError(f"snapshot name must be a str, not {type(name).__name__}")
-        name_off = b.CreateString(name)
-        module.Start(b)
-        module.AddName(b, name_off)
-        return module.End(b)
+def _command_body(command: str):
+    """Body builder (builder, **fields) -> offset for a command table."""
+    def build(b, **fields):
+        fields = _entity_fields(dict(fields))
+        missing = [f for f in _REQUIRED.get(command, ()) if fields.get(f) is None]
+        if "id" in w.CLIENT_SCHEMA[command].get("required", ()) and fields.get("id") is None:
+            missing.append("index, generation")
+        if missing:
+            raise TypeError(f"{command} needs {', '.join(missing)}")
+        adapt = _ADAPTERS.get(command)
+        obj = _fill(command, adapt(fields) if adapt else fields)
+        return obj.Pack(b)
     return build
 
 
-def _query_job(b, job_id: int):
-    w.QueryJob.Start(b)
-    w.QueryJob.AddJobId(b, job_id)
-    return w.QueryJob.End(b)
-
-
 _CB = w.CommandBody.CommandBody
-#: Command name -> (union type, body builder taking (builder, **fields)).
-COMMANDS = {
-    "Pause": (_CB.Pause, _empty(w.Pause)),
-    "Resume": (_CB.Resume, _empty(w.Resume)),
-    "Step": (_CB.Step, _step),
-    "QueryStats": (_CB.QueryStats, _empty(w.QueryStats)),
-    "SetPedestrianTarget": (_CB.SetPedestrianTarget, _set_pedestrian_target),
-    "DespawnEntity": (_CB.DespawnEntity, _with_id(w.DespawnEntity)),
-    "Checkpoint": (_CB.Checkpoint, _named(w.Checkpoint)),
-    "Restore": (_CB.Restore, _named(w.Restore)),
-    "Save": (_CB.Save, _named(w.Save)),
-    "Load": (_CB.Load, _named(w.Load)),
-    "ListSnapshots": (_CB.ListSnapshots, _empty(w.ListSnapshots)),
-    "DeleteSnapshot": (_CB.DeleteSnapshot, _named(w.DeleteSnapshot)),
-    "QueryJob": (_CB.QueryJob, _query_job),
-    "GarageRequest": (_CB.GarageRequest, _garage_request),
-    "CancelGarageRequest": (_CB.CancelGarageRequest, _cancel_garage_request),
-    "SetVehicleStrategy": (_CB.SetVehicleStrategy, _set_vehicle_strategy),
-    "SetObservers": (_CB.SetObservers, _set_observers),
-    "QueryGarages": (_CB.QueryGarages, _empty(w.QueryGarages)),
-    "QuerySignals": (_CB.QuerySignals, _empty(w.QuerySignals)),
-    "QueryVehicle": (_CB.QueryVehicle, _with_id(w.QueryVehicle)),
-    "SetHour": (_CB.SetHour, _set_hour),
-    "SetTimeScale": (_CB.SetTimeScale, _set_time_scale),
-    "QueryZones": (_CB.QueryZones, _empty(w.QueryZones)),
-    "ForceFull": (_CB.ForceFull, _force_full),
-    "SpawnPedestrian": (_CB.SpawnPedestrian, _spawn_pedestrian),
-    "CancelSpawn": (_CB.CancelSpawn, _handle_only(w.CancelSpawn)),
-    "ReportAttached": (_CB.ReportAttached, _with_id(w.ReportAttached)),
-    "SetLifecycle": (_CB.SetLifecycle, _set_lifecycle),
-    "LifecycleBatch": (_CB.LifecycleBatch, _lifecycle_batch),
-    "QueryEntity": (_CB.QueryEntity, _with_id(w.QueryEntity)),
-    "QueryPopulation": (_CB.QueryPopulation, _empty(w.QueryPopulation)),
-    "QuerySpawn": (_CB.QuerySpawn, _handle_only(w.QuerySpawn)),
-    "QueryLeases": (_CB.QueryLeases, _empty(w.QueryLeases)),
-    "SetAdmissionMask": (_CB.SetAdmissionMask, _set_admission_mask),
-    "SetPreventionLevel": (_CB.SetPreventionLevel, _set_prevention_level),
-    "KillPedestrian": (_CB.KillPedestrian, _kill_pedestrian),
-    "CloseLane": (_CB.CloseLane, _lane_closure(w.CloseLane)),
-    "OpenLane": (_CB.OpenLane, _lane_closure(w.OpenLane)),
-}
+#: Command name -> (union type, body builder taking (builder, **fields)): every
+#: member of the schema's CommandBody union.
+COMMANDS = {name: (value, _command_body(name)) for name, value in vars(_CB).items()
+            if not name.startswith("_") and name != "NONE" and isinstance(value, int)}
 
 
 def build_command(request_id: int, command: str, /, **fields) -> bytes:
@@ -722,6 +657,9 @@ def build_command(request_id: int, command: str, /, **fields) -> bytes:
     w.Command.AddBodyType(b, body_type)
     w.Command.AddBody(b, body)
     return _finish_client_frame(b, w.ClientMessage.ClientMessage.Command, w.Command.End(b))
+
+
+
 
 
 # --------------------------------------------------------------------------

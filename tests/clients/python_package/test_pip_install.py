@@ -75,7 +75,8 @@ def test_wire_modules_are_what_flatc_generates_from_the_schema(venv, tmp_path):
     flatc = os.environ.get("FLATC") or shutil.which("flatc")
     assert flatc, "flatc not found"
     schemas = [str(SCHEMA / s) for s in ("common.fbs", "client.fbs", "server.fbs")]
-    subprocess.run([flatc, "--python", "-o", str(tmp_path), "-I", str(SCHEMA), *schemas], check=True)
+    subprocess.run([flatc, "--python", "--gen-object-api", "-o", str(tmp_path), "-I", str(SCHEMA), *schemas],
+                   check=True)
     expected = tmp_path / "bustle" / "wire"
     installed = site_packages(venv) / "bustle" / "wire"
     names = sorted(p.name for p in expected.glob("*.py"))
