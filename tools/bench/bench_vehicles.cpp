@@ -1,10 +1,10 @@
-// `vehicles` (issue 4) builds a signalised grid city in code (grid_city()
-// below), warms up until V vehicles are managed, all in the Full tier, then
+// `vehicles` (issue 4) builds a signalised grid city in code (grid_city(),
+// grid_city.cpp), warms up until V vehicles are managed, all in the Full tier, then
 // times S steps: step p50/p99/max, vehicle updates per second (managed
 // vehicles x steps / wall time of those steps, digest included), vehicles
 // moving per step, the policy mix, heap allocations per step (counted by the
-// operator new replacement below) and the final digest. Its SUMO peer is
-// tools/bench/sumo_grid.sh; tools/bench/compare_sumo.sh runs both.
+// operator new replacement in allocations.cpp) and the final digest. Its SUMO
+// peer is tools/bench/sumo_grid.py; tools/bench/compare_sumo.sh runs both.
 #include <algorithm>
 #include <array>
 #include <chrono>
