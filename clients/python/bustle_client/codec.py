@@ -216,20 +216,20 @@ def _role(role) -> int:
     return int(Role(role))
 
 
+def _client_frame(table: str, fields: dict, size: int = 128) -> bytes:
+    """A ClientFrame holding the client.fbs table `table` built from `fields`
+    (schema names; see _fill below)."""
+    b = w.flatbuffers.Builder(size)
+    message_type = getattr(w.ClientMessage.ClientMessage, table)
+    return _finish_client_frame(b, message_type, _fill(table, fields).Pack(b))
+
+
 def build_hello(name: str, role="viewer", token: Optional[str] = None,
                 protocol_version: Optional[int] = None) -> bytes:
     """Hello payload. ``protocol_version`` defaults to the schema's version."""
-    b = w.flatbuffers.Builder(128)
-    name_off = b.CreateString(name)
-    token_off = b.CreateString(token) if token is not None else None
-    w.Hello.Start(b)
-    w.Hello.AddProtocolVersion(
-        b, PROTOCOL_VERSION if protocol_version is None else protocol_version)
-    w.Hello.AddClientName(b, name_off)
-    if token_off is not None:
-        w.Hello.AddToken(b, token_off)
-    w.Hello.AddRole(b, _role(role))
-    return _finish_client_frame(b, w.ClientMessage.ClientMessage.Hello, w.Hello.End(b))
+    return _client_frame("Hello", {
+        "protocol_version": PROTOCOL_VERSION if protocol_version is None else protocol_version,
+        "client_name": name, "token": token, "role": _role(role)})
 
 
 def observer(value) -> Observer:
@@ -260,58 +260,30 @@ def _uint(what: str, value, bits: int = 32) -> int:
     return number  # the server judges the range the schema documents
 
 
-def _observers_vector(b, start_vector, observers):
-    """Observer tables (None or empty: no vector, i.e. the whole city)."""
-    if not observers:
-        return None
-    offs = []
-    for o in map(observer, observers):
-        w.Observer.Start(b)
-        w.Observer.AddXM(b, float(o.x_m))
-        w.Observer.AddYM(b, float(o.y_m))
-        w.Observer.AddZM(b, float(o.z_m))
-        w.Observer.AddHasHeading(b, o.heading_rad is not None)
-        w.Observer.AddHeadingRad(b, 0.0 if o.heading_rad is None else float(o.heading_rad))
-        w.Observer.AddRadiusM(b, float(o.radius_m))
-        offs.append(w.Observer.End(b))
-    return _offsets_vector(b, start_vector, offs)
+def _observer_t(o: Observer):
+    t = w.Observer.ObserverT()
+    t.xM, t.yM, t.zM = float(o.x_m), float(o.y_m), float(o.z_m)
+    t.hasHeading = o.heading_rad is not None
+    t.headingRad = 0.0 if o.heading_rad is None else float(o.heading_rad)
+    t.radiusM = float(o.radius_m)
+    return t
 
 
-def _budgets_table(b, budgets):
-    if budgets is None:
-        return None
+def _budgets_t(budgets):
     r = budgets_of(budgets)
-    w.RepresentationBudgets.Start(b)
-    w.RepresentationBudgets.AddActors(b, _uint("budgets.actors", r.actors))
-    w.RepresentationBudgets.AddInstances(b, _uint("budgets.instances", r.instances))
-    w.RepresentationBudgets.AddMarkers(b, _uint("budgets.markers", r.markers))
-    return w.RepresentationBudgets.End(b)
+    t = w.RepresentationBudgets.RepresentationBudgetsT()
+    t.actors = _uint("budgets.actors", r.actors)
+    t.instances = _uint("budgets.instances", r.instances)
+    t.markers = _uint("budgets.markers", r.markers)
+    return t
 
 
-def _interest_frame(module, message_type, request_id, observers, budgets, kinds=None,
-                    motion_tolerance_mm=None) -> bytes:
-    """A Subscribe or UpdateInterest frame (only Subscribe has kinds and a tolerance)."""
-    b = w.flatbuffers.Builder(128)
-    kinds_off = None
-    if kinds:
-        values = [int(EntityKind(k)) for k in kinds]
-        module.StartKindsVector(b, len(values))
-        for v in reversed(values):
-            b.PrependUint8(v)
-        kinds_off = b.EndVector()
-    observers_off = _observers_vector(b, module.StartObserversVector, observers)
-    budgets_off = _budgets_table(b, budgets)
-    module.Start(b)
-    module.AddRequestId(b, _uint("request_id", request_id))
-    if kinds_off is not None:
-        module.AddKinds(b, kinds_off)
-    if observers_off is not None:
-        module.AddObservers(b, observers_off)
-    if budgets_off is not None:
-        module.AddBudgets(b, budgets_off)
-    if motion_tolerance_mm is not None:
-        module.AddMotionToleranceMm(b, _uint("motion_tolerance_mm", motion_tolerance_mm, 16))
-    return _finish_client_frame(b, message_type, module.End(b))
+def _interest_fields(request_id, observers, budgets) -> dict:
+    """The fields Subscribe and UpdateInterest share. No observers: none
+    sent (the whole city); no budgets: the server's defaults."""
+    return {"request_id": _uint("request_id", request_id),
+            "observers": [_observer_t(observer(o)) for o in observers] if observers else None,
+            "budgets": _budgets_t(budgets) if budgets is not None else None}
 
 
 def build_subscribe(kinds=None, observers=None, budgets=None, motion_tolerance_mm=None, *,
@@ -321,15 +293,17 @@ def build_subscribe(kinds=None, observers=None, budgets=None, motion_tolerance_m
     the server's defaults (256 actors, 4096 instances, 16384 markers);
     ``motion_tolerance_mm`` None: the schema default (10 mm). Answered by a
     CommandResult with ``request_id``."""
-    return _interest_frame(w.Subscribe, w.ClientMessage.ClientMessage.Subscribe, request_id,
-                           observers, budgets, kinds, motion_tolerance_mm)
+    fields = _interest_fields(request_id, observers, budgets)
+    fields["kinds"] = [int(EntityKind(k)) for k in kinds] if kinds else None
+    if motion_tolerance_mm is not None:
+        fields["motion_tolerance_mm"] = _uint("motion_tolerance_mm", motion_tolerance_mm, 16)
+    return _client_frame("Subscribe", fields)
 
 
 def build_update_interest(observers=None, budgets=None, *, request_id: int = 0) -> bytes:
     """UpdateInterest payload (a subscribed client's new observers and
     budgets, without a new baseline); answered like Subscribe."""
-    return _interest_frame(w.UpdateInterest, w.ClientMessage.ClientMessage.UpdateInterest,
-                           request_id, observers, budgets)
+    return _client_frame("UpdateInterest", _interest_fields(request_id, observers, budgets))
 
 
 #: A LeaseReport carries at most this many entries (the server refuses more).
@@ -343,17 +317,16 @@ def build_lease_report(leases, *, request_id: int = 0) -> bytes:
     entries = [lease if isinstance(lease, Lease) else Lease(*lease) for lease in leases]
     if len(entries) > LEASE_ENTRIES_MAX:
         raise ValueError(f"a LeaseReport carries at most {LEASE_ENTRIES_MAX} entries, got {len(entries)}")
-    b = w.flatbuffers.Builder(64 + 12 * len(entries))
-    w.LeaseReport.StartEntriesVector(b, len(entries))
-    for e in reversed(entries):
-        index, generation = e.id
-        w.LeaseEntry.CreateLeaseEntry(b, index, generation, int(LeaseState(e.state)), int(e.representation),
-                                      int(e.reason))
-    vec = b.EndVector()
-    w.LeaseReport.Start(b)
-    w.LeaseReport.AddRequestId(b, _uint("request_id", request_id))
-    w.LeaseReport.AddEntries(b, vec)
-    return _finish_client_frame(b, w.ClientMessage.ClientMessage.LeaseReport, w.LeaseReport.End(b))
+    return _client_frame("LeaseReport", {"request_id": _uint("request_id", request_id),
+                                         "entries": [_lease_entry_t(e) for e in entries]},
+                         size=64 + 12 * len(entries))
+
+
+def _lease_entry_t(lease: Lease):
+    t = w.LeaseEntry.LeaseEntryT()
+    t.id = _entity_id_t(lease.id)
+    t.state, t.representation, t.reason = int(LeaseState(lease.state)), int(lease.representation), int(lease.reason)
+    return t
 
 
 
@@ -498,6 +471,9 @@ def _field_value(table: str, field: str, spec: dict, value):
         return bool(value)
     if kind == "array" and spec["items"].get("type") == "string":
         return [_text(f"{field}[{k}]", v) for k, v in enumerate(value)]
+    item_ref = _schema_ref(spec.get("items", {}))
+    if kind == "array" and item_ref in ENUM_CLASSES:
+        return [_ubyte_enum(ENUM_CLASSES[item_ref], _words(item_ref), v) for v in value]
     # Vectors of structs or tables have their own argument forms (_ADAPTERS).
     raise TypeError(f"{table}.{field}: no conversion for schema type {spec}")
 
