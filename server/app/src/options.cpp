@@ -224,7 +224,7 @@ std::vector<Setting> settings() {
        }},
       {"--metrics-bind", "BUSTLE_METRICS_BIND", true,
        [](O& o, const std::string& v) {
-         if (std::string why = ops::check_metrics_bind(v); !why.empty()) return why;
+         if (core::Status s = ops::check_metrics_bind(v); !s.ok()) return s.message();
          o.metrics_bind = v;
          return std::string();
        },
