@@ -262,6 +262,43 @@ def ledger_rows():
     return rows
 
 
+def ledger_table():
+    """(header cells, [row cells]) of the ledger's table; a `|` inside
+    backticks belongs to its cell."""
+    def cells(line):
+        out, cur, tick = [], "", False
+        for ch in line.strip()[1:-1]:
+            tick ^= ch == "`"
+            if ch == "|" and not tick:
+                out.append(cur.strip())
+                cur = ""
+            else:
+                cur += ch
+        return out + [cur.strip()]
+    lines = LEDGER.read_text().splitlines()
+    header = next(cells(l) for l in lines if l.startswith("| Symbol |"))
+    return header, [cells(l) for l in lines if l.startswith("| `")]
+
+
+def test_ledger_rows_are_read_in_every_listed_engine_version():
+    """Each version column holds `same, line N` (declaration as in 5.5.1), a
+    `path:line` with that version's declaration, or `not read` (the reason is
+    in the section above the table)."""
+    header, rows = ledger_table()
+    versions = [h for h in header[4:] if re.fullmatch(r"UE 5\.\d+\.\d+", h)]
+    assert header[3] == "UE 5.5.1 declaration"
+    assert versions == header[4:] and "UE 5.4.2" in versions, header
+    bad = []
+    for row in rows:
+        if len(row) != len(header):
+            bad.append(f"{row[0]}: {len(row)} cells, header has {len(header)}")
+            continue
+        for version, cell in zip(versions, row[4:]):
+            if not re.match(r"same\b|`[\w/.]+:\d+`: `|not read\b", cell):
+                bad.append(f"{row[0]} ({version}): {cell[:60]}")
+    assert not bad, "\n".join(bad)
+
+
 def own_header_includes(f):
     h = f.with_suffix(".h")
     if f.suffix == ".cpp":
