@@ -15,8 +15,9 @@ public class BustleClient : ModuleRules
 	public BustleClient(ReadOnlyTargetRules Target) : base(Target)
 	{
 		PCHUsage = PCHUsageMode.UseExplicitOrSharedPCHs;
-		// The engine's own include order (Unreal5_3 is deprecated after 5.4 and
-		// no longer supported by later engines); the sources include what they use.
+		// The engine's own include order (Unreal5_3 in 5.3, Unreal5_4 in 5.4,
+		// Unreal5_5 in 5.5; 5.5 marks Unreal5_3 obsolete, unsupported from 5.6);
+		// the sources include what they use.
 		IncludeOrderVersion = EngineIncludeOrderVersion.Latest;
 		// The SDK uses C++20 (defaulted comparisons, std::span).
 		CppStandard = CppStandardVersion.Cpp20;

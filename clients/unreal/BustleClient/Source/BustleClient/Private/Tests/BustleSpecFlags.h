@@ -1,6 +1,9 @@
-// Automation flags shared by the plugin's specs. UE 5.5 moved the context
-// mask out of the enum (EAutomationTestFlags_ApplicationContextMask); this
-// split follows the engine's release notes and is not verified here.
+// Automation flags shared by the plugin's specs. In UE 5.3.2 and 5.4.2
+// EAutomationTestFlags is a struct whose enum Type holds the masks
+// (EAutomationTestFlags::ApplicationContextMask, Misc/AutomationTest.h);
+// 5.5.1 makes it an enum class and declares the mask beside it
+// (EAutomationTestFlags_ApplicationContextMask), which its BEGIN_DEFINE_SPEC
+// asserts against. Read in those three engine sources (clients/unreal/ENGINE_API.md).
 #pragma once
 
 #include "CoreMinimal.h"
