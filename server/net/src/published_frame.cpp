@@ -1,8 +1,11 @@
+// Building the frame the sim thread publishes every step: every entity's
+// pose on the wire's grid, placed by index rank, in parts on the step's
+// threads (published_frame.hpp).
 #include "bustle/net/published_frame.hpp"
 
 #include <algorithm>
-#include <array>
 #include <atomic>
+#include <bit>
 #include <map>
 
 #include "bustle/core/importance.hpp"
@@ -37,12 +40,48 @@ ArchetypeTable make_archetypes(const core::Scenario& scenario) {
 
 namespace {
 
+// Where each entity goes in the frame: the rank of its index among the
+// frame's indices (a bit per index; per 64-bit word, the bits before it).
+// Each row is written straight to its place, so the frame comes out sorted
+// by index with no sort: at a million entities, sorting the 64-byte entries
+// (stores fall out of index order as entities despawn and spawn) cost more
+// than this whole map.
+struct IndexRanks {
+  std::vector<std::uint64_t> bits;
+  std::vector<std::uint32_t> before;  // per word: bits set in the words before it
+
+  void clear(std::uint32_t capacity) { bits.assign((std::size_t{capacity} + 63) / 64, 0); }
+  bool test(std::uint32_t index) const {
+    return index / 64 < bits.size() && (bits[index / 64] >> (index % 64) & 1u) != 0;
+  }
+  void set(std::uint32_t index) {
+    if (index / 64 >= bits.size()) bits.resize(index / 64 + 1, 0);  // never: below capacity
+    bits[index / 64] |= std::uint64_t{1} << (index % 64);
+  }
+  // Counts the ranks; returns how many indices are set.
+  std::uint32_t finish() {
+    before.resize(bits.size());
+    std::uint32_t n = 0;
+    for (std::size_t w = 0; w < bits.size(); ++w) {
+      before[w] = n;
+      n += static_cast<std::uint32_t>(std::popcount(bits[w]));
+    }
+    return n;
+  }
+  // [Precondition: test(index), finish() called since the last set()]
+  std::uint32_t rank(std::uint32_t index) const {
+    const std::uint64_t below = (std::uint64_t{1} << (index % 64)) - 1;
+    return before[index / 64] + static_cast<std::uint32_t>(std::popcount(bits[index / 64] & below));
+  }
+};
+
 struct FrameBuilder {
   const core::World& world;
   const ArchetypeTable& archetypes;
   PublishedFrame& frame;
   core::ImportanceField weights;  // areas and class/type weights only
   std::uint32_t step_us;
+  const IndexRanks& ranks;
   std::vector<Bounds> part_bounds;  // live_entities(): one per part
 
   // The pose the clients will reproduce: the simulated distance along the
@@ -97,7 +136,7 @@ struct FrameBuilder {
         e.label = kLabelResident | r;
       }
       local.add(e.x_m, e.y_m);
-      out[i] = e;
+      out[ranks.rank(e.id.index)] = e;
     }
     bounds = local;
   }
@@ -125,20 +164,20 @@ struct FrameBuilder {
       e.label =
           kLabelVehicle | std::uint64_t{v.garage[i]} << 40 | (v.ordinal[i] & ((1ull << 40) - 1));
       local.add(e.x_m, e.y_m);
-      out[i] = e;
+      out[ranks.rank(e.id.index)] = e;
     }
     bounds = local;
   }
 
-  // Every pedestrian, then every vehicle, at frame.entities[row] and
-  // [pedestrians + row]: in parts of core::kRowsPerPart rows on the world's
-  // phase executor (the step's threads, idle between steps), or inline.
-  // Each entry depends on its row alone, so the frame is the same for any
-  // number of threads.
+  // Every pedestrian and every vehicle, each at its index's rank (the
+  // entities are already sized for them and the orphans): in parts of
+  // core::kRowsPerPart rows on the world's phase executor (the step's
+  // threads, idle between steps), or inline. Each entry depends on its row
+  // alone and goes to its own place, so the frame is the same for any number
+  // of threads.
   void live_entities() {
     const std::uint32_t peds = world.pedestrians().size();
     const std::uint32_t vehicles_n = world.vehicles().store().size();
-    frame.entities.resize(std::size_t{peds} + vehicles_n);  // every entry written below
     const std::uint32_t ped_parts = (peds + core::kRowsPerPart - 1) / core::kRowsPerPart;
     const std::uint32_t parts =
         ped_parts + (vehicles_n + core::kRowsPerPart - 1) / core::kRowsPerPart;
@@ -156,8 +195,7 @@ struct FrameBuilder {
         j.b->pedestrians(begin, std::min(j.peds, begin + core::kRowsPerPart), j.out, j.bounds[p]);
       } else {
         const std::uint32_t begin = (p - j.ped_parts) * core::kRowsPerPart;
-        j.b->vehicles(begin, std::min(j.vehicles, begin + core::kRowsPerPart), j.out + j.peds,
-                      j.bounds[p]);
+        j.b->vehicles(begin, std::min(j.vehicles, begin + core::kRowsPerPart), j.out, j.bounds[p]);
       }
     };
     core::PhaseExecutor* threads = world.lent_phase_executor();
@@ -169,31 +207,40 @@ struct FrameBuilder {
     for (const Bounds& b : part_bounds) frame.bounds.add(b);
   }
 
+  // Which orphans the stores still hold (a vehicle the world keeps until it
+  // is deleted: only marked) and which the frame adds (`added`, their
+  // indices set in `ranks`). Before IndexRanks::finish(); the stores' rows
+  // are set already. Indices are unique among live entities: a stale
+  // occupant cannot share a slot with a live orphan.
+  static void rank_orphans(const core::World& world, IndexRanks& ranks,
+                           std::vector<std::uint8_t>& added) {
+    added.clear();
+    for (const core::OrphanRecord& o : world.orphans()) {
+      // An orphan off every lane is never: the core validates orphan lanes.
+      added.push_back(!ranks.test(o.id.index) && o.lane < world.lanes().size());
+    }
+    for (std::size_t k = 0; k < added.size(); ++k)
+      if (added[k] != 0) ranks.set(world.orphans()[k].id.index);
+  }
+
   // Orphans (retiring, fading out) stay in the stream until final deletion,
   // standing still where they stopped, so clients can fade them there. One
-  // still held by its store (a vehicle the world keeps until it is deleted)
-  // is only marked. `entities` is sorted by index and stays so.
-  void orphans() {
-    const auto by_index = [](const PublishedEntity& a, const PublishedEntity& b) {
-      return a.id.index < b.id.index;
-    };
+  // still held by its store is only marked.
+  void orphans(const std::vector<std::uint8_t>& added) {
     std::vector<PublishedEntity>& entities = frame.entities;
-    const auto live = static_cast<std::ptrdiff_t>(entities.size());
     const core::ResidentStore& residents = world.population().residents();
-    for (const core::OrphanRecord& o : world.orphans()) {
-      PublishedEntity probe;
-      probe.id = o.id;
-      const auto it = std::lower_bound(entities.begin(), entities.begin() + live, probe, by_index);
-      if (it != entities.begin() + live && it->id.index == o.id.index) {
-        // Indices are unique among live entities; a stale occupant cannot
-        // share a slot with a live orphan, so this is the orphan itself.
-        if (it->id == o.id) {
-          it->retiring = true;
-          it->speed_mmps = 0;
+    const std::vector<core::OrphanRecord>& records = world.orphans();
+    for (std::size_t k = 0; k < records.size(); ++k) {
+      const core::OrphanRecord& o = records[k];
+      if (added[k] == 0) {
+        if (!ranks.test(o.id.index)) continue;  // off every lane: never
+        PublishedEntity& held = entities[ranks.rank(o.id.index)];
+        if (held.id == o.id) {
+          held.retiring = true;
+          held.speed_mmps = 0;
         }
         continue;
       }
-      if (o.lane >= world.lanes().size()) continue;  // never: the core validates orphan lanes
       PublishedEntity e = lane_pose(o.id, o.lane, o.s_m, 0.0, 0);
       // Pedestrians never walk roads: an orphan on a road is a vehicle even
       // once the vehicle store has let it go.
@@ -212,57 +259,10 @@ struct FrameBuilder {
         e.label = kLabelResident | o.resident;
       }
       frame.bounds.add(e.x_m, e.y_m);
-      entities.push_back(e);
+      entities[ranks.rank(o.id.index)] = e;
     }
-    // The orphan set is sorted by id, hence by index: merge the two runs.
-    std::inplace_merge(entities.begin(), entities.begin() + live, entities.end(), by_index);
   }
 };
-
-// Orders `entities` by id.index (unique among live entities, below 2^24, the
-// schema's entity_capacity maximum): nothing when already in order (a city
-// without despawns keeps its stores in index order), else a two-pass radix
-// sort of (index, position) keys and one gather into the scratch buffers
-// (kept per thread, so a steady city allocates nothing here). Same order as
-// a comparison sort, in linear time: at 1 M entities std::sort of the
-// 64-byte entries was the largest single cost of a server step.
-struct SortScratch {
-  std::vector<PublishedEntity> entities;
-  std::vector<std::uint64_t> keys, sorted;
-};
-
-void sort_by_index(std::vector<PublishedEntity>& entities, SortScratch& scratch) {
-  const auto by_index = [](const PublishedEntity& x, const PublishedEntity& y) {
-    return x.id.index < y.id.index;
-  };
-  if (std::is_sorted(entities.begin(), entities.end(), by_index)) return;
-  constexpr unsigned kBits = 12;
-  constexpr std::uint32_t kBuckets = 1u << kBits;
-  if (entities.size() >= (std::size_t{1} << 32) ||
-      std::any_of(entities.begin(), entities.end(),
-                  [](const PublishedEntity& e) { return e.id.index >> (2 * kBits) != 0; })) {
-    std::sort(entities.begin(), entities.end(), by_index);  // never: indices fit 24 bits
-    return;
-  }
-  std::vector<std::uint64_t>& keys = scratch.keys;
-  std::vector<std::uint64_t>& sorted = scratch.sorted;
-  keys.resize(entities.size());
-  sorted.resize(entities.size());
-  for (std::size_t k = 0; k < entities.size(); ++k)
-    keys[k] = std::uint64_t{entities[k].id.index} << 32 | k;
-  for (unsigned pass = 0; pass < 2; ++pass) {
-    const unsigned shift = 32 + pass * kBits;
-    std::array<std::uint32_t, kBuckets + 1> start{};
-    for (const std::uint64_t key : keys) ++start[((key >> shift) & (kBuckets - 1)) + 1];
-    for (std::uint32_t b = 0; b < kBuckets; ++b) start[b + 1] += start[b];
-    for (const std::uint64_t key : keys) sorted[start[(key >> shift) & (kBuckets - 1)]++] = key;
-    keys.swap(sorted);
-  }
-  scratch.entities.resize(entities.size());
-  for (std::size_t k = 0; k < keys.size(); ++k)
-    scratch.entities[k] = entities[keys[k] & 0xffffffffu];
-  entities.swap(scratch.entities);
-}
 
 void build_frame(const core::World& world, const ArchetypeTable& archetypes,
                  std::uint64_t world_epoch, bool with_entities, PublishedFrame* frame) {
@@ -281,9 +281,16 @@ void build_frame(const core::World& world, const ArchetypeTable& archetypes,
   const std::uint32_t dots_every = world.scenario().pedestrians.dots_every_steps;
   frame->dot_step = dots_every > 0 && world.step_index() % dots_every == 0;
   if (with_entities) {
-    frame->entities.reserve(world.pedestrians().size() + world.vehicles().store().size() +
-                            world.orphans().size());
-    FrameBuilder b{world, archetypes, *frame, {}, world.scenario().step_us, {}};
+    // Kept per thread (the sim thread builds the frames), so a steady city
+    // allocates nothing here.
+    thread_local IndexRanks ranks;
+    thread_local std::vector<std::uint8_t> orphans_added;
+    ranks.clear(world.registry().capacity());
+    for (const core::EntityId id : world.pedestrians().id) ranks.set(id.index);
+    for (const core::EntityId id : world.vehicles().store().id) ranks.set(id.index);
+    FrameBuilder::rank_orphans(world, ranks, orphans_added);
+    frame->entities.resize(ranks.finish());  // every entry written below
+    FrameBuilder b{world, archetypes, *frame, {}, world.scenario().step_us, ranks, {}};
     b.weights.prepare(world.scenario().tiers.importance, {}, {});
     b.live_entities();
     // Every pedestrian row is a pedestrian entity (the orphans add theirs).
@@ -295,9 +302,7 @@ void build_frame(const core::World& world, const ArchetypeTable& archetypes,
       for (const core::LaneIndex lane : world.pedestrians().lane)
         ++frame->chain_pedestrians[world.lanes().chain_of(lane)];
     }
-    thread_local SortScratch scratch;
-    sort_by_index(frame->entities, scratch);
-    b.orphans();
+    b.orphans(orphans_added);
   }
   for (const core::SignalState& sg : world.vehicles().signals()) {
     frame->signal_phases.push_back(static_cast<std::uint8_t>(sg.phase));
