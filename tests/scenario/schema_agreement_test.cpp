@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "bustle/scenario/scenario_loader.hpp"
+#include "read_json.hpp"
 
 using nlohmann::json;
 
@@ -31,13 +32,7 @@ namespace {
 
 constexpr const char* kProbe = "bustle_schema_probe";
 
-json read_json(const std::string& path) {
-  std::ifstream in(path);
-  REQUIRE(in.good());
-  std::ostringstream text;
-  text << in.rdbuf();
-  return json::parse(text.str());
-}
+using bustle::scenario::test::read_json;
 
 // One object the schema describes: where the loader names it ("lanes[0]"),
 // where it sits in a document, and its schema node ($ref resolved).

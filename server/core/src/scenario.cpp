@@ -806,6 +806,7 @@ std::vector<ScenarioError> validate_scenario(const Scenario& s) {
   validate_importance(s.tiers.importance, fail);
   validate_population(s, first_index, fail);
   validate_anchors(s, first_index, fail);
+  for (ScenarioError& e : validate_districts(s)) errors.push_back(std::move(e));
   return errors;
 }
 

@@ -513,6 +513,25 @@ core::ScheduleEntry read_schedule_entry(Reader& r, const json& e, const std::str
   return entry;
 }
 
+// "districts": what each district of a city split across servers owns, by
+// id (core::validate_districts checks the map).
+void read_districts(Reader& r, const json& root, core::Scenario& s) {
+  r.each_object(root, "", "districts", [&](const json& j, const std::string& p) {
+    core::DistrictSpec d;
+    if (r.expect_object(
+            j, p, {"id", "lanes", "zones", "work_points", "garages", "signals", "border_lanes"})) {
+      r.read_string(j, p, "id", d.id, true);
+      r.read_string_array(j, p, "lanes", d.lanes);
+      r.read_string_array(j, p, "zones", d.zones);
+      r.read_string_array(j, p, "work_points", d.work_points);
+      r.read_string_array(j, p, "garages", d.garages);
+      r.read_string_array(j, p, "signals", d.signals);
+      r.read_string_array(j, p, "border_lanes", d.border_lanes);
+    }
+    s.districts.push_back(std::move(d));
+  });
+}
+
 void read_population(Reader& r, const json& root, core::Scenario& s) {
   r.each_object(root, "", "zones", [&](const json& j, const std::string& p) {
     core::ZoneSpec z;
@@ -744,7 +763,8 @@ LoadResult load_scenario_text(std::string_view text, std::string_view source) {
                        "population",
                        "spawn",
                        "despawn",
-                       "prevention"})) {
+                       "prevention",
+                       "districts"})) {
     r.read_string(root, "", "id", s.id, true);
     r.read_string(root, "", "name", s.name);
     r.read_uint(root, "", "step_us", s.step_us);
@@ -776,6 +796,7 @@ LoadResult load_scenario_text(std::string_view text, std::string_view source) {
     read_vehicles(r, root, s);
     read_observer_follow(r, root, s);
     read_population(r, root, s);
+    read_districts(r, root, s);
   }
   result.errors = r.take_errors();
   if (!result.errors.empty()) return result;

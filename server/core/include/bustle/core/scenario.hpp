@@ -267,6 +267,22 @@ struct PopulationSettings {
 // does; an operator SetObservers before that cancels the wait.
 enum class ObserverFollow : std::uint8_t { None = 0, FirstVehicle = 1 };
 
+// One district of a city split across servers (docs/scenario-format.md,
+// "Districts"): what it owns, by id. With a district map every lane, zone,
+// work point, garage and signal belongs to exactly one district, and a
+// district's border lanes are exactly its lanes with a successor in another
+// district. The map is configuration: it is never simulation state, so it
+// changes no digest and no checkpoint.
+struct DistrictSpec {
+  std::string id;
+  std::vector<std::string> lanes;
+  std::vector<std::string> zones;
+  std::vector<std::string> work_points;
+  std::vector<std::string> garages;
+  std::vector<std::string> signals;
+  std::vector<std::string> border_lanes;  // of `lanes`, those leading into another district
+};
+
 struct Scenario {
   std::string id;                   // stable identifier, sent in Welcome and saved in snapshots
   std::string name;                 // human-readable
@@ -289,6 +305,7 @@ struct Scenario {
   SpawnSettings spawn;
   DespawnSettings despawn;
   PreventionSpec prevention;
+  std::vector<DistrictSpec> districts;  // empty: one server holds the whole city
 };
 
 // The schedule entry in force at `hour` ([0, 24)), or -1. Entries must have
@@ -299,6 +316,13 @@ struct ScenarioError {
   std::string path;     // e.g. "lanes[3].successors[0]"
   std::string message;  // e.g. "unknown lane id 'x9'"
 };
+
+// The district map's rules (validate_scenario runs them; scenario_districts.cpp):
+// ids known and unique, every owned thing owned exactly once, each thing in
+// the district of the lane or zone it stands on, border lanes exactly those
+// with a successor in another district. Nothing when `districts` is empty.
+std::vector<ScenarioError> validate_districts(const Scenario& s);
+inline constexpr std::size_t kDistrictsMax = 256;
 
 // Limits enforced by validation; documented in schema/scenario.schema.json.
 inline constexpr std::uint32_t kStepUsMin = 1'000;      // 1000 Hz
