@@ -12,6 +12,7 @@
 #include <chrono>
 #include <thread>
 
+#include "../core/invariant_probe.hpp"
 #include "bustle/core/world.hpp"
 #include "bustle/net/command_queue.hpp"
 #include "bustle/net/server.hpp"
@@ -167,4 +168,20 @@ TEST_CASE("realtime clock: steps follow the wall clock and a pause is not caught
   REQUIRE(eventually([&] { return d.telemetry.steps() > after; }));  // and it goes on
   d.finish();
   CHECK(d.driver->dropped_steps() == 0);
+}
+
+TEST_CASE("a broken invariant is an Internal status naming the step and the place") {
+  auto world = std::move(core::World::create(default_city(), 7).world);
+  REQUIRE(world);
+  for (int k = 0; k < 5; ++k) world->step();
+  CHECK(app::check_world_invariants(*world).ok());
+  REQUIRE(world->pedestrians().size() > 0);
+  core::EntityRegistry& reg = core::InvariantProbe::registry(*world);
+  const std::uint32_t live = world->pedestrians().id[0].index;
+  core::InvariantProbe::free_ring(reg)[core::InvariantProbe::free_head(reg)] = live;
+  const core::Status broken = app::check_world_invariants(*world);
+  CHECK(broken.code() == core::StatusCode::Internal);
+  CHECK(broken.message() ==
+        "invariant broken after step 5: registry: invariant 3: free FIFO holds live index " +
+            std::to_string(live));
 }

@@ -25,7 +25,7 @@ std::unique_ptr<World> make(const Scenario& s, std::uint64_t seed = 7) {
   auto c = World::create(s, seed);
   INFO((c.errors.empty() ? std::string() : c.errors[0].path + ": " + c.errors[0].message));
   REQUIRE(c.world);
-  REQUIRE(c.world->check_invariants().empty());
+  REQUIRE(c.world->check_invariants().ok());
   return std::move(c.world);
 }
 
@@ -43,7 +43,7 @@ void run_checked(World& w, std::uint64_t steps) {
                       DespawnEntity{w.pedestrians().id[k % w.pedestrians().size()]}});
     }
     w.step();
-    const std::string broken = w.check_invariants();
+    const std::string broken = w.check_invariants().message();
     INFO("step " << w.step_index());
     REQUIRE(broken == "");
   }
@@ -82,19 +82,21 @@ TEST_CASE("a broken registry is named") {
   SECTION("a live index in the free FIFO") {
     const std::uint32_t live = w->pedestrians().id[0].index;
     InvariantProbe::free_ring(reg)[InvariantProbe::free_head(reg)] = live;
-    CHECK(w->check_invariants() ==
+    const Status broken = w->check_invariants();
+    CHECK(broken.code() == StatusCode::Internal);  // ours, not the input's
+    CHECK(broken.message() ==
           "registry: invariant 3: free FIFO holds live index " + std::to_string(live));
   }
   SECTION("generation 0") {
     const std::uint32_t free_slot = InvariantProbe::free_ring(reg)[InvariantProbe::free_head(reg)];
     InvariantProbe::generations(reg)[free_slot] = 0;
-    CHECK(w->check_invariants() ==
+    CHECK(w->check_invariants().message() ==
           "registry: invariant 1: slot " + std::to_string(free_slot) + " has generation 0");
   }
   SECTION("a leaked id (allocated, held by no one)") {
     REQUIRE(reg.allocate().status == AllocateStatus::Allocated);
-    CHECK(starts_with(w->check_invariants(), "lifecycle: "));
-    CHECK(w->check_invariants().find("live ids but") != std::string::npos);
+    CHECK(starts_with(w->check_invariants().message(), "lifecycle: "));
+    CHECK(w->check_invariants().message().find("live ids but") != std::string::npos);
   }
 }
 
@@ -105,19 +107,20 @@ TEST_CASE("broken pedestrian arrays are named") {
   REQUIRE(p.size() >= 2);
   SECTION("the id map") {
     std::swap(p.dense_of[p.id[0].index], p.dense_of[p.id[1].index]);
-    CHECK(w->check_invariants() == "pedestrians: invariant 1: dense_of[" +
-                                       std::to_string(p.id[0].index) + "] is 1, pedestrian " +
-                                       id_text(p.id[0]) + " is in slot 0");
+    CHECK(w->check_invariants().message() ==
+          "pedestrians: invariant 1: dense_of[" + std::to_string(p.id[0].index) +
+              "] is 1, pedestrian " + id_text(p.id[0]) + " is in slot 0");
   }
   SECTION("off its lane") {
     p.s_m[1] = w->lanes().lane(p.lane[1]).length_m + 1.0;
-    CHECK(starts_with(w->check_invariants(),
+    CHECK(starts_with(w->check_invariants().message(),
                       "pedestrians: invariant 4: pedestrian " + id_text(p.id[1]) + " at s "));
   }
   SECTION("a phase not derived from the id") {
     p.phase[0] = static_cast<std::uint8_t>(p.phase[0] + 1);
-    CHECK(w->check_invariants() == "pedestrians: invariant 4: pedestrian " + id_text(p.id[0]) +
-                                       " has a phase not derived from its id");
+    CHECK(w->check_invariants().message() == "pedestrians: invariant 4: pedestrian " +
+                                                 id_text(p.id[0]) +
+                                                 " has a phase not derived from its id");
   }
 }
 
@@ -132,7 +135,7 @@ TEST_CASE("broken vehicle state is named") {
     v.route_index[1] = v.route_index[0];
     v.s_m[0] = std::max(v.s_m[0], 5.0);
     v.s_m[1] = v.s_m[0] - 2.0;
-    const std::string broken = w->check_invariants();
+    const std::string broken = w->check_invariants().message();
     CHECK(starts_with(broken, "vehicles: invariant 5: vehicle " + id_text(v.id[1]) + " on lane " +
                                   std::to_string(v.lane[0]) + " is 2.000000 m behind vehicle " +
                                   id_text(v.id[0])));
@@ -152,23 +155,23 @@ TEST_CASE("broken vehicle state is named") {
     v.lane[2] = first;  // out of the way: 30 m down the entrance lane
     v.route_index[2] = 0;
     v.s_m[2] = 30.0;
-    const std::string broken = w->check_invariants();
+    const std::string broken = w->check_invariants().message();
     CHECK(starts_with(broken, "vehicles: invariant 5: vehicle " + id_text(v.id[1]) + " on lane " +
                                   std::to_string(last) + " is 0.120000 m behind vehicle " +
                                   id_text(v.id[0]) + " on lane " + std::to_string(first)));
   }
   SECTION("invariant 3: a repeated VehicleId") {
     v.ordinal[2] = v.ordinal[1];
-    CHECK(starts_with(w->check_invariants(), "vehicles: invariant 3: "));
-    CHECK(w->check_invariants().find("share VehicleId") != std::string::npos);
+    CHECK(starts_with(w->check_invariants().message(), "vehicles: invariant 3: "));
+    CHECK(w->check_invariants().message().find("share VehicleId") != std::string::npos);
   }
   SECTION("invariant 1: a request both queued and dispatched") {
     std::vector<GarageState>& g = InvariantProbe::garages(*w);
     REQUIRE(!g[0].dispatched.empty());
     g[0].queue.push_back({g[0].dispatched[0], 0, -100, g[0].next_enqueue_ordinal++});
-    CHECK(w->check_invariants() == "vehicles: invariant 1: garage " + w->scenario().garages[0].id +
-                                       " request '" + g[0].dispatched[0] +
-                                       "' is both queued and dispatched");
+    CHECK(w->check_invariants().message() ==
+          "vehicles: invariant 1: garage " + w->scenario().garages[0].id + " request '" +
+              g[0].dispatched[0] + "' is both queued and dispatched");
   }
 }
 
@@ -179,7 +182,7 @@ TEST_CASE("broken population state is named") {
   REQUIRE(w->population().active_count() > 0);
   SECTION("invariant 2: a community x zone count") {
     InvariantProbe::active_cz(*w)[0] += 1;
-    CHECK(starts_with(w->check_invariants(),
+    CHECK(starts_with(w->check_invariants().message(),
                       "population: invariant 2: community " + s.communities[0].id + " in zone "));
   }
   SECTION("invariant 4: a slot naming a resident that holds no slot") {
@@ -190,7 +193,7 @@ TEST_CASE("broken population state is named") {
     // A resident index that holds no slot of work-point 0 (the last identity is dormant).
     wps[0].occupant[0] = static_cast<std::int32_t>(w->population().residents().size() - 1);
     INFO("occupant was " << was);
-    CHECK(starts_with(w->check_invariants(), "population: invariant 4: "));
+    CHECK(starts_with(w->check_invariants().message(), "population: invariant 4: "));
   }
 }
 
@@ -204,28 +207,30 @@ TEST_CASE("a broken spawn pipeline is named") {
   REQUIRE(sp.live[0].state == SpawnState::IdentityCreated);
   SECTION("invariant 4: a queued handle with an entity") {
     sp.live[0].state = SpawnState::Queued;
-    CHECK(w->check_invariants() ==
+    CHECK(w->check_invariants().message() ==
           "spawn pipeline: invariant 4: queued handle 1 already holds entity " +
               id_text(sp.live[0].entity));
   }
   SECTION("invariant 2: a terminal state among the live handles") {
     sp.live[0].state = SpawnState::Canceled;
-    CHECK(w->check_invariants() == "spawn pipeline: invariant 2: live handle 1 is canceled");
+    CHECK(w->check_invariants().message() ==
+          "spawn pipeline: invariant 2: live handle 1 is canceled");
   }
   SECTION("invariant 1: a handle both live and recent") {
     SpawnHandleState twin = sp.live[0];
     twin.state = SpawnState::TimedOut;
     sp.recent.push_back(twin);
-    CHECK(w->check_invariants() ==
+    CHECK(w->check_invariants().message() ==
           "spawn pipeline: invariant 1: handle 1 is both live and recent (or recent twice)");
   }
   SECTION("invariant 2: a representation stage in the core") {
     sp.live[0].state = SpawnState::Attached;
-    CHECK(w->check_invariants() == "spawn pipeline: invariant 2: live handle 1 is attached");
+    CHECK(w->check_invariants().message() ==
+          "spawn pipeline: invariant 2: live handle 1 is attached");
   }
   SECTION("invariant 2: the core counted an entry into ready_for_gameplay") {
     ++sp.counters.per_state_total[static_cast<std::size_t>(SpawnState::ReadyForGameplay)];
-    CHECK(w->check_invariants() ==
+    CHECK(w->check_invariants().message() ==
           "spawn pipeline: invariant 2: the core counted entries into ready_for_gameplay");
   }
 }
@@ -236,14 +241,14 @@ TEST_CASE("broken observer sets are named") {
           SubmitStatus::Queued);
   w->step();
   REQUIRE(w->client_observers().size() == 1);
-  REQUIRE(w->check_invariants().empty());
+  REQUIRE(w->check_invariants().ok());
   SECTION("invariant 1: a client observer without its view") {
     InvariantProbe::client_observer_views(*w).clear();
-    CHECK(starts_with(w->check_invariants(), "observers: invariant 1: "));
+    CHECK(starts_with(w->check_invariants().message(), "observers: invariant 1: "));
   }
   SECTION("invariant 2: the tier resolver's set lost the client observer") {
     InvariantProbe::tier_observers(*w).pop_back();
-    CHECK(starts_with(w->check_invariants(), "observers: invariant 2: "));
+    CHECK(starts_with(w->check_invariants().message(), "observers: invariant 2: "));
   }
 }
 
@@ -260,8 +265,8 @@ TEST_CASE("a broken retiring FIFO is named") {
           SubmitStatus::Queued);
   w->step();
   REQUIRE(w->orphans().size() == 1);
-  REQUIRE(w->check_invariants() == "");
+  REQUIRE(w->check_invariants().ok());
   InvariantProbe::retiring_fifo(*w).clear();
-  CHECK(w->check_invariants() ==
+  CHECK(w->check_invariants().message() ==
         "orphans: invariant 1: the retiring FIFO holds 0 ids, the orphan set 1");
 }

@@ -129,7 +129,7 @@ TEST_CASE("merge: two vehicles arriving together enter the shared lane one headw
       REQUIRE(st.leader[i] != st.id[i]);
       REQUIRE(st.control_policy[i] == static_cast<std::uint8_t>(ControlPolicy::Yielding));
     }
-    if (std::string why = w->check_invariants(); !why.empty() && broken.empty())
+    if (std::string why = w->check_invariants().message(); !why.empty() && broken.empty())
       broken = "step " + std::to_string(w->step_index()) + ": " + why;
   }
   CHECK(broken == "");
@@ -161,7 +161,7 @@ TEST_CASE("merge: a stream from each feeder keeps the headway at the merge, both
       if (st.reason[i] == static_cast<std::uint8_t>(PolicyReason::MergeYield))
         garages_yielding.insert(st.garage[i]);
     }
-    if (std::string why = w->check_invariants(); !why.empty() && broken.empty())
+    if (std::string why = w->check_invariants().message(); !why.empty() && broken.empty())
       broken = "step " + std::to_string(w->step_index()) + ": " + why;
   }
   CHECK(broken == "");
@@ -183,9 +183,9 @@ TEST_CASE("merge: check_invariants names two vehicles side by side at a merge") 
   w->step();
   VehicleStore& v = InvariantProbe::vehicles(*w);
   REQUIRE(v.size() == 2);
-  REQUIRE(w->check_invariants() == "");
+  REQUIRE(w->check_invariants().ok());
   for (std::uint32_t i = 0; i < 2; ++i) v.s_m[i] = 58.0;
-  const std::string why = w->check_invariants();
+  const std::string why = w->check_invariants().message();
   CHECK(why.find("invariant 6") != std::string::npos);
   CHECK(why.find("are 0.000000 m apart at the merge onto lane 2") != std::string::npos);
   // The merge rule separates them again: the winner drives on, the other
@@ -193,7 +193,7 @@ TEST_CASE("merge: check_invariants names two vehicles side by side at a merge") 
   for (int k = 0; k < 15; ++k) w->step();
   CHECK(closest_at_merge(*w, s.vehicle_rules.headway_block_m) >=
         s.vehicle_rules.headway_block_m - 1e-9);
-  CHECK(w->check_invariants() == "");
+  CHECK(w->check_invariants().ok());
 }
 
 TEST_CASE("merge: array order never changes who yields (one pre-step snapshot)") {
@@ -244,7 +244,7 @@ TEST_CASE("merge: a loop's waiting vehicle and a feeder's vehicle never hold eac
       if (st.last_advance_step[i] + 200 < w->step_index())
         longest_still = std::max(longest_still, w->step_index() - st.last_advance_step[i]);
     }
-    if (std::string why = w->check_invariants(); !why.empty() && broken.empty())
+    if (std::string why = w->check_invariants().message(); !why.empty() && broken.empty())
       broken = "step " + std::to_string(w->step_index()) + ": " + why;
   }
   CHECK(broken == "");

@@ -156,7 +156,7 @@ TEST_CASE("corridor: the headway holds between every two vehicles at every step 
     min_m = std::min(min_m, sp.min_m);
     pairs_under_1m += sp.pairs_under_1m;
     steps_under_block += sp.min_m < block - 1e-9;
-    if (std::string why = w->check_invariants(); !why.empty() && broken.empty())
+    if (std::string why = w->check_invariants().message(); !why.empty() && broken.empty())
       broken = "step " + std::to_string(w->step_index()) + ": " + why;
   }
   CHECK(broken == "");
@@ -271,7 +271,7 @@ TEST_CASE("pressure: 128 requests drain in bounded steps, each vehicle entering 
     dispatched = now;
     for (std::uint32_t i = 0; i < w->vehicles().store().size(); ++i)
       ids.insert(w->vehicles().vehicle_id(i));
-    const std::string broken = w->check_invariants();
+    const std::string broken = w->check_invariants().message();
     INFO("step " << steps << ": " << broken);
     REQUIRE(broken.empty());
   }

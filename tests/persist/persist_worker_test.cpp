@@ -213,11 +213,16 @@ TEST_CASE("a full queue fails the job at once instead of waiting") {
 }
 
 TEST_CASE("snapshot names are checked before anything is queued") {
-  CHECK(persist::validate_snapshot_name("city-1.ok_name").empty());
-  CHECK(persist::validate_snapshot_name("").find("1 to 64") != std::string::npos);
-  CHECK(persist::validate_snapshot_name(std::string(65, 'a')).find("1 to 64") != std::string::npos);
-  CHECK(persist::validate_snapshot_name("a/b").find("only contain") != std::string::npos);
-  CHECK(persist::validate_snapshot_name("keyframe.12").find("reserved") != std::string::npos);
+  auto why = [](const std::string& name) {
+    return persist::validate_snapshot_name(name).message();
+  };
+  CHECK(persist::validate_snapshot_name("city-1.ok_name").ok());
+  const core::Status empty = persist::validate_snapshot_name("");
+  CHECK(empty.code() == core::StatusCode::InvalidArgument);
+  CHECK(empty.message() == "name must be 1 to 64 characters");
+  CHECK(why(std::string(65, 'a')).find("1 to 64") != std::string::npos);
+  CHECK(why("a/b").find("only contain") != std::string::npos);
+  CHECK(why("keyframe.12").find("reserved") != std::string::npos);
 }
 
 TEST_CASE("delete reports whether the snapshot existed") {

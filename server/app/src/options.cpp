@@ -236,8 +236,8 @@ std::vector<Setting> settings() {
        kNoListener},
       {"--checkpoint-on-exit", "BUSTLE_CHECKPOINT_ON_EXIT", true,
        [](O& o, const std::string& v) {
-         if (std::string why = persist::validate_snapshot_name(v); !why.empty())
-           return "snapshot name: " + why;
+         if (core::Status why = persist::validate_snapshot_name(v); !why.ok())
+           return "snapshot name: " + why.message();
          o.checkpoint_on_exit = v;
          return std::string();
        },
@@ -282,29 +282,32 @@ std::vector<Setting> settings() {
 
 // Settings that would have no effect together are refused, naming both,
 // instead of being silently ignored.
-std::string check_combinations(const AppOptions& o,
-                               const std::map<const Setting*, std::string>& given) {
-  if (o.print_digest && !o.batch_steps) return "--print-digest needs --steps N";
+core::Status check_combinations(const AppOptions& o,
+                                const std::map<const Setting*, std::string>& given) {
+  if (o.print_digest && !o.batch_steps)
+    return core::Status::invalid_argument("--print-digest needs --steps N");
   if (o.batch_steps) {
     for (const auto& [setting, source] : given) {
       if (setting->not_in_batch == nullptr) continue;
       if (setting->not_in_batch == kClockInBatch && o.clock == net::ClockMode::Fast) continue;
-      return source + " has no effect with --steps: " + setting->not_in_batch;
+      return core::Status::invalid_argument(
+          source + " has no effect with --steps: " + setting->not_in_batch);
     }
   }
   for (const auto& [setting, source] : given) {
     const std::string flag = setting->flag;
     if (flag == "--record-keyframe-steps" && !o.record_path) {
-      return source + " has no effect without --record FILE";
+      return core::Status::invalid_argument(source + " has no effect without --record FILE");
     }
     if (flag == "--agones-health-ms" && !o.agones)
-      return source + " has no effect without --agones";
+      return core::Status::invalid_argument(source + " has no effect without --agones");
     if (flag == "--health-max-lag-steps" && !o.metrics_bind) {
-      return source + " has no effect without --metrics-bind ADDR:PORT";
+      return core::Status::invalid_argument(source +
+                                            " has no effect without --metrics-bind ADDR:PORT");
     }
   }
   if ((o.debug_stall_at_step == 0) != (o.debug_stall_ms == 0)) {
-    return "--debug-stall-at-step and --debug-stall-ms go together";
+    return core::Status::invalid_argument("--debug-stall-at-step and --debug-stall-ms go together");
   }
   return {};
 }
@@ -509,7 +512,7 @@ ParseResult parse_options(const std::vector<std::string>& args, const EnvLookup&
     if (!setting->takes_value) setting->apply(result.options, "");
     given[setting] = setting->flag;
   }
-  result.error = check_combinations(result.options, given);
+  result.error = check_combinations(result.options, given).message();
   return result;
 }
 

@@ -87,11 +87,10 @@ void fill_work_point_anchor(const core::World& world, std::size_t k, wire::WorkP
 }  // namespace
 
 core::Status check_world_invariants(const core::World& world) {
-  const std::string broken = world.check_invariants();
-  if (broken.empty()) return {};
-  spdlog::error("invariant broken after step {}: {}", world.step_index(), broken);
-  return core::Status::internal("invariant broken after step " +
-                                std::to_string(world.step_index()) + ": " + broken);
+  const core::Status broken = world.check_invariants();
+  if (broken.ok()) return {};
+  spdlog::error("invariant broken after step {}: {}", world.step_index(), broken.message());
+  return broken.within("invariant broken after step " + std::to_string(world.step_index()) + ": ");
 }
 
 void SimDriver::run(const std::atomic<bool>& stop) {
@@ -403,9 +402,9 @@ bool SimDriver::handle_snapshot_command(const net::InboundCommand& cmd,
                      ctl.kind == Kind::Save || ctl.kind == Kind::Load ||
                      ctl.kind == Kind::DeleteSnapshot;
   if (named) {
-    if (std::string why = persist::validate_snapshot_name(ctl.name); !why.empty()) {
+    if (core::Status why = persist::validate_snapshot_name(ctl.name); !why.ok()) {
       return reject(core::RejectReason::InvalidArgument,
-                    "snapshot name " + net::client_text(ctl.name) + ": " + why);
+                    "snapshot name " + net::client_text(ctl.name) + ": " + why.message());
     }
   }
   std::optional<persist::JobStatus> job;

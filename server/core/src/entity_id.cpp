@@ -87,40 +87,46 @@ bool EntityRegistry::is_alive(EntityId id) const {
          id.generation != 0;
 }
 
-std::string EntityRegistry::check_invariants() const {
+Status EntityRegistry::check_invariants() const {
   const std::uint32_t cap = capacity();
   if (alive_.size() != cap || free_ring_.size() != cap)
-    return "registry: column lengths differ from the capacity";
+    return Status::internal("registry: column lengths differ from the capacity");
   std::uint32_t alive = 0;
   for (std::uint32_t i = 0; i < cap; ++i) {
     if (generation_[i] == 0)
-      return "registry: invariant 1: slot " + std::to_string(i) + " has generation 0";
+      return Status::internal("registry: invariant 1: slot " + std::to_string(i) +
+                              " has generation 0");
     if (alive_[i] > 1)
-      return "registry: slot " + std::to_string(i) + " liveness " + std::to_string(alive_[i]);
+      return Status::internal("registry: slot " + std::to_string(i) + " liveness " +
+                              std::to_string(alive_[i]));
     alive += alive_[i];
   }
   if (alive != alive_count_) {
-    return "registry: alive_count " + std::to_string(alive_count_) + " but " +
-           std::to_string(alive) + " slots are alive";
+    return Status::internal("registry: alive_count " + std::to_string(alive_count_) + " but " +
+                            std::to_string(alive) + " slots are alive");
   }
   if (alive_count_ + free_count_ != cap) {
-    return "registry: invariant 3: " + std::to_string(alive_count_) + " alive + " +
-           std::to_string(free_count_) + " free != capacity " + std::to_string(cap);
+    return Status::internal("registry: invariant 3: " + std::to_string(alive_count_) + " alive + " +
+                            std::to_string(free_count_) + " free != capacity " +
+                            std::to_string(cap));
   }
   // Every free slot is queued exactly once, and no live one is.
   std::vector<std::uint8_t> queued(cap, 0);
   for (std::uint32_t k = 0; k < free_count_; ++k) {
     const std::uint32_t i = free_ring_[(free_head_ + k) % cap];
     if (i >= cap)
-      return "registry: invariant 3: free FIFO holds index " + std::to_string(i) + " out of range";
+      return Status::internal("registry: invariant 3: free FIFO holds index " + std::to_string(i) +
+                              " out of range");
     if (alive_[i] != 0)
-      return "registry: invariant 3: free FIFO holds live index " + std::to_string(i);
+      return Status::internal("registry: invariant 3: free FIFO holds live index " +
+                              std::to_string(i));
     if (queued[i] != 0)
-      return "registry: invariant 3: free FIFO holds index " + std::to_string(i) + " twice";
+      return Status::internal("registry: invariant 3: free FIFO holds index " + std::to_string(i) +
+                              " twice");
     queued[i] = 1;
   }
   if (digest_sum_ != recompute_state_digest())
-    return "registry: incremental state digest differs from a recount";
+    return Status::internal("registry: incremental state digest differs from a recount");
   return {};
 }
 
@@ -148,36 +154,40 @@ void EntityRegistry::export_state(std::vector<std::uint32_t>& generation,
   pop_seq = pop_seq_;
 }
 
-std::string EntityRegistry::import_state(const std::vector<std::uint32_t>& generation,
-                                         const std::vector<std::uint8_t>& alive,
-                                         const std::vector<std::uint32_t>& free_fifo,
-                                         std::uint64_t pop_seq) {
+Status EntityRegistry::import_state(const std::vector<std::uint32_t>& generation,
+                                    const std::vector<std::uint8_t>& alive,
+                                    const std::vector<std::uint32_t>& free_fifo,
+                                    std::uint64_t pop_seq) {
   const std::uint32_t cap = capacity();
   if (generation.size() != cap) {
-    return "generation: has " + std::to_string(generation.size()) + " slots, capacity is " +
-           std::to_string(cap);
+    return Status::data_loss("generation: has " + std::to_string(generation.size()) +
+                             " slots, capacity is " + std::to_string(cap));
   }
   if (alive.size() != cap) {
-    return "alive: has " + std::to_string(alive.size()) + " slots, capacity is " +
-           std::to_string(cap);
+    return Status::data_loss("alive: has " + std::to_string(alive.size()) + " slots, capacity is " +
+                             std::to_string(cap));
   }
   std::uint32_t alive_count = 0;
   for (std::uint32_t i = 0; i < cap; ++i) {
-    if (generation[i] == 0) return "generation[" + std::to_string(i) + "]: must be >= 1";
-    if (alive[i] > 1) return "alive[" + std::to_string(i) + "]: must be 0 or 1";
+    if (generation[i] == 0)
+      return Status::data_loss("generation[" + std::to_string(i) + "]: must be >= 1");
+    if (alive[i] > 1) return Status::data_loss("alive[" + std::to_string(i) + "]: must be 0 or 1");
     alive_count += alive[i];
   }
   if (alive_count + free_fifo.size() != cap) {
-    return "free_fifo: has " + std::to_string(free_fifo.size()) + " entries, expected " +
-           std::to_string(cap - alive_count) + " (capacity minus alive slots)";
+    return Status::data_loss("free_fifo: has " + std::to_string(free_fifo.size()) +
+                             " entries, expected " + std::to_string(cap - alive_count) +
+                             " (capacity minus alive slots)");
   }
   std::vector<std::uint8_t> seen(cap, 0);
   for (std::size_t k = 0; k < free_fifo.size(); ++k) {
     const std::uint32_t i = free_fifo[k];
     const std::string where = "free_fifo[" + std::to_string(k) + "]";
-    if (i >= cap) return where + ": slot " + std::to_string(i) + " out of range";
-    if (alive[i] != 0) return where + ": slot " + std::to_string(i) + " is alive";
-    if (seen[i] != 0) return where + ": slot " + std::to_string(i) + " appears twice";
+    if (i >= cap) return Status::data_loss(where + ": slot " + std::to_string(i) + " out of range");
+    if (alive[i] != 0)
+      return Status::data_loss(where + ": slot " + std::to_string(i) + " is alive");
+    if (seen[i] != 0)
+      return Status::data_loss(where + ": slot " + std::to_string(i) + " appears twice");
     seen[i] = 1;
   }
   generation_ = generation;

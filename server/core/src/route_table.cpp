@@ -57,29 +57,33 @@ void RouteTable::compact() {
   garbage_ = 0;
 }
 
-std::string RouteTable::validate(const RouteTableState& s, std::uint32_t lane_count) {
+Status RouteTable::validate(const RouteTableState& s, std::uint32_t lane_count) {
   const std::size_t n = s.count.size();
-  if (s.offset.size() != n || s.target.size() != n) return "routes: column lengths differ";
+  if (s.offset.size() != n || s.target.size() != n)
+    return Status::data_loss("routes: column lengths differ");
   std::vector<std::uint8_t> is_free(n, 0);
   for (std::size_t k = 0; k < s.free_slots.size(); ++k) {
     const std::uint32_t f = s.free_slots[k];
     if (f >= n || is_free[f] || s.count[f] != 0) {
-      return "routes.free_slots[" + std::to_string(k) + "]: not a free slot, or listed twice";
+      return Status::data_loss("routes.free_slots[" + std::to_string(k) +
+                               "]: not a free slot, or listed twice");
     }
     is_free[f] = 1;
   }
   for (std::size_t slot = 0; slot < n; ++slot) {
     const std::string at = "routes[" + std::to_string(slot) + "]";
     if (s.count[slot] == 0) {
-      if (!is_free[slot]) return at + ".count: an empty route must be on the free list";
+      if (!is_free[slot])
+        return Status::data_loss(at + ".count: an empty route must be on the free list");
       continue;
     }
     if (std::uint64_t{s.offset[slot]} + s.count[slot] > s.lanes.size())
-      return at + ".offset: outside the buffer";
-    if (s.target[slot] > s.count[slot]) return at + ".target: beyond the route";
+      return Status::data_loss(at + ".offset: outside the buffer");
+    if (s.target[slot] > s.count[slot]) return Status::data_loss(at + ".target: beyond the route");
   }
   for (std::size_t k = 0; k < s.lanes.size(); ++k) {
-    if (s.lanes[k] >= lane_count) return "routes.lanes[" + std::to_string(k) + "]: unknown lane";
+    if (s.lanes[k] >= lane_count)
+      return Status::data_loss("routes.lanes[" + std::to_string(k) + "]: unknown lane");
   }
   return {};
 }

@@ -16,10 +16,10 @@ namespace bustle::core {
 
 namespace {
 
-// Calls on_text(literal) and on_field(name) in order; returns "" or why the
-// format is malformed.
+// Calls on_text(literal) and on_field(name) in order; Ok, or InvalidArgument
+// saying why the format is malformed.
 template <class Text, class Field>
-std::string walk_vehicle_id_format(const std::string& format, Text on_text, Field on_field) {
+Status walk_vehicle_id_format(const std::string& format, Text on_text, Field on_field) {
   std::size_t k = 0;
   while (k < format.size()) {
     const std::size_t open = format.find_first_of("{}", k);
@@ -27,10 +27,12 @@ std::string walk_vehicle_id_format(const std::string& format, Text on_text, Fiel
       on_text(format.substr(k));
       break;
     }
-    if (format[open] == '}') return "unmatched '}' at position " + std::to_string(open);
+    if (format[open] == '}')
+      return Status::invalid_argument("unmatched '}' at position " + std::to_string(open));
     on_text(format.substr(k, open - k));
     const std::size_t close = format.find('}', open);
-    if (close == std::string::npos) return "unclosed '{' at position " + std::to_string(open);
+    if (close == std::string::npos)
+      return Status::invalid_argument("unclosed '{' at position " + std::to_string(open));
     on_field(format.substr(open + 1, close - open - 1));
     k = close + 1;
   }
@@ -39,11 +41,12 @@ std::string walk_vehicle_id_format(const std::string& format, Text on_text, Fiel
 
 }  // namespace
 
-std::string check_vehicle_id_format(const std::string& format) {
-  if (format.empty() || format.size() > 128) return "must be 1 to 128 characters";
+Status check_vehicle_id_format(const std::string& format) {
+  if (format.empty() || format.size() > 128)
+    return Status::invalid_argument("must be 1 to 128 characters");
   int ordinals = 0;
   std::string bad_field;
-  std::string why = walk_vehicle_id_format(
+  Status why = walk_vehicle_id_format(
       format, [](const std::string&) {},
       [&](const std::string& f) {
         if (f == "ordinal") {
@@ -52,17 +55,21 @@ std::string check_vehicle_id_format(const std::string& format) {
           bad_field = f;
         }
       });
-  if (!why.empty()) return why;
+  if (!why.ok()) return why;
   if (!bad_field.empty())
-    return "unknown field {" + bad_field + "}; use {garage}, {scenario} or {ordinal}";
-  if (ordinals != 1) return "must contain {ordinal} exactly once (VehicleIds must never repeat)";
+    return Status::invalid_argument("unknown field {" + bad_field +
+                                    "}; use {garage}, {scenario} or {ordinal}");
+  if (ordinals != 1)
+    return Status::invalid_argument(
+        "must contain {ordinal} exactly once (VehicleIds must never repeat)");
   return {};
 }
 
 std::string format_vehicle_id(const std::string& format, const std::string& garage,
                               const std::string& scenario, std::uint64_t ordinal) {
   std::string out;
-  walk_vehicle_id_format(
+  // A format that does not walk was refused when the scenario loaded.
+  static_cast<void>(walk_vehicle_id_format(
       format, [&](const std::string& t) { out += t; },
       [&](const std::string& f) {
         if (f == "garage") {
@@ -74,7 +81,7 @@ std::string format_vehicle_id(const std::string& format, const std::string& gara
           if (n.size() < 6) n.insert(0, 6 - n.size(), '0');
           out += n;
         }
-      });
+      }));
   return out;
 }
 
@@ -158,8 +165,8 @@ void validate_garage_fields(const GarageSpec& gs, const std::string& p, const La
       (entrance != nullptr && gs.entrance_clear_m > polyline_length(entrance->points))) {
     fail(p + ".entrance_clear_m", "must be in [0, entrance lane length]");
   }
-  if (std::string why = check_vehicle_id_format(gs.vehicle_id_format); !why.empty()) {
-    fail(p + ".vehicle_id_format", why);
+  if (Status why = check_vehicle_id_format(gs.vehicle_id_format); !why.ok()) {
+    fail(p + ".vehicle_id_format", why.message());
   }
 }
 
@@ -218,8 +225,8 @@ void validate_vehicle_id_overlap(const Scenario& s, Fail&& fail) {
   // suffixes are equal and one prefix is the other followed by digits.
   for (std::size_t a = 0; a < s.garages.size(); ++a) {
     for (std::size_t b = 0; b < a; ++b) {
-      if (!check_vehicle_id_format(s.garages[a].vehicle_id_format).empty() ||
-          !check_vehicle_id_format(s.garages[b].vehicle_id_format).empty()) {
+      if (!check_vehicle_id_format(s.garages[a].vehicle_id_format).ok() ||
+          !check_vehicle_id_format(s.garages[b].vehicle_id_format).ok()) {
         continue;
       }
       const auto [pa, sa] =

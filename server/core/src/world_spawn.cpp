@@ -54,29 +54,30 @@ const char* to_string(SpawnFailure f) {
   return "?";
 }
 
-std::string World::validate_spawn(const SpawnPedestrian& c, std::int32_t& zone, std::uint32_t& lane,
-                                  std::vector<LaneIndex>* route) const {
+Status World::validate_spawn(const SpawnPedestrian& c, std::int32_t& zone, std::uint32_t& lane,
+                             std::vector<LaneIndex>* route) const {
   zone = kAnyZone;
   lane = kAnyLane;
-  if (c.route.size() > 256) return "route: at most 256 lanes";
+  if (c.route.size() > 256) return Status::invalid_argument("route: at most 256 lanes");
   std::vector<LaneIndex> walk;
   for (std::size_t k = 0; k < c.route.size(); ++k) {
     const std::string at = "route[" + std::to_string(k) + "]: ";
     const std::optional<LaneIndex> found = lanes_.find(c.route[k]);
-    if (!found) return at + "unknown lane '" + c.route[k] + "'";
+    if (!found) return Status::invalid_argument(at + "unknown lane '" + c.route[k] + "'");
     const LaneIndex l = *found;
     if (!is_pedestrian_lane(lanes_.lane(l).kind))
-      return at + "'" + c.route[k] + "' is not a pedestrian lane";
+      return Status::invalid_argument(at + "'" + c.route[k] + "' is not a pedestrian lane");
     if (k > 0) {
       const auto& succ = lanes_.lane(walk.back()).pedestrian_successors;
       if (std::find(succ.begin(), succ.end(), l) == succ.end()) {
-        return at + "'" + c.route[k] + "' does not follow '" + c.route[k - 1] + "'";
+        return Status::invalid_argument(at + "'" + c.route[k] + "' does not follow '" +
+                                        c.route[k - 1] + "'");
       }
     }
     walk.push_back(l);
   }
   if (!walk.empty() && !c.lane.empty() && c.lane != c.route[0])
-    return "lane: must be route[0] when a route is given";
+    return Status::invalid_argument("lane: must be route[0] when a route is given");
   if (route != nullptr) *route = walk;
   const SpawnPedestrian* req = &c;
   SpawnPedestrian with_lane;
@@ -88,33 +89,36 @@ std::string World::validate_spawn(const SpawnPedestrian& c, std::int32_t& zone, 
   return validate_spawn_place(*req, zone, lane);
 }
 
-std::string World::validate_spawn_place(const SpawnPedestrian& c, std::int32_t& zone,
-                                        std::uint32_t& lane) const {
+Status World::validate_spawn_place(const SpawnPedestrian& c, std::int32_t& zone,
+                                   std::uint32_t& lane) const {
   if (c.priority >= kPriorityClassCount)
-    return "priority: must be 0 (story), 1 (quest), 2 (community) or 3 (background)";
+    return Status::invalid_argument(
+        "priority: must be 0 (story), 1 (quest), 2 (community) or 3 (background)");
   if (c.timeout_ms > 3'600'000)
-    return "timeout_ms: must be at most 3600000 (0 = the scenario's spawn.timeout_ms)";
+    return Status::invalid_argument(
+        "timeout_ms: must be at most 3600000 (0 = the scenario's spawn.timeout_ms)");
   if (!c.zone.empty()) {
     for (std::size_t z = 0; z < scenario_.zones.size(); ++z) {
       if (scenario_.zones[z].id == c.zone) zone = static_cast<std::int32_t>(z);
     }
-    if (zone == kAnyZone) return "zone: unknown zone '" + c.zone + "'";
+    if (zone == kAnyZone) return Status::invalid_argument("zone: unknown zone '" + c.zone + "'");
   }
   if (!c.lane.empty()) {
     const std::optional<LaneIndex> found = lanes_.find(c.lane);
-    if (!found) return "lane: unknown lane '" + c.lane + "'";
+    if (!found) return Status::invalid_argument("lane: unknown lane '" + c.lane + "'");
     lane = *found;
     if (!is_pedestrian_lane(lanes_.lane(lane).kind))
-      return "lane: '" + c.lane + "' is not a pedestrian lane";
+      return Status::invalid_argument("lane: '" + c.lane + "' is not a pedestrian lane");
     if (zone != kAnyZone) {
       const auto& zl = population_.zone_lanes()[static_cast<std::size_t>(zone)];
       if (std::find(zl.begin(), zl.end(), lane) == zl.end()) {
-        return "lane: '" + c.lane + "' is not a lane of zone '" + c.zone + "'";
+        return Status::invalid_argument("lane: '" + c.lane + "' is not a lane of zone '" + c.zone +
+                                        "'");
       }
     }
   }
   if (zone == kAnyZone && lane == kAnyLane && lanes_.sidewalks().empty())
-    return "zone: the city has no sidewalk to spawn on";
+    return Status::invalid_argument("zone: the city has no sidewalk to spawn on");
   return {};
 }
 

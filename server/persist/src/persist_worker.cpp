@@ -78,15 +78,19 @@ const char* to_string(JobState s) {
   return "?";
 }
 
-std::string validate_snapshot_name(const std::string& name) {
-  if (name.empty() || name.size() > 64) return "name must be 1 to 64 characters";
+core::Status validate_snapshot_name(const std::string& name) {
+  if (name.empty() || name.size() > 64)
+    return core::Status::invalid_argument("name must be 1 to 64 characters");
   for (const char c : name) {
     const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
                     c == '.' || c == '_' || c == '-';
-    if (!ok) return "name may only contain letters, digits, '.', '_' and '-'";
+    if (!ok)
+      return core::Status::invalid_argument(
+          "name may only contain letters, digits, '.', '_' and '-'");
   }
   if (name.rfind("keyframe.", 0) == 0)
-    return "names starting with 'keyframe.' are reserved for recordings";
+    return core::Status::invalid_argument(
+        "names starting with 'keyframe.' are reserved for recordings");
   return {};
 }
 

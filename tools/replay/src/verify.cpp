@@ -120,13 +120,13 @@ class SegmentRunner {
                      {}});
       }
       if (options_.check_invariants) {
-        if (std::string broken = rep_->world().check_invariants(); !broken.empty()) {
+        if (core::Status broken = rep_->world().check_invariants(); !broken.ok()) {
           Event ev;
           ev.kind = Event::Kind::Invariant;
           ev.tick = tick;
           ev.step = oc.replayed_step;
           ev.replayed_step = oc.replayed_step;
-          ev.message = std::move(broken);
+          ev.message = broken.message();
           return stop(std::move(ev));
         }
       }

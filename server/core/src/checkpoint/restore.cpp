@@ -42,9 +42,10 @@ World::RestoreResult World::restore(const Scenario& scenario, const WorldCheckpo
   if (fail.any()) return result;
 
   std::unique_ptr<World> w(new World(scenario, cp.seed, log));
-  if (std::string err = w->registry_.import_state(cp.registry.generation, cp.registry.alive,
-                                                  cp.registry.free_fifo, cp.registry.pop_seq);
-      !err.empty()) {
+  if (Status st = w->registry_.import_state(cp.registry.generation, cp.registry.alive,
+                                            cp.registry.free_fifo, cp.registry.pop_seq);
+      !st.ok()) {
+    const std::string& err = st.message();
     fail("registry." + err.substr(0, err.find(':')), err.substr(err.find(':') + 2));
     return result;
   }

@@ -102,8 +102,8 @@ void World::restore_spawn_handles(World& w, const WorldCheckpoint& cp, RestoreFa
 bool World::restore_routes(World& w, const WorldCheckpoint& cp, RestoreFailures& fail) {
   const std::size_t nlanes = w.lanes_.size();
   const SpawnPipelineState& sp = cp.spawn;
-  if (std::string why = RouteTable::validate(cp.routes, static_cast<std::uint32_t>(nlanes));
-      !why.empty()) {
+  if (Status st = RouteTable::validate(cp.routes, static_cast<std::uint32_t>(nlanes)); !st.ok()) {
+    const std::string& why = st.message();
     fail(why.substr(0, why.find(':')), why.substr(why.find(':') + 2));
     return false;
   }

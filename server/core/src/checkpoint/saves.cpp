@@ -163,8 +163,8 @@ std::vector<RestoreError> check_save(const Scenario& scenario, const SaveState& 
                                         " garages saved, scenario has " +
                                         std::to_string(scenario.garages.size())});
   }
-  if (std::string why = validate_lifecycle_settings(save.lifecycle); !why.empty()) {
-    errors.push_back({"lifecycle", why});
+  if (Status why = validate_lifecycle_settings(save.lifecycle); !why.ok()) {
+    errors.push_back({"lifecycle", why.message()});
   }
   if (save.saveable_ids.size() != save.saveable_zones.size()) {
     errors.push_back({"saveable_zones", "one zone per saveable identity is required"});

@@ -20,8 +20,8 @@ void World::apply_command(const DespawnEntity& c, CommandResult& r) {
     r.message = "spawn " + std::to_string(r.handle) + " canceled before registration; id released";
     return;
   }
-  if (std::string why = validate_despawn(c.id); !why.empty()) {
-    reject(r, RejectReason::UnknownEntity, std::move(why));
+  if (Status why = validate_despawn(c.id); !why.ok()) {
+    reject(r, RejectReason::UnknownEntity, why.message());
     return;
   }
   if (vehicles_.is_vehicle(c.id)) vehicles_.mark_despawn(c.id);  // policy DespawnPending this step
@@ -29,19 +29,22 @@ void World::apply_command(const DespawnEntity& c, CommandResult& r) {
   accept(r);
 }
 
-std::string World::validate_despawn(EntityId id) const {
+Status World::validate_despawn(EntityId id) const {
   const std::string name = entity_text(id);
-  if (!registry_.is_alive(id)) return name + " is not alive";
+  if (!registry_.is_alive(id)) return Status::failed_precondition(name + " is not alive");
   if (vehicles_.is_vehicle(id)) return {};
   // Dispatched, not on the road yet: it enters and can leave from there.
-  if (std::string mouth = vehicles_.mouth_text(id); !mouth.empty()) return name + ": " + mouth;
+  if (std::string mouth = vehicles_.mouth_text(id); !mouth.empty())
+    return Status::failed_precondition(name + ": " + mouth);
   if (pedestrians_.dense_of[id.index] != PedestrianStore::kNoSlot) return {};
   auto o = std::lower_bound(orphans_.begin(), orphans_.end(), id,
                             [](const OrphanRecord& rec, EntityId v) { return rec.id < v; });
-  if (o != orphans_.end() && o->id == id) return name + " is already retiring";
+  if (o != orphans_.end() && o->id == id)
+    return Status::failed_precondition(name + " is already retiring");
   if (population_.resident_of(id) != ResidentStore::kNone)
-    return name + " is a dormant resident (nothing to despawn)";
-  return name + " has no representation yet (a spawn in progress: cancel it)";
+    return Status::failed_precondition(name + " is a dormant resident (nothing to despawn)");
+  return Status::failed_precondition(name +
+                                     " has no representation yet (a spawn in progress: cancel it)");
 }
 
 }  // namespace bustle::core

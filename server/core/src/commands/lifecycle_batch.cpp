@@ -25,10 +25,10 @@ void World::apply_command(const LifecycleBatch& b, CommandResult& r) {
     const std::string at = "ops[" + std::to_string(k) + "].";
     std::string why;
     if (op.kind == LifecycleOp::Kind::Spawn) {
-      why = validate_spawn(op.spawn, zones[k], lanes[k], &routes[k]);
+      why = validate_spawn(op.spawn, zones[k], lanes[k], &routes[k]).message();
       ++spawns;
     } else {
-      why = validate_despawn(op.id);
+      why = validate_despawn(op.id).message();
       if (why.empty() && std::find(despawned.begin(), despawned.end(), op.id) != despawned.end()) {
         why = "entity appears twice in the batch";
       }
@@ -65,7 +65,7 @@ void World::apply_command(const LifecycleBatch& b, CommandResult& r) {
   for (const EntityId id : despawned) {
     if (broken.empty() && despawn_pending_[id.index] == 0) broken = "despawn not recorded";
   }
-  if (broken.empty()) broken = check_lifecycle_counts();
+  if (broken.empty()) broken = check_lifecycle_counts().message();
   if (!broken.empty()) {
     r.batch = BatchStatus::InvariantFailure;
     r.reason = RejectReason::InvariantFailure;

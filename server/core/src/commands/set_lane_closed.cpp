@@ -214,29 +214,31 @@ std::optional<RestoreError> World::restore_lane_closures(const WorldCheckpoint& 
   return std::nullopt;
 }
 
-std::string World::check_lane_closures() const {
+Status World::check_lane_closures() const {
   if (closed_lanes_.size() > kMaxClosedLanes)
-    return "lane closures: invariant 1: more than kMaxClosedLanes lanes closed";
+    return Status::internal("lane closures: invariant 1: more than kMaxClosedLanes lanes closed");
   std::size_t flagged = 0;
   for (const std::uint8_t f : lane_closed_) flagged += f != 0;
   if (flagged != closed_lanes_.size())
-    return "lane closures: invariant 1: the per-lane flags disagree with the closed list";
+    return Status::internal(
+        "lane closures: invariant 1: the per-lane flags disagree with the closed list");
   for (std::size_t n = 0; n < closed_lanes_.size(); ++n) {
     if ((n > 0 && !(closed_lanes_[n - 1] < closed_lanes_[n])) ||
         closed_lanes_[n] >= lanes_.size() || lane_closed_[closed_lanes_[n]] == 0)
-      return "lane closures: invariant 1: closed lane entry " + std::to_string(n) +
-             " is unsorted, duplicated, out of range or not flagged";
+      return Status::internal("lane closures: invariant 1: closed lane entry " + std::to_string(n) +
+                              " is unsorted, duplicated, out of range or not flagged");
   }
   for (std::size_t n = 0; n < lane_waiters_.size(); ++n) {
     const LaneWaiter& wt = lane_waiters_[n];
     const std::uint32_t slot = walking_slot(registry_, pedestrians_, wt.id);
     if ((n > 0 && !(lane_waiters_[n - 1].id < wt.id)) || slot == PedestrianStore::kNoSlot ||
         wt.since_step > step_index_)
-      return "lane closures: invariant 2: waiter entry " + std::to_string(n) +
-             " is unsorted, duplicated, not a walking pedestrian or from the future";
+      return Status::internal(
+          "lane closures: invariant 2: waiter entry " + std::to_string(n) +
+          " is unsorted, duplicated, not a walking pedestrian or from the future");
     if (pedestrians_.s_m[slot] != lanes_.lane(pedestrians_.lane[slot]).length_m)
-      return "lane closures: invariant 2: waiter " + entity_text(wt.id) +
-             " is not at the end of its lane";
+      return Status::internal("lane closures: invariant 2: waiter " + entity_text(wt.id) +
+                              " is not at the end of its lane");
   }
   return {};
 }

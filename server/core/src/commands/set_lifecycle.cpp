@@ -8,8 +8,8 @@ namespace bustle::core {
 void World::apply_command(const SetLifecycle& c, CommandResult& r) {
   const LifecycleSettings settings{c.growth_quota, c.recycle_quota, c.interval_ms,
                                    c.migration_budget};
-  if (std::string why = validate_lifecycle_settings(settings); !why.empty()) {
-    reject(r, RejectReason::InvalidArgument, std::move(why));
+  if (Status why = validate_lifecycle_settings(settings); !why.ok()) {
+    reject(r, RejectReason::InvalidArgument, why.message());
     return;
   }
   population_.set_settings(settings, sim_time_us());

@@ -13,9 +13,8 @@ void World::apply_command(const SpawnPedestrian& c, CommandResult& r) {
   std::int32_t zone = kAnyZone;
   std::uint32_t lane = kAnyLane;
   std::vector<LaneIndex> route;
-  std::string why = validate_spawn(c, zone, lane, &route);
-  if (!why.empty()) {
-    reject(r, RejectReason::InvalidArgument, std::move(why));
+  if (Status why = validate_spawn(c, zone, lane, &route); !why.ok()) {
+    reject(r, RejectReason::InvalidArgument, why.message());
     return;
   }
   if (spawn_.live.size() >= scenario_.spawn.queue_depth) {

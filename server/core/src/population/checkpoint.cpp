@@ -123,8 +123,8 @@ std::vector<std::pair<std::string, std::string>> PopulationSystem::restore(
     fail("work_points", "work-point count differs");
   if (cp.day_us >= kDayUs) fail("day_us", "time of day must be in [0, 24) h");
   if (cp.time_scale < 1 || cp.time_scale > 3600) fail("time_scale", "must be in [1, 3600]");
-  if (std::string why = validate_lifecycle_settings(cp.settings); !why.empty())
-    fail("settings", why);
+  if (Status why = validate_lifecycle_settings(cp.settings); !why.ok())
+    fail("settings", why.message());
   if (!errors.empty()) return errors;
   std::vector<std::int32_t> by_entity(resident_by_entity_.size(), ResidentStore::kNone);
   for (std::size_t i = 0; i < n; ++i) {

@@ -13,11 +13,15 @@
 
 namespace bustle::core {
 
-std::string validate_lifecycle_settings(const LifecycleSettings& s) {
-  if (s.interval_ms < 1 || s.interval_ms > 3'600'000) return "interval_ms must be in [1, 3600000]";
-  if (s.growth_quota > 1'000'000) return "growth_quota must be at most 1000000";
-  if (s.recycle_quota > 1'000'000) return "recycle_quota must be at most 1000000";
-  if (s.migration_budget > 1'000'000) return "migration_budget must be at most 1000000";
+Status validate_lifecycle_settings(const LifecycleSettings& s) {
+  if (s.interval_ms < 1 || s.interval_ms > 3'600'000)
+    return Status::invalid_argument("interval_ms must be in [1, 3600000]");
+  if (s.growth_quota > 1'000'000)
+    return Status::invalid_argument("growth_quota must be at most 1000000");
+  if (s.recycle_quota > 1'000'000)
+    return Status::invalid_argument("recycle_quota must be at most 1000000");
+  if (s.migration_budget > 1'000'000)
+    return Status::invalid_argument("migration_budget must be at most 1000000");
   return {};
 }
 

@@ -13,19 +13,19 @@ namespace bustle::core {
 
 // Invariants 1, 2, 3 and 5 and the store's consistency, section by section;
 // the first violation found, or empty.
-std::string VehicleSystem::check_invariants(const EntityRegistry& registry) const {
+Status VehicleSystem::check_invariants(const EntityRegistry& registry) const {
   std::vector<std::uint32_t> managed;
-  if (std::string why = check_store_rows(registry, managed); !why.empty()) return why;
-  if (std::string why = check_garages(managed); !why.empty()) return why;
-  if (std::string why = check_mouths(registry); !why.empty()) return why;
-  if (std::string why = check_vehicle_ids_and_headways(); !why.empty()) return why;
+  if (Status why = check_store_rows(registry, managed); !why.ok()) return why;
+  if (Status why = check_garages(managed); !why.ok()) return why;
+  if (Status why = check_mouths(registry); !why.ok()) return why;
+  if (Status why = check_vehicle_ids_and_headways(); !why.ok()) return why;
   return check_derived();
 }
 
 // Columns, ids, routes, lanes and known values per row; counts each
 // garage's vehicles into `managed`.
-std::string VehicleSystem::check_store_rows(const EntityRegistry& registry,
-                                            std::vector<std::uint32_t>& managed) const {
+Status VehicleSystem::check_store_rows(const EntityRegistry& registry,
+                                       std::vector<std::uint32_t>& managed) const {
   const std::string area = "vehicles: ";
   auto vehicle = [&](std::uint32_t i) { return "vehicle " + id_text(store_.id[i]); };
   const std::uint32_t n = store_.size();
@@ -38,84 +38,90 @@ std::string VehicleSystem::check_store_rows(const EntityRegistry& registry,
       store_.steps_advanced.size() == n && store_.last_advance_step.size() == n &&
       store_.waiting_since.size() == n && store_.despawn_requested.size() == n &&
       store_.request_id.size() == n && cold_hash_.size() == n;
-  if (!columns_ok) return area + "column lengths differ";
+  if (!columns_ok) return Status::internal("vehicles: column lengths differ");
   managed.assign(garages_.size(), 0);
   for (std::uint32_t i = 0; i < n; ++i) {
     const EntityId id = store_.id[i];
-    if (!registry.is_alive(id)) return area + vehicle(i) + " is not alive in the registry";
+    if (!registry.is_alive(id))
+      return Status::internal(area + vehicle(i) + " is not alive in the registry");
     if (store_.dense_of[id.index] != i) {
-      return area + "dense_of[" + std::to_string(id.index) + "] is " +
-             std::to_string(store_.dense_of[id.index]) + ", " + vehicle(i) + " is in slot " +
-             std::to_string(i);
+      return Status::internal(area + "dense_of[" + std::to_string(id.index) + "] is " +
+                              std::to_string(store_.dense_of[id.index]) + ", " + vehicle(i) +
+                              " is in slot " + std::to_string(i));
     }
     if (store_.garage[i] >= garages_.size())
-      return area + vehicle(i) + " has unknown garage " + std::to_string(store_.garage[i]);
+      return Status::internal(area + vehicle(i) + " has unknown garage " +
+                              std::to_string(store_.garage[i]));
     const auto& route = routes_[store_.garage[i]];
     if (store_.route_index[i] >= route.size() || route[store_.route_index[i]] != store_.lane[i]) {
-      return area + vehicle(i) + " on lane " + std::to_string(store_.lane[i]) +
-             " is not at route index " + std::to_string(store_.route_index[i]) +
-             " of its garage route";
+      return Status::internal(area + vehicle(i) + " on lane " + std::to_string(store_.lane[i]) +
+                              " is not at route index " + std::to_string(store_.route_index[i]) +
+                              " of its garage route");
     }
     if (!(store_.s_m[i] >= 0.0 && store_.s_m[i] <= lanes_->lane(store_.lane[i]).length_m)) {
-      return area + vehicle(i) + " at s " + std::to_string(store_.s_m[i]) + " m is off lane " +
-             std::to_string(store_.lane[i]);
+      return Status::internal(area + vehicle(i) + " at s " + std::to_string(store_.s_m[i]) +
+                              " m is off lane " + std::to_string(store_.lane[i]));
     }
     if (tier_index(store_.sim_tier[i]) >= kSimTierCount ||
         store_.control_policy[i] >= kControlPolicyCount)
-      return area + vehicle(i) + " has an unknown tier or policy";
+      return Status::internal(area + vehicle(i) + " has an unknown tier or policy");
     ++managed[store_.garage[i]];
   }
   std::uint32_t mapped = 0;
   for (const std::uint32_t d : store_.dense_of) mapped += d != VehicleStore::kNoSlot;
   if (mapped != n)
-    return area + std::to_string(mapped) + " dense_of entries for " + std::to_string(n) +
-           " vehicles";
+    return Status::internal(area + std::to_string(mapped) + " dense_of entries for " +
+                            std::to_string(n) + " vehicles");
   return {};
 }
 
 // Per garage: managed counts and capacity, invariants 1-3 of its queue.
-std::string VehicleSystem::check_garages(const std::vector<std::uint32_t>& managed) const {
+Status VehicleSystem::check_garages(const std::vector<std::uint32_t>& managed) const {
   const std::string area = "vehicles: ";
   for (std::uint32_t g = 0; g < garages_.size(); ++g) {
     const GarageState& gs = garages_[g];
     const std::string garage = "garage " + scenario_->garages[g].id;
     if (managed[g] != managed_[g]) {
-      return area + garage + " counts " + std::to_string(managed_[g]) + " managed vehicles, " +
-             std::to_string(managed[g]) + " are in the store";
+      return Status::internal(area + garage + " counts " + std::to_string(managed_[g]) +
+                              " managed vehicles, " + std::to_string(managed[g]) +
+                              " are in the store");
     }
     if (managed[g] + gs.mouth.size() > scenario_->garages[g].capacity)
-      return area + garage +
-             " manages more vehicles (on the road and in its mouth) than its capacity";
+      return Status::internal(
+          area + garage +
+          " manages more vehicles (on the road and in its mouth) than its capacity");
     // 1. A request id is in at most one of {queue, dispatched}, once.
     for (std::size_t k = 1; k < gs.dispatched.size(); ++k) {
       if (!(gs.dispatched[k - 1] < gs.dispatched[k]))
-        return area + "invariant 1: " + garage + " dispatched ids are not a sorted set";
+        return Status::internal(area + "invariant 1: " + garage +
+                                " dispatched ids are not a sorted set");
     }
     std::vector<std::string_view> queued;
     for (const QueuedRequest& q : gs.queue) {
       if (std::binary_search(gs.dispatched.begin(), gs.dispatched.end(), q.request_id)) {
-        return area + "invariant 1: " + garage + " request '" + q.request_id +
-               "' is both queued and dispatched";
+        return Status::internal(area + "invariant 1: " + garage + " request '" + q.request_id +
+                                "' is both queued and dispatched");
       }
       queued.push_back(q.request_id);
     }
     std::sort(queued.begin(), queued.end());
     if (auto twice = std::adjacent_find(queued.begin(), queued.end()); twice != queued.end()) {
-      return area + "invariant 1: " + garage + " request '" + std::string(*twice) +
-             "' is queued twice";
+      return Status::internal(area + "invariant 1: " + garage + " request '" + std::string(*twice) +
+                              "' is queued twice");
     }
     // 2. Priority (desc), then EnqueueOrdinal (asc).
     for (std::size_t k = 1; k < gs.queue.size(); ++k) {
       if (!queue_in_order(gs.queue[k - 1], gs.queue[k])) {
-        return area + "invariant 2: " + garage + " queue[" + std::to_string(k) + "] ('" +
-               gs.queue[k].request_id + "') is out of priority, then ordinal order";
+        return Status::internal(area + "invariant 2: " + garage + " queue[" + std::to_string(k) +
+                                "] ('" + gs.queue[k].request_id +
+                                "') is out of priority, then ordinal order");
       }
     }
     // 3. Ordinals below next_vehicle_ordinal (a load continues the numbering, so >= dispatches).
     if (gs.next_vehicle_ordinal < gs.dispatched.size()) {
-      return area + "invariant 3: " + garage + " next_vehicle_ordinal " +
-             std::to_string(gs.next_vehicle_ordinal) + " is below its " +
-             std::to_string(gs.dispatched.size()) + " dispatches";
+      return Status::internal(area + "invariant 3: " + garage + " next_vehicle_ordinal " +
+                              std::to_string(gs.next_vehicle_ordinal) + " is below its " +
+                              std::to_string(gs.dispatched.size()) + " dispatches");
     }
   }
   return {};
@@ -125,7 +131,7 @@ std::string VehicleSystem::check_garages(const std::vector<std::uint32_t>& manag
 // road, in no other mouth, its request dispatched (invariant 1); front first
 // in dispatch order: ordinals increasing from the front, above every ordinal
 // of its garage on the road and below next_vehicle_ordinal (invariant 3).
-std::string VehicleSystem::check_mouths(const EntityRegistry& registry) const {
+Status VehicleSystem::check_mouths(const EntityRegistry& registry) const {
   const std::string area = "vehicles: ";
   std::vector<std::uint64_t> road_max(garages_.size(), 0);
   std::vector<std::uint8_t> on_road(garages_.size(), 0);
@@ -139,37 +145,41 @@ std::string VehicleSystem::check_mouths(const EntityRegistry& registry) const {
     const GarageSpec& spec = scenario_->garages[g];
     const std::string garage = "garage " + spec.id + " mouth";
     if (gs.mouth.size() > spec.mouth_capacity) {
-      return area + garage + " holds " + std::to_string(gs.mouth.size()) +
-             " vehicles, its mouth_capacity is " + std::to_string(spec.mouth_capacity);
+      return Status::internal(area + garage + " holds " + std::to_string(gs.mouth.size()) +
+                              " vehicles, its mouth_capacity is " +
+                              std::to_string(spec.mouth_capacity));
     }
     for (std::size_t k = 0; k < gs.mouth.size(); ++k) {
       const MouthVehicle& m = gs.mouth[k];
       const std::string at = garage + "[" + std::to_string(k) + "] (" + id_text(m.id) + ")";
-      if (!registry.is_alive(m.id)) return area + at + " is not alive in the registry";
-      if (is_vehicle(m.id)) return area + at + " is also on the road";
-      if (m.prototype >= spec.prototypes.size()) return area + at + " has an unknown prototype";
+      if (!registry.is_alive(m.id))
+        return Status::internal(area + at + " is not alive in the registry");
+      if (is_vehicle(m.id)) return Status::internal(area + at + " is also on the road");
+      if (m.prototype >= spec.prototypes.size())
+        return Status::internal(area + at + " has an unknown prototype");
       if (!std::binary_search(gs.dispatched.begin(), gs.dispatched.end(), m.request_id)) {
-        return area + "invariant 1: " + at + " request '" + m.request_id +
-               "' is not in the dispatched set";
+        return Status::internal(area + "invariant 1: " + at + " request '" + m.request_id +
+                                "' is not in the dispatched set");
       }
       const bool after_previous =
           k > 0 ? m.ordinal > gs.mouth[k - 1].ordinal : on_road[g] == 0 || m.ordinal > road_max[g];
       if (!after_previous || m.ordinal >= gs.next_vehicle_ordinal) {
-        return area + "invariant 3: " + at + " has ordinal " + std::to_string(m.ordinal) +
-               ": not after the vehicles ahead of it and below next_vehicle_ordinal";
+        return Status::internal(
+            area + "invariant 3: " + at + " has ordinal " + std::to_string(m.ordinal) +
+            ": not after the vehicles ahead of it and below next_vehicle_ordinal");
       }
       ids.push_back(m.id);
     }
   }
   std::sort(ids.begin(), ids.end());
   if (auto twice = std::adjacent_find(ids.begin(), ids.end()); twice != ids.end())
-    return area + "vehicle " + id_text(*twice) + " is in a mouth twice";
+    return Status::internal(area + "vehicle " + id_text(*twice) + " is in a mouth twice");
   return {};
 }
 
 // Invariant 3 (VehicleIds never repeat) and 5 (headway per lane), over the
 // store sorted two ways.
-std::string VehicleSystem::check_vehicle_ids_and_headways() const {
+Status VehicleSystem::check_vehicle_ids_and_headways() const {
   const std::uint32_t n = store_.size();
   const std::string area = "vehicles: ";
   auto vehicle = [&](std::uint32_t i) { return "vehicle " + id_text(store_.id[i]); };
@@ -183,16 +193,16 @@ std::string VehicleSystem::check_vehicle_ids_and_headways() const {
   for (std::uint32_t k = 0; k < n; ++k) {
     const std::uint32_t i = order[k];
     if (store_.ordinal[i] >= garages_[store_.garage[i]].next_vehicle_ordinal) {
-      return area + "invariant 3: " + vehicle(i) + " has VehicleId " + vehicle_id(i) +
-             ", not yet issued";
+      return Status::internal(area + "invariant 3: " + vehicle(i) + " has VehicleId " +
+                              vehicle_id(i) + ", not yet issued");
     }
     if (k > 0 && store_.garage[order[k - 1]] == store_.garage[i] &&
         store_.ordinal[order[k - 1]] == store_.ordinal[i]) {
-      return area + "invariant 3: " + vehicle(order[k - 1]) + " and " + vehicle(i) +
-             " share VehicleId " + vehicle_id(i);
+      return Status::internal(area + "invariant 3: " + vehicle(order[k - 1]) + " and " +
+                              vehicle(i) + " share VehicleId " + vehicle_id(i));
     }
   }
-  if (std::string why = check_headways(order); !why.empty()) return why;
+  if (Status why = check_headways(order); !why.ok()) return why;
   return check_merges(order);
 }
 
@@ -200,7 +210,7 @@ std::string VehicleSystem::check_vehicle_ids_and_headways() const {
 // route: the next on its lane by (s, EntityId), else the rear-most vehicle
 // on the lanes its route continues onto (lane joins and the loop seam),
 // walked while the distance is below the headway. O(n log n).
-std::string VehicleSystem::check_headways(std::vector<std::uint32_t>& order) const {
+Status VehicleSystem::check_headways(std::vector<std::uint32_t>& order) const {
   const std::uint32_t n = store_.size();
   auto vehicle = [&](std::uint32_t i) { return "vehicle " + id_text(store_.id[i]); };
   std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
@@ -240,11 +250,12 @@ std::string VehicleSystem::check_headways(std::vector<std::uint32_t>& order) con
       }
     }
     if (ahead != VehicleStore::kNoSlot && gap < block - kEps) {
-      return "vehicles: invariant 5: " + vehicle(behind) + " on lane " +
-             std::to_string(store_.lane[behind]) + " is " + std::to_string(gap) + " m behind " +
-             vehicle(ahead) + " on lane " + std::to_string(store_.lane[ahead]) +
-             " along its route (at s " + std::to_string(store_.s_m[behind]) +
-             " m; headway_block_m " + std::to_string(block) + ")";
+      return Status::internal("vehicles: invariant 5: " + vehicle(behind) + " on lane " +
+                              std::to_string(store_.lane[behind]) + " is " + std::to_string(gap) +
+                              " m behind " + vehicle(ahead) + " on lane " +
+                              std::to_string(store_.lane[ahead]) + " along its route (at s " +
+                              std::to_string(store_.s_m[behind]) + " m; headway_block_m " +
+                              std::to_string(block) + ")");
     }
   }
   return {};
@@ -255,7 +266,7 @@ std::string VehicleSystem::check_headways(std::vector<std::uint32_t>& order) con
 // are at least headway_block_m apart on the merge axis when on different
 // lanes (pairs on one lane are invariant 5's). `order` is sorted by (lane,
 // s, EntityId) (check_headways). O(merges x feeders x log n + near pairs).
-std::string VehicleSystem::check_merges(const std::vector<std::uint32_t>& order) const {
+Status VehicleSystem::check_merges(const std::vector<std::uint32_t>& order) const {
   const double block = scenario_->vehicle_rules.headway_block_m;
   const auto on_lane = [&](LaneIndex l) {
     const auto b =
@@ -290,11 +301,12 @@ std::string VehicleSystem::check_merges(const std::vector<std::uint32_t>& order)
     for (std::size_t a = 0; a < near.size(); ++a) {
       for (std::size_t b = a + 1; b < near.size(); ++b) {
         if (near[a].lane == near[b].lane || near[b].x_m - near[a].x_m >= block - kEps) continue;
-        return "vehicles: invariant 6: vehicle " + id_text(store_.id[near[a].i]) + " on lane " +
-               std::to_string(near[a].lane) + " and vehicle " + id_text(store_.id[near[b].i]) +
-               " on lane " + std::to_string(near[b].lane) + " are " +
-               std::to_string(near[b].x_m - near[a].x_m) + " m apart at the merge onto lane " +
-               std::to_string(merge_lane_[m]) + " (headway_block_m " + std::to_string(block) + ")";
+        return Status::internal(
+            "vehicles: invariant 6: vehicle " + id_text(store_.id[near[a].i]) + " on lane " +
+            std::to_string(near[a].lane) + " and vehicle " + id_text(store_.id[near[b].i]) +
+            " on lane " + std::to_string(near[b].lane) + " are " +
+            std::to_string(near[b].x_m - near[a].x_m) + " m apart at the merge onto lane " +
+            std::to_string(merge_lane_[m]) + " (headway_block_m " + std::to_string(block) + ")");
       }
     }
   }
@@ -302,7 +314,7 @@ std::string VehicleSystem::check_merges(const std::vector<std::uint32_t>& order)
 }
 
 // The derived state the step maintains instead of recounting.
-std::string VehicleSystem::check_derived() const {
+Status VehicleSystem::check_derived() const {
   const std::uint32_t n = store_.size();
   const std::string area = "vehicles: ";
   auto vehicle = [&](std::uint32_t i) { return "vehicle " + id_text(store_.id[i]); };
@@ -314,27 +326,31 @@ std::string VehicleSystem::check_derived() const {
   std::size_t waiting = 0;
   for (std::uint32_t i = 0; i < n; ++i) {
     if (hash_[i] != vehicle_word(i))
-      return area + vehicle(i) + " changed without its digest word being refolded";
+      return Status::internal(area + vehicle(i) +
+                              " changed without its digest word being refolded");
     sum += hash_[i];
     ++policies[store_.control_policy[i]];
     ++tiers[tier_index(store_.sim_tier[i])];
     if (store_.waiting_since[i] != 0) {
       const auto& w = waiting_[store_.garage[i]];
       if (!std::binary_search(w.begin(), w.end(), Waiter{store_.waiting_since[i], store_.id[i]})) {
-        return area + vehicle(i) + " awaits turnaround but is not on its garage's waiting list";
+        return Status::internal(area + vehicle(i) +
+                                " awaits turnaround but is not on its garage's waiting list");
       }
       ++waiting;
     }
   }
-  if (sum != hash_sum_) return area + "the folded digest sum differs from its vehicles' words";
+  if (sum != hash_sum_)
+    return Status::internal("vehicles: the folded digest sum differs from its vehicles' words");
   if (policies != control_policy_count_)
-    return area + "the maintained per-policy counts differ from the store";
+    return Status::internal("vehicles: the maintained per-policy counts differ from the store");
   if (tiers != sim_tier_count_)
-    return area + "the maintained per-tier counts differ from the store";
+    return Status::internal("vehicles: the maintained per-tier counts differ from the store");
   std::size_t listed = 0;
   for (const auto& w : waiting_) listed += w.size();
   if (listed != waiting)
-    return area + "the turnaround waiting lists hold vehicles that are not waiting";
+    return Status::internal(area +
+                            "the turnaround waiting lists hold vehicles that are not waiting");
   return {};
 }
 

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "bustle/core/row_write_stamps.hpp"
+#include "bustle/core/status.hpp"
 
 namespace bustle::core {
 
@@ -84,14 +85,14 @@ class EntityRegistry {
   std::uint64_t recompute_state_digest() const;
 
   // Checks invariants 1 and 3 and the counts over every slot (O(capacity)):
-  // empty when they hold, else the first violation as "registry: ...".
-  std::string check_invariants() const;
+  // Ok when they hold, else Internal with the first violation as "registry: ...".
+  Status check_invariants() const;
 
   // Raw state for checkpoints. export_state() sizes the vectors and queues
   // their copies on `copies` (the caller runs them; the free ring as at most
   // two contiguous pieces); import_state() replaces
-  // this registry's state after checking every invariant above, and returns an
-  // empty string or the first violation (as "field[i]: message").
+  // this registry's state after checking every invariant above, and returns Ok
+  // or DataLoss with the first violation (as "field[i]: message").
   // `held_epoch` is the capture epoch the destination columns hold (0: none):
   // of generation and alive only the slots allocated or released since are
   // copied (slots_written()); the free FIFO is copied whole (its front moves
@@ -101,9 +102,9 @@ class EntityRegistry {
                     ColumnCopies& copies, std::uint64_t held_epoch = 0) const;
   // Per chunk of slots, the capture epoch of its last allocate/release/import.
   const RowWriteStamps& slots_written() const { return slots_written_; }
-  std::string import_state(const std::vector<std::uint32_t>& generation,
-                           const std::vector<std::uint8_t>& alive,
-                           const std::vector<std::uint32_t>& free_fifo, std::uint64_t pop_seq);
+  Status import_state(const std::vector<std::uint32_t>& generation,
+                      const std::vector<std::uint8_t>& alive,
+                      const std::vector<std::uint32_t>& free_fifo, std::uint64_t pop_seq);
 
  private:
   friend struct InvariantProbe;  // tests only: corrupts state to prove check_invariants() catches

@@ -67,6 +67,7 @@
 #include "bustle/core/lane_graph.hpp"
 #include "bustle/core/row_write_stamps.hpp"
 #include "bustle/core/scenario.hpp"
+#include "bustle/core/status.hpp"
 
 namespace bustle::core {
 
@@ -179,8 +180,8 @@ struct PopulationCheckpoint {
   std::uint64_t interval_origin_us = 0;  // sim time the current interval grid starts at
 };
 
-// Empty when valid; otherwise names the field and the allowed range.
-std::string validate_lifecycle_settings(const LifecycleSettings& s);
+// Ok when valid; otherwise InvalidArgument naming the field and the allowed range.
+Status validate_lifecycle_settings(const LifecycleSettings& s);
 
 class PopulationSystem {
  public:
@@ -273,10 +274,10 @@ class PopulationSystem {
   }
 
   // Invariants 1-6 above over every resident, zone and work-point slot
-  // (O(residents + slots)): empty when they hold, else the first violation as
-  // "population: invariant N: ...".
-  std::string check_invariants(const EntityRegistry& registry) const;
-  std::string check_member_total(std::uint32_t active_total, std::uint32_t dormant_total) const;
+  // (O(residents + slots)): Ok when they hold, else Internal with the first
+  // violation as "population: invariant N: ...".
+  Status check_invariants(const EntityRegistry& registry) const;
+  Status check_member_total(std::uint32_t active_total, std::uint32_t dormant_total) const;
 
   void digest_into(Digest& d) const;
   // Copies this system's state into `cp`, reusing its vectors' capacity:
@@ -317,11 +318,11 @@ class PopulationSystem {
       const std::function<void(std::string, std::string)>& fail) const;
   // check_invariants()'s sections, in its order (population/invariants.cpp).
   struct Recount;
-  std::string check_resident_rows(const EntityRegistry& registry, Recount& r) const;
-  std::string check_resident_work_point(std::uint32_t resident) const;
-  std::string check_counts(const Recount& r) const;
-  std::string check_work_point_slots() const;
-  std::string check_handoffs() const;
+  Status check_resident_rows(const EntityRegistry& registry, Recount& r) const;
+  Status check_resident_work_point(std::uint32_t resident) const;
+  Status check_counts(const Recount& r) const;
+  Status check_work_point_slots() const;
+  Status check_handoffs() const;
   void rebuild_indexes();
   bool in_handoff(std::uint32_t resident) const;
   // Active members of community c (walking or retiring), in EntityId order;

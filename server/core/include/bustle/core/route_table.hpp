@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "bustle/core/lane_graph.hpp"
+#include "bustle/core/status.hpp"
 
 namespace bustle::core {
 
@@ -47,8 +48,8 @@ class RouteTable {
   }
 
   const RouteTableState& state() const { return state_; }
-  // Empty when consistent, else "field[i]: message".
-  static std::string validate(const RouteTableState& s, std::uint32_t lane_count);
+  // Ok when consistent, else DataLoss "field[i]: message" (a restored table).
+  static Status validate(const RouteTableState& s, std::uint32_t lane_count);
   void set_state(RouteTableState s);
 
  private:

@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "bustle/core/status.hpp"
+
 namespace bustle::core {
 
 enum class LaneKind : std::uint8_t { Sidewalk = 0, Crossing = 1, Road = 2 };
@@ -107,8 +109,8 @@ struct GarageSpec {
 // A garage's VehicleId for dispatch ordinal `ordinal` (GarageSpec::vehicle_id_format).
 std::string format_vehicle_id(const std::string& format, const std::string& garage,
                               const std::string& scenario, std::uint64_t ordinal);
-// "" when `format` is a valid vehicle_id_format, else why not.
-std::string check_vehicle_id_format(const std::string& format);
+// Ok when `format` is a valid vehicle_id_format, else InvalidArgument saying why not.
+Status check_vehicle_id_format(const std::string& format);
 // The expanded texts before and after {ordinal} of a valid format.
 std::pair<std::string, std::string> vehicle_id_affixes(const std::string& format,
                                                        const std::string& garage,

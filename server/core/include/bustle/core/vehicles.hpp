@@ -78,6 +78,7 @@
 #include "bustle/core/lane_graph.hpp"
 #include "bustle/core/scenario.hpp"
 #include "bustle/core/sim_tier.hpp"
+#include "bustle/core/status.hpp"
 #include "bustle/core/vehicles/garages.hpp"
 #include "bustle/core/vehicles/policy.hpp"
 #include "bustle/core/vehicles/signals.hpp"
@@ -180,9 +181,9 @@ class VehicleSystem {
 
   // Invariants 1, 2, 3, 5 and 6 and the store's consistency (dense_of, managed
   // counts, lanes on the route, live ids), O(vehicles log vehicles + queued
-  // requests): empty when they hold, else the first violation as
+  // requests): Ok when they hold, else Internal with the first violation as
   // "vehicles: invariant N: ..." or "vehicles: ...".
-  std::string check_invariants(const EntityRegistry& registry) const;
+  Status check_invariants(const EntityRegistry& registry) const;
 
   void digest_into(class Digest& d) const;
   VehicleCheckpoint capture() const;
@@ -246,14 +247,14 @@ class VehicleSystem {
   void rebuild_derived();
   // check_invariants() and restore() by section (vehicles/invariants.cpp,
   // vehicles/checkpoint.cpp).
-  std::string check_store_rows(const EntityRegistry& registry,
-                               std::vector<std::uint32_t>& managed) const;
-  std::string check_garages(const std::vector<std::uint32_t>& managed) const;
-  std::string check_mouths(const EntityRegistry& registry) const;
-  std::string check_vehicle_ids_and_headways() const;
-  std::string check_headways(std::vector<std::uint32_t>& order) const;
-  std::string check_merges(const std::vector<std::uint32_t>& order) const;
-  std::string check_derived() const;
+  Status check_store_rows(const EntityRegistry& registry,
+                          std::vector<std::uint32_t>& managed) const;
+  Status check_garages(const std::vector<std::uint32_t>& managed) const;
+  Status check_mouths(const EntityRegistry& registry) const;
+  Status check_vehicle_ids_and_headways() const;
+  Status check_headways(std::vector<std::uint32_t>& order) const;
+  Status check_merges(const std::vector<std::uint32_t>& order) const;
+  Status check_derived() const;
   using RestoreErrors = std::vector<std::pair<std::string, std::string>>;
   bool restore_check_shape(const VehicleCheckpoint& cp, RestoreErrors& errors) const;
   void restore_check_rows(const VehicleCheckpoint& cp, const EntityRegistry& registry,

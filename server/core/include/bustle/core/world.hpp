@@ -60,6 +60,7 @@
 #include "bustle/core/row_write_stamps.hpp"
 #include "bustle/core/scenario.hpp"
 #include "bustle/core/spawn_pipeline.hpp"
+#include "bustle/core/status.hpp"
 #include "bustle/core/vehicles.hpp"
 
 namespace bustle::core {
@@ -429,12 +430,12 @@ class World {
   // arrays (PedestrianStore), vehicles (vehicles.hpp), population
   // (population.hpp), the spawn pipeline (spawn_pipeline.hpp), the orphan set
   // and retiring FIFO (OrphanRecord), the route table, and that every live id
-  // has exactly one holder. Empty when all hold; otherwise the first broken
-  // one, named "<area>: invariant N: <what, with ids>" (for example
+  // has exactly one holder. Ok when all hold; otherwise Internal with the
+  // first broken one, named "<area>: invariant N: <what, with ids>" (for example
   // "registry: invariant 3: free FIFO holds live index 41"). O(entity
   // capacity + residents + vehicles log vehicles): opt-in, never run by
   // step() itself (bustle-server --check-invariants runs it after each step).
-  std::string check_invariants() const;
+  Status check_invariants() const;
 
  private:
   // Tests only (tests/core/invariant_probe.hpp): corrupts state so the tests
@@ -487,7 +488,7 @@ class World {
   void advance_response_units();
   bool place_response_unit(ResponseUnit& u);
   void clean_up_corpses();
-  std::string check_prevention() const;
+  Status check_prevention() const;
   // Sets or clears a row's kAdmissionMaskedBit, keeping the digest sum current.
   void set_admission_mask_bit(std::uint32_t slot, bool masked);
   void apply_command(const SetLaneClosed& c, CommandResult& r);
@@ -568,11 +569,11 @@ class World {
   void update_follow_observer();
 
   // Spawn handles (world_spawn.cpp).
-  // Validates a spawn request; empty when valid, else "field: message".
-  std::string validate_spawn(const SpawnPedestrian& c, std::int32_t& zone, std::uint32_t& lane,
-                             std::vector<LaneIndex>* route = nullptr) const;
-  std::string validate_spawn_place(const SpawnPedestrian& c, std::int32_t& zone,
-                                   std::uint32_t& lane) const;
+  // Validates a spawn request; Ok, or InvalidArgument "field: message".
+  Status validate_spawn(const SpawnPedestrian& c, std::int32_t& zone, std::uint32_t& lane,
+                        std::vector<LaneIndex>* route = nullptr) const;
+  Status validate_spawn_place(const SpawnPedestrian& c, std::int32_t& zone,
+                              std::uint32_t& lane) const;
   std::uint64_t accept_spawn(const SpawnPedestrian& c, std::int32_t zone, std::uint32_t lane,
                              std::span<const LaneIndex> route, CommandOrigin origin);
   void set_spawn_state(SpawnHandleState& h, SpawnState s, SpawnFailure f = SpawnFailure::None);
@@ -587,16 +588,17 @@ class World {
   void defer_or_time_out(SpawnHandleState& h, Count& deferred);  // phase 4
   void retire_terminal_spawns();
   SpawnHandleState* live_spawn_of(EntityId id);
-  std::string validate_despawn(EntityId id) const;
+  // Ok when `id` can be despawned now, else FailedPrecondition naming it.
+  Status validate_despawn(EntityId id) const;
   // The counts a lifecycle batch must leave intact (pedestrian maps and
   // origins, residents walking + retiring, orphan order): the O(pedestrians)
   // part of check_invariants() that a LifecycleBatch runs after every commit.
-  std::string check_lifecycle_counts() const;
-  std::string check_pedestrians() const;
-  std::string check_spawn_pipeline() const;
-  std::string check_orphans() const;
-  std::string check_holders() const;
-  std::string check_observers() const;
+  Status check_lifecycle_counts() const;
+  Status check_pedestrians() const;
+  Status check_spawn_pipeline() const;
+  Status check_orphans() const;
+  Status check_holders() const;
+  Status check_observers() const;
   const SpawnHandleState* find_live_spawn(EntityId id) const;
   void finalize_orphan(const OrphanRecord& o, EntityKind kind);
   void digest_lifecycle_into(class Digest& d) const;
@@ -623,7 +625,7 @@ class World {
   // The closed lanes, waiters and counters (commands/set_lane_closed.cpp),
   // after the pedestrians; the first failure, naming its checkpoint path.
   std::optional<RestoreError> restore_lane_closures(const WorldCheckpoint& cp);
-  std::string check_lane_closures() const;
+  Status check_lane_closures() const;
 
   Scenario scenario_;
   LaneGraph lanes_;

@@ -33,6 +33,7 @@
 #include <string>
 #include <thread>
 
+#include "bustle/core/status.hpp"
 #include "bustle/core/world.hpp"
 #include "bustle/persist/snapshot_store.hpp"
 
@@ -71,8 +72,8 @@ struct JobStatus {
 };
 
 // Snapshot names: 1-64 characters of [A-Za-z0-9._-], not starting with
-// "keyframe." (reserved for recordings). Returns "" or why not.
-std::string validate_snapshot_name(const std::string& name);
+// "keyframe." (reserved for recordings). Ok, or InvalidArgument saying why not.
+core::Status validate_snapshot_name(const std::string& name);
 
 class PersistWorker {
  public:
