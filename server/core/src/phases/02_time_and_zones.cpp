@@ -6,6 +6,7 @@
 // (move_resident), residents recycled within quota go dormant, and those
 // activated get a lane position in their zone (place_resident).
 #include <algorithm>
+#include <cassert>
 
 #include "bustle/core/world.hpp"
 
@@ -35,22 +36,29 @@ void World::phase_time_and_zones() {
   }
   population_.set_zones_closed(zone_closed_scratch_);
   population_.lifecycle(distance, to_activate_, to_deactivate_, to_move_);
+  [[maybe_unused]] const std::uint32_t walking_before = pedestrians_.size();
+  assert(to_deactivate_.size() <= walking_before);
   for (const std::uint32_t r : to_move_) move_resident(r);
   for (const std::uint32_t r : to_deactivate_) {
     remove_pedestrian(rs.id[r]);
     population_.on_deactivated(r);
   }
   for (const std::uint32_t r : to_activate_) place_resident(r);
+  // Rows conserved: one row left per deactivation, one came per activation.
+  assert(pedestrians_.size() + to_deactivate_.size() == walking_before + to_activate_.size());
 }
 
 void World::place_resident(std::uint32_t r) {
   const ResidentStore& rs = population_.residents();
+  assert(r < rs.size());
   const auto& lanes = population_.zone_lanes()[rs.zone[r]];
+  assert(!lanes.empty());
   // An open lane of the zone. Growth of a zone with every lane closed is
   // deferred by the coordinator (set_zones_closed), so the fallback below
   // is a safety net only.
   LaneIndex lane = pick_open_lane(lanes);
   if (lane == kAnyLane) lane = lanes[rng_.next_below(static_cast<std::uint32_t>(lanes.size()))];
+  assert(lane < lanes_.size());
   const double s = rng_.next_unit() * lanes_.lane(lane).length_m;
   push_pedestrian(rs.id[r], lane, s, r, PriorityClass::Community, PedestrianOrigin::Resident);
   population_.on_activated(r);
@@ -68,6 +76,8 @@ void World::move_resident(std::uint32_t r) {
   if (!lane_waiters_.empty()) drop_lane_waiter(rs.id[r]);  // off the lane end it waited at
   pedestrian_digest_sum_ -= pedestrian_row_hash(slot) +
                             pedestrian_motion_hash(pedestrians_.id[slot], pedestrians_.s_m[slot]);
+  assert(lane < lanes_.size());
+  assert(pedestrians_.id[slot] == rs.id[r]);
   pedestrians_.lane[slot] = lane;
   pedestrians_.s_m[slot] = rng_.next_unit() * lanes_.lane(lane).length_m;
   pedestrian_lanes_written_.mark(slot);

@@ -6,6 +6,7 @@
 // phase itself: trim the largest surplus or grow the largest deficit,
 // within pedestrians.spawn_per_step_max.
 #include <algorithm>
+#include <cassert>
 #include <limits>
 
 #include "bustle/core/world.hpp"
@@ -74,9 +75,12 @@ void World::phase_background_upkeep() {
   // Fragments per pedestrian are found once; trimming reuses them.
   ledger_counts(ledger_actual_, alive > pedestrian_target_ ? &fragment_of_slot_ : nullptr);
   const std::uint32_t nf = static_cast<std::uint32_t>(ledger_actual_.size());
+  assert(ledger_target_.size() == nf);
   if (alive > pedestrian_target_) {
     const std::uint32_t n =
         std::min(alive - pedestrian_target_, scenario_.pedestrians.spawn_per_step_max);
+    assert(fragment_of_slot_.size() == pedestrians_.size());
+    [[maybe_unused]] const std::size_t requested_before = despawn_requests_.size();
     // Candidates per fragment: Coarse (off-screen) before others, then the
     // highest EntityId; the choice depends on state only, never on storage order.
     for (std::uint32_t k = 0; k < n; ++k) {
@@ -108,6 +112,9 @@ void World::phase_background_upkeep() {
       if (worst != LaneGraph::kNoFragment) --ledger_actual_[worst];
       request_despawn(pedestrians_.id[pick], DespawnReason::Overpopulated);
     }
+    // Trimming only asks (phase 9 removes), at most the per-step cap.
+    assert(despawn_requests_.size() - requested_before <= n);
+    assert(background_count_ == alive);
     return;
   }
   const std::uint32_t n =
@@ -133,6 +140,9 @@ void World::phase_background_upkeep() {
     if (!spawn_pedestrian(best)) break;
     ++ledger_actual_[best];
   }
+  // Growth adds background pedestrians, at most the per-step cap.
+  assert(background_count_ >= alive);
+  assert(background_count_ - alive <= n);
 }
 
 bool World::spawn_pedestrian(std::uint32_t fragment) {
@@ -141,6 +151,7 @@ bool World::spawn_pedestrian(std::uint32_t fragment) {
     ++counters_.spawn_failed_capacity;
     return false;
   }
+  assert(fragment < lanes_.fragments().size());
   const LaneFragment& f = lanes_.fragments()[fragment];
   const double s = f.start_m + rng_.next_unit() * f.length_m;
   push_pedestrian(a.id, f.lane, s, PedestrianStore::kNoResident, PriorityClass::Background,

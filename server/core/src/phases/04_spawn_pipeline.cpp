@@ -55,6 +55,7 @@ void World::phase_spawn_pipeline() {
   }
   // 2. Identities for the most important Queued handles (ties by handle).
   std::sort(spawn_order_.begin(), spawn_order_.end());
+  assert(spawn_order_.size() <= spawn_.live.size());
   std::uint32_t created = 0;
   for (const SpawnRank& rank : spawn_order_) {
     SpawnHandleState& h = spawn_.live[rank.live_index];
@@ -71,6 +72,10 @@ void World::phase_spawn_pipeline() {
       set_spawn_state(h, SpawnState::IdentityCreated);
     }
   }
+  // Spawn pipeline: at most per_step_cap identities per step, and every
+  // ranked handle either got one or was deferred.
+  assert(created <= scenario_.spawn.per_step_cap);
+  assert(created + c.deferred_by_cap + c.deferred_by_capacity == spawn_order_.size());
   retire_terminal_spawns();
 }
 
@@ -102,10 +107,12 @@ void World::register_spawn(SpawnHandleState& h) {
     defer_or_time_out(h, lane_closure_.spawns_deferred_total);
     return;
   }
+  assert(lane < lanes_.size());
   // A routed walker starts at the beginning of its first lane.
   const double s = h.route != kNoRoute ? 0.0 : rng_.next_unit() * lanes_.lane(lane).length_m;
   push_pedestrian(h.entity, lane, s, PedestrianStore::kNoResident, h.priority,
                   PedestrianOrigin::Spawned);
+  assert(pedestrians_.id[pedestrians_.size() - 1] == h.entity);
   set_pedestrian_route(pedestrians_.size() - 1, h.route);
   h.route = kNoRoute;  // the walker holds it now
   ++counters_.spawned_total;

@@ -2,6 +2,7 @@
 // fed the pre-step crossing occupancy; their despawn requests join the
 // world's single despawn phase (phase 9).
 #include <algorithm>
+#include <cassert>
 
 #include "bustle/core/world.hpp"
 
@@ -10,6 +11,7 @@ namespace bustle::core {
 void World::phase_vehicles() {
   if (scenario_.garages.empty()) return;
   // Crossing occupancy from the pre-step pedestrian state (phase 6 has not run).
+  assert(crossing_occupied_.size() == lanes_.size());
   std::fill(crossing_occupied_.begin(), crossing_occupied_.end(), 0);
   for (std::uint32_t i = 0; i < pedestrians_.size(); ++i) {
     if (lanes_.lane(pedestrians_.lane[i]).kind == LaneKind::Crossing)
@@ -18,7 +20,11 @@ void World::phase_vehicles() {
   vehicle_despawns_.clear();
   vehicles_.step(step_index_, scenario_.step_us, registry_, crossing_occupied_, tier_observers_,
                  vehicle_despawns_);
-  for (const VehicleSystem::DespawnRequest& d : vehicle_despawns_) request_despawn(d.id, d.reason);
+  // Every request names a vehicle alive this step (phase 9 removes it).
+  for (const VehicleSystem::DespawnRequest& d : vehicle_despawns_) {
+    assert(registry_.is_alive(d.id));
+    request_despawn(d.id, d.reason);
+  }
 }
 
 }  // namespace bustle::core

@@ -7,6 +7,7 @@
 // holding an anchored work-point slot steers to its slot and stands there
 // (work_point_anchors.cpp).
 #include <algorithm>
+#include <cassert>
 #include <optional>
 
 #include "bustle/core/world.hpp"
@@ -38,6 +39,15 @@ struct LaneWalk {
 World::Moved World::phase_move_pedestrians() {
   const double dt_s = static_cast<double>(scenario_.step_us) * 1e-6;
   const std::uint32_t n = pedestrians_.size();
+  // The columns the parts read and write are one row each per pedestrian.
+  assert(pedestrians_.lane.size() == n);
+  assert(pedestrians_.s_m.size() == n);
+  assert(pedestrians_.phase.size() == n);
+  assert(pedestrians_.sim_tier.size() == n);
+  assert(pedestrians_.catch_up_steps.size() == n);
+  assert(pedestrians_.hops.size() == n);
+  assert(pedestrians_.route.size() == n);
+  assert(pedestrians_.origin.size() == n);
   // Due this step, by tier and phase byte (a table per step, so the loop over
   // every pedestrian does one load instead of the stride arithmetic). Only
   // the 64 id phases are filled: a phase byte with the admission-mask bit set
@@ -74,6 +84,7 @@ World::Moved World::phase_move_pedestrians() {
     move_pedestrian_rows(p * kRowsPerPart, std::min(n, (p + 1) * kRowsPerPart), due, in_slice, dt_s,
                          out, tier_parts_[p], slice_rows_.data() + p * kRowsPerPart);
   });
+  assert(std::uint64_t{parts} * kRowsPerPart >= n);
   Moved moved;
   moved.tier_slice = {std::span<TierPart>(tier_parts_.data(), parts), slice_rows_.data()};
   for (std::uint32_t p = 0; p < parts; ++p) {
@@ -84,6 +95,8 @@ World::Moved World::phase_move_pedestrians() {
     for (const std::uint32_t route : part.released_routes) routes_.release(route);
   }
   if (!closed_lanes_.empty() || !lane_waiters_.empty()) merge_lane_waits();
+  assert(moved.due_rows <= n);
+  assert(pedestrians_.size() == n);  // leaving waits for phase 9
   return moved;
 }
 
@@ -101,6 +114,8 @@ void World::move_pedestrian_rows(
   // guess: the due rows of a chunk are listed first without a branch, then
   // moved in row order, as the one loop did.
   static_assert(kSimTierCount == 3);
+  assert(begin <= end);
+  assert(end <= pedestrians_.size());
   constexpr std::uint32_t kChunkRows = 512;
   std::uint32_t rows[kChunkRows];
   std::uint32_t members = 0, others[kSimTierCount] = {};
@@ -158,12 +173,17 @@ void World::move_pedestrian_rows(
   }
   slice.members = members;
   for (std::size_t t = 0; t < kSimTierCount; ++t) slice.others[t] = others[t];
+  // Every row is in phase 7's slice or counted in its tier's others, once
+  // (read back by phase_sim_tiers over all parts).
+  assert(members + others[0] + others[1] + others[2] == end - begin);
 }
 
 // One due row of phase 6: its lane walk, and its digest terms into `out`.
 void World::move_pedestrian_row(std::uint32_t i, double dt_s, MovePart& out) {
+  assert(i < pedestrians_.size());
   const SimTier sim_tier = pedestrians_.sim_tier[i];
   LaneIndex lane = pedestrians_.lane[i];
+  assert(lane < lanes_.size());
   const double s_before = pedestrians_.s_m[i];
   double s = s_before;
   // The steps since the row last moved: its stride, and its catch-up if it
@@ -242,6 +262,10 @@ void World::move_pedestrian_row(std::uint32_t i, double dt_s, MovePart& out) {
   // A row that waited at a closure (standing at its lane end) and moved on.
   if (!waited && !lane_waiters_.empty() && s_before == lanes_.lane(pedestrians_.lane[i]).length_m)
     out.departures.push_back(pedestrians_.id[i]);
+  // Pedestrian invariant 4 where it is written: on a lane, within its length.
+  assert(lane < lanes_.size());
+  assert(s >= 0.0);
+  assert(s <= lanes_.lane(lane).length_m);
   pedestrians_.lane[i] = lane;
   pedestrians_.s_m[i] = s;
   if (rehashed) out.sum_delta += pedestrian_row_hash(i);
@@ -266,6 +290,7 @@ LaneIndex World::next_pedestrian_lane(std::uint32_t i, const std::vector<LaneInd
     out.released_routes.push_back(pedestrians_.route[i]);
     pedestrians_.route[i] = kNoRoute;
   }
+  assert(!next.empty());
   return steer != kAnyLane       ? steer
          : open_pick != kAnyLane ? open_pick
                                  : next[static_cast<std::size_t>(h % next.size())];

@@ -36,6 +36,9 @@ std::uint64_t World::phase_sim_tiers(const TierSlice& slice) {
   const auto parts = static_cast<std::uint32_t>(slice.parts.size());
   assert(parts == parts_for_rows(pedestrians_.size()));
   const std::uint32_t m = lay_out_tier_slice(slice, others);
+  // Phase 6 put every row in the slice or its tier's others, once (read
+  // back here from its per-part counts).
+  assert(m + others[0] + others[1] + others[2] == pedestrians_.size());
   // ForceFull entities of other slices hold Full outside full_cap but inside
   // the hard cap.
   std::uint32_t others_forced = 0;
@@ -79,6 +82,10 @@ std::uint64_t World::phase_sim_tiers(const TierSlice& slice) {
   for (std::size_t t = 0; t < kSimTierCount; ++t)
     pedestrian_tier_counts_.per_tier[t] = sc.per_tier[t] + others[t];
   pedestrian_tier_counts_.forced = sc.forced + others_forced;
+  // Counts conserved: every pedestrian is counted in exactly one tier.
+  [[maybe_unused]] std::uint32_t tiered = 0;
+  for (std::size_t t = 0; t < kSimTierCount; ++t) tiered += pedestrian_tier_counts_.per_tier[t];
+  assert(tiered == pedestrians_.size());
   return digest_terms;
 }
 

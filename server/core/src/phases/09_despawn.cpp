@@ -17,6 +17,7 @@
 namespace bustle::core {
 
 void World::request_despawn(EntityId id, DespawnReason reason) {
+  assert(id.index < despawn_pending_.size());
   if (despawn_pending_[id.index] != 0) return;  // first reason wins
   despawn_pending_[id.index] = 1;
   despawn_requests_.push_back({id, reason});
@@ -43,6 +44,15 @@ void World::phase_despawn() {
   if (!lane_waiters_.empty()) request_lane_dead_ends();
   std::sort(despawn_requests_.begin(), despawn_requests_.end(),
             [](const DespawnRequest& a, const DespawnRequest& b) { return a.id < b.id; });
+  // One request per entity (despawn_pending_), so the order is strict.
+  assert(std::adjacent_find(despawn_requests_.begin(), despawn_requests_.end(),
+                            [](const DespawnRequest& a, const DespawnRequest& b) {
+                              return !(a.id < b.id);
+                            }) == despawn_requests_.end());
+  // Orphan invariant 1 on entry, read back on exit.
+  assert(retiring_fifo_.size() == orphans_.size());
+  [[maybe_unused]] const std::uint32_t pedestrians_before = pedestrians_.size();
+  [[maybe_unused]] std::uint32_t pedestrians_removed = 0;
   const std::uint64_t fade_steps =
       (std::uint64_t{scenario_.despawn.fade_ms} * 1000 + scenario_.step_us - 1) / scenario_.step_us;
   for (const DespawnRequest& req : despawn_requests_) {
@@ -81,6 +91,7 @@ void World::phase_despawn() {
     if (resident != ResidentStore::kNone)
       population_.on_retiring(static_cast<std::uint32_t>(resident));
     remove_pedestrian(req.id);  // demoted: no longer in tier competition
+    ++pedestrians_removed;
     if (off_screen || fade_steps == 0) {
       ++counters_.fade_skipped_total;
       o.release_step = step_index_;
@@ -97,6 +108,7 @@ void World::phase_despawn() {
     despawn_notices_.push_back({o.id, o.reason, DespawnStage::Retiring, EntityKind::Pedestrian});
   }
   despawn_requests_.clear();
+  assert(pedestrians_.size() + pedestrians_removed == pedestrians_before);
   retire_terminal_spawns();
 
   // Final deletion: the FIFO head while its fade is complete.
@@ -113,6 +125,7 @@ void World::phase_despawn() {
   }
   retiring_fifo_.erase(retiring_fifo_.begin(),
                        retiring_fifo_.begin() + static_cast<std::ptrdiff_t>(done));
+  assert(retiring_fifo_.size() == orphans_.size());
 }
 
 }  // namespace bustle::core

@@ -3,6 +3,8 @@
 // Sections: compute_digest (fixed section order), the pending commands'
 // terms, the lifecycle terms (spawn handles, orphans, routes), and the
 // pedestrian row hashes kept current as rows change.
+#include <cassert>
+
 #include "../world_internal.hpp"
 #include "bustle/core/digest.hpp"
 #include "bustle/core/world.hpp"
@@ -87,6 +89,7 @@ std::uint64_t World::compute_digest() const {
   for (const EntityId f : forced_full_) d.u64(f.packed());
   population_.digest_into(d);
 
+  assert(inbox_count_ <= inbox_.size());
   d.tag(5).u64(inbox_count_);
   for (std::size_t k = 0; k < inbox_count_; ++k) {
     const CommandEnvelope& env = inbox_[(inbox_head_ + k) % inbox_.size()];
@@ -207,6 +210,7 @@ void World::digest_lifecycle_into(Digest& d) const {
 }
 
 std::uint64_t World::pedestrian_row_hash(std::uint32_t slot) const {
+  assert(slot < pedestrians_.size());
   // Every column but s_m (pedestrian_motion_hash) and the two derived from others:
   // phase (from the id; only its admission-mask bit is state) and resident (the
   // population maps the id to it, and its rows are digested there).

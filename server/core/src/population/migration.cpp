@@ -2,6 +2,7 @@
 // (started one interval, resolved the next) and the per-resident migration
 // records.
 #include <algorithm>
+#include <cassert>
 #include <vector>
 
 #include "bustle/core/population.hpp"
@@ -49,8 +50,12 @@ void PopulationSystem::resolve_handoffs(const std::vector<std::int64_t>& desired
   // otherwise the member stays home. (A zone whose every lane is closed
   // takes nobody in, as its growth waits: World::move_resident would have
   // had only a closed lane to put the member on.)
+  [[maybe_unused]] const std::size_t moved_before = moved.size();
   for (const ZoneHandoff& h : handoffs_) {
     const std::uint32_t i = h.resident;
+    assert(i < residents_.size());
+    assert(h.to < zones_.size());
+    assert(h.from != h.to);
     std::uint32_t active_to = 0;
     for (std::size_t c = 0; c < scenario_->communities.size(); ++c)
       active_to += active_cz_[c * zones_.size() + h.to];
@@ -69,6 +74,7 @@ void PopulationSystem::resolve_handoffs(const std::vector<std::int64_t>& desired
       ++zones_[h.to].handoffs_returned;
     }
   }
+  assert(moved.size() - moved_before <= handoffs_.size());  // each handoff at most once
   handoffs_.clear();
 }
 
@@ -76,6 +82,9 @@ void PopulationSystem::start_handoffs(const std::vector<std::int64_t>& desired_z
                                       const std::vector<std::uint32_t>& desired_n,
                                       std::uint32_t& migrations_left) {
   const std::size_t nz = zones_.size();
+  assert(desired_zone.size() == scenario_->communities.size());
+  assert(desired_n.size() == scenario_->communities.size());
+  assert(handoffs_.empty());  // resolve_handoffs took last interval's
   for (std::uint32_t z = 0; z < nz && migrations_left > 0; ++z) {
     for (std::uint32_t c = 0; c < scenario_->communities.size() && migrations_left > 0; ++c) {
       if (desired_zone[c] != static_cast<std::int64_t>(z)) continue;
@@ -98,6 +107,11 @@ void PopulationSystem::start_handoffs(const std::vector<std::int64_t>& desired_z
   }
   std::sort(handoffs_.begin(), handoffs_.end(),
             [](const ZoneHandoff& a, const ZoneHandoff& b) { return a.resident < b.resident; });
+  // One handoff per resident (read back by in_handoff's binary search).
+  assert(std::adjacent_find(handoffs_.begin(), handoffs_.end(),
+                            [](const ZoneHandoff& a, const ZoneHandoff& b) {
+                              return a.resident >= b.resident;
+                            }) == handoffs_.end());
 }
 
 void PopulationSystem::count_pending_handoffs() {

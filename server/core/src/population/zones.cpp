@@ -2,6 +2,7 @@
 // (lifecycle) and per zone its recycle of excess members and its growth
 // from dormant ones within capacity, quotas and the migration budget.
 #include <algorithm>
+#include <cassert>
 #include <functional>
 #include <utility>
 #include <vector>
@@ -21,6 +22,11 @@ void PopulationSystem::lifecycle(const std::function<double(std::uint32_t)>& dis
                                  std::vector<std::uint32_t>& deactivate,
                                  std::vector<std::uint32_t>& moved) {
   plan_schedule();
+  const std::size_t nc = scenario_->communities.size();
+  assert(desired_zone_.size() == nc);
+  assert(desired_n_.size() == nc);
+  assert(active_cz_.size() == nc * zones_.size());
+  [[maybe_unused]] const std::size_t deactivating_before = deactivate.size();
   // Only active residents are visited (in EntityId order); dormant records
   // are touched only when chosen.
 
@@ -44,6 +50,10 @@ void PopulationSystem::lifecycle(const std::function<double(std::uint32_t)>& dis
     const std::uint32_t recycle = recycle_zone(z, distance_m, deactivate, excess_total);
     grow_zone(z, active_z, recycle, excess_total, migrations_left, activate);
   }
+  // Within the interval's budgets.
+  assert(migrations_left <= settings_.migration_budget);
+  assert(deactivate.size() - deactivating_before <=
+         std::size_t{settings_.recycle_quota} * zones_.size());
 }
 
 std::uint32_t PopulationSystem::recycle_zone(std::uint32_t z,
@@ -52,6 +62,8 @@ std::uint32_t PopulationSystem::recycle_zone(std::uint32_t z,
                                              std::uint32_t& excess_total) {
   const std::size_t nz = zones_.size();
   const std::size_t nc = scenario_->communities.size();
+  assert(z < nz);
+  assert(excess_total == 0);
   ZoneStatus& st = zones_[z];
   // Per community, its excess in this zone (members leaving by handoff
   // excepted), farthest first; retiring members are already going.
@@ -82,6 +94,7 @@ std::uint32_t PopulationSystem::recycle_zone(std::uint32_t z,
     recyc.insert(recyc.end(), mine.begin(), mine.begin() + excess);
   }
   std::sort(recyc.begin(), recyc.end(), farthest_first);
+  assert(recyc.size() == excess_total);  // each community's excess, once
   const std::uint32_t recycle =
       std::min<std::uint32_t>(settings_.recycle_quota, static_cast<std::uint32_t>(recyc.size()));
   for (std::uint32_t k = 0; k < recycle; ++k) deactivate.push_back(recyc[k].second);
@@ -128,6 +141,9 @@ void PopulationSystem::grow_candidates(std::uint32_t z, std::uint32_t& need_tota
 void PopulationSystem::grow_zone(std::uint32_t z, std::uint32_t active_z, std::uint32_t recycle,
                                  std::uint32_t excess_total, std::uint32_t& migrations_left,
                                  std::vector<std::uint32_t>& activate) {
+  assert(z < zones_.size());
+  assert(recycle <= excess_total);
+  assert(recycle <= active_z);
   ZoneStatus& st = zones_[z];
   std::uint32_t deferred = excess_total - recycle;
   // Dormant members of communities short in this zone (handoffs on their
@@ -164,6 +180,9 @@ void PopulationSystem::grow_zone(std::uint32_t z, std::uint32_t active_z, std::u
     activate.push_back(i);
     ++grow;
   }
+  // Growth within the quota and the room; what it could not place is counted.
+  assert(grow + held_by_migration <= want);
+  assert(want <= allowed);
   st.activated = grow;
   st.activated_total += grow;
   // Places the quota gave whose record could not move: deferred by migration.
@@ -173,6 +192,7 @@ void PopulationSystem::grow_zone(std::uint32_t z, std::uint32_t active_z, std::u
   st.active = active_z - recycle + grow;
   // Gross per community, like deferred_by_quota: one community's excess
   // never hides another's shortfall in the same zone.
+  assert(grow <= need_total);
   st.pending_spawn = need_total - grow;
   st.pending_recycle = excess_total - recycle;
 }

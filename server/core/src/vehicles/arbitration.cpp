@@ -3,6 +3,7 @@
 // the rule in arbitration.hpp that the kernel inlines.
 #include "arbitration.hpp"
 
+#include <cassert>
 #include <string>
 
 #include "bustle/core/vehicles.hpp"
@@ -76,7 +77,13 @@ const char* to_string(PolicyReason r) {
 }
 
 PolicyDecision arbitrate_policy(const PolicyInputs& in, const VehicleRules& rules) {
-  return arbitrate(in, rules);
+  const PolicyDecision dec = arbitrate(in, rules);
+  // A decision that holds the vehicle drives at no speed; a leader is
+  // recorded only by a yield to it.
+  assert(dec.advance || dec.speed_multiplier == 0.0);
+  assert(!dec.leader_recorded || dec.policy == ControlPolicy::Yielding);
+  assert(static_cast<std::size_t>(dec.policy) < kControlPolicyCount);
+  return dec;
 }
 
 }  // namespace bustle::core

@@ -107,6 +107,8 @@ void VehicleSystem::dispatch(std::uint64_t step_index, EntityRegistry& registry,
         gate = DispatchGate::Capacity;  // the world's entity capacity held it
       }
     }
+    // Capacity counts the mouth too: a dispatch never exceeds it.
+    assert(managed(g) <= spec.capacity);
     gs.last_gate = gate;
     ++gs.gate_steps[static_cast<std::size_t>(gate)];
   }
@@ -115,8 +117,12 @@ void VehicleSystem::dispatch(std::uint64_t step_index, EntityRegistry& registry,
 std::size_t VehicleSystem::dispatch_batch(std::uint64_t step_index, std::uint32_t g, std::size_t n,
                                           EntityRegistry& registry,
                                           const std::vector<Vec2>& observers) {
+  assert(g < garages_.size());
   GarageState& gs = garages_[g];
+  assert(n <= gs.queue.size());
   const std::uint32_t mouth_capacity = scenario_->garages[g].mouth_capacity;
+  [[maybe_unused]] const std::size_t queued_before = gs.queue.size();
+  [[maybe_unused]] const std::uint64_t ordinal_before = gs.next_vehicle_ordinal;
   std::size_t done = 0;
   for (; done < n; ++done) {
     // A free place in the mouth, or else a clear entrance (without a mouth
@@ -135,6 +141,10 @@ std::size_t VehicleSystem::dispatch_batch(std::uint64_t step_index, std::uint32_
     ++last_step_.dispatched;
     enter_from_mouth(step_index, g, observers);  // the front, when the entrance is clear
   }
+  // Requests conserved: each one dispatched left the queue and took the next
+  // VehicleId ordinal (invariant 3).
+  assert(gs.queue.size() + done == queued_before);
+  assert(gs.next_vehicle_ordinal == ordinal_before + done);
   return done;
 }
 
@@ -142,6 +152,7 @@ bool VehicleSystem::enter_from_mouth(std::uint64_t step_index, std::uint32_t g,
                                      const std::vector<Vec2>& observers) {
   GarageState& gs = garages_[g];
   if (gs.mouth.empty() || !entrance_clear(g)) return false;
+  [[maybe_unused]] const std::uint32_t on_road_before = store_.size();
   const MouthVehicle m = std::move(gs.mouth.front());
   gs.mouth.erase(gs.mouth.begin());
   const Pose start = lanes_->sample(routes_[g][0], 0.0);
@@ -151,6 +162,7 @@ bool VehicleSystem::enter_from_mouth(std::uint64_t step_index, std::uint32_t g,
                        : d <= t.simulated_enter_m ? SimTier::Simulated
                                                   : SimTier::Coarse;
   push_vehicle(step_index, m.id, g, m.ordinal, m.prototype, m.request_id, tier);
+  assert(store_.size() == on_road_before + 1);
   occupy_entrance(g);
   return true;
 }
