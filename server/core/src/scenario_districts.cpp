@@ -4,6 +4,7 @@
 // and name as border lanes exactly the lanes that lead into another district.
 // Errors name the JSON path and the district, in a fixed order (std::map and
 // vectors: no hashing decides it).
+#include <array>
 #include <map>
 #include <string>
 #include <vector>
@@ -18,15 +19,15 @@ constexpr int kNoDistrict = -1;
 // One kind of owned thing: its ids (first use of each; duplicates are
 // validate_scenario's to report) and, per thing, the district that claims it.
 struct Owned {
-  const char* field;  // in a district: "lanes", "zones", ...
-  const char* top;    // at the top level, for "belongs to no district"
+  const char* field;  // in a district and at the top level: "lanes", "zones", ...
   const char* noun;   // in messages
+  std::vector<std::string> DistrictSpec::*listed;
   std::map<std::string, std::size_t> index;
   std::vector<int> owner;
 
   template <class Specs>
-  Owned(const char* f, const char* t, const char* n, const Specs& specs)
-      : field(f), top(t), noun(n) {
+  Owned(const char* f, const char* n, std::vector<std::string> DistrictSpec::*l, const Specs& specs)
+      : field(f), noun(n), listed(l) {
     for (std::size_t i = 0; i < specs.size(); ++i) index.emplace(specs[i].id, i);
     owner.assign(specs.size(), kNoDistrict);
   }
@@ -44,11 +45,15 @@ class DistrictRules {
  public:
   explicit DistrictRules(const Scenario& s)
       : s_(s),
-        lanes_("lanes", "lanes", "lane", s.lanes),
-        zones_("zones", "zones", "zone", s.zones),
-        work_points_("work_points", "work_points", "work point", s.work_points),
-        garages_("garages", "garages", "garage", s.garages),
-        signals_("signals", "signals", "signal", s.signals) {}
+        lanes_("lanes", "lane", &DistrictSpec::lanes, s.lanes),
+        zones_("zones", "zone", &DistrictSpec::zones, s.zones),
+        work_points_("work_points", "work point", &DistrictSpec::work_points, s.work_points),
+        garages_("garages", "garage", &DistrictSpec::garages, s.garages),
+        signals_("signals", "signal", &DistrictSpec::signals, s.signals),
+        kinds_{&lanes_, &zones_, &work_points_, &garages_, &signals_} {}
+
+  DistrictRules(const DistrictRules&) = delete;  // kinds_ points into this object
+  DistrictRules& operator=(const DistrictRules&) = delete;
 
   std::vector<ScenarioError> run() {
     if (s_.districts.size() > kDistrictsMax) {
@@ -57,7 +62,7 @@ class DistrictRules {
       return std::move(errors_);
     }
     for (std::size_t d = 0; d < s_.districts.size(); ++d) claim(d);
-    for (Owned* kind : kinds()) unowned(*kind);
+    for (const Owned* kind : kinds_) unowned(*kind);
     same_district();
     for (std::size_t d = 0; d < s_.districts.size(); ++d) border_lanes(d);
     return std::move(errors_);
@@ -66,15 +71,6 @@ class DistrictRules {
  private:
   void fail(std::string path, std::string message) {
     errors_.push_back({std::move(path), std::move(message)});
-  }
-  std::vector<Owned*> kinds() { return {&lanes_, &zones_, &work_points_, &garages_, &signals_}; }
-  static const std::vector<std::string>& listed(const DistrictSpec& d, const Owned& kind) {
-    const std::string f = kind.field;
-    if (f == "lanes") return d.lanes;
-    if (f == "zones") return d.zones;
-    if (f == "work_points") return d.work_points;
-    if (f == "garages") return d.garages;
-    return d.signals;
   }
   std::string name(int d) const {
     return "'" + s_.districts[static_cast<std::size_t>(d)].id + "' (" +
@@ -91,8 +87,8 @@ class DistrictRules {
       fail(p + ".id", "duplicate district id '" + ds.id + "' (first used by " +
                           district_path(it->second) + ")");
     }
-    for (Owned* kind : kinds()) {
-      const std::vector<std::string>& ids = listed(ds, *kind);
+    for (Owned* kind : kinds_) {
+      const std::vector<std::string>& ids = ds.*(kind->listed);
       for (std::size_t k = 0; k < ids.size(); ++k) {
         const std::string path = p + "." + kind->field + "[" + std::to_string(k) + "]";
         const auto it = kind->index.find(ids[k]);
@@ -111,7 +107,7 @@ class DistrictRules {
   void unowned(const Owned& kind) {
     for (const auto& [id, i] : kind.index) {
       if (kind.owner[i] == kNoDistrict) {
-        fail(std::string(kind.top) + "[" + std::to_string(i) + "]",
+        fail(std::string(kind.field) + "[" + std::to_string(i) + "]",
              std::string(kind.noun) + " '" + id + "' belongs to no district");
       }
     }
@@ -189,6 +185,7 @@ class DistrictRules {
 
   const Scenario& s_;
   Owned lanes_, zones_, work_points_, garages_, signals_;
+  std::array<Owned*, 5> kinds_;
   std::map<std::string, std::size_t> ids_;
   std::vector<ScenarioError> errors_;
 };
