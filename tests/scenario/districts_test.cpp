@@ -4,14 +4,12 @@
 // district it names. The map is configuration only: the same city with and
 // without it steps to the same digests.
 #include <catch2/catch.hpp>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 
 #include "bustle/core/world.hpp"
 #include "bustle/scenario/scenario_loader.hpp"
-#include "read_json.hpp"
+#include "loader_test_support.hpp"
 
 using bustle::scenario::load_scenario_text;
 using bustle::scenario::LoadResult;
@@ -20,6 +18,7 @@ using nlohmann::json;
 namespace {
 
 using bustle::scenario::test::read_json;
+using bustle::scenario::test::require_single_error;
 
 json corridor_in_two() {
   return read_json(std::string(BUSTLE_SOURCE_DIR) +
@@ -27,19 +26,12 @@ json corridor_in_two() {
 }
 
 LoadResult load(const json& doc) {
-  return load_scenario_text(doc.dump(), "city.json");
+  return load_scenario_text(doc.dump(), "test.json");
 }
 
 // Exactly one error, at `path`, containing `fragment`.
 void require_error(const json& doc, const std::string& path, const std::string& fragment) {
-  const LoadResult r = load(doc);
-  INFO("errors: " << r.errors.size()
-                  << (r.errors.empty() ? "" : " first: " + r.errors[0].to_string()));
-  REQUIRE(r.errors.size() == 1);
-  CHECK(r.errors[0].source == "city.json");
-  CHECK(r.errors[0].path == path);
-  CHECK(r.errors[0].message.find(fragment) != std::string::npos);
-  CHECK_FALSE(r.scenario.has_value());
+  require_single_error(load(doc), path, fragment);
 }
 
 }  // namespace

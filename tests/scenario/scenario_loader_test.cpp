@@ -8,9 +8,12 @@
 #include <fstream>
 #include <sstream>
 
+#include "loader_test_support.hpp"
+
 using bustle::scenario::load_scenario_file;
 using bustle::scenario::load_scenario_text;
 using bustle::scenario::LoadResult;
+using bustle::scenario::test::require_single_error;
 
 namespace {
 
@@ -24,19 +27,6 @@ std::string read_file(const std::string& path) {
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();
-}
-
-// Exactly one error, and it names this path and contains this fragment.
-void require_single_error(const LoadResult& r, const std::string& path,
-                          const std::string& fragment) {
-  INFO("errors: " << r.errors.size()
-                  << (r.errors.empty() ? "" : " first: " + r.errors[0].to_string()));
-  REQUIRE_FALSE(r.ok());
-  REQUIRE(r.errors.size() == 1);
-  CHECK(r.errors[0].source == "test.json");
-  CHECK(r.errors[0].path == path);
-  CHECK(r.errors[0].message.find(fragment) != std::string::npos);
-  CHECK_FALSE(r.scenario.has_value());
 }
 
 // The minimal city with extra top-level fields and lane fields spliced in.

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "bustle/scenario/scenario_loader.hpp"
-#include "read_json.hpp"
+#include "loader_test_support.hpp"
 
 using nlohmann::json;
 
