@@ -104,18 +104,12 @@ def engine_symbols_by_file(module_dir):
                 add(spec, "specifier")
             for spec in re.findall(r"\b(\w+)\s*=", m.group(1)):
                 add(spec, "specifier")
-        for m in GLOBAL.finditer(text):
-            add(m.group(1), "global")
-        for m in TYPE.finditer(text):
-            add(m.group(1), "type")
-        for m in CONSTANT.finditer(text):
-            add(m.group(1), "macro/constant")
-        for m in MEMBER.finditer(text):
-            add(m.group(1), "member")
-        for m in CALL.finditer(text):
-            add(m.group(1), "function")
-        for m in LOWER_CALL.finditer(text):
-            add(m.group(1), "macro/constant")
+        # In this order: a name found by an earlier pattern keeps its kind.
+        for pattern, kind in ((GLOBAL, "global"), (TYPE, "type"), (CONSTANT, "macro/constant"),
+                              (MEMBER, "member"), (CALL, "function"),
+                              (LOWER_CALL, "macro/constant")):
+            for m in pattern.finditer(text):
+                add(m.group(1), kind)
         out[f] = found
     return out
 
