@@ -1,6 +1,7 @@
 """Handshake, subscription and the delta stream against the real server
 (protocol v2: lane-relative dead-reckoned motion, interest and budgets)."""
 
+import json
 import math
 import time
 
@@ -181,6 +182,48 @@ def test_observers_limit_interest_to_their_area(start_server):
         assert center in mirror and 0 < len(mirror) < everyone and left > 0
         for eid, (_, _, x, y) in mirror.positions_at().items():
             assert math.hypot(x - ox, y - oy) <= 22.0 + 0.01, (eid, x, y)
+
+
+def _two_rings_city(path) -> str:
+    """Two sidewalk rings 1 km apart, pedestrians on both."""
+    def ring(name, x0):
+        return [
+            {"id": f"{name}.n", "kind": "sidewalk", "speed_mps_limit": 1.4,
+             "points": [[x0, 0], [x0 + 30, 0], [x0 + 30, 10]], "successors": [f"{name}.s"]},
+            {"id": f"{name}.s", "kind": "sidewalk", "speed_mps_limit": 1.4,
+             "points": [[x0 + 30, 10], [x0, 10], [x0, 0]], "successors": [f"{name}.n"]},
+        ]
+    city = {"id": "test.two-rings", "step_us": 100000, "entity_capacity": 256,
+            "pedestrians": {"count": 40, "spawn_per_step_max": 40},
+            "lanes": ring("west", 0) + ring("east", 1000)}
+    path.write_text(json.dumps(city))
+    return str(path)
+
+
+def test_interest_moved_far_while_stepping_is_manual_applies_at_the_current_step(
+        start_server, tmp_path):
+    """Frames pose only what subscribed clients may read (docs/protocol.md,
+    interest coverage). A client that moves its observer to a part of the
+    city the last frame left out still gets that part at once, at the
+    current step, with no step run: the server republishes the step."""
+    srv = start_server("--clock", "manual", "--config", _two_rings_city(tmp_path / "rings.json"))
+    with srv.connect() as op, srv.connect() as c:
+        op.hello("it-cover-op", role="operator")
+        c.hello("it-cover-client")
+        op.step(10)
+        c.subscribe(observers=[Observer(15.0, 5.0, radius_m=40.0)])
+        mirror = c.mirror()
+        mirror.apply(c.next_delta(timeout=5.0))
+        west = len(mirror)
+        assert west > 0
+        assert all(x < 100.0 for (_, _, x, _) in mirror.positions_at().values())
+        step = mirror.step
+        c.update_interest(observers=[Observer(1015.0, 5.0, radius_m=40.0)])
+        d = c.next_delta(timeout=5.0)
+        assert d.step == step and not d.baseline
+        mirror.apply(d)
+        assert len(d.left) == west and len(mirror) > 0
+        assert all(x > 900.0 for (_, _, x, _) in mirror.positions_at().values())
 
 
 def test_subscribe_with_a_bad_observer_is_rejected_naming_the_field(server):

@@ -216,3 +216,66 @@ TEST_CASE("the frame's bounds hold orphans the stores no longer hold") {
   check_frame(*w, *frame);
   CHECK(frame->bounds.min_x_m <= frame->bounds.max_x_m);  // not empty
 }
+
+TEST_CASE("a covered frame holds exactly the whole frame's entities on the lanes it poses") {
+  // Two rings 1 km apart with a road through the first: a disc around the
+  // first ring poses it and the road, never the second ring, while
+  // pedestrians despawn (orphans fading on both rings) and respawn.
+  core::Scenario s = ring();
+  s.id = "test.net-two-rings";
+  s.lanes.push_back(
+      {"far-north", LaneKind::Sidewalk, {{1000, 0}, {1030, 0}, {1030, 10}}, 1.4, {"far-south"}});
+  s.lanes.push_back(
+      {"far-south", LaneKind::Sidewalk, {{1030, 10}, {1000, 10}, {1000, 0}}, 1.4, {"far-north"}});
+  s.pedestrians.count = 60;
+  s.pedestrians.spawn_per_step_max = 20;
+  s.observers = {{15.0, 5.0}, {1015.0, 5.0}};  // both rings near an observer: despawns fade
+  auto w = make(s);
+  const net::ArchetypeTable archetypes = net::make_archetypes(w->scenario());
+  const net::Coverage near_first{false, {{15.0, 5.0, 40.0}}};
+  net::FramePool pool;
+  std::size_t posed = 0, whole_n = 0, orphans_seen = 0;
+  for (int step = 1; step <= 60; ++step) {
+    if (step % 5 == 0 && w->pedestrians().size() > 4) {
+      for (const std::uint32_t k : {0u, 3u}) {
+        REQUIRE(w->submit({{1, static_cast<std::uint32_t>(step * 10) + k},
+                           core::WorldCommand{core::DespawnEntity{w->pedestrians().id[k]}}}) ==
+                core::SubmitStatus::Queued);
+      }
+    }
+    w->step();
+    orphans_seen += w->orphans().size();
+    const auto whole = net::make_published_frame(*w, archetypes);
+    const auto part = pool.make(*w, archetypes, 0, {}, true, near_first);
+    CHECK_FALSE(part->coverage.whole);
+    std::vector<net::PublishedEntity> expected;
+    for (const net::PublishedEntity& e : whole->entities)
+      if (w->lanes().lane(e.lane).id.rfind("far-", 0) != 0) expected.push_back(e);
+    REQUIRE(part->entities.size() == expected.size());
+    for (std::size_t k = 0; k < expected.size(); ++k) {
+      const net::PublishedEntity &a = part->entities[k], &b = expected[k];
+      CHECK(a.id == b.id);
+      CHECK(a.lane == b.lane);
+      CHECK(a.s_mm == b.s_mm);
+      CHECK(a.speed_mmps == b.speed_mmps);
+      CHECK(a.x_m == b.x_m);
+      CHECK(a.y_m == b.y_m);
+      CHECK(a.weight == b.weight);
+      CHECK(a.archetype == b.archetype);
+      CHECK(a.sim_tier == b.sim_tier);
+      CHECK(a.retiring == b.retiring);
+      CHECK(a.corpse == b.corpse);
+      CHECK(a.label == b.label);
+    }
+    // Every pedestrian counts for its chain's dots, posed or not.
+    std::vector<std::uint32_t> chains(w->lanes().chains().size(), 0);
+    for (const net::PublishedEntity& e : whole->entities)
+      if (e.kind == core::EntityKind::Pedestrian) ++chains[w->lanes().chain_of(e.lane)];
+    CHECK(part->chain_pedestrians == chains);
+    posed += part->entities.size();
+    whole_n += whole->entities.size();
+  }
+  CHECK(orphans_seen > 0);
+  CHECK(posed < whole_n);  // the far ring was left out
+  CHECK(posed > 0);
+}

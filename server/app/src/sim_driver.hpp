@@ -172,8 +172,9 @@ class SimDriver {
   net::ArchetypeTable
       archetypes_;         // Welcome.archetypes: same scenario for every world this driver runs
   net::FramePool frames_;  // published frames, reused once the network side lets go
-  bool frame_without_entities_ = false;  // the last frame was published without entities
-  std::uint64_t tick_ = 0;               // steps executed by this process (recording ticks)
+  bool frame_without_entities_ = false;           // the last frame was published without entities
+  std::uint64_t published_coverage_version_ = 0;  // of the interest coverage, at the last frame
+  std::uint64_t tick_ = 0;  // steps executed by this process (recording ticks)
   bool restore_keyframe_due_ = false;
   std::vector<core::CommandEnvelope> submitted_since_step_;  // for the recording
   // (session, request) of world commands submitted to the current world and

@@ -82,7 +82,11 @@ struct FrameBuilder {
   core::ImportanceField weights;  // areas and class/type weights only
   std::uint32_t step_us;
   const IndexRanks& ranks;
+  // Per lane: 1 when the frame's coverage poses it; null when whole.
+  const std::uint8_t* covered;
   std::vector<Bounds> part_bounds;  // live_entities(): one per part
+
+  bool posed(core::LaneIndex lane) const { return covered == nullptr || covered[lane] != 0; }
 
   // The pose the clients will reproduce: the simulated distance along the
   // lane, extrapolated by the steps since it was simulated, on the mm grid.
@@ -113,6 +117,7 @@ struct FrameBuilder {
     const core::PedestrianStore& peds = world.pedestrians();
     const core::ResidentStore& residents = world.population().residents();
     for (std::uint32_t i = begin; i < end; ++i) {
+      if (!posed(peds.lane[i])) continue;
       const core::SimTier tier = peds.sim_tier[i];
       PublishedEntity e =
           lane_pose(peds.id[i], peds.lane[i], peds.s_m[i], world.pedestrian_speed_mps(i),
@@ -147,6 +152,7 @@ struct FrameBuilder {
     const core::VehicleSystem& vs = world.vehicles();
     const core::VehicleStore& v = vs.store();
     for (std::uint32_t i = begin; i < end; ++i) {
+      if (!posed(v.lane[i])) continue;
       const core::SimTier tier = v.sim_tier[i];
       const std::uint32_t since =
           v.despawn_requested[i] ? 0
@@ -207,32 +213,44 @@ struct FrameBuilder {
     for (const Bounds& b : part_bounds) frame.bounds.add(b);
   }
 
-  // Which orphans the stores still hold (a vehicle the world keeps until it
-  // is deleted: only marked) and which the frame adds (`added`, their
-  // indices set in `ranks`). Before IndexRanks::finish(); the stores' rows
-  // are set already. Indices are unique among live entities: a stale
-  // occupant cannot share a slot with a live orphan.
-  static void rank_orphans(const core::World& world, IndexRanks& ranks,
-                           std::vector<std::uint8_t>& added) {
-    added.clear();
+  // What becomes of each orphan (`placed`): a store still holds its index (a
+  // vehicle the world keeps until it is deleted: only marked, when posed),
+  // the frame adds it (its index set in `ranks`), or it stands on a lane the
+  // coverage leaves out. Before IndexRanks::finish(). Indices are unique
+  // among live entities: a stale occupant cannot share a slot with a live
+  // orphan.
+  enum Placed : std::uint8_t { kHeld = 0, kAdded = 1, kOutside = 2 };
+  static void rank_orphans(const core::World& world, const std::uint8_t* covered, IndexRanks& ranks,
+                           std::vector<std::uint8_t>& placed) {
+    placed.clear();
+    const auto held = [&](std::uint32_t index) {
+      const auto& p = world.pedestrians().dense_of;
+      const auto& v = world.vehicles().store().dense_of;
+      return (index < p.size() && p[index] != core::PedestrianStore::kNoSlot) ||
+             (index < v.size() && v[index] != core::VehicleStore::kNoSlot);
+    };
     for (const core::OrphanRecord& o : world.orphans()) {
       // An orphan off every lane is never: the core validates orphan lanes.
-      added.push_back(!ranks.test(o.id.index) && o.lane < world.lanes().size());
+      if (held(o.id.index) || o.lane >= world.lanes().size()) {
+        placed.push_back(kHeld);
+      } else {
+        placed.push_back(covered == nullptr || covered[o.lane] != 0 ? kAdded : kOutside);
+      }
     }
-    for (std::size_t k = 0; k < added.size(); ++k)
-      if (added[k] != 0) ranks.set(world.orphans()[k].id.index);
+    for (std::size_t k = 0; k < placed.size(); ++k)
+      if (placed[k] == kAdded) ranks.set(world.orphans()[k].id.index);
   }
 
   // Orphans (retiring, fading out) stay in the stream until final deletion,
   // standing still where they stopped, so clients can fade them there. One
   // still held by its store is only marked.
-  void orphans(const std::vector<std::uint8_t>& added) {
+  void orphans(const std::vector<std::uint8_t>& placed) {
     std::vector<PublishedEntity>& entities = frame.entities;
     const core::ResidentStore& residents = world.population().residents();
     const std::vector<core::OrphanRecord>& records = world.orphans();
     for (std::size_t k = 0; k < records.size(); ++k) {
       const core::OrphanRecord& o = records[k];
-      if (added[k] == 0) {
+      if (placed[k] == kHeld) {
         if (!ranks.test(o.id.index)) continue;  // off every lane: never
         PublishedEntity& held = entities[ranks.rank(o.id.index)];
         if (held.id == o.id) {
@@ -241,14 +259,16 @@ struct FrameBuilder {
         }
         continue;
       }
-      PublishedEntity e = lane_pose(o.id, o.lane, o.s_m, 0.0, 0);
       // Pedestrians never walk roads: an orphan on a road is a vehicle even
       // once the vehicle store has let it go.
       const bool vehicle = world.vehicles().is_vehicle(o.id) ||
                            !core::is_pedestrian_lane(world.lanes().lane(o.lane).kind);
-      e.kind = vehicle ? core::EntityKind::Vehicle : core::EntityKind::Pedestrian;
+      // Counted among its chain's pedestrians also where it is not posed.
       if (!vehicle && !frame.chain_pedestrians.empty())
         ++frame.chain_pedestrians[world.lanes().chain_of(o.lane)];
+      if (placed[k] == kOutside) continue;
+      PublishedEntity e = lane_pose(o.id, o.lane, o.s_m, 0.0, 0);
+      e.kind = vehicle ? core::EntityKind::Vehicle : core::EntityKind::Pedestrian;
       e.sim_tier = static_cast<std::uint8_t>(core::SimTier::Coarse);
       e.retiring = true;
       e.corpse = core::is_corpse_reason(o.reason);  // a corpse fading out stays one
@@ -264,8 +284,11 @@ struct FrameBuilder {
   }
 };
 
+// `covered`: per lane, 1 when `coverage` poses it (LaneCoverage::mark); null
+// when the coverage is whole.
 void build_frame(const core::World& world, const ArchetypeTable& archetypes,
-                 std::uint64_t world_epoch, bool with_entities, PublishedFrame* frame) {
+                 std::uint64_t world_epoch, bool with_entities, const Coverage& coverage,
+                 const std::uint8_t* covered, PublishedFrame* frame) {
   // A pooled frame keeps its entries: live_entities() overwrites them and
   // resizes, so a steady city neither frees nor value-initialises 64 bytes
   // per entity every step.
@@ -280,29 +303,41 @@ void build_frame(const core::World& world, const ArchetypeTable& archetypes,
   frame->digest = world.digest();
   const std::uint32_t dots_every = world.scenario().pedestrians.dots_every_steps;
   frame->dot_step = dots_every > 0 && world.step_index() % dots_every == 0;
+  frame->coverage = coverage;
+  if (coverage.whole) covered = nullptr;
   if (with_entities) {
     // Kept per thread (the sim thread builds the frames), so a steady city
     // allocates nothing here.
     thread_local IndexRanks ranks;
-    thread_local std::vector<std::uint8_t> orphans_added;
+    thread_local std::vector<std::uint8_t> orphans_placed;
     ranks.clear(world.registry().capacity());
-    for (const core::EntityId id : world.pedestrians().id) ranks.set(id.index);
-    for (const core::EntityId id : world.vehicles().store().id) ranks.set(id.index);
-    FrameBuilder::rank_orphans(world, ranks, orphans_added);
+    const core::PedestrianStore& peds = world.pedestrians();
+    const core::VehicleStore& vehicles = world.vehicles().store();
+    if (covered == nullptr) {
+      for (const core::EntityId id : peds.id) ranks.set(id.index);
+      for (const core::EntityId id : vehicles.id) ranks.set(id.index);
+    } else {
+      for (std::uint32_t i = 0; i < peds.size(); ++i)
+        if (covered[peds.lane[i]] != 0) ranks.set(peds.id[i].index);
+      for (std::uint32_t i = 0; i < vehicles.size(); ++i)
+        if (covered[vehicles.lane[i]] != 0) ranks.set(vehicles.id[i].index);
+    }
+    FrameBuilder::rank_orphans(world, covered, ranks, orphans_placed);
     frame->entities.resize(ranks.finish());  // every entry written below
-    FrameBuilder b{world, archetypes, *frame, {}, world.scenario().step_us, ranks, {}};
+    FrameBuilder b{world, archetypes, *frame, {}, world.scenario().step_us, ranks, covered, {}};
     b.weights.prepare(world.scenario().tiers.importance, {}, {});
     b.live_entities();
     // Every pedestrian row is a pedestrian entity (the orphans add theirs).
-    // Only on dot steps, when every client with dots wants them; a delta at
-    // another step with dots (a baseline, or one coalescing a dot step)
-    // counts them by walking the frame.
-    if (frame->dot_step) {
+    // On dot steps, when every client with dots wants them, and in every
+    // frame that poses part of the city (a walk over it would miss the
+    // rest); a delta at another step with dots (a baseline, or one
+    // coalescing a dot step) counts them by walking a whole frame.
+    if (frame->dot_step || covered != nullptr) {
       frame->chain_pedestrians.assign(world.lanes().chains().size(), 0);
       for (const core::LaneIndex lane : world.pedestrians().lane)
         ++frame->chain_pedestrians[world.lanes().chain_of(lane)];
     }
-    b.orphans(orphans_added);
+    b.orphans(orphans_placed);
   }
   for (const core::SignalState& sg : world.vehicles().signals()) {
     frame->signal_phases.push_back(static_cast<std::uint8_t>(sg.phase));
@@ -317,13 +352,14 @@ std::shared_ptr<const PublishedFrame> make_published_frame(const core::World& wo
                                                            const ArchetypeTable& archetypes,
                                                            std::uint64_t world_epoch) {
   auto frame = std::make_shared<PublishedFrame>();
-  build_frame(world, archetypes, world_epoch, true, frame.get());
+  build_frame(world, archetypes, world_epoch, true, Coverage{}, nullptr, frame.get());
   return frame;
 }
 
 std::shared_ptr<const PublishedFrame> FramePool::make(
     const core::World& world, const ArchetypeTable& archetypes, std::uint64_t world_epoch,
-    std::span<const core::EntityId> awaiting_representation, bool with_entities) {
+    std::span<const core::EntityId> awaiting_representation, bool with_entities,
+    const Coverage& coverage) {
   // use_count() == 1: only the pool holds it, so no other thread can read it
   // (the count only grows through a copy of a pointer someone else holds).
   std::shared_ptr<PublishedFrame> frame;
@@ -341,7 +377,10 @@ std::shared_ptr<const PublishedFrame> FramePool::make(
     frame = std::make_shared<PublishedFrame>();
     if (frames_.size() < kFramePoolSize) frames_.push_back(frame);
   }
-  build_frame(world, archetypes, world_epoch, with_entities, frame.get());
+  const std::uint8_t* covered = nullptr;
+  if (with_entities && !coverage.whole)
+    covered = lane_coverage_.mark(world.lanes(), coverage, world_epoch).data();
+  build_frame(world, archetypes, world_epoch, with_entities, coverage, covered, frame.get());
   frame->awaiting_representation.assign(awaiting_representation.begin(),
                                         awaiting_representation.end());
   return frame;

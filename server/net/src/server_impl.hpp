@@ -65,6 +65,7 @@ class Server::Impl {
   NetCounters& counters() { return owner_.counters_; }
   std::atomic<std::uint32_t>& baselines_owed() { return owner_.baselines_owed_; }
   std::atomic<std::uint32_t>& subscriber_count() { return owner_.subscriber_count_; }
+  CoverageRegistry& interest_coverage() { return owner_.interest_coverage_; }
 
   Server& owner_;
   ServerOptions options_;

@@ -90,6 +90,14 @@ bool better(std::uint8_t hint, std::uint8_t than) {
 
 }  // namespace
 
+CoverageNeed coverage_need(const ClientInterest& interest) {
+  CoverageNeed need;
+  need.whole = interest.observers.empty();
+  for (const ClientObserver& o : interest.observers)  // select()'s radius, to the bit
+    need.discs.push_back({o.x_m, o.y_m, o.radius_m * kInterestExitFactor});
+  return need;
+}
+
 core::Status read_subscribe(const wire::Subscribe& sub, ClientInterest& out,
                             const RepresentationBudgets& default_budgets) {
   ClientInterest in;

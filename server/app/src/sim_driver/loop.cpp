@@ -50,15 +50,19 @@ void SimDriver::run(const std::atomic<bool>& stop) {
     drain_commands();
     advance_rebuilt_loads();
     if (stop.load()) break;
-    if (frame_without_entities_ && server_.subscriber_count() > 0) {
+    const bool idle = options_.clock == net::ClockMode::Manual || paused_;
+    if ((frame_without_entities_ && server_.subscriber_count() > 0) ||
+        (idle && server_.interest_coverage().version() != published_coverage_version_)) {
       // A client subscribed since the last frame, built without entities
       // while nobody was: publish this step's state in full for it now
-      // (also when paused or in manual mode, where no step may come).
+      // (also when paused or in manual mode, where no step may come). The
+      // same while no step comes for a client whose new interest the last
+      // frame's coverage may not hold; a running clock's next frame does.
       stages_.awaiting(*world_, awaiting_);
       publish_frame();
     }
 
-    if (options_.clock == net::ClockMode::Manual || paused_) {
+    if (idle) {
       // Nothing runs until a command arrives (Step, Resume), a restore is
       // ready, or shutdown.
       commands_.wait_until(Clock::now() + std::chrono::milliseconds(200));
@@ -101,8 +105,11 @@ void SimDriver::run(const std::atomic<bool>& stop) {
 void SimDriver::publish_frame() {
   // Nobody subscribed: nobody reads the entities, whose build is most of a
   // large city's step (a pose for every entity).
+  // Otherwise only what some client may read (the sessions' coverage).
   const bool with_entities = server_.subscriber_count() > 0;
-  server_.publish(frames_.make(*world_, archetypes_, world_epoch_, awaiting_, with_entities));
+  const net::Coverage coverage = server_.interest_coverage().current(&published_coverage_version_);
+  server_.publish(
+      frames_.make(*world_, archetypes_, world_epoch_, awaiting_, with_entities, coverage));
   frame_without_entities_ = !with_entities;
 }
 

@@ -145,6 +145,7 @@ void Session::close_now() {
   settle_baseline();  // a client that is gone owes nothing
   if (subscribed_) server_.subscriber_count().fetch_sub(1);
   subscribed_ = false;
+  server_.interest_coverage().erase(id_);
   if (observers_announced_) {
     // Its observers stop counting for the tiers.
     tracker_.set_interest(ClientInterest{}, false);

@@ -12,6 +12,7 @@ void Session::handle_subscribe(const wire::Subscribe& sub) {
                   s.within("Subscribe.").message());
   }
   tracker_.set_interest(interest, true);
+  file_coverage_need();
   if (server_.latest_seen_) epoch_ = server_.latest_seen_->world_epoch;
   if (!subscribed_) {
     server_.subscriber_count().fetch_add(1);
@@ -38,12 +39,23 @@ void Session::handle_update_interest(const wire::UpdateInterest& upd) {
                   s.within("UpdateInterest.").message());
   }
   tracker_.set_interest(interest, false);
+  file_coverage_need();
   announce_observers();
   answer(upd.request_id());
   // Applied now, at the current step (entities enter and leave at once),
   // not only at the next step.
   interest_changed_ = true;
   if (server_.latest_seen_) on_frame_published(server_.latest_seen_);
+}
+
+// What this client may read, filed for the frames to come. When the latest
+// frame does not cover it, the sim thread is woken: a paused or manual clock
+// then republishes the current step for it (a running one's next frame does).
+void Session::file_coverage_need() {
+  coverage_need_ = coverage_need(tracker_.interest());
+  server_.interest_coverage().set(id_, coverage_need_);
+  if (server_.latest_seen_ && !server_.latest_seen_->coverage.covers(coverage_need_))
+    server_.commands_.notify();
 }
 
 // This session's observers feed the tier resolver (the sim driver unites

@@ -107,6 +107,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void handle_subscribe(const wire::Subscribe& sub);
   void handle_update_interest(const wire::UpdateInterest& upd);
   void announce_observers();
+  void file_coverage_need();
 
   // leases.cpp
   void handle_lease_report(const wire::LeaseReport& report);
@@ -147,6 +148,7 @@ class Session : public std::enable_shared_from_this<Session> {
   Phase phase_ = Phase::AwaitHello;
   Role role_ = Role::Viewer;
   bool subscribed_ = false;
+  CoverageNeed coverage_need_;  // filed with the server's interest coverage while subscribed
   std::string address_;
   std::uint64_t last_sent_step_ = 0;
   std::uint64_t epoch_ = 0;

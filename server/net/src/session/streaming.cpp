@@ -31,6 +31,9 @@ Session::DeltaPlan Session::plan_delta(const std::shared_ptr<const PublishedFram
   // A frame without entities (nobody was subscribed when it was built):
   // the sim thread publishes this step in full once it sees this session.
   if (!frame->entities_built) return {};
+  // A frame built before this client's interest was filed may leave out
+  // entities it reads: wait for one that covers it (file_coverage_need()).
+  if (!frame->coverage.covers(coverage_need_)) return {};
   if (frame->step <= last_sent_step_ && !tracker_.baseline_pending() && !interest_changed_)
     return {};
   if (over_soft_cap()) {

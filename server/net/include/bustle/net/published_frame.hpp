@@ -18,6 +18,7 @@
 
 #include "bustle/core/entity_id.hpp"
 #include "bustle/core/world.hpp"
+#include "bustle/net/coverage.hpp"
 
 namespace bustle::net {
 
@@ -85,6 +86,10 @@ struct PublishedFrame {
   // `entities` is empty whatever the world holds (nobody would read it) and
   // sessions wait for a frame built in full. Everything else is filled.
   bool entities_built = true;
+  // The part of the city `entities` holds (coverage.hpp): every entity when
+  // whole, else those on the lanes that reach into its discs. A session
+  // encodes only from a frame that covers its interest.
+  Coverage coverage;
   std::vector<PublishedEntity> entities;  // sorted by id.index, unique indices
   // Of every entity's (x_m, y_m): the spatial index's grid. Gathered while
   // the entities are built (in their parts), so the network thread does not
@@ -93,8 +98,9 @@ struct PublishedFrame {
   std::vector<std::uint8_t> signal_phases;  // per scenario signal (core::SignalPhase)
   // Per lane chain: the pedestrian entities of `entities` on it. A client's
   // dots are this minus the pedestrians it receives, so they cost it what it
-  // receives, not a walk over the whole frame. Filled on dot steps only
-  // (empty otherwise: a client's dots are then counted by a walk).
+  // receives, not a walk over the whole frame. Filled on dot steps and in
+  // every frame that is not whole (empty otherwise: a client's dots are
+  // then counted by a walk).
   std::vector<std::uint32_t> chain_pedestrians;
   // The world's observers (scenario + SetObservers): clients without
   // observers of their own are ranked from these, like the tier resolver.
@@ -132,15 +138,18 @@ std::shared_ptr<const PublishedFrame> make_published_frame(const core::World& wo
 // is already mapped saves the page faults of a fresh allocation every step.
 // With `with_entities` false the frame carries everything but the entities
 // (PublishedFrame::entities_built): what the sim thread publishes while no
-// client is subscribed.
+// client is subscribed. `coverage` says which entities it poses (the
+// sessions' CoverageRegistry::current()).
 class FramePool {
  public:
   std::shared_ptr<const PublishedFrame> make(
       const core::World& world, const ArchetypeTable& archetypes, std::uint64_t world_epoch,
-      std::span<const core::EntityId> awaiting_representation = {}, bool with_entities = true);
+      std::span<const core::EntityId> awaiting_representation = {}, bool with_entities = true,
+      const Coverage& coverage = {});
 
  private:
   std::vector<std::shared_ptr<PublishedFrame>> frames_;  // at most kFramePoolSize
+  LaneCoverage lane_coverage_;
 };
 inline constexpr std::size_t kFramePoolSize = 4;
 

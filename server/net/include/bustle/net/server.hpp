@@ -329,6 +329,12 @@ class Server {
   // wakes the sim thread through the command queue, which then publishes the
   // current step's frame in full before anything else.
   std::uint32_t subscriber_count() const { return subscriber_count_.load(); }
+  // Thread-safe: which part of the city the subscribed sessions may read
+  // (coverage.hpp). The sim thread builds every frame for its current(); a
+  // session whose interest the latest frame does not cover waits for the
+  // next frame, and wakes the sim thread through the command queue so that
+  // a paused or manual clock republishes the current step for it.
+  const CoverageRegistry& interest_coverage() const { return interest_coverage_; }
   // Thread-safe. After a world replacement (a frame with a new world_epoch):
   // the newest epoch the network thread has handed to its sessions, and how
   // many subscribed clients have not yet had their baseline of it written to
@@ -346,6 +352,7 @@ class Server {
   std::unique_ptr<Impl> impl_;
   std::atomic<std::uint32_t> client_count_{0};
   std::atomic<std::uint32_t> subscriber_count_{0};
+  CoverageRegistry interest_coverage_;
   std::atomic<std::uint64_t> epoch_handed_out_{0};
   std::atomic<std::uint32_t> baselines_owed_{0};
   NetCounters counters_;

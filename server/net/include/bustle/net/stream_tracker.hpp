@@ -73,6 +73,10 @@ struct ClientInterest {
   std::uint16_t motion_tolerance_mm = 10;
 };
 
+// What a client with this interest may read (coverage.hpp): inside the exit
+// radius of each of its observers, or the whole city when it has none.
+CoverageNeed coverage_need(const ClientInterest& interest);
+
 // Reads and validates a Subscribe (kinds, observers, budgets, tolerance).
 // Returns Ok or the first problem, InvalidArgument naming the field
 // ("observers[2].radius_m: ..."); `out` is only written when valid. Without budgets the client gets

@@ -1,0 +1,97 @@
+// Which part of the city a published frame poses: the interest coverage.
+//
+// Posing an entity (its pose on the wire's grid, its position, its weight)
+// is most of a large city's frame build, yet a client only ever reads the
+// entities inside the exit radius of its observers (stream_tracker.hpp). So
+// every subscribed session files what it may read with the server's
+// CoverageRegistry, the sim thread builds each frame for their union (the
+// frame's Coverage), and a session encodes only from a frame whose coverage
+// holds its own discs. A client without observers reads the whole city and
+// makes every frame whole. What a client receives is the same either way:
+// it selects from the covered entities exactly what it would select from all
+// of them.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <span>
+#include <vector>
+
+#include "bustle/core/lane_graph.hpp"
+
+namespace bustle::net {
+
+// Where a client may read entities: within radius_m of (x_m, y_m).
+struct CoverageDisc {
+  double x_m = 0.0;
+  double y_m = 0.0;
+  double radius_m = 0.0;
+  bool operator==(const CoverageDisc&) const = default;
+};
+
+// What a session needs posed: the whole city, or only inside these discs.
+struct CoverageNeed {
+  bool whole = true;
+  std::vector<CoverageDisc> discs;
+  bool operator==(const CoverageNeed&) const = default;
+};
+
+// The part of the city a frame poses: every entity when `whole`, else every
+// entity on a lane that may reach into one of `discs` (and maybe more).
+struct Coverage {
+  bool whole = true;
+  std::vector<CoverageDisc> discs;
+  // Whether a frame built for this coverage holds every entity `need` may
+  // read: each of its discs lies inside one of ours.
+  bool covers(const CoverageNeed& need) const;
+};
+
+// The sessions' needs, filed from the network thread and read by the sim
+// thread before every frame (thread-safe). With no need filed the coverage
+// is whole: it matters only while somebody is subscribed.
+class CoverageRegistry {
+ public:
+  void set(std::uint32_t session_id, CoverageNeed need);
+  void erase(std::uint32_t session_id);
+  // The union of every filed need; `version` grows with every change.
+  Coverage current(std::uint64_t* version = nullptr) const;
+  std::uint64_t version() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::uint32_t, CoverageNeed> needs_;  // by session id: a fixed union order
+  std::uint64_t version_ = 0;
+};
+
+// Marks the lanes a Coverage poses (sim thread). A lane counts when the box
+// around its polyline, grown by kCoverageMarginM, meets the square around one
+// of the discs: a superset of the lanes that reach into the discs, found on a
+// grid over the lanes so a coverage of many discs stays cheap.
+class LaneCoverage {
+ public:
+  // Per lane: 1 when posed. Re-indexes when `lanes` is another graph or
+  // the world was replaced (a new world_epoch) since the last call.
+  const std::vector<std::uint8_t>& mark(const core::LaneGraph& lanes, const Coverage& coverage,
+                                        std::uint64_t world_epoch);
+
+ private:
+  void index(const core::LaneGraph& lanes);
+  std::int64_t col(double x_m) const;
+  std::int64_t row(double y_m) const;
+
+  const core::LaneGraph* indexed_ = nullptr;
+  std::uint32_t indexed_lanes_ = 0;
+  std::uint64_t indexed_epoch_ = 0;
+  double min_x_m_ = 0.0, min_y_m_ = 0.0, cell_m_ = 64.0;
+  std::int64_t cols_ = 0, rows_ = 0;
+  std::vector<std::uint32_t> lane_cell_start_;  // per lane + 1: prefix sums into lane_cells_
+  std::vector<std::uint32_t> lane_cells_;       // the grid cells each lane's box spans
+  std::vector<std::uint8_t> cell_marked_;
+  std::vector<std::uint8_t> covered_;
+};
+
+// Positions are on the lane's polyline; the margin only absorbs rounding.
+inline constexpr double kCoverageMarginM = 1.0;
+
+}  // namespace bustle::net
