@@ -15,6 +15,7 @@
 #include <optional>
 #include <thread>
 
+#include "bustle/app/cpu_budget.hpp"
 #include "bustle/app/process_startup.hpp"
 #include "bustle/app/thread_phase_executor.hpp"
 #include "bustle/core/world.hpp"
@@ -438,9 +439,14 @@ int run(int argc, char** argv) {
   // Threads for the step's parallel parts (--sim-threads); declared before
   // the world is handed on, so that they outlive it (the driver and the
   // worlds it restores keep using them). Any count gives the same digests.
-  bustle::app::ThreadPhaseExecutor sim_threads(opt.sim_threads);
+  const std::uint32_t sim_thread_count =
+      opt.sim_threads != 0 ? opt.sim_threads
+                           : std::min(bustle::app::usable_cpus(), bustle::app::kSimThreadsAutoMax);
+  spdlog::info("sim threads: {}{}", sim_thread_count,
+               opt.sim_threads != 0 ? "" : " (auto: the CPUs this process may use)");
+  bustle::app::ThreadPhaseExecutor sim_threads(sim_thread_count);
   std::unique_ptr<bustle::core::World> world_owner = std::move(city.world);
-  if (opt.sim_threads > 1) world_owner->set_phase_executor(&sim_threads);
+  if (sim_thread_count > 1) world_owner->set_phase_executor(&sim_threads);
 
   std::unique_ptr<bustle::persist::Recorder> recorder;
   if (opt.batch_steps) {

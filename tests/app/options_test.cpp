@@ -48,6 +48,14 @@ TEST_CASE("bad values name the flag or variable") {
         std::string::npos);
 }
 
+TEST_CASE("sim threads are auto (0) unless a count is given") {
+  CHECK(parse({}).options.sim_threads == 0);
+  CHECK(parse({"--sim-threads", "auto"}).options.sim_threads == 0);
+  CHECK(parse({"--sim-threads", "3"}).options.sim_threads == 3);
+  CHECK(parse({}, {{"BUSTLE_SIM_THREADS", "2"}}).options.sim_threads == 2);
+  CHECK(parse({"--sim-threads", "0"}).error.find("a thread count or auto") != std::string::npos);
+}
+
 TEST_CASE("batch mode") {
   const auto r = parse({"--steps", "1000", "--seed", "7", "--print-digest"});
   REQUIRE(r.error.empty());

@@ -3,7 +3,8 @@ what the city computes. The same 40 000-pedestrian city, stepped in batch
 mode with 1, 2 and 4 threads, prints the same digest after 15 and after 40
 steps (tests/app/thread_phase_executor_test compares every step); a live
 server with 2 threads, stepped over the socket, reaches the batch digest;
-bad counts are refused naming the flag (issue 17)."""
+bad counts are refused naming the flag (issue 17); without the flag the
+server takes one thread per CPU it may use (issue 31)."""
 
 import json
 import os
@@ -62,8 +63,28 @@ def test_a_live_server_with_two_threads_reaches_the_batch_digest(start_server, t
 
 
 def test_bad_thread_counts_are_refused_naming_the_flag():
-    for bad in ("0", "65", "two"):
+    for bad in ("0", "65", "two", "Auto"):
         p = subprocess.run([server_binary(), "--sim-threads", bad, "--steps", "1"], capture_output=True, text=True,
                            timeout=30, env=clean_env())
         assert p.returncode == 2, (bad, p.returncode, p.stderr)
         assert "--sim-threads" in p.stderr and bad in p.stderr, p.stderr
+
+
+def test_without_the_flag_the_server_uses_the_cpus_it_may_use():
+    """auto (the default): one thread per CPU of the affinity mask and the
+    cgroup quota, at most 8; the log says how many and why."""
+    p = subprocess.run([server_binary(), "--steps", "1", "--log-level", "info"], capture_output=True,
+                       text=True, timeout=30, env=clean_env())
+    assert p.returncode == 0, p.stderr
+    expected = min(len(os.sched_getaffinity(0)), 8)
+    try:
+        quota, period = open("/sys/fs/cgroup/cpu.max").read().split()
+        if quota != "max":
+            expected = min(expected, max(1, -(-int(quota) // int(period))))
+    except (OSError, ValueError):
+        pass
+    assert f"sim threads: {expected} (auto: the CPUs this process may use)" in p.stderr, p.stderr[-2000:]
+    p = subprocess.run([server_binary(), "--steps", "1", "--log-level", "info", "--sim-threads", "1"],
+                       capture_output=True, text=True, timeout=30, env=clean_env())
+    assert p.returncode == 0, p.stderr
+    assert any(line.endswith("sim threads: 1") for line in p.stderr.splitlines()), p.stderr[-2000:]

@@ -138,7 +138,11 @@ std::vector<Setting> settings() {
        }},
       {"--sim-threads", "BUSTLE_SIM_THREADS", true,
        [=](O& o, const std::string& v) {
-         return store_whole<std::uint32_t>(v, 1, 64, o.sim_threads, "a thread count");
+         if (v == "auto") {
+           o.sim_threads = 0;
+           return std::string();
+         }
+         return store_whole<std::uint32_t>(v, 1, 64, o.sim_threads, "a thread count or auto");
        }},
       {"--net-threads", "BUSTLE_NET_THREADS", true,
        [=](O& o, const std::string& v) {
@@ -330,8 +334,10 @@ Flags override BUSTLE_* environment variables (shown in brackets).
   --rate HZ              steps per second, overrides the scenario's step_us
                          (1..1000)                                      [BUSTLE_RATE]
   --sim-threads N        threads that step the city's parallel parts (pedestrian
-                         movement, tier distances), 1..64 (default 1); every
-                         count gives the same digests           [BUSTLE_SIM_THREADS]
+                         movement, tier distances, the frame), 1..64 or auto
+                         (default auto: one per CPU the process may use, its
+                         affinity and cgroup quota, at most 8); every count
+                         gives the same digests                 [BUSTLE_SIM_THREADS]
   --net-threads N        threads that encode a step's deltas for several clients
                          at once (the network thread and N - 1 helpers), 1..64
                          (default 1); every count gives every client the same

@@ -17,7 +17,9 @@ struct AppOptions {
   std::optional<std::string> config_path;  // empty: the embedded default city
   std::uint64_t seed = 1;
   std::optional<double> rate_hz;  // overrides the scenario's step_us
-  std::uint32_t sim_threads = 1;  // threads for the step's parallel parts
+  // Threads for the step's parallel parts; 0 (the default, or "auto"): one
+  // per usable CPU, at most kSimThreadsAutoMax (cpu_budget.hpp).
+  std::uint32_t sim_threads = 0;
   std::uint32_t net_threads = 1;  // threads that encode several clients' deltas at once
   net::ClockMode clock = net::ClockMode::Realtime;
   std::optional<std::uint64_t> batch_steps;  // --steps N: headless batch run
