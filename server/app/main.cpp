@@ -406,6 +406,17 @@ int shut_down(const bustle::app::AppOptions& opt, std::atomic<bool>& shutting_do
   return status;
 }
 
+// --sim-threads, or with auto one per CPU this process may use; logged.
+std::uint32_t sim_threads_to_run(const bustle::app::AppOptions& opt) {
+  if (opt.sim_threads != 0) {
+    spdlog::info("sim threads: {}", opt.sim_threads);
+    return opt.sim_threads;
+  }
+  const std::uint32_t n = std::min(bustle::app::usable_cpus(), bustle::app::kSimThreadsAutoMax);
+  spdlog::info("sim threads: {} (auto: the CPUs this process may use)", n);
+  return n;
+}
+
 // Start-up in the order that leaves nothing behind when a step fails (port
 // first, then files), objects declared so that they are destroyed in reverse
 // dependency order, then the sim loop on this thread and the shutdown.
@@ -439,14 +450,9 @@ int run(int argc, char** argv) {
   // Threads for the step's parallel parts (--sim-threads); declared before
   // the world is handed on, so that they outlive it (the driver and the
   // worlds it restores keep using them). Any count gives the same digests.
-  const std::uint32_t sim_thread_count =
-      opt.sim_threads != 0 ? opt.sim_threads
-                           : std::min(bustle::app::usable_cpus(), bustle::app::kSimThreadsAutoMax);
-  spdlog::info("sim threads: {}{}", sim_thread_count,
-               opt.sim_threads != 0 ? "" : " (auto: the CPUs this process may use)");
-  bustle::app::ThreadPhaseExecutor sim_threads(sim_thread_count);
+  bustle::app::ThreadPhaseExecutor sim_threads(sim_threads_to_run(opt));
   std::unique_ptr<bustle::core::World> world_owner = std::move(city.world);
-  if (sim_thread_count > 1) world_owner->set_phase_executor(&sim_threads);
+  if (sim_threads.threads() > 1) world_owner->set_phase_executor(&sim_threads);
 
   std::unique_ptr<bustle::persist::Recorder> recorder;
   if (opt.batch_steps) {

@@ -101,6 +101,13 @@ std::vector<Setting> client_settings() {
   };
 }
 
+// --sim-threads: a count, or "auto" (0: one per usable CPU, cpu_budget.hpp).
+std::string store_threads_or_auto(const std::string& v, std::uint32_t& out) {
+  if (v != "auto") return store_whole<std::uint32_t>(v, 1, 64, out, "a thread count or auto");
+  out = 0;
+  return {};
+}
+
 std::vector<Setting> settings() {
   using O = AppOptions;
   std::vector<Setting> all = {
@@ -137,13 +144,7 @@ std::vector<Setting> settings() {
          return std::string();
        }},
       {"--sim-threads", "BUSTLE_SIM_THREADS", true,
-       [=](O& o, const std::string& v) {
-         if (v == "auto") {
-           o.sim_threads = 0;
-           return std::string();
-         }
-         return store_whole<std::uint32_t>(v, 1, 64, o.sim_threads, "a thread count or auto");
-       }},
+       [=](O& o, const std::string& v) { return store_threads_or_auto(v, o.sim_threads); }},
       {"--net-threads", "BUSTLE_NET_THREADS", true,
        [=](O& o, const std::string& v) {
          return store_whole<std::uint32_t>(v, 1, 64, o.net_threads, "a thread count");
