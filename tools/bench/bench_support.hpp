@@ -32,6 +32,7 @@ int bench_population(const Args& a);  // bench_population.cpp
 int bench_snapshot(const Args& a);    // bench_snapshot.cpp
 int bench_vehicles(const Args& a);    // bench_vehicles.cpp
 int bench_stream(const Args& a);      // bench_stream.cpp
+int bench_districts(const Args& a);   // bench_districts.cpp
 
 // Entity capacity for n entities: a power of two, at least 1024, with 25 % headroom.
 std::uint32_t capacity_for(std::uint32_t n);
@@ -131,5 +132,17 @@ void print_step_times(const StepTimes& t);
 //     every vehicle is Full (stride 1); no pedestrians.
 // (grid_city.cpp)
 bustle::core::Scenario grid_city(std::uint32_t n, std::uint32_t vehicles);
+
+// The district city (issue 34): grid_city(n, vehicles) plus a sidewalk
+// beside every road lane (5 m to its right, the same way; at a node a
+// pedestrian may walk on in any direction but back), P pedestrians, every
+// entity Full, and a district map of `districts` strips of node columns
+// (column i in strip i x districts / n): each lane belongs to the strip of
+// the node it leaves, garages and signals to their lane's, border lanes are
+// those with a successor in another strip. Vehicles crossing a strip border
+// circle the blocks that straddle it; pedestrians walk anywhere.
+// [Precondition: 1 <= districts <= n] (district_city.cpp)
+bustle::core::Scenario district_city(std::uint32_t n, std::uint32_t districts,
+                                     std::uint32_t pedestrians, std::uint32_t vehicles);
 
 }  // namespace bustle::bench

@@ -6,6 +6,7 @@
 //   bustle-bench snapshot   [--agents N] [--repeat R] [--dir DIR] [--threads T] [--seed K]
 //   bustle-bench vehicles   [--grid N] [--vehicles V] [--steps S] [--seed K]
 //   bustle-bench stream     [--agents N] [--grid N] [--vehicles V] [--steps S] [--seed K]
+//   bustle-bench districts  [--grid N] [--districts K] [--agents P] [--vehicles V] [--steps S]
 //   bustle-bench fanout     [--clients N] [--stalled-percent P] [--agents N] [--seconds S]
 //                           [--warmup W] [--repeat R] [--server PATH] [--dir DIR]
 //                           [--outbound-max-bytes B] [--motion-tolerance-mm T]
@@ -56,6 +57,8 @@ int main(int argc, char** argv) {
     status = bustle::bench::bench_stream(a);
   } else if (a.mode == "vehicles") {
     status = bustle::bench::bench_vehicles(a);
+  } else if (a.mode == "districts") {
+    status = bustle::bench::bench_districts(a);
   } else if (a.mode == "population") {
     status = bustle::bench::bench_population(a);
   } else {

@@ -176,6 +176,21 @@ void add_vehicles(CLI::App& app, Args& a) {
   add_json(*sub, a);
 }
 
+void add_districts(CLI::App& app, Args& a) {
+  CLI::App* sub = bench_subcommand(
+      app, "districts",
+      "step the district city (issue 34: the vehicle grid with sidewalks, cut into strips of node "
+      "columns) on one process and count border crossings; fails when the map is refused or "
+      "pedestrians or vehicles never cross");
+  add_int<std::uint32_t>(*sub, "--grid", a.grid, "nodes per side", 2, 1000);
+  add_int<std::uint32_t>(*sub, "--districts", a.districts,
+                         "strips of node columns (at most --grid)", 1, 64);
+  add_int<std::uint32_t>(*sub, "--agents", a.agents, "pedestrians", 0, kAgentsMax);
+  add_int<std::uint32_t>(*sub, "--vehicles", a.vehicles, "vehicles", 0, kAgentsMax);
+  add_steps(*sub, a, "steps followed");
+  add_seed(*sub, a);
+}
+
 void add_stream(CLI::App& app, Args& a) {
   CLI::App* sub = bench_subcommand(
       app, "stream",
@@ -311,6 +326,7 @@ ParsedArgs parse_args(int argc, char** argv) {
   add_population(app, a);
   add_snapshot(app, a);
   add_vehicles(app, a);
+  add_districts(app, a);
   add_stream(app, a);
   add_fanout(app, a);
   const auto fail = [&](const std::string& where, const std::string& message) {

@@ -22,7 +22,8 @@
 namespace bustle::bench {
 
 struct Args {
-  std::string mode;  // the subcommand: step, population, snapshot, vehicles, stream, fanout
+  std::string
+      mode;  // the subcommand: step, population, snapshot, vehicles, stream, fanout, districts
   std::uint32_t agents = 100'000;   // step, snapshot, stream: pedestrians
   std::uint64_t steps = 1000;       // timed steps
   std::uint32_t repeat = 100;       // snapshot: checkpoints taken (a p99 below the max needs > 51)
@@ -31,6 +32,7 @@ struct Args {
   std::string dir = "/tmp";           // snapshot, fanout: where files go
   std::uint32_t grid = 32;            // vehicles, stream: intersections per side
   std::uint32_t vehicles = 10'000;    // vehicles, stream: managed vehicles to reach
+  std::uint32_t districts = 2;        // districts: strips of the district city
   std::uint32_t active = 100'000;     // population: active background pedestrians
   std::uint32_t dormant = 1'000'000;  // population: dormant resident identities
   std::uint32_t residents = 0;        // population: how many of the active are community residents

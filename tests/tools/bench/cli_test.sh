@@ -23,7 +23,7 @@ expect() {
 expect 0 '^bustle-bench [0-9]+\.[0-9]+\.[0-9]+$' --version
 expect 0 'Exit codes: 0 ran' --help
 expect 0 '--active' population --help
-expect 2 "a subcommand is required \(one of: step, population, snapshot, vehicles, stream, fanout\)"
+expect 2 "a subcommand is required \(one of: step, population, snapshot, vehicles, districts, stream, fanout\)"
 expect 2 "^bustle-bench: unknown subcommand 'bogus'" bogus
 expect 2 "^bustle-bench: unknown option '--agents' \(before the subcommand" --agents 5 step
 expect 2 "^bustle-bench vehicles: --grid: expected an integer in \[2, 1000\], got '1'" vehicles --grid 1
