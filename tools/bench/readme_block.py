@@ -187,6 +187,19 @@ def bench_rows(results):
                     100 * r["stalled"]["net_cpu"]))
     bustle_bench("fanout", "clients over sockets", fanout)
 
+    # The live server at scale: what one server holds as users run it.
+    def fanout_city(d):
+        f = d[0]["figures"]["districts"]
+        return ("%d clients holding %s entities each: server step p99 %s; server CPU per step %s with "
+                "the clients, %s without; streaming CPU per client per step %s (network thread %s); "
+                "%s B per client per s; 10 Hz kept: %s (interleaved pairs of runs)" % (
+                    f["clients"], thousands(f["held_per_client"]), fmt(f["step_p99_ms"], " ms", 1),
+                    fmt(f["clients_cpu_ms_per_step"], " ms", 1), fmt(f["idle_cpu_ms_per_step"], " ms", 1),
+                    fmt(f["streaming_cpu_ms_per_client"], " ms", 2), fmt(f["network_cpu_ms_per_client"], " ms", 2),
+                    fmt(f["bytes_per_client_s"], "", 0), "yes" if f["schedule_kept"] else "no"))
+    bustle_bench("fanout-1m", lambda f: "live server, %s pedestrians, district clients" % thousands(
+        f["districts"]["pedestrians"]), fanout_city)
+
     for name in sorted(n[:-6] for n in os.listdir(results) if re.match(r"sdk-\d+\.1\.txt$", n)):
         bustle_bench(name, "C++ SDK per frame, %s entities" % name[4:], lambda d: (
             "total %s per frame (decode %s, apply %s, render %s); %s per entity" % (

@@ -75,6 +75,7 @@ if [[ $quick -eq 1 ]]; then
   snapshot_1m=(snapshot --agents 5000 --repeat 3 --threads 2)
   stream=(stream --agents 2000 --grid 3 --vehicles 40 --steps 50)
   fanout=(fanout --clients 4 --stalled-percent 25 --agents 200 --seconds 1 --warmup 1 --repeat 1)
+  fanout_1m=(fanout --city-scale 20k --clients 2 --seconds 1 --warmup 1 --repeat 1)
   vehicles=(--grid 3 --vehicles 40 --steps 50)
   # SUMO reports its loop time to the millisecond: 50 toy steps (~2 ms)
   # can time as 0 ms, an empty window; 1 000 steps (~0.1 s) cannot.
@@ -92,6 +93,9 @@ else
   snapshot_1m=(snapshot --agents 1000000 --repeat 10 --threads 2)
   stream=(stream --agents 20000 --grid 32 --vehicles 10000 --steps 300)
   fanout=(fanout)
+  # The server as users run it (issue 31): the 1 000 000-pedestrian city,
+  # 8 district clients, the server's default thread counts (~4 min).
+  fanout_1m=(fanout --city-scale 1m --repeat 3 --seconds 15)
   vehicles=(--grid 32 --vehicles 10000 --steps 1000)
   sumo=("${vehicles[@]}" --repeat 3)
   sdk_sizes=(2000 20000)
@@ -139,6 +143,7 @@ for ((r = 1; r <= repeat; ++r)); do
 done
 # Benches with a peer run their interleaved repeats themselves.
 run "fanout.1" "$bench" "${fanout[@]}" --server "$server" --dir "$work" --json
+run "fanout-1m.1" "$bench" "${fanout_1m[@]}" --server "$server" --dir "$work" --json
 if command -v sumo >/dev/null 2>&1; then
   run "vehicles-sumo.1" "$here/compare_sumo.sh" "${sumo[@]}" --bench "$bench"
 else
