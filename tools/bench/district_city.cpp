@@ -9,18 +9,15 @@
 #include <string>
 
 #include "bench_support.hpp"
+#include "grid_geometry.hpp"
 
 namespace bustle::bench {
 namespace {
 
-constexpr double kBlockM = 100.0;  // as grid_city.cpp
 constexpr double kWalkOffsetM = 5.0;
-constexpr std::array<const char*, 4> kDirName = {"e", "n", "w", "s"};
-constexpr std::array<int, 4> kDx = {1, 0, -1, 0};
-constexpr std::array<int, 4> kDy = {0, 1, 0, -1};
 
 std::string walk_id(std::uint32_t i, std::uint32_t j, std::uint32_t d) {
-  return "w." + std::to_string(i) + "." + std::to_string(j) + "." + kDirName[d];
+  return "w." + std::to_string(i) + "." + std::to_string(j) + "." + kGridDirName[d];
 }
 
 // Sidewalks: one per directed grid edge, right of the road that runs the
@@ -32,18 +29,18 @@ void add_sidewalks(core::Scenario& s, std::uint32_t n) {
   for (std::uint32_t i = 0; i < n; ++i) {
     for (std::uint32_t j = 0; j < n; ++j) {
       for (std::uint32_t d = 0; d < 4; ++d) {
-        const long ei = long{i} + kDx[d], ej = long{j} + kDy[d];
+        const long ei = long{i} + kGridDx[d], ej = long{j} + kGridDy[d];
         if (!inside(ei, ej)) continue;
         core::LaneSpec l;
         l.id = walk_id(i, j, d);
         l.kind = core::LaneKind::Sidewalk;
         l.speed_mps_limit = 1.4;
-        const double ox = kWalkOffsetM * kDy[d], oy = -kWalkOffsetM * kDx[d];
-        l.points = {
-            {kBlockM * i + ox, kBlockM * j + oy},
-            {kBlockM * static_cast<double>(ei) + ox, kBlockM * static_cast<double>(ej) + oy}};
+        const double ox = kWalkOffsetM * kGridDy[d], oy = -kWalkOffsetM * kGridDx[d];
+        l.points = {{kGridBlockM * i + ox, kGridBlockM * j + oy},
+                    {kGridBlockM * static_cast<double>(ei) + ox,
+                     kGridBlockM * static_cast<double>(ej) + oy}};
         for (std::uint32_t nd = 0; nd < 4; ++nd) {
-          if (nd == (d + 2) % 4 || !inside(ei + kDx[nd], ej + kDy[nd])) continue;
+          if (nd == (d + 2) % 4 || !inside(ei + kGridDx[nd], ej + kGridDy[nd])) continue;
           l.successors.push_back(
               walk_id(static_cast<std::uint32_t>(ei), static_cast<std::uint32_t>(ej), nd));
         }
@@ -61,7 +58,7 @@ void add_district_map(core::Scenario& s, std::uint32_t n, std::uint32_t district
   for (std::uint32_t k = 0; k < districts; ++k) s.districts[k].id = "d" + std::to_string(k);
   for (const core::LaneSpec& l : s.lanes) {
     const auto column = static_cast<std::uint32_t>(
-        std::clamp<long>(std::lround(l.points.front().x_m / kBlockM), 0, long{n} - 1));
+        std::clamp<long>(std::lround(l.points.front().x_m / kGridBlockM), 0, long{n} - 1));
     const std::size_t k = std::size_t{column} * districts / n;
     owner[l.id] = k;
     s.districts[k].lanes.push_back(l.id);

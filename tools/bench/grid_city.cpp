@@ -5,22 +5,17 @@
 #include <string>
 
 #include "bench_support.hpp"
+#include "grid_geometry.hpp"
 
 namespace bustle::bench {
 namespace {
 
-constexpr double kBlockM = 100.0;
 constexpr double kRoadSpeedMps = 13.9;
 constexpr double kLaneOffsetM = 1.75;
 
-enum Dir : std::uint32_t { kEast = 0, kNorth = 1, kWest = 2, kSouth = 3 };
-constexpr std::array<const char*, 4> kDirName = {"e", "n", "w", "s"};
-constexpr std::array<int, 4> kDx = {1, 0, -1, 0};
-constexpr std::array<int, 4> kDy = {0, 1, 0, -1};
-
 // The lane leaving node (i, j) towards `d`.
-std::string road_id(std::uint32_t i, std::uint32_t j, Dir d) {
-  return "r." + std::to_string(i) + "." + std::to_string(j) + "." + kDirName[d];
+std::string road_id(std::uint32_t i, std::uint32_t j, GridDir d) {
+  return "r." + std::to_string(i) + "." + std::to_string(j) + "." + kGridDirName[d];
 }
 
 }  // namespace
@@ -42,20 +37,21 @@ bustle::core::Scenario grid_city(std::uint32_t n, std::uint32_t vehicles) {
   for (std::uint32_t i = 0; i < n; ++i) {
     for (std::uint32_t j = 0; j < n; ++j) {
       for (std::uint32_t d = 0; d < 4; ++d) {
-        const long ei = long{i} + kDx[d], ej = long{j} + kDy[d];
+        const long ei = long{i} + kGridDx[d], ej = long{j} + kGridDy[d];
         if (!inside(ei, ej)) continue;
         const auto ti = static_cast<std::uint32_t>(ei), tj = static_cast<std::uint32_t>(ej);
         LaneSpec l;
-        l.id = road_id(i, j, static_cast<Dir>(d));
+        l.id = road_id(i, j, static_cast<GridDir>(d));
         l.kind = LaneKind::Road;
         l.speed_mps_limit = kRoadSpeedMps;
         // Right of the direction of travel (dx, dy) is (dy, -dx).
-        const double ox = kLaneOffsetM * kDy[d], oy = -kLaneOffsetM * kDx[d];
-        l.points = {{kBlockM * i + ox, kBlockM * j + oy}, {kBlockM * ti + ox, kBlockM * tj + oy}};
+        const double ox = kLaneOffsetM * kGridDy[d], oy = -kLaneOffsetM * kGridDx[d];
+        l.points = {{kGridBlockM * i + ox, kGridBlockM * j + oy},
+                    {kGridBlockM * ti + ox, kGridBlockM * tj + oy}};
         for (std::uint32_t nd = 0; nd < 4; ++nd) {
           if (nd == (d + 2) % 4) continue;  // no U-turn
-          if (!inside(long{ti} + kDx[nd], long{tj} + kDy[nd])) continue;
-          l.successors.push_back(road_id(ti, tj, static_cast<Dir>(nd)));
+          if (!inside(long{ti} + kGridDx[nd], long{tj} + kGridDy[nd])) continue;
+          l.successors.push_back(road_id(ti, tj, static_cast<GridDir>(nd)));
         }
         SignalSpec sg;
         sg.id = "sig." + l.id;
@@ -97,9 +93,9 @@ bustle::core::Scenario grid_city(std::uint32_t n, std::uint32_t vehicles) {
   s.vehicle_plan.batch_size = vehicles;
   s.vehicle_plan.batch_interval_steps = 1;
 
-  const double centre = kBlockM * (n - 1) / 2.0;
+  const double centre = kGridBlockM * (n - 1) / 2.0;
   s.observers = {{centre, centre}};
-  const double beyond = 2.0 * kBlockM * n;  // farther than any corner
+  const double beyond = 2.0 * kGridBlockM * n;  // farther than any corner
   s.tiers.full_enter_m = beyond;
   s.tiers.full_exit_m = beyond;
   s.tiers.simulated_enter_m = beyond;
