@@ -21,7 +21,7 @@ import urllib.request
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from bustle_client import CommandStatus, ErrorCode, ErrorMessage, JobState, RejectReason
+from bustle_client import CommandStatus, ErrorCode, ErrorMessage, JobState, Observer, RejectReason
 from conftest import SOURCE_DIR, clean_env
 from snapshot_helpers import manual_command, operator, run_job
 
@@ -377,3 +377,34 @@ def test_metrics_bind_errors_refuse_to_start(start_server):
     port = metrics_port(busy)
     clash = start_server("--clock", "manual", "--metrics-bind", f"127.0.0.1:{port}", may_refuse=True)
     assert clash.refused and clash.returncode == 1, clash.stderr()
+
+
+def test_frame_metrics_show_what_the_interest_coverage_poses(start_server, tmp_path):
+    """bustle_frame_entities and bustle_frame_coverage_discs: a whole-city
+    client makes the frame hold everyone; once its one observer watches one
+    of two rings 1 km apart, the frame poses that ring only."""
+    from test_stream import _two_rings_city
+    srv = start_server("--clock", "manual", "--metrics-bind", "127.0.0.1:0",
+                       "--config", _two_rings_city(tmp_path / "rings.json"))
+    port = metrics_port(srv)
+    with srv.connect() as op, srv.connect() as c:
+        op.hello("it-frame-metrics-op", role="operator")
+        c.hello("it-frame-metrics")
+        op.step(10)
+        everyone = op.stats().pedestrians
+        assert everyone > 0
+        c.subscribe()
+        c.next_delta(timeout=5.0)
+
+        def posed(entities, discs):
+            def check():
+                samples, _ = scrape(port)
+                got = (value(samples, "bustle_frame_entities"), value(samples, "bustle_frame_coverage_discs"))
+                return got if entities(got[0]) and got[1] == discs else None
+            return check
+
+        wait_for(posed(lambda n: n == everyone, 0), 10.0, "a whole frame in the metrics")
+        c.update_interest(observers=[Observer(15.0, 5.0, radius_m=40.0)])
+        c.next_delta(timeout=5.0)
+        n, _ = wait_for(posed(lambda n: 0 < n < everyone, 1), 10.0, "a frame of the west ring in the metrics")
+        assert n < everyone

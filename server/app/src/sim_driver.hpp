@@ -174,6 +174,8 @@ class SimDriver {
   net::FramePool frames_;  // published frames, reused once the network side lets go
   bool frame_without_entities_ = false;           // the last frame was published without entities
   std::uint64_t published_coverage_version_ = 0;  // of the interest coverage, at the last frame
+  std::uint32_t frame_entities_ = 0;              // posed in the last frame (metrics)
+  std::uint32_t frame_coverage_discs_ = 0;        // its coverage's discs (0: whole)
   std::uint64_t tick_ = 0;  // steps executed by this process (recording ticks)
   bool restore_keyframe_due_ = false;
   std::vector<core::CommandEnvelope> submitted_since_step_;  // for the recording

@@ -302,6 +302,19 @@ class Collector final : public prometheus::Collectable {
                "Tier transitions held back by the budget in the last step", G,
                s.tier_transitions_deferred);
     }
+    collect_outputs(f, s);
+  }
+
+  // What the sim thread hands on: frames, autosaves, the recording.
+  static void collect_outputs(Families& f, const SimSample& s) {
+    const auto C = MetricType::Counter;
+    const auto G = MetricType::Gauge;
+    f.scalar("bustle_frame_entities",
+             "Entities posed in the last published frame (0 while no client is subscribed)", G,
+             s.frame_entities);
+    f.scalar("bustle_frame_coverage_discs",
+             "Interest discs the last frame was posed for (0: the whole city)", G,
+             s.frame_coverage_discs);
     f.scalar("bustle_autosaves_skipped_total",
              "Autosaves skipped because the previous one was still committing", C,
              static_cast<double>(s.autosaves_skipped));

@@ -108,8 +108,10 @@ void SimDriver::publish_frame() {
   // Otherwise only what some client may read (the sessions' coverage).
   const bool with_entities = server_.subscriber_count() > 0;
   const net::Coverage coverage = server_.interest_coverage().current(&published_coverage_version_);
-  server_.publish(
-      frames_.make(*world_, archetypes_, world_epoch_, awaiting_, with_entities, coverage));
+  auto frame = frames_.make(*world_, archetypes_, world_epoch_, awaiting_, with_entities, coverage);
+  frame_entities_ = static_cast<std::uint32_t>(frame->entities.size());
+  frame_coverage_discs_ = static_cast<std::uint32_t>(frame->coverage.discs.size());
+  server_.publish(std::move(frame));
   frame_without_entities_ = !with_entities;
 }
 

@@ -31,6 +31,8 @@ void SimDriver::publish_telemetry(Clock::time_point now) {
   s.paused = paused_;
   s.clock_mode = static_cast<std::uint8_t>(options_.clock);
   s.autosaves_skipped = autosaves_skipped_;
+  s.frame_entities = frame_entities_;
+  s.frame_coverage_discs = frame_coverage_discs_;
   const RepresentationStages::Budgets slots = stages_.budgets();
   s.attached_in_use = slots.attached_in_use;
   s.attached_limit = slots.attached_limit;

@@ -119,7 +119,11 @@ struct SimSample {
   std::vector<GarageSample> garages;  // in scenario order (SimTelemetry::garage_ids)
   std::array<std::uint32_t, core::kControlPolicyCount> vehicle_policies{};
   std::uint32_t tier_transitions_deferred = 0;  // last step, vehicles + pedestrians
-  std::uint64_t world_commands_accepted = 0;    // this world
+  // The last published frame: entities it posed (0 while nobody is
+  // subscribed) and the interest discs it was built for (0: the whole city).
+  std::uint32_t frame_entities = 0;
+  std::uint32_t frame_coverage_discs = 0;
+  std::uint64_t world_commands_accepted = 0;  // this world
   std::uint64_t world_commands_rejected = 0;
   std::uint64_t autosaves_skipped = 0;
   std::uint32_t recording = 0;  // 0 off, 1 recording, 2 failed
