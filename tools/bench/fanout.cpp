@@ -294,6 +294,7 @@ std::map<std::string, double> step_quantiles_ms(std::uint16_t metrics_port) {
     }
     const auto value = [&] { return std::stod(line.substr(line.rfind(' ') + 1)); };
     if (line.rfind("bustle_steps_late_total ", 0) == 0) out["late"] = value();
+    if (line.rfind("bustle_frame_entities ", 0) == 0) out["frame_entities"] = value();
     if (line.rfind("bustle_step_duration_seconds_bucket{le=\"+Inf\"}", 0) == 0)
       out["over_100ms"] += value();
     if (line.rfind("bustle_step_duration_seconds_bucket{le=\"0.1\"}", 0) == 0)
@@ -453,6 +454,7 @@ struct RunResult {
   long rss_kb = 0, hwm_kb = 0;
   std::vector<std::uint64_t> held;  // per reading client, entities held at the end
   std::uint32_t truncated_max = 0;  // the most interest_truncated any client was told
+  double frame_entities = -1;       // posed in the server's last frame (metrics; -1: unknown)
   std::string error;
 };
 
@@ -471,6 +473,7 @@ void read_step_metrics(const std::map<std::string, double>& m0,
     out.error = "could not read the step quantiles from the metrics endpoint";
     return;
   }
+  out.frame_entities = q.count("frame_entities") ? q.at("frame_entities") : -1;
   out.step_p50_ms = q.at("0.5");
   out.step_p99_ms = q.at("0.99");
   out.step_max_ms = q.at("1");
@@ -641,6 +644,8 @@ void print_run(const RunResult& r) {
     for (const std::uint64_t h : r.held) std::printf(" %" PRIu64, h);
     std::printf(" (interest_truncated at most %u)\n", r.truncated_max);
   }
+  if (r.frame_entities >= 0)
+    std::printf("           entities posed in the server's last frame: %.0f\n", r.frame_entities);
 }
 
 std::vector<double> runs_of(const std::vector<RunResult>& runs, double (*get)(const RunResult&)) {
@@ -832,6 +837,7 @@ int run_districts(const FanoutOptions& o, const std::string& city) {
       {"pedestrians", o.district_pedestrians},
       {"clients", o.clients},
       {"held_per_client", percentile(held, 0.5)},
+      {"frame_entities", runs_of(clients, [](const RunResult& r) { return r.frame_entities; })},
       {"idle_cpu_ms_per_step", runs_of(idle, cpu)},
       {"clients_cpu_ms_per_step", runs_of(clients, cpu)},
       {"streaming_cpu_ms_per_step", cost},

@@ -190,10 +190,11 @@ def bench_rows(results):
     # The live server at scale: what one server holds as users run it.
     def fanout_city(d):
         f = d[0]["figures"]["districts"]
-        return ("%d clients holding %s entities each: server step p99 %s; server CPU per step %s with "
-                "the clients, %s without; streaming CPU per client per step %s (network thread %s); "
-                "%s B per client per s; 10 Hz kept: %s (interleaved pairs of runs)" % (
-                    f["clients"], thousands(f["held_per_client"]), fmt(f["step_p99_ms"], " ms", 1),
+        return ("%d clients holding %s entities each, the frame posing %s of %s: server step p99 %s; "
+                "server CPU per step %s with the clients, %s without; streaming CPU per client per step %s "
+                "(network thread %s); %s B per client per s; 10 Hz kept: %s (interleaved pairs of runs)" % (
+                    f["clients"], thousands(f["held_per_client"]), fmt(f["frame_entities"], "", 0),
+                    thousands(f["pedestrians"]), fmt(f["step_p99_ms"], " ms", 1),
                     fmt(f["clients_cpu_ms_per_step"], " ms", 1), fmt(f["idle_cpu_ms_per_step"], " ms", 1),
                     fmt(f["streaming_cpu_ms_per_client"], " ms", 2), fmt(f["network_cpu_ms_per_client"], " ms", 2),
                     fmt(f["bytes_per_client_s"], "", 0), "yes" if f["schedule_kept"] else "no"))
