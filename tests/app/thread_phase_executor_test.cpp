@@ -402,7 +402,8 @@ TEST_CASE(
 
 TEST_CASE("a published frame built on 1, 2 and 4 threads is the frame built inline") {
   // 40 000 pedestrians = 5 parts of 8 192 rows; frames compared at every
-  // step while the crowd arrives and walks (tiers, lanes and speeds change).
+  // step while the crowd arrives and walks (tiers, lanes and speeds change),
+  // whole and posed for one client's disc (the interest coverage).
   auto created = bustle::core::World::create(crowd(40000), 7);
   REQUIRE(created.world);
   bustle::core::World& w = *created.world;
@@ -418,11 +419,15 @@ TEST_CASE("a published frame built on 1, 2 and 4 threads is the frame built inli
            a.policy == b.policy && a.retiring == b.retiring && a.corpse == b.corpse &&
            a.label == b.label;
   };
-  std::size_t compared = 0;
+  const bustle::net::Coverage corner{false, {{0.0, 0.0, 30.0}}};
+  bustle::net::FramePool inline_pool, pool_frames;
+  std::size_t compared = 0, covered_compared = 0;
   for (int step = 0; step < 40; ++step) {
     w.step();
     w.set_phase_executor(nullptr);
     const auto inline_frame = bustle::net::make_published_frame(w, archetypes);
+    const auto inline_covered = inline_pool.make(w, archetypes, 0, {}, true, corner);
+    REQUIRE(inline_covered->entities.size() < inline_frame->entities.size());
     // The reference itself has every pedestrian row once, on its lane.
     const bustle::core::PedestrianStore& peds = w.pedestrians();
     REQUIRE(inline_frame->entities.size() == peds.size() + w.orphans().size());
@@ -450,9 +455,19 @@ TEST_CASE("a published frame built on 1, 2 and 4 threads is the frame built inli
         }
       }
       compared += frame->entities.size();
+      const auto covered = pool_frames.make(w, archetypes, 0, {}, true, corner);
+      REQUIRE(covered->entities.size() == inline_covered->entities.size());
+      for (std::size_t k = 0; k < covered->entities.size(); ++k) {
+        if (!same(covered->entities[k], inline_covered->entities[k])) {
+          FAIL("covered entity " << k << " differs");
+        }
+      }
+      CHECK(covered->chain_pedestrians == inline_covered->chain_pedestrians);
+      covered_compared += covered->entities.size();
     }
     w.set_phase_executor(nullptr);
   }
   CHECK(w.pedestrians().size() > 2 * bustle::core::kRowsPerPart);
   CHECK(compared > 0);
+  CHECK(covered_compared > 0);
 }
