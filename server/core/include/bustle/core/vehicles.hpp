@@ -403,7 +403,9 @@ class VehicleSystem {
   };
   std::vector<LaneGeo> lane_geo_;
   Vec2 position_of(std::uint32_t i) const;
-  // Tier resolution slice (reused buffers).
+  void slice_distances(std::uint32_t m, const ImportanceField& importance);
+  // Tier resolution slice (reused buffers, sized for every row: a step's
+  // slice is their first rows).
   std::vector<std::uint32_t> slice_;
   std::vector<EntityId> slice_ids_;
   std::vector<SimTier> slice_sim_tier_;
