@@ -1,7 +1,8 @@
 // `vehicles` (issue 4) builds a signalised grid city in code (grid_city(),
 // grid_city.cpp), warms up until V vehicles are managed, all in the Full tier, then
 // times S steps: step p50/p99/max, vehicle updates per second (managed
-// vehicles x steps / wall time of those steps, digest included), vehicles
+// vehicles x steps / wall time of those steps, digest included; --threads T
+// lends the step T threads), vehicles
 // moving per step, the policy mix, heap allocations per step (counted by the
 // operator new replacement in allocations.cpp) and the final digest. Its SUMO
 // peer is tools/bench/sumo_grid.py; tools/bench/compare_sumo.sh runs both.
@@ -14,11 +15,43 @@
 #include <vector>
 
 #include "bench_support.hpp"
+#include "bustle/app/thread_phase_executor.hpp"
 #include "bustle/core/world.hpp"
 #include "measure.hpp"
 #include "report.hpp"
 
 namespace bustle::bench {
+
+namespace {
+
+struct VehicleWarmUp {
+  bool ok = false;
+  std::uint64_t steps = 0;
+  double seconds = 0.0;
+};
+
+// Warm-up: until `vehicles` are managed. Each garage dispatches about one
+// vehicle per headway gap (~7 steps), so this is bounded by the largest
+// garage share; the cap below only catches a broken scenario.
+VehicleWarmUp warm_up_vehicles(bustle::core::World& w, std::uint32_t vehicles) {
+  const std::uint64_t warmup_max = 100'000;
+  const auto warm0 = Clock::now();
+  VehicleWarmUp out;
+  while (w.vehicles().store().size() < vehicles && out.steps < warmup_max) {
+    w.step();
+    ++out.steps;
+  }
+  out.seconds = ms(Clock::now() - warm0) / 1000.0;
+  out.ok = w.vehicles().store().size() >= vehicles;
+  if (!out.ok) {
+    std::fprintf(stderr,
+                 "bustle-bench: only %u of %u vehicles managed after %" PRIu64 " warm-up steps\n",
+                 w.vehicles().store().size(), vehicles, out.steps);
+  }
+  return out;
+}
+
+}  // namespace
 
 int bench_vehicles(const Args& a) {
   using namespace bustle::core;
@@ -26,24 +59,15 @@ int bench_vehicles(const Args& a) {
   if (!built.world) return 1;
   const Scenario& s = built.scenario;
   World& w = *built.world;
+  // Threads for the step's parallel parts (the vehicle kernel, tier
+  // distances); the digest is the same for every count.
+  bustle::app::ThreadPhaseExecutor pool(a.threads);
+  w.set_phase_executor(&pool);
 
-  // Warm-up: until every planned vehicle is managed. Each garage dispatches
-  // about one vehicle per headway gap (~7 steps), so this is bounded by the
-  // largest garage share; the cap below only catches a broken scenario.
-  const std::uint64_t warmup_max = 100'000;
-  const auto warm0 = Clock::now();
-  std::uint64_t warmup = 0;
-  while (w.vehicles().store().size() < a.vehicles && warmup < warmup_max) {
-    w.step();
-    ++warmup;
-  }
-  const double warm_s = ms(Clock::now() - warm0) / 1000.0;
-  if (w.vehicles().store().size() < a.vehicles) {
-    std::fprintf(stderr,
-                 "bustle-bench: only %u of %u vehicles managed after %" PRIu64 " warm-up steps\n",
-                 w.vehicles().store().size(), a.vehicles, warmup);
-    return 1;
-  }
+  const VehicleWarmUp warm = warm_up_vehicles(w, a.vehicles);
+  if (!warm.ok) return 1;
+  const std::uint64_t warmup = warm.steps;
+  const double warm_s = warm.seconds;
 
   // Timed steps. Everything the loop touches is allocated before it starts.
   std::vector<double> t(a.steps, 0.0);
@@ -70,9 +94,10 @@ int bench_vehicles(const Args& a) {
   const TierCounts& tiers = w.vehicles().last_tiers();
   std::printf(
       "vehicles: grid %ux%u (%zu road lanes, %zu signals, %zu garages), %u vehicles, %" PRIu64
-      " timed steps of %u us, seed %" PRIu64 "\n",
+      " timed steps of %u us, seed %" PRIu64 ", %u thread%s\n",
       a.grid, a.grid, s.lanes.size(), s.signals.size(), s.garages.size(),
-      w.vehicles().store().size(), a.steps, s.step_us, a.seed);
+      w.vehicles().store().size(), a.steps, s.step_us, a.seed, a.threads,
+      a.threads == 1 ? "" : "s");
   std::printf("  build %.2f s, warm-up %" PRIu64 " steps in %.2f s\n", built.build_s, warmup,
               warm_s);
   std::printf("  tiers at end  full %u  simulated %u  coarse %u\n", tiers.per_tier[0],
@@ -106,6 +131,7 @@ int bench_vehicles(const Args& a) {
       {"grid", a.grid},
       {"vehicles", w.vehicles().store().size()},
       {"steps", a.steps},
+      {"threads", a.threads},
       {"seconds", total_s},
       {"vehicle_updates_per_s", static_cast<double>(managed) / total_s},
       {"step_ms",

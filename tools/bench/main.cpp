@@ -4,7 +4,7 @@
 //   bustle-bench population [--active N] [--residents R] [--dormant M] [--steps S]
 //                           [--warmup W] [--seed K]
 //   bustle-bench snapshot   [--agents N] [--repeat R] [--dir DIR] [--threads T] [--seed K]
-//   bustle-bench vehicles   [--grid N] [--vehicles V] [--steps S] [--seed K]
+//   bustle-bench vehicles   [--grid N] [--vehicles V] [--steps S] [--threads T] [--seed K]
 //   bustle-bench stream     [--agents N] [--grid N] [--vehicles V] [--steps S] [--seed K]
 //   bustle-bench districts  [--grid N] [--districts K] [--agents P] [--vehicles V] [--steps S]
 //   bustle-bench fanout     [--clients N] [--stalled-percent P] [--agents N] [--seconds S]

@@ -93,7 +93,8 @@ void add_seed(CLI::App& sub, Args& a) {
 
 void add_threads(CLI::App& sub, Args& a) {
   add_int<std::uint32_t>(sub, "--threads", a.threads,
-                         "threads for the step's parallel parts (movement, tier distances); the "
+                         "threads for the step's parallel parts (movement, tier distances, the "
+                         "vehicle kernel); the "
                          "digest is the same for every count",
                          1, 64);
 }
@@ -172,6 +173,7 @@ void add_vehicles(CLI::App& app, Args& a) {
   add_int<std::uint32_t>(*sub, "--vehicles", a.vehicles, "managed vehicles to reach before timing",
                          1, kAgentsMax);
   add_steps(*sub, a, "timed steps");
+  add_threads(*sub, a);
   add_seed(*sub, a);
   add_json(*sub, a);
 }

@@ -19,7 +19,7 @@ void World::phase_vehicles() {
   }
   vehicle_despawns_.clear();
   vehicles_.step(step_index_, scenario_.step_us, registry_, crossing_occupied_, tier_observers_,
-                 vehicle_despawns_);
+                 vehicle_despawns_, executor());
   // Every request names a vehicle alive this step (phase 9 removes it).
   for (const VehicleSystem::DespawnRequest& d : vehicle_despawns_) {
     assert(registry_.is_alive(d.id));

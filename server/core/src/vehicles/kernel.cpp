@@ -23,15 +23,15 @@ constexpr std::size_t kLeaderLookaheadLanes = 8;
 
 void VehicleSystem::step(std::uint64_t step_index, std::uint32_t step_us, EntityRegistry& registry,
                          const std::vector<std::uint8_t>& crossing_occupied,
-                         const std::vector<Vec2>& observers,
-                         std::vector<DespawnRequest>& despawns) {
+                         const std::vector<Vec2>& observers, std::vector<DespawnRequest>& despawns,
+                         PhaseExecutor& executor) {
   last_step_ = {};
   inject_plan(step_index);
   advance_signals(step_us);
   dispatch(step_index, registry, observers);
   regroup_store();
   build_snapshot();
-  evaluate_and_advance(step_index, step_us, crossing_occupied, despawns);
+  evaluate_and_advance(step_index, step_us, crossing_occupied, despawns, executor);
   turnarounds(step_index);
   find_stuck(step_index, step_us, despawns);
   count_policies();
@@ -70,21 +70,33 @@ void VehicleSystem::build_snapshot() {
   for (std::uint32_t i = 0; i < n; ++i) ++lane_start_[store_.lane[i] + 1];
   for (std::uint32_t l = 0; l < lanes; ++l) lane_start_[l + 1] += lane_start_[l];
   assert(lane_start_[lanes] == n);  // every vehicle on exactly one lane
-  order_.resize(n);
-  snap_s_.resize(n);
+  snap_.resize(n);
   pos_in_order_.resize(n);
-  std::vector<std::uint32_t>& fill = pos_in_order_;  // reused as a cursor first
   cursor_.assign(lane_start_.begin(),
                  lane_start_.end() - 1);  // reused: no allocation after warm-up
-  for (std::uint32_t i = 0; i < n; ++i) order_[cursor_[store_.lane[i]]++] = i;
+  {
+    const double* const s = store_.s_m.data();
+    const EntityId* const id = store_.id.data();
+    const LaneIndex* const lane = store_.lane.data();
+    SnapRow* const o = snap_.data();
+    std::uint32_t* const cursor = cursor_.data();
+    // Field by field: GCC built the braced entry on the stack and copied it
+    // with one 16-byte load over two 8-byte stores, a store-forwarding
+    // stall per vehicle (2/3 of this function's time).
+    for (std::uint32_t i = 0; i < n; ++i) {
+      SnapRow& r = o[cursor[lane[i]]++];
+      r.s_m = s[i];
+      r.id = id[i];
+      r.row = i;
+    }
+  }
   // Per lane by (s, EntityId): a handful of vehicles per lane, so an
-  // insertion sort (no call per lane), std::sort for long queues.
-  const double* const s = store_.s_m.data();
-  const EntityId* const id = store_.id.data();
-  const auto before = [s, id](std::uint32_t a, std::uint32_t b) {
-    return s[a] != s[b] ? s[a] < s[b] : id[a] < id[b];
+  // insertion sort (no call per lane), std::sort for long queues. The keys
+  // travel in the entries: no load through a row while sorting.
+  const auto before = [](const SnapRow& a, const SnapRow& b) {
+    return a.s_m != b.s_m ? a.s_m < b.s_m : a.id < b.id;
   };
-  std::uint32_t* const o = order_.data();
+  SnapRow* const o = snap_.data();
   for (std::uint32_t l = 0; l < lanes; ++l) {
     const std::uint32_t b = lane_start_[l], e = lane_start_[l + 1];
     if (e - b < 2) continue;
@@ -98,14 +110,13 @@ void VehicleSystem::build_snapshot() {
       continue;
     }
     for (std::uint32_t k = b + 1; k < e; ++k) {
-      const std::uint32_t x = o[k];
+      const SnapRow x = o[k];
       std::uint32_t m = k;
       for (; m > b && before(x, o[m - 1]); --m) o[m] = o[m - 1];
       o[m] = x;
     }
   }
-  for (std::uint32_t k = 0; k < n; ++k) fill[order_[k]] = k;
-  for (std::uint32_t i = 0; i < n; ++i) snap_s_[i] = store_.s_m[i];
+  for (std::uint32_t k = 0; k < n; ++k) pos_in_order_[o[k].row] = k;
   if (!merge_lane_.empty()) find_merge_winners();
 }
 
@@ -120,9 +131,10 @@ void VehicleSystem::find_merge_winners() {
     for (std::uint32_t k = merge_feeder_begin_[m]; k < merge_feeder_begin_[m + 1]; ++k) {
       const LaneIndex f = merge_feeders_[k];
       if (lane_start_[f] == lane_start_[f + 1]) continue;
-      const std::uint32_t j = order_[lane_start_[f + 1] - 1];
+      const SnapRow& front = snap_[lane_start_[f + 1] - 1];
+      const std::uint32_t j = front.row;
       if (next_on_route(j) != merge_lane_[m]) continue;
-      const double d = lane_hot_[f].length_m - snap_s_[j];
+      const double d = lane_hot_[f].length_m - front.s_m;
       if (best == VehicleStore::kNoSlot || d < best_d ||
           (d == best_d && store_.id[j] < store_.id[best])) {
         best = j;
@@ -143,7 +155,7 @@ void VehicleSystem::find_merge_winners() {
 [[gnu::always_inline]] inline VehicleSystem::Ahead VehicleSystem::look_ahead(
     std::uint32_t i, const LaneIndex* route, std::uint32_t route_size, std::uint32_t ri, bool loops,
     double to_end, double look_m) const {
-  const std::uint32_t* const order = order_.data();
+  const SnapRow* const snap = snap_.data();
   const std::uint32_t* const lane_start = lane_start_.data();
   Ahead out;
   double acc = to_end;
@@ -162,10 +174,10 @@ void VehicleSystem::find_merge_winners() {
       }
     }
     if (lane_start[lane] < lane_start[lane + 1]) {
-      const std::uint32_t j = order[lane_start[lane]];
-      if (j == i) break;  // only this vehicle on a one-lane loop
-      out.leader = store_.id[j];
-      out.gap_m = acc + snap_s_[j];
+      const SnapRow& rear = snap[lane_start[lane]];
+      if (rear.row == i) break;  // only this vehicle on a one-lane loop
+      out.leader = rear.id;
+      out.gap_m = acc + rear.s_m;
       break;
     }
     acc += h.length_m;
@@ -177,13 +189,16 @@ void VehicleSystem::find_merge_winners() {
 // are plain pointers: stores through the byte columns may alias anything, so
 // member vectors would be reloaded after each, while these stay local (the
 // parts below are inlined into evaluate_and_advance's loop and never take
-// its address). Every vehicle reads the pre-step snapshot (snap, order).
+// its address). Every vehicle reads the pre-step snapshot (snap). One
+// Kernel per part (evaluate_part): the running totals and the queued
+// mutations of shared state are the part's.
 struct VehicleSystem::Kernel {
   std::uint64_t step_index;
   double dt_s;
   const VehicleRules& rules;
   const std::vector<std::uint8_t>& crossing_occupied;
-  std::vector<DespawnRequest>& despawns;
+  std::vector<DespawnRequest>& despawns;  // the part's, joined in part order
+  std::vector<std::uint32_t>& waiting;    // rows that reached their loop's end
   const SimTier* tier_c;
   const std::uint8_t* despawn_c;
   const std::uint8_t* phase_c;
@@ -200,14 +215,13 @@ struct VehicleSystem::Kernel {
   std::uint64_t* steps_c;
   std::uint64_t* last_c;
   const EntityId* id_c;
-  const double* snap;
-  const std::uint32_t* order;
+  const SnapRow* snap;
   const std::uint32_t* lane_start;
   const std::uint32_t* pos;
   const LaneHot* lanes;
   const std::uint64_t* cold;
   std::uint64_t* hash;
-  // The step's running totals, stored back once after the loop.
+  // The part's running totals (wrapping deltas), stored once after its loop.
   std::uint64_t sum;
   std::uint32_t moving = 0;
   std::array<std::uint32_t, kControlPolicyCount> policies;
@@ -249,7 +263,7 @@ struct VehicleSystem::Evaluation {
   e.loops = route_loops_[e.garage] != 0;
   e.next_on_route = e.has_next || e.loops;
   e.travel_m = e.here->speed_mps * k.dt_s * e.stride + kEps;
-  e.s0 = k.snap[i];
+  e.s0 = k.s_c[i];  // the pre-step position: only this vehicle writes its row
   e.to_end = e.here->length_m - e.s0;
   return e;
 }
@@ -260,9 +274,9 @@ struct VehicleSystem::Evaluation {
     const Kernel& k, const Evaluation& e) const {
   Ahead ahead;
   if (const std::uint32_t p = k.pos[e.i]; p + 1 < k.lane_start[e.lane + 1]) {
-    const std::uint32_t j = k.order[p + 1];
-    ahead.leader = k.id_c[j];
-    ahead.gap_m = k.snap[j] - e.s0;
+    const SnapRow& next = k.snap[p + 1];
+    ahead.leader = next.id;
+    ahead.gap_m = next.s_m - e.s0;
   } else {
     const double look_m =
         std::max(k.rules.headway_caution_m,
@@ -352,7 +366,10 @@ struct VehicleSystem::Evaluation {
     }
     // End of the route.
     if (e.loops) {
-      start_waiting(i, k.step_index);  // competes for the entrance (turnarounds())
+      // Competes for the entrance (turnarounds()); its waiting list is
+      // shared, so the row joins it after the parts (start_waiting).
+      store_.waiting_since[i] = k.step_index;
+      k.waiting.push_back(i);
     } else {
       k.despawns.push_back({k.id_c[i], DespawnReason::RouteCompleted});
     }
@@ -377,12 +394,62 @@ struct VehicleSystem::Evaluation {
 
 void VehicleSystem::evaluate_and_advance(std::uint64_t step_index, std::uint32_t step_us,
                                          const std::vector<std::uint8_t>& crossing_occupied,
-                                         std::vector<DespawnRequest>& despawns) {
+                                         std::vector<DespawnRequest>& despawns,
+                                         PhaseExecutor& executor) {
+  const std::uint32_t n = store_.size();
+  // The snapshot (build_snapshot) and the derived columns cover every row.
+  assert(snap_.size() == n);
+  assert(pos_in_order_.size() == n);
+  assert(phase_.size() == n);
+  assert(hash_.size() == n);
+  assert(cold_hash_.size() == n);
+  const std::uint32_t parts = (n + kVehicleRowsPerPart - 1) / kVehicleRowsPerPart;
+  if (kernel_parts_.size() < parts) {
+    // A part's queues hold at most its rows: sized once, no allocation later.
+    const std::size_t had = kernel_parts_.size();
+    kernel_parts_.resize(parts);
+    for (std::size_t p = had; p < parts; ++p) {
+      kernel_parts_[p].despawns.reserve(kVehicleRowsPerPart);
+      kernel_parts_[p].waiting.reserve(kVehicleRowsPerPart);
+    }
+  }
+  const double dt_s = static_cast<double>(step_us) * 1e-6;
+  run_parts(executor, parts, [&](std::uint32_t part) {
+    const std::uint32_t begin = part * kVehicleRowsPerPart;
+    evaluate_part(begin, std::min(n, begin + kVehicleRowsPerPart), step_index, dt_s,
+                  crossing_occupied, kernel_parts_[part]);
+  });
+  // Join in part order: the sequential order of rows (invariants 2 and 3 of
+  // phase_executor.hpp), so the same requests in the same order.
+  std::uint32_t moving = 0;
+  for (std::uint32_t p = 0; p < parts; ++p) {
+    const KernelPart& part = kernel_parts_[p];
+    hash_sum_ += part.sum;
+    for (std::size_t c = 0; c < kControlPolicyCount; ++c)
+      control_policy_count_[c] += part.policies[c];
+    moving += part.moving;
+    despawns.insert(despawns.end(), part.despawns.begin(), part.despawns.end());
+    for (const std::uint32_t i : part.waiting) start_waiting(i, step_index);
+  }
+  assert(moving <= n);
+  last_step_.moving += moving;
+}
+
+// The kernel over rows [begin, end): reads the pre-step snapshot and shared
+// tables, writes only these rows and `part` (phase_executor.hpp invariant 1).
+void VehicleSystem::evaluate_part(std::uint32_t begin, std::uint32_t end, std::uint64_t step_index,
+                                  double dt_s, const std::vector<std::uint8_t>& crossing_occupied,
+                                  KernelPart& part) {
+  assert(begin <= end);
+  assert(end <= store_.size());
+  part.despawns.clear();
+  part.waiting.clear();
   Kernel k{.step_index = step_index,
-           .dt_s = static_cast<double>(step_us) * 1e-6,
+           .dt_s = dt_s,
            .rules = scenario_->vehicle_rules,
            .crossing_occupied = crossing_occupied,
-           .despawns = despawns,
+           .despawns = part.despawns,
+           .waiting = part.waiting,
            .tier_c = store_.sim_tier.data(),
            .despawn_c = store_.despawn_requested.data(),
            .phase_c = phase_.data(),
@@ -399,24 +466,16 @@ void VehicleSystem::evaluate_and_advance(std::uint64_t step_index, std::uint32_t
            .steps_c = store_.steps_advanced.data(),
            .last_c = store_.last_advance_step.data(),
            .id_c = store_.id.data(),
-           .snap = snap_s_.data(),
-           .order = order_.data(),
+           .snap = snap_.data(),
            .lane_start = lane_start_.data(),
            .pos = pos_in_order_.data(),
            .lanes = lane_hot_.data(),
            .cold = cold_hash_.data(),
            .hash = hash_.data(),
-           .sum = hash_sum_,
+           .sum = 0,
            .moving = 0,
-           .policies = control_policy_count_};
-  const std::uint32_t n = store_.size();
-  // The snapshot (build_snapshot) and the derived columns cover every row.
-  assert(snap_s_.size() == n);
-  assert(pos_in_order_.size() == n);
-  assert(phase_.size() == n);
-  assert(hash_.size() == n);
-  assert(cold_hash_.size() == n);
-  for (std::uint32_t i = 0; i < n; ++i) {
+           .policies = {}};
+  for (std::uint32_t i = begin; i < end; ++i) {
     if (!k.despawn_c[i] && !tier_due_phase(step_index, k.phase_c[i], k.tier_c[i])) {
       continue;  // policy and reason keep their last decision; progress catches up when due
     }
@@ -443,10 +502,10 @@ void VehicleSystem::evaluate_and_advance(std::uint64_t step_index, std::uint32_t
     k.sum += h - k.hash[i];
     k.hash[i] = h;
   }
-  assert(k.moving <= n);
-  hash_sum_ = k.sum;
-  control_policy_count_ = k.policies;
-  last_step_.moving += k.moving;
+  assert(k.moving <= end - begin);
+  part.sum = k.sum;
+  part.moving = k.moving;
+  part.policies = k.policies;
 }
 
 void VehicleSystem::count_policies() {

@@ -47,6 +47,8 @@ VehicleSystem::VehicleSystem(const Scenario& scenario, const LaneGraph& lanes,
     const SignalSpec& sg = scenario.signals[i];
     signal_of_lane_[*lanes.find(sg.lane)] = static_cast<std::int32_t>(i);
     signal_lane_.push_back(*lanes.find(sg.lane));  // its LaneHot.phase: Open until step 1
+    signal_us_.push_back({std::uint64_t{sg.open_ms} * 1000, std::uint64_t{sg.yield_ms} * 1000,
+                          std::uint64_t{sg.closed_ms} * 1000});
     SignalState st;
     st.phase_elapsed_us = std::uint64_t{sg.offset_ms} * 1000;
     // Apply the offset through the normal phase machine.

@@ -1,5 +1,7 @@
 // Traffic signals: their names and the per-step advance of each signal's
 // phase clock, which the kernel reads beside the lane's other facts.
+#include <array>
+#include <cstdint>
 #include <string>
 
 #include "bustle/core/vehicles.hpp"
@@ -20,10 +22,7 @@ const char* to_string(SignalPhase p) {
 
 void VehicleSystem::advance_signals(std::uint32_t step_us) {
   for (std::size_t i = 0; i < signals_.size(); ++i) {
-    const SignalSpec& sg = scenario_->signals[i];
-    const std::uint64_t durations[3] = {std::uint64_t{sg.open_ms} * 1000,
-                                        std::uint64_t{sg.yield_ms} * 1000,
-                                        std::uint64_t{sg.closed_ms} * 1000};
+    const std::array<std::uint64_t, 3>& durations = signal_us_[i];
     SignalState& st = signals_[i];
     st.phase_elapsed_us += step_us;
     while (st.phase_elapsed_us >= durations[static_cast<int>(st.phase)]) {

@@ -76,6 +76,7 @@
 #include "bustle/core/entity_id.hpp"
 #include "bustle/core/importance.hpp"
 #include "bustle/core/lane_graph.hpp"
+#include "bustle/core/phase_executor.hpp"
 #include "bustle/core/scenario.hpp"
 #include "bustle/core/sim_tier.hpp"
 #include "bustle/core/status.hpp"
@@ -127,10 +128,16 @@ class VehicleSystem {
 
   // Phase 5. `crossing_occupied[lane]` is nonzero for crossing lanes with a
   // pedestrian on them (pre-step). New vehicles take ids from `registry`;
-  // vehicles that must leave are appended to `despawns`.
+  // vehicles that must leave are appended to `despawns`. The per-vehicle
+  // kernel runs in parts of kVehicleRowsPerPart rows on `executor`; the
+  // outcome is the same for every executor and thread count.
   void step(std::uint64_t step_index, std::uint32_t step_us, EntityRegistry& registry,
             const std::vector<std::uint8_t>& crossing_occupied, const std::vector<Vec2>& observers,
-            std::vector<DespawnRequest>& despawns);
+            std::vector<DespawnRequest>& despawns, PhaseExecutor& executor);
+  // Rows per part of the vehicle kernel: fixed by the data alone (never by
+  // the thread count), small enough that 10 k vehicles make 10 parts for
+  // two threads to share evenly (a part is ~20 us of work).
+  static constexpr std::uint32_t kVehicleRowsPerPart = 1024;
 
   // Phase 7: re-resolves the slice of vehicles whose id phase matches the
   // step (every tiers.vehicle_resolve_every_steps steps each), against the
@@ -227,7 +234,21 @@ class VehicleSystem {
   void build_snapshot();
   void evaluate_and_advance(std::uint64_t step_index, std::uint32_t step_us,
                             const std::vector<std::uint8_t>& crossing_occupied,
-                            std::vector<DespawnRequest>& despawns);
+                            std::vector<DespawnRequest>& despawns, PhaseExecutor& executor);
+  // One part's outputs (phase_executor.hpp invariants 1-3): its digest and
+  // policy deltas (wrapping), its moving count, and what would mutate shared
+  // state, applied after all parts in part order (the sequential order):
+  // despawn requests, and rows that reached their loop's end (waiting_).
+  struct KernelPart {
+    std::uint64_t sum = 0;
+    std::uint32_t moving = 0;
+    std::array<std::uint32_t, kControlPolicyCount> policies{};
+    std::vector<DespawnRequest> despawns;
+    std::vector<std::uint32_t> waiting;
+  };
+  std::vector<KernelPart> kernel_parts_;
+  void evaluate_part(std::uint32_t begin, std::uint32_t end, std::uint64_t step_index, double dt_s,
+                     const std::vector<std::uint8_t>& crossing_occupied, KernelPart& part);
   void turnarounds(std::uint64_t step_index);
   void count_policies();
   // Digest folding: each vehicle's state hashes to one word kept in hash_;
@@ -300,9 +321,16 @@ class VehicleSystem {
 
   // Pre-step snapshot (derived each step): vehicles bucketed by lane, sorted
   // by (s, EntityId). Reused buffers.
+  // snap_ holds, in lane order, each vehicle's pre-step position, id and
+  // row: the leader of the vehicle at snap_[p] is snap_[p + 1] on the same
+  // lane (the next entry, no lookup through its row).
+  struct SnapRow {
+    double s_m;
+    EntityId id;
+    std::uint32_t row;
+  };
   std::vector<std::uint32_t> lane_start_;
-  std::vector<std::uint32_t> order_;
-  std::vector<double> snap_s_;
+  std::vector<SnapRow> snap_;
   std::vector<std::uint32_t> pos_in_order_;
   std::vector<double> distances_;
   TierResolver tier_resolver_;
@@ -396,6 +424,9 @@ class VehicleSystem {
   std::vector<std::uint8_t> lane_closed_;  // per lane, 1 when closed (set_closed_lanes)
   bool closures_active_ = false;           // any lane closed
   std::vector<LaneIndex> signal_lane_;     // per signal: the lane whose LaneHot shows its phase
+  // Per signal: its phase durations (open, yield, closed) in us, dense for
+  // advance_signals (the SignalSpec beside them is read once, at creation).
+  std::vector<std::array<std::uint64_t, 3>> signal_us_;
   struct LaneGeo {
     bool straight = false;  // two points: position by the fields below
     double ax = 0, ay = 0, dx = 0, dy = 0, s0 = 0, seg = 0, length_m = 0;
