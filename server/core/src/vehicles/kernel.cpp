@@ -304,8 +304,11 @@ struct VehicleSystem::Evaluation {
     if (h.phase == SignalPhase::Yield && to_yield <= e.travel_m) in.signal_yield = true;
   };
   check_signal(*e.here, -e.s0);
+  // The next lane's stop line and yield approach lie at or after its start
+  // (alphas in [0, 1]; 0 without a signal), so beyond reach when its start
+  // is: most vehicles then never load the next lane's facts.
   const LaneHot& next = k.lanes[e.next];
-  if (e.next_on_route) check_signal(next, e.to_end);
+  if (e.next_on_route && e.to_end <= e.travel_m) check_signal(next, e.to_end);
   // Pedestrians on a crossing ahead (pre-step occupancy).
   const double hazard_m = k.rules.pedestrian_hazard_m;
   auto check_crossings = [&](LaneIndex rl, double dist_to_lane_start) {
@@ -317,7 +320,7 @@ struct VehicleSystem::Evaluation {
     }
   };
   if (e.here->conflicts != 0) check_crossings(e.lane, -e.s0);
-  if (e.next_on_route && next.conflicts != 0 && e.to_end < hazard_m)
+  if (e.next_on_route && e.to_end < hazard_m && next.conflicts != 0)
     check_crossings(e.next, e.to_end);
   in.leader_gap_m = ahead.gap_m;
   in.merge_gap_m = ahead.merge_gap_m;
