@@ -485,8 +485,13 @@ void VehicleSystem::evaluate_part(std::uint32_t begin, std::uint32_t end, std::u
     const Evaluation e = evaluation(k, i);
     const Ahead ahead = find_leader(k, e);
     const PolicyDecision dec = arbitrate_vehicle(k, e, ahead);
-    --k.policies[k.policy_c[i]];
-    ++k.policies[static_cast<std::size_t>(dec.policy)];
+    // Counted on a change only: most decisions repeat the last one, and an
+    // unconditional --/++ on the same count chains every vehicle's store
+    // to the next one's load.
+    if (const auto was = k.policy_c[i]; was != static_cast<std::uint8_t>(dec.policy)) {
+      --k.policies[was];
+      ++k.policies[static_cast<std::size_t>(dec.policy)];
+    }
     k.policy_c[i] = static_cast<std::uint8_t>(dec.policy);
     k.reason_c[i] = static_cast<std::uint8_t>(dec.reason);
     k.leader_c[i] = !dec.leader_recorded                     ? EntityId{}
