@@ -68,3 +68,19 @@ function(bustle_precompile target)
     target_precompile_headers(${target} PRIVATE ${headers})
   endif()
 endfunction()
+
+# Unity builds: each target's sources compile in batches of
+# BUSTLE_UNITY_BATCH, a batch being one translation unit, so the headers
+# they share (Asio, spdlog, CLI11, the generated wire code, Catch2) are parsed
+# and their inline code compiled and optimised once per batch instead of once
+# per source. Names with internal linkage (anonymous namespaces, static
+# functions) must therefore be unique within a target. CMake compiles a
+# source with its own compile options alone (server/core's batch kernels).
+# BUSTLE_UNITY=OFF compiles every source on its own; the fuzz preset does,
+# so that each source still proves it includes what it uses.
+option(BUSTLE_UNITY "Compile each target's sources in unity batches" ON)
+set(BUSTLE_UNITY_BATCH 8 CACHE STRING "Sources per unity batch (BUSTLE_UNITY)")
+if(BUSTLE_UNITY)
+  set(CMAKE_UNITY_BUILD ON)
+  set(CMAKE_UNITY_BUILD_BATCH_SIZE ${BUSTLE_UNITY_BATCH})
+endif()

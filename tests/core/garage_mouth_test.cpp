@@ -15,6 +15,7 @@
 #include "make_world.hpp"
 
 using namespace bustle::core;
+using bustle::core::test::make_world;
 
 namespace {
 
@@ -41,10 +42,6 @@ Scenario pressure(std::uint32_t mouth_capacity, std::uint32_t capacity = 200) {
   return s;
 }
 
-std::unique_ptr<World> make(const Scenario& s) {
-  return bustle::core::test::make_world(s, 3);
-}
-
 GarageRequest request(std::uint32_t r) {
   return GarageRequest{"g0", "p" + std::to_string(r), "sedan", "lane0", 10};
 }
@@ -69,7 +66,7 @@ std::vector<bustle::test::ScriptedCommand> request_script(std::uint32_t count) {
 TEST_CASE(
     "pressure: 128 requests dispatch in 8 steps of 16 into the mouth, then enter one by one") {
   const Scenario s = pressure(128);
-  auto w = make(s);
+  auto w = make_world(s, 3);
   submit_requests(*w, 128);
   const VehicleSystem& vs = w->vehicles();
   const LaneIndex entrance = *w->lanes().find("lane0");
@@ -137,7 +134,7 @@ TEST_CASE(
 
 TEST_CASE("the mouth's places, capacity and cooldown each hold a batch") {
   SECTION("mouth capacity: 16 fill it, then one per free place") {
-    auto w = make(pressure(16));
+    auto w = make_world(pressure(16), 3);
     submit_requests(*w, 128);
     w->step();  // 16 dispatched: the first takes the clear entrance, 15 wait
     CHECK(garage(*w).dispatched.size() == 16);
@@ -164,7 +161,7 @@ TEST_CASE("the mouth's places, capacity and cooldown each hold a batch") {
     }
   }
   SECTION("capacity: the batch stops at capacity, mouth included") {
-    auto w = make(pressure(10, 10));
+    auto w = make_world(pressure(10, 10), 3);
     submit_requests(*w, 128);
     w->step();
     CHECK(garage(*w).dispatched.size() == 10);
@@ -179,7 +176,7 @@ TEST_CASE("the mouth's places, capacity and cooldown each hold a batch") {
     Scenario s = pressure(64);
     s.garages[0].cooldown_frames = 3;
     s.garages[0].entrance_clear_m = 0.0;
-    auto w = make(s);
+    auto w = make_world(s, 3);
     submit_requests(*w, 128);
     const std::vector<std::size_t> expected = {16, 16, 16, 16, 32, 32, 32, 32, 48};
     for (const std::size_t d : expected) {
@@ -189,7 +186,7 @@ TEST_CASE("the mouth's places, capacity and cooldown each hold a batch") {
     CHECK(garage(*w).gate_steps[static_cast<std::size_t>(DispatchGate::Cooldown)] == 6);
   }
   SECTION("without a mouth (mouth_capacity 0) a garage dispatches one per clear entrance") {
-    auto w = make(pressure(0));
+    auto w = make_world(pressure(0), 3);
     submit_requests(*w, 128);
     w->step();
     CHECK(garage(*w).dispatched.size() == 1);
@@ -201,7 +198,7 @@ TEST_CASE("the mouth's places, capacity and cooldown each hold a batch") {
 }
 
 TEST_CASE("a vehicle in the mouth has an identity but is not on the road") {
-  auto w = make(pressure(16));
+  auto w = make_world(pressure(16), 3);
   submit_requests(*w, 4);
   w->step();
   REQUIRE(garage(*w).mouth.size() == 3);
@@ -239,7 +236,7 @@ TEST_CASE(
     "completeness guard: a checkpoint mid-batch, vehicles in the mouth, continues the chain") {
   // Steps 1-4 dispatch a batch of 16 each, then the mouth of 64 is full; it
   // holds vehicles past step 69.
-  auto w = make(pressure(64));
+  auto w = make_world(pressure(64), 3);
   submit_requests(*w, 128);
   for (int k = 0; k < 69; ++k) w->step();
   REQUIRE(garage(*w).mouth.size() > 16);
@@ -248,7 +245,7 @@ TEST_CASE(
 }
 
 TEST_CASE("a broken mouth is named by check_invariants and refused by restore") {
-  auto w = make(pressure(16));
+  auto w = make_world(pressure(16), 3);
   submit_requests(*w, 8);
   w->step();
   w->step();

@@ -21,7 +21,7 @@ Scenario config(const char* name) {
   return *r.scenario;
 }
 
-std::unique_ptr<World> make(const Scenario& s, std::uint64_t seed = 7) {
+std::unique_ptr<World> make_checked(const Scenario& s, std::uint64_t seed = 7) {
   auto c = World::create(s, seed);
   INFO((c.errors.empty() ? std::string() : c.errors[0].path + ": " + c.errors[0].message));
   REQUIRE(c.world);
@@ -57,25 +57,25 @@ bool starts_with(const std::string& s, const std::string& prefix) {
 
 TEST_CASE("the shipped cities hold every invariant after every step") {
   SECTION("default city") {
-    auto w = make(config("default.city.json"));
+    auto w = make_checked(config("default.city.json"));
     run_checked(*w, 1200);
   }
   SECTION("corridor (vehicles)") {
-    auto w = make(config("corridor.city.json"));
+    auto w = make_checked(config("corridor.city.json"));
     run_checked(*w, 1500);
     CHECK(w->vehicles().store().size() > 0);
   }
   SECTION("large block (population)") {
     Scenario s = config("largeblock.city.json");
     s.population.time_scale = 288;  // 24 game hours in 3000 steps: every schedule entry
-    auto w = make(s);
+    auto w = make_checked(s);
     run_checked(*w, 3000);
     CHECK(w->population().active_count() > 0);
   }
 }
 
 TEST_CASE("a broken registry is named") {
-  auto w = make(config("default.city.json"));
+  auto w = make_checked(config("default.city.json"));
   for (int k = 0; k < 20; ++k) w->step();
   EntityRegistry& reg = InvariantProbe::registry(*w);
   REQUIRE(w->pedestrians().size() > 0);
@@ -101,7 +101,7 @@ TEST_CASE("a broken registry is named") {
 }
 
 TEST_CASE("broken pedestrian arrays are named") {
-  auto w = make(config("default.city.json"));
+  auto w = make_checked(config("default.city.json"));
   for (int k = 0; k < 20; ++k) w->step();
   PedestrianStore& p = InvariantProbe::pedestrians(*w);
   REQUIRE(p.size() >= 2);
@@ -125,7 +125,7 @@ TEST_CASE("broken pedestrian arrays are named") {
 }
 
 TEST_CASE("broken vehicle state is named") {
-  auto w = make(config("corridor.city.json"));
+  auto w = make_checked(config("corridor.city.json"));
   while (w->vehicles().store().size() < 3 && w->step_index() < 2000) w->step();
   VehicleStore& v = InvariantProbe::vehicles(*w);
   REQUIRE(v.size() >= 3);
@@ -177,7 +177,7 @@ TEST_CASE("broken vehicle state is named") {
 
 TEST_CASE("broken population state is named") {
   Scenario s = config("largeblock.city.json");
-  auto w = make(s);
+  auto w = make_checked(s);
   for (int k = 0; k < 50; ++k) w->step();
   REQUIRE(w->population().active_count() > 0);
   SECTION("invariant 2: a community x zone count") {
@@ -198,7 +198,7 @@ TEST_CASE("broken population state is named") {
 }
 
 TEST_CASE("a broken spawn pipeline is named") {
-  auto w = make(config("default.city.json"));
+  auto w = make_checked(config("default.city.json"));
   REQUIRE(w->submit({CommandOrigin{1, 1}, SpawnPedestrian{}}) == SubmitStatus::Queued);
   w->step();  // Queued
   w->step();  // IdentityCreated
@@ -236,7 +236,7 @@ TEST_CASE("a broken spawn pipeline is named") {
 }
 
 TEST_CASE("broken observer sets are named") {
-  auto w = make(config("default.city.json"));
+  auto w = make_checked(config("default.city.json"));
   REQUIRE(w->submit({CommandOrigin{}, SetClientObservers{{{1.0, 2.0, 0.0, false, 0.0}}}}) ==
           SubmitStatus::Queued);
   w->step();
@@ -258,7 +258,7 @@ TEST_CASE("a broken retiring FIFO is named") {
   s.tiers.full_enter_m = s.tiers.full_exit_m = s.tiers.simulated_enter_m =
       s.tiers.simulated_exit_m = 1e6;
   s.despawn.fade_ms = 2000;  // everyone is on screen, so despawns fade
-  auto w = make(s);
+  auto w = make_checked(s);
   for (int k = 0; k < 20; ++k) w->step();
   REQUIRE(w->pedestrians().size() > 0);
   REQUIRE(w->submit({CommandOrigin{1, 1}, DespawnEntity{w->pedestrians().id[0]}}) ==

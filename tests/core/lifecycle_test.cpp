@@ -11,6 +11,7 @@
 #include "make_world.hpp"
 
 using namespace bustle::core;
+using bustle::core::test::make_world;
 using bustle::test::ScriptedCommand;
 
 namespace {
@@ -47,20 +48,13 @@ Scenario two_zones() {
   return s;
 }
 
-std::unique_ptr<World> make(const Scenario& s, std::uint64_t seed = 1) {
-  auto c = World::create(s, seed);
-  INFO((c.errors.empty() ? std::string() : c.errors[0].path + ": " + c.errors[0].message));
-  REQUIRE(c.world);
-  return std::move(c.world);
-}
-
-CommandEnvelope env(std::uint32_t request, WorldCommand c) {
+CommandEnvelope lifecycle_env(std::uint32_t request, WorldCommand c) {
   return {CommandOrigin{7, request}, std::move(c)};
 }
 
-CommandResult apply_one(World& w, WorldCommand c) {
+CommandResult apply_alone(World& w, WorldCommand c) {
   static std::uint32_t request = 0;
-  REQUIRE(w.submit(env(++request, std::move(c))) == SubmitStatus::Queued);
+  REQUIRE(w.submit(lifecycle_env(++request, std::move(c))) == SubmitStatus::Queued);
   w.step();
   REQUIRE(w.last_command_results().size() == 1);
   return w.last_command_results()[0];
@@ -70,7 +64,7 @@ CommandResult apply_one(World& w, WorldCommand c) {
 // schedule sends them to work: 40 steps in, every clerk active at home.
 std::unique_ptr<World> clerks_home_before_noon(Scenario s) {
   s.population.start_hour = 11.9;
-  auto w = make(s);
+  auto w = make_world(s);
   for (int k = 0; k < 40; ++k) w->step();
   return w;
 }
@@ -100,8 +94,8 @@ std::vector<SpawnState> states_of(const World& w, std::uint64_t handle) {
 TEST_CASE(
     "a spawn handle moves through the core's stages, one per step, and ends at "
     "representation_requested") {
-  auto w = make(two_zones());
-  const CommandResult r = apply_one(*w, SpawnPedestrian{"home", "", 0, 0, {}});
+  auto w = make_world(two_zones());
+  const CommandResult r = apply_alone(*w, SpawnPedestrian{"home", "", 0, 0, {}});
   REQUIRE(r.status == CommandStatus::Accepted);
   const std::uint64_t h = r.handle;
   REQUIRE(h == 1);
@@ -130,10 +124,11 @@ TEST_CASE(
 }
 
 TEST_CASE("the per-step creation cap defers spawns without failing them") {
-  auto w = make(two_zones());
+  auto w = make_world(two_zones());
   std::vector<std::uint64_t> handles;
   for (std::uint32_t k = 0; k < 7; ++k) {
-    REQUIRE(w->submit(env(100 + k, SpawnPedestrian{"", "", 1, 0, {}})) == SubmitStatus::Queued);
+    REQUIRE(w->submit(lifecycle_env(100 + k, SpawnPedestrian{"", "", 1, 0, {}})) ==
+            SubmitStatus::Queued);
   }
   w->step();
   for (const CommandResult& r : w->last_command_results()) handles.push_back(r.handle);
@@ -156,30 +151,30 @@ TEST_CASE("the per-step creation cap defers spawns without failing them") {
 TEST_CASE("removing a still-queued spawn cancels it and gives the id back") {
   Scenario s = two_zones();
   s.spawn.per_step_cap = 1;
-  auto w = make(s);
-  REQUIRE(w->submit(env(1, SpawnPedestrian{})) == SubmitStatus::Queued);
-  REQUIRE(w->submit(env(2, SpawnPedestrian{})) == SubmitStatus::Queued);
+  auto w = make_world(s);
+  REQUIRE(w->submit(lifecycle_env(1, SpawnPedestrian{})) == SubmitStatus::Queued);
+  REQUIRE(w->submit(lifecycle_env(2, SpawnPedestrian{})) == SubmitStatus::Queued);
   w->step();
   const std::uint64_t first = w->last_command_results()[0].handle;
   const std::uint64_t second = w->last_command_results()[1].handle;
   REQUIRE(w->find_spawn(second)->state == SpawnState::Queued);
   const std::uint32_t alive = w->registry().alive_count();
   // Queued: no identity yet; canceled outright.
-  const CommandResult c = apply_one(*w, CancelSpawn{second});
+  const CommandResult c = apply_alone(*w, CancelSpawn{second});
   CHECK(c.status == CommandStatus::Accepted);
   CHECK(w->find_spawn(second)->state == SpawnState::Canceled);
   CHECK(c.entity == EntityId{});
   // The first has an identity but is not registered... it registered on this
   // step, so a new one shows the IdentityCreated path.
   (void)first;
-  REQUIRE(w->submit(env(3, SpawnPedestrian{})) == SubmitStatus::Queued);
+  REQUIRE(w->submit(lifecycle_env(3, SpawnPedestrian{})) == SubmitStatus::Queued);
   w->step();
   const std::uint64_t third = w->last_command_results()[0].handle;
   w->step();
   REQUIRE(w->find_spawn(third)->state == SpawnState::IdentityCreated);
   const EntityId id = w->find_spawn(third)->entity;
   const std::uint32_t before = w->registry().alive_count();
-  const CommandResult d = apply_one(*w, DespawnEntity{id});
+  const CommandResult d = apply_alone(*w, DespawnEntity{id});
   CHECK(d.status == CommandStatus::Accepted);
   CHECK(d.entity == id);  // the id given back instead of created and deleted
   CHECK(w->find_spawn(third)->state == SpawnState::Canceled);
@@ -188,15 +183,15 @@ TEST_CASE("removing a still-queued spawn cancels it and gives the id back") {
   CHECK(w->counters().despawned_total == 0);
   (void)alive;
   // A registered spawn cannot be canceled: its entity exists.
-  const CommandResult late = apply_one(*w, CancelSpawn{first});
+  const CommandResult late = apply_alone(*w, CancelSpawn{first});
   CHECK(late.status == CommandStatus::Rejected);
 }
 
 TEST_CASE("a spawn that cannot get an identity times out, deferred until then") {
   Scenario s = two_zones();
   s.entity_capacity = 12;  // exactly the residents: no room
-  auto w = make(s);
-  const CommandResult r = apply_one(*w, SpawnPedestrian{"", "", 1, 300, {}});
+  auto w = make_world(s);
+  const CommandResult r = apply_alone(*w, SpawnPedestrian{"", "", 1, 300, {}});
   REQUIRE(r.status == CommandStatus::Accepted);
   w->step();
   CHECK(w->find_spawn(r.handle)->state == SpawnState::Queued);
@@ -206,14 +201,13 @@ TEST_CASE("a spawn that cannot get an identity times out, deferred until then") 
 }
 
 TEST_CASE("spawn requests are validated before anything changes") {
-  auto w = make(two_zones());
+  auto w = make_world(two_zones());
   const std::uint64_t before = w->spawn_pipeline().next_handle;
-  CHECK(apply_one(*w, SpawnPedestrian{"nowhere", "", 1, 0, {}}).message.find("zone") !=
+  CHECK(apply_alone(*w, SpawnPedestrian{"nowhere", "", 1, 0, {}}).message.find("zone") !=
         std::string::npos);
-  CHECK(
-      apply_one(*w, SpawnPedestrian{"home", "work", 1, 0, {}}).message.find("not a lane of zone") !=
-      std::string::npos);
-  CHECK(apply_one(*w, SpawnPedestrian{"", "", 9, 0, {}}).message.find("priority") !=
+  CHECK(apply_alone(*w, SpawnPedestrian{"home", "work", 1, 0, {}})
+            .message.find("not a lane of zone") != std::string::npos);
+  CHECK(apply_alone(*w, SpawnPedestrian{"", "", 9, 0, {}}).message.find("priority") !=
         std::string::npos);
   CHECK(w->spawn_pipeline().next_handle == before);
   CHECK(w->spawn_pipeline().live.empty());
@@ -226,17 +220,19 @@ TEST_CASE(
   s.communities.clear();
   s.zones.clear();
   s.pedestrians.count = 0;
-  auto w = make(s);
+  auto w = make_world(s);
   // One spawn near the observer (home loop), one far away.
-  REQUIRE(w->submit(env(1, SpawnPedestrian{"", "home", 3, 0, {}})) == SubmitStatus::Queued);
-  REQUIRE(w->submit(env(2, SpawnPedestrian{"", "far", 3, 0, {}})) == SubmitStatus::Queued);
+  REQUIRE(w->submit(lifecycle_env(1, SpawnPedestrian{"", "home", 3, 0, {}})) ==
+          SubmitStatus::Queued);
+  REQUIRE(w->submit(lifecycle_env(2, SpawnPedestrian{"", "far", 3, 0, {}})) ==
+          SubmitStatus::Queued);
   for (int k = 0; k < 8; ++k) w->step();  // registered and tiered (resolution every 4th step)
   const EntityId near = w->find_spawn(1)->entity;
   const EntityId far = w->find_spawn(2)->entity;
   REQUIRE(w->describe(near).tier == SimTier::Full);
   REQUIRE(w->describe(far).tier == SimTier::Coarse);
-  REQUIRE(w->submit(env(3, DespawnEntity{far})) == SubmitStatus::Queued);
-  REQUIRE(w->submit(env(4, DespawnEntity{near})) == SubmitStatus::Queued);
+  REQUIRE(w->submit(lifecycle_env(3, DespawnEntity{far})) == SubmitStatus::Queued);
+  REQUIRE(w->submit(lifecycle_env(4, DespawnEntity{near})) == SubmitStatus::Queued);
   w->step();
   const std::uint64_t at = w->step_index();
   // Far: gone this step (id released); near: retiring, still alive, in the orphan set.
@@ -269,8 +265,8 @@ TEST_CASE(
   if (near < far) std::swap(expected[0], expected[1]);
   CHECK(notices == expected);
   // A retiring entity cannot be despawned again, nor promoted.
-  CHECK(apply_one(*w, DespawnEntity{near}).message.find("retiring") != std::string::npos);
-  CHECK(apply_one(*w, ForceFull{near, true}).status == CommandStatus::Rejected);
+  CHECK(apply_alone(*w, DespawnEntity{near}).message.find("retiring") != std::string::npos);
+  CHECK(apply_alone(*w, ForceFull{near, true}).status == CommandStatus::Rejected);
   while (w->step_index() < at + 5) {
     CHECK(w->registry().is_alive(near));
     w->step();
@@ -292,8 +288,8 @@ TEST_CASE(
 TEST_CASE("a lifecycle batch is atomic: one bad op changes nothing, a good batch commits all") {
   Scenario s = two_zones();
   s.pedestrians.count = 6;
-  auto a = make(s, 3);
-  auto b = make(s, 3);
+  auto a = make_world(s, 3);
+  auto b = make_world(s, 3);
   for (int k = 0; k < 10; ++k) {
     a->step();
     b->step();
@@ -304,8 +300,8 @@ TEST_CASE("a lifecycle batch is atomic: one bad op changes nothing, a good batch
   bad.ops.push_back({LifecycleOp::Kind::Spawn, SpawnPedestrian{"home", "", 1, 0, {}}, {}});
   bad.ops.push_back({LifecycleOp::Kind::Despawn, {}, victim});
   bad.ops.push_back({LifecycleOp::Kind::Despawn, {}, EntityId{999, 4}});  // not alive
-  REQUIRE(a->submit(env(1, bad)) == SubmitStatus::Queued);
-  REQUIRE(b->submit(env(1, SetHour{99.0})) ==
+  REQUIRE(a->submit(lifecycle_env(1, bad)) == SubmitStatus::Queued);
+  REQUIRE(b->submit(lifecycle_env(1, SetHour{99.0})) ==
           SubmitStatus::Queued);  // also rejected: same counters
   a->step();
   b->step();
@@ -323,7 +319,7 @@ TEST_CASE("a lifecycle batch is atomic: one bad op changes nothing, a good batch
   good.ops.push_back({LifecycleOp::Kind::Spawn, SpawnPedestrian{"home", "", 1, 0, {}}, {}});
   good.ops.push_back({LifecycleOp::Kind::Despawn, {}, a->pedestrians().id[0]});
   good.ops.push_back({LifecycleOp::Kind::Spawn, SpawnPedestrian{"", "", 2, 0, {}}, {}});
-  const CommandResult ok = apply_one(*a, good);
+  const CommandResult ok = apply_alone(*a, good);
   CHECK(ok.status == CommandStatus::Accepted);
   CHECK(ok.batch == BatchStatus::Committed);
   CHECK(ok.handles.size() == 2);
@@ -336,7 +332,7 @@ TEST_CASE("lifecycle batches never end partially committed") {
   Scenario s = two_zones();
   s.pedestrians.count = 20;
   s.spawn.queue_depth = 64;
-  auto w = make(s, 11);
+  auto w = make_world(s, 11);
   for (int k = 0; k < 5; ++k) w->step();
   Prng rng(99);
   std::size_t committed = 0, rejected = 0;
@@ -358,14 +354,14 @@ TEST_CASE("lifecycle batches never end partially committed") {
         b.ops.push_back({LifecycleOp::Kind::Despawn, {}, id});
       }
     }
-    const CommandResult r = apply_one(*w, b);
+    const CommandResult r = apply_alone(*w, b);
     REQUIRE(r.batch != BatchStatus::PartiallyCommitted);
     REQUIRE(r.batch != BatchStatus::InvariantFailure);
     if (r.batch == BatchStatus::Committed) {
       ++committed;
     } else {
       ++rejected;
-      REQUIRE(twin.world->submit(env(1, SetHour{99.0})) == SubmitStatus::Queued);
+      REQUIRE(twin.world->submit(lifecycle_env(1, SetHour{99.0})) == SubmitStatus::Queued);
       twin.world->step();
       REQUIRE(twin.world->digest() == w->digest());
     }
@@ -382,7 +378,7 @@ TEST_CASE("active members hand off to their new zone with a budget, identity unc
   REQUIRE(w->population().zones()[0].active == 12);
   std::set<EntityId> ids(w->population().residents().id.begin(),
                          w->population().residents().id.end());
-  REQUIRE(apply_one(*w, SetHour{12.5}).status == CommandStatus::Accepted);
+  REQUIRE(apply_alone(*w, SetHour{12.5}).status == CommandStatus::Accepted);
   std::uint32_t started = 0, accepted = 0, max_started = 0;
   for (int k = 0; k < 200; ++k) {
     w->step();
@@ -412,7 +408,7 @@ TEST_CASE("a handoff the target cannot take returns to its source") {
   Scenario s = two_zones();
   s.zones[1].capacity = 1;  // work zone has room for one
   auto w = clerks_home_before_noon(s);
-  REQUIRE(apply_one(*w, SetHour{12.5}).status == CommandStatus::Accepted);
+  REQUIRE(apply_alone(*w, SetHour{12.5}).status == CommandStatus::Accepted);
   CHECK(step_counting_returned_handoffs(*w, 30) > 0);
   std::uint32_t at_work = 0;
   for (std::uint32_t i = 0; i < w->population().residents().size(); ++i) {
@@ -426,9 +422,10 @@ TEST_CASE("a handoff into a zone whose every lane is closed returns until a lane
   // move_resident used to fall back to a random lane of the target zone, so
   // the member appeared on a closed lane.
   auto w = clerks_home_before_noon(two_zones());
-  REQUIRE(apply_one(*w, SetLaneClosed{"work", UINT32_MAX, true}).status == CommandStatus::Accepted);
+  REQUIRE(apply_alone(*w, SetLaneClosed{"work", UINT32_MAX, true}).status ==
+          CommandStatus::Accepted);
   const LaneIndex work = *w->lanes().find("work");
-  REQUIRE(apply_one(*w, SetHour{12.5}).status == CommandStatus::Accepted);
+  REQUIRE(apply_alone(*w, SetHour{12.5}).status == CommandStatus::Accepted);
   std::uint32_t returned = 0;
   for (int k = 0; k < 60; ++k) {
     returned += step_counting_returned_handoffs(*w, 1);
@@ -439,7 +436,7 @@ TEST_CASE("a handoff into a zone whose every lane is closed returns until a lane
   CHECK(returned > 0);
   CHECK(w->population().zones()[1].active == 0);
   // Opened: the handoffs offered from then on are taken.
-  REQUIRE(apply_one(*w, SetLaneClosed{"work", UINT32_MAX, false}).status ==
+  REQUIRE(apply_alone(*w, SetLaneClosed{"work", UINT32_MAX, false}).status ==
           CommandStatus::Accepted);
   std::uint32_t accepted = 0;
   for (int k = 0; k < 200; ++k) {
@@ -454,7 +451,7 @@ TEST_CASE("a handoff into a zone whose every lane is closed returns until a lane
 TEST_CASE("describe reports every axis of a resident, dormant or active") {
   Scenario s = two_zones();
   s.communities[0].schedule[0].density = 0.5;
-  auto w = make(s);
+  auto w = make_world(s);
   for (int k = 0; k < 30; ++k) w->step();
   std::size_t active = 0, dormant = 0;
   for (const EntityId id : w->population().residents().id) {
@@ -480,10 +477,10 @@ TEST_CASE("describe reports every axis of a resident, dormant or active") {
 }
 
 TEST_CASE("lifecycle settings change at runtime and are validated") {
-  auto w = make(two_zones());
-  CHECK(apply_one(*w, SetLifecycle{8, 8, 100, 16}).status == CommandStatus::Accepted);
+  auto w = make_world(two_zones());
+  CHECK(apply_alone(*w, SetLifecycle{8, 8, 100, 16}).status == CommandStatus::Accepted);
   CHECK(w->population().settings() == LifecycleSettings{8, 8, 100, 16});
-  const CommandResult bad = apply_one(*w, SetLifecycle{2, 2, 0, 4});
+  const CommandResult bad = apply_alone(*w, SetLifecycle{2, 2, 0, 4});
   CHECK(bad.status == CommandStatus::Rejected);
   CHECK(bad.message.find("interval_ms") != std::string::npos);
   CHECK(w->population().settings() == LifecycleSettings{8, 8, 100, 16});
@@ -513,10 +510,10 @@ TEST_CASE("completeness guard covers spawn handles, orphans, handoffs and observ
 TEST_CASE("saves keep saveable residents' zone ownership and lifecycle settings") {
   Scenario s = two_zones();
   s.population.start_hour = 11.9;
-  auto w = make(s);
+  auto w = make_world(s);
   for (int k = 0; k < 40; ++k) w->step();
-  REQUIRE(apply_one(*w, SetHour{12.5}).status == CommandStatus::Accepted);
-  REQUIRE(apply_one(*w, SetLifecycle{4, 4, 250, 4}).status == CommandStatus::Accepted);
+  REQUIRE(apply_alone(*w, SetHour{12.5}).status == CommandStatus::Accepted);
+  REQUIRE(apply_alone(*w, SetLifecycle{4, 4, 250, 4}).status == CommandStatus::Accepted);
   for (int k = 0; k < 200; ++k) w->step();
   const SaveState save = w->capture_save();
   REQUIRE(save.saveable_ids.size() == 12);
@@ -544,14 +541,14 @@ TEST_CASE(
     "observers") {
   Scenario s = two_zones();
   s.population.start_hour = 11.9;
-  auto w = make(s);
+  auto w = make_world(s);
   for (int k = 0; k < 40; ++k) w->step();
-  REQUIRE(apply_one(*w, SetHour{12.5}).status == CommandStatus::Accepted);
+  REQUIRE(apply_alone(*w, SetHour{12.5}).status == CommandStatus::Accepted);
   ObserverPoint far;
   far.x_m = 500.0;
   far.y_m = -20.0;
   far.z_m = 3.0;
-  REQUIRE(apply_one(*w, SetObservers{{far}}).status == CommandStatus::Accepted);
+  REQUIRE(apply_alone(*w, SetObservers{{far}}).status == CommandStatus::Accepted);
   for (int k = 0; k < 200; ++k) w->step();
   const SaveState save = w->capture_save();
   const ResidentStore& before = w->population().residents();
@@ -626,10 +623,10 @@ Scenario forked_lanes() {
 }  // namespace
 
 TEST_CASE("a spawned walker follows its route from the shared buffer, then wanders") {
-  auto w = make(forked_lanes());
+  auto w = make_world(forked_lanes());
   SpawnPedestrian req;
   req.route = {"a", "c", "a", "c", "a", "c"};
-  const CommandResult r = apply_one(*w, req);
+  const CommandResult r = apply_alone(*w, req);
   REQUIRE(r.status == CommandStatus::Accepted);
   CHECK(w->routes().live() == 1);
   std::vector<std::string> seen;
@@ -672,16 +669,16 @@ TEST_CASE("route slots are reused from a free list and the shared buffer compact
 }
 
 TEST_CASE("a route that does not follow the lane graph is refused before anything changes") {
-  auto w = make(forked_lanes());
+  auto w = make_world(forked_lanes());
   SpawnPedestrian req;
   req.route = {"a", "c", "b"};
-  const CommandResult r = apply_one(*w, req);
+  const CommandResult r = apply_alone(*w, req);
   CHECK(r.status == CommandStatus::Rejected);
   CHECK(r.message == "route[2]: 'b' does not follow 'c'");
   CHECK(w->routes().live() == 0);
   req.route = {"a"};
   req.lane = "b";
-  CHECK(apply_one(*w, req).message.rfind("lane: must be route[0]", 0) == 0);
+  CHECK(apply_alone(*w, req).message.rfind("lane: must be route[0]", 0) == 0);
 }
 
 TEST_CASE("checkpoints carry routes held by handles and walkers") {
@@ -708,7 +705,7 @@ TEST_CASE("the digest does not depend on which connection sent a command") {
     std::vector<CommandOrigin> handle_origins;  // as checkpointed
   };
   auto run = [](std::uint32_t client, std::uint32_t request) {
-    auto w = make(two_zones());
+    auto w = make_world(two_zones());
     Run out;
     auto send = [&](WorldCommand c) {
       REQUIRE(w->submit({CommandOrigin{client, ++request}, std::move(c)}) == SubmitStatus::Queued);
@@ -759,7 +756,7 @@ TEST_CASE("a killed resident lies as a corpse, then stays deceased: never walks 
   // is deceased in checkpoints and saves, and is never activated or handed
   // over again.
   Scenario s = two_zones();
-  auto w = make(s);
+  auto w = make_world(s);
   for (int k = 0; k < 40; ++k) w->step();
   const PedestrianStore& p = w->pedestrians();
   EntityId victim{};
@@ -768,7 +765,7 @@ TEST_CASE("a killed resident lies as a corpse, then stays deceased: never walks 
   REQUIRE_FALSE(victim.is_null());
   const auto r = static_cast<std::uint32_t>(w->population().resident_of(victim));
   const std::uint32_t active_before = w->population().active_count();
-  REQUIRE(apply_one(*w, KillPedestrian{victim}).status == CommandStatus::Accepted);
+  REQUIRE(apply_alone(*w, KillPedestrian{victim}).status == CommandStatus::Accepted);
   const auto deceased = [&](const World& world) {
     return world.population().residents().active[r] == ResidentStore::kDeceased;
   };
@@ -786,15 +783,15 @@ TEST_CASE("a killed resident lies as a corpse, then stays deceased: never walks 
     REQUIRE(restored->digest() == w->digest());
   }
   // Observers far away: corpse cleanup removes the row; the record stays.
-  REQUIRE(apply_one(*w, SetObservers{{{2000.0, 0.0}}}).status == CommandStatus::Accepted);
+  REQUIRE(apply_alone(*w, SetObservers{{{2000.0, 0.0}}}).status == CommandStatus::Accepted);
   for (int k = 0; k < 30; ++k) w->step();
   CHECK(w->pedestrians().dense_of[victim.index] == PedestrianStore::kNoSlot);
   CHECK(deceased(*w));
   CHECK(w->registry().is_alive(victim));
   CHECK(w->describe(victim).lifecycle == LifecycleState::Deceased);
   // A day passes (home, work, home): the others walk, the deceased never does.
-  REQUIRE(apply_one(*w, SetObservers{{{10.0, 10.0}}}).status == CommandStatus::Accepted);
-  REQUIRE(apply_one(*w, SetHour{11.95}).status == CommandStatus::Accepted);
+  REQUIRE(apply_alone(*w, SetObservers{{{10.0, 10.0}}}).status == CommandStatus::Accepted);
+  REQUIRE(apply_alone(*w, SetHour{11.95}).status == CommandStatus::Accepted);
   bool others_walked = false;
   for (int k = 0; k < 600; ++k) {
     w->step();

@@ -10,7 +10,7 @@
 
 namespace bustle::core::test {
 
-inline std::unique_ptr<World> make_world(const Scenario& s, std::uint64_t seed) {
+inline std::unique_ptr<World> make_world(const Scenario& s, std::uint64_t seed = 1) {
   auto c = World::create(s, seed);
   INFO((c.errors.empty() ? std::string() : c.errors[0].path + ": " + c.errors[0].message));
   REQUIRE(c.world);

@@ -24,8 +24,10 @@
 
 #include "bustle/core/world.hpp"
 #include "bustle/scenario/scenario_loader.hpp"
+#include "make_world.hpp"
 
 using namespace bustle::core;
+using bustle::core::test::make_world;
 
 namespace {
 
@@ -101,13 +103,6 @@ Scenario scale_city(std::uint32_t background, std::uint32_t vehicles) {
   s.tiers.simulated_cap = background * 3 / 10;
   add_vehicle_loops(s, vehicles);
   return s;
-}
-
-std::unique_ptr<World> make(const Scenario& s, std::uint64_t seed) {
-  auto c = World::create(s, seed);
-  INFO((c.errors.empty() ? std::string() : c.errors[0].path + ": " + c.errors[0].message));
-  REQUIRE(c.world);
-  return std::move(c.world);
 }
 
 ObserverPoint observer_at(double x_m, double y_m) {
@@ -308,9 +303,9 @@ bool nobody_left(const World& w, const std::vector<EntityId>& before) {
 
 void run_scale(std::uint32_t background, std::uint32_t vehicles) {
   const Scenario s = scale_city(background, vehicles);
-  auto a = make(s, 11);
-  auto b = make(s, 11);
-  auto c = make(s, 12);
+  auto a = make_world(s, 11);
+  auto b = make_world(s, 11);
+  auto c = make_world(s, 12);
   std::vector<std::uint64_t> digests_a{a->digest()}, digests_b{b->digest()}, digests_c{c->digest()};
   digests_a.reserve(kSteps + 1);
   digests_b.reserve(kSteps + 1);

@@ -8,12 +8,14 @@
 #include "../support/completeness_guard.hpp"
 #include "bustle/core/world.hpp"
 #include "bustle/scenario/scenario_loader.hpp"
+#include "make_world.hpp"
 
 using namespace bustle::core;
+using bustle::core::test::make_world;
 
 namespace {
 
-Scenario largeblock() {
+Scenario load_largeblock() {
   auto r = bustle::scenario::load_scenario_file(std::string(BUSTLE_SOURCE_DIR) +
                                                 "/configs/largeblock.city.json");
   INFO((r.errors.empty() ? std::string() : r.errors[0].to_string()));
@@ -40,15 +42,8 @@ Scenario one_zone() {
   return s;
 }
 
-std::unique_ptr<World> make(const Scenario& s, std::uint64_t seed = 1) {
-  auto c = World::create(s, seed);
-  INFO((c.errors.empty() ? std::string() : c.errors[0].path + ": " + c.errors[0].message));
-  REQUIRE(c.world);
-  return std::move(c.world);
-}
-
-bool has_error(const std::vector<ScenarioError>& errs, const std::string& path,
-               const std::string& fragment) {
+bool has_population_error(const std::vector<ScenarioError>& errs, const std::string& path,
+                          const std::string& fragment) {
   for (const auto& e : errs) {
     if (e.path == path && e.message.find(fragment) != std::string::npos) return true;
   }
@@ -93,18 +88,20 @@ TEST_CASE("schedules must cover the whole day exactly once") {
   SECTION("a 0.5 hour gap is refused") {
     Scenario s = one_zone();
     s.communities[0].schedule[1].start_hour = 12.5;
-    CHECK(has_error(validate_scenario(s), "communities[0].schedule", "gap from 12 h to 12.5 h"));
+    CHECK(has_population_error(validate_scenario(s), "communities[0].schedule",
+                               "gap from 12 h to 12.5 h"));
   }
   SECTION("a 0.25 hour overlap is refused") {
     Scenario s = one_zone();
     s.communities[0].schedule[1].start_hour = 11.75;
-    CHECK(
-        has_error(validate_scenario(s), "communities[0].schedule", "overlap from 11.75 h to 12 h"));
+    CHECK(has_population_error(validate_scenario(s), "communities[0].schedule",
+                               "overlap from 11.75 h to 12 h"));
   }
   SECTION("a gap before midnight is refused") {
     Scenario s = one_zone();
     s.communities[0].schedule[1].end_hour = 23.5;
-    CHECK(has_error(validate_scenario(s), "communities[0].schedule", "gap from 23.5 h to 24 h"));
+    CHECK(has_population_error(validate_scenario(s), "communities[0].schedule",
+                               "gap from 23.5 h to 24 h"));
   }
   SECTION("unknown zone, unknown work-point, density out of range") {
     Scenario s = one_zone();
@@ -112,23 +109,24 @@ TEST_CASE("schedules must cover the whole day exactly once") {
     s.communities[0].schedule[1].work_point = "bench";
     s.communities[0].schedule[1].density = 1.5;
     const auto errs = validate_scenario(s);
-    CHECK(has_error(errs, "communities[0].schedule[0].zone", "unknown zone id 'nowhere'"));
     CHECK(
-        has_error(errs, "communities[0].schedule[1].work_point", "unknown work-point id 'bench'"));
-    CHECK(has_error(errs, "communities[0].schedule[1].density", "[0, 1]"));
+        has_population_error(errs, "communities[0].schedule[0].zone", "unknown zone id 'nowhere'"));
+    CHECK(has_population_error(errs, "communities[0].schedule[1].work_point",
+                               "unknown work-point id 'bench'"));
+    CHECK(has_population_error(errs, "communities[0].schedule[1].density", "[0, 1]"));
   }
   SECTION("hours out of range and empty intervals") {
     Scenario s = one_zone();
     s.communities[0].schedule[0].start_hour = 24.0;
     s.communities[0].schedule[1].end_hour = 12.0;
     const auto errs = validate_scenario(s);
-    CHECK(has_error(errs, "communities[0].schedule[0].start_hour", "[0, 24)"));
-    CHECK(has_error(errs, "communities[0].schedule[1].end_hour", "empty interval"));
+    CHECK(has_population_error(errs, "communities[0].schedule[0].start_hour", "[0, 24)"));
+    CHECK(has_population_error(errs, "communities[0].schedule[1].end_hour", "empty interval"));
   }
 }
 
 TEST_CASE("lifecycle 8 -> 24 with quota 2 reports 2 done and 14 deferred, then converges") {
-  auto w = make(one_zone());
+  auto w = make_world(one_zone());
   for (int k = 0; k < 40; ++k) {
     w->step();
     check_invariants(*w);
@@ -172,7 +170,7 @@ std::unique_ptr<World> noon_shift_change(Scenario s, const ScheduleEntry& day_af
   night.schedule = {{0.0, 12.0, SchedulePhase::Home, "", "z", "", 0.0},
                     {12.0, 24.0, SchedulePhase::Work, "", "z", "", 1.0}};
   s.communities.push_back(night);
-  auto w = make(s);
+  auto w = make_world(s);
   for (int k = 0; k < 200; ++k) w->step();
   REQUIRE(w->population().zones()[0].active == 24);
   REQUIRE(w->submit({{1, 1}, SetHour{12.0}}) == SubmitStatus::Queued);
@@ -213,7 +211,7 @@ TEST_CASE("a zone waiting on its recycle quota defers arrivals instead of reject
 TEST_CASE("a shortfall beyond the zone's capacity is rejected, the rest deferred") {
   Scenario s = one_zone();
   s.zones[0].capacity = 20;
-  auto w = make(s);
+  auto w = make_world(s);
   for (int k = 0; k < 40; ++k) w->step();
   REQUIRE(w->submit({{1, 1}, SetHour{12.0}}) == SubmitStatus::Queued);
   int guard = 0;
@@ -268,9 +266,9 @@ TEST_CASE("arrivals waiting for members handed over to another zone are deferred
 // deferred by migration, but never more than the growth quota offered, so
 // the counts still add up to what is pending.
 TEST_CASE("deferred by migration counts only the places the growth quota gave") {
-  Scenario s = largeblock();
+  Scenario s = load_largeblock();
   s.population.migration_budget = 0;
-  auto w = make(s);
+  auto w = make_world(s);
   REQUIRE(w->submit({{1, 1}, SetHour{12.0}}) == SubmitStatus::Queued);
   std::uint32_t max_held = 0;
   for (int k = 0; k < 200; ++k) {
@@ -286,8 +284,8 @@ TEST_CASE("deferred by migration counts only the places the growth quota gave") 
 
 TEST_CASE(
     "large block: hour switches keep the 72 identities, and 06 <-> 12 reuses dormant records") {
-  const Scenario s = largeblock();
-  auto w = make(s);
+  const Scenario s = load_largeblock();
+  auto w = make_world(s);
   const auto& r = w->population().residents();
   REQUIRE(r.size() == 72);
   std::set<std::uint64_t> ids;
@@ -325,7 +323,7 @@ TEST_CASE("work-points: unique slots, a waiting queue when full, release hands t
   s.work_points = {{"bench", "z", "p", 4}};
   s.communities[0].schedule = {
       {0.0, 24.0, SchedulePhase::Work, "", "z", "bench", 0.5}};  // 12 want 4 slots
-  auto w = make(s);
+  auto w = make_world(s);
   for (int k = 0; k < 60; ++k) {
     w->step();
     check_invariants(*w);
@@ -351,7 +349,7 @@ TEST_CASE("work-points: unique slots, a waiting queue when full, release hands t
 }
 
 TEST_CASE("completeness guard on the large block across hour switches") {
-  const Scenario s = largeblock();
+  const Scenario s = load_largeblock();
   const std::vector<bustle::test::ScriptedCommand> script = {{10, SetHour{12.0}},
                                                              {60, SetHour{18.0}},
                                                              {61, SetTimeScale{600}},
@@ -361,8 +359,8 @@ TEST_CASE("completeness guard on the large block across hour switches") {
 }
 
 TEST_CASE("restore rejects a work-point slot that disagrees with its resident") {
-  const Scenario s = largeblock();
-  auto w = make(s);
+  const Scenario s = load_largeblock();
+  auto w = make_world(s);
   for (int k = 0; k < 40; ++k) w->step();
   WorldCheckpoint cp = w->capture();
   auto& wp = cp.population.work_points[2];  // workshop: technicians work at 06
@@ -375,9 +373,9 @@ TEST_CASE("restore rejects a work-point slot that disagrees with its resident") 
 }
 
 TEST_CASE("migration between zones has its own budget and never changes identity") {
-  Scenario s = largeblock();
+  Scenario s = load_largeblock();
   s.population.migration_budget = 1;
-  auto w = make(s);
+  auto w = make_world(s);
   for (int k = 0; k < 120; ++k) w->step();  // 06:00 settled
   const auto ids_before = w->population().residents().id;
   REQUIRE(w->submit({{1, 1}, SetHour{12.0}}) == SubmitStatus::Queued);

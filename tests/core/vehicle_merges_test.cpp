@@ -15,6 +15,7 @@
 #include "vehicle_test_support.hpp"
 
 using namespace bustle::core;
+using bustle::core::test::make_world;
 
 namespace {
 
@@ -78,10 +79,6 @@ Scenario merge_city(std::uint32_t per_garage, bool all_full = true) {
   return s;
 }
 
-std::unique_ptr<World> make(const Scenario& s) {
-  return bustle::core::test::make_world(s, 1);
-}
-
 // The closest two vehicles come on the merge axis (s on "m", minus the
 // distance to the merge point on a feeder), measured here and not by the
 // core, over pairs on different lanes within `near_m` of the merge point.
@@ -111,7 +108,7 @@ double closest_at_merge(const World& w, double near_m) {
 
 TEST_CASE("merge: two vehicles arriving together enter the shared lane one headway apart") {
   const Scenario s = merge_city(1);
-  auto w = make(s);
+  auto w = make_world(s);
   const double block = s.vehicle_rules.headway_block_m;
   const VehicleStore& st = w->vehicles().store();
   const LaneIndex m = *w->lanes().find("m");
@@ -147,7 +144,7 @@ TEST_CASE("merge: a stream from each feeder keeps the headway at the merge, both
   const bool all_full = GENERATE(true, false);
   INFO("all Full: " << all_full);
   const Scenario s = merge_city(12, all_full);
-  auto w = make(s);
+  auto w = make_world(s);
   const double block = s.vehicle_rules.headway_block_m;
   const VehicleStore& st = w->vehicles().store();
   double closest = std::numeric_limits<double>::infinity();
@@ -179,7 +176,7 @@ TEST_CASE("merge: check_invariants names two vehicles side by side at a merge") 
   // (both vehicles 2 m before the merge point), written through the probe
   // (a doctored checkpoint is refused by its digest).
   const Scenario s = merge_city(1);
-  auto w = make(s);
+  auto w = make_world(s);
   w->step();
   VehicleStore& v = InvariantProbe::vehicles(*w);
   REQUIRE(v.size() == 2);
@@ -198,7 +195,7 @@ TEST_CASE("merge: check_invariants names two vehicles side by side at a merge") 
 
 TEST_CASE("merge: array order never changes who yields (one pre-step snapshot)") {
   const Scenario s = merge_city(12);
-  auto w = make(s);
+  auto w = make_world(s);
   for (int k = 0; k < 40; ++k) w->step();
   WorldCheckpoint cp = w->capture();
   auto reference = std::move(World::restore(s, cp).world);
@@ -233,7 +230,7 @@ TEST_CASE("merge: a loop's waiting vehicle and a feeder's vehicle never hold eac
   for (std::uint32_t k = 0; k < 4; ++k)
     s.vehicle_plan.requests.push_back({"l" + std::to_string(k), "L", "car", "m", 10});
   s.vehicle_plan.batch_size = 14;
-  auto w = make(s);
+  auto w = make_world(s);
   const VehicleStore& st = w->vehicles().store();
   std::string broken;
   std::map<std::uint64_t, std::uint64_t> last_moved;  // entity -> step

@@ -12,6 +12,7 @@
 #include "vehicle_test_support.hpp"
 
 using namespace bustle::core;
+using bustle::core::test::make_world;
 
 namespace {
 
@@ -23,13 +24,6 @@ Scenario corridor() {
   return *r.scenario;
 }
 
-std::unique_ptr<World> make(const Scenario& s, std::uint64_t seed = 1) {
-  auto c = World::create(s, seed);
-  INFO((c.errors.empty() ? std::string() : c.errors[0].path + ": " + c.errors[0].message));
-  REQUIRE(c.world);
-  return std::move(c.world);
-}
-
 std::set<std::string> vehicle_ids(const World& w) {
   std::set<std::string> ids;
   for (std::uint32_t i = 0; i < w.vehicles().store().size(); ++i)
@@ -37,7 +31,7 @@ std::set<std::string> vehicle_ids(const World& w) {
   return ids;
 }
 
-CommandEnvelope env(std::uint32_t req, WorldCommand c) {
+CommandEnvelope vehicle_env(std::uint32_t req, WorldCommand c) {
   return {{1, req}, std::move(c)};
 }
 
@@ -45,7 +39,7 @@ CommandEnvelope env(std::uint32_t req, WorldCommand c) {
 
 TEST_CASE("corridor: 600 steps of 0.1 s meet the seed-003 acceptance") {
   const Scenario s = corridor();
-  auto w = make(s);
+  auto w = make_world(s);
   const VehicleSystem& vs = w->vehicles();
   std::map<std::string, std::uint64_t> dispatched_at;  // request id -> step
   std::set<DispatchGate> blocked_gates;
@@ -138,7 +132,7 @@ LoopSpacing loop_spacing(const World& w) {
 
 TEST_CASE("corridor: the headway holds between every two vehicles at every step (seam included)") {
   const Scenario s = corridor();
-  auto w = make(s);
+  auto w = make_world(s);
   const double block = s.vehicle_rules.headway_block_m;
   REQUIRE(block == 8.0);
   double min_m = 1e9;
@@ -174,11 +168,11 @@ TEST_CASE(
     "corridor: a far observer makes every vehicle Coarse, identities unchanged, and they keep "
     "moving") {
   const Scenario s = corridor();
-  auto w = make(s);
+  auto w = make_world(s);
   for (int k = 0; k < 600; ++k) w->step();
   const auto before = vehicle_ids(*w);
   REQUIRE(before.size() == 18);
-  REQUIRE(w->submit(env(1, SetObservers{{{5000.0, 5000.0}}})) == SubmitStatus::Queued);
+  REQUIRE(w->submit(vehicle_env(1, SetObservers{{{5000.0, 5000.0}}})) == SubmitStatus::Queued);
   std::vector<double> progress_before;
   for (int k = 0; k < 5; ++k) w->step();
   const VehicleSystem& vs = w->vehicles();
@@ -193,7 +187,7 @@ TEST_CASE(
   for (std::uint32_t i = 0; i < vs.store().size(); ++i)
     moved += vs.store().steps_advanced[i] > advanced[vs.vehicle_id(i)];
   CHECK(moved >= 9);  // Coarse vehicles still advance (every 8th step)
-  REQUIRE(w->submit(env(2, SetObservers{{{25.0, 25.0}}})) == SubmitStatus::Queued);
+  REQUIRE(w->submit(vehicle_env(2, SetObservers{{{25.0, 25.0}}})) == SubmitStatus::Queued);
   for (int k = 0; k < 5; ++k) w->step();
   int non_coarse = 0;
   for (std::uint32_t i = 0; i < vs.store().size(); ++i)
@@ -204,7 +198,7 @@ TEST_CASE(
 
 TEST_CASE("corridor: leftover distance and the next lane's speed limit apply at lane ends") {
   const Scenario s = corridor();
-  auto w = make(s);
+  auto w = make_world(s);
   const VehicleSystem& vs = w->vehicles();
   int checked = 0;
   struct Before {
@@ -251,10 +245,10 @@ TEST_CASE("pressure: 128 requests drain in bounded steps, each vehicle entering 
   s.signals.clear();
   s.vehicle_rules.headway_caution_m = s.vehicle_rules.headway_block_m;  // full speed up to it
   s.pedestrians.count = 0;
-  auto w = make(s);
+  auto w = make_world(s);
   for (std::uint32_t r = 0; r < 128; ++r) {
-    REQUIRE(w->submit(env(r, GarageRequest{"g0", "p" + std::to_string(r), "sedan", "lane0", 10})) ==
-            SubmitStatus::Queued);
+    REQUIRE(w->submit(vehicle_env(r, GarageRequest{"g0", "p" + std::to_string(r), "sedan", "lane0",
+                                                   10})) == SubmitStatus::Queued);
   }
   std::set<std::string> ids;
   std::uint64_t dispatched = 0;
@@ -291,10 +285,11 @@ TEST_CASE(
   s.garages[0].queue_depth = 3;
   s.garages[0].capacity = 1;
   s.pedestrians.count = 0;
-  auto w = make(s);
+  auto w = make_world(s);
   for (std::uint32_t r = 0; r < 4; ++r) {
-    REQUIRE(w->submit(env(r, GarageRequest{"g0", "q" + std::to_string(r), "sedan", "lane0",
-                                           static_cast<std::int32_t>(r)})) == SubmitStatus::Queued);
+    REQUIRE(w->submit(vehicle_env(r, GarageRequest{"g0", "q" + std::to_string(r), "sedan", "lane0",
+                                                   static_cast<std::int32_t>(r)})) ==
+            SubmitStatus::Queued);
   }
   w->step();  // q0..q2 queued, q3 refused (depth 3); q2 (highest priority) dispatched
   auto res = w->last_command_results();
@@ -303,19 +298,19 @@ TEST_CASE(
   CHECK(res[3].reason == RejectReason::QueueFull);
   REQUIRE(w->vehicles().store().size() == 1);
   CHECK(w->vehicles().store().request_id[0] == "q2");
-  REQUIRE(w->submit(env(10, GarageRequest{"nope", "x", "sedan", "lane0", 1})) ==
+  REQUIRE(w->submit(vehicle_env(10, GarageRequest{"nope", "x", "sedan", "lane0", 1})) ==
           SubmitStatus::Queued);
-  REQUIRE(w->submit(env(11, GarageRequest{"g0", "x", "truck", "lane0", 1})) ==
+  REQUIRE(w->submit(vehicle_env(11, GarageRequest{"g0", "x", "truck", "lane0", 1})) ==
           SubmitStatus::Queued);
-  REQUIRE(w->submit(env(12, GarageRequest{"g0", "x", "sedan", "lane2", 1})) ==
+  REQUIRE(w->submit(vehicle_env(12, GarageRequest{"g0", "x", "sedan", "lane2", 1})) ==
           SubmitStatus::Queued);
-  REQUIRE(w->submit(env(13, GarageRequest{"g0", "q1", "sedan", "lane0", 1})) ==
+  REQUIRE(w->submit(vehicle_env(13, GarageRequest{"g0", "q1", "sedan", "lane0", 1})) ==
           SubmitStatus::Queued);  // queued
-  REQUIRE(w->submit(env(14, GarageRequest{"g0", "q2", "sedan", "lane0", 1})) ==
+  REQUIRE(w->submit(vehicle_env(14, GarageRequest{"g0", "q2", "sedan", "lane0", 1})) ==
           SubmitStatus::Queued);  // dispatched
-  REQUIRE(w->submit(env(15, GarageRequest{"g0", "fill", "sedan", "lane0", 99})) ==
+  REQUIRE(w->submit(vehicle_env(15, GarageRequest{"g0", "fill", "sedan", "lane0", 99})) ==
           SubmitStatus::Queued);
-  REQUIRE(w->submit(env(16, GarageRequest{"g0", "over", "sedan", "lane0", 200})) ==
+  REQUIRE(w->submit(vehicle_env(16, GarageRequest{"g0", "over", "sedan", "lane0", 200})) ==
           SubmitStatus::Queued);
   w->step();  // the cooldown (checked before capacity) holds dispatch
   res = w->last_command_results();
@@ -417,7 +412,7 @@ TEST_CASE("policy arbitration follows the fixed order for every combination of i
 
 TEST_CASE("shuffling the vehicle arrays changes no outcome (one pre-step snapshot)") {
   const Scenario s = corridor();
-  auto w = make(s);
+  auto w = make_world(s);
   for (int k = 0; k < 300; ++k) w->step();
   WorldCheckpoint cp = w->capture();
   auto reference = std::move(World::restore(s, cp).world);
@@ -434,7 +429,7 @@ TEST_CASE("shuffling the vehicle arrays changes no outcome (one pre-step snapsho
 
 TEST_CASE("vehicle checkpoints restore exactly (completeness) and reject corrupt vehicle state") {
   const Scenario s = corridor();
-  auto w = make(s);
+  auto w = make_world(s);
   for (int k = 0; k < 35; ++k) w->step();  // mid-dispatch: requests still planned and queued
   REQUIRE(w->vehicles().plan().cursor < 18);
   const WorldCheckpoint good = w->capture();
@@ -534,7 +529,7 @@ TEST_CASE(
 TEST_CASE("a garage's vehicle_id_format names its vehicles; bad or colliding formats are refused") {
   Scenario s = corridor();
   s.garages[0].vehicle_id_format = "vehicle.garage.{scenario}.request.{ordinal}";
-  auto w = make(s);
+  auto w = make_world(s);
   for (int k = 0; k < 120; ++k) w->step();
   const VehicleSystem& vs = w->vehicles();
   REQUIRE(vs.store().size() > 1);
@@ -591,7 +586,7 @@ TEST_CASE(
     "capture_into a reserved, reused checkpoint holds exactly the current state without "
     "reallocating") {
   const Scenario s = corridor();
-  auto w = make(s, 5);
+  auto w = make_world(s, 5);
   WorldCheckpoint buffer;
   reserve_for_capture(buffer, s.entity_capacity);
   const auto* ids = buffer.pedestrians.id.data();

@@ -25,7 +25,7 @@ Scenario two_loops(std::uint32_t peds) {
   return s;
 }
 
-std::unique_ptr<World> make(const Scenario& s, std::uint64_t seed) {
+std::unique_ptr<World> make_valid(const Scenario& s, std::uint64_t seed) {
   auto created = World::create(s, seed);
   REQUIRE(created.errors.empty());
   REQUIRE(created.world);
@@ -65,9 +65,9 @@ double time_on_loop(const World& w, std::uint32_t i) {
 
 TEST_CASE("same scenario and seed give the same digest at every step and another seed differs") {
   const Scenario s = two_loops(200);
-  auto a = make(s, 7);
-  auto b = make(s, 7);
-  auto c = make(s, 8);
+  auto a = make_valid(s, 7);
+  auto b = make_valid(s, 7);
+  auto c = make_valid(s, 8);
   REQUIRE(a->digest() == b->digest());
   int differing = 0;
   for (int k = 0; k < 1000; ++k) {
@@ -86,8 +86,8 @@ TEST_CASE("same scenario and seed give the same digest at every step and another
 
 TEST_CASE("the same commands at the same steps reproduce the digest chain") {
   const Scenario s = two_loops(50);
-  auto a = make(s, 3);
-  auto b = make(s, 3);
+  auto a = make_valid(s, 3);
+  auto b = make_valid(s, 3);
   for (int k = 0; k < 300; ++k) {
     if (k == 40 || k == 120) {
       for (World* w : {a.get(), b.get()}) {
@@ -101,7 +101,7 @@ TEST_CASE("the same commands at the same steps reproduce the digest chain") {
     REQUIRE(a->digest() == b->digest());
   }
   // And a world that did not get the commands diverges.
-  auto c = make(s, 3);
+  auto c = make_valid(s, 3);
   for (int k = 0; k < 300; ++k) c->step();
   CHECK(c->digest() != a->digest());
 }
@@ -123,7 +123,7 @@ TEST_CASE("pedestrians move at lane speed and carry remaining time across lane e
   s.observers = {{0.0, 0.0}};
   s.tiers.full_enter_m = s.tiers.full_exit_m = 1000.0;
   s.tiers.simulated_enter_m = s.tiers.simulated_exit_m = 2000.0;
-  auto w = make(s, 1);
+  auto w = make_valid(s, 1);
   w->step();  // spawns and moves the one pedestrian
   REQUIRE(w->pedestrians().size() == 1);
 
@@ -162,7 +162,7 @@ TEST_CASE("a dead end despawns with LaneDeadEnd and the population is replenishe
   s.lanes = {{"a", LaneKind::Sidewalk, {{0, 0}, {1, 0}}, 1.0, {}}};
   s.pedestrians.count = 1;
   s.entity_capacity = 8;
-  auto w = make(s, 1);
+  auto w = make_valid(s, 1);
   w->step();
   const EntityId first = w->pedestrians().id.at(0);
   CHECK(first == EntityId{0, 1});
@@ -175,7 +175,7 @@ TEST_CASE("a dead end despawns with LaneDeadEnd and the population is replenishe
 }
 
 TEST_CASE("commands are applied in arrival order, each with its own graded result") {
-  auto w = make(two_loops(10), 1);
+  auto w = make_valid(two_loops(10), 1);
   for (int k = 0; k < 3; ++k) w->step();
   const EntityId victim = w->pedestrians().id[0];
   REQUIRE(w->submit(env(1, SetPedestrianTarget{20})) == SubmitStatus::Queued);
@@ -208,7 +208,7 @@ TEST_CASE("commands are applied in arrival order, each with its own graded resul
 TEST_CASE("the command inbox is bounded and a full inbox rejects at submit") {
   Scenario s = two_loops(0);
   s.command_inbox_capacity = 3;
-  auto w = make(s, 1);
+  auto w = make_valid(s, 1);
   for (std::uint32_t i = 0; i < 3; ++i) {
     REQUIRE(w->submit(env(i, SetPedestrianTarget{i})) == SubmitStatus::Queued);
   }
@@ -223,7 +223,7 @@ TEST_CASE("the command inbox is bounded and a full inbox rejects at submit") {
 TEST_CASE("population grows and shrinks towards the target within the per-step cap") {
   Scenario s = two_loops(40);
   s.pedestrians.spawn_per_step_max = 8;
-  auto w = make(s, 2);
+  auto w = make_valid(s, 2);
   w->step();
   CHECK(w->pedestrians().size() == 8);
   for (int k = 0; k < 4; ++k) w->step();
@@ -245,7 +245,7 @@ TEST_CASE("background growth fills the lane density ledger evenly") {
   Scenario s = two_loops(40);
   s.pedestrians.spawn_per_step_max = 64;
   s.pedestrians.fragment_length_m = 10.0;
-  auto w = make(s, 5);
+  auto w = make_valid(s, 5);
   w->step();
   REQUIRE(w->pedestrians().size() == 40);
   std::vector<double> gap;
@@ -263,7 +263,7 @@ TEST_CASE("background growth fills the lane density ledger evenly") {
 }
 
 TEST_CASE("pedestrians stay on walkable lanes") {
-  auto w = make(two_loops(100), 9);
+  auto w = make_valid(two_loops(100), 9);
   for (int k = 0; k < 500; ++k) {
     w->step();
     for (std::uint32_t i = 0; i < w->pedestrians().size(); ++i) {
@@ -292,8 +292,8 @@ TEST_CASE("progress over time is the same in every tier, across lane ends and co
   s.entity_capacity = 4;
   Scenario full = s;
   full.observers = {{1.0, 1.0}};
-  auto wf = make(full, 4);
-  auto wc = make(s, 4);  // same seed: same spawn lane and distance
+  auto wf = make_valid(full, 4);
+  auto wc = make_valid(s, 4);  // same seed: same spawn lane and distance
   wf->step();
   wc->step();
   REQUIRE(wf->pedestrians().sim_tier[0] == SimTier::Full);
@@ -335,8 +335,8 @@ TEST_CASE("equal progress: through tier changes a row has walked the steps since
   s.tiers.pedestrian_resolve_every_steps = 1;
   Scenario full = s;
   full.observers = {{1.0, 1.0}};
-  auto wt = make(s, 9);
-  auto wf = make(full, 9);  // same seed: the same rows placed at the same points
+  auto wt = make_valid(s, 9);
+  auto wf = make_valid(full, 9);  // same seed: the same rows placed at the same points
   const double dt_s = s.step_us * 1e-6;
   // Where each row stands (in steps) and its time on the loop when first seen.
   std::map<EntityId, std::pair<std::int64_t, double>> placed;
@@ -390,7 +390,7 @@ TEST_CASE(
   s.tiers.full_cap = 0;
   s.tiers.hard_full_cap = 2;
   s.tiers.pedestrian_resolve_every_steps = 1;
-  auto w = make(s, 3);
+  auto w = make_valid(s, 3);
   w->step();
   REQUIRE(w->pedestrians().size() == 6);
   const EntityId a = w->pedestrians().id[0], b = w->pedestrians().id[1], c = w->pedestrians().id[2];
@@ -428,7 +428,7 @@ TEST_CASE("swap-remove moves the last pedestrian into the hole and the free list
   s.entity_capacity = 7;
   s.lanes[0].successors = {"w2"};  // no dead ends: only requested despawns
   s.lanes[3].successors = {"e"};
-  auto w = make(s, 4);
+  auto w = make_valid(s, 4);
   w->step();
   REQUIRE(w->pedestrians().size() == 6);
   const PedestrianStore& p = w->pedestrians();
@@ -463,8 +463,8 @@ TEST_CASE(
   Scenario s = two_loops(30);
   s.observers = {{1000.0, 1000.0}};  // far from everyone: Coarse
   s.tiers.pedestrian_resolve_every_steps = 1;
-  auto w = make(s, 5);
-  auto plain = make(s, 5);
+  auto w = make_valid(s, 5);
+  auto plain = make_valid(s, 5);
   auto full_count = [](const World& world) {
     return world.pedestrian_tiers().per_tier[static_cast<int>(SimTier::Full)];
   };
@@ -526,8 +526,8 @@ TEST_CASE("a step phase hook hears each phase once per step, in order, and chang
     void phase_end(StepPhase phase) override { heard.push_back(phase); }
   };
   const Scenario s = two_loops(40);
-  auto plain = make(s, 7);
-  auto hooked = make(s, 7);
+  auto plain = make_valid(s, 7);
+  auto hooked = make_valid(s, 7);
   Recorder rec;
   hooked->set_phase_hook(&rec);
   for (int k = 0; k < 30; ++k) {

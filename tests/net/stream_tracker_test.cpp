@@ -21,7 +21,7 @@ namespace {
 
 // Sidewalk ring with corners, a crossing spur and a road loop with a garage;
 // observers at one corner make tiers differ (Full near, Simulated, Coarse far).
-core::Scenario city() {
+core::Scenario tracker_city() {
   core::Scenario s;
   s.id = "test.net-stream";
   s.lanes = {
@@ -41,7 +41,7 @@ core::Scenario city() {
   return s;
 }
 
-std::unique_ptr<core::World> make(const core::Scenario& s) {
+std::unique_ptr<core::World> make_tracked_world(const core::Scenario& s) {
   auto created = core::World::create(s, 11);
   REQUIRE(created.errors.empty());
   REQUIRE(created.world);
@@ -150,7 +150,7 @@ net::StreamContext context_of(const core::World& w) {
 }  // namespace
 
 TEST_CASE("dead reckoning reproduces the server's pose for every entity at every step") {
-  auto w = make(city());
+  auto w = make_tracked_world(tracker_city());
   const net::StreamContext ctx = context_of(*w);
   const net::ArchetypeTable archetypes = net::make_archetypes(w->scenario());
   MiniClient exact, loose, slow;
@@ -201,7 +201,7 @@ TEST_CASE("dead reckoning reproduces the server's pose for every entity at every
 }
 
 TEST_CASE("interest follows each client's observers, with hysteresis") {
-  auto w = make(city());
+  auto w = make_tracked_world(tracker_city());
   const net::StreamContext ctx = context_of(*w);
   const net::ArchetypeTable archetypes = net::make_archetypes(w->scenario());
   MiniClient west, east, late;
@@ -242,7 +242,7 @@ TEST_CASE("interest follows each client's observers, with hysteresis") {
 }
 
 TEST_CASE("representation hints respect the budgets, nearest first, and tiers") {
-  auto w = make(city());
+  auto w = make_tracked_world(tracker_city());
   const net::StreamContext ctx = context_of(*w);
   const net::ArchetypeTable archetypes = net::make_archetypes(w->scenario());
   MiniClient c;
@@ -292,7 +292,7 @@ TEST_CASE("representation hints respect the budgets, nearest first, and tiers") 
 }
 
 TEST_CASE("entries per step are bounded after the baseline, nearest first") {
-  auto w = make(city());
+  auto w = make_tracked_world(tracker_city());
   net::StreamContext ctx = context_of(*w);
   ctx.entries_per_step_max = 7;
   const net::ArchetypeTable archetypes = net::make_archetypes(w->scenario());
@@ -387,7 +387,7 @@ TEST_CASE("vehicles on the corridor are streamed with prototypes, labels and pol
   auto loaded =
       scenario::load_scenario_file(std::string(BUSTLE_SOURCE_DIR) + "/configs/corridor.city.json");
   REQUIRE(loaded.ok());
-  auto w = make(*loaded.scenario);
+  auto w = make_tracked_world(*loaded.scenario);
   const net::WelcomeInfo welcome = net::make_welcome_info(*w, "test", net::ClockMode::Fast);
   const net::StreamContext& ctx = welcome.stream;
   MiniClient c;
@@ -431,7 +431,7 @@ TEST_CASE("the kept lease summary equals a recount after every delta and report"
   // Stats and QueryLeases read the summary a tracker keeps as it sends and
   // takes reports (O(1) per query, however many entities a client holds);
   // it must say what walking every received entity says.
-  auto w = make(city());
+  auto w = make_tracked_world(tracker_city());
   const net::StreamContext ctx = context_of(*w);
   const net::ArchetypeTable archetypes = net::make_archetypes(w->scenario());
   MiniClient c;
@@ -533,7 +533,7 @@ TEST_CASE("dots from the frame's per-chain totals equal dots from a walk over th
   // Two clients with the same interest: one gets each frame as built (dots
   // = chain totals minus what it receives), the other a copy without the
   // totals (dots by walking every entity). Their bytes must be the same.
-  auto w = make(city());
+  auto w = make_tracked_world(tracker_city());
   const net::StreamContext ctx = context_of(*w);
   const net::ArchetypeTable archetypes = net::make_archetypes(w->scenario());
   net::ClientInterest in;

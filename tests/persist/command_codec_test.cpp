@@ -33,7 +33,7 @@ std::string decode_error(const std::string& kind, const std::string& args) {
   return c.status().message();
 }
 
-bool same_bits(double a, double b) {
+bool same_double_bits(double a, double b) {
   return std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b);
 }
 
@@ -98,11 +98,11 @@ TEST_CASE("new commands decode to exactly the fields that were encoded") {
     const auto out = std::get<core::SetObservers>(round_trip(in));
     REQUIRE(out.points.size() == 2);
     for (std::size_t k = 0; k < 2; ++k) {
-      CHECK(same_bits(out.points[k].x_m, in.points[k].x_m));
-      CHECK(same_bits(out.points[k].y_m, in.points[k].y_m));
-      CHECK(same_bits(out.points[k].z_m, in.points[k].z_m));
+      CHECK(same_double_bits(out.points[k].x_m, in.points[k].x_m));
+      CHECK(same_double_bits(out.points[k].y_m, in.points[k].y_m));
+      CHECK(same_double_bits(out.points[k].z_m, in.points[k].z_m));
       CHECK(out.points[k].has_heading == in.points[k].has_heading);
-      CHECK(same_bits(out.points[k].heading_rad, in.points[k].heading_rad));
+      CHECK(same_double_bits(out.points[k].heading_rad, in.points[k].heading_rad));
     }
     CHECK(std::signbit(out.points[0].z_m));
   }

@@ -19,11 +19,11 @@ using persist::JobState;
 
 namespace {
 
-struct TempDir {
+struct WorkerTempDir {
   fs::path path = fs::temp_directory_path() / ("bustle-worker-test-" + std::to_string(::getpid()) +
                                                "-" + std::to_string(next()));
-  TempDir() { fs::create_directories(path); }
-  ~TempDir() {
+  WorkerTempDir() { fs::create_directories(path); }
+  ~WorkerTempDir() {
     std::error_code ec;
     fs::remove_all(path, ec);
   }
@@ -34,7 +34,7 @@ struct TempDir {
   std::string file(const std::string& name) const { return (path / name).string(); }
 };
 
-core::Scenario city() {
+core::Scenario worker_city() {
   core::Scenario s;
   s.id = "test.worker";
   s.lanes = {{"a", core::LaneKind::Sidewalk, {{0, 0}, {30, 0}, {30, 20}}, 1.4, {"b"}},
@@ -47,7 +47,7 @@ core::Scenario city() {
 }
 
 // Everything the worker reports, in order, from whichever thread.
-struct Recorder {
+struct ReportLog {
   std::mutex mu;
   std::vector<persist::JobStatus> updates;
   std::vector<persist::PersistWorker::Candidate> candidates;
@@ -86,17 +86,17 @@ struct Recorder {
   }
 };
 
-std::unique_ptr<persist::PersistWorker> start(const std::string& path, Recorder& rec) {
+std::unique_ptr<persist::PersistWorker> start_worker(const std::string& path, ReportLog& rec) {
   std::unique_ptr<persist::PersistWorker> w;
-  const persist::StoreError e =
-      persist::PersistWorker::start(path, city(), R"({"id":"test.worker"})", rec.callbacks(), w);
+  const persist::StoreError e = persist::PersistWorker::start(
+      path, worker_city(), R"({"id":"test.worker"})", rec.callbacks(), w);
   INFO(e.to_string());
   REQUIRE(e.ok());
   return w;
 }
 
-std::unique_ptr<core::World> world_at(std::uint64_t steps) {
-  auto w = std::move(core::World::create(city(), 3).world);
+std::unique_ptr<core::World> worker_world_at(std::uint64_t steps) {
+  auto w = std::move(core::World::create(worker_city(), 3).world);
   REQUIRE(w);
   for (std::uint64_t k = 0; k < steps; ++k) w->step();
   return w;
@@ -105,10 +105,10 @@ std::unique_ptr<core::World> world_at(std::uint64_t steps) {
 }  // namespace
 
 TEST_CASE("a checkpoint goes Copied -> Committed and a restore Queued -> Validated -> Applied") {
-  TempDir dir;
-  Recorder rec;
-  auto worker = start(dir.file("s.db"), rec);
-  auto live = world_at(30);
+  WorkerTempDir dir;
+  ReportLog rec;
+  auto worker = start_worker(dir.file("s.db"), rec);
+  auto live = worker_world_at(30);
   const persist::JobStatus cp =
       worker->submit_checkpoint("c1", JobKind::Checkpoint, live->capture(), {7, 1});
   CHECK(cp.state == JobState::Copied);  // accepted, not completed: the first state is the answer
@@ -143,9 +143,9 @@ TEST_CASE("a checkpoint goes Copied -> Committed and a restore Queued -> Validat
 }
 
 TEST_CASE("a restore of a snapshot that does not exist fails with its name, nothing handed over") {
-  TempDir dir;
-  Recorder rec;
-  auto worker = start(dir.file("s.db"), rec);
+  WorkerTempDir dir;
+  ReportLog rec;
+  auto worker = start_worker(dir.file("s.db"), rec);
   const persist::JobStatus rs = worker->submit_restore("nope", {});
   worker->drain();
   const auto done = worker->query(rs.job_id);
@@ -160,10 +160,10 @@ TEST_CASE("a restore of a snapshot that does not exist fails with its name, noth
 TEST_CASE(
     "a write failure fails that job only; earlier snapshots stay restorable and later writes "
     "work") {
-  TempDir dir;
-  Recorder rec;
-  auto worker = start(dir.file("s.db"), rec);
-  auto live = world_at(20);
+  WorkerTempDir dir;
+  ReportLog rec;
+  auto worker = start_worker(dir.file("s.db"), rec);
+  auto live = worker_world_at(20);
   const auto first = worker->submit_checkpoint("before", JobKind::Checkpoint, live->capture(), {});
   worker->drain();
   REQUIRE(worker->query(first.job_id)->state == JobState::Committed);
@@ -191,9 +191,9 @@ TEST_CASE(
 }
 
 TEST_CASE("a full queue fails the job at once instead of waiting") {
-  TempDir dir;
-  Recorder rec;
-  auto worker = start(dir.file("s.db"), rec);
+  WorkerTempDir dir;
+  ReportLog rec;
+  auto worker = start_worker(dir.file("s.db"), rec);
   worker->set_debug_restore_delay_ms(200);  // the first restore holds the worker
   std::vector<persist::JobStatus> jobs;
   for (int k = 0; k < 200; ++k) jobs.push_back(worker->submit_restore("missing", {}));
@@ -226,10 +226,10 @@ TEST_CASE("snapshot names are checked before anything is queued") {
 }
 
 TEST_CASE("delete reports whether the snapshot existed") {
-  TempDir dir;
-  Recorder rec;
-  auto worker = start(dir.file("s.db"), rec);
-  auto live = world_at(5);
+  WorkerTempDir dir;
+  ReportLog rec;
+  auto worker = start_worker(dir.file("s.db"), rec);
+  auto live = worker_world_at(5);
   worker->submit_checkpoint("gone", JobKind::Checkpoint, live->capture(), {});
   worker->submit_delete("gone", {});
   worker->drain();

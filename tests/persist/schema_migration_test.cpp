@@ -17,7 +17,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string temp_path(const std::string& name) {
+std::string migration_temp_path(const std::string& name) {
   const fs::path p =
       fs::temp_directory_path() / ("bustle-migrate-" + std::to_string(::getpid()) + "-" + name);
   for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(p.string() + suffix);
@@ -96,7 +96,7 @@ void write_version1_file(const std::string& path, const std::string& extra_sql =
   sqlite3_close(db);
 }
 
-core::Scenario city() {
+core::Scenario migration_city() {
   core::Scenario s;
   s.id = "test.migrate";
   s.lanes = {{"a", core::LaneKind::Sidewalk, {{0, 0}, {30, 0}, {30, 20}}, 1.4, {"b"}},
@@ -115,7 +115,7 @@ core::Scenario city() {
 
 TEST_CASE("a version-1 file is migrated to the current schema when opened") {
   REQUIRE(persist::kSchemaVersion == 12);
-  const std::string path = temp_path("v1.db");
+  const std::string path = migration_temp_path("v1.db");
   write_version1_file(path);
   REQUIRE(scalar(path, "PRAGMA user_version") == "1");
   {
@@ -206,15 +206,15 @@ TEST_CASE("a version-1 file is migrated to the current schema when opened") {
     CHECK(ls.save.saveable_zones.empty());
     CHECK(ls.save.pedestrian_target == 12);
     CHECK(ls.save.day_us == 25'200'000'000ull);
-    persist::complete_schema1_save(ls, city());
+    persist::complete_schema1_save(ls, migration_city());
     CHECK(ls.save.lifecycle == core::LifecycleSettings{5, 3, 500, 2});
-    auto r = core::World::load_save(city(), ls.save);
+    auto r = core::World::load_save(migration_city(), ls.save);
     if (!r.errors.empty()) FAIL(r.errors[0].path << ": " << r.errors[0].message);
     CHECK(r.world->step_index() == 40);
     CHECK(r.world->population().settings() == ls.save.lifecycle);
   }
   SECTION("new snapshots in a migrated file round-trip and restore") {
-    auto w = std::move(core::World::create(city(), 5).world);
+    auto w = std::move(core::World::create(migration_city(), 5).world);
     for (int k = 0; k < 20; ++k) w->step();
     // A walker on a route: the route column added to pedestrian_columns by
     // ALTER TABLE holds it like the columns of a new file.
@@ -227,7 +227,7 @@ TEST_CASE("a version-1 file is migrated to the current schema when opened") {
     persist::LoadedCheckpoint lc;
     REQUIRE(store.read_checkpoint("new", lc).ok());
     CHECK(lc.info.schema_version == 12);
-    auto r = core::World::restore(city(), lc.checkpoint);
+    auto r = core::World::restore(migration_city(), lc.checkpoint);
     if (!r.errors.empty()) FAIL(r.errors[0].path << ": " << r.errors[0].message);
     CHECK(r.world->digest() == w->digest());
     CHECK(r.world->routes().state() == w->routes().state());
@@ -243,8 +243,8 @@ TEST_CASE("a version-1 file is migrated to the current schema when opened") {
 // client_observers table): built here by writing with this build and taking
 // 0003 back out, as a version-2 build would have left it.
 TEST_CASE("a version-2 checkpoint restores after migration 0003, with no client observers") {
-  const std::string path = temp_path("v2.db");
-  auto w = std::move(core::World::create(city(), 9).world);
+  const std::string path = migration_temp_path("v2.db");
+  auto w = std::move(core::World::create(migration_city(), 9).world);
   for (int k = 0; k < 15; ++k) w->step();
   {
     persist::SnapshotStore store;
@@ -277,7 +277,7 @@ TEST_CASE("a version-2 checkpoint restores after migration 0003, with no client 
     INFO(re.to_string());
     REQUIRE(re.ok());
     CHECK(lc.checkpoint.client_observers.empty());
-    auto r = core::World::restore(city(), lc.checkpoint);
+    auto r = core::World::restore(migration_city(), lc.checkpoint);
     if (!r.errors.empty()) FAIL(r.errors[0].path << ": " << r.errors[0].message);
     CHECK(r.world->digest() == w->digest());
   }
@@ -293,7 +293,7 @@ TEST_CASE("a version-2 checkpoint restores after migration 0003, with no client 
   REQUIRE(re.ok());
   CHECK(lc.info.schema_version == 2);
   CHECK(lc.checkpoint.client_observers.empty());
-  auto r = core::World::restore(city(), lc.checkpoint);
+  auto r = core::World::restore(migration_city(), lc.checkpoint);
   if (!r.errors.empty()) FAIL(r.errors[0].path << ": " << r.errors[0].message);
   // An empty client-observer set adds nothing to the digest: the stored one holds.
   CHECK(r.world->digest() == w->digest());
@@ -307,7 +307,7 @@ TEST_CASE("a version-2 checkpoint restores after migration 0003, with no client 
 TEST_CASE(
     "a version-1 file is not migrated read-only, and a failing migration leaves it at version 1") {
   SECTION("read-only") {
-    const std::string path = temp_path("ro.db");
+    const std::string path = migration_temp_path("ro.db");
     write_version1_file(path);
     persist::SnapshotStore store;
     const auto e = persist::SnapshotStore::open(path, persist::FileKind::Snapshots, false, store,
@@ -320,7 +320,7 @@ TEST_CASE(
   SECTION("a migration that fails halfway is rolled back as a whole") {
     // A table 0002 wants to create already exists: the migration fails after
     // its ALTER TABLE statements ran; none of them may survive.
-    const std::string path = temp_path("clash.db");
+    const std::string path = migration_temp_path("clash.db");
     write_version1_file(path, "CREATE TABLE orphans (x INTEGER);");
     persist::SnapshotStore store;
     const auto e = persist::SnapshotStore::open(path, persist::FileKind::Snapshots, false, store);
@@ -345,8 +345,8 @@ TEST_CASE(
 // observers, its checkpoint restores to the same digest, and read-only
 // opening (which cannot migrate) reads both too.
 TEST_CASE("a version-3 save and checkpoint load after migration 0004, with no saved active set") {
-  const std::string path = temp_path("v3.db");
-  auto w = std::move(core::World::create(city(), 11).world);
+  const std::string path = migration_temp_path("v3.db");
+  auto w = std::move(core::World::create(migration_city(), 11).world);
   for (int k = 0; k < 12; ++k) w->step();
   core::SaveState save = w->capture_save();
   save.active_residents.push_back({{1, 1}, "z", "a", 1.5});  // dropped with 0004's tables below
@@ -382,7 +382,7 @@ TEST_CASE("a version-3 save and checkpoint load after migration 0004, with no sa
     const auto ce = store.read_checkpoint("cp3", lc);
     INFO(ce.to_string());
     REQUIRE(ce.ok());
-    auto r = core::World::restore(city(), lc.checkpoint);
+    auto r = core::World::restore(migration_city(), lc.checkpoint);
     if (!r.errors.empty()) FAIL(r.errors[0].path << ": " << r.errors[0].message);
     CHECK(r.world->digest() == w->digest());
   };

@@ -8,18 +8,13 @@
 #include <chrono>
 
 #include "bustle/persist/scenario_diff.hpp"
+#include "wall_clock.hpp"
 
 namespace bustle::persist {
 namespace {
 
 constexpr std::size_t kQueueMax = 64;
 constexpr std::size_t kJobHistory = 1024;
-
-std::int64_t now_unix_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 bool is_terminal(JobKind kind, JobState s) {
   if (s == JobState::Failed) return true;

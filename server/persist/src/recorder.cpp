@@ -9,17 +9,12 @@
 #include <filesystem>
 
 #include "bustle/persist/command_codec.hpp"
+#include "wall_clock.hpp"
 
 namespace bustle::persist {
 namespace {
 
 constexpr std::size_t kBatchMax = 4096;
-
-std::int64_t now_unix_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 }  // namespace
 

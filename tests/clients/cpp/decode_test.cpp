@@ -16,7 +16,7 @@ namespace wire = bustle::wire;
 
 namespace {
 
-const wire::ServerFrame* verified(const std::vector<std::uint8_t>& payload) {
+const wire::ServerFrame* verified_server_frame(const std::vector<std::uint8_t>& payload) {
   std::string error;
   const auto* root = bustle::proto::verify_server_frame(payload, error);
   INFO(error);
@@ -25,7 +25,7 @@ const wire::ServerFrame* verified(const std::vector<std::uint8_t>& payload) {
 }
 
 c::CommandReply reply_of(const std::vector<std::uint8_t>& payload) {
-  const auto* r = verified(payload)->message_as_CommandResult();
+  const auto* r = verified_server_frame(payload)->message_as_CommandResult();
   REQUIRE(r != nullptr);
   return c::to_command_reply(*r);
 }
@@ -124,7 +124,7 @@ TEST_CASE("A JobUpdate decodes to JobInfo for terminal success and failure",
           "[decode][snapshots]") {
   const auto done_payload = t::job_update_payload(
       {3, wire::JobKind::Load, wire::JobState::RepresentationRebuilt, true, "s", 20, ""});
-  const auto* done = verified(done_payload)->message_as_JobUpdate();
+  const auto* done = verified_server_frame(done_payload)->message_as_JobUpdate();
   REQUIRE(done != nullptr);
   REQUIRE(done->job() != nullptr);
   const c::JobInfo j = c::to_job_info(*done->job());
@@ -138,7 +138,8 @@ TEST_CASE("A JobUpdate decodes to JobInfo for terminal success and failure",
   const auto fail_payload =
       t::job_update_payload({4, wire::JobKind::Restore, wire::JobState::Failed, true, "missing", 0,
                              "snap.db: snapshots name='missing': no snapshot with this name"});
-  const c::JobInfo f = c::to_job_info(*verified(fail_payload)->message_as_JobUpdate()->job());
+  const c::JobInfo f =
+      c::to_job_info(*verified_server_frame(fail_payload)->message_as_JobUpdate()->job());
   CHECK(f.failed());
   CHECK_FALSE(f.succeeded());
   CHECK(f.message.find("missing") != std::string::npos);
@@ -160,7 +161,7 @@ namespace {
 // The error decode_delta gives for a Delta built from `spec` ("" when it decodes).
 std::string decode_error(const t::DeltaSpec& spec) {
   const auto payload = t::delta_payload(spec);
-  const wire::Delta* d = verified(payload)->message_as_Delta();
+  const wire::Delta* d = verified_server_frame(payload)->message_as_Delta();
   REQUIRE(d != nullptr);
   c::Delta out;
   return c::decode_delta(*d, out);

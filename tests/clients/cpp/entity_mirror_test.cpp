@@ -27,14 +27,14 @@ namespace wire = bustle::wire;
 
 namespace {
 
-constexpr std::uint32_t kStepUs = 100000;  // 10 Hz
+constexpr std::uint32_t kMirrorStepUs = 100000;  // 10 Hz
 
 // Lane 0: 100 m along +x at z 0. Lane 1: from its end 50 m along +y, at
 // z 2.5. Lane 2: an L, 10 m along +x then 10 m along +y, at z -1. Lane 3:
 // 2 km along +x.
 t::WelcomeSpec world_spec() {
   t::WelcomeSpec w;
-  w.step_us = kStepUs;
+  w.step_us = kMirrorStepUs;
   w.lanes = {
       {"east", {{0.0, 0.0}, {100.0, 0.0}}, 0.0f},
       {"north", {{100.0, 0.0}, {100.0, 50.0}}, 2.5f},
@@ -51,12 +51,12 @@ EntityMirror world_mirror(std::uint32_t max_entities = EntityMirror::kDefaultMax
   return m;
 }
 
-bustle::client::ApplySummary apply(EntityMirror& m, const t::DeltaSpec& spec,
-                                   MirrorListener* listener = nullptr) {
+bustle::client::ApplySummary apply_to_mirror(EntityMirror& m, const t::DeltaSpec& spec,
+                                             MirrorListener* listener = nullptr) {
   return m.apply(t::decoded(spec), listener);
 }
 
-t::DeltaSpec baseline(std::uint64_t step, std::vector<wire::EntityEnter> entered) {
+t::DeltaSpec mirror_baseline(std::uint64_t step, std::vector<wire::EntityEnter> entered) {
   t::DeltaSpec d;
   d.step = step;
   d.baseline = true;
@@ -101,12 +101,12 @@ struct Recorder : MirrorListener {
 
 TEST_CASE("EntityMirror keeps what entered says, and the anchor at the Delta's step", "[mirror]") {
   EntityMirror m = world_mirror();
-  t::DeltaSpec b = baseline(
+  t::DeltaSpec b = mirror_baseline(
       5, {t::enter(3, 1, 1, 2500, 1400, wire::EntityKind::Vehicle, 1, wire::SimTier::Simulated,
                    wire::RepresentationHint::Instanced, wire::ControlPolicy::Yielding)});
   b.labels = {{3, "vehicle.depot.000001"}};
   b.interest_truncated = 42;
-  const auto s = apply(m, b);
+  const auto s = apply_to_mirror(m, b);
   CHECK(s.ok());
   const EntityView* v = m.find(EntityId{3, 1});
   REQUIRE(v != nullptr);
@@ -141,7 +141,8 @@ TEST_CASE("EntityMirror keeps what entered says, and the anchor at the Delta's s
 
 TEST_CASE("EntityMirror applies entered, motion and left with stable slots", "[mirror]") {
   EntityMirror m = world_mirror();
-  auto s = apply(m, baseline(1, {standing(0, 1), standing(1, 1, 1000), standing(2, 1, 2000)}));
+  auto s = apply_to_mirror(
+      m, mirror_baseline(1, {standing(0, 1), standing(1, 1, 1000), standing(2, 1, 2000)}));
   CHECK(s.baseline);
   CHECK(s.entered == 3);
   REQUIRE(m.size() == 3);
@@ -155,7 +156,7 @@ TEST_CASE("EntityMirror applies entered, motion and left with stable slots", "[m
   t::DeltaSpec d2 = at_step(2);
   d2.motion = {t::motion(1, 1500, 500)};
   d2.left = {wire::EntityId(0, 1)};
-  s = apply(m, d2);
+  s = apply_to_mirror(m, d2);
   CHECK(s.moved == 1);
   CHECK(s.left == 1);
   CHECK(m.size() == 2);
@@ -171,7 +172,7 @@ TEST_CASE("EntityMirror applies entered, motion and left with stable slots", "[m
   // A new entity reuses the freed slot; the others keep theirs.
   t::DeltaSpec d3 = at_step(3);
   d3.entered = {standing(7, 1, 7000)};
-  s = apply(m, d3);
+  s = apply_to_mirror(m, d3);
   CHECK(s.entered == 1);
   CHECK(m.find(EntityId{7, 1})->slot == slot0);
   CHECK(m.find(EntityId{1, 1})->slot == slot1);
@@ -197,7 +198,7 @@ TEST_CASE("EntityMirror applies entered, motion and left with stable slots", "[m
 TEST_CASE("EntityMirror reconstructs poses across a lane change", "[mirror][motion]") {
   EntityMirror m = world_mirror();
   // 1 m before the end of lane 0, at 2 m/s.
-  apply(m, baseline(10, {t::enter(4, 1, 0, 99000, 2000)}));
+  apply_to_mirror(m, mirror_baseline(10, {t::enter(4, 1, 0, 99000, 2000)}));
   auto p = m.pose(EntityId{4, 1}, 13);  // 0.6 m later
   REQUIRE(p);
   CHECK(p->lane == 0);
@@ -210,7 +211,7 @@ TEST_CASE("EntityMirror reconstructs poses across a lane change", "[mirror][moti
   t::DeltaSpec d = at_step(15);
   d.motion = {t::motion(4, 0, 2000, 1)};
   Recorder rec;
-  const auto s = apply(m, d, &rec);
+  const auto s = apply_to_mirror(m, d, &rec);
   CHECK(s.ok());
   CHECK(rec.events == std::vector<std::string>{"move 4@0"});
   CHECK(m.find(EntityId{4, 1})->anchor == bustle::proto::MotionAnchor{1, 0, 2000, 15});
@@ -226,13 +227,13 @@ TEST_CASE("EntityMirror reconstructs poses across a lane change", "[mirror][moti
   // A record with lane code 0 keeps the anchor's (new) lane.
   t::DeltaSpec e = at_step(21);
   e.motion = {t::motion(4, 1300, 1000)};
-  apply(m, e);
+  apply_to_mirror(m, e);
   CHECK(m.find(EntityId{4, 1})->anchor == bustle::proto::MotionAnchor{1, 1300, 1000, 21});
 
   // On the L-shaped lane the pose follows the second segment past the corner.
   t::DeltaSpec f = at_step(22);
   f.motion = {t::motion(4, 12000, 0, 2)};
-  apply(m, f);
+  apply_to_mirror(m, f);
   p = m.pose(EntityId{4, 1}, 100);
   REQUIRE(p);
   CHECK(p->lane == 2);
@@ -244,7 +245,7 @@ TEST_CASE("EntityMirror reconstructs poses across a lane change", "[mirror][moti
 
 TEST_CASE("EntityMirror clamps the prediction at the end of the lane", "[mirror][motion]") {
   EntityMirror m = world_mirror();
-  apply(m, baseline(0, {t::enter(1, 1, 0, 90000, 5000)}));
+  apply_to_mirror(m, mirror_baseline(0, {t::enter(1, 1, 0, 90000, 5000)}));
   // 2 s at 5 m/s: exactly at the end; later: still the last point.
   auto p = m.pose(EntityId{1, 1}, 20);
   REQUIRE(p);
@@ -262,12 +263,12 @@ TEST_CASE("EntityMirror clamps the prediction at the end of the lane", "[mirror]
 
 TEST_CASE("EntityMirror poses a coalesced Delta after a gap of many steps", "[mirror][motion]") {
   EntityMirror m = world_mirror();
-  apply(m, baseline(10, {t::enter(2, 1, 3, 1000, 1400), t::enter(5, 1, 3, 0, 0)}));
+  apply_to_mirror(m, mirror_baseline(10, {t::enter(2, 1, 3, 1000, 1400), t::enter(5, 1, 3, 0, 0)}));
   // The client fell behind: the next Delta is at step 1010, with one
   // correction for entity 5 only. Entity 2 keeps its anchor of step 10.
   t::DeltaSpec late = at_step(1010);
   late.motion = {t::motion(5, 300000, 1000)};
-  const auto s = apply(m, late);
+  const auto s = apply_to_mirror(m, late);
   CHECK_FALSE(s.step_not_increasing);
   CHECK(s.moved == 1);
   auto p2 = m.pose(EntityId{2, 1}, 1010);
@@ -279,7 +280,7 @@ TEST_CASE("EntityMirror poses a coalesced Delta after a gap of many steps", "[mi
   REQUIRE(p5);
   CHECK(p5->s_mm == 300000 + 100);  // anchored at 1010, one step later
   // The prediction's integer arithmetic rounds down per evaluation, not per step.
-  apply(m, baseline(0, {t::enter(9, 1, 3, 0, 7)}));
+  apply_to_mirror(m, mirror_baseline(0, {t::enter(9, 1, 3, 0, 7)}));
   CHECK(m.pose(EntityId{9, 1}, 1)->s_mm == 0);   // 0.7 mm
   CHECK(m.pose(EntityId{9, 1}, 10)->s_mm == 7);  // 7 mm, not 10 x 0
   CHECK(m.pose(EntityId{9, 1}, 3)->s_mm == 2);   // 2.1 mm
@@ -287,7 +288,8 @@ TEST_CASE("EntityMirror poses a coalesced Delta after a gap of many steps", "[mi
 
 TEST_CASE("EntityMirror applies changes and retiring marks", "[mirror]") {
   EntityMirror m = world_mirror();
-  apply(m, baseline(1, {t::enter(1, 1, 0, 0, 1000, wire::EntityKind::Vehicle), standing(2, 1)}));
+  apply_to_mirror(m, mirror_baseline(1, {t::enter(1, 1, 0, 0, 1000, wire::EntityKind::Vehicle),
+                                         standing(2, 1)}));
   Recorder rec;
   t::DeltaSpec d = at_step(2);
   d.changes = {wire::EntityChange(1, wire::EntityField::SimTier,
@@ -298,7 +300,7 @@ TEST_CASE("EntityMirror applies changes and retiring marks", "[mirror]") {
                                   static_cast<std::uint8_t>(wire::ControlPolicy::WaitingAtSignal))};
   d.retiring = {wire::EntityId(2, 1)};
   d.motion = {t::motion(1, 1000, 0)};  // stopped at the signal
-  const auto s = apply(m, d, &rec);
+  const auto s = apply_to_mirror(m, d, &rec);
   CHECK(s.ok());
   CHECK(s.changed == 3);
   CHECK(s.retiring == 1);
@@ -315,10 +317,10 @@ TEST_CASE("EntityMirror applies changes and retiring marks", "[mirror]") {
   // A repeated mark is nothing new; the entity leaves later.
   t::DeltaSpec again = at_step(3);
   again.retiring = {wire::EntityId(2, 1)};
-  CHECK(apply(m, again).retiring == 0);
+  CHECK(apply_to_mirror(m, again).retiring == 0);
   t::DeltaSpec gone = at_step(4);
   gone.left = {wire::EntityId(2, 1)};
-  CHECK(apply(m, gone).left == 1);
+  CHECK(apply_to_mirror(m, gone).left == 1);
   CHECK(m.counters().retiring == 1);
   CHECK(m.counters().changed == 3);
 }
@@ -327,7 +329,7 @@ TEST_CASE("EntityMirror strict mode reports what it only counts otherwise", "[mi
   auto problems = [](bool strict) {
     EntityMirror m = world_mirror();
     m.set_strict(strict);
-    apply(m, baseline(1, {standing(0, 1), standing(1, 1)}));
+    apply_to_mirror(m, mirror_baseline(1, {standing(0, 1), standing(1, 1)}));
     std::vector<std::string> errors;
     auto run = [&](t::DeltaSpec d) {
       const auto s = m.apply(t::decoded(d));
@@ -377,10 +379,10 @@ TEST_CASE("EntityMirror strict mode reports what it only counts otherwise", "[mi
 
 TEST_CASE("EntityMirror resets on a baseline Delta", "[mirror]") {
   EntityMirror m = world_mirror();
-  apply(m, baseline(1, {standing(0, 1), standing(1, 1)}));
+  apply_to_mirror(m, mirror_baseline(1, {standing(0, 1), standing(1, 1)}));
   REQUIRE(m.size() == 2);
   Recorder rec;
-  auto s = apply(m, baseline(50, {standing(5, 2)}), &rec);
+  auto s = apply_to_mirror(m, mirror_baseline(50, {standing(5, 2)}), &rec);
   CHECK(s.baseline);
   CHECK(m.size() == 1);
   CHECK(m.find(EntityId{0, 1}) == nullptr);
@@ -391,7 +393,7 @@ TEST_CASE("EntityMirror resets on a baseline Delta", "[mirror]") {
   CHECK(rec.events == std::vector<std::string>{"reset", "enter 5/2@0"});
   CHECK(m.counters().baselines == 2);
   // A baseline may go back in time (replay, re-subscribe): not counted as disorder.
-  apply(m, baseline(10, {}));
+  apply_to_mirror(m, mirror_baseline(10, {}));
   CHECK(m.counters().steps_not_increasing == 0);
   CHECK(m.size() == 0);
   CHECK(m.lane_count() == 4);  // the world stays
@@ -402,18 +404,18 @@ TEST_CASE("EntityMirror accepts a restore's baseline at a lower step and continu
   // Deltas up to step 20, then a baseline of the restored world at step 10
   // (ids may coincide with the old world's, with other states), then 11 on.
   EntityMirror m = world_mirror();
-  apply(m, baseline(5, {t::enter(0, 1, 0, 0, 1000), standing(1, 1)}));
+  apply_to_mirror(m, mirror_baseline(5, {t::enter(0, 1, 0, 0, 1000), standing(1, 1)}));
   for (std::uint64_t step = 6; step <= 20; ++step) {
     t::DeltaSpec d = at_step(step);
     d.motion = {t::motion(0, static_cast<std::uint32_t>(step * 100), 1000)};
-    apply(m, d);
+    apply_to_mirror(m, d);
   }
   REQUIRE(m.last_step() == 20);
   Recorder rec;
-  t::DeltaSpec restored = baseline(10, {t::enter(0, 1, 0, 5550, 0), standing(7, 3)});
+  t::DeltaSpec restored = mirror_baseline(10, {t::enter(0, 1, 0, 5550, 0), standing(7, 3)});
   restored.sim_time_us = 1'000'000;
   restored.digest = 0x1010;
-  const auto s = apply(m, restored, &rec);
+  const auto s = apply_to_mirror(m, restored, &rec);
   CHECK(s.baseline);
   CHECK_FALSE(s.step_not_increasing);
   CHECK(m.last_step() == 10);
@@ -428,22 +430,22 @@ TEST_CASE("EntityMirror accepts a restore's baseline at a lower step and continu
 
   t::DeltaSpec next = at_step(11);
   next.motion = {t::motion(7, 10, 0)};
-  const auto s11 = apply(m, next);
+  const auto s11 = apply_to_mirror(m, next);
   CHECK_FALSE(s11.step_not_increasing);
   CHECK(s11.moved == 1);
   CHECK(s11.unknown_motion == 0);
-  CHECK(apply(m, at_step(11)).step_not_increasing);
+  CHECK(apply_to_mirror(m, at_step(11)).step_not_increasing);
   CHECK(m.counters().steps_not_increasing == 1);
 }
 
 TEST_CASE("EntityMirror replaces an entry when its index comes back with a new generation",
           "[mirror]") {
   EntityMirror m = world_mirror();
-  apply(m, baseline(1, {standing(4, 1), standing(5, 1)}));
+  apply_to_mirror(m, mirror_baseline(1, {standing(4, 1), standing(5, 1)}));
   Recorder rec;
   t::DeltaSpec d = at_step(2);
   d.entered = {standing(4, 2, 9990)};
-  const auto s = apply(m, d, &rec);
+  const auto s = apply_to_mirror(m, d, &rec);
   CHECK(s.replaced == 1);
   CHECK(s.entered == 1);
   CHECK(m.size() == 2);
@@ -458,7 +460,7 @@ TEST_CASE("EntityMirror replaces an entry when its index comes back with a new g
   t::DeltaSpec stale = at_step(3);
   stale.left = {wire::EntityId(4, 1)};
   stale.retiring = {wire::EntityId(4, 1)};
-  const auto s2 = apply(m, stale);
+  const auto s2 = apply_to_mirror(m, stale);
   CHECK(s2.unknown_lefts == 1);
   CHECK(s2.unknown_retiring == 1);
   CHECK(m.find(EntityId{4, 2}) != nullptr);
@@ -467,12 +469,12 @@ TEST_CASE("EntityMirror replaces an entry when its index comes back with a new g
 
 TEST_CASE("EntityMirror resolves left-then-entered of a reused index in one Delta", "[mirror]") {
   EntityMirror m = world_mirror();
-  apply(m, baseline(1, {standing(4, 1)}));
+  apply_to_mirror(m, mirror_baseline(1, {standing(4, 1)}));
   t::DeltaSpec d = at_step(2);
   d.left = {wire::EntityId(4, 1)};
   d.entered = {standing(4, 2, 100)};
   d.labels = {{4, "market.007"}};
-  const auto s = apply(m, d);
+  const auto s = apply_to_mirror(m, d);
   CHECK(s.left == 1);
   CHECK(s.entered == 1);
   CHECK(s.replaced == 0);
@@ -483,7 +485,8 @@ TEST_CASE("EntityMirror resolves left-then-entered of a reused index in one Delt
 
 TEST_CASE("EntityMirror stops at its capacity and counts the overflow", "[mirror]") {
   EntityMirror m = world_mirror(2);
-  const auto s = apply(m, baseline(1, {standing(0, 1), standing(1, 1), standing(2, 1)}));
+  const auto s =
+      apply_to_mirror(m, mirror_baseline(1, {standing(0, 1), standing(1, 1), standing(2, 1)}));
   CHECK(s.entered == 2);
   CHECK(s.rejected_full == 1);
   CHECK(m.size() == 2);
@@ -491,7 +494,7 @@ TEST_CASE("EntityMirror stops at its capacity and counts the overflow", "[mirror
   t::DeltaSpec d = at_step(2);
   d.left = {wire::EntityId(0, 1)};
   d.entered = {standing(2, 1)};
-  const auto s2 = apply(m, d);
+  const auto s2 = apply_to_mirror(m, d);
   CHECK(s2.entered == 1);
   CHECK(s2.rejected_full == 0);
   CHECK(m.find(EntityId{2, 1}) != nullptr);
@@ -499,7 +502,7 @@ TEST_CASE("EntityMirror stops at its capacity and counts the overflow", "[mirror
 
 TEST_CASE("EntityMirror without a world keeps anchors but has no poses", "[mirror]") {
   EntityMirror m;
-  const auto s = apply(m, baseline(1, {t::enter(0, 1, 12, 5, 5)}));
+  const auto s = apply_to_mirror(m, mirror_baseline(1, {t::enter(0, 1, 12, 5, 5)}));
   CHECK(s.ok());
   CHECK(s.unknown_lanes == 0);  // nothing to check against
   CHECK(m.find(EntityId{0, 1})->anchor.lane == 12);
@@ -527,7 +530,7 @@ TEST_CASE("EntityMirror slots and poses stay consistent through a seeded random 
     return static_cast<std::uint32_t>(rng % bound);
   };
   const auto lanes = bustle::client::lane_polylines(t::decoded(world_spec()));
-  apply(m, baseline(1, {}));
+  apply_to_mirror(m, mirror_baseline(1, {}));
   std::uint64_t step = 1;
   for (int round = 0; round < 400; ++round) {
     step += 1 + next(5);
@@ -559,7 +562,7 @@ TEST_CASE("EntityMirror slots and poses stay consistent through a seeded random 
     }
     std::sort(d.motion.begin(), d.motion.end(),
               [](const auto& a, const auto& b) { return a.index < b.index; });
-    const auto s = apply(m, d);
+    const auto s = apply_to_mirror(m, d);
     INFO(s.error);
     REQUIRE(s.ok());
     REQUIRE(m.size() == model.size());
@@ -570,7 +573,7 @@ TEST_CASE("EntityMirror slots and poses stay consistent through a seeded random 
       REQUIRE(v->anchor == e.anchor);
       const auto& lane = lanes[e.anchor.lane];
       const std::uint32_t expect_s =
-          bustle::proto::predict_s_mm(e.anchor, when, kStepUs, lane.length_mm);
+          bustle::proto::predict_s_mm(e.anchor, when, kMirrorStepUs, lane.length_mm);
       const auto expect = bustle::proto::sample_lane(lane, expect_s / 1000.0);
       const auto p = m.pose(v->slot, when);
       REQUIRE(p.has_value());
@@ -589,17 +592,18 @@ TEST_CASE("EntityMirror keeps the corpse flag from entered and from a Corpse cha
           "[mirror]") {
   EntityMirror m = world_mirror();
   // A late join: one entity enters already dead.
-  apply(m, baseline(1, {t::enter(1, 1, 0, 0, 0, wire::EntityKind::Pedestrian, 0,
-                                 wire::SimTier::Full, wire::RepresentationHint::Actor,
-                                 wire::ControlPolicy::RouteFollow, true),
-                        standing(2, 1)}));
+  apply_to_mirror(
+      m, mirror_baseline(
+             1, {t::enter(1, 1, 0, 0, 0, wire::EntityKind::Pedestrian, 0, wire::SimTier::Full,
+                          wire::RepresentationHint::Actor, wire::ControlPolicy::RouteFollow, true),
+                 standing(2, 1)}));
   CHECK(m.find(EntityId{1, 1})->corpse);
   CHECK_FALSE(m.find(EntityId{2, 1})->corpse);
   // The other dies while received: one change, announced to the listener.
   Recorder rec;
   t::DeltaSpec d = at_step(2);
   d.changes = {wire::EntityChange(2, wire::EntityField::Corpse, 1)};
-  const auto s = apply(m, d, &rec);
+  const auto s = apply_to_mirror(m, d, &rec);
   CHECK(s.ok());
   CHECK(s.corpses == 1);
   CHECK(s.changed == 1);
@@ -609,13 +613,13 @@ TEST_CASE("EntityMirror keeps the corpse flag from entered and from a Corpse cha
   t::DeltaSpec again = at_step(3);
   again.changes = {wire::EntityChange(2, wire::EntityField::Corpse, 1)};
   Recorder quiet;
-  CHECK(apply(m, again, &quiet).corpses == 0);
+  CHECK(apply_to_mirror(m, again, &quiet).corpses == 0);
   CHECK(quiet.events.empty());
   CHECK(m.counters().corpses == 1);
   // Leaving and a new identity on the index start alive.
   t::DeltaSpec gone = at_step(4);
   gone.left = {wire::EntityId(2, 1)};
   gone.entered = {standing(2, 2)};
-  apply(m, gone);
+  apply_to_mirror(m, gone);
   CHECK_FALSE(m.find(EntityId{2, 2})->corpse);
 }

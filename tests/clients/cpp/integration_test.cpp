@@ -23,12 +23,12 @@ using namespace std::chrono_literals;
 
 namespace {
 
-std::unique_ptr<t::ServerUnderTest> start(const std::vector<std::string>& args) {
+std::unique_ptr<t::ServerUnderTest> start_server(const std::vector<std::string>& args) {
   return t::start_or_fail(BUSTLE_SERVER_PATH, args);
 }
 
 // SIGTERM must end the server with exit code 0 within a bound.
-void stop(t::ServerUnderTest& server) {
+void stop_server(t::ServerUnderTest& server) {
   const t::ExitInfo e = server.process.terminate(5000ms);
   INFO("server " << e.describe() << "; stderr tail:\n" << t::file_tail(server.stderr_path));
   CHECK(e.exited);
@@ -36,7 +36,8 @@ void stop(t::ServerUnderTest& server) {
   CHECK_FALSE(e.timed_out);
 }
 
-c::ClientOptions options(const t::ServerUnderTest& server, wire::Role role = wire::Role::Viewer) {
+c::ClientOptions client_options(const t::ServerUnderTest& server,
+                                wire::Role role = wire::Role::Viewer) {
   c::ClientOptions o;
   o.host = server.host;
   o.port = server.port;
@@ -73,9 +74,9 @@ void expect_error_then_close(const t::ServerUnderTest& server,
 
 TEST_CASE("Viewer handshakes, subscribes, mirrors moving entities and queries stats",
           "[integration]") {
-  auto server = start({"--clock", "fast"});
+  auto server = start_server({"--clock", "fast"});
   {
-    c::Client client(options(*server));
+    c::Client client(client_options(*server));
     const auto welcome = client.connect();
     INFO(welcome.message);
     REQUIRE(welcome.ok());
@@ -166,14 +167,14 @@ TEST_CASE("Viewer handshakes, subscribes, mirrors moving entities and queries st
     REQUIRE(after.ok());
     CHECK(after.value.step > prev_step);
   }
-  stop(*server);
+  stop_server(*server);
 }
 
 TEST_CASE("Budgets bound what a whole-city subscriber receives and the rest is truncated",
           "[integration][v2]") {
-  auto server = start({"--clock", "manual"});
+  auto server = start_server({"--clock", "manual"});
   {
-    c::Client op(options(*server, wire::Role::Operator));
+    c::Client op(client_options(*server, wire::Role::Operator));
     const auto welcome = op.connect();
     REQUIRE(welcome.ok());
     // Let the population appear first.
@@ -209,14 +210,14 @@ TEST_CASE("Budgets bound what a whole-city subscriber receives and the rest is t
       t::check_hints(mirror, d.step, *params.budgets);
     }
   }
-  stop(*server);
+  stop_server(*server);
 }
 
 TEST_CASE("An observer limits the stream to its area and a bad radius is rejected",
           "[integration][v2]") {
-  auto server = start({"--clock", "manual"});
+  auto server = start_server({"--clock", "manual"});
   {
-    c::Client op(options(*server, wire::Role::Operator));
+    c::Client op(client_options(*server, wire::Role::Operator));
     const auto welcome = op.connect();
     REQUIRE(welcome.ok());
     REQUIRE(op.command(c::StepCmd{100}, 5000ms).ok());
@@ -291,19 +292,19 @@ TEST_CASE("An observer limits the stream to its area and a bad radius is rejecte
     CHECK(local.counters().left > 0);
 
     // Without a subscription UpdateInterest is rejected.
-    c::Client other(options(*server));
+    c::Client other(client_options(*server));
     REQUIRE(other.connect().ok());
     const auto lonely = other.update_interest(away, 5000ms);
     CHECK(lonely.status == c::ClientStatus::Rejected);
     CHECK(other.connected());
   }
-  stop(*server);
+  stop_server(*server);
 }
 
 TEST_CASE("Roles: a viewer may only query, an operator may pause and resume", "[integration]") {
-  auto server = start({"--clock", "fast"});
+  auto server = start_server({"--clock", "fast"});
   {
-    c::Client viewer(options(*server));
+    c::Client viewer(client_options(*server));
     REQUIRE(viewer.connect().ok());
     const auto pause = viewer.command(c::PauseCmd{}, 5000ms);
     INFO(pause.message);
@@ -311,7 +312,7 @@ TEST_CASE("Roles: a viewer may only query, an operator may pause and resume", "[
     CHECK_FALSE(pause.value.accepted());
     CHECK(pause.value.reason == wire::RejectReason::NotAuthorized);
 
-    c::Client op(options(*server, wire::Role::Operator));
+    c::Client op(client_options(*server, wire::Role::Operator));
     const auto welcome = op.connect();
     REQUIRE(welcome.ok());
     CHECK(welcome.value.role == wire::Role::Operator);  // no server token configured
@@ -338,13 +339,13 @@ TEST_CASE("Roles: a viewer may only query, an operator may pause and resume", "[
     REQUIRE(stats2.value.stats.has_value());
     CHECK_FALSE(stats2.value.stats->paused);
   }
-  stop(*server);
+  stop_server(*server);
 }
 
 TEST_CASE("Manual clock advances only on Step", "[integration]") {
-  auto server = start({"--clock", "manual"});
+  auto server = start_server({"--clock", "manual"});
   {
-    c::Client op(options(*server, wire::Role::Operator));
+    c::Client op(client_options(*server, wire::Role::Operator));
     const auto welcome = op.connect();
     REQUIRE(welcome.ok());
     CHECK(welcome.value.clock_mode == wire::ClockMode::Manual);
@@ -376,13 +377,13 @@ TEST_CASE("Manual clock advances only on Step", "[integration]") {
     REQUIRE(stats.value.stats.has_value());
     CHECK(stats.value.stats->step == start_step + 5);
   }
-  stop(*server);
+  stop_server(*server);
 }
 
 TEST_CASE("DespawnEntity removes a mirrored entity, then the id is unknown", "[integration]") {
-  auto server = start({"--clock", "manual"});
+  auto server = start_server({"--clock", "manual"});
   {
-    c::Client op(options(*server, wire::Role::Operator));
+    c::Client op(client_options(*server, wire::Role::Operator));
     REQUIRE(op.connect().ok());
     REQUIRE(op.subscribe().ok());
     c::EntityMirror mirror;
@@ -437,11 +438,11 @@ TEST_CASE("DespawnEntity removes a mirrored entity, then the id is unknown", "[i
     CHECK_FALSE(rejected.value.accepted());
     CHECK(rejected.value.reason == wire::RejectReason::UnknownEntity);
   }
-  stop(*server);
+  stop_server(*server);
 }
 
 TEST_CASE("Protocol errors get an Error frame, then the connection closes", "[integration]") {
-  auto server = start({"--clock", "fast"});
+  auto server = start_server({"--clock", "fast"});
   SECTION("wrong protocol version") {
     c::HelloParams hello;
     hello.protocol_version = static_cast<std::uint16_t>(bustle::proto::kProtocolVersion + 1);
@@ -466,8 +467,8 @@ TEST_CASE("Protocol errors get an Error frame, then the connection closes", "[in
     expect_error_then_close(*server, {c::build_hello({}), prefix}, wire::ErrorCode::FrameTooLarge);
   }
   // The server survives all of that and still serves a new client.
-  c::Client client(options(*server));
+  c::Client client(client_options(*server));
   REQUIRE(client.connect().ok());
   client.close();
-  stop(*server);
+  stop_server(*server);
 }

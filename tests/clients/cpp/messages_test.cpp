@@ -13,7 +13,7 @@ namespace wire = bustle::wire;
 namespace {
 
 // Checks the prefix, verifies like the server does, and returns the root.
-const wire::ClientFrame* verified(const c::Frame& frame) {
+const wire::ClientFrame* verified_client_frame(const c::Frame& frame) {
   REQUIRE(frame.size() > 4);
   const std::uint32_t n = std::uint32_t{frame[0]} | (std::uint32_t{frame[1]} << 8) |
                           (std::uint32_t{frame[2]} << 16) | (std::uint32_t{frame[3]} << 24);
@@ -27,7 +27,7 @@ const wire::ClientFrame* verified(const c::Frame& frame) {
 }
 
 const wire::Command* command_of(const c::Frame& frame, std::uint32_t request_id) {
-  const auto* root = verified(frame);
+  const auto* root = verified_client_frame(frame);
   const auto* cmd = root->message_as_Command();
   REQUIRE(cmd != nullptr);
   CHECK(cmd->request_id() == request_id);
@@ -42,7 +42,7 @@ TEST_CASE("Hello round-trips through the server's verifier", "[messages]") {
   p.token = "secret";
   p.role = wire::Role::Operator;
   const c::Frame frame = c::build_hello(p);
-  const auto* hello = verified(frame)->message_as_Hello();
+  const auto* hello = verified_client_frame(frame)->message_as_Hello();
   REQUIRE(hello != nullptr);
   CHECK(hello->protocol_version() == bustle::proto::kProtocolVersion);
   CHECK(hello->client_name()->str() == "unit");
@@ -54,7 +54,7 @@ TEST_CASE("Hello without token omits it and long strings are truncated", "[messa
   c::HelloParams p;
   p.client_name = std::string(c::kMaxHelloStringBytes + 100, 'n');
   const c::Frame frame = c::build_hello(p);
-  const auto* hello = verified(frame)->message_as_Hello();
+  const auto* hello = verified_client_frame(frame)->message_as_Hello();
   REQUIRE(hello != nullptr);
   CHECK(hello->token() == nullptr);
   CHECK(hello->role() == wire::Role::Viewer);
@@ -63,7 +63,7 @@ TEST_CASE("Hello without token omits it and long strings are truncated", "[messa
 
 TEST_CASE("Subscribe carries its request id and the kinds, or none for every kind", "[messages]") {
   const c::Frame all_frame = c::build_subscribe(5);
-  const auto* all = verified(all_frame)->message_as_Subscribe();
+  const auto* all = verified_client_frame(all_frame)->message_as_Subscribe();
   REQUIRE(all != nullptr);
   CHECK(all->request_id() == 5);
   CHECK(all->kinds() == nullptr);
@@ -73,7 +73,7 @@ TEST_CASE("Subscribe carries its request id and the kinds, or none for every kin
   c::SubscribeParams p;
   p.kinds = {c::EntityKind::Vehicle};
   const c::Frame some_frame = c::build_subscribe(6, p);
-  const auto* some = verified(some_frame)->message_as_Subscribe();
+  const auto* some = verified_client_frame(some_frame)->message_as_Subscribe();
   REQUIRE(some != nullptr);
   REQUIRE(some->kinds() != nullptr);
   REQUIRE(some->kinds()->size() == 1);
@@ -87,7 +87,7 @@ TEST_CASE("Subscribe and UpdateInterest carry observers, budgets and the toleran
   p.budgets = c::RepresentationBudgets{12, 0, 99};
   p.motion_tolerance_mm = 0;
   const c::Frame frame = c::build_subscribe(9, p);
-  const auto* sub = verified(frame)->message_as_Subscribe();
+  const auto* sub = verified_client_frame(frame)->message_as_Subscribe();
   REQUIRE(sub != nullptr);
   CHECK(sub->request_id() == 9);
   CHECK(sub->motion_tolerance_mm() == 0);
@@ -111,7 +111,7 @@ TEST_CASE("Subscribe and UpdateInterest carry observers, budgets and the toleran
   c::UpdateInterestParams u;
   u.observers = {c::InterestObserver{7.0, 8.0, 0.0, std::nullopt, 30.0}};
   const c::Frame update = c::build_update_interest(10, u);
-  const auto* ui = verified(update)->message_as_UpdateInterest();
+  const auto* ui = verified_client_frame(update)->message_as_UpdateInterest();
   REQUIRE(ui != nullptr);
   CHECK(ui->request_id() == 10);
   REQUIRE(ui->observers() != nullptr);
@@ -122,7 +122,7 @@ TEST_CASE("Subscribe and UpdateInterest carry observers, budgets and the toleran
   c::UpdateInterestParams many;
   many.observers.assign(c::kMaxInterestObservers + 50, c::InterestObserver{});
   const c::Frame capped = c::build_update_interest(11, many);
-  const auto* cu = verified(capped)->message_as_UpdateInterest();
+  const auto* cu = verified_client_frame(capped)->message_as_UpdateInterest();
   REQUIRE(cu != nullptr);
   CHECK(cu->observers()->size() == c::kMaxInterestObservers);
 }
@@ -238,7 +238,7 @@ TEST_CASE("LeaseReport carries every lease, capped at the protocol's limit", "[m
   };
   // The frame is kept: the verified root points into it.
   const c::Frame frame = c::build_lease_report(42, leases);
-  const auto* report = verified(frame)->message_as_LeaseReport();
+  const auto* report = verified_client_frame(frame)->message_as_LeaseReport();
   REQUIRE(report != nullptr);
   CHECK(report->request_id() == 42);
   REQUIRE(report->entries()->size() == 3);
@@ -250,7 +250,7 @@ TEST_CASE("LeaseReport carries every lease, capped at the protocol's limit", "[m
         static_cast<std::uint8_t>(wire::RepresentationHint::Actor));
   leases.assign(c::kLeaseEntriesMax + 10, leases[0]);
   const c::Frame capped_frame = c::build_lease_report(0, leases);
-  const auto* capped = verified(capped_frame)->message_as_LeaseReport();
+  const auto* capped = verified_client_frame(capped_frame)->message_as_LeaseReport();
   REQUIRE(capped != nullptr);
   CHECK(capped->entries()->size() == c::kLeaseEntriesMax);
   CHECK(capped->request_id() == 0);

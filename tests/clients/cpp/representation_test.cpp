@@ -19,17 +19,17 @@ using H = c::RepresentationHint;
 
 namespace {
 
-constexpr std::uint32_t kStepUs = 100'000;
+constexpr std::uint32_t kLayerStepUs = 100'000;
 
 // One lane, 1 km along +x.
 c::WelcomeInfo world() {
-  return t::one_lane_world(kStepUs);
+  return t::one_lane_world(kLayerStepUs);
 }
 
 t::DeltaSpec step(std::uint64_t n) {
   t::DeltaSpec d;
   d.step = n;
-  d.sim_time_us = n * kStepUs;
+  d.sim_time_us = n * kLayerStepUs;
   return d;
 }
 
@@ -41,8 +41,8 @@ t::DeltaSpec baseline(std::vector<wire::EntityEnter> entered) {
   return d;
 }
 
-wire::EntityEnter walker(std::uint32_t index, std::uint32_t s_mm, std::uint32_t speed_mmps,
-                         H hint = H::Actor, std::uint16_t archetype = 0) {
+wire::EntityEnter layer_walker(std::uint32_t index, std::uint32_t s_mm, std::uint32_t speed_mmps,
+                               H hint = H::Actor, std::uint16_t archetype = 0) {
   return t::enter(index, 1, 0, s_mm, speed_mmps, wire::EntityKind::Pedestrian, archetype,
                   wire::SimTier::Full, static_cast<wire::RepresentationHint>(hint));
 }
@@ -52,7 +52,7 @@ wire::EntityChange hint_change(std::uint32_t index, H hint) {
                             static_cast<std::uint8_t>(hint));
 }
 
-void apply(c::RepresentationLayer& layer, const t::DeltaSpec& spec) {
+void apply_to_layer(c::RepresentationLayer& layer, const t::DeltaSpec& spec) {
   const c::ApplySummary s =
       layer.apply(t::decoded(spec), static_cast<std::int64_t>(spec.sim_time_us));
   REQUIRE(s.ok());
@@ -84,9 +84,10 @@ TEST_CASE(
   REQUIRE(layer.set_backend(H::Actor, &actors) == c::InstallStatus::Installed);
   t::DeltaSpec first = step(10);
   first.baseline = true;
-  first.entered = {walker(1, 0, 10'000)};  // 10 m/s (1 m per step), no later correction
-  apply(layer, first);
-  for (std::uint64_t n = 11; n <= 13; ++n) apply(layer, step(n));  // empty Deltas: prediction only
+  first.entered = {layer_walker(1, 0, 10'000)};  // 10 m/s (1 m per step), no later correction
+  apply_to_layer(layer, first);
+  for (std::uint64_t n = 11; n <= 13; ++n)
+    apply_to_layer(layer, step(n));  // empty Deltas: prediction only
   CHECK(layer.counters().samples == 4);
   const c::SlotId slot = slot_of(layer, 1);
   REQUIRE(actors.is_instance_active(slot));
@@ -137,8 +138,8 @@ TEST_CASE("An instance a backend could not complete is retried until it is activ
   c::RepresentationLayer layer;
   layer.set_world(world());
   layer.set_backend(H::Actor, &actors);
-  t::DeltaSpec d = baseline({walker(1, 0, 0)});
-  apply(layer, d);
+  t::DeltaSpec d = baseline({layer_walker(1, 0, 0)});
+  apply_to_layer(layer, d);
   const c::SlotId slot = slot_of(layer, 1);
   CHECK_FALSE(actors.is_instance_active(slot));
   auto leases = layer.take_leases();
@@ -167,8 +168,8 @@ TEST_CASE("A hint change moves an entity between backends without a gap", "[repr
   layer.set_world(world());
   layer.set_backend(H::Actor, &actors);
   layer.set_backend(H::Instanced, &instances);
-  t::DeltaSpec d = baseline({walker(1, 0, 1000), walker(2, 0, 1000)});
-  apply(layer, d);
+  t::DeltaSpec d = baseline({layer_walker(1, 0, 1000), layer_walker(2, 0, 1000)});
+  apply_to_layer(layer, d);
   const c::SlotId one = slot_of(layer, 1);
   const c::SlotId two = slot_of(layer, 2);
   layer.take_leases();
@@ -176,7 +177,7 @@ TEST_CASE("A hint change moves an entity between backends without a gap", "[repr
   SECTION("the new backend activates at once: activated there before deactivated here") {
     t::DeltaSpec change = step(2);
     change.changes = {hint_change(1, H::Instanced)};
-    apply(layer, change);
+    apply_to_layer(layer, change);
     CHECK(instances.is_instance_active(one));
     CHECK_FALSE(actors.is_instance_active(one));
     CHECK(layer.counters().moves == 1);
@@ -198,7 +199,7 @@ TEST_CASE("A hint change moves an entity between backends without a gap", "[repr
     instances.set_capacity(0);
     t::DeltaSpec change = step(2);
     change.changes = {hint_change(2, H::Instanced)};
-    apply(layer, change);
+    apply_to_layer(layer, change);
     CHECK(actors.is_instance_active(two));  // still drawn
     CHECK_FALSE(instances.is_instance_active(two));
     auto leases = layer.take_leases();
@@ -233,7 +234,7 @@ TEST_CASE("A hint change moves an entity between backends without a gap", "[repr
   SECTION("hint None releases the representation") {
     t::DeltaSpec change = step(2);
     change.changes = {hint_change(1, H::None)};
-    apply(layer, change);
+    apply_to_layer(layer, change);
     CHECK_FALSE(actors.is_instance_active(one));
     const auto leases = layer.take_leases();
     REQUIRE(leases.size() == 1);
@@ -254,8 +255,9 @@ TEST_CASE(
   c::RepresentationLayer layer({}, &log);
   layer.set_world(world());
   layer.set_backend(H::Actor, &pool);
-  t::DeltaSpec d = baseline({walker(1, 0, 1000), walker(2, 0, 1000), walker(3, 5000, 1000)});
-  apply(layer, d);
+  t::DeltaSpec d =
+      baseline({layer_walker(1, 0, 1000), layer_walker(2, 0, 1000), layer_walker(3, 5000, 1000)});
+  apply_to_layer(layer, d);
   const c::SlotId third = slot_of(layer, 3);
   CHECK_FALSE(pool.is_instance_active(third));
   auto leases = layer.take_leases();
@@ -266,7 +268,7 @@ TEST_CASE(
 
   t::DeltaSpec gone = step(2);
   gone.left = {wire::EntityId(1, 1)};
-  apply(layer, gone);
+  apply_to_layer(layer, gone);
   CHECK(pool.is_instance_active(third));  // the pool handed over the freed actor
   layer.render_at(150'000);
   CHECK(factory.actor(pool.actor_of(third)).pose.x_m == Approx(5.05).margin(1e-9));
@@ -282,14 +284,14 @@ TEST_CASE("A reused slot starts with an empty history", "[representation]") {
   c::RepresentationLayer layer;
   layer.set_world(world());
   layer.set_backend(H::Actor, &actors);
-  t::DeltaSpec d = baseline({walker(1, 100'000, 0)});
-  apply(layer, d);
-  apply(layer, step(2));
+  t::DeltaSpec d = baseline({layer_walker(1, 100'000, 0)});
+  apply_to_layer(layer, d);
+  apply_to_layer(layer, step(2));
   const c::SlotId slot = slot_of(layer, 1);
   t::DeltaSpec swap = step(3);
   swap.left = {wire::EntityId(1, 1)};
-  swap.entered = {walker(2, 900'000, 0)};
-  apply(layer, swap);
+  swap.entered = {layer_walker(2, 900'000, 0)};
+  apply_to_layer(layer, swap);
   REQUIRE(slot_of(layer, 2) == slot);  // the freed slot was reused
   // Only the new entity's sample: no blend with the departed one at 100 m.
   const auto s = layer.sample(slot, 150'000);
@@ -307,8 +309,8 @@ TEST_CASE("A backend that refuses to initialize is not installed; a swap moves e
   c::RepresentationLayer layer({}, &log);
   layer.set_world(world());
   REQUIRE(layer.set_backend(H::Actor, &first) == c::InstallStatus::Installed);
-  t::DeltaSpec d = baseline({walker(1, 0, 1000), walker(2, 0, 1000)});
-  apply(layer, d);
+  t::DeltaSpec d = baseline({layer_walker(1, 0, 1000), layer_walker(2, 0, 1000)});
+  apply_to_layer(layer, d);
   CHECK(first.active_count() == 2);
 
   CHECK(layer.set_backend(H::Actor, &refusing) == c::InstallStatus::Refused);
@@ -332,8 +334,8 @@ TEST_CASE("Leases are handed out in batches, one per slot and change", "[represe
   layer.set_backend(H::Actor, &actors);
   t::DeltaSpec d = step(1);
   d.baseline = true;
-  for (std::uint32_t i = 1; i <= 5; ++i) d.entered.push_back(walker(i, 0, 0));
-  apply(layer, d);
+  for (std::uint32_t i = 1; i <= 5; ++i) d.entered.push_back(layer_walker(i, 0, 0));
+  apply_to_layer(layer, d);
   CHECK(layer.queued_leases() == 5);
   CHECK(layer.take_leases(2).size() == 2);
   CHECK(layer.take_leases(2).size() == 2);
@@ -342,7 +344,7 @@ TEST_CASE("Leases are handed out in batches, one per slot and change", "[represe
   // No backend for Marker: Unassigned (Other).
   t::DeltaSpec change = step(2);
   change.changes = {hint_change(3, H::Marker)};
-  apply(layer, change);
+  apply_to_layer(layer, change);
   const auto leases = layer.take_leases();
   REQUIRE(leases.size() == 1);
   CHECK(leases[0] ==
@@ -377,18 +379,18 @@ TEST_CASE("Corpses reach the backend's state and corpses_learned, entered dead o
   const wire::EntityEnter dead =
       t::enter(1, 1, 0, 0, 0, wire::EntityKind::Pedestrian, 0, wire::SimTier::Full,
                wire::RepresentationHint::Actor, wire::ControlPolicy::RouteFollow, true);
-  apply(layer, baseline({dead, walker(2, 5'000, 0)}));
+  apply_to_layer(layer, baseline({dead, layer_walker(2, 5'000, 0)}));
   CHECK(layer.corpses_learned() == std::vector<c::EntityId>{{1, 1}});
   CHECK(actors.last.at(slot_of(layer, 1).value).corpse);
   CHECK_FALSE(actors.last.at(slot_of(layer, 2).value).corpse);
 
   t::DeltaSpec kill = step(2);
   kill.changes = {wire::EntityChange(2, wire::EntityField::Corpse, 1)};
-  apply(layer, kill);
+  apply_to_layer(layer, kill);
   CHECK(layer.corpses_learned() == std::vector<c::EntityId>{{2, 1}});
   CHECK(actors.last.at(slot_of(layer, 2).value).corpse);
 
-  apply(layer, step(3));  // nothing new
+  apply_to_layer(layer, step(3));  // nothing new
   CHECK(layer.corpses_learned().empty());
   CHECK(actors.last.at(slot_of(layer, 1).value).corpse);  // still one
 }
@@ -411,8 +413,10 @@ TEST_CASE("An entity a backend refuses falls back per entity: Actor -> Instanced
   layer.set_backend(H::Actor, &pool);
   layer.set_backend(H::Instanced, &instances);
   layer.set_backend(H::Marker, &markers);
-  apply(layer, baseline({walker(1, 0, 1000, H::Actor, 0), walker(2, 0, 1000, H::Actor, 1),
-                         walker(3, 0, 1000, H::Actor, 2), walker(4, 0, 1000, H::Instanced, 2)}));
+  apply_to_layer(
+      layer,
+      baseline({layer_walker(1, 0, 1000, H::Actor, 0), layer_walker(2, 0, 1000, H::Actor, 1),
+                layer_walker(3, 0, 1000, H::Actor, 2), layer_walker(4, 0, 1000, H::Instanced, 2)}));
   const c::SlotId one = slot_of(layer, 1), two = slot_of(layer, 2);
   const c::SlotId three = slot_of(layer, 3), four = slot_of(layer, 4);
   // Never a stand-in actor for an archetype without a class.
@@ -441,12 +445,12 @@ TEST_CASE("An entity a backend refuses falls back per entity: Actor -> Instanced
     // (the pool refuses again: Instanced draws it).
     t::DeltaSpec change = step(2);
     change.changes = {hint_change(2, H::Marker)};
-    apply(layer, change);
+    apply_to_layer(layer, change);
     CHECK(layer.slot(two)->drawn_as == H::Marker);
     CHECK_FALSE(instances.is_instance_active(two));
     change = step(3);
     change.changes = {hint_change(2, H::Actor)};
-    apply(layer, change);
+    apply_to_layer(layer, change);
     CHECK(layer.slot(two)->drawn_as == H::Instanced);
     CHECK_FALSE(markers.is_instance_active(two));
     leases = layer.take_leases();
@@ -475,7 +479,8 @@ TEST_CASE("A hint with no backend installed is drawn by the next coarser one",
   c::RepresentationLayer layer;
   layer.set_world(world());
   layer.set_backend(H::Marker, &markers);
-  apply(layer, baseline({walker(1, 0, 1000, H::Actor), walker(2, 0, 1000, H::Instanced)}));
+  apply_to_layer(layer, baseline({layer_walker(1, 0, 1000, H::Actor),
+                                  layer_walker(2, 0, 1000, H::Instanced)}));
   CHECK(markers.active_count() == 2);
   // An actor backend installed later takes its entities; markers keep the other.
   layer.set_backend(H::Actor, &actors);
@@ -494,7 +499,8 @@ TEST_CASE("Pop-in cover: an instance stands in until the actor is ready, never a
   layer.set_world(world());
   layer.set_backend(H::Actor, &pool);
   layer.set_backend(H::Instanced, &instances);
-  apply(layer, baseline({walker(1, 0, 1000), walker(2, 0, 1000), walker(3, 0, 1000)}));
+  apply_to_layer(layer, baseline({layer_walker(1, 0, 1000), layer_walker(2, 0, 1000),
+                                  layer_walker(3, 0, 1000)}));
   const std::vector<c::SlotId> slots = {slot_of(layer, 1), slot_of(layer, 2), slot_of(layer, 3)};
   for (const c::SlotId s : slots) {
     CHECK(layer.slot(s)->drawn_as == H::Instanced);
@@ -546,7 +552,7 @@ TEST_CASE("Pop-in cover: an instance stands in until the actor is ready, never a
     l2.set_world(world());
     l2.set_backend(H::Actor, &p2);
     l2.set_backend(H::Instanced, &i2);
-    apply(l2, baseline({walker(1, 0, 1000)}));
+    apply_to_layer(l2, baseline({layer_walker(1, 0, 1000)}));
     CHECK(l2.slot(slot_of(l2, 1))->drawn_as == H::None);
     CHECK(i2.active_count() == 0);
   }
@@ -587,19 +593,19 @@ TEST_CASE(
   std::int64_t local_us = 5'000'000;
   std::int64_t last_receive_us = 0;
   const auto send = [&](t::DeltaSpec spec) {
-    local_us += kStepUs;
+    local_us += kLayerStepUs;
     last_receive_us = std::max(last_receive_us, local_us + jitter.next(kJitterUs));
     stream.push_back({std::move(spec), last_receive_us});
   };
   t::DeltaSpec first = step(1);
   first.baseline = true;
-  first.entered = {walker(1, 0, 1400)};
+  first.entered = {layer_walker(1, 0, 1400)};
   send(first);
   for (std::uint64_t n = 2; n <= 300; ++n) send(step(n));
-  const std::int64_t restore_receive_us = last_receive_us + kStepUs;
+  const std::int64_t restore_receive_us = last_receive_us + kLayerStepUs;
   t::DeltaSpec restored = step(50);
   restored.baseline = true;
-  restored.entered = {walker(1, 7'000, 1400)};
+  restored.entered = {layer_walker(1, 7'000, 1400)};
   send(restored);
   for (std::uint64_t n = 51; n <= 200; ++n) send(step(n));
 

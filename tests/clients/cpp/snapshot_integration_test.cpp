@@ -32,14 +32,14 @@ std::unique_ptr<t::ServerUnderTest> start_manual() {
   return server;
 }
 
-void stop(t::ServerUnderTest& server) {
+void stop_snapshot_server(t::ServerUnderTest& server) {
   const t::ExitInfo e = server.process.terminate(5000ms);
   INFO("server " << e.describe() << "; stderr tail:\n" << t::file_tail(server.stderr_path));
   CHECK(e.exited);
   CHECK(e.exit_code == 0);
 }
 
-c::ClientOptions options(const t::ServerUnderTest& server, wire::Role role) {
+c::ClientOptions snapshot_client_options(const t::ServerUnderTest& server, wire::Role role) {
   c::ClientOptions o;
   o.host = server.host;
   o.port = server.port;
@@ -69,7 +69,7 @@ struct Operator {
   c::EntityMirror mirror;
 
   explicit Operator(const t::ServerUnderTest& server)
-      : client(options(server, wire::Role::Operator)) {
+      : client(snapshot_client_options(server, wire::Role::Operator)) {
     const auto w = client.connect();
     INFO(w.message);
     REQUIRE(w.ok());
@@ -214,7 +214,7 @@ TEST_CASE("Checkpoint at step 10, restore at 20: back to 10, same digests, mirro
     CHECK(op.client.stray_results() == 0);
     CHECK(op.client.buffered_job_updates() == 0);
   }
-  stop(*server);
+  stop_snapshot_server(*server);
 }
 
 TEST_CASE("Save then load reports Validated and the three load phases in order",
@@ -258,7 +258,7 @@ TEST_CASE("Save then load reports Validated and the three load phases in order",
     op.step(1, true);
     CHECK(op.mirror.last_step() == 11);
   }
-  stop(*server);
+  stop_snapshot_server(*server);
 }
 
 TEST_CASE("Snapshots are listed, deleted once, then NotFound, and jobs can be queried",
@@ -266,7 +266,7 @@ TEST_CASE("Snapshots are listed, deleted once, then NotFound, and jobs can be qu
   auto server = start_manual();
   {
     Operator op(*server);
-    c::Client viewer(options(*server, wire::Role::Viewer));
+    c::Client viewer(snapshot_client_options(*server, wire::Role::Viewer));
     REQUIRE(viewer.connect().ok());
 
     // An empty store lists nothing (but does answer with a list).
@@ -386,5 +386,5 @@ TEST_CASE("Snapshots are listed, deleted once, then NotFound, and jobs can be qu
     CHECK(viewer.next_delta(300ms).status == c::ClientStatus::Timeout);
     CHECK(viewer.buffered_job_updates() == 0);
   }
-  stop(*server);
+  stop_snapshot_server(*server);
 }

@@ -28,14 +28,15 @@ using namespace std::chrono_literals;
 
 namespace {
 
-const std::string kCorridor = std::string(BUSTLE_REPO_DIR) + "/configs/corridor.city.json";
-const std::string kLargeBlock = std::string(BUSTLE_REPO_DIR) + "/configs/largeblock.city.json";
+const std::string kVehiclesCorridor = std::string(BUSTLE_REPO_DIR) + "/configs/corridor.city.json";
+const std::string kVehiclesLargeBlock =
+    std::string(BUSTLE_REPO_DIR) + "/configs/largeblock.city.json";
 
-std::unique_ptr<t::ServerUnderTest> start(const std::vector<std::string>& args) {
+std::unique_ptr<t::ServerUnderTest> start_vehicles_server(const std::vector<std::string>& args) {
   return t::start_or_fail(BUSTLE_SERVER_PATH, args);
 }
 
-c::ClientOptions options(const t::ServerUnderTest& server, wire::Role role) {
+c::ClientOptions vehicles_client_options(const t::ServerUnderTest& server, wire::Role role) {
   c::ClientOptions o;
   o.host = server.host;
   o.port = server.port;
@@ -111,8 +112,8 @@ FirstVehicle first_vehicle(c::Client& client) {
 
 TEST_CASE("Corridor: Welcome geometry plus garage signal and vehicle queries after stepping",
           "[integration][vehicles]") {
-  auto server = start({"--clock", "manual", "--config", kCorridor});
-  c::Client client(options(*server, wire::Role::Operator));
+  auto server = start_vehicles_server({"--clock", "manual", "--config", kVehiclesCorridor});
+  c::Client client(vehicles_client_options(*server, wire::Role::Operator));
   const auto welcome = client.connect();
   INFO(welcome.message);
   REQUIRE(welcome.ok());
@@ -213,8 +214,8 @@ TEST_CASE("Corridor: Welcome geometry plus garage signal and vehicle queries aft
 
 TEST_CASE("Corridor: garage request accepted once and duplicate rejected then strategy parked",
           "[integration][vehicles]") {
-  auto server = start({"--clock", "manual", "--config", kCorridor});
-  c::Client client(options(*server, wire::Role::Operator));
+  auto server = start_vehicles_server({"--clock", "manual", "--config", kVehiclesCorridor});
+  c::Client client(vehicles_client_options(*server, wire::Role::Operator));
   REQUIRE(client.connect().ok());
   step(client, 20);
 
@@ -260,8 +261,8 @@ TEST_CASE("Corridor: garage request accepted once and duplicate rejected then st
 
 TEST_CASE("Large block: QueryZones as viewer then hour 12 sets zone targets",
           "[integration][population]") {
-  auto server = start({"--clock", "manual", "--config", kLargeBlock});
-  c::Client viewer(options(*server, wire::Role::Viewer));
+  auto server = start_vehicles_server({"--clock", "manual", "--config", kVehiclesLargeBlock});
+  c::Client viewer(vehicles_client_options(*server, wire::Role::Viewer));
   REQUIRE(viewer.connect().ok());
   // A query: answered without a step, for any role.
   const auto before = query(viewer, c::QueryZonesCmd{});
@@ -277,7 +278,7 @@ TEST_CASE("Large block: QueryZones as viewer then hour 12 sets zone targets",
   REQUIRE(refused.ok());
   CHECK(refused.value.reason == wire::RejectReason::NotAuthorized);
 
-  c::Client op(options(*server, wire::Role::Operator));
+  c::Client op(vehicles_client_options(*server, wire::Role::Operator));
   REQUIRE(op.connect().ok());
   const auto hour = apply_with_step(op, c::SetHourCmd{12.0});
   INFO(hour.message);
@@ -314,10 +315,10 @@ TEST_CASE("Large block: QueryZones as viewer then hour 12 sets zone targets",
 
 TEST_CASE("a spawn handle reports every stage to its requester and a viewer's actor makes it ready",
           "[integration][population]") {
-  auto server = start({"--clock", "manual", "--config", kLargeBlock});
-  c::Client op(options(*server, wire::Role::Operator));
+  auto server = start_vehicles_server({"--clock", "manual", "--config", kVehiclesLargeBlock});
+  c::Client op(vehicles_client_options(*server, wire::Role::Operator));
   REQUIRE(op.connect().ok());
-  c::Client viewer(options(*server, wire::Role::Viewer));
+  c::Client viewer(vehicles_client_options(*server, wire::Role::Viewer));
   REQUIRE(viewer.connect().ok());
 
   const c::CommandReply spawned =
@@ -394,8 +395,8 @@ TEST_CASE("a spawn handle reports every stage to its requester and a viewer's ac
 
 TEST_CASE("a routed spawn starts on its first lane and bad routes are rejected naming the entry",
           "[integration][population]") {
-  auto server = start({"--clock", "manual", "--config", kLargeBlock});
-  c::Client op(options(*server, wire::Role::Operator));
+  auto server = start_vehicles_server({"--clock", "manual", "--config", kVehiclesLargeBlock});
+  c::Client op(vehicles_client_options(*server, wire::Role::Operator));
   REQUIRE(op.connect().ok());
 
   // Crossing into the market, then the market loop (its successor).
@@ -443,10 +444,10 @@ TEST_CASE("a routed spawn starts on its first lane and bad routes are rejected n
 
 TEST_CASE("viewers cannot change the population and bad input is answered, not fatal",
           "[integration][population]") {
-  auto server = start({"--clock", "manual", "--config", kLargeBlock});
-  c::Client op(options(*server, wire::Role::Operator));
+  auto server = start_vehicles_server({"--clock", "manual", "--config", kVehiclesLargeBlock});
+  c::Client op(vehicles_client_options(*server, wire::Role::Operator));
   REQUIRE(op.connect().ok());
-  c::Client viewer(options(*server, wire::Role::Viewer));
+  c::Client viewer(vehicles_client_options(*server, wire::Role::Viewer));
   REQUIRE(viewer.connect().ok());
 
   for (const c::CommandSpec& spec :
@@ -497,8 +498,8 @@ TEST_CASE("viewers cannot change the population and bad input is answered, not f
 
 TEST_CASE("Welcome names the lane chains and the stream carries dots and retiring entities",
           "[integration][population]") {
-  auto server = start({"--clock", "manual", "--config", kLargeBlock});
-  c::Client op(options(*server, wire::Role::Operator));
+  auto server = start_vehicles_server({"--clock", "manual", "--config", kVehiclesLargeBlock});
+  c::Client op(vehicles_client_options(*server, wire::Role::Operator));
   REQUIRE(op.connect().ok());
   const c::WelcomeInfo& w = op.welcome();
   REQUIRE_FALSE(w.chains.empty());

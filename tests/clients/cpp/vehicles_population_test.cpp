@@ -20,7 +20,7 @@ namespace wire = bustle::wire;
 
 namespace {
 
-const wire::Command* command_of(const c::Frame& frame, std::uint32_t request_id) {
+const wire::Command* vp_command_of(const c::Frame& frame, std::uint32_t request_id) {
   REQUIRE(frame.size() > 4);
   std::string error;
   const auto* root = bustle::proto::verify_client_frame(c::frame_payload(frame), error);
@@ -32,7 +32,7 @@ const wire::Command* command_of(const c::Frame& frame, std::uint32_t request_id)
   return cmd;
 }
 
-const wire::ServerFrame* verified(const std::vector<std::uint8_t>& payload) {
+const wire::ServerFrame* vp_verified(const std::vector<std::uint8_t>& payload) {
   std::string error;
   const auto* root = bustle::proto::verify_server_frame(payload, error);
   INFO(error);
@@ -52,7 +52,7 @@ c::LifecycleBatchCmd spawn_batch(std::size_t n) {
 TEST_CASE("Vehicle commands round-trip with their arguments", "[messages][vehicles]") {
   const c::Frame req_frame =
       c::build_command(1, c::GarageRequestCmd{"g0", "r99", "sedan", "lane0", 42});
-  const auto* req = command_of(req_frame, 1)->body_as_GarageRequest();
+  const auto* req = vp_command_of(req_frame, 1)->body_as_GarageRequest();
   REQUIRE(req != nullptr);
   CHECK(req->garage()->str() == "g0");
   CHECK(req->request_id()->str() == "r99");
@@ -63,17 +63,17 @@ TEST_CASE("Vehicle commands round-trip with their arguments", "[messages][vehicl
   c::GarageRequestCmd defaults;
   CHECK(defaults.priority == 10);  // the schema's default
   const c::Frame neg_frame = c::build_command(2, c::GarageRequestCmd{"g", "r", "p", "l", -3});
-  CHECK(command_of(neg_frame, 2)->body_as_GarageRequest()->priority() == -3);
+  CHECK(vp_command_of(neg_frame, 2)->body_as_GarageRequest()->priority() == -3);
 
   const c::Frame cancel_frame = c::build_command(3, c::CancelGarageRequestCmd{"g0", "r05"});
-  const auto* cancel = command_of(cancel_frame, 3)->body_as_CancelGarageRequest();
+  const auto* cancel = vp_command_of(cancel_frame, 3)->body_as_CancelGarageRequest();
   REQUIRE(cancel != nullptr);
   CHECK(cancel->garage()->str() == "g0");
   CHECK(cancel->request_id()->str() == "r05");
 
   const c::Frame strat_frame =
       c::build_command(4, c::SetVehicleStrategyCmd{{9, 2}, wire::VehicleStrategy::Parked});
-  const auto* strat = command_of(strat_frame, 4)->body_as_SetVehicleStrategy();
+  const auto* strat = vp_command_of(strat_frame, 4)->body_as_SetVehicleStrategy();
   REQUIRE(strat != nullptr);
   CHECK(strat->id()->index() == 9);
   CHECK(strat->id()->generation() == 2);
@@ -81,7 +81,7 @@ TEST_CASE("Vehicle commands round-trip with their arguments", "[messages][vehicl
 
   const c::Frame obs_frame =
       c::build_command(5, c::SetObserversCmd{{{25.0f, 25.0f}, {-1.5f, 300.25f}}});
-  const auto* obs = command_of(obs_frame, 5)->body_as_SetObservers();
+  const auto* obs = vp_command_of(obs_frame, 5)->body_as_SetObservers();
   REQUIRE(obs != nullptr);
   REQUIRE(obs->points() != nullptr);
   REQUIRE(obs->points()->size() == 2);
@@ -91,7 +91,7 @@ TEST_CASE("Vehicle commands round-trip with their arguments", "[messages][vehicl
 
   // No points: an empty vector (the server clears every observer).
   const c::Frame clear_frame = c::build_command(6, c::SetObserversCmd{});
-  const auto* clear = command_of(clear_frame, 6)->body_as_SetObservers();
+  const auto* clear = vp_command_of(clear_frame, 6)->body_as_SetObservers();
   REQUIRE(clear != nullptr);
   CHECK((clear->points() == nullptr || clear->points()->size() == 0));
 
@@ -99,15 +99,15 @@ TEST_CASE("Vehicle commands round-trip with their arguments", "[messages][vehicl
   c::SetObserversCmd many;
   many.points.assign(c::kMaxObserverPoints + 10, c::ObserverPoint{1.0f, 2.0f});
   const c::Frame many_frame = c::build_command(7, many);
-  CHECK(command_of(many_frame, 7)->body_as_SetObservers()->points()->size() ==
+  CHECK(vp_command_of(many_frame, 7)->body_as_SetObservers()->points()->size() ==
         c::kMaxObserverPoints);
 
-  CHECK(command_of(c::build_command(8, c::QueryGaragesCmd{}), 8)->body_as_QueryGarages() !=
+  CHECK(vp_command_of(c::build_command(8, c::QueryGaragesCmd{}), 8)->body_as_QueryGarages() !=
         nullptr);
-  CHECK(command_of(c::build_command(9, c::QuerySignalsCmd{}), 9)->body_as_QuerySignals() !=
+  CHECK(vp_command_of(c::build_command(9, c::QuerySignalsCmd{}), 9)->body_as_QuerySignals() !=
         nullptr);
   const c::Frame qv_frame = c::build_command(10, c::QueryVehicleCmd{{3, 1}});
-  const auto* qv = command_of(qv_frame, 10)->body_as_QueryVehicle();
+  const auto* qv = vp_command_of(qv_frame, 10)->body_as_QueryVehicle();
   REQUIRE(qv != nullptr);
   CHECK(qv->id()->index() == 3);
   CHECK(qv->id()->generation() == 1);
@@ -115,18 +115,19 @@ TEST_CASE("Vehicle commands round-trip with their arguments", "[messages][vehicl
 
 TEST_CASE("Population commands round-trip with their arguments", "[messages][population]") {
   const c::Frame hour_frame = c::build_command(1, c::SetHourCmd{12.5});
-  const auto* hour = command_of(hour_frame, 1)->body_as_SetHour();
+  const auto* hour = vp_command_of(hour_frame, 1)->body_as_SetHour();
   REQUIRE(hour != nullptr);
   CHECK(hour->hour() == 12.5);
   // Out-of-range values are sent as given: the server judges them.
-  CHECK(command_of(c::build_command(2, c::SetHourCmd{25.0}), 2)->body_as_SetHour()->hour() == 25.0);
+  CHECK(vp_command_of(c::build_command(2, c::SetHourCmd{25.0}), 2)->body_as_SetHour()->hour() ==
+        25.0);
 
   const c::Frame scale_frame = c::build_command(3, c::SetTimeScaleCmd{60});
-  const auto* scale = command_of(scale_frame, 3)->body_as_SetTimeScale();
+  const auto* scale = vp_command_of(scale_frame, 3)->body_as_SetTimeScale();
   REQUIRE(scale != nullptr);
   CHECK(scale->scale() == 60);
 
-  CHECK(command_of(c::build_command(4, c::QueryZonesCmd{}), 4)->body_as_QueryZones() != nullptr);
+  CHECK(vp_command_of(c::build_command(4, c::QueryZonesCmd{}), 4)->body_as_QueryZones() != nullptr);
 }
 
 TEST_CASE("command_name and is_world_command cover the new commands", "[messages][vehicles]") {
@@ -202,7 +203,7 @@ TEST_CASE("A CommandResult decodes garages and signals and zones and a vehicle",
                                                       wire::RejectReason::None, "", 99, 0, 0,
                                                       nullptr, &garages, &signals, vehicle, &zones);
   const auto payload = t::finish_server(fbb, wire::ServerMessage::CommandResult, result.Union());
-  const auto* r = verified(payload)->message_as_CommandResult();
+  const auto* r = vp_verified(payload)->message_as_CommandResult();
   REQUIRE(r != nullptr);
   const c::CommandReply reply = c::to_command_reply(*r);
   CHECK(reply.request_id == 77);
@@ -294,7 +295,8 @@ TEST_CASE("Empty lists stay present and absent fields stay absent", "[decode][ve
                                                       wire::RejectReason::Duplicate, "dup", 5, 0, 0,
                                                       nullptr, &none);
   const auto payload = t::finish_server(fbb, wire::ServerMessage::CommandResult, result.Union());
-  const c::CommandReply reply = c::to_command_reply(*verified(payload)->message_as_CommandResult());
+  const c::CommandReply reply =
+      c::to_command_reply(*vp_verified(payload)->message_as_CommandResult());
   CHECK_FALSE(reply.accepted());
   CHECK(reply.reason == wire::RejectReason::Duplicate);
   REQUIRE(reply.garages.has_value());
@@ -314,7 +316,7 @@ c::CommandReply stats_reply(flatbuffers::FlatBufferBuilder& fbb,
   rb.add_stats(stats);
   const auto result = rb.Finish();
   const auto payload = t::finish_server(fbb, wire::ServerMessage::CommandResult, result.Union());
-  return c::to_command_reply(*verified(payload)->message_as_CommandResult());
+  return c::to_command_reply(*vp_verified(payload)->message_as_CommandResult());
 }
 
 }  // namespace
@@ -398,7 +400,7 @@ TEST_CASE("Welcome geometry and Delta signal phases decode", "[decode][vehicles]
       fbb, "v", bustle::proto::kProtocolVersion, 1, wire::Role::Viewer, 100000,
       wire::ClockMode::Manual, "corridor", 0, nullptr, &garages, &signals);
   const auto payload = t::finish_server(fbb, wire::ServerMessage::Welcome, welcome.Union());
-  const auto* w = verified(payload)->message_as_Welcome();
+  const auto* w = vp_verified(payload)->message_as_Welcome();
   REQUIRE(w != nullptr);
   REQUIRE(w->garages() != nullptr);
   const c::GarageGeometry g = c::to_garage_geometry(*w->garages()->Get(0));
@@ -447,7 +449,7 @@ TEST_CASE("Welcome geometry and Delta signal phases decode", "[decode][vehicles]
 TEST_CASE("Spawn pipeline commands round-trip with their arguments", "[messages][population]") {
   const c::Frame spawn_frame =
       c::build_command(1, c::SpawnPedestrianCmd{"market", "sw2", wire::PriorityClass::Story, 2500});
-  const auto* spawn = command_of(spawn_frame, 1)->body_as_SpawnPedestrian();
+  const auto* spawn = vp_command_of(spawn_frame, 1)->body_as_SpawnPedestrian();
   REQUIRE(spawn != nullptr);
   CHECK(spawn->zone()->str() == "market");
   CHECK(spawn->lane()->str() == "sw2");
@@ -456,23 +458,23 @@ TEST_CASE("Spawn pipeline commands round-trip with their arguments", "[messages]
 
   // Empty zone and lane are not sent at all ("any").
   const c::Frame any_frame = c::build_command(2, c::SpawnPedestrianCmd{});
-  const auto* any = command_of(any_frame, 2)->body_as_SpawnPedestrian();
+  const auto* any = vp_command_of(any_frame, 2)->body_as_SpawnPedestrian();
   REQUIRE(any != nullptr);
   CHECK(any->zone() == nullptr);
   CHECK(any->lane() == nullptr);
   CHECK(any->priority() == wire::PriorityClass::Quest);
 
   const c::Frame cancel_frame = c::build_command(3, c::CancelSpawnCmd{99});
-  CHECK(command_of(cancel_frame, 3)->body_as_CancelSpawn()->handle() == 99);
+  CHECK(vp_command_of(cancel_frame, 3)->body_as_CancelSpawn()->handle() == 99);
 
   const c::Frame attached_frame = c::build_command(4, c::ReportAttachedCmd{{5, 6}});
-  const auto* attached = command_of(attached_frame, 4)->body_as_ReportAttached();
+  const auto* attached = vp_command_of(attached_frame, 4)->body_as_ReportAttached();
   REQUIRE(attached != nullptr);
   CHECK(attached->id()->index() == 5);
   CHECK(attached->id()->generation() == 6);
 
   const c::Frame life_frame = c::build_command(5, c::SetLifecycleCmd{1, 3, 500, 8});
-  const auto* life = command_of(life_frame, 5)->body_as_SetLifecycle();
+  const auto* life = vp_command_of(life_frame, 5)->body_as_SetLifecycle();
   REQUIRE(life != nullptr);
   CHECK(life->growth_quota() == 1);
   CHECK(life->recycle_quota() == 3);
@@ -480,24 +482,24 @@ TEST_CASE("Spawn pipeline commands round-trip with their arguments", "[messages]
   CHECK(life->migration_budget() == 8);
 
   const c::Frame ff_frame = c::build_command(6, c::ForceFullCmd{{7, 1}, false});
-  const auto* ff = command_of(ff_frame, 6)->body_as_ForceFull();
+  const auto* ff = vp_command_of(ff_frame, 6)->body_as_ForceFull();
   REQUIRE(ff != nullptr);
   CHECK(ff->id()->index() == 7);
   CHECK_FALSE(ff->on());
 
   const c::Frame qe_frame = c::build_command(7, c::QueryEntityCmd{{9, 2}});
-  CHECK(command_of(qe_frame, 7)->body_as_QueryEntity()->id()->index() == 9);
+  CHECK(vp_command_of(qe_frame, 7)->body_as_QueryEntity()->id()->index() == 9);
   const c::Frame qp_frame = c::build_command(8, c::QueryPopulationCmd{});
-  CHECK(command_of(qp_frame, 8)->body_as_QueryPopulation() != nullptr);
+  CHECK(vp_command_of(qp_frame, 8)->body_as_QueryPopulation() != nullptr);
   const c::Frame qs_frame = c::build_command(9, c::QuerySpawnCmd{12});
-  CHECK(command_of(qs_frame, 9)->body_as_QuerySpawn()->handle() == 12);
+  CHECK(vp_command_of(qs_frame, 9)->body_as_QuerySpawn()->handle() == 12);
 
   // A route is sent in order, lane ids as given; an empty route not at all.
   CHECK(any->route() == nullptr);
   c::SpawnPedestrianCmd routed{"market", "", wire::PriorityClass::Quest, 0};
   routed.route = {"market.loop", "x.market.office", "office.loop"};
   const c::Frame route_frame = c::build_command(11, routed);
-  const auto* walk = command_of(route_frame, 11)->body_as_SpawnPedestrian();
+  const auto* walk = vp_command_of(route_frame, 11)->body_as_SpawnPedestrian();
   REQUIRE(walk != nullptr);
   REQUIRE(walk->route() != nullptr);
   REQUIRE(walk->route()->size() == 3);
@@ -508,7 +510,7 @@ TEST_CASE("Spawn pipeline commands round-trip with their arguments", "[messages]
   // An unknown priority is sent as given: the server judges it.
   const c::Frame bad_frame =
       c::build_command(10, c::SpawnPedestrianCmd{"", "", static_cast<wire::PriorityClass>(9), 0});
-  CHECK(static_cast<int>(command_of(bad_frame, 10)->body_as_SpawnPedestrian()->priority()) == 9);
+  CHECK(static_cast<int>(vp_command_of(bad_frame, 10)->body_as_SpawnPedestrian()->priority()) == 9);
 }
 
 TEST_CASE("LifecycleBatch keeps op order and caps what it sends", "[messages][population]") {
@@ -516,7 +518,7 @@ TEST_CASE("LifecycleBatch keeps op order and caps what it sends", "[messages][po
   b.ops.push_back(c::LifecycleOpSpec::spawn_op({"z", "", wire::PriorityClass::Community, 0}));
   b.ops.push_back(c::LifecycleOpSpec::despawn_op({3, 4}));
   const c::Frame frame = c::build_command(1, b);
-  const auto* batch = command_of(frame, 1)->body_as_LifecycleBatch();
+  const auto* batch = vp_command_of(frame, 1)->body_as_LifecycleBatch();
   REQUIRE(batch != nullptr);
   REQUIRE(batch->ops()->size() == 2);
   CHECK(batch->ops()->Get(0)->kind() == wire::LifecycleOpKind::Spawn);
@@ -530,16 +532,16 @@ TEST_CASE("LifecycleBatch keeps op order and caps what it sends", "[messages][po
   // 257 ops are sent (the server answers InvalidArgument); beyond
   // kMaxLifecycleOps the builder stops so the frame still verifies.
   const c::Frame over = c::build_command(2, spawn_batch(257));
-  CHECK(command_of(over, 2)->body_as_LifecycleBatch()->ops()->size() == 257);
+  CHECK(vp_command_of(over, 2)->body_as_LifecycleBatch()->ops()->size() == 257);
   const c::Frame huge = c::build_command(3, spawn_batch(c::kMaxLifecycleOps + 50));
-  CHECK(command_of(huge, 3)->body_as_LifecycleBatch()->ops()->size() == c::kMaxLifecycleOps);
+  CHECK(vp_command_of(huge, 3)->body_as_LifecycleBatch()->ops()->size() == c::kMaxLifecycleOps);
 
   // A Spawn op carries its route.
   c::SpawnPedestrianCmd routed{"", "", wire::PriorityClass::Quest, 0};
   routed.route = {"x.facilities.market", "market.loop"};
   const c::Frame with_route =
       c::build_command(4, c::LifecycleBatchCmd{{c::LifecycleOpSpec::spawn_op(routed)}});
-  const auto* op = command_of(with_route, 4)->body_as_LifecycleBatch()->ops()->Get(0);
+  const auto* op = vp_command_of(with_route, 4)->body_as_LifecycleBatch()->ops()->Get(0);
   REQUIRE(op->spawn()->route() != nullptr);
   REQUIRE(op->spawn()->route()->size() == 2);
   CHECK(op->spawn()->route()->Get(1)->str() == "market.loop");
@@ -552,7 +554,7 @@ TEST_CASE("SpawnPedestrian routes are capped so the frame always fits", "[messag
   c::SpawnPedestrianCmd over{"", "", wire::PriorityClass::Quest, 0};
   over.route.assign(257, "market.loop");
   const c::Frame over_frame = c::build_command(1, over);
-  CHECK(command_of(over_frame, 1)->body_as_SpawnPedestrian()->route()->size() == 257);
+  CHECK(vp_command_of(over_frame, 1)->body_as_SpawnPedestrian()->route()->size() == 257);
 
   c::SpawnPedestrianCmd huge{std::string(c::kMaxCommandStringBytes + 10, 'z'),
                              std::string(c::kMaxCommandStringBytes + 10, 'l'),
@@ -560,7 +562,7 @@ TEST_CASE("SpawnPedestrian routes are capped so the frame always fits", "[messag
   huge.route.assign(c::kMaxRouteLanes + 40, std::string(c::kMaxRouteLaneBytes + 500, 'r'));
   const c::Frame huge_frame = c::build_command(2, huge);
   CHECK(huge_frame.size() <= bustle::proto::kClientFrameMaxBytes);
-  const auto* route = command_of(huge_frame, 2)->body_as_SpawnPedestrian()->route();
+  const auto* route = vp_command_of(huge_frame, 2)->body_as_SpawnPedestrian()->route();
   REQUIRE(route != nullptr);
   CHECK(route->size() == c::kMaxRouteLanes);
   CHECK(route->Get(0)->size() == c::kMaxRouteLaneBytes);
@@ -568,12 +570,12 @@ TEST_CASE("SpawnPedestrian routes are capped so the frame always fits", "[messag
 
 TEST_CASE("SetObservers sends views only when given", "[messages][population]") {
   const c::Frame plain = c::build_command(1, c::SetObserversCmd{{{1.0f, 2.0f}}});
-  CHECK(command_of(plain, 1)->body_as_SetObservers()->views() == nullptr);
+  CHECK(vp_command_of(plain, 1)->body_as_SetObservers()->views() == nullptr);
 
   c::SetObserversCmd with_views{{{1.0f, 2.0f}, {3.0f, 4.0f}},
                                 {{5.0, true, 1.25}, {0.0, false, 0.0}}};
   const c::Frame framed = c::build_command(2, with_views);
-  const auto* obs = command_of(framed, 2)->body_as_SetObservers();
+  const auto* obs = vp_command_of(framed, 2)->body_as_SetObservers();
   REQUIRE(obs->views() != nullptr);
   REQUIRE(obs->views()->size() == 2);
   CHECK(obs->views()->Get(0)->z_m() == 5.0);
@@ -587,7 +589,8 @@ TEST_CASE("SetObservers sends views only when given", "[messages][population]") 
   many.points.resize(2);
   many.views.resize(c::kMaxObserverViews + 10);
   const c::Frame many_frame = c::build_command(3, many);
-  CHECK(command_of(many_frame, 3)->body_as_SetObservers()->views()->size() == c::kMaxObserverViews);
+  CHECK(vp_command_of(many_frame, 3)->body_as_SetObservers()->views()->size() ==
+        c::kMaxObserverViews);
 }
 
 TEST_CASE("CommandReply decodes spawn, batch, entity and population answers",
@@ -639,7 +642,7 @@ TEST_CASE("CommandReply decodes spawn, batch, entity and population answers",
   const auto payload =
       t::finish_server(fbb, wire::ServerMessage::CommandResult, rb.Finish().Union());
 
-  const c::CommandReply r = c::to_command_reply(*verified(payload)->message_as_CommandResult());
+  const c::CommandReply r = c::to_command_reply(*vp_verified(payload)->message_as_CommandResult());
   CHECK(r.reason == wire::RejectReason::UnknownEntity);
   CHECK(r.handle == 7);
   REQUIRE(r.entity.has_value());
@@ -681,7 +684,7 @@ TEST_CASE("CommandReply decodes spawn, batch, entity and population answers",
 
   // An answer without these parts leaves them empty.
   const auto plain = t::command_result_payload(5);
-  const c::CommandReply none = c::to_command_reply(*verified(plain)->message_as_CommandResult());
+  const c::CommandReply none = c::to_command_reply(*vp_verified(plain)->message_as_CommandResult());
   CHECK(none.handle == 0);
   CHECK_FALSE(none.entity.has_value());
   CHECK(none.batch == wire::BatchStatus::None);

@@ -9,6 +9,7 @@
 #include "bustle/core/world.hpp"
 
 using namespace bustle::core;
+using bustle::core::test::make_world;
 
 namespace {
 
@@ -29,10 +30,6 @@ Scenario city() {
   s.spawn.per_step_cap = 1;
   s.spawn.queue_depth = 2;
   return s;
-}
-
-std::unique_ptr<World> make(const Scenario& s) {
-  return bustle::core::test::make_world(s, 3);
 }
 
 SpawnPedestrian at(const char* lane, std::uint8_t priority = 1, const char* zone = "") {
@@ -61,7 +58,7 @@ SpawnState state_of(const World& w, std::uint64_t handle) {
 TEST_CASE("phase 4 creates the identity of the nearer request first under per_step_cap 1") {
   Scenario s = city();
   s.spawn.queue_depth = 8;
-  auto w = make(s);
+  auto w = make_world(s, 3);
   const auto r = in_one_step(*w, {at("far"), at("near")});
   REQUIRE(r[0].status == CommandStatus::Accepted);
   REQUIRE(r[1].status == CommandStatus::Accepted);
@@ -83,7 +80,7 @@ TEST_CASE("importance: class weight, zone lanes' nearest midpoint, and placeless
   double* weight = s.tiers.importance.class_weight;
   weight[0] = 8.0;  // story counts 8x nearer
   weight[1] = weight[2] = weight[3] = 1.0;
-  auto w = make(s);
+  auto w = make_world(s, 3);
   // Story at 2 km (d_eff 2000 / 8 = 250 m) beats quest in zone "mid" (nearest
   // lane at 500 m), which beats any sidewalk (no place: last).
   const auto r =
@@ -102,7 +99,7 @@ TEST_CASE("with no observers the order is priority class, then handle") {
   Scenario s = city();
   s.observers.clear();
   s.spawn.queue_depth = 8;
-  auto w = make(s);
+  auto w = make_world(s, 3);
   const auto r = in_one_step(*w, {at("near", 3), at("far", 2), at("near", 2)});
   w->step();
   CHECK(state_of(*w, r[1].handle) == SpawnState::IdentityCreated);
@@ -113,7 +110,7 @@ TEST_CASE("with no observers the order is priority class, then handle") {
 
 TEST_CASE("at queue_depth a more important request displaces the weakest queued one") {
   const Scenario s = city();
-  auto w = make(s);
+  auto w = make_world(s, 3);
   const auto r = in_one_step(*w, {at("far"), at("far"), at("near"), at("far"), at("near")});
   // 1 and 2 fill the queue; 3 (near) displaces 2 (far, the later handle of the
   // two equally weak); 4 (far) ranks after both queued; 5 (near) displaces 1.
@@ -149,7 +146,7 @@ TEST_CASE("at queue_depth a more important request displaces the weakest queued 
 
 TEST_CASE("a request finds nothing to displace once the queued ones have identities") {
   const Scenario s = city();
-  auto w = make(s);
+  auto w = make_world(s, 3);
   in_one_step(*w, {at("far"), at("far")});
   w->step();  // the first becomes IdentityCreated, the second waits (per_step_cap 1)
   w->step();  // the first Registered, the second IdentityCreated: none Queued
@@ -166,8 +163,8 @@ TEST_CASE("spawn pressure is deterministic and survives a checkpoint") {
   auto run = [&](std::unique_ptr<World>& w) {
     in_one_step(*w, {at("far"), at("far"), at("near"), at("far", 0)});
   };
-  auto a = make(s);
-  auto b = make(s);
+  auto a = make_world(s, 3);
+  auto b = make_world(s, 3);
   run(a);
   run(b);
   REQUIRE(a->spawn_pipeline().counters.displaced_total > 0);
@@ -198,7 +195,7 @@ TEST_CASE("spawn pressure is deterministic and survives a checkpoint") {
 
 TEST_CASE("the displacement counter is digested and checkpointed") {
   const Scenario s = city();
-  auto w = make(s);
+  auto w = make_world(s, 3);
   in_one_step(*w, {at("far"), at("far"), at("near")});
   REQUIRE(w->spawn_pipeline().counters.displaced_total == 1);
   WorldCheckpoint cp = w->capture();

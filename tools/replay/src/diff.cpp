@@ -24,6 +24,7 @@
 #include "bustle/persist/command_codec.hpp"
 #include "bustle/replay/commands.hpp"
 #include "bustle/replay/replayer.hpp"
+#include "hex.hpp"
 
 namespace bustle::replay {
 namespace {
@@ -46,12 +47,6 @@ struct StateDiff {
   std::uint64_t entities_differing = 0;
   std::vector<EntityDifference> entities;  // the first diff_entities_max
 };
-
-std::string hex16(std::uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016" PRIx64, v);
-  return buf;
-}
 
 std::string text(double v) {
   char buf[32];

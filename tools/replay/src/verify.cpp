@@ -21,6 +21,7 @@
 
 #include "bustle/replay/commands.hpp"
 #include "bustle/replay/replayer.hpp"
+#include "hex.hpp"
 
 namespace bustle::replay {
 namespace {
@@ -166,12 +167,6 @@ class SegmentRunner {
   std::atomic<std::uint64_t>& cutoff_;
   std::unique_ptr<Replayer> rep_;
 };
-
-std::string hex16(std::uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016" PRIx64, v);
-  return buf;
-}
 
 }  // namespace
 
