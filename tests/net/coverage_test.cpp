@@ -38,8 +38,10 @@ TEST_CASE("the registry files each session's need and unites them, whole when an
   CHECK(c.discs[0] == net::CoverageDisc{100, 0, 20});
   CHECK(c.discs[2] == net::CoverageDisc{0, 0, 10});
 
-  r.set(7, {false, {{0, 0, 10}}});  // unchanged: the version stays
+  // unchanged: the version stays, and is the one from which it is held
+  CHECK(r.set(7, {false, {{0, 0, 10}}}) == v1);
   CHECK(r.version() == v1);
+  CHECK(c.version == v1);
   r.set(9, {true, {}});
   CHECK(r.current().whole);
   CHECK(r.version() > v1);

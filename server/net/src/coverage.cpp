@@ -20,14 +20,14 @@ bool Coverage::covers(const CoverageNeed& need) const {
   });
 }
 
-void CoverageRegistry::set(std::uint32_t session_id, CoverageNeed need) {
+std::uint64_t CoverageRegistry::set(std::uint32_t session_id, CoverageNeed need) {
   const std::lock_guard lock(mu_);
   auto [it, added] = needs_.try_emplace(session_id, need);
   if (!added) {
-    if (it->second == need) return;
+    if (it->second == need) return version_;
     it->second = std::move(need);
   }
-  ++version_;
+  return ++version_;
 }
 
 void CoverageRegistry::erase(std::uint32_t session_id) {
@@ -39,6 +39,7 @@ Coverage CoverageRegistry::current(std::uint64_t* version) const {
   const std::lock_guard lock(mu_);
   if (version != nullptr) *version = version_;
   Coverage c;
+  c.version = version_;
   c.whole = needs_.empty();
   for (const auto& [id, need] : needs_) {
     if (need.whole) {

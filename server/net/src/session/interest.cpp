@@ -52,10 +52,8 @@ void Session::handle_update_interest(const wire::UpdateInterest& upd) {
 // frame does not cover it, the sim thread is woken: a paused or manual clock
 // then republishes the current step for it (a running one's next frame does).
 void Session::file_coverage_need() {
-  coverage_need_ = coverage_need(tracker_.interest());
-  server_.interest_coverage().set(id_, coverage_need_);
-  if (server_.latest_seen_ && !server_.latest_seen_->coverage.covers(coverage_need_))
-    server_.commands_.notify();
+  coverage_filed_ = server_.interest_coverage().set(id_, coverage_need(tracker_.interest()));
+  if (server_.latest_seen_ && !covered_by(*server_.latest_seen_)) server_.commands_.notify();
 }
 
 // This session's observers feed the tier resolver (the sim driver unites

@@ -108,6 +108,11 @@ class Session : public std::enable_shared_from_this<Session> {
   void handle_update_interest(const wire::UpdateInterest& upd);
   void announce_observers();
   void file_coverage_need();
+  // Whether `frame` poses everything this client may read: a whole frame, or
+  // one built from the registry at or after this session's need was filed.
+  bool covered_by(const PublishedFrame& frame) const {
+    return frame.coverage.whole || frame.coverage.version >= coverage_filed_;
+  }
 
   // leases.cpp
   void handle_lease_report(const wire::LeaseReport& report);
@@ -148,7 +153,7 @@ class Session : public std::enable_shared_from_this<Session> {
   Phase phase_ = Phase::AwaitHello;
   Role role_ = Role::Viewer;
   bool subscribed_ = false;
-  CoverageNeed coverage_need_;  // filed with the server's interest coverage while subscribed
+  std::uint64_t coverage_filed_ = 0;  // registry version of this session's filed need
   std::string address_;
   std::uint64_t last_sent_step_ = 0;
   std::uint64_t epoch_ = 0;

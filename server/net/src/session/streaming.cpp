@@ -33,7 +33,7 @@ Session::DeltaPlan Session::plan_delta(const std::shared_ptr<const PublishedFram
   if (!frame->entities_built) return {};
   // A frame built before this client's interest was filed may leave out
   // entities it reads: wait for one that covers it (file_coverage_need()).
-  if (!frame->coverage.covers(coverage_need_)) return {};
+  if (!covered_by(*frame)) return {};
   if (frame->step <= last_sent_step_ && !tracker_.baseline_pending() && !interest_changed_)
     return {};
   if (over_soft_cap()) {

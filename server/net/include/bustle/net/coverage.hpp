@@ -42,6 +42,9 @@ struct CoverageNeed {
 struct Coverage {
   bool whole = true;
   std::vector<CoverageDisc> discs;
+  // The registry's version this was taken at (0: not from a registry): it
+  // holds every need filed at or before it.
+  std::uint64_t version = 0;
   // Whether a frame built for this coverage holds every entity `need` may
   // read: each of its discs lies inside one of ours.
   bool covers(const CoverageNeed& need) const;
@@ -52,7 +55,10 @@ struct Coverage {
 // is whole: it matters only while somebody is subscribed.
 class CoverageRegistry {
  public:
-  void set(std::uint32_t session_id, CoverageNeed need);
+  // Returns the version from which on current() holds this need: a frame
+  // built from a Coverage of that version or later covers it, so a session
+  // compares two numbers per frame instead of its discs with everyone's.
+  std::uint64_t set(std::uint32_t session_id, CoverageNeed need);
   void erase(std::uint32_t session_id);
   // The union of every filed need; `version` grows with every change.
   Coverage current(std::uint64_t* version = nullptr) const;
