@@ -12,12 +12,6 @@
 namespace bustle::bench {
 
 // Entity capacity for n entities: a power of two, at least 1024, with 25 % headroom.
-std::uint32_t capacity_for(std::uint32_t n) {
-  std::uint32_t cap = 1024;
-  while (cap < n + n / 4) cap *= 2;
-  return cap;
-}
-
 // The default city with `agents` background pedestrians, all spawned on step 1.
 bustle::core::Scenario scenario_for(std::uint32_t agents) {
   auto loaded = bustle::scenario::load_embedded_default();

@@ -1,13 +1,14 @@
 // The vehicles bench's city, built in code: a signalised N x N grid of
 // one-way road lanes with one garage per block (see grid_city() in
-// bench_support.hpp for its shape). bench_vehicles and bench_stream use it.
+// cities.hpp for its shape). bench_vehicles and bench_stream use it.
+#include <algorithm>
 #include <array>
 #include <string>
 
-#include "bench_support.hpp"
+#include "bustle/citygen/cities.hpp"
 #include "grid_geometry.hpp"
 
-namespace bustle::bench {
+namespace bustle::citygen {
 namespace {
 
 constexpr double kRoadSpeedMps = 13.9;
@@ -19,6 +20,12 @@ std::string road_id(std::uint32_t i, std::uint32_t j, GridDir d) {
 }
 
 }  // namespace
+
+std::uint32_t capacity_for(std::uint32_t n) {
+  std::uint32_t cap = 1024;
+  while (cap < n + n / 4) cap *= 2;
+  return cap;
+}
 
 bustle::core::Scenario grid_city(std::uint32_t n, std::uint32_t vehicles) {
   using namespace bustle::core;
@@ -90,7 +97,7 @@ bustle::core::Scenario grid_city(std::uint32_t n, std::uint32_t vehicles) {
     }
     s.garages.push_back(std::move(g));
   }
-  s.vehicle_plan.batch_size = vehicles;
+  s.vehicle_plan.batch_size = std::max<std::uint32_t>(vehicles, 1);  // validation: at least 1
   s.vehicle_plan.batch_interval_steps = 1;
 
   const double centre = kGridBlockM * (n - 1) / 2.0;
@@ -108,4 +115,4 @@ bustle::core::Scenario grid_city(std::uint32_t n, std::uint32_t vehicles) {
   return s;
 }
 
-}  // namespace bustle::bench
+}  // namespace bustle::citygen

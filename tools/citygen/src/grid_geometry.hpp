@@ -6,7 +6,7 @@
 #include <array>
 #include <cstdint>
 
-namespace bustle::bench {
+namespace bustle::citygen {
 
 inline constexpr double kGridBlockM = 100.0;
 enum GridDir : std::uint32_t { kEast = 0, kNorth = 1, kWest = 2, kSouth = 3 };
@@ -14,4 +14,4 @@ inline constexpr std::array<const char*, 4> kGridDirName = {"e", "n", "w", "s"};
 inline constexpr std::array<int, 4> kGridDx = {1, 0, -1, 0};
 inline constexpr std::array<int, 4> kGridDy = {0, 1, 0, -1};
 
-}  // namespace bustle::bench
+}  // namespace bustle::citygen

@@ -1,17 +1,17 @@
 // The district city (issue 34), built in code on the vehicle grid: the
 // grid's roads, signals and garages, sidewalks beside every road, and a
 // district map cutting the node columns into strips (see district_city() in
-// bench_support.hpp). bench_districts uses it; the district servers will.
+// cities.hpp). bench_districts and the district world tests use it.
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <map>
 #include <string>
 
-#include "bench_support.hpp"
+#include "bustle/citygen/cities.hpp"
 #include "grid_geometry.hpp"
 
-namespace bustle::bench {
+namespace bustle::citygen {
 namespace {
 
 constexpr double kWalkOffsetM = 5.0;
@@ -96,4 +96,4 @@ bustle::core::Scenario district_city(std::uint32_t n, std::uint32_t districts,
   return s;
 }
 
-}  // namespace bustle::bench
+}  // namespace bustle::citygen
