@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "bustle/core/column_copies.hpp"
 #include "bustle/core/prng.hpp"
 
 using bustle::core::AllocateStatus;
@@ -89,4 +90,66 @@ TEST_CASE("registry digest depends on state, not on history") {
   REQUIRE(d.release(d0) == ReleaseStatus::Released);
   REQUIRE(d.release(d1) == ReleaseStatus::Released);
   CHECK(c.state_digest() != d.state_digest());
+}
+
+TEST_CASE("a district's registry issues its own range; the rest starts away") {
+  EntityRegistry reg(8, 4, 6);
+  CHECK(reg.free_count() == 2);
+  CHECK(reg.away_count() == 6);
+  CHECK(reg.allocate().id == EntityId{4, 1});
+  CHECK(reg.allocate().id == EntityId{5, 1});
+  CHECK(reg.allocate().status == AllocateStatus::CapacityExhausted);
+  CHECK(reg.slot_away(0));
+  CHECK_FALSE(reg.slot_away(4));
+  CHECK(reg.check_invariants().ok());
+  CHECK(reg.state_digest() == reg.recompute_state_digest());
+}
+
+TEST_CASE("an id departs and is adopted with its generation; a release stays where it happens") {
+  EntityRegistry home(4, 0, 2), next(4, 2, 4);
+  const EntityId id = home.allocate().id;  // 0:1
+  REQUIRE(home.release(id) == ReleaseStatus::Released);
+  home.allocate();                             // 1:1
+  const EntityId walker = home.allocate().id;  // 0:2
+  REQUIRE(walker == EntityId{0, 2});
+  CHECK_FALSE(next.adopt(EntityId{2, 1}));   // not away there: its own free slot
+  CHECK_FALSE(home.depart(EntityId{0, 1}));  // stale
+  REQUIRE(home.depart(walker));
+  CHECK_FALSE(home.is_alive(walker));
+  CHECK(home.slot_away(0));
+  REQUIRE(next.adopt(walker));
+  CHECK_FALSE(next.adopt(walker));  // once
+  CHECK(next.is_alive(walker));
+  // Released in the district it died in: that district's FIFO issues it next.
+  REQUIRE(next.release(walker) == ReleaseStatus::Released);
+  next.allocate();
+  next.allocate();
+  CHECK(next.allocate().id == EntityId{0, 3});
+  CHECK(home.allocate().status == AllocateStatus::CapacityExhausted);
+  for (const EntityRegistry* r : {&home, &next}) {
+    CHECK(r->check_invariants().ok());
+    CHECK(r->state_digest() == r->recompute_state_digest());
+  }
+}
+
+TEST_CASE("a district registry's state, away slots included, survives export and import") {
+  EntityRegistry reg(6, 0, 3);
+  const EntityId a = reg.allocate().id;
+  reg.allocate();
+  REQUIRE(reg.depart(a));
+  REQUIRE(reg.adopt(EntityId{4, 9}));
+  std::vector<std::uint32_t> generation, fifo;
+  std::vector<std::uint8_t> alive;
+  std::uint64_t pop_seq = 0;
+  bustle::core::ColumnCopies copies;
+  reg.export_state(generation, alive, fifo, pop_seq, copies);
+  bustle::core::InlineExecutor inline_executor;
+  copies.run(inline_executor);
+  EntityRegistry back(6);
+  REQUIRE(back.import_state(generation, alive, fifo, pop_seq).ok());
+  CHECK(back.state_digest() == reg.state_digest());
+  CHECK(back.away_count() == reg.away_count());
+  CHECK(back.is_alive(EntityId{4, 9}));
+  alive[5] = 3;
+  CHECK(back.import_state(generation, alive, fifo, pop_seq).message().find("alive[5]") == 0);
 }

@@ -79,6 +79,9 @@ TEST_CASE("every world command round-trips through its JSON form") {
       core::SetLifecycle{0, 9, 1000, UINT32_MAX},
       core::LifecycleBatch{{spawn_op, despawn_op, odd_op}},
       core::LifecycleBatch{},
+      core::BorderArrivals{
+          3, UINT64_MAX, {{{UINT32_MAX, 1}, 7, 0.1 + 0.2, 12}, {{4, 2}, 0, 5e-324, 0}}},
+      core::BorderArrivals{},
   };
   // Every alternative of the variant is covered.
   std::vector<bool> seen(std::variant_size_v<core::WorldCommand>, false);
@@ -252,4 +255,26 @@ TEST_CASE("malformed arguments of the new commands are refused, naming the field
   CHECK(decode_error("set_observers", R"({"points":[[1,2,3,1,0]]})")
             .starts_with("points:"));  // has_heading must be a boolean
   CHECK(decode_error("set_observers", R"({"points":[[1,2,null,false,0]]})").starts_with("points:"));
+  CHECK(decode_error("border_arrivals", R"({"sent_step":1,"pedestrians":[]})")
+            .starts_with("from_district:"));
+  CHECK(decode_error("border_arrivals", R"({"from_district":1,"sent_step":1,"pedestrians":{}})")
+            .starts_with("pedestrians:"));
+  CHECK(decode_error("border_arrivals",
+                     R"({"from_district":1,"sent_step":1,"pedestrians":[[1,1,2,"0.5",0]]})")
+            .starts_with("pedestrians[0]:"));
+  CHECK(decode_error("border_arrivals",
+                     R"({"from_district":1,"sent_step":1,"pedestrians":[[1,1,2,0.5]]})")
+            .starts_with("pedestrians[0]:"));
+}
+
+TEST_CASE("border arrivals keep every bit of the unused walking time") {
+  const core::BorderArrivals sent{1, 42, {{{9, 3}, 17, 0.1 + 0.2, 5}, {{10, 1}, 2, -0.0, 0}}};
+  const core::WorldCommand back = round_trip(sent);
+  const auto& got = std::get<core::BorderArrivals>(back);
+  CHECK(got.from_district == 1);
+  CHECK(got.sent_step == 42);
+  REQUIRE(got.pedestrians.size() == 2);
+  CHECK(got.pedestrians[0] == sent.pedestrians[0]);
+  CHECK(same_double_bits(got.pedestrians[0].time_left_s, 0.1 + 0.2));
+  CHECK(same_double_bits(got.pedestrians[1].time_left_s, -0.0));
 }

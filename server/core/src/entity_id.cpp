@@ -13,6 +13,16 @@ std::uint64_t slot_term(std::uint32_t index, std::uint32_t generation, bool aliv
   return mix64((std::uint64_t{index} << 32 | generation) ^ (alive ? 0xA11FEull << 40 : 0));
 }
 
+// An away slot (invariant 5) hashes apart from a free one; a whole-city
+// registry has none, so its digest is what it always was.
+std::uint64_t away_term(std::uint32_t index, std::uint32_t generation) {
+  return mix64((std::uint64_t{index} << 32 | generation) ^ (0xA3A7ull << 40));
+}
+
+std::uint64_t state_term(std::uint32_t index, std::uint32_t generation, std::uint8_t state) {
+  return state == 2 ? away_term(index, generation) : slot_term(index, generation, state == 1);
+}
+
 std::uint64_t fifo_term(std::uint64_t seq, std::uint32_t index) {
   return mix64(mix64(seq ^ 0xF1F0000000000000ull) + index);
 }
@@ -33,10 +43,24 @@ EntityRegistry::EntityRegistry(std::uint32_t capacity)
   }
 }
 
+EntityRegistry::EntityRegistry(std::uint32_t capacity, std::uint32_t first, std::uint32_t end)
+    : generation_(capacity, 1),
+      alive_(capacity, kAway),
+      free_ring_(capacity),
+      free_count_(end - first),
+      away_count_(capacity - (end - first)) {
+  assert(first < end && end <= capacity);
+  slots_written_.reserve(capacity);
+  for (std::uint32_t i = first; i < end; ++i) {
+    alive_[i] = kFree;
+    free_ring_[i - first] = i;
+  }
+  digest_sum_ = recompute_state_digest();
+}
+
 std::uint64_t EntityRegistry::recompute_state_digest() const {
   std::uint64_t sum = 0;
-  for (std::uint32_t i = 0; i < capacity(); ++i)
-    sum += slot_term(i, generation_[i], alive_[i] != 0);
+  for (std::uint32_t i = 0; i < capacity(); ++i) sum += state_term(i, generation_[i], alive_[i]);
   for (std::uint32_t k = 0; k < free_count_; ++k) {
     sum += fifo_term(pop_seq_ + k, free_ring_[(free_head_ + k) % capacity()]);
   }
@@ -52,21 +76,43 @@ AllocateResult EntityRegistry::allocate() {
   --free_count_;
   // Read back what release() wrote (invariants 1 and 3): a queued slot is free
   // and its generation was never 0.
-  assert(alive_[index] == 0);
+  assert(alive_[index] == kFree);
   assert(generation_[index] != 0);
   digest_sum_ +=
       slot_term(index, generation_[index], true) - slot_term(index, generation_[index], false);
-  alive_[index] = 1;
+  alive_[index] = kAlive;
   slots_written_.mark(index);
   ++alive_count_;
-  assert(free_count_ + alive_count_ == capacity());
+  assert(free_count_ + alive_count_ + away_count_ == capacity());
   return {AllocateStatus::Allocated, EntityId{index, generation_[index]}};
+}
+
+bool EntityRegistry::depart(EntityId id) {
+  if (!is_alive(id)) return false;
+  digest_sum_ += away_term(id.index, id.generation) - slot_term(id.index, id.generation, true);
+  alive_[id.index] = kAway;
+  slots_written_.mark(id.index);
+  --alive_count_;
+  ++away_count_;
+  return true;
+}
+
+bool EntityRegistry::adopt(EntityId id) {
+  if (id.index >= capacity() || id.generation == 0 || alive_[id.index] != kAway) return false;
+  digest_sum_ +=
+      slot_term(id.index, id.generation, true) - away_term(id.index, generation_[id.index]);
+  generation_[id.index] = id.generation;
+  alive_[id.index] = kAlive;
+  slots_written_.mark(id.index);
+  ++alive_count_;
+  --away_count_;
+  return true;
 }
 
 ReleaseStatus EntityRegistry::release(EntityId id) {
   if (id.index >= capacity()) return ReleaseStatus::OutOfRange;
   if (!is_alive(id)) return ReleaseStatus::StaleHandle;
-  alive_[id.index] = 0;
+  alive_[id.index] = kFree;
   slots_written_.mark(id.index);
   --alive_count_;
   digest_sum_ -= slot_term(id.index, generation_[id.index], true);
@@ -78,37 +124,40 @@ ReleaseStatus EntityRegistry::release(EntityId id) {
   free_ring_[tail] = id.index;
   digest_sum_ += fifo_term(pop_seq_ + free_count_, id.index);
   ++free_count_;
-  assert(free_count_ + alive_count_ == capacity());
+  assert(free_count_ + alive_count_ + away_count_ == capacity());
   return ReleaseStatus::Released;
 }
 
 bool EntityRegistry::is_alive(EntityId id) const {
-  return id.index < capacity() && alive_[id.index] != 0 && generation_[id.index] == id.generation &&
-         id.generation != 0;
+  return id.index < capacity() && alive_[id.index] == kAlive &&
+         generation_[id.index] == id.generation && id.generation != 0;
 }
 
 Status EntityRegistry::check_invariants() const {
   const std::uint32_t cap = capacity();
   if (alive_.size() != cap || free_ring_.size() != cap)
     return Status::internal("registry: column lengths differ from the capacity");
-  std::uint32_t alive = 0;
+  std::uint32_t alive = 0, away = 0;
   for (std::uint32_t i = 0; i < cap; ++i) {
     if (generation_[i] == 0)
       return Status::internal("registry: invariant 1: slot " + std::to_string(i) +
                               " has generation 0");
-    if (alive_[i] > 1)
+    if (alive_[i] > kAway)
       return Status::internal("registry: slot " + std::to_string(i) + " liveness " +
                               std::to_string(alive_[i]));
-    alive += alive_[i];
+    alive += alive_[i] == kAlive;
+    away += alive_[i] == kAway;
   }
-  if (alive != alive_count_) {
-    return Status::internal("registry: alive_count " + std::to_string(alive_count_) + " but " +
-                            std::to_string(alive) + " slots are alive");
+  if (alive != alive_count_ || away != away_count_) {
+    return Status::internal("registry: alive_count " + std::to_string(alive_count_) +
+                            ", away_count " + std::to_string(away_count_) + " but " +
+                            std::to_string(alive) + " slots are alive, " + std::to_string(away) +
+                            " away");
   }
-  if (alive_count_ + free_count_ != cap) {
-    return Status::internal("registry: invariant 3: " + std::to_string(alive_count_) + " alive + " +
-                            std::to_string(free_count_) + " free != capacity " +
-                            std::to_string(cap));
+  if (alive_count_ + free_count_ + away_count_ != cap) {
+    return Status::internal("registry: invariant 5: " + std::to_string(alive_count_) + " alive + " +
+                            std::to_string(free_count_) + " free + " + std::to_string(away_count_) +
+                            " away != capacity " + std::to_string(cap));
   }
   // Every free slot is queued exactly once, and no live one is.
   std::vector<std::uint8_t> queued(cap, 0);
@@ -117,8 +166,9 @@ Status EntityRegistry::check_invariants() const {
     if (i >= cap)
       return Status::internal("registry: invariant 3: free FIFO holds index " + std::to_string(i) +
                               " out of range");
-    if (alive_[i] != 0)
-      return Status::internal("registry: invariant 3: free FIFO holds live index " +
+    if (alive_[i] != kFree)
+      return Status::internal("registry: invariant 3: free FIFO holds " +
+                              std::string(alive_[i] == kAlive ? "live" : "away") + " index " +
                               std::to_string(i));
     if (queued[i] != 0)
       return Status::internal("registry: invariant 3: free FIFO holds index " + std::to_string(i) +
@@ -167,25 +217,27 @@ Status EntityRegistry::import_state(const std::vector<std::uint32_t>& generation
     return Status::data_loss("alive: has " + std::to_string(alive.size()) + " slots, capacity is " +
                              std::to_string(cap));
   }
-  std::uint32_t alive_count = 0;
+  std::uint32_t alive_count = 0, away_count = 0;
   for (std::uint32_t i = 0; i < cap; ++i) {
     if (generation[i] == 0)
       return Status::data_loss("generation[" + std::to_string(i) + "]: must be >= 1");
-    if (alive[i] > 1) return Status::data_loss("alive[" + std::to_string(i) + "]: must be 0 or 1");
-    alive_count += alive[i];
+    if (alive[i] > kAway)
+      return Status::data_loss("alive[" + std::to_string(i) + "]: must be 0, 1 or 2 (away)");
+    alive_count += alive[i] == kAlive;
+    away_count += alive[i] == kAway;
   }
-  if (alive_count + free_fifo.size() != cap) {
-    return Status::data_loss("free_fifo: has " + std::to_string(free_fifo.size()) +
-                             " entries, expected " + std::to_string(cap - alive_count) +
-                             " (capacity minus alive slots)");
+  if (alive_count + away_count + free_fifo.size() != cap) {
+    return Status::data_loss(
+        "free_fifo: has " + std::to_string(free_fifo.size()) + " entries, expected " +
+        std::to_string(cap - alive_count - away_count) + " (capacity minus alive and away slots)");
   }
   std::vector<std::uint8_t> seen(cap, 0);
   for (std::size_t k = 0; k < free_fifo.size(); ++k) {
     const std::uint32_t i = free_fifo[k];
     const std::string where = "free_fifo[" + std::to_string(k) + "]";
     if (i >= cap) return Status::data_loss(where + ": slot " + std::to_string(i) + " out of range");
-    if (alive[i] != 0)
-      return Status::data_loss(where + ": slot " + std::to_string(i) + " is alive");
+    if (alive[i] != kFree)
+      return Status::data_loss(where + ": slot " + std::to_string(i) + " is alive or away");
     if (seen[i] != 0)
       return Status::data_loss(where + ": slot " + std::to_string(i) + " appears twice");
     seen[i] = 1;
@@ -197,6 +249,7 @@ Status EntityRegistry::import_state(const std::vector<std::uint32_t>& generation
   free_head_ = 0;
   free_count_ = static_cast<std::uint32_t>(free_fifo.size());
   alive_count_ = alive_count;
+  away_count_ = away_count;
   pop_seq_ = pop_seq;
   digest_sum_ = recompute_state_digest();
   return {};

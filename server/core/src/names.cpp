@@ -159,7 +159,8 @@ const char* command_name(const WorldCommand& c) {
                  [](const SetAdmissionMask&) { return "set_admission_mask"; },
                  [](const SetPreventionLevel&) { return "set_prevention_level"; },
                  [](const KillPedestrian&) { return "kill_pedestrian"; },
-                 [](const SetLaneClosed& l) { return l.closed ? "close_lane" : "open_lane"; }},
+                 [](const SetLaneClosed& l) { return l.closed ? "close_lane" : "open_lane"; },
+                 [](const BorderArrivals&) { return "border_arrivals"; }},
       c);
 }
 

@@ -192,9 +192,42 @@ class DistrictRules {
 
 }  // namespace
 
+namespace {
+
+// What a district world (Scenario::own_district) can run so far: background
+// pedestrians cross borders; residents (zones, work points) and vehicles
+// (garages) do not yet, so a city with them is refused rather than run with
+// entities that would be doubled or stranded at a border.
+void district_world_rules(const Scenario& s, std::vector<ScenarioError>& errors) {
+  if (s.own_district < 0) return;
+  if (static_cast<std::size_t>(s.own_district) >= s.districts.size()) {
+    errors.push_back({"own_district", "district " + std::to_string(s.own_district) +
+                                          " is not in the district map (" +
+                                          std::to_string(s.districts.size()) + " districts)"});
+    return;
+  }
+  const auto unsupported = [&](const char* field, std::size_t count, const char* what) {
+    if (count == 0) return;
+    errors.push_back({field, std::string("a district server does not run ") + what +
+                                 " yet (only background pedestrians cross borders); remove the " +
+                                 std::to_string(count) + " entries or run the whole city"});
+  };
+  unsupported("zones", s.zones.size(), "zones and their residents");
+  unsupported("work_points", s.work_points.size(), "work points");
+  unsupported("garages", s.garages.size(), "garages and their vehicles");
+}
+
+}  // namespace
+
 std::vector<ScenarioError> validate_districts(const Scenario& s) {
-  if (s.districts.empty()) return {};
-  return DistrictRules(s).run();
+  if (s.districts.empty()) {
+    if (s.own_district >= 0)
+      return {{"own_district", "the scenario has no district map (\"districts\")"}};
+    return {};
+  }
+  std::vector<ScenarioError> errors = DistrictRules(s).run();
+  if (errors.empty()) district_world_rules(s, errors);
+  return errors;
 }
 
 }  // namespace bustle::core

@@ -71,7 +71,7 @@ World::World(const Scenario& scenario, std::uint64_t seed, LogSink* log)
       seed_(seed),
       rng_(seed),
       route_salt_(rng_.derive(kPurposeRoutes).next_u64()),
-      registry_(scenario.entity_capacity),
+      registry_(make_registry(scenario)),
       capture_lineage_(next_capture_lineage()),
       pedestrian_target_(scenario.pedestrians.count),
       inbox_(scenario.command_inbox_capacity),
@@ -126,6 +126,7 @@ World::World(const Scenario& scenario, std::uint64_t seed, LogSink* log)
   crossing_occupied_.assign(lanes_.size(), 0);
   lane_closed_.assign(lanes_.size(), 0);
   build_anchor_routes();
+  init_district();
   prepare_importance();
   digest_ = compute_digest();
 }
@@ -155,6 +156,7 @@ void World::step() {
   results_.clear();
   spawn_events_.clear();
   despawn_notices_.clear();
+  border_departures_.clear();
   phase_apply_commands();    // 1  phases/01_apply_commands.cpp
   update_follow_observer();  //    commands/set_observers.cpp (SetObservers.follow)
   prepare_importance();      //    observers may have changed in phase 1

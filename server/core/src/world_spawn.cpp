@@ -119,6 +119,13 @@ Status World::validate_spawn_place(const SpawnPedestrian& c, std::int32_t& zone,
   }
   if (zone == kAnyZone && lane == kAnyLane && lanes_.sidewalks().empty())
     return Status::invalid_argument("zone: the city has no sidewalk to spawn on");
+  // A district world spawns on its own lanes only (world_districts.cpp).
+  if (scenario_.own_district >= 0 && (lane == kAnyLane || leaves_district(lane))) {
+    return Status::invalid_argument(
+        "lane: a district server spawns on a lane of its own district '" +
+        scenario_.districts[static_cast<std::size_t>(scenario_.own_district)].id + "'" +
+        (lane == kAnyLane ? std::string(": name one") : ", not on '" + c.lane + "'"));
+  }
   return {};
 }
 

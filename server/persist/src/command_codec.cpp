@@ -185,75 +185,119 @@ bool get_op(const json& j, core::LifecycleOp& op, std::string& error) {
   return true;
 }
 
+// Border arrivals (a district server's neighbour, command.hpp): one row per
+// pedestrian, [index, generation, lane, time_left_s, hops] (doubles are
+// written in their shortest exact form, so a recording replays bit for bit).
+json border_arrivals_json(const core::BorderArrivals& c) {
+  json rows = json::array();
+  for (const core::BorderPedestrian& p : c.pedestrians)
+    rows.push_back(json::array({p.id.index, p.id.generation, p.lane, p.time_left_s, p.hops}));
+  return json{
+      {"from_district", c.from_district}, {"sent_step", c.sent_step}, {"pedestrians", rows}};
+}
+
+bool get_border_pedestrian(const json& row, core::BorderPedestrian& p) {
+  const auto u32 = [&](std::size_t k, std::uint32_t& out) {
+    if (!row[k].is_number_unsigned() || row[k].get<std::uint64_t>() > UINT32_MAX) return false;
+    out = row[k].get<std::uint32_t>();
+    return true;
+  };
+  if (!row.is_array() || row.size() != 5 || !row[3].is_number()) return false;
+  p.time_left_s = row[3].get<double>();
+  return u32(0, p.id.index) && u32(1, p.id.generation) && u32(2, p.lane) && u32(4, p.hops);
+}
+
+std::optional<core::WorldCommand> decode_border_arrivals(const json& j, std::string& error) {
+  core::BorderArrivals c;
+  if (!get_u32(j, "from_district", c.from_district, error) ||
+      !get_u64(j, "sent_step", c.sent_step, error)) {
+    return std::nullopt;
+  }
+  auto it = j.find("pedestrians");
+  if (it == j.end() || !it->is_array()) {
+    error = "pedestrians: expected an array";
+    return std::nullopt;
+  }
+  for (std::size_t k = 0; k < it->size(); ++k) {
+    if (!get_border_pedestrian((*it)[k], c.pedestrians.emplace_back())) {
+      error = "pedestrians[" + std::to_string(k) +
+              "]: expected [index, generation, lane, time_left_s, hops]";
+      return std::nullopt;
+    }
+  }
+  return c;
+}
+
 }  // namespace
 
 std::string command_args_json(const core::WorldCommand& command) {
-  json j = std::visit(Overloaded{[](const core::SetPedestrianTarget& c) {
-                                   return json{{"count", c.count}};
-                                 },
-                                 [](const core::DespawnEntity& c) {
-                                   return json{{"id", id_json(c.id)}};
-                                 },
-                                 [](const core::GarageRequest& c) {
-                                   return json{{"garage", c.garage},
-                                               {"request_id", c.request_id},
-                                               {"prototype", c.prototype},
-                                               {"lane", c.lane},
-                                               {"priority", c.priority}};
-                                 },
-                                 [](const core::CancelGarageRequest& c) {
-                                   return json{{"garage", c.garage}, {"request_id", c.request_id}};
-                                 },
-                                 [](const core::SetVehicleStrategy& c) {
-                                   return json{{"id", id_json(c.id)}, {"strategy", c.strategy}};
-                                 },
-                                 [](const core::SetObservers& c) {
-                                   json o{{"points", points_json(c.points)}};
-                                   if (!c.follow.is_null()) o["follow"] = id_json(c.follow);
-                                   return o;
-                                 },
-                                 [](const core::SetClientObservers& c) {
-                                   return json{{"points", points_json(c.points)}};
-                                 },
-                                 [](const core::SetHour& c) {
-                                   return json{{"hour", c.hour}};
-                                 },
-                                 [](const core::SetTimeScale& c) {
-                                   return json{{"scale", c.scale}};
-                                 },
-                                 [](const core::ForceFull& c) {
-                                   return json{{"id", id_json(c.id)}, {"on", c.on}};
-                                 },
-                                 [](const core::SetAdmissionMask& c) {
-                                   return json{{"id", id_json(c.id)}, {"masked", c.masked}};
-                                 },
-                                 [](const core::SetPreventionLevel& c) {
-                                   return json{{"level", c.level}};
-                                 },
-                                 [](const core::KillPedestrian& c) {
-                                   return json{{"id", id_json(c.id)}};
-                                 },
-                                 [](const core::SetLaneClosed& c) {
-                                   // close_lane / open_lane (the kind holds the flag)
-                                   return json{{"lane", c.lane}, {"lane_index", c.lane_index}};
-                                 },
-                                 [](const core::SpawnPedestrian& c) { return spawn_json(c); },
-                                 [](const core::CancelSpawn& c) {
-                                   return json{{"handle", c.handle}};
-                                 },
-                                 [](const core::SetLifecycle& c) {
-                                   return json{{"growth_quota", c.growth_quota},
-                                               {"recycle_quota", c.recycle_quota},
-                                               {"interval_ms", c.interval_ms},
-                                               {"migration_budget", c.migration_budget}};
-                                 },
-                                 [](const core::LifecycleBatch& c) {
-                                   json ops = json::array();
-                                   for (const core::LifecycleOp& op : c.ops)
-                                     ops.push_back(op_json(op));
-                                   return json{{"ops", ops}};
-                                 }},
-                      command);
+  json j =
+      std::visit(Overloaded{[](const core::SetPedestrianTarget& c) {
+                              return json{{"count", c.count}};
+                            },
+                            [](const core::DespawnEntity& c) {
+                              return json{{"id", id_json(c.id)}};
+                            },
+                            [](const core::GarageRequest& c) {
+                              return json{{"garage", c.garage},
+                                          {"request_id", c.request_id},
+                                          {"prototype", c.prototype},
+                                          {"lane", c.lane},
+                                          {"priority", c.priority}};
+                            },
+                            [](const core::CancelGarageRequest& c) {
+                              return json{{"garage", c.garage}, {"request_id", c.request_id}};
+                            },
+                            [](const core::SetVehicleStrategy& c) {
+                              return json{{"id", id_json(c.id)}, {"strategy", c.strategy}};
+                            },
+                            [](const core::SetObservers& c) {
+                              json o{{"points", points_json(c.points)}};
+                              if (!c.follow.is_null()) o["follow"] = id_json(c.follow);
+                              return o;
+                            },
+                            [](const core::SetClientObservers& c) {
+                              return json{{"points", points_json(c.points)}};
+                            },
+                            [](const core::SetHour& c) {
+                              return json{{"hour", c.hour}};
+                            },
+                            [](const core::SetTimeScale& c) {
+                              return json{{"scale", c.scale}};
+                            },
+                            [](const core::ForceFull& c) {
+                              return json{{"id", id_json(c.id)}, {"on", c.on}};
+                            },
+                            [](const core::SetAdmissionMask& c) {
+                              return json{{"id", id_json(c.id)}, {"masked", c.masked}};
+                            },
+                            [](const core::SetPreventionLevel& c) {
+                              return json{{"level", c.level}};
+                            },
+                            [](const core::KillPedestrian& c) {
+                              return json{{"id", id_json(c.id)}};
+                            },
+                            [](const core::SetLaneClosed& c) {
+                              // close_lane / open_lane (the kind holds the flag)
+                              return json{{"lane", c.lane}, {"lane_index", c.lane_index}};
+                            },
+                            [](const core::SpawnPedestrian& c) { return spawn_json(c); },
+                            [](const core::CancelSpawn& c) {
+                              return json{{"handle", c.handle}};
+                            },
+                            [](const core::SetLifecycle& c) {
+                              return json{{"growth_quota", c.growth_quota},
+                                          {"recycle_quota", c.recycle_quota},
+                                          {"interval_ms", c.interval_ms},
+                                          {"migration_budget", c.migration_budget}};
+                            },
+                            [](const core::BorderArrivals& c) { return border_arrivals_json(c); },
+                            [](const core::LifecycleBatch& c) {
+                              json ops = json::array();
+                              for (const core::LifecycleOp& op : c.ops) ops.push_back(op_json(op));
+                              return json{{"ops", ops}};
+                            }},
+                 command);
   return j.dump();
 }
 
@@ -261,15 +305,29 @@ namespace {
 
 bool is_small_command(const std::string& kind) {
   return kind == "force_full" || kind == "set_admission_mask" || kind == "kill_pedestrian" ||
-         kind == "set_prevention_level" || kind == "close_lane" || kind == "open_lane";
+         kind == "set_prevention_level" || kind == "close_lane" || kind == "open_lane" ||
+         kind == "set_hour" || kind == "set_time_scale";
 }
 
 // The commands that name one entity and one flag: force_full {id, on} and
 // set_admission_mask {id, masked}; and the prevention commands,
 // kill_pedestrian {id} and set_prevention_level {level}; close_lane and
-// open_lane {lane, lane_index}.
+// open_lane {lane, lane_index}; set_hour {hour} and set_time_scale {scale}.
 std::optional<core::WorldCommand> decode_small_command(const std::string& kind, const json& j,
                                                        std::string& error) {
+  if (kind == "set_hour") {
+    auto it = j.find("hour");
+    if (it == j.end() || !it->is_number()) {
+      error = "hour: expected a number";
+      return std::nullopt;
+    }
+    return core::SetHour{it->get<double>()};
+  }
+  if (kind == "set_time_scale") {
+    core::SetTimeScale c;
+    if (!get_u32(j, "scale", c.scale, error)) return std::nullopt;
+    return c;
+  }
   if (kind == "close_lane" || kind == "open_lane") {
     core::SetLaneClosed c;
     c.closed = kind == "close_lane";
@@ -360,25 +418,13 @@ std::optional<core::WorldCommand> decode_fields(const std::string& kind,
     if (!get_points(j, c.points, error)) return std::nullopt;
     return c;
   }
-  if (kind == "set_hour") {
-    auto it = j.find("hour");
-    if (it == j.end() || !it->is_number()) {
-      error = "hour: expected a number";
-      return std::nullopt;
-    }
-    return core::SetHour{it->get<double>()};
-  }
-  if (kind == "set_time_scale") {
-    core::SetTimeScale c;
-    if (!get_u32(j, "scale", c.scale, error)) return std::nullopt;
-    return c;
-  }
   if (is_small_command(kind)) return decode_small_command(kind, j, error);
   if (kind == "spawn_pedestrian") {
     core::SpawnPedestrian c;
     if (!get_spawn(j, c, error)) return std::nullopt;
     return c;
   }
+  if (kind == "border_arrivals") return decode_border_arrivals(j, error);
   if (kind == "cancel_spawn") {
     core::CancelSpawn c;
     if (!get_u64(j, "handle", c.handle, error)) return std::nullopt;

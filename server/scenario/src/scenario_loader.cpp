@@ -530,6 +530,15 @@ void read_districts(Reader& r, const json& root, core::Scenario& s) {
     }
     s.districts.push_back(std::move(d));
   });
+  // "own_district": the district this file runs as (a district server's
+  // recording holds it; `bustle-server --district` sets it otherwise).
+  std::string own;
+  r.read_string(root, "", "own_district", own);
+  if (own.empty()) return;
+  for (std::size_t d = 0; d < s.districts.size(); ++d) {
+    if (s.districts[d].id == own) s.own_district = static_cast<std::int32_t>(d);
+  }
+  if (s.own_district < 0) r.error("own_district", "unknown district '" + own + "'");
 }
 
 void read_population(Reader& r, const json& root, core::Scenario& s) {
@@ -764,7 +773,8 @@ LoadResult load_scenario_text(std::string_view text, std::string_view source) {
                        "spawn",
                        "despawn",
                        "prevention",
-                       "districts"})) {
+                       "districts",
+                       "own_district"})) {
     r.read_string(root, "", "id", s.id, true);
     r.read_string(root, "", "name", s.name);
     r.read_uint(root, "", "step_us", s.step_us);
@@ -836,14 +846,18 @@ LoadResult load_scenario_file(const std::string& path) {
   return load_scenario_text(text, path);
 }
 
-std::string effective_scenario_text(const std::string& text, std::uint32_t step_us) {
+std::string effective_scenario_text(const std::string& text, std::uint32_t step_us,
+                                    const std::string& own_district) {
   json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded() || !doc.is_object()) return text;
   const std::uint32_t current = doc.contains("step_us") && doc["step_us"].is_number_unsigned()
                                     ? doc["step_us"].get<std::uint32_t>()
                                     : core::Scenario{}.step_us;
-  if (current == step_us) return text;
+  const bool same_district =
+      own_district.empty() || (doc.contains("own_district") && doc["own_district"] == own_district);
+  if (current == step_us && same_district) return text;
   doc["step_us"] = step_us;
+  if (!own_district.empty()) doc["own_district"] = own_district;
   return doc.dump(2) + "\n";
 }
 

@@ -14,13 +14,14 @@
 namespace bustle::core {
 
 void World::ledger_targets(std::vector<double>& out) const {
-  // The background target shared among sidewalk fragments by length.
+  // The background target shared among sidewalk fragments by length (a
+  // district world's among its own, world_districts.cpp).
   const auto& frags = lanes_.fragments();
   double total = 0.0;
-  for (const LaneFragment& f : frags) total += f.length_m;
+  for (const LaneFragment& f : frags) total += leaves_district(f.lane) ? 0.0 : f.length_m;
   out.assign(frags.size(), 0.0);
   for (std::size_t k = 0; k < frags.size() && total > 0.0; ++k) {
-    out[k] = pedestrian_target_ * frags[k].length_m / total;
+    if (!leaves_district(frags[k].lane)) out[k] = pedestrian_target_ * frags[k].length_m / total;
   }
 }
 
@@ -126,6 +127,7 @@ void World::phase_background_upkeep() {
     for (std::uint32_t f = 0; f < nf; ++f) {
       // Spawns avoid closed lanes (commands/set_lane_closed.cpp).
       if (!closed_lanes_.empty() && lane_closed_[lanes_.fragments()[f].lane] != 0) continue;
+      if (leaves_district(lanes_.fragments()[f].lane)) continue;  // another district's
       const double gap = ledger_target_[f] - ledger_actual_[f];
       if (!found || gap > best_gap) {
         best = f;

@@ -80,6 +80,7 @@ World::Moved World::phase_move_pedestrians() {
     out.departures.clear();
     out.reroutes = 0;
     out.due_rows = 0;
+    out.crossings.clear();
     tier_parts_[p] = TierPart{};
     move_pedestrian_rows(p * kRowsPerPart, std::min(n, (p + 1) * kRowsPerPart), due, in_slice, dt_s,
                          out, tier_parts_[p], slice_rows_.data() + p * kRowsPerPart);
@@ -93,6 +94,7 @@ World::Moved World::phase_move_pedestrians() {
     moved.due_rows += part.due_rows;
     for (const DespawnRequest& d : part.despawns) request_despawn(d.id, d.reason);
     for (const std::uint32_t route : part.released_routes) routes_.release(route);
+    border_crossings_.insert(border_crossings_.end(), part.crossings.begin(), part.crossings.end());
   }
   if (!closed_lanes_.empty() || !lane_waiters_.empty()) merge_lane_waits();
   assert(moved.due_rows <= n);
@@ -255,9 +257,7 @@ void World::move_pedestrian_row(std::uint32_t i, double dt_s, MovePart& out) {
     if (!rehashed) out.sum_delta -= pedestrian_row_hash(i);
     rehashed = true;
     hopped = true;
-    lane = next_pedestrian_lane(i, next, h, steer, open_pick, out);
-    s = 0.0;
-    ++pedestrians_.hops[i];
+    if (hop_to_next_lane(i, next, h, steer, open_pick, time_left_s, lane, s, out)) break;
   }
   // A row that waited at a closure (standing at its lane end) and moved on.
   if (!waited && !lane_waiters_.empty() && s_before == lanes_.lane(pedestrians_.lane[i]).length_m)
@@ -275,6 +275,31 @@ void World::move_pedestrian_row(std::uint32_t i, double dt_s, MovePart& out) {
   if (s != s_before)
     out.sum_delta += pedestrian_motion_hash(pedestrians_.id[i], s) -
                      pedestrian_motion_hash(pedestrians_.id[i], s_before);
+}
+
+// Row `i`, at the end of `lane`, takes the next one (next_pedestrian_lane)
+// at s = 0 with one hop more. In a district world (world_districts.cpp) that
+// lane may be another district's: a background pedestrian leaves with its
+// unused time (phase 9 removes the row); for anyone else it is a dead end
+// (the hop taken back, it stops at its lane's end and despawns). True when
+// the walk ends there.
+bool World::hop_to_next_lane(std::uint32_t i, const std::vector<LaneIndex>& next, std::uint64_t h,
+                             LaneIndex steer, LaneIndex open_pick, double time_left_s,
+                             LaneIndex& lane, double& s, MovePart& out) {
+  const LaneIndex from = lane;
+  lane = next_pedestrian_lane(i, next, h, steer, open_pick, out);
+  s = 0.0;
+  ++pedestrians_.hops[i];
+  if (!leaves_district(lane)) return false;
+  if (pedestrians_.origin[i] == static_cast<std::uint8_t>(PedestrianOrigin::Background)) {
+    out.crossings.push_back({pedestrians_.id[i], lane, time_left_s, pedestrians_.hops[i]});
+    return true;
+  }
+  --pedestrians_.hops[i];
+  lane = from;
+  s = lanes_.lane(from).length_m;
+  out.despawns.push_back({pedestrians_.id[i], DespawnReason::LaneDeadEnd});
+  return true;
 }
 
 // The lane row `i` takes at its lane end. A pedestrian with a route takes its

@@ -42,6 +42,9 @@ void World::phase_despawn() {
   // Lane closures: cleanup of background pedestrians stuck at a closure is
   // deferred to here, like every other reason.
   if (!lane_waiters_.empty()) request_lane_dead_ends();
+  // District worlds: the pedestrians that crossed a border leave first, unless
+  // a despawn was asked for them (world_districts.cpp).
+  if (!border_crossings_.empty()) leave_by_border();
   std::sort(despawn_requests_.begin(), despawn_requests_.end(),
             [](const DespawnRequest& a, const DespawnRequest& b) { return a.id < b.id; });
   // One request per entity (despawn_pending_), so the order is strict.

@@ -58,7 +58,12 @@ void digest_command(Digest& d, const WorldCommand& command) {
           [&](const SetAdmissionMask& c) { d.u64(c.id.packed()).boolean(c.masked); },
           [&](const SetPreventionLevel& c) { d.u32(c.level); },
           [&](const KillPedestrian& c) { d.u64(c.id.packed()); },
-          [&](const SetLaneClosed& c) { d.str(c.lane).u32(c.lane_index).boolean(c.closed); }},
+          [&](const SetLaneClosed& c) { d.str(c.lane).u32(c.lane_index).boolean(c.closed); },
+          [&](const BorderArrivals& c) {
+            d.u32(c.from_district).u64(c.sent_step).u64(c.pedestrians.size());
+            for (const BorderPedestrian& p : c.pedestrians)
+              d.u64(p.id.packed()).u32(p.lane).f64(p.time_left_s).u32(p.hops);
+          }},
       command);
 }
 

@@ -183,11 +183,37 @@ struct LifecycleBatch {
   std::vector<LifecycleOp> ops;
 };
 
+// A city split across district servers (issue 34; world_districts.cpp): one
+// pedestrian crossing a border. It left the sender's last lane in the
+// sender's step `sent_step` and enters `lane` (a lane of the receiving
+// district) with its id unchanged.
+struct BorderPedestrian {
+  EntityId id;
+  std::uint32_t lane = 0;    // lane index (every district loads the same lane graph)
+  double time_left_s = 0.0;  // walking time left at the border, spent on `lane` on arrival
+  std::uint32_t hops = 0;    // lanes entered so far: seeds its later route choices
+  friend bool operator==(const BorderPedestrian&, const BorderPedestrian&) = default;
+};
+
+// What one neighbouring district's step `sent_step` sent this district:
+// applied at the receiver's step sent_step + 1, before its other commands
+// that step, in from_district order. A district server submits it when the
+// neighbour's step end arrives, so the receiver's recording holds it like
+// any command and the district replays alone. Never accepted from a client.
+// [Limit: <= kBorderPedestriansMax pedestrians]
+inline constexpr std::size_t kBorderPedestriansMax = 1u << 20;
+struct BorderArrivals {
+  std::uint32_t from_district = 0;
+  std::uint64_t sent_step = 0;
+  std::vector<BorderPedestrian> pedestrians;
+};
+
 using WorldCommand =
     std::variant<SetPedestrianTarget, DespawnEntity, GarageRequest, CancelGarageRequest,
                  SetVehicleStrategy, SetObservers, SetHour, SetTimeScale, ForceFull,
                  SpawnPedestrian, CancelSpawn, SetLifecycle, LifecycleBatch, SetClientObservers,
-                 SetAdmissionMask, SetPreventionLevel, KillPedestrian, SetLaneClosed>;
+                 SetAdmissionMask, SetPreventionLevel, KillPedestrian, SetLaneClosed,
+                 BorderArrivals>;
 
 const char* command_name(const WorldCommand& c);
 

@@ -14,6 +14,15 @@
 //      slot is reused as late as possible (a stale handle stays detectably
 //      stale for as long as the capacity allows).
 //   4. Capacity is fixed at creation; allocation never allocates memory.
+//   5. A district's registry (a city split across servers, issue 34) owns
+//      part of the city's slots: every slot is alive, free (queued) or away
+//      (alive or free in another district's registry). The city's slots
+//      start split in ranges; an entity that crosses a border departs here
+//      (away, generation kept) and is adopted there with its id unchanged,
+//      and an id released in a district joins that district's FIFO. So
+//      across the city each slot is alive or free in exactly one registry,
+//      and alive + free + away == capacity here. A whole-city registry has
+//      no away slot.
 #pragma once
 
 #include <cstdint>
@@ -59,18 +68,29 @@ class EntityRegistry {
  public:
   // [Limit: capacity >= 1]
   explicit EntityRegistry(std::uint32_t capacity);
+  // A district's registry: slots [first, end) are queued in index order, the
+  // others start away (invariant 5). [Precondition: first < end <= capacity]
+  EntityRegistry(std::uint32_t capacity, std::uint32_t first, std::uint32_t end);
 
   AllocateResult allocate();
   ReleaseStatus release(EntityId id);
   bool is_alive(EntityId id) const;
 
+  // Border crossings (invariant 5): a live id leaves this registry (its slot
+  // goes away, generation kept), or an away slot takes the arriving id.
+  // False, changing nothing, when the slot is not in that state.
+  bool depart(EntityId id);
+  bool adopt(EntityId id);
+  bool slot_away(std::uint32_t index) const { return alive_[index] == kAway; }
+
   std::uint32_t capacity() const { return static_cast<std::uint32_t>(generation_.size()); }
   std::uint32_t alive_count() const { return alive_count_; }
   std::uint32_t free_count() const { return free_count_; }
+  std::uint32_t away_count() const { return away_count_; }
 
   // The generation currently stored for a slot (for canonical encoding).
   std::uint32_t generation_of(std::uint32_t index) const { return generation_[index]; }
-  bool slot_alive(std::uint32_t index) const { return alive_[index] != 0; }
+  bool slot_alive(std::uint32_t index) const { return alive_[index] == kAlive; }
 
   // Visits the free FIFO front to back; used by checkpoints.
   void for_each_free(const std::function<void(std::uint32_t)>& fn) const;
@@ -88,7 +108,8 @@ class EntityRegistry {
   // Ok when they hold, else Internal with the first violation as "registry: ...".
   Status check_invariants() const;
 
-  // Raw state for checkpoints. export_state() sizes the vectors and queues
+  // Raw state for checkpoints. `alive` holds per slot 0 (free), 1 (alive)
+  // or 2 (away, invariant 5). export_state() sizes the vectors and queues
   // their copies on `copies` (the caller runs them; the free ring as at most
   // two contiguous pieces); import_state() replaces
   // this registry's state after checking every invariant above, and returns Ok
@@ -109,12 +130,14 @@ class EntityRegistry {
  private:
   friend struct InvariantProbe;  // tests only: corrupts state to prove check_invariants() catches
                                  // it
+  static constexpr std::uint8_t kFree = 0, kAlive = 1, kAway = 2;
   std::vector<std::uint32_t> generation_;
-  std::vector<std::uint8_t> alive_;
+  std::vector<std::uint8_t> alive_;       // kFree, kAlive or kAway per slot
   std::vector<std::uint32_t> free_ring_;  // ring buffer of free slot indices
   std::uint32_t free_head_ = 0;
   std::uint32_t free_count_ = 0;
   std::uint32_t alive_count_ = 0;
+  std::uint32_t away_count_ = 0;
   std::uint64_t pop_seq_ = 0;  // sequence number of the FIFO front
   std::uint64_t digest_sum_ = 0;
   RowWriteStamps slots_written_;  // generation_ and alive_ rows (not state)

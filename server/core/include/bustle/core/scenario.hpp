@@ -308,6 +308,11 @@ struct Scenario {
   DespawnSettings despawn;
   PreventionSpec prevention;
   std::vector<DistrictSpec> districts;  // empty: one server holds the whole city
+  // The district this world owns (index into `districts`), or -1: the whole
+  // city. A district server sets it from --district; the file's optional
+  // "own_district" (a district id) carries it into recordings
+  // (world_districts.cpp says what a district world does).
+  std::int32_t own_district = -1;
 };
 
 // The schedule entry in force at `hour` ([0, 24)), or -1. Entries must have
@@ -323,6 +328,8 @@ struct ScenarioError {
 // ids known and unique, every owned thing owned exactly once, each thing in
 // the district of the lane or zone it stands on, border lanes exactly those
 // with a successor in another district. Nothing when `districts` is empty.
+// With own_district set: a district of the map, and a city a district world
+// can run so far (pedestrians only: no zones, work points or garages).
 std::vector<ScenarioError> validate_districts(const Scenario& s);
 inline constexpr std::size_t kDistrictsMax = 256;
 

@@ -132,6 +132,14 @@ struct OrphanRecord {
   friend bool operator==(const OrphanRecord&, const OrphanRecord&) = default;
 };
 
+// A pedestrian that left a district world across a border in the last step
+// (World::border_departures): its id is away here now, and it arrives at
+// district `to_district` in that world's next step (BorderArrivals).
+struct BorderDeparture {
+  std::uint32_t to_district = 0;
+  BorderPedestrian pedestrian;
+};
+
 // Lifecycle state of one entity, as reported by World::describe.
 enum class LifecycleState : std::uint8_t {
   Requested = 0,  // a spawn handle holds the id (IdentityCreated), or a garage mouth does
@@ -400,6 +408,16 @@ class World {
   // Everything about one entity (all axes); Gone for stale or unknown ids.
   EntityReport describe(EntityId id) const;
 
+  // A city split across district servers (world_districts.cpp). The district
+  // this world owns (Scenario::own_district; -1: the whole city), the
+  // district that owns a lane (-1 without a district map), and the
+  // pedestrians that left across a border in the last step, sorted by id.
+  std::int32_t own_district() const { return scenario_.own_district; }
+  std::int32_t lane_district(LaneIndex lane) const {
+    return lane_district_.empty() ? -1 : lane_district_[lane];
+  }
+  std::span<const BorderDeparture> border_departures() const { return border_departures_; }
+
   // Lane density ledger: per sidewalk fragment, target - actual background
   // pedestrians (derived from the current state; fills `out`).
   void density_ledger(std::vector<double>& out) const;
@@ -483,6 +501,21 @@ class World {
   void apply_command(const SetAdmissionMask& c, CommandResult& r);
   void apply_command(const SetPreventionLevel& c, CommandResult& r);
   void apply_command(const KillPedestrian& c, CommandResult& r);
+  void apply_command(const BorderArrivals& c, CommandResult& r);
+  // Districts (world_districts.cpp): the registry of this world's share of
+  // the city's ids, lane owners and this district's share of the pedestrian
+  // target (at creation); whether entering `lane` leaves this district
+  // (phase 6); phase 9's removal of the pedestrians that crossed.
+  static EntityRegistry make_registry(const Scenario& scenario);
+  void init_district();
+  bool leaves_district(LaneIndex lane) const {
+    return scenario_.own_district >= 0 && lane_district_[lane] != scenario_.own_district;
+  }
+  Status validate_border_arrivals(const BorderArrivals& c) const;
+  void leave_by_border();
+  std::vector<std::int16_t> lane_district_;         // per lane; empty without a district map
+  std::vector<BorderPedestrian> border_crossings_;  // phase 6 -> phase 9, this step
+  std::vector<BorderDeparture> border_departures_;  // border_departures()
   // Phase 4b (phases/04b_prevention.cpp): response units, then corpse cleanup.
   void phase_prevention();
   void advance_response_units();
@@ -755,6 +788,7 @@ class World {
     std::vector<EntityId> departures;
     std::uint64_t reroutes = 0;
     std::uint32_t due_rows = 0;  // rows due this step (moved, waited or held at an anchor)
+    std::vector<BorderPedestrian> crossings;  // district worlds: rows that entered another's lane
   };
   // Phase 6's rows [begin, end) also count phase 7's slice members and the
   // other rows' tiers into `slice` (TierPart below): neither the rows nor
@@ -766,6 +800,9 @@ class World {
                             const std::uint8_t (&in_slice)[64], double dt_s, MovePart& out,
                             TierPart& slice, std::uint32_t* slice_rows);
   void move_pedestrian_row(std::uint32_t row, double dt_s, MovePart& out);
+  bool hop_to_next_lane(std::uint32_t row, const std::vector<LaneIndex>& next, std::uint64_t h,
+                        LaneIndex steer, LaneIndex open_pick, double time_left_s, LaneIndex& lane,
+                        double& s, MovePart& out);
   LaneIndex next_pedestrian_lane(std::uint32_t row, const std::vector<LaneIndex>& next,
                                  std::uint64_t h, LaneIndex steer, LaneIndex open_pick,
                                  MovePart& out);

@@ -50,9 +50,11 @@ inline constexpr std::size_t kScenarioFileBytesMax = std::size_t{16} << 20;  // 
 LoadResult load_scenario_file(const std::string& path);
 
 // The scenario text as actually run: `text` itself when its step_us already
-// equals `step_us`, otherwise the same document with step_us replaced (the
-// --rate override), so snapshots and recordings rebuild the same city.
-std::string effective_scenario_text(const std::string& text, std::uint32_t step_us);
+// equals `step_us` and no district is named, otherwise the same document with
+// step_us replaced (the --rate override) and "own_district" set (a district
+// server's --district), so snapshots and recordings rebuild the same world.
+std::string effective_scenario_text(const std::string& text, std::uint32_t step_us,
+                                    const std::string& own_district = {});
 
 // The default city compiled into the binary (identical to
 // configs/default.city.json; a test checks that).

@@ -1,0 +1,146 @@
+// A district world: one district of a city split across servers (issue 34;
+// docs/districts.md). Scenario::own_district names it; every district loads
+// the same scenario, so lane indices mean the same lane everywhere.
+//
+// What changes against a whole-city world:
+//   - ids: the registry starts with the district's share of the city's slots
+//     (entity_id.hpp, invariant 5), so an id is never issued twice across the
+//     city and never changes when its entity crosses;
+//   - the pedestrian target is the district's share of pedestrians.count, by
+//     sidewalk length, and background upkeep spawns and trims on its own
+//     sidewalks only;
+//   - phase 6: a background pedestrian entering another district's lane
+//     leaves with its unused walking time (BorderPedestrian); phase 9 removes
+//     its row and its id goes away here, after the step's despawns asked
+//     first (one that is also despawning leaves the city instead);
+//   - phase 1: BorderArrivals places the pedestrians a neighbour sent, their
+//     ids adopted, each walking its unused time on its new lane.
+// Residents, spawned pedestrians and response units do not cross yet: a
+// foreign lane is a dead end for them (and a city with zones, work points or
+// garages is refused for a district world, scenario_districts.cpp).
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+
+#include "world_internal.hpp"
+
+namespace bustle::core {
+
+EntityRegistry World::make_registry(const Scenario& s) {
+  const std::uint32_t cap = s.entity_capacity;
+  if (s.own_district < 0) return EntityRegistry(cap);
+  // District k of n owns slots [cap k / n, cap (k + 1) / n); validation
+  // keeps n <= kDistrictsMax, and capacity is never below it here.
+  const std::uint64_t n = s.districts.size();
+  const std::uint64_t k = static_cast<std::uint64_t>(s.own_district);
+  auto first = static_cast<std::uint32_t>(cap * k / n);
+  auto end = static_cast<std::uint32_t>(cap * (k + 1) / n);
+  if (first == end) end = first + 1;  // a capacity below n: one slot each while it lasts
+  return EntityRegistry(cap, std::min(first, cap - 1), std::min(end, cap));
+}
+
+void World::init_district() {
+  if (scenario_.districts.empty()) return;
+  lane_district_.assign(lanes_.size(), -1);
+  for (std::size_t d = 0; d < scenario_.districts.size(); ++d) {
+    for (const std::string& id : scenario_.districts[d].lanes)
+      lane_district_[*lanes_.find(id)] = static_cast<std::int16_t>(d);
+  }
+  if (scenario_.own_district < 0) return;
+  // The district's share of the city's target, by sidewalk length (the
+  // ledger's own rule), so the districts' targets add up to about the city's.
+  double own_m = 0.0, all_m = 0.0;
+  for (const LaneFragment& f : lanes_.fragments()) {
+    all_m += f.length_m;
+    if (!leaves_district(f.lane)) own_m += f.length_m;
+  }
+  pedestrian_target_ =
+      all_m > 0.0
+          ? static_cast<std::uint32_t>(std::lround(scenario_.pedestrians.count * own_m / all_m))
+          : 0;
+}
+
+Status World::validate_border_arrivals(const BorderArrivals& c) const {
+  const std::int32_t own = scenario_.own_district;
+  if (own < 0) return Status::failed_precondition("this server owns no district");
+  if (c.from_district >= scenario_.districts.size() ||
+      c.from_district == static_cast<std::uint32_t>(own)) {
+    return Status::invalid_argument("from_district: " + std::to_string(c.from_district) +
+                                    " is not another district of the map");
+  }
+  if (c.pedestrians.size() > kBorderPedestriansMax)
+    return Status::invalid_argument("pedestrians: more than the limit");
+  const double time_max_s = 2.0 * scenario_.step_us * 1e-6 * tier_stride(SimTier::Coarse);
+  std::vector<EntityId> ids;
+  ids.reserve(c.pedestrians.size());
+  for (std::size_t k = 0; k < c.pedestrians.size(); ++k) {
+    const BorderPedestrian& p = c.pedestrians[k];
+    const std::string at = "pedestrians[" + std::to_string(k) + "].";
+    if (p.lane >= lanes_.size() || lane_district_[p.lane] != own ||
+        !is_pedestrian_lane(lanes_.lane(p.lane).kind)) {
+      return Status::invalid_argument(at + "lane: " + std::to_string(p.lane) +
+                                      " is not a pedestrian lane of this district");
+    }
+    if (!std::isfinite(p.time_left_s) || p.time_left_s < 0.0 || p.time_left_s > time_max_s)
+      return Status::invalid_argument(at + "time_left_s: out of range");
+    if (p.id.is_null() || p.id.index >= registry_.capacity() || !registry_.slot_away(p.id.index))
+      return Status::invalid_argument(at + "id: " + entity_text(p.id) + " is not away from here");
+    ids.push_back(p.id);
+  }
+  std::sort(ids.begin(), ids.end());
+  if (const auto twice = std::adjacent_find(
+          ids.begin(), ids.end(), [](EntityId a, EntityId b) { return a.index == b.index; });
+      twice != ids.end()) {
+    return Status::invalid_argument("pedestrians: " + entity_text(*twice) + " arrives twice");
+  }
+  return {};
+}
+
+// Phase 1: everything is checked before anything changes.
+void World::apply_command(const BorderArrivals& c, CommandResult& r) {
+  if (Status st = validate_border_arrivals(c); !st.ok()) {
+    reject(r, RejectReason::InvalidArgument, "border_arrivals: " + st.message());
+    return;
+  }
+  for (const BorderPedestrian& p : c.pedestrians) {
+    const bool adopted = registry_.adopt(p.id);
+    assert(adopted);
+    (void)adopted;
+    // The walk the sender could not finish, on the new lane. Lanes are long
+    // against a step's walk; one ending past this lane waits at its end until
+    // the row moves again (a few centimetres of progress at most).
+    const Lane& lane = lanes_.lane(p.lane);
+    const double s_m = std::min(p.time_left_s * lane.speed_mps_limit, lane.length_m);
+    push_pedestrian(p.id, p.lane, s_m, PedestrianStore::kNoResident, PriorityClass::Background,
+                    PedestrianOrigin::Background);
+    const std::uint32_t slot = pedestrians_.dense_of[p.id.index];
+    pedestrian_digest_sum_ -= pedestrian_row_hash(slot);
+    pedestrians_.hops[slot] = p.hops;
+    pedestrian_digest_sum_ += pedestrian_row_hash(slot);
+  }
+  accept(r);
+}
+
+// Phase 9, before the despawns: rows that crossed in phase 6 leave, in id
+// order, unless a despawn was asked for them this step (they leave the city
+// here instead, fading where they stand).
+void World::leave_by_border() {
+  std::sort(border_crossings_.begin(), border_crossings_.end(),
+            [](const BorderPedestrian& a, const BorderPedestrian& b) { return a.id < b.id; });
+  for (const BorderPedestrian& p : border_crossings_) {
+    if (despawn_pending_[p.id.index] != 0) continue;
+    assert(pedestrians_.dense_of[p.id.index] != PedestrianStore::kNoSlot);
+    if (auto f = std::lower_bound(forced_full_.begin(), forced_full_.end(), p.id);
+        f != forced_full_.end() && *f == p.id) {
+      forced_full_.erase(f);  // ForceFull is this server's; the receiver decides its own
+    }
+    remove_pedestrian(p.id);
+    const bool departed = registry_.depart(p.id);
+    assert(departed);
+    (void)departed;
+    border_departures_.push_back({static_cast<std::uint32_t>(lane_district_[p.lane]), p});
+  }
+  border_crossings_.clear();
+}
+
+}  // namespace bustle::core
