@@ -6,9 +6,13 @@
 // every live entity stands on a lane of exactly one district at every step,
 // and that both pedestrians and vehicles crossed a border (with 2 or more
 // districts); it fails otherwise. The city the district servers will split.
+// With --write-scenario PATH it writes the city as a scenario file instead
+// (scenario_writer.hpp), for bustle-server --config, and steps nothing.
 #include <algorithm>
+#include <cerrno>
 #include <cinttypes>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <string>
 #include <utility>
@@ -16,6 +20,8 @@
 
 #include "bench_support.hpp"
 #include "bustle/core/world.hpp"
+#include "bustle/scenario/scenario_loader.hpp"
+#include "bustle/scenario/scenario_writer.hpp"
 #include "measure.hpp"
 
 namespace bustle::bench {
@@ -39,6 +45,36 @@ std::vector<std::uint8_t> lane_districts(const core::World& w) {
   return of;
 }
 
+// --write-scenario: the city as a scenario file at a.write_scenario; 0, or 1
+// when the city is refused, too large for the loader or cannot be written.
+int write_district_city(const Args& a) {
+  // Qualified: in a unity build fanout.cpp's unnamed district_city() would hide it.
+  const core::Scenario s = bench::district_city(a.grid, a.districts, a.agents, a.vehicles);
+  const std::vector<core::ScenarioError> errors = core::validate_scenario(s);
+  for (const core::ScenarioError& e : errors)
+    std::fprintf(stderr, "bustle-bench: %s: %s\n", e.path.c_str(), e.message.c_str());
+  if (!errors.empty()) return 1;
+  const std::string text = scenario::write_scenario_json(s);
+  if (text.size() > scenario::kScenarioFileBytesMax) {
+    std::fprintf(stderr,
+                 "bustle-bench: the district city is %zu bytes of JSON, over the loader's limit "
+                 "of %zu (16 MiB); choose a smaller --grid or fewer --vehicles\n",
+                 text.size(), scenario::kScenarioFileBytesMax);
+    return 1;
+  }
+  std::FILE* f = std::fopen(a.write_scenario.c_str(), "wb");
+  const bool written = f != nullptr && std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  if ((f != nullptr && std::fclose(f) != 0) || !written) {
+    std::fprintf(stderr, "bustle-bench: cannot write %s: %s\n", a.write_scenario.c_str(),
+                 std::strerror(errno));
+    return 1;
+  }
+  std::printf("wrote %s: scenario %s, %zu bytes, %zu lanes, %zu districts\n",
+              a.write_scenario.c_str(), s.id.c_str(), text.size(), s.lanes.size(),
+              s.districts.size());
+  return 0;
+}
+
 }  // namespace
 
 int bench_districts(const Args& a) {
@@ -47,6 +83,7 @@ int bench_districts(const Args& a) {
                  a.districts);
     return 2;
   }
+  if (!a.write_scenario.empty()) return write_district_city(a);
   const BuiltWorld built =
       build_world([&] { return district_city(a.grid, a.districts, a.agents, a.vehicles); }, a.seed);
   if (!built.world) return 1;  // the map was refused (errors printed)

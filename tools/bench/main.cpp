@@ -7,6 +7,7 @@
 //   bustle-bench vehicles   [--grid N] [--vehicles V] [--steps S] [--threads T] [--seed K]
 //   bustle-bench stream     [--agents N] [--grid N] [--vehicles V] [--steps S] [--seed K]
 //   bustle-bench districts  [--grid N] [--districts K] [--agents P] [--vehicles V] [--steps S]
+//                           [--write-scenario PATH]
 //   bustle-bench fanout     [--clients N] [--stalled-percent P] [--agents N] [--seconds S]
 //                           [--warmup W] [--repeat R] [--server PATH] [--dir DIR]
 //                           [--outbound-max-bytes B] [--motion-tolerance-mm T]

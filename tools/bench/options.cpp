@@ -191,6 +191,10 @@ void add_districts(CLI::App& app, Args& a) {
   add_int<std::uint32_t>(*sub, "--vehicles", a.vehicles, "vehicles", 0, kAgentsMax);
   add_steps(*sub, a, "steps followed");
   add_seed(*sub, a);
+  sub->add_option("--write-scenario", a.write_scenario,
+                  "write the district city as a scenario file to PATH (for bustle-server "
+                  "--config) and exit without stepping it")
+      ->type_name("PATH");
 }
 
 void add_stream(CLI::App& app, Args& a) {
@@ -288,6 +292,24 @@ std::string check_fanout(const CLI::App& sub, FanoutOptions& f) {
     return "--share (" + std::to_string(f.district_share) +
            ") must be at most 1/25 of --city-scale (" + std::to_string(f.district_pedestrians) +
            ")";
+  }
+  return "";
+}
+
+// Checks across the flags of subcommand `sub` (a.mode); "" or the message.
+std::string check_across_flags(const CLI::App& sub, Args& a) {
+  if (a.mode == "fanout") return check_fanout(sub, a.fanout);
+  if (a.mode == "population" && a.residents > a.active) {
+    return "--residents (" + std::to_string(a.residents) + ") must be at most --active (" +
+           std::to_string(a.active) + ")";
+  }
+  if (a.mode == "districts" && !a.write_scenario.empty()) {
+    for (const char* flag : {"--steps", "--seed"}) {
+      if (sub.count(flag) > 0) {
+        return std::string(flag) +
+               " does not apply with --write-scenario (the city is written, not stepped)";
+      }
+    }
   }
   return "";
 }
@@ -390,18 +412,8 @@ ParsedArgs parse_args(int argc, char** argv) {
     return fail(" " + sub->get_name(), "unexpected argument '" + first + "'");
   }
   a.mode = app.get_subcommands().front()->get_name();
-  // Checks across flags.
-  if (a.mode == "fanout") {
-    if (const std::string error = check_fanout(*sub, a.fanout); !error.empty()) {
-      std::fprintf(stderr, "bustle-bench fanout: %s\n", error.c_str());
-      out.exit_code = 2;
-      return out;
-    }
-  }
-  if (a.mode == "population" && a.residents > a.active) {
-    std::fprintf(stderr,
-                 "bustle-bench population: --residents (%u) must be at most --active (%u)\n",
-                 a.residents, a.active);
+  if (const std::string error = check_across_flags(*sub, a); !error.empty()) {
+    std::fprintf(stderr, "bustle-bench %s: %s\n", a.mode.c_str(), error.c_str());
     out.exit_code = 2;
     return out;
   }

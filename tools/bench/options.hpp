@@ -33,6 +33,7 @@ struct Args {
   std::uint32_t grid = 32;            // vehicles, stream: intersections per side
   std::uint32_t vehicles = 10'000;    // vehicles, stream: managed vehicles to reach
   std::uint32_t districts = 2;        // districts: strips of the district city
+  std::string write_scenario;         // districts: write the city to this file and exit
   std::uint32_t active = 100'000;     // population: active background pedestrians
   std::uint32_t dormant = 1'000'000;  // population: dormant resident identities
   std::uint32_t residents = 0;        // population: how many of the active are community residents

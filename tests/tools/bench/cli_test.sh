@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # bustle-bench's command line (tools/bench/options.cpp): exit codes and the
-# messages that name the flag. Usage: cli_test.sh PATH/TO/bustle-bench
+# messages that name the flag, and `districts --write-scenario` writing a
+# city that bustle-server runs.
+# Usage: cli_test.sh PATH/TO/bustle-bench PATH/TO/bustle-server
 set -u
 bench="$1"
+server="$2"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
 fails=0
 
 # expect STATUS PATTERN ARGS...: runs bustle-bench ARGS, checks the exit
@@ -55,6 +60,22 @@ expect 0 '^load average before: [0-9.]+ [0-9.]+ [0-9.]+$' step --agents 100 --st
 expect 0 '^load average after: [0-9.]+ [0-9.]+ [0-9.]+$' step --agents 100 --steps 3
 expect 0 '^\{"bench":"step",.*"figures":\{.*"step_ms":\{.*"load_after":\[[0-9.,]+\],"load_before":\[[0-9.,]+\],"machine":\{"cores":' \
   step --agents 100 --steps 3 --json
+
+# `districts --write-scenario` writes the generated district city and steps
+# nothing; bustle-server loads the file and runs it in batch mode.
+city="$tmp/districts.city.json"
+expect 0 "^wrote $city: scenario bustle\.bench\.districts\.4\.2, [0-9]+ bytes, 96 lanes, 2 districts$" \
+  districts --grid 4 --districts 2 --agents 40 --vehicles 12 --write-scenario "$city"
+expect 2 "^bustle-bench districts: --steps does not apply with --write-scenario" \
+  districts --steps 5 --write-scenario "$tmp/unused.json"
+expect 1 "^bustle-bench: cannot write $tmp/no/such/dir\.json: No such file or directory" \
+  districts --grid 4 --agents 10 --vehicles 4 --write-scenario "$tmp/no/such/dir.json"
+out="$("$server" --config "$city" --steps 20 --print-digest 2>&1)"
+status=$?
+if [[ $status -ne 0 ]] || ! grep -Eq '^step 20 digest [0-9a-f]{16}$' <<<"$out"; then
+  echo "FAIL: bustle-server --config $city --steps 20 exited $status; output:"; echo "$out"
+  fails=$((fails + 1))
+fi
 
 if [[ $fails -ne 0 ]]; then echo "$fails check(s) failed"; exit 1; fi
 echo "all checks passed"
