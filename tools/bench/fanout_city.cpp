@@ -1,10 +1,16 @@
-// The district city (fanout_city.hpp): geometry, district radii, scenario text.
+// The district city (fanout_city.hpp): geometry, district radii, and the
+// scenario built in code and written by scenario_writer.hpp.
 #include "fanout_city.hpp"
 
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+
+#include "bustle/citygen/cities.hpp"
+#include "bustle/core/scenario.hpp"
+#include "bustle/scenario/scenario_writer.hpp"
 
 namespace bustle::bench {
 namespace {
@@ -50,19 +56,25 @@ DistrictCity make_district_city(std::uint32_t pedestrians, std::uint32_t distric
   city.sidewalk_m = kGrid * kGrid * 4 * kBlock;
   const double per_m = pedestrians / city.sidewalk_m;
   const double side = kGrid * kPitch;
-  nlohmann::json lanes = nlohmann::json::array();
+  core::Scenario s;
+  s.id = "bustle.bench.fanout.districts." + std::to_string(pedestrians);
+  s.name = std::to_string(kGrid) + " x " + std::to_string(kGrid) + " sidewalk loops, " +
+           std::to_string(pedestrians) + " pedestrians";
+  s.entity_capacity = capacity_for(pedestrians);
+  s.pedestrians.count = pedestrians;
+  s.pedestrians.spawn_per_step_max = std::max(pedestrians, 1u);
   for (std::uint32_t i = 0; i < kGrid; ++i) {
     for (std::uint32_t j = 0; j < kGrid; ++j) {
-      const std::string id = "block." + std::to_string(i) + "." + std::to_string(j);
-      const auto p = block_corners(i, j);
-      lanes.push_back({{"id", id},
-                       {"kind", "sidewalk"},
-                       {"speed_mps_limit", 1.4},
-                       {"points", {p[0], p[1], p[2], p[3], p[0]}},
-                       {"successors", {id}}});
+      core::LaneSpec lane;
+      lane.id = "block." + std::to_string(i) + "." + std::to_string(j);
+      lane.kind = core::LaneKind::Sidewalk;
+      lane.speed_mps_limit = 1.4;
+      for (const Point& p : block_corners(i, j)) lane.points.push_back({p[0], p[1]});
+      lane.points.push_back(lane.points.front());
+      lane.successors = {lane.id};
+      s.lanes.push_back(std::move(lane));
     }
   }
-  nlohmann::json observers = nlohmann::json::array();
   for (std::uint32_t d = 0; d < std::min(districts, kMaxDistricts); ++d) {
     District district;
     if (districts <= 8) {
@@ -80,26 +92,14 @@ DistrictCity make_district_city(std::uint32_t pedestrians, std::uint32_t distric
     district.radius_m = hi;
     district.expected = sidewalk_within(district.x_m, district.y_m, hi) * per_m;
     district.expected_hold = sidewalk_within(district.x_m, district.y_m, 1.1 * hi) * per_m;
-    observers.push_back({district.x_m, district.y_m});
+    s.observers.push_back({district.x_m, district.y_m});
     city.districts.push_back(district);
   }
-  std::uint32_t capacity = 1024;
-  while (capacity < pedestrians + pedestrians / 4) capacity *= 2;
-  const nlohmann::json scenario = {
-      {"id", "bustle.bench.fanout.districts." + std::to_string(pedestrians)},
-      {"name", std::to_string(kGrid) + " x " + std::to_string(kGrid) + " sidewalk loops, " +
-                   std::to_string(pedestrians) + " pedestrians"},
-      {"step_us", 100000},
-      {"entity_capacity", capacity},
-      {"pedestrians", {{"count", pedestrians}, {"spawn_per_step_max", std::max(pedestrians, 1u)}}},
-      {"lanes", lanes},
-      {"tiers",
-       {{"full_cap", pedestrians / 10},
-        {"simulated_cap", pedestrians * 3 / 10},
-        {"hard_full_cap", std::max(pedestrians / 10, 8192u)},
-        {"transitions_per_step", std::max(pedestrians / 100, 256u)}}},
-      {"observers", observers}};
-  city.scenario_json = scenario.dump(1);
+  s.tiers.full_cap = pedestrians / 10;
+  s.tiers.simulated_cap = pedestrians * 3 / 10;
+  s.tiers.hard_full_cap = std::max(pedestrians / 10, 8192u);
+  s.tiers.transitions_per_step = std::max(pedestrians / 100, 256u);
+  city.scenario_json = scenario::write_scenario_json(s);
   return city;
 }
 
