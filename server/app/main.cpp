@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cinttypes>
@@ -29,6 +30,7 @@
 #include "bustle/persist/recorder.hpp"
 #include "bustle/proto/wire.hpp"
 #include "bustle/scenario/scenario_loader.hpp"
+#include "district_links.hpp"
 #include "options.hpp"
 #include "sim_driver.hpp"
 
@@ -82,12 +84,23 @@ bool finish_recording(bustle::persist::Recorder& recorder) {
 constexpr std::uint64_t kBatchRecordFlushTicks = 4096;
 
 // --steps N: runs N steps back to back in this thread, recording them when
-// --record is set (ticks, digests and keyframes as the sim thread would; there
-// are no commands), and exits. Options that need a listener, a clock or the
-// snapshot store were refused by parse_options.
+// --record is set (ticks, digests and keyframes as the sim thread would; the
+// only commands are a district's border arrivals), and exits. Options that need a listener, a clock
+// or the snapshot store were refused by parse_options.
 int run_batch(bustle::core::World& world, const bustle::app::AppOptions& opt,
-              const std::string& scenario_id, bustle::persist::Recorder* recorder) {
+              const std::string& scenario_id, bustle::persist::Recorder* recorder,
+              bustle::app::DistrictLinks* links) {
+  const std::atomic<bool> never{false};  // a batch run ends after its steps (or by a signal)
+  if (links != nullptr) links->step_ended(world);  // StepEnd of the starting step
   for (std::uint64_t tick = 1; tick <= *opt.batch_steps; ++tick) {
+    // A district's step waits for its neighbours' previous one; what they
+    // sent is this tick's commands.
+    std::vector<bustle::core::CommandEnvelope> commands;
+    if (links != nullptr && !links->feed(world, never, commands)) {
+      std::fprintf(stderr, "bustle-server: district links: %s\n", links->error().message().c_str());
+      if (recorder != nullptr) finish_recording(*recorder);
+      return 1;
+    }
     bool keyframed = false;
     if (recorder != nullptr) {
       if (const auto reason =
@@ -97,9 +110,10 @@ int run_batch(bustle::core::World& world, const bustle::app::AppOptions& opt,
       }
     }
     world.step();
+    if (links != nullptr) links->step_ended(world);
     if (recorder != nullptr) {
-      recorder->record_tick(
-          bustle::persist::RecordedTick{tick, world.step_index(), world.digest(), {}});
+      recorder->record_tick(bustle::persist::RecordedTick{tick, world.step_index(), world.digest(),
+                                                          std::move(commands)});
       if (keyframed || tick % kBatchRecordFlushTicks == 0) recorder->flush();
     }
     if (opt.check_invariants && !bustle::app::check_world_invariants(world).ok()) {
@@ -244,6 +258,74 @@ struct City {
   std::unique_ptr<bustle::core::World> world;
 };
 
+// --district ID: the world owns that district of the scenario's map.
+bool choose_district(const std::string& id, bustle::core::Scenario& s) {
+  for (std::size_t d = 0; d < s.districts.size(); ++d) {
+    if (s.districts[d].id == id) {
+      s.own_district = static_cast<std::int32_t>(d);
+      return true;
+    }
+  }
+  std::string known;
+  for (const auto& d : s.districts) known += (known.empty() ? "" : ", ") + d.id;
+  std::fprintf(stderr, "bustle-server: --district %s: the scenario's district map has %s\n",
+               id.c_str(), known.empty() ? "no districts" : ("only " + known).c_str());
+  return false;
+}
+
+// The links to the district's neighbours (--district-peers names where those
+// it dials listen), started; null with the reason printed when they cannot be.
+std::unique_ptr<bustle::app::DistrictLinks> start_district_links(const bustle::app::AppOptions& opt,
+                                                                 const bustle::core::Scenario& s) {
+  bustle::app::DistrictLinkOptions lo;
+  lo.own = static_cast<std::uint32_t>(s.own_district);
+  for (const auto& d : s.districts) lo.district_ids.push_back(d.id);
+  lo.scenario_id = s.id;
+  lo.listen_host = opt.district_listen_host;
+  lo.listen_port = opt.district_listen_port;
+  lo.neighbours = bustle::app::district_neighbours(s, lo.own);
+  const auto index_of = [&](const std::string& id) -> std::optional<std::uint32_t> {
+    for (std::uint32_t d = 0; d < s.districts.size(); ++d)
+      if (s.districts[d].id == id) return d;
+    return std::nullopt;
+  };
+  for (const auto& p : opt.district_peers) {
+    const auto d = index_of(p.district);
+    const bool neighbour =
+        d && std::find(lo.neighbours.begin(), lo.neighbours.end(), *d) != lo.neighbours.end();
+    if (!neighbour || *d > lo.own) {
+      std::fprintf(stderr,
+                   "bustle-server: --district-peers: '%s' is not a neighbour of '%s' with a lower "
+                   "index (the districts it dials)\n",
+                   p.district.c_str(), s.districts[lo.own].id.c_str());
+      return nullptr;
+    }
+    lo.dial.push_back({*d, p.host, p.port});
+  }
+  for (const std::uint32_t d : lo.neighbours) {
+    const bool given =
+        std::any_of(lo.dial.begin(), lo.dial.end(),
+                    [&](const bustle::app::DistrictPeer& p) { return p.district == d; });
+    if (d < lo.own && !given) {
+      std::fprintf(stderr,
+                   "bustle-server: --district-peers: give where neighbour '%s' listens "
+                   "(ID=HOST:PORT)\n",
+                   s.districts[d].id.c_str());
+      return nullptr;
+    }
+  }
+  auto links = std::make_unique<bustle::app::DistrictLinks>(std::move(lo));
+  if (const bustle::core::Status st = links->start(); !st.ok()) {
+    std::fprintf(stderr, "bustle-server: %s\n", st.message().c_str());
+    return nullptr;
+  }
+  // Scripts and orchestrators read the port (as "listening on" below).
+  std::printf("bustle-server district %s links on %s:%u\n", s.districts[s.own_district].id.c_str(),
+              opt.district_listen_host.c_str(), links->listen_port());
+  std::fflush(stdout);
+  return links;
+}
+
 // Loads the scenario and creates the world; false with the errors printed.
 // A named file must load; the embedded default applies only when no file is
 // named (a typo never silently falls back to the default).
@@ -261,7 +343,9 @@ bool load_city(const bustle::app::AppOptions& opt, bustle::core::LogSink* core_l
   out.scenario = std::move(*loaded.scenario);
   if (opt.rate_hz)
     out.scenario.step_us = static_cast<std::uint32_t>(std::lround(1e6 / *opt.rate_hz));
-  out.scenario_json = bustle::scenario::effective_scenario_text(loaded.text, out.scenario.step_us);
+  if (opt.district && !choose_district(*opt.district, out.scenario)) return false;
+  out.scenario_json = bustle::scenario::effective_scenario_text(
+      loaded.text, out.scenario.step_us, opt.district.value_or(std::string()));
   auto created = bustle::core::World::create(out.scenario, opt.seed, core_log);
   if (!created.world) {
     for (const auto& e : created.errors) {
@@ -403,7 +487,8 @@ int shut_down(const bustle::app::AppOptions& opt, std::atomic<bool>& shutting_do
   if (agones) agones->stop();     // POST /shutdown
   spdlog::info("stopped: stopped at step {} (digest {:016x})", driver.world().step_index(),
                driver.world().digest());
-  return status;
+  // A district whose links failed stopped stepping: not a clean end.
+  return status == 0 && !driver.district_failure().ok() ? 1 : status;
 }
 
 // --sim-threads, or with auto one per CPU this process may use; logged.
@@ -417,16 +502,20 @@ std::uint32_t sim_threads_to_run(const bustle::app::AppOptions& opt) {
   return n;
 }
 
+// The options from the command line over the BUSTLE_* environment.
+bustle::app::ParseResult parse_command_line(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  return bustle::app::parse_options(args, [](const char* name) -> std::optional<std::string> {
+    const char* v = std::getenv(name);
+    return v != nullptr ? std::optional<std::string>(v) : std::nullopt;
+  });
+}
+
 // Start-up in the order that leaves nothing behind when a step fails (port
 // first, then files), objects declared so that they are destroyed in reverse
 // dependency order, then the sim loop on this thread and the shutdown.
 int run(int argc, char** argv) {
-  std::vector<std::string> args(argv + 1, argv + argc);
-  const auto parsed =
-      bustle::app::parse_options(args, [](const char* name) -> std::optional<std::string> {
-        const char* v = std::getenv(name);
-        return v != nullptr ? std::optional<std::string>(v) : std::nullopt;
-      });
+  const auto parsed = parse_command_line(argc, argv);
   if (!parsed.error.empty()) {
     std::fprintf(stderr, "bustle-server: %s\n", parsed.error.c_str());
     return 2;
@@ -454,10 +543,13 @@ int run(int argc, char** argv) {
   std::unique_ptr<bustle::core::World> world_owner = std::move(city.world);
   if (sim_threads.threads() > 1) world_owner->set_phase_executor(&sim_threads);
 
+  auto district_links = opt.district ? start_district_links(opt, scenario) : nullptr;
+  if (opt.district && !district_links) return 1;
+
   std::unique_ptr<bustle::persist::Recorder> recorder;
   if (opt.batch_steps) {
     if (!open_recording(opt, city.scenario_json, recorder)) return 1;
-    return run_batch(*world_owner, opt, scenario.id, recorder.get());
+    return run_batch(*world_owner, opt, scenario.id, recorder.get(), district_links.get());
   }
 
   if (const bustle::core::Status s = bustle::net::check_bind_policy(opt.server); !s.ok()) {
@@ -519,6 +611,7 @@ int run(int argc, char** argv) {
   }
   driver.attach_persistence(persist.get());
   driver.attach_recorder(recorder.get());
+  driver.attach_district_links(district_links.get());
 
   std::atomic<bool> stop{false};
   server.on_signal(bustle::app::shutdown_handler("logs go to stderr; nothing to reopen", [&] {

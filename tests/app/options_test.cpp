@@ -218,3 +218,26 @@ TEST_CASE("the --quality flag picks a row of the quality table and the default c
   CHECK(parse({"--steps", "10", "--quality", "low"}).error.rfind("--quality has no effect", 0) ==
         0);
 }
+
+TEST_CASE("district settings: the district, where it listens, the peers it dials") {
+  const auto r = parse({"--district", "east", "--district-listen", "[::1]:7101", "--district-peers",
+                        "west=127.0.0.1:7100,north=10.0.0.2:7102"});
+  REQUIRE(r.error.empty());
+  CHECK(r.options.district == "east");
+  CHECK(r.options.district_listen_host == "::1");
+  CHECK(r.options.district_listen_port == 7101);
+  REQUIRE(r.options.district_peers.size() == 2);
+  CHECK(r.options.district_peers[1].district == "north");
+  CHECK(r.options.district_peers[1].host == "10.0.0.2");
+  CHECK(r.options.district_peers[1].port == 7102);
+  CHECK(parse({}).options.district_listen_port == 0);  // any free port by default
+  CHECK(parse({"--district", "e", "--district-peers", "west"}).error.find("ID=HOST:PORT") !=
+        std::string::npos);
+  CHECK(parse({"--district", "e", "--district-peers", "west=host"}).error.find("west: ") !=
+        std::string::npos);
+  CHECK(parse({"--district", "e", "--district-listen", "127.0.0.1:99999"}).error.find("port") !=
+        std::string::npos);
+  CHECK(parse({"--district-peers", "west=127.0.0.1:1"}).error.find("without --district ID") !=
+        std::string::npos);
+  CHECK(parse({}, {{"BUSTLE_DISTRICT", "west"}}).options.district == "west");
+}

@@ -51,6 +51,7 @@ class ServerProcess:
     def __init__(self, args, stderr_path: Path, env=None, may_refuse: bool = False):
         self.may_refuse = may_refuse
         self.refused = False
+        self.startup_lines = []
         self.args = [server_binary(), *args]
         self.stderr_path = stderr_path
         self._stderr = open(stderr_path, "wb")
@@ -92,6 +93,7 @@ class ServerProcess:
                     f"stderr:\n{self.stderr()}")
             m = LISTENING.match(line)
             if m:
+                self.startup_lines = seen  # what it printed first (a district's links line)
                 return m.group(1), int(m.group(2))
             seen.append(line)
 

@@ -101,6 +101,52 @@ std::vector<Setting> client_settings() {
   };
 }
 
+// "HOST:PORT" (an IPv6 host in brackets) into its parts.
+std::string split_host_port(const std::string& v, std::string& host, std::uint16_t& port) {
+  const std::size_t colon = v.rfind(':');
+  if (colon == std::string::npos || colon == 0) return "expected HOST:PORT, got '" + v + "'";
+  host = v.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  return store_whole<std::uint16_t>(v.substr(colon + 1), 0, 65535, port, "a port in HOST:PORT");
+}
+
+// District servers (docs/districts.md).
+std::vector<Setting> district_settings() {
+  using O = AppOptions;
+  return {
+      {"--district", "BUSTLE_DISTRICT", true,
+       [](O& o, const std::string& v) {
+         if (v.empty()) return std::string("expected a district id of the scenario's map");
+         o.district = v;
+         return std::string();
+       }},
+      {"--district-listen", "BUSTLE_DISTRICT_LISTEN", true,
+       [](O& o, const std::string& v) {
+         return split_host_port(v, o.district_listen_host, o.district_listen_port);
+       }},
+      {"--district-peers", "BUSTLE_DISTRICT_PEERS", true,
+       [](O& o, const std::string& v) {
+         o.district_peers.clear();
+         std::size_t at = 0;
+         while (at <= v.size()) {
+           const std::size_t comma = std::min(v.find(',', at), v.size());
+           const std::string item = v.substr(at, comma - at);
+           const std::size_t eq = item.find('=');
+           if (eq == std::string::npos || eq == 0)
+             return "expected ID=HOST:PORT[,ID=HOST:PORT...], got '" + item + "'";
+           AppOptions::DistrictPeerAddress p;
+           p.district = item.substr(0, eq);
+           if (std::string e = split_host_port(item.substr(eq + 1), p.host, p.port); !e.empty())
+             return p.district + ": " + e;
+           o.district_peers.push_back(std::move(p));
+           at = comma + 1;
+         }
+         return std::string();
+       }},
+  };
+}
+
 // --sim-threads: a count, or "auto" (0: one per usable CPU, cpu_budget.hpp).
 std::string store_threads_or_auto(const std::string& v, std::uint32_t& out) {
   if (v != "auto") return store_whole<std::uint32_t>(v, 1, 64, out, "a thread count or auto");
@@ -182,6 +228,7 @@ std::vector<Setting> settings() {
        }},
   };
   for (Setting& s : client_settings()) all.push_back(std::move(s));
+  for (Setting& s : district_settings()) all.push_back(std::move(s));
   std::vector<Setting> rest = {
       {"--snapshot-db", "BUSTLE_SNAPSHOT_DB", true,
        [](O& o, const std::string& v) {
@@ -304,6 +351,8 @@ core::Status check_combinations(const AppOptions& o,
     if (flag == "--record-keyframe-steps" && !o.record_path) {
       return core::Status::invalid_argument(source + " has no effect without --record FILE");
     }
+    if ((flag == "--district-listen" || flag == "--district-peers") && !o.district)
+      return core::Status::invalid_argument(source + " has no effect without --district ID");
     if (flag == "--agones-health-ms" && !o.agones)
       return core::Status::invalid_argument(source + " has no effect without --agones");
     if (flag == "--health-max-lag-steps" && !o.metrics_bind) {
@@ -392,6 +441,17 @@ constexpr const char* kUsageMore = R"(Operations (docs/operations.md):
                          sidecar (http://127.0.0.1:$AGONES_SDK_HTTP_PORT,
                          default port 9358)                     [BUSTLE_AGONES=1]
   --agones-health-ms N   period of the Health pings (default 2000) [BUSTLE_AGONES_HEALTH_MS]
+
+Districts (one city on several servers, docs/districts.md):
+  --district ID          run district ID of the scenario's district map: its
+                         lanes, its share of the ids and pedestrians; step k
+                         starts when every neighbour's step k-1 arrived
+                                                          [BUSTLE_DISTRICT]
+  --district-listen HOST:PORT  where neighbours connect (default 127.0.0.1:0,
+                         any free port; printed at start) [BUSTLE_DISTRICT_LISTEN]
+  --district-peers ID=HOST:PORT,...  where each neighbour with a lower index
+                         listens (this server dials them; the others dial
+                         it)                              [BUSTLE_DISTRICT_PEERS]
 
 Snapshots and recording:
   --snapshot-db FILE     snapshot store (SQLite; created if missing)

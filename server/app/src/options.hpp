@@ -43,6 +43,17 @@ struct AppOptions {
   std::uint64_t autosave_steps = 0;                 // 0 = off
   std::optional<std::string> record_path;           // --record FILE
   std::uint64_t record_keyframe_steps = 300;        // docs/snapshots-and-replay.md
+  // A district server (docs/districts.md): the district it runs (an id of
+  // the scenario's district map), where it listens for its neighbours, and
+  // where the neighbours it dials (those with a lower index) listen.
+  std::optional<std::string> district;
+  std::string district_listen_host = "127.0.0.1";
+  std::uint16_t district_listen_port = 0;  // 0: any free port (printed at start)
+  struct DistrictPeerAddress {
+    std::string district, host;
+    std::uint16_t port = 0;
+  };
+  std::vector<DistrictPeerAddress> district_peers;
   // --quality: representation budgets (quality.hpp); sets server.default_budgets.
   Quality quality = Quality::High;
   net::ServerOptions server;

@@ -54,6 +54,7 @@
 #include "bustle/ops/telemetry.hpp"
 #include "bustle/persist/persist_worker.hpp"
 #include "bustle/persist/recorder.hpp"
+#include "district_links.hpp"
 #include "quality.hpp"
 #include "representation_stages.hpp"
 
@@ -91,6 +92,13 @@ class SimDriver {
   void attach_recorder(persist::Recorder* recorder) { recorder_ = recorder; }
   // Step timings, heartbeat and a once-a-second sample for the metrics endpoint.
   void attach_telemetry(ops::SimTelemetry* telemetry) { telemetry_ = telemetry; }
+  // A district server's neighbour links (district_links.hpp): every step
+  // waits for the neighbours' previous one and submits what they sent. The
+  // starting step's StepEnd goes out now.
+  void attach_district_links(DistrictLinks* links) {
+    district_links_ = links;
+    if (links != nullptr) links->step_ended(*world_);
+  }
 
   // Runs until stop is set (and commands.close() wakes it).
   void run(const std::atomic<bool>& stop);
@@ -103,6 +111,8 @@ class SimDriver {
   // With check_invariants: the first broken invariant; run() returned at it
   // and no further step ran. Empty otherwise.
   const core::Status& invariant_failure() const { return invariant_failure_; }
+  // A district server: why its links failed (run() returned at it), or empty.
+  const core::Status& district_failure() const { return district_failure_; }
 
  private:
   void apply_candidates();
@@ -119,6 +129,7 @@ class SimDriver {
   // Publishes the current state (entities only when a client is subscribed).
   void publish_frame();
   void run_step();
+  bool feed_district();
   // The heartbeat, and a new telemetry sample when one is due (between steps).
   void publish_telemetry(std::chrono::steady_clock::time_point now);
   net::StatsSnapshot stats() const;
@@ -167,6 +178,9 @@ class SimDriver {
 
   bool paused_ = false;
   core::Status invariant_failure_;
+  DistrictLinks* district_links_ = nullptr;
+  core::Status district_failure_;
+  const std::atomic<bool>* stop_ = nullptr;  // run()'s, for the district links' waits
   std::uint64_t dropped_steps_ = 0;
   std::uint64_t world_epoch_ = 0;
   net::ArchetypeTable

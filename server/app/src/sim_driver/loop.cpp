@@ -43,8 +43,10 @@ core::Status check_world_invariants(const core::World& world) {
 }
 
 void SimDriver::run(const std::atomic<bool>& stop) {
-  // A broken invariant ends the run: no step runs on a world known to be wrong.
-  while (!stop.load() && invariant_failure_.ok()) {
+  // A broken invariant ends the run: no step runs on a world known to be
+  // wrong; so do a district's failed links (its neighbours' steps are missing).
+  stop_ = &stop;
+  while (!stop.load() && invariant_failure_.ok() && district_failure_.ok()) {
     if (telemetry_ != nullptr) publish_telemetry(Clock::now());
     apply_candidates();
     drain_commands();
@@ -93,7 +95,8 @@ void SimDriver::run(const std::atomic<bool>& stop) {
       commands_.wait_until(due.wake_at);
       continue;
     }
-    for (std::uint64_t k = 0; k < due.steps && !stop.load() && invariant_failure_.ok(); ++k) {
+    for (std::uint64_t k = 0;
+         k < due.steps && !stop.load() && invariant_failure_.ok() && district_failure_.ok(); ++k) {
       catching_up_ = k > 0;
       run_step();
       clock_.stepped();
@@ -115,7 +118,25 @@ void SimDriver::publish_frame() {
   frame_without_entities_ = !with_entities;
 }
 
+// A district server: the neighbours' StepEnd of the current step, their
+// arrivals submitted (and recorded) before this step. False when the run
+// ends instead (stopping, or a failed link in district_failure_).
+bool SimDriver::feed_district() {
+  std::vector<core::CommandEnvelope> arrivals;
+  if (!district_links_->feed(*world_, *stop_, arrivals)) {
+    district_failure_ = district_links_->error();
+    if (!district_failure_.ok())
+      spdlog::error("district links: {}; this district stops", district_failure_.message());
+    return false;
+  }
+  if (recorder_ != nullptr) {
+    for (core::CommandEnvelope& env : arrivals) submitted_since_step_.push_back(std::move(env));
+  }
+  return true;
+}
+
 void SimDriver::run_step() {
+  if (district_links_ != nullptr && (stop_ == nullptr || !feed_district())) return;
   submit_client_observers();
   const auto started = Clock::now();
   const std::uint64_t tick = tick_ + 1;
@@ -129,6 +150,7 @@ void SimDriver::run_step() {
   restore_keyframe_due_ = false;
 
   world_->step();
+  if (district_links_ != nullptr) district_links_->step_ended(*world_);
   tick_ = tick;
   if (options_.check_invariants) invariant_failure_ = check_world_invariants(*world_);
   stage_changes_.clear();

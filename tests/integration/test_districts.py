@@ -1,0 +1,216 @@
+"""District servers (docs/districts.md): one generated city run by 2 and 4
+real bustle-server processes in batch mode, linked over loopback in
+neighbour lockstep, pedestrians crossing every border many times.
+
+Checked from the processes' own recordings: every district's recording
+verifies alone (bustle-replay verify); at every keyframe each id slot of
+the city is alive or free in exactly one district or in transit between
+two (the border arrivals queued for that step), counted once; two runs
+with the same districts and seed record the same digest at every step."""
+
+import json
+import time
+import os
+import re
+import sqlite3
+import subprocess
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+
+from conftest import ServerProcess, clean_env, run_cli, run_replay, server_binary
+
+LINKS = re.compile(r"^bustle-server district (\S+) links on (\S+):(\d+)$")
+STEPS = 3000
+KEYFRAME_STEPS = 100
+RUN_TIMEOUT = 120.0
+
+
+def bench_binary() -> str:
+    path = os.environ.get("BUSTLE_BENCH")
+    if not path:
+        pytest.skip("BUSTLE_BENCH is not set (bustle-bench is not built in this tree)")
+    return path
+
+
+def district_city(tmp_path: Path, districts: int, grid: int = 8, agents: int = 600) -> Path:
+    """The generated district city, with walkers at 10 m/s (a 100 m block in
+    100 steps) so they cross borders many times in a short run."""
+    raw = tmp_path / f"city{districts}.raw.json"
+    subprocess.run([bench_binary(), "districts", "--grid", str(grid), "--districts",
+                    str(districts), "--agents", str(agents), "--vehicles", "0",
+                    "--write-scenario", str(raw)], check=True, capture_output=True,
+                   timeout=60, env=clean_env())
+    city = json.loads(raw.read_text())
+    for lane in city["lanes"]:
+        if lane.get("kind", "sidewalk") == "sidewalk":
+            lane["speed_mps_limit"] = 10.0
+    path = tmp_path / f"city{districts}.json"
+    path.write_text(json.dumps(city))
+    return path
+
+
+def run_districts(city: Path, districts: int, out: Path, seed: int = 1):
+    """Starts district 0..n-1 in order (each dials its lower neighbour, whose
+    port it read from that one's stdout), waits for all; returns the
+    recordings in district order."""
+    out.mkdir(parents=True, exist_ok=True)
+    procs, recordings, ports = [], [], {}
+    try:
+        for d in range(districts):
+            rec = out / f"d{d}.rec"
+            args = [server_binary(), "--config", str(city), "--district", f"d{d}",
+                    "--seed", str(seed), "--steps", str(STEPS), "--record", str(rec),
+                    "--record-keyframe-steps", str(KEYFRAME_STEPS), "--sim-threads", "1"]
+            if d > 0:
+                args += ["--district-peers", f"d{d - 1}=127.0.0.1:{ports[d - 1]}"]
+            p = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                 stderr=open(out / f"d{d}.err", "wb"), text=True,
+                                 env=clean_env())
+            procs.append(p)
+            line = p.stdout.readline().strip()
+            m = LINKS.match(line)
+            assert m and m.group(1) == f"d{d}", f"district d{d} printed {line!r}"
+            ports[d] = int(m.group(3))
+            recordings.append(rec)
+        for d, p in enumerate(procs):
+            assert p.wait(timeout=RUN_TIMEOUT) == 0, (out / f"d{d}.err").read_text()[-2000:]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    return recordings
+
+
+def read(path: Path, sql: str, *params):
+    with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
+        return db.execute(sql, params).fetchall()
+
+
+def arrivals(rec: Path):
+    """{tick: [entity index, ...]} of the border arrivals recorded per tick."""
+    got = {}
+    for tick, args in read(rec, "SELECT tick, args FROM recording_commands "
+                                "WHERE kind = 'border_arrivals' ORDER BY tick, seq"):
+        got.setdefault(tick, []).extend(p[0] for p in json.loads(args)["pedestrians"])
+    return got
+
+
+def check_conservation(recordings):
+    """At each keyframe tick T (the state before T's step, its arrivals
+    queued): every slot alive or free in exactly one district, or queued to
+    arrive somewhere (in transit), once."""
+    moving = [arrivals(r) for r in recordings]
+    ticks = [t for (t,) in read(recordings[0], "SELECT tick FROM recording_keyframes ORDER BY tick")]
+    assert len(ticks) >= STEPS // KEYFRAME_STEPS
+    for tick in ticks:
+        holders = None
+        for rec, moved in zip(recordings, moving):
+            (alive,) = read(rec, "SELECT w.registry_alive FROM recording_keyframes k "
+                                 "JOIN world_state w ON w.snapshot_id = k.snapshot_id "
+                                 "WHERE k.tick = ?", tick)[0]
+            here = [1 if state != 2 else 0 for state in alive]  # 2: away (in another district)
+            holders = here if holders is None else [a + b for a, b in zip(holders, here)]
+            for index in moved.get(tick, []):
+                holders[index] += 1
+        wrong = [i for i, n in enumerate(holders) if n != 1]
+        assert not wrong, f"tick {tick}: slots held {[holders[i] for i in wrong[:5]]} times: {wrong[:5]}"
+    in_transit = sum(len(m.get(t, [])) for m in moving for t in ticks)
+    assert in_transit > 0, "no keyframe caught a pedestrian between two districts"
+    return sum(len(v) for m in moving for v in m.values())
+
+
+def digests(rec: Path):
+    return read(rec, "SELECT tick, digest FROM recording_ticks ORDER BY tick")
+
+
+@pytest.mark.parametrize("districts", [2, 4])
+def test_district_servers_conserve_every_id_and_replay_alone(tmp_path, districts):
+    city = district_city(tmp_path, districts)
+    recordings = run_districts(city, districts, tmp_path / "run")
+    crossings = check_conservation(recordings)
+    assert crossings > 300 * (districts - 1), f"only {crossings} border crossings"
+    for rec in recordings:
+        assert len(digests(rec)) == STEPS
+        r = run_replay("verify", str(rec), timeout=60)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert "OK verified" in r.stdout
+
+
+def test_two_runs_of_the_same_districts_agree_at_every_step(tmp_path):
+    city = district_city(tmp_path, 2)
+    first = run_districts(city, 2, tmp_path / "a")
+    second = run_districts(city, 2, tmp_path / "b")
+    for a, b in zip(first, second):
+        assert digests(a) == digests(b)
+    other = run_districts(city, 2, tmp_path / "c", seed=2)
+    assert digests(other[0]) != digests(first[0])
+
+
+def test_district_settings_are_checked_before_anything_runs(tmp_path):
+    city = district_city(tmp_path, 2)
+    r = run_cli("--config", str(city), "--district", "nowhere", "--steps", "1")
+    assert r.returncode == 1
+    assert "--district nowhere: the scenario's district map has only d0, d1" in r.stderr
+    r = run_cli("--config", str(city), "--district", "d1", "--steps", "1")
+    assert r.returncode == 1
+    assert "--district-peers: give where neighbour 'd0' listens" in r.stderr
+    r = run_cli("--config", str(city), "--district", "d0", "--district-peers",
+                "d1=127.0.0.1:1", "--steps", "1")
+    assert r.returncode == 1
+    assert "'d1' is not a neighbour of 'd0' with a lower index" in r.stderr
+    r = run_cli("--district-listen", "127.0.0.1:0", "--steps", "1")
+    assert r.returncode == 2
+    assert "--district-listen has no effect without --district ID" in r.stderr
+    r = run_cli("--config", str(city), "--district", "d0", "--district-listen", "nohost:x",
+                "--steps", "1")
+    assert r.returncode == 2
+
+
+def links_port(srv) -> int:
+    for line in srv.startup_lines:
+        m = LINKS.match(line)
+        if m:
+            return int(m.group(3))
+    pytest.fail(f"no district links line before 'listening on': {srv.startup_lines!r}")
+
+
+def test_live_district_servers_step_in_lockstep_and_stop_with_a_neighbour(start_server, tmp_path):
+    """The live server (sim thread, fast clock): two districts advance
+    together; when one stops, the other cannot run past its neighbour's last
+    step + 1 and stops too, saying why."""
+    city = district_city(tmp_path, 2)
+    # Started by hand: it is meant to exit by itself (the fixture's servers must not).
+    d0 = ServerProcess(["--port", "0", "--bind", "127.0.0.1", "--config", str(city),
+                        "--district", "d0", "--clock", "fast", "--sim-threads", "1",
+                        "--snapshot-db", str(tmp_path / "d0.db")],
+                       tmp_path / "d0.stderr", env=clean_env())
+    try:
+        lockstep_then_stop(d0, start_server, city)
+    finally:
+        d0.stop(check=False)
+
+
+def lockstep_then_stop(d0, start_server, city):
+    d1 = start_server("--config", str(city), "--district", "d1", "--clock", "fast",
+                      "--sim-threads", "1", "--district-peers",
+                      f"d0=127.0.0.1:{links_port(d0)}")
+    with d0.connect() as s0, d1.connect() as s1:
+        s0.hello("it-d0")
+        s1.hello("it-d1")
+        deadline = time.monotonic() + 30
+        while s1.stats().step < 500:
+            assert time.monotonic() < deadline, "the districts did not reach step 500"
+            time.sleep(0.05)
+        assert s0.stats().step >= 499
+        assert s0.stats().pedestrians > 0 and s1.stats().pedestrians > 0
+    d1.stop(check=True)
+    last = int(re.search(r"stopped at step (\d+)", d1.stderr()).group(1))
+    assert d0.proc.wait(timeout=10) == 1, "d0 goes on without its neighbour"
+    d0.stop(check=False)  # collects its stderr
+    err = d0.stderr()
+    assert "district 'd1' closed its link before its step_end" in err, err
+    stopped = int(re.search(r"stopped at step (\d+)", err).group(1))
+    assert last <= stopped <= last + 1
