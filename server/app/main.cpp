@@ -128,6 +128,12 @@ int run_batch(bustle::core::World& world, const bustle::app::AppOptions& opt,
   spdlog::info("batch: {} steps of '{}' with seed {}: {} pedestrians, {} vehicles, digest {:016x}",
                world.step_index(), scenario_id, opt.seed, world.pedestrians().size(),
                world.vehicles().store().size(), world.digest());
+  if (links != nullptr) {
+    spdlog::info(
+        "district links: waited {:.3f} s for neighbours over {} steps; sent {} bytes, "
+        "received {} bytes",
+        links->wait_s(), links->waits(), links->bytes_sent(), links->bytes_received());
+  }
   // A batch run exists to produce its output: a recording that failed is a
   // failed run (the live server logs it and carries on instead).
   if (recorder != nullptr && !finish_recording(*recorder)) {

@@ -365,8 +365,20 @@ void DistrictLinks::send_step_end(std::uint64_t step, std::uint64_t digest,
 
 std::optional<std::vector<StepEnd>> DistrictLinks::await_step_end(std::uint64_t step,
                                                                   const std::atomic<bool>& stop) {
+  const auto began = std::chrono::steady_clock::now();
+  struct Timed {  // the barrier's cost, however the wait ends
+    DistrictLinks& links;
+    std::chrono::steady_clock::time_point began;
+    ~Timed() {
+      links.wait_ns_ +=
+          static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                         std::chrono::steady_clock::now() - began)
+                                         .count());
+      ++links.waits_;
+    }
+  } timed{*this, began};
   std::unique_lock<std::mutex> lock(mutex_);
-  auto waited_since = std::chrono::steady_clock::now();
+  auto waited_since = began;
   for (;;) {
     if (stop || closing_ || !error_.ok()) return std::nullopt;
     std::vector<std::uint32_t> missing;

@@ -107,6 +107,9 @@ class DistrictLinks {
 
   std::uint64_t bytes_sent() const { return bytes_sent_.load(); }
   std::uint64_t bytes_received() const { return bytes_received_.load(); }
+  // Wall time spent in await_step_end (the barrier's cost), and its calls.
+  double wait_s() const { return static_cast<double>(wait_ns_.load()) * 1e-9; }
+  std::uint64_t waits() const { return waits_.load(); }
 
  private:
   struct Link;
@@ -131,6 +134,7 @@ class DistrictLinks {
   core::Status error_;
   std::map<std::uint32_t, std::string> link_errors_;  // why a link ended, by district
   std::atomic<std::uint64_t> bytes_sent_{0}, bytes_received_{0};
+  std::atomic<std::uint64_t> wait_ns_{0}, waits_{0};
 };
 
 }  // namespace bustle::app
