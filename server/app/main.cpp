@@ -32,6 +32,7 @@
 #include "bustle/scenario/scenario_loader.hpp"
 #include "district_links.hpp"
 #include "options.hpp"
+#include "resume.hpp"
 #include "sim_driver.hpp"
 
 namespace {
@@ -92,7 +93,8 @@ int run_batch(bustle::core::World& world, const bustle::app::AppOptions& opt,
               bustle::app::DistrictLinks* links) {
   const std::atomic<bool> never{false};  // a batch run ends after its steps (or by a signal)
   if (links != nullptr) links->step_ended(world);  // StepEnd of the starting step
-  for (std::uint64_t tick = 1; tick <= *opt.batch_steps; ++tick) {
+  // To step N: from 0 that is N steps; a resumed world is further on.
+  for (std::uint64_t tick = 1; world.step_index() < *opt.batch_steps; ++tick) {
     // A district's step waits for its neighbours' previous one; what they
     // sent is this tick's commands.
     std::vector<bustle::core::CommandEnvelope> commands;
@@ -281,10 +283,13 @@ bool choose_district(const std::string& id, bustle::core::Scenario& s) {
 
 // The links to the district's neighbours (--district-peers names where those
 // it dials listen), started; null with the reason printed when they cannot be.
-std::unique_ptr<bustle::app::DistrictLinks> start_district_links(const bustle::app::AppOptions& opt,
-                                                                 const bustle::core::Scenario& s) {
+std::unique_ptr<bustle::app::DistrictLinks> start_district_links(
+    const bustle::app::AppOptions& opt, const bustle::core::Scenario& s,
+    const bustle::core::World& world, const std::vector<bustle::app::ReplayedStepEnd>& replayed) {
   bustle::app::DistrictLinkOptions lo;
   lo.own = static_cast<std::uint32_t>(s.own_district);
+  lo.first_step = world.step_index();
+  lo.wait_limit = std::chrono::seconds(opt.district_wait_s);
   for (const auto& d : s.districts) lo.district_ids.push_back(d.id);
   lo.scenario_id = s.id;
   lo.listen_host = opt.district_listen_host;
@@ -325,11 +330,47 @@ std::unique_ptr<bustle::app::DistrictLinks> start_district_links(const bustle::a
     std::fprintf(stderr, "bustle-server: %s\n", st.message().c_str());
     return nullptr;
   }
+  // A resumed district's replayed steps, for neighbours that still need them.
+  for (const auto& end : replayed) links->send_step_end(end.step, end.digest, end.departures);
   // Scripts and orchestrators read the port (as "listening on" below).
   std::printf("bustle-server district %s links on %s:%u\n", s.districts[s.own_district].id.c_str(),
               opt.district_listen_host.c_str(), links->listen_port());
   std::fflush(stdout);
   return links;
+}
+
+// --resume FILE: the world where that recording ends replaces the new one.
+bool resume(const bustle::app::AppOptions& opt, const bustle::core::Scenario& scenario,
+            SpdlogSink& core_log, std::unique_ptr<bustle::core::World>& world,
+            std::vector<bustle::app::ReplayedStepEnd>& replayed) {
+  bustle::app::Resumed r = bustle::app::resume_from_recording(
+      *opt.resume_path, scenario, spdlog::should_log(spdlog::level::debug) ? &core_log : nullptr);
+  if (!r.world) {
+    std::fprintf(stderr, "bustle-server: %s\n", r.error.c_str());
+    return false;
+  }
+  spdlog::info(
+      "resumed from {}: keyframe at step {}, {} recorded steps replayed to step {} "
+      "(digest {:016x})",
+      *opt.resume_path, r.keyframe_step, r.step_ends.size(), r.world->step_index(),
+      r.world->digest());
+  world = std::move(r.world);
+  replayed = std::move(r.step_ends);
+  return true;
+}
+
+// The world as it starts (--resume), its step threads, and a district's
+// links; false with the reason printed.
+bool take_up(const bustle::app::AppOptions& opt, const bustle::core::Scenario& scenario,
+             SpdlogSink& core_log, bustle::app::ThreadPhaseExecutor& sim_threads,
+             std::unique_ptr<bustle::core::World>& world,
+             std::unique_ptr<bustle::app::DistrictLinks>& links) {
+  std::vector<bustle::app::ReplayedStepEnd> replayed;
+  if (opt.resume_path && !resume(opt, scenario, core_log, world, replayed)) return false;
+  if (sim_threads.threads() > 1) world->set_phase_executor(&sim_threads);
+  if (!opt.district) return true;
+  links = start_district_links(opt, scenario, *world, replayed);
+  return links != nullptr;
 }
 
 // Loads the scenario and creates the world; false with the errors printed.
@@ -547,10 +588,9 @@ int run(int argc, char** argv) {
   // worlds it restores keep using them). Any count gives the same digests.
   bustle::app::ThreadPhaseExecutor sim_threads(sim_threads_to_run(opt));
   std::unique_ptr<bustle::core::World> world_owner = std::move(city.world);
-  if (sim_threads.threads() > 1) world_owner->set_phase_executor(&sim_threads);
 
-  auto district_links = opt.district ? start_district_links(opt, scenario) : nullptr;
-  if (opt.district && !district_links) return 1;
+  std::unique_ptr<bustle::app::DistrictLinks> district_links;
+  if (!take_up(opt, scenario, core_log, sim_threads, world_owner, district_links)) return 1;
 
   std::unique_ptr<bustle::persist::Recorder> recorder;
   if (opt.batch_steps) {

@@ -107,24 +107,15 @@ struct DistrictLinks::Link {
   std::uint32_t district = 0;
   // Writers (the sim thread; the thread that connects it) hold write_mutex.
   std::mutex write_mutex;
-  std::unique_ptr<tcp::socket> socket;  // set once connected
-  std::vector<std::string> pending;     // frames sent before the link was up
+  std::unique_ptr<tcp::socket> socket;   // the live connection; null while the link is down
+  std::unique_ptr<tcp::socket> joining;  // a connection whose hellos are exchanged
+  std::deque<std::pair<std::uint64_t, std::string>> sent;  // (step, frame), the last kResendSteps
   // Under DistrictLinks::mutex_.
   std::deque<StepEnd> inbound;
-  bool closed = false;
-  std::optional<std::uint64_t> last_step;  // of the last StepEnd read
-
-  // Connects the link to `s` and sends what waited for it.
-  void connect(std::unique_ptr<tcp::socket> s, std::atomic<std::uint64_t>& bytes) {
-    std::lock_guard<std::mutex> lock(write_mutex);
-    socket = std::move(s);
-    asio::error_code ec;
-    for (const std::string& f : pending) {
-      asio::write(*socket, asio::buffer(f), ec);
-      bytes += f.size();
-    }
-    pending.clear();
-  }
+  bool up = false;
+  std::optional<std::uint64_t> last_step;  // of the last StepEnd taken
+  std::chrono::steady_clock::time_point down_since = std::chrono::steady_clock::now();
+  std::string down_why = "has not connected yet";
 };
 
 std::vector<std::uint32_t> district_neighbours(const core::Scenario& s, std::uint32_t own) {
@@ -158,6 +149,7 @@ DistrictLinks::~DistrictLinks() {
   for (auto& link : links_) {
     std::lock_guard<std::mutex> lock(link->write_mutex);
     if (link->socket) shut(link->socket->native_handle());
+    if (link->joining) shut(link->joining->native_handle());
   }
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -195,6 +187,7 @@ core::Status DistrictLinks::start() {
   if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) return core::Status::unavailable("--district-listen " + where + ": " + ec.message());
   listen_port_ = acceptor.local_endpoint().port();
+  next_needed_ = options_.first_step;
   threads_.emplace_back([this] { accept_loop(); });
   for (const DistrictPeer& peer : options_.dial) {
     Link* link = link_of(peer.district);
@@ -223,8 +216,32 @@ void DistrictLinks::accept_loop() {
   }
 }
 
+namespace {
+
+json hello_json(std::uint32_t own, const std::string& scenario, std::uint64_t next_step) {
+  return json{
+      {"type", "hello"}, {"district", own}, {"scenario", scenario}, {"next_step", next_step}};
+}
+
+// A hello's fields, or `why` it is not one.
+bool parse_hello(const json& j, std::uint32_t& from, std::string& scenario, std::uint64_t& next,
+                 std::string& why) {
+  if (j["type"] != "hello" || !j.contains("district") || !j["district"].is_number_unsigned() ||
+      !j.contains("scenario") || !j["scenario"].is_string() || !j.contains("next_step") ||
+      !j["next_step"].is_number_unsigned()) {
+    why = "a first frame that is not a hello with district, scenario and next_step";
+    return false;
+  }
+  from = j["district"].get<std::uint32_t>();
+  scenario = j["scenario"].get<std::string>();
+  next = j["next_step"].get<std::uint64_t>();
+  return true;
+}
+
+}  // namespace
+
 // The dialler's hello names a neighbour with a higher index, of this
-// scenario, not connected yet; anything else is refused and closed.
+// scenario, whose link is down; anything else is refused and closed.
 void DistrictLinks::handshake(std::size_t accepted) {
   tcp::socket* socket = nullptr;
   {
@@ -232,89 +249,139 @@ void DistrictLinks::handshake(std::size_t accepted) {
     socket = impl_->accepted[accepted].get();
   }
   json hello;
-  std::string why;
-  std::atomic<std::uint64_t> bytes{0};
-  if (!read_frame(*socket, hello, why, bytes)) return;
-  bytes_received_ += bytes;
-  const bool well_formed = hello["type"] == "hello" && hello.contains("district") &&
-                           hello["district"].is_number_unsigned() && hello.contains("scenario") &&
-                           hello["scenario"].is_string();
-  const std::uint32_t from = well_formed ? hello["district"].get<std::uint32_t>() : 0;
-  Link* link = well_formed && from > options_.own ? link_of(from) : nullptr;
-  std::string refusal;
-  if (link == nullptr) {
-    refusal = "a hello from no neighbour that dials this district";
-  } else if (hello["scenario"] != options_.scenario_id) {
-    refusal = "district " + name(from) + " runs scenario '" + hello["scenario"].get<std::string>() +
-              "', this one '" + options_.scenario_id + "'";
+  std::string why, scenario;
+  std::uint32_t from = 0;
+  std::uint64_t next = 0;
+  if (!read_frame(*socket, hello, why, bytes_received_)) return;
+  Link* link = nullptr;
+  if (!parse_hello(hello, from, scenario, next, why)) {
+  } else if (link = from > options_.own ? link_of(from) : nullptr; link == nullptr) {
+    why = "a hello from district " + name(from) + ", not a neighbour that dials this one";
+  } else if (scenario != options_.scenario_id) {
+    why = "district " + name(from) + " runs scenario '" + scenario + "', this one '" +
+          options_.scenario_id + "'";
   }
   std::unique_ptr<tcp::socket> owned;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     owned = std::move(impl_->accepted[accepted]);
-    if (refusal.empty() && (link->closed || link->last_step)) refusal = "a second link";
+    if (why.empty() && link->up) why = "a second link from district " + name(from);
   }
-  if (!refusal.empty()) {
-    spdlog::error("district links: refused a connection: {}", refusal);
+  asio::error_code ec;
+  if (why.empty()) {
+    const std::string reply = frame(hello_json(options_.own, options_.scenario_id, next_needed_));
+    asio::write(*owned, asio::buffer(reply), ec);
+    if (!ec) bytes_sent_ += reply.size();
+  }
+  if (!why.empty() || ec) {
+    spdlog::error("district links: refused a connection: {}", why.empty() ? ec.message() : why);
     return;  // closes it
   }
-  spdlog::info("district links: district {} connected", name(from));
-  link->connect(std::move(owned), bytes_sent_);
-  read_loop(*link);
+  spdlog::info("district links: district {} connected (it needs step_end {} on)", name(from), next);
+  {
+    std::lock_guard<std::mutex> lock(link->write_mutex);
+    link->joining = std::move(owned);
+  }
+  serve(*link, next);
 }
 
 void DistrictLinks::dial_loop(Link& link, DistrictPeer peer) {
   asio::error_code ec;
   const asio::ip::address address = asio::ip::make_address(peer.host, ec);
   if (ec) {
-    fail(link, "cannot be dialled at '" + peer.host + "': " + ec.message());
+    fail("district " + name(peer.district) + " cannot be dialled at '" + peer.host +
+         "': " + ec.message());
     return;
   }
-  auto socket = std::make_unique<tcp::socket>(impl_->io);
-  bool logged = false;
-  while (!closing_) {
-    socket->connect(tcp::endpoint(address, peer.port), ec);
-    if (!ec) break;
-    asio::error_code ignored;
-    socket->close(ignored);
-    if (!logged) {
-      spdlog::info("district links: dialling district {} at {}:{} ({}); retrying",
-                   name(peer.district), peer.host, peer.port, ec.message());
-      logged = true;
+  while (!closing_) {  // each pass: one connection, until it ends
+    auto socket = std::make_unique<tcp::socket>(impl_->io);
+    bool logged = false;
+    while (!closing_) {
+      socket->connect(tcp::endpoint(address, peer.port), ec);
+      if (!ec) break;
+      asio::error_code ignored;
+      socket->close(ignored);
+      if (!logged) {
+        spdlog::info("district links: dialling district {} at {}:{} ({}); retrying",
+                     name(peer.district), peer.host, peer.port, ec.message());
+        logged = true;
+      }
+      std::this_thread::sleep_for(kDialRetry);
     }
-    std::this_thread::sleep_for(kDialRetry);
+    if (closing_) return;
+    socket->set_option(tcp::no_delay(true), ec);
+    const std::string hello = frame(hello_json(options_.own, options_.scenario_id, next_needed_));
+    asio::write(*socket, asio::buffer(hello), ec);
+    json reply;
+    std::string why, scenario;
+    std::uint32_t from = 0;
+    std::uint64_t next = 0;
+    if (ec || !read_frame(*socket, reply, why, bytes_received_) ||
+        !parse_hello(reply, from, scenario, next, why) || from != peer.district ||
+        scenario != options_.scenario_id) {
+      spdlog::warn("district links: district {} at {}:{}: {}; dialling again", name(peer.district),
+                   peer.host, peer.port,
+                   ec            ? ec.message()
+                   : why.empty() ? "not that district"
+                                 : why);
+      std::this_thread::sleep_for(kDialRetry);
+      continue;
+    }
+    bytes_sent_ += hello.size();
+    spdlog::info("district links: connected to district {} at {}:{} (it needs step_end {} on)",
+                 name(peer.district), peer.host, peer.port, next);
+    {
+      std::lock_guard<std::mutex> lock(link.write_mutex);
+      link.joining = std::move(socket);
+    }
+    serve(link, next);
   }
-  if (closing_) return;
-  socket->set_option(tcp::no_delay(true), ec);
-  const std::string hello = frame(
-      json{{"type", "hello"}, {"district", options_.own}, {"scenario", options_.scenario_id}});
-  asio::write(*socket, asio::buffer(hello), ec);
-  if (ec) {
-    fail(link, "link failed at its hello: " + ec.message());
-    return;
-  }
-  bytes_sent_ += hello.size();
-  spdlog::info("district links: connected to district {} at {}:{}", name(peer.district), peer.host,
-               peer.port);
-  link.connect(std::move(socket), bytes_sent_);
-  read_loop(link);
 }
 
-// StepEnd frames, in step order, until the link ends.
+// The StepEnds the neighbour still needs go out again first; then the link
+// is up (send_step_end writes to it) and its StepEnds are read.
+void DistrictLinks::serve(Link& link, std::uint64_t peer_next_step) {
+  {
+    std::lock_guard<std::mutex> lock(link.write_mutex);
+    if (!link.sent.empty() && link.sent.front().first > peer_next_step) {
+      fail("district " + name(link.district) + " needs step_end " + std::to_string(peer_next_step) +
+           " on, but the oldest this district still has is " +
+           std::to_string(link.sent.front().first) + " (kResendSteps)");
+      return;
+    }
+    asio::error_code ec;
+    for (const auto& [step, f] : link.sent) {
+      if (step < peer_next_step) continue;
+      asio::write(*link.joining, asio::buffer(f), ec);
+      if (ec) break;
+      bytes_sent_ += f.size();
+    }
+    link.socket = std::move(link.joining);
+    if (ec) link.socket.reset();
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    link.up = link.socket != nullptr;
+  }
+  if (link.socket) read_loop(link);
+}
+
+// StepEnd frames, in step order, until the connection ends: a repeat (sent
+// again after a reconnection) is dropped, a gap ends the district.
 void DistrictLinks::read_loop(Link& link) {
-  tcp::socket& socket = *link.socket;  // set by connect(), never replaced
+  tcp::socket& socket = *link.socket;  // replaced only by serve(), on this link's next connection
   while (!closing_) {
     json j;
     std::string why;
     StepEnd end;
     if (!read_frame(socket, j, why, bytes_received_) ||
         !parse_step_end(j, link.district, end, why)) {
-      fail(link, why);
+      link_down(link, why);
       return;
     }
     std::lock_guard<std::mutex> lock(mutex_);
+    if (link.last_step && end.step <= *link.last_step) continue;  // already taken
     if (link.last_step && end.step != *link.last_step + 1) {
-      link.closed = true;
       if (error_.ok())
         error_ = core::Status::unavailable("district " + name(link.district) + " sent step_end " +
                                            std::to_string(end.step) + " after " +
@@ -328,13 +395,23 @@ void DistrictLinks::read_loop(Link& link) {
   }
 }
 
-void DistrictLinks::fail(Link& link, const std::string& why) {
+void DistrictLinks::link_down(Link& link, const std::string& why) {
+  {
+    std::lock_guard<std::mutex> lock(link.write_mutex);
+    if (link.socket) shut(link.socket->native_handle());
+  }
   std::lock_guard<std::mutex> lock(mutex_);
-  link.closed = true;
-  // A link that ends after its last frame is an error only if that frame
-  // is waited for (await_step_end).
-  if (!closing_) spdlog::info("district links: district {} {}", name(link.district), why);
-  link_errors_[link.district] = why;
+  link.up = false;
+  link.down_since = std::chrono::steady_clock::now();
+  link.down_why = why;
+  if (!closing_)
+    spdlog::warn("district links: district {} {}; waiting for it", name(link.district), why);
+  arrived_.notify_all();
+}
+
+void DistrictLinks::fail(const std::string& why) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (error_.ok() && !closing_) error_ = core::Status::unavailable(why);
   arrived_.notify_all();
 }
 
@@ -345,22 +422,22 @@ void DistrictLinks::send_step_end(std::uint64_t step, std::uint64_t digest,
     for (const core::BorderDeparture& d : departures) {
       if (d.to_district == link->district) arrivals.pedestrians.push_back(d.pedestrian);
     }
-    const std::string f =
-        frame(json{{"type", "step_end"},
-                   {"step", step},
-                   {"digest", digest},
-                   {"arrivals", json::parse(persist::command_args_json(arrivals))}});
+    std::string f = frame(json{{"type", "step_end"},
+                               {"step", step},
+                               {"digest", digest},
+                               {"arrivals", json::parse(persist::command_args_json(arrivals))}});
     std::lock_guard<std::mutex> lock(link->write_mutex);
-    if (!link->socket) {
-      link->pending.push_back(f);
-      continue;
+    // Kept for a neighbour that comes back (serve()); a step sent again
+    // (a restarted district replaying) replaces nothing: the first is kept.
+    if (link->sent.empty() || link->sent.back().first < step) {
+      link->sent.emplace_back(step, f);
+      while (link->sent.size() > kResendSteps) link->sent.pop_front();
     }
+    if (!link->socket) continue;  // down: sent when it is back
     asio::error_code ec;
     asio::write(*link->socket, asio::buffer(f), ec);
     if (!ec) bytes_sent_ += f.size();  // a failed write shows as the link's read failing
   }
-  // Departures bound for a district that is not a neighbour cannot happen
-  // (a lane's successors are in its own district or a neighbour's).
 }
 
 std::optional<std::vector<StepEnd>> DistrictLinks::await_step_end(std::uint64_t step,
@@ -377,34 +454,37 @@ std::optional<std::vector<StepEnd>> DistrictLinks::await_step_end(std::uint64_t 
       ++links.waits_;
     }
   } timed{*this, began};
+  next_needed_ = step;
   std::unique_lock<std::mutex> lock(mutex_);
-  auto waited_since = began;
+  auto logged_at = began;
   for (;;) {
     if (stop || closing_ || !error_.ok()) return std::nullopt;
-    std::vector<std::uint32_t> missing;
+    std::vector<const Link*> missing;
     for (auto& link : links_) {
       while (!link->inbound.empty() && link->inbound.front().step < step)
-        link->inbound.pop_front();  // before this district's start (a restart): not needed
-      if (!link->inbound.empty() && link->inbound.front().step == step) continue;
-      if (link->closed) {
-        const auto why = link_errors_.find(link->district);
-        error_ = core::Status::unavailable(
-            "district " + name(link->district) + " " +
-            (why != link_errors_.end() ? why->second : std::string("closed its link")) +
-            " before its step_end " + std::to_string(step));
-        return std::nullopt;
-      }
-      missing.push_back(link->district);
+        link->inbound.pop_front();  // before this district's start (a resume): not needed
+      if (link->inbound.empty() || link->inbound.front().step != step)
+        missing.push_back(link.get());
     }
     if (missing.empty()) break;
-    if (arrived_.wait_for(lock, std::chrono::milliseconds(200)) == std::cv_status::timeout &&
-        std::chrono::steady_clock::now() - waited_since > kWaitLogEvery) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - began > options_.wait_limit) {
+      const Link& late = *missing.front();
+      error_ = core::Status::unavailable(
+          "no step_end " + std::to_string(step) + " from district " + name(late.district) +
+          " within " + std::to_string(options_.wait_limit.count() / 1000) + " s (" +
+          (late.up ? std::string("its link is up") : "it " + late.down_why) + ")");
+      return std::nullopt;
+    }
+    if (now - logged_at > kWaitLogEvery) {
       std::string names;
-      for (const std::uint32_t d : missing) names += (names.empty() ? "" : ", ") + name(d);
+      for (const Link* l : missing)
+        names += (names.empty() ? "" : ", ") + name(l->district) + (l->up ? "" : " (down)");
       spdlog::warn("district links: step {} waits for the step_end of district(s) {}", step + 1,
                    names);
-      waited_since = std::chrono::steady_clock::now();
+      logged_at = now;
     }
+    arrived_.wait_for(lock, std::chrono::milliseconds(200));
   }
   std::vector<StepEnd> out;
   for (auto& link : links_) {

@@ -9,18 +9,26 @@
 // neighbours with a lower index (--district-peers names where they listen)
 // and is dialled by the others, so each pair shares one connection and the
 // districts can start in index order with ephemeral ports. A frame is a
-// 4-byte little-endian length and a JSON object: {"type":"hello",
-// "district":K,"scenario":ID} once from the dialler, then
-// {"type":"step_end","step":k,"digest":D,"arrivals":{...}} per step from
-// both sides. A frame out of order, from a district that is not a
-// neighbour, or for another scenario ends the link with an error naming it.
+// 4-byte little-endian length and a JSON object. On every connection both
+// sides first send {"type":"hello","district":K,"scenario":ID,"next_step":n}
+// (n: the first StepEnd it still needs), then
+// {"type":"step_end","step":k,"digest":D,"arrivals":{...}} per step.
 //
-// Threads: one accepts, one per link dials and reads; the sim thread (or the
-// batch loop) sends and waits. Nothing here decides what a step computes:
-// the arrivals are commands, so a district replays alone from its recording.
+// Recovery: a link that drops is dialled again (or accepted again) until the
+// neighbour is back; each side keeps the StepEnds it sent for the last
+// kResendSteps steps and, on a hello, sends again those from its next_step.
+// A receiver applies each step once (a repeat is dropped; a gap is an
+// error), so a district restarted from its recording (--resume) and the
+// neighbours that waited for it go on as if nothing happened. Waiting longer
+// than wait_limit for a neighbour ends the district with an error naming it.
+//
+// Threads: one accepts, one per link dials and reads, one per accepted
+// connection reads; the sim thread (or the batch loop) sends and waits.
+// Nothing here decides what a step computes: the arrivals are commands.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -55,7 +63,13 @@ struct DistrictLinkOptions {
   std::uint16_t listen_port = 0;          // 0: any free port (listen_port() says which)
   std::vector<std::uint32_t> neighbours;  // sorted
   std::vector<DistrictPeer> dial;         // every neighbour below `own`, where it listens
+  std::uint64_t first_step = 0;           // the world's step at start: the first StepEnd needed
+  std::chrono::milliseconds wait_limit{60'000};  // waiting longer for a neighbour fails
 };
+
+// How many of its last StepEnds a district can send again to a neighbour
+// that comes back (a restarted one needs those since its last recorded tick).
+inline constexpr std::uint64_t kResendSteps = 4096;
 
 // The districts whose lanes lead into district `own`'s or that its lanes lead
 // into (the district map's borders), sorted.
@@ -117,8 +131,12 @@ class DistrictLinks {
   void accept_loop();
   void handshake(std::size_t accepted);  // an accepted connection's hello, then its reads
   void dial_loop(Link& link, DistrictPeer peer);
+  // A connection whose hellos are exchanged: the link sends again what the
+  // neighbour still needs, then reads its StepEnds until the connection ends.
+  void serve(Link& link, std::uint64_t peer_next_step);
   void read_loop(Link& link);
-  void fail(Link& link, const std::string& why);
+  void link_down(Link& link, const std::string& why);
+  void fail(const std::string& why);  // an error that ends the district
   Link* link_of(std::uint32_t district);
   std::string name(std::uint32_t district) const;
 
@@ -127,12 +145,12 @@ class DistrictLinks {
   std::vector<std::unique_ptr<Link>> links_;   // one per neighbour, in neighbour order
   std::vector<std::thread> threads_;           // accept, dial (started by start())
   std::vector<std::thread> accepted_threads_;  // one per accepted connection (under mutex_)
+  std::atomic<std::uint64_t> next_needed_{0};  // the StepEnd this district waits for next
   std::uint16_t listen_port_ = 0;
   std::atomic<bool> closing_{false};
   mutable std::mutex mutex_;  // inbound queues, link states, error_
   std::condition_variable arrived_;
   core::Status error_;
-  std::map<std::uint32_t, std::string> link_errors_;  // why a link ended, by district
   std::atomic<std::uint64_t> bytes_sent_{0}, bytes_received_{0};
   std::atomic<std::uint64_t> wait_ns_{0}, waits_{0};
 };

@@ -125,6 +125,16 @@ std::vector<Setting> district_settings() {
        [](O& o, const std::string& v) {
          return split_host_port(v, o.district_listen_host, o.district_listen_port);
        }},
+      {"--district-wait-s", "BUSTLE_DISTRICT_WAIT_S", true,
+       [=](O& o, const std::string& v) {
+         return store_whole<std::uint32_t>(v, 1, 86'400, o.district_wait_s, "seconds");
+       }},
+      {"--resume", "BUSTLE_RESUME", true,
+       [](O& o, const std::string& v) {
+         if (v.empty()) return std::string("expected a recording file");
+         o.resume_path = v;
+         return std::string();
+       }},
       {"--district-peers", "BUSTLE_DISTRICT_PEERS", true,
        [](O& o, const std::string& v) {
          o.district_peers.clear();
@@ -351,7 +361,9 @@ core::Status check_combinations(const AppOptions& o,
     if (flag == "--record-keyframe-steps" && !o.record_path) {
       return core::Status::invalid_argument(source + " has no effect without --record FILE");
     }
-    if ((flag == "--district-listen" || flag == "--district-peers") && !o.district)
+    if ((flag == "--district-listen" || flag == "--district-peers" ||
+         flag == "--district-wait-s") &&
+        !o.district)
       return core::Status::invalid_argument(source + " has no effect without --district ID");
     if (flag == "--agones-health-ms" && !o.agones)
       return core::Status::invalid_argument(source + " has no effect without --agones");
@@ -452,6 +464,9 @@ Districts (one city on several servers, docs/districts.md):
   --district-peers ID=HOST:PORT,...  where each neighbour with a lower index
                          listens (this server dials them; the others dial
                          it)                              [BUSTLE_DISTRICT_PEERS]
+  --district-wait-s N    give up (exit 1) after waiting N s for a neighbour's
+                         step (default 60; a restarted one comes back within
+                         it)                             [BUSTLE_DISTRICT_WAIT_S]
 
 Snapshots and recording:
   --snapshot-db FILE     snapshot store (SQLite; created if missing)
@@ -459,6 +474,10 @@ Snapshots and recording:
   --snapshot-db-max-pages N  cap the store at N pages of 4 KiB; writes that need
                          more fail like a full disk (0 = no cap) [BUSTLE_SNAPSHOT_DB_MAX_PAGES]
   --autosave-steps N     checkpoint "autosave" every N steps (0 = off)  [BUSTLE_AUTOSAVE_STEPS]
+  --resume FILE          start where this recording of the same city (and
+                         district) ends: its last keyframe, then its later
+                         ticks replayed with every digest checked; with
+                         --steps N, run to step N                [BUSTLE_RESUME]
   --record FILE          record the session (scenario, keyframes, commands,
                          every digest) to a new SQLite file        [BUSTLE_RECORD]
   --record-keyframe-steps N  periodic keyframe interval in steps (default 300;

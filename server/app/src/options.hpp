@@ -54,6 +54,9 @@ struct AppOptions {
     std::uint16_t port = 0;
   };
   std::vector<DistrictPeerAddress> district_peers;
+  std::uint32_t district_wait_s = 60;  // waiting longer for a neighbour's step ends the district
+  // --resume FILE: start where this recording (of the same city) ends.
+  std::optional<std::string> resume_path;
   // --quality: representation budgets (quality.hpp); sets server.default_budgets.
   Quality quality = Quality::High;
   net::ServerOptions server;
