@@ -339,6 +339,31 @@ std::unique_ptr<bustle::app::DistrictLinks> start_district_links(
   return links;
 }
 
+// --agones-district: Ready, then the district and its peers from the
+// allocation (agones.hpp); false with the reason printed.
+bool district_from_agones(bustle::app::AppOptions& opt) {
+  auto base_url = bustle::ops::agones_base_url(std::getenv("AGONES_SDK_HTTP_PORT"));
+  if (!base_url.ok()) {
+    std::fprintf(stderr, "bustle-server: --agones: %s\n", base_url.status().message().c_str());
+    return false;
+  }
+  auto got = bustle::ops::agones_wait_for_district(*base_url,
+                                                   std::chrono::milliseconds(opt.agones_health_ms));
+  if (!got.ok()) {
+    std::fprintf(stderr, "bustle-server: %s\n", got.status().message().c_str());
+    return false;
+  }
+  opt.district = got->district;
+  if (const std::string e = bustle::app::parse_district_peers(got->peers, opt.district_peers);
+      !got->peers.empty() && !e.empty()) {
+    std::fprintf(stderr, "bustle-server: agones annotation %s: %s\n",
+                 bustle::ops::kAgonesPeersAnnotation, e.c_str());
+    return false;
+  }
+  if (got->peers.empty()) opt.district_peers.clear();
+  return true;
+}
+
 // --resume FILE: the world where that recording ends replaces the new one.
 bool resume(const bustle::app::AppOptions& opt, const bustle::core::Scenario& scenario,
             SpdlogSink& core_log, std::unique_ptr<bustle::core::World>& world,
@@ -473,6 +498,7 @@ int start_operations(const bustle::app::AppOptions& opt, const bustle::ops::Metr
       return 2;
     }
     settings.base_url = *base_url;
+    settings.ready_sent = opt.agones_district;  // before the allocation (district_from_agones)
     agones = std::make_unique<bustle::ops::AgonesClient>(
         settings, [sources] { return bustle::ops::check_ready(sources).ok; },
         [sources, health] { return bustle::ops::check_health(sources, health).ok; });
@@ -567,7 +593,7 @@ int run(int argc, char** argv) {
     std::fprintf(stderr, "bustle-server: %s\n", parsed.error.c_str());
     return 2;
   }
-  const bustle::app::AppOptions& opt = parsed.options;
+  bustle::app::AppOptions opt = parsed.options;  // --agones-district fills in the district
   if (const auto info = print_info(opt)) return *info;
 
   // SIGHUP (a closed terminal, or an operator's "reload"): logs go to
@@ -578,6 +604,7 @@ int run(int argc, char** argv) {
 
   // The core formats its lifecycle lines only when it has a sink: give it one
   // only when debug lines are wanted, so other levels cost the step nothing.
+  if (opt.agones_district && !district_from_agones(opt)) return 1;
   SpdlogSink core_log;
   City city;
   if (!load_city(opt, spdlog::should_log(spdlog::level::debug) ? &core_log : nullptr, city))

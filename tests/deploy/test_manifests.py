@@ -129,7 +129,7 @@ def named_ports(container):
 
 def test_manifests_exist():
     kinds = {d["kind"] for _, d in DOCS}
-    assert {"StatefulSet", "Service", "Fleet", "GameServer"} <= kinds, kinds
+    assert {"StatefulSet", "Service", "Fleet", "GameServerAllocation"} <= kinds, kinds
 
 
 @pytest.mark.parametrize("path,doc", DOCS, ids=[f"{p.relative_to(DEPLOY)}:{d.get('kind')}" for p, d in DOCS])
@@ -260,6 +260,26 @@ def test_services_select_the_pods_and_name_their_ports():
         assert gov and gov[0]["spec"].get("clusterIP") == "None", \
             f"{path}: serviceName must name a headless Service"
         assert sts["spec"]["replicas"] == 1, f"{path}: one instance per city (a second replica is a second city)"
+
+
+def test_district_fleets_listen_for_neighbours_and_are_never_evicted():
+    """A Fleet whose servers take their district from the allocation: an
+    Agones port for the district links on the container port they listen
+    on, and eviction.safe Never (a district is a long session)."""
+    fleets = [(p, owner, spec, gs) for p, owner, spec, meta, gs in POD_SPECS
+              if gs is not None and env_value(bustle_container(spec), "BUSTLE_AGONES_DISTRICT") == "1"]
+    assert fleets, "no district Fleet (BUSTLE_AGONES_DISTRICT=1)"
+    for path, owner, spec, gs in fleets:
+        listen = env_value(bustle_container(spec), "BUSTLE_DISTRICT_LISTEN", "")
+        links = [p for p in gs["ports"] if p["name"] == "links"]
+        assert links and listen.endswith(f":{links[0]['containerPort']}"), \
+            f"{owner}: the links port and BUSTLE_DISTRICT_LISTEN ({listen}) disagree"
+        assert gs.get("eviction", {}).get("safe") == "Never", f"{owner}: eviction.safe must be Never"
+    for path, a in docs_of("GameServerAllocation"):
+        labels = a["spec"].get("metadata", {}).get("labels", {})
+        if "bustle.dev/district" in labels:
+            peers = a["spec"]["metadata"].get("annotations", {}).get("bustle.dev/district-peers", "")
+            assert re.fullmatch(r"(\w+=[\w.:]+:\d+)(,\w+=[\w.:]+:\d+)*", peers), f"{path}: peers {peers!r}"
 
 
 def test_allocations_select_a_fleet():

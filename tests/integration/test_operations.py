@@ -302,13 +302,25 @@ def test_bustle_status_honours_bustle_host_and_port(start_server):
 
 
 class FakeSidecar:
-    """The Agones SDK sidecar's REST API on loopback: records every POST."""
+    """The Agones SDK sidecar's REST API on loopback: records every POST and
+    GET; GET /gameserver answers ``gameserver`` (set it to allocate)."""
 
     def __init__(self):
         self.calls = queue.Queue()
+        self.gameserver = {"object_meta": {"labels": {}}, "status": {"state": "Ready"}}
         calls = self.calls
+        sidecar = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                calls.put((self.path, time.monotonic(), b"", None))
+                body = json.dumps(sidecar.gameserver).encode()
+                self.send_response(200 if self.path == "/gameserver" else 404)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
             def do_POST(self):
                 length = int(self.headers.get("Content-Length", "0"))
                 body = self.rfile.read(length)
@@ -356,6 +368,57 @@ def test_agones_ready_then_periodic_health_then_shutdown(start_server):
         assert paths and paths[-1] == "/shutdown" and "/ready" not in paths, paths
     finally:
         sidecar.close()
+
+
+def allocate(sidecar, district, peers=None):
+    meta = {"labels": {"bustle.dev/district": district}}
+    if peers:
+        meta["annotations"] = {"bustle.dev/district-peers": peers}
+    sidecar.gameserver = {"object_meta": meta, "status": {"state": "Allocated"}}
+
+
+def test_agones_district_servers_take_their_district_from_the_allocation(start_server, tmp_path):
+    """--agones-district: Ready, Health while unallocated, then the district
+    (label) and its peers (annotation) from GET /gameserver; Ready is never
+    sent again (that would put an allocated server back in the Fleet)."""
+    writer = os.environ.get("BUSTLE_BENCH")
+    if not writer:
+        pytest.skip("BUSTLE_BENCH is not set")
+    city = tmp_path / "city.json"
+    subprocess.run([writer, "districts", "--grid", "6", "--districts", "2", "--agents", "200",
+                    "--vehicles", "0", "--write-scenario", str(city)], check=True,
+                   capture_output=True, timeout=60, env=clean_env())
+    sidecars = [FakeSidecar(), FakeSidecar()]
+    try:
+        allocate(sidecars[0], "d0")
+        d0 = start_server("--config", str(city), "--clock", "fast", "--agones",
+                          "--agones-district", "--agones-health-ms", "200",
+                          env={"AGONES_SDK_HTTP_PORT": str(sidecars[0].port)})
+        links = [l for l in d0.startup_lines if l.startswith("bustle-server district d0 links on")]
+        assert links, d0.startup_lines
+        port = links[0].rsplit(":", 1)[1]
+        # d1 starts unallocated: it waits, healthy, until the allocation names it.
+        threading.Timer(1.0, allocate, (sidecars[1], "d1", f"d0=127.0.0.1:{port}")).start()
+        d1 = start_server("--config", str(city), "--clock", "fast", "--agones",
+                          "--agones-district", "--agones-health-ms", "200",
+                          env={"AGONES_SDK_HTTP_PORT": str(sidecars[1].port)})
+        with d1.connect() as s:
+            s.hello("it-agones-district")
+            deadline = time.monotonic() + 20
+            while s.stats().step < 200:
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+        calls = []
+        while not sidecars[1].calls.empty():
+            calls.append(sidecars[1].calls.get()[0])
+        assert calls[0] == "/ready" and calls.count("/ready") == 1, calls
+        assert "/gameserver" in calls and "/health" in calls, calls
+        assert "allocated as district 'd1' (peers 'd0=127.0.0.1:" in d1.stderr()
+        d1.stop()
+        d0.stop()
+    finally:
+        for s in sidecars:
+            s.close()
 
 
 def test_agones_unreachable_sidecar_is_not_fatal(start_server):

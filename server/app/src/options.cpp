@@ -111,6 +111,30 @@ std::string split_host_port(const std::string& v, std::string& host, std::uint16
   return store_whole<std::uint16_t>(v.substr(colon + 1), 0, 65535, port, "a port in HOST:PORT");
 }
 
+}  // namespace
+
+std::string parse_district_peers(const std::string& v,
+                                 std::vector<AppOptions::DistrictPeerAddress>& out) {
+  out.clear();
+  std::size_t at = 0;
+  while (at <= v.size()) {
+    const std::size_t comma = std::min(v.find(',', at), v.size());
+    const std::string item = v.substr(at, comma - at);
+    const std::size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0)
+      return "expected ID=HOST:PORT[,ID=HOST:PORT...], got '" + item + "'";
+    AppOptions::DistrictPeerAddress p;
+    p.district = item.substr(0, eq);
+    if (std::string e = split_host_port(item.substr(eq + 1), p.host, p.port); !e.empty())
+      return p.district + ": " + e;
+    out.push_back(std::move(p));
+    at = comma + 1;
+  }
+  return {};
+}
+
+namespace {
+
 // District servers (docs/districts.md).
 std::vector<Setting> district_settings() {
   using O = AppOptions;
@@ -125,6 +149,13 @@ std::vector<Setting> district_settings() {
        [](O& o, const std::string& v) {
          return split_host_port(v, o.district_listen_host, o.district_listen_port);
        }},
+      {"--agones-district", "BUSTLE_AGONES_DISTRICT", false,
+       [](O& o, const std::string& v) {
+         if (!v.empty() && v != "1" && v != "true") return "expected 1 or true, got '" + v + "'";
+         o.agones_district = true;
+         return std::string();
+       },
+       kNoListener},
       {"--district-wait-s", "BUSTLE_DISTRICT_WAIT_S", true,
        [=](O& o, const std::string& v) {
          return store_whole<std::uint32_t>(v, 1, 86'400, o.district_wait_s, "seconds");
@@ -136,24 +167,7 @@ std::vector<Setting> district_settings() {
          return std::string();
        }},
       {"--district-peers", "BUSTLE_DISTRICT_PEERS", true,
-       [](O& o, const std::string& v) {
-         o.district_peers.clear();
-         std::size_t at = 0;
-         while (at <= v.size()) {
-           const std::size_t comma = std::min(v.find(',', at), v.size());
-           const std::string item = v.substr(at, comma - at);
-           const std::size_t eq = item.find('=');
-           if (eq == std::string::npos || eq == 0)
-             return "expected ID=HOST:PORT[,ID=HOST:PORT...], got '" + item + "'";
-           AppOptions::DistrictPeerAddress p;
-           p.district = item.substr(0, eq);
-           if (std::string e = split_host_port(item.substr(eq + 1), p.host, p.port); !e.empty())
-             return p.district + ": " + e;
-           o.district_peers.push_back(std::move(p));
-           at = comma + 1;
-         }
-         return std::string();
-       }},
+       [](O& o, const std::string& v) { return parse_district_peers(v, o.district_peers); }},
   };
 }
 
@@ -361,9 +375,13 @@ core::Status check_combinations(const AppOptions& o,
     if (flag == "--record-keyframe-steps" && !o.record_path) {
       return core::Status::invalid_argument(source + " has no effect without --record FILE");
     }
+    if (flag == "--agones-district" && !o.agones)
+      return core::Status::invalid_argument(source + " has no effect without --agones");
+    if (flag == "--agones-district" && o.district)
+      return core::Status::invalid_argument(source + " and --district both name the district");
     if ((flag == "--district-listen" || flag == "--district-peers" ||
          flag == "--district-wait-s") &&
-        !o.district)
+        !o.district && !o.agones_district)
       return core::Status::invalid_argument(source + " has no effect without --district ID");
     if (flag == "--agones-health-ms" && !o.agones)
       return core::Status::invalid_argument(source + " has no effect without --agones");
@@ -453,6 +471,10 @@ constexpr const char* kUsageMore = R"(Operations (docs/operations.md):
                          sidecar (http://127.0.0.1:$AGONES_SDK_HTTP_PORT,
                          default port 9358)                     [BUSTLE_AGONES=1]
   --agones-health-ms N   period of the Health pings (default 2000) [BUSTLE_AGONES_HEALTH_MS]
+  --agones-district      a district GameServer of a Fleet: after Ready, wait for
+                         the allocation's label bustle.dev/district (the
+                         district) and annotation bustle.dev/district-peers
+                         (as --district-peers)          [BUSTLE_AGONES_DISTRICT=1]
 
 Districts (one city on several servers, docs/districts.md):
   --district ID          run district ID of the scenario's district map: its

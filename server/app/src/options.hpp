@@ -32,7 +32,10 @@ struct AppOptions {
   std::uint32_t health_max_lag_steps = 50;  // /healthz: sim heartbeat older than this many steps
   std::optional<std::string> checkpoint_on_exit;  // checkpoint NAME on SIGTERM/SIGINT
   bool agones = false;                            // report to the Agones SDK sidecar
-  std::uint32_t agones_health_ms = 2000;          // POST /health period
+  // --agones-district: the district (and its peers) come with the Agones
+  // allocation (labels and annotations read from the SDK sidecar).
+  bool agones_district = false;
+  std::uint32_t agones_health_ms = 2000;  // POST /health period
   // Test hooks (not in --help; docs/operations.md): stall the sim thread
   // after a step, slow restores down.
   std::uint64_t debug_stall_at_step = 0;
@@ -74,5 +77,10 @@ using EnvLookup = std::function<std::optional<std::string>(const char*)>;
 ParseResult parse_options(const std::vector<std::string>& args, const EnvLookup& env);
 
 std::string usage_text();
+
+// "ID=HOST:PORT[,...]" (--district-peers, and the Agones annotation) into
+// `out`; an error message naming the bad item, or empty.
+std::string parse_district_peers(const std::string& v,
+                                 std::vector<AppOptions::DistrictPeerAddress>& out);
 
 }  // namespace bustle::app

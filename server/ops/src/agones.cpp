@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include <charconv>
+#include <nlohmann/json.hpp>
 
 namespace bustle::ops {
 namespace {
@@ -51,9 +52,14 @@ AgonesClient::~AgonesClient() {
 }
 
 core::Status AgonesClient::post(const std::string& path) const {
+  return agones_post(settings_.base_url, path);
+}
+
+core::Status agones_post(const std::string& base_url, const std::string& path) {
+  curl_global_once();
   CURL* curl = curl_easy_init();
   if (curl == nullptr) return core::Status::internal("curl_easy_init failed");
-  const std::string url = settings_.base_url + path;
+  const std::string url = base_url + path;
   curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");
   curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
   curl_easy_setopt(curl, CURLOPT_POST, 1L);
@@ -76,8 +82,71 @@ core::Status AgonesClient::post(const std::string& path) const {
   return {};
 }
 
+namespace {
+
+std::size_t keep_body(char* data, std::size_t size, std::size_t n, void* out) {
+  static_cast<std::string*>(out)->append(data, size * n);
+  return size * n;
+}
+
+}  // namespace
+
+core::StatusOr<std::string> agones_get(const std::string& base_url, const std::string& path) {
+  curl_global_once();
+  CURL* curl = curl_easy_init();
+  if (curl == nullptr) return core::Status::internal("curl_easy_init failed");
+  const std::string url = base_url + path;
+  std::string body;
+  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, 2000L);
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, 1000L);
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(curl, CURLOPT_NOPROXY, "*");
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, keep_body);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &body);
+  const CURLcode rc = curl_easy_perform(curl);
+  long status = 0;
+  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+  curl_easy_cleanup(curl);
+  if (rc != CURLE_OK)
+    return core::Status::unavailable(std::string("GET ") + url + ": " + curl_easy_strerror(rc));
+  if (status < 200 || status >= 300)
+    return core::Status::unavailable("GET " + url + ": HTTP " + std::to_string(status));
+  return body;
+}
+
+core::StatusOr<AgonesDistrict> agones_wait_for_district(const std::string& base_url,
+                                                        std::chrono::milliseconds period) {
+  bool ready = false, logged = false;
+  for (;;) {
+    core::Status sent = agones_post(base_url, ready ? "/health" : "/ready");
+    if (sent.ok() && !ready) spdlog::info("agones: Ready sent; waiting for a district allocation");
+    ready = ready || sent.ok();
+    auto got = ready ? agones_get(base_url, "/gameserver") : core::StatusOr<std::string>(sent);
+    if (got.ok()) {
+      const nlohmann::json gs = nlohmann::json::parse(*got, nullptr, false);
+      if (gs.is_discarded() || !gs.is_object())
+        return core::Status::unavailable("agones: GET /gameserver: the answer is not a GameServer");
+      const nlohmann::json meta = gs.value("object_meta", nlohmann::json::object());
+      const nlohmann::json labels = meta.value("labels", nlohmann::json::object());
+      const nlohmann::json notes = meta.value("annotations", nlohmann::json::object());
+      if (labels.contains(kAgonesDistrictLabel) && labels[kAgonesDistrictLabel].is_string()) {
+        AgonesDistrict d{labels[kAgonesDistrictLabel].get<std::string>(), ""};
+        if (notes.contains(kAgonesPeersAnnotation) && notes[kAgonesPeersAnnotation].is_string())
+          d.peers = notes[kAgonesPeersAnnotation].get<std::string>();
+        spdlog::info("agones: allocated as district '{}' (peers '{}')", d.district, d.peers);
+        return d;
+      }
+    } else if (!logged) {
+      spdlog::warn("agones: {} (retrying every {} ms)", got.status().message(), period.count());
+      logged = true;
+    }
+    std::this_thread::sleep_for(period);
+  }
+}
+
 void AgonesClient::run() {
-  bool ready_sent = false;
+  bool ready_sent = settings_.ready_sent;
   bool warned = false;
   std::unique_lock lock(mu_);
   while (!stopping_) {

@@ -29,7 +29,30 @@ namespace bustle::ops {
 struct AgonesSettings {
   std::string base_url;  // "http://127.0.0.1:9358"
   std::chrono::milliseconds health_period{2000};
+  bool ready_sent = false;  // Ready went out already (agones_wait_for_district): never again
 };
+
+// One request to the sidecar (base_url + path): Ok on a 2xx answer, else
+// Unavailable saying what it answered. GET returns the body.
+core::Status agones_post(const std::string& base_url, const std::string& path);
+core::StatusOr<std::string> agones_get(const std::string& base_url, const std::string& path);
+
+// A district GameServer of a Fleet (--agones-district, docs/districts.md):
+// the district and its peers come with the allocation, as the label
+// bustle.dev/district and the annotation bustle.dev/district-peers
+// ("ID=HOST:PORT,...", absent for a district that dials nobody).
+inline constexpr const char* kAgonesDistrictLabel = "bustle.dev/district";
+inline constexpr const char* kAgonesPeersAnnotation = "bustle.dev/district-peers";
+struct AgonesDistrict {
+  std::string district;
+  std::string peers;
+};
+// Sends Ready, then reads GET /gameserver every `period` (sending Health
+// meanwhile, so the waiting server stays Healthy) until the label is there.
+// Returns when it is, or an error when the sidecar's answer is not a
+// GameServer. Blocks the calling thread (start-up, before anything runs).
+core::StatusOr<AgonesDistrict> agones_wait_for_district(const std::string& base_url,
+                                                        std::chrono::milliseconds period);
 
 // The sidecar's address from AGONES_SDK_HTTP_PORT (value of `env_port`, null
 // when unset: the SDK's default port), or InvalidArgument naming the variable.
