@@ -153,3 +153,24 @@ TEST_CASE("a district registry's state, away slots included, survives export and
   alive[5] = 3;
   CHECK(back.import_state(generation, alive, fifo, pop_seq).message().find("alive[5]") == 0);
 }
+
+TEST_CASE("an id released away from home goes away with its next generation; home queues it") {
+  EntityRegistry home(4, 0, 2), there(4, 2, 4);
+  const EntityId id = home.allocate().id;  // 0:1
+  REQUIRE(home.depart(id));
+  REQUIRE(there.adopt(id));
+  CHECK(there.release_away(EntityId{0, 7}) == 0);  // stale: nothing changes
+  const std::uint32_t next = there.release_away(id);
+  CHECK(next == 2);
+  CHECK(there.slot_away(0));
+  CHECK(there.free_count() == 2);                // not queued there
+  CHECK_FALSE(there.take_home(EntityId{2, 1}));  // not away
+  REQUIRE(home.take_home(EntityId{0, next}));
+  CHECK_FALSE(home.take_home(EntityId{0, next}));  // once
+  home.allocate();                                 // 1:1
+  CHECK(home.allocate().id == EntityId{0, 2});     // back of home's FIFO
+  for (const EntityRegistry* r : {&home, &there}) {
+    CHECK(r->check_invariants().ok());
+    CHECK(r->state_digest() == r->recompute_state_digest());
+  }
+}

@@ -56,8 +56,11 @@ class LockstepCity {
       std::vector<BorderArrivals> out(n);
       for (const BorderDeparture& dep : worlds_[from]->border_departures())
         out[dep.to_district].pedestrians.push_back(dep.pedestrian);
+      for (const BorderReturn& back : worlds_[from]->border_returns())
+        out[back.to_district].returned.push_back(back.id);
+      returned_ += worlds_[from]->border_returns().size();
       for (std::size_t to = 0; to < n; ++to) {
-        if (out[to].pedestrians.empty()) continue;
+        if (out[to].pedestrians.empty() && out[to].returned.empty()) continue;
         out[to].from_district = static_cast<std::uint32_t>(from);
         out[to].sent_step = worlds_[from]->step_index();
         inbound[to].push_back({{}, std::move(out[to])});
@@ -84,13 +87,20 @@ class LockstepCity {
   }
 
   // Every slot of the city's registries is alive or free in exactly one
-  // district, or in transit (away everywhere, counted once).
+  // district, or in transit (a pedestrian crossing or an id going home: away
+  // everywhere, counted once); and every district's free ids are its own.
   void check_conservation() const {
     const std::uint32_t cap = worlds_[0]->registry().capacity();
     std::vector<std::uint8_t> holders(cap, 0);
-    for (const auto& w : worlds_) {
-      for (std::uint32_t i = 0; i < cap; ++i) holders[i] += !w->registry().slot_away(i);
-      for (const BorderDeparture& dep : w->border_departures()) ++holders[dep.pedestrian.id.index];
+    for (std::size_t d = 0; d < worlds_.size(); ++d) {
+      const World& w = *worlds_[d];
+      for (std::uint32_t i = 0; i < cap; ++i) holders[i] += !w.registry().slot_away(i);
+      for (const BorderDeparture& dep : w.border_departures()) ++holders[dep.pedestrian.id.index];
+      for (const BorderReturn& back : w.border_returns()) ++holders[back.id.index];
+      w.registry().for_each_free([&](std::uint32_t i) {
+        INFO("district " << d << " holds free slot " << i);
+        REQUIRE(w.home_district(i) == static_cast<std::int32_t>(d));
+      });
     }
     for (std::uint32_t i = 0; i < cap; ++i) {
       INFO("slot " << i);
@@ -114,11 +124,13 @@ class LockstepCity {
   const World& world(std::size_t d) const { return *worlds_[d]; }
   const std::vector<StepRecord>& recording(std::size_t d) const { return recordings_[d]; }
   std::uint64_t crossings() const { return crossings_; }
+  std::uint64_t returned() const { return returned_; }
 
  private:
   std::vector<std::unique_ptr<World>> worlds_;
   std::vector<std::vector<StepRecord>> recordings_;
   std::uint64_t crossings_ = 0;
+  std::uint64_t returned_ = 0;
 };
 
 }  // namespace
@@ -139,6 +151,7 @@ TEST_CASE("district worlds: every id in exactly one district, across 2 and 4 dis
   }
   run.check_conservation();
   CHECK(run.crossings() > 500);
+  CHECK(run.returned() > 0);  // pedestrians that crossed left the city and their ids went home
 }
 
 TEST_CASE("district worlds: each district replays alone from its own recording") {
@@ -202,12 +215,14 @@ TEST_CASE("district worlds: border arrivals are checked before anything changes"
     const char* message;
   };
   const std::vector<Case> cases = {
-      {"from itself", {1, 5, {{away, own_lane, 0.0, 0}}}, "from_district"},
-      {"from no district", {7, 5, {{away, own_lane, 0.0, 0}}}, "from_district"},
-      {"onto a foreign lane", {0, 5, {{away, foreign_lane, 0.0, 0}}}, ".lane"},
-      {"an id living here", {0, 5, {{here, own_lane, 0.0, 0}}}, "not away"},
-      {"time out of range", {0, 5, {{away, own_lane, -1.0, 0}}}, "time_left_s"},
-      {"an id twice", {0, 5, {{away, own_lane, 0.0, 0}, {away, own_lane, 0.1, 0}}}, "twice"},
+      {"from itself", {1, 5, {{away, own_lane, 0.0, 0}}, {}}, "from_district"},
+      {"from no district", {7, 5, {{away, own_lane, 0.0, 0}}, {}}, "from_district"},
+      {"onto a foreign lane", {0, 5, {{away, foreign_lane, 0.0, 0}}, {}}, ".lane"},
+      {"an id living here", {0, 5, {{here, own_lane, 0.0, 0}}, {}}, "not away"},
+      {"time out of range", {0, 5, {{away, own_lane, -1.0, 0}}, {}}, "time_left_s"},
+      {"an id twice", {0, 5, {{away, own_lane, 0.0, 0}, {away, own_lane, 0.1, 0}}, {}}, "twice"},
+      {"an id both arriving and going home", {0, 5, {{away, own_lane, 0.0, 0}}, {away}}, "twice"},
+      {"a living id going home", {0, 5, {}, {here}}, "returned[0]"},
   };
   for (const Case& bad : cases) {
     INFO(bad.what);
@@ -221,7 +236,7 @@ TEST_CASE("district worlds: border arrivals are checked before anything changes"
     CHECK(w.registry().slot_away(0));  // nothing of the batch was placed
   }
   // The same arrival, well formed, is placed with its id.
-  REQUIRE(w.submit({{}, BorderArrivals{0, 5, {{away, own_lane, 0.05, 3}}}}) ==
+  REQUIRE(w.submit({{}, BorderArrivals{0, 5, {{away, own_lane, 0.05, 3}}, {}}}) ==
           SubmitStatus::Queued);
   w.step();
   REQUIRE(w.last_command_results()[0].status == CommandStatus::Accepted);
@@ -234,7 +249,7 @@ TEST_CASE("district worlds: a whole-city world refuses border arrivals") {
   Scenario s = brisk_city(6, 2, 50);
   auto created = World::create(s, 1);
   REQUIRE(created.errors.empty());
-  created.world->submit({{}, BorderArrivals{0, 1, {}}});
+  created.world->submit({{}, BorderArrivals{0, 1, {}, {}}});
   created.world->step();
   CHECK(created.world->last_command_results()[0].status == CommandStatus::Rejected);
 }

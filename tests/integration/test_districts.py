@@ -55,7 +55,7 @@ def start_district(city: Path, d: int, out: Path, rec: Path, ports, seed=1, extr
     """District d in batch mode, dialling d-1; records its links port."""
     args = [server_binary(), "--config", str(city), "--district", f"d{d}", "--seed", str(seed),
             "--steps", str(STEPS), "--record", str(rec), "--record-keyframe-steps",
-            str(KEYFRAME_STEPS), "--sim-threads", "1", *extra]
+            str(KEYFRAME_STEPS), "--sim-threads", "1", "--district-wait-s", "30", *extra]
     if d > 0:
         args += ["--district-peers", f"d{d - 1}=127.0.0.1:{ports[d - 1]}"]
     p = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -117,11 +117,14 @@ def read(path: Path, sql: str, *params):
 
 
 def arrivals(rec: Path):
-    """{tick: [entity index, ...]} of the border arrivals recorded per tick."""
+    """{tick: [entity index, ...]} of the border arrivals recorded per tick:
+    pedestrians crossing, and ids going home (docs/districts.md)."""
     got = {}
     for tick, args in read(rec, "SELECT tick, args FROM recording_commands "
                                 "WHERE kind = 'border_arrivals' ORDER BY tick, seq"):
-        got.setdefault(tick, []).extend(p[0] for p in json.loads(args)["pedestrians"])
+        a = json.loads(args)
+        got.setdefault(tick, []).extend(p[0] for p in a["pedestrians"])
+        got[tick].extend(i[0] for i in a.get("returned", []))
     return got
 
 

@@ -80,7 +80,7 @@ TEST_CASE("every world command round-trips through its JSON form") {
       core::LifecycleBatch{{spawn_op, despawn_op, odd_op}},
       core::LifecycleBatch{},
       core::BorderArrivals{
-          3, UINT64_MAX, {{{UINT32_MAX, 1}, 7, 0.1 + 0.2, 12}, {{4, 2}, 0, 5e-324, 0}}},
+          3, UINT64_MAX, {{{UINT32_MAX, 1}, 7, 0.1 + 0.2, 12}, {{4, 2}, 0, 5e-324, 0}}, {}},
       core::BorderArrivals{},
   };
   // Every alternative of the variant is covered.
@@ -265,10 +265,14 @@ TEST_CASE("malformed arguments of the new commands are refused, naming the field
   CHECK(decode_error("border_arrivals",
                      R"({"from_district":1,"sent_step":1,"pedestrians":[[1,1,2,0.5]]})")
             .starts_with("pedestrians[0]:"));
+  CHECK(decode_error("border_arrivals",
+                     R"({"from_district":1,"sent_step":1,"pedestrians":[],"returned":[[1]]})")
+            .starts_with("returned[0]:"));
 }
 
-TEST_CASE("border arrivals keep every bit of the unused walking time") {
-  const core::BorderArrivals sent{1, 42, {{{9, 3}, 17, 0.1 + 0.2, 5}, {{10, 1}, 2, -0.0, 0}}};
+TEST_CASE("border arrivals keep every bit of the walking time and the ids going home") {
+  const core::BorderArrivals sent{
+      1, 42, {{{9, 3}, 17, 0.1 + 0.2, 5}, {{10, 1}, 2, -0.0, 0}}, {{7, 2}, {UINT32_MAX, 1}}};
   const core::WorldCommand back = round_trip(sent);
   const auto& got = std::get<core::BorderArrivals>(back);
   CHECK(got.from_district == 1);
@@ -277,4 +281,5 @@ TEST_CASE("border arrivals keep every bit of the unused walking time") {
   CHECK(got.pedestrians[0] == sent.pedestrians[0]);
   CHECK(same_double_bits(got.pedestrians[0].time_left_s, 0.1 + 0.2));
   CHECK(same_double_bits(got.pedestrians[1].time_left_s, -0.0));
+  CHECK(got.returned == sent.returned);  // the ids going home, in order
 }

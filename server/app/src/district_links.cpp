@@ -335,6 +335,8 @@ void DistrictLinks::dial_loop(Link& link, DistrictPeer peer) {
       link.joining = std::move(socket);
     }
     serve(link, next);
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!error_.ok()) return;  // the district ends
   }
 }
 
@@ -416,11 +418,15 @@ void DistrictLinks::fail(const std::string& why) {
 }
 
 void DistrictLinks::send_step_end(std::uint64_t step, std::uint64_t digest,
-                                  std::span<const core::BorderDeparture> departures) {
+                                  std::span<const core::BorderDeparture> departures,
+                                  std::span<const core::BorderReturn> returns) {
   for (auto& link : links_) {
-    core::BorderArrivals arrivals{options_.own, step, {}};
+    core::BorderArrivals arrivals{options_.own, step, {}, {}};
     for (const core::BorderDeparture& d : departures) {
       if (d.to_district == link->district) arrivals.pedestrians.push_back(d.pedestrian);
+    }
+    for (const core::BorderReturn& r : returns) {
+      if (r.to_district == link->district) arrivals.returned.push_back(r.id);
     }
     std::string f = frame(json{{"type", "step_end"},
                                {"step", step},
@@ -499,7 +505,7 @@ bool DistrictLinks::feed(core::World& world, const std::atomic<bool>& stop,
   auto ends = await_step_end(world.step_index(), stop);
   if (!ends) return false;
   for (StepEnd& end : *ends) {
-    if (end.arrivals.pedestrians.empty()) continue;
+    if (end.arrivals.pedestrians.empty() && end.arrivals.returned.empty()) continue;
     core::CommandEnvelope env{core::CommandOrigin{}, std::move(end.arrivals)};
     recorded.push_back(env);
     if (world.submit(std::move(env)) != core::SubmitStatus::Queued) {

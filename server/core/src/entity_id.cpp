@@ -49,7 +49,7 @@ EntityRegistry::EntityRegistry(std::uint32_t capacity, std::uint32_t first, std:
       free_ring_(capacity),
       free_count_(end - first),
       away_count_(capacity - (end - first)) {
-  assert(first < end && end <= capacity);
+  assert(first <= end && end <= capacity);
   slots_written_.reserve(capacity);
   for (std::uint32_t i = first; i < end; ++i) {
     alive_[i] = kFree;
@@ -94,6 +94,33 @@ bool EntityRegistry::depart(EntityId id) {
   slots_written_.mark(id.index);
   --alive_count_;
   ++away_count_;
+  return true;
+}
+
+std::uint32_t EntityRegistry::release_away(EntityId id) {
+  if (!is_alive(id)) return 0;
+  const std::uint32_t next = id.generation == UINT32_MAX ? 1 : id.generation + 1;
+  digest_sum_ += away_term(id.index, next) - slot_term(id.index, id.generation, true);
+  generation_[id.index] = next;
+  alive_[id.index] = kAway;
+  slots_written_.mark(id.index);
+  --alive_count_;
+  ++away_count_;
+  return next;
+}
+
+bool EntityRegistry::take_home(EntityId id) {
+  if (id.index >= capacity() || id.generation == 0 || alive_[id.index] != kAway) return false;
+  digest_sum_ +=
+      slot_term(id.index, id.generation, false) - away_term(id.index, generation_[id.index]);
+  generation_[id.index] = id.generation;
+  alive_[id.index] = kFree;
+  slots_written_.mark(id.index);
+  --away_count_;
+  const std::uint32_t tail = (free_head_ + free_count_) % capacity();
+  free_ring_[tail] = id.index;
+  digest_sum_ += fifo_term(pop_seq_ + free_count_, id.index);
+  ++free_count_;
   return true;
 }
 

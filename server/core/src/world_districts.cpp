@@ -14,7 +14,12 @@
 //     its row and its id goes away here, after the step's despawns asked
 //     first (one that is also despawning leaves the city instead);
 //   - phase 1: BorderArrivals places the pedestrians a neighbour sent, their
-//     ids adopted, each walking its unused time on its new lane.
+//     ids adopted, each walking its unused time on its new lane;
+//   - ids go home: an id released here whose range is another district's
+//     (a pedestrian that crossed and then left the city) is sent towards its
+//     home, neighbour by neighbour on a shortest way over the map's borders
+//     (border_returns, BorderArrivals::returned), and its home queues it
+//     again: every district's FIFO keeps holding its own range only.
 // Residents, spawned pedestrians and response units do not cross yet: a
 // foreign lane is a dead end for them (and a city with zones, work points or
 // garages is refused for a district world, scenario_districts.cpp).
@@ -26,17 +31,72 @@
 
 namespace bustle::core {
 
+namespace {
+
+// District k of n owns slots [range_first(k), range_first(k + 1)).
+std::uint32_t range_first(std::uint32_t cap, std::size_t n, std::size_t k) {
+  return static_cast<std::uint32_t>(std::uint64_t{cap} * k / n);
+}
+
+// Per district, the neighbour of `own` on a shortest way to it over the
+// map's borders (the smallest index among equals); -1 for `own` and for a
+// district it cannot reach.
+std::vector<std::int16_t> next_hops(const std::vector<std::int16_t>& lane_district,
+                                    const LaneGraph& lanes, std::size_t n, std::size_t own) {
+  std::vector<std::vector<std::uint8_t>> adjacent(n, std::vector<std::uint8_t>(n, 0));
+  for (LaneIndex l = 0; l < lanes.size(); ++l) {
+    for (const LaneIndex next : lanes.lane(l).successors) {
+      const auto a = static_cast<std::size_t>(lane_district[l]);
+      const auto b = static_cast<std::size_t>(lane_district[next]);
+      adjacent[a][b] = adjacent[b][a] = a != b;
+    }
+  }
+  std::vector<std::int16_t> hop(n, -1);
+  for (std::size_t home = 0; home < n; ++home) {
+    std::vector<int> dist(n, -1);  // to `home`, breadth first
+    std::vector<std::size_t> queue{home};
+    dist[home] = 0;
+    for (std::size_t q = 0; q < queue.size(); ++q) {
+      for (std::size_t d = 0; d < n; ++d) {
+        if (adjacent[queue[q]][d] && dist[d] < 0) {
+          dist[d] = dist[queue[q]] + 1;
+          queue.push_back(d);
+        }
+      }
+    }
+    for (std::size_t d = 0; d < n && home != own; ++d) {
+      if (adjacent[own][d] && dist[d] >= 0 &&
+          (hop[home] < 0 || dist[d] < dist[static_cast<std::size_t>(hop[home])]))
+        hop[home] = static_cast<std::int16_t>(d);
+    }
+  }
+  return hop;
+}
+
+}  // namespace
+
 EntityRegistry World::make_registry(const Scenario& s) {
   const std::uint32_t cap = s.entity_capacity;
   if (s.own_district < 0) return EntityRegistry(cap);
-  // District k of n owns slots [cap k / n, cap (k + 1) / n); validation
-  // keeps n <= kDistrictsMax, and capacity is never below it here.
-  const std::uint64_t n = s.districts.size();
-  const std::uint64_t k = static_cast<std::uint64_t>(s.own_district);
-  auto first = static_cast<std::uint32_t>(cap * k / n);
-  auto end = static_cast<std::uint32_t>(cap * (k + 1) / n);
-  if (first == end) end = first + 1;  // a capacity below n: one slot each while it lasts
-  return EntityRegistry(cap, std::min(first, cap - 1), std::min(end, cap));
+  const std::size_t n = s.districts.size(), k = static_cast<std::size_t>(s.own_district);
+  const std::uint32_t first = range_first(cap, n, k), end = range_first(cap, n, k + 1);
+  // A capacity below n leaves some districts no slot: they spawn nothing.
+  if (first == end) return EntityRegistry(cap, 0, 0);
+  return EntityRegistry(cap, first, end);
+}
+
+std::int32_t World::home_district(std::uint32_t index) const {
+  if (range_first_.empty()) return -1;
+  const auto it = std::upper_bound(range_first_.begin(), range_first_.end(), index);
+  return static_cast<std::int32_t>(it - range_first_.begin()) - 1;
+}
+
+void World::send_home(EntityId id) {
+  const std::int32_t home = home_district(id.index);
+  assert(home >= 0 && home != scenario_.own_district);
+  const std::int16_t to = next_hop_[static_cast<std::size_t>(home)];
+  assert(to >= 0);  // validation: every district reaches every other
+  border_returns_.push_back({static_cast<std::uint32_t>(to), id});
 }
 
 void World::init_district() {
@@ -47,6 +107,11 @@ void World::init_district() {
       lane_district_[*lanes_.find(id)] = static_cast<std::int16_t>(d);
   }
   if (scenario_.own_district < 0) return;
+  const std::size_t n = scenario_.districts.size();
+  for (std::size_t k = 0; k < n; ++k)
+    range_first_.push_back(range_first(scenario_.entity_capacity, n, k));
+  next_hop_ =
+      next_hops(lane_district_, lanes_, n, static_cast<std::size_t>(scenario_.own_district));
   // The district's share of the city's target, by sidewalk length (the
   // ledger's own rule), so the districts' targets add up to about the city's.
   double own_m = 0.0, all_m = 0.0;
@@ -68,8 +133,8 @@ Status World::validate_border_arrivals(const BorderArrivals& c) const {
     return Status::invalid_argument("from_district: " + std::to_string(c.from_district) +
                                     " is not another district of the map");
   }
-  if (c.pedestrians.size() > kBorderPedestriansMax)
-    return Status::invalid_argument("pedestrians: more than the limit");
+  if (c.pedestrians.size() > kBorderPedestriansMax || c.returned.size() > kBorderPedestriansMax)
+    return Status::invalid_argument("pedestrians, returned: more than the limit");
   const double time_max_s = 2.0 * scenario_.step_us * 1e-6 * tier_stride(SimTier::Coarse);
   std::vector<EntityId> ids;
   ids.reserve(c.pedestrians.size());
@@ -87,11 +152,22 @@ Status World::validate_border_arrivals(const BorderArrivals& c) const {
       return Status::invalid_argument(at + "id: " + entity_text(p.id) + " is not away from here");
     ids.push_back(p.id);
   }
+  for (std::size_t k = 0; k < c.returned.size(); ++k) {
+    const EntityId id = c.returned[k];
+    const std::string at = "returned[" + std::to_string(k) + "]: ";
+    if (id.is_null() || id.index >= registry_.capacity() || !registry_.slot_away(id.index))
+      return Status::invalid_argument(at + entity_text(id) + " is not away from here");
+    const std::int32_t home = home_district(id.index);
+    if (home != own && next_hop_[static_cast<std::size_t>(home)] < 0)
+      return Status::invalid_argument(at + "no way from here to its home district " +
+                                      std::to_string(home));
+    ids.push_back(id);
+  }
   std::sort(ids.begin(), ids.end());
   if (const auto twice = std::adjacent_find(
           ids.begin(), ids.end(), [](EntityId a, EntityId b) { return a.index == b.index; });
       twice != ids.end()) {
-    return Status::invalid_argument("pedestrians: " + entity_text(*twice) + " arrives twice");
+    return Status::invalid_argument(entity_text(*twice) + " arrives twice");
   }
   return {};
 }
@@ -117,6 +193,15 @@ void World::apply_command(const BorderArrivals& c, CommandResult& r) {
     pedestrian_digest_sum_ -= pedestrian_row_hash(slot);
     pedestrians_.hops[slot] = p.hops;
     pedestrian_digest_sum_ += pedestrian_row_hash(slot);
+  }
+  for (const EntityId id : c.returned) {
+    if (home_district(id.index) != scenario_.own_district) {
+      send_home(id);  // passed on towards its home
+      continue;
+    }
+    const bool queued = registry_.take_home(id);
+    assert(queued);
+    (void)queued;
   }
   accept(r);
 }

@@ -192,8 +192,13 @@ json border_arrivals_json(const core::BorderArrivals& c) {
   json rows = json::array();
   for (const core::BorderPedestrian& p : c.pedestrians)
     rows.push_back(json::array({p.id.index, p.id.generation, p.lane, p.time_left_s, p.hops}));
-  return json{
-      {"from_district", c.from_district}, {"sent_step", c.sent_step}, {"pedestrians", rows}};
+  json j{{"from_district", c.from_district}, {"sent_step", c.sent_step}, {"pedestrians", rows}};
+  if (!c.returned.empty()) {  // ids going home: written only when there are some
+    json ids = json::array();
+    for (const core::EntityId id : c.returned) ids.push_back(id_json(id));
+    j["returned"] = ids;
+  }
+  return j;
 }
 
 bool get_border_pedestrian(const json& row, core::BorderPedestrian& p) {
@@ -223,6 +228,19 @@ std::optional<core::WorldCommand> decode_border_arrivals(const json& j, std::str
       error = "pedestrians[" + std::to_string(k) +
               "]: expected [index, generation, lane, time_left_s, hops]";
       return std::nullopt;
+    }
+  }
+  if (auto back = j.find("returned"); back != j.end()) {
+    if (!back->is_array()) {
+      error = "returned: expected an array of [index, generation]";
+      return std::nullopt;
+    }
+    for (std::size_t k = 0; k < back->size(); ++k) {
+      const json one{{"id", (*back)[k]}};
+      if (!get_id(one, "id", c.returned.emplace_back(), error)) {
+        error = "returned[" + std::to_string(k) + "]: expected [index, generation]";
+        return std::nullopt;
+      }
     }
   }
   return c;

@@ -31,9 +31,17 @@ void World::finalize_orphan(const OrphanRecord& o, EntityKind kind) {
     population_.on_deactivated(o.resident);
     return;
   }
-  const ReleaseStatus rs = registry_.release(o.id);
-  assert(rs == ReleaseStatus::Released);
-  (void)rs;
+  // A district world sends another district's id home (world_districts.cpp).
+  const std::int32_t home = home_district(o.id.index);
+  if (home >= 0 && home != scenario_.own_district) {
+    const std::uint32_t next = registry_.release_away(o.id);
+    assert(next != 0);
+    send_home({o.id.index, next});
+  } else {
+    const ReleaseStatus rs = registry_.release(o.id);
+    assert(rs == ReleaseStatus::Released);
+    (void)rs;
+  }
   ++counters_.despawned_total;
   ++counters_.despawned_by_reason[static_cast<std::size_t>(o.reason)];
 }

@@ -63,6 +63,8 @@ void digest_command(Digest& d, const WorldCommand& command) {
             d.u32(c.from_district).u64(c.sent_step).u64(c.pedestrians.size());
             for (const BorderPedestrian& p : c.pedestrians)
               d.u64(p.id.packed()).u32(p.lane).f64(p.time_left_s).u32(p.hops);
+            d.u64(c.returned.size());
+            for (const EntityId id : c.returned) d.u64(id.packed());
           }},
       command);
 }

@@ -196,16 +196,21 @@ struct BorderPedestrian {
 };
 
 // What one neighbouring district's step `sent_step` sent this district:
-// applied at the receiver's step sent_step + 1, before its other commands
-// that step, in from_district order. A district server submits it when the
+// applied at the receiver's step sent_step + 1, after the clients' commands
+// of that step, in from_district order. A district server submits it when the
 // neighbour's step end arrives, so the receiver's recording holds it like
 // any command and the district replays alone. Never accepted from a client.
 // [Limit: <= kBorderPedestriansMax pedestrians]
 inline constexpr std::size_t kBorderPedestriansMax = 1u << 20;
+// `returned`: ids going home (entity_id.hpp invariant 5), each with the
+// generation its home issues next: released in a district that is not their
+// home, passed on district by district (a shortest way over the map's
+// borders) until their home queues them again.
 struct BorderArrivals {
   std::uint32_t from_district = 0;
   std::uint64_t sent_step = 0;
   std::vector<BorderPedestrian> pedestrians;
+  std::vector<EntityId> returned;
 };
 
 using WorldCommand =

@@ -69,7 +69,7 @@ class EntityRegistry {
   // [Limit: capacity >= 1]
   explicit EntityRegistry(std::uint32_t capacity);
   // A district's registry: slots [first, end) are queued in index order, the
-  // others start away (invariant 5). [Precondition: first < end <= capacity]
+  // others start away (invariant 5). [Precondition: first <= end <= capacity]
   EntityRegistry(std::uint32_t capacity, std::uint32_t first, std::uint32_t end);
 
   AllocateResult allocate();
@@ -81,6 +81,12 @@ class EntityRegistry {
   // False, changing nothing, when the slot is not in that state.
   bool depart(EntityId id);
   bool adopt(EntityId id);
+  // Ids go home (invariant 5): an id of another district's range released
+  // here goes away with its next generation, which this returns (0: not
+  // alive, nothing changed); its home district queues it again with
+  // take_home (false, nothing changed, unless the slot is away).
+  std::uint32_t release_away(EntityId id);
+  bool take_home(EntityId id);
   bool slot_away(std::uint32_t index) const { return alive_[index] == kAway; }
 
   std::uint32_t capacity() const { return static_cast<std::uint32_t>(generation_.size()); }

@@ -140,6 +140,14 @@ struct BorderDeparture {
   BorderPedestrian pedestrian;
 };
 
+// An id on its way home (entity_id.hpp invariant 5; World::border_returns):
+// released here, or passed on, towards the neighbour `to_district` on a
+// shortest way to its home; `id` carries the generation its home issues next.
+struct BorderReturn {
+  std::uint32_t to_district = 0;
+  EntityId id;
+};
+
 // Lifecycle state of one entity, as reported by World::describe.
 enum class LifecycleState : std::uint8_t {
   Requested = 0,  // a spawn handle holds the id (IdentityCreated), or a garage mouth does
@@ -417,6 +425,10 @@ class World {
     return lane_district_.empty() ? -1 : lane_district_[lane];
   }
   std::span<const BorderDeparture> border_departures() const { return border_departures_; }
+  // The ids sent home (or passed on towards it) in the last step, in order.
+  std::span<const BorderReturn> border_returns() const { return border_returns_; }
+  // The district whose range holds slot `index` (-1: the whole city).
+  std::int32_t home_district(std::uint32_t index) const;
 
   // Lane density ledger: per sidewalk fragment, target - actual background
   // pedestrians (derived from the current state; fills `out`).
@@ -516,6 +528,10 @@ class World {
   std::vector<std::int16_t> lane_district_;         // per lane; empty without a district map
   std::vector<BorderPedestrian> border_crossings_;  // phase 6 -> phase 9, this step
   std::vector<BorderDeparture> border_departures_;  // border_departures()
+  std::vector<BorderReturn> border_returns_;        // border_returns()
+  std::vector<std::uint32_t> range_first_;          // per district: first slot of its range
+  std::vector<std::int16_t> next_hop_;              // per home district: the neighbour towards it
+  void send_home(EntityId id);                      // an id whose home is elsewhere, on its way
   // Phase 4b (phases/04b_prevention.cpp): response units, then corpse cleanup.
   void phase_prevention();
   void advance_response_units();
