@@ -35,7 +35,16 @@ Resumed resume_from_recording(const std::string& path, const core::Scenario& sce
     return out;
   }
   if (out.error = same_city(path, reader, scenario); !out.error.empty()) return out;
-  const persist::RecordingKeyframe& kf = reader.keyframes().back();
+  // The last keyframe at least one tick before the last recorded one: a
+  // district's neighbours may still need the step end of the step before
+  // the last it recorded (a killed process's last frames can be lost with its
+  // connection), so that step is replayed too (district_links.hpp).
+  const auto& kfs = reader.keyframes();
+  const persist::RecordingKeyframe* chosen = &kfs.front();
+  for (const persist::RecordingKeyframe& k : kfs) {
+    if (k.tick < reader.last_tick()) chosen = &k;
+  }
+  const persist::RecordingKeyframe& kf = *chosen;
   persist::LoadedCheckpoint loaded;
   if (persist::StoreError e = reader.read_keyframe(kf, loaded); !e.ok()) {
     out.error = "--resume: " + e.to_string();
@@ -68,8 +77,10 @@ Resumed resume_from_recording(const std::string& path, const core::Scenario& sce
                   std::to_string(t.digest);
       return out;
     }
-    out.step_ends.push_back(
-        {w.step_index(), w.digest(), {w.border_departures().begin(), w.border_departures().end()}});
+    out.step_ends.push_back({w.step_index(),
+                             w.digest(),
+                             {w.border_departures().begin(), w.border_departures().end()},
+                             {w.border_returns().begin(), w.border_returns().end()}});
   }
   out.world = std::move(restored.world);
   return out;

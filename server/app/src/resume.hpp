@@ -1,8 +1,9 @@
 // --resume FILE (docs/snapshots-and-replay.md): a server starts where a
-// recording of an earlier run of the same city ends. Its last keyframe is
-// restored and the ticks recorded after it are replayed, every digest
-// checked, so a district killed with -9 comes back at the step it had
-// recorded and its neighbours, which waited, go on (docs/districts.md).
+// recording of an earlier run of the same city ends. Its last keyframe
+// before the last recorded tick is restored and the ticks recorded after it
+// are replayed, every digest checked, so a district killed with -9 comes back
+// at the step it had recorded, able to send again the step ends of the steps
+// it replayed, and its neighbours, which waited, go on (docs/districts.md).
 #pragma once
 
 #include <cstdint>
@@ -20,6 +21,7 @@ struct ReplayedStepEnd {
   std::uint64_t step = 0;
   std::uint64_t digest = 0;
   std::vector<core::BorderDeparture> departures;
+  std::vector<core::BorderReturn> returns;
 };
 
 struct Resumed {
