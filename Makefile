@@ -18,7 +18,7 @@ FUZZ_SECONDS ?= 300
 SOAK_SECONDS ?= 3600
 SOAK_SCENARIOS ?= default-city
 
-.PHONY: all deps configure build test check-all wheel run bench bench-fanout-1m clean format fuzz-build fuzz fuzz-replay soak image image-test container-deps schema-doc
+.PHONY: all deps configure build test check-all wheel run bench bench-fanout-1m districts clean format fuzz-build fuzz fuzz-replay soak image image-test container-deps schema-doc
 
 all: build
 
@@ -92,6 +92,16 @@ bench-fanout-1m: build
 	  --server $(BUILD_DIR)/server/app/bustle-server
 	@$(BUILD_DIR)/tools/bench/bustle-bench fanout --city-scale 1m --clients 64 --repeat 3 \
 	  --seconds 15 --server $(BUILD_DIR)/server/app/bustle-server
+
+# Issue 34's district servers on this machine (docs/districts.md): the
+# generated district city on 1, 2 and 4 real bustle-server processes over
+# loopback in batch mode, neighbour lockstep, --sim-threads 1 each (strong
+# scaling, 200 000 pedestrians, about 20 s). ARGS go to `bustle-bench
+# district-servers`: make districts ARGS="--weak --agents 50000" (weak
+# scaling, 1 to 4 districts), ARGS="--districts 2,4 --record" (crossings).
+districts: build
+	@$(BUILD_DIR)/tools/bench/bustle-bench district-servers \
+	  --server $(BUILD_DIR)/server/app/bustle-server $(ARGS)
 
 # Starts the server on the embedded default city (127.0.0.1:7777, realtime).
 # Extra flags: make run ARGS="--port 0 --clock fast"

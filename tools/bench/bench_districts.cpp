@@ -9,10 +9,8 @@
 // With --write-scenario PATH it writes the city as a scenario file instead
 // (scenario_writer.hpp), for bustle-server --config, and steps nothing.
 #include <algorithm>
-#include <cerrno>
 #include <cinttypes>
 #include <cstdio>
-#include <cstring>
 #include <map>
 #include <string>
 #include <utility>
@@ -21,7 +19,6 @@
 #include "bench_support.hpp"
 #include "bustle/core/world.hpp"
 #include "bustle/scenario/scenario_loader.hpp"
-#include "bustle/scenario/scenario_writer.hpp"
 #include "measure.hpp"
 
 namespace bustle::bench {
@@ -50,28 +47,10 @@ std::vector<std::uint8_t> lane_districts(const core::World& w) {
 int write_district_city(const Args& a) {
   // Qualified: in a unity build fanout.cpp's unnamed district_city() would hide it.
   const core::Scenario s = bench::district_city(a.grid, a.districts, a.agents, a.vehicles);
-  const std::vector<core::ScenarioError> errors = core::validate_scenario(s);
-  for (const core::ScenarioError& e : errors)
-    std::fprintf(stderr, "bustle-bench: %s: %s\n", e.path.c_str(), e.message.c_str());
-  if (!errors.empty()) return 1;
-  const std::string text = scenario::write_scenario_json(s);
-  if (text.size() > scenario::kScenarioFileBytesMax) {
-    std::fprintf(stderr,
-                 "bustle-bench: the district city is %zu bytes of JSON, over the loader's limit "
-                 "of %zu (16 MiB); choose a smaller --grid or fewer --vehicles\n",
-                 text.size(), scenario::kScenarioFileBytesMax);
-    return 1;
-  }
-  std::FILE* f = std::fopen(a.write_scenario.c_str(), "wb");
-  const bool written = f != nullptr && std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  if ((f != nullptr && std::fclose(f) != 0) || !written) {
-    std::fprintf(stderr, "bustle-bench: cannot write %s: %s\n", a.write_scenario.c_str(),
-                 std::strerror(errno));
-    return 1;
-  }
+  const std::size_t bytes = write_scenario_file(s, a.write_scenario);
+  if (bytes == 0) return 1;
   std::printf("wrote %s: scenario %s, %zu bytes, %zu lanes, %zu districts\n",
-              a.write_scenario.c_str(), s.id.c_str(), text.size(), s.lanes.size(),
-              s.districts.size());
+              a.write_scenario.c_str(), s.id.c_str(), bytes, s.lanes.size(), s.districts.size());
   return 0;
 }
 

@@ -3,11 +3,14 @@
 
 #include <time.h>
 
+#include <cerrno>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #include "bustle/scenario/scenario_loader.hpp"
+#include "bustle/scenario/scenario_writer.hpp"
 
 namespace bustle::bench {
 
@@ -25,6 +28,28 @@ bustle::core::Scenario scenario_for(std::uint32_t agents) {
   s.pedestrians.count = agents;
   s.pedestrians.spawn_per_step_max = std::max<std::uint32_t>(agents, 1);
   return s;
+}
+
+std::size_t write_scenario_file(const core::Scenario& s, const std::string& path) {
+  const std::vector<core::ScenarioError> errors = core::validate_scenario(s);
+  for (const core::ScenarioError& e : errors)
+    std::fprintf(stderr, "bustle-bench: %s: %s\n", e.path.c_str(), e.message.c_str());
+  if (!errors.empty()) return 0;
+  const std::string text = scenario::write_scenario_json(s);
+  if (text.size() > scenario::kScenarioFileBytesMax) {
+    std::fprintf(stderr,
+                 "bustle-bench: the city is %zu bytes of JSON, over the loader's limit of %zu "
+                 "(16 MiB); choose a smaller --grid or fewer --vehicles\n",
+                 text.size(), scenario::kScenarioFileBytesMax);
+    return 0;
+  }
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  const bool written = f != nullptr && std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  if ((f != nullptr && std::fclose(f) != 0) || !written) {
+    std::fprintf(stderr, "bustle-bench: cannot write %s: %s\n", path.c_str(), std::strerror(errno));
+    return 0;
+  }
+  return text.size();
 }
 
 // Milliseconds of a steady-clock duration.

@@ -38,6 +38,11 @@ int bench_districts(const Args& a);   // bench_districts.cpp
 // The default city with `agents` background pedestrians, all spawned on step 1.
 bustle::core::Scenario scenario_for(std::uint32_t agents);
 
+// Writes scenario `s` as a file bustle-server --config loads
+// (scenario_writer.hpp); its size in bytes, or 0 after printing why not (the
+// scenario is refused, over the loader's 16 MiB or cannot be written).
+std::size_t write_scenario_file(const bustle::core::Scenario& s, const std::string& path);
+
 // Milliseconds of a steady-clock duration.
 double ms(Clock::duration d);
 

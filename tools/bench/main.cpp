@@ -12,13 +12,18 @@
 //                           [--warmup W] [--repeat R] [--server PATH] [--dir DIR]
 //                           [--outbound-max-bytes B] [--motion-tolerance-mm T]
 //                           [--city-scale two-blocks|N[k|m]] [--share S] [--sim-threads T]
+//   bustle-bench district-servers [--weak] [--districts 1,2,4] [--grid N] [--agents P]
+//                           [--steps S] [--seed K] [--sim-threads T] [--record]
+//                           [--server PATH] [--dir DIR]
 //   every subcommand: [--json] [--help]; bustle-bench --version
 //
 // The command line (flags, ranges, exit codes) is options.cpp; each bench is
 // bench_<name>.cpp (fanout: fanout.cpp), their shared helpers bench_support.*.
 //
 // `fanout` runs N real clients against a real bustle-server process over
-// loopback, with and without a share of stalled clients (fanout.cpp).
+// loopback, with and without a share of stalled clients (fanout.cpp);
+// `district-servers` runs the district city on K real bustle-server
+// processes in neighbour lockstep (district_servers.cpp).
 // Figures go to docs/performance.md with machine and command.
 #include <filesystem>
 #include <string>
@@ -31,17 +36,25 @@
 
 using bustle::bench::Args;
 
-// fanout: the server next to this binary in the build tree unless --server.
+// The server next to this binary in the build tree (fanout, district-servers
+// without --server).
+std::string server_in_build_tree(const char* argv0) {
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string(argv0)
+            : (self.parent_path() / "../../server/app/bustle-server").lexically_normal().string();
+}
+
 int bench_fanout(const Args& a, const char* argv0) {
   bustle::bench::FanoutOptions o = a.fanout;
-  if (o.server.empty()) {
-    std::error_code ec;
-    const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
-    o.server =
-        ec ? std::string(argv0)
-           : (self.parent_path() / "../../server/app/bustle-server").lexically_normal().string();
-  }
+  if (o.server.empty()) o.server = server_in_build_tree(argv0);
   return bustle::bench::run_fanout(o);
+}
+
+int bench_district_servers(const Args& a, const char* argv0) {
+  bustle::bench::DistrictServersOptions o = a.district_servers;
+  if (o.server.empty()) o.server = server_in_build_tree(argv0);
+  return bustle::bench::run_district_servers(o);
 }
 
 int main(int argc, char** argv) {
@@ -54,6 +67,8 @@ int main(int argc, char** argv) {
   int status = 0;
   if (a.mode == "fanout") {
     status = bench_fanout(a, argv[0]);
+  } else if (a.mode == "district-servers") {
+    status = bench_district_servers(a, argv[0]);
   } else if (a.mode == "stream") {
     status = bustle::bench::bench_stream(a);
   } else if (a.mode == "vehicles") {

@@ -268,6 +268,44 @@ void add_fanout(CLI::App& app, Args& a) {
   add_json(*sub, a);
 }
 
+void add_district_servers(CLI::App& app, Args& a) {
+  DistrictServersOptions& d = a.district_servers;
+  CLI::App* sub = bench_subcommand(
+      app, "district-servers",
+      "the district city on K real bustle-server processes over loopback in batch mode, in "
+      "neighbour lockstep (issue 34), for each K of --districts: per district wall time, step "
+      "mean, barrier wait per step, efficiency = compute / (compute + wait), border bytes per "
+      "step; strong scaling (one city) or weak (--agents per district)");
+  sub->add_flag("--weak", d.weak,
+                "weak scaling: --agents pedestrians per district on a grid of --grid x sqrt(K) "
+                "nodes per side (default: strong, one city of --agents on --grid)");
+  sub->add_option("--districts", d.districts,
+                  "the district counts to run, in order (default 1,2,4; --weak 1,2,3,4); 1 is the "
+                  "plain server without --district")
+      ->delimiter(',')
+      ->check(in_range<std::uint32_t>(1, 64));
+  add_int<std::uint32_t>(*sub, "--grid", d.grid, "nodes per side (--weak: of one district's city)",
+                         2, 1000);
+  add_int<std::uint32_t>(*sub, "--agents", d.agents,
+                         "pedestrians of the city (--weak: per district)", 1, kAgentsMax);
+  sub->add_option("--steps", d.steps, "steps each server runs (--steps of bustle-server)")
+      ->check(in_range<std::uint64_t>(1, kStepsMax))
+      ->capture_default_str();
+  add_int<std::uint64_t>(*sub, "--seed", d.seed, "every server's --seed", 0, kU64Max);
+  add_int<std::uint32_t>(*sub, "--sim-threads", d.sim_threads, "every server's --sim-threads", 1,
+                         64);
+  sub->add_flag("--record", d.record,
+                "each server records (--record) and the bench counts the pedestrians each "
+                "district received across its borders (costs step time)");
+  sub->add_option("--server", d.server,
+                  "bustle-server binary (default: the one in this build tree)")
+      ->check(CLI::ExistingFile);
+  sub->add_option("--dir", d.dir, "directory for the cities, server logs and recordings")
+      ->check(CLI::ExistingDirectory)
+      ->capture_default_str();
+  add_json(*sub, a);
+}
+
 // Fanout checks across flags; "" or the message. With --city-scale N,
 // --clients and --warmup default to 8 clients and 5 s (the district city's
 // tiers settle after spawning).
@@ -302,6 +340,15 @@ std::string check_across_flags(const CLI::App& sub, Args& a) {
   if (a.mode == "population" && a.residents > a.active) {
     return "--residents (" + std::to_string(a.residents) + ") must be at most --active (" +
            std::to_string(a.active) + ")";
+  }
+  if (a.mode == "district-servers") {
+    const DistrictServersOptions& d = a.district_servers;
+    for (const std::uint32_t k : d.districts) {
+      if (k > district_servers_grid(d, k)) {
+        return "--districts " + std::to_string(k) + " needs --grid of at least " +
+               std::to_string(k) + " (a district is a strip of node columns)";
+      }
+    }
   }
   if (a.mode == "districts" && !a.write_scenario.empty()) {
     for (const char* flag : {"--steps", "--seed"}) {
@@ -353,6 +400,7 @@ ParsedArgs parse_args(int argc, char** argv) {
   add_districts(app, a);
   add_stream(app, a);
   add_fanout(app, a);
+  add_district_servers(app, a);
   const auto fail = [&](const std::string& where, const std::string& message) {
     std::fprintf(stderr, "bustle-bench%s: %s\nrun 'bustle-bench%s --help' for usage\n",
                  where.c_str(), message.c_str(), where.c_str());

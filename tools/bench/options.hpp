@@ -17,13 +17,14 @@
 #include <cstdint>
 #include <string>
 
+#include "district_servers.hpp"
 #include "fanout.hpp"
 
 namespace bustle::bench {
 
 struct Args {
-  std::string
-      mode;  // the subcommand: step, population, snapshot, vehicles, stream, fanout, districts
+  std::string mode;  // the subcommand: step, population, snapshot, vehicles, stream, fanout,
+                     // districts, district-servers
   std::uint32_t agents = 100'000;   // step, snapshot, stream: pedestrians
   std::uint64_t steps = 1000;       // timed steps
   std::uint32_t repeat = 100;       // snapshot: checkpoints taken (a p99 below the max needs > 51)
@@ -41,6 +42,7 @@ struct Args {
   std::uint32_t threads = 1;  // population, step, snapshot: threads for the parallel parts
   bool json = false;          // every bench: also print one JSON line (see report.hpp)
   FanoutOptions fanout;       // fanout: its own flags (agents, repeat, dir and warmup included)
+  DistrictServersOptions district_servers;  // district-servers: its own flags
 };
 
 // What parse_args decided: run the bench in `args`, or exit with `exit_code`
