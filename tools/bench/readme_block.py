@@ -201,6 +201,26 @@ def bench_rows(results):
     bustle_bench("fanout-1m", lambda f: "live server, %s pedestrians, district clients" % thousands(
         f["districts"]["pedestrians"]), fanout_city)
 
+    def district_servers(d):
+        """Per K: the slowest district's step mean; with neighbours, the
+        largest barrier wait per step, the lowest efficiency and the border
+        bytes sent per step by every district together."""
+        parts = []
+        for run in d[0]["figures"]["runs"]:
+            per = run["per_district"]
+            text = "K=%d: step %.2f ms" % (run["districts"], max(p["step_ms"] for p in per))
+            if run["districts"] > 1:
+                text += ", wait ≤ %.2f ms/step, efficiency ≥ %.0f %%, %.0f B/step across borders" % (
+                    max(p["wait_ms_per_step"] for p in per), 100 * min(p["efficiency"] for p in per),
+                    sum(p["border_bytes_sent_per_step"] for p in per))
+            if run["oversubscribed"]:
+                text += " (oversubscribed: %d cores)" % d[0]["figures"]["cores"]
+            parts.append(text)
+        return "; ".join(parts)
+    bustle_bench("district-servers", lambda f: "district servers, %s scaling, %s pedestrians%s" % (
+        f["scaling"], thousands(f["agents"]), " per district" if f["scaling"] == "weak" else ""),
+        district_servers)
+
     for name in sorted(n[:-6] for n in os.listdir(results) if re.match(r"sdk-\d+\.1\.txt$", n)):
         bustle_bench(name, "C++ SDK per frame, %s entities" % name[4:], lambda d: (
             "total %s per frame (decode %s, apply %s, render %s); %s per entity" % (

@@ -76,6 +76,7 @@ if [[ $quick -eq 1 ]]; then
   stream=(stream --agents 2000 --grid 3 --vehicles 40 --steps 50)
   fanout=(fanout --clients 4 --stalled-percent 25 --agents 200 --seconds 1 --warmup 1 --repeat 1)
   fanout_1m=(fanout --city-scale 20k --clients 2 --seconds 1 --warmup 1 --repeat 1)
+  district_servers=(district-servers --grid 8 --agents 2000 --steps 100 --districts 1,2)
   vehicles=(--grid 3 --vehicles 40 --steps 50)
   # SUMO reports its loop time to the millisecond: 50 toy steps (~2 ms)
   # can time as 0 ms, an empty window; 1 000 steps (~0.1 s) cannot.
@@ -96,6 +97,9 @@ else
   # The server as users run it (issue 31): the 1 000 000-pedestrian city,
   # 8 district clients, the server's default thread counts (~4 min).
   fanout_1m=(fanout --city-scale 1m --repeat 3 --seconds 15)
+  # Issue 34: the district city on 1, 2 and 4 bustle-server processes
+  # (strong scaling, 200 000 pedestrians, 500 steps; ~20 s).
+  district_servers=(district-servers)
   vehicles=(--grid 32 --vehicles 10000 --steps 1000)
   sumo=("${vehicles[@]}" --repeat 3)
   sdk_sizes=(2000 20000)
@@ -144,6 +148,7 @@ done
 # Benches with a peer run their interleaved repeats themselves.
 run "fanout.1" "$bench" "${fanout[@]}" --server "$server" --dir "$work" --json
 run "fanout-1m.1" "$bench" "${fanout_1m[@]}" --server "$server" --dir "$work" --json
+run "district-servers.1" "$bench" "${district_servers[@]}" --json --server "$server" --dir "$work"
 if command -v sumo >/dev/null 2>&1; then
   run "vehicles-sumo.1" "$here/compare_sumo.sh" "${sumo[@]}" --bench "$bench"
 else
