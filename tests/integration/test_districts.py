@@ -22,7 +22,7 @@ import pytest
 from conftest import ServerProcess, clean_env, run_cli, run_replay, server_binary
 
 LINKS = re.compile(r"^bustle-server district (\S+) links on (\S+):(\d+)$")
-STEPS = 2000
+STEPS = 1200
 KEYFRAME_STEPS = 100
 RUN_TIMEOUT = 120.0
 
@@ -190,8 +190,8 @@ def digests_by_step(recordings):
 
 
 @pytest.mark.parametrize("districts, kills", [
-    (2, [(1, 500), (0, 1000), (1, 1500)]),
-    (4, [(2, 500), (1, 1100), (3, 1600)]),
+    (2, [(1, 300), (0, 600), (1, 900)]),
+    (4, [(2, 300), (1, 650), (3, 950)]),
 ])
 def test_a_killed_district_resumes_and_the_city_matches_an_uninterrupted_run(
         tmp_path, districts, kills):
