@@ -87,53 +87,60 @@ AllocateResult EntityRegistry::allocate() {
   return {AllocateStatus::Allocated, EntityId{index, generation_[index]}};
 }
 
-bool EntityRegistry::depart(EntityId id) {
-  if (!is_alive(id)) return false;
-  digest_sum_ += away_term(id.index, id.generation) - slot_term(id.index, id.generation, true);
+// A live slot goes away (invariant 5), with `generation` from now on.
+void EntityRegistry::go_away(EntityId id, std::uint32_t generation) {
+  assert(is_alive(id));
+  digest_sum_ += away_term(id.index, generation) - slot_term(id.index, id.generation, true);
+  generation_[id.index] = generation;
   alive_[id.index] = kAway;
   slots_written_.mark(id.index);
   --alive_count_;
   ++away_count_;
+}
+
+// An away slot comes back alive or free with the id's generation; false,
+// changing nothing, unless it is away.
+bool EntityRegistry::come_back(EntityId id, std::uint8_t state) {
+  if (id.index >= capacity() || id.generation == 0 || alive_[id.index] != kAway) return false;
+  digest_sum_ += slot_term(id.index, id.generation, state == kAlive) -
+                 away_term(id.index, generation_[id.index]);
+  generation_[id.index] = id.generation;
+  alive_[id.index] = state;
+  slots_written_.mark(id.index);
+  alive_count_ += state == kAlive;
+  --away_count_;
+  return true;
+}
+
+// A free slot joins the back of the FIFO (invariant 3).
+void EntityRegistry::enqueue_free(std::uint32_t index) {
+  assert(alive_[index] == kFree);
+  free_ring_[(free_head_ + free_count_) % capacity()] = index;
+  digest_sum_ += fifo_term(pop_seq_ + free_count_, index);
+  ++free_count_;
+}
+
+bool EntityRegistry::depart(EntityId id) {
+  if (!is_alive(id)) return false;
+  go_away(id, id.generation);
   return true;
 }
 
 std::uint32_t EntityRegistry::release_away(EntityId id) {
   if (!is_alive(id)) return 0;
-  const std::uint32_t next = id.generation == UINT32_MAX ? 1 : id.generation + 1;
-  digest_sum_ += away_term(id.index, next) - slot_term(id.index, id.generation, true);
-  generation_[id.index] = next;
-  alive_[id.index] = kAway;
-  slots_written_.mark(id.index);
-  --alive_count_;
-  ++away_count_;
+  const std::uint32_t next = next_generation(id.generation);
+  go_away(id, next);
   return next;
 }
 
 bool EntityRegistry::take_home(EntityId id) {
-  if (id.index >= capacity() || id.generation == 0 || alive_[id.index] != kAway) return false;
-  digest_sum_ +=
-      slot_term(id.index, id.generation, false) - away_term(id.index, generation_[id.index]);
-  generation_[id.index] = id.generation;
-  alive_[id.index] = kFree;
-  slots_written_.mark(id.index);
-  --away_count_;
-  const std::uint32_t tail = (free_head_ + free_count_) % capacity();
-  free_ring_[tail] = id.index;
-  digest_sum_ += fifo_term(pop_seq_ + free_count_, id.index);
-  ++free_count_;
+  if (!come_back(id, kFree)) return false;
+  enqueue_free(id.index);
   return true;
 }
 
 bool EntityRegistry::adopt(EntityId id) {
-  if (id.index >= capacity() || id.generation == 0 || alive_[id.index] != kAway) return false;
-  digest_sum_ +=
-      slot_term(id.index, id.generation, true) - away_term(id.index, generation_[id.index]);
-  generation_[id.index] = id.generation;
-  alive_[id.index] = kAlive;
-  slots_written_.mark(id.index);
-  ++alive_count_;
-  --away_count_;
-  return true;
+  return come_back(id, kAlive);
 }
 
 ReleaseStatus EntityRegistry::release(EntityId id) {
@@ -143,14 +150,10 @@ ReleaseStatus EntityRegistry::release(EntityId id) {
   slots_written_.mark(id.index);
   --alive_count_;
   digest_sum_ -= slot_term(id.index, generation_[id.index], true);
-  // Skip 0 on wrap-around so the null handle is never issued (invariant 1).
-  generation_[id.index] = generation_[id.index] == UINT32_MAX ? 1 : generation_[id.index] + 1;
+  generation_[id.index] = next_generation(generation_[id.index]);
   assert(generation_[id.index] != 0);
   digest_sum_ += slot_term(id.index, generation_[id.index], false);
-  const std::uint32_t tail = (free_head_ + free_count_) % capacity();
-  free_ring_[tail] = id.index;
-  digest_sum_ += fifo_term(pop_seq_ + free_count_, id.index);
-  ++free_count_;
+  enqueue_free(id.index);
   assert(free_count_ + alive_count_ + away_count_ == capacity());
   return ReleaseStatus::Released;
 }

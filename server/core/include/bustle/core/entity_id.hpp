@@ -137,6 +137,14 @@ class EntityRegistry {
   friend struct InvariantProbe;  // tests only: corrupts state to prove check_invariants() catches
                                  // it
   static constexpr std::uint8_t kFree = 0, kAlive = 1, kAway = 2;
+  // The generation after `g`, skipping 0 on wrap-around so the null handle
+  // is never issued (invariant 1).
+  static constexpr std::uint32_t next_generation(std::uint32_t g) {
+    return g == UINT32_MAX ? 1 : g + 1;
+  }
+  void go_away(EntityId id, std::uint32_t generation);
+  bool come_back(EntityId id, std::uint8_t state);
+  void enqueue_free(std::uint32_t index);
   std::vector<std::uint32_t> generation_;
   std::vector<std::uint8_t> alive_;       // kFree, kAlive or kAway per slot
   std::vector<std::uint32_t> free_ring_;  // ring buffer of free slot indices
