@@ -24,12 +24,16 @@ constexpr std::uint32_t kFrameBytesMax = 256u << 20;
 constexpr auto kDialRetry = std::chrono::milliseconds(100);
 constexpr auto kWaitLogEvery = std::chrono::seconds(5);
 
-std::string frame(const json& body) {
-  const std::string text = body.dump();
+// A frame: the 4-byte little-endian length, then the JSON text.
+std::string frame_text(const std::string& text) {
   const auto n = static_cast<std::uint32_t>(text.size());
   std::string out(4, '\0');
   for (std::size_t b = 0; b < 4; ++b) out[b] = static_cast<char>(n >> (8 * b));
   return out + text;
+}
+
+std::string frame(const json& body) {
+  return frame_text(body.dump());
 }
 
 // Reads one frame's JSON object; false at the end of the stream or on a bad
@@ -428,10 +432,11 @@ void DistrictLinks::send_step_end(std::uint64_t step, std::uint64_t digest,
     for (const core::BorderReturn& r : returns) {
       if (r.to_district == link->district) arrivals.returned.push_back(r.id);
     }
-    std::string f = frame(json{{"type", "step_end"},
-                               {"step", step},
-                               {"digest", digest},
-                               {"arrivals", json::parse(persist::command_args_json(arrivals))}});
+    // The arrivals are the command's recorded form, JSON text already: put in
+    // as they are, not parsed and printed again.
+    std::string f = frame_text("{\"type\":\"step_end\",\"step\":" + std::to_string(step) +
+                               ",\"digest\":" + std::to_string(digest) +
+                               ",\"arrivals\":" + persist::command_args_json(arrivals) + "}");
     std::lock_guard<std::mutex> lock(link->write_mutex);
     // Kept for a neighbour that comes back (serve()); a step sent again
     // (a restarted district replaying) replaces nothing: the first is kept.
