@@ -193,13 +193,27 @@ def clean_env(extra=None):
     return env
 
 
-def replay_binary() -> str:
-    """$BUSTLE_REPLAY (the bustle-replay tool); skips the test when it is not set."""
-    path = os.environ.get("BUSTLE_REPLAY")
+def tool_binary(variable: str, tool: str) -> str:
+    """$variable (a tool built beside the server); skips the test when it is not set."""
+    path = os.environ.get(variable)
     if not path:
-        pytest.skip("BUSTLE_REPLAY is not set (bustle-replay is not built in this tree)")
+        pytest.skip(f"{variable} is not set ({tool} is not built in this tree)")
     if not os.access(path, os.X_OK):
-        pytest.fail(f"BUSTLE_REPLAY={path} is not an executable file")
+        pytest.fail(f"{variable}={path} is not an executable file")
+    return path
+
+
+def replay_binary() -> str:
+    return tool_binary("BUSTLE_REPLAY", "bustle-replay")
+
+
+def write_district_city(path: Path, districts: int, grid: int, agents: int) -> Path:
+    """The generated district city (bustle-bench districts --write-scenario),
+    pedestrians only, cut into `districts` strips."""
+    subprocess.run([tool_binary("BUSTLE_BENCH", "bustle-bench"), "districts", "--grid", str(grid),
+                    "--districts", str(districts), "--agents", str(agents), "--vehicles", "0",
+                    "--write-scenario", str(path)], check=True, capture_output=True, timeout=60,
+                   env=clean_env())
     return path
 
 

@@ -10,7 +10,6 @@ with the same districts and seed record the same digest at every step."""
 
 import json
 import time
-import os
 import re
 import sqlite3
 import subprocess
@@ -19,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ServerProcess, clean_env, run_cli, run_replay, server_binary
+from conftest import (ServerProcess, clean_env, run_cli, run_replay, server_binary,
+                      write_district_city)
 
 LINKS = re.compile(r"^bustle-server district (\S+) links on (\S+):(\d+)$")
 STEPS = 1200
@@ -27,21 +27,10 @@ KEYFRAME_STEPS = 100
 RUN_TIMEOUT = 120.0
 
 
-def bench_binary() -> str:
-    path = os.environ.get("BUSTLE_BENCH")
-    if not path:
-        pytest.skip("BUSTLE_BENCH is not set (bustle-bench is not built in this tree)")
-    return path
-
-
 def district_city(tmp_path: Path, districts: int, grid: int = 8, agents: int = 600) -> Path:
     """The generated district city, with walkers at 10 m/s (a 100 m block in
     100 steps) so they cross borders many times in a short run."""
-    raw = tmp_path / f"city{districts}.raw.json"
-    subprocess.run([bench_binary(), "districts", "--grid", str(grid), "--districts",
-                    str(districts), "--agents", str(agents), "--vehicles", "0",
-                    "--write-scenario", str(raw)], check=True, capture_output=True,
-                   timeout=60, env=clean_env())
+    raw = write_district_city(tmp_path / f"city{districts}.raw.json", districts, grid, agents)
     city = json.loads(raw.read_text())
     for lane in city["lanes"]:
         if lane.get("kind", "sidewalk") == "sidewalk":

@@ -22,7 +22,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from bustle_client import CommandStatus, ErrorCode, ErrorMessage, JobState, Observer, RejectReason
-from conftest import SOURCE_DIR, clean_env
+from conftest import SOURCE_DIR, clean_env, write_district_city
 from snapshot_helpers import manual_command, operator, run_job
 
 METRICS_LINE = re.compile(r"^bustle-server metrics on (\S+):(\d+)$")
@@ -381,13 +381,7 @@ def test_agones_district_servers_take_their_district_from_the_allocation(start_s
     """--agones-district: Ready, Health while unallocated, then the district
     (label) and its peers (annotation) from GET /gameserver; Ready is never
     sent again (that would put an allocated server back in the Fleet)."""
-    writer = os.environ.get("BUSTLE_BENCH")
-    if not writer:
-        pytest.skip("BUSTLE_BENCH is not set")
-    city = tmp_path / "city.json"
-    subprocess.run([writer, "districts", "--grid", "6", "--districts", "2", "--agents", "200",
-                    "--vehicles", "0", "--write-scenario", str(city)], check=True,
-                   capture_output=True, timeout=60, env=clean_env())
+    city = write_district_city(tmp_path / "city.json", districts=2, grid=6, agents=200)
     sidecars = [FakeSidecar(), FakeSidecar()]
     try:
         allocate(sidecars[0], "d0")
