@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 
+#include "bustle/args/addresses.hpp"
 #include "bustle/args/checks.hpp"
 #include "bustle/ops/metrics_server.hpp"
 #include "bustle/persist/persist_worker.hpp"
@@ -14,6 +15,7 @@
 namespace bustle::app {
 namespace {
 
+using args::split_host_port;
 using args::store_whole;
 
 // Why batch mode (--steps) refuses a setting: each would otherwise be
@@ -101,36 +103,11 @@ std::vector<Setting> client_settings() {
   };
 }
 
-// "HOST:PORT" (an IPv6 host in brackets) into its parts.
-std::string split_host_port(const std::string& v, std::string& host, std::uint16_t& port) {
-  const std::size_t colon = v.rfind(':');
-  if (colon == std::string::npos || colon == 0) return "expected HOST:PORT, got '" + v + "'";
-  host = v.substr(0, colon);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
-    host = host.substr(1, host.size() - 2);
-  return store_whole<std::uint16_t>(v.substr(colon + 1), 0, 65535, port, "a port in HOST:PORT");
-}
-
 }  // namespace
 
 std::string parse_district_peers(const std::string& v,
                                  std::vector<AppOptions::DistrictPeerAddress>& out) {
-  out.clear();
-  std::size_t at = 0;
-  while (at <= v.size()) {
-    const std::size_t comma = std::min(v.find(',', at), v.size());
-    const std::string item = v.substr(at, comma - at);
-    const std::size_t eq = item.find('=');
-    if (eq == std::string::npos || eq == 0)
-      return "expected ID=HOST:PORT[,ID=HOST:PORT...], got '" + item + "'";
-    AppOptions::DistrictPeerAddress p;
-    p.district = item.substr(0, eq);
-    if (std::string e = split_host_port(item.substr(eq + 1), p.host, p.port); !e.empty())
-      return p.district + ": " + e;
-    out.push_back(std::move(p));
-    at = comma + 1;
-  }
-  return {};
+  return args::parse_district_addresses(v, out);
 }
 
 namespace {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "bustle/args/addresses.hpp"
 #include "bustle/net/server.hpp"
 #include "quality.hpp"
 
@@ -52,10 +53,7 @@ struct AppOptions {
   std::optional<std::string> district;
   std::string district_listen_host = "127.0.0.1";
   std::uint16_t district_listen_port = 0;  // 0: any free port (printed at start)
-  struct DistrictPeerAddress {
-    std::string district, host;
-    std::uint16_t port = 0;
-  };
+  using DistrictPeerAddress = args::DistrictAddress;
   std::vector<DistrictPeerAddress> district_peers;
   std::uint32_t district_wait_s = 60;  // waiting longer for a neighbour's step ends the district
   // --resume FILE: start where this recording (of the same city) ends.
