@@ -8,17 +8,27 @@ namespace bustle::net {
 WelcomeInfo make_welcome_info(const core::World& world, std::string server_version,
                               ClockMode clock_mode) {
   const core::Scenario& scenario = world.scenario();
+  std::vector<std::uint32_t> community_first;
+  for (std::uint32_t c = 0; c < scenario.communities.size(); ++c)
+    community_first.push_back(world.population().community_first(c));
+  return make_welcome_info(scenario, world.lanes(), community_first, std::move(server_version),
+                           clock_mode);
+}
+
+WelcomeInfo make_welcome_info(const core::Scenario& scenario, const core::LaneGraph& lanes,
+                              std::span<const std::uint32_t> community_first,
+                              std::string server_version, ClockMode clock_mode) {
   WelcomeInfo w;
   w.server_version = std::move(server_version);
   w.scenario_id = scenario.id;
   w.step_us = scenario.step_us;
   w.clock_mode = clock_mode;
-  w.lanes = world.lanes().lanes();
-  w.chains = world.lanes().chains();
+  w.lanes = lanes.lanes();
+  w.chains = lanes.chains();
   w.dots_every_steps = scenario.pedestrians.dots_every_steps;
   auto lane_index = [&](const std::string& id) {
-    for (std::uint32_t l = 0; l < world.lanes().size(); ++l) {
-      if (world.lanes().lane(l).id == id) return l;
+    for (std::uint32_t l = 0; l < lanes.size(); ++l) {
+      if (lanes.lane(l).id == id) return l;
     }
     return 0u;
   };
@@ -34,9 +44,9 @@ WelcomeInfo make_welcome_info(const core::World& world, std::string server_versi
   w.archetypes = make_archetypes(scenario);
   StreamContext& ctx = w.stream;
   ctx.step_us = scenario.step_us;
-  for (std::uint32_t l = 0; l < world.lanes().size(); ++l) {
-    ctx.lane_length_mm.push_back(proto::to_mm(world.lanes().lane(l).length_m));
-    ctx.lane_chain.push_back(world.lanes().chain_of(l));
+  for (std::uint32_t l = 0; l < lanes.size(); ++l) {
+    ctx.lane_length_mm.push_back(proto::to_mm(lanes.lane(l).length_m));
+    ctx.lane_chain.push_back(lanes.chain_of(l));
   }
   ctx.chain_count = w.chains.size();
   ctx.importance = scenario.tiers.importance;
@@ -46,7 +56,7 @@ WelcomeInfo make_welcome_info(const core::World& world, std::string server_versi
   }
   ctx.scenario_id = scenario.id;
   for (std::uint32_t c = 0; c < scenario.communities.size(); ++c) {
-    ctx.community_first_resident.push_back(world.population().community_first(c));
+    ctx.community_first_resident.push_back(community_first[c]);
     ctx.community_ids.push_back(scenario.communities[c].id);
   }
   return w;

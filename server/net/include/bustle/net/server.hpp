@@ -25,6 +25,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 
 #include "bustle/core/command.hpp"
@@ -137,6 +138,12 @@ core::Status check_bind_policy(const ServerOptions& options);
 // The Welcome facts of a world: lanes, garages, signals and lane chains.
 WelcomeInfo make_welcome_info(const core::World& world, std::string server_version,
                               ClockMode clock_mode);
+// The same from the scenario alone, for a process that holds no World (the
+// gateway): `community_first` is each community's first resident index
+// (core::Population::community_first, empty for a city without communities).
+WelcomeInfo make_welcome_info(const core::Scenario& scenario, const core::LaneGraph& lanes,
+                              std::span<const std::uint32_t> community_first,
+                              std::string server_version, ClockMode clock_mode);
 
 // QueryStats: the generated object-API type of the wire's Stats table, so a
 // field added to proto/fbs/server.fbs is here (and packed, and decoded by
