@@ -458,6 +458,8 @@ class Delta:
     interest_truncated: int = 0  # entities in interest not sent: budgets full
 
 
+DistrictStatus = wire_dataclass("DistrictStatus", doc="""Stats.districts: one district server as a
+gateway sees it (id, streaming, step, digest, entities).""")
 Stats = wire_dataclass("Stats", doc="""QueryStats: counts, clock, leases and step timing (every field of
 the schema's Stats table; see proto/fbs/server.fbs for each field).""")
 
@@ -745,6 +747,7 @@ __all__ = [
     "Welcome",
     "ErrorMessage",
     "Delta",
+    "DistrictStatus",
     "Stats",
     "JobStatus",
     "JobUpdate",

@@ -116,6 +116,8 @@ Json reflect(const Native& native) {
 Json stats(const client::StatsInfo& s) {
   Json j = reflect(s);  // every field of the schema's Stats, in schema order
   j["digest"] = hex(s.digest);
+  for (std::size_t d = 0; d < s.districts.size(); ++d)
+    j["districts"][d]["digest"] = hex(s.districts[d]->digest);
   return j;
 }
 

@@ -1,4 +1,5 @@
-// `bustle status`: the server's Stats (clock, step, entities, step time, digest).
+// `bustle status`: the server's Stats (clock, step, entities, step time, digest),
+// and through a gateway each district's step and digest.
 #include <chrono>
 #include <cinttypes>
 
@@ -92,7 +93,14 @@ int run_status(const CliOptions& o, std::FILE* out, std::FILE* err) {
     }
   }
   std::fprintf(out, "%s\n", s.step_time_window == 0 ? " none" : "");
-  std::fprintf(out, "  %-18s %016" PRIx64 "\n", "digest", s.digest);
+  std::fprintf(out, "  %-18s %016" PRIx64 "%s\n", "digest", s.digest,
+               s.districts.empty() ? "" : " (city: the districts' digests below)");
+  // A gateway's districts (docs/districts.md): where each one is.
+  for (const auto& d : s.districts) {
+    std::fprintf(out, "  %-18s %s, step %" PRIu64 ", digest %016" PRIx64 ", %" PRIu32 " entities\n",
+                 ("district " + d->id).c_str(), d->streaming ? "streaming" : "NOT STREAMING",
+                 d->step, d->digest, d->entities);
+  }
   std::fflush(out);
   return kExitOk;
 }
