@@ -13,6 +13,7 @@ test killed on purpose (``kill9()``) is exempt.
 skip when it is not set.
 """
 
+import json
 import os
 import queue
 import re
@@ -27,7 +28,7 @@ import pytest
 from bustle_client import Session
 
 SOURCE_DIR = Path(__file__).resolve().parents[2]
-LISTENING = re.compile(r"^bustle-server listening on (\S+):(\d+)$")
+LISTENING = re.compile(r"^bustle-(?:server|gateway) listening on (\S+):(\d+)$")
 STARTUP_TIMEOUT = 10.0
 SIGTERM_EXIT_LIMIT = 3.0
 KILL_AFTER = 5.0
@@ -44,15 +45,17 @@ def server_binary() -> str:
 
 
 class ServerProcess:
-    """A bustle-server child. With ``may_refuse``, exiting before the listening
+    """A bustle-server child (or, with ``binary``, another program that prints
+    the same listening line: bustle-gateway). With ``may_refuse``, exiting before the listening
     line is not a failure: ``refused`` is set and ``returncode``/``stderr()``
     tell why (start-up refusals: bad files, existing recording, ...)."""
 
-    def __init__(self, args, stderr_path: Path, env=None, may_refuse: bool = False):
+    def __init__(self, args, stderr_path: Path, env=None, may_refuse: bool = False,
+                 binary=None):
         self.may_refuse = may_refuse
         self.refused = False
         self.startup_lines = []
-        self.args = [server_binary(), *args]
+        self.args = [binary or server_binary(), *args]
         self.stderr_path = stderr_path
         self._stderr = open(stderr_path, "wb")
         self.proc = subprocess.Popen(self.args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -214,6 +217,19 @@ def write_district_city(path: Path, districts: int, grid: int, agents: int) -> P
                     "--districts", str(districts), "--agents", str(agents), "--vehicles", "0",
                     "--write-scenario", str(path)], check=True, capture_output=True, timeout=60,
                    env=clean_env())
+    return path
+
+
+def district_city(tmp_path: Path, districts: int, grid: int = 8, agents: int = 600) -> Path:
+    """The generated district city, with walkers at 10 m/s (a 100 m block in
+    100 steps) so they cross borders many times in a short run."""
+    raw = write_district_city(tmp_path / f"city{districts}.raw.json", districts, grid, agents)
+    city = json.loads(raw.read_text())
+    for lane in city["lanes"]:
+        if lane.get("kind", "sidewalk") == "sidewalk":
+            lane["speed_mps_limit"] = 10.0
+    path = tmp_path / f"city{districts}.json"
+    path.write_text(json.dumps(city))
     return path
 
 

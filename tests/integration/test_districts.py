@@ -18,26 +18,13 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (ServerProcess, clean_env, run_cli, run_replay, server_binary,
-                      write_district_city)
+from conftest import (ServerProcess, clean_env, district_city, run_cli, run_replay,
+                      server_binary)
 
 LINKS = re.compile(r"^bustle-server district (\S+) links on (\S+):(\d+)$")
 STEPS = 1200
 KEYFRAME_STEPS = 100
 RUN_TIMEOUT = 120.0
-
-
-def district_city(tmp_path: Path, districts: int, grid: int = 8, agents: int = 600) -> Path:
-    """The generated district city, with walkers at 10 m/s (a 100 m block in
-    100 steps) so they cross borders many times in a short run."""
-    raw = write_district_city(tmp_path / f"city{districts}.raw.json", districts, grid, agents)
-    city = json.loads(raw.read_text())
-    for lane in city["lanes"]:
-        if lane.get("kind", "sidewalk") == "sidewalk":
-            lane["speed_mps_limit"] = 10.0
-    path = tmp_path / f"city{districts}.json"
-    path.write_text(json.dumps(city))
-    return path
 
 
 def start_district(city: Path, d: int, out: Path, rec: Path, ports, seed=1, extra=()):

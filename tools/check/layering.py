@@ -18,6 +18,7 @@ tools/cli as bustle/cli, ...). A source file under a library folder may include
     server/net       -> proto, core
     server/ops       -> net, persist, core
     server/app       -> args, ops, net, persist, scenario, proto, core
+    server/gateway   -> app, args, net, scenario, proto, core, client (the C++ SDK)
     clients/cpp      -> proto
 
 and no file under server/, proto/ or clients/ may include a header that lives
@@ -45,6 +46,7 @@ ALLOWED = {
     "server/net": {"proto", "core"},
     "server/ops": {"net", "persist", "core"},
     "server/app": {"args", "ops", "net", "persist", "scenario", "proto", "core"},
+    "server/gateway": {"app", "args", "net", "scenario", "proto", "core", "client"},
     "clients/cpp": {"proto"},
 }
 # Top-level folders whose files must not reach into tools/.

@@ -1,0 +1,63 @@
+// The gateway's loop (bustle-gateway; docs/districts.md, "The gateway").
+//
+// Threads: one feed thread per district (district_feed.hpp), one network
+// thread running the net::Server its clients connect to, and this loop's
+// thread, which alone owns the CityMerger. The loop takes the districts'
+// Deltas step by step: step k is published once every district's next
+// Delta is at k or later, after each district's Delta for k is applied. A
+// district that is missing therefore holds the gateway's stream at its last
+// step, as it holds its neighbours, and nothing is published that a later
+// Delta would contradict.
+//
+// Commands from the gateway's clients: QueryStats is answered here (the
+// city's step and digest, and each district's); Subscribe, UpdateInterest
+// and lease reports are the network side's, as in every server; every other
+// command changes or asks one district's world and is refused, naming the
+// district servers as where to send it.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "bustle/core/lane_graph.hpp"
+#include "bustle/core/scenario.hpp"
+#include "bustle/gateway/city_merger.hpp"
+#include "bustle/gateway/district_feed.hpp"
+#include "bustle/net/command_queue.hpp"
+#include "bustle/net/server.hpp"
+
+namespace bustle::gateway {
+
+// Events per district the gateway holds before its feed stops reading.
+inline constexpr std::size_t kFeedDepth = 64;
+
+class Gateway {
+ public:
+  Gateway(const core::Scenario& scenario, const core::LaneGraph& lanes, net::Server& server,
+          net::CommandQueue& commands, std::vector<FeedSettings> feeds, CityFacts city);
+  ~Gateway();
+
+  // Runs until `stop` (returns 0) or a district turns out to be another
+  // city (returns 2, logged).
+  int run(const std::atomic<bool>& stop);
+
+ private:
+  // Applies whole steps while every district has one queued; false on Fatal.
+  bool merge_ready_steps();
+  void handle(net::InboundCommand cmd);
+  net::StatsSnapshot stats() const;
+
+  CityMerger merger_;
+  net::Server& server_;
+  net::CommandQueue& commands_;
+  FeedInbox inbox_;
+  std::vector<std::unique_ptr<DistrictFeed>> feeds_;
+  std::uint32_t step_us_ = 0;
+  std::uint64_t published_step_ = 0;
+  bool published_ = false;
+  std::uint32_t published_entities_ = 0;
+};
+
+}  // namespace bustle::gateway

@@ -1,0 +1,235 @@
+// CityMerger (city_merger.hpp): district mirrors in, one city frame out.
+#include "bustle/gateway/city_merger.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+#include "bustle/core/digest.hpp"
+#include "bustle/proto/motion.hpp"
+
+namespace bustle::gateway {
+
+namespace {
+
+// An entity is in transit for the step it left in and the next one (the
+// receiver applies border arrivals one step later); after that nobody
+// adopted it.
+constexpr std::uint64_t kTransitSteps = 2;
+
+std::vector<proto::LanePolyline> polylines(const core::LaneGraph& lanes) {
+  std::vector<proto::LanePolyline> out;
+  out.reserve(lanes.size());
+  for (std::uint32_t l = 0; l < lanes.size(); ++l) {
+    const core::Lane& lane = lanes.lane(l);
+    std::vector<double> xs, ys;
+    for (const core::Vec2& p : lane.points) {
+      xs.push_back(p.x_m);
+      ys.push_back(p.y_m);
+    }
+    // The Welcome's elevation is a float: pose z as the clients do.
+    out.push_back(proto::LanePolyline::from_points(
+        xs, ys, static_cast<double>(static_cast<float>(lane.elevation_m)),
+        proto::to_mm(lane.length_m)));
+  }
+  return out;
+}
+
+}  // namespace
+
+CityMap make_city_map(const core::Scenario& scenario, const core::LaneGraph& lanes) {
+  CityMap m;
+  m.lane_owner.assign(lanes.size(), 0);
+  m.lane_borders.assign(lanes.size(), 0);
+  m.signal_owner.assign(scenario.signals.size(), 0);
+  std::map<std::string, std::uint32_t> lane_by_id;
+  for (std::uint32_t l = 0; l < lanes.size(); ++l) lane_by_id.emplace(lanes.lane(l).id, l);
+  std::map<std::string, std::uint16_t> signal_district;
+  for (std::size_t d = 0; d < scenario.districts.size(); ++d) {
+    const core::DistrictSpec& spec = scenario.districts[d];
+    m.district_ids.push_back(spec.id);
+    for (const std::string& id : spec.lanes) {
+      if (auto it = lane_by_id.find(id); it != lane_by_id.end())
+        m.lane_owner[it->second] = static_cast<std::uint16_t>(d);
+    }
+    for (const std::string& id : spec.signals) signal_district[id] = static_cast<std::uint16_t>(d);
+  }
+  for (std::uint32_t l = 0; l < lanes.size(); ++l) {
+    for (core::LaneIndex next : lanes.lane(l).successors)
+      if (m.lane_owner[next] != m.lane_owner[l]) m.lane_borders[l] = 1;
+  }
+  for (std::size_t s = 0; s < scenario.signals.size(); ++s) {
+    if (auto it = signal_district.find(scenario.signals[s].id); it != signal_district.end())
+      m.signal_owner[s] = it->second;
+  }
+  return m;
+}
+
+// Watches one district's mirror while a Delta is applied: who leaves across
+// a border, who arrives from one, who stands where it should not.
+class CityMerger::Listener final : public client::MirrorListener {
+ public:
+  Listener(CityMerger& m, std::size_t d, std::uint64_t step) : m_(m), d_(d), step_(step) {}
+  void on_left(const client::EntityView& view) override {
+    const std::uint32_t lane = view.anchor.lane;
+    if (lane >= m_.map_.lane_borders.size() || m_.map_.lane_borders[lane] == 0) return;
+    if (m_.held_elsewhere(d_, view.id)) return;  // already adopted (coalesced Deltas)
+    m_.transit_[view.id.index] = Transit{view, d_, step_};
+  }
+  void on_entered(const client::EntityView& view) override {
+    if (auto it = m_.transit_.find(view.id.index); it != m_.transit_.end()) {
+      if (it->second.view.id == view.id && it->second.from != d_) ++m_.counters_.crossings;
+      m_.transit_.erase(it);
+    }
+    const std::uint32_t lane = view.anchor.lane;
+    if (lane < m_.map_.lane_owner.size() && m_.map_.lane_owner[lane] != d_)
+      ++m_.states_[d_].foreign_entities;
+  }
+
+ private:
+  CityMerger& m_;
+  std::size_t d_;
+  std::uint64_t step_;
+};
+
+CityMerger::CityMerger(const core::Scenario& scenario, const core::LaneGraph& lanes)
+    : map_(make_city_map(scenario, lanes)),
+      step_us_(scenario.step_us),
+      dots_every_steps_(scenario.pedestrians.dots_every_steps),
+      mirrors_(std::max<std::size_t>(1, map_.district_ids.size())),
+      states_(mirrors_.size()) {
+  const std::vector<proto::LanePolyline> lines = polylines(lanes);
+  for (client::EntityMirror& m : mirrors_) {
+    m.set_strict(true);
+    m.set_world(lines, step_us_);
+  }
+  for (std::uint32_t l = 0; l < lanes.size(); ++l) lane_chain_.push_back(lanes.chain_of(l));
+  chain_count_ = lanes.chains().size();
+  weights_.prepare(scenario.tiers.importance, {}, {});
+}
+
+std::string CityMerger::apply(std::size_t d, const client::Delta& delta) {
+  Listener listener(*this, d, delta.step);
+  const client::ApplySummary summary = mirrors_[d].apply(delta, &listener);
+  DistrictState& st = states_[d];
+  if (delta.baseline) st.streaming = true;
+  st.step = delta.step;
+  st.digest = delta.digest;
+  st.entities = static_cast<std::uint32_t>(mirrors_[d].size());
+  if (!summary.ok()) ++counters_.mirror_problems;
+  return summary.error;
+}
+
+void CityMerger::lost(std::size_t d) {
+  states_[d].streaming = false;
+}
+
+bool CityMerger::held_elsewhere(std::size_t d, client::EntityId id) const {
+  for (std::size_t o = 0; o < mirrors_.size(); ++o)
+    if (o != d && mirrors_[o].find(id) != nullptr) return true;
+  return false;
+}
+
+std::uint64_t CityMerger::city_digest() const {
+  core::Digest h;
+  for (std::size_t d = 0; d < states_.size(); ++d) h.u64(d).u64(states_[d].digest);
+  return h.value();
+}
+
+void CityMerger::drop_stale_transit(std::uint64_t step) {
+  for (auto it = transit_.begin(); it != transit_.end();) {
+    if (step >= it->second.left_step + kTransitSteps) {
+      ++counters_.transit_dropped;
+      it = transit_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void CityMerger::add_entity(const client::EntityView& view, std::uint64_t step,
+                            net::PublishedFrame& f,
+                            std::vector<std::uint64_t>& anchor_steps) const {
+  const std::optional<client::EntityPose> pose = mirrors_.front().pose(view, step);
+  if (!pose) return;  // a lane this city does not have (counted by the mirror)
+  net::PublishedEntity e;
+  e.id = core::EntityId{view.id.index, view.id.generation};
+  e.lane = pose->lane;
+  e.s_mm = pose->s_mm;
+  e.speed_mmps = view.anchor.speed_mmps;
+  e.x_m = pose->x_m;
+  e.y_m = pose->y_m;
+  e.z_m = static_cast<float>(pose->z_m);
+  e.kind = static_cast<core::EntityKind>(view.kind);
+  // District worlds hold background pedestrians and units only (no
+  // residents, no garages yet): their class weight is Background's.
+  e.weight = static_cast<float>(weights_.weight(core::PriorityClass::Background,
+                                                e.kind == core::EntityKind::Vehicle, e.x_m, e.y_m));
+  e.archetype = view.archetype;
+  e.sim_tier = static_cast<std::uint8_t>(view.sim_tier);
+  e.policy = static_cast<std::uint8_t>(view.policy);
+  e.retiring = view.retiring;
+  e.corpse = view.corpse;
+  f.entities.push_back(e);
+  anchor_steps.push_back(view.anchor.step);
+}
+
+std::shared_ptr<const net::PublishedFrame> CityMerger::frame(std::uint64_t step) {
+  drop_stale_transit(step);
+  std::shared_ptr<net::PublishedFrame> f;
+  for (auto& p : pool_)
+    if (p.use_count() == 1) f = p;
+  if (!f) {
+    f = std::make_shared<net::PublishedFrame>();
+    if (pool_.size() < net::kFramePoolSize) pool_.push_back(f);
+  }
+  f->step = step;
+  f->sim_time_us = step * step_us_;
+  f->digest = city_digest();
+  f->world_epoch = 0;
+  f->entities_built = true;
+  f->coverage = net::Coverage{};
+  f->entities.clear();
+  f->bounds = net::Bounds{};
+  f->awaiting_representation.clear();
+  f->observers.clear();
+  f->observer_views.clear();
+  std::vector<std::uint64_t> anchor_steps;
+  for (const client::EntityMirror& m : mirrors_)
+    m.for_each([&](const client::EntityView& v) { add_entity(v, step, *f, anchor_steps); });
+  for (const auto& [index, t] : transit_) add_entity(t.view, step, *f, anchor_steps);
+  // By index; for an index held twice, the newest anchor first (invariant 1).
+  std::vector<std::uint32_t> order(f->entities.size());
+  std::iota(order.begin(), order.end(), 0u);
+  std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+    const std::uint32_t ia = f->entities[a].id.index, ib = f->entities[b].id.index;
+    if (ia != ib) return ia < ib;
+    return anchor_steps[a] > anchor_steps[b];
+  });
+  std::vector<net::PublishedEntity> sorted;
+  sorted.reserve(order.size());
+  for (std::uint32_t i : order) {
+    const net::PublishedEntity& e = f->entities[i];
+    if (!sorted.empty() && sorted.back().id.index == e.id.index) {
+      ++counters_.duplicates;
+      continue;
+    }
+    sorted.push_back(e);
+    f->bounds.add(e.x_m, e.y_m);
+  }
+  f->entities = std::move(sorted);
+  f->signal_phases.assign(map_.signal_owner.size(), 0);
+  for (std::size_t s = 0; s < map_.signal_owner.size(); ++s) {
+    const auto& phases = mirrors_[map_.signal_owner[s]].signal_phases();
+    if (s < phases.size()) f->signal_phases[s] = static_cast<std::uint8_t>(phases[s]);
+  }
+  f->dot_step = dots_every_steps_ > 0 && step % dots_every_steps_ == 0;
+  f->chain_pedestrians.assign(chain_count_, 0);
+  for (const net::PublishedEntity& e : f->entities) {
+    if (e.kind == core::EntityKind::Pedestrian && e.lane < lane_chain_.size() &&
+        lane_chain_[e.lane] < chain_count_)
+      ++f->chain_pedestrians[lane_chain_[e.lane]];
+  }
+  return f;
+}
+
+}  // namespace bustle::gateway

@@ -1,0 +1,148 @@
+// DistrictFeed and FeedInbox (district_feed.hpp).
+#include "bustle/gateway/district_feed.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include "bustle/client/client.hpp"
+
+namespace bustle::gateway {
+
+namespace {
+
+// The schema's largest budgets (client.fbs RepresentationBudgets): the
+// gateway receives every entity of a district up to about 1.1 million.
+constexpr client::RepresentationBudgets kWholeDistrict{4096, 65536, 1048576};
+constexpr auto kDeltaWait = std::chrono::milliseconds(200);
+constexpr auto kSubscribeWait = std::chrono::milliseconds(10000);
+
+// "" or how `w` differs from the city the gateway serves.
+std::string welcome_mismatch(const client::WelcomeInfo& w, const CityFacts& city) {
+  if (w.scenario_id != city.scenario_id)
+    return "serves scenario '" + w.scenario_id + "', the gateway's --config is '" +
+           city.scenario_id + "'";
+  if (w.step_us != city.step_us)
+    return "runs " + std::to_string(w.step_us) + " us steps, the gateway's city " +
+           std::to_string(city.step_us) + " us (give the gateway the districts' --rate)";
+  if (w.lanes.size() != city.lanes)
+    return "has " + std::to_string(w.lanes.size()) + " lanes, the gateway's city " +
+           std::to_string(city.lanes);
+  if (w.archetypes != city.archetypes) return "names other archetypes than the gateway's city";
+  return {};
+}
+
+}  // namespace
+
+FeedInbox::FeedInbox(std::size_t districts, std::size_t depth)
+    : queues_(districts), depth_(depth) {}
+
+bool FeedInbox::push(std::size_t d, FeedEvent e) {
+  std::unique_lock lock(mu_);
+  popped_.wait(lock, [&] { return closed_ || queues_[d].size() < depth_; });
+  if (closed_) return false;
+  queues_[d].push_back(std::move(e));
+  signalled_ = true;
+  pushed_.notify_all();
+  return true;
+}
+
+void FeedInbox::wait(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  pushed_.wait_for(lock, timeout, [&] { return closed_ || signalled_; });
+  signalled_ = false;
+}
+
+std::optional<std::uint64_t> FeedInbox::front_step(std::size_t d) const {
+  std::lock_guard lock(mu_);
+  if (queues_[d].empty() || queues_[d].front().kind != FeedEvent::Kind::Delta) return std::nullopt;
+  return queues_[d].front().delta.step;
+}
+
+bool FeedInbox::empty(std::size_t d) const {
+  std::lock_guard lock(mu_);
+  return queues_[d].empty();
+}
+
+FeedEvent FeedInbox::pop(std::size_t d) {
+  std::lock_guard lock(mu_);
+  FeedEvent e = std::move(queues_[d].front());
+  queues_[d].pop_front();
+  popped_.notify_all();
+  return e;
+}
+
+void FeedInbox::close() {
+  std::lock_guard lock(mu_);
+  closed_ = true;
+  pushed_.notify_all();
+  popped_.notify_all();
+}
+
+DistrictFeed::DistrictFeed(FeedSettings settings, CityFacts city, FeedInbox& inbox)
+    : settings_(std::move(settings)), city_(std::move(city)), inbox_(inbox) {}
+
+DistrictFeed::~DistrictFeed() {
+  stop();
+}
+
+void DistrictFeed::start() {
+  thread_ = std::thread([this] { run(); });
+}
+
+void DistrictFeed::stop() {
+  stop_.store(true);
+  if (thread_.joinable()) thread_.join();
+}
+
+void DistrictFeed::run() {
+  bool announced_down = false;
+  while (!stop_.load()) {
+    if (!stream_once(announced_down)) return;
+    for (auto waited = std::chrono::milliseconds(0); waited < settings_.retry && !stop_.load();
+         waited += std::chrono::milliseconds(50))
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+bool DistrictFeed::stream_once(bool& announced_down) {
+  const std::string where = "district '" + settings_.district + "' at " + settings_.host + ":" +
+                            std::to_string(settings_.port);
+  client::ClientOptions o;
+  o.host = settings_.host;
+  o.port = settings_.port;
+  o.token = settings_.token;
+  o.client_name = "bustle-gateway";
+  client::Client c(o);
+  auto lost = [&](const std::string& why) {
+    if (!announced_down)
+      spdlog::warn("{}: {}; retrying every {} ms", where, why, settings_.retry.count());
+    announced_down = true;
+    return inbox_.push(settings_.index, FeedEvent{FeedEvent::Kind::Lost, {}, why});
+  };
+  const auto welcome = c.connect();
+  if (!welcome.ok()) return lost(welcome.message);
+  if (std::string e = welcome_mismatch(welcome.value, city_); !e.empty()) {
+    spdlog::error("{} {}", where, e);
+    inbox_.push(settings_.index, FeedEvent{FeedEvent::Kind::Fatal, {}, where + " " + e});
+    return false;
+  }
+  client::SubscribeParams params;
+  params.budgets = kWholeDistrict;
+  params.motion_tolerance_mm = 0;
+  baseline_wanted_.store(false);
+  if (auto r = c.subscribe(params, kSubscribeWait); !r.ok()) return lost(r.message);
+  spdlog::info("{}: streaming (step {})", where, welcome.value.current_step);
+  announced_down = false;
+  while (!stop_.load()) {
+    if (baseline_wanted_.exchange(false)) {
+      if (auto r = c.subscribe(params, kSubscribeWait); !r.ok()) return lost(r.message);
+    }
+    client::Result<client::Delta> d = c.next_delta(kDeltaWait);
+    if (d.status == client::ClientStatus::Timeout) continue;
+    if (!d.ok()) return lost(d.message);
+    if (!inbox_.push(settings_.index, FeedEvent{FeedEvent::Kind::Delta, std::move(d.value), {}}))
+      return false;
+  }
+  return false;
+}
+
+}  // namespace bustle::gateway

@@ -1,0 +1,120 @@
+// The gateway's loop (gateway.hpp).
+#include "bustle/gateway/gateway.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+namespace bustle::gateway {
+
+Gateway::Gateway(const core::Scenario& scenario, const core::LaneGraph& lanes, net::Server& server,
+                 net::CommandQueue& commands, std::vector<FeedSettings> feeds, CityFacts city)
+    : merger_(scenario, lanes),
+      server_(server),
+      commands_(commands),
+      inbox_(merger_.district_count(), kFeedDepth),
+      step_us_(scenario.step_us) {
+  for (FeedSettings& f : feeds)
+    feeds_.push_back(std::make_unique<DistrictFeed>(std::move(f), city, inbox_));
+}
+
+Gateway::~Gateway() {
+  inbox_.close();
+  for (auto& f : feeds_) f->stop();
+}
+
+int Gateway::run(const std::atomic<bool>& stop) {
+  for (auto& f : feeds_) f->start();
+  while (!stop.load()) {
+    while (auto cmd = commands_.try_pop()) handle(std::move(*cmd));
+    if (!merge_ready_steps()) return 2;
+    inbox_.wait(std::chrono::milliseconds(50));
+  }
+  return 0;
+}
+
+bool Gateway::merge_ready_steps() {
+  const std::size_t n = merger_.district_count();
+  for (;;) {
+    // Events other than Deltas first: they say what happened before the
+    // Deltas behind them.
+    for (std::size_t d = 0; d < n; ++d) {
+      while (!inbox_.empty(d) && !inbox_.front_step(d)) {
+        FeedEvent e = inbox_.pop(d);
+        if (e.kind == FeedEvent::Kind::Fatal) return false;
+        merger_.lost(d);
+      }
+    }
+    std::uint64_t k = UINT64_MAX;
+    for (std::size_t d = 0; d < n; ++d) {
+      const std::optional<std::uint64_t> s = inbox_.front_step(d);
+      if (!s) return true;  // a district has not sent its next step yet
+      k = std::min(k, *s);
+    }
+    for (std::size_t d = 0; d < n; ++d) {
+      if (inbox_.front_step(d) != k) continue;
+      const FeedEvent e = inbox_.pop(d);
+      if (std::string problem = merger_.apply(d, e.delta); !problem.empty()) {
+        spdlog::warn("district '{}' at step {}: {}; subscribing again for a baseline",
+                     merger_.map().district_ids[d], k, problem);
+        feeds_[d]->request_baseline();
+      }
+    }
+    // A step the gateway already published (a district came back from a
+    // restart at an earlier step) only updates the mirrors.
+    if (published_ && k <= published_step_) continue;
+    std::shared_ptr<const net::PublishedFrame> frame = merger_.frame(k);
+    published_entities_ = static_cast<std::uint32_t>(frame->entities.size());
+    server_.publish(std::move(frame));
+    published_step_ = k;
+    published_ = true;
+  }
+}
+
+void Gateway::handle(net::InboundCommand cmd) {
+  const auto* ctl = std::get_if<net::ControlCommand>(&cmd.body);
+  using Kind = net::ControlCommand::Kind;
+  // The network side's own notices: no district's tiers follow a gateway's
+  // viewers (the districts rank from their own observers).
+  if (ctl != nullptr && (ctl->kind == Kind::ClientObservers || ctl->kind == Kind::LeasesHeld))
+    return;
+  net::OutboundResult r;
+  r.session_id = cmd.session_id;
+  r.request_id = cmd.request_id;
+  r.applied_step = published_step_;
+  if (ctl != nullptr && ctl->kind == Kind::QueryStats) {
+    r.status = core::CommandStatus::Accepted;
+    r.stats.emplace(stats());
+  } else {
+    r.status = core::CommandStatus::Rejected;
+    r.reason = core::RejectReason::UnknownCommand;
+    r.message =
+        "the gateway streams the city and answers QueryStats; send other commands to the "
+        "district server that owns the entity or place";
+  }
+  server_.deliver_result(std::move(r));
+}
+
+net::StatsSnapshot Gateway::stats() const {
+  net::StatsSnapshot s;
+  s.step = published_step_;
+  s.sim_time_us = published_step_ * step_us_;
+  s.digest = merger_.city_digest();
+  s.step_us = step_us_;
+  s.clock_mode = wire::ClockMode::Realtime;
+  s.pedestrians = published_entities_;
+  s.clients = server_.client_count();
+  for (std::size_t d = 0; d < merger_.district_count(); ++d) {
+    const DistrictState& st = merger_.district(d);
+    auto ds = std::make_unique<wire::DistrictStatusT>();
+    ds->id = merger_.map().district_ids[d];
+    ds->streaming = st.streaming;
+    ds->step = st.step;
+    ds->digest = st.digest;
+    ds->entities = st.entities;
+    s.districts.push_back(std::move(ds));
+  }
+  return s;
+}
+
+}  // namespace bustle::gateway

@@ -1,0 +1,205 @@
+"""The gateway (docs/districts.md, "The gateway"): two live district servers
+on loopback, bustle-gateway in front of them, and clients of the gateway
+next to clients of each district (every stream whole-city, exact poses).
+
+Checked at every step all three streams reached: no id is in both
+districts; every district entity is in the gateway's stream with the same
+id, lane and millimetre (so within 1 cm of its owner); the gateway's other
+entities are in transit (in neither district that step, in one the next);
+walkers that cross a border never leave the gateway's stream. A gateway
+killed with -9 and started again serves the same city to a client that
+reconnects; `bustle status` through it shows each district. Bad settings
+and a district of another city are refused with the reason."""
+
+import json
+import os
+import re
+import subprocess
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from conftest import ServerProcess, clean_env, district_city, tool_binary
+
+RATE_HZ = 25  # live districts, realtime: 40 ms steps
+STEPS = 120
+LINKS = re.compile(r"^bustle-server district (\S+) links on (\S+):(\d+)$")
+
+
+def gateway_binary() -> str:
+    return tool_binary("BUSTLE_GATEWAY", "bustle-gateway")
+
+
+def start_districts(tmp_path: Path, city: Path, n: int):
+    """Live district servers d0..d{n-1} (each dials its lower neighbour)."""
+    procs, links = [], []
+    for d in range(n):
+        args = ["--config", str(city), "--district", f"d{d}", "--port", "0", "--seed", "3",
+                "--rate", str(RATE_HZ), "--sim-threads", "1", "--district-wait-s", "20",
+                "--client-entries-per-step", "100000",
+                "--snapshot-db", str(tmp_path / f"d{d}.db")]
+        if d > 0:
+            args += ["--district-peers", f"d{d - 1}=127.0.0.1:{links[d - 1]}"]
+        p = ServerProcess(args, tmp_path / f"d{d}.stderr", env=clean_env())
+        procs.append(p)
+        m = LINKS.match(p.startup_lines[0]) if p.startup_lines else None
+        assert m, f"district d{d} printed {p.startup_lines!r}"
+        links.append(int(m.group(3)))
+    return procs
+
+
+def start_gateway(tmp_path: Path, city: Path, districts, port=0, name="gateway"):
+    spec = ",".join(f"d{d}=127.0.0.1:{p.port}" for d, p in enumerate(districts))
+    return ServerProcess(["--config", str(city), "--districts", spec, "--port", str(port),
+                          "--rate", str(RATE_HZ)],
+                         tmp_path / f"{name}.stderr", env=clean_env(), binary=gateway_binary())
+
+
+@contextmanager
+def live_city(tmp_path: Path, n: int = 2):
+    gateway_binary()  # skip before starting anything when it is not built
+    city = district_city(tmp_path, n)
+    procs = []
+    try:
+        procs += start_districts(tmp_path, city, n)
+        gateway = start_gateway(tmp_path, city, procs)
+        procs.append(gateway)
+        yield city, procs[:n], gateway
+    finally:
+        # The gateway first (a district never waits for it), then the districts.
+        failures = []
+        for p in reversed(procs):
+            try:
+                p.stop(check=True)
+            except AssertionError as exc:
+                failures.append(str(exc))
+        assert not failures, "\n".join(failures)
+
+
+def watcher(proc, name):
+    s = proc.connect()
+    s.hello(name)
+    s.subscribe(motion_tolerance_mm=0)
+    return s, s.mirror()
+
+
+def poses(mirror, step):
+    """index -> (generation, lane, s_mm) of every entity at `step`."""
+    out = {}
+    for eid in mirror:
+        out[eid.index] = (eid.generation, mirror.record(eid).lane, mirror.predicted_s_mm(eid, step))
+    return out
+
+
+def watch(streams, steps):
+    """Reads `steps` Deltas from each (session, mirror); returns per stream
+    {step: poses} and the gateway's (first stream's) left ids by step."""
+    seen = [dict() for _ in streams]
+    left = []
+    for _ in range(steps):
+        for k, (s, m) in enumerate(streams):
+            d = s.next_delta(timeout=10)
+            m.apply(d)
+            seen[k][d.step] = poses(m, d.step)
+            if k == 0 and not d.baseline:
+                left += [(e.index, d.step) for e in d.left]
+    return seen, left
+
+
+def test_one_city_through_the_gateway_crossings_continuous(tmp_path):
+    with live_city(tmp_path) as (_, districts, gateway):
+        streams = [watcher(gateway, "gw")] + [watcher(d, f"d{k}") for k, d in enumerate(districts)]
+        seen, gw_left = watch(streams, STEPS)
+        gw, d0, d1 = seen
+        common = sorted(set(gw) & set(d0) & set(d1))
+        assert len(common) >= STEPS // 2, f"only {len(common)} steps reached every stream"
+        owner_steps = {}  # index -> [(step, district)]
+        transit = 0
+        for k in common:
+            assert not set(d0[k]) & set(d1[k]), f"step {k}: ids in both districts"
+            for dk, poses_k in ((0, d0[k]), (1, d1[k])):
+                for index, pose in poses_k.items():
+                    assert gw[k].get(index) == pose, (
+                        f"step {k}: entity {index} in d{dk} at {pose}, "
+                        f"the gateway shows {gw[k].get(index)}")
+                    owner_steps.setdefault(index, []).append((k, dk))
+            for index in set(gw[k]) - set(d0[k]) - set(d1[k]):
+                transit += 1
+                if k + 1 in d0 and k + 1 in d1:
+                    assert index in d0[k + 1] or index in d1[k + 1] or index not in gw.get(k + 1, {}), (
+                        f"step {k}: entity {index} in transit, in no district the step after")
+        crossers = {i for i, steps in owner_steps.items() if len({d for _, d in steps}) > 1}
+        assert len(crossers) >= 5, f"only {len(crossers)} walkers crossed a border"
+        for index, step in gw_left:
+            if index in crossers:
+                first = min(s for s, _ in owner_steps[index])
+                last = max(s for s, _ in owner_steps[index])
+                assert not first < step <= last, (
+                    f"crossing walker {index} left the gateway's stream at step {step}")
+        assert transit > 0, "no walker was seen in transit between two districts"
+
+
+def test_gateway_restart_clients_resync_and_status_names_districts(tmp_path):
+    with live_city(tmp_path) as (city, districts, gateway):
+        port = gateway.port
+        s, m = watcher(gateway, "before")
+        for _ in range(5):
+            m.apply(s.next_delta(timeout=10))
+        assert len(m) > 0
+        gateway.kill9()
+        restarted = start_gateway(tmp_path, city, districts, port=port, name="gateway2")
+        try:
+            streams = [watcher(restarted, "after")] + [watcher(d, f"d{k}")
+                                                      for k, d in enumerate(districts)]
+            seen, _ = watch(streams, 10)
+            gw, d0, d1 = seen
+            common = sorted(set(gw) & set(d0) & set(d1))
+            assert common, "no step reached every stream after the restart"
+            for k in common:
+                union = {**d0[k], **d1[k]}
+                assert all(gw[k].get(i) == p for i, p in union.items()), f"step {k} differs"
+            st = streams[0][0].stats()
+            assert [d.id for d in st.districts] == ["d0", "d1"]
+            assert all(d.streaming for d in st.districts)
+            cli = os.environ.get("BUSTLE_CLI")
+            if cli:
+                out = subprocess.run([cli, "status", "--port", str(port)], capture_output=True,
+                                     text=True, timeout=20, env=clean_env())
+                assert out.returncode == 0, out.stderr
+                assert re.search(r"district d0\s+streaming, step \d+, digest [0-9a-f]{16}",
+                                 out.stdout), out.stdout
+                assert "district d1" in out.stdout
+        finally:
+            restarted.stop(check=True)
+
+
+def run_gateway(*args, timeout=20):
+    return subprocess.run([gateway_binary(), *args], capture_output=True, text=True,
+                          timeout=timeout, env=clean_env(), stdin=subprocess.DEVNULL)
+
+
+def test_bad_settings_are_refused_with_the_reason(tmp_path, start_server):
+    city = district_city(tmp_path, 2)
+    cases = [
+        (["--districts", "d0=127.0.0.1:1"], "district 'd1' of"),
+        (["--districts", "d0=127.0.0.1:1,d1=127.0.0.1:2,d9=127.0.0.1:3"], "'d9' is not a district"),
+        (["--districts", "d0=127.0.0.1:1,d0=127.0.0.1:2"], "'d0' is named twice"),
+        (["--districts", "d0=127.0.0.1"], "d0: expected HOST:PORT"),
+    ]
+    for extra, message in cases:
+        r = run_gateway("--config", str(city), *extra)
+        assert r.returncode == 2 and message in r.stderr, (extra, r.returncode, r.stderr)
+    # A city without a district map.
+    doc = json.loads(city.read_text())
+    del doc["districts"]
+    whole = tmp_path / "whole.json"
+    whole.write_text(json.dumps(doc))
+    r = run_gateway("--config", str(whole), "--districts", "d0=127.0.0.1:1")
+    assert r.returncode == 2 and "no district map" in r.stderr, r.stderr
+    # Districts that serve another city: the gateway stops and says which.
+    other = start_server("--clock", "fast")
+    r = run_gateway("--config", str(city), "--port", "0", "--districts",
+                    f"d0=127.0.0.1:{other.port},d1=127.0.0.1:{other.port}")
+    assert r.returncode == 2 and "serves scenario" in r.stderr, r.stderr
