@@ -24,8 +24,9 @@ RUN bash tools/install-deps.sh --build && rm -rf /var/lib/apt/lists/*
 # top-level CMakeLists.txt adds folders as the project grows.
 COPY . .
 RUN cmake --preset release -DBUSTLE_BUILD_TESTS=OFF >/dev/null \
- && cmake --build --preset release -j"${BUILD_JOBS}" --target bustle-server bustle bustle-replay \
+ && cmake --build --preset release -j"${BUILD_JOBS}" --target bustle-server bustle bustle-replay bustle-gateway \
  && install -D -s build/release/server/app/bustle-server /out/bin/bustle-server \
+ && install -D -s build/release/server/gateway/bustle-gateway /out/bin/bustle-gateway \
  && install -D -s build/release/tools/cli/bustle /out/bin/bustle \
  && install -D -s build/release/tools/replay/bustle-replay /out/bin/bustle-replay
 

@@ -47,8 +47,8 @@ struct GatewayOptions {
 constexpr const char* kFooter =
     "Every district of the city's map is named exactly once in --districts; the\n"
     "gateway streams nothing until each of them streams to it. Give the district\n"
-    "servers --client-entries-per-step at least their population so that the\n"
-    "gateway's first picture of each is whole. Environment variables (BUSTLE_...)\n"
+    "servers a --client-entries-per-step above what enters one per step (spawns\n"
+    "and arrivals), or entities reach the gateway late. Environment variables (BUSTLE_...)\n"
     "stand in for flags. exit codes: 0 stopped by a signal, 1 cannot listen,\n"
     "2 bad settings or a district that serves another city.";
 

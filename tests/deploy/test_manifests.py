@@ -25,6 +25,7 @@ MANIFESTS = sorted(p for p in DEPLOY.rglob("*.yaml"))
 
 API_VERSIONS = {
     "StatefulSet": "apps/v1",
+    "Deployment": "apps/v1",
     "Service": "v1",
     "PersistentVolumeClaim": "v1",
     "Kustomization": "kustomize.config.k8s.io/v1beta1",
@@ -129,7 +130,7 @@ def named_ports(container):
 
 def test_manifests_exist():
     kinds = {d["kind"] for _, d in DOCS}
-    assert {"StatefulSet", "Service", "Fleet", "GameServerAllocation"} <= kinds, kinds
+    assert {"StatefulSet", "Service", "Fleet", "GameServerAllocation", "Deployment"} <= kinds, kinds
 
 
 @pytest.mark.parametrize("path,doc", DOCS, ids=[f"{p.relative_to(DEPLOY)}:{d.get('kind')}" for p, d in DOCS])
@@ -244,9 +245,55 @@ def test_agones_game_servers(path, owner, spec, meta, gs):
     assert health.get("periodSeconds", 5) * health.get("failureThreshold", 3) >= 10
 
 
+def gateway_env_names():
+    """BUSTLE_* variables bustle-gateway documents in --help (Env:BUSTLE_X)."""
+    binary = os.environ.get("BUSTLE_GATEWAY_BIN")
+    if binary:
+        out = subprocess.run([binary, "--help"], capture_output=True, text=True, timeout=10)
+        names = set(re.findall(r"Env:(BUSTLE_[A-Z0-9_]+)", out.stdout))
+    else:  # running the file alone: the flags docs/districts.md names
+        names = {"BUSTLE_CONFIG", "BUSTLE_DISTRICTS", "BUSTLE_PORT", "BUSTLE_BIND", "BUSTLE_TOKEN",
+                 "BUSTLE_DISTRICT_TOKEN", "BUSTLE_MAX_CLIENTS", "BUSTLE_RATE", "BUSTLE_LOG_LEVEL"}
+    assert {"BUSTLE_CONFIG", "BUSTLE_DISTRICTS"} <= names, names
+    return names
+
+
+GATEWAYS = [(p, d) for p, d in docs_of("Deployment")
+            if any(c["name"] == "gateway" for c in d["spec"]["template"]["spec"]["containers"])]
+
+
+def test_a_gateway_deployment_serves_the_district_city():
+    """The gateway: stateless (a Deployment of 2 or more), bustle-gateway run
+    through the image's entrypoint, only variables it reads, a token from a
+    Secret for its non-loopback bind, the city file on a mounted volume, the
+    districts' addresses given, TCP probes on the game port."""
+    assert GATEWAYS, "no gateway Deployment"
+    known = gateway_env_names()
+    uid, _ = image_uid()
+    for path, d in GATEWAYS:
+        spec = d["spec"]["template"]["spec"]
+        c = next(c for c in spec["containers"] if c["name"] == "gateway")
+        assert d["spec"]["replicas"] >= 2, f"{path}: a stateless gateway runs several replicas"
+        assert c.get("args", [None])[0] == "bustle-gateway" and "command" not in c, path
+        env = env_of(c)
+        for name in env:
+            assert name in known, f"{path}: {name} is not read by bustle-gateway"
+        assert "valueFrom" in env["BUSTLE_TOKEN"], f"{path}: BUSTLE_TOKEN must come from a Secret"
+        assert "BUSTLE_DISTRICTS" in env, f"{path}: where the districts are"
+        mounts = {m["mountPath"] for m in c.get("volumeMounts", [])}
+        assert str(pathlib.PurePosixPath(env_value(c, "BUSTLE_CONFIG")).parent) in mounts, path
+        assert named_ports(c).get("game") == int(env_value(c, "BUSTLE_PORT")), path
+        for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
+            assert c[probe]["tcpSocket"]["port"] == "game", f"{path}: {probe} on the game port"
+        assert spec["securityContext"]["runAsUser"] == uid, path
+        assert "cpu" not in c["resources"].get("limits", {}), f"{path}: no CPU limit"
+
+
 def test_services_select_the_pods_and_name_their_ports():
     templates = [(meta.get("labels", {}), bustle_container(spec))
                  for _, owner, spec, meta, gs in POD_SPECS if gs is None]
+    templates += [(d["spec"]["template"]["metadata"].get("labels", {}), c) for _, d in GATEWAYS
+                  for c in d["spec"]["template"]["spec"]["containers"]]
     for path, svc in docs_of("Service"):
         sel = svc["spec"]["selector"]
         matching = [c for labels, c in templates if all(labels.get(k) == v for k, v in sel.items())]
