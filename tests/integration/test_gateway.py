@@ -6,9 +6,11 @@ Checked at every step all three streams reached: no id is in both
 districts; every district entity is in the gateway's stream with the same
 id, lane and millimetre (so within 1 cm of its owner); the gateway's other
 entities are in transit (in neither district that step, in one the next);
-walkers that cross a border never leave the gateway's stream. A gateway
-killed with -9 and started again serves the same city to a client that
-reconnects; `bustle status` through it shows each district. Bad settings
+walkers that cross a border never leave the gateway's stream. A district
+killed with -9 and resumed from its recording comes back into the same
+client stream with the same entities; a gateway killed with -9 and started
+again serves the same city to a client that reconnects; `bustle status`
+through it shows each district. Bad settings
 and a district of another city are refused with the reason."""
 
 import json
@@ -32,22 +34,30 @@ def gateway_binary() -> str:
     return tool_binary("BUSTLE_GATEWAY", "bustle-gateway")
 
 
+def district_args(tmp_path: Path, city: Path, d: int, links, port=0, extra=()):
+    """A live, recorded district server d (dialling d-1 at links[d-1])."""
+    args = ["--config", str(city), "--district", f"d{d}", "--port", str(port), "--seed", "3",
+            "--rate", str(RATE_HZ), "--sim-threads", "1", "--district-wait-s", "20",
+            "--client-entries-per-step", "100000", "--snapshot-db", str(tmp_path / f"d{d}.db"),
+            "--record-keyframe-steps", "50", *extra]
+    if d > 0:
+        args += ["--district-peers", f"d{d - 1}=127.0.0.1:{links[d - 1]}"]
+    return args
+
+
 def start_districts(tmp_path: Path, city: Path, n: int):
-    """Live district servers d0..d{n-1} (each dials its lower neighbour)."""
+    """Live district servers d0..d{n-1} (each dials its lower neighbour),
+    each recording to dK.rec; returns them and their links ports."""
     procs, links = [], []
     for d in range(n):
-        args = ["--config", str(city), "--district", f"d{d}", "--port", "0", "--seed", "3",
-                "--rate", str(RATE_HZ), "--sim-threads", "1", "--district-wait-s", "20",
-                "--client-entries-per-step", "100000",
-                "--snapshot-db", str(tmp_path / f"d{d}.db")]
-        if d > 0:
-            args += ["--district-peers", f"d{d - 1}=127.0.0.1:{links[d - 1]}"]
+        args = district_args(tmp_path, city, d, links,
+                             extra=("--record", str(tmp_path / f"d{d}.rec")))
         p = ServerProcess(args, tmp_path / f"d{d}.stderr", env=clean_env())
         procs.append(p)
         m = LINKS.match(p.startup_lines[0]) if p.startup_lines else None
         assert m, f"district d{d} printed {p.startup_lines!r}"
         links.append(int(m.group(3)))
-    return procs
+    return procs, links
 
 
 def start_gateway(tmp_path: Path, city: Path, districts, port=0, name="gateway"):
@@ -63,10 +73,11 @@ def live_city(tmp_path: Path, n: int = 2):
     city = district_city(tmp_path, n)
     procs = []
     try:
-        procs += start_districts(tmp_path, city, n)
+        districts, links = start_districts(tmp_path, city, n)
+        procs += districts
         gateway = start_gateway(tmp_path, city, procs)
         procs.append(gateway)
-        yield city, procs[:n], gateway
+        yield city, procs, links
     finally:
         # The gateway first (a district never waits for it), then the districts.
         failures = []
@@ -109,7 +120,8 @@ def watch(streams, steps):
 
 
 def test_one_city_through_the_gateway_crossings_continuous(tmp_path):
-    with live_city(tmp_path) as (_, districts, gateway):
+    with live_city(tmp_path) as (_, procs, _links):
+        districts, gateway = procs[:-1], procs[-1]
         streams = [watcher(gateway, "gw")] + [watcher(d, f"d{k}") for k, d in enumerate(districts)]
         seen, gw_left = watch(streams, STEPS)
         gw, d0, d1 = seen
@@ -142,7 +154,8 @@ def test_one_city_through_the_gateway_crossings_continuous(tmp_path):
 
 
 def test_gateway_restart_clients_resync_and_status_names_districts(tmp_path):
-    with live_city(tmp_path) as (city, districts, gateway):
+    with live_city(tmp_path) as (city, procs, _links):
+        districts, gateway = procs[:-1], procs[-1]
         port = gateway.port
         s, m = watcher(gateway, "before")
         for _ in range(5):
@@ -173,6 +186,51 @@ def test_gateway_restart_clients_resync_and_status_names_districts(tmp_path):
                 assert "district d1" in out.stdout
         finally:
             restarted.stop(check=True)
+
+
+def test_a_district_killed_and_resumed_behind_the_gateway(tmp_path):
+    """kill -9 of district d1 while a client watches the gateway: the
+    gateway holds its last step, d1 resumes from its recording on the same
+    ports, and the client's stream goes on with the same entities: at every
+    step after, the gateway's city is the districts' to the millimetre, and
+    nothing that lives on in d1 left the client's stream meanwhile."""
+    with live_city(tmp_path) as (city, procs, links):
+        gateway = procs[-1]
+        s, m = watcher(gateway, "through")
+        for _ in range(60):
+            d = s.next_delta(timeout=10)
+            m.apply(d)
+        before = {e.index: e.generation for e in m}
+        killed_at = d.step
+        old = procs[1]
+        port = old.port
+        old.kill9()
+        resumed = ServerProcess(
+            district_args(tmp_path, city, 1, links, port=port,
+                          extra=("--resume", str(tmp_path / "d1.rec"),
+                                 "--record", str(tmp_path / "d1-resumed.rec"))),
+            tmp_path / "d1-resumed.stderr", env=clean_env())
+        procs[1] = resumed
+        left = set()
+        while d.step < killed_at + 40:
+            d = s.next_delta(timeout=20)
+            m.apply(d)
+            left |= {e.index for e in d.left}
+        streams = [(s, m)] + [watcher(p, f"d{k}") for k, p in enumerate(procs[:-1])]
+        seen, _ = watch(streams, 10)
+        gw, d0, d1 = seen
+        common = sorted(set(gw) & set(d0) & set(d1))
+        assert common, "no step reached every stream after the district came back"
+        for k in common:
+            union = {**d0[k], **d1[k]}
+            assert all(gw[k].get(i) == p for i, p in union.items()), f"step {k} differs"
+        survivors = {i for i, g in before.items() if d1[common[-1]].get(i, (None,))[0] == g}
+        assert survivors, "no entity of d1 lived through the restart"
+        flicker = survivors & left
+        assert not flicker, f"entities of d1 left the gateway's stream and came back: {flicker}"
+        assert "resumed from" in resumed.stderr()
+        log = gateway.stderr()
+        assert "district 'd1'" in log and "retrying" in log, log
 
 
 def run_gateway(*args, timeout=20):
