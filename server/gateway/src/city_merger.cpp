@@ -2,7 +2,6 @@
 #include "bustle/gateway/city_merger.hpp"
 
 #include <algorithm>
-#include <numeric>
 
 #include "bustle/core/digest.hpp"
 #include "bustle/proto/motion.hpp"
@@ -92,7 +91,8 @@ class CityMerger::Listener final : public client::MirrorListener {
 };
 
 CityMerger::CityMerger(const core::Scenario& scenario, const core::LaneGraph& lanes)
-    : map_(make_city_map(scenario, lanes)),
+    : lanes_(lanes),
+      map_(make_city_map(scenario, lanes)),
       step_us_(scenario.step_us),
       dots_every_steps_(scenario.pedestrians.dots_every_steps),
       mirrors_(std::max<std::size_t>(1, map_.district_ids.size())),
@@ -102,7 +102,10 @@ CityMerger::CityMerger(const core::Scenario& scenario, const core::LaneGraph& la
     m.set_strict(true);
     m.set_world(lines, step_us_);
   }
-  for (std::uint32_t l = 0; l < lanes.size(); ++l) lane_chain_.push_back(lanes.chain_of(l));
+  for (std::uint32_t l = 0; l < lanes.size(); ++l) {
+    lane_chain_.push_back(lanes.chain_of(l));
+    lane_length_mm_.push_back(proto::to_mm(lanes.lane(l).length_m));
+  }
   chain_count_ = lanes.chains().size();
   weights_.prepare(scenario.tiers.importance, {}, {});
 }
@@ -147,18 +150,20 @@ void CityMerger::drop_stale_transit(std::uint64_t step) {
 }
 
 void CityMerger::add_entity(const client::EntityView& view, std::uint64_t step,
-                            net::PublishedFrame& f,
-                            std::vector<std::uint64_t>& anchor_steps) const {
-  const std::optional<client::EntityPose> pose = mirrors_.front().pose(view, step);
-  if (!pose) return;  // a lane this city does not have (counted by the mirror)
-  net::PublishedEntity e;
+                            net::PublishedFrame& f) const {
+  const std::uint32_t lane = view.anchor.lane;
+  if (lane >= lane_length_mm_.size()) return;  // not this city's (counted by the mirror)
+  net::PublishedEntity& e = f.entities.emplace_back();
   e.id = core::EntityId{view.id.index, view.id.generation};
-  e.lane = pose->lane;
-  e.s_mm = pose->s_mm;
+  e.lane = lane;
+  // The clients' dead reckoning (server.fbs Delta), so the same millimetre;
+  // the position (for interest and hints) as the server computes it.
+  e.s_mm = proto::predict_s_mm(view.anchor, step, step_us_, lane_length_mm_[lane]);
   e.speed_mmps = view.anchor.speed_mmps;
-  e.x_m = pose->x_m;
-  e.y_m = pose->y_m;
-  e.z_m = static_cast<float>(pose->z_m);
+  const core::Vec2 at = lanes_.position(lane, static_cast<double>(e.s_mm) / 1000.0);
+  e.x_m = at.x_m;
+  e.y_m = at.y_m;
+  e.z_m = static_cast<float>(lanes_.lane(lane).elevation_m);
   e.kind = static_cast<core::EntityKind>(view.kind);
   // District worlds hold background pedestrians and units only (no
   // residents, no garages yet): their class weight is Background's.
@@ -169,8 +174,19 @@ void CityMerger::add_entity(const client::EntityView& view, std::uint64_t step,
   e.policy = static_cast<std::uint8_t>(view.policy);
   e.retiring = view.retiring;
   e.corpse = view.corpse;
-  f.entities.push_back(e);
-  anchor_steps.push_back(view.anchor.step);
+  f.bounds.add(e.x_m, e.y_m);
+}
+
+void CityMerger::hold(const client::EntityView& view) {
+  const std::uint32_t i = view.id.index;
+  if (i >= holder_.size()) holder_.resize(std::size_t{i} + 1, nullptr);
+  const client::EntityView*& held = holder_[i];
+  if (held == nullptr) {
+    held = &view;
+    return;
+  }
+  ++counters_.duplicates;  // invariant 1: the newest anchor wins
+  if (view.anchor.step > held->anchor.step) held = &view;
 }
 
 std::shared_ptr<const net::PublishedFrame> CityMerger::frame(std::uint64_t step) {
@@ -193,30 +209,18 @@ std::shared_ptr<const net::PublishedFrame> CityMerger::frame(std::uint64_t step)
   f->awaiting_representation.clear();
   f->observers.clear();
   f->observer_views.clear();
-  std::vector<std::uint64_t> anchor_steps;
-  for (const client::EntityMirror& m : mirrors_)
-    m.for_each([&](const client::EntityView& v) { add_entity(v, step, *f, anchor_steps); });
-  for (const auto& [index, t] : transit_) add_entity(t.view, step, *f, anchor_steps);
-  // By index; for an index held twice, the newest anchor first (invariant 1).
-  std::vector<std::uint32_t> order(f->entities.size());
-  std::iota(order.begin(), order.end(), 0u);
-  std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
-    const std::uint32_t ia = f->entities[a].id.index, ib = f->entities[b].id.index;
-    if (ia != ib) return ia < ib;
-    return anchor_steps[a] > anchor_steps[b];
-  });
-  std::vector<net::PublishedEntity> sorted;
-  sorted.reserve(order.size());
-  for (std::uint32_t i : order) {
-    const net::PublishedEntity& e = f->entities[i];
-    if (!sorted.empty() && sorted.back().id.index == e.id.index) {
-      ++counters_.duplicates;
-      continue;
-    }
-    sorted.push_back(e);
-    f->bounds.add(e.x_m, e.y_m);
+  // Who holds each id index, then the entities in index order: a walk over
+  // the indices instead of a sort of the entities.
+  std::fill(holder_.begin(), holder_.end(), nullptr);
+  std::size_t held = 0;
+  for (const client::EntityMirror& m : mirrors_) {
+    m.for_each([&](const client::EntityView& v) { hold(v); });
+    held += m.size();
   }
-  f->entities = std::move(sorted);
+  for (const auto& [index, t] : transit_) hold(t.view);
+  f->entities.reserve(held + transit_.size());
+  for (const client::EntityView* v : holder_)
+    if (v != nullptr) add_entity(*v, step, *f);
   f->signal_phases.assign(map_.signal_owner.size(), 0);
   for (std::size_t s = 0; s < map_.signal_owner.size(); ++s) {
     const auto& phases = mirrors_[map_.signal_owner[s]].signal_phases();

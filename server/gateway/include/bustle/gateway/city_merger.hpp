@@ -75,6 +75,7 @@ struct MergerCounters {
 
 class CityMerger {
  public:
+  // `lanes` must outlive the merger.
   CityMerger(const core::Scenario& scenario, const core::LaneGraph& lanes);
 
   // Applies one Delta of district `d` (the order it arrived in). Returns ""
@@ -105,12 +106,14 @@ class CityMerger {
   };
   class Listener;
   bool held_elsewhere(std::size_t d, client::EntityId id) const;
-  void add_entity(const client::EntityView& view, std::uint64_t step, net::PublishedFrame& f,
-                  std::vector<std::uint64_t>& anchor_steps) const;
+  void add_entity(const client::EntityView& view, std::uint64_t step, net::PublishedFrame& f) const;
+  void hold(const client::EntityView& view);
   void drop_stale_transit(std::uint64_t step);
 
+  const core::LaneGraph& lanes_;  // the caller's, for the merger's life
   CityMap map_;
   std::uint32_t step_us_ = 0;
+  std::vector<std::uint32_t> lane_length_mm_;  // the Welcome's: where dead reckoning stops
   std::uint32_t dots_every_steps_ = 0;
   std::vector<std::uint32_t> lane_chain_;
   std::size_t chain_count_ = 0;
@@ -120,6 +123,7 @@ class CityMerger {
   std::map<std::uint32_t, Transit> transit_;  // by id index
   MergerCounters counters_;
   std::vector<std::shared_ptr<net::PublishedFrame>> pool_;  // reused once clients let go
+  std::vector<const client::EntityView*> holder_;           // per id index, while a frame is built
 };
 
 }  // namespace bustle::gateway
