@@ -18,7 +18,7 @@ FUZZ_SECONDS ?= 300
 SOAK_SECONDS ?= 3600
 SOAK_SCENARIOS ?= default-city
 
-.PHONY: all deps configure build test check-all wheel run bench bench-fanout-1m districts clean format fuzz-build fuzz fuzz-replay soak image image-test container-deps schema-doc
+.PHONY: all deps configure build test check-all wheel run bench bench-fanout-1m districts gateway-bench clean format fuzz-build fuzz fuzz-replay soak image image-test container-deps schema-doc
 
 all: build
 
@@ -102,6 +102,13 @@ bench-fanout-1m: build
 districts: build
 	@$(BUILD_DIR)/tools/bench/bustle-bench district-servers \
 	  --server $(BUILD_DIR)/server/app/bustle-server $(ARGS)
+
+# The gateway in front of live district servers (docs/districts.md, "The
+# gateway"): 200 000 pedestrians on 2 districts at 10 Hz, 0, 1, 4 and 8
+# whole-city clients, 3 interleaved rounds (about 3 min). ARGS go to
+# `bustle-bench gateway`: make gateway-bench ARGS="--districts 4 --agents 50000".
+gateway-bench: build
+	@$(BUILD_DIR)/tools/bench/bustle-bench gateway --clients 0,1,4,8 $(ARGS)
 
 # Starts the server on the embedded default city (127.0.0.1:7777, realtime).
 # Extra flags: make run ARGS="--port 0 --clock fast"

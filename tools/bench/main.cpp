@@ -15,6 +15,9 @@
 //   bustle-bench district-servers [--weak] [--districts 1,2,4] [--grid N] [--agents P]
 //                           [--steps S] [--seed K] [--sim-threads T] [--record]
 //                           [--server PATH] [--dir DIR]
+//   bustle-bench gateway    [--districts K] [--grid N] [--agents P] [--clients 0,1,4,16]
+//                           [--seconds S] [--warmup W] [--repeat R] [--server PATH]
+//                           [--gateway PATH] [--dir DIR]
 //   every subcommand: [--json] [--help]; bustle-bench --version
 //
 // The command line (flags, ranges, exit codes) is options.cpp; each bench is
@@ -23,7 +26,8 @@
 // `fanout` runs N real clients against a real bustle-server process over
 // loopback, with and without a share of stalled clients (fanout.cpp);
 // `district-servers` runs the district city on K real bustle-server
-// processes in neighbour lockstep (district_servers.cpp).
+// processes in neighbour lockstep (district_servers.cpp); `gateway` runs
+// them live behind bustle-gateway with clients (gateway_bench.cpp).
 // Figures go to docs/performance.md with machine and command.
 #include <filesystem>
 #include <string>
@@ -57,6 +61,17 @@ int bench_district_servers(const Args& a, const char* argv0) {
   return bustle::bench::run_district_servers(o);
 }
 
+int bench_gateway(const Args& a, const char* argv0) {
+  bustle::bench::GatewayBenchOptions o = a.gateway;
+  if (o.server.empty()) o.server = server_in_build_tree(argv0);
+  if (o.gateway.empty()) {
+    o.gateway = (std::filesystem::path(o.server).parent_path() / "../gateway/bustle-gateway")
+                    .lexically_normal()
+                    .string();
+  }
+  return bustle::bench::run_gateway_bench(o);
+}
+
 int main(int argc, char** argv) {
   const bustle::bench::ParsedArgs parsed = bustle::bench::parse_args(argc, argv);
   if (!parsed.run) return parsed.exit_code;
@@ -69,6 +84,8 @@ int main(int argc, char** argv) {
     status = bench_fanout(a, argv[0]);
   } else if (a.mode == "district-servers") {
     status = bench_district_servers(a, argv[0]);
+  } else if (a.mode == "gateway") {
+    status = bench_gateway(a, argv[0]);
   } else if (a.mode == "stream") {
     status = bustle::bench::bench_stream(a);
   } else if (a.mode == "vehicles") {

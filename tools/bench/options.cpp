@@ -306,6 +306,33 @@ void add_district_servers(CLI::App& app, Args& a) {
   add_json(*sub, a);
 }
 
+void add_gateway(CLI::App& app, Args& a) {
+  GatewayBenchOptions& g = a.gateway;
+  CLI::App* sub = bench_subcommand(
+      app, "gateway",
+      "one city on --districts live bustle-server processes behind bustle-gateway (issue 34), "
+      "realtime clock, whole-city clients with the default budgets; per client count of "
+      "--clients in interleaved rounds: the gateway's and the busiest district's CPU per step, "
+      "bytes per client per second");
+  add_int<std::uint32_t>(*sub, "--districts", g.districts, "district servers", 1, 64);
+  add_int<std::uint32_t>(*sub, "--grid", g.grid, "nodes per side", 2, 1000);
+  add_int<std::uint32_t>(*sub, "--agents", g.agents, "pedestrians of the city", 1, kAgentsMax);
+  sub->add_option("--clients", g.clients, "client counts, in order (default 0,1,4,16)")
+      ->delimiter(',')
+      ->check(in_range<std::uint32_t>(0, 64));
+  add_int<std::uint32_t>(*sub, "--seconds", g.seconds, "measured window per run", 1, 3600);
+  add_int<std::uint32_t>(*sub, "--warmup", g.warmup_seconds, "seconds before each window", 0, 600);
+  add_int<std::uint32_t>(*sub, "--repeat", g.repeat, "rounds over every client count", 1, 99);
+  sub->add_option("--server", g.server, "bustle-server binary (default: this build tree's)")
+      ->check(CLI::ExistingFile);
+  sub->add_option("--gateway", g.gateway, "bustle-gateway binary (default: this build tree's)")
+      ->check(CLI::ExistingFile);
+  sub->add_option("--dir", g.dir, "directory for the city and the processes' logs")
+      ->check(CLI::ExistingDirectory)
+      ->capture_default_str();
+  add_json(*sub, a);
+}
+
 // Fanout checks across flags; "" or the message. With --city-scale N,
 // --clients and --warmup default to 8 clients and 5 s (the district city's
 // tiers settle after spawning).
@@ -401,6 +428,7 @@ ParsedArgs parse_args(int argc, char** argv) {
   add_stream(app, a);
   add_fanout(app, a);
   add_district_servers(app, a);
+  add_gateway(app, a);
   const auto fail = [&](const std::string& where, const std::string& message) {
     std::fprintf(stderr, "bustle-bench%s: %s\nrun 'bustle-bench%s --help' for usage\n",
                  where.c_str(), message.c_str(), where.c_str());

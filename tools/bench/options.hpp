@@ -19,12 +19,13 @@
 
 #include "district_servers.hpp"
 #include "fanout.hpp"
+#include "gateway_bench.hpp"
 
 namespace bustle::bench {
 
 struct Args {
   std::string mode;  // the subcommand: step, population, snapshot, vehicles, stream, fanout,
-                     // districts, district-servers
+                     // districts, district-servers, gateway
   std::uint32_t agents = 100'000;   // step, snapshot, stream: pedestrians
   std::uint64_t steps = 1000;       // timed steps
   std::uint32_t repeat = 100;       // snapshot: checkpoints taken (a p99 below the max needs > 51)
@@ -43,6 +44,7 @@ struct Args {
   bool json = false;          // every bench: also print one JSON line (see report.hpp)
   FanoutOptions fanout;       // fanout: its own flags (agents, repeat, dir and warmup included)
   DistrictServersOptions district_servers;  // district-servers: its own flags
+  GatewayBenchOptions gateway;              // gateway: its own flags
 };
 
 // What parse_args decided: run the bench in `args`, or exit with `exit_code`

@@ -221,6 +221,22 @@ def bench_rows(results):
         f["scaling"], thousands(f["agents"]), " per district" if f["scaling"] == "weak" else ""),
         district_servers)
 
+    def gateway(d):
+        """Per client count: the gateway's CPU per published step (median and
+        range of the rounds), the busiest district's, and bytes per client."""
+        runs = d[0]["figures"]["gateway"]["runs"]
+        parts = []
+        for r in runs:
+            text = "%d clients: gateway %.2f ms CPU/step (%.2f–%.2f), district %.2f ms" % (
+                r["clients"], r["gateway_cpu_ms_per_step"], r["gateway_cpu_ms_per_step_min"],
+                r["gateway_cpu_ms_per_step_max"], r["district_cpu_ms_per_step"])
+            if r["clients"] > 0:
+                text += ", %s B per client per s" % thousands(int(r["bytes_per_client_s"]))
+            parts.append(text)
+        return "; ".join(parts) + " (interleaved rounds, medians)"
+    bustle_bench("gateway", lambda f: "gateway, %d districts, %s pedestrians" % (
+        f["gateway"]["districts"], thousands(f["gateway"]["pedestrians"])), gateway)
+
     for name in sorted(n[:-6] for n in os.listdir(results) if re.match(r"sdk-\d+\.1\.txt$", n)):
         bustle_bench(name, "C++ SDK per frame, %s entities" % name[4:], lambda d: (
             "total %s per frame (decode %s, apply %s, render %s); %s per entity" % (

@@ -53,7 +53,8 @@ bench="$build/tools/bench/bustle-bench"
 sdk_bench="$build/tools/bench/bustle-sdk-bench"
 server="$build/server/app/bustle-server"
 replay="$build/tools/replay/bustle-replay"
-for bin in "$bench" "$sdk_bench" "$server" "$replay"; do
+gateway_bin="$build/server/gateway/bustle-gateway"
+for bin in "$bench" "$sdk_bench" "$server" "$replay" "$gateway_bin"; do
   [[ -x "$bin" ]] || { echo "run-all: $bin missing (build first: make build)" >&2; exit 1; }
 done
 if [[ $write_readme -eq 1 ]]; then
@@ -77,6 +78,7 @@ if [[ $quick -eq 1 ]]; then
   fanout=(fanout --clients 4 --stalled-percent 25 --agents 200 --seconds 1 --warmup 1 --repeat 1)
   fanout_1m=(fanout --city-scale 20k --clients 2 --seconds 1 --warmup 1 --repeat 1)
   district_servers=(district-servers --grid 8 --agents 2000 --steps 100 --districts 1,2)
+  gateway=(gateway --agents 2000 --grid 8 --clients 0,1 --seconds 1 --warmup 1 --repeat 1)
   vehicles=(--grid 3 --vehicles 40 --steps 50)
   # SUMO reports its loop time to the millisecond: 50 toy steps (~2 ms)
   # can time as 0 ms, an empty window; 1 000 steps (~0.1 s) cannot.
@@ -100,6 +102,9 @@ else
   # Issue 34: the district city on 1, 2 and 4 bustle-server processes
   # (strong scaling, 200 000 pedestrians, 500 steps; ~20 s).
   district_servers=(district-servers)
+  # The gateway in front of 2 live districts (200 000 pedestrians, 10 Hz),
+  # 0, 1, 4 and 8 whole-city clients, 3 interleaved rounds (~3 min).
+  gateway=(gateway --clients 0,1,4,8)
   vehicles=(--grid 32 --vehicles 10000 --steps 1000)
   sumo=("${vehicles[@]}" --repeat 3)
   sdk_sizes=(2000 20000)
@@ -149,6 +154,7 @@ done
 run "fanout.1" "$bench" "${fanout[@]}" --server "$server" --dir "$work" --json
 run "fanout-1m.1" "$bench" "${fanout_1m[@]}" --server "$server" --dir "$work" --json
 run "district-servers.1" "$bench" "${district_servers[@]}" --json --server "$server" --dir "$work"
+run "gateway.1" "$bench" "${gateway[@]}" --json --server "$server" --gateway "$gateway_bin" --dir "$work"
 if command -v sumo >/dev/null 2>&1; then
   run "vehicles-sumo.1" "$here/compare_sumo.sh" "${sumo[@]}" --bench "$bench"
 else

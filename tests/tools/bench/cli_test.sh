@@ -28,7 +28,7 @@ expect() {
 expect 0 '^bustle-bench [0-9]+\.[0-9]+\.[0-9]+$' --version
 expect 0 'Exit codes: 0 ran' --help
 expect 0 '--active' population --help
-expect 2 "a subcommand is required \(one of: step, population, snapshot, vehicles, districts, stream, fanout, district-servers\)"
+expect 2 "a subcommand is required \(one of: step, population, snapshot, vehicles, districts, stream, fanout, district-servers, gateway\)"
 expect 2 "^bustle-bench: unknown subcommand 'bogus'" bogus
 expect 2 "^bustle-bench: unknown option '--agents' \(before the subcommand" --agents 5 step
 expect 2 "^bustle-bench vehicles: --grid: expected an integer in \[2, 1000\], got '1'" vehicles --grid 1
@@ -51,6 +51,8 @@ expect 2 "--share \(50000\) must be at most 1/25 of --city-scale \(1000000\)" fa
 expect 2 "^bustle-bench district-servers: --districts: expected an integer in \[1, 64\], got '0'" district-servers --districts 1,0
 expect 2 "--districts 4 needs --grid of at least 4" district-servers --grid 3 --districts 4
 expect 2 "--server: File does not exist: /nonexistent/bustle-server" district-servers --server /nonexistent/bustle-server
+expect 2 "--gateway: File does not exist: /nonexistent/bustle-gateway" gateway --gateway /nonexistent/bustle-gateway
+expect 2 "--clients: expected an integer in \[0, 64\], got '65'" gateway --clients 0,65
 expect 2 "--share needs --city-scale N" fanout --share 100
 expect 2 "--agents does not apply with --city-scale N" fanout --city-scale 50k --agents 10
 expect 2 "--stalled-percent does not apply with --city-scale N" fanout --city-scale 50k --stalled-percent 5
