@@ -309,6 +309,11 @@ void encode_welcome(const WelcomeInfo& w, std::uint32_t session_id, Role role,
 
 void encode_command_result(const OutboundResult& r, FlatBufferBuilder& fbb) {
   fbb.Clear();
+  if (r.forwarded) {
+    finish(fbb, wire::ServerMessage::CommandResult,
+           wire::CommandResult::Pack(fbb, r.forwarded.get()).Union());
+    return;
+  }
   const auto stats = r.stats ? wire::Stats::Pack(fbb, &*r.stats) : 0;
   const auto job = r.job ? wire::JobStatus::Pack(fbb, &*r.job) : 0;
   const auto snapshots = r.snapshots ? pack_all(fbb, *r.snapshots) : 0;

@@ -21,6 +21,7 @@ void Session::handle_command(const wire::Command& cmd) {
   in.request_id = cmd.request_id();
   in.role = role_;
   in.body = std::move(parsed.body);
+  if (server_.options_.keep_wire_commands) in.wire.reset(cmd.UnPack());
   if (inflight_ >= server_.options_.inflight_commands_max) {
     return reject(cmd.request_id(), core::RejectReason::InboxFull,
                   "more than " + std::to_string(server_.options_.inflight_commands_max) +

@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "bustle/core/command.hpp"
+#include "bustle/proto/wire.hpp"
 
 namespace bustle::net {
 
@@ -70,6 +72,10 @@ struct InboundCommand {
   std::uint32_t request_id = 0;
   Role role = Role::Viewer;
   std::variant<ControlCommand, core::WorldCommand> body;
+  // The command as the client sent it, with ServerOptions::keep_wire_commands
+  // only (null otherwise): what a gateway forwards to the district server
+  // that owns the command's target.
+  std::shared_ptr<wire::CommandT> wire;
 };
 
 class CommandQueue {

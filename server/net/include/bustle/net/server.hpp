@@ -77,6 +77,9 @@ struct ServerOptions {
   // client gets the same bytes whatever the count: a delta depends on its
   // own client's state and the shared frame only.
   core::PhaseExecutor* encode_threads = nullptr;
+  // Keep each command as received in InboundCommand::wire (a gateway that
+  // forwards commands; the server never needs it).
+  bool keep_wire_commands = false;
 };
 
 // Lease reports carry at most this many entries.
@@ -262,6 +265,10 @@ struct OutboundResult {
   std::optional<SpawnReport> spawn;                   // QuerySpawn
   std::optional<StreamTracker::LeaseSummary> leases;  // QueryLeases (answered by the network side)
   std::uint32_t lease_grace_steps = 0;
+  // A whole answer from another server, written as it is instead of the
+  // fields above (a gateway relaying a district's answer; its request_id
+  // must already be this client's).
+  std::shared_ptr<wire::CommandResultT> forwarded;
 };
 
 // Counters the network thread keeps for metrics (relaxed atomics: written
