@@ -174,6 +174,7 @@ int main(int argc, char** argv) {
       scenario, lanes, {}, BUSTLE_VERSION, bustle::net::ClockMode::Realtime);
   bustle::gateway::CityFacts city{scenario.id, scenario.step_us, lanes.size(),
                                   welcome.archetypes.names};
+  opt.server.keep_wire_commands = true;  // commands about an entity or lane are relayed
   bustle::net::CommandQueue commands(4096);
   bustle::net::Server server(opt.server, std::move(welcome), commands);
   const auto listening = server.listen();

@@ -233,6 +233,47 @@ def test_a_district_killed_and_resumed_behind_the_gateway(tmp_path):
         assert "district 'd1'" in log and "retrying" in log, log
 
 
+def test_commands_about_an_entity_are_answered_by_its_district(tmp_path):
+    """QueryEntity through the gateway is the owning district's answer;
+    DespawnEntity through it despawns there; an id nobody holds, a viewer's
+    world command and a city-wide command are refused with the reason."""
+    from bustle_client import CommandStatus, RejectReason
+    with live_city(tmp_path) as (_, procs, _links):
+        districts, gateway = procs[:-1], procs[-1]
+        direct = [watcher(d, f"d{k}") for k, d in enumerate(districts)]
+        for s, m in direct:
+            m.apply(s.next_delta(timeout=10))
+        op = gateway.connect()
+        op.hello("gw-operator", role="operator")
+        for k, (s, m) in enumerate(direct):
+            eid = next(iter(m))
+            r = op.query_entity(eid, timeout=10)
+            assert r.status == CommandStatus.Accepted, (k, r)
+            info = r.entity_info
+            assert (info.id.index, info.id.generation) == (eid.index, eid.generation)
+            assert info.alive and info.lane >= 0
+        r = op.query_entity((999_999, 1), timeout=10)
+        assert r.status == CommandStatus.Rejected and r.reason == RejectReason.UnknownEntity
+        assert "no district streams entity 999999:1" in r.message
+        r = op.pause(timeout=10)
+        assert r.status == CommandStatus.Rejected and r.reason == RejectReason.UnknownCommand
+        viewer = gateway.connect()
+        viewer.hello("gw-viewer")
+        victim = next(iter(direct[0][1]))
+        r = viewer.despawn(victim.index, victim.generation, timeout=10)
+        assert r.status == CommandStatus.Rejected and r.reason == RejectReason.NotAuthorized
+        r = op.despawn(victim.index, victim.generation, timeout=10)
+        assert r.status == CommandStatus.Accepted, r
+        s, m = direct[0]
+        for _ in range(20):
+            d = s.next_delta(timeout=10)
+            m.apply(d)
+            if victim not in m or victim in {e for e in d.retiring}:
+                break
+        else:
+            pytest.fail(f"{victim} was not despawned in its district")
+
+
 def run_gateway(*args, timeout=20):
     return subprocess.run([gateway_binary(), *args], capture_output=True, text=True,
                           timeout=timeout, env=clean_env(), stdin=subprocess.DEVNULL)

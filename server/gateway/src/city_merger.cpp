@@ -132,6 +132,17 @@ bool CityMerger::held_elsewhere(std::size_t d, client::EntityId id) const {
   return false;
 }
 
+std::optional<std::size_t> CityMerger::district_of(client::EntityId id) const {
+  for (std::size_t d = 0; d < mirrors_.size(); ++d)
+    if (mirrors_[d].find(id) != nullptr) return d;
+  return std::nullopt;
+}
+
+bool CityMerger::crossing(client::EntityId id) const {
+  const auto it = transit_.find(id.index);
+  return it != transit_.end() && it->second.view.id == id;
+}
+
 std::uint64_t CityMerger::city_digest() const {
   core::Digest h;
   for (std::size_t d = 0; d < states_.size(); ++d) h.u64(d).u64(states_[d].digest);

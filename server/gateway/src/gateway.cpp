@@ -13,18 +13,23 @@ Gateway::Gateway(const core::Scenario& scenario, const core::LaneGraph& lanes, n
       server_(server),
       commands_(commands),
       inbox_(merger_.district_count(), kFeedDepth),
+      lanes_(lanes),
       step_us_(scenario.step_us) {
-  for (FeedSettings& f : feeds)
+  for (FeedSettings& f : feeds) {
+    relays_.push_back(std::make_unique<CommandRelay>(f, server_));
     feeds_.push_back(std::make_unique<DistrictFeed>(std::move(f), city, inbox_));
+  }
 }
 
 Gateway::~Gateway() {
   inbox_.close();
   for (auto& f : feeds_) f->stop();
+  for (auto& r : relays_) r->stop();
 }
 
 int Gateway::run(const std::atomic<bool>& stop) {
   for (auto& f : feeds_) f->start();
+  for (auto& r : relays_) r->start();
   while (!stop.load()) {
     while (auto cmd = commands_.try_pop()) handle(std::move(*cmd));
     if (!merge_ready_steps()) return 2;
@@ -85,14 +90,66 @@ void Gateway::handle(net::InboundCommand cmd) {
   if (ctl != nullptr && ctl->kind == Kind::QueryStats) {
     r.status = core::CommandStatus::Accepted;
     r.stats.emplace(stats());
-  } else {
-    r.status = core::CommandStatus::Rejected;
-    r.reason = core::RejectReason::UnknownCommand;
-    r.message =
-        "the gateway streams the city and answers QueryStats; send other commands to the "
-        "district server that owns the entity or place";
+    server_.deliver_result(std::move(r));
+    return;
+  }
+  r.status = core::CommandStatus::Rejected;
+  const std::optional<std::size_t> d = target_district(cmd, r.reason, r.message);
+  if (d && cmd.wire == nullptr) {
+    r.reason = core::RejectReason::InvariantFailure;  // keep_wire_commands is set in main
+    r.message = "the gateway kept no copy of the command to relay";
+  } else if (d && !relays_[*d]->submit({cmd.session_id, cmd.request_id, std::move(cmd.wire)})) {
+    r.reason = core::RejectReason::InboxFull;
+    r.message = "district '" + merger_.map().district_ids[*d] +
+                "': " + std::to_string(kRelayDepth) + " commands wait already; try again";
+  } else if (d) {
+    return;  // the relay answers
   }
   server_.deliver_result(std::move(r));
+}
+
+std::optional<std::size_t> Gateway::entity_district(core::EntityId id, core::RejectReason& reason,
+                                                    std::string& why) const {
+  const client::EntityId cid{id.index, id.generation};
+  if (const auto d = merger_.district_of(cid)) return d;
+  reason = core::RejectReason::UnknownEntity;
+  const std::string name = std::to_string(id.index) + ":" + std::to_string(id.generation);
+  why = merger_.crossing(cid)
+            ? "entity " + name + " is crossing between two districts; ask again next step"
+            : "no district streams entity " + name;
+  return std::nullopt;
+}
+
+std::optional<std::size_t> Gateway::target_district(const net::InboundCommand& cmd,
+                                                    core::RejectReason& reason,
+                                                    std::string& why) const {
+  using Kind = net::ControlCommand::Kind;
+  if (const auto* ctl = std::get_if<net::ControlCommand>(&cmd.body)) {
+    if (ctl->kind == Kind::QueryEntity || ctl->kind == Kind::QueryVehicle)
+      return entity_district(ctl->entity, reason, why);
+  } else {
+    const auto& w = std::get<core::WorldCommand>(cmd.body);
+    std::optional<core::EntityId> id;
+    if (const auto* c = std::get_if<core::DespawnEntity>(&w)) id = c->id;
+    if (const auto* c = std::get_if<core::KillPedestrian>(&w)) id = c->id;
+    if (const auto* c = std::get_if<core::ForceFull>(&w)) id = c->id;
+    if (const auto* c = std::get_if<core::SetVehicleStrategy>(&w)) id = c->id;
+    if (const auto* c = std::get_if<core::SetAdmissionMask>(&w)) id = c->id;
+    if (id) return entity_district(*id, reason, why);
+    if (const auto* c = std::get_if<core::SetLaneClosed>(&w)) {
+      std::uint32_t lane = c->lane_index;
+      for (std::uint32_t l = 0; lane == UINT32_MAX && l < lanes_.size(); ++l)
+        if (lanes_.lane(l).id == c->lane) lane = l;
+      if (lane < merger_.map().lane_owner.size()) return merger_.map().lane_owner[lane];
+      reason = core::RejectReason::InvalidArgument;
+      why = "SetLaneClosed: no lane '" + c->lane + "' in the city";
+      return std::nullopt;
+    }
+  }
+  reason = core::RejectReason::UnknownCommand;
+  why = "the gateway relays commands about one entity or lane and answers QueryStats; send " +
+        std::string("others to the district servers");
+  return std::nullopt;
 }
 
 net::StatsSnapshot Gateway::stats() const {

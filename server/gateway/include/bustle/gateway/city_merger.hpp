@@ -35,6 +35,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -90,6 +91,11 @@ class CityMerger {
 
   // The city at `step` (>= every applied Delta's step for exact poses).
   std::shared_ptr<const net::PublishedFrame> frame(std::uint64_t step);
+
+  // The district whose stream holds `id` (that generation), if any; and
+  // whether it is crossing between two districts now.
+  std::optional<std::size_t> district_of(client::EntityId id) const;
+  bool crossing(client::EntityId id) const;
 
   std::uint64_t city_digest() const;
   std::size_t district_count() const { return mirrors_.size(); }

@@ -11,9 +11,12 @@
 //
 // Commands from the gateway's clients: QueryStats is answered here (the
 // city's step and digest, and each district's); Subscribe, UpdateInterest
-// and lease reports are the network side's, as in every server; every other
-// command changes or asks one district's world and is refused, naming the
-// district servers as where to send it.
+// and lease reports are the network side's, as in every server. A command
+// about one entity (QueryEntity, QueryVehicle, DespawnEntity, KillPedestrian,
+// ForceFull, SetVehicleStrategy, SetAdmissionMask) or one lane
+// (SetLaneClosed) goes to the district that owns it through that district's
+// CommandRelay, which answers the client with the district's answer. Every
+// other command is refused (UnknownCommand), naming the district servers.
 #pragma once
 
 #include <atomic>
@@ -24,6 +27,7 @@
 #include "bustle/core/lane_graph.hpp"
 #include "bustle/core/scenario.hpp"
 #include "bustle/gateway/city_merger.hpp"
+#include "bustle/gateway/command_relay.hpp"
 #include "bustle/gateway/district_feed.hpp"
 #include "bustle/net/command_queue.hpp"
 #include "bustle/net/server.hpp"
@@ -47,6 +51,12 @@ class Gateway {
   // Applies whole steps while every district has one queued; false on Fatal.
   bool merge_ready_steps();
   void handle(net::InboundCommand cmd);
+  // The district a command must go to; nullopt with the answer's reason and
+  // message when it goes nowhere.
+  std::optional<std::size_t> target_district(const net::InboundCommand& cmd,
+                                             core::RejectReason& reason, std::string& why) const;
+  std::optional<std::size_t> entity_district(core::EntityId id, core::RejectReason& reason,
+                                             std::string& why) const;
   net::StatsSnapshot stats() const;
 
   CityMerger merger_;
@@ -54,6 +64,8 @@ class Gateway {
   net::CommandQueue& commands_;
   FeedInbox inbox_;
   std::vector<std::unique_ptr<DistrictFeed>> feeds_;
+  std::vector<std::unique_ptr<CommandRelay>> relays_;  // per district
+  const core::LaneGraph& lanes_;
   std::uint32_t step_us_ = 0;
   std::uint64_t published_step_ = 0;
   bool published_ = false;
