@@ -18,7 +18,7 @@ FUZZ_SECONDS ?= 300
 SOAK_SECONDS ?= 3600
 SOAK_SCENARIOS ?= default-city
 
-.PHONY: all deps configure build test check-all wheel run bench bench-fanout-1m districts gateway-bench clean format fuzz-build fuzz fuzz-replay soak image image-test container-deps schema-doc
+.PHONY: all deps configure build test check-all wheel run bench bench-fanout-1m districts gateway-bench city clean format fuzz-build fuzz fuzz-replay soak image image-test container-deps schema-doc
 
 all: build
 
@@ -109,6 +109,13 @@ districts: build
 # `bustle-bench gateway`: make gateway-bench ARGS="--districts 4 --agents 50000".
 gateway-bench: build
 	@$(BUILD_DIR)/tools/bench/bustle-bench gateway --clients 0,1,4,8 $(ARGS)
+
+# One city on district servers behind a gateway on this machine, kept
+# running (a crashed district is resumed from its recording): the generated
+# city, 2 districts, 20 000 pedestrians, clients on 127.0.0.1:7777; Ctrl-C
+# stops it. ARGS go to bustle-city: make city ARGS="--districts 4 --agents 100000".
+city: build
+	@$(BUILD_DIR)/tools/city/bustle-city $(ARGS)
 
 # Starts the server on the embedded default city (127.0.0.1:7777, realtime).
 # Extra flags: make run ARGS="--port 0 --clock fast"
