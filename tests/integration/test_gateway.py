@@ -233,6 +233,56 @@ def test_a_district_killed_and_resumed_behind_the_gateway(tmp_path):
         assert "district 'd1'" in log and "retrying" in log, log
 
 
+def poses_near(mirror, step, x, y, radius):
+    """poses() of the entities within `radius` of (x, y) at `step`."""
+    out = {}
+    for eid in mirror:
+        p = mirror.pose(eid, step)
+        if (p.x_m - x) ** 2 + (p.y_m - y) ** 2 <= radius ** 2:
+            out[eid.index] = (eid.generation, mirror.record(eid).lane,
+                              mirror.predicted_s_mm(eid, step))
+    return out
+
+
+def test_a_client_with_an_observer_makes_the_districts_stream_only_its_surroundings(tmp_path):
+    """One client looking at 60 m around a point of d1: the gateway asks the
+    districts for that neighbourhood only (its streams hold a fraction of the
+    city), and the client still gets every entity there, at its owner's pose."""
+    from bustle_client import Observer
+    radius = 60.0
+    with live_city(tmp_path) as (_, procs, _links):
+        districts, gateway = procs[:-1], procs[-1]
+        direct = [watcher(d, f"d{k}") for k, d in enumerate(districts)]
+        for s, m in direct:
+            d = s.next_delta(timeout=10)
+            m.apply(d)
+        here = direct[1][1].pose(next(iter(direct[1][1])), d.step)
+        s = gateway.connect()
+        s.hello("near")
+        s.subscribe(observers=[Observer(here.x_m, here.y_m, radius_m=radius)],
+                    motion_tolerance_mm=0)
+        seen = [dict() for _ in range(3)]
+        streams = [(s, s.mirror())] + direct
+        for _ in range(40):
+            for k, (session, m) in enumerate(streams):
+                d = session.next_delta(timeout=10)
+                m.apply(d)
+                seen[k][d.step] = (poses(m, d.step) if k == 0 else
+                                   poses_near(m, d.step, here.x_m, here.y_m, 0.9 * radius))
+        gw, d0, d1 = seen
+        common = sorted(set(gw) & set(d0) & set(d1))[5:]  # the interest settles first
+        assert len(common) >= 15, f"only {len(common)} steps reached every stream"
+        for k in common:
+            near = {**d0[k], **d1[k]}
+            assert near, f"step {k}: nobody within {radius} m"
+            missing = {i: p for i, p in near.items() if gw[k].get(i) != p}
+            assert not missing, f"step {k}: the client lacks or misplaces {missing}"
+        st = s.stats(timeout=10)
+        streamed = sum(x.entities for x in st.districts)
+        city = len(direct[0][1]) + len(direct[1][1])
+        assert streamed < city / 4, f"the districts stream {streamed} of {city} entities"
+
+
 def test_commands_about_an_entity_are_answered_by_its_district(tmp_path):
     """QueryEntity through the gateway is the owning district's answer;
     DespawnEntity through it despawns there; an id nobody holds, a viewer's

@@ -200,7 +200,18 @@ void CityMerger::hold(const client::EntityView& view) {
   if (view.anchor.step > held->anchor.step) held = &view;
 }
 
-std::shared_ptr<const net::PublishedFrame> CityMerger::frame(std::uint64_t step) {
+void CityMerger::interest_applied(std::size_t d, std::uint64_t version) {
+  states_[d].interest_version = version;
+}
+
+std::uint64_t CityMerger::interest_version() const {
+  std::uint64_t v = UINT64_MAX;
+  for (const DistrictState& st : states_) v = std::min(v, st.interest_version);
+  return v;
+}
+
+std::shared_ptr<const net::PublishedFrame> CityMerger::frame(std::uint64_t step,
+                                                             const net::Coverage& coverage) {
   drop_stale_transit(step);
   std::shared_ptr<net::PublishedFrame> f;
   for (auto& p : pool_)
@@ -214,7 +225,7 @@ std::shared_ptr<const net::PublishedFrame> CityMerger::frame(std::uint64_t step)
   f->digest = city_digest();
   f->world_epoch = 0;
   f->entities_built = true;
-  f->coverage = net::Coverage{};
+  f->coverage = coverage;
   f->entities.clear();
   f->bounds = net::Bounds{};
   f->awaiting_representation.clear();
@@ -238,7 +249,14 @@ std::shared_ptr<const net::PublishedFrame> CityMerger::frame(std::uint64_t step)
     if (s < phases.size()) f->signal_phases[s] = static_cast<std::uint8_t>(phases[s]);
   }
   f->dot_step = dots_every_steps_ > 0 && step % dots_every_steps_ == 0;
+  // Per chain: the pedestrians here, plus those the districts counted as
+  // dots because the gateway's interest does not reach them.
   f->chain_pedestrians.assign(chain_count_, 0);
+  for (const client::EntityMirror& m : mirrors_) {
+    const std::vector<std::uint16_t>& dots = m.chain_dots();
+    for (std::size_t c = 0; m.has_dots() && c < dots.size() && c < chain_count_; ++c)
+      f->chain_pedestrians[c] += dots[c];
+  }
   for (const net::PublishedEntity& e : f->entities) {
     if (e.kind == core::EntityKind::Pedestrian && e.lane < lane_chain_.size() &&
         lane_chain_[e.lane] < chain_count_)

@@ -103,6 +103,50 @@ void DistrictFeed::run() {
   }
 }
 
+void DistrictFeed::request_interest(FeedInterest interest) {
+  std::lock_guard lock(interest_mu_);
+  wanted_ = std::move(interest);
+}
+
+FeedInterest DistrictFeed::wanted() {
+  std::lock_guard lock(interest_mu_);
+  return wanted_;
+}
+
+bool DistrictFeed::apply_interest(client::Client& c, const FeedInterest& interest, bool subscribe,
+                                  std::string& why) {
+  why.clear();
+  client::Result<client::CommandReply> r;
+  if (subscribe) {
+    client::SubscribeParams params;
+    params.budgets = kWholeDistrict;
+    params.motion_tolerance_mm = 0;
+    params.observers = interest.observers;
+    r = c.subscribe(params, kSubscribeWait);
+  } else {
+    client::UpdateInterestParams params;
+    params.observers = interest.observers;  // empty: the whole city
+    r = c.update_interest(params, kSubscribeWait);
+  }
+  if (!r.ok()) {
+    why = r.message;
+    return false;
+  }
+  // Deltas read while waiting for the answer came before the change.
+  while (c.buffered_deltas() > 0) {
+    client::Result<client::Delta> d = c.next_delta(std::chrono::milliseconds(0));
+    if (!d.ok()) {
+      why = d.message;
+      return false;
+    }
+    if (!inbox_.push(settings_.index, FeedEvent{FeedEvent::Kind::Delta, std::move(d.value), {}}))
+      return false;
+  }
+  FeedEvent e{FeedEvent::Kind::Interest, {}, {}};
+  e.interest_version = interest.version;
+  return inbox_.push(settings_.index, std::move(e));
+}
+
 bool DistrictFeed::stream_once(bool& announced_down) {
   const std::string where = "district '" + settings_.district + "' at " + settings_.host + ":" +
                             std::to_string(settings_.port);
@@ -125,16 +169,17 @@ bool DistrictFeed::stream_once(bool& announced_down) {
     inbox_.push(settings_.index, FeedEvent{FeedEvent::Kind::Fatal, {}, where + " " + e});
     return false;
   }
-  client::SubscribeParams params;
-  params.budgets = kWholeDistrict;
-  params.motion_tolerance_mm = 0;
   baseline_wanted_.store(false);
-  if (auto r = c.subscribe(params, kSubscribeWait); !r.ok()) return lost(r.message);
+  FeedInterest applied = wanted();
+  std::string why;
+  if (!apply_interest(c, applied, true, why)) return why.empty() ? false : lost(why);
   spdlog::info("{}: streaming (step {})", where, welcome.value.current_step);
   announced_down = false;
   while (!stop_.load()) {
-    if (baseline_wanted_.exchange(false)) {
-      if (auto r = c.subscribe(params, kSubscribeWait); !r.ok()) return lost(r.message);
+    const bool baseline = baseline_wanted_.exchange(false);
+    if (const FeedInterest w = wanted(); baseline || w.version != applied.version) {
+      applied = w;
+      if (!apply_interest(c, applied, baseline, why)) return why.empty() ? false : lost(why);
     }
     client::Result<client::Delta> d = c.next_delta(kDeltaWait);
     if (d.status == client::ClientStatus::Timeout) continue;

@@ -32,6 +32,7 @@ int Gateway::run(const std::atomic<bool>& stop) {
   for (auto& r : relays_) r->start();
   while (!stop.load()) {
     while (auto cmd = commands_.try_pop()) handle(std::move(*cmd));
+    follow_interest();
     if (!merge_ready_steps()) return 2;
     inbox_.wait(std::chrono::milliseconds(50));
   }
@@ -47,7 +48,11 @@ bool Gateway::merge_ready_steps() {
       while (!inbox_.empty(d) && !inbox_.front_step(d)) {
         FeedEvent e = inbox_.pop(d);
         if (e.kind == FeedEvent::Kind::Fatal) return false;
-        merger_.lost(d);
+        if (e.kind == FeedEvent::Kind::Interest) {
+          merger_.interest_applied(d, e.interest_version);
+        } else {
+          merger_.lost(d);
+        }
       }
     }
     std::uint64_t k = UINT64_MAX;
@@ -68,12 +73,44 @@ bool Gateway::merge_ready_steps() {
     // A step the gateway already published (a district came back from a
     // restart at an earlier step) only updates the mirrors.
     if (published_ && k <= published_step_) continue;
-    std::shared_ptr<const net::PublishedFrame> frame = merger_.frame(k);
+    std::shared_ptr<const net::PublishedFrame> frame = merger_.frame(k, streamed_coverage());
     published_entities_ = static_cast<std::uint32_t>(frame->entities.size());
     server_.publish(std::move(frame));
     published_step_ = k;
     published_ = true;
   }
+}
+
+void Gateway::follow_interest() {
+  std::uint64_t version = 0;
+  net::Coverage coverage = server_.interest_coverage().current(&version);
+  if (version == requested_version_) return;
+  requested_version_ = version;
+  FeedInterest ask;
+  ask.version = version;
+  // A Subscribe carries at most 16 observers of radius at most 100 km.
+  ask.whole = coverage.whole || coverage.discs.size() > 16 ||
+              std::any_of(coverage.discs.begin(), coverage.discs.end(),
+                          [](const net::CoverageDisc& c) { return c.radius_m > 100'000.0; });
+  if (ask.whole) {
+    coverage = net::Coverage{};
+  } else {
+    for (const net::CoverageDisc& c : coverage.discs)
+      ask.observers.push_back({c.x_m, c.y_m, 0.0, std::nullopt, c.radius_m});
+  }
+  coverage.version = version;
+  requested_[version] = coverage;
+  for (auto& f : feeds_) f->request_interest(ask);
+}
+
+net::Coverage Gateway::streamed_coverage() {
+  const std::uint64_t v = merger_.interest_version();
+  requested_.erase(requested_.begin(), requested_.lower_bound(v));
+  const auto it = requested_.find(v);
+  if (it != requested_.end()) return it->second;
+  net::Coverage nothing;  // not reached: every applied version was requested
+  nothing.whole = false;
+  return nothing;
 }
 
 void Gateway::handle(net::InboundCommand cmd) {

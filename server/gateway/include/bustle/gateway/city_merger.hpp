@@ -64,6 +64,7 @@ struct DistrictState {
   std::uint64_t step = 0;  // of its latest Delta
   std::uint64_t digest = 0;
   std::uint32_t entities = 0;
+  std::uint64_t interest_version = 0;  // the gateway's interest it streams
   std::uint64_t foreign_entities = 0;  // entered on a lane it does not own (a wrong address?)
 };
 
@@ -89,8 +90,16 @@ class CityMerger {
   // baseline that replaces them, so a client sees the same entities go on.
   void lost(std::size_t d);
 
-  // The city at `step` (>= every applied Delta's step for exact poses).
-  std::shared_ptr<const net::PublishedFrame> frame(std::uint64_t step);
+  // District `d` streams, from its next Delta on, the gateway's interest of
+  // `version` (DistrictFeed's Interest event).
+  void interest_applied(std::size_t d, std::uint64_t version);
+  // The oldest interest version some district still streams.
+  std::uint64_t interest_version() const;
+
+  // The city at `step` (>= every applied Delta's step for exact poses), for
+  // `coverage`: what every district streams (whole, or near its discs).
+  std::shared_ptr<const net::PublishedFrame> frame(std::uint64_t step,
+                                                   const net::Coverage& coverage = {});
 
   // The district whose stream holds `id` (that generation), if any; and
   // whether it is crossing between two districts now.

@@ -27,15 +27,32 @@
 #include <thread>
 #include <vector>
 
+#include "bustle/client/messages.hpp"
 #include "bustle/client/stream.hpp"
+
+namespace bustle::client {
+class Client;
+}
 
 namespace bustle::gateway {
 
 struct FeedEvent {
-  enum class Kind : std::uint8_t { Delta, Lost, Fatal };
+  // Interest: from the next Delta on, the district streams what the
+  // gateway's interest of `interest_version` asked for.
+  enum class Kind : std::uint8_t { Delta, Lost, Fatal, Interest };
   Kind kind = Kind::Delta;
-  client::Delta delta;  // Kind::Delta
-  std::string message;  // Lost / Fatal: what happened
+  client::Delta delta;                 // Kind::Delta
+  std::string message;                 // Lost / Fatal: what happened
+  std::uint64_t interest_version = 0;  // Kind::Interest
+};
+
+// What the gateway asks a district to stream: the whole city, or the
+// entities near these discs (the gateway's clients' needs, hysteresis
+// included); `version` is the gateway's coverage registry's.
+struct FeedInterest {
+  std::uint64_t version = 0;
+  bool whole = true;
+  std::vector<client::InterestObserver> observers;  // when not whole, one per disc
 };
 
 class FeedInbox {
@@ -91,6 +108,9 @@ class DistrictFeed {
   // The stream broke (the gateway could not apply a Delta): subscribe again
   // for a new baseline.
   void request_baseline() { baseline_wanted_.store(true); }
+  // Stream this from now on (UpdateInterest upstream, an Interest event
+  // once the district applies it). Thread-safe.
+  void request_interest(FeedInterest interest);
   const FeedSettings& settings() const { return settings_; }
 
  private:
@@ -101,8 +121,17 @@ class DistrictFeed {
   const FeedSettings settings_;
   const CityFacts city_;
   FeedInbox& inbox_;
+  // Asks for `interest` on `c` (Subscribe when `subscribe`), then queues the
+  // Deltas that came before the answer and the Interest event. False: the
+  // connection or the inbox ended.
+  bool apply_interest(client::Client& c, const FeedInterest& interest, bool subscribe,
+                      std::string& why);
+  FeedInterest wanted();
+
   std::atomic<bool> stop_{false};
   std::atomic<bool> baseline_wanted_{false};
+  std::mutex interest_mu_;
+  FeedInterest wanted_;  // guarded by interest_mu_
   std::thread thread_;
 };
 

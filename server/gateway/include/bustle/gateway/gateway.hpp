@@ -1,5 +1,13 @@
 // The gateway's loop (bustle-gateway; docs/districts.md, "The gateway").
 //
+// Interest: the districts stream what the gateway's clients need. The
+// union of the sessions' needs (net::CoverageRegistry: the whole city, or
+// discs around their observers, hysteresis included) is asked of every
+// district as its subscription's observers (the whole city beyond 16 discs);
+// a frame's coverage is the request every district applies, so a client
+// whose need is newer waits a step or two, as on a server whose frames
+// pose only what clients read.
+//
 // Threads: one feed thread per district (district_feed.hpp), one network
 // thread running the net::Server its clients connect to, and this loop's
 // thread, which alone owns the CityMerger. The loop takes the districts'
@@ -21,6 +29,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -50,6 +59,12 @@ class Gateway {
  private:
   // Applies whole steps while every district has one queued; false on Fatal.
   bool merge_ready_steps();
+  // Asks every district for what the gateway's clients need now (the
+  // sessions' coverage registry), when that changed.
+  void follow_interest();
+  // What every district streams now: the requested coverage of the oldest
+  // interest version a district still applies.
+  net::Coverage streamed_coverage();
   void handle(net::InboundCommand cmd);
   // The district a command must go to; nullopt with the answer's reason and
   // message when it goes nowhere.
@@ -65,6 +80,10 @@ class Gateway {
   FeedInbox inbox_;
   std::vector<std::unique_ptr<DistrictFeed>> feeds_;
   std::vector<std::unique_ptr<CommandRelay>> relays_;  // per district
+  // Coverage asked of the districts, by registry version (0: the whole city,
+  // what a feed asks before the first request).
+  std::map<std::uint64_t, net::Coverage> requested_{{0, net::Coverage{}}};
+  std::uint64_t requested_version_ = 0;
   const core::LaneGraph& lanes_;
   std::uint32_t step_us_ = 0;
   std::uint64_t published_step_ = 0;
