@@ -324,6 +324,28 @@ def test_commands_about_an_entity_are_answered_by_its_district(tmp_path):
             pytest.fail(f"{victim} was not despawned in its district")
 
 
+def test_a_command_for_a_district_that_is_down_says_so(tmp_path):
+    """d1 killed and not restarted: a query about one of its entities is
+    answered InboxFull naming d1 ("try again"), and the gateway itself still
+    answers, showing d1 not streaming. (d0 waits for d1 at its barrier
+    meanwhile and answers nothing either: docs/districts.md.)"""
+    from bustle_client import CommandStatus, RejectReason
+    with live_city(tmp_path) as (_, procs, _links):
+        districts, gateway = procs[:-1], procs[-1]
+        direct = [watcher(d, f"d{k}") for k, d in enumerate(districts)]
+        for s, m in direct:
+            m.apply(s.next_delta(timeout=10))
+        ours = [next(iter(m)) for _, m in direct]
+        op = gateway.connect()
+        op.hello("gw-operator", role="operator")
+        assert op.query_entity(ours[1], timeout=10).status == CommandStatus.Accepted
+        districts[1].kill9()
+        r = op.query_entity(ours[1], timeout=20)
+        assert r.status == CommandStatus.Rejected and r.reason == RejectReason.InboxFull, r
+        assert "district 'd1'" in r.message and "try again" in r.message, r.message
+        assert op.stats(timeout=10).districts[1].streaming is False
+
+
 def run_gateway(*args, timeout=20):
     return subprocess.run([gateway_binary(), *args], capture_output=True, text=True,
                           timeout=timeout, env=clean_env(), stdin=subprocess.DEVNULL)
