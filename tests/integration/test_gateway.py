@@ -326,9 +326,9 @@ def test_commands_about_an_entity_are_answered_by_its_district(tmp_path):
 
 def test_a_command_for_a_district_that_is_down_says_so(tmp_path):
     """d1 killed and not restarted: a query about one of its entities is
-    answered InboxFull naming d1 ("try again"), and the gateway itself still
-    answers, showing d1 not streaming. (d0 waits for d1 at its barrier
-    meanwhile and answers nothing either: docs/districts.md.)"""
+    answered InboxFull naming d1 ("try again"); d0, waiting for d1 at its
+    barrier, still answers queries about its own; the gateway shows d1 not
+    streaming."""
     from bustle_client import CommandStatus, RejectReason
     with live_city(tmp_path) as (_, procs, _links):
         districts, gateway = procs[:-1], procs[-1]
@@ -343,6 +343,8 @@ def test_a_command_for_a_district_that_is_down_says_so(tmp_path):
         r = op.query_entity(ours[1], timeout=20)
         assert r.status == CommandStatus.Rejected and r.reason == RejectReason.InboxFull, r
         assert "district 'd1'" in r.message and "try again" in r.message, r.message
+        r = op.query_entity(ours[0], timeout=10)
+        assert r.status == CommandStatus.Accepted, r
         assert op.stats(timeout=10).districts[1].streaming is False
 
 

@@ -451,8 +451,8 @@ void DistrictLinks::send_step_end(std::uint64_t step, std::uint64_t digest,
   }
 }
 
-std::optional<std::vector<StepEnd>> DistrictLinks::await_step_end(std::uint64_t step,
-                                                                  const std::atomic<bool>& stop) {
+std::optional<std::vector<StepEnd>> DistrictLinks::await_step_end(
+    std::uint64_t step, const std::atomic<bool>& stop, const std::function<void()>& idle) {
   const auto began = std::chrono::steady_clock::now();
   struct Timed {  // the barrier's cost, however the wait ends
     DistrictLinks& links;
@@ -495,7 +495,12 @@ std::optional<std::vector<StepEnd>> DistrictLinks::await_step_end(std::uint64_t 
                    names);
       logged_at = now;
     }
-    arrived_.wait_for(lock, std::chrono::milliseconds(200));
+    arrived_.wait_for(lock, idle ? kIdleEvery : std::chrono::milliseconds(200));
+    if (idle) {
+      lock.unlock();
+      idle();
+      lock.lock();
+    }
   }
   std::vector<StepEnd> out;
   for (auto& link : links_) {
@@ -506,8 +511,9 @@ std::optional<std::vector<StepEnd>> DistrictLinks::await_step_end(std::uint64_t 
 }
 
 bool DistrictLinks::feed(core::World& world, const std::atomic<bool>& stop,
-                         std::vector<core::CommandEnvelope>& recorded) {
-  auto ends = await_step_end(world.step_index(), stop);
+                         std::vector<core::CommandEnvelope>& recorded,
+                         const std::function<void()>& idle) {
+  auto ends = await_step_end(world.step_index(), stop, idle);
   if (!ends) return false;
   for (StepEnd& end : *ends) {
     if (end.arrivals.pedestrians.empty() && end.arrivals.returned.empty()) continue;

@@ -32,6 +32,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -70,6 +71,8 @@ struct DistrictLinkOptions {
 // How many of its last StepEnds a district can send again to a neighbour
 // that comes back (a restarted one needs those since its last recorded tick).
 inline constexpr std::uint64_t kResendSteps = 4096;
+// How often a district waiting at its barrier calls await_step_end's idle.
+inline constexpr std::chrono::milliseconds kIdleEvery{50};
 
 // The districts whose lanes lead into district `own`'s or that its lanes lead
 // into (the district map's borders), sorted.
@@ -103,9 +106,12 @@ class DistrictLinks {
 
   // Blocks until StepEnd(step) arrived from every neighbour and returns them
   // in neighbour order, or nullopt when `stop` is set or a link failed
-  // (error() says which). Logs a line every few seconds while it waits.
+  // (error() says which). Logs a line every few seconds while it waits, and
+  // calls `idle` (if any) about every kIdleEvery meanwhile, on the caller's
+  // thread, no lock held: the sim thread answers queries there.
   std::optional<std::vector<StepEnd>> await_step_end(std::uint64_t step,
-                                                     const std::atomic<bool>& stop);
+                                                     const std::atomic<bool>& stop,
+                                                     const std::function<void()>& idle = {});
   core::Status error() const;
 
   // The two calls around a step (the sim thread's and batch mode's): before
@@ -115,7 +121,7 @@ class DistrictLinks {
   // (error()), or when the inbox refused an arrival (which is never dropped:
   // the district stops instead). After it, send this world's StepEnd.
   bool feed(core::World& world, const std::atomic<bool>& stop,
-            std::vector<core::CommandEnvelope>& recorded);
+            std::vector<core::CommandEnvelope>& recorded, const std::function<void()>& idle = {});
   void step_ended(const core::World& world) {
     send_step_end(world.step_index(), world.digest(), world.border_departures(),
                   world.border_returns());

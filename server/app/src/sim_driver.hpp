@@ -39,6 +39,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -118,6 +119,10 @@ class SimDriver {
   void apply_candidates();
   void drain_commands();
   void handle(net::InboundCommand cmd);
+  // While a district waits at its barrier: queries answered from the
+  // current state at once, every other command kept for drain_commands()
+  // in arrival order (nothing may change the world feed() holds).
+  void answer_queries_while_waiting();
   // Step(n): only with the manual clock, n in [1, manual_step_max].
   void step_command(const net::ControlCommand& ctl, net::OutboundResult& r);
   // Fills r for the Query* commands answered from the current state; false
@@ -169,6 +174,7 @@ class SimDriver {
   std::unique_ptr<core::World> world_;
   net::Server& server_;
   net::CommandQueue& commands_;
+  std::deque<net::InboundCommand> deferred_;  // popped at a district's barrier, not yet handled
   SimDriverOptions options_;
   FixedStepClock clock_;  // realtime: which steps are due (the only clock arithmetic)
   persist::PersistWorker* persist_ = nullptr;

@@ -14,7 +14,28 @@
 namespace bustle::app {
 
 void SimDriver::drain_commands() {
+  while (!deferred_.empty()) {
+    net::InboundCommand cmd = std::move(deferred_.front());
+    deferred_.pop_front();
+    handle(std::move(cmd));
+  }
   while (auto cmd = commands_.try_pop()) handle(std::move(*cmd));
+}
+
+void SimDriver::answer_queries_while_waiting() {
+  while (auto cmd = commands_.try_pop()) {
+    const auto* ctl = std::get_if<net::ControlCommand>(&cmd->body);
+    net::OutboundResult r;
+    r.session_id = cmd->session_id;
+    r.request_id = cmd->request_id;
+    r.applied_step = world_->step_index();
+    r.status = core::CommandStatus::Accepted;
+    if (ctl != nullptr && answer_query(*ctl, r)) {
+      server_.deliver_result(std::move(r));
+    } else {
+      deferred_.push_back(std::move(*cmd));
+    }
+  }
 }
 
 void SimDriver::handle(net::InboundCommand cmd) {

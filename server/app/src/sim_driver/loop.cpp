@@ -123,7 +123,9 @@ void SimDriver::publish_frame() {
 // ends instead (stopping, or a failed link in district_failure_).
 bool SimDriver::feed_district() {
   std::vector<core::CommandEnvelope> arrivals;
-  if (!district_links_->feed(*world_, *stop_, arrivals)) {
+  // The wait answers queries (a neighbour may be down for a while).
+  if (!district_links_->feed(*world_, *stop_, arrivals,
+                             [this] { answer_queries_while_waiting(); })) {
     district_failure_ = district_links_->error();
     if (!district_failure_.ok())
       spdlog::error("district links: {}; this district stops", district_failure_.message());
