@@ -32,16 +32,6 @@ struct Crossings {
   std::map<std::pair<std::uint8_t, std::uint8_t>, std::uint64_t> per_border;  // (from, to)
 };
 
-// Per lane index: its district (kNowhere: in none, which the map forbids).
-std::vector<std::uint8_t> lane_districts(const core::World& w) {
-  std::vector<std::uint8_t> of(w.lanes().size(), kNowhere);
-  const std::vector<core::DistrictSpec>& ds = w.scenario().districts;
-  for (std::size_t k = 0; k < ds.size(); ++k)
-    for (const std::string& id : ds[k].lanes)
-      if (const auto lane = w.lanes().find(id)) of[*lane] = static_cast<std::uint8_t>(k);
-  return of;
-}
-
 // --write-scenario: the city as a scenario file at a.write_scenario; 0, or 1
 // when the city is refused, too large for the loader or cannot be written.
 int write_district_city(const Args& a) {
@@ -67,7 +57,6 @@ int bench_districts(const Args& a) {
       build_world([&] { return district_city(a.grid, a.districts, a.agents, a.vehicles); }, a.seed);
   if (!built.world) return 1;  // the map was refused (errors printed)
   core::World& w = *built.world;
-  const std::vector<std::uint8_t> district_of = lane_districts(w);
   std::vector<std::uint8_t> last(w.registry().capacity(), kNowhere);  // by entity index
   std::vector<std::uint32_t> last_generation(w.registry().capacity(), 0);
   Crossings crossed;
@@ -75,11 +64,12 @@ int bench_districts(const Args& a) {
   std::vector<std::uint64_t> resident_steps(a.districts, 0);
   std::vector<double> t(a.steps, 0.0);
   const auto follow = [&](core::EntityId id, core::LaneIndex lane, bool vehicle) {
-    const std::uint8_t k = lane < district_of.size() ? district_of[lane] : kNowhere;
-    if (k == kNowhere) {
+    const std::int32_t of = lane < w.lanes().size() ? w.lane_district(lane) : -1;
+    if (of < 0) {  // in no district, which the map forbids
       ++homeless;
       return;
     }
+    const auto k = static_cast<std::uint8_t>(of);
     ++resident_steps[k];
     const bool same = last_generation[id.index] == id.generation;
     if (same && last[id.index] != kNowhere && last[id.index] != k) {

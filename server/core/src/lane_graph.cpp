@@ -144,6 +144,17 @@ std::optional<LaneIndex> LaneGraph::find(std::string_view id) const {
   return it->second;
 }
 
+std::vector<std::int16_t> lane_districts(const Scenario& scenario, const LaneGraph& lanes) {
+  std::vector<std::int16_t> of;
+  if (scenario.districts.empty()) return of;
+  of.assign(lanes.size(), -1);
+  for (std::size_t d = 0; d < scenario.districts.size(); ++d) {
+    for (const std::string& id : scenario.districts[d].lanes)
+      if (const auto lane = lanes.find(id)) of[*lane] = static_cast<std::int16_t>(d);
+  }
+  return of;
+}
+
 std::uint32_t LaneGraph::fragment_of(LaneIndex lane, double s_m) const {
   const std::uint32_t first = fragment_first_[lane];
   if (first == kNoFragment) return kNoFragment;

@@ -100,13 +100,8 @@ void World::send_home(EntityId id) {
 }
 
 void World::init_district() {
-  if (scenario_.districts.empty()) return;
-  lane_district_.assign(lanes_.size(), -1);
-  for (std::size_t d = 0; d < scenario_.districts.size(); ++d) {
-    for (const std::string& id : scenario_.districts[d].lanes)
-      lane_district_[*lanes_.find(id)] = static_cast<std::int16_t>(d);
-  }
-  if (scenario_.own_district < 0) return;
+  lane_district_ = lane_districts(scenario_, lanes_);
+  if (scenario_.districts.empty() || scenario_.own_district < 0) return;
   const std::size_t n = scenario_.districts.size();
   for (std::size_t k = 0; k < n; ++k)
     range_first_.push_back(range_first(scenario_.entity_capacity, n, k));

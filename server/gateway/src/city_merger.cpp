@@ -40,16 +40,13 @@ CityMap make_city_map(const core::Scenario& scenario, const core::LaneGraph& lan
   m.lane_owner.assign(lanes.size(), 0);
   m.lane_borders.assign(lanes.size(), 0);
   m.signal_owner.assign(scenario.signals.size(), 0);
-  std::map<std::string, std::uint32_t> lane_by_id;
-  for (std::uint32_t l = 0; l < lanes.size(); ++l) lane_by_id.emplace(lanes.lane(l).id, l);
+  const std::vector<std::int16_t> owners = core::lane_districts(scenario, lanes);
+  for (std::size_t l = 0; l < owners.size(); ++l)
+    m.lane_owner[l] = static_cast<std::uint16_t>(std::max<std::int16_t>(owners[l], 0));
   std::map<std::string, std::uint16_t> signal_district;
   for (std::size_t d = 0; d < scenario.districts.size(); ++d) {
     const core::DistrictSpec& spec = scenario.districts[d];
     m.district_ids.push_back(spec.id);
-    for (const std::string& id : spec.lanes) {
-      if (auto it = lane_by_id.find(id); it != lane_by_id.end())
-        m.lane_owner[it->second] = static_cast<std::uint16_t>(d);
-    }
     for (const std::string& id : spec.signals) signal_district[id] = static_cast<std::uint16_t>(d);
   }
   for (std::uint32_t l = 0; l < lanes.size(); ++l) {

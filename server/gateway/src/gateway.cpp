@@ -175,8 +175,7 @@ std::optional<std::size_t> Gateway::target_district(const net::InboundCommand& c
     if (id) return entity_district(*id, reason, why);
     if (const auto* c = std::get_if<core::SetLaneClosed>(&w)) {
       std::uint32_t lane = c->lane_index;
-      for (std::uint32_t l = 0; lane == UINT32_MAX && l < lanes_.size(); ++l)
-        if (lanes_.lane(l).id == c->lane) lane = l;
+      if (lane == UINT32_MAX) lane = lanes_.find(c->lane).value_or(UINT32_MAX);
       if (lane < merger_.map().lane_owner.size()) return merger_.map().lane_owner[lane];
       reason = core::RejectReason::InvalidArgument;
       why = "SetLaneClosed: no lane '" + c->lane + "' in the city";

@@ -26,12 +26,7 @@ WelcomeInfo make_welcome_info(const core::Scenario& scenario, const core::LaneGr
   w.lanes = lanes.lanes();
   w.chains = lanes.chains();
   w.dots_every_steps = scenario.pedestrians.dots_every_steps;
-  auto lane_index = [&](const std::string& id) {
-    for (std::uint32_t l = 0; l < lanes.size(); ++l) {
-      if (lanes.lane(l).id == id) return l;
-    }
-    return 0u;
-  };
+  auto lane_index = [&](const std::string& id) { return lanes.find(id).value_or(0u); };
   for (const core::GarageSpec& g : scenario.garages) {
     GarageGeometry geo{g.id, lane_index(g.lane), {}};
     for (const std::string& l : g.route) geo.route.push_back(lane_index(l));

@@ -167,6 +167,11 @@ inline LaneGraph::SegmentAt LaneGraph::segment_at(LaneIndex li, double s_m) cons
   return {s - g.start_m, g.length_m, g.ax_m, g.ay_m, g.dx_m, g.dy_m};
 }
 
+// Per lane index, the district of the scenario's map that owns it (its
+// index in Scenario::districts); empty when the scenario has no map. The map
+// is validated, so every lane has an owner (validate_districts).
+std::vector<std::int16_t> lane_districts(const Scenario& scenario, const LaneGraph& lanes);
+
 inline Vec2 LaneGraph::position(LaneIndex li, double s_m) const {
   return interpolate(segment_at(li, s_m));
 }
