@@ -105,6 +105,7 @@ void DistrictFeed::run() {
 
 void DistrictFeed::request_interest(FeedInterest interest) {
   std::lock_guard lock(interest_mu_);
+  wanted_version_.store(interest.version);
   wanted_ = std::move(interest);
 }
 
@@ -176,9 +177,10 @@ bool DistrictFeed::stream_once(bool& announced_down) {
   spdlog::info("{}: streaming (step {})", where, welcome.value.current_step);
   announced_down = false;
   while (!stop_.load()) {
+    // Each Delta asks; only a change copies the wanted interest.
     const bool baseline = baseline_wanted_.exchange(false);
-    if (const FeedInterest w = wanted(); baseline || w.version != applied.version) {
-      applied = w;
+    if (baseline || wanted_version_.load() != applied.version) {
+      applied = wanted();
       if (!apply_interest(c, applied, baseline, why)) return why.empty() ? false : lost(why);
     }
     client::Result<client::Delta> d = c.next_delta(kDeltaWait);

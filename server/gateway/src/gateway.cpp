@@ -82,9 +82,10 @@ bool Gateway::merge_ready_steps() {
 }
 
 void Gateway::follow_interest() {
+  // Every wake asks; only a change copies the sessions' discs.
+  if (server_.interest_coverage().version() == requested_version_) return;
   std::uint64_t version = 0;
   net::Coverage coverage = server_.interest_coverage().current(&version);
-  if (version == requested_version_) return;
   requested_version_ = version;
   FeedInterest ask;
   ask.version = version;

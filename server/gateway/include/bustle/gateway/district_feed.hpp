@@ -131,7 +131,8 @@ class DistrictFeed {
   std::atomic<bool> stop_{false};
   std::atomic<bool> baseline_wanted_{false};
   std::mutex interest_mu_;
-  FeedInterest wanted_;  // guarded by interest_mu_
+  FeedInterest wanted_;                           // guarded by interest_mu_
+  std::atomic<std::uint64_t> wanted_version_{0};  // wanted_.version, read without the lock
   std::thread thread_;
 };
 
