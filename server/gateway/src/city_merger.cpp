@@ -15,6 +15,9 @@ namespace {
 // adopted it.
 constexpr std::uint64_t kTransitSteps = 2;
 
+// The mirrors' lanes. Poses come from LaneGraph (add_entity); a strict
+// mirror needs the Welcome's lanes to refuse a lane index a district should
+// never send.
 std::vector<proto::LanePolyline> polylines(const core::LaneGraph& lanes) {
   std::vector<proto::LanePolyline> out;
   out.reserve(lanes.size());
@@ -25,10 +28,8 @@ std::vector<proto::LanePolyline> polylines(const core::LaneGraph& lanes) {
       xs.push_back(p.x_m);
       ys.push_back(p.y_m);
     }
-    // The Welcome's elevation is a float: pose z as the clients do.
-    out.push_back(proto::LanePolyline::from_points(
-        xs, ys, static_cast<double>(static_cast<float>(lane.elevation_m)),
-        proto::to_mm(lane.length_m)));
+    out.push_back(
+        proto::LanePolyline::from_points(xs, ys, lane.elevation_m, proto::to_mm(lane.length_m)));
   }
   return out;
 }

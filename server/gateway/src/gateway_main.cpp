@@ -45,7 +45,6 @@ struct GatewayOptions {
   std::string district_token;
   std::optional<double> rate_hz;  // the districts' --rate (their step length)
   std::string log_level = "info";
-  std::string log_format = "text";
 };
 
 constexpr const char* kFooter =
@@ -157,7 +156,7 @@ int gateway_main(int argc, char** argv) {
   GatewayOptions opt;
   if (const int code = parse(argc, argv, opt); code >= 0) return code;
   bustle::app::ignore_hangup();
-  bustle::app::start_logging(opt.log_format, opt.log_level);
+  bustle::app::start_logging("text", opt.log_level);
   const bustle::scenario::LoadResult loaded = bustle::scenario::load_scenario_file(opt.config);
   if (!loaded.ok()) {
     for (const auto& e : loaded.errors)
