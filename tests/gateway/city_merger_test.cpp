@@ -46,6 +46,13 @@ Delta delta(std::uint64_t step, bool baseline = false) {
   return d;
 }
 
+// A district's Delta in which `id` leaves its stream.
+Delta leaving(std::uint64_t step, EntityId id) {
+  Delta d = delta(step);
+  d.left.push_back(id);
+  return d;
+}
+
 EnteredEntity walker(EntityId id, std::uint32_t lane, std::uint32_t s_mm) {
   EnteredEntity e;
   e.id = id;
@@ -76,9 +83,7 @@ TEST_CASE("a border crossing stays one entity, held at the border for the step i
   REQUIRE(find(*f10, 7) != nullptr);
   CHECK(find(*f10, 7)->lane == c.border);
 
-  Delta left = delta(11);
-  left.left.push_back(id);
-  REQUIRE(m.apply(0, left).empty());
+  REQUIRE(m.apply(0, leaving(11, id)).empty());
   REQUIRE(m.apply(1, delta(11)).empty());
   auto f11 = m.frame(11);
   REQUIRE(find(*f11, 7) != nullptr);  // in transit: in neither district, still in the city
@@ -107,9 +112,7 @@ TEST_CASE("an entity that leaves at a border and is adopted by nobody is gone tw
   a.entered.push_back(walker({4, 1}, c.border, 100));
   REQUIRE(m.apply(0, a).empty());
   REQUIRE(m.apply(1, delta(1, true)).empty());
-  Delta left = delta(2);
-  left.left.push_back({4, 1});
-  REQUIRE(m.apply(0, left).empty());
+  REQUIRE(m.apply(0, leaving(2, {4, 1})).empty());
   CHECK(find(*m.frame(2), 4) != nullptr);
   CHECK(find(*m.frame(3), 4) != nullptr);  // a coalesced Delta of the receiver may come late
   CHECK(find(*m.frame(4), 4) == nullptr);
@@ -126,9 +129,7 @@ TEST_CASE("an entity leaving from an inner lane is gone at once") {
   Delta a = delta(1, true);
   a.entered.push_back(walker({4, 1}, inner, 100));
   REQUIRE(m.apply(0, a).empty());
-  Delta left = delta(2);
-  left.left.push_back({4, 1});
-  REQUIRE(m.apply(0, left).empty());
+  REQUIRE(m.apply(0, leaving(2, {4, 1})).empty());
   CHECK(m.frame(2)->entities.empty());
   CHECK(m.in_transit() == 0);
 }

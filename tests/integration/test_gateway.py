@@ -119,6 +119,19 @@ def watch(streams, steps):
     return seen, left
 
 
+def check_city_after(seen, after):
+    """The steps the gateway's and both districts' streams all reached (at
+    least one), at each of which the gateway holds every district entity at
+    its owner's pose; returns them."""
+    gw, d0, d1 = seen
+    common = sorted(set(gw) & set(d0) & set(d1))
+    assert common, f"no step reached every stream after {after}"
+    for k in common:
+        union = {**d0[k], **d1[k]}
+        assert all(gw[k].get(i) == p for i, p in union.items()), f"step {k} differs"
+    return common
+
+
 def test_one_city_through_the_gateway_crossings_continuous(tmp_path):
     with live_city(tmp_path) as (_, procs, _links):
         districts, gateway = procs[:-1], procs[-1]
@@ -167,12 +180,7 @@ def test_gateway_restart_clients_resync_and_status_names_districts(tmp_path):
             streams = [watcher(restarted, "after")] + [watcher(d, f"d{k}")
                                                       for k, d in enumerate(districts)]
             seen, _ = watch(streams, 10)
-            gw, d0, d1 = seen
-            common = sorted(set(gw) & set(d0) & set(d1))
-            assert common, "no step reached every stream after the restart"
-            for k in common:
-                union = {**d0[k], **d1[k]}
-                assert all(gw[k].get(i) == p for i, p in union.items()), f"step {k} differs"
+            check_city_after(seen, "the restart")
             st = streams[0][0].stats()
             assert [d.id for d in st.districts] == ["d0", "d1"]
             assert all(d.streaming for d in st.districts)
@@ -218,12 +226,8 @@ def test_a_district_killed_and_resumed_behind_the_gateway(tmp_path):
             left |= {e.index for e in d.left}
         streams = [(s, m)] + [watcher(p, f"d{k}") for k, p in enumerate(procs[:-1])]
         seen, _ = watch(streams, 10)
-        gw, d0, d1 = seen
-        common = sorted(set(gw) & set(d0) & set(d1))
-        assert common, "no step reached every stream after the district came back"
-        for k in common:
-            union = {**d0[k], **d1[k]}
-            assert all(gw[k].get(i) == p for i, p in union.items()), f"step {k} differs"
+        common = check_city_after(seen, "the district came back")
+        d1 = seen[2]
         survivors = {i for i, g in before.items() if d1[common[-1]].get(i, (None,))[0] == g}
         assert survivors, "no entity of d1 lived through the restart"
         flicker = survivors & left
