@@ -248,7 +248,11 @@ std::shared_ptr<const net::PublishedFrame> CityMerger::frame(std::uint64_t step,
   }
   f->dot_step = dots_every_steps_ > 0 && step % dots_every_steps_ == 0;
   // Per chain: the pedestrians here, plus those the districts counted as
-  // dots because the gateway's interest does not reach them.
+  // dots because the gateway's interest does not reach them. As a server's
+  // frame: on dot steps and in frames that are not whole; otherwise empty
+  // (a session counts a whole frame's dots by a walk when it needs them).
+  f->chain_pedestrians.clear();
+  if (!f->dot_step && coverage.whole) return f;
   f->chain_pedestrians.assign(chain_count_, 0);
   for (const client::EntityMirror& m : mirrors_) {
     const std::vector<std::uint16_t>& dots = m.chain_dots();
