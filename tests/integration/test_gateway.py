@@ -96,6 +96,30 @@ def watcher(proc, name):
     return s, s.mirror()
 
 
+def settled_entity(mirror, margin_mm=35_000):
+    """An entity at least margin_mm from both ends of its lane at the
+    mirror's step. Walkers here go at most 10 m/s, so it stays on that lane,
+    and in that district, for 3.5 s: a query about it cannot meet it crossing."""
+    length = {lane.index: lane.length_mm for lane in mirror.welcome.lanes}
+    for eid in sorted(mirror, key=lambda e: e.index):
+        s_mm = mirror.predicted_s_mm(eid)
+        if margin_mm <= s_mm <= length[mirror.record(eid).lane] - margin_mm:
+            return eid
+    pytest.fail(f"no entity is {margin_mm} mm inside its lane at step {mirror.step}")
+
+
+def gateway_caught_up(session, step, timeout=20.0):
+    """Waits until the gateway's mirror of every district has reached
+    `step`: from then on it knows every entity a district streamed by then."""
+    deadline = time.monotonic() + timeout
+    while True:
+        st = session.stats(timeout=10)
+        if st.districts and all(x.streaming and x.step >= step for x in st.districts):
+            return st
+        assert time.monotonic() < deadline, f"the gateway never reached step {step}: {st}"
+        time.sleep(0.02)
+
+
 def poses(mirror, step):
     """index -> (generation, lane, s_mm) of every entity at `step`."""
     out = {}
@@ -299,8 +323,9 @@ def test_commands_about_an_entity_are_answered_by_its_district(tmp_path):
             m.apply(s.next_delta(timeout=10))
         op = gateway.connect()
         op.hello("gw-operator", role="operator")
+        gateway_caught_up(op, max(m.step for _, m in direct))
         for k, (s, m) in enumerate(direct):
-            eid = next(iter(m))
+            eid = settled_entity(m)
             r = op.query_entity(eid, timeout=10)
             assert r.status == CommandStatus.Accepted, (k, r)
             info = r.entity_info
@@ -313,7 +338,7 @@ def test_commands_about_an_entity_are_answered_by_its_district(tmp_path):
         assert r.status == CommandStatus.Rejected and r.reason == RejectReason.UnknownCommand
         viewer = gateway.connect()
         viewer.hello("gw-viewer")
-        victim = next(iter(direct[0][1]))
+        victim = settled_entity(direct[0][1])
         r = viewer.despawn(victim.index, victim.generation, timeout=10)
         assert r.status == CommandStatus.Rejected and r.reason == RejectReason.NotAuthorized
         r = op.despawn(victim.index, victim.generation, timeout=10)
@@ -339,9 +364,10 @@ def test_a_command_for_a_district_that_is_down_says_so(tmp_path):
         direct = [watcher(d, f"d{k}") for k, d in enumerate(districts)]
         for s, m in direct:
             m.apply(s.next_delta(timeout=10))
-        ours = [next(iter(m)) for _, m in direct]
+        ours = [settled_entity(m) for _, m in direct]
         op = gateway.connect()
         op.hello("gw-operator", role="operator")
+        gateway_caught_up(op, max(m.step for _, m in direct))
         assert op.query_entity(ours[1], timeout=10).status == CommandStatus.Accepted
         districts[1].kill9()
         r = op.query_entity(ours[1], timeout=20)
