@@ -3,6 +3,7 @@
 #include "bustle/net/coverage.hpp"
 
 #include <catch2/catch.hpp>
+#include <cmath>
 
 #include "bustle/core/scenario.hpp"
 
@@ -66,28 +67,84 @@ core::LaneGraph lanes_of(std::vector<core::LaneSpec> specs) {
 
 }  // namespace
 
-TEST_CASE("a coverage poses every lane that reaches into one of its discs") {
+// Which lanes have a posed stretch: 1 per lane that has one.
+static std::vector<int> lanes_posed(const std::vector<net::PosedSpan>& spans) {
+  std::vector<int> out;
+  for (const net::PosedSpan& s : spans) out.push_back(s.any() ? 1 : 0);
+  return out;
+}
+
+TEST_CASE("a coverage poses the stretch of every lane that reaches into one of its discs") {
   using core::LaneKind;
   const core::LaneGraph lanes = lanes_of({
       {"near", LaneKind::Sidewalk, {{0, 0}, {40, 0}}, 1.4, {}},
       {"through", LaneKind::Sidewalk, {{-1000, 30}, {1000, 30}}, 1.4, {}},  // passes the disc
       {"far", LaneKind::Sidewalk, {{900, 900}, {950, 900}}, 1.4, {}},
       {"edge", LaneKind::Road, {{0, 120}, {0, 500}}, 13.9, {}},  // starts 20 m past the disc
+      // Into the disc and out again, then back in: one span over both visits.
+      {"zigzag", LaneKind::Sidewalk, {{-300, -50}, {0, -50}, {0, -400}, {-60, -60}}, 1.4, {}},
   });
   net::LaneCoverage cover;
   const net::Coverage disc{false, {{0, 0, 100}}};
-  const std::vector<std::uint8_t> marked = cover.mark(lanes, disc, 0);
-  REQUIRE(marked.size() == 4);
-  CHECK(marked[0] == 1);
-  CHECK(marked[1] == 1);
-  CHECK(marked[2] == 0);
-  // A superset is allowed (the grid's cells are 64 m), never fewer.
-  CHECK(cover.mark(lanes, net::Coverage{}, 0) == std::vector<std::uint8_t>(4, 1));
-  CHECK(cover.mark(lanes, net::Coverage{false, {}}, 0) == std::vector<std::uint8_t>(4, 0));
+  const std::vector<net::PosedSpan> spans = cover.mark(lanes, disc, 0);
+  REQUIRE(spans.size() == 5);
+  CHECK(lanes_posed(spans) == std::vector<int>{1, 1, 0, 0, 1});
+  // All of "near" (inside the disc), grown by the margin past both ends.
+  CHECK(spans[0].lo_mm == 0);
+  CHECK(spans[0].hi_mm == UINT32_MAX);
+  // "through" meets the circle of radius + margin (101 m) at
+  // x = -/+sqrt(101^2 - 30^2), 1000 m from its start; the margin once more
+  // either side, outwards to the millimetre.
+  const double half_m = std::sqrt(101.0 * 101.0 - 30.0 * 30.0);
+  CHECK(spans[1].lo_mm == static_cast<std::uint32_t>(std::floor((1000 - half_m - 1) * 1000)));
+  CHECK(spans[1].hi_mm == static_cast<std::uint32_t>(std::ceil((1000 + half_m + 1) * 1000)));
+  CHECK_FALSE(spans[1].holds(800000));  // 200 m west of the centre
+  CHECK(spans[1].holds(1000000));
+  // "zigzag" enters at x = -sqrt(101^2 - 50^2) (212.2 m along) and ends
+  // inside, on its last segment: both visits, joined.
+  const double enter_m = 300 - std::sqrt(101.0 * 101.0 - 50.0 * 50.0);
+  CHECK(spans[4].lo_mm == static_cast<std::uint32_t>(std::floor((enter_m - 1) * 1000)));
+  CHECK(spans[4].hi_mm == UINT32_MAX);
+  CHECK(spans[4].holds(600000));  // between the visits: a superset is allowed
+  // Whole: every lane from end to end; no discs: nothing.
+  for (const net::PosedSpan& s : cover.mark(lanes, net::Coverage{}, 0)) {
+    CHECK(s.lo_mm == 0);
+    CHECK(s.hi_mm == UINT32_MAX);
+  }
+  CHECK(lanes_posed(cover.mark(lanes, net::Coverage{false, {}}, 0)) == std::vector<int>(5, 0));
   // Far from every lane: nothing.
-  CHECK(cover.mark(lanes, net::Coverage{false, {{5000, -5000, 10}}}, 0) ==
-        std::vector<std::uint8_t>(4, 0));
-  // A disc around the far lane only.
-  CHECK(cover.mark(lanes, net::Coverage{false, {{925, 905, 6}}}, 1) ==
-        std::vector<std::uint8_t>{0, 0, 1, 0});
+  CHECK(lanes_posed(cover.mark(lanes, net::Coverage{false, {{5000, -5000, 10}}}, 0)) ==
+        std::vector<int>(5, 0));
+  // A disc around the far lane only (a new epoch re-indexes: the same answer).
+  CHECK(lanes_posed(cover.mark(lanes, net::Coverage{false, {{925, 905, 6}}}, 1)) ==
+        std::vector<int>{0, 0, 1, 0, 0});
+}
+
+TEST_CASE("every point of a lane within a disc lies in the lane's posed stretch") {
+  // A lane of many bends and several discs: each millimetre sampled along it
+  // that is within some disc (as the frame places it) is in the span.
+  using core::LaneKind;
+  std::vector<core::Vec2> bends;
+  for (int k = 0; k <= 40; ++k) bends.push_back({k * 25.0, (k % 2 == 0) ? 0.0 : 30.0 + k});
+  const core::LaneGraph lanes = lanes_of({{"bends", LaneKind::Sidewalk, bends, 1.4, {}}});
+  const net::Coverage discs{false, {{300, 20, 45}, {310, 40, 12}, {777, 51, 30.5}}};
+  net::LaneCoverage cover;
+  const net::PosedSpan span = cover.mark(lanes, discs, 0)[0];
+  REQUIRE(span.any());
+  const double length_m = lanes.lane(0).length_m;
+  std::size_t inside = 0;
+  for (std::uint32_t s_mm = 0; s_mm <= static_cast<std::uint32_t>(length_m * 1000); s_mm += 97) {
+    const core::Vec2 p = lanes.position(0, s_mm / 1000.0);
+    for (const net::CoverageDisc& d : discs.discs) {
+      const double dx = p.x_m - d.x_m, dy = p.y_m - d.y_m;
+      if (dx * dx + dy * dy > d.radius_m * d.radius_m) continue;
+      ++inside;
+      INFO("s_mm " << s_mm);
+      CHECK(span.holds(s_mm));
+    }
+  }
+  CHECK(inside > 100);
+  // Only the stretch from the first disc to the last, not the lane.
+  CHECK(span.lo_mm > 200000);
+  CHECK(span.hi_mm < static_cast<std::uint32_t>(length_m * 1000) - 100000);
 }

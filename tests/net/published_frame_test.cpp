@@ -217,10 +217,11 @@ TEST_CASE("the frame's bounds hold orphans the stores no longer hold") {
   CHECK(frame->bounds.min_x_m <= frame->bounds.max_x_m);  // not empty
 }
 
-TEST_CASE("a covered frame holds exactly the whole frame's entities on the lanes it poses") {
-  // Two rings 1 km apart with a road through the first: a disc around the
-  // first ring poses it and the road, never the second ring, while
-  // pedestrians despawn (orphans fading on both rings) and respawn.
+TEST_CASE("a covered frame holds exactly the whole frame's entities on the stretches it poses") {
+  // Two rings 1 km apart with a road through the first: a disc over the
+  // west end of the first ring poses that stretch of its lanes, never the
+  // second ring, while pedestrians despawn (orphans fading on both rings)
+  // and respawn. Every entity within the disc is in the frame.
   core::Scenario s = ring();
   s.id = "test.net-two-rings";
   s.lanes.push_back(
@@ -232,9 +233,11 @@ TEST_CASE("a covered frame holds exactly the whole frame's entities on the lanes
   s.observers = {{15.0, 5.0}, {1015.0, 5.0}};  // both rings near an observer: despawns fade
   auto w = make(s);
   const net::ArchetypeTable archetypes = net::make_archetypes(w->scenario());
-  const net::Coverage near_first{false, {{15.0, 5.0, 40.0}}};
+  const net::Coverage near_first{false, {{4.0, 5.0, 9.0}}};
+  net::LaneCoverage spans_of;
+  const std::vector<net::PosedSpan> spans = spans_of.mark(w->lanes(), near_first, 0);
   net::FramePool pool;
-  std::size_t posed = 0, whole_n = 0, orphans_seen = 0;
+  std::size_t posed = 0, whole_n = 0, on_posed_lanes = 0, orphans_seen = 0;
   for (int step = 1; step <= 60; ++step) {
     if (step % 5 == 0 && w->pedestrians().size() > 4) {
       for (const std::uint32_t k : {0u, 3u}) {
@@ -249,8 +252,15 @@ TEST_CASE("a covered frame holds exactly the whole frame's entities on the lanes
     const auto part = pool.make(*w, archetypes, 0, {}, true, near_first);
     CHECK_FALSE(part->coverage.whole);
     std::vector<net::PublishedEntity> expected;
-    for (const net::PublishedEntity& e : whole->entities)
-      if (w->lanes().lane(e.lane).id.rfind("far-", 0) != 0) expected.push_back(e);
+    for (const net::PublishedEntity& e : whole->entities) {
+      on_posed_lanes += spans[e.lane].any() ? 1 : 0;
+      if (spans[e.lane].holds(e.s_mm)) expected.push_back(e);
+      const double dx = e.x_m - 4.0, dy = e.y_m - 5.0;
+      if (dx * dx + dy * dy <= 9.0 * 9.0) CHECK(find(*part, e.id) != nullptr);
+    }
+    CHECK(std::none_of(expected.begin(), expected.end(), [&](const net::PublishedEntity& e) {
+      return w->lanes().lane(e.lane).id.rfind("far-", 0) == 0;
+    }));
     REQUIRE(part->entities.size() == expected.size());
     for (std::size_t k = 0; k < expected.size(); ++k) {
       const net::PublishedEntity &a = part->entities[k], &b = expected[k];
@@ -276,6 +286,7 @@ TEST_CASE("a covered frame holds exactly the whole frame's entities on the lanes
     whole_n += whole->entities.size();
   }
   CHECK(orphans_seen > 0);
-  CHECK(posed < whole_n);  // the far ring was left out
+  CHECK(posed < on_posed_lanes);    // the east end of the first ring was left out
+  CHECK(on_posed_lanes < whole_n);  // and the far ring
   CHECK(posed > 0);
 }

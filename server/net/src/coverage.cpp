@@ -3,6 +3,7 @@
 #include "bustle/net/coverage.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 namespace bustle::net {
@@ -99,48 +100,107 @@ void LaneCoverage::index(const core::LaneGraph& lanes) {
   while ((max_x - min_x) / cell_m_ * (max_y - min_y) / cell_m_ > double{1 << 20}) cell_m_ *= 2.0;
   cols_ = static_cast<std::int64_t>((max_x - min_x) / cell_m_) + 1;
   rows_ = static_cast<std::int64_t>((max_y - min_y) / cell_m_) + 1;
-  lane_cell_start_.assign(std::size_t{lanes.size()} + 1, 0);
-  lane_cells_.clear();
-  for (core::LaneIndex l = 0; l < lanes.size(); ++l) {
+  // Per cell, the lanes whose box spans it: counted, then filled (a lane
+  // appears in a cell once, lanes in index order).
+  const auto for_each_cell = [&](core::LaneIndex l, auto&& fn) {
     const double* b = &box[std::size_t{l} * 4];
     for (std::int64_t r = row(b[1]); r <= row(b[3]); ++r)
       for (std::int64_t c = col(b[0]); c <= col(b[2]); ++c)
-        lane_cells_.push_back(static_cast<std::uint32_t>(r * cols_ + c));
-    lane_cell_start_[l + 1] = static_cast<std::uint32_t>(lane_cells_.size());
-  }
-  cell_marked_.assign(static_cast<std::size_t>(cols_ * rows_), 0);
+        fn(static_cast<std::size_t>(r * cols_ + c));
+  };
+  cell_lane_start_.assign(static_cast<std::size_t>(cols_ * rows_) + 1, 0);
+  for (core::LaneIndex l = 0; l < lanes.size(); ++l)
+    for_each_cell(l, [&](std::size_t cell) { ++cell_lane_start_[cell + 1]; });
+  for (std::size_t c = 0; c + 1 < cell_lane_start_.size(); ++c)
+    cell_lane_start_[c + 1] += cell_lane_start_[c];
+  cell_lanes_.assign(cell_lane_start_.back(), 0);
+  std::vector<std::uint32_t> fill(cell_lane_start_.begin(), cell_lane_start_.end() - 1);
+  for (core::LaneIndex l = 0; l < lanes.size(); ++l)
+    for_each_cell(l, [&](std::size_t cell) { cell_lanes_[fill[cell]++] = l; });
+  lane_stamp_.assign(lanes.size(), 0);
 }
 
-const std::vector<std::uint8_t>& LaneCoverage::mark(const core::LaneGraph& lanes,
-                                                    const Coverage& coverage,
-                                                    std::uint64_t world_epoch) {
+void LaneCoverage::add_disc_span(const core::Lane& lane, core::LaneIndex index,
+                                 const CoverageDisc& d) {
+  const double r = d.radius_m + kCoverageMarginM;
+  double lo_m = std::numeric_limits<double>::infinity(), hi_m = -lo_m;
+  const std::vector<core::Vec2>& p = lane.points;
+  if (p.size() == 1) {  // every distance along it is this point
+    const double dx = p[0].x_m - d.x_m, dy = p[0].y_m - d.y_m;
+    if (dx * dx + dy * dy <= r * r) lo_m = 0.0, hi_m = lane.length_m;
+  }
+  for (std::size_t k = 0; k + 1 < p.size(); ++k) {
+    // |a + t (b - a) - centre| <= r for t in [t0, t1]: a quadratic in t.
+    const double ux = p[k + 1].x_m - p[k].x_m, uy = p[k + 1].y_m - p[k].y_m;
+    const double fx = p[k].x_m - d.x_m, fy = p[k].y_m - d.y_m;
+    const double a = ux * ux + uy * uy, b = 2.0 * (ux * fx + uy * fy);
+    const double c = fx * fx + fy * fy - r * r;
+    double t0 = 0.0, t1 = 0.0;
+    if (a == 0.0) {
+      if (c > 0.0) continue;  // a repeated point outside the disc
+    } else {
+      const double disc = b * b - 4.0 * a * c;
+      if (disc < 0.0) continue;
+      const double root = std::sqrt(disc);
+      t0 = std::max(0.0, (-b - root) / (2.0 * a));
+      t1 = std::min(1.0, (-b + root) / (2.0 * a));
+      if (t0 > t1) continue;
+    }
+    const double start = lane.cumulative_m[k], length = lane.cumulative_m[k + 1] - start;
+    lo_m = std::min(lo_m, start + t0 * length);
+    hi_m = std::max(hi_m, start + t1 * length);
+  }
+  if (lo_m > hi_m) return;
+  lo_m -= kCoverageMarginM;
+  hi_m += kCoverageMarginM;
+  const std::uint32_t lo_mm =
+      lo_m <= 0.0 ? 0 : static_cast<std::uint32_t>(std::floor(lo_m * 1000.0));
+  // Past the lane's end the frame poses its end: the span then runs to the last millimetre.
+  const std::uint32_t hi_mm = hi_m >= lane.length_m
+                                  ? std::numeric_limits<std::uint32_t>::max()
+                                  : static_cast<std::uint32_t>(std::ceil(hi_m * 1000.0));
+  PosedSpan& span = spans_[index];
+  if (!span.any()) {
+    span = {lo_mm, hi_mm};
+  } else {
+    span.lo_mm = std::min(span.lo_mm, lo_mm);
+    span.hi_mm = std::max(span.hi_mm, hi_mm);
+  }
+}
+
+const std::vector<PosedSpan>& LaneCoverage::mark(const core::LaneGraph& lanes,
+                                                 const Coverage& coverage,
+                                                 std::uint64_t world_epoch) {
   if (indexed_ != &lanes || indexed_lanes_ != lanes.size() || indexed_epoch_ != world_epoch) {
     index(lanes);
     indexed_epoch_ = world_epoch;
   }
-  covered_.assign(lanes.size(), coverage.whole ? 1 : 0);
-  if (coverage.whole) return covered_;
-  std::fill(cell_marked_.begin(), cell_marked_.end(), 0);
+  spans_.assign(lanes.size(), coverage.whole
+                                  ? PosedSpan{0, std::numeric_limits<std::uint32_t>::max()}
+                                  : PosedSpan{});
+  if (coverage.whole) return spans_;
+  std::fill(lane_stamp_.begin(), lane_stamp_.end(), 0);
   const double max_x_m = min_x_m_ + static_cast<double>(cols_) * cell_m_;
   const double max_y_m = min_y_m_ + static_cast<double>(rows_) * cell_m_;
-  for (const CoverageDisc& d : coverage.discs) {
-    // Clear of every lane: clamping would mark the grid's edge for nothing.
+  for (std::uint32_t k = 0; k < coverage.discs.size(); ++k) {
+    const CoverageDisc& d = coverage.discs[k];
+    // Clear of every lane: clamping would reach the grid's edge for nothing.
     if (d.x_m + d.radius_m < min_x_m_ || d.x_m - d.radius_m > max_x_m ||
         d.y_m + d.radius_m < min_y_m_ || d.y_m - d.radius_m > max_y_m)
       continue;
-    for (std::int64_t r = row(d.y_m - d.radius_m); r <= row(d.y_m + d.radius_m); ++r)
-      for (std::int64_t c = col(d.x_m - d.radius_m); c <= col(d.x_m + d.radius_m); ++c)
-        cell_marked_[static_cast<std::size_t>(r * cols_ + c)] = 1;
-  }
-  for (core::LaneIndex l = 0; l < lanes.size(); ++l) {
-    for (std::uint32_t k = lane_cell_start_[l]; k < lane_cell_start_[l + 1]; ++k) {
-      if (cell_marked_[lane_cells_[k]] != 0) {
-        covered_[l] = 1;
-        break;
+    for (std::int64_t r = row(d.y_m - d.radius_m); r <= row(d.y_m + d.radius_m); ++r) {
+      for (std::int64_t c = col(d.x_m - d.radius_m); c <= col(d.x_m + d.radius_m); ++c) {
+        const auto cell = static_cast<std::size_t>(r * cols_ + c);
+        for (std::uint32_t e = cell_lane_start_[cell]; e < cell_lane_start_[cell + 1]; ++e) {
+          const core::LaneIndex l = cell_lanes_[e];
+          if (lane_stamp_[l] == k + 1) continue;  // this disc met it in another cell
+          lane_stamp_[l] = k + 1;
+          add_disc_span(lanes.lane(l), l, d);
+        }
       }
     }
   }
-  return covered_;
+  return spans_;
 }
 
 }  // namespace bustle::net

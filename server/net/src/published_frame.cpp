@@ -75,33 +75,73 @@ struct IndexRanks {
   }
 };
 
+// The distance along the lane the clients will reproduce: the simulated
+// one, extrapolated by the steps since it was simulated, on the mm grid.
+std::uint32_t posed_s_mm(const core::World& world, core::LaneIndex lane, double s_m,
+                         std::uint32_t speed_mmps, std::uint32_t since_steps) {
+  const std::uint64_t step = world.step_index();
+  const std::uint32_t length_mm = proto::to_mm(world.lanes().lane(lane).length_m);
+  const proto::MotionAnchor simulated{lane, std::min(proto::to_mm(s_m), length_mm), speed_mmps,
+                                      step - std::min<std::uint64_t>(since_steps, step)};
+  return proto::predict_s_mm(simulated, step, world.scenario().step_us, length_mm);
+}
+
+// Whether the frame poses an entity at s_mm along `lane` (`covered`: null
+// when it poses the whole city).
+bool posed(const PosedSpan* covered, core::LaneIndex lane, std::uint32_t s_mm) {
+  return covered == nullptr || covered[lane].holds(s_mm);
+}
+
+// A live row's motion on the wire's grid: its speed and posed distance.
+struct RowMotion {
+  std::uint32_t s_mm = 0;
+  std::uint32_t speed_mmps = 0;
+};
+
+// What a frame with a coverage learnt of each live row before posing it
+// (pedestrians' rows, then vehicles'): whether it is posed, and its motion,
+// computed once (posing asks again) and in parts on the step's threads.
+struct PosedRows {
+  std::vector<std::uint8_t> posed;
+  std::vector<RowMotion> motion;
+};
+
 struct FrameBuilder {
   const core::World& world;
   const ArchetypeTable& archetypes;
   PublishedFrame& frame;
   core::ImportanceField weights;  // areas and class/type weights only
-  std::uint32_t step_us;
-  const IndexRanks& ranks;
-  // Per lane: 1 when the frame's coverage poses it; null when whole.
-  const std::uint8_t* covered;
-  std::vector<Bounds> part_bounds;  // live_entities(): one per part
+  const IndexRanks& ranks;        // set for exactly the entities posed
+  // Per lane, its posed stretch; null when the frame poses the whole city.
+  const PosedSpan* covered = nullptr;
+  PosedRows* rows = nullptr;        // filled by mark_posed_rows() when covered
+  std::vector<Bounds> part_bounds;  // one per part of run_parts()
 
-  bool posed(core::LaneIndex lane) const { return covered == nullptr || covered[lane] != 0; }
+  RowMotion pedestrian_motion(std::uint32_t row) const {
+    const core::PedestrianStore& peds = world.pedestrians();
+    const std::uint32_t speed = proto::to_mmps(world.pedestrian_speed_mps(row));
+    return {posed_s_mm(world, peds.lane[row], peds.s_m[row], speed,
+                       world.pedestrian_steps_since_moved(row)),
+            speed};
+  }
+  RowMotion vehicle_motion(std::uint32_t row) const {
+    const core::VehicleStore& v = world.vehicles().store();
+    const std::uint32_t since =
+        v.despawn_requested[row]
+            ? 0
+            : core::steps_since_due(frame.step, core::id_phase(v.id[row]), v.sim_tier[row]);
+    const std::uint32_t speed = proto::to_mmps(v.speed_mps[row]);
+    return {posed_s_mm(world, v.lane[row], v.s_m[row], speed, since), speed};
+  }
 
-  // The pose the clients will reproduce: the simulated distance along the
-  // lane, extrapolated by the steps since it was simulated, on the mm grid.
-  PublishedEntity lane_pose(core::EntityId id, core::LaneIndex lane, double s_m, double speed_mps,
-                            std::uint32_t since_steps) const {
+  // The pose at s_mm (posed_s_mm) on the lane: position for interest and hints.
+  PublishedEntity lane_pose(core::EntityId id, core::LaneIndex lane, RowMotion m) const {
     const core::Lane& L = world.lanes().lane(lane);
-    const std::uint32_t length_mm = proto::to_mm(L.length_m);
     PublishedEntity e;
     e.id = id;
     e.lane = lane;
-    e.speed_mmps = proto::to_mmps(speed_mps);
-    const proto::MotionAnchor simulated{
-        lane, std::min(proto::to_mm(s_m), length_mm), e.speed_mmps,
-        frame.step - std::min<std::uint64_t>(since_steps, frame.step)};
-    e.s_mm = proto::predict_s_mm(simulated, frame.step, step_us, length_mm);
+    e.speed_mmps = m.speed_mmps;
+    e.s_mm = m.s_mm;
     const core::Vec2 p = world.lanes().position(lane, static_cast<double>(e.s_mm) / 1000.0);
     e.x_m = p.x_m;
     e.y_m = p.y_m;
@@ -117,11 +157,10 @@ struct FrameBuilder {
     const core::PedestrianStore& peds = world.pedestrians();
     const core::ResidentStore& residents = world.population().residents();
     for (std::uint32_t i = begin; i < end; ++i) {
-      if (!posed(peds.lane[i])) continue;
+      if (rows != nullptr && rows->posed[i] == 0) continue;
       const core::SimTier tier = peds.sim_tier[i];
-      PublishedEntity e =
-          lane_pose(peds.id[i], peds.lane[i], peds.s_m[i], world.pedestrian_speed_mps(i),
-                    world.pedestrian_steps_since_moved(i));
+      PublishedEntity e = lane_pose(peds.id[i], peds.lane[i],
+                                    rows != nullptr ? rows->motion[i] : pedestrian_motion(i));
       e.kind = core::EntityKind::Pedestrian;
       e.sim_tier = static_cast<std::uint8_t>(tier);
       e.weight = static_cast<float>(
@@ -151,13 +190,12 @@ struct FrameBuilder {
     Bounds local;
     const core::VehicleSystem& vs = world.vehicles();
     const core::VehicleStore& v = vs.store();
+    const std::uint32_t first = world.pedestrians().size();  // of the vehicles' rows in `rows`
     for (std::uint32_t i = begin; i < end; ++i) {
-      if (!posed(v.lane[i])) continue;
+      if (rows != nullptr && rows->posed[first + i] == 0) continue;
       const core::SimTier tier = v.sim_tier[i];
-      const std::uint32_t since =
-          v.despawn_requested[i] ? 0
-                                 : core::steps_since_due(frame.step, core::id_phase(v.id[i]), tier);
-      PublishedEntity e = lane_pose(v.id[i], v.lane[i], v.s_m[i], v.speed_mps[i], since);
+      PublishedEntity e = lane_pose(v.id[i], v.lane[i],
+                                    rows != nullptr ? rows->motion[first + i] : vehicle_motion(i));
       e.kind = core::EntityKind::Vehicle;
       e.sim_tier = static_cast<std::uint8_t>(tier);
       e.policy = v.control_policy[i];
@@ -175,13 +213,14 @@ struct FrameBuilder {
     bounds = local;
   }
 
-  // Every pedestrian and every vehicle, each at its index's rank (the
-  // entities are already sized for them and the orphans): in parts of
+  // Calls ped(begin, end, part) over the pedestrians' rows and
+  // veh(begin, end, part) over the vehicles', in parts of
   // core::kRowsPerPart rows on the world's phase executor (the step's
-  // threads, idle between steps), or inline. Each entry depends on its row
-  // alone and goes to its own place, so the frame is the same for any number
-  // of threads.
-  void live_entities() {
+  // threads, idle between steps), or inline; part_bounds holds one Bounds
+  // per part. Each part writes only its own rows' places, so the result is
+  // the same for any number of threads.
+  template <class Ped, class Veh>
+  void run_parts(const Ped& ped, const Veh& veh) {
     const std::uint32_t peds = world.pedestrians().size();
     const std::uint32_t vehicles_n = world.vehicles().store().size();
     const std::uint32_t ped_parts = (peds + core::kRowsPerPart - 1) / core::kRowsPerPart;
@@ -189,19 +228,18 @@ struct FrameBuilder {
         ped_parts + (vehicles_n + core::kRowsPerPart - 1) / core::kRowsPerPart;
     part_bounds.assign(parts, Bounds{});
     struct Job {
-      const FrameBuilder* b;
+      const Ped& ped;
+      const Veh& veh;
       std::uint32_t peds, vehicles, ped_parts;
-      PublishedEntity* out;
-      Bounds* bounds;  // one per part
-    } job{this, peds, vehicles_n, ped_parts, frame.entities.data(), part_bounds.data()};
+    } job{ped, veh, peds, vehicles_n, ped_parts};
     const auto part = [](void* context, std::uint32_t p) {
       const Job& j = *static_cast<const Job*>(context);
       if (p < j.ped_parts) {
         const std::uint32_t begin = p * core::kRowsPerPart;
-        j.b->pedestrians(begin, std::min(j.peds, begin + core::kRowsPerPart), j.out, j.bounds[p]);
+        j.ped(begin, std::min(j.peds, begin + core::kRowsPerPart), p);
       } else {
         const std::uint32_t begin = (p - j.ped_parts) * core::kRowsPerPart;
-        j.b->vehicles(begin, std::min(j.vehicles, begin + core::kRowsPerPart), j.out, j.bounds[p]);
+        j.veh(begin, std::min(j.vehicles, begin + core::kRowsPerPart), p);
       }
     };
     core::PhaseExecutor* threads = world.lent_phase_executor();
@@ -210,17 +248,69 @@ struct FrameBuilder {
     } else {
       for (std::uint32_t p = 0; p < parts; ++p) part(&job, p);
     }
+  }
+
+  // Every posed pedestrian and vehicle, each at its index's rank (the
+  // entities are already sized for them and the orphans).
+  void live_entities() {
+    PublishedEntity* out = frame.entities.data();
+    run_parts([&](std::uint32_t begin, std::uint32_t end,
+                  std::uint32_t p) { pedestrians(begin, end, out, part_bounds[p]); },
+              [&](std::uint32_t begin, std::uint32_t end, std::uint32_t p) {
+                vehicles(begin, end, out, part_bounds[p]);
+              });
     for (const Bounds& b : part_bounds) frame.bounds.add(b);
+  }
+
+  // With a coverage: per live row, its motion and whether its posed
+  // distance lies in its lane's stretch (`rows`), in parts.
+  void mark_posed_rows() {
+    const core::PedestrianStore& peds = world.pedestrians();
+    const core::VehicleStore& v = world.vehicles().store();
+    rows->posed.resize(std::size_t{peds.size()} + v.size());
+    rows->motion.resize(rows->posed.size());
+    const auto mark = [&](std::size_t at, core::LaneIndex lane, auto&& motion) {
+      rows->posed[at] = 0;
+      if (!covered[lane].any()) return;
+      rows->motion[at] = motion();
+      rows->posed[at] = covered[lane].holds(rows->motion[at].s_mm) ? 1 : 0;
+    };
+    run_parts(
+        [&](std::uint32_t begin, std::uint32_t end, std::uint32_t) {
+          for (std::uint32_t i = begin; i < end; ++i)
+            mark(i, peds.lane[i], [&] { return pedestrian_motion(i); });
+        },
+        [&](std::uint32_t begin, std::uint32_t end, std::uint32_t) {
+          for (std::uint32_t i = begin; i < end; ++i)
+            mark(std::size_t{peds.size()} + i, v.lane[i], [&] { return vehicle_motion(i); });
+        });
+  }
+
+  // Sets in `out` the index of every pedestrian and vehicle the frame
+  // poses: all of them, or those mark_posed_rows() found posed.
+  void rank_live(IndexRanks& out) {
+    const core::PedestrianStore& peds = world.pedestrians();
+    const core::VehicleStore& vehicles = world.vehicles().store();
+    if (covered == nullptr) {
+      for (const core::EntityId id : peds.id) out.set(id.index);
+      for (const core::EntityId id : vehicles.id) out.set(id.index);
+      return;
+    }
+    mark_posed_rows();
+    for (std::uint32_t i = 0; i < peds.size(); ++i)
+      if (rows->posed[i] != 0) out.set(peds.id[i].index);
+    for (std::uint32_t i = 0; i < vehicles.size(); ++i)
+      if (rows->posed[std::size_t{peds.size()} + i] != 0) out.set(vehicles.id[i].index);
   }
 
   // What becomes of each orphan (`placed`): a store still holds its index (a
   // vehicle the world keeps until it is deleted: only marked, when posed),
-  // the frame adds it (its index set in `ranks`), or it stands on a lane the
-  // coverage leaves out. Before IndexRanks::finish(). Indices are unique
+  // the frame adds it (its index set in `ranks`), or it stands where the
+  // coverage poses nothing. Before IndexRanks::finish(). Indices are unique
   // among live entities: a stale occupant cannot share a slot with a live
   // orphan.
   enum Placed : std::uint8_t { kHeld = 0, kAdded = 1, kOutside = 2 };
-  static void rank_orphans(const core::World& world, const std::uint8_t* covered, IndexRanks& ranks,
+  static void rank_orphans(const core::World& world, const PosedSpan* covered, IndexRanks& ranks,
                            std::vector<std::uint8_t>& placed) {
     placed.clear();
     const auto held = [&](std::uint32_t index) {
@@ -234,7 +324,8 @@ struct FrameBuilder {
       if (held(o.id.index) || o.lane >= world.lanes().size()) {
         placed.push_back(kHeld);
       } else {
-        placed.push_back(covered == nullptr || covered[o.lane] != 0 ? kAdded : kOutside);
+        const bool in = posed(covered, o.lane, posed_s_mm(world, o.lane, o.s_m, 0, 0));
+        placed.push_back(in ? kAdded : kOutside);
       }
     }
     for (std::size_t k = 0; k < placed.size(); ++k)
@@ -267,7 +358,7 @@ struct FrameBuilder {
       if (!vehicle && !frame.chain_pedestrians.empty())
         ++frame.chain_pedestrians[world.lanes().chain_of(o.lane)];
       if (placed[k] == kOutside) continue;
-      PublishedEntity e = lane_pose(o.id, o.lane, o.s_m, 0.0, 0);
+      PublishedEntity e = lane_pose(o.id, o.lane, {posed_s_mm(world, o.lane, o.s_m, 0, 0), 0});
       e.kind = vehicle ? core::EntityKind::Vehicle : core::EntityKind::Pedestrian;
       e.sim_tier = static_cast<std::uint8_t>(core::SimTier::Coarse);
       e.retiring = true;
@@ -284,11 +375,11 @@ struct FrameBuilder {
   }
 };
 
-// `covered`: per lane, 1 when `coverage` poses it (LaneCoverage::mark); null
-// when the coverage is whole.
+// `covered`: per lane, the stretch `coverage` poses (LaneCoverage::mark);
+// null when the coverage is whole.
 void build_frame(const core::World& world, const ArchetypeTable& archetypes,
                  std::uint64_t world_epoch, bool with_entities, const Coverage& coverage,
-                 const std::uint8_t* covered, PublishedFrame* frame) {
+                 const PosedSpan* covered, PublishedFrame* frame) {
   // A pooled frame keeps its entries: live_entities() overwrites them and
   // resizes, so a steady city neither frees nor value-initialises 64 bytes
   // per entity every step.
@@ -310,21 +401,14 @@ void build_frame(const core::World& world, const ArchetypeTable& archetypes,
     // allocates nothing here.
     thread_local IndexRanks ranks;
     thread_local std::vector<std::uint8_t> orphans_placed;
+    thread_local PosedRows posed_rows;
     ranks.clear(world.registry().capacity());
-    const core::PedestrianStore& peds = world.pedestrians();
-    const core::VehicleStore& vehicles = world.vehicles().store();
-    if (covered == nullptr) {
-      for (const core::EntityId id : peds.id) ranks.set(id.index);
-      for (const core::EntityId id : vehicles.id) ranks.set(id.index);
-    } else {
-      for (std::uint32_t i = 0; i < peds.size(); ++i)
-        if (covered[peds.lane[i]] != 0) ranks.set(peds.id[i].index);
-      for (std::uint32_t i = 0; i < vehicles.size(); ++i)
-        if (covered[vehicles.lane[i]] != 0) ranks.set(vehicles.id[i].index);
-    }
+    FrameBuilder b{
+        world, archetypes, *frame, {}, ranks, covered, covered != nullptr ? &posed_rows : nullptr,
+        {}};
+    b.rank_live(ranks);
     FrameBuilder::rank_orphans(world, covered, ranks, orphans_placed);
     frame->entities.resize(ranks.finish());  // every entry written below
-    FrameBuilder b{world, archetypes, *frame, {}, world.scenario().step_us, ranks, covered, {}};
     b.weights.prepare(world.scenario().tiers.importance, {}, {});
     b.live_entities();
     // Every pedestrian row is a pedestrian entity (the orphans add theirs).
@@ -377,7 +461,7 @@ std::shared_ptr<const PublishedFrame> FramePool::make(
     frame = std::make_shared<PublishedFrame>();
     if (frames_.size() < kFramePoolSize) frames_.push_back(frame);
   }
-  const std::uint8_t* covered = nullptr;
+  const PosedSpan* covered = nullptr;
   if (with_entities && !coverage.whole)
     covered = lane_coverage_.mark(world.lanes(), coverage, world_epoch).data();
   build_frame(world, archetypes, world_epoch, with_entities, coverage, covered, frame.get());

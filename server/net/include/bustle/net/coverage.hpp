@@ -38,7 +38,8 @@ struct CoverageNeed {
 };
 
 // The part of the city a frame poses: every entity when `whole`, else every
-// entity on a lane that may reach into one of `discs` (and maybe more).
+// entity on a stretch of lane that may reach into one of `discs` (and maybe
+// more).
 struct Coverage {
   bool whole = true;
   std::vector<CoverageDisc> discs;
@@ -70,34 +71,51 @@ class CoverageRegistry {
   std::uint64_t version_ = 0;
 };
 
-// Marks the lanes a Coverage poses (sim thread). A lane counts when the box
-// around its polyline, grown by kCoverageMarginM, meets the square around one
-// of the discs: a superset of the lanes that reach into the discs, found on a
-// grid over the lanes so a coverage of many discs stays cheap.
+// The stretch of one lane a frame poses: entities whose distance along the
+// lane (on the wire's grid, as the frame poses them) lies in [lo_mm, hi_mm].
+// Empty (lo_mm > hi_mm): none of the lane.
+struct PosedSpan {
+  std::uint32_t lo_mm = 1;
+  std::uint32_t hi_mm = 0;
+  bool any() const { return lo_mm <= hi_mm; }
+  bool holds(std::uint32_t s_mm) const { return lo_mm <= s_mm && s_mm <= hi_mm; }
+};
+
+// Which stretch of each lane a Coverage poses (sim thread). Lanes whose box,
+// grown by kCoverageMarginM, meets the square around a disc are found on a
+// grid over the lanes (so a coverage of many discs stays cheap); on each, the
+// distances along it where its polyline comes within the disc's radius +
+// kCoverageMarginM, taken from segment and circle, grown by kCoverageMarginM
+// and joined over the discs into one span. A superset of what the discs hold:
+// on a long lane (a loop around a block, a road across the city) a disc
+// poses the part it reaches, not the whole lane.
 class LaneCoverage {
  public:
-  // Per lane: 1 when posed. Re-indexes when `lanes` is another graph or
+  // Per lane, its posed span. Re-indexes when `lanes` is another graph or
   // the world was replaced (a new world_epoch) since the last call.
-  const std::vector<std::uint8_t>& mark(const core::LaneGraph& lanes, const Coverage& coverage,
-                                        std::uint64_t world_epoch);
+  const std::vector<PosedSpan>& mark(const core::LaneGraph& lanes, const Coverage& coverage,
+                                     std::uint64_t world_epoch);
 
  private:
   void index(const core::LaneGraph& lanes);
   std::int64_t col(double x_m) const;
   std::int64_t row(double y_m) const;
+  // Joins into spans_[lane] the distances along `lane` within the disc.
+  void add_disc_span(const core::Lane& lane, core::LaneIndex index, const CoverageDisc& d);
 
   const core::LaneGraph* indexed_ = nullptr;
   std::uint32_t indexed_lanes_ = 0;
   std::uint64_t indexed_epoch_ = 0;
   double min_x_m_ = 0.0, min_y_m_ = 0.0, cell_m_ = 64.0;
   std::int64_t cols_ = 0, rows_ = 0;
-  std::vector<std::uint32_t> lane_cell_start_;  // per lane + 1: prefix sums into lane_cells_
-  std::vector<std::uint32_t> lane_cells_;       // the grid cells each lane's box spans
-  std::vector<std::uint8_t> cell_marked_;
-  std::vector<std::uint8_t> covered_;
+  std::vector<std::uint32_t> cell_lane_start_;  // per cell + 1: prefix sums into cell_lanes_
+  std::vector<core::LaneIndex> cell_lanes_;     // the lanes whose box spans each cell
+  std::vector<std::uint32_t> lane_stamp_;       // per lane: the last disc (+ 1) that met it
+  std::vector<PosedSpan> spans_;
 };
 
-// Positions are on the lane's polyline; the margin only absorbs rounding.
+// Positions are on the lane's polyline; the margin only absorbs rounding
+// (a metre of it, in space and along the lane).
 inline constexpr double kCoverageMarginM = 1.0;
 
 }  // namespace bustle::net
