@@ -266,7 +266,7 @@ def test_a_gateway_deployment_serves_the_district_city():
     """The gateway: stateless (a Deployment of 2 or more), bustle-gateway run
     through the image's entrypoint, only variables it reads, a token from a
     Secret for its non-loopback bind, the city file on a mounted volume, the
-    districts' addresses given, TCP probes on the game port."""
+    districts' addresses given, /healthz and /readyz on its metrics port."""
     assert GATEWAYS, "no gateway Deployment"
     known = gateway_env_names()
     uid, _ = image_uid()
@@ -283,8 +283,11 @@ def test_a_gateway_deployment_serves_the_district_city():
         mounts = {m["mountPath"] for m in c.get("volumeMounts", [])}
         assert str(pathlib.PurePosixPath(env_value(c, "BUSTLE_CONFIG")).parent) in mounts, path
         assert named_ports(c).get("game") == int(env_value(c, "BUSTLE_PORT")), path
-        for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
-            assert c[probe]["tcpSocket"]["port"] == "game", f"{path}: {probe} on the game port"
+        metrics = int(env_value(c, "BUSTLE_METRICS_BIND").rsplit(":", 1)[1])
+        assert named_ports(c).get("metrics") == metrics, path
+        for probe, where in (("startupProbe", "/healthz"), ("livenessProbe", "/healthz"),
+                             ("readinessProbe", "/readyz")):
+            assert c[probe]["httpGet"] == {"path": where, "port": "metrics"}, f"{path}: {probe}"
         assert spec["securityContext"]["runAsUser"] == uid, path
         assert "cpu" not in c["resources"].get("limits", {}), f"{path}: no CPU limit"
 

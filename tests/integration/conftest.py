@@ -21,6 +21,8 @@ import signal
 import subprocess
 import threading
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -231,6 +233,15 @@ def district_city(tmp_path: Path, districts: int, grid: int = 8, agents: int = 6
     path = tmp_path / f"city{districts}.json"
     path.write_text(json.dumps(city))
     return path
+
+
+def http_get(port, path, timeout=5.0):
+    """(status, body) of GET http://127.0.0.1:port/path."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=timeout) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
 
 
 def run_replay(*args, timeout=30.0):

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ServerProcess, clean_env, district_city, tool_binary
+from conftest import ServerProcess, clean_env, district_city, http_get, tool_binary
 
 RATE_HZ = 25  # live districts, realtime: 40 ms steps
 STEPS = 120
@@ -60,22 +60,22 @@ def start_districts(tmp_path: Path, city: Path, n: int):
     return procs, links
 
 
-def start_gateway(tmp_path: Path, city: Path, districts, port=0, name="gateway"):
+def start_gateway(tmp_path: Path, city: Path, districts, port=0, name="gateway", extra=()):
     spec = ",".join(f"d{d}=127.0.0.1:{p.port}" for d, p in enumerate(districts))
     return ServerProcess(["--config", str(city), "--districts", spec, "--port", str(port),
-                          "--rate", str(RATE_HZ)],
+                          "--rate", str(RATE_HZ), *extra],
                          tmp_path / f"{name}.stderr", env=clean_env(), binary=gateway_binary())
 
 
 @contextmanager
-def live_city(tmp_path: Path, n: int = 2):
+def live_city(tmp_path: Path, n: int = 2, gateway_args=()):
     gateway_binary()  # skip before starting anything when it is not built
     city = district_city(tmp_path, n)
     procs = []
     try:
         districts, links = start_districts(tmp_path, city, n)
         procs += districts
-        gateway = start_gateway(tmp_path, city, procs)
+        gateway = start_gateway(tmp_path, city, procs, extra=gateway_args)
         procs.append(gateway)
         yield city, procs, links
     finally:
@@ -376,6 +376,56 @@ def test_a_command_for_a_district_that_is_down_says_so(tmp_path):
         r = op.query_entity(ours[0], timeout=10)
         assert r.status == CommandStatus.Accepted, r
         assert op.stats(timeout=10).districts[1].streaming is False
+
+
+METRICS_LINE = re.compile(r"^bustle-gateway metrics on (\S+):(\d+)$")
+
+
+def wait_probe(port, path, status, text, timeout=20.0):
+    """Polls GET path until it answers `status` with `text` in its body."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = http_get(port, path)
+        if got[0] == status and text in got[1]:
+            return got[1]
+        assert time.monotonic() < deadline, f"{path}: still {got} after {timeout} s"
+        time.sleep(0.05)
+
+
+def test_the_gateway_reports_readiness_health_and_each_district(tmp_path):
+    """--metrics-bind: /readyz is 200 once both districts stream and a step
+    went out, /metrics shows each district streaming with its step; d1
+    killed turns /readyz 503 naming d1 while /healthz stays 200."""
+    from prometheus_client.parser import text_string_to_metric_families
+    with live_city(tmp_path, gateway_args=("--metrics-bind", "127.0.0.1:0")) as (_, procs, _l):
+        districts, gateway = procs[:-1], procs[-1]
+        m = METRICS_LINE.match(gateway.stdout_lines.get(timeout=5.0) or "")
+        assert m, "expected the metrics line after the listening line"
+        port = int(m.group(2))
+        assert "ready: 2 districts streaming" in wait_probe(port, "/readyz", 200, "ready")
+        status, text = http_get(port, "/metrics")
+        assert status == 200, text
+        samples = {}
+        for fam in text_string_to_metric_families(text):
+            for x in fam.samples:
+                samples[(x.name, x.labels.get("district"))] = x.value
+        for d in ("d0", "d1"):
+            assert samples[("bustle_gateway_district_streaming", d)] == 1
+            assert samples[("bustle_gateway_district_step", d)] > 0
+            assert samples[("bustle_gateway_district_entities", d)] > 0
+        assert samples[("bustle_gateway_ready", None)] == 1
+        assert samples[("bustle_gateway_published_step", None)] > 0
+        districts[1].kill9()
+        wait_probe(port, "/readyz", 503, "not ready: district 'd1' is not streaming")
+        status, body = http_get(port, "/healthz")
+        assert status == 200 and body.startswith("ok: gateway loop"), body
+
+
+def test_a_bad_metrics_address_is_refused(tmp_path):
+    city = district_city(tmp_path, 2)
+    r = run_gateway("--config", str(city), "--districts", "d0=127.0.0.1:1,d1=127.0.0.1:2",
+                    "--metrics-bind", "127.0.0.1")
+    assert r.returncode == 2 and "--metrics-bind" in r.stderr and "ADDR:PORT" in r.stderr, r.stderr
 
 
 def run_gateway(*args, timeout=20):

@@ -15,14 +15,12 @@ import signal
 import subprocess
 import threading
 import time
-import urllib.error
-import urllib.request
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from bustle_client import CommandStatus, ErrorCode, ErrorMessage, JobState, Observer, RejectReason
-from conftest import SOURCE_DIR, clean_env, write_district_city
+from conftest import SOURCE_DIR, clean_env, http_get, write_district_city
 from snapshot_helpers import manual_command, operator, run_job
 
 METRICS_LINE = re.compile(r"^bustle-server metrics on (\S+):(\d+)$")
@@ -34,15 +32,6 @@ def metrics_port(srv):
     m = METRICS_LINE.match(line or "")
     assert m, f"expected the metrics line after the listening line, got {line!r}"
     return int(m.group(2))
-
-
-def http_get(port, path, timeout=5.0):
-    """(status, body) of GET http://127.0.0.1:port/path."""
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=timeout) as r:
-            return r.status, r.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode()
 
 
 def scrape(port):

@@ -18,7 +18,7 @@ tools/cli as bustle/cli, ...). A source file under a library folder may include
     server/net       -> proto, core
     server/ops       -> net, persist, core
     server/app       -> args, ops, net, persist, scenario, proto, core
-    server/gateway   -> app, args, net, scenario, proto, core, client (the C++ SDK)
+    server/gateway   -> app, args, ops, net, scenario, proto, core, client (the C++ SDK)
     clients/cpp      -> proto
 
 and no file under server/, proto/ or clients/ may include a header that lives
@@ -46,7 +46,7 @@ ALLOWED = {
     "server/net": {"proto", "core"},
     "server/ops": {"net", "persist", "core"},
     "server/app": {"args", "ops", "net", "persist", "scenario", "proto", "core"},
-    "server/gateway": {"app", "args", "net", "scenario", "proto", "core", "client"},
+    "server/gateway": {"app", "args", "ops", "net", "scenario", "proto", "core", "client"},
     "clients/cpp": {"proto"},
 }
 # Top-level folders whose files must not reach into tools/.

@@ -19,6 +19,7 @@ Gateway::Gateway(const core::Scenario& scenario, const core::LaneGraph& lanes, n
     relays_.push_back(std::make_unique<CommandRelay>(f, server_));
     feeds_.push_back(std::make_unique<DistrictFeed>(std::move(f), city, inbox_));
   }
+  note_status();
 }
 
 Gateway::~Gateway() {
@@ -34,9 +35,30 @@ int Gateway::run(const std::atomic<bool>& stop) {
     while (auto cmd = commands_.try_pop()) handle(std::move(*cmd));
     follow_interest();
     if (!merge_ready_steps()) return 2;
+    note_status();
     inbox_.wait(std::chrono::milliseconds(50));
   }
   return 0;
+}
+
+void Gateway::note_status() {
+  GatewayStatus st;
+  st.published = published_;
+  st.published_step = published_step_;
+  st.published_entities = published_entities_;
+  for (std::size_t d = 0; d < merger_.district_count(); ++d) {
+    const DistrictState& ds = merger_.district(d);
+    st.districts.push_back({merger_.map().district_ids[d], ds.streaming, ds.step, ds.entities});
+  }
+  st.merger = merger_.counters();
+  st.heartbeat = std::chrono::steady_clock::now();
+  const std::lock_guard lock(status_mu_);
+  status_ = std::move(st);
+}
+
+GatewayStatus Gateway::status() const {
+  const std::lock_guard lock(status_mu_);
+  return status_;
 }
 
 bool Gateway::merge_ready_steps() {

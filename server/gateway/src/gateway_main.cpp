@@ -4,6 +4,7 @@
 //
 //   bustle-gateway --config CITY.json --districts d0=HOST:PORT,d1=HOST:PORT
 //                  [--rate HZ] [--port P] [--bind ADDR] [--token T] [--district-token T]
+//                  [--metrics-bind ADDR:PORT]
 //
 // It holds no simulation state: it subscribes to every district server as a
 // client, merges their streams into one (gateway.hpp) and serves it with the
@@ -26,7 +27,9 @@
 #include "bustle/args/checks.hpp"
 #include "bustle/core/lane_graph.hpp"
 #include "bustle/gateway/gateway.hpp"
+#include "bustle/gateway/operations.hpp"
 #include "bustle/net/server.hpp"
+#include "bustle/ops/metrics_server.hpp"
 #include "bustle/scenario/scenario_loader.hpp"
 
 #ifndef BUSTLE_VERSION
@@ -44,6 +47,7 @@ struct GatewayOptions {
   bustle::net::ServerOptions server;
   std::string district_token;
   std::optional<double> rate_hz;  // the districts' --rate (their step length)
+  std::string metrics_bind;       // empty: no operations endpoint
   std::string log_level = "info";
 };
 
@@ -97,6 +101,16 @@ int parse(int argc, char** argv, GatewayOptions& o) {
         if (!bustle::args::parse_finite(v, hz) || hz < 1.0 || hz > 1000.0)
           return bustle::args::expected("steps per second in [1, 1000]", v);
         o.rate_hz = hz;
+        return std::string();
+      }));
+  app.add_option("--metrics-bind",
+                 "serve /metrics (Prometheus text), /healthz and /readyz on ADDR:PORT "
+                 "(port 0 = ephemeral)")
+      ->type_name("ADDR:PORT")
+      ->envname("BUSTLE_METRICS_BIND")
+      ->check(storing([&](const std::string& v) {
+        if (const auto s = bustle::ops::check_metrics_bind(v); !s.ok()) return s.message();
+        o.metrics_bind = v;
         return std::string();
       }));
   app.add_option("--log-level", o.log_level, "trace, debug, info, warn, error or off")
@@ -196,7 +210,25 @@ int gateway_main(int argc, char** argv) {
   spdlog::info("gateway for '{}': {} districts", scenario.id, feeds.size());
   bustle::gateway::Gateway gateway(scenario, lanes, server, commands, std::move(feeds),
                                    std::move(city));
+  std::unique_ptr<bustle::ops::MetricsServer> metrics;
+  if (!opt.metrics_bind.empty()) {
+    auto started = bustle::ops::MetricsServer::start(
+        opt.metrics_bind, operations_endpoint(gateway, server, BUSTLE_VERSION, scenario.id));
+    if (!started.ok()) {
+      std::fprintf(stderr, "bustle-gateway: --metrics-bind: %s\n",
+                   started.status().message().c_str());
+      server.stop();
+      net_thread.join();
+      return 1;
+    }
+    metrics = std::move(*started);
+    const auto colon = opt.metrics_bind.rfind(':');
+    std::printf("bustle-gateway metrics on %s:%u\n", opt.metrics_bind.substr(0, colon).c_str(),
+                metrics->port());
+    std::fflush(stdout);
+  }
   const int code = gateway.run(stop);
+  metrics.reset();
   server.stop();
   net_thread.join();
   return code;

@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <deque>
 #include <iterator>
+#include <map>
 
 #include "bustle/persist/persist_worker.hpp"
 
@@ -407,6 +408,30 @@ class Collector final : public prometheus::Collectable {
   HealthSettings health_;
 };
 
+// Another program's samples (Endpoint::metrics), one family per name.
+class SampleCollector final : public prometheus::Collectable {
+ public:
+  explicit SampleCollector(std::function<std::vector<MetricSample>()> samples)
+      : samples_(std::move(samples)) {}
+
+  std::vector<MetricFamily> Collect() const override {
+    Families f;
+    std::map<std::string, MetricFamily*> by_name;
+    for (MetricSample& s : samples_()) {
+      MetricFamily*& fam = by_name[s.name];
+      if (fam == nullptr)
+        fam = &f.family(s.name, s.help, s.counter ? MetricType::Counter : MetricType::Gauge);
+      Labels labels;
+      for (auto& [k, v] : s.labels) labels.push_back({std::move(k), std::move(v)});
+      Families::add(*fam, std::move(labels), s.value);
+    }
+    return f.take();
+  }
+
+ private:
+  std::function<std::vector<MetricSample>()> samples_;
+};
+
 // civetweb request handler for /healthz and /readyz.
 struct Probe {
   std::function<HealthStatus()> check;
@@ -432,7 +457,7 @@ thread_local mg_context* g_starting_context = nullptr;
 
 class MetricsServer::Impl {
  public:
-  std::shared_ptr<Collector> collector;
+  std::shared_ptr<prometheus::Collectable> collector;
   Probe healthz;
   Probe readyz;
   std::unique_ptr<prometheus::Exposer> exposer;
@@ -496,13 +521,26 @@ core::Status check_metrics_bind(const std::string& bind) {
 core::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::start(const std::string& bind,
                                                                     MetricsSources sources,
                                                                     HealthSettings health) {
+  return start(bind, std::make_shared<Collector>(sources, health),
+               {nullptr, [sources, health] { return check_health(sources, health); },
+                [sources] { return check_ready(sources); }});
+}
+
+core::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::start(const std::string& bind,
+                                                                    Endpoint endpoint) {
+  auto collector = std::make_shared<SampleCollector>(std::move(endpoint.metrics));
+  return start(bind, std::move(collector), std::move(endpoint));
+}
+
+core::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::start(
+    const std::string& bind, std::shared_ptr<prometheus::Collectable> collector, Endpoint probes) {
   if (core::Status s = check_metrics_bind(bind); !s.ok()) return s;
   std::unique_ptr<MetricsServer> out(new MetricsServer());
   out->impl_ = std::make_unique<Impl>();
   Impl& impl = *out->impl_;
-  impl.collector = std::make_shared<Collector>(sources, health);
-  impl.healthz.check = [sources, health] { return check_health(sources, health); };
-  impl.readyz.check = [sources] { return check_ready(sources); };
+  impl.collector = std::move(collector);
+  impl.healthz.check = std::move(probes.healthz);
+  impl.readyz.check = std::move(probes.readyz);
 
   CivetCallbacks callbacks;
   callbacks.init_context = [](const mg_context* ctx) {

@@ -28,9 +28,12 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <string>
 #include <vector>
 
 #include "bustle/core/lane_graph.hpp"
@@ -46,6 +49,23 @@ namespace bustle::gateway {
 // Events per district the gateway holds before its feed stops reading.
 inline constexpr std::size_t kFeedDepth = 64;
 
+// What the operations endpoint reports (--metrics-bind): a copy the loop
+// takes on every turn, so the HTTP threads never touch the merger.
+struct GatewayStatus {
+  struct District {
+    std::string id;
+    bool streaming = false;  // a baseline arrived since the connection was last lost
+    std::uint64_t step = 0;  // of its latest Delta
+    std::uint32_t entities = 0;
+  };
+  bool published = false;  // a step went out to the clients
+  std::uint64_t published_step = 0;
+  std::uint32_t published_entities = 0;
+  std::vector<District> districts;  // map order
+  MergerCounters merger;
+  std::chrono::steady_clock::time_point heartbeat;  // the loop's last turn
+};
+
 class Gateway {
  public:
   Gateway(const core::Scenario& scenario, const core::LaneGraph& lanes, net::Server& server,
@@ -55,6 +75,8 @@ class Gateway {
   // Runs until `stop` (returns 0) or a district turns out to be another
   // city (returns 2, logged).
   int run(const std::atomic<bool>& stop);
+  // Thread-safe: the loop's latest copy.
+  GatewayStatus status() const;
 
  private:
   // Applies whole steps while every district has one queued; false on Fatal.
@@ -73,6 +95,8 @@ class Gateway {
   std::optional<std::size_t> entity_district(core::EntityId id, core::RejectReason& reason,
                                              std::string& why) const;
   net::StatsSnapshot stats() const;
+  // Takes the copy status() returns.
+  void note_status();
 
   CityMerger merger_;
   net::Server& server_;
@@ -89,6 +113,8 @@ class Gateway {
   std::uint64_t published_step_ = 0;
   bool published_ = false;
   std::uint32_t published_entities_ = 0;
+  mutable std::mutex status_mu_;
+  GatewayStatus status_;
 };
 
 }  // namespace bustle::gateway

@@ -19,10 +19,16 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "bustle/core/status.hpp"
 #include "bustle/net/server.hpp"
 #include "bustle/ops/telemetry.hpp"
+
+namespace prometheus {
+class Collectable;
+}
 
 namespace bustle::ops {
 
@@ -49,6 +55,24 @@ struct HealthStatus {
 HealthStatus check_health(const MetricsSources& src, const HealthSettings& settings);
 HealthStatus check_ready(const MetricsSources& src);
 
+// One sample of a program's own endpoint (Endpoint::metrics). Samples of
+// one name form one family, in the order the names first appear.
+struct MetricSample {
+  std::string name;
+  std::string help;
+  bool counter = false;  // else a gauge
+  std::vector<std::pair<std::string, std::string>> labels;
+  double value = 0.0;
+};
+
+// The same endpoint for another program (bustle-gateway): its samples and
+// probes, called on the HTTP server's threads (so they must be thread-safe).
+struct Endpoint {
+  std::function<std::vector<MetricSample>()> metrics;
+  std::function<HealthStatus()> healthz;
+  std::function<HealthStatus()> readyz;
+};
+
 class MetricsServer {
  public:
   // Starts serving on `bind` ("ADDR:PORT", port 0 = ephemeral), or says why
@@ -56,6 +80,9 @@ class MetricsServer {
   static core::StatusOr<std::unique_ptr<MetricsServer>> start(const std::string& bind,
                                                               MetricsSources sources,
                                                               HealthSettings health);
+  // The same for another program's endpoint.
+  static core::StatusOr<std::unique_ptr<MetricsServer>> start(const std::string& bind,
+                                                              Endpoint endpoint);
   ~MetricsServer();
   MetricsServer(const MetricsServer&) = delete;
   MetricsServer& operator=(const MetricsServer&) = delete;
@@ -66,6 +93,9 @@ class MetricsServer {
 
  private:
   MetricsServer() = default;
+  // Both: /metrics from `collector`, /healthz and /readyz from `probes`.
+  static core::StatusOr<std::unique_ptr<MetricsServer>> start(
+      const std::string& bind, std::shared_ptr<prometheus::Collectable> collector, Endpoint probes);
   std::unique_ptr<Impl> impl_;
   std::uint16_t port_ = 0;
 };
