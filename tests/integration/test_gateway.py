@@ -451,6 +451,17 @@ def test_bad_settings_are_refused_with_the_reason(tmp_path, start_server):
     whole.write_text(json.dumps(doc))
     r = run_gateway("--config", str(whole), "--districts", "d0=127.0.0.1:1")
     assert r.returncode == 2 and "no district map" in r.stderr, r.stderr
+    # A district of this city on a fast clock: the gateway's clients pace by
+    # the wall clock, so it stops and says so.
+    fast = ServerProcess(district_args(tmp_path, city, 0, [], extra=(
+        "--clock", "fast", "--record", str(tmp_path / "fast.rec"))),
+                         tmp_path / "fast.stderr", env=clean_env())
+    try:
+        r = run_gateway("--config", str(city), "--port", "0", "--rate", str(RATE_HZ),
+                        "--districts", f"d0=127.0.0.1:{fast.port},d1=127.0.0.1:{fast.port}")
+        assert r.returncode == 2 and "runs a Fast clock" in r.stderr, r.stderr
+    finally:
+        fast.stop(check=False)
     # Districts that serve another city: the gateway stops and says which.
     other = start_server("--clock", "fast")
     r = run_gateway("--config", str(city), "--port", "0", "--districts",

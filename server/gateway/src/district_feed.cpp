@@ -27,6 +27,11 @@ std::string welcome_mismatch(const client::WelcomeInfo& w, const CityFacts& city
     return "has " + std::to_string(w.lanes.size()) + " lanes, the gateway's city " +
            std::to_string(city.lanes);
   if (w.archetypes != city.archetypes) return "names other archetypes than the gateway's city";
+  // The gateway's Welcome tells its clients a realtime clock: they pace
+  // interpolation by the wall clock, which a fast or manual district breaks.
+  if (w.clock_mode != wire::ClockMode::Realtime)
+    return std::string("runs a ") + wire::EnumNameClockMode(w.clock_mode) +
+           " clock; the gateway serves districts on the realtime clock (bustle-server's default)";
   return {};
 }
 
