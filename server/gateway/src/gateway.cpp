@@ -19,6 +19,7 @@ Gateway::Gateway(const core::Scenario& scenario, const core::LaneGraph& lanes, n
     relays_.push_back(std::make_unique<CommandRelay>(f, server_));
     feeds_.push_back(std::make_unique<DistrictFeed>(std::move(f), city, inbox_));
   }
+  for (const std::string& id : merger_.map().district_ids) status_.districts.push_back({id});
   note_status();
 }
 
@@ -41,19 +42,23 @@ int Gateway::run(const std::atomic<bool>& stop) {
   return 0;
 }
 
+// In place: the loop turns on every Delta, and the districts' ids were
+// copied once (constructor), so a turn allocates nothing.
 void Gateway::note_status() {
-  GatewayStatus st;
-  st.published = published_;
-  st.published_step = published_step_;
-  st.published_entities = published_entities_;
+  const auto now = std::chrono::steady_clock::now();
+  const std::lock_guard lock(status_mu_);
+  status_.published = published_;
+  status_.published_step = published_step_;
+  status_.published_entities = published_entities_;
   for (std::size_t d = 0; d < merger_.district_count(); ++d) {
     const DistrictState& ds = merger_.district(d);
-    st.districts.push_back({merger_.map().district_ids[d], ds.streaming, ds.step, ds.entities});
+    GatewayStatus::District& out = status_.districts[d];
+    out.streaming = ds.streaming;
+    out.step = ds.step;
+    out.entities = ds.entities;
   }
-  st.merger = merger_.counters();
-  st.heartbeat = std::chrono::steady_clock::now();
-  const std::lock_guard lock(status_mu_);
-  status_ = std::move(st);
+  status_.merger = merger_.counters();
+  status_.heartbeat = now;
 }
 
 GatewayStatus Gateway::status() const {

@@ -49,8 +49,9 @@ namespace bustle::gateway {
 // Events per district the gateway holds before its feed stops reading.
 inline constexpr std::size_t kFeedDepth = 64;
 
-// What the operations endpoint reports (--metrics-bind): a copy the loop
-// takes on every turn, so the HTTP threads never touch the merger.
+// What the operations endpoint reports (--metrics-bind): the loop updates it
+// on every turn and status() hands out a copy, so the HTTP threads never
+// touch the merger.
 struct GatewayStatus {
   struct District {
     std::string id;
@@ -95,7 +96,7 @@ class Gateway {
   std::optional<std::size_t> entity_district(core::EntityId id, core::RejectReason& reason,
                                              std::string& why) const;
   net::StatsSnapshot stats() const;
-  // Takes the copy status() returns.
+  // Updates what status() returns.
   void note_status();
 
   CityMerger merger_;
