@@ -86,12 +86,6 @@ std::uint32_t posed_s_mm(const core::World& world, core::LaneIndex lane, double 
   return proto::predict_s_mm(simulated, step, world.scenario().step_us, length_mm);
 }
 
-// Whether the frame poses an entity at s_mm along `lane` (`covered`: null
-// when it poses the whole city).
-bool posed(const PosedSpan* covered, core::LaneIndex lane, std::uint32_t s_mm) {
-  return covered == nullptr || covered[lane].holds(s_mm);
-}
-
 // A live row's motion on the wire's grid: its speed and posed distance.
 struct RowMotion {
   std::uint32_t s_mm = 0;
@@ -324,7 +318,8 @@ struct FrameBuilder {
       if (held(o.id.index) || o.lane >= world.lanes().size()) {
         placed.push_back(kHeld);
       } else {
-        const bool in = posed(covered, o.lane, posed_s_mm(world, o.lane, o.s_m, 0, 0));
+        const bool in =
+            covered == nullptr || covered[o.lane].holds(posed_s_mm(world, o.lane, o.s_m, 0, 0));
         placed.push_back(in ? kAdded : kOutside);
       }
     }
