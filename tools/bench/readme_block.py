@@ -190,7 +190,7 @@ def bench_rows(results):
     # The live server at scale: what one server holds as users run it.
     def fanout_city(d):
         f = d[0]["figures"]["districts"]
-        return ("%d clients holding %s entities each, the frame posing %s of %s: server step p99 %s; "
+        return ("%d clients holding %s entities each, the frame posing %s of %s: server step p99 %s in the measured window; "
                 "server CPU per step %s with the clients, %s without; streaming CPU per client per step %s "
                 "(network thread %s); %s B per client per s; 10 Hz kept: %s (interleaved pairs of runs)" % (
                     f["clients"], thousands(f["held_per_client"]), fmt(f["frame_entities"], "", 0),

@@ -314,9 +314,9 @@ Frame build_command(std::uint32_t request_id, const CommandSpec& command) {
             body_type = wire::CommandBody::Step;
             body = wire::CreateStep(fbb, c.count).Union();
           },
-          [&](const QueryStatsCmd&) {
+          [&](const QueryStatsCmd& c) {
             body_type = wire::CommandBody::QueryStats;
-            body = wire::CreateQueryStats(fbb).Union();
+            body = wire::CreateQueryStats(fbb, c.step_time_window).Union();
           },
           [&](const SetPedestrianTargetCmd& c) {
             body_type = wire::CommandBody::SetPedestrianTarget;

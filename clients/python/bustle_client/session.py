@@ -402,12 +402,16 @@ class Session:
         """Manual clock: run ``n`` steps; the result arrives after they ran."""
         return self.command("Step", timeout, count=n)
 
-    def query_stats(self, timeout: Optional[float] = None) -> CommandResult:
-        return self.command("QueryStats", timeout)
+    def query_stats(self, timeout: Optional[float] = None,
+                    step_time_window: int = 0) -> CommandResult:
+        return self.command("QueryStats", timeout, step_time_window=step_time_window)
 
-    def stats(self, timeout: Optional[float] = None) -> Stats:
-        """QueryStats, returning the Stats (raises CommandRejected if rejected)."""
-        return _payload(self.query_stats(timeout), "stats", "QueryStats")
+    def stats(self, timeout: Optional[float] = None, step_time_window: int = 0) -> Stats:
+        """QueryStats, returning the Stats (raises CommandRejected if rejected).
+
+        ``step_time_window``: the step timing covers the last 1 to 1024
+        executed steps (0: all 1024)."""
+        return _payload(self.query_stats(timeout, step_time_window), "stats", "QueryStats")
 
     def set_pedestrian_target(self, n: int, timeout: Optional[float] = None) -> CommandResult:
         return self.command("SetPedestrianTarget", timeout, count=n)

@@ -137,7 +137,8 @@ class SimDriver {
   bool feed_district();
   // The heartbeat, and a new telemetry sample when one is due (between steps).
   void publish_telemetry(std::chrono::steady_clock::time_point now);
-  net::StatsSnapshot stats() const;
+  // Step timing over the last `step_time_window` steps (0: net::kStepTimeWindowMax).
+  net::StatsSnapshot stats(std::uint32_t step_time_window = 0) const;
   std::unique_ptr<core::WorldCheckpoint> capture() const;  // into a recycled buffer
   std::vector<net::GarageReport> garage_reports() const;
   std::vector<net::SignalReport> signal_reports() const;

@@ -213,8 +213,16 @@ ParsedCommand parse_body(const wire::Command& cmd) {
       c.step_count = cmd.body_as_Step()->count();
       return accept(std::move(c));
     }
-    case wire::CommandBody::QueryStats:
-      return accept(control(Kind::QueryStats));
+    case wire::CommandBody::QueryStats: {
+      ControlCommand c = control(Kind::QueryStats);
+      c.step_time_window = cmd.body_as_QueryStats()->step_time_window();
+      if (c.step_time_window > kStepTimeWindowMax) {
+        return invalid("step_time_window: " + std::to_string(c.step_time_window) +
+                       " steps, at most " + std::to_string(kStepTimeWindowMax) +
+                       " (0: all of them)");
+      }
+      return accept(std::move(c));
+    }
     case wire::CommandBody::SetPedestrianTarget:
       return accept(core::WorldCommand{
           core::SetPedestrianTarget{cmd.body_as_SetPedestrianTarget()->count()}});

@@ -46,7 +46,9 @@ void SimDriver::publish_telemetry(Clock::time_point now) {
   telemetry_->publish_sample(now);
 }
 
-net::StatsSnapshot SimDriver::stats() const {
+static_assert(net::kStepTimeWindowMax == ops::SimTelemetry::kStepTimingWindow);
+
+net::StatsSnapshot SimDriver::stats(std::uint32_t step_time_window) const {
   net::StatsSnapshot s;
   s.step = world_->step_index();
   s.sim_time_us = world_->sim_time_us();
@@ -86,7 +88,10 @@ net::StatsSnapshot SimDriver::stats() const {
   s.client_observers = static_cast<std::uint32_t>(world_->client_observers().size());
   s.client_observers_dropped = client_observers_dropped_;
   if (telemetry_ != nullptr)
-    fill_step_timing(telemetry_->step_timing(ops::SimTelemetry::kStepTimingWindow), s);
+    fill_step_timing(
+        telemetry_->step_timing(step_time_window != 0 ? step_time_window
+                                                      : ops::SimTelemetry::kStepTimingWindow),
+        s);
   if (recorder_ != nullptr) {
     const persist::RecorderStatus rs = recorder_->status();
     s.recording = !rs.failed;

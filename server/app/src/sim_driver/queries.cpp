@@ -48,7 +48,7 @@ bool SimDriver::answer_query(const net::ControlCommand& ctl, net::OutboundResult
   };
   switch (ctl.kind) {
     case Kind::QueryStats:
-      r.stats = stats();
+      r.stats = stats(ctl.step_time_window);
       return true;
     case Kind::QueryGarages:
       r.garages = garage_reports();

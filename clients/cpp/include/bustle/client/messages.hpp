@@ -90,7 +90,10 @@ struct ResumeCmd {};
 struct StepCmd {
   std::uint32_t count = 1;  // [Limit: >= 1; the server rejects 0 as InvalidArgument]
 };
-struct QueryStatsCmd {};
+struct QueryStatsCmd {
+  // Steps the step timing covers: the last 1 ..= 1024 executed (0: all 1024).
+  std::uint32_t step_time_window = 0;
+};
 struct SetPedestrianTargetCmd {
   std::uint32_t count = 0;
 };

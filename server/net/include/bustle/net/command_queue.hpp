@@ -27,6 +27,9 @@ enum class Role : std::uint8_t { Viewer = 0, Operator = 1 };
 
 // Commands handled by the sim thread's driver, outside the world: clock
 // control, snapshot jobs, and the queries answered from the current state.
+// The most executed steps Stats' step timing covers (QueryStats.step_time_window).
+inline constexpr std::uint32_t kStepTimeWindowMax = 1024;
+
 struct ControlCommand {
   enum class Kind : std::uint8_t {
     Pause,
@@ -65,6 +68,7 @@ struct ControlCommand {
   std::uint64_t spawn_handle = 0;                // QuerySpawn
   std::vector<core::EntityId> entities{};        // LeasesHeld
   std::vector<core::ObserverPoint> observers{};  // ClientObservers
+  std::uint32_t step_time_window = 0;            // QueryStats (0: kStepTimeWindowMax)
 };
 
 struct InboundCommand {
