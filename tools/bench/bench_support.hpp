@@ -34,6 +34,7 @@ int bench_snapshot(const Args& a);    // bench_snapshot.cpp
 int bench_vehicles(const Args& a);    // bench_vehicles.cpp
 int bench_stream(const Args& a);      // bench_stream.cpp
 int bench_districts(const Args& a);   // bench_districts.cpp
+int bench_frame(const Args& a);       // bench_frame.cpp
 
 // The default city with `agents` background pedestrians, all spawned on step 1.
 bustle::core::Scenario scenario_for(std::uint32_t agents);

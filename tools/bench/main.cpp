@@ -86,6 +86,8 @@ int main(int argc, char** argv) {
     status = bench_district_servers(a, argv[0]);
   } else if (a.mode == "gateway") {
     status = bench_gateway(a, argv[0]);
+  } else if (a.mode == "frame") {
+    status = bustle::bench::bench_frame(a);
   } else if (a.mode == "stream") {
     status = bustle::bench::bench_stream(a);
   } else if (a.mode == "vehicles") {

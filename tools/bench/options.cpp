@@ -212,6 +212,38 @@ void add_stream(CLI::App& app, Args& a) {
   add_json(*sub, a);
 }
 
+void add_frame(CLI::App& app, Args& a) {
+  CLI::App* sub = bench_subcommand(
+      app, "frame",
+      "the live server's streaming work per step without sockets: the published frame for K "
+      "district clients, its spatial index and each client's Delta, on the district city of "
+      "fanout --city-scale");
+  sub->add_option_function<std::string>(
+         "--city-scale", [&a](const std::string& v) { parse_city_scale(v, a.frame_pedestrians); },
+         "pedestrians of the district city, such as 1m or 50k (default 1m)")
+      ->check(CLI::Validator(
+          [](std::string& input) -> std::string {
+            std::uint32_t n = 0;
+            return parse_city_scale(input, n) && n > 0
+                       ? std::string()
+                       : "expected a pedestrian count in [1000, 4000000] such as 1m or 50k, got '" +
+                             input + "'";
+          },
+          "N[k|m]"));
+  add_int<std::uint32_t>(*sub, "--clients", a.frame_clients,
+                         "district clients (up to 8 apart, 9 to 64 overlapping)", 1, kMaxDistricts);
+  add_int_no_default<std::uint32_t>(*sub, "--share", a.frame_share,
+                                    "pedestrians per client district (default N / 50)", 1,
+                                    kAgentsMax);
+  add_int<std::uint64_t>(*sub, "--steps", a.frame_steps, "timed steps", 1, kStepsMax);
+  add_int<std::uint32_t>(*sub, "--threads", a.frame_threads,
+                         "threads for the step's and the frame build's parallel parts (the "
+                         "server's --sim-threads)",
+                         1, 64);
+  add_seed(*sub, a);
+  add_json(*sub, a);
+}
+
 void add_fanout(CLI::App& app, Args& a) {
   FanoutOptions& f = a.fanout;
   CLI::App* sub = bench_subcommand(
@@ -364,6 +396,10 @@ std::string check_fanout(const CLI::App& sub, FanoutOptions& f) {
 // Checks across the flags of subcommand `sub` (a.mode); "" or the message.
 std::string check_across_flags(const CLI::App& sub, Args& a) {
   if (a.mode == "fanout") return check_fanout(sub, a.fanout);
+  if (a.mode == "frame" && a.frame_share > a.frame_pedestrians / 25) {
+    return "--share (" + std::to_string(a.frame_share) +
+           ") must be at most 1/25 of --city-scale (" + std::to_string(a.frame_pedestrians) + ")";
+  }
   if (a.mode == "population" && a.residents > a.active) {
     return "--residents (" + std::to_string(a.residents) + ") must be at most --active (" +
            std::to_string(a.active) + ")";
@@ -426,6 +462,7 @@ ParsedArgs parse_args(int argc, char** argv) {
   add_vehicles(app, a);
   add_districts(app, a);
   add_stream(app, a);
+  add_frame(app, a);
   add_fanout(app, a);
   add_district_servers(app, a);
   add_gateway(app, a);

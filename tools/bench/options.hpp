@@ -24,7 +24,7 @@
 namespace bustle::bench {
 
 struct Args {
-  std::string mode;  // the subcommand: step, population, snapshot, vehicles, stream, fanout,
+  std::string mode;  // the subcommand: step, population, snapshot, vehicles, stream, frame, fanout,
                      // districts, district-servers, gateway
   std::uint32_t agents = 100'000;   // step, snapshot, stream: pedestrians
   std::uint64_t steps = 1000;       // timed steps
@@ -40,9 +40,14 @@ struct Args {
   std::uint32_t dormant = 1'000'000;  // population: dormant resident identities
   std::uint32_t residents = 0;        // population: how many of the active are community residents
   std::uint64_t warmup = 40;  // population: untimed steps at least (more until tiers settle)
-  std::uint32_t threads = 1;  // population, step, snapshot: threads for the parallel parts
-  bool json = false;          // every bench: also print one JSON line (see report.hpp)
-  FanoutOptions fanout;       // fanout: its own flags (agents, repeat, dir and warmup included)
+  std::uint32_t threads = 1;  // population, step, snapshot, frame: threads for the parallel parts
+  std::uint32_t frame_pedestrians = 1'000'000;  // frame: the district city's pedestrians
+  std::uint32_t frame_clients = 8;              // frame: district clients
+  std::uint32_t frame_share = 0;                // frame: per district (0: pedestrians / 50)
+  std::uint64_t frame_steps = 100;              // frame: timed steps
+  std::uint32_t frame_threads = 2;              // frame: the server's --sim-threads
+  bool json = false;     // every bench: also print one JSON line (see report.hpp)
+  FanoutOptions fanout;  // fanout: its own flags (agents, repeat, dir and warmup included)
   DistrictServersOptions district_servers;  // district-servers: its own flags
   GatewayBenchOptions gateway;              // gateway: its own flags
 };

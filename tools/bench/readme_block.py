@@ -177,6 +177,17 @@ def bench_rows(results):
         return "; ".join(parts)
     bustle_bench("stream", "stream bytes (protocol v2)", stream)
 
+    # The frame build and the clients' encoding, in process (issue 31).
+    def frame(d):
+        return ("frame build p50 %s, p99 %s (CPU p50 %s), posing %s; world step p50 %s; encode per client "
+                "p50 %s CPU holding %s; spatial index p50 %s" % (
+                    fmt(col(d, "frame_build.wall_p50_ms"), " ms"), fmt(col(d, "frame_build.wall_p99_ms"), " ms"),
+                    fmt(col(d, "frame_build.cpu_p50_ms"), " ms"), fmt(col(d, "posed"), "", 0),
+                    fmt(col(d, "step.wall_p50_ms"), " ms"), fmt(col(d, "encode_per_client.cpu_p50_ms"), " ms"),
+                    fmt(col(d, "held_per_client"), "", 0), fmt(col(d, "spatial_index.wall_p50_ms"), " ms")))
+    bustle_bench("frame", lambda f: "frame build, %s pedestrians, %d district clients, %d threads" % (
+        thousands(f["pedestrians"]), f["clients"], f["threads"]), frame)
+
     def fanout(d):
         r = d[0]["figures"]["runs"]
         return ("no stall: step p99 %.2f ms (runs %s), net thread %.1f %%, %.0f B per client per s; "

@@ -75,6 +75,7 @@ if [[ $quick -eq 1 ]]; then
   snapshot=(snapshot --agents 2000 --repeat 5)
   snapshot_1m=(snapshot --agents 5000 --repeat 3 --threads 2)
   stream=(stream --agents 2000 --grid 3 --vehicles 40 --steps 50)
+  frame=(frame --city-scale 20k --clients 2 --steps 20)
   fanout=(fanout --clients 4 --stalled-percent 25 --agents 200 --seconds 1 --warmup 1 --repeat 1)
   fanout_1m=(fanout --city-scale 20k --clients 2 --seconds 1 --warmup 1 --repeat 1)
   district_servers=(district-servers --grid 8 --agents 2000 --steps 100 --districts 1,2)
@@ -95,6 +96,9 @@ else
   # Issue 17: a checkpoint at 1 M active (~12 s a run).
   snapshot_1m=(snapshot --agents 1000000 --repeat 10 --threads 2)
   stream=(stream --agents 20000 --grid 32 --vehicles 10000 --steps 300)
+  # The live server's streaming work without sockets (issue 31): the
+  # 1 000 000-pedestrian city, 8 district clients, 2 threads (~15 s).
+  frame=(frame --city-scale 1m --clients 8 --steps 300)
   fanout=(fanout)
   # The server as users run it (issue 31): the 1 000 000-pedestrian city,
   # 8 district clients, the server's default thread counts (~4 min).
@@ -146,6 +150,7 @@ for ((r = 1; r <= repeat; ++r)); do
   run "snapshot.$r" "$bench" "${snapshot[@]}" --dir "$work" --json
   run "snapshot-1m.$r" "$bench" "${snapshot_1m[@]}" --dir "$work" --json
   run "stream.$r" "$bench" "${stream[@]}" --json
+  run "frame.$r" "$bench" "${frame[@]}" --json
   for n in "${sdk_sizes[@]}"; do
     run "sdk-$n.$r" "$sdk_bench" --entities "$n" --frames "$sdk_frames" --json
   done

@@ -28,7 +28,7 @@ expect() {
 expect 0 '^bustle-bench [0-9]+\.[0-9]+\.[0-9]+$' --version
 expect 0 'Exit codes: 0 ran' --help
 expect 0 '--active' population --help
-expect 2 "a subcommand is required \(one of: step, population, snapshot, vehicles, districts, stream, fanout, district-servers, gateway\)"
+expect 2 "a subcommand is required \(one of: step, population, snapshot, vehicles, districts, stream, frame, fanout, district-servers, gateway\)"
 expect 2 "^bustle-bench: unknown subcommand 'bogus'" bogus
 expect 2 "^bustle-bench: unknown option '--agents' \(before the subcommand" --agents 5 step
 expect 2 "^bustle-bench vehicles: --grid: expected an integer in \[2, 1000\], got '1'" vehicles --grid 1
@@ -54,6 +54,9 @@ expect 2 "--server: File does not exist: /nonexistent/bustle-server" district-se
 expect 2 "--gateway: File does not exist: /nonexistent/bustle-gateway" gateway --gateway /nonexistent/bustle-gateway
 expect 2 "--clients: expected an integer in \[0, 64\], got '65'" gateway --clients 0,65
 expect 2 "--share needs --city-scale N" fanout --share 100
+expect 2 "--city-scale: expected a pedestrian count .* got 'two-blocks'" frame --city-scale two-blocks
+expect 2 "--clients: expected an integer in \[1, 64\], got '65'" frame --clients 65
+expect 2 "--share \(50000\) must be at most 1/25 of --city-scale \(1000000\)" frame --share 50000
 expect 2 "--agents does not apply with --city-scale N" fanout --city-scale 50k --agents 10
 expect 2 "--stalled-percent does not apply with --city-scale N" fanout --city-scale 50k --stalled-percent 5
 expect 0 "--city-scale" fanout --help

@@ -27,7 +27,7 @@ fi
 grep -q 'QUICK toy sizes' "$copy" || { echo "FAIL: a quick block does not say so"; exit 1; }
 sed -n '/^<!-- BEGIN GENERATED BENCH/,/^<!-- END GENERATED BENCH -->$/p' "$copy" >"$tmp/block.md"
 for row in 'population, 2 000 active' 'pedestrian step' 'checkpoint, 2 000 agents' 'checkpoint, 5 000 agents, 2 threads' \
-           'stream bytes' 'clients over sockets' 'live server, 20 000 pedestrians' \
+           'stream bytes' 'frame build, 20 000 pedestrians, 2 district clients' 'clients over sockets' 'live server, 20 000 pedestrians' \
            'C++ SDK per frame' 'vehicles against SUMO' 'replay verify' 'district servers, strong scaling'; do
   grep -q "^| $row" "$tmp/block.md" || { echo "FAIL: no '$row' row in the generated block"; exit 1; }
 done
