@@ -79,6 +79,24 @@ bool parse_city_scale(const std::string& input, std::uint32_t& out) {
   return true;
 }
 
+// --city-scale into `pedestrians` (parse_city_scale); "two-blocks" (0) only
+// with `two_blocks`.
+void add_city_scale(CLI::App& sub, std::uint32_t& pedestrians, bool two_blocks,
+                    const char* description) {
+  const std::string expected = std::string("expected ") + (two_blocks ? "two-blocks or " : "") +
+                               "a pedestrian count in [1000, 4000000] such as 1m or 50k, got '";
+  sub.add_option_function<std::string>(
+         "--city-scale", [&pedestrians](const std::string& v) { parse_city_scale(v, pedestrians); },
+         description)
+      ->check(CLI::Validator(
+          [two_blocks, expected](std::string& input) -> std::string {
+            std::uint32_t n = 0;
+            const bool ok = parse_city_scale(input, n) && (two_blocks || n > 0);
+            return ok ? std::string() : expected + input + "'";
+          },
+          two_blocks ? "two-blocks|N[k|m]" : "N[k|m]"));
+}
+
 // A subcommand keeps unknown arguments (allow_extras) so parse_args can name
 // them in the order given.
 CLI::App* bench_subcommand(CLI::App& app, const char* name, const char* description) {
@@ -218,18 +236,8 @@ void add_frame(CLI::App& app, Args& a) {
       "the live server's streaming work per step without sockets: the published frame for K "
       "district clients, its spatial index and each client's Delta, on the district city of "
       "fanout --city-scale");
-  sub->add_option_function<std::string>(
-         "--city-scale", [&a](const std::string& v) { parse_city_scale(v, a.frame_pedestrians); },
-         "pedestrians of the district city, such as 1m or 50k (default 1m)")
-      ->check(CLI::Validator(
-          [](std::string& input) -> std::string {
-            std::uint32_t n = 0;
-            return parse_city_scale(input, n) && n > 0
-                       ? std::string()
-                       : "expected a pedestrian count in [1000, 4000000] such as 1m or 50k, got '" +
-                             input + "'";
-          },
-          "N[k|m]"));
+  add_city_scale(*sub, a.frame_pedestrians, false,
+                 "pedestrians of the district city, such as 1m or 50k (default 1m)");
   add_int<std::uint32_t>(*sub, "--clients", a.frame_clients,
                          "district clients (up to 8 apart, 9 to 64 overlapping)", 1, kMaxDistricts);
   add_int_no_default<std::uint32_t>(*sub, "--share", a.frame_share,
@@ -269,24 +277,14 @@ void add_fanout(CLI::App& app, Args& a) {
                                     kU64Max);
   add_int<std::uint16_t>(*sub, "--motion-tolerance-mm", f.motion_tolerance_mm,
                          "every client's Subscribe tolerance", 0, 1000);
-  sub->add_option_function<std::string>(
-         "--city-scale",
-         [&f](const std::string& v) { parse_city_scale(v, f.district_pedestrians); },
-         "two-blocks (the default city, every client receives all), or a pedestrian count such as "
-         "1m or 50k: a generated 20 x 20 grid of sidewalk loops (2 km square) where each client "
-         "(--clients at most 64, default 8) subscribes to its own district holding --share "
-         "pedestrians (up to 8 districts 500 m apart, more on an 8 x 8 layout 250 m apart, "
-         "overlapping), in pairs of runs without and with the clients; fails when a client holds "
-         "far more or less than its share")
-      ->check(CLI::Validator(
-          [](std::string& input) -> std::string {
-            std::uint32_t n = 0;
-            return parse_city_scale(input, n) ? std::string()
-                                              : "expected two-blocks or a pedestrian count in "
-                                                "[1000, 4000000] such as 1m or 50k, got '" +
-                                                    input + "'";
-          },
-          "two-blocks|N[k|m]"));
+  add_city_scale(
+      *sub, f.district_pedestrians, true,
+      "two-blocks (the default city, every client receives all), or a pedestrian count such as "
+      "1m or 50k: a generated 20 x 20 grid of sidewalk loops (2 km square) where each client "
+      "(--clients at most 64, default 8) subscribes to its own district holding --share "
+      "pedestrians (up to 8 districts 500 m apart, more on an 8 x 8 layout 250 m apart, "
+      "overlapping), in pairs of runs without and with the clients; fails when a client holds "
+      "far more or less than its share");
   add_int_no_default<std::uint32_t>(*sub, "--share", f.district_share,
                                     "with --city-scale N: pedestrians per client district "
                                     "(default N / 50: 20000 of 1m)",
