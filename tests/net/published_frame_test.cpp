@@ -217,12 +217,18 @@ TEST_CASE("the frame's bounds hold orphans the stores no longer hold") {
   CHECK(frame->bounds.min_x_m <= frame->bounds.max_x_m);  // not empty
 }
 
-TEST_CASE("a covered frame holds exactly the whole frame's entities on the stretches it poses") {
-  // Two rings 1 km apart with a road through the first: a disc over the
-  // west end of the first ring poses that stretch of its lanes, never the
-  // second ring, while pedestrians despawn (orphans fading on both rings)
-  // and respawn. Every entity within the disc is in the frame.
+namespace {
+
+// Two rings 1 km apart with a road through the first: a disc over the west
+// end of the first ring poses that stretch of its lanes, never the second
+// ring, while pedestrians despawn (orphans fading on both rings) and
+// respawn. Every entity within the disc is in the frame. With `caps`, the
+// tier caps (full, simulated) the rings run under. Returns how many posed
+// pedestrians stood extrapolated (not Full).
+std::size_t check_covered_frames(std::uint32_t full_cap, std::uint32_t simulated_cap) {
   core::Scenario s = ring();
+  s.tiers.full_cap = full_cap;
+  s.tiers.simulated_cap = simulated_cap;
   s.id = "test.net-two-rings";
   s.lanes.push_back(
       {"far-north", LaneKind::Sidewalk, {{1000, 0}, {1030, 0}, {1030, 10}}, 1.4, {"far-south"}});
@@ -237,7 +243,7 @@ TEST_CASE("a covered frame holds exactly the whole frame's entities on the stret
   net::LaneCoverage spans_of;
   const std::vector<net::PosedSpan> spans = spans_of.mark(w->lanes(), near_first, 0);
   net::FramePool pool;
-  std::size_t posed = 0, whole_n = 0, on_posed_lanes = 0, orphans_seen = 0;
+  std::size_t posed = 0, whole_n = 0, on_posed_lanes = 0, orphans_seen = 0, strided = 0;
   for (int step = 1; step <= 60; ++step) {
     if (step % 5 == 0 && w->pedestrians().size() > 4) {
       for (const std::uint32_t k : {0u, 3u}) {
@@ -255,6 +261,8 @@ TEST_CASE("a covered frame holds exactly the whole frame's entities on the stret
     for (const net::PublishedEntity& e : whole->entities) {
       on_posed_lanes += spans[e.lane].any() ? 1 : 0;
       if (spans[e.lane].holds(e.s_mm)) expected.push_back(e);
+      strided += spans[e.lane].holds(e.s_mm) &&
+                 e.sim_tier != static_cast<std::uint8_t>(core::SimTier::Full);
       const double dx = e.x_m - 4.0, dy = e.y_m - 5.0;
       if (dx * dx + dy * dy <= 9.0 * 9.0) CHECK(find(*part, e.id) != nullptr);
     }
@@ -289,4 +297,18 @@ TEST_CASE("a covered frame holds exactly the whole frame's entities on the stret
   CHECK(posed < on_posed_lanes);    // the east end of the first ring was left out
   CHECK(on_posed_lanes < whole_n);  // and the far ring
   CHECK(posed > 0);
+  return strided;
+}
+
+}  // namespace
+
+TEST_CASE("a covered frame holds exactly the whole frame's entities on the stretches it poses") {
+  check_covered_frames(core::TierSpec{}.full_cap, core::TierSpec{}.simulated_cap);
+}
+
+TEST_CASE("a covered frame poses exactly the Coarse pedestrians extrapolated into its stretches") {
+  // Nearly everyone Coarse: posed distances run up to 7 steps ahead of the
+  // simulated ones, so a walker simulated outside a stretch may be posed in
+  // it, and one simulated inside may have left it.
+  CHECK(check_covered_frames(1, 2) > 100);
 }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <bit>
+#include <cassert>
 #include <map>
 
 #include "bustle/core/importance.hpp"
@@ -98,7 +99,20 @@ struct RowMotion {
 struct PosedRows {
   std::vector<std::uint8_t> posed;
   std::vector<RowMotion> motion;
+  // Per lane: its length and the farthest a pedestrian's posed distance can
+  // lie ahead of its simulated one (reach_mm), both in mm.
+  std::vector<std::uint32_t> length_mm;
+  std::vector<std::uint32_t> reach_mm;
+  // Per pedestrians' part, per lane chain: its pedestrians (summed into
+  // PublishedFrame::chain_pedestrians).
+  std::vector<std::uint32_t> part_chains;
 };
+
+// The most steps a pedestrian row stands since it last moved: a Coarse
+// stride's steps since its due step plus the largest catch-up (core
+// invariant 5b).
+inline constexpr std::uint32_t kPedestrianSinceStepsMax =
+    core::tier_stride(core::SimTier::Coarse) - 1 + core::kMaxCatchUpSteps;
 
 struct FrameBuilder {
   const core::World& world;
@@ -256,32 +270,82 @@ struct FrameBuilder {
     for (const Bounds& b : part_bounds) frame.bounds.add(b);
   }
 
+  // Per lane, rows->length_mm and rows->reach_mm: a walker is extrapolated
+  // at its lane's limit or not at all (World::pedestrian_speed_mps), over at
+  // most kPedestrianSinceStepsMax steps.
+  void lane_reach() {
+    const core::LaneGraph& lanes = world.lanes();
+    const std::uint64_t step_us = world.scenario().step_us;
+    rows->length_mm.resize(lanes.size());
+    rows->reach_mm.resize(lanes.size());
+    for (core::LaneIndex l = 0; l < lanes.size(); ++l) {
+      const core::Lane& L = lanes.lane(l);
+      rows->length_mm[l] = proto::to_mm(L.length_m);
+      const std::uint64_t reach = std::uint64_t{proto::to_mmps(L.speed_mps_limit)} *
+                                      kPedestrianSinceStepsMax * step_us / 1'000'000u +
+                                  1;
+      rows->reach_mm[l] = static_cast<std::uint32_t>(std::min<std::uint64_t>(reach, UINT32_MAX));
+    }
+  }
+
+  // A pedestrian row that cannot be posed: its posed distance lies in
+  // [simulated, simulated + reach] (posed_s_mm), and that misses its lane's
+  // span, so its motion need not be computed.
+  bool pedestrian_outside(std::uint32_t row, const PosedSpan& span) const {
+    const core::PedestrianStore& peds = world.pedestrians();
+    const core::LaneIndex lane = peds.lane[row];
+    const std::uint32_t from = std::min(proto::to_mm(peds.s_m[row]), rows->length_mm[lane]);
+    return from > span.hi_mm || std::uint64_t{from} + rows->reach_mm[lane] < span.lo_mm;
+  }
+
   // With a coverage: per live row, its motion and whether its posed
-  // distance lies in its lane's stretch (`rows`), in parts.
-  void mark_posed_rows() {
+  // distance lies in its lane's stretch (`rows`), each posed row's index
+  // set in `out`, and per pedestrians' part its chains' pedestrians
+  // (rows->part_chains), in parts. Indices of different parts can share a
+  // word of `out`: bits are set with an atomic or.
+  void mark_posed_rows(IndexRanks& out) {
     const core::PedestrianStore& peds = world.pedestrians();
     const core::VehicleStore& v = world.vehicles().store();
+    const core::LaneGraph& lanes = world.lanes();
+    const std::size_t chains = lanes.chains().size();
     rows->posed.resize(std::size_t{peds.size()} + v.size());
     rows->motion.resize(rows->posed.size());
-    const auto mark = [&](std::size_t at, core::LaneIndex lane, auto&& motion) {
+    rows->part_chains.assign(
+        (std::size_t{peds.size()} + core::kRowsPerPart - 1) / core::kRowsPerPart * chains, 0);
+    lane_reach();
+    const auto mark = [&](std::size_t at, core::EntityId id, core::LaneIndex lane, auto&& outside,
+                          auto&& motion) {
       rows->posed[at] = 0;
-      if (!covered[lane].any()) return;
+      const PosedSpan span = covered[lane];
+      if (!span.any() || outside(span)) return;
       rows->motion[at] = motion();
-      rows->posed[at] = covered[lane].holds(rows->motion[at].s_mm) ? 1 : 0;
+      if (!span.holds(rows->motion[at].s_mm)) return;
+      rows->posed[at] = 1;
+      assert(id.index / 64 < out.bits.size());  // sized to the registry's capacity
+      std::atomic_ref<std::uint64_t>(out.bits[id.index / 64])
+          .fetch_or(std::uint64_t{1} << (id.index % 64), std::memory_order_relaxed);
     };
     run_parts(
-        [&](std::uint32_t begin, std::uint32_t end, std::uint32_t) {
-          for (std::uint32_t i = begin; i < end; ++i)
-            mark(i, peds.lane[i], [&] { return pedestrian_motion(i); });
+        [&](std::uint32_t begin, std::uint32_t end, std::uint32_t p) {
+          std::uint32_t* chain_count = rows->part_chains.data() + std::size_t{p} * chains;
+          for (std::uint32_t i = begin; i < end; ++i) {
+            ++chain_count[lanes.chain_of(peds.lane[i])];
+            mark(
+                i, peds.id[i], peds.lane[i],
+                [&](const PosedSpan& span) { return pedestrian_outside(i, span); },
+                [&] { return pedestrian_motion(i); });
+          }
         },
         [&](std::uint32_t begin, std::uint32_t end, std::uint32_t) {
           for (std::uint32_t i = begin; i < end; ++i)
-            mark(std::size_t{peds.size()} + i, v.lane[i], [&] { return vehicle_motion(i); });
+            mark(
+                std::size_t{peds.size()} + i, v.id[i], v.lane[i],
+                [](const PosedSpan&) { return false; }, [&] { return vehicle_motion(i); });
         });
   }
 
   // Sets in `out` the index of every pedestrian and vehicle the frame
-  // poses: all of them, or those mark_posed_rows() found posed.
+  // poses: all of them, or those mark_posed_rows() finds posed.
   void rank_live(IndexRanks& out) {
     const core::PedestrianStore& peds = world.pedestrians();
     const core::VehicleStore& vehicles = world.vehicles().store();
@@ -290,11 +354,16 @@ struct FrameBuilder {
       for (const core::EntityId id : vehicles.id) out.set(id.index);
       return;
     }
-    mark_posed_rows();
-    for (std::uint32_t i = 0; i < peds.size(); ++i)
-      if (rows->posed[i] != 0) out.set(peds.id[i].index);
-    for (std::uint32_t i = 0; i < vehicles.size(); ++i)
-      if (rows->posed[std::size_t{peds.size()} + i] != 0) out.set(vehicles.id[i].index);
+    mark_posed_rows(out);
+  }
+
+  // PublishedFrame::chain_pedestrians from the parts' counts
+  // (mark_posed_rows()).
+  void sum_part_chains() const {
+    std::vector<std::uint32_t>& sum = frame.chain_pedestrians;
+    sum.assign(world.lanes().chains().size(), 0);
+    for (std::size_t at = 0; at < rows->part_chains.size(); at += sum.size())
+      for (std::size_t c = 0; c < sum.size(); ++c) sum[c] += rows->part_chains[at + c];
   }
 
   // What becomes of each orphan (`placed`): a store still holds its index (a
@@ -411,7 +480,9 @@ void build_frame(const core::World& world, const ArchetypeTable& archetypes,
     // frame that poses part of the city (a walk over it would miss the
     // rest); a delta at another step with dots (a baseline, or one
     // coalescing a dot step) counts them by walking a whole frame.
-    if (frame->dot_step || covered != nullptr) {
+    if (covered != nullptr) {
+      b.sum_part_chains();
+    } else if (frame->dot_step) {
       frame->chain_pedestrians.assign(world.lanes().chains().size(), 0);
       for (const core::LaneIndex lane : world.pedestrians().lane)
         ++frame->chain_pedestrians[world.lanes().chain_of(lane)];
