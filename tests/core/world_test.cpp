@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <limits>
 #include <map>
 
 using namespace bustle::core;
@@ -260,6 +261,50 @@ TEST_CASE("background growth fills the lane density ledger evenly") {
   const LedgerSummary sum = w->ledger_summary();
   CHECK(sum.fragments == gap.size());
   CHECK(sum.max_deficit < 1.5);
+}
+
+TEST_CASE("growth takes the largest gap first, the lowest fragment among equal gaps") {
+  // 137 pedestrians spawned in one step over equal 5 m fragments: many
+  // gaps tie, so the fragments they land on (seen right after upkeep,
+  // before anyone walks) show the order they were taken in. The reference
+  // is the rule's plain scan over the targets by length.
+  Scenario s = two_loops(137);
+  s.pedestrians.spawn_per_step_max = 1000;
+  s.pedestrians.fragment_length_m = 5.0;
+  auto w = make_valid(s, 3);
+  struct AfterUpkeep final : StepPhaseHook {
+    const World* world = nullptr;
+    std::vector<std::uint32_t> counts;
+    void phase_end(StepPhase phase) override {
+      if (phase != StepPhase::BackgroundUpkeep || !counts.empty()) return;
+      const LaneGraph& lanes = world->lanes();
+      counts.assign(lanes.fragments().size(), 0);
+      const PedestrianStore& p = world->pedestrians();
+      for (std::uint32_t i = 0; i < p.size(); ++i) ++counts[lanes.fragment_of(p.lane[i], p.s_m[i])];
+    }
+  } hook;
+  hook.world = w.get();
+  w->set_phase_hook(&hook);
+  w->step();
+  w->set_phase_hook(nullptr);
+  const std::vector<LaneFragment>& frags = w->lanes().fragments();
+  double total = 0.0;
+  for (const LaneFragment& f : frags) total += f.length_m;
+  std::vector<std::uint32_t> expected(frags.size(), 0);
+  for (std::uint32_t k = 0; k < 137; ++k) {
+    std::size_t best = 0;
+    double best_gap = -std::numeric_limits<double>::infinity();
+    for (std::size_t f = 0; f < frags.size(); ++f) {
+      const double gap = 137.0 * frags[f].length_m / total - expected[f];
+      if (gap > best_gap) {
+        best = f;
+        best_gap = gap;
+      }
+    }
+    ++expected[best];
+  }
+  REQUIRE(frags.size() > 10);
+  CHECK(hook.counts == expected);
 }
 
 TEST_CASE("pedestrians stay on walkable lanes") {

@@ -120,31 +120,47 @@ void World::phase_background_upkeep() {
   }
   const std::uint32_t n =
       std::min(pedestrian_target_ - alive, scenario_.pedestrians.spawn_per_step_max);
-  for (std::uint32_t k = 0; k < n; ++k) {
-    std::uint32_t best = 0;
-    double best_gap = -std::numeric_limits<double>::infinity();
-    bool found = false;
-    for (std::uint32_t f = 0; f < nf; ++f) {
-      // Spawns avoid closed lanes (commands/set_lane_closed.cpp).
-      if (!closed_lanes_.empty() && lane_closed_[lanes_.fragments()[f].lane] != 0) continue;
-      if (leaves_district(lanes_.fragments()[f].lane)) continue;  // another district's
-      const double gap = ledger_target_[f] - ledger_actual_[f];
-      if (!found || gap > best_gap) {
-        best = f;
-        best_gap = gap;
-        found = true;
-      }
-    }
-    if (!found) {
-      if (nf != 0) ++lane_closure_.spawns_deferred_total;  // every sidewalk closed
-      break;
-    }
-    if (!spawn_pedestrian(best)) break;
-    ++ledger_actual_[best];
-  }
+  grow_background(n);
   // Growth adds background pedestrians, at most the per-step cap.
   assert(background_count_ >= alive);
   assert(background_count_ - alive <= n);
+}
+
+void World::grow_background(std::uint32_t n) {
+  // Each spawn goes to the open fragment with the largest gap (target -
+  // actual), the lowest index among equal gaps. The fragments wait in a heap
+  // ordered so, each taken and put back with its new gap: a city filled in
+  // one step (a million spawns over thousands of fragments) costs n log
+  // fragments, not n x fragments, and takes the same fragments in the same
+  // order as a scan would.
+  std::vector<std::pair<double, std::uint32_t>>& heap = ledger_gaps_;
+  heap.clear();
+  const std::uint32_t nf = static_cast<std::uint32_t>(ledger_actual_.size());
+  for (std::uint32_t f = 0; f < nf; ++f) {
+    // Spawns avoid closed lanes (commands/set_lane_closed.cpp).
+    if (!closed_lanes_.empty() && lane_closed_[lanes_.fragments()[f].lane] != 0) continue;
+    if (leaves_district(lanes_.fragments()[f].lane)) continue;  // another district's
+    heap.emplace_back(ledger_target_[f] - ledger_actual_[f], f);
+  }
+  // "a before b": a's gap is smaller, or equal with a larger index; the
+  // heap's top is then the largest gap at the lowest index.
+  const auto below = [](const std::pair<double, std::uint32_t>& a,
+                        const std::pair<double, std::uint32_t>& b) {
+    return a.first != b.first ? a.first < b.first : a.second > b.second;
+  };
+  std::make_heap(heap.begin(), heap.end(), below);
+  for (std::uint32_t k = 0; k < n; ++k) {
+    if (heap.empty()) {
+      if (nf != 0) ++lane_closure_.spawns_deferred_total;  // every sidewalk closed
+      break;
+    }
+    const std::uint32_t best = heap.front().second;
+    if (!spawn_pedestrian(best)) break;
+    ++ledger_actual_[best];
+    std::pop_heap(heap.begin(), heap.end(), below);
+    heap.back().first = ledger_target_[best] - ledger_actual_[best];
+    std::push_heap(heap.begin(), heap.end(), below);
+  }
 }
 
 bool World::spawn_pedestrian(std::uint32_t fragment) {

@@ -790,6 +790,9 @@ class World {
   void ledger_counts(std::vector<std::uint32_t>& out,
                      std::vector<std::uint32_t>* fragment_of_slot = nullptr) const;
   std::vector<std::uint32_t> fragment_of_slot_;  // scratch for trimming
+  // Scratch for growth: the open fragments as a heap, largest gap first.
+  std::vector<std::pair<double, std::uint32_t>> ledger_gaps_;
+  void grow_background(std::uint32_t n);
 
   // Parallel parts (phase_executor.hpp). One MovePart per kRowsPerPart
   // pedestrians: what phase 6 would have done to shared state, queued in row
