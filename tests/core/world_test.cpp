@@ -307,6 +307,86 @@ TEST_CASE("growth takes the largest gap first, the lowest fragment among equal g
   CHECK(hook.counts == expected);
 }
 
+TEST_CASE("trimming takes the largest surplus first and Coarse, then the highest id, in it") {
+  // 240 walkers on 5 m fragments, then a target of 60: one step trims 180.
+  // The reference is the rule's plain scan over the state seen right before
+  // upkeep: the fragment with the largest surplus (the lowest among equals),
+  // in it Coarse before others, then the highest EntityId.
+  Scenario s = two_loops(240);
+  s.pedestrians.spawn_per_step_max = 1000;
+  s.pedestrians.fragment_length_m = 5.0;
+  s.tiers.full_cap = 30;
+  s.tiers.simulated_cap = 60;
+  s.observers = {{10.0, 5.0}};
+  auto w = make_valid(s, 9);
+  for (int k = 0; k < 12; ++k) w->step();
+  REQUIRE(w->pedestrians().size() == 240);
+  struct Row {
+    EntityId id;
+    bool coarse;
+    std::uint32_t fragment;
+  };
+  struct BeforeUpkeep final : StepPhaseHook {
+    const World* world = nullptr;
+    std::vector<Row> rows;
+    void phase_end(StepPhase phase) override {
+      if (phase != StepPhase::TimeAndZones) return;
+      const PedestrianStore& p = world->pedestrians();
+      for (std::uint32_t i = 0; i < p.size(); ++i)
+        rows.push_back({p.id[i], p.sim_tier[i] == SimTier::Coarse,
+                        world->lanes().fragment_of(p.lane[i], p.s_m[i])});
+    }
+  } hook;
+  hook.world = w.get();
+  REQUIRE(w->submit(env(1, SetPedestrianTarget{60})) == SubmitStatus::Queued);
+  w->set_phase_hook(&hook);
+  w->step();
+  w->set_phase_hook(nullptr);
+  const std::vector<LaneFragment>& frags = w->lanes().fragments();
+  double total = 0.0;
+  for (const LaneFragment& f : frags) total += f.length_m;
+  std::vector<std::uint32_t> actual(frags.size(), 0);
+  for (const Row& r : hook.rows)
+    if (r.fragment != LaneGraph::kNoFragment) ++actual[r.fragment];
+  std::vector<EntityId> expected;
+  std::vector<bool> taken(hook.rows.size(), false);
+  for (int k = 0; k < 180; ++k) {
+    std::size_t worst = frags.size();
+    double worst_surplus = 0.0;
+    for (std::size_t f = 0; f < frags.size(); ++f) {
+      const double surplus = actual[f] - 60.0 * frags[f].length_m / total;
+      if (actual[f] > 0 && (worst == frags.size() || surplus > worst_surplus)) {
+        worst = f;
+        worst_surplus = surplus;
+      }
+    }
+    REQUIRE(worst < frags.size());
+    std::size_t pick = hook.rows.size();
+    for (std::size_t i = 0; i < hook.rows.size(); ++i) {
+      const Row& r = hook.rows[i];
+      if (taken[i] || r.fragment != worst) continue;
+      if (pick == hook.rows.size()) {
+        pick = i;
+        continue;
+      }
+      const Row& p = hook.rows[pick];
+      if (r.coarse != p.coarse ? r.coarse : p.id < r.id) pick = i;
+    }
+    REQUIRE(pick < hook.rows.size());
+    taken[pick] = true;
+    --actual[worst];
+    expected.push_back(hook.rows[pick].id);
+  }
+  std::vector<EntityId> trimmed;
+  for (const DespawnNotice& n : w->despawn_notices())
+    if (n.reason == DespawnReason::Overpopulated) trimmed.push_back(n.id);
+  std::sort(expected.begin(), expected.end());
+  std::sort(trimmed.begin(), trimmed.end());
+  CHECK(std::count_if(hook.rows.begin(), hook.rows.end(), [](const Row& r) { return r.coarse; }) >
+        0);
+  CHECK(trimmed == expected);
+}
+
 TEST_CASE("pedestrians stay on walkable lanes") {
   auto w = make_valid(two_loops(100), 9);
   for (int k = 0; k < 500; ++k) {

@@ -82,37 +82,7 @@ void World::phase_background_upkeep() {
         std::min(alive - pedestrian_target_, scenario_.pedestrians.spawn_per_step_max);
     assert(fragment_of_slot_.size() == pedestrians_.size());
     [[maybe_unused]] const std::size_t requested_before = despawn_requests_.size();
-    // Candidates per fragment: Coarse (off-screen) before others, then the
-    // highest EntityId; the choice depends on state only, never on storage order.
-    for (std::uint32_t k = 0; k < n; ++k) {
-      std::uint32_t worst = LaneGraph::kNoFragment;
-      double worst_surplus = 0.0;
-      for (std::uint32_t f = 0; f < nf; ++f) {
-        const double surplus = ledger_actual_[f] - ledger_target_[f];
-        if (ledger_actual_[f] > 0 && (worst == LaneGraph::kNoFragment || surplus > worst_surplus)) {
-          worst = f;
-          worst_surplus = surplus;
-        }
-      }
-      std::uint32_t pick = PedestrianStore::kNoSlot;
-      for (std::uint32_t i = 0; i < pedestrians_.size(); ++i) {
-        if (pedestrians_.origin[i] != static_cast<std::uint8_t>(PedestrianOrigin::Background) ||
-            despawn_pending_[pedestrians_.id[i].index] != 0) {
-          continue;
-        }
-        if (worst != LaneGraph::kNoFragment && fragment_of_slot_[i] != worst) continue;
-        if (pick == PedestrianStore::kNoSlot) {
-          pick = i;
-          continue;
-        }
-        const bool ci = pedestrians_.sim_tier[i] == SimTier::Coarse;
-        const bool cp = pedestrians_.sim_tier[pick] == SimTier::Coarse;
-        if (ci != cp ? ci : pedestrians_.id[pick] < pedestrians_.id[i]) pick = i;
-      }
-      if (pick == PedestrianStore::kNoSlot) break;
-      if (worst != LaneGraph::kNoFragment) --ledger_actual_[worst];
-      request_despawn(pedestrians_.id[pick], DespawnReason::Overpopulated);
-    }
+    trim_background(n);
     // Trimming only asks (phase 9 removes), at most the per-step cap.
     assert(despawn_requests_.size() - requested_before <= n);
     assert(background_count_ == alive);
@@ -126,6 +96,94 @@ void World::phase_background_upkeep() {
   assert(background_count_ - alive <= n);
 }
 
+namespace {
+
+// Fragments as a heap whose top is the largest key, the lowest index among
+// equal keys (what a scan keeping the first strictly larger key finds).
+using FragmentKey = std::pair<double, std::uint32_t>;
+bool below(const FragmentKey& a, const FragmentKey& b) {
+  return a.first != b.first ? a.first < b.first : a.second > b.second;
+}
+
+}  // namespace
+
+bool World::trimmed_before(std::uint32_t a, std::uint32_t b) const {
+  const bool ca = pedestrians_.sim_tier[a] == SimTier::Coarse;
+  const bool cb = pedestrians_.sim_tier[b] == SimTier::Coarse;
+  return ca != cb ? ca : pedestrians_.id[b] < pedestrians_.id[a];
+}
+
+void World::trim_background(std::uint32_t n) {
+  // Each trim takes, from the fragment with the largest surplus (actual -
+  // target; the lowest index among equals) that still has background
+  // pedestrians, its candidate (background, not yet asked to leave) that
+  // goes first: Coarse (off-screen) before others, then the highest
+  // EntityId, so the choice depends on state only, never on storage order.
+  // Candidates are grouped by fragment (the slot after the last fragment
+  // holds those on no fragment), each group ordered once, and the fragments
+  // wait in a heap: a trim of many costs the rows about once, not once per
+  // trim.
+  const auto nf = static_cast<std::uint32_t>(ledger_actual_.size());
+  const auto candidate = [&](std::uint32_t i) {
+    return pedestrians_.origin[i] == static_cast<std::uint8_t>(PedestrianOrigin::Background) &&
+           despawn_pending_[pedestrians_.id[i].index] == 0;
+  };
+  const auto bucket = [&](std::uint32_t i) {
+    return fragment_of_slot_[i] == LaneGraph::kNoFragment ? nf : fragment_of_slot_[i];
+  };
+  trim_start_.assign(std::size_t{nf} + 2, 0);
+  for (std::uint32_t i = 0; i < pedestrians_.size(); ++i)
+    if (candidate(i)) ++trim_start_[bucket(i) + 1];
+  for (std::uint32_t f = 0; f <= nf; ++f) trim_start_[f + 1] += trim_start_[f];
+  trim_rows_.resize(trim_start_[nf + 1]);
+  std::vector<std::uint32_t>& next = fragment_of_slot_;  // no longer needed: reused as cursors
+  {
+    std::vector<std::uint32_t> fill(trim_start_.begin(), trim_start_.end() - 1);
+    for (std::uint32_t i = 0; i < pedestrians_.size(); ++i)
+      if (candidate(i)) trim_rows_[fill[bucket(i)]++] = i;
+  }
+  std::vector<FragmentKey>& heap = ledger_gaps_;
+  heap.clear();
+  for (std::uint32_t f = 0; f < nf; ++f)
+    if (ledger_actual_[f] > 0) heap.emplace_back(ledger_actual_[f] - ledger_target_[f], f);
+  std::make_heap(heap.begin(), heap.end(), below);
+  // A fragment's candidates are ordered when it is first trimmed from (a
+  // trim of a few touches a few fragments): until then its cursor is kUnsorted.
+  constexpr std::uint32_t kUnsorted = UINT32_MAX;
+  next.assign(nf, kUnsorted);
+  const auto cursor = [&](std::uint32_t f) -> std::uint32_t& {
+    if (next[f] == kUnsorted) {
+      std::sort(trim_rows_.begin() + trim_start_[f], trim_rows_.begin() + trim_start_[f + 1],
+                [&](std::uint32_t a, std::uint32_t b) { return trimmed_before(a, b); });
+      next[f] = trim_start_[f];
+    }
+    return next[f];
+  };
+  for (std::uint32_t k = 0; k < n; ++k) {
+    std::uint32_t pick = PedestrianStore::kNoSlot;
+    if (heap.empty()) {
+      // No fragment holds a background pedestrian: the first candidate anywhere.
+      for (std::uint32_t i = 0; i < pedestrians_.size(); ++i)
+        if (candidate(i) && (pick == PedestrianStore::kNoSlot || trimmed_before(i, pick))) pick = i;
+    } else {
+      const std::uint32_t worst = heap.front().second;
+      std::uint32_t& at = cursor(worst);
+      if (at == trim_start_[worst + 1]) break;  // its pedestrians all leave already
+      pick = trim_rows_[at++];
+      --ledger_actual_[worst];
+      std::pop_heap(heap.begin(), heap.end(), below);
+      if (ledger_actual_[worst] > 0) {
+        heap.back().first = ledger_actual_[worst] - ledger_target_[worst];
+        std::push_heap(heap.begin(), heap.end(), below);
+      } else {
+        heap.pop_back();
+      }
+    }
+    if (pick == PedestrianStore::kNoSlot) break;
+    request_despawn(pedestrians_.id[pick], DespawnReason::Overpopulated);
+  }
+}
+
 void World::grow_background(std::uint32_t n) {
   // Each spawn goes to the open fragment with the largest gap (target -
   // actual), the lowest index among equal gaps. The fragments wait in a heap
@@ -133,7 +191,7 @@ void World::grow_background(std::uint32_t n) {
   // one step (a million spawns over thousands of fragments) costs n log
   // fragments, not n x fragments, and takes the same fragments in the same
   // order as a scan would.
-  std::vector<std::pair<double, std::uint32_t>>& heap = ledger_gaps_;
+  std::vector<FragmentKey>& heap = ledger_gaps_;
   heap.clear();
   const std::uint32_t nf = static_cast<std::uint32_t>(ledger_actual_.size());
   for (std::uint32_t f = 0; f < nf; ++f) {
@@ -142,12 +200,6 @@ void World::grow_background(std::uint32_t n) {
     if (leaves_district(lanes_.fragments()[f].lane)) continue;  // another district's
     heap.emplace_back(ledger_target_[f] - ledger_actual_[f], f);
   }
-  // "a before b": a's gap is smaller, or equal with a larger index; the
-  // heap's top is then the largest gap at the lowest index.
-  const auto below = [](const std::pair<double, std::uint32_t>& a,
-                        const std::pair<double, std::uint32_t>& b) {
-    return a.first != b.first ? a.first < b.first : a.second > b.second;
-  };
   std::make_heap(heap.begin(), heap.end(), below);
   for (std::uint32_t k = 0; k < n; ++k) {
     if (heap.empty()) {

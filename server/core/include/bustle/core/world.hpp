@@ -790,9 +790,15 @@ class World {
   void ledger_counts(std::vector<std::uint32_t>& out,
                      std::vector<std::uint32_t>* fragment_of_slot = nullptr) const;
   std::vector<std::uint32_t> fragment_of_slot_;  // scratch for trimming
-  // Scratch for growth: the open fragments as a heap, largest gap first.
+  // Scratch for growth and trimming: fragments as a heap, largest gap or
+  // surplus first; trimming's candidates grouped by fragment.
   std::vector<std::pair<double, std::uint32_t>> ledger_gaps_;
+  std::vector<std::uint32_t> trim_rows_;
+  std::vector<std::uint32_t> trim_start_;
   void grow_background(std::uint32_t n);
+  void trim_background(std::uint32_t n);
+  // Whether trimming takes pedestrian row a before row b.
+  bool trimmed_before(std::uint32_t a, std::uint32_t b) const;
 
   // Parallel parts (phase_executor.hpp). One MovePart per kRowsPerPart
   // pedestrians: what phase 6 would have done to shared state, queued in row
