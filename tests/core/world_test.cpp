@@ -263,6 +263,27 @@ TEST_CASE("background growth fills the lane density ledger evenly") {
   CHECK(sum.max_deficit < 1.5);
 }
 
+namespace {
+
+// One step with `hook` listening.
+void step_hooked(World& w, StepPhaseHook& hook) {
+  w.set_phase_hook(&hook);
+  w.step();
+  w.set_phase_hook(nullptr);
+}
+
+// Each sidewalk fragment's share of `count` background pedestrians, by
+// length (as the density ledger computes it).
+std::vector<double> ledger_shares(const World& w, double count) {
+  double total = 0.0;
+  for (const LaneFragment& f : w.lanes().fragments()) total += f.length_m;
+  std::vector<double> share;
+  for (const LaneFragment& f : w.lanes().fragments()) share.push_back(count * f.length_m / total);
+  return share;
+}
+
+}  // namespace
+
 TEST_CASE("growth takes the largest gap first, the lowest fragment among equal gaps") {
   // 137 pedestrians spawned in one step over equal 5 m fragments: many
   // gaps tie, so the fragments they land on (seen right after upkeep,
@@ -284,18 +305,15 @@ TEST_CASE("growth takes the largest gap first, the lowest fragment among equal g
     }
   } hook;
   hook.world = w.get();
-  w->set_phase_hook(&hook);
-  w->step();
-  w->set_phase_hook(nullptr);
+  step_hooked(*w, hook);
   const std::vector<LaneFragment>& frags = w->lanes().fragments();
-  double total = 0.0;
-  for (const LaneFragment& f : frags) total += f.length_m;
+  const std::vector<double> share = ledger_shares(*w, 137.0);
   std::vector<std::uint32_t> expected(frags.size(), 0);
   for (std::uint32_t k = 0; k < 137; ++k) {
     std::size_t best = 0;
     double best_gap = -std::numeric_limits<double>::infinity();
     for (std::size_t f = 0; f < frags.size(); ++f) {
-      const double gap = 137.0 * frags[f].length_m / total - expected[f];
+      const double gap = share[f] - expected[f];
       if (gap > best_gap) {
         best = f;
         best_gap = gap;
@@ -339,12 +357,9 @@ TEST_CASE("trimming takes the largest surplus first and Coarse, then the highest
   } hook;
   hook.world = w.get();
   REQUIRE(w->submit(env(1, SetPedestrianTarget{60})) == SubmitStatus::Queued);
-  w->set_phase_hook(&hook);
-  w->step();
-  w->set_phase_hook(nullptr);
+  step_hooked(*w, hook);
   const std::vector<LaneFragment>& frags = w->lanes().fragments();
-  double total = 0.0;
-  for (const LaneFragment& f : frags) total += f.length_m;
+  const std::vector<double> share = ledger_shares(*w, 60.0);
   std::vector<std::uint32_t> actual(frags.size(), 0);
   for (const Row& r : hook.rows)
     if (r.fragment != LaneGraph::kNoFragment) ++actual[r.fragment];
@@ -354,7 +369,7 @@ TEST_CASE("trimming takes the largest surplus first and Coarse, then the highest
     std::size_t worst = frags.size();
     double worst_surplus = 0.0;
     for (std::size_t f = 0; f < frags.size(); ++f) {
-      const double surplus = actual[f] - 60.0 * frags[f].length_m / total;
+      const double surplus = actual[f] - share[f];
       if (actual[f] > 0 && (worst == frags.size() || surplus > worst_surplus)) {
         worst = f;
         worst_surplus = surplus;
