@@ -325,13 +325,18 @@ TEST_CASE("growth takes the largest gap first, the lowest fragment among equal g
   CHECK(hook.counts == expected);
 }
 
-TEST_CASE("trimming takes the largest surplus first and Coarse, then the highest id, in it") {
-  // 240 walkers on 5 m fragments, then a target of 60: one step trims 180.
-  // The reference is the rule's plain scan over the state seen right before
-  // upkeep: the fragment with the largest surplus (the lowest among equals),
-  // in it Coarse before others, then the highest EntityId.
+namespace {
+
+// 240 walkers on 5 m fragments, then `target`: one step trims 240 - target,
+// at most `cap` (the scenario's per-step cap).
+// The reference is the rule's plain scan over the state seen right before
+// upkeep: the fragment with the largest surplus (the lowest among equals),
+// in it Coarse before others, then the highest EntityId; once no fragment
+// holds anyone, the same order over everyone left (those on crossings).
+// Returns how many of the trimmed stood on no fragment.
+std::size_t check_trim(std::uint32_t target, std::uint32_t cap) {
   Scenario s = two_loops(240);
-  s.pedestrians.spawn_per_step_max = 1000;
+  s.pedestrians.spawn_per_step_max = cap;
   s.pedestrians.fragment_length_m = 5.0;
   s.tiers.full_cap = 30;
   s.tiers.simulated_cap = 60;
@@ -356,16 +361,17 @@ TEST_CASE("trimming takes the largest surplus first and Coarse, then the highest
     }
   } hook;
   hook.world = w.get();
-  REQUIRE(w->submit(env(1, SetPedestrianTarget{60})) == SubmitStatus::Queued);
+  REQUIRE(w->submit(env(1, SetPedestrianTarget{target})) == SubmitStatus::Queued);
   step_hooked(*w, hook);
   const std::vector<LaneFragment>& frags = w->lanes().fragments();
-  const std::vector<double> share = ledger_shares(*w, 60.0);
+  const std::vector<double> share = ledger_shares(*w, target);
   std::vector<std::uint32_t> actual(frags.size(), 0);
   for (const Row& r : hook.rows)
     if (r.fragment != LaneGraph::kNoFragment) ++actual[r.fragment];
   std::vector<EntityId> expected;
   std::vector<bool> taken(hook.rows.size(), false);
-  for (int k = 0; k < 180; ++k) {
+  std::size_t off_fragments = 0;
+  for (std::uint32_t k = 0; k < std::min(240 - target, cap); ++k) {
     std::size_t worst = frags.size();
     double worst_surplus = 0.0;
     for (std::size_t f = 0; f < frags.size(); ++f) {
@@ -375,11 +381,10 @@ TEST_CASE("trimming takes the largest surplus first and Coarse, then the highest
         worst_surplus = surplus;
       }
     }
-    REQUIRE(worst < frags.size());
     std::size_t pick = hook.rows.size();
     for (std::size_t i = 0; i < hook.rows.size(); ++i) {
       const Row& r = hook.rows[i];
-      if (taken[i] || r.fragment != worst) continue;
+      if (taken[i] || (worst < frags.size() && r.fragment != worst)) continue;
       if (pick == hook.rows.size()) {
         pick = i;
         continue;
@@ -389,7 +394,8 @@ TEST_CASE("trimming takes the largest surplus first and Coarse, then the highest
     }
     REQUIRE(pick < hook.rows.size());
     taken[pick] = true;
-    --actual[worst];
+    if (worst < frags.size()) --actual[worst];
+    off_fragments += hook.rows[pick].fragment == LaneGraph::kNoFragment;
     expected.push_back(hook.rows[pick].id);
   }
   std::vector<EntityId> trimmed;
@@ -400,6 +406,19 @@ TEST_CASE("trimming takes the largest surplus first and Coarse, then the highest
   CHECK(std::count_if(hook.rows.begin(), hook.rows.end(), [](const Row& r) { return r.coarse; }) >
         0);
   CHECK(trimmed == expected);
+  return off_fragments;
+}
+
+}  // namespace
+
+TEST_CASE("trimming takes the largest surplus first and Coarse, then the highest id, in it") {
+  CHECK(check_trim(60, 1000) == 0);
+}
+
+TEST_CASE("trimming to none takes those on crossings last, in the same order") {
+  // 238 of 240: the last trims choose among those on crossings (3 here),
+  // and which stay shows their order.
+  CHECK(check_trim(0, 238) >= 1);
 }
 
 TEST_CASE("pedestrians stay on walkable lanes") {

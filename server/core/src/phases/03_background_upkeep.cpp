@@ -147,10 +147,11 @@ void World::trim_background(std::uint32_t n) {
   for (std::uint32_t f = 0; f < nf; ++f)
     if (ledger_actual_[f] > 0) heap.emplace_back(ledger_actual_[f] - ledger_target_[f], f);
   std::make_heap(heap.begin(), heap.end(), below);
-  // A fragment's candidates are ordered when it is first trimmed from (a
-  // trim of a few touches a few fragments): until then its cursor is kUnsorted.
+  // A fragment's candidates (and those on no fragment, slot nf) are ordered
+  // when first trimmed from (a trim of a few touches a few fragments): until
+  // then their cursor is kUnsorted.
   constexpr std::uint32_t kUnsorted = UINT32_MAX;
-  next.assign(nf, kUnsorted);
+  next.assign(std::size_t{nf} + 1, kUnsorted);
   const auto cursor = [&](std::uint32_t f) -> std::uint32_t& {
     if (next[f] == kUnsorted) {
       std::sort(trim_rows_.begin() + trim_start_[f], trim_rows_.begin() + trim_start_[f + 1],
@@ -162,9 +163,11 @@ void World::trim_background(std::uint32_t n) {
   for (std::uint32_t k = 0; k < n; ++k) {
     std::uint32_t pick = PedestrianStore::kNoSlot;
     if (heap.empty()) {
-      // No fragment holds a background pedestrian: the first candidate anywhere.
-      for (std::uint32_t i = 0; i < pedestrians_.size(); ++i)
-        if (candidate(i) && (pick == PedestrianStore::kNoSlot || trimmed_before(i, pick))) pick = i;
+      // No fragment holds a background pedestrian any more (each pick took
+      // one its fragment counted): the candidates left stand on no fragment.
+      std::uint32_t& at = cursor(nf);
+      if (at == trim_start_[nf + 1]) break;
+      pick = trim_rows_[at++];
     } else {
       const std::uint32_t worst = heap.front().second;
       std::uint32_t& at = cursor(worst);
