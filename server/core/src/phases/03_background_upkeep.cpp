@@ -119,71 +119,70 @@ void World::trim_background(std::uint32_t n) {
   // pedestrians, its candidate (background, not yet asked to leave) that
   // goes first: Coarse (off-screen) before others, then the highest
   // EntityId, so the choice depends on state only, never on storage order.
-  // Candidates are grouped by fragment (the slot after the last fragment
-  // holds those on no fragment), each group ordered once, and the fragments
-  // wait in a heap: a trim of many costs the rows about once, not once per
-  // trim.
+  // Once no fragment holds one, the candidates on no fragment (crossings)
+  // follow in the same order. Which fragment each trim takes from depends
+  // on the counts alone until one runs out of candidates (where trimming
+  // stops), so the plan comes first, from a heap of the fragments; then one
+  // pass gathers the candidates of the fragments the plan touches, each
+  // group ordered when first taken from. A trim of a few costs about one
+  // pass over the rows, a trim of many not one pass per trim.
   const auto nf = static_cast<std::uint32_t>(ledger_actual_.size());
-  const auto candidate = [&](std::uint32_t i) {
-    return pedestrians_.origin[i] == static_cast<std::uint8_t>(PedestrianOrigin::Background) &&
-           despawn_pending_[pedestrians_.id[i].index] == 0;
-  };
-  const auto bucket = [&](std::uint32_t i) {
-    return fragment_of_slot_[i] == LaneGraph::kNoFragment ? nf : fragment_of_slot_[i];
-  };
-  trim_start_.assign(std::size_t{nf} + 2, 0);
-  for (std::uint32_t i = 0; i < pedestrians_.size(); ++i)
-    if (candidate(i)) ++trim_start_[bucket(i) + 1];
-  for (std::uint32_t f = 0; f <= nf; ++f) trim_start_[f + 1] += trim_start_[f];
-  trim_rows_.resize(trim_start_[nf + 1]);
-  std::vector<std::uint32_t>& next = fragment_of_slot_;  // no longer needed: reused as cursors
-  {
-    std::vector<std::uint32_t> fill(trim_start_.begin(), trim_start_.end() - 1);
-    for (std::uint32_t i = 0; i < pedestrians_.size(); ++i)
-      if (candidate(i)) trim_rows_[fill[bucket(i)]++] = i;
-  }
-  std::vector<FragmentKey>& heap = ledger_gaps_;
+  std::vector<std::pair<double, std::uint32_t>>& heap = ledger_gaps_;
   heap.clear();
   for (std::uint32_t f = 0; f < nf; ++f)
     if (ledger_actual_[f] > 0) heap.emplace_back(ledger_actual_[f] - ledger_target_[f], f);
   std::make_heap(heap.begin(), heap.end(), below);
-  // A fragment's candidates (and those on no fragment, slot nf) are ordered
-  // when first trimmed from (a trim of a few touches a few fragments): until
-  // then their cursor is kUnsorted.
-  constexpr std::uint32_t kUnsorted = UINT32_MAX;
-  next.assign(std::size_t{nf} + 1, kUnsorted);
-  const auto cursor = [&](std::uint32_t f) -> std::uint32_t& {
-    if (next[f] == kUnsorted) {
-      std::sort(trim_rows_.begin() + trim_start_[f], trim_rows_.begin() + trim_start_[f + 1],
-                [&](std::uint32_t a, std::uint32_t b) { return trimmed_before(a, b); });
-      next[f] = trim_start_[f];
-    }
-    return next[f];
-  };
+  trim_plan_.clear();  // per trim, its fragment (nf: no fragment)
   for (std::uint32_t k = 0; k < n; ++k) {
-    std::uint32_t pick = PedestrianStore::kNoSlot;
     if (heap.empty()) {
-      // No fragment holds a background pedestrian any more (each pick took
-      // one its fragment counted): the candidates left stand on no fragment.
-      std::uint32_t& at = cursor(nf);
-      if (at == trim_start_[nf + 1]) break;
-      pick = trim_rows_[at++];
-    } else {
-      const std::uint32_t worst = heap.front().second;
-      std::uint32_t& at = cursor(worst);
-      if (at == trim_start_[worst + 1]) break;  // its pedestrians all leave already
-      pick = trim_rows_[at++];
-      --ledger_actual_[worst];
-      std::pop_heap(heap.begin(), heap.end(), below);
-      if (ledger_actual_[worst] > 0) {
-        heap.back().first = ledger_actual_[worst] - ledger_target_[worst];
-        std::push_heap(heap.begin(), heap.end(), below);
-      } else {
-        heap.pop_back();
-      }
+      trim_plan_.push_back(nf);
+      continue;
     }
-    if (pick == PedestrianStore::kNoSlot) break;
-    request_despawn(pedestrians_.id[pick], DespawnReason::Overpopulated);
+    const std::uint32_t worst = heap.front().second;
+    trim_plan_.push_back(worst);
+    --ledger_actual_[worst];
+    std::pop_heap(heap.begin(), heap.end(), below);
+    if (ledger_actual_[worst] > 0) {
+      heap.back().first = ledger_actual_[worst] - ledger_target_[worst];
+      std::push_heap(heap.begin(), heap.end(), below);
+    } else {
+      heap.pop_back();
+    }
+  }
+  // The candidates of the planned fragments, grouped by fragment (slot nf:
+  // those on no fragment), in row order within a group.
+  trim_start_.assign(std::size_t{nf} + 2, 0);
+  std::vector<std::uint32_t>& group_of = fragment_of_slot_;  // reused: no fragment -> nf
+  for (std::uint32_t& f : group_of) f = f == LaneGraph::kNoFragment ? nf : f;
+  trim_touched_.assign(std::size_t{nf} + 1, 0);
+  for (const std::uint32_t f : trim_plan_) trim_touched_[f] = 1;
+  const auto candidate = [&](std::uint32_t i) {
+    return trim_touched_[group_of[i]] != 0 &&
+           pedestrians_.origin[i] == static_cast<std::uint8_t>(PedestrianOrigin::Background) &&
+           despawn_pending_[pedestrians_.id[i].index] == 0;
+  };
+  trim_rows_.clear();
+  for (std::uint32_t i = 0; i < pedestrians_.size(); ++i) {
+    if (!candidate(i)) continue;
+    ++trim_start_[group_of[i] + 1];
+    trim_rows_.push_back(i);
+  }
+  for (std::uint32_t f = 0; f <= nf; ++f) trim_start_[f + 1] += trim_start_[f];
+  trim_cursor_.assign(trim_start_.begin(), trim_start_.end() - 1);
+  trim_grouped_.resize(trim_rows_.size());
+  for (const std::uint32_t i : trim_rows_) trim_grouped_[trim_cursor_[group_of[i]]++] = i;
+  // A group is ordered when first taken from; until then its cursor is kUnsorted.
+  constexpr std::uint32_t kUnsorted = UINT32_MAX;
+  std::fill(trim_cursor_.begin(), trim_cursor_.end(), kUnsorted);
+  for (const std::uint32_t f : trim_plan_) {
+    std::uint32_t& at = trim_cursor_[f];
+    if (at == kUnsorted) {
+      std::sort(trim_grouped_.begin() + trim_start_[f], trim_grouped_.begin() + trim_start_[f + 1],
+                [&](std::uint32_t a, std::uint32_t b) { return trimmed_before(a, b); });
+      at = trim_start_[f];
+    }
+    if (at == trim_start_[f + 1]) break;  // its pedestrians all leave already
+    request_despawn(pedestrians_.id[trim_grouped_[at++]], DespawnReason::Overpopulated);
   }
 }
 
