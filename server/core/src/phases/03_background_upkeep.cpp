@@ -107,12 +107,6 @@ bool below(const FragmentKey& a, const FragmentKey& b) {
 
 }  // namespace
 
-bool World::trimmed_before(std::uint32_t a, std::uint32_t b) const {
-  const bool ca = pedestrians_.sim_tier[a] == SimTier::Coarse;
-  const bool cb = pedestrians_.sim_tier[b] == SimTier::Coarse;
-  return ca != cb ? ca : pedestrians_.id[b] < pedestrians_.id[a];
-}
-
 void World::trim_background(std::uint32_t n) {
   // Each trim takes, from the fragment with the largest surplus (actual -
   // target; the lowest index among equals) that still has background
@@ -123,11 +117,11 @@ void World::trim_background(std::uint32_t n) {
   // follow in the same order. Which fragment each trim takes from depends
   // on the counts alone until one runs out of candidates (where trimming
   // stops), so the plan comes first, from a heap of the fragments; then one
-  // pass gathers the candidates of the fragments the plan touches, each
-  // group ordered when first taken from. A trim of a few costs about one
-  // pass over the rows, a trim of many not one pass per trim.
+  // pass gathers the candidates of the fragments the plan touches, grouped
+  // by fragment and ordered. A trim of a few costs about one pass over the
+  // rows, a trim of many not one pass per trim.
   const auto nf = static_cast<std::uint32_t>(ledger_actual_.size());
-  std::vector<std::pair<double, std::uint32_t>>& heap = ledger_gaps_;
+  std::vector<FragmentKey>& heap = ledger_gaps_;
   heap.clear();
   for (std::uint32_t f = 0; f < nf; ++f)
     if (ledger_actual_[f] > 0) heap.emplace_back(ledger_actual_[f] - ledger_target_[f], f);
@@ -149,40 +143,37 @@ void World::trim_background(std::uint32_t n) {
       heap.pop_back();
     }
   }
-  // The candidates of the planned fragments, grouped by fragment (slot nf:
-  // those on no fragment), in row order within a group.
-  trim_start_.assign(std::size_t{nf} + 2, 0);
-  std::vector<std::uint32_t>& group_of = fragment_of_slot_;  // reused: no fragment -> nf
-  for (std::uint32_t& f : group_of) f = f == LaneGraph::kNoFragment ? nf : f;
+  // The candidates of the planned fragments, grouped by fragment (group nf:
+  // those on no fragment), each group in the order trims take them.
+  const auto group = [&](std::uint32_t i) {
+    return fragment_of_slot_[i] == LaneGraph::kNoFragment ? nf : fragment_of_slot_[i];
+  };
   trim_touched_.assign(std::size_t{nf} + 1, 0);
   for (const std::uint32_t f : trim_plan_) trim_touched_[f] = 1;
-  const auto candidate = [&](std::uint32_t i) {
-    return trim_touched_[group_of[i]] != 0 &&
-           pedestrians_.origin[i] == static_cast<std::uint8_t>(PedestrianOrigin::Background) &&
-           despawn_pending_[pedestrians_.id[i].index] == 0;
-  };
+  // Each as (group << 32 | row), so the sort compares groups without a look-up.
   trim_rows_.clear();
   for (std::uint32_t i = 0; i < pedestrians_.size(); ++i) {
-    if (!candidate(i)) continue;
-    ++trim_start_[group_of[i] + 1];
-    trim_rows_.push_back(i);
+    if (trim_touched_[group(i)] != 0 &&
+        pedestrians_.origin[i] == static_cast<std::uint8_t>(PedestrianOrigin::Background) &&
+        despawn_pending_[pedestrians_.id[i].index] == 0)
+      trim_rows_.push_back(std::uint64_t{group(i)} << 32 | i);
   }
-  for (std::uint32_t f = 0; f <= nf; ++f) trim_start_[f + 1] += trim_start_[f];
-  trim_cursor_.assign(trim_start_.begin(), trim_start_.end() - 1);
-  trim_grouped_.resize(trim_rows_.size());
-  for (const std::uint32_t i : trim_rows_) trim_grouped_[trim_cursor_[group_of[i]]++] = i;
-  // A group is ordered when first taken from; until then its cursor is kUnsorted.
-  constexpr std::uint32_t kUnsorted = UINT32_MAX;
-  std::fill(trim_cursor_.begin(), trim_cursor_.end(), kUnsorted);
+  std::sort(trim_rows_.begin(), trim_rows_.end(), [&](std::uint64_t ka, std::uint64_t kb) {
+    if (ka >> 32 != kb >> 32) return ka >> 32 < kb >> 32;
+    const auto a = static_cast<std::uint32_t>(ka), b = static_cast<std::uint32_t>(kb);
+    const bool ca = pedestrians_.sim_tier[a] == SimTier::Coarse;
+    const bool cb = pedestrians_.sim_tier[b] == SimTier::Coarse;
+    return ca != cb ? ca : pedestrians_.id[b] < pedestrians_.id[a];
+  });
+  // Per group, its next candidate: its first, then one on per trim.
+  trim_next_.assign(std::size_t{nf} + 2, 0);
+  for (const std::uint64_t k : trim_rows_) ++trim_next_[(k >> 32) + 1];
+  for (std::uint32_t f = 0; f <= nf; ++f) trim_next_[f + 1] += trim_next_[f];
   for (const std::uint32_t f : trim_plan_) {
-    std::uint32_t& at = trim_cursor_[f];
-    if (at == kUnsorted) {
-      std::sort(trim_grouped_.begin() + trim_start_[f], trim_grouped_.begin() + trim_start_[f + 1],
-                [&](std::uint32_t a, std::uint32_t b) { return trimmed_before(a, b); });
-      at = trim_start_[f];
-    }
-    if (at == trim_start_[f + 1]) break;  // its pedestrians all leave already
-    request_despawn(pedestrians_.id[trim_grouped_[at++]], DespawnReason::Overpopulated);
+    std::uint32_t& at = trim_next_[f];
+    if (at == trim_rows_.size() || trim_rows_[at] >> 32 != f) break;  // all leave already
+    const auto row = static_cast<std::uint32_t>(trim_rows_[at++]);
+    request_despawn(pedestrians_.id[row], DespawnReason::Overpopulated);
   }
 }
 

@@ -793,16 +793,12 @@ class World {
   // Scratch for growth and trimming: fragments as a heap, largest gap or
   // surplus first; trimming's candidates grouped by fragment.
   std::vector<std::pair<double, std::uint32_t>> ledger_gaps_;
-  std::vector<std::uint32_t> trim_plan_;     // per trim, its fragment
-  std::vector<std::uint8_t> trim_touched_;   // per fragment: planned
-  std::vector<std::uint32_t> trim_rows_;     // candidates of planned fragments, row order
-  std::vector<std::uint32_t> trim_grouped_;  // the same grouped by fragment
-  std::vector<std::uint32_t> trim_start_;    // per fragment: its group's start
-  std::vector<std::uint32_t> trim_cursor_;
+  std::vector<std::uint32_t> trim_plan_;    // per trim, its fragment
+  std::vector<std::uint8_t> trim_touched_;  // per fragment: planned
+  std::vector<std::uint64_t> trim_rows_;    // candidates of planned fragments: fragment, row
+  std::vector<std::uint32_t> trim_next_;    // per fragment: its group's next candidate
   void grow_background(std::uint32_t n);
   void trim_background(std::uint32_t n);
-  // Whether trimming takes pedestrian row a before row b.
-  bool trimmed_before(std::uint32_t a, std::uint32_t b) const;
 
   // Parallel parts (phase_executor.hpp). One MovePart per kRowsPerPart
   // pedestrians: what phase 6 would have done to shared state, queued in row
