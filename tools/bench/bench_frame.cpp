@@ -41,9 +41,9 @@ double process_cpu_ms() {
   return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
 }
 
-// A district client's interest: one observer at its district's centre with
-// the district's radius, budgets large enough that the radius decides
-// (fanout's kDistrictBudgets), the default motion tolerance.
+// A district client's interest, as fanout's: one observer at its district's
+// centre with the district's radius, the district budgets, the default
+// motion tolerance.
 net::ClientInterest district_interest(const District& d) {
   net::ClientInterest in;
   net::ClientObserver o;
@@ -51,7 +51,7 @@ net::ClientInterest district_interest(const District& d) {
   o.y_m = d.y_m;
   o.radius_m = d.radius_m;
   in.observers = {o};
-  in.budgets = {4096, 65536, 65536};
+  in.budgets = {kDistrictActors, kDistrictInstances, kDistrictMarkers};
   return in;
 }
 
@@ -87,16 +87,15 @@ struct Clients {
   std::uint64_t held = 0;  // summed over the clients, every timed step
 };
 
-// Whether every client holds what its interest covers (0.8 x the pedestrians
-// expected within its radius to 1.2 x those within 1.1 x it), as fanout
-// checks its district clients; prints the first that does not.
+// Whether every client holds its district's share (District::holds_its_share),
+// as fanout checks its district clients; prints the first that does not.
 bool interest_applied(const DistrictCity& city, const Clients& clients) {
   for (std::size_t k = 0; k < clients.trackers.size(); ++k) {
     const District& d = city.districts[k];
     const auto held = static_cast<double>(clients.trackers[k].received());
-    if (held < 0.8 * d.expected || held > 1.2 * d.expected_hold) {
+    if (!d.holds_its_share(held)) {
       std::fprintf(stderr, "frame: client %zu holds %.0f entities, expected %.0f to %.0f\n", k,
-                   held, 0.8 * d.expected, 1.2 * d.expected_hold);
+                   held, d.held_min(), d.held_max());
       return false;
     }
   }

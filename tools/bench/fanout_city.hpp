@@ -15,7 +15,20 @@ struct District {
   double radius_m = 0;       // the client's interest radius
   double expected = 0;       // pedestrians expected within radius_m (uniform by sidewalk length)
   double expected_hold = 0;  // ... within 1.1 x radius_m (where a received entity may stay)
+  // What a client of this district holds when the server applied its
+  // interest: at least 0.8 x expected, at most 1.2 x expected_hold.
+  double held_min() const { return 0.8 * expected; }
+  double held_max() const { return 1.2 * expected_hold; }
+  bool holds_its_share(double held) const { return held >= held_min() && held <= held_max(); }
 };
+
+// A district client's budgets (actors, instances, markers): large enough
+// that its radius, not a budget, decides what it receives (a client whose
+// interest the server ignored would receive up to their sum, several times
+// its share).
+inline constexpr std::uint32_t kDistrictActors = 4096;
+inline constexpr std::uint32_t kDistrictInstances = 65536;
+inline constexpr std::uint32_t kDistrictMarkers = 65536;
 
 struct DistrictCity {
   std::string scenario_json;        // the scenario file's text
