@@ -219,6 +219,22 @@ TEST_CASE("the frame's bounds hold orphans the stores no longer hold") {
 
 namespace {
 
+// Every field a frame poses, entity by entity.
+void check_same(const net::PublishedEntity& a, const net::PublishedEntity& b) {
+  CHECK(a.id == b.id);
+  CHECK(a.lane == b.lane);
+  CHECK(a.s_mm == b.s_mm);
+  CHECK(a.speed_mmps == b.speed_mmps);
+  CHECK(a.x_m == b.x_m);
+  CHECK(a.y_m == b.y_m);
+  CHECK(a.weight == b.weight);
+  CHECK(a.archetype == b.archetype);
+  CHECK(a.sim_tier == b.sim_tier);
+  CHECK(a.retiring == b.retiring);
+  CHECK(a.corpse == b.corpse);
+  CHECK(a.label == b.label);
+}
+
 // Two rings 1 km apart with a road through the first: a disc over the west
 // end of the first ring poses that stretch of its lanes, never the second
 // ring, while pedestrians despawn (orphans fading on both rings) and
@@ -270,21 +286,7 @@ std::size_t check_covered_frames(std::uint32_t full_cap, std::uint32_t simulated
       return w->lanes().lane(e.lane).id.rfind("far-", 0) == 0;
     }));
     REQUIRE(part->entities.size() == expected.size());
-    for (std::size_t k = 0; k < expected.size(); ++k) {
-      const net::PublishedEntity &a = part->entities[k], &b = expected[k];
-      CHECK(a.id == b.id);
-      CHECK(a.lane == b.lane);
-      CHECK(a.s_mm == b.s_mm);
-      CHECK(a.speed_mmps == b.speed_mmps);
-      CHECK(a.x_m == b.x_m);
-      CHECK(a.y_m == b.y_m);
-      CHECK(a.weight == b.weight);
-      CHECK(a.archetype == b.archetype);
-      CHECK(a.sim_tier == b.sim_tier);
-      CHECK(a.retiring == b.retiring);
-      CHECK(a.corpse == b.corpse);
-      CHECK(a.label == b.label);
-    }
+    for (std::size_t k = 0; k < expected.size(); ++k) check_same(part->entities[k], expected[k]);
     // Every pedestrian counts for its chain's dots, posed or not.
     std::vector<std::uint32_t> chains(w->lanes().chains().size(), 0);
     for (const net::PublishedEntity& e : whole->entities)
@@ -311,4 +313,28 @@ TEST_CASE("a covered frame poses exactly the Coarse pedestrians extrapolated int
   // simulated ones, so a walker simulated outside a stretch may be posed in
   // it, and one simulated inside may have left it.
   CHECK(check_covered_frames(1, 2) > 100);
+}
+
+TEST_CASE("discs that reach every lane end to end give the whole frame's entities") {
+  // The ring's lanes all lie within 40 m of its middle: one disc holds the
+  // city, so the frame is built as a whole one (every row posed, chain
+  // counts on dot steps only) while it keeps its disc for the sessions.
+  auto w = make(ring());
+  const net::ArchetypeTable archetypes = net::make_archetypes(w->scenario());
+  const net::Coverage all_lanes{false, {{15.0, 5.0, 40.0}}};
+  net::FramePool pool;
+  std::size_t compared = 0;
+  for (int step = 1; step <= 24; ++step) {
+    w->step();
+    const auto whole = net::make_published_frame(*w, archetypes);
+    const auto part = pool.make(*w, archetypes, 0, {}, true, all_lanes);
+    CHECK_FALSE(part->coverage.whole);
+    CHECK(part->coverage.discs == all_lanes.discs);
+    CHECK(part->chain_pedestrians == whole->chain_pedestrians);
+    CHECK(part->chain_pedestrians.empty() == !part->dot_step);
+    REQUIRE(part->entities.size() == whole->entities.size());
+    for (std::size_t k = 0; k < whole->entities.size(); ++k, ++compared)
+      check_same(part->entities[k], whole->entities[k]);
+  }
+  CHECK(compared > 100);
 }

@@ -439,6 +439,15 @@ struct FrameBuilder {
   }
 };
 
+// Whether every lane's stretch runs from its start to its end: every row's
+// posed distance (clamped to its lane) then lies in it.
+bool holds_every_lane(const core::LaneGraph& lanes, const std::vector<PosedSpan>& spans) {
+  for (core::LaneIndex l = 0; l < lanes.size(); ++l) {
+    if (spans[l].lo_mm != 0 || spans[l].hi_mm < proto::to_mm(lanes.lane(l).length_m)) return false;
+  }
+  return true;
+}
+
 // `covered`: per lane, the stretch `coverage` poses (LaneCoverage::mark);
 // null when the coverage is whole.
 void build_frame(const core::World& world, const ArchetypeTable& archetypes,
@@ -528,8 +537,14 @@ std::shared_ptr<const PublishedFrame> FramePool::make(
     if (frames_.size() < kFramePoolSize) frames_.push_back(frame);
   }
   const PosedSpan* covered = nullptr;
-  if (with_entities && !coverage.whole)
-    covered = lane_coverage_.mark(world.lanes(), coverage, world_epoch).data();
+  if (with_entities && !coverage.whole) {
+    const std::vector<PosedSpan>& spans = lane_coverage_.mark(world.lanes(), coverage, world_epoch);
+    // Discs that between them reach every lane end to end (many clients
+    // spread over the city) pose every entity: the frame is then built as a
+    // whole one, without testing each row against its lane's stretch. It
+    // keeps its discs, so sessions check their needs against them as ever.
+    if (!holds_every_lane(world.lanes(), spans)) covered = spans.data();
+  }
   build_frame(world, archetypes, world_epoch, with_entities, coverage, covered, frame.get());
   frame->awaiting_representation.assign(awaiting_representation.begin(),
                                         awaiting_representation.end());

@@ -99,8 +99,9 @@ struct PublishedFrame {
   // Per lane chain: the pedestrian entities of `entities` on it. A client's
   // dots are this minus the pedestrians it receives, so they cost it what it
   // receives, not a walk over the whole frame. Filled on dot steps and in
-  // every frame that is not whole (empty otherwise: a client's dots are
-  // then counted by a walk).
+  // every frame that leaves some entity out (empty otherwise: a client's
+  // dots are then counted by a walk). A frame whose discs reach every lane
+  // end to end leaves none out: it is built as a whole one.
   std::vector<std::uint32_t> chain_pedestrians;
   // The world's observers (scenario + SetObservers): clients without
   // observers of their own are ranked from these, like the tier resolver.
