@@ -217,6 +217,36 @@ void StreamTracker::set_lease_grace_steps(std::uint32_t grace_steps) {
 
 // Step 1: the candidates, sorted by frame position (= entity index), each
 // with the hint it was last sent (None when not received).
+StreamTracker::Candidate StreamTracker::candidate(const PublishedEntity& e, std::uint32_t pos,
+                                                  double ratio) const {
+  Candidate c;
+  c.id = e.id;
+  c.pos = pos;
+  c.sim_tier = e.sim_tier;
+  c.retiring = e.retiring;
+  c.key = ratio;
+  c.distance = field_.effective_distance_m(e.x_m, e.y_m, e.z_m, e.weight);
+  if (!std::isfinite(c.distance)) c.distance = std::numeric_limits<double>::max();
+  return c;
+}
+
+void StreamTracker::prepare_field(const PublishedFrame& frame, const StreamContext& ctx) {
+  obs_points_.clear();
+  obs_views_.clear();
+  if (interest_.observers.empty()) {
+    obs_points_ = frame.observers;
+    obs_views_ = frame.observer_views;
+  } else {
+    for (const ClientObserver& o : interest_.observers) {
+      obs_points_.push_back({o.x_m, o.y_m});
+      obs_views_.push_back({o.z_m, o.has_heading, o.heading_rad});
+    }
+  }
+  field_.prepare(ctx.importance, obs_points_, obs_views_);
+}
+
+// Step 1 (after prepare_field): the candidates in frame order, each with
+// its effective distance and the hint it holds.
 void StreamTracker::select(const PublishedFrame& frame, const SpatialIndex* index) {
   cand_.clear();
   const auto wanted = [&](const PublishedEntity& e) {
@@ -224,7 +254,7 @@ void StreamTracker::select(const PublishedFrame& frame, const SpatialIndex* inde
   };
   if (interest_.observers.empty()) {
     for (std::uint32_t k = 0; k < frame.entities.size(); ++k) {
-      if (wanted(frame.entities[k])) cand_.push_back(Candidate{k});
+      if (wanted(frame.entities[k])) cand_.push_back(candidate(frame.entities[k], k, 0.0));
     }
   } else {
     assert(index != nullptr && index->frame() == &frame);
@@ -240,7 +270,7 @@ void StreamTracker::select(const PublishedFrame& frame, const SpatialIndex* inde
       std::fill(stamp_.begin(), stamp_.end(), 0);
       stamp_value_ = 1;
     }
-    // Inside the exit radius of some observer; `distance` holds the smallest
+    // Inside the exit radius of some observer; `key` holds the smallest
     // inside_ratio for the hysteresis check below.
     for (const ClientObserver& o : interest_.observers) {
       index->for_each_within(o.x_m, o.y_m, o.radius_m * kInterestExitFactor, [&](std::uint32_t k) {
@@ -252,10 +282,10 @@ void StreamTracker::select(const PublishedFrame& frame, const SpatialIndex* inde
             stamp_[k] = stamp_value_;
             slot_[k] = static_cast<std::uint32_t>(cand_.size());
           }
-          cand_.push_back(Candidate{k, 0.0, ratio});
+          cand_.push_back(candidate(e, k, ratio));
         } else {
           Candidate& c = cand_[slot_[k]];  // seen by an earlier observer
-          c.distance = std::min(c.distance, ratio);
+          c.key = std::min(c.key, ratio);
         }
       });
     }
@@ -263,39 +293,25 @@ void StreamTracker::select(const PublishedFrame& frame, const SpatialIndex* inde
   }
   // Merge with what was sent: the current hint, and the interest hysteresis
   // (an entity not yet received enters only inside the radius proper).
+  // Field by field, kept ones moved down in place: a candidate written
+  // whole right after one of its bytes stalls on the store.
   std::size_t s = 0;
   std::size_t out = 0;
-  for (Candidate c : cand_) {
-    const PublishedEntity& e = frame.entities[c.pos];
-    while (s < sent_.size() && sent_[s].id.index < e.id.index) ++s;
-    const bool received = s < sent_.size() && sent_[s].id == e.id;
-    c.current = received ? sent_[s].hint : kNone;
-    if (!interest_.observers.empty() && !received && c.distance > 1.0) continue;
-    cand_[out++] = c;
+  const bool hysteresis = !interest_.observers.empty();
+  for (std::size_t k = 0; k < cand_.size(); ++k) {
+    const Candidate& c = cand_[k];
+    while (s < sent_.size() && sent_[s].id.index < c.id.index) ++s;
+    const bool received = s < sent_.size() && sent_[s].id == c.id;
+    if (hysteresis && !received && c.key > 1.0) continue;
+    if (out != k) cand_[out] = c;
+    cand_[out++].current = received ? sent_[s].hint : kNone;
   }
   cand_.resize(out);
 }
 
 // Step 2: hints within the budgets, nearest first, holding hints.
-void StreamTracker::rank(const PublishedFrame& frame, const StreamContext& ctx) {
-  obs_points_.clear();
-  obs_views_.clear();
-  if (interest_.observers.empty()) {
-    obs_points_ = frame.observers;
-    obs_views_ = frame.observer_views;
-  } else {
-    for (const ClientObserver& o : interest_.observers) {
-      obs_points_.push_back({o.x_m, o.y_m});
-      obs_views_.push_back({o.z_m, o.has_heading, o.heading_rad});
-    }
-  }
-  field_.prepare(ctx.importance, obs_points_, obs_views_);
-  for (Candidate& c : cand_) {
-    const PublishedEntity& e = frame.entities[c.pos];
-    c.distance = field_.effective_distance_m(e.x_m, e.y_m, e.z_m, e.weight);
-    if (!std::isfinite(c.distance)) c.distance = std::numeric_limits<double>::max();
-    c.hint = kNone;
-  }
+void StreamTracker::rank(const StreamContext& ctx) {
+  for (Candidate& c : cand_) c.hint = kNone;
   // One pass per level: the `budget` lowest keys among the eligible still
   // unassigned candidates take `level`. Holding this level or a better one
   // scales the key by kHintKeepFactor. Ties break by entity index.
@@ -308,9 +324,8 @@ void StreamTracker::rank(const PublishedFrame& frame, const StreamContext& ctx) 
     pool_.clear();
     for (std::uint32_t k = 0; k < cand_.size(); ++k) {
       Candidate& c = cand_[k];
-      const PublishedEntity& e = frame.entities[c.pos];
-      if (c.hint != kNone || !eligible(e)) continue;
-      if (e.retiring && !baseline_pending_ && better(level, c.current)) continue;
+      if (c.hint != kNone || !eligible(c)) continue;
+      if (c.retiring && !baseline_pending_ && better(level, c.current)) continue;
       c.key = c.distance * (c.current <= level ? kHintKeepFactor : 1.0);
       pool_.push_back(k);
     }
@@ -325,11 +340,11 @@ void StreamTracker::rank(const PublishedFrame& frame, const StreamContext& ctx) 
     for (const std::uint32_t k : pool_) cand_[k].hint = level;
   };
   assign(kActor, interest_.budgets.actors,
-         [](const PublishedEntity& e) { return e.sim_tier == kFull || e.retiring; });
-  assign(kInstanced, interest_.budgets.instances, [](const PublishedEntity& e) {
-    return e.sim_tier == kFull || e.sim_tier == kSimulated || e.retiring;
+         [](const Candidate& c) { return c.sim_tier == kFull || c.retiring; });
+  assign(kInstanced, interest_.budgets.instances, [](const Candidate& c) {
+    return c.sim_tier == kFull || c.sim_tier == kSimulated || c.retiring;
   });
-  assign(kMarker, interest_.budgets.markers, [](const PublishedEntity&) { return true; });
+  assign(kMarker, interest_.budgets.markers, [](const Candidate&) { return true; });
   // Entries per step: a new entity costs the client an actor or instance, so
   // at most entries_per_step_max enter per step, nearest first; the others
   // wait (they stay None for now). A baseline sends everything at once.
@@ -499,8 +514,9 @@ void StreamTracker::walk_dots(const PublishedFrame& frame, const StreamContext& 
 StreamTracker::Counts StreamTracker::encode(const PublishedFrame& frame, const SpatialIndex* index,
                                             const StreamContext& ctx,
                                             flatbuffers::FlatBufferBuilder& fbb, bool send_dots) {
+  prepare_field(frame, ctx);
   select(frame, index);
-  rank(frame, ctx);
+  rank(ctx);
   Counts counts;
   diff_against_sent(frame, ctx, counts);
 

@@ -205,19 +205,33 @@ class StreamTracker {
     std::uint8_t unassigned_reason = 0;
     std::uint64_t waiting_since = 0;
   };
+  // What select() reads of a frame entry, carried with it so that the
+  // merge with what was sent and the ranking never read the frame again
+  // (its 64-byte entries lie anywhere in a frame of up to a million).
   struct Candidate {
+    core::EntityId id;
     std::uint32_t pos = 0;     // in frame.entities
-    double key = 0.0;          // effective distance, scaled when the hint is held
-    double distance = 0.0;     // effective distance (in select(): inside_ratio)
     std::uint8_t current = 3;  // hint last sent (3 = None: not received)
     std::uint8_t hint = 3;     // chosen this step
+    std::uint8_t sim_tier = 0;
+    bool retiring = false;
+    // In select(): the smallest inside_ratio over the observers; in rank():
+    // the effective distance, scaled when the hint is held.
+    double key = 0.0;
+    double distance = 0.0;  // effective distance
   };
+  // A frame entry as a candidate: what rank() needs of it, with its
+  // effective distance from the field prepared for this encode.
+  Candidate candidate(const PublishedEntity& e, std::uint32_t pos, double ratio) const;
+  // The field of the observers that rank this client: its own, or the
+  // world's when it has none.
+  void prepare_field(const PublishedFrame& frame, const StreamContext& ctx);
 
   // The three steps of encode(): which entities this client may receive
   // (select), their hints within the budgets (rank), and the records that
   // bring the client from what it was sent to this frame (diff_against_sent).
   void select(const PublishedFrame& frame, const SpatialIndex* index);
-  void rank(const PublishedFrame& frame, const StreamContext& ctx);
+  void rank(const StreamContext& ctx);
   void diff_against_sent(const PublishedFrame& frame, const StreamContext& ctx, Counts& counts);
   // Adds (sign 1) or takes out (sign -1) one received entity's part of the
   // kept lease summary (lease_step_, lease_grace_steps_).
