@@ -142,10 +142,14 @@ struct FrameBuilder {
     return {posed_s_mm(world, v.lane[row], v.s_m[row], speed, since), speed};
   }
 
-  // The pose at s_mm (posed_s_mm) on the lane: position for interest and hints.
-  PublishedEntity lane_pose(core::EntityId id, core::LaneIndex lane, RowMotion m) const {
+  // The pose at s_mm (posed_s_mm) on the lane: position for interest and
+  // hints, written into the frame's entry `e` (every other field reset).
+  // Entries are filled in place, field by field: an entry built on the
+  // stack and then copied whole stalled on its just-written bytes (most of
+  // the frame build's time).
+  void lane_pose(PublishedEntity& e, core::EntityId id, core::LaneIndex lane, RowMotion m) const {
     const core::Lane& L = world.lanes().lane(lane);
-    PublishedEntity e;
+    e = PublishedEntity{};
     e.id = id;
     e.lane = lane;
     e.speed_mmps = m.speed_mmps;
@@ -154,7 +158,6 @@ struct FrameBuilder {
     e.x_m = p.x_m;
     e.y_m = p.y_m;
     e.z_m = static_cast<float>(L.elevation_m);
-    return e;
   }
 
   // Rows [begin, end) of each store into out[row]: parts of the frame that
@@ -167,8 +170,9 @@ struct FrameBuilder {
     for (std::uint32_t i = begin; i < end; ++i) {
       if (rows != nullptr && rows->posed[i] == 0) continue;
       const core::SimTier tier = peds.sim_tier[i];
-      PublishedEntity e = lane_pose(peds.id[i], peds.lane[i],
-                                    rows != nullptr ? rows->motion[i] : pedestrian_motion(i));
+      PublishedEntity& e = out[ranks.rank(peds.id[i].index)];
+      lane_pose(e, peds.id[i], peds.lane[i],
+                rows != nullptr ? rows->motion[i] : pedestrian_motion(i));
       e.kind = core::EntityKind::Pedestrian;
       e.sim_tier = static_cast<std::uint8_t>(tier);
       e.weight = static_cast<float>(
@@ -188,7 +192,6 @@ struct FrameBuilder {
         e.label = kLabelResident | r;
       }
       local.add(e.x_m, e.y_m);
-      out[ranks.rank(e.id.index)] = e;
     }
     bounds = local;
   }
@@ -202,8 +205,9 @@ struct FrameBuilder {
     for (std::uint32_t i = begin; i < end; ++i) {
       if (rows != nullptr && rows->posed[first + i] == 0) continue;
       const core::SimTier tier = v.sim_tier[i];
-      PublishedEntity e = lane_pose(v.id[i], v.lane[i],
-                                    rows != nullptr ? rows->motion[first + i] : vehicle_motion(i));
+      PublishedEntity& e = out[ranks.rank(v.id[i].index)];
+      lane_pose(e, v.id[i], v.lane[i],
+                rows != nullptr ? rows->motion[first + i] : vehicle_motion(i));
       e.kind = core::EntityKind::Vehicle;
       e.sim_tier = static_cast<std::uint8_t>(tier);
       e.policy = v.control_policy[i];
@@ -216,7 +220,6 @@ struct FrameBuilder {
       e.label =
           kLabelVehicle | std::uint64_t{v.garage[i]} << 40 | (v.ordinal[i] & ((1ull << 40) - 1));
       local.add(e.x_m, e.y_m);
-      out[ranks.rank(e.id.index)] = e;
     }
     bounds = local;
   }
@@ -422,7 +425,8 @@ struct FrameBuilder {
       if (!vehicle && !frame.chain_pedestrians.empty())
         ++frame.chain_pedestrians[world.lanes().chain_of(o.lane)];
       if (placed[k] == kOutside) continue;
-      PublishedEntity e = lane_pose(o.id, o.lane, {posed_s_mm(world, o.lane, o.s_m, 0, 0), 0});
+      PublishedEntity& e = entities[ranks.rank(o.id.index)];
+      lane_pose(e, o.id, o.lane, {posed_s_mm(world, o.lane, o.s_m, 0, 0), 0});
       e.kind = vehicle ? core::EntityKind::Vehicle : core::EntityKind::Pedestrian;
       e.sim_tier = static_cast<std::uint8_t>(core::SimTier::Coarse);
       e.retiring = true;
@@ -434,7 +438,6 @@ struct FrameBuilder {
         e.label = kLabelResident | o.resident;
       }
       frame.bounds.add(e.x_m, e.y_m);
-      entities[ranks.rank(o.id.index)] = e;
     }
   }
 };
