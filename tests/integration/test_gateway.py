@@ -314,7 +314,8 @@ def test_a_client_with_an_observer_makes_the_districts_stream_only_its_surroundi
 def test_commands_about_an_entity_are_answered_by_its_district(tmp_path):
     """QueryEntity through the gateway is the owning district's answer;
     DespawnEntity through it despawns there; an id nobody holds, a viewer's
-    world command and a city-wide command are refused with the reason."""
+    world command and a city-wide command other than Pause and Resume are
+    refused with the reason."""
     from bustle_client import CommandStatus, RejectReason
     with live_city(tmp_path) as (_, procs, _links):
         districts, gateway = procs[:-1], procs[-1]
@@ -334,7 +335,7 @@ def test_commands_about_an_entity_are_answered_by_its_district(tmp_path):
         r = op.query_entity((999_999, 1), timeout=10)
         assert r.status == CommandStatus.Rejected and r.reason == RejectReason.UnknownEntity
         assert "no district streams entity 999999:1" in r.message
-        r = op.pause(timeout=10)
+        r = op.set_hour(12.0, timeout=10)
         assert r.status == CommandStatus.Rejected and r.reason == RejectReason.UnknownCommand
         viewer = gateway.connect()
         viewer.hello("gw-viewer")
@@ -353,11 +354,62 @@ def test_commands_about_an_entity_are_answered_by_its_district(tmp_path):
             pytest.fail(f"{victim} was not despawned in its district")
 
 
+def test_pause_and_resume_reach_every_district(tmp_path):
+    """Pause through the gateway pauses every district, also one held at its
+    barrier by a neighbour paused before (d0 paused on its own first): none
+    steps until Resume through the gateway, after which all do; a viewer may
+    not pause the city."""
+    from bustle_client import CommandStatus, RejectReason
+    with live_city(tmp_path) as (_, procs, _links):
+        districts, gateway = procs[:-1], procs[-1]
+        ops = []
+        for d in districts:
+            c = d.connect()
+            c.hello("district-operator", role="operator")
+            ops.append(c)
+        op = gateway.connect()
+        op.hello("gw-operator", role="operator")
+        gateway_caught_up(op, max(c.stats(timeout=10).step for c in ops))
+        viewer = gateway.connect()
+        viewer.hello("gw-viewer")
+        r = viewer.pause(timeout=10)
+        assert r.status == CommandStatus.Rejected and r.reason == RejectReason.NotAuthorized, r
+
+        def settled_steps():
+            # Equal in 5 readings 0.1 s apart (12 steps at 25 Hz: a district
+            # still stepping never settles).
+            deadline = time.monotonic() + 10
+            readings = []
+            while len(readings) < 5 or len({tuple(x) for x in readings[-5:]}) > 1:
+                assert time.monotonic() < deadline, f"the districts kept stepping: {readings[-5:]}"
+                readings.append([c.stats(timeout=10).step for c in ops])
+                time.sleep(0.1)
+            return readings[-1]
+
+        assert ops[0].pause(timeout=10).status == CommandStatus.Accepted
+        held = settled_steps()  # d1 waits at its barrier for d0's next step
+        assert [c.stats(timeout=10).paused for c in ops] == [True, False]
+        r = op.pause(timeout=20)
+        assert r.status == CommandStatus.Accepted, r
+        assert [c.stats(timeout=10).paused for c in ops] == [True, True]
+        assert settled_steps() == held
+        assert max(held) - min(held) <= 1, held
+        r = op.resume(timeout=20)
+        assert r.status == CommandStatus.Accepted, r
+        deadline = time.monotonic() + 10
+        while True:
+            now = [c.stats(timeout=10) for c in ops]
+            if all(n.step > h + 5 and not n.paused for n, h in zip(now, held)):
+                break
+            assert time.monotonic() < deadline, [(n.step, n.paused) for n in now]
+            time.sleep(0.1)
+
+
 def test_a_command_for_a_district_that_is_down_says_so(tmp_path):
     """d1 killed and not restarted: a query about one of its entities is
     answered InboxFull naming d1 ("try again"); d0, waiting for d1 at its
     barrier, still answers queries about its own; the gateway shows d1 not
-    streaming."""
+    streaming; Pause is refused naming d1 and the districts it paused."""
     from bustle_client import CommandStatus, RejectReason
     with live_city(tmp_path) as (_, procs, _links):
         districts, gateway = procs[:-1], procs[-1]
@@ -376,6 +428,10 @@ def test_a_command_for_a_district_that_is_down_says_so(tmp_path):
         r = op.query_entity(ours[0], timeout=10)
         assert r.status == CommandStatus.Accepted, r
         assert op.stats(timeout=10).districts[1].streaming is False
+        # A city-wide command: refused, naming d1, and saying where it applied.
+        r = op.pause(timeout=20)
+        assert r.status == CommandStatus.Rejected and r.reason == RejectReason.InboxFull, r
+        assert "district 'd1'" in r.message and "applied in d0" in r.message, r.message
 
 
 METRICS_LINE = re.compile(r"^bustle-gateway metrics on (\S+):(\d+)$")

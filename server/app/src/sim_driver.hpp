@@ -120,8 +120,9 @@ class SimDriver {
   void drain_commands();
   void handle(net::InboundCommand cmd);
   // While a district waits at its barrier: queries answered from the
-  // current state at once, every other command kept for drain_commands()
-  // in arrival order (nothing may change the world feed() holds).
+  // current state at once, and Pause and Resume when nothing waits before
+  // them; every other command kept for drain_commands() in arrival order
+  // (nothing may change the world feed() holds).
   void answer_queries_while_waiting();
   // Step(n): only with the manual clock, n in [1, manual_step_max].
   void step_command(const net::ControlCommand& ctl, net::OutboundResult& r);

@@ -114,7 +114,7 @@ void CommandRelay::relay(Job& job) {
     out.status = static_cast<core::CommandStatus>(result->status());
     out.forwarded.reset(result->UnPack());
     out.forwarded->request_id = job.request_id;
-    server_.deliver_result(std::move(out));
+    answer(job, std::move(out));
     return;
   }
 }
@@ -126,7 +126,15 @@ void CommandRelay::answer_rejected(const Job& job, core::RejectReason reason, st
   r.status = core::CommandStatus::Rejected;
   r.reason = reason;
   r.message = std::move(message);
-  server_.deliver_result(std::move(r));
+  answer(job, std::move(r));
+}
+
+void CommandRelay::answer(const Job& job, net::OutboundResult result) {
+  if (job.done) {
+    job.done(std::move(result));
+  } else {
+    server_.deliver_result(std::move(result));
+  }
 }
 
 }  // namespace bustle::gateway

@@ -158,6 +158,10 @@ void Gateway::handle(net::InboundCommand cmd) {
     server_.deliver_result(std::move(r));
     return;
   }
+  if (ctl != nullptr && (ctl->kind == Kind::Pause || ctl->kind == Kind::Resume)) {
+    broadcast(cmd);
+    return;
+  }
   r.status = core::CommandStatus::Rejected;
   const std::optional<std::size_t> d = target_district(cmd, r.reason, r.message);
   if (d && cmd.wire == nullptr) {
@@ -171,6 +175,74 @@ void Gateway::handle(net::InboundCommand cmd) {
     return;  // the relay answers
   }
   server_.deliver_result(std::move(r));
+}
+
+void Gateway::broadcast(net::InboundCommand& cmd) {
+  // Every district's answer, in map order; the last to answer composes the
+  // client's (on its relay's thread: the server takes results from any).
+  struct Answers {
+    std::mutex mu;
+    std::size_t left = 0;
+    std::vector<net::OutboundResult> of;
+  };
+  const std::size_t n = relays_.size();
+  auto answers = std::make_shared<Answers>();
+  answers->left = n;
+  answers->of.resize(n);
+  if (cmd.wire == nullptr) {  // keep_wire_commands is set in main
+    net::OutboundResult r;
+    r.session_id = cmd.session_id;
+    r.request_id = cmd.request_id;
+    r.reason = core::RejectReason::InvariantFailure;
+    r.message = "the gateway kept no copy of the command to relay";
+    server_.deliver_result(std::move(r));
+    return;
+  }
+  const auto compose = [this, answers, ids = merger_.map().district_ids, session = cmd.session_id,
+                        request = cmd.request_id]() {
+    net::OutboundResult r;
+    r.session_id = session;
+    r.request_id = request;
+    r.status = core::CommandStatus::Accepted;
+    std::string applied, refused;
+    for (std::size_t d = 0; d < answers->of.size(); ++d) {
+      const net::OutboundResult& a = answers->of[d];
+      const auto status =
+          a.forwarded ? static_cast<core::CommandStatus>(a.forwarded->status) : a.status;
+      if (status == core::CommandStatus::Accepted) {
+        r.applied_step = std::max(r.applied_step, a.forwarded ? a.forwarded->applied_step : 0);
+        applied += (applied.empty() ? "" : ", ") + ids[d];
+        continue;
+      }
+      if (r.status == core::CommandStatus::Accepted) {
+        r.status = core::CommandStatus::Rejected;
+        r.reason = a.forwarded ? static_cast<core::RejectReason>(a.forwarded->reason) : a.reason;
+      }
+      refused += (refused.empty() ? "" : "; ") + ("district '" + ids[d] + "': ") +
+                 (a.forwarded ? a.forwarded->message : a.message);
+    }
+    if (r.status != core::CommandStatus::Accepted)
+      r.message =
+          refused + (applied.empty() ? "; no district applied it" : "; applied in " + applied);
+    server_.deliver_result(std::move(r));
+  };
+  for (std::size_t d = 0; d < n; ++d) {
+    CommandRelay::Job job{cmd.session_id, cmd.request_id,
+                          std::make_shared<wire::CommandT>(*cmd.wire),
+                          [answers, d, compose](net::OutboundResult a) {
+                            std::lock_guard lock(answers->mu);
+                            answers->of[d] = std::move(a);
+                            if (--answers->left == 0) compose();
+                          }};
+    if (!relays_[d]->submit(std::move(job))) {
+      net::OutboundResult full;
+      full.reason = core::RejectReason::InboxFull;
+      full.message = std::to_string(kRelayDepth) + " commands wait already; try again";
+      std::lock_guard lock(answers->mu);
+      answers->of[d] = std::move(full);
+      if (--answers->left == 0) compose();
+    }
+  }
 }
 
 std::optional<std::size_t> Gateway::entity_district(core::EntityId id, core::RejectReason& reason,

@@ -32,6 +32,11 @@ void SimDriver::answer_queries_while_waiting() {
     r.status = core::CommandStatus::Accepted;
     if (ctl != nullptr && answer_query(*ctl, r)) {
       server_.deliver_result(std::move(r));
+    } else if (ctl != nullptr && deferred_.empty() &&
+               (ctl->kind == Kind::Pause || ctl->kind == Kind::Resume)) {
+      // Only whether the loop steps: a gateway pausing the city reaches a
+      // district held at its barrier by a neighbour it paused first.
+      handle(std::move(*cmd));
     } else {
       deferred_.push_back(std::move(*cmd));
     }

@@ -13,6 +13,10 @@
 // kRelayAnswerWait, gets the command answered Rejected InboxFull with what
 // happened ("try again"); the next command connects anew. Pushed updates
 // (JobUpdate, SpawnUpdate) on the relay's connection are not relayed.
+//
+// A job with `done` set is one district's part of a command the gateway
+// sends to every district (Pause, Resume): its answer, or the refusal,
+// goes to `done` instead of the client, which hears once all have answered.
 #pragma once
 
 #include <atomic>
@@ -20,6 +24,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -42,6 +47,8 @@ class CommandRelay {
     std::uint32_t session_id = 0;
     std::uint32_t request_id = 0;
     std::shared_ptr<wire::CommandT> command;
+    // When set, the answer goes here (relay thread) instead of the session.
+    std::function<void(net::OutboundResult)> done;
   };
 
   CommandRelay(FeedSettings settings, net::Server& server);
@@ -60,6 +67,7 @@ class CommandRelay {
   // "" once connected, else why not.
   std::string connect();
   void answer_rejected(const Job& job, core::RejectReason reason, std::string message);
+  void answer(const Job& job, net::OutboundResult result);
 
   const FeedSettings settings_;
   net::Server& server_;

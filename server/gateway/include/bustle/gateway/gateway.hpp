@@ -23,8 +23,11 @@
 // about one entity (QueryEntity, QueryVehicle, DespawnEntity, KillPedestrian,
 // ForceFull, SetVehicleStrategy, SetAdmissionMask) or one lane
 // (SetLaneClosed) goes to the district that owns it through that district's
-// CommandRelay, which answers the client with the district's answer. Every
-// other command is refused (UnknownCommand), naming the district servers.
+// CommandRelay, which answers the client with the district's answer. Pause
+// and Resume go to every district (each applies it at its next step; the
+// neighbour lockstep keeps the others within a step of it), answered once
+// every district has. Every other command is refused (UnknownCommand),
+// naming the district servers.
 #pragma once
 
 #include <atomic>
@@ -89,6 +92,9 @@ class Gateway {
   // interest version a district still applies.
   net::Coverage streamed_coverage();
   void handle(net::InboundCommand cmd);
+  // Pause and Resume: sent to every district, answered once all have
+  // answered (Accepted when every one accepted, else which did not).
+  void broadcast(net::InboundCommand& cmd);
   // The district a command must go to; nullopt with the answer's reason and
   // message when it goes nowhere.
   std::optional<std::size_t> target_district(const net::InboundCommand& cmd,
