@@ -335,8 +335,9 @@ def test_commands_about_an_entity_are_answered_by_its_district(tmp_path):
         r = op.query_entity((999_999, 1), timeout=10)
         assert r.status == CommandStatus.Rejected and r.reason == RejectReason.UnknownEntity
         assert "no district streams entity 999999:1" in r.message
-        r = op.set_hour(12.0, timeout=10)
+        r = op.checkpoint("city", timeout=10)
         assert r.status == CommandStatus.Rejected and r.reason == RejectReason.UnknownCommand
+        assert "district servers" in r.message, r.message
         viewer = gateway.connect()
         viewer.hello("gw-viewer")
         victim = settled_entity(direct[0][1])
@@ -354,6 +355,20 @@ def test_commands_about_an_entity_are_answered_by_its_district(tmp_path):
             pytest.fail(f"{victim} was not despawned in its district")
 
 
+def operators(districts, gateway):
+    """An operator session on each district and one on the gateway, which
+    has caught up with them."""
+    ops = []
+    for d in districts:
+        c = d.connect()
+        c.hello("district-operator", role="operator")
+        ops.append(c)
+    op = gateway.connect()
+    op.hello("gw-operator", role="operator")
+    gateway_caught_up(op, max(c.stats(timeout=10).step for c in ops))
+    return ops, op
+
+
 def test_pause_and_resume_reach_every_district(tmp_path):
     """Pause through the gateway pauses every district, also one held at its
     barrier by a neighbour paused before (d0 paused on its own first): none
@@ -362,14 +377,7 @@ def test_pause_and_resume_reach_every_district(tmp_path):
     from bustle_client import CommandStatus, RejectReason
     with live_city(tmp_path) as (_, procs, _links):
         districts, gateway = procs[:-1], procs[-1]
-        ops = []
-        for d in districts:
-            c = d.connect()
-            c.hello("district-operator", role="operator")
-            ops.append(c)
-        op = gateway.connect()
-        op.hello("gw-operator", role="operator")
-        gateway_caught_up(op, max(c.stats(timeout=10).step for c in ops))
+        ops, op = operators(districts, gateway)
         viewer = gateway.connect()
         viewer.hello("gw-viewer")
         r = viewer.pause(timeout=10)
@@ -403,6 +411,28 @@ def test_pause_and_resume_reach_every_district(tmp_path):
                 break
             assert time.monotonic() < deadline, [(n.step, n.paused) for n in now]
             time.sleep(0.1)
+
+
+def test_the_hour_time_scale_and_observers_reach_every_district(tmp_path):
+    """SetHour, SetTimeScale and SetObservers through the gateway are applied
+    by every district; a follow (one district's entity) is refused."""
+    from bustle_client import CommandStatus, RejectReason
+    with live_city(tmp_path) as (_, procs, _links):
+        districts, gateway = procs[:-1], procs[-1]
+        ops, op = operators(districts, gateway)
+        r = op.set_time_scale(60, timeout=20)
+        assert r.status == CommandStatus.Accepted, r
+        r = op.set_hour(12.0, timeout=20)
+        assert r.status == CommandStatus.Accepted, r
+        for c in ops:
+            p = c.population(timeout=10)
+            assert p.time_scale == 60, p.time_scale
+            assert 12.0 <= p.hour < 13.0, p.hour  # a minute of game time per second since
+        r = op.set_observers([(10.0, 10.0), (30.0, 10.0)], timeout=20)
+        assert r.status == CommandStatus.Accepted, r
+        r = op.follow((1, 1), timeout=10)
+        assert r.status == CommandStatus.Rejected and r.reason == RejectReason.InvalidArgument, r
+        assert "SetObservers.follow" in r.message, r.message
 
 
 def test_a_command_for_a_district_that_is_down_says_so(tmp_path):

@@ -158,11 +158,15 @@ void Gateway::handle(net::InboundCommand cmd) {
     server_.deliver_result(std::move(r));
     return;
   }
-  if (ctl != nullptr && (ctl->kind == Kind::Pause || ctl->kind == Kind::Resume)) {
+  if (city_wide(cmd, r.reason, r.message)) {
     broadcast(cmd);
     return;
   }
   r.status = core::CommandStatus::Rejected;
+  if (r.reason != core::RejectReason::None) {
+    server_.deliver_result(std::move(r));
+    return;
+  }
   const std::optional<std::size_t> d = target_district(cmd, r.reason, r.message);
   if (d && cmd.wire == nullptr) {
     r.reason = core::RejectReason::InvariantFailure;  // keep_wire_commands is set in main
@@ -175,6 +179,24 @@ void Gateway::handle(net::InboundCommand cmd) {
     return;  // the relay answers
   }
   server_.deliver_result(std::move(r));
+}
+
+bool Gateway::city_wide(const net::InboundCommand& cmd, core::RejectReason& reason,
+                        std::string& why) {
+  using Kind = net::ControlCommand::Kind;
+  if (const auto* ctl = std::get_if<net::ControlCommand>(&cmd.body))
+    return ctl->kind == Kind::Pause || ctl->kind == Kind::Resume;
+  const auto& w = std::get<core::WorldCommand>(cmd.body);
+  if (const auto* o = std::get_if<core::SetObservers>(&w); o != nullptr && !o->follow.is_null()) {
+    // The followed entity is one district's; the others could not follow it.
+    reason = core::RejectReason::InvalidArgument;
+    why =
+        "SetObservers.follow: the gateway sends observers to every district, which cannot "
+        "all follow one entity; give points";
+    return false;
+  }
+  return std::holds_alternative<core::SetObservers>(w) ||
+         std::holds_alternative<core::SetHour>(w) || std::holds_alternative<core::SetTimeScale>(w);
 }
 
 void Gateway::broadcast(net::InboundCommand& cmd) {

@@ -23,11 +23,12 @@
 // about one entity (QueryEntity, QueryVehicle, DespawnEntity, KillPedestrian,
 // ForceFull, SetVehicleStrategy, SetAdmissionMask) or one lane
 // (SetLaneClosed) goes to the district that owns it through that district's
-// CommandRelay, which answers the client with the district's answer. Pause
-// and Resume go to every district (each applies it at its next step; the
-// neighbour lockstep keeps the others within a step of it), answered once
-// every district has. Every other command is refused (UnknownCommand),
-// naming the district servers.
+// CommandRelay, which answers the client with the district's answer. Pause,
+// Resume, SetHour, SetTimeScale and SetObservers (points, not a follow) go
+// to every district (each applies it at its next step; the neighbour
+// lockstep keeps the others within a step of it), answered once every
+// district has. Every other command is refused (UnknownCommand), naming the
+// district servers.
 #pragma once
 
 #include <atomic>
@@ -92,8 +93,13 @@ class Gateway {
   // interest version a district still applies.
   net::Coverage streamed_coverage();
   void handle(net::InboundCommand cmd);
-  // Pause and Resume: sent to every district, answered once all have
-  // answered (Accepted when every one accepted, else which did not).
+  // Whether a command goes to every district: Pause, Resume, SetHour,
+  // SetTimeScale and SetObservers with points (refused, with the reason and
+  // message set, when it follows an entity).
+  static bool city_wide(const net::InboundCommand& cmd, core::RejectReason& reason,
+                        std::string& why);
+  // Sent to every district, answered once all have answered (Accepted when
+  // every one accepted, else which did not).
   void broadcast(net::InboundCommand& cmd);
   // The district a command must go to; nullopt with the answer's reason and
   // message when it goes nowhere.
