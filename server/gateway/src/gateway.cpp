@@ -305,8 +305,9 @@ std::optional<std::size_t> Gateway::target_district(const net::InboundCommand& c
     }
   }
   reason = core::RejectReason::UnknownCommand;
-  why = "the gateway relays commands about one entity or lane and answers QueryStats; send " +
-        std::string("others to the district servers");
+  why =
+      "the gateway relays commands about one entity or lane, sends the clock and observers "
+      "to every district and answers QueryStats; send others to the district servers";
   return std::nullopt;
 }
 

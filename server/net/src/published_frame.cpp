@@ -145,8 +145,8 @@ struct FrameBuilder {
   // The pose at s_mm (posed_s_mm) on the lane: position for interest and
   // hints, written into the frame's entry `e` (every other field reset).
   // Entries are filled in place, field by field: an entry built on the
-  // stack and then copied whole stalled on its just-written bytes (most of
-  // the frame build's time).
+  // stack and then copied whole stalled on its just-written bytes (a
+  // seventh of a million-entity frame build's CPU time).
   void lane_pose(PublishedEntity& e, core::EntityId id, core::LaneIndex lane, RowMotion m) const {
     const core::Lane& L = world.lanes().lane(lane);
     e = PublishedEntity{};

@@ -215,8 +215,6 @@ void StreamTracker::set_lease_grace_steps(std::uint32_t grace_steps) {
   for (const Sent& s : sent_) count_lease(s, 1);
 }
 
-// Step 1: the candidates, sorted by frame position (= entity index), each
-// with the hint it was last sent (None when not received).
 StreamTracker::Candidate StreamTracker::candidate(const PublishedEntity& e, std::uint32_t pos,
                                                   double ratio) const {
   Candidate c;
@@ -245,8 +243,9 @@ void StreamTracker::prepare_field(const PublishedFrame& frame, const StreamConte
   field_.prepare(ctx.importance, obs_points_, obs_views_);
 }
 
-// Step 1 (after prepare_field): the candidates in frame order, each with
-// its effective distance and the hint it holds.
+// Step 1 (after prepare_field): the candidates, sorted by frame position
+// (= entity index), each with its effective distance and the hint it was
+// last sent (None when not received).
 void StreamTracker::select(const PublishedFrame& frame, const SpatialIndex* index) {
   cand_.clear();
   const auto wanted = [&](const PublishedEntity& e) {
@@ -293,8 +292,8 @@ void StreamTracker::select(const PublishedFrame& frame, const SpatialIndex* inde
   }
   // Merge with what was sent: the current hint, and the interest hysteresis
   // (an entity not yet received enters only inside the radius proper).
-  // Field by field, kept ones moved down in place: a candidate written
-  // whole right after one of its bytes stalls on the store.
+  // A kept candidate moves down whole and only then takes its hint: a copy
+  // given the byte first and then stored whole stalled on that byte.
   std::size_t s = 0;
   std::size_t out = 0;
   const bool hysteresis = !interest_.observers.empty();
