@@ -71,7 +71,7 @@ soak: build
 	done
 
 # Benchmarks (docs/performance.md): `make bench` runs every bench that page
-# quotes at its documented size (about ten minutes here; run it on a quiet
+# quotes at its documented size (about twenty minutes here; run it on a quiet
 # machine) and rewrites the page's generated block with date, commit,
 # machine, load and figures. BENCH_QUICK=1: toy sizes in seconds, a pipeline
 # check only, printed instead of written to docs/performance.md (toy figures

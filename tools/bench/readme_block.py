@@ -209,8 +209,11 @@ def bench_rows(results):
                     fmt(f["clients_cpu_ms_per_step"], " ms", 1), fmt(f["idle_cpu_ms_per_step"], " ms", 1),
                     fmt(f["streaming_cpu_ms_per_client"], " ms", 2), fmt(f["network_cpu_ms_per_client"], " ms", 2),
                     fmt(f["bytes_per_client_s"], "", 0), "yes" if f["schedule_kept"] else "no"))
-    bustle_bench("fanout-1m", lambda f: "live server, %s pedestrians, district clients" % thousands(
-        f["districts"]["pedestrians"]), fanout_city)
+    def fanout_city_label(f):
+        return "live server, %s pedestrians, %d district clients" % (
+            thousands(f["districts"]["pedestrians"]), f["districts"]["clients"])
+    bustle_bench("fanout-1m", fanout_city_label, fanout_city)
+    bustle_bench("fanout-1m-64", fanout_city_label, fanout_city)
 
     def district_servers(d):
         """Per K: the slowest district's step mean; with neighbours, the

@@ -78,6 +78,7 @@ if [[ $quick -eq 1 ]]; then
   frame=(frame --city-scale 20k --clients 2 --steps 20)
   fanout=(fanout --clients 4 --stalled-percent 25 --agents 200 --seconds 1 --warmup 1 --repeat 1)
   fanout_1m=(fanout --city-scale 20k --clients 2 --seconds 1 --warmup 1 --repeat 1)
+  fanout_1m_64=()  # the same bench and row format as fanout_1m: not run twice at toy size
   district_servers=(district-servers --grid 8 --agents 2000 --steps 100 --districts 1,2)
   gateway=(gateway --agents 2000 --grid 8 --clients 0,1 --seconds 1 --warmup 1 --repeat 1)
   vehicles=(--grid 3 --vehicles 40 --steps 50)
@@ -103,6 +104,9 @@ else
   # The server as users run it (issue 31): the 1 000 000-pedestrian city,
   # 8 district clients, the server's default thread counts (~4 min).
   fanout_1m=(fanout --city-scale 1m --repeat 3 --seconds 15)
+  # Issue 31's goal: the same city with 64 overlapping district clients,
+  # one pair of runs (~4 min).
+  fanout_1m_64=(fanout --city-scale 1m --clients 64 --repeat 1 --seconds 15)
   # Issue 34: the district city on 1, 2 and 4 bustle-server processes
   # (strong scaling, 200 000 pedestrians, 500 steps; ~20 s).
   district_servers=(district-servers)
@@ -158,6 +162,9 @@ done
 # Benches with a peer run their interleaved repeats themselves.
 run "fanout.1" "$bench" "${fanout[@]}" --server "$server" --dir "$work" --json
 run "fanout-1m.1" "$bench" "${fanout_1m[@]}" --server "$server" --dir "$work" --json
+if ((${#fanout_1m_64[@]})); then
+  run "fanout-1m-64.1" "$bench" "${fanout_1m_64[@]}" --server "$server" --dir "$work" --json
+fi
 run "district-servers.1" "$bench" "${district_servers[@]}" --json --server "$server" --dir "$work"
 run "gateway.1" "$bench" "${gateway[@]}" --json --server "$server" --gateway "$gateway_bin" --dir "$work"
 if command -v sumo >/dev/null 2>&1; then
