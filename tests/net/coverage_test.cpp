@@ -106,11 +106,16 @@ TEST_CASE("a coverage poses the stretch of every lane that reaches into one of i
   CHECK(spans[4].lo_mm == static_cast<std::uint32_t>(std::floor((enter_m - 1) * 1000)));
   CHECK(spans[4].hi_mm == UINT32_MAX);
   CHECK(spans[4].holds(600000));  // between the visits: a superset is allowed
+  CHECK_FALSE(cover.every_lane_whole());
   // Whole: every lane from end to end; no discs: nothing.
   for (const net::PosedSpan& s : cover.mark(lanes, net::Coverage{}, 0)) {
     CHECK(s.lo_mm == 0);
     CHECK(s.hi_mm == UINT32_MAX);
   }
+  CHECK(cover.every_lane_whole());
+  // Discs that reach every lane end to end pose what a whole coverage does.
+  cover.mark(lanes, net::Coverage{false, {{0, 0, 1500}}}, 0);
+  CHECK(cover.every_lane_whole());
   CHECK(lanes_posed(cover.mark(lanes, net::Coverage{false, {}}, 0)) == std::vector<int>(5, 0));
   // Far from every lane: nothing.
   CHECK(lanes_posed(cover.mark(lanes, net::Coverage{false, {{5000, -5000, 10}}}, 0)) ==

@@ -203,4 +203,10 @@ const std::vector<PosedSpan>& LaneCoverage::mark(const core::LaneGraph& lanes,
   return spans_;
 }
 
+bool LaneCoverage::every_lane_whole() const {
+  return std::all_of(spans_.begin(), spans_.end(), [](const PosedSpan& s) {
+    return s.lo_mm == 0 && s.hi_mm == std::numeric_limits<std::uint32_t>::max();
+  });
+}
+
 }  // namespace bustle::net

@@ -442,15 +442,6 @@ struct FrameBuilder {
   }
 };
 
-// Whether every lane's stretch runs from its start to its end: every row's
-// posed distance (clamped to its lane) then lies in it.
-bool holds_every_lane(const core::LaneGraph& lanes, const std::vector<PosedSpan>& spans) {
-  for (core::LaneIndex l = 0; l < lanes.size(); ++l) {
-    if (spans[l].lo_mm != 0 || spans[l].hi_mm < proto::to_mm(lanes.lane(l).length_m)) return false;
-  }
-  return true;
-}
-
 // `covered`: per lane, the stretch `coverage` poses (LaneCoverage::mark);
 // null when the coverage is whole.
 void build_frame(const core::World& world, const ArchetypeTable& archetypes,
@@ -546,7 +537,7 @@ std::shared_ptr<const PublishedFrame> FramePool::make(
     // spread over the city) pose every entity: the frame is then built as a
     // whole one, without testing each row against its lane's stretch. It
     // keeps its discs, so sessions check their needs against them as ever.
-    if (!holds_every_lane(world.lanes(), spans)) covered = spans.data();
+    if (!lane_coverage_.every_lane_whole()) covered = spans.data();
   }
   build_frame(world, archetypes, world_epoch, with_entities, coverage, covered, frame.get());
   frame->awaiting_representation.assign(awaiting_representation.begin(),

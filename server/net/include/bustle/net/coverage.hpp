@@ -95,6 +95,10 @@ class LaneCoverage {
   // the world was replaced (a new world_epoch) since the last call.
   const std::vector<PosedSpan>& mark(const core::LaneGraph& lanes, const Coverage& coverage,
                                      std::uint64_t world_epoch);
+  // Whether the last mark() posed every lane from its start to its end (a
+  // span reaching a lane's end runs to the last millimetre): then it poses
+  // every entity, as a whole coverage does.
+  bool every_lane_whole() const;
 
  private:
   void index(const core::LaneGraph& lanes);
