@@ -310,7 +310,7 @@ void StreamTracker::select(const PublishedFrame& frame, const SpatialIndex* inde
 
 // Step 2: hints within the budgets, nearest first, holding hints.
 void StreamTracker::rank(const StreamContext& ctx) {
-  for (Candidate& c : cand_) c.hint = kNone;
+  // select() made every candidate anew, its hint None.
   // One pass per level: the `budget` lowest keys among the eligible still
   // unassigned candidates take `level`. Holding this level or a better one
   // scales the key by kHintKeepFactor. Ties break by entity index.
