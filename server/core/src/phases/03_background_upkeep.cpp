@@ -105,6 +105,13 @@ bool below(const FragmentKey& a, const FragmentKey& b) {
   return a.first != b.first ? a.first < b.first : a.second > b.second;
 }
 
+// The top fragment taken and put back with its new key.
+void rekey_top(std::vector<FragmentKey>& heap, double key) {
+  std::pop_heap(heap.begin(), heap.end(), below);
+  heap.back().first = key;
+  std::push_heap(heap.begin(), heap.end(), below);
+}
+
 }  // namespace
 
 void World::trim_background(std::uint32_t n) {
@@ -135,11 +142,10 @@ void World::trim_background(std::uint32_t n) {
     const std::uint32_t worst = heap.front().second;
     trim_plan_.push_back(worst);
     --ledger_actual_[worst];
-    std::pop_heap(heap.begin(), heap.end(), below);
     if (ledger_actual_[worst] > 0) {
-      heap.back().first = ledger_actual_[worst] - ledger_target_[worst];
-      std::push_heap(heap.begin(), heap.end(), below);
+      rekey_top(heap, ledger_actual_[worst] - ledger_target_[worst]);
     } else {
+      std::pop_heap(heap.begin(), heap.end(), below);
       heap.pop_back();
     }
   }
@@ -153,10 +159,11 @@ void World::trim_background(std::uint32_t n) {
   // Each as (group << 32 | row), so the sort compares groups without a look-up.
   trim_rows_.clear();
   for (std::uint32_t i = 0; i < pedestrians_.size(); ++i) {
-    if (trim_touched_[group(i)] != 0 &&
+    const std::uint32_t g = group(i);
+    if (trim_touched_[g] != 0 &&
         pedestrians_.origin[i] == static_cast<std::uint8_t>(PedestrianOrigin::Background) &&
         despawn_pending_[pedestrians_.id[i].index] == 0)
-      trim_rows_.push_back(std::uint64_t{group(i)} << 32 | i);
+      trim_rows_.push_back(std::uint64_t{g} << 32 | i);
   }
   std::sort(trim_rows_.begin(), trim_rows_.end(), [&](std::uint64_t ka, std::uint64_t kb) {
     if (ka >> 32 != kb >> 32) return ka >> 32 < kb >> 32;
@@ -202,9 +209,7 @@ void World::grow_background(std::uint32_t n) {
     const std::uint32_t best = heap.front().second;
     if (!spawn_pedestrian(best)) break;
     ++ledger_actual_[best];
-    std::pop_heap(heap.begin(), heap.end(), below);
-    heap.back().first = ledger_target_[best] - ledger_actual_[best];
-    std::push_heap(heap.begin(), heap.end(), below);
+    rekey_top(heap, ledger_target_[best] - ledger_actual_[best]);
   }
 }
 
