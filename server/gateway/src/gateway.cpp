@@ -207,10 +207,6 @@ void Gateway::broadcast(net::InboundCommand& cmd) {
     std::size_t left = 0;
     std::vector<net::OutboundResult> of;
   };
-  const std::size_t n = relays_.size();
-  auto answers = std::make_shared<Answers>();
-  answers->left = n;
-  answers->of.resize(n);
   if (cmd.wire == nullptr) {  // keep_wire_commands is set in main
     net::OutboundResult r;
     r.session_id = cmd.session_id;
@@ -220,6 +216,10 @@ void Gateway::broadcast(net::InboundCommand& cmd) {
     server_.deliver_result(std::move(r));
     return;
   }
+  const std::size_t n = relays_.size();
+  auto answers = std::make_shared<Answers>();
+  answers->left = n;
+  answers->of.resize(n);
   const auto compose = [this, answers, ids = merger_.map().district_ids, session = cmd.session_id,
                         request = cmd.request_id]() {
     net::OutboundResult r;
