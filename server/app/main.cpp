@@ -331,8 +331,7 @@ std::unique_ptr<bustle::app::DistrictLinks> start_district_links(
     return nullptr;
   }
   // A resumed district's replayed steps, for neighbours that still need them.
-  for (const auto& end : replayed)
-    links->send_step_end(end.step, end.digest, end.departures, end.returns);
+  for (const auto& end : replayed) links->send_step_end(end.step, end.digest, end.outbox);
   // Scripts and orchestrators read the port (as "listening on" below).
   std::printf("bustle-server district %s links on %s:%u\n", s.districts[s.own_district].id.c_str(),
               opt.district_listen_host.c_str(), links->listen_port());

@@ -2,8 +2,11 @@
 // one World per district, stepped in neighbour lockstep in this process the
 // way district servers step over sockets: what district e sent at step k is
 // submitted to its receiver as BorderArrivals before step k + 1.
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -53,17 +56,14 @@ class LockstepCity {
     const std::size_t n = worlds_.size();
     std::vector<std::vector<CommandEnvelope>> inbound(n);
     for (std::size_t from = 0; from < n; ++from) {
-      std::vector<BorderArrivals> out(n);
-      for (const BorderDeparture& dep : worlds_[from]->border_departures())
-        out[dep.to_district].pedestrians.push_back(dep.pedestrian);
-      for (const BorderReturn& back : worlds_[from]->border_returns())
-        out[back.to_district].returned.push_back(back.id);
       returned_ += worlds_[from]->border_returns().size();
       for (std::size_t to = 0; to < n; ++to) {
-        if (out[to].pedestrians.empty() && out[to].returned.empty()) continue;
-        out[to].from_district = static_cast<std::uint32_t>(from);
-        out[to].sent_step = worlds_[from]->step_index();
-        inbound[to].push_back({{}, std::move(out[to])});
+        if (to == from) continue;
+        BorderArrivals out = worlds_[from]->border_message(static_cast<std::uint32_t>(to));
+        if (out.pedestrians.empty() && out.returned.empty() && out.vehicles.empty() &&
+            out.ghosts.empty() && out.returned_vehicles.empty())
+          continue;
+        inbound[to].push_back({{}, std::move(out)});
       }
     }
     for (std::size_t d = 0; d < n; ++d) {
@@ -81,9 +81,58 @@ class LockstepCity {
       recordings_[d].push_back(std::move(rec));
     }
     std::size_t transit = 0;
-    for (const auto& w : worlds_) transit += w->border_departures().size();
+    for (const auto& w : worlds_) {
+      transit += w->border_departures().size() + w->border_vehicles().size();
+      vehicle_crossings_ += w->border_vehicles().size();
+    }
     crossings_ += transit;
     return transit;
+  }
+
+  // Invariant 5 across the city (vehicles.hpp): every vehicle on the road in
+  // any district, or crossing (on its receiver's lane already), is at least
+  // headway_block_m behind the next one along its route, wherever that one
+  // is. A district checks its own rows; only the city sees across borders.
+  void check_city_headways() const {
+    struct Car {
+      EntityId id;
+      std::uint32_t garage, route_index;
+      LaneIndex lane;
+      double s_m;
+    };
+    std::vector<Car> cars;
+    for (const auto& w : worlds_) {
+      const VehicleStore& st = w->vehicles().store();
+      for (std::uint32_t i = 0; i < st.size(); ++i)
+        cars.push_back({st.id[i], st.garage[i], st.route_index[i], st.lane[i], st.s_m[i]});
+      for (const BorderVehicleDeparture& v : w->border_vehicles()) {
+        cars.push_back(
+            {v.vehicle.id, v.vehicle.garage, v.vehicle.route_index, v.vehicle.lane, v.vehicle.s_m});
+      }
+    }
+    const World& w0 = *worlds_[0];
+    const Scenario& sc = w0.scenario();
+    std::vector<std::vector<std::size_t>> on_lane(w0.lanes().size());
+    for (std::size_t k = 0; k < cars.size(); ++k) on_lane[cars[k].lane].push_back(k);
+    const double block = sc.vehicle_rules.headway_block_m;
+    for (const Car& c : cars) {
+      const GarageSpec& g = sc.garages[c.garage];
+      double gap = std::numeric_limits<double>::infinity();
+      for (const std::size_t k : on_lane[c.lane]) {  // ahead on its own lane
+        if (cars[k].id != c.id && cars[k].s_m >= c.s_m) gap = std::min(gap, cars[k].s_m - c.s_m);
+      }
+      double along = w0.lanes().lane(c.lane).length_m - c.s_m;
+      for (std::size_t hop = 1; hop < g.route.size() && along < block && !std::isfinite(gap);
+           ++hop) {
+        const LaneIndex next = *w0.lanes().find(g.route[(c.route_index + hop) % g.route.size()]);
+        for (const std::size_t k : on_lane[next]) {
+          if (cars[k].id != c.id) gap = std::min(gap, along + cars[k].s_m);
+        }
+        along += w0.lanes().lane(next).length_m;
+      }
+      INFO("vehicle " << c.id.index << " on lane " << c.lane << " at s " << c.s_m);
+      REQUIRE(gap >= block - 1e-6);
+    }
   }
 
   // Every slot of the city's registries is alive or free in exactly one
@@ -96,6 +145,7 @@ class LockstepCity {
       const World& w = *worlds_[d];
       for (std::uint32_t i = 0; i < cap; ++i) holders[i] += !w.registry().slot_away(i);
       for (const BorderDeparture& dep : w.border_departures()) ++holders[dep.pedestrian.id.index];
+      for (const BorderVehicleDeparture& v : w.border_vehicles()) ++holders[v.vehicle.id.index];
       for (const BorderReturn& back : w.border_returns()) ++holders[back.id.index];
       w.registry().for_each_free([&](std::uint32_t i) {
         INFO("district " << d << " holds free slot " << i);
@@ -106,7 +156,11 @@ class LockstepCity {
       INFO("slot " << i);
       REQUIRE(holders[i] == 1);
     }
-    for (const auto& w : worlds_) REQUIRE(w->check_invariants().ok());
+    for (const auto& w : worlds_) {
+      const Status st = w->check_invariants();
+      INFO(st.message());
+      REQUIRE(st.ok());
+    }
   }
 
   std::uint64_t city_digest() const {
@@ -121,6 +175,25 @@ class LockstepCity {
     for (const auto& w : worlds_) sum += w->pedestrians().size();
     return sum;
   }
+  // Vehicles on the road or in a mouth in some district, or crossing, and
+  // those their garages count away.
+  std::uint32_t vehicles() const {
+    std::uint32_t sum = 0;
+    for (const auto& w : worlds_)
+      sum += w->vehicles().store().size() +
+             static_cast<std::uint32_t>(w->vehicles().mouth_count()) +
+             static_cast<std::uint32_t>(w->border_vehicles().size());
+    return sum;
+  }
+  std::uint64_t counted_away() const {
+    std::uint64_t sum = 0;
+    for (const auto& w : worlds_) {
+      for (const GarageState& g : w->vehicles().garages()) sum += g.away;
+    }
+    return sum;
+  }
+  std::uint64_t vehicle_crossings() const { return vehicle_crossings_; }
+  World& world_mut(std::size_t d) { return *worlds_[d]; }
   const World& world(std::size_t d) const { return *worlds_[d]; }
   const std::vector<StepRecord>& recording(std::size_t d) const { return recordings_[d]; }
   std::uint64_t crossings() const { return crossings_; }
@@ -130,8 +203,30 @@ class LockstepCity {
   std::vector<std::unique_ptr<World>> worlds_;
   std::vector<std::vector<StepRecord>> recordings_;
   std::uint64_t crossings_ = 0;
+  std::uint64_t vehicle_crossings_ = 0;
   std::uint64_t returned_ = 0;
 };
+
+BorderArrivals arrivals(std::uint32_t from, std::uint64_t step, std::vector<BorderPedestrian> p,
+                        std::vector<EntityId> returned) {
+  BorderArrivals a;
+  a.from_district = from;
+  a.sent_step = step;
+  a.pedestrians = std::move(p);
+  a.returned = std::move(returned);
+  return a;
+}
+
+// The district city with vehicles: brisk walkers, and cars on every block's
+// loop, some of which straddle a border.
+Scenario city_with_cars(std::uint32_t n, std::uint32_t districts, std::uint32_t pedestrians,
+                        std::uint32_t vehicles) {
+  Scenario s = bustle::citygen::district_city(n, districts, pedestrians, vehicles);
+  for (LaneSpec& l : s.lanes) {
+    if (is_pedestrian_lane(l.kind)) l.speed_mps_limit = 10.0;
+  }
+  return s;
+}
 
 }  // namespace
 
@@ -215,14 +310,16 @@ TEST_CASE("district worlds: border arrivals are checked before anything changes"
     const char* message;
   };
   const std::vector<Case> cases = {
-      {"from itself", {1, 5, {{away, own_lane, 0.0, 0}}, {}}, "from_district"},
-      {"from no district", {7, 5, {{away, own_lane, 0.0, 0}}, {}}, "from_district"},
-      {"onto a foreign lane", {0, 5, {{away, foreign_lane, 0.0, 0}}, {}}, ".lane"},
-      {"an id living here", {0, 5, {{here, own_lane, 0.0, 0}}, {}}, "not away"},
-      {"time out of range", {0, 5, {{away, own_lane, -1.0, 0}}, {}}, "time_left_s"},
-      {"an id twice", {0, 5, {{away, own_lane, 0.0, 0}, {away, own_lane, 0.1, 0}}, {}}, "twice"},
-      {"an id both arriving and going home", {0, 5, {{away, own_lane, 0.0, 0}}, {away}}, "twice"},
-      {"a living id going home", {0, 5, {}, {here}}, "returned[0]"},
+      {"from itself", arrivals(1, 5, {{away, own_lane, 0.0, 0}}, {}), "from_district"},
+      {"from no district", arrivals(7, 5, {{away, own_lane, 0.0, 0}}, {}), "from_district"},
+      {"onto a foreign lane", arrivals(0, 5, {{away, foreign_lane, 0.0, 0}}, {}), ".lane"},
+      {"an id living here", arrivals(0, 5, {{here, own_lane, 0.0, 0}}, {}), "not away"},
+      {"time out of range", arrivals(0, 5, {{away, own_lane, -1.0, 0}}, {}), "time_left_s"},
+      {"an id twice", arrivals(0, 5, {{away, own_lane, 0.0, 0}, {away, own_lane, 0.1, 0}}, {}),
+       "twice"},
+      {"an id both arriving and going home", arrivals(0, 5, {{away, own_lane, 0.0, 0}}, {away}),
+       "twice"},
+      {"a living id going home", arrivals(0, 5, {}, {here}), "returned[0]"},
   };
   for (const Case& bad : cases) {
     INFO(bad.what);
@@ -236,8 +333,7 @@ TEST_CASE("district worlds: border arrivals are checked before anything changes"
     CHECK(w.registry().slot_away(0));  // nothing of the batch was placed
   }
   // The same arrival, well formed, is placed with its id.
-  REQUIRE(w.submit({{}, BorderArrivals{0, 5, {{away, own_lane, 0.05, 3}}, {}}}) ==
-          SubmitStatus::Queued);
+  REQUIRE(w.submit({{}, arrivals(0, 5, {{away, own_lane, 0.05, 3}}, {})}) == SubmitStatus::Queued);
   w.step();
   REQUIRE(w.last_command_results()[0].status == CommandStatus::Accepted);
   CHECK(w.registry().is_alive(away));
@@ -249,7 +345,7 @@ TEST_CASE("district worlds: a whole-city world refuses border arrivals") {
   Scenario s = brisk_city(6, 2, 50);
   auto created = World::create(s, 1);
   REQUIRE(created.errors.empty());
-  created.world->submit({{}, BorderArrivals{0, 1, {}, {}}});
+  created.world->submit({{}, arrivals(0, 1, {}, {})});
   created.world->step();
   CHECK(created.world->last_command_results()[0].status == CommandStatus::Rejected);
 }
@@ -263,9 +359,25 @@ TEST_CASE("district worlds: the scenario says which cities a district server can
   Scenario with_cars = bustle::citygen::district_city(6, 2, 50, 20);
   with_cars.own_district = 0;
   created = World::create(with_cars, 1);
+  CHECK(created.errors.empty());
+  // A loop must end in its garage's district (the turnaround is decided
+  // there): block 2 of the 6-node grid straddles columns 2 (d0) and 3 (d1);
+  // started on its lane in column 3, its loop ends in column 2.
+  Scenario split_loop = with_cars;
+  GarageSpec& g = *std::find_if(split_loop.garages.begin(), split_loop.garages.end(),
+                                [](const GarageSpec& x) { return x.id == "g.2.0"; });
+  std::rotate(g.route.begin(), g.route.begin() + 1, g.route.end());
+  g.lane = g.route.front();
+  for (PlannedRequest& r : split_loop.vehicle_plan.requests) {
+    if (r.garage == g.id) r.lane = g.lane;
+  }
+  for (DistrictSpec& d : split_loop.districts) std::erase(d.garages, g.id);
+  split_loop.districts[1].garages.push_back(g.id);
+  created = World::create(split_loop, 1);
   REQUIRE(created.errors.size() == 1);
-  CHECK(created.errors[0].path == "garages");
-  CHECK_THAT(created.errors[0].message, Catch::Contains("does not run garages"));
+  CHECK(created.errors[0].path.find(".route") != std::string::npos);
+  CHECK_THAT(created.errors[0].message, Catch::Contains("end in its garage's district"));
+
   Scenario no_map = brisk_city(6, 1, 50);
   no_map.districts.clear();
   no_map.own_district = 0;
@@ -296,4 +408,138 @@ TEST_CASE("district worlds: a checkpoint restores a district, away ids included"
     INFO("step " << w.step_index());
     REQUIRE(w.digest() == rec[k].digest);
   }
+}
+
+TEST_CASE("district worlds: vehicles cross borders, each real in exactly one district") {
+  const std::uint32_t districts = GENERATE(2u, 4u);
+  const Scenario city = city_with_cars(4, districts, 100, 300);
+  LockstepCity run(city, 21);
+  std::uint32_t most = 0;
+  for (int k = 0; k < 1500; ++k) {
+    run.step();
+    run.check_city_headways();
+    if (k % 50 == 49) run.check_conservation();
+    // Nothing lost or doubled: every dispatched vehicle is on the road or in
+    // a mouth in one district, or crossing; its garage counts it away from
+    // home exactly while it is in another district.
+    std::uint32_t dispatched = 0, home = 0;
+    for (std::size_t d = 0; d < districts; ++d) {
+      const World& w = run.world(d);
+      for (std::uint32_t g = 0; g < w.vehicles().garages().size(); ++g) {
+        if (w.vehicles().garage_here(g))
+          dispatched += static_cast<std::uint32_t>(w.vehicles().garages()[g].next_vehicle_ordinal);
+      }
+      const VehicleStore& st = w.vehicles().store();
+      for (std::uint32_t i = 0; i < st.size(); ++i) home += w.vehicles().garage_here(st.garage[i]);
+      home += static_cast<std::uint32_t>(w.vehicles().mouth_count());
+    }
+    REQUIRE(run.vehicles() == dispatched);
+    REQUIRE(run.counted_away() == dispatched - home);
+    most = std::max(most, dispatched);
+  }
+  run.check_conservation();
+  CHECK(most == 300);  // every planned vehicle was dispatched, none twice
+  CHECK(run.vehicle_crossings() > 100);
+}
+
+TEST_CASE("district worlds: a district with vehicles replays alone and restores") {
+  const Scenario city = city_with_cars(4, 2, 100, 200);
+  LockstepCity run(city, 17);
+  for (int k = 0; k < 500; ++k) run.step();
+  REQUIRE(run.vehicle_crossings() > 20);
+  const std::size_t d = 1;
+  Scenario s = city;
+  s.own_district = static_cast<std::int32_t>(d);
+  auto created = World::create(s, district_seed(17, d));
+  REQUIRE(created.errors.empty());
+  World& alone = *created.world;
+  const std::vector<StepRecord>& rec = run.recording(d);
+  for (std::size_t k = 0; k < 300; ++k) {
+    for (const CommandEnvelope& env : rec[k].commands) alone.submit(env);
+    alone.step();
+    INFO("step " << alone.step_index());
+    REQUIRE(alone.digest() == rec[k].digest);
+  }
+  // A checkpoint mid-run (ghosts of the vehicles just sent, garages' away
+  // counts) restores a district that goes on identically.
+  const WorldCheckpoint cp = alone.capture();
+  auto restored = World::restore(s, cp);
+  for (const RestoreError& e : restored.errors) INFO(e.path << ": " << e.message);
+  REQUIRE(restored.errors.empty());
+  for (World* w : {&alone, restored.world.get()}) {
+    for (std::size_t k = 300; k < rec.size(); ++k) {
+      for (const CommandEnvelope& env : rec[k].commands) w->submit(env);
+      w->step();
+      INFO("step " << w->step_index());
+      REQUIRE(w->digest() == rec[k].digest);
+    }
+  }
+}
+
+TEST_CASE("district worlds: vehicle arrivals and ghosts are checked before anything changes") {
+  const Scenario city = city_with_cars(6, 2, 0, 40);
+  LockstepCity run(city, 5);
+  BorderArrivals sample;
+  for (int k = 0; k < 2000 && sample.vehicles.empty(); ++k) {
+    run.step();
+    for (const BorderVehicleDeparture& v : run.world(0).border_vehicles()) {
+      if (v.to_district == 1 && sample.vehicles.empty()) sample = run.world(0).border_message(1);
+    }
+  }
+  REQUIRE(!sample.vehicles.empty());
+  // District 1 as it was before the sample arrived: a copy of its state.
+  Scenario s = city;
+  s.own_district = 1;
+  const WorldCheckpoint before = run.world(1).capture();
+  const BorderVehicle good = sample.vehicles.front();
+  const auto refused = [&](const char* what, BorderArrivals bad, const char* message) {
+    INFO(what);
+    auto w = World::restore(s, before);
+    REQUIRE(w.errors.empty());
+    REQUIRE(w.world->submit({{}, std::move(bad)}) == SubmitStatus::Queued);
+    w.world->step();
+    REQUIRE(w.world->last_command_results().size() == 1);
+    const CommandResult& r = w.world->last_command_results()[0];
+    CHECK(r.status == CommandStatus::Rejected);
+    CHECK_THAT(r.message, Catch::Contains(message));
+    CHECK(w.world->registry().slot_away(good.id.index));  // not adopted
+  };
+  {
+    BorderArrivals bad = sample;
+    bad.vehicles.front().lane = bad.vehicles.front().lane == 0 ? 1 : 0;
+    refused("a lane off its route", bad, "vehicles[0].route_index");
+  }
+  {
+    BorderArrivals bad = sample;
+    bad.vehicles.front().s_m = -1.0;
+    refused("a place off the lane", bad, "vehicles[0].s_m");
+  }
+  {
+    BorderArrivals bad = sample;
+    bad.vehicles.push_back(bad.vehicles.front());
+    refused("a vehicle twice", bad, "twice");
+  }
+  {
+    BorderArrivals bad = sample;
+    VehicleGhost ghost{good.id, good.garage, good.route_index, good.lane, good.s_m};
+    bad.ghosts.push_back(ghost);  // on a lane of district 1 itself
+    refused("a ghost on a lane of this district", bad, "ghosts[");
+  }
+  // The sample itself is accepted and the vehicle is adopted as it left.
+  auto w = World::restore(s, before);
+  REQUIRE(w.errors.empty());
+  REQUIRE(w.world->submit({{}, sample}) == SubmitStatus::Queued);
+  w.world->step();
+  CHECK(w.world->last_command_results()[0].status == CommandStatus::Accepted);
+  CHECK(w.world->registry().is_alive(good.id));
+  CHECK(w.world->vehicles().is_vehicle(good.id));
+  CHECK(w.world->check_invariants().ok());
+  // A garage of another district takes no request here.
+  auto w2 = World::restore(s, before);
+  GarageRequest req{"g.0.0", "extra", "car", "r.0.0.E", 10};
+  REQUIRE(w2.world->submit({{}, req}) == SubmitStatus::Queued);
+  w2.world->step();
+  CHECK(w2.world->last_command_results()[0].status == CommandStatus::Rejected);
+  CHECK_THAT(w2.world->last_command_results()[0].message,
+             Catch::Contains("belongs to district 'd0'"));
 }

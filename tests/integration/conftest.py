@@ -212,25 +212,28 @@ def replay_binary() -> str:
     return tool_binary("BUSTLE_REPLAY", "bustle-replay")
 
 
-def write_district_city(path: Path, districts: int, grid: int, agents: int) -> Path:
+def write_district_city(path: Path, districts: int, grid: int, agents: int,
+                        vehicles: int = 0) -> Path:
     """The generated district city (bustle-bench districts --write-scenario),
-    pedestrians only, cut into `districts` strips."""
+    cut into `districts` strips; `vehicles` cars on the blocks' loops."""
     subprocess.run([tool_binary("BUSTLE_BENCH", "bustle-bench"), "districts", "--grid", str(grid),
-                    "--districts", str(districts), "--agents", str(agents), "--vehicles", "0",
-                    "--write-scenario", str(path)], check=True, capture_output=True, timeout=60,
-                   env=clean_env())
+                    "--districts", str(districts), "--agents", str(agents), "--vehicles",
+                    str(vehicles), "--write-scenario", str(path)], check=True,
+                   capture_output=True, timeout=60, env=clean_env())
     return path
 
 
-def district_city(tmp_path: Path, districts: int, grid: int = 8, agents: int = 600) -> Path:
+def district_city(tmp_path: Path, districts: int, grid: int = 8, agents: int = 600,
+                  vehicles: int = 0) -> Path:
     """The generated district city, with walkers at 10 m/s (a 100 m block in
     100 steps) so they cross borders many times in a short run."""
-    raw = write_district_city(tmp_path / f"city{districts}.raw.json", districts, grid, agents)
+    raw = write_district_city(tmp_path / f"city{districts}.raw.json", districts, grid, agents,
+                              vehicles)
     city = json.loads(raw.read_text())
     for lane in city["lanes"]:
         if lane.get("kind", "sidewalk") == "sidewalk":
             lane["speed_mps_limit"] = 10.0
-    path = tmp_path / f"city{districts}.json"
+    path = tmp_path / f"city{districts}{'v' if vehicles else ''}.json"
     path.write_text(json.dumps(city))
     return path
 

@@ -79,8 +79,37 @@ TEST_CASE("every world command round-trips through its JSON form") {
       core::SetLifecycle{0, 9, 1000, UINT32_MAX},
       core::LifecycleBatch{{spawn_op, despawn_op, odd_op}},
       core::LifecycleBatch{},
-      core::BorderArrivals{
-          3, UINT64_MAX, {{{UINT32_MAX, 1}, 7, 0.1 + 0.2, 12}, {{4, 2}, 0, 5e-324, 0}}, {}},
+      core::BorderArrivals{3,
+                           UINT64_MAX,
+                           {{{UINT32_MAX, 1}, 7, 0.1 + 0.2, 12}, {{4, 2}, 0, 5e-324, 0}},
+                           {},
+                           {},
+                           {},
+                           {}},
+      // Vehicles: every field of the row, doubles to the bit.
+      core::BorderArrivals{1,
+                           9,
+                           {},
+                           {},
+                           {{{5, 2},
+                             3,
+                             UINT64_MAX,
+                             1,
+                             2,
+                             40,
+                             0.1 + 0.2,
+                             13.9 / 3.0,
+                             1,
+                             2,
+                             7,
+                             0,
+                             {6, 1},
+                             99,
+                             98,
+                             0,
+                             "req-1"}},
+                           {{{8, 4}, 2, 3, 41, 5e-324}},
+                           {{{11, 7}, 4}}},
       core::BorderArrivals{},
   };
   // Every alternative of the variant is covered.
@@ -272,7 +301,8 @@ TEST_CASE("malformed arguments of the new commands are refused, naming the field
 
 TEST_CASE("border arrivals keep every bit of the walking time and the ids going home") {
   const core::BorderArrivals sent{
-      1, 42, {{{9, 3}, 17, 0.1 + 0.2, 5}, {{10, 1}, 2, -0.0, 0}}, {{7, 2}, {UINT32_MAX, 1}}};
+      1,  42, {{{9, 3}, 17, 0.1 + 0.2, 5}, {{10, 1}, 2, -0.0, 0}}, {{7, 2}, {UINT32_MAX, 1}}, {},
+      {}, {}};
   const core::WorldCommand back = round_trip(sent);
   const auto& got = std::get<core::BorderArrivals>(back);
   CHECK(got.from_district == 1);

@@ -55,7 +55,11 @@ void drop_migrations_after_0004(sqlite3* db) {
   exec(db, "DROP TABLE resident_migrations");                          // 0010's table
   exec(db, "ALTER TABLE pedestrian_columns DROP COLUMN catch_up");     // 0011's columns
   exec(db, "ALTER TABLE save_residents DROP COLUMN deceased");
-  exec(db, "DROP TABLE garage_mouth");  // 0012's table
+  exec(db, "DROP TABLE garage_mouth");               // 0012's table
+  exec(db, "ALTER TABLE garages DROP COLUMN away");  // 0013's columns
+  for (const char* c : {"ghost_count", "ghost_id_index", "ghost_id_generation", "ghost_garage",
+                        "ghost_route_index", "ghost_lane", "ghost_s_m"})
+    exec(db, std::string("ALTER TABLE vehicle_columns DROP COLUMN ") + c);
 }
 
 std::string scalar(const std::string& path, const std::string& sql) {
@@ -114,7 +118,7 @@ core::Scenario migration_city() {
 }  // namespace
 
 TEST_CASE("a version-1 file is migrated to the current schema when opened") {
-  REQUIRE(persist::kSchemaVersion == 12);
+  REQUIRE(persist::kSchemaVersion == 13);
   const std::string path = migration_temp_path("v1.db");
   write_version1_file(path);
   REQUIRE(scalar(path, "PRAGMA user_version") == "1");
@@ -124,8 +128,8 @@ TEST_CASE("a version-1 file is migrated to the current schema when opened") {
     INFO(e.to_string());
     REQUIRE(e.ok());
   }
-  CHECK(scalar(path, "PRAGMA user_version") == "12");
-  CHECK(scalar(path, "SELECT value FROM meta WHERE key = 'schema_version'") == "12");
+  CHECK(scalar(path, "PRAGMA user_version") == "13");
+  CHECK(scalar(path, "SELECT value FROM meta WHERE key = 'schema_version'") == "13");
   CHECK(scalar(path, "SELECT value FROM meta WHERE key = 'created_by'") == "0.1.0");  // kept
   for (const char* table : {"lifecycle_settings",
                             "zone_handoffs",
@@ -226,7 +230,7 @@ TEST_CASE("a version-1 file is migrated to the current schema when opened") {
     REQUIRE(store.write_save("new-save", w->capture_save(), "{}", 0).ok());
     persist::LoadedCheckpoint lc;
     REQUIRE(store.read_checkpoint("new", lc).ok());
-    CHECK(lc.info.schema_version == 12);
+    CHECK(lc.info.schema_version == 13);
     auto r = core::World::restore(migration_city(), lc.checkpoint);
     if (!r.errors.empty()) FAIL(r.errors[0].path << ": " << r.errors[0].message);
     CHECK(r.world->digest() == w->digest());
@@ -286,7 +290,7 @@ TEST_CASE("a version-2 checkpoint restores after migration 0003, with no client 
   const auto e = persist::SnapshotStore::open(path, persist::FileKind::Snapshots, false, store);
   INFO(e.to_string());
   REQUIRE(e.ok());
-  CHECK(scalar(path, "PRAGMA user_version") == "12");
+  CHECK(scalar(path, "PRAGMA user_version") == "13");
   persist::LoadedCheckpoint lc;
   const auto re = store.read_checkpoint("v2", lc);
   INFO(re.to_string());
@@ -399,7 +403,7 @@ TEST_CASE("a version-3 save and checkpoint load after migration 0004, with no sa
   const auto e = persist::SnapshotStore::open(path, persist::FileKind::Snapshots, false, store);
   INFO(e.to_string());
   REQUIRE(e.ok());
-  CHECK(scalar(path, "PRAGMA user_version") == "12");
+  CHECK(scalar(path, "PRAGMA user_version") == "13");
   check_file(store);
   store = persist::SnapshotStore();
   for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(path + suffix);

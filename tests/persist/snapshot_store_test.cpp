@@ -718,7 +718,7 @@ TEST_CASE("the population pipeline is readable with the sqlite3 shell") {
   CHECK(scalar("SELECT group_concat(kind, ' ') FROM pending_commands") ==
         "spawn_pedestrian cancel_spawn set_client_observers set_lifecycle lifecycle_batch "
         "set_observers");
-  CHECK(scalar("SELECT schema_version FROM snapshots") == "12");
+  CHECK(scalar("SELECT schema_version FROM snapshots") == "13");
   CHECK(
       scalar(
           "SELECT group_concat(observer_index || ':' || has_heading, ' ') FROM client_observers") ==
@@ -757,7 +757,7 @@ TEST_CASE("a save keeps saveable residents with their zones and the lifecycle se
   const auto e = store.read_save("s", ls);
   INFO(e.to_string());
   REQUIRE(e.ok());
-  CHECK(ls.info.schema_version == 12);
+  CHECK(ls.info.schema_version == 13);
   persist::complete_schema1_save(ls, block);  // a current save is left alone
   CHECK(ls.save.saveable_ids == save.saveable_ids);
   CHECK(ls.save.saveable_zones == save.saveable_zones);
@@ -887,8 +887,8 @@ TEST_CASE("bad rows in the population-pipeline tables are refused, naming table,
        "position=1", "slot", "expected an integer"},
       {"UPDATE route_free_slots SET position = 2 WHERE position = 1", "route_free_slots",
        "position=2", "position", "not contiguous"},
-      {"UPDATE snapshots SET schema_version = 13", "snapshots", "name='x'", "schema_version",
-       "out of range [1, 12]"},
+      {"UPDATE snapshots SET schema_version = 14", "snapshots", "name='x'", "schema_version",
+       "out of range [1, 13]"},
   };
   for (const Case& c : cases) {
     DYNAMIC_SECTION(c.sql) {

@@ -422,16 +422,12 @@ void DistrictLinks::fail(const std::string& why) {
 }
 
 void DistrictLinks::send_step_end(std::uint64_t step, std::uint64_t digest,
-                                  std::span<const core::BorderDeparture> departures,
-                                  std::span<const core::BorderReturn> returns) {
+                                  std::span<const core::BorderArrivals> outbox) {
   for (auto& link : links_) {
-    core::BorderArrivals arrivals{options_.own, step, {}, {}};
-    for (const core::BorderDeparture& d : departures) {
-      if (d.to_district == link->district) arrivals.pedestrians.push_back(d.pedestrian);
-    }
-    for (const core::BorderReturn& r : returns) {
-      if (r.to_district == link->district) arrivals.returned.push_back(r.id);
-    }
+    core::BorderArrivals arrivals;
+    if (link->district < outbox.size()) arrivals = outbox[link->district];
+    arrivals.from_district = options_.own;
+    arrivals.sent_step = step;
     // The arrivals are the command's recorded form, JSON text already: put in
     // as they are, not parsed and printed again.
     std::string f = frame_text("{\"type\":\"step_end\",\"step\":" + std::to_string(step) +
@@ -516,7 +512,10 @@ bool DistrictLinks::feed(core::World& world, const std::atomic<bool>& stop,
   auto ends = await_step_end(world.step_index(), stop, idle);
   if (!ends) return false;
   for (StepEnd& end : *ends) {
-    if (end.arrivals.pedestrians.empty() && end.arrivals.returned.empty()) continue;
+    const core::BorderArrivals& a = end.arrivals;
+    if (a.pedestrians.empty() && a.returned.empty() && a.vehicles.empty() && a.ghosts.empty() &&
+        a.returned_vehicles.empty())
+      continue;
     core::CommandEnvelope env{core::CommandOrigin{}, std::move(end.arrivals)};
     recorded.push_back(env);
     if (world.submit(std::move(env)) != core::SubmitStatus::Queued) {

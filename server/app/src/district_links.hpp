@@ -98,11 +98,12 @@ class DistrictLinks {
   core::Status start();
   std::uint16_t listen_port() const { return listen_port_; }
 
-  // Sends StepEnd(step) to every neighbour: the digest and, for each, the
-  // departures and the ids going home bound for it. A link not connected yet gets it on connection.
+  // Sends StepEnd(step) to every neighbour: the digest and what the step
+  // sends it, `outbox[its index]` (World::border_outbox: pedestrians and
+  // vehicles crossing, ghosts, ids going home). A link not connected yet
+  // gets it on connection.
   void send_step_end(std::uint64_t step, std::uint64_t digest,
-                     std::span<const core::BorderDeparture> departures,
-                     std::span<const core::BorderReturn> returns);
+                     std::span<const core::BorderArrivals> outbox);
 
   // Blocks until StepEnd(step) arrived from every neighbour and returns them
   // in neighbour order, or nullopt when `stop` is set or a link failed
@@ -123,8 +124,7 @@ class DistrictLinks {
   bool feed(core::World& world, const std::atomic<bool>& stop,
             std::vector<core::CommandEnvelope>& recorded, const std::function<void()>& idle = {});
   void step_ended(const core::World& world) {
-    send_step_end(world.step_index(), world.digest(), world.border_departures(),
-                  world.border_returns());
+    send_step_end(world.step_index(), world.digest(), world.border_outbox());
   }
 
   std::uint64_t bytes_sent() const { return bytes_sent_.load(); }

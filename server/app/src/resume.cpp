@@ -77,10 +77,7 @@ Resumed resume_from_recording(const std::string& path, const core::Scenario& sce
                   std::to_string(t.digest);
       return out;
     }
-    out.step_ends.push_back({w.step_index(),
-                             w.digest(),
-                             {w.border_departures().begin(), w.border_departures().end()},
-                             {w.border_returns().begin(), w.border_returns().end()}});
+    out.step_ends.push_back({w.step_index(), w.digest(), w.border_outbox()});
   }
   out.world = std::move(restored.world);
   return out;

@@ -20,8 +20,7 @@ namespace bustle::app {
 struct ReplayedStepEnd {
   std::uint64_t step = 0;
   std::uint64_t digest = 0;
-  std::vector<core::BorderDeparture> departures;
-  std::vector<core::BorderReturn> returns;
+  std::vector<core::BorderArrivals> outbox;  // World::border_outbox()
 };
 
 struct Resumed {

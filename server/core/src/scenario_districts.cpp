@@ -195,9 +195,11 @@ class DistrictRules {
 namespace {
 
 // What a district world (Scenario::own_district) can run so far: background
-// pedestrians cross borders; residents (zones, work points) and vehicles
-// (garages) do not yet, so a city with them is refused rather than run with
-// entities that would be doubled or stranded at a border.
+// pedestrians and garage vehicles cross borders; residents (zones, work
+// points) do not yet, so a city with them is refused rather than run with
+// entities that would be doubled or stranded at a border. A looping route
+// must end in its garage's district: the turnaround onto the entrance (the
+// loop's seam) is decided where the garage's queue and mouth are.
 void district_world_rules(const Scenario& s, std::vector<ScenarioError>& errors) {
   if (s.own_district < 0) return;
   if (static_cast<std::size_t>(s.own_district) >= s.districts.size()) {
@@ -214,7 +216,23 @@ void district_world_rules(const Scenario& s, std::vector<ScenarioError>& errors)
   };
   unsupported("zones", s.zones.size(), "zones and their residents");
   unsupported("work_points", s.work_points.size(), "work points");
-  unsupported("garages", s.garages.size(), "garages and their vehicles");
+  std::map<std::string, std::size_t> lane_owner;
+  for (std::size_t k = 0; k < s.districts.size(); ++k) {
+    for (const std::string& l : s.districts[k].lanes) lane_owner[l] = k;
+  }
+  for (std::size_t g = 0; g < s.garages.size(); ++g) {
+    const GarageSpec& spec = s.garages[g];
+    if (spec.route_end != RouteEnd::Loop || spec.route.empty()) continue;
+    const auto entrance = lane_owner.find(spec.lane), last = lane_owner.find(spec.route.back());
+    if (entrance == lane_owner.end() || last == lane_owner.end() ||
+        entrance->second == last->second)
+      continue;
+    errors.push_back({"garages[" + std::to_string(g) + "].route",
+                      "the loop ends on lane '" + spec.route.back() + "' of district '" +
+                          s.districts[last->second].id + "', its garage '" + spec.id +
+                          "' is in district '" + s.districts[entrance->second].id +
+                          "': a district server needs a loop to end in its garage's district"});
+  }
 }
 
 }  // namespace

@@ -158,6 +158,8 @@ void World::step() {
   despawn_notices_.clear();
   border_departures_.clear();
   border_returns_.clear();
+  border_vehicles_.clear();
+  border_ghosts_.clear();
   phase_apply_commands();    // 1  phases/01_apply_commands.cpp
   update_follow_observer();  //    commands/set_observers.cpp (SetObservers.follow)
   prepare_importance();      //    observers may have changed in phase 1

@@ -91,12 +91,71 @@ std::int32_t World::home_district(std::uint32_t index) const {
   return static_cast<std::int32_t>(it - range_first_.begin()) - 1;
 }
 
-void World::send_home(EntityId id) {
+void World::send_home(EntityId id, std::int32_t garage) {
   const std::int32_t home = home_district(id.index);
   assert(home >= 0 && home != scenario_.own_district);
   const std::int16_t to = next_hop_[static_cast<std::size_t>(home)];
   assert(to >= 0);  // validation: every district reaches every other
-  border_returns_.push_back({static_cast<std::uint32_t>(to), id});
+  border_returns_.push_back({static_cast<std::uint32_t>(to), id, garage});
+}
+
+BorderArrivals World::border_message(std::uint32_t to) const {
+  BorderArrivals m;
+  m.from_district = static_cast<std::uint32_t>(std::max(scenario_.own_district, 0));
+  m.sent_step = step_index_;
+  for (const BorderDeparture& d : border_departures_) {
+    if (d.to_district == to) m.pedestrians.push_back(d.pedestrian);
+  }
+  for (const BorderReturn& r : border_returns_) {
+    if (r.to_district != to) continue;
+    if (r.garage < 0) {
+      m.returned.push_back(r.id);
+    } else {
+      m.returned_vehicles.push_back({r.id, static_cast<std::uint32_t>(r.garage)});
+    }
+  }
+  for (const BorderVehicleDeparture& v : border_vehicles_) {
+    if (v.to_district == to) m.vehicles.push_back(v.vehicle);
+  }
+  for (const BorderGhost& g : border_ghosts_) {
+    if (g.to_district == to) m.ghosts.push_back(g.ghost);
+  }
+  return m;
+}
+
+std::vector<BorderArrivals> World::border_outbox() const {
+  std::vector<BorderArrivals> out;
+  for (std::uint32_t d = 0; d < scenario_.districts.size(); ++d) out.push_back(border_message(d));
+  return out;
+}
+
+// Phase 5, after the vehicles moved: those on another district's lane leave,
+// in id order, unless a despawn was asked for them (they leave the city here
+// in phase 9); then the ghosts of this step go out (vehicles/borders.cpp).
+void World::leave_by_border_vehicles() {
+  std::vector<EntityId> leaving;
+  const VehicleStore& st = vehicles_.store();
+  for (std::uint32_t i = 0; i < st.size(); ++i) {
+    if (vehicles_.on_foreign_lane(i) && despawn_pending_[st.id[i].index] == 0)
+      leaving.push_back(st.id[i]);
+  }
+  std::sort(leaving.begin(), leaving.end());
+  std::vector<BorderVehicle> departed;
+  for (const EntityId id : leaving) {
+    if (auto f = std::lower_bound(forced_full_.begin(), forced_full_.end(), id);
+        f != forced_full_.end() && *f == id) {
+      forced_full_.erase(f);  // ForceFull is this server's; the receiver decides its own
+    }
+    BorderVehicle v = vehicles_.depart(id);
+    const bool departed_id = registry_.depart(id);
+    assert(departed_id);
+    (void)departed_id;
+    border_vehicles_.push_back({static_cast<std::uint32_t>(lane_district_[v.lane]), v});
+    departed.push_back(std::move(v));
+  }
+  std::vector<std::pair<std::uint32_t, VehicleGhost>> ghosts;
+  vehicles_.share_ghosts(departed, ghosts);
+  for (const auto& [to, g] : ghosts) border_ghosts_.push_back({to, g});
 }
 
 void World::init_district() {
@@ -107,6 +166,7 @@ void World::init_district() {
     range_first_.push_back(range_first(scenario_.entity_capacity, n, k));
   next_hop_ =
       next_hops(lane_district_, lanes_, n, static_cast<std::size_t>(scenario_.own_district));
+  vehicles_.set_district(lane_district_, scenario_.own_district, n);
   // The district's share of the city's target, by sidewalk length (the
   // ledger's own rule), so the districts' targets add up to about the city's.
   double own_m = 0.0, all_m = 0.0;
@@ -146,6 +206,50 @@ Status World::validate_border_arrivals(const BorderArrivals& c) const {
     if (p.id.is_null() || p.id.index >= registry_.capacity() || !registry_.slot_away(p.id.index))
       return Status::invalid_argument(at + "id: " + entity_text(p.id) + " is not away from here");
     ids.push_back(p.id);
+  }
+  if (c.vehicles.size() > kBorderPedestriansMax || c.ghosts.size() > kBorderPedestriansMax ||
+      c.returned_vehicles.size() > kBorderPedestriansMax)
+    return Status::invalid_argument("vehicles, ghosts, returned_vehicles: more than the limit");
+  for (std::size_t k = 0; k < c.vehicles.size(); ++k) {
+    if (Status st = vehicles_.validate_arrival(c.vehicles[k], registry_); !st.ok())
+      return Status::invalid_argument("vehicles[" + std::to_string(k) + "]." + st.message());
+    ids.push_back(c.vehicles[k].id);
+  }
+  std::vector<EntityId> ghost_ids;
+  for (std::size_t k = 0; k < c.ghosts.size(); ++k) {
+    if (Status st = vehicles_.validate_ghost(c.ghosts[k], registry_); !st.ok())
+      return Status::invalid_argument("ghosts[" + std::to_string(k) + "]." + st.message());
+    ghost_ids.push_back(c.ghosts[k].id);
+  }
+  std::sort(ghost_ids.begin(), ghost_ids.end());
+  if (std::adjacent_find(ghost_ids.begin(), ghost_ids.end()) != ghost_ids.end())
+    return Status::invalid_argument("ghosts: a vehicle is listed twice");
+  // Vehicles of this district's garages back home, or coming back as ids.
+  std::vector<std::uint64_t> back(scenario_.garages.size(), 0);
+  for (const BorderVehicle& v : c.vehicles) back[v.garage] += vehicles_.garage_here(v.garage);
+  for (std::size_t k = 0; k < c.returned_vehicles.size(); ++k) {
+    const ReturnedVehicle& r = c.returned_vehicles[k];
+    const std::string at = "returned_vehicles[" + std::to_string(k) + "]: ";
+    if (r.id.is_null() || r.id.index >= registry_.capacity() || !registry_.slot_away(r.id.index))
+      return Status::invalid_argument(at + entity_text(r.id) + " is not away from here");
+    if (r.garage >= scenario_.garages.size())
+      return Status::invalid_argument(at + "garage " + std::to_string(r.garage) + " is unknown");
+    const std::int32_t home = home_district(r.id.index);
+    if (home == own) {
+      if (!vehicles_.garage_here(r.garage))
+        return Status::invalid_argument(at + "garage " + std::to_string(r.garage) +
+                                        " is not this district's");
+      ++back[r.garage];
+    } else if (next_hop_[static_cast<std::size_t>(home)] < 0) {
+      return Status::invalid_argument(at + "no way from here to its home district " +
+                                      std::to_string(home));
+    }
+    ids.push_back(r.id);
+  }
+  for (std::size_t g = 0; g < back.size(); ++g) {
+    if (back[g] > vehicles_.garages()[g].away)
+      return Status::invalid_argument("vehicles, returned_vehicles: more of garage '" +
+                                      scenario_.garages[g].id + "' back than are away");
   }
   for (std::size_t k = 0; k < c.returned.size(); ++k) {
     const EntityId id = c.returned[k];
@@ -197,6 +301,23 @@ void World::apply_command(const BorderArrivals& c, CommandResult& r) {
     const bool queued = registry_.take_home(id);
     assert(queued);
     (void)queued;
+  }
+  for (const BorderVehicle& v : c.vehicles) {
+    const bool adopted = registry_.adopt(v.id);
+    assert(adopted);
+    (void)adopted;
+    vehicles_.adopt(v);
+  }
+  for (const VehicleGhost& g : c.ghosts) vehicles_.add_ghost(g);
+  for (const ReturnedVehicle& rv : c.returned_vehicles) {
+    if (home_district(rv.id.index) != scenario_.own_district) {
+      send_home(rv.id, static_cast<std::int32_t>(rv.garage));
+      continue;
+    }
+    const bool queued = registry_.take_home(rv.id);
+    assert(queued);
+    (void)queued;
+    vehicles_.returned_away(rv.garage);
   }
   accept(r);
 }

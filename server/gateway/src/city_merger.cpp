@@ -174,8 +174,8 @@ void CityMerger::add_entity(const client::EntityView& view, std::uint64_t step,
   e.y_m = at.y_m;
   e.z_m = static_cast<float>(lanes_.lane(lane).elevation_m);
   e.kind = static_cast<core::EntityKind>(view.kind);
-  // District worlds hold background pedestrians and units only (no
-  // residents, no garages yet): their class weight is Background's.
+  // District worlds hold background pedestrians, units and garage vehicles
+  // (no residents yet): ranked with Background's class weight.
   e.weight = static_cast<float>(weights_.weight(core::PriorityClass::Background,
                                                 e.kind == core::EntityKind::Vehicle, e.x_m, e.y_m));
   e.archetype = view.archetype;

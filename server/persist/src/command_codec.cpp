@@ -198,7 +198,117 @@ json border_arrivals_json(const core::BorderArrivals& c) {
     for (const core::EntityId id : c.returned) ids.push_back(id_json(id));
     j["returned"] = ids;
   }
+  // Vehicles (vehicles/borders.cpp), each list written only when not empty.
+  if (!c.vehicles.empty()) {
+    json vs = json::array();
+    for (const core::BorderVehicle& v : c.vehicles) {
+      vs.push_back(
+          json::array({v.id.index, v.id.generation, v.garage, v.ordinal, v.prototype, v.route_index,
+                       v.lane, v.s_m, v.speed_mps, v.strategy, v.control_policy, v.reason,
+                       v.sim_tier, v.leader.index, v.leader.generation, v.steps_advanced,
+                       v.last_advance_step, v.waiting_since, v.request_id}));
+    }
+    j["vehicles"] = vs;
+  }
+  if (!c.ghosts.empty()) {
+    json gs = json::array();
+    for (const core::VehicleGhost& g : c.ghosts)
+      gs.push_back(
+          json::array({g.id.index, g.id.generation, g.garage, g.route_index, g.lane, g.s_m}));
+    j["ghosts"] = gs;
+  }
+  if (!c.returned_vehicles.empty()) {
+    json rs = json::array();
+    for (const core::ReturnedVehicle& r : c.returned_vehicles)
+      rs.push_back(json::array({r.id.index, r.id.generation, r.garage}));
+    j["returned_vehicles"] = rs;
+  }
   return j;
+}
+
+// One row of a border list: unsigned integers of at most `max`, doubles and
+// strings at the positions given; false when the row does not have them.
+struct RowReader {
+  const json& row;
+  bool ok;
+  RowReader(const json& r, std::size_t size) : row(r), ok(r.is_array() && r.size() == size) {}
+  // Sets `out` from row[k] when `fits` says the cell holds such a value.
+  template <class T, class Fits>
+  RowReader& take(std::size_t k, T& out, Fits fits) {
+    ok = ok && fits(row[k]);
+    if (ok) out = row[k].template get<T>();
+    return *this;
+  }
+  template <class T>
+  RowReader& u(std::size_t k, T& out) {
+    return take(k, out, [](const json& c) {
+      return c.is_number_unsigned() && c.get<std::uint64_t>() <= std::numeric_limits<T>::max();
+    });
+  }
+  RowReader& f(std::size_t k, double& out) {
+    return take(k, out, [](const json& c) { return c.is_number(); });
+  }
+  RowReader& str(std::size_t k, std::string& out) {
+    return take(k, out, [](const json& c) { return c.is_string(); });
+  }
+};
+
+// Reads the optional list `key` of `j`, each row through `read`.
+template <class T, class F>
+bool get_border_rows(const json& j, const char* key, const char* shape, std::vector<T>& out, F read,
+                     std::string& error) {
+  const auto it = j.find(key);
+  if (it == j.end()) return true;
+  if (!it->is_array()) {
+    error = std::string(key) + ": expected an array of " + shape;
+    return false;
+  }
+  for (std::size_t k = 0; k < it->size(); ++k) {
+    if (!read((*it)[k], out.emplace_back())) {
+      error = std::string(key) + "[" + std::to_string(k) + "]: expected " + shape;
+      return false;
+    }
+  }
+  return true;
+}
+
+bool get_border_vehicle(const json& row, core::BorderVehicle& v) {
+  return RowReader(row, 19)
+      .u(0, v.id.index)
+      .u(1, v.id.generation)
+      .u(2, v.garage)
+      .u(3, v.ordinal)
+      .u(4, v.prototype)
+      .u(5, v.route_index)
+      .u(6, v.lane)
+      .f(7, v.s_m)
+      .f(8, v.speed_mps)
+      .u(9, v.strategy)
+      .u(10, v.control_policy)
+      .u(11, v.reason)
+      .u(12, v.sim_tier)
+      .u(13, v.leader.index)
+      .u(14, v.leader.generation)
+      .u(15, v.steps_advanced)
+      .u(16, v.last_advance_step)
+      .u(17, v.waiting_since)
+      .str(18, v.request_id)
+      .ok;
+}
+
+bool get_vehicle_ghost(const json& row, core::VehicleGhost& g) {
+  return RowReader(row, 6)
+      .u(0, g.id.index)
+      .u(1, g.id.generation)
+      .u(2, g.garage)
+      .u(3, g.route_index)
+      .u(4, g.lane)
+      .f(5, g.s_m)
+      .ok;
+}
+
+bool get_returned_vehicle(const json& row, core::ReturnedVehicle& r) {
+  return RowReader(row, 3).u(0, r.id.index).u(1, r.id.generation).u(2, r.garage).ok;
 }
 
 bool get_border_pedestrian(const json& row, core::BorderPedestrian& p) {
@@ -242,6 +352,18 @@ std::optional<core::WorldCommand> decode_border_arrivals(const json& j, std::str
         return std::nullopt;
       }
     }
+  }
+  if (!get_border_rows(j, "vehicles",
+                       "[index, generation, garage, ordinal, prototype, route_index, lane, s_m, "
+                       "speed_mps, strategy, control_policy, reason, sim_tier, leader_index, "
+                       "leader_generation, steps_advanced, last_advance_step, waiting_since, "
+                       "request_id]",
+                       c.vehicles, get_border_vehicle, error) ||
+      !get_border_rows(j, "ghosts", "[index, generation, garage, route_index, lane, s_m]", c.ghosts,
+                       get_vehicle_ghost, error) ||
+      !get_border_rows(j, "returned_vehicles", "[index, generation, garage]", c.returned_vehicles,
+                       get_returned_vehicle, error)) {
+    return std::nullopt;
   }
   return c;
 }

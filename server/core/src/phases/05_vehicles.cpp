@@ -25,6 +25,7 @@ void World::phase_vehicles() {
     assert(registry_.is_alive(d.id));
     request_despawn(d.id, d.reason);
   }
+  if (scenario_.own_district >= 0) leave_by_border_vehicles();  // world_districts.cpp
 }
 
 }  // namespace bustle::core

@@ -23,7 +23,7 @@ void World::request_despawn(EntityId id, DespawnReason reason) {
   despawn_requests_.push_back({id, reason});
 }
 
-void World::finalize_orphan(const OrphanRecord& o, EntityKind kind) {
+void World::finalize_orphan(const OrphanRecord& o, EntityKind kind, std::int32_t vehicle_garage) {
   despawn_notices_.push_back({o.id, o.reason, DespawnStage::Gone, kind});
   if (o.resident != UINT32_MAX) {
     // A resident's representation is gone; its identity stays (dormant) and
@@ -36,7 +36,7 @@ void World::finalize_orphan(const OrphanRecord& o, EntityKind kind) {
   if (home >= 0 && home != scenario_.own_district) {
     const std::uint32_t next = registry_.release_away(o.id);
     assert(next != 0);
-    send_home({o.id.index, next});
+    send_home({o.id.index, next}, vehicle_garage);
   } else {
     const ReleaseStatus rs = registry_.release(o.id);
     assert(rs == ReleaseStatus::Released);
@@ -75,9 +75,12 @@ void World::phase_despawn() {
       if (f != forced_full_.end() && *f == req.id) forced_full_.erase(f);
     }
     if (vehicles_.is_vehicle(req.id)) {
+      const auto garage = static_cast<std::int32_t>(
+          vehicles_.store().garage[vehicles_.store().dense_of[req.id.index]]);
       vehicles_.remove(req.id);
       ++counters_.fade_skipped_total;
-      finalize_orphan({req.id, req.reason, 0, 0.0, UINT32_MAX, step_index_}, EntityKind::Vehicle);
+      finalize_orphan({req.id, req.reason, 0, 0.0, UINT32_MAX, step_index_}, EntityKind::Vehicle,
+                      garage);
       continue;
     }
     const std::uint32_t slot = pedestrians_.dense_of[req.id.index];

@@ -101,9 +101,15 @@ void VehicleSystem::digest_into(Digest& d) const {
                       fold_pair(g.rejected_invalid, g.rejected_duplicate, salt | 8) +
                       fold_pair(g.rejected_queue_full, g.canceled, salt | 9);
     static_assert(kDispatchGateCount == 6);
+    if (g.away != 0) w += fold_pair(g.away, 0x41574159, salt | 10);  // district worlds only
     garages += mix64(w ^ g.queue.size());
   }
   d.u64(garages);
+  if (!ghosts_.empty()) {  // district worlds: read by the next step (borders.cpp)
+    d.tag(26).u64(ghosts_.size());
+    for (const VehicleGhost& g : ghosts_)
+      d.u64(g.id.packed()).u32(g.garage).u32(g.route_index).u32(g.lane).f64(g.s_m);
+  }
   d.tag(22).u32(static_cast<std::uint32_t>(signals_.size()));
   std::uint64_t signals = 0;
   for (std::uint32_t si = 0; si < signals_.size(); ++si) {
@@ -172,6 +178,7 @@ void VehicleSystem::capture_into(VehicleCheckpoint& cp) const {
   cp.plan = plan_;
   cp.last_tiers = last_tiers_;
   cp.last_step = last_step_;
+  cp.ghosts = ghosts_;
 }
 
 std::vector<std::pair<std::string, std::string>> VehicleSystem::restore(
@@ -185,6 +192,10 @@ std::vector<std::pair<std::string, std::string>> VehicleSystem::restore(
   restore_check_mouths(cp, registry, dense_of, ordinals, errors);
   restore_check_garages(cp, managed, ordinals, errors);
   restore_check_signals_and_leaders(cp, registry, errors);
+  for (std::size_t k = 0; k < cp.ghosts.size(); ++k) {
+    if (Status st = validate_ghost(cp.ghosts[k], registry); !st.ok())
+      add_restore_error(errors, "vehicles.ghosts[" + std::to_string(k) + "]", st.message());
+  }
   if (!errors.empty()) return errors;
 
   const VehicleStore& s = cp.store;
@@ -205,6 +216,7 @@ std::vector<std::pair<std::string, std::string>> VehicleSystem::restore(
   plan_ = cp.plan;
   last_tiers_ = cp.last_tiers;
   last_step_ = cp.last_step;
+  ghosts_ = cp.ghosts;
   return errors;
 }
 
@@ -396,7 +408,9 @@ void VehicleSystem::restore_check_garages(const VehicleCheckpoint& cp,
                                             " is below the dispatched count " +
                                             std::to_string(gs.dispatched.size()));
     }
-    for (const std::uint64_t o : ordinals[g]) {
+    // Another district's garage dispatches nothing here: its ordinals count there.
+    for (const std::uint64_t o :
+         garage_here(static_cast<std::uint32_t>(g)) ? ordinals[g] : std::vector<std::uint64_t>{}) {
       if (o >= gs.next_vehicle_ordinal)
         fail(p + ".next_vehicle_ordinal", "a managed vehicle has ordinal " + std::to_string(o));
     }
@@ -404,7 +418,9 @@ void VehicleSystem::restore_check_garages(const VehicleCheckpoint& cp,
     std::sort(os.begin(), os.end());
     if (std::adjacent_find(os.begin(), os.end()) != os.end())
       fail(p, "two vehicles share a VehicleId ordinal");
-    if (managed[g] + gs.mouth.size() > spec.capacity)
+    if (gs.away != 0 && !garage_here(static_cast<std::uint32_t>(g)))
+      fail(p + ".away", "another district's garage counts no vehicle away here");
+    if (managed[g] + gs.mouth.size() + gs.away > spec.capacity)
       fail(p, "more managed vehicles (on the road and in the mouth) than capacity");
     if (gs.has_dispatched && gs.last_dispatch_frame > gs.frame_index) {
       fail(p + ".last_dispatch_frame", "after the current queue frame");
@@ -435,7 +451,11 @@ void VehicleSystem::restore_check_signals_and_leaders(const VehicleCheckpoint& c
   if (cp.plan.cursor > scenario_->vehicle_plan.requests.size())
     fail("plan.cursor", "beyond the planned requests");
   for (std::size_t i = 0; i < n; ++i) {
-    if (!cp.store.leader[i].is_null() && !registry.is_alive(cp.store.leader[i])) {
+    // A district's vehicle may follow another district's (a ghost, away here).
+    const EntityId leader = cp.store.leader[i];
+    const bool away_leader = own_district_ >= 0 && leader.index < registry.capacity() &&
+                             registry.slot_away(leader.index);
+    if (!leader.is_null() && !registry.is_alive(leader) && !away_leader) {
       fail("vehicles[" + std::to_string(i) + "].leader", "leader is not alive");
     }
   }

@@ -28,6 +28,12 @@ EnqueueResult VehicleSystem::enqueue(const std::string& garage, const std::strin
     r.message = "unknown garage '" + garage + "'";
     return r;
   }
+  if (!garage_here(*g)) {  // a district world: the garage's district dispatches it
+    r.field = "garage";
+    r.message = "garage '" + garage + "' belongs to district '" +
+                scenario_->districts[garage_district_[*g]].id + "'; ask that district's server";
+    return r;
+  }
   GarageState& gs = garages_[*g];
   const GarageSpec& spec = scenario_->garages[*g];
   auto invalid = [&](const char* field, std::string msg) {
@@ -125,6 +131,10 @@ void VehicleSystem::inject_plan(std::uint64_t step_index) {
   if (plan.requests.empty() || (step_index - 1) % plan.batch_interval_steps != 0) return;
   for (std::uint32_t k = 0; k < plan.batch_size && plan_.cursor < plan.requests.size(); ++k) {
     const PlannedRequest& p = plan.requests[plan_.cursor];
+    if (const auto g = garage_index(p.garage); g && !garage_here(*g)) {
+      ++plan_.cursor;  // another district's garage: that district offers it
+      continue;
+    }
     const EnqueueResult r = enqueue(p.garage, p.request_id, p.prototype, p.lane, p.priority);
     if (r.status == EnqueueStatus::QueueFull) break;  // offered again next batch: nothing lost
     ++plan_.cursor;

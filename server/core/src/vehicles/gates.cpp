@@ -41,6 +41,10 @@ void VehicleSystem::refresh_lane_extents() {
     lane_min_s_[l] = std::min(lane_min_s_[l], store_.s_m[i]);
     lane_max_s_[l] = std::max(lane_max_s_[l], store_.s_m[i]);
   }
+  for (const VehicleGhost& g : ghosts_) {  // another district's, near an entrance here
+    lane_min_s_[g.lane] = std::min(lane_min_s_[g.lane], g.s_m);
+    lane_max_s_[g.lane] = std::max(lane_max_s_[g.lane], g.s_m);
+  }
   lane_min_valid_ = true;
 }
 
@@ -77,6 +81,7 @@ void VehicleSystem::dispatch(std::uint64_t step_index, EntityRegistry& registry,
                              const std::vector<Vec2>& observers) {
   lane_min_valid_ = false;
   for (std::uint32_t g = 0; g < garages_.size(); ++g) {
+    if (!garage_here(g)) continue;  // another district's (borders.cpp)
     GarageState& gs = garages_[g];
     const GarageSpec& spec = scenario_->garages[g];
     ++gs.frame_index;

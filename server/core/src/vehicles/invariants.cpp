@@ -86,7 +86,7 @@ Status VehicleSystem::check_garages(const std::vector<std::uint32_t>& managed) c
                               " managed vehicles, " + std::to_string(managed[g]) +
                               " are in the store");
     }
-    if (managed[g] + gs.mouth.size() > scenario_->garages[g].capacity)
+    if (managed[g] + gs.mouth.size() + gs.away > scenario_->garages[g].capacity)
       return Status::internal(
           area + garage +
           " manages more vehicles (on the road and in its mouth) than its capacity");
@@ -192,7 +192,9 @@ Status VehicleSystem::check_vehicle_ids_and_headways() const {
   });
   for (std::uint32_t k = 0; k < n; ++k) {
     const std::uint32_t i = order[k];
-    if (store_.ordinal[i] >= garages_[store_.garage[i]].next_vehicle_ordinal) {
+    // Another district's garage issues its ordinals there (borders.cpp).
+    if (garage_here(store_.garage[i]) &&
+        store_.ordinal[i] >= garages_[store_.garage[i]].next_vehicle_ordinal) {
       return Status::internal(area + "invariant 3: " + vehicle(i) + " has VehicleId " +
                               vehicle_id(i) + ", not yet issued");
     }

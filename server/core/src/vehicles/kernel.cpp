@@ -33,6 +33,7 @@ void VehicleSystem::step(std::uint64_t step_index, std::uint32_t step_us, Entity
   build_snapshot();
   evaluate_and_advance(step_index, step_us, crossing_occupied, despawns, executor);
   turnarounds(step_index);
+  ghosts_.clear();  // read by this step only (share_ghosts() sets the next step's own)
   find_stuck(step_index, step_us, despawns);
   count_policies();
   // Counts conserved: every vehicle on the road has exactly one policy.
@@ -63,14 +64,18 @@ void VehicleSystem::find_stuck(std::uint64_t step_index, std::uint32_t step_us,
 
 void VehicleSystem::build_snapshot() {
   const std::uint32_t n = store_.size();
+  // A district world's ghosts (borders.cpp) follow the store's rows: read
+  // as leaders and merge feeders like any vehicle, never evaluated.
+  const auto ghosts = static_cast<std::uint32_t>(ghosts_.size());
   const std::uint32_t lanes = lanes_->size();
   assert(lane_start_.size() == std::size_t{lanes} + 1);
   assert(store_.lane.size() == n);
   std::fill(lane_start_.begin(), lane_start_.end(), 0);
   for (std::uint32_t i = 0; i < n; ++i) ++lane_start_[store_.lane[i] + 1];
+  for (const VehicleGhost& g : ghosts_) ++lane_start_[g.lane + 1];
   for (std::uint32_t l = 0; l < lanes; ++l) lane_start_[l + 1] += lane_start_[l];
-  assert(lane_start_[lanes] == n);  // every vehicle on exactly one lane
-  snap_.resize(n);
+  assert(lane_start_[lanes] == n + ghosts);  // every vehicle on exactly one lane
+  snap_.resize(n + ghosts);
   pos_in_order_.resize(n);
   cursor_.assign(lane_start_.begin(),
                  lane_start_.end() - 1);  // reused: no allocation after warm-up
@@ -88,6 +93,12 @@ void VehicleSystem::build_snapshot() {
       r.s_m = s[i];
       r.id = id[i];
       r.row = i;
+    }
+    for (std::uint32_t g = 0; g < ghosts; ++g) {
+      SnapRow& r = o[cursor[ghosts_[g].lane]++];
+      r.s_m = ghosts_[g].s_m;
+      r.id = ghosts_[g].id;
+      r.row = n + g;
     }
   }
   // Per lane by (s, EntityId): a handful of vehicles per lane, so an
@@ -116,7 +127,13 @@ void VehicleSystem::build_snapshot() {
       o[m] = x;
     }
   }
-  for (std::uint32_t k = 0; k < n; ++k) pos_in_order_[o[k].row] = k;
+  if (ghosts == 0) {
+    for (std::uint32_t k = 0; k < n; ++k) pos_in_order_[o[k].row] = k;
+  } else {
+    for (std::uint32_t k = 0; k < n + ghosts; ++k) {
+      if (o[k].row < n) pos_in_order_[o[k].row] = k;
+    }
+  }
   if (!merge_lane_.empty()) find_merge_winners();
 }
 
@@ -136,12 +153,12 @@ void VehicleSystem::find_merge_winners() {
       if (next_on_route(j) != merge_lane_[m]) continue;
       const double d = lane_hot_[f].length_m - front.s_m;
       if (best == VehicleStore::kNoSlot || d < best_d ||
-          (d == best_d && store_.id[j] < store_.id[best])) {
+          (d == best_d && snap_id(j) < snap_id(best))) {
         best = j;
         best_d = d;
       }
     }
-    assert(best == VehicleStore::kNoSlot || best < store_.size());
+    assert(best == VehicleStore::kNoSlot || best < snap_.size());
     merge_winner_[m] = best;
     merge_winner_d_m_[m] = best_d;
   }
@@ -170,7 +187,7 @@ void VehicleSystem::find_merge_winners() {
       const double gap = acc - merge_winner_d_m_[static_cast<std::uint32_t>(h.merge)];
       if (w != VehicleStore::kNoSlot && w != i && gap < out.merge_gap_m) {
         out.merge_gap_m = gap;
-        out.merge_peer = store_.id[w];
+        out.merge_peer = snap_id(w);
       }
     }
     if (lane_start[lane] < lane_start[lane + 1]) {
@@ -401,7 +418,7 @@ void VehicleSystem::evaluate_and_advance(std::uint64_t step_index, std::uint32_t
                                          PhaseExecutor& executor) {
   const std::uint32_t n = store_.size();
   // The snapshot (build_snapshot) and the derived columns cover every row.
-  assert(snap_.size() == n);
+  assert(snap_.size() == n + ghosts_.size());
   assert(pos_in_order_.size() == n);
   assert(phase_.size() == n);
   assert(hash_.size() == n);

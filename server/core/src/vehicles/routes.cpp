@@ -225,8 +225,10 @@ void VehicleSystem::build_merges() {
 }
 
 LaneIndex VehicleSystem::next_on_route(std::uint32_t i) const {
-  const std::uint32_t g = store_.garage[i];
-  const std::uint32_t ri = store_.route_index[i] + 1;
+  const bool ghost = i >= store_.size();  // a snapshot row past the store's
+  const std::uint32_t g = ghost ? ghosts_[i - store_.size()].garage : store_.garage[i];
+  const std::uint32_t ri =
+      (ghost ? ghosts_[i - store_.size()].route_index : store_.route_index[i]) + 1;
   if (ri < route_begin_[g + 1] - route_begin_[g]) return route_lanes_[route_begin_[g] + ri];
   return route_loops_[g] != 0 ? route_lanes_[route_begin_[g]] : kNoLaneAhead;
 }

@@ -34,6 +34,13 @@ TableColumns::TableColumns(const char* table, std::initializer_list<const char*>
           "");
 }
 
+TableColumns::TableColumns(const TableColumns& base, std::initializer_list<const char*> more)
+    : table_(base.table_), names_(base.names_) {
+  names_.insert(names_.end(), more.begin(), more.end());
+  require(names_.size() <= 64, "more than 64 columns (Insert tracks binds in a 64-bit mask)",
+          table_, "");
+}
+
 int TableColumns::index(std::string_view name) const {
   for (std::size_t k = 0; k < names_.size(); ++k) {
     if (name == names_[k]) return static_cast<int>(k);

@@ -34,6 +34,8 @@ static_assert(std::endian::native == std::endian::little,
 class TableColumns {
  public:
   TableColumns(const char* table, std::initializer_list<const char*> names);
+  // `base`'s columns and then `more` (a table a later migration widened).
+  TableColumns(const TableColumns& base, std::initializer_list<const char*> more);
   const char* table() const { return table_; }
   std::size_t size() const { return names_.size(); }
   const std::vector<const char*>& names() const { return names_; }

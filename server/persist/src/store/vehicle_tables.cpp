@@ -1,39 +1,49 @@
 // The vehicles' tables: the bulk vehicle columns, garages with their request
-// queues, dispatched ids and mouths (schema 12), and the signals.
+// queues, dispatched ids and mouths (schema 12), and the signals; a
+// district's ghosts and its garages' vehicles away (schema 13).
 #include "tables.hpp"
 
 namespace bustle::persist::store {
 namespace {
 
-const TableColumns kVehicleColumns{"vehicle_columns",
-                                   {"snapshot_id",
-                                    "count",
-                                    "id_index",
-                                    "id_generation",
-                                    "garage",
-                                    "ordinal",
-                                    "prototype",
-                                    "route_index",
-                                    "lane",
-                                    "s_m",
-                                    "speed_mps",
-                                    "strategy",
-                                    "policy",
-                                    "reason",
-                                    "tier",
-                                    "leader_index",
-                                    "leader_generation",
-                                    "steps_advanced",
-                                    "waiting_since",
-                                    "despawn_requested",
-                                    "request_ids",
-                                    "last_advance_step"}};
-const TableColumns kGarages{
+// A file read without migrating (read-only) from before schema 13 has no
+// ghost columns and no garages.away: a whole city's, or a district's without
+// vehicles (nothing away, no ghost).
+const TableColumns kVehicleColumnsBefore13{"vehicle_columns",
+                                           {"snapshot_id",
+                                            "count",
+                                            "id_index",
+                                            "id_generation",
+                                            "garage",
+                                            "ordinal",
+                                            "prototype",
+                                            "route_index",
+                                            "lane",
+                                            "s_m",
+                                            "speed_mps",
+                                            "strategy",
+                                            "policy",
+                                            "reason",
+                                            "tier",
+                                            "leader_index",
+                                            "leader_generation",
+                                            "steps_advanced",
+                                            "waiting_since",
+                                            "despawn_requested",
+                                            "request_ids",
+                                            "last_advance_step"}};
+const TableColumns kVehicleColumns{
+    kVehicleColumnsBefore13,
+    {"ghost_count", "ghost_id_index", "ghost_id_generation", "ghost_garage", "ghost_route_index",
+     "ghost_lane", "ghost_s_m"}};
+
+const TableColumns kGaragesBefore13{
     "garages",
     {"snapshot_id", "garage_index", "garage_id", "frame_index", "has_dispatched",
      "last_dispatch_frame", "next_enqueue_ordinal", "next_vehicle_ordinal", "turnarounds",
      "last_gate", "gate_steps", "rejected_invalid", "rejected_duplicate", "rejected_queue_full",
      "canceled"}};
+const TableColumns kGarages{kGaragesBefore13, {"away"}};
 const TableColumns kGarageQueue{"garage_queue",
                                 {"snapshot_id", "garage_index", "position", "request_id",
                                  "prototype", "priority", "enqueue_ordinal"}};
@@ -49,7 +59,7 @@ const TableColumns kSignals{
 template <class G>
 auto garage_counters(G& g) {
   using Field = decltype(&g.frame_index);
-  return std::array<std::pair<const char*, Field>, 9>{
+  return std::array<std::pair<const char*, Field>, 10>{
       {{"frame_index", &g.frame_index},
        {"last_dispatch_frame", &g.last_dispatch_frame},
        {"next_enqueue_ordinal", &g.next_enqueue_ordinal},
@@ -58,10 +68,19 @@ auto garage_counters(G& g) {
        {"rejected_invalid", &g.rejected_invalid},
        {"rejected_duplicate", &g.rejected_duplicate},
        {"rejected_queue_full", &g.rejected_queue_full},
-       {"canceled", &g.canceled}}};
+       {"canceled", &g.canceled},
+       {"away", &g.away}}};  // migration 0013
 }
 
-StoreError write_vehicle_columns(Tables& t, std::int64_t id, const core::VehicleStore& st) {
+// A district world's ghosts (migration 0013), as columns.
+struct GhostColumns {
+  std::vector<core::EntityId> id;
+  std::vector<std::uint32_t> garage, route_index, lane;
+  std::vector<double> s_m;
+};
+
+StoreError write_vehicle_columns(Tables& t, std::int64_t id, const core::VehicleStore& st,
+                                 const std::vector<core::VehicleGhost>& ghosts) {
   Insert vc;
   if (StoreError e = t.prepare(kVehicleColumns, vc); !e.ok()) return e;
   assert(all_sized(st.id.size(), st.garage, st.ordinal, st.prototype, st.route_index, st.lane,
@@ -85,15 +104,31 @@ StoreError write_vehicle_columns(Tables& t, std::int64_t id, const core::Vehicle
   vc.blob("despawn_requested", st.despawn_requested)
       .text("request_ids", encode_strings(st.request_id));
   vc.blob("last_advance_step", st.last_advance_step);  // column added by migration 0002
+  GhostColumns g;
+  for (const core::VehicleGhost& x : ghosts) {
+    g.id.push_back(x.id);
+    g.garage.push_back(x.garage);
+    g.route_index.push_back(x.route_index);
+    g.lane.push_back(x.lane);
+    g.s_m.push_back(x.s_m);
+  }
+  const IdBlobs gids(g.id);
+  vc.i64("ghost_count", static_cast<std::int64_t>(ghosts.size()));
+  vc.blob("ghost_id_index", gids.index).blob("ghost_id_generation", gids.generation);
+  vc.blob("ghost_garage", g.garage).blob("ghost_route_index", g.route_index);
+  vc.blob("ghost_lane", g.lane).blob("ghost_s_m", g.s_m);
   return t.run(vc, kVehicleColumns, snapshot_row(id));
 }
 
-StoreError read_vehicle_columns(Tables& t, std::int64_t id, core::VehicleStore& st) {
+StoreError read_vehicle_columns(Tables& t, std::int64_t id, core::VehicleStore& st,
+                                std::vector<core::VehicleGhost>& ghosts) {
   const std::string row = snapshot_row(id);
+  const bool with_ghosts = t.file_version() >= 13;
+  const TableColumns& columns = with_ghosts ? kVehicleColumns : kVehicleColumnsBefore13;
   Statement s;
   std::size_t n = 0;
-  if (StoreError e = t.blob_row(kVehicleColumns, id, row, s, n); !e.ok()) return e;
-  RowReader rr(s, kVehicleColumns);
+  if (StoreError e = t.blob_row(columns, id, row, s, n); !e.ok()) return e;
+  RowReader rr(s, columns);
   rr.ids("id_index", "id_generation", n, st.id);
   rr.blob("garage", n, st.garage);
   rr.blob("ordinal", n, st.ordinal);
@@ -111,11 +146,28 @@ StoreError read_vehicle_columns(Tables& t, std::int64_t id, core::VehicleStore& 
   rr.blob("waiting_since", n, st.waiting_since);
   rr.blob("despawn_requested", n, st.despawn_requested);
   rr.blob("last_advance_step", n, st.last_advance_step);
+  const auto ghost_count =
+      with_ghosts
+          ? static_cast<std::size_t>(rr.integer("ghost_count", 0, core::kBorderPedestriansMax))
+          : 0;
+  GhostColumns g;
+  if (with_ghosts) {
+    rr.ids("ghost_id_index", "ghost_id_generation", ghost_count, g.id);
+    rr.blob("ghost_garage", ghost_count, g.garage);
+    rr.blob("ghost_route_index", ghost_count, g.route_index);
+    rr.blob("ghost_lane", ghost_count, g.lane);
+    rr.blob("ghost_s_m", ghost_count, g.s_m);
+  }
+  if (rr.ok()) {
+    ghosts.clear();
+    for (std::size_t k = 0; k < ghost_count; ++k)
+      ghosts.push_back({g.id[k], g.garage[k], g.route_index[k], g.lane[k], g.s_m[k]});
+  }
   if (rr.ok() &&
       (!decode_strings(rr.text("request_ids"), st.request_id) || st.request_id.size() != n)) {
     rr.fail("request_ids", "expected a JSON array of count strings");
   }
-  if (!rr.ok()) return t.row_error(kVehicleColumns, row, rr);
+  if (!rr.ok()) return t.row_error(columns, row, rr);
   assert(all_sized(n, st.id, st.garage, st.ordinal, st.prototype, st.route_index, st.lane, st.s_m,
                    st.speed_mps, st.strategy, st.control_policy, st.reason, st.sim_tier, st.leader,
                    st.steps_advanced, st.waiting_since, st.despawn_requested, st.request_id,
@@ -184,20 +236,25 @@ StoreError write_garages(Tables& t, std::int64_t id, const core::VehicleCheckpoi
 }
 
 StoreError read_garages(Tables& t, std::int64_t id, core::VehicleCheckpoint& v) {
-  return t.read_rows(
-      kGarages, "garage_index", "", id, snapshot_row(id), [&](RowReader& rr, const std::string&) {
-        core::GarageState gs;
-        v.garage_ids.push_back(rr.text("garage_id"));
-        for (const auto& [column, field] : garage_counters(gs)) *field = rr.u64(column);
-        gs.has_dispatched = rr.flag("has_dispatched");
-        gs.last_gate = static_cast<core::DispatchGate>(
-            rr.integer("last_gate", 0, core::kDispatchGateCount - 1));
-        if (rr.ok() && !decode_counts(rr.text("gate_steps"), gs.gate_steps)) {
-          rr.fail("gate_steps", "expected a JSON array of " +
-                                    std::to_string(core::kDispatchGateCount) + " counts");
-        }
-        v.garages.push_back(std::move(gs));
-      });
+  const bool with_away = t.file_version() >= 13;
+  return t.read_rows(with_away ? kGarages : kGaragesBefore13, "garage_index", "", id,
+                     snapshot_row(id), [&](RowReader& rr, const std::string&) {
+                       core::GarageState gs;
+                       v.garage_ids.push_back(rr.text("garage_id"));
+                       for (const auto& [column, field] : garage_counters(gs)) {
+                         if (with_away || std::string_view(column) != "away")
+                           *field = rr.u64(column);
+                       }
+                       gs.has_dispatched = rr.flag("has_dispatched");
+                       gs.last_gate = static_cast<core::DispatchGate>(
+                           rr.integer("last_gate", 0, core::kDispatchGateCount - 1));
+                       if (rr.ok() && !decode_counts(rr.text("gate_steps"), gs.gate_steps)) {
+                         rr.fail("gate_steps", "expected a JSON array of " +
+                                                   std::to_string(core::kDispatchGateCount) +
+                                                   " counts");
+                       }
+                       v.garages.push_back(std::move(gs));
+                     });
 }
 
 // A row of a garage list kept by position (garage_queue, garage_mouth): its
@@ -313,13 +370,13 @@ std::vector<const TableColumns*> vehicle_tables() {
 }
 
 StoreError write_vehicles(Tables& t, std::int64_t id, const core::VehicleCheckpoint& v) {
-  if (StoreError e = write_vehicle_columns(t, id, v.store); !e.ok()) return e;
+  if (StoreError e = write_vehicle_columns(t, id, v.store, v.ghosts); !e.ok()) return e;
   if (StoreError e = write_garages(t, id, v); !e.ok()) return e;
   return write_signals(t, id, v);
 }
 
 StoreError read_vehicles(Tables& t, std::int64_t id, core::VehicleCheckpoint& v) {
-  if (StoreError e = read_vehicle_columns(t, id, v.store); !e.ok()) return e;
+  if (StoreError e = read_vehicle_columns(t, id, v.store, v.ghosts); !e.ok()) return e;
   if (StoreError e = read_garages(t, id, v); !e.ok()) return e;
   if (StoreError e = read_garage_lists(t, id, v); !e.ok()) return e;
   return read_signals(t, id, v);

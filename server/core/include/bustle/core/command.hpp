@@ -195,6 +195,52 @@ struct BorderPedestrian {
   friend bool operator==(const BorderPedestrian&, const BorderPedestrian&) = default;
 };
 
+// A vehicle crossing a border: its whole row as the sender's step left it
+// (on `lane`, a lane of the receiving district), adopted by the receiver with
+// its id, VehicleId (garage and ordinal) and route unchanged. Its garage
+// stays the one that dispatched it: the garage's district counts it as away
+// until it comes back or its id goes home.
+struct BorderVehicle {
+  EntityId id;
+  std::uint32_t garage = 0;  // scenario garage index
+  std::uint64_t ordinal = 0;
+  std::uint32_t prototype = 0;
+  std::uint32_t route_index = 0;
+  std::uint32_t lane = 0;
+  double s_m = 0.0;
+  double speed_mps = 0.0;
+  std::uint8_t strategy = 0;  // VehicleStrategy
+  std::uint8_t control_policy = 0;
+  std::uint8_t reason = 0;  // PolicyReason
+  std::uint8_t sim_tier = 0;
+  EntityId leader;
+  std::uint64_t steps_advanced = 0;
+  std::uint64_t last_advance_step = 0;
+  std::uint64_t waiting_since = 0;
+  std::string request_id;
+  friend bool operator==(const BorderVehicle&, const BorderVehicle&) = default;
+};
+
+// A vehicle of another district near this one, as that district's step left
+// it: read (never written) by this district's next vehicle phase, for its
+// leaders, merges and entrances across the border, then dropped.
+struct VehicleGhost {
+  EntityId id;
+  std::uint32_t garage = 0;  // its route: the garage's
+  std::uint32_t route_index = 0;
+  std::uint32_t lane = 0;
+  double s_m = 0.0;
+  friend bool operator==(const VehicleGhost&, const VehicleGhost&) = default;
+};
+
+// A vehicle's id on its way home after the vehicle left the city away from
+// its garage's district: the home counts one vehicle fewer away.
+struct ReturnedVehicle {
+  EntityId id;  // with the generation its home issues next, as in `returned`
+  std::uint32_t garage = 0;
+  friend bool operator==(const ReturnedVehicle&, const ReturnedVehicle&) = default;
+};
+
 // What one neighbouring district's step `sent_step` sent this district:
 // applied at the receiver's step sent_step + 1, after the clients' commands
 // of that step, in from_district order. A district server submits it when the
@@ -206,11 +252,16 @@ inline constexpr std::size_t kBorderPedestriansMax = 1u << 20;
 // generation its home issues next: released in a district that is not their
 // home, passed on district by district (a shortest way over the map's
 // borders) until their home queues them again.
+// `vehicles` cross, `ghosts` are read for one step, `returned_vehicles` are
+// ids going home like `returned` that were a vehicle's.
 struct BorderArrivals {
   std::uint32_t from_district = 0;
   std::uint64_t sent_step = 0;
   std::vector<BorderPedestrian> pedestrians;
   std::vector<EntityId> returned;
+  std::vector<BorderVehicle> vehicles;
+  std::vector<VehicleGhost> ghosts;
+  std::vector<ReturnedVehicle> returned_vehicles;
 };
 
 using WorldCommand =

@@ -69,9 +69,11 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "bustle/core/command.hpp"
 #include "bustle/core/despawn_reason.hpp"
 #include "bustle/core/entity_id.hpp"
 #include "bustle/core/importance.hpp"
@@ -146,6 +148,38 @@ class VehicleSystem {
   void resolve_tiers(std::uint64_t step_index, const TierSpec& spec,
                      const ImportanceField& importance, std::span<const EntityId> forced_full = {});
 
+  // District worlds (vehicles/borders.cpp; docs/districts.md). Called once
+  // by the World with each lane's district and its own: garages of other
+  // districts dispatch nothing here, and lanes near another district are
+  // marked for ghosts. Without it (a whole city) nothing below is used.
+  void set_district(const std::vector<std::int16_t>& lane_district, std::int32_t own,
+                    std::size_t districts);
+  bool garage_here(std::uint32_t garage) const {
+    return garage_here_.empty() || garage_here_[garage] != 0;
+  }
+  // A vehicle the last vehicle phase left on another district's lane.
+  bool on_foreign_lane(std::uint32_t dense) const {
+    return !lane_foreign_.empty() && lane_foreign_[store_.lane[dense]] != 0;
+  }
+  // Takes `id` off the road here: its row as it is, its garage counting it
+  // away when the garage is this district's.
+  BorderVehicle depart(EntityId id);
+  // Arrivals and ghosts from a neighbour, checked before anything changes
+  // (InvalidArgument naming the field), then applied.
+  Status validate_arrival(const BorderVehicle& v, const EntityRegistry& registry) const;
+  void adopt(const BorderVehicle& v);
+  Status validate_ghost(const VehicleGhost& g, const EntityRegistry& registry) const;
+  void add_ghost(const VehicleGhost& g) { ghosts_.push_back(g); }
+  // A vehicle of this district's garage left the city elsewhere.
+  void returned_away(std::uint32_t garage);
+  // After the vehicle phase: the ghosts this step's state gives each
+  // neighbour (`to` district, ghost), from the vehicles on the road here and
+  // those that just left (`departed`, on their receivers' lanes); the ones
+  // this district reads itself next step stay as its ghosts.
+  void share_ghosts(std::span<const BorderVehicle> departed,
+                    std::vector<std::pair<std::uint32_t, VehicleGhost>>& out);
+  const std::vector<VehicleGhost>& ghosts() const { return ghosts_; }
+
   const VehicleStore& store() const { return store_; }
   // The capacity target of the vehicle in dense slot `dense` at its last
   // tier resolution (derived; see capacity_tier_).
@@ -162,8 +196,10 @@ class VehicleSystem {
   const VehicleStepCounts& last_step() const { return last_step_; }
   // Vehicles out of `garage`'s queue that count against its capacity: on
   // the road plus waiting in its mouth.
+  // In a district world, also those away in other districts.
   std::uint32_t managed(std::uint32_t garage) const {
-    return managed_[garage] + static_cast<std::uint32_t>(garages_[garage].mouth.size());
+    return managed_[garage] + static_cast<std::uint32_t>(garages_[garage].mouth.size()) +
+           static_cast<std::uint32_t>(garages_[garage].away);
   }
   // Vehicles waiting in garage mouths (every garage): alive identities the
   // store does not hold (World::check_holders, restore).
@@ -398,6 +434,28 @@ class VehicleSystem {
   std::vector<LaneIndex> merge_feeders_;
   std::vector<std::uint32_t> merge_winner_;
   std::vector<double> merge_winner_d_m_;
+  // District worlds (borders.cpp): per garage, whether it is this
+  // district's; per lane, whether another district owns it, and the
+  // districts (other than its owner) that read its vehicles as ghosts
+  // (ghost_to_[ghost_to_begin_[l] .. ghost_to_begin_[l + 1]]). Empty for a
+  // whole city.
+  std::int32_t own_district_ = -1;
+  std::vector<std::uint8_t> garage_here_;
+  std::vector<std::uint16_t> garage_district_;
+  std::vector<std::uint8_t> lane_foreign_;
+  std::vector<std::uint32_t> ghost_to_begin_;
+  std::vector<std::uint16_t> ghost_to_;
+  // Other districts' vehicles read by the next vehicle phase: between steps
+  // the ones this district sent away in its last step (checkpointed and
+  // digested), then what the neighbours sent (phase 1). Snapshot rows past
+  // the store's (row >= size()) are ghosts, ghosts_[row - size()].
+  std::vector<VehicleGhost> ghosts_;
+  Status validate_place(EntityId id, std::uint32_t garage, std::uint32_t route_index,
+                        LaneIndex lane, double s_m, const EntityRegistry& registry,
+                        bool foreign) const;
+  EntityId snap_id(std::uint32_t row) const {
+    return row < store_.size() ? store_.id[row] : ghosts_[row - store_.size()].id;
+  }
   // After arbitration: a vehicle awaiting its turnaround does not advance; one
   // whose next lane (within reach; kNoLaneAhead: none) is closed is held at
   // its lane end (Yielding, LaneClosed).

@@ -146,6 +146,19 @@ struct BorderDeparture {
 struct BorderReturn {
   std::uint32_t to_district = 0;
   EntityId id;
+  std::int32_t garage = -1;  // a vehicle's garage (its home counts it away), else -1
+};
+
+// A vehicle that left a district world across a border in the last step
+// (World::border_vehicles), and a ghost this world's last step gives a
+// neighbour (World::border_ghosts; vehicles/borders.cpp).
+struct BorderVehicleDeparture {
+  std::uint32_t to_district = 0;
+  BorderVehicle vehicle;
+};
+struct BorderGhost {
+  std::uint32_t to_district = 0;
+  VehicleGhost ghost;
 };
 
 // Lifecycle state of one entity, as reported by World::describe.
@@ -427,6 +440,15 @@ class World {
   std::span<const BorderDeparture> border_departures() const { return border_departures_; }
   // The ids sent home (or passed on towards it) in the last step, in order.
   std::span<const BorderReturn> border_returns() const { return border_returns_; }
+  // The vehicles that left across a border in the last step, by id, and the
+  // ghosts it gives the neighbours.
+  std::span<const BorderVehicleDeparture> border_vehicles() const { return border_vehicles_; }
+  std::span<const BorderGhost> border_ghosts() const { return border_ghosts_; }
+  // Everything the last step sends district `to` (its StepEnd's arrivals):
+  // pedestrians and vehicles crossing, ghosts and ids going home.
+  BorderArrivals border_message(std::uint32_t to) const;
+  // border_message() for every district of the map, by index.
+  std::vector<BorderArrivals> border_outbox() const;
   // The district whose range holds slot `index` (-1: the whole city).
   std::int32_t home_district(std::uint32_t index) const;
 
@@ -525,13 +547,16 @@ class World {
   }
   Status validate_border_arrivals(const BorderArrivals& c) const;
   void leave_by_border();
-  std::vector<std::int16_t> lane_district_;         // per lane; empty without a district map
-  std::vector<BorderPedestrian> border_crossings_;  // phase 6 -> phase 9, this step
-  std::vector<BorderDeparture> border_departures_;  // border_departures()
-  std::vector<BorderReturn> border_returns_;        // border_returns()
-  std::vector<std::uint32_t> range_first_;          // per district: first slot of its range
-  std::vector<std::int16_t> next_hop_;              // per home district: the neighbour towards it
-  void send_home(EntityId id);                      // an id whose home is elsewhere, on its way
+  std::vector<std::int16_t> lane_district_;              // per lane; empty without a district map
+  std::vector<BorderPedestrian> border_crossings_;       // phase 6 -> phase 9, this step
+  std::vector<BorderDeparture> border_departures_;       // border_departures()
+  std::vector<BorderReturn> border_returns_;             // border_returns()
+  std::vector<BorderVehicleDeparture> border_vehicles_;  // border_vehicles()
+  std::vector<BorderGhost> border_ghosts_;               // border_ghosts()
+  void leave_by_border_vehicles();                       // phase 5, after the vehicles moved
+  std::vector<std::uint32_t> range_first_;               // per district: first slot of its range
+  std::vector<std::int16_t> next_hop_;  // per home district: the neighbour towards it
+  void send_home(EntityId id, std::int32_t garage = -1);  // an id whose home is elsewhere
   // Phase 4b (phases/04b_prevention.cpp): response units, then corpse cleanup.
   void phase_prevention();
   void advance_response_units();
@@ -649,7 +674,7 @@ class World {
   Status check_holders() const;
   Status check_observers() const;
   const SpawnHandleState* find_live_spawn(EntityId id) const;
-  void finalize_orphan(const OrphanRecord& o, EntityKind kind);
+  void finalize_orphan(const OrphanRecord& o, EntityKind kind, std::int32_t vehicle_garage = -1);
   void digest_lifecycle_into(class Digest& d) const;
   void digest_prevention_into(class Digest& d) const;
   // restore()'s sections (checkpoint/restore.cpp, restore_lifecycle.cpp), in

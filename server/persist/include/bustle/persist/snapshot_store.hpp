@@ -22,7 +22,7 @@
 namespace bustle::persist {
 
 inline constexpr const char* kMagic = "bustle";
-inline constexpr int kSchemaVersion = 12;  // the last migration (0012: garage mouth)
+inline constexpr int kSchemaVersion = 13;  // the last migration (0013: vehicles across borders)
 // Read-only opening (which cannot migrate) also accepts files of this schema
 // or later: migration 0003 only added a table (client_observers), which reads
 // as empty for them.

@@ -58,6 +58,9 @@ struct GarageState {
   std::uint64_t rejected_duplicate = 0;
   std::uint64_t rejected_queue_full = 0;
   std::uint64_t canceled = 0;
+  // District worlds: this garage's vehicles on the road in other districts
+  // (they count against its capacity; 0 in a whole city).
+  std::uint64_t away = 0;
 };
 
 struct PlanState {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "bustle/core/command.hpp"
 #include "bustle/core/entity_id.hpp"
 #include "bustle/core/lane_graph.hpp"
 #include "bustle/core/sim_tier.hpp"
@@ -63,6 +64,7 @@ struct VehicleCheckpoint {
   PlanState plan;
   TierCounts last_tiers;
   VehicleStepCounts last_step;
+  std::vector<VehicleGhost> ghosts;  // district worlds: VehicleSystem::ghosts()
 };
 
 }  // namespace bustle::core
