@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from bustle_client import EntityKind
 from conftest import ServerProcess, clean_env, district_city, http_get, tool_binary
 
 RATE_HZ = 25  # live districts, realtime: 40 ms steps
@@ -68,9 +69,10 @@ def start_gateway(tmp_path: Path, city: Path, districts, port=0, name="gateway",
 
 
 @contextmanager
-def live_city(tmp_path: Path, n: int = 2, gateway_args=()):
+def live_city(tmp_path: Path, n: int = 2, gateway_args=(), vehicles=0):
     gateway_binary()  # skip before starting anything when it is not built
-    city = district_city(tmp_path, n)
+    city = (district_city(tmp_path, n, grid=4, agents=100, vehicles=vehicles) if vehicles
+            else district_city(tmp_path, n))
     procs = []
     try:
         districts, links = start_districts(tmp_path, city, n)
@@ -188,6 +190,45 @@ def test_one_city_through_the_gateway_crossings_continuous(tmp_path):
                 assert not first < step <= last, (
                     f"crossing walker {index} left the gateway's stream at step {step}")
         assert transit > 0, "no walker was seen in transit between two districts"
+
+
+def test_cars_crossing_a_border_are_one_car_with_their_vehicle_id(tmp_path):
+    """Cars on loops across the border (docs/districts.md, vehicles): the
+    gateway shows every car of both districts at its owner's pose, keeps a
+    crossing car in its stream, and names it with the VehicleId its district
+    gave it."""
+    with live_city(tmp_path, vehicles=300) as (_, procs, _links):
+        districts, gateway = procs[:-1], procs[-1]
+        streams = [watcher(gateway, "gw")] + [watcher(d, f"d{k}") for k, d in enumerate(districts)]
+        # 12 s of city time: a car crosses a 100 m block and its signal.
+        seen, gw_left = watch(streams, 3 * STEPS)
+        common = check_city_after(seen, 0)
+        assert len(common) >= STEPS // 2, f"only {len(common)} steps reached every stream"
+        gw_mirror = streams[0][1]
+        cars = {}  # index -> district labels seen
+        for _, m in streams[1:]:
+            for eid in m:
+                r = m.record(eid)
+                if r.kind == EntityKind.Vehicle:
+                    cars.setdefault(eid.index, set()).add(r.label)
+        assert len(cars) > 20, f"only {len(cars)} cars in the districts' streams"
+        named = 0
+        for eid in gw_mirror:
+            r = gw_mirror.record(eid)
+            if r.kind == EntityKind.Vehicle and eid.index in cars:
+                assert r.label in cars[eid.index], (eid, r.label, cars[eid.index])
+                assert r.label.startswith("vehicle.g."), r.label
+                named += 1
+        assert named > 20
+        owners = {}
+        for k in common:
+            for dk in (1, 2):
+                for index in seen[dk][k]:
+                    if index in cars:
+                        owners.setdefault(index, set()).add(dk)
+        crossers = {i for i, ds in owners.items() if len(ds) > 1}
+        assert crossers, "no car crossed the border while watched"
+        assert not [i for i, _ in gw_left if i in crossers], "a crossing car left the gateway's stream"
 
 
 def test_gateway_restart_clients_resync_and_status_names_districts(tmp_path):

@@ -427,6 +427,36 @@ TEST_CASE("vehicles on the corridor are streamed with prototypes, labels and pol
   }
 }
 
+TEST_CASE("a label given as text in the frame is sent as that text") {
+  // What a gateway does with the VehicleIds its districts named.
+  auto loaded =
+      scenario::load_scenario_file(std::string(BUSTLE_SOURCE_DIR) + "/configs/corridor.city.json");
+  REQUIRE(loaded.ok());
+  auto w = make_tracked_world(*loaded.scenario);
+  for (int step = 0; step < 50; ++step) w->step();
+  const net::WelcomeInfo welcome = net::make_welcome_info(*w, "test", net::ClockMode::Fast);
+  auto frame =
+      std::make_shared<net::PublishedFrame>(*net::make_published_frame(*w, welcome.archetypes));
+  REQUIRE(frame->entities.size() >= 2);
+  frame->label_texts = {"vehicle.far.000042"};
+  frame->entities[0].label = net::kLabelText | 0;
+  frame->entities[1].label = net::kLabelText | 7;  // out of range: an empty name, no crash
+  net::SpatialIndex index;
+  index.build(*frame);
+  MiniClient c;
+  c.tracker.set_interest(net::ClientInterest{}, true);
+  flatbuffers::FlatBufferBuilder fbb;
+  c.tracker.encode(*frame, &index, welcome.stream, fbb, false);
+  std::string error;
+  const auto* f = proto::verify_server_frame({fbb.GetBufferPointer(), fbb.GetSize()}, error);
+  REQUIRE(f != nullptr);
+  std::map<std::uint32_t, std::string> labels;
+  for (const wire::EntityLabel* l : *f->message_as_Delta()->labels())
+    labels[l->index()] = l->label()->str();
+  CHECK(labels.at(frame->entities[0].id.index) == "vehicle.far.000042");
+  CHECK(labels.at(frame->entities[1].id.index).empty());
+}
+
 TEST_CASE("the kept lease summary equals a recount after every delta and report") {
   // Stats and QueryLeases read the summary a tracker keeps as it sends and
   // takes reports (O(1) per query, however many entities a client holds);

@@ -183,6 +183,10 @@ void CityMerger::add_entity(const client::EntityView& view, std::uint64_t step,
   e.policy = static_cast<std::uint8_t>(view.policy);
   e.retiring = view.retiring;
   e.corpse = view.corpse;
+  if (!view.label.empty()) {  // a car's VehicleId, as its district named it
+    e.label = net::kLabelText | f.label_texts.size();
+    f.label_texts.push_back(view.label);
+  }
   f.bounds.add(e.x_m, e.y_m);
 }
 
@@ -225,6 +229,7 @@ std::shared_ptr<const net::PublishedFrame> CityMerger::frame(std::uint64_t step,
   f->entities_built = true;
   f->coverage = coverage;
   f->entities.clear();
+  f->label_texts.clear();
   f->bounds = net::Bounds{};
   f->awaiting_representation.clear();
   f->observers.clear();

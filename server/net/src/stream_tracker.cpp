@@ -522,8 +522,12 @@ StreamTracker::Counts StreamTracker::encode(const PublishedFrame& frame, const S
   fbb.Clear();
   labels_.clear();
   for (std::size_t k = 0; k < label_index_.size(); ++k) {
-    labels_.push_back(
-        wire::CreateEntityLabel(fbb, label_index_[k], fbb.CreateString(ctx.label(label_ref_[k]))));
+    const std::uint64_t ref = label_ref_[k];
+    const std::uint64_t text = ref & ((1ull << 56) - 1);
+    const auto name = (ref & (0xffull << 56)) != kLabelText ? fbb.CreateString(ctx.label(ref))
+                      : text < frame.label_texts.size() ? fbb.CreateString(frame.label_texts[text])
+                                                        : fbb.CreateString("");
+    labels_.push_back(wire::CreateEntityLabel(fbb, label_index_[k], name));
   }
   const auto labels = labels_.empty() ? 0 : fbb.CreateVector(labels_);
   // Empty vectors are left out (absent reads as empty): a quiet step costs

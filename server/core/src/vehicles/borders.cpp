@@ -39,7 +39,6 @@ Status field_error(const std::string& at, const std::string& what) {
   return Status::invalid_argument(at + ": " + what);
 }
 
-
 }  // namespace
 
 void VehicleSystem::set_district(const std::vector<std::int16_t>& lane_district, std::int32_t own,
@@ -170,8 +169,8 @@ Status VehicleSystem::validate_place(EntityId id, std::uint32_t garage, std::uin
   if (route_index >= route.size() || route[route_index] != lane)
     return field_error("route_index", "not the lane's place on the garage's route");
   if (lane_foreign_.empty() || (lane_foreign_[lane] != 0) != foreign) {
-    return field_error("lane", std::to_string(lane) + (foreign ? " is" : " is not") +
-                                   " a lane of this district");
+    return field_error(
+        "lane", std::to_string(lane) + (foreign ? " is" : " is not") + " a lane of this district");
   }
   if (!std::isfinite(s_m) || s_m < 0.0 || s_m > lanes_->lane(lane).length_m)
     return field_error("s_m", "out of the lane");

@@ -26,6 +26,7 @@ namespace bustle::net {
 // frame keeps a reference: 0 = none, else kind in the top byte.
 inline constexpr std::uint64_t kLabelVehicle = 1ull << 56;   // | garage << 40 | ordinal
 inline constexpr std::uint64_t kLabelResident = 2ull << 56;  // | resident index
+inline constexpr std::uint64_t kLabelText = 3ull << 56;  // | index into PublishedFrame::label_texts
 
 struct PublishedEntity {
   core::EntityId id;
@@ -91,6 +92,9 @@ struct PublishedFrame {
   // encodes only from a frame that covers its interest.
   Coverage coverage;
   std::vector<PublishedEntity> entities;  // sorted by id.index, unique indices
+  // Labels given as text (kLabelText): a gateway passes on the names its
+  // districts sent (a car's VehicleId), which it cannot rebuild from ids.
+  std::vector<std::string> label_texts;
   // Of every entity's (x_m, y_m): the spatial index's grid. Gathered while
   // the entities are built (in their parts), so the network thread does not
   // walk the frame once more for it.
