@@ -262,12 +262,14 @@ struct DistrictFigures {
   // the step's compute share when other processes held the cores.
   double cpu_ms_per_step = 0;
   double sent_per_step = 0, received_per_step = 0;
-  std::int64_t crossings_in = -1;  // -1: not recorded
+  std::int64_t crossings_in = -1;   // pedestrians; -1: not recorded
+  std::int64_t cars_in = -1;        // vehicles crossing in
+  double ghost_rows_per_step = -1;  // other districts' cars read per step
   std::string digest;
 };
 
 struct RunFigures {
-  std::uint32_t districts = 0, grid = 0, pedestrians = 0;
+  std::uint32_t districts = 0, grid = 0, pedestrians = 0, vehicles = 0;
   std::size_t lanes = 0;
   double startup_s = 0;  // first spawn to the last server ready
   double wall_s = 0;     // the last server ready to the last batch line
@@ -276,22 +278,30 @@ struct RunFigures {
   std::string error;
 };
 
-// Pedestrians a district received across its borders: the border_arrivals
-// commands of its recording; -1 when it cannot be read.
-std::int64_t crossings_in(const std::string& path) {
+// What a district received across its borders (the border_arrivals
+// commands of its recording): pedestrians, cars and ghost rows; false when
+// the recording cannot be read.
+struct BorderCounts {
+  std::int64_t pedestrians = 0, vehicles = 0, ghosts = 0;
+};
+bool border_counts(const std::string& path, BorderCounts& n) {
   persist::Database db;
-  if (!persist::Database::open(path, persist::Database::Mode::ReadOnly, db).ok()) return -1;
+  if (!persist::Database::open(path, persist::Database::Mode::ReadOnly, db).ok()) return false;
   persist::SqlError err;
   persist::Statement st =
       db.prepare("SELECT args FROM recording_commands WHERE kind = 'border_arrivals'", err);
-  if (!err.ok()) return -1;
-  std::int64_t n = 0;
+  if (!err.ok()) return false;
+  const auto rows = [](const nlohmann::json& args, const char* key) {
+    return args.contains(key) ? static_cast<std::int64_t>(args[key].size()) : 0;
+  };
   while (st.step()) {
     const nlohmann::json args = nlohmann::json::parse(st.column_text(0), nullptr, false);
-    if (args.is_discarded() || !args.contains("pedestrians")) return -1;
-    n += static_cast<std::int64_t>(args["pedestrians"].size());
+    if (args.is_discarded() || !args.contains("pedestrians")) return false;
+    n.pedestrians += rows(args, "pedestrians");
+    n.vehicles += rows(args, "vehicles");
+    n.ghosts += rows(args, "ghosts");
   }
-  return st.error().ok() ? n : -1;
+  return st.error().ok();
 }
 
 void compute_figures(const DistrictServersOptions& o, const Servers& servers, RunFigures& r) {
@@ -313,7 +323,11 @@ void compute_figures(const DistrictServersOptions& o, const Servers& servers, Ru
     d.efficiency = d.wall_s > 0 ? d.compute_s / d.wall_s : 1.0;
     d.sent_per_step = static_cast<double>(s.sent) / steps;
     d.received_per_step = static_cast<double>(s.received) / steps;
-    if (o.record) d.crossings_in = crossings_in(s.record_path);
+    if (BorderCounts n; o.record && border_counts(s.record_path, n)) {
+      d.crossings_in = n.pedestrians;
+      d.cars_in = n.vehicles;
+      d.ghost_rows_per_step = static_cast<double>(n.ghosts) / steps;
+    }
     end = std::max(end, s.end_s);
     r.per_district.push_back(d);
   }
@@ -391,7 +405,8 @@ RunFigures run_once(const DistrictServersOptions& o, std::uint32_t districts) {
   r.districts = districts;
   r.grid = district_servers_grid(o, districts);
   r.pedestrians = o.weak ? o.agents * districts : o.agents;
-  const core::Scenario city = bench::district_city(r.grid, districts, r.pedestrians, 0);
+  r.vehicles = o.weak ? o.vehicles * districts : o.vehicles;
+  const core::Scenario city = bench::district_city(r.grid, districts, r.pedestrians, r.vehicles);
   r.lanes = city.lanes.size();
   const std::string city_path = run_file(o, districts, "city.json");
   if (write_scenario_file(city, city_path) == 0) {
@@ -423,19 +438,25 @@ void print_run(const DistrictServersOptions& o, const RunFigures& r) {
   for (const DistrictFigures& d : r.per_district) alive += d.pedestrians;
   std::printf(
       "K = %u: %u x %u grid, %zu lanes, %u pedestrians (%" PRIu64
-      " at the end); servers ready after %.2f s, lockstep %.3f s (%.1f steps per s), all gone "
-      "after %.2f s%s\n",
-      r.districts, r.grid, r.grid, r.lanes, r.pedestrians, alive, r.startup_s, r.wall_s,
+      " at the end), %u vehicles; servers ready after %.2f s, lockstep %.3f s (%.1f steps per s), "
+      "all gone after %.2f s%s\n",
+      r.districts, r.grid, r.grid, r.lanes, r.pedestrians, alive, r.vehicles, r.startup_s, r.wall_s,
       r.wall_s > 0 ? static_cast<double>(o.steps) / r.wall_s : 0.0, r.total_s,
       r.districts * o.sim_threads > cores() ? " (oversubscribed: more threads than cores)" : "");
   std::printf(
       "  district  pedestrians   wall s  step ms  wait ms/step  efficiency  CPU ms/step  border "
-      "B/step out  in  crossings in\n");
+      "B/step out  in  crossings in  cars in  ghost rows/step\n");
+  const auto count = [](std::int64_t n) { return n < 0 ? std::string("-") : std::to_string(n); };
   for (const DistrictFigures& d : r.per_district) {
-    std::printf("  %-8s  %11" PRIu64 "  %7.3f  %7.3f  %12.3f  %9.1f%%  %11.3f  %17.0f  %3.0f  %s\n",
+    char ghosts[32] = "-";
+    if (d.ghost_rows_per_step >= 0)
+      std::snprintf(ghosts, sizeof ghosts, "%.1f", d.ghost_rows_per_step);
+    std::printf("  %-8s  %11" PRIu64
+                "  %7.3f  %7.3f  %12.3f  %9.1f%%  %11.3f  %17.0f  %3.0f  %12s  %7s  "
+                "%15s\n",
                 d.id.c_str(), d.pedestrians, d.wall_s, d.step_ms, d.wait_ms_per_step,
                 d.efficiency * 100.0, d.cpu_ms_per_step, d.sent_per_step, d.received_per_step,
-                d.crossings_in < 0 ? "-" : std::to_string(d.crossings_in).c_str());
+                count(d.crossings_in).c_str(), count(d.cars_in).c_str(), ghosts);
   }
 }
 
@@ -453,12 +474,15 @@ nlohmann::json run_json(const DistrictServersOptions& o, const RunFigures& r) {
                    {"border_bytes_sent_per_step", d.sent_per_step},
                    {"border_bytes_received_per_step", d.received_per_step},
                    {"crossings_in", d.crossings_in},
+                   {"vehicle_crossings_in", d.cars_in},
+                   {"ghost_rows_per_step", d.ghost_rows_per_step},
                    {"digest", d.digest}});
   }
   return {{"districts", r.districts},
           {"grid", r.grid},
           {"lanes", r.lanes},
           {"pedestrians", r.pedestrians},
+          {"vehicles", r.vehicles},
           {"startup_s", r.startup_s},
           {"wall_s", r.wall_s},
           {"steps_per_s", r.wall_s > 0 ? static_cast<double>(o.steps) / r.wall_s : 0.0},
@@ -537,6 +561,7 @@ int run_district_servers(const DistrictServersOptions& given) {
   figures()["scaling"] = o.weak ? "weak" : "strong";
   figures()["steps"] = o.steps;
   figures()["agents"] = o.agents;
+  figures()["vehicles"] = o.vehicles;
   figures()["sim_threads"] = o.sim_threads;
   figures()["cores"] = cores();
   figures()["runs"] = runs;

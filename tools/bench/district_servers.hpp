@@ -20,12 +20,14 @@ struct DistrictServersOptions {
   std::vector<std::uint32_t> districts;  // the K to run; empty: 1, 2, 4 (weak: 1, 2, 3, 4)
   std::uint32_t grid = 32;
   std::uint32_t agents = 200'000;
+  std::uint32_t vehicles = 0;  // cars on the blocks' loops (--weak: per district)
   std::uint64_t steps = 500;
   std::uint64_t seed = 1;
   std::uint32_t sim_threads = 1;  // each server's --sim-threads
   // --record: each server records (keyframes only at the start) and the
-  // bench counts the pedestrians each district received across its borders
-  // from the recordings' border_arrivals; recording costs step time.
+  // bench counts the pedestrians and cars each district received across its
+  // borders and the ghost rows it read, from the recordings' border_arrivals;
+  // recording costs step time.
   bool record = false;
   std::uint32_t start_timeout_s = 120;  // per server, to its "links on" line
   std::uint32_t run_timeout_s = 3600;   // per K, every server done

@@ -318,6 +318,9 @@ void add_district_servers(CLI::App& app, Args& a) {
                          2, 1000);
   add_int<std::uint32_t>(*sub, "--agents", d.agents,
                          "pedestrians of the city (--weak: per district)", 1, kAgentsMax);
+  add_int<std::uint32_t>(*sub, "--vehicles", d.vehicles,
+                         "cars on the blocks' loops, some across borders (--weak: per district)", 0,
+                         kAgentsMax);
   sub->add_option("--steps", d.steps, "steps each server runs (--steps of bustle-server)")
       ->check(in_range<std::uint64_t>(1, kStepsMax))
       ->capture_default_str();
@@ -325,8 +328,9 @@ void add_district_servers(CLI::App& app, Args& a) {
   add_int<std::uint32_t>(*sub, "--sim-threads", d.sim_threads, "every server's --sim-threads", 1,
                          64);
   sub->add_flag("--record", d.record,
-                "each server records (--record) and the bench counts the pedestrians each "
-                "district received across its borders (costs step time)");
+                "each server records (--record) and the bench counts the pedestrians and cars "
+                "each district received across its borders and the ghost rows it read (costs "
+                "step time)");
   sub->add_option("--server", d.server,
                   "bustle-server binary (default: the one in this build tree)")
       ->check(CLI::ExistingFile);

@@ -231,8 +231,9 @@ def bench_rows(results):
                 text += " (oversubscribed: %d cores)" % d[0]["figures"]["cores"]
             parts.append(text)
         return "; ".join(parts)
-    bustle_bench("district-servers", lambda f: "district servers, %s scaling, %s pedestrians%s" % (
-        f["scaling"], thousands(f["agents"]), " per district" if f["scaling"] == "weak" else ""),
+    bustle_bench("district-servers", lambda f: "district servers, %s scaling, %s pedestrians%s%s" % (
+        f["scaling"], thousands(f["agents"]), " per district" if f["scaling"] == "weak" else "",
+        ", %s vehicles" % thousands(f["vehicles"]) if f.get("vehicles") else ""),
         district_servers)
 
     def gateway(d):

@@ -79,7 +79,7 @@ if [[ $quick -eq 1 ]]; then
   fanout=(fanout --clients 4 --stalled-percent 25 --agents 200 --seconds 1 --warmup 1 --repeat 1)
   fanout_1m=(fanout --city-scale 20k --clients 2 --seconds 1 --warmup 1 --repeat 1)
   fanout_1m_64=()  # the same bench and row format as fanout_1m: not run twice at toy size
-  district_servers=(district-servers --grid 8 --agents 2000 --steps 100 --districts 1,2)
+  district_servers=(district-servers --grid 8 --agents 2000 --vehicles 300 --steps 100 --districts 1,2)
   gateway=(gateway --agents 2000 --grid 8 --clients 0,1 --seconds 1 --warmup 1 --repeat 1)
   vehicles=(--grid 3 --vehicles 40 --steps 50)
   # SUMO reports its loop time to the millisecond: 50 toy steps (~2 ms)
@@ -109,7 +109,7 @@ else
   fanout_1m_64=(fanout --city-scale 1m --clients 64 --repeat 1 --seconds 15)
   # Issue 34: the district city on 1, 2 and 4 bustle-server processes
   # (strong scaling, 200 000 pedestrians, 500 steps; ~20 s).
-  district_servers=(district-servers)
+  district_servers=(district-servers --vehicles 10000)
   # The gateway in front of 2 live districts (200 000 pedestrians, 10 Hz),
   # 0, 1, 4 and 8 whole-city clients, 3 interleaved rounds (~3 min).
   gateway=(gateway --clients 0,1,4,8)
