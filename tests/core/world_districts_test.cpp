@@ -49,7 +49,11 @@ class LockstepCity {
       worlds_.push_back(std::move(created.world));
     }
     recordings_.resize(worlds_.size());
+    extra_.resize(worlds_.size());
   }
+
+  // A command district d takes at its next step, after its border arrivals.
+  void submit(std::size_t d, WorldCommand c) { extra_[d].push_back({{}, std::move(c)}); }
 
   // One step of every district; returns the pedestrians in transit after it.
   std::size_t step() {
@@ -68,6 +72,8 @@ class LockstepCity {
     }
     for (std::size_t d = 0; d < n; ++d) {
       StepRecord rec;
+      for (CommandEnvelope& env : extra_[d]) inbound[d].push_back(std::move(env));
+      extra_[d].clear();
       for (CommandEnvelope& env : inbound[d]) {
         rec.commands.push_back(env);
         REQUIRE(worlds_[d]->submit(std::move(env)) == SubmitStatus::Queued);
@@ -202,6 +208,7 @@ class LockstepCity {
  private:
   std::vector<std::unique_ptr<World>> worlds_;
   std::vector<std::vector<StepRecord>> recordings_;
+  std::vector<std::vector<CommandEnvelope>> extra_;
   std::uint64_t crossings_ = 0;
   std::uint64_t vehicle_crossings_ = 0;
   std::uint64_t returned_ = 0;
@@ -536,10 +543,55 @@ TEST_CASE("district worlds: vehicle arrivals and ghosts are checked before anyth
   CHECK(w.world->check_invariants().ok());
   // A garage of another district takes no request here.
   auto w2 = World::restore(s, before);
-  GarageRequest req{"g.0.0", "extra", "car", "r.0.0.E", 10};
+  GarageRequest req{"g.0.0", "extra", "car", "r.0.0.e", 10};
   REQUIRE(w2.world->submit({{}, req}) == SubmitStatus::Queued);
   w2.world->step();
   CHECK(w2.world->last_command_results()[0].status == CommandStatus::Rejected);
   CHECK_THAT(w2.world->last_command_results()[0].message,
              Catch::Contains("belongs to district 'd0'"));
+}
+
+TEST_CASE("district worlds: a car despawned away from its garage's district goes home as an id") {
+  const Scenario city = city_with_cars(4, 2, 0, 100);
+  LockstepCity run(city, 9);
+  // A car of one of district 0's garages on the road in district 1.
+  EntityId car;
+  std::uint32_t garage = 0;
+  for (int k = 0; k < 2000 && car.is_null(); ++k) {
+    run.step();
+    const VehicleStore& st = run.world(1).vehicles().store();
+    for (std::uint32_t i = 0; i < st.size() && car.is_null(); ++i) {
+      if (run.world(0).vehicles().garage_here(st.garage[i])) {
+        car = st.id[i];
+        garage = st.garage[i];
+      }
+    }
+  }
+  REQUIRE(!car.is_null());
+  // The garage's cars away: on the road in district 1, or crossing either way.
+  const auto away_now = [&] {
+    std::uint64_t n = 0;
+    const VehicleStore& st = run.world(1).vehicles().store();
+    for (std::uint32_t i = 0; i < st.size(); ++i) n += st.garage[i] == garage;
+    for (std::size_t d = 0; d < 2; ++d) {
+      for (const BorderVehicleDeparture& v : run.world(d).border_vehicles())
+        n += v.vehicle.garage == garage;
+    }
+    return n;
+  };
+  REQUIRE(run.world(0).vehicles().garages()[garage].away == away_now());
+  run.submit(1, DespawnEntity{car});
+  run.step();  // district 1 despawns it and sends its id home
+  CHECK(!run.world(1).registry().is_alive(car));
+  REQUIRE(!run.world(1).border_returns().empty());
+  CHECK(run.world(1).border_returns().back().id.index == car.index);
+  CHECK(run.world(1).border_returns().back().garage == static_cast<std::int32_t>(garage));
+  // Counted away until its id is home, then one fewer.
+  CHECK(run.world(0).vehicles().garages()[garage].away == away_now() + 1);
+  run.step();
+  CHECK(run.world(0).vehicles().garages()[garage].away == away_now());
+  CHECK(!run.world(0).registry().slot_away(car.index));  // home, free to issue again
+  run.check_conservation();
+  for (int k = 0; k < 200; ++k) run.step();
+  run.check_conservation();
 }

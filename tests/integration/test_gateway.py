@@ -229,6 +229,19 @@ def test_cars_crossing_a_border_are_one_car_with_their_vehicle_id(tmp_path):
         crossers = {i for i, ds in owners.items() if len(ds) > 1}
         assert crossers, "no car crossed the border while watched"
         assert not [i for i, _ in gw_left if i in crossers], "a crossing car left the gateway's stream"
+        # A garage request goes to the garage's district (a district refuses
+        # another district's garage, naming it).
+        from bustle_client import CommandStatus, RejectReason
+        op = gateway.connect()
+        op.hello("gw-operator", role="operator")
+        for garage, lane in (("g.0.0", "r.0.0.e"), ("g.2.0", "r.2.0.e")):
+            r = op.garage_request(garage, "extra", "car", lane, timeout=10)
+            assert "belongs to district" not in r.message, (garage, r)
+            assert r.status == CommandStatus.Accepted or r.reason == RejectReason.QueueFull, (
+                garage, r)
+        r = op.garage_request("g.9.9", "extra", "car", "r.0.0.e", timeout=10)
+        assert r.status == CommandStatus.Rejected and r.reason == RejectReason.InvalidArgument
+        assert "no garage 'g.9.9'" in r.message, r.message
 
 
 def test_gateway_restart_clients_resync_and_status_names_districts(tmp_path):

@@ -20,6 +20,12 @@ Gateway::Gateway(const core::Scenario& scenario, const core::LaneGraph& lanes, n
     feeds_.push_back(std::make_unique<DistrictFeed>(std::move(f), city, inbox_));
   }
   for (const std::string& id : merger_.map().district_ids) status_.districts.push_back({id});
+  // A garage dispatches in the district of its entrance lane (docs/districts.md).
+  for (const core::GarageSpec& g : scenario.garages) {
+    const auto lane = lanes.find(g.lane);
+    if (lane && *lane < merger_.map().lane_owner.size())
+      garage_district_[g.id] = merger_.map().lane_owner[*lane];
+  }
   note_status();
 }
 
@@ -295,6 +301,16 @@ std::optional<std::size_t> Gateway::target_district(const net::InboundCommand& c
     if (const auto* c = std::get_if<core::SetVehicleStrategy>(&w)) id = c->id;
     if (const auto* c = std::get_if<core::SetAdmissionMask>(&w)) id = c->id;
     if (id) return entity_district(*id, reason, why);
+    std::optional<std::string> garage;
+    if (const auto* c = std::get_if<core::GarageRequest>(&w)) garage = c->garage;
+    if (const auto* c = std::get_if<core::CancelGarageRequest>(&w)) garage = c->garage;
+    if (garage) {
+      if (const auto it = garage_district_.find(*garage); it != garage_district_.end())
+        return it->second;
+      reason = core::RejectReason::InvalidArgument;
+      why = "garage: no garage '" + *garage + "' in the city";
+      return std::nullopt;
+    }
     if (const auto* c = std::get_if<core::SetLaneClosed>(&w)) {
       std::uint32_t lane = c->lane_index;
       if (lane == UINT32_MAX) lane = lanes_.find(c->lane).value_or(UINT32_MAX);
@@ -306,8 +322,9 @@ std::optional<std::size_t> Gateway::target_district(const net::InboundCommand& c
   }
   reason = core::RejectReason::UnknownCommand;
   why =
-      "the gateway relays commands about one entity or lane, sends the clock and observers "
-      "to every district and answers QueryStats; send others to the district servers";
+      "the gateway relays commands about one entity, lane or garage, sends the clock and "
+      "observers to every district and answers QueryStats; send others to the district "
+      "servers";
   return std::nullopt;
 }
 

@@ -122,6 +122,7 @@ class Gateway {
   std::map<std::uint64_t, net::Coverage> requested_{{0, net::Coverage{}}};
   std::uint64_t requested_version_ = 0;
   const core::LaneGraph& lanes_;
+  std::map<std::string, std::size_t> garage_district_;  // garage id -> its district
   std::uint32_t step_us_ = 0;
   std::uint64_t published_step_ = 0;
   bool published_ = false;
