@@ -13,6 +13,7 @@
 #
 # Each repetition runs exactly:
 #   bustle-bench vehicles --grid N --vehicles V --steps S
+#   bustle-bench vehicles --grid N --vehicles V --steps S --threads 2   (stated beside)
 #   python3 tools/bench/sumo_grid.py --grid N --vehicles V --steps S
 # (sumo_grid.py documents its netgenerate and sumo command lines.) Both are
 # single-threaded; the figures are whole-core wall time of the timed steps,
@@ -64,6 +65,9 @@ echo "sumo: $(sumo --version 2>/dev/null | head -1)"
 for ((r = 1; r <= repeat; ++r)); do
   echo "--- run $r/$repeat: bustle-bench vehicles --grid $grid --vehicles $vehicles --steps $steps"
   "$bench" vehicles --grid "$grid" --vehicles "$vehicles" --steps "$steps" | tee "$log/bustle.$r"
+  echo "--- run $r/$repeat: bustle-bench vehicles --grid $grid --vehicles $vehicles --steps $steps --threads 2"
+  "$bench" vehicles --grid "$grid" --vehicles "$vehicles" --steps "$steps" --threads 2 >"$log/bustle2.$r"
+  grep '^RESULT' "$log/bustle2.$r"
   echo "--- run $r/$repeat: sumo_grid.py --grid $grid --vehicles $vehicles --steps $steps"
   python3 "$here/sumo_grid.py" --grid "$grid" --vehicles "$vehicles" --steps "$steps" >"$log/sumo.$r"
   grep -E '^(sumo:|  timed|  vehicle updates|RESULT)' "$log/sumo.$r"
@@ -74,6 +78,10 @@ b_ups=$(for ((r = 1; r <= repeat; ++r)); do field ups "$log/bustle.$r"; done | m
 b_p50=$(for ((r = 1; r <= repeat; ++r)); do field p50_ms "$log/bustle.$r"; done | median)
 b_p99=$(for ((r = 1; r <= repeat; ++r)); do field p99_ms "$log/bustle.$r"; done | median)
 b_veh=$(field vehicles "$log/bustle.1")
+# Beside the one-thread comparison (both single-threaded), Bustle on two
+# threads: the vehicle kernel in parts on the PhaseExecutor, same digest.
+b2_ups=$(for ((r = 1; r <= repeat; ++r)); do field ups "$log/bustle2.$r"; done | median)
+all_b2=$(for ((r = 1; r <= repeat; ++r)); do field ups "$log/bustle2.$r"; done | awk '{printf "%s%.2f", (NR > 1 ? " " : ""), $1 / 1e6}')
 s_ups=$(for ((r = 1; r <= repeat; ++r)); do field ups "$log/sumo.$r"; done | median)
 s_sec=$(for ((r = 1; r <= repeat; ++r)); do field seconds "$log/sumo.$r"; done | median)
 s_veh=$(field vehicles "$log/sumo.1")
@@ -94,10 +102,12 @@ echo
 echo "grid ${grid}x${grid}, $vehicles vehicles, $steps timed steps of 0.1 s, median of $repeat"
 awk -v bu="$b_ups" -v su="$s_ups" -v bv="$b_veh" -v sv="$s_veh" -v p50="$b_p50" -v p99="$b_p99" \
     -v ss="$s_sec" -v steps="$steps" -v ab="$all_b" -v as="$all_s" -v bsp="$b_spread" -v ssp="$s_spread" \
-    -v ap="$all_p" -v pm="$p_med" -v target="$target" -v grid="$grid" -v repeat="$repeat" 'BEGIN {
+    -v ap="$all_p" -v pm="$p_med" -v target="$target" -v grid="$grid" -v repeat="$repeat" \
+    -v b2="$b2_ups" -v ab2="$all_b2" 'BEGIN {
   printf "%-28s %16s %16s %10s\n", "", "Bustle", "SUMO", "ratio"
   printf "%-28s %16.0f %16.0f\n", "vehicles on the road", bv, sv
   printf "%-28s %16.3f %16.3f %9.1fx\n", "vehicle updates/s (M)", bu / 1e6, su / 1e6, bu / su
+  printf "%-28s %16.3f %16s %9.1fx\n", "  Bustle on 2 threads (M)", b2 / 1e6, "-", b2 / su
   printf "%-28s %16.1f %16.1f\n", "ns per vehicle update", 1e9 / bu, 1e9 / su
   printf "%-28s %16.3f %16.3f\n", "mean step (ms)", bv * 1000 / bu, ss * 1000 / steps
   printf "%-28s %16.3f %16s\n", "step p50 (ms)", p50, "-"
@@ -107,6 +117,6 @@ awk -v bu="$b_ups" -v su="$s_ups" -v bv="$b_veh" -v sv="$s_veh" -v p50="$b_p50" 
   printf "%-28s %s (median %sx)\n", "ratio per interleaved run", ap, pm
   printf "target %dx: %s (ratio of the medians %.1fx)\n", target, (bu / su >= target) ? "met" : "not met", bu / su
   # One machine-readable line (tools/bench/run-all.sh): medians, then every run.
-  gsub(" ", ",", ab); gsub(" ", ",", as)
-  printf "RESULT compare grid=%s vehicles=%d steps=%d repeat=%d bustle_ups=%.0f sumo_ups=%.0f ratio=%.2f bustle_p50_ms=%.4f bustle_p99_ms=%.4f bustle_runs_m=%s sumo_runs_m=%s\n", grid, bv, steps, repeat, bu, su, bu / su, p50, p99, ab, as
+  gsub(" ", ",", ab); gsub(" ", ",", as); gsub(" ", ",", ab2)
+  printf "RESULT compare grid=%s vehicles=%d steps=%d repeat=%d bustle_ups=%.0f sumo_ups=%.0f ratio=%.2f bustle_p50_ms=%.4f bustle_p99_ms=%.4f bustle_runs_m=%s sumo_runs_m=%s bustle_2t_ups=%.0f bustle_2t_runs_m=%s\n", grid, bv, steps, repeat, bu, su, bu / su, p50, p99, ab, as, b2, ab2
 }'

@@ -265,11 +265,15 @@ def bench_rows(results):
         rows.append(("vehicles against SUMO", "`tools/bench/compare_sumo.sh --grid %s --vehicles %s --steps %s --repeat %s`" % (
                          r["grid"], r["vehicles"], r["steps"], r["repeat"]),
                      "Bustle %.2f M vehicle updates/s (runs %s), SUMO %.3f M (runs %s): %.0f× (target ≥ 300×: %s); "
-                     "Bustle step p50 %.3f ms, p99 %.3f ms (%s vehicles, interleaved runs, medians)" % (
+                     "Bustle step p50 %.3f ms, p99 %.3f ms%s (%s vehicles, interleaved runs, medians)" % (
                          float(r["bustle_ups"]) / 1e6, r["bustle_runs_m"].replace(",", ", "),
                          float(r["sumo_ups"]) / 1e6, r["sumo_runs_m"].replace(",", ", "), float(r["ratio"]),
                          "met" if float(r["ratio"]) >= 300 else "not met",
-                         float(r["bustle_p50_ms"]), float(r["bustle_p99_ms"]), r["vehicles"]),
+                         float(r["bustle_p50_ms"]), float(r["bustle_p99_ms"]),
+                         "; on 2 threads %.2f M/s (runs %s), %.0f× SUMO" % (
+                             float(r["bustle_2t_ups"]) / 1e6, r["bustle_2t_runs_m"].replace(",", ", "),
+                             float(r["bustle_2t_ups"]) / float(r["sumo_ups"])) if "bustle_2t_ups" in r else "",
+                         r["vehicles"]),
                      load_cell([load_lines(sumo[0])])))
     elif os.path.exists(os.path.join(results, "vehicles-sumo.skipped")):
         with open(os.path.join(results, "vehicles-sumo.skipped")) as f:
