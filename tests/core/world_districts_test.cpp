@@ -13,6 +13,7 @@
 #include "bustle/citygen/cities.hpp"
 #include "bustle/core/prng.hpp"
 #include "bustle/core/world.hpp"
+#include "bustle/scenario/scenario_loader.hpp"
 
 using namespace bustle::core;
 
@@ -65,7 +66,7 @@ class LockstepCity {
         if (to == from) continue;
         BorderArrivals out = worlds_[from]->border_message(static_cast<std::uint32_t>(to));
         if (out.pedestrians.empty() && out.returned.empty() && out.vehicles.empty() &&
-            out.ghosts.empty() && out.returned_vehicles.empty())
+            out.ghosts.empty() && out.returned_vehicles.empty() && out.crossings.empty())
           continue;
         inbound[to].push_back({{}, std::move(out)});
       }
@@ -594,4 +595,61 @@ TEST_CASE("district worlds: a car despawned away from its garage's district goes
   run.check_conservation();
   for (int k = 0; k < 200; ++k) run.step();
   run.check_conservation();
+}
+
+TEST_CASE("district worlds: cars yield to pedestrians on another district's crossing") {
+  // The corridor cut in two (configs/corridor.districts.city.json): lane 3
+  // (a car's way) is d0's, and of the two crossings over it x.in is d0's and
+  // x.out d1's; pedestrians cross both ways between the districts all the time.
+  auto loaded = bustle::scenario::load_scenario_file(std::string(BUSTLE_SOURCE_DIR) +
+                                                     "/configs/corridor.districts.city.json");
+  REQUIRE(loaded.ok());
+  const Scenario city = *loaded.scenario;
+  LockstepCity run(city, 4);
+  const LaneGraph& lanes = run.world(0).lanes();
+  const LaneIndex lane3 = *lanes.find("lane3");
+  // Where each crossing meets lane 3 (it runs from y = 50 down to y = 0).
+  const std::vector<std::pair<LaneIndex, double>> crossings = {{*lanes.find("x.out"), 24.0},
+                                                               {*lanes.find("x.in"), 25.0}};
+  std::size_t yielded = 0, foreign_shared = 0;
+  for (int k = 0; k < 3000; ++k) {
+    // The city before the step: crossings with someone on them (in a
+    // district, or walking onto it across a border), and the cars on lane 3.
+    std::vector<LaneIndex> occupied;
+    std::vector<std::pair<EntityId, double>> before;
+    for (std::size_t d = 0; d < 2; ++d) {
+      const World& w = run.world(d);
+      for (std::uint32_t i = 0; i < w.pedestrians().size(); ++i)
+        occupied.push_back(w.pedestrians().lane[i]);
+      for (const BorderDeparture& dep : w.border_departures())
+        occupied.push_back(dep.pedestrian.lane);
+      const VehicleStore& st = w.vehicles().store();
+      for (std::uint32_t i = 0; i < st.size(); ++i) {
+        if (st.lane[i] == lane3) before.push_back({st.id[i], st.s_m[i]});
+      }
+    }
+    run.step();
+    foreign_shared += run.world(1).border_message(0).crossings.size();
+    // No car drove over a crossing that had someone on it.
+    for (const auto& [id, s0] : before) {
+      for (std::size_t d = 0; d < 2; ++d) {
+        const VehicleStore& st = run.world(d).vehicles().store();
+        if (id.index >= st.dense_of.size() || st.dense_of[id.index] == VehicleStore::kNoSlot)
+          continue;
+        const std::uint32_t i = st.dense_of[id.index];
+        if (st.lane[i] != lane3) continue;
+        for (const auto& [crossing, at_m] : crossings) {
+          const bool busy = std::find(occupied.begin(), occupied.end(), crossing) != occupied.end();
+          INFO("step " << k << ": car " << id.index << " from s " << s0 << " to " << st.s_m[i]
+                       << " over crossing " << crossing);
+          CHECK(!(busy && s0 < at_m && st.s_m[i] >= at_m));
+          yielded += busy && s0 < at_m && at_m - s0 <= 12.0 && st.s_m[i] == s0;
+        }
+      }
+    }
+    if (k % 100 == 99) run.check_conservation();
+  }
+  CHECK(yielded > 10);          // cars did wait at the crossings
+  CHECK(foreign_shared > 100);  // d1 told d0 of pedestrians on x.out
+  CHECK(run.crossings() > 100);
 }

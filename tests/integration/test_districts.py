@@ -174,6 +174,24 @@ def test_vehicles_cross_between_district_servers(tmp_path, districts):
         assert r.returncode == 0, r.stdout + r.stderr
 
 
+def test_the_corridor_cut_in_two_runs_on_two_district_servers(tmp_path):
+    """configs/corridor.districts.city.json: cars loop through both districts,
+    pedestrians cross the street between them, and the cars of d0 yield to
+    pedestrians on d1's crossing (its `crossings`, recorded in d0's
+    arrivals); every id is held once and each recording verifies alone."""
+    city = Path(__file__).resolve().parents[2] / "configs" / "corridor.districts.city.json"
+    recordings = [r[0] for r in run_districts(city, 2, tmp_path / "run")]
+    check_conservation(recordings)
+    cars = sum(len(v) for r in recordings for v in arrivals(r, ("vehicles",)).values())
+    assert cars > 20, f"only {cars} cars crossed"
+    told = sum(len(json.loads(a).get("crossings", [])) for (a,) in read(
+        recordings[0], "SELECT args FROM recording_commands WHERE kind = 'border_arrivals'"))
+    assert told > 0, "d1 never told d0 of a pedestrian on its crossing"
+    for rec in recordings:
+        r = run_replay("verify", str(rec), timeout=60)
+        assert r.returncode == 0, r.stdout + r.stderr
+
+
 def test_two_runs_of_the_same_districts_agree_at_every_step(tmp_path):
     city = district_city(tmp_path, 2)
     first = run_districts(city, 2, tmp_path / "a")

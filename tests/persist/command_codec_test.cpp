@@ -85,6 +85,7 @@ TEST_CASE("every world command round-trips through its JSON form") {
                            {},
                            {},
                            {},
+                           {},
                            {}},
       // Vehicles: every field of the row, doubles to the bit.
       core::BorderArrivals{1,
@@ -109,7 +110,8 @@ TEST_CASE("every world command round-trips through its JSON form") {
                              0,
                              "req-1"}},
                            {{{8, 4}, 2, 3, 41, 5e-324}},
-                           {{{11, 7}, 4}}},
+                           {{{11, 7}, 4}},
+                           {3, UINT32_MAX}},
       core::BorderArrivals{},
   };
   // Every alternative of the variant is covered.
@@ -300,9 +302,14 @@ TEST_CASE("malformed arguments of the new commands are refused, naming the field
 }
 
 TEST_CASE("border arrivals keep every bit of the walking time and the ids going home") {
-  const core::BorderArrivals sent{
-      1,  42, {{{9, 3}, 17, 0.1 + 0.2, 5}, {{10, 1}, 2, -0.0, 0}}, {{7, 2}, {UINT32_MAX, 1}}, {},
-      {}, {}};
+  const core::BorderArrivals sent{1,
+                                  42,
+                                  {{{9, 3}, 17, 0.1 + 0.2, 5}, {{10, 1}, 2, -0.0, 0}},
+                                  {{7, 2}, {UINT32_MAX, 1}},
+                                  {},
+                                  {},
+                                  {},
+                                  {}};
   const core::WorldCommand back = round_trip(sent);
   const auto& got = std::get<core::BorderArrivals>(back);
   CHECK(got.from_district == 1);

@@ -57,8 +57,9 @@ void drop_migrations_after_0004(sqlite3* db) {
   exec(db, "ALTER TABLE save_residents DROP COLUMN deceased");
   exec(db, "DROP TABLE garage_mouth");               // 0012's table
   exec(db, "ALTER TABLE garages DROP COLUMN away");  // 0013's columns
-  for (const char* c : {"ghost_count", "ghost_id_index", "ghost_id_generation", "ghost_garage",
-                        "ghost_route_index", "ghost_lane", "ghost_s_m"})
+  for (const char* c :
+       {"ghost_count", "ghost_id_index", "ghost_id_generation", "ghost_garage", "ghost_route_index",
+        "ghost_lane", "ghost_s_m", "ghost_crossing_count", "ghost_crossings"})
     exec(db, std::string("ALTER TABLE vehicle_columns DROP COLUMN ") + c);
 }
 

@@ -514,7 +514,7 @@ bool DistrictLinks::feed(core::World& world, const std::atomic<bool>& stop,
   for (StepEnd& end : *ends) {
     const core::BorderArrivals& a = end.arrivals;
     if (a.pedestrians.empty() && a.returned.empty() && a.vehicles.empty() && a.ghosts.empty() &&
-        a.returned_vehicles.empty())
+        a.returned_vehicles.empty() && a.crossings.empty())
       continue;
     core::CommandEnvelope env{core::CommandOrigin{}, std::move(end.arrivals)};
     recorded.push_back(env);

@@ -160,6 +160,7 @@ void World::step() {
   border_returns_.clear();
   border_vehicles_.clear();
   border_ghosts_.clear();
+  border_crossing_lanes_.clear();
   phase_apply_commands();    // 1  phases/01_apply_commands.cpp
   update_follow_observer();  //    commands/set_observers.cpp (SetObservers.follow)
   prepare_importance();      //    observers may have changed in phase 1
@@ -183,7 +184,8 @@ void World::step() {
   phase_ended(StepPhase::SimTiers);
   phase_representation_requests();  // 8  phases/08_representation_requests.cpp
   phase_ended(StepPhase::RepresentationRequests);
-  phase_despawn();  // 9  phases/09_despawn.cpp
+  phase_despawn();                                     // 9  phases/09_despawn.cpp
+  if (scenario_.own_district >= 0) share_crossings();  // world_districts.cpp
   phase_ended(StepPhase::Despawn);
   digest_ = compute_digest();  // 10 phases/10_digest.cpp
   phase_ended(StepPhase::Digest);

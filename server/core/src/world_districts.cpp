@@ -120,7 +120,52 @@ BorderArrivals World::border_message(std::uint32_t to) const {
   for (const BorderGhost& g : border_ghosts_) {
     if (g.to_district == to) m.ghosts.push_back(g.ghost);
   }
+  for (const auto& [d, lane] : border_crossing_lanes_) {
+    if (d == to) m.crossings.push_back(lane);
+  }
   return m;
+}
+
+void World::share_crossings() {
+  if (scenario_.garages.empty()) return;  // no car yields anywhere
+  std::vector<LaneIndex> occupied;
+  for (std::uint32_t i = 0; i < pedestrians_.size(); ++i) {
+    const LaneIndex l = pedestrians_.lane[i];
+    if (!vehicles_.crossing_readers(l).empty() && lanes_.lane(l).kind == LaneKind::Crossing)
+      occupied.push_back(l);
+  }
+  std::sort(occupied.begin(), occupied.end());
+  occupied.erase(std::unique(occupied.begin(), occupied.end()), occupied.end());
+  for (const LaneIndex l : occupied) {
+    for (const std::uint16_t d : vehicles_.crossing_readers(l))
+      border_crossing_lanes_.push_back({d, l});
+  }
+  // Pedestrians that just walked onto another district's crossing: real
+  // there from the next step, so that district's own count of it comes a
+  // step late for everyone else; this district passes it on, and keeps it
+  // for its own next vehicle phase.
+  const auto own = static_cast<std::uint16_t>(scenario_.own_district);
+  std::vector<LaneIndex> self;
+  std::vector<std::pair<std::uint32_t, LaneIndex>> passed;
+  for (const BorderDeparture& dep : border_departures_) {
+    const LaneIndex l = dep.pedestrian.lane;
+    if (lanes_.lane(l).kind != LaneKind::Crossing) continue;
+    for (const std::uint16_t d : vehicles_.crossing_readers(l)) {
+      if (d == own) {
+        self.push_back(l);
+      } else {
+        passed.push_back({d, l});
+      }
+    }
+  }
+  border_crossing_lanes_.insert(border_crossing_lanes_.end(), passed.begin(), passed.end());
+  std::sort(border_crossing_lanes_.begin(), border_crossing_lanes_.end());
+  border_crossing_lanes_.erase(
+      std::unique(border_crossing_lanes_.begin(), border_crossing_lanes_.end()),
+      border_crossing_lanes_.end());
+  std::sort(self.begin(), self.end());
+  self.erase(std::unique(self.begin(), self.end()), self.end());
+  vehicles_.keep_foreign_crossings(std::move(self));
 }
 
 std::vector<BorderArrivals> World::border_outbox() const {
@@ -215,6 +260,12 @@ Status World::validate_border_arrivals(const BorderArrivals& c) const {
       return Status::invalid_argument("vehicles[" + std::to_string(k) + "]." + st.message());
     ids.push_back(c.vehicles[k].id);
   }
+  for (std::size_t k = 0; k < c.crossings.size(); ++k) {
+    if (Status st = vehicles_.validate_crossing(c.crossings[k]); !st.ok())
+      return Status::invalid_argument(st.message() + " (crossings[" + std::to_string(k) + "])");
+  }
+  if (c.crossings.size() > lanes_.size())
+    return Status::invalid_argument("crossings: more than the city's lanes");
   std::vector<EntityId> ghost_ids;
   for (std::size_t k = 0; k < c.ghosts.size(); ++k) {
     if (Status st = vehicles_.validate_ghost(c.ghosts[k], registry_); !st.ok())
@@ -309,6 +360,7 @@ void World::apply_command(const BorderArrivals& c, CommandResult& r) {
     vehicles_.adopt(v);
   }
   for (const VehicleGhost& g : c.ghosts) vehicles_.add_ghost(g);
+  for (const std::uint32_t l : c.crossings) vehicles_.add_foreign_crossing(l);
   for (const ReturnedVehicle& rv : c.returned_vehicles) {
     if (home_district(rv.id.index) != scenario_.own_district) {
       send_home(rv.id, static_cast<std::int32_t>(rv.garage));

@@ -223,6 +223,7 @@ json border_arrivals_json(const core::BorderArrivals& c) {
       rs.push_back(json::array({r.id.index, r.id.generation, r.garage}));
     j["returned_vehicles"] = rs;
   }
+  if (!c.crossings.empty()) j["crossings"] = c.crossings;
   return j;
 }
 
@@ -362,7 +363,15 @@ std::optional<core::WorldCommand> decode_border_arrivals(const json& j, std::str
       !get_border_rows(j, "ghosts", "[index, generation, garage, route_index, lane, s_m]", c.ghosts,
                        get_vehicle_ghost, error) ||
       !get_border_rows(j, "returned_vehicles", "[index, generation, garage]", c.returned_vehicles,
-                       get_returned_vehicle, error)) {
+                       get_returned_vehicle, error) ||
+      !get_border_rows(
+          j, "crossings", "a lane index", c.crossings,
+          [](const json& v, std::uint32_t& lane) {
+            if (!v.is_number_unsigned() || v.get<std::uint64_t>() > UINT32_MAX) return false;
+            lane = v.get<std::uint32_t>();
+            return true;
+          },
+          error)) {
     return std::nullopt;
   }
   return c;

@@ -17,6 +17,8 @@ void World::phase_vehicles() {
     if (lanes_.lane(pedestrians_.lane[i]).kind == LaneKind::Crossing)
       crossing_occupied_[pedestrians_.lane[i]] = 1;
   }
+  // A district world: other districts' crossings with someone on them.
+  for (const LaneIndex l : vehicles_.foreign_crossings()) crossing_occupied_[l] = 1;
   vehicle_despawns_.clear();
   vehicles_.step(step_index_, scenario_.step_us, registry_, crossing_occupied_, tier_observers_,
                  vehicle_despawns_, executor());

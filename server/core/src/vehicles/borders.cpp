@@ -13,10 +13,13 @@
 // ghosts are of its state before the arrival). Its garage's district counts
 // it as away, so the garage's capacity holds across the city.
 //
-// Not covered: pedestrians on another district's crossing lanes (the
-// crossing occupancy is each district's own), and ghosts from a district
-// that is not a neighbour (lanes shorter than the horizon at a corner of
-// three districts).
+// Crossings work the same way: a district sends the neighbours whose cars
+// yield at one of its crossing lanes whether a pedestrian is on it after its
+// step, and keeps for its own next step the crossings of other districts its
+// pedestrians just walked onto (foreign_crossings).
+//
+// Not covered: ghosts from a district that is not a neighbour (lanes shorter
+// than the horizon at a corner of three districts).
 #include <algorithm>
 #include <cassert>
 #include <cmath>
@@ -120,6 +123,31 @@ void VehicleSystem::set_district(const std::vector<std::int16_t>& lane_district,
     for (LaneIndex l = 0; l < lanes; ++l) {
       if (read[l] != 0 && lane_district[l] != dd) readers[l].push_back(dd);
     }
+  }
+  // Crossings: a car yields to pedestrians on a crossing of its lane or of
+  // the next one (the kernel's check_crossings), so the owners of those road
+  // lanes and of the lanes leading onto them read the crossing's occupancy.
+  std::vector<std::vector<std::uint16_t>> crossing_readers(lanes);
+  for (LaneIndex r = 0; r < lanes; ++r) {
+    for (const Conflict& c : conflicts_[r]) {
+      std::vector<std::uint16_t>& to = crossing_readers[c.crossing];
+      to.push_back(static_cast<std::uint16_t>(lane_district[r]));
+      for (LaneIndex p = 0; p < lanes; ++p) {
+        const auto& next = lanes_->lane(p).successors;
+        if (std::find(next.begin(), next.end(), r) != next.end())
+          to.push_back(static_cast<std::uint16_t>(lane_district[p]));
+      }
+    }
+  }
+  crossing_readers_begin_.assign(1, 0);
+  crossing_readers_.clear();
+  for (LaneIndex l = 0; l < lanes; ++l) {
+    std::vector<std::uint16_t>& to = crossing_readers[l];
+    std::sort(to.begin(), to.end());
+    to.erase(std::unique(to.begin(), to.end()), to.end());
+    std::erase(to, static_cast<std::uint16_t>(lane_district[l]));  // the owner reads its own
+    crossing_readers_.insert(crossing_readers_.end(), to.begin(), to.end());
+    crossing_readers_begin_.push_back(static_cast<std::uint32_t>(crossing_readers_.size()));
   }
   ghost_to_begin_.assign(1, 0);
   ghost_to_.clear();
@@ -238,6 +266,14 @@ void VehicleSystem::adopt(const BorderVehicle& v) {
 
 Status VehicleSystem::validate_ghost(const VehicleGhost& g, const EntityRegistry& registry) const {
   return validate_place(g.id, g.garage, g.route_index, g.lane, g.s_m, registry, /*foreign=*/true);
+}
+
+Status VehicleSystem::validate_crossing(LaneIndex lane) const {
+  if (lane >= lanes_->size() || lanes_->lane(lane).kind != LaneKind::Crossing)
+    return field_error("crossings", std::to_string(lane) + " is not a crossing lane");
+  if (lane_foreign_.empty() || lane_foreign_[lane] == 0)
+    return field_error("crossings", std::to_string(lane) + " is a lane of this district");
+  return {};
 }
 
 void VehicleSystem::returned_away(std::uint32_t garage) {

@@ -110,6 +110,10 @@ void VehicleSystem::digest_into(Digest& d) const {
     for (const VehicleGhost& g : ghosts_)
       d.u64(g.id.packed()).u32(g.garage).u32(g.route_index).u32(g.lane).f64(g.s_m);
   }
+  if (!foreign_crossings_.empty()) {
+    d.tag(27).u64(foreign_crossings_.size());
+    for (const LaneIndex l : foreign_crossings_) d.u32(l);
+  }
   d.tag(22).u32(static_cast<std::uint32_t>(signals_.size()));
   std::uint64_t signals = 0;
   for (std::uint32_t si = 0; si < signals_.size(); ++si) {
@@ -179,6 +183,7 @@ void VehicleSystem::capture_into(VehicleCheckpoint& cp) const {
   cp.last_tiers = last_tiers_;
   cp.last_step = last_step_;
   cp.ghosts = ghosts_;
+  cp.foreign_crossings = foreign_crossings_;
 }
 
 std::vector<std::pair<std::string, std::string>> VehicleSystem::restore(
@@ -195,6 +200,11 @@ std::vector<std::pair<std::string, std::string>> VehicleSystem::restore(
   for (std::size_t k = 0; k < cp.ghosts.size(); ++k) {
     if (Status st = validate_ghost(cp.ghosts[k], registry); !st.ok())
       add_restore_error(errors, "vehicles.ghosts[" + std::to_string(k) + "]", st.message());
+  }
+  for (std::size_t k = 0; k < cp.foreign_crossings.size(); ++k) {
+    if (Status st = validate_crossing(cp.foreign_crossings[k]); !st.ok())
+      add_restore_error(errors, "vehicles.foreign_crossings[" + std::to_string(k) + "]",
+                        st.message());
   }
   if (!errors.empty()) return errors;
 
@@ -217,6 +227,7 @@ std::vector<std::pair<std::string, std::string>> VehicleSystem::restore(
   last_tiers_ = cp.last_tiers;
   last_step_ = cp.last_step;
   ghosts_ = cp.ghosts;
+  foreign_crossings_ = cp.foreign_crossings;
   return errors;
 }
 

@@ -34,6 +34,7 @@ void VehicleSystem::step(std::uint64_t step_index, std::uint32_t step_us, Entity
   evaluate_and_advance(step_index, step_us, crossing_occupied, despawns, executor);
   turnarounds(step_index);
   ghosts_.clear();  // read by this step only (share_ghosts() sets the next step's own)
+  foreign_crossings_.clear();
   find_stuck(step_index, step_us, despawns);
   count_policies();
   // Counts conserved: every vehicle on the road has exactly one policy.

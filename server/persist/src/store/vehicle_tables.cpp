@@ -1,6 +1,8 @@
 // The vehicles' tables: the bulk vehicle columns, garages with their request
 // queues, dispatched ids and mouths (schema 12), and the signals; a
 // district's ghosts and its garages' vehicles away (schema 13).
+#include <limits>
+
 #include "tables.hpp"
 
 namespace bustle::persist::store {
@@ -35,7 +37,7 @@ const TableColumns kVehicleColumnsBefore13{"vehicle_columns",
 const TableColumns kVehicleColumns{
     kVehicleColumnsBefore13,
     {"ghost_count", "ghost_id_index", "ghost_id_generation", "ghost_garage", "ghost_route_index",
-     "ghost_lane", "ghost_s_m"}};
+     "ghost_lane", "ghost_s_m", "ghost_crossing_count", "ghost_crossings"}};
 
 const TableColumns kGaragesBefore13{
     "garages",
@@ -80,7 +82,8 @@ struct GhostColumns {
 };
 
 StoreError write_vehicle_columns(Tables& t, std::int64_t id, const core::VehicleStore& st,
-                                 const std::vector<core::VehicleGhost>& ghosts) {
+                                 const std::vector<core::VehicleGhost>& ghosts,
+                                 const std::vector<std::uint32_t>& crossings) {
   Insert vc;
   if (StoreError e = t.prepare(kVehicleColumns, vc); !e.ok()) return e;
   assert(all_sized(st.id.size(), st.garage, st.ordinal, st.prototype, st.route_index, st.lane,
@@ -117,11 +120,14 @@ StoreError write_vehicle_columns(Tables& t, std::int64_t id, const core::Vehicle
   vc.blob("ghost_id_index", gids.index).blob("ghost_id_generation", gids.generation);
   vc.blob("ghost_garage", g.garage).blob("ghost_route_index", g.route_index);
   vc.blob("ghost_lane", g.lane).blob("ghost_s_m", g.s_m);
+  vc.i64("ghost_crossing_count", static_cast<std::int64_t>(crossings.size()))
+      .blob("ghost_crossings", crossings);
   return t.run(vc, kVehicleColumns, snapshot_row(id));
 }
 
 StoreError read_vehicle_columns(Tables& t, std::int64_t id, core::VehicleStore& st,
-                                std::vector<core::VehicleGhost>& ghosts) {
+                                std::vector<core::VehicleGhost>& ghosts,
+                                std::vector<std::uint32_t>& crossings) {
   const std::string row = snapshot_row(id);
   const bool with_ghosts = t.file_version() >= 13;
   const TableColumns& columns = with_ghosts ? kVehicleColumns : kVehicleColumnsBefore13;
@@ -157,6 +163,9 @@ StoreError read_vehicle_columns(Tables& t, std::int64_t id, core::VehicleStore& 
     rr.blob("ghost_route_index", ghost_count, g.route_index);
     rr.blob("ghost_lane", ghost_count, g.lane);
     rr.blob("ghost_s_m", ghost_count, g.s_m);
+    const auto crossing_count = static_cast<std::size_t>(
+        rr.integer("ghost_crossing_count", 0, std::numeric_limits<std::uint32_t>::max()));
+    rr.blob("ghost_crossings", crossing_count, crossings);
   }
   if (rr.ok()) {
     ghosts.clear();
@@ -370,13 +379,15 @@ std::vector<const TableColumns*> vehicle_tables() {
 }
 
 StoreError write_vehicles(Tables& t, std::int64_t id, const core::VehicleCheckpoint& v) {
-  if (StoreError e = write_vehicle_columns(t, id, v.store, v.ghosts); !e.ok()) return e;
+  if (StoreError e = write_vehicle_columns(t, id, v.store, v.ghosts, v.foreign_crossings); !e.ok())
+    return e;
   if (StoreError e = write_garages(t, id, v); !e.ok()) return e;
   return write_signals(t, id, v);
 }
 
 StoreError read_vehicles(Tables& t, std::int64_t id, core::VehicleCheckpoint& v) {
-  if (StoreError e = read_vehicle_columns(t, id, v.store, v.ghosts); !e.ok()) return e;
+  if (StoreError e = read_vehicle_columns(t, id, v.store, v.ghosts, v.foreign_crossings); !e.ok())
+    return e;
   if (StoreError e = read_garages(t, id, v); !e.ok()) return e;
   if (StoreError e = read_garage_lists(t, id, v); !e.ok()) return e;
   return read_signals(t, id, v);

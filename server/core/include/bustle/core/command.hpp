@@ -253,7 +253,9 @@ inline constexpr std::size_t kBorderPedestriansMax = 1u << 20;
 // home, passed on district by district (a shortest way over the map's
 // borders) until their home queues them again.
 // `vehicles` cross, `ghosts` are read for one step, `returned_vehicles` are
-// ids going home like `returned` that were a vehicle's.
+// ids going home like `returned` that were a vehicle's, `crossings` are the
+// sender's crossing lanes with a pedestrian on them (the receiver's cars
+// yield to them next step).
 struct BorderArrivals {
   std::uint32_t from_district = 0;
   std::uint64_t sent_step = 0;
@@ -262,6 +264,7 @@ struct BorderArrivals {
   std::vector<BorderVehicle> vehicles;
   std::vector<VehicleGhost> ghosts;
   std::vector<ReturnedVehicle> returned_vehicles;
+  std::vector<std::uint32_t> crossings;  // lane indices, ascending
 };
 
 using WorldCommand =

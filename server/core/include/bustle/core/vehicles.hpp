@@ -179,6 +179,24 @@ class VehicleSystem {
   void share_ghosts(std::span<const BorderVehicle> departed,
                     std::vector<std::pair<std::uint32_t, VehicleGhost>>& out);
   const std::vector<VehicleGhost>& ghosts() const { return ghosts_; }
+  // Crossing lanes of other districts with a pedestrian on them, read by the
+  // next vehicle phase like the district's own (then dropped): between steps
+  // those this district's pedestrians just walked onto, then what the
+  // neighbours sent (phase 1). Checkpointed and digested with the ghosts.
+  Status validate_crossing(LaneIndex lane) const;
+  void add_foreign_crossing(LaneIndex lane) { foreign_crossings_.push_back(lane); }
+  const std::vector<LaneIndex>& foreign_crossings() const { return foreign_crossings_; }
+  // After the step: the districts (other than this one and the lane's owner)
+  // whose cars yield to pedestrians on crossing lane `lane`, and whether this
+  // district's do.
+  std::span<const std::uint16_t> crossing_readers(LaneIndex lane) const {
+    if (crossing_readers_begin_.empty()) return {};
+    return {crossing_readers_.data() + crossing_readers_begin_[lane],
+            crossing_readers_begin_[lane + 1] - crossing_readers_begin_[lane]};
+  }
+  void keep_foreign_crossings(std::vector<LaneIndex> lanes) {
+    foreign_crossings_ = std::move(lanes);
+  }
 
   const VehicleStore& store() const { return store_; }
   // The capacity target of the vehicle in dense slot `dense` at its last
@@ -450,6 +468,9 @@ class VehicleSystem {
   // digested), then what the neighbours sent (phase 1). Snapshot rows past
   // the store's (row >= size()) are ghosts, ghosts_[row - size()].
   std::vector<VehicleGhost> ghosts_;
+  std::vector<LaneIndex> foreign_crossings_;           // foreign_crossings()
+  std::vector<std::uint32_t> crossing_readers_begin_;  // per lane + 1 (crossing_readers)
+  std::vector<std::uint16_t> crossing_readers_;
   Status validate_place(EntityId id, std::uint32_t garage, std::uint32_t route_index,
                         LaneIndex lane, double s_m, const EntityRegistry& registry,
                         bool foreign) const;

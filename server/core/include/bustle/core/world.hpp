@@ -554,8 +554,12 @@ class World {
   std::vector<BorderVehicleDeparture> border_vehicles_;  // border_vehicles()
   std::vector<BorderGhost> border_ghosts_;               // border_ghosts()
   void leave_by_border_vehicles();                       // phase 5, after the vehicles moved
-  std::vector<std::uint32_t> range_first_;               // per district: first slot of its range
-  std::vector<std::int16_t> next_hop_;  // per home district: the neighbour towards it
+  // After phase 9: which crossing lanes have a pedestrian on them, for the
+  // neighbours whose cars yield there (vehicles/borders.cpp).
+  void share_crossings();
+  std::vector<std::pair<std::uint32_t, LaneIndex>> border_crossing_lanes_;  // (to, lane)
+  std::vector<std::uint32_t> range_first_;  // per district: first slot of its range
+  std::vector<std::int16_t> next_hop_;      // per home district: the neighbour towards it
   void send_home(EntityId id, std::int32_t garage = -1);  // an id whose home is elsewhere
   // Phase 4b (phases/04b_prevention.cpp): response units, then corpse cleanup.
   void phase_prevention();

@@ -64,7 +64,8 @@ struct VehicleCheckpoint {
   PlanState plan;
   TierCounts last_tiers;
   VehicleStepCounts last_step;
-  std::vector<VehicleGhost> ghosts;  // district worlds: VehicleSystem::ghosts()
+  std::vector<VehicleGhost> ghosts;              // district worlds: VehicleSystem::ghosts()
+  std::vector<std::uint32_t> foreign_crossings;  // VehicleSystem::foreign_crossings()
 };
 
 }  // namespace bustle::core
