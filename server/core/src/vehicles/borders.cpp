@@ -56,6 +56,7 @@ void VehicleSystem::set_district(const std::vector<std::int16_t>& lane_district,
   }
   lane_foreign_.assign(lanes, 0);
   for (std::size_t l = 0; l < lanes; ++l) lane_foreign_[l] = lane_district[l] != own;
+  build_crossing_readers(lane_district);
   // The farthest a vehicle looks ahead from its lane's end (the kernel's
   // look_m at the slowest tier's stride), and the farthest an entrance
   // looks behind it.
@@ -124,19 +125,29 @@ void VehicleSystem::set_district(const std::vector<std::int16_t>& lane_district,
       if (read[l] != 0 && lane_district[l] != dd) readers[l].push_back(dd);
     }
   }
-  // Crossings: a car yields to pedestrians on a crossing of its lane or of
-  // the next one (the kernel's check_crossings), so the owners of those road
-  // lanes and of the lanes leading onto them read the crossing's occupancy.
+  ghost_to_begin_.assign(1, 0);
+  ghost_to_.clear();
+  for (std::size_t l = 0; l < lanes; ++l) {
+    ghost_to_.insert(ghost_to_.end(), readers[l].begin(), readers[l].end());
+    ghost_to_begin_.push_back(static_cast<std::uint32_t>(ghost_to_.size()));
+  }
+}
+
+// Crossings: a car yields to pedestrians on a crossing of its lane or of
+// the next one (the kernel's check_crossings), so the owners of those road
+// lanes and of the lanes leading onto them read the crossing's occupancy.
+void VehicleSystem::build_crossing_readers(const std::vector<std::int16_t>& lane_district) {
+  const std::size_t lanes = lanes_->size();
+  std::vector<std::vector<LaneIndex>> preds(lanes);
+  for (LaneIndex l = 0; l < lanes; ++l) {
+    for (const LaneIndex next : lanes_->lane(l).successors) preds[next].push_back(l);
+  }
   std::vector<std::vector<std::uint16_t>> crossing_readers(lanes);
   for (LaneIndex r = 0; r < lanes; ++r) {
     for (const Conflict& c : conflicts_[r]) {
       std::vector<std::uint16_t>& to = crossing_readers[c.crossing];
       to.push_back(static_cast<std::uint16_t>(lane_district[r]));
-      for (LaneIndex p = 0; p < lanes; ++p) {
-        const auto& next = lanes_->lane(p).successors;
-        if (std::find(next.begin(), next.end(), r) != next.end())
-          to.push_back(static_cast<std::uint16_t>(lane_district[p]));
-      }
+      for (const LaneIndex p : preds[r]) to.push_back(static_cast<std::uint16_t>(lane_district[p]));
     }
   }
   crossing_readers_begin_.assign(1, 0);
@@ -148,12 +159,6 @@ void VehicleSystem::set_district(const std::vector<std::int16_t>& lane_district,
     std::erase(to, static_cast<std::uint16_t>(lane_district[l]));  // the owner reads its own
     crossing_readers_.insert(crossing_readers_.end(), to.begin(), to.end());
     crossing_readers_begin_.push_back(static_cast<std::uint32_t>(crossing_readers_.size()));
-  }
-  ghost_to_begin_.assign(1, 0);
-  ghost_to_.clear();
-  for (std::size_t l = 0; l < lanes; ++l) {
-    ghost_to_.insert(ghost_to_.end(), readers[l].begin(), readers[l].end());
-    ghost_to_begin_.push_back(static_cast<std::uint32_t>(ghost_to_.size()));
   }
 }
 

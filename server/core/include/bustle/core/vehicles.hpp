@@ -471,6 +471,7 @@ class VehicleSystem {
   std::vector<LaneIndex> foreign_crossings_;           // foreign_crossings()
   std::vector<std::uint32_t> crossing_readers_begin_;  // per lane + 1 (crossing_readers)
   std::vector<std::uint16_t> crossing_readers_;
+  void build_crossing_readers(const std::vector<std::int16_t>& lane_district);
   Status validate_place(EntityId id, std::uint32_t garage, std::uint32_t route_index,
                         LaneIndex lane, double s_m, const EntityRegistry& registry,
                         bool foreign) const;
