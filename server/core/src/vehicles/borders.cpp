@@ -234,37 +234,7 @@ Status VehicleSystem::validate_arrival(const BorderVehicle& v,
 }
 
 void VehicleSystem::adopt(const BorderVehicle& v) {
-  assert(store_.dense_of[v.id.index] == VehicleStore::kNoSlot);
-  const auto tier = static_cast<SimTier>(v.sim_tier);
-  store_.dense_of[v.id.index] = store_.size();
-  store_.id.push_back(v.id);
-  store_.garage.push_back(v.garage);
-  store_.ordinal.push_back(v.ordinal);
-  store_.prototype.push_back(v.prototype);
-  store_.route_index.push_back(v.route_index);
-  store_.lane.push_back(v.lane);
-  store_.s_m.push_back(v.s_m);
-  store_.speed_mps.push_back(v.speed_mps);
-  store_.strategy.push_back(v.strategy);
-  store_.control_policy.push_back(v.control_policy);
-  store_.reason.push_back(v.reason);
-  store_.sim_tier.push_back(tier);
-  store_.leader.push_back(v.leader);
-  store_.steps_advanced.push_back(v.steps_advanced);
-  store_.last_advance_step.push_back(v.last_advance_step);
-  store_.waiting_since.push_back(0);
-  store_.despawn_requested.push_back(0);
-  store_.request_id.push_back(v.request_id);
-  Digest c;
-  c.u64(v.id.packed()).u32(v.garage).u64(v.ordinal).u32(v.prototype).str(v.request_id);
-  cold_hash_.push_back(c.value());
-  phase_.push_back(id_phase(v.id));
-  capacity_tier_.push_back(tier);
-  hash_.push_back(0);
-  ++control_policy_count_[v.control_policy];
-  ++sim_tier_count_[tier_index(tier)];
-  refold(store_.size() - 1);
-  ++managed_[v.garage];
+  append_row(v);
   if (garage_here(v.garage)) --garages_[v.garage].away;  // back home
   lane_min_valid_ = false;
 }

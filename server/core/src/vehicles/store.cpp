@@ -62,37 +62,58 @@ void VehicleSystem::stop_waiting(std::uint32_t i) {
 void VehicleSystem::push_vehicle(std::uint64_t step_index, EntityId id, std::uint32_t garage,
                                  std::uint64_t ordinal, std::uint32_t prototype,
                                  const std::string& request_id, SimTier tier) {
-  assert(store_.dense_of[id.index] == VehicleStore::kNoSlot);  // read back by is_vehicle()/remove()
   assert(managed(garage) < scenario_->garages[garage].capacity);  // the mouth's front left it
-  store_.dense_of[id.index] = store_.size();
-  store_.id.push_back(id);
-  store_.garage.push_back(garage);
-  store_.ordinal.push_back(ordinal);
-  store_.prototype.push_back(prototype);
-  store_.route_index.push_back(0);
-  store_.lane.push_back(routes_[garage][0]);
-  store_.s_m.push_back(0.0);
-  store_.speed_mps.push_back(0.0);
-  store_.strategy.push_back(static_cast<std::uint8_t>(VehicleStrategy::RouteFollow));
-  store_.control_policy.push_back(static_cast<std::uint8_t>(ControlPolicy::RouteFollow));
-  store_.reason.push_back(static_cast<std::uint8_t>(PolicyReason::Clear));
+  BorderVehicle row;
+  row.id = id;
+  row.garage = garage;
+  row.ordinal = ordinal;
+  row.prototype = prototype;
+  row.lane = routes_[garage][0];  // s = 0 of its entrance, standing
+  row.strategy = static_cast<std::uint8_t>(VehicleStrategy::RouteFollow);
+  row.control_policy = static_cast<std::uint8_t>(ControlPolicy::RouteFollow);
+  row.reason = static_cast<std::uint8_t>(PolicyReason::Clear);
+  row.sim_tier = static_cast<std::uint8_t>(tier);
+  row.last_advance_step = step_index;
+  row.request_id = request_id;
+  append_row(row);
+}
+
+// One row at the end of the store, with its derived columns and counts: a
+// dispatched vehicle (push_vehicle) or one arriving from another district
+// (adopt, borders.cpp). Never waiting, never marked for despawn.
+void VehicleSystem::append_row(const BorderVehicle& v) {
+  assert(store_.dense_of[v.id.index] ==
+         VehicleStore::kNoSlot);  // read back by is_vehicle()/remove()
+  const auto tier = static_cast<SimTier>(v.sim_tier);
+  store_.dense_of[v.id.index] = store_.size();
+  store_.id.push_back(v.id);
+  store_.garage.push_back(v.garage);
+  store_.ordinal.push_back(v.ordinal);
+  store_.prototype.push_back(v.prototype);
+  store_.route_index.push_back(v.route_index);
+  store_.lane.push_back(v.lane);
+  store_.s_m.push_back(v.s_m);
+  store_.speed_mps.push_back(v.speed_mps);
+  store_.strategy.push_back(v.strategy);
+  store_.control_policy.push_back(v.control_policy);
+  store_.reason.push_back(v.reason);
   store_.sim_tier.push_back(tier);
-  store_.leader.push_back(EntityId{});
-  store_.steps_advanced.push_back(0);
-  store_.last_advance_step.push_back(step_index);
+  store_.leader.push_back(v.leader);
+  store_.steps_advanced.push_back(v.steps_advanced);
+  store_.last_advance_step.push_back(v.last_advance_step);
   store_.waiting_since.push_back(0);
   store_.despawn_requested.push_back(0);
-  store_.request_id.push_back(request_id);
+  store_.request_id.push_back(v.request_id);
   Digest c;
-  c.u64(id.packed()).u32(garage).u64(ordinal).u32(prototype).str(request_id);
+  c.u64(v.id.packed()).u32(v.garage).u64(v.ordinal).u32(v.prototype).str(v.request_id);
   cold_hash_.push_back(c.value());
-  phase_.push_back(id_phase(id));
-  capacity_tier_.push_back(tier);  // not resolved yet
+  phase_.push_back(id_phase(v.id));
+  capacity_tier_.push_back(tier);  // not resolved here yet
   hash_.push_back(0);
-  ++control_policy_count_[static_cast<std::size_t>(ControlPolicy::RouteFollow)];
+  ++control_policy_count_[v.control_policy];
   ++sim_tier_count_[tier_index(tier)];
   refold(store_.size() - 1);
-  ++managed_[garage];
+  ++managed_[v.garage];
 }
 
 void VehicleSystem::remove(EntityId id) {

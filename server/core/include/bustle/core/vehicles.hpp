@@ -353,6 +353,7 @@ class VehicleSystem {
   void push_vehicle(std::uint64_t step_index, EntityId id, std::uint32_t garage,
                     std::uint64_t ordinal, std::uint32_t prototype, const std::string& request_id,
                     SimTier tier);
+  void append_row(const BorderVehicle& v);
 
   struct Conflict {
     double s_on_road_m;
