@@ -127,8 +127,11 @@ BorderArrivals World::border_message(std::uint32_t to) const {
 }
 
 void World::share_crossings() {
-  if (scenario_.garages.empty()) return;  // no car yields anywhere
-  std::vector<LaneIndex> occupied;
+  // No car yields anywhere, or at no crossing another district reads: no
+  // walk over the pedestrians.
+  if (scenario_.garages.empty() || !vehicles_.any_crossing_readers()) return;
+  std::vector<LaneIndex>& occupied = border_lane_scratch_;
+  occupied.clear();
   for (std::uint32_t i = 0; i < pedestrians_.size(); ++i) {
     const LaneIndex l = pedestrians_.lane[i];
     if (!vehicles_.crossing_readers(l).empty() && lanes_.lane(l).kind == LaneKind::Crossing)
@@ -145,8 +148,8 @@ void World::share_crossings() {
   // step late for everyone else; this district passes it on, and keeps it
   // for its own next vehicle phase.
   const auto own = static_cast<std::uint16_t>(scenario_.own_district);
-  std::vector<LaneIndex> self;
-  std::vector<std::pair<std::uint32_t, LaneIndex>> passed;
+  std::vector<LaneIndex>& self = border_lane_scratch_;  // done with `occupied`
+  self.clear();
   for (const BorderDeparture& dep : border_departures_) {
     const LaneIndex l = dep.pedestrian.lane;
     if (lanes_.lane(l).kind != LaneKind::Crossing) continue;
@@ -154,18 +157,17 @@ void World::share_crossings() {
       if (d == own) {
         self.push_back(l);
       } else {
-        passed.push_back({d, l});
+        border_crossing_lanes_.push_back({d, l});
       }
     }
   }
-  border_crossing_lanes_.insert(border_crossing_lanes_.end(), passed.begin(), passed.end());
   std::sort(border_crossing_lanes_.begin(), border_crossing_lanes_.end());
   border_crossing_lanes_.erase(
       std::unique(border_crossing_lanes_.begin(), border_crossing_lanes_.end()),
       border_crossing_lanes_.end());
   std::sort(self.begin(), self.end());
   self.erase(std::unique(self.begin(), self.end()), self.end());
-  vehicles_.keep_foreign_crossings(std::move(self));
+  vehicles_.keep_foreign_crossings(self);
 }
 
 std::vector<BorderArrivals> World::border_outbox() const {
@@ -178,14 +180,16 @@ std::vector<BorderArrivals> World::border_outbox() const {
 // in id order, unless a despawn was asked for them (they leave the city here
 // in phase 9); then the ghosts of this step go out (vehicles/borders.cpp).
 void World::leave_by_border_vehicles() {
-  std::vector<EntityId> leaving;
+  std::vector<EntityId>& leaving = border_leaving_;
+  leaving.clear();
   const VehicleStore& st = vehicles_.store();
   for (std::uint32_t i = 0; i < st.size(); ++i) {
     if (vehicles_.on_foreign_lane(i) && despawn_pending_[st.id[i].index] == 0)
       leaving.push_back(st.id[i]);
   }
   std::sort(leaving.begin(), leaving.end());
-  std::vector<BorderVehicle> departed;
+  std::vector<BorderVehicle>& departed = border_departed_;
+  departed.clear();
   for (const EntityId id : leaving) {
     if (auto f = std::lower_bound(forced_full_.begin(), forced_full_.end(), id);
         f != forced_full_.end() && *f == id) {
@@ -198,7 +202,8 @@ void World::leave_by_border_vehicles() {
     border_vehicles_.push_back({static_cast<std::uint32_t>(lane_district_[v.lane]), v});
     departed.push_back(std::move(v));
   }
-  std::vector<std::pair<std::uint32_t, VehicleGhost>> ghosts;
+  std::vector<std::pair<std::uint32_t, VehicleGhost>>& ghosts = border_ghost_scratch_;
+  ghosts.clear();
   vehicles_.share_ghosts(departed, ghosts);
   for (const auto& [to, g] : ghosts) border_ghosts_.push_back({to, g});
 }

@@ -34,10 +34,6 @@ namespace bustle::core {
 
 namespace {
 
-std::string entity_name(EntityId id) {
-  return "entity " + std::to_string(id.index) + ":" + std::to_string(id.generation);
-}
-
 Status field_error(const std::string& at, const std::string& what) {
   return Status::invalid_argument(at + ": " + what);
 }
@@ -56,7 +52,11 @@ void VehicleSystem::set_district(const std::vector<std::int16_t>& lane_district,
   }
   lane_foreign_.assign(lanes, 0);
   for (std::size_t l = 0; l < lanes; ++l) lane_foreign_[l] = lane_district[l] != own;
-  build_crossing_readers(lane_district);
+  std::vector<std::vector<LaneIndex>> preds(lanes);  // the lanes leading onto each
+  for (LaneIndex l = 0; l < lanes; ++l) {
+    for (const LaneIndex next : lanes_->lane(l).successors) preds[next].push_back(l);
+  }
+  build_crossing_readers(lane_district, preds);
   // The farthest a vehicle looks ahead from its lane's end (the kernel's
   // look_m at the slowest tier's stride), and the farthest an entrance
   // looks behind it.
@@ -95,10 +95,6 @@ void VehicleSystem::set_district(const std::vector<std::int16_t>& lane_district,
         if (on < ahead[next]) q.push({ahead[next] = on, next});
       }
     }
-    std::vector<std::vector<LaneIndex>> preds(lanes);
-    for (LaneIndex l = 0; l < lanes; ++l) {
-      for (const LaneIndex next : lanes_->lane(l).successors) preds[next].push_back(l);
-    }
     for (LaneIndex l = 0; l < lanes; ++l) {
       if (lane_district[l] != dd) continue;
       for (const LaneIndex p : preds[l]) {
@@ -136,12 +132,9 @@ void VehicleSystem::set_district(const std::vector<std::int16_t>& lane_district,
 // Crossings: a car yields to pedestrians on a crossing of its lane or of
 // the next one (the kernel's check_crossings), so the owners of those road
 // lanes and of the lanes leading onto them read the crossing's occupancy.
-void VehicleSystem::build_crossing_readers(const std::vector<std::int16_t>& lane_district) {
+void VehicleSystem::build_crossing_readers(const std::vector<std::int16_t>& lane_district,
+                                           const std::vector<std::vector<LaneIndex>>& preds) {
   const std::size_t lanes = lanes_->size();
-  std::vector<std::vector<LaneIndex>> preds(lanes);
-  for (LaneIndex l = 0; l < lanes; ++l) {
-    for (const LaneIndex next : lanes_->lane(l).successors) preds[next].push_back(l);
-  }
   std::vector<std::vector<std::uint16_t>> crossing_readers(lanes);
   for (LaneIndex r = 0; r < lanes; ++r) {
     for (const Conflict& c : conflicts_[r]) {
@@ -196,7 +189,7 @@ Status VehicleSystem::validate_place(EntityId id, std::uint32_t garage, std::uin
                                      LaneIndex lane, double s_m, const EntityRegistry& registry,
                                      bool foreign) const {
   if (id.is_null() || id.index >= registry.capacity() || !registry.slot_away(id.index))
-    return field_error("id", entity_name(id) + " is not away from here");
+    return field_error("id", "entity " + id_text(id) + " is not away from here");
   if (garage >= routes_.size()) return field_error("garage", "no such garage");
   const std::vector<LaneIndex>& route = routes_[garage];
   if (route_index >= route.size() || route[route_index] != lane)

@@ -194,8 +194,11 @@ class VehicleSystem {
     return {crossing_readers_.data() + crossing_readers_begin_[lane],
             crossing_readers_begin_[lane + 1] - crossing_readers_begin_[lane]};
   }
-  void keep_foreign_crossings(std::vector<LaneIndex> lanes) {
-    foreign_crossings_ = std::move(lanes);
+  // Whether any crossing lane has a reader: a city cut with no crossing at
+  // a border has none, and its districts share no occupancy.
+  bool any_crossing_readers() const { return !crossing_readers_.empty(); }
+  void keep_foreign_crossings(std::span<const LaneIndex> lanes) {
+    foreign_crossings_.assign(lanes.begin(), lanes.end());
   }
 
   const VehicleStore& store() const { return store_; }
@@ -472,7 +475,8 @@ class VehicleSystem {
   std::vector<LaneIndex> foreign_crossings_;           // foreign_crossings()
   std::vector<std::uint32_t> crossing_readers_begin_;  // per lane + 1 (crossing_readers)
   std::vector<std::uint16_t> crossing_readers_;
-  void build_crossing_readers(const std::vector<std::int16_t>& lane_district);
+  void build_crossing_readers(const std::vector<std::int16_t>& lane_district,
+                              const std::vector<std::vector<LaneIndex>>& preds);
   Status validate_place(EntityId id, std::uint32_t garage, std::uint32_t route_index,
                         LaneIndex lane, double s_m, const EntityRegistry& registry,
                         bool foreign) const;

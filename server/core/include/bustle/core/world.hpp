@@ -558,6 +558,12 @@ class World {
   // neighbours whose cars yield there (vehicles/borders.cpp).
   void share_crossings();
   std::vector<std::pair<std::uint32_t, LaneIndex>> border_crossing_lanes_;  // (to, lane)
+  // Scratch of leave_by_border_vehicles and share_crossings, kept between
+  // steps so a district's step allocates nothing after warm-up.
+  std::vector<EntityId> border_leaving_;
+  std::vector<BorderVehicle> border_departed_;
+  std::vector<std::pair<std::uint32_t, VehicleGhost>> border_ghost_scratch_;
+  std::vector<LaneIndex> border_lane_scratch_;
   std::vector<std::uint32_t> range_first_;  // per district: first slot of its range
   std::vector<std::int16_t> next_hop_;      // per home district: the neighbour towards it
   void send_home(EntityId id, std::int32_t garage = -1);  // an id whose home is elsewhere
