@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <asio.hpp>
+#include <cassert>
 #include <chrono>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -423,11 +424,14 @@ void DistrictLinks::fail(const std::string& why) {
 
 void DistrictLinks::send_step_end(std::uint64_t step, std::uint64_t digest,
                                   std::span<const core::BorderArrivals> outbox) {
+  core::BorderArrivals none;  // for a neighbour the outbox does not name
+  none.from_district = options_.own;
+  none.sent_step = step;
   for (auto& link : links_) {
-    core::BorderArrivals arrivals;
-    if (link->district < outbox.size()) arrivals = outbox[link->district];
-    arrivals.from_district = options_.own;
-    arrivals.sent_step = step;
+    // World::border_message stamped each with this district and step.
+    const core::BorderArrivals& arrivals =
+        link->district < outbox.size() ? outbox[link->district] : none;
+    assert(arrivals.from_district == options_.own && arrivals.sent_step == step);
     // The arrivals are the command's recorded form, JSON text already: put in
     // as they are, not parsed and printed again.
     std::string f = frame_text("{\"type\":\"step_end\",\"step\":" + std::to_string(step) +
